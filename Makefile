@@ -1,0 +1,46 @@
+# gpusuite build. `make demo` and `make test` are the two commands a newcomer needs.
+SHELL := /bin/bash
+GO ?= go
+# go-nvml's cgo bindings use deprecated NVML symbols on purpose; the warnings
+# say nothing to a user of gpusuite.
+export CGO_CFLAGS ?= -Wno-deprecated-declarations
+export GOFLAGS ?= -buildvcs=false
+
+BINS := sbuild srun-wrap prolog epilog gpuacct nfs-sync
+BIN_DIR := $(CURDIR)/bin
+
+.PHONY: all build test test-unit test-slurm lint bench demo deps clean
+
+all: build
+
+build:
+	@mkdir -p $(BIN_DIR)
+	$(GO) build -o $(BIN_DIR)/ $(addprefix ./,$(BINS))
+
+# deps installs what the tests need from Debian's packages (root only).
+deps:
+	./test/deps.sh
+
+# test runs every test: unit tests and the real-Slurm integration tests.
+# The Slurm cluster is started here, shared by all test packages, and torn
+# down however the tests end.
+test: build deps
+	@set -o pipefail; ./test/slurm/harness.sh start && \
+	  { GPUSUITE_REQUIRE_SLURM=1 GPUSUITE_SLURM_ENV=/run/gpusuite-slurm/env GPUSUITE_BIN=$(BIN_DIR) \
+	    $(GO) test -count=1 -timeout 30m ./... ; rc=$$?; ./test/slurm/harness.sh stop; exit $$rc; }
+
+test-unit:
+	$(GO) test -count=1 ./internal/...
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+bench: build
+	./bench/run.sh
+
+demo: build
+	./bin/gpuacct demo
+
+clean:
+	rm -rf $(BIN_DIR)

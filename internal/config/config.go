@@ -1,0 +1,223 @@
+// Package config loads the one TOML file that every gpusuite binary shares.
+//
+// Precedence is flag > environment > file > default: Load fills defaults and
+// the file; commands then apply the flags and GPUSUITE_* variables that were
+// set (urfave/cli's IsSet covers both).
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+// DefaultPath is where the site configuration lives unless --config or
+// GPUSUITE_CONFIG say otherwise.
+const DefaultPath = "/etc/gpusuite/gpusuite.toml"
+
+// EnvPath names the variable that overrides DefaultPath.
+const EnvPath = "GPUSUITE_CONFIG"
+
+// Config is the whole file. Each section has its own type so each binary
+// owns the keys it reads.
+type Config struct {
+	Cluster   Cluster   `toml:"cluster"`
+	Spool     Spool     `toml:"spool"`
+	Hooks     Hooks     `toml:"hooks"`
+	GPU       GPU       `toml:"gpu"`
+	NFSSync   NFSSync   `toml:"nfssync"`
+	Container Container `toml:"container"`
+}
+
+// Cluster names this cluster and node when Slurm does not.
+type Cluster struct {
+	// Name is used when SLURM_CLUSTER_NAME is absent.
+	Name string `toml:"name"`
+	// Node is used when SLURMD_NODENAME is absent; empty means the host name.
+	Node string `toml:"node"`
+}
+
+// Spool is the node-local directory the hooks write to.
+type Spool struct {
+	Dir string `toml:"dir"`
+}
+
+// Hooks configures prolog and epilog.
+type Hooks struct {
+	// Timeout bounds a whole hook run; past it the hook logs and exits 0.
+	Timeout Duration `toml:"timeout"`
+	// NVMLTimeout bounds each NVML call on the hook path.
+	NVMLTimeout Duration `toml:"nvml_timeout"`
+	// HealthCheck makes the prolog exit non-zero (which drains the node)
+	// when an allocated GPU still runs another job's process.
+	HealthCheck bool `toml:"health_check"`
+	// LogLevel is debug, info, warn or error.
+	LogLevel string `toml:"log_level"`
+}
+
+// GPU selects how GPUs are reached.
+type GPU struct {
+	// Backend is "nvml" (the driver's libnvidia-ml) or "simulated".
+	Backend   string    `toml:"backend"`
+	Simulated Simulated `toml:"simulated"`
+}
+
+// Simulated describes the simulated GPUs used by tests, benchmarks and the
+// demo. It is used only when GPU.Backend is "simulated".
+type Simulated struct {
+	// Count is the number of GPUs on the node.
+	Count int `toml:"count"`
+	// Model is one of a100, h100, h200, b200.
+	Model string `toml:"model"`
+	// Minors gives each GPU's device minor number in NVML index order;
+	// empty means minor = index. A permutation shows that hooks map minors
+	// rather than assume them.
+	Minors []int `toml:"minors"`
+	// InitDelay makes nvmlInit slow, as it is without persistence mode.
+	InitDelay Duration `toml:"init_delay"`
+	// Hang makes every device call block, to test the time bounds.
+	Hang bool `toml:"hang"`
+	// Fail makes nvmlInit fail as if no driver were loaded.
+	Fail bool `toml:"fail"`
+}
+
+// Default returns the built-in configuration.
+func Default() Config {
+	return Config{
+		Cluster: Cluster{Name: "cluster"},
+		Spool:   Spool{Dir: "/var/spool/gpusuite"},
+		Hooks: Hooks{
+			Timeout:     Dur(2 * time.Second),
+			NVMLTimeout: Dur(500 * time.Millisecond),
+			LogLevel:    "info",
+		},
+		GPU: GPU{
+			Backend:   "nvml",
+			Simulated: Simulated{Count: 4, Model: "h100"},
+		},
+		NFSSync:   defaultNFSSync(),
+		Container: defaultContainer(),
+	}
+}
+
+// Path returns the configuration path to use: the flag value if given, else
+// $GPUSUITE_CONFIG, else DefaultPath. explicit reports whether the user named
+// it, in which case a missing file is an error.
+func Path(flag string, getenv func(string) string) (path string, explicit bool) {
+	if flag != "" {
+		return flag, true
+	}
+	if p := getenv(EnvPath); p != "" {
+		return p, true
+	}
+	return DefaultPath, false
+}
+
+// Load reads path over the defaults. A missing file is fine unless explicit.
+// Errors name the file, and for bad content the line and the key.
+func Load(path string, explicit bool) (Config, error) {
+	cfg := Default()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if !explicit && errors.Is(err, fs.ErrNotExist) {
+			return cfg, nil
+		}
+		return cfg, fmt.Errorf("read config %q: %w", path, err)
+	}
+	if err := Parse(data, &cfg); err != nil {
+		return Default(), fmt.Errorf("config %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// Parse decodes TOML data over cfg, refusing unknown keys and wrong types,
+// then validates the result.
+func Parse(data []byte, cfg *Config) error {
+	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
+	if err := dec.Decode(cfg); err != nil {
+		return describe(err)
+	}
+	return cfg.Validate()
+}
+
+func describe(err error) error {
+	var strict *toml.StrictMissingError
+	if errors.As(err, &strict) && len(strict.Errors) > 0 {
+		var parts []string
+		for i := range strict.Errors {
+			e := &strict.Errors[i]
+			row, _ := e.Position()
+			parts = append(parts, fmt.Sprintf("line %d: unknown key %q", row, strings.Join(e.Key(), ".")))
+		}
+		return fmt.Errorf("%s (see docs/configuration.md for the keys)", strings.Join(parts, "; "))
+	}
+	var de *toml.DecodeError
+	if errors.As(err, &de) {
+		row, _ := de.Position()
+		key := strings.Join(de.Key(), ".")
+		if key != "" {
+			return fmt.Errorf("line %d: key %q: %s", row, key, de.Error())
+		}
+		return fmt.Errorf("line %d: %s", row, de.Error())
+	}
+	return err
+}
+
+// Validate checks values that TOML types alone cannot.
+func (c *Config) Validate() error {
+	switch c.GPU.Backend {
+	case "nvml", "simulated":
+	default:
+		return fmt.Errorf("key \"gpu.backend\": %q is not nvml or simulated", c.GPU.Backend)
+	}
+	if c.GPU.Simulated.Count < 0 || c.GPU.Simulated.Count > 64 {
+		return fmt.Errorf("key \"gpu.simulated.count\": %d is outside 0..64", c.GPU.Simulated.Count)
+	}
+	if n := len(c.GPU.Simulated.Minors); n != 0 && n != c.GPU.Simulated.Count {
+		return fmt.Errorf("key \"gpu.simulated.minors\": %d minors for %d GPUs", n, c.GPU.Simulated.Count)
+	}
+	if c.Hooks.Timeout.Duration <= 0 {
+		return fmt.Errorf("key \"hooks.timeout\": must be positive")
+	}
+	if c.Hooks.NVMLTimeout.Duration <= 0 {
+		return fmt.Errorf("key \"hooks.nvml_timeout\": must be positive")
+	}
+	switch c.Hooks.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("key \"hooks.log_level\": %q is not debug, info, warn or error", c.Hooks.LogLevel)
+	}
+	if c.Spool.Dir == "" {
+		return fmt.Errorf("key \"spool.dir\": must not be empty")
+	}
+	if err := c.NFSSync.validate(); err != nil {
+		return err
+	}
+	return c.Container.validate()
+}
+
+// Duration is a time.Duration written as a Go duration string ("2s"). It is
+// a struct so that a bare TOML integer (nanoseconds? seconds?) is refused.
+type Duration struct{ time.Duration }
+
+// Dur makes a Duration.
+func Dur(d time.Duration) Duration { return Duration{d} }
+
+// UnmarshalText parses "1.5s", "500ms", ...
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("%q is not a duration such as \"2s\" or \"500ms\"", string(b))
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalText writes the duration as a Go duration string.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
