@@ -1,0 +1,317 @@
+// Package hook is what prolog and epilog do: read the job from slurmd's
+// environment, identify its GPUs, and spool one event, within a hard time
+// bound, never failing the job because accounting failed.
+package hook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/aicloud/gpusuite/internal/config"
+	"github.com/aicloud/gpusuite/internal/gpu"
+	"github.com/aicloud/gpusuite/internal/logging"
+	"github.com/aicloud/gpusuite/internal/record"
+	"github.com/aicloud/gpusuite/internal/slurm"
+	"github.com/aicloud/gpusuite/internal/spool"
+)
+
+// Deps is what a hook run takes from its surroundings.
+type Deps struct {
+	Getenv   func(string) string
+	Now      func() time.Time
+	Hostname func() (string, error)
+	// OpenGPU opens the GPU backend; nil means gpu.Open with the config.
+	OpenGPU func(ctx context.Context, cfg config.Config, node string) (*gpu.Library, error)
+	// ProcRoot is /proc, for the health check's cgroup lookups.
+	ProcRoot string
+}
+
+// Result is what one hook run did.
+type Result struct {
+	Event *record.Event
+	// Unhealthy is set when the opt-in health check found a reason to
+	// drain the node; only then does the hook exit non-zero.
+	Unhealthy string
+}
+
+// Run performs one hook invocation of the given kind and returns what it
+// recorded. Errors are returned for the caller to log; the caller exits 0
+// on all of them.
+func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *slog.Logger) (Result, error) {
+	var res Result
+	job, err := slurm.ParseEnv(d.Getenv)
+	if err != nil {
+		return res, fmt.Errorf("read job from environment: %w", err)
+	}
+	if len(job.Missing) > 0 || len(job.Problems) > 0 {
+		log.Warn("incomplete job environment", "job", job.ID, "missing", strings.Join(job.Missing, ","), "problems", strings.Join(job.Problems, "; "))
+	}
+	ev := &record.Event{
+		Schema: record.EventSchema, Kind: kind, Time: d.Now().UTC(),
+		Source: string(sourceOf(kind)), Job: job,
+	}
+	res.Event = ev
+	ev.Cluster = firstNonEmpty(job.Cluster, cfg.Cluster.Name)
+	ev.Node = job.Node
+	if ev.Node == "" {
+		ev.Node = cfg.Cluster.Node
+	}
+	if ev.Node == "" && d.Hostname != nil {
+		if h, err := d.Hostname(); err == nil {
+			ev.Node, _, _ = strings.Cut(h, ".")
+		}
+	}
+	for _, m := range job.Missing {
+		ev.Quality = append(ev.Quality, "env_missing: "+m)
+	}
+	for _, p := range job.Problems {
+		ev.Quality = append(ev.Quality, "env_invalid: "+p)
+	}
+	ev.Key = record.EventKey(ev.Cluster, job.ID, job.RestartCount, ev.Node, kind)
+
+	// GPU work gets at most 60% of the hook's time, so that a hung driver
+	// still leaves time to write what is known.
+	gctx, cancel := context.WithTimeout(ctx, cfg.Hooks.Timeout.Duration*6/10)
+	ev.GPUs = make([]gpu.Identity, len(job.GPUs))
+	for i, m := range job.GPUs {
+		ev.GPUs[i].Minor = m
+	}
+	if len(job.GPUs) > 0 {
+		lib, err := openGPU(gctx, cfg, d, ev.Node)
+		if err != nil {
+			log.Warn("NVML unavailable; recording device minors only", "job", job.ID, "err", err)
+			ev.Quality = append(ev.Quality, "nvml_unavailable: "+err.Error())
+		} else {
+			ev.GPUs, ev.Quality = identify(gctx, lib, job.GPUs, ev.Quality, log)
+			if kind == record.JobStart && cfg.Hooks.HealthCheck {
+				res.Unhealthy = healthCheck(gctx, lib, d.ProcRoot, job.ID, ev.GPUs, log)
+			}
+			lib.Close()
+		}
+	}
+	cancel()
+
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return res, fmt.Errorf("encode event %s: %w", ev.Key, err)
+	}
+	dir := spool.Dir{Path: cfg.Spool.Dir}
+	name := record.EventFileName(ev.Cluster, job.ID, job.RestartCount, ev.Node, kind)
+	if err := dir.Ensure(); err != nil {
+		return res, lost(ev, data, err)
+	}
+	if err := dir.Write(name, data); err != nil {
+		if errors.Is(err, spool.ErrExists) {
+			log.Info("event already recorded; keeping the first", "job", job.ID, "key", ev.Key)
+			return res, nil
+		}
+		return res, lost(ev, data, err)
+	}
+	log.Debug("event recorded", "job", job.ID, "key", ev.Key, "gpus", len(ev.GPUs), "file", filepath.Join(dir.Path, name))
+	return res, nil
+}
+
+// lost wraps a spool failure with the event itself, so the log line that
+// reports the failure also carries the record for an admin to replay.
+func lost(ev *record.Event, data []byte, err error) error {
+	return fmt.Errorf("spool event %s (record follows so it can be replayed: %s): %w", ev.Key, data, err)
+}
+
+func openGPU(ctx context.Context, cfg config.Config, d Deps, node string) (*gpu.Library, error) {
+	if d.OpenGPU != nil {
+		return d.OpenGPU(ctx, cfg, node)
+	}
+	return gpu.Open(ctx, cfg.GPU, node, cfg.Hooks.NVMLTimeout.Duration)
+}
+
+func identify(ctx context.Context, lib *gpu.Library, minors []int, quality []string, log *slog.Logger) ([]gpu.Identity, []string) {
+	got, err := lib.Identify(ctx, minors)
+	if err != nil {
+		log.Warn("GPU identification failed", "err", err)
+		quality = append(quality, "gpu_identity: "+err.Error())
+	}
+	for _, g := range got {
+		if len(g.Missing) > 0 {
+			quality = append(quality, fmt.Sprintf("gpu_minor_%d: %s", g.Minor, strings.Join(g.Missing, "; ")))
+		}
+	}
+	return got, quality
+}
+
+var jobCgroupRE = regexp.MustCompile(`/job_(\d+)(/|$)`)
+
+// healthCheck returns a reason when an allocated GPU runs a process that is
+// not this job's.
+func healthCheck(ctx context.Context, lib *gpu.Library, procRoot string, jobID uint64, gpus []gpu.Identity, log *slog.Logger) string {
+	for _, g := range gpus {
+		if g.UUID == "" {
+			continue
+		}
+		procs, err := lib.Processes(ctx, g.UUID)
+		if err != nil {
+			log.Warn("health check: cannot list processes", "job", jobID, "gpu", g.UUID, "err", err)
+			continue
+		}
+		for _, p := range procs {
+			owner := JobOfPID(procRoot, int(p.Pid))
+			if owner != jobID {
+				who := "a process outside any job"
+				if owner != 0 {
+					who = "job " + strconv.FormatUint(owner, 10)
+				}
+				return fmt.Sprintf("GPU %s (minor %d) still runs pid %d of %s", g.UUID, g.Minor, p.Pid, who)
+			}
+		}
+	}
+	return ""
+}
+
+// JobOfPID returns the Slurm job whose cgroup holds pid, 0 if none or
+// unreadable.
+func JobOfPID(procRoot string, pid int) uint64 {
+	if procRoot == "" {
+		procRoot = "/proc"
+	}
+	data, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "cgroup"))
+	if err != nil {
+		return 0
+	}
+	return ParseCgroupJob(string(data))
+}
+
+// ParseCgroupJob finds the job id in the text of /proc/PID/cgroup.
+func ParseCgroupJob(s string) uint64 {
+	for _, line := range strings.Split(s, "\n") {
+		if m := jobCgroupRE.FindStringSubmatch(line); m != nil {
+			if v, err := strconv.ParseUint(m[1], 10, 64); err == nil {
+				return v
+			}
+		}
+	}
+	return 0
+}
+
+type source string
+
+func sourceOf(k record.Kind) source {
+	if k == record.JobEnd {
+		return "epilog"
+	}
+	return "prolog"
+}
+
+// hookNames gives, per kind, the slurm.conf parameter and what is recorded.
+var hookNames = map[record.Kind][2]string{
+	record.JobStart: {"Prolog", "start"},
+	record.JobEnd:   {"Epilog", "end"},
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// Main is the whole prolog or epilog program: flags, config, logging, the
+// hard time bound, and the exit-0 rule. It returns the exit status.
+func Main(kind record.Kind, args []string, stderr io.Writer, getenv func(string) string) int {
+	name := string(sourceOf(kind))
+	code := 0
+	app := &cli.App{
+		Name:  name,
+		Usage: fmt.Sprintf("Slurm %s hook: record the job's %s and its GPUs in the node-local spool", hookNames[kind][0], hookNames[kind][1]),
+		UsageText: fmt.Sprintf(`%[1]s [--config FILE]
+
+Set in slurm.conf (slurmd runs it as root with the job's SLURM_* variables):
+   %[2]s=/usr/libexec/gpusuite/%[1]s
+   PrologFlags=Alloc
+
+Examples:
+   # what slurmd does, by hand, to see what would be recorded:
+   SLURM_JOB_ID=42 SLURM_JOB_USER=alice SLURM_JOB_UID=1000 SLURMD_NODENAME=gpu01 \
+     SLURM_JOB_GPUS=0,1 %[1]s --config /etc/gpusuite/gpusuite.toml`, name, hookNames[kind][0]),
+		Description: "Exits 0 on every accounting error (a failing prolog would drain the node) and logs it with the job id; " +
+			"the only non-zero exit is the opt-in health check (hooks.health_check).",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "config", Usage: "config file", EnvVars: []string{config.EnvPath}, Value: ""},
+			&cli.StringFlag{Name: "spool-dir", Usage: "node-local spool directory (spool.dir)", EnvVars: []string{"GPUSUITE_SPOOL_DIR"}},
+		},
+		HideHelpCommand: true,
+		Writer:          stderr,
+		ErrWriter:       stderr,
+		ExitErrHandler:  func(*cli.Context, error) {},
+		OnUsageError:    func(_ *cli.Context, err error, _ bool) error { return err },
+		Action: func(c *cli.Context) error {
+			code = runHook(c, kind, stderr, getenv)
+			return nil
+		},
+	}
+	if err := app.Run(args); err != nil {
+		// A bad command line must not drain the node either.
+		fmt.Fprintf(stderr, "%s: %v (run '%s --help'); nothing recorded\n", name, err, name)
+		return 0
+	}
+	return code
+}
+
+func runHook(c *cli.Context, kind record.Kind, stderr io.Writer, getenv func(string) string) int {
+	name := string(sourceOf(kind))
+	path, explicit := config.Path(c.String("config"), getenv)
+	cfg, cfgErr := config.Load(path, explicit)
+	level, lerr := logging.ParseLevel(cfg.Hooks.LogLevel)
+	if lerr != nil {
+		level = slog.LevelInfo
+	}
+	log := logging.New(name, stderr, level, getenv)
+	jobAttr := slog.String("job", getenv("SLURM_JOB_ID"))
+	if cfgErr != nil {
+		log.Error("config unusable; recording with built-in defaults", jobAttr, "err", cfgErr)
+	}
+	if c.IsSet("spool-dir") {
+		cfg.Spool.Dir = c.String("spool-dir")
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Hooks.Timeout.Duration)
+	defer cancel()
+	type outcome struct {
+		res Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	start := time.Now()
+	go func() {
+		res, err := Run(ctx, kind, cfg, Deps{Getenv: getenv, Now: time.Now, Hostname: os.Hostname, ProcRoot: "/proc"}, log)
+		done <- outcome{res, err}
+	}()
+	select {
+	case o := <-done:
+		if o.err != nil {
+			log.Error("accounting failed; job unaffected", jobAttr, "err", o.err)
+			return 0
+		}
+		if o.res.Unhealthy != "" {
+			log.Error("health check failed: node should be drained", jobAttr, "reason", o.res.Unhealthy)
+			return 1
+		}
+		log.Debug("done", jobAttr, "elapsed", time.Since(start))
+		return 0
+	case <-time.After(cfg.Hooks.Timeout.Duration + 100*time.Millisecond):
+		log.Error("hook timed out; nothing recorded, job unaffected", jobAttr, "timeout", cfg.Hooks.Timeout.Duration)
+		return 0
+	}
+}

@@ -1,0 +1,52 @@
+// Package record defines the versioned, self-describing records that flow
+// from the nodes to the accounting store (docs/records.md).
+package record
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/gpu"
+	"github.com/aicloud/gpusuite/internal/slurm"
+)
+
+// EventSchema is the schema of job start/end events. A reader refuses a
+// schema it does not know rather than guess.
+const EventSchema = "gpusuite.event/v1"
+
+// Kind says which end of a job an event records.
+type Kind string
+
+// Event kinds.
+const (
+	JobStart Kind = "job_start"
+	JobEnd   Kind = "job_end"
+)
+
+// Event is one job start or end on one node.
+type Event struct {
+	Schema string    `json:"schema"`
+	Key    string    `json:"key"`
+	Kind   Kind      `json:"kind"`
+	Time   time.Time `json:"time"`
+	// Source is the program that wrote the event (prolog, epilog).
+	Source  string         `json:"source"`
+	Cluster string         `json:"cluster"`
+	Node    string         `json:"node"`
+	Job     slurm.Job      `json:"job"`
+	GPUs    []gpu.Identity `json:"gpus"`
+	// Quality lists what is known to be missing or wrong in this event,
+	// e.g. "nvml_unavailable: ERROR_LIBRARY_NOT_FOUND". Empty means complete.
+	Quality []string `json:"quality,omitempty"`
+}
+
+// EventKey is the deterministic key of a job event: the same job end seen
+// twice has the same key, so storing it twice changes nothing.
+func EventKey(cluster string, jobID uint64, restart int, node string, kind Kind) string {
+	return fmt.Sprintf("%s/%d/%d/%s/%s", cluster, jobID, restart, node, kind)
+}
+
+// EventFileName is the spool file name for an event key.
+func EventFileName(cluster string, jobID uint64, restart int, node string, kind Kind) string {
+	return fmt.Sprintf("event.%s.%d.%d.%s.%s.json", cluster, jobID, restart, node, kind)
+}

@@ -1,0 +1,101 @@
+// Package spool writes records durably to a node-local directory: a record
+// is either wholly there or absent, never half-written, and once Write
+// returns it survives a crash.
+package spool
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ErrExists means a record of the same name is already in the spool.
+var ErrExists = errors.New("record already spooled")
+
+// Dir is a spool directory.
+type Dir struct {
+	Path string
+}
+
+// Ensure creates the directory (0700) if it is missing and refuses one
+// that others can write, since the ingest side trusts its contents.
+func (d Dir) Ensure() error {
+	if err := os.MkdirAll(d.Path, 0o700); err != nil {
+		return fmt.Errorf("create spool %q: %w", d.Path, err)
+	}
+	st, err := os.Stat(d.Path)
+	if err != nil {
+		return fmt.Errorf("stat spool %q: %w", d.Path, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("spool %q is not a directory", d.Path)
+	}
+	if st.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("spool %q is writable by group or others (mode %v): chmod 0700 it", d.Path, st.Mode().Perm())
+	}
+	return nil
+}
+
+// Write stores data under name: temp file, fsync, link into place (which
+// never replaces an existing record), fsync the directory. It returns
+// ErrExists, and leaves the first record alone, when name is taken.
+func (d Dir) Write(name string, data []byte) error {
+	if name == "" || strings.ContainsAny(name, "/\x00") || strings.HasPrefix(name, ".") {
+		return fmt.Errorf("spool record name %q is not a plain file name", name)
+	}
+	tmp, err := os.CreateTemp(d.Path, ".tmp-"+name+"-*")
+	if err != nil {
+		return fmt.Errorf("spool %q: %w", d.Path, err)
+	}
+	defer os.Remove(tmp.Name()) // after a successful link this drops the extra name
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %q: %w", tmp.Name(), err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("fsync %q: %w", tmp.Name(), err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("close %q: %w", tmp.Name(), err)
+	}
+	final := filepath.Join(d.Path, name)
+	if err := os.Link(tmp.Name(), final); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("%s: %w", final, ErrExists)
+		}
+		return fmt.Errorf("link %q: %w", final, err)
+	}
+	return syncDir(d.Path)
+}
+
+func syncDir(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("open spool dir %q: %w", path, err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("fsync spool dir %q: %w", path, err)
+	}
+	return nil
+}
+
+// List returns the names of the complete records in the spool, sorted.
+// Leftover temp files of a writer that crashed are not records.
+func (d Dir) List() ([]string, error) {
+	entries, err := os.ReadDir(d.Path)
+	if err != nil {
+		return nil, fmt.Errorf("list spool %q: %w", d.Path, err)
+	}
+	var names []string
+	for _, e := range entries {
+		if e.Type().IsRegular() && !strings.HasPrefix(e.Name(), ".") {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
+}
