@@ -1,14 +1,56 @@
-// Command gpuacct is part of gpusuite; see README.md.
+// Command gpuacct is gpusuite's GPU accounting: the node agent, the
+// ingest daemon, and the reports. See README.md.
 package main
 
 import (
 	"fmt"
+	"io"
 	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/aicloud/gpusuite/internal/config"
 )
 
-func main() { os.Exit(run(os.Args, os.Stderr)) }
+func main() { os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr, os.Getenv)) }
 
-func run(args []string, stderr *os.File) int {
-	fmt.Fprintf(stderr, "%s: not built yet\n", args[0])
-	return 2
+// Env is what every gpuacct subcommand takes from the process.
+type Env struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	Getenv func(string) string
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	env := Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, Getenv: getenv}
+	app := &cli.App{
+		Name:  "gpuacct",
+		Usage: "GPU accounting for a Slurm cluster: node agent, ingest daemon, reports",
+		UsageText: `gpuacct [--config FILE] COMMAND [options]
+
+Examples:
+   gpuacct demo                        # the whole pipeline on simulated data
+   gpuacct agent                       # on every GPU server (systemd unit gpuacct-agent)
+   gpuacct serve                       # on one head server (systemd unit gpuacct-serve)
+   gpuacct report teams --start 2026-11-01 --period month`,
+		Flags:           []cli.Flag{config.Flag()},
+		Commands:        commands(env),
+		Reader:          stdin,
+		Writer:          stdout,
+		ErrWriter:       stderr,
+		HideHelpCommand: true,
+		ExitErrHandler:  func(*cli.Context, error) {},
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return fmt.Errorf("%w (see 'gpuacct --help')", err)
+		},
+	}
+	if err := app.Run(args); err != nil {
+		fmt.Fprintf(stderr, "gpuacct: %v\n", err)
+		if ec, ok := err.(cli.ExitCoder); ok && ec.ExitCode() != 0 {
+			return ec.ExitCode()
+		}
+		return 1
+	}
+	return 0
 }

@@ -1,0 +1,9 @@
+package main
+
+import "github.com/urfave/cli/v2"
+
+// commands lists gpuacct's subcommands; each lives in its own package under
+// internal/ and is added here with one line.
+func commands(env Env) []*cli.Command {
+	return []*cli.Command{}
+}

@@ -1,0 +1,96 @@
+package record
+
+import (
+	"fmt"
+	"time"
+)
+
+// SegmentSchema is the schema of raw sample segment files.
+const SegmentSchema = "gpusuite.samples/v1"
+
+// JobGPUSchema is the schema of per job × GPU aggregates.
+const JobGPUSchema = "gpusuite.jobgpu/v1"
+
+// SegmentHeader is the first line of a segment file (JSON lines); every
+// following line is one Sample.
+type SegmentHeader struct {
+	Schema  string `json:"schema"`
+	Cluster string `json:"cluster"`
+	Node    string `json:"node"`
+	// Seq numbers the node's segments; with Node it names the segment.
+	Seq uint64 `json:"seq"`
+	// Interval is the sampling interval in seconds.
+	Interval float64   `json:"interval_s"`
+	Start    time.Time `json:"start"`
+}
+
+// Sample is one reading of one GPU. A nil pointer is a value NVML could not
+// give; Missing says why (invariant: missing is never 0).
+type Sample struct {
+	Time  time.Time `json:"t"`
+	UUID  string    `json:"uuid"`
+	Index int       `json:"index"`
+	// Job is the job the GPU was allocated to at Time, 0 for none.
+	Job          uint64   `json:"job,omitempty"`
+	RestartCount int      `json:"restart,omitempty"`
+	GPUUtil      *uint32  `json:"gpu_util,omitempty"`
+	MemUtil      *uint32  `json:"mem_util,omitempty"`
+	MemUsedMiB   *uint64  `json:"mem_used_mib,omitempty"`
+	MemTotalMiB  *uint64  `json:"mem_total_mib,omitempty"`
+	PowerMW      *uint32  `json:"power_mw,omitempty"`
+	EnergyMJ     *uint64  `json:"energy_mj,omitempty"`
+	TempC        *uint32  `json:"temp_c,omitempty"`
+	SMClockMHz   *uint32  `json:"sm_clock_mhz,omitempty"`
+	Throttle     *uint64  `json:"throttle,omitempty"`
+	ECCErrors    *uint64  `json:"ecc_errors,omitempty"`
+	XIDErrors    *uint64  `json:"xid_errors,omitempty"`
+	Procs        []Proc   `json:"procs,omitempty"`
+	Missing      []string `json:"missing,omitempty"`
+}
+
+// Proc is one compute process on a GPU.
+type Proc struct {
+	PID        uint32 `json:"pid"`
+	MemUsedMiB uint64 `json:"mem_mib"`
+	// Job is the Slurm job its cgroup names, 0 if none or unreadable.
+	Job uint64 `json:"job,omitempty"`
+	// Foreign is set when the process's job is not the GPU's job.
+	Foreign bool `json:"foreign,omitempty"`
+}
+
+// JobGPU is the rolling aggregate of one job on one GPU. The agent rewrites
+// it as the job runs; a later record (higher Seq) of the same Key
+// supersedes an earlier one, and Final marks the last.
+type JobGPU struct {
+	Schema       string    `json:"schema"`
+	Key          string    `json:"key"`
+	Seq          uint64    `json:"seq"`
+	Final        bool      `json:"final"`
+	Cluster      string    `json:"cluster"`
+	Node         string    `json:"node"`
+	Job          uint64    `json:"job"`
+	RestartCount int       `json:"restart"`
+	UUID         string    `json:"uuid"`
+	Index        int       `json:"index"`
+	Model        string    `json:"model,omitempty"`
+	First        time.Time `json:"first"`
+	Last         time.Time `json:"last"`
+	// Samples counts readings; SampleSeconds is the time they cover.
+	Samples       uint64  `json:"samples"`
+	SampleSeconds float64 `json:"sample_s"`
+	// UtilSeconds is Σ utilization × interval (percent-seconds / 100).
+	UtilSeconds float64 `json:"util_s"`
+	UtilMax     uint32  `json:"util_max"`
+	MemMaxMiB   uint64  `json:"mem_max_mib"`
+	MemTotalMiB uint64  `json:"mem_total_mib,omitempty"`
+	// EnergyMJ sums counter deltas, handling resets.
+	EnergyMJ    uint64  `json:"energy_mj"`
+	IdleSeconds float64 `json:"idle_s"`
+	// Quality counts samples with each kind of missing value.
+	Quality map[string]uint64 `json:"quality,omitempty"`
+}
+
+// JobGPUKey is the deterministic key of a job × GPU aggregate.
+func JobGPUKey(cluster string, job uint64, restart int, node, uuid string) string {
+	return fmt.Sprintf("%s/%d/%d/%s/%s", cluster, job, restart, node, uuid)
+}
