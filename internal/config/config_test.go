@@ -1,0 +1,111 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good.toml", "[spool]\ndir = \"/x\"\n[hooks]\ntimeout = \"3s\"\n[gpu]\nbackend = \"simulated\"\n[gpu.simulated]\ncount = 2\nminors = [1, 0]\n")
+	unreadable := write("unreadable.toml", "")
+	if err := os.Chmod(unreadable, 0); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		path     string
+		explicit bool
+		wantErr  []string // substrings that must all appear
+		check    func(Config) bool
+	}{
+		{name: "default path absent is fine", path: filepath.Join(dir, "absent.toml"), check: func(c Config) bool { return cmp.Equal(c, Default()) }},
+		{name: "explicit path absent", path: filepath.Join(dir, "absent.toml"), explicit: true, wantErr: []string{"absent.toml", "no such file"}},
+		{name: "good", path: good, explicit: true, check: func(c Config) bool {
+			return c.Spool.Dir == "/x" && c.Hooks.Timeout.Duration == 3*time.Second && c.GPU.Backend == "simulated" &&
+				cmp.Equal(c.GPU.Simulated.Minors, []int{1, 0}) && c.Hooks.NVMLTimeout == Default().Hooks.NVMLTimeout
+		}},
+		{name: "unknown key", path: write("unknown.toml", "[hooks]\n\ntimout = \"3s\"\n"), explicit: true, wantErr: []string{"unknown.toml", "line 3", `"hooks.timout"`}},
+		{name: "unknown section", path: write("sect.toml", "[bogus]\nx = 1\n"), explicit: true, wantErr: []string{"line 1", `"bogus"`}},
+		{name: "bare integer duration", path: write("int.toml", "[hooks]\ntimeout = 3\n"), explicit: true, wantErr: []string{"int.toml", `"3" is not a duration`}},
+		{name: "wrong type", path: write("type.toml", "[gpu.simulated]\ncount = \"four\"\n"), explicit: true, wantErr: []string{"type.toml", "line 2", `"gpu.simulated.count"`}},
+		{name: "bad duration", path: write("dur.toml", "[hooks]\ntimeout = \"soon\"\n"), explicit: true, wantErr: []string{"line 2", `"hooks.timeout"`, "duration"}},
+		{name: "syntax", path: write("syntax.toml", "[hooks\n"), explicit: true, wantErr: []string{"syntax.toml", "line 1"}},
+		{name: "bad backend", path: write("backend.toml", "[gpu]\nbackend = \"cuda\"\n"), explicit: true, wantErr: []string{`"gpu.backend"`, "cuda"}},
+		{name: "minors count", path: write("minors.toml", "[gpu.simulated]\ncount = 2\nminors = [0]\n"), explicit: true, wantErr: []string{"gpu.simulated.minors"}},
+		{name: "bad log level", path: write("level.toml", "[hooks]\nlog_level = \"loud\"\n"), explicit: true, wantErr: []string{"hooks.log_level"}},
+		{name: "directory", path: dir, explicit: true, wantErr: []string{"read config"}},
+	}
+	if os.Geteuid() != 0 { // root reads anything
+		tests = append(tests, struct {
+			name     string
+			path     string
+			explicit bool
+			wantErr  []string
+			check    func(Config) bool
+		}{name: "unreadable", path: unreadable, explicit: true, wantErr: []string{"permission denied"}})
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Load(tt.path, tt.explicit)
+			if len(tt.wantErr) > 0 {
+				if err == nil {
+					t.Fatalf("no error, want %q", tt.wantErr)
+				}
+				for _, w := range tt.wantErr {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("error %q lacks %q", err, w)
+					}
+				}
+				if strings.Contains(err.Error(), "\n") {
+					t.Errorf("error is not one line: %q", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.check != nil && !tt.check(got) {
+				t.Errorf("unexpected config %+v", got)
+			}
+		})
+	}
+}
+
+func TestPath(t *testing.T) {
+	env := func(v string) func(string) string { return func(string) string { return v } }
+	tests := []struct {
+		flag, env, want string
+		explicit        bool
+	}{
+		{"", "", DefaultPath, false},
+		{"", "/e.toml", "/e.toml", true},
+		{"/f.toml", "/e.toml", "/f.toml", true},
+	}
+	for _, tt := range tests {
+		got, explicit := Path(tt.flag, env(tt.env))
+		if got != tt.want || explicit != tt.explicit {
+			t.Errorf("Path(%q, %q) = %q, %v; want %q, %v", tt.flag, tt.env, got, explicit, tt.want, tt.explicit)
+		}
+	}
+}
+
+// The commented example under packaging/ must load: it documents every key.
+func TestExampleConfigLoads(t *testing.T) {
+	p := filepath.Join("..", "..", "packaging", "gpusuite.toml.example")
+	if _, err := Load(p, true); err != nil {
+		t.Fatalf("packaging example: %v", err)
+	}
+}
