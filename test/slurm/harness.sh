@@ -68,6 +68,8 @@ EOF
   for h in prolog epilog; do
     cat >"$DIR/hooks/$h" <<EOF
 #!/bin/sh
+# Keep what slurmd handed us: fixtures for parser tests, and a debugging aid.
+env | sort >"$DIR/log/$h.\$SLURM_JOB_ID.env" 2>/dev/null
 exec "$BIN/$h" --config "$DIR/etc/gpusuite.toml" 2>>"$DIR/log/$h.log"
 EOF
     chmod 0755 "$DIR/hooks/$h"

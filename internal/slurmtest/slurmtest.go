@@ -1,0 +1,150 @@
+// Package slurmtest connects Go tests to the real single-node Slurm that
+// test/slurm/harness.sh starts (make test starts it for every package).
+package slurmtest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Cluster is the running test cluster.
+type Cluster struct {
+	// Vars are the harness's KEY=VALUE pairs (SLURM_CONF, GPUSUITE_SLURM_DIR, ...).
+	Vars map[string]string
+}
+
+// Get returns the cluster, skipping the test when none was started and
+// GPUSUITE_REQUIRE_SLURM is not 1 (make test sets it, so there a missing
+// cluster fails instead).
+func Get(t testing.TB) *Cluster {
+	t.Helper()
+	path := os.Getenv("GPUSUITE_SLURM_ENV")
+	if path == "" {
+		if os.Getenv("GPUSUITE_REQUIRE_SLURM") == "1" {
+			t.Fatal("GPUSUITE_SLURM_ENV is unset: start the cluster with test/slurm/harness.sh start (make test does)")
+		}
+		t.Skip("no test Slurm cluster: run 'make test', or test/slurm/harness.sh start and GPUSUITE_SLURM_ENV=/run/gpusuite-slurm/env")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatalf("open cluster env: %v (is the harness running?)", err)
+	}
+	defer f.Close()
+	c := &Cluster{Vars: map[string]string{}}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), "="); ok {
+			c.Vars[k] = v
+		}
+	}
+	if c.Vars["SLURM_CONF"] == "" {
+		t.Fatalf("%s has no SLURM_CONF", path)
+	}
+	return c
+}
+
+// Env is the environment for Slurm client commands.
+func (c *Cluster) Env() []string {
+	env := os.Environ()
+	for k, v := range c.Vars {
+		env = append(env, k+"="+v)
+	}
+	return env
+}
+
+// Cmd builds a Slurm client command, run as user (empty for root).
+func (c *Cluster) Cmd(ctx context.Context, user string, name string, args ...string) *exec.Cmd {
+	if user != "" {
+		args = append([]string{"-u", user, "--", "env", "SLURM_CONF=" + c.Vars["SLURM_CONF"], name}, args...)
+		name = "runuser"
+	}
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = c.Env()
+	cmd.Dir = os.TempDir()
+	return cmd
+}
+
+// Run runs a client command and returns its stdout; failure fails the test.
+func (c *Cluster) Run(t testing.TB, user, name string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out, errb bytes.Buffer
+	cmd := c.Cmd(ctx, user, name, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %s: %v\nstdout: %s\nstderr: %s", name, strings.Join(args, " "), err, out.String(), errb.String())
+	}
+	return out.String()
+}
+
+// Sbatch submits a batch job with --parsable and returns its id.
+func (c *Cluster) Sbatch(t testing.TB, user string, args ...string) uint64 {
+	t.Helper()
+	out := c.Run(t, user, "sbatch", append([]string{"--parsable", "-o", "/dev/null"}, args...)...)
+	id, _, _ := strings.Cut(strings.TrimSpace(out), ";")
+	v, err := strconv.ParseUint(id, 10, 64)
+	if err != nil {
+		t.Fatalf("sbatch printed %q", out)
+	}
+	return v
+}
+
+// WaitGone waits until squeue no longer lists the job.
+func (c *Cluster) WaitGone(t testing.TB, id uint64, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		out := c.Run(t, "", "squeue", "-h", "-j", strconv.FormatUint(id, 10), "-o", "%T")
+		if strings.TrimSpace(out) == "" {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("job %d still queued or running after %s", id, timeout)
+}
+
+// WaitState waits until the job is in state (e.g. RUNNING).
+func (c *Cluster) WaitState(t testing.TB, id uint64, state string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for time.Now().Before(deadline) {
+		last = strings.TrimSpace(c.Run(t, "", "squeue", "-h", "-j", strconv.FormatUint(id, 10), "-o", "%T"))
+		if last == state {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("job %d is %q, not %s, after %s", id, last, state, timeout)
+}
+
+// EnsureUser creates a local user (no home) for jobs of several users.
+func EnsureUser(t testing.TB, name string) {
+	t.Helper()
+	if exec.Command("id", "-u", name).Run() == nil {
+		return
+	}
+	if out, err := exec.Command("useradd", "-M", "-s", "/bin/sh", name).CombinedOutput(); err != nil {
+		if exec.Command("id", "-u", name).Run() != nil { // another package may have raced us
+			t.Fatalf("useradd %s: %v: %s", name, err, out)
+		}
+	}
+}
+
+// Path returns a harness path, e.g. Path("GPUSUITE_SLURM_SPOOL").
+func (c *Cluster) Path(key string) string {
+	v := c.Vars[key]
+	if v == "" {
+		panic(fmt.Sprintf("harness env lacks %s", key))
+	}
+	return v
+}
