@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -57,9 +58,10 @@ type Result struct {
 // a symlink, never leaves the directory it was given nor its mount, and
 // never moves a timestamp backwards.
 type Fixer struct {
-	// Window is how long after the file's mtime, on this server's clock,
-	// the server's clock is surely in a later timestamp granule.
-	Window time.Duration
+	// window is how long after the file's mtime, on this server's
+	// clock, the server's clock is surely in a later timestamp granule;
+	// calibration may change it while fixes run.
+	window atomic.Int64
 	// AsOwner retries a refused touch as the file's owner (root only).
 	AsOwner bool
 	// DryRun reports what would be touched and touches nothing.
@@ -76,8 +78,16 @@ type Fixer struct {
 
 // NewFixer returns a Fixer with the real system calls.
 func NewFixer(window time.Duration, now func() time.Time, log *slog.Logger) *Fixer {
-	return &Fixer{Window: window, Verify: true, Now: now, Sys: realSys{}, Log: log}
+	f := &Fixer{Verify: true, Now: now, Sys: realSys{}, Log: log}
+	f.SetWindow(window)
+	return f
 }
+
+// Window returns the wait after a file's mtime.
+func (f *Fixer) Window() time.Duration { return time.Duration(f.window.Load()) }
+
+// SetWindow changes the wait after a file's mtime.
+func (f *Fixer) SetWindow(d time.Duration) { f.window.Store(int64(d)) }
 
 // maxDenied bounds the memory of refused files; past it the set restarts
 // (and a file may be logged a second time).
@@ -98,19 +108,19 @@ func (f *Fixer) Fix(dirfd int, rel string, prev *Stat) Result {
 	if !st.IsRegular() {
 		return Result{Outcome: SkipNotRegular, Before: st, Why: "not a regular file"}
 	}
-	now := f.Now()
+	now, window := f.Now(), f.Window()
 	// A timestamp further ahead than the window was set on purpose (touch
 	// -d, tar): touching would move it backwards.
-	if st.Mtime.After(now.Add(f.Window)) || st.Atime.After(now.Add(f.Window)) {
+	if st.Mtime.After(now.Add(window)) || st.Atime.After(now.Add(window)) {
 		return Result{Outcome: SkipFuture, Before: st, Why: fmt.Sprintf("mtime %s or atime %s is in the future", st.Mtime.Format(time.RFC3339Nano), st.Atime.Format(time.RFC3339Nano))}
 	}
-	deadline := st.Mtime.Add(f.Window)
+	deadline := st.Mtime.Add(window)
 	if now.Before(deadline) {
 		return Result{Outcome: Wait, Retry: deadline, Before: st, Why: "the server's clock may still be in the granule of the last write"}
 	}
-	if prev != nil && !sameFile(*prev, st) && now.Before(st.Ctime.Add(f.Window)) {
+	if prev != nil && !sameFile(*prev, st) && now.Before(st.Ctime.Add(window)) {
 		// Changed again since the last look: wait for that write instead.
-		return Result{Outcome: Wait, Retry: st.Ctime.Add(f.Window), Before: st, Why: "changed again"}
+		return Result{Outcome: Wait, Retry: st.Ctime.Add(window), Before: st, Why: "changed again"}
 	}
 	if f.DryRun {
 		return Result{Outcome: WouldFix, Before: st, Why: fmt.Sprintf("written at %s, %s ago; a touch gives it a new mtime every client notices", st.Mtime.Format(time.RFC3339Nano), now.Sub(st.Mtime).Round(time.Millisecond))}
@@ -128,7 +138,7 @@ func (f *Fixer) Fix(dirfd int, rel string, prev *Stat) Result {
 	if !after.Mtime.After(st.Mtime) {
 		// The touch landed in the same granule: the server's clock lags
 		// more than the window allows for.
-		return Result{Outcome: NotMoved, Before: st, After: after, Retry: f.Now().Add(f.Window),
+		return Result{Outcome: NotMoved, Before: st, After: after, Retry: f.Now().Add(window),
 			Why: fmt.Sprintf("mtime stayed at %s; the server's clock lags, raise nfssync.window", after.Mtime.Format(time.RFC3339Nano))}
 	}
 	return Result{Outcome: Fixed, Before: st, After: after}
