@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# make bench: every benchmark of the suite, each beside its baseline.
+# Figures and how to read them: docs/performance.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CGO_CFLAGS=${CGO_CFLAGS:--Wno-deprecated-declarations}
+
+echo "== prolog/epilog latency (floor: /bin/true)"
+go run ./bench/hooklat -bin ./bin -n "${HOOKLAT_N:-300}"
+
+echo "== Go benchmarks"
+go test -run '^$' -bench . -benchmem ./internal/...
