@@ -1,9 +1,14 @@
 package main
 
-import "github.com/urfave/cli/v2"
+import (
+	"github.com/urfave/cli/v2"
+
+	"github.com/aicloud/gpusuite/internal/demo"
+)
 
 // commands lists gpuacct's subcommands; each lives in its own package under
 // internal/ and is added here with one line.
 func commands(env Env) []*cli.Command {
-	return []*cli.Command{}
+	return []*cli.Command{
+		demo.Command(env.Stdout)}
 }

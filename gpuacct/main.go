@@ -45,12 +45,36 @@ Examples:
 			return fmt.Errorf("%w (see 'gpuacct --help')", err)
 		},
 	}
+	app.Action = func(c *cli.Context) error {
+		if c.Args().Present() {
+			return fmt.Errorf("unknown command %q (see 'gpuacct --help' for the commands)", c.Args().First())
+		}
+		_ = cli.ShowAppHelp(c)
+		return cli.Exit("", 2)
+	}
+	oneLineUsageErrors(app.Commands)
 	if err := app.Run(args); err != nil {
-		fmt.Fprintf(stderr, "gpuacct: %v\n", err)
+		if msg := err.Error(); msg != "" {
+			fmt.Fprintf(stderr, "gpuacct: %s\n", msg)
+		}
 		if ec, ok := err.(cli.ExitCoder); ok && ec.ExitCode() != 0 {
 			return ec.ExitCode()
 		}
 		return 1
 	}
 	return 0
+}
+
+// oneLineUsageErrors makes a bad flag on any subcommand one line that points
+// at --help, instead of the whole help text.
+func oneLineUsageErrors(cmds []*cli.Command) {
+	for _, c := range cmds {
+		if c.OnUsageError == nil {
+			name := c.Name
+			c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
+				return fmt.Errorf("%s: %w (see 'gpuacct %s --help')", name, err, name)
+			}
+		}
+		oneLineUsageErrors(c.Subcommands)
+	}
 }

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestRunBadInput(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantErr  string
+	}{
+		{"unknown command", []string{"bogus"}, 1, `unknown command "bogus"`},
+		{"unknown flag on subcommand", []string{"demo", "--bogus"}, 1, "see 'gpuacct demo --help'"},
+		{"unknown global flag", []string{"--bogus", "demo"}, 1, "flag provided but not defined: -bogus"},
+		{"bad demo value", []string{"demo", "--jobs", "0"}, 1, "--jobs"},
+		{"not a number", []string{"demo", "--jobs", "many"}, 1, "invalid value \"many\""},
+		{"no command", nil, 2, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := run(append([]string{"gpuacct"}, tt.args...), strings.NewReader(""), &out, &errb, os.Getenv)
+			if code != tt.wantCode {
+				t.Errorf("exit %d, want %d; stderr %q", code, tt.wantCode, errb.String())
+			}
+			if tt.wantErr != "" {
+				if !strings.Contains(errb.String(), tt.wantErr) {
+					t.Errorf("stderr %q lacks %q", errb.String(), tt.wantErr)
+				}
+				if n := strings.Count(strings.TrimSpace(errb.String()), "\n"); n != 0 {
+					t.Errorf("error is %d lines, want one: %q", n+1, errb.String())
+				}
+			}
+		})
+	}
+}
+
+func TestDemo(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := run([]string{"gpuacct", "demo", "--dir", t.TempDir(), "--jobs", "30"}, strings.NewReader(""), &out, &errb, os.Getenv)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, w := range []string{"JOB", "TEAM", "ALLOCATED GPU-H", "GPU-"} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("demo output lacks %q:\n%s", w, out.String())
+		}
+	}
+}
