@@ -1,0 +1,239 @@
+package container
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/aicloud/gpusuite/internal/config"
+	"github.com/urfave/cli/v2"
+)
+
+// exitError carries an exit code out of a command's action. A nil err
+// means the message was already printed (or there is none).
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageError marks bad input on the command line (exit 2).
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+
+func usagef(format string, a ...any) error { return &usageError{fmt.Errorf(format, a...)} }
+
+// finish turns an action's error into an exit code, printing the one line
+// the user reads.
+func finish(prog string, stderr io.Writer, err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", prog, ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return 2
+	}
+	return 1
+}
+
+// newApp sets up the parts of a urfave/cli app both commands share: output
+// through sys, no os.Exit, usage errors as one line.
+func newApp(name string, sys Sys) *cli.App {
+	return &cli.App{
+		Name:                   name,
+		Writer:                 sys.Stdout,
+		ErrWriter:              sys.Stderr,
+		HideHelpCommand:        true,
+		UseShortOptionHandling: false,
+		ExitErrHandler:         func(*cli.Context, error) {},
+		// A mount path may hold ',' and must then be refused with the
+		// reason, not split into two meaningless halves.
+		DisableSliceFlagSeparator: true,
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			msg := strings.TrimPrefix(err.Error(), "flag provided but not defined: ")
+			if msg != err.Error() {
+				if len(msg) > 2 && msg[0] == '-' && msg[1] != '-' {
+					msg = "-" + msg
+				}
+				return usagef("unknown option %s (see %s --help)", msg, name)
+			}
+			return usagef("%v (see %s --help)", err, name)
+		},
+	}
+}
+
+func configFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "config", EnvVars: []string{config.EnvPath}, Usage: "site configuration `FILE` (default " + config.DefaultPath + ")"},
+		&cli.StringFlag{Name: "log-level", EnvVars: []string{"GPUSUITE_LOG_LEVEL"}, Value: "warn", Usage: "debug, info, warn or error (diagnostics on stderr)"},
+	}
+}
+
+// env is what every action needs: the configuration and the resolved
+// enroot paths.
+type env struct {
+	sys   Sys
+	cfg   config.Config
+	user  User
+	paths Paths
+	cwd   string
+}
+
+func loadEnv(c *cli.Context, sys Sys) (*env, error) {
+	path, explicit := config.Path(c.String("config"), sys.Getenv)
+	cfg, err := config.Load(path, explicit)
+	if err != nil {
+		return nil, fmt.Errorf("%w (fix the file or point --config/%s at another)", err, config.EnvPath)
+	}
+	u, err := sys.User()
+	if err != nil {
+		return nil, err
+	}
+	var conf map[string]string
+	if data, err := os.ReadFile(cfg.Container.EnrootConf); err == nil {
+		conf, err = ParseEnrootConf(data)
+		if err != nil {
+			return nil, fmt.Errorf("enroot configuration %q: %w", cfg.Container.EnrootConf, err)
+		}
+	} else if !isNotExist(err) {
+		sys.Logger.Debug("enroot.conf unreadable", "path", cfg.Container.EnrootConf, "err", err)
+	}
+	cwd, err := sys.Getwd()
+	if err != nil {
+		return nil, fmt.Errorf("current directory: %w", err)
+	}
+	cwd, err = filepath.Abs(cwd)
+	if err != nil {
+		return nil, fmt.Errorf("current directory: %w", err)
+	}
+	return &env{sys: sys, cfg: cfg, user: u, paths: ResolvePaths(conf, cfg.Container.DataPath, u, sys.Getenv), cwd: cwd}, nil
+}
+
+// containerName is --name (or its variable) checked, else the directory's.
+func (e *env) containerName(c *cli.Context) (string, error) {
+	if c.IsSet("name") {
+		n, err := CheckName(c.String("name"))
+		if err != nil {
+			return "", usagef("%v", err)
+		}
+		return n, nil
+	}
+	return NameFromDir(e.cwd), nil
+}
+
+// mounts are the site's mounts, then the user's: --mount, or when none
+// is given, GPUSUITE_MOUNTS (mounts separated by ';').
+func (e *env) mounts(user []string) ([]Mount, error) {
+	if len(user) == 0 {
+		for _, m := range strings.Split(e.sys.Getenv("GPUSUITE_MOUNTS"), ";") {
+			if m = strings.TrimSpace(m); m != "" {
+				user = append(user, m)
+			}
+		}
+	}
+	var out []Mount
+	for _, s := range append(append([]string(nil), e.cfg.Container.Mounts...), user...) {
+		m, err := ParseMount(s, e.cwd)
+		if err != nil {
+			return nil, usagef("%v", err)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// busy asks squeue which of the user's jobs use which container.
+func (e *env) busy(ctx context.Context) (map[string][]string, error) {
+	var out, errb strings.Builder
+	code, err := e.sys.Run(ctx, Cmd{Argv: SqueueArgv(e.user.Name), Stdout: &out, Stderr: &errb})
+	if err != nil {
+		return nil, err
+	}
+	if code != 0 {
+		return nil, fmt.Errorf("squeue failed (exit %d): %s", code, firstLine(errb.String()))
+	}
+	return ParseSqueue(out.String()), nil
+}
+
+// remove deletes a container with enroot: here when enroot is installed
+// here, else on a GPU server through srun.
+func (e *env) remove(ctx context.Context, name string) error {
+	argv := []string{"enroot", "remove", "--force", EnrootName(name)}
+	if _, err := e.sys.LookPath("enroot"); err != nil {
+		srun := []string{"srun", "--ntasks=1", "--job-name=sbuild-rm"}
+		if e.cfg.Container.Partition != "" {
+			srun = append(srun, "--partition="+e.cfg.Container.Partition)
+		}
+		argv = append(srun, argv...)
+	}
+	var errb strings.Builder
+	code, err := e.sys.Run(ctx, Cmd{Argv: argv, Stdout: e.sys.Stderr, Stderr: &errb})
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return fmt.Errorf("%s failed (exit %d): %s", strings.Join(argv, " "), code, firstLine(errb.String()))
+	}
+	if err := os.Remove(MetaPath(e.paths.Data, name)); err != nil && !isNotExist(err) {
+		return fmt.Errorf("remove metadata: %w", err)
+	}
+	return nil
+}
+
+// reorder puts options before positional words so "sbuild IMAGE --rebuild"
+// works like "sbuild --rebuild IMAGE" (urfave/cli stops at the first
+// positional word). valued lists options that take a separate value.
+func reorder(args []string, valued map[string]bool) []string {
+	var flags, pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i:]...)
+			break
+		}
+		if strings.HasPrefix(a, "-") && a != "-" {
+			flags = append(flags, a)
+			name := strings.TrimLeft(a, "-")
+			if !strings.Contains(name, "=") && valued[name] && i+1 < len(args) {
+				i++
+				flags = append(flags, args[i])
+			}
+			continue
+		}
+		pos = append(pos, a)
+	}
+	return append(flags, pos...)
+}
+
+// valuedFlags lists the flags of fs that take a value.
+func valuedFlags(fs []cli.Flag) map[string]bool {
+	m := map[string]bool{}
+	for _, f := range fs {
+		_, isBool := f.(*cli.BoolFlag)
+		for _, n := range f.Names() {
+			m[n] = !isBool
+		}
+	}
+	return m
+}

@@ -1,0 +1,229 @@
+package container
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Meta is what sbuild records beside a container, in a hidden file in the
+// enroot data path that enroot itself ignores.
+type Meta struct {
+	Name    string    `json:"name"`
+	Image   string    `json:"image"`
+	Ref     string    `json:"ref"`
+	Tag     string    `json:"tag,omitempty"`
+	Digest  string    `json:"digest,omitempty"`
+	Created time.Time `json:"created"`
+	Project string    `json:"project"`
+	Setup   string    `json:"setup,omitempty"`
+	// SetupSHA256 is the hash of the setup script that ran.
+	SetupSHA256 string `json:"setup_sha256,omitempty"`
+	// SetupExit is the setup script's exit code when it failed.
+	SetupExit int    `json:"setup_exit,omitempty"`
+	Saved     string `json:"saved,omitempty"`
+}
+
+// MetaPath is where the metadata of container name lives.
+func MetaPath(dataPath, name string) string {
+	return filepath.Join(dataPath, "."+Prefix+name+".gpusuite.json")
+}
+
+// WriteMeta writes m durably: a temporary file, then a rename.
+func WriteMeta(dataPath string, m Meta) error {
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode metadata: %w", err)
+	}
+	path := MetaPath(dataPath, m.Name)
+	tmp, err := os.CreateTemp(dataPath, ".gpusuite-meta-*")
+	if err != nil {
+		return fmt.Errorf("write metadata in %q: %w", dataPath, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(append(data, '\n')); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %q: %w", tmp.Name(), err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %q: %w", tmp.Name(), err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("rename to %q: %w", path, err)
+	}
+	return nil
+}
+
+// ReadMeta reads the metadata of name; a missing file gives ok=false.
+func ReadMeta(dataPath, name string) (m Meta, ok bool, err error) {
+	data, err := os.ReadFile(MetaPath(dataPath, name))
+	if err != nil {
+		if isNotExist(err) {
+			return Meta{}, false, nil
+		}
+		return Meta{}, false, fmt.Errorf("read %q: %w", MetaPath(dataPath, name), err)
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		return Meta{}, false, fmt.Errorf("read %q: %w", MetaPath(dataPath, name), err)
+	}
+	return m, true, nil
+}
+
+// Entry is one container in a listing.
+type Entry struct {
+	Name    string
+	Size    int64
+	SizeErr bool
+	Meta    Meta
+	HasMeta bool
+	ModTime time.Time
+}
+
+// Exists reports whether the enroot container for name is in dataPath.
+func Exists(dataPath, name string) (bool, error) {
+	fi, err := os.Stat(filepath.Join(dataPath, EnrootName(name)))
+	if err != nil {
+		if isNotExist(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("stat %q: %w", filepath.Join(dataPath, EnrootName(name)), err)
+	}
+	return fi.IsDir(), nil
+}
+
+// List returns the user's pyxis containers in dataPath, by name, with
+// their size and metadata. A missing data path is an empty list.
+func List(dataPath string, withSize bool) ([]Entry, error) {
+	des, err := os.ReadDir(dataPath)
+	if err != nil {
+		if isNotExist(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("read enroot data path %q: %w", dataPath, err)
+	}
+	var out []Entry
+	for _, de := range des {
+		if !de.IsDir() || !strings.HasPrefix(de.Name(), Prefix) {
+			continue
+		}
+		e := Entry{Name: strings.TrimPrefix(de.Name(), Prefix)}
+		if fi, err := de.Info(); err == nil {
+			e.ModTime = fi.ModTime()
+		}
+		if withSize {
+			e.Size, e.SizeErr = dirSize(filepath.Join(dataPath, de.Name()))
+		}
+		m, ok, err := ReadMeta(dataPath, e.Name)
+		if err == nil && ok {
+			e.Meta, e.HasMeta = m, true
+		}
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// OrphanMeta lists metadata files whose container is gone.
+func OrphanMeta(dataPath string) ([]string, error) {
+	des, err := os.ReadDir(dataPath)
+	if err != nil {
+		if isNotExist(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("read enroot data path %q: %w", dataPath, err)
+	}
+	var out []string
+	for _, de := range des {
+		n := de.Name()
+		if !strings.HasPrefix(n, "."+Prefix) || !strings.HasSuffix(n, ".gpusuite.json") {
+			continue
+		}
+		name := strings.TrimSuffix(strings.TrimPrefix(n, "."+Prefix), ".gpusuite.json")
+		if ok, _ := Exists(dataPath, name); !ok {
+			out = append(out, name)
+		}
+	}
+	return out, nil
+}
+
+// dirSize adds up the apparent size of regular files; unreadable parts
+// (files of the remapped root) make partial true.
+func dirSize(root string) (size int64, partial bool) {
+	_ = filepath.WalkDir(root, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			partial = true
+			return nil
+		}
+		if d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				size += fi.Size()
+			}
+		}
+		return nil
+	})
+	return size, partial
+}
+
+// WriteList prints a listing as a table.
+func WriteList(w io.Writer, es []Entry, busy map[string][]string) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tENROOT NAME\tSIZE\tCREATED\tIMAGE\tSETUP\tIN USE")
+	for _, e := range es {
+		size := human(uint64(e.Size))
+		if e.SizeErr {
+			size = ">" + size
+		}
+		created, image, setup := e.ModTime.Format("2006-01-02 15:04"), "?", "-"
+		if e.HasMeta {
+			created = e.Meta.Created.Local().Format("2006-01-02 15:04")
+			image = e.Meta.Image
+			if e.Meta.Setup != "" {
+				setup = filepath.Base(e.Meta.Setup) + " " + shortHash(e.Meta.SetupSHA256)
+				if e.Meta.SetupExit != 0 {
+					setup += fmt.Sprintf(" FAILED(%d)", e.Meta.SetupExit)
+				}
+			}
+		}
+		use := "-"
+		if j := busy[e.Name]; len(j) > 0 {
+			use = "job " + strings.Join(j, ",")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Name, Prefix+e.Name, size, created, image, setup, use)
+	}
+	return tw.Flush()
+}
+
+func shortHash(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+// ParseSqueue reads `squeue --noheader --format=%i|%k` output and maps
+// container names to the ids of jobs that use them.
+func ParseSqueue(out string) map[string][]string {
+	busy := map[string][]string{}
+	for _, line := range strings.Split(out, "\n") {
+		id, comment, ok := strings.Cut(strings.TrimSpace(line), "|")
+		if !ok {
+			continue
+		}
+		if name, ok := strings.CutPrefix(strings.TrimSpace(comment), CommentPrefix); ok {
+			busy[name] = append(busy[name], id)
+		}
+	}
+	return busy
+}
+
+// SqueueArgv asks Slurm for the user's unfinished jobs and their comments.
+func SqueueArgv(user string) []string {
+	return []string{"squeue", "--noheader", "--user=" + user, "--states=PENDING,RUNNING,CONFIGURING,COMPLETING,SUSPENDED", "--format=%i|%k"}
+}
