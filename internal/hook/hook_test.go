@@ -7,8 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strconv"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -282,11 +282,11 @@ func TestHealthCheck(t *testing.T) {
 func TestParseCgroupJob(t *testing.T) {
 	tests := map[string]uint64{
 		"0::/system.slice/slurmstepd.scope/job_42/step_0/user/task_0\n": 42,
-		"12:memory:/slurm/uid_1000/job_9/step_batch\n":                   9,
-		"0::/user.slice/user-1000.slice/session-3.scope\n":               0,
-		"":                                  0,
-		"0::/job_x/\n":                      0,
-		"0::/system.slice/job_77\n":         77,
+		"12:memory:/slurm/uid_1000/job_9/step_batch\n":                  9,
+		"0::/user.slice/user-1000.slice/session-3.scope\n":              0,
+		"":                                 0,
+		"0::/job_x/\n":                     0,
+		"0::/system.slice/job_77\n":        77,
 		"0::/notjob_5/\n5:cpu:/job_6/step": 6,
 	}
 	for in, want := range tests {
