@@ -8,6 +8,7 @@ export GOFLAGS ?= -buildvcs=false
 
 BINS := sbuild srun-wrap prolog epilog gpuacct nfs-sync
 BIN_DIR := $(CURDIR)/bin
+export GPUSUITE_SLURM_DIR ?= /run/gpusuite-slurm
 
 .PHONY: all build test test-unit test-slurm lint bench demo deps clean
 
@@ -26,7 +27,7 @@ deps:
 # down however the tests end.
 test: build deps
 	@set -o pipefail; ./test/slurm/harness.sh start && \
-	  { GPUSUITE_REQUIRE_SLURM=1 GPUSUITE_SLURM_ENV=/run/gpusuite-slurm/env GPUSUITE_BIN=$(BIN_DIR) \
+	  { GPUSUITE_REQUIRE_SLURM=1 GPUSUITE_SLURM_ENV=$(GPUSUITE_SLURM_DIR)/env GPUSUITE_BIN=$(BIN_DIR) \
 	    $(GO) test -count=1 -timeout 30m ./... ; rc=$$?; ./test/slurm/harness.sh stop; exit $$rc; }
 
 test-unit:

@@ -18,6 +18,8 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 DIR=${GPUSUITE_SLURM_DIR:-/run/gpusuite-slurm}
+# A second cluster (e.g. a CI check beside a developer's) needs other ports.
+PORT=${GPUSUITE_SLURM_PORT:-16817}
 BIN=${GPUSUITE_BIN:-$ROOT/bin}
 NODE=node1
 NGPU=4
@@ -77,8 +79,8 @@ EOF
   cat >"$DIR/etc/slurm.conf" <<EOF
 ClusterName=testcl
 SlurmctldHost=localhost(127.0.0.1)
-SlurmctldPort=16817
-SlurmdPort=16818
+SlurmctldPort=$PORT
+SlurmdPort=$((PORT + 1))
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
