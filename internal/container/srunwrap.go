@@ -25,7 +25,7 @@ Examples:
    srun-wrap --gpus 4 -p long -t 2-00:00:00 python train.py
    srun-wrap --mount /data/datasets:/datasets:ro --env WANDB_API_KEY python train.py
    srun-wrap --name myproj -- bash -c 'nvidia-smi; python -V'
-   srun-wrap --batch train.sh --lr 0.1       # submit with sbatch, keeps #SBATCH lines
+   srun-wrap --batch -t 1:00:00 train.sh --lr 0.1   # submit with sbatch, keeps #SBATCH lines
    srun-wrap --dry-run python train.py       # print the srun command line only`
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -38,7 +38,7 @@ func srunWrapFlags() []cli.Flag {
 		&cli.StringFlag{Name: "time", EnvVars: []string{"GPUSUITE_TIME"}, Usage: "time limit, as srun --time (default container.time)"},
 		&cli.StringSliceFlag{Name: "mount", Usage: "extra bind mount `SRC:DST[:ro]`, repeatable; no ',' or ':' in paths (env GPUSUITE_MOUNTS, ';'-separated)"},
 		&cli.StringSliceFlag{Name: "env", Usage: "pass `NAME[=VALUE]` into the container, over the image's own value; repeatable"},
-		&cli.StringFlag{Name: "batch", Usage: "submit `SCRIPT` with sbatch instead, run in the container; its #SBATCH lines are kept"},
+		&cli.BoolFlag{Name: "batch", Usage: "submit CMD, a job script, with sbatch instead; it runs in the container and its #SBATCH lines are kept"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "print the command line instead of running it"},
 	)
 }
@@ -136,8 +136,11 @@ func srunWrap(c *cli.Context, sys Sys, split Split) error {
 			fmt.Fprintln(sys.Stderr, "warning: "+msg)
 		}
 	}
-	if script := c.String("batch"); script != "" {
-		return submitBatch(c.Context, e, job, script, split.Cmd, dry)
+	if c.Bool("batch") {
+		if len(split.Cmd) == 0 {
+			return usagef("--batch needs the job script as the command, e.g. srun-wrap --batch train.sh")
+		}
+		return submitBatch(c.Context, e, job, split.Cmd[0], split.Cmd[1:], dry)
 	}
 	cmd := split.Cmd
 	pty := false
