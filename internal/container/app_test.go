@@ -57,9 +57,9 @@ func TestCommandLines(t *testing.T) {
 func TestScriptCommand(t *testing.T) {
 	for _, tc := range []struct {
 		name, script, first string
-		want               []string
-		mounts             []Mount
-		err                string
+		want                []string
+		mounts              []Mount
+		err                 string
 	}{
 		{name: "inside, no shebang", script: "/p/setup.sh", want: []string{"bash", "./setup.sh"}},
 		{name: "inside, python", script: "/p/tools/s.py", first: "#!/usr/bin/env python3", want: []string{"/usr/bin/env", "python3", "./tools/s.py"}},

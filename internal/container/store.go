@@ -225,5 +225,5 @@ func ParseSqueue(out string) map[string][]string {
 
 // SqueueArgv asks Slurm for the user's unfinished jobs and their comments.
 func SqueueArgv(user string) []string {
-	return []string{"squeue", "--noheader", "--user=" + user, "--states=PENDING,RUNNING,CONFIGURING,COMPLETING,SUSPENDED", "--format=%i|%k"}
+	return []string{"squeue", "--noheader", "--user=" + user, "--states=PENDING,RUNNING,CONFIGURING,SUSPENDED", "--format=%i|%k"}
 }

@@ -55,7 +55,8 @@ static int opt_cb(int val, const char *optarg, int remote)
 	if (val < 0 || val >= O_COUNT)
 		return -1;
 	free(opt_values[val]);
-	opt_values[val] = strdup(optarg ? optarg : "1");
+	/* A flag arrives as NULL in srun and as "" in slurmstepd. */
+	opt_values[val] = strdup(optarg && *optarg ? optarg : "1");
 	return opt_values[val] ? 0 : -1;
 }
 
