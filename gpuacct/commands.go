@@ -4,11 +4,15 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/aicloud/gpusuite/internal/demo"
+	"github.com/aicloud/gpusuite/internal/ingest"
 )
 
 // commands lists gpuacct's subcommands; each lives in its own package under
 // internal/ and is added here with one line.
 func commands(env Env) []*cli.Command {
 	return []*cli.Command{
-		demo.Command(env.Stdout)}
+		demo.Command(env.Stdout),
+		ingest.IngestCommand(env.Stdout, env.Stderr, env.Getenv),
+		ingest.ServeCommand(env.Stdout, env.Stderr, env.Getenv),
+	}
 }

@@ -33,6 +33,8 @@ type Config struct {
 	GPU       GPU       `toml:"gpu"`
 	NFSSync   NFSSync   `toml:"nfssync"`
 	Container Container `toml:"container"`
+	Store     Store     `toml:"store"`
+	Ingest    Ingest    `toml:"ingest"`
 }
 
 // Cluster names this cluster and node when Slurm does not.
@@ -103,6 +105,8 @@ func Default() Config {
 		},
 		NFSSync:   defaultNFSSync(),
 		Container: defaultContainer(),
+		Store:     defaultStore(),
+		Ingest:    defaultIngest(),
 	}
 }
 
@@ -197,6 +201,12 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("key \"spool.dir\": must not be empty")
 	}
 	if err := c.NFSSync.validate(); err != nil {
+		return err
+	}
+	if err := c.Store.validate(); err != nil {
+		return err
+	}
+	if err := c.Ingest.validate(); err != nil {
 		return err
 	}
 	return c.Container.validate()

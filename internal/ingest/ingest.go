@@ -1,0 +1,491 @@
+// Package ingest takes the records that nodes ship into
+// <incoming>/<node>/ into the accounting store: validated, exactly once,
+// in batched transactions, with bad files quarantined and planted ones
+// refused (docs/store.md).
+package ingest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mattn/go-sqlite3"
+
+	"github.com/aicloud/gpusuite/internal/config"
+	"github.com/aicloud/gpusuite/internal/store"
+)
+
+// Sacct runs sacct with args and returns its standard output.
+type Sacct func(ctx context.Context, args ...string) ([]byte, error)
+
+// Deps is what an Ingester takes from its surroundings.
+type Deps struct {
+	Store  *store.Store
+	Config config.Config
+	Log    *slog.Logger
+	Now    func() time.Time
+	// UID owns trusted files and directories (the service user).
+	UID int
+	// Sacct asks Slurm about unfinished jobs; nil never asks.
+	Sacct Sacct
+	// Metrics may be nil.
+	Metrics *Metrics
+	// SacctLocation is the time zone of sacct's times; nil means Local.
+	SacctLocation *time.Location
+}
+
+// Ingester runs passes.
+type Ingester struct {
+	d Deps
+}
+
+// New makes an Ingester.
+func New(d Deps) *Ingester {
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.SacctLocation == nil {
+		d.SacctLocation = time.Local
+	}
+	return &Ingester{d: d}
+}
+
+// Result is what one pass did.
+type Result struct {
+	Files, Records, Duplicates, Quarantined, Refused int
+	// Samples counts newly stored samples (duplicates excluded).
+	Samples int
+	// Closed counts unfinished jobs closed (from sacct or estimated).
+	Closed int
+	Pruned int64
+}
+
+type file struct {
+	node, name, path string
+	kind             int // ordering: events, aggregates, segments
+}
+
+func kindOf(name string) int {
+	switch {
+	case strings.HasPrefix(name, "event."):
+		return 0
+	case strings.HasPrefix(name, "jobgpu."):
+		return 1
+	default:
+		return 2
+	}
+}
+
+// ErrStopped means the pass was cut short by the context.
+var ErrStopped = errors.New("ingest stopped")
+
+// Pass ingests every file present now, then closes stale jobs, extends
+// open ones and prunes old samples and archives. It stops at the first
+// store error (disk full, I/O): committed batches stay, the rest waits
+// for the next pass.
+func (in *Ingester) Pass(ctx context.Context) (Result, error) {
+	var res Result
+	start := in.d.Now()
+	files, err := in.list(&res)
+	if err != nil {
+		return res, in.finish(ctx, start, res, err)
+	}
+	sort.SliceStable(files, func(i, j int) bool {
+		if files[i].kind != files[j].kind {
+			return files[i].kind < files[j].kind
+		}
+		if files[i].node != files[j].node {
+			return files[i].node < files[j].node
+		}
+		return files[i].name < files[j].name
+	})
+	for len(files) > 0 {
+		if ctx.Err() != nil {
+			return res, in.finish(ctx, start, res, ErrStopped)
+		}
+		n, err := in.batch(ctx, files, &res)
+		if err != nil {
+			return res, in.finish(ctx, start, res, err)
+		}
+		files = files[n:]
+	}
+	if err := in.housekeeping(ctx, &res); err != nil {
+		return res, in.finish(ctx, start, res, err)
+	}
+	return res, in.finish(ctx, start, res, nil)
+}
+
+// list finds the files to ingest. Directories that are not the service
+// user's, or that others can write, have their files refused.
+func (in *Ingester) list(res *Result) ([]file, error) {
+	root := in.d.Config.Ingest.Incoming
+	if err := in.trustedDir(root); err != nil {
+		return nil, fmt.Errorf("incoming directory: %w", err)
+	}
+	nodes, err := os.ReadDir(root)
+	if err != nil {
+		return nil, fmt.Errorf("read incoming %q: %w", root, err)
+	}
+	var out []file
+	for _, nd := range nodes {
+		if strings.HasPrefix(nd.Name(), ".") {
+			continue
+		}
+		dir := filepath.Join(root, nd.Name())
+		st, err := os.Lstat(dir)
+		if err != nil || !st.IsDir() {
+			continue
+		}
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			in.d.Log.Warn("cannot read node directory", "dir", dir, "err", err)
+			continue
+		}
+		dirErr := in.trustedDir(dir)
+		if dirErr == nil && !nodeNameOK(nd.Name()) {
+			dirErr = fmt.Errorf("%q is not a node name", nd.Name())
+		}
+		for _, e := range ents {
+			name := e.Name()
+			if strings.HasPrefix(name, ".") {
+				continue // a temp file being written
+			}
+			p := filepath.Join(dir, name)
+			if dirErr != nil {
+				in.refuse(nd.Name(), p, dirErr.Error(), res)
+				continue
+			}
+			out = append(out, file{node: nd.Name(), name: name, path: p, kind: kindOf(name)})
+		}
+	}
+	return out, nil
+}
+
+func nodeNameOK(s string) bool { return nodeRE.MatchString(s) }
+
+// trustedDir checks that dir is a directory of the service user that
+// nobody else can write.
+func (in *Ingester) trustedDir(dir string) error {
+	st, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	sys := st.Sys().(*syscall.Stat_t)
+	if int(sys.Uid) != in.d.UID {
+		return fmt.Errorf("directory %s is owned by uid %d, not the service user (uid %d)", dir, sys.Uid, in.d.UID)
+	}
+	if st.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("directory %s is writable by group or others (mode %v)", dir, st.Mode().Perm())
+	}
+	return nil
+}
+
+func (in *Ingester) refuse(node, path, why string, res *Result) {
+	res.Refused++
+	in.d.Metrics.refused()
+	in.d.Log.Warn("file refused", "node", node, "file", path, "reason", why)
+	if err := in.quarantine(node, path, "refused: "+why); err != nil {
+		in.d.Log.Error("cannot quarantine refused file", "file", path, "err", err)
+	}
+}
+
+// read opens a file without following links and checks owner, type and
+// size on the open descriptor.
+func (in *Ingester) read(f file) ([]byte, error) {
+	fd, err := os.OpenFile(f.path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, &refused{"a symbolic link"}
+		}
+		return nil, err
+	}
+	defer fd.Close()
+	st, err := fd.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, &refused{"not a regular file"}
+	}
+	sys := st.Sys().(*syscall.Stat_t)
+	if int(sys.Uid) != in.d.UID {
+		return nil, &refused{fmt.Sprintf("owned by uid %d, not the service user (uid %d)", sys.Uid, in.d.UID)}
+	}
+	if st.Mode().Perm()&0o022 != 0 {
+		return nil, &refused{fmt.Sprintf("writable by group or others (mode %v)", st.Mode().Perm())}
+	}
+	limit := in.d.Config.Ingest.MaxFileSize
+	if st.Size() > limit {
+		return nil, &Bad{fmt.Sprintf("file of %d bytes is over the limit of %d (ingest.max_file_size)", st.Size(), limit)}
+	}
+	data, err := io.ReadAll(io.LimitReader(fd, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, &Bad{fmt.Sprintf("file grew over the limit of %d bytes while read", limit)}
+	}
+	return data, nil
+}
+
+type refused struct{ why string }
+
+func (r *refused) Error() string { return r.why }
+
+// resourceError is a store error that is about the machine (disk full,
+// I/O, locks), not the record: the pass stops and the file stays.
+func resourceError(err error) bool {
+	var se sqlite3.Error
+	if errors.As(err, &se) {
+		switch se.Code {
+		case sqlite3.ErrFull, sqlite3.ErrIoErr, sqlite3.ErrBusy, sqlite3.ErrLocked, sqlite3.ErrReadonly,
+			sqlite3.ErrNomem, sqlite3.ErrCantOpen, sqlite3.ErrProtocol, sqlite3.ErrCorrupt, sqlite3.ErrNotADB:
+			return true
+		}
+		return false
+	}
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, syscall.ENOSPC)
+}
+
+type done struct {
+	f   file
+	dup bool
+}
+
+// batch ingests files from the front of fs in one transaction and returns
+// how many it consumed.
+func (in *Ingester) batch(ctx context.Context, files []file, res *Result) (int, error) {
+	now := in.d.Now()
+	v := Validator{Now: now, MaxFuture: in.d.Config.Ingest.MaxFuture.Duration}
+	b, err := in.d.Store.Begin(ctx, now)
+	if err != nil {
+		return 0, err
+	}
+	var finished []done
+	records, consumed := 0, 0
+	var pending Result
+	for _, f := range files {
+		if records >= in.d.Config.Ingest.BatchRecords {
+			break
+		}
+		consumed++
+		data, err := in.read(f)
+		if err != nil {
+			var r *refused
+			var bd *Bad
+			switch {
+			case errors.As(err, &r):
+				in.refuse(f.node, f.path, r.why, res)
+			case errors.As(err, &bd):
+				in.bad(f, bd.Reason, res)
+			case errors.Is(err, fs.ErrNotExist):
+				// gone since listed (another pass, an admin)
+			default:
+				in.d.Log.Warn("cannot read file; will retry", "file", f.path, "err", err)
+			}
+			continue
+		}
+		sum := sha256.Sum256(data)
+		hash := hex.EncodeToString(sum[:])
+		dup, err := in.seen(b, f, hash)
+		if err != nil {
+			b.Rollback()
+			return 0, err
+		}
+		if dup {
+			finished = append(finished, done{f, true})
+			continue
+		}
+		p, err := v.Parse(f.node, f.name, data)
+		if err != nil {
+			var bd *Bad
+			if errors.As(err, &bd) {
+				in.bad(f, bd.Reason, res)
+				continue
+			}
+			b.Rollback()
+			return 0, err
+		}
+		n, err := in.apply(b, p)
+		if err != nil {
+			b.Rollback()
+			if !resourceError(err) {
+				// Something in this file upsets the store: set it
+				// aside so that the next pass is not stuck on it.
+				in.bad(f, "store refused it: "+err.Error(), res)
+			}
+			return 0, fmt.Errorf("ingest %s: %w", f.path, err)
+		}
+		if err := in.record(b, f, hash, len(data), p.Records()); err != nil {
+			b.Rollback()
+			return 0, err
+		}
+		pending.Files++
+		pending.Records += p.Records()
+		pending.Samples += n
+		records += p.Records()
+		finished = append(finished, done{f, false})
+	}
+	if err := b.Commit(); err != nil {
+		return 0, fmt.Errorf("ingest batch of %d files: %w", len(finished), err)
+	}
+	res.Files += pending.Files
+	res.Records += pending.Records
+	res.Samples += pending.Samples
+	in.d.Metrics.ingested(pending.Files, pending.Records)
+	for _, d := range finished {
+		if d.dup {
+			res.Duplicates++
+			in.d.Metrics.duplicate()
+			in.d.Log.Debug("duplicate file: already ingested with the same content", "file", d.f.path)
+		}
+		if err := in.retire(d.f, now); err != nil {
+			// Committed already: the next pass sees it as a duplicate.
+			in.d.Log.Warn("cannot archive or delete ingested file", "file", d.f.path, "err", err)
+		}
+	}
+	return consumed, nil
+}
+
+func (in *Ingester) apply(b *store.Batch, p *Parsed) (int, error) {
+	switch {
+	case p.Event != nil:
+		return 0, b.Event(p.Event)
+	case p.Header != nil:
+		return b.Segment(p.Header, p.Samples)
+	default:
+		for i := range p.JobGPUs {
+			if err := b.JobGPU(&p.JobGPUs[i]); err != nil {
+				return 0, err
+			}
+		}
+		return 0, nil
+	}
+}
+
+func (in *Ingester) seen(b *store.Batch, f file, hash string) (bool, error) {
+	var n int
+	err := b.Tx().QueryRow(`SELECT count(*) FROM ingested_files f JOIN nodes n ON n.id = f.node_id WHERE n.name = ? AND f.name = ? AND f.sha256 = ?`,
+		f.node, f.name, hash).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("look up %s: %w", f.path, err)
+	}
+	return n > 0, nil
+}
+
+func (in *Ingester) record(b *store.Batch, f file, hash string, size, records int) error {
+	_, err := b.Tx().Exec(`INSERT INTO ingested_files(node_id, name, sha256, size, records, at)
+ SELECT id, ?, ?, ?, ?, ? FROM nodes WHERE name = ? ORDER BY id LIMIT 1
+ ON CONFLICT DO UPDATE SET sha256 = excluded.sha256, size = excluded.size, records = excluded.records, at = excluded.at`,
+		f.name, hash, size, records, in.d.Now().Unix(), f.node)
+	if err != nil {
+		return fmt.Errorf("record %s as ingested: %w", f.path, err)
+	}
+	return nil
+}
+
+func (in *Ingester) bad(f file, reason string, res *Result) {
+	res.Quarantined++
+	in.d.Metrics.quarantined()
+	in.d.Log.Warn("file quarantined", "node", f.node, "file", f.path, "reason", reason)
+	if err := in.quarantine(f.node, f.path, reason); err != nil {
+		in.d.Log.Error("cannot quarantine file", "file", f.path, "err", err)
+	}
+}
+
+// quarantine moves path to <quarantine>/<node>/ with a .reason beside it.
+func (in *Ingester) quarantine(node, path, reason string) error {
+	dir := filepath.Join(in.d.Config.Ingest.Quarantine, node)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("create quarantine %q: %w", dir, err)
+	}
+	base := filepath.Base(path)
+	dst := filepath.Join(dir, base)
+	for i := 1; ; i++ {
+		if _, err := os.Lstat(dst); errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		dst = filepath.Join(dir, fmt.Sprintf("%s.%d", base, i))
+	}
+	note := fmt.Sprintf("%s\nfrom %s at %s\n", reason, path, in.d.Now().UTC().Format(time.RFC3339))
+	if err := os.WriteFile(dst+".reason", []byte(note), 0o640); err != nil {
+		return fmt.Errorf("write %s.reason: %w", dst, err)
+	}
+	if err := os.Rename(path, dst); err != nil {
+		os.Remove(dst + ".reason")
+		return fmt.Errorf("move %q to quarantine: %w", path, err)
+	}
+	return syncDir(dir)
+}
+
+// retire archives or deletes an ingested (committed) file.
+func (in *Ingester) retire(f file, now time.Time) error {
+	if in.d.Config.Ingest.Keep == "delete" {
+		if err := os.Remove(f.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	dir := filepath.Join(in.d.Config.Ingest.Archive, now.UTC().Format("2006-01-02"), f.node)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("create archive %q: %w", dir, err)
+	}
+	if err := os.Rename(f.path, filepath.Join(dir, f.name)); err != nil {
+		return fmt.Errorf("archive %q: %w", f.path, err)
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// finish records the pass in the store and the metrics.
+func (in *Ingester) finish(ctx context.Context, start time.Time, res Result, passErr error) error {
+	end := in.d.Now()
+	in.d.Metrics.pass(in.d.Store, start, end, passErr)
+	if passErr != nil && resourceError(passErr) && !errors.Is(passErr, context.Canceled) {
+		// The store may be unwritable (disk full): try, but do not
+		// replace the real error with this one.
+		ctx = context.WithoutCancel(ctx)
+	}
+	msg := ""
+	if passErr != nil {
+		msg = passErr.Error()
+	}
+	_, err := in.d.Store.DB.ExecContext(context.WithoutCancel(ctx), `INSERT INTO passes(started, finished, ok, files, records, quarantined, refused, error) VALUES(?, ?, ?, ?, ?, ?, ?, ?)`,
+		start.Unix(), end.Unix(), passErr == nil, res.Files, res.Records, res.Quarantined, res.Refused, nullStr(msg))
+	if passErr != nil {
+		return passErr
+	}
+	if err != nil {
+		return fmt.Errorf("record pass: %w", err)
+	}
+	return nil
+}
+
+func nullStr(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}

@@ -1,0 +1,161 @@
+package ingest
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/config"
+	"github.com/aicloud/gpusuite/internal/ingest/gendata"
+	"github.com/aicloud/gpusuite/internal/store"
+)
+
+// env is a test's directory layout and configuration.
+type env struct {
+	root string
+	cfg  config.Config
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	root := t.TempDir()
+	if err := os.Chmod(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Store.Path = filepath.Join(root, "gpuacct.db")
+	cfg.Ingest.Incoming = filepath.Join(root, "incoming")
+	cfg.Ingest.Quarantine = filepath.Join(root, "quarantine")
+	cfg.Ingest.Archive = filepath.Join(root, "archive")
+	cfg.Ingest.Sacct = ""
+	if err := os.MkdirAll(cfg.Ingest.Incoming, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return &env{root: root, cfg: cfg}
+}
+
+func (e *env) open(t *testing.T) *store.Store {
+	t.Helper()
+	s, err := store.Open(context.Background(), store.Options{Path: e.cfg.Store.Path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func (e *env) pass(t *testing.T, s *store.Store, now time.Time) Result {
+	t.Helper()
+	res, err := New(Deps{Store: s, Config: e.cfg, Log: quiet(), Now: func() time.Time { return now }, UID: os.Getuid()}).Pass(context.Background())
+	if err != nil {
+		t.Fatalf("pass: %v", err)
+	}
+	return res
+}
+
+type totals struct {
+	Jobs, Alloc, Samples  int64
+	Used, Idle, SampleS   float64
+	RollAlloc, RollJobs   int64
+	DailyAlloc, DailyJobs int64
+	RollUsed, DailyUsed   float64
+	Energy                int64
+}
+
+func readTotals(t *testing.T, s *store.Store) totals {
+	t.Helper()
+	var x totals
+	q := func(query string, dst ...any) {
+		if err := s.DB.QueryRow(query).Scan(dst...); err != nil {
+			t.Fatalf("%s: %v", query, err)
+		}
+	}
+	q(`SELECT count(*), coalesce(sum(CASE WHEN end IS NOT NULL THEN alloc_gpu_s END), 0), coalesce(sum(used_gpu_s), 0), coalesce(sum(idle_gpu_s), 0), coalesce(sum(energy_mj), 0) FROM jobs`, &x.Jobs, &x.Alloc, &x.Used, &x.Idle, &x.Energy)
+	q(`SELECT count(*) FROM samples`, &x.Samples)
+	q(`SELECT coalesce(sum(sample_s), 0) FROM job_hours`, &x.SampleS)
+	q(`SELECT coalesce(sum(alloc_gpu_s), 0), coalesce(sum(jobs), 0), coalesce(sum(used_gpu_s), 0) FROM rollup_hourly`, &x.RollAlloc, &x.RollJobs, &x.RollUsed)
+	q(`SELECT coalesce(sum(alloc_gpu_s), 0), coalesce(sum(jobs), 0), coalesce(sum(used_gpu_s), 0) FROM rollup_daily`, &x.DailyAlloc, &x.DailyJobs, &x.DailyUsed)
+	return x
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-6*math.Max(1, math.Abs(b)) }
+
+// checkTruth compares the store with the generated ground truth.
+func checkTruth(t *testing.T, s *store.Store, truth gendata.Truth) {
+	t.Helper()
+	x := readTotals(t, s)
+	if x.Jobs != int64(truth.Jobs) {
+		t.Errorf("jobs: got %d, want %d", x.Jobs, truth.Jobs)
+	}
+	if x.Alloc != truth.AllocGPUS {
+		t.Errorf("allocated GPU-s of ended jobs: got %d, want %d", x.Alloc, truth.AllocGPUS)
+	}
+	if x.Samples != int64(truth.Samples) {
+		t.Errorf("samples: got %d, want %d", x.Samples, truth.Samples)
+	}
+	if !near(x.Used, truth.Used) || !near(x.Idle, truth.Idle) || !near(x.SampleS, truth.SampleS) {
+		t.Errorf("used/idle/sampled: got %v/%v/%v, want %v/%v/%v", x.Used, x.Idle, x.SampleS, truth.Used, truth.Idle, truth.SampleS)
+	}
+	if x.Energy != truth.EnergyMJ {
+		t.Errorf("energy: got %d mJ, want %d", x.Energy, truth.EnergyMJ)
+	}
+	if !near(x.RollUsed, truth.Used) || !near(x.DailyUsed, truth.Used) {
+		t.Errorf("rollup used: hourly %v, daily %v, want %v", x.RollUsed, x.DailyUsed, truth.Used)
+	}
+	if x.RollJobs != int64(truth.Jobs) || x.DailyJobs != int64(truth.Jobs) {
+		t.Errorf("rollup jobs: hourly %d, daily %d, want %d", x.RollJobs, x.DailyJobs, truth.Jobs)
+	}
+	// Rollups also hold open jobs up to now; compare them with the jobs table.
+	var all int64
+	if err := s.DB.QueryRow(`SELECT sum(alloc_gpu_s) FROM jobs`).Scan(&all); err != nil {
+		t.Fatal(err)
+	}
+	if x.RollAlloc != all || x.DailyAlloc != all {
+		t.Errorf("rollup allocated: hourly %d, daily %d, jobs %d", x.RollAlloc, x.DailyAlloc, all)
+	}
+	var perAcct = map[string]int64{}
+	rows, err := s.DB.Query(`SELECT account, sum(alloc_gpu_s) FROM jobs WHERE end IS NOT NULL GROUP BY account`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var a string
+		var v int64
+		if err := rows.Scan(&a, &v); err != nil {
+			t.Fatal(err)
+		}
+		perAcct[a] = v
+	}
+	for a, v := range truth.PerAccount {
+		if perAcct[a] != v {
+			t.Errorf("account %s: got %d, want %d", a, perAcct[a], v)
+		}
+	}
+}
+
+func TestSmallClusterMatchesTruth(t *testing.T) {
+	e := newEnv(t)
+	start := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
+	truth, err := gendata.Generate(e.cfg.Ingest.Incoming, gendata.Options{Cluster: "c1", Nodes: 2, GPUsPerNode: 8, Start: start,
+		Duration: 3 * time.Hour, Interval: 10 * time.Second, JobsPerNode: 20, HookEvents: true, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := e.open(t)
+	defer s.Close()
+	res := e.pass(t, s, start.Add(3*time.Hour+time.Minute))
+	if res.Files != truth.Files || res.Quarantined != 0 || res.Refused != 0 {
+		t.Fatalf("pass: %+v, want %d files", res, truth.Files)
+	}
+	checkTruth(t, s, truth)
+	// A second pass over nothing changes nothing.
+	e.pass(t, s, start.Add(3*time.Hour+2*time.Minute))
+	checkTruth(t, s, truth)
+}

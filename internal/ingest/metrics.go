@@ -1,0 +1,91 @@
+package ingest
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/aicloud/gpusuite/internal/store"
+)
+
+// Metrics are ingest's Prometheus series, on a registry of the caller's.
+// A nil *Metrics records nothing.
+type Metrics struct {
+	files, records, quarantine, refuse, dups prometheus.Counter
+	passes                                   *prometheus.CounterVec
+	lastOK, dbSize, passSeconds              prometheus.Gauge
+	lag                                      *prometheus.GaugeVec
+	now                                      func() time.Time
+}
+
+// NewMetrics registers ingest's series on reg.
+func NewMetrics(reg prometheus.Registerer, now func() time.Time) *Metrics {
+	m := &Metrics{
+		files:       prometheus.NewCounter(prometheus.CounterOpts{Name: "gpuacct_ingest_files_total", Help: "Files ingested."}),
+		records:     prometheus.NewCounter(prometheus.CounterOpts{Name: "gpuacct_ingest_records_total", Help: "Records ingested (events, samples, aggregates)."}),
+		quarantine:  prometheus.NewCounter(prometheus.CounterOpts{Name: "gpuacct_ingest_quarantined_total", Help: "Bad files moved to quarantine."}),
+		refuse:      prometheus.NewCounter(prometheus.CounterOpts{Name: "gpuacct_ingest_refused_total", Help: "Files refused: not the service user's, or in a directory others can write."}),
+		dups:        prometheus.NewCounter(prometheus.CounterOpts{Name: "gpuacct_ingest_duplicate_files_total", Help: "Files already ingested with the same content."}),
+		passes:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gpuacct_ingest_passes_total", Help: "Ingest passes by result."}, []string{"result"}),
+		lastOK:      prometheus.NewGauge(prometheus.GaugeOpts{Name: "gpuacct_ingest_last_success_timestamp_seconds", Help: "End of the last successful pass."}),
+		dbSize:      prometheus.NewGauge(prometheus.GaugeOpts{Name: "gpuacct_store_size_bytes", Help: "Database file size including WAL/journal."}),
+		passSeconds: prometheus.NewGauge(prometheus.GaugeOpts{Name: "gpuacct_ingest_pass_duration_seconds", Help: "Duration of the last pass."}),
+		lag:         prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gpuacct_ingest_lag_seconds", Help: "Now minus the newest record time ingested from the node."}, []string{"node"}),
+		now:         now,
+	}
+	reg.MustRegister(m.files, m.records, m.quarantine, m.refuse, m.dups, m.passes, m.lastOK, m.dbSize, m.passSeconds, m.lag)
+	return m
+}
+
+func (m *Metrics) ingested(files, records int) {
+	if m != nil {
+		m.files.Add(float64(files))
+		m.records.Add(float64(records))
+	}
+}
+
+func (m *Metrics) quarantined() {
+	if m != nil {
+		m.quarantine.Inc()
+	}
+}
+
+func (m *Metrics) refused() {
+	if m != nil {
+		m.refuse.Inc()
+	}
+}
+
+func (m *Metrics) duplicate() {
+	if m != nil {
+		m.dups.Inc()
+	}
+}
+
+func (m *Metrics) pass(s *store.Store, start, end time.Time, err error) {
+	if m == nil {
+		return
+	}
+	m.passSeconds.Set(end.Sub(start).Seconds())
+	if err != nil {
+		m.passes.WithLabelValues("error").Inc()
+	} else {
+		m.passes.WithLabelValues("ok").Inc()
+		m.lastOK.Set(float64(end.Unix()))
+	}
+	m.dbSize.Set(float64(s.Size()))
+	rows, qerr := s.DB.QueryContext(context.Background(), `SELECT cluster || '/' || name, last_record FROM nodes WHERE last_record IS NOT NULL`)
+	if qerr != nil {
+		return
+	}
+	defer rows.Close()
+	now := m.now()
+	for rows.Next() {
+		var node string
+		var last int64
+		if rows.Scan(&node, &last) == nil {
+			m.lag.WithLabelValues(node).Set(now.Sub(time.Unix(last, 0)).Seconds())
+		}
+	}
+}

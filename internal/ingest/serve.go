@@ -1,0 +1,187 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/coreos/go-systemd/v22/daemon"
+	"github.com/fsnotify/fsnotify"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/aicloud/gpusuite/internal/config"
+)
+
+// Server is the ingest daemon. Its HTTP mux serves /metrics; the web
+// dashboard and JSON API add their handlers with Handle before Run.
+type Server struct {
+	in     *Ingester
+	cfg    config.Config
+	log    *slog.Logger
+	getenv func(string) string
+	mux    *http.ServeMux
+	// Addr is the address /metrics listens on once Run has started.
+	Addr chan string
+}
+
+// NewServer builds the daemon around an Ingester.
+func NewServer(in *Ingester, cfg config.Config, reg *prometheus.Registry, log *slog.Logger, getenv func(string) string) *Server {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	return &Server{in: in, cfg: cfg, log: log, getenv: getenv, mux: mux, Addr: make(chan string, 1)}
+}
+
+// Handle adds an HTTP handler next to /metrics.
+func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
+// notify sends a systemd notification when NOTIFY_SOCKET is set.
+func (s *Server) notify(state string) {
+	if s.getenv("NOTIFY_SOCKET") == "" {
+		return
+	}
+	if _, err := daemon.SdNotify(false, state); err != nil {
+		s.log.Warn("systemd notify failed", "state", state, "err", err)
+	}
+}
+
+// watchdogInterval reads WATCHDOG_USEC (and WATCHDOG_PID) like sd_watchdog_enabled.
+func (s *Server) watchdogInterval() time.Duration {
+	usec, err := strconv.ParseInt(s.getenv("WATCHDOG_USEC"), 10, 64)
+	if err != nil || usec <= 0 {
+		return 0
+	}
+	if p := s.getenv("WATCHDOG_PID"); p != "" && p != strconv.Itoa(os.Getpid()) {
+		return 0
+	}
+	return time.Duration(usec) * time.Microsecond
+}
+
+// Run serves until ctx ends: passes, /metrics, notify, watchdog.
+func (s *Server) Run(ctx context.Context) error {
+	var httpSrv *http.Server
+	if s.cfg.Ingest.MetricsListen != "" {
+		ln, err := net.Listen("tcp", s.cfg.Ingest.MetricsListen)
+		if err != nil {
+			return fmt.Errorf("metrics listen %q: %w", s.cfg.Ingest.MetricsListen, err)
+		}
+		s.Addr <- ln.Addr().String()
+		httpSrv = &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				s.log.Error("metrics server", "err", err)
+			}
+		}()
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			_ = httpSrv.Shutdown(sctx)
+		}()
+	}
+	wake := make(chan struct{}, 1)
+	if s.cfg.Ingest.Watch {
+		if stop, err := s.watch(ctx, wake); err != nil {
+			s.log.Info("fsnotify unavailable; polling only", "err", err)
+		} else {
+			defer stop()
+		}
+	}
+	var wd <-chan time.Time
+	if iv := s.watchdogInterval(); iv > 0 {
+		t := time.NewTicker(iv / 2)
+		defer t.Stop()
+		wd = t.C
+	}
+	ticker := time.NewTicker(s.cfg.Ingest.Interval.Duration)
+	defer ticker.Stop()
+	s.log.Info("serving", "db", s.in.d.Store.Path, "journal", s.in.d.Store.Journal, "incoming", s.cfg.Ingest.Incoming, "interval", s.cfg.Ingest.Interval.Duration)
+	ready := false
+	for {
+		res, err := s.in.Pass(ctx)
+		switch {
+		case errors.Is(err, ErrStopped) || ctx.Err() != nil:
+		case err != nil:
+			s.log.Error("ingest pass failed; retrying next pass", "err", err)
+		case res.Files+res.Quarantined+res.Refused+res.Closed > 0:
+			s.log.Info("pass", "files", res.Files, "records", res.Records, "samples", res.Samples, "duplicates", res.Duplicates,
+				"quarantined", res.Quarantined, "refused", res.Refused, "closed", res.Closed)
+		}
+		if !ready {
+			s.notify(daemon.SdNotifyReady)
+			ready = true
+		}
+		s.notify(daemon.SdNotifyWatchdog)
+	wait:
+		select {
+		case <-ctx.Done():
+			s.notify(daemon.SdNotifyStopping)
+			s.log.Info("stopping")
+			return nil
+		case <-wd:
+			s.notify(daemon.SdNotifyWatchdog)
+			goto wait
+		case <-ticker.C:
+		case <-wake:
+			// Let a burst of arriving files settle into one pass.
+			select {
+			case <-time.After(500 * time.Millisecond):
+			case <-ctx.Done():
+			}
+		}
+	}
+}
+
+// watch wakes the loop when files arrive in a node directory. On NFS the
+// kernel sees only this host's writes, so polling stays the backstop.
+func (s *Server) watch(ctx context.Context, wake chan<- struct{}) (func(), error) {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, err
+	}
+	root := s.cfg.Ingest.Incoming
+	if err := w.Add(root); err != nil {
+		w.Close()
+		return nil, err
+	}
+	if ents, err := os.ReadDir(root); err == nil {
+		for _, e := range ents {
+			if e.IsDir() {
+				_ = w.Add(filepath.Join(root, e.Name()))
+			}
+		}
+	}
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-w.Events:
+				if !ok {
+					return
+				}
+				if filepath.Dir(ev.Name) == root && ev.Has(fsnotify.Create) {
+					_ = w.Add(ev.Name) // a new node directory
+				}
+				if ev.Has(fsnotify.Create) || ev.Has(fsnotify.Rename) || ev.Has(fsnotify.Write) {
+					select {
+					case wake <- struct{}{}:
+					default:
+					}
+				}
+			case err, ok := <-w.Errors:
+				if !ok {
+					return
+				}
+				s.log.Warn("fsnotify", "err", err)
+			}
+		}
+	}()
+	return func() { w.Close() }, nil
+}

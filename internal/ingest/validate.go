@@ -1,0 +1,387 @@
+package ingest
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/record"
+)
+
+// Limits on what one record may hold; past them a file is quarantined.
+const (
+	maxGPUsPerNode  = 64
+	maxNotes        = 64
+	maxNoteLen      = 512
+	maxNameLen      = 128
+	maxProcs        = 4096
+	maxJobsPerGPU   = 64
+	maxInterval     = 3600.0
+	maxSegmentLines = 10_000_000
+)
+
+var (
+	nameRE   = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,127}$`)
+	nodeRE   = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
+	uuidRE   = regexp.MustCompile(`^(GPU|MIG)-[0-9A-Za-z-]{8,80}$`)
+	schemaRE = regexp.MustCompile(`^gpusuite\.([a-z]+)/v([0-9]+)$`)
+	// Everything before this is garbage, not a real record time.
+	minTime = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+// Bad is a file that must be quarantined; Reason says why in one line.
+type Bad struct{ Reason string }
+
+func (b *Bad) Error() string { return b.Reason }
+
+func bad(format string, args ...any) error { return &Bad{Reason: fmt.Sprintf(format, args...)} }
+
+// Parsed is the content of one valid file.
+type Parsed struct {
+	Event   *record.Event
+	Header  *record.SegmentHeader
+	Samples []record.Sample
+	JobGPUs []record.JobGPU
+}
+
+// Records counts the records in the file.
+func (p *Parsed) Records() int {
+	n := len(p.Samples) + len(p.JobGPUs)
+	if p.Event != nil {
+		n++
+	}
+	return n
+}
+
+// Validator checks files against the record contracts.
+type Validator struct {
+	// Now bounds record times: nothing later than Now + MaxFuture.
+	Now       time.Time
+	MaxFuture time.Duration
+}
+
+// Parse decodes and validates the file named name found in the directory
+// of node. A *Bad error means quarantine.
+func (v Validator) Parse(node, name string, data []byte) (*Parsed, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, bad("empty file")
+	}
+	first := data
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		first = data[:i]
+	}
+	var head struct {
+		Schema string `json:"schema"`
+	}
+	if err := json.Unmarshal(first, &head); err != nil {
+		// A pretty-printed single record spans lines: try the whole file.
+		if err2 := json.Unmarshal(data, &head); err2 != nil {
+			return nil, bad("not a JSON record: %v", shorten(err.Error()))
+		}
+	}
+	m := schemaRE.FindStringSubmatch(head.Schema)
+	if m == nil {
+		return nil, bad("unknown schema %q", shorten(head.Schema))
+	}
+	switch head.Schema {
+	case record.EventSchema:
+		return v.event(node, name, data)
+	case record.SegmentSchema:
+		return v.segment(node, name, data)
+	case record.JobGPUSchema:
+		return v.jobGPUs(node, name, data)
+	}
+	return nil, bad("schema %q is not one this gpuacct reads (%s, %s, %s): a newer agent? upgrade gpuacct", head.Schema,
+		record.EventSchema, record.SegmentSchema, record.JobGPUSchema)
+}
+
+func shorten(s string) string {
+	if len(s) > 120 {
+		return s[:120] + "..."
+	}
+	return s
+}
+
+func strict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("more than one JSON value")
+	}
+	return nil
+}
+
+func (v Validator) checkTime(what string, t time.Time) error {
+	if t.Before(minTime) {
+		return bad("%s %s is before 2000", what, t.Format(time.RFC3339))
+	}
+	if t.After(v.Now.Add(v.MaxFuture)) {
+		return bad("%s %s is in the future (now %s)", what, t.UTC().Format(time.RFC3339), v.Now.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+func checkName(what, s string, re *regexp.Regexp, required bool) error {
+	if s == "" {
+		if required {
+			return bad("%s is empty", what)
+		}
+		return nil
+	}
+	if !re.MatchString(s) {
+		return bad("%s %q is not a valid name", what, shorten(s))
+	}
+	return nil
+}
+
+func checkNotes(what string, notes []string) error {
+	if len(notes) > maxNotes {
+		return bad("%s: %d notes (at most %d)", what, len(notes), maxNotes)
+	}
+	for _, n := range notes {
+		if len(n) > maxNoteLen {
+			return bad("%s: a note of %d bytes (at most %d)", what, len(n), maxNoteLen)
+		}
+	}
+	return nil
+}
+
+func (v Validator) event(node, name string, data []byte) (*Parsed, error) {
+	var ev record.Event
+	if err := strict(bytes.TrimSpace(data), &ev); err != nil {
+		return nil, bad("event: %s", shorten(err.Error()))
+	}
+	if ev.Kind != record.JobStart && ev.Kind != record.JobEnd {
+		return nil, bad("event: kind %q is not job_start or job_end", shorten(string(ev.Kind)))
+	}
+	if err := checkName("event cluster", ev.Cluster, nodeRE, true); err != nil {
+		return nil, err
+	}
+	if ev.Node != node {
+		return nil, bad("event of node %q found in the directory of node %q", shorten(ev.Node), node)
+	}
+	j := ev.Job
+	if j.ID == 0 || j.ID > 1<<53 {
+		return nil, bad("event: job id %d out of range", j.ID)
+	}
+	if j.RestartCount < 0 || j.RestartCount > 1_000_000 {
+		return nil, bad("event: restart count %d out of range", j.RestartCount)
+	}
+	if want := record.EventKey(ev.Cluster, j.ID, j.RestartCount, ev.Node, ev.Kind); ev.Key != want {
+		return nil, bad("event key %q does not match its content (%q)", shorten(ev.Key), want)
+	}
+	if want := record.EventFileName(ev.Cluster, j.ID, j.RestartCount, ev.Node, ev.Kind); name != want {
+		return nil, bad("event file name %q does not match its key (%q)", name, want)
+	}
+	if err := v.checkTime("event time", ev.Time); err != nil {
+		return nil, err
+	}
+	for _, f := range []struct{ what, val string }{{"user", j.User}, {"account", j.Account}, {"partition", j.Partition}} {
+		if err := checkName("event "+f.what, f.val, nameRE, false); err != nil {
+			return nil, err
+		}
+	}
+	if len(j.GPUs) > maxGPUsPerNode || len(ev.GPUs) > maxGPUsPerNode {
+		return nil, bad("event: %d GPUs on one node (at most %d)", max(len(j.GPUs), len(ev.GPUs)), maxGPUsPerNode)
+	}
+	for _, g := range ev.GPUs {
+		if g.UUID != "" && !uuidRE.MatchString(g.UUID) {
+			return nil, bad("event: GPU UUID %q is malformed", shorten(g.UUID))
+		}
+		if len(g.Model) > maxNameLen {
+			return nil, bad("event: GPU model of %d bytes", len(g.Model))
+		}
+		if err := checkNotes("event gpu missing", g.Missing); err != nil {
+			return nil, err
+		}
+	}
+	if len(j.CUDAVisibleDevices) > 4096 || len(ev.Source) > maxNameLen {
+		return nil, bad("event: oversized field")
+	}
+	if err := checkNotes("event quality", ev.Quality); err != nil {
+		return nil, err
+	}
+	return &Parsed{Event: &ev}, nil
+}
+
+func (v Validator) segment(node, name string, data []byte) (*Parsed, error) {
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	if !sc.Scan() {
+		return nil, bad("segment: no header line")
+	}
+	var h record.SegmentHeader
+	if err := strict(sc.Bytes(), &h); err != nil {
+		return nil, bad("segment header: %s", shorten(err.Error()))
+	}
+	if err := checkName("segment cluster", h.Cluster, nodeRE, true); err != nil {
+		return nil, err
+	}
+	if h.Node != node {
+		return nil, bad("segment of node %q found in the directory of node %q", shorten(h.Node), node)
+	}
+	if want := record.SegmentKey(h.Cluster, h.Node, h.Seq); h.Key != want {
+		return nil, bad("segment key %q does not match its header (%q)", shorten(h.Key), want)
+	}
+	if want := record.SegmentFileName(h.Cluster, h.Node, h.Seq); name != want {
+		return nil, bad("segment file name %q does not match its key (%q)", name, want)
+	}
+	if !(h.Interval > 0 && h.Interval <= maxInterval) {
+		return nil, bad("segment interval %v s is outside (0, %v]", h.Interval, maxInterval)
+	}
+	if err := v.checkTime("segment start", h.Start); err != nil {
+		return nil, err
+	}
+	p := &Parsed{Header: &h}
+	line := 1
+	for sc.Scan() {
+		line++
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		if line > maxSegmentLines {
+			return nil, bad("segment: more than %d lines", maxSegmentLines)
+		}
+		var s record.Sample
+		if err := strict(b, &s); err != nil {
+			return nil, bad("segment line %d: %s", line, shorten(err.Error()))
+		}
+		if err := v.sample(&s); err != nil {
+			return nil, bad("segment line %d: %s", line, err.(*Bad).Reason)
+		}
+		p.Samples = append(p.Samples, s)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, bad("segment line %d: %s", line+1, shorten(err.Error()))
+	}
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		return nil, bad("segment is truncated: the last line has no newline")
+	}
+	return p, nil
+}
+
+func pctOK(p *uint32) bool { return p == nil || *p <= 100 }
+
+func (v Validator) sample(s *record.Sample) error {
+	if err := v.checkTime("sample time", s.Time); err != nil {
+		return err
+	}
+	if !uuidRE.MatchString(s.UUID) {
+		return bad("GPU UUID %q is malformed", shorten(s.UUID))
+	}
+	if s.Index < 0 || s.Index >= maxGPUsPerNode {
+		return bad("GPU index %d out of range", s.Index)
+	}
+	if !pctOK(s.GPUUtil) || !pctOK(s.MemUtil) {
+		return bad("utilization above 100%%")
+	}
+	if len(s.Jobs) > maxJobsPerGPU || len(s.Procs) > maxProcs {
+		return bad("%d jobs, %d processes on one GPU", len(s.Jobs), len(s.Procs))
+	}
+	total := 0.0
+	for _, j := range s.Jobs {
+		if j.Job == 0 || j.Job > 1<<53 || j.Restart < 0 {
+			return bad("job %d restart %d out of range", j.Job, j.Restart)
+		}
+		if !(j.Share > 0 && j.Share <= 1) {
+			return bad("job %d share %v is outside (0, 1]", j.Job, j.Share)
+		}
+		total += j.Share
+	}
+	if total > 1.000001 {
+		return bad("job shares add up to %v (over 1)", total)
+	}
+	for _, p := range s.Procs {
+		if len(p.CgroupError) > maxNoteLen {
+			return bad("oversized cgroup error")
+		}
+	}
+	return checkNotes("sample missing", s.Missing)
+}
+
+func (v Validator) jobGPUs(node, name string, data []byte) (*Parsed, error) {
+	p := &Parsed{}
+	line := 0
+	for _, b := range bytes.Split(data, []byte("\n")) {
+		line++
+		b = bytes.TrimSpace(b)
+		if len(b) == 0 {
+			continue
+		}
+		var a record.JobGPU
+		if err := strict(b, &a); err != nil {
+			// One pretty-printed record.
+			if line == 1 {
+				if err2 := strict(bytes.TrimSpace(data), &a); err2 == nil {
+					if err := v.jobGPU(node, name, &a, true); err != nil {
+						return nil, err
+					}
+					p.JobGPUs = append(p.JobGPUs, a)
+					return p, nil
+				}
+			}
+			return nil, bad("aggregate line %d: %s", line, shorten(err.Error()))
+		}
+		if err := v.jobGPU(node, name, &a, false); err != nil {
+			return nil, err
+		}
+		p.JobGPUs = append(p.JobGPUs, a)
+	}
+	if len(p.JobGPUs) == 1 {
+		if want := record.JobGPUFileName(p.JobGPUs[0].Cluster, p.JobGPUs[0].Job, p.JobGPUs[0].RestartCount, node, p.JobGPUs[0].UUID, p.JobGPUs[0].Seq); name != want {
+			return nil, bad("aggregate file name %q does not match its key (%q)", name, want)
+		}
+	}
+	return p, nil
+}
+
+func (v Validator) jobGPU(node, name string, a *record.JobGPU, _ bool) error {
+	if a.Schema != record.JobGPUSchema {
+		return bad("aggregate: schema %q", shorten(a.Schema))
+	}
+	if err := checkName("aggregate cluster", a.Cluster, nodeRE, true); err != nil {
+		return err
+	}
+	if a.Node != node {
+		return bad("aggregate of node %q found in the directory of node %q", shorten(a.Node), node)
+	}
+	if a.Job == 0 || a.Job > 1<<53 || a.RestartCount < 0 {
+		return bad("aggregate: job %d restart %d out of range", a.Job, a.RestartCount)
+	}
+	if !uuidRE.MatchString(a.UUID) {
+		return bad("aggregate: GPU UUID %q is malformed", shorten(a.UUID))
+	}
+	if want := record.JobGPUKey(a.Cluster, a.Job, a.RestartCount, a.Node, a.UUID); a.Key != want {
+		return bad("aggregate key %q does not match its content (%q)", shorten(a.Key), want)
+	}
+	for _, f := range []struct{ what, val string }{{"user", a.User}, {"account", a.Account}, {"partition", a.Partition}} {
+		if err := checkName("aggregate "+f.what, f.val, nameRE, false); err != nil {
+			return err
+		}
+	}
+	if err := v.checkTime("aggregate first", a.First); err != nil {
+		return err
+	}
+	if err := v.checkTime("aggregate last", a.Last); err != nil {
+		return err
+	}
+	if a.Last.Before(a.First) || a.UtilMax > 100 || a.SampleSeconds < 0 || a.UtilSeconds < 0 || a.IdleSeconds < 0 ||
+		a.UtilSeconds > a.SampleSeconds*1.000001+1e-9 || len(a.Model) > maxNameLen || len(a.Quality) > maxNotes {
+		return bad("aggregate %s: inconsistent figures", a.Key)
+	}
+	for k := range a.Quality {
+		if len(k) > maxNoteLen || strings.ContainsAny(k, "\n\x00") {
+			return bad("aggregate %s: bad quality key", a.Key)
+		}
+	}
+	return nil
+}

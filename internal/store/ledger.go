@@ -1,0 +1,1033 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/record"
+)
+
+// Batch is one write transaction. Every ledger change goes through it so
+// that the rollups move with the facts under them, in the same commit.
+type Batch struct {
+	ctx context.Context
+	tx  *sql.Tx
+	now time.Time
+	// IdleUtil is the utilization (percent) below which a sample is idle.
+	IdleUtil uint32
+
+	st    map[string]*sql.Stmt
+	nodes map[[2]string]int64
+	gpus  map[string]gpuRow
+	jobs  map[jobKey]int64
+	dims  map[int64]Dims
+	// prev is the last energy reading seen per GPU, for counter deltas.
+	prev map[int64]energyReading
+	use  map[useKey]*Delta
+	// lastSample per (job row, node) in this batch.
+	lastSample map[[2]int64]int64
+}
+
+type gpuRow struct {
+	id, node int64
+	model    string
+}
+
+type jobKey struct {
+	cluster string
+	job     uint64
+	restart int
+}
+
+type useKey struct {
+	job, node, hour int64
+}
+
+type energyReading struct {
+	tms int64
+	mj  uint64
+}
+
+// Dims are the job attributes the rollups are keyed by.
+type Dims struct {
+	Cluster, User, Account, Partition string
+	Ignored                           bool
+}
+
+// Delta is a change to one job on one node in one hour.
+type Delta struct {
+	AllocGPUs int64 // GPU-seconds
+	Used      float64
+	Idle      float64
+	SampleS   float64
+	EnergyMJ  int64
+	Jobs      int64
+}
+
+func (d Delta) zero() bool {
+	return d.AllocGPUs == 0 && d.Used == 0 && d.Idle == 0 && d.SampleS == 0 && d.EnergyMJ == 0 && d.Jobs == 0
+}
+
+func (d Delta) neg() Delta {
+	return Delta{-d.AllocGPUs, -d.Used, -d.Idle, -d.SampleS, -d.EnergyMJ, -d.Jobs}
+}
+
+// Begin starts a write transaction at time now.
+func (s *Store) Begin(ctx context.Context, now time.Time) (*Batch, error) {
+	tx, err := s.DB.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("begin transaction: %w", err)
+	}
+	return &Batch{
+		ctx: ctx, tx: tx, now: now, IdleUtil: 1,
+		st: map[string]*sql.Stmt{}, nodes: map[[2]string]int64{}, gpus: map[string]gpuRow{},
+		jobs: map[jobKey]int64{}, dims: map[int64]Dims{}, prev: map[int64]energyReading{},
+		use: map[useKey]*Delta{}, lastSample: map[[2]int64]int64{},
+	}, nil
+}
+
+// Tx is the underlying transaction, for statements the batch lacks.
+func (b *Batch) Tx() *sql.Tx { return b.tx }
+
+// Commit flushes pending rollup changes and commits.
+func (b *Batch) Commit() error {
+	if err := b.flushUse(); err != nil {
+		b.Rollback()
+		return err
+	}
+	for _, s := range b.st {
+		s.Close()
+	}
+	if err := b.tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// Rollback abandons the batch.
+func (b *Batch) Rollback() {
+	for _, s := range b.st {
+		s.Close()
+	}
+	_ = b.tx.Rollback()
+}
+
+func (b *Batch) stmt(q string) (*sql.Stmt, error) {
+	if s, ok := b.st[q]; ok {
+		return s, nil
+	}
+	s, err := b.tx.PrepareContext(b.ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("prepare %q: %w", firstLine(q), err)
+	}
+	b.st[q] = s
+	return s, nil
+}
+
+func firstLine(q string) string {
+	q = strings.TrimSpace(q)
+	if i := strings.IndexByte(q, '\n'); i > 0 {
+		q = q[:i]
+	}
+	return q
+}
+
+func (b *Batch) exec(q string, args ...any) (sql.Result, error) {
+	s, err := b.stmt(q)
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.ExecContext(b.ctx, args...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", firstLine(q), err)
+	}
+	return r, nil
+}
+
+func (b *Batch) queryRow(q string, args ...any) (*sql.Row, error) {
+	s, err := b.stmt(q)
+	if err != nil {
+		return nil, err
+	}
+	return s.QueryRowContext(b.ctx, args...), nil
+}
+
+// Node returns the id of (cluster, node), creating it.
+func (b *Batch) Node(cluster, node string) (int64, error) {
+	k := [2]string{cluster, node}
+	if id, ok := b.nodes[k]; ok {
+		return id, nil
+	}
+	if _, err := b.exec(`INSERT INTO nodes(cluster, name) VALUES(?, ?) ON CONFLICT DO NOTHING`, cluster, node); err != nil {
+		return 0, err
+	}
+	row, err := b.queryRow(`SELECT id FROM nodes WHERE cluster = ? AND name = ?`, cluster, node)
+	if err != nil {
+		return 0, err
+	}
+	var id int64
+	if err := row.Scan(&id); err != nil {
+		return 0, fmt.Errorf("node %s/%s: %w", cluster, node, err)
+	}
+	b.nodes[k] = id
+	return id, nil
+}
+
+// NodeSeen records the newest record time of a node and when it was ingested.
+func (b *Batch) NodeSeen(node int64, recordTime time.Time) error {
+	_, err := b.exec(`UPDATE nodes SET last_record = max(coalesce(last_record, 0), ?), last_ingest = ? WHERE id = ?`,
+		recordTime.Unix(), b.now.Unix(), node)
+	return err
+}
+
+// GPU returns the id of a GPU UUID on node, creating it; model and minor
+// fill in when first known.
+func (b *Batch) GPU(uuid string, node int64, index *int, minor *int, model string) (int64, error) {
+	if g, ok := b.gpus[uuid]; ok && (model == "" || g.model != "") && index == nil && minor == nil {
+		return g.id, nil
+	}
+	if _, err := b.exec(`INSERT INTO gpus(uuid, node_id, idx, minor, model) VALUES(?, ?, ?, ?, ?)
+ON CONFLICT(uuid) DO UPDATE SET node_id = excluded.node_id,
+ idx = coalesce(excluded.idx, idx), minor = coalesce(excluded.minor, minor),
+ model = CASE WHEN excluded.model != '' THEN excluded.model ELSE model END`,
+		uuid, node, intPtr(index), intPtr(minor), model); err != nil {
+		return 0, err
+	}
+	row, err := b.queryRow(`SELECT id, model FROM gpus WHERE uuid = ?`, uuid)
+	if err != nil {
+		return 0, err
+	}
+	g := gpuRow{node: node}
+	if err := row.Scan(&g.id, &g.model); err != nil {
+		return 0, fmt.Errorf("gpu %s: %w", uuid, err)
+	}
+	b.gpus[uuid] = g
+	return g.id, nil
+}
+
+func intPtr(p *int) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// Job returns the row id of a job run, creating a bare row (no dims yet)
+// when the first thing seen of it is a sample or an aggregate.
+func (b *Batch) Job(cluster string, job uint64, restart int) (int64, error) {
+	k := jobKey{cluster, job, restart}
+	if id, ok := b.jobs[k]; ok {
+		return id, nil
+	}
+	if _, err := b.exec(`INSERT INTO jobs(cluster, job_id, restart) VALUES(?, ?, ?) ON CONFLICT DO NOTHING`, cluster, int64(job), restart); err != nil {
+		return 0, err
+	}
+	row, err := b.queryRow(`SELECT id FROM jobs WHERE cluster = ? AND job_id = ? AND restart = ?`, cluster, int64(job), restart)
+	if err != nil {
+		return 0, err
+	}
+	var id int64
+	if err := row.Scan(&id); err != nil {
+		return 0, fmt.Errorf("job %s/%d/%d: %w", cluster, job, restart, err)
+	}
+	b.jobs[k] = id
+	return id, nil
+}
+
+func (b *Batch) jobDims(job int64) (Dims, error) {
+	if d, ok := b.dims[job]; ok {
+		return d, nil
+	}
+	row, err := b.queryRow(`SELECT cluster, user, account, partition, ignored FROM jobs WHERE id = ?`, job)
+	if err != nil {
+		return Dims{}, err
+	}
+	var d Dims
+	if err := row.Scan(&d.Cluster, &d.User, &d.Account, &d.Partition, &d.Ignored); err != nil {
+		return Dims{}, fmt.Errorf("job row %d: %w", job, err)
+	}
+	b.dims[job] = d
+	return d, nil
+}
+
+// apply adds d to one job × node × hour and to the rollups above it.
+func (b *Batch) apply(job, node, hour int64, d Delta) error {
+	if d.zero() {
+		return nil
+	}
+	dims, err := b.jobDims(job)
+	if err != nil {
+		return err
+	}
+	// The row's model is fixed when the row is made, so that a later
+	// subtraction hits the same rollup row.
+	if _, err := b.exec(`INSERT INTO job_hours(job, node_id, hour, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs)
+VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT DO UPDATE SET alloc_gpu_s = alloc_gpu_s + excluded.alloc_gpu_s, used_gpu_s = used_gpu_s + excluded.used_gpu_s,
+ idle_gpu_s = idle_gpu_s + excluded.idle_gpu_s, sample_s = sample_s + excluded.sample_s,
+ energy_mj = energy_mj + excluded.energy_mj, jobs = jobs + excluded.jobs`,
+		job, node, hour, d.AllocGPUs, d.Used, d.Idle, d.SampleS, d.EnergyMJ, d.Jobs); err != nil {
+		return err
+	}
+	model, err := b.nodeModel(node)
+	if err != nil {
+		return err
+	}
+	if err := b.rollup(dims, node, model, hour, d); err != nil {
+		return err
+	}
+	_, err = b.exec(`UPDATE jobs SET alloc_gpu_s = alloc_gpu_s + ?, used_gpu_s = used_gpu_s + ?, idle_gpu_s = idle_gpu_s + ?, energy_mj = energy_mj + ? WHERE id = ?`,
+		d.AllocGPUs, d.Used, d.Idle, d.EnergyMJ, job)
+	return err
+}
+
+// nodeModel is the GPU model of a node's GPUs (” until one is known).
+func (b *Batch) nodeModel(node int64) (string, error) {
+	row, err := b.queryRow(`SELECT coalesce((SELECT model FROM gpus WHERE node_id = ? AND model != '' ORDER BY id LIMIT 1), '')`, node)
+	if err != nil {
+		return "", err
+	}
+	var m string
+	if err := row.Scan(&m); err != nil {
+		return "", fmt.Errorf("model of node %d: %w", node, err)
+	}
+	return m, nil
+}
+
+func (b *Batch) rollup(dims Dims, node int64, model string, hour int64, d Delta) error {
+	if _, err := b.exec(`INSERT INTO rollup_hourly(hour, cluster, user, account, partition, node_id, model, ignored,
+ alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs)
+VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT DO UPDATE SET alloc_gpu_s = alloc_gpu_s + excluded.alloc_gpu_s, used_gpu_s = used_gpu_s + excluded.used_gpu_s,
+ idle_gpu_s = idle_gpu_s + excluded.idle_gpu_s, sample_s = sample_s + excluded.sample_s,
+ energy_mj = energy_mj + excluded.energy_mj, jobs = jobs + excluded.jobs`,
+		hour, dims.Cluster, dims.User, dims.Account, dims.Partition, node, model, dims.Ignored,
+		d.AllocGPUs, d.Used, d.Idle, d.SampleS, d.EnergyMJ, d.Jobs); err != nil {
+		return err
+	}
+	_, err := b.exec(`INSERT INTO rollup_daily(day, cluster, user, account, partition, model, ignored,
+ alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs)
+VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT DO UPDATE SET alloc_gpu_s = alloc_gpu_s + excluded.alloc_gpu_s, used_gpu_s = used_gpu_s + excluded.used_gpu_s,
+ idle_gpu_s = idle_gpu_s + excluded.idle_gpu_s, sample_s = sample_s + excluded.sample_s,
+ energy_mj = energy_mj + excluded.energy_mj, jobs = jobs + excluded.jobs`,
+		hour/24, dims.Cluster, dims.User, dims.Account, dims.Partition, model, dims.Ignored,
+		d.AllocGPUs, d.Used, d.Idle, d.SampleS, d.EnergyMJ, d.Jobs)
+	return err
+}
+
+// moveJob moves a job's rollup contributions from its old dims to new
+// ones (an event filled in the user, or the job was ignored).
+func (b *Batch) moveJob(job int64, old, new Dims) error {
+	if old == new {
+		return nil
+	}
+	if err := b.flushUse(); err != nil {
+		return err
+	}
+	s, err := b.stmt(`SELECT h.node_id, h.hour, h.alloc_gpu_s, h.used_gpu_s, h.idle_gpu_s, h.sample_s, h.energy_mj, h.jobs FROM job_hours h WHERE h.job = ?`)
+	if err != nil {
+		return err
+	}
+	rows, err := s.QueryContext(b.ctx, job)
+	if err != nil {
+		return fmt.Errorf("job hours of %d: %w", job, err)
+	}
+	type jh struct {
+		node, hour int64
+		d          Delta
+	}
+	var hs []jh
+	for rows.Next() {
+		var h jh
+		if err := rows.Scan(&h.node, &h.hour, &h.d.AllocGPUs, &h.d.Used, &h.d.Idle, &h.d.SampleS, &h.d.EnergyMJ, &h.d.Jobs); err != nil {
+			rows.Close()
+			return fmt.Errorf("job hours of %d: %w", job, err)
+		}
+		hs = append(hs, h)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("job hours of %d: %w", job, err)
+	}
+	for _, h := range hs {
+		model, err := b.nodeModel(h.node)
+		if err != nil {
+			return err
+		}
+		if err := b.rollup(old, h.node, model, h.hour, h.d.neg()); err != nil {
+			return err
+		}
+		if err := b.rollup(new, h.node, model, h.hour, h.d); err != nil {
+			return err
+		}
+	}
+	b.dims[job] = new
+	return nil
+}
+
+// fillDims sets a job's user, account and partition where still empty
+// (a job first seen through a sample has none) and moves its rollups.
+func (b *Batch) fillDims(job int64, user, account, partition string) error {
+	old, err := b.jobDims(job)
+	if err != nil {
+		return err
+	}
+	nd := old
+	if nd.User == "" {
+		nd.User = user
+	}
+	if nd.Account == "" {
+		nd.Account = account
+	}
+	if nd.Partition == "" {
+		nd.Partition = partition
+	}
+	if nd == old {
+		return nil
+	}
+	if err := b.moveJob(job, old, nd); err != nil {
+		return err
+	}
+	_, err = b.exec(`UPDATE jobs SET user = ?, account = ?, team = CASE WHEN team = '' THEN ? ELSE team END, partition = ? WHERE id = ?`,
+		nd.User, nd.Account, nd.Account, nd.Partition, job)
+	return err
+}
+
+// SetIgnored marks a job run ignored (or not), moving its rollups so that
+// reports can leave it out; it stays listable and reversible.
+func (b *Batch) SetIgnored(job int64, ignored bool, reason string) error {
+	old, err := b.jobDims(job)
+	if err != nil {
+		return err
+	}
+	nd := old
+	nd.Ignored = ignored
+	if err := b.moveJob(job, old, nd); err != nil {
+		return err
+	}
+	var r any
+	if ignored {
+		r = reason
+	}
+	_, err = b.exec(`UPDATE jobs SET ignored = ?, ignore_reason = ? WHERE id = ?`, ignored, r, job)
+	return err
+}
+
+// span is what one job_nodes row adds to the rollups.
+type span struct {
+	start, end, gpus int64
+	valid            bool
+	countsJob        bool
+}
+
+// hourly splits a span into per-hour deltas.
+func (s span) hourly(sign int64, out map[int64]Delta) {
+	if !s.valid || s.end < s.start {
+		return
+	}
+	if s.countsJob {
+		d := out[s.start/3600]
+		d.Jobs += sign
+		out[s.start/3600] = d
+	}
+	for h := s.start / 3600; h*3600 < s.end; h++ {
+		lo, hi := max(s.start, h*3600), min(s.end, (h+1)*3600)
+		if hi > lo {
+			d := out[h]
+			d.AllocGPUs += sign * s.gpus * (hi - lo)
+			out[h] = d
+		}
+	}
+}
+
+// reroll brings one job × node's allocation in the rollups up to date:
+// it subtracts what was added before (r_*) and adds the current span
+// (an open job counts up to now).
+func (b *Batch) reroll(job, node int64) error {
+	row, err := b.queryRow(`SELECT start, end, gpus, r_start, r_end, r_gpus,
+ (SELECT min(node_id) FROM job_nodes o WHERE o.job = n.job AND o.start IS NOT NULL) = n.node_id
+ FROM job_nodes n WHERE job = ? AND node_id = ?`, job, node)
+	if err != nil {
+		return err
+	}
+	var start, end, rs, re, rg sql.NullInt64
+	var gpus int64
+	var head sql.NullBool
+	if err := row.Scan(&start, &end, &gpus, &rs, &re, &rg, &head); err != nil {
+		return fmt.Errorf("job node %d/%d: %w", job, node, err)
+	}
+	old := span{start: rs.Int64, end: re.Int64, gpus: rg.Int64, valid: rs.Valid && re.Valid}
+	nw := span{start: start.Int64, gpus: gpus, valid: start.Valid}
+	if end.Valid {
+		nw.end = end.Int64
+	} else {
+		nw.end = max(start.Int64, b.now.Unix())
+	}
+	// The job is counted once, in the hour it started, on its lowest
+	// node id; r_gpus < 0 marks a span that carried the count.
+	nw.countsJob = head.Valid && head.Bool
+	old.countsJob = rg.Valid && rg.Int64 < 0
+	if old.gpus < 0 {
+		old.gpus = -old.gpus - 1
+	}
+	if old == nw {
+		return nil
+	}
+	deltas := map[int64]Delta{}
+	old.hourly(-1, deltas)
+	nw.hourly(1, deltas)
+	hours := make([]int64, 0, len(deltas))
+	for h := range deltas {
+		hours = append(hours, h)
+	}
+	sort.Slice(hours, func(i, j int) bool { return hours[i] < hours[j] })
+	for _, h := range hours {
+		if err := b.apply(job, node, h, deltas[h]); err != nil {
+			return err
+		}
+	}
+	var nrs, nre, nrg any
+	if nw.valid {
+		g := nw.gpus
+		if nw.countsJob {
+			g = -g - 1
+		}
+		nrs, nre, nrg = nw.start, nw.end, g
+	}
+	_, err = b.exec(`UPDATE job_nodes SET r_start = ?, r_end = ?, r_gpus = ? WHERE job = ? AND node_id = ?`, nrs, nre, nrg, job, node)
+	return err
+}
+
+// summarize recomputes a job's start, end, nodes, GPUs and state from its
+// nodes.
+func (b *Batch) summarize(job int64) error {
+	_, err := b.exec(`UPDATE jobs SET
+ start = (SELECT min(start) FROM job_nodes WHERE job = jobs.id),
+ end = CASE WHEN EXISTS (SELECT 1 FROM job_nodes WHERE job = jobs.id AND (end IS NULL OR start IS NULL)) THEN NULL
+            ELSE (SELECT max(end) FROM job_nodes WHERE job = jobs.id) END,
+ nodes = coalesce((SELECT group_concat(name, ',') FROM (SELECT n.name FROM job_nodes jn JOIN nodes n ON n.id = jn.node_id WHERE jn.job = jobs.id ORDER BY n.name)), ''),
+ gpus = coalesce((SELECT sum(gpus) FROM job_nodes WHERE job = jobs.id), 0),
+ end_estimated = coalesce((SELECT max(end_estimated) FROM job_nodes WHERE job = jobs.id), 0),
+ end_source = (SELECT end_source FROM job_nodes WHERE job = jobs.id AND end IS NOT NULL ORDER BY end_estimated DESC, end DESC LIMIT 1),
+ exit_code = (SELECT max(exit_code) FROM job_nodes WHERE job = jobs.id),
+ exit_signal = (SELECT max(exit_signal) FROM job_nodes WHERE job = jobs.id)
+ WHERE id = ?`, job)
+	if err != nil {
+		return err
+	}
+	_, err = b.exec(`UPDATE jobs SET state = CASE
+ WHEN end IS NULL THEN 'running'
+ WHEN end_estimated = 1 THEN 'unknown'
+ WHEN end_source = 'sacct' AND state NOT IN ('running', 'unknown') THEN state
+ WHEN coalesce(exit_signal, 0) != 0 THEN 'cancelled'
+ WHEN coalesce(exit_code, 0) != 0 THEN 'failed'
+ ELSE 'completed' END WHERE id = ?`, job)
+	return err
+}
+
+// Event stores one validated job start or end. A start is kept as first
+// seen; an end replaces an estimated or sacct end.
+func (b *Batch) Event(ev *record.Event) error {
+	node, err := b.Node(ev.Cluster, ev.Node)
+	if err != nil {
+		return err
+	}
+	if err := b.NodeSeen(node, ev.Time); err != nil {
+		return err
+	}
+	job, err := b.Job(ev.Cluster, ev.Job.ID, ev.Job.RestartCount)
+	if err != nil {
+		return err
+	}
+	old, err := b.jobDims(job)
+	if err != nil {
+		return err
+	}
+	j := ev.Job
+	if _, err := b.exec(`UPDATE jobs SET
+ user = CASE WHEN user = '' THEN ? ELSE user END,
+ uid = coalesce(uid, ?), gid = coalesce(gid, ?),
+ account = CASE WHEN account = '' THEN ? ELSE account END,
+ team = CASE WHEN team = '' THEN ? ELSE team END,
+ partition = CASE WHEN partition = '' THEN ? ELSE partition END,
+ array_job_id = coalesce(array_job_id, ?), array_task_id = coalesce(array_task_id, ?)
+ WHERE id = ?`,
+		j.User, i64p(j.UID), i64p(j.GID), j.Account, j.Account, j.Partition, nz(j.ArrayJobID), i64p(j.ArrayTaskID), job); err != nil {
+		return err
+	}
+	nd := old
+	if nd.User == "" {
+		nd.User = j.User
+	}
+	if nd.Account == "" {
+		nd.Account = j.Account
+	}
+	if nd.Partition == "" {
+		nd.Partition = j.Partition
+	}
+	if err := b.moveJob(job, old, nd); err != nil {
+		return err
+	}
+	model := ""
+	for _, g := range ev.GPUs {
+		if g.Model != "" {
+			model = g.Model
+			break
+		}
+	}
+	quality := strings.Join(ev.Quality, "; ")
+	t := ev.Time.Unix()
+	switch ev.Kind {
+	case record.JobStart:
+		if _, err := b.exec(`INSERT INTO job_nodes(job, node_id, gpus, model, start, quality) VALUES(?, ?, ?, ?, ?, ?)
+ON CONFLICT DO UPDATE SET start = coalesce(start, excluded.start),
+ gpus = CASE WHEN start IS NULL THEN excluded.gpus ELSE gpus END,
+ model = CASE WHEN model = '' THEN excluded.model ELSE model END,
+ quality = CASE WHEN quality = '' THEN excluded.quality WHEN excluded.quality = '' THEN quality ELSE quality || '; ' || excluded.quality END`,
+			job, node, len(j.GPUs), model, t, quality); err != nil {
+			return err
+		}
+	case record.JobEnd:
+		var code, sig any
+		if j.Exit != nil {
+			code, sig = j.Exit.Code, j.Exit.Signal
+		}
+		if _, err := b.exec(`INSERT INTO job_nodes(job, node_id, gpus, model, end, end_source, exit_code, exit_signal, quality) VALUES(?, ?, ?, ?, ?, 'epilog', ?, ?, ?)
+ON CONFLICT DO UPDATE SET
+ end = CASE WHEN end IS NULL OR end_source != 'epilog' THEN excluded.end ELSE end END,
+ exit_code = CASE WHEN end IS NULL OR end_source != 'epilog' THEN excluded.exit_code ELSE exit_code END,
+ exit_signal = CASE WHEN end IS NULL OR end_source != 'epilog' THEN excluded.exit_signal ELSE exit_signal END,
+ end_estimated = 0, end_source = 'epilog',
+ gpus = CASE WHEN gpus = 0 THEN excluded.gpus ELSE gpus END,
+ model = CASE WHEN model = '' THEN excluded.model ELSE model END,
+ quality = CASE WHEN quality = '' THEN excluded.quality WHEN excluded.quality = '' THEN quality ELSE quality || '; ' || excluded.quality END`,
+			job, node, len(j.GPUs), model, t, code, sig, quality); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("event %s: kind %q", ev.Key, ev.Kind)
+	}
+	for _, g := range ev.GPUs {
+		if g.UUID == "" {
+			continue
+		}
+		gid, err := b.GPU(g.UUID, node, g.Index, &g.Minor, g.Model)
+		if err != nil {
+			return err
+		}
+		col := "energy_start_mj"
+		if ev.Kind == record.JobEnd {
+			col = "energy_end_mj"
+		}
+		var e any
+		if g.EnergyMJ != nil {
+			e = int64(*g.EnergyMJ)
+		}
+		if _, err := b.exec(`INSERT INTO job_gpus(job, gpu_id, node_id, minor, `+col+`) VALUES(?, ?, ?, ?, ?)
+ON CONFLICT DO UPDATE SET minor = excluded.minor, `+col+` = coalesce(`+col+`, excluded.`+col+`)`, job, gid, node, g.Minor, e); err != nil {
+			return err
+		}
+	}
+	if err := b.reroll(job, node); err != nil {
+		return err
+	}
+	return b.summarize(job)
+}
+
+func i64p(p *int64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func nz(v uint64) any {
+	if v == 0 {
+		return nil
+	}
+	return int64(v)
+}
+
+// Segment stores one validated segment's samples and returns how many
+// were new (a sample already stored is skipped, and counted nowhere).
+func (b *Batch) Segment(h *record.SegmentHeader, samples []record.Sample) (int, error) {
+	node, err := b.Node(h.Cluster, h.Node)
+	if err != nil {
+		return 0, err
+	}
+	intervalMS := int64(h.Interval*1000 + 0.5)
+	ins, err := b.stmt(`INSERT INTO samples(gpu_id, t_ms, interval_ms, job, restart, jobs, idle, util, mem_util, mem_used_mib, power_mw,
+ energy_mj, energy_delta_mj, temp_c, sm_clock_mhz, throttle, ecc_errors, xid_errors, procs, foreign_procs, missing)
+ VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var newest time.Time
+	for i := range samples {
+		s := &samples[i]
+		idx := s.Index
+		gid, err := b.GPU(s.UUID, node, &idx, nil, "")
+		if err != nil {
+			return n, err
+		}
+		tms := s.Time.UnixMilli()
+		var delta *int64
+		if s.EnergyMJ != nil {
+			delta, err = b.energyDelta(gid, tms, *s.EnergyMJ, intervalMS)
+			if err != nil {
+				return n, err
+			}
+		}
+		foreign := 0
+		for _, p := range s.Procs {
+			if p.Foreign {
+				foreign++
+			}
+		}
+		var missing any
+		if len(s.Missing) > 0 {
+			missing = strings.Join(s.Missing, "; ")
+		}
+		var job0 int64
+		var restart0 int
+		var idle0 bool
+		var jobs any
+		if len(s.Jobs) > 0 {
+			job0, restart0, idle0 = int64(s.Jobs[0].Job), s.Jobs[0].Restart, s.Jobs[0].Idle
+			if len(s.Jobs) > 1 || s.Jobs[0].Share != 1 {
+				data, err := json.Marshal(s.Jobs)
+				if err != nil {
+					return n, fmt.Errorf("encode sample jobs: %w", err)
+				}
+				jobs = string(data)
+			}
+		}
+		r, err := ins.ExecContext(b.ctx, gid, tms, intervalMS, job0, restart0, jobs, idle0,
+			u32(s.GPUUtil), u32(s.MemUtil), u64(s.MemUsedMiB), u32(s.PowerMW), u64(s.EnergyMJ), i64(delta),
+			u32(s.TempC), u32(s.SMClockMHz), u64(s.Throttle), u64(s.ECCErrors), u64(s.XIDErrors), len(s.Procs), foreign, missing)
+		if err != nil {
+			return n, fmt.Errorf("insert sample: %w", err)
+		}
+		if k, _ := r.RowsAffected(); k == 0 {
+			continue
+		}
+		n++
+		if s.Time.After(newest) {
+			newest = s.Time
+		}
+		iv := float64(intervalMS) / 1000
+		for _, js := range s.Jobs {
+			if js.Job == 0 {
+				continue
+			}
+			job, err := b.Job(h.Cluster, js.Job, js.Restart)
+			if err != nil {
+				return n, err
+			}
+			k := useKey{job, node, tms / 3_600_000}
+			d := b.use[k]
+			if d == nil {
+				d = &Delta{}
+				b.use[k] = d
+			}
+			d.SampleS += iv
+			if s.GPUUtil != nil {
+				d.Used += float64(*s.GPUUtil) * iv / 100 * js.Share
+			}
+			if js.Idle {
+				d.Idle += iv
+			}
+			if delta != nil {
+				d.EnergyMJ += int64(float64(*delta)*js.Share + 0.5)
+			}
+			ls := [2]int64{job, node}
+			if tms/1000 > b.lastSample[ls] {
+				b.lastSample[ls] = tms / 1000
+			}
+		}
+	}
+	if n > 0 {
+		if err := b.NodeSeen(node, newest); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// energyDelta is the energy counter's increase since the GPU's previous
+// reading; a counter that went down was reset (driver reload) and counts
+// from 0. Without a previous reading close enough, the delta is unknown.
+func (b *Batch) energyDelta(gid, tms int64, mj uint64, intervalMS int64) (*int64, error) {
+	p, ok := b.prev[gid]
+	if !ok || p.tms >= tms {
+		row, err := b.queryRow(`SELECT t_ms, energy_mj FROM samples WHERE gpu_id = ? AND t_ms < ? AND energy_mj IS NOT NULL ORDER BY t_ms DESC LIMIT 1`, gid, tms)
+		if err != nil {
+			return nil, err
+		}
+		var t, e int64
+		switch err := row.Scan(&t, &e); {
+		case errors.Is(err, sql.ErrNoRows):
+			b.prev[gid] = energyReading{tms, mj}
+			return nil, nil
+		case err != nil:
+			return nil, fmt.Errorf("previous energy of gpu %d: %w", gid, err)
+		}
+		p = energyReading{t, uint64(e)}
+	}
+	b.prev[gid] = energyReading{tms, mj}
+	if tms-p.tms > 3*max(intervalMS, 1000) {
+		return nil, nil
+	}
+	var d int64
+	if mj >= p.mj {
+		d = int64(mj - p.mj)
+	} else {
+		d = int64(mj)
+	}
+	return &d, nil
+}
+
+func u32(p *uint32) any {
+	if p == nil {
+		return nil
+	}
+	return int64(*p)
+}
+
+func u64(p *uint64) any {
+	if p == nil {
+		return nil
+	}
+	return int64(*p)
+}
+
+func i64(p *int64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// flushUse moves the batch's accumulated sample figures into the job
+// hours and rollups.
+func (b *Batch) flushUse() error {
+	keys := make([]useKey, 0, len(b.use))
+	for k := range b.use {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, c := keys[i], keys[j]
+		if a.job != c.job {
+			return a.job < c.job
+		}
+		if a.node != c.node {
+			return a.node < c.node
+		}
+		return a.hour < c.hour
+	})
+	use := b.use
+	b.use = map[useKey]*Delta{}
+	for _, k := range keys {
+		if err := b.apply(k.job, k.node, k.hour, *use[k]); err != nil {
+			return err
+		}
+	}
+	for k, t := range b.lastSample {
+		if _, err := b.exec(`UPDATE job_nodes SET last_sample = max(coalesce(last_sample, 0), ?) WHERE job = ? AND node_id = ?`, t, k[0], k[1]); err != nil {
+			return err
+		}
+		delete(b.lastSample, k)
+	}
+	return nil
+}
+
+// JobGPU stores an agent aggregate unless a later one (higher seq) of the
+// same key is already stored.
+func (b *Batch) JobGPU(a *record.JobGPU) error {
+	node, err := b.Node(a.Cluster, a.Node)
+	if err != nil {
+		return err
+	}
+	idx := a.Index
+	gid, err := b.GPU(a.UUID, node, &idx, nil, a.Model)
+	if err != nil {
+		return err
+	}
+	job, err := b.Job(a.Cluster, a.Job, a.RestartCount)
+	if err != nil {
+		return err
+	}
+	if err := b.fillDims(job, a.User, a.Account, a.Partition); err != nil {
+		return err
+	}
+	q := ""
+	if len(a.Quality) > 0 {
+		data, err := json.Marshal(a.Quality)
+		if err != nil {
+			return fmt.Errorf("aggregate %s quality: %w", a.Key, err)
+		}
+		q = string(data)
+	}
+	_, err = b.exec(`INSERT INTO job_gpus(job, gpu_id, node_id, agg_seq, agg_final, first, last, samples, sample_s, util_s,
+ util_max, mem_max_mib, mem_total_mib, energy_mj, idle_s, quality) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT DO UPDATE SET agg_seq = excluded.agg_seq, agg_final = excluded.agg_final, first = excluded.first, last = excluded.last,
+ samples = excluded.samples, sample_s = excluded.sample_s, util_s = excluded.util_s, util_max = excluded.util_max,
+ mem_max_mib = excluded.mem_max_mib, mem_total_mib = excluded.mem_total_mib, energy_mj = excluded.energy_mj,
+ idle_s = excluded.idle_s, quality = excluded.quality
+ WHERE agg_seq IS NULL OR agg_seq < excluded.agg_seq`,
+		job, gid, node, int64(a.Seq), a.Final, a.First.Unix(), a.Last.Unix(), int64(a.Samples), a.SampleSeconds, a.UtilSeconds,
+		a.UtilMax, int64(a.MemMaxMiB), nullZero(a.MemTotalMiB), int64(a.EnergyMJ), a.IdleSeconds, q)
+	if err != nil {
+		return err
+	}
+	return b.NodeSeen(node, a.Last)
+}
+
+func nullZero(v uint64) any {
+	if v == 0 {
+		return nil
+	}
+	return int64(v)
+}
+
+// ExtendOpen brings every open job's allocation up to now; run once per pass.
+func (b *Batch) ExtendOpen() error {
+	s, err := b.stmt(`SELECT job, node_id FROM job_nodes WHERE end IS NULL AND start IS NOT NULL`)
+	if err != nil {
+		return err
+	}
+	rows, err := s.QueryContext(b.ctx)
+	if err != nil {
+		return fmt.Errorf("open jobs: %w", err)
+	}
+	var open [][2]int64
+	for rows.Next() {
+		var k [2]int64
+		if err := rows.Scan(&k[0], &k[1]); err != nil {
+			rows.Close()
+			return fmt.Errorf("open jobs: %w", err)
+		}
+		open = append(open, k)
+	}
+	rows.Close()
+	for _, k := range open {
+		if err := b.reroll(k[0], k[1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// OpenJob is a job run with a node that has a start and no end.
+type OpenJob struct {
+	Row      int64
+	Cluster  string
+	JobID    uint64
+	Restart  int
+	LastSeen time.Time // last sample, else start
+	Nodes    []int64
+}
+
+// StaleOpen lists open jobs whose nodes have shown nothing since before.
+func (b *Batch) StaleOpen(before time.Time) ([]OpenJob, error) {
+	s, err := b.stmt(`SELECT j.id, j.cluster, j.job_id, j.restart, n.node_id, coalesce(n.last_sample, n.start)
+ FROM job_nodes n JOIN jobs j ON j.id = n.job
+ WHERE n.end IS NULL AND n.start IS NOT NULL AND coalesce(n.last_sample, n.start) < ? ORDER BY j.id`)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.QueryContext(b.ctx, before.Unix())
+	if err != nil {
+		return nil, fmt.Errorf("stale open jobs: %w", err)
+	}
+	defer rows.Close()
+	var out []OpenJob
+	for rows.Next() {
+		var o OpenJob
+		var node, seen, jid int64
+		if err := rows.Scan(&o.Row, &o.Cluster, &jid, &o.Restart, &node, &seen); err != nil {
+			return nil, fmt.Errorf("stale open jobs: %w", err)
+		}
+		o.JobID = uint64(jid)
+		if n := len(out); n > 0 && out[n-1].Row == o.Row {
+			out[n-1].Nodes = append(out[n-1].Nodes, node)
+			if t := time.Unix(seen, 0); t.After(out[n-1].LastSeen) {
+				out[n-1].LastSeen = t
+			}
+			continue
+		}
+		o.Nodes = []int64{node}
+		o.LastSeen = time.Unix(seen, 0)
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
+
+// CloseJob ends a job's open nodes at end. source is sacct (Slurm's own
+// record) or last_sample (an estimate, flagged); state is Slurm's state
+// when known. A later epilog end replaces either.
+func (b *Batch) CloseJob(o OpenJob, end time.Time, source, state string, exitCode *int) error {
+	est := 0
+	if source != "sacct" {
+		est = 1
+	}
+	var code any
+	if exitCode != nil {
+		code = *exitCode
+	}
+	for _, node := range o.Nodes {
+		if _, err := b.exec(`UPDATE job_nodes SET end = max(?, start), end_source = ?, end_estimated = ?, exit_code = coalesce(?, exit_code),
+ quality = CASE WHEN quality = '' THEN ? ELSE quality || '; ' || ? END WHERE job = ? AND node_id = ? AND end IS NULL`,
+			end.Unix(), source, est, code, "end_from_"+source, "end_from_"+source, o.Row, node); err != nil {
+			return err
+		}
+		if err := b.reroll(o.Row, node); err != nil {
+			return err
+		}
+	}
+	if err := b.summarize(o.Row); err != nil {
+		return err
+	}
+	if state != "" {
+		_, err := b.exec(`UPDATE jobs SET state = ? WHERE id = ? AND end IS NOT NULL`, strings.ToLower(state), o.Row)
+		return err
+	}
+	return nil
+}
+
+// PruneSamples deletes raw samples older than before, GPU by GPU (the
+// primary key makes each a range delete), and returns how many went.
+func (b *Batch) PruneSamples(before time.Time) (int64, error) {
+	rows, err := b.tx.QueryContext(b.ctx, `SELECT id FROM gpus`)
+	if err != nil {
+		return 0, fmt.Errorf("list gpus: %w", err)
+	}
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("list gpus: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	var n int64
+	for _, id := range ids {
+		r, err := b.exec(`DELETE FROM samples WHERE gpu_id = ? AND t_ms < ?`, id, before.UnixMilli())
+		if err != nil {
+			return n, err
+		}
+		k, _ := r.RowsAffected()
+		n += k
+	}
+	return n, nil
+}

@@ -1,0 +1,326 @@
+// Package store is gpusuite's accounting ledger: one SQLite file, schema
+// from embedded numbered migrations, exactly one writer process
+// (docs/store.md).
+package store
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	_ "github.com/mattn/go-sqlite3" // database/sql driver "sqlite3"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// ErrLocked means another process holds the writer lock.
+var ErrLocked = errors.New("store is locked by another writer")
+
+// ErrNewerSchema means the file was written by a newer gpuacct.
+var ErrNewerSchema = errors.New("store schema is newer than this gpuacct")
+
+// Journal modes. Auto picks WAL on a local file system and DELETE on a
+// network one (WAL's shared-memory index only works on one host).
+const (
+	JournalAuto   = "auto"
+	JournalWAL    = "wal"
+	JournalDelete = "delete"
+)
+
+// Options say how to open a store.
+type Options struct {
+	Path string
+	// Journal is auto, wal or delete.
+	Journal string
+	// BusyTimeout is how long a statement waits for a lock.
+	BusyTimeout time.Duration
+	// ReadOnly opens for reading: no lock, no migrations.
+	ReadOnly bool
+	// Now stamps the lock file; nil means time.Now.
+	Now func() time.Time
+}
+
+// Store is an open ledger.
+type Store struct {
+	DB *sql.DB
+	// Path is the database file.
+	Path string
+	// Journal is the journal mode in effect (wal or delete).
+	Journal string
+	lock    *os.File
+}
+
+// LockPath is the writer lock file of a database.
+func LockPath(db string) string { return db + ".lock" }
+
+// Open opens (creating if needed) the store. A writer takes the exclusive
+// lock first and applies pending migrations; a second writer gets ErrLocked
+// with the holder named.
+func Open(ctx context.Context, o Options) (*Store, error) {
+	if o.Path == "" {
+		return nil, errors.New("open store: no path given (store.path)")
+	}
+	if o.BusyTimeout <= 0 {
+		o.BusyTimeout = 10 * time.Second
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	s := &Store{Path: o.Path}
+	dir := filepath.Dir(o.Path)
+	if o.ReadOnly {
+		if _, err := os.Stat(o.Path); err != nil {
+			return nil, fmt.Errorf("open store %q: %w", o.Path, err)
+		}
+	} else {
+		if st, err := os.Stat(dir); err != nil {
+			return nil, fmt.Errorf("open store %q: directory: %w", o.Path, err)
+		} else if !st.IsDir() {
+			return nil, fmt.Errorf("open store %q: %s is not a directory", o.Path, dir)
+		}
+		lock, err := takeLock(LockPath(o.Path), o.Now())
+		if err != nil {
+			return nil, fmt.Errorf("open store %q: %w", o.Path, err)
+		}
+		s.lock = lock
+	}
+	mode, err := chooseJournal(o.Journal, dir)
+	if err != nil {
+		s.unlock()
+		return nil, fmt.Errorf("open store %q: %w", o.Path, err)
+	}
+	s.Journal = mode
+	db, err := sql.Open("sqlite3", DSN(o.Path, mode, o.BusyTimeout, o.ReadOnly))
+	if err != nil {
+		s.unlock()
+		return nil, fmt.Errorf("open store %q: %w", o.Path, err)
+	}
+	if !o.ReadOnly {
+		// One connection: the writer serialises its own work, and
+		// every statement sees the same transaction.
+		db.SetMaxOpenConns(1)
+	}
+	s.DB = db
+	if err := db.PingContext(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open store %q: %w", o.Path, err)
+	}
+	if o.ReadOnly {
+		v, err := s.Version(ctx)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("open store %q: %w", o.Path, err)
+		}
+		if known := len(mustMigrations()); v > known {
+			s.Close()
+			return nil, fmt.Errorf("open store %q: schema %d, this gpuacct knows up to %d: %w", o.Path, v, known, ErrNewerSchema)
+		}
+		return s, nil
+	}
+	if err := s.migrate(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open store %q: %w", o.Path, err)
+	}
+	return s, nil
+}
+
+// DSN is the go-sqlite3 connection string: every connection setting lives
+// here so that each pooled connection gets the same ones.
+func DSN(path, journal string, busy time.Duration, readOnly bool) string {
+	q := url.Values{}
+	q.Set("_busy_timeout", strconv.FormatInt(busy.Milliseconds(), 10))
+	q.Set("_foreign_keys", "on")
+	// FULL: a committed pass survives power loss, which is what lets
+	// ingest delete the file it came from.
+	q.Set("_synchronous", "FULL")
+	if readOnly {
+		q.Set("mode", "ro")
+	} else {
+		q.Set("_journal_mode", strings.ToUpper(journal))
+		q.Set("_txlock", "immediate")
+	}
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+}
+
+// Network file system magic numbers (statfs f_type) on which WAL is wrong.
+var networkFS = map[int64]string{
+	0x6969:     "nfs",
+	0xFF534D42: "cifs",
+	0xFE534D42: "smb2",
+	0x517B:     "smb",
+	0x00C36400: "ceph",
+	0x0BD00BD0: "lustre",
+	0x47504653: "gpfs",
+	0x65735546: "fuse",
+}
+
+func chooseJournal(want, dir string) (string, error) {
+	switch strings.ToLower(want) {
+	case "", JournalAuto:
+		var st syscall.Statfs_t
+		if err := syscall.Statfs(dir, &st); err != nil {
+			return "", fmt.Errorf("statfs %q to choose the journal mode: %w", dir, err)
+		}
+		if _, ok := networkFS[int64(st.Type)]; ok {
+			return JournalDelete, nil
+		}
+		return JournalWAL, nil
+	case JournalWAL:
+		return JournalWAL, nil
+	case JournalDelete:
+		return JournalDelete, nil
+	default:
+		return "", fmt.Errorf("journal mode %q is not auto, wal or delete", want)
+	}
+}
+
+func takeLock(path string, now time.Time) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o640)
+	if err != nil {
+		return nil, fmt.Errorf("writer lock %q: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		holder, _ := os.ReadFile(path)
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			h := strings.TrimSpace(string(holder))
+			if h == "" {
+				h = "unknown process"
+			}
+			return nil, fmt.Errorf("%w (%s; lock %s): only one gpuacct ingest/serve may write the store", ErrLocked, h, path)
+		}
+		return nil, fmt.Errorf("writer lock %q: %w", path, err)
+	}
+	host, _ := os.Hostname()
+	_ = f.Truncate(0)
+	_, _ = f.WriteAt([]byte(fmt.Sprintf("pid %d on %s since %s\n", os.Getpid(), host, now.UTC().Format(time.RFC3339))), 0)
+	return f, nil
+}
+
+func (s *Store) unlock() {
+	if s.lock != nil {
+		_ = s.lock.Truncate(0)
+		s.lock.Close() // closing drops the flock
+		s.lock = nil
+	}
+}
+
+// Close closes the database and releases the writer lock.
+func (s *Store) Close() error {
+	var err error
+	if s.DB != nil {
+		err = s.DB.Close()
+	}
+	s.unlock()
+	if err != nil {
+		return fmt.Errorf("close store %q: %w", s.Path, err)
+	}
+	return nil
+}
+
+// Version is the schema version (PRAGMA user_version).
+func (s *Store) Version(ctx context.Context) (int, error) {
+	var v int
+	if err := s.DB.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+	return v, nil
+}
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+func mustMigrations() []migration {
+	m, err := migrations()
+	if err != nil {
+		panic(err) // embedded at build time; a bad name is a build bug
+	}
+	return m
+}
+
+// migrations lists the embedded files NNNN_name.sql in order; numbers
+// must run 1, 2, 3... without gaps.
+func migrations() ([]migration, error) {
+	ents, err := fs.ReadDir(migrationFS, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	var out []migration
+	for _, e := range ents {
+		num, _, ok := strings.Cut(e.Name(), "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || !strings.HasSuffix(e.Name(), ".sql") {
+			return nil, fmt.Errorf("migration %q is not named NNNN_name.sql", e.Name())
+		}
+		b, err := migrationFS.ReadFile("migrations/" + e.Name())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, migration{version: v, name: e.Name(), sql: string(b)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
+	for i, m := range out {
+		if m.version != i+1 {
+			return nil, fmt.Errorf("migration %q: expected number %d", m.name, i+1)
+		}
+	}
+	return out, nil
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	v, err := s.Version(ctx)
+	if err != nil {
+		return err
+	}
+	if v > len(ms) {
+		return fmt.Errorf("schema %d, this gpuacct knows up to %d: %w", v, len(ms), ErrNewerSchema)
+	}
+	for _, m := range ms[v:] {
+		tx, err := s.DB.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("migration %s: %w", m.name, err)
+		}
+		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migration %s: %w", m.name, err)
+		}
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", m.version)); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migration %s: %w", m.name, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("migration %s: %w", m.name, err)
+		}
+	}
+	return nil
+}
+
+// Size is the database file's size plus its journal/WAL, in bytes.
+func (s *Store) Size() int64 {
+	var n int64
+	for _, p := range []string{s.Path, s.Path + "-wal", s.Path + "-journal"} {
+		if st, err := os.Stat(p); err == nil {
+			n += st.Size()
+		}
+	}
+	return n
+}
