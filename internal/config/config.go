@@ -35,6 +35,7 @@ type Config struct {
 	Container Container `toml:"container"`
 	Store     Store     `toml:"store"`
 	Ingest    Ingest    `toml:"ingest"`
+	Agent     Agent     `toml:"agent"`
 }
 
 // Cluster names this cluster and node when Slurm does not.
@@ -107,6 +108,7 @@ func Default() Config {
 		Container: defaultContainer(),
 		Store:     defaultStore(),
 		Ingest:    defaultIngest(),
+		Agent:     defaultAgent(),
 	}
 }
 
@@ -201,6 +203,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("key \"spool.dir\": must not be empty")
 	}
 	if err := c.NFSSync.validate(); err != nil {
+		return err
+	}
+	if err := c.Agent.validate(); err != nil {
 		return err
 	}
 	if err := c.Store.validate(); err != nil {

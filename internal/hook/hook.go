@@ -17,8 +17,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/urfave/cli/v2"
 
+	"github.com/aicloud/gpusuite/internal/agent/hookclient"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/gpu"
 	"github.com/aicloud/gpusuite/internal/logging"
@@ -88,18 +90,26 @@ func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *
 	for i, m := range job.GPUs {
 		ev.GPUs[i].Minor = m
 	}
-	if len(job.GPUs) > 0 {
-		lib, err := openGPU(gctx, cfg, d, ev.Node)
-		if err != nil {
-			log.Warn("NVML unavailable; recording device minors only", "job", job.ID, "err", err)
-			ev.Quality = append(ev.Quality, "nvml_unavailable: "+err.Error())
-		} else {
-			ev.GPUs, ev.Quality = identify(gctx, lib, job.GPUs, ev.Quality, log)
-			if kind == record.JobStart && cfg.Hooks.HealthCheck {
-				res.Unhealthy = healthCheck(gctx, lib, d.ProcRoot, job.ID, ev.GPUs, log)
-			}
-			lib.Close()
+	health := kind == record.JobStart && cfg.Hooks.HealthCheck
+	sock := cfg.Agent.SocketPath(cfg.Spool.Dir)
+	if len(job.GPUs) == 0 {
+		// no GPUs to identify
+	} else if ans, aerr := hookclient.Identify(gctx, sock, cfg.Agent.SocketTimeout.Duration, job.GPUs, health); aerr == nil {
+		// the agent's NVML is already open: no nvmlInit on the job's path
+		ev.GPUs, ev.Quality = ans.GPUs, noteMissing(ans.GPUs, ev.Quality)
+		if health {
+			res.Unhealthy = healthCheck(gctx, ans.Processes, d.ProcRoot, job.ID, ev.GPUs, log)
 		}
+	} else if lib, err := openGPU(gctx, cfg, d, ev.Node); err != nil {
+		log.Warn("NVML unavailable; recording device minors only", "job", job.ID, "err", err, "agent", aerr)
+		ev.Quality = append(ev.Quality, "nvml_unavailable: "+err.Error())
+	} else {
+		log.Debug("agent unavailable; asked NVML directly", "job", job.ID, "agent", aerr)
+		ev.GPUs, ev.Quality = identify(gctx, lib, job.GPUs, ev.Quality, log)
+		if health {
+			res.Unhealthy = healthCheck(gctx, lib.Processes, d.ProcRoot, job.ID, ev.GPUs, log)
+		}
+		lib.Close()
 	}
 	cancel()
 
@@ -120,6 +130,9 @@ func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *
 		return res, lost(ev, data, err)
 	}
 	log.Debug("event recorded", "job", job.ID, "key", ev.Key, "gpus", len(ev.GPUs), "file", filepath.Join(dir.Path, name))
+	if err := hookclient.Announce(ctx, sock, cfg.Agent.SocketTimeout.Duration, ev); err != nil {
+		log.Debug("agent not told; it reads the spooled event instead", "job", job.ID, "err", err)
+	}
 	return res, nil
 }
 
@@ -142,24 +155,28 @@ func identify(ctx context.Context, lib *gpu.Library, minors []int, quality []str
 		log.Warn("GPU identification failed", "err", err)
 		quality = append(quality, "gpu_identity: "+err.Error())
 	}
+	return got, noteMissing(got, quality)
+}
+
+func noteMissing(got []gpu.Identity, quality []string) []string {
 	for _, g := range got {
 		if len(g.Missing) > 0 {
 			quality = append(quality, fmt.Sprintf("gpu_minor_%d: %s", g.Minor, strings.Join(g.Missing, "; ")))
 		}
 	}
-	return got, quality
+	return quality
 }
 
 var jobCgroupRE = regexp.MustCompile(`/job_(\d+)(/|$)`)
 
 // healthCheck returns a reason when an allocated GPU runs a process that is
 // not this job's.
-func healthCheck(ctx context.Context, lib *gpu.Library, procRoot string, jobID uint64, gpus []gpu.Identity, log *slog.Logger) string {
+func healthCheck(ctx context.Context, processes func(context.Context, string) ([]nvml.ProcessInfo, error), procRoot string, jobID uint64, gpus []gpu.Identity, log *slog.Logger) string {
 	for _, g := range gpus {
 		if g.UUID == "" {
 			continue
 		}
-		procs, err := lib.Processes(ctx, g.UUID)
+		procs, err := processes(ctx, g.UUID)
 		if err != nil {
 			log.Warn("health check: cannot list processes", "job", jobID, "gpu", g.UUID, "err", err)
 			continue

@@ -15,9 +15,11 @@ const JobGPUSchema = "gpusuite.jobgpu/v1"
 // following line is one Sample.
 type SegmentHeader struct {
 	Schema  string `json:"schema"`
+	Key     string `json:"key"`
 	Cluster string `json:"cluster"`
 	Node    string `json:"node"`
-	// Seq numbers the node's segments; with Node it names the segment.
+	// Seq numbers the node's segments; with Cluster and Node it names the
+	// segment. It never repeats, across agent restarts too.
 	Seq uint64 `json:"seq"`
 	// Interval is the sampling interval in seconds.
 	Interval float64   `json:"interval_s"`
@@ -30,22 +32,35 @@ type Sample struct {
 	Time  time.Time `json:"t"`
 	UUID  string    `json:"uuid"`
 	Index int       `json:"index"`
-	// Job is the job the GPU was allocated to at Time, 0 for none.
-	Job          uint64   `json:"job,omitempty"`
-	RestartCount int      `json:"restart,omitempty"`
-	GPUUtil      *uint32  `json:"gpu_util,omitempty"`
-	MemUtil      *uint32  `json:"mem_util,omitempty"`
-	MemUsedMiB   *uint64  `json:"mem_used_mib,omitempty"`
-	MemTotalMiB  *uint64  `json:"mem_total_mib,omitempty"`
-	PowerMW      *uint32  `json:"power_mw,omitempty"`
-	EnergyMJ     *uint64  `json:"energy_mj,omitempty"`
-	TempC        *uint32  `json:"temp_c,omitempty"`
-	SMClockMHz   *uint32  `json:"sm_clock_mhz,omitempty"`
-	Throttle     *uint64  `json:"throttle,omitempty"`
-	ECCErrors    *uint64  `json:"ecc_errors,omitempty"`
-	XIDErrors    *uint64  `json:"xid_errors,omitempty"`
-	Procs        []Proc   `json:"procs,omitempty"`
-	Missing      []string `json:"missing,omitempty"`
+	// Jobs are the jobs the GPU was allocated to at Time, each with its
+	// share of the GPU (1 unless the GPU is shared); empty when none.
+	Jobs        []JobShare `json:"jobs,omitempty"`
+	GPUUtil     *uint32    `json:"gpu_util,omitempty"`
+	MemUtil     *uint32    `json:"mem_util,omitempty"`
+	MemUsedMiB  *uint64    `json:"mem_used_mib,omitempty"`
+	MemTotalMiB *uint64    `json:"mem_total_mib,omitempty"`
+	PowerMW     *uint32    `json:"power_mw,omitempty"`
+	EnergyMJ    *uint64    `json:"energy_mj,omitempty"`
+	TempC       *uint32    `json:"temp_c,omitempty"`
+	SMClockMHz  *uint32    `json:"sm_clock_mhz,omitempty"`
+	Throttle    *uint64    `json:"throttle,omitempty"`
+	ECCErrors   *uint64    `json:"ecc_errors,omitempty"`
+	XIDErrors   *uint64    `json:"xid_errors,omitempty"`
+	Procs       []Proc     `json:"procs,omitempty"`
+	Missing     []string   `json:"missing,omitempty"`
+}
+
+// JobShare attributes a sample to one job.
+type JobShare struct {
+	Job     uint64 `json:"job"`
+	Restart int    `json:"restart"`
+	// Share is the fraction of the GPU's utilization and energy that is
+	// the job's: 1 for a whole GPU; split by process memory when jobs
+	// share a GPU (sharding, MPS), so nothing is counted twice.
+	Share float64 `json:"share"`
+	// Idle is set when the job had no process on the GPU or utilization
+	// was under the idle threshold.
+	Idle bool `json:"idle,omitempty"`
 }
 
 // Proc is one compute process on a GPU.
@@ -54,12 +69,14 @@ type Proc struct {
 	MemUsedMiB uint64 `json:"mem_mib"`
 	// Job is the Slurm job its cgroup names, 0 if none or unreadable.
 	Job uint64 `json:"job,omitempty"`
-	// Foreign is set when the process's job is not the GPU's job.
+	// Foreign is set when the process's job is not allocated this GPU.
 	Foreign bool `json:"foreign,omitempty"`
+	// CgroupError says why the process's cgroup could not be read.
+	CgroupError string `json:"cgroup_error,omitempty"`
 }
 
-// JobGPU is the rolling aggregate of one job on one GPU. The agent rewrites
-// it as the job runs; a later record (higher Seq) of the same Key
+// JobGPU is the rolling aggregate of one job on one GPU. The agent writes
+// it again as the job runs; a later record (higher Seq) of the same Key
 // supersedes an earlier one, and Final marks the last.
 type JobGPU struct {
 	Schema       string    `json:"schema"`
@@ -70,6 +87,9 @@ type JobGPU struct {
 	Node         string    `json:"node"`
 	Job          uint64    `json:"job"`
 	RestartCount int       `json:"restart"`
+	User         string    `json:"user,omitempty"`
+	Account      string    `json:"account,omitempty"`
+	Partition    string    `json:"partition,omitempty"`
 	UUID         string    `json:"uuid"`
 	Index        int       `json:"index"`
 	Model        string    `json:"model,omitempty"`
@@ -78,19 +98,36 @@ type JobGPU struct {
 	// Samples counts readings; SampleSeconds is the time they cover.
 	Samples       uint64  `json:"samples"`
 	SampleSeconds float64 `json:"sample_s"`
-	// UtilSeconds is Σ utilization × interval (percent-seconds / 100).
+	// UtilSeconds is Σ utilization/100 × interval × share.
 	UtilSeconds float64 `json:"util_s"`
 	UtilMax     uint32  `json:"util_max"`
 	MemMaxMiB   uint64  `json:"mem_max_mib"`
 	MemTotalMiB uint64  `json:"mem_total_mib,omitempty"`
-	// EnergyMJ sums counter deltas, handling resets.
+	// EnergyMJ sums counter deltas × share, from the prolog's reading to
+	// the epilog's where they are known, across counter resets.
 	EnergyMJ    uint64  `json:"energy_mj"`
 	IdleSeconds float64 `json:"idle_s"`
-	// Quality counts samples with each kind of missing value.
+	// Quality counts samples with each kind of missing value
+	// ("power: ERROR_NOT_SUPPORTED", "energy_counter_reset", ...).
 	Quality map[string]uint64 `json:"quality,omitempty"`
 }
 
 // JobGPUKey is the deterministic key of a job × GPU aggregate.
 func JobGPUKey(cluster string, job uint64, restart int, node, uuid string) string {
 	return fmt.Sprintf("%s/%d/%d/%s/%s", cluster, job, restart, node, uuid)
+}
+
+// SegmentKey is the deterministic key of a raw sample segment.
+func SegmentKey(cluster, node string, seq uint64) string {
+	return fmt.Sprintf("%s/%s/%d", cluster, node, seq)
+}
+
+// SegmentFileName is the spool and incoming file name of a segment.
+func SegmentFileName(cluster, node string, seq uint64) string {
+	return fmt.Sprintf("samples.%s.%s.%016d.jsonl", cluster, node, seq)
+}
+
+// JobGPUFileName is the file name of one version (seq) of an aggregate.
+func JobGPUFileName(cluster string, job uint64, restart int, node, uuid string, seq uint64) string {
+	return fmt.Sprintf("jobgpu.%s.%d.%d.%s.%s.%016d.json", cluster, job, restart, node, uuid, seq)
 }

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -65,6 +66,9 @@ type Server struct {
 	now     func() time.Time
 	devices []*Device
 	hang    chan struct{}
+	hangNow atomic.Bool
+	xidOnce sync.Once
+	xid     *xidQueue
 }
 
 // Device is one simulated GPU.
@@ -135,6 +139,7 @@ func New(o Options) (*Server, error) {
 		base.Devices[i] = sd
 	}
 	s.install()
+	s.installEvents()
 	return s, nil
 }
 
@@ -251,7 +256,7 @@ func (d *Device) advance() {
 // guard is run at the start of every device call: it blocks while the
 // server hangs and reports a lost GPU.
 func (d *Device) guard() nvml.Return {
-	if d.srv.opts.Hang {
+	if d.srv.opts.Hang || d.srv.hangNow.Load() {
 		<-d.srv.hang
 	}
 	d.mu.Lock()

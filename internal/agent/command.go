@@ -1,0 +1,151 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/coreos/go-systemd/v22/daemon"
+	"github.com/urfave/cli/v2"
+
+	"github.com/aicloud/gpusuite/internal/config"
+	"github.com/aicloud/gpusuite/internal/gpu"
+	"github.com/aicloud/gpusuite/internal/logging"
+)
+
+// Command is `gpuacct agent`.
+func Command(stdout, stderr io.Writer, getenv func(string) string) *cli.Command {
+	return &cli.Command{
+		Name:  "agent",
+		Usage: "sample every GPU, attribute samples to Slurm jobs, ship records to /data (GPU servers, systemd)",
+		UsageText: `gpuacct agent [--config FILE] [options]
+
+Runs on every GPU server as the systemd service gpuacct-agent (Type=notify,
+WatchdogSec). It samples every GPU through NVML each --interval, attributes
+each sample to the jobs the prolog recorded (cross-checked by each process's
+cgroup), keeps per job × GPU aggregates and raw sample segments in the
+node-local spool, and ships the spool to <incoming-dir>/<node>/.
+
+Examples:
+   gpuacct agent                                   # as the unit runs it
+   gpuacct agent --interval 1s --log-level debug   # watch it sample by hand
+   gpuacct agent --incoming-dir /mnt/test/incoming --metrics-listen 127.0.0.1:9466
+   curl -s localhost:9466/metrics | grep gpusuite_gpu_utilization`,
+		Flags: []cli.Flag{
+			&cli.DurationFlag{Name: "interval", Usage: "sampling interval, 1s minimum (agent.interval)", EnvVars: []string{"GPUSUITE_AGENT_INTERVAL"}},
+			&cli.StringFlag{Name: "spool-dir", Usage: "node-local spool (spool.dir)", EnvVars: []string{"GPUSUITE_SPOOL_DIR"}},
+			&cli.StringFlag{Name: "incoming-dir", Usage: "shared incoming directory; records go to <dir>/<node>/ (agent.incoming_dir)", EnvVars: []string{"GPUSUITE_AGENT_INCOMING_DIR"}},
+			&cli.StringFlag{Name: "state-dir", Usage: "node-local state: open segment and checkpoint (agent.state_dir)", EnvVars: []string{"GPUSUITE_AGENT_STATE_DIR"}},
+			&cli.StringFlag{Name: "socket", Usage: "hook socket path (agent.socket; default <spool-dir>/agent.sock)", EnvVars: []string{"GPUSUITE_AGENT_SOCKET"}},
+			&cli.StringFlag{Name: "metrics-listen", Usage: "address of /metrics, empty to disable (agent.metrics_listen)", EnvVars: []string{"GPUSUITE_AGENT_METRICS_LISTEN"}},
+			&cli.StringFlag{Name: "node", Usage: "node name (cluster.node; default the short host name)", EnvVars: []string{"GPUSUITE_NODE"}},
+			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error (agent.log_level)", EnvVars: []string{"GPUSUITE_AGENT_LOG_LEVEL"}},
+		},
+		Action: func(c *cli.Context) error {
+			cfg, err := config.FromCLI(c, getenv)
+			if err != nil {
+				return err
+			}
+			applyFlags(c, &cfg)
+			if err := cfg.Validate(); err != nil {
+				return fmt.Errorf("agent options: %w", err)
+			}
+			node := cfg.Cluster.Node
+			if node == "" {
+				h, err := os.Hostname()
+				if err != nil {
+					return fmt.Errorf("node name: %w (set cluster.node or --node)", err)
+				}
+				node, _, _ = strings.Cut(h, ".")
+			}
+			level, err := logging.ParseLevel(cfg.Agent.LogLevel)
+			if err != nil {
+				return err
+			}
+			log := logging.New("gpuacct-agent", stderr, level, getenv)
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			return Main(ctx, cfg, node, log)
+		},
+	}
+}
+
+func applyFlags(c *cli.Context, cfg *config.Config) {
+	if c.IsSet("interval") {
+		cfg.Agent.Interval = config.Dur(c.Duration("interval"))
+		if cfg.Agent.SegmentDuration.Duration < cfg.Agent.Interval.Duration {
+			cfg.Agent.SegmentDuration = cfg.Agent.Interval
+		}
+	}
+	if c.IsSet("spool-dir") {
+		cfg.Spool.Dir = c.String("spool-dir")
+	}
+	if c.IsSet("incoming-dir") {
+		cfg.Agent.IncomingDir = c.String("incoming-dir")
+	}
+	if c.IsSet("state-dir") {
+		cfg.Agent.StateDir = c.String("state-dir")
+	}
+	if c.IsSet("socket") {
+		cfg.Agent.Socket = c.String("socket")
+	}
+	if c.IsSet("metrics-listen") {
+		cfg.Agent.MetricsListen = c.String("metrics-listen")
+	}
+	if c.IsSet("node") {
+		cfg.Cluster.Node = c.String("node")
+	}
+	if c.IsSet("log-level") {
+		cfg.Agent.LogLevel = c.String("log-level")
+	}
+}
+
+// initTimeout bounds nvmlInit, which takes seconds on a server without
+// persistence mode.
+const initTimeout = 60 * time.Second
+
+// Main opens NVML (or the simulated GPUs the config asks for) and runs the
+// agent until ctx ends.
+func Main(ctx context.Context, cfg config.Config, node string, log *slog.Logger) error {
+	lib, err := gpu.Open(ctx, cfg.GPU, node, initTimeout)
+	if err != nil {
+		if cfg.GPU.Backend == "simulated" {
+			return fmt.Errorf("open simulated GPUs: %w", err)
+		}
+		return fmt.Errorf("open NVML: %w (is the NVIDIA driver loaded? gpu.backend = \"simulated\" is for tests and demos only)", err)
+	}
+	defer lib.Close()
+	lib.Timeout = cfg.Agent.NVMLTimeout.Duration
+	if cfg.GPU.Backend == "simulated" {
+		log.Warn("sampling SIMULATED GPUs (gpu.backend = \"simulated\")", "count", cfg.GPU.Simulated.Count)
+	}
+	a, err := New(cfg, cfg.Cluster.Name, node, Deps{Lib: lib, Log: log})
+	if err != nil {
+		return err
+	}
+	return a.Run(ctx, cfg.Agent.SocketPath(cfg.Spool.Dir), cfg.Agent.MetricsListen, systemdNotifier{log: log})
+}
+
+// systemdNotifier talks to systemd through $NOTIFY_SOCKET.
+type systemdNotifier struct{ log *slog.Logger }
+
+func (s systemdNotifier) Notify(state string) {
+	if _, err := daemon.SdNotify(false, state); err != nil {
+		s.log.Warn("systemd notification failed", "state", state, "err", err)
+	}
+}
+
+func (s systemdNotifier) WatchdogInterval() time.Duration {
+	d, err := daemon.SdWatchdogEnabled(false)
+	if err != nil {
+		s.log.Warn("WATCHDOG_USEC unusable; watchdog off", "err", err)
+		return 0
+	}
+	return d
+}

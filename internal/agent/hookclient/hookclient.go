@@ -1,0 +1,129 @@
+// Package hookclient is the prolog/epilog side of the agent's hook socket:
+// ask the running agent for GPU identities and energy counters (so a hook
+// need not initialise NVML, which can take a second), and announce a job's
+// start or end. Every call is bounded; a hook falls back to NVML on any
+// error.
+package hookclient
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/aicloud/gpusuite/internal/gpu"
+	"github.com/aicloud/gpusuite/internal/record"
+)
+
+// Operations.
+const (
+	OpIdentify = "identify"
+	OpAnnounce = "announce"
+)
+
+// MaxMessage bounds one request or response line.
+const MaxMessage = 1 << 20
+
+// Request is one line a hook sends.
+type Request struct {
+	Op string `json:"op"`
+	// Minors are the device minors to identify (OpIdentify).
+	Minors []int `json:"minors,omitempty"`
+	// Procs asks for each GPU's compute processes (for the health check).
+	Procs bool `json:"procs,omitempty"`
+	// Event is the job event just spooled (OpAnnounce).
+	Event *record.Event `json:"event,omitempty"`
+}
+
+// Process is one compute process on a GPU.
+type Process struct {
+	PID        uint32 `json:"pid"`
+	MemUsedMiB uint64 `json:"mem_mib"`
+}
+
+// Response is the agent's one-line answer.
+type Response struct {
+	GPUs  []gpu.Identity       `json:"gpus,omitempty"`
+	Procs map[string][]Process `json:"procs,omitempty"`
+	// ProcErrors says, per UUID, why its processes could not be listed.
+	ProcErrors map[string]string `json:"proc_errors,omitempty"`
+	Error      string            `json:"error,omitempty"`
+}
+
+// ErrAgent is an error the agent itself reported.
+var ErrAgent = errors.New("agent refused")
+
+// Identify asks the agent at path for the GPUs with the given minors.
+func Identify(ctx context.Context, path string, timeout time.Duration, minors []int, procs bool) (Response, error) {
+	return Do(ctx, path, timeout, Request{Op: OpIdentify, Minors: minors, Procs: procs})
+}
+
+// Announce tells the agent at path about a job event already spooled.
+func Announce(ctx context.Context, path string, timeout time.Duration, ev *record.Event) error {
+	_, err := Do(ctx, path, timeout, Request{Op: OpAnnounce, Event: ev})
+	return err
+}
+
+// Do sends one request and reads one response, all within timeout.
+func Do(ctx context.Context, path string, timeout time.Duration, req Request) (Response, error) {
+	var resp Response
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		return resp, fmt.Errorf("agent socket %q: %w", path, err)
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+	}
+	data, err := json.Marshal(req)
+	if err != nil {
+		return resp, fmt.Errorf("encode %s request: %w", req.Op, err)
+	}
+	if _, err := conn.Write(append(data, '\n')); err != nil {
+		return resp, fmt.Errorf("agent socket %q: send: %w", path, err)
+	}
+	sc := bufio.NewScanner(conn)
+	sc.Buffer(make([]byte, 0, 4096), MaxMessage)
+	if !sc.Scan() {
+		err := sc.Err()
+		if err == nil {
+			err = errors.New("connection closed without an answer")
+		}
+		return resp, fmt.Errorf("agent socket %q: %w", path, err)
+	}
+	if err := json.Unmarshal(sc.Bytes(), &resp); err != nil {
+		return resp, fmt.Errorf("agent socket %q: bad answer: %w", path, err)
+	}
+	if resp.Error != "" {
+		return resp, fmt.Errorf("%w: %s", ErrAgent, resp.Error)
+	}
+	if req.Op == OpIdentify && len(resp.GPUs) != len(req.Minors) {
+		return resp, fmt.Errorf("agent socket %q: %d GPUs answered for %d minors", path, len(resp.GPUs), len(req.Minors))
+	}
+	return resp, nil
+}
+
+// Processes returns the processes the agent listed for uuid, in the shape
+// NVML gives them, for the prolog's health check.
+func (r Response) Processes(_ context.Context, uuid string) ([]nvml.ProcessInfo, error) {
+	if e, ok := r.ProcErrors[uuid]; ok {
+		return nil, fmt.Errorf("agent: %s", e)
+	}
+	ps, ok := r.Procs[uuid]
+	if !ok {
+		return nil, fmt.Errorf("agent listed no processes for %s", uuid)
+	}
+	out := make([]nvml.ProcessInfo, len(ps))
+	for i, p := range ps {
+		out[i] = nvml.ProcessInfo{Pid: p.PID, UsedGpuMemory: p.MemUsedMiB << 20}
+	}
+	return out, nil
+}

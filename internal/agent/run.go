@@ -1,0 +1,136 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Notifier sends systemd notifications (READY=1, WATCHDOG=1, STOPPING=1).
+type Notifier interface {
+	Notify(state string)
+	// WatchdogInterval is systemd's WatchdogSec, 0 when off.
+	WatchdogInterval() time.Duration
+}
+
+// Run samples, serves the hook socket and /metrics and ships, until ctx
+// ends; then it closes the open segment into the spool and ships once
+// more within a bound. It returns an error only when it cannot start or
+// cannot keep recording.
+func (a *Agent) Run(ctx context.Context, socketPath, metricsListen string, n Notifier) error {
+	if err := a.Cycle(ctx); err != nil {
+		return err
+	}
+	ln, err := listenSocket(socketPath)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(socketPath)
+	defer ln.Close()
+	sctx, cancelSock := context.WithCancel(context.Background())
+	defer cancelSock()
+	go a.serveSocket(sctx, ln)
+
+	if metricsListen != "" {
+		ml, err := net.Listen("tcp", metricsListen)
+		if err != nil {
+			return err
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{}))
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go func() {
+			if err := srv.Serve(ml); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				a.log.Error("metrics server stopped", "err", err)
+			}
+		}()
+		defer srv.Close()
+		a.log.Info("serving /metrics", "addr", ml.Addr().String())
+	}
+
+	shipCtx, stopShip := context.WithCancel(context.Background())
+	shipDone := make(chan struct{})
+	kick := make(chan struct{}, 1)
+	go func() { a.shipLoop(shipCtx, kick); close(shipDone) }()
+
+	n.Notify("READY=1")
+	a.log.Info("agent running", "node", a.node, "gpus", len(a.devs), "interval", a.interval, "socket", socketPath)
+	tick := time.NewTicker(a.interval)
+	defer tick.Stop()
+	var wd <-chan time.Time
+	if w := n.WatchdogInterval(); w > 0 {
+		t := time.NewTicker(w / 2)
+		defer t.Stop()
+		wd = t.C
+	}
+	var runErr error
+	failures := 0
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case <-tick.C:
+			if err := a.Cycle(ctx); err != nil {
+				failures++
+				a.log.Error("cannot record samples", "err", err, "consecutive", failures)
+				if failures >= 10 {
+					runErr = err
+					break loop
+				}
+				continue
+			}
+			failures = 0
+		case <-wd:
+			// only the loop pings: a stuck loop lets systemd restart us
+			n.Notify("WATCHDOG=1")
+		case ev := <-a.announce:
+			if a.applyEvent(ev) {
+				if err := a.roll(a.now()); err != nil {
+					a.log.Error("cannot checkpoint announced event; the spooled copy will be read", "err", err)
+				}
+				select {
+				case kick <- struct{}{}:
+				default:
+				}
+			}
+		case reply := <-a.scanReq:
+			reply <- a.scanEvents()
+		}
+	}
+	n.Notify("STOPPING=1")
+	a.log.Info("stopping: closing the open segment and shipping once more")
+	ln.Close()
+	cancelSock()
+	stopShip()
+	select {
+	case <-shipDone:
+	case <-time.After(2 * time.Second):
+	}
+	for len(a.announce) > 0 {
+		a.applyEvent(<-a.announce)
+	}
+	handled := a.scanEvents()
+	if err := a.Stop(); err != nil {
+		a.log.Error("cannot close the open segment; it will be recovered at the next start", "err", err)
+	}
+	done := make(chan struct{})
+	fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	go func() {
+		if _, err := a.ShipPass(fctx, handled); err != nil {
+			a.log.Warn("final shipping incomplete; the spool keeps the rest", "err", err, "backlog_files", a.backlog())
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-fctx.Done():
+	}
+	return runErr
+}

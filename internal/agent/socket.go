@@ -1,0 +1,178 @@
+package agent
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/aicloud/gpusuite/internal/agent/hookclient"
+	"github.com/aicloud/gpusuite/internal/gpu"
+	"github.com/aicloud/gpusuite/internal/record"
+)
+
+// listenSocket opens the hook socket: root only (mode 0600, in a directory
+// others cannot write, peers checked by SO_PEERCRED). A stale socket of a
+// dead agent is replaced; a live agent on it is an error.
+func listenSocket(path string) (*net.UnixListener, error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create socket dir %q: %w", dir, err)
+	}
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("stat socket dir %q: %w", dir, err)
+	}
+	if st.Mode().Perm()&0o022 != 0 {
+		return nil, fmt.Errorf("socket dir %q is writable by group or others (mode %v): chmod go-w it", dir, st.Mode().Perm())
+	}
+	if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
+		c.Close()
+		return nil, fmt.Errorf("hook socket %q is served by another running agent", path)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("remove stale socket %q: %w", path, err)
+	}
+	old := syscall.Umask(0o177)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	syscall.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %q: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("chmod %q: %w", path, err)
+	}
+	return ln, nil
+}
+
+// serveSocket answers hook requests until ln is closed.
+func (a *Agent) serveSocket(ctx context.Context, ln *net.UnixListener) {
+	for {
+		c, err := ln.AcceptUnix()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			a.log.Warn("hook socket accept failed", "err", err)
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		go a.handleConn(ctx, c)
+	}
+}
+
+func peerUID(c *net.UnixConn) (uint32, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var cred *syscall.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+	}); err != nil {
+		return 0, err
+	}
+	if cerr != nil {
+		return 0, cerr
+	}
+	return cred.Uid, nil
+}
+
+func (a *Agent) handleConn(ctx context.Context, c *net.UnixConn) {
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	reply := func(r hookclient.Response) {
+		data, _ := json.Marshal(r)
+		_, _ = c.Write(append(data, '\n'))
+	}
+	if uid, err := peerUID(c); err != nil || uid != uint32(os.Geteuid()) && uid != 0 {
+		reply(hookclient.Response{Error: "only root may use the hook socket"})
+		return
+	}
+	sc := bufio.NewScanner(c)
+	sc.Buffer(make([]byte, 0, 4096), hookclient.MaxMessage)
+	if !sc.Scan() {
+		return
+	}
+	var req hookclient.Request
+	if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
+		reply(hookclient.Response{Error: "bad request: " + err.Error()})
+		return
+	}
+	switch req.Op {
+	case hookclient.OpIdentify:
+		reply(a.identify(ctx, req))
+	case hookclient.OpAnnounce:
+		if req.Event == nil || req.Event.Schema != record.EventSchema || req.Event.Key == "" {
+			reply(hookclient.Response{Error: "announce needs a " + record.EventSchema + " event with a key"})
+			return
+		}
+		select {
+		case a.announce <- req.Event:
+			reply(hookclient.Response{})
+		default:
+			reply(hookclient.Response{Error: "agent busy; the spooled event will be read instead"})
+		}
+	default:
+		reply(hookclient.Response{Error: fmt.Sprintf("unknown op %q", req.Op)})
+	}
+}
+
+// identify answers from the agent's open NVML: the device table from the
+// last enumeration, and a fresh energy counter (and process list) per GPU.
+func (a *Agent) identify(ctx context.Context, req hookclient.Request) hookclient.Response {
+	snap := a.snapshot()
+	if snap.devs == nil {
+		return hookclient.Response{Error: "agent has not enumerated the GPUs yet"}
+	}
+	byMinor := map[int]*gpu.Device{}
+	for _, d := range snap.devs {
+		byMinor[d.Minor] = d
+	}
+	resp := hookclient.Response{GPUs: make([]gpu.Identity, len(req.Minors))}
+	if req.Procs {
+		resp.Procs, resp.ProcErrors = map[string][]hookclient.Process{}, map[string]string{}
+	}
+	for i, m := range req.Minors {
+		id := &resp.GPUs[i]
+		id.Minor = m
+		d, ok := byMinor[m]
+		if !ok {
+			id.Missing = append(id.Missing, fmt.Sprintf("identity: no GPU with minor number %d", m))
+			continue
+		}
+		idx := d.Index
+		id.Index, id.UUID, id.Model = &idx, d.UUID, d.Model
+		h := d.Handle()
+		if e, err := gpu.Call(ctx, a.lib.Timeout, "nvmlDeviceGetTotalEnergyConsumption", h.GetTotalEnergyConsumption); err != nil {
+			id.Missing = append(id.Missing, "energy: "+err.Error())
+		} else {
+			id.EnergyMJ = &e
+		}
+		if req.Procs {
+			ps, err := gpu.Call(ctx, a.lib.Timeout, "nvmlDeviceGetComputeRunningProcesses", func() ([]nvml.ProcessInfo, nvml.Return) {
+				return h.GetComputeRunningProcesses()
+			})
+			if err != nil {
+				resp.ProcErrors[d.UUID] = err.Error()
+				continue
+			}
+			list := []hookclient.Process{}
+			for _, p := range ps {
+				list = append(list, hookclient.Process{PID: p.Pid, MemUsedMiB: p.UsedGpuMemory >> 20})
+			}
+			resp.Procs[d.UUID] = list
+		}
+	}
+	return resp
+}

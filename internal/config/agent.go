@@ -1,0 +1,125 @@
+package config
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Agent configures `gpuacct agent`, the per-GPU-server daemon that samples
+// every GPU, attributes samples to jobs and ships spooled records to /data
+// (docs/agent.md).
+type Agent struct {
+	// Interval is the sampling period (1s minimum).
+	Interval Duration `toml:"interval"`
+	// IncomingDir is the shared directory records are shipped to; the
+	// agent writes only into IncomingDir/<node>/. IncomingDir itself must
+	// exist (it is on /data): the agent never creates it, so an unmounted
+	// share is not mistaken for an empty local directory.
+	IncomingDir string `toml:"incoming_dir"`
+	// StateDir holds the open sample segment and the checkpoint of
+	// allocations and aggregates (node-local, root only).
+	StateDir string `toml:"state_dir"`
+	// Socket is the unix socket the hooks ask for GPU identities and
+	// announce jobs on. Empty means agent.sock in spool.dir, whose 0700
+	// root mode makes it root-only.
+	Socket string `toml:"socket"`
+	// SocketTimeout bounds one hook request on the socket; past it the
+	// hook falls back to NVML.
+	SocketTimeout Duration `toml:"socket_timeout"`
+	// NVMLTimeout bounds the NVML calls of one GPU in one sample cycle.
+	NVMLTimeout Duration `toml:"nvml_timeout"`
+	// SegmentDuration is how long one raw sample segment collects before
+	// it is closed and spooled; aggregates are spooled at the same time.
+	SegmentDuration Duration `toml:"segment_duration"`
+	// ShipInterval is how often the spool is shipped when all is well.
+	ShipInterval Duration `toml:"ship_interval"`
+	// ShipBackoffMax caps the retry delay while the share is unavailable.
+	ShipBackoffMax Duration `toml:"ship_backoff_max"`
+	// SpoolMaxBytes bounds the spool: past it raw sample segments are
+	// dropped, oldest first. Events and aggregates are never dropped.
+	SpoolMaxBytes int64 `toml:"spool_max_bytes"`
+	// IdleThreshold is the GPU utilization (percent) under which an
+	// allocated GPU counts as idle.
+	IdleThreshold float64 `toml:"idle_threshold"`
+	// ReinitAfter is how long GPUs must keep failing before NVML is shut
+	// down and initialised again (a driver reload invalidates handles).
+	ReinitAfter Duration `toml:"reinit_after"`
+	// MetricsListen is the address of /metrics; empty disables it.
+	MetricsListen string `toml:"metrics_listen"`
+	// ProcRoot is where /proc is (for cgroup cross-checks).
+	ProcRoot string `toml:"proc_root"`
+	// LogLevel is debug, info, warn or error.
+	LogLevel string `toml:"log_level"`
+}
+
+func defaultAgent() Agent {
+	return Agent{
+		Interval:        Dur(10 * time.Second),
+		IncomingDir:     "/data/gpusuite/incoming",
+		StateDir:        "/var/lib/gpusuite/agent",
+		SocketTimeout:   Dur(time.Second),
+		NVMLTimeout:     Dur(2 * time.Second),
+		SegmentDuration: Dur(5 * time.Minute),
+		ShipInterval:    Dur(30 * time.Second),
+		ShipBackoffMax:  Dur(5 * time.Minute),
+		SpoolMaxBytes:   1 << 30,
+		IdleThreshold:   1,
+		ReinitAfter:     Dur(time.Minute),
+		MetricsListen:   ":9466",
+		ProcRoot:        "/proc",
+		LogLevel:        "info",
+	}
+}
+
+// SocketPath is the hook socket's path for a spool directory.
+func (a *Agent) SocketPath(spoolDir string) string {
+	if a.Socket != "" {
+		return a.Socket
+	}
+	return filepath.Join(spoolDir, "agent.sock")
+}
+
+func (a *Agent) validate() error {
+	if a.Interval.Duration < time.Second {
+		return fmt.Errorf("key \"agent.interval\": %s is below the 1s minimum", a.Interval.Duration)
+	}
+	for _, p := range []struct{ key, v string }{
+		{"agent.incoming_dir", a.IncomingDir}, {"agent.state_dir", a.StateDir}, {"agent.proc_root", a.ProcRoot},
+	} {
+		if !strings.HasPrefix(p.v, "/") {
+			return fmt.Errorf("key %q: %q is not an absolute path", p.key, p.v)
+		}
+	}
+	if a.Socket != "" && !strings.HasPrefix(a.Socket, "/") {
+		return fmt.Errorf("key \"agent.socket\": %q is not an absolute path", a.Socket)
+	}
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{
+		{"agent.socket_timeout", a.SocketTimeout.Duration}, {"agent.nvml_timeout", a.NVMLTimeout.Duration},
+		{"agent.ship_interval", a.ShipInterval.Duration}, {"agent.ship_backoff_max", a.ShipBackoffMax.Duration},
+		{"agent.reinit_after", a.ReinitAfter.Duration},
+	} {
+		if d.v <= 0 {
+			return fmt.Errorf("key %q: must be positive", d.key)
+		}
+	}
+	if a.SegmentDuration.Duration < a.Interval.Duration {
+		return fmt.Errorf("key \"agent.segment_duration\": %s is shorter than agent.interval %s", a.SegmentDuration.Duration, a.Interval.Duration)
+	}
+	if a.SpoolMaxBytes < 1<<20 {
+		return fmt.Errorf("key \"agent.spool_max_bytes\": %d is below 1 MiB", a.SpoolMaxBytes)
+	}
+	if a.IdleThreshold < 0 || a.IdleThreshold > 100 {
+		return fmt.Errorf("key \"agent.idle_threshold\": %g is outside 0..100 percent", a.IdleThreshold)
+	}
+	switch a.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("key \"agent.log_level\": %q is not debug, info, warn or error", a.LogLevel)
+	}
+	return nil
+}

@@ -1,0 +1,399 @@
+package gpu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+)
+
+// Device is one GPU as the agent keeps it between sample cycles.
+type Device struct {
+	Index       int
+	Minor       int
+	UUID        string
+	Model       string
+	MemTotalMiB uint64
+
+	dev nvml.Device
+	// busy is set while a reading is in flight, so a GPU whose driver
+	// hangs holds one goroutine, not one per cycle.
+	busy atomic.Bool
+	// unsupported remembers metrics NVML said it cannot give, so they are
+	// reported missing without asking again every cycle.
+	mu          sync.Mutex
+	unsupported map[string]bool
+	xids        uint64
+}
+
+// Handle is the device's NVML handle.
+func (d *Device) Handle() nvml.Device { return d.dev }
+
+// Reading is one sample of one GPU. A nil pointer is a value NVML did not
+// give; Missing says why, as "metric: reason".
+type Reading struct {
+	Index       int
+	Minor       int
+	UUID        string
+	Model       string
+	GPUUtil     *uint32
+	MemUtil     *uint32
+	MemUsedMiB  *uint64
+	MemTotalMiB *uint64
+	PowerMW     *uint32
+	EnergyMJ    *uint64
+	TempC       *uint32
+	SMClockMHz  *uint32
+	Throttle    *uint64
+	ECCErrors   *uint64
+	XIDErrors   *uint64
+	// Procs are the running compute processes; ProcsOK says the list was
+	// read (an empty list then means no process).
+	Procs   []nvml.ProcessInfo
+	ProcsOK bool
+	Missing []string
+	// Codes are the NVML error codes met, for the error counters.
+	Codes []string
+	// Lost is set when the GPU answered ERROR_GPU_IS_LOST.
+	Lost bool
+}
+
+// Devices enumerates the GPUs. A GPU that cannot be identified is skipped
+// and reported in the error list; the others are returned.
+func (l *Library) Devices(ctx context.Context) ([]*Device, []error, error) {
+	n, err := Call(ctx, l.Timeout, "nvmlDeviceGetCount", l.DeviceGetCount)
+	if err != nil {
+		return nil, nil, err
+	}
+	var devs []*Device
+	var problems []error
+	for i := 0; i < n; i++ {
+		d, err := Call(ctx, l.Timeout, "nvmlDeviceGetHandleByIndex", func() (nvml.Device, nvml.Return) {
+			return l.DeviceGetHandleByIndex(i)
+		})
+		if err != nil {
+			problems = append(problems, fmt.Errorf("gpu %d: %w", i, err))
+			continue
+		}
+		uuid, err := Call(ctx, l.Timeout, "nvmlDeviceGetUUID", d.GetUUID)
+		if err != nil {
+			problems = append(problems, fmt.Errorf("gpu %d: %w", i, err))
+			continue
+		}
+		dv := &Device{Index: i, Minor: -1, UUID: uuid, dev: d, unsupported: map[string]bool{}}
+		if m, err := Call(ctx, l.Timeout, "nvmlDeviceGetMinorNumber", d.GetMinorNumber); err == nil {
+			dv.Minor = m
+		}
+		if name, err := Call(ctx, l.Timeout, "nvmlDeviceGetName", d.GetName); err == nil {
+			dv.Model = name
+		}
+		if mem, err := Call(ctx, l.Timeout, "nvmlDeviceGetMemoryInfo", d.GetMemoryInfo); err == nil {
+			dv.MemTotalMiB = mem.Total >> 20
+		}
+		devs = append(devs, dv)
+	}
+	return devs, problems, nil
+}
+
+// SampleAll reads every device, one goroutine per GPU, and waits at most
+// l.Timeout for all of them. A GPU that does not answer in time is
+// reported with every metric missing ("timeout"); while its call is still
+// stuck, later cycles do not start another.
+func (l *Library) SampleAll(ctx context.Context, devs []*Device) []Reading {
+	out := make([]Reading, len(devs))
+	type result struct {
+		i int
+		r Reading
+	}
+	ch := make(chan result, len(devs))
+	pending := 0
+	for i, d := range devs {
+		if !d.busy.CompareAndSwap(false, true) {
+			out[i] = d.allMissing("timeout: previous NVML call still pending")
+			continue
+		}
+		pending++
+		go func(i int, d *Device) {
+			r := d.read()
+			d.busy.Store(false)
+			ch <- result{i, r}
+		}(i, d)
+	}
+	timer := time.NewTimer(l.Timeout)
+	defer timer.Stop()
+	done := make([]bool, len(devs))
+	for pending > 0 {
+		select {
+		case res := <-ch:
+			out[res.i] = res.r
+			done[res.i] = true
+			pending--
+		case <-timer.C:
+			pending = 0
+		case <-ctx.Done():
+			pending = 0
+		}
+	}
+	for i, d := range devs {
+		if !done[i] && out[i].UUID == "" {
+			out[i] = d.allMissing(fmt.Sprintf("timeout: no answer within %s", l.Timeout))
+		}
+	}
+	return out
+}
+
+var metricNames = []string{"gpu_util", "mem_util", "mem_used", "power", "energy", "temp", "sm_clock", "throttle", "ecc", "procs"}
+
+func (d *Device) base() Reading {
+	r := Reading{Index: d.Index, Minor: d.Minor, UUID: d.UUID, Model: d.Model}
+	if d.MemTotalMiB > 0 {
+		v := d.MemTotalMiB
+		r.MemTotalMiB = &v
+	}
+	return r
+}
+
+func (d *Device) allMissing(reason string) Reading {
+	r := d.base()
+	for _, m := range metricNames {
+		r.Missing = append(r.Missing, m+": "+reason)
+	}
+	r.Codes = append(r.Codes, "TIMEOUT")
+	return r
+}
+
+// read does the NVML calls of one GPU in sequence. After ERROR_GPU_IS_LOST
+// the remaining metrics are marked lost without further calls.
+func (d *Device) read() Reading {
+	r := d.base()
+	try := func(metric string, f func() nvml.Return) {
+		if r.Lost {
+			r.Missing = append(r.Missing, metric+": "+RetName(nvml.ERROR_GPU_IS_LOST))
+			return
+		}
+		d.mu.Lock()
+		skip := d.unsupported[metric]
+		d.mu.Unlock()
+		if skip {
+			r.Missing = append(r.Missing, metric+": "+RetName(nvml.ERROR_NOT_SUPPORTED))
+			return
+		}
+		ret := safe(f)
+		if ret == nvml.SUCCESS {
+			return
+		}
+		r.Missing = append(r.Missing, metric+": "+RetName(ret))
+		r.Codes = append(r.Codes, RetName(ret))
+		switch ret {
+		case nvml.ERROR_GPU_IS_LOST:
+			r.Lost = true
+		case nvml.ERROR_NOT_SUPPORTED, nvml.ERROR_FUNCTION_NOT_FOUND:
+			d.mu.Lock()
+			d.unsupported[metric] = true
+			d.mu.Unlock()
+		}
+	}
+	dev := d.dev
+	try("gpu_util", func() nvml.Return {
+		u, ret := dev.GetUtilizationRates()
+		if ret == nvml.SUCCESS {
+			g, m := u.Gpu, u.Memory
+			r.GPUUtil, r.MemUtil = &g, &m
+		}
+		return ret
+	})
+	if r.GPUUtil == nil {
+		// one call gives both; mem_util is missing for the same reason
+		_, why, _ := cutLast(r.Missing)
+		r.Missing = append(r.Missing, "mem_util: "+why)
+	}
+	try("mem_used", func() nvml.Return {
+		m, ret := dev.GetMemoryInfo()
+		if ret == nvml.SUCCESS {
+			used, total := m.Used>>20, m.Total>>20
+			r.MemUsedMiB, r.MemTotalMiB = &used, &total
+		}
+		return ret
+	})
+	try("power", func() nvml.Return {
+		p, ret := dev.GetPowerUsage()
+		if ret == nvml.SUCCESS {
+			r.PowerMW = &p
+		}
+		return ret
+	})
+	try("energy", func() nvml.Return {
+		e, ret := dev.GetTotalEnergyConsumption()
+		if ret == nvml.SUCCESS {
+			r.EnergyMJ = &e
+		}
+		return ret
+	})
+	try("temp", func() nvml.Return {
+		t, ret := dev.GetTemperature(nvml.TEMPERATURE_GPU)
+		if ret == nvml.SUCCESS {
+			r.TempC = &t
+		}
+		return ret
+	})
+	try("sm_clock", func() nvml.Return {
+		c, ret := dev.GetClockInfo(nvml.CLOCK_SM)
+		if ret == nvml.SUCCESS {
+			r.SMClockMHz = &c
+		}
+		return ret
+	})
+	try("throttle", func() nvml.Return {
+		t, ret := dev.GetCurrentClocksEventReasons()
+		if ret == nvml.ERROR_FUNCTION_NOT_FOUND {
+			// drivers before r535 know only the older name
+			t, ret = dev.GetCurrentClocksThrottleReasons()
+		}
+		if ret == nvml.SUCCESS {
+			r.Throttle = &t
+		}
+		return ret
+	})
+	try("ecc", func() nvml.Return {
+		e, ret := dev.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.AGGREGATE_ECC)
+		if ret == nvml.SUCCESS {
+			r.ECCErrors = &e
+		}
+		return ret
+	})
+	try("procs", func() nvml.Return {
+		p, ret := dev.GetComputeRunningProcesses()
+		if ret == nvml.SUCCESS {
+			r.Procs, r.ProcsOK = p, true
+		}
+		return ret
+	})
+	return r
+}
+
+// safe turns a panic of a binding (a mock without the method, a missing
+// symbol) into ERROR_FUNCTION_NOT_FOUND instead of killing the daemon.
+func safe(f func() nvml.Return) (ret nvml.Return) {
+	defer func() {
+		if recover() != nil {
+			ret = nvml.ERROR_FUNCTION_NOT_FOUND
+		}
+	}()
+	return f()
+}
+
+// XIDWatch counts XID errors per GPU through an NVML event set.
+type XIDWatch struct {
+	set   nvml.EventSet
+	lib   *Library
+	byDev map[nvml.Device]*Device
+}
+
+// ErrXIDUnsupported means no GPU could register for XID events.
+var ErrXIDUnsupported = errors.New("xid events not supported")
+
+// WatchXID registers every device for XID events. Devices that cannot
+// register report XIDErrors as missing.
+func (l *Library) WatchXID(ctx context.Context, devs []*Device) (*XIDWatch, error) {
+	set, err := Call(ctx, l.Timeout, "nvmlEventSetCreate", func() (nvml.EventSet, nvml.Return) {
+		var s nvml.EventSet
+		ret := safe(func() nvml.Return {
+			var r nvml.Return
+			s, r = l.EventSetCreate()
+			return r
+		})
+		return s, ret
+	})
+	if err != nil {
+		return nil, err
+	}
+	w := &XIDWatch{set: set, lib: l, byDev: map[nvml.Device]*Device{}}
+	for _, d := range devs {
+		d := d
+		if _, err := Call(ctx, l.Timeout, "nvmlDeviceRegisterEvents", func() (struct{}, nvml.Return) {
+			return struct{}{}, safe(func() nvml.Return { return d.dev.RegisterEvents(nvml.EventTypeXidCriticalError, set) })
+		}); err == nil {
+			w.byDev[d.dev] = d
+		}
+	}
+	if len(w.byDev) == 0 {
+		w.Close()
+		return nil, ErrXIDUnsupported
+	}
+	return w, nil
+}
+
+// Drain reads the events waiting in the set without blocking, and adds
+// each GPU's running XID count to its reading. At most 1000 events are
+// taken per call so a storm cannot stall a cycle.
+func (w *XIDWatch) Drain(readings []Reading, devs []*Device) {
+	if w == nil {
+		for i := range readings {
+			readings[i].Missing = append(readings[i].Missing, "xid: "+ErrXIDUnsupported.Error())
+		}
+		return
+	}
+	for n := 0; n < 1000; n++ {
+		var data nvml.EventData
+		ret := safe(func() nvml.Return {
+			var r nvml.Return
+			data, r = w.set.Wait(0)
+			return r
+		})
+		if ret != nvml.SUCCESS {
+			break
+		}
+		if d, ok := w.byDev[data.Device]; ok && data.EventType&nvml.EventTypeXidCriticalError != 0 {
+			d.mu.Lock()
+			d.xids++
+			d.mu.Unlock()
+		}
+	}
+	for i, d := range devs {
+		if _, ok := w.byDev[d.dev]; !ok {
+			readings[i].Missing = append(readings[i].Missing, "xid: "+ErrXIDUnsupported.Error())
+			continue
+		}
+		d.mu.Lock()
+		v := d.xids
+		d.mu.Unlock()
+		readings[i].XIDErrors = &v
+	}
+}
+
+// Close frees the event set.
+func (w *XIDWatch) Close() {
+	if w == nil {
+		return
+	}
+	_ = safe(func() nvml.Return { return w.set.Free() })
+}
+
+// Reinit shuts NVML down and initialises it again, as needed after a
+// driver reload invalidated every handle.
+func (l *Library) Reinit(ctx context.Context) error {
+	_, _ = Call(ctx, l.Timeout, "nvmlShutdown", func() (struct{}, nvml.Return) {
+		return struct{}{}, safe(l.Shutdown)
+	})
+	_, err := Call(ctx, l.Timeout, "nvmlInit", func() (struct{}, nvml.Return) {
+		return struct{}{}, initSafely(l.Interface)
+	})
+	return err
+}
+
+func cutLast(missing []string) (string, string, bool) {
+	if len(missing) == 0 {
+		return "", "unknown", false
+	}
+	last := missing[len(missing)-1]
+	for i := 0; i+1 < len(last); i++ {
+		if last[i] == ':' && last[i+1] == ' ' {
+			return last[:i], last[i+2:], true
+		}
+	}
+	return last, "unknown", false
+}

@@ -1,0 +1,109 @@
+package sim
+
+import (
+	"math"
+	"sync"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
+)
+
+// Constant is a workload that never changes.
+func Constant(l Load) Workload { return func(time.Time) Load { return l } }
+
+// Busy is a typical training step: high utilization, memory in use, power
+// near the board limit, one process with the given PID.
+func Busy(util uint32, pid uint32) Workload {
+	return Constant(Load{
+		GPUUtil: util, MemUtil: util / 2, MemUsedMiB: 40000, PowerMW: 150000 + 4000*util,
+		TempC: 60, SMClockMHz: 1980,
+		Procs: []nvml.ProcessInfo{{Pid: pid, UsedGpuMemory: 40000 << 20}},
+	})
+}
+
+// Sine is a utilization curve between lo and hi percent with the given
+// period, one process with pid; power follows utilization. It is a pure
+// function of t, as a Workload must be.
+func Sine(lo, hi uint32, period time.Duration, pid uint32) Workload {
+	return func(t time.Time) Load {
+		phase := float64(t.UnixNano()%int64(period)) / float64(period)
+		u := float64(lo) + (float64(hi)-float64(lo))*(0.5+0.5*math.Sin(2*math.Pi*phase))
+		util := uint32(math.Round(u))
+		return Load{
+			GPUUtil: util, MemUtil: util / 2, MemUsedMiB: 20000 + uint64(util)*200,
+			PowerMW: 80000 + 5000*util, TempC: 40 + util/4, SMClockMHz: 1400 + 5*util,
+			Procs: []nvml.ProcessInfo{{Pid: pid, UsedGpuMemory: (20000 + uint64(util)*200) << 20}},
+		}
+	}
+}
+
+// xidQueue holds XID events until the agent's event set reads them.
+type xidQueue struct {
+	mu     sync.Mutex
+	events []nvml.EventData
+	// registered devices: only their events are delivered.
+	registered map[*Device]bool
+}
+
+// InjectXID raises an XID error on the GPU, as the driver reports it
+// through an NVML event set (nvmlEventSetWait).
+func (d *Device) InjectXID(xid uint64) {
+	q := d.srv.xids()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.registered[d] {
+		q.events = append(q.events, nvml.EventData{Device: d, EventType: nvml.EventTypeXidCriticalError, EventData: xid})
+	}
+}
+
+func (s *Server) xids() *xidQueue {
+	s.xidOnce.Do(func() { s.xid = &xidQueue{registered: map[*Device]bool{}} })
+	return s.xid
+}
+
+// installEvents gives the node XID event sets. Called from New.
+func (s *Server) installEvents() {
+	q := s.xids()
+	s.EventSetCreateFunc = func() (nvml.EventSet, nvml.Return) {
+		set := &mock.EventSet{}
+		set.WaitFunc = func(timeoutms uint32) (nvml.EventData, nvml.Return) {
+			q.mu.Lock()
+			if len(q.events) > 0 {
+				e := q.events[0]
+				q.events = q.events[1:]
+				q.mu.Unlock()
+				return e, nvml.SUCCESS
+			}
+			q.mu.Unlock()
+			if timeoutms > 0 {
+				time.Sleep(time.Duration(timeoutms) * time.Millisecond)
+			}
+			return nvml.EventData{}, nvml.ERROR_TIMEOUT
+		}
+		set.FreeFunc = func() nvml.Return { return nvml.SUCCESS }
+		return set, nvml.SUCCESS
+	}
+	s.EventSetFreeFunc = func(nvml.EventSet) nvml.Return { return nvml.SUCCESS }
+	for _, d := range s.devices {
+		d := d
+		d.RegisterEventsFunc = func(types uint64, _ nvml.EventSet) nvml.Return {
+			if r := d.guard(); r != nvml.SUCCESS {
+				return r
+			}
+			if types&nvml.EventTypeXidCriticalError != 0 {
+				q.mu.Lock()
+				q.registered[d] = true
+				q.mu.Unlock()
+			}
+			return nvml.SUCCESS
+		}
+		d.GetSupportedEventTypesFunc = func() (uint64, nvml.Return) {
+			return nvml.EventTypeXidCriticalError, nvml.SUCCESS
+		}
+	}
+}
+
+// HangNow makes every later device call block until Release, as a wedged
+// driver does in the middle of a run (Options.Hang hangs from the start).
+func (s *Server) HangNow() { s.hangNow.Store(true) }
