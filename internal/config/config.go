@@ -37,6 +37,8 @@ type Config struct {
 	Ingest    Ingest    `toml:"ingest"`
 	Store     Store     `toml:"store"`
 	Ingest    Ingest    `toml:"ingest"`
+	Store     Store     `toml:"store"`
+	Ingest    Ingest    `toml:"ingest"`
 	Agent     Agent     `toml:"agent"`
 }
 
@@ -108,6 +110,8 @@ func Default() Config {
 		},
 		NFSSync:   defaultNFSSync(),
 		Container: defaultContainer(),
+		Store:     defaultStore(),
+		Ingest:    defaultIngest(),
 		Store:     defaultStore(),
 		Ingest:    defaultIngest(),
 		Store:     defaultStore(),
@@ -210,6 +214,12 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.Agent.validate(); err != nil {
+		return err
+	}
+	if err := c.Store.validate(); err != nil {
+		return err
+	}
+	if err := c.Ingest.validate(); err != nil {
 		return err
 	}
 	if err := c.Store.validate(); err != nil {

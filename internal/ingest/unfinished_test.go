@@ -1,0 +1,258 @@
+package ingest
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/aicloud/gpusuite/internal/ingest/gendata"
+	"github.com/aicloud/gpusuite/internal/record"
+)
+
+type jobRow struct {
+	End       int64
+	Estimated bool
+	Source    string
+	State     string
+	Alloc     int64
+}
+
+type queryer interface {
+	QueryRow(query string, args ...any) *sql.Row
+}
+
+// TestUnfinishedJobs: a job without an end is closed from sacct when it
+// answers, else at its last sample (flagged estimated); a later real end
+// replaces either.
+func TestUnfinishedJobs(t *testing.T) {
+	start := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name    string
+		sacct   Sacct
+		want    jobRow // after the grace period
+		wantArg string
+	}{
+		{"sacct answers", func(ctx context.Context, args ...string) ([]byte, error) {
+			return []byte("2026-03-02T02:30:00|COMPLETED|0:0\n"), nil
+		}, jobRow{End: start.Unix() + 9000, Source: "sacct", State: "completed"}, "-j"},
+		{"sacct says node failed", func(ctx context.Context, args ...string) ([]byte, error) {
+			return []byte("2026-03-02T02:30:00|NODE_FAIL|1:0\n"), nil
+		}, jobRow{End: start.Unix() + 9000, Source: "sacct", State: "node_fail"}, "-j"},
+		{"sacct fails", func(ctx context.Context, args ...string) ([]byte, error) {
+			return nil, errors.New("slurmdbd unreachable")
+		}, jobRow{Estimated: true, Source: "last_sample", State: "unknown"}, ""},
+		{"no sacct", nil, jobRow{Estimated: true, Source: "last_sample", State: "unknown"}, ""},
+		{"sacct says running", func(ctx context.Context, args ...string) ([]byte, error) {
+			return []byte("Unknown|RUNNING|0:0\n"), nil
+		}, jobRow{End: -1, State: "running"}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			truth, err := gendata.Generate(e.cfg.Ingest.Incoming, gendata.Options{Cluster: "c1", Nodes: 1, GPUsPerNode: 2, Start: start,
+				Duration: 3 * time.Hour, Interval: 10 * time.Second, JobsPerNode: 6, Open: 1, Seed: 7})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Keep the end events to ship later; generate them now.
+			ends := t.TempDir()
+			if _, err := gendata.Generate(ends, gendata.Options{Cluster: "c1", Nodes: 1, GPUsPerNode: 2, Start: start,
+				Duration: 3 * time.Hour, JobsPerNode: 6, Seed: 7}); err != nil {
+				t.Fatal(err)
+			}
+			s := e.open(t)
+			defer s.Close()
+			var asked []string
+			now := start.Add(3*time.Hour + e.cfg.Ingest.Grace.Duration + time.Minute)
+			deps := Deps{Store: s, Config: e.cfg, Log: quiet(), Now: func() time.Time { return now }, UID: os.Getuid(), SacctLocation: time.UTC}
+			if tc.sacct != nil {
+				deps.Sacct = func(ctx context.Context, args ...string) ([]byte, error) {
+					asked = append(asked, strings.Join(args, " "))
+					return tc.sacct(ctx, args...)
+				}
+			}
+			if _, err := New(deps).Pass(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if tc.sacct != nil && len(asked) != truth.Jobs {
+				t.Errorf("sacct asked %d times for %d open jobs", len(asked), truth.Jobs)
+			}
+			if len(asked) > 0 && asked[0] != "-j "+itoa(int(truth.JobList[0].ID))+" -X --parsable2 --noheader -o End,State,ExitCode" {
+				t.Errorf("sacct arguments %q", asked[0])
+			}
+			j := truth.JobList[0]
+			got := job(t, s.DB, j.ID)
+			want := tc.want
+			switch {
+			case want.End == -1:
+				want.End = 0
+			case want.Source == "last_sample":
+				// last sample of the job: the last 10 s step before its end
+				want.End = (j.End - 1) / 10 * 10
+			}
+			if want.End != 0 {
+				want.Alloc = int64(len(j.GPUs)) * (want.End - j.Start)
+			} else {
+				want.Alloc = int64(len(j.GPUs)) * (now.Unix() - j.Start)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("after grace (-want +got):\n%s", diff)
+			}
+			// The real ends arrive: they replace every estimate.
+			for _, p := range mustGlob(t, filepath.Join(ends, "gpu001", "*job_end.json")) {
+				data, _ := os.ReadFile(p)
+				writeFile(t, filepath.Join(e.cfg.Ingest.Incoming, "gpu001", filepath.Base(p)), data)
+			}
+			if _, err := New(deps).Pass(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			got = job(t, s.DB, j.ID)
+			want = jobRow{End: j.End, Source: "epilog", State: "completed", Alloc: int64(len(j.GPUs)) * (j.End - j.Start)}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("after the real end (-want +got):\n%s", diff)
+			}
+			truth.AllocGPUS = 0
+			for _, j := range truth.JobList {
+				truth.AllocGPUS += int64(len(j.GPUs)) * (j.End - j.Start)
+			}
+			truth.PerAccount = nil
+			checkTruth(t, s, truth)
+		})
+	}
+}
+
+func mustGlob(t *testing.T, pattern string) []string {
+	t.Helper()
+	m, err := filepath.Glob(pattern)
+	if err != nil || len(m) == 0 {
+		t.Fatalf("glob %s: %v (%d)", pattern, err, len(m))
+	}
+	return m
+}
+
+func job(t *testing.T, db queryer, id uint64) jobRow {
+	t.Helper()
+	var r jobRow
+	var end *int64
+	var src *string
+	if err := db.QueryRow(`SELECT end, end_estimated, end_source, state, alloc_gpu_s FROM jobs WHERE job_id = ?`, int64(id)).
+		Scan(&end, &r.Estimated, &src, &r.State, &r.Alloc); err != nil {
+		t.Fatal(err)
+	}
+	if end != nil {
+		r.End = *end
+	}
+	if src != nil {
+		r.Source = *src
+	}
+	return r
+}
+
+// TestServe: systemd readiness over NOTIFY_SOCKET, a file dropped in is
+// ingested without waiting for the poll, /metrics counts it, SIGTERM-like
+// cancellation stops cleanly with STOPPING=1.
+func TestServe(t *testing.T) {
+	e := newEnv(t)
+	e.cfg.Ingest.Interval.Duration = time.Hour // only fsnotify can wake it
+	e.cfg.Ingest.MetricsListen = "127.0.0.1:0"
+	sock := filepath.Join(e.root, "notify.sock")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	t.Setenv("NOTIFY_SOCKET", sock)
+	getenv := func(k string) string {
+		switch k {
+		case "NOTIFY_SOCKET":
+			return sock
+		case "WATCHDOG_USEC":
+			return "200000"
+		}
+		return ""
+	}
+	s := e.open(t)
+	defer s.Close()
+	reg := prometheus.NewRegistry()
+	deps := Deps{Store: s, Config: e.cfg, Log: quiet(), UID: os.Getuid(), Metrics: NewMetrics(reg, time.Now)}
+	srv := NewServer(New(deps), e.cfg, reg, quiet(), getenv)
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() { stopped <- srv.Run(ctx) }()
+	addr := <-srv.Addr
+	msgs := make(chan string, 100)
+	go func() {
+		buf := make([]byte, 1024)
+		for {
+			n, err := conn.Read(buf)
+			if err != nil {
+				return
+			}
+			msgs <- string(buf[:n])
+		}
+	}()
+	waitFor := func(want string) {
+		t.Helper()
+		deadline := time.After(10 * time.Second)
+		for {
+			select {
+			case m := <-msgs:
+				if m == want {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("no %q from the daemon", want)
+			}
+		}
+	}
+	waitFor("READY=1")
+	waitFor("WATCHDOG=1")
+	name, data := eventJSON(t, func(ev *record.Event) { ev.Time = time.Now().UTC().Add(-time.Minute) })
+	dir := filepath.Join(e.cfg.Ingest.Incoming, "gpu001")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the watcher adds the new node directory
+	writeFile(t, filepath.Join(dir, name), data)
+	deadline := time.Now().Add(10 * time.Second)
+	var body []byte
+	for time.Now().Before(deadline) {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err == nil {
+			body = readAll(resp)
+			if bytes.Contains(body, []byte("gpuacct_ingest_files_total 1")) {
+				break
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, want := range []string{"gpuacct_ingest_files_total 1", "gpuacct_ingest_records_total 1", "gpuacct_ingest_lag_seconds{node=\"c1/gpu001\"}",
+		"gpuacct_store_size_bytes", "gpuacct_ingest_last_success_timestamp_seconds", "gpuacct_ingest_quarantined_total 0", "gpuacct_ingest_refused_total 0"} {
+		if !bytes.Contains(body, []byte(want)) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	cancel()
+	waitFor("STOPPING=1")
+	if err := <-stopped; err != nil {
+		t.Errorf("serve returned %v", err)
+	}
+}
+
+func readAll(resp *http.Response) []byte {
+	defer resp.Body.Close()
+	var b bytes.Buffer
+	b.ReadFrom(resp.Body)
+	return b.Bytes()
+}
