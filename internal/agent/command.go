@@ -122,12 +122,12 @@ func Main(ctx context.Context, cfg config.Config, node string, log *slog.Logger)
 	}
 	defer lib.Close()
 	lib.Timeout = cfg.Agent.NVMLTimeout.Duration
-	if cfg.GPU.Backend == "simulated" {
-		log.Warn("sampling SIMULATED GPUs (gpu.backend = \"simulated\")", "count", cfg.GPU.Simulated.Count)
-	}
 	a, err := New(cfg, cfg.Cluster.Name, node, Deps{Lib: lib, Log: log})
 	if err != nil {
 		return err
+	}
+	if cfg.GPU.Backend == "simulated" {
+		log.Warn("sampling SIMULATED GPUs (gpu.backend = \"simulated\")", "count", cfg.GPU.Simulated.Count)
 	}
 	return a.Run(ctx, cfg.Agent.SocketPath(cfg.Spool.Dir), cfg.Agent.MetricsListen, systemdNotifier{log: log})
 }

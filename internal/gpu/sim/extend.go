@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 )
 
 // Constant is a workload that never changes.
@@ -66,8 +65,8 @@ func (s *Server) xids() *xidQueue {
 func (s *Server) installEvents() {
 	q := s.xids()
 	s.EventSetCreateFunc = func() (nvml.EventSet, nvml.Return) {
-		set := &mock.EventSet{}
-		set.WaitFunc = func(timeoutms uint32) (nvml.EventData, nvml.Return) {
+		set := &eventSet{}
+		set.wait = func(timeoutms uint32) (nvml.EventData, nvml.Return) {
 			q.mu.Lock()
 			if len(q.events) > 0 {
 				e := q.events[0]
@@ -81,7 +80,6 @@ func (s *Server) installEvents() {
 			}
 			return nvml.EventData{}, nvml.ERROR_TIMEOUT
 		}
-		set.FreeFunc = func() nvml.Return { return nvml.SUCCESS }
 		return set, nvml.SUCCESS
 	}
 	s.EventSetFreeFunc = func(nvml.EventSet) nvml.Return { return nvml.SUCCESS }
