@@ -8,6 +8,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/ingest"
 	"github.com/aicloud/gpusuite/internal/ingest"
 	"github.com/aicloud/gpusuite/internal/ingest"
+	"github.com/aicloud/gpusuite/internal/ingest"
 )
 
 // commands lists gpuacct's subcommands; each lives in its own package under

@@ -39,6 +39,8 @@ type Config struct {
 	Ingest    Ingest    `toml:"ingest"`
 	Store     Store     `toml:"store"`
 	Ingest    Ingest    `toml:"ingest"`
+	Store     Store     `toml:"store"`
+	Ingest    Ingest    `toml:"ingest"`
 	Agent     Agent     `toml:"agent"`
 }
 
@@ -110,6 +112,8 @@ func Default() Config {
 		},
 		NFSSync:   defaultNFSSync(),
 		Container: defaultContainer(),
+		Store:     defaultStore(),
+		Ingest:    defaultIngest(),
 		Store:     defaultStore(),
 		Ingest:    defaultIngest(),
 		Store:     defaultStore(),
@@ -214,6 +218,12 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.Agent.validate(); err != nil {
+		return err
+	}
+	if err := c.Store.validate(); err != nil {
+		return err
+	}
+	if err := c.Ingest.validate(); err != nil {
 		return err
 	}
 	if err := c.Store.validate(); err != nil {

@@ -301,7 +301,7 @@ func (in *Ingester) batch(ctx context.Context, files []file, res *Result) (int, 
 		}
 		sum := sha256.Sum256(data)
 		hash := hex.EncodeToString(sum[:])
-		dup, err := in.seen(b, f, hash)
+		dup, err := b.FileSeen(f.node, f.name, hash)
 		if err != nil {
 			b.Rollback()
 			return 0, err
@@ -330,7 +330,7 @@ func (in *Ingester) batch(ctx context.Context, files []file, res *Result) (int, 
 			}
 			return 0, fmt.Errorf("ingest %s: %w", f.path, err)
 		}
-		if err := in.record(b, f, hash, len(data), p.Records()); err != nil {
+		if err := b.FileIngested(f.node, f.name, hash, len(data), p.Records()); err != nil {
 			b.Rollback()
 			return 0, err
 		}
@@ -375,27 +375,6 @@ func (in *Ingester) apply(b *store.Batch, p *Parsed) (int, error) {
 		}
 		return 0, nil
 	}
-}
-
-func (in *Ingester) seen(b *store.Batch, f file, hash string) (bool, error) {
-	var n int
-	err := b.Tx().QueryRow(`SELECT count(*) FROM ingested_files f JOIN nodes n ON n.id = f.node_id WHERE n.name = ? AND f.name = ? AND f.sha256 = ?`,
-		f.node, f.name, hash).Scan(&n)
-	if err != nil {
-		return false, fmt.Errorf("look up %s: %w", f.path, err)
-	}
-	return n > 0, nil
-}
-
-func (in *Ingester) record(b *store.Batch, f file, hash string, size, records int) error {
-	_, err := b.Tx().Exec(`INSERT INTO ingested_files(node_id, name, sha256, size, records, at)
- SELECT id, ?, ?, ?, ?, ? FROM nodes WHERE name = ? ORDER BY id LIMIT 1
- ON CONFLICT DO UPDATE SET sha256 = excluded.sha256, size = excluded.size, records = excluded.records, at = excluded.at`,
-		f.name, hash, size, records, in.d.Now().Unix(), f.node)
-	if err != nil {
-		return fmt.Errorf("record %s as ingested: %w", f.path, err)
-	}
-	return nil
 }
 
 func (in *Ingester) bad(f file, reason string, res *Result) {

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"math"
@@ -19,6 +20,19 @@ import (
 type env struct {
 	root string
 	cfg  config.Config
+}
+
+type configT = config.Config
+
+// newEnvAt is the test configuration rooted at root.
+func newEnvAt(root string) config.Config {
+	cfg := config.Default()
+	cfg.Store.Path = filepath.Join(root, "gpuacct.db")
+	cfg.Ingest.Incoming = filepath.Join(root, "incoming")
+	cfg.Ingest.Quarantine = filepath.Join(root, "quarantine")
+	cfg.Ingest.Archive = filepath.Join(root, "archive")
+	cfg.Ingest.Sacct = ""
+	return cfg
 }
 
 func newEnv(t *testing.T) *env {
@@ -158,4 +172,47 @@ func TestSmallClusterMatchesTruth(t *testing.T) {
 	// A second pass over nothing changes nothing.
 	e.pass(t, s, start.Add(3*time.Hour+2*time.Minute))
 	checkTruth(t, s, truth)
+}
+
+func TestAggregatesStored(t *testing.T) {
+	e := newEnv(t)
+	start := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
+	truth, err := gendata.Generate(e.cfg.Ingest.Incoming, gendata.Options{Cluster: "c1", Nodes: 1, GPUsPerNode: 4, Start: start,
+		Duration: 2 * time.Hour, Interval: 10 * time.Second, JobsPerNode: 8, Aggregates: true, Seed: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := e.open(t)
+	defer s.Close()
+	e.pass(t, s, start.Add(3*time.Hour))
+	checkTruth(t, s, truth)
+	var n int
+	var util float64
+	if err := s.DB.QueryRow(`SELECT count(*), sum(util_s) FROM job_gpus WHERE agg_final = 1`).Scan(&n, &util); err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 || !near(util, truth.Used) {
+		t.Errorf("aggregates: %d rows, util_s %v, want %v", n, util, truth.Used)
+	}
+	// An older version (lower seq) of an aggregate does not replace a newer one.
+	if _, err := s.DB.Exec(`UPDATE job_gpus SET agg_seq = 5`); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(e.cfg.Ingest.Archive)
+	if len(ents) == 0 {
+		t.Fatal("nothing archived")
+	}
+	files, _ := filepath.Glob(filepath.Join(e.cfg.Ingest.Archive, "*", "gpu001", "jobgpu.*"))
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		var a map[string]any
+		json.Unmarshal(data, &a)
+		a["util_s"] = 0.0
+		out, _ := json.Marshal(a)
+		writeFile(t, filepath.Join(e.cfg.Ingest.Incoming, "gpu001", filepath.Base(f)), out)
+	}
+	e.pass(t, s, start.Add(3*time.Hour))
+	if err := s.DB.QueryRow(`SELECT sum(util_s) FROM job_gpus`).Scan(&util); err != nil || !near(util, truth.Used) {
+		t.Errorf("stale aggregate replaced a newer one: util_s %v", util)
+	}
 }

@@ -277,6 +277,7 @@ func writeSamples(dir string, o Options, node string, jobs []Job, t *Truth) (int
 	ivs := float64(iv) / 1000
 	start, end := o.Start.UnixMilli(), o.Start.Add(o.Duration).UnixMilli()
 	files := 0
+	aggs := map[[2]uint64]*record.JobGPU{}
 	var seq uint64
 	for segStart := start; segStart < end; segStart += o.Segment.Milliseconds() {
 		seq++
@@ -323,6 +324,26 @@ func writeSamples(dir string, o Options, node string, jobs []Job, t *Truth) (int
 					if seen[g] {
 						t.EnergyMJ += int64(de)
 					}
+					if o.Aggregates {
+						k := [2]uint64{cur.ID, uint64(g)}
+						a := aggs[k]
+						if a == nil {
+							a = &record.JobGPU{Schema: record.JobGPUSchema, Key: record.JobGPUKey(o.Cluster, cur.ID, 0, node, s.UUID), Seq: 1, Final: true,
+								Cluster: o.Cluster, Node: node, Job: cur.ID, User: cur.User, Account: cur.Account, Partition: cur.Partition,
+								UUID: s.UUID, Index: g, Model: "NVIDIA H100 80GB HBM3", First: s.Time, MemTotalMiB: 81559}
+							aggs[k] = a
+						}
+						a.Last = s.Time
+						a.Samples++
+						a.SampleSeconds += ivs
+						a.UtilSeconds += float64(util) * ivs / 100
+						a.UtilMax = max(a.UtilMax, util)
+						a.MemMaxMiB = max(a.MemMaxMiB, mem)
+						a.EnergyMJ += de
+						if util < 1 {
+							a.IdleSeconds += ivs
+						}
+					}
 				}
 				seen[g] = true
 				t.Samples++
@@ -335,6 +356,16 @@ func writeSamples(dir string, o Options, node string, jobs []Job, t *Truth) (int
 			return files, err
 		}
 		if err := f.Close(); err != nil {
+			return files, err
+		}
+		files++
+	}
+	for _, a := range aggs {
+		data, err := json.Marshal(a)
+		if err != nil {
+			return files, err
+		}
+		if err := os.WriteFile(filepath.Join(dir, record.JobGPUFileName(o.Cluster, a.Job, 0, node, a.UUID, a.Seq)), data, 0o600); err != nil {
 			return files, err
 		}
 		files++

@@ -21,6 +21,7 @@ CREATE TABLE gpus (
     model         TEXT NOT NULL DEFAULT '',
     mem_total_mib INTEGER
 );
+CREATE INDEX gpus_node ON gpus (node_id, model);
 
 -- jobs: one row per Slurm job run (a requeued job is a new run: restart).
 CREATE TABLE jobs (
@@ -191,13 +192,13 @@ CREATE TABLE rollup_daily (
 
 -- ingested_files: what each pass took in (pruned with the archive).
 CREATE TABLE ingested_files (
-    node_id       INTEGER NOT NULL,
+    node          TEXT NOT NULL,                  -- the incoming directory name
     name          TEXT NOT NULL,
     sha256        TEXT NOT NULL,
     size          INTEGER NOT NULL,
     records       INTEGER NOT NULL,
     at            INTEGER NOT NULL,
-    PRIMARY KEY (node_id, name)
+    PRIMARY KEY (node, name)
 ) WITHOUT ROWID;
 
 -- passes: one row per ingest pass, for gpuacct check and /metrics.

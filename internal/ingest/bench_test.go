@@ -1,0 +1,272 @@
+package ingest
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/ingest/gendata"
+	"github.com/aicloud/gpusuite/internal/store"
+)
+
+// BenchmarkIngestDay is the "done when" data set: 16 nodes × 8 GPUs
+// shipping a simulated day (events through the real hook code, 10 s
+// samples, job × GPU aggregates), ingested by one pass and checked against
+// the ground truth; then the sqlite3 command-line tool imports the same
+// sample rows from CSV into the same schema in one transaction.
+func BenchmarkIngestDay(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		benchDay(b)
+	}
+}
+
+func benchDay(b *testing.B) {
+	b.StopTimer()
+	root := b.TempDir()
+	os.Chmod(root, 0o755)
+	e := &env{root: root}
+	e.cfg = benchConfig(root)
+	os.MkdirAll(e.cfg.Ingest.Incoming, 0o755)
+	start := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
+	g0 := time.Now()
+	truth, err := gendata.Generate(e.cfg.Ingest.Incoming, gendata.Options{Cluster: "c1", Nodes: 16, GPUsPerNode: 8, Start: start,
+		Duration: 24 * time.Hour, Interval: 10 * time.Second, JobsPerNode: 312, HookEvents: true, Aggregates: true, Seed: 11})
+	if err != nil {
+		b.Fatal(err)
+	}
+	gen := time.Since(g0)
+	// Where the time goes, part 1: reading and validating alone.
+	p0 := time.Now()
+	v := Validator{Now: start.Add(25 * time.Hour), MaxFuture: time.Hour}
+	files, _ := filepath.Glob(filepath.Join(e.cfg.Ingest.Incoming, "*", "*"))
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := v.Parse(filepath.Base(filepath.Dir(f)), filepath.Base(f), data); err != nil {
+			b.Fatalf("%s: %v", f, err)
+		}
+	}
+	parse := time.Since(p0)
+	s, err := store.Open(context.Background(), store.Options{Path: e.cfg.Store.Path})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	b.StartTimer()
+	i0 := time.Now()
+	res, err := New(Deps{Store: s, Config: e.cfg, Log: quiet(), Now: func() time.Time { return start.Add(25 * time.Hour) }, UID: os.Getuid()}).Pass(context.Background())
+	ingest := time.Since(i0)
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	x := totalsB(b, s)
+	if x.Jobs != int64(truth.Jobs) || x.Samples != int64(truth.Samples) || x.Alloc != truth.AllocGPUS || !near(x.Used, truth.Used) || x.Energy != truth.EnergyMJ {
+		b.Fatalf("ledger differs from ground truth: %+v vs jobs %d samples %d alloc %d used %v energy %d", x, truth.Jobs, truth.Samples, truth.AllocGPUS, truth.Used, truth.EnergyMJ)
+	}
+	// The sqlite3 CLI imports the same sample rows from CSV in one transaction.
+	csvPath := filepath.Join(root, "samples.csv")
+	if err := exportCSV(s.DB, csvPath); err != nil {
+		b.Fatal(err)
+	}
+	cliDB := filepath.Join(root, "cli.db")
+	c, err := store.Open(context.Background(), store.Options{Path: cliDB})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c.Close()
+	script := ".bail on\nPRAGMA journal_mode=WAL;\nPRAGMA synchronous=FULL;\n.mode csv\nBEGIN;\n.import " + csvPath + " samples\nCOMMIT;\n"
+	c0 := time.Now()
+	cmd := exec.Command("sqlite3", cliDB)
+	cmd.Stdin = strings.NewReader(script)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("sqlite3 import: %v: %s", err, out)
+	}
+	cliTime := time.Since(c0)
+	var cliRows int64
+	c, _ = store.Open(context.Background(), store.Options{Path: cliDB, ReadOnly: true})
+	c.DB.QueryRow(`SELECT count(*) FROM samples`).Scan(&cliRows)
+	c.Close()
+	if cliRows != x.Samples {
+		b.Fatalf("sqlite3 imported %d rows, want %d", cliRows, x.Samples)
+	}
+	var inSize int64
+	for _, f := range files {
+		if st, err := os.Stat(f); err == nil {
+			inSize += st.Size()
+		}
+	}
+	sps := float64(truth.Samples) / ingest.Seconds()
+	b.ReportMetric(sps, "samples/s")
+	b.ReportMetric(float64(truth.Samples)/cliTime.Seconds(), "cli-samples/s")
+	b.ReportMetric(ingest.Seconds()/cliTime.Seconds(), "x-cli")
+	b.Logf("data set: %d nodes × %d GPUs, 1 day: %d jobs, %d samples, %d files (%.0f MiB), generated in %s", 16, 8, truth.Jobs, truth.Samples, len(files), float64(inSize)/(1<<20), gen.Round(time.Millisecond))
+	b.Logf("gpuacct ingest pass: %s (%.0f samples/s; %d files, %d records); of which read+decode+validate alone %s", ingest.Round(time.Millisecond), sps, res.Files, res.Records, parse.Round(time.Millisecond))
+	b.Logf("sqlite3 CLI .import of the same %d sample rows from CSV (%.0f MiB), one transaction: %s (%.0f samples/s)", cliRows, fileMiB(csvPath), cliTime.Round(time.Millisecond), float64(cliRows)/cliTime.Seconds())
+	b.Logf("ratio gpuacct / sqlite3 CLI: %.2f×; DB size %.1f MiB (%.0f bytes/sample incl. jobs and rollups)", ingest.Seconds()/cliTime.Seconds(), float64(s.Size())/(1<<20), float64(s.Size())/float64(truth.Samples))
+	b.Logf("ground truth matched: jobs %d, allocated %d GPU-s, used %.1f GPU-s, energy %d mJ", x.Jobs, x.Alloc, x.Used, x.Energy)
+}
+
+func fileMiB(p string) float64 {
+	st, err := os.Stat(p)
+	if err != nil {
+		return 0
+	}
+	return float64(st.Size()) / (1 << 20)
+}
+
+func benchConfig(root string) configT {
+	e := newEnvAt(root)
+	e.Ingest.Keep = "delete"
+	return e
+}
+
+func totalsB(b *testing.B, s *store.Store) totals {
+	var x totals
+	if err := s.DB.QueryRow(`SELECT count(*), coalesce(sum(CASE WHEN end IS NOT NULL THEN alloc_gpu_s END), 0), coalesce(sum(used_gpu_s), 0), coalesce(sum(energy_mj), 0) FROM jobs`).Scan(&x.Jobs, &x.Alloc, &x.Used, &x.Energy); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.DB.QueryRow(`SELECT count(*) FROM samples`).Scan(&x.Samples); err != nil {
+		b.Fatal(err)
+	}
+	return x
+}
+
+// exportCSV writes the samples table as CSV (NULL as empty) in column order.
+func exportCSV(db *sql.DB, path string) error {
+	rows, err := db.Query(`SELECT * FROM samples`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w := bufio.NewWriterSize(f, 1<<20)
+	vals := make([]sql.NullString, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return err
+		}
+		for i, v := range vals {
+			if i > 0 {
+				w.WriteByte(',')
+			}
+			if v.Valid {
+				if strings.ContainsAny(v.String, ",\"\n") {
+					w.WriteString(strconv.Quote(v.String))
+				} else {
+					w.WriteString(v.String)
+				}
+			}
+		}
+		w.WriteByte('\n')
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+// BenchmarkIngestYear ingests the job events of a 1,000-GPU cluster
+// (125 nodes × 8, about 2 million jobs a year) for GPUSUITE_BENCH_DAYS days
+// (default 14), then measures the month-by-team query over the daily rollup
+// and the same aggregation by the sqlite3 CLI over the jobs table.
+func BenchmarkIngestYear(b *testing.B) {
+	days := 14
+	if v, err := strconv.Atoi(os.Getenv("GPUSUITE_BENCH_DAYS")); err == nil && v > 0 {
+		days = v
+	}
+	for i := 0; i < b.N; i++ {
+		benchYear(b, days)
+	}
+}
+
+func benchYear(b *testing.B, days int) {
+	b.StopTimer()
+	root := b.TempDir()
+	os.Chmod(root, 0o755)
+	cfg := benchConfig(root)
+	os.MkdirAll(cfg.Ingest.Incoming, 0o755)
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	g0 := time.Now()
+	// 2,000,000 jobs / 365 days / 125 nodes ≈ 44 jobs per node per day.
+	truth, err := gendata.Generate(cfg.Ingest.Incoming, gendata.Options{Cluster: "c1", Nodes: 125, GPUsPerNode: 8, Start: start,
+		Duration: time.Duration(days) * 24 * time.Hour, JobsPerNode: 44 * days, Seed: 12})
+	if err != nil {
+		b.Fatal(err)
+	}
+	gen := time.Since(g0)
+	s, err := store.Open(context.Background(), store.Options{Path: cfg.Store.Path})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	now := start.Add(time.Duration(days)*24*time.Hour + time.Hour)
+	b.StartTimer()
+	i0 := time.Now()
+	res, err := New(Deps{Store: s, Config: cfg, Log: quiet(), Now: func() time.Time { return now }, UID: os.Getuid()}).Pass(context.Background())
+	ingest := time.Since(i0)
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	x := totalsB(b, s)
+	if x.Jobs != int64(truth.Jobs) || x.Alloc != truth.AllocGPUS {
+		b.Fatalf("ledger differs from ground truth: jobs %d/%d alloc %d/%d", x.Jobs, truth.Jobs, x.Alloc, truth.AllocGPUS)
+	}
+	if _, err := s.DB.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		b.Fatal(err)
+	}
+	count := func(tbl string) int64 {
+		var n int64
+		s.DB.QueryRow(`SELECT count(*) FROM ` + tbl).Scan(&n)
+		return n
+	}
+	const teamsByMonth = `SELECT strftime('%Y-%m', day*86400, 'unixepoch') AS month, account, sum(alloc_gpu_s)/3600.0, sum(used_gpu_s)/3600.0, sum(jobs)
+ FROM rollup_daily WHERE ignored = 0 GROUP BY month, account ORDER BY month, account`
+	q0 := time.Now()
+	rows, err := s.DB.Query(teamsByMonth)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := 0
+	for rows.Next() {
+		n++
+	}
+	rows.Close()
+	qTime := time.Since(q0)
+	const cliJobs = `SELECT strftime('%Y-%m', start, 'unixepoch') AS month, account, sum(alloc_gpu_s)/3600.0, sum(used_gpu_s)/3600.0, count(*) FROM jobs WHERE ignored = 0 GROUP BY month, account;`
+	c0 := time.Now()
+	cmd := exec.Command("sqlite3", "-readonly", cfg.Store.Path, cliJobs)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("sqlite3: %v: %s", err, out)
+	}
+	cliTime := time.Since(c0)
+	size := s.Size()
+	scale := 365.0 / float64(days)
+	b.ReportMetric(float64(truth.Jobs)/ingest.Seconds(), "jobs/s")
+	b.Logf("1,000-GPU cluster (125 nodes × 8 GPUs), %d days: %d jobs, %d event files, generated in %s", days, truth.Jobs, res.Files, gen.Round(time.Millisecond))
+	b.Logf("ingest: %s (%.0f jobs/s, %.0f events/s); DB %.1f MiB: jobs %d, job_nodes %d, job_gpus %d, job_hours %d, rollup_hourly %d, rollup_daily %d rows",
+		ingest.Round(time.Millisecond), float64(truth.Jobs)/ingest.Seconds(), float64(res.Files)/ingest.Seconds(), float64(size)/(1<<20),
+		count("jobs"), count("job_nodes"), count("job_gpus"), count("job_hours"), count("rollup_hourly"), count("rollup_daily"))
+	b.Logf("teams by month over rollup_daily: %s (%d rows); the same by the sqlite3 CLI over the jobs table: %s", qTime.Round(time.Microsecond), n, cliTime.Round(time.Millisecond))
+	b.Logf("extrapolated to a year (×%.1f, linear): %.0f jobs, ingest %s, DB %.1f GiB without raw samples, rollup_daily %.0f rows",
+		scale, float64(truth.Jobs)*scale, (time.Duration(float64(ingest) * scale)).Round(time.Second), float64(size)*scale/(1<<30), float64(count("rollup_daily"))*scale)
+}
