@@ -154,6 +154,13 @@ start() {
     chown munge:munge /etc/munge/munge.key && chmod 0400 /etc/munge/munge.key
     runuser -u munge -- /usr/sbin/munged || /usr/sbin/munged --force
   fi
+  # slurmd registers once at start and then only every minute or so: make
+  # sure munge answers before starting it.
+  for i in $(seq 1 50); do
+    munge -n </dev/null 2>/dev/null | unmunge >/dev/null 2>&1 && break
+    [ "$i" -eq 50 ] && { log "munged does not answer: see /var/log/munge/munged.log"; exit 1; }
+    sleep 0.1
+  done
   slurmctld -f "$SLURM_CONF" -i
   slurmd -f "$SLURM_CONF" -N "$NODE"
   local i
