@@ -35,12 +35,6 @@ type Config struct {
 	Container Container `toml:"container"`
 	Store     Store     `toml:"store"`
 	Ingest    Ingest    `toml:"ingest"`
-	Store     Store     `toml:"store"`
-	Ingest    Ingest    `toml:"ingest"`
-	Store     Store     `toml:"store"`
-	Ingest    Ingest    `toml:"ingest"`
-	Store     Store     `toml:"store"`
-	Ingest    Ingest    `toml:"ingest"`
 	Agent     Agent     `toml:"agent"`
 }
 
@@ -112,12 +106,6 @@ func Default() Config {
 		},
 		NFSSync:   defaultNFSSync(),
 		Container: defaultContainer(),
-		Store:     defaultStore(),
-		Ingest:    defaultIngest(),
-		Store:     defaultStore(),
-		Ingest:    defaultIngest(),
-		Store:     defaultStore(),
-		Ingest:    defaultIngest(),
 		Store:     defaultStore(),
 		Ingest:    defaultIngest(),
 		Agent:     defaultAgent(),
@@ -218,24 +206,6 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.Agent.validate(); err != nil {
-		return err
-	}
-	if err := c.Store.validate(); err != nil {
-		return err
-	}
-	if err := c.Ingest.validate(); err != nil {
-		return err
-	}
-	if err := c.Store.validate(); err != nil {
-		return err
-	}
-	if err := c.Ingest.validate(); err != nil {
-		return err
-	}
-	if err := c.Store.validate(); err != nil {
-		return err
-	}
-	if err := c.Ingest.validate(); err != nil {
 		return err
 	}
 	if err := c.Store.validate(); err != nil {
