@@ -1,14 +1,15 @@
-// Command nfs-sync is part of gpusuite; see README.md.
+// Command nfs-sync makes same-second updates on the shared NFS /data
+// visible on every server; see docs/nfs.md.
 package main
 
 import (
-	"fmt"
 	"os"
+
+	"github.com/aicloud/gpusuite/internal/nfssync"
 )
 
-func main() { os.Exit(run(os.Args, os.Stderr)) }
+func main() { os.Exit(run(os.Args, os.Stdout, os.Stderr, os.Getenv)) }
 
-func run(args []string, stderr *os.File) int {
-	fmt.Fprintf(stderr, "%s: not built yet\n", args[0])
-	return 2
+func run(args []string, stdout, stderr *os.File, getenv func(string) string) int {
+	return nfssync.Main(args, stdout, stderr, getenv)
 }

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -96,6 +98,9 @@ const maxDenied = 100000
 // Fix makes one attempt on rel beneath the directory dirfd. prev, when
 // not nil, is the state seen by an earlier attempt that returned Wait.
 func (f *Fixer) Fix(dirfd int, rel string, prev *Stat) Result {
+	if rel == "" || strings.HasPrefix(rel, "/") || slices.Contains(strings.Split(rel, "/"), "..") {
+		return Result{Outcome: SkipOutside, Why: "the path leaves the directory"}
+	}
 	fd, err := f.Sys.OpenPath(dirfd, rel)
 	if err != nil {
 		return errResult(err, "open")

@@ -60,6 +60,7 @@ type Daemon struct {
 	queued  atomic.Int64 // emitted, not yet taken by the loop
 	pending atomic.Int64 // waiting or in flight
 	backend atomic.Value // string
+	ping    chan chan struct{}
 }
 
 type watchRoot struct {
@@ -79,7 +80,7 @@ func NewDaemon(opt Options, fixer *Fixer, m *Metrics, log *slog.Logger, now func
 		opt.MaxAttempts = 3
 	}
 	return &Daemon{opt: opt, fixer: fixer, log: log, metrics: m, now: now,
-		events: make(chan string, 16384), over: make(chan struct{}, 1),
+		events: make(chan string, 16384), over: make(chan struct{}, 1), ping: make(chan chan struct{}),
 		limiter: newLimiter(opt.MaxFixesPerSecond, now)}
 }
 
@@ -223,6 +224,8 @@ func (d *Daemon) Run(ctx context.Context, ready func()) error {
 			readyQ = readyQ[1:]
 		case r := <-results:
 			d.onResult(r, pending, &h)
+		case c := <-d.ping:
+			close(c)
 		case <-d.over:
 			d.metrics.Overflows.Inc()
 			d.log.Warn("the kernel's event queue overflowed; rescanning for recently changed files", "lookback", d.opt.RescanLookback)
@@ -257,6 +260,22 @@ func (d *Daemon) overflow() {
 	case d.over <- struct{}{}:
 	default:
 	}
+}
+
+// Alive reports whether the daemon's loop answers within timeout.
+func (d *Daemon) Alive(ctx context.Context, timeout time.Duration) bool {
+	c := make(chan struct{})
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case d.ping <- c:
+	case <-t.C:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+	<-c
+	return true
 }
 
 // WaitIdle returns once no file is waiting or being fixed, or ctx ends.

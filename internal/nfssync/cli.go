@@ -1,0 +1,550 @@
+package nfssync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/config"
+	"github.com/aicloud/gpusuite/internal/logging"
+	"github.com/coreos/go-systemd/v22/daemon"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
+)
+
+const prog = "nfs-sync"
+
+// exitCode carries a command's exit status (run passes CMD's on).
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+// usageError marks bad input on the command line (exit 2).
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usagef(format string, a ...any) error { return &usageError{fmt.Errorf(format, a...)} }
+
+// Main runs the nfs-sync command line and returns the exit status.
+func Main(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	return MainContext(context.Background(), args, stdout, stderr, getenv)
+}
+
+// MainContext is Main ending when ctx ends (tests stop watch with it).
+func MainContext(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	app := newApp(stdout, stderr, getenv)
+	err := app.RunContext(ctx, args)
+	if err == nil {
+		return 0
+	}
+	var ec exitCode
+	if errors.As(err, &ec) {
+		return int(ec)
+	}
+	fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return 2
+	}
+	return 1
+}
+
+func onUsageError(name string) cli.OnUsageErrorFunc {
+	return func(_ *cli.Context, err error, _ bool) error {
+		msg := err.Error()
+		if rest, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
+			if len(rest) > 2 && rest[0] == '-' && rest[1] != '-' {
+				rest = "-" + rest
+			}
+			msg = "unknown option " + rest
+		}
+		return usagef("%s (see %s --help)", msg, name)
+	}
+}
+
+func newApp(stdout, stderr io.Writer, getenv func(string) string) *cli.App {
+	env := &cliEnv{stdout: stdout, stderr: stderr, getenv: getenv}
+	windowFlag := &cli.DurationFlag{Name: "window", EnvVars: []string{"GPUSUITE_NFSSYNC_WINDOW"},
+		Usage: "wait this long after a file's mtime before touching it (default from config, 1.1s)"}
+	dryRun := &cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "show what would be touched and why; touch nothing"}
+	backend := &cli.StringFlag{Name: "backend", EnvVars: []string{"GPUSUITE_NFSSYNC_BACKEND"},
+		Usage: "how closes are seen: auto, fanotify (root) or inotify (default from config, auto)"}
+	return &cli.App{
+		Name:      prog,
+		Usage:     "make same-second updates on the shared NFS /data visible on every server",
+		UsageText: "nfs-sync [--config FILE] COMMAND [options] [arguments]",
+		Description: `An NFS client keeps its cached copy of a file while the file's mtime and size
+look unchanged. With 1 s timestamps, two writes inside one second with the same
+size look unchanged, and other servers go on reading the old content. nfs-sync
+touches such files on the server that wrote them, once the second has passed.
+
+Examples:
+   nfs-sync touch results.csv            # after updating it from this server
+   nfs-sync run -- python train.py       # run, then fix what it wrote in .
+   nfs-sync watch                        # the daemon (systemd: nfs-sync.service)
+   nfs-sync --config /etc/gpusuite/gpusuite.toml watch --dry-run /data/home
+
+See docs/nfs.md.`,
+		Writer:                    stdout,
+		ErrWriter:                 stderr,
+		HideHelpCommand:           true,
+		DisableSliceFlagSeparator: true,
+		ExitErrHandler:            func(*cli.Context, error) {},
+		OnUsageError:              onUsageError(prog),
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "config", EnvVars: []string{config.EnvPath}, Usage: "site configuration `FILE` (default " + config.DefaultPath + ")"},
+			&cli.StringFlag{Name: "log-level", EnvVars: []string{"GPUSUITE_NFSSYNC_LOG_LEVEL"}, Usage: "debug, info, warn or error (default from config, info)"},
+		},
+		Commands: []*cli.Command{
+			{
+				Name:      "touch",
+				Usage:     "fix files now: wait out the timestamp granule of their last write, then touch them",
+				ArgsUsage: "FILE...",
+				UsageText: "nfs-sync touch [--dry-run] [--window D] FILE...",
+				Description: `Waits until the server's clock has left the granule of each file's last write,
+checks the file did not change meanwhile, sets its times to the server's time
+(write permission is enough) and checks that its mtime moved. Symlinks and
+non-regular files are left alone; nothing is opened for writing.
+
+Examples:
+   nfs-sync touch results.csv model.ckpt
+   nfs-sync touch --dry-run *.log`,
+				OnUsageError: onUsageError("nfs-sync touch"),
+				Flags:        []cli.Flag{windowFlag, dryRun},
+				Action:       env.touch,
+			},
+			{
+				Name:      "run",
+				Usage:     "run a command, then fix the files it wrote",
+				ArgsUsage: "-- CMD [ARG...]",
+				UsageText: "nfs-sync run [--dir DIR]... [--dry-run] -- CMD [ARG...]",
+				Description: `Watches DIR (default: the current directory, recursively) while CMD runs and
+fixes every file closed after writing there, as touch does. The exit status is
+CMD's.
+
+Examples:
+   nfs-sync run -- python train.py --epochs 3
+   nfs-sync run --dir /data/shared/results -- ./postprocess.sh`,
+				OnUsageError: onUsageError("nfs-sync run"),
+				Flags: []cli.Flag{
+					&cli.StringSliceFlag{Name: "dir", Usage: "watch `DIR` (repeatable; default the current directory)"},
+					windowFlag, dryRun, backend,
+				},
+				Action: env.run,
+			},
+			{
+				Name:      "watch",
+				Usage:     "the daemon: fix every file written on this server below DIR (default nfssync.dirs)",
+				ArgsUsage: "[DIR...]",
+				UsageText: "nfs-sync watch [options] [DIR...]",
+				Description: `Sees files closed after writing by processes on this server (fanotify, one mark
+per mount, as root; inotify otherwise), coalesces bursts per file and touches
+each file once per burst, after the granule of its last write. Serves counts
+on /metrics and speaks systemd's notify and watchdog protocol.
+
+Examples:
+   nfs-sync watch                                  # nfssync.dirs, default /data
+   nfs-sync watch --dry-run --log-level info /data/home/alice
+   nfs-sync watch --backend inotify --metrics-listen 127.0.0.1:9465`,
+				OnUsageError: onUsageError("nfs-sync watch"),
+				Flags: []cli.Flag{
+					backend, windowFlag, dryRun,
+					&cli.DurationFlag{Name: "settle", EnvVars: []string{"GPUSUITE_NFSSYNC_SETTLE"}, Usage: "quiet time that ends a burst of closes"},
+					&cli.StringSliceFlag{Name: "exclude", EnvVars: []string{"GPUSUITE_NFSSYNC_EXCLUDE"}, Usage: "`GLOB` of files never touched, added to nfssync.exclude (repeatable)"},
+					&cli.IntFlag{Name: "max-fixes-per-second", EnvVars: []string{"GPUSUITE_NFSSYNC_MAX_FIXES_PER_SECOND"}, Usage: "cap on touches per second (0: none)"},
+					&cli.IntFlag{Name: "max-watches", EnvVars: []string{"GPUSUITE_NFSSYNC_MAX_WATCHES"}, Usage: "cap on inotify watches (0: the kernel's limit)"},
+					&cli.StringFlag{Name: "metrics-listen", EnvVars: []string{"GPUSUITE_NFSSYNC_METRICS_LISTEN"}, Usage: "`ADDR` of /metrics (empty: off)"},
+					&cli.StringFlag{Name: "probe-file", EnvVars: []string{"GPUSUITE_NFSSYNC_PROBE_FILE"}, Usage: "existing `FILE` on the share whose timestamps calibrate the window"},
+				},
+				Action: env.watch,
+			},
+			{
+				Name:      "calibrate",
+				Usage:     "measure the server's timestamp granularity and clock offset with a probe file",
+				ArgsUsage: "[PROBE]",
+				UsageText: "nfs-sync calibrate [PROBE]",
+				Description: `Touches PROBE (default nfssync.probe_file; it must exist and be writable) a few
+times and reads back the server's timestamps: prints the granularity, the
+offset of the server's clock and the window to configure.
+
+Examples:
+   touch /data/.nfs-sync-probe && nfs-sync calibrate /data/.nfs-sync-probe`,
+				OnUsageError: onUsageError("nfs-sync calibrate"),
+				Action:       env.calibrate,
+			},
+		},
+	}
+}
+
+type cliEnv struct {
+	stdout, stderr io.Writer
+	getenv         func(string) string
+}
+
+// setup loads the configuration, applies the flags that were set and
+// builds the logger.
+func (e *cliEnv) setup(c *cli.Context) (config.NFSSync, *slog.Logger, error) {
+	path, explicit := config.Path(c.String("config"), e.getenv)
+	cfg, err := config.Load(path, explicit)
+	if err != nil {
+		return config.NFSSync{}, nil, fmt.Errorf("%w (fix the file or point --config/%s at another)", err, config.EnvPath)
+	}
+	n := cfg.NFSSync
+	if c.IsSet("log-level") {
+		n.LogLevel = c.String("log-level")
+	}
+	level, err := logging.ParseLevel(n.LogLevel)
+	if err != nil {
+		return n, nil, usagef("--log-level: %v", err)
+	}
+	if c.IsSet("window") {
+		if w := c.Duration("window"); w <= 0 || w > time.Minute {
+			return n, nil, usagef("--window %s is outside (0s, 1m]; the default 1.1s suits 1 s timestamps", w)
+		}
+		n.Window = config.Dur(c.Duration("window"))
+	}
+	if c.IsSet("backend") {
+		switch b := c.String("backend"); b {
+		case "auto", "fanotify", "inotify":
+			n.Backend = b
+		default:
+			return n, nil, usagef("--backend %q is not auto, fanotify or inotify", b)
+		}
+	}
+	return n, logging.New(prog, e.stderr, level, e.getenv), nil
+}
+
+func (e *cliEnv) fixer(c *cli.Context, n config.NFSSync, log *slog.Logger) *Fixer {
+	fx := NewFixer(n.Window.Duration, time.Now, log)
+	fx.AsOwner = n.AsOwner
+	fx.DryRun = c.Bool("dry-run")
+	return fx
+}
+
+func (e *cliEnv) touch(c *cli.Context) error {
+	if c.NArg() == 0 {
+		return usagef("touch needs at least one FILE (see nfs-sync touch --help)")
+	}
+	n, log, err := e.setup(c)
+	if err != nil {
+		return err
+	}
+	fx := e.fixer(c, n, log)
+	failed := 0
+	for _, p := range c.Args().Slice() {
+		r, err := FixFile(c.Context, fx, p)
+		if err != nil {
+			return err
+		}
+		if !e.report(p, r) {
+			failed++
+		}
+	}
+	if failed > 0 {
+		return exitCode(1)
+	}
+	return nil
+}
+
+// report prints one line about a file; false when it was not fixed and
+// the user should know.
+func (e *cliEnv) report(p string, r Result) bool {
+	switch r.Outcome {
+	case Fixed:
+		fmt.Fprintf(e.stdout, "touched %s (mtime %s -> %s)\n", p, r.Before.Mtime.Format(time.RFC3339Nano), r.After.Mtime.Format(time.RFC3339Nano))
+		return true
+	case WouldFix:
+		fmt.Fprintf(e.stdout, "would touch %s: %s\n", p, r.Why)
+		return true
+	case SkipNotRegular, SkipSymlink, SkipFuture, SkipOtherMount:
+		fmt.Fprintf(e.stdout, "left alone %s: %s\n", p, r.Why)
+		return true
+	case SkipGone, SkipStale:
+		fmt.Fprintf(e.stderr, "%s: %s: %s\n", prog, p, "no such file (deleted or moved away)")
+		return false
+	case SkipPermission:
+		fmt.Fprintf(e.stderr, "%s: %s: not allowed to set its times (%s); run as its owner or someone who may write it\n", prog, p, r.Why)
+		return false
+	default:
+		fmt.Fprintf(e.stderr, "%s: %s: %s\n", prog, p, r.Why)
+		return false
+	}
+}
+
+// FixFile fixes one file named by path, waiting as long as needed: the
+// directory part may contain symlinks the user chose, the file itself may
+// not be one.
+func FixFile(ctx context.Context, fx *Fixer, path string) (Result, error) {
+	dir, base := filepath.Split(filepath.Clean(path))
+	if dir == "" {
+		dir = "."
+	}
+	if base == "" || base == "/" || base == "." || base == ".." {
+		return Result{Outcome: SkipNotRegular, Why: "not a regular file"}, nil
+	}
+	dfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return errResult(err, "open directory "+dir), nil
+	}
+	defer unix.Close(dfd)
+	var prev *Stat
+	for attempt := 0; ; {
+		r := fx.Fix(dfd, base, prev)
+		switch r.Outcome {
+		case Wait:
+			st := r.Before
+			prev = &st
+		case NotMoved:
+			if attempt++; attempt >= 3 {
+				return r, nil
+			}
+		default:
+			return r, nil
+		}
+		t := time.NewTimer(time.Until(r.Retry))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return r, fmt.Errorf("interrupted while waiting to touch %q", path)
+		case <-t.C:
+		}
+	}
+}
+
+func (e *cliEnv) run(c *cli.Context) error {
+	argv := c.Args().Slice()
+	if len(argv) == 0 {
+		return usagef("run needs a command: nfs-sync run -- CMD [ARG...]")
+	}
+	n, log, err := e.setup(c)
+	if err != nil {
+		return err
+	}
+	dirs := c.StringSlice("dir")
+	if len(dirs) == 0 {
+		dirs = []string{"."}
+	}
+	for i, d := range dirs {
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return usagef("--dir %q: %v", d, err)
+		}
+		if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+			return usagef("--dir %q is not a directory", d)
+		}
+		dirs[i] = abs
+	}
+	mx, err := NewMatcher(n.Exclude)
+	if err != nil {
+		return err
+	}
+	fx := e.fixer(c, n, log)
+	d := NewDaemon(Options{Roots: dirs, Backend: n.Backend, Settle: n.Settle.Duration, Exclude: mx,
+		MaxFixesPerSecond: n.MaxFixesPerSecond, Workers: n.Workers, MaxPending: n.MaxPending,
+		MaxWatches: n.MaxWatches, RescanLookback: n.RescanLookback.Duration},
+		fx, NewMetrics(prometheus.NewRegistry()), log, time.Now)
+	ctx, cancel := context.WithCancel(c.Context)
+	defer cancel()
+	ready, errc := make(chan struct{}), make(chan error, 1)
+	go func() { errc <- d.Run(ctx, func() { close(ready) }) }()
+	select {
+	case <-ready:
+	case err := <-errc:
+		return err
+	}
+	cmd := exec.CommandContext(c.Context, argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, e.stdout, e.stderr
+	runErr := cmd.Run()
+	// Let the last closes arrive, then wait for their fixes.
+	time.Sleep(50 * time.Millisecond)
+	d.WaitIdle(c.Context)
+	cancel()
+	if err := <-errc; err != nil {
+		return err
+	}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(runErr, &ee):
+		return exitCode(ee.ExitCode())
+	case runErr != nil:
+		return fmt.Errorf("run %q: %w", argv[0], runErr)
+	}
+	return nil
+}
+
+func (e *cliEnv) calibrate(c *cli.Context) error {
+	if c.NArg() > 1 {
+		return usagef("calibrate takes one PROBE file")
+	}
+	n, _, err := e.setup(c)
+	if err != nil {
+		return err
+	}
+	probe := n.ProbeFile
+	if c.NArg() == 1 {
+		probe = c.Args().First()
+	}
+	if probe == "" {
+		return usagef("calibrate needs a PROBE file (or nfssync.probe_file in the config)")
+	}
+	cal, err := Calibrate(c.Context, realSys{}, probe, time.Now, 5)
+	if err != nil {
+		return err
+	}
+	g := "finer than 1s"
+	if cal.Granularity > 0 {
+		g = cal.Granularity.String()
+	}
+	fmt.Fprintf(e.stdout, "granularity: %s\nserver clock - this clock: %s .. %s\nwindow: %s (nfssync.window = %q)\n",
+		g, cal.OffsetLow.Round(time.Millisecond), cal.OffsetHigh.Round(time.Millisecond),
+		cal.Window.Round(time.Millisecond), cal.Window.Round(10*time.Millisecond).String())
+	return nil
+}
+
+func (e *cliEnv) watch(c *cli.Context) error {
+	n, log, err := e.setup(c)
+	if err != nil {
+		return err
+	}
+	if c.NArg() > 0 {
+		n.Dirs = c.Args().Slice()
+	}
+	for i, d := range n.Dirs {
+		if !filepath.IsAbs(d) {
+			abs, err := filepath.Abs(d)
+			if err != nil {
+				return usagef("%q: %v", d, err)
+			}
+			n.Dirs[i] = abs
+		}
+		if fi, err := os.Stat(n.Dirs[i]); err != nil || !fi.IsDir() {
+			return usagef("watched directory %q does not exist or is not a directory (set nfssync.dirs or pass DIR)", d)
+		}
+	}
+	if c.IsSet("settle") {
+		n.Settle = config.Dur(c.Duration("settle"))
+	}
+	if c.IsSet("exclude") {
+		n.Exclude = append(n.Exclude, c.StringSlice("exclude")...)
+	}
+	if c.IsSet("max-fixes-per-second") {
+		n.MaxFixesPerSecond = c.Int("max-fixes-per-second")
+	}
+	if c.IsSet("max-watches") {
+		n.MaxWatches = c.Int("max-watches")
+	}
+	if c.IsSet("metrics-listen") {
+		n.MetricsListen = c.String("metrics-listen")
+	}
+	if c.IsSet("probe-file") {
+		n.ProbeFile = c.String("probe-file")
+	}
+	mx, err := NewMatcher(n.Exclude)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	if n.MaxFixesPerSecond < 0 || n.MaxWatches < 0 || n.Settle.Duration < 0 {
+		return usagef("--settle, --max-fixes-per-second and --max-watches must not be negative")
+	}
+
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := NewMetrics(reg)
+	fx := e.fixer(c, n, log)
+	if n.ProbeFile != "" {
+		cal, err := Calibrate(ctx, realSys{}, n.ProbeFile, time.Now, 5)
+		if err != nil {
+			return err
+		}
+		fx.SetWindow(cal.Window)
+		log.Info("calibrated", "granularity", cal.Granularity, "offset_low", cal.OffsetLow, "window", cal.Window)
+		if every := n.CalibrateEvery.Duration; every > 0 {
+			go recalibrate(ctx, fx, m, log, n.ProbeFile, every)
+		}
+	}
+	if n.MetricsListen != "" {
+		ln, err := net.Listen("tcp", n.MetricsListen)
+		if err != nil {
+			return fmt.Errorf("metrics listen %q: %w (set nfssync.metrics_listen or --metrics-listen; empty turns it off)", n.MetricsListen, err)
+		}
+		srv := &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
+		go srv.Serve(ln)
+		defer srv.Close()
+		log.Info("metrics", "addr", ln.Addr().String())
+	}
+	d := NewDaemon(Options{Roots: n.Dirs, Backend: n.Backend, Settle: n.Settle.Duration, Exclude: mx,
+		MaxFixesPerSecond: n.MaxFixesPerSecond, Workers: n.Workers, MaxPending: n.MaxPending,
+		MaxWatches: n.MaxWatches, RescanLookback: n.RescanLookback.Duration}, fx, m, log, time.Now)
+	notify := e.getenv("NOTIFY_SOCKET") != ""
+	ready := func() {
+		log.Info("watching", "dirs", n.Dirs, "backend", d.Backend(), "window", fx.Window(), "dry_run", fx.DryRun)
+		if notify {
+			daemon.SdNotify(false, daemon.SdNotifyReady+"\nSTATUS=watching "+strings.Join(n.Dirs, " ")+" with "+d.Backend())
+			go watchdog(ctx, d, log)
+		}
+	}
+	err = d.Run(ctx, ready)
+	if notify {
+		daemon.SdNotify(false, daemon.SdNotifyStopping)
+	}
+	return err
+}
+
+// watchdog pings systemd while the daemon's loop answers.
+func watchdog(ctx context.Context, d *Daemon, log *slog.Logger) {
+	every, err := daemon.SdWatchdogEnabled(false)
+	if err != nil || every <= 0 {
+		return
+	}
+	t := time.NewTicker(every / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if d.Alive(ctx, every/3) {
+				daemon.SdNotify(false, daemon.SdNotifyWatchdog)
+			} else {
+				log.Error("the daemon's loop is stuck; not pinging the watchdog")
+			}
+		}
+	}
+}
+
+func recalibrate(ctx context.Context, fx *Fixer, m *Metrics, log *slog.Logger, probe string, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			cal, err := Calibrate(ctx, realSys{}, probe, time.Now, 5)
+			if err != nil {
+				log.Warn("calibration failed, keeping the window", "err", err, "window", fx.Window())
+				continue
+			}
+			fx.SetWindow(cal.Window)
+			m.Window.Set(cal.Window.Seconds())
+		}
+	}
+}
