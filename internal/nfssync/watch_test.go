@@ -1,0 +1,241 @@
+package nfssync
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// waitFor polls cond for up to d.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("after %s: %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func mtime(t *testing.T, p string) time.Time {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil {
+		t.Fatal(err)
+	}
+	return time.Unix(st.Mtim.Unix())
+}
+
+// TestWatchBurst: 10,000 writes to 100 files give 10,000 events and one
+// fix per file.
+func TestWatchBurst(t *testing.T) {
+	dir := t.TempDir()
+	d, m := newTestDaemon(t, Options{Roots: []string{dir}, Backend: "inotify", Settle: 50 * time.Millisecond, Workers: 4}, 100*time.Millisecond)
+	startDaemon(t, d)
+	const files, writes = 100, 10000
+	for i := 0; i < writes; i++ {
+		writeFile(t, filepath.Join(dir, fmt.Sprintf("f%03d", i%files)), fmt.Sprintf("%05d", i))
+	}
+	waitFor(t, 10*time.Second, "not every file fixed", func() bool { return counter(m.Fixes) >= files })
+	d.WaitIdle(context.Background())
+	time.Sleep(200 * time.Millisecond)
+	if got := counter(m.Events); got != writes {
+		t.Errorf("events = %v, want %d", got, writes)
+	}
+	if got := counter(m.Fixes); got != files {
+		t.Errorf("fixes = %v, want %d (once per file per burst)", got, files)
+	}
+}
+
+func TestWatchExcludesAndNewDirectories(t *testing.T) {
+	dir := t.TempDir()
+	mx, _ := NewMatcher([]string{"*.swp", ".git/objects/**"})
+	d, m := newTestDaemon(t, Options{Roots: []string{dir}, Backend: "inotify", Settle: 20 * time.Millisecond, Exclude: mx}, 50*time.Millisecond)
+	startDaemon(t, d)
+	os.MkdirAll(filepath.Join(dir, "p/.git/objects/ab"), 0o755)
+	os.MkdirAll(filepath.Join(dir, "new/deeper"), 0o755)
+	time.Sleep(100 * time.Millisecond) // the new directories get their watches
+	writeFile(t, filepath.Join(dir, "p/.git/objects/ab/cd"), "obj")
+	writeFile(t, filepath.Join(dir, ".a.swp"), "swap")
+	writeFile(t, filepath.Join(dir, "new/deeper/data"), "data")
+	waitFor(t, 5*time.Second, "file in a new directory not fixed", func() bool { return counter(m.Fixes) == 1 })
+	if got := skips(m, "excluded"); got != 2 {
+		t.Errorf("excluded = %v, want 2", got)
+	}
+	// A directory moved within the tree keeps being watched at its new path.
+	if err := os.Rename(filepath.Join(dir, "new"), filepath.Join(dir, "moved")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	writeFile(t, filepath.Join(dir, "moved/deeper/data"), "more")
+	waitFor(t, 5*time.Second, "file in a moved directory not fixed", func() bool { return counter(m.Fixes) == 2 })
+	if got := skips(m, "gone"); got != 0 {
+		t.Errorf("gone = %v: events carried stale paths", got)
+	}
+}
+
+// TestWatchLimit: with fewer watches than directories, the limit is
+// reported once and the watched directories are still fixed.
+func TestWatchLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		maxWatches int
+		enospcFrom int // inject ENOSPC from the kernel after this many watches (0: never)
+		wantLog    string
+	}{
+		{name: "configured cap", maxWatches: 3, wantLog: "nfssync.max_watches (3) reached"},
+		{name: "kernel limit", enospcFrom: 3, wantLog: "fs.inotify.max_user_watches"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for i := 0; i < 10; i++ {
+				os.MkdirAll(filepath.Join(dir, fmt.Sprintf("d%d", i)), 0o755)
+			}
+			var logs syncBuffer
+			d, m := newTestDaemon(t, Options{Roots: []string{dir}, Backend: "inotify", Settle: 10 * time.Millisecond, MaxWatches: tc.maxWatches}, 50*time.Millisecond)
+			d.log = slog.New(slog.NewTextHandler(&logs, nil))
+			if tc.enospcFrom > 0 {
+				n := 0
+				d.addWatch = func(fd int, p string, mask uint32) (int, error) {
+					if n++; n > tc.enospcFrom {
+						return -1, unix.ENOSPC
+					}
+					return unix.InotifyAddWatch(fd, p, mask)
+				}
+			}
+			startDaemon(t, d)
+			if got := gauge(m.Watches); got != 3 {
+				t.Errorf("watches = %v, want 3", got)
+			}
+			if got := gauge(m.WatchLimit); got != 1 {
+				t.Errorf("watch limit gauge = %v, want 1", got)
+			}
+			if got := counter(m.Unwatched); got != 8 {
+				t.Errorf("unwatched = %v, want 8", got)
+			}
+			if got := strings.Count(logs.String(), "left unwatched"); got != 1 || !strings.Contains(logs.String(), tc.wantLog) {
+				t.Errorf("want one error naming %q, got:\n%s", tc.wantLog, logs.String())
+			}
+			writeFile(t, filepath.Join(dir, "top"), "x")
+			waitFor(t, 5*time.Second, "file in a watched directory not fixed", func() bool { return counter(m.Fixes) == 1 })
+		})
+	}
+}
+
+// fakeSource lets a test emit events and overflows.
+type fakeSource struct {
+	emit     chan string
+	overflow chan struct{}
+}
+
+func (f *fakeSource) Name() string { return "fake" }
+func (f *fakeSource) Close() error { return nil }
+func (f *fakeSource) Run(ctx context.Context, emit func(string), overflow func()) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case p := <-f.emit:
+			emit(p)
+		case <-f.overflow:
+			overflow()
+		}
+	}
+}
+
+// TestWatchOverflowRescans: after a queue overflow the recently changed
+// files are found by a rescan and fixed; older ones are left alone.
+func TestWatchOverflowRescans(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "sub"), 0o755)
+	writeFile(t, filepath.Join(dir, "sub/recent"), "r")
+	writeFile(t, filepath.Join(dir, "old"), "o")
+	// ctime cannot be set back; a lookback shorter than the age of "old"
+	// leaves it out.
+	time.Sleep(300 * time.Millisecond)
+	writeFile(t, filepath.Join(dir, "sub/recent"), "R")
+	src := &fakeSource{emit: make(chan string), overflow: make(chan struct{})}
+	d, m := newTestDaemon(t, Options{Roots: []string{dir}, Settle: 10 * time.Millisecond, RescanLookback: 200 * time.Millisecond}, 50*time.Millisecond)
+	d.source = src
+	startDaemon(t, d)
+	oldM := mtime(t, filepath.Join(dir, "old"))
+	src.overflow <- struct{}{}
+	waitFor(t, 5*time.Second, "recent file not fixed after the rescan", func() bool { return counter(m.Fixes) == 1 })
+	if got := counter(m.Overflows); got != 1 {
+		t.Errorf("overflows = %v", got)
+	}
+	if got := counter(m.Rescans); got != 1 {
+		t.Errorf("rescans = %v", got)
+	}
+	if !mtime(t, filepath.Join(dir, "old")).Equal(oldM) {
+		t.Errorf("an old file was touched by the rescan")
+	}
+}
+
+func TestWatchQueueFullAndOutside(t *testing.T) {
+	dir := t.TempDir()
+	src := &fakeSource{emit: make(chan string), overflow: make(chan struct{})}
+	d, m := newTestDaemon(t, Options{Roots: []string{dir}, Settle: time.Hour, MaxPending: 2}, 50*time.Millisecond)
+	d.source = src
+	startDaemon(t, d)
+	for _, p := range []string{"a", "b", "c", "d"} {
+		src.emit <- filepath.Join(dir, p)
+	}
+	src.emit <- "/elsewhere/x"
+	src.emit <- filepath.Join(dir, "a") // already pending: coalesced
+	waitFor(t, time.Second, "skips not counted", func() bool {
+		return skips(m, "queue_full") == 2 && skips(m, "outside") == 1
+	})
+	if got := counter(m.Events); got != 6 {
+		t.Errorf("events = %v, want 6", got)
+	}
+}
+
+// TestWatchRateLimit: the cap spreads fixes over time.
+func TestWatchRateLimit(t *testing.T) {
+	dir := t.TempDir()
+	for i := 0; i < 30; i++ {
+		writeFile(t, filepath.Join(dir, fmt.Sprint(i)), "x")
+	}
+	src := &fakeSource{emit: make(chan string), overflow: make(chan struct{})}
+	d, m := newTestDaemon(t, Options{Roots: []string{dir}, Settle: 0, MaxFixesPerSecond: 20, Workers: 4}, 10*time.Millisecond)
+	d.source = src
+	startDaemon(t, d)
+	time.Sleep(20 * time.Millisecond)
+	start := time.Now()
+	for i := 0; i < 30; i++ {
+		src.emit <- filepath.Join(dir, fmt.Sprint(i))
+	}
+	waitFor(t, 5*time.Second, "fixes not done", func() bool { return counter(m.Fixes) == 30 })
+	// 20 at once (the bucket), 10 more at 20/s: about 0.5 s.
+	if took := time.Since(start); took < 400*time.Millisecond {
+		t.Errorf("30 fixes at 20/s took %s, want about 0.5 s", took)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
