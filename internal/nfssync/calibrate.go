@@ -10,7 +10,8 @@ import (
 
 // Calibration is what a probe file's timestamps tell about the server.
 type Calibration struct {
-	// Granularity of the server's timestamps (0: finer than measured).
+	// Granularity of the server's timestamps: 1 s, or tickGranularity
+	// when they carry sub-second parts (a kernel clock tick).
 	Granularity time.Duration
 	// OffsetLow and OffsetHigh bound server clock − this clock.
 	OffsetLow, OffsetHigh time.Duration
@@ -21,6 +22,10 @@ type Calibration struct {
 
 // calibrationMargin is added to the measured window.
 const calibrationMargin = 50 * time.Millisecond
+
+// tickGranularity bounds the kernel clock tick that fine timestamps are
+// taken from (the coarse clock: 1 to 10 ms).
+const tickGranularity = 10 * time.Millisecond
 
 // Calibrate touches probe (an existing regular file, never created) a few
 // times at different phases of the second and reads back the server's
@@ -63,6 +68,7 @@ func Calibrate(ctx context.Context, sys Sys, probe string, now func() time.Time,
 		}
 		ss = append(ss, sample{l0, l1, st.Mtime})
 	}
+	c.Granularity = tickGranularity
 	if whole {
 		c.Granularity = time.Second
 	}

@@ -18,7 +18,7 @@ func TestCalibrate(t *testing.T) {
 		min, max time.Duration
 	}{
 		{"1 s timestamps", a.Path("probe"), time.Second, time.Second, time.Second + 200*time.Millisecond},
-		{"fine timestamps", local, 0, 10 * time.Millisecond, 100 * time.Millisecond},
+		{"fine timestamps", local, tickGranularity, 10 * time.Millisecond, 100 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := os.WriteFile(tc.probe, nil, 0o644); err != nil {

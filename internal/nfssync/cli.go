@@ -407,9 +407,9 @@ func (e *cliEnv) calibrate(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	g := "finer than 1s"
-	if cal.Granularity > 0 {
-		g = cal.Granularity.String()
+	g := cal.Granularity.String()
+	if cal.Granularity < time.Second {
+		g = "finer than 1s (a kernel clock tick)"
 	}
 	fmt.Fprintf(e.stdout, "granularity: %s\nserver clock - this clock: %s .. %s\nwindow: %s (nfssync.window = %q)\n",
 		g, cal.OffsetLow.Round(time.Millisecond), cal.OffsetHigh.Round(time.Millisecond),
