@@ -66,6 +66,9 @@ type Agent struct {
 	nextSeq      uint64
 	failingSince time.Time
 	incomplete   bool // a GPU was left out of the last enumeration
+	// dirty is set when announced events changed the allocations since
+	// the last checkpoint
+	dirty bool
 
 	// eventFiles are spooled event files already read, so a cycle reads
 	// only new ones
@@ -371,6 +374,7 @@ func (a *Agent) finishSegment(data []byte, seq uint64, samples int) error {
 		return err
 	}
 	a.nextSeq = seq + 1
+	a.dirty = false
 	a.prune()
 	if err := a.saveCheckpoint(); err != nil {
 		return err
@@ -513,7 +517,7 @@ func (a *Agent) applySpooledEvents() ([]string, error) {
 			changed = true
 		}
 	}
-	if changed {
+	if changed || a.dirty {
 		if err := a.roll(a.now()); err != nil {
 			a.log.Error("cannot checkpoint after job events; events stay in the spool", "err", err)
 			return nil, err
@@ -561,7 +565,7 @@ func (a *Agent) applyEvent(ev *record.Event) bool {
 		// that an idle job that never gets a sample still has a record
 		for _, g := range al.GPUs {
 			key := record.JobGPUKey(a.cluster, al.Job, al.Restart, a.node, g.UUID)
-			if a.aggs[key] == nil {
+			if g0 := a.aggs[key]; g0 == nil {
 				idx, model := -1, ""
 				for _, d := range a.devs {
 					if d.UUID == g.UUID {
@@ -569,6 +573,9 @@ func (a *Agent) applyEvent(ev *record.Event) bool {
 					}
 				}
 				a.aggs[key] = newAgg(a.cluster, a.node, al.Job, al.Restart, g.UUID, idx, model, al)
+			} else if g0.User == "" {
+				// folded from a recovered segment before this event was read
+				g0.User, g0.Account, g0.Partition = al.User, al.Account, al.Partition
 			}
 		}
 		a.log.Info("job started", "job", ev.Job.ID, "restart", ev.Job.RestartCount, "user", ev.Job.User, "gpus", len(al.GPUs))

@@ -42,7 +42,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 }
 
 type testEnv struct {
-	t        *testing.T
+	t        testing.TB
 	a        *Agent
 	sim      *sim.Server
 	lib      *gpu.Library
@@ -69,6 +69,10 @@ func testConfig(root string) config.Config {
 }
 
 func newEnv(t *testing.T, gpus int, edit func(*config.Config)) *testEnv {
+	return newEnvTB(t, gpus, edit)
+}
+
+func newEnvTB(t testing.TB, gpus int, edit func(*config.Config)) *testEnv {
 	t.Helper()
 	root := t.TempDir()
 	cfg := testConfig(root)
@@ -186,7 +190,7 @@ func (e *testEnv) arrived() shipped {
 	return readIncoming(e.t, filepath.Join(e.incoming, testNode))
 }
 
-func readIncoming(t *testing.T, dir string) shipped {
+func readIncoming(t testing.TB, dir string) shipped {
 	t.Helper()
 	var s shipped
 	s.aggs = map[string]record.JobGPU{}
@@ -249,7 +253,7 @@ func readIncoming(t *testing.T, dir string) shipped {
 	return s
 }
 
-func mustStrict(t *testing.T, name string, data []byte, v any) {
+func mustStrict(t testing.TB, name string, data []byte, v any) {
 	t.Helper()
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -258,7 +262,7 @@ func mustStrict(t *testing.T, name string, data []byte, v any) {
 	}
 }
 
-func spoolNames(t *testing.T, dir string) []string {
+func spoolNames(t testing.TB, dir string) []string {
 	t.Helper()
 	names, err := (spool.Dir{Path: dir}).List()
 	if err != nil {

@@ -55,8 +55,7 @@ func (a *Agent) Run(ctx context.Context, socketPath, metricsListen string, n Not
 
 	shipCtx, stopShip := context.WithCancel(context.Background())
 	shipDone := make(chan struct{})
-	kick := make(chan struct{}, 1)
-	go func() { a.shipLoop(shipCtx, kick); close(shipDone) }()
+	go func() { a.shipLoop(shipCtx); close(shipDone) }()
 
 	n.Notify("READY=1")
 	a.log.Info("agent running", "node", a.node, "gpus", len(a.devs), "interval", a.interval, "socket", socketPath)
@@ -90,14 +89,10 @@ loop:
 			// only the loop pings: a stuck loop lets systemd restart us
 			n.Notify("WATCHDOG=1")
 		case ev := <-a.announce:
+			// applied at once; checkpointed at the next roll, before any
+			// event file is shipped (the spooled copy covers a crash)
 			if a.applyEvent(ev) {
-				if err := a.roll(a.now()); err != nil {
-					a.log.Error("cannot checkpoint announced event; the spooled copy will be read", "err", err)
-				}
-				select {
-				case kick <- struct{}{}:
-				default:
-				}
+				a.dirty = true
 			}
 		case reply := <-a.scanReq:
 			reply <- a.scanEvents()

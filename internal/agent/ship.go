@@ -184,7 +184,7 @@ func (a *Agent) requestScan(ctx context.Context) []string {
 
 // shipLoop ships on agent.ship_interval, backing off from one second up
 // to agent.ship_backoff_max while the share is unavailable.
-func (a *Agent) shipLoop(ctx context.Context, kick <-chan struct{}) {
+func (a *Agent) shipLoop(ctx context.Context) {
 	backoff := time.Duration(0)
 	failing := false
 	for {
@@ -214,8 +214,6 @@ func (a *Agent) shipLoop(ctx context.Context, kick <-chan struct{}) {
 		case <-ctx.Done():
 			t.Stop()
 			return
-		case <-kick:
-			t.Stop()
 		case <-t.C:
 		}
 	}

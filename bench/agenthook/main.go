@@ -1,0 +1,149 @@
+// Command agenthook measures prolog and epilog wall time with the agent up
+// (the hooks ask its socket for UUIDs and energy) and down (they
+// initialise NVML themselves), side by side, on simulated GPUs; a second
+// pair of rows makes nvmlInit take init-delay, as it does on a server
+// without persistence mode.
+//
+//	go run ./bench/agenthook -bin ./bin -n 200
+package main
+
+import (
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"time"
+)
+
+func main() { os.Exit(run()) }
+
+func run() int {
+	bin := flag.String("bin", "bin", "directory with the built prolog, epilog and gpuacct")
+	n := flag.Int("n", 200, "invocations per case")
+	slowN := flag.Int("slow-n", 10, "invocations per case with a slow nvmlInit")
+	delay := flag.Duration("init-delay", time.Second, "nvmlInit time of the slow cases")
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "agenthook-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "agenthook:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	fmt.Printf("%-44s %8s %8s %8s   (n=%d, slow n=%d)\n", "case", "median", "p99", "max", *n, *slowN)
+	job := uint64(1)
+	for _, d := range []time.Duration{0, *delay} {
+		cfg := writeConfig(dir, d)
+		count := *n
+		if d > 0 {
+			count = *slowN
+		}
+		suffix := ""
+		if d > 0 {
+			suffix = fmt.Sprintf(", nvmlInit %s", d)
+		}
+		for _, up := range []bool{false, true} {
+			var agent *exec.Cmd
+			state := "down"
+			if up {
+				state = "up"
+				agent = exec.Command(filepath.Join(*bin, "gpuacct"), "--config", cfg, "agent")
+				agent.Stderr = os.Stderr
+				if err := agent.Start(); err != nil {
+					fmt.Fprintln(os.Stderr, "agenthook: start agent:", err)
+					return 1
+				}
+				if !waitSocket(filepath.Join(dir, fmt.Sprintf("spool%d", d), "agent.sock"), 30*time.Second) {
+					fmt.Fprintln(os.Stderr, "agenthook: agent socket did not appear")
+					agent.Process.Kill()
+					return 1
+				}
+			}
+			for _, prog := range []string{"prolog", "epilog"} {
+				var ds []time.Duration
+				for i := 0; i < count; i++ {
+					cmd := exec.Command(filepath.Join(*bin, prog), "--config", cfg)
+					cmd.Env = jobEnv(job, "0,1", prog)
+					if prog == "epilog" {
+						job++
+					}
+					start := time.Now()
+					if err := cmd.Run(); err != nil {
+						fmt.Fprintf(os.Stderr, "agenthook: %s: %v\n", prog, err)
+						return 1
+					}
+					ds = append(ds, time.Since(start))
+				}
+				sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+				name := fmt.Sprintf("%s, 2 GPUs, agent %s%s", prog, state, suffix)
+				fmt.Printf("%-44s %8s %8s %8s\n", name, ms(ds[len(ds)/2]), ms(ds[len(ds)*99/100]), ms(ds[len(ds)-1]))
+			}
+			if agent != nil {
+				agent.Process.Signal(os.Interrupt)
+				agent.Wait()
+			}
+		}
+	}
+	return 0
+}
+
+func waitSocket(p string, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if c, err := net.Dial("unix", p); err == nil {
+			c.Close()
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d.Microseconds())/1000) }
+
+func writeConfig(dir string, delay time.Duration) string {
+	root := filepath.Join(dir, fmt.Sprintf("r%d", delay))
+	os.MkdirAll(filepath.Join(root, "incoming"), 0o755)
+	p := filepath.Join(dir, fmt.Sprintf("c%d.toml", delay))
+	body := fmt.Sprintf(`[cluster]
+name = "bench"
+node = "node1"
+[spool]
+dir = %q
+[gpu]
+backend = "simulated"
+[gpu.simulated]
+count = 4
+model = "h100"
+minors = [2, 3, 0, 1]
+init_delay = %q
+[agent]
+interval = "10s"
+state_dir = %q
+incoming_dir = %q
+metrics_listen = ""
+`, filepath.Join(dir, fmt.Sprintf("spool%d", delay)), delay.String(), filepath.Join(root, "state"), filepath.Join(root, "incoming"))
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		panic(err)
+	}
+	return p
+}
+
+func jobEnv(id uint64, gpus, prog string) []string {
+	ctx := "prolog_slurmd"
+	if prog == "epilog" {
+		ctx = "epilog_slurmd"
+	}
+	env := []string{
+		"SLURM_JOB_ID=" + strconv.FormatUint(id, 10), "SLURM_JOB_USER=alice", "SLURM_JOB_UID=1000", "SLURM_JOB_GID=1000",
+		"SLURM_JOB_ACCOUNT=team-a", "SLURM_JOB_PARTITION=gpu", "SLURMD_NODENAME=node1", "SLURM_CLUSTER_NAME=bench",
+		"SLURM_SCRIPT_CONTEXT=" + ctx, "SLURM_JOB_RESTART_COUNT=0", "SLURM_JOB_GPUS=" + gpus, "CUDA_VISIBLE_DEVICES=" + gpus,
+	}
+	if ctx == "epilog_slurmd" {
+		env = append(env, "SLURM_JOB_EXIT_CODE=0", "SLURM_JOB_EXIT_CODE2=0:0", "SLURM_JOB_DERIVED_EC=0")
+	}
+	return env
+}
