@@ -10,7 +10,7 @@ BINS := sbuild srun-wrap prolog epilog gpuacct nfs-sync
 BIN_DIR := $(CURDIR)/bin
 export GPUSUITE_SLURM_DIR ?= /run/gpusuite-slurm
 
-.PHONY: all build test test-unit test-slurm lint bench demo deps clean
+.PHONY: all build test test-unit test-slurm lint bench demo deps clean package
 
 all: build
 
@@ -43,5 +43,13 @@ bench: build
 demo: build
 	./bin/gpuacct demo
 
+# package builds dist/gpusuite_VERSION_amd64.deb and .rpm with nfpm.
+NFPM_VERSION := v2.41.0
+GPUSUITE_VERSION ?= 0.1.0
+package: build
+	@mkdir -p dist
+	GPUSUITE_VERSION=$(GPUSUITE_VERSION) GOFLAGS= $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@$(NFPM_VERSION) pkg -f packaging/nfpm.yaml --packager deb --target dist/
+	GPUSUITE_VERSION=$(GPUSUITE_VERSION) GOFLAGS= $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@$(NFPM_VERSION) pkg -f packaging/nfpm.yaml --packager rpm --target dist/
+
 clean:
-	rm -rf $(BIN_DIR)
+	rm -rf $(BIN_DIR) dist
