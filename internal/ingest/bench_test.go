@@ -56,6 +56,12 @@ func benchDay(b *testing.B) {
 		}
 	}
 	parse := time.Since(p0)
+	var inSize int64
+	for _, f := range files {
+		if st, err := os.Stat(f); err == nil {
+			inSize += st.Size()
+		}
+	}
 	s, err := store.Open(context.Background(), store.Options{Path: e.cfg.Store.Path})
 	if err != nil {
 		b.Fatal(err)
@@ -98,12 +104,6 @@ func benchDay(b *testing.B) {
 	c.Close()
 	if cliRows != x.Samples {
 		b.Fatalf("sqlite3 imported %d rows, want %d", cliRows, x.Samples)
-	}
-	var inSize int64
-	for _, f := range files {
-		if st, err := os.Stat(f); err == nil {
-			inSize += st.Size()
-		}
 	}
 	sps := float64(truth.Samples) / ingest.Seconds()
 	b.ReportMetric(sps, "samples/s")

@@ -37,6 +37,8 @@ type Batch struct {
 type gpuRow struct {
 	id, node int64
 	model    string
+	idx      int
+	hasIdx   bool
 }
 
 type jobKey struct {
@@ -189,7 +191,8 @@ func (b *Batch) NodeSeen(node int64, recordTime time.Time) error {
 // GPU returns the id of a GPU UUID on node, creating it; model and minor
 // fill in when first known.
 func (b *Batch) GPU(uuid string, node int64, index *int, minor *int, model string) (int64, error) {
-	if g, ok := b.gpus[uuid]; ok && (model == "" || g.model != "") && index == nil && minor == nil {
+	if g, ok := b.gpus[uuid]; ok && g.node == node && (model == "" || g.model != "") && minor == nil &&
+		(index == nil || (g.hasIdx && g.idx == *index)) {
 		return g.id, nil
 	}
 	if _, err := b.exec(`INSERT INTO gpus(uuid, node_id, idx, minor, model) VALUES(?, ?, ?, ?, ?)
@@ -204,6 +207,9 @@ ON CONFLICT(uuid) DO UPDATE SET node_id = excluded.node_id,
 		return 0, err
 	}
 	g := gpuRow{node: node}
+	if index != nil {
+		g.idx, g.hasIdx = *index, true
+	}
 	if err := row.Scan(&g.id, &g.model); err != nil {
 		return 0, fmt.Errorf("gpu %s: %w", uuid, err)
 	}
