@@ -26,6 +26,8 @@ func run() int {
 	n := flag.Int("n", 200, "invocations per case")
 	slowN := flag.Int("slow-n", 10, "invocations per case with a slow nvmlInit")
 	delay := flag.Duration("init-delay", time.Second, "nvmlInit time of the slow cases")
+	backend := flag.String("backend", "simulated", "simulated, or nvml on a GPU server (no slow cases then)")
+	gpus := flag.String("gpus", "0,1", "SLURM_JOB_GPUS of each hook run (device minors)")
 	flag.Parse()
 	dir, err := os.MkdirTemp("", "agenthook-")
 	if err != nil {
@@ -35,8 +37,12 @@ func run() int {
 	defer os.RemoveAll(dir)
 	fmt.Printf("%-44s %8s %8s %8s   (n=%d, slow n=%d)\n", "case", "median", "p99", "max", *n, *slowN)
 	job := uint64(1)
-	for _, d := range []time.Duration{0, *delay} {
-		cfg := writeConfig(dir, d)
+	delays := []time.Duration{0, *delay}
+	if *backend == "nvml" {
+		delays = delays[:1]
+	}
+	for _, d := range delays {
+		cfg := writeConfig(dir, d, *backend)
 		count := *n
 		if d > 0 {
 			count = *slowN
@@ -66,7 +72,7 @@ func run() int {
 				var ds []time.Duration
 				for i := 0; i < count; i++ {
 					cmd := exec.Command(filepath.Join(*bin, prog), "--config", cfg)
-					cmd.Env = jobEnv(job, "0,1", prog)
+					cmd.Env = jobEnv(job, *gpus, prog)
 					if prog == "epilog" {
 						job++
 					}
@@ -78,7 +84,7 @@ func run() int {
 					ds = append(ds, time.Since(start))
 				}
 				sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-				name := fmt.Sprintf("%s, 2 GPUs, agent %s%s", prog, state, suffix)
+				name := fmt.Sprintf("%s, %s NVML, agent %s%s", prog, *backend, state, suffix)
 				fmt.Printf("%-44s %8s %8s %8s\n", name, ms(ds[len(ds)/2]), ms(ds[len(ds)*99/100]), ms(ds[len(ds)-1]))
 			}
 			if agent != nil {
@@ -104,7 +110,7 @@ func waitSocket(p string, d time.Duration) bool {
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d.Microseconds())/1000) }
 
-func writeConfig(dir string, delay time.Duration) string {
+func writeConfig(dir string, delay time.Duration, backend string) string {
 	root := filepath.Join(dir, fmt.Sprintf("r%d", delay))
 	os.MkdirAll(filepath.Join(root, "incoming"), 0o755)
 	p := filepath.Join(dir, fmt.Sprintf("c%d.toml", delay))
@@ -114,7 +120,7 @@ node = "node1"
 [spool]
 dir = %q
 [gpu]
-backend = "simulated"
+backend = %q
 [gpu.simulated]
 count = 4
 model = "h100"
@@ -125,7 +131,7 @@ interval = "10s"
 state_dir = %q
 incoming_dir = %q
 metrics_listen = ""
-`, filepath.Join(dir, fmt.Sprintf("spool%d", delay)), delay.String(), filepath.Join(root, "state"), filepath.Join(root, "incoming"))
+`, filepath.Join(dir, fmt.Sprintf("spool%d", delay)), backend, delay.String(), filepath.Join(root, "state"), filepath.Join(root, "incoming"))
 	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
 		panic(err)
 	}

@@ -212,9 +212,20 @@ func (d *Device) read() Reading {
 		r.Missing = append(r.Missing, "mem_util: "+why)
 	}
 	try("mem_used", func() nvml.Return {
-		m, ret := dev.GetMemoryInfo()
+		// v2 leaves the driver's reserved memory out of "used", as
+		// nvidia-smi does; v1 (older drivers) counts it
+		m, ret := dev.GetMemoryInfo_v2()
 		if ret == nvml.SUCCESS {
 			used, total := m.Used>>20, m.Total>>20
+			r.MemUsedMiB, r.MemTotalMiB = &used, &total
+			return ret
+		}
+		if ret != nvml.ERROR_FUNCTION_NOT_FOUND && ret != nvml.ERROR_NOT_SUPPORTED && ret != nvml.ERROR_ARGUMENT_VERSION_MISMATCH {
+			return ret
+		}
+		m1, ret := dev.GetMemoryInfo()
+		if ret == nvml.SUCCESS {
+			used, total := m1.Used>>20, m1.Total>>20
 			r.MemUsedMiB, r.MemTotalMiB = &used, &total
 		}
 		return ret

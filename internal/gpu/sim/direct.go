@@ -17,6 +17,13 @@ func (d *Device) GetUtilizationRates() (nvml.Utilization, nvml.Return) {
 // GetMemoryInfo implements nvml.Device without call recording.
 func (d *Device) GetMemoryInfo() (nvml.Memory, nvml.Return) { return d.GetMemoryInfoFunc() }
 
+// GetMemoryInfo_v2 implements nvml.Device without call recording; the
+// simulated driver reserves nothing.
+func (d *Device) GetMemoryInfo_v2() (nvml.Memory_v2, nvml.Return) {
+	m, r := d.GetMemoryInfoFunc()
+	return nvml.Memory_v2{Version: nvml.STRUCT_VERSION(nvml.Memory_v2{}, 2), Total: m.Total, Free: m.Free, Used: m.Used}, r
+}
+
 // GetPowerUsage implements nvml.Device without call recording.
 func (d *Device) GetPowerUsage() (uint32, nvml.Return) { return d.GetPowerUsageFunc() }
 

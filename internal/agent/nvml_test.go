@@ -1,0 +1,68 @@
+//go:build nvml
+
+package agent
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/aicloud/gpusuite/internal/gpu"
+)
+
+// The whole agent cycle on real GPUs (NVML, cgroup attribution of real
+// processes, segment write, aggregates): wall and CPU time, and the
+// samples name the GPUs nvidia-smi lists.
+func TestNVMLAgentCycle(t *testing.T) {
+	lib, err := gpu.OpenInterface(context.Background(), nvml.New(), 60*time.Second)
+	if err != nil {
+		t.Fatalf("open NVML: %v", err)
+	}
+	defer lib.Close()
+	lib.Timeout = 5 * time.Second
+	root := t.TempDir()
+	cfg := testConfig(root)
+	cfg.Agent.ProcRoot = "/proc"
+	os.MkdirAll(cfg.Agent.IncomingDir, 0o755)
+	a, err := New(cfg, testCluster, testNode, Deps{Lib: lib, Log: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := a.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const n = 30
+	cpu0, start := cpuTime(), time.Now()
+	for i := 0; i < n; i++ {
+		if err := a.Cycle(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wall, cpu := time.Since(start)/n, (cpuTime()-cpu0)/n
+	t.Logf("agent cycle of %d real GPUs: %s wall, %s CPU per cycle", len(a.devs), wall, cpu)
+	out, err := exec.Command("nvidia-smi", "--query-gpu=uuid", "--format=csv,noheader").Output()
+	if err != nil {
+		t.Fatalf("nvidia-smi: %v", err)
+	}
+	want := strings.Fields(string(out))
+	snap := a.snapshot()
+	if len(snap.samples) != len(want) {
+		t.Fatalf("%d samples per cycle, nvidia-smi lists %d GPUs", len(snap.samples), len(want))
+	}
+	for i, s := range snap.samples {
+		if s.UUID != want[i] {
+			t.Errorf("sample %d: %s, nvidia-smi %s", i, s.UUID, want[i])
+		}
+		t.Logf("GPU %d %s: missing %v, %d processes", s.Index, s.UUID, s.Missing, len(s.Procs))
+	}
+	if err := a.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("/metrics:\n%s", scrape(t, a))
+}
