@@ -54,6 +54,7 @@ type Agent struct {
 	log      *slog.Logger
 	owner    owner
 	metrics  *metrics
+	shipAs   *shipIdentity
 
 	// owned by the loop
 	devs         []*gpu.Device
@@ -109,6 +110,10 @@ func New(cfg config.Config, cluster, node string, d Deps) (*Agent, error) {
 		a.owner = cgroupOwner(cfg.Agent.ProcRoot)
 	}
 	a.metrics = newMetrics(a)
+	var err error
+	if a.shipAs, err = lookupShipUser(cfg.Agent.ShipUser); err != nil {
+		return nil, err
+	}
 	if err := a.spool.Ensure(); err != nil {
 		return nil, err
 	}

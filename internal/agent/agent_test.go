@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -437,4 +438,53 @@ func scrape(t testing.TB, a *Agent) string {
 		t.Fatalf("scrape: %d %s", rec.Code, rec.Body)
 	}
 	return rec.Body.String()
+}
+
+// Shipped files belong to the ingest service user: the copies are made
+// with its file-system identity, so a root-owned incoming directory
+// refuses them and one owned by that user takes them.
+func TestShipAsServiceUser(t *testing.T) {
+	e := newEnv(t, 1, func(c *config.Config) { c.Agent.ShipUser = "nobody" })
+	for _, d := range []string{filepath.Dir(e.root), e.root} { // t.TempDir makes them 0700
+		os.Chmod(d, 0o755)
+	}
+	e.event(record.JobStart, 21, 0)
+	e.cycles(3)
+	e.a.Stop()
+	if _, err := e.ship(); err == nil || !strings.Contains(err.Error(), "permission denied") {
+		t.Fatalf("shipping as nobody into root's 0755 directory: %v", err)
+	}
+	id, err := lookupShipUser("nobody")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(filepath.Join(e.incoming, testNode))
+	if err := os.Chown(e.incoming, id.uid, id.gid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.ship(); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(e.incoming, testNode)
+	entries, _ := os.ReadDir(dir)
+	if len(entries) < 3 {
+		t.Fatalf("%d files shipped", len(entries))
+	}
+	for _, p := range append([]string{dir}, func() (ps []string) {
+		for _, en := range entries {
+			ps = append(ps, filepath.Join(dir, en.Name()))
+		}
+		return
+	}()...) {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sys := st.Sys().(*syscall.Stat_t); int(sys.Uid) != id.uid {
+			t.Errorf("%s owned by uid %d, want nobody (%d)", p, sys.Uid, id.uid)
+		}
+	}
+	if left := spoolNames(t, e.cfg.Spool.Dir); len(left) != 0 {
+		t.Errorf("spool keeps %v", left)
+	}
 }

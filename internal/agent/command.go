@@ -41,6 +41,7 @@ Examples:
 			&cli.DurationFlag{Name: "interval", Usage: "sampling interval, 1s minimum (agent.interval)", EnvVars: []string{"GPUSUITE_AGENT_INTERVAL"}},
 			&cli.StringFlag{Name: "spool-dir", Usage: "node-local spool (spool.dir)", EnvVars: []string{"GPUSUITE_SPOOL_DIR"}},
 			&cli.StringFlag{Name: "incoming-dir", Usage: "shared incoming directory; records go to <dir>/<node>/ (agent.incoming_dir)", EnvVars: []string{"GPUSUITE_AGENT_INCOMING_DIR"}},
+			&cli.StringFlag{Name: "ship-user", Usage: "user the shipped files belong to: the ingest service user (agent.ship_user)", EnvVars: []string{"GPUSUITE_AGENT_SHIP_USER"}},
 			&cli.StringFlag{Name: "state-dir", Usage: "node-local state: open segment and checkpoint (agent.state_dir)", EnvVars: []string{"GPUSUITE_AGENT_STATE_DIR"}},
 			&cli.StringFlag{Name: "socket", Usage: "hook socket path (agent.socket; default <spool-dir>/agent.sock)", EnvVars: []string{"GPUSUITE_AGENT_SOCKET"}},
 			&cli.StringFlag{Name: "metrics-listen", Usage: "address of /metrics, empty to disable (agent.metrics_listen)", EnvVars: []string{"GPUSUITE_AGENT_METRICS_LISTEN"}},
@@ -88,6 +89,9 @@ func applyFlags(c *cli.Context, cfg *config.Config) {
 	}
 	if c.IsSet("incoming-dir") {
 		cfg.Agent.IncomingDir = c.String("incoming-dir")
+	}
+	if c.IsSet("ship-user") {
+		cfg.Agent.ShipUser = c.String("ship-user")
 	}
 	if c.IsSet("state-dir") {
 		cfg.Agent.StateDir = c.String("state-dir")

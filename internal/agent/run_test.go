@@ -285,6 +285,7 @@ func TestCommandErrors(t *testing.T) {
 		{name: "bad log level", args: []string{"--log-level", "loud"}, want: `key "agent.log_level": "loud" is not debug`},
 		{name: "segment shorter than interval", config: "!interval", want: `key "agent.segment_duration"`},
 		{name: "spool others can write", args: []string{"--spool-dir", "WORLD"}, want: "is writable by group or others"},
+		{name: "unknown ship user", config: `ship_user = "no-such-user-x"`, want: `key "agent.ship_user": user: unknown user no-such-user-x`},
 		{name: "no driver and no simulation", config: "!nvml", want: "open NVML: nvmlInit: ERROR_LIBRARY_NOT_FOUND"},
 	}
 	for _, tt := range tests {

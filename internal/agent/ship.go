@@ -47,8 +47,13 @@ func (a *Agent) ShipPass(ctx context.Context, handled []string) (int, error) {
 		return 0, fmt.Errorf("incoming dir %q is not a directory", base)
 	}
 	dest := filepath.Join(base, a.node)
-	if err := os.Mkdir(dest, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-		return 0, fmt.Errorf("create %q: %w", dest, err)
+	if err := asShipUser(a.shipAs, func() error {
+		if err := os.Mkdir(dest, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("create %q: %w", dest, err)
+		}
+		return nil
+	}); err != nil {
+		return 0, err
 	}
 	ok := map[string]bool{}
 	for _, n := range handled {
@@ -73,30 +78,43 @@ func (a *Agent) ShipPass(ctx context.Context, handled []string) (int, error) {
 		}
 		batch := todo[:min(shipBatch, len(todo))]
 		todo = todo[len(batch):]
+		// sources are opened as root (the spool is root-only); the copies
+		// are made with the ship user's identity
+		srcs, err := openSources(a.spool.Path, batch)
+		if err != nil {
+			return shipped, fmt.Errorf("open spool file: %w", err)
+		}
 		var done []string
 		var firstErr error
-		for _, n := range batch {
-			err := copyInto(filepath.Join(a.spool.Path, n), dest, n)
-			if errors.Is(err, fs.ErrNotExist) {
-				continue // superseded aggregate or dropped segment
-			}
-			if err != nil {
-				firstErr = err
-				break
-			}
-			done = append(done, n)
-		}
-		if len(done) > 0 {
-			if err := syncDir(dest); err != nil {
-				return shipped, err
-			}
-			for _, n := range done {
-				if err := os.Remove(filepath.Join(a.spool.Path, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-					return shipped, fmt.Errorf("remove shipped %q: %w", n, err)
+		err = asShipUser(a.shipAs, func() error {
+			for _, n := range batch {
+				src, ok := srcs[n]
+				if !ok {
+					continue // superseded aggregate or dropped segment
 				}
-				shipped++
-				a.metrics.shippedFiles.Inc()
+				if err := copyInto(src, dest, n); err != nil {
+					firstErr = err
+					break
+				}
+				done = append(done, n)
 			}
+			if len(done) > 0 {
+				return syncDir(dest)
+			}
+			return nil
+		})
+		for _, f := range srcs {
+			f.Close()
+		}
+		if err != nil {
+			return shipped, err
+		}
+		for _, n := range done {
+			if err := os.Remove(filepath.Join(a.spool.Path, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return shipped, fmt.Errorf("remove shipped %q: %w", n, err)
+			}
+			shipped++
+			a.metrics.shippedFiles.Inc()
 		}
 		if firstErr != nil {
 			return shipped, firstErr
@@ -107,12 +125,8 @@ func (a *Agent) ShipPass(ctx context.Context, handled []string) (int, error) {
 
 // copyInto copies src to dir/name through a temp file that is fsync'd and
 // renamed, so a reader never sees a partial file. The caller fsyncs dir.
-func copyInto(src, dir, name string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
+func copyInto(in *os.File, dir, name string) error {
+	src := in.Name()
 	tmp, err := os.CreateTemp(dir, ".tmp-"+name+"-*")
 	if err != nil {
 		return fmt.Errorf("create temp in %q: %w", dir, err)

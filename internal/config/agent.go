@@ -18,6 +18,12 @@ type Agent struct {
 	// exist (it is on /data): the agent never creates it, so an unmounted
 	// share is not mistaken for an empty local directory.
 	IncomingDir string `toml:"incoming_dir"`
+	// ShipUser, when set, is the user the shipped files and the node's
+	// incoming directory belong to: the ingest service user, which trusts
+	// only its own files. The agent writes on /data with that user's
+	// file-system identity, so it works through root_squash too. Empty:
+	// the agent's own user (root).
+	ShipUser string `toml:"ship_user"`
 	// StateDir holds the open sample segment and the checkpoint of
 	// allocations and aggregates (node-local, root only).
 	StateDir string `toml:"state_dir"`
@@ -67,7 +73,7 @@ func defaultAgent() Agent {
 		SpoolMaxBytes:   1 << 30,
 		IdleThreshold:   1,
 		ReinitAfter:     Dur(time.Minute),
-		MetricsListen:   ":9466",
+		MetricsListen:   ":9467",
 		ProcRoot:        "/proc",
 		LogLevel:        "info",
 	}
