@@ -35,8 +35,6 @@ type Config struct {
 	Container Container `toml:"container"`
 	Store     Store     `toml:"store"`
 	Ingest    Ingest    `toml:"ingest"`
-	Store     Store     `toml:"store"`
-	Ingest    Ingest    `toml:"ingest"`
 	Agent     Agent     `toml:"agent"`
 }
 
@@ -108,8 +106,6 @@ func Default() Config {
 		},
 		NFSSync:   defaultNFSSync(),
 		Container: defaultContainer(),
-		Store:     defaultStore(),
-		Ingest:    defaultIngest(),
 		Store:     defaultStore(),
 		Ingest:    defaultIngest(),
 		Agent:     defaultAgent(),
@@ -210,12 +206,6 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.Agent.validate(); err != nil {
-		return err
-	}
-	if err := c.Store.validate(); err != nil {
-		return err
-	}
-	if err := c.Ingest.validate(); err != nil {
 		return err
 	}
 	if err := c.Store.validate(); err != nil {
