@@ -6,7 +6,6 @@ import (
 	"github.com/aicloud/gpusuite/internal/agent"
 	"github.com/aicloud/gpusuite/internal/demo"
 	"github.com/aicloud/gpusuite/internal/ingest"
-	"github.com/aicloud/gpusuite/internal/ingest"
 )
 
 // commands lists gpuacct's subcommands; each lives in its own package under
