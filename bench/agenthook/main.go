@@ -35,7 +35,7 @@ func run() int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	fmt.Printf("%-44s %8s %8s %8s   (n=%d, slow n=%d)\n", "case", "median", "p99", "max", *n, *slowN)
+	fmt.Printf("%-48s %8s %8s %8s   (n=%d, slow n=%d)\n", "case", "median", "p99", "max", *n, *slowN)
 	job := uint64(1)
 	delays := []time.Duration{0, *delay}
 	if *backend == "nvml" {
@@ -85,7 +85,7 @@ func run() int {
 				}
 				sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
 				name := fmt.Sprintf("%s, %s NVML, agent %s%s", prog, *backend, state, suffix)
-				fmt.Printf("%-44s %8s %8s %8s\n", name, ms(ds[len(ds)/2]), ms(ds[len(ds)*99/100]), ms(ds[len(ds)-1]))
+				fmt.Printf("%-48s %8s %8s %8s\n", name, ms(ds[len(ds)/2]), ms(ds[len(ds)*99/100]), ms(ds[len(ds)-1]))
 			}
 			if agent != nil {
 				agent.Process.Signal(os.Interrupt)
