@@ -378,3 +378,48 @@ func TestMetrics(t *testing.T) {
 }
 
 var _ = nvml.SUCCESS
+
+// An agent that accepts but never answers costs the hook at most
+// agent.socket_timeout; the hook then asks NVML and records in full.
+func TestHookFallsBackWhenAgentHangs(t *testing.T) {
+	root := t.TempDir()
+	cfg := testConfig(root)
+	cfg.Agent.SocketTimeout = config.Dur(200 * time.Millisecond)
+	os.MkdirAll(cfg.Spool.Dir, 0o700)
+	ln, err := net.Listen("unix", cfg.Agent.SocketPath(cfg.Spool.Dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var held []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c) // read nothing, answer nothing
+		}
+	}()
+	opened := 0
+	deps := hook.Deps{
+		Getenv: hookEnv("601", "0"), Now: time.Now,
+		OpenGPU: func(ctx context.Context, cfg config.Config, node string) (*gpu.Library, error) {
+			opened++
+			s, _ := sim.New(sim.Options{Node: testNode, Count: 1, Model: "h100"})
+			return gpu.OpenInterface(ctx, s, time.Second)
+		},
+	}
+	start := time.Now()
+	res, err := hook.Run(context.Background(), record.JobStart, cfg, deps, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// one bounded identify and one bounded announce
+	if el := time.Since(start); el > 700*time.Millisecond {
+		t.Errorf("prolog took %s with a hung agent; the bound is 2 × 200ms", el)
+	}
+	if opened != 1 || res.Event.GPUs[0].UUID != sim.UUID(testNode, 0) || len(res.Event.Quality) != 0 {
+		t.Errorf("fallback: NVML opened %d times, event %+v", opened, res.Event)
+	}
+}
