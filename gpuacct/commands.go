@@ -6,6 +6,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/agent"
 	"github.com/aicloud/gpusuite/internal/demo"
 	"github.com/aicloud/gpusuite/internal/ingest"
+	"github.com/aicloud/gpusuite/internal/report"
 )
 
 // commands lists gpuacct's subcommands; each lives in its own package under
@@ -16,5 +17,10 @@ func commands(env Env) []*cli.Command {
 		agent.Command(env.Stdout, env.Stderr, env.Getenv),
 		ingest.IngestCommand(env.Stdout, env.Stderr, env.Getenv),
 		ingest.ServeCommand(env.Stdout, env.Stderr, env.Getenv),
+		report.ReportCommand(report.System(env.Stdout, env.Stderr, env.Getenv)),
+		report.JobCommand(report.System(env.Stdout, env.Stderr, env.Getenv)),
+		report.CheckCommand(report.System(env.Stdout, env.Stderr, env.Getenv)),
+		report.IgnoreCommand(report.System(env.Stdout, env.Stderr, env.Getenv)),
+		report.UnignoreCommand(report.System(env.Stdout, env.Stderr, env.Getenv)),
 	}
 }

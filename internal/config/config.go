@@ -36,6 +36,7 @@ type Config struct {
 	Store     Store     `toml:"store"`
 	Ingest    Ingest    `toml:"ingest"`
 	Agent     Agent     `toml:"agent"`
+	Report    Report    `toml:"report"`
 }
 
 // Cluster names this cluster and node when Slurm does not.
@@ -109,6 +110,7 @@ func Default() Config {
 		Store:     defaultStore(),
 		Ingest:    defaultIngest(),
 		Agent:     defaultAgent(),
+		Report:    defaultReport(),
 	}
 }
 
@@ -212,6 +214,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.Ingest.validate(); err != nil {
+		return err
+	}
+	if err := c.Report.validate(); err != nil {
 		return err
 	}
 	return c.Container.validate()

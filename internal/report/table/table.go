@@ -31,6 +31,8 @@ const (
 	KWh
 	// Time is Unix seconds, shown as local date and time.
 	Time
+	// Elapsed is a duration in seconds, shown as Slurm does: [D-]HH:MM:SS.
+	Elapsed
 )
 
 // Units say how GPUSeconds columns are shown.
@@ -65,8 +67,9 @@ type Column struct {
 	// Drop orders what goes first when the terminal is too narrow:
 	// higher drops sooner, 0 never drops.
 	Drop int
-	// Indent lets text values start with spaces (a tree's children).
-	Indent bool
+	// Parent columns are left blank in Child rows of the terminal
+	// table (a tree shows the team once above its users).
+	Parent bool
 }
 
 // Row is one line: Cells in column order (string, int64, float64 or nil
@@ -74,6 +77,10 @@ type Column struct {
 type Row struct {
 	Cells []any
 	Ref   float64
+	// Footer rows (totals) appear in the terminal table only.
+	Footer bool
+	// Child rows (a tree's users) indent their first text cell.
+	Child bool
 }
 
 // Table is what a report produces.
@@ -201,7 +208,7 @@ func value(c Column, cell any, ref float64, u Units) any {
 		return round(toFloat(cell), 2)
 	case KWh:
 		return round(toFloat(cell), 6)
-	case Int, Time:
+	case Int, Time, Elapsed:
 		switch x := cell.(type) {
 		case int64:
 			return x
@@ -257,6 +264,9 @@ func writeSep(w io.Writer, t *Table, o Options, sep rune) error {
 			}
 		}
 		for _, r := range t.Rows {
+			if r.Footer {
+				continue
+			}
 			rec := make([]string, len(t.Columns))
 			for i, c := range t.Columns {
 				rec[i] = machine(value(c, r.Cells[i], r.Ref, o.Units))
@@ -296,6 +306,9 @@ func writeSep(w io.Writer, t *Table, o Options, sep rune) error {
 		line(hdr)
 	}
 	for _, r := range t.Rows {
+		if r.Footer {
+			continue
+		}
 		rec := make([]string, len(t.Columns))
 		for i, c := range t.Columns {
 			rec[i] = machine(value(c, r.Cells[i], r.Ref, o.Units))
@@ -342,6 +355,9 @@ func writeJSON(w io.Writer, t *Table, o Options) error {
 	top.vals = append(top.vals, string(o.Units))
 	rows := make([]orderedObject, 0, len(t.Rows))
 	for _, r := range t.Rows {
+		if r.Footer {
+			continue
+		}
 		obj := orderedObject{}
 		for i, c := range t.Columns {
 			obj.keys = append(obj.keys, c.KeyIn(o.Units))
@@ -360,6 +376,9 @@ func writeJSON(w io.Writer, t *Table, o Options) error {
 func human(c Column, cell any, ref float64, o Options) string {
 	v := value(c, cell, ref, o.Units)
 	if v == nil {
+		if c.Kind == Text {
+			return ""
+		}
 		return "-"
 	}
 	switch c.Kind {
@@ -375,6 +394,8 @@ func human(c Column, cell any, ref float64, o Options) string {
 		return thousands(v.(float64), 1)
 	case Int:
 		return thousands(float64(v.(int64)), 0)
+	case Elapsed:
+		return slurmElapsed(v.(int64))
 	case Time:
 		if o.TimeFormat != nil {
 			return o.TimeFormat(v.(int64))
@@ -420,6 +441,9 @@ func writeAligned(w io.Writer, t *Table, o Options) error {
 		cells[r] = make([]string, len(t.Columns))
 		for i, c := range t.Columns {
 			cells[r][i] = human(c, row.Cells[i], row.Ref, o)
+			if row.Child && c.Parent {
+				cells[r][i] = ""
+			}
 		}
 	}
 	width := make([]int, len(t.Columns))
@@ -531,4 +555,17 @@ func fit(s string, n int) string {
 	}
 	r := []rune(s)
 	return string(r[:n-1]) + "…"
+}
+
+// slurmElapsed writes seconds as sacct's Elapsed does: [D-]HH:MM:SS.
+func slurmElapsed(s int64) string {
+	if s < 0 {
+		s = 0
+	}
+	d, s := s/86400, s%86400
+	hms := fmt.Sprintf("%02d:%02d:%02d", s/3600, s%3600/60, s%60)
+	if d > 0 {
+		return fmt.Sprintf("%d-%s", d, hms)
+	}
+	return hms
 }

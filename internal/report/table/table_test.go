@@ -205,3 +205,11 @@ func TestThousands(t *testing.T) {
 		}
 	}
 }
+
+func TestSlurmElapsed(t *testing.T) {
+	for in, want := range map[int64]string{0: "00:00:00", 59: "00:00:59", 3661: "01:01:01", 86400 + 7200: "1-02:00:00", -5: "00:00:00"} {
+		if got := slurmElapsed(in); got != want {
+			t.Errorf("slurmElapsed(%d) = %q, want %q", in, got, want)
+		}
+	}
+}

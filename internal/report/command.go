@@ -1,0 +1,290 @@
+package report
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
+
+	"github.com/aicloud/gpusuite/internal/config"
+	"github.com/aicloud/gpusuite/internal/report/table"
+	"github.com/aicloud/gpusuite/internal/report/teams"
+	"github.com/aicloud/gpusuite/internal/report/timespec"
+)
+
+// Deps is what the report commands take from the process; tests set each.
+type Deps struct {
+	Stdout io.Writer
+	Stderr io.Writer
+	Getenv func(string) string
+	Now    func() time.Time
+	// Width is the terminal width of Stdout, 0 when it is not a terminal.
+	Width func() int
+	// StderrTTY reports whether Stderr is a terminal (progress bars).
+	StderrTTY func() bool
+	// Euid and Username identify who asks for an ignore change.
+	Euid     func() int
+	Username func() string
+}
+
+// System is Deps for the real process.
+func System(stdout, stderr io.Writer, getenv func(string) string) Deps {
+	return Deps{
+		Stdout: stdout, Stderr: stderr, Getenv: getenv, Now: time.Now,
+		Width:     func() int { return termWidth(stdout, getenv) },
+		StderrTTY: func() bool { return isTerminal(stderr) },
+		Euid:      os.Geteuid,
+		Username:  func() string { return currentUser(getenv) },
+	}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// termWidth is $COLUMNS, else the terminal's width, else 0 (a pipe:
+// nothing is cut).
+func termWidth(w io.Writer, getenv func(string) string) int {
+	f, ok := w.(*os.File)
+	if !ok || !isTerminal(w) {
+		return 0
+	}
+	if n, err := strconv.Atoi(getenv("COLUMNS")); err == nil && n > 0 {
+		return n
+	}
+	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	if err != nil || ws.Col == 0 {
+		return 80
+	}
+	return int(ws.Col)
+}
+
+// ---- flags shared by the commands
+
+func dbFlag() cli.Flag {
+	return &cli.StringFlag{Name: "db", Usage: "accounting database (store.path)", EnvVars: []string{"GPUSUITE_DB"}}
+}
+
+func windowFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "start", Aliases: []string{"S"}, Usage: "start of the window: " + timespec.Formats + " (default: 7 days before today 00:00)"},
+		&cli.StringFlag{Name: "end", Aliases: []string{"E"}, Usage: "end of the window, exclusive (default: today 00:00, or now with --start)"},
+		&cli.StringFlag{Name: "tz", Usage: "time zone of dates and periods (report.tz)", EnvVars: []string{"GPUSUITE_TZ"}},
+	}
+}
+
+func outputFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "format", Usage: "table, csv, tsv or json (report.format)", EnvVars: []string{"GPUSUITE_REPORT_FORMAT"}},
+		&cli.BoolFlag{Name: "parsable", Aliases: []string{"P"}, Usage: "'|'-separated machine values, like sreport -P"},
+		&cli.BoolFlag{Name: "noheader", Aliases: []string{"n"}, Usage: "no header line (nor title and notes)"},
+		&cli.StringFlag{Name: "units", Aliases: []string{"t"}, Usage: "GPU-time columns in hours, minutes or percent of the cluster's allocated GPU-time (report.units)", EnvVars: []string{"GPUSUITE_REPORT_UNITS"}},
+	}
+}
+
+func filterFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringSliceFlag{Name: "users", Aliases: []string{"u"}, Usage: "only these users (comma-separated)"},
+		&cli.StringSliceFlag{Name: "teams", Usage: "only these teams"},
+		&cli.StringSliceFlag{Name: "accounts", Aliases: []string{"A"}, Usage: "only these Slurm accounts"},
+		&cli.StringSliceFlag{Name: "partitions", Aliases: []string{"r"}, Usage: "only these partitions"},
+		&cli.StringSliceFlag{Name: "nodes", Aliases: []string{"N"}, Usage: "only these nodes"},
+		&cli.StringSliceFlag{Name: "models", Aliases: []string{"m"}, Usage: "only these GPU models (as NVML names them)"},
+		&cli.StringSliceFlag{Name: "clusters", Aliases: []string{"M"}, Usage: "only these clusters"},
+		&cli.StringFlag{Name: "teams-file", Usage: "team mapping file (report.teams)", EnvVars: []string{"GPUSUITE_TEAMS"}},
+	}
+}
+
+// env is what every command resolves first: config with flags applied.
+type env struct {
+	cfg config.Config
+	loc *time.Location
+	now time.Time
+}
+
+func load(c *cli.Context, d Deps) (*env, error) {
+	cfg, err := config.FromCLI(c, d.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	set := func(name string, dst *string) {
+		if c.IsSet(name) {
+			*dst = c.String(name)
+		}
+	}
+	set("db", &cfg.Store.Path)
+	set("tz", &cfg.Report.TZ)
+	set("teams-file", &cfg.Report.Teams)
+	set("format", &cfg.Report.Format)
+	set("units", &cfg.Report.Units)
+	loc, err := timespec.LoadLocation(cfg.Report.TZ)
+	if err != nil {
+		return nil, err
+	}
+	return &env{cfg: cfg, loc: loc, now: d.Now()}, nil
+}
+
+func (e *env) open(ctx context.Context) (*DB, error) {
+	return OpenDB(ctx, e.cfg.Store.Path, e.cfg.Store.BusyTimeout.Duration)
+}
+
+func (e *env) window(c *cli.Context) (timespec.Window, error) {
+	return timespec.Resolve(c.String("start"), c.String("end"), e.now, e.loc)
+}
+
+func (e *env) output(c *cli.Context, d Deps) (table.Options, error) {
+	f, err := table.ParseFormat(e.cfg.Report.Format)
+	if err != nil {
+		return table.Options{}, err
+	}
+	if c.Bool("parsable") {
+		f = table.Parsable
+	}
+	u, err := table.ParseUnits(e.cfg.Report.Units)
+	if err != nil {
+		return table.Options{}, err
+	}
+	o := table.Options{Format: f, Units: u, NoHeader: c.Bool("noheader")}
+	if f == table.Aligned {
+		o.Width = d.Width()
+		loc := e.loc
+		o.TimeFormat = func(t int64) string { return time.Unix(t, 0).In(loc).Format("2006-01-02 15:04") }
+	}
+	return o, nil
+}
+
+func filterOf(c *cli.Context) (Filter, []string) {
+	list := func(name string) []string {
+		var out []string
+		for _, v := range c.StringSlice(name) {
+			for _, p := range strings.Split(v, ",") {
+				if p = strings.TrimSpace(p); p != "" {
+					out = append(out, p)
+				}
+			}
+		}
+		return out
+	}
+	accts := list("accounts")
+	for i := range accts {
+		accts[i] = strings.ToLower(accts[i]) // as Slurm stores them
+	}
+	return Filter{Clusters: list("clusters"), Users: list("users"), Accounts: accts, Partitions: list("partitions"),
+		Nodes: list("nodes"), Models: list("models")}, list("teams")
+}
+
+// ReportCommand is `gpuacct report`.
+func ReportCommand(d Deps) *cli.Command {
+	flags := append(append(append(append([]cli.Flag{dbFlag()}, windowFlags()...),
+		&cli.StringFlag{Name: "period", Usage: "a time series: day, week or month (default: one total)"},
+		&cli.IntFlag{Name: "limit", Usage: "at most this many rows per period (top: default 10; jobs: default 50)"},
+		&cli.StringFlag{Name: "by", Usage: "top: users or teams", Value: "users"},
+		&cli.StringFlag{Name: "sort", Usage: "jobs: start, alloc, eff (lowest first) or idle", Value: "start"},
+	), filterFlags()...), outputFlags()...)
+	var subs []*cli.Command
+	for _, k := range Kinds {
+		k := k
+		subs = append(subs, &cli.Command{
+			Name:      k,
+			Usage:     kindUsage[k],
+			UsageText: "gpuacct report " + k + " [options]\n\n" + reportExamples,
+			Flags:     flags,
+			Action:    func(c *cli.Context) error { return runReport(c, d, k) },
+		})
+	}
+	return &cli.Command{
+		Name:  "report",
+		Usage: "sreport-style GPU-hours by team, user, account, partition, node or model",
+		UsageText: "gpuacct report {" + strings.Join(Kinds, "|") + "} [options]\n\n" +
+			`Allocated GPU-hours (GPUs × elapsed, what Slurm charges), used GPU-hours
+(Σ utilization × time), efficiency, idle GPU-hours, energy, jobs started and
+share of the cluster, over a window (default: the last 7 whole days), as one
+total or per day, week or month. Jobs crossing a period boundary are split at
+it. Ignored jobs are left out. See docs/reports.md.
+
+` + reportExamples,
+		Subcommands: subs,
+		Action: func(c *cli.Context) error {
+			if c.Args().Present() {
+				return fmt.Errorf("report: unknown report %q: use one of %s", c.Args().First(), strings.Join(Kinds, ", "))
+			}
+			return fmt.Errorf("report: name a report: one of %s (see 'gpuacct report --help')", strings.Join(Kinds, ", "))
+		},
+	}
+}
+
+var kindUsage = map[string]string{
+	"teams":      "GPU-hours per team (Slurm account, or the team mapping file)",
+	"users":      "GPU-hours per user",
+	"accounts":   "GPU-hours per Slurm account",
+	"partitions": "GPU-hours per partition",
+	"nodes":      "GPU-hours per node",
+	"models":     "GPU-hours per GPU model",
+	"tree":       "each team, then its users (like sreport cluster AccountUtilizationByUser)",
+	"top":        "the top N users (or --by teams)",
+	"jobs":       "jobs in the window with their efficiency",
+}
+
+const reportExamples = `Examples:
+   gpuacct report teams                                  # last 7 days
+   gpuacct report teams --start 2026-01-01 --end 2027-01-01 --period month
+   gpuacct report users --teams vision --start now-2days
+   gpuacct report tree --start 11/01 --end 12/01 --tz Asia/Tokyo
+   gpuacct report top --by teams --limit 5 --units percent
+   gpuacct report jobs --users alice --sort eff --limit 20
+   gpuacct report nodes -P -n --start yesterday --end today   # for scripts
+   gpuacct report teams --format json | jq '.rows[] | {team, alloc_gpu_hours}'`
+
+func runReport(c *cli.Context, d Deps, kind string) error {
+	if c.Args().Present() {
+		return fmt.Errorf("report %s: unexpected argument %q (options go with --)", kind, c.Args().First())
+	}
+	e, err := load(c, d)
+	if err != nil {
+		return err
+	}
+	w, err := e.window(c)
+	if err != nil {
+		return fmt.Errorf("report %s: %w", kind, err)
+	}
+	p, err := timespec.ParsePeriod(c.String("period"))
+	if err != nil {
+		return fmt.Errorf("report %s: %w", kind, err)
+	}
+	o, err := e.output(c, d)
+	if err != nil {
+		return fmt.Errorf("report %s: %w", kind, err)
+	}
+	m, err := teams.Load(e.cfg.Report.Teams)
+	if err != nil {
+		return err
+	}
+	f, teamList := filterOf(c)
+	db, err := e.open(c.Context)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	var t *table.Table
+	if kind == "jobs" {
+		t, err = db.JobList(c.Context, JobQuery{Window: w, Filter: f, Teams: teamList, Mapping: m, Limit: c.Int("limit"), Sort: c.String("sort"), Now: e.now})
+	} else {
+		t, err = db.Report(c.Context, Request{Kind: kind, Window: HourWindow(w), Period: p, Filter: f, Teams: teamList, Mapping: m,
+			TopBy: c.String("by"), Limit: c.Int("limit")})
+	}
+	if err != nil {
+		return fmt.Errorf("report %s: %w", kind, err)
+	}
+	return table.Write(d.Stdout, t, o)
+}

@@ -1,0 +1,165 @@
+// Package report is gpuacct's reading side: sreport-style GPU-hour reports
+// by user, team, account, partition, node and model; per-job detail;
+// exports; plots; the monitoring check; and ignore requests. It only ever
+// opens the accounting database read-only (the ingest service is its one
+// writer, docs/store.md).
+package report
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/mattn/go-sqlite3"
+
+	"github.com/aicloud/gpusuite/internal/store"
+)
+
+// DB is the accounting database opened for reading.
+type DB struct {
+	db   *sql.DB
+	path string
+	busy time.Duration
+	// nodeNames maps nodes.id to "name" (or "cluster/name" when several
+	// clusters share the ledger).
+	nodeNames map[int64]string
+}
+
+// OpenDB opens path read-only. A missing file and a file that is not a
+// gpusuite store are errors here, not at the first query.
+func OpenDB(ctx context.Context, path string, busy time.Duration) (*DB, error) {
+	if _, err := os.Stat(path); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("accounting database %s does not exist (set store.path or --db; gpuacct serve creates it): %w", path, fs.ErrNotExist)
+		}
+		return nil, fmt.Errorf("accounting database %s: %w", path, err)
+	}
+	st, err := store.Open(ctx, store.Options{Path: path, ReadOnly: true, BusyTimeout: busy})
+	if err != nil {
+		return nil, describe(path, busy, err)
+	}
+	d := &DB{db: st.DB, path: path, busy: busy}
+	if err := d.loadNodes(ctx); err != nil {
+		st.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// Close closes the database.
+func (d *DB) Close() error { return d.db.Close() }
+
+// describe turns SQLite's busy/locked and not-a-database errors into one
+// line that says what to do.
+func describe(path string, busy time.Duration, err error) error {
+	var se sqlite3.Error
+	if errors.As(err, &se) {
+		switch se.Code {
+		case sqlite3.ErrBusy, sqlite3.ErrLocked:
+			return fmt.Errorf("read %s: database is locked: the ingest held it longer than store.busy_timeout (%s); try again: %w", path, busy, err)
+		case sqlite3.ErrNotADB:
+			return fmt.Errorf("read %s: not a gpusuite accounting database: %w", path, err)
+		}
+	}
+	if strings.Contains(err.Error(), "no such table") {
+		return fmt.Errorf("read %s: not a gpusuite accounting database: %w", path, err)
+	}
+	if strings.Contains(err.Error(), "database is locked") {
+		return fmt.Errorf("read %s: database is locked: the ingest held it longer than store.busy_timeout (%s); try again: %w", path, busy, err)
+	}
+	return fmt.Errorf("read %s: %w", path, err)
+}
+
+func (d *DB) wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	return describe(d.path, d.busy, err)
+}
+
+func (d *DB) loadNodes(ctx context.Context) error {
+	rows, err := d.db.QueryContext(ctx, `SELECT id, cluster, name FROM nodes`)
+	if err != nil {
+		return d.wrap(err)
+	}
+	defer rows.Close()
+	type n struct{ cluster, name string }
+	all := map[int64]n{}
+	clusters := map[string]bool{}
+	for rows.Next() {
+		var id int64
+		var x n
+		if err := rows.Scan(&id, &x.cluster, &x.name); err != nil {
+			return d.wrap(err)
+		}
+		all[id] = x
+		clusters[x.cluster] = true
+	}
+	if err := rows.Err(); err != nil {
+		return d.wrap(err)
+	}
+	d.nodeNames = map[int64]string{}
+	for id, x := range all {
+		if len(clusters) > 1 {
+			d.nodeNames[id] = x.cluster + "/" + x.name
+		} else {
+			d.nodeNames[id] = x.name
+		}
+	}
+	return nil
+}
+
+// nodeIDs resolves node names (or cluster/name) to ids; an unknown name
+// is an error.
+func (d *DB) nodeIDs(names []string) ([]int64, error) {
+	var out []int64
+	for _, want := range names {
+		found := false
+		for id, n := range d.nodeNames {
+			if n == want || strings.HasSuffix(n, "/"+want) {
+				out = append(out, id)
+				found = true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("--nodes: unknown node %q (no record from it in %s)", want, d.path)
+		}
+	}
+	return out, nil
+}
+
+// in appends "AND col IN (?, ?...)" for a non-empty list.
+func in(q *strings.Builder, args *[]any, col string, vals []string) {
+	if len(vals) == 0 {
+		return
+	}
+	q.WriteString(" AND " + col + " IN (")
+	for i, v := range vals {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("?")
+		*args = append(*args, v)
+	}
+	q.WriteString(")")
+}
+
+func inInt(q *strings.Builder, args *[]any, col string, vals []int64) {
+	if len(vals) == 0 {
+		return
+	}
+	q.WriteString(" AND " + col + " IN (")
+	for i, v := range vals {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("?")
+		*args = append(*args, v)
+	}
+	q.WriteString(")")
+}

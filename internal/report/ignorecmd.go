@@ -1,0 +1,251 @@
+package report
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"strconv"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/aicloud/gpusuite/internal/report/ignorereq"
+	"github.com/aicloud/gpusuite/internal/report/table"
+	"github.com/aicloud/gpusuite/internal/report/teams"
+	"github.com/aicloud/gpusuite/internal/store"
+)
+
+// currentUser names who runs the command, and who is behind sudo.
+func currentUser(getenv func(string) string) string {
+	name := strconv.Itoa(os.Geteuid())
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	if s := getenv("SUDO_USER"); s != "" && s != name {
+		name += " (sudo by " + s + ")"
+	}
+	return name
+}
+
+// serviceUID is the uid of ingest.service_user, -1 when unset.
+func serviceUID(name string) (int, error) {
+	if name == "" {
+		return -1, nil
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		return -1, fmt.Errorf("service user %q: %w", name, err)
+	}
+	return strconv.Atoi(u.Uid)
+}
+
+// IgnoreCommand is `gpuacct ignore`.
+func IgnoreCommand(d Deps) *cli.Command {
+	return &cli.Command{
+		Name:  "ignore",
+		Usage: "leave jobs out of report totals (kept, listable, reversible; root or the service user)",
+		UsageText: `gpuacct ignore JOBID... --reason TEXT
+gpuacct ignore --list [--log]
+
+Ignored jobs stay in the ledger and in 'gpuacct job', but count in no report
+total. JOBID is 1234 (every run; every task of an array), 1234_7 or 1234+1.
+The change is a request in report.requests that the store's one writer
+applies: at once when no 'gpuacct serve' runs, else on serve's next pass.
+Every change is kept with who made it ('--list --log'). Jobs whose Slurm
+comment carries report.ignore_tag (default gpuacct:ignore) are ignored too.
+
+Examples:
+   sudo gpuacct ignore 123456 123457_3 --reason "benchmark run for the vendor"
+   gpuacct ignore --list
+   gpuacct ignore --list --log
+   sudo gpuacct unignore 123456 --reason "counted after all"`,
+		Flags: ignoreFlags(true),
+		Action: func(c *cli.Context) error {
+			if c.Bool("list") || c.Bool("log") {
+				if c.Args().Present() {
+					return fmt.Errorf("ignore --list takes no JOBID")
+				}
+				return listIgnored(c, d)
+			}
+			return change(c, d, ignorereq.Ignore)
+		},
+	}
+}
+
+// UnignoreCommand is `gpuacct unignore`.
+func UnignoreCommand(d Deps) *cli.Command {
+	return &cli.Command{
+		Name:  "unignore",
+		Usage: "count ignored jobs in report totals again (root or the service user)",
+		UsageText: `gpuacct unignore JOBID... [--reason TEXT]
+
+Examples:
+   sudo gpuacct unignore 123456
+   sudo gpuacct unignore 123456_3 --reason "was a real run"`,
+		Flags:  ignoreFlags(false),
+		Action: func(c *cli.Context) error { return change(c, d, ignorereq.Unignore) },
+	}
+}
+
+func ignoreFlags(list bool) []cli.Flag {
+	f := []cli.Flag{dbFlag(),
+		&cli.StringFlag{Name: "reason", Usage: "why (kept with the change)"},
+		&cli.StringFlag{Name: "cluster", Aliases: []string{"M"}, Usage: "the cluster, when several share the ledger"},
+		&cli.StringFlag{Name: "requests", Usage: "request directory (report.requests)", EnvVars: []string{"GPUSUITE_REQUESTS"}},
+	}
+	if list {
+		f = append(f,
+			&cli.BoolFlag{Name: "list", Aliases: []string{"l"}, Usage: "list ignored jobs"},
+			&cli.BoolFlag{Name: "log", Usage: "list every ignore/unignore change with who made it"},
+			&cli.StringFlag{Name: "format", Usage: "table, csv, tsv or json (report.format)"},
+			&cli.BoolFlag{Name: "parsable", Aliases: []string{"P"}, Usage: "'|'-separated"},
+			&cli.BoolFlag{Name: "noheader", Aliases: []string{"n"}, Usage: "no header line"},
+			&cli.StringFlag{Name: "tz", Usage: "time zone of times shown (report.tz)", EnvVars: []string{"GPUSUITE_TZ"}},
+			&cli.StringFlag{Name: "teams-file", Usage: "team mapping file (report.teams)", EnvVars: []string{"GPUSUITE_TEAMS"}},
+		)
+	}
+	return f
+}
+
+func change(c *cli.Context, d Deps, action string) error {
+	if !c.Args().Present() {
+		return fmt.Errorf("%s: give at least one JOBID (see 'gpuacct %s --help')", action, action)
+	}
+	if action == ignorereq.Ignore && strings.TrimSpace(c.String("reason")) == "" {
+		return fmt.Errorf("ignore: --reason is required: say why these jobs should not count")
+	}
+	var specs []string
+	for _, a := range c.Args().Slice() {
+		sp, err := ParseJobSpec(a)
+		if err != nil {
+			return fmt.Errorf("%s: %w", action, err)
+		}
+		specs = append(specs, sp.String())
+	}
+	e, err := load(c, d)
+	if err != nil {
+		return err
+	}
+	if c.IsSet("requests") {
+		e.cfg.Report.Requests = c.String("requests")
+	}
+	svc, err := serviceUID(e.cfg.Ingest.ServiceUser)
+	if err != nil {
+		return fmt.Errorf("%s: %w", action, err)
+	}
+	euid := d.Euid()
+	if euid != 0 && euid != svc {
+		return fmt.Errorf("%s: only root or the service user (ingest.service_user) may change what counts; try sudo", action)
+	}
+	// Every job must exist: a typo must not file a request that does nothing.
+	db, err := e.open(c.Context)
+	if err != nil {
+		return err
+	}
+	for _, s := range specs {
+		sp, _ := ParseJobSpec(s)
+		if _, err := db.Job(c.Context, c.String("cluster"), sp, e.now); err != nil {
+			db.Close()
+			return fmt.Errorf("%s: %w", action, err)
+		}
+	}
+	db.Close()
+	r := &ignorereq.Request{Action: action, Jobs: specs, Cluster: c.String("cluster"), Reason: c.String("reason"), By: d.Username(), UID: euid, Time: e.now.UTC()}
+	r.Host, _ = os.Hostname()
+	path, err := ignorereq.Submit(e.cfg.Report.Requests, r)
+	if err != nil {
+		return fmt.Errorf("%s: %w", action, err)
+	}
+	n, err := applyNow(c.Context, e, svc, euid)
+	switch {
+	case errors.Is(err, store.ErrLocked):
+		fmt.Fprintf(d.Stdout, "%s %s: request %s queued; gpuacct serve applies it on its next pass (ingest.interval)\n", action, strings.Join(specs, " "), path)
+		return nil
+	case err != nil:
+		return fmt.Errorf("%s: request %s is queued, but applying it failed: %w", action, path, err)
+	}
+	fmt.Fprintf(d.Stdout, "%s %s: applied (%d request(s)); see 'gpuacct ignore --list --log'\n", action, strings.Join(specs, " "), n)
+	return nil
+}
+
+// applyNow applies pending requests when no writer holds the store.
+func applyNow(ctx context.Context, e *env, svc, euid int) (int, error) {
+	st, err := store.Open(ctx, store.Options{Path: e.cfg.Store.Path, Journal: e.cfg.Store.JournalMode, BusyTimeout: e.cfg.Store.BusyTimeout.Duration})
+	if err != nil {
+		return 0, err
+	}
+	defer st.Close()
+	host, _ := os.Hostname()
+	return ignorereq.Apply(ctx, st, ignorereq.Options{Dir: e.cfg.Report.Requests, Now: e.now, Host: host, Tag: e.cfg.Report.IgnoreTag,
+		Trusted: func(uid int) bool { return uid == 0 || uid == svc || uid == euid }})
+}
+
+func listIgnored(c *cli.Context, d Deps) error {
+	e, err := load(c, d)
+	if err != nil {
+		return err
+	}
+	if c.IsSet("requests") {
+		e.cfg.Report.Requests = c.String("requests")
+	}
+	o, err := e.output(c, d)
+	if err != nil {
+		return fmt.Errorf("ignore --list: %w", err)
+	}
+	if c.Bool("log") {
+		pending, applied, err := ignorereq.List(e.cfg.Report.Requests)
+		if err != nil {
+			return err
+		}
+		t := &table.Table{Title: "Ignore changes, oldest first (" + e.cfg.Report.Requests + ")", Columns: []table.Column{
+			{Key: "time", Title: "TIME", Kind: table.Time}, {Key: "action", Title: "ACTION", Kind: table.Text},
+			{Key: "jobs", Title: "JOBS", Kind: table.Text}, {Key: "by", Title: "BY", Kind: table.Text},
+			{Key: "status", Title: "STATUS", Kind: table.Text}, {Key: "reason", Title: "REASON", Kind: table.Text},
+		}, Meta: []table.KV{{Key: "report", Value: "ignore-log"}}}
+		add := func(r ignorereq.Request, status string) {
+			t.Rows = append(t.Rows, table.Row{Cells: []any{r.Time.Unix(), r.Action, strings.Join(r.Jobs, " "), r.By, status, r.Reason}})
+		}
+		for _, r := range applied {
+			status := "applied"
+			switch {
+			case r.Error != "":
+				status = r.Error
+			case len(r.NotFound) > 0:
+				status = "applied; not found: " + strings.Join(r.NotFound, " ")
+			}
+			add(r, status)
+		}
+		for _, r := range pending {
+			add(r, "pending")
+		}
+		return table.Write(d.Stdout, t, o)
+	}
+	m, err := teams.Load(e.cfg.Report.Teams)
+	if err != nil {
+		return err
+	}
+	db, err := e.open(c.Context)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	t := &table.Table{Title: "Ignored jobs (not counted in report totals)", Columns: []table.Column{
+		{Key: "job", Title: "JOBID", Kind: table.Text}, {Key: "user", Title: "USER", Kind: table.Text},
+		{Key: "team", Title: "TEAM", Kind: table.Text}, {Key: "start", Title: "START", Kind: table.Time},
+		{Key: "alloc_gpu", Title: "ALLOC", Kind: table.GPUSeconds}, {Key: "reason", Title: "REASON", Kind: table.Text},
+	}, Meta: []table.KV{{Key: "report", Value: "ignored"}}}
+	all := JobQuery{Ignored: true, Mapping: m, Sort: "start", Window: allTime(e.now)}
+	err = db.Jobs(c.Context, all, func(j *JobRow) bool {
+		t.Rows = append(t.Rows, table.Row{Cells: []any{j.ID(), j.User, m.Team(j.Account, j.User), j.Start, j.AllocS, j.IgnoreReason.String}})
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	if pending, _, err := ignorereq.List(e.cfg.Report.Requests); err == nil && len(pending) > 0 {
+		t.Notes = append(t.Notes, fmt.Sprintf("%d request(s) pending: gpuacct serve applies them on its next pass", len(pending)))
+	}
+	return table.Write(d.Stdout, t, o)
+}

@@ -1,0 +1,491 @@
+package report
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// NodePart is a job's part on one node.
+type NodePart struct {
+	Node         string `json:"node"`
+	GPUs         int64  `json:"gpus"`
+	Model        string `json:"model,omitempty"`
+	Start        *int64 `json:"start,omitempty"`
+	End          *int64 `json:"end,omitempty"`
+	EndSource    string `json:"end_source,omitempty"`
+	EndEstimated bool   `json:"end_estimated"`
+	ExitCode     *int64 `json:"exit_code,omitempty"`
+	Quality      string `json:"quality,omitempty"`
+}
+
+// Point is one sample of one GPU; nil values were missing.
+type Point struct {
+	T        int64    `json:"t_ms"`
+	Util     *float64 `json:"util,omitempty"`
+	MemMiB   *float64 `json:"mem_mib,omitempty"`
+	PowerW   *float64 `json:"power_w,omitempty"`
+	Interval float64  `json:"-"`
+	Idle     bool     `json:"-"`
+	Share    float64  `json:"-"`
+	EnergyMJ *int64   `json:"-"`
+}
+
+// GPUStat is one GPU of a job: the agent's aggregate, or figures from the
+// samples when the job still runs or no aggregate arrived.
+type GPUStat struct {
+	Node        string            `json:"node"`
+	Index       *int64            `json:"index,omitempty"`
+	Minor       *int64            `json:"minor,omitempty"`
+	UUID        string            `json:"uuid"`
+	Model       string            `json:"model,omitempty"`
+	Source      string            `json:"source"` // aggregate, samples or none
+	SampleS     float64           `json:"sample_s"`
+	UtilMean    *float64          `json:"util_mean_pct,omitempty"`
+	UtilMax     *float64          `json:"util_max_pct,omitempty"`
+	MemMaxMiB   *float64          `json:"mem_max_mib,omitempty"`
+	MemTotalMiB *float64          `json:"mem_total_mib,omitempty"`
+	EnergyKWh   *float64          `json:"energy_kwh,omitempty"`
+	IdleS       float64           `json:"idle_s"`
+	Quality     map[string]uint64 `json:"quality,omitempty"`
+	Series      []Point           `json:"-"`
+	gpuID       int64
+}
+
+// Detail is everything `gpuacct job` shows.
+type Detail struct {
+	Job   JobRow
+	Nodes []NodePart
+	GPUs  []GPUStat
+	Notes []string
+	Now   time.Time
+}
+
+// ErrNoJob means the job is not in the ledger.
+var ErrNoJob = errors.New("job not found")
+
+// JobSpec names a job as users type it: 1234, 1234_7 (array task),
+// 1234+1 (second run after a requeue).
+type JobSpec struct {
+	ID int64
+	// Task is the array task when the job was named ARRAYID_TASK.
+	Task *int64
+	// Restart is the run; -1 means the latest.
+	Restart int
+}
+
+// ParseJobSpec reads 1234, 1234_7 or 1234+1.
+func ParseJobSpec(s string) (JobSpec, error) {
+	sp := JobSpec{Restart: -1}
+	rest := s
+	if a, r, ok := strings.Cut(rest, "+"); ok {
+		n, err := strconv.Atoi(r)
+		if err != nil || n < 0 {
+			return sp, fmt.Errorf("job %q: run after %q is not a number (1234+1 is the first requeue)", s, "+")
+		}
+		sp.Restart, rest = n, a
+	}
+	if a, t, ok := strings.Cut(rest, "_"); ok {
+		n, err := strconv.ParseInt(t, 10, 64)
+		if err != nil || n < 0 {
+			return sp, fmt.Errorf("job %q: array task %q is not a number", s, t)
+		}
+		sp.Task, rest = &n, a
+	}
+	id, err := strconv.ParseInt(rest, 10, 64)
+	if err != nil || id <= 0 {
+		return sp, fmt.Errorf("job %q is not a Slurm job id such as 1234, 1234_7 or 1234+1", s)
+	}
+	sp.ID = id
+	return sp, nil
+}
+
+func (sp JobSpec) String() string {
+	s := strconv.FormatInt(sp.ID, 10)
+	if sp.Task != nil {
+		s += "_" + strconv.FormatInt(*sp.Task, 10)
+	}
+	if sp.Restart >= 0 {
+		s += "+" + strconv.Itoa(sp.Restart)
+	}
+	return s
+}
+
+// Job loads one job run.
+func (d *DB) Job(ctx context.Context, cluster string, sp JobSpec, now time.Time) (*Detail, error) {
+	id, restart := sp.ID, sp.Restart
+	q := `SELECT ` + jobCols + ` FROM jobs j WHERE j.job_id = ?`
+	args := []any{id}
+	if sp.Task != nil {
+		q = `SELECT ` + jobCols + ` FROM jobs j WHERE (j.array_job_id = ? AND j.array_task_id = ?)`
+		args = []any{id, *sp.Task}
+	}
+	if cluster != "" {
+		q += " AND j.cluster = ?"
+		args = append(args, cluster)
+	}
+	if restart >= 0 {
+		q += " AND j.restart = ?"
+		args = append(args, restart)
+	}
+	q += " ORDER BY j.restart DESC, j.start DESC LIMIT 1"
+	det := &Detail{Now: now}
+	if err := scanJob(d.db.QueryRowContext(ctx, q, args...), &det.Job); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("job %s: %w in %s", sp, ErrNoJob, d.path)
+		}
+		return nil, d.wrap(err)
+	}
+	j := &det.Job
+	rows, err := d.db.QueryContext(ctx, `SELECT node_id, gpus, model, start, end, end_source, end_estimated, exit_code, quality
+ FROM job_nodes WHERE job = ? ORDER BY node_id`, j.Row)
+	if err != nil {
+		return nil, d.wrap(err)
+	}
+	for rows.Next() {
+		var p NodePart
+		var node int64
+		var start, end, code sql.NullInt64
+		var src sql.NullString
+		if err := rows.Scan(&node, &p.GPUs, &p.Model, &start, &end, &src, &p.EndEstimated, &code, &p.Quality); err != nil {
+			rows.Close()
+			return nil, d.wrap(err)
+		}
+		p.Node, p.Start, p.End, p.EndSource, p.ExitCode = d.nodeNames[node], ptr(start), ptr(end), src.String, ptr(code)
+		det.Nodes = append(det.Nodes, p)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, d.wrap(err)
+	}
+	if err := d.loadGPUs(ctx, det); err != nil {
+		return nil, err
+	}
+	det.Notes = notes(det)
+	return det, nil
+}
+
+func ptr(v sql.NullInt64) *int64 {
+	if !v.Valid {
+		return nil
+	}
+	x := v.Int64
+	return &x
+}
+
+func fptr(v sql.NullFloat64) *float64 {
+	if !v.Valid {
+		return nil
+	}
+	x := v.Float64
+	return &x
+}
+
+func (d *DB) loadGPUs(ctx context.Context, det *Detail) error {
+	j := &det.Job
+	rows, err := d.db.QueryContext(ctx, `SELECT g.id, jg.node_id, g.idx, jg.minor, g.uuid, g.model, jg.agg_seq, jg.agg_final, jg.sample_s, jg.util_s,
+ jg.util_max, jg.mem_max_mib, coalesce(jg.mem_total_mib, g.mem_total_mib), jg.energy_mj, jg.energy_start_mj, jg.energy_end_mj, jg.idle_s, jg.quality
+ FROM job_gpus jg JOIN gpus g ON g.id = jg.gpu_id WHERE jg.job = ? ORDER BY jg.node_id, g.idx, g.uuid`, j.Row)
+	if err != nil {
+		return d.wrap(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var g GPUStat
+		var node int64
+		var idx, minor, seq, energy, eStart, eEnd sql.NullInt64
+		var final bool
+		var sampleS, utilS, idleS float64
+		var utilMax, memMax, memTotal sql.NullFloat64
+		var quality string
+		if err := rows.Scan(&g.gpuID, &node, &idx, &minor, &g.UUID, &g.Model, &seq, &final, &sampleS, &utilS, &utilMax, &memMax, &memTotal,
+			&energy, &eStart, &eEnd, &idleS, &quality); err != nil {
+			return d.wrap(err)
+		}
+		g.Node, g.Index, g.Minor, g.MemTotalMiB = d.nodeNames[node], ptr(idx), ptr(minor), fptr(memTotal)
+		g.Source = "none"
+		if seq.Valid {
+			g.Source = "aggregate"
+			g.SampleS, g.IdleS, g.UtilMax, g.MemMaxMiB = sampleS, idleS, fptr(utilMax), fptr(memMax)
+			if sampleS > 0 {
+				m := 100 * utilS / sampleS
+				g.UtilMean = &m
+			}
+			if energy.Valid {
+				k := float64(energy.Int64) / 3.6e9
+				g.EnergyKWh = &k
+			}
+			if quality != "" {
+				_ = json.Unmarshal([]byte(quality), &g.Quality)
+			}
+		}
+		if g.EnergyKWh == nil && eStart.Valid && eEnd.Valid && eEnd.Int64 >= eStart.Int64 {
+			k := float64(eEnd.Int64-eStart.Int64) / 3.6e9
+			g.EnergyKWh = &k
+		}
+		det.GPUs = append(det.GPUs, g)
+	}
+	if err := rows.Err(); err != nil {
+		return d.wrap(err)
+	}
+	rows.Close()
+	from := j.Start * 1000
+	to := det.Now.UnixMilli()
+	if j.End.Valid {
+		to = j.End.Int64*1000 + 1
+	}
+	for i := range det.GPUs {
+		g := &det.GPUs[i]
+		pts, err := d.series(ctx, g.gpuID, j.JobID, j.Restart, from, to)
+		if err != nil {
+			return err
+		}
+		g.Series = pts
+		if len(pts) > 0 && (g.Source == "none" || !j.End.Valid) {
+			fromSamples(g)
+		}
+	}
+	return nil
+}
+
+// series reads one GPU's samples of the job (raw samples are kept for
+// store.sample_retention).
+func (d *DB) series(ctx context.Context, gpuID, job int64, restart int, from, to int64) ([]Point, error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT t_ms, interval_ms, job, restart, jobs, idle, util, mem_used_mib, power_mw, energy_delta_mj
+ FROM samples WHERE gpu_id = ? AND t_ms >= ? AND t_ms < ? AND (job = ? OR jobs IS NOT NULL) ORDER BY t_ms`, gpuID, from, to, job)
+	if err != nil {
+		return nil, d.wrap(err)
+	}
+	defer rows.Close()
+	var out []Point
+	for rows.Next() {
+		var p Point
+		var iv, sjob int64
+		var srestart int
+		var jobs sql.NullString
+		var util, mem, power, energy sql.NullInt64
+		if err := rows.Scan(&p.T, &iv, &sjob, &srestart, &jobs, &p.Idle, &util, &mem, &power, &energy); err != nil {
+			return nil, d.wrap(err)
+		}
+		p.Share = 0
+		if sjob == job && srestart == restart {
+			p.Share = 1
+		}
+		if jobs.Valid {
+			var shares []struct {
+				Job     int64   `json:"job"`
+				Restart int     `json:"restart"`
+				Share   float64 `json:"share"`
+				Idle    bool    `json:"idle"`
+			}
+			if json.Unmarshal([]byte(jobs.String), &shares) == nil {
+				p.Share = 0
+				for _, s := range shares {
+					if s.Job == job && s.Restart == restart {
+						p.Share, p.Idle = s.Share, s.Idle
+					}
+				}
+			}
+		}
+		if p.Share == 0 {
+			continue
+		}
+		p.Interval = float64(iv) / 1000
+		if util.Valid {
+			v := float64(util.Int64)
+			p.Util = &v
+		}
+		if mem.Valid {
+			v := float64(mem.Int64)
+			p.MemMiB = &v
+		}
+		if power.Valid {
+			v := float64(power.Int64) / 1000
+			p.PowerW = &v
+		}
+		p.EnergyMJ = ptr(energy)
+		out = append(out, p)
+	}
+	return out, d.wrap(rows.Err())
+}
+
+// fromSamples fills a GPU's figures from its samples.
+func fromSamples(g *GPUStat) {
+	g.Source = "samples"
+	var s, u, idle, maxU, maxM float64
+	var e int64
+	var haveU, haveM, haveE bool
+	for _, p := range g.Series {
+		s += p.Interval
+		if p.Idle {
+			idle += p.Interval
+		}
+		if p.Util != nil {
+			u += *p.Util * p.Interval * p.Share
+			maxU = max(maxU, *p.Util)
+			haveU = true
+		}
+		if p.MemMiB != nil {
+			maxM = max(maxM, *p.MemMiB)
+			haveM = true
+		}
+		if p.EnergyMJ != nil {
+			e += int64(float64(*p.EnergyMJ) * p.Share)
+			haveE = true
+		}
+	}
+	g.SampleS, g.IdleS = s, idle
+	if haveU && s > 0 {
+		m := u / s
+		g.UtilMean, g.UtilMax = &m, &maxU
+	}
+	if haveM {
+		g.MemMaxMiB = &maxM
+	}
+	if haveE {
+		k := float64(e) / 3.6e9
+		g.EnergyKWh = &k
+	}
+}
+
+// Sparkline draws values 0..100 in width cells with the eight block
+// heights; a cell with no sample is a space.
+func Sparkline(pts []Point, from, to int64, width int) string {
+	if width <= 0 || to <= from {
+		return ""
+	}
+	sum := make([]float64, width)
+	n := make([]float64, width)
+	for _, p := range pts {
+		if p.Util == nil {
+			continue
+		}
+		i := int((p.T - from) * int64(width) / (to - from))
+		if i < 0 || i >= width {
+			continue
+		}
+		sum[i] += *p.Util
+		n[i]++
+	}
+	const bars = "▁▂▃▄▅▆▇█"
+	r := []rune(bars)
+	var b strings.Builder
+	for i := range sum {
+		if n[i] == 0 {
+			b.WriteByte(' ')
+			continue
+		}
+		v := sum[i] / n[i]
+		k := int(v / 100 * float64(len(r)))
+		k = min(max(k, 0), len(r)-1)
+		b.WriteRune(r[k])
+	}
+	return b.String()
+}
+
+func pct(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) + "%" }
+
+// notes are the plain-language findings, most useful first.
+func notes(det *Detail) []string {
+	j := &det.Job
+	var out []string
+	elapsed := j.Elapsed(det.Now)
+	if j.Ignored {
+		out = append(out, "Excluded from reports: "+j.IgnoreReason.String+".")
+	}
+	if j.EndEstimated {
+		out = append(out, "The end time is estimated (no epilog record arrived; closed at the last sample). Allocation may be short.")
+	}
+	if !j.End.Valid {
+		out = append(out, "Still running: figures are up to the latest samples.")
+	}
+	var withData, idleGPUs []GPUStat
+	for _, g := range det.GPUs {
+		if g.SampleS > 0 {
+			withData = append(withData, g)
+		}
+	}
+	if len(det.GPUs) > 0 && len(withData) == 0 {
+		out = append(out, fmt.Sprintf("No utilization samples for this job: is gpuacct agent running on %s? (raw samples are kept for store.sample_retention)", j.Nodes))
+		return out
+	}
+	for _, g := range withData {
+		if g.IdleS/g.SampleS >= 0.5 {
+			idleGPUs = append(idleGPUs, g)
+		}
+	}
+	switch {
+	case len(idleGPUs) > 0 && len(idleGPUs) == len(withData):
+		out = append(out, fmt.Sprintf("All %d GPUs were idle most of the job (%s of sampled time): the job may not use the GPU at all; check that the code runs on CUDA.",
+			len(withData), pct(100*idleGPUs[0].IdleS/idleGPUs[0].SampleS)))
+	case len(idleGPUs) > 0:
+		for _, g := range idleGPUs {
+			out = append(out, fmt.Sprintf("GPU %s on %s was idle %s of the job: request fewer GPUs (--gpus=%d).",
+				gpuName(g), g.Node, pct(100*g.IdleS/g.SampleS), int(j.GPUs)-len(idleGPUs)))
+		}
+	}
+	var mean, n float64
+	var memMax, memTotal float64
+	for _, g := range withData {
+		if g.UtilMean != nil {
+			mean += *g.UtilMean
+			n++
+		}
+		if g.MemMaxMiB != nil && g.MemTotalMiB != nil && *g.MemTotalMiB > 0 {
+			memMax = max(memMax, *g.MemMaxMiB)
+			memTotal = *g.MemTotalMiB
+		}
+	}
+	if n > 0 {
+		mean /= n
+		if mean < 30 && len(idleGPUs) < len(withData) {
+			out = append(out, fmt.Sprintf("Mean GPU utilization was %s: the GPUs mostly waited. Look at data loading (more DataLoader workers, faster storage than NFS) or CPU-side work.", pct(mean)))
+		}
+	}
+	if memTotal > 0 {
+		r := memMax / memTotal
+		switch {
+		case r >= 0.95:
+			out = append(out, fmt.Sprintf("GPU memory peaked at %s of %.0f GiB: close to out-of-memory.", pct(100*r), memTotal/1024))
+		case r < 0.25 && memMax > 0:
+			out = append(out, fmt.Sprintf("Peak GPU memory was %.1f of %.0f GiB (%s): a smaller GPU or a MIG slice would do.", memMax/1024, memTotal/1024, pct(100*r)))
+		}
+	}
+	alloc := float64(j.AllocS)
+	if alloc > 0 && j.SampleS > 0 && j.SampleS < 0.8*alloc {
+		out = append(out, fmt.Sprintf("Samples cover only %s of the allocated GPU-time: figures are a lower bound.", pct(100*j.SampleS/alloc)))
+	}
+	if j.State == "failed" && elapsed < 300 {
+		out = append(out, fmt.Sprintf("Failed after %s: look at the job's output before resubmitting.", time.Duration(elapsed)*time.Second))
+	}
+	for _, g := range withData {
+		keys := make([]string, 0, len(g.Quality))
+		for k := range g.Quality {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			out = append(out, fmt.Sprintf("GPU %s on %s: %d samples lack %s.", gpuName(g), g.Node, g.Quality[k], k))
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, "Nothing to improve found: the GPUs were busy.")
+	}
+	return out
+}
+
+func gpuName(g GPUStat) string {
+	if g.Index != nil {
+		return strconv.FormatInt(*g.Index, 10)
+	}
+	if len(g.UUID) > 12 {
+		return g.UUID[:12]
+	}
+	return g.UUID
+}

@@ -1,0 +1,218 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/aicloud/gpusuite/internal/report/teams"
+)
+
+// JobCommand is `gpuacct job JOBID`.
+func JobCommand(d Deps) *cli.Command {
+	return &cli.Command{
+		Name:  "job",
+		Usage: "one job's GPU usage, like seff/jobstats: per GPU utilization, memory, energy, idle time, notes",
+		UsageText: `gpuacct job JOBID [options]
+
+JOBID is 1234, 1234_7 (an array task) or 1234+1 (the run after the first
+requeue; default: the latest run). Shows who, where and how long; per node
+and GPU the mean and peak utilization, peak memory of total, energy and idle
+time; a sparkline of utilization over the job; and what to change. Running
+jobs show the latest samples.
+
+Examples:
+   gpuacct job 123456
+   gpuacct job 123456_3 --json | jq '.gpus[] | {uuid, util_mean_pct}'
+   gpuacct job 123456 --db /tmp/acct.db`,
+		Flags: []cli.Flag{dbFlag(),
+			&cli.StringFlag{Name: "cluster", Aliases: []string{"M"}, Usage: "the cluster, when several share the ledger"},
+			&cli.BoolFlag{Name: "json", Usage: "JSON instead of text"},
+			&cli.StringFlag{Name: "tz", Usage: "time zone of the times shown (report.tz)", EnvVars: []string{"GPUSUITE_TZ"}},
+			&cli.StringFlag{Name: "teams-file", Usage: "team mapping file (report.teams)", EnvVars: []string{"GPUSUITE_TEAMS"}},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return fmt.Errorf("job: give one JOBID (see 'gpuacct job --help')")
+			}
+			sp, err := ParseJobSpec(c.Args().First())
+			if err != nil {
+				return err
+			}
+			e, err := load(c, d)
+			if err != nil {
+				return err
+			}
+			m, err := teams.Load(e.cfg.Report.Teams)
+			if err != nil {
+				return err
+			}
+			db, err := e.open(c.Context)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			det, err := db.Job(c.Context, c.String("cluster"), sp, e.now)
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return WriteJobJSON(d.Stdout, det, m)
+			}
+			width := d.Width()
+			if width == 0 {
+				width = 100
+			}
+			return WriteJobText(d.Stdout, det, m, e.loc, width)
+		},
+	}
+}
+
+// jobJSON is the stable JSON form of a job (docs/reports.md).
+type jobJSON struct {
+	Cluster      string     `json:"cluster"`
+	Job          string     `json:"job"`
+	JobID        int64      `json:"job_id"`
+	Restart      int        `json:"restart"`
+	ArrayJobID   *int64     `json:"array_job_id,omitempty"`
+	ArrayTaskID  *int64     `json:"array_task_id,omitempty"`
+	User         string     `json:"user"`
+	Account      string     `json:"account"`
+	Team         string     `json:"team"`
+	Partition    string     `json:"partition"`
+	Nodes        string     `json:"nodes"`
+	GPUs         int64      `json:"gpus"`
+	Start        string     `json:"start"`
+	End          *string    `json:"end"`
+	ElapsedS     int64      `json:"elapsed_s"`
+	State        string     `json:"state"`
+	EndEstimated bool       `json:"end_estimated"`
+	Ignored      bool       `json:"ignored"`
+	IgnoreReason *string    `json:"ignore_reason,omitempty"`
+	AllocGPUH    float64    `json:"alloc_gpu_hours"`
+	UsedGPUH     *float64   `json:"used_gpu_hours"`
+	Efficiency   *float64   `json:"efficiency_pct"`
+	IdleGPUH     *float64   `json:"idle_gpu_hours"`
+	EnergyKWh    float64    `json:"energy_kwh"`
+	NodeParts    []NodePart `json:"node_parts"`
+	GPUStats     []GPUStat  `json:"gpus_detail"`
+	Notes        []string   `json:"notes"`
+}
+
+// WriteJobJSON writes det as one JSON object.
+func WriteJobJSON(w io.Writer, det *Detail, m *teams.Mapping) error {
+	j := &det.Job
+	x := jobJSON{Cluster: j.Cluster, Job: j.ID(), JobID: j.JobID, Restart: j.Restart, ArrayJobID: ptr(j.ArrayJobID), ArrayTaskID: ptr(j.ArrayTaskID),
+		User: j.User, Account: j.Account, Team: m.Team(j.Account, j.User), Partition: j.Partition, Nodes: j.Nodes, GPUs: j.GPUs,
+		Start: time.Unix(j.Start, 0).UTC().Format(time.RFC3339), ElapsedS: j.Elapsed(det.Now), State: j.State, EndEstimated: j.EndEstimated,
+		Ignored: j.Ignored, AllocGPUH: float64(j.AllocS) / 3600, EnergyKWh: float64(j.EnergyMJ) / 3.6e9, NodeParts: det.Nodes, GPUStats: det.GPUs, Notes: det.Notes}
+	if j.End.Valid {
+		s := time.Unix(j.End.Int64, 0).UTC().Format(time.RFC3339)
+		x.End = &s
+	}
+	if j.IgnoreReason.Valid {
+		x.IgnoreReason = &j.IgnoreReason.String
+	}
+	if j.SampleS > 0 {
+		u, i := j.UsedS/3600, j.IdleS/3600
+		x.UsedGPUH, x.IdleGPUH = &u, &i
+		if j.AllocS > 0 {
+			e := 100 * j.UsedS / float64(j.AllocS)
+			x.Efficiency = &e
+		}
+	}
+	if x.NodeParts == nil {
+		x.NodeParts = []NodePart{}
+	}
+	if x.GPUStats == nil {
+		x.GPUStats = []GPUStat{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(x); err != nil {
+		return fmt.Errorf("write job json: %w", err)
+	}
+	return nil
+}
+
+func optF(p *float64, format string) string {
+	if p == nil {
+		return "-"
+	}
+	return fmt.Sprintf(format, *p)
+}
+
+// WriteJobText writes det for a terminal of the given width.
+func WriteJobText(w io.Writer, det *Detail, m *teams.Mapping, loc *time.Location, width int) error {
+	j := &det.Job
+	var b strings.Builder
+	tf := func(t int64) string { return time.Unix(t, 0).In(loc).Format("2006-01-02 15:04:05") }
+	end := "running"
+	if j.End.Valid {
+		end = tf(j.End.Int64)
+		if j.EndEstimated {
+			end += " (estimated)"
+		}
+	}
+	fmt.Fprintf(&b, "Job %s on %s: %s\n", j.ID(), j.Cluster, j.State)
+	fmt.Fprintf(&b, "  user %s, account %s, team %s, partition %s\n", j.User, j.Account, m.Team(j.Account, j.User), j.Partition)
+	fmt.Fprintf(&b, "  %d GPUs on %s\n", j.GPUs, j.Nodes)
+	fmt.Fprintf(&b, "  start %s, end %s, elapsed %s\n", tf(j.Start), end, time.Duration(j.Elapsed(det.Now))*time.Second)
+	u := usageCells(j.Usage, 0)
+	fmt.Fprintf(&b, "  allocated %.2f GPU-h, used %s GPU-h, efficiency %s, idle %s GPU-h, energy %.3f kWh\n",
+		float64(j.AllocS)/3600, optAny(u[1], 1/3600.0, "%.2f"), optAny(u[2], 1, "%.0f%%"), optAny(u[3], 1/3600.0, "%.2f"), float64(j.EnergyMJ)/3.6e9)
+	if len(det.GPUs) > 0 {
+		b.WriteString("\n")
+		from := j.Start * 1000
+		to := det.Now.UnixMilli()
+		if j.End.Valid {
+			to = j.End.Int64 * 1000
+		}
+		const fixed = 62
+		spark := max(10, width-fixed)
+		fmt.Fprintf(&b, "  %-8s %-4s %5s %5s %14s %8s %6s  %s\n", "NODE", "GPU", "MEAN", "PEAK", "PEAK MEM", "kWh", "IDLE", "UTILIZATION OVER THE JOB")
+		for _, g := range det.GPUs {
+			mem := "-"
+			if g.MemMaxMiB != nil {
+				mem = fmt.Sprintf("%.1f", *g.MemMaxMiB/1024)
+				if g.MemTotalMiB != nil && *g.MemTotalMiB > 0 {
+					mem += fmt.Sprintf("/%.0fG", *g.MemTotalMiB/1024)
+				} else {
+					mem += "G"
+				}
+			}
+			idle := "-"
+			if g.SampleS > 0 {
+				idle = pct(100 * g.IdleS / g.SampleS)
+			}
+			fmt.Fprintf(&b, "  %-8s %-4s %5s %5s %14s %8s %6s  %s\n", fit(g.Node, 8), gpuName(g), optF(g.UtilMean, "%.0f%%"), optF(g.UtilMax, "%.0f%%"),
+				mem, optF(g.EnergyKWh, "%.3f"), idle, Sparkline(g.Series, from, to, spark))
+		}
+	}
+	b.WriteString("\nNotes:\n")
+	for _, n := range det.Notes {
+		fmt.Fprintf(&b, "  - %s\n", n)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func optAny(v any, scale float64, format string) string {
+	f, ok := v.(float64)
+	if !ok {
+		return "-"
+	}
+	return fmt.Sprintf(format, f*scale)
+}
+
+func fit(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}

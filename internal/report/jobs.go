@@ -1,0 +1,204 @@
+package report
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/report/table"
+	"github.com/aicloud/gpusuite/internal/report/teams"
+	"github.com/aicloud/gpusuite/internal/report/timespec"
+)
+
+// JobQuery selects jobs for `report jobs`.
+type JobQuery struct {
+	Window  timespec.Window
+	Filter  Filter
+	Teams   []string
+	Mapping *teams.Mapping
+	Limit   int
+	// Sort is start (newest first), alloc (most first), eff (lowest
+	// first) or idle (most first).
+	Sort string
+	Now  time.Time
+	// Ignored lists ignored jobs instead of counted ones.
+	Ignored bool
+}
+
+// JobRow is one job run as reports list it.
+type JobRow struct {
+	Row                      int64
+	Cluster                  string
+	JobID                    int64
+	Restart                  int
+	ArrayJobID, ArrayTaskID  sql.NullInt64
+	User, Account, Partition string
+	Nodes                    string
+	GPUs                     int64
+	Start                    int64
+	End                      sql.NullInt64
+	State                    string
+	EndEstimated             bool
+	Ignored                  bool
+	IgnoreReason             sql.NullString
+	Usage
+}
+
+// ID is the job as Slurm users write it: 1234, 1234_7 for an array task,
+// with "+N" for the Nth requeue.
+func (j *JobRow) ID() string {
+	s := strconv.FormatInt(j.JobID, 10)
+	if j.ArrayJobID.Valid && j.ArrayTaskID.Valid && j.ArrayJobID.Int64 != j.JobID {
+		s = fmt.Sprintf("%d_%d", j.ArrayJobID.Int64, j.ArrayTaskID.Int64)
+	}
+	if j.Restart > 0 {
+		s += "+" + strconv.Itoa(j.Restart)
+	}
+	return s
+}
+
+// Elapsed is end − start, or now − start for a running job.
+func (j *JobRow) Elapsed(now time.Time) int64 {
+	if j.End.Valid {
+		return j.End.Int64 - j.Start
+	}
+	return max(0, now.Unix()-j.Start)
+}
+
+const jobCols = `j.id, j.cluster, j.job_id, j.restart, j.array_job_id, j.array_task_id, j.user, j.account, j.partition, j.nodes, j.gpus,
+ j.start, j.end, j.state, j.end_estimated, j.ignored, j.ignore_reason, j.alloc_gpu_s, j.used_gpu_s, j.idle_gpu_s, j.energy_mj,
+ coalesce((SELECT sum(sample_s) FROM job_hours h WHERE h.job = j.id), 0), coalesce((SELECT sum(jobs) FROM job_hours h WHERE h.job = j.id), 0)`
+
+func scanJob(sc interface{ Scan(...any) error }, j *JobRow) error {
+	return sc.Scan(&j.Row, &j.Cluster, &j.JobID, &j.Restart, &j.ArrayJobID, &j.ArrayTaskID, &j.User, &j.Account, &j.Partition, &j.Nodes, &j.GPUs,
+		&j.Start, &j.End, &j.State, &j.EndEstimated, &j.Ignored, &j.IgnoreReason, &j.AllocS, &j.UsedS, &j.IdleS, &j.EnergyMJ, &j.SampleS, &j.Jobs)
+}
+
+// Jobs calls fn for the jobs that overlap the window, newest first (or
+// in q.Sort order), until fn returns false.
+func (d *DB) Jobs(ctx context.Context, q JobQuery, fn func(*JobRow) bool) error {
+	var b strings.Builder
+	var args []any
+	b.WriteString(`SELECT ` + jobCols + ` FROM jobs j WHERE j.start IS NOT NULL AND j.start < ? AND (j.end IS NULL OR j.end > ?)`)
+	args = append(args, q.Window.End.Unix(), q.Window.Start.Unix())
+	if q.Ignored {
+		b.WriteString(" AND j.ignored = 1")
+	} else {
+		b.WriteString(" AND j.ignored = 0")
+	}
+	in(&b, &args, "j.cluster", q.Filter.Clusters)
+	in(&b, &args, "j.user", q.Filter.Users)
+	in(&b, &args, "j.account", q.Filter.Accounts)
+	in(&b, &args, "j.partition", q.Filter.Partitions)
+	if len(q.Filter.Nodes) > 0 {
+		ids, err := d.nodeIDs(q.Filter.Nodes)
+		if err != nil {
+			return err
+		}
+		b.WriteString(" AND EXISTS (SELECT 1 FROM job_nodes n WHERE n.job = j.id")
+		inInt(&b, &args, "n.node_id", ids)
+		b.WriteString(")")
+	}
+	if len(q.Filter.Models) > 0 {
+		b.WriteString(" AND EXISTS (SELECT 1 FROM job_nodes n WHERE n.job = j.id")
+		in(&b, &args, "n.model", q.Filter.Models)
+		b.WriteString(")")
+	}
+	switch q.Sort {
+	case "", "start":
+		b.WriteString(" ORDER BY j.start DESC, j.id DESC")
+	case "alloc":
+		b.WriteString(" ORDER BY j.alloc_gpu_s DESC, j.id")
+	case "eff":
+		b.WriteString(" ORDER BY CASE WHEN j.alloc_gpu_s > 0 THEN j.used_gpu_s / j.alloc_gpu_s ELSE 1e9 END, j.alloc_gpu_s DESC, j.id")
+	case "idle":
+		b.WriteString(" ORDER BY j.idle_gpu_s DESC, j.id")
+	default:
+		return fmt.Errorf("--sort %q is not start, alloc, eff or idle", q.Sort)
+	}
+	m := q.Mapping
+	if m == nil {
+		m = &teams.Mapping{}
+	}
+	want := map[string]bool{}
+	for _, t := range q.Teams {
+		want[t] = true
+	}
+	rows, err := d.db.QueryContext(ctx, b.String(), args...)
+	if err != nil {
+		return d.wrap(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var j JobRow
+		if err := scanJob(rows, &j); err != nil {
+			return d.wrap(err)
+		}
+		if len(want) > 0 && !want[m.Team(j.Account, j.User)] {
+			continue
+		}
+		if !fn(&j) {
+			return nil
+		}
+	}
+	return d.wrap(rows.Err())
+}
+
+// JobList is `report jobs`: the jobs that overlap the window with their
+// whole-run figures (not clipped to the window).
+func (d *DB) JobList(ctx context.Context, q JobQuery) (*table.Table, error) {
+	m := q.Mapping
+	if m == nil {
+		m = &teams.Mapping{}
+	}
+	if err := d.CheckTeams(ctx, m, q.Teams); err != nil {
+		return nil, err
+	}
+	if q.Limit <= 0 {
+		q.Limit = 50
+	}
+	t := &table.Table{Columns: []table.Column{
+		{Key: "job", Title: "JOBID", Kind: table.Text},
+		{Key: "user", Title: "USER", Kind: table.Text},
+		{Key: "team", Title: "TEAM", Kind: table.Text, Drop: 7},
+		{Key: "partition", Title: "PARTITION", Kind: table.Text, Drop: 9},
+		{Key: "nodes", Title: "NODES", Kind: table.Text, Drop: 8},
+		{Key: "gpus", Title: "GPUS", Kind: table.Int},
+		{Key: "start", Title: "START", Kind: table.Time, Drop: 6},
+		{Key: "elapsed_s", Title: "ELAPSED", Kind: table.Elapsed},
+		{Key: "state", Title: "STATE", Kind: table.Text, Drop: 5},
+		{Key: "alloc_gpu", Title: "ALLOC", Kind: table.GPUSeconds},
+		{Key: "used_gpu", Title: "USED", Kind: table.GPUSeconds, Drop: 3},
+		{Key: "efficiency_pct", Title: "EFF%", Kind: table.Percent, Drop: 1},
+		{Key: "idle_gpu", Title: "IDLE", Kind: table.GPUSeconds, Drop: 2},
+		{Key: "energy_kwh", Title: "kWh", Kind: table.KWh, Drop: 4},
+	}}
+	err := d.Jobs(ctx, q, func(j *JobRow) bool {
+		state := j.State
+		if j.EndEstimated {
+			state += "*"
+		}
+		cells := usageCells(j.Usage, 0)
+		t.Rows = append(t.Rows, table.Row{Cells: []any{j.ID(), j.User, m.Team(j.Account, j.User), j.Partition, j.Nodes, j.GPUs, j.Start,
+			j.Elapsed(q.Now), state, j.AllocS, cells[1], cells[2], cells[3], cells[4]}, Ref: float64(j.AllocS)})
+		return len(t.Rows) < q.Limit
+	})
+	if err != nil {
+		return nil, err
+	}
+	t.Title = fmt.Sprintf("Jobs running between %s and %s (%s), %s, at most %d", q.Window.Start.Format("2006-01-02 15:04"),
+		q.Window.End.Format("2006-01-02 15:04"), zoneName(q.Window.Start.Location(), q.Window.Start), sortName[q.Sort], q.Limit)
+	t.Meta = []table.KV{{Key: "report", Value: "jobs"}, {Key: "start", Value: q.Window.Start.Format(time.RFC3339)}, {Key: "end", Value: q.Window.End.Format(time.RFC3339)}}
+	t.Notes = []string{"figures are whole runs; * = end estimated (epilog record missing); details: gpuacct job JOBID"}
+	return t, nil
+}
+
+var sortName = map[string]string{"": "newest first", "start": "newest first", "alloc": "most GPU-hours first", "eff": "least efficient first", "idle": "most idle first"}
+
+// allTime is a window holding every job.
+func allTime(now time.Time) timespec.Window {
+	return timespec.Window{Start: time.Unix(0, 0), End: now.Add(100 * 365 * 24 * time.Hour)}
+}

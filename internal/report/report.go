@@ -1,0 +1,361 @@
+package report
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/report/table"
+	"github.com/aicloud/gpusuite/internal/report/teams"
+	"github.com/aicloud/gpusuite/internal/report/timespec"
+)
+
+// Kinds are the sub-reports of gpuacct report, in --help order.
+var Kinds = []string{"teams", "users", "accounts", "partitions", "nodes", "models", "tree", "top", "jobs"}
+
+// Request is one aggregate report.
+type Request struct {
+	Kind    string
+	Window  timespec.Window // whole hours (HourWindow)
+	Period  timespec.Period
+	Filter  Filter
+	Teams   []string
+	Mapping *teams.Mapping
+	// TopBy is users or teams for Kind top; Limit caps top (and jobs).
+	TopBy string
+	Limit int
+}
+
+type groupKey struct {
+	bucket int
+	a, b   string // the row's name(s): team and user for tree
+}
+
+type group struct {
+	key   groupKey
+	usage Usage
+	extra map[string]bool // the teams of a user
+}
+
+// CheckTeams refuses a --teams filter naming a team nobody is in.
+func (d *DB) CheckTeams(ctx context.Context, m *teams.Mapping, want []string) error {
+	if len(want) == 0 {
+		return nil
+	}
+	known := map[string]bool{teams.Unassigned: true}
+	if m.Mapped() {
+		for _, n := range m.Names() {
+			known[n] = true
+		}
+	} else {
+		accts, err := d.Distinct(ctx, "account")
+		if err != nil {
+			return err
+		}
+		for a := range accts {
+			known[m.Team(a, "")] = true
+		}
+	}
+	for _, t := range want {
+		if !known[t] {
+			names := make([]string, 0, len(known))
+			for n := range known {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			return fmt.Errorf("--teams: unknown team %q (teams: %s)", t, strings.Join(names, ", "))
+		}
+	}
+	return nil
+}
+
+func (f Filter) narrows(teamsFilter []string) bool {
+	return len(f.Users)+len(f.Accounts)+len(f.Partitions)+len(f.Nodes)+len(f.Models)+len(teamsFilter) > 0
+}
+
+// Report builds an aggregate report's table.
+func (d *DB) Report(ctx context.Context, r Request) (*table.Table, error) {
+	kind := r.Kind
+	if kind == "top" {
+		switch r.TopBy {
+		case "", "users":
+			kind = "users"
+		case "teams":
+			kind = "teams"
+		default:
+			return nil, fmt.Errorf("--by %q is not users or teams", r.TopBy)
+		}
+		if r.Limit <= 0 {
+			r.Limit = 10
+		}
+	}
+	bs := timespec.Buckets(r.Window, r.Period)
+	m := r.Mapping
+	if m == nil {
+		m = &teams.Mapping{}
+	}
+	if err := d.CheckTeams(ctx, m, r.Teams); err != nil {
+		return nil, err
+	}
+	wantTeam := map[string]bool{}
+	for _, t := range r.Teams {
+		wantTeam[t] = true
+	}
+	groups := map[groupKey]*group{}
+	totals := make([]Usage, len(bs))
+	narrow := r.Filter.narrows(r.Teams)
+	needNode := kind == "nodes"
+	err := d.Facts(ctx, bs, r.Filter, needNode, func(x *Fact) {
+		i := timespec.Find(bs, x.Start)
+		if i < 0 || x.Usage == (Usage{}) {
+			return
+		}
+		team := m.Team(x.Account, x.User)
+		if !narrow {
+			totals[i].AllocS += x.AllocS
+		}
+		if len(wantTeam) > 0 && !wantTeam[team] {
+			return
+		}
+		k := groupKey{bucket: i}
+		switch kind {
+		case "users":
+			k.a = x.User
+		case "teams":
+			k.a = team
+		case "accounts":
+			k.a = x.Account
+		case "partitions":
+			k.a = x.Partition
+		case "nodes":
+			k.a = x.Node
+		case "models":
+			k.a = x.Model
+		case "tree":
+			k.a, k.b = team, x.User
+		default:
+			return
+		}
+		g := groups[k]
+		if g == nil {
+			g = &group{key: k}
+			groups[k] = g
+		}
+		g.usage.Add(x.Usage)
+		if kind == "users" {
+			if g.extra == nil {
+				g.extra = map[string]bool{}
+			}
+			g.extra[team] = true
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if narrow {
+		// Shares are of the whole cluster, not of the filtered part.
+		err := d.Facts(ctx, bs, Filter{Clusters: r.Filter.Clusters}, false, func(x *Fact) {
+			if i := timespec.Find(bs, x.Start); i >= 0 {
+				totals[i].AllocS += x.AllocS
+			}
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return buildTable(r, kind, bs, groups, totals), nil
+}
+
+func usageColumns() []table.Column {
+	return []table.Column{
+		{Key: "alloc_gpu", Title: "ALLOC", Kind: table.GPUSeconds},
+		{Key: "used_gpu", Title: "USED", Kind: table.GPUSeconds, Drop: 3},
+		{Key: "efficiency_pct", Title: "EFF%", Kind: table.Percent, Drop: 2},
+		{Key: "idle_gpu", Title: "IDLE", Kind: table.GPUSeconds, Drop: 4},
+		{Key: "energy_kwh", Title: "kWh", Kind: table.KWh, Drop: 6},
+		{Key: "jobs", Title: "JOBS", Kind: table.Int, Drop: 5},
+		{Key: "share_pct", Title: "SHARE%", Kind: table.Percent, Drop: 1},
+	}
+}
+
+// usageCells are the cells of usageColumns. Used, idle and efficiency are
+// missing (not 0) when no sample covered the row.
+func usageCells(u Usage, clusterAlloc int64) []any {
+	var used, idle, eff, share any
+	if u.SampleS > 0 {
+		used, idle = u.UsedS, u.IdleS
+		if u.AllocS > 0 {
+			eff = 100 * u.UsedS / float64(u.AllocS)
+		}
+	}
+	if clusterAlloc > 0 {
+		share = 100 * float64(u.AllocS) / float64(clusterAlloc)
+	}
+	var energy any
+	if u.EnergyMJ > 0 || u.SampleS > 0 {
+		energy = float64(u.EnergyMJ) / 3.6e9
+	}
+	return []any{u.AllocS, used, eff, idle, energy, u.Jobs, share}
+}
+
+var kindTitle = map[string]string{
+	"users": "user", "teams": "team", "accounts": "account", "partitions": "partition",
+	"nodes": "node", "models": "GPU model", "tree": "team and user",
+}
+
+func buildTable(r Request, kind string, bs []timespec.Bucket, groups map[groupKey]*group, totals []Usage) *table.Table {
+	t := &table.Table{}
+	loc := r.Window.Start.Location()
+	if r.Period != timespec.None {
+		t.Columns = append(t.Columns, table.Column{Key: "period", Title: "PERIOD", Kind: table.Text})
+	}
+	name := strings.TrimSuffix(kind, "s")
+	switch kind {
+	case "tree":
+		t.Columns = append(t.Columns, table.Column{Key: "team", Title: "TEAM", Kind: table.Text, Parent: true}, table.Column{Key: "user", Title: "USER", Kind: table.Text})
+	case "users":
+		t.Columns = append(t.Columns, table.Column{Key: "user", Title: "USER", Kind: table.Text}, table.Column{Key: "teams", Title: "TEAMS", Kind: table.Text, Drop: 7})
+	default:
+		t.Columns = append(t.Columns, table.Column{Key: name, Title: strings.ToUpper(name), Kind: table.Text})
+	}
+	t.Columns = append(t.Columns, usageColumns()...)
+
+	byBucket := make([][]*group, len(bs))
+	for _, g := range groups {
+		byBucket[g.key.bucket] = append(byBucket[g.key.bucket], g)
+	}
+	label := func(s string) string {
+		if s == "" {
+			switch kind {
+			case "models":
+				return "(unknown)"
+			case "users", "tree":
+				return "(unknown)"
+			}
+			return "(none)"
+		}
+		return s
+	}
+	for i, gs := range byBucket {
+		byAlloc := func(a, b *group) bool {
+			if a.usage.AllocS != b.usage.AllocS {
+				return a.usage.AllocS > b.usage.AllocS
+			}
+			if a.key.a != b.key.a {
+				return a.key.a < b.key.a
+			}
+			return a.key.b < b.key.b
+		}
+		if r.Period != timespec.None && kind != "tree" {
+			sort.Slice(gs, func(x, y int) bool { return gs[x].key.a < gs[y].key.a })
+		} else {
+			sort.Slice(gs, func(x, y int) bool { return byAlloc(gs[x], gs[y]) })
+		}
+		if r.Limit > 0 && len(gs) > r.Limit {
+			gs = gs[:r.Limit]
+		}
+		ref := float64(totals[i].AllocS)
+		prefix := func() []any {
+			if r.Period != timespec.None {
+				return []any{bs[i].Label}
+			}
+			return nil
+		}
+		if kind == "tree" {
+			teamSum := map[string]*Usage{}
+			var order []string
+			for _, g := range gs {
+				u := teamSum[g.key.a]
+				if u == nil {
+					u = &Usage{}
+					teamSum[g.key.a] = u
+					order = append(order, g.key.a)
+				}
+				u.Add(g.usage)
+			}
+			sort.Slice(order, func(x, y int) bool {
+				if teamSum[order[x]].AllocS != teamSum[order[y]].AllocS {
+					return teamSum[order[x]].AllocS > teamSum[order[y]].AllocS
+				}
+				return order[x] < order[y]
+			})
+			for _, tm := range order {
+				cells := append(prefix(), label(tm), nil)
+				t.Rows = append(t.Rows, table.Row{Cells: append(cells, usageCells(*teamSum[tm], totals[i].AllocS)...), Ref: ref})
+				for _, g := range gs {
+					if g.key.a == tm {
+						cells := append(prefix(), label(tm), label(g.key.b))
+						t.Rows = append(t.Rows, table.Row{Cells: append(cells, usageCells(g.usage, totals[i].AllocS)...), Ref: ref, Child: true})
+					}
+				}
+			}
+			continue
+		}
+		var sum Usage
+		for _, g := range gs {
+			cells := append(prefix(), label(g.key.a))
+			if kind == "users" {
+				cells = append(cells, strings.Join(sortedKeys(g.extra), ","))
+			}
+			t.Rows = append(t.Rows, table.Row{Cells: append(cells, usageCells(g.usage, totals[i].AllocS)...), Ref: ref})
+			sum.Add(g.usage)
+		}
+		if len(gs) > 1 || r.Period != timespec.None {
+			cells := append(prefix(), "TOTAL")
+			if kind == "users" {
+				cells = append(cells, nil)
+			}
+			t.Rows = append(t.Rows, table.Row{Cells: append(cells, usageCells(sum, totals[i].AllocS)...), Ref: ref, Footer: true})
+		}
+	}
+	what := kindTitle[kind]
+	if r.Kind == "top" {
+		what = fmt.Sprintf("top %d %s", r.Limit, r.TopBy)
+		if r.TopBy == "" {
+			what = fmt.Sprintf("top %d users", r.Limit)
+		}
+	}
+	per := ""
+	if r.Period != timespec.None {
+		per = ", per " + string(r.Period)
+	}
+	t.Title = fmt.Sprintf("GPU usage by %s%s, %s – %s (%s)", what, per,
+		r.Window.Start.Format("2006-01-02 15:04"), r.Window.End.Format("2006-01-02 15:04"), zoneName(loc, r.Window.Start))
+	t.Meta = []table.KV{
+		{Key: "report", Value: r.Kind},
+		{Key: "start", Value: r.Window.Start.Format(time.RFC3339)},
+		{Key: "end", Value: r.Window.End.Format(time.RFC3339)},
+		{Key: "period", Value: periodName(r.Period)},
+	}
+	if len(t.Rows) == 0 {
+		t.Notes = append(t.Notes, "(no GPU usage recorded in this window)")
+	}
+	t.Notes = append(t.Notes, "efficiency = used / allocated GPU-time; share = of all allocated GPU-time in the cluster; - = no samples")
+	return t
+}
+
+func zoneName(loc *time.Location, t time.Time) string {
+	if loc == time.Local {
+		n, _ := t.Zone()
+		return n
+	}
+	return loc.String()
+}
+
+func periodName(p timespec.Period) string {
+	if p == timespec.None {
+		return "total"
+	}
+	return string(p)
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

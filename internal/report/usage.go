@@ -1,0 +1,179 @@
+package report
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/report/timespec"
+)
+
+// Usage is what a report sums.
+type Usage struct {
+	AllocS   int64 // allocated GPU-seconds
+	UsedS    float64
+	IdleS    float64
+	SampleS  float64 // GPU-seconds covered by samples
+	EnergyMJ int64
+	Jobs     int64 // jobs started
+}
+
+// Add adds o to u.
+func (u *Usage) Add(o Usage) {
+	u.AllocS += o.AllocS
+	u.UsedS += o.UsedS
+	u.IdleS += o.IdleS
+	u.SampleS += o.SampleS
+	u.EnergyMJ += o.EnergyMJ
+	u.Jobs += o.Jobs
+}
+
+// Fact is one rollup row: usage of one (cluster, user, account,
+// partition, node, model) in one hour or UTC day.
+type Fact struct {
+	Start     int64 // Unix seconds
+	Cluster   string
+	User      string
+	Account   string
+	Partition string
+	Node      string // "" from the daily rollup
+	Model     string
+	Usage
+}
+
+// Filter selects facts. Empty lists select everything; Teams is applied
+// by the caller (it needs the mapping).
+type Filter struct {
+	Clusters, Users, Accounts, Partitions, Nodes, Models []string
+}
+
+// piece is one time range read from one rollup.
+type piece struct {
+	daily    bool
+	from, to int64 // Unix seconds, whole hours (whole days when daily)
+}
+
+// plan covers the buckets (whole hours) with whole UTC days from
+// rollup_daily and the rest from rollup_hourly; needNode forces hourly.
+func plan(bs []timespec.Bucket, needNode bool) []piece {
+	var out []piece
+	add := func(p piece) {
+		if p.to <= p.from {
+			return
+		}
+		if n := len(out); n > 0 && out[n-1].daily == p.daily && out[n-1].to == p.from {
+			out[n-1].to = p.to
+			return
+		}
+		out = append(out, p)
+	}
+	for _, b := range bs {
+		a, e := b.Start.Unix(), b.End.Unix()
+		if needNode {
+			add(piece{false, a, e})
+			continue
+		}
+		d0 := (a + 86399) / 86400 * 86400
+		d1 := e / 86400 * 86400
+		if d1 <= d0 {
+			add(piece{false, a, e})
+			continue
+		}
+		add(piece{false, a, d0})
+		add(piece{true, d0, d1})
+		add(piece{false, d1, e})
+	}
+	return out
+}
+
+// HourWindow rounds a window to whole hours as sreport does: the start
+// down, the end down (up when that would leave nothing).
+func HourWindow(w timespec.Window) timespec.Window {
+	loc := w.Start.Location()
+	s := time.Unix(w.Start.Unix()/3600*3600, 0).In(loc)
+	e := time.Unix(w.End.Unix()/3600*3600, 0).In(loc)
+	if !e.After(s) {
+		e = s.Add(time.Hour)
+	}
+	return timespec.Window{Start: s, End: e}
+}
+
+// Facts calls fn for every non-ignored rollup row in the buckets'
+// range. Buckets must start and end on whole hours (HourWindow).
+func (d *DB) Facts(ctx context.Context, bs []timespec.Bucket, f Filter, needNode bool, fn func(*Fact)) error {
+	var nodeIDs []int64
+	if len(f.Nodes) > 0 {
+		var err error
+		if nodeIDs, err = d.nodeIDs(f.Nodes); err != nil {
+			return err
+		}
+		needNode = true
+	}
+	for _, p := range plan(bs, needNode) {
+		var q strings.Builder
+		var args []any
+		if p.daily {
+			q.WriteString(`SELECT day*86400, cluster, user, account, partition, 0, model, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs
+ FROM rollup_daily WHERE ignored = 0 AND day >= ? AND day < ?`)
+			args = append(args, p.from/86400, p.to/86400)
+		} else {
+			q.WriteString(`SELECT hour*3600, cluster, user, account, partition, node_id, model, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs
+ FROM rollup_hourly WHERE ignored = 0 AND hour >= ? AND hour < ?`)
+			args = append(args, p.from/3600, p.to/3600)
+			inInt(&q, &args, "node_id", nodeIDs)
+		}
+		in(&q, &args, "cluster", f.Clusters)
+		in(&q, &args, "user", f.Users)
+		in(&q, &args, "account", f.Accounts)
+		in(&q, &args, "partition", f.Partitions)
+		in(&q, &args, "model", f.Models)
+		rows, err := d.db.QueryContext(ctx, q.String(), args...)
+		if err != nil {
+			return d.wrap(err)
+		}
+		var x Fact
+		var node int64
+		for rows.Next() {
+			if err := rows.Scan(&x.Start, &x.Cluster, &x.User, &x.Account, &x.Partition, &node, &x.Model,
+				&x.AllocS, &x.UsedS, &x.IdleS, &x.SampleS, &x.EnergyMJ, &x.Jobs); err != nil {
+				rows.Close()
+				return d.wrap(err)
+			}
+			x.Node = ""
+			if !p.daily {
+				x.Node = d.nodeNames[node]
+			}
+			fn(&x)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return d.wrap(err)
+		}
+	}
+	return nil
+}
+
+// Distinct lists the distinct values of a rollup column (account, user,
+// partition, model, cluster) ever recorded.
+func (d *DB) Distinct(ctx context.Context, col string) (map[string]bool, error) {
+	switch col {
+	case "account", "user", "partition", "model", "cluster":
+	default:
+		return nil, fmt.Errorf("distinct %q: not a rollup column", col)
+	}
+	rows, err := d.db.QueryContext(ctx, `SELECT DISTINCT `+col+` FROM rollup_daily`)
+	if err != nil {
+		return nil, d.wrap(err)
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, d.wrap(err)
+		}
+		out[s] = true
+	}
+	return out, d.wrap(rows.Err())
+}
