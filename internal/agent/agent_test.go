@@ -488,3 +488,38 @@ func TestShipAsServiceUser(t *testing.T) {
 		t.Errorf("spool keeps %v", left)
 	}
 }
+
+// MIG instances are sampled as devices of their own (memory, processes),
+// naming their parent GPU; what NVML does not give per instance is
+// recorded as missing, and the parent keeps its power and energy.
+func TestMIGInstancesSampled(t *testing.T) {
+	e := newEnv(t, 1, nil)
+	migs := e.sim.Device(0).EnableMIG(2)
+	migs[1].SetProcs([]nvml.ProcessInfo{{Pid: 77, UsedGpuMemory: 5000 << 20}})
+	e.cgroup(77, 0)
+	e.cycles(2)
+	e.a.Stop()
+	e.ship()
+	parent := sim.UUID(testNode, 0)
+	byUUID := map[string]record.Sample{}
+	for _, s := range e.arrived().samples {
+		byUUID[s.UUID] = s
+	}
+	if len(byUUID) != 3 {
+		t.Fatalf("sampled devices %v, want the GPU and its 2 MIG instances", byUUID)
+	}
+	p := byUUID[parent]
+	if p.PowerMW == nil || p.EnergyMJ == nil || p.GPUUtil != nil || !strings.Contains(strings.Join(p.Missing, ","), "gpu_util: ERROR_NOT_SUPPORTED") {
+		t.Errorf("parent in MIG mode: %+v", p)
+	}
+	m := byUUID[migs[1].UUID()]
+	if m.Parent != parent || m.MemUsedMiB == nil || *m.MemUsedMiB != 5000 || len(m.Procs) != 1 || m.Procs[0].PID != 77 {
+		t.Errorf("MIG instance sample: %+v", m)
+	}
+	if m.PowerMW != nil || !strings.Contains(strings.Join(m.Missing, ","), "power: ERROR_NOT_SUPPORTED") {
+		t.Errorf("MIG instance power: %v, missing %v", m.PowerMW, m.Missing)
+	}
+	if !strings.HasPrefix(m.UUID, "MIG-") {
+		t.Errorf("MIG UUID %q", m.UUID)
+	}
+}

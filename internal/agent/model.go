@@ -68,7 +68,7 @@ func cgroupOwner(procRoot string) owner {
 // foreign. allocs are the allocations holding this GPU.
 func attribute(r gpu.Reading, t time.Time, allocs []*Alloc, own owner, idleThreshold float64) record.Sample {
 	s := record.Sample{
-		Time: t, UUID: r.UUID, Index: r.Index,
+		Time: t, UUID: r.UUID, Index: r.Index, Parent: r.Parent,
 		GPUUtil: r.GPUUtil, MemUtil: r.MemUtil, MemUsedMiB: r.MemUsedMiB, MemTotalMiB: r.MemTotalMiB,
 		PowerMW: r.PowerMW, EnergyMJ: r.EnergyMJ, TempC: r.TempC, SMClockMHz: r.SMClockMHz,
 		Throttle: r.Throttle, ECCErrors: r.ECCErrors, XIDErrors: r.XIDErrors,

@@ -137,7 +137,9 @@ func (a *Agent) identify(ctx context.Context, req hookclient.Request) hookclient
 	}
 	byMinor := map[int]*gpu.Device{}
 	for _, d := range snap.devs {
-		byMinor[d.Minor] = d
+		if d.Parent == "" { // MIG devices have no minor of their own
+			byMinor[d.Minor] = d
+		}
 	}
 	resp := hookclient.Response{GPUs: make([]gpu.Identity, len(req.Minors))}
 	if req.Procs {

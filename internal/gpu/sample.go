@@ -18,6 +18,9 @@ type Device struct {
 	UUID        string
 	Model       string
 	MemTotalMiB uint64
+	// Parent is the UUID of the GPU a MIG device lives on; "" for a
+	// whole GPU. A MIG device has the parent's Index and Minor -1.
+	Parent string
 
 	dev nvml.Device
 	// busy is set while a reading is in flight, so a GPU whose driver
@@ -40,6 +43,7 @@ type Reading struct {
 	Minor       int
 	UUID        string
 	Model       string
+	Parent      string
 	GPUUtil     *uint32
 	MemUtil     *uint32
 	MemUsedMiB  *uint64
@@ -95,8 +99,63 @@ func (l *Library) Devices(ctx context.Context) ([]*Device, []error, error) {
 			dv.MemTotalMiB = mem.Total >> 20
 		}
 		devs = append(devs, dv)
+		migs, err := l.migDevices(ctx, dv)
+		if err != nil {
+			problems = append(problems, fmt.Errorf("gpu %d: MIG devices: %w", i, err))
+		}
+		devs = append(devs, migs...)
 	}
 	return devs, problems, nil
+}
+
+// migDevices lists the MIG devices of a GPU in MIG mode; none when MIG is
+// off or not supported.
+func (l *Library) migDevices(ctx context.Context, parent *Device) ([]*Device, error) {
+	type mode struct{ current, pending int }
+	m, err := Call(ctx, l.Timeout, "nvmlDeviceGetMigMode", func() (mode, nvml.Return) {
+		var v mode
+		ret := safe(func() nvml.Return {
+			var r nvml.Return
+			v.current, v.pending, r = parent.dev.GetMigMode()
+			return r
+		})
+		return v, ret
+	})
+	if err != nil || m.current != nvml.DEVICE_MIG_ENABLE {
+		return nil, nil // no MIG on this GPU
+	}
+	max, err := Call(ctx, l.Timeout, "nvmlDeviceGetMaxMigDeviceCount", func() (int, nvml.Return) {
+		var n int
+		ret := safe(func() nvml.Return { var r nvml.Return; n, r = parent.dev.GetMaxMigDeviceCount(); return r })
+		return n, ret
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []*Device
+	for i := 0; i < max; i++ {
+		h, err := Call(ctx, l.Timeout, "nvmlDeviceGetMigDeviceHandleByIndex", func() (nvml.Device, nvml.Return) {
+			var d nvml.Device
+			ret := safe(func() nvml.Return { var r nvml.Return; d, r = parent.dev.GetMigDeviceHandleByIndex(i); return r })
+			return d, ret
+		})
+		if err != nil {
+			continue // an empty slot answers ERROR_NOT_FOUND
+		}
+		uuid, err := Call(ctx, l.Timeout, "nvmlDeviceGetUUID", h.GetUUID)
+		if err != nil {
+			return out, err
+		}
+		md := &Device{Index: parent.Index, Minor: -1, UUID: uuid, Parent: parent.UUID, dev: h, unsupported: map[string]bool{}}
+		if name, err := Call(ctx, l.Timeout, "nvmlDeviceGetName", h.GetName); err == nil {
+			md.Model = name
+		}
+		if mem, err := Call(ctx, l.Timeout, "nvmlDeviceGetMemoryInfo", h.GetMemoryInfo); err == nil {
+			md.MemTotalMiB = mem.Total >> 20
+		}
+		out = append(out, md)
+	}
+	return out, nil
 }
 
 // SampleAll reads every device, one goroutine per GPU, and waits at most
@@ -149,7 +208,7 @@ func (l *Library) SampleAll(ctx context.Context, devs []*Device) []Reading {
 var metricNames = []string{"gpu_util", "mem_util", "mem_used", "power", "energy", "temp", "sm_clock", "throttle", "ecc", "procs"}
 
 func (d *Device) base() Reading {
-	r := Reading{Index: d.Index, Minor: d.Minor, UUID: d.UUID, Model: d.Model}
+	r := Reading{Index: d.Index, Minor: d.Minor, UUID: d.UUID, Model: d.Model, Parent: d.Parent}
 	if d.MemTotalMiB > 0 {
 		v := d.MemTotalMiB
 		r.MemTotalMiB = &v
@@ -325,6 +384,9 @@ func (l *Library) WatchXID(ctx context.Context, devs []*Device) (*XIDWatch, erro
 	w := &XIDWatch{set: set, lib: l, byDev: map[nvml.Device]*Device{}}
 	for _, d := range devs {
 		d := d
+		if d.Parent != "" {
+			continue // XIDs are reported on the whole GPU
+		}
 		if _, err := Call(ctx, l.Timeout, "nvmlDeviceRegisterEvents", func() (struct{}, nvml.Return) {
 			return struct{}{}, safe(func() nvml.Return { return d.dev.RegisterEvents(nvml.EventTypeXidCriticalError, set) })
 		}); err == nil {

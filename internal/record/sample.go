@@ -32,6 +32,8 @@ type Sample struct {
 	Time  time.Time `json:"t"`
 	UUID  string    `json:"uuid"`
 	Index int       `json:"index"`
+	// Parent is, for a MIG device (UUID "MIG-..."), the UUID of its GPU.
+	Parent string `json:"parent,omitempty"`
 	// Jobs are the jobs the GPU was allocated to at Time, each with its
 	// share of the GPU (1 unless the GPU is shared); empty when none.
 	Jobs        []JobShare `json:"jobs,omitempty"`
