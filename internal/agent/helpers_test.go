@@ -172,7 +172,7 @@ func (e *testEnv) event(kind record.Kind, job uint64, gpus ...int) *record.Event
 
 // ship applies spooled events and ships, as the shipper does.
 func (e *testEnv) ship() (int, error) {
-	return e.a.ShipPass(context.Background(), e.a.scanEvents())
+	return e.a.Ship(context.Background())
 }
 
 // shipped is what arrived in incoming/<node>/.

@@ -232,3 +232,10 @@ func (a *Agent) shipLoop(ctx context.Context) {
 		}
 	}
 }
+
+// Ship applies the spooled job events and ships the spool once, for
+// callers that drive the agent themselves (Cycle, Ship, Stop from one
+// goroutine: tests, generators of simulated data); Run ships on its own.
+func (a *Agent) Ship(ctx context.Context) (int, error) {
+	return a.ShipPass(ctx, a.scanEvents())
+}
