@@ -142,17 +142,19 @@ func fold(aggs map[string]*aggState, s *record.Sample, interval float64, cluster
 			a = newAgg(cluster, node, js.Job, js.Restart, s.UUID, s.Index, model, info(js.Job, js.Restart))
 			aggs[key] = a
 		}
-		if !a.Last.IsZero() && !s.Time.After(a.Last) {
-			continue // already folded (replay after a restart)
-		}
+		// every sample is folded exactly once: live, or on replay of the
+		// segment a crash left open (never folded into the checkpoint), so
+		// no time-based de-duplication that a clock step would fool
 		a.Index = s.Index
 		if a.Model == "" {
 			a.Model = model
 		}
-		if a.First.IsZero() {
+		if a.First.IsZero() || s.Time.Before(a.First) {
 			a.First = s.Time
 		}
-		a.Last = s.Time
+		if s.Time.After(a.Last) {
+			a.Last = s.Time
+		}
 		a.Samples++
 		a.SampleSeconds += interval
 		a.LastShare = js.Share
