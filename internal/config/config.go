@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"reflect"
 	"strings"
 	"time"
 
@@ -149,7 +150,7 @@ func Load(path string, explicit bool) (Config, error) {
 func Parse(data []byte, cfg *Config) error {
 	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
 	if err := dec.Decode(cfg); err != nil {
-		return describe(err)
+		return locate(data, describe(err))
 	}
 	return cfg.Validate()
 }
@@ -175,6 +176,55 @@ func describe(err error) error {
 		return fmt.Errorf("line %d: %s", row, de.Error())
 	}
 	return err
+}
+
+// locate names the key and line of a duration given as a bare number: the
+// TOML decoder reports that error without a position.
+func locate(data []byte, err error) error {
+	var de *toml.DecodeError
+	var strict *toml.StrictMissingError
+	if errors.As(err, &de) || errors.As(err, &strict) {
+		return err
+	}
+	var doc map[string]any
+	if toml.Unmarshal(data, &doc) != nil {
+		return err
+	}
+	key := findNonStringDuration(reflect.TypeOf(Config{}), doc, "")
+	if key == "" {
+		return err
+	}
+	leaf := key[strings.LastIndex(key, ".")+1:]
+	for i, line := range strings.Split(string(data), "\n") {
+		if k, _, ok := strings.Cut(strings.TrimSpace(line), "="); ok && strings.TrimSpace(k) == leaf {
+			return fmt.Errorf("line %d: key %q: %w (write it as a string, e.g. \"10s\")", i+1, key, err)
+		}
+	}
+	return fmt.Errorf("key %q: %w (write it as a string, e.g. \"10s\")", key, err)
+}
+
+func findNonStringDuration(t reflect.Type, doc map[string]any, prefix string) string {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+		v, ok := doc[name]
+		if name == "" || !ok {
+			continue
+		}
+		switch {
+		case f.Type == reflect.TypeOf(Duration{}):
+			if _, isString := v.(string); !isString {
+				return prefix + name
+			}
+		case f.Type.Kind() == reflect.Struct:
+			if sub, ok := v.(map[string]any); ok {
+				if k := findNonStringDuration(f.Type, sub, prefix+name+"."); k != "" {
+					return k
+				}
+			}
+		}
+	}
+	return ""
 }
 
 // Validate checks values that TOML types alone cannot.

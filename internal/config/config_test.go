@@ -39,7 +39,7 @@ func TestLoad(t *testing.T) {
 		}},
 		{name: "unknown key", path: write("unknown.toml", "[hooks]\n\ntimout = \"3s\"\n"), explicit: true, wantErr: []string{"unknown.toml", "line 3", `"hooks.timout"`}},
 		{name: "unknown section", path: write("sect.toml", "[bogus]\nx = 1\n"), explicit: true, wantErr: []string{"line 1", `"bogus"`}},
-		{name: "bare integer duration", path: write("int.toml", "[hooks]\ntimeout = 3\n"), explicit: true, wantErr: []string{"int.toml", `"3" is not a duration`}},
+		{name: "bare integer duration", path: write("int.toml", "[hooks]\ntimeout = 3\n"), explicit: true, wantErr: []string{"int.toml", "line 2", `"hooks.timeout"`, `"3" is not a duration`}},
 		{name: "wrong type", path: write("type.toml", "[gpu.simulated]\ncount = \"four\"\n"), explicit: true, wantErr: []string{"type.toml", "line 2", `"gpu.simulated.count"`}},
 		{name: "bad duration", path: write("dur.toml", "[hooks]\ntimeout = \"soon\"\n"), explicit: true, wantErr: []string{"line 2", `"hooks.timeout"`, "duration"}},
 		{name: "syntax", path: write("syntax.toml", "[hooks\n"), explicit: true, wantErr: []string{"syntax.toml", "line 1"}},
