@@ -292,8 +292,10 @@ func (v Validator) sample(s *record.Sample) error {
 		if j.Job == 0 || j.Job > 1<<53 || j.Restart < 0 {
 			return bad("job %d restart %d out of range", j.Job, j.Restart)
 		}
-		if !(j.Share > 0 && j.Share <= 1) {
-			return bad("job %d share %v is outside (0, 1]", j.Job, j.Share)
+		// A job with no process on a GPU shared with a job that has one
+		// gets share 0: it held the GPU but used none of it.
+		if !(j.Share >= 0 && j.Share <= 1) {
+			return bad("job %d share %v is outside [0, 1]", j.Job, j.Share)
 		}
 		total += j.Share
 	}
