@@ -8,5 +8,8 @@ export CGO_CFLAGS=${CGO_CFLAGS:--Wno-deprecated-declarations}
 echo "== prolog/epilog latency (floor: /bin/true)"
 go run ./bench/hooklat -bin ./bin -n "${HOOKLAT_N:-300}"
 
+echo "== prolog latency with the agent up vs down"
+go run ./bench/agenthook -bin ./bin -n "${AGENTHOOK_N:-200}"
+
 echo "== Go benchmarks"
 go test -run '^$' -bench . -benchmem ./internal/...
