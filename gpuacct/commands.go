@@ -22,5 +22,7 @@ func commands(env Env) []*cli.Command {
 		report.CheckCommand(report.System(env.Stdout, env.Stderr, env.Getenv)),
 		report.IgnoreCommand(report.System(env.Stdout, env.Stderr, env.Getenv)),
 		report.UnignoreCommand(report.System(env.Stdout, env.Stderr, env.Getenv)),
+		report.ExportCommand(report.System(env.Stdout, env.Stderr, env.Getenv)),
+		report.PlotCommand(report.System(env.Stdout, env.Stderr, env.Getenv)),
 	}
 }

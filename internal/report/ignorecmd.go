@@ -62,7 +62,7 @@ Examples:
    gpuacct ignore --list --log
    sudo gpuacct unignore 123456 --reason "counted after all"`,
 		Flags: ignoreFlags(true),
-		Action: func(c *cli.Context) error {
+		Action: interspersed(func(c *cli.Context) error {
 			if c.Bool("list") || c.Bool("log") {
 				if c.Args().Present() {
 					return fmt.Errorf("ignore --list takes no JOBID")
@@ -70,7 +70,7 @@ Examples:
 				return listIgnored(c, d)
 			}
 			return change(c, d, ignorereq.Ignore)
-		},
+		}),
 	}
 }
 
@@ -85,7 +85,7 @@ Examples:
    sudo gpuacct unignore 123456
    sudo gpuacct unignore 123456_3 --reason "was a real run"`,
 		Flags:  ignoreFlags(false),
-		Action: func(c *cli.Context) error { return change(c, d, ignorereq.Unignore) },
+		Action: interspersed(func(c *cli.Context) error { return change(c, d, ignorereq.Unignore) }),
 	}
 }
 

@@ -35,7 +35,7 @@ Examples:
 			&cli.StringFlag{Name: "tz", Usage: "time zone of the times shown (report.tz)", EnvVars: []string{"GPUSUITE_TZ"}},
 			&cli.StringFlag{Name: "teams-file", Usage: "team mapping file (report.teams)", EnvVars: []string{"GPUSUITE_TEAMS"}},
 		},
-		Action: func(c *cli.Context) error {
+		Action: interspersed(func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return fmt.Errorf("job: give one JOBID (see 'gpuacct job --help')")
 			}
@@ -68,7 +68,7 @@ Examples:
 				width = 100
 			}
 			return WriteJobText(d.Stdout, det, m, e.loc, width)
-		},
+		}),
 	}
 }
 

@@ -1,0 +1,103 @@
+package report
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// interspersed lets options follow positional arguments, as Slurm users
+// type them (gpuacct job 1234 --json): urfave/cli stops at the first
+// argument, so the rest is parsed again here with the command's flags.
+func interspersed(action cli.ActionFunc) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		args := c.Args().Slice()
+		var flags, pos []string
+		for i := 0; i < len(args); i++ {
+			a := args[i]
+			if a == "--" {
+				pos = append(pos, args[i+1:]...)
+				break
+			}
+			if strings.HasPrefix(a, "-") && a != "-" {
+				flags = append(flags, primary(c.Command, a))
+				if !strings.Contains(a, "=") && takesValue(c.Command, a) && i+1 < len(args) {
+					flags = append(flags, args[i+1])
+					i++
+				}
+				continue
+			}
+			pos = append(pos, a)
+		}
+		if len(flags) == 0 {
+			return action(c)
+		}
+		set := flag.NewFlagSet(c.Command.Name, flag.ContinueOnError)
+		set.SetOutput(io.Discard)
+		for _, f := range c.Command.Flags {
+			if err := f.Apply(set); err != nil {
+				return err
+			}
+		}
+		// The options given before the arguments, then the ones after.
+		var all []string
+		for _, f := range c.Command.Flags {
+			name := f.Names()[0]
+			if !c.IsSet(name) {
+				continue
+			}
+			switch f.(type) {
+			case *cli.BoolFlag:
+				all = append(all, fmt.Sprintf("--%s=%t", name, c.Bool(name)))
+			case *cli.StringSliceFlag:
+				for _, v := range c.StringSlice(name) {
+					all = append(all, "--"+name+"="+v)
+				}
+			default:
+				all = append(all, "--"+name+"="+fmt.Sprint(c.Value(name)))
+			}
+		}
+		all = append(append(append(all, flags...), "--"), pos...)
+		if err := set.Parse(all); err != nil {
+			return fmt.Errorf("%s: %w (see 'gpuacct %s --help')", c.Command.Name, err, c.Command.Name)
+		}
+		nc := cli.NewContext(c.App, set, c.Lineage()[1])
+		nc.Command = c.Command
+		nc.Context = c.Context
+		return action(nc)
+	}
+}
+
+func takesValue(cmd *cli.Command, arg string) bool {
+	name := strings.TrimLeft(arg, "-")
+	for _, f := range cmd.Flags {
+		for _, n := range f.Names() {
+			if n == name {
+				_, isBool := f.(*cli.BoolFlag)
+				return !isBool
+			}
+		}
+	}
+	return false
+}
+
+// primary spells -o VALUE / -o=VALUE with the flag's first name, which
+// is the one urfave/cli reads (aliases are separate flag.Values).
+func primary(cmd *cli.Command, arg string) string {
+	name, val, hasVal := strings.Cut(strings.TrimLeft(arg, "-"), "=")
+	for _, f := range cmd.Flags {
+		for _, n := range f.Names() {
+			if n == name {
+				out := "--" + f.Names()[0]
+				if hasVal {
+					out += "=" + val
+				}
+				return out
+			}
+		}
+	}
+	return arg
+}

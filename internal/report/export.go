@@ -1,0 +1,403 @@
+package report
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/aicloud/gpusuite/internal/report/timespec"
+)
+
+// Export kinds and their columns (docs/reports.md; stable).
+var exportColumns = map[string][]string{
+	"jobs": {"cluster", "job_id", "restart", "array_job_id", "array_task_id", "user", "account", "partition", "nodes", "gpus",
+		"start", "end", "state", "end_estimated", "ignored", "alloc_gpu_s", "used_gpu_s", "idle_gpu_s", "energy_mj"},
+	"gpus": {"cluster", "job_id", "restart", "node", "uuid", "index", "model", "sample_s", "util_s", "util_max", "mem_max_mib",
+		"mem_total_mib", "energy_mj", "idle_s", "final"},
+	"samples": {"node", "uuid", "index", "t_ms", "interval_ms", "job_id", "restart", "idle", "util", "mem_util", "mem_used_mib",
+		"power_mw", "energy_mj", "temp_c", "sm_clock_mhz", "missing"},
+}
+
+var exportQuery = map[string]string{
+	"jobs": `SELECT cluster, job_id, restart, array_job_id, array_task_id, user, account, partition, nodes, gpus, start, end, state,
+ end_estimated, ignored, alloc_gpu_s, used_gpu_s, idle_gpu_s, energy_mj FROM jobs
+ WHERE start IS NOT NULL AND start < ? AND (end IS NULL OR end > ?) ORDER BY start, id`,
+	"gpus": `SELECT j.cluster, j.job_id, j.restart, n.name, g.uuid, g.idx, g.model, jg.sample_s, jg.util_s, jg.util_max, jg.mem_max_mib,
+ coalesce(jg.mem_total_mib, g.mem_total_mib), jg.energy_mj, jg.idle_s, jg.agg_final
+ FROM jobs j JOIN job_gpus jg ON jg.job = j.id JOIN gpus g ON g.id = jg.gpu_id JOIN nodes n ON n.id = jg.node_id
+ WHERE j.start IS NOT NULL AND j.start < ? AND (j.end IS NULL OR j.end > ?) ORDER BY j.start, j.id, n.name, g.idx`,
+	"samples": `SELECT ?, ?, ?, t_ms, interval_ms, job, restart, idle, util, mem_util, mem_used_mib, power_mw, energy_mj, temp_c,
+ sm_clock_mhz, missing FROM samples WHERE gpu_id = ? AND t_ms >= ? AND t_ms < ? ORDER BY t_ms`,
+}
+
+// ExportOptions say what to export where.
+type ExportOptions struct {
+	Kind   string
+	Window timespec.Window
+	// Format is csv or jsonl.
+	Format string
+	// Out receives everything unless SplitDir is set, which writes one
+	// file per node (gpus, samples).
+	Out      io.Writer
+	SplitDir string
+	NoHeader bool
+	// Progress, when set, is told the fraction done now and then.
+	Progress func(done float64, rows int64)
+}
+
+type rowWriter interface {
+	write(vals []any) error
+	flush() error
+}
+
+type csvRows struct {
+	w   *csv.Writer
+	rec []string
+}
+
+func (c *csvRows) write(vals []any) error {
+	c.rec = c.rec[:0]
+	for _, v := range vals {
+		c.rec = append(c.rec, machineValue(v))
+	}
+	return c.w.Write(c.rec)
+}
+
+func (c *csvRows) flush() error { c.w.Flush(); return c.w.Error() }
+
+type jsonRows struct {
+	w    *bufio.Writer
+	cols []string
+}
+
+func (j *jsonRows) write(vals []any) error {
+	j.w.WriteByte('{')
+	for i, v := range vals {
+		if i > 0 {
+			j.w.WriteByte(',')
+		}
+		k, _ := json.Marshal(j.cols[i])
+		j.w.Write(k)
+		j.w.WriteByte(':')
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		j.w.Write(b)
+	}
+	j.w.WriteString("}\n")
+	return nil
+}
+
+func (j *jsonRows) flush() error { return j.w.Flush() }
+
+func machineValue(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case string:
+		return x
+	case []byte:
+		return string(x)
+	case bool:
+		if x {
+			return "1"
+		}
+		return "0"
+	}
+	return fmt.Sprint(v)
+}
+
+func newRows(w io.Writer, format string, cols []string, noHeader bool) (rowWriter, error) {
+	switch format {
+	case "", "csv":
+		cw := csv.NewWriter(w)
+		if !noHeader {
+			if err := cw.Write(cols); err != nil {
+				return nil, err
+			}
+		}
+		return &csvRows{w: cw}, nil
+	case "jsonl", "json":
+		return &jsonRows{w: bufio.NewWriterSize(w, 1<<16), cols: cols}, nil
+	}
+	return nil, fmt.Errorf("--format %q is not csv or jsonl", format)
+}
+
+// Export writes the rows of o.Kind in the window and returns how many.
+func (d *DB) Export(ctx context.Context, o ExportOptions) (int64, error) {
+	cols, ok := exportColumns[o.Kind]
+	if !ok {
+		return 0, fmt.Errorf("unknown export %q: use jobs, gpus or samples", o.Kind)
+	}
+	if o.SplitDir != "" && o.Kind == "jobs" {
+		return 0, fmt.Errorf("--split-dir: jobs span nodes; split gpus or samples")
+	}
+	files := map[string]rowWriter{}
+	var closers []*os.File
+	defer func() {
+		for _, f := range closers {
+			f.Close()
+		}
+	}()
+	ext := ".csv"
+	if o.Format == "jsonl" || o.Format == "json" {
+		ext = ".jsonl"
+	}
+	var shared rowWriter
+	writerFor := func(node string) (rowWriter, error) {
+		if o.SplitDir == "" {
+			if shared == nil {
+				var err error
+				if shared, err = newRows(o.Out, o.Format, cols, o.NoHeader); err != nil {
+					return nil, err
+				}
+			}
+			return shared, nil
+		}
+		if w, ok := files[node]; ok {
+			return w, nil
+		}
+		if err := os.MkdirAll(o.SplitDir, 0o755); err != nil {
+			return nil, err
+		}
+		f, err := os.Create(filepath.Join(o.SplitDir, strings.ReplaceAll(node, "/", "_")+ext))
+		if err != nil {
+			return nil, err
+		}
+		closers = append(closers, f)
+		w, err := newRows(f, o.Format, cols, o.NoHeader)
+		if err != nil {
+			return nil, err
+		}
+		files[node] = w
+		return w, nil
+	}
+	var n int64
+	span := float64(o.Window.End.Unix() - o.Window.Start.Unix())
+	vals := make([]any, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	emit := func(rows *sql.Rows, nodeCol int, progress func() float64) error {
+		defer rows.Close()
+		for rows.Next() {
+			if err := rows.Scan(ptrs...); err != nil {
+				return d.wrap(err)
+			}
+			node := ""
+			if nodeCol >= 0 {
+				node = machineValue(vals[nodeCol])
+			}
+			w, err := writerFor(node)
+			if err != nil {
+				return fmt.Errorf("export %s: %w", o.Kind, err)
+			}
+			if err := w.write(vals); err != nil {
+				return fmt.Errorf("export %s: %w", o.Kind, err)
+			}
+			n++
+			if o.Progress != nil && n%20000 == 0 {
+				o.Progress(progress(), n)
+			}
+		}
+		return d.wrap(rows.Err())
+	}
+	switch o.Kind {
+	case "jobs", "gpus":
+		rows, err := d.db.QueryContext(ctx, exportQuery[o.Kind], o.Window.End.Unix(), o.Window.Start.Unix())
+		if err != nil {
+			return 0, d.wrap(err)
+		}
+		nodeCol := -1
+		startCol := 10
+		if o.Kind == "gpus" {
+			nodeCol, startCol = 3, -1
+		}
+		err = emit(rows, nodeCol, func() float64 {
+			if startCol < 0 || span <= 0 {
+				return 0
+			}
+			s, _ := vals[startCol].(int64)
+			return float64(s-o.Window.Start.Unix()) / span
+		})
+		if err != nil {
+			return n, err
+		}
+	case "samples":
+		type g struct {
+			id   int64
+			node string
+			uuid string
+			idx  sql.NullInt64
+		}
+		rs, err := d.db.QueryContext(ctx, `SELECT g.id, g.node_id, g.uuid, g.idx FROM gpus g ORDER BY g.node_id, g.idx, g.uuid`)
+		if err != nil {
+			return 0, d.wrap(err)
+		}
+		var gs []g
+		for rs.Next() {
+			var x g
+			var node int64
+			if err := rs.Scan(&x.id, &node, &x.uuid, &x.idx); err != nil {
+				rs.Close()
+				return 0, d.wrap(err)
+			}
+			x.node = d.nodeNames[node]
+			gs = append(gs, x)
+		}
+		rs.Close()
+		for i, x := range gs {
+			var idx any
+			if x.idx.Valid {
+				idx = x.idx.Int64
+			}
+			rows, err := d.db.QueryContext(ctx, exportQuery["samples"], x.node, x.uuid, idx, x.id, o.Window.Start.UnixMilli(), o.Window.End.UnixMilli())
+			if err != nil {
+				return n, d.wrap(err)
+			}
+			frac := float64(i) / float64(len(gs))
+			if err := emit(rows, 0, func() float64 { return frac }); err != nil {
+				return n, err
+			}
+			if o.Progress != nil {
+				o.Progress(float64(i+1)/float64(len(gs)), n)
+			}
+		}
+	}
+	if shared == nil && o.SplitDir == "" {
+		// Nothing matched: still write the header.
+		if _, err := writerFor(""); err != nil {
+			return 0, fmt.Errorf("export %s: %w", o.Kind, err)
+		}
+	}
+	for _, w := range files {
+		if err := w.flush(); err != nil {
+			return n, fmt.Errorf("export %s: %w", o.Kind, err)
+		}
+	}
+	if shared != nil {
+		if err := shared.flush(); err != nil {
+			return n, fmt.Errorf("export %s: %w", o.Kind, err)
+		}
+	}
+	for _, f := range closers {
+		if err := f.Sync(); err != nil {
+			return n, fmt.Errorf("export %s: %w", o.Kind, err)
+		}
+	}
+	return n, nil
+}
+
+// progressBar draws "export samples [=====>     ]  45%  1,234,567 rows"
+// on one terminal line, at most every 100 ms.
+func progressBar(w io.Writer, label string, now func() time.Time) (func(float64, int64), func()) {
+	var last time.Time
+	draw := func(f float64, rows int64) {
+		f = min(max(f, 0), 1)
+		const width = 30
+		full := int(f * width)
+		bar := strings.Repeat("=", full)
+		if full < width {
+			bar += ">" + strings.Repeat(" ", width-full-1)
+		}
+		fmt.Fprintf(w, "\r%s [%s] %3.0f%%  %d rows", label, bar, f*100, rows)
+	}
+	return func(f float64, rows int64) {
+			if t := now(); t.Sub(last) >= 100*time.Millisecond {
+				last = t
+				draw(f, rows)
+			}
+		}, func() {
+			fmt.Fprint(w, "\r\033[K")
+		}
+}
+
+// ExportCommand is `gpuacct export`.
+func ExportCommand(d Deps) *cli.Command {
+	return &cli.Command{
+		Name:  "export",
+		Usage: "job rollups, job × GPU figures or raw samples as CSV or JSON lines",
+		UsageText: `gpuacct export {jobs|gpus|samples} [options]
+
+jobs: one row per job run; gpus: one row per job × GPU (the agent's
+aggregates); samples: raw readings (kept for store.sample_retention). Rows of
+jobs that overlap the window (samples: taken in it). Columns are stable and
+documented in docs/reports.md; a missing value is empty (CSV) or null (JSON),
+never 0. A progress bar goes to a terminal's stderr; a pipe gets only data.
+
+Examples:
+   gpuacct export jobs --start 2026-01-01 --end 2026-02-01 > jan.csv
+   gpuacct export samples --start now-1day --format jsonl | gzip > day.jsonl.gz
+   gpuacct export samples --start yesterday --end today --split-dir /tmp/samples   # one file per node
+   gpuacct export gpus --start 11/01 -o gpus.csv`,
+		Flags: append(append([]cli.Flag{dbFlag()}, windowFlags()...),
+			&cli.StringFlag{Name: "format", Usage: "csv or jsonl", Value: "csv"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write to this file instead of stdout"},
+			&cli.StringFlag{Name: "split-dir", Usage: "one file per node in this directory (gpus, samples)"},
+			&cli.BoolFlag{Name: "noheader", Aliases: []string{"n"}, Usage: "no CSV header line"},
+		),
+		Action: interspersed(func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return fmt.Errorf("export: name what to export: jobs, gpus or samples (see 'gpuacct export --help')")
+			}
+			kind := c.Args().First()
+			if _, ok := exportColumns[kind]; !ok {
+				return fmt.Errorf("export: unknown export %q: use jobs, gpus or samples", kind)
+			}
+			e, err := load(c, d)
+			if err != nil {
+				return err
+			}
+			w, err := e.window(c)
+			if err != nil {
+				return fmt.Errorf("export %s: %w", kind, err)
+			}
+			db, err := e.open(c.Context)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			o := ExportOptions{Kind: kind, Window: w, Format: c.String("format"), Out: d.Stdout, SplitDir: c.String("split-dir"), NoHeader: c.Bool("noheader")}
+			toFile := o.SplitDir != "" || c.String("output") != ""
+			if p := c.String("output"); p != "" {
+				f, err := os.Create(p)
+				if err != nil {
+					return fmt.Errorf("export %s: %w", kind, err)
+				}
+				defer f.Close()
+				o.Out = f
+			}
+			if d.StderrTTY() && (toFile || d.Width() == 0) {
+				p, done := progressBar(d.Stderr, "export "+kind, d.Now)
+				o.Progress = p
+				defer done()
+			}
+			if _, err := db.Export(c.Context, o); err != nil {
+				return err
+			}
+			if f, ok := o.Out.(*os.File); ok && f != os.Stdout {
+				if err := f.Sync(); err != nil {
+					return fmt.Errorf("export %s: %w", kind, err)
+				}
+			}
+			return nil
+		}),
+	}
+}
