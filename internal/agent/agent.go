@@ -192,43 +192,7 @@ func (a *Agent) saveCheckpoint() error {
 	if err != nil {
 		return fmt.Errorf("encode checkpoint: %w", err)
 	}
-	return replaceFile(a.stateDir, checkpointName, data)
-}
-
-// replaceFile writes name in dir atomically: temp, fsync, rename, fsync dir.
-func replaceFile(dir, name string, data []byte) error {
-	tmp, err := os.CreateTemp(dir, ".tmp-"+name+"-*")
-	if err != nil {
-		return fmt.Errorf("create temp in %q: %w", dir, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %q: %w", tmp.Name(), err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("fsync %q: %w", tmp.Name(), err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("close %q: %w", tmp.Name(), err)
-	}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
-		return fmt.Errorf("rename into %q: %w", filepath.Join(dir, name), err)
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open dir %q: %w", dir, err)
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("fsync dir %q: %w", dir, err)
-	}
-	return nil
+	return spool.Dir{Path: a.stateDir}.Replace(checkpointName, data)
 }
 
 // ---- segments --------------------------------------------------------------

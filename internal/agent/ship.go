@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/aicloud/gpusuite/internal/spool"
 )
 
 // recordType names a spool file's kind by its prefix.
@@ -92,14 +93,14 @@ func (a *Agent) ShipPass(ctx context.Context, handled []string) (int, error) {
 				if !ok {
 					continue // superseded aggregate or dropped segment
 				}
-				if err := copyInto(src, dest, n); err != nil {
+				if err := spool.CopyInto(dest, n, src, 0o644); err != nil {
 					firstErr = err
 					break
 				}
 				done = append(done, n)
 			}
 			if len(done) > 0 {
-				return syncDir(dest)
+				return spool.SyncDir(dest)
 			}
 			return nil
 		})
@@ -121,36 +122,6 @@ func (a *Agent) ShipPass(ctx context.Context, handled []string) (int, error) {
 		}
 	}
 	return shipped, nil
-}
-
-// copyInto copies src to dir/name through a temp file that is fsync'd and
-// renamed, so a reader never sees a partial file. The caller fsyncs dir.
-func copyInto(in *os.File, dir, name string) error {
-	src := in.Name()
-	tmp, err := os.CreateTemp(dir, ".tmp-"+name+"-*")
-	if err != nil {
-		return fmt.Errorf("create temp in %q: %w", dir, err)
-	}
-	defer os.Remove(tmp.Name()) // no-op after the rename
-	if _, err := io.Copy(tmp, in); err != nil {
-		tmp.Close()
-		return fmt.Errorf("copy %q to %q: %w", src, tmp.Name(), err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return fmt.Errorf("chmod %q: %w", tmp.Name(), err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("fsync %q: %w", tmp.Name(), err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("close %q: %w", tmp.Name(), err)
-	}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
-		return fmt.Errorf("rename into %q: %w", filepath.Join(dir, name), err)
-	}
-	return nil
 }
 
 // backlog updates the spool backlog gauges and returns the file count.

@@ -4,8 +4,10 @@
 package spool
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -43,17 +45,59 @@ func (d Dir) Ensure() error {
 // never replaces an existing record), fsync the directory. It returns
 // ErrExists, and leaves the first record alone, when name is taken.
 func (d Dir) Write(name string, data []byte) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	if err := put(d.Path, name, bytes.NewReader(data), 0o600, false); err != nil {
+		return err
+	}
+	return SyncDir(d.Path)
+}
+
+// Replace stores data under name like Write, but a record of the same name
+// is replaced (for state files that are rewritten, such as checkpoints).
+func (d Dir) Replace(name string, data []byte) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	if err := put(d.Path, name, bytes.NewReader(data), 0o600, true); err != nil {
+		return err
+	}
+	return SyncDir(d.Path)
+}
+
+// CopyInto copies r to dir/name through a temp file that is fsync'd and
+// renamed over any earlier copy, so a reader never sees a partial file. The
+// caller fsyncs dir (once for a batch of files, with SyncDir).
+func CopyInto(dir, name string, r io.Reader, mode fs.FileMode) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	return put(dir, name, r, mode, true)
+}
+
+func checkName(name string) error {
 	if name == "" || strings.ContainsAny(name, "/\x00") || strings.HasPrefix(name, ".") {
 		return fmt.Errorf("spool record name %q is not a plain file name", name)
 	}
-	tmp, err := os.CreateTemp(d.Path, ".tmp-"+name+"-*")
+	return nil
+}
+
+// put writes r to a temp file in dir, fsyncs it, and then renames it to
+// name (replace) or links it there, failing with ErrExists if name is taken.
+func put(dir, name string, r io.Reader, mode fs.FileMode, replace bool) error {
+	tmp, err := os.CreateTemp(dir, ".tmp-"+name+"-*")
 	if err != nil {
-		return fmt.Errorf("spool %q: %w", d.Path, err)
+		return fmt.Errorf("spool %q: %w", dir, err)
 	}
-	defer os.Remove(tmp.Name()) // after a successful link this drops the extra name
-	if _, err := tmp.Write(data); err != nil {
+	defer os.Remove(tmp.Name()) // after a link or rename this is a no-op or drops the extra name
+	if _, err := io.Copy(tmp, r); err != nil {
 		tmp.Close()
 		return fmt.Errorf("write %q: %w", tmp.Name(), err)
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return fmt.Errorf("chmod %q: %w", tmp.Name(), err)
 	}
 	if err := tmp.Sync(); err != nil {
 		tmp.Close()
@@ -62,24 +106,32 @@ func (d Dir) Write(name string, data []byte) error {
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("close %q: %w", tmp.Name(), err)
 	}
-	final := filepath.Join(d.Path, name)
+	final := filepath.Join(dir, name)
+	if replace {
+		if err := os.Rename(tmp.Name(), final); err != nil {
+			return fmt.Errorf("rename into %q: %w", final, err)
+		}
+		return nil
+	}
 	if err := os.Link(tmp.Name(), final); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("%s: %w", final, ErrExists)
 		}
 		return fmt.Errorf("link %q: %w", final, err)
 	}
-	return syncDir(d.Path)
+	return nil
 }
 
-func syncDir(path string) error {
+// SyncDir fsyncs a directory so that names linked or renamed into it
+// survive a crash.
+func SyncDir(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("open spool dir %q: %w", path, err)
+		return fmt.Errorf("open dir %q: %w", path, err)
 	}
 	defer f.Close()
 	if err := f.Sync(); err != nil {
-		return fmt.Errorf("fsync spool dir %q: %w", path, err)
+		return fmt.Errorf("fsync dir %q: %w", path, err)
 	}
 	return nil
 }

@@ -83,3 +83,32 @@ func TestEnsureRefusesOpenDirs(t *testing.T) {
 		t.Fatal("a file accepted as spool directory")
 	}
 }
+
+func TestReplaceAndCopyInto(t *testing.T) {
+	d := Dir{Path: t.TempDir()}
+	for _, v := range []string{"one", "two"} {
+		if err := d.Replace("state.json", []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(d.Path, "state.json")); string(b) != "two" {
+		t.Errorf("replace kept %q", b)
+	}
+	dest := t.TempDir()
+	if err := CopyInto(dest, "rec.json", strings.NewReader("payload"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := SyncDir(dest); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(filepath.Join(dest, "rec.json"))
+	if err != nil || st.Mode().Perm() != 0o644 || st.Size() != int64(len("payload")) {
+		t.Fatalf("copy: %v %v", st, err)
+	}
+	if err := CopyInto(dest, "../x", strings.NewReader(""), 0o644); err == nil {
+		t.Error("a path accepted as a name")
+	}
+	if left, _ := filepath.Glob(filepath.Join(dest, ".tmp-*")); len(left) != 0 {
+		t.Errorf("temp files left: %v", left)
+	}
+}
