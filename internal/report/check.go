@@ -41,7 +41,12 @@ func (d *DB) Check(ctx context.Context, o CheckOptions) (problems []string, summ
 			rows.Close()
 			return nil, "", d.wrap(err)
 		}
-		last := max(rec.Int64, ing.Int64)
+		// What a node shipped is dated by its newest record, not by when
+		// ingest got round to it.
+		last := rec.Int64
+		if !rec.Valid {
+			last = ing.Int64
+		}
 		age := time.Duration(now-last) * time.Second
 		if o.Forget > 0 && age > o.Forget {
 			continue

@@ -66,7 +66,10 @@ func Submit(dir string, r *Request) (string, error) {
 	if r.ID == "" {
 		var b [4]byte
 		_, _ = rand.Read(b[:])
-		r.ID = r.Time.UTC().Format("20060102T150405Z") + "-" + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(b[:])
+		// Time, then how many requests came before (orders requests of
+		// the same second), then pid and random bytes (unique).
+		pending, applied, _ := List(dir)
+		r.ID = fmt.Sprintf("%s-%06d-%d-%s", r.Time.UTC().Format("20060102T150405Z"), len(pending)+len(applied), os.Getpid(), hex.EncodeToString(b[:]))
 	}
 	pd := pendingDir(dir)
 	if err := os.MkdirAll(pd, 0o755); err != nil {
