@@ -17,8 +17,8 @@ func TestCalibrate(t *testing.T) {
 		wantG    time.Duration
 		min, max time.Duration
 	}{
-		{"1 s timestamps", a.Path("probe"), time.Second, time.Second, time.Second + 200*time.Millisecond},
-		{"fine timestamps", local, tickGranularity, 10 * time.Millisecond, 100 * time.Millisecond},
+		{"1 s timestamps", a.Path("probe"), time.Second, time.Second, time.Second + 400*time.Millisecond},
+		{"fine timestamps", local, tickGranularity, 10 * time.Millisecond, 300 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := os.WriteFile(tc.probe, nil, 0o644); err != nil {
