@@ -12,9 +12,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// fanotifySource puts one mark on the mount of each watched directory and
-// reads FAN_CLOSE_WRITE events: no per-directory watches, no limit, but it
-// needs CAP_SYS_ADMIN.
+// fanotifySource puts one mark on the file system (or, failing that, the
+// mount) of each watched directory and reads FAN_CLOSE_WRITE events: no
+// per-directory watches, no limit, but it needs CAP_SYS_ADMIN.
 type fanotifySource struct {
 	f     *os.File
 	env   sourceEnv
@@ -29,9 +29,18 @@ func newFanotify(roots []string, env sourceEnv) (*fanotifySource, error) {
 		return nil, fmt.Errorf("%w: fanotify_init: %w (needs root)", errUnavailable, err)
 	}
 	for _, r := range roots {
-		if err := unix.FanotifyMark(fd, unix.FAN_MARK_ADD|unix.FAN_MARK_MOUNT, unix.FAN_CLOSE_WRITE, unix.AT_FDCWD, r); err != nil {
+		// A file system mark sees writes through every mount of the file
+		// system: bind mounts into enroot containers and other mount
+		// namespaces included. A mount mark, the fallback, sees only
+		// this namespace's mount.
+		err := unix.FanotifyMark(fd, unix.FAN_MARK_ADD|unix.FAN_MARK_FILESYSTEM, unix.FAN_CLOSE_WRITE, unix.AT_FDCWD, r)
+		if err != nil {
+			env.log.Info("fanotify file system mark refused, marking the mount only (writes through bind mounts in containers are not seen)", "dir", r, "err", err)
+			err = unix.FanotifyMark(fd, unix.FAN_MARK_ADD|unix.FAN_MARK_MOUNT, unix.FAN_CLOSE_WRITE, unix.AT_FDCWD, r)
+		}
+		if err != nil {
 			unix.Close(fd)
-			return nil, fmt.Errorf("%w: fanotify mark on the mount of %q: %w", errUnavailable, r, err)
+			return nil, fmt.Errorf("%w: fanotify mark on %q: %w", errUnavailable, r, err)
 		}
 	}
 	return &fanotifySource{f: os.NewFile(uintptr(fd), "fanotify"), env: env}, nil

@@ -113,14 +113,23 @@ type done struct {
 // Run watches until ctx ends. ready is called once the watches are in
 // place.
 func (d *Daemon) Run(ctx context.Context, ready func()) error {
+	// Events carry paths without symlinks; so must the roots.
+	var roots []string
 	for _, r := range d.opt.Roots {
-		fd, err := unix.Open(r, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		real, err := filepath.EvalSymlinks(r)
+		if err != nil {
+			d.closeRoots()
+			return fmt.Errorf("watched directory %q: %w", r, err)
+		}
+		fd, err := unix.Open(real, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			d.closeRoots()
 			return fmt.Errorf("open watched directory %q: %w", r, err)
 		}
-		d.roots = append(d.roots, watchRoot{path: strings.TrimSuffix(r, "/"), fd: fd})
+		roots = append(roots, real)
+		d.roots = append(d.roots, watchRoot{path: strings.TrimSuffix(real, "/"), fd: fd})
 	}
+	d.opt.Roots = roots
 	defer d.closeRoots()
 	src := d.source
 	if src == nil {
