@@ -385,7 +385,7 @@ func (d *Daemon) onResult(r done, pending map[string]*item, h *itemHeap) {
 			d.log.Debug("fixed", "path", it.path, "mtime_before", res.Before.Mtime, "mtime_after", res.After.Mtime,
 				"size", res.Before.Size, "delay", delay)
 		} else {
-			d.skip(WouldFix, it.path, nil)
+			d.metrics.Skips.WithLabelValues(string(WouldFix)).Inc()
 			d.log.Info("would touch", "path", it.path, "why", res.Why)
 		}
 	case SkipPermission:
@@ -405,9 +405,14 @@ func (d *Daemon) onResult(r done, pending map[string]*item, h *itemHeap) {
 
 func (d *Daemon) skip(o Outcome, p string, err error) {
 	d.metrics.Skips.WithLabelValues(string(o)).Inc()
-	if d.log.Enabled(context.Background(), slog.LevelDebug) {
-		d.log.Debug("skipped", "path", p, "reason", string(o), "err", err)
+	if !d.log.Enabled(context.Background(), slog.LevelDebug) {
+		return
 	}
+	if err != nil {
+		d.log.Debug("skipped", "path", p, "reason", string(o), "err", err)
+		return
+	}
+	d.log.Debug("skipped", "path", p, "reason", string(o))
 }
 
 // rescan reports regular files below the roots changed since since: the
