@@ -32,9 +32,10 @@ type inotifySource struct {
 
 	addWatch func(fd int, path string, mask uint32) (int, error)
 
-	mu       sync.Mutex
-	wds      map[int]string // watch → directory
-	limitHit bool
+	mu         sync.Mutex
+	wds        map[int]string // watch → directory
+	limitHit   bool
+	deniedSeen bool
 }
 
 func newInotify(roots []string, env sourceEnv) (*inotifySource, error) {
@@ -80,6 +81,9 @@ func (s *inotifySource) watchAll() {
 func (s *inotifySource) addTree(dir string, dev uint64, report bool) {
 	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
+			if errors.Is(err, fs.ErrPermission) {
+				s.denied(p, err)
+			}
 			return nil // vanished or unreadable: nothing to watch
 		}
 		if !d.IsDir() {
@@ -112,8 +116,13 @@ func (s *inotifySource) add(dir string) bool {
 	}
 	wd, err := s.addWatch(s.fd, dir, dirMask)
 	if err != nil {
-		if errors.Is(err, unix.ENOSPC) {
+		switch {
+		case errors.Is(err, unix.ENOSPC):
 			s.limit(dir, fmt.Errorf("the kernel's inotify watch limit (fs.inotify.max_user_watches) is reached"))
+		case errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM):
+			s.mu.Unlock()
+			s.denied(dir, err)
+			s.mu.Lock()
 		}
 		return false
 	}
@@ -133,6 +142,20 @@ func (s *inotifySource) limit(dir string, why error) {
 		s.env.log.Error("directories are left unwatched and their files are not fixed: "+why.Error()+
 			"; raise it (sysctl fs.inotify.max_user_watches), or run as root to use fanotify",
 			"first_unwatched", dir, "watches", len(s.wds))
+	}
+}
+
+// denied counts a directory root may not enter or watch (root_squash on
+// the export); the first is logged.
+func (s *inotifySource) denied(dir string, err error) {
+	s.env.metrics.Unwatched.Inc()
+	s.mu.Lock()
+	first := !s.deniedSeen
+	s.deniedSeen = true
+	s.mu.Unlock()
+	if first {
+		s.env.log.Warn("a directory cannot be watched, files written below it are not fixed; with root_squash on the export, export /data to the servers with no_root_squash",
+			"dir", dir, "err", err)
 	}
 }
 

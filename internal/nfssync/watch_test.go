@@ -241,3 +241,30 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestWatchDeniedDirectory: a directory that cannot be watched (root
+// squashed on NFS) is counted and logged once; the rest is watched.
+func TestWatchDeniedDirectory(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"a", "b", "ok"} {
+		os.Mkdir(filepath.Join(dir, d), 0o755)
+	}
+	var logs syncBuffer
+	d, m := newTestDaemon(t, Options{Roots: []string{dir}, Backend: "inotify", Settle: 10 * time.Millisecond}, 50*time.Millisecond)
+	d.log = slog.New(slog.NewTextHandler(&logs, nil))
+	d.addWatch = func(fd int, p string, mask uint32) (int, error) {
+		if b := filepath.Base(p); b == "a" || b == "b" {
+			return -1, unix.EACCES
+		}
+		return unix.InotifyAddWatch(fd, p, mask)
+	}
+	startDaemon(t, d)
+	if got := counter(m.Unwatched); got != 2 {
+		t.Errorf("unwatched = %v, want 2", got)
+	}
+	if got := strings.Count(logs.String(), "cannot be watched"); got != 1 {
+		t.Errorf("logged %d times, want once:\n%s", got, logs.String())
+	}
+	writeFile(t, filepath.Join(dir, "ok", "f"), "x")
+	waitFor(t, 5*time.Second, "file in a watched directory not fixed", func() bool { return counter(m.Fixes) == 1 })
+}
