@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/aicloud/gpusuite/internal/slurmtest"
 )
 
 // cluster is what a test needs to reach the harness's Slurm.
@@ -30,25 +32,9 @@ type cluster struct {
 
 func slurm(t *testing.T) *cluster {
 	t.Helper()
-	path := os.Getenv("GPUSUITE_SLURM_ENV")
-	if path == "" {
-		if os.Getenv("GPUSUITE_REQUIRE_SLURM") == "1" {
-			t.Fatal("GPUSUITE_SLURM_ENV is not set but GPUSUITE_REQUIRE_SLURM=1: run `make test`, which starts test/slurm/harness.sh")
-		}
-		t.Skip("no Slurm test cluster: set GPUSUITE_SLURM_ENV (make test does) to run against the real srun")
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read harness env: %v", err)
-	}
-	c := &cluster{env: map[string]string{}}
-	for _, line := range strings.Split(string(data), "\n") {
-		if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok {
-			c.env[k] = v
-		}
-	}
-	if c.env["SLURM_CONF"] == "" || c.env["GPUSUITE_SLURM_DIR"] == "" {
-		t.Fatalf("%s lacks SLURM_CONF or GPUSUITE_SLURM_DIR", path)
+	c := &cluster{env: slurmtest.Get(t).Vars}
+	if c.env["GPUSUITE_SLURM_DIR"] == "" {
+		t.Fatal("the harness env lacks GPUSUITE_SLURM_DIR")
 	}
 	c.records = filepath.Join(c.env["GPUSUITE_SLURM_DIR"], "spank-records")
 	wd, _ := os.Getwd()
