@@ -16,9 +16,10 @@ import (
 // Batch is one write transaction. Every ledger change goes through it so
 // that the rollups move with the facts under them, in the same commit.
 type Batch struct {
-	ctx context.Context
-	tx  *sql.Tx
-	now time.Time
+	ctx  context.Context
+	conn *sql.Conn
+	tx   *sql.Tx
+	now  time.Time
 	// IdleUtil is the utilization (percent) below which a sample is idle.
 	IdleUtil uint32
 
@@ -32,6 +33,14 @@ type Batch struct {
 	use  map[useKey]*Delta
 	// lastSample per (job row, node) in this batch.
 	lastSample map[[2]int64]int64
+	// models caches the GPU model of a node (nodeModel).
+	models map[int64]string
+	// Jobs whose events changed: their rerolls and summaries wait for the
+	// end of the batch, so that a job's start and end events in one batch
+	// move the rollups once.
+	rerolls   map[int64]bool
+	summaries map[int64]bool
+	samples   sampleInserter
 }
 
 type gpuRow struct {
@@ -76,18 +85,35 @@ func (d Delta) zero() bool {
 	return d.AllocGPUs == 0 && d.Used == 0 && d.Idle == 0 && d.SampleS == 0 && d.EnergyMJ == 0 && d.Jobs == 0
 }
 
+func (d *Delta) add(e Delta) {
+	d.AllocGPUs += e.AllocGPUs
+	d.Used += e.Used
+	d.Idle += e.Idle
+	d.SampleS += e.SampleS
+	d.EnergyMJ += e.EnergyMJ
+	d.Jobs += e.Jobs
+}
+
 func (d Delta) neg() Delta {
 	return Delta{-d.AllocGPUs, -d.Used, -d.Idle, -d.SampleS, -d.EnergyMJ, -d.Jobs}
 }
 
 // Begin starts a write transaction at time now.
 func (s *Store) Begin(ctx context.Context, now time.Time) (*Batch, error) {
-	tx, err := s.DB.BeginTx(ctx, nil)
+	// The batch holds its connection so that the sample inserts can use
+	// the driver directly (sampleInserter), inside the same transaction.
+	conn, err := s.DB.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("begin transaction: %w", err)
 	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("begin transaction: %w", err)
+	}
 	return &Batch{
-		ctx: ctx, tx: tx, now: now, IdleUtil: 1,
+		ctx: ctx, conn: conn, tx: tx, now: now, IdleUtil: 1,
+		models: map[int64]string{}, rerolls: map[int64]bool{}, summaries: map[int64]bool{},
 		st: map[string]*sql.Stmt{}, nodes: map[[2]string]int64{}, gpus: map[string]gpuRow{},
 		jobs: map[jobKey]int64{}, dims: map[int64]Dims{}, prev: map[int64]energyReading{},
 		use: map[useKey]*Delta{}, lastSample: map[[2]int64]int64{},
@@ -99,14 +125,18 @@ func (b *Batch) Tx() *sql.Tx { return b.tx }
 
 // Commit flushes pending rollup changes and commits.
 func (b *Batch) Commit() error {
+	if err := b.settle(); err != nil {
+		b.Rollback()
+		return err
+	}
 	if err := b.flushUse(); err != nil {
 		b.Rollback()
 		return err
 	}
-	for _, s := range b.st {
-		s.Close()
-	}
-	if err := b.tx.Commit(); err != nil {
+	b.closeStmts()
+	err := b.tx.Commit()
+	b.conn.Close()
+	if err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
@@ -114,10 +144,52 @@ func (b *Batch) Commit() error {
 
 // Rollback abandons the batch.
 func (b *Batch) Rollback() {
+	b.closeStmts()
+	_ = b.tx.Rollback()
+	b.conn.Close()
+}
+
+func (b *Batch) closeStmts() {
 	for _, s := range b.st {
 		s.Close()
 	}
-	_ = b.tx.Rollback()
+	b.samples.close(b.conn)
+}
+
+// settle runs the rerolls and summaries that events left for the end of
+// the batch, in a fixed order.
+func (b *Batch) settle() error {
+	rr := make([]int64, 0, len(b.rerolls))
+	for j := range b.rerolls {
+		rr = append(rr, j)
+	}
+	sort.Slice(rr, func(i, j int) bool { return rr[i] < rr[j] })
+	for _, j := range rr {
+		// Every node of the job: a start on a node with a lower id moves
+		// the job's count (jobs = 1) there from the node that had it.
+		nodes, err := b.jobNodes(j)
+		if err != nil {
+			return err
+		}
+		for _, n := range nodes {
+			if err := b.reroll(j, n); err != nil {
+				return err
+			}
+		}
+		delete(b.rerolls, j)
+	}
+	js := make([]int64, 0, len(b.summaries))
+	for j := range b.summaries {
+		js = append(js, j)
+	}
+	sort.Slice(js, func(i, j int) bool { return js[i] < js[j] })
+	for _, j := range js {
+		if err := b.summarize(j); err != nil {
+			return err
+		}
+		delete(b.summaries, j)
+	}
+	return nil
 }
 
 func (b *Batch) stmt(q string) (*sql.Stmt, error) {
@@ -202,6 +274,7 @@ ON CONFLICT(uuid) DO UPDATE SET node_id = excluded.node_id,
 		uuid, node, intPtr(index), intPtr(minor), model); err != nil {
 		return 0, err
 	}
+	clear(b.models) // a node's model may have changed
 	row, err := b.queryRow(`SELECT id, model FROM gpus WHERE uuid = ?`, uuid)
 	if err != nil {
 		return 0, err
@@ -262,39 +335,11 @@ func (b *Batch) jobDims(job int64) (Dims, error) {
 	return d, nil
 }
 
-// apply adds d to one job × node × hour and to the rollups above it.
-func (b *Batch) apply(job, node, hour int64, d Delta) error {
-	if d.zero() {
-		return nil
-	}
-	dims, err := b.jobDims(job)
-	if err != nil {
-		return err
-	}
-	// The row's model is fixed when the row is made, so that a later
-	// subtraction hits the same rollup row.
-	if _, err := b.exec(`INSERT INTO job_hours(job, node_id, hour, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs)
-VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT DO UPDATE SET alloc_gpu_s = alloc_gpu_s + excluded.alloc_gpu_s, used_gpu_s = used_gpu_s + excluded.used_gpu_s,
- idle_gpu_s = idle_gpu_s + excluded.idle_gpu_s, sample_s = sample_s + excluded.sample_s,
- energy_mj = energy_mj + excluded.energy_mj, jobs = jobs + excluded.jobs`,
-		job, node, hour, d.AllocGPUs, d.Used, d.Idle, d.SampleS, d.EnergyMJ, d.Jobs); err != nil {
-		return err
-	}
-	model, err := b.nodeModel(node)
-	if err != nil {
-		return err
-	}
-	if err := b.rollup(dims, node, model, hour, d); err != nil {
-		return err
-	}
-	_, err = b.exec(`UPDATE jobs SET alloc_gpu_s = alloc_gpu_s + ?, used_gpu_s = used_gpu_s + ?, idle_gpu_s = idle_gpu_s + ?, energy_mj = energy_mj + ? WHERE id = ?`,
-		d.AllocGPUs, d.Used, d.Idle, d.EnergyMJ, job)
-	return err
-}
-
 // nodeModel is the GPU model of a node's GPUs (” until one is known).
 func (b *Batch) nodeModel(node int64) (string, error) {
+	if m, ok := b.models[node]; ok {
+		return m, nil
+	}
 	row, err := b.queryRow(`SELECT coalesce((SELECT model FROM gpus WHERE node_id = ? AND model != '' ORDER BY id LIMIT 1), '')`, node)
 	if err != nil {
 		return "", err
@@ -303,27 +348,37 @@ func (b *Batch) nodeModel(node int64) (string, error) {
 	if err := row.Scan(&m); err != nil {
 		return "", fmt.Errorf("model of node %d: %w", node, err)
 	}
+	b.models[node] = m
 	return m, nil
 }
 
 func (b *Batch) rollup(dims Dims, node int64, model string, hour int64, d Delta) error {
-	if _, err := b.exec(`INSERT INTO rollup_hourly(hour, cluster, user, account, partition, node_id, model, ignored,
+	if err := b.rollupHour(dims, node, model, hour, d); err != nil {
+		return err
+	}
+	return b.rollupDay(dims, model, hour/24, d)
+}
+
+func (b *Batch) rollupHour(dims Dims, node int64, model string, hour int64, d Delta) error {
+	_, err := b.exec(`INSERT INTO rollup_hourly(hour, cluster, user, account, partition, node_id, model, ignored,
  alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs)
 VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT DO UPDATE SET alloc_gpu_s = alloc_gpu_s + excluded.alloc_gpu_s, used_gpu_s = used_gpu_s + excluded.used_gpu_s,
  idle_gpu_s = idle_gpu_s + excluded.idle_gpu_s, sample_s = sample_s + excluded.sample_s,
  energy_mj = energy_mj + excluded.energy_mj, jobs = jobs + excluded.jobs`,
 		hour, dims.Cluster, dims.User, dims.Account, dims.Partition, node, model, dims.Ignored,
-		d.AllocGPUs, d.Used, d.Idle, d.SampleS, d.EnergyMJ, d.Jobs); err != nil {
-		return err
-	}
+		d.AllocGPUs, d.Used, d.Idle, d.SampleS, d.EnergyMJ, d.Jobs)
+	return err
+}
+
+func (b *Batch) rollupDay(dims Dims, model string, day int64, d Delta) error {
 	_, err := b.exec(`INSERT INTO rollup_daily(day, cluster, user, account, partition, model, ignored,
  alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs)
 VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT DO UPDATE SET alloc_gpu_s = alloc_gpu_s + excluded.alloc_gpu_s, used_gpu_s = used_gpu_s + excluded.used_gpu_s,
  idle_gpu_s = idle_gpu_s + excluded.idle_gpu_s, sample_s = sample_s + excluded.sample_s,
  energy_mj = energy_mj + excluded.energy_mj, jobs = jobs + excluded.jobs`,
-		hour/24, dims.Cluster, dims.User, dims.Account, dims.Partition, model, dims.Ignored,
+		day, dims.Cluster, dims.User, dims.Account, dims.Partition, model, dims.Ignored,
 		d.AllocGPUs, d.Used, d.Idle, d.SampleS, d.EnergyMJ, d.Jobs)
 	return err
 }
@@ -409,6 +464,9 @@ func (b *Batch) fillDims(job int64, user, account, partition string) error {
 // SetIgnored marks a job run ignored (or not), moving its rollups so that
 // reports can leave it out; it stays listable and reversible.
 func (b *Batch) SetIgnored(job int64, ignored bool, reason string) error {
+	if err := b.settle(); err != nil {
+		return err
+	}
 	old, err := b.jobDims(job)
 	if err != nil {
 		return err
@@ -489,15 +547,10 @@ func (b *Batch) reroll(job, node int64) error {
 	deltas := map[int64]Delta{}
 	old.hourly(-1, deltas)
 	nw.hourly(1, deltas)
-	hours := make([]int64, 0, len(deltas))
-	for h := range deltas {
-		hours = append(hours, h)
-	}
-	sort.Slice(hours, func(i, j int) bool { return hours[i] < hours[j] })
-	for _, h := range hours {
-		if err := b.apply(job, node, h, deltas[h]); err != nil {
-			return err
-		}
+	// Into the batch's pending figures: flushUse applies them with the
+	// samples' at the end of the batch (or before a job's rollups move).
+	for h, d := range deltas {
+		b.addUse(useKey{job, node, h}, d)
 	}
 	var nrs, nre, nrg any
 	if nw.valid {
@@ -509,6 +562,28 @@ func (b *Batch) reroll(job, node int64) error {
 	}
 	_, err = b.exec(`UPDATE job_nodes SET r_start = ?, r_end = ?, r_gpus = ? WHERE job = ? AND node_id = ?`, nrs, nre, nrg, job, node)
 	return err
+}
+
+// jobNodes lists the nodes of a job.
+func (b *Batch) jobNodes(job int64) ([]int64, error) {
+	s, err := b.stmt(`SELECT node_id FROM job_nodes WHERE job = ? ORDER BY node_id`)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.QueryContext(b.ctx, job)
+	if err != nil {
+		return nil, fmt.Errorf("nodes of job %d: %w", job, err)
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var n int64
+		if err := rows.Scan(&n); err != nil {
+			return nil, fmt.Errorf("nodes of job %d: %w", job, err)
+		}
+		out = append(out, n)
+	}
+	return out, rows.Err()
 }
 
 // summarize recomputes a job's start, end, nodes, GPUs and state from its
@@ -641,10 +716,9 @@ ON CONFLICT DO UPDATE SET minor = excluded.minor, `+col+` = coalesce(`+col+`, ex
 			return err
 		}
 	}
-	if err := b.reroll(job, node); err != nil {
-		return err
-	}
-	return b.summarize(job)
+	b.rerolls[job] = true
+	b.summaries[job] = true
+	return nil
 }
 
 func i64p(p *int64) any {
@@ -664,72 +738,112 @@ func nz(v uint64) any {
 // Segment stores one validated segment's samples and returns how many
 // were new (a sample already stored is skipped, and counted nowhere).
 func (b *Batch) Segment(h *record.SegmentHeader, samples []record.Sample) (int, error) {
+	if err := b.ctx.Err(); err != nil {
+		return 0, err
+	}
 	node, err := b.Node(h.Cluster, h.Node)
 	if err != nil {
 		return 0, err
 	}
 	intervalMS := int64(h.Interval*1000 + 0.5)
-	ins, err := b.stmt(`INSERT INTO samples(gpu_id, t_ms, interval_ms, job, restart, jobs, idle, util, mem_util, mem_used_mib, power_mw,
- energy_mj, energy_delta_mj, temp_c, sm_clock_mhz, throttle, ecc_errors, xid_errors, procs, foreign_procs, missing)
- VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`)
-	if err != nil {
-		return 0, err
+	rows := make([]sampleRow, len(samples))
+	deltas := make([]*int64, len(samples))
+	// Rows go in in order, in runs: a run ends where an energy delta must
+	// look at the stored samples, so that it sees the ones before it.
+	flushed := 0
+	flush := func(upTo int) error {
+		if upTo > flushed {
+			if err := b.samples.insert(b.ctx, b.conn, rows[flushed:upTo]); err != nil {
+				return err
+			}
+			flushed = upTo
+		}
+		return nil
 	}
-	n := 0
-	var newest time.Time
 	for i := range samples {
 		s := &samples[i]
 		idx := s.Index
 		gid, err := b.GPU(s.UUID, node, &idx, nil, "")
 		if err != nil {
-			return n, err
+			return 0, err
 		}
 		tms := s.Time.UnixMilli()
-		var delta *int64
+		r := &rows[i]
+		r.put(colGPU, gid)
+		r.put(colT, tms)
+		r.put(colInterval, intervalMS)
 		if s.EnergyMJ != nil {
-			delta, err = b.energyDelta(gid, tms, *s.EnergyMJ, intervalMS)
+			if !b.prevCached(gid, tms) {
+				if err := flush(i); err != nil {
+					return 0, err
+				}
+			}
+			deltas[i], err = b.energyDelta(gid, tms, *s.EnergyMJ, intervalMS)
 			if err != nil {
-				return n, err
+				return 0, err
 			}
 		}
-		foreign := 0
+		foreign := int64(0)
 		for _, p := range s.Procs {
 			if p.Foreign {
 				foreign++
 			}
 		}
-		var missing any
-		if len(s.Missing) > 0 {
-			missing = strings.Join(s.Missing, "; ")
-		}
-		var job0 int64
-		var restart0 int
-		var idle0 bool
-		var jobs any
 		if len(s.Jobs) > 0 {
-			job0, restart0, idle0 = int64(s.Jobs[0].Job), s.Jobs[0].Restart, s.Jobs[0].Idle
-			if len(s.Jobs) > 1 || s.Jobs[0].Share != 1 {
+			j := s.Jobs[0]
+			if j.Job != 0 {
+				r.put(colJob, int64(j.Job))
+			}
+			if j.Restart != 0 {
+				r.put(colRestart, int64(j.Restart))
+			}
+			if j.Idle {
+				r.put(colIdle, int64(1))
+			}
+			if len(s.Jobs) > 1 || j.Share != 1 {
 				data, err := json.Marshal(s.Jobs)
 				if err != nil {
-					return n, fmt.Errorf("encode sample jobs: %w", err)
+					return 0, fmt.Errorf("encode sample jobs: %w", err)
 				}
-				jobs = string(data)
+				r.put(colJobs, string(data))
 			}
 		}
-		r, err := ins.ExecContext(b.ctx, gid, tms, intervalMS, job0, restart0, jobs, idle0,
-			u32(s.GPUUtil), u32(s.MemUtil), u64(s.MemUsedMiB), u32(s.PowerMW), u64(s.EnergyMJ), i64(delta),
-			u32(s.TempC), u32(s.SMClockMHz), u64(s.Throttle), u64(s.ECCErrors), u64(s.XIDErrors), len(s.Procs), foreign, missing)
-		if err != nil {
-			return n, fmt.Errorf("insert sample: %w", err)
+		putU32(r, colUtil, s.GPUUtil)
+		putU32(r, colMemUtil, s.MemUtil)
+		putU64(r, colMemUsed, s.MemUsedMiB)
+		putU32(r, colPower, s.PowerMW)
+		putU64(r, colEnergy, s.EnergyMJ)
+		if deltas[i] != nil {
+			r.put(colEnergyDelta, *deltas[i])
 		}
-		if k, _ := r.RowsAffected(); k == 0 {
+		putU32(r, colTemp, s.TempC)
+		putU32(r, colSMClock, s.SMClockMHz)
+		putU64(r, colThrottle, s.Throttle)
+		putU64(r, colECC, s.ECCErrors)
+		putU64(r, colXID, s.XIDErrors)
+		r.put(colProcs, int64(len(s.Procs)))
+		r.put(colForeign, foreign)
+		if len(s.Missing) > 0 {
+			r.put(colMissing, strings.Join(s.Missing, "; "))
+		}
+	}
+	if err := flush(len(rows)); err != nil {
+		return 0, err
+	}
+	n := 0
+	var newest time.Time
+	iv := float64(intervalMS) / 1000
+	for i := range samples {
+		if !rows[i].isNew {
 			continue
 		}
+		s := &samples[i]
+		tms := s.Time.UnixMilli()
 		n++
 		if s.Time.After(newest) {
 			newest = s.Time
 		}
-		iv := float64(intervalMS) / 1000
+		delta := deltas[i]
 		for _, js := range s.Jobs {
 			if js.Job == 0 {
 				continue
@@ -738,22 +852,17 @@ func (b *Batch) Segment(h *record.SegmentHeader, samples []record.Sample) (int, 
 			if err != nil {
 				return n, err
 			}
-			k := useKey{job, node, tms / 3_600_000}
-			d := b.use[k]
-			if d == nil {
-				d = &Delta{}
-				b.use[k] = d
-			}
-			d.SampleS += iv
+			d := Delta{SampleS: iv}
 			if s.GPUUtil != nil {
-				d.Used += float64(*s.GPUUtil) * iv / 100 * js.Share
+				d.Used = float64(*s.GPUUtil) * iv / 100 * js.Share
 			}
 			if js.Idle {
-				d.Idle += iv
+				d.Idle = iv
 			}
 			if delta != nil {
-				d.EnergyMJ += int64(float64(*delta)*js.Share + 0.5)
+				d.EnergyMJ = int64(float64(*delta)*js.Share + 0.5)
 			}
+			b.addUse(useKey{job, node, tms / 3_600_000}, d)
 			ls := [2]int64{job, node}
 			if tms/1000 > b.lastSample[ls] {
 				b.lastSample[ls] = tms / 1000
@@ -766,6 +875,25 @@ func (b *Batch) Segment(h *record.SegmentHeader, samples []record.Sample) (int, 
 		}
 	}
 	return n, nil
+}
+
+func putU32(r *sampleRow, col int, p *uint32) {
+	if p != nil {
+		r.put(col, int64(*p))
+	}
+}
+
+func putU64(r *sampleRow, col int, p *uint64) {
+	if p != nil {
+		r.put(col, int64(*p))
+	}
+}
+
+// prevCached reports whether energyDelta can answer for (gid, tms) from
+// the batch's memory, without reading stored samples.
+func (b *Batch) prevCached(gid, tms int64) bool {
+	p, ok := b.prev[gid]
+	return ok && p.tms < tms
 }
 
 // energyDelta is the energy counter's increase since the GPU's previous
@@ -822,8 +950,19 @@ func i64(p *int64) any {
 	return *p
 }
 
-// flushUse moves the batch's accumulated sample figures into the job
-// hours and rollups.
+// addUse adds d to the batch's pending figures of one job × node × hour.
+func (b *Batch) addUse(k useKey, d Delta) {
+	p := b.use[k]
+	if p == nil {
+		p = &Delta{}
+		b.use[k] = p
+	}
+	p.add(d)
+}
+
+// flushUse moves the batch's pending figures (samples, allocation) into
+// the job hours, and their sums into the rollups and job totals: one
+// statement per row touched, not per change.
 func (b *Batch) flushUse() error {
 	keys := make([]useKey, 0, len(b.use))
 	for k := range b.use {
@@ -841,8 +980,80 @@ func (b *Batch) flushUse() error {
 	})
 	use := b.use
 	b.use = map[useKey]*Delta{}
+	type hourKey struct {
+		dims       Dims
+		node, hour int64
+		model      string
+	}
+	type dayKey struct {
+		dims  Dims
+		day   int64
+		model string
+	}
+	// Sums in first-seen order, so that a batch always writes the same.
+	hourly, daily, totals := map[hourKey]*Delta{}, map[dayKey]*Delta{}, map[int64]*Delta{}
+	var hours []hourKey
+	var days []dayKey
+	var jobs []int64
 	for _, k := range keys {
-		if err := b.apply(k.job, k.node, k.hour, *use[k]); err != nil {
+		d := *use[k]
+		if d.zero() {
+			continue
+		}
+		dims, err := b.jobDims(k.job)
+		if err != nil {
+			return err
+		}
+		// The row's model is fixed when the row is made, so that a later
+		// subtraction hits the same rollup row.
+		model, err := b.nodeModel(k.node)
+		if err != nil {
+			return err
+		}
+		if _, err := b.exec(`INSERT INTO job_hours(job, node_id, hour, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs)
+VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT DO UPDATE SET alloc_gpu_s = alloc_gpu_s + excluded.alloc_gpu_s, used_gpu_s = used_gpu_s + excluded.used_gpu_s,
+ idle_gpu_s = idle_gpu_s + excluded.idle_gpu_s, sample_s = sample_s + excluded.sample_s,
+ energy_mj = energy_mj + excluded.energy_mj, jobs = jobs + excluded.jobs`,
+			k.job, k.node, k.hour, d.AllocGPUs, d.Used, d.Idle, d.SampleS, d.EnergyMJ, d.Jobs); err != nil {
+			return err
+		}
+		hk := hourKey{dims, k.node, k.hour, model}
+		if hourly[hk] == nil {
+			hourly[hk] = &Delta{}
+			hours = append(hours, hk)
+		}
+		hourly[hk].add(d)
+		dk := dayKey{dims, k.hour / 24, model}
+		if daily[dk] == nil {
+			daily[dk] = &Delta{}
+			days = append(days, dk)
+		}
+		daily[dk].add(d)
+		if totals[k.job] == nil {
+			totals[k.job] = &Delta{}
+			jobs = append(jobs, k.job)
+		}
+		totals[k.job].add(d)
+	}
+	for _, k := range hours {
+		if d := *hourly[k]; !d.zero() {
+			if err := b.rollupHour(k.dims, k.node, k.model, k.hour, d); err != nil {
+				return err
+			}
+		}
+	}
+	for _, k := range days {
+		if d := *daily[k]; !d.zero() {
+			if err := b.rollupDay(k.dims, k.model, k.day, d); err != nil {
+				return err
+			}
+		}
+	}
+	for _, j := range jobs {
+		d := totals[j]
+		if _, err := b.exec(`UPDATE jobs SET alloc_gpu_s = alloc_gpu_s + ?, used_gpu_s = used_gpu_s + ?, idle_gpu_s = idle_gpu_s + ?, energy_mj = energy_mj + ? WHERE id = ?`,
+			d.AllocGPUs, d.Used, d.Idle, d.EnergyMJ, j); err != nil {
 			return err
 		}
 	}
@@ -906,6 +1117,9 @@ func nullZero(v uint64) any {
 
 // ExtendOpen brings every open job's allocation up to now; run once per pass.
 func (b *Batch) ExtendOpen() error {
+	if err := b.settle(); err != nil {
+		return err
+	}
 	s, err := b.stmt(`SELECT job, node_id FROM job_nodes WHERE end IS NULL AND start IS NOT NULL`)
 	if err != nil {
 		return err
@@ -944,6 +1158,9 @@ type OpenJob struct {
 
 // StaleOpen lists open jobs whose nodes have shown nothing since before.
 func (b *Batch) StaleOpen(before time.Time) ([]OpenJob, error) {
+	if err := b.settle(); err != nil {
+		return nil, err
+	}
 	s, err := b.stmt(`SELECT j.id, j.cluster, j.job_id, j.restart, n.node_id, coalesce(n.last_sample, n.start)
  FROM job_nodes n JOIN jobs j ON j.id = n.job
  WHERE n.end IS NULL AND n.start IS NOT NULL AND coalesce(n.last_sample, n.start) < ? ORDER BY j.id`)
@@ -981,6 +1198,9 @@ func (b *Batch) StaleOpen(before time.Time) ([]OpenJob, error) {
 // record) or last_sample (an estimate, flagged); state is Slurm's state
 // when known. A later epilog end replaces either.
 func (b *Batch) CloseJob(o OpenJob, end time.Time, source, state string, exitCode *int) error {
+	if err := b.settle(); err != nil {
+		return err
+	}
 	est := 0
 	if source != "sacct" {
 		est = 1

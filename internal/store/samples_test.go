@@ -1,0 +1,186 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/aicloud/gpusuite/internal/record"
+)
+
+func openTemp(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), Options{Path: filepath.Join(t.TempDir(), "a.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// dump is every row of a query as text, NULL as "NULL".
+func dump(t *testing.T, db *sql.DB, q string) []string {
+	t.Helper()
+	rows, err := db.Query(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	var out []string
+	for rows.Next() {
+		vals := make([]sql.NullString, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		parts := make([]string, len(cols))
+		for i, v := range vals {
+			parts[i] = "NULL"
+			if v.Valid {
+				parts[i] = v.String
+			}
+		}
+		out = append(out, strings.Join(parts, "|"))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestSegmentColumns: a value absent from a sample is stored as NULL (0
+// for job, restart, idle), a present one as itself, whichever columns a
+// sample has; a sample already stored is not new.
+func TestSegmentColumns(t *testing.T) {
+	u32 := func(v uint32) *uint32 { return &v }
+	u64 := func(v uint64) *uint64 { return &v }
+	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	const uuid = "GPU-00000000-0000-0000-0000-000000000001"
+	tests := []struct {
+		name string
+		s    record.Sample
+		want string // gpu_id|t_ms|interval_ms|job|restart|jobs|idle|util|mem_util|mem_used_mib|power_mw|energy_mj|energy_delta_mj|temp_c|sm_clock_mhz|throttle|ecc_errors|xid_errors|procs|foreign_procs|missing
+	}{
+		{"nothing known", record.Sample{Missing: []string{"all: ERROR_UNKNOWN"}},
+			"1|T|10000|0|0|NULL|0|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|0|0|all: ERROR_UNKNOWN"},
+		{"every value", record.Sample{Jobs: []record.JobShare{{Job: 7, Restart: 2, Share: 1, Idle: true}}, GPUUtil: u32(0), MemUtil: u32(3),
+			MemUsedMiB: u64(4), MemTotalMiB: u64(5), PowerMW: u32(6), EnergyMJ: u64(7), TempC: u32(8), SMClockMHz: u32(9), Throttle: u64(10),
+			ECCErrors: u64(11), XIDErrors: u64(12), Procs: []record.Proc{{PID: 1, Job: 7}, {PID: 2, Foreign: true}}},
+			"1|T|10000|7|2|NULL|1|0|3|4|6|7|NULL|8|9|10|11|12|2|1|NULL"},
+		{"shared GPU", record.Sample{Jobs: []record.JobShare{{Job: 7, Share: 0.5}, {Job: 8, Share: 0.5}}, GPUUtil: u32(40)},
+			`1|T|10000|7|0|[{"job":7,"restart":0,"share":0.5},{"job":8,"restart":0,"share":0.5}]|0|40|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|0|0|NULL`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := openTemp(t)
+			b, err := s.Begin(context.Background(), t0.Add(time.Hour))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Rollback()
+			smp := tt.s
+			smp.Time, smp.UUID = t0, uuid
+			h := &record.SegmentHeader{Cluster: "c", Node: "n1", Seq: 1, Interval: 10}
+			for round, wantNew := range []int{1, 0} {
+				n, err := b.Segment(h, []record.Sample{smp})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n != wantNew {
+					t.Errorf("round %d: %d new samples, want %d", round, n, wantNew)
+				}
+			}
+			if err := b.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			want := []string{strings.Replace(tt.want, "|T|", fmt.Sprintf("|%d|", t0.UnixMilli()), 1)}
+			if d := cmp.Diff(want, dump(t, s.DB, `SELECT * FROM samples`)); d != "" {
+				t.Errorf("stored row (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestEventsOneBatchOrMany: the same events give the same ledger whether
+// they come in one batch (rerolls wait for its end) or one batch each.
+func TestEventsOneBatchOrMany(t *testing.T) {
+	t0 := time.Date(2026, 3, 2, 10, 30, 0, 0, time.UTC)
+	now := t0.Add(5 * time.Hour)
+	evs := []*record.Event{
+		ev(record.JobEnd, "n1", t0.Add(150*time.Minute), 2), // end first, as file names sort
+		ev(record.JobStart, "n1", t0, 2),
+		ev(record.JobStart, "n2", t0.Add(time.Minute), 4), // still open: counts up to now
+	}
+	util := uint32(60)
+	var samples []record.Sample
+	for i := range 30 {
+		samples = append(samples, record.Sample{Time: t0.Add(time.Duration(i) * time.Minute), UUID: "GPU-00000000-0000-0000-0000-000000000002",
+			GPUUtil: &util, Jobs: []record.JobShare{{Job: 5, Share: 1}}})
+	}
+	ledger := func(batches [][]*record.Event) map[string][]string {
+		s := openTemp(t)
+		step := func(f func(b *Batch) error) {
+			b, err := s.Begin(context.Background(), now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := f(b); err != nil {
+				b.Rollback()
+				t.Fatal(err)
+			}
+			if err := b.Commit(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		step(func(b *Batch) error {
+			_, err := b.Segment(&record.SegmentHeader{Cluster: "c", Node: "n2", Seq: 1, Interval: 60}, samples)
+			return err
+		})
+		for _, batch := range batches {
+			step(func(b *Batch) error {
+				for _, e := range batch {
+					if err := b.Event(e); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		}
+		out := map[string][]string{}
+		for _, q := range []string{
+			`SELECT job_id, user, nodes, gpus, start, end, state, alloc_gpu_s, used_gpu_s FROM jobs ORDER BY id`,
+			`SELECT job, node_id, hour, alloc_gpu_s, used_gpu_s, sample_s, jobs FROM job_hours ORDER BY 1, 2, 3`,
+			`SELECT hour, user, node_id, alloc_gpu_s, used_gpu_s, jobs FROM rollup_hourly WHERE alloc_gpu_s != 0 OR used_gpu_s != 0 OR jobs != 0 ORDER BY 1, 2, 3`,
+			`SELECT day, user, alloc_gpu_s, used_gpu_s, jobs FROM rollup_daily WHERE alloc_gpu_s != 0 OR used_gpu_s != 0 OR jobs != 0 ORDER BY 1, 2`,
+		} {
+			out[q] = dump(t, s.DB, q)
+		}
+		return out
+	}
+	one := ledger([][]*record.Event{evs})
+	many := ledger([][]*record.Event{{evs[0]}, {evs[1]}, {evs[2]}})
+	if d := cmp.Diff(many, one); d != "" {
+		t.Errorf("one batch differs from one batch per event (-many +one):\n%s", d)
+	}
+	// And the figures are the expected ones, not just equal.
+	wantAlloc := int64(2*150*60 + 4*(5*3600-60))
+	var alloc int64
+	s := one[`SELECT job_id, user, nodes, gpus, start, end, state, alloc_gpu_s, used_gpu_s FROM jobs ORDER BY id`]
+	if len(s) != 1 {
+		t.Fatalf("jobs %v", s)
+	}
+	fmt.Sscanf(strings.Split(s[0], "|")[7], "%d", &alloc)
+	if alloc != wantAlloc {
+		t.Errorf("job %s: allocated %d GPU-s, want %d (open on n2 up to now)", s[0], alloc, wantAlloc)
+	}
+}
