@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -68,9 +69,9 @@ func benchDay(b *testing.B) {
 	}
 	defer s.Close()
 	b.StartTimer()
-	i0 := time.Now()
+	i0, cpu0 := time.Now(), cpuTime()
 	res, err := New(Deps{Store: s, Config: e.cfg, Log: quiet(), Now: func() time.Time { return start.Add(25 * time.Hour) }, UID: os.Getuid()}).Pass(context.Background())
-	ingest := time.Since(i0)
+	ingest, ingestCPU := time.Since(i0), cpuTime()-cpu0
 	b.StopTimer()
 	if err != nil {
 		b.Fatal(err)
@@ -98,6 +99,7 @@ func benchDay(b *testing.B) {
 		b.Fatalf("sqlite3 import: %v: %s", err, out)
 	}
 	cliTime := time.Since(c0)
+	cliCPU := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	var cliRows int64
 	c, _ = store.Open(context.Background(), store.Options{Path: cliDB, ReadOnly: true})
 	c.DB.QueryRow(`SELECT count(*) FROM samples`).Scan(&cliRows)
@@ -112,8 +114,18 @@ func benchDay(b *testing.B) {
 	b.Logf("data set: %d nodes × %d GPUs, 1 day: %d jobs, %d samples, %d files (%.0f MiB), generated in %s", 16, 8, truth.Jobs, truth.Samples, len(files), float64(inSize)/(1<<20), gen.Round(time.Millisecond))
 	b.Logf("gpuacct ingest pass: %s (%.0f samples/s; %d files, %d records); of which read+decode+validate alone %s", ingest.Round(time.Millisecond), sps, res.Files, res.Records, parse.Round(time.Millisecond))
 	b.Logf("sqlite3 CLI .import of the same %d sample rows from CSV (%.0f MiB), one transaction: %s (%.0f samples/s)", cliRows, fileMiB(csvPath), cliTime.Round(time.Millisecond), float64(cliRows)/cliTime.Seconds())
+	b.Logf("CPU time (user+system, all threads): gpuacct pass %s, sqlite3 CLI %s (%.2f×)", ingestCPU.Round(time.Millisecond), cliCPU.Round(time.Millisecond), ingestCPU.Seconds()/cliCPU.Seconds())
 	b.Logf("ratio gpuacct / sqlite3 CLI: %.2f×; DB size %.1f MiB (%.0f bytes/sample incl. jobs and rollups)", ingest.Seconds()/cliTime.Seconds(), float64(s.Size())/(1<<20), float64(s.Size())/float64(truth.Samples))
 	b.Logf("ground truth matched: jobs %d, allocated %d GPU-s, used %.1f GPU-s, energy %d mJ", x.Jobs, x.Alloc, x.Used, x.Energy)
+}
+
+// cpuTime is the CPU time this process has used, all threads.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func fileMiB(p string) float64 {

@@ -6,8 +6,6 @@ package ingest
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -110,16 +108,24 @@ func (in *Ingester) Pass(ctx context.Context) (Result, error) {
 		}
 		return files[i].name < files[j].name
 	})
-	for len(files) > 0 {
+	// Files are read, hashed, decoded and validated ahead of the writer
+	// by a few goroutines; the writer takes them in order, one batched
+	// transaction after the other, and retires committed files behind it.
+	v := Validator{Now: start, MaxFuture: in.d.Config.Ingest.MaxFuture.Duration}
+	src := in.prefetch(files, v)
+	defer src.stop()
+	ret := in.retirer()
+	defer ret.wait()
+	for !src.done() {
 		if ctx.Err() != nil {
 			return res, in.finish(ctx, start, res, ErrStopped)
 		}
-		n, err := in.batch(ctx, files, &res)
-		if err != nil {
+		if err := in.batch(ctx, src, ret, &res); err != nil {
 			return res, in.finish(ctx, start, res, err)
 		}
-		files = files[n:]
 	}
+	src.stop()
+	ret.wait()
 	if err := in.housekeeping(ctx, &res); err != nil {
 		return res, in.finish(ctx, start, res, err)
 	}
@@ -266,60 +272,54 @@ type done struct {
 	dup bool
 }
 
-// batch ingests files from the front of fs in one transaction and returns
-// how many it consumed.
-func (in *Ingester) batch(ctx context.Context, files []file, res *Result) (int, error) {
+// batch ingests files from src in one transaction, up to
+// ingest.batch_records records.
+func (in *Ingester) batch(ctx context.Context, src *prefetcher, ret *retirer, res *Result) error {
 	now := in.d.Now()
-	v := Validator{Now: now, MaxFuture: in.d.Config.Ingest.MaxFuture.Duration}
 	b, err := in.d.Store.Begin(ctx, now)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	var finished []done
-	records, consumed := 0, 0
+	records := 0
 	var pending Result
-	for _, f := range files {
-		if records >= in.d.Config.Ingest.BatchRecords {
-			break
-		}
-		consumed++
-		data, err := in.read(f)
-		if err != nil {
+	for records < in.d.Config.Ingest.BatchRecords && !src.done() {
+		l := src.next()
+		f := l.f
+		if l.readErr != nil {
 			var r *refused
 			var bd *Bad
 			switch {
-			case errors.As(err, &r):
+			case errors.As(l.readErr, &r):
 				in.refuse(f.node, f.path, r.why, res)
-			case errors.As(err, &bd):
+			case errors.As(l.readErr, &bd):
 				in.bad(f, bd.Reason, res)
-			case errors.Is(err, fs.ErrNotExist):
+			case errors.Is(l.readErr, fs.ErrNotExist):
 				// gone since listed (another pass, an admin)
 			default:
-				in.d.Log.Warn("cannot read file; will retry", "file", f.path, "err", err)
+				in.d.Log.Warn("cannot read file; will retry", "file", f.path, "err", l.readErr)
 			}
 			continue
 		}
-		sum := sha256.Sum256(data)
-		hash := hex.EncodeToString(sum[:])
-		dup, err := b.FileSeen(f.node, f.name, hash)
+		dup, err := b.FileSeen(f.node, f.name, l.hash)
 		if err != nil {
 			b.Rollback()
-			return 0, err
+			return err
 		}
 		if dup {
 			finished = append(finished, done{f, true})
 			continue
 		}
-		p, err := v.Parse(f.node, f.name, data)
-		if err != nil {
+		if l.parseErr != nil {
 			var bd *Bad
-			if errors.As(err, &bd) {
+			if errors.As(l.parseErr, &bd) {
 				in.bad(f, bd.Reason, res)
 				continue
 			}
 			b.Rollback()
-			return 0, err
+			return l.parseErr
 		}
+		p := l.p
 		n, err := in.apply(b, p)
 		if err != nil {
 			b.Rollback()
@@ -328,11 +328,11 @@ func (in *Ingester) batch(ctx context.Context, files []file, res *Result) (int, 
 				// aside so that the next pass is not stuck on it.
 				in.bad(f, "store refused it: "+err.Error(), res)
 			}
-			return 0, fmt.Errorf("ingest %s: %w", f.path, err)
+			return fmt.Errorf("ingest %s: %w", f.path, err)
 		}
-		if err := b.FileIngested(f.node, f.name, hash, len(data), p.Records()); err != nil {
+		if err := b.FileIngested(f.node, f.name, l.hash, l.size, p.Records()); err != nil {
 			b.Rollback()
-			return 0, err
+			return err
 		}
 		pending.Files++
 		pending.Records += p.Records()
@@ -341,7 +341,7 @@ func (in *Ingester) batch(ctx context.Context, files []file, res *Result) (int, 
 		finished = append(finished, done{f, false})
 	}
 	if err := b.Commit(); err != nil {
-		return 0, fmt.Errorf("ingest batch of %d files: %w", len(finished), err)
+		return fmt.Errorf("ingest batch of %d files: %w", len(finished), err)
 	}
 	res.Files += pending.Files
 	res.Records += pending.Records
@@ -353,12 +353,9 @@ func (in *Ingester) batch(ctx context.Context, files []file, res *Result) (int, 
 			in.d.Metrics.duplicate()
 			in.d.Log.Debug("duplicate file: already ingested with the same content", "file", d.f.path)
 		}
-		if err := in.retire(d.f, now); err != nil {
-			// Committed already: the next pass sees it as a duplicate.
-			in.d.Log.Warn("cannot archive or delete ingested file", "file", d.f.path, "err", err)
-		}
 	}
-	return consumed, nil
+	ret.retire(finished, now)
+	return nil
 }
 
 func (in *Ingester) apply(b *store.Batch, p *Parsed) (int, error) {

@@ -1,0 +1,570 @@
+package ingest
+
+import (
+	"bytes"
+	"strconv"
+
+	"github.com/aicloud/gpusuite/internal/record"
+)
+
+// sampleDecoder decodes segment lines into record.Sample without
+// reflection. It takes only the plain shape the agent writes (exact field
+// names, each once; ASCII strings without escapes; no nulls) and says no
+// to anything else, which the caller then gives to encoding/json: what is
+// accepted, and every error, stays encoding/json's. Whatever it does
+// accept decodes to exactly what encoding/json would give
+// (TestSampleDecoderAgreesWithEncodingJSON, FuzzSampleDecoder).
+type sampleDecoder struct {
+	b []byte
+	i int
+	// uuids interns the GPU UUIDs of a segment (a handful, repeated on
+	// every line).
+	uuids []string
+}
+
+// sampleValues backs a sample's optional numbers: one allocation instead
+// of one per field.
+type sampleValues struct {
+	gpuUtil, memUtil, power, temp, smClock uint32
+	memUsed, memTotal, energy, throttle    uint64
+	ecc, xid                               uint64
+}
+
+// decode fills s from line and reports whether it could; on false s is
+// to be thrown away.
+func (d *sampleDecoder) decode(line []byte, s *record.Sample) bool {
+	d.b, d.i = line, 0
+	*s = record.Sample{}
+	var vals *sampleValues
+	v := func() *sampleValues {
+		if vals == nil {
+			vals = &sampleValues{}
+		}
+		return vals
+	}
+	if !d.open('{') {
+		return false
+	}
+	var seen uint32
+	first := true
+	for {
+		d.ws()
+		if d.peek() == '}' && first {
+			d.i++
+			break
+		}
+		key, ok := d.str()
+		if !ok || !d.colon() {
+			return false
+		}
+		bit, ok := sampleField(key)
+		if !ok || seen&bit != 0 {
+			return false // unknown, differently cased or repeated
+		}
+		seen |= bit
+		switch bit {
+		case fT:
+			start := d.i
+			if _, ok := d.str(); !ok {
+				return false
+			}
+			if s.Time.UnmarshalJSON(d.b[start:d.i]) != nil {
+				return false
+			}
+		case fUUID:
+			b, ok := d.str()
+			if !ok {
+				return false
+			}
+			s.UUID = d.intern(b)
+		case fIndex:
+			n, ok := d.int()
+			if !ok {
+				return false
+			}
+			s.Index = n
+		case fJobs:
+			if !d.jobs(s) {
+				return false
+			}
+		case fProcs:
+			if !d.procs(s) {
+				return false
+			}
+		case fMissing:
+			if !d.strings(&s.Missing) {
+				return false
+			}
+		case fGPUUtil:
+			x := v()
+			if !d.u32(&x.gpuUtil) {
+				return false
+			}
+			s.GPUUtil = &x.gpuUtil
+		case fMemUtil:
+			x := v()
+			if !d.u32(&x.memUtil) {
+				return false
+			}
+			s.MemUtil = &x.memUtil
+		case fMemUsed:
+			x := v()
+			if !d.u64(&x.memUsed) {
+				return false
+			}
+			s.MemUsedMiB = &x.memUsed
+		case fMemTotal:
+			x := v()
+			if !d.u64(&x.memTotal) {
+				return false
+			}
+			s.MemTotalMiB = &x.memTotal
+		case fPower:
+			x := v()
+			if !d.u32(&x.power) {
+				return false
+			}
+			s.PowerMW = &x.power
+		case fEnergy:
+			x := v()
+			if !d.u64(&x.energy) {
+				return false
+			}
+			s.EnergyMJ = &x.energy
+		case fTemp:
+			x := v()
+			if !d.u32(&x.temp) {
+				return false
+			}
+			s.TempC = &x.temp
+		case fSMClock:
+			x := v()
+			if !d.u32(&x.smClock) {
+				return false
+			}
+			s.SMClockMHz = &x.smClock
+		case fThrottle:
+			x := v()
+			if !d.u64(&x.throttle) {
+				return false
+			}
+			s.Throttle = &x.throttle
+		case fECC:
+			x := v()
+			if !d.u64(&x.ecc) {
+				return false
+			}
+			s.ECCErrors = &x.ecc
+		case fXID:
+			x := v()
+			if !d.u64(&x.xid) {
+				return false
+			}
+			s.XIDErrors = &x.xid
+		}
+		first = false
+		d.ws()
+		switch d.next() {
+		case ',':
+			continue
+		case '}':
+		default:
+			return false
+		}
+		break
+	}
+	d.ws()
+	return d.i == len(d.b)
+}
+
+// Sample fields, one bit each.
+const (
+	fT uint32 = 1 << iota
+	fUUID
+	fIndex
+	fJobs
+	fGPUUtil
+	fMemUtil
+	fMemUsed
+	fMemTotal
+	fPower
+	fEnergy
+	fTemp
+	fSMClock
+	fThrottle
+	fECC
+	fXID
+	fProcs
+	fMissing
+)
+
+func sampleField(key []byte) (uint32, bool) {
+	switch string(key) {
+	case "t":
+		return fT, true
+	case "uuid":
+		return fUUID, true
+	case "index":
+		return fIndex, true
+	case "jobs":
+		return fJobs, true
+	case "gpu_util":
+		return fGPUUtil, true
+	case "mem_util":
+		return fMemUtil, true
+	case "mem_used_mib":
+		return fMemUsed, true
+	case "mem_total_mib":
+		return fMemTotal, true
+	case "power_mw":
+		return fPower, true
+	case "energy_mj":
+		return fEnergy, true
+	case "temp_c":
+		return fTemp, true
+	case "sm_clock_mhz":
+		return fSMClock, true
+	case "throttle":
+		return fThrottle, true
+	case "ecc_errors":
+		return fECC, true
+	case "xid_errors":
+		return fXID, true
+	case "procs":
+		return fProcs, true
+	case "missing":
+		return fMissing, true
+	}
+	return 0, false
+}
+
+func (d *sampleDecoder) jobs(s *record.Sample) bool {
+	if !d.open('[') {
+		return false
+	}
+	s.Jobs = []record.JobShare{}
+	return d.elems(func() bool {
+		var j record.JobShare
+		if !d.open('{') {
+			return false
+		}
+		var seen uint8
+		ok := d.fields(func(key []byte) bool {
+			var bit uint8
+			switch string(key) {
+			case "job":
+				bit = 1
+			case "restart":
+				bit = 2
+			case "share":
+				bit = 4
+			case "idle":
+				bit = 8
+			default:
+				return false
+			}
+			if seen&bit != 0 {
+				return false
+			}
+			seen |= bit
+			switch bit {
+			case 1:
+				return d.u64(&j.Job)
+			case 2:
+				n, ok := d.int()
+				j.Restart = n
+				return ok
+			case 4:
+				return d.float(&j.Share)
+			default:
+				return d.bool(&j.Idle)
+			}
+		})
+		s.Jobs = append(s.Jobs, j)
+		return ok
+	})
+}
+
+func (d *sampleDecoder) procs(s *record.Sample) bool {
+	if !d.open('[') {
+		return false
+	}
+	s.Procs = []record.Proc{}
+	return d.elems(func() bool {
+		var p record.Proc
+		if !d.open('{') {
+			return false
+		}
+		var seen uint8
+		ok := d.fields(func(key []byte) bool {
+			var bit uint8
+			switch string(key) {
+			case "pid":
+				bit = 1
+			case "mem_mib":
+				bit = 2
+			case "job":
+				bit = 4
+			case "foreign":
+				bit = 8
+			case "cgroup_error":
+				bit = 16
+			default:
+				return false
+			}
+			if seen&bit != 0 {
+				return false
+			}
+			seen |= bit
+			switch bit {
+			case 1:
+				return d.u32(&p.PID)
+			case 2:
+				return d.u64(&p.MemUsedMiB)
+			case 4:
+				return d.u64(&p.Job)
+			case 8:
+				return d.bool(&p.Foreign)
+			default:
+				b, ok := d.str()
+				p.CgroupError = string(b)
+				return ok
+			}
+		})
+		s.Procs = append(s.Procs, p)
+		return ok
+	})
+}
+
+func (d *sampleDecoder) strings(dst *[]string) bool {
+	if !d.open('[') {
+		return false
+	}
+	*dst = []string{}
+	return d.elems(func() bool {
+		b, ok := d.str()
+		*dst = append(*dst, string(b))
+		return ok
+	})
+}
+
+// elems reads array elements after '[' up to and including ']'.
+func (d *sampleDecoder) elems(elem func() bool) bool {
+	d.ws()
+	if d.peek() == ']' {
+		d.i++
+		return true
+	}
+	for {
+		d.ws()
+		if !elem() {
+			return false
+		}
+		d.ws()
+		switch d.next() {
+		case ',':
+		case ']':
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// fields reads object members after '{' up to and including '}'; value
+// reads the value of key (and says no to an unknown one).
+func (d *sampleDecoder) fields(value func(key []byte) bool) bool {
+	d.ws()
+	if d.peek() == '}' {
+		d.i++
+		return true
+	}
+	for {
+		d.ws()
+		key, ok := d.str()
+		if !ok || !d.colon() || !value(key) {
+			return false
+		}
+		d.ws()
+		switch d.next() {
+		case ',':
+		case '}':
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+func (d *sampleDecoder) intern(b []byte) string {
+	for _, u := range d.uuids {
+		if u == string(b) {
+			return u
+		}
+	}
+	u := string(b)
+	if len(d.uuids) < maxGPUsPerNode {
+		d.uuids = append(d.uuids, u)
+	}
+	return u
+}
+
+func (d *sampleDecoder) ws() {
+	for d.i < len(d.b) {
+		switch d.b[d.i] {
+		case ' ', '\t', '\n', '\r':
+			d.i++
+		default:
+			return
+		}
+	}
+}
+
+func (d *sampleDecoder) peek() byte {
+	if d.i < len(d.b) {
+		return d.b[d.i]
+	}
+	return 0
+}
+
+func (d *sampleDecoder) next() byte {
+	if d.i < len(d.b) {
+		d.i++
+		return d.b[d.i-1]
+	}
+	return 0
+}
+
+func (d *sampleDecoder) open(c byte) bool {
+	d.ws()
+	return d.next() == c
+}
+
+func (d *sampleDecoder) colon() bool {
+	d.ws()
+	if d.next() != ':' {
+		return false
+	}
+	d.ws()
+	return true
+}
+
+// str reads a string of printable ASCII without escapes and returns its
+// content (not a copy).
+func (d *sampleDecoder) str() ([]byte, bool) {
+	if d.next() != '"' {
+		return nil, false
+	}
+	start := d.i
+	for d.i < len(d.b) {
+		c := d.b[d.i]
+		switch {
+		case c == '"':
+			d.i++
+			return d.b[start : d.i-1], true
+		case c == '\\' || c < 0x20 || c >= 0x80:
+			return nil, false
+		}
+		d.i++
+	}
+	return nil, false
+}
+
+// number reads a JSON number token; digits says whether it is a plain
+// run of digits (no sign, fraction or exponent).
+func (d *sampleDecoder) number() (tok []byte, digits bool) {
+	start := d.i
+	digits = true
+	if d.peek() == '-' {
+		d.i++
+		digits = false
+	}
+	switch c := d.peek(); {
+	case c == '0':
+		d.i++
+	case c >= '1' && c <= '9':
+		for c := d.peek(); c >= '0' && c <= '9'; c = d.peek() {
+			d.i++
+		}
+	default:
+		return nil, false
+	}
+	if d.peek() == '.' {
+		d.i++
+		digits = false
+		if c := d.peek(); c < '0' || c > '9' {
+			return nil, false
+		}
+		for c := d.peek(); c >= '0' && c <= '9'; c = d.peek() {
+			d.i++
+		}
+	}
+	if c := d.peek(); c == 'e' || c == 'E' {
+		d.i++
+		digits = false
+		if c := d.peek(); c == '+' || c == '-' {
+			d.i++
+		}
+		if c := d.peek(); c < '0' || c > '9' {
+			return nil, false
+		}
+		for c := d.peek(); c >= '0' && c <= '9'; c = d.peek() {
+			d.i++
+		}
+	}
+	return d.b[start:d.i], true
+}
+
+func (d *sampleDecoder) u32(dst *uint32) bool {
+	tok, digits := d.number()
+	if !digits {
+		return false
+	}
+	n, err := strconv.ParseUint(string(tok), 10, 32)
+	*dst = uint32(n)
+	return err == nil
+}
+
+func (d *sampleDecoder) u64(dst *uint64) bool {
+	tok, digits := d.number()
+	if !digits {
+		return false
+	}
+	n, err := strconv.ParseUint(string(tok), 10, 64)
+	*dst = n
+	return err == nil
+}
+
+func (d *sampleDecoder) int() (int, bool) {
+	tok, ok := d.number()
+	if !ok || bytes.ContainsAny(tok, ".eE") {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(tok), 10, 0)
+	return int(n), err == nil
+}
+
+func (d *sampleDecoder) float(dst *float64) bool {
+	tok, ok := d.number()
+	if !ok {
+		return false
+	}
+	f, err := strconv.ParseFloat(string(tok), 64)
+	*dst = f
+	return err == nil
+}
+
+func (d *sampleDecoder) bool(dst *bool) bool {
+	rest := d.b[d.i:]
+	switch {
+	case bytes.HasPrefix(rest, []byte("true")):
+		*dst = true
+		d.i += 4
+	case bytes.HasPrefix(rest, []byte("false")):
+		*dst = false
+		d.i += 5
+	default:
+		return false
+	}
+	return true
+}
