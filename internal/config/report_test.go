@@ -1,0 +1,36 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestReportSection(t *testing.T) {
+	tests := []struct{ toml, want string }{
+		{"[report]\ntz = \"Asia/Tokyo\"\nunits = \"minutes\"\n", ""},
+		{"[report]\ntz = \"Mars/Base\"\n", `key "report.tz": "Mars/Base" is not a time zone name`},
+		{"[report]\nformat = \"xml\"\n", `key "report.format": "xml" is not table, csv, tsv or json`},
+		{"[report]\nunits = \"days\"\n", `key "report.units": "days"`},
+		{"[report]\nteams = \"teams.toml\"\n", `key "report.teams": "teams.toml" is not an absolute path`},
+		{"[report]\nrequests = \"spool\"\n", `key "report.requests"`},
+		{"[report]\ncheck_stale = \"0s\"\n", "must be positive"},
+		{"[report]\ncheck_forget = \"-1h\"\n", `key "report.check_forget"`},
+		{"[report]\nteam_file = \"/x\"\n", `unknown key "report.team_file"`},
+	}
+	for _, tt := range tests {
+		cfg := Default()
+		err := Parse([]byte(tt.toml), &cfg)
+		if tt.want == "" {
+			if err != nil {
+				t.Errorf("%q: %v", tt.toml, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: error %v, want %q", tt.toml, err, tt.want)
+		}
+	}
+	if d := Default().Report; d.TZ != "Local" || d.Format != "table" || d.IgnoreTag != "gpuacct:ignore" || d.CheckStale.Duration <= 0 {
+		t.Errorf("defaults %+v", d)
+	}
+}
