@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -28,6 +29,8 @@ type DB struct {
 	// nodeNames maps nodes.id to "name" (or "cluster/name" when several
 	// clusters share the ledger).
 	nodeNames map[int64]string
+	// clusters are the clusters that shipped records, sorted.
+	clusters []string
 }
 
 // OpenDB opens path read-only. A missing file and a file that is not a
@@ -104,6 +107,11 @@ func (d *DB) loadNodes(ctx context.Context) error {
 		return d.wrap(err)
 	}
 	d.nodeNames = map[int64]string{}
+	d.clusters = d.clusters[:0]
+	for c := range clusters {
+		d.clusters = append(d.clusters, c)
+	}
+	sort.Strings(d.clusters)
 	for id, x := range all {
 		if len(clusters) > 1 {
 			d.nodeNames[id] = x.cluster + "/" + x.name

@@ -126,7 +126,17 @@ func (d *DB) Job(ctx context.Context, cluster string, sp JobSpec, now time.Time)
 		q = `SELECT ` + jobCols + ` FROM jobs j WHERE (j.array_job_id = ? AND j.array_task_id = ?)`
 		args = []any{id, *sp.Task}
 	}
+	// The jobs table's unique index starts with the cluster: naming every
+	// cluster lets SQLite use it instead of scanning millions of rows.
+	clusters := d.clusters
 	if cluster != "" {
+		clusters = []string{cluster}
+	}
+	if sp.Task == nil && len(clusters) > 0 {
+		var b strings.Builder
+		in(&b, &args, "j.cluster", clusters)
+		q += b.String()
+	} else if cluster != "" {
 		q += " AND j.cluster = ?"
 		args = append(args, cluster)
 	}

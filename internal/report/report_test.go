@@ -240,7 +240,7 @@ func TestTeamsWithMapping(t *testing.T) {
 }
 
 // run runs one gpuacct command line against the report commands.
-func run(t *testing.T, d Deps, args ...string) error {
+func run(t testing.TB, d Deps, args ...string) error {
 	t.Helper()
 	app := &cli.App{Name: "gpuacct", Flags: []cli.Flag{config.Flag()}, ExitErrHandler: func(*cli.Context, error) {},
 		Writer: d.Stdout, ErrWriter: d.Stderr,

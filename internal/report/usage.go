@@ -117,17 +117,26 @@ func (d *DB) Facts(ctx context.Context, bs []timespec.Bucket, f Filter, needNode
 			q.WriteString(`SELECT day*86400, cluster, user, account, partition, 0, model, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs
  FROM rollup_daily WHERE ignored = 0 AND day >= ? AND day < ?`)
 			args = append(args, p.from/86400, p.to/86400)
-		} else {
+		} else if needNode {
 			q.WriteString(`SELECT hour*3600, cluster, user, account, partition, node_id, model, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs
  FROM rollup_hourly WHERE ignored = 0 AND hour >= ? AND hour < ?`)
 			args = append(args, p.from/3600, p.to/3600)
 			inInt(&q, &args, "node_id", nodeIDs)
+		} else {
+			// Without the node, SQLite sums the nodes away (about 30×
+			// fewer rows to hand over on a 1,000-GPU cluster).
+			q.WriteString(`SELECT hour*3600, cluster, user, account, partition, 0, model, sum(alloc_gpu_s), sum(used_gpu_s), sum(idle_gpu_s), sum(sample_s), sum(energy_mj), sum(jobs)
+ FROM rollup_hourly WHERE ignored = 0 AND hour >= ? AND hour < ?`)
+			args = append(args, p.from/3600, p.to/3600)
 		}
 		in(&q, &args, "cluster", f.Clusters)
 		in(&q, &args, "user", f.Users)
 		in(&q, &args, "account", f.Accounts)
 		in(&q, &args, "partition", f.Partitions)
 		in(&q, &args, "model", f.Models)
+		if !p.daily && !needNode {
+			q.WriteString(" GROUP BY hour, cluster, user, account, partition, model")
+		}
 		rows, err := d.db.QueryContext(ctx, q.String(), args...)
 		if err != nil {
 			return d.wrap(err)

@@ -1,0 +1,384 @@
+package report_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"encoding/xml"
+	"image/png"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/config"
+	"github.com/aicloud/gpusuite/internal/ingest"
+	"github.com/aicloud/gpusuite/internal/ingest/gendata"
+	"github.com/aicloud/gpusuite/internal/report"
+	"github.com/aicloud/gpusuite/internal/report/timespec"
+	"github.com/aicloud/gpusuite/internal/store"
+)
+
+// These tests build their ledgers with the real ingest, which (through
+// the web dashboard) imports package report: they live outside it.
+
+func openWriter(path string) (*store.Store, error) {
+	return store.Open(context.Background(), store.Options{Path: path})
+}
+
+// ledger generates a simulated cluster's records (real hook code for the
+// events, the agent's record types for samples and aggregates) and
+// ingests them with the real ingest pass into root/gpuacct.db.
+func ledger(tb testing.TB, root string, o gendata.Options) (string, gendata.Truth) {
+	tb.Helper()
+	if err := os.Chmod(root, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Store.Path = filepath.Join(root, "gpuacct.db")
+	cfg.Ingest.Incoming = filepath.Join(root, "incoming")
+	cfg.Ingest.Quarantine = filepath.Join(root, "quarantine")
+	cfg.Ingest.Archive = filepath.Join(root, "archive")
+	cfg.Ingest.Keep = "delete"
+	cfg.Ingest.Sacct = ""
+	if err := os.MkdirAll(cfg.Ingest.Incoming, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	truth, err := gendata.Generate(cfg.Ingest.Incoming, o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	now := o.Start.Add(o.Duration).Add(time.Hour)
+	if err := ingestAt(cfg, now); err != nil {
+		tb.Fatal(err)
+	}
+	return cfg.Store.Path, truth
+}
+
+func ingestAt(cfg config.Config, now time.Time) error {
+	st, err := openWriter(cfg.Store.Path)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	_, err = ingest.New(ingest.Deps{Store: st, Config: cfg, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Now: func() time.Time { return now }, UID: os.Getuid()}).Pass(context.Background())
+	return err
+}
+
+// sampled is a small ledger with samples and aggregates, made by the
+// real hook, record and ingest code.
+func sampled(t *testing.T) (string, gendata.Truth, time.Time) {
+	t.Helper()
+	start := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
+	o := gendata.Options{Cluster: "c1", Nodes: 2, GPUsPerNode: 4, Start: start, Duration: 12 * time.Hour, Interval: 60 * time.Second,
+		JobsPerNode: 12, HookEvents: true, Aggregates: true, Seed: 4}
+	path, truth := ledger(t, t.TempDir(), o)
+	return path, truth, start.Add(13 * time.Hour)
+}
+
+func TestJobTextJSONAndPlot(t *testing.T) {
+	path, truth, now := sampled(t)
+	// One idle job and one busy job of the generated set.
+	var idle, busy *gendata.Job
+	for i := range truth.JobList {
+		j := &truth.JobList[i]
+		if j.Util == 0 && idle == nil {
+			idle = j
+		}
+		if j.Util >= 50 && len(j.GPUs) > 1 && busy == nil {
+			busy = j
+		}
+	}
+	if idle == nil || busy == nil {
+		t.Fatal("the generated set lacks an idle or a busy job")
+	}
+	d, out, _ := report.NewTestDeps(now, nil)
+	if err := report.RunCLI(t, d, "job", strconv.FormatUint(idle.ID, 10), "--db", path, "--tz", "UTC"); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, w := range []string{"Job " + strconv.FormatUint(idle.ID, 10) + " on c1: completed", "user " + idle.User, "UTILIZATION OVER THE JOB", "▁", "were idle most of the job"} {
+		if !strings.Contains(text, w) {
+			t.Errorf("job text lacks %q:\n%s", w, text)
+		}
+	}
+	d, out, _ = report.NewTestDeps(now, nil)
+	if err := report.RunCLI(t, d, "job", strconv.FormatUint(busy.ID, 10), "--json", "--db", path); err != nil {
+		t.Fatal(err)
+	}
+	var j struct {
+		Job       string  `json:"job"`
+		User      string  `json:"user"`
+		GPUs      int64   `json:"gpus"`
+		AllocGPUH float64 `json:"alloc_gpu_hours"`
+		ElapsedS  int64   `json:"elapsed_s"`
+		Detail    []struct {
+			UUID     string   `json:"uuid"`
+			Source   string   `json:"source"`
+			UtilMean *float64 `json:"util_mean_pct"`
+		} `json:"gpus_detail"`
+		Notes []string `json:"notes"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &j); err != nil {
+		t.Fatal(err)
+	}
+	want := float64(int64(len(busy.GPUs))*(busy.End-busy.Start)) / 3600
+	if j.User != busy.User || j.GPUs != int64(len(busy.GPUs)) || j.ElapsedS != busy.End-busy.Start || j.AllocGPUH != want {
+		t.Errorf("job JSON %+v, want user %s, %d GPUs, %d s, %v GPU-h", j, busy.User, len(busy.GPUs), busy.End-busy.Start, want)
+	}
+	if len(j.Detail) != len(busy.GPUs) || j.Detail[0].Source != "aggregate" || j.Detail[0].UtilMean == nil || *j.Detail[0].UtilMean < float64(busy.Util)/2 {
+		t.Errorf("GPU detail %+v (job util %d)", j.Detail, busy.Util)
+	}
+	// Plots: a PNG that decodes, an SVG that parses.
+	dir := t.TempDir()
+	for _, name := range []string{"job.png", "job.svg"} {
+		d, out, _ = report.NewTestDeps(now, nil)
+		p := filepath.Join(dir, name)
+		if err := report.RunCLI(t, d, "plot", strconv.FormatUint(busy.ID, 10), "-o", p, "--db", path); err != nil {
+			t.Fatal(err)
+		}
+		if strings.TrimSpace(out.String()) != p {
+			t.Errorf("plot printed %q, want the path", out.String())
+		}
+		checkImage(t, p)
+	}
+	p := filepath.Join(dir, "teams.png")
+	d, _, _ = report.NewTestDeps(now, nil)
+	if err := report.RunCLI(t, d, "plot", "--report", "--db", path, "--start", "2026-03-01", "--end", "2026-03-04", "--period", "day", "-o", p); err != nil {
+		t.Fatal(err)
+	}
+	checkImage(t, p)
+	d, _, _ = report.NewTestDeps(now, nil)
+	if err := report.RunCLI(t, d, "plot", strconv.FormatUint(busy.ID, 10), "-o", filepath.Join(dir, "x.gif"), "--db", path); err == nil || !strings.Contains(err.Error(), "name it .png or .svg") {
+		t.Errorf("gif: %v", err)
+	}
+}
+
+func checkImage(t *testing.T, p string) {
+	t.Helper()
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.HasSuffix(p, ".png") {
+		img, err := png.Decode(bytes.NewReader(data))
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if b := img.Bounds(); b.Dx() < 800 || b.Dy() < 400 {
+			t.Errorf("%s is %v: too small to read", p, b)
+		}
+		return
+	}
+	dec := xml.NewDecoder(bytes.NewReader(data))
+	for {
+		if _, err := dec.Token(); err != nil {
+			if err.Error() != "EOF" {
+				t.Fatalf("%s: %v", p, err)
+			}
+			break
+		}
+	}
+	if !bytes.Contains(data, []byte("<svg")) {
+		t.Errorf("%s has no <svg>", p)
+	}
+}
+
+func TestExport(t *testing.T) {
+	path, truth, now := sampled(t)
+	args := []string{"--db", path, "--tz", "UTC", "--start", "2026-03-01", "--end", "2026-03-03"}
+	d, out, errb := report.NewTestDeps(now, nil)
+	if err := report.RunCLI(t, d, append([]string{"export", "jobs"}, args...)...); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(bytes.NewReader(out.Bytes())).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != truth.Jobs+1 || strings.Join(recs[0], ",") != strings.Join(report.ExportColumns["jobs"], ",") {
+		t.Fatalf("%d rows, header %v; want %d jobs", len(recs)-1, recs[0], truth.Jobs)
+	}
+	var alloc int64
+	for _, r := range recs[1:] {
+		n, _ := strconv.ParseInt(r[15], 10, 64)
+		alloc += n
+	}
+	if alloc != truth.AllocGPUS {
+		t.Errorf("exported alloc %d GPU-s, truth %d", alloc, truth.AllocGPUS)
+	}
+	if errb.Len() != 0 {
+		t.Errorf("a pipe export wrote to stderr: %q", errb.String())
+	}
+	// Samples, one JSON-lines file per node, with the progress bar on.
+	dir := t.TempDir()
+	d, out, errb = report.NewTestDeps(now, nil)
+	d.StderrTTY = func() bool { return true }
+	if err := report.RunCLI(t, d, append([]string{"export", "samples", "--format", "jsonl", "--split-dir", dir}, args...)...); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	if len(files) != 2 {
+		t.Fatalf("files %v, want one per node", files)
+	}
+	n := 0
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			var s map[string]any
+			if err := json.Unmarshal([]byte(line), &s); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			if s["node"] != strings.TrimSuffix(filepath.Base(f), ".jsonl") {
+				t.Fatalf("%s holds a sample of %v", f, s["node"])
+			}
+			n++
+		}
+	}
+	if n != truth.Samples {
+		t.Errorf("%d samples exported, %d generated", n, truth.Samples)
+	}
+	if !strings.Contains(errb.String(), "export samples [") || out.Len() != 0 {
+		t.Errorf("progress %q, stdout %d bytes", errb.String(), out.Len())
+	}
+	d, _, _ = report.NewTestDeps(now, nil)
+	if err := report.RunCLI(t, d, "export", "things", "--db", path); err == nil || err.Error() != `export: unknown export "things": use jobs, gpus or samples` {
+		t.Errorf("unknown export: %v", err)
+	}
+}
+
+// BenchmarkReportYear: a 1,000-GPU cluster (125 nodes × 8 GPUs, about
+// 2 million jobs a year). GPUSUITE_BENCH_DAYS days (default 30) go through
+// the real hook, record and ingest code; the ledger is then replicated by
+// SQL, shifted in time, to a whole year (jobs, job_nodes, job_hours and
+// both rollups). Measured: `report teams --period month` over the year and
+// `gpuacct job` as the built binary (GPUSUITE_BIN) runs them, wall time,
+// beside the sqlite3 CLI doing the same aggregation over the jobs table.
+func BenchmarkReportYear(b *testing.B) {
+	days := 30
+	if v, err := strconv.Atoi(os.Getenv("GPUSUITE_BENCH_DAYS")); err == nil && v > 0 {
+		days = v
+	}
+	bin := os.Getenv("GPUSUITE_BIN")
+	if bin == "" {
+		// make bench builds into bin/ first; otherwise build it here.
+		bin = filepath.Join("..", "..", "bin")
+		if _, err := os.Stat(filepath.Join(bin, "gpuacct")); err != nil {
+			bin = b.TempDir()
+			if out, err := exec.Command("go", "build", "-o", bin, "../../gpuacct").CombinedOutput(); err != nil {
+				b.Fatalf("build gpuacct: %v: %s", err, out)
+			}
+		}
+	}
+	root := b.TempDir()
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	g0 := time.Now()
+	path, truth := ledger(b, root, gendata.Options{Cluster: "c1", Nodes: 125, GPUsPerNode: 8, Start: start,
+		Duration: time.Duration(days) * 24 * time.Hour, JobsPerNode: 44 * days, Seed: 12})
+	b.Logf("generated and ingested %d days: %d jobs in %s", days, truth.Jobs, time.Since(g0).Round(time.Second))
+	r0 := time.Now()
+	if err := replicate(path, days); err != nil {
+		b.Fatal(err)
+	}
+	st, err := store.Open(context.Background(), store.Options{Path: path, ReadOnly: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	count := func(tbl string) int64 {
+		var n int64
+		st.DB.QueryRow(`SELECT count(*) FROM ` + tbl).Scan(&n)
+		return n
+	}
+	jobs, daily, hourly := count("jobs"), count("rollup_daily"), count("rollup_hourly")
+	var someJob int64
+	st.DB.QueryRow(`SELECT job_id FROM jobs ORDER BY id DESC LIMIT 1`).Scan(&someJob)
+	st.Close()
+	fi, _ := os.Stat(path)
+	b.Logf("replicated to 365 days in %s: %d jobs, rollup_daily %d rows, rollup_hourly %d rows, DB %.0f MiB",
+		time.Since(r0).Round(time.Second), jobs, daily, hourly, float64(fi.Size())/(1<<20))
+
+	wall := func(name string, args ...string) time.Duration {
+		var ds []time.Duration
+		for i := 0; i < 7; i++ {
+			c0 := time.Now()
+			out, err := exec.Command(name, args...).CombinedOutput()
+			if err != nil {
+				b.Fatalf("%s %v: %v: %s", name, args, err, out)
+			}
+			ds = append(ds, time.Since(c0))
+		}
+		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+		return ds[len(ds)/2]
+	}
+	gpuacct := filepath.Join(bin, "gpuacct")
+	env := []string{"--db", path, "--tz", "UTC", "--start", "2026-01-01", "--end", "2027-01-01"}
+	teams := wall(gpuacct, append([]string{"report", "teams", "--period", "month", "--format", "csv"}, env...)...)
+	teamsTokyo := wall(gpuacct, append([]string{"report", "teams", "--period", "month", "--format", "csv"}, "--db", path, "--tz", "Asia/Tokyo", "--start", "2026-01-01", "--end", "2027-01-01")...)
+	job := wall(gpuacct, "job", strconv.FormatInt(someJob, 10), "--db", path)
+	const cliTeams = `SELECT strftime('%Y-%m', start, 'unixepoch') AS month, account, sum(alloc_gpu_s)/3600.0, sum(used_gpu_s)/3600.0, count(*) FROM jobs WHERE ignored = 0 GROUP BY month, account;`
+	cli := wall("sqlite3", "-readonly", path, cliTeams)
+	// In-process, without process start.
+	db, err := report.OpenDB(context.Background(), path, time.Second)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	w := timespec.Window{Start: start, End: start.AddDate(1, 0, 0)}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := db.Report(context.Background(), report.Request{Kind: "teams", Window: w, Period: timespec.Month}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.Logf("median of 7 runs, wall: gpuacct report teams --period month (year, UTC) %s; the same in Asia/Tokyo %s; gpuacct job %s; sqlite3 CLI, same aggregation over jobs %s",
+		teams.Round(time.Millisecond), teamsTokyo.Round(time.Millisecond), job.Round(time.Millisecond), cli.Round(time.Millisecond))
+}
+
+// replicate copies the first days of the ledger forward until it holds a
+// year: new job rows (job ids offset), their nodes, hours and rollups.
+func replicate(path string, days int) error {
+	st, err := store.Open(context.Background(), store.Options{Path: path})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	tx, err := st.DB.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var maxID, maxJob int64
+	tx.QueryRow(`SELECT max(id), max(job_id) FROM jobs`).Scan(&maxID, &maxJob)
+	for k := int64(1); int(k)*days < 365; k++ {
+		shift := k * int64(days) * 86400
+		stmts := []string{
+			`INSERT INTO jobs(id, cluster, job_id, restart, user, uid, gid, account, team, partition, nodes, gpus, submit, start, end, exit_code, exit_signal,
+ state, end_estimated, end_source, ignored, alloc_gpu_s, used_gpu_s, idle_gpu_s, energy_mj, quality)
+ SELECT id + ?1*?2, cluster, job_id + ?1*?3, restart, user, uid, gid, account, team, partition, nodes, gpus, submit + ?4, start + ?4, end + ?4, exit_code, exit_signal,
+ state, end_estimated, end_source, ignored, alloc_gpu_s, used_gpu_s, idle_gpu_s, energy_mj, quality FROM jobs WHERE id <= ?2`,
+			`INSERT INTO job_nodes(job, node_id, gpus, model, start, end, end_estimated, end_source, exit_code, exit_signal, last_sample, quality, r_start, r_end, r_gpus)
+ SELECT job + ?1*?2, node_id, gpus, model, start + ?4, end + ?4, end_estimated, end_source, exit_code, exit_signal, last_sample + ?4, quality, r_start + ?4, r_end + ?4, r_gpus FROM job_nodes WHERE job <= ?2`,
+			`INSERT INTO job_gpus(job, gpu_id, node_id, minor, energy_start_mj, energy_end_mj) SELECT job + ?1*?2, gpu_id, node_id, minor, energy_start_mj, energy_end_mj FROM job_gpus WHERE job <= ?2`,
+			`INSERT INTO job_hours SELECT job + ?1*?2, node_id, hour + ?4/3600, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs FROM job_hours WHERE job <= ?2`,
+			`INSERT INTO rollup_hourly SELECT hour + ?4/3600, cluster, user, account, partition, node_id, model, ignored, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs
+ FROM rollup_hourly WHERE hour < ?5/3600 AND hour + ?4/3600 < ?6/3600 ON CONFLICT DO UPDATE SET alloc_gpu_s = alloc_gpu_s + excluded.alloc_gpu_s, jobs = jobs + excluded.jobs`,
+			`INSERT INTO rollup_daily SELECT day + ?4/86400, cluster, user, account, partition, model, ignored, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs
+ FROM rollup_daily WHERE day < ?5/86400 AND day + ?4/86400 < ?6/86400 ON CONFLICT DO UPDATE SET alloc_gpu_s = alloc_gpu_s + excluded.alloc_gpu_s, jobs = jobs + excluded.jobs`,
+		}
+		base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Unix()
+		for _, q := range stmts {
+			if _, err := tx.Exec(q, k, maxID, maxJob, shift, base+int64(days)*86400, base+365*86400); err != nil {
+				return err
+			}
+		}
+	}
+	return tx.Commit()
+}
