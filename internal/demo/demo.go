@@ -251,10 +251,14 @@ func Command(stdout io.Writer) *cli.Command {
 	return &cli.Command{
 		Name:  "demo",
 		Usage: "run the suite's main job on built-in simulated data",
-		UsageText: `gpuacct demo [--dir DIR] [--jobs N]
+		UsageText: `gpuacct demo [--dir DIR] [--jobs N] [--weeks N]
 
 Simulates a cluster of GPU nodes whose jobs go through the real prolog and
 epilog code, then prints what was recorded and the GPU-hours per team.
+Then the whole pipeline over --weeks simulated weeks: events from the real
+hooks, samples and job × GPU aggregates as the agent ships them, one real
+ingest pass into a fresh database, the weekly team report, the least
+efficient job's detail and two plot files.
 
 Examples:
    gpuacct demo
@@ -265,6 +269,7 @@ Examples:
 			&cli.IntFlag{Name: "nodes", Value: 3, Usage: "simulated GPU nodes"},
 			&cli.IntFlag{Name: "gpus", Value: 4, Usage: "GPUs per node"},
 			&cli.Int64Flag{Name: "seed", Value: 1, Usage: "random seed (same seed, same cluster)"},
+			&cli.IntFlag{Name: "weeks", Value: 2, Usage: "simulated weeks of the whole pipeline (hooks, agent records, ingest, reports); 0 skips it"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.Int("jobs") < 1 || c.Int("nodes") < 1 || c.Int("gpus") < 1 || c.Int("gpus") > 64 {
@@ -286,7 +291,12 @@ Examples:
 			}
 			fmt.Fprintf(stdout, "Recorded by the real prolog/epilog on %d simulated nodes × %d GPUs (spool: %s):\n\n", c.Int("nodes"), c.Int("gpus"), filepath.Join(dir, "spool"))
 			Print(stdout, jobs)
-			return nil
+			if c.Int("weeks") <= 0 {
+				return nil
+			}
+			fmt.Fprintln(stdout)
+			return Pipeline(c.Context, stdout, PipelineOptions{Dir: filepath.Join(dir, "pipeline"), Nodes: c.Int("nodes"), GPUs: c.Int("gpus"),
+				Weeks: c.Int("weeks"), Seed: c.Int64("seed"), Width: 120})
 		},
 	}
 }
