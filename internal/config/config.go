@@ -38,6 +38,7 @@ type Config struct {
 	Ingest    Ingest    `toml:"ingest"`
 	Agent     Agent     `toml:"agent"`
 	Report    Report    `toml:"report"`
+	Web       Web       `toml:"web"`
 }
 
 // Cluster names this cluster and node when Slurm does not.
@@ -112,6 +113,7 @@ func Default() Config {
 		Ingest:    defaultIngest(),
 		Agent:     defaultAgent(),
 		Report:    defaultReport(),
+		Web:       defaultWeb(),
 	}
 }
 
@@ -267,6 +269,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.Report.validate(); err != nil {
+		return err
+	}
+	if err := c.Web.validate(); err != nil {
 		return err
 	}
 	return c.Container.validate()

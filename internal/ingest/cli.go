@@ -20,6 +20,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/logging"
 	"github.com/aicloud/gpusuite/internal/store"
+	"github.com/aicloud/gpusuite/internal/web"
 )
 
 func flags() []cli.Flag {
@@ -171,6 +172,11 @@ Examples:
 			reg := prometheus.NewRegistry()
 			s.deps.Metrics = NewMetrics(reg, time.Now)
 			srv := NewServer(New(s.deps), s.cfg, reg, s.log, getenv)
+			stopWeb, err := web.Mount(ctx, s.cfg, srv.Handle, s.log)
+			if err != nil {
+				return err
+			}
+			defer stopWeb()
 			if err := srv.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 				return err
 			}

@@ -1,0 +1,35 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"time"
+)
+
+// Web configures the dashboard and JSON API that gpuacct serve offers
+// (docs/dashboard.md, docs/api.md).
+type Web struct {
+	// Enabled serves the dashboard and /api/v1/.
+	Enabled bool `toml:"enabled"`
+	// Listen is the dashboard's own address; empty shares the /metrics
+	// listener (ingest.metrics_listen).
+	Listen string `toml:"listen"`
+	// MaxAge is the Cache-Control max-age of pages and API answers.
+	MaxAge Duration `toml:"max_age"`
+}
+
+func defaultWeb() Web {
+	return Web{Enabled: true, MaxAge: Dur(30 * time.Second)}
+}
+
+func (w *Web) validate() error {
+	if w.Listen != "" {
+		if _, _, err := net.SplitHostPort(w.Listen); err != nil {
+			return fmt.Errorf("key \"web.listen\": %q is not host:port: %w", w.Listen, err)
+		}
+	}
+	if w.MaxAge.Duration < 0 || w.MaxAge.Duration > 24*time.Hour {
+		return fmt.Errorf("key \"web.max_age\": %s is outside 0s..24h", w.MaxAge.Duration)
+	}
+	return nil
+}

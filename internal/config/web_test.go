@@ -1,0 +1,38 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestWebSection(t *testing.T) {
+	tests := []struct {
+		name string
+		toml string
+		want string // error substring; "" = valid
+	}{
+		{name: "defaults", toml: ""},
+		{name: "all keys", toml: "[web]\nenabled = false\nlisten = \"0.0.0.0:8080\"\nmax_age = \"1m\""},
+		{name: "listen without port", toml: "[web]\nlisten = \"localhost\"", want: `key "web.listen": "localhost" is not host:port`},
+		{name: "negative max_age", toml: "[web]\nmax_age = \"-1s\"", want: `key "web.max_age": -1s is outside 0s..24h`},
+		{name: "max_age over a day", toml: "[web]\nmax_age = \"25h\"", want: `key "web.max_age"`},
+		{name: "unknown key", toml: "[web]\nport = 80", want: `unknown key "web.port"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Default()
+			err := Parse([]byte(tc.toml), &cfg)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("unexpected error: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+	d := Default().Web
+	if !d.Enabled || d.Listen != "" || d.MaxAge.Duration != 30*time.Second {
+		t.Errorf("defaults: %+v", d)
+	}
+}

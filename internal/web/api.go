@@ -1,0 +1,417 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/report"
+	"github.com/aicloud/gpusuite/internal/report/table"
+)
+
+// apiHandler runs fn and turns its error into {"error": "..."} with the
+// error's status.
+func (h *Handler) apiHandler(fn func(w http.ResponseWriter, r *http.Request) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		err := fn(w, r)
+		if err == nil {
+			return
+		}
+		code := status(err)
+		h.logFailure(r, code, err)
+		w.Header().Set("Cache-Control", "no-store")
+		writeJSON(w, code, map[string]string{"error": cleanMsg(err)})
+	})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		code = http.StatusInternalServerError
+		b.Reset()
+		fmt.Fprintf(&b, "{\"error\": %q}\n", "encode answer: "+err.Error())
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(code)
+	_, _ = w.Write(b.Bytes())
+}
+
+func writeRaw(w http.ResponseWriter, b []byte) error {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	_, err := w.Write(b)
+	return err
+}
+
+// withConn runs fn on the current read-only connection; a failure to
+// open, or an error fn returns that is not the client's, drops the
+// connection so that the next request opens the database again.
+func (h *Handler) withConn(r *http.Request, fn func(c *conn) error) error {
+	c, release, err := h.src.acquire(r.Context())
+	if err != nil {
+		return fmt.Errorf("database unreadable: %w", err)
+	}
+	defer release()
+	err = fn(c)
+	if err != nil && status(err) >= 500 && !errors.Is(err, report.ErrNoJob) && r.Context().Err() == nil {
+		h.src.forget(c)
+	}
+	return err
+}
+
+// GET /api/v1/report/{kind}: what gpuacct report KIND --format json writes.
+func (h *Handler) apiReport(w http.ResponseWriter, r *http.Request) error {
+	kind := r.PathValue("kind")
+	if !contains(report.Kinds, kind) {
+		return &httpError{code: http.StatusNotFound, msg: fmt.Sprintf("unknown report %q: use one of %s", kind, strings.Join(report.Kinds, ", "))}
+	}
+	q, err := h.parseQuery(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	by := r.URL.Query().Get("by")
+	if by != "" && by != "users" && by != "teams" {
+		return badRequest("by %q is not users or teams", by)
+	}
+	sortBy, err := parseSort(r.URL.Query().Get("sort"))
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	err = h.withConn(r, func(c *conn) error {
+		t, err := h.reportTable(r, c, q, kind, by, sortBy)
+		if err != nil {
+			return err
+		}
+		return table.Write(&b, t, table.Options{Format: table.JSON, Units: q.units})
+	})
+	if err != nil {
+		return err
+	}
+	return writeRaw(w, b.Bytes())
+}
+
+// reportTable checks the filters against the database (unknown team or
+// node: 400) and builds the report exactly as gpuacct report does.
+func (h *Handler) reportTable(r *http.Request, c *conn, q *query, kind, by, sortBy string) (*table.Table, error) {
+	ctx := r.Context()
+	if len(q.teams) > 0 {
+		known, err := knownTeams(ctx, c.rep, h.mapping)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkTeams(known, q.teams); err != nil {
+			return nil, err
+		}
+	}
+	if len(q.filter.Nodes) > 0 {
+		nodes, err := c.nodes(ctx, h.o.Now(), h.o)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkNodes(nodes, q.filter.Nodes); err != nil {
+			return nil, err
+		}
+	}
+	if kind == "jobs" {
+		return c.rep.JobList(ctx, report.JobQuery{Window: q.window, Filter: q.filter, Teams: q.teams, Mapping: h.mapping,
+			Limit: q.limit, Sort: sortBy, Now: h.o.Now()})
+	}
+	if by == "" {
+		by = "users"
+	}
+	return c.rep.Report(ctx, report.Request{Kind: kind, Window: q.hours, Period: q.period, Filter: q.filter, Teams: q.teams,
+		Mapping: h.mapping, TopBy: by, Limit: q.limit})
+}
+
+// jobJSON is one job in /api/v1/jobs (the field names of gpuacct job --json).
+type jobJSON struct {
+	Cluster      string   `json:"cluster"`
+	Job          string   `json:"job"`
+	JobID        int64    `json:"job_id"`
+	Restart      int      `json:"restart"`
+	User         string   `json:"user"`
+	Account      string   `json:"account"`
+	Team         string   `json:"team"`
+	Partition    string   `json:"partition"`
+	Nodes        string   `json:"nodes"`
+	GPUs         int64    `json:"gpus"`
+	Start        string   `json:"start"`
+	End          *string  `json:"end"`
+	ElapsedS     int64    `json:"elapsed_s"`
+	State        string   `json:"state"`
+	EndEstimated bool     `json:"end_estimated"`
+	AllocGPUH    float64  `json:"alloc_gpu_hours"`
+	UsedGPUH     *float64 `json:"used_gpu_hours"`
+	Efficiency   *float64 `json:"efficiency_pct"`
+	IdleGPUH     *float64 `json:"idle_gpu_hours"`
+	EnergyKWh    float64  `json:"energy_kwh"`
+	URL          string   `json:"url"`
+	// GPUList is set for running jobs (/api/v1/jobs/running).
+	GPUList []runningGPU `json:"gpu_list,omitempty"`
+}
+
+func (h *Handler) jobOut(j *report.JobRow) jobJSON {
+	x := jobJSON{Cluster: j.Cluster, Job: j.ID(), JobID: j.JobID, Restart: j.Restart, User: j.User, Account: j.Account,
+		Team: h.mapping.Team(j.Account, j.User), Partition: j.Partition, Nodes: j.Nodes, GPUs: j.GPUs,
+		Start: time.Unix(j.Start, 0).UTC().Format(time.RFC3339), ElapsedS: j.Elapsed(h.o.Now()), State: j.State,
+		EndEstimated: j.EndEstimated, AllocGPUH: float64(j.AllocS) / 3600, EnergyKWh: float64(j.EnergyMJ) / 3.6e9,
+		URL: jobPath("/api/v1/jobs", j.Cluster, j.ID())}
+	if j.End.Valid {
+		s := time.Unix(j.End.Int64, 0).UTC().Format(time.RFC3339)
+		x.End = &s
+	}
+	if j.SampleS > 0 {
+		u, i := j.UsedS/3600, j.IdleS/3600
+		x.UsedGPUH, x.IdleGPUH = &u, &i
+		if j.AllocS > 0 {
+			e := 100 * j.UsedS / float64(j.AllocS)
+			x.Efficiency = &e
+		}
+	}
+	return x
+}
+
+// jobsList is the answer of /api/v1/jobs.
+type jobsList struct {
+	Start     string    `json:"start"`
+	End       string    `json:"end"`
+	Count     int       `json:"count"`
+	Truncated bool      `json:"truncated"`
+	Jobs      []jobJSON `json:"jobs"`
+}
+
+// GET /api/v1/jobs?user=&team=&state=&start=&end=&sort=&limit=
+// Without start and end the window is the last 7 days up to now, so
+// that running jobs are in it.
+func (h *Handler) apiJobs(w http.ResponseWriter, r *http.Request) error {
+	v := r.URL.Query()
+	if v.Get("start") == "" && v.Get("end") == "" {
+		v.Set("start", "now-7days")
+	}
+	q, err := h.parseQuery(v)
+	if err != nil {
+		return err
+	}
+	state, err := parseState(r.URL.Query().Get("state"))
+	if err != nil {
+		return err
+	}
+	sortBy, err := parseSort(r.URL.Query().Get("sort"))
+	if err != nil {
+		return err
+	}
+	if q.limit == 0 {
+		q.limit = 100
+	}
+	out := jobsList{Start: q.window.Start.Format(time.RFC3339), End: q.window.End.Format(time.RFC3339), Jobs: []jobJSON{}}
+	err = h.withConn(r, func(c *conn) error {
+		rows, more, err := h.jobs(r, c, q, state, sortBy)
+		if err != nil {
+			return err
+		}
+		for i := range rows {
+			out.Jobs = append(out.Jobs, h.jobOut(&rows[i]))
+		}
+		out.Truncated = more
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	out.Count = len(out.Jobs)
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// jobs lists up to q.limit jobs overlapping the window; more says that
+// there were more.
+func (h *Handler) jobs(r *http.Request, c *conn, q *query, state, sortBy string) (rows []report.JobRow, more bool, err error) {
+	ctx := r.Context()
+	if len(q.teams) > 0 {
+		known, err := knownTeams(ctx, c.rep, h.mapping)
+		if err != nil {
+			return nil, false, err
+		}
+		if err := checkTeams(known, q.teams); err != nil {
+			return nil, false, err
+		}
+	}
+	if len(q.filter.Nodes) > 0 {
+		nodes, err := c.nodes(ctx, h.o.Now(), h.o)
+		if err != nil {
+			return nil, false, err
+		}
+		if err := checkNodes(nodes, q.filter.Nodes); err != nil {
+			return nil, false, err
+		}
+	}
+	err = c.rep.Jobs(ctx, report.JobQuery{Window: q.window, Filter: q.filter, Teams: q.teams, Mapping: h.mapping, Sort: sortBy, Now: h.o.Now()},
+		func(j *report.JobRow) bool {
+			switch {
+			case state == "":
+			case state == "running":
+				if j.End.Valid {
+					return true
+				}
+			case j.State != state:
+				return true
+			}
+			if len(rows) == q.limit {
+				more = true
+				return false
+			}
+			rows = append(rows, *j)
+			return true
+		})
+	return rows, more, err
+}
+
+// GET /api/v1/jobs/running: jobs without an end, with their GPUs.
+func (h *Handler) apiRunning(w http.ResponseWriter, r *http.Request) error {
+	q, err := h.parseQuery(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	if q.limit == 0 {
+		q.limit = 500
+	}
+	out := struct {
+		Count int       `json:"count"`
+		Jobs  []jobJSON `json:"jobs"`
+	}{Jobs: []jobJSON{}}
+	err = h.withConn(r, func(c *conn) error {
+		rs, err := c.running(r.Context(), q.limit)
+		if err != nil {
+			return err
+		}
+		for i := range rs {
+			x := h.jobOut(&rs[i].JobRow)
+			x.GPUList = rs[i].GPUList
+			out.Jobs = append(out.Jobs, x)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	out.Count = len(out.Jobs)
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// loadJob reads the job named by the path's cluster and id; unknown: 404.
+func (h *Handler) loadJob(r *http.Request, c *conn) (*report.Detail, error) {
+	sp, err := report.ParseJobSpec(r.PathValue("id"))
+	if err != nil {
+		return nil, badRequest("%s", err)
+	}
+	det, err := c.rep.Job(r.Context(), r.PathValue("cluster"), sp, h.o.Now())
+	if errors.Is(err, report.ErrNoJob) {
+		return nil, &httpError{code: http.StatusNotFound, msg: fmt.Sprintf("job %s not found in cluster %q", sp, r.PathValue("cluster"))}
+	}
+	return det, err
+}
+
+// GET /api/v1/jobs/{cluster}/{id}: what gpuacct job ID --json writes.
+func (h *Handler) apiJob(w http.ResponseWriter, r *http.Request) error {
+	var b bytes.Buffer
+	err := h.withConn(r, func(c *conn) error {
+		det, err := h.loadJob(r, c)
+		if err != nil {
+			return err
+		}
+		return report.WriteJobJSON(&b, det, h.mapping)
+	})
+	if err != nil {
+		return err
+	}
+	return writeRaw(w, b.Bytes())
+}
+
+// seriesGPU is one GPU's samples in /api/v1/jobs/{cluster}/{id}/series.
+type seriesGPU struct {
+	Node   string         `json:"node"`
+	Index  *int64         `json:"index"`
+	UUID   string         `json:"uuid"`
+	Points []report.Point `json:"points"`
+}
+
+// GET /api/v1/jobs/{cluster}/{id}/series: every GPU's samples.
+func (h *Handler) apiSeries(w http.ResponseWriter, r *http.Request) error {
+	out := struct {
+		Job  string      `json:"job"`
+		GPUs []seriesGPU `json:"gpus"`
+	}{GPUs: []seriesGPU{}}
+	err := h.withConn(r, func(c *conn) error {
+		det, err := h.loadJob(r, c)
+		if err != nil {
+			return err
+		}
+		out.Job = det.Job.ID()
+		for _, g := range det.GPUs {
+			pts := g.Series
+			if pts == nil {
+				pts = []report.Point{}
+			}
+			out.GPUs = append(out.GPUs, seriesGPU{Node: g.Node, Index: g.Index, UUID: g.UUID, Points: pts})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// GET /api/v1/nodes: every node with its age and whether it is stale.
+func (h *Handler) apiNodes(w http.ResponseWriter, r *http.Request) error {
+	out := struct {
+		StaleAfterS int64      `json:"stale_after_s"`
+		Nodes       []nodeInfo `json:"nodes"`
+	}{StaleAfterS: int64(h.o.Stale.Seconds()), Nodes: []nodeInfo{}}
+	err := h.withConn(r, func(c *conn) error {
+		ns, err := c.nodes(r.Context(), h.o.Now(), h.o)
+		out.Nodes = append(out.Nodes, ns...)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// GET /api/v1/health: gpuacct check's findings; 503 when the database
+// cannot be read.
+func (h *Handler) apiHealth(w http.ResponseWriter, r *http.Request) error {
+	out := struct {
+		Status    string   `json:"status"`
+		Summary   string   `json:"summary"`
+		Problems  []string `json:"problems"`
+		DB        string   `json:"db"`
+		CheckedAt string   `json:"checked_at"`
+	}{DB: h.o.DB, CheckedAt: h.o.Now().UTC().Format(time.RFC3339)}
+	err := h.withConn(r, func(c *conn) error {
+		p, s, err := c.rep.Check(r.Context(), report.CheckOptions{Now: h.o.Now(), Stale: h.o.Stale, Lag: h.o.Lag, Forget: h.o.Forget})
+		out.Problems, out.Summary = p, s
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	out.Status = "ok"
+	if len(out.Problems) > 0 {
+		out.Status = "degraded"
+	} else {
+		out.Problems = []string{}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}

@@ -1,0 +1,232 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/aicloud/gpusuite/internal/config"
+	"github.com/aicloud/gpusuite/internal/gpu"
+	"github.com/aicloud/gpusuite/internal/gpu/sim"
+	"github.com/aicloud/gpusuite/internal/ingest"
+	"github.com/aicloud/gpusuite/internal/ingest/gendata"
+	"github.com/aicloud/gpusuite/internal/record"
+	"github.com/aicloud/gpusuite/internal/report"
+)
+
+// fixture is a simulated cluster's records, written for the real ingest:
+// gendata's jobs (known ground truth) plus one job still running.
+type fixture struct {
+	root, db, incoming, config string
+	truth                      gendata.Truth
+	// genStart and genEnd bound the generated jobs (whole hours).
+	genStart, genEnd time.Time
+	running          runningJob
+	addr             string
+}
+
+type runningJob struct {
+	id      uint64
+	user    string
+	account string
+	node    string
+	gpus    []int
+	start   time.Time
+}
+
+const cluster = "c1"
+
+// newFixture generates two days ending about two hours before now and a
+// job started ten minutes ago, and writes a gpusuite.toml for them.
+func newFixture(t *testing.T, now time.Time) *fixture {
+	t.Helper()
+	root := t.TempDir()
+	if err := os.Chmod(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{root: root, db: filepath.Join(root, "gpuacct.db"), incoming: filepath.Join(root, "incoming")}
+	if err := os.MkdirAll(f.incoming, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f.genStart = now.UTC().Truncate(time.Hour).Add(-50 * time.Hour)
+	f.genEnd = f.genStart.Add(47 * time.Hour)
+	var err error
+	f.truth, err = gendata.Generate(f.incoming, gendata.Options{Cluster: cluster, Nodes: 3, GPUsPerNode: 4, Start: f.genStart,
+		Duration: f.genEnd.Sub(f.genStart), Interval: time.Minute, Segment: time.Hour, JobsPerNode: 15, Aggregates: true, HookEvents: true, Seed: 11})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.running = runningJob{id: 9_000_001, user: "zoe", account: "live", node: gendata.NodeName(0), gpus: []int{0, 1}, start: now.Add(-10 * time.Minute).Truncate(time.Second)}
+	writeStart(t, filepath.Join(f.incoming, f.running.node), f.running)
+	f.addr = freeAddr(t)
+	f.config = filepath.Join(root, "gpusuite.toml")
+	cfg := fmt.Sprintf(`[store]
+path = %q
+[ingest]
+incoming = %q
+quarantine = %q
+archive = %q
+keep = "delete"
+sacct = ""
+grace = "48h"
+interval = "2s"
+metrics_listen = %q
+[report]
+tz = "UTC"
+[web]
+max_age = "5s"
+`, f.db, f.incoming, filepath.Join(root, "quarantine"), filepath.Join(root, "archive"), f.addr)
+	if err := os.WriteFile(f.config, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// writeStart writes a prolog event as the hooks do, for a job that has
+// not ended.
+func writeStart(t *testing.T, dir string, j runningJob) {
+	t.Helper()
+	ev := record.Event{Schema: record.EventSchema, Kind: record.JobStart, Time: j.start.UTC(), Source: "prolog", Cluster: cluster, Node: j.node}
+	uid, gid := int64(1001), int64(1001)
+	ev.Job.ID, ev.Job.User, ev.Job.UID, ev.Job.GID = j.id, j.user, &uid, &gid
+	ev.Job.Account, ev.Job.Partition, ev.Job.Node, ev.Job.Cluster = j.account, "gpu", j.node, cluster
+	ev.Job.GPUs = j.gpus
+	for _, g := range j.gpus {
+		idx := g
+		e := uint64(5_000_000)
+		ev.GPUs = append(ev.GPUs, gpu.Identity{Minor: g, Index: &idx, UUID: sim.UUID(j.node, g), Model: "NVIDIA H100 80GB HBM3", EnergyMJ: &e})
+	}
+	ev.Key = record.EventKey(cluster, j.id, 0, j.node, record.JobStart)
+	data, err := json.Marshal(&ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, record.EventFileName(cluster, j.id, 0, j.node, record.JobStart)), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// serve runs the real `gpuacct serve` on the fixture until the test ends
+// and waits for its first pass to be visible through /api/v1/health.
+func (f *fixture) serve(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	logs := &syncWriter{w: &bytes.Buffer{}}
+	getenv := func(k string) string { return map[string]string{config.EnvPath: f.config}[k] }
+	app := &cli.App{Name: "gpuacct", Flags: []cli.Flag{config.Flag()}, Writer: io.Discard, ErrWriter: io.Discard,
+		Commands: []*cli.Command{ingest.ServeCommand(io.Discard, logs, getenv)}}
+	done := make(chan error, 1)
+	go func() { done <- app.RunContext(ctx, []string{"gpuacct", "serve"}) }()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("serve log:\n%s", logs.String())
+		}
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("serve: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Errorf("serve did not stop")
+		}
+	})
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		select {
+		case err := <-done:
+			t.Fatalf("serve exited: %v", err)
+		default:
+		}
+		var h struct {
+			Summary string `json:"summary"`
+		}
+		code, _ := getJSON(t, f.url("/api/v1/health"), &h)
+		if code == http.StatusOK && !strings.Contains(h.Summary, "never") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve: no successful pass within 60s (last health %d %q)", code, h.Summary)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (f *fixture) url(path string) string { return "http://" + f.addr + path }
+
+// syncWriter collects serve's log, written from several goroutines.
+type syncWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+func (s *syncWriter) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.String()
+}
+
+// getJSON fetches url and decodes the body into v; it returns the status
+// and the raw body.
+func getJSON(t *testing.T, url string, v any) (int, []byte) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, nil
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v != nil && strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		if err := json.Unmarshal(b, v); err != nil {
+			t.Fatalf("GET %s: %v in %s", url, err, b)
+		}
+	}
+	return resp.StatusCode, b
+}
+
+// cliOut runs a gpuacct report/job command in process, as a user would,
+// against the fixture's configuration.
+func (f *fixture) cliOut(t *testing.T, now time.Time, args ...string) []byte {
+	t.Helper()
+	var out, errb bytes.Buffer
+	d := report.Deps{Stdout: &out, Stderr: &errb, Getenv: func(k string) string { return map[string]string{config.EnvPath: f.config}[k] },
+		Now: func() time.Time { return now }, Width: func() int { return 0 }, StderrTTY: func() bool { return false },
+		Euid: func() int { return 0 }, Username: func() string { return "root" }}
+	app := &cli.App{Name: "gpuacct", Flags: []cli.Flag{config.Flag()}, Writer: &out, ErrWriter: &errb,
+		Commands: []*cli.Command{report.ReportCommand(d), report.JobCommand(d)}}
+	if err := app.Run(append([]string{"gpuacct"}, args...)); err != nil {
+		t.Fatalf("gpuacct %s: %v (%s)", strings.Join(args, " "), err, errb.String())
+	}
+	return out.Bytes()
+}

@@ -1,0 +1,788 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/report"
+	"github.com/aicloud/gpusuite/internal/report/timespec"
+)
+
+var pageNames = []string{"overview", "team", "user", "job", "error"}
+
+// parsePages parses each page with the shared layout.
+func parsePages() (map[string]*template.Template, error) {
+	funcs := template.FuncMap{
+		"gpuh": gpuh, "pct": pct, "kwh": kwh, "int": integer, "dur": dur, "ago": ago,
+		"bar": barStyle, "dot": dotStyle, "eff": effClass, "team": teamPath, "user": userPath,
+	}
+	out := map[string]*template.Template{}
+	for _, p := range pageNames {
+		t, err := template.New(p).Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/chart.html", "templates/group.html", "templates/"+p+".html")
+		if err != nil {
+			return nil, fmt.Errorf("web: parse template %s: %w", p, err)
+		}
+		out[p] = t
+	}
+	return out, nil
+}
+
+// base is what every page's layout shows.
+type base struct {
+	Title     string
+	Crumbs    []link
+	Static    string
+	Start     string
+	End       string
+	Period    string
+	Periods   []option
+	Presets   []link
+	Window    string
+	Zone      string
+	CLI       string
+	Generated string
+	Ingest    string
+	IngestBad bool
+	Path      string
+}
+
+type link struct {
+	Name, URL string
+	Active    bool
+}
+
+type option struct {
+	Value, Label string
+	Selected     bool
+}
+
+// pageHandler renders fn's page; an error becomes an error page with the
+// error's status.
+func (h *Handler) pageHandler(fn func(w http.ResponseWriter, r *http.Request) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		err := fn(w, r)
+		if err == nil {
+			return
+		}
+		code := status(err)
+		h.logFailure(r, code, err)
+		w.Header().Set("Cache-Control", "no-store")
+		title := map[int]string{400: "Bad request", 404: "Not found", 503: "Accounting database unavailable"}[code]
+		v := struct {
+			base
+			Code    int
+			Message string
+		}{base: h.base(r, nil, title), Code: code, Message: cleanMsg(err)}
+		h.render(w, code, "error", &v)
+	})
+}
+
+func (h *Handler) render(w http.ResponseWriter, code int, page string, v any) {
+	var b bytes.Buffer
+	if err := h.pages[page].ExecuteTemplate(&b, "layout", v); err != nil {
+		h.o.Log.Error("render page", "page", page, "err", err)
+		http.Error(w, "render page: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
+	_, _ = w.Write(b.Bytes())
+}
+
+// base fills the layout: the period form, presets and the window shown.
+func (h *Handler) base(r *http.Request, q *query, title string) base {
+	v := r.URL.Query()
+	b := base{Title: title, Static: h.static.Version, Start: v.Get("start"), End: v.Get("end"), Period: v.Get("period"), Path: r.URL.Path,
+		Generated: h.o.Now().In(h.o.Location).Format("2006-01-02 15:04:05 MST")}
+	for _, p := range []struct{ v, l string }{{"", "auto"}, {"day", "day"}, {"week", "week"}, {"month", "month"}} {
+		b.Periods = append(b.Periods, option{Value: p.v, Label: p.l, Selected: p.v == b.Period})
+	}
+	presets := []struct{ name, start, end string }{
+		{"Today", "today", ""}, {"24 hours", "now-24hours", ""}, {"7 days", "", ""},
+		{"30 days", "now-30days", ""}, {"90 days", "now-90days", ""}, {"365 days", "now-365days", ""},
+	}
+	for _, p := range presets {
+		u := url.Values{}
+		if p.start != "" {
+			u.Set("start", p.start)
+		}
+		if b.Period != "" {
+			u.Set("period", b.Period)
+		}
+		if tz := v.Get("tz"); tz != "" {
+			u.Set("tz", tz)
+		}
+		s := r.URL.Path
+		if len(u) > 0 {
+			s += "?" + u.Encode()
+		}
+		b.Presets = append(b.Presets, link{Name: p.name, URL: s, Active: p.start == b.Start && b.End == ""})
+	}
+	if q != nil {
+		b.Window = fmtWindow(q.hours)
+		b.Zone = zoneName(q.hours.Start)
+	}
+	return b
+}
+
+func zoneName(t time.Time) string {
+	if t.Location() == time.Local {
+		n, _ := t.Zone()
+		return n
+	}
+	return t.Location().String()
+}
+
+// cliWindow is the window as gpuacct report options.
+func cliWindow(q *query) string {
+	s := fmt.Sprintf("--start %s --end %s", q.hours.Start.Format("2006-01-02T15:04"), q.hours.End.Format("2006-01-02T15:04"))
+	if tz := q.vals.Get("tz"); tz != "" {
+		s += " --tz " + shellQuote(tz)
+	}
+	return s
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./+:") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// ingestState is the freshness line of the header.
+func (h *Handler) ingestState(ctx context.Context, c *conn, b *base) error {
+	p, err := c.lastPass(ctx)
+	if err != nil {
+		return err
+	}
+	now := h.o.Now().Unix()
+	switch {
+	case p.LastOK == nil:
+		b.Ingest, b.IngestBad = "no successful ingest pass yet", true
+	default:
+		age := now - *p.LastOK
+		b.Ingest = "data as of " + ago(age)
+		b.IngestBad = time.Duration(age)*time.Second > h.o.Lag || !p.OK
+		if !p.OK {
+			b.Ingest += "; the last pass failed (gpuacct check)"
+		}
+	}
+	return nil
+}
+
+// teamsOf is the known teams and their colors.
+func (h *Handler) teamsOf(ctx context.Context, c *conn) ([]string, map[string]string, error) {
+	known, err := knownTeams(ctx, c.rep, h.mapping)
+	if err != nil {
+		return nil, nil, err
+	}
+	return known, teamColors(known), nil
+}
+
+// ---- overview
+
+type teamRow struct {
+	usageRow
+	URL, Color string
+}
+
+type userRow struct {
+	usageRow
+	URL   string
+	Teams []link
+	Color string
+}
+
+type runningView struct {
+	Job, URL, User, UserURL, Team, TeamURL, Color, Partition string
+	Started, Elapsed                                         string
+	GPUs                                                     []gpuChip
+	AllocS                                                   int64
+	Eff                                                      *float64
+}
+
+type gpuChip struct {
+	Node, Name, Title string
+	Util              *float64
+	Class             string
+}
+
+type nodeView struct {
+	Name, Age, Last string
+	GPUs            int64
+}
+
+type overviewView struct {
+	base
+	Total        usageRow
+	Teams        []teamRow
+	Users        []userRow
+	Chart        chart
+	ChartPeriod  string
+	Running      []runningView
+	RunningCount int
+	NodeCount    int
+	GPUCount     int64
+	Stale        []nodeView
+	StaleAfter   string
+}
+
+func (h *Handler) overview(w http.ResponseWriter, r *http.Request) error {
+	q, err := h.parseQuery(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	v := overviewView{base: h.base(r, q, "GPU usage")}
+	v.CLI = "gpuacct report teams " + cliWindow(q)
+	per := q.autoPeriodFor()
+	v.ChartPeriod = string(per)
+	err = h.withConn(r, func(c *conn) error {
+		ctx := r.Context()
+		if err := h.ingestState(ctx, c, &v.base); err != nil {
+			return err
+		}
+		known, colors, err := h.teamsOf(ctx, c)
+		if err != nil {
+			return err
+		}
+		t, err := c.rep.Report(ctx, report.Request{Kind: "teams", Window: q.hours, Mapping: h.mapping})
+		if err != nil {
+			return err
+		}
+		rows := rowsOf(t)
+		v.Total = sum(rows)
+		for _, row := range rows {
+			if !row.Footer {
+				v.Teams = append(v.Teams, teamRow{usageRow: row, URL: teamPath(row.Name) + withParams(q.vals), Color: colorOf(colors, row.Name)})
+			}
+		}
+		top, err := c.rep.Report(ctx, report.Request{Kind: "top", Window: q.hours, Mapping: h.mapping, TopBy: "users", Limit: 10})
+		if err != nil {
+			return err
+		}
+		for _, row := range rowsOf(top) {
+			if !row.Footer {
+				v.Users = append(v.Users, h.userRow(row, q, colors))
+			}
+		}
+		series, err := h.teamSeries(ctx, c, q, per, known, colors, nil)
+		if err != nil {
+			return err
+		}
+		v.Chart = series
+		run, err := c.running(ctx, 1000)
+		if err != nil {
+			return err
+		}
+		v.RunningCount = len(run)
+		for i := range run {
+			if i == 50 {
+				break
+			}
+			v.Running = append(v.Running, h.runningView(&run[i], colors))
+		}
+		nodes, err := c.nodes(ctx, h.o.Now(), h.o)
+		if err != nil {
+			return err
+		}
+		for _, n := range nodes {
+			if n.Forgotten {
+				continue
+			}
+			v.NodeCount++
+			v.GPUCount += n.GPUs
+			if n.Stale {
+				nv := nodeView{Name: n.Name, GPUs: n.GPUs, Age: "never", Last: missing}
+				if n.AgeS != nil {
+					nv.Age, nv.Last = ago(*n.AgeS), localTime(*n.LastRecord, h.o.Location)
+				}
+				v.Stale = append(v.Stale, nv)
+			}
+		}
+		v.StaleAfter = h.o.Stale.String()
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	h.render(w, http.StatusOK, "overview", &v)
+	return nil
+}
+
+func (h *Handler) userRow(row usageRow, q *query, colors map[string]string) userRow {
+	u := userRow{usageRow: row}
+	if row.Name != "" && row.Name != "(unknown)" {
+		u.URL = userPath(row.Name) + withParams(q.vals)
+	}
+	for _, t := range strings.Split(row.Teams, ",") {
+		if t != "" {
+			u.Teams = append(u.Teams, link{Name: t, URL: teamPath(t) + withParams(q.vals)})
+			if u.Color == "" {
+				u.Color = colorOf(colors, t)
+			}
+		}
+	}
+	return u
+}
+
+// teamSeries is the stacked chart of allocated GPU-hours per team and
+// period; filter narrows it (a user's usage).
+func (h *Handler) teamSeries(ctx context.Context, c *conn, q *query, per timespec.Period, known []string, colors map[string]string, users []string) (chart, error) {
+	t, err := c.rep.Report(ctx, report.Request{Kind: "teams", Window: q.hours, Period: per, Mapping: h.mapping, Filter: report.Filter{Users: users}})
+	if err != nil {
+		return chart{}, err
+	}
+	bs := timespec.Buckets(q.hours, per)
+	labels := make([]string, len(bs))
+	at := map[string]int{}
+	for i, b := range bs {
+		labels[i], at[b.Label] = b.Label, i
+	}
+	byTeam := map[string][]float64{}
+	for _, row := range rowsOf(t) {
+		if row.Footer {
+			continue
+		}
+		vals := byTeam[row.Name]
+		if vals == nil {
+			vals = make([]float64, len(bs))
+			byTeam[row.Name] = vals
+		}
+		if i, ok := at[row.Period]; ok {
+			vals[i] += float64(row.AllocS) / 3600
+		}
+	}
+	names := make([]string, 0, len(byTeam))
+	for n := range byTeam {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(a, b int) bool { return indexOf(known, names[a]) < indexOf(known, names[b]) })
+	var series []barSeries
+	for _, n := range names {
+		series = append(series, barSeries{Name: n, Color: colorOf(colors, n), URL: teamPath(n) + withParams(q.vals), Values: byTeam[n]})
+	}
+	return bars("Allocated GPU-hours per "+string(per)+" and team", "GPU-h", labels, series, true), nil
+}
+
+func indexOf(xs []string, s string) int {
+	for i, x := range xs {
+		if x == s {
+			return i
+		}
+	}
+	return len(xs)
+}
+
+// allocUsedSeries is the chart of allocated (pale) and used (solid)
+// GPU-hours per period of one report row name.
+func (h *Handler) allocUsedSeries(ctx context.Context, c *conn, q *query, per timespec.Period, req report.Request, color string) (chart, error) {
+	req.Window, req.Period, req.Mapping = q.hours, per, h.mapping
+	t, err := c.rep.Report(ctx, req)
+	if err != nil {
+		return chart{}, err
+	}
+	bs := timespec.Buckets(q.hours, per)
+	labels := make([]string, len(bs))
+	at := map[string]int{}
+	for i, b := range bs {
+		labels[i], at[b.Label] = b.Label, i
+	}
+	alloc := make([]float64, len(bs))
+	used := make([]float64, len(bs))
+	for _, row := range rowsOf(t) {
+		if row.Footer {
+			continue
+		}
+		if i, ok := at[row.Period]; ok {
+			alloc[i] += float64(row.AllocS) / 3600
+			if row.UsedS != nil {
+				used[i] += *row.UsedS / 3600
+			}
+		}
+	}
+	return bars("Allocated and used GPU-hours per "+string(per), "GPU-h", labels,
+		[]barSeries{{Name: "allocated", Color: color, Values: alloc}, {Name: "used", Color: color, Values: used}}, false), nil
+}
+
+func (h *Handler) runningView(j *runningJob, colors map[string]string) runningView {
+	team := h.mapping.Team(j.Account, j.User)
+	rv := runningView{Job: j.ID(), URL: jobPath("/job", j.Cluster, j.ID()), User: j.User, UserURL: userPath(j.User), Team: team,
+		TeamURL: teamPath(team), Color: colorOf(colors, team), Partition: j.Partition, Started: localTime(j.Start, h.o.Location),
+		Elapsed: dur(j.Elapsed(h.o.Now())), AllocS: j.AllocS}
+	if j.SampleS > 0 && j.AllocS > 0 {
+		e := 100 * j.UsedS / float64(j.AllocS)
+		rv.Eff = &e
+	}
+	for _, g := range j.GPUList {
+		name := g.UUID
+		if g.Index != nil {
+			name = fmt.Sprint(*g.Index)
+		}
+		chip := gpuChip{Node: g.Node, Name: name, Util: g.Util, Class: "na"}
+		chip.Title = fmt.Sprintf("%s GPU %s (%s): no sample yet", g.Node, name, g.UUID)
+		if g.Util != nil {
+			chip.Class = effClass(g.Util)
+			chip.Title = fmt.Sprintf("%s GPU %s (%s): %.0f%% at %s", g.Node, name, g.UUID, *g.Util,
+				time.UnixMilli(*g.AtMs).In(h.o.Location).Format("15:04:05"))
+		}
+		rv.GPUs = append(rv.GPUs, chip)
+	}
+	return rv
+}
+
+// ---- team and user pages
+
+type jobRowView struct {
+	Job, URL, User, UserURL, Team, TeamURL, Color, Partition, Nodes string
+	GPUs                                                            int64
+	Start, Elapsed, State                                           string
+	Running, Estimated                                              bool
+	AllocS                                                          int64
+	UsedS, IdleS, Eff                                               *float64
+}
+
+type groupView struct {
+	base
+	Name, Kind, Color string
+	Total             usageRow
+	Chart             chart
+	ChartPeriod       string
+	Users             []userRow // team page
+	Teams             []teamRow // user page
+	Jobs              []jobRowView
+	JobsMore          bool
+	Sorts             []link
+	JobsAPI           string
+}
+
+func (h *Handler) teamPage(w http.ResponseWriter, r *http.Request) error {
+	team := r.PathValue("team")
+	q, err := h.parseQuery(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	q.teams = []string{team}
+	v := groupView{base: h.base(r, q, "Team "+team), Name: team, Kind: "team"}
+	v.Crumbs = []link{{Name: "Overview", URL: "/" + withParams(q.vals)}}
+	v.CLI = "gpuacct report users --teams " + shellQuote(team) + " " + cliWindow(q)
+	v.JobsAPI = "/api/v1/jobs" + withParams(q.vals, "team", team)
+	per := q.autoPeriodFor()
+	v.ChartPeriod = string(per)
+	err = h.withConn(r, func(c *conn) error {
+		ctx := r.Context()
+		if err := h.ingestState(ctx, c, &v.base); err != nil {
+			return err
+		}
+		known, colors, err := h.teamsOf(ctx, c)
+		if err != nil {
+			return err
+		}
+		if !contains(known, team) {
+			return &httpError{code: http.StatusNotFound, msg: fmt.Sprintf("unknown team %q (teams: %s)", team, strings.Join(known, ", "))}
+		}
+		v.Color = colorOf(colors, team)
+		t, err := c.rep.Report(ctx, report.Request{Kind: "users", Window: q.hours, Teams: q.teams, Mapping: h.mapping})
+		if err != nil {
+			return err
+		}
+		rows := rowsOf(t)
+		v.Total = sum(rows)
+		for _, row := range rows {
+			if !row.Footer {
+				v.Users = append(v.Users, h.userRow(row, q, colors))
+			}
+		}
+		if v.Total.Share, err = h.shareOf(ctx, c, q, v.Total.AllocS); err != nil {
+			return err
+		}
+		if v.Chart, err = h.allocUsedSeries(ctx, c, q, per, report.Request{Kind: "teams", Teams: q.teams}, v.Color); err != nil {
+			return err
+		}
+		return h.jobsTable(r, c, q, &v, colors)
+	})
+	if err != nil {
+		return err
+	}
+	h.render(w, http.StatusOK, "team", &v)
+	return nil
+}
+
+func (h *Handler) userPage(w http.ResponseWriter, r *http.Request) error {
+	user := r.PathValue("user")
+	q, err := h.parseQuery(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	q.filter.Users = []string{user}
+	v := groupView{base: h.base(r, q, "User "+user), Name: user, Kind: "user"}
+	v.Crumbs = []link{{Name: "Overview", URL: "/" + withParams(q.vals)}}
+	v.CLI = "gpuacct report teams --users " + shellQuote(user) + " " + cliWindow(q)
+	v.JobsAPI = "/api/v1/jobs" + withParams(q.vals, "user", user)
+	per := q.autoPeriodFor()
+	v.ChartPeriod = string(per)
+	err = h.withConn(r, func(c *conn) error {
+		ctx := r.Context()
+		if err := h.ingestState(ctx, c, &v.base); err != nil {
+			return err
+		}
+		users, err := c.rep.Distinct(ctx, "user")
+		if err != nil {
+			return err
+		}
+		if !users[user] {
+			return &httpError{code: http.StatusNotFound, msg: fmt.Sprintf("unknown user %q (no GPU usage recorded)", user)}
+		}
+		_, colors, err := h.teamsOf(ctx, c)
+		if err != nil {
+			return err
+		}
+		t, err := c.rep.Report(ctx, report.Request{Kind: "teams", Window: q.hours, Filter: q.filter, Mapping: h.mapping})
+		if err != nil {
+			return err
+		}
+		rows := rowsOf(t)
+		v.Total = sum(rows)
+		for _, row := range rows {
+			if !row.Footer {
+				v.Teams = append(v.Teams, teamRow{usageRow: row, URL: teamPath(row.Name) + withParams(q.vals), Color: colorOf(colors, row.Name)})
+			}
+		}
+		v.Color = unassignedColor
+		if len(v.Teams) > 0 {
+			v.Color = v.Teams[0].Color
+			v.Crumbs = append(v.Crumbs, link{Name: v.Teams[0].Name, URL: v.Teams[0].URL})
+		}
+		if v.Total.Share, err = h.shareOf(ctx, c, q, v.Total.AllocS); err != nil {
+			return err
+		}
+		if v.Chart, err = h.allocUsedSeries(ctx, c, q, per, report.Request{Kind: "users", Filter: q.filter}, v.Color); err != nil {
+			return err
+		}
+		return h.jobsTable(r, c, q, &v, colors)
+	})
+	if err != nil {
+		return err
+	}
+	h.render(w, http.StatusOK, "user", &v)
+	return nil
+}
+
+// shareOf is alloc as a percentage of the cluster's allocated GPU-time
+// in the window.
+func (h *Handler) shareOf(ctx context.Context, c *conn, q *query, alloc int64) (*float64, error) {
+	all, err := c.rep.Report(ctx, report.Request{Kind: "teams", Window: q.hours, Mapping: h.mapping})
+	if err != nil {
+		return nil, err
+	}
+	tot := sum(rowsOf(all)).AllocS
+	if tot == 0 {
+		return nil, nil
+	}
+	s := 100 * float64(alloc) / float64(tot)
+	return &s, nil
+}
+
+// jobsTable fills the page's job list: 50 jobs overlapping the window in
+// the chosen order.
+func (h *Handler) jobsTable(r *http.Request, c *conn, q *query, v *groupView, colors map[string]string) error {
+	sortBy, err := parseSort(r.URL.Query().Get("sort"))
+	if err != nil {
+		return err
+	}
+	for _, s := range []struct{ v, l string }{{"", "newest"}, {"alloc", "most GPU-hours"}, {"eff", "least efficient"}, {"idle", "most idle"}} {
+		v.Sorts = append(v.Sorts, link{Name: s.l, URL: r.URL.Path + withParams(q.vals, "sort", s.v) + "#jobs", Active: s.v == sortBy || (s.v == "" && sortBy == "start")})
+	}
+	q.limit = 50
+	rows, more, err := h.jobs(r, c, q, "", sortBy)
+	if err != nil {
+		return err
+	}
+	v.JobsMore = more
+	for i := range rows {
+		v.Jobs = append(v.Jobs, h.jobRowView(&rows[i], colors))
+	}
+	return nil
+}
+
+func (h *Handler) jobRowView(j *report.JobRow, colors map[string]string) jobRowView {
+	team := h.mapping.Team(j.Account, j.User)
+	x := jobRowView{Job: j.ID(), URL: jobPath("/job", j.Cluster, j.ID()), User: j.User, UserURL: userPath(j.User), Team: team,
+		TeamURL: teamPath(team), Color: colorOf(colors, team), Partition: j.Partition, Nodes: j.Nodes, GPUs: j.GPUs,
+		Start: localTime(j.Start, h.o.Location), Elapsed: dur(j.Elapsed(h.o.Now())), State: j.State, Running: !j.End.Valid,
+		Estimated: j.EndEstimated, AllocS: j.AllocS}
+	if j.SampleS > 0 {
+		u, i := j.UsedS, j.IdleS
+		x.UsedS, x.IdleS = &u, &i
+		if j.AllocS > 0 {
+			e := 100 * j.UsedS / float64(j.AllocS)
+			x.Eff = &e
+		}
+	}
+	return x
+}
+
+// ---- job page
+
+type gpuView struct {
+	Node, Name, UUID, Model, Source, Color string
+	UtilMean, UtilMax                      *float64
+	MemMax, MemTotal, MemPct               *float64
+	EnergyKWh                              *float64
+	IdleS, SampleS                         float64
+	Idle                                   string
+	IdlePct                                *float64
+}
+
+type nodePartView struct {
+	Node, Model, Start, End, EndSource string
+	GPUs                               int64
+	Estimated                          bool
+	Exit                               string
+}
+
+type jobView struct {
+	base
+	Job                       string
+	Cluster, User, UserURL    string
+	Team, TeamURL, Color      string
+	Account, Partition, Nodes string
+	GPUCount                  int64
+	Start, End, Elapsed       string
+	State                     string
+	Running, Estimated        bool
+	Ignored                   bool
+	IgnoreReason              string
+	AllocS                    int64
+	UsedS, IdleS, Eff         *float64
+	EnergyKWh                 float64
+	Notes                     []string
+	GPUs                      []gpuView
+	Parts                     []nodePartView
+	UtilChart, MemChart       chart
+	API                       string
+}
+
+var gpuPalette = []string{"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#76b7b2", "#edc948", "#ff9da7"}
+
+func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request) error {
+	var v jobView
+	err := h.withConn(r, func(c *conn) error {
+		det, err := h.loadJob(r, c)
+		if err != nil {
+			return err
+		}
+		_, colors, err := h.teamsOf(r.Context(), c)
+		if err != nil {
+			return err
+		}
+		if err := h.ingestState(r.Context(), c, &v.base); err != nil {
+			return err
+		}
+		h.fillJob(&v, det, colors)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	ingest, bad := v.Ingest, v.IngestBad
+	v.base = h.base(r, nil, "Job "+v.Job)
+	v.Ingest, v.IngestBad = ingest, bad
+	v.Crumbs = []link{{Name: "Overview", URL: "/"}, {Name: v.Team, URL: v.TeamURL}, {Name: v.User, URL: v.UserURL}}
+	v.CLI = "gpuacct job " + v.Job
+	if v.Cluster != "" {
+		v.CLI += " --cluster " + shellQuote(v.Cluster)
+	}
+	h.render(w, http.StatusOK, "job", &v)
+	return nil
+}
+
+func (h *Handler) fillJob(v *jobView, det *report.Detail, colors map[string]string) {
+	j := &det.Job
+	loc := h.o.Location
+	team := h.mapping.Team(j.Account, j.User)
+	v.Job, v.Cluster, v.User, v.UserURL, v.Team, v.TeamURL, v.Color = j.ID(), j.Cluster, j.User, userPath(j.User), team, teamPath(team), colorOf(colors, team)
+	v.Account, v.Partition, v.Nodes, v.GPUCount, v.State = j.Account, j.Partition, j.Nodes, j.GPUs, j.State
+	v.Start, v.Elapsed, v.Running, v.Estimated, v.Ignored = localTime(j.Start, loc), dur(j.Elapsed(det.Now)), !j.End.Valid, j.EndEstimated, j.Ignored
+	v.IgnoreReason = j.IgnoreReason.String
+	if j.End.Valid {
+		v.End = localTime(j.End.Int64, loc)
+	}
+	v.AllocS, v.EnergyKWh, v.Notes = j.AllocS, float64(j.EnergyMJ)/3.6e9, det.Notes
+	if j.SampleS > 0 {
+		u, i := j.UsedS, j.IdleS
+		v.UsedS, v.IdleS = &u, &i
+		if j.AllocS > 0 {
+			e := 100 * j.UsedS / float64(j.AllocS)
+			v.Eff = &e
+		}
+	}
+	v.API = jobPath("/api/v1/jobs", j.Cluster, j.ID())
+	for _, p := range det.Nodes {
+		pv := nodePartView{Node: p.Node, Model: p.Model, GPUs: p.GPUs, EndSource: p.EndSource, Estimated: p.EndEstimated, Start: missing, End: missing, Exit: missing}
+		if p.Start != nil {
+			pv.Start = localTime(*p.Start, loc)
+		}
+		if p.End != nil {
+			pv.End = localTime(*p.End, loc)
+		}
+		if p.ExitCode != nil {
+			pv.Exit = fmt.Sprint(*p.ExitCode)
+		}
+		v.Parts = append(v.Parts, pv)
+	}
+	var util, mem []lineSeries
+	memTop := 0.0
+	for i, g := range det.GPUs {
+		name := g.UUID
+		if g.Index != nil {
+			name = fmt.Sprint(*g.Index)
+		}
+		gv := gpuView{Node: g.Node, Name: name, UUID: g.UUID, Model: g.Model, Source: g.Source, Color: gpuPalette[i%len(gpuPalette)],
+			UtilMean: g.UtilMean, UtilMax: g.UtilMax, EnergyKWh: g.EnergyKWh, IdleS: g.IdleS, SampleS: g.SampleS, Idle: dur(int64(g.IdleS))}
+		if g.MemMaxMiB != nil {
+			x := *g.MemMaxMiB / 1024
+			gv.MemMax = &x
+		}
+		if g.MemTotalMiB != nil {
+			x := *g.MemTotalMiB / 1024
+			gv.MemTotal = &x
+			memTop = max(memTop, x)
+			if gv.MemMax != nil && x > 0 {
+				p := 100 * *gv.MemMax / x
+				gv.MemPct = &p
+			}
+		}
+		if g.SampleS > 0 {
+			p := 100 * g.IdleS / g.SampleS
+			gv.IdlePct = &p
+		}
+		v.GPUs = append(v.GPUs, gv)
+		label := g.Node + " GPU " + name
+		us := lineSeries{Name: label, Color: gv.Color}
+		ms := lineSeries{Name: label, Color: gv.Color}
+		for _, p := range g.Series {
+			us.Points = append(us.Points, linePoint{T: p.T, V: p.Util})
+			var m *float64
+			if p.MemMiB != nil {
+				x := *p.MemMiB / 1024
+				m = &x
+			}
+			ms.Points = append(ms.Points, linePoint{T: p.T, V: m})
+		}
+		util, mem = append(util, us), append(mem, ms)
+	}
+	from := j.Start * 1000
+	to := det.Now.UnixMilli()
+	if j.End.Valid {
+		to = j.End.Int64 * 1000
+	}
+	v.UtilChart = lines("GPU utilization over the job", "%", from, to, 100, util, loc)
+	v.MemChart = lines("GPU memory used over the job", "GiB", from, to, memTop, mem, loc)
+}

@@ -1,0 +1,289 @@
+package web
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/report"
+	"github.com/aicloud/gpusuite/internal/report/table"
+)
+
+// The queries the report package does not have, on this package's own
+// read-only pool.
+
+// nodeInfo is one node as the overview shows it.
+type nodeInfo struct {
+	Cluster    string `json:"cluster"`
+	Name       string `json:"node"`
+	GPUs       int64  `json:"gpus"`
+	LastRecord *int64 `json:"-"`
+	AgeS       *int64 `json:"age_s"`
+	Stale      bool   `json:"stale"`
+	// Forgotten nodes were silent longer than report.check_forget.
+	Forgotten bool `json:"decommissioned"`
+}
+
+func (c *conn) nodes(ctx context.Context, now time.Time, o Options) ([]nodeInfo, error) {
+	rows, err := c.db.QueryContext(ctx, `SELECT n.cluster, n.name, coalesce(n.last_record, n.last_ingest),
+ (SELECT count(*) FROM gpus g WHERE g.node_id = n.id) FROM nodes n ORDER BY n.cluster, n.name`)
+	if err != nil {
+		return nil, fmt.Errorf("read nodes: %w", err)
+	}
+	defer rows.Close()
+	var out []nodeInfo
+	for rows.Next() {
+		var n nodeInfo
+		var last sql.NullInt64
+		if err := rows.Scan(&n.Cluster, &n.Name, &last, &n.GPUs); err != nil {
+			return nil, fmt.Errorf("read nodes: %w", err)
+		}
+		if last.Valid {
+			age := now.Unix() - last.Int64
+			n.LastRecord, n.AgeS = &last.Int64, &age
+			d := time.Duration(age) * time.Second
+			n.Stale = d > o.Stale
+			n.Forgotten = o.Forget > 0 && d > o.Forget
+		}
+		out = append(out, n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read nodes: %w", err)
+	}
+	return out, nil
+}
+
+// lastPass is the newest ingest pass.
+type lastPass struct {
+	Finished *int64
+	OK       bool
+	LastOK   *int64
+}
+
+func (c *conn) lastPass(ctx context.Context) (lastPass, error) {
+	var p lastPass
+	var fin, ok sql.NullInt64
+	err := c.db.QueryRowContext(ctx, `SELECT finished, ok FROM passes ORDER BY id DESC LIMIT 1`).Scan(&fin, &ok)
+	if err != nil && err != sql.ErrNoRows {
+		return p, fmt.Errorf("read passes: %w", err)
+	}
+	if fin.Valid {
+		p.Finished = &fin.Int64
+	}
+	p.OK = ok.Int64 == 1
+	var lastOK sql.NullInt64
+	if err := c.db.QueryRowContext(ctx, `SELECT max(finished) FROM passes WHERE ok = 1`).Scan(&lastOK); err != nil {
+		return p, fmt.Errorf("read passes: %w", err)
+	}
+	if lastOK.Valid {
+		p.LastOK = &lastOK.Int64
+	}
+	return p, nil
+}
+
+// runningGPU is one GPU of a running job with its newest sample.
+type runningGPU struct {
+	Node  string   `json:"node"`
+	Index *int64   `json:"index"`
+	UUID  string   `json:"uuid"`
+	Model string   `json:"model,omitempty"`
+	Util  *float64 `json:"util_pct"`
+	AtMs  *int64   `json:"sampled_at_ms"`
+}
+
+// runningJob is a job without an end.
+type runningJob struct {
+	report.JobRow
+	GPUList []runningGPU
+}
+
+// running lists the jobs that have started and not ended, newest first,
+// with their GPUs and each GPU's newest utilization.
+func (c *conn) running(ctx context.Context, limit int) ([]runningJob, error) {
+	rows, err := c.db.QueryContext(ctx, `SELECT j.id, j.cluster, j.job_id, j.restart, j.array_job_id, j.array_task_id, j.user, j.account,
+ j.partition, j.nodes, j.gpus, j.start, j.state, j.ignored, j.ignore_reason, j.alloc_gpu_s, j.used_gpu_s, j.idle_gpu_s, j.energy_mj,
+ coalesce((SELECT sum(sample_s) FROM job_hours h WHERE h.job = j.id), 0)
+ FROM jobs j WHERE j.end IS NULL AND j.start IS NOT NULL ORDER BY j.start DESC, j.id DESC LIMIT ?`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read running jobs: %w", err)
+	}
+	var out []runningJob
+	byRow := map[int64]int{}
+	for rows.Next() {
+		var j runningJob
+		r := &j.JobRow
+		if err := rows.Scan(&r.Row, &r.Cluster, &r.JobID, &r.Restart, &r.ArrayJobID, &r.ArrayTaskID, &r.User, &r.Account, &r.Partition,
+			&r.Nodes, &r.GPUs, &r.Start, &r.State, &r.Ignored, &r.IgnoreReason, &r.AllocS, &r.UsedS, &r.IdleS, &r.EnergyMJ, &r.SampleS); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("read running jobs: %w", err)
+		}
+		byRow[r.Row] = len(out)
+		out = append(out, j)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read running jobs: %w", err)
+	}
+	if len(out) == 0 {
+		return out, nil
+	}
+	ids := make([]string, 0, len(out))
+	args := make([]any, 0, len(out))
+	for _, j := range out {
+		ids = append(ids, "?")
+		args = append(args, j.Row)
+	}
+	// A GPU's newest sample counts only when it was taken during the job.
+	rows, err = c.db.QueryContext(ctx, `SELECT jg.job, n.name, g.idx, g.uuid, g.model, s.util, s.t_ms
+ FROM job_gpus jg JOIN jobs j ON j.id = jg.job JOIN gpus g ON g.id = jg.gpu_id JOIN nodes n ON n.id = jg.node_id
+ LEFT JOIN samples s ON s.gpu_id = g.id AND s.t_ms = (SELECT max(t_ms) FROM samples x WHERE x.gpu_id = g.id) AND s.t_ms >= j.start * 1000
+ WHERE jg.job IN (`+strings.Join(ids, ",")+`)`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read running jobs' GPUs: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var job int64
+		var g runningGPU
+		var idx, at sql.NullInt64
+		var util sql.NullFloat64
+		if err := rows.Scan(&job, &g.Node, &idx, &g.UUID, &g.Model, &util, &at); err != nil {
+			return nil, fmt.Errorf("read running jobs' GPUs: %w", err)
+		}
+		if idx.Valid {
+			g.Index = &idx.Int64
+		}
+		if util.Valid {
+			g.Util = &util.Float64
+		}
+		if at.Valid {
+			g.AtMs = &at.Int64
+		}
+		i := byRow[job]
+		out[i].GPUList = append(out[i].GPUList, g)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read running jobs' GPUs: %w", err)
+	}
+	for i := range out {
+		gs := out[i].GPUList
+		sort.Slice(gs, func(a, b int) bool {
+			if gs[a].Node != gs[b].Node {
+				return gs[a].Node < gs[b].Node
+			}
+			return idxOf(gs[a].Index) < idxOf(gs[b].Index)
+		})
+	}
+	return out, nil
+}
+
+func idxOf(p *int64) int64 {
+	if p == nil {
+		return 1 << 40
+	}
+	return *p
+}
+
+// usageRow is one row of a report table, with the cells the pages use.
+type usageRow struct {
+	Period, Name, Teams string
+	AllocS              int64
+	UsedS, IdleS        *float64
+	Eff, Share, KWh     *float64
+	Jobs                int64
+	Footer              bool
+}
+
+// rowsOf reads a report table by column key (internal/report's
+// usageColumns).
+func rowsOf(t *table.Table) []usageRow {
+	col := map[string]int{}
+	for i, c := range t.Columns {
+		col[c.Key] = i
+	}
+	str := func(cells []any, k string) string {
+		if i, ok := col[k]; ok {
+			if s, ok := cells[i].(string); ok {
+				return s
+			}
+		}
+		return ""
+	}
+	fl := func(cells []any, k string) *float64 {
+		i, ok := col[k]
+		if !ok || cells[i] == nil {
+			return nil
+		}
+		var v float64
+		switch x := cells[i].(type) {
+		case float64:
+			v = x
+		case int64:
+			v = float64(x)
+		default:
+			return nil
+		}
+		return &v
+	}
+	in := func(cells []any, k string) int64 {
+		if p := fl(cells, k); p != nil {
+			return int64(*p)
+		}
+		return 0
+	}
+	name := ""
+	for _, k := range []string{"team", "user", "account", "partition", "node", "model"} {
+		if _, ok := col[k]; ok {
+			name = k
+			break
+		}
+	}
+	out := make([]usageRow, 0, len(t.Rows))
+	for _, r := range t.Rows {
+		c := r.Cells
+		out = append(out, usageRow{Period: str(c, "period"), Name: str(c, name), Teams: str(c, "teams"), AllocS: in(c, "alloc_gpu"),
+			UsedS: fl(c, "used_gpu"), IdleS: fl(c, "idle_gpu"), Eff: fl(c, "efficiency_pct"), Share: fl(c, "share_pct"),
+			KWh: fl(c, "energy_kwh"), Jobs: in(c, "jobs"), Footer: r.Footer})
+	}
+	return out
+}
+
+// sum adds rows (not footers) into one total; used and idle are missing
+// when no row had samples.
+func sum(rows []usageRow) usageRow {
+	var t usageRow
+	var used, idle, kwh float64
+	var haveUsed, haveKWh bool
+	for _, r := range rows {
+		if r.Footer {
+			continue
+		}
+		t.AllocS += r.AllocS
+		t.Jobs += r.Jobs
+		if r.UsedS != nil {
+			used += *r.UsedS
+			haveUsed = true
+		}
+		if r.IdleS != nil {
+			idle += *r.IdleS
+		}
+		if r.KWh != nil {
+			kwh += *r.KWh
+			haveKWh = true
+		}
+	}
+	if haveUsed {
+		t.UsedS, t.IdleS = &used, &idle
+		if t.AllocS > 0 {
+			e := 100 * used / float64(t.AllocS)
+			t.Eff = &e
+		}
+	}
+	if haveKWh {
+		t.KWh = &kwh
+	}
+	return t
+}

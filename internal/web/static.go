@@ -1,0 +1,148 @@
+package web
+
+import (
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"mime"
+	"net/http"
+	"path"
+	"strings"
+	"sync"
+)
+
+// staticFiles serves the embedded style sheet and script with an ETag
+// and a day of caching; pages link them with ?v=<hash>, so a new binary's
+// files are fetched at once.
+type staticFiles struct {
+	files map[string]staticFile
+	// Version is a hash over all files, for the ?v= of links.
+	Version string
+}
+
+type staticFile struct {
+	data  []byte
+	etag  string
+	ctype string
+}
+
+func newStatic() (*staticFiles, error) {
+	s := &staticFiles{files: map[string]staticFile{}}
+	all := sha256.New()
+	err := fs.WalkDir(assets, "static", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(assets, p)
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(b)
+		all.Write(sum[:])
+		ct := mime.TypeByExtension(path.Ext(p))
+		if ct == "" {
+			ct = "application/octet-stream"
+		}
+		s.files["/"+p] = staticFile{data: b, etag: `"` + hex.EncodeToString(sum[:8]) + `"`, ctype: ct}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("web: embedded static files: %w", err)
+	}
+	s.Version = hex.EncodeToString(all.Sum(nil)[:6])
+	return s, nil
+}
+
+func (s *staticFiles) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f, ok := s.files[r.URL.Path]
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("ETag", f.etag)
+	w.Header().Set("Cache-Control", "public, max-age=86400")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if match := r.Header.Get("If-None-Match"); match != "" && strings.Contains(match, f.etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	w.Header().Set("Content-Type", f.ctype)
+	_, _ = w.Write(f.data)
+}
+
+// gzipped compresses answers for clients that accept gzip.
+func gzipped(next http.Handler) http.Handler {
+	pool := sync.Pool{New: func() any { return gzip.NewWriter(io.Discard) }}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Add("Vary", "Accept-Encoding")
+		if !acceptsGzip(r.Header.Get("Accept-Encoding")) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		gz := pool.Get().(*gzip.Writer)
+		defer pool.Put(gz)
+		gw := &gzipWriter{ResponseWriter: w, gz: gz}
+		next.ServeHTTP(gw, r)
+		gw.finish()
+	})
+}
+
+func acceptsGzip(h string) bool {
+	for _, p := range strings.Split(h, ",") {
+		name, q, _ := strings.Cut(strings.TrimSpace(p), ";")
+		if strings.TrimSpace(name) == "gzip" && strings.ReplaceAll(q, " ", "") != "q=0" {
+			return true
+		}
+	}
+	return false
+}
+
+// gzipWriter starts compressing at the first write of a 200 answer with
+// a body; 304s and errors without a body pass through.
+type gzipWriter struct {
+	http.ResponseWriter
+	gz      *gzip.Writer
+	code    int
+	started bool
+	plain   bool
+}
+
+func (g *gzipWriter) WriteHeader(code int) {
+	if g.code == 0 {
+		g.code = code
+	}
+}
+
+func (g *gzipWriter) Write(b []byte) (int, error) {
+	if g.code == 0 {
+		g.code = http.StatusOK
+	}
+	if !g.started && !g.plain {
+		if g.code == http.StatusNotModified || g.code == http.StatusNoContent {
+			g.plain = true
+		} else {
+			h := g.Header()
+			h.Del("Content-Length")
+			h.Set("Content-Encoding", "gzip")
+			g.gz.Reset(g.ResponseWriter)
+			g.started = true
+		}
+		g.ResponseWriter.WriteHeader(g.code)
+	}
+	if g.plain {
+		return g.ResponseWriter.Write(b)
+	}
+	return g.gz.Write(b)
+}
+
+func (g *gzipWriter) finish() {
+	switch {
+	case g.started:
+		_ = g.gz.Close()
+	case !g.plain && g.code != 0:
+		g.ResponseWriter.WriteHeader(g.code)
+	}
+}

@@ -1,0 +1,231 @@
+// Package web is gpuacct serve's dashboard and JSON API: HTML pages (the
+// cluster overview, a team, a user, a job) and /api/v1/ over the same
+// read-only report queries as gpuacct report and gpuacct job. It never
+// writes the accounting database. Templates, style sheet and script are
+// embedded; nothing is fetched from elsewhere (docs/dashboard.md,
+// docs/api.md).
+package web
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/config"
+	"github.com/aicloud/gpusuite/internal/report/teams"
+	"github.com/aicloud/gpusuite/internal/report/timespec"
+)
+
+//go:embed templates/*.html static/*
+var assets embed.FS
+
+// Options are what the handler takes from its caller.
+type Options struct {
+	// DB is the accounting database, opened read-only.
+	DB string
+	// BusyTimeout is how long a query waits while ingest commits.
+	BusyTimeout time.Duration
+	// Teams is the team mapping file; "" maps each account to itself.
+	Teams string
+	// Location is the zone of dates and periods (report.tz).
+	Location *time.Location
+	// MaxAge is the Cache-Control max-age of pages and API answers.
+	MaxAge time.Duration
+	// Stale, Lag and Forget are gpuacct check's thresholds (report.check_*).
+	Stale, Lag, Forget time.Duration
+	// Reopen is how long one read-only connection pool is used before
+	// the next request opens a fresh one (new nodes appear then);
+	// 0 means one minute.
+	Reopen time.Duration
+	Now    func() time.Time
+	Log    *slog.Logger
+}
+
+// OptionsFrom fills Options from the configuration file's sections.
+func OptionsFrom(cfg config.Config, log *slog.Logger, now func() time.Time) (Options, error) {
+	loc, err := timespec.LoadLocation(cfg.Report.TZ)
+	if err != nil {
+		return Options{}, fmt.Errorf("web: %w", err)
+	}
+	return Options{
+		DB: cfg.Store.Path, BusyTimeout: cfg.Store.BusyTimeout.Duration, Teams: cfg.Report.Teams, Location: loc,
+		MaxAge: cfg.Web.MaxAge.Duration, Stale: cfg.Report.CheckStale.Duration, Lag: cfg.Report.CheckLag.Duration,
+		Forget: cfg.Report.CheckForget.Duration, Now: now, Log: log,
+	}, nil
+}
+
+// Handler serves the dashboard, its static files and /api/v1/.
+type Handler struct {
+	o       Options
+	src     *source
+	mapping *teams.Mapping
+	pages   map[string]*template.Template
+	static  *staticFiles
+	mux     *http.ServeMux
+}
+
+// New builds the handler: templates are parsed and the team mapping is
+// read here; the database is opened at the first request (serve creates
+// it at start), so an unreadable database is a 503, not a start failure.
+func New(o Options) (*Handler, error) {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Location == nil {
+		o.Location = time.Local
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Reopen <= 0 {
+		o.Reopen = time.Minute
+	}
+	m, err := teams.Load(o.Teams)
+	if err != nil {
+		return nil, fmt.Errorf("web: %w", err)
+	}
+	pages, err := parsePages()
+	if err != nil {
+		return nil, err
+	}
+	st, err := newStatic()
+	if err != nil {
+		return nil, err
+	}
+	h := &Handler{o: o, src: newSource(o), mapping: m, pages: pages, static: st, mux: http.NewServeMux()}
+	h.routes()
+	return h, nil
+}
+
+// Close closes the database connections.
+func (h *Handler) Close() error { return h.src.close() }
+
+func (h *Handler) routes() {
+	page := func(pattern string, fn func(w http.ResponseWriter, r *http.Request) error) {
+		h.mux.Handle(pattern, h.cached(h.pageHandler(fn)))
+	}
+	api := func(pattern string, fn func(w http.ResponseWriter, r *http.Request) error) {
+		h.mux.Handle(pattern, h.cached(h.apiHandler(fn)))
+	}
+	page("GET /{$}", h.overview)
+	page("GET /team/{team}", h.teamPage)
+	page("GET /user/{user}", h.userPage)
+	page("GET /job/{cluster}/{id}", h.jobPage)
+	h.mux.Handle("GET /static/", h.static)
+	api("GET /api/v1/health", h.apiHealth)
+	api("GET /api/v1/report/{kind}", h.apiReport)
+	api("GET /api/v1/jobs", h.apiJobs)
+	api("GET /api/v1/jobs/running", h.apiRunning)
+	api("GET /api/v1/jobs/{cluster}/{id}", h.apiJob)
+	api("GET /api/v1/jobs/{cluster}/{id}/series", h.apiSeries)
+	api("GET /api/v1/nodes", h.apiNodes)
+	h.mux.Handle("/api/", h.apiHandler(func(w http.ResponseWriter, r *http.Request) error {
+		return &httpError{code: http.StatusNotFound, msg: fmt.Sprintf("no API route %s %s (see docs/api.md)", r.Method, r.URL.Path)}
+	}))
+	page("/", func(w http.ResponseWriter, r *http.Request) error {
+		return &httpError{code: http.StatusNotFound, msg: "no page " + r.URL.Path}
+	})
+}
+
+// ServeHTTP serves a request, gzip-compressed when the client takes it.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	gzipped(h.mux).ServeHTTP(w, r)
+}
+
+// cached sets the caching headers of dynamic answers: they may be kept
+// for MaxAge by the browser only (they name users).
+func (h *Handler) cached(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", fmt.Sprintf("private, max-age=%d", int(h.o.MaxAge.Seconds())))
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// httpError is an error with its HTTP status; other errors from the
+// database are 503.
+type httpError struct {
+	code int
+	msg  string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+func badRequest(format string, args ...any) error {
+	return &httpError{code: http.StatusBadRequest, msg: fmt.Sprintf(format, args...)}
+}
+
+// status is the HTTP status of an error a handler returned.
+func status(err error) int {
+	var he *httpError
+	if errors.As(err, &he) {
+		return he.code
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusServiceUnavailable
+}
+
+// cleanMsg is an error as an HTTP client sees it: the CLI's "--start"
+// spelled as the query parameter "start".
+func cleanMsg(err error) string {
+	return strings.ReplaceAll(err.Error(), "--", "")
+}
+
+func (h *Handler) logFailure(r *http.Request, code int, err error) {
+	if code >= 500 {
+		h.o.Log.Warn("web request failed", "path", r.URL.Path, "status", code, "err", err)
+	}
+}
+
+// Mount adds the dashboard to gpuacct serve: on the /metrics listener
+// through handle when web.listen is empty, else on a listener of its own.
+// The returned stop closes what Mount opened.
+func Mount(ctx context.Context, cfg config.Config, handle func(string, http.Handler), log *slog.Logger) (stop func(), err error) {
+	if !cfg.Web.Enabled {
+		return func() {}, nil
+	}
+	o, err := OptionsFrom(cfg, log, time.Now)
+	if err != nil {
+		return nil, err
+	}
+	h, err := New(o)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Web.Listen == "" || cfg.Web.Listen == cfg.Ingest.MetricsListen {
+		if cfg.Ingest.MetricsListen == "" {
+			log.Warn("web dashboard not served: web.listen and ingest.metrics_listen are both empty")
+		} else {
+			log.Info("web dashboard", "listen", cfg.Ingest.MetricsListen, "shared_with", "/metrics")
+		}
+		handle("/", h)
+		return func() { _ = h.Close() }, nil
+	}
+	ln, err := net.Listen("tcp", cfg.Web.Listen)
+	if err != nil {
+		h.Close()
+		return nil, fmt.Errorf("web listen %q: %w", cfg.Web.Listen, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("web server", "err", err)
+		}
+	}()
+	log.Info("web dashboard", "listen", ln.Addr().String())
+	return func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+		_ = h.Close()
+	}, nil
+}
