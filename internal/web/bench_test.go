@@ -1,0 +1,65 @@
+package web_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/web"
+)
+
+// BenchmarkPages measures the overview and the teams API on an existing
+// ledger, read-only: GPUSUITE_WEB_BENCH_DB names it (for example the
+// generated year of bench/year.sh) and GPUSUITE_WEB_BENCH_END the end of
+// its data (default now). docs/performance.md, "web".
+func BenchmarkPages(b *testing.B) {
+	db := os.Getenv("GPUSUITE_WEB_BENCH_DB")
+	if db == "" {
+		b.Skip("GPUSUITE_WEB_BENCH_DB is not set")
+	}
+	now := time.Now()
+	if s := os.Getenv("GPUSUITE_WEB_BENCH_END"); s != "" {
+		t, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		now = t
+	}
+	h, err := web.New(web.Options{DB: db, Location: time.UTC, Now: func() time.Time { return now }, Stale: 15 * time.Minute,
+		Lag: 10 * time.Minute, Forget: 7 * 24 * time.Hour, Reopen: time.Hour})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer h.Close()
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	year := "start=" + now.AddDate(-1, 0, 0).Format("2006-01-02") + "&end=" + now.Format("2006-01-02")
+	for _, p := range []struct{ name, path string }{
+		{"overview-7d", "/"},
+		{"overview-30d", "/?start=now-30days"},
+		{"overview-year", "/?" + year},
+		{"api-teams-7d", "/api/v1/report/teams"},
+		{"api-teams-year-month", "/api/v1/report/teams?period=month&" + year},
+		{"api-users-year", "/api/v1/report/users?" + year},
+		{"api-jobs-7d", "/api/v1/jobs?limit=100"},
+		{"api-running", "/api/v1/jobs/running"},
+	} {
+		b.Run(p.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				resp, err := http.Get(srv.URL + p.path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n, _ := io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					b.Fatalf("%s: %d", p.path, resp.StatusCode)
+				}
+				b.ReportMetric(float64(n), "bytes/op")
+			}
+		})
+	}
+}
