@@ -33,6 +33,8 @@ type Batch struct {
 	use  map[useKey]*Delta
 	// lastSample per (job row, node) in this batch.
 	lastSample map[[2]int64]int64
+	// seen is the newest record time per node in this batch (NodeSeen).
+	seen map[int64]int64
 	// models caches the GPU model of a node (nodeModel).
 	models map[int64]string
 	// Jobs whose events changed: their rerolls and summaries wait for the
@@ -113,7 +115,7 @@ func (s *Store) Begin(ctx context.Context, now time.Time) (*Batch, error) {
 	}
 	return &Batch{
 		ctx: ctx, conn: conn, tx: tx, now: now, IdleUtil: 1,
-		models: map[int64]string{}, rerolls: map[int64]bool{}, summaries: map[int64]bool{},
+		models: map[int64]string{}, seen: map[int64]int64{}, rerolls: map[int64]bool{}, summaries: map[int64]bool{},
 		st: map[string]*sql.Stmt{}, nodes: map[[2]string]int64{}, gpus: map[string]gpuRow{},
 		jobs: map[jobKey]int64{}, dims: map[int64]Dims{}, prev: map[int64]energyReading{},
 		use: map[useKey]*Delta{}, lastSample: map[[2]int64]int64{},
@@ -130,6 +132,10 @@ func (b *Batch) Commit() error {
 		return err
 	}
 	if err := b.flushUse(); err != nil {
+		b.Rollback()
+		return err
+	}
+	if err := b.flushSeen(); err != nil {
 		b.Rollback()
 		return err
 	}
@@ -253,11 +259,30 @@ func (b *Batch) Node(cluster, node string) (int64, error) {
 	return id, nil
 }
 
-// NodeSeen records the newest record time of a node and when it was ingested.
+// NodeSeen records the newest record time of a node and when it was
+// ingested; the batch writes it once per node when it commits.
 func (b *Batch) NodeSeen(node int64, recordTime time.Time) error {
-	_, err := b.exec(`UPDATE nodes SET last_record = max(coalesce(last_record, 0), ?), last_ingest = ? WHERE id = ?`,
-		recordTime.Unix(), b.now.Unix(), node)
-	return err
+	t := recordTime.Unix()
+	if old, ok := b.seen[node]; !ok || t > old {
+		b.seen[node] = t
+	}
+	return nil
+}
+
+func (b *Batch) flushSeen() error {
+	nodes := make([]int64, 0, len(b.seen))
+	for n := range b.seen {
+		nodes = append(nodes, n)
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i] < nodes[j] })
+	for _, n := range nodes {
+		if _, err := b.exec(`UPDATE nodes SET last_record = max(coalesce(last_record, 0), ?), last_ingest = ? WHERE id = ?`,
+			b.seen[n], b.now.Unix(), n); err != nil {
+			return err
+		}
+		delete(b.seen, n)
+	}
+	return nil
 }
 
 // GPU returns the id of a GPU UUID on node, creating it; model and minor

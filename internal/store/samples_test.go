@@ -184,3 +184,46 @@ func TestEventsOneBatchOrMany(t *testing.T) {
 		t.Errorf("job %s: allocated %d GPU-s, want %d (open on n2 up to now)", s[0], alloc, wantAlloc)
 	}
 }
+
+// TestNodeSeen: a node's newest record time is the newest over batches
+// (an older record later does not move it back), stamped with the
+// batch's time.
+func TestNodeSeen(t *testing.T) {
+	s := openTemp(t)
+	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name    string
+		now     time.Time
+		records []time.Time
+		want    string // last_record|last_ingest
+	}{
+		{"first batch", t0.Add(time.Hour), []time.Time{t0.Add(5 * time.Minute), t0.Add(20 * time.Minute), t0}, fmt.Sprintf("%d|%d", t0.Add(20*time.Minute).Unix(), t0.Add(time.Hour).Unix())},
+		{"older record later", t0.Add(2 * time.Hour), []time.Time{t0.Add(time.Minute)}, fmt.Sprintf("%d|%d", t0.Add(20*time.Minute).Unix(), t0.Add(2*time.Hour).Unix())},
+		{"newer record", t0.Add(3 * time.Hour), []time.Time{t0.Add(150 * time.Minute)}, fmt.Sprintf("%d|%d", t0.Add(150*time.Minute).Unix(), t0.Add(3*time.Hour).Unix())},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := s.Begin(context.Background(), tt.now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			node, err := b.Node("c", "n1")
+			if err != nil {
+				b.Rollback()
+				t.Fatal(err)
+			}
+			for _, r := range tt.records {
+				if err := b.NodeSeen(node, r); err != nil {
+					b.Rollback()
+					t.Fatal(err)
+				}
+			}
+			if err := b.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff([]string{tt.want}, dump(t, s.DB, `SELECT last_record, last_ingest FROM nodes`)); d != "" {
+				t.Errorf("node (-want +got):\n%s", d)
+			}
+		})
+	}
+}
