@@ -5,6 +5,7 @@
 #      sqlite3 CLI importing the same sample rows from CSV in one transaction;
 #   2. a 1,000-GPU cluster's job events for GPUSUITE_BENCH_DAYS days
 #      (default 14), extrapolated to a year, with the teams-by-month query.
+# The full year, generated and ingested once, is bench/year.sh (long).
 # Usage: bench/ingest.sh [days]
 set -euo pipefail
 cd "$(dirname "$0")/.."
