@@ -128,7 +128,9 @@ Examples:
 			defer s.store.Close()
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			res, err := New(s.deps).Pass(ctx)
+			in := New(s.deps)
+			res, err := in.Pass(ctx)
+			in.applyRequests(ctx)
 			fmt.Fprintf(stdout, "files %d, records %d (new samples %d), duplicates %d, quarantined %d, refused %d, unfinished jobs closed %d, samples pruned %d\n",
 				res.Files, res.Records, res.Samples, res.Duplicates, res.Quarantined, res.Refused, res.Closed, res.Pruned)
 			if err != nil {

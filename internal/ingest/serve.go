@@ -105,6 +105,7 @@ func (s *Server) Run(ctx context.Context) error {
 	ready := false
 	for {
 		res, err := s.in.Pass(ctx)
+		s.in.applyRequests(ctx)
 		switch {
 		case errors.Is(err, ErrStopped) || ctx.Err() != nil:
 		case err != nil:

@@ -1,0 +1,31 @@
+package ingest
+
+import (
+	"context"
+	"os"
+
+	"github.com/aicloud/gpusuite/internal/report/ignorereq"
+)
+
+// applyRequests applies the queued `gpuacct ignore`/`unignore` requests:
+// only the writer may change the ledger, so while serve holds the lock the
+// commands leave requests for it (docs/reports.md). A failure is logged and
+// retried next pass; it never stops ingest.
+func (in *Ingester) applyRequests(ctx context.Context) {
+	dir := in.d.Config.Report.Requests
+	if dir == "" {
+		return
+	}
+	host, _ := os.Hostname()
+	n, err := ignorereq.Apply(ctx, in.d.Store, ignorereq.Options{
+		Dir: dir, Now: in.d.Now(), Host: host, Tag: in.d.Config.Report.IgnoreTag,
+		Trusted: func(uid int) bool { return uid == 0 || uid == in.d.UID },
+	})
+	if err != nil {
+		in.d.Log.Error("ignore requests not applied; retrying next pass", "dir", dir, "err", err)
+		return
+	}
+	if n > 0 {
+		in.d.Log.Info("ignore requests applied", "requests", n)
+	}
+}

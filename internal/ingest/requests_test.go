@@ -1,0 +1,53 @@
+package ingest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/ingest/gendata"
+	"github.com/aicloud/gpusuite/internal/report/ignorereq"
+)
+
+// While serve holds the writer lock, `gpuacct ignore` only queues a request;
+// the ingest pass is what applies it.
+func TestPassAppliesIgnoreRequests(t *testing.T) {
+	e := newEnv(t)
+	e.cfg.Report.Requests = filepath.Join(e.root, "requests")
+	start := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
+	if _, err := gendata.Generate(e.cfg.Ingest.Incoming, gendata.Options{Cluster: "c1", Nodes: 1, GPUsPerNode: 4, Start: start,
+		Duration: time.Hour, Interval: 10 * time.Second, JobsPerNode: 4, Seed: 5}); err != nil {
+		t.Fatal(err)
+	}
+	s := e.open(t)
+	defer s.Close()
+	now := start.Add(2 * time.Hour)
+	e.pass(t, s, now)
+	var job int64
+	if err := s.DB.QueryRow(`SELECT job_id FROM jobs ORDER BY job_id LIMIT 1`).Scan(&job); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ignorereq.Submit(e.cfg.Report.Requests, &ignorereq.Request{Action: ignorereq.Ignore, Jobs: []string{strconv.FormatInt(job, 10)},
+		Reason: "benchmark run", By: "root", UID: os.Getuid(), Time: now}); err != nil {
+		t.Fatal(err)
+	}
+	in := New(Deps{Store: s, Config: e.cfg, Log: quiet(), Now: func() time.Time { return now }, UID: os.Getuid()})
+	if _, err := in.Pass(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	in.applyRequests(context.Background())
+	var ignored, others int
+	if err := s.DB.QueryRow(`SELECT sum(ignored = 1 AND job_id = ?), sum(ignored = 1 AND job_id != ?) FROM jobs`, job, job).Scan(&ignored, &others); err != nil {
+		t.Fatal(err)
+	}
+	if ignored != 1 || others != 0 {
+		t.Fatalf("job %d ignored=%d, others ignored=%d; want the one job only", job, ignored, others)
+	}
+	pending, applied, err := ignorereq.List(e.cfg.Report.Requests)
+	if err != nil || len(pending) != 0 || len(applied) != 1 || applied[0].Error != "" {
+		t.Fatalf("pending %v applied %+v err %v", pending, applied, err)
+	}
+}
