@@ -242,6 +242,7 @@ func (h *Handler) jobs(r *http.Request, c *conn, q *query, state, sortBy string)
 			return nil, false, err
 		}
 	}
+	jq := jobsQuery{from: q.window.Start.Unix(), to: q.window.End.Unix(), filter: q.filter, sort: sortBy}
 	if len(q.filter.Nodes) > 0 {
 		nodes, err := c.nodes(ctx, h.o.Now(), h.o)
 		if err != nil {
@@ -250,25 +251,35 @@ func (h *Handler) jobs(r *http.Request, c *conn, q *query, state, sortBy string)
 		if err := checkNodes(nodes, q.filter.Nodes); err != nil {
 			return nil, false, err
 		}
+		for _, n := range nodes {
+			if contains(q.filter.Nodes, n.Name) || contains(q.filter.Nodes, n.Cluster+"/"+n.Name) {
+				jq.nodeIDs = append(jq.nodeIDs, n.ID)
+			}
+		}
 	}
-	err = c.rep.Jobs(ctx, report.JobQuery{Window: q.window, Filter: q.filter, Teams: q.teams, Mapping: h.mapping, Sort: sortBy, Now: h.o.Now()},
-		func(j *report.JobRow) bool {
-			switch {
-			case state == "":
-			case state == "running":
-				if j.End.Valid {
-					return true
-				}
-			case j.State != state:
+	if jq.lo, err = h.src.earliestStart(ctx, c, jq.from); err != nil {
+		return nil, false, err
+	}
+	err = c.jobsIn(ctx, jq, func(j *report.JobRow) bool {
+		if len(q.teams) > 0 && !contains(q.teams, h.mapping.Team(j.Account, j.User)) {
+			return true
+		}
+		switch {
+		case state == "":
+		case state == "running":
+			if j.End.Valid {
 				return true
 			}
-			if len(rows) == q.limit {
-				more = true
-				return false
-			}
-			rows = append(rows, *j)
+		case j.State != state:
 			return true
-		})
+		}
+		if len(rows) == q.limit {
+			more = true
+			return false
+		}
+		rows = append(rows, *j)
+		return true
+	})
 	return rows, more, err
 }
 

@@ -1,9 +1,11 @@
 package web_test
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"testing"
 	"time"
@@ -36,6 +38,23 @@ func BenchmarkPages(b *testing.B) {
 	defer h.Close()
 	srv := httptest.NewServer(h)
 	defer srv.Close()
+	// The smallest team of the last 7 days: its job list has to look
+	// furthest back.
+	var teams struct {
+		Rows []struct {
+			Team string `json:"team"`
+		} `json:"rows"`
+	}
+	resp, err := http.Get(srv.URL + "/api/v1/report/teams")
+	if err != nil {
+		b.Fatal(err)
+	}
+	err = json.NewDecoder(resp.Body).Decode(&teams)
+	resp.Body.Close()
+	if err != nil || len(teams.Rows) == 0 {
+		b.Fatalf("teams of the last 7 days: %v %+v", err, teams)
+	}
+	small := url.PathEscape(teams.Rows[len(teams.Rows)-1].Team)
 	year := "start=" + now.AddDate(-1, 0, 0).Format("2006-01-02") + "&end=" + now.Format("2006-01-02")
 	for _, p := range []struct{ name, path string }{
 		{"overview-7d", "/"},
@@ -46,6 +65,9 @@ func BenchmarkPages(b *testing.B) {
 		{"api-users-year", "/api/v1/report/users?" + year},
 		{"api-jobs-7d", "/api/v1/jobs?limit=100"},
 		{"api-running", "/api/v1/jobs/running"},
+		{"team-7d", "/team/" + small},
+		{"api-jobs-team-7d", "/api/v1/jobs?team=" + small},
+		{"api-jobs-failed-7d", "/api/v1/jobs?state=failed"},
 	} {
 		b.Run(p.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {

@@ -252,17 +252,6 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		t, err := c.rep.Report(ctx, report.Request{Kind: "teams", Window: q.hours, Mapping: h.mapping})
-		if err != nil {
-			return err
-		}
-		rows := rowsOf(t)
-		v.Total = sum(rows)
-		for _, row := range rows {
-			if !row.Footer {
-				v.Teams = append(v.Teams, teamRow{usageRow: row, URL: teamPath(row.Name) + withParams(q.vals), Color: colorOf(colors, row.Name)})
-			}
-		}
 		top, err := c.rep.Report(ctx, report.Request{Kind: "top", Window: q.hours, Mapping: h.mapping, TopBy: "users", Limit: 10})
 		if err != nil {
 			return err
@@ -272,11 +261,21 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) error {
 				v.Users = append(v.Users, h.userRow(row, q, colors))
 			}
 		}
-		series, err := h.teamSeries(ctx, c, q, per, known, colors, nil)
+		// One pass over the rollups gives the chart and, summed over the
+		// periods, the teams table (what gpuacct report teams prints).
+		series, perTeam, err := h.teamSeries(ctx, c, q, per, known, colors)
 		if err != nil {
 			return err
 		}
 		v.Chart = series
+		v.Total = sum(perTeam)
+		for _, row := range perTeam {
+			if v.Total.AllocS > 0 {
+				s := 100 * float64(row.AllocS) / float64(v.Total.AllocS)
+				row.Share = &s
+			}
+			v.Teams = append(v.Teams, teamRow{usageRow: row, URL: teamPath(row.Name) + withParams(q.vals), Color: colorOf(colors, row.Name)})
+		}
 		run, err := c.running(ctx, 1000)
 		if err != nil {
 			return err
@@ -333,11 +332,11 @@ func (h *Handler) userRow(row usageRow, q *query, colors map[string]string) user
 }
 
 // teamSeries is the stacked chart of allocated GPU-hours per team and
-// period; filter narrows it (a user's usage).
-func (h *Handler) teamSeries(ctx context.Context, c *conn, q *query, per timespec.Period, known []string, colors map[string]string, users []string) (chart, error) {
-	t, err := c.rep.Report(ctx, report.Request{Kind: "teams", Window: q.hours, Period: per, Mapping: h.mapping, Filter: report.Filter{Users: users}})
+// period, and each team's usage summed over the periods, busiest first.
+func (h *Handler) teamSeries(ctx context.Context, c *conn, q *query, per timespec.Period, known []string, colors map[string]string) (chart, []usageRow, error) {
+	t, err := c.rep.Report(ctx, report.Request{Kind: "teams", Window: q.hours, Period: per, Mapping: h.mapping})
 	if err != nil {
-		return chart{}, err
+		return chart{}, nil, err
 	}
 	bs := timespec.Buckets(q.hours, per)
 	labels := make([]string, len(bs))
@@ -346,10 +345,12 @@ func (h *Handler) teamSeries(ctx context.Context, c *conn, q *query, per timespe
 		labels[i], at[b.Label] = b.Label, i
 	}
 	byTeam := map[string][]float64{}
+	rowsByTeam := map[string][]usageRow{}
 	for _, row := range rowsOf(t) {
 		if row.Footer {
 			continue
 		}
+		rowsByTeam[row.Name] = append(rowsByTeam[row.Name], row)
 		vals := byTeam[row.Name]
 		if vals == nil {
 			vals = make([]float64, len(bs))
@@ -365,10 +366,20 @@ func (h *Handler) teamSeries(ctx context.Context, c *conn, q *query, per timespe
 	}
 	sort.Slice(names, func(a, b int) bool { return indexOf(known, names[a]) < indexOf(known, names[b]) })
 	var series []barSeries
+	var totals []usageRow
 	for _, n := range names {
 		series = append(series, barSeries{Name: n, Color: colorOf(colors, n), URL: teamPath(n) + withParams(q.vals), Values: byTeam[n]})
+		tot := sum(rowsByTeam[n])
+		tot.Name = n
+		totals = append(totals, tot)
 	}
-	return bars("Allocated GPU-hours per "+string(per)+" and team", "GPU-h", labels, series, true), nil
+	sort.Slice(totals, func(a, b int) bool {
+		if totals[a].AllocS != totals[b].AllocS {
+			return totals[a].AllocS > totals[b].AllocS
+		}
+		return totals[a].Name < totals[b].Name
+	})
+	return bars("Allocated GPU-hours per "+string(per)+" and team", "GPU-h", labels, series, true), totals, nil
 }
 
 func indexOf(xs []string, s string) int {

@@ -17,6 +17,7 @@ import (
 
 // nodeInfo is one node as the overview shows it.
 type nodeInfo struct {
+	ID         int64  `json:"-"`
 	Cluster    string `json:"cluster"`
 	Name       string `json:"node"`
 	GPUs       int64  `json:"gpus"`
@@ -28,7 +29,7 @@ type nodeInfo struct {
 }
 
 func (c *conn) nodes(ctx context.Context, now time.Time, o Options) ([]nodeInfo, error) {
-	rows, err := c.db.QueryContext(ctx, `SELECT n.cluster, n.name, coalesce(n.last_record, n.last_ingest),
+	rows, err := c.db.QueryContext(ctx, `SELECT n.id, n.cluster, n.name, coalesce(n.last_record, n.last_ingest),
  (SELECT count(*) FROM gpus g WHERE g.node_id = n.id) FROM nodes n ORDER BY n.cluster, n.name`)
 	if err != nil {
 		return nil, fmt.Errorf("read nodes: %w", err)
@@ -38,7 +39,7 @@ func (c *conn) nodes(ctx context.Context, now time.Time, o Options) ([]nodeInfo,
 	for rows.Next() {
 		var n nodeInfo
 		var last sql.NullInt64
-		if err := rows.Scan(&n.Cluster, &n.Name, &last, &n.GPUs); err != nil {
+		if err := rows.Scan(&n.ID, &n.Cluster, &n.Name, &last, &n.GPUs); err != nil {
 			return nil, fmt.Errorf("read nodes: %w", err)
 		}
 		if last.Valid {
@@ -286,4 +287,112 @@ func sum(rows []usageRow) usageRow {
 		t.KWh = &kwh
 	}
 	return t
+}
+
+// jobsQuery selects jobs overlapping a window, as gpuacct report jobs
+// does (report.DB.Jobs), with a lower bound on the start time so that the
+// jobs_start index is read only over the window plus the longest job.
+type jobsQuery struct {
+	from, to int64 // window, Unix seconds
+	filter   report.Filter
+	nodeIDs  []int64
+	sort     string
+	// lo is the earliest start a job overlapping the window can have.
+	lo int64
+}
+
+const jobCols = `j.id, j.cluster, j.job_id, j.restart, j.array_job_id, j.array_task_id, j.user, j.account, j.partition, j.nodes, j.gpus,
+ j.start, j.end, j.state, j.end_estimated, j.ignored, j.ignore_reason, j.alloc_gpu_s, j.used_gpu_s, j.idle_gpu_s, j.energy_mj,
+ coalesce((SELECT sum(sample_s) FROM job_hours h WHERE h.job = j.id), 0), coalesce((SELECT sum(jobs) FROM job_hours h WHERE h.job = j.id), 0)`
+
+// jobsIn calls fn for each job of q in q.sort order until fn returns false.
+func (c *conn) jobsIn(ctx context.Context, q jobsQuery, fn func(*report.JobRow) bool) error {
+	var b strings.Builder
+	args := []any{q.to, q.lo, q.from}
+	b.WriteString(`SELECT ` + jobCols + ` FROM jobs j WHERE j.start < ? AND j.start >= ? AND (j.end IS NULL OR j.end > ?) AND j.ignored = 0`)
+	in := func(col string, vals []string) {
+		if len(vals) == 0 {
+			return
+		}
+		b.WriteString(" AND " + col + " IN (" + strings.TrimSuffix(strings.Repeat("?,", len(vals)), ",") + ")")
+		for _, v := range vals {
+			args = append(args, v)
+		}
+	}
+	in("j.cluster", q.filter.Clusters)
+	in("j.user", q.filter.Users)
+	in("j.account", q.filter.Accounts)
+	in("j.partition", q.filter.Partitions)
+	if len(q.nodeIDs) > 0 {
+		b.WriteString(" AND EXISTS (SELECT 1 FROM job_nodes n WHERE n.job = j.id AND n.node_id IN (" + strings.TrimSuffix(strings.Repeat("?,", len(q.nodeIDs)), ",") + "))")
+		for _, v := range q.nodeIDs {
+			args = append(args, v)
+		}
+	}
+	if len(q.filter.Models) > 0 {
+		b.WriteString(" AND EXISTS (SELECT 1 FROM job_nodes n WHERE n.job = j.id")
+		in("n.model", q.filter.Models)
+		b.WriteString(")")
+	}
+	switch q.sort {
+	case "", "start":
+		b.WriteString(" ORDER BY j.start DESC, j.id DESC")
+	case "alloc":
+		b.WriteString(" ORDER BY j.alloc_gpu_s DESC, j.id")
+	case "eff":
+		b.WriteString(" ORDER BY CASE WHEN j.alloc_gpu_s > 0 THEN j.used_gpu_s / j.alloc_gpu_s ELSE 1e9 END, j.alloc_gpu_s DESC, j.id")
+	case "idle":
+		b.WriteString(" ORDER BY j.idle_gpu_s DESC, j.id")
+	default:
+		return fmt.Errorf("sort %q is not start, alloc, eff or idle", q.sort)
+	}
+	rows, err := c.db.QueryContext(ctx, b.String(), args...)
+	if err != nil {
+		return fmt.Errorf("read jobs: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var j report.JobRow
+		if err := rows.Scan(&j.Row, &j.Cluster, &j.JobID, &j.Restart, &j.ArrayJobID, &j.ArrayTaskID, &j.User, &j.Account, &j.Partition, &j.Nodes, &j.GPUs,
+			&j.Start, &j.End, &j.State, &j.EndEstimated, &j.Ignored, &j.IgnoreReason, &j.AllocS, &j.UsedS, &j.IdleS, &j.EnergyMJ, &j.SampleS, &j.Jobs); err != nil {
+			return fmt.Errorf("read jobs: %w", err)
+		}
+		if !fn(&j) {
+			return nil
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read jobs: %w", err)
+	}
+	return nil
+}
+
+// earliestStart is the earliest start a job overlapping a window that
+// begins at from can have: from minus the longest ended job (with slack
+// for the age of that figure), or the start of the oldest open job.
+func (s *source) earliestStart(ctx context.Context, c *conn, from int64) (int64, error) {
+	now := time.Now()
+	s.mu.Lock()
+	longest, at := s.longest, s.longestAt
+	s.mu.Unlock()
+	if at.IsZero() || now.Sub(at) > 10*time.Minute {
+		var l sql.NullInt64
+		if err := c.db.QueryRowContext(ctx, `SELECT max(end - start) FROM jobs WHERE end IS NOT NULL AND start IS NOT NULL`).Scan(&l); err != nil {
+			return 0, fmt.Errorf("read jobs: %w", err)
+		}
+		longest, at = l.Int64, now
+		s.mu.Lock()
+		s.longest, s.longestAt = longest, at
+		s.mu.Unlock()
+	}
+	// A job that ended since then is at most that much longer.
+	lo := from - longest - int64(now.Sub(at).Seconds()) - 3600
+	var open sql.NullInt64
+	if err := c.db.QueryRowContext(ctx, `SELECT min(start) FROM jobs WHERE end IS NULL`).Scan(&open); err != nil {
+		return 0, fmt.Errorf("read jobs: %w", err)
+	}
+	if open.Valid && open.Int64 < lo {
+		lo = open.Int64
+	}
+	return lo, nil
 }

@@ -39,6 +39,10 @@ type source struct {
 	o   Options
 	mu  sync.Mutex
 	cur *conn
+	// longest is the longest ended job's seconds, read at longestAt
+	// (earliestStart).
+	longest   int64
+	longestAt time.Time
 }
 
 func newSource(o Options) *source { return &source{o: o} }
