@@ -136,6 +136,9 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	return s, nil
 }
 
+// writerCacheKiB is the writer's SQLite page cache.
+const writerCacheKiB = 256 << 10
+
 // DSN is the go-sqlite3 connection string: every connection setting lives
 // here so that each pooled connection gets the same ones.
 func DSN(path, journal string, busy time.Duration, readOnly bool) string {
@@ -150,6 +153,11 @@ func DSN(path, journal string, busy time.Duration, readOnly bool) string {
 	} else {
 		q.Set("_journal_mode", strings.ToUpper(journal))
 		q.Set("_txlock", "immediate")
+		// The writer touches every index of a year-sized ledger all over
+		// (job ids and hours arrive in no order): with SQLite's default
+		// 2 MiB page cache it reads most pages back from the OS again and
+		// again. The cache grows only as pages are used.
+		q.Set("_cache_size", strconv.Itoa(-writerCacheKiB))
 	}
 	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
 }

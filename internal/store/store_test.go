@@ -113,11 +113,11 @@ func TestOpenErrors(t *testing.T) {
 
 func TestDSN(t *testing.T) {
 	got := DSN("/data/gpu acct.db", JournalDelete, 5*time.Second, false)
-	want := "file:/data/gpu%20acct.db?_busy_timeout=5000&_foreign_keys=on&_journal_mode=DELETE&_synchronous=FULL&_txlock=immediate"
+	want := "file:/data/gpu%20acct.db?_busy_timeout=5000&_cache_size=-262144&_foreign_keys=on&_journal_mode=DELETE&_synchronous=FULL&_txlock=immediate"
 	if got != want {
 		t.Errorf("DSN\n got %s\nwant %s", got, want)
 	}
-	if ro := DSN("/a.db", JournalWAL, time.Second, true); !strings.Contains(ro, "mode=ro") || strings.Contains(ro, "_journal_mode") {
+	if ro := DSN("/a.db", JournalWAL, time.Second, true); !strings.Contains(ro, "mode=ro") || strings.Contains(ro, "_journal_mode") || strings.Contains(ro, "_cache_size") {
 		t.Errorf("read-only DSN %s", ro)
 	}
 }
