@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -147,4 +148,125 @@ func (c *Cluster) Path(key string) string {
 		panic(fmt.Sprintf("harness env lacks %s", key))
 	}
 	return v
+}
+
+// Binary returns the path of one of gpusuite's programs (gpuacct, prolog,
+// ...): $GPUSUITE_BIN/name when make test built it, else built here.
+func Binary(t testing.TB, name string) string {
+	t.Helper()
+	if d := os.Getenv("GPUSUITE_BIN"); d != "" {
+		p := filepath.Join(d, name)
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	p := filepath.Join(t.TempDir(), name)
+	cmd := exec.Command("go", "build", "-o", p, "github.com/aicloud/gpusuite/"+name)
+	cmd.Env = append(os.Environ(), "CGO_CFLAGS=-Wno-deprecated-declarations")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build %s: %v\n%s", name, err, out)
+	}
+	return p
+}
+
+// Accounted is one job as Slurm's own accounting (sacct -X) has it.
+type Accounted struct {
+	// JobIDRaw is the job's own id (an array task's too); JobID is how
+	// sacct shows it (1234_7 for a task).
+	JobIDRaw uint64
+	JobID    string
+	User     string
+	Account  string
+	// GPUs is the gres/gpu count of AllocTRES.
+	GPUs       int
+	ElapsedRaw int64
+	Start, End time.Time
+	// State is sacct's first word ("CANCELLED by 0" is CANCELLED).
+	State    string
+	ExitCode string
+}
+
+// GPUSeconds is what Slurm charges the job for gres/gpu.
+func (a Accounted) GPUSeconds() int64 { return int64(a.GPUs) * a.ElapsedRaw }
+
+// Sacct returns sacct -X's rows for the jobs (an array job's id gives
+// every task). Times are in the local zone, as sacct prints them.
+func (c *Cluster) Sacct(t testing.TB, ids ...uint64) []Accounted {
+	t.Helper()
+	list := make([]string, len(ids))
+	for i, id := range ids {
+		list[i] = strconv.FormatUint(id, 10)
+	}
+	out := c.Run(t, "", "sacct", "-X", "-P", "-n", "-j", strings.Join(list, ","),
+		"-o", "JobIDRaw,JobID,User,Account,AllocTRES,ElapsedRaw,Start,End,State,ExitCode")
+	var rows []Accounted
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line == "" {
+			continue
+		}
+		f := strings.Split(line, "|")
+		if len(f) != 10 {
+			t.Fatalf("sacct line %q: want 10 fields", line)
+		}
+		a := Accounted{JobID: f[1], User: f[2], Account: f[3], ExitCode: f[9]}
+		a.State, _, _ = strings.Cut(f[8], " ")
+		var err error
+		if a.JobIDRaw, err = strconv.ParseUint(f[0], 10, 64); err != nil {
+			t.Fatalf("sacct line %q: JobIDRaw: %v", line, err)
+		}
+		if a.ElapsedRaw, err = strconv.ParseInt(f[5], 10, 64); err != nil {
+			t.Fatalf("sacct line %q: ElapsedRaw: %v", line, err)
+		}
+		for _, tres := range strings.Split(f[4], ",") {
+			if n, ok := strings.CutPrefix(tres, "gres/gpu="); ok {
+				if a.GPUs, err = strconv.Atoi(n); err != nil {
+					t.Fatalf("sacct line %q: AllocTRES: %v", line, err)
+				}
+			}
+		}
+		// Unknown (not yet started or ended) stays the zero time.
+		a.Start, _ = time.ParseInLocation("2006-01-02T15:04:05", f[6], time.Local)
+		a.End, _ = time.ParseInLocation("2006-01-02T15:04:05", f[7], time.Local)
+		rows = append(rows, a)
+	}
+	return rows
+}
+
+// WaitAccounted waits until sacct has every job (and every task of an
+// array job) finished, with its end, and returns the rows. slurmdbd
+// hears of a job's end a little after the job ends.
+func (c *Cluster) WaitAccounted(t testing.TB, timeout time.Duration, ids ...uint64) []Accounted {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		rows := c.Sacct(t, ids...)
+		missing := ""
+		seen := map[uint64]bool{}
+		for _, r := range rows {
+			seen[r.JobIDRaw] = true
+			if id, _, ok := strings.Cut(r.JobID, "_"); ok {
+				if v, err := strconv.ParseUint(id, 10, 64); err == nil {
+					seen[v] = true
+				}
+			}
+			switch {
+			case r.End.IsZero():
+				missing = fmt.Sprintf("job %s has no end (%s)", r.JobID, r.State)
+			case r.State == "RUNNING" || r.State == "PENDING" || r.State == "COMPLETING" || r.State == "REQUEUED":
+				missing = fmt.Sprintf("job %s is %s", r.JobID, r.State)
+			}
+		}
+		for _, id := range ids {
+			if !seen[id] {
+				missing = fmt.Sprintf("sacct does not know job %d", id)
+			}
+		}
+		if missing == "" {
+			return rows
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s, %s", timeout, missing)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 }

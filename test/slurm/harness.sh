@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # A real single-node Slurm for gpusuite's integration tests.
 #
-#   test/slurm/harness.sh start   install what is missing, start munge, slurmctld, slurmd
+#   test/slurm/harness.sh start   install what is missing, start munge, a private
+#                                 MariaDB, slurmdbd, slurmctld, slurmd
 #   test/slurm/harness.sh stop    stop them and remove the state directory
-#   test/slurm/harness.sh status  exit 0 when the node answers
+#   test/slurm/harness.sh status  exit 0 when the node and slurmdbd answer
 #
 # Everything lives under $GPUSUITE_SLURM_DIR (default /run/gpusuite-slurm):
 # the config (etc/slurm.conf), fake GPU device nodes (dev/nvidiaN, character
@@ -14,18 +15,32 @@
 # arguments and a scrubbed environment). Every test SPANK plugin under
 # test/slurm/spank/*.c is compiled and listed in plugstack.conf.
 # `start` is idempotent: a running cluster is reused.
+#
+# Slurm's own accounting is real too, so tests can compare with sacct: a
+# MariaDB of the cluster's own (datadir, socket and log under $DIR,
+# listening on 127.0.0.1 only, never the system's /run/mysqld), slurmdbd in
+# front of it, and the cluster, accounts and users the tests submit as
+# (ACCOUNTS below) added with sacctmgr.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 DIR=${GPUSUITE_SLURM_DIR:-/run/gpusuite-slurm}
 # A second cluster (e.g. a CI check beside a developer's) needs other ports.
 PORT=${GPUSUITE_SLURM_PORT:-16817}
+# After slurmctld's (PORT) and slurmd's (PORT+1): slurmdbd, then MariaDB.
+DBD_PORT=$((PORT + 2))
+DB_PORT=$((PORT + 3))
 BIN=${GPUSUITE_BIN:-$ROOT/bin}
 NODE=node1
 NGPU=4
 # NVML index order of the simulated GPUs' minors: deliberately not 0,1,2,3,
 # so a hook that confused minors with indices would record the wrong UUIDs.
 MINORS="2, 3, 0, 1"
+# user:account associations for the accounts tests submit with (grep for
+# '"-A"' under test/ and internal/ when a test brings a new one). They are
+# not enforced, so a job with another account still runs as it did before
+# accounting was on; root's default account is "root", as sacctmgr makes it.
+ACCOUNTS="alice:team-a bob:team-b agentuser:physics root:team-a root:team-b root:physics"
 
 log() { echo "harness: $*" >&2; }
 
@@ -36,11 +51,19 @@ status() {
   [ -f "$DIR/etc/slurm.conf" ] || return 1
   local st
   st=$(timeout 5 sinfo -h -N -n "$NODE" -o '%t' 2>/dev/null) || return 1
-  case "$st" in idle*|mix*|alloc*) return 0 ;; *) return 1 ;; esac
+  case "$st" in idle*|mix*|alloc*) ;; *) return 1 ;; esac
+  # A cluster from before accounting, or one whose slurmdbd is gone, is
+  # not what the tests need: start replaces it.
+  dbd_answers
+}
+
+dbd_answers() {
+  grep -qx 'AccountingStorageType=accounting_storage/slurmdbd' "$DIR/etc/slurm.conf" 2>/dev/null || return 1
+  timeout 5 sacctmgr -n -P show cluster format=cluster 2>/dev/null | grep -qx testcl
 }
 
 write_config() {
-  mkdir -p "$DIR"/{etc,dev,spool,state,slurmd,log,spank,spank-records,hooks}
+  mkdir -p "$DIR"/{etc,dev,spool,state,slurmd,log,spank,spank-records,hooks,mysql-tmp}
   chmod 0755 "$DIR" "$DIR/spank-records"
   chmod 1777 "$DIR/spank-records"
   chmod 0700 "$DIR/spool"
@@ -94,8 +117,14 @@ SlurmctldDebug=info
 SlurmdDebug=info
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
+# AllocTRES and ElapsedRaw come from slurmctld's own job record: no
+# per-task gathering is needed for them, and none keeps jobs light.
 JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
+AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=localhost
+AccountingStoragePort=$DBD_PORT
+# So that sacct's AllocTRES lists gres/gpu=N.
+AccountingStorageTRES=gres/gpu
 JobCompType=jobcomp/none
 SchedulerType=sched/backfill
 SelectType=select/cons_tres
@@ -127,6 +156,7 @@ EOF
     gcc -shared -fPIC -O1 -Wall -o "$DIR/spank/$name.so" "$src"
     echo "optional $DIR/spank/$name.so record_dir=$DIR/spank-records" >>"$DIR/etc/plugstack.conf"
   done
+  write_db_config
   cat >"$DIR/env" <<EOF
 SLURM_CONF=$DIR/etc/slurm.conf
 GPUSUITE_SLURM_DIR=$DIR
@@ -134,6 +164,141 @@ GPUSUITE_SLURM_NODE=$NODE
 GPUSUITE_SLURM_SPOOL=$DIR/spool
 GPUSUITE_SLURM_HOOK_CONFIG=$DIR/etc/gpusuite.toml
 EOF
+}
+
+# write_db_config writes MariaDB's and slurmdbd's configuration. The
+# database password is made once per state directory and kept, so a
+# restart over an existing datadir still logs in.
+write_db_config() {
+  local pass
+  [ -s "$DIR/etc/db.pass" ] || (umask 077 && od -An -N16 -tx1 /dev/urandom | tr -d ' \n' >"$DIR/etc/db.pass")
+  pass=$(cat "$DIR/etc/db.pass")
+  # Test data in a throwaway datadir: no doublewrite, no binlog, lazy log
+  # flushes and small files keep the first start and job writes fast.
+  cat >"$DIR/etc/my.cnf" <<EOF
+[mysqld]
+user=root
+datadir=$DIR/mysql
+socket=$DIR/mysql.sock
+pid-file=$DIR/mariadbd.pid
+log-error=$DIR/log/mariadb.log
+tmpdir=$DIR/mysql-tmp
+port=$DB_PORT
+bind-address=127.0.0.1
+skip-name-resolve
+skip-log-bin
+performance_schema=OFF
+innodb_buffer_pool_size=64M
+innodb_log_file_size=16M
+innodb_data_file_path=ibdata1:4M:autoextend
+innodb_flush_log_at_trx_commit=0
+innodb_doublewrite=0
+innodb_lock_wait_timeout=900
+# slurmdbd's login, made at every start (the bootstrap cannot make users).
+init-file=$DIR/etc/db-init.sql
+
+[client]
+socket=$DIR/mysql.sock
+EOF
+  (umask 077 && cat >"$DIR/etc/db-init.sql" <<EOF
+CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY '$pass';
+GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';
+EOF
+  )
+  # slurmdbd reads slurmdbd.conf beside $SLURM_CONF and refuses one that
+  # is not mode 0600 and owned by its SlurmUser.
+  (umask 077 && cat >"$DIR/etc/slurmdbd.conf" <<EOF
+AuthType=auth/munge
+DbdHost=localhost
+DbdAddr=127.0.0.1
+DbdPort=$DBD_PORT
+SlurmUser=root
+PidFile=$DIR/slurmdbd.pid
+LogFile=$DIR/log/slurmdbd.log
+DebugLevel=info
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort=$DB_PORT
+StorageUser=slurm
+StoragePass=$pass
+StorageLoc=slurm_acct_db
+EOF
+  )
+  chown root:root "$DIR/etc/slurmdbd.conf"
+  chmod 0600 "$DIR/etc/slurmdbd.conf"
+}
+
+# start_accounting starts MariaDB and slurmdbd, then adds the cluster,
+# accounts and users. slurmctld starts after it, so it registers with a
+# slurmdbd that already knows the cluster.
+start_accounting() {
+  local i
+  if [ ! -d "$DIR/mysql/mysql" ]; then
+    mariadb-install-db --defaults-file="$DIR/etc/my.cnf" --skip-test-db \
+      --auth-root-authentication-method=socket \
+      >"$DIR/log/mariadb-install.log" 2>&1 ||
+      { log "mariadb-install-db failed:"; tail -n 20 "$DIR/log/mariadb-install.log" >&2; exit 1; }
+  fi
+  rm -f "$DIR/mysql.sock"
+  # mariadbd does not daemonize: detach it from this shell and its output,
+  # so whoever waits for our stdout (make, a CI runner) is not held.
+  setsid mariadbd --defaults-file="$DIR/etc/my.cnf" </dev/null >>"$DIR/log/mariadb.log" 2>&1 &
+  for i in $(seq 1 300); do
+    [ -S "$DIR/mysql.sock" ] && break
+    [ "$i" -eq 300 ] && { log "MariaDB did not start:"; tail -n 20 "$DIR/log/mariadb.log" >&2; exit 1; }
+    sleep 0.1
+  done
+  slurmdbd
+  for i in $(seq 1 300); do
+    timeout 5 sacctmgr -n -P show cluster format=cluster >/dev/null 2>&1 && break
+    [ "$i" -eq 300 ] && { log "slurmdbd does not answer:"; tail -n 20 "$DIR/log/slurmdbd.log" >&2; exit 1; }
+    sleep 0.1
+  done
+  add_associations
+}
+
+# add_associations adds the cluster, the accounts and their users in one
+# `sacctmgr load` (each sacctmgr call costs a few delayed-ACK round trips
+# to slurmdbd, about 0.5 s: one per user would double the start time).
+add_associations() {
+  local pair user acct accts="" have out
+  for pair in $ACCOUNTS; do
+    user=${pair%%:*}
+    # Jobs run as these users, so they must exist here (as slurmtest.EnsureUser makes them).
+    id -u "$user" >/dev/null 2>&1 || useradd -M -s /bin/sh "$user" 2>/dev/null || id -u "$user" >/dev/null
+    case " $accts " in *" ${pair#*:} "*) ;; *) accts="$accts ${pair#*:}" ;; esac
+  done
+  {
+    echo "Cluster - 'testcl'"
+    echo "Parent - 'root'"
+    echo "User - 'root':DefaultAccount='root':AdminLevel='Administrator'"
+    for acct in $accts; do echo "Account - '$acct'"; done
+    for acct in $accts; do
+      echo "Parent - '$acct'"
+      for pair in $ACCOUNTS; do
+        [ "${pair#*:}" = "$acct" ] || continue
+        user=${pair%%:*}
+        # A user's default account is their first one here (root's stays root).
+        [ "$user" = root ] && echo "User - 'root'" ||
+          echo "User - '$user':DefaultAccount='$(default_account "$user")'"
+      done
+    done
+  } >"$DIR/etc/testcl.assoc"
+  # Over an existing datadir (a restart) load finds the cluster there and
+  # may refuse: the check of the associations below is what counts.
+  out=$(sacctmgr -i load file="$DIR/etc/testcl.assoc" 2>&1) || true
+  have=$(sacctmgr -n -P show assoc where cluster=testcl format=user,account)
+  for pair in $ACCOUNTS; do
+    grep -qx "${pair%%:*}|${pair#*:}" <<<"$have" ||
+      { log "sacctmgr did not add ${pair%%:*} to ${pair#*:}: $out; associations:"; echo "$have" >&2; exit 1; }
+  done
+}
+
+default_account() {
+  local pair
+  for pair in $ACCOUNTS; do
+    [ "${pair%%:*}" = "$1" ] && { echo "${pair#*:}"; return; }
+  done
 }
 
 start() {
@@ -154,43 +319,64 @@ start() {
     chown munge:munge /etc/munge/munge.key && chmod 0400 /etc/munge/munge.key
     runuser -u munge -- /usr/sbin/munged || /usr/sbin/munged --force
   fi
-  # slurmd registers once at start and then only every minute or so: make
-  # sure munge answers before starting it.
+  # slurmd registers once at start and then only every minute or so, and
+  # slurmdbd authenticates every client: make sure munge answers first.
   for i in $(seq 1 50); do
     munge -n </dev/null 2>/dev/null | unmunge >/dev/null 2>&1 && break
     [ "$i" -eq 50 ] && { log "munged does not answer: see /var/log/munge/munged.log"; exit 1; }
     sleep 0.1
   done
+  start_accounting
   slurmctld -f "$SLURM_CONF" -i
   slurmd -f "$SLURM_CONF" -N "$NODE"
   local i
-  for i in $(seq 1 60); do
+  for i in $(seq 1 240); do
     if status; then
-      log "cluster up: node $NODE idle, $NGPU GPUs, config $SLURM_CONF"
+      log "cluster up: node $NODE idle, $NGPU GPUs, accounting on slurmdbd port $DBD_PORT, config $SLURM_CONF"
       return 0
     fi
     # A node that registered before its GRES was read may come up DOWN.
     scontrol update nodename="$NODE" state=resume >/dev/null 2>&1 || true
-    sleep 1
+    sleep 0.25
   done
   log "node did not become idle; last lines of the logs:"
-  tail -n 20 "$DIR/log/slurmctld.log" "$DIR/log/slurmd.log" >&2 || true
+  tail -n 20 "$DIR/log/slurmctld.log" "$DIR/log/slurmd.log" "$DIR/log/slurmdbd.log" >&2 || true
   sinfo -N >&2 || true
   exit 1
 }
 
+# pid_of prints the pid in $DIR/NAME.pid while that process is still NAME:
+# a stale pid file must not make us kill someone else's process.
+pid_of() {
+  local pid
+  pid=$(cat "$DIR/$1.pid" 2>/dev/null) || return 1
+  [ -n "$pid" ] && [ "$(cat /proc/"$pid"/comm 2>/dev/null)" = "$1" ] && echo "$pid"
+}
+
+# stop_daemons stops this cluster's daemons: the job daemons first, then
+# slurmdbd (it flushes to the database on the way down), then MariaDB.
 stop_daemons() {
-  local p
+  local p pid i
   for p in slurmd slurmctld; do
-    if [ -f "$DIR/$p.pid" ]; then
-      kill "$(cat "$DIR/$p.pid")" 2>/dev/null || true
-    fi
+    if pid=$(pid_of $p); then kill "$pid" 2>/dev/null || true; fi
   done
   for i in $(seq 1 50); do
     pgrep -f "$DIR/etc/slurm.conf" >/dev/null || break
     sleep 0.1
   done
   pkill -9 -f "$DIR/etc/slurm.conf" 2>/dev/null || true
+  # slurmdbd's command line does not name $DIR, its pid file does;
+  # mariadbd's names its own my.cnf (found so even before its pid file).
+  for p in slurmdbd mariadbd; do
+    pid=$(pid_of $p) ||
+      { [ $p = mariadbd ] && pid=$(pgrep -f -x "mariadbd --defaults-file=$DIR/etc/my.cnf"); } || continue
+    kill "$pid" 2>/dev/null || true
+    for i in $(seq 1 100); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -9 "$pid" 2>/dev/null || true
+  done
 }
 
 stop() {
