@@ -232,17 +232,24 @@ func (c *Cluster) Sacct(t testing.TB, ids ...uint64) []Accounted {
 	return rows
 }
 
-// WaitAccounted waits until sacct has every job (and every task of an
-// array job) finished, with its end, and returns the rows. slurmdbd
-// hears of a job's end a little after the job ends.
-func (c *Cluster) WaitAccounted(t testing.TB, timeout time.Duration, ids ...uint64) []Accounted {
+// WaitAccounted waits until sacct has rows rows for the jobs, each
+// finished and with its end, and returns them. An array job's tasks are
+// a row each (rows 0 means one per id). slurmdbd hears of a job's end a
+// little after the job ends, and of an array's tasks one by one.
+func (c *Cluster) WaitAccounted(t testing.TB, timeout time.Duration, rows int, ids ...uint64) []Accounted {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		rows := c.Sacct(t, ids...)
+		got := c.Sacct(t, ids...)
 		missing := ""
+		if rows == 0 {
+			rows = len(ids)
+		}
+		if len(got) < rows {
+			missing = fmt.Sprintf("sacct has %d of %d rows", len(got), rows)
+		}
 		seen := map[uint64]bool{}
-		for _, r := range rows {
+		for _, r := range got {
 			seen[r.JobIDRaw] = true
 			if id, _, ok := strings.Cut(r.JobID, "_"); ok {
 				if v, err := strconv.ParseUint(id, 10, 64); err == nil {
@@ -262,7 +269,7 @@ func (c *Cluster) WaitAccounted(t testing.TB, timeout time.Duration, ids ...uint
 			}
 		}
 		if missing == "" {
-			return rows
+			return got
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("after %s, %s", timeout, missing)

@@ -80,7 +80,8 @@ func TestSacct(t *testing.T) {
 			c.Run(t, "", "scancel", strconv.FormatUint(ids[i], 10))
 		}
 	}
-	rows := c.WaitAccounted(t, 3*time.Minute, ids...)
+	// The array's three tasks are three rows.
+	rows := c.WaitAccounted(t, 3*time.Minute, len(jobs)+2, ids...)
 	// name of the job each sacct row (an array task too) belongs to
 	nameOf := map[uint64]string{}
 	withheld := map[uint64]bool{}
@@ -95,7 +96,7 @@ func TestSacct(t *testing.T) {
 		waitEvent(t, c, r.JobIDRaw, record.JobStart, 60*time.Second)
 		waitEvent(t, c, r.JobIDRaw, record.JobEnd, 60*time.Second)
 	}
-	if len(rows) != len(jobs)+2 { // the array's three tasks are three rows
+	if len(rows) != len(jobs)+2 {
 		t.Fatalf("sacct has %d rows for %d jobs (an array of 3): %+v", len(rows), len(jobs), rows)
 	}
 
