@@ -5,114 +5,197 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/ingest"
-	"github.com/aicloud/gpusuite/internal/ingest/gendata"
 	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/report/table"
 	rteams "github.com/aicloud/gpusuite/internal/report/teams"
 	"github.com/aicloud/gpusuite/internal/report/timespec"
+	"github.com/aicloud/gpusuite/internal/simcluster"
 	"github.com/aicloud/gpusuite/internal/store"
 )
 
-// PipelineOptions size the simulated cluster of the whole pipeline.
+// PipelineOptions size the simulated cluster.
 type PipelineOptions struct {
-	Dir   string
-	Nodes int
-	GPUs  int
-	Weeks int
-	Seed  int64
-	Width int
+	// Dir receives the database and the plots.
+	Dir string
+	// ClusterDir holds the simulated nodes' local disks (spool, agent
+	// state) and the share they ship to (incoming/); default Dir/cluster.
+	ClusterDir string
+	Nodes      int
+	GPUs       int
+	Weeks      int
+	// Interval is the agents' sampling interval.
+	Interval time.Duration
+	// JobsPerDay is about how many jobs a node runs a day.
+	JobsPerDay int
+	Seed       int64
+	Width      int
+	// Start is the Monday the simulation begins.
+	Start time.Time
 }
 
-// Pipeline runs the accounting pipeline end to end on simulated weeks:
-// job events through the real prolog/epilog code, samples and job × GPU
-// aggregates as the agent ships them, one real ingest pass into a fresh
-// database under Dir, then the weekly team report, the detail of the least
-// efficient job and a plot file.
-func Pipeline(ctx context.Context, w io.Writer, o PipelineOptions) error {
-	start := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
+// Outcome is what a demo run found, for tests.
+type Outcome struct {
+	Truth simcluster.Truth
+	DB    string
+	// Worst is the job whose detail was shown.
+	Worst uint64
+	Plots []string
+	// Ledger is the cluster total the report queries read back.
+	Ledger report.Usage
+}
+
+// Pipeline runs the accounting pipeline end to end on simulated weeks: a
+// simulated cluster whose nodes run the real agent and the real
+// prolog/epilog code ships its records, one real ingest pass takes them
+// into a fresh database under Dir, and then the weekly team report, the
+// detail of the least efficient job and two plot files.
+func Pipeline(ctx context.Context, w io.Writer, o PipelineOptions) (Outcome, error) {
+	var out Outcome
 	dur := time.Duration(o.Weeks) * 7 * 24 * time.Hour
 	cfg := config.Default()
 	cfg.Store.Path = filepath.Join(o.Dir, "gpuacct.db")
-	cfg.Ingest.Incoming = filepath.Join(o.Dir, "incoming")
+	if o.ClusterDir == "" {
+		o.ClusterDir = filepath.Join(o.Dir, "cluster")
+	}
+	cfg.Ingest.Incoming = filepath.Join(o.ClusterDir, "incoming")
 	cfg.Ingest.Quarantine = filepath.Join(o.Dir, "quarantine")
 	cfg.Ingest.Archive = filepath.Join(o.Dir, "archive")
 	cfg.Ingest.Keep = "delete"
 	cfg.Ingest.Sacct = ""
-	if err := os.MkdirAll(cfg.Ingest.Incoming, 0o755); err != nil {
-		return fmt.Errorf("demo: %w", err)
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return out, fmt.Errorf("demo: %w", err)
 	}
-	if err := os.Chmod(o.Dir, 0o755); err != nil {
-		return fmt.Errorf("demo: %w", err)
+	for _, d := range []string{o.Dir, o.ClusterDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return out, fmt.Errorf("demo: %w", err)
+		}
+		if err := os.Chmod(d, 0o755); err != nil {
+			return out, fmt.Errorf("demo: %w", err)
+		}
 	}
-	truth, err := gendata.Generate(cfg.Ingest.Incoming, gendata.Options{Cluster: "demo", Nodes: o.Nodes, GPUsPerNode: o.GPUs, Start: start,
-		Duration: dur, Interval: 5 * time.Minute, Segment: 6 * time.Hour, JobsPerNode: 5 * 7 * o.Weeks, HookEvents: true, Aggregates: true, Open: 0.02, Seed: o.Seed})
+	so := simcluster.Options{Cluster: "demo", Nodes: o.Nodes, GPUsPerNode: o.GPUs, Model: "h100", Start: o.Start, Duration: dur,
+		Interval: o.Interval, Segment: max(time.Hour, o.Interval), Ship: max(5*time.Minute, o.Interval), JobsPerNode: o.JobsPerDay * 7 * o.Weeks, FaultEvery: 72 * time.Hour,
+		Seed: o.Seed, NodeRoot: filepath.Join(o.ClusterDir, "nodes"), Incoming: cfg.Ingest.Incoming}
+	sim, err := simcluster.Run(ctx, so)
 	if err != nil {
-		return fmt.Errorf("demo: simulate: %w", err)
+		return out, fmt.Errorf("demo: simulate: %w", err)
 	}
-	now := start.Add(dur).Add(time.Hour)
+	truth := sim.Truth
+	out.Truth, out.DB = truth, cfg.Store.Path
+	kinds := map[simcluster.Kind]int{}
+	users, teams := map[string]bool{}, map[string]bool{}
+	for _, j := range truth.Jobs {
+		kinds[j.Kind]++
+		users[j.User] = true
+		teams[j.Account] = true
+	}
+	fmt.Fprintf(w, "Simulated %d week(s) of cluster %q: %d nodes × %d %s GPUs, %d users in %d teams, %d jobs (%d busy, %d barely using their GPUs, %d idle, %d failing).\n",
+		o.Weeks, truth.Cluster, o.Nodes, o.GPUs, strings.ToUpper(so.Model), len(users), len(teams), len(truth.Jobs),
+		kinds[simcluster.Busy], kinds[simcluster.Low], kinds[simcluster.Idle], kinds[simcluster.Failing])
+	fmt.Fprintf(w, "On every node the real gpuacct agent sampled each GPU every %s and the real prolog/epilog recorded each job;\n",
+		strings.TrimSuffix(strings.TrimSuffix(o.Interval.String(), "0s"), "0m"))
+	fmt.Fprintf(w, "GPUs were lost for %d samples and %d energy counters were reset on the way. The agents shipped %d files to\n%s/<node>/.\n\n",
+		truth.LostSamples, truth.Resets, sim.Shipped, cfg.Ingest.Incoming)
+
+	// Ingest runs an hour after the simulated weeks end.
+	now := truth.End.Add(time.Hour)
 	st, err := store.Open(ctx, store.Options{Path: cfg.Store.Path})
 	if err != nil {
-		return fmt.Errorf("demo: %w", err)
+		return out, fmt.Errorf("demo: %w", err)
 	}
 	res, err := ingest.New(ingest.Deps{Store: st, Config: cfg, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Now: func() time.Time { return now }, UID: os.Getuid()}).Pass(ctx)
 	st.Close()
 	if err != nil {
-		return fmt.Errorf("demo: ingest: %w", err)
+		return out, fmt.Errorf("demo: ingest: %w", err)
 	}
-	fmt.Fprintf(w, "Simulated %d weeks of %d nodes × %d GPUs: %d jobs, %d samples, through the real hooks and one ingest pass (%d files) into %s\n\n",
-		o.Weeks, o.Nodes, o.GPUs, truth.Jobs, truth.Samples, res.Files, cfg.Store.Path)
+	fmt.Fprintf(w, "$ gpuacct ingest --incoming %s --db %s\n", cfg.Ingest.Incoming, cfg.Store.Path)
+	fmt.Fprintf(w, "files %d, records %d (new samples %d), duplicates %d, quarantined %d, refused %d\n\n",
+		res.Files, res.Records, res.Samples, res.Duplicates, res.Quarantined, res.Refused)
+
 	db, err := report.OpenDB(ctx, cfg.Store.Path, time.Second)
 	if err != nil {
-		return err
+		return out, err
 	}
 	defer db.Close()
-	win := timespec.Window{Start: start, End: start.Add(dur)}
-	fmt.Fprintf(w, "$ gpuacct report teams --period week --start %s --end %s --db %s\n\n", win.Start.Format("2006-01-02"), win.End.Format("2006-01-02"), cfg.Store.Path)
+	win := timespec.Window{Start: truth.Start, End: truth.End}
+	if out.Ledger, err = total(ctx, db, win); err != nil {
+		return out, err
+	}
+	verdict := "equal to"
+	if !sameTotals(out.Ledger, truth.Total) {
+		verdict = "DIFFERENT FROM"
+	}
+	fmt.Fprintf(w, "Ledger: %.1f GPU-hours allocated, %.1f used, %.1f idle, %.2f kWh, %d jobs: %s the simulation's ground truth.\n\n",
+		float64(out.Ledger.AllocS)/3600, out.Ledger.UsedS/3600, out.Ledger.IdleS/3600, float64(out.Ledger.EnergyMJ)/3.6e9, out.Ledger.Jobs, verdict)
+
+	fmt.Fprintf(w, "$ gpuacct report teams --period week --start %s --end %s --tz UTC --db %s\n\n",
+		win.Start.Format("2006-01-02"), win.End.Format("2006-01-02"), cfg.Store.Path)
 	t, err := db.Report(ctx, report.Request{Kind: "teams", Window: win, Period: timespec.Week, Mapping: &rteams.Mapping{}})
 	if err != nil {
-		return err
+		return out, err
 	}
 	if err := table.Write(w, t, table.Options{Width: o.Width}); err != nil {
-		return err
+		return out, err
 	}
-	// The least efficient job with samples is the one worth a look.
+	// The least efficient finished multi-GPU job is the one worth a look.
 	var worst *report.JobRow
-	err = db.Jobs(ctx, report.JobQuery{Window: win, Sort: "eff", Limit: 1, Now: now}, func(j *report.JobRow) bool {
-		if j.SampleS > 0 && j.End.Valid && j.GPUs > 1 {
+	err = db.Jobs(ctx, report.JobQuery{Window: win, Sort: "eff", Now: now}, func(j *report.JobRow) bool {
+		if j.SampleS > 0 && j.End.Valid && j.GPUs > 1 && j.End.Int64-j.Start >= 3600 {
 			worst = j
 			return false
 		}
 		return true
 	})
 	if err != nil {
-		return err
+		return out, err
 	}
 	if worst == nil {
-		return fmt.Errorf("demo: no finished multi-GPU job with samples")
+		return out, fmt.Errorf("demo: no finished multi-GPU job of an hour or more with samples")
 	}
+	out.Worst = uint64(worst.JobID)
 	det, err := db.Job(ctx, worst.Cluster, report.JobSpec{ID: worst.JobID, Restart: worst.Restart}, now)
 	if err != nil {
-		return err
+		return out, err
 	}
-	fmt.Fprintf(w, "\n$ gpuacct job %s --db %s\n\n", worst.ID(), cfg.Store.Path)
+	fmt.Fprintf(w, "\nThe least efficient finished job on more than one GPU (gpuacct report jobs --sort eff):\n\n$ gpuacct job %s --tz UTC --db %s\n\n", worst.ID(), cfg.Store.Path)
 	if err := report.WriteJobText(w, det, &rteams.Mapping{}, time.UTC, max(o.Width, 100)); err != nil {
-		return err
+		return out, err
 	}
 	png := filepath.Join(o.Dir, fmt.Sprintf("job-%d.png", worst.JobID))
 	if err := report.PlotJob(det, png, time.UTC); err != nil {
-		return err
+		return out, err
 	}
 	teamsPNG := filepath.Join(o.Dir, "teams-per-week.png")
 	if err := db.PlotReport(ctx, report.Request{Window: win, Period: timespec.Week, Mapping: &rteams.Mapping{}}, teamsPNG); err != nil {
-		return err
+		return out, err
 	}
-	fmt.Fprintf(w, "\nPlots: %s\n       %s\n", png, teamsPNG)
-	return nil
+	out.Plots = []string{png, teamsPNG}
+	fmt.Fprintf(w, "\n$ gpuacct plot %s -o %s --db %s\n", worst.ID(), png, cfg.Store.Path)
+	fmt.Fprintf(w, "$ gpuacct plot --report --period week --start %s --end %s --tz UTC -o %s --db %s\n",
+		win.Start.Format("2006-01-02"), win.End.Format("2006-01-02"), teamsPNG, cfg.Store.Path)
+	fmt.Fprintf(w, "Plots: %s\n       %s\n", png, teamsPNG)
+	return out, nil
+}
+
+// total is the cluster's usage in the window as the reports read it.
+func total(ctx context.Context, db *report.DB, win timespec.Window) (report.Usage, error) {
+	var u report.Usage
+	err := db.Facts(ctx, timespec.Buckets(report.HourWindow(win), timespec.None), report.Filter{}, false, func(f *report.Fact) { u.Add(f.Usage) })
+	return u, err
+}
+
+// sameTotals holds the ledger to the truth: integer sums exactly, used
+// GPU-seconds to 10⁻⁹ (float sums added in another order).
+func sameTotals(l report.Usage, t simcluster.Usage) bool {
+	return l.AllocS == t.AllocS && l.Jobs == t.Jobs && l.SampleS == t.SampleS && l.IdleS == t.IdleS && l.EnergyMJ == t.EnergyMJ &&
+		math.Abs(l.UsedS-t.UsedS) <= 1e-9*math.Max(1, t.UsedS)
 }

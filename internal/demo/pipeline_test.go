@@ -3,28 +3,141 @@ package demo
 import (
 	"bytes"
 	"context"
+	"image/png"
+	"io"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/aicloud/gpusuite/internal/simcluster"
 )
 
-// The whole pipeline prints the weekly team report, one job's detail and
-// the paths of plots that exist.
+// One simulated week of 2 nodes × 4 GPUs through the real agent, hooks
+// and ingest: the ledger equals the ground truth, the report, the detail
+// of the least efficient job and two readable plots are there.
 func TestPipeline(t *testing.T) {
 	var out bytes.Buffer
-	if err := Pipeline(context.Background(), &out, PipelineOptions{Dir: t.TempDir(), Nodes: 2, GPUs: 4, Weeks: 1, Seed: 3, Width: 120}); err != nil {
+	start := time.Now()
+	res, err := Pipeline(context.Background(), &out, PipelineOptions{Dir: t.TempDir(), ClusterDir: t.TempDir(), Nodes: 2, GPUs: 4, Weeks: 1,
+		Interval: time.Minute, JobsPerDay: 8, Seed: 3, Width: 120, Start: time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)})
+	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("pipeline took %s", time.Since(start).Round(time.Millisecond))
 	s := out.String()
-	for _, w := range []string{"GPU usage by team, per week", "TOTAL", "$ gpuacct job ", "UTILIZATION OVER THE JOB", "Notes:", "Plots: "} {
+	if !sameTotals(res.Ledger, res.Truth.Total) {
+		t.Errorf("ledger %+v\ntruth %+v", res.Ledger, res.Truth.Total)
+	}
+	for _, w := range []string{"Simulated 1 week(s) of cluster \"demo\": 2 nodes × 4 H100 GPUs", "real gpuacct agent", "quarantined 0, refused 0",
+		"equal to the simulation's ground truth", "GPU usage by team, per week", "TOTAL", "$ gpuacct job " + strconv.FormatUint(res.Worst, 10),
+		"Job " + strconv.FormatUint(res.Worst, 10) + " on demo", "UTILIZATION OVER THE JOB", "Notes:", "Plots: "} {
 		if !strings.Contains(s, w) {
 			t.Errorf("output lacks %q:\n%s", w, s)
 		}
 	}
-	_, plots, _ := strings.Cut(s, "Plots: ")
-	for _, p := range strings.Fields(plots) {
-		if st, err := os.Stat(p); err != nil || st.Size() < 1000 {
-			t.Errorf("plot %s: %v", p, err)
+	// The job shown is the least efficient finished multi-GPU job of an
+	// hour or more by the ground truth (ties: the one with most GPU-time).
+	var best []simcluster.JobTruth
+	for _, j := range res.Truth.Jobs {
+		if len(j.GPUs) < 2 || j.End.Sub(j.Start) < time.Hour || j.SampleS == 0 {
+			continue
 		}
+		if len(best) == 0 {
+			best = append(best, j)
+			continue
+		}
+		e, be := j.UsedS/float64(j.AllocS), best[0].UsedS/float64(best[0].AllocS)
+		switch {
+		case e < be-1e-12 || e <= be+1e-12 && j.AllocS > best[0].AllocS:
+			best = []simcluster.JobTruth{j}
+		case e <= be+1e-12 && j.AllocS == best[0].AllocS:
+			best = append(best, j)
+		}
+	}
+	found := false
+	for _, j := range best {
+		found = found || j.ID == res.Worst
+	}
+	if !found {
+		t.Errorf("detail of job %d, but the least efficient are %v", res.Worst, best)
+	}
+	if len(res.Plots) != 2 || !strings.Contains(s, "Plots: "+res.Plots[0]+"\n       "+res.Plots[1]) {
+		t.Fatalf("plots %v not printed", res.Plots)
+	}
+	for _, p := range res.Plots {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := png.Decode(f)
+		f.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if b := img.Bounds(); b.Dx() < 800 || b.Dy() < 400 {
+			t.Errorf("%s is %v: too small to read", p, b)
+		}
+	}
+}
+
+// Every example in `gpuacct demo --help` is a command line the demo
+// accepts; bad flags are refused with one clear line.
+func TestCommandLines(t *testing.T) {
+	cmd := Command(io.Discard)
+	var examples [][]string
+	_, ex, _ := strings.Cut(cmd.UsageText, "Examples:")
+	for _, l := range strings.Split(ex, "\n") {
+		l, _, _ = strings.Cut(l, "#")
+		if f := strings.Fields(l); len(f) > 0 {
+			if f[0] != "gpuacct" || f[1] != "demo" {
+				t.Fatalf("example %q is not a gpuacct demo command", l)
+			}
+			examples = append(examples, f)
+		}
+	}
+	if len(examples) < 3 {
+		t.Fatalf("examples %v", examples)
+	}
+	run := func(args []string) (PipelineOptions, error) {
+		var got PipelineOptions
+		c := Command(io.Discard)
+		c.Action = func(cc *cli.Context) error {
+			o, err := options(cc)
+			got = o
+			return err
+		}
+		app := &cli.App{Name: "gpuacct", Commands: []*cli.Command{c}, Writer: io.Discard, ErrWriter: io.Discard,
+			ExitErrHandler: func(*cli.Context, error) {}}
+		return got, app.Run(args)
+	}
+	for _, ex := range examples {
+		t.Run(strings.Join(ex[2:], " "), func(t *testing.T) {
+			o, err := run(ex)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.Nodes < 1 || o.Weeks < 1 || o.Interval < time.Second {
+				t.Errorf("options %+v", o)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--gpus", "65"}, "--nodes, --weeks and --jobs-per-day must be at least 1 and --gpus within 1..64"},
+		{[]string{"--weeks", "0"}, "--nodes, --weeks and --jobs-per-day must be at least 1 and --gpus within 1..64"},
+		{[]string{"--interval", "1500ms"}, "--interval 1.5s is not a whole number of seconds"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			_, err := run(append([]string{"gpuacct", "demo"}, tc.args...))
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("got %v, want %q", err, tc.want)
+			}
+		})
 	}
 }
