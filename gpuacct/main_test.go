@@ -17,8 +17,8 @@ func TestRunBadInput(t *testing.T) {
 		{"unknown command", []string{"bogus"}, 1, `unknown command "bogus"`},
 		{"unknown flag on subcommand", []string{"demo", "--bogus"}, 1, "see 'gpuacct demo --help'"},
 		{"unknown global flag", []string{"--bogus", "demo"}, 1, "flag provided but not defined: -bogus"},
-		{"bad demo value", []string{"demo", "--jobs", "0"}, 1, "--jobs"},
-		{"not a number", []string{"demo", "--jobs", "many"}, 1, "invalid value \"many\""},
+		{"bad demo value", []string{"demo", "--weeks", "0"}, 1, "--weeks"},
+		{"not a number", []string{"demo", "--weeks", "many"}, 1, "invalid value \"many\""},
 		{"no command", nil, 2, ""},
 	}
 	for _, tt := range tests {
@@ -42,11 +42,11 @@ func TestRunBadInput(t *testing.T) {
 
 func TestDemo(t *testing.T) {
 	var out, errb bytes.Buffer
-	code := run([]string{"gpuacct", "demo", "--dir", t.TempDir(), "--jobs", "30"}, strings.NewReader(""), &out, &errb, os.Getenv)
+	code := run([]string{"gpuacct", "demo", "--dir", t.TempDir(), "--weeks", "1", "--nodes", "2"}, strings.NewReader(""), &out, &errb, os.Getenv)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
-	for _, w := range []string{"JOB", "TEAM", "ALLOCATED GPU-H", "GPU-"} {
+	for _, w := range []string{"real gpuacct agent", "equal to the simulation's ground truth", "GPU usage by team, per week", "TOTAL", "$ gpuacct job ", "Plots: "} {
 		if !strings.Contains(out.String(), w) {
 			t.Errorf("demo output lacks %q:\n%s", w, out.String())
 		}
