@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -158,14 +159,34 @@ func lines(m Metric, legend bool) (*plot.Plot, error) {
 		}
 	}
 	p.Y.Min = 0
-	if m.Max > 0 {
-		p.Y.Max = m.Max
+	top := m.Max
+	if top == 0 {
+		// Headroom so a flat line at the maximum is not drawn on the frame.
+		top = math.Max(p.Y.Max*1.15, 1)
 	}
+	p.Y.Max = top
 	if legend {
 		rows := float64(len(m.Series))
 		p.Y.Max *= 1 + math.Min(0.12*rows, 1)
 	}
+	if m.Max > 0 {
+		// Ticks only within the real range; the headroom is the legend's.
+		p.Y.Tick.Marker = rangeTicks{max: m.Max}
+	}
 	return p, nil
+}
+
+// rangeTicks labels 0..max in quarters, for axes with legend headroom above
+// a fixed maximum (100 % must not read 120 %).
+type rangeTicks struct{ max float64 }
+
+func (r rangeTicks) Ticks(_, _ float64) []plot.Tick {
+	var t []plot.Tick
+	for i := 0; i <= 4; i++ {
+		v := r.max * float64(i) / 4
+		t = append(t, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', -1, 64)})
+	}
+	return t
 }
 
 func boxes(m Metric) (*plot.Plot, error) {
@@ -195,6 +216,8 @@ func boxes(m Metric) (*plot.Plot, error) {
 	p.Y.Min = 0
 	if m.Max > 0 {
 		p.Y.Max = m.Max
+	} else {
+		p.Y.Max = math.Max(p.Y.Max*1.15, 1) // the same headroom as the lines beside
 	}
 	return p, nil
 }
@@ -217,7 +240,8 @@ func Bars(w io.Writer, f Format, title, yLabel string, periods []string, stacks 
 	p.Y.Label.Text = yLabel
 	p.Add(plotter.NewGrid())
 	p.Legend.Top = true
-	barW := vg.Points(math.Max(8, math.Min(40, 600/float64(len(periods)))))
+	p.Title.Padding = vg.Points(8)
+	barW := vg.Points(math.Max(8, math.Min(80, 600/float64(len(periods)))))
 	var below *plotter.BarChart
 	var bars []*plotter.BarChart
 	for i, s := range stacks {
@@ -239,6 +263,8 @@ func Bars(w io.Writer, f Format, title, yLabel string, periods []string, stacks 
 		p.Legend.Add(stacks[i].Name, bars[i])
 	}
 	p.NominalX(periods...)
+	// Room on both sides so the outer bars are not cut by the frame.
+	p.X.Min, p.X.Max = -0.7, float64(len(periods))-0.3
 	if len(periods) > 16 {
 		p.X.Tick.Label.Rotation = math.Pi / 2
 		p.X.Tick.Label.XAlign = draw.XRight
