@@ -40,13 +40,22 @@ func mtime(t *testing.T, p string) time.Time {
 // fix per file.
 func TestWatchBurst(t *testing.T) {
 	dir := t.TempDir()
-	// A settle time long enough that a busy machine does not split the
-	// burst.
-	d, m := newTestDaemon(t, Options{Roots: []string{dir}, Backend: "inotify", Settle: 500 * time.Millisecond, Workers: 4}, 100*time.Millisecond)
-	startDaemon(t, d)
 	const files, writes = 100, 10000
+	// A settle time long enough that a busy machine rarely splits the burst.
+	const settle = 500 * time.Millisecond
+	d, m := newTestDaemon(t, Options{Roots: []string{dir}, Backend: "inotify", Settle: settle, Workers: 4}, 100*time.Millisecond)
+	startDaemon(t, d)
+	// On a loaded machine one file's writes may lie further apart than the
+	// settle time; each such pause may legitimately start a new burst.
+	last := make([]time.Time, files)
+	pauses := 0
 	for i := 0; i < writes; i++ {
 		writeFile(t, filepath.Join(dir, fmt.Sprintf("f%03d", i%files)), fmt.Sprintf("%05d", i))
+		now := time.Now()
+		if !last[i%files].IsZero() && now.Sub(last[i%files]) > settle/2 {
+			pauses++
+		}
+		last[i%files] = now
 	}
 	waitFor(t, 10*time.Second, "not every file fixed", func() bool { return counter(m.Fixes) >= files })
 	d.WaitIdle(context.Background())
@@ -54,8 +63,8 @@ func TestWatchBurst(t *testing.T) {
 	if got := counter(m.Events); got != writes {
 		t.Errorf("events = %v, want %d", got, writes)
 	}
-	if got := counter(m.Fixes); got != files {
-		t.Errorf("fixes = %v, want %d (once per file per burst)", got, files)
+	if got := counter(m.Fixes); got < files || got > float64(files+pauses) {
+		t.Errorf("fixes = %v, want %d to %d (once per file per burst; %d pauses over %s)", got, files, files+pauses, pauses, settle/2)
 	}
 }
 
