@@ -45,11 +45,12 @@ type Batch struct {
 	samples   sampleInserter
 }
 
+// gpuRow is a gpus row as stored.
 type gpuRow struct {
-	id, node int64
-	model    string
-	idx      int
-	hasIdx   bool
+	id, node         int64
+	model            string
+	idx, minor       int
+	hasIdx, hasMinor bool
 }
 
 type jobKey struct {
@@ -288,8 +289,9 @@ func (b *Batch) flushSeen() error {
 // GPU returns the id of a GPU UUID on node, creating it; model and minor
 // fill in when first known.
 func (b *Batch) GPU(uuid string, node int64, index *int, minor *int, model string) (int64, error) {
-	if g, ok := b.gpus[uuid]; ok && g.node == node && (model == "" || g.model != "") && minor == nil &&
-		(index == nil || (g.hasIdx && g.idx == *index)) {
+	// Known in this batch, and the upsert would change nothing.
+	if g, ok := b.gpus[uuid]; ok && g.node == node && (model == "" || g.model == model) &&
+		(minor == nil || (g.hasMinor && g.minor == *minor)) && (index == nil || (g.hasIdx && g.idx == *index)) {
 		return g.id, nil
 	}
 	if _, err := b.exec(`INSERT INTO gpus(uuid, node_id, idx, minor, model) VALUES(?, ?, ?, ?, ?)
@@ -300,17 +302,17 @@ ON CONFLICT(uuid) DO UPDATE SET node_id = excluded.node_id,
 		return 0, err
 	}
 	clear(b.models) // a node's model may have changed
-	row, err := b.queryRow(`SELECT id, model FROM gpus WHERE uuid = ?`, uuid)
+	row, err := b.queryRow(`SELECT id, model, idx, minor FROM gpus WHERE uuid = ?`, uuid)
 	if err != nil {
 		return 0, err
 	}
 	g := gpuRow{node: node}
-	if index != nil {
-		g.idx, g.hasIdx = *index, true
-	}
-	if err := row.Scan(&g.id, &g.model); err != nil {
+	var idx, mnr sql.NullInt64
+	if err := row.Scan(&g.id, &g.model, &idx, &mnr); err != nil {
 		return 0, fmt.Errorf("gpu %s: %w", uuid, err)
 	}
+	g.idx, g.hasIdx = int(idx.Int64), idx.Valid
+	g.minor, g.hasMinor = int(mnr.Int64), mnr.Valid
 	b.gpus[uuid] = g
 	return g.id, nil
 }
