@@ -78,7 +78,9 @@ type totals struct {
 	Used, Idle, SampleS   float64
 	RollAlloc, RollJobs   int64
 	DailyAlloc, DailyJobs int64
+	MonthAlloc, MonthJobs int64
 	RollUsed, DailyUsed   float64
+	MonthUsed             float64
 	Energy                int64
 }
 
@@ -95,6 +97,7 @@ func readTotals(t *testing.T, s *store.Store) totals {
 	q(`SELECT coalesce(sum(sample_s), 0) FROM job_hours`, &x.SampleS)
 	q(`SELECT coalesce(sum(alloc_gpu_s), 0), coalesce(sum(jobs), 0), coalesce(sum(used_gpu_s), 0) FROM rollup_hourly`, &x.RollAlloc, &x.RollJobs, &x.RollUsed)
 	q(`SELECT coalesce(sum(alloc_gpu_s), 0), coalesce(sum(jobs), 0), coalesce(sum(used_gpu_s), 0) FROM rollup_daily`, &x.DailyAlloc, &x.DailyJobs, &x.DailyUsed)
+	q(`SELECT coalesce(sum(alloc_gpu_s), 0), coalesce(sum(jobs), 0), coalesce(sum(used_gpu_s), 0) FROM rollup_monthly`, &x.MonthAlloc, &x.MonthJobs, &x.MonthUsed)
 	return x
 }
 
@@ -119,19 +122,20 @@ func checkTruth(t *testing.T, s *store.Store, truth gendata.Truth) {
 	if x.Energy != truth.EnergyMJ {
 		t.Errorf("energy: got %d mJ, want %d", x.Energy, truth.EnergyMJ)
 	}
-	if !near(x.RollUsed, truth.Used) || !near(x.DailyUsed, truth.Used) {
-		t.Errorf("rollup used: hourly %v, daily %v, want %v", x.RollUsed, x.DailyUsed, truth.Used)
+	if !near(x.RollUsed, truth.Used) || !near(x.DailyUsed, truth.Used) || !near(x.MonthUsed, truth.Used) {
+		t.Errorf("rollup used: hourly %v, daily %v, monthly %v, want %v", x.RollUsed, x.DailyUsed, x.MonthUsed, truth.Used)
 	}
-	if x.RollJobs != int64(truth.Jobs) || x.DailyJobs != int64(truth.Jobs) {
-		t.Errorf("rollup jobs: hourly %d, daily %d, want %d", x.RollJobs, x.DailyJobs, truth.Jobs)
+	if x.RollJobs != int64(truth.Jobs) || x.DailyJobs != int64(truth.Jobs) || x.MonthJobs != int64(truth.Jobs) {
+		t.Errorf("rollup jobs: hourly %d, daily %d, monthly %d, want %d", x.RollJobs, x.DailyJobs, x.MonthJobs, truth.Jobs)
 	}
+	checkMonths(t, s)
 	// Rollups also hold open jobs up to now; compare them with the jobs table.
 	var all int64
 	if err := s.DB.QueryRow(`SELECT sum(alloc_gpu_s) FROM jobs`).Scan(&all); err != nil {
 		t.Fatal(err)
 	}
-	if x.RollAlloc != all || x.DailyAlloc != all {
-		t.Errorf("rollup allocated: hourly %d, daily %d, jobs %d", x.RollAlloc, x.DailyAlloc, all)
+	if x.RollAlloc != all || x.DailyAlloc != all || x.MonthAlloc != all {
+		t.Errorf("rollup allocated: hourly %d, daily %d, monthly %d, jobs %d", x.RollAlloc, x.DailyAlloc, x.MonthAlloc, all)
 	}
 	var perAcct = map[string]int64{}
 	rows, err := s.DB.Query(`SELECT account, sum(alloc_gpu_s) FROM jobs WHERE end IS NOT NULL GROUP BY account`)
@@ -214,5 +218,57 @@ func TestAggregatesStored(t *testing.T) {
 	e.pass(t, s, start.Add(3*time.Hour))
 	if err := s.DB.QueryRow(`SELECT sum(util_s) FROM job_gpus`).Scan(&util); err != nil || !near(util, truth.Used) {
 		t.Errorf("stale aggregate replaced a newer one: util_s %v", util)
+	}
+}
+
+// checkMonths compares rollup_monthly row by row with rollup_daily summed
+// per UTC month: the two are kept by separate writes, so a move or an
+// ignore that reached one and not the other shows here, not only in the
+// totals.
+func checkMonths(t *testing.T, s *store.Store) {
+	t.Helper()
+	type fig struct {
+		alloc, energy, jobs int64
+		used, idle, sample  float64
+	}
+	read := func(q string) map[string]fig {
+		rows, err := s.DB.Query(q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		defer rows.Close()
+		out := map[string]fig{}
+		for rows.Next() {
+			var k string
+			var f fig
+			if err := rows.Scan(&k, &f.alloc, &f.used, &f.idle, &f.sample, &f.energy, &f.jobs); err != nil {
+				t.Fatal(err)
+			}
+			if f != (fig{}) {
+				out[k] = f
+			}
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	const key = `cluster || '|' || user || '|' || account || '|' || partition || '|' || model || '|' || ignored`
+	days := read(`SELECT (CAST(strftime('%s', day*86400, 'unixepoch', 'start of month') AS INTEGER)/86400) || '|' || ` + key + ` AS k,
+ sum(alloc_gpu_s), sum(used_gpu_s), sum(idle_gpu_s), sum(sample_s), sum(energy_mj), sum(jobs) FROM rollup_daily GROUP BY k`)
+	months := read(`SELECT month || '|' || ` + key + `, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs FROM rollup_monthly`)
+	if len(days) == 0 {
+		t.Errorf("rollup_daily is empty")
+	}
+	for k, d := range days {
+		m := months[k]
+		if d.alloc != m.alloc || d.energy != m.energy || d.jobs != m.jobs || !near(m.used, d.used) || !near(m.idle, d.idle) || !near(m.sample, d.sample) {
+			t.Errorf("rollup_monthly %s: %+v, the days sum to %+v", k, m, d)
+		}
+	}
+	for k, m := range months {
+		if _, ok := days[k]; !ok {
+			t.Errorf("rollup_monthly %s: %+v, no days under it", k, m)
+		}
 	}
 }

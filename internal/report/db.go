@@ -29,6 +29,8 @@ type DB struct {
 	// nodeNames maps nodes.id to "name" (or "cluster/name" when several
 	// clusters share the ledger).
 	nodeNames map[int64]string
+	// months: the ledger has rollup_monthly (schema 2 on).
+	months bool
 	// clusters are the clusters that shipped records, sorted.
 	clusters []string
 }
@@ -46,7 +48,14 @@ func OpenDB(ctx context.Context, path string, busy time.Duration) (*DB, error) {
 	if err != nil {
 		return nil, describe(path, busy, err)
 	}
-	d := &DB{db: st.DB, path: path, busy: busy}
+	v, err := st.Version(ctx)
+	if err != nil {
+		st.Close()
+		return nil, describe(path, busy, err)
+	}
+	// A ledger the ingest has not migrated yet (schema 1, the daemon not
+	// restarted on the new gpuacct) has no rollup_monthly: read its days.
+	d := &DB{db: st.DB, path: path, busy: busy, months: v >= 2}
 	if err := d.loadNodes(ctx); err != nil {
 		st.Close()
 		return nil, err

@@ -380,5 +380,15 @@ func replicate(path string, days int) error {
 			}
 		}
 	}
+	// The months are summed from the replicated days, as the migration
+	// that made rollup_monthly does.
+	if _, err := tx.Exec(`DELETE FROM rollup_monthly`); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(`INSERT INTO rollup_monthly SELECT CAST(strftime('%s', day*86400, 'unixepoch', 'start of month') AS INTEGER)/86400 AS m,
+ cluster, user, account, partition, model, ignored, sum(alloc_gpu_s), sum(used_gpu_s), sum(idle_gpu_s), sum(sample_s), sum(energy_mj), sum(jobs)
+ FROM rollup_daily GROUP BY m, cluster, user, account, partition, model, ignored`); err != nil {
+		return err
+	}
 	return tx.Commit()
 }

@@ -30,14 +30,14 @@ func (u *Usage) Add(o Usage) {
 }
 
 // Fact is one rollup row: usage of one (cluster, user, account,
-// partition, node, model) in one hour or UTC day.
+// partition, node, model) in one hour, UTC day or UTC month.
 type Fact struct {
 	Start     int64 // Unix seconds
 	Cluster   string
 	User      string
 	Account   string
 	Partition string
-	Node      string // "" from the daily rollup
+	Node      string // "" from the daily and monthly rollups
 	Model     string
 	Usage
 }
@@ -48,21 +48,32 @@ type Filter struct {
 	Clusters, Users, Accounts, Partitions, Nodes, Models []string
 }
 
+// grain is the rollup a piece is read from.
+type grain int
+
+const (
+	hourly  grain = iota // rollup_hourly
+	daily                // rollup_daily: whole UTC days
+	monthly              // rollup_monthly: whole UTC months
+)
+
 // piece is one time range read from one rollup.
 type piece struct {
-	daily    bool
-	from, to int64 // Unix seconds, whole hours (whole days when daily)
+	grain    grain
+	from, to int64 // Unix seconds, whole hours (whole days or months as the grain)
 }
 
-// plan covers the buckets (whole hours) with whole UTC days from
-// rollup_daily and the rest from rollup_hourly; needNode forces hourly.
-func plan(bs []timespec.Bucket, needNode bool) []piece {
+// plan covers the buckets (whole hours) with whole UTC months from
+// rollup_monthly, whole UTC days around them from rollup_daily and the
+// rest from rollup_hourly, so that a long range groups the fewest rows;
+// needNode forces hourly, !months leaves the months to the days.
+func plan(bs []timespec.Bucket, needNode, months bool) []piece {
 	var out []piece
 	add := func(p piece) {
 		if p.to <= p.from {
 			return
 		}
-		if n := len(out); n > 0 && out[n-1].daily == p.daily && out[n-1].to == p.from {
+		if n := len(out); n > 0 && out[n-1].grain == p.grain && out[n-1].to == p.from {
 			out[n-1].to = p.to
 			return
 		}
@@ -71,20 +82,43 @@ func plan(bs []timespec.Bucket, needNode bool) []piece {
 	for _, b := range bs {
 		a, e := b.Start.Unix(), b.End.Unix()
 		if needNode {
-			add(piece{false, a, e})
+			add(piece{hourly, a, e})
 			continue
 		}
 		d0 := (a + 86399) / 86400 * 86400
 		d1 := e / 86400 * 86400
 		if d1 <= d0 {
-			add(piece{false, a, e})
+			add(piece{hourly, a, e})
 			continue
 		}
-		add(piece{false, a, d0})
-		add(piece{true, d0, d1})
-		add(piece{false, d1, e})
+		add(piece{hourly, a, d0})
+		m0, m1 := monthCeil(d0), monthFloor(d1)
+		if !months || m1 <= m0 {
+			add(piece{daily, d0, d1})
+		} else {
+			add(piece{daily, d0, m0})
+			add(piece{monthly, m0, m1})
+			add(piece{daily, m1, d1})
+		}
+		add(piece{hourly, d1, e})
 	}
 	return out
+}
+
+// monthFloor is the start of the UTC month holding t (Unix seconds).
+func monthFloor(t int64) int64 {
+	y, m, _ := time.Unix(t, 0).UTC().Date()
+	return time.Date(y, m, 1, 0, 0, 0, 0, time.UTC).Unix()
+}
+
+// monthCeil is the first UTC month start at or after t (Unix seconds).
+func monthCeil(t int64) int64 {
+	f := monthFloor(t)
+	if f == t {
+		return t
+	}
+	y, m, _ := time.Unix(f, 0).UTC().Date()
+	return time.Date(y, m+1, 1, 0, 0, 0, 0, time.UTC).Unix()
 }
 
 // HourWindow rounds a window to whole hours as sreport does: the start
@@ -110,19 +144,24 @@ func (d *DB) Facts(ctx context.Context, bs []timespec.Bucket, f Filter, needNode
 		}
 		needNode = true
 	}
-	for _, p := range plan(bs, needNode) {
+	for _, p := range plan(bs, needNode, d.months) {
 		var q strings.Builder
 		var args []any
-		if p.daily {
+		switch {
+		case p.grain == monthly:
+			q.WriteString(`SELECT month*86400, cluster, user, account, partition, 0, model, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs
+ FROM rollup_monthly WHERE ignored = 0 AND month >= ? AND month < ?`)
+			args = append(args, p.from/86400, p.to/86400)
+		case p.grain == daily:
 			q.WriteString(`SELECT day*86400, cluster, user, account, partition, 0, model, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs
  FROM rollup_daily WHERE ignored = 0 AND day >= ? AND day < ?`)
 			args = append(args, p.from/86400, p.to/86400)
-		} else if needNode {
+		case needNode:
 			q.WriteString(`SELECT hour*3600, cluster, user, account, partition, node_id, model, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs
  FROM rollup_hourly WHERE ignored = 0 AND hour >= ? AND hour < ?`)
 			args = append(args, p.from/3600, p.to/3600)
 			inInt(&q, &args, "node_id", nodeIDs)
-		} else {
+		default:
 			// Without the node, SQLite sums the nodes away (about 30×
 			// fewer rows to hand over on a 1,000-GPU cluster).
 			q.WriteString(`SELECT hour*3600, cluster, user, account, partition, 0, model, sum(alloc_gpu_s), sum(used_gpu_s), sum(idle_gpu_s), sum(sample_s), sum(energy_mj), sum(jobs)
@@ -134,7 +173,7 @@ func (d *DB) Facts(ctx context.Context, bs []timespec.Bucket, f Filter, needNode
 		in(&q, &args, "account", f.Accounts)
 		in(&q, &args, "partition", f.Partitions)
 		in(&q, &args, "model", f.Models)
-		if !p.daily && !needNode {
+		if p.grain == hourly && !needNode {
 			q.WriteString(" GROUP BY hour, cluster, user, account, partition, model")
 		}
 		rows, err := d.db.QueryContext(ctx, q.String(), args...)
@@ -150,7 +189,7 @@ func (d *DB) Facts(ctx context.Context, bs []timespec.Bucket, f Filter, needNode
 				return d.wrap(err)
 			}
 			x.Node = ""
-			if !p.daily {
+			if p.grain == hourly {
 				x.Node = d.nodeNames[node]
 			}
 			fn(&x)
@@ -171,7 +210,13 @@ func (d *DB) Distinct(ctx context.Context, col string) (map[string]bool, error) 
 	default:
 		return nil, fmt.Errorf("distinct %q: not a rollup column", col)
 	}
-	rows, err := d.db.QueryContext(ctx, `SELECT DISTINCT `+col+` FROM rollup_daily`)
+	// The monthly rollup holds every value the daily one does, in ~30×
+	// fewer rows.
+	from := "rollup_daily"
+	if d.months {
+		from = "rollup_monthly"
+	}
+	rows, err := d.db.QueryContext(ctx, `SELECT DISTINCT `+col+` FROM `+from)
 	if err != nil {
 		return nil, d.wrap(err)
 	}

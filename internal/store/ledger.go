@@ -383,7 +383,10 @@ func (b *Batch) rollup(dims Dims, node int64, model string, hour int64, d Delta)
 	if err := b.rollupHour(dims, node, model, hour, d); err != nil {
 		return err
 	}
-	return b.rollupDay(dims, model, hour/24, d)
+	if err := b.rollupDay(dims, model, hour/24, d); err != nil {
+		return err
+	}
+	return b.rollupMonth(dims, model, MonthOfDay(hour/24), d)
 }
 
 func (b *Batch) rollupHour(dims Dims, node int64, model string, hour int64, d Delta) error {
@@ -408,6 +411,25 @@ ON CONFLICT DO UPDATE SET alloc_gpu_s = alloc_gpu_s + excluded.alloc_gpu_s, used
 		day, dims.Cluster, dims.User, dims.Account, dims.Partition, model, dims.Ignored,
 		d.AllocGPUs, d.Used, d.Idle, d.SampleS, d.EnergyMJ, d.Jobs)
 	return err
+}
+
+func (b *Batch) rollupMonth(dims Dims, model string, month int64, d Delta) error {
+	_, err := b.exec(`INSERT INTO rollup_monthly(month, cluster, user, account, partition, model, ignored,
+ alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs)
+VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT DO UPDATE SET alloc_gpu_s = alloc_gpu_s + excluded.alloc_gpu_s, used_gpu_s = used_gpu_s + excluded.used_gpu_s,
+ idle_gpu_s = idle_gpu_s + excluded.idle_gpu_s, sample_s = sample_s + excluded.sample_s,
+ energy_mj = energy_mj + excluded.energy_mj, jobs = jobs + excluded.jobs`,
+		month, dims.Cluster, dims.User, dims.Account, dims.Partition, model, dims.Ignored,
+		d.AllocGPUs, d.Used, d.Idle, d.SampleS, d.EnergyMJ, d.Jobs)
+	return err
+}
+
+// MonthOfDay is the Unix day of the first day of the UTC month holding
+// Unix day day: the key of rollup_monthly.
+func MonthOfDay(day int64) int64 {
+	y, m, _ := time.Unix(day*86400, 0).UTC().Date()
+	return time.Date(y, m, 1, 0, 0, 0, 0, time.UTC).Unix() / 86400
 }
 
 // moveJob moves a job's rollup contributions from its old dims to new
@@ -1018,9 +1040,9 @@ func (b *Batch) flushUse() error {
 		model string
 	}
 	// Sums in first-seen order, so that a batch always writes the same.
-	hourly, daily, totals := map[hourKey]*Delta{}, map[dayKey]*Delta{}, map[int64]*Delta{}
+	hourly, daily, monthly, totals := map[hourKey]*Delta{}, map[dayKey]*Delta{}, map[dayKey]*Delta{}, map[int64]*Delta{}
 	var hours []hourKey
-	var days []dayKey
+	var days, months []dayKey
 	var jobs []int64
 	for _, k := range keys {
 		d := *use[k]
@@ -1057,6 +1079,13 @@ ON CONFLICT DO UPDATE SET alloc_gpu_s = alloc_gpu_s + excluded.alloc_gpu_s, used
 			days = append(days, dk)
 		}
 		daily[dk].add(d)
+		// A month row is keyed as a day row, by its first day.
+		mk := dayKey{dims, MonthOfDay(k.hour / 24), model}
+		if monthly[mk] == nil {
+			monthly[mk] = &Delta{}
+			months = append(months, mk)
+		}
+		monthly[mk].add(d)
 		if totals[k.job] == nil {
 			totals[k.job] = &Delta{}
 			jobs = append(jobs, k.job)
@@ -1073,6 +1102,13 @@ ON CONFLICT DO UPDATE SET alloc_gpu_s = alloc_gpu_s + excluded.alloc_gpu_s, used
 	for _, k := range days {
 		if d := *daily[k]; !d.zero() {
 			if err := b.rollupDay(k.dims, k.model, k.day, d); err != nil {
+				return err
+			}
+		}
+	}
+	for _, k := range months {
+		if d := *monthly[k]; !d.zero() {
+			if err := b.rollupMonth(k.dims, k.model, k.day, d); err != nil {
 				return err
 			}
 		}

@@ -97,7 +97,7 @@ func TestLedgerMovesRollups(t *testing.T) {
 		return nil
 	})
 	want := []roll{{User: "alice", Alloc: 6 * 5400, Used: 1800, Jobs: 1}}
-	for _, tbl := range []string{"rollup_hourly", "rollup_daily"} {
+	for _, tbl := range []string{"rollup_hourly", "rollup_daily", "rollup_monthly"} {
 		if diff := cmp.Diff(want, rollups(t, s, tbl)); diff != "" {
 			t.Errorf("%s after events (-want +got):\n%s", tbl, diff)
 		}
@@ -111,13 +111,17 @@ func TestLedgerMovesRollups(t *testing.T) {
 	s.DB.QueryRow(`SELECT id FROM jobs WHERE job_id = 5`).Scan(&job)
 	step(func(b *Batch) error { return b.SetIgnored(job, true, "benchmark run") })
 	want[0].Ignored = true
-	if diff := cmp.Diff(want, rollups(t, s, "rollup_daily")); diff != "" {
-		t.Errorf("after ignore (-want +got):\n%s", diff)
+	for _, tbl := range []string{"rollup_hourly", "rollup_daily", "rollup_monthly"} {
+		if diff := cmp.Diff(want, rollups(t, s, tbl)); diff != "" {
+			t.Errorf("%s after ignore (-want +got):\n%s", tbl, diff)
+		}
 	}
 	step(func(b *Batch) error { return b.SetIgnored(job, false, "") })
 	want[0].Ignored = false
-	if diff := cmp.Diff(want, rollups(t, s, "rollup_hourly")); diff != "" {
-		t.Errorf("after unignore (-want +got):\n%s", diff)
+	for _, tbl := range []string{"rollup_hourly", "rollup_daily", "rollup_monthly"} {
+		if diff := cmp.Diff(want, rollups(t, s, tbl)); diff != "" {
+			t.Errorf("%s after unignore (-want +got):\n%s", tbl, diff)
+		}
 	}
 	var nodes string
 	var gpus int

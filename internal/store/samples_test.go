@@ -162,6 +162,7 @@ func TestEventsOneBatchOrMany(t *testing.T) {
 			`SELECT job, node_id, hour, alloc_gpu_s, used_gpu_s, sample_s, jobs FROM job_hours ORDER BY 1, 2, 3`,
 			`SELECT hour, user, node_id, alloc_gpu_s, used_gpu_s, jobs FROM rollup_hourly WHERE alloc_gpu_s != 0 OR used_gpu_s != 0 OR jobs != 0 ORDER BY 1, 2, 3`,
 			`SELECT day, user, alloc_gpu_s, used_gpu_s, jobs FROM rollup_daily WHERE alloc_gpu_s != 0 OR used_gpu_s != 0 OR jobs != 0 ORDER BY 1, 2`,
+			`SELECT month, user, alloc_gpu_s, used_gpu_s, jobs FROM rollup_monthly WHERE alloc_gpu_s != 0 OR used_gpu_s != 0 OR jobs != 0 ORDER BY 1, 2`,
 		} {
 			out[q] = dump(t, s.DB, q)
 		}

@@ -1,0 +1,76 @@
+package report
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/aicloud/gpusuite/internal/report/timespec"
+)
+
+// TestPlan: months inside days inside hours, each piece merged with its
+// neighbour of the same rollup, and no month where a bucket does not hold
+// a whole UTC month.
+func TestPlan(t *testing.T) {
+	utc := func(s string) int64 {
+		x, err := time.Parse("2006-01-02T15", s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x.Unix()
+	}
+	tokyo, err := time.LoadLocation("Asia/Tokyo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := func(from, to string) timespec.Bucket {
+		return timespec.Bucket{Start: time.Unix(utc(from), 0).UTC(), End: time.Unix(utc(to), 0).UTC()}
+	}
+	// Tokyo's months: midnight on the 1st, 15:00 UTC the day before.
+	tokyoMonths := func(y int, m0, m1 time.Month) []timespec.Bucket {
+		var out []timespec.Bucket
+		for m := m0; m < m1; m++ {
+			out = append(out, timespec.Bucket{Start: time.Date(y, m, 1, 0, 0, 0, 0, tokyo), End: time.Date(y, m+1, 1, 0, 0, 0, 0, tokyo)})
+		}
+		return out
+	}
+	p := func(g grain, from, to string) piece { return piece{g, utc(from), utc(to)} }
+	for _, c := range []struct {
+		name     string
+		bs       []timespec.Bucket
+		needNode bool
+		months   bool
+		want     []piece
+	}{
+		{"hours only", []timespec.Bucket{b("2026-03-04T05", "2026-03-04T09")}, false, true,
+			[]piece{p(hourly, "2026-03-04T05", "2026-03-04T09")}},
+		{"days, no whole month", []timespec.Bucket{b("2026-03-04T05", "2026-03-20T09")}, false, true,
+			[]piece{p(hourly, "2026-03-04T05", "2026-03-05T00"), p(daily, "2026-03-05T00", "2026-03-20T00"), p(hourly, "2026-03-20T00", "2026-03-20T09")}},
+		{"one whole month", []timespec.Bucket{b("2026-03-01T00", "2026-04-01T00")}, false, true,
+			[]piece{p(monthly, "2026-03-01T00", "2026-04-01T00")}},
+		{"months inside days inside hours", []timespec.Bucket{b("2026-01-15T13", "2026-04-03T02")}, false, true,
+			[]piece{p(hourly, "2026-01-15T13", "2026-01-16T00"), p(daily, "2026-01-16T00", "2026-02-01T00"),
+				p(monthly, "2026-02-01T00", "2026-04-01T00"), p(daily, "2026-04-01T00", "2026-04-03T00"), p(hourly, "2026-04-03T00", "2026-04-03T02")}},
+		{"UTC month buckets merge into one piece", []timespec.Bucket{b("2026-01-01T00", "2026-02-01T00"), b("2026-02-01T00", "2026-03-01T00"), b("2026-03-01T00", "2026-04-01T00")}, false, true,
+			[]piece{p(monthly, "2026-01-01T00", "2026-04-01T00")}},
+		{"December to January", []timespec.Bucket{b("2026-11-30T00", "2027-02-02T00")}, false, true,
+			[]piece{p(daily, "2026-11-30T00", "2026-12-01T00"), p(monthly, "2026-12-01T00", "2027-02-01T00"), p(daily, "2027-02-01T00", "2027-02-02T00")}},
+		{"Tokyo months: days and hours, no whole UTC month", tokyoMonths(2026, 2, 4), false, true,
+			[]piece{p(hourly, "2026-01-31T15", "2026-02-01T00"), p(daily, "2026-02-01T00", "2026-02-28T00"), p(hourly, "2026-02-28T00", "2026-03-01T00"),
+				p(daily, "2026-03-01T00", "2026-03-31T00"), p(hourly, "2026-03-31T00", "2026-03-31T15")}},
+		{"Tokyo quarter in one bucket: whole UTC months inside", []timespec.Bucket{{Start: time.Date(2026, 1, 1, 0, 0, 0, 0, tokyo), End: time.Date(2026, 4, 1, 0, 0, 0, 0, tokyo)}}, false, true,
+			[]piece{p(hourly, "2025-12-31T15", "2026-01-01T00"), p(monthly, "2026-01-01T00", "2026-03-01T00"),
+				p(daily, "2026-03-01T00", "2026-03-31T00"), p(hourly, "2026-03-31T00", "2026-03-31T15")}},
+		{"node forces hours", []timespec.Bucket{b("2026-01-01T00", "2026-03-01T00")}, true, true,
+			[]piece{p(hourly, "2026-01-01T00", "2026-03-01T00")}},
+		{"ledger without rollup_monthly", []timespec.Bucket{b("2026-01-01T00", "2026-03-01T05")}, false, false,
+			[]piece{p(daily, "2026-01-01T00", "2026-03-01T00"), p(hourly, "2026-03-01T00", "2026-03-01T05")}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if diff := cmp.Diff(c.want, plan(c.bs, c.needNode, c.months), cmp.AllowUnexported(piece{})); diff != "" {
+				t.Errorf("plan (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
