@@ -10,7 +10,7 @@
 #   machines' local disks, not the share), else under dir.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export CGO_CFLAGS="${CGO_CFLAGS:--Wno-deprecated-declarations}"
+export CGO_CFLAGS="${CGO_CFLAGS:--O2 -g -Wno-deprecated-declarations}"
 dir="${1:-/var/tmp/gpusuite-dayrun}"
 shift || true
 mkdir -p "$dir"

@@ -8,7 +8,7 @@
 # Usage: bench/report.sh [days]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export CGO_CFLAGS="${CGO_CFLAGS:--Wno-deprecated-declarations}"
+export CGO_CFLAGS="${CGO_CFLAGS:--O2 -g -Wno-deprecated-declarations}"
 export GPUSUITE_BENCH_DAYS="${1:-${GPUSUITE_BENCH_DAYS:-30}}"
 command -v sqlite3 >/dev/null || { echo "bench/report.sh: sqlite3 CLI not found (apt-get install sqlite3)" >&2; exit 1; }
 mkdir -p bin && go build -o bin/ ./gpuacct

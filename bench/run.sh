@@ -3,7 +3,7 @@
 # Figures and how to read them: docs/performance.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export CGO_CFLAGS=${CGO_CFLAGS:--Wno-deprecated-declarations}
+export CGO_CFLAGS=${CGO_CFLAGS:--O2 -g -Wno-deprecated-declarations}
 
 echo "== prolog/epilog latency (floor: /bin/true)"
 go run ./bench/hooklat -bin ./bin -n "${HOOKLAT_N:-300}"

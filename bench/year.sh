@@ -7,7 +7,7 @@
 # Usage: bench/year.sh [dir] [flags of bench/year]   (dir default /var/tmp/gpusuite-year)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export CGO_CFLAGS="${CGO_CFLAGS:--Wno-deprecated-declarations}"
+export CGO_CFLAGS="${CGO_CFLAGS:--O2 -g -Wno-deprecated-declarations}"
 dir="${1:-/var/tmp/gpusuite-year}"
 shift || true
 mkdir -p "$dir"

@@ -102,7 +102,7 @@ func agentBinary(t *testing.T) string {
 	}
 	p := filepath.Join(t.TempDir(), "gpuacct")
 	cmd := exec.Command("go", "build", "-o", p, "github.com/aicloud/gpusuite/gpuacct")
-	cmd.Env = append(os.Environ(), "CGO_CFLAGS=-Wno-deprecated-declarations")
+	cmd.Env = append(os.Environ(), "CGO_CFLAGS=-O2 -g -Wno-deprecated-declarations")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build gpuacct: %v\n%s", err, out)
 	}

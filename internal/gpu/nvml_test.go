@@ -3,7 +3,7 @@
 // Real-GPU test: needs the NVIDIA driver (libnvidia-ml.so.1) and
 // nvidia-smi. Run on a GPU server:
 //
-//	CGO_CFLAGS=-Wno-deprecated-declarations go test -tags nvml -run NVML -v -count=1 ./internal/gpu/ ./internal/agent/
+//	CGO_CFLAGS='-O2 -g -Wno-deprecated-declarations' go test -tags nvml -run NVML -v -count=1 ./internal/gpu/ ./internal/agent/
 package gpu_test
 
 import (

@@ -162,7 +162,7 @@ func Binary(t testing.TB, name string) string {
 	}
 	p := filepath.Join(t.TempDir(), name)
 	cmd := exec.Command("go", "build", "-o", p, "github.com/aicloud/gpusuite/"+name)
-	cmd.Env = append(os.Environ(), "CGO_CFLAGS=-Wno-deprecated-declarations")
+	cmd.Env = append(os.Environ(), "CGO_CFLAGS=-O2 -g -Wno-deprecated-declarations")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build %s: %v\n%s", name, err, out)
 	}
