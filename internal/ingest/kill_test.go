@@ -58,7 +58,7 @@ func cliApp(stdout, stderr *bytes.Buffer, getenv func(string) string) *cli.App {
 func TestKillDuringIngest(t *testing.T) {
 	e := newEnv(t)
 	start := time.Now().UTC().Truncate(time.Hour).Add(-7 * time.Hour)
-	truth, err := gendata.Generate(e.cfg.Ingest.Incoming, gendata.Options{Cluster: "c1", Nodes: 6, GPUsPerNode: 8, Start: start,
+	truth, err := gendata.Generate(e.cfg.Ingest.Incoming, gendata.Options{Cluster: "c1", Nodes: 8, GPUsPerNode: 8, Start: start,
 		Duration: 6 * time.Hour, Interval: 10 * time.Second, JobsPerNode: 30, HookEvents: true, Aggregates: true, Seed: 5})
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +85,9 @@ func TestKillDuringIngest(t *testing.T) {
 		go func() { exited <- cmd.Wait() }()
 		// Early kills land at open and in the first batches; later ones
 		// (some at open, most inside a batch or between commit and archive).
-		delay := time.Duration(10+rng.Intn(120)) * time.Millisecond
+		// The windows are short enough that a fast (optimised) build still
+		// takes well over 15 kills to get through the data.
+		delay := time.Duration(5+rng.Intn(70)) * time.Millisecond
 		select {
 		case err := <-exited:
 			if err != nil {
