@@ -136,8 +136,11 @@ func Load(path string, explicit bool) (Config, error) {
 	cfg := Default()
 	data, err := os.ReadFile(path)
 	if err != nil {
-		if !explicit && errors.Is(err, fs.ErrNotExist) {
-			return cfg, nil
+		if errors.Is(err, fs.ErrNotExist) {
+			if !explicit {
+				return cfg, nil
+			}
+			return cfg, fmt.Errorf("read config %q (start from packaging/gpusuite.toml.example, or name another file with --config or %s): %w", path, EnvPath, err)
 		}
 		return cfg, fmt.Errorf("read config %q: %w", path, err)
 	}
