@@ -129,6 +129,7 @@ func (in *Ingester) Pass(ctx context.Context) (Result, error) {
 	if err := in.housekeeping(ctx, &res); err != nil {
 		return res, in.finish(ctx, start, res, err)
 	}
+	in.fillDetails(ctx)
 	return res, in.finish(ctx, start, res, nil)
 }
 

@@ -1,0 +1,150 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/store"
+)
+
+const (
+	// detailsBatch is how many job ids one sacct call asks about.
+	detailsBatch = 500
+	// detailsPerPass bounds the sacct calls of one pass, so that a large
+	// backlog (a ledger from before job details) drains over a few passes.
+	detailsPerPass = 10
+	// detailsGiveUp is how long after its end (else start) a job sacct
+	// does not know is asked about again: slurmdbd may lag behind, but a
+	// dead sacct must not cost calls forever.
+	detailsGiveUp = 24 * time.Hour
+)
+
+// fillDetails asks sacct for the comment and array ids of the jobs not yet
+// looked up: slurmd hands the Prolog/Epilog neither, and the comment is
+// what report.ignore_tag looks for, so this runs before the ignore
+// requests and tag are applied. sacct failing is logged and retried next
+// pass; it never fails the pass.
+func (in *Ingester) fillDetails(ctx context.Context) {
+	if in.d.Sacct == nil {
+		return
+	}
+	now := in.d.Now()
+	var after int64
+	for range detailsPerPass {
+		if ctx.Err() != nil {
+			return
+		}
+		last, err := in.fillDetailsBatch(ctx, now, after)
+		if err != nil {
+			in.d.Log.Info("job comments and array ids not looked up; retrying next pass", "err", err)
+			return
+		}
+		if last == 0 {
+			return
+		}
+		after = last
+	}
+}
+
+// fillDetailsBatch looks up the batch of unchecked jobs after row after. It
+// returns the batch's last row when the batch was full (more may wait),
+// else 0.
+func (in *Ingester) fillDetailsBatch(ctx context.Context, now time.Time, after int64) (int64, error) {
+	b, err := in.d.Store.Begin(ctx, now)
+	if err != nil {
+		return 0, err
+	}
+	jobs, err := b.UncheckedJobs(after, detailsBatch)
+	b.Rollback()
+	if err != nil || len(jobs) == 0 {
+		return 0, err
+	}
+	ids := make([]string, 0, len(jobs))
+	seen := make(map[uint64]bool, len(jobs))
+	for _, j := range jobs {
+		if !seen[j.JobID] {
+			seen[j.JobID] = true
+			ids = append(ids, strconv.FormatUint(j.JobID, 10))
+		}
+	}
+	sctx, cancel := context.WithTimeout(ctx, in.d.Config.Ingest.SacctTimeout.Duration)
+	out, serr := in.d.Sacct(sctx, "-j", strings.Join(ids, ","), "-X", "--parsable2", "--noheader", "-o", "JobIDRaw,JobID,Comment")
+	cancel()
+	var known map[uint64]store.JobDetails
+	if serr == nil {
+		known = parseSacctDetails(string(out))
+	}
+	b, err = in.d.Store.Begin(ctx, now)
+	if err != nil {
+		return 0, err
+	}
+	filled, gaveUp := 0, 0
+	for _, j := range jobs {
+		if d, ok := known[j.JobID]; ok {
+			if err := b.SetJobDetails(j.Row, d); err != nil {
+				b.Rollback()
+				return 0, err
+			}
+			filled++
+			continue
+		}
+		if now.Sub(j.Seen) > detailsGiveUp {
+			if err := b.GiveUpJobDetails(j.Row); err != nil {
+				b.Rollback()
+				return 0, err
+			}
+			gaveUp++
+		}
+	}
+	if err := b.Commit(); err != nil {
+		return 0, err
+	}
+	if filled > 0 || gaveUp > 0 {
+		in.d.Log.Debug("job details from sacct", "filled", filled, "given_up", gaveUp)
+	}
+	if serr != nil {
+		return 0, fmt.Errorf("sacct for %d jobs: %w", len(ids), serr)
+	}
+	if len(jobs) < detailsBatch {
+		return 0, nil
+	}
+	return jobs[len(jobs)-1].Row, nil
+}
+
+// parseSacctDetails reads `sacct -X -P -n -o JobIDRaw,JobID,Comment`
+// lines. sacct -P does not escape '|' inside a comment, so the comment is
+// the rest of the line after the second '|'. An array task's JobID reads
+// ARRAYID_TASK ("40_2"); a pending array's "40_[3-9]" and a heterogeneous
+// job's "40+1" carry no task. Lines that do not parse are skipped; a job
+// listed twice keeps its last line.
+func parseSacctDetails(out string) map[uint64]store.JobDetails {
+	res := make(map[uint64]store.JobDetails)
+	for line := range strings.SplitSeq(out, "\n") {
+		line = strings.TrimRight(line, "\r")
+		raw, rest, ok := strings.Cut(line, "|")
+		if !ok {
+			continue
+		}
+		jobID, comment, ok := strings.Cut(rest, "|")
+		if !ok {
+			continue
+		}
+		id, err := strconv.ParseUint(strings.TrimSpace(raw), 10, 64)
+		if err != nil || id == 0 {
+			continue
+		}
+		d := store.JobDetails{Comment: strings.TrimSpace(comment)}
+		if a, t, ok := strings.Cut(strings.TrimSpace(jobID), "_"); ok {
+			aj, err1 := strconv.ParseUint(a, 10, 64)
+			tk, err2 := strconv.ParseInt(t, 10, 64)
+			if err1 == nil && err2 == nil && aj != 0 && tk >= 0 {
+				d.ArrayJobID, d.ArrayTaskID = aj, tk
+			}
+		}
+		res[id] = d
+	}
+	return res
+}

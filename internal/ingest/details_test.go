@@ -1,0 +1,192 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/aicloud/gpusuite/internal/ingest/gendata"
+	"github.com/aicloud/gpusuite/internal/store"
+)
+
+func TestParseSacctDetails(t *testing.T) {
+	out := strings.Join([]string{
+		"101|101|gpuacct:ignore benchmark",
+		"102|40_2|",
+		"103|40_[3-9]|pending array",
+		"104|104|a|b||c",                // sacct -P does not escape '|'
+		"105|105+1|het",                 // heterogeneous: no array task
+		"garbage",                       // no fields
+		"x|106|not a job id",            // JobIDRaw not a number
+		"107|107",                       // Comment missing
+		"",                              // blank
+		"108|108|first",                 // listed twice: the last wins
+		"108|108|second\r",              // CRLF
+		"0|0|zero is no job",            //
+		"109|abc_def|odd JobID",         //
+		" 110 | 41_0 | spaced comment ", //
+	}, "\n")
+	want := map[uint64]store.JobDetails{
+		101: {Comment: "gpuacct:ignore benchmark"},
+		102: {ArrayJobID: 40, ArrayTaskID: 2},
+		103: {Comment: "pending array"},
+		104: {Comment: "a|b||c"},
+		105: {Comment: "het"},
+		108: {Comment: "second"},
+		109: {Comment: "odd JobID"},
+		110: {Comment: "spaced comment", ArrayJobID: 41, ArrayTaskID: 0},
+	}
+	if d := cmp.Diff(want, parseSacctDetails(out)); d != "" {
+		t.Fatalf("parse (-want +got):\n%s", d)
+	}
+}
+
+// TestPassFillsJobDetails: a pass asks sacct once per batch for the
+// comment and array ids of jobs not yet looked up, before the ignore tag
+// is applied, so a tagged job is ignored after the same pass; jobs sacct
+// does not know are asked again, until a day after their end.
+func TestPassFillsJobDetails(t *testing.T) {
+	e := newEnv(t)
+	e.cfg.Report.Requests = filepath.Join(e.root, "requests")
+	start := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
+	if _, err := gendata.Generate(e.cfg.Ingest.Incoming, gendata.Options{Cluster: "c1", Nodes: 1, GPUsPerNode: 4, Start: start,
+		Duration: time.Hour, Interval: 10 * time.Second, JobsPerNode: 4, Seed: 5}); err != nil {
+		t.Fatal(err)
+	}
+	s := e.open(t)
+	defer s.Close()
+	var ids []string
+
+	var calls atomic.Int32
+	var tagged, arrayed, unknown string
+	fail := false
+	sacct := func(ctx context.Context, args ...string) ([]byte, error) {
+		calls.Add(1)
+		if fail {
+			return nil, errors.New("slurmdbd unreachable")
+		}
+		var list string
+		for i, a := range args {
+			if a == "-j" && i+1 < len(args) {
+				list = args[i+1]
+			}
+		}
+		if !strings.Contains(strings.Join(args, " "), "-o JobIDRaw,JobID,Comment") {
+			t.Errorf("sacct args %q", args)
+		}
+		var b strings.Builder
+		for _, id := range strings.Split(list, ",") {
+			switch id {
+			case unknown:
+			case tagged:
+				b.WriteString(id + "|" + id + "|gpuacct:ignore benchmark\n")
+			case arrayed:
+				b.WriteString(id + "|40_2|\n")
+			default:
+				b.WriteString(id + "|" + id + "|plain\n")
+			}
+		}
+		return []byte(b.String()), nil
+	}
+	now := start.Add(2 * time.Hour)
+	// First pass without sacct: the jobs exist, nothing is looked up.
+	e.pass(t, s, now)
+	if err := func() error {
+		r, err := s.DB.Query(`SELECT job_id FROM jobs ORDER BY job_id`)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		for r.Next() {
+			var id string
+			if err := r.Scan(&id); err != nil {
+				return err
+			}
+			ids = append(ids, id)
+		}
+		return r.Err()
+	}(); err != nil || len(ids) < 3 {
+		t.Fatalf("jobs %v, %v", ids, err)
+	}
+	tagged, arrayed, unknown = ids[0], ids[1], ids[2]
+
+	run := func(now time.Time) {
+		t.Helper()
+		in := New(Deps{Store: s, Config: e.cfg, Log: quiet(), Now: func() time.Time { return now }, UID: os.Getuid(), Sacct: sacct, SacctLocation: time.UTC})
+		if _, err := in.Pass(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		in.applyRequests(context.Background())
+	}
+	type row struct {
+		Comment          string
+		ArrJob, ArrTask  int64
+		Checked, Ignored int
+	}
+	get := func(id string) row {
+		t.Helper()
+		var r row
+		if err := s.DB.QueryRow(`SELECT coalesce(comment, ''), coalesce(array_job_id, -1), coalesce(array_task_id, -1), details_checked, ignored FROM jobs WHERE job_id = ?`, id).
+			Scan(&r.Comment, &r.ArrJob, &r.ArrTask, &r.Checked, &r.Ignored); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+
+	// sacct down: the pass goes on, nothing is marked.
+	fail = true
+	run(now)
+	if c := calls.Load(); c != 1 {
+		t.Fatalf("sacct calls %d, want 1", c)
+	}
+	if r := get(tagged); r.Checked != 0 {
+		t.Fatalf("tagged job after a failed sacct: %+v", r)
+	}
+
+	fail = false
+	run(now)
+	if c := calls.Load(); c != 2 {
+		t.Fatalf("sacct calls %d, want 2 (one per batch)", c)
+	}
+	if got, want := get(tagged), (row{"gpuacct:ignore benchmark", -1, -1, 1, 1}); got != want {
+		t.Errorf("tagged job %+v, want %+v", got, want)
+	}
+	if got, want := get(arrayed), (row{"", 40, 2, 1, 0}); got != want {
+		t.Errorf("array job %+v, want %+v", got, want)
+	}
+	if got, want := get(ids[3]), (row{"plain", -1, -1, 1, 0}); got != want {
+		t.Errorf("plain job %+v, want %+v", got, want)
+	}
+	if got := get(unknown); got.Checked != 0 {
+		t.Errorf("job sacct does not know yet: %+v, want unchecked", got)
+	}
+	var ignoredTotal int64
+	if err := s.DB.QueryRow(`SELECT count(*) FROM jobs WHERE ignored = 1`).Scan(&ignoredTotal); err != nil || ignoredTotal != 1 {
+		t.Fatalf("ignored jobs %d, %v; want 1", ignoredTotal, err)
+	}
+
+	// Asked again next pass; given up a day after its end.
+	run(now.Add(time.Minute))
+	if c := calls.Load(); c != 3 {
+		t.Fatalf("sacct calls %d, want 3", c)
+	}
+	if got := get(unknown); got.Checked != 0 {
+		t.Errorf("unknown job after a minute: %+v", got)
+	}
+	run(now.Add(25 * time.Hour))
+	if got := get(unknown); got.Checked != 2 {
+		t.Errorf("unknown job after a day: %+v, want given up (2)", got)
+	}
+	c := calls.Load()
+	run(now.Add(26 * time.Hour))
+	if calls.Load() != c {
+		t.Errorf("sacct asked with nothing left to look up")
+	}
+}

@@ -1,0 +1,80 @@
+package store
+
+import (
+	"fmt"
+	"time"
+)
+
+// UncheckedJob is a job run whose comment and array ids were not yet
+// looked up in Slurm's accounting (jobs.details_checked = 0).
+type UncheckedJob struct {
+	Row   int64
+	JobID uint64
+	// Seen is the job's end, else start, else submit; zero when none.
+	Seen time.Time
+}
+
+// JobDetails is what sacct knows of a job and slurmd does not tell the
+// hooks. ArrayJobID is 0 for a job outside an array.
+type JobDetails struct {
+	Comment     string
+	ArrayJobID  uint64
+	ArrayTaskID int64
+}
+
+// UncheckedJobs lists up to limit job runs not yet looked up whose row is
+// after the given one, in row order, so that a pass can walk a backlog
+// past jobs that stay unchecked.
+func (b *Batch) UncheckedJobs(after int64, limit int) ([]UncheckedJob, error) {
+	s, err := b.stmt(`SELECT id, job_id, coalesce(end, start, submit, 0) FROM jobs WHERE details_checked = 0 AND id > ? ORDER BY id LIMIT ?`)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.QueryContext(b.ctx, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("unchecked jobs: %w", err)
+	}
+	defer rows.Close()
+	var out []UncheckedJob
+	for rows.Next() {
+		var u UncheckedJob
+		var jid, seen int64
+		if err := rows.Scan(&u.Row, &jid, &seen); err != nil {
+			return nil, fmt.Errorf("unchecked jobs: %w", err)
+		}
+		u.JobID = uint64(jid)
+		if seen > 0 {
+			u.Seen = time.Unix(seen, 0)
+		}
+		out = append(out, u)
+	}
+	return out, rows.Err()
+}
+
+// SetJobDetails records what sacct said of a job run and marks it checked.
+// Comment and array ids are no rollup dimension, so rollups stay as they
+// are; array ids the hooks already recorded are kept.
+func (b *Batch) SetJobDetails(row int64, d JobDetails) error {
+	var comment, arrJob, arrTask any
+	if d.Comment != "" {
+		comment = d.Comment
+	}
+	if d.ArrayJobID != 0 {
+		arrJob, arrTask = int64(d.ArrayJobID), d.ArrayTaskID
+	}
+	_, err := b.exec(`UPDATE jobs SET comment = ?, array_job_id = coalesce(array_job_id, ?), array_task_id = coalesce(array_task_id, ?), details_checked = 1 WHERE id = ?`,
+		comment, arrJob, arrTask, row)
+	if err != nil {
+		return fmt.Errorf("job details of row %d: %w", row, err)
+	}
+	return nil
+}
+
+// GiveUpJobDetails marks a job run as never to be looked up again
+// (details_checked = 2): sacct did not know it in time.
+func (b *Batch) GiveUpJobDetails(row int64) error {
+	if _, err := b.exec(`UPDATE jobs SET details_checked = 2 WHERE id = ? AND details_checked = 0`, row); err != nil {
+		return fmt.Errorf("give up job details of row %d: %w", row, err)
+	}
+	return nil
+}
