@@ -128,6 +128,8 @@ AccountingStorageHost=localhost
 AccountingStoragePort=$DBD_PORT
 # So that sacct's AllocTRES lists gres/gpu=N.
 AccountingStorageTRES=gres/gpu
+# So that sacct's Comment holds what sbatch --comment said (the ignore tag).
+AccountingStoreFlags=job_comment
 JobCompType=jobcomp/none
 SchedulerType=sched/backfill
 SelectType=select/cons_tres
