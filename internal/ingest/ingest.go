@@ -35,7 +35,8 @@ type Deps struct {
 	Now    func() time.Time
 	// UID owns trusted files and directories (the service user).
 	UID int
-	// Sacct asks Slurm about unfinished jobs; nil never asks.
+	// Sacct asks Slurm about unfinished jobs and job comments and array
+	// ids; nil never asks.
 	Sacct Sacct
 	// Metrics may be nil.
 	Metrics *Metrics
