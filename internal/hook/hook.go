@@ -92,24 +92,30 @@ func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *
 	}
 	health := kind == record.JobStart && cfg.Hooks.HealthCheck
 	sock := cfg.Agent.SocketPath(cfg.Spool.Dir)
-	if len(job.GPUs) == 0 {
-		// no GPUs to identify
-	} else if ans, aerr := hookclient.Identify(gctx, sock, cfg.Agent.SocketTimeout.Duration, job.GPUs, health); aerr == nil {
-		// the agent's NVML is already open: no nvmlInit on the job's path
-		ev.GPUs, ev.Quality = ans.GPUs, noteMissing(ans.GPUs, ev.Quality)
-		if health {
-			res.Unhealthy = healthCheck(gctx, ans.Processes, d.ProcRoot, job.ID, ev.GPUs, log)
+	// agentDown is set once the socket has failed: a down or hung agent must
+	// cost the job's start path one timeout, not one per request.
+	agentDown := false
+	if len(job.GPUs) > 0 {
+		if ans, aerr := hookclient.Identify(gctx, sock, cfg.Agent.SocketTimeout.Duration, job.GPUs, health); aerr == nil {
+			// the agent's NVML is already open: no nvmlInit on the job's path
+			ev.GPUs, ev.Quality = ans.GPUs, noteMissing(ans.GPUs, ev.Quality)
+			if health {
+				res.Unhealthy = healthCheck(gctx, ans.Processes, d.ProcRoot, job.ID, ev.GPUs, log)
+			}
+		} else {
+			agentDown = true
+			if lib, err := openGPU(gctx, cfg, d, ev.Node); err != nil {
+				log.Warn("NVML unavailable; recording device minors only", "job", job.ID, "err", err, "agent", aerr)
+				ev.Quality = append(ev.Quality, "nvml_unavailable: "+err.Error())
+			} else {
+				log.Debug("agent unavailable; asked NVML directly", "job", job.ID, "agent", aerr)
+				ev.GPUs, ev.Quality = identify(gctx, lib, job.GPUs, ev.Quality, log)
+				if health {
+					res.Unhealthy = healthCheck(gctx, lib.Processes, d.ProcRoot, job.ID, ev.GPUs, log)
+				}
+				lib.Close()
+			}
 		}
-	} else if lib, err := openGPU(gctx, cfg, d, ev.Node); err != nil {
-		log.Warn("NVML unavailable; recording device minors only", "job", job.ID, "err", err, "agent", aerr)
-		ev.Quality = append(ev.Quality, "nvml_unavailable: "+err.Error())
-	} else {
-		log.Debug("agent unavailable; asked NVML directly", "job", job.ID, "agent", aerr)
-		ev.GPUs, ev.Quality = identify(gctx, lib, job.GPUs, ev.Quality, log)
-		if health {
-			res.Unhealthy = healthCheck(gctx, lib.Processes, d.ProcRoot, job.ID, ev.GPUs, log)
-		}
-		lib.Close()
 	}
 	cancel()
 
@@ -130,6 +136,9 @@ func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *
 		return res, lost(ev, data, err)
 	}
 	log.Debug("event recorded", "job", job.ID, "key", ev.Key, "gpus", len(ev.GPUs), "file", filepath.Join(dir.Path, name))
+	if agentDown {
+		return res, nil // the agent reads the spooled event when it is back
+	}
 	if err := hookclient.Announce(ctx, sock, cfg.Agent.SocketTimeout.Duration, ev); err != nil {
 		log.Debug("agent not told; it reads the spooled event instead", "job", job.ID, "err", err)
 	}

@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -300,4 +302,38 @@ func itoa(i int) string { return strconv.Itoa(i) }
 
 func logger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// A hung agent costs the job's start path one socket timeout: after the
+// identity request fails, the hook neither retries nor announces.
+func TestHungAgentAskedOnce(t *testing.T) {
+	cfg := simConfig(t)
+	cfg.Agent.Socket = filepath.Join(t.TempDir(), "agent.sock")
+	cfg.Agent.SocketTimeout = config.Dur(100 * time.Millisecond)
+	l, err := net.Listen("unix", cfg.Agent.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var conns atomic.Int32
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			defer c.Close() // hold it open, never answer
+		}
+	}()
+	if _, err := Run(context.Background(), record.JobStart, cfg, testDeps(envWith()), logger(discard())); err != nil {
+		t.Fatal(err)
+	}
+	evs := readEvents(t, cfg.Spool.Dir)
+	if len(evs) != 1 || evs[0].GPUs[0].UUID == "" {
+		t.Fatalf("want one event identified through NVML, got %+v", evs)
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("the hung agent was contacted %d times, want 1", n)
+	}
 }
