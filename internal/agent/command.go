@@ -84,29 +84,14 @@ func applyFlags(c *cli.Context, cfg *config.Config) {
 			cfg.Agent.SegmentDuration = cfg.Agent.Interval
 		}
 	}
-	if c.IsSet("spool-dir") {
-		cfg.Spool.Dir = c.String("spool-dir")
-	}
-	if c.IsSet("incoming-dir") {
-		cfg.Agent.IncomingDir = c.String("incoming-dir")
-	}
-	if c.IsSet("ship-user") {
-		cfg.Agent.ShipUser = c.String("ship-user")
-	}
-	if c.IsSet("state-dir") {
-		cfg.Agent.StateDir = c.String("state-dir")
-	}
-	if c.IsSet("socket") {
-		cfg.Agent.Socket = c.String("socket")
-	}
-	if c.IsSet("metrics-listen") {
-		cfg.Agent.MetricsListen = c.String("metrics-listen")
-	}
-	if c.IsSet("node") {
-		cfg.Cluster.Node = c.String("node")
-	}
-	if c.IsSet("log-level") {
-		cfg.Agent.LogLevel = c.String("log-level")
+	for flag, dst := range map[string]*string{
+		"spool-dir": &cfg.Spool.Dir, "incoming-dir": &cfg.Agent.IncomingDir, "ship-user": &cfg.Agent.ShipUser,
+		"state-dir": &cfg.Agent.StateDir, "socket": &cfg.Agent.Socket, "metrics-listen": &cfg.Agent.MetricsListen,
+		"node": &cfg.Cluster.Node, "log-level": &cfg.Agent.LogLevel,
+	} {
+		if c.IsSet(flag) {
+			*dst = c.String(flag)
+		}
 	}
 }
 

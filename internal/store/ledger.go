@@ -402,25 +402,24 @@ ON CONFLICT DO UPDATE SET alloc_gpu_s = alloc_gpu_s + excluded.alloc_gpu_s, used
 }
 
 func (b *Batch) rollupDay(dims Dims, model string, day int64, d Delta) error {
-	_, err := b.exec(`INSERT INTO rollup_daily(day, cluster, user, account, partition, model, ignored,
- alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs)
-VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT DO UPDATE SET alloc_gpu_s = alloc_gpu_s + excluded.alloc_gpu_s, used_gpu_s = used_gpu_s + excluded.used_gpu_s,
- idle_gpu_s = idle_gpu_s + excluded.idle_gpu_s, sample_s = sample_s + excluded.sample_s,
- energy_mj = energy_mj + excluded.energy_mj, jobs = jobs + excluded.jobs`,
-		day, dims.Cluster, dims.User, dims.Account, dims.Partition, model, dims.Ignored,
-		d.AllocGPUs, d.Used, d.Idle, d.SampleS, d.EnergyMJ, d.Jobs)
-	return err
+	return b.rollupPeriod("rollup_daily", "day", dims, model, day, d)
 }
 
 func (b *Batch) rollupMonth(dims Dims, model string, month int64, d Delta) error {
-	_, err := b.exec(`INSERT INTO rollup_monthly(month, cluster, user, account, partition, model, ignored,
+	return b.rollupPeriod("rollup_monthly", "month", dims, model, month, d)
+}
+
+// rollupPeriod adds d to the node-less rollup table keyed by key (a Unix
+// day: the day itself, or the first of its month). table and key are
+// constants of this file, never input.
+func (b *Batch) rollupPeriod(table, key string, dims Dims, model string, at int64, d Delta) error {
+	_, err := b.exec(`INSERT INTO `+table+`(`+key+`, cluster, user, account, partition, model, ignored,
  alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs)
 VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT DO UPDATE SET alloc_gpu_s = alloc_gpu_s + excluded.alloc_gpu_s, used_gpu_s = used_gpu_s + excluded.used_gpu_s,
  idle_gpu_s = idle_gpu_s + excluded.idle_gpu_s, sample_s = sample_s + excluded.sample_s,
  energy_mj = energy_mj + excluded.energy_mj, jobs = jobs + excluded.jobs`,
-		month, dims.Cluster, dims.User, dims.Account, dims.Partition, model, dims.Ignored,
+		at, dims.Cluster, dims.User, dims.Account, dims.Partition, model, dims.Ignored,
 		d.AllocGPUs, d.Used, d.Idle, d.SampleS, d.EnergyMJ, d.Jobs)
 	return err
 }
