@@ -72,44 +72,42 @@ Examples:
 	}
 }
 
-// jobJSON is the stable JSON form of a job (docs/reports.md).
-type jobJSON struct {
-	Cluster      string     `json:"cluster"`
-	Job          string     `json:"job"`
-	JobID        int64      `json:"job_id"`
-	Restart      int        `json:"restart"`
-	ArrayJobID   *int64     `json:"array_job_id,omitempty"`
-	ArrayTaskID  *int64     `json:"array_task_id,omitempty"`
-	User         string     `json:"user"`
-	Account      string     `json:"account"`
-	Team         string     `json:"team"`
-	Partition    string     `json:"partition"`
-	Nodes        string     `json:"nodes"`
-	GPUs         int64      `json:"gpus"`
-	Start        string     `json:"start"`
-	End          *string    `json:"end"`
-	ElapsedS     int64      `json:"elapsed_s"`
-	State        string     `json:"state"`
-	EndEstimated bool       `json:"end_estimated"`
-	Ignored      bool       `json:"ignored"`
-	IgnoreReason *string    `json:"ignore_reason,omitempty"`
-	AllocGPUH    float64    `json:"alloc_gpu_hours"`
-	UsedGPUH     *float64   `json:"used_gpu_hours"`
-	Efficiency   *float64   `json:"efficiency_pct"`
-	IdleGPUH     *float64   `json:"idle_gpu_hours"`
-	EnergyKWh    float64    `json:"energy_kwh"`
-	NodeParts    []NodePart `json:"node_parts"`
-	GPUStats     []GPUStat  `json:"gpus_detail"`
-	Notes        []string   `json:"notes"`
+// JobSummary is the stable JSON form of a job's figures (docs/reports.md),
+// shared by `gpuacct job --json` and the dashboard's /api/v1/jobs.
+type JobSummary struct {
+	Cluster      string   `json:"cluster"`
+	Job          string   `json:"job"`
+	JobID        int64    `json:"job_id"`
+	Restart      int      `json:"restart"`
+	ArrayJobID   *int64   `json:"array_job_id,omitempty"`
+	ArrayTaskID  *int64   `json:"array_task_id,omitempty"`
+	User         string   `json:"user"`
+	Account      string   `json:"account"`
+	Team         string   `json:"team"`
+	Partition    string   `json:"partition"`
+	Nodes        string   `json:"nodes"`
+	GPUs         int64    `json:"gpus"`
+	Start        string   `json:"start"`
+	End          *string  `json:"end"`
+	ElapsedS     int64    `json:"elapsed_s"`
+	State        string   `json:"state"`
+	EndEstimated bool     `json:"end_estimated"`
+	Ignored      bool     `json:"ignored"`
+	IgnoreReason *string  `json:"ignore_reason,omitempty"`
+	AllocGPUH    float64  `json:"alloc_gpu_hours"`
+	UsedGPUH     *float64 `json:"used_gpu_hours"`
+	Efficiency   *float64 `json:"efficiency_pct"`
+	IdleGPUH     *float64 `json:"idle_gpu_hours"`
+	EnergyKWh    float64  `json:"energy_kwh"`
 }
 
-// WriteJobJSON writes det as one JSON object.
-func WriteJobJSON(w io.Writer, det *Detail, m *teams.Mapping) error {
-	j := &det.Job
-	x := jobJSON{Cluster: j.Cluster, Job: j.ID(), JobID: j.JobID, Restart: j.Restart, ArrayJobID: ptr(j.ArrayJobID), ArrayTaskID: ptr(j.ArrayTaskID),
-		User: j.User, Account: j.Account, Team: m.Team(j.Account, j.User), Partition: j.Partition, Nodes: j.Nodes, GPUs: j.GPUs,
-		Start: time.Unix(j.Start, 0).UTC().Format(time.RFC3339), ElapsedS: j.Elapsed(det.Now), State: j.State, EndEstimated: j.EndEstimated,
-		Ignored: j.Ignored, AllocGPUH: float64(j.AllocS) / 3600, EnergyKWh: float64(j.EnergyMJ) / 3.6e9, NodeParts: det.Nodes, GPUStats: det.GPUs, Notes: det.Notes}
+// Summarize is j's summary, with its team from the mapping's answer and
+// elapsed time up to now for a running job.
+func Summarize(j *JobRow, team string, now time.Time) JobSummary {
+	x := JobSummary{Cluster: j.Cluster, Job: j.ID(), JobID: j.JobID, Restart: j.Restart, ArrayJobID: ptr(j.ArrayJobID), ArrayTaskID: ptr(j.ArrayTaskID),
+		User: j.User, Account: j.Account, Team: team, Partition: j.Partition, Nodes: j.Nodes, GPUs: j.GPUs,
+		Start: time.Unix(j.Start, 0).UTC().Format(time.RFC3339), ElapsedS: j.Elapsed(now), State: j.State, EndEstimated: j.EndEstimated,
+		Ignored: j.Ignored, AllocGPUH: float64(j.AllocS) / 3600, EnergyKWh: float64(j.EnergyMJ) / 3.6e9}
 	if j.End.Valid {
 		s := time.Unix(j.End.Int64, 0).UTC().Format(time.RFC3339)
 		x.End = &s
@@ -125,6 +123,21 @@ func WriteJobJSON(w io.Writer, det *Detail, m *teams.Mapping) error {
 			x.Efficiency = &e
 		}
 	}
+	return x
+}
+
+// jobJSON is `gpuacct job --json`: the summary, then the detail.
+type jobJSON struct {
+	JobSummary
+	NodeParts []NodePart `json:"node_parts"`
+	GPUStats  []GPUStat  `json:"gpus_detail"`
+	Notes     []string   `json:"notes"`
+}
+
+// WriteJobJSON writes det as one JSON object.
+func WriteJobJSON(w io.Writer, det *Detail, m *teams.Mapping) error {
+	j := &det.Job
+	x := jobJSON{JobSummary: Summarize(j, m.Team(j.Account, j.User), det.Now), NodeParts: det.Nodes, GPUStats: det.GPUs, Notes: det.Notes}
 	if x.NodeParts == nil {
 		x.NodeParts = []NodePart{}
 	}

@@ -129,52 +129,17 @@ func (h *Handler) reportTable(r *http.Request, c *conn, q *query, kind, by, sort
 		Mapping: h.mapping, TopBy: by, Limit: q.limit})
 }
 
-// jobJSON is one job in /api/v1/jobs (the field names of gpuacct job --json).
+// jobJSON is one job in /api/v1/jobs: the fields of gpuacct job --json,
+// then its URL.
 type jobJSON struct {
-	Cluster      string   `json:"cluster"`
-	Job          string   `json:"job"`
-	JobID        int64    `json:"job_id"`
-	Restart      int      `json:"restart"`
-	User         string   `json:"user"`
-	Account      string   `json:"account"`
-	Team         string   `json:"team"`
-	Partition    string   `json:"partition"`
-	Nodes        string   `json:"nodes"`
-	GPUs         int64    `json:"gpus"`
-	Start        string   `json:"start"`
-	End          *string  `json:"end"`
-	ElapsedS     int64    `json:"elapsed_s"`
-	State        string   `json:"state"`
-	EndEstimated bool     `json:"end_estimated"`
-	AllocGPUH    float64  `json:"alloc_gpu_hours"`
-	UsedGPUH     *float64 `json:"used_gpu_hours"`
-	Efficiency   *float64 `json:"efficiency_pct"`
-	IdleGPUH     *float64 `json:"idle_gpu_hours"`
-	EnergyKWh    float64  `json:"energy_kwh"`
-	URL          string   `json:"url"`
+	report.JobSummary
+	URL string `json:"url"`
 	// GPUList is set for running jobs (/api/v1/jobs/running).
 	GPUList []runningGPU `json:"gpu_list,omitempty"`
 }
 
 func (h *Handler) jobOut(j *report.JobRow) jobJSON {
-	x := jobJSON{Cluster: j.Cluster, Job: j.ID(), JobID: j.JobID, Restart: j.Restart, User: j.User, Account: j.Account,
-		Team: h.mapping.Team(j.Account, j.User), Partition: j.Partition, Nodes: j.Nodes, GPUs: j.GPUs,
-		Start: time.Unix(j.Start, 0).UTC().Format(time.RFC3339), ElapsedS: j.Elapsed(h.o.Now()), State: j.State,
-		EndEstimated: j.EndEstimated, AllocGPUH: float64(j.AllocS) / 3600, EnergyKWh: float64(j.EnergyMJ) / 3.6e9,
-		URL: jobPath("/api/v1/jobs", j.Cluster, j.ID())}
-	if j.End.Valid {
-		s := time.Unix(j.End.Int64, 0).UTC().Format(time.RFC3339)
-		x.End = &s
-	}
-	if j.SampleS > 0 {
-		u, i := j.UsedS/3600, j.IdleS/3600
-		x.UsedGPUH, x.IdleGPUH = &u, &i
-		if j.AllocS > 0 {
-			e := 100 * j.UsedS / float64(j.AllocS)
-			x.Efficiency = &e
-		}
-	}
-	return x
+	return jobJSON{JobSummary: report.Summarize(j, h.mapping.Team(j.Account, j.User), h.o.Now()), URL: jobPath("/api/v1/jobs", j.Cluster, j.ID())}
 }
 
 // jobsList is the answer of /api/v1/jobs.
