@@ -62,13 +62,36 @@ func Parse(spec string, now time.Time, loc *time.Location) (time.Time, error) {
 		if !ok {
 			return time.Time{}, fmt.Errorf("time %q: unit %q is not seconds, minutes, hours, days or weeks", spec, m[3])
 		}
-		d := time.Duration(n) * unit
+		// n × unit overflows a Duration past about 292 years (and wraps
+		// round to a date in the other direction): count whole seconds,
+		// which a 32-bit n cannot overflow, and refuse what is past the
+		// years a report may read.
+		secs := n * int64(unit/time.Second)
+		if secs > int64((MaxYear-MinYear+1)*366*24*3600) {
+			return time.Time{}, fmt.Errorf("time %q is more than %d years from now: give a nearer date", spec, MaxYear-MinYear+1)
+		}
+		d := time.Duration(secs) * time.Second
 		if m[1] == "-" {
 			d = -d
 		}
-		return now.Add(d), nil
+		return inRange(spec, now.Add(d))
 	}
 	return time.Time{}, fmt.Errorf("time %q is not one of %s", spec, Formats)
+}
+
+// MinYear and MaxYear bound every time a report reads: nothing was
+// recorded before 1970, and a year far ahead is a typo; a window outside
+// them would only cost time and memory.
+const (
+	MinYear = 1970
+	MaxYear = 2199
+)
+
+func inRange(spec string, t time.Time) (time.Time, error) {
+	if y := t.UTC().Year(); y < MinYear || y > MaxYear {
+		return time.Time{}, fmt.Errorf("time %q is %s, outside the years %d to %d: give a nearer date", spec, t.UTC().Format("2006-01-02"), MinYear, MaxYear)
+	}
+	return t, nil
 }
 
 var units = map[string]time.Duration{
@@ -91,7 +114,7 @@ func date(spec string, y, mo, d, h, mi, s int, loc *time.Location) (time.Time, e
 	if t.Year() != y || int(t.Month()) != mo || t.Day() != d || h > 23 || mi > 59 || s > 59 {
 		return time.Time{}, fmt.Errorf("time %q is not a real date and time", spec)
 	}
-	return t, nil
+	return inRange(spec, t)
 }
 
 // Window is a report's [Start, End).
@@ -164,6 +187,43 @@ func ParsePeriod(s string) (Period, error) {
 		return None, nil
 	}
 	return None, fmt.Errorf("--period %q is not day, week or month", s)
+}
+
+// MaxBuckets bounds a time series: about 2.7 years per day, 19 years
+// per week, 83 years per month. Every bucket costs each row of a report.
+const MaxBuckets = 1000
+
+// CheckBuckets refuses a window that p would cut into more than
+// MaxBuckets periods, saying how to narrow it.
+func CheckBuckets(w Window, p Period) error {
+	var per time.Duration
+	switch p {
+	case None:
+		return nil
+	case Day:
+		per = 24 * time.Hour
+	case Week:
+		per = 7 * 24 * time.Hour
+	case Month:
+		per = 28 * 24 * time.Hour
+	}
+	// An upper estimate first (months of 28 days), then the exact count
+	// only when it is close: Buckets itself must not be called on a
+	// window of millions of days.
+	if n := w.End.Sub(w.Start)/per + 2; n <= MaxBuckets {
+		return nil
+	} else if n > 2*MaxBuckets {
+		return tooMany(w, p)
+	}
+	if len(Buckets(w, p)) > MaxBuckets {
+		return tooMany(w, p)
+	}
+	return nil
+}
+
+func tooMany(w Window, p Period) error {
+	return fmt.Errorf("--period %s over %s – %s is more than %d periods: shorten the window (--start/--end) or use a longer --period",
+		p, w.Start.Format("2006-01-02"), w.End.Format("2006-01-02"), MaxBuckets)
 }
 
 // Bucket is one period of a report: [Start, End) clipped to the window.

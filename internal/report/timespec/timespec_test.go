@@ -73,6 +73,12 @@ func TestParseBad(t *testing.T) {
 		{"02/30", "not a real date"},
 		{"now-3fortnights", `unit "fortnights"`},
 		{"now-99999999999days", "too large"},
+		{"now-1000000weeks", "more than 230 years from now"},
+		{"now+1000000weeks", "more than 230 years from now"},
+		{"now-3000weeks", "outside the years 1970 to 2199"},
+		{"0001-01-01", "outside the years 1970 to 2199"},
+		{"9999-12-31", "outside the years 1970 to 2199"},
+		{"12/31/2200", "outside the years 1970 to 2199"},
 		{"last tuesday", "is not one of"},
 		{"2026/11/01", "is not one of"},
 		{"tomorrow", "is not one of"},
@@ -120,6 +126,39 @@ func TestResolve(t *testing.T) {
 			}
 			if !got.Start.Equal(tt.want.Start) || !got.End.Equal(tt.want.End) {
 				t.Errorf("window %s – %s, want %s – %s", got.Start, got.End, tt.want.Start, tt.want.End)
+			}
+		})
+	}
+}
+
+func TestCheckBuckets(t *testing.T) {
+	utc := func(y int, m time.Month, d int) time.Time { return time.Date(y, m, d, 0, 0, 0, 0, time.UTC) }
+	tests := []struct {
+		name   string
+		w      Window
+		p      Period
+		wantOK bool
+	}{
+		{"total over the whole range", Window{utc(1970, 1, 1), utc(2199, 12, 31)}, None, true},
+		{"days over 2 years", Window{utc(2024, 1, 1), utc(2026, 1, 1)}, Day, true},
+		{"days over 3 years", Window{utc(2023, 1, 1), utc(2026, 1, 1)}, Day, false},
+		{"days over the whole range", Window{utc(1970, 1, 1), utc(2199, 12, 31)}, Day, false},
+		{"weeks over 19 years", Window{utc(2007, 1, 1), utc(2026, 1, 1)}, Week, true},
+		{"weeks over 20 years", Window{utc(2006, 1, 1), utc(2026, 1, 1)}, Week, false},
+		{"months over 83 years", Window{utc(1943, 1, 1), utc(2026, 1, 1)}, Month, true},
+		{"months over the whole range", Window{utc(1970, 1, 1), utc(2199, 12, 31)}, Month, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := CheckBuckets(tt.w, tt.p)
+			if n := len(Buckets(tt.w, tt.p)); (n <= MaxBuckets) != tt.wantOK {
+				t.Fatalf("test case wrong: %d buckets", n)
+			}
+			if tt.wantOK && err != nil {
+				t.Fatalf("CheckBuckets: %v", err)
+			}
+			if !tt.wantOK && (err == nil || !strings.Contains(err.Error(), "shorten the window")) {
+				t.Fatalf("CheckBuckets: %v, want a refusal saying how to narrow", err)
 			}
 		})
 	}
