@@ -210,9 +210,7 @@ func submitBatch(ctx context.Context, e *env, job Job, script string, args []str
 	body := BatchScript(job, abs, Directives(string(data)), append(cmd, args...))
 	argv := BatchArgv(job)
 	if dry {
-		fmt.Fprintln(e.sys.Stdout, QuoteArgs(argv)+" <<'EOF'")
-		fmt.Fprint(e.sys.Stdout, body)
-		fmt.Fprintln(e.sys.Stdout, "EOF")
+		fmt.Fprint(e.sys.Stdout, FeedCommand(argv, body))
 		return nil
 	}
 	if _, err := e.sys.LookPath("sbatch"); err != nil {
