@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -44,9 +45,12 @@ type Deps struct {
 	SacctLocation *time.Location
 }
 
-// Ingester runs passes.
+// Ingester runs passes, one at a time.
 type Ingester struct {
 	d Deps
+	// why files were left in incoming this pass: the first cause.
+	leftMu  sync.Mutex
+	leftErr error
 }
 
 // New makes an Ingester.
@@ -68,6 +72,11 @@ type Result struct {
 	// Closed counts unfinished jobs closed (from sacct or estimated).
 	Closed int
 	Pruned int64
+	// Left counts the files the pass listed and left in incoming: it could
+	// not archive, delete, quarantine or read them. OldestLeft is the
+	// oldest one's modification time.
+	Left       int
+	OldestLeft time.Time
 }
 
 type file struct {
@@ -96,7 +105,10 @@ var ErrStopped = errors.New("ingest stopped")
 func (in *Ingester) Pass(ctx context.Context) (Result, error) {
 	var res Result
 	start := in.d.Now()
-	files, err := in.list(&res)
+	in.leftMu.Lock()
+	in.leftErr = nil
+	in.leftMu.Unlock()
+	files, refused, err := in.list(&res)
 	if err != nil {
 		return res, in.finish(ctx, start, res, err)
 	}
@@ -131,21 +143,20 @@ func (in *Ingester) Pass(ctx context.Context) (Result, error) {
 		return res, in.finish(ctx, start, res, err)
 	}
 	in.fillDetails(ctx)
-	return res, in.finish(ctx, start, res, nil)
+	return res, in.finish(ctx, start, res, in.leftBehind(files, refused, &res))
 }
 
 // list finds the files to ingest. Directories that are not the service
 // user's, or that others can write, have their files refused.
-func (in *Ingester) list(res *Result) ([]file, error) {
+func (in *Ingester) list(res *Result) (out, refused []file, err error) {
 	root := in.d.Config.Ingest.Incoming
 	if err := in.trustedDir(root); err != nil {
-		return nil, fmt.Errorf("incoming directory: %w", err)
+		return nil, nil, fmt.Errorf("incoming directory: %w", err)
 	}
 	nodes, err := os.ReadDir(root)
 	if err != nil {
-		return nil, fmt.Errorf("read incoming %q: %w", root, err)
+		return nil, nil, fmt.Errorf("read incoming %q: %w", root, err)
 	}
-	var out []file
 	for _, nd := range nodes {
 		if strings.HasPrefix(nd.Name(), ".") {
 			continue
@@ -169,15 +180,16 @@ func (in *Ingester) list(res *Result) ([]file, error) {
 			if strings.HasPrefix(name, ".") {
 				continue // a temp file being written
 			}
-			p := filepath.Join(dir, name)
+			f := file{node: nd.Name(), name: name, path: filepath.Join(dir, name), kind: kindOf(name)}
 			if dirErr != nil {
-				in.refuse(nd.Name(), p, dirErr.Error(), res)
+				in.refuse(f.node, f.path, dirErr.Error(), res)
+				refused = append(refused, f)
 				continue
 			}
-			out = append(out, file{node: nd.Name(), name: name, path: p, kind: kindOf(name)})
+			out = append(out, f)
 		}
 	}
-	return out, nil
+	return out, refused, nil
 }
 
 func nodeNameOK(s string) bool { return nodeRE.MatchString(s) }
@@ -389,23 +401,15 @@ func (in *Ingester) bad(f file, reason string, res *Result) {
 func (in *Ingester) quarantine(node, path, reason string) error {
 	dir := filepath.Join(in.d.Config.Ingest.Quarantine, node)
 	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return fmt.Errorf("create quarantine %q: %w", dir, err)
+		return in.leave(fmt.Errorf("create quarantine %q: %w", dir, err))
 	}
-	base := filepath.Base(path)
-	dst := filepath.Join(dir, base)
-	for i := 1; ; i++ {
-		if _, err := os.Lstat(dst); errors.Is(err, fs.ErrNotExist) {
-			break
-		}
-		dst = filepath.Join(dir, fmt.Sprintf("%s.%d", base, i))
+	dst, err := moveFile(path, dir, filepath.Base(path))
+	if err != nil {
+		return in.leave(fmt.Errorf("move %q to quarantine: %w", path, err))
 	}
 	note := fmt.Sprintf("%s\nfrom %s at %s\n", reason, path, in.d.Now().UTC().Format(time.RFC3339))
 	if err := os.WriteFile(dst+".reason", []byte(note), 0o640); err != nil {
 		return fmt.Errorf("write %s.reason: %w", dst, err)
-	}
-	if err := os.Rename(path, dst); err != nil {
-		os.Remove(dst + ".reason")
-		return fmt.Errorf("move %q to quarantine: %w", path, err)
 	}
 	return syncDir(dir)
 }
@@ -414,16 +418,16 @@ func (in *Ingester) quarantine(node, path, reason string) error {
 func (in *Ingester) retire(f file, now time.Time) error {
 	if in.d.Config.Ingest.Keep == "delete" {
 		if err := os.Remove(f.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
+			return in.leave(err)
 		}
 		return nil
 	}
 	dir := filepath.Join(in.d.Config.Ingest.Archive, now.UTC().Format("2006-01-02"), f.node)
 	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return fmt.Errorf("create archive %q: %w", dir, err)
+		return in.leave(fmt.Errorf("create archive %q: %w", dir, err))
 	}
-	if err := os.Rename(f.path, filepath.Join(dir, f.name)); err != nil {
-		return fmt.Errorf("archive %q: %w", f.path, err)
+	if _, err := moveFile(f.path, dir, f.name); err != nil {
+		return in.leave(fmt.Errorf("archive %q: %w", f.path, err))
 	}
 	return nil
 }
@@ -450,8 +454,13 @@ func (in *Ingester) finish(ctx context.Context, start time.Time, res Result, pas
 	if passErr != nil {
 		msg = passErr.Error()
 	}
-	_, err := in.d.Store.DB.ExecContext(context.WithoutCancel(ctx), `INSERT INTO passes(started, finished, ok, files, records, quarantined, refused, error) VALUES(?, ?, ?, ?, ?, ?, ?, ?)`,
-		start.Unix(), end.Unix(), passErr == nil, res.Files, res.Records, res.Quarantined, res.Refused, nullStr(msg))
+	var oldest any
+	if res.Left > 0 {
+		oldest = res.OldestLeft.Unix()
+	}
+	_, err := in.d.Store.DB.ExecContext(context.WithoutCancel(ctx), `INSERT INTO passes(started, finished, ok, files, records, quarantined, refused, error, files_left, oldest_left)
+		VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		start.Unix(), end.Unix(), passErr == nil, res.Files, res.Records, res.Quarantined, res.Refused, nullStr(msg), res.Left, oldest)
 	if passErr != nil {
 		return passErr
 	}
