@@ -214,6 +214,9 @@ func TestSrunWrapCLI(t *testing.T) {
 		{name: "colon in cwd", args: []string{"x"}, cwd: "/tmp/a:b", code: 1, want: `project directory "/tmp/a:b" contains ":"`},
 		{name: "batch missing", args: []string{"--batch", "nope.sh"}, code: 2, want: "--batch nope.sh: no such file"},
 		{name: "batch without script", args: []string{"--batch"}, code: 2, want: "--batch needs the job script"},
+		{name: "bad time", args: []string{"--time", "garbage", "x"}, code: 2, want: `--time "garbage" is not a Slurm time limit; write MINUTES, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS or UNLIMITED`},
+		{name: "bad configured time", args: []string{"x"}, env: map[string]string{"GPUSUITE_CONFIG": badTimeConfig(t)}, code: 1, want: `key "container.time": "soon" is not a Slurm time limit`},
+		{name: "root directory", args: []string{"x"}, cwd: "/", code: 2, want: "the current directory is /, which srun-wrap would mount writable in the container; cd to your project directory first"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := map[string]string{"ENROOT_DATA_PATH": data}
@@ -232,6 +235,14 @@ func TestSrunWrapCLI(t *testing.T) {
 			}
 		})
 	}
+	t.Run("bad time variable", func(t *testing.T) {
+		t.Setenv("GPUSUITE_TIME", "1h") // urfave/cli reads flag variables from the process
+		f := newFake(t, proj, env)
+		code := SrunWrap([]string{"srun-wrap", "x"}, f.sys)
+		if code != 2 || !strings.Contains(f.err.String(), `--time "1h" is not a Slurm time limit`) || f.execd != nil {
+			t.Errorf("exit %d: %s", code, f.err.String())
+		}
+	})
 	t.Run("srun missing", func(t *testing.T) {
 		f := newFake(t, proj, env)
 		f.sys.LookPath = func(string) (string, error) { return "", errors.New("not found") }
@@ -270,6 +281,15 @@ func TestSrunWrapCLI(t *testing.T) {
 			t.Errorf("exit %d: %s", code, f.out.String())
 		}
 	})
+}
+
+// badTimeConfig is a configuration whose container.time Slurm cannot read.
+func badTimeConfig(t *testing.T) string {
+	cfg := filepath.Join(t.TempDir(), "g.toml")
+	if err := os.WriteFile(cfg, []byte("[container]\ntime = \"soon\"\nenroot_conf = \"/nonexistent\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }
 
 func readAll(r interface{ Read([]byte) (int, error) }) (string, error) {
@@ -409,6 +429,9 @@ func TestSbuildCLI(t *testing.T) {
 		{"rm nothing", []string{"rm"}, 2, "give the container name(s)"},
 		{"rm unknown", []string{"rm", "ghost", "--yes"}, 1, "no container pyxis_ghost"},
 		{"bad key file", []string{"login", "--key-file", "/nonexistent/k"}, 2, "--key-file"},
+		{"negative gpus", []string{"--gpus", "-3", "ubuntu"}, 2, "--gpus -3: give 0 or more"},
+		{"negative gpus attached", []string{"--gpus=-1", "ubuntu"}, 2, "--gpus -1: give 0 or more"},
+		{"bad time", []string{"--time", "garbage", "ubuntu"}, 2, `--time "garbage" is not a Slurm time limit; write MINUTES`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFake(t, proj, map[string]string{"ENROOT_DATA_PATH": t.TempDir()})
@@ -419,6 +442,16 @@ func TestSbuildCLI(t *testing.T) {
 			}
 		})
 	}
+	t.Run("root directory", func(t *testing.T) {
+		for _, sub := range [][]string{{"ubuntu"}, {"--dry-run", "ubuntu"}, {"check", "ubuntu"}} {
+			f := newFake(t, "/", map[string]string{"ENROOT_DATA_PATH": t.TempDir()})
+			code := Sbuild(append([]string{"sbuild"}, sub...), f.sys)
+			lines := strings.Split(strings.TrimSpace(f.err.String()), "\n")
+			if code != 2 || len(lines) != 1 || !strings.Contains(f.err.String(), "the current directory is /, which sbuild would mount writable in the container; cd to your project directory first") || len(f.ran) != 0 && f.ran[len(f.ran)-1][0] == "srun" {
+				t.Errorf("sbuild %v: exit %d, ran %v, stderr %q", sub, code, f.ran, f.err.String())
+			}
+		}
+	})
 	t.Run("rm asks", func(t *testing.T) {
 		data := t.TempDir()
 		os.MkdirAll(filepath.Join(data, "pyxis_old"), 0o755)

@@ -420,3 +420,25 @@ func TestParseSqueue(t *testing.T) {
 		t.Errorf("(-want +got)\n%s", d)
 	}
 }
+
+func TestCheckTime(t *testing.T) {
+	for _, tc := range []struct {
+		in string
+		ok bool
+	}{
+		{"60", true}, {"0", true}, {"30:00", true}, {"4:00:00", true}, {"2-12", true}, {"2-12:30", true}, {"2-00:00:00", true},
+		{"UNLIMITED", true}, {"infinite", true}, {"Unlimited", true},
+		{"", false}, {"garbage", false}, {"1h", false}, {"1:2:3:4", false}, {"-5", false}, {"2-", false}, {"-2:00", false},
+		{"1-2-3", false}, {"4:00:00 ", false}, {"1.5", false}, {"1234567890", false},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			err := CheckTime(tc.in)
+			if (err == nil) != tc.ok {
+				t.Fatalf("CheckTime(%q) = %v, want ok %v", tc.in, err, tc.ok)
+			}
+			if err != nil && !strings.Contains(err.Error(), "write MINUTES, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS or UNLIMITED") {
+				t.Errorf("error does not name the forms: %v", err)
+			}
+		})
+	}
+}

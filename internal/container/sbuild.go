@@ -140,7 +140,7 @@ type plan struct {
 
 func makePlan(c *cli.Context, e *env, extra []string, imageArg string) (*plan, error) {
 	cc := e.cfg.Container
-	if err := CheckPath("project directory", e.cwd); err != nil {
+	if err := CheckProject("sbuild", e.cwd); err != nil {
 		return nil, err
 	}
 	name, err := e.containerName(c)
@@ -182,13 +182,16 @@ func makePlan(c *cli.Context, e *env, extra []string, imageArg string) (*plan, e
 	p.build.Job = Job{Name: name, Project: e.cwd, Workdir: cc.Workdir, GPUs: cc.BuildGPUs, Partition: cc.Partition,
 		Time: cc.Time, SiteArgs: cc.SrunArgs, UserArgs: extra, Mounts: mounts}
 	if c.IsSet("gpus") {
+		if c.Int("gpus") < 0 {
+			return nil, usagef("--gpus %d: give 0 or more", c.Int("gpus"))
+		}
 		p.build.GPUs = c.Int("gpus")
 	}
 	if c.IsSet("partition") {
 		p.build.Partition = c.String("partition")
 	}
-	if c.IsSet("time") {
-		p.build.Time = c.String("time")
+	if p.build.Time, err = jobTime(c.IsSet("time"), c.String("time"), cc.Time); err != nil {
+		return nil, err
 	}
 	if s := c.String("setup"); s != "" {
 		abs := s

@@ -81,7 +81,7 @@ func srunWrap(c *cli.Context, sys Sys, split Split) error {
 		return err
 	}
 	cc := e.cfg.Container
-	if err := CheckPath("project directory", e.cwd); err != nil {
+	if err := CheckProject("srun-wrap", e.cwd); err != nil {
 		return err
 	}
 	name, err := e.containerName(c)
@@ -103,8 +103,8 @@ func srunWrap(c *cli.Context, sys Sys, split Split) error {
 	if c.IsSet("partition") {
 		job.Partition = c.String("partition")
 	}
-	if c.IsSet("time") {
-		job.Time = c.String("time")
+	if job.Time, err = jobTime(c.IsSet("time"), c.String("time"), cc.Time); err != nil {
+		return err
 	}
 	var extraEnv []string
 	for _, kv := range c.StringSlice("env") {
