@@ -52,7 +52,7 @@ Examples:
 		_ = cli.ShowAppHelp(c)
 		return cli.Exit("", 2)
 	}
-	oneLineUsageErrors(app.Commands)
+	oneLineUsageErrors(app.Commands, "")
 	if err := app.Run(args); err != nil {
 		if msg := err.Error(); msg != "" {
 			fmt.Fprintf(stderr, "gpuacct: %s\n", msg)
@@ -67,14 +67,17 @@ Examples:
 
 // oneLineUsageErrors makes a bad flag on any subcommand one line that points
 // at --help, instead of the whole help text.
-func oneLineUsageErrors(cmds []*cli.Command) {
+// at --help, instead of the whole help text. parent is the command path
+// above cmds ("report " for report's sub-reports), so the hint names the
+// command a user can type.
+func oneLineUsageErrors(cmds []*cli.Command, parent string) {
 	for _, c := range cmds {
+		path := parent + c.Name
 		if c.OnUsageError == nil {
-			name := c.Name
 			c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
-				return fmt.Errorf("%s: %w (see 'gpuacct %s --help')", name, err, name)
+				return fmt.Errorf("%s: %w (see 'gpuacct %s --help')", path, err, path)
 			}
 		}
-		oneLineUsageErrors(c.Subcommands)
+		oneLineUsageErrors(c.Subcommands, path+" ")
 	}
 }

@@ -16,6 +16,8 @@ func TestRunBadInput(t *testing.T) {
 	}{
 		{"unknown command", []string{"bogus"}, 1, `unknown command "bogus"`},
 		{"unknown flag on subcommand", []string{"demo", "--bogus"}, 1, "see 'gpuacct demo --help'"},
+		{"unknown flag on a sub-report", []string{"report", "teams", "--bogus"}, 1, "see 'gpuacct report teams --help'"},
+		{"unknown flag after an argument", []string{"job", "1234", "--bogus"}, 1, "see 'gpuacct job --help'"},
 		{"unknown global flag", []string{"--bogus", "demo"}, 1, "flag provided but not defined: -bogus"},
 		{"bad demo value", []string{"demo", "--weeks", "0"}, 1, "--weeks"},
 		{"not a number", []string{"demo", "--weeks", "many"}, 1, "invalid value \"many\""},

@@ -11,8 +11,12 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// checkCritical is the Nagios plugin exit code for CRITICAL.
-const checkCritical = 2
+// checkCritical is the Nagios plugin exit code for CRITICAL; checkUnknown
+// is UNKNOWN, which Nagios plugins use for bad options.
+const (
+	checkCritical = 2
+	checkUnknown  = 3
+)
 
 // CheckOptions are gpuacct check's thresholds.
 type CheckOptions struct {
@@ -149,6 +153,19 @@ Examples:
 			}
 			if c.IsSet("forget") {
 				o.Forget = c.Duration("forget")
+			}
+			for _, x := range []struct {
+				name string
+				v    time.Duration
+				zero bool
+			}{{"stale", o.Stale, false}, {"lag", o.Lag, false}, {"forget", o.Forget, true}} {
+				if x.v < 0 || (x.v == 0 && !x.zero) {
+					hint := "a positive duration such as 15m"
+					if x.zero {
+						hint = "a positive duration such as 168h, or 0 to check every node"
+					}
+					return cli.Exit(fmt.Sprintf("UNKNOWN: check: --%s %s is not %s", x.name, x.v, hint), checkUnknown)
+				}
 			}
 			db, err := e.open(c.Context)
 			if err != nil {

@@ -270,18 +270,32 @@ func runReport(c *cli.Context, d Deps, kind string) error {
 	if err != nil {
 		return err
 	}
+	if c.IsSet("limit") && (c.Int("limit") < 1 || c.Int("limit") > MaxLimit) {
+		return cli.Exit(fmt.Sprintf("report %s: --limit %d is not from 1 to %d", kind, c.Int("limit"), MaxLimit), 2)
+	}
+	if kind != "jobs" {
+		if err := timespec.CheckBuckets(HourWindow(w), p); err != nil {
+			return cli.Exit(fmt.Sprintf("report %s: %v", kind, err), 2)
+		}
+	}
 	f, teamList := filterOf(c)
 	db, err := e.open(c.Context)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	if err := db.CheckFilter(c.Context, f); err != nil {
+		return cli.Exit(fmt.Sprintf("report %s: %v", kind, err), 2)
+	}
 	var t *table.Table
 	if kind == "jobs" {
 		t, err = db.JobList(c.Context, JobQuery{Window: w, Filter: f, Teams: teamList, Mapping: m, Limit: c.Int("limit"), Sort: c.String("sort"), Now: e.now})
 	} else {
 		t, err = db.Report(c.Context, Request{Kind: kind, Window: HourWindow(w), Period: p, Filter: f, Teams: teamList, Mapping: m,
 			TopBy: c.String("by"), Limit: c.Int("limit")})
+	}
+	if IsBadInput(err) {
+		return cli.Exit(fmt.Sprintf("report %s: %v", kind, err), 2)
 	}
 	if err != nil {
 		return fmt.Errorf("report %s: %w", kind, err)

@@ -157,7 +157,10 @@ func (d *DB) JobList(ctx context.Context, q JobQuery) (*table.Table, error) {
 	if err := d.CheckTeams(ctx, m, q.Teams); err != nil {
 		return nil, err
 	}
-	if q.Limit <= 0 {
+	if q.Limit < 0 || q.Limit > MaxLimit {
+		return nil, badInput("--limit %d is not from 1 to %d", q.Limit, MaxLimit)
+	}
+	if q.Limit == 0 {
 		q.Limit = 50
 	}
 	t := &table.Table{Columns: []table.Column{

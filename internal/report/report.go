@@ -91,6 +91,12 @@ func (d *DB) Report(ctx context.Context, r Request) (*table.Table, error) {
 			r.Limit = 10
 		}
 	}
+	if err := timespec.CheckBuckets(r.Window, r.Period); err != nil {
+		return nil, &BadInput{Err: err}
+	}
+	if r.Limit < 0 || r.Limit > MaxLimit {
+		return nil, badInput("--limit %d is not from 1 to %d", r.Limit, MaxLimit)
+	}
 	bs := timespec.Buckets(r.Window, r.Period)
 	m := r.Mapping
 	if m == nil {
@@ -107,6 +113,7 @@ func (d *DB) Report(ctx context.Context, r Request) (*table.Table, error) {
 	totals := make([]Usage, len(bs))
 	narrow := r.Filter.narrows(r.Teams)
 	needNode := kind == "nodes"
+	overflow := false
 	err := d.Facts(ctx, bs, r.Filter, needNode, func(x *Fact) {
 		i := timespec.Find(bs, x.Start)
 		if i < 0 || x.Usage == (Usage{}) {
@@ -140,6 +147,10 @@ func (d *DB) Report(ctx context.Context, r Request) (*table.Table, error) {
 		}
 		g := groups[k]
 		if g == nil {
+			if len(groups) >= MaxGroups {
+				overflow = true
+				return
+			}
 			g = &group{key: k}
 			groups[k] = g
 		}
@@ -154,6 +165,9 @@ func (d *DB) Report(ctx context.Context, r Request) (*table.Table, error) {
 	if err != nil {
 		return nil, err
 	}
+	if overflow {
+		return nil, tooBig("sums (periods × rows)", MaxGroups)
+	}
 	if narrow {
 		// Shares are of the whole cluster, not of the filtered part.
 		err := d.Facts(ctx, bs, Filter{Clusters: r.Filter.Clusters}, false, func(x *Fact) {
@@ -165,7 +179,11 @@ func (d *DB) Report(ctx context.Context, r Request) (*table.Table, error) {
 			return nil, err
 		}
 	}
-	return buildTable(r, kind, bs, groups, totals), nil
+	t := buildTable(r, kind, bs, groups, totals)
+	if len(t.Rows) > MaxRows {
+		return nil, tooBig("rows", MaxRows)
+	}
+	return t, nil
 }
 
 func usageColumns() []table.Column {
