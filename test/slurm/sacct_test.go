@@ -76,7 +76,9 @@ func TestSacct(t *testing.T) {
 	for i, j := range jobs {
 		if j.cancel {
 			c.WaitState(t, ids[i], "RUNNING", 60*time.Second)
-			time.Sleep(2 * time.Second)
+			// Cancel once the prolog has recorded the start on the node,
+			// so that the cancelled job has a start to close.
+			waitEvent(t, c, ids[i], record.JobStart, 60*time.Second)
 			c.Run(t, "", "scancel", strconv.FormatUint(ids[i], 10))
 		}
 	}
