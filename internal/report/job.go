@@ -25,18 +25,6 @@ type NodePart struct {
 	Quality      string `json:"quality,omitempty"`
 }
 
-// Point is one sample of one GPU; nil values were missing.
-type Point struct {
-	T        int64    `json:"t_ms"`
-	Util     *float64 `json:"util,omitempty"`
-	MemMiB   *float64 `json:"mem_mib,omitempty"`
-	PowerW   *float64 `json:"power_w,omitempty"`
-	Interval float64  `json:"-"`
-	Idle     bool     `json:"-"`
-	Share    float64  `json:"-"`
-	EnergyMJ *int64   `json:"-"`
-}
-
 // GPUStat is one GPU of a job: the agent's aggregate, or figures from the
 // samples when the job still runs or no aggregate arrived.
 type GPUStat struct {
@@ -250,118 +238,19 @@ func (d *DB) loadGPUs(ctx context.Context, det *Detail) error {
 	if j.End.Valid {
 		to = j.End.Int64*1000 + 1
 	}
+	n := seriesPoints(len(det.GPUs))
 	for i := range det.GPUs {
 		g := &det.GPUs[i]
-		pts, err := d.series(ctx, g.gpuID, j.JobID, j.Restart, from, to)
+		pts, tot, err := d.series(ctx, g.gpuID, j.JobID, j.Restart, from, to, n)
 		if err != nil {
 			return err
 		}
 		g.Series = pts
-		if len(pts) > 0 && (g.Source == "none" || !j.End.Valid) {
-			fromSamples(g)
+		if tot.n > 0 && (g.Source == "none" || !j.End.Valid) {
+			fromSamples(g, tot)
 		}
 	}
 	return nil
-}
-
-// series reads one GPU's samples of the job (raw samples are kept for
-// store.sample_retention).
-func (d *DB) series(ctx context.Context, gpuID, job int64, restart int, from, to int64) ([]Point, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT t_ms, interval_ms, job, restart, jobs, idle, util, mem_used_mib, power_mw, energy_delta_mj
- FROM samples WHERE gpu_id = ? AND t_ms >= ? AND t_ms < ? AND (job = ? OR jobs IS NOT NULL) ORDER BY t_ms`, gpuID, from, to, job)
-	if err != nil {
-		return nil, d.wrap(err)
-	}
-	defer rows.Close()
-	var out []Point
-	for rows.Next() {
-		var p Point
-		var iv, sjob int64
-		var srestart int
-		var jobs sql.NullString
-		var util, mem, power, energy sql.NullInt64
-		if err := rows.Scan(&p.T, &iv, &sjob, &srestart, &jobs, &p.Idle, &util, &mem, &power, &energy); err != nil {
-			return nil, d.wrap(err)
-		}
-		p.Share = 0
-		if sjob == job && srestart == restart {
-			p.Share = 1
-		}
-		if jobs.Valid {
-			var shares []struct {
-				Job     int64   `json:"job"`
-				Restart int     `json:"restart"`
-				Share   float64 `json:"share"`
-				Idle    bool    `json:"idle"`
-			}
-			if json.Unmarshal([]byte(jobs.String), &shares) == nil {
-				p.Share = 0
-				for _, s := range shares {
-					if s.Job == job && s.Restart == restart {
-						p.Share, p.Idle = s.Share, s.Idle
-					}
-				}
-			}
-		}
-		if p.Share == 0 {
-			continue
-		}
-		p.Interval = float64(iv) / 1000
-		if util.Valid {
-			v := float64(util.Int64)
-			p.Util = &v
-		}
-		if mem.Valid {
-			v := float64(mem.Int64)
-			p.MemMiB = &v
-		}
-		if power.Valid {
-			v := float64(power.Int64) / 1000
-			p.PowerW = &v
-		}
-		p.EnergyMJ = ptr(energy)
-		out = append(out, p)
-	}
-	return out, d.wrap(rows.Err())
-}
-
-// fromSamples fills a GPU's figures from its samples.
-func fromSamples(g *GPUStat) {
-	g.Source = "samples"
-	var s, u, idle, maxU, maxM float64
-	var e int64
-	var haveU, haveM, haveE bool
-	for _, p := range g.Series {
-		s += p.Interval
-		if p.Idle {
-			idle += p.Interval
-		}
-		if p.Util != nil {
-			u += *p.Util * p.Interval * p.Share
-			maxU = max(maxU, *p.Util)
-			haveU = true
-		}
-		if p.MemMiB != nil {
-			maxM = max(maxM, *p.MemMiB)
-			haveM = true
-		}
-		if p.EnergyMJ != nil {
-			e += int64(float64(*p.EnergyMJ) * p.Share)
-			haveE = true
-		}
-	}
-	g.SampleS, g.IdleS = s, idle
-	if haveU && s > 0 {
-		m := u / s
-		g.UtilMean, g.UtilMax = &m, &maxU
-	}
-	if haveM {
-		g.MemMaxMiB = &maxM
-	}
-	if haveE {
-		k := float64(e) / 3.6e9
-		g.EnergyKWh = &k
-	}
 }
 
 // Sparkline draws values 0..100 in width cells with the eight block

@@ -1,0 +1,196 @@
+package report
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+)
+
+// Point is one GPU's samples over a stretch of a job: one sample, or,
+// for a job with more samples than a series may hold, the samples of an
+// equal share of the job merged (util and power their time-weighted mean,
+// memory its peak). nil values were missing.
+type Point struct {
+	T      int64    `json:"t_ms"`
+	Util   *float64 `json:"util,omitempty"`
+	MemMiB *float64 `json:"mem_mib,omitempty"`
+	PowerW *float64 `json:"power_w,omitempty"`
+	// Interval is the seconds the point's samples cover.
+	Interval float64 `json:"-"`
+}
+
+// Bounds on a job's series (invariant 9): a 152-hour job sampled every
+// second would otherwise be half a million points per GPU.
+const (
+	// MaxSeriesPoints is the most points one GPU's series holds.
+	MaxSeriesPoints = 1000
+	// MaxJobPoints is the most points all of a job's GPUs hold together;
+	// a GPU gets at least minSeriesPoints.
+	MaxJobPoints    = 16_000
+	minSeriesPoints = 100
+)
+
+// seriesPoints is how many points each of a job's gpus GPUs may hold.
+func seriesPoints(gpus int) int {
+	if gpus <= 0 {
+		return MaxSeriesPoints
+	}
+	return min(MaxSeriesPoints, max(minSeriesPoints, MaxJobPoints/gpus))
+}
+
+// sampleTotals are one GPU's figures over all of the job's samples, kept
+// exactly while the series itself is merged into points.
+type sampleTotals struct {
+	n                   int
+	sampleS, idleS      float64
+	utilShareS          float64 // Σ util × interval × share
+	utilMax, memMax     float64
+	haveU, haveM, haveE bool
+	energyMJ            int64
+}
+
+// pointAcc merges samples into one point.
+type pointAcc struct {
+	t, bin          int64
+	n               int
+	iv              float64
+	utilS, utilIv   float64
+	powerS, powerIv float64
+	memMax          float64
+	haveMem         bool
+}
+
+func (a *pointAcc) point() Point {
+	p := Point{T: a.t, Interval: a.iv}
+	if a.utilIv > 0 {
+		v := a.utilS / a.utilIv
+		p.Util = &v
+	}
+	if a.haveMem {
+		v := a.memMax
+		p.MemMiB = &v
+	}
+	if a.powerIv > 0 {
+		v := a.powerS / a.powerIv
+		p.PowerW = &v
+	}
+	return p
+}
+
+// series reads one GPU's samples of the job (raw samples are kept for
+// store.sample_retention) in [from, to) ms, merged into at most maxPts
+// points of equal time span, and the exact totals over every sample.
+// Rows are folded as they are read, so memory does not grow with the
+// job's length.
+func (d *DB) series(ctx context.Context, gpuID, job int64, restart int, from, to int64, maxPts int) ([]Point, sampleTotals, error) {
+	var tot sampleTotals
+	rows, err := d.db.QueryContext(ctx, `SELECT t_ms, interval_ms, job, restart, jobs, idle, util, mem_used_mib, power_mw, energy_delta_mj
+ FROM samples WHERE gpu_id = ? AND t_ms >= ? AND t_ms < ? AND (job = ? OR jobs IS NOT NULL) ORDER BY t_ms`, gpuID, from, to, job)
+	if err != nil {
+		return nil, tot, d.wrap(err)
+	}
+	defer rows.Close()
+	span := max(1, (to-from+int64(maxPts)-1)/int64(maxPts))
+	var out []Point
+	var acc pointAcc
+	for rows.Next() {
+		var t, iv, sjob int64
+		var srestart int
+		var idle bool
+		var jobs sql.NullString
+		var util, mem, power, energy sql.NullInt64
+		if err := rows.Scan(&t, &iv, &sjob, &srestart, &jobs, &idle, &util, &mem, &power, &energy); err != nil {
+			return nil, tot, d.wrap(err)
+		}
+		share := 0.0
+		if sjob == job && srestart == restart {
+			share = 1
+		}
+		if jobs.Valid {
+			var shares []struct {
+				Job     int64   `json:"job"`
+				Restart int     `json:"restart"`
+				Share   float64 `json:"share"`
+				Idle    bool    `json:"idle"`
+			}
+			if json.Unmarshal([]byte(jobs.String), &shares) == nil {
+				share = 0
+				for _, s := range shares {
+					if s.Job == job && s.Restart == restart {
+						share, idle = s.Share, s.Idle
+					}
+				}
+			}
+		}
+		if share == 0 {
+			continue
+		}
+		sec := float64(iv) / 1000
+		tot.n++
+		tot.sampleS += sec
+		if idle {
+			tot.idleS += sec
+		}
+		bin := (t - from) / span
+		if acc.n > 0 && bin != acc.bin {
+			out = append(out, acc.point())
+			acc = pointAcc{}
+		}
+		if acc.n == 0 {
+			acc.t, acc.bin = t, bin
+		}
+		acc.n++
+		acc.iv += sec
+		if util.Valid {
+			u := float64(util.Int64)
+			tot.utilShareS += u * sec * share
+			tot.utilMax = max(tot.utilMax, u)
+			tot.haveU = true
+			// A zero interval still counts once in the mean.
+			w := max(sec, 1e-3)
+			acc.utilS += u * w
+			acc.utilIv += w
+		}
+		if mem.Valid {
+			m := float64(mem.Int64)
+			tot.memMax = max(tot.memMax, m)
+			tot.haveM = true
+			acc.memMax = max(acc.memMax, m)
+			acc.haveMem = true
+		}
+		if power.Valid {
+			w := max(sec, 1e-3)
+			acc.powerS += float64(power.Int64) / 1000 * w
+			acc.powerIv += w
+		}
+		if energy.Valid {
+			tot.energyMJ += int64(float64(energy.Int64) * share)
+			tot.haveE = true
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, tot, d.wrap(err)
+	}
+	if acc.n > 0 {
+		out = append(out, acc.point())
+	}
+	return out, tot, nil
+}
+
+// fromSamples fills a GPU's figures from its samples' totals.
+func fromSamples(g *GPUStat, t sampleTotals) {
+	g.Source = "samples"
+	g.SampleS, g.IdleS = t.sampleS, t.idleS
+	if t.haveU && t.sampleS > 0 {
+		m, x := t.utilShareS/t.sampleS, t.utilMax
+		g.UtilMean, g.UtilMax = &m, &x
+	}
+	if t.haveM {
+		m := t.memMax
+		g.MemMaxMiB = &m
+	}
+	if t.haveE {
+		k := float64(t.energyMJ) / 3.6e9
+		g.EnergyKWh = &k
+	}
+}
