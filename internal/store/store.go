@@ -102,20 +102,26 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		return nil, fmt.Errorf("open store %q: %w", o.Path, err)
 	}
 	s.Journal = mode
-	db, err := sql.Open("sqlite3", DSN(o.Path, mode, o.BusyTimeout, o.ReadOnly))
-	if err != nil {
-		s.unlock()
-		return nil, fmt.Errorf("open store %q: %w", o.Path, err)
-	}
-	if !o.ReadOnly {
+	if o.ReadOnly {
+		db, err := openReader(ctx, o)
+		if err != nil {
+			return nil, fmt.Errorf("open store %q: %w", o.Path, err)
+		}
+		s.DB = db
+	} else {
+		db, err := sql.Open("sqlite3", DSN(o.Path, mode, o.BusyTimeout, o.ReadOnly))
+		if err != nil {
+			s.unlock()
+			return nil, fmt.Errorf("open store %q: %w", o.Path, err)
+		}
 		// One connection: the writer serialises its own work, and
 		// every statement sees the same transaction.
 		db.SetMaxOpenConns(1)
-	}
-	s.DB = db
-	if err := db.PingContext(ctx); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("open store %q: %w", o.Path, err)
+		s.DB = db
+		if err := db.PingContext(ctx); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("open store %q: %w", o.Path, err)
+		}
 	}
 	if o.ReadOnly {
 		v, err := s.Version(ctx)
