@@ -113,6 +113,10 @@ func (a *Agent) validate() error {
 			return fmt.Errorf("key %q: must be positive", d.key)
 		}
 	}
+	// the hooks wait on the socket, so its bound is a hook-path bound
+	if err := hookDuration("agent.socket_timeout", a.SocketTimeout.Duration, time.Nanosecond); err != nil {
+		return err
+	}
 	if a.SegmentDuration.Duration < a.Interval.Duration {
 		return fmt.Errorf("key \"agent.segment_duration\": %s is shorter than agent.interval %s", a.SegmentDuration.Duration, a.Interval.Duration)
 	}

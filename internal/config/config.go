@@ -10,7 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"time"
@@ -133,8 +133,13 @@ func Path(flag string, getenv func(string) string) (path string, explicit bool) 
 // Load reads path over the defaults. A missing file is fine unless explicit.
 // Errors name the file, and for bad content the line and the key.
 func Load(path string, explicit bool) (Config, error) {
+	data, err := readFile(path)
+	return load(path, explicit, data, err)
+}
+
+// load is Load once the file is read (data) or not (err).
+func load(path string, explicit bool, data []byte, err error) (Config, error) {
 	cfg := Default()
-	data, err := os.ReadFile(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			if !explicit {
@@ -151,13 +156,17 @@ func Load(path string, explicit bool) (Config, error) {
 }
 
 // Parse decodes TOML data over cfg, refusing unknown keys and wrong types,
-// then validates the result.
+// then validates the result. A leading UTF-8 BOM is ignored.
 func Parse(data []byte, cfg *Config) error {
+	data = stripBOM(data)
 	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
 	if err := dec.Decode(cfg); err != nil {
 		return locate(data, describe(err))
 	}
-	return cfg.Validate()
+	if err := cfg.Validate(); err != nil {
+		return withLine(data, err)
+	}
+	return nil
 }
 
 func describe(err error) error {
@@ -199,11 +208,8 @@ func locate(data []byte, err error) error {
 	if key == "" {
 		return err
 	}
-	leaf := key[strings.LastIndex(key, ".")+1:]
-	for i, line := range strings.Split(string(data), "\n") {
-		if k, _, ok := strings.Cut(strings.TrimSpace(line), "="); ok && strings.TrimSpace(k) == leaf {
-			return fmt.Errorf("line %d: key %q: %w (write it as a string, e.g. \"10s\")", i+1, key, err)
-		}
+	if line := keyLine(data, key); line > 0 {
+		return fmt.Errorf("line %d: key %q: %w (write it as a string, e.g. \"10s\")", line, key, err)
 	}
 	return fmt.Errorf("key %q: %w (write it as a string, e.g. \"10s\")", key, err)
 }
@@ -245,11 +251,14 @@ func (c *Config) Validate() error {
 	if n := len(c.GPU.Simulated.Minors); n != 0 && n != c.GPU.Simulated.Count {
 		return fmt.Errorf("key \"gpu.simulated.minors\": %d minors for %d GPUs", n, c.GPU.Simulated.Count)
 	}
-	if c.Hooks.Timeout.Duration <= 0 {
-		return fmt.Errorf("key \"hooks.timeout\": must be positive")
+	if err := hookDuration("hooks.timeout", c.Hooks.Timeout.Duration, MinHookTimeout); err != nil {
+		return err
 	}
-	if c.Hooks.NVMLTimeout.Duration <= 0 {
-		return fmt.Errorf("key \"hooks.nvml_timeout\": must be positive")
+	if err := hookDuration("hooks.nvml_timeout", c.Hooks.NVMLTimeout.Duration, time.Nanosecond); err != nil {
+		return err
+	}
+	if err := hookDuration("gpu.simulated.init_delay", c.GPU.Simulated.InitDelay.Duration, 0); err != nil {
+		return err
 	}
 	switch c.Hooks.LogLevel {
 	case "debug", "info", "warn", "error":
@@ -258,6 +267,11 @@ func (c *Config) Validate() error {
 	}
 	if c.Spool.Dir == "" {
 		return fmt.Errorf("key \"spool.dir\": must not be empty")
+	}
+	if !filepath.IsAbs(c.Spool.Dir) {
+		// relative to whatever directory slurmd or systemd started in: the
+		// hooks and the agent would not share one spool
+		return fmt.Errorf("key \"spool.dir\": %q is not an absolute path", c.Spool.Dir)
 	}
 	if err := c.NFSSync.validate(); err != nil {
 		return err

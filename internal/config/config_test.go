@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -46,7 +47,23 @@ func TestLoad(t *testing.T) {
 		{name: "bad backend", path: write("backend.toml", "[gpu]\nbackend = \"cuda\"\n"), explicit: true, wantErr: []string{`"gpu.backend"`, "cuda"}},
 		{name: "minors count", path: write("minors.toml", "[gpu.simulated]\ncount = 2\nminors = [0]\n"), explicit: true, wantErr: []string{"gpu.simulated.minors"}},
 		{name: "bad log level", path: write("level.toml", "[hooks]\nlog_level = \"loud\"\n"), explicit: true, wantErr: []string{"hooks.log_level"}},
-		{name: "directory", path: dir, explicit: true, wantErr: []string{"read config"}},
+		{name: "directory", path: dir, explicit: true, wantErr: []string{"read config", "a directory, not a regular file"}},
+		{name: "bad backend has a line", path: write("backend2.toml", "[spool]\ndir = \"/x\"\n[gpu]\nbackend = \"cuda\"\n"), explicit: true, wantErr: []string{"backend2.toml", "line 4", `"gpu.backend"`}},
+		{name: "relative spool", path: write("rel.toml", "[spool]\ndir = \"spool\"\n"), explicit: true, wantErr: []string{"rel.toml", "line 2", `"spool.dir"`, "not an absolute path"}},
+		{name: "dotted relative spool", path: write("rel2.toml", "# x\nspool.dir = \"./s\"\n"), explicit: true, wantErr: []string{"line 2", `"spool.dir"`, "not an absolute path"}},
+		{name: "inline relative spool", path: write("rel3.toml", "\nspool = { dir = \"s\" }\n"), explicit: true, wantErr: []string{"line 2", `"spool.dir"`}},
+		{name: "absurd hook timeout", path: write("long.toml", "[hooks]\ntimeout = \"100000h\"\n"), explicit: true, wantErr: []string{"long.toml", "line 2", `"hooks.timeout"`, "above the 30s maximum"}},
+		{name: "tiny hook timeout", path: write("short.toml", "[hooks]\ntimeout = \"10ms\"\n"), explicit: true, wantErr: []string{"line 2", `"hooks.timeout"`, "below the 100ms minimum"}},
+		{name: "negative hook timeout", path: write("neg.toml", "[hooks]\ntimeout = \"-1s\"\n"), explicit: true, wantErr: []string{"line 2", `"hooks.timeout"`}},
+		{name: "absurd nvml timeout", path: write("nvml.toml", "[hooks]\nnvml_timeout = \"1h\"\n"), explicit: true, wantErr: []string{"line 2", `"hooks.nvml_timeout"`, "maximum"}},
+		{name: "absurd socket timeout", path: write("sock.toml", "[agent]\nsocket_timeout = \"5m\"\n"), explicit: true, wantErr: []string{"line 2", `"agent.socket_timeout"`, "maximum"}},
+		{name: "negative init delay", path: write("delay.toml", "[gpu.simulated]\ninit_delay = \"-1s\"\n"), explicit: true, wantErr: []string{"line 2", `"gpu.simulated.init_delay"`, "negative"}},
+		{name: "hook timeout at its bounds", path: write("bounds.toml", "[hooks]\ntimeout = \"30s\"\nnvml_timeout = \"30s\"\n[agent]\nsocket_timeout = \"30s\"\n"), explicit: true, check: func(c Config) bool {
+			return c.Hooks.Timeout.Duration == 30*time.Second && c.Agent.SocketTimeout.Duration == 30*time.Second
+		}},
+		{name: "BOM", path: write("bom.toml", "\xEF\xBB\xBF[spool]\ndir = \"/bom\"\n"), explicit: true, check: func(c Config) bool { return c.Spool.Dir == "/bom" }},
+		{name: "named pipe", path: fifo(t, dir), explicit: true, wantErr: []string{"read config", "named pipe"}},
+		{name: "huge file", path: write("huge.toml", "#"+strings.Repeat("x", MaxFileBytes)+"\n"), explicit: true, wantErr: []string{"huge.toml", "larger than"}},
 	}
 	if os.Geteuid() != 0 { // root reads anything
 		tests = append(tests, struct {
@@ -108,4 +125,15 @@ func TestExampleConfigLoads(t *testing.T) {
 	if _, err := Load(p, true); err != nil {
 		t.Fatalf("packaging example: %v", err)
 	}
+}
+
+// fifo makes a named pipe with no writer: opening it for reading blocks
+// unless the reader refuses it.
+func fifo(t *testing.T, dir string) string {
+	t.Helper()
+	p := filepath.Join(dir, "fifo.toml")
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

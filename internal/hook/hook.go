@@ -83,9 +83,14 @@ func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *
 	}
 	ev.Key = record.EventKey(ev.Cluster, job.ID, job.RestartCount, ev.Node, kind)
 
-	// GPU work gets at most 60% of the hook's time, so that a hung driver
-	// still leaves time to write what is known.
-	gctx, cancel := context.WithTimeout(ctx, cfg.Hooks.Timeout.Duration*6/10)
+	// GPU work gets at most 60% of the hook's time left (reading the config
+	// may have used some), so that a hung driver still leaves time to write
+	// what is known.
+	budget := cfg.Hooks.Timeout.Duration
+	if dl, ok := ctx.Deadline(); ok {
+		budget = time.Until(dl)
+	}
+	gctx, cancel := context.WithTimeout(ctx, budget*6/10)
 	ev.GPUs = make([]gpu.Identity, len(job.GPUs))
 	for i, m := range job.GPUs {
 		ev.GPUs[i].Minor = m
@@ -297,29 +302,39 @@ Examples:
 
 func runHook(c *cli.Context, kind record.Kind, stderr io.Writer, getenv func(string) string) int {
 	name := string(sourceOf(kind))
+	// the bound covers reading the config too: a hung mount must not hold
+	// the job longer than hooks.timeout
+	start := time.Now()
 	path, explicit := config.Path(c.String("config"), getenv)
-	cfg, cfgErr := config.Load(path, explicit)
+	cfg, salvaged, cfgErr := config.LoadHook(path, explicit, config.HookReadBound)
 	level, lerr := logging.ParseLevel(cfg.Hooks.LogLevel)
 	if lerr != nil {
 		level = slog.LevelInfo
 	}
 	log := logging.New(name, stderr, level, getenv)
 	jobAttr := slog.String("job", getenv("SLURM_JOB_ID"))
-	if cfgErr != nil {
-		log.Error("config unusable; recording with built-in defaults", jobAttr, "err", cfgErr)
-	}
 	if c.IsSet("spool-dir") {
-		cfg.Spool.Dir = c.String("spool-dir")
+		if dir := c.String("spool-dir"); filepath.IsAbs(dir) {
+			cfg.Spool.Dir = dir
+		} else {
+			log.Error("--spool-dir/GPUSUITE_SPOOL_DIR is not an absolute path; using spool.dir", jobAttr, "spool_dir", dir, "using", cfg.Spool.Dir)
+		}
+	}
+	if cfgErr != nil {
+		// The agent refuses this file, so say where the event goes: an
+		// admin must find it there or fix the file.
+		log.Error("config unusable; recording with the hook keys that still parse and defaults for the rest", jobAttr, "err", cfgErr,
+			"spool", cfg.Spool.Dir, "cluster", cfg.Cluster.Name, "gpu_backend", cfg.GPU.Backend, "taken_from_file", strings.Join(salvaged, ","))
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.Hooks.Timeout.Duration)
+	deadline := start.Add(cfg.Hooks.Timeout.Duration)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	type outcome struct {
 		res Result
 		err error
 	}
 	done := make(chan outcome, 1)
-	start := time.Now()
 	go func() {
 		res, err := Run(ctx, kind, cfg, Deps{Getenv: getenv, Now: time.Now, Hostname: os.Hostname, ProcRoot: "/proc"}, log)
 		done <- outcome{res, err}
@@ -336,7 +351,7 @@ func runHook(c *cli.Context, kind record.Kind, stderr io.Writer, getenv func(str
 		}
 		log.Debug("done", jobAttr, "elapsed", time.Since(start))
 		return 0
-	case <-time.After(cfg.Hooks.Timeout.Duration + 100*time.Millisecond):
+	case <-time.After(time.Until(deadline) + 100*time.Millisecond):
 		log.Error("hook timed out; nothing recorded, job unaffected", jobAttr, "timeout", cfg.Hooks.Timeout.Duration)
 		return 0
 	}

@@ -7,9 +7,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/record"
 )
 
@@ -101,6 +103,77 @@ func TestMainBadInput(t *testing.T) {
 				if n := len(readEvents(t, tt.wantSpool)); n != 1 {
 					t.Errorf("%d events in %s, want 1", n, tt.wantSpool)
 				}
+			}
+		})
+	}
+}
+
+// A config the agent would refuse must not move the hook's spool: the keys
+// the hook needs are still taken from it, and a file that cannot be read
+// (a named pipe) costs neither the job's time nor the event.
+func TestMainBrokenConfigKeepsSpool(t *testing.T) {
+	dir := t.TempDir()
+	spool := filepath.Join(dir, "spool")
+	file := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := fmt.Sprintf("[cluster]\nname = \"cfgcl\"\n[spool]\ndir = %q\n[gpu]\nbackend = \"simulated\"\n[hooks]\ntimeout = \"1s\"\nnvml_timeout = \"100ms\"\n", spool)
+	fifo := filepath.Join(dir, "fifo.toml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, config, spoolFlag string
+		wantCluster             string
+		wantLog                 []string
+	}{
+		{name: "unknown key", config: file("unknown.toml", good+"timout = \"3s\"\n"), wantCluster: "cfgcl",
+			wantLog: []string{"config unusable", `unknown key \"hooks.timout\"`, "spool=" + spool, "taken_from_file=spool.dir,cluster.name,hooks.timeout,hooks.nvml_timeout,gpu.backend"}},
+		{name: "BOM", config: file("bom.toml", "\xEF\xBB\xBF"+good), wantCluster: "cfgcl"},
+		{name: "bad value", config: file("value.toml", good+"log_level = \"loud\"\n"), wantCluster: "cfgcl",
+			wantLog: []string{"config unusable", `\"hooks.log_level\"`, "spool=" + spool}},
+		{name: "absurd timeout", config: file("long.toml", strings.Replace(good, `timeout = "1s"`, `timeout = "100000h"`, 1)), wantCluster: "cfgcl",
+			wantLog: []string{"config unusable", `\"hooks.timeout\"`, "spool=" + spool}},
+		{name: "syntax error", config: file("syntax.toml", good+"health_check = yes\n"), wantCluster: "cfgcl",
+			wantLog: []string{"config unusable", "line 10", "spool=" + spool}},
+		{name: "relative spool flag", config: file("good.toml", good), spoolFlag: "relative/spool", wantCluster: "cfgcl",
+			wantLog: []string{"not an absolute path", "using=" + spool}},
+		{name: "named pipe", config: fifo, spoolFlag: spool, wantCluster: config.Default().Cluster.Name,
+			wantLog: []string{"config unusable", "named pipe", "spool=" + spool}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			os.RemoveAll(spool)
+			args := []string{"epilog", "--config", tt.config}
+			if tt.spoolFlag != "" {
+				args = append(args, "--spool-dir", tt.spoolFlag)
+			}
+			var stderr bytes.Buffer
+			done := make(chan int, 1)
+			go func() { done <- Main(record.JobEnd, args, &stderr, envWith("SLURM_CLUSTER_NAME", "")) }()
+			select {
+			case code := <-done:
+				if code != 0 {
+					t.Errorf("exit %d", code)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("hook did not return")
+			}
+			for _, w := range tt.wantLog {
+				if !strings.Contains(stderr.String(), w) {
+					t.Errorf("log lacks %q:\n%s", w, stderr.String())
+				}
+			}
+			evs := readEvents(t, spool)
+			if len(evs) != 1 {
+				t.Fatalf("%d events in %s, want 1\n%s", len(evs), spool, stderr.String())
+			}
+			if evs[0].Cluster != tt.wantCluster {
+				t.Errorf("cluster %q, want %q", evs[0].Cluster, tt.wantCluster)
 			}
 		})
 	}
