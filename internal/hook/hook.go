@@ -81,6 +81,10 @@ func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *
 	for _, p := range job.Problems {
 		ev.Quality = append(ev.Quality, "env_invalid: "+p)
 	}
+	if kind == record.JobEnd && job.Exit == nil {
+		// absent, never 0: a job whose end is unknown did not succeed
+		ev.Quality = append(ev.Quality, "exit_unknown: no valid SLURM_JOB_EXIT_CODE2 or SLURM_JOB_EXIT_CODE; exit recorded as absent")
+	}
 	ev.Key = record.EventKey(ev.Cluster, job.ID, job.RestartCount, ev.Node, kind)
 
 	// GPU work gets at most 60% of the hook's time left (reading the config

@@ -217,6 +217,59 @@ func TestRunCases(t *testing.T) {
 	}
 }
 
+// An epilog that cannot read the exit code records no exit (JSON: absent)
+// and says why; it never records 0, which reads as success.
+func TestEpilogExitUnknown(t *testing.T) {
+	tests := []struct {
+		name     string
+		env      []string
+		wantExit any // the event's job.exit.code as JSON decodes it; nil = absent
+	}{
+		{name: "success", env: []string{"SLURM_JOB_EXIT_CODE2", "0:0", "SLURM_JOB_EXIT_CODE", "0"}, wantExit: float64(0)},
+		{name: "raw only", env: []string{"SLURM_JOB_EXIT_CODE", "512"}, wantExit: float64(2)},
+		{name: "missing"},
+		{name: "code2 garbage", env: []string{"SLURM_JOB_EXIT_CODE2", "x:y"}},
+		{name: "raw garbage", env: []string{"SLURM_JOB_EXIT_CODE", "zero", "SLURM_JOB_DERIVED_EC", "0"}},
+		{name: "both garbage", env: []string{"SLURM_JOB_EXIT_CODE2", "1", "SLURM_JOB_EXIT_CODE", "-5"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := simConfig(t)
+			if _, err := Run(context.Background(), record.JobEnd, cfg, testDeps(envWith(tt.env...)), logger(discard())); err != nil {
+				t.Fatal(err)
+			}
+			names, _ := filepath.Glob(filepath.Join(cfg.Spool.Dir, "event.*.json"))
+			if len(names) != 1 {
+				t.Fatalf("%d events", len(names))
+			}
+			var ev struct {
+				Job     map[string]any `json:"job"`
+				Quality []string       `json:"quality"`
+			}
+			b, err := os.ReadFile(names[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(b, &ev); err != nil {
+				t.Fatal(err)
+			}
+			var got any
+			if e, ok := ev.Job["exit"].(map[string]any); ok {
+				got = e["code"]
+			} else if ev.Job["exit"] != nil {
+				t.Fatalf("job.exit is %v", ev.Job["exit"])
+			}
+			if got != tt.wantExit {
+				t.Errorf("job.exit.code = %v, want %v\n%s", got, tt.wantExit, b)
+			}
+			noted := strings.Contains(strings.Join(ev.Quality, "|"), "exit_unknown")
+			if noted != (tt.wantExit == nil) {
+				t.Errorf("exit_unknown noted: %v, want %v (quality %q)", noted, tt.wantExit == nil, ev.Quality)
+			}
+		})
+	}
+}
+
 func TestEpilogTwiceAndWithoutProlog(t *testing.T) {
 	cfg := simConfig(t)
 	var logs bytes.Buffer

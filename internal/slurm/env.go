@@ -120,22 +120,32 @@ func ParseEnv(getenv func(string) string) (Job, error) {
 		p.problem("SLURM_SCRIPT_CONTEXT", string(c), "unknown context")
 	}
 
-	if getenv("SLURM_JOB_EXIT_CODE") != "" || getenv("SLURM_JOB_EXIT_CODE2") != "" || getenv("SLURM_JOB_DERIVED_EC") != "" {
-		e := &Exit{Raw: p.int("SLURM_JOB_EXIT_CODE", false), Derived: p.int("SLURM_JOB_DERIVED_EC", false)}
-		if raw := getenv("SLURM_JOB_EXIT_CODE2"); raw != "" {
-			code, sig, err := ParseExitCode2(raw)
-			if err != nil {
-				p.problem("SLURM_JOB_EXIT_CODE2", raw, err.Error())
-			} else {
-				e.Code, e.Signal = code, sig
-			}
-		} else if e.Raw != nil {
-			// wait(2) status: high byte is the exit code, low 7 bits the signal.
-			e.Code, e.Signal = int(*e.Raw>>8)&0xff, int(*e.Raw&0x7f)
-		}
-		j.Exit = e
-	}
+	j.Exit = p.exit()
 	return j, nil
+}
+
+// exit reads how the job ended. It is nil unless the code is known: an
+// exit that slurmd did not give, or gave garbage, is absent, never 0.
+func (p parser) exit() *Exit {
+	e := &Exit{Raw: p.int("SLURM_JOB_EXIT_CODE", false), Derived: p.int("SLURM_JOB_DERIVED_EC", false)}
+	if raw := p.getenv("SLURM_JOB_EXIT_CODE2"); raw != "" {
+		code, sig, err := ParseExitCode2(raw)
+		if err == nil {
+			e.Code, e.Signal = code, sig
+			return e
+		}
+		p.problem("SLURM_JOB_EXIT_CODE2", raw, err.Error())
+	}
+	if e.Raw == nil {
+		return nil
+	}
+	if *e.Raw < 0 || *e.Raw > 0xffff {
+		p.problem("SLURM_JOB_EXIT_CODE", strconv.FormatInt(*e.Raw, 10), "not a wait(2) status")
+		return nil
+	}
+	// wait(2) status: high byte is the exit code, low 7 bits the signal.
+	e.Code, e.Signal = int(*e.Raw>>8)&0xff, int(*e.Raw&0x7f)
+	return e
 }
 
 type parser struct {

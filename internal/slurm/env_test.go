@@ -145,6 +145,50 @@ func TestParseEnvGarbage(t *testing.T) {
 	}
 }
 
+// An exit slurmd did not give, or gave garbage, is absent: never 0.
+func TestParseEnvExit(t *testing.T) {
+	tests := []struct {
+		name         string
+		env          []string
+		want         *Exit
+		wantProblems int
+	}{
+		{name: "prolog: none", want: nil},
+		{name: "both", env: []string{"SLURM_JOB_EXIT_CODE2", "3:0", "SLURM_JOB_EXIT_CODE", "768", "SLURM_JOB_DERIVED_EC", "0"},
+			want: &Exit{Code: 3, Raw: i64(768), Derived: i64(0)}},
+		{name: "code2 only", env: []string{"SLURM_JOB_EXIT_CODE2", "0:15"}, want: &Exit{Signal: 15}},
+		{name: "raw only", env: []string{"SLURM_JOB_EXIT_CODE", "768"}, want: &Exit{Code: 3, Raw: i64(768)}},
+		{name: "raw signalled", env: []string{"SLURM_JOB_EXIT_CODE", "9"}, want: &Exit{Signal: 9, Raw: i64(9)}},
+		{name: "code2 garbage, raw good", env: []string{"SLURM_JOB_EXIT_CODE2", "three", "SLURM_JOB_EXIT_CODE", "256"},
+			want: &Exit{Code: 1, Raw: i64(256)}, wantProblems: 1},
+		{name: "code2 garbage alone", env: []string{"SLURM_JOB_EXIT_CODE2", "three"}, want: nil, wantProblems: 1},
+		{name: "code2 out of range", env: []string{"SLURM_JOB_EXIT_CODE2", "300:0"}, want: nil, wantProblems: 1},
+		{name: "raw garbage alone", env: []string{"SLURM_JOB_EXIT_CODE", "x"}, want: nil, wantProblems: 1},
+		{name: "raw not a wait status", env: []string{"SLURM_JOB_EXIT_CODE", "70000"}, want: nil, wantProblems: 1},
+		{name: "raw negative", env: []string{"SLURM_JOB_EXIT_CODE", "-1"}, want: nil, wantProblems: 1},
+		{name: "both garbage", env: []string{"SLURM_JOB_EXIT_CODE2", ":", "SLURM_JOB_EXIT_CODE", "zero"}, want: nil, wantProblems: 2},
+		{name: "derived only", env: []string{"SLURM_JOB_DERIVED_EC", "2"}, want: nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := map[string]string{"SLURM_JOB_ID": "7", "SLURM_JOB_USER": "alice", "SLURM_JOB_UID": "1000", "SLURMD_NODENAME": "gpu01"}
+			for i := 0; i < len(tt.env); i += 2 {
+				env[tt.env[i]] = tt.env[i+1]
+			}
+			got, err := ParseEnv(envFrom(env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got.Exit); diff != "" {
+				t.Errorf("exit (-want +got):\n%s", diff)
+			}
+			if len(got.Problems) != tt.wantProblems {
+				t.Errorf("problems = %q, want %d", got.Problems, tt.wantProblems)
+			}
+		})
+	}
+}
+
 func TestParseIDList(t *testing.T) {
 	tests := []struct {
 		in      string
