@@ -81,6 +81,7 @@ func (in *Ingester) housekeeping(ctx context.Context, res *Result) error {
 		b.Rollback()
 		return fmt.Errorf("prune ingested file list: %w", err)
 	}
+	reached("housekeeping")
 	if err := b.Commit(); err != nil {
 		return err
 	}

@@ -5,11 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,12 +22,44 @@ import (
 )
 
 // TestMain lets the test binary stand in for gpuacct: with
-// GPUSUITE_TEST_GPUACCT set it runs the CLI on os.Args and exits.
+// GPUSUITE_TEST_GPUACCT set it runs the CLI on os.Args and exits. With
+// GPUSUITE_TEST_KILL_AT too ("commit:3,housekeeping:1") it SIGKILLs itself
+// at the 3rd batch commit or the 1st housekeeping, whichever comes first.
 func TestMain(m *testing.M) {
 	if os.Getenv("GPUSUITE_TEST_GPUACCT") == "1" {
+		if spec := os.Getenv("GPUSUITE_TEST_KILL_AT"); spec != "" {
+			testPoint = killAt(spec)
+		}
 		os.Exit(runCLI(context.Background(), os.Args, os.Stdout, os.Stderr, os.Getenv))
 	}
 	os.Exit(m.Run())
+}
+
+// killAt makes a testPoint that kills the process at the n-th time a
+// named point is reached, for each "point:n" of spec.
+func killAt(spec string) func(string) {
+	at := map[string]int64{}
+	for _, kv := range strings.Split(spec, ",") {
+		name, n, _ := strings.Cut(kv, ":")
+		v, err := strconv.ParseInt(n, 10, 64)
+		if err != nil || v < 1 {
+			panic("GPUSUITE_TEST_KILL_AT: want point:n,... with n >= 1, got " + spec)
+		}
+		at[name] = v
+	}
+	var mu sync.Mutex
+	seen := map[string]int64{}
+	return func(point string) {
+		mu.Lock()
+		seen[point]++
+		hit := seen[point] == at[point]
+		mu.Unlock()
+		if hit {
+			fmt.Fprintf(os.Stderr, "killed at %s %d\n", point, at[point])
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {} // the signal is on its way
+		}
+	}
 }
 
 // runCLI is gpuacct's main with only the ingest commands.
@@ -53,8 +86,11 @@ func cliApp(stdout, stderr *bytes.Buffer, getenv func(string) string) *cli.App {
 	}
 }
 
-// TestKillDuringIngest SIGKILLs `gpuacct ingest` at random moments, again
-// and again; after the restarts the ledger equals the ground truth.
+// TestKillDuringIngest SIGKILLs `gpuacct ingest` at chosen points of a
+// pass (inside a batch's transaction, between a commit and its files'
+// archiving, between two archived files, inside housekeeping), run after
+// run; the run that is not killed finishes the pass, and then the ledger
+// equals the ground truth: what an uninterrupted ingest gives.
 func TestKillDuringIngest(t *testing.T) {
 	e := newEnv(t)
 	start := time.Now().UTC().Truncate(time.Hour).Add(-7 * time.Hour)
@@ -71,49 +107,47 @@ func TestKillDuringIngest(t *testing.T) {
 		"--quarantine", e.cfg.Ingest.Quarantine, "--archive", e.cfg.Ingest.Archive, "--sacct", ""}
 	cfgFile := filepath.Join(e.root, "gpusuite.toml")
 	writeFile(t, cfgFile, []byte("[ingest]\nbatch_records = 400\nkeep = \"archive\"\n"))
-	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
-	kills, done := 0, false
-	for i := 0; i < 300 && !done; i++ {
+	// Each run dies at the n-th time it reaches one kind of point; n
+	// cycles 1, 6, 11, 16. Until one run has died in housekeeping, every run also
+	// dies there: that is the run that got through the last file.
+	points := []string{"next", "commit", "retired"}
+	kills := map[string]int{}
+	done := false
+	for i := 0; i < 1000 && !done; i++ {
+		point := points[i%len(points)]
+		spec := fmt.Sprintf("%s:%d", point, 1+5*((i/len(points))%4))
+		if kills["housekeeping"] == 0 {
+			spec += ",housekeeping:1"
+		}
 		cmd := exec.Command(exe, append([]string{"--config", cfgFile}, args...)...)
-		cmd.Env = append(os.Environ(), "GPUSUITE_TEST_GPUACCT=1")
+		cmd.Env = append(os.Environ(), "GPUSUITE_TEST_GPUACCT=1", "GPUSUITE_TEST_KILL_AT="+spec)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		// Early kills land at open and in the first batches; later ones
-		// (some at open, most inside a batch or between commit and archive).
-		// The windows are short enough that a fast (optimised) build still
-		// takes well over 15 kills to get through the data.
-		delay := time.Duration(5+rng.Intn(70)) * time.Millisecond
-		select {
-		case err := <-exited:
-			if err != nil {
-				t.Fatalf("ingest run %d failed: %v\n%s", i, err, stderr.String())
-			}
+		err := cmd.Run()
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
 			done = true
-		case <-time.After(delay):
-			_ = cmd.Process.Signal(syscall.SIGKILL)
-			err := <-exited
-			var ee *exec.ExitError
-			if errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signaled() {
-				kills++
-			} else if err == nil {
-				done = true
-			} else {
-				t.Fatalf("ingest run %d: %v\n%s", i, err, stderr.String())
+		case errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL:
+			var at string
+			var n int
+			if _, err := fmt.Sscanf(stderr.String(), "killed at %s %d", &at, &n); err != nil {
+				t.Fatalf("run %d (%s) died of SIGKILL without saying where: %q", i, spec, stderr.String())
 			}
+			kills[at]++
+		default:
+			t.Fatalf("ingest run %d (%s): %v\n%s", i, spec, err, stderr.String())
 		}
 	}
 	if !done {
-		t.Fatalf("no pass finished after %d kills", kills)
+		t.Fatalf("no pass finished after kills %v", kills)
 	}
-	if kills < 15 {
-		t.Errorf("only %d kills landed; the test proves little", kills)
+	t.Logf("SIGKILLs before a pass finished, by point: %v", kills)
+	for _, p := range append(points, "housekeeping") {
+		if kills[p] == 0 {
+			t.Errorf("no run was killed at %q; the test proves little", p)
+		}
 	}
-	t.Logf("%d SIGKILLs before a pass finished", kills)
 	s := e.open(t)
 	defer s.Close()
 	checkTruth(t, s, truth)

@@ -86,6 +86,20 @@ func (in *Ingester) load(l *loaded, v Validator) {
 	l.p, l.parseErr = v.Parse(l.f.node, l.f.name, data)
 }
 
+// testPoint, set only by tests, is called at named points of a pass; the
+// kill test makes the process SIGKILL itself there (kill_test.go).
+var testPoint func(point string)
+
+// reached marks a point of a pass: "next" (the writer takes a file, in
+// its transaction), "commit" (a batch committed, none of its files
+// retired yet), "retired" (one file archived or deleted) and
+// "housekeeping" (inside its transaction).
+func reached(point string) {
+	if testPoint != nil {
+		testPoint(point)
+	}
+}
+
 // done reports whether every file has been handed out.
 func (p *prefetcher) done() bool { return p.remaining == 0 }
 
@@ -94,6 +108,7 @@ func (p *prefetcher) next() loaded {
 	w := <-p.order
 	<-w.done
 	p.remaining--
+	reached("next")
 	return w.l
 }
 
@@ -131,6 +146,7 @@ func (in *Ingester) retirer() *retirer {
 					// Committed already: the next pass sees it as a duplicate.
 					in.d.Log.Warn("cannot archive or delete ingested file", "file", d.f.path, "err", err)
 				}
+				reached("retired")
 			}
 		}
 	}()
@@ -139,6 +155,7 @@ func (in *Ingester) retirer() *retirer {
 
 // retire queues the files of a committed batch.
 func (r *retirer) retire(files []done, now time.Time) {
+	reached("commit")
 	if len(files) > 0 {
 		r.ch <- retireJob{files, now}
 	}

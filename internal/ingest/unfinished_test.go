@@ -208,7 +208,7 @@ func TestServe(t *testing.T) {
 	}()
 	waitFor := func(want string) {
 		t.Helper()
-		deadline := time.After(10 * time.Second)
+		deadline := time.After(60 * time.Second)
 		for {
 			select {
 			case m := <-msgs:
@@ -227,19 +227,28 @@ func TestServe(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond) // the watcher adds the new node directory
-	writeFile(t, filepath.Join(dir, name), data)
-	deadline := time.Now().Add(10 * time.Second)
+	// No wait for the watcher to add the new directory: its creation
+	// wakes a pass that runs after the watcher added it, so the file is
+	// seen either by that pass or through its own event. Written under a
+	// dot name and renamed, so that no pass sees it half written.
+	tmp := filepath.Join(dir, "."+name)
+	writeFile(t, tmp, data)
+	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(60 * time.Second)
+	poll := time.NewTicker(50 * time.Millisecond)
+	defer poll.Stop()
 	var body []byte
-	for time.Now().Before(deadline) {
-		resp, err := http.Get("http://" + addr + "/metrics")
-		if err == nil {
-			body = readAll(resp)
-			if bytes.Contains(body, []byte("gpuacct_ingest_files_total 1")) {
-				break
-			}
+	for !bytes.Contains(body, []byte("gpuacct_ingest_files_total 1")) {
+		select {
+		case <-deadline:
+			t.Fatalf("the file was not ingested within 60 s of arriving; /metrics:\n%s", body)
+		case <-poll.C:
 		}
-		time.Sleep(50 * time.Millisecond)
+		if resp, err := http.Get("http://" + addr + "/metrics"); err == nil {
+			body = readAll(resp)
+		}
 	}
 	for _, want := range []string{"gpuacct_ingest_files_total 1", "gpuacct_ingest_records_total 1", "gpuacct_ingest_lag_seconds{node=\"c1/gpu001\"}",
 		"gpuacct_store_size_bytes", "gpuacct_ingest_last_success_timestamp_seconds", "gpuacct_ingest_quarantined_total 0", "gpuacct_ingest_refused_total 0"} {
