@@ -237,9 +237,23 @@ func (e *cliEnv) fixer(c *cli.Context, n config.NFSSync, log *slog.Logger) *Fixe
 	return fx
 }
 
+// noEmptyArg refuses an empty path argument (an unset variable, as in
+// "$OUT"), which would otherwise mean the current directory.
+func noEmptyArg(c *cli.Context, what string) error {
+	for i, a := range c.Args().Slice() {
+		if a == "" {
+			return usagef("%s %d is empty; give a path (an unset shell variable?)", what, i+1)
+		}
+	}
+	return nil
+}
+
 func (e *cliEnv) touch(c *cli.Context) error {
 	if c.NArg() == 0 {
 		return usagef("touch needs at least one FILE (see nfs-sync touch --help)")
+	}
+	if err := noEmptyArg(c, "FILE"); err != nil {
+		return err
 	}
 	n, log, err := e.setup(c)
 	if err != nil {
@@ -341,6 +355,9 @@ func (e *cliEnv) run(c *cli.Context) error {
 		dirs = []string{"."}
 	}
 	for i, d := range dirs {
+		if d == "" {
+			return usagef("--dir is empty; give a directory (an unset shell variable?)")
+		}
 		abs, err := filepath.Abs(d)
 		if err != nil {
 			return usagef("--dir %q: %v", d, err)
@@ -420,6 +437,9 @@ func (e *cliEnv) calibrate(c *cli.Context) error {
 func (e *cliEnv) watch(c *cli.Context) error {
 	n, log, err := e.setup(c)
 	if err != nil {
+		return err
+	}
+	if err := noEmptyArg(c, "DIR"); err != nil {
 		return err
 	}
 	if c.NArg() > 0 {
