@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -185,8 +184,6 @@ func noteMissing(got []gpu.Identity, quality []string) []string {
 	return quality
 }
 
-var jobCgroupRE = regexp.MustCompile(`/job_(\d+)(/|$)`)
-
 // healthCheck returns a reason when an allocated GPU runs a process that is
 // not this job's.
 func healthCheck(ctx context.Context, processes func(context.Context, string) ([]nvml.ProcessInfo, error), procRoot string, jobID uint64, gpus []gpu.Identity, log *slog.Logger) string {
@@ -226,16 +223,38 @@ func JobOfPID(procRoot string, pid int) uint64 {
 	return ParseCgroupJob(string(data))
 }
 
-// ParseCgroupJob finds the job id in the text of /proc/PID/cgroup.
+// ParseCgroupJob finds the job id in the text of /proc/PID/cgroup: the
+// first "/job_DIGITS" followed by "/" or the end of its line. Parsed by
+// hand: a package-level regexp is compiled at every hook's start.
 func ParseCgroupJob(s string) uint64 {
 	for _, line := range strings.Split(s, "\n") {
-		if m := jobCgroupRE.FindStringSubmatch(line); m != nil {
-			if v, err := strconv.ParseUint(m[1], 10, 64); err == nil {
+		if id, ok := cgroupJob(line); ok {
+			if v, err := strconv.ParseUint(id, 10, 64); err == nil {
 				return v
 			}
 		}
 	}
 	return 0
+}
+
+// cgroupJob returns the digits of the first "/job_DIGITS" in line that ends
+// there or at a "/".
+func cgroupJob(line string) (string, bool) {
+	const mark = "/job_"
+	for rest := line; ; {
+		i := strings.Index(rest, mark)
+		if i < 0 {
+			return "", false
+		}
+		rest = rest[i+len(mark):]
+		n := 0
+		for n < len(rest) && '0' <= rest[n] && rest[n] <= '9' {
+			n++
+		}
+		if n > 0 && (n == len(rest) || rest[n] == '/') {
+			return rest[:n], true
+		}
+	}
 }
 
 type source string

@@ -343,6 +343,11 @@ func TestParseCgroupJob(t *testing.T) {
 		"0::/job_x/\n":                     0,
 		"0::/system.slice/job_77\n":        77,
 		"0::/notjob_5/\n5:cpu:/job_6/step": 6,
+		"0::/job_12x/job_13/step_0\n":      13,
+		"0::/job_/job_5/\n":                5,
+		"0::/job_7":                        7,
+		"0::/job_8\r\n":                    0,
+		"0::/job_99999999999999999999999/\n1::/job_3/": 3,
 	}
 	for in, want := range tests {
 		if got := ParseCgroupJob(in); got != want {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -186,6 +187,25 @@ func TestParseEnvExit(t *testing.T) {
 				t.Errorf("problems = %q, want %d", got.Problems, tt.wantProblems)
 			}
 		})
+	}
+}
+
+// The hand-written name check accepts exactly what the patterns it replaced
+// accepted.
+func TestValidNameMatchesPatterns(t *testing.T) {
+	patterns := map[string]*regexp.Regexp{
+		nameExtra: regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,127}$`),
+		nodeExtra: regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`),
+	}
+	inputs := []string{"", "a", "alice", "team-a", "Z9_", "_x", ".x", "-x", "@x", "a@b", "a+b", "a.b-c", "gpu01.cluster",
+		"a b", "a/b", "a;b", "a\n", "\na", "a\x00", "ü", "aü", "a:b", "a,b", "a$", strings.Repeat("a", 128), strings.Repeat("a", 129),
+		"a" + strings.Repeat(".", 127), "a" + strings.Repeat("@", 128)}
+	for extra, re := range patterns {
+		for _, in := range inputs {
+			if got, want := validName(in, extra), re.MatchString(in); got != want {
+				t.Errorf("validName(%q, %q) = %v, pattern %s says %v", in, extra, got, re, want)
+			}
+		}
 	}
 }
 
