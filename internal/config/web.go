@@ -16,10 +16,15 @@ type Web struct {
 	Listen string `toml:"listen"`
 	// MaxAge is the Cache-Control max-age of pages and API answers.
 	MaxAge Duration `toml:"max_age"`
+	// Concurrent is how many pages and API requests run at once; more
+	// wait two seconds, then get 503 with Retry-After.
+	Concurrent int `toml:"concurrent"`
+	// Timeout is each page's and API request's deadline.
+	Timeout Duration `toml:"timeout"`
 }
 
 func defaultWeb() Web {
-	return Web{Enabled: true, MaxAge: Dur(30 * time.Second)}
+	return Web{Enabled: true, MaxAge: Dur(30 * time.Second), Concurrent: 4, Timeout: Dur(30 * time.Second)}
 }
 
 func (w *Web) validate() error {
@@ -30,6 +35,12 @@ func (w *Web) validate() error {
 	}
 	if w.MaxAge.Duration < 0 || w.MaxAge.Duration > 24*time.Hour {
 		return fmt.Errorf("key \"web.max_age\": %s is outside 0s..24h", w.MaxAge.Duration)
+	}
+	if w.Concurrent < 1 || w.Concurrent > 64 {
+		return fmt.Errorf("key \"web.concurrent\": %d is outside 1..64", w.Concurrent)
+	}
+	if w.Timeout.Duration < time.Second || w.Timeout.Duration > 10*time.Minute {
+		return fmt.Errorf("key \"web.timeout\": %s is outside 1s..10m", w.Timeout.Duration)
 	}
 	return nil
 }

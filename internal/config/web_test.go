@@ -18,6 +18,9 @@ func TestWebSection(t *testing.T) {
 		{name: "negative max_age", toml: "[web]\nmax_age = \"-1s\"", want: `key "web.max_age": -1s is outside 0s..24h`},
 		{name: "max_age over a day", toml: "[web]\nmax_age = \"25h\"", want: `key "web.max_age"`},
 		{name: "unknown key", toml: "[web]\nport = 80", want: `unknown key "web.port"`},
+		{name: "bounds", toml: "[web]\nconcurrent = 8\ntimeout = \"1m\""},
+		{name: "no concurrency", toml: "[web]\nconcurrent = 0", want: `key "web.concurrent": 0 is outside 1..64`},
+		{name: "timeout too short", toml: "[web]\ntimeout = \"10ms\"", want: `key "web.timeout": 10ms is outside 1s..10m`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -32,7 +35,7 @@ func TestWebSection(t *testing.T) {
 		})
 	}
 	d := Default().Web
-	if !d.Enabled || d.Listen != "" || d.MaxAge.Duration != 30*time.Second {
+	if !d.Enabled || d.Listen != "" || d.MaxAge.Duration != 30*time.Second || d.Concurrent != 4 || d.Timeout.Duration != 30*time.Second {
 		t.Errorf("defaults: %+v", d)
 	}
 }

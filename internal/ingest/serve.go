@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/aicloud/gpusuite/internal/config"
+	"github.com/aicloud/gpusuite/internal/web"
 )
 
 // Server is the ingest daemon. Its HTTP mux serves /metrics; the web
@@ -73,7 +74,7 @@ func (s *Server) Run(ctx context.Context) error {
 			return fmt.Errorf("metrics listen %q: %w", s.cfg.Ingest.MetricsListen, err)
 		}
 		s.Addr <- ln.Addr().String()
-		httpSrv = &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
+		httpSrv = web.NewServer(s.mux, s.cfg.Web.Timeout.Duration)
 		go func() {
 			if err := httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				s.log.Error("metrics server", "err", err)

@@ -100,6 +100,9 @@ func (h *Handler) apiReport(w http.ResponseWriter, r *http.Request) error {
 // node: 400) and builds the report exactly as gpuacct report does.
 func (h *Handler) reportTable(r *http.Request, c *conn, q *query, kind, by, sortBy string) (*table.Table, error) {
 	ctx := r.Context()
+	if err := c.rep.CheckFilter(ctx, q.filter); err != nil {
+		return nil, err
+	}
 	if len(q.teams) > 0 {
 		known, err := knownTeams(ctx, c.rep, h.mapping)
 		if err != nil {
@@ -198,6 +201,9 @@ func (h *Handler) apiJobs(w http.ResponseWriter, r *http.Request) error {
 // there were more.
 func (h *Handler) jobs(r *http.Request, c *conn, q *query, state, sortBy string) (rows []report.JobRow, more bool, err error) {
 	ctx := r.Context()
+	if err := c.rep.CheckFilter(ctx, q.filter); err != nil {
+		return nil, false, err
+	}
 	if len(q.teams) > 0 {
 		known, err := knownTeams(ctx, c.rep, h.mapping)
 		if err != nil {

@@ -83,6 +83,8 @@ sacct = ""
 grace = "48h"
 interval = "2s"
 metrics_listen = %q
+[agent]
+interval = "1m"
 [report]
 tz = "UTC"
 [web]
@@ -153,13 +155,12 @@ func (f *fixture) serve(t *testing.T) {
 			t.Errorf("serve did not stop")
 		}
 	})
-	deadline := time.Now().Add(60 * time.Second)
+	// Poll health until the first pass shows, serve exits or 60 s pass.
+	deadline := time.NewTimer(60 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
 	for {
-		select {
-		case err := <-done:
-			t.Fatalf("serve exited: %v", err)
-		default:
-		}
 		var h struct {
 			Summary string `json:"summary"`
 		}
@@ -167,10 +168,13 @@ func (f *fixture) serve(t *testing.T) {
 		if code == http.StatusOK && !strings.Contains(h.Summary, "never") {
 			return
 		}
-		if time.Now().After(deadline) {
+		select {
+		case err := <-done:
+			t.Fatalf("serve exited: %v", err)
+		case <-deadline.C:
 			t.Fatalf("serve: no successful pass within 60s (last health %d %q)", code, h.Summary)
+		case <-tick.C:
 		}
-		time.Sleep(200 * time.Millisecond)
 	}
 }
 

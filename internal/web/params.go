@@ -51,13 +51,16 @@ func (h *Handler) parseQuery(v url.Values) (*query, error) {
 	if q.period, err = timespec.ParsePeriod(v.Get("period")); err != nil {
 		return nil, badRequest("%s", cleanMsg(err))
 	}
+	if err := timespec.CheckBuckets(q.hours, q.period); err != nil {
+		return nil, badRequest("%s", cleanMsg(err))
+	}
 	if q.units, err = table.ParseUnits(v.Get("units")); err != nil {
 		return nil, badRequest("%s", cleanMsg(err))
 	}
 	if s := v.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > 10000 {
-			return nil, badRequest("limit %q is not a number from 1 to 10000", s)
+		if err != nil || n < 1 || n > report.MaxLimit {
+			return nil, badRequest("limit %q is not a number from 1 to %d", s, report.MaxLimit)
 		}
 		q.limit = n
 	}
@@ -99,8 +102,11 @@ func (q *query) autoPeriodFor() timespec.Period {
 		return timespec.Day
 	case d <= 190*24*time.Hour:
 		return timespec.Week
+	case timespec.CheckBuckets(q.hours, timespec.Month) == nil:
+		return timespec.Month
 	}
-	return timespec.Month
+	// Past 83 years of months the chart is one bar.
+	return timespec.None
 }
 
 // knownTeams is every team usage was ever recorded under: the mapping's

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/config"
+	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/report/teams"
 	"github.com/aicloud/gpusuite/internal/report/timespec"
 )
@@ -44,8 +45,12 @@ type Options struct {
 	// the next request opens a fresh one (new nodes appear then);
 	// 0 means one minute.
 	Reopen time.Duration
-	Now    func() time.Time
-	Log    *slog.Logger
+	// Concurrent is how many dynamic requests run at once (web.concurrent);
+	// Timeout is each one's deadline (web.timeout). 0: the defaults.
+	Concurrent int
+	Timeout    time.Duration
+	Now        func() time.Time
+	Log        *slog.Logger
 }
 
 // OptionsFrom fills Options from the configuration file's sections.
@@ -57,7 +62,7 @@ func OptionsFrom(cfg config.Config, log *slog.Logger, now func() time.Time) (Opt
 	return Options{
 		DB: cfg.Store.Path, BusyTimeout: cfg.Store.BusyTimeout.Duration, Teams: cfg.Report.Teams, Location: loc,
 		MaxAge: cfg.Web.MaxAge.Duration, Stale: cfg.Report.CheckStale.Duration, Lag: cfg.Report.CheckLag.Duration,
-		Forget: cfg.Report.CheckForget.Duration, Now: now, Log: log,
+		Forget: cfg.Report.CheckForget.Duration, Concurrent: cfg.Web.Concurrent, Timeout: cfg.Web.Timeout.Duration, Now: now, Log: log,
 	}, nil
 }
 
@@ -69,6 +74,7 @@ type Handler struct {
 	pages   map[string]*template.Template
 	static  *staticFiles
 	mux     *http.ServeMux
+	limit   *limiter
 }
 
 // New builds the handler: templates are parsed and the team mapping is
@@ -99,7 +105,7 @@ func New(o Options) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Handler{o: o, src: newSource(o), mapping: m, pages: pages, static: st, mux: http.NewServeMux()}
+	h := &Handler{o: o, src: newSource(o), mapping: m, pages: pages, static: st, mux: http.NewServeMux(), limit: newLimiter(o.Concurrent, o.Timeout)}
 	h.routes()
 	return h, nil
 }
@@ -108,11 +114,13 @@ func New(o Options) (*Handler, error) {
 func (h *Handler) Close() error { return h.src.close() }
 
 func (h *Handler) routes() {
+	busyPage := h.pageHandler(func(http.ResponseWriter, *http.Request) error { return errBusy })
+	busyAPI := h.apiHandler(func(http.ResponseWriter, *http.Request) error { return errBusy })
 	page := func(pattern string, fn func(w http.ResponseWriter, r *http.Request) error) {
-		h.mux.Handle(pattern, h.cached(h.pageHandler(fn)))
+		h.mux.Handle(pattern, h.limit.wrap(h.cached(h.pageHandler(fn)), busyPage.ServeHTTP))
 	}
 	api := func(pattern string, fn func(w http.ResponseWriter, r *http.Request) error) {
-		h.mux.Handle(pattern, h.cached(h.apiHandler(fn)))
+		h.mux.Handle(pattern, h.limit.wrap(h.cached(h.apiHandler(fn)), busyAPI.ServeHTTP))
 	}
 	page("GET /{$}", h.overview)
 	page("GET /team/{team}", h.teamPage)
@@ -168,6 +176,9 @@ func status(err error) int {
 	if errors.As(err, &he) {
 		return he.code
 	}
+	if report.IsBadInput(err) {
+		return http.StatusBadRequest
+	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return http.StatusServiceUnavailable
 	}
@@ -215,7 +226,7 @@ func Mount(ctx context.Context, cfg config.Config, handle func(string, http.Hand
 		h.Close()
 		return nil, fmt.Errorf("web listen %q: %w", cfg.Web.Listen, err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := NewServer(h, o.Timeout)
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("web server", "err", err)

@@ -45,6 +45,7 @@ func TestServe(t *testing.T) {
 			t.Errorf("/metrics: %d %.200s", code, b)
 		}
 	})
+	t.Run("load stays bounded", func(t *testing.T) { testLoad(t, f) })
 	t.Run("browser", func(t *testing.T) { testBrowser(t, f, win) })
 }
 
@@ -313,6 +314,16 @@ func testBadInput(t *testing.T, f *fixture, win url.Values) {
 		{"/api/v1/report/teams?tz=Mars/Olympus", 400, "time zone"},
 		{"/api/v1/report/top?by=nodes", 400, "by"},
 		{"/api/v1/report/teams?limit=-4", 400, "limit"},
+		{"/api/v1/report/teams?limit=0", 400, "limit"},
+		{"/api/v1/report/users?start=0001-01-01&end=9999-12-31&period=day", 400, "outside the years 1970 to 2199"},
+		{"/api/v1/report/users?start=now-1000000weeks", 400, "more than 230 years from now"},
+		{"/api/v1/report/users?start=1980-01-01&end=2100-01-01&period=day", 400, "more than 1000 periods: shorten the window"},
+		{"/api/v1/report/users?users=nosuchuser", 400, `users: no user "nosuchuser"`},
+		{"/api/v1/report/teams?account=nosuchacct", 400, `accounts: no account "nosuchacct"`},
+		{"/api/v1/report/teams?partition=nosuchpart", 400, `partitions: no partition "nosuchpart"`},
+		{"/api/v1/report/models?model=nosuchmodel", 400, `models: no model "nosuchmodel"`},
+		{"/api/v1/report/teams?cluster=c9", 400, `clusters: no cluster "c9"`},
+		{"/api/v1/jobs?user=nosuchuser", 400, `users: no user "nosuchuser"`},
 		{"/api/v1/report/galaxies", 404, "unknown report"},
 		{"/api/v1/jobs?team=nosuchteam", 400, `unknown team "nosuchteam"`},
 		{"/api/v1/jobs?state=Not%20A%20State", 400, "state"},

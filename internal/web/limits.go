@@ -1,0 +1,86 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Bounds of the web server (invariant 9, docs/api.md "Limits").
+const (
+	// DefaultConcurrent is how many dynamic requests (pages and /api/)
+	// run at once; the rest wait up to queueWait, then get 503.
+	DefaultConcurrent = 4
+	// DefaultTimeout is each dynamic request's deadline: its queries are
+	// interrupted then.
+	DefaultTimeout = 30 * time.Second
+	// queueWait is how long a request waits for a free slot.
+	queueWait = 2 * time.Second
+	// retryAfter is the Retry-After of a 503 for a full server, seconds.
+	retryAfter = 5
+	// maxHeaderBytes bounds a request's header.
+	maxHeaderBytes = 64 << 10
+)
+
+// NewServer is the http.Server for the dashboard and /metrics, with
+// every timeout set: a slow or idle client holds a connection only so
+// long. handlerTimeout is the longest a handler runs (DefaultTimeout
+// when 0).
+func NewServer(h http.Handler, handlerTimeout time.Duration) *http.Server {
+	if handlerTimeout <= 0 {
+		handlerTimeout = DefaultTimeout
+	}
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		// The answer is built before it is written: writing it gets the
+		// handler's time plus as long again for a slow reader.
+		WriteTimeout:   2*handlerTimeout + 10*time.Second,
+		IdleTimeout:    2 * time.Minute,
+		MaxHeaderBytes: maxHeaderBytes,
+	}
+}
+
+// limiter admits at most cap(slots) requests at once.
+type limiter struct {
+	slots   chan struct{}
+	timeout time.Duration
+}
+
+func newLimiter(n int, timeout time.Duration) *limiter {
+	if n <= 0 {
+		n = DefaultConcurrent
+	}
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	return &limiter{slots: make(chan struct{}, n), timeout: timeout}
+}
+
+// wrap runs next in a slot with the request's deadline; a request that
+// finds no slot within queueWait gets 503 with Retry-After, written by
+// busy (JSON for the API, a page otherwise).
+func (l *limiter) wrap(next http.Handler, busy func(w http.ResponseWriter, r *http.Request)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t := time.NewTimer(queueWait)
+		defer t.Stop()
+		select {
+		case l.slots <- struct{}{}:
+		case <-t.C:
+			w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
+			busy(w, r)
+			return
+		case <-r.Context().Done():
+			return
+		}
+		defer func() { <-l.slots }()
+		ctx, cancel := context.WithTimeout(r.Context(), l.timeout)
+		defer cancel()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// errBusy is the answer when every slot stays taken.
+var errBusy = &httpError{code: http.StatusServiceUnavailable, msg: "server busy: too many report requests at once; retry in a few seconds"}
