@@ -295,20 +295,21 @@ func (b *Batch) GPU(uuid string, node int64, index *int, minor *int, model strin
 		return g.id, nil
 	}
 	if _, err := b.exec(`INSERT INTO gpus(uuid, node_id, idx, minor, model) VALUES(?, ?, ?, ?, ?)
-ON CONFLICT(uuid) DO UPDATE SET node_id = excluded.node_id,
- idx = coalesce(excluded.idx, idx), minor = coalesce(excluded.minor, minor),
+ON CONFLICT(uuid) DO UPDATE SET idx = coalesce(excluded.idx, idx), minor = coalesce(excluded.minor, minor),
  model = CASE WHEN excluded.model != '' THEN excluded.model ELSE model END`,
 		uuid, node, intPtr(index), intPtr(minor), model); err != nil {
 		return 0, err
 	}
 	clear(b.models) // a node's model may have changed
-	row, err := b.queryRow(`SELECT id, model, idx, minor FROM gpus WHERE uuid = ?`, uuid)
+	row, err := b.queryRow(`SELECT id, node_id, model, idx, minor FROM gpus WHERE uuid = ?`, uuid)
 	if err != nil {
 		return 0, err
 	}
-	g := gpuRow{node: node}
+	// A GPU is never moved to another node: checkSegment and checkEvent
+	// refuse a UUID that another node reported (invariant 8).
+	var g gpuRow
 	var idx, mnr sql.NullInt64
-	if err := row.Scan(&g.id, &g.model, &idx, &mnr); err != nil {
+	if err := row.Scan(&g.id, &g.node, &g.model, &idx, &mnr); err != nil {
 		return 0, fmt.Errorf("gpu %s: %w", uuid, err)
 	}
 	g.idx, g.hasIdx = int(idx.Int64), idx.Valid
@@ -644,6 +645,7 @@ func (b *Batch) summarize(job int64) error {
  nodes = coalesce((SELECT group_concat(name, ',') FROM (SELECT n.name FROM job_nodes jn JOIN nodes n ON n.id = jn.node_id WHERE jn.job = jobs.id ORDER BY n.name)), ''),
  gpus = coalesce((SELECT sum(gpus) FROM job_nodes WHERE job = jobs.id), 0),
  end_estimated = coalesce((SELECT max(end_estimated) FROM job_nodes WHERE job = jobs.id), 0),
+ start_estimated = coalesce((SELECT max(start_estimated) FROM job_nodes WHERE job = jobs.id), 0),
  end_source = (SELECT end_source FROM job_nodes WHERE job = jobs.id AND end IS NOT NULL ORDER BY end_estimated DESC, end DESC LIMIT 1),
  exit_code = (SELECT max(exit_code) FROM job_nodes WHERE job = jobs.id),
  exit_signal = (SELECT max(exit_signal) FROM job_nodes WHERE job = jobs.id)
@@ -666,6 +668,9 @@ func (b *Batch) summarize(job int64) error {
 func (b *Batch) Event(ev *record.Event) error {
 	node, err := b.Node(ev.Cluster, ev.Node)
 	if err != nil {
+		return err
+	}
+	if err := b.checkEvent(ev, node); err != nil {
 		return err
 	}
 	if err := b.NodeSeen(node, ev.Time); err != nil {
@@ -715,9 +720,12 @@ func (b *Batch) Event(ev *record.Event) error {
 	t := ev.Time.Unix()
 	switch ev.Kind {
 	case record.JobStart:
-		if _, err := b.exec(`INSERT INTO job_nodes(job, node_id, gpus, model, start, quality) VALUES(?, ?, ?, ?, ?, ?)
-ON CONFLICT DO UPDATE SET start = coalesce(start, excluded.start),
- gpus = CASE WHEN start IS NULL THEN excluded.gpus ELSE gpus END,
+		// A start estimated from the end or the samples gives way to the
+		// prolog's.
+		if _, err := b.exec(`INSERT INTO job_nodes(job, node_id, gpus, model, start, start_source, quality) VALUES(?, ?, ?, ?, ?, 'prolog', ?)
+ON CONFLICT DO UPDATE SET start = CASE WHEN start IS NULL OR start_estimated = 1 THEN excluded.start ELSE start END,
+ gpus = CASE WHEN start IS NULL OR start_estimated = 1 THEN excluded.gpus ELSE gpus END,
+ start_source = CASE WHEN start IS NULL OR start_estimated = 1 THEN 'prolog' ELSE start_source END, start_estimated = 0,
  model = CASE WHEN model = '' THEN excluded.model ELSE model END,
  quality = CASE WHEN quality = '' THEN excluded.quality WHEN excluded.quality = '' THEN quality ELSE quality || '; ' || excluded.quality END`,
 			job, node, len(j.GPUs), model, t, quality); err != nil {
@@ -728,7 +736,10 @@ ON CONFLICT DO UPDATE SET start = coalesce(start, excluded.start),
 		if j.Exit != nil {
 			code, sig = j.Exit.Code, j.Exit.Signal
 		}
-		if _, err := b.exec(`INSERT INTO job_nodes(job, node_id, gpus, model, end, end_source, exit_code, exit_signal, quality) VALUES(?, ?, ?, ?, ?, 'epilog', ?, ?, ?)
+		// An end without a start: the end stands in for the start
+		// (start_estimated) until Slurm or the first sample says better.
+		if _, err := b.exec(`INSERT INTO job_nodes(job, node_id, gpus, model, start, start_estimated, start_source, end, end_source, exit_code, exit_signal, quality)
+ VALUES(?, ?, ?, ?, ?, 1, 'end', ?, 'epilog', ?, ?, ?)
 ON CONFLICT DO UPDATE SET
  end = CASE WHEN end IS NULL OR end_source != 'epilog' THEN excluded.end ELSE end END,
  exit_code = CASE WHEN end IS NULL OR end_source != 'epilog' THEN excluded.exit_code ELSE exit_code END,
@@ -737,7 +748,7 @@ ON CONFLICT DO UPDATE SET
  gpus = CASE WHEN gpus = 0 THEN excluded.gpus ELSE gpus END,
  model = CASE WHEN model = '' THEN excluded.model ELSE model END,
  quality = CASE WHEN quality = '' THEN excluded.quality WHEN excluded.quality = '' THEN quality ELSE quality || '; ' || excluded.quality END`,
-			job, node, len(j.GPUs), model, t, code, sig, quality); err != nil {
+			job, node, len(j.GPUs), model, t, t, code, sig, quality); err != nil {
 			return err
 		}
 	default:
@@ -790,6 +801,10 @@ func (b *Batch) Segment(h *record.SegmentHeader, samples []record.Sample) (int, 
 		return 0, err
 	}
 	node, err := b.Node(h.Cluster, h.Node)
+	if err != nil {
+		return 0, err
+	}
+	chk, err := b.checkSegment(h, node, samples)
 	if err != nil {
 		return 0, err
 	}
@@ -880,7 +895,6 @@ func (b *Batch) Segment(h *record.SegmentHeader, samples []record.Sample) (int, 
 	}
 	n := 0
 	var newest time.Time
-	iv := float64(intervalMS) / 1000
 	for i := range samples {
 		if !rows[i].isNew {
 			continue
@@ -900,6 +914,11 @@ func (b *Batch) Segment(h *record.SegmentHeader, samples []record.Sample) (int, 
 			if err != nil {
 				return n, err
 			}
+			// Only the part of the sample's window inside the job's
+			// allocation on this node counts: used and idle never pass
+			// allocated, per job and GPU.
+			ms := clip(chk.win[i], chk.alloc[jobKey{h.Cluster, js.Job, js.Restart}])
+			iv := float64(ms) / 1000
 			d := Delta{SampleS: iv}
 			if s.GPUUtil != nil {
 				d.Used = float64(*s.GPUUtil) * iv / 100 * js.Share
@@ -908,7 +927,7 @@ func (b *Batch) Segment(h *record.SegmentHeader, samples []record.Sample) (int, 
 				d.Idle = iv
 			}
 			if delta != nil {
-				d.EnergyMJ = int64(float64(*delta)*js.Share + 0.5)
+				d.EnergyMJ = int64(float64(*delta)*js.Share*float64(ms)/float64(max(intervalMS, 1)) + 0.5)
 			}
 			b.addUse(useKey{job, node, tms / 3_600_000}, d)
 			ls := [2]int64{job, node}
@@ -1133,6 +1152,9 @@ ON CONFLICT DO UPDATE SET alloc_gpu_s = alloc_gpu_s + excluded.alloc_gpu_s, used
 func (b *Batch) JobGPU(a *record.JobGPU) error {
 	node, err := b.Node(a.Cluster, a.Node)
 	if err != nil {
+		return err
+	}
+	if err := b.checkJobGPU(a, node); err != nil {
 		return err
 	}
 	idx := a.Index

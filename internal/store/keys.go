@@ -1,0 +1,48 @@
+package store
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// KeyState is what the ledger knows of a record key.
+type KeyState int
+
+// Key states.
+const (
+	// KeyNew: the key's effect is not in the ledger.
+	KeyNew KeyState = iota
+	// KeyApplied: applied before with the same content.
+	KeyApplied
+	// KeyConflict: applied before with other content.
+	KeyConflict
+)
+
+// AppliedKey says whether a record key was applied, and with the same
+// content (sha256 hex) or not. Keys are never pruned (applied_keys), so
+// this outlives the ingested file list, the samples and the archive.
+func (b *Batch) AppliedKey(key, hash string) (KeyState, error) {
+	row, err := b.queryRow(`SELECT sha256 FROM applied_keys WHERE key = ?`, key)
+	if err != nil {
+		return KeyNew, err
+	}
+	var h string
+	switch err := row.Scan(&h); {
+	case errors.Is(err, sql.ErrNoRows):
+		return KeyNew, nil
+	case err != nil:
+		return KeyNew, fmt.Errorf("look up key %s: %w", key, err)
+	}
+	if h == hash {
+		return KeyApplied, nil
+	}
+	return KeyConflict, nil
+}
+
+// KeyApplied records that key's effect is now in the ledger (same
+// transaction as the effect).
+func (b *Batch) KeyApplied(key, hash string) error {
+	_, err := b.exec(`INSERT INTO applied_keys(key, sha256, at) VALUES(?, ?, ?) ON CONFLICT DO NOTHING`, key, hash, b.now.Unix())
+	return err
+}

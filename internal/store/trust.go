@@ -1,0 +1,353 @@
+package store
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/record"
+)
+
+// What one GPU can physically do (invariant 8). Generous on purpose: the
+// largest GPUs draw about 1.2 kW, and these bounds are there to refuse
+// forged or garbage values, not to police a real card.
+const (
+	// MaxGPUPowerMW is the highest power one GPU is believed: 2 kW.
+	MaxGPUPowerMW = 2_000_000
+	// energySlackMJ allows for the counter's own granularity and the
+	// sample time's jitter: 2 kW for one more second.
+	energySlackMJ = MaxGPUPowerMW / 1000 * 1000
+)
+
+// Rejected is a record its node may not say (invariant 8): the file is
+// quarantined with Reason and none of it is applied. Wait is set when a
+// later pass may accept it: it names a job that has no event from its
+// node yet.
+type Rejected struct {
+	Reason string
+	Wait   bool
+}
+
+func (r *Rejected) Error() string { return r.Reason }
+
+func reject(format string, args ...any) error {
+	return &Rejected{Reason: fmt.Sprintf(format, args...)}
+}
+
+// gpuOwner checks that a GPU UUID is this node's or not yet known: a UUID
+// that another node already reported is never moved (a GPU moved between
+// servers must be removed from the gpus table by an admin first).
+func (b *Batch) gpuOwner(uuid string, node int64, nodeName string) error {
+	if g, ok := b.gpus[uuid]; ok {
+		if g.node == node {
+			return nil
+		}
+	}
+	row, err := b.queryRow(`SELECT g.node_id, n.name FROM gpus g JOIN nodes n ON n.id = g.node_id WHERE g.uuid = ?`, uuid)
+	if err != nil {
+		return err
+	}
+	var owner int64
+	var name string
+	switch err := row.Scan(&owner, &name); {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	case err != nil:
+		return fmt.Errorf("owner of gpu %s: %w", uuid, err)
+	}
+	if owner != node {
+		return reject("GPU %s belongs to node %s, not %s: a node may speak only of its own GPUs", uuid, name, nodeName)
+	}
+	return nil
+}
+
+// alloc is a job's allocation on one node in Unix ms; lo is math.MinInt64
+// when the start is only estimated (no start event yet), hi
+// math.MaxInt64 while it runs.
+type alloc struct{ lo, hi int64 }
+
+// jobAlloc is the allocation of a job run on node from its own events; a
+// job with no event from the node is a Rejected with Wait.
+func (b *Batch) jobAlloc(cluster string, job uint64, restart int, node int64, nodeName string) (alloc, error) {
+	row, err := b.queryRow(`SELECT n.start, n.end, n.start_estimated FROM jobs j JOIN job_nodes n ON n.job = j.id
+ WHERE j.cluster = ? AND j.job_id = ? AND j.restart = ? AND n.node_id = ?`, cluster, int64(job), restart, node)
+	if err != nil {
+		return alloc{}, err
+	}
+	var start, end sql.NullInt64
+	var est bool
+	switch err := row.Scan(&start, &end, &est); {
+	case errors.Is(err, sql.ErrNoRows):
+		return alloc{}, &Rejected{Wait: true, Reason: fmt.Sprintf("job %d (restart %d) has no start or end event from node %s", job, restart, nodeName)}
+	case err != nil:
+		return alloc{}, fmt.Errorf("allocation of job %d on %s: %w", job, nodeName, err)
+	}
+	a := alloc{lo: math.MinInt64, hi: math.MaxInt64}
+	if start.Valid && !est {
+		a.lo = start.Int64 * 1000
+	}
+	if end.Valid {
+		a.hi = end.Int64 * 1000
+	}
+	return a, nil
+}
+
+// checkEvent refuses an event that contradicts its node's other event of
+// the same job (an end before the start) or names another node's GPU.
+func (b *Batch) checkEvent(ev *record.Event, node int64) error {
+	for _, g := range ev.GPUs {
+		if g.UUID != "" {
+			if err := b.gpuOwner(g.UUID, node, ev.Node); err != nil {
+				return err
+			}
+		}
+	}
+	row, err := b.queryRow(`SELECT n.start, n.start_estimated, n.end, coalesce(n.end_source, '') FROM jobs j JOIN job_nodes n ON n.job = j.id
+ WHERE j.cluster = ? AND j.job_id = ? AND j.restart = ? AND n.node_id = ?`, ev.Cluster, int64(ev.Job.ID), ev.Job.RestartCount, node)
+	if err != nil {
+		return err
+	}
+	var start, end sql.NullInt64
+	var est bool
+	var src string
+	switch err := row.Scan(&start, &est, &end, &src); {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	case err != nil:
+		return fmt.Errorf("job %d on %s: %w", ev.Job.ID, ev.Node, err)
+	}
+	t := ev.Time.Unix()
+	switch ev.Kind {
+	case record.JobEnd:
+		if start.Valid && !est && t < start.Int64 {
+			return reject("job %d (restart %d) ends at %s, before its start at %s on node %s", ev.Job.ID, ev.Job.RestartCount,
+				fmtUnix(t), fmtUnix(start.Int64), ev.Node)
+		}
+	case record.JobStart:
+		if end.Valid && src == "epilog" && t > end.Int64 {
+			return reject("job %d (restart %d) starts at %s, after its end at %s on node %s", ev.Job.ID, ev.Job.RestartCount,
+				fmtUnix(t), fmtUnix(end.Int64), ev.Node)
+		}
+	}
+	return nil
+}
+
+func fmtUnix(t int64) string { return time.Unix(t, 0).UTC().Format(time.RFC3339) }
+
+// CheckJobGPU refuses an aggregate of another node's GPU or of a job the
+// node has no event of (yet). It writes nothing but the node's row.
+func (b *Batch) CheckJobGPU(a *record.JobGPU) error {
+	node, err := b.Node(a.Cluster, a.Node)
+	if err != nil {
+		return err
+	}
+	return b.checkJobGPU(a, node)
+}
+
+func (b *Batch) checkJobGPU(a *record.JobGPU, node int64) error {
+	if err := b.gpuOwner(a.UUID, node, a.Node); err != nil {
+		return err
+	}
+	_, err := b.jobAlloc(a.Cluster, a.Job, a.RestartCount, node, a.Node)
+	return err
+}
+
+// window is the part of time a sample stands for, [lo, hi) in Unix ms.
+type window struct{ lo, hi int64 }
+
+// segmentCheck is what checkSegment learned for the writer: each sample's
+// window, and the allocation of every job the segment names.
+type segmentCheck struct {
+	win   []window
+	alloc map[jobKey]alloc
+}
+
+// minGapFraction: two samples of one GPU closer than this fraction of the
+// earlier one's interval overlap, and the file is refused. Closer than a
+// whole interval (a late tick) only trims the windows, so that they never
+// overlap and no GPU-second is counted twice.
+const minGapFraction = 0.5
+
+type stamp struct {
+	t, iv  int64 // ms
+	mj     *uint64
+	sample int // index in the file, -1 for a stored sample
+}
+
+// checkSegment holds a segment to what its node may say: its own GPUs,
+// jobs it has events of, no sample of a GPU overlapping another, energy
+// a GPU can draw. It writes nothing.
+func (b *Batch) checkSegment(h *record.SegmentHeader, node int64, samples []record.Sample) (*segmentCheck, error) {
+	ivMS := int64(h.Interval*1000 + 0.5)
+	c := &segmentCheck{win: make([]window, len(samples)), alloc: map[jobKey]alloc{}}
+	byGPU := map[string][]stamp{}
+	var uuids []string
+	for i := range samples {
+		s := &samples[i]
+		if _, ok := byGPU[s.UUID]; !ok {
+			if err := b.gpuOwner(s.UUID, node, h.Node); err != nil {
+				return nil, err
+			}
+			uuids = append(uuids, s.UUID)
+		}
+		byGPU[s.UUID] = append(byGPU[s.UUID], stamp{s.Time.UnixMilli(), ivMS, s.EnergyMJ, i})
+		for _, j := range s.Jobs {
+			k := jobKey{h.Cluster, j.Job, j.Restart}
+			if _, ok := c.alloc[k]; ok {
+				continue
+			}
+			a, err := b.jobAlloc(h.Cluster, j.Job, j.Restart, node, h.Node)
+			if err != nil {
+				return nil, err
+			}
+			c.alloc[k] = a
+		}
+	}
+	for _, u := range uuids {
+		st := byGPU[u]
+		sort.SliceStable(st, func(i, j int) bool { return st[i].t < st[j].t })
+		stored, err := b.storedAround(u, st[0].t, st[len(st)-1].t+ivMS)
+		if err != nil {
+			return nil, err
+		}
+		all := mergeStamps(st, stored)
+		for i := range all {
+			cur := all[i]
+			if i > 0 {
+				prev := all[i-1]
+				if gap := cur.t - prev.t; float64(gap) < minGapFraction*float64(prev.iv) {
+					return nil, reject("samples of GPU %s at %s and %s overlap (interval %.3g s)", u,
+						time.UnixMilli(prev.t).UTC().Format(time.RFC3339Nano), time.UnixMilli(cur.t).UTC().Format(time.RFC3339Nano), float64(prev.iv)/1000)
+				}
+				if err := energyPlausible(u, prev, cur); err != nil {
+					return nil, err
+				}
+			}
+			if cur.sample < 0 {
+				continue
+			}
+			w := window{cur.t, cur.t + cur.iv}
+			if i > 0 {
+				w.lo = max(w.lo, all[i-1].t+all[i-1].iv)
+			}
+			if i+1 < len(all) {
+				w.hi = min(w.hi, all[i+1].t)
+			}
+			w.hi = max(w.hi, w.lo)
+			c.win[cur.sample] = w
+		}
+	}
+	return c, nil
+}
+
+// energyPlausible refuses a counter that rose faster than a GPU can draw
+// between two readings the ledger would take a delta of (energyDelta).
+func energyPlausible(uuid string, prev, cur stamp) error {
+	if prev.mj == nil || cur.mj == nil || cur.t-prev.t > 3*max(prev.iv, 1000) {
+		return nil
+	}
+	d := *cur.mj
+	if *cur.mj >= *prev.mj {
+		d = *cur.mj - *prev.mj
+	}
+	limit := uint64(cur.t-prev.t)*MaxGPUPowerMW/1000 + energySlackMJ // mW × ms / 1000 = mJ
+	if d > limit {
+		return reject("GPU %s energy counter rose %d mJ in %.3g s, more than %d W can draw", uuid, d,
+			float64(cur.t-prev.t)/1000, MaxGPUPowerMW/1000)
+	}
+	return nil
+}
+
+// storedAround returns the GPU's stored sample before from and those in
+// [from, to), in time order. A stored sample at the same time as one of
+// the file's is the same reading shipped again: the writer skips it.
+func (b *Batch) storedAround(uuid string, from, to int64) ([]stamp, error) {
+	g, ok := b.gpus[uuid]
+	var gid int64
+	if ok {
+		gid = g.id
+	} else {
+		row, err := b.queryRow(`SELECT id FROM gpus WHERE uuid = ?`, uuid)
+		if err != nil {
+			return nil, err
+		}
+		switch err := row.Scan(&gid); {
+		case errors.Is(err, sql.ErrNoRows):
+			return nil, nil
+		case err != nil:
+			return nil, fmt.Errorf("gpu %s: %w", uuid, err)
+		}
+	}
+	var out []stamp
+	scan := func(q string, args ...any) error {
+		s, err := b.stmt(q)
+		if err != nil {
+			return err
+		}
+		rows, err := s.QueryContext(b.ctx, args...)
+		if err != nil {
+			return fmt.Errorf("samples of gpu %s: %w", uuid, err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			st := stamp{sample: -1}
+			var mj sql.NullInt64
+			if err := rows.Scan(&st.t, &st.iv, &mj); err != nil {
+				return fmt.Errorf("samples of gpu %s: %w", uuid, err)
+			}
+			if mj.Valid {
+				v := uint64(mj.Int64)
+				st.mj = &v
+			}
+			out = append(out, st)
+		}
+		return rows.Err()
+	}
+	if err := scan(`SELECT t_ms, interval_ms, energy_mj FROM samples WHERE gpu_id = ? AND t_ms < ? ORDER BY t_ms DESC LIMIT 1`, gid, from); err != nil {
+		return nil, err
+	}
+	if err := scan(`SELECT t_ms, interval_ms, energy_mj FROM samples WHERE gpu_id = ? AND t_ms >= ? AND t_ms < ? ORDER BY t_ms LIMIT 100000`, gid, from, to); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// mergeStamps merges the file's samples with the stored ones in time
+// order; a stored sample at the time of a file's one is dropped (the
+// writer skips that sample as already stored).
+func mergeStamps(file, stored []stamp) []stamp {
+	at := make(map[int64]bool, len(stored))
+	for _, s := range stored {
+		at[s.t] = true
+	}
+	out := make([]stamp, 0, len(file)+len(stored))
+	fileAt := make(map[int64]bool, len(file))
+	for _, s := range file {
+		if at[s.t] {
+			s.sample = -2 // stored already: neither checked nor attributed
+		}
+		fileAt[s.t] = true
+		out = append(out, s)
+	}
+	for _, s := range stored {
+		out = append(out, s)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].t < out[j].t })
+	// Keep one stamp per stored time: the stored one.
+	keep := out[:0]
+	for _, s := range out {
+		if s.sample == -2 {
+			continue
+		}
+		keep = append(keep, s)
+	}
+	return keep
+}
+
+// clip is how many ms of window w lie inside allocation a.
+func clip(w window, a alloc) int64 {
+	return max(0, min(w.hi, a.hi)-max(w.lo, a.lo))
+}
