@@ -61,30 +61,30 @@ func LoadHook(path string, explicit bool, within time.Duration) (cfg Config, sal
 	return loadHook(path, explicit, within, readFile)
 }
 
-func loadHook(path string, explicit bool, within time.Duration, readFile func(string) ([]byte, error)) (cfg Config, salvaged []string, err error) {
-	type read struct {
-		data []byte
-		err  error
+func loadHook(path string, explicit bool, within time.Duration, readFile func(string) ([]byte, error)) (Config, []string, error) {
+	type loaded struct {
+		cfg      Config
+		salvaged []string
+		err      error
 	}
-	ch := make(chan read, 1)
+	ch := make(chan loaded, 1)
 	go func() {
-		data, err := readFile(path)
-		ch <- read{data, err}
+		data, rerr := readFile(path)
+		cfg, err := load(path, explicit, data, rerr)
+		var salvaged []string
+		if err != nil && rerr == nil {
+			cfg, salvaged = salvage(data)
+		}
+		ch <- loaded{cfg, salvaged, err}
 	}()
 	timer := time.NewTimer(within)
 	defer timer.Stop()
-	var r read
 	select {
-	case r = <-ch:
+	case l := <-ch:
+		return l.cfg, l.salvaged, l.err
 	case <-timer.C:
 		return Default(), nil, fmt.Errorf("read config %q: no answer within %s (a hung mount?); nothing taken from it", path, within)
 	}
-	cfg, err = load(path, explicit, r.data, r.err)
-	if err == nil || r.err != nil {
-		return cfg, nil, err
-	}
-	cfg, salvaged = salvage(r.data)
-	return cfg, salvaged, err
 }
 
 // salvage takes the hook keys that are valid on their own from a file that

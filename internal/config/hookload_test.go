@@ -115,3 +115,18 @@ func TestLoadHookFIFO(t *testing.T) {
 		t.Fatal("LoadHook blocked on a named pipe")
 	}
 }
+
+// The largest file the reader accepts, all broken lines, still loads well
+// inside the hook's bound: the bound covers parsing, not only the read.
+func BenchmarkLoadHookWorstFile(b *testing.B) {
+	p := filepath.Join(b.TempDir(), "gpusuite.toml")
+	body := strings.Repeat("[spool]\ndir = 1s\n", MaxFileBytes/len("[spool]\ndir = 1s\n"))
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, _, err := loadHook(p, true, time.Minute, readFile); err == nil {
+			b.Fatal("no error")
+		}
+	}
+}
