@@ -32,6 +32,9 @@ type Report struct {
 	// CheckForget stops checking nodes silent for longer than this
 	// (decommissioned); 0 checks every node ever seen.
 	CheckForget Duration `toml:"check_forget"`
+	// CheckLeftPasses: a file in incoming older than the start of this
+	// many ingest passes back is one ingest cannot retire; 0 skips.
+	CheckLeftPasses int `toml:"check_left_passes"`
 }
 
 func defaultReport() Report {
@@ -44,6 +47,9 @@ func defaultReport() Report {
 		CheckStale:  Dur(15 * time.Minute),
 		CheckLag:    Dur(10 * time.Minute),
 		CheckForget: Dur(7 * 24 * time.Hour),
+		// Three passes: a file that arrived during one pass is taken by
+		// the next; one still there after three is stuck.
+		CheckLeftPasses: 3,
 	}
 }
 
@@ -71,6 +77,9 @@ func (r *Report) validate() error {
 	}
 	if r.CheckStale.Duration <= 0 || r.CheckLag.Duration <= 0 {
 		return fmt.Errorf("key \"report.check_stale\" and \"report.check_lag\": must be positive")
+	}
+	if r.CheckLeftPasses < 0 || r.CheckLeftPasses > 1000 {
+		return fmt.Errorf("key \"report.check_left_passes\": %d is outside 0..1000", r.CheckLeftPasses)
 	}
 	if r.CheckForget.Duration < 0 {
 		return fmt.Errorf("key \"report.check_forget\": must not be negative; use 0 to check every node")

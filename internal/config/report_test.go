@@ -16,6 +16,8 @@ func TestReportSection(t *testing.T) {
 		{"[report]\ncheck_stale = \"0s\"\n", "must be positive"},
 		{"[report]\ncheck_forget = \"-1h\"\n", `key "report.check_forget"`},
 		{"[report]\nteam_file = \"/x\"\n", `unknown key "report.team_file"`},
+		{"[report]\ncheck_left_passes = 5\n", ""},
+		{"[report]\ncheck_left_passes = -1\n", `key "report.check_left_passes": -1 is outside 0..1000`},
 	}
 	for _, tt := range tests {
 		cfg := Default()
@@ -30,7 +32,7 @@ func TestReportSection(t *testing.T) {
 			t.Errorf("%q: error %v, want %q", tt.toml, err, tt.want)
 		}
 	}
-	if d := Default().Report; d.TZ != "Local" || d.Format != "table" || d.IgnoreTag != "gpuacct:ignore" || d.CheckStale.Duration <= 0 {
+	if d := Default().Report; d.TZ != "Local" || d.Format != "table" || d.IgnoreTag != "gpuacct:ignore" || d.CheckStale.Duration <= 0 || d.CheckLeftPasses != 3 {
 		t.Errorf("defaults %+v", d)
 	}
 }

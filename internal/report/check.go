@@ -27,6 +27,11 @@ type CheckOptions struct {
 	Lag time.Duration
 	// Forget: nodes silent for longer are decommissioned (0: never).
 	Forget time.Duration
+	// Incoming and Quarantine are ingest's directories ("" skips them);
+	// a file in incoming older than the start of the LeftPasses-th most
+	// recent pass is a problem (0: not checked).
+	Incoming, Quarantine string
+	LeftPasses           int
 }
 
 // Check returns one line per problem (none: healthy) and a one-line
@@ -98,7 +103,12 @@ func (d *DB) Check(ctx context.Context, o CheckOptions) (problems []string, summ
 	if lastOK.Valid {
 		age = roundAge(time.Duration(now-lastOK.Int64)*time.Second).String() + " ago"
 	}
-	summary = fmt.Sprintf("%d nodes, %d silent over %s; last good ingest pass %s", nodes, stale, o.Stale, age)
+	fp, fs, err := d.checkFiles(ctx, o)
+	if err != nil {
+		return nil, "", err
+	}
+	problems = append(problems, fp...)
+	summary = fmt.Sprintf("%d nodes, %d silent over %s; last good ingest pass %s; %s", nodes, stale, o.Stale, age, fs)
 	return problems, summary, nil
 }
 
@@ -124,9 +134,12 @@ func CheckCommand(d Deps) *cli.Command {
 		UsageText: `gpuacct check [options]
 
 Problems: a node that shipped nothing for --stale; no successful ingest pass
-for --lag; the last ingest pass failed; the database unreadable. Prints
-"OK: ..." and exits 0 when healthy; else one line per problem on stdout
-and exit 2 (Nagios CRITICAL). Nodes silent for longer than --forget are
+for --lag; the last ingest pass failed; files in incoming that outlived
+--left-passes passes (ingest cannot retire them); jobs with no start event;
+the database unreadable. The summary counts the files in quarantine and
+those quarantined and refused in the last 24 hours. Prints "OK: ..." and
+exits 0 when healthy; else one line per problem on stdout and exit 2
+(Nagios CRITICAL); a bad option exits 3 (UNKNOWN). Nodes silent for longer than --forget are
 taken as decommissioned and left out.
 
 Examples:
@@ -138,13 +151,21 @@ Examples:
 			&cli.DurationFlag{Name: "stale", Usage: "a node may ship nothing this long (report.check_stale)", EnvVars: []string{"GPUSUITE_CHECK_STALE"}},
 			&cli.DurationFlag{Name: "lag", Usage: "the last good ingest pass may be this old (report.check_lag)", EnvVars: []string{"GPUSUITE_CHECK_LAG"}},
 			&cli.DurationFlag{Name: "forget", Usage: "leave out nodes silent this long, 0 for none (report.check_forget)", EnvVars: []string{"GPUSUITE_CHECK_FORGET"}},
+			&cli.IntFlag{Name: "left-passes", Usage: "a file in incoming may outlive this many ingest passes, 0 to skip (report.check_left_passes)"},
 		},
 		Action: func(c *cli.Context) error {
 			e, err := load(c, d)
 			if err != nil {
 				return cli.Exit("CRITICAL: "+err.Error(), checkCritical)
 			}
-			o := CheckOptions{Now: e.now, Stale: e.cfg.Report.CheckStale.Duration, Lag: e.cfg.Report.CheckLag.Duration, Forget: e.cfg.Report.CheckForget.Duration}
+			o := CheckOptions{Now: e.now, Stale: e.cfg.Report.CheckStale.Duration, Lag: e.cfg.Report.CheckLag.Duration, Forget: e.cfg.Report.CheckForget.Duration,
+				Incoming: e.cfg.Ingest.Incoming, Quarantine: e.cfg.Ingest.Quarantine, LeftPasses: e.cfg.Report.CheckLeftPasses}
+			if c.IsSet("left-passes") {
+				o.LeftPasses = c.Int("left-passes")
+			}
+			if o.LeftPasses < 0 {
+				return cli.Exit(fmt.Sprintf("UNKNOWN: check: --left-passes %d is not a number of passes (0 to skip)", o.LeftPasses), checkUnknown)
+			}
 			if c.IsSet("stale") {
 				o.Stale = c.Duration("stale")
 			}

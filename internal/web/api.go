@@ -381,7 +381,8 @@ func (h *Handler) apiHealth(w http.ResponseWriter, r *http.Request) error {
 		CheckedAt string   `json:"checked_at"`
 	}{DB: h.o.DB, CheckedAt: h.o.Now().UTC().Format(time.RFC3339)}
 	err := h.withConn(r, func(c *conn) error {
-		p, s, err := c.rep.Check(r.Context(), report.CheckOptions{Now: h.o.Now(), Stale: h.o.Stale, Lag: h.o.Lag, Forget: h.o.Forget})
+		p, s, err := c.rep.Check(r.Context(), report.CheckOptions{Now: h.o.Now(), Stale: h.o.Stale, Lag: h.o.Lag, Forget: h.o.Forget,
+			Incoming: h.o.Incoming, Quarantine: h.o.Quarantine, LeftPasses: h.o.LeftPasses})
 		out.Problems, out.Summary = p, s
 		return err
 	})

@@ -41,6 +41,11 @@ type Options struct {
 	MaxAge time.Duration
 	// Stale, Lag and Forget are gpuacct check's thresholds (report.check_*).
 	Stale, Lag, Forget time.Duration
+	// Incoming, Quarantine and LeftPasses are what gpuacct check reads
+	// of ingest's directories (ingest.incoming, ingest.quarantine,
+	// report.check_left_passes).
+	Incoming, Quarantine string
+	LeftPasses           int
 	// Reopen is how long one read-only connection pool is used before
 	// the next request opens a fresh one (new nodes appear then);
 	// 0 means one minute.
@@ -62,7 +67,8 @@ func OptionsFrom(cfg config.Config, log *slog.Logger, now func() time.Time) (Opt
 	return Options{
 		DB: cfg.Store.Path, BusyTimeout: cfg.Store.BusyTimeout.Duration, Teams: cfg.Report.Teams, Location: loc,
 		MaxAge: cfg.Web.MaxAge.Duration, Stale: cfg.Report.CheckStale.Duration, Lag: cfg.Report.CheckLag.Duration,
-		Forget: cfg.Report.CheckForget.Duration, Concurrent: cfg.Web.Concurrent, Timeout: cfg.Web.Timeout.Duration, Now: now, Log: log,
+		Forget: cfg.Report.CheckForget.Duration, Incoming: cfg.Ingest.Incoming, Quarantine: cfg.Ingest.Quarantine,
+		LeftPasses: cfg.Report.CheckLeftPasses, Concurrent: cfg.Web.Concurrent, Timeout: cfg.Web.Timeout.Duration, Now: now, Log: log,
 	}, nil
 }
 

@@ -1,0 +1,104 @@
+package report
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/store"
+)
+
+// TestCheckFiles: check fails while incoming holds a file that outlived
+// report.check_left_passes passes, and while a job has no start event;
+// it counts the quarantine and the passes' quarantined and refused files.
+func TestCheckFiles(t *testing.T) {
+	now := time.Unix(t0+3600, 0)
+	path := buildLedger(t, []fxJob{{id: 1, user: "a", acct: "x", part: "gpu", node: "gpu01", gpus: 1, start: t0, end: t0 + 3500}}, now)
+	dir := t.TempDir()
+	incoming, quarantine := filepath.Join(dir, "incoming"), filepath.Join(dir, "quarantine")
+	for _, d := range []string{filepath.Join(incoming, "gpu01"), filepath.Join(quarantine, "gpu01")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(p string, mtime time.Time) {
+		if err := os.WriteFile(p, []byte("{}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 2; i++ {
+		q := filepath.Join(quarantine, "gpu01", fmt.Sprintf("bad%d.jsonl", i))
+		write(q, now)
+		write(q+".reason", now)
+	}
+	st, err := store.Open(context.Background(), store.Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Four passes a minute apart, the newest 20 s ago.
+	for i, q := range []int{0, 3, 0, 1} {
+		s := now.Unix() - int64(200-60*i)
+		if _, err := st.DB.Exec(`INSERT INTO passes(started, finished, ok, quarantined, refused) VALUES(?, ?, 1, ?, 1)`, s, s+1, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+	cfg := filepath.Join(dir, "gpusuite.toml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("[store]\npath = %q\n[ingest]\nincoming = %q\nquarantine = %q\n", path, incoming, quarantine)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check := func(args ...string) (string, error) {
+		d, out, _ := testDeps(now, nil)
+		err := run(t, d, append([]string{"--config", cfg, "check", "--stale", "2h"}, args...)...)
+		return strings.TrimSpace(out.String()), err
+	}
+	// A file that arrived after the third most recent pass began: fine.
+	write(filepath.Join(incoming, "gpu01", "new.jsonl"), now.Add(-90*time.Second))
+	out, err := check()
+	if err != nil {
+		t.Fatalf("healthy: %v: %s", err, out)
+	}
+	if !strings.Contains(out, "2 files in quarantine; last 24 h: 4 files quarantined, 4 refused") {
+		t.Errorf("summary lacks the quarantine counts: %q", out)
+	}
+	// One from before it: stuck.
+	stuck := filepath.Join(incoming, "gpu01", "stuck.jsonl")
+	write(stuck, now.Add(-150*time.Second))
+	out, err = check()
+	if err == nil || !strings.Contains(out, "CRITICAL: incoming: 1 files outlived 3 ingest passes (oldest "+stuck) {
+		t.Errorf("stuck file: %v: %q", err, out)
+	}
+	// Four passes allowed: the stuck file is younger than that.
+	if out, err := check("--left-passes", "4"); err != nil {
+		t.Errorf("--left-passes 4: %v: %q", err, out)
+	}
+	if out, err := check("--left-passes", "0"); err != nil {
+		t.Errorf("--left-passes 0 skips: %v: %q", err, out)
+	}
+	if _, err := check("--left-passes", "-1"); err == nil || !strings.Contains(err.Error(), "--left-passes -1") {
+		t.Errorf("--left-passes -1: %v", err)
+	}
+	if err := os.Remove(stuck); err != nil {
+		t.Fatal(err)
+	}
+	// A job that only ended (its start event never arrived).
+	st, err = store.Open(context.Background(), store.Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.DB.Exec(`INSERT INTO jobs(cluster, job_id, user, end, state) VALUES('c1', 99, 'a', ?, 'completed')`, now.Unix()-3000); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	out, err = check()
+	if err == nil || !strings.Contains(out, "CRITICAL: ledger: 1 jobs have no start event") {
+		t.Errorf("job without start: %v: %q", err, out)
+	}
+}
