@@ -202,7 +202,7 @@ func TestCLIWatchSystemd(t *testing.T) {
 	}()
 	expect := func(prefix string) {
 		t.Helper()
-		timeout := time.After(5 * time.Second)
+		timeout := time.After(settled)
 		for {
 			select {
 			case m := <-msgs:
@@ -218,7 +218,7 @@ func TestCLIWatchSystemd(t *testing.T) {
 	expect("WATCHDOG=1")
 	writeFile(t, filepath.Join(dir, "f"), "x")
 	var body string
-	waitFor(t, 5*time.Second, "no fix on /metrics", func() bool {
+	waitFor(t, settled, "no fix on /metrics", func() bool {
 		resp, err := http.Get("http://" + addr + "/metrics")
 		if err != nil {
 			return false
@@ -239,7 +239,7 @@ func TestCLIWatchSystemd(t *testing.T) {
 		if code != 0 {
 			t.Errorf("exit %d; stderr:\n%s", code, stderr.String())
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(settled):
 		t.Fatal("watch did not stop")
 	}
 	expect("STOPPING=1")

@@ -34,9 +34,9 @@ func startDaemon(t *testing.T, d *Daemon) {
 	case err := <-errc:
 		cancel()
 		t.Fatalf("daemon: %v", err)
-	case <-time.After(10 * time.Second):
+	case <-time.After(settled):
 		cancel()
-		t.Fatal("daemon not ready after 10 s")
+		t.Fatalf("daemon not ready after %s", settled)
 	}
 	t.Cleanup(func() {
 		cancel()

