@@ -154,14 +154,24 @@ func (d *DB) checkFiles(ctx context.Context, o CheckOptions) (problems []string,
 	}
 	parts = append(parts, fmt.Sprintf("last 24 h: %d files quarantined, %d refused", q.Int64, r.Int64))
 	// Jobs with an end but no start event: their GPU-hours are not
-	// counted. Fresh ones may still get their start in the next pass.
+	// counted, or (schema 5 on: start_estimated, the end or the first
+	// sample standing in) only estimated. Fresh ones may still get their
+	// start in the next pass.
+	cond := "start IS NULL"
+	var hasEst int
+	if err := d.db.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('jobs') WHERE name = 'start_estimated'`).Scan(&hasEst); err != nil {
+		return nil, "", d.wrap(err)
+	}
+	if hasEst > 0 {
+		cond = "(start IS NULL OR start_estimated = 1)"
+	}
 	var noStart int64
-	if err := d.db.QueryRowContext(ctx, `SELECT count(*) FROM jobs WHERE start IS NULL AND coalesce(end, 0) < ?`,
+	if err := d.db.QueryRowContext(ctx, `SELECT count(*) FROM jobs WHERE `+cond+` AND end IS NOT NULL AND end < ?`,
 		o.Now.Add(-o.Lag).Unix()).Scan(&noStart); err != nil {
 		return nil, "", d.wrap(err)
 	}
 	if noStart > 0 {
-		problems = append(problems, fmt.Sprintf("ledger: %d jobs have no start event (no prolog record and no Slurm start): their GPU-hours are not counted", noStart))
+		problems = append(problems, fmt.Sprintf("ledger: %d jobs have no start event (no prolog record and no Slurm start): their GPU-hours are missing or estimated", noStart))
 	}
 	return problems, strings.Join(parts, "; "), nil
 }
