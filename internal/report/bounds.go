@@ -17,6 +17,9 @@ const (
 	MaxLimit = 10_000
 )
 
+// groupCap and rowCap are MaxGroups and MaxRows; tests lower them.
+var groupCap, rowCap = MaxGroups, MaxRows
+
 // BadInput is an error in what was asked for, not in the ledger: the
 // CLI's usage error, the API's 400.
 type BadInput struct{ Err error }

@@ -95,3 +95,45 @@ func TestSuggest(t *testing.T) {
 		t.Errorf("editDistance = %d, want 3", d)
 	}
 }
+
+// TestReportCaps: a report past the sums or rows it may hold is refused
+// with what to narrow, not built.
+func TestReportCaps(t *testing.T) {
+	now := time.Unix(t0+5*86400, 0)
+	var jobs []fxJob
+	for i, u := range []string{"alice", "bob", "carol"} {
+		for day := int64(0); day < 3; day++ {
+			jobs = append(jobs, fxJob{id: uint64(10*i) + uint64(day) + 1, user: u, acct: "vision", part: "gpu", node: "gpu01", gpus: 1,
+				start: t0 + day*86400, end: t0 + day*86400 + 3600})
+		}
+	}
+	path := buildLedger(t, jobs, now)
+	args := []string{"report", "users", "--db", path, "--tz", "UTC", "--start", "2026-01-01", "--end", "2026-01-04", "--period", "day", "-P", "-n"}
+	d, out, _ := testDeps(now, nil)
+	if err := run(t, d, args...); err != nil {
+		t.Fatal(err)
+	}
+	// 3 days × 3 users: 9 sums, 9 rows (machine formats have no TOTAL).
+	if n := strings.Count(out.String(), "\n"); n != 9 {
+		t.Fatalf("%d rows:\n%s", n, out)
+	}
+	for _, tt := range []struct {
+		name         string
+		groups, rows int
+		want         string
+	}{
+		{"sums", 8, MaxRows, "more than 8 sums (periods × rows): shorten the window"},
+		{"rows", MaxGroups, 8, "more than 8 rows: shorten the window"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			groupCap, rowCap = tt.groups, tt.rows
+			defer func() { groupCap, rowCap = MaxGroups, MaxRows }()
+			d, _, _ := testDeps(now, nil)
+			err := run(t, d, args...)
+			var ec cli.ExitCoder
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !errors.As(err, &ec) || ec.ExitCode() != 2 {
+				t.Errorf("error %v, want %q and exit 2", err, tt.want)
+			}
+		})
+	}
+}

@@ -147,7 +147,7 @@ func (d *DB) Report(ctx context.Context, r Request) (*table.Table, error) {
 		}
 		g := groups[k]
 		if g == nil {
-			if len(groups) >= MaxGroups {
+			if len(groups) >= groupCap {
 				overflow = true
 				return
 			}
@@ -166,7 +166,7 @@ func (d *DB) Report(ctx context.Context, r Request) (*table.Table, error) {
 		return nil, err
 	}
 	if overflow {
-		return nil, tooBig("sums (periods × rows)", MaxGroups)
+		return nil, tooBig("sums (periods × rows)", groupCap)
 	}
 	if narrow {
 		// Shares are of the whole cluster, not of the filtered part.
@@ -180,8 +180,8 @@ func (d *DB) Report(ctx context.Context, r Request) (*table.Table, error) {
 		}
 	}
 	t := buildTable(r, kind, bs, groups, totals)
-	if len(t.Rows) > MaxRows {
-		return nil, tooBig("rows", MaxRows)
+	if len(t.Rows) > rowCap {
+		return nil, tooBig("rows", rowCap)
 	}
 	return t, nil
 }
