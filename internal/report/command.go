@@ -256,11 +256,11 @@ func runReport(c *cli.Context, d Deps, kind string) error {
 	}
 	w, err := e.window(c)
 	if err != nil {
-		return fmt.Errorf("report %s: %w", kind, err)
+		return cli.Exit(fmt.Sprintf("report %s: %v", kind, err), 2)
 	}
 	p, err := timespec.ParsePeriod(c.String("period"))
 	if err != nil {
-		return fmt.Errorf("report %s: %w", kind, err)
+		return cli.Exit(fmt.Sprintf("report %s: %v", kind, err), 2)
 	}
 	o, err := e.output(c, d)
 	if err != nil {
