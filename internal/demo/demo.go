@@ -5,9 +5,12 @@
 package demo
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -48,26 +51,47 @@ Examples:
 			if err != nil {
 				return err
 			}
-			if o.Dir == "" {
-				d, err := os.MkdirTemp("", "gpusuite-demo-")
-				if err != nil {
-					return fmt.Errorf("make demo directory: %w", err)
-				}
-				o.Dir = d
-			}
-			// The simulated nodes' local disks and the share they ship to
-			// live in memory when they can: the database and the plots stay
-			// in the demo directory.
-			if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
-				if d, err := os.MkdirTemp("/dev/shm", "gpusuite-demo-cluster-"); err == nil {
-					o.ClusterDir = d
-					defer os.RemoveAll(d)
-				}
-			}
-			_, err = Pipeline(c.Context, stdout, o)
-			return err
+			return run(c.Context, stdout, o)
 		},
 	}
+}
+
+// shmRoot is where the simulated cluster lives when it can: memory.
+var shmRoot = "/dev/shm"
+
+// run runs the pipeline in directories of its own. SIGINT and SIGTERM
+// cancel it, so that the deferred removals run instead of the process
+// dying with them left behind.
+func run(ctx context.Context, stdout io.Writer, o PipelineOptions) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if o.Dir == "" {
+		d, err := os.MkdirTemp("", "gpusuite-demo-")
+		if err != nil {
+			return fmt.Errorf("make demo directory: %w", err)
+		}
+		o.Dir = d
+		// An interrupted run's half-made directory is of no use.
+		defer func() {
+			if ctx.Err() != nil {
+				os.RemoveAll(d)
+			}
+		}()
+	}
+	// The simulated nodes' local disks and the share they ship to live in
+	// memory when they can: the database and the plots stay in the demo
+	// directory.
+	if st, err := os.Stat(shmRoot); err == nil && st.IsDir() {
+		if d, err := os.MkdirTemp(shmRoot, "gpusuite-demo-cluster-"); err == nil {
+			o.ClusterDir = d
+			defer os.RemoveAll(d)
+		}
+	}
+	_, err := Pipeline(ctx, stdout, o)
+	if ctx.Err() != nil {
+		return fmt.Errorf("demo interrupted; its temporary directories are removed")
+	}
+	return err
 }
 
 // options reads and checks the command line.
