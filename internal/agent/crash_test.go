@@ -2,11 +2,16 @@ package agent
 
 import (
 	"fmt"
+	"io"
 	"math/rand"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -117,6 +122,10 @@ func writeAgentConfig(t *testing.T, root string, extra string) string {
 			t.Fatal(err)
 		}
 	}
+	metrics := `metrics_listen = ""`
+	if strings.Contains(extra, "metrics_listen") {
+		metrics = ""
+	}
 	cfg := fmt.Sprintf(`[cluster]
 name = %q
 node = %q
@@ -138,10 +147,10 @@ ship_interval = "1s"
 state_dir = "%[3]s/state"
 incoming_dir = "%[3]s/incoming"
 proc_root = "%[3]s/proc"
-metrics_listen = ""
+%[5]s
 log_level = "debug"
 %[4]s
-`, testCluster, testNode, root, extra)
+`, testCluster, testNode, root, extra, metrics)
 	p := filepath.Join(root, "gpusuite.toml")
 	if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -149,16 +158,52 @@ log_level = "debug"
 	return p
 }
 
-func startAgent(t *testing.T, bin, cfg string, env ...string) (*exec.Cmd, *strings.Builder) {
+// logBuffer collects a subprocess's output; tests read it while it runs.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// waitLog waits until the agent has logged a line holding every one of
+// parts.
+func waitLog(t *testing.T, out *logBuffer, parts ...string) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("the agent to log %q", parts), settled, func() bool {
+		for _, l := range strings.Split(out.String(), "\n") {
+			all := true
+			for _, p := range parts {
+				all = all && strings.Contains(l, p)
+			}
+			if all {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+func startAgent(t *testing.T, bin, cfg string, env ...string) (*exec.Cmd, *logBuffer) {
 	t.Helper()
 	cmd := exec.Command(bin, "--config", cfg, "agent")
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
+	out := &logBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
 	cmd.Env = append(os.Environ(), env...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	return cmd, &out
+	return cmd, out
 }
 
 // kill -9 of the real agent at random moments (mid-sample, mid-roll,
@@ -176,6 +221,7 @@ func TestKill9DuringWrites(t *testing.T) {
 	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
 	for i := 0; i < 4; i++ {
 		cmd, out := startAgent(t, bin, cfg)
+		// The random moment of the kill is what is under test, not a wait.
 		time.Sleep(time.Duration(1500+rng.Intn(2500)) * time.Millisecond)
 		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
@@ -186,10 +232,18 @@ func TestKill9DuringWrites(t *testing.T) {
 		}
 		checkWhole(t, filepath.Join(root, "incoming", testNode))
 	}
+	// The last run serves /metrics, to be watched until it has sampled
+	// enough, and ends the job before it stops.
+	cfg = writeAgentConfig(t, root, `metrics_listen = "127.0.0.1:0"`)
 	cmd, out := startAgent(t, bin, cfg)
-	time.Sleep(2 * time.Second)
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	addr := metricsAddr(t, out)
+	waitFor(t, "16 samples in the last run", settled, func() bool { return scrapeCounter(addr, "gpusuite_agent_samples_total") >= 16 })
 	writeEventFile(t, e.cfg.Spool.Dir, record.JobEnd, 77, time.Now())
-	time.Sleep(2 * time.Second)
+	waitLog(t, out, `msg="job ended"`, " job=77 ")
 	cmd.Process.Signal(syscall.SIGTERM)
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("agent did not stop cleanly: %v\n%s", err, out)
@@ -232,4 +286,42 @@ func writeEventFile(t *testing.T, spoolDir string, kind record.Kind, job uint64,
 	s, _ := sim.New(sim.Options{Node: testNode, Count: 2, Model: "h100"})
 	e.sim = s
 	e.event(kind, job, 0, 1)
+}
+
+// metricsAddr is the address the agent logged it serves /metrics on.
+func metricsAddr(t *testing.T, out *logBuffer) string {
+	t.Helper()
+	re := regexp.MustCompile(`msg="serving /metrics".* addr=(\S+)`)
+	var addr string
+	waitFor(t, "the agent's /metrics address", settled, func() bool {
+		if m := re.FindStringSubmatch(out.String()); m != nil {
+			addr = m[1]
+		}
+		return addr != ""
+	})
+	return addr
+}
+
+// scrapeCounter reads one counter from /metrics at addr; -1 when it
+// cannot.
+func scrapeCounter(addr, name string) float64 {
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return -1
+	}
+	for _, l := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(l, name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err == nil {
+				return f
+			}
+		}
+	}
+	return -1
 }

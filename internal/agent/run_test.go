@@ -40,6 +40,11 @@ func (f *fakeNotifier) has(s string) bool {
 	return false
 }
 
+// settled is how long tests wait for what must happen: long enough for a
+// busy machine, since a passing test returns as soon as it happens.
+const settled = 60 * time.Second
+
+// waitFor polls ok every 20 ms until it holds, failing after d.
 func waitFor(t *testing.T, what string, d time.Duration, ok func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
@@ -94,7 +99,7 @@ func startRunning(t *testing.T) *runningAgent {
 		return <-done
 	}
 	t.Cleanup(func() { r.stop() })
-	waitFor(t, "READY=1", 5*time.Second, func() bool { return n.has("READY=1") })
+	waitFor(t, "READY=1", settled, func() bool { return n.has("READY=1") })
 	return r
 }
 
@@ -139,7 +144,7 @@ func TestHookSocket(t *testing.T) {
 	if len(res.Event.Quality) != 0 || res.Unhealthy != "" {
 		t.Errorf("quality %v, unhealthy %q", res.Event.Quality, res.Unhealthy)
 	}
-	waitFor(t, "job_info of the announced job", 3*time.Second, func() bool {
+	waitFor(t, "job_info of the announced job", settled, func() bool {
 		return strings.Contains(scrape(t, r.a), `job="501"`)
 	})
 
@@ -192,7 +197,7 @@ func TestSocketIsRootOnlyAndSingle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.SetDeadline(time.Now().Add(2 * time.Second))
+		c.SetDeadline(time.Now().Add(settled))
 		c.Write([]byte(req))
 		buf := make([]byte, 512)
 		n, _ := c.Read(buf)
@@ -215,7 +220,7 @@ func TestSocketIsRootOnlyAndSingle(t *testing.T) {
 
 func TestWatchdogPings(t *testing.T) {
 	r := startRunning(t)
-	waitFor(t, "WATCHDOG=1", 3*time.Second, func() bool { return r.notify.has("WATCHDOG=1") })
+	waitFor(t, "WATCHDOG=1", settled, func() bool { return r.notify.has("WATCHDOG=1") })
 }
 
 // The real binary speaks systemd's notify protocol on $NOTIFY_SOCKET.
@@ -242,7 +247,7 @@ func TestSystemdNotify(t *testing.T) {
 	}()
 	cmd, out := startAgent(t, bin, cfg, "NOTIFY_SOCKET="+sockPath, "WATCHDOG_USEC=400000")
 	want := []string{"READY=1", "WATCHDOG=1"}
-	deadline := time.After(10 * time.Second)
+	deadline := time.After(settled)
 	for len(want) > 0 {
 		select {
 		case s := <-got:
@@ -259,7 +264,7 @@ func TestSystemdNotify(t *testing.T) {
 		select {
 		case s := <-got:
 			stopping = s == "STOPPING=1"
-		case <-time.After(10 * time.Second):
+		case <-time.After(settled):
 			t.Fatalf("no STOPPING=1; log:\n%s", out)
 		}
 	}

@@ -90,7 +90,7 @@ log_level = "debug"
 			cmd.Wait()
 		}
 	}()
-	waitFor(t, "the agent's hook socket", 15*time.Second, func() bool {
+	waitFor(t, "the agent's hook socket", settled, func() bool {
 		conn, err := net.Dial("unix", sock)
 		if err == nil {
 			conn.Close()
@@ -103,7 +103,7 @@ log_level = "debug"
 	c.WaitGone(t, job, 90*time.Second)
 	endEvent := filepath.Join(harnessSpool, record.EventFileName(hookCfg.Cluster.Name, job, 0, node, record.JobEnd))
 	waitFor(t, "the epilog's event", 30*time.Second, func() bool { _, err := os.Stat(endEvent); return err == nil })
-	time.Sleep(1500 * time.Millisecond) // a cycle after the announcement
+	waitLog(t, out, `msg="job ended"`, fmt.Sprintf(" job=%d ", job))
 	cmd.Process.Signal(syscall.SIGTERM)
 	stopped = true
 	if err := cmd.Wait(); err != nil {
