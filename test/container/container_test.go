@@ -362,18 +362,33 @@ func TestSrunWrapInteractiveShell(t *testing.T) {
 	var out bytes.Buffer
 	done := make(chan struct{})
 	go func() { out.ReadFrom(ptmx); close(done) }()
-	// Wait for the job's shell, then talk to it.
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		if len(p.c.recordsIn(t, p.dir)) > 0 {
-			break
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	// Type the line until the shell runs it and exits: a line typed
+	// before srun has set up the job's terminal may be lost, and nothing
+	// says when that is done. The shell runs the first line it reads;
+	// it prints IS-A-TTY, which the echo of the quoted line does not.
+	line := []byte(`[ -t 0 ] && echo IS-A-""TTY; exit 5` + "\n")
+	ptmx.Write(line)
+	retype := time.NewTicker(2 * time.Second)
+	defer retype.Stop()
+	deadline := time.After(60 * time.Second)
+wait:
+	for {
+		select {
+		case <-exited:
+			break wait
+		case <-retype.C:
+			ptmx.Write(line)
+		case <-deadline:
+			cmd.Process.Kill()
+			<-exited
+			t.Fatalf("the shell did not exit in 60 s\n%s", out.String())
 		}
 	}
-	time.Sleep(500 * time.Millisecond)
-	ptmx.Write([]byte("[ -t 0 ] && echo IS-A-TTY; exit 5\n"))
-	cmd.Wait()
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 	}
 	if code := cmd.ProcessState.ExitCode(); code != 5 {
 		t.Errorf("exit %d, want the shell's 5\n%s", code, out.String())
@@ -415,7 +430,7 @@ func TestSrunWrapBatch(t *testing.T) {
 		}
 	}
 	var rec record
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && rec == nil; time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && rec == nil; time.Sleep(100 * time.Millisecond) {
 		if recs := p.c.recordsIn(t, p.dir); len(recs) == 1 {
 			rec = recs[0]
 		}
