@@ -96,6 +96,7 @@ func run(args []string, out io.Writer) error {
 	cfg.Ingest.Archive = filepath.Join(*dir, "archive")
 	cfg.Ingest.Keep = "delete"
 	cfg.Ingest.Sacct = ""
+	cfg.Agent.Interval = config.Dur(*interval) // ingest holds segments to the agents' interval
 	ctx := context.Background()
 	s, err := store.Open(ctx, store.Options{Path: dbPath, Journal: cfg.Store.JournalMode, BusyTimeout: cfg.Store.BusyTimeout.Duration})
 	if err != nil {

@@ -70,6 +70,7 @@ func Pipeline(ctx context.Context, w io.Writer, o PipelineOptions) (Outcome, err
 	cfg.Ingest.Archive = filepath.Join(o.Dir, "archive")
 	cfg.Ingest.Keep = "delete"
 	cfg.Ingest.Sacct = ""
+	cfg.Agent.Interval = config.Dur(o.Interval) // ingest holds segments to the agents' interval
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return out, fmt.Errorf("demo: %w", err)
 	}

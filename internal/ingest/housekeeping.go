@@ -17,6 +17,9 @@ import (
 func (in *Ingester) housekeeping(ctx context.Context, res *Result) error {
 	now := in.d.Now()
 	cfg := in.d.Config
+	if err := in.estimateStarts(ctx); err != nil {
+		return fmt.Errorf("jobs without a start event: %w", err)
+	}
 	// Find stale open jobs first and ask sacct outside any transaction.
 	b, err := in.d.Store.Begin(ctx, now)
 	if err != nil {

@@ -51,6 +51,9 @@ type Ingester struct {
 	// why files were left in incoming this pass: the first cause.
 	leftMu  sync.Mutex
 	leftErr error
+	// deferred are the files this pass left for a later one on purpose
+	// (rejected): not counted as left behind.
+	deferred map[string]bool
 }
 
 // New makes an Ingester.
@@ -72,6 +75,9 @@ type Result struct {
 	// Closed counts unfinished jobs closed (from sacct or estimated).
 	Closed int
 	Pruned int64
+	// Deferred counts files left in incoming for a later pass: they name
+	// a job with no event from their node yet.
+	Deferred int
 	// Left counts the files the pass listed and left in incoming: it could
 	// not archive, delete, quarantine or read them. OldestLeft is the
 	// oldest one's modification time.
@@ -108,6 +114,7 @@ func (in *Ingester) Pass(ctx context.Context) (Result, error) {
 	in.leftMu.Lock()
 	in.leftErr = nil
 	in.leftMu.Unlock()
+	in.deferred = map[string]bool{}
 	files, refused, err := in.list(&res)
 	if err != nil {
 		return res, in.finish(ctx, start, res, err)
@@ -124,7 +131,8 @@ func (in *Ingester) Pass(ctx context.Context) (Result, error) {
 	// Files are read, hashed, decoded and validated ahead of the writer
 	// by a few goroutines; the writer takes them in order, one batched
 	// transaction after the other, and retires committed files behind it.
-	v := Validator{Now: start, MaxFuture: in.d.Config.Ingest.MaxFuture.Duration}
+	v := Validator{Now: start, MaxFuture: in.d.Config.Ingest.MaxFuture.Duration,
+		MaxInterval: MaxSegmentInterval(in.d.Config.Agent.Interval.Duration)}
 	src := in.prefetch(files, v)
 	defer src.stop()
 	ret := in.retirer()
@@ -334,7 +342,23 @@ func (in *Ingester) batch(ctx context.Context, src *prefetcher, ret *retirer, re
 			return l.parseErr
 		}
 		p := l.p
+		switch st, key, err := keyState(b, p); {
+		case err != nil:
+			b.Rollback()
+			return err
+		case st == store.KeyApplied:
+			finished = append(finished, done{f, true})
+			continue
+		case st == store.KeyConflict:
+			in.bad(f, fmt.Sprintf("record %s was ingested before with other content; this copy is not applied", key), res)
+			continue
+		}
 		n, err := in.apply(b, p)
+		if rj := asRejected(err); rj != nil {
+			// Refused before it wrote anything: the batch goes on.
+			in.rejected(f, p, rj, now, res)
+			continue
+		}
 		if err != nil {
 			b.Rollback()
 			if !resourceError(err) {
@@ -345,6 +369,10 @@ func (in *Ingester) batch(ctx context.Context, src *prefetcher, ret *retirer, re
 			return fmt.Errorf("ingest %s: %w", f.path, err)
 		}
 		if err := b.FileIngested(f.node, f.name, l.hash, l.size, p.Records()); err != nil {
+			b.Rollback()
+			return err
+		}
+		if err := keysApplied(b, p); err != nil {
 			b.Rollback()
 			return err
 		}
@@ -379,6 +407,12 @@ func (in *Ingester) apply(b *store.Batch, p *Parsed) (int, error) {
 	case p.Header != nil:
 		return b.Segment(p.Header, p.Samples)
 	default:
+		// All checked before any is written: a refused file leaves nothing.
+		for i := range p.JobGPUs {
+			if err := b.CheckJobGPU(&p.JobGPUs[i]); err != nil {
+				return 0, err
+			}
+		}
 		for i := range p.JobGPUs {
 			if err := b.JobGPU(&p.JobGPUs[i]); err != nil {
 				return 0, err

@@ -144,6 +144,9 @@ func (in *Ingester) leftBehind(files, refused []file, res *Result) error {
 			if !names[e.Name()] {
 				continue // arrived during the pass
 			}
+			if in.deferred[filepath.Join(dir, e.Name())] {
+				continue // waits for its job's event (rejected)
+			}
 			st, err := os.Lstat(filepath.Join(dir, e.Name()))
 			if err != nil {
 				continue

@@ -3,14 +3,18 @@ package ingest
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"strings"
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/record"
+	"github.com/aicloud/gpusuite/internal/store"
 )
 
 // Limits on what one record may hold; past them a file is quarantined.
@@ -23,6 +27,16 @@ const (
 	maxJobsPerGPU   = 64
 	maxInterval     = 3600.0
 	maxSegmentLines = 10_000_000
+	// Slurm job ids are 32-bit, its restart (requeue) count 16-bit.
+	maxJobID   = math.MaxUint32
+	maxRestart = math.MaxUint16
+	// A counter or size stored in the ledger is a signed 64-bit integer:
+	// above this it would read negative.
+	maxStored = math.MaxInt64
+	// intervalTolerance: a segment's interval may exceed agent.interval
+	// by this fraction (a node configured a little differently); more is
+	// refused.
+	intervalTolerance = 0.1
 )
 
 var (
@@ -47,6 +61,10 @@ type Parsed struct {
 	Header  *record.SegmentHeader
 	Samples []record.Sample
 	JobGPUs []record.JobGPU
+	// ContentHash (sha256 hex) is of the records, not of the bytes: an
+	// event as re-encoded, a segment's lines without surrounding white
+	// space, so that the same records shipped re-encoded are the same.
+	ContentHash string
 }
 
 // Records counts the records in the file.
@@ -63,7 +81,33 @@ type Validator struct {
 	// Now bounds record times: nothing later than Now + MaxFuture.
 	Now       time.Time
 	MaxFuture time.Duration
+	// MaxInterval bounds a segment's interval_s: agent.interval plus
+	// intervalTolerance (MaxSegmentInterval); 0 means maxInterval.
+	MaxInterval float64
 }
+
+// MaxSegmentInterval is the longest segment interval_s ingest accepts
+// from agents configured with interval agent (agent.interval).
+func MaxSegmentInterval(agent time.Duration) float64 {
+	if agent <= 0 {
+		return maxInterval
+	}
+	return min(maxInterval, agent.Seconds()*(1+intervalTolerance))
+}
+
+func (v Validator) maxInterval() float64 {
+	if v.MaxInterval > 0 {
+		return v.MaxInterval
+	}
+	return maxInterval
+}
+
+// jobOK is a Slurm job id and restart count Slurm can give.
+func jobOK(job uint64, restart int) bool {
+	return job != 0 && job <= maxJobID && restart >= 0 && restart <= maxRestart
+}
+
+func u64OK(p *uint64) bool { return p == nil || *p <= maxStored }
 
 // Parse decodes and validates the file named name found in the directory
 // of node. A *Bad error means quarantine.
@@ -169,11 +213,11 @@ func (v Validator) event(node, name string, data []byte) (*Parsed, error) {
 		return nil, bad("event of node %q found in the directory of node %q", shorten(ev.Node), node)
 	}
 	j := ev.Job
-	if j.ID == 0 || j.ID > 1<<53 {
-		return nil, bad("event: job id %d out of range", j.ID)
+	if j.ID == 0 || j.ID > maxJobID {
+		return nil, bad("event: job id %d out of range (1..%d)", j.ID, uint64(maxJobID))
 	}
-	if j.RestartCount < 0 || j.RestartCount > 1_000_000 {
-		return nil, bad("event: restart count %d out of range", j.RestartCount)
+	if j.RestartCount < 0 || j.RestartCount > maxRestart {
+		return nil, bad("event: restart count %d out of range (0..%d)", j.RestartCount, maxRestart)
 	}
 	if want := record.EventKey(ev.Cluster, j.ID, j.RestartCount, ev.Node, ev.Kind); ev.Key != want {
 		return nil, bad("event key %q does not match its content (%q)", shorten(ev.Key), want)
@@ -202,6 +246,9 @@ func (v Validator) event(node, name string, data []byte) (*Parsed, error) {
 		if err := checkNotes("event gpu missing", g.Missing); err != nil {
 			return nil, err
 		}
+		if !u64OK(g.EnergyMJ) {
+			return nil, bad("event: GPU %s energy counter %d out of range", shorten(g.UUID), *g.EnergyMJ)
+		}
 	}
 	if len(j.CUDAVisibleDevices) > 4096 || len(ev.Source) > maxNameLen {
 		return nil, bad("event: oversized field")
@@ -209,7 +256,12 @@ func (v Validator) event(node, name string, data []byte) (*Parsed, error) {
 	if err := checkNotes("event quality", ev.Quality); err != nil {
 		return nil, err
 	}
-	return &Parsed{Event: &ev}, nil
+	canon, err := json.Marshal(&ev)
+	if err != nil {
+		return nil, bad("event: %s", shorten(err.Error()))
+	}
+	sum := sha256.Sum256(canon)
+	return &Parsed{Event: &ev, ContentHash: hex.EncodeToString(sum[:])}, nil
 }
 
 func (v Validator) segment(node, name string, data []byte) (*Parsed, error) {
@@ -234,13 +286,15 @@ func (v Validator) segment(node, name string, data []byte) (*Parsed, error) {
 	if want := record.SegmentFileName(h.Cluster, h.Node, h.Seq); name != want {
 		return nil, bad("segment file name %q does not match its key (%q)", name, want)
 	}
-	if !(h.Interval > 0 && h.Interval <= maxInterval) {
-		return nil, bad("segment interval %v s is outside (0, %v]", h.Interval, maxInterval)
+	if lim := v.maxInterval(); !(h.Interval > 0 && h.Interval <= lim) {
+		return nil, bad("segment interval %v s is outside (0, %.4g] (agent.interval + %.0f%%)", h.Interval, lim, intervalTolerance*100)
 	}
 	if err := v.checkTime("segment start", h.Start); err != nil {
 		return nil, err
 	}
 	p := &Parsed{Header: &h}
+	content := sha256.New()
+	content.Write(bytes.TrimSpace(sc.Bytes()))
 	// A segment holds about (segment length / interval) × GPUs lines.
 	p.Samples = make([]record.Sample, 0, min(maxSegmentLines, len(data)/160+1))
 	var dec sampleDecoder
@@ -267,6 +321,8 @@ func (v Validator) segment(node, name string, data []byte) (*Parsed, error) {
 			return nil, bad("segment line %d: %s", line, err.(*Bad).Reason)
 		}
 		p.Samples = append(p.Samples, s)
+		content.Write([]byte{'\n'})
+		content.Write(b)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, bad("segment line %d: %s", line+1, shorten(err.Error()))
@@ -274,6 +330,7 @@ func (v Validator) segment(node, name string, data []byte) (*Parsed, error) {
 	if len(data) > 0 && data[len(data)-1] != '\n' {
 		return nil, bad("segment is truncated: the last line has no newline")
 	}
+	p.ContentHash = hex.EncodeToString(content.Sum(nil))
 	return p, nil
 }
 
@@ -313,9 +370,21 @@ func (v Validator) sample(s *record.Sample, uuids uuidCache) error {
 		return bad("%d jobs, %d processes on one GPU", len(s.Jobs), len(s.Procs))
 	}
 	total := 0.0
+	if s.PowerMW != nil && *s.PowerMW > store.MaxGPUPowerMW {
+		return bad("power %d mW is more than a GPU draws (%d W)", *s.PowerMW, store.MaxGPUPowerMW/1000)
+	}
+	for _, f := range []struct {
+		what string
+		v    *uint64
+	}{{"energy counter", s.EnergyMJ}, {"memory used", s.MemUsedMiB}, {"memory total", s.MemTotalMiB},
+		{"throttle reasons", s.Throttle}, {"ECC errors", s.ECCErrors}, {"XID errors", s.XIDErrors}} {
+		if !u64OK(f.v) {
+			return bad("%s %d out of range", f.what, *f.v)
+		}
+	}
 	for _, j := range s.Jobs {
-		if j.Job == 0 || j.Job > 1<<53 || j.Restart < 0 {
-			return bad("job %d restart %d out of range", j.Job, j.Restart)
+		if !jobOK(j.Job, j.Restart) {
+			return bad("job %d restart %d out of range (job 1..%d, restart 0..%d)", j.Job, j.Restart, uint64(maxJobID), maxRestart)
 		}
 		// A job with no process on a GPU shared with a job that has one
 		// gets share 0: it held the GPU but used none of it.
@@ -381,8 +450,8 @@ func (v Validator) jobGPU(node, name string, a *record.JobGPU, _ bool) error {
 	if a.Node != node {
 		return bad("aggregate of node %q found in the directory of node %q", shorten(a.Node), node)
 	}
-	if a.Job == 0 || a.Job > 1<<53 || a.RestartCount < 0 {
-		return bad("aggregate: job %d restart %d out of range", a.Job, a.RestartCount)
+	if !jobOK(a.Job, a.RestartCount) {
+		return bad("aggregate: job %d restart %d out of range (job 1..%d, restart 0..%d)", a.Job, a.RestartCount, uint64(maxJobID), maxRestart)
 	}
 	if !uuidRE.MatchString(a.UUID) {
 		return bad("aggregate: GPU UUID %q is malformed", shorten(a.UUID))
@@ -404,6 +473,24 @@ func (v Validator) jobGPU(node, name string, a *record.JobGPU, _ bool) error {
 	if a.Last.Before(a.First) || a.UtilMax > 100 || a.SampleSeconds < 0 || a.UtilSeconds < 0 || a.IdleSeconds < 0 ||
 		a.UtilSeconds > a.SampleSeconds*1.000001+1e-9 || len(a.Model) > maxNameLen || len(a.Quality) > maxNotes {
 		return bad("aggregate %s: inconsistent figures", a.Key)
+	}
+	if a.IdleSeconds > a.SampleSeconds*1.000001+1e-9 {
+		return bad("aggregate %s: idle %.6g s is more than the %.6g s sampled", a.Key, a.IdleSeconds, a.SampleSeconds)
+	}
+	// The samples cover first..last and one interval after; the energy
+	// runs from the prolog's reading to the epilog's, an interval or so
+	// either side of them.
+	span := a.Last.Sub(a.First).Seconds() + v.maxInterval()
+	if a.SampleSeconds > span*1.000001+1 {
+		return bad("aggregate %s: %.6g s sampled between %s and %s", a.Key, a.SampleSeconds,
+			a.First.UTC().Format(time.RFC3339), a.Last.UTC().Format(time.RFC3339))
+	}
+	if lim := (span + 2*v.maxInterval() + 60) * store.MaxGPUPowerMW; a.EnergyMJ > maxStored || float64(a.EnergyMJ) > lim {
+		return bad("aggregate %s: energy %d mJ is more than a GPU draws (%d W) in %.6g s", a.Key, a.EnergyMJ,
+			store.MaxGPUPowerMW/1000, span+2*v.maxInterval()+60)
+	}
+	if a.MemMaxMiB > maxStored || a.MemTotalMiB > maxStored || a.Samples > maxStored {
+		return bad("aggregate %s: figure out of range", a.Key)
 	}
 	for k := range a.Quality {
 		if len(k) > maxNoteLen || strings.ContainsAny(k, "\n\x00") {

@@ -105,13 +105,18 @@ func (sp JobSpec) String() string {
 	return s
 }
 
+// jobDetailCols are jobCols with a start that is never NULL: a ledger
+// from before estimated starts may hold a job seen only through its end or
+// its samples; its end (else 0) stands in rather than failing the scan.
+var jobDetailCols = strings.Replace(jobCols, "j.start,", "coalesce(j.start, j.end, 0),", 1)
+
 // Job loads one job run.
 func (d *DB) Job(ctx context.Context, cluster string, sp JobSpec, now time.Time) (*Detail, error) {
 	id, restart := sp.ID, sp.Restart
-	q := `SELECT ` + jobCols + ` FROM jobs j WHERE j.job_id = ?`
+	q := `SELECT ` + jobDetailCols + ` FROM jobs j WHERE j.job_id = ?`
 	args := []any{id}
 	if sp.Task != nil {
-		q = `SELECT ` + jobCols + ` FROM jobs j WHERE (j.array_job_id = ? AND j.array_task_id = ?)`
+		q = `SELECT ` + jobDetailCols + ` FROM jobs j WHERE (j.array_job_id = ? AND j.array_task_id = ?)`
 		args = []any{id, *sp.Task}
 	}
 	// The jobs table's unique index starts with the cluster: naming every

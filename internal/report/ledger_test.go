@@ -48,6 +48,9 @@ func ledger(tb testing.TB, root string, o gendata.Options) (string, gendata.Trut
 	cfg.Ingest.Archive = filepath.Join(root, "archive")
 	cfg.Ingest.Keep = "delete"
 	cfg.Ingest.Sacct = ""
+	if o.Interval > 0 {
+		cfg.Agent.Interval = config.Dur(o.Interval) // ingest holds segments to it
+	}
 	if err := os.MkdirAll(cfg.Ingest.Incoming, 0o755); err != nil {
 		tb.Fatal(err)
 	}

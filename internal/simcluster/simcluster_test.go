@@ -221,8 +221,8 @@ func TestPipelineEqualsTruth(t *testing.T) {
 				kwh += *g.EnergyKWh
 			}
 			mj := kwh * 3.6e9
-			if len(det.GPUs) != len(j.GPUs) || sampleS != j.SampleS || idleS != j.IdleS {
-				t.Errorf("job %d: %d GPUs, %v sample s, %v idle s; truth %d, %v, %v", j.ID, len(det.GPUs), sampleS, idleS, len(j.GPUs), j.SampleS, j.IdleS)
+			if len(det.GPUs) != len(j.GPUs) || sampleS != j.AgentSampleS || idleS != j.AgentIdleS {
+				t.Errorf("job %d: %d GPUs, %v sample s, %v idle s; truth %d, %v, %v", j.ID, len(det.GPUs), sampleS, idleS, len(j.GPUs), j.AgentSampleS, j.AgentIdleS)
 			}
 			if j.Reset {
 				if mj > float64(j.DrawnMJ)+1 {

@@ -12,14 +12,18 @@ type Usage struct {
 	// AllocS is allocated GPU-seconds: GPUs × (end − start).
 	AllocS int64
 	// Samples are the samples attributed to the job(s), SampleS their
-	// GPU-seconds (samples × interval).
+	// GPU-seconds: of each sample's [t, t + interval), the part inside the
+	// job's allocation (the ledger never counts past allocated).
 	Samples int64
 	SampleS float64
-	// UsedS is Σ utilization/100 × interval over those samples.
+	// UsedS is Σ utilization/100 × that part over those samples.
 	UsedS float64
-	// IdleS is Σ interval over those samples where the GPU ran none of the
-	// job's processes or was under the idle threshold.
+	// IdleS is Σ that part over those samples where the GPU ran none of
+	// the job's processes or was under the idle threshold.
 	IdleS float64
+	// AgentSampleS and AgentIdleS are SampleS and IdleS with whole
+	// intervals, as the agent's job × GPU aggregates count them.
+	AgentSampleS, AgentIdleS float64
 	// EnergyMJ is Σ over those samples of the energy counter's rise since
 	// the GPU's previous reading (a counter that went down was reset and
 	// counts from 0; after a gap over 3 intervals the rise is unknown).
@@ -36,6 +40,8 @@ func (u *Usage) add(o Usage) {
 	u.SampleS += o.SampleS
 	u.UsedS += o.UsedS
 	u.IdleS += o.IdleS
+	u.AgentSampleS += o.AgentSampleS
+	u.AgentIdleS += o.AgentIdleS
 	u.EnergyMJ += o.EnergyMJ
 	u.DrawnMJ += o.DrawnMJ
 }
@@ -87,7 +93,6 @@ func (t *Truth) Job(id uint64) (JobTruth, bool) {
 // sample holds by definition.
 func nodeTruth(o *Options, p *nodePlan, base []uint64, idleThreshold float64) (jobs []JobTruth, samples, lost, resets int64) {
 	iv := int64(o.Interval / time.Second)
-	ivs := o.Interval.Seconds()
 	start, end := o.Start.Unix(), o.Start.Add(o.Duration).Unix()
 	jobs = make([]JobTruth, len(p.jobs))
 	type hold struct {
@@ -155,22 +160,28 @@ func nodeTruth(o *Options, p *nodePlan, base []uint64, idleThreshold float64) (j
 				}
 				if h != nil {
 					jt := &jobs[h.j]
+					// The ledger counts the part of the sample's
+					// [u, u+interval) inside the job's allocation.
+					part := min(u+iv, p.jobs[h.j].End.Unix()) - u
+					parts := float64(part)
 					jt.Samples++
-					jt.SampleS += ivs
+					jt.SampleS += parts
+					jt.AgentSampleS += float64(iv)
 					if isLost {
 						jt.LostSamples++
 					} else {
 						util, _, _, proc := pr.at(u)
-						jt.UsedS += float64(util) * ivs / 100
+						jt.UsedS += float64(util) * parts / 100
 						if !proc || float64(util) < idleThreshold {
-							jt.IdleS += ivs
+							jt.IdleS += parts
+							jt.AgentIdleS += float64(iv)
 						}
 						if havePrev && u-prevT <= 3*iv {
+							d := counter
 							if counter >= prevC {
-								jt.EnergyMJ += int64(counter - prevC)
-							} else {
-								jt.EnergyMJ += int64(counter)
+								d = counter - prevC
 							}
+							jt.EnergyMJ += int64(float64(d)*float64(part*1000)/float64(iv*1000) + 0.5)
 						}
 					}
 				}

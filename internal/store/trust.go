@@ -229,8 +229,11 @@ func (b *Batch) checkSegment(h *record.SegmentHeader, node int64, samples []reco
 			if cur.sample < 0 {
 				continue
 			}
+			// A window ends where the next sample starts. A stored sample
+			// before it kept its whole window when stored (this one was not
+			// known then): this one starts after it.
 			w := window{cur.t, cur.t + cur.iv}
-			if i > 0 {
+			if i > 0 && all[i-1].sample < 0 {
 				w.lo = max(w.lo, all[i-1].t+all[i-1].iv)
 			}
 			if i+1 < len(all) {

@@ -316,13 +316,21 @@ func writeSamples(dir string, o Options, node string, jobs []Job, t *Truth) (int
 				if cur != nil {
 					s.Jobs = []record.JobShare{{Job: cur.ID, Share: 1, Idle: util < 1}}
 					s.Procs = []record.Proc{{PID: uint32(1000 + g), MemUsedMiB: mem, Job: cur.ID}}
-					t.Used += float64(util) * ivs / 100
-					t.SampleS += ivs
+					// The ledger counts only the part of the sample's
+					// [t, t+interval) inside the job's allocation.
+					hi := ts + iv
+					if cur.HasEnd {
+						hi = min(hi, cur.End*1000)
+					}
+					in := hi - max(ts, cur.Start*1000)
+					part := float64(in) / 1000
+					t.Used += float64(util) * part / 100
+					t.SampleS += part
 					if util < 1 {
-						t.Idle += ivs
+						t.Idle += part
 					}
 					if seen[g] {
-						t.EnergyMJ += int64(de)
+						t.EnergyMJ += int64(float64(de)*float64(in)/float64(iv) + 0.5)
 					}
 					if o.Aggregates {
 						k := [2]uint64{cur.ID, uint64(g)}
@@ -335,13 +343,13 @@ func writeSamples(dir string, o Options, node string, jobs []Job, t *Truth) (int
 						}
 						a.Last = s.Time
 						a.Samples++
-						a.SampleSeconds += ivs
-						a.UtilSeconds += float64(util) * ivs / 100
+						a.SampleSeconds += part
+						a.UtilSeconds += float64(util) * part / 100
 						a.UtilMax = max(a.UtilMax, util)
 						a.MemMaxMiB = max(a.MemMaxMiB, mem)
 						a.EnergyMJ += de
 						if util < 1 {
-							a.IdleSeconds += ivs
+							a.IdleSeconds += part
 						}
 					}
 				}

@@ -1,0 +1,99 @@
+package ingest
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/store"
+)
+
+// recordKeys are the keys whose effect a file applies to the ledger once,
+// forever (store.AppliedKey): an event's key, a segment's key. Aggregates
+// are not among them: the highest seq of a key replaces the others, so
+// applying one again changes nothing.
+func recordKeys(p *Parsed) []string {
+	switch {
+	case p.Event != nil:
+		return []string{"event:" + p.Event.Key}
+	case p.Header != nil:
+		return []string{"segment:" + p.Header.Key}
+	}
+	return nil
+}
+
+// keyState says whether a file's records were applied before: with the
+// same content (a duplicate) or other content (a conflict, named by key).
+func keyState(b *store.Batch, p *Parsed) (store.KeyState, string, error) {
+	for _, k := range recordKeys(p) {
+		st, err := b.AppliedKey(k, p.ContentHash)
+		if err != nil || st != store.KeyNew {
+			return st, k, err
+		}
+	}
+	return store.KeyNew, "", nil
+}
+
+// keysApplied records a file's keys in the transaction that applied it.
+func keysApplied(b *store.Batch, p *Parsed) error {
+	for _, k := range recordKeys(p) {
+		if err := b.KeyApplied(k, p.ContentHash); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rejected handles a file the store refused as not its node's to say. A
+// file that names a job with no event from its node yet waits in incoming
+// (events come first in a pass, but may be shipped a pass later) for up
+// to ingest.grace after it was shipped or its newest record, whichever is
+// later; then, and for every other reason, it is quarantined.
+func (in *Ingester) rejected(f file, p *Parsed, rj *store.Rejected, now time.Time, res *Result) {
+	if rj.Wait {
+		newest := newestRecord(p)
+		if st, err := os.Lstat(f.path); err == nil && st.ModTime().After(newest) {
+			newest = st.ModTime()
+		}
+		wait := in.d.Config.Ingest.Grace.Duration
+		if now.Sub(newest) < wait {
+			res.Deferred++
+			if in.deferred != nil {
+				in.deferred[f.path] = true
+			}
+			in.d.Log.Info("file waits for its job's event", "node", f.node, "file", f.path, "reason", rj.Reason)
+			return
+		}
+		in.bad(f, fmt.Sprintf("%s after waiting %s (ingest.grace)", rj.Reason, wait), res)
+		return
+	}
+	in.bad(f, rj.Reason, res)
+}
+
+func newestRecord(p *Parsed) time.Time {
+	var t time.Time
+	if p.Event != nil {
+		t = p.Event.Time
+	}
+	for i := range p.Samples {
+		if p.Samples[i].Time.After(t) {
+			t = p.Samples[i].Time
+		}
+	}
+	for i := range p.JobGPUs {
+		if p.JobGPUs[i].Last.After(t) {
+			t = p.JobGPUs[i].Last
+		}
+	}
+	return t
+}
+
+// asRejected is err as a *store.Rejected, or nil.
+func asRejected(err error) *store.Rejected {
+	var rj *store.Rejected
+	if errors.As(err, &rj) {
+		return rj
+	}
+	return nil
+}

@@ -1,0 +1,115 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// NoStart is a job run's part on one node whose start event never came:
+// its end stands in for the start (start_source 'end') until Slurm or the
+// node's first sample of the job says better.
+type NoStart struct {
+	Row     int64
+	Cluster string
+	JobID   uint64
+	Restart int
+	Node    int64
+	End     time.Time
+}
+
+// NoStarts lists up to limit parts of jobs whose start is still the end's
+// stand-in.
+func (b *Batch) NoStarts(limit int) ([]NoStart, error) {
+	if err := b.settle(); err != nil {
+		return nil, err
+	}
+	s, err := b.stmt(`SELECT j.id, j.cluster, j.job_id, j.restart, n.node_id, n.end FROM job_nodes n JOIN jobs j ON j.id = n.job
+ WHERE n.start_estimated = 1 AND n.start_source = 'end' ORDER BY j.id, n.node_id LIMIT ?`)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.QueryContext(b.ctx, limit)
+	if err != nil {
+		return nil, fmt.Errorf("jobs without a start: %w", err)
+	}
+	defer rows.Close()
+	var out []NoStart
+	for rows.Next() {
+		var n NoStart
+		var jid int64
+		var end sql.NullInt64
+		if err := rows.Scan(&n.Row, &n.Cluster, &jid, &n.Restart, &n.Node, &end); err != nil {
+			return nil, fmt.Errorf("jobs without a start: %w", err)
+		}
+		n.JobID, n.End = uint64(jid), time.Unix(end.Int64, 0)
+		out = append(out, n)
+	}
+	return out, rows.Err()
+}
+
+// FirstSample is the time of the node's first stored sample of the job
+// run, if any: looked up in the first hour of the job with sampled time
+// (job_hours), so that it reads one hour of samples, not all.
+func (b *Batch) FirstSample(n NoStart) (time.Time, bool, error) {
+	if err := b.flushUse(); err != nil {
+		return time.Time{}, false, err
+	}
+	row, err := b.queryRow(`SELECT min(hour) FROM job_hours WHERE job = ? AND node_id = ? AND sample_s > 0`, n.Row, n.Node)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	var hour sql.NullInt64
+	if err := row.Scan(&hour); err != nil {
+		return time.Time{}, false, fmt.Errorf("first sample of job %d: %w", n.JobID, err)
+	}
+	if !hour.Valid {
+		return time.Time{}, false, nil
+	}
+	row, err = b.queryRow(`SELECT min(s.t_ms) FROM samples s JOIN gpus g ON g.id = s.gpu_id
+ WHERE g.node_id = ? AND s.t_ms >= ? AND s.t_ms < ? AND (s.job = ? AND s.restart = ? OR s.jobs LIKE ?)`,
+		n.Node, hour.Int64*3_600_000, (hour.Int64+1)*3_600_000, int64(n.JobID), n.Restart, fmt.Sprintf(`%%"job":%d,%%`, n.JobID))
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	var t sql.NullInt64
+	if err := row.Scan(&t); err != nil {
+		return time.Time{}, false, fmt.Errorf("first sample of job %d: %w", n.JobID, err)
+	}
+	if !t.Valid {
+		// Pruned already: the hour is what is left.
+		return time.Unix(hour.Int64*3600, 0), true, nil
+	}
+	return time.UnixMilli(t.Int64), true, nil
+}
+
+// SetStart gives a job part whose start never came a better one: from
+// sacct (Slurm's record, no longer estimated) or from its first sample
+// (still estimated). A start after the end is taken as the end.
+func (b *Batch) SetStart(n NoStart, start time.Time, source string) error {
+	est := 1
+	if source == "sacct" {
+		est = 0
+	}
+	if _, err := b.exec(`UPDATE job_nodes SET start = min(?, coalesce(end, ?)), start_estimated = ?, start_source = ?,
+ quality = CASE WHEN quality = '' THEN ? ELSE quality || '; ' || ? END
+ WHERE job = ? AND node_id = ? AND start_estimated = 1`,
+		start.Unix(), start.Unix(), est, source, "start_from_"+source, "start_from_"+source, n.Row, n.Node); err != nil {
+		return err
+	}
+	if err := b.reroll(n.Row, n.Node); err != nil {
+		return err
+	}
+	return b.summarize(n.Row)
+}
+
+// EstimatedStarts counts the job runs whose start is an estimate (no
+// start event, and Slurm did not say): for gpuacct check.
+func (s *Store) EstimatedStarts(ctx context.Context) (int64, error) {
+	var n int64
+	if err := s.DB.QueryRowContext(ctx, `SELECT count(DISTINCT job) FROM job_nodes WHERE start_estimated = 1`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count estimated starts: %w", err)
+	}
+	return n, nil
+}
