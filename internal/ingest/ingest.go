@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -231,9 +230,9 @@ func (in *Ingester) refuse(node, path, why string, res *Result) {
 	}
 }
 
-// read opens a file without following links and checks owner, type and
+// open opens a file without following links and checks owner, type and
 // size on the open descriptor.
-func (in *Ingester) read(f file) ([]byte, error) {
+func (in *Ingester) open(f file) (*os.File, error) {
 	fd, err := os.OpenFile(f.path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
@@ -241,33 +240,32 @@ func (in *Ingester) read(f file) ([]byte, error) {
 		}
 		return nil, err
 	}
-	defer fd.Close()
 	st, err := fd.Stat()
+	if err == nil {
+		err = in.trustedFile(st)
+	}
 	if err != nil {
+		fd.Close()
 		return nil, err
 	}
+	return fd, nil
+}
+
+func (in *Ingester) trustedFile(st os.FileInfo) error {
 	if !st.Mode().IsRegular() {
-		return nil, &refused{"not a regular file"}
+		return &refused{"not a regular file"}
 	}
 	sys := st.Sys().(*syscall.Stat_t)
 	if int(sys.Uid) != in.d.UID {
-		return nil, &refused{fmt.Sprintf("owned by uid %d, not the service user (uid %d)", sys.Uid, in.d.UID)}
+		return &refused{fmt.Sprintf("owned by uid %d, not the service user (uid %d)", sys.Uid, in.d.UID)}
 	}
 	if st.Mode().Perm()&0o022 != 0 {
-		return nil, &refused{fmt.Sprintf("writable by group or others (mode %v)", st.Mode().Perm())}
+		return &refused{fmt.Sprintf("writable by group or others (mode %v)", st.Mode().Perm())}
 	}
-	limit := in.d.Config.Ingest.MaxFileSize
-	if st.Size() > limit {
-		return nil, &Bad{fmt.Sprintf("file of %d bytes is over the limit of %d (ingest.max_file_size)", st.Size(), limit)}
+	if limit := in.d.Config.Ingest.MaxFileSize; st.Size() > limit {
+		return &Bad{fmt.Sprintf("file of %d bytes is over the limit of %d (ingest.max_file_size)", st.Size(), limit)}
 	}
-	data, err := io.ReadAll(io.LimitReader(fd, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
-		return nil, &Bad{fmt.Sprintf("file grew over the limit of %d bytes while read", limit)}
-	}
-	return data, nil
+	return nil
 }
 
 type refused struct{ why string }

@@ -2,7 +2,9 @@ package ingest
 
 import (
 	"bytes"
+	"io"
 	"strconv"
+	"unsafe"
 
 	"github.com/aicloud/gpusuite/internal/record"
 )
@@ -20,6 +22,39 @@ type sampleDecoder struct {
 	// uuids interns the GPU UUIDs of a segment (a handful, repeated on
 	// every line).
 	uuids []string
+	// vals and jobSlab are slabs that a segment's samples take their values
+	// and job lists from: one allocation per slabLen samples, not one or
+	// two per sample, and no allocator rounding (TestLoadMemory).
+	vals    []sampleValues
+	jobSlab []record.JobShare
+	// scratch collects one sample's jobs before they go to the slab.
+	scratch []record.JobShare
+}
+
+const slabLen = 512
+
+// newValues cuts a zeroed sampleValues from the slab.
+func (d *sampleDecoder) newValues() *sampleValues {
+	if len(d.vals) == cap(d.vals) {
+		d.vals = make([]sampleValues, 0, slabLen)
+	}
+	d.vals = d.vals[:len(d.vals)+1]
+	return &d.vals[len(d.vals)-1]
+}
+
+// keepJobs copies the scratch jobs into the slab, capped so that an
+// append to one sample's jobs cannot reach the next one's.
+func (d *sampleDecoder) keepJobs() []record.JobShare {
+	n := len(d.scratch)
+	if n == 0 {
+		return []record.JobShare{}
+	}
+	if cap(d.jobSlab)-len(d.jobSlab) < n {
+		d.jobSlab = make([]record.JobShare, 0, max(slabLen, n))
+	}
+	start := len(d.jobSlab)
+	d.jobSlab = append(d.jobSlab, d.scratch...)
+	return d.jobSlab[start:len(d.jobSlab):len(d.jobSlab)]
 }
 
 // sampleValues backs a sample's optional numbers: one allocation instead
@@ -38,7 +73,7 @@ func (d *sampleDecoder) decode(line []byte, s *record.Sample) bool {
 	var vals *sampleValues
 	v := func() *sampleValues {
 		if vals == nil {
-			vals = &sampleValues{}
+			vals = d.newValues()
 		}
 		return vals
 	}
@@ -242,8 +277,8 @@ func (d *sampleDecoder) jobs(s *record.Sample) bool {
 	if !d.open('[') {
 		return false
 	}
-	s.Jobs = []record.JobShare{}
-	return d.elems(func() bool {
+	d.scratch = d.scratch[:0]
+	ok := d.elems(func() bool {
 		var j record.JobShare
 		if !d.open('{') {
 			return false
@@ -280,9 +315,13 @@ func (d *sampleDecoder) jobs(s *record.Sample) bool {
 				return d.bool(&j.Idle)
 			}
 		})
-		s.Jobs = append(s.Jobs, j)
+		d.scratch = append(d.scratch, j)
 		return ok
 	})
+	if ok {
+		s.Jobs = d.keepJobs()
+	}
+	return ok
 }
 
 func (d *sampleDecoder) procs(s *record.Sample) bool {
@@ -567,4 +606,26 @@ func (d *sampleDecoder) bool(dst *bool) bool {
 		return false
 	}
 	return true
+}
+
+// sampleCap is how many samples to make room for in a segment of size
+// bytes and newlines lines: one a line, but never a slice larger than the
+// file, however many short (invalid) lines it has.
+func sampleCap(newlines int, size int64) int {
+	return min(newlines, int(size/int64(unsafe.Sizeof(record.Sample{})))+1)
+}
+
+// tailReader remembers the last byte read: a segment must end in a
+// newline.
+type tailReader struct {
+	r    io.Reader
+	last byte
+}
+
+func (t *tailReader) Read(b []byte) (int, error) {
+	n, err := t.r.Read(b)
+	if n > 0 {
+		t.last = b[n-1]
+	}
+	return n, err
 }

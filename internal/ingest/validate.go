@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"regexp"
 	"strings"
@@ -265,7 +266,15 @@ func (v Validator) event(node, name string, data []byte) (*Parsed, error) {
 }
 
 func (v Validator) segment(node, name string, data []byte) (*Parsed, error) {
-	sc := bufio.NewScanner(bytes.NewReader(data))
+	return v.segmentFrom(node, name, bytes.NewReader(data), sampleCap(bytes.Count(data, []byte{'\n'}), int64(len(data))))
+}
+
+// segmentFrom validates a segment read from r, line by line, so that
+// ingest never holds a file's bytes next to its samples; lines (a hint,
+// sampleCap) sizes the samples' slice.
+func (v Validator) segmentFrom(node, name string, r io.Reader, lines int) (*Parsed, error) {
+	tail := &tailReader{r: r}
+	sc := bufio.NewScanner(tail)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	if !sc.Scan() {
 		return nil, bad("segment: no header line")
@@ -295,8 +304,7 @@ func (v Validator) segment(node, name string, data []byte) (*Parsed, error) {
 	p := &Parsed{Header: &h}
 	content := sha256.New()
 	content.Write(bytes.TrimSpace(sc.Bytes()))
-	// A segment holds about (segment length / interval) × GPUs lines.
-	p.Samples = make([]record.Sample, 0, min(maxSegmentLines, len(data)/160+1))
+	p.Samples = make([]record.Sample, 0, min(maxSegmentLines, max(lines, 1)))
 	var dec sampleDecoder
 	uuids := uuidCache{}
 	line := 1
@@ -309,25 +317,27 @@ func (v Validator) segment(node, name string, data []byte) (*Parsed, error) {
 		if line > maxSegmentLines {
 			return nil, bad("segment: more than %d lines", maxSegmentLines)
 		}
-		var s record.Sample
-		if !dec.decode(b, &s) {
+		// Decoded in place: a sample on its own would be one more
+		// allocation a line.
+		p.Samples = append(p.Samples, record.Sample{})
+		s := &p.Samples[len(p.Samples)-1]
+		if !dec.decode(b, s) {
 			// Not the plain shape: encoding/json decides, and says why.
-			s = record.Sample{}
-			if err := strict(b, &s); err != nil {
+			*s = record.Sample{}
+			if err := strict(b, s); err != nil {
 				return nil, bad("segment line %d: %s", line, shorten(err.Error()))
 			}
 		}
-		if err := v.sample(&s, uuids); err != nil {
+		if err := v.sample(s, uuids); err != nil {
 			return nil, bad("segment line %d: %s", line, err.(*Bad).Reason)
 		}
-		p.Samples = append(p.Samples, s)
 		content.Write([]byte{'\n'})
 		content.Write(b)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, bad("segment line %d: %s", line+1, shorten(err.Error()))
 	}
-	if len(data) > 0 && data[len(data)-1] != '\n' {
+	if tail.last != '\n' {
 		return nil, bad("segment is truncated: the last line has no newline")
 	}
 	p.ContentHash = hex.EncodeToString(content.Sum(nil))
