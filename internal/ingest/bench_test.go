@@ -282,3 +282,60 @@ func benchYear(b *testing.B, days int) {
 	b.Logf("extrapolated to a year (×%.1f, linear): %.0f jobs, ingest %s, DB %.1f GiB without raw samples, rollup_daily %.0f rows",
 		scale, float64(truth.Jobs)*scale, (time.Duration(float64(ingest) * scale)).Round(time.Second), float64(size)*scale/(1<<30), float64(count("rollup_daily"))*scale)
 }
+
+// BenchmarkIngestBigSegments: `gpuacct ingest` (this test binary standing
+// in) takes ten segments of about 60 MB each, one per node, in one pass;
+// it reports the process's peak resident memory, which read-ahead and
+// decoding bound (docs/store.md: 1.5 × the bytes in flight, at most
+// 2 × ingest.max_file_size).
+func BenchmarkIngestBigSegments(b *testing.B) {
+	for range b.N {
+		b.StopTimer()
+		root := b.TempDir()
+		os.Chmod(root, 0o755)
+		cfg := benchConfig(root)
+		os.MkdirAll(cfg.Ingest.Incoming, 0o755)
+		start := time.Now().UTC().Truncate(time.Hour).Add(-90 * time.Hour)
+		truth, err := gendata.Generate(cfg.Ingest.Incoming, gendata.Options{Cluster: "c1", Nodes: 10, GPUsPerNode: 8, Start: start,
+			Duration: 80 * time.Hour, Segment: 80 * time.Hour, Interval: 10 * time.Second, JobsPerNode: 40, HookEvents: true, Seed: 12})
+		if err != nil {
+			b.Fatal(err)
+		}
+		segs, _ := filepath.Glob(filepath.Join(cfg.Ingest.Incoming, "*", "samples.*"))
+		var biggest, total int64
+		for _, p := range segs {
+			if st, err := os.Stat(p); err == nil {
+				biggest = max(biggest, st.Size())
+				total += st.Size()
+			}
+		}
+		exe, err := os.Executable()
+		if err != nil {
+			b.Fatal(err)
+		}
+		cmd := exec.Command(exe, "ingest", "--db", cfg.Store.Path, "--incoming", cfg.Ingest.Incoming,
+			"--quarantine", cfg.Ingest.Quarantine, "--archive", cfg.Ingest.Archive, "--sacct", "", "--keep", "delete")
+		cmd.Env = append(os.Environ(), "GPUSUITE_TEST_GPUACCT=1")
+		b.StartTimer()
+		t0 := time.Now()
+		out, err := cmd.CombinedOutput()
+		took := time.Since(t0)
+		b.StopTimer()
+		if err != nil {
+			b.Fatalf("ingest: %v\n%s", err, out)
+		}
+		rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10 // KiB on Linux
+		s, err := store.Open(context.Background(), store.Options{Path: cfg.Store.Path, ReadOnly: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		x := totalsB(b, s)
+		s.Close()
+		if x.Samples != int64(truth.Samples) {
+			b.Fatalf("%d samples stored, want %d", x.Samples, truth.Samples)
+		}
+		b.ReportMetric(float64(rss)/(1<<20), "peak-RSS-MiB")
+		b.Logf("%d segments of up to %.1f MiB (%.0f MiB in all, %d samples): ingest in %s, peak RSS %.0f MiB (%.1f× the largest segment)",
+			len(segs), float64(biggest)/(1<<20), float64(total)/(1<<20), truth.Samples, took.Round(time.Millisecond), float64(rss)/(1<<20), float64(rss)/float64(biggest))
+	}
+}
