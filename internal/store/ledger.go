@@ -37,6 +37,8 @@ type Batch struct {
 	seen map[int64]int64
 	// models caches the GPU model of a node (nodeModel).
 	models map[int64]string
+	// allocs caches job allocations for the trust checks (jobAlloc).
+	allocs map[allocKey]alloc
 	// Jobs whose events changed: their rerolls and summaries wait for the
 	// end of the batch, so that a job's start and end events in one batch
 	// move the rollups once.
@@ -777,6 +779,7 @@ ON CONFLICT DO UPDATE SET minor = excluded.minor, `+col+` = coalesce(`+col+`, ex
 	}
 	b.rerolls[job] = true
 	b.summaries[job] = true
+	clear(b.allocs)
 	return nil
 }
 
@@ -1285,6 +1288,7 @@ func (b *Batch) CloseJob(o OpenJob, end time.Time, source, state string, exitCod
 	if err := b.settle(); err != nil {
 		return err
 	}
+	clear(b.allocs)
 	est := 0
 	if source != "sacct" {
 		est = 1

@@ -88,6 +88,7 @@ func (b *Batch) FirstSample(n NoStart) (time.Time, bool, error) {
 // sacct (Slurm's record, no longer estimated) or from its first sample
 // (still estimated). A start after the end is taken as the end.
 func (b *Batch) SetStart(n NoStart, start time.Time, source string) error {
+	clear(b.allocs)
 	est := 1
 	if source == "sacct" {
 		est = 0

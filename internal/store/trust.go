@@ -72,6 +72,10 @@ type alloc struct{ lo, hi int64 }
 // jobAlloc is the allocation of a job run on node from its own events; a
 // job with no event from the node is a Rejected with Wait.
 func (b *Batch) jobAlloc(cluster string, job uint64, restart int, node int64, nodeName string) (alloc, error) {
+	k := allocKey{jobKey{cluster, job, restart}, node}
+	if a, ok := b.allocs[k]; ok {
+		return a, nil
+	}
 	row, err := b.queryRow(`SELECT n.start, n.end, n.start_estimated FROM jobs j JOIN job_nodes n ON n.job = j.id
  WHERE j.cluster = ? AND j.job_id = ? AND j.restart = ? AND n.node_id = ?`, cluster, int64(job), restart, node)
 	if err != nil {
@@ -92,7 +96,18 @@ func (b *Batch) jobAlloc(cluster string, job uint64, restart int, node int64, no
 	if end.Valid {
 		a.hi = end.Int64 * 1000
 	}
+	if b.allocs == nil {
+		b.allocs = map[allocKey]alloc{}
+	}
+	b.allocs[k] = a
 	return a, nil
+}
+
+// allocKey keys the batch's cache of allocations (Batch.allocs), which
+// every change of job_nodes clears.
+type allocKey struct {
+	job  jobKey
+	node int64
 }
 
 // checkEvent refuses an event that contradicts its node's other event of
@@ -208,7 +223,10 @@ func (b *Batch) checkSegment(h *record.SegmentHeader, node int64, samples []reco
 	}
 	for _, u := range uuids {
 		st := byGPU[u]
-		sort.SliceStable(st, func(i, j int) bool { return st[i].t < st[j].t })
+		// The agent writes them in time order: sort only what is not.
+		if !sort.SliceIsSorted(st, func(i, j int) bool { return st[i].t < st[j].t }) {
+			sort.SliceStable(st, func(i, j int) bool { return st[i].t < st[j].t })
+		}
 		stored, err := b.storedAround(u, st[0].t, st[len(st)-1].t+ivMS)
 		if err != nil {
 			return nil, err
@@ -322,17 +340,18 @@ func (b *Batch) storedAround(uuid string, from, to int64) ([]stamp, error) {
 // order; a stored sample at the time of a file's one is dropped (the
 // writer skips that sample as already stored).
 func mergeStamps(file, stored []stamp) []stamp {
+	if len(stored) == 0 {
+		return file
+	}
 	at := make(map[int64]bool, len(stored))
 	for _, s := range stored {
 		at[s.t] = true
 	}
 	out := make([]stamp, 0, len(file)+len(stored))
-	fileAt := make(map[int64]bool, len(file))
 	for _, s := range file {
 		if at[s.t] {
 			s.sample = -2 // stored already: neither checked nor attributed
 		}
-		fileAt[s.t] = true
 		out = append(out, s)
 	}
 	for _, s := range stored {
