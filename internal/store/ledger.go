@@ -37,8 +37,10 @@ type Batch struct {
 	seen map[int64]int64
 	// models caches the GPU model of a node (nodeModel).
 	models map[int64]string
-	// allocs caches job allocations for the trust checks (jobAlloc).
+	// allocs caches job allocations for the trust checks (jobAlloc),
+	// newest each GPU's newest stored sample (newestSample).
 	allocs map[allocKey]alloc
+	newest map[int64]newest
 	// Jobs whose events changed: their rerolls and summaries wait for the
 	// end of the batch, so that a job's start and end events in one batch
 	// move the rollups once.
@@ -904,6 +906,7 @@ func (b *Batch) Segment(h *record.SegmentHeader, samples []record.Sample) (int, 
 		}
 		s := &samples[i]
 		tms := s.Time.UnixMilli()
+		b.stored(rows[i].vals[colGPU].(int64), tms, intervalMS, s.EnergyMJ)
 		n++
 		if s.Time.After(newest) {
 			newest = s.Time

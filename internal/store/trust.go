@@ -302,6 +302,18 @@ func (b *Batch) storedAround(uuid string, from, to int64) ([]stamp, error) {
 			return nil, fmt.Errorf("gpu %s: %w", uuid, err)
 		}
 	}
+	// A file that starts after the GPU's newest stored sample (the
+	// agent ships in order) needs only that one.
+	last, err := b.newestSample(gid)
+	if err != nil {
+		return nil, err
+	}
+	if !last.ok {
+		return nil, nil
+	}
+	if last.s.t < from {
+		return []stamp{last.s}, nil
+	}
 	var out []stamp
 	scan := func(q string, args ...any) error {
 		s, err := b.stmt(q)
@@ -336,12 +348,57 @@ func (b *Batch) storedAround(uuid string, from, to int64) ([]stamp, error) {
 	return out, nil
 }
 
+// newest is a GPU's newest stored sample as the batch knows it; ok is
+// false when the GPU has none.
+type newest struct {
+	s  stamp
+	ok bool
+}
+
+func (b *Batch) newestSample(gid int64) (newest, error) {
+	if n, ok := b.newest[gid]; ok {
+		return n, nil
+	}
+	row, err := b.queryRow(`SELECT t_ms, interval_ms, energy_mj FROM samples WHERE gpu_id = ? ORDER BY t_ms DESC LIMIT 1`, gid)
+	if err != nil {
+		return newest{}, err
+	}
+	n := newest{s: stamp{sample: -1}, ok: true}
+	var mj sql.NullInt64
+	switch err := row.Scan(&n.s.t, &n.s.iv, &mj); {
+	case errors.Is(err, sql.ErrNoRows):
+		n = newest{}
+	case err != nil:
+		return newest{}, fmt.Errorf("newest sample of gpu %d: %w", gid, err)
+	}
+	if mj.Valid {
+		v := uint64(mj.Int64)
+		n.s.mj = &v
+	}
+	if b.newest == nil {
+		b.newest = map[int64]newest{}
+	}
+	b.newest[gid] = n
+	return n, nil
+}
+
+// stored keeps the batch's newest sample of a GPU up to date after an
+// insert (only where it is known: else the next check asks).
+func (b *Batch) stored(gid, tms, ivMS int64, mj *uint64) {
+	if n, ok := b.newest[gid]; ok && (!n.ok || tms > n.s.t) {
+		b.newest[gid] = newest{s: stamp{t: tms, iv: ivMS, mj: mj, sample: -1}, ok: true}
+	}
+}
+
 // mergeStamps merges the file's samples with the stored ones in time
 // order; a stored sample at the time of a file's one is dropped (the
 // writer skips that sample as already stored).
 func mergeStamps(file, stored []stamp) []stamp {
 	if len(stored) == 0 {
 		return file
+	}
+	if len(stored) == 1 && stored[0].t < file[0].t {
+		return append(stored, file...)
 	}
 	at := make(map[int64]bool, len(stored))
 	for _, s := range stored {
