@@ -32,6 +32,9 @@ type CheckOptions struct {
 	// recent pass is a problem (0: not checked).
 	Incoming, Quarantine string
 	LeftPasses           int
+	// Grace is ingest.grace: a file younger than that may be waiting
+	// for its job's event (ingest defers it), so it is not yet stuck.
+	Grace time.Duration
 }
 
 // Check returns one line per problem (none: healthy) and a one-line
@@ -159,7 +162,7 @@ Examples:
 				return cli.Exit("CRITICAL: "+err.Error(), checkCritical)
 			}
 			o := CheckOptions{Now: e.now, Stale: e.cfg.Report.CheckStale.Duration, Lag: e.cfg.Report.CheckLag.Duration, Forget: e.cfg.Report.CheckForget.Duration,
-				Incoming: e.cfg.Ingest.Incoming, Quarantine: e.cfg.Ingest.Quarantine, LeftPasses: e.cfg.Report.CheckLeftPasses}
+				Incoming: e.cfg.Ingest.Incoming, Quarantine: e.cfg.Ingest.Quarantine, LeftPasses: e.cfg.Report.CheckLeftPasses, Grace: e.cfg.Ingest.Grace.Duration}
 			if c.IsSet("left-passes") {
 				o.LeftPasses = c.Int("left-passes")
 			}

@@ -107,6 +107,11 @@ func (d *DB) checkFiles(ctx context.Context, o CheckOptions) (problems []string,
 		if started.Valid {
 			cutoff = time.Unix(started.Int64, 0)
 		}
+		// Ingest keeps a file whose job's event has not come yet for
+		// ingest.grace before it quarantines it: not stuck before then.
+		if g := o.Now.Add(-o.Grace); !cutoff.IsZero() && cutoff.After(g) {
+			cutoff = g
+		}
 	}
 	budget := maxScan
 	if o.Incoming != "" && !cutoff.IsZero() {

@@ -51,7 +51,8 @@ func TestCheckFiles(t *testing.T) {
 	}
 	st.Close()
 	cfg := filepath.Join(dir, "gpusuite.toml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("[store]\npath = %q\n[ingest]\nincoming = %q\nquarantine = %q\n", path, incoming, quarantine)), 0o644); err != nil {
+	// grace well under the stuck file's age, so that passes decide.
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("[store]\npath = %q\n[ingest]\nincoming = %q\nquarantine = %q\ngrace = \"1m\"\n", path, incoming, quarantine)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	check := func(args ...string) (string, error) {
@@ -74,6 +75,12 @@ func TestCheckFiles(t *testing.T) {
 	out, err = check()
 	if err == nil || !strings.Contains(out, "CRITICAL: incoming: 1 files outlived 3 ingest passes (oldest "+stuck) {
 		t.Errorf("stuck file: %v: %q", err, out)
+	}
+	// A file ingest may still be deferring (younger than ingest.grace)
+	// is not stuck, however many passes it outlived.
+	d, gout, _ := testDeps(now, nil)
+	if err := run(t, d, "--config", writeGrace(t, cfg, "10m"), "check", "--stale", "2h"); err != nil {
+		t.Errorf("within ingest.grace: %v: %q", err, gout.String())
 	}
 	// Four passes allowed: the stuck file is younger than that.
 	if out, err := check("--left-passes", "4"); err != nil {
@@ -101,4 +108,23 @@ func TestCheckFiles(t *testing.T) {
 	if err == nil || !strings.Contains(out, "CRITICAL: ledger: 1 jobs have no start event") {
 		t.Errorf("job without start: %v: %q", err, out)
 	}
+}
+
+// writeGrace writes a copy of the config file cfg with ingest.grace set
+// to grace and returns its path.
+func writeGrace(t *testing.T, cfg, grace string) string {
+	t.Helper()
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "grace.toml")
+	s := strings.Replace(string(b), `grace = "1m"`, fmt.Sprintf("grace = %q", grace), 1)
+	if s == string(b) {
+		t.Fatal("config has no ingest.grace to replace")
+	}
+	if err := os.WriteFile(out, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

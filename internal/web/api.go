@@ -382,7 +382,7 @@ func (h *Handler) apiHealth(w http.ResponseWriter, r *http.Request) error {
 	}{DB: h.o.DB, CheckedAt: h.o.Now().UTC().Format(time.RFC3339)}
 	err := h.withConn(r, func(c *conn) error {
 		p, s, err := c.rep.Check(r.Context(), report.CheckOptions{Now: h.o.Now(), Stale: h.o.Stale, Lag: h.o.Lag, Forget: h.o.Forget,
-			Incoming: h.o.Incoming, Quarantine: h.o.Quarantine, LeftPasses: h.o.LeftPasses})
+			Incoming: h.o.Incoming, Quarantine: h.o.Quarantine, LeftPasses: h.o.LeftPasses, Grace: h.o.Grace})
 		out.Problems, out.Summary = p, s
 		return err
 	})

@@ -46,6 +46,8 @@ type Options struct {
 	// report.check_left_passes).
 	Incoming, Quarantine string
 	LeftPasses           int
+	// Grace is ingest.grace (files ingest is deferring are not stuck).
+	Grace time.Duration
 	// Reopen is how long one read-only connection pool is used before
 	// the next request opens a fresh one (new nodes appear then);
 	// 0 means one minute.
@@ -68,7 +70,7 @@ func OptionsFrom(cfg config.Config, log *slog.Logger, now func() time.Time) (Opt
 		DB: cfg.Store.Path, BusyTimeout: cfg.Store.BusyTimeout.Duration, Teams: cfg.Report.Teams, Location: loc,
 		MaxAge: cfg.Web.MaxAge.Duration, Stale: cfg.Report.CheckStale.Duration, Lag: cfg.Report.CheckLag.Duration,
 		Forget: cfg.Report.CheckForget.Duration, Incoming: cfg.Ingest.Incoming, Quarantine: cfg.Ingest.Quarantine,
-		LeftPasses: cfg.Report.CheckLeftPasses, Concurrent: cfg.Web.Concurrent, Timeout: cfg.Web.Timeout.Duration, Now: now, Log: log,
+		LeftPasses: cfg.Report.CheckLeftPasses, Grace: cfg.Ingest.Grace.Duration, Concurrent: cfg.Web.Concurrent, Timeout: cfg.Web.Timeout.Duration, Now: now, Log: log,
 	}, nil
 }
 
