@@ -3,7 +3,6 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
-	"github.com/aicloud/gpusuite/internal/agent"
 	"github.com/aicloud/gpusuite/internal/demo"
 	"github.com/aicloud/gpusuite/internal/ingest"
 	"github.com/aicloud/gpusuite/internal/report"
@@ -14,7 +13,7 @@ import (
 func commands(env Env) []*cli.Command {
 	return []*cli.Command{
 		demo.Command(env.Stdout),
-		agent.Command(env.Stdout, env.Stderr, env.Getenv),
+		agentCommand(env.Stdout, env.Stderr, env.Getenv),
 		ingest.IngestCommand(env.Stdout, env.Stderr, env.Getenv),
 		ingest.ServeCommand(env.Stdout, env.Stderr, env.Getenv),
 		report.ReportCommand(report.System(env.Stdout, env.Stderr, env.Getenv)),

@@ -1,26 +1,24 @@
-package agent
+package main
 
 import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
-	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/urfave/cli/v2"
 
+	"github.com/aicloud/gpusuite/cliwire"
+	"github.com/aicloud/gpusuite/internal/agent"
 	"github.com/aicloud/gpusuite/internal/config"
-	"github.com/aicloud/gpusuite/internal/gpu"
 	"github.com/aicloud/gpusuite/internal/logging"
 )
 
-// Command is `gpuacct agent`.
-func Command(stdout, stderr io.Writer, getenv func(string) string) *cli.Command {
+// agentCommand is `gpuacct agent`; the agent itself is internal/agent.
+func agentCommand(stdout, stderr io.Writer, getenv func(string) string) *cli.Command {
 	return &cli.Command{
 		Name:  "agent",
 		Usage: "sample every GPU, attribute samples to Slurm jobs, ship records to /data (GPU servers, systemd)",
@@ -49,11 +47,11 @@ Examples:
 			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error (agent.log_level)", EnvVars: []string{"GPUSUITE_AGENT_LOG_LEVEL"}},
 		},
 		Action: func(c *cli.Context) error {
-			cfg, err := config.FromCLI(c, getenv)
+			cfg, err := cliwire.LoadConfig(c, getenv)
 			if err != nil {
 				return err
 			}
-			applyFlags(c, &cfg)
+			applyAgentFlags(c, &cfg)
 			if err := cfg.Validate(); err != nil {
 				return fmt.Errorf("agent options: %w", err)
 			}
@@ -72,12 +70,12 @@ Examples:
 			log := logging.New("gpuacct-agent", stderr, level, getenv)
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
-			return Main(ctx, cfg, node, log)
+			return agent.Main(ctx, cfg, node, log)
 		},
 	}
 }
 
-func applyFlags(c *cli.Context, cfg *config.Config) {
+func applyAgentFlags(c *cli.Context, cfg *config.Config) {
 	if c.IsSet("interval") {
 		cfg.Agent.Interval = config.Dur(c.Duration("interval"))
 		if cfg.Agent.SegmentDuration.Duration < cfg.Agent.Interval.Duration {
@@ -93,48 +91,4 @@ func applyFlags(c *cli.Context, cfg *config.Config) {
 			*dst = c.String(flag)
 		}
 	}
-}
-
-// initTimeout bounds nvmlInit, which takes seconds on a server without
-// persistence mode.
-const initTimeout = 60 * time.Second
-
-// Main opens NVML (or the simulated GPUs the config asks for) and runs the
-// agent until ctx ends.
-func Main(ctx context.Context, cfg config.Config, node string, log *slog.Logger) error {
-	lib, err := gpu.Open(ctx, cfg.GPU, node, initTimeout)
-	if err != nil {
-		if cfg.GPU.Backend == "simulated" {
-			return fmt.Errorf("open simulated GPUs: %w", err)
-		}
-		return fmt.Errorf("open NVML: %w (is the NVIDIA driver loaded? gpu.backend = \"simulated\" is for tests and demos only)", err)
-	}
-	defer lib.Close()
-	lib.Timeout = cfg.Agent.NVMLTimeout.Duration
-	a, err := New(cfg, cfg.Cluster.Name, node, Deps{Lib: lib, Log: log})
-	if err != nil {
-		return err
-	}
-	if cfg.GPU.Backend == "simulated" {
-		log.Warn("sampling SIMULATED GPUs (gpu.backend = \"simulated\")", "count", cfg.GPU.Simulated.Count)
-	}
-	return a.Run(ctx, cfg.Agent.SocketPath(cfg.Spool.Dir), cfg.Agent.MetricsListen, systemdNotifier{log: log})
-}
-
-// systemdNotifier talks to systemd through $NOTIFY_SOCKET.
-type systemdNotifier struct{ log *slog.Logger }
-
-func (s systemdNotifier) Notify(state string) {
-	if _, err := daemon.SdNotify(false, state); err != nil {
-		s.log.Warn("systemd notification failed", "state", state, "err", err)
-	}
-}
-
-func (s systemdNotifier) WatchdogInterval() time.Duration {
-	d, err := daemon.SdWatchdogEnabled(false)
-	if err != nil {
-		s.log.Warn("WATCHDOG_USEC unusable; watchdog off", "err", err)
-		return 0
-	}
-	return d
 }
