@@ -1,0 +1,149 @@
+package store
+
+import (
+	"database/sql"
+	"fmt"
+	"sort"
+	"time"
+)
+
+// Node returns the id of (cluster, node), creating it.
+func (b *Batch) Node(cluster, node string) (int64, error) {
+	k := [2]string{cluster, node}
+	if id, ok := b.nodes[k]; ok {
+		return id, nil
+	}
+	if _, err := b.exec(`INSERT INTO nodes(cluster, name) VALUES(?, ?) ON CONFLICT DO NOTHING`, cluster, node); err != nil {
+		return 0, err
+	}
+	row, err := b.queryRow(`SELECT id FROM nodes WHERE cluster = ? AND name = ?`, cluster, node)
+	if err != nil {
+		return 0, err
+	}
+	var id int64
+	if err := row.Scan(&id); err != nil {
+		return 0, fmt.Errorf("node %s/%s: %w", cluster, node, err)
+	}
+	b.nodes[k] = id
+	return id, nil
+}
+
+// NodeSeen records the newest record time of a node and when it was
+// ingested; the batch writes it once per node when it commits.
+func (b *Batch) NodeSeen(node int64, recordTime time.Time) error {
+	t := recordTime.Unix()
+	if old, ok := b.seen[node]; !ok || t > old {
+		b.seen[node] = t
+	}
+	return nil
+}
+
+func (b *Batch) flushSeen() error {
+	nodes := make([]int64, 0, len(b.seen))
+	for n := range b.seen {
+		nodes = append(nodes, n)
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i] < nodes[j] })
+	for _, n := range nodes {
+		if _, err := b.exec(`UPDATE nodes SET last_record = max(coalesce(last_record, 0), ?), last_ingest = ? WHERE id = ?`,
+			b.seen[n], b.now.Unix(), n); err != nil {
+			return err
+		}
+		delete(b.seen, n)
+	}
+	return nil
+}
+
+// GPU returns the id of a GPU UUID on node, creating it; model and minor
+// fill in when first known.
+func (b *Batch) GPU(uuid string, node int64, index *int, minor *int, model string) (int64, error) {
+	// Known in this batch, and the upsert would change nothing.
+	if g, ok := b.gpus[uuid]; ok && g.node == node && (model == "" || g.model == model) &&
+		(minor == nil || (g.hasMinor && g.minor == *minor)) && (index == nil || (g.hasIdx && g.idx == *index)) {
+		return g.id, nil
+	}
+	if _, err := b.exec(`INSERT INTO gpus(uuid, node_id, idx, minor, model) VALUES(?, ?, ?, ?, ?)
+ON CONFLICT(uuid) DO UPDATE SET idx = coalesce(excluded.idx, idx), minor = coalesce(excluded.minor, minor),
+ model = CASE WHEN excluded.model != '' THEN excluded.model ELSE model END`,
+		uuid, node, intPtr(index), intPtr(minor), model); err != nil {
+		return 0, err
+	}
+	clear(b.models) // a node's model may have changed
+	row, err := b.queryRow(`SELECT id, node_id, model, idx, minor FROM gpus WHERE uuid = ?`, uuid)
+	if err != nil {
+		return 0, err
+	}
+	// A GPU is never moved to another node: checkSegment and checkEvent
+	// refuse a UUID that another node reported (invariant 8).
+	var g gpuRow
+	var idx, mnr sql.NullInt64
+	if err := row.Scan(&g.id, &g.node, &g.model, &idx, &mnr); err != nil {
+		return 0, fmt.Errorf("gpu %s: %w", uuid, err)
+	}
+	g.idx, g.hasIdx = int(idx.Int64), idx.Valid
+	g.minor, g.hasMinor = int(mnr.Int64), mnr.Valid
+	b.gpus[uuid] = g
+	return g.id, nil
+}
+
+func intPtr(p *int) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// Job returns the row id of a job run, creating a bare row (no dims yet)
+// when the first thing seen of it is a sample or an aggregate.
+func (b *Batch) Job(cluster string, job uint64, restart int) (int64, error) {
+	k := jobKey{cluster, job, restart}
+	if id, ok := b.jobs[k]; ok {
+		return id, nil
+	}
+	if _, err := b.exec(`INSERT INTO jobs(cluster, job_id, restart) VALUES(?, ?, ?) ON CONFLICT DO NOTHING`, cluster, int64(job), restart); err != nil {
+		return 0, err
+	}
+	row, err := b.queryRow(`SELECT id FROM jobs WHERE cluster = ? AND job_id = ? AND restart = ?`, cluster, int64(job), restart)
+	if err != nil {
+		return 0, err
+	}
+	var id int64
+	if err := row.Scan(&id); err != nil {
+		return 0, fmt.Errorf("job %s/%d/%d: %w", cluster, job, restart, err)
+	}
+	b.jobs[k] = id
+	return id, nil
+}
+
+func (b *Batch) jobDims(job int64) (Dims, error) {
+	if d, ok := b.dims[job]; ok {
+		return d, nil
+	}
+	row, err := b.queryRow(`SELECT cluster, user, account, partition, ignored FROM jobs WHERE id = ?`, job)
+	if err != nil {
+		return Dims{}, err
+	}
+	var d Dims
+	if err := row.Scan(&d.Cluster, &d.User, &d.Account, &d.Partition, &d.Ignored); err != nil {
+		return Dims{}, fmt.Errorf("job row %d: %w", job, err)
+	}
+	b.dims[job] = d
+	return d, nil
+}
+
+// nodeModel is the GPU model of a node's GPUs (” until one is known).
+func (b *Batch) nodeModel(node int64) (string, error) {
+	if m, ok := b.models[node]; ok {
+		return m, nil
+	}
+	row, err := b.queryRow(`SELECT coalesce((SELECT model FROM gpus WHERE node_id = ? AND model != '' ORDER BY id LIMIT 1), '')`, node)
+	if err != nil {
+		return "", err
+	}
+	var m string
+	if err := row.Scan(&m); err != nil {
+		return "", fmt.Errorf("model of node %d: %w", node, err)
+	}
+	b.models[node] = m
+	return m, nil
+}

@@ -1,0 +1,122 @@
+package store
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// ExtendOpen brings every open job's allocation up to now; run once per pass.
+func (b *Batch) ExtendOpen() error {
+	if err := b.settle(); err != nil {
+		return err
+	}
+	s, err := b.stmt(`SELECT job, node_id FROM job_nodes WHERE end IS NULL AND start IS NOT NULL`)
+	if err != nil {
+		return err
+	}
+	rows, err := s.QueryContext(b.ctx)
+	if err != nil {
+		return fmt.Errorf("open jobs: %w", err)
+	}
+	var open [][2]int64
+	for rows.Next() {
+		var k [2]int64
+		if err := rows.Scan(&k[0], &k[1]); err != nil {
+			rows.Close()
+			return fmt.Errorf("open jobs: %w", err)
+		}
+		open = append(open, k)
+	}
+	rows.Close()
+	for _, k := range open {
+		if err := b.reroll(k[0], k[1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// OpenJob is a job run with a node that has a start and no end.
+type OpenJob struct {
+	Row      int64
+	Cluster  string
+	JobID    uint64
+	Restart  int
+	LastSeen time.Time // last sample, else start
+	Nodes    []int64
+}
+
+// StaleOpen lists open jobs whose nodes have shown nothing since before.
+func (b *Batch) StaleOpen(before time.Time) ([]OpenJob, error) {
+	if err := b.settle(); err != nil {
+		return nil, err
+	}
+	s, err := b.stmt(`SELECT j.id, j.cluster, j.job_id, j.restart, n.node_id, coalesce(n.last_sample, n.start)
+ FROM job_nodes n JOIN jobs j ON j.id = n.job
+ WHERE n.end IS NULL AND n.start IS NOT NULL AND coalesce(n.last_sample, n.start) < ? ORDER BY j.id`)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.QueryContext(b.ctx, before.Unix())
+	if err != nil {
+		return nil, fmt.Errorf("stale open jobs: %w", err)
+	}
+	defer rows.Close()
+	var out []OpenJob
+	for rows.Next() {
+		var o OpenJob
+		var node, seen, jid int64
+		if err := rows.Scan(&o.Row, &o.Cluster, &jid, &o.Restart, &node, &seen); err != nil {
+			return nil, fmt.Errorf("stale open jobs: %w", err)
+		}
+		o.JobID = uint64(jid)
+		if n := len(out); n > 0 && out[n-1].Row == o.Row {
+			out[n-1].Nodes = append(out[n-1].Nodes, node)
+			if t := time.Unix(seen, 0); t.After(out[n-1].LastSeen) {
+				out[n-1].LastSeen = t
+			}
+			continue
+		}
+		o.Nodes = []int64{node}
+		o.LastSeen = time.Unix(seen, 0)
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
+
+// CloseJob ends a job's open nodes at end. source is sacct (Slurm's own
+// record) or last_sample (an estimate, flagged); state is Slurm's state
+// when known. A later epilog end replaces either.
+func (b *Batch) CloseJob(o OpenJob, end time.Time, source, state string, exitCode *int) error {
+	if err := b.settle(); err != nil {
+		return err
+	}
+	clear(b.allocs)
+	est := 0
+	if source != "sacct" {
+		est = 1
+	}
+	var code any
+	if exitCode != nil {
+		code = *exitCode
+	}
+	for _, node := range o.Nodes {
+		if _, err := b.exec(`UPDATE job_nodes SET end = max(?, start), end_source = ?, end_estimated = ?, exit_code = coalesce(?, exit_code),
+ quality = CASE WHEN quality = '' THEN ? ELSE quality || '; ' || ? END WHERE job = ? AND node_id = ? AND end IS NULL`,
+			end.Unix(), source, est, code, "end_from_"+source, "end_from_"+source, o.Row, node); err != nil {
+			return err
+		}
+		if err := b.reroll(o.Row, node); err != nil {
+			return err
+		}
+	}
+	if err := b.summarize(o.Row); err != nil {
+		return err
+	}
+	if state != "" {
+		_, err := b.exec(`UPDATE jobs SET state = ? WHERE id = ? AND end IS NOT NULL`, strings.ToLower(state), o.Row)
+		return err
+	}
+	return nil
+}

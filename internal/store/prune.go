@@ -1,0 +1,35 @@
+package store
+
+import (
+	"fmt"
+	"time"
+)
+
+// PruneSamples deletes raw samples older than before, GPU by GPU (the
+// primary key makes each a range delete), and returns how many went.
+func (b *Batch) PruneSamples(before time.Time) (int64, error) {
+	rows, err := b.tx.QueryContext(b.ctx, `SELECT id FROM gpus`)
+	if err != nil {
+		return 0, fmt.Errorf("list gpus: %w", err)
+	}
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("list gpus: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	var n int64
+	for _, id := range ids {
+		r, err := b.exec(`DELETE FROM samples WHERE gpu_id = ? AND t_ms < ?`, id, before.UnixMilli())
+		if err != nil {
+			return n, err
+		}
+		k, _ := r.RowsAffected()
+		n += k
+	}
+	return n, nil
+}

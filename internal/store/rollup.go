@@ -1,0 +1,323 @@
+package store
+
+import (
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// Dims are the job attributes the rollups are keyed by.
+type Dims struct {
+	Cluster, User, Account, Partition string
+	Ignored                           bool
+}
+
+// Delta is a change to one job on one node in one hour.
+type Delta struct {
+	AllocGPUs int64 // GPU-seconds
+	Used      float64
+	Idle      float64
+	SampleS   float64
+	EnergyMJ  int64
+	Jobs      int64
+}
+
+func (d Delta) zero() bool {
+	return d.AllocGPUs == 0 && d.Used == 0 && d.Idle == 0 && d.SampleS == 0 && d.EnergyMJ == 0 && d.Jobs == 0
+}
+
+func (d *Delta) add(e Delta) {
+	d.AllocGPUs += e.AllocGPUs
+	d.Used += e.Used
+	d.Idle += e.Idle
+	d.SampleS += e.SampleS
+	d.EnergyMJ += e.EnergyMJ
+	d.Jobs += e.Jobs
+}
+
+func (d Delta) neg() Delta {
+	return Delta{-d.AllocGPUs, -d.Used, -d.Idle, -d.SampleS, -d.EnergyMJ, -d.Jobs}
+}
+
+func (b *Batch) rollup(dims Dims, node int64, model string, hour int64, d Delta) error {
+	if err := b.rollupHour(dims, node, model, hour, d); err != nil {
+		return err
+	}
+	if err := b.rollupDay(dims, model, hour/24, d); err != nil {
+		return err
+	}
+	return b.rollupMonth(dims, model, MonthOfDay(hour/24), d)
+}
+
+func (b *Batch) rollupHour(dims Dims, node int64, model string, hour int64, d Delta) error {
+	_, err := b.exec(`INSERT INTO rollup_hourly(hour, cluster, user, account, partition, node_id, model, ignored,
+ alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs)
+VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT DO UPDATE SET alloc_gpu_s = alloc_gpu_s + excluded.alloc_gpu_s, used_gpu_s = used_gpu_s + excluded.used_gpu_s,
+ idle_gpu_s = idle_gpu_s + excluded.idle_gpu_s, sample_s = sample_s + excluded.sample_s,
+ energy_mj = energy_mj + excluded.energy_mj, jobs = jobs + excluded.jobs`,
+		hour, dims.Cluster, dims.User, dims.Account, dims.Partition, node, model, dims.Ignored,
+		d.AllocGPUs, d.Used, d.Idle, d.SampleS, d.EnergyMJ, d.Jobs)
+	return err
+}
+
+func (b *Batch) rollupDay(dims Dims, model string, day int64, d Delta) error {
+	return b.rollupPeriod("rollup_daily", "day", dims, model, day, d)
+}
+
+func (b *Batch) rollupMonth(dims Dims, model string, month int64, d Delta) error {
+	return b.rollupPeriod("rollup_monthly", "month", dims, model, month, d)
+}
+
+// rollupPeriod adds d to the node-less rollup table keyed by key (a Unix
+// day: the day itself, or the first of its month). table and key are
+// constants of this file, never input.
+func (b *Batch) rollupPeriod(table, key string, dims Dims, model string, at int64, d Delta) error {
+	_, err := b.exec(`INSERT INTO `+table+`(`+key+`, cluster, user, account, partition, model, ignored,
+ alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs)
+VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT DO UPDATE SET alloc_gpu_s = alloc_gpu_s + excluded.alloc_gpu_s, used_gpu_s = used_gpu_s + excluded.used_gpu_s,
+ idle_gpu_s = idle_gpu_s + excluded.idle_gpu_s, sample_s = sample_s + excluded.sample_s,
+ energy_mj = energy_mj + excluded.energy_mj, jobs = jobs + excluded.jobs`,
+		at, dims.Cluster, dims.User, dims.Account, dims.Partition, model, dims.Ignored,
+		d.AllocGPUs, d.Used, d.Idle, d.SampleS, d.EnergyMJ, d.Jobs)
+	return err
+}
+
+// MonthOfDay is the Unix day of the first day of the UTC month holding
+// Unix day day: the key of rollup_monthly.
+func MonthOfDay(day int64) int64 {
+	y, m, _ := time.Unix(day*86400, 0).UTC().Date()
+	return time.Date(y, m, 1, 0, 0, 0, 0, time.UTC).Unix() / 86400
+}
+
+// moveJob moves a job's rollup contributions from its old dims to new
+// ones (an event filled in the user, or the job was ignored).
+func (b *Batch) moveJob(job int64, old, new Dims) error {
+	if old == new {
+		return nil
+	}
+	if err := b.flushUse(); err != nil {
+		return err
+	}
+	s, err := b.stmt(`SELECT h.node_id, h.hour, h.alloc_gpu_s, h.used_gpu_s, h.idle_gpu_s, h.sample_s, h.energy_mj, h.jobs FROM job_hours h WHERE h.job = ?`)
+	if err != nil {
+		return err
+	}
+	rows, err := s.QueryContext(b.ctx, job)
+	if err != nil {
+		return fmt.Errorf("job hours of %d: %w", job, err)
+	}
+	type jh struct {
+		node, hour int64
+		d          Delta
+	}
+	var hs []jh
+	for rows.Next() {
+		var h jh
+		if err := rows.Scan(&h.node, &h.hour, &h.d.AllocGPUs, &h.d.Used, &h.d.Idle, &h.d.SampleS, &h.d.EnergyMJ, &h.d.Jobs); err != nil {
+			rows.Close()
+			return fmt.Errorf("job hours of %d: %w", job, err)
+		}
+		hs = append(hs, h)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("job hours of %d: %w", job, err)
+	}
+	for _, h := range hs {
+		model, err := b.nodeModel(h.node)
+		if err != nil {
+			return err
+		}
+		if err := b.rollup(old, h.node, model, h.hour, h.d.neg()); err != nil {
+			return err
+		}
+		if err := b.rollup(new, h.node, model, h.hour, h.d); err != nil {
+			return err
+		}
+	}
+	b.dims[job] = new
+	return nil
+}
+
+// fillDims sets a job's user, account and partition where still empty
+// (a job first seen through a sample has none) and moves its rollups.
+func (b *Batch) fillDims(job int64, user, account, partition string) error {
+	old, err := b.jobDims(job)
+	if err != nil {
+		return err
+	}
+	nd := old
+	if nd.User == "" {
+		nd.User = user
+	}
+	if nd.Account == "" {
+		nd.Account = account
+	}
+	if nd.Partition == "" {
+		nd.Partition = partition
+	}
+	if nd == old {
+		return nil
+	}
+	if err := b.moveJob(job, old, nd); err != nil {
+		return err
+	}
+	_, err = b.exec(`UPDATE jobs SET user = ?, account = ?, team = CASE WHEN team = '' THEN ? ELSE team END, partition = ? WHERE id = ?`,
+		nd.User, nd.Account, nd.Account, nd.Partition, job)
+	return err
+}
+
+// SetIgnored marks a job run ignored (or not), moving its rollups so that
+// reports can leave it out; it stays listable and reversible.
+func (b *Batch) SetIgnored(job int64, ignored bool, reason string) error {
+	if err := b.settle(); err != nil {
+		return err
+	}
+	old, err := b.jobDims(job)
+	if err != nil {
+		return err
+	}
+	nd := old
+	nd.Ignored = ignored
+	if err := b.moveJob(job, old, nd); err != nil {
+		return err
+	}
+	var r any
+	if ignored {
+		r = reason
+	}
+	_, err = b.exec(`UPDATE jobs SET ignored = ?, ignore_reason = ? WHERE id = ?`, ignored, r, job)
+	return err
+}
+
+// span is what one job_nodes row adds to the rollups.
+type span struct {
+	start, end, gpus int64
+	valid            bool
+	countsJob        bool
+}
+
+// hourly splits a span into per-hour deltas.
+func (s span) hourly(sign int64, out map[int64]Delta) {
+	if !s.valid || s.end < s.start {
+		return
+	}
+	if s.countsJob {
+		d := out[s.start/3600]
+		d.Jobs += sign
+		out[s.start/3600] = d
+	}
+	for h := s.start / 3600; h*3600 < s.end; h++ {
+		lo, hi := max(s.start, h*3600), min(s.end, (h+1)*3600)
+		if hi > lo {
+			d := out[h]
+			d.AllocGPUs += sign * s.gpus * (hi - lo)
+			out[h] = d
+		}
+	}
+}
+
+// reroll brings one job × node's allocation in the rollups up to date:
+// it subtracts what was added before (r_*) and adds the current span
+// (an open job counts up to now).
+func (b *Batch) reroll(job, node int64) error {
+	row, err := b.queryRow(`SELECT start, end, gpus, r_start, r_end, r_gpus,
+ (SELECT min(node_id) FROM job_nodes o WHERE o.job = n.job AND o.start IS NOT NULL) = n.node_id
+ FROM job_nodes n WHERE job = ? AND node_id = ?`, job, node)
+	if err != nil {
+		return err
+	}
+	var start, end, rs, re, rg sql.NullInt64
+	var gpus int64
+	var head sql.NullBool
+	if err := row.Scan(&start, &end, &gpus, &rs, &re, &rg, &head); err != nil {
+		return fmt.Errorf("job node %d/%d: %w", job, node, err)
+	}
+	old := span{start: rs.Int64, end: re.Int64, gpus: rg.Int64, valid: rs.Valid && re.Valid}
+	nw := span{start: start.Int64, gpus: gpus, valid: start.Valid}
+	if end.Valid {
+		nw.end = end.Int64
+	} else {
+		nw.end = max(start.Int64, b.now.Unix())
+	}
+	// The job is counted once, in the hour it started, on its lowest
+	// node id; r_gpus < 0 marks a span that carried the count.
+	nw.countsJob = head.Valid && head.Bool
+	old.countsJob = rg.Valid && rg.Int64 < 0
+	if old.gpus < 0 {
+		old.gpus = -old.gpus - 1
+	}
+	if old == nw {
+		return nil
+	}
+	deltas := map[int64]Delta{}
+	old.hourly(-1, deltas)
+	nw.hourly(1, deltas)
+	// Into the batch's pending figures: flushUse applies them with the
+	// samples' at the end of the batch (or before a job's rollups move).
+	for h, d := range deltas {
+		b.addUse(useKey{job, node, h}, d)
+	}
+	var nrs, nre, nrg any
+	if nw.valid {
+		g := nw.gpus
+		if nw.countsJob {
+			g = -g - 1
+		}
+		nrs, nre, nrg = nw.start, nw.end, g
+	}
+	_, err = b.exec(`UPDATE job_nodes SET r_start = ?, r_end = ?, r_gpus = ? WHERE job = ? AND node_id = ?`, nrs, nre, nrg, job, node)
+	return err
+}
+
+// jobNodes lists the nodes of a job.
+func (b *Batch) jobNodes(job int64) ([]int64, error) {
+	s, err := b.stmt(`SELECT node_id FROM job_nodes WHERE job = ? ORDER BY node_id`)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.QueryContext(b.ctx, job)
+	if err != nil {
+		return nil, fmt.Errorf("nodes of job %d: %w", job, err)
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var n int64
+		if err := rows.Scan(&n); err != nil {
+			return nil, fmt.Errorf("nodes of job %d: %w", job, err)
+		}
+		out = append(out, n)
+	}
+	return out, rows.Err()
+}
+
+// summarize recomputes a job's start, end, nodes, GPUs and state from its
+// nodes.
+func (b *Batch) summarize(job int64) error {
+	_, err := b.exec(`UPDATE jobs SET
+ start = (SELECT min(start) FROM job_nodes WHERE job = jobs.id),
+ end = CASE WHEN EXISTS (SELECT 1 FROM job_nodes WHERE job = jobs.id AND (end IS NULL OR start IS NULL)) THEN NULL
+            ELSE (SELECT max(end) FROM job_nodes WHERE job = jobs.id) END,
+ nodes = coalesce((SELECT group_concat(name, ',') FROM (SELECT n.name FROM job_nodes jn JOIN nodes n ON n.id = jn.node_id WHERE jn.job = jobs.id ORDER BY n.name)), ''),
+ gpus = coalesce((SELECT sum(gpus) FROM job_nodes WHERE job = jobs.id), 0),
+ end_estimated = coalesce((SELECT max(end_estimated) FROM job_nodes WHERE job = jobs.id), 0),
+ start_estimated = coalesce((SELECT max(start_estimated) FROM job_nodes WHERE job = jobs.id), 0),
+ end_source = (SELECT end_source FROM job_nodes WHERE job = jobs.id AND end IS NOT NULL ORDER BY end_estimated DESC, end DESC LIMIT 1),
+ exit_code = (SELECT max(exit_code) FROM job_nodes WHERE job = jobs.id),
+ exit_signal = (SELECT max(exit_signal) FROM job_nodes WHERE job = jobs.id)
+ WHERE id = ?`, job)
+	if err != nil {
+		return err
+	}
+	_, err = b.exec(`UPDATE jobs SET state = CASE
+ WHEN end IS NULL THEN 'running'
+ WHEN end_estimated = 1 THEN 'unknown'
+ WHEN end_source = 'sacct' AND state NOT IN ('running', 'unknown') THEN state
+ WHEN coalesce(exit_signal, 0) != 0 THEN 'cancelled'
+ WHEN coalesce(exit_code, 0) != 0 THEN 'failed'
+ ELSE 'completed' END WHERE id = ?`, job)
+	return err
+}

@@ -1,0 +1,236 @@
+package store
+
+import (
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/record"
+)
+
+// Segment stores one validated segment's samples and returns how many
+// were new (a sample already stored is skipped, and counted nowhere).
+func (b *Batch) Segment(h *record.SegmentHeader, samples []record.Sample) (int, error) {
+	if err := b.ctx.Err(); err != nil {
+		return 0, err
+	}
+	node, err := b.Node(h.Cluster, h.Node)
+	if err != nil {
+		return 0, err
+	}
+	chk, err := b.checkSegment(h, node, samples)
+	if err != nil {
+		return 0, err
+	}
+	intervalMS := int64(h.Interval*1000 + 0.5)
+	rows := make([]sampleRow, len(samples))
+	deltas := make([]*int64, len(samples))
+	// Rows go in in order, in runs: a run ends where an energy delta must
+	// look at the stored samples, so that it sees the ones before it.
+	flushed := 0
+	flush := func(upTo int) error {
+		if upTo > flushed {
+			if err := b.samples.insert(b.ctx, b.conn, rows[flushed:upTo]); err != nil {
+				return err
+			}
+			flushed = upTo
+		}
+		return nil
+	}
+	for i := range samples {
+		s := &samples[i]
+		idx := s.Index
+		gid, err := b.GPU(s.UUID, node, &idx, nil, "")
+		if err != nil {
+			return 0, err
+		}
+		tms := s.Time.UnixMilli()
+		r := &rows[i]
+		r.put(colGPU, gid)
+		r.put(colT, tms)
+		r.put(colInterval, intervalMS)
+		if s.EnergyMJ != nil {
+			if !b.prevCached(gid, tms) {
+				if err := flush(i); err != nil {
+					return 0, err
+				}
+			}
+			deltas[i], err = b.energyDelta(gid, tms, *s.EnergyMJ, intervalMS)
+			if err != nil {
+				return 0, err
+			}
+		}
+		foreign := int64(0)
+		for _, p := range s.Procs {
+			if p.Foreign {
+				foreign++
+			}
+		}
+		if len(s.Jobs) > 0 {
+			j := s.Jobs[0]
+			if j.Job != 0 {
+				r.put(colJob, int64(j.Job))
+			}
+			if j.Restart != 0 {
+				r.put(colRestart, int64(j.Restart))
+			}
+			if j.Idle {
+				r.put(colIdle, int64(1))
+			}
+			if len(s.Jobs) > 1 || j.Share != 1 {
+				data, err := json.Marshal(s.Jobs)
+				if err != nil {
+					return 0, fmt.Errorf("encode sample jobs: %w", err)
+				}
+				r.put(colJobs, string(data))
+			}
+		}
+		putU32(r, colUtil, s.GPUUtil)
+		putU32(r, colMemUtil, s.MemUtil)
+		putU64(r, colMemUsed, s.MemUsedMiB)
+		putU32(r, colPower, s.PowerMW)
+		putU64(r, colEnergy, s.EnergyMJ)
+		if deltas[i] != nil {
+			r.put(colEnergyDelta, *deltas[i])
+		}
+		putU32(r, colTemp, s.TempC)
+		putU32(r, colSMClock, s.SMClockMHz)
+		putU64(r, colThrottle, s.Throttle)
+		putU64(r, colECC, s.ECCErrors)
+		putU64(r, colXID, s.XIDErrors)
+		r.put(colProcs, int64(len(s.Procs)))
+		r.put(colForeign, foreign)
+		if len(s.Missing) > 0 {
+			r.put(colMissing, strings.Join(s.Missing, "; "))
+		}
+	}
+	if err := flush(len(rows)); err != nil {
+		return 0, err
+	}
+	n := 0
+	var newest time.Time
+	for i := range samples {
+		if !rows[i].isNew {
+			continue
+		}
+		s := &samples[i]
+		tms := s.Time.UnixMilli()
+		b.stored(rows[i].vals[colGPU].(int64), tms, intervalMS, s.EnergyMJ)
+		n++
+		if s.Time.After(newest) {
+			newest = s.Time
+		}
+		delta := deltas[i]
+		for _, js := range s.Jobs {
+			if js.Job == 0 {
+				continue
+			}
+			job, err := b.Job(h.Cluster, js.Job, js.Restart)
+			if err != nil {
+				return n, err
+			}
+			// Only the part of the sample's window inside the job's
+			// allocation on this node counts: used and idle never pass
+			// allocated, per job and GPU.
+			ms := clip(chk.win[i], chk.alloc[jobKey{h.Cluster, js.Job, js.Restart}])
+			iv := float64(ms) / 1000
+			d := Delta{SampleS: iv}
+			if s.GPUUtil != nil {
+				d.Used = float64(*s.GPUUtil) * iv / 100 * js.Share
+			}
+			if js.Idle {
+				d.Idle = iv
+			}
+			if delta != nil {
+				d.EnergyMJ = int64(float64(*delta)*js.Share*float64(ms)/float64(max(intervalMS, 1)) + 0.5)
+			}
+			b.addUse(useKey{job, node, tms / 3_600_000}, d)
+			ls := [2]int64{job, node}
+			if tms/1000 > b.lastSample[ls] {
+				b.lastSample[ls] = tms / 1000
+			}
+		}
+	}
+	if n > 0 {
+		if err := b.NodeSeen(node, newest); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+func putU32(r *sampleRow, col int, p *uint32) {
+	if p != nil {
+		r.put(col, int64(*p))
+	}
+}
+
+func putU64(r *sampleRow, col int, p *uint64) {
+	if p != nil {
+		r.put(col, int64(*p))
+	}
+}
+
+// prevCached reports whether energyDelta can answer for (gid, tms) from
+// the batch's memory, without reading stored samples.
+func (b *Batch) prevCached(gid, tms int64) bool {
+	p, ok := b.prev[gid]
+	return ok && p.tms < tms
+}
+
+// energyDelta is the energy counter's increase since the GPU's previous
+// reading; a counter that went down was reset (driver reload) and counts
+// from 0. Without a previous reading close enough, the delta is unknown.
+func (b *Batch) energyDelta(gid, tms int64, mj uint64, intervalMS int64) (*int64, error) {
+	p, ok := b.prev[gid]
+	if !ok || p.tms >= tms {
+		row, err := b.queryRow(`SELECT t_ms, energy_mj FROM samples WHERE gpu_id = ? AND t_ms < ? AND energy_mj IS NOT NULL ORDER BY t_ms DESC LIMIT 1`, gid, tms)
+		if err != nil {
+			return nil, err
+		}
+		var t, e int64
+		switch err := row.Scan(&t, &e); {
+		case errors.Is(err, sql.ErrNoRows):
+			b.prev[gid] = energyReading{tms, mj}
+			return nil, nil
+		case err != nil:
+			return nil, fmt.Errorf("previous energy of gpu %d: %w", gid, err)
+		}
+		p = energyReading{t, uint64(e)}
+	}
+	b.prev[gid] = energyReading{tms, mj}
+	if tms-p.tms > 3*max(intervalMS, 1000) {
+		return nil, nil
+	}
+	var d int64
+	if mj >= p.mj {
+		d = int64(mj - p.mj)
+	} else {
+		d = int64(mj)
+	}
+	return &d, nil
+}
+
+func u32(p *uint32) any {
+	if p == nil {
+		return nil
+	}
+	return int64(*p)
+}
+
+func u64(p *uint64) any {
+	if p == nil {
+		return nil
+	}
+	return int64(*p)
+}
+
+func i64(p *int64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
