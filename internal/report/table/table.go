@@ -12,7 +12,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/mattn/go-runewidth"
 )
 
 // Kind says how a column's values are shown.
@@ -431,6 +432,11 @@ func thousands(f float64, decimals int) string {
 
 const minText = 6 // a text column is never cut below this
 
+// display measures cells in terminal columns: East Asian wide characters
+// take two. Ambiguous ones (like "…") take one whatever the locale says,
+// so the output does not depend on the environment.
+var display = &runewidth.Condition{StrictEmojiNeutral: true}
+
 func writeAligned(w io.Writer, t *Table, o Options) error {
 	cols := make([]int, len(t.Columns)) // indices of shown columns
 	for i := range cols {
@@ -449,10 +455,10 @@ func writeAligned(w io.Writer, t *Table, o Options) error {
 	width := make([]int, len(t.Columns))
 	for i, c := range t.Columns {
 		if !o.NoHeader {
-			width[i] = utf8.RuneCountInString(c.titleIn(o.Units))
+			width[i] = display.StringWidth(c.titleIn(o.Units))
 		}
 		for r := range cells {
-			width[i] = max(width[i], utf8.RuneCountInString(cells[r][i]))
+			width[i] = max(width[i], display.StringWidth(cells[r][i]))
 		}
 	}
 	total := func() int {
@@ -511,7 +517,7 @@ func writeAligned(w io.Writer, t *Table, o Options) error {
 				l.WriteString("  ")
 			}
 			v := fit(vals[i], width[i])
-			pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(v))
+			pad := strings.Repeat(" ", width[i]-display.StringWidth(v))
 			if t.Columns[i].Kind == Text {
 				l.WriteString(v)
 				if k < len(cols)-1 {
@@ -548,13 +554,9 @@ func writeAligned(w io.Writer, t *Table, o Options) error {
 	return err
 }
 
-// fit cuts s to n runes, marking the cut with "…".
+// fit cuts s to n terminal columns, marking the cut with "…".
 func fit(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
+	return display.Truncate(s, n, "…")
 }
 
 // slurmElapsed writes seconds as sacct's Elapsed does: [D-]HH:MM:SS.
