@@ -20,7 +20,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -417,7 +416,7 @@ func (a *Agent) trimSpool() {
 		if info, err := e.Info(); err == nil {
 			total += info.Size()
 		}
-		if strings.HasPrefix(e.Name(), "samples.") {
+		if record.KindOfFile(e.Name()) == record.FileSegment {
 			segs = append(segs, e)
 		}
 	}
@@ -463,7 +462,7 @@ func (a *Agent) applySpooledEvents() ([]string, error) {
 	}
 	var events, fresh []string
 	for _, n := range names {
-		if strings.HasPrefix(n, "event.") {
+		if record.KindOfFile(n) == record.FileEvent {
 			events = append(events, n)
 			if !a.eventFiles[n] {
 				fresh = append(fresh, n)
@@ -471,7 +470,9 @@ func (a *Agent) applySpooledEvents() ([]string, error) {
 		}
 	}
 	sort.SliceStable(fresh, func(i, j int) bool {
-		return strings.HasSuffix(fresh[i], ".job_start.json") && !strings.HasSuffix(fresh[j], ".job_start.json")
+		ki, _ := record.EventKindOfFile(fresh[i])
+		kj, _ := record.EventKindOfFile(fresh[j])
+		return ki == record.JobStart && kj != record.JobStart
 	})
 	changed := false
 	for _, n := range fresh {

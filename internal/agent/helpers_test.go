@@ -20,7 +20,6 @@ import (
 	"github.com/aicloud/gpusuite/internal/gpu"
 	"github.com/aicloud/gpusuite/internal/gpu/sim"
 	"github.com/aicloud/gpusuite/internal/record"
-	"github.com/aicloud/gpusuite/internal/slurm"
 	"github.com/aicloud/gpusuite/internal/spool"
 )
 
@@ -154,13 +153,13 @@ func (e *testEnv) event(kind record.Kind, job uint64, gpus ...int) *record.Event
 	ev := &record.Event{
 		Schema: record.EventSchema, Kind: kind, Time: e.clk.Now(), Source: "prolog",
 		Cluster: testCluster, Node: testNode,
-		Job: slurm.Job{ID: job, User: "alice", Account: "physics", Partition: "gpu"},
+		Job: record.Job{ID: job, User: "alice", Account: "physics", Partition: "gpu"},
 	}
 	ev.Key = record.EventKey(testCluster, job, 0, testNode, kind)
 	for _, i := range gpus {
 		en := e.energy(i)
 		idx := i
-		ev.GPUs = append(ev.GPUs, gpu.Identity{Minor: i, Index: &idx, UUID: sim.UUID(testNode, i), Model: "NVIDIA H100 80GB HBM3", EnergyMJ: &en})
+		ev.GPUs = append(ev.GPUs, record.GPU{Minor: i, Index: &idx, UUID: sim.UUID(testNode, i), Model: "NVIDIA H100 80GB HBM3", EnergyMJ: &en})
 		ev.Job.GPUs = append(ev.Job.GPUs, i)
 	}
 	data, _ := json.Marshal(ev)

@@ -11,22 +11,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/spool"
 )
 
-// recordType names a spool file's kind by its prefix.
-func recordType(name string) string {
-	switch {
-	case strings.HasPrefix(name, "event."):
-		return "event"
-	case strings.HasPrefix(name, "jobgpu."):
-		return "jobgpu"
-	case strings.HasPrefix(name, "samples."):
-		return "samples"
-	default:
-		return "other"
-	}
-}
+// recordType names a spool file's kind (record's file-name protocol).
+func recordType(name string) string { return string(record.KindOfFile(name)) }
 
 var shipOrder = map[string]int{"event": 0, "jobgpu": 1, "other": 2, "samples": 3}
 

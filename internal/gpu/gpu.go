@@ -12,6 +12,7 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/gpu/sim"
+	"github.com/aicloud/gpusuite/internal/record"
 )
 
 // ErrTimeout is returned when an NVML call did not answer in time.
@@ -142,17 +143,9 @@ func (l *Library) Close() {
 	})
 }
 
-// Identity is one GPU as the hooks record it.
-type Identity struct {
-	Minor int    `json:"minor"`
-	Index *int   `json:"index,omitempty"`
-	UUID  string `json:"uuid,omitempty"`
-	Model string `json:"model,omitempty"`
-	// EnergyMJ is NVML's total energy counter in millijoules.
-	EnergyMJ *uint64 `json:"energy_mj,omitempty"`
-	// Missing lists what could not be read, each with its reason.
-	Missing []string `json:"missing,omitempty"`
-}
+// Identity is one GPU as the hooks record it: the record's own type, so
+// that the schema is defined in one place (internal/record).
+type Identity = record.GPU
 
 // Identify maps each device minor to its GPU and reads the energy counter.
 // It always returns one Identity per minor; what it could not read is noted

@@ -5,7 +5,6 @@ import (
 
 	"context"
 	"encoding/json"
-	"github.com/aicloud/gpusuite/internal/gpu"
 	"os"
 	"path/filepath"
 	"strings"
@@ -291,7 +290,7 @@ func TestDiskFull(t *testing.T) {
 
 func itoa(n int) string { return fmt.Sprint(n) }
 
-func gpuIdentity(uuid string, idx *int) gpu.Identity {
+func gpuIdentity(uuid string, idx *int) record.GPU {
 	e := uint64(5_000_000)
-	return gpu.Identity{Minor: *idx, Index: idx, UUID: uuid, Model: "NVIDIA H100 80GB HBM3", EnergyMJ: &e}
+	return record.GPU{Minor: *idx, Index: idx, UUID: uuid, Model: "NVIDIA H100 80GB HBM3", EnergyMJ: &e}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/mattn/go-sqlite3"
 
 	"github.com/aicloud/gpusuite/internal/config"
+	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/store"
 )
 
@@ -90,10 +91,10 @@ type file struct {
 }
 
 func kindOf(name string) int {
-	switch {
-	case strings.HasPrefix(name, "event."):
+	switch record.KindOfFile(name) {
+	case record.FileEvent:
 		return 0
-	case strings.HasPrefix(name, "jobgpu."):
+	case record.FileJobGPU:
 		return 1
 	default:
 		return 2

@@ -5,9 +5,6 @@ package record
 import (
 	"fmt"
 	"time"
-
-	"github.com/aicloud/gpusuite/internal/gpu"
-	"github.com/aicloud/gpusuite/internal/slurm"
 )
 
 // EventSchema is the schema of job start/end events. A reader refuses a
@@ -30,11 +27,11 @@ type Event struct {
 	Kind   Kind      `json:"kind"`
 	Time   time.Time `json:"time"`
 	// Source is the program that wrote the event (prolog, epilog).
-	Source  string         `json:"source"`
-	Cluster string         `json:"cluster"`
-	Node    string         `json:"node"`
-	Job     slurm.Job      `json:"job"`
-	GPUs    []gpu.Identity `json:"gpus"`
+	Source  string `json:"source"`
+	Cluster string `json:"cluster"`
+	Node    string `json:"node"`
+	Job     Job    `json:"job"`
+	GPUs    []GPU  `json:"gpus"`
 	// Quality lists what is known to be missing or wrong in this event,
 	// e.g. "nvml_unavailable: ERROR_LIBRARY_NOT_FOUND". Empty means complete.
 	Quality []string `json:"quality,omitempty"`
@@ -44,9 +41,4 @@ type Event struct {
 // twice has the same key, so storing it twice changes nothing.
 func EventKey(cluster string, jobID uint64, restart int, node string, kind Kind) string {
 	return fmt.Sprintf("%s/%d/%d/%s/%s", cluster, jobID, restart, node, kind)
-}
-
-// EventFileName is the spool file name for an event key.
-func EventFileName(cluster string, jobID uint64, restart int, node string, kind Kind) string {
-	return fmt.Sprintf("event.%s.%d.%d.%s.%s.json", cluster, jobID, restart, node, kind)
 }

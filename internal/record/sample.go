@@ -123,13 +123,3 @@ func JobGPUKey(cluster string, job uint64, restart int, node, uuid string) strin
 func SegmentKey(cluster, node string, seq uint64) string {
 	return fmt.Sprintf("%s/%s/%d", cluster, node, seq)
 }
-
-// SegmentFileName is the spool and incoming file name of a segment.
-func SegmentFileName(cluster, node string, seq uint64) string {
-	return fmt.Sprintf("samples.%s.%s.%016d.jsonl", cluster, node, seq)
-}
-
-// JobGPUFileName is the file name of one version (seq) of an aggregate.
-func JobGPUFileName(cluster string, job uint64, restart int, node, uuid string, seq uint64) string {
-	return fmt.Sprintf("jobgpu.%s.%d.%d.%s.%s.%016d.json", cluster, job, restart, node, uuid, seq)
-}

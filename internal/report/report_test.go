@@ -17,11 +17,9 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/aicloud/gpusuite/internal/config"
-	"github.com/aicloud/gpusuite/internal/gpu"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/report/teams"
 	"github.com/aicloud/gpusuite/internal/report/timespec"
-	"github.com/aicloud/gpusuite/internal/slurm"
 	"github.com/aicloud/gpusuite/internal/store"
 )
 
@@ -63,15 +61,15 @@ func buildLedger(t *testing.T, jobs []fxJob, now time.Time) string {
 			}
 			ev := record.Event{Schema: record.EventSchema, Kind: k, Time: time.Unix(at, 0).UTC(), Cluster: "c1", Node: j.node,
 				Key: record.EventKey("c1", j.id, j.restart, j.node, k)}
-			ev.Job = slurm.Job{ID: j.id, RestartCount: j.restart, User: j.user, Account: j.acct, Partition: j.part, Node: j.node, Cluster: "c1",
+			ev.Job = record.Job{ID: j.id, RestartCount: j.restart, User: j.user, Account: j.acct, Partition: j.part, Node: j.node, Cluster: "c1",
 				ArrayJobID: j.arrayJob, ArrayTaskID: j.task}
 			for g := 0; g < j.gpus; g++ {
 				idx := g
 				ev.Job.GPUs = append(ev.Job.GPUs, g)
-				ev.GPUs = append(ev.GPUs, gpu.Identity{Minor: g, Index: &idx, UUID: "GPU-" + j.node + "-" + strconv.Itoa(g), Model: "NVIDIA H100 80GB HBM3"})
+				ev.GPUs = append(ev.GPUs, record.GPU{Minor: g, Index: &idx, UUID: "GPU-" + j.node + "-" + strconv.Itoa(g), Model: "NVIDIA H100 80GB HBM3"})
 			}
 			if k == record.JobEnd {
-				ev.Job.Exit = &slurm.Exit{}
+				ev.Job.Exit = &record.Exit{}
 			}
 			if err := b.Event(&ev); err != nil {
 				t.Fatal(err)

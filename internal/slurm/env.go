@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/aicloud/gpusuite/internal/record"
 )
 
 // Context is the script context slurmd reports in SLURM_SCRIPT_CONTEXT.
@@ -22,39 +24,41 @@ const (
 // are zero; Missing lists them, and Problems lists values that were set but
 // could not be parsed, so a hook can record what it has and say what it lacks.
 type Job struct {
-	ID           uint64 `json:"id"`
-	ArrayJobID   uint64 `json:"array_job_id,omitempty"`
-	ArrayTaskID  *int64 `json:"array_task_id,omitempty"`
-	RestartCount int    `json:"restart_count"`
-	User         string `json:"user,omitempty"`
-	UID          *int64 `json:"uid,omitempty"`
-	GID          *int64 `json:"gid,omitempty"`
-	Account      string `json:"account,omitempty"`
-	Partition    string `json:"partition,omitempty"`
-	Node         string `json:"node,omitempty"`
-	Cluster      string `json:"cluster,omitempty"`
+	ID           uint64
+	ArrayJobID   uint64
+	ArrayTaskID  *int64
+	RestartCount int
+	User         string
+	UID          *int64
+	GID          *int64
+	Account      string
+	Partition    string
+	Node         string
+	Cluster      string
 	// GPUs are gres.conf device minor numbers, not NVML indices.
-	GPUs []int `json:"gpus"`
+	GPUs []int
 	// CUDAVisibleDevices is kept as given: it may hold indices or UUIDs.
-	CUDAVisibleDevices string  `json:"cuda_visible_devices,omitempty"`
-	Context            Context `json:"context,omitempty"`
+	CUDAVisibleDevices string
+	Context            Context
 	// Exit is set only in the epilog.
-	Exit *Exit `json:"exit,omitempty"`
+	Exit *Exit
 
-	Missing  []string `json:"-"`
-	Problems []string `json:"-"`
+	Missing  []string
+	Problems []string
 }
 
-// Exit is how a job ended, from the epilog's environment.
-type Exit struct {
-	// Code is the job's exit status (SLURM_JOB_EXIT_CODE2's first part).
-	Code int `json:"code"`
-	// Signal is the signal that ended it, 0 if none.
-	Signal int `json:"signal"`
-	// Raw is SLURM_JOB_EXIT_CODE, the wait(2) status.
-	Raw *int64 `json:"raw,omitempty"`
-	// Derived is SLURM_JOB_DERIVED_EC, the highest exit code of any step.
-	Derived *int64 `json:"derived,omitempty"`
+// Exit is how a job ended, from the epilog's environment; the record's own
+// type, as the hooks write it.
+type Exit = record.Exit
+
+// Record maps the job into the record an event carries.
+func (j *Job) Record() record.Job {
+	return record.Job{
+		ID: j.ID, ArrayJobID: j.ArrayJobID, ArrayTaskID: j.ArrayTaskID, RestartCount: j.RestartCount,
+		User: j.User, UID: j.UID, GID: j.GID, Account: j.Account, Partition: j.Partition,
+		Node: j.Node, Cluster: j.Cluster, GPUs: j.GPUs, CUDAVisibleDevices: j.CUDAVisibleDevices,
+		Context: string(j.Context), Exit: j.Exit,
+	}
 }
 
 // ErrNoJobID means SLURM_JOB_ID is missing or garbage: nothing can be keyed.

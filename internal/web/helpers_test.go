@@ -17,8 +17,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/aicloud/gpusuite/cliwire"
 	"github.com/aicloud/gpusuite/internal/config"
-	"github.com/aicloud/gpusuite/internal/gpu"
 	"github.com/aicloud/gpusuite/internal/gpu/sim"
 	"github.com/aicloud/gpusuite/internal/ingest"
 	"github.com/aicloud/gpusuite/internal/ingest/gendata"
@@ -108,7 +108,7 @@ func writeStart(t *testing.T, dir string, j runningJob) {
 	for _, g := range j.gpus {
 		idx := g
 		e := uint64(5_000_000)
-		ev.GPUs = append(ev.GPUs, gpu.Identity{Minor: g, Index: &idx, UUID: sim.UUID(j.node, g), Model: "NVIDIA H100 80GB HBM3", EnergyMJ: &e})
+		ev.GPUs = append(ev.GPUs, record.GPU{Minor: g, Index: &idx, UUID: sim.UUID(j.node, g), Model: "NVIDIA H100 80GB HBM3", EnergyMJ: &e})
 	}
 	ev.Key = record.EventKey(cluster, j.id, 0, j.node, record.JobStart)
 	data, err := json.Marshal(&ev)
@@ -137,7 +137,7 @@ func (f *fixture) serve(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	logs := &syncWriter{w: &bytes.Buffer{}}
 	getenv := func(k string) string { return map[string]string{config.EnvPath: f.config}[k] }
-	app := &cli.App{Name: "gpuacct", Flags: []cli.Flag{config.Flag()}, Writer: io.Discard, ErrWriter: io.Discard,
+	app := &cli.App{Name: "gpuacct", Flags: []cli.Flag{cliwire.ConfigFlag()}, Writer: io.Discard, ErrWriter: io.Discard,
 		Commands: []*cli.Command{ingest.ServeCommand(io.Discard, logs, getenv)}}
 	done := make(chan error, 1)
 	go func() { done <- app.RunContext(ctx, []string{"gpuacct", "serve"}) }()
@@ -227,7 +227,7 @@ func (f *fixture) cliOut(t *testing.T, now time.Time, args ...string) []byte {
 	d := report.Deps{Stdout: &out, Stderr: &errb, Getenv: func(k string) string { return map[string]string{config.EnvPath: f.config}[k] },
 		Now: func() time.Time { return now }, Width: func() int { return 0 }, StderrTTY: func() bool { return false },
 		Euid: func() int { return 0 }, Username: func() string { return "root" }}
-	app := &cli.App{Name: "gpuacct", Flags: []cli.Flag{config.Flag()}, Writer: &out, ErrWriter: &errb,
+	app := &cli.App{Name: "gpuacct", Flags: []cli.Flag{cliwire.ConfigFlag()}, Writer: &out, ErrWriter: &errb,
 		Commands: []*cli.Command{report.ReportCommand(d), report.JobCommand(d)}}
 	if err := app.Run(append([]string{"gpuacct"}, args...)); err != nil {
 		t.Fatalf("gpuacct %s: %v (%s)", strings.Join(args, " "), err, errb.String())

@@ -23,7 +23,6 @@ import (
 	"github.com/aicloud/gpusuite/internal/gpu/sim"
 	"github.com/aicloud/gpusuite/internal/hook"
 	"github.com/aicloud/gpusuite/internal/record"
-	"github.com/aicloud/gpusuite/internal/slurm"
 )
 
 // Options size the simulated cluster.
@@ -229,12 +228,12 @@ func writeEvents(dir string, o Options, j Job) error {
 		ev.Job.GPUs = j.GPUs
 		if k == record.JobEnd {
 			ev.Source = "epilog"
-			ev.Job.Exit = &slurm.Exit{}
+			ev.Job.Exit = &record.Exit{}
 		}
 		for _, g := range j.GPUs {
 			idx := g
 			e := uint64(at.Unix()-1_700_000_000) * 70
-			ev.GPUs = append(ev.GPUs, gpu.Identity{Minor: g, Index: &idx, UUID: sim.UUID(j.Node, g), Model: "NVIDIA H100 80GB HBM3", EnergyMJ: &e})
+			ev.GPUs = append(ev.GPUs, record.GPU{Minor: g, Index: &idx, UUID: sim.UUID(j.Node, g), Model: "NVIDIA H100 80GB HBM3", EnergyMJ: &e})
 		}
 		ev.Key = record.EventKey(o.Cluster, j.ID, 0, j.Node, k)
 		data, err := json.Marshal(&ev)

@@ -1,0 +1,53 @@
+package record
+
+// The job and GPU as an event records them. They are record's own types,
+// not slurm's or gpu's: the hooks map what they parse and read into them,
+// so only an edit here changes the schema (docs/records.md).
+
+// Job is one job as a node-side hook saw it. Fields slurmd did not set are
+// zero; the event's Quality says which were missing or invalid.
+type Job struct {
+	ID           uint64 `json:"id"`
+	ArrayJobID   uint64 `json:"array_job_id,omitempty"`
+	ArrayTaskID  *int64 `json:"array_task_id,omitempty"`
+	RestartCount int    `json:"restart_count"`
+	User         string `json:"user,omitempty"`
+	UID          *int64 `json:"uid,omitempty"`
+	GID          *int64 `json:"gid,omitempty"`
+	Account      string `json:"account,omitempty"`
+	Partition    string `json:"partition,omitempty"`
+	Node         string `json:"node,omitempty"`
+	Cluster      string `json:"cluster,omitempty"`
+	// GPUs are gres.conf device minor numbers, not NVML indices.
+	GPUs []int `json:"gpus"`
+	// CUDAVisibleDevices is kept as given: it may hold indices or UUIDs.
+	CUDAVisibleDevices string `json:"cuda_visible_devices,omitempty"`
+	// Context is slurmd's SLURM_SCRIPT_CONTEXT (prolog_slurmd, epilog_slurmd).
+	Context string `json:"context,omitempty"`
+	// Exit is set only by the epilog.
+	Exit *Exit `json:"exit,omitempty"`
+}
+
+// Exit is how a job ended.
+type Exit struct {
+	// Code is the job's exit status (SLURM_JOB_EXIT_CODE2's first part).
+	Code int `json:"code"`
+	// Signal is the signal that ended it, 0 if none.
+	Signal int `json:"signal"`
+	// Raw is SLURM_JOB_EXIT_CODE, the wait(2) status.
+	Raw *int64 `json:"raw,omitempty"`
+	// Derived is SLURM_JOB_DERIVED_EC, the highest exit code of any step.
+	Derived *int64 `json:"derived,omitempty"`
+}
+
+// GPU is one GPU allocated to a job, identified through NVML by its minor.
+type GPU struct {
+	Minor int    `json:"minor"`
+	Index *int   `json:"index,omitempty"`
+	UUID  string `json:"uuid,omitempty"`
+	Model string `json:"model,omitempty"`
+	// EnergyMJ is NVML's total energy counter in millijoules.
+	EnergyMJ *uint64 `json:"energy_mj,omitempty"`
+	// Missing lists what could not be read, each with its reason.
+	Missing []string `json:"missing,omitempty"`
+}

@@ -1,0 +1,39 @@
+package record
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestFileNames holds every built name to the protocol the nodes already
+// speak, and each one to the kind a reader tells from it.
+func TestFileNames(t *testing.T) {
+	type told struct {
+		Kind      FileKind
+		Event     Kind
+		IsEventOK bool
+	}
+	for _, tc := range []struct {
+		name, built, want string
+		told              told
+	}{
+		{"start", EventFileName("c1", 42, 1, "gpu01", JobStart), "event.c1.42.1.gpu01.job_start.json", told{FileEvent, JobStart, true}},
+		{"end", EventFileName("c.x", 42, 0, "gpu-01.a", JobEnd), "event.c.x.42.0.gpu-01.a.job_end.json", told{FileEvent, JobEnd, true}},
+		{"segment", SegmentFileName("c1", "gpu01", 7), "samples.c1.gpu01.0000000000000007.jsonl", told{FileSegment, "", false}},
+		{"aggregate", JobGPUFileName("c1", 42, 1, "gpu01", "GPU-a", 3), "jobgpu.c1.42.1.gpu01.GPU-a.0000000000000003.json", told{FileJobGPU, "", false}},
+		{"other", ".tmp.event.c1.json", ".tmp.event.c1.json", told{FileOther, "", false}},
+		{"event of no kind", "event.garbage.json", "event.garbage.json", told{FileEvent, "", false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.built != tc.want {
+				t.Errorf("built %q, want %q", tc.built, tc.want)
+			}
+			k, ok := EventKindOfFile(tc.built)
+			got := told{KindOfFile(tc.built), k, ok}
+			if d := cmp.Diff(tc.told, got); d != "" {
+				t.Errorf("told from %q (-want +got):\n%s", tc.built, d)
+			}
+		})
+	}
+}
