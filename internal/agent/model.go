@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/gpu"
-	"github.com/aicloud/gpusuite/internal/hook"
 	"github.com/aicloud/gpusuite/internal/record"
+	"github.com/aicloud/gpusuite/internal/slurm"
 )
 
 // Alloc is one job's allocation on this node, learnt from its job_start
@@ -59,7 +59,7 @@ func cgroupOwner(procRoot string) owner {
 		if err != nil {
 			return 0, fmt.Errorf("read %q: %w", p, err)
 		}
-		return hook.ParseCgroupJob(string(data)), nil
+		return slurm.ParseCgroupJob(string(data)), nil
 	}
 }
 
