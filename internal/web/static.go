@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
@@ -12,6 +13,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"time"
 )
 
 // staticFiles serves the embedded style sheet and script with an ETag
@@ -21,6 +23,9 @@ type staticFiles struct {
 	files map[string]staticFile
 	// Version is a hash over all files, for the ?v= of links.
 	Version string
+	// modified is the Last-Modified of every file: embedded files have
+	// no time of their own, and none changes while this binary runs.
+	modified time.Time
 }
 
 type staticFile struct {
@@ -30,7 +35,7 @@ type staticFile struct {
 }
 
 func newStatic() (*staticFiles, error) {
-	s := &staticFiles{files: map[string]staticFile{}}
+	s := &staticFiles{files: map[string]staticFile{}, modified: time.Now().UTC().Truncate(time.Second)}
 	all := sha256.New()
 	err := fs.WalkDir(assets, "static", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -56,6 +61,7 @@ func newStatic() (*staticFiles, error) {
 	return s, nil
 }
 
+// ServeHTTP leaves conditional and range requests to http.ServeContent.
 func (s *staticFiles) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f, ok := s.files[r.URL.Path]
 	if !ok {
@@ -65,12 +71,8 @@ func (s *staticFiles) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("ETag", f.etag)
 	w.Header().Set("Cache-Control", "public, max-age=86400")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	if match := r.Header.Get("If-None-Match"); match != "" && strings.Contains(match, f.etag) {
-		w.WriteHeader(http.StatusNotModified)
-		return
-	}
 	w.Header().Set("Content-Type", f.ctype)
-	_, _ = w.Write(f.data)
+	http.ServeContent(w, r, r.URL.Path, s.modified, bytes.NewReader(f.data))
 }
 
 // gzipped compresses answers for clients that accept gzip.
@@ -101,7 +103,8 @@ func acceptsGzip(h string) bool {
 }
 
 // gzipWriter starts compressing at the first write of a 200 answer with
-// a body; 304s and errors without a body pass through.
+// a body; 304s, errors without a body and 206s (a range is of the plain
+// file) pass through.
 type gzipWriter struct {
 	http.ResponseWriter
 	gz      *gzip.Writer
@@ -121,7 +124,7 @@ func (g *gzipWriter) Write(b []byte) (int, error) {
 		g.code = http.StatusOK
 	}
 	if !g.started && !g.plain {
-		if g.code == http.StatusNotModified || g.code == http.StatusNoContent {
+		if g.code == http.StatusNotModified || g.code == http.StatusNoContent || g.code == http.StatusPartialContent {
 			g.plain = true
 		} else {
 			h := g.Header()
