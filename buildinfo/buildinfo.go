@@ -17,4 +17,10 @@ func Version() string {
 }
 
 // Print is the --version text of program.
-func Print(program string) string { return version.Print(program) }
+func Print(program string) string {
+	if version.Version == "" {
+		// A build without -ldflags still says something readable.
+		version.Version = "unknown"
+	}
+	return version.Print(program)
+}

@@ -116,15 +116,22 @@ func UsageLine(cmdPath string, err error) error {
 func Prepare(app *cli.App) {
 	app.HideHelpCommand = true
 	app.ExitErrHandler = func(*cli.Context, error) {}
-	app.Version = buildinfo.Version()
-	cli.VersionPrinter = func(c *cli.Context) {
-		fmt.Fprintln(c.App.Writer, buildinfo.Print(c.App.Name))
-	}
+	Version(app)
 	if app.OnUsageError == nil {
 		name := app.Name
 		app.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return UsageLine(name, err) }
 	}
 	oneLine(app.Commands, app.Name+" ")
+}
+
+// Version gives app --version (no -v: srun-wrap passes srun's -v on),
+// printing buildinfo's text.
+func Version(app *cli.App) {
+	app.Version = buildinfo.Version()
+	cli.VersionFlag = &cli.BoolFlag{Name: "version", Usage: "print the version and build, then exit", DisableDefaultText: true}
+	cli.VersionPrinter = func(c *cli.Context) {
+		fmt.Fprintln(c.App.Writer, buildinfo.Print(c.App.Name))
+	}
 }
 
 func oneLine(cmds []*cli.Command, parent string) {

@@ -3,13 +3,12 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"os"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/aicloud/gpusuite/internal/config"
+	"github.com/aicloud/gpusuite/cliwire"
 )
 
 func main() { os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr, os.Getenv)) }
@@ -34,50 +33,18 @@ Examples:
    gpuacct agent                       # on every GPU server (systemd unit gpuacct-agent)
    gpuacct serve                       # on one head server (systemd unit gpuacct-serve)
    gpuacct report teams --start 2026-11-01 --period month`,
-		Flags:           []cli.Flag{config.Flag()},
-		Commands:        commands(env),
-		Reader:          stdin,
-		Writer:          stdout,
-		ErrWriter:       stderr,
-		HideHelpCommand: true,
-		ExitErrHandler:  func(*cli.Context, error) {},
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return fmt.Errorf("%w (see 'gpuacct --help')", err)
-		},
+		Flags:     []cli.Flag{cliwire.ConfigFlag()},
+		Commands:  commands(env),
+		Reader:    stdin,
+		Writer:    stdout,
+		ErrWriter: stderr,
 	}
 	app.Action = func(c *cli.Context) error {
 		if c.Args().Present() {
-			return fmt.Errorf("unknown command %q (see 'gpuacct --help' for the commands)", c.Args().First())
+			return cliwire.Usagef("unknown command %q (see 'gpuacct --help' for the commands)", c.Args().First())
 		}
 		_ = cli.ShowAppHelp(c)
-		return cli.Exit("", 2)
+		return &cliwire.ExitError{Code: cliwire.ExitUsage}
 	}
-	oneLineUsageErrors(app.Commands, "")
-	if err := app.Run(args); err != nil {
-		if msg := err.Error(); msg != "" {
-			fmt.Fprintf(stderr, "gpuacct: %s\n", msg)
-		}
-		if ec, ok := err.(cli.ExitCoder); ok && ec.ExitCode() != 0 {
-			return ec.ExitCode()
-		}
-		return 1
-	}
-	return 0
-}
-
-// oneLineUsageErrors makes a bad flag on any subcommand one line that points
-// at --help, instead of the whole help text.
-// at --help, instead of the whole help text. parent is the command path
-// above cmds ("report " for report's sub-reports), so the hint names the
-// command a user can type.
-func oneLineUsageErrors(cmds []*cli.Command, parent string) {
-	for _, c := range cmds {
-		path := parent + c.Name
-		if c.OnUsageError == nil {
-			c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
-				return fmt.Errorf("%s: %w (see 'gpuacct %s --help')", path, err, path)
-			}
-		}
-		oneLineUsageErrors(c.Subcommands, path+" ")
-	}
+	return cliwire.Run(app, args)
 }

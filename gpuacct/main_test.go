@@ -14,13 +14,14 @@ func TestRunBadInput(t *testing.T) {
 		wantCode int
 		wantErr  string
 	}{
-		{"unknown command", []string{"bogus"}, 1, `unknown command "bogus"`},
-		{"unknown flag on subcommand", []string{"demo", "--bogus"}, 1, "see 'gpuacct demo --help'"},
-		{"unknown flag on a sub-report", []string{"report", "teams", "--bogus"}, 1, "see 'gpuacct report teams --help'"},
-		{"unknown flag after an argument", []string{"job", "1234", "--bogus"}, 1, "see 'gpuacct job --help'"},
-		{"unknown global flag", []string{"--bogus", "demo"}, 1, "flag provided but not defined: -bogus"},
+		{"unknown command", []string{"bogus"}, 2, `unknown command "bogus"`},
+		{"unknown flag on subcommand", []string{"demo", "--bogus"}, 2, "gpuacct: unknown option --bogus (see 'gpuacct demo --help')"},
+		{"unknown flag on a sub-report", []string{"report", "teams", "--bogus"}, 2, "see 'gpuacct report teams --help'"},
+		{"unknown flag after an argument", []string{"job", "1234", "--bogus"}, 2, "see 'gpuacct job --help'"},
+		// Exits alike with sbuild --bogus (sbuild/main_test.go).
+		{"unknown global flag", []string{"--bogus", "demo"}, 2, "gpuacct: unknown option --bogus (see 'gpuacct --help')"},
 		{"bad demo value", []string{"demo", "--weeks", "0"}, 1, "--weeks"},
-		{"not a number", []string{"demo", "--weeks", "many"}, 1, "invalid value \"many\""},
+		{"not a number", []string{"demo", "--weeks", "many"}, 2, "invalid value \"many\""},
 		{"no command", nil, 2, ""},
 	}
 	for _, tt := range tests {
@@ -52,5 +53,15 @@ func TestDemo(t *testing.T) {
 		if !strings.Contains(out.String(), w) {
 			t.Errorf("demo output lacks %q:\n%s", w, out.String())
 		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"gpuacct", "--version"}, strings.NewReader(""), &out, &errb, os.Getenv); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.HasPrefix(out.String(), "gpuacct, version ") || !strings.Contains(out.String(), "go version:") {
+		t.Errorf("--version printed %q", out.String())
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/urfave/cli/v2"
 
+	"github.com/aicloud/gpusuite/cliwire"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/logging"
 	"github.com/aicloud/gpusuite/internal/store"
@@ -46,7 +47,7 @@ type setup struct {
 }
 
 func load(c *cli.Context, stderr io.Writer, getenv func(string) string, prog string) (*setup, error) {
-	cfg, err := config.FromCLI(c, getenv)
+	cfg, err := cliwire.LoadConfig(c, getenv)
 	if err != nil {
 		return nil, err
 	}

@@ -17,8 +17,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/aicloud/gpusuite/internal/config"
-	"github.com/aicloud/gpusuite/internal/ingest/gendata"
+	"github.com/aicloud/gpusuite/cliwire"
+	"github.com/aicloud/gpusuite/internal/sim/gendata"
 )
 
 // TestMain lets the test binary stand in for gpuacct: with
@@ -78,7 +78,7 @@ func runCLI(ctx context.Context, args []string, stdout, stderr *os.File, getenv 
 func cliApp(stdout, stderr *bytes.Buffer, getenv func(string) string) *cli.App {
 	return &cli.App{
 		Name:           "gpuacct",
-		Flags:          []cli.Flag{config.Flag()},
+		Flags:          []cli.Flag{cliwire.ConfigFlag()},
 		Commands:       []*cli.Command{IngestCommand(stdout, stderr, getenv), ServeCommand(stdout, stderr, getenv)},
 		Writer:         stdout,
 		ErrWriter:      stderr,

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/aicloud/gpusuite/cliwire"
 )
 
 // interspersed lets options follow positional arguments, as Slurm users
@@ -62,7 +64,7 @@ func interspersed(action cli.ActionFunc) cli.ActionFunc {
 		}
 		all = append(append(append(all, flags...), "--"), pos...)
 		if err := set.Parse(all); err != nil {
-			return fmt.Errorf("%s: %w (see 'gpuacct %s --help')", c.Command.Name, err, c.Command.Name)
+			return cliwire.UsageLine("gpuacct "+c.Command.Name, err)
 		}
 		nc := cli.NewContext(c.App, set, c.Lineage()[1])
 		nc.Command = c.Command

@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
 
+	"github.com/aicloud/gpusuite/cliwire"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/report/table"
 	"github.com/aicloud/gpusuite/internal/report/teams"
@@ -114,7 +115,7 @@ type env struct {
 }
 
 func load(c *cli.Context, d Deps) (*env, error) {
-	cfg, err := config.FromCLI(c, d.Getenv)
+	cfg, err := cliwire.LoadConfig(c, d.Getenv)
 	if err != nil {
 		return nil, err
 	}

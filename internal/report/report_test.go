@@ -16,7 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/urfave/cli/v2"
 
-	"github.com/aicloud/gpusuite/internal/config"
+	"github.com/aicloud/gpusuite/cliwire"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/report/teams"
 	"github.com/aicloud/gpusuite/internal/report/timespec"
@@ -240,7 +240,7 @@ func TestTeamsWithMapping(t *testing.T) {
 // run runs one gpuacct command line against the report commands.
 func run(t testing.TB, d Deps, args ...string) error {
 	t.Helper()
-	app := &cli.App{Name: "gpuacct", Flags: []cli.Flag{config.Flag()}, ExitErrHandler: func(*cli.Context, error) {},
+	app := &cli.App{Name: "gpuacct", Flags: []cli.Flag{cliwire.ConfigFlag()}, ExitErrHandler: func(*cli.Context, error) {},
 		Writer: d.Stdout, ErrWriter: d.Stderr,
 		Commands: []*cli.Command{ReportCommand(d), JobCommand(d), CheckCommand(d), IgnoreCommand(d), UnignoreCommand(d), ExportCommand(d), PlotCommand(d)}}
 	return app.Run(append([]string{"gpuacct"}, args...))

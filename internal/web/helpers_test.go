@@ -19,11 +19,11 @@ import (
 
 	"github.com/aicloud/gpusuite/cliwire"
 	"github.com/aicloud/gpusuite/internal/config"
-	"github.com/aicloud/gpusuite/internal/gpu/sim"
 	"github.com/aicloud/gpusuite/internal/ingest"
-	"github.com/aicloud/gpusuite/internal/ingest/gendata"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/report"
+	"github.com/aicloud/gpusuite/internal/sim"
+	"github.com/aicloud/gpusuite/internal/sim/gendata"
 )
 
 // fixture is a simulated cluster's records, written for the real ingest:
