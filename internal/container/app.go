@@ -9,8 +9,10 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/urfave/cli/v2"
+
+	"github.com/aicloud/gpusuite/cliwire"
+	"github.com/aicloud/gpusuite/internal/config"
 )
 
 // exitError carries an exit code out of a command's action. A nil err
@@ -60,7 +62,7 @@ func finish(prog string, stderr io.Writer, err error) int {
 // newApp sets up the parts of a urfave/cli app both commands share: output
 // through sys, no os.Exit, usage errors as one line.
 func newApp(name string, sys Sys) *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:                   name,
 		Writer:                 sys.Stdout,
 		ErrWriter:              sys.Stderr,
@@ -81,6 +83,8 @@ func newApp(name string, sys Sys) *cli.App {
 			return usagef("%v (see %s --help)", err, name)
 		},
 	}
+	cliwire.Version(app)
+	return app
 }
 
 func configFlags() []cli.Flag {

@@ -48,7 +48,8 @@ func srunWrapFlags() []cli.Flag {
 func SrunWrap(args []string, sys Sys) int {
 	prog := "srun-wrap"
 	flags := srunWrapFlags()
-	own := map[string]bool{"help": false, "h": false}
+	// --version is srun-wrap's own (srun's is -V).
+	own := map[string]bool{"help": false, "h": false, "version": false}
 	for n, v := range valuedFlags(flags) {
 		own[n] = v
 	}

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aicloud/gpusuite/cliwire"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/logging"
 	"github.com/coreos/go-systemd/v22/daemon"
@@ -49,6 +50,7 @@ func Main(args []string, stdout, stderr io.Writer, getenv func(string) string) i
 // MainContext is Main ending when ctx ends (tests stop watch with it).
 func MainContext(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	app := newApp(stdout, stderr, getenv)
+	cliwire.Version(app)
 	err := app.RunContext(ctx, args)
 	if err == nil {
 		return 0
