@@ -6,10 +6,10 @@ cd "$(dirname "$0")/.."
 export CGO_CFLAGS=${CGO_CFLAGS:--O2 -g -Wno-deprecated-declarations}
 
 echo "== prolog/epilog latency (floor: /bin/true)"
-go run ./bench/hooklat -bin ./bin -n "${HOOKLAT_N:-300}"
+go run ./bench/hooklat -bin ./bin/simulated -n "${HOOKLAT_N:-300}"
 
 echo "== prolog latency with the agent up vs down"
-go run ./bench/agenthook -bin ./bin -n "${AGENTHOOK_N:-200}"
+go run ./bench/agenthook -bin ./bin/simulated -n "${AGENTHOOK_N:-200}"
 
 echo "== Go benchmarks"
 go test -run '^$' -bench . -benchmem ./internal/...

@@ -23,7 +23,7 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/report/timespec"
-	"github.com/aicloud/gpusuite/internal/simcluster"
+	"github.com/aicloud/gpusuite/internal/sim/simcluster"
 )
 
 func main() {

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aicloud/gpusuite/internal/gpu/sim"
 	"github.com/aicloud/gpusuite/internal/record"
+	"github.com/aicloud/gpusuite/internal/sim"
 )
 
 // checkConsistent checks what arrived: no sample twice (under one key or

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/config"
-	"github.com/aicloud/gpusuite/internal/gpu/sim"
 	"github.com/aicloud/gpusuite/internal/record"
+	"github.com/aicloud/gpusuite/internal/sim"
 )
 
 func openFDs(t testing.TB) int {

@@ -17,7 +17,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/report/table"
 	rteams "github.com/aicloud/gpusuite/internal/report/teams"
 	"github.com/aicloud/gpusuite/internal/report/timespec"
-	"github.com/aicloud/gpusuite/internal/simcluster"
+	"github.com/aicloud/gpusuite/internal/sim/simcluster"
 	"github.com/aicloud/gpusuite/internal/store"
 )
 

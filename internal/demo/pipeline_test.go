@@ -13,7 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/aicloud/gpusuite/internal/simcluster"
+	"github.com/aicloud/gpusuite/internal/sim/simcluster"
 )
 
 // One simulated week of 2 nodes × 4 GPUs through the real agent, hooks

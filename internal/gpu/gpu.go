@@ -11,7 +11,6 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/aicloud/gpusuite/internal/config"
-	"github.com/aicloud/gpusuite/internal/gpu/sim"
 	"github.com/aicloud/gpusuite/internal/record"
 )
 
@@ -94,26 +93,38 @@ type Library struct {
 	Timeout time.Duration
 }
 
-// Open initialises the backend that cfg selects: the driver's NVML, or the
-// simulated node. node names the simulated node (it seeds the UUIDs).
+// Open initialises the backend that cfg selects: the driver's NVML, or one
+// a build registered (RegisterBackend). node names the node to a simulated
+// backend (it seeds the UUIDs).
 func Open(ctx context.Context, cfg config.GPU, node string, timeout time.Duration) (*Library, error) {
 	var lib nvml.Interface
 	switch cfg.Backend {
-	case "simulated":
-		s, err := sim.New(sim.Options{
-			Node: node, Count: cfg.Simulated.Count, Model: cfg.Simulated.Model,
-			Minors: cfg.Simulated.Minors, InitDelay: cfg.Simulated.InitDelay.Duration,
-			Hang: cfg.Simulated.Hang, Fail: cfg.Simulated.Fail,
-		})
+	case "", "nvml":
+		lib = nvml.New()
+	default:
+		open, ok := backends[cfg.Backend]
+		if !ok {
+			return nil, fmt.Errorf("gpu backend %q is not built into this program: set gpu.backend = \"nvml\", or use a build made with -tags simulated", cfg.Backend)
+		}
+		l, err := open(cfg, node)
 		if err != nil {
 			return nil, err
 		}
-		lib = s
-	default:
-		lib = nvml.New()
+		lib = l
 	}
 	return OpenInterface(ctx, lib, timeout)
 }
+
+// Backend opens a GPU backend other than the driver's NVML for node.
+type Backend func(cfg config.GPU, node string) (nvml.Interface, error)
+
+// backends are the backends registered at init; read-only afterwards.
+var backends = map[string]Backend{}
+
+// RegisterBackend makes name a gpu.backend. The simulator registers itself
+// this way (internal/sim/simulated), so that only the builds that import
+// it (tests, the demo, -tags simulated) link it. Call it from an init.
+func RegisterBackend(name string, open Backend) { backends[name] = open }
 
 // OpenInterface initialises lib within timeout.
 func OpenInterface(ctx context.Context, lib nvml.Interface, timeout time.Duration) (*Library, error) {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/aicloud/gpusuite/internal/gpu/sim"
+	"github.com/aicloud/gpusuite/internal/sim"
 )
 
 func TestCall(t *testing.T) {

@@ -20,8 +20,9 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/gpu"
-	"github.com/aicloud/gpusuite/internal/gpu/sim"
 	"github.com/aicloud/gpusuite/internal/record"
+	"github.com/aicloud/gpusuite/internal/sim"
+	_ "github.com/aicloud/gpusuite/internal/sim/simulated" // the hooks under test open gpu.backend = "simulated"
 )
 
 var baseEnv = map[string]string{

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aicloud/gpusuite/internal/gpu/sim"
-	"github.com/aicloud/gpusuite/internal/ingest/gendata"
 	"github.com/aicloud/gpusuite/internal/record"
+	"github.com/aicloud/gpusuite/internal/sim"
+	"github.com/aicloud/gpusuite/internal/sim/gendata"
 )
 
 func writeFile(t *testing.T, path string, data []byte) {

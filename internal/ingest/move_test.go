@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aicloud/gpusuite/internal/ingest/gendata"
+	"github.com/aicloud/gpusuite/internal/sim/gendata"
 )
 
 // otherFS returns a fresh directory on a file system other than dir's

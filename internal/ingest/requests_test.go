@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aicloud/gpusuite/internal/ingest/gendata"
 	"github.com/aicloud/gpusuite/internal/report/ignorereq"
+	"github.com/aicloud/gpusuite/internal/sim/gendata"
 )
 
 // While serve holds the writer lock, `gpuacct ignore` only queues a request;

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aicloud/gpusuite/internal/gpu/sim"
-	"github.com/aicloud/gpusuite/internal/ingest/gendata"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/report"
+	"github.com/aicloud/gpusuite/internal/sim"
+	"github.com/aicloud/gpusuite/internal/sim/gendata"
 	"github.com/aicloud/gpusuite/internal/store"
 )
 

@@ -10,8 +10,10 @@
 # the config (etc/slurm.conf), fake GPU device nodes (dev/nvidiaN, character
 # devices 195:N, because slurmd refuses regular files in gres.conf), the
 # spool the hooks write to, logs, and `env`, a KEY=VALUE file the Go tests
-# read. The Prolog/Epilog are the freshly built bin/prolog and bin/epilog,
-# started through small wrappers that pass --config (slurmd gives hooks no
+# read. The Prolog/Epilog are the freshly built bin/simulated/prolog and
+# bin/simulated/epilog (built with -tags simulated, so that they may open the
+# simulated GPUs of gpu.backend = "simulated"; bin/prolog cannot), started
+# through small wrappers that pass --config (slurmd gives hooks no
 # arguments and a scrubbed environment). Every test SPANK plugin under
 # test/slurm/spank/*.c is compiled and listed in plugstack.conf.
 # `start` is idempotent: a running cluster is reused.
@@ -30,7 +32,8 @@ PORT=${GPUSUITE_SLURM_PORT:-16817}
 # After slurmctld's (PORT) and slurmd's (PORT+1): slurmdbd, then MariaDB.
 DBD_PORT=$((PORT + 2))
 DB_PORT=$((PORT + 3))
-BIN=${GPUSUITE_BIN:-$ROOT/bin}
+# The hooks' simulated build (make build-simulated).
+HOOK_BIN=${GPUSUITE_HOOK_BIN:-${GPUSUITE_BIN:-$ROOT/bin}/simulated}
 NODE=node1
 NGPU=4
 # NVML index order of the simulated GPUs' minors: deliberately not 0,1,2,3,
@@ -98,7 +101,7 @@ EOF
 #!/bin/sh
 # Keep what slurmd handed us: fixtures for parser tests, and a debugging aid.
 env | sort >"$DIR/log/$h.\$SLURM_JOB_ID.env" 2>/dev/null
-exec "$BIN/$h" --config "$DIR/etc/gpusuite.toml" 2>>"$DIR/log/$h.log"
+exec "$HOOK_BIN/$h" --config "$DIR/etc/gpusuite.toml" 2>>"$DIR/log/$h.log"
 EOF
     chmod 0755 "$DIR/hooks/$h"
   done
@@ -313,7 +316,7 @@ start() {
   fi
   "$ROOT/test/deps.sh"
   for b in prolog epilog; do
-    [ -x "$BIN/$b" ] || { log "$BIN/$b is missing: run 'make build' first"; exit 1; }
+    [ -x "$HOOK_BIN/$b" ] || { log "$HOOK_BIN/$b is missing: run 'make build-simulated' first"; exit 1; }
   done
   stop_daemons
   write_config

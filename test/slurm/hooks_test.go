@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aicloud/gpusuite/internal/gpu/sim"
 	"github.com/aicloud/gpusuite/internal/record"
+	"github.com/aicloud/gpusuite/internal/sim"
 	"github.com/aicloud/gpusuite/internal/slurmtest"
 )
 

@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aicloud/gpusuite/internal/gpu/sim"
 	"github.com/aicloud/gpusuite/internal/record"
+	"github.com/aicloud/gpusuite/internal/sim"
 )
 
 // YearOptions size a long, many-user data set (bench/year.sh): job events

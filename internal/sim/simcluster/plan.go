@@ -9,7 +9,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/aicloud/gpusuite/internal/gpu/sim"
+	"github.com/aicloud/gpusuite/internal/sim"
 )
 
 // Kind is what a job does with its GPUs.

@@ -31,9 +31,10 @@ import (
 	"github.com/aicloud/gpusuite/internal/agent"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/gpu"
-	"github.com/aicloud/gpusuite/internal/gpu/sim"
 	"github.com/aicloud/gpusuite/internal/hook"
 	"github.com/aicloud/gpusuite/internal/record"
+	"github.com/aicloud/gpusuite/internal/sim"
+	_ "github.com/aicloud/gpusuite/internal/sim/simulated" // nodes open gpu.backend = "simulated"
 )
 
 // Options describe the simulated cluster and where its files go.
