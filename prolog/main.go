@@ -5,8 +5,8 @@ package main
 import (
 	"os"
 
-	"github.com/aicloud/gpusuite/internal/hook"
+	"github.com/aicloud/gpusuite/hookcli"
 	"github.com/aicloud/gpusuite/internal/record"
 )
 
-func main() { os.Exit(hook.Main(record.JobStart, os.Args, os.Stderr, os.Getenv)) }
+func main() { os.Exit(hookcli.Main(record.JobStart, os.Args, os.Stdout, os.Stderr, os.Getenv)) }

@@ -8,21 +8,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
-	"github.com/urfave/cli/v2"
 
 	"github.com/aicloud/gpusuite/internal/agent/hookclient"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/gpu"
-	"github.com/aicloud/gpusuite/internal/logging"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/slurm"
 	"github.com/aicloud/gpusuite/internal/spool"
@@ -219,12 +215,6 @@ func sourceOf(k record.Kind) source {
 	return "prolog"
 }
 
-// hookNames gives, per kind, the slurm.conf parameter and what is recorded.
-var hookNames = map[record.Kind][2]string{
-	record.JobStart: {"Prolog", "start"},
-	record.JobEnd:   {"Epilog", "end"},
-}
-
 func firstNonEmpty(s ...string) string {
 	for _, v := range s {
 		if v != "" {
@@ -232,103 +222,4 @@ func firstNonEmpty(s ...string) string {
 		}
 	}
 	return ""
-}
-
-// Main is the whole prolog or epilog program: flags, config, logging, the
-// hard time bound, and the exit-0 rule. It returns the exit status.
-func Main(kind record.Kind, args []string, stderr io.Writer, getenv func(string) string) int {
-	name := string(sourceOf(kind))
-	code := 0
-	app := &cli.App{
-		Name:  name,
-		Usage: fmt.Sprintf("Slurm %s hook: record the job's %s and its GPUs in the node-local spool", hookNames[kind][0], hookNames[kind][1]),
-		UsageText: fmt.Sprintf(`%[1]s [--config FILE]
-
-Set in slurm.conf (slurmd runs it as root with the job's SLURM_* variables):
-   %[2]s=/usr/libexec/gpusuite/%[1]s
-   PrologFlags=Alloc
-
-Examples:
-   # what slurmd does, by hand, to see what would be recorded:
-   SLURM_JOB_ID=42 SLURM_JOB_USER=alice SLURM_JOB_UID=1000 SLURMD_NODENAME=gpu01 \
-     SLURM_JOB_GPUS=0,1 %[1]s --config /etc/gpusuite/gpusuite.toml`, name, hookNames[kind][0]),
-		Description: "Exits 0 on every accounting error (a failing prolog would drain the node) and logs it with the job id; " +
-			"the only non-zero exit is the opt-in health check (hooks.health_check).",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "config", Usage: "config file", EnvVars: []string{config.EnvPath}, Value: ""},
-			&cli.StringFlag{Name: "spool-dir", Usage: "node-local spool directory (spool.dir)", EnvVars: []string{"GPUSUITE_SPOOL_DIR"}},
-		},
-		HideHelpCommand: true,
-		Writer:          stderr,
-		ErrWriter:       stderr,
-		ExitErrHandler:  func(*cli.Context, error) {},
-		OnUsageError:    func(_ *cli.Context, err error, _ bool) error { return err },
-		Action: func(c *cli.Context) error {
-			code = runHook(c, kind, stderr, getenv)
-			return nil
-		},
-	}
-	if err := app.Run(args); err != nil {
-		// A bad command line must not drain the node either.
-		fmt.Fprintf(stderr, "%s: %v (run '%s --help'); nothing recorded\n", name, err, name)
-		return 0
-	}
-	return code
-}
-
-func runHook(c *cli.Context, kind record.Kind, stderr io.Writer, getenv func(string) string) int {
-	name := string(sourceOf(kind))
-	// the bound covers reading the config too: a hung mount must not hold
-	// the job longer than hooks.timeout
-	start := time.Now()
-	path, explicit := config.Path(c.String("config"), getenv)
-	cfg, salvaged, cfgErr := config.LoadHook(path, explicit, config.HookReadBound)
-	level, lerr := logging.ParseLevel(cfg.Hooks.LogLevel)
-	if lerr != nil {
-		level = slog.LevelInfo
-	}
-	log := logging.New(name, stderr, level, getenv)
-	jobAttr := slog.String("job", getenv("SLURM_JOB_ID"))
-	if c.IsSet("spool-dir") {
-		if dir := c.String("spool-dir"); filepath.IsAbs(dir) {
-			cfg.Spool.Dir = dir
-		} else {
-			log.Error("--spool-dir/GPUSUITE_SPOOL_DIR is not an absolute path; using spool.dir", jobAttr, "spool_dir", dir, "using", cfg.Spool.Dir)
-		}
-	}
-	if cfgErr != nil {
-		// The agent refuses this file, so say where the event goes: an
-		// admin must find it there or fix the file.
-		log.Error("config unusable; recording with the hook keys that still parse and defaults for the rest", jobAttr, "err", cfgErr,
-			"spool", cfg.Spool.Dir, "cluster", cfg.Cluster.Name, "gpu_backend", cfg.GPU.Backend, "taken_from_file", strings.Join(salvaged, ","))
-	}
-
-	deadline := start.Add(cfg.Hooks.Timeout.Duration)
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	defer cancel()
-	type outcome struct {
-		res Result
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		res, err := Run(ctx, kind, cfg, Deps{Getenv: getenv, Now: time.Now, Hostname: os.Hostname, ProcRoot: "/proc"}, log)
-		done <- outcome{res, err}
-	}()
-	select {
-	case o := <-done:
-		if o.err != nil {
-			log.Error("accounting failed; job unaffected", jobAttr, "err", o.err)
-			return 0
-		}
-		if o.res.Unhealthy != "" {
-			log.Error("health check failed: node should be drained", jobAttr, "reason", o.res.Unhealthy)
-			return 1
-		}
-		log.Debug("done", jobAttr, "elapsed", time.Since(start))
-		return 0
-	case <-time.After(time.Until(deadline) + 100*time.Millisecond):
-		log.Error("hook timed out; nothing recorded, job unaffected", jobAttr, "timeout", cfg.Hooks.Timeout.Duration)
-		return 0
-	}
 }

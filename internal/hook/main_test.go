@@ -59,26 +59,22 @@ func TestMainBadInput(t *testing.T) {
 	tests := []struct {
 		name      string
 		kind      record.Kind
-		args      []string
+		opts      Options
 		env       func(string) string
 		wantCode  int
 		wantLog   []string
 		wantSpool string // a spool dir that must hold one event
-		setenv    string // GPUSUITE_SPOOL_DIR
 	}{
-		{name: "unknown flag", args: []string{"--bogus"}, env: envWith(), wantLog: []string{"flag provided but not defined: -bogus", "nothing recorded"}},
-		{name: "missing config records with defaults", args: []string{"--config", "/nonexistent.toml", "--spool-dir", spoolDir + "-2"}, env: envWith(),
+		{name: "missing config records with defaults", opts: Options{Config: "/nonexistent.toml", SpoolDir: spoolDir + "-2", SpoolDirSet: true}, env: envWith(),
 			wantLog: []string{"config unusable", "nonexistent.toml", "job=42"}, wantSpool: spoolDir + "-2"},
-		{name: "broken config", args: []string{"--config", broken, "--spool-dir", spoolDir + "-3"}, env: envWith(),
+		{name: "broken config", opts: Options{Config: broken, SpoolDir: spoolDir + "-3", SpoolDirSet: true}, env: envWith(),
 			wantLog: []string{"config unusable", "line 2"}, wantSpool: spoolDir + "-3"},
-		{name: "garbage job id", args: []string{"--config", good}, env: envWith("SLURM_JOB_ID", "abc"), wantLog: []string{"accounting failed", "SLURM_JOB_ID"}},
-		{name: "read-only spool", args: []string{"--config", good, "--spool-dir", filepath.Join(ro, "spool")}, env: envWith(),
+		{name: "garbage job id", opts: Options{Config: good}, env: envWith("SLURM_JOB_ID", "abc"), wantLog: []string{"accounting failed", "SLURM_JOB_ID"}},
+		{name: "read-only spool", opts: Options{Config: good, SpoolDir: filepath.Join(ro, "spool"), SpoolDirSet: true}, env: envWith(),
 			wantLog: []string{"accounting failed", "job=42", "read-only file system", `\"key\":\"testcl/42/0/gpu01/job_start\"`}},
-		{name: "full spool", args: []string{"--config", good, "--spool-dir", filepath.Join(full, "spool")}, env: envWith(),
+		{name: "full spool", opts: Options{Config: good, SpoolDir: filepath.Join(full, "spool"), SpoolDirSet: true}, env: envWith(),
 			wantLog: []string{"accounting failed", "no space left"}},
-		// flag > env > file: GPUSUITE_SPOOL_DIR beats the file's spool.dir.
-		{name: "spool env override", args: []string{"--config", good}, env: envWith(), setenv: spoolDir + "-4", wantSpool: spoolDir + "-4"},
-		{name: "epilog records end", kind: record.JobEnd, args: []string{"--config", writeConfig(t, spoolDir+"-5", "")}, env: envWith(), wantSpool: spoolDir + "-5"},
+		{name: "epilog records end", kind: record.JobEnd, opts: Options{Config: writeConfig(t, spoolDir+"-5", "")}, env: envWith(), wantSpool: spoolDir + "-5"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -86,11 +82,8 @@ func TestMainBadInput(t *testing.T) {
 			if kind == "" {
 				kind = record.JobStart
 			}
-			if tt.setenv != "" {
-				t.Setenv("GPUSUITE_SPOOL_DIR", tt.setenv)
-			}
 			var stderr bytes.Buffer
-			code := Main(kind, append([]string{"prolog"}, tt.args...), &stderr, tt.env)
+			code := Exec(kind, tt.opts, &stderr, tt.env)
 			if code != tt.wantCode {
 				t.Errorf("exit %d, want %d", code, tt.wantCode)
 			}
@@ -148,13 +141,10 @@ func TestMainBrokenConfigKeepsSpool(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			os.RemoveAll(spool)
-			args := []string{"epilog", "--config", tt.config}
-			if tt.spoolFlag != "" {
-				args = append(args, "--spool-dir", tt.spoolFlag)
-			}
+			opts := Options{Config: tt.config, SpoolDir: tt.spoolFlag, SpoolDirSet: tt.spoolFlag != ""}
 			var stderr bytes.Buffer
 			done := make(chan int, 1)
-			go func() { done <- Main(record.JobEnd, args, &stderr, envWith("SLURM_CLUSTER_NAME", "")) }()
+			go func() { done <- Exec(record.JobEnd, opts, &stderr, envWith("SLURM_CLUSTER_NAME", "")) }()
 			select {
 			case code := <-done:
 				if code != 0 {
@@ -188,7 +178,7 @@ func TestMainTimeBound(t *testing.T) {
 	os.WriteFile(cfg, []byte(strings.Replace(mustRead(t, cfg), "nvml_timeout = \"100ms\"", "nvml_timeout = \"10s\"", 1)), 0o644)
 	var stderr bytes.Buffer
 	start := time.Now()
-	code := Main(record.JobStart, []string{"prolog", "--config", cfg}, &stderr, envWith())
+	code := Exec(record.JobStart, Options{Config: cfg}, &stderr, envWith())
 	el := time.Since(start)
 	if code != 0 {
 		t.Errorf("exit %d", code)
