@@ -1,0 +1,124 @@
+package agent
+
+import (
+	"context"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/gpu"
+	"github.com/aicloud/gpusuite/internal/record"
+)
+
+// snapshot is what /metrics and the hook socket read.
+type snapshot struct {
+	devs     []*gpu.Device
+	readings []gpu.Reading
+	samples  []record.Sample
+	allocs   []Alloc
+	at       time.Time
+}
+
+// Cycle samples every GPU once at the agent's clock and records it.
+func (a *Agent) Cycle(ctx context.Context) error {
+	start := time.Now()
+	now := a.now().UTC()
+	if a.devs == nil {
+		a.enumerate(ctx)
+	}
+	if a.seg == nil {
+		if err := a.openSegment(now); err != nil {
+			return err
+		}
+	} else if !now.Before(a.seg.hdr.Start.Add(a.cfg.SegmentDuration.Duration)) {
+		if err := a.roll(now); err != nil {
+			return err
+		}
+	}
+	// job events the prolog/epilog spooled since the last cycle (the hook
+	// socket usually announced them already)
+	a.applySpooledEvents()
+	readings := a.lib.SampleAll(ctx, a.devs)
+	a.xid.Drain(readings, a.devs)
+	byUUID := allocsByUUID(a.allocs)
+	samples := make([]record.Sample, 0, len(readings))
+	failing := false
+	for _, r := range readings {
+		for _, c := range r.Codes {
+			a.metrics.nvmlErrors.WithLabelValues(c).Inc()
+		}
+		if r.Lost || len(r.Codes) > 0 && r.GPUUtil == nil && r.EnergyMJ == nil {
+			failing = true
+		}
+		s := attribute(r, now, byUUID[r.UUID], a.owner, a.cfg.IdleThreshold)
+		samples = append(samples, s)
+	}
+	if err := a.seg.append(samples); err != nil {
+		return err
+	}
+	for i := range samples {
+		a.foldSample(&samples[i], a.interval.Seconds())
+	}
+	a.metrics.samples.Add(float64(len(samples)))
+	a.reinitIfFailing(ctx, failing, now)
+	a.publish(readings, samples, now)
+	a.metrics.sampleDuration.Observe(time.Since(start).Seconds())
+	return nil
+}
+
+func (a *Agent) enumerate(ctx context.Context) {
+	devs, problems, err := a.lib.Devices(ctx)
+	if err != nil {
+		a.log.Error("cannot list GPUs", "err", err)
+		a.metrics.nvmlErrors.WithLabelValues("ENUMERATE").Inc()
+		a.devs = []*gpu.Device{}
+		return
+	}
+	for _, p := range problems {
+		a.log.Warn("GPU left out", "err", p)
+	}
+	a.incomplete = len(problems) > 0
+	a.devs = devs
+	a.xid.Close()
+	a.xid, err = a.lib.WatchXID(ctx, devs)
+	if err != nil {
+		a.log.Info("XID errors will be reported as missing", "err", err)
+	}
+}
+
+// reinitIfFailing shuts NVML down and starts it again after GPUs kept
+// failing for agent.reinit_after: a driver reload invalidates handles.
+func (a *Agent) reinitIfFailing(ctx context.Context, failing bool, now time.Time) {
+	if !failing && !a.incomplete && len(a.devs) > 0 {
+		a.failingSince = time.Time{}
+		return
+	}
+	if a.failingSince.IsZero() {
+		a.failingSince = now
+		return
+	}
+	if now.Sub(a.failingSince) < a.cfg.ReinitAfter.Duration {
+		return
+	}
+	a.failingSince = now
+	a.log.Warn("GPUs keep failing; initialising NVML again")
+	if err := a.lib.Reinit(ctx); err != nil {
+		a.log.Error("NVML re-initialisation failed", "err", err)
+		return
+	}
+	a.enumerate(ctx)
+}
+
+func (a *Agent) publish(readings []gpu.Reading, samples []record.Sample, now time.Time) {
+	allocs := make([]Alloc, 0, len(a.allocs))
+	for _, k := range sortedKeys(a.allocs) {
+		allocs = append(allocs, *a.allocs[k])
+	}
+	a.mu.Lock()
+	a.snap = snapshot{devs: a.devs, readings: readings, samples: samples, allocs: allocs, at: now}
+	a.mu.Unlock()
+}
+
+func (a *Agent) snapshot() snapshot {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.snap
+}
