@@ -18,6 +18,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/gpu"
 	"github.com/aicloud/gpusuite/internal/record"
+	"github.com/aicloud/gpusuite/internal/ship"
 	"github.com/aicloud/gpusuite/internal/spool"
 )
 
@@ -45,7 +46,7 @@ type Agent struct {
 	log      *slog.Logger
 	owner    owner
 	metrics  *metrics
-	shipAs   *shipIdentity
+	shipper  *ship.Shipper
 
 	// owned by the loop
 	devs         []*gpu.Device
@@ -92,10 +93,11 @@ func New(cfg config.Config, cluster, node string, d Deps) (*Agent, error) {
 		a.owner = cgroupOwner(cfg.Agent.ProcRoot)
 	}
 	a.metrics = newMetrics(a)
-	var err error
-	if a.shipAs, err = lookupShipUser(cfg.Agent.ShipUser); err != nil {
+	as, err := ship.LookupUser(cfg.Agent.ShipUser)
+	if err != nil {
 		return nil, err
 	}
+	a.shipper = &ship.Shipper{Spool: a.spool, Incoming: cfg.Agent.IncomingDir, Node: node, As: as, Shipped: a.metrics.shippedFiles.Inc}
 	if err := a.spool.Ensure(); err != nil {
 		return nil, err
 	}

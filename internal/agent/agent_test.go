@@ -23,6 +23,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/gpu"
 	"github.com/aicloud/gpusuite/internal/record"
+	"github.com/aicloud/gpusuite/internal/ship"
 	"github.com/aicloud/gpusuite/internal/sim"
 )
 
@@ -379,7 +380,7 @@ func TestSpoolBound(t *testing.T) {
 	for _, n := range names {
 		st, _ := os.Stat(filepath.Join(e.cfg.Spool.Dir, n))
 		total += st.Size()
-		switch recordType(n) {
+		switch ship.Kind(n) {
 		case "samples":
 			segs = append(segs, n)
 		case "event":
@@ -454,12 +455,12 @@ func TestShipAsServiceUser(t *testing.T) {
 	if _, err := e.ship(); err == nil || !strings.Contains(err.Error(), "permission denied") {
 		t.Fatalf("shipping as nobody into root's 0755 directory: %v", err)
 	}
-	id, err := lookupShipUser("nobody")
+	id, err := ship.LookupUser("nobody")
 	if err != nil {
 		t.Fatal(err)
 	}
 	os.RemoveAll(filepath.Join(e.incoming, testNode))
-	if err := os.Chown(e.incoming, id.uid, id.gid); err != nil {
+	if err := os.Chown(e.incoming, id.UID, id.GID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.ship(); err != nil {
@@ -480,8 +481,8 @@ func TestShipAsServiceUser(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if sys := st.Sys().(*syscall.Stat_t); int(sys.Uid) != id.uid {
-			t.Errorf("%s owned by uid %d, want nobody (%d)", p, sys.Uid, id.uid)
+		if sys := st.Sys().(*syscall.Stat_t); int(sys.Uid) != id.UID {
+			t.Errorf("%s owned by uid %d, want nobody (%d)", p, sys.Uid, id.UID)
 		}
 	}
 	if left := spoolNames(t, e.cfg.Spool.Dir); len(left) != 0 {

@@ -118,7 +118,7 @@ loop:
 	fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	go func() {
-		if _, err := a.ShipPass(fctx, handled); err != nil {
+		if _, err := a.shipper.Pass(fctx, handled); err != nil {
 			a.log.Warn("final shipping incomplete; the spool keeps the rest", "err", err, "backlog_files", a.backlog())
 		}
 		close(done)

@@ -1,4 +1,4 @@
-package agent
+package ship
 
 import (
 	"fmt"
@@ -9,14 +9,15 @@ import (
 	"syscall"
 )
 
-// shipIdentity is the uid/gid shipped files are written with; nil means
-// the agent's own.
-type shipIdentity struct {
-	name     string
-	uid, gid int
+// Identity is the uid/gid shipped files are written with; nil means
+// the caller's own.
+type Identity struct {
+	Name     string
+	UID, GID int
 }
 
-func lookupShipUser(name string) (*shipIdentity, error) {
+// LookupUser finds agent.ship_user; "" is nil (the caller's identity).
+func LookupUser(name string) (*Identity, error) {
 	if name == "" {
 		return nil, nil
 	}
@@ -29,25 +30,25 @@ func lookupShipUser(name string) (*shipIdentity, error) {
 	if err1 != nil || err2 != nil {
 		return nil, fmt.Errorf("key \"agent.ship_user\": user %q has uid %q gid %q", name, u.Uid, u.Gid)
 	}
-	return &shipIdentity{name: name, uid: uid, gid: gid}, nil
+	return &Identity{Name: name, UID: uid, GID: gid}, nil
 }
 
-// asShipUser runs f on an OS thread whose file-system identity is the
+// asUser runs f on an OS thread whose file-system identity is the
 // ship user (setfsuid/setfsgid are per thread on Linux). Files f creates
 // belong to that user, also on NFS with root_squash. The thread is never
 // given back to the runtime: it ends with the goroutine.
-func asShipUser(id *shipIdentity, f func() error) error {
+func asUser(id *Identity, f func() error) error {
 	if id == nil {
 		return f()
 	}
 	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // no Unlock: the thread dies with this goroutine
-		syscall.Syscall(syscall.SYS_SETFSGID, uintptr(id.gid), 0, 0)
-		syscall.Syscall(syscall.SYS_SETFSUID, uintptr(id.uid), 0, 0)
+		syscall.Syscall(syscall.SYS_SETFSGID, uintptr(id.GID), 0, 0)
+		syscall.Syscall(syscall.SYS_SETFSUID, uintptr(id.UID), 0, 0)
 		// setfs*id report the previous id, never an error: check the effect
-		if got, _, _ := syscall.Syscall(syscall.SYS_SETFSUID, ^uintptr(0), 0, 0); int(got) != id.uid {
-			done <- fmt.Errorf("cannot take the file-system identity of %s (uid %d): is the agent root?", id.name, id.uid)
+		if got, _, _ := syscall.Syscall(syscall.SYS_SETFSUID, ^uintptr(0), 0, 0); int(got) != id.UID {
+			done <- fmt.Errorf("cannot take the file-system identity of %s (uid %d): is the agent root?", id.Name, id.UID)
 			return
 		}
 		done <- f()
@@ -55,7 +56,7 @@ func asShipUser(id *shipIdentity, f func() error) error {
 	return <-done
 }
 
-// openSources opens every name in the spool as the agent's own user (the
+// openSources opens every name in the spool as the caller's own user (the
 // spool is root-only), for the ship user's thread to copy from.
 func openSources(dir string, names []string) (map[string]*os.File, error) {
 	files := make(map[string]*os.File, len(names))

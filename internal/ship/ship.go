@@ -1,4 +1,8 @@
-package agent
+// Package ship moves a node's spool files into the shared incoming
+// directory (incoming/<node>/) durably: each is copied as a temp file,
+// fsync'd and renamed, the directory fsync'd, and only then is the local
+// copy deleted. The agent decides when to ship; this package how.
+package ship
 
 import (
 	"context"
@@ -9,27 +13,37 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/spool"
 )
 
-// recordType names a spool file's kind (record's file-name protocol).
-func recordType(name string) string { return string(record.KindOfFile(name)) }
+// Kind names a spool file's kind (record's file-name protocol): "event",
+// "jobgpu", "samples" or "other".
+func Kind(name string) string { return string(record.KindOfFile(name)) }
 
-var shipOrder = map[string]int{"event": 0, "jobgpu": 1, "other": 2, "samples": 3}
+var order = map[string]int{"event": 0, "jobgpu": 1, "other": 2, "samples": 3}
 
-// shipBatch is how many files are made durable with one directory fsync.
-const shipBatch = 64
+// batchSize is how many files are made durable with one directory fsync.
+const batchSize = 64
 
-// ShipPass ships every spool file that may leave: job events the loop has
-// applied (handled), aggregates, segments. Each goes to
-// incoming/<node>/ as a temp file, fsync'd, renamed, the directory
-// fsync'd, and only then is the local copy deleted. It returns the number
-// shipped and the first error, after which it stops.
-func (a *Agent) ShipPass(ctx context.Context, handled []string) (int, error) {
-	base := a.cfg.IncomingDir
+// Shipper ships one node's spool.
+type Shipper struct {
+	Spool spool.Dir
+	// Incoming is the shared directory; files go to Incoming/Node/.
+	Incoming string
+	Node     string
+	// As is the identity the copies are made with; nil is the caller's.
+	As *Identity
+	// Shipped, when set, is called for each file shipped and removed.
+	Shipped func()
+}
+
+// Pass ships every spool file that may leave: job events the caller has
+// applied (handled), aggregates, segments. It returns the number shipped
+// and the first error, after which it stops.
+func (s *Shipper) Pass(ctx context.Context, handled []string) (int, error) {
+	base := s.Incoming
 	st, err := os.Stat(base)
 	if err != nil {
 		return 0, fmt.Errorf("incoming dir %q unavailable (is /data mounted?): %w", base, err)
@@ -37,8 +51,8 @@ func (a *Agent) ShipPass(ctx context.Context, handled []string) (int, error) {
 	if !st.IsDir() {
 		return 0, fmt.Errorf("incoming dir %q is not a directory", base)
 	}
-	dest := filepath.Join(base, a.node)
-	if err := asShipUser(a.shipAs, func() error {
+	dest := filepath.Join(base, s.Node)
+	if err := asUser(s.As, func() error {
 		if err := os.Mkdir(dest, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("create %q: %w", dest, err)
 		}
@@ -50,34 +64,34 @@ func (a *Agent) ShipPass(ctx context.Context, handled []string) (int, error) {
 	for _, n := range handled {
 		ok[n] = true
 	}
-	names, err := a.spool.List()
+	names, err := s.Spool.List()
 	if err != nil {
 		return 0, err
 	}
 	var todo []string
 	for _, n := range names {
-		if recordType(n) == "event" && !ok[n] {
+		if Kind(n) == "event" && !ok[n] {
 			continue // not applied yet: ship next pass
 		}
 		todo = append(todo, n)
 	}
-	sort.SliceStable(todo, func(i, j int) bool { return shipOrder[recordType(todo[i])] < shipOrder[recordType(todo[j])] })
+	sort.SliceStable(todo, func(i, j int) bool { return order[Kind(todo[i])] < order[Kind(todo[j])] })
 	shipped := 0
 	for len(todo) > 0 {
 		if err := ctx.Err(); err != nil {
 			return shipped, err
 		}
-		batch := todo[:min(shipBatch, len(todo))]
+		batch := todo[:min(batchSize, len(todo))]
 		todo = todo[len(batch):]
 		// sources are opened as root (the spool is root-only); the copies
 		// are made with the ship user's identity
-		srcs, err := openSources(a.spool.Path, batch)
+		srcs, err := openSources(s.Spool.Path, batch)
 		if err != nil {
 			return shipped, fmt.Errorf("open spool file: %w", err)
 		}
 		var done []string
 		var firstErr error
-		err = asShipUser(a.shipAs, func() error {
+		err = asUser(s.As, func() error {
 			for _, n := range batch {
 				src, ok := srcs[n]
 				if !ok {
@@ -101,11 +115,13 @@ func (a *Agent) ShipPass(ctx context.Context, handled []string) (int, error) {
 			return shipped, err
 		}
 		for _, n := range done {
-			if err := os.Remove(filepath.Join(a.spool.Path, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err := os.Remove(filepath.Join(s.Spool.Path, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return shipped, fmt.Errorf("remove shipped %q: %w", n, err)
 			}
 			shipped++
-			a.metrics.shippedFiles.Inc()
+			if s.Shipped != nil {
+				s.Shipped()
+			}
 		}
 		if firstErr != nil {
 			return shipped, firstErr
@@ -114,89 +130,30 @@ func (a *Agent) ShipPass(ctx context.Context, handled []string) (int, error) {
 	return shipped, nil
 }
 
-// backlog updates the spool backlog gauges and returns the file count.
-func (a *Agent) backlog() int {
-	entries, err := os.ReadDir(a.spool.Path)
+// Backlog is what waits in a spool: files by kind, their bytes, and the
+// file count.
+type Backlog struct {
+	Files map[string]int
+	Bytes int64
+	Total int
+}
+
+// CountBacklog counts the spool's files (hidden temp files left out).
+func CountBacklog(dir string) (Backlog, error) {
+	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return 0
+		return Backlog{}, err
 	}
-	counts := map[string]int{"event": 0, "jobgpu": 0, "samples": 0, "other": 0}
-	var bytes int64
-	n := 0
+	b := Backlog{Files: map[string]int{"event": 0, "jobgpu": 0, "samples": 0, "other": 0}}
 	for _, e := range entries {
 		if !e.Type().IsRegular() || strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
-		counts[recordType(e.Name())]++
+		b.Files[Kind(e.Name())]++
 		if info, err := e.Info(); err == nil {
-			bytes += info.Size()
+			b.Bytes += info.Size()
 		}
-		n++
+		b.Total++
 	}
-	for t, c := range counts {
-		a.metrics.backlogFiles.WithLabelValues(t).Set(float64(c))
-	}
-	a.metrics.backlogBytes.Set(float64(bytes))
-	return n
-}
-
-// requestScan asks the loop to apply spooled events and returns the names
-// it handled; nil when the loop is gone.
-func (a *Agent) requestScan(ctx context.Context) []string {
-	reply := make(chan []string, 1)
-	select {
-	case a.scanReq <- reply:
-	case <-ctx.Done():
-		return nil
-	}
-	select {
-	case names := <-reply:
-		return names
-	case <-ctx.Done():
-		return nil
-	}
-}
-
-// shipLoop ships on agent.ship_interval, backing off from one second up
-// to agent.ship_backoff_max while the share is unavailable.
-func (a *Agent) shipLoop(ctx context.Context) {
-	backoff := time.Duration(0)
-	failing := false
-	for {
-		n, err := a.ShipPass(ctx, a.requestScan(ctx))
-		left := a.backlog()
-		wait := a.cfg.ShipInterval.Duration
-		if err != nil && ctx.Err() == nil {
-			a.metrics.shipErrors.Inc()
-			if backoff == 0 {
-				backoff = time.Second
-			} else {
-				backoff = min(2*backoff, a.cfg.ShipBackoffMax.Duration)
-			}
-			wait = backoff
-			a.log.Warn("shipping failed; retrying", "err", err, "backlog_files", left, "retry_in", backoff, "shipped", n)
-			failing = true
-		} else if err == nil {
-			backoff = 0
-			a.metrics.lastShip.Set(float64(a.now().UnixNano()) / 1e9)
-			if failing {
-				a.log.Info("shipping works again", "shipped", n, "backlog_files", left)
-				failing = false
-			}
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-	}
-}
-
-// Ship applies the spooled job events and ships the spool once, for
-// callers that drive the agent themselves (Cycle, Ship, Stop from one
-// goroutine: tests, generators of simulated data); Run ships on its own.
-func (a *Agent) Ship(ctx context.Context) (int, error) {
-	return a.ShipPass(ctx, a.scanEvents())
+	return b, nil
 }
