@@ -24,6 +24,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/sim"
 	_ "github.com/aicloud/gpusuite/internal/sim/simulated" // the hooks open gpu.backend = "simulated"
+	"github.com/aicloud/gpusuite/internal/sim/truth"
 )
 
 // Options size the simulated cluster.
@@ -69,9 +70,11 @@ type Truth struct {
 	Jobs      int
 	AllocGPUS int64 // Σ GPUs × (end − start) over jobs with an end
 	Samples   int
-	// Used/Idle/SampleS sum samples attributed to jobs.
+	// Used/Idle/SampleS sum samples attributed to jobs: Usage's UsedS,
+	// IdleS, SampleS and EnergyMJ, as the oracle counts them.
 	Used, Idle, SampleS float64
 	EnergyMJ            int64
+	Usage               truth.Usage
 	PerAccount          map[string]int64 // allocated GPU-seconds
 	JobList             []Job
 	Files               int
@@ -163,6 +166,7 @@ func Generate(incoming string, o Options) (Truth, error) {
 			t.Files += files
 		}
 	}
+	t.Used, t.Idle, t.SampleS, t.EnergyMJ = t.Usage.UsedS, t.Usage.IdleS, t.Usage.SampleS, t.Usage.EnergyMJ
 	return t, nil
 }
 
@@ -316,22 +320,10 @@ func writeSamples(dir string, o Options, node string, jobs []Job, t *Truth) (int
 				if cur != nil {
 					s.Jobs = []record.JobShare{{Job: cur.ID, Share: 1, Idle: util < 1}}
 					s.Procs = []record.Proc{{PID: uint32(1000 + g), MemUsedMiB: mem, Job: cur.ID}}
-					// The ledger counts only the part of the sample's
-					// [t, t+interval) inside the job's allocation.
-					hi := ts + iv
-					if cur.HasEnd {
-						hi = min(hi, cur.End*1000)
-					}
-					in := hi - max(ts, cur.Start*1000)
-					part := float64(in) / 1000
-					t.Used += float64(util) * part / 100
-					t.SampleS += part
-					if util < 1 {
-						t.Idle += part
-					}
-					if seen[g] {
-						t.EnergyMJ += int64(float64(de)*float64(in)/float64(iv) + 0.5)
-					}
+					smp := truth.Sample{T: ts, Interval: iv, Start: cur.Start * 1000, End: cur.End * 1000, HasEnd: cur.HasEnd,
+						Util: util, Idle: util < 1, EnergyDelta: de, EnergyKnown: seen[g]}
+					t.Usage.AddSample(smp)
+					part := float64(smp.Part()) / 1000
 					if o.Aggregates {
 						k := [2]uint64{cur.ID, uint64(g)}
 						a := aggs[k]

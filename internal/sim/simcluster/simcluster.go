@@ -218,9 +218,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	sort.Slice(t.Jobs, func(a, b int) bool { return t.Jobs[a].ID < t.Jobs[b].ID })
 	for _, j := range t.Jobs {
-		t.Total.add(j.Usage)
+		t.Total.Add(j.Usage)
 		u := t.ByAccount[j.Account]
-		u.add(j.Usage)
+		u.Add(j.Usage)
 		t.ByAccount[j.Account] = u
 	}
 	res.Truth = t

@@ -3,48 +3,12 @@ package simcluster
 import (
 	"sort"
 	"time"
+
+	"github.com/aicloud/gpusuite/internal/sim/truth"
 )
 
-// Usage is what the accounting definitions (DESIGN.md, docs/store.md)
-// give for a job, a team or the cluster.
-type Usage struct {
-	Jobs int64
-	// AllocS is allocated GPU-seconds: GPUs × (end − start).
-	AllocS int64
-	// Samples are the samples attributed to the job(s), SampleS their
-	// GPU-seconds: of each sample's [t, t + interval), the part inside the
-	// job's allocation (the ledger never counts past allocated).
-	Samples int64
-	SampleS float64
-	// UsedS is Σ utilization/100 × that part over those samples.
-	UsedS float64
-	// IdleS is Σ that part over those samples where the GPU ran none of
-	// the job's processes or was under the idle threshold.
-	IdleS float64
-	// AgentSampleS and AgentIdleS are SampleS and IdleS with whole
-	// intervals, as the agent's job × GPU aggregates count them.
-	AgentSampleS, AgentIdleS float64
-	// EnergyMJ is Σ over those samples of the energy counter's rise since
-	// the GPU's previous reading (a counter that went down was reset and
-	// counts from 0; after a gap over 3 intervals the rise is unknown).
-	EnergyMJ int64
-	// DrawnMJ is the energy the GPUs drew from start to end: the counter's
-	// rise from the prolog's reading to the epilog's, resets undone.
-	DrawnMJ int64
-}
-
-func (u *Usage) add(o Usage) {
-	u.Jobs += o.Jobs
-	u.AllocS += o.AllocS
-	u.Samples += o.Samples
-	u.SampleS += o.SampleS
-	u.UsedS += o.UsedS
-	u.IdleS += o.IdleS
-	u.AgentSampleS += o.AgentSampleS
-	u.AgentIdleS += o.AgentIdleS
-	u.EnergyMJ += o.EnergyMJ
-	u.DrawnMJ += o.DrawnMJ
-}
+// Usage is the oracle's usage of a job, a team or the cluster.
+type Usage = truth.Usage
 
 // JobTruth is one job with what an exact pipeline must record for it.
 type JobTruth struct {
@@ -160,29 +124,17 @@ func nodeTruth(o *Options, p *nodePlan, base []uint64, idleThreshold float64) (j
 				}
 				if h != nil {
 					jt := &jobs[h.j]
-					// The ledger counts the part of the sample's
-					// [u, u+interval) inside the job's allocation.
-					part := min(u+iv, p.jobs[h.j].End.Unix()) - u
-					parts := float64(part)
-					jt.Samples++
-					jt.SampleS += parts
-					jt.AgentSampleS += float64(iv)
+					util, _, _, proc := pr.at(u)
+					d, known := counter, havePrev && u-prevT <= 3*iv
+					if counter >= prevC {
+						d = counter - prevC
+					}
+					jt.AddSample(truth.Sample{
+						T: u * 1000, Interval: iv * 1000, Start: p.jobs[h.j].Start.Unix() * 1000, End: p.jobs[h.j].End.Unix() * 1000, HasEnd: true,
+						Util: util, Idle: !proc || float64(util) < idleThreshold, Lost: isLost, EnergyDelta: d, EnergyKnown: known,
+					})
 					if isLost {
 						jt.LostSamples++
-					} else {
-						util, _, _, proc := pr.at(u)
-						jt.UsedS += float64(util) * parts / 100
-						if !proc || float64(util) < idleThreshold {
-							jt.IdleS += parts
-							jt.AgentIdleS += float64(iv)
-						}
-						if havePrev && u-prevT <= 3*iv {
-							d := counter
-							if counter >= prevC {
-								d = counter - prevC
-							}
-							jt.EnergyMJ += int64(float64(d)*float64(part*1000)/float64(iv*1000) + 0.5)
-						}
 					}
 				}
 				if !isLost {
