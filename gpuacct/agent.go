@@ -36,7 +36,9 @@ Examples:
    gpuacct agent --incoming-dir /mnt/test/incoming --metrics-listen 127.0.0.1:9466
    curl -s localhost:9466/metrics | grep gpusuite_gpu_utilization`,
 		Flags: []cli.Flag{
-			&cli.DurationFlag{Name: "interval", Usage: "sampling interval, 1s minimum (agent.interval)", EnvVars: []string{"GPUSUITE_AGENT_INTERVAL"}},
+			&cli.DurationFlag{Name: "interval", Usage: "sampling interval, 1s minimum (agent.interval)", EnvVars: []string{"GPUSUITE_AGENT_INTERVAL"},
+				// The real default is the config's, not the flag's zero.
+				DefaultText: config.Default().Agent.Interval.Duration.String()},
 			&cli.StringFlag{Name: "spool-dir", Usage: "node-local spool (spool.dir)", EnvVars: []string{"GPUSUITE_SPOOL_DIR"}},
 			&cli.StringFlag{Name: "incoming-dir", Usage: "shared incoming directory; records go to <dir>/<node>/ (agent.incoming_dir)", EnvVars: []string{"GPUSUITE_AGENT_INCOMING_DIR"}},
 			&cli.StringFlag{Name: "ship-user", Usage: "user the shipped files belong to: the ingest service user (agent.ship_user)", EnvVars: []string{"GPUSUITE_AGENT_SHIP_USER"}},

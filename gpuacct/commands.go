@@ -3,8 +3,9 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
+	"github.com/aicloud/gpusuite/gpuacct/ingest"
+	"github.com/aicloud/gpusuite/gpuacct/serve"
 	"github.com/aicloud/gpusuite/internal/demo"
-	"github.com/aicloud/gpusuite/internal/ingest"
 	"github.com/aicloud/gpusuite/internal/report"
 )
 
@@ -14,8 +15,8 @@ func commands(env Env) []*cli.Command {
 	return []*cli.Command{
 		demo.Command(env.Stdout),
 		agentCommand(env.Stdout, env.Stderr, env.Getenv),
-		ingest.IngestCommand(env.Stdout, env.Stderr, env.Getenv),
-		ingest.ServeCommand(env.Stdout, env.Stderr, env.Getenv),
+		ingest.Command(env.Stdout, env.Stderr, env.Getenv),
+		serve.Command(env.Stdout, env.Stderr, env.Getenv),
 		report.ReportCommand(report.System(env.Stdout, env.Stderr, env.Getenv)),
 		report.JobCommand(report.System(env.Stdout, env.Stderr, env.Getenv)),
 		report.CheckCommand(report.System(env.Stdout, env.Stderr, env.Getenv)),

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,9 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/urfave/cli/v2"
-
-	"github.com/aicloud/gpusuite/cliwire"
+	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/sim/gendata"
 )
 
@@ -62,28 +61,40 @@ func killAt(spec string) func(string) {
 	}
 }
 
-// runCLI is gpuacct's main with only the ingest commands.
+// runCLI is `gpuacct --config FILE ingest --db ... --incoming ...
+// --quarantine ... --archive ... --sacct ...` with the standard library's
+// flags: the command line itself is gpuacct's (gpuacct/ingest).
 func runCLI(ctx context.Context, args []string, stdout, stderr *os.File, getenv func(string) string) int {
-	var out, errw bytes.Buffer
-	err := cliApp(&out, &errw, getenv).RunContext(ctx, args)
-	stdout.Write(out.Bytes())
-	stderr.Write(errw.Bytes())
+	top := flag.NewFlagSet("gpuacct", flag.ContinueOnError)
+	cfgPath := top.String("config", "", "")
+	if err := top.Parse(args[1:]); err != nil || top.Arg(0) != "ingest" {
+		fmt.Fprintf(stderr, "gpuacct: want --config FILE ingest [options], got %q\n", args[1:])
+		return 2
+	}
+	cfg, err := config.Load(*cfgPath, true)
+	if err != nil {
+		fmt.Fprintf(stderr, "gpuacct: %v\n", err)
+		return 1
+	}
+	fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
+	fs.StringVar(&cfg.Store.Path, "db", cfg.Store.Path, "")
+	fs.StringVar(&cfg.Ingest.Incoming, "incoming", cfg.Ingest.Incoming, "")
+	fs.StringVar(&cfg.Ingest.Quarantine, "quarantine", cfg.Ingest.Quarantine, "")
+	fs.StringVar(&cfg.Ingest.Archive, "archive", cfg.Ingest.Archive, "")
+	fs.StringVar(&cfg.Ingest.Sacct, "sacct", cfg.Ingest.Sacct, "")
+	if err := fs.Parse(top.Args()[1:]); err != nil {
+		return 2
+	}
+	s, err := Open(ctx, cfg, stderr, getenv, "gpuacct-ingest")
+	if err == nil {
+		err = s.Once(ctx, stdout)
+		s.Close()
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "gpuacct: %v\n", err)
 		return 1
 	}
 	return 0
-}
-
-func cliApp(stdout, stderr *bytes.Buffer, getenv func(string) string) *cli.App {
-	return &cli.App{
-		Name:           "gpuacct",
-		Flags:          []cli.Flag{cliwire.ConfigFlag()},
-		Commands:       []*cli.Command{IngestCommand(stdout, stderr, getenv), ServeCommand(stdout, stderr, getenv)},
-		Writer:         stdout,
-		ErrWriter:      stderr,
-		ExitErrHandler: func(*cli.Context, error) {},
-	}
 }
 
 // TestKillDuringIngest SIGKILLs `gpuacct ingest` at chosen points of a
@@ -157,41 +168,5 @@ func TestKillDuringIngest(t *testing.T) {
 	}
 	if q, _ := os.ReadDir(e.cfg.Ingest.Quarantine); len(q) != 0 {
 		t.Errorf("killed passes quarantined files")
-	}
-}
-
-// TestCLIErrors: bad input gives one clear line and a non-zero exit.
-func TestCLIErrors(t *testing.T) {
-	e := newEnv(t)
-	locked := e.open(t)
-	defer locked.Close()
-	badCfg := filepath.Join(e.root, "bad.toml")
-	writeFile(t, badCfg, []byte("[store]\njournal_mode = \"fast\"\n"))
-	unreadable := filepath.Join(e.root, "nope.toml")
-	tests := []struct {
-		name string
-		args []string
-		want string
-	}{
-		{"locked store", []string{"ingest", "--db", e.cfg.Store.Path}, "locked by another writer"},
-		{"missing db directory", []string{"ingest", "--db", "/nonexistent/dir/acct.db"}, "open store \"/nonexistent/dir/acct.db\""},
-		{"missing config", []string{"--config", unreadable, "ingest"}, "read config"},
-		{"bad config value", []string{"--config", badCfg, "ingest"}, "store.journal_mode"},
-		{"bad keep flag", []string{"ingest", "--keep", "shred", "--db", filepath.Join(e.root, "x.db")}, "ingest.keep"},
-		{"relative db path", []string{"ingest", "--db", "acct.db"}, "not an absolute path"},
-		{"unknown service user", []string{"ingest", "--service-user", "no-such-user-xyz", "--db", filepath.Join(e.root, "y.db")}, "service user"},
-		{"missing incoming", []string{"ingest", "--db", filepath.Join(e.root, "z.db"), "--incoming", "/nonexistent/incoming"}, "incoming directory"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var out, errw bytes.Buffer
-			err := cliApp(&out, &errw, func(string) string { return "" }).Run(append([]string{"gpuacct"}, tc.args...))
-			if err == nil {
-				t.Fatalf("no error; stdout %q", out.String())
-			}
-			if msg := err.Error(); !strings.Contains(msg, tc.want) || strings.Contains(msg, "\n") {
-				t.Errorf("error %q: want one line containing %q", msg, tc.want)
-			}
-		})
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/coreos/go-systemd/v22/daemon"
@@ -18,7 +17,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/aicloud/gpusuite/internal/config"
-	"github.com/aicloud/gpusuite/internal/web"
 )
 
 // Server is the ingest daemon. Its HTTP mux serves /metrics; the web
@@ -31,6 +29,9 @@ type Server struct {
 	mux    *http.ServeMux
 	// Addr is the address /metrics listens on once Run has started.
 	Addr chan string
+	// HTTPServer makes the server for the mux; gpuacct serve gives the
+	// web's bounded one. nil: a server with a header timeout only.
+	HTTPServer func(http.Handler) *http.Server
 }
 
 // NewServer builds the daemon around an Ingester.
@@ -43,26 +44,21 @@ func NewServer(in *Ingester, cfg config.Config, reg *prometheus.Registry, log *s
 // Handle adds an HTTP handler next to /metrics.
 func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
 
-// notify sends a systemd notification when NOTIFY_SOCKET is set.
+// notify sends a systemd notification; without NOTIFY_SOCKET it does nothing.
 func (s *Server) notify(state string) {
-	if s.getenv("NOTIFY_SOCKET") == "" {
-		return
-	}
 	if _, err := daemon.SdNotify(false, state); err != nil {
 		s.log.Warn("systemd notify failed", "state", state, "err", err)
 	}
 }
 
-// watchdogInterval reads WATCHDOG_USEC (and WATCHDOG_PID) like sd_watchdog_enabled.
+// watchdogInterval is systemd's WatchdogSec for this process, 0 when off.
 func (s *Server) watchdogInterval() time.Duration {
-	usec, err := strconv.ParseInt(s.getenv("WATCHDOG_USEC"), 10, 64)
-	if err != nil || usec <= 0 {
+	d, err := daemon.SdWatchdogEnabled(false)
+	if err != nil {
+		s.log.Warn("WATCHDOG_USEC unusable; watchdog off", "err", err)
 		return 0
 	}
-	if p := s.getenv("WATCHDOG_PID"); p != "" && p != strconv.Itoa(os.Getpid()) {
-		return 0
-	}
-	return time.Duration(usec) * time.Microsecond
+	return d
 }
 
 // Run serves until ctx ends: passes, /metrics, notify, watchdog.
@@ -74,7 +70,11 @@ func (s *Server) Run(ctx context.Context) error {
 			return fmt.Errorf("metrics listen %q: %w", s.cfg.Ingest.MetricsListen, err)
 		}
 		s.Addr <- ln.Addr().String()
-		httpSrv = web.NewServer(s.mux, s.cfg.Web.Timeout.Duration)
+		if s.HTTPServer != nil {
+			httpSrv = s.HTTPServer(s.mux)
+		} else {
+			httpSrv = &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
+		}
 		go func() {
 			if err := httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				s.log.Error("metrics server", "err", err)

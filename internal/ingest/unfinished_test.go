@@ -176,16 +176,11 @@ func TestServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
+	// go-systemd's daemon helpers read the process environment.
 	t.Setenv("NOTIFY_SOCKET", sock)
-	getenv := func(k string) string {
-		switch k {
-		case "NOTIFY_SOCKET":
-			return sock
-		case "WATCHDOG_USEC":
-			return "200000"
-		}
-		return ""
-	}
+	t.Setenv("WATCHDOG_USEC", "200000")
+	t.Setenv("WATCHDOG_PID", "")
+	getenv := func(string) string { return "" }
 	s := e.open(t)
 	defer s.Close()
 	reg := prometheus.NewRegistry()

@@ -1,0 +1,113 @@
+// Package serve is `gpuacct serve`: the ingest daemon composed with the web
+// dashboard and JSON API on one HTTP mux. It is composed here, so that
+// internal/ingest does not know internal/web.
+package serve
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+	"github.com/urfave/cli/v2"
+
+	ingestcmd "github.com/aicloud/gpusuite/gpuacct/ingest"
+	"github.com/aicloud/gpusuite/internal/config"
+	"github.com/aicloud/gpusuite/internal/ingest"
+	"github.com/aicloud/gpusuite/internal/web"
+)
+
+// Main is the daemon's life: ParseFlags, Run, Close.
+type Main struct {
+	Stderr io.Writer
+	Getenv func(string) string
+	Config config.Config
+
+	setup *ingest.Setup
+}
+
+// ParseFlags reads the config file and the flags into m.Config.
+func (m *Main) ParseFlags(c *cli.Context) error {
+	cfg, err := ingestcmd.Config(c, m.Getenv)
+	if err != nil {
+		return err
+	}
+	m.Config = cfg
+	return nil
+}
+
+// Run opens the writer store and serves until ctx ends: passes, /metrics
+// (with gpusuite_build_info), the dashboard and API, systemd notify and
+// watchdog.
+func (m *Main) Run(ctx context.Context) error {
+	s, err := ingest.Open(ctx, m.Config, m.Stderr, m.Getenv, "gpuacct-serve")
+	if err != nil {
+		return err
+	}
+	m.setup = s
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(versioncollector.NewCollector("gpusuite"))
+	s.Deps.Metrics = ingest.NewMetrics(reg, time.Now)
+	srv := ingest.NewServer(ingest.New(s.Deps), s.Config, reg, s.Log, m.Getenv)
+	srv.HTTPServer = func(h http.Handler) *http.Server { return web.NewServer(h, s.Config.Web.Timeout.Duration) }
+	stopWeb, err := web.Mount(ctx, s.Config, srv.Handle, s.Log)
+	if err != nil {
+		return err
+	}
+	defer stopWeb()
+	if err := srv.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+// Close closes the store Run opened.
+func (m *Main) Close() error {
+	if m.setup == nil {
+		return nil
+	}
+	return m.setup.Close()
+}
+
+// Command is `gpuacct serve`: the ingest daemon.
+func Command(stdout, stderr io.Writer, getenv func(string) string) *cli.Command {
+	return &cli.Command{
+		Name:  "serve",
+		Usage: "ingest daemon: pass after pass, /metrics, systemd notify and watchdog",
+		UsageText: `gpuacct serve [options]
+
+Runs an ingest pass whenever a node directory changes (fsnotify, where the
+file system reports it) and at least every --interval. Holds the database's
+writer lock for its whole life: a second serve or ingest refuses to start.
+Under systemd (Type=notify, WatchdogSec=) it reports readiness after the
+first pass and pings the watchdog; SIGTERM finishes the current batch and
+exits 0.
+
+Examples:
+   systemctl enable --now gpuacct-serve            # packaging/systemd/gpuacct-serve.service
+   gpuacct serve --interval 10s --metrics-listen 127.0.0.1:9466
+   curl -s localhost:9466/metrics | grep gpuacct_ingest`,
+		Flags: append(ingestcmd.Flags(),
+			&cli.DurationFlag{Name: "interval", Usage: "longest time between passes (ingest.interval)", EnvVars: []string{"GPUSUITE_INGEST_INTERVAL"},
+				// The real default is the config's, not the flag's zero.
+				DefaultText: config.Default().Ingest.Interval.Duration.String()},
+			&cli.StringFlag{Name: "metrics-listen", Usage: "address of /metrics, \"\" for none (ingest.metrics_listen)", EnvVars: []string{"GPUSUITE_METRICS_LISTEN"}},
+		),
+		Action: func(c *cli.Context) error {
+			m := &Main{Stderr: stderr, Getenv: getenv}
+			if err := m.ParseFlags(c); err != nil {
+				return err
+			}
+			defer m.Close()
+			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return m.Run(ctx)
+		},
+	}
+}
