@@ -4,7 +4,7 @@ import (
 	"context"
 	"os"
 
-	"github.com/aicloud/gpusuite/internal/report/ignorereq"
+	"github.com/aicloud/gpusuite/internal/ignorereq"
 )
 
 // applyRequests applies the queued `gpuacct ignore`/`unignore` requests:

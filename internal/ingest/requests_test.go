@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aicloud/gpusuite/internal/report/ignorereq"
+	"github.com/aicloud/gpusuite/internal/ignorereq"
 	"github.com/aicloud/gpusuite/internal/sim/gendata"
 )
 
