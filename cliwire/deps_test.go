@@ -1,0 +1,112 @@
+package cliwire
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/aicloud/gpusuite/"
+
+// pending are internal packages whose command line still awaits its move
+// into the binary's folder. The test fails once one no longer imports
+// urfave/cli, so the list only shrinks.
+var pending = map[string]bool{
+	"internal/report":    true,
+	"internal/container": true,
+	"internal/nfssync":   true,
+	"internal/demo":      true,
+}
+
+type listed struct {
+	ImportPath string
+	Imports    []string
+}
+
+// goList runs `go list -json args...` in the module root.
+func goList(t *testing.T, args ...string) []listed {
+	t.Helper()
+	gomod, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatalf("go env GOMOD: %v", err)
+	}
+	cmd := exec.Command("go", append([]string{"list", "-json"}, args...)...)
+	cmd.Dir = filepath.Dir(strings.TrimSpace(string(gomod)))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %v: %v: %s", args, err, stderr.String())
+	}
+	var pkgs []listed
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p listed
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("go list %v: %v", args, err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+// importsCLI: p imports urfave/cli, or cliwire, which is urfave/cli's
+// wiring (cliwire itself is not counted: its importers are).
+func importsCLI(p listed) bool {
+	if p.ImportPath == module+"cliwire" {
+		return false
+	}
+	for _, imp := range p.Imports {
+		if strings.HasPrefix(imp, "github.com/urfave/cli") || imp == module+"cliwire" {
+			return true
+		}
+	}
+	return false
+}
+
+// TestLedgerSideLinksNoCLINorNVML: the ledger, the reports and the web
+// link neither go-nvml nor urfave/cli (but through a pending package).
+func TestLedgerSideLinksNoCLINorNVML(t *testing.T) {
+	for _, pkg := range []string{"internal/store", "internal/report", "internal/web"} {
+		t.Run(pkg, func(t *testing.T) {
+			for _, p := range goList(t, "-deps", module+pkg) {
+				if strings.HasPrefix(p.ImportPath, "github.com/NVIDIA/go-nvml") {
+					t.Errorf("%s links %s", pkg, p.ImportPath)
+				}
+				rel := strings.TrimPrefix(p.ImportPath, module)
+				if importsCLI(p) && !pending[rel] {
+					t.Errorf("%s links urfave/cli through %s", pkg, p.ImportPath)
+				}
+			}
+		})
+	}
+}
+
+// TestNoInternalPackageImportsCLI: command lines live in the binaries'
+// folders; packages under internal/ take plain values.
+func TestNoInternalPackageImportsCLI(t *testing.T) {
+	var still []string
+	for _, p := range goList(t, "./internal/...") {
+		rel := strings.TrimPrefix(p.ImportPath, module)
+		switch {
+		case importsCLI(p) && !pending[rel]:
+			t.Errorf("%s imports urfave/cli; put its command line in the binary's folder (see cliwire)", rel)
+		case importsCLI(p):
+			still = append(still, rel)
+		}
+	}
+	sort.Strings(still)
+	for rel := range pending {
+		if i := sort.SearchStrings(still, rel); i == len(still) || still[i] != rel {
+			t.Errorf("%s no longer imports urfave/cli: remove it from pending", rel)
+		}
+	}
+}
