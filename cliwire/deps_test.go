@@ -21,7 +21,6 @@ var pending = map[string]bool{
 	"internal/report":    true,
 	"internal/container": true,
 	"internal/nfssync":   true,
-	"internal/demo":      true,
 }
 
 type listed struct {

@@ -3,9 +3,9 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
+	"github.com/aicloud/gpusuite/gpuacct/demo"
 	"github.com/aicloud/gpusuite/gpuacct/ingest"
 	"github.com/aicloud/gpusuite/gpuacct/serve"
-	"github.com/aicloud/gpusuite/internal/demo"
 	"github.com/aicloud/gpusuite/internal/report"
 )
 

@@ -2,6 +2,7 @@ package demo
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,8 +11,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/urfave/cli/v2"
 )
 
 // TestMain lets the test binary run `gpuacct demo` itself when asked, so a
@@ -19,8 +18,10 @@ import (
 func TestMain(m *testing.M) {
 	if os.Getenv("GPUSUITE_DEMO_CHILD") == "1" {
 		shmRoot = os.Getenv("GPUSUITE_DEMO_SHM")
-		app := &cli.App{Name: "gpuacct", Commands: []*cli.Command{Command(os.Stdout)}, ExitErrHandler: func(*cli.Context, error) {}}
-		if err := app.Run(append([]string{"gpuacct", "demo"}, strings.Fields(os.Getenv("GPUSUITE_DEMO_ARGS"))...)); err != nil {
+		// Twenty weeks take far longer than the signal needs to arrive.
+		o := Defaults()
+		o.Weeks, o.Nodes = 20, 4
+		if err := Run(context.Background(), os.Stdout, o); err != nil {
 			fmt.Fprintf(os.Stderr, "gpuacct: %v\n", err)
 			os.Exit(1)
 		}
@@ -36,9 +37,7 @@ func TestSignalRemovesDirectories(t *testing.T) {
 		t.Run(sig.String(), func(t *testing.T) {
 			shm, tmp := t.TempDir(), t.TempDir()
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			// Twenty weeks take far longer than the signal needs to arrive.
-			cmd.Env = append(os.Environ(), "GPUSUITE_DEMO_CHILD=1", "GPUSUITE_DEMO_SHM="+shm, "TMPDIR="+tmp,
-				"GPUSUITE_DEMO_ARGS=--weeks 20 --nodes 4")
+			cmd.Env = append(os.Environ(), "GPUSUITE_DEMO_CHILD=1", "GPUSUITE_DEMO_SHM="+shm, "TMPDIR="+tmp)
 			var stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &bytes.Buffer{}, &stderr
 			if err := cmd.Start(); err != nil {

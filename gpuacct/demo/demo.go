@@ -1,0 +1,58 @@
+// Package demo is `gpuacct demo`'s command line; the demo is internal/demo.
+package demo
+
+import (
+	"io"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/aicloud/gpusuite/internal/demo"
+)
+
+// Command is `gpuacct demo`.
+func Command(stdout io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:  "demo",
+		Usage: "run the suite's main job on built-in simulated data",
+		UsageText: `gpuacct demo [--dir DIR] [--nodes N] [--gpus N] [--weeks N] [--interval D] [--seed N]
+
+Simulates a cluster for --weeks weeks: --nodes GPU servers of --gpus
+simulated H100s, eight users in four teams running busy, barely used, idle
+and failing jobs, a GPU lost now and then and energy counters reset. On
+every node the real gpuacct agent samples the GPUs every --interval and
+the real prolog/epilog record each job; the agents ship their records as
+in production. One real ingest pass takes them into a fresh database in
+DIR, the totals are checked against the simulation's ground truth, and
+then come the weekly team report, the least efficient job's detail and
+the paths of two plots. Takes a few seconds.
+
+Examples:
+   gpuacct demo
+   gpuacct demo --weeks 4 --nodes 8 --gpus 8 --dir /tmp/gpusuite-demo
+   gpuacct demo --interval 10s --weeks 1     # the agent's production interval`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "dir", Usage: "work directory (default: a new temp directory)"},
+			&cli.IntFlag{Name: "nodes", Value: demo.Defaults().Nodes, Usage: "simulated GPU nodes"},
+			&cli.IntFlag{Name: "gpus", Value: demo.Defaults().GPUs, Usage: "GPUs per node"},
+			&cli.IntFlag{Name: "weeks", Value: demo.Defaults().Weeks, Usage: "simulated weeks"},
+			&cli.DurationFlag{Name: "interval", Value: demo.Defaults().Interval, Usage: "the agents' sampling interval (whole seconds)"},
+			&cli.IntFlag{Name: "jobs-per-day", Value: demo.Defaults().JobsPerDay, Usage: "about how many jobs a node runs a day"},
+			&cli.Int64Flag{Name: "seed", Value: demo.Defaults().Seed, Usage: "random seed (same seed, same cluster)"},
+		},
+		Action: func(c *cli.Context) error {
+			o, err := options(c)
+			if err != nil {
+				return err
+			}
+			return demo.Run(c.Context, stdout, o)
+		},
+	}
+}
+
+// options reads and checks the command line.
+func options(c *cli.Context) (demo.PipelineOptions, error) {
+	o := demo.Defaults()
+	o.Dir, o.Nodes, o.GPUs, o.Weeks = c.String("dir"), c.Int("nodes"), c.Int("gpus"), c.Int("weeks")
+	o.Interval, o.JobsPerDay, o.Seed = c.Duration("interval"), c.Int("jobs-per-day"), c.Int64("seed")
+	return o, o.Check()
+}
