@@ -251,6 +251,9 @@ func TestKill9DuringWrites(t *testing.T) {
 	}()
 	addr := metricsAddr(t, out)
 	waitFor(t, "16 samples in the last run", settled, func() bool { return scrapeCounter(addr, "gpusuite_agent_samples_total") >= 16 })
+	if !scrapeHas(addr, "gpusuite_build_info{") {
+		t.Errorf("/metrics lacks gpusuite_build_info")
+	}
 	writeEventFile(t, e.cfg.Spool.Dir, record.JobEnd, 77, time.Now())
 	waitLog(t, out, `msg="job ended"`, " job=77 ")
 	cmd.Process.Signal(syscall.SIGTERM)

@@ -228,7 +228,7 @@ func TestCLIWatchSystemd(t *testing.T) {
 		body = string(b)
 		return strings.Contains(body, "nfssync_fixes_total 1")
 	})
-	for _, want := range []string{"nfssync_events_total 1", "nfssync_fix_delay_seconds_count 1", "nfssync_window_seconds 0.05"} {
+	for _, want := range []string{"nfssync_events_total 1", "nfssync_fix_delay_seconds_count 1", "nfssync_window_seconds 0.05", "gpusuite_build_info{"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}

@@ -44,6 +44,9 @@ func TestServe(t *testing.T) {
 		if code != http.StatusOK || !bytes.Contains(b, []byte("gpuacct_ingest_passes_total")) {
 			t.Errorf("/metrics: %d %.200s", code, b)
 		}
+		if !bytes.Contains(b, []byte("gpusuite_build_info{")) {
+			t.Errorf("/metrics lacks gpusuite_build_info")
+		}
 	})
 	t.Run("load stays bounded", func(t *testing.T) { testLoad(t, f) })
 	t.Run("browser", func(t *testing.T) { testBrowser(t, f, win) })
