@@ -20,7 +20,6 @@ const module = "github.com/aicloud/gpusuite/"
 var pending = map[string]bool{
 	"internal/report":    true,
 	"internal/container": true,
-	"internal/nfssync":   true,
 }
 
 type listed struct {

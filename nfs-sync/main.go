@@ -4,12 +4,10 @@ package main
 
 import (
 	"os"
-
-	"github.com/aicloud/gpusuite/internal/nfssync"
 )
 
 func main() { os.Exit(run(os.Args, os.Stdout, os.Stderr, os.Getenv)) }
 
 func run(args []string, stdout, stderr *os.File, getenv func(string) string) int {
-	return nfssync.Main(args, stdout, stderr, getenv)
+	return Main(args, stdout, stderr, getenv)
 }

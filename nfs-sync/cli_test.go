@@ -1,4 +1,4 @@
-package nfssync
+package main
 
 import (
 	"bytes"

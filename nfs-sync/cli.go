@@ -1,4 +1,4 @@
-package nfssync
+package main
 
 import (
 	"context"
@@ -19,13 +19,13 @@ import (
 	"github.com/aicloud/gpusuite/cliwire"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/logging"
+	"github.com/aicloud/gpusuite/internal/nfssync"
 	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/urfave/cli/v2"
-	"golang.org/x/sys/unix"
 )
 
 const prog = "nfs-sync"
@@ -233,8 +233,8 @@ func (e *cliEnv) setup(c *cli.Context) (config.NFSSync, *slog.Logger, error) {
 	return n, logging.New(prog, e.stderr, level, e.getenv), nil
 }
 
-func (e *cliEnv) fixer(c *cli.Context, n config.NFSSync, log *slog.Logger) *Fixer {
-	fx := NewFixer(n.Window.Duration, time.Now, log)
+func (e *cliEnv) fixer(c *cli.Context, n config.NFSSync, log *slog.Logger) *nfssync.Fixer {
+	fx := nfssync.NewFixer(n.Window.Duration, time.Now, log)
 	fx.AsOwner = n.AsOwner
 	fx.DryRun = c.Bool("dry-run")
 	return fx
@@ -265,7 +265,7 @@ func (e *cliEnv) touch(c *cli.Context) error {
 	fx := e.fixer(c, n, log)
 	failed := 0
 	for _, p := range c.Args().Slice() {
-		r, err := FixFile(c.Context, fx, p)
+		r, err := nfssync.FixFile(c.Context, fx, p)
 		if err != nil {
 			return err
 		}
@@ -281,66 +281,26 @@ func (e *cliEnv) touch(c *cli.Context) error {
 
 // report prints one line about a file; false when it was not fixed and
 // the user should know.
-func (e *cliEnv) report(p string, r Result) bool {
+func (e *cliEnv) report(p string, r nfssync.Result) bool {
 	switch r.Outcome {
-	case Fixed:
+	case nfssync.Fixed:
 		fmt.Fprintf(e.stdout, "touched %s (mtime %s -> %s)\n", p, r.Before.Mtime.Format(time.RFC3339Nano), r.After.Mtime.Format(time.RFC3339Nano))
 		return true
-	case WouldFix:
+	case nfssync.WouldFix:
 		fmt.Fprintf(e.stdout, "would touch %s: %s\n", p, r.Why)
 		return true
-	case SkipNotRegular, SkipSymlink, SkipFuture, SkipOtherMount:
+	case nfssync.SkipNotRegular, nfssync.SkipSymlink, nfssync.SkipFuture, nfssync.SkipOtherMount:
 		fmt.Fprintf(e.stdout, "left alone %s: %s\n", p, r.Why)
 		return true
-	case SkipGone, SkipStale:
+	case nfssync.SkipGone, nfssync.SkipStale:
 		fmt.Fprintf(e.stderr, "%s: %s: %s\n", prog, p, "no such file (deleted or moved away)")
 		return false
-	case SkipPermission:
+	case nfssync.SkipPermission:
 		fmt.Fprintf(e.stderr, "%s: %s: not allowed to set its times (%s); run as its owner or someone who may write it\n", prog, p, r.Why)
 		return false
 	default:
 		fmt.Fprintf(e.stderr, "%s: %s: %s\n", prog, p, r.Why)
 		return false
-	}
-}
-
-// FixFile fixes one file named by path, waiting as long as needed: the
-// directory part may contain symlinks the user chose, the file itself may
-// not be one.
-func FixFile(ctx context.Context, fx *Fixer, path string) (Result, error) {
-	dir, base := filepath.Split(filepath.Clean(path))
-	if dir == "" {
-		dir = "."
-	}
-	if base == "" || base == "/" || base == "." || base == ".." {
-		return Result{Outcome: SkipNotRegular, Why: "not a regular file"}, nil
-	}
-	dfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return errResult(err, "open directory "+dir), nil
-	}
-	defer unix.Close(dfd)
-	var prev *Stat
-	for attempt := 0; ; {
-		r := fx.Fix(dfd, base, prev)
-		switch r.Outcome {
-		case Wait:
-			st := r.Before
-			prev = &st
-		case NotMoved:
-			if attempt++; attempt >= 3 {
-				return r, nil
-			}
-		default:
-			return r, nil
-		}
-		t := time.NewTimer(time.Until(r.Retry))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return r, fmt.Errorf("interrupted while waiting to touch %q", path)
-		case <-t.C:
-		}
 	}
 }
 
@@ -370,15 +330,15 @@ func (e *cliEnv) run(c *cli.Context) error {
 		}
 		dirs[i] = abs
 	}
-	mx, err := NewMatcher(n.Exclude)
+	mx, err := nfssync.NewMatcher(n.Exclude)
 	if err != nil {
 		return err
 	}
 	fx := e.fixer(c, n, log)
-	d := NewDaemon(Options{Roots: dirs, Backend: n.Backend, Settle: n.Settle.Duration, Exclude: mx,
+	d := nfssync.NewDaemon(nfssync.Options{Roots: dirs, Backend: n.Backend, Settle: n.Settle.Duration, Exclude: mx,
 		MaxFixesPerSecond: n.MaxFixesPerSecond, Workers: n.Workers, MaxPending: n.MaxPending,
 		MaxWatches: n.MaxWatches, RescanLookback: n.RescanLookback.Duration},
-		fx, NewMetrics(prometheus.NewRegistry()), log, time.Now)
+		fx, nfssync.NewMetrics(prometheus.NewRegistry()), log, time.Now)
 	ctx, cancel := context.WithCancel(c.Context)
 	defer cancel()
 	ready, errc := make(chan struct{}), make(chan error, 1)
@@ -423,7 +383,7 @@ func (e *cliEnv) calibrate(c *cli.Context) error {
 	if probe == "" {
 		return usagef("calibrate needs a PROBE file (or nfssync.probe_file in the config)")
 	}
-	cal, err := Calibrate(c.Context, realSys{}, probe, time.Now, 5)
+	cal, err := nfssync.Calibrate(c.Context, nfssync.OS(), probe, time.Now, 5)
 	if err != nil {
 		return err
 	}
@@ -478,7 +438,7 @@ func (e *cliEnv) watch(c *cli.Context) error {
 	if c.IsSet("probe-file") {
 		n.ProbeFile = c.String("probe-file")
 	}
-	mx, err := NewMatcher(n.Exclude)
+	mx, err := nfssync.NewMatcher(n.Exclude)
 	if err != nil {
 		return usagef("%v", err)
 	}
@@ -491,17 +451,17 @@ func (e *cliEnv) watch(c *cli.Context) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		versioncollector.NewCollector("gpusuite"))
-	m := NewMetrics(reg)
+	m := nfssync.NewMetrics(reg)
 	fx := e.fixer(c, n, log)
 	if n.ProbeFile != "" {
-		cal, err := Calibrate(ctx, realSys{}, n.ProbeFile, time.Now, 5)
+		cal, err := nfssync.Calibrate(ctx, nfssync.OS(), n.ProbeFile, time.Now, 5)
 		if err != nil {
 			return err
 		}
 		fx.SetWindow(cal.Window)
 		log.Info("calibrated", "granularity", cal.Granularity, "offset_low", cal.OffsetLow, "window", cal.Window)
 		if every := n.CalibrateEvery.Duration; every > 0 {
-			go recalibrate(ctx, fx, m, log, n.ProbeFile, every)
+			go nfssync.Recalibrate(ctx, fx, m, log, n.ProbeFile, every)
 		}
 	}
 	if n.MetricsListen != "" {
@@ -514,7 +474,7 @@ func (e *cliEnv) watch(c *cli.Context) error {
 		defer srv.Close()
 		log.Info("metrics", "addr", ln.Addr().String())
 	}
-	d := NewDaemon(Options{Roots: n.Dirs, Backend: n.Backend, Settle: n.Settle.Duration, Exclude: mx,
+	d := nfssync.NewDaemon(nfssync.Options{Roots: n.Dirs, Backend: n.Backend, Settle: n.Settle.Duration, Exclude: mx,
 		MaxFixesPerSecond: n.MaxFixesPerSecond, Workers: n.Workers, MaxPending: n.MaxPending,
 		MaxWatches: n.MaxWatches, RescanLookback: n.RescanLookback.Duration}, fx, m, log, time.Now)
 	notify := e.getenv("NOTIFY_SOCKET") != ""
@@ -522,7 +482,7 @@ func (e *cliEnv) watch(c *cli.Context) error {
 		log.Info("watching", "dirs", n.Dirs, "backend", d.Backend(), "window", fx.Window(), "dry_run", fx.DryRun)
 		if notify {
 			daemon.SdNotify(false, daemon.SdNotifyReady+"\nSTATUS=watching "+strings.Join(n.Dirs, " ")+" with "+d.Backend())
-			go watchdog(ctx, d, log)
+			go nfssync.Watchdog(ctx, d, log)
 		}
 	}
 	err = d.Run(ctx, ready)
@@ -530,45 +490,4 @@ func (e *cliEnv) watch(c *cli.Context) error {
 		daemon.SdNotify(false, daemon.SdNotifyStopping)
 	}
 	return err
-}
-
-// watchdog pings systemd while the daemon's loop answers.
-func watchdog(ctx context.Context, d *Daemon, log *slog.Logger) {
-	every, err := daemon.SdWatchdogEnabled(false)
-	if err != nil || every <= 0 {
-		return
-	}
-	t := time.NewTicker(every / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if d.Alive(ctx, every/3) {
-				daemon.SdNotify(false, daemon.SdNotifyWatchdog)
-			} else {
-				log.Error("the daemon's loop is stuck; not pinging the watchdog")
-			}
-		}
-	}
-}
-
-func recalibrate(ctx context.Context, fx *Fixer, m *Metrics, log *slog.Logger, probe string, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			cal, err := Calibrate(ctx, realSys{}, probe, time.Now, 5)
-			if err != nil {
-				log.Warn("calibration failed, keeping the window", "err", err, "window", fx.Window())
-				continue
-			}
-			fx.SetWindow(cal.Window)
-			m.Window.Set(cal.Window.Seconds())
-		}
-	}
 }

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/aicloud/gpusuite/internal/nfssync/fusetest"
+)
+
+func writeFile(t *testing.T, p, s string) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitFor polls cond every 10 ms for up to d; callers give d generously
+// (30 s and more), so a busy machine is slower but does not fail.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("after %s: %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// settled is how long the tests wait for a condition the daemon must reach.
+const settled = 60 * time.Second
+
+func mtime(t *testing.T, p string) time.Time {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil {
+		t.Fatal(err)
+	}
+	return time.Unix(st.Mtim.Unix())
+}
+
+// twoClients mounts one backing directory twice: A and B are two NFS
+// clients of a server with 1 s timestamps.
+func twoClients(t *testing.T) (a, b *fusetest.Mount) {
+	t.Helper()
+	base := t.TempDir()
+	backing, da, db := filepath.Join(base, "server"), filepath.Join(base, "a"), filepath.Join(base, "b")
+	for _, d := range []string{backing, da, db} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var err error
+	if a, err = fusetest.New(backing, da, fusetest.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	if b, err = fusetest.New(backing, db, fusetest.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return a, b
+}
+
+// startOfSecond sleeps until just after a whole second, so that the next
+// few writes share one timestamp. The sleep is the condition under test
+// (two writes in one second), not synchronisation.
+func startOfSecond() {
+	now := time.Now()
+	time.Sleep(now.Truncate(time.Second).Add(time.Second + 20*time.Millisecond).Sub(now))
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
