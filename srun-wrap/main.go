@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/aicloud/gpusuite/containercmd"
 	"github.com/aicloud/gpusuite/internal/container"
 )
 
@@ -15,5 +16,5 @@ func main() { os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr, os.Getenv)) }
 
 func run(args []string, stdin *os.File, stdout, stderr io.Writer, getenv func(string) string) int {
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	return container.SrunWrap(args, container.OSSys(stdin, stdout, stderr, getenv, logger))
+	return containercmd.SrunWrap(args, container.OSSys(stdin, stdout, stderr, getenv, logger))
 }

@@ -3,6 +3,8 @@ package container
 import (
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -124,4 +126,41 @@ func MergeNGCCredentials(old, key string) string {
 		out += fmt.Sprintf("machine %s login $oauthtoken password %s\n", m, key)
 	}
 	return out
+}
+
+// WriteCredentials replaces the NGC entries of the credentials file at
+// path with ones for key, keeping other entries, atomically and mode 600.
+func WriteCredentials(path, key string) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create %q: %w", dir, err)
+	}
+	old, err := os.ReadFile(path)
+	if err != nil && !isNotExist(err) {
+		return fmt.Errorf("read %q: %w", path, err)
+	}
+	tmp, err := os.CreateTemp(dir, ".credentials-*")
+	if err != nil {
+		return fmt.Errorf("write in %q: %w", dir, err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return fmt.Errorf("chmod %q: %w", tmp.Name(), err)
+	}
+	if _, err := tmp.WriteString(MergeNGCCredentials(string(old), key)); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %q: %w", tmp.Name(), err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("sync %q: %w", tmp.Name(), err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %q: %w", tmp.Name(), err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("rename to %q: %w", path, err)
+	}
+	return nil
 }

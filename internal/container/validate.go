@@ -20,9 +20,9 @@ func CheckTime(t string) error {
 	return fmt.Errorf("%q is not a Slurm time limit; write MINUTES, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS or UNLIMITED, e.g. 4:00:00", t)
 }
 
-// jobTime is the time limit from --time (or its variable) or else the
+// JobTime is the time limit from --time (or its variable) or else the
 // configuration, checked.
-func jobTime(flagSet bool, flag, configured string) (string, error) {
+func JobTime(flagSet bool, flag, configured string) (string, error) {
 	if flagSet {
 		if err := CheckTime(flag); err != nil {
 			return "", usagef("--time %v", err)

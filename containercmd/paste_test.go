@@ -1,8 +1,9 @@
-package container
+package containercmd
 
 import (
 	"bytes"
 	"context"
+	"github.com/aicloud/gpusuite/internal/container"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -110,7 +111,7 @@ func TestDryRunIsSafeToPaste(t *testing.T) {
 				t.Fatal(err)
 			}
 			data := t.TempDir()
-			os.MkdirAll(filepath.Join(data, Prefix+NameFromDir(proj)), 0o755)
+			os.MkdirAll(filepath.Join(data, container.Prefix+container.NameFromDir(proj)), 0o755)
 			env := map[string]string{"ENROOT_DATA_PATH": data}
 			args := []string{"a b", "it's", "$(touch pwned-arg)", "x\nEOF\ny"}
 			bin, rec := fakeSlurm(t)
@@ -119,7 +120,7 @@ func TestDryRunIsSafeToPaste(t *testing.T) {
 				// What srun-wrap --batch hands sbatch itself.
 				f := newFake(t, proj, env)
 				var wantBody string
-				f.sys.Run = func(_ context.Context, c Cmd) (int, error) {
+				f.sys.Run = func(_ context.Context, c container.Cmd) (int, error) {
 					f.ran = append(f.ran, c.Argv)
 					wantBody, _ = readAll(c.Stdin)
 					return 0, nil
@@ -147,7 +148,7 @@ func TestDryRunIsSafeToPaste(t *testing.T) {
 				if left := runBash(t, bin, rec, string(got)); len(left) != 0 {
 					t.Errorf("the job script made %v", left)
 				}
-				want := append([]string{"--container-name=" + NameFromDir(proj), "--container-mounts=" + proj + ":/workspace",
+				want := append([]string{"--container-name=" + container.NameFromDir(proj), "--container-mounts=" + proj + ":/workspace",
 					"--container-workdir=/workspace", "/bin/bash", "./train.sh"}, args...)
 				if diff := cmp.Diff(want, readArgv(t, filepath.Join(rec, "srun.argv"))); diff != "" {
 					t.Errorf("srun arguments in the job (-want +got)\n%s", diff)
@@ -182,11 +183,11 @@ func TestDryRunIsSafeToPaste(t *testing.T) {
 
 func TestQuoteRoundTrip(t *testing.T) {
 	for _, s := range []string{"", "plain", "a b", "it's", "\n", "\x00x"[1:], "\xff", "\\x41", "'\\''", "$'a'", "é\u202e\t"} {
-		got, err := exec.Command("bash", "-c", `printf %s `+Quote(s)).Output()
+		got, err := exec.Command("bash", "-c", `printf %s `+container.Quote(s)).Output()
 		if err != nil || string(got) != s {
-			t.Errorf("bash read Quote(%q) = %s as %q (%v)", s, Quote(s), got, err)
+			t.Errorf("bash read Quote(%q) = %s as %q (%v)", s, container.Quote(s), got, err)
 		}
-		checkPrintable(t, Quote(s))
+		checkPrintable(t, container.Quote(s))
 	}
 	for _, tc := range []struct{ in, want string }{
 		{"a\nb", `$'a\x0ab'`},
@@ -194,7 +195,7 @@ func TestQuoteRoundTrip(t *testing.T) {
 		{"\xffé", `$'\xffé'`},
 		{"プロジェクト", "'プロジェクト'"},
 	} {
-		if got := Quote(tc.in); got != tc.want {
+		if got := container.Quote(tc.in); got != tc.want {
 			t.Errorf("Quote(%q) = %s, want %s", tc.in, got, tc.want)
 		}
 	}
@@ -203,7 +204,7 @@ func TestQuoteRoundTrip(t *testing.T) {
 func TestFeedCommandDelimiter(t *testing.T) {
 	for _, body := range []string{"a\n", "SRUN_WRAP_EOF\n", "SRUN_WRAP_EOF\nSRUN_WRAP_EOF_1\n", "no newline", "tab\there\n"} {
 		bin, rec := fakeSlurm(t)
-		runBash(t, bin, rec, FeedCommand([]string{"sbatch"}, body))
+		runBash(t, bin, rec, container.FeedCommand([]string{"sbatch"}, body))
 		got, err := os.ReadFile(filepath.Join(rec, "sbatch.stdin"))
 		if err != nil || string(got) != body {
 			t.Errorf("FeedCommand(%q): sbatch read %q (%v)", body, got, err)

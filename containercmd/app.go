@@ -1,10 +1,14 @@
-package container
+// Package containercmd is the command line of sbuild and srun-wrap, which
+// share their setup (configuration, enroot paths, mounts, usage errors).
+// What they do is internal/container.
+package containercmd
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +17,7 @@ import (
 
 	"github.com/aicloud/gpusuite/cliwire"
 	"github.com/aicloud/gpusuite/internal/config"
+	"github.com/aicloud/gpusuite/internal/container"
 )
 
 // exitError carries an exit code out of a command's action. A nil err
@@ -32,11 +37,9 @@ func (e *exitError) Error() string {
 func (e *exitError) Unwrap() error { return e.err }
 
 // usageError marks bad input on the command line (exit 2).
-type usageError struct{ err error }
+type usageError = container.UsageError
 
-func (e *usageError) Error() string { return e.err.Error() }
-
-func usagef(format string, a ...any) error { return &usageError{fmt.Errorf(format, a...)} }
+func usagef(format string, a ...any) error { return &usageError{Err: fmt.Errorf(format, a...)} }
 
 // finish turns an action's error into an exit code, printing the one line
 // the user reads.
@@ -61,7 +64,7 @@ func finish(prog string, stderr io.Writer, err error) int {
 
 // newApp sets up the parts of a urfave/cli app both commands share: output
 // through sys, no os.Exit, usage errors as one line.
-func newApp(name string, sys Sys) *cli.App {
+func newApp(name string, sys container.Sys) *cli.App {
 	app := &cli.App{
 		Name:                   name,
 		Writer:                 sys.Stdout,
@@ -97,14 +100,14 @@ func configFlags() []cli.Flag {
 // env is what every action needs: the configuration and the resolved
 // enroot paths.
 type env struct {
-	sys   Sys
+	sys   container.Sys
 	cfg   config.Config
-	user  User
-	paths Paths
+	user  container.User
+	paths container.Paths
 	cwd   string
 }
 
-func loadEnv(c *cli.Context, sys Sys) (*env, error) {
+func loadEnv(c *cli.Context, sys container.Sys) (*env, error) {
 	path, explicit := config.Path(c.String("config"), sys.Getenv)
 	cfg, err := config.Load(path, explicit)
 	if err != nil {
@@ -116,7 +119,7 @@ func loadEnv(c *cli.Context, sys Sys) (*env, error) {
 	}
 	var conf map[string]string
 	if data, err := os.ReadFile(cfg.Container.EnrootConf); err == nil {
-		conf, err = ParseEnrootConf(data)
+		conf, err = container.ParseEnrootConf(data)
 		if err != nil {
 			return nil, fmt.Errorf("enroot configuration %q: %w", cfg.Container.EnrootConf, err)
 		}
@@ -131,24 +134,24 @@ func loadEnv(c *cli.Context, sys Sys) (*env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("current directory: %w", err)
 	}
-	return &env{sys: sys, cfg: cfg, user: u, paths: ResolvePaths(conf, cfg.Container.DataPath, u, sys.Getenv), cwd: cwd}, nil
+	return &env{sys: sys, cfg: cfg, user: u, paths: container.ResolvePaths(conf, cfg.Container.DataPath, u, sys.Getenv), cwd: cwd}, nil
 }
 
 // containerName is --name (or its variable) checked, else the directory's.
 func (e *env) containerName(c *cli.Context) (string, error) {
 	if c.IsSet("name") {
-		n, err := CheckName(c.String("name"))
+		n, err := container.CheckName(c.String("name"))
 		if err != nil {
 			return "", usagef("%v", err)
 		}
 		return n, nil
 	}
-	return NameFromDir(e.cwd), nil
+	return container.NameFromDir(e.cwd), nil
 }
 
 // mounts are the site's mounts, then the user's: --mount, or when none
 // is given, GPUSUITE_MOUNTS (mounts separated by ';').
-func (e *env) mounts(user []string) ([]Mount, error) {
+func (e *env) mounts(user []string) ([]container.Mount, error) {
 	if len(user) == 0 {
 		for _, m := range strings.Split(e.sys.Getenv("GPUSUITE_MOUNTS"), ";") {
 			if m = strings.TrimSpace(m); m != "" {
@@ -156,9 +159,9 @@ func (e *env) mounts(user []string) ([]Mount, error) {
 			}
 		}
 	}
-	var out []Mount
+	var out []container.Mount
 	for _, s := range append(append([]string(nil), e.cfg.Container.Mounts...), user...) {
-		m, err := ParseMount(s, e.cwd)
+		m, err := container.ParseMount(s, e.cwd)
 		if err != nil {
 			return nil, usagef("%v", err)
 		}
@@ -170,20 +173,20 @@ func (e *env) mounts(user []string) ([]Mount, error) {
 // busy asks squeue which of the user's jobs use which container.
 func (e *env) busy(ctx context.Context) (map[string][]string, error) {
 	var out, errb strings.Builder
-	code, err := e.sys.Run(ctx, Cmd{Argv: SqueueArgv(e.user.Name), Stdout: &out, Stderr: &errb})
+	code, err := e.sys.Run(ctx, container.Cmd{Argv: container.SqueueArgv(e.user.Name), Stdout: &out, Stderr: &errb})
 	if err != nil {
 		return nil, err
 	}
 	if code != 0 {
 		return nil, fmt.Errorf("squeue failed (exit %d): %s", code, firstLine(errb.String()))
 	}
-	return ParseSqueue(out.String()), nil
+	return container.ParseSqueue(out.String()), nil
 }
 
 // remove deletes a container with enroot: here when enroot is installed
 // here, else on a GPU server through srun.
 func (e *env) remove(ctx context.Context, name string) error {
-	argv := []string{"enroot", "remove", "--force", EnrootName(name)}
+	argv := []string{"enroot", "remove", "--force", container.EnrootName(name)}
 	if _, err := e.sys.LookPath("enroot"); err != nil {
 		srun := []string{"srun", "--ntasks=1", "--job-name=sbuild-rm"}
 		if e.cfg.Container.Partition != "" {
@@ -192,14 +195,14 @@ func (e *env) remove(ctx context.Context, name string) error {
 		argv = append(srun, argv...)
 	}
 	var errb strings.Builder
-	code, err := e.sys.Run(ctx, Cmd{Argv: argv, Stdout: e.sys.Stderr, Stderr: &errb})
+	code, err := e.sys.Run(ctx, container.Cmd{Argv: argv, Stdout: e.sys.Stderr, Stderr: &errb})
 	if err != nil {
 		return err
 	}
 	if code != 0 {
 		return fmt.Errorf("%s failed (exit %d): %s", strings.Join(argv, " "), code, firstLine(errb.String()))
 	}
-	if err := os.Remove(MetaPath(e.paths.Data, name)); err != nil && !isNotExist(err) {
+	if err := os.Remove(container.MetaPath(e.paths.Data, name)); err != nil && !isNotExist(err) {
 		return fmt.Errorf("remove metadata: %w", err)
 	}
 	return nil
@@ -240,4 +243,16 @@ func valuedFlags(fs []cli.Flag) map[string]bool {
 		}
 	}
 	return m
+}
+
+func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
+
+// firstLine is s's first non-blank line, trimmed.
+func firstLine(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			return l
+		}
+	}
+	return ""
 }

@@ -1,4 +1,4 @@
-package container
+package containercmd
 
 import (
 	"bufio"
@@ -12,8 +12,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aicloud/gpusuite/internal/logging"
 	"github.com/urfave/cli/v2"
+
+	"github.com/aicloud/gpusuite/internal/container"
+	"github.com/aicloud/gpusuite/internal/logging"
 )
 
 const sbuildHelp = `Creates the enroot container of the current directory's project, once,
@@ -52,7 +54,7 @@ func sbuildFlags() []cli.Flag {
 }
 
 // Sbuild is the sbuild command; it returns the exit code.
-func Sbuild(args []string, sys Sys) int {
+func Sbuild(args []string, sys container.Sys) int {
 	prog := "sbuild"
 	var extra []string
 	rest := args[1:]
@@ -130,8 +132,8 @@ func Sbuild(args []string, sys Sys) int {
 
 // plan is everything a build needs, worked out before anything runs.
 type plan struct {
-	build    Build
-	img      Image
+	build    container.Build
+	img      container.Image
 	original string
 	note     string
 	setup    string
@@ -140,7 +142,7 @@ type plan struct {
 
 func makePlan(c *cli.Context, e *env, extra []string, imageArg string) (*plan, error) {
 	cc := e.cfg.Container
-	if err := CheckProject("sbuild", e.cwd); err != nil {
+	if err := container.CheckProject("sbuild", e.cwd); err != nil {
 		return nil, err
 	}
 	name, err := e.containerName(c)
@@ -154,7 +156,7 @@ func makePlan(c *cli.Context, e *env, extra []string, imageArg string) (*plan, e
 	if imageArg != "" {
 		ref = imageArg
 	}
-	img, err := ParseImage(ref)
+	img, err := container.ParseImage(ref)
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
@@ -162,15 +164,15 @@ func makePlan(c *cli.Context, e *env, extra []string, imageArg string) (*plan, e
 		img.Path = filepath.Join(e.cwd, img.Path)
 		ref = img.Path
 	}
-	var v Version
+	var v container.Version
 	if cc.EnrootVersion != "" {
-		if v, err = ParseVersion(cc.EnrootVersion); err != nil {
+		if v, err = container.ParseVersion(cc.EnrootVersion); err != nil {
 			return nil, fmt.Errorf("key \"container.enroot_version\": %v", err)
 		}
 	} else if _, err := e.sys.LookPath("enroot"); err == nil {
 		var out strings.Builder
-		if code, err := e.sys.Run(c.Context, Cmd{Argv: []string{"enroot", "version"}, Stdout: &out, Stderr: io.Discard}); err == nil && code == 0 {
-			v, _ = ParseVersion(out.String())
+		if code, err := e.sys.Run(c.Context, container.Cmd{Argv: []string{"enroot", "version"}, Stdout: &out, Stderr: io.Discard}); err == nil && code == 0 {
+			v, _ = container.ParseVersion(out.String())
 		}
 	}
 	p := &plan{img: img, original: ref}
@@ -179,7 +181,7 @@ func makePlan(c *cli.Context, e *env, extra []string, imageArg string) (*plan, e
 	if err != nil {
 		return nil, err
 	}
-	p.build.Job = Job{Name: name, Project: e.cwd, Workdir: cc.Workdir, GPUs: cc.BuildGPUs, Partition: cc.Partition,
+	p.build.Job = container.Job{Name: name, Project: e.cwd, Workdir: cc.Workdir, GPUs: cc.BuildGPUs, Partition: cc.Partition,
 		Time: cc.Time, SiteArgs: cc.SrunArgs, UserArgs: extra, Mounts: mounts}
 	if c.IsSet("gpus") {
 		if c.Int("gpus") < 0 {
@@ -190,7 +192,7 @@ func makePlan(c *cli.Context, e *env, extra []string, imageArg string) (*plan, e
 	if c.IsSet("partition") {
 		p.build.Partition = c.String("partition")
 	}
-	if p.build.Time, err = jobTime(c.IsSet("time"), c.String("time"), cc.Time); err != nil {
+	if p.build.Time, err = container.JobTime(c.IsSet("time"), c.String("time"), cc.Time); err != nil {
 		return nil, err
 	}
 	if s := c.String("setup"); s != "" {
@@ -208,7 +210,7 @@ func makePlan(c *cli.Context, e *env, extra []string, imageArg string) (*plan, e
 		sum := sha256.Sum256(data)
 		p.setup, p.setupSHA = abs, hex.EncodeToString(sum[:])
 		first, _, _ := strings.Cut(string(data), "\n")
-		cmd, m, err := ScriptCommand(abs, e.cwd, first)
+		cmd, m, err := container.ScriptCommand(abs, e.cwd, first)
 		if err != nil {
 			return nil, usagef("%v", err)
 		}
@@ -222,7 +224,7 @@ func makePlan(c *cli.Context, e *env, extra []string, imageArg string) (*plan, e
 		if !filepath.IsAbs(s) {
 			s = filepath.Join(e.cwd, s)
 		}
-		if err := CheckPath("--save path", s); err != nil {
+		if err := container.CheckPath("--save path", s); err != nil {
 			return nil, usagef("%v", err)
 		}
 		p.build.Save = s
@@ -231,21 +233,21 @@ func makePlan(c *cli.Context, e *env, extra []string, imageArg string) (*plan, e
 }
 
 // preflight runs the checks that need the outside world.
-func preflight(ctx context.Context, e *env, img Image) []Finding {
-	var out []Finding
-	add := func(f *Finding) {
+func preflight(ctx context.Context, e *env, img container.Image) []container.Finding {
+	var out []container.Finding
+	add := func(f *container.Finding) {
 		if f != nil {
 			out = append(out, *f)
 		}
 	}
 	_, lookErr := e.sys.LookPath("srun")
-	add(CheckSrun(lookErr))
+	add(container.CheckSrun(lookErr))
 	if lookErr == nil {
 		var buf strings.Builder
-		_, err := e.sys.Run(ctx, Cmd{Argv: []string{"srun", "--help"}, Stdout: &buf, Stderr: &buf})
-		add(CheckPyxis(buf.String(), err))
+		_, err := e.sys.Run(ctx, container.Cmd{Argv: []string{"srun", "--help"}, Stdout: &buf, Stderr: &buf})
+		add(container.CheckPyxis(buf.String(), err))
 	}
-	add(CheckScope(e.cfg.Container.Scope))
+	add(container.CheckScope(e.cfg.Container.Scope))
 	if img.Registry != "" {
 		cred := filepath.Join(e.paths.Config, ".credentials")
 		data, err := os.ReadFile(cred)
@@ -253,7 +255,7 @@ func preflight(ctx context.Context, e *env, img Image) []Finding {
 		if fi, serr := os.Stat(cred); serr == nil {
 			mode = fi.Mode()
 		}
-		add(CheckCredentials(img.Registry, cred, data, mode, err))
+		add(container.CheckCredentials(img.Registry, cred, data, mode, err))
 	}
 	minFree := uint64(e.cfg.Container.MinFreeGiB) << 30
 	for _, d := range []struct{ what, key, path string }{
@@ -261,7 +263,7 @@ func preflight(ctx context.Context, e *env, img Image) []Finding {
 		{"cache path", "ENROOT_CACHE_PATH", e.paths.Cache},
 	} {
 		info, err := e.sys.Statfs(existingParent(d.path))
-		add(CheckStorage(d.what, d.key, d.path, info, err, minFree))
+		add(container.CheckStorage(d.what, d.key, d.path, info, err, minFree))
 	}
 	return out
 }
@@ -276,17 +278,17 @@ func existingParent(p string) string {
 	}
 }
 
-func report(w io.Writer, fs []Finding) (failed bool) {
+func report(w io.Writer, fs []container.Finding) (failed bool) {
 	for _, f := range fs {
 		fmt.Fprintf(w, "%s: %s\n", f.Level, f.Line())
-		if f.Level == Fail {
+		if f.Level == container.Fail {
 			failed = true
 		}
 	}
 	return failed
 }
 
-func build(c *cli.Context, sys Sys, extra []string) error {
+func build(c *cli.Context, sys container.Sys, extra []string) error {
 	if c.NArg() > 1 {
 		return usagef("one IMAGE at most, got %q; put srun options after --", strings.Join(c.Args().Slice(), " "))
 	}
@@ -302,18 +304,18 @@ func build(c *cli.Context, sys Sys, extra []string) error {
 	if p.note != "" {
 		fmt.Fprintln(sys.Stderr, p.note)
 	}
-	argv := BuildArgv(p.build)
+	argv := container.BuildArgv(p.build)
 	if c.Bool("dry-run") {
-		fmt.Fprintln(sys.Stdout, QuoteArgs(argv))
+		fmt.Fprintln(sys.Stdout, container.QuoteArgs(argv))
 		return nil
 	}
 	if p.build.Save == "" {
-		if f := CheckScope(e.cfg.Container.Scope); f != nil {
+		if f := container.CheckScope(e.cfg.Container.Scope); f != nil {
 			return f
 		}
 	}
 	if !c.Bool("skip-checks") {
-		var fs []Finding
+		var fs []container.Finding
 		for _, f := range preflight(c.Context, e, p.img) {
 			if f.Check == "scope" && p.build.Save != "" {
 				continue
@@ -321,61 +323,61 @@ func build(c *cli.Context, sys Sys, extra []string) error {
 			fs = append(fs, f)
 		}
 		if report(sys.Stderr, fs) {
-			return &exitError{code: 1, err: fmt.Errorf("not building %s: fix the errors above (or pass --skip-checks)", EnrootName(name))}
+			return &exitError{code: 1, err: fmt.Errorf("not building %s: fix the errors above (or pass --skip-checks)", container.EnrootName(name))}
 		}
 	}
-	exists, err := Exists(e.paths.Data, name)
+	exists, err := container.Exists(e.paths.Data, name)
 	if err != nil {
 		return err
 	}
 	if exists {
 		if !c.Bool("rebuild") {
 			what := ""
-			if m, ok, _ := ReadMeta(e.paths.Data, name); ok {
+			if m, ok, _ := container.ReadMeta(e.paths.Data, name); ok {
 				what = fmt.Sprintf(" (made %s from %s)", m.Created.Local().Format("2006-01-02 15:04"), m.Image)
 			}
-			return fmt.Errorf("container %s already exists%s and pyxis would reuse it, ignoring the new image; run in it with srun-wrap, or replace it with sbuild --rebuild", EnrootName(name), what)
+			return fmt.Errorf("container %s already exists%s and pyxis would reuse it, ignoring the new image; run in it with srun-wrap, or replace it with sbuild --rebuild", container.EnrootName(name), what)
 		}
 		busy, err := e.busy(c.Context)
 		if err != nil {
-			return fmt.Errorf("cannot tell whether a job uses %s, so not removing it: %w", EnrootName(name), err)
+			return fmt.Errorf("cannot tell whether a job uses %s, so not removing it: %w", container.EnrootName(name), err)
 		}
 		if jobs := busy[name]; len(jobs) > 0 {
-			return fmt.Errorf("refusing to rebuild %s: your job %s is using it; wait for it or scancel %s", EnrootName(name), strings.Join(jobs, ","), strings.Join(jobs, " "))
+			return fmt.Errorf("refusing to rebuild %s: your job %s is using it; wait for it or scancel %s", container.EnrootName(name), strings.Join(jobs, ","), strings.Join(jobs, " "))
 		}
-		fmt.Fprintf(sys.Stderr, "sbuild: removing the old %s\n", EnrootName(name))
+		fmt.Fprintf(sys.Stderr, "sbuild: removing the old %s\n", container.EnrootName(name))
 		if err := e.remove(c.Context, name); err != nil {
 			return err
 		}
 	}
-	fmt.Fprintf(sys.Stderr, "sbuild: creating %s from %s\n", EnrootName(name), p.build.Ref)
+	fmt.Fprintf(sys.Stderr, "sbuild: creating %s from %s\n", container.EnrootName(name), p.build.Ref)
 	tail := &tailBuffer{max: 64 << 10}
-	code, err := sys.Run(c.Context, Cmd{Argv: argv, Stdin: sys.Stdin, Stdout: sys.Stdout, Stderr: io.MultiWriter(sys.Stderr, tail)})
+	code, err := sys.Run(c.Context, container.Cmd{Argv: argv, Stdin: sys.Stdin, Stdout: sys.Stdout, Stderr: io.MultiWriter(sys.Stderr, tail)})
 	if err != nil {
 		return err
 	}
-	created, _ := Exists(e.paths.Data, name)
-	meta := Meta{Name: name, Image: p.original, Ref: p.build.Ref, Tag: p.img.ResolvedTag(), Digest: p.img.Digest,
+	created, _ := container.Exists(e.paths.Data, name)
+	meta := container.Meta{Name: name, Image: p.original, Ref: p.build.Ref, Tag: p.img.ResolvedTag(), Digest: p.img.Digest,
 		Created: sys.Now().UTC().Truncate(time.Second), Project: e.cwd, Setup: p.setup, SetupSHA256: p.setupSHA, Saved: p.build.Save}
 	if code != 0 {
 		if created && p.setup != "" {
 			meta.SetupExit = code
-			if err := WriteMeta(e.paths.Data, meta); err != nil {
+			if err := container.WriteMeta(e.paths.Data, meta); err != nil {
 				sys.Logger.Warn("cannot record metadata", "err", err)
 			}
-			return &exitError{code: code, err: fmt.Errorf("setup script %s failed with exit code %d; %s is kept so you can look inside (srun-wrap --name %s); fix the script and run sbuild --rebuild --setup %s", p.setup, code, EnrootName(name), name, p.setup)}
+			return &exitError{code: code, err: fmt.Errorf("setup script %s failed with exit code %d; %s is kept so you can look inside (srun-wrap --name %s); fix the script and run sbuild --rebuild --setup %s", p.setup, code, container.EnrootName(name), name, p.setup)}
 		}
-		return &exitError{code: code, err: fmt.Errorf("creating %s failed (srun exit %d): %s", EnrootName(name), code, diagnose(tail.String(), e))}
+		return &exitError{code: code, err: fmt.Errorf("creating %s failed (srun exit %d): %s", container.EnrootName(name), code, diagnose(tail.String(), e))}
 	}
 	if !created && e.cfg.Container.CheckExists {
-		fmt.Fprintf(sys.Stderr, "warning: srun succeeded but %s is not in %s: the GPU servers keep containers elsewhere (set container.data_path) or pyxis uses container_scope=job\n", EnrootName(name), e.paths.Data)
+		fmt.Fprintf(sys.Stderr, "warning: srun succeeded but %s is not in %s: the GPU servers keep containers elsewhere (set container.data_path) or pyxis uses container_scope=job\n", container.EnrootName(name), e.paths.Data)
 	}
 	if created {
-		if err := WriteMeta(e.paths.Data, meta); err != nil {
+		if err := container.WriteMeta(e.paths.Data, meta); err != nil {
 			fmt.Fprintf(sys.Stderr, "warning: %v\n", err)
 		}
 	}
-	fmt.Fprintf(sys.Stdout, "%s\n", EnrootName(name))
+	fmt.Fprintf(sys.Stdout, "%s\n", container.EnrootName(name))
 	fmt.Fprintf(sys.Stderr, "sbuild: done; run in it with: srun-wrap [CMD]   (or srun --container-name=%s ...)\n", name)
 	return nil
 }
@@ -416,12 +418,12 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 
 func (t *tailBuffer) String() string { return string(t.buf) }
 
-func list(c *cli.Context, sys Sys) error {
+func list(c *cli.Context, sys container.Sys) error {
 	e, err := loadEnv(c, sys)
 	if err != nil {
 		return err
 	}
-	es, err := List(e.paths.Data, !c.Bool("no-size"))
+	es, err := container.List(e.paths.Data, !c.Bool("no-size"))
 	if err != nil {
 		return err
 	}
@@ -433,11 +435,11 @@ func list(c *cli.Context, sys Sys) error {
 	if err != nil {
 		sys.Logger.Info("cannot ask squeue which containers are in use", "err", err)
 	}
-	return WriteList(sys.Stdout, es, busy)
+	return container.WriteList(sys.Stdout, es, busy)
 }
 
 // confirm asks a yes/no question on stderr.
-func confirm(sys Sys, in *bufio.Reader, question string) (bool, error) {
+func confirm(sys container.Sys, in *bufio.Reader, question string) (bool, error) {
 	if !sys.StdinIsTerminal() {
 		return false, usagef("%s: standard input is not a terminal, so nobody can answer; add --yes", question)
 	}
@@ -459,12 +461,12 @@ func removeMany(c *cli.Context, e *env, names []string, why map[string]string) e
 	failed := 0
 	for _, n := range names {
 		if jobs := busy[n]; len(jobs) > 0 {
-			fmt.Fprintf(e.sys.Stderr, "sbuild: skipping %s: your job %s is using it (scancel it first)\n", EnrootName(n), strings.Join(jobs, ","))
+			fmt.Fprintf(e.sys.Stderr, "sbuild: skipping %s: your job %s is using it (scancel it first)\n", container.EnrootName(n), strings.Join(jobs, ","))
 			failed++
 			continue
 		}
 		if !c.Bool("yes") {
-			ok, err := confirm(e.sys, in, fmt.Sprintf("remove %s%s?", EnrootName(n), why[n]))
+			ok, err := confirm(e.sys, in, fmt.Sprintf("remove %s%s?", container.EnrootName(n), why[n]))
 			if err != nil {
 				return err
 			}
@@ -477,7 +479,7 @@ func removeMany(c *cli.Context, e *env, names []string, why map[string]string) e
 			failed++
 			continue
 		}
-		fmt.Fprintf(e.sys.Stdout, "removed %s\n", EnrootName(n))
+		fmt.Fprintf(e.sys.Stdout, "removed %s\n", container.EnrootName(n))
 	}
 	if failed > 0 {
 		return &exitError{code: 1}
@@ -485,7 +487,7 @@ func removeMany(c *cli.Context, e *env, names []string, why map[string]string) e
 	return nil
 }
 
-func remove(c *cli.Context, sys Sys) error {
+func remove(c *cli.Context, sys container.Sys) error {
 	if c.NArg() == 0 {
 		return usagef("give the container name(s) to remove, e.g. sbuild rm myproj (see sbuild list)")
 	}
@@ -495,28 +497,28 @@ func remove(c *cli.Context, sys Sys) error {
 	}
 	var names []string
 	for _, a := range c.Args().Slice() {
-		n, err := CheckName(a)
+		n, err := container.CheckName(a)
 		if err != nil {
 			return usagef("%v", err)
 		}
-		ok, err := Exists(e.paths.Data, n)
+		ok, err := container.Exists(e.paths.Data, n)
 		if err != nil {
 			return err
 		}
 		if !ok {
-			return fmt.Errorf("no container %s in %s (see sbuild list)", EnrootName(n), e.paths.Data)
+			return fmt.Errorf("no container %s in %s (see sbuild list)", container.EnrootName(n), e.paths.Data)
 		}
 		names = append(names, n)
 	}
 	return removeMany(c, e, names, nil)
 }
 
-func prune(c *cli.Context, sys Sys) error {
+func prune(c *cli.Context, sys container.Sys) error {
 	e, err := loadEnv(c, sys)
 	if err != nil {
 		return err
 	}
-	es, err := List(e.paths.Data, false)
+	es, err := container.List(e.paths.Data, false)
 	if err != nil {
 		return err
 	}
@@ -535,12 +537,12 @@ func prune(c *cli.Context, sys Sys) error {
 		}
 		names = append(names, en.Name)
 	}
-	orphans, err := OrphanMeta(e.paths.Data)
+	orphans, err := container.OrphanMeta(e.paths.Data)
 	if err != nil {
 		return err
 	}
 	for _, o := range orphans {
-		if err := os.Remove(MetaPath(e.paths.Data, o)); err == nil {
+		if err := os.Remove(container.MetaPath(e.paths.Data, o)); err == nil {
 			sys.Logger.Info("removed metadata of a container that is gone", "name", o)
 		}
 	}
@@ -551,7 +553,7 @@ func prune(c *cli.Context, sys Sys) error {
 	return removeMany(c, e, names, why)
 }
 
-func login(c *cli.Context, sys Sys) error {
+func login(c *cli.Context, sys container.Sys) error {
 	e, err := loadEnv(c, sys)
 	if err != nil {
 		return err
@@ -578,51 +580,14 @@ func login(c *cli.Context, sys Sys) error {
 		return usagef("the NGC API key is empty or holds spaces; paste the key exactly as ngc.nvidia.com shows it")
 	}
 	path := filepath.Join(e.paths.Config, ".credentials")
-	if err := WriteCredentials(path, key); err != nil {
+	if err := container.WriteCredentials(path, key); err != nil {
 		return err
 	}
 	fmt.Fprintf(sys.Stdout, "wrote %s (nvcr.io and authn.nvidia.com, mode 600)\n", path)
 	return nil
 }
 
-// WriteCredentials replaces the NGC entries of the credentials file at
-// path with ones for key, keeping other entries, atomically and mode 600.
-func WriteCredentials(path, key string) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("create %q: %w", dir, err)
-	}
-	old, err := os.ReadFile(path)
-	if err != nil && !isNotExist(err) {
-		return fmt.Errorf("read %q: %w", path, err)
-	}
-	tmp, err := os.CreateTemp(dir, ".credentials-*")
-	if err != nil {
-		return fmt.Errorf("write in %q: %w", dir, err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return fmt.Errorf("chmod %q: %w", tmp.Name(), err)
-	}
-	if _, err := tmp.WriteString(MergeNGCCredentials(string(old), key)); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %q: %w", tmp.Name(), err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("sync %q: %w", tmp.Name(), err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %q: %w", tmp.Name(), err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("rename to %q: %w", path, err)
-	}
-	return nil
-}
-
-func check(c *cli.Context, sys Sys) error {
+func check(c *cli.Context, sys container.Sys) error {
 	e, err := loadEnv(c, sys)
 	if err != nil {
 		return err
@@ -633,7 +598,7 @@ func check(c *cli.Context, sys Sys) error {
 	}
 	fs := preflight(c.Context, e, p.img)
 	if p.note != "" {
-		fs = append(fs, Finding{Level: Warn, Check: "image", Msg: strings.TrimPrefix(p.note, "note: ")})
+		fs = append(fs, container.Finding{Level: container.Warn, Check: "image", Msg: strings.TrimPrefix(p.note, "note: ")})
 	}
 	if len(fs) == 0 {
 		fmt.Fprintf(sys.Stdout, "ok: srun, pyxis, credentials and enroot storage look fine for %s\n", p.build.Ref)

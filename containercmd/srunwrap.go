@@ -1,4 +1,4 @@
-package container
+package containercmd
 
 import (
 	"context"
@@ -8,8 +8,10 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/aicloud/gpusuite/internal/logging"
 	"github.com/urfave/cli/v2"
+
+	"github.com/aicloud/gpusuite/internal/container"
+	"github.com/aicloud/gpusuite/internal/logging"
 )
 
 const srunWrapHelp = `Runs CMD (default: an interactive bash) with srun in the enroot container
@@ -45,7 +47,7 @@ func srunWrapFlags() []cli.Flag {
 
 // SrunWrap is the srun-wrap command. It returns the exit code; on success
 // it never returns, because srun has replaced the process.
-func SrunWrap(args []string, sys Sys) int {
+func SrunWrap(args []string, sys container.Sys) int {
 	prog := "srun-wrap"
 	flags := srunWrapFlags()
 	// --version is srun-wrap's own (srun's is -V).
@@ -53,7 +55,7 @@ func SrunWrap(args []string, sys Sys) int {
 	for n, v := range valuedFlags(flags) {
 		own[n] = v
 	}
-	split, err := SplitArgs(args[1:], own)
+	split, err := container.SplitArgs(args[1:], own)
 	if err != nil {
 		return finish(prog, sys.Stderr, usagef("%v", err))
 	}
@@ -71,7 +73,7 @@ func SrunWrap(args []string, sys Sys) int {
 	return finish(prog, sys.Stderr, app.Run(append([]string{prog}, split.Own...)))
 }
 
-func srunWrap(c *cli.Context, sys Sys, split Split) error {
+func srunWrap(c *cli.Context, sys container.Sys, split container.Split) error {
 	level, err := logging.ParseLevel(c.String("log-level"))
 	if err != nil {
 		return usagef("%v", err)
@@ -82,7 +84,7 @@ func srunWrap(c *cli.Context, sys Sys, split Split) error {
 		return err
 	}
 	cc := e.cfg.Container
-	if err := CheckProject("srun-wrap", e.cwd); err != nil {
+	if err := container.CheckProject("srun-wrap", e.cwd); err != nil {
 		return err
 	}
 	name, err := e.containerName(c)
@@ -93,7 +95,7 @@ func srunWrap(c *cli.Context, sys Sys, split Split) error {
 	if err != nil {
 		return err
 	}
-	job := Job{Name: name, Project: e.cwd, Workdir: cc.Workdir, GPUs: cc.GPUs, Partition: cc.Partition, Time: cc.Time,
+	job := container.Job{Name: name, Project: e.cwd, Workdir: cc.Workdir, GPUs: cc.GPUs, Partition: cc.Partition, Time: cc.Time,
 		SiteArgs: cc.SrunArgs, UserArgs: split.Srun, Mounts: mounts}
 	if c.IsSet("gpus") {
 		if c.Int("gpus") < 0 {
@@ -104,7 +106,7 @@ func srunWrap(c *cli.Context, sys Sys, split Split) error {
 	if c.IsSet("partition") {
 		job.Partition = c.String("partition")
 	}
-	if job.Time, err = jobTime(c.IsSet("time"), c.String("time"), cc.Time); err != nil {
+	if job.Time, err = container.JobTime(c.IsSet("time"), c.String("time"), cc.Time); err != nil {
 		return err
 	}
 	var extraEnv []string
@@ -122,15 +124,15 @@ func srunWrap(c *cli.Context, sys Sys, split Split) error {
 	}
 	srun, lookErr := sys.LookPath("srun")
 	dry := c.Bool("dry-run")
-	if f := CheckSrun(lookErr); f != nil && !dry {
+	if f := container.CheckSrun(lookErr); f != nil && !dry {
 		return f
 	}
 	if cc.CheckExists {
-		ok, err := Exists(e.paths.Data, name)
+		ok, err := container.Exists(e.paths.Data, name)
 		if err != nil {
 			sys.Logger.Warn("cannot check the container", "err", err)
 		} else if !ok {
-			msg := fmt.Sprintf("container %s does not exist in %s; build it first: %s", EnrootName(name), e.paths.Data, buildHint(c, name, e.cwd))
+			msg := fmt.Sprintf("container %s does not exist in %s; build it first: %s", container.EnrootName(name), e.paths.Data, buildHint(c, name, e.cwd))
 			if !dry {
 				return fmt.Errorf("%s", msg)
 			}
@@ -151,9 +153,9 @@ func srunWrap(c *cli.Context, sys Sys, split Split) error {
 		}
 		cmd, pty = []string{"bash", "-i"}, true
 	}
-	argv := RunArgv(job, pty, cmd)
+	argv := container.RunArgv(job, pty, cmd)
 	if dry {
-		fmt.Fprintln(sys.Stdout, assignments(extraEnv)+QuoteArgs(argv))
+		fmt.Fprintln(sys.Stdout, assignments(extraEnv)+container.QuoteArgs(argv))
 		return nil
 	}
 	env := append(sys.Environ(), extraEnv...)
@@ -169,7 +171,7 @@ func assignments(kvs []string) string {
 	var b strings.Builder
 	for _, kv := range kvs {
 		k, v, _ := strings.Cut(kv, "=")
-		b.WriteString(k + "=" + Quote(v) + " ")
+		b.WriteString(k + "=" + container.Quote(v) + " ")
 	}
 	return b.String()
 }
@@ -184,13 +186,13 @@ func lookupEnv(environ []string, k string) (string, bool) {
 }
 
 func buildHint(c *cli.Context, name, cwd string) string {
-	if c.IsSet("name") && name != NameFromDir(cwd) {
+	if c.IsSet("name") && name != container.NameFromDir(cwd) {
 		return "sbuild --name " + name + " [IMAGE]"
 	}
 	return "sbuild [IMAGE] (in " + cwd + ")"
 }
 
-func submitBatch(ctx context.Context, e *env, job Job, script string, args []string, dry bool) error {
+func submitBatch(ctx context.Context, e *env, job container.Job, script string, args []string, dry bool) error {
 	abs := script
 	if !filepath.IsAbs(abs) {
 		abs = filepath.Join(e.cwd, script)
@@ -203,21 +205,21 @@ func submitBatch(ctx context.Context, e *env, job Job, script string, args []str
 		return fmt.Errorf("read %q: %w", abs, err)
 	}
 	first, _, _ := strings.Cut(string(data), "\n")
-	cmd, extra, err := ScriptCommand(abs, e.cwd, first)
+	cmd, extra, err := container.ScriptCommand(abs, e.cwd, first)
 	if err != nil {
 		return usagef("%v", err)
 	}
 	job.Mounts = append(job.Mounts, extra...)
-	body := BatchScript(job, abs, Directives(string(data)), append(cmd, args...))
-	argv := BatchArgv(job)
+	body := container.BatchScript(job, abs, container.Directives(string(data)), append(cmd, args...))
+	argv := container.BatchArgv(job)
 	if dry {
-		fmt.Fprint(e.sys.Stdout, FeedCommand(argv, body))
+		fmt.Fprint(e.sys.Stdout, container.FeedCommand(argv, body))
 		return nil
 	}
 	if _, err := e.sys.LookPath("sbatch"); err != nil {
 		return fmt.Errorf("sbatch is not on PATH; run this on a head server where Slurm's client is installed")
 	}
-	code, err := e.sys.Run(ctx, Cmd{Argv: argv, Stdin: strings.NewReader(body), Stdout: e.sys.Stdout, Stderr: e.sys.Stderr})
+	code, err := e.sys.Run(ctx, container.Cmd{Argv: argv, Stdin: strings.NewReader(body), Stdout: e.sys.Stdout, Stderr: e.sys.Stderr})
 	if err != nil {
 		return err
 	}
