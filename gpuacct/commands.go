@@ -5,8 +5,8 @@ import (
 
 	"github.com/aicloud/gpusuite/gpuacct/demo"
 	"github.com/aicloud/gpusuite/gpuacct/ingest"
+	"github.com/aicloud/gpusuite/gpuacct/reportcmd"
 	"github.com/aicloud/gpusuite/gpuacct/serve"
-	"github.com/aicloud/gpusuite/internal/report"
 )
 
 // commands lists gpuacct's subcommands; each lives in its own package under
@@ -17,12 +17,12 @@ func commands(env Env) []*cli.Command {
 		agentCommand(env.Stdout, env.Stderr, env.Getenv),
 		ingest.Command(env.Stdout, env.Stderr, env.Getenv),
 		serve.Command(env.Stdout, env.Stderr, env.Getenv),
-		report.ReportCommand(report.System(env.Stdout, env.Stderr, env.Getenv)),
-		report.JobCommand(report.System(env.Stdout, env.Stderr, env.Getenv)),
-		report.CheckCommand(report.System(env.Stdout, env.Stderr, env.Getenv)),
-		report.IgnoreCommand(report.System(env.Stdout, env.Stderr, env.Getenv)),
-		report.UnignoreCommand(report.System(env.Stdout, env.Stderr, env.Getenv)),
-		report.ExportCommand(report.System(env.Stdout, env.Stderr, env.Getenv)),
-		report.PlotCommand(report.System(env.Stdout, env.Stderr, env.Getenv)),
+		reportcmd.ReportCommand(reportcmd.System(env.Stdout, env.Stderr, env.Getenv)),
+		reportcmd.JobCommand(reportcmd.System(env.Stdout, env.Stderr, env.Getenv)),
+		reportcmd.CheckCommand(reportcmd.System(env.Stdout, env.Stderr, env.Getenv)),
+		reportcmd.IgnoreCommand(reportcmd.System(env.Stdout, env.Stderr, env.Getenv)),
+		reportcmd.UnignoreCommand(reportcmd.System(env.Stdout, env.Stderr, env.Getenv)),
+		reportcmd.ExportCommand(reportcmd.System(env.Stdout, env.Stderr, env.Getenv)),
+		reportcmd.PlotCommand(reportcmd.System(env.Stdout, env.Stderr, env.Getenv)),
 	}
 }

@@ -41,3 +41,10 @@ func badInput(format string, args ...any) error {
 func tooBig(what string, n int) error {
 	return badInput("the report would hold more than %d %s: shorten the window (--start/--end), use a longer --period, filter (--users, --teams...) or set --limit", n, what)
 }
+
+// SetCaps lowers MaxGroups and MaxRows (tests of the refusal); the
+// returned func restores them.
+func SetCaps(groups, rows int) (restore func()) {
+	groupCap, rowCap = groups, rows
+	return func() { groupCap, rowCap = MaxGroups, MaxRows }
+}

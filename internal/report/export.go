@@ -12,15 +12,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
-
-	"github.com/urfave/cli/v2"
 
 	"github.com/aicloud/gpusuite/internal/report/timespec"
 )
 
 // Export kinds and their columns (docs/reports.md; stable).
-var exportColumns = map[string][]string{
+var ExportColumns = map[string][]string{
 	"jobs": {"cluster", "job_id", "restart", "array_job_id", "array_task_id", "user", "account", "partition", "nodes", "gpus",
 		"start", "end", "state", "end_estimated", "ignored", "alloc_gpu_s", "used_gpu_s", "idle_gpu_s", "energy_mj"},
 	"gpus": {"cluster", "job_id", "restart", "node", "uuid", "index", "model", "sample_s", "util_s", "util_max", "mem_max_mib",
@@ -141,7 +138,7 @@ func newRows(w io.Writer, format string, cols []string, noHeader bool) (rowWrite
 
 // Export writes the rows of o.Kind in the window and returns how many.
 func (d *DB) Export(ctx context.Context, o ExportOptions) (int64, error) {
-	cols, ok := exportColumns[o.Kind]
+	cols, ok := ExportColumns[o.Kind]
 	if !ok {
 		return 0, fmt.Errorf("unknown export %q: use jobs, gpus or samples", o.Kind)
 	}
@@ -303,101 +300,4 @@ func (d *DB) Export(ctx context.Context, o ExportOptions) (int64, error) {
 		}
 	}
 	return n, nil
-}
-
-// progressBar draws "export samples [=====>     ]  45%  1,234,567 rows"
-// on one terminal line, at most every 100 ms.
-func progressBar(w io.Writer, label string, now func() time.Time) (func(float64, int64), func()) {
-	var last time.Time
-	draw := func(f float64, rows int64) {
-		f = min(max(f, 0), 1)
-		const width = 30
-		full := int(f * width)
-		bar := strings.Repeat("=", full)
-		if full < width {
-			bar += ">" + strings.Repeat(" ", width-full-1)
-		}
-		fmt.Fprintf(w, "\r%s [%s] %3.0f%%  %d rows", label, bar, f*100, rows)
-	}
-	return func(f float64, rows int64) {
-			if t := now(); t.Sub(last) >= 100*time.Millisecond {
-				last = t
-				draw(f, rows)
-			}
-		}, func() {
-			fmt.Fprint(w, "\r\033[K")
-		}
-}
-
-// ExportCommand is `gpuacct export`.
-func ExportCommand(d Deps) *cli.Command {
-	return &cli.Command{
-		Name:  "export",
-		Usage: "job rollups, job × GPU figures or raw samples as CSV or JSON lines",
-		UsageText: `gpuacct export {jobs|gpus|samples} [options]
-
-jobs: one row per job run; gpus: one row per job × GPU (the agent's
-aggregates); samples: raw readings (kept for store.sample_retention). Rows of
-jobs that overlap the window (samples: taken in it). Columns are stable and
-documented in docs/reports.md; a missing value is empty (CSV) or null (JSON),
-never 0. A progress bar goes to a terminal's stderr; a pipe gets only data.
-
-Examples:
-   gpuacct export jobs --start 2026-01-01 --end 2026-02-01 > jan.csv
-   gpuacct export samples --start now-1day --format jsonl | gzip > day.jsonl.gz
-   gpuacct export samples --start yesterday --end today --split-dir /tmp/samples   # one file per node
-   gpuacct export gpus --start 11/01 -o gpus.csv`,
-		Flags: append(append([]cli.Flag{dbFlag()}, windowFlags()...),
-			&cli.StringFlag{Name: "format", Usage: "csv or jsonl", Value: "csv"},
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write to this file instead of stdout"},
-			&cli.StringFlag{Name: "split-dir", Usage: "one file per node in this directory (gpus, samples)"},
-			&cli.BoolFlag{Name: "noheader", Aliases: []string{"n"}, Usage: "no CSV header line"},
-		),
-		Action: interspersed(func(c *cli.Context) error {
-			if c.NArg() != 1 {
-				return fmt.Errorf("export: name what to export: jobs, gpus or samples (see 'gpuacct export --help')")
-			}
-			kind := c.Args().First()
-			if _, ok := exportColumns[kind]; !ok {
-				return fmt.Errorf("export: unknown export %q: use jobs, gpus or samples", kind)
-			}
-			e, err := load(c, d)
-			if err != nil {
-				return err
-			}
-			w, err := e.window(c)
-			if err != nil {
-				return fmt.Errorf("export %s: %w", kind, err)
-			}
-			db, err := e.open(c.Context)
-			if err != nil {
-				return err
-			}
-			defer db.Close()
-			o := ExportOptions{Kind: kind, Window: w, Format: c.String("format"), Out: d.Stdout, SplitDir: c.String("split-dir"), NoHeader: c.Bool("noheader")}
-			toFile := o.SplitDir != "" || c.String("output") != ""
-			if p := c.String("output"); p != "" {
-				f, err := os.Create(p)
-				if err != nil {
-					return fmt.Errorf("export %s: %w", kind, err)
-				}
-				defer f.Close()
-				o.Out = f
-			}
-			if d.StderrTTY() && (toFile || d.Width() == 0) {
-				p, done := progressBar(d.Stderr, "export "+kind, d.Now)
-				o.Progress = p
-				defer done()
-			}
-			if _, err := db.Export(c.Context, o); err != nil {
-				return err
-			}
-			if f, ok := o.Out.(*os.File); ok && f != os.Stdout {
-				if err := f.Sync(); err != nil {
-					return fmt.Errorf("export %s: %w", kind, err)
-				}
-			}
-			return nil
-		}),
-	}
 }

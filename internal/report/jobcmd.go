@@ -7,70 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/urfave/cli/v2"
-
 	"github.com/aicloud/gpusuite/internal/report/teams"
 )
-
-// JobCommand is `gpuacct job JOBID`.
-func JobCommand(d Deps) *cli.Command {
-	return &cli.Command{
-		Name:  "job",
-		Usage: "one job's GPU usage, like seff/jobstats: per GPU utilization, memory, energy, idle time, notes",
-		UsageText: `gpuacct job JOBID [options]
-
-JOBID is 1234, 1234_7 (an array task) or 1234+1 (the run after the first
-requeue; default: the latest run). Shows who, where and how long; per node
-and GPU the mean and peak utilization, peak memory of total, energy and idle
-time; a sparkline of utilization over the job; and what to change. Running
-jobs show the latest samples.
-
-Examples:
-   gpuacct job 123456
-   gpuacct job 123456_3 --json | jq '.gpus[] | {uuid, util_mean_pct}'
-   gpuacct job 123456 --db /tmp/acct.db`,
-		Flags: []cli.Flag{dbFlag(),
-			&cli.StringFlag{Name: "cluster", Aliases: []string{"M"}, Usage: "the cluster, when several share the ledger"},
-			&cli.BoolFlag{Name: "json", Usage: "JSON instead of text"},
-			&cli.StringFlag{Name: "tz", Usage: "time zone of the times shown (report.tz)", EnvVars: []string{"GPUSUITE_TZ"}},
-			&cli.StringFlag{Name: "teams-file", Usage: "team mapping file (report.teams)", EnvVars: []string{"GPUSUITE_TEAMS"}},
-		},
-		Action: interspersed(func(c *cli.Context) error {
-			if c.NArg() != 1 {
-				return fmt.Errorf("job: give one JOBID (see 'gpuacct job --help')")
-			}
-			sp, err := ParseJobSpec(c.Args().First())
-			if err != nil {
-				return err
-			}
-			e, err := load(c, d)
-			if err != nil {
-				return err
-			}
-			m, err := teams.Load(e.cfg.Report.Teams)
-			if err != nil {
-				return err
-			}
-			db, err := e.open(c.Context)
-			if err != nil {
-				return err
-			}
-			defer db.Close()
-			det, err := db.Job(c.Context, c.String("cluster"), sp, e.now)
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				return WriteJobJSON(d.Stdout, det, m)
-			}
-			width := d.Width()
-			if width == 0 {
-				width = 100
-			}
-			return WriteJobText(d.Stdout, det, m, e.loc, width)
-		}),
-	}
-}
 
 // JobSummary is the stable JSON form of a job's figures (docs/reports.md),
 // shared by `gpuacct job --json` and the dashboard's /api/v1/jobs.

@@ -201,7 +201,7 @@ func (d *DB) JobList(ctx context.Context, q JobQuery) (*table.Table, error) {
 
 var sortName = map[string]string{"": "newest first", "start": "newest first", "alloc": "most GPU-hours first", "eff": "least efficient first", "idle": "most idle first"}
 
-// allTime is a window holding every job.
-func allTime(now time.Time) timespec.Window {
+// AllTime is a window holding every job.
+func AllTime(now time.Time) timespec.Window {
 	return timespec.Window{Start: time.Unix(0, 0), End: now.Add(100 * 365 * 24 * time.Hour)}
 }

@@ -2,21 +2,14 @@ package report
 
 import (
 	"context"
-	"database/sql"
-	"encoding/csv"
-	"encoding/json"
 	"math/rand"
-	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/urfave/cli/v2"
 
-	"github.com/aicloud/gpusuite/cliwire"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/report/teams"
 	"github.com/aicloud/gpusuite/internal/report/timespec"
@@ -234,174 +227,5 @@ func TestTeamsWithMapping(t *testing.T) {
 	}
 	if share := tb.Rows[0].Cells[7].(float64); share < 33.3 || share > 33.4 {
 		t.Errorf("lang's share %v%%, want a third", share)
-	}
-}
-
-// run runs one gpuacct command line against the report commands.
-func run(t testing.TB, d Deps, args ...string) error {
-	t.Helper()
-	app := &cli.App{Name: "gpuacct", Flags: []cli.Flag{cliwire.ConfigFlag()}, ExitErrHandler: func(*cli.Context, error) {},
-		Writer: d.Stdout, ErrWriter: d.Stderr,
-		Commands: []*cli.Command{ReportCommand(d), JobCommand(d), CheckCommand(d), IgnoreCommand(d), UnignoreCommand(d), ExportCommand(d), PlotCommand(d)}}
-	return app.Run(append([]string{"gpuacct"}, args...))
-}
-
-func TestBadInput(t *testing.T) {
-	now := time.Unix(t0+86400, 0)
-	path := buildLedger(t, []fxJob{{id: 7, user: "alice", acct: "vision", part: "gpu", node: "gpu01", gpus: 1, start: t0, end: t0 + 60}}, now)
-	dir := t.TempDir()
-	twoTeams := filepath.Join(dir, "teams.toml")
-	os.WriteFile(twoTeams, []byte("[teams.a]\nusers=[\"alice\"]\n[teams.b]\nusers=[\"alice\"]\n"), 0o644)
-	notDB := filepath.Join(dir, "not.db")
-	os.WriteFile(notDB, []byte("hello, this is not sqlite at all, not even close to it........................................"), 0o644)
-	cfg := filepath.Join(dir, "gpusuite.toml")
-	os.WriteFile(cfg, []byte("[store]\npath = \""+path+"\"\n"), 0o644)
-	tests := []struct {
-		name string
-		args []string
-		want string
-	}{
-		{"unknown sub-report", []string{"report", "bogus"}, `report: unknown report "bogus": use one of teams, users`},
-		{"no sub-report", []string{"report"}, "report: name a report"},
-		{"bad date", []string{"report", "teams", "--db", path, "--start", "2026-02-30"}, `report teams: --start: time "2026-02-30" is not a real date and time`},
-		{"bad date format", []string{"report", "teams", "--db", path, "--start", "next week"}, `report teams: --start: time "next week" is not one of YYYY-MM-DD`},
-		{"end before start", []string{"report", "users", "--db", path, "--start", "2026-01-05", "--end", "2026-01-01"}, "report users: --end 2026-01-01T00:00:00 is not after --start 2026-01-05T00:00:00"},
-		{"unknown team", []string{"report", "teams", "--db", path, "--teams", "nope"}, `report teams: --teams: unknown team "nope" (teams: (unassigned), vision)`},
-		{"unknown node", []string{"report", "nodes", "--db", path, "--nodes", "gpu99"}, `report nodes: --nodes: unknown node "gpu99"`},
-		{"missing db", []string{"report", "teams", "--db", filepath.Join(dir, "absent.db")}, "accounting database " + filepath.Join(dir, "absent.db") + " does not exist"},
-		{"not a db", []string{"report", "teams", "--db", notDB}, "not a gpusuite accounting database"},
-		{"user in two teams", []string{"report", "teams", "--db", path, "--teams-file", twoTeams}, `team mapping ` + twoTeams + `: user "alice" is in two teams, "a" and "b"`},
-		{"bad period", []string{"report", "teams", "--db", path, "--period", "year"}, `report teams: --period "year" is not day, week or month`},
-		{"bad format", []string{"report", "teams", "--db", path, "--format", "xml"}, `--format "xml" is not table, csv, tsv or json`},
-		{"bad units", []string{"report", "teams", "--db", path, "--units", "days"}, `--units "days" is not hours, minutes or percent`},
-		{"bad tz", []string{"report", "teams", "--db", path, "--tz", "Mars/Base"}, `--tz "Mars/Base" is not a time zone name`},
-		{"bad top by", []string{"report", "top", "--db", path, "--by", "nodes"}, `report top: --by "nodes" is not users or teams`},
-		{"bad sort", []string{"report", "jobs", "--db", path, "--sort", "size"}, `report jobs: --sort "size" is not start, alloc, eff or idle`},
-		{"job not found", []string{"job", "--db", path, "99"}, "job 99: job not found in " + path},
-		{"bad job id", []string{"job", "--db", path, "abc"}, `job "abc" is not a Slurm job id`},
-		{"job without id", []string{"job", "--db", path}, "job: give one JOBID"},
-		{"ignore without reason", []string{"ignore", "--db", path, "7"}, "ignore: --reason is required"},
-		{"ignore unknown job", []string{"ignore", "--db", path, "--requests", dir, "--reason", "x", "8"}, "ignore: job 8: job not found"},
-		{"config file db", []string{"--config", cfg, "report", "teams", "--teams", "nope"}, `unknown team "nope"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			d, _, _ := testDeps(now, nil)
-			err := run(t, d, tt.args...)
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("error %v, want %q", err, tt.want)
-			}
-			if strings.Contains(err.Error(), "\n") {
-				t.Errorf("error is more than one line: %q", err)
-			}
-		})
-	}
-}
-
-func TestLockedDB(t *testing.T) {
-	now := time.Unix(t0+86400, 0)
-	dir := t.TempDir()
-	path := filepath.Join(dir, "gpuacct.db")
-	st, err := store.Open(context.Background(), store.Options{Path: path, Journal: store.JournalDelete})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	// A writer in rollback-journal mode (the NFS case) holding an
-	// exclusive lock longer than the reader's busy timeout.
-	conn, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=DELETE")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	tx, err := conn.Begin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(`INSERT INTO meta(key, value) VALUES('x', 'y')`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(`PRAGMA locking_mode`); err != nil {
-		t.Fatal(err)
-	}
-	// Force the exclusive lock by spilling to the file.
-	if _, err := tx.Exec(`CREATE TABLE big AS WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 200000) SELECT x, randomblob(100) FROM c`); err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
-	cfg := filepath.Join(dir, "gpusuite.toml")
-	os.WriteFile(cfg, []byte("[store]\npath = \""+path+"\"\nbusy_timeout = \"100ms\"\n"), 0o644)
-	d, _, _ := testDeps(now, nil)
-	err = run(t, d, "--config", cfg, "report", "teams")
-	if err == nil || !strings.Contains(err.Error(), "database is locked") {
-		t.Fatalf("error %v, want a locked database", err)
-	}
-	if strings.Contains(err.Error(), "\n") {
-		t.Errorf("more than one line: %q", err)
-	}
-}
-
-// CSV and JSON of a report read back to the same figures.
-func TestReportRoundTrip(t *testing.T) {
-	now := time.Unix(t0+10*86400, 0)
-	rng := rand.New(rand.NewSource(3))
-	jobs := randomJobs(rng, 60, 9*86400)
-	path := buildLedger(t, jobs, now)
-	var wantAlloc int64
-	for _, j := range jobs {
-		end := j.end
-		if end == 0 {
-			end = now.Unix()
-		}
-		wantAlloc += int64(j.gpus) * (end - j.start)
-	}
-	args := []string{"report", "users", "--db", path, "--tz", "UTC", "--start", "2025-12-01", "--end", "2026-02-01"}
-	d, out, _ := testDeps(now, nil)
-	if err := run(t, d, append(args, "--format", "csv")...); err != nil {
-		t.Fatal(err)
-	}
-	recs, err := csv.NewReader(strings.NewReader(out.String())).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff([]string{"user", "teams", "alloc_gpu_hours", "used_gpu_hours", "efficiency_pct", "idle_gpu_hours", "energy_kwh", "jobs", "share_pct"}, recs[0]); diff != "" {
-		t.Errorf("CSV header (-want +got):\n%s", diff)
-	}
-	var sum float64
-	for _, r := range recs[1:] {
-		v, _ := strconv.ParseFloat(r[2], 64)
-		sum += v
-	}
-	if d := sum*3600 - float64(wantAlloc); d > 1 || d < -1 {
-		t.Errorf("CSV GPU-hours sum to %v GPU-s, want %d", sum*3600, wantAlloc)
-	}
-	d, out, _ = testDeps(now, nil)
-	if err := run(t, d, append(args, "--format", "json")...); err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		Report string
-		Start  string
-		Rows   []struct {
-			User  string  `json:"user"`
-			Alloc float64 `json:"alloc_gpu_hours"`
-			Jobs  int64   `json:"jobs"`
-		}
-	}
-	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
-		t.Fatal(err)
-	}
-	if doc.Report != "users" || doc.Start != "2025-12-01T00:00:00Z" || len(doc.Rows) != len(recs)-1 {
-		t.Errorf("JSON %+v", doc)
-	}
-	var jobsN int64
-	for i, r := range doc.Rows {
-		if r.User != recs[i+1][0] || strconv.FormatFloat(r.Alloc, 'f', -1, 64) != recs[i+1][2] {
-			t.Errorf("row %d: JSON %+v, CSV %v", i, r, recs[i+1])
-		}
-		jobsN += r.Jobs
-	}
-	if jobsN != int64(len(jobs)) {
-		t.Errorf("%d jobs counted, %d run", jobsN, len(jobs))
 	}
 }

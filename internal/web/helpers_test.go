@@ -18,10 +18,10 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/aicloud/gpusuite/cliwire"
+	"github.com/aicloud/gpusuite/gpuacct/reportcmd"
 	"github.com/aicloud/gpusuite/gpuacct/serve"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/record"
-	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/sim"
 	"github.com/aicloud/gpusuite/internal/sim/gendata"
 )
@@ -224,11 +224,11 @@ func getJSON(t *testing.T, url string, v any) (int, []byte) {
 func (f *fixture) cliOut(t *testing.T, now time.Time, args ...string) []byte {
 	t.Helper()
 	var out, errb bytes.Buffer
-	d := report.Deps{Stdout: &out, Stderr: &errb, Getenv: func(k string) string { return map[string]string{config.EnvPath: f.config}[k] },
+	d := reportcmd.Deps{Stdout: &out, Stderr: &errb, Getenv: func(k string) string { return map[string]string{config.EnvPath: f.config}[k] },
 		Now: func() time.Time { return now }, Width: func() int { return 0 }, StderrTTY: func() bool { return false },
 		Euid: func() int { return 0 }, Username: func() string { return "root" }}
 	app := &cli.App{Name: "gpuacct", Flags: []cli.Flag{cliwire.ConfigFlag()}, Writer: &out, ErrWriter: &errb,
-		Commands: []*cli.Command{report.ReportCommand(d), report.JobCommand(d)}}
+		Commands: []*cli.Command{reportcmd.ReportCommand(d), reportcmd.JobCommand(d)}}
 	if err := app.Run(append([]string{"gpuacct"}, args...)); err != nil {
 		t.Fatalf("gpuacct %s: %v (%s)", strings.Join(args, " "), err, errb.String())
 	}

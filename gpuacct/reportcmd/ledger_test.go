@@ -1,4 +1,4 @@
-package report_test
+package reportcmd
 
 import (
 	"bytes"
@@ -103,8 +103,8 @@ func TestJobTextJSONAndPlot(t *testing.T) {
 	if idle == nil || busy == nil {
 		t.Fatal("the generated set lacks an idle or a busy job")
 	}
-	d, out, _ := report.NewTestDeps(now, nil)
-	if err := report.RunCLI(t, d, "job", strconv.FormatUint(idle.ID, 10), "--db", path, "--tz", "UTC"); err != nil {
+	d, out, _ := testDeps(now, nil)
+	if err := run(t, d, "job", strconv.FormatUint(idle.ID, 10), "--db", path, "--tz", "UTC"); err != nil {
 		t.Fatal(err)
 	}
 	text := out.String()
@@ -113,8 +113,8 @@ func TestJobTextJSONAndPlot(t *testing.T) {
 			t.Errorf("job text lacks %q:\n%s", w, text)
 		}
 	}
-	d, out, _ = report.NewTestDeps(now, nil)
-	if err := report.RunCLI(t, d, "job", strconv.FormatUint(busy.ID, 10), "--json", "--db", path); err != nil {
+	d, out, _ = testDeps(now, nil)
+	if err := run(t, d, "job", strconv.FormatUint(busy.ID, 10), "--json", "--db", path); err != nil {
 		t.Fatal(err)
 	}
 	var j struct {
@@ -143,9 +143,9 @@ func TestJobTextJSONAndPlot(t *testing.T) {
 	// Plots: a PNG that decodes, an SVG that parses.
 	dir := t.TempDir()
 	for _, name := range []string{"job.png", "job.svg"} {
-		d, out, _ = report.NewTestDeps(now, nil)
+		d, out, _ = testDeps(now, nil)
 		p := filepath.Join(dir, name)
-		if err := report.RunCLI(t, d, "plot", strconv.FormatUint(busy.ID, 10), "-o", p, "--db", path); err != nil {
+		if err := run(t, d, "plot", strconv.FormatUint(busy.ID, 10), "-o", p, "--db", path); err != nil {
 			t.Fatal(err)
 		}
 		if strings.TrimSpace(out.String()) != p {
@@ -154,13 +154,13 @@ func TestJobTextJSONAndPlot(t *testing.T) {
 		checkImage(t, p)
 	}
 	p := filepath.Join(dir, "teams.png")
-	d, _, _ = report.NewTestDeps(now, nil)
-	if err := report.RunCLI(t, d, "plot", "--report", "--db", path, "--start", "2026-03-01", "--end", "2026-03-04", "--period", "day", "-o", p); err != nil {
+	d, _, _ = testDeps(now, nil)
+	if err := run(t, d, "plot", "--report", "--db", path, "--start", "2026-03-01", "--end", "2026-03-04", "--period", "day", "-o", p); err != nil {
 		t.Fatal(err)
 	}
 	checkImage(t, p)
-	d, _, _ = report.NewTestDeps(now, nil)
-	if err := report.RunCLI(t, d, "plot", strconv.FormatUint(busy.ID, 10), "-o", filepath.Join(dir, "x.gif"), "--db", path); err == nil || !strings.Contains(err.Error(), "name it .png or .svg") {
+	d, _, _ = testDeps(now, nil)
+	if err := run(t, d, "plot", strconv.FormatUint(busy.ID, 10), "-o", filepath.Join(dir, "x.gif"), "--db", path); err == nil || !strings.Contains(err.Error(), "name it .png or .svg") {
 		t.Errorf("gif: %v", err)
 	}
 }
@@ -198,8 +198,8 @@ func checkImage(t *testing.T, p string) {
 func TestExport(t *testing.T) {
 	path, truth, now := sampled(t)
 	args := []string{"--db", path, "--tz", "UTC", "--start", "2026-03-01", "--end", "2026-03-03"}
-	d, out, errb := report.NewTestDeps(now, nil)
-	if err := report.RunCLI(t, d, append([]string{"export", "jobs"}, args...)...); err != nil {
+	d, out, errb := testDeps(now, nil)
+	if err := run(t, d, append([]string{"export", "jobs"}, args...)...); err != nil {
 		t.Fatal(err)
 	}
 	recs, err := csv.NewReader(bytes.NewReader(out.Bytes())).ReadAll()
@@ -222,9 +222,9 @@ func TestExport(t *testing.T) {
 	}
 	// Samples, one JSON-lines file per node, with the progress bar on.
 	dir := t.TempDir()
-	d, out, errb = report.NewTestDeps(now, nil)
+	d, out, errb = testDeps(now, nil)
 	d.StderrTTY = func() bool { return true }
-	if err := report.RunCLI(t, d, append([]string{"export", "samples", "--format", "jsonl", "--split-dir", dir}, args...)...); err != nil {
+	if err := run(t, d, append([]string{"export", "samples", "--format", "jsonl", "--split-dir", dir}, args...)...); err != nil {
 		t.Fatal(err)
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
@@ -251,8 +251,8 @@ func TestExport(t *testing.T) {
 	if !strings.Contains(errb.String(), "export samples [") || out.Len() != 0 {
 		t.Errorf("progress %q, stdout %d bytes", errb.String(), out.Len())
 	}
-	d, _, _ = report.NewTestDeps(now, nil)
-	if err := report.RunCLI(t, d, "export", "things", "--db", path); err == nil || err.Error() != `export: unknown export "things": use jobs, gpus or samples` {
+	d, _, _ = testDeps(now, nil)
+	if err := run(t, d, "export", "things", "--db", path); err == nil || err.Error() != `export: unknown export "things": use jobs, gpus or samples` {
 		t.Errorf("unknown export: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package report
+package reportcmd
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/aicloud/gpusuite/internal/ignorereq"
+	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/report/table"
 	"github.com/aicloud/gpusuite/internal/report/teams"
 	"github.com/aicloud/gpusuite/internal/store"
@@ -118,7 +119,7 @@ func change(c *cli.Context, d Deps, action string) error {
 	}
 	var specs []string
 	for _, a := range c.Args().Slice() {
-		sp, err := ParseJobSpec(a)
+		sp, err := report.ParseJobSpec(a)
 		if err != nil {
 			return fmt.Errorf("%s: %w", action, err)
 		}
@@ -145,7 +146,7 @@ func change(c *cli.Context, d Deps, action string) error {
 		return err
 	}
 	for _, s := range specs {
-		sp, _ := ParseJobSpec(s)
+		sp, _ := report.ParseJobSpec(s)
 		if _, err := db.Job(c.Context, c.String("cluster"), sp, e.now); err != nil {
 			db.Close()
 			return fmt.Errorf("%s: %w", action, err)
@@ -236,8 +237,8 @@ func listIgnored(c *cli.Context, d Deps) error {
 		{Key: "team", Title: "TEAM", Kind: table.Text}, {Key: "start", Title: "START", Kind: table.Time},
 		{Key: "alloc_gpu", Title: "ALLOC", Kind: table.GPUSeconds}, {Key: "reason", Title: "REASON", Kind: table.Text},
 	}, Meta: []table.KV{{Key: "report", Value: "ignored"}}}
-	all := JobQuery{Ignored: true, Mapping: m, Sort: "start", Window: allTime(e.now)}
-	err = db.Jobs(c.Context, all, func(j *JobRow) bool {
+	all := report.JobQuery{Ignored: true, Mapping: m, Sort: "start", Window: report.AllTime(e.now)}
+	err = db.Jobs(c.Context, all, func(j *report.JobRow) bool {
 		t.Rows = append(t.Rows, table.Row{Cells: []any{j.ID(), j.User, m.Team(j.Account, j.User), j.Start, j.AllocS, j.IgnoreReason.String}})
 		return true
 	})

@@ -1,4 +1,4 @@
-package report
+package reportcmd
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/aicloud/gpusuite/cliwire"
 	"github.com/aicloud/gpusuite/internal/config"
+	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/report/table"
 	"github.com/aicloud/gpusuite/internal/report/teams"
 	"github.com/aicloud/gpusuite/internal/report/timespec"
@@ -136,8 +137,8 @@ func load(c *cli.Context, d Deps) (*env, error) {
 	return &env{cfg: cfg, loc: loc, now: d.Now()}, nil
 }
 
-func (e *env) open(ctx context.Context) (*DB, error) {
-	return OpenDB(ctx, e.cfg.Store.Path, e.cfg.Store.BusyTimeout.Duration)
+func (e *env) open(ctx context.Context) (*report.DB, error) {
+	return report.OpenDB(ctx, e.cfg.Store.Path, e.cfg.Store.BusyTimeout.Duration)
 }
 
 func (e *env) window(c *cli.Context) (timespec.Window, error) {
@@ -165,7 +166,7 @@ func (e *env) output(c *cli.Context, d Deps) (table.Options, error) {
 	return o, nil
 }
 
-func filterOf(c *cli.Context) (Filter, []string) {
+func filterOf(c *cli.Context) (report.Filter, []string) {
 	list := func(name string) []string {
 		var out []string
 		for _, v := range c.StringSlice(name) {
@@ -181,7 +182,7 @@ func filterOf(c *cli.Context) (Filter, []string) {
 	for i := range accts {
 		accts[i] = strings.ToLower(accts[i]) // as Slurm stores them
 	}
-	return Filter{Clusters: list("clusters"), Users: list("users"), Accounts: accts, Partitions: list("partitions"),
+	return report.Filter{Clusters: list("clusters"), Users: list("users"), Accounts: accts, Partitions: list("partitions"),
 		Nodes: list("nodes"), Models: list("models")}, list("teams")
 }
 
@@ -194,7 +195,7 @@ func ReportCommand(d Deps) *cli.Command {
 		&cli.StringFlag{Name: "sort", Usage: "jobs: start, alloc, eff (lowest first) or idle", Value: "start"},
 	), filterFlags()...), outputFlags()...)
 	var subs []*cli.Command
-	for _, k := range Kinds {
+	for _, k := range report.Kinds {
 		k := k
 		subs = append(subs, &cli.Command{
 			Name:      k,
@@ -207,7 +208,7 @@ func ReportCommand(d Deps) *cli.Command {
 	return &cli.Command{
 		Name:  "report",
 		Usage: "sreport-style GPU-hours by team, user, account, partition, node or model",
-		UsageText: "gpuacct report {" + strings.Join(Kinds, "|") + "} [options]\n\n" +
+		UsageText: "gpuacct report {" + strings.Join(report.Kinds, "|") + "} [options]\n\n" +
 			`Allocated GPU-hours (GPUs × elapsed, what Slurm charges), used GPU-hours
 (Σ utilization × time), efficiency, idle GPU-hours, energy, jobs started and
 share of the cluster, over a window (default: the last 7 whole days), as one
@@ -218,9 +219,9 @@ it. Ignored jobs are left out. See docs/reports.md.
 		Subcommands: subs,
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
-				return fmt.Errorf("report: unknown report %q: use one of %s", c.Args().First(), strings.Join(Kinds, ", "))
+				return fmt.Errorf("report: unknown report %q: use one of %s", c.Args().First(), strings.Join(report.Kinds, ", "))
 			}
-			return fmt.Errorf("report: name a report: one of %s (see 'gpuacct report --help')", strings.Join(Kinds, ", "))
+			return fmt.Errorf("report: name a report: one of %s (see 'gpuacct report --help')", strings.Join(report.Kinds, ", "))
 		},
 	}
 }
@@ -271,11 +272,11 @@ func runReport(c *cli.Context, d Deps, kind string) error {
 	if err != nil {
 		return err
 	}
-	if c.IsSet("limit") && (c.Int("limit") < 1 || c.Int("limit") > MaxLimit) {
-		return cli.Exit(fmt.Sprintf("report %s: --limit %d is not from 1 to %d", kind, c.Int("limit"), MaxLimit), 2)
+	if c.IsSet("limit") && (c.Int("limit") < 1 || c.Int("limit") > report.MaxLimit) {
+		return cli.Exit(fmt.Sprintf("report %s: --limit %d is not from 1 to %d", kind, c.Int("limit"), report.MaxLimit), 2)
 	}
 	if kind != "jobs" {
-		if err := timespec.CheckBuckets(HourWindow(w), p); err != nil {
+		if err := timespec.CheckBuckets(report.HourWindow(w), p); err != nil {
 			return cli.Exit(fmt.Sprintf("report %s: %v", kind, err), 2)
 		}
 	}
@@ -290,12 +291,12 @@ func runReport(c *cli.Context, d Deps, kind string) error {
 	}
 	var t *table.Table
 	if kind == "jobs" {
-		t, err = db.JobList(c.Context, JobQuery{Window: w, Filter: f, Teams: teamList, Mapping: m, Limit: c.Int("limit"), Sort: c.String("sort"), Now: e.now})
+		t, err = db.JobList(c.Context, report.JobQuery{Window: w, Filter: f, Teams: teamList, Mapping: m, Limit: c.Int("limit"), Sort: c.String("sort"), Now: e.now})
 	} else {
-		t, err = db.Report(c.Context, Request{Kind: kind, Window: HourWindow(w), Period: p, Filter: f, Teams: teamList, Mapping: m,
+		t, err = db.Report(c.Context, report.Request{Kind: kind, Window: report.HourWindow(w), Period: p, Filter: f, Teams: teamList, Mapping: m,
 			TopBy: c.String("by"), Limit: c.Int("limit")})
 	}
-	if IsBadInput(err) {
+	if report.IsBadInput(err) {
 		return cli.Exit(fmt.Sprintf("report %s: %v", kind, err), 2)
 	}
 	if err != nil {

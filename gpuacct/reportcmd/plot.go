@@ -1,0 +1,102 @@
+package reportcmd
+
+import (
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/aicloud/gpusuite/internal/plot"
+	"github.com/aicloud/gpusuite/internal/report"
+	"github.com/aicloud/gpusuite/internal/report/teams"
+	"github.com/aicloud/gpusuite/internal/report/timespec"
+)
+
+// PlotCommand is `gpuacct plot`.
+func PlotCommand(d Deps) *cli.Command {
+	return &cli.Command{
+		Name:  "plot",
+		Usage: "PNG or SVG charts: a job's utilization, memory and power per GPU, or GPU-hours per team and period",
+		UsageText: `gpuacct plot JOBID -o FILE.png|FILE.svg
+gpuacct plot --report [--period day|week|month] [report options] -o FILE
+
+A job's plot has one row per metric (utilization, memory, power): the values
+over time with one line per GPU, and beside them each GPU's distribution as a
+box plot in the same color. --report draws allocated GPU-hours per period as
+bars stacked by team (biggest team at the bottom), over the last 7 days by
+default; with --start/--end a longer window, per month unless --period says.
+
+Examples:
+   gpuacct plot 123456 -o job.png
+   gpuacct plot 123456_3 -o job.svg
+   gpuacct plot --report --start 2026-01-01 --end 2027-01-01 --period month -o teams-2026.png
+   gpuacct plot --report --start now-4weeks --period week --teams vision,nlp -o recent.svg`,
+		Flags: append(append([]cli.Flag{dbFlag(),
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "the file to write (.png or .svg)"},
+			&cli.BoolFlag{Name: "report", Usage: "GPU-hours per team and period instead of a job"},
+			&cli.StringFlag{Name: "period", Usage: "--report: day, week or month (default month)"},
+			&cli.StringFlag{Name: "cluster", Usage: "the job's cluster, when several share the ledger"},
+		}, windowFlags()...), filterFlags()...),
+		Action: interspersed(func(c *cli.Context) error {
+			e, err := load(c, d)
+			if err != nil {
+				return err
+			}
+			out := c.String("output")
+			if out == "" {
+				return fmt.Errorf("plot: -o FILE.png or FILE.svg is required")
+			}
+			if _, err := plot.FormatOf(out); err != nil {
+				return err
+			}
+			if c.Bool("report") {
+				if c.Args().Present() {
+					return fmt.Errorf("plot --report takes no JOBID")
+				}
+				w, err := e.window(c)
+				if err != nil {
+					return fmt.Errorf("plot: %w", err)
+				}
+				p, err := timespec.ParsePeriod(c.String("period"))
+				if err != nil {
+					return fmt.Errorf("plot: %w", err)
+				}
+				m, err := teams.Load(e.cfg.Report.Teams)
+				if err != nil {
+					return err
+				}
+				f, tl := filterOf(c)
+				db, err := e.open(c.Context)
+				if err != nil {
+					return err
+				}
+				defer db.Close()
+				if err := db.PlotReport(c.Context, report.Request{Window: report.HourWindow(w), Period: p, Filter: f, Teams: tl, Mapping: m}, out); err != nil {
+					return err
+				}
+				fmt.Fprintln(d.Stdout, out)
+				return nil
+			}
+			if c.NArg() != 1 {
+				return fmt.Errorf("plot: give one JOBID, or --report (see 'gpuacct plot --help')")
+			}
+			sp, err := report.ParseJobSpec(c.Args().First())
+			if err != nil {
+				return err
+			}
+			db, err := e.open(c.Context)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			det, err := db.Job(c.Context, c.String("cluster"), sp, e.now)
+			if err != nil {
+				return err
+			}
+			if err := report.PlotJob(det, out, e.loc); err != nil {
+				return err
+			}
+			fmt.Fprintln(d.Stdout, out)
+			return nil
+		}),
+	}
+}
