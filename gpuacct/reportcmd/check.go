@@ -2,10 +2,12 @@ package reportcmd
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/report"
 )
 
@@ -37,11 +39,16 @@ Examples:
    gpuacct check --stale 30m --lag 5m
    */10 * * * * gpuacct check >/dev/null || mail -s "gpuacct" root   # crontab
    command[gpuacct]=/usr/bin/gpuacct check                           # nrpe.cfg`,
+		// The defaults shown are the config's, which apply, not the flags' zeros.
 		Flags: []cli.Flag{dbFlag(),
-			&cli.DurationFlag{Name: "stale", Usage: "a node may ship nothing this long (report.check_stale)", EnvVars: []string{"GPUSUITE_CHECK_STALE"}},
-			&cli.DurationFlag{Name: "lag", Usage: "the last good ingest pass may be this old (report.check_lag)", EnvVars: []string{"GPUSUITE_CHECK_LAG"}},
-			&cli.DurationFlag{Name: "forget", Usage: "leave out nodes silent this long, 0 for none (report.check_forget)", EnvVars: []string{"GPUSUITE_CHECK_FORGET"}},
-			&cli.IntFlag{Name: "left-passes", Usage: "a file in incoming may outlive this many ingest passes, 0 to skip (report.check_left_passes)"},
+			&cli.DurationFlag{Name: "stale", Usage: "a node may ship nothing this long (report.check_stale)", EnvVars: []string{"GPUSUITE_CHECK_STALE"},
+				DefaultText: config.Default().Report.CheckStale.Duration.String()},
+			&cli.DurationFlag{Name: "lag", Usage: "the last good ingest pass may be this old (report.check_lag)", EnvVars: []string{"GPUSUITE_CHECK_LAG"},
+				DefaultText: config.Default().Report.CheckLag.Duration.String()},
+			&cli.DurationFlag{Name: "forget", Usage: "leave out nodes silent this long, 0 for none (report.check_forget)", EnvVars: []string{"GPUSUITE_CHECK_FORGET"},
+				DefaultText: config.Default().Report.CheckForget.Duration.String()},
+			&cli.IntFlag{Name: "left-passes", Usage: "a file in incoming may outlive this many ingest passes, 0 to skip (report.check_left_passes)",
+				DefaultText: strconv.Itoa(config.Default().Report.CheckLeftPasses)},
 		},
 		Action: func(c *cli.Context) error {
 			e, err := load(c, d)

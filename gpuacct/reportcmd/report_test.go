@@ -17,6 +17,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/aicloud/gpusuite/cliwire"
+	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/store"
 )
 
@@ -186,5 +187,25 @@ func TestReportRoundTrip(t *testing.T) {
 	}
 	if jobsN != int64(len(jobs)) {
 		t.Errorf("%d jobs counted, %d run", jobsN, len(jobs))
+	}
+}
+
+// TestCheckHelpDefaults: check's --help shows the defaults that apply
+// (the config's), not the flags' zero values.
+func TestCheckHelpDefaults(t *testing.T) {
+	d, out, _ := testDeps(time.Now(), nil)
+	if err := run(t, d, "check", "--help"); err != nil {
+		t.Fatal(err)
+	}
+	def := config.Default().Report
+	for _, want := range []string{
+		"(default: " + def.CheckStale.Duration.String() + ")",
+		"(default: " + def.CheckLag.Duration.String() + ")",
+		"(default: " + def.CheckForget.Duration.String() + ")",
+		"(default: " + strconv.Itoa(def.CheckLeftPasses) + ")",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("check --help lacks %q:\n%s", want, out.String())
+		}
 	}
 }
