@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/aicloud/gpusuite/internal/config"
 )
 
 func TestRunBadInput(t *testing.T) {
@@ -63,5 +65,25 @@ func TestVersion(t *testing.T) {
 	}
 	if !strings.HasPrefix(out.String(), "gpuacct, version ") || !strings.Contains(out.String(), "go version:") {
 		t.Errorf("--version printed %q", out.String())
+	}
+}
+
+// TestHelpDefaults: an --interval's help shows the default that applies
+// (the config's), not the flag's zero.
+func TestHelpDefaults(t *testing.T) {
+	def := config.Default()
+	for _, tt := range []struct{ cmd, want string }{
+		{"agent", "(default: " + def.Agent.Interval.Duration.String() + ")"},
+		{"serve", "(default: " + def.Ingest.Interval.Duration.String() + ")"},
+	} {
+		t.Run(tt.cmd, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			if code := run([]string{"gpuacct", tt.cmd, "--help"}, strings.NewReader(""), &out, &errb, os.Getenv); code != 0 {
+				t.Fatalf("exit %d: %s", code, errb.String())
+			}
+			if !strings.Contains(out.String(), tt.want) || strings.Contains(out.String(), "(default: 0s)") {
+				t.Errorf("%s --help: want %q and no 0s default:\n%s", tt.cmd, tt.want, out.String())
+			}
+		})
 	}
 }
