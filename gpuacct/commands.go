@@ -9,8 +9,8 @@ import (
 	"github.com/aicloud/gpusuite/gpuacct/serve"
 )
 
-// commands lists gpuacct's subcommands; each lives in its own package under
-// internal/ and is added here with one line.
+// commands lists gpuacct's subcommands, one line each; their command lines
+// live in this folder, their logic in internal/.
 func commands(env Env) []*cli.Command {
 	return []*cli.Command{
 		demo.Command(env.Stdout),

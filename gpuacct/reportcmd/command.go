@@ -1,3 +1,5 @@
+// Package reportcmd is the command line of gpuacct report, job, check,
+// export, plot, ignore and unignore over internal/report.
 package reportcmd
 
 import (

@@ -1,6 +1,6 @@
 // Package report is gpuacct's reading side: sreport-style GPU-hour reports
 // by user, team, account, partition, node and model; per-job detail;
-// exports; plots; the monitoring check; and ignore requests. It only ever
+// exports; plots; and the monitoring check. It only ever
 // opens the accounting database read-only (the ingest service is its one
 // writer, docs/store.md).
 package report

@@ -1,6 +1,6 @@
 // Package simcluster runs a simulated GPU cluster through the real
 // per-node code: on every node the real agent (internal/agent) samples
-// simulated GPUs (internal/gpu/sim) on an injected clock, the real
+// simulated GPUs (internal/sim) on an injected clock, the real
 // prolog/epilog code (internal/hook) records each job's start and end in
 // the node's spool, and the agent ships everything into
 // <incoming>/<node>/ exactly as in production. Jobs of a mix of users
