@@ -3,7 +3,6 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
-	"github.com/aicloud/gpusuite/gpuacct/demo"
 	"github.com/aicloud/gpusuite/gpuacct/ingest"
 	"github.com/aicloud/gpusuite/gpuacct/reportcmd"
 	"github.com/aicloud/gpusuite/gpuacct/serve"
@@ -13,7 +12,7 @@ import (
 // live in this folder, their logic in internal/.
 func commands(env Env) []*cli.Command {
 	return []*cli.Command{
-		demo.Command(env.Stdout),
+		demoCommand(env.Stdout),
 		agentCommand(env.Stdout, env.Stderr, env.Getenv),
 		ingest.Command(env.Stdout, env.Stderr, env.Getenv),
 		serve.Command(env.Stdout, env.Stderr, env.Getenv),

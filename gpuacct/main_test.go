@@ -17,13 +17,12 @@ func TestRunBadInput(t *testing.T) {
 		wantErr  string
 	}{
 		{"unknown command", []string{"bogus"}, 2, `unknown command "bogus"`},
-		{"unknown flag on subcommand", []string{"demo", "--bogus"}, 2, "gpuacct: unknown option --bogus (see 'gpuacct demo --help')"},
+		{"unknown flag on subcommand", []string{"agent", "--bogus"}, 2, "gpuacct: unknown option --bogus (see 'gpuacct agent --help')"},
 		{"unknown flag on a sub-report", []string{"report", "teams", "--bogus"}, 2, "see 'gpuacct report teams --help'"},
 		{"unknown flag after an argument", []string{"job", "1234", "--bogus"}, 2, "see 'gpuacct job --help'"},
 		// Exits alike with sbuild --bogus (sbuild/main_test.go).
 		{"unknown global flag", []string{"--bogus", "demo"}, 2, "gpuacct: unknown option --bogus (see 'gpuacct --help')"},
-		{"bad demo value", []string{"demo", "--weeks", "0"}, 1, "--weeks"},
-		{"not a number", []string{"demo", "--weeks", "many"}, 2, "invalid value \"many\""},
+		{"not a number", []string{"report", "teams", "--limit", "many"}, 2, "invalid value \"many\""},
 		{"no command", nil, 2, ""},
 	}
 	for _, tt := range tests {
@@ -42,19 +41,6 @@ func TestRunBadInput(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestDemo(t *testing.T) {
-	var out, errb bytes.Buffer
-	code := run([]string{"gpuacct", "demo", "--dir", t.TempDir(), "--weeks", "1", "--nodes", "2"}, strings.NewReader(""), &out, &errb, os.Getenv)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errb.String())
-	}
-	for _, w := range []string{"real gpuacct agent", "equal to the simulation's ground truth", "GPU usage by team, per week", "TOTAL", "$ gpuacct job ", "Plots: "} {
-		if !strings.Contains(out.String(), w) {
-			t.Errorf("demo output lacks %q:\n%s", w, out.String())
-		}
 	}
 }
 

@@ -1,0 +1,27 @@
+//go:build !simulated
+
+package main
+
+import (
+	"io"
+
+	"github.com/urfave/cli/v2"
+)
+
+// demoNotBuilt is what a production gpuacct says to `gpuacct demo`.
+const demoNotBuilt = "this gpuacct is built without the simulated GPUs the demo runs on; " +
+	"run `make demo` in the source tree (it runs bin/simulated/gpuacct demo)"
+
+// demoCommand stands in for the demo in production builds, which link no
+// simulator (the demo runs on simulated GPUs and clusters).
+func demoCommand(io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:            "demo",
+		Usage:           "run the suite's main job on built-in simulated data (simulated builds: make demo)",
+		UsageText:       "make demo    # in the source tree: bin/simulated/gpuacct demo",
+		SkipFlagParsing: true,
+		Action: func(*cli.Context) error {
+			return cli.Exit(demoNotBuilt, 1)
+		},
+	}
+}
