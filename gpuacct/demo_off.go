@@ -20,7 +20,10 @@ func demoCommand(io.Writer) *cli.Command {
 		Usage:           "run the suite's main job on built-in simulated data (simulated builds: make demo)",
 		UsageText:       "make demo    # in the source tree: bin/simulated/gpuacct demo",
 		SkipFlagParsing: true,
-		Action: func(*cli.Context) error {
+		Action: func(c *cli.Context) error {
+			if a := c.Args().First(); a == "--help" || a == "-h" {
+				return cli.ShowSubcommandHelp(c)
+			}
 			return cli.Exit(demoNotBuilt, 1)
 		},
 	}

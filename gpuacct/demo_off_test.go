@@ -18,6 +18,11 @@ func TestDemoNotBuilt(t *testing.T) {
 	if code != 1 || !strings.Contains(errb.String(), "make demo") || strings.Count(strings.TrimSpace(errb.String()), "\n") != 0 {
 		t.Errorf("exit %d, stderr %q: want 1 and one line naming make demo", code, errb.String())
 	}
+	out.Reset()
+	errb.Reset()
+	if code := run([]string{"gpuacct", "demo", "--help"}, strings.NewReader(""), &out, &errb, os.Getenv); code != 0 || !strings.Contains(out.String(), "make demo") {
+		t.Errorf("demo --help: exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+	}
 	for _, tags := range []string{"", "simulated"} {
 		deps, err := exec.Command("go", "list", "-tags", tags, "-deps", "github.com/aicloud/gpusuite/gpuacct").CombinedOutput()
 		if err != nil {
