@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"golang.org/x/time/rate"
 )
 
 // Options configure a Daemon.
@@ -56,7 +57,7 @@ type Daemon struct {
 	roots   []watchRoot
 	events  chan string
 	over    chan struct{}
-	limiter *limiter
+	limiter *rate.Limiter
 	queued  atomic.Int64 // emitted, not yet taken by the loop
 	pending atomic.Int64 // waiting or in flight
 	backend atomic.Value // string
@@ -81,7 +82,7 @@ func NewDaemon(opt Options, fixer *Fixer, m *Metrics, log *slog.Logger, now func
 	}
 	return &Daemon{opt: opt, fixer: fixer, log: log, metrics: m, now: now,
 		events: make(chan string, 16384), over: make(chan struct{}, 1), ping: make(chan chan struct{}),
-		limiter: newLimiter(opt.MaxFixesPerSecond, now)}
+		limiter: newFixLimiter(opt.MaxFixesPerSecond)}
 }
 
 // Backend names the backend in use once Run has started it.
@@ -159,7 +160,7 @@ func (d *Daemon) Run(ctx context.Context, ready func()) error {
 		go func() {
 			defer wg.Done()
 			for it := range work {
-				if err := d.limiter.wait(ctx); err != nil {
+				if err := d.limiter.Wait(ctx); err != nil {
 					results <- done{it: it, res: Result{Outcome: Wait, Retry: d.now()}}
 					continue
 				}
@@ -475,40 +476,11 @@ func (h *itemHeap) Pop() any {
 	return it
 }
 
-// limiter is a token bucket allowing rate touches per second with bursts
-// of up to rate.
-type limiter struct {
-	mu     sync.Mutex
-	rate   float64
-	tokens float64
-	last   time.Time
-	now    func() time.Time
-}
-
-func newLimiter(rate int, now func() time.Time) *limiter {
-	return &limiter{rate: float64(rate), tokens: float64(rate), now: now, last: now()}
-}
-
-func (l *limiter) wait(ctx context.Context) error {
-	if l.rate <= 0 {
-		return nil
+// newFixLimiter allows perSecond touches a second with bursts of up to
+// perSecond, starting full; 0 or less is no cap.
+func newFixLimiter(perSecond int) *rate.Limiter {
+	if perSecond <= 0 {
+		return rate.NewLimiter(rate.Inf, 0)
 	}
-	for {
-		l.mu.Lock()
-		now := l.now()
-		l.tokens = min(l.rate, l.tokens+now.Sub(l.last).Seconds()*l.rate)
-		l.last = now
-		if l.tokens >= 1 {
-			l.tokens--
-			l.mu.Unlock()
-			return nil
-		}
-		need := time.Duration((1 - l.tokens) / l.rate * float64(time.Second))
-		l.mu.Unlock()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(need):
-		}
-	}
+	return rate.NewLimiter(rate.Limit(perSecond), perSecond)
 }

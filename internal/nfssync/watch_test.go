@@ -312,3 +312,54 @@ func TestWatchDeniedDirectory(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "ok", "f"), "x")
 	waitFor(t, settled, "file in a watched directory not fixed", func() bool { return counter(m.Fixes) == 1 })
 }
+
+// TestFixLimiter: max_fixes_per_second allows a full burst of that many
+// touches at once, then one per 1/n s; 0 is no cap. Times are given, not
+// read from the clock, so a slow machine does not change the counts.
+func TestFixLimiter(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		perSecond int
+		// allowed at t0, then at t0+100ms after those.
+		atOnce, after100ms int
+	}{
+		{perSecond: 20, atOnce: 20, after100ms: 2},
+		{perSecond: 1, atOnce: 1, after100ms: 0},
+		{perSecond: 0, atOnce: 1000, after100ms: 1000},
+		{perSecond: -1, atOnce: 1000, after100ms: 1000},
+	} {
+		t.Run(fmt.Sprint(tc.perSecond), func(t *testing.T) {
+			l := newFixLimiter(tc.perSecond)
+			count := func(at time.Time) int {
+				n := 0
+				for n < 1000 && l.AllowN(at, 1) {
+					n++
+				}
+				return n
+			}
+			if got := count(t0); got != tc.atOnce {
+				t.Errorf("allowed at once = %d, want %d", got, tc.atOnce)
+			}
+			if got := count(t0.Add(100 * time.Millisecond)); got != tc.after100ms {
+				t.Errorf("allowed 100ms later = %d, want %d", got, tc.after100ms)
+			}
+		})
+	}
+	// A worker waiting for a token gives up when the daemon stops.
+	l := newFixLimiter(1)
+	if err := l.Wait(context.Background()); err != nil {
+		t.Fatalf("first wait: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- l.Wait(ctx) }()
+	cancel()
+	select {
+	case err := <-errc:
+		if err == nil {
+			t.Errorf("wait after cancel = nil, want the context's error")
+		}
+	case <-time.After(settled):
+		t.Fatalf("wait not ended %s after cancel", settled)
+	}
+}
