@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
-	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 
 	"github.com/aicloud/gpusuite/cliwire"
 	"github.com/aicloud/gpusuite/internal/config"
@@ -50,28 +50,23 @@ func System(stdout, stderr io.Writer, getenv func(string) string) Deps {
 
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // termWidth is $COLUMNS, else the terminal's width, else 0 (a pipe:
 // nothing is cut).
 func termWidth(w io.Writer, getenv func(string) string) int {
-	f, ok := w.(*os.File)
-	if !ok || !isTerminal(w) {
+	if !isTerminal(w) {
 		return 0
 	}
 	if n, err := strconv.Atoi(getenv("COLUMNS")); err == nil && n > 0 {
 		return n
 	}
-	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
-	if err != nil || ws.Col == 0 {
+	width, _, err := term.GetSize(int(w.(*os.File).Fd()))
+	if err != nil || width <= 0 {
 		return 80
 	}
-	return int(ws.Col)
+	return width
 }
 
 // ---- flags shared by the commands
