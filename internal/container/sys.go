@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 )
 
 // Cmd is a child process to run.
@@ -57,10 +58,6 @@ type Sys struct {
 
 // OSSys is Sys wired to the real process, files and terminal.
 func OSSys(stdin *os.File, stdout, stderr io.Writer, getenv func(string) string, logger *slog.Logger) Sys {
-	isTTY := func(f *os.File) bool {
-		_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-		return err == nil
-	}
 	return Sys{
 		Stdin: stdin, Stdout: stdout, Stderr: stderr, Getenv: getenv,
 		Environ:  os.Environ,
@@ -84,17 +81,18 @@ func OSSys(stdin *os.File, stdout, stderr io.Writer, getenv func(string) string,
 			}
 			return 0, nil
 		},
-		StdinIsTerminal: func() bool { return isTTY(stdin) },
+		StdinIsTerminal: func() bool { return term.IsTerminal(int(stdin.Fd())) },
 		ReadSecret: func(prompt string) (string, error) {
 			fmt.Fprint(stderr, prompt)
-			fd := int(stdin.Fd())
-			old, err := unix.IoctlGetTermios(fd, unix.TCGETS)
-			if err == nil {
-				quiet := *old
-				quiet.Lflag &^= unix.ECHO
-				if err := unix.IoctlSetTermios(fd, unix.TCSETS, &quiet); err == nil {
-					defer func() { _ = unix.IoctlSetTermios(fd, unix.TCSETS, old); fmt.Fprintln(stderr) }()
+			if fd := int(stdin.Fd()); term.IsTerminal(fd) {
+				// ReadPassword turns echo off and restores the terminal
+				// also when the read fails.
+				b, err := term.ReadPassword(fd)
+				fmt.Fprintln(stderr)
+				if err != nil && len(b) == 0 {
+					return "", fmt.Errorf("read key from standard input: %w", err)
 				}
+				return strings.TrimSpace(string(b)), nil
 			}
 			line, err := bufio.NewReader(stdin).ReadString('\n')
 			if err != nil && line == "" {
