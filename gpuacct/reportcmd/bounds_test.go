@@ -16,8 +16,8 @@ import (
 func TestRefusals(t *testing.T) {
 	now := time.Unix(t0+86400, 0)
 	path := buildLedger(t, []fxJob{
-		{id: 7, user: "alice", acct: "vision", part: "gpu", node: "gpu01", gpus: 1, start: t0, end: t0 + 60},
-		{id: 8, user: "albert", acct: "nlp", part: "gpu", node: "gpu01", gpus: 1, start: t0, end: t0 + 60},
+		{ID: 7, User: "alice", Acct: "vision", Part: "gpu", Node: "gpu01", GPUs: 1, Start: t0, End: t0 + 60},
+		{ID: 8, User: "albert", Acct: "nlp", Part: "gpu", Node: "gpu01", GPUs: 1, Start: t0, End: t0 + 60},
 	}, now)
 	tests := []struct {
 		name     string
@@ -83,8 +83,8 @@ func TestReportCaps(t *testing.T) {
 	var jobs []fxJob
 	for i, u := range []string{"alice", "bob", "carol"} {
 		for day := int64(0); day < 3; day++ {
-			jobs = append(jobs, fxJob{id: uint64(10*i) + uint64(day) + 1, user: u, acct: "vision", part: "gpu", node: "gpu01", gpus: 1,
-				start: t0 + day*86400, end: t0 + day*86400 + 3600})
+			jobs = append(jobs, fxJob{ID: uint64(10*i) + uint64(day) + 1, User: u, Acct: "vision", Part: "gpu", Node: "gpu01", GPUs: 1,
+				Start: t0 + day*86400, End: t0 + day*86400 + 3600})
 		}
 	}
 	path := buildLedger(t, jobs, now)

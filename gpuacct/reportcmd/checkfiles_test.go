@@ -17,7 +17,7 @@ import (
 // it counts the quarantine and the passes' quarantined and refused files.
 func TestCheckFiles(t *testing.T) {
 	now := time.Unix(t0+3600, 0)
-	path := buildLedger(t, []fxJob{{id: 1, user: "a", acct: "x", part: "gpu", node: "gpu01", gpus: 1, start: t0, end: t0 + 3500}}, now)
+	path := buildLedger(t, []fxJob{{ID: 1, User: "a", Acct: "x", Part: "gpu", Node: "gpu01", GPUs: 1, Start: t0, End: t0 + 3500}}, now)
 	dir := t.TempDir()
 	incoming, quarantine := filepath.Join(dir, "incoming"), filepath.Join(dir, "quarantine")
 	for _, d := range []string{filepath.Join(incoming, "gpu01"), filepath.Join(quarantine, "gpu01")} {

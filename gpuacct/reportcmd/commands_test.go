@@ -16,9 +16,9 @@ func TestIgnoreFlow(t *testing.T) {
 	now := time.Unix(t0+86400, 0)
 	task := int64(3)
 	path := buildLedger(t, []fxJob{
-		{id: 10, user: "alice", acct: "vision", part: "gpu", node: "gpu01", gpus: 2, start: t0, end: t0 + 3600},
-		{id: 11, user: "bob", acct: "vision", part: "gpu", node: "gpu01", gpus: 1, start: t0, end: t0 + 3600},
-		{id: 503, arrayJob: 500, task: &task, user: "bob", acct: "vision", part: "gpu", node: "gpu02", gpus: 1, start: t0, end: t0 + 1800},
+		{ID: 10, User: "alice", Acct: "vision", Part: "gpu", Node: "gpu01", GPUs: 2, Start: t0, End: t0 + 3600},
+		{ID: 11, User: "bob", Acct: "vision", Part: "gpu", Node: "gpu01", GPUs: 1, Start: t0, End: t0 + 3600},
+		{ID: 503, ArrayJob: 500, Task: &task, User: "bob", Acct: "vision", Part: "gpu", Node: "gpu02", GPUs: 1, Start: t0, End: t0 + 1800},
 	}, now)
 	reqs := t.TempDir()
 	total := func() string {
@@ -104,8 +104,8 @@ func TestIgnoreFlow(t *testing.T) {
 
 func TestCheck(t *testing.T) {
 	now := time.Unix(t0+3600, 0)
-	path := buildLedger(t, []fxJob{{id: 1, user: "a", acct: "x", part: "gpu", node: "gpu01", gpus: 1, start: t0, end: t0 + 600},
-		{id: 2, user: "a", acct: "x", part: "gpu", node: "gpu02", gpus: 1, start: t0, end: t0 + 3500}}, now)
+	path := buildLedger(t, []fxJob{{ID: 1, User: "a", Acct: "x", Part: "gpu", Node: "gpu01", GPUs: 1, Start: t0, End: t0 + 600},
+		{ID: 2, User: "a", Acct: "x", Part: "gpu", Node: "gpu02", GPUs: 1, Start: t0, End: t0 + 3500}}, now)
 	st, err := store.Open(context.Background(), store.Options{Path: path})
 	if err != nil {
 		t.Fatal(err)

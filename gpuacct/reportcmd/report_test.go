@@ -32,7 +32,7 @@ func run(t testing.TB, d Deps, args ...string) error {
 
 func TestBadInput(t *testing.T) {
 	now := time.Unix(t0+86400, 0)
-	path := buildLedger(t, []fxJob{{id: 7, user: "alice", acct: "vision", part: "gpu", node: "gpu01", gpus: 1, start: t0, end: t0 + 60}}, now)
+	path := buildLedger(t, []fxJob{{ID: 7, User: "alice", Acct: "vision", Part: "gpu", Node: "gpu01", GPUs: 1, Start: t0, End: t0 + 60}}, now)
 	dir := t.TempDir()
 	twoTeams := filepath.Join(dir, "teams.toml")
 	os.WriteFile(twoTeams, []byte("[teams.a]\nusers=[\"alice\"]\n[teams.b]\nusers=[\"alice\"]\n"), 0o644)
@@ -133,11 +133,11 @@ func TestReportRoundTrip(t *testing.T) {
 	path := buildLedger(t, jobs, now)
 	var wantAlloc int64
 	for _, j := range jobs {
-		end := j.end
+		end := j.End
 		if end == 0 {
 			end = now.Unix()
 		}
-		wantAlloc += int64(j.gpus) * (end - j.start)
+		wantAlloc += int64(j.GPUs) * (end - j.Start)
 	}
 	args := []string{"report", "users", "--db", path, "--tz", "UTC", "--start", "2025-12-01", "--end", "2026-02-01"}
 	d, out, _ := testDeps(now, nil)

@@ -15,8 +15,8 @@ func TestSeriesBounded(t *testing.T) {
 	end := t0 + hours*3600
 	now := time.Unix(end+3600, 0)
 	path := buildLedger(t, []fxJob{
-		{id: 41, user: "alice", acct: "vision", part: "gpu", node: "gpu01", gpus: 2, start: t0, end: end},
-		{id: 42, user: "bob", acct: "vision", part: "gpu", node: "gpu02", gpus: 1, start: t0, end: t0 + 600},
+		{ID: 41, User: "alice", Acct: "vision", Part: "gpu", Node: "gpu01", GPUs: 2, Start: t0, End: end},
+		{ID: 42, User: "bob", Acct: "vision", Part: "gpu", Node: "gpu02", GPUs: 1, Start: t0, End: t0 + 600},
 	}, now)
 	raw, err := sql.Open("sqlite3", "file:"+path)
 	if err != nil {
