@@ -305,7 +305,7 @@ func (v Validator) segmentFrom(node, name string, r io.Reader, lines int) (*Pars
 	content := sha256.New()
 	content.Write(bytes.TrimSpace(sc.Bytes()))
 	p.Samples = make([]record.Sample, 0, min(maxSegmentLines, max(lines, 1)))
-	var dec sampleDecoder
+	var dec record.SampleDecoder
 	uuids := uuidCache{}
 	line := 1
 	for sc.Scan() {
@@ -321,7 +321,7 @@ func (v Validator) segmentFrom(node, name string, r io.Reader, lines int) (*Pars
 		// allocation a line.
 		p.Samples = append(p.Samples, record.Sample{})
 		s := &p.Samples[len(p.Samples)-1]
-		if !dec.decode(b, s) {
+		if !dec.Decode(b, s) {
 			// Not the plain shape: encoding/json decides, and says why.
 			*s = record.Sample{}
 			if err := strict(b, s); err != nil {

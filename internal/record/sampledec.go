@@ -1,22 +1,18 @@
-package ingest
+package record
 
 import (
 	"bytes"
-	"io"
 	"strconv"
-	"unsafe"
-
-	"github.com/aicloud/gpusuite/internal/record"
 )
 
-// sampleDecoder decodes segment lines into record.Sample without
+// SampleDecoder decodes segment lines into Sample without
 // reflection. It takes only the plain shape the agent writes (exact field
 // names, each once; ASCII strings without escapes; no nulls) and says no
 // to anything else, which the caller then gives to encoding/json: what is
 // accepted, and every error, stays encoding/json's. Whatever it does
 // accept decodes to exactly what encoding/json would give
 // (TestSampleDecoderAgreesWithEncodingJSON, FuzzSampleDecoder).
-type sampleDecoder struct {
+type SampleDecoder struct {
 	b []byte
 	i int
 	// uuids interns the GPU UUIDs of a segment (a handful, repeated on
@@ -26,15 +22,15 @@ type sampleDecoder struct {
 	// and job lists from: one allocation per slabLen samples, not one or
 	// two per sample, and no allocator rounding (TestLoadMemory).
 	vals    []sampleValues
-	jobSlab []record.JobShare
+	jobSlab []JobShare
 	// scratch collects one sample's jobs before they go to the slab.
-	scratch []record.JobShare
+	scratch []JobShare
 }
 
 const slabLen = 512
 
 // newValues cuts a zeroed sampleValues from the slab.
-func (d *sampleDecoder) newValues() *sampleValues {
+func (d *SampleDecoder) newValues() *sampleValues {
 	if len(d.vals) == cap(d.vals) {
 		d.vals = make([]sampleValues, 0, slabLen)
 	}
@@ -44,13 +40,13 @@ func (d *sampleDecoder) newValues() *sampleValues {
 
 // keepJobs copies the scratch jobs into the slab, capped so that an
 // append to one sample's jobs cannot reach the next one's.
-func (d *sampleDecoder) keepJobs() []record.JobShare {
+func (d *SampleDecoder) keepJobs() []JobShare {
 	n := len(d.scratch)
 	if n == 0 {
-		return []record.JobShare{}
+		return []JobShare{}
 	}
 	if cap(d.jobSlab)-len(d.jobSlab) < n {
-		d.jobSlab = make([]record.JobShare, 0, max(slabLen, n))
+		d.jobSlab = make([]JobShare, 0, max(slabLen, n))
 	}
 	start := len(d.jobSlab)
 	d.jobSlab = append(d.jobSlab, d.scratch...)
@@ -67,9 +63,9 @@ type sampleValues struct {
 
 // decode fills s from line and reports whether it could; on false s is
 // to be thrown away.
-func (d *sampleDecoder) decode(line []byte, s *record.Sample) bool {
+func (d *SampleDecoder) Decode(line []byte, s *Sample) bool {
 	d.b, d.i = line, 0
-	*s = record.Sample{}
+	*s = Sample{}
 	var vals *sampleValues
 	v := func() *sampleValues {
 		if vals == nil {
@@ -273,13 +269,13 @@ func sampleField(key []byte) (uint32, bool) {
 	return 0, false
 }
 
-func (d *sampleDecoder) jobs(s *record.Sample) bool {
+func (d *SampleDecoder) jobs(s *Sample) bool {
 	if !d.open('[') {
 		return false
 	}
 	d.scratch = d.scratch[:0]
 	ok := d.elems(func() bool {
-		var j record.JobShare
+		var j JobShare
 		if !d.open('{') {
 			return false
 		}
@@ -324,13 +320,13 @@ func (d *sampleDecoder) jobs(s *record.Sample) bool {
 	return ok
 }
 
-func (d *sampleDecoder) procs(s *record.Sample) bool {
+func (d *SampleDecoder) procs(s *Sample) bool {
 	if !d.open('[') {
 		return false
 	}
-	s.Procs = []record.Proc{}
+	s.Procs = []Proc{}
 	return d.elems(func() bool {
-		var p record.Proc
+		var p Proc
 		if !d.open('{') {
 			return false
 		}
@@ -375,7 +371,7 @@ func (d *sampleDecoder) procs(s *record.Sample) bool {
 	})
 }
 
-func (d *sampleDecoder) strings(dst *[]string) bool {
+func (d *SampleDecoder) strings(dst *[]string) bool {
 	if !d.open('[') {
 		return false
 	}
@@ -388,7 +384,7 @@ func (d *sampleDecoder) strings(dst *[]string) bool {
 }
 
 // elems reads array elements after '[' up to and including ']'.
-func (d *sampleDecoder) elems(elem func() bool) bool {
+func (d *SampleDecoder) elems(elem func() bool) bool {
 	d.ws()
 	if d.peek() == ']' {
 		d.i++
@@ -412,7 +408,7 @@ func (d *sampleDecoder) elems(elem func() bool) bool {
 
 // fields reads object members after '{' up to and including '}'; value
 // reads the value of key (and says no to an unknown one).
-func (d *sampleDecoder) fields(value func(key []byte) bool) bool {
+func (d *SampleDecoder) fields(value func(key []byte) bool) bool {
 	d.ws()
 	if d.peek() == '}' {
 		d.i++
@@ -435,20 +431,24 @@ func (d *sampleDecoder) fields(value func(key []byte) bool) bool {
 	}
 }
 
-func (d *sampleDecoder) intern(b []byte) string {
+// maxInterned bounds the UUIDs a decoder keeps: a node has at most a few
+// dozen GPUs, and a hostile segment must not grow the list without end.
+const maxInterned = 64
+
+func (d *SampleDecoder) intern(b []byte) string {
 	for _, u := range d.uuids {
 		if u == string(b) {
 			return u
 		}
 	}
 	u := string(b)
-	if len(d.uuids) < maxGPUsPerNode {
+	if len(d.uuids) < maxInterned {
 		d.uuids = append(d.uuids, u)
 	}
 	return u
 }
 
-func (d *sampleDecoder) ws() {
+func (d *SampleDecoder) ws() {
 	for d.i < len(d.b) {
 		switch d.b[d.i] {
 		case ' ', '\t', '\n', '\r':
@@ -459,14 +459,14 @@ func (d *sampleDecoder) ws() {
 	}
 }
 
-func (d *sampleDecoder) peek() byte {
+func (d *SampleDecoder) peek() byte {
 	if d.i < len(d.b) {
 		return d.b[d.i]
 	}
 	return 0
 }
 
-func (d *sampleDecoder) next() byte {
+func (d *SampleDecoder) next() byte {
 	if d.i < len(d.b) {
 		d.i++
 		return d.b[d.i-1]
@@ -474,12 +474,12 @@ func (d *sampleDecoder) next() byte {
 	return 0
 }
 
-func (d *sampleDecoder) open(c byte) bool {
+func (d *SampleDecoder) open(c byte) bool {
 	d.ws()
 	return d.next() == c
 }
 
-func (d *sampleDecoder) colon() bool {
+func (d *SampleDecoder) colon() bool {
 	d.ws()
 	if d.next() != ':' {
 		return false
@@ -490,7 +490,7 @@ func (d *sampleDecoder) colon() bool {
 
 // str reads a string of printable ASCII without escapes and returns its
 // content (not a copy).
-func (d *sampleDecoder) str() ([]byte, bool) {
+func (d *SampleDecoder) str() ([]byte, bool) {
 	if d.next() != '"' {
 		return nil, false
 	}
@@ -511,7 +511,7 @@ func (d *sampleDecoder) str() ([]byte, bool) {
 
 // number reads a JSON number token; digits says whether it is a plain
 // run of digits (no sign, fraction or exponent).
-func (d *sampleDecoder) number() (tok []byte, digits bool) {
+func (d *SampleDecoder) number() (tok []byte, digits bool) {
 	start := d.i
 	digits = true
 	if d.peek() == '-' {
@@ -554,7 +554,7 @@ func (d *sampleDecoder) number() (tok []byte, digits bool) {
 	return d.b[start:d.i], true
 }
 
-func (d *sampleDecoder) u32(dst *uint32) bool {
+func (d *SampleDecoder) u32(dst *uint32) bool {
 	tok, digits := d.number()
 	if !digits {
 		return false
@@ -564,7 +564,7 @@ func (d *sampleDecoder) u32(dst *uint32) bool {
 	return err == nil
 }
 
-func (d *sampleDecoder) u64(dst *uint64) bool {
+func (d *SampleDecoder) u64(dst *uint64) bool {
 	tok, digits := d.number()
 	if !digits {
 		return false
@@ -574,7 +574,7 @@ func (d *sampleDecoder) u64(dst *uint64) bool {
 	return err == nil
 }
 
-func (d *sampleDecoder) int() (int, bool) {
+func (d *SampleDecoder) int() (int, bool) {
 	tok, ok := d.number()
 	if !ok || bytes.ContainsAny(tok, ".eE") {
 		return 0, false
@@ -583,7 +583,7 @@ func (d *sampleDecoder) int() (int, bool) {
 	return int(n), err == nil
 }
 
-func (d *sampleDecoder) float(dst *float64) bool {
+func (d *SampleDecoder) float(dst *float64) bool {
 	tok, ok := d.number()
 	if !ok {
 		return false
@@ -593,7 +593,7 @@ func (d *sampleDecoder) float(dst *float64) bool {
 	return err == nil
 }
 
-func (d *sampleDecoder) bool(dst *bool) bool {
+func (d *SampleDecoder) bool(dst *bool) bool {
 	rest := d.b[d.i:]
 	switch {
 	case bytes.HasPrefix(rest, []byte("true")):
@@ -606,26 +606,4 @@ func (d *sampleDecoder) bool(dst *bool) bool {
 		return false
 	}
 	return true
-}
-
-// sampleCap is how many samples to make room for in a segment of size
-// bytes and newlines lines: one a line, but never a slice larger than the
-// file, however many short (invalid) lines it has.
-func sampleCap(newlines int, size int64) int {
-	return min(newlines, int(size/int64(unsafe.Sizeof(record.Sample{})))+1)
-}
-
-// tailReader remembers the last byte read: a segment must end in a
-// newline.
-type tailReader struct {
-	r    io.Reader
-	last byte
-}
-
-func (t *tailReader) Read(b []byte) (int, error) {
-	n, err := t.r.Read(b)
-	if n > 0 {
-		t.last = b[n-1]
-	}
-	return n, err
 }

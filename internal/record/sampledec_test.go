@@ -1,14 +1,13 @@
-package ingest
+package record
 
 import (
+	"bytes"
 	"encoding/json"
-	"strings"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/aicloud/gpusuite/internal/record"
 )
 
 // plainSample is a line as the agent writes it, every field set.
@@ -16,12 +15,12 @@ func plainSample(t testing.TB) string {
 	t.Helper()
 	u32 := func(v uint32) *uint32 { return &v }
 	u64 := func(v uint64) *uint64 { return &v }
-	s := record.Sample{
+	s := Sample{
 		Time: time.Date(2026, 3, 2, 10, 0, 0, 500_000_000, time.UTC), UUID: "GPU-0a1b2c3d-0000-1111-2222-333344445555", Index: 3,
-		Jobs:    []record.JobShare{{Job: 4242, Restart: 1, Share: 0.75, Idle: true}, {Job: 4243, Share: 0.25}},
+		Jobs:    []JobShare{{Job: 4242, Restart: 1, Share: 0.75, Idle: true}, {Job: 4243, Share: 0.25}},
 		GPUUtil: u32(87), MemUtil: u32(40), MemUsedMiB: u64(30000), MemTotalMiB: u64(81559), PowerMW: u32(350000),
 		EnergyMJ: u64(123456789012), TempC: u32(61), SMClockMHz: u32(1980), Throttle: u64(4), ECCErrors: u64(0), XIDErrors: u64(0),
-		Procs:   []record.Proc{{PID: 77, MemUsedMiB: 30000, Job: 4242}, {PID: 78, MemUsedMiB: 1, Foreign: true, CgroupError: "no cgroup"}},
+		Procs:   []Proc{{PID: 77, MemUsedMiB: 30000, Job: 4242}, {PID: 78, MemUsedMiB: 1, Foreign: true, CgroupError: "no cgroup"}},
 		Missing: []string{"power: ERROR_NOT_SUPPORTED"},
 	}
 	b, err := json.Marshal(&s)
@@ -32,9 +31,9 @@ func plainSample(t testing.TB) string {
 }
 
 // decodeBoth decodes line with the fast decoder and with encoding/json.
-func decodeBoth(line string) (fast record.Sample, fastOK bool, slow record.Sample, slowErr error) {
-	var d sampleDecoder
-	fastOK = d.decode([]byte(line), &fast)
+func decodeBoth(line string) (fast Sample, fastOK bool, slow Sample, slowErr error) {
+	var d SampleDecoder
+	fastOK = d.Decode([]byte(line), &fast)
 	slowErr = strict([]byte(line), &slow)
 	return
 }
@@ -109,44 +108,6 @@ func TestSampleDecoderAgreesWithEncodingJSON(t *testing.T) {
 	}
 }
 
-// TestSegmentFallsBackToEncodingJSON checks that a line the fast decoder
-// refuses is still judged by encoding/json, both ways.
-func TestSegmentFallsBackToEncodingJSON(t *testing.T) {
-	head := `{"schema":"gpusuite.samples/v1","key":"c1/gpu001/1","cluster":"c1","node":"gpu001","seq":1,"interval_s":10,"start":"2026-03-02T10:00:00Z"}`
-	name := record.SegmentFileName("c1", "gpu001", 1)
-	v := Validator{Now: time.Date(2026, 3, 3, 0, 0, 0, 0, time.UTC), MaxFuture: time.Hour}
-	tests := []struct {
-		name    string
-		line    string
-		wantErr string // "" = accepted
-		want    uint32 // gpu_util when accepted
-	}{
-		{"plain", `{"t":"2026-03-02T10:00:00Z","uuid":"GPU-12345678","index":0,"gpu_util":5}`, "", 5},
-		{"other case key, accepted by encoding/json", `{"T":"2026-03-02T10:00:00Z","UUID":"GPU-12345678","index":0,"GPU_UTIL":6}`, "", 6},
-		{"escape, accepted by encoding/json", `{"t":"2026-03-02T10:00:00Z","uuid":"GPU-1234\u00355678","index":0,"gpu_util":7}`, "", 7},
-		{"unknown field", `{"t":"2026-03-02T10:00:00Z","uuid":"GPU-12345678","index":0,"gpu_util":5,"x":1}`, `unknown field "x"`, 0},
-		{"util over 100", `{"t":"2026-03-02T10:00:00Z","uuid":"GPU-12345678","index":0,"gpu_util":101}`, "utilization above 100%", 0},
-		{"bad uuid", `{"t":"2026-03-02T10:00:00Z","uuid":"GPU-1","index":0}`, "malformed", 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p, err := v.Parse("gpu001", name, []byte(head+"\n"+tt.line+"\n"))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(p.Samples) != 1 || p.Samples[0].GPUUtil == nil || *p.Samples[0].GPUUtil != tt.want {
-				t.Fatalf("samples %+v, want one with gpu_util %d", p.Samples, tt.want)
-			}
-		})
-	}
-}
-
 func FuzzSampleDecoder(f *testing.F) {
 	f.Add(plainSample(f))
 	f.Add(`{"t":"2026-03-02T10:00:00Z","uuid":"GPU-12345678","index":0,"jobs":[{"job":1,"share":1}]}`)
@@ -169,20 +130,34 @@ func FuzzSampleDecoder(f *testing.F) {
 func BenchmarkSampleDecode(b *testing.B) {
 	line := []byte(plainSample(b))
 	b.Run("fast", func(b *testing.B) {
-		var d sampleDecoder
+		var d SampleDecoder
 		for b.Loop() {
-			var s record.Sample
-			if !d.decode(line, &s) {
+			var s Sample
+			if !d.Decode(line, &s) {
 				b.Fatal("refused")
 			}
 		}
 	})
 	b.Run("encoding/json", func(b *testing.B) {
 		for b.Loop() {
-			var s record.Sample
+			var s Sample
 			if err := strict(line, &s); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
+}
+
+// strict decodes data as ingest does when the fast decoder says no:
+// encoding/json, no unknown fields, one value.
+func strict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("more than one JSON value")
+	}
+	return nil
 }
