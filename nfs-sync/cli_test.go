@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aicloud/gpusuite/internal/nfssync/fusetest"
 )
 
 func envFunc(m map[string]string) func(string) string {
@@ -145,9 +147,9 @@ func TestCLITouch(t *testing.T) {
 
 // TestCLIRun: run passes CMD's exit status on and fixes what CMD wrote.
 func TestCLIRun(t *testing.T) {
-	a, b := twoClients(t)
+	a, b := fusetest.TwoClients(t)
 	env := map[string]string{"GPUSUITE_CONFIG": writeConfig(t, "[nfssync]\nbackend = \"inotify\"\n")}
-	startOfSecond()
+	fusetest.StartOfSecond()
 	writeFile(t, a.Path("r"), "AAAA")
 	if got := readFile(t, b.Path("r")); got != "AAAA" {
 		t.Fatalf("B reads %q", got)

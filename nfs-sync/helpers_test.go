@@ -3,14 +3,11 @@ package main
 import (
 	"bytes"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/aicloud/gpusuite/internal/nfssync/fusetest"
 )
 
 func writeFile(t *testing.T, p, s string) {
@@ -43,37 +40,6 @@ func mtime(t *testing.T, p string) time.Time {
 		t.Fatal(err)
 	}
 	return time.Unix(st.Mtim.Unix())
-}
-
-// twoClients mounts one backing directory twice: A and B are two NFS
-// clients of a server with 1 s timestamps.
-func twoClients(t *testing.T) (a, b *fusetest.Mount) {
-	t.Helper()
-	base := t.TempDir()
-	backing, da, db := filepath.Join(base, "server"), filepath.Join(base, "a"), filepath.Join(base, "b")
-	for _, d := range []string{backing, da, db} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var err error
-	if a, err = fusetest.New(backing, da, fusetest.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close() })
-	if b, err = fusetest.New(backing, db, fusetest.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	return a, b
-}
-
-// startOfSecond sleeps until just after a whole second, so that the next
-// few writes share one timestamp. The sleep is the condition under test
-// (two writes in one second), not synchronisation.
-func startOfSecond() {
-	now := time.Now()
-	time.Sleep(now.Truncate(time.Second).Add(time.Second + 20*time.Millisecond).Sub(now))
 }
 
 func readFile(t *testing.T, p string) string {

@@ -6,10 +6,12 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/aicloud/gpusuite/internal/nfssync/fusetest"
 )
 
 func TestCalibrate(t *testing.T) {
-	a, _ := twoClients(t)
+	a, _ := fusetest.TwoClients(t)
 	local := filepath.Join(t.TempDir(), "probe")
 	for _, tc := range []struct {
 		name     string

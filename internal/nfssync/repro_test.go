@@ -3,43 +3,11 @@ package nfssync
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/nfssync/fusetest"
 )
-
-// twoClients mounts one backing directory twice: A and B are two NFS
-// clients of a server with 1 s timestamps.
-func twoClients(t *testing.T) (a, b *fusetest.Mount) {
-	t.Helper()
-	base := t.TempDir()
-	backing, da, db := filepath.Join(base, "server"), filepath.Join(base, "a"), filepath.Join(base, "b")
-	for _, d := range []string{backing, da, db} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var err error
-	if a, err = fusetest.New(backing, da, fusetest.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close() })
-	if b, err = fusetest.New(backing, db, fusetest.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	return a, b
-}
-
-// startOfSecond sleeps until just after a whole second, so that the next
-// few writes share one timestamp. The sleep is the condition under test
-// (two writes in one second), not synchronisation.
-func startOfSecond() {
-	now := time.Now()
-	time.Sleep(now.Truncate(time.Second).Add(time.Second + 20*time.Millisecond).Sub(now))
-}
 
 func readFile(t *testing.T, p string) string {
 	t.Helper()
@@ -62,7 +30,7 @@ func writeFile(t *testing.T, p, s string) {
 func sameSecondUpdate(t *testing.T, a, b *fusetest.Mount, name, old, new string) {
 	t.Helper()
 	for attempt := 0; ; attempt++ {
-		startOfSecond()
+		fusetest.StartOfSecond()
 		begin := time.Now()
 		writeFile(t, a.Path(name), old)
 		if got := readFile(t, b.Path(name)); got != old {
@@ -85,7 +53,7 @@ func sameSecondUpdate(t *testing.T, a, b *fusetest.Mount, name, old, new string)
 // TestReproduceStaleRead shows the bug: without a touch, B keeps the old
 // content after the second has passed, however often it reopens.
 func TestReproduceStaleRead(t *testing.T) {
-	a, b := twoClients(t)
+	a, b := fusetest.TwoClients(t)
 	sameSecondUpdate(t, a, b, "f", "AAAA", "BBBB")
 	// Letting time pass is what is under test: staleness outlives the second.
 	time.Sleep(1500 * time.Millisecond)
@@ -117,7 +85,7 @@ func TestReproduceStaleRead(t *testing.T) {
 func TestWatchFixesSameSecondUpdate(t *testing.T) {
 	for _, backend := range []string{"inotify", "auto"} {
 		t.Run(backend, func(t *testing.T) {
-			a, b := twoClients(t)
+			a, b := fusetest.TwoClients(t)
 			d, m := newTestDaemon(t, Options{Roots: []string{a.Dir}, Backend: backend, Settle: 100 * time.Millisecond}, 1100*time.Millisecond)
 			startDaemon(t, d)
 			if backend == "auto" {
