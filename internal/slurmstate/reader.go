@@ -1,0 +1,177 @@
+package slurmstate
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// Bounds of one Read.
+const (
+	// DefaultTimeout is the whole Read's time (both commands) when
+	// Reader.Timeout is zero.
+	DefaultTimeout = 10 * time.Second
+	// MaxOutput is the most one command may print (a cluster of 10,000
+	// nodes prints about 15 MB less than this).
+	MaxOutput = 16 << 20
+	// maxStderr keeps the bit of scontrol's complaint an error carries.
+	maxStderr = 4 << 10
+)
+
+// Reader reads Slurm's state through scontrol.
+type Reader struct {
+	// Run runs a command and returns its stdout (Exec{}.Run when nil).
+	// Read returns at the deadline even if Run does not.
+	Run func(ctx context.Context, name string, args ...string) ([]byte, error)
+	// Timeout bounds the whole Read (DefaultTimeout when zero).
+	Timeout time.Duration
+	// Location is slurmctld's zone, in which scontrol prints times
+	// (time.Local when nil).
+	Location *time.Location
+	// Now stamps State.At (time.Now when nil).
+	Now func() time.Time
+}
+
+// Read runs scontrol show node and show reservation and parses both.
+// An unreachable slurmctld is an error that says so, with scontrol's
+// own words.
+func (r Reader) Read(ctx context.Context) (State, error) {
+	timeout := r.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	loc := r.Location
+	if loc == nil {
+		loc = time.Local
+	}
+	out, err := r.run(ctx, "scontrol", "show", "node", "--oneliner")
+	if err != nil {
+		return State{}, fmt.Errorf("read slurm nodes: %w", err)
+	}
+	nodes, err := ParseNodes(out, loc)
+	if err != nil {
+		return State{}, err
+	}
+	out, err = r.run(ctx, "scontrol", "show", "reservation", "--oneliner")
+	if err != nil {
+		return State{}, fmt.Errorf("read slurm reservations: %w", err)
+	}
+	res, err := ParseReservations(out, loc)
+	if err != nil {
+		return State{}, err
+	}
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	return State{Nodes: nodes, Reservations: res, At: now()}, nil
+}
+
+// run calls Run, but returns at ctx's end whatever Run does, and
+// refuses more than MaxOutput.
+func (r Reader) run(ctx context.Context, name string, args ...string) ([]byte, error) {
+	run := r.Run
+	if run == nil {
+		run = Exec{}.Run
+	}
+	type result struct {
+		out []byte
+		err error
+	}
+	done := make(chan result, 1) // buffered: a late Run does not block forever
+	go func() {
+		out, err := run(ctx, name, args...)
+		done <- result{out, err}
+	}()
+	select {
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%s %s: no answer in time: %w", name, strings.Join(args, " "), ctx.Err())
+	case res := <-done:
+		if res.err != nil {
+			return nil, res.err
+		}
+		if len(res.out) > MaxOutput {
+			return nil, fmt.Errorf("%s %s: printed more than %d bytes", name, strings.Join(args, " "), MaxOutput)
+		}
+		return res.out, nil
+	}
+}
+
+// Exec runs commands as processes.
+type Exec struct {
+	// Env is the commands' environment (this process's when nil), e.g.
+	// with SLURM_CONF.
+	Env []string
+	// MaxOutput bounds stdout (the package's MaxOutput when zero).
+	MaxOutput int
+}
+
+// errTooLarge stops reading a command that prints too much.
+var errTooLarge = errors.New("output too large")
+
+// Run runs the command until ctx ends and returns its stdout. A
+// failure carries the first line of stderr (scontrol's "Unable to
+// contact slurm controller").
+func (e Exec) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
+	limit := e.MaxOutput
+	if limit <= 0 {
+		limit = MaxOutput
+	}
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = e.Env
+	// A child that keeps the pipes open must not hold Run past ctx.
+	cmd.WaitDelay = time.Second
+	stdout := &capped{max: limit}
+	stderr := &capped{max: maxStderr, quiet: true}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	err := cmd.Run()
+	what := strings.TrimSpace(name + " " + strings.Join(args, " "))
+	switch {
+	case stdout.over:
+		return nil, fmt.Errorf("%s: printed more than %d bytes", what, limit)
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("%s: no answer in time: %w", what, ctx.Err())
+	case err != nil:
+		if line := firstLine(stderr.buf.String()); line != "" {
+			return nil, fmt.Errorf("%s: %s: %w", what, line, err)
+		}
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return stdout.buf.Bytes(), nil
+}
+
+// capped keeps at most max bytes. Past that, stdout fails the write
+// (the command is then cut off); stderr (quiet) just drops the rest.
+type capped struct {
+	buf   bytes.Buffer
+	max   int
+	over  bool
+	quiet bool
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	room := c.max - c.buf.Len()
+	if len(p) <= room {
+		return c.buf.Write(p)
+	}
+	c.buf.Write(p[:max(room, 0)])
+	if c.quiet {
+		return len(p), nil
+	}
+	c.over = true
+	return 0, errTooLarge
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	if len(line) > 200 {
+		line = line[:200] + "..."
+	}
+	return line
+}
