@@ -240,11 +240,12 @@ func TestWatchQueueFullAndOutside(t *testing.T) {
 	}
 	src.emit <- "/elsewhere/x"
 	src.emit <- filepath.Join(dir, "a") // already pending: coalesced
-	waitFor(t, settled, "skips not counted", func() bool {
-		return skips(m, "queue_full") == 2 && skips(m, "outside") == 1
+	// The coalesced "a" is counted after the skips: wait for every count.
+	waitFor(t, settled, "skips and events not counted", func() bool {
+		return skips(m, "queue_full") == 2 && skips(m, "outside") == 1 && counter(m.Events) == 6
 	})
-	if got := counter(m.Events); got != 6 {
-		t.Errorf("events = %v, want 6", got)
+	if got, q, o := counter(m.Events), skips(m, "queue_full"), skips(m, "outside"); got != 6 || q != 2 || o != 1 {
+		t.Errorf("events = %v, queue_full = %v, outside = %v; want 6, 2, 1", got, q, o)
 	}
 }
 
