@@ -95,18 +95,19 @@ func TestCrashRecoveryInProcess(t *testing.T) {
 	}
 }
 
-// agentBinary is the real gpuacct binary: $GPUSUITE_BIN/gpuacct when make
-// test built it, else built here.
+// agentBinary is the real gpuacct binary built with the simulated GPUs
+// the tests run it on: $GPUSUITE_BIN/simulated/gpuacct when make test
+// built it, else built here with -tags simulated.
 func agentBinary(t *testing.T) string {
 	t.Helper()
 	if d := os.Getenv("GPUSUITE_BIN"); d != "" {
-		p := filepath.Join(d, "gpuacct")
+		p := filepath.Join(d, "simulated", "gpuacct")
 		if _, err := os.Stat(p); err == nil {
 			return p
 		}
 	}
 	p := filepath.Join(t.TempDir(), "gpuacct")
-	cmd := exec.Command("go", "build", "-o", p, "github.com/aicloud/gpusuite/gpuacct")
+	cmd := exec.Command("go", "build", "-tags", "simulated", "-o", p, "github.com/aicloud/gpusuite/gpuacct")
 	cmd.Env = append(os.Environ(), "CGO_CFLAGS=-O2 -g -Wno-deprecated-declarations")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build gpuacct: %v\n%s", err, out)
