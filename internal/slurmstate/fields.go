@@ -44,7 +44,7 @@ func records(out []byte) ([]record, error) {
 			}
 			continue
 		}
-		if line[0] != ' ' && line[0] != '\t' {
+		if line[0] != ' ' && line[0] != '\t' || len(cur) == 0 {
 			if err := flush(); err != nil {
 				return nil, err
 			}
@@ -60,52 +60,55 @@ func records(out []byte) ([]record, error) {
 
 // splitFields reads Key=value words. A word that is no Key= belongs to
 // the value before it (OS=Linux 6.1.0 #1 SMP ...). Reason runs to its
-// [user@time] bracket, so a reason may hold "=" (xid=79).
+// [user@time] bracket, so a reason may hold "=" (xid=79). Linear in
+// the words, however they are arranged: the output may be 16 MiB.
 func splitFields(s string) (record, error) {
 	r := record{fields: map[string]string{}}
 	words := strings.Fields(s)
-	key := ""
+	// next[j] is the first word from j on that closes a reason.
+	next := make([]int, len(words)+1)
+	next[len(words)] = -1
+	for j := len(words) - 1; j >= 0; j-- {
+		next[j] = next[j+1]
+		if isReasonEnd(words[j]) {
+			next[j] = j
+		}
+	}
+	key, value := "", []string(nil)
+	put := func() {
+		if key != "" {
+			r.fields[key] = strings.Join(value, " ")
+		}
+	}
 	for i := 0; i < len(words); i++ {
-		w := words[i]
-		k, v, ok := fieldKey(w)
+		k, v, ok := fieldKey(words[i])
 		if !ok {
 			if key == "" {
-				return r, fmt.Errorf("%q comes before any Key=value field: is this scontrol show output?", clip(w))
+				return r, fmt.Errorf("%q comes before any Key=value field: is this scontrol show output?", clip(words[i]))
 			}
-			r.fields[key] += " " + w
+			value = append(value, words[i])
 			continue
 		}
+		put()
 		if key == "" {
 			r.first = k
 		}
-		key = k
-		if k == "Reason" {
-			if end := reasonEnd(words, i); end > i {
-				v = strings.Join(append([]string{v}, words[i+1:end+1]...), " ")
-				i = end
-			}
+		key, value = k, []string{v}
+		if k == "Reason" && !isReasonEnd(v) && next[i+1] > i {
+			value = append(value, words[i+1:next[i+1]+1]...)
+			i = next[i+1]
 		}
-		r.fields[k] = v
 	}
 	if key == "" {
 		return r, fmt.Errorf("no Key=value field")
 	}
+	put()
 	return r, nil
 }
 
-// reasonEnd is the index of the word closing Reason's [user@time]
-// bracket, or i when none follows.
-func reasonEnd(words []string, i int) int {
-	for j := i; j < len(words); j++ {
-		w := words[j]
-		if j == i {
-			_, w, _ = strings.Cut(w, "=")
-		}
-		if strings.HasPrefix(w, "[") && strings.HasSuffix(w, "]") && strings.Contains(w, "@") {
-			return j
-		}
-	}
-	return i
+// isReasonEnd tells the [user@time] word that closes a reason.
+func isReasonEnd(w string) bool {
+	return strings.HasPrefix(w, "[") && strings.HasSuffix(w, "]") && strings.Contains(w, "@")
 }
 
 // fieldKey splits Key=value when the word starts with a key: a letter,

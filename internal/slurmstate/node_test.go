@@ -178,3 +178,12 @@ func TestParseNodesEmpty(t *testing.T) {
 		t.Fatalf("got %v, %v; want no nodes, no error", got, err)
 	}
 }
+
+// TestParseNodesIndentedFirstLine: an indented line with nothing above
+// it starts a record, and an error names its line.
+func TestParseNodesIndentedFirstLine(t *testing.T) {
+	_, err := ParseNodes([]byte("\n   State=IDLE"), zone)
+	if err == nil || !strings.Contains(err.Error(), "line 2: record starts with State=") {
+		t.Fatalf("error %v, want line 2 named", err)
+	}
+}
