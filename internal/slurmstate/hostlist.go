@@ -11,6 +11,10 @@ import (
 // a few bytes of text and must not become a billion strings.
 const MaxHostlistNames = 100_000
 
+// maxBrackets bounds the ranges in one name (Slurm's own hostlists
+// have at most five dimensions), and so expandOne's recursion.
+const maxBrackets = 8
+
 // errTooMany: an expansion went over its bound.
 var errTooMany = errors.New("too many names")
 
@@ -29,6 +33,9 @@ func ExpandHostlist(expr string, max int) ([]string, error) {
 	for _, part := range splitTop(expr) {
 		if part == "" {
 			return nil, fmt.Errorf("hostlist %q: empty name between commas", clip(expr))
+		}
+		if strings.Count(part, "[") > maxBrackets {
+			return nil, fmt.Errorf("hostlist %q: a name has more than %d bracketed ranges", clip(expr), maxBrackets)
 		}
 		got, err := expandOne(part, max-len(names))
 		if errors.Is(err, errTooMany) {

@@ -51,6 +51,7 @@ func TestExpandHostlistErrors(t *testing.T) {
 		{"a[1-5],b[1-5]", 8, "more than 8 names"},
 		{"r[1-100]-n[1-100]", 9999, "more than 9999 names"},
 		{"a,b,c", 2, "more than 2 names"},
+		{strings.Repeat("a[1]", 9), 0, "more than 8 bracketed ranges"},
 	}
 	for _, c := range cases {
 		t.Run(c.in, func(t *testing.T) {
