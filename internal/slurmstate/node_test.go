@@ -187,3 +187,18 @@ func TestParseNodesIndentedFirstLine(t *testing.T) {
 		t.Fatalf("error %v, want line 2 named", err)
 	}
 }
+
+// TestParseNodesHarness: the test harness's own Slurm 22.05.8 printed
+// this with a job holding all four GPUs: no GresUsed in that version,
+// the use comes from AllocTRES.
+func TestParseNodesHarness(t *testing.T) {
+	got, err := ParseNodes(fixture(t, "nodes-harness-22.05.8.txt"), zone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Node{{Name: "node1", State: "MIXED", Base: "MIXED", Condition: Mixed, Partitions: []string{"gpu"},
+		CPUs: 16, CPUsAlloc: 1, GPUs: []GPU{{Count: 4, Used: 4}}, GPUCount: 4, GPUsUsed: 4}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("ParseNodes (-want +got):\n%s", d)
+	}
+}
