@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -26,10 +25,23 @@ func (in *Ingester) housekeeping(ctx context.Context, res *Result) error {
 		return err
 	}
 	stale, err := b.StaleOpen(now.Add(-cfg.Ingest.Grace.Duration))
-	b.Rollback()
 	if err != nil {
+		b.Rollback()
 		return err
 	}
+	// A run that a later run of the job followed ended by that run's start.
+	later := map[int64]time.Time{}
+	for _, o := range stale {
+		t, ok, err := b.LaterRunStart(o)
+		if err != nil {
+			b.Rollback()
+			return err
+		}
+		if ok {
+			later[o.Row] = t
+		}
+	}
+	b.Rollback()
 	type closing struct {
 		o      store.OpenJob
 		end    time.Time
@@ -42,20 +54,28 @@ func (in *Ingester) housekeeping(ctx context.Context, res *Result) error {
 		if ctx.Err() != nil {
 			return ErrStopped
 		}
+		next, followed := later[o.Row]
 		if in.d.Sacct != nil {
-			info, err := in.askSacct(ctx, o.JobID)
-			if err == nil && info.running {
+			info, err := in.askSacct(ctx, o.JobID, o.Restart)
+			if err == nil && info.running && !followed {
 				continue // Slurm says it runs: the node is just quiet
 			}
 			if err == nil && !info.end.IsZero() {
+				if followed && next.Before(info.end) {
+					info.end = next
+				}
 				closes = append(closes, closing{o, info.end, "sacct", info.state, info.code})
 				continue
 			}
 			if err != nil {
-				in.d.Log.Debug("sacct did not answer; estimating the end", "job", o.JobID, "err", err)
+				in.d.Log.Debug("sacct did not answer; estimating the end", "job", o.JobID, "restart", o.Restart, "err", err)
 			}
 		}
-		closes = append(closes, closing{o: o, end: o.LastSeen, source: "last_sample", state: "unknown"})
+		end := o.LastSeen
+		if followed && next.Before(end) {
+			end = next
+		}
+		closes = append(closes, closing{o: o, end: end, source: "last_sample", state: "unknown"})
 	}
 	b, err = in.d.Store.Begin(ctx, now)
 	if err != nil {
@@ -122,49 +142,38 @@ type sacctInfo struct {
 	code    *int
 }
 
-// askSacct runs `sacct -j ID -X --parsable2 --noheader -o End,State,ExitCode`.
-func (in *Ingester) askSacct(ctx context.Context, job uint64) (sacctInfo, error) {
-	ctx, cancel := context.WithTimeout(ctx, in.d.Config.Ingest.SacctTimeout.Duration)
-	defer cancel()
-	out, err := in.d.Sacct(ctx, "-j", strconv.FormatUint(job, 10), "-X", "--parsable2", "--noheader", "-o", "End,State,ExitCode")
+// askSacct tells how Slurm's accounting has the run with the given restart
+// count of job (sacctRuns, pickRun). A run that a later run followed ended
+// no later than that run's start: a requeued run's line reads REQUEUED with
+// the requeue as its end.
+func (in *Ingester) askSacct(ctx context.Context, job uint64, restart int) (sacctInfo, error) {
+	runs, err := in.sacctRuns(ctx, job)
 	if err != nil {
-		return sacctInfo{}, fmt.Errorf("sacct -j %d: %w", job, err)
+		return sacctInfo{}, err
 	}
-	return parseSacct(string(out), in.d.SacctLocation)
+	return runInfo(runs, restart)
 }
 
-func parseSacct(out string, loc *time.Location) (sacctInfo, error) {
-	line := strings.TrimSpace(out)
-	if i := strings.IndexByte(line, '\n'); i >= 0 {
-		line = line[:i]
+func runInfo(runs []sacctRun, restart int) (sacctInfo, error) {
+	r, next, ok := pickRun(runs, restart)
+	if !ok {
+		return sacctInfo{}, fmt.Errorf("sacct lists %d started runs, none for restart %d", len(runs), restart)
 	}
-	if line == "" {
-		return sacctInfo{}, fmt.Errorf("sacct knows no such job")
-	}
-	f := strings.Split(line, "|")
-	if len(f) < 3 {
-		return sacctInfo{}, fmt.Errorf("sacct line %q: want End|State|ExitCode", line)
-	}
-	var info sacctInfo
-	state, _, _ := strings.Cut(strings.TrimSpace(f[1]), " ") // "CANCELLED by 0"
-	info.state = strings.ToLower(strings.TrimSuffix(state, "+"))
-	switch strings.ToUpper(info.state) {
-	case "RUNNING", "PENDING", "REQUEUED", "RESIZING", "SUSPENDED", "CONFIGURING", "COMPLETING", "STAGE_OUT":
-		info.running = true
-		return info, nil
-	}
-	if f[0] == "" || f[0] == "Unknown" || f[0] == "None" {
-		return sacctInfo{}, fmt.Errorf("sacct gives no end for state %s", state)
-	}
-	end, err := time.ParseInLocation("2006-01-02T15:04:05", f[0], loc)
-	if err != nil {
-		return sacctInfo{}, fmt.Errorf("sacct end %q: %w", f[0], err)
-	}
-	info.end = end
-	if c, _, ok := strings.Cut(f[2], ":"); ok {
-		if v, err := strconv.Atoi(c); err == nil {
-			info.code = &v
+	info := sacctInfo{state: r.state, end: r.end, code: r.code}
+	switch strings.ToUpper(r.state) {
+	case "RUNNING", "PENDING", "RESIZING", "SUSPENDED", "CONFIGURING", "COMPLETING", "STAGE_OUT":
+		if next == nil {
+			info.running = true
+			return info, nil
 		}
+		// A later run started: this one is over, whatever its line says.
+		info.end, info.state, info.code = next.start, "requeued", nil
+	}
+	if info.end.IsZero() {
+		return sacctInfo{}, fmt.Errorf("sacct gives no end for state %s", r.state)
+	}
+	if next != nil && next.start.Before(info.end) {
+		info.end = next.start
 	}
 	return info, nil
 }

@@ -3,8 +3,6 @@ package ingest
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -13,9 +11,10 @@ import (
 const startsPerPass = 100
 
 // estimateStarts gives the jobs whose start event never came a start: the
-// end stood in for it when the end event was stored; sacct's Start
-// replaces it (Slurm's record), else the node's first sample of the job
-// does, flagged start_estimated. Each job part is looked at once.
+// end stood in for it when the end event was stored; the Start of the
+// job's run with the part's restart count in sacct replaces it (Slurm's
+// record), else the node's first sample of the run does, flagged
+// start_estimated. Each job part is looked at once.
 func (in *Ingester) estimateStarts(ctx context.Context) error {
 	now := in.d.Now()
 	b, err := in.d.Store.Begin(ctx, now)
@@ -27,19 +26,32 @@ func (in *Ingester) estimateStarts(ctx context.Context) error {
 	if err != nil || len(todo) == 0 {
 		return err
 	}
-	// sacct is asked outside any transaction.
-	fromSacct := map[uint64]time.Time{}
+	// sacct is asked outside any transaction, once per job id: its runs
+	// answer for every restart.
+	type run struct {
+		job     uint64
+		restart int
+	}
+	fromSacct := map[run]time.Time{}
 	if in.d.Sacct != nil {
+		asked := map[uint64][]sacctRun{}
 		for _, n := range todo {
-			if _, ok := fromSacct[n.JobID]; ok || ctx.Err() != nil {
-				continue
+			if ctx.Err() != nil {
+				break
 			}
-			t, err := in.sacctStart(ctx, n.JobID)
-			if err != nil {
-				in.d.Log.Debug("sacct gave no start; estimating it", "job", n.JobID, "err", err)
-				continue
+			runs, ok := asked[n.JobID]
+			if !ok {
+				var err error
+				if runs, err = in.sacctRuns(ctx, n.JobID); err != nil {
+					in.d.Log.Debug("sacct gave no start; estimating it", "job", n.JobID, "err", err)
+				}
+				asked[n.JobID] = runs
 			}
-			fromSacct[n.JobID] = t
+			// The run of this restart, and not one that started after
+			// this part's end: else the runs do not match the restarts.
+			if r, _, ok := pickRun(runs, n.Restart); ok && !r.start.After(n.End) {
+				fromSacct[run{n.JobID, n.Restart}] = r.start
+			}
 		}
 	}
 	b, err = in.d.Store.Begin(ctx, now)
@@ -48,7 +60,7 @@ func (in *Ingester) estimateStarts(ctx context.Context) error {
 	}
 	for _, n := range todo {
 		start, source := n.End, "first_sample"
-		if t, ok := fromSacct[n.JobID]; ok {
+		if t, ok := fromSacct[run{n.JobID, n.Restart}]; ok {
 			start, source = t, "sacct"
 		} else if t, ok, err := b.FirstSample(n); err != nil {
 			b.Rollback()
@@ -63,29 +75,4 @@ func (in *Ingester) estimateStarts(ctx context.Context) error {
 		in.d.Log.Info("job without a start event", "job", n.JobID, "restart", n.Restart, "start", start.UTC().Format(time.RFC3339), "source", source)
 	}
 	return b.Commit()
-}
-
-// sacctStart asks `sacct -j ID -X --parsable2 --noheader -o Start`.
-func (in *Ingester) sacctStart(ctx context.Context, job uint64) (time.Time, error) {
-	ctx, cancel := context.WithTimeout(ctx, in.d.Config.Ingest.SacctTimeout.Duration)
-	defer cancel()
-	out, err := in.d.Sacct(ctx, "-j", strconv.FormatUint(job, 10), "-X", "--parsable2", "--noheader", "-o", "Start")
-	if err != nil {
-		return time.Time{}, fmt.Errorf("sacct -j %d: %w", job, err)
-	}
-	return parseSacctStart(string(out), in.d.SacctLocation)
-}
-
-func parseSacctStart(out string, loc *time.Location) (time.Time, error) {
-	line, _, _ := strings.Cut(strings.TrimSpace(out), "\n")
-	line = strings.TrimSpace(line)
-	switch line {
-	case "", "Unknown", "None":
-		return time.Time{}, fmt.Errorf("sacct gives no start (%q)", line)
-	}
-	t, err := time.ParseInLocation("2006-01-02T15:04:05", line, loc)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("sacct start %q: %w", line, err)
-	}
-	return t, nil
 }

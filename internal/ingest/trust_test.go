@@ -371,9 +371,11 @@ func TestStartEventMissing(t *testing.T) {
 	}{
 		{"no sacct", nil, t0.Add(5 * time.Minute), true, "first_sample"},
 		{"sacct answers", func(context.Context, ...string) ([]byte, error) {
-			return []byte("2026-03-02T00:02:00\n"), nil
+			return []byte("77|2026-03-02T00:02:00|2026-03-02T00:30:00|COMPLETED|0:0\n"), nil
 		}, t0.Add(2 * time.Minute), false, "sacct"},
-		{"sacct does not know", func(context.Context, ...string) ([]byte, error) { return []byte("Unknown\n"), nil },
+		{"sacct does not know", func(context.Context, ...string) ([]byte, error) {
+			return []byte("77|Unknown|2026-03-02T00:30:00|CANCELLED by 0|0:0\n"), nil
+		},
 			t0.Add(5 * time.Minute), true, "first_sample"},
 	}
 	for _, tc := range tests {

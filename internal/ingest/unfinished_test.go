@@ -34,7 +34,7 @@ type queryer interface {
 
 // TestUnfinishedJobs: a job without an end is closed from sacct when it
 // answers, else at its last sample (flagged estimated); a later real end
-// replaces either.
+// replaces the estimate, not Slurm's end.
 func TestUnfinishedJobs(t *testing.T) {
 	start := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
 	tests := []struct {
@@ -44,17 +44,17 @@ func TestUnfinishedJobs(t *testing.T) {
 		wantArg string
 	}{
 		{"sacct answers", func(ctx context.Context, args ...string) ([]byte, error) {
-			return []byte("2026-03-02T02:30:00|COMPLETED|0:0\n"), nil
+			return []byte(args[1] + "|2026-03-02T00:00:00|2026-03-02T02:30:00|COMPLETED|0:0\n"), nil
 		}, jobRow{End: start.Unix() + 9000, Source: "sacct", State: "completed"}, "-j"},
 		{"sacct says node failed", func(ctx context.Context, args ...string) ([]byte, error) {
-			return []byte("2026-03-02T02:30:00|NODE_FAIL|1:0\n"), nil
+			return []byte(args[1] + "|2026-03-02T00:00:00|2026-03-02T02:30:00|NODE_FAIL|1:0\n"), nil
 		}, jobRow{End: start.Unix() + 9000, Source: "sacct", State: "node_fail"}, "-j"},
 		{"sacct fails", func(ctx context.Context, args ...string) ([]byte, error) {
 			return nil, errors.New("slurmdbd unreachable")
 		}, jobRow{Estimated: true, Source: "last_sample", State: "unknown"}, ""},
 		{"no sacct", nil, jobRow{Estimated: true, Source: "last_sample", State: "unknown"}, ""},
 		{"sacct says running", func(ctx context.Context, args ...string) ([]byte, error) {
-			return []byte("Unknown|RUNNING|0:0\n"), nil
+			return []byte(args[1] + "|2026-03-02T00:00:00|Unknown|RUNNING|0:0\n"), nil
 		}, jobRow{End: -1, State: "running"}, ""},
 	}
 	for _, tc := range tests {
@@ -65,10 +65,12 @@ func TestUnfinishedJobs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// Keep the end events to ship later; generate them now.
+			// Keep the end events to ship later; generate them now. Its
+			// truth counts the same samples cut at the real ends.
 			ends := t.TempDir()
-			if _, err := gendata.Generate(ends, gendata.Options{Cluster: "c1", Nodes: 1, GPUsPerNode: 2, Start: start,
-				Duration: 3 * time.Hour, JobsPerNode: 6, Seed: 7}); err != nil {
+			ended, err := gendata.Generate(ends, gendata.Options{Cluster: "c1", Nodes: 1, GPUsPerNode: 2, Start: start,
+				Duration: 3 * time.Hour, Interval: 10 * time.Second, JobsPerNode: 6, Seed: 7})
+			if err != nil {
 				t.Fatal(err)
 			}
 			s := e.open(t)
@@ -92,7 +94,7 @@ func TestUnfinishedJobs(t *testing.T) {
 			if tc.sacct != nil && len(asked) != truth.Jobs {
 				t.Errorf("sacct asked %d times for %d open jobs", len(asked), truth.Jobs)
 			}
-			if len(asked) > 0 && asked[0] != "-j "+itoa(int(truth.JobList[0].ID))+" -X --parsable2 --noheader -o End,State,ExitCode" {
+			if len(asked) > 0 && asked[0] != "-j "+itoa(int(truth.JobList[0].ID))+" -X -D --parsable2 --noheader -o JobIDRaw,Start,End,State,ExitCode" {
 				t.Errorf("sacct arguments %q", asked[0])
 			}
 			j := truth.JobList[0]
@@ -113,7 +115,8 @@ func TestUnfinishedJobs(t *testing.T) {
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("after grace (-want +got):\n%s", diff)
 			}
-			// The real ends arrive: they replace every estimate.
+			// The real ends arrive: they replace every estimate, and no
+			// end from sacct.
 			for _, p := range mustGlob(t, filepath.Join(ends, "gpu001", "*job_end.json")) {
 				data, _ := os.ReadFile(p)
 				writeFile(t, filepath.Join(e.cfg.Ingest.Incoming, "gpu001", filepath.Base(p)), data)
@@ -122,15 +125,28 @@ func TestUnfinishedJobs(t *testing.T) {
 				t.Fatal(err)
 			}
 			got = job(t, s.DB, j.ID)
-			want = jobRow{End: j.End, Source: "epilog", State: "completed", Alloc: int64(len(j.GPUs)) * (j.End - j.Start)}
+			slurms := want.Source == "sacct"
+			if !slurms {
+				want = jobRow{End: j.End, Source: "epilog", State: "completed", Alloc: int64(len(j.GPUs)) * (j.End - j.Start)}
+			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("after the real end (-want +got):\n%s", diff)
 			}
 			truth.AllocGPUS = 0
 			for _, j := range truth.JobList {
-				truth.AllocGPUS += int64(len(j.GPUs)) * (j.End - j.Start)
+				end := j.End
+				if slurms { // Slurm's end stays (invariant 10)
+					end = max(tc.want.End, j.Start)
+				}
+				truth.AllocGPUS += int64(len(j.GPUs)) * (end - j.Start)
 			}
 			truth.PerAccount = nil
+			// The samples are counted again against the final ends.
+			if slurms {
+				truth.Used, truth.Idle, truth.SampleS, truth.EnergyMJ = cutUsage(t, s)
+			} else {
+				truth.Used, truth.Idle, truth.SampleS, truth.EnergyMJ = ended.Used, ended.Idle, ended.SampleS, ended.EnergyMJ
+			}
 			checkTruth(t, s, truth)
 		})
 	}

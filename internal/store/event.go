@@ -8,7 +8,7 @@ import (
 )
 
 // Event stores one validated job start or end. A start is kept as first
-// seen; an end replaces an estimated or sacct end.
+// seen; an epilog end replaces only an estimated end, not Slurm's.
 func (b *Batch) Event(ev *record.Event) error {
 	node, err := b.Node(ev.Cluster, ev.Node)
 	if err != nil {
@@ -82,13 +82,15 @@ ON CONFLICT DO UPDATE SET start = CASE WHEN start IS NULL OR start_estimated = 1
 		}
 		// An end without a start: the end stands in for the start
 		// (start_estimated) until Slurm or the first sample says better.
+		// The epilog's end replaces only an estimated one: Slurm's (sacct)
+		// stays, and keeps its exit code where it gave one.
 		if _, err := b.exec(`INSERT INTO job_nodes(job, node_id, gpus, model, start, start_estimated, start_source, end, end_source, exit_code, exit_signal, quality)
  VALUES(?, ?, ?, ?, ?, 1, 'end', ?, 'epilog', ?, ?, ?)
 ON CONFLICT DO UPDATE SET
- end = CASE WHEN end IS NULL OR end_source != 'epilog' THEN excluded.end ELSE end END,
- exit_code = CASE WHEN end IS NULL OR end_source != 'epilog' THEN excluded.exit_code ELSE exit_code END,
- exit_signal = CASE WHEN end IS NULL OR end_source != 'epilog' THEN excluded.exit_signal ELSE exit_signal END,
- end_estimated = 0, end_source = 'epilog',
+ end = CASE WHEN end IS NULL OR end_estimated = 1 THEN excluded.end ELSE end END,
+ exit_code = CASE WHEN end IS NULL OR end_estimated = 1 THEN excluded.exit_code WHEN end_source = 'sacct' THEN coalesce(exit_code, excluded.exit_code) ELSE exit_code END,
+ exit_signal = CASE WHEN end IS NULL OR end_estimated = 1 THEN excluded.exit_signal WHEN end_source = 'sacct' THEN coalesce(exit_signal, excluded.exit_signal) ELSE exit_signal END,
+ end_source = CASE WHEN end IS NULL OR end_estimated = 1 THEN 'epilog' ELSE end_source END, end_estimated = 0,
  gpus = CASE WHEN gpus = 0 THEN excluded.gpus ELSE gpus END,
  model = CASE WHEN model = '' THEN excluded.model ELSE model END,
  quality = CASE WHEN quality = '' THEN excluded.quality WHEN excluded.quality = '' THEN quality ELSE quality || '; ' || excluded.quality END`,

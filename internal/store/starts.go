@@ -50,8 +50,10 @@ func (b *Batch) NoStarts(limit int) ([]NoStart, error) {
 }
 
 // FirstSample is the time of the node's first stored sample of the job
-// run, if any: looked up in the first hour of the job with sampled time
-// (job_hours), so that it reads one hour of samples, not all.
+// run (job id and restart count: a shared GPU's jobs column holds
+// record.JobShare's JSON, "job" then "restart"), if any: looked up in the
+// first hour of the job with sampled time (job_hours), so that it reads
+// one hour of samples, not all.
 func (b *Batch) FirstSample(n NoStart) (time.Time, bool, error) {
 	if err := b.flushUse(); err != nil {
 		return time.Time{}, false, err
@@ -69,7 +71,7 @@ func (b *Batch) FirstSample(n NoStart) (time.Time, bool, error) {
 	}
 	row, err = b.queryRow(`SELECT min(s.t_ms) FROM samples s JOIN gpus g ON g.id = s.gpu_id
  WHERE g.node_id = ? AND s.t_ms >= ? AND s.t_ms < ? AND (s.job = ? AND s.restart = ? OR s.jobs LIKE ?)`,
-		n.Node, hour.Int64*3_600_000, (hour.Int64+1)*3_600_000, int64(n.JobID), n.Restart, fmt.Sprintf(`%%"job":%d,%%`, n.JobID))
+		n.Node, hour.Int64*3_600_000, (hour.Int64+1)*3_600_000, int64(n.JobID), n.Restart, fmt.Sprintf(`%%"job":%d,"restart":%d,%%`, n.JobID, n.Restart))
 	if err != nil {
 		return time.Time{}, false, err
 	}

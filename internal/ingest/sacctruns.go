@@ -1,0 +1,108 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// sacctRunFields are the fields ingest asks sacct for about a job's runs.
+const sacctRunFields = "JobIDRaw,Start,End,State,ExitCode"
+
+// sacctRun is one run of a job as Slurm's accounting has it: a requeued job
+// has one per run. A zero start or end is sacct's Unknown or None.
+type sacctRun struct {
+	start, end time.Time
+	state      string // lower case, without "+" or " by UID"
+	code       *int
+}
+
+// sacctRuns asks `sacct -j ID -X -D --parsable2 --noheader -o
+// JobIDRaw,Start,End,State,ExitCode` within ingest.sacct_timeout. Without
+// -D sacct lists only a requeued job's latest run.
+func (in *Ingester) sacctRuns(ctx context.Context, job uint64) ([]sacctRun, error) {
+	ctx, cancel := context.WithTimeout(ctx, in.d.Config.Ingest.SacctTimeout.Duration)
+	defer cancel()
+	out, err := in.d.Sacct(ctx, "-j", strconv.FormatUint(job, 10), "-X", "-D", "--parsable2", "--noheader", "-o", sacctRunFields)
+	if err != nil {
+		return nil, fmt.Errorf("sacct -j %d: %w", job, err)
+	}
+	return parseSacctRuns(string(out), job, in.d.SacctLocation)
+}
+
+// parseSacctRuns reads the runs of job, in Start order (runs not started
+// last, in sacct's order). Lines of other job ids are left out: `-j ID` of
+// an array's first task lists the whole array.
+func parseSacctRuns(out string, job uint64, loc *time.Location) ([]sacctRun, error) {
+	var runs []sacctRun
+	for line := range strings.SplitSeq(out, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		f := strings.Split(line, "|")
+		if len(f) < 5 {
+			return nil, fmt.Errorf("sacct line %q: want %s", line, strings.ReplaceAll(sacctRunFields, ",", "|"))
+		}
+		if id, err := strconv.ParseUint(strings.TrimSpace(f[0]), 10, 64); err != nil || id != job {
+			continue
+		}
+		var r sacctRun
+		var err error
+		if r.start, err = sacctTime(f[1], loc); err != nil {
+			return nil, fmt.Errorf("sacct start: %w", err)
+		}
+		if r.end, err = sacctTime(f[2], loc); err != nil {
+			return nil, fmt.Errorf("sacct end: %w", err)
+		}
+		state, _, _ := strings.Cut(strings.TrimSpace(f[3]), " ") // "CANCELLED by 0"
+		r.state = strings.ToLower(strings.TrimSuffix(state, "+"))
+		if c, _, ok := strings.Cut(f[4], ":"); ok {
+			if v, err := strconv.Atoi(c); err == nil {
+				r.code = &v
+			}
+		}
+		runs = append(runs, r)
+	}
+	slices.SortStableFunc(runs, func(a, b sacctRun) int {
+		switch {
+		case a.start.IsZero() && b.start.IsZero():
+			return 0
+		case a.start.IsZero():
+			return 1
+		case b.start.IsZero():
+			return -1
+		}
+		return a.start.Compare(b.start)
+	})
+	return runs, nil
+}
+
+// sacctTime parses sacct's local time stamp; Unknown and None are zero.
+func sacctTime(s string, loc *time.Location) (time.Time, error) {
+	switch s = strings.TrimSpace(s); s {
+	case "", "Unknown", "None":
+		return time.Time{}, nil
+	}
+	t, err := time.ParseInLocation("2006-01-02T15:04:05", s, loc)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q: %w", s, err)
+	}
+	return t, nil
+}
+
+// pickRun is the run with the given restart count and the run after it,
+// if listed. Slurm keeps no restart count per record: a requeued job's
+// runs, in Start order, are restarts 0, 1, ...
+func pickRun(runs []sacctRun, restart int) (run sacctRun, next *sacctRun, ok bool) {
+	if restart < 0 || restart >= len(runs) || runs[restart].start.IsZero() {
+		return sacctRun{}, nil, false
+	}
+	if restart+1 < len(runs) && !runs[restart+1].start.IsZero() {
+		next = &runs[restart+1]
+	}
+	return runs[restart], next, true
+}
