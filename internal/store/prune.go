@@ -31,5 +31,8 @@ func (b *Batch) PruneSamples(before time.Time) (int64, error) {
 		k, _ := r.RowsAffected()
 		n += k
 	}
+	if n > 0 {
+		return n, b.notePruned(before.UnixMilli())
+	}
 	return n, nil
 }

@@ -224,16 +224,30 @@ func (s span) hourly(sign int64, out map[int64]Delta) {
 // (an open job counts up to now).
 func (b *Batch) reroll(job, node int64) error {
 	row, err := b.queryRow(`SELECT start, end, gpus, r_start, r_end, r_gpus,
- (SELECT min(node_id) FROM job_nodes o WHERE o.job = n.job AND o.start IS NOT NULL) = n.node_id
+ (SELECT min(node_id) FROM job_nodes o WHERE o.job = n.job AND o.start IS NOT NULL) = n.node_id,
+ start_estimated, s_lo, s_hi
  FROM job_nodes n WHERE job = ? AND node_id = ?`, job, node)
 	if err != nil {
 		return err
 	}
-	var start, end, rs, re, rg sql.NullInt64
+	var start, end, rs, re, rg, slo, shi sql.NullInt64
 	var gpus int64
 	var head sql.NullBool
-	if err := row.Scan(&start, &end, &gpus, &rs, &re, &rg, &head); err != nil {
+	var est bool
+	if err := row.Scan(&start, &end, &gpus, &rs, &re, &rg, &head, &est, &slo, &shi); err != nil {
 		return fmt.Errorf("job node %d/%d: %w", job, node, err)
+	}
+	// The samples follow the allocation: where its start or end moved
+	// (not an open job's extension, whose window has no end), they are
+	// counted again against it.
+	if w := sampleWindow(start, end, est); slo.Valid && shi.Valid && (w.lo != slo.Int64 || w.hi != shi.Int64) {
+		if err := b.recount(job, node, alloc{lo: slo.Int64, hi: shi.Int64}, w); err != nil {
+			return err
+		}
+		if _, err := b.exec(`UPDATE job_nodes SET s_lo = ?, s_hi = ? WHERE job = ? AND node_id = ?`, w.lo, w.hi, job, node); err != nil {
+			return err
+		}
+		clear(b.allocs)
 	}
 	old := span{start: rs.Int64, end: re.Int64, gpus: rg.Int64, valid: rs.Valid && re.Valid}
 	nw := span{start: start.Int64, gpus: gpus, valid: start.Valid}

@@ -25,6 +25,11 @@ func (b *Batch) Segment(h *record.SegmentHeader, samples []record.Sample) (int, 
 	if err != nil {
 		return 0, err
 	}
+	for k, a := range chk.alloc {
+		if err := b.keepCounted(k, node, a); err != nil {
+			return 0, err
+		}
+	}
 	intervalMS := int64(h.Interval*1000 + 0.5)
 	rows := make([]sampleRow, len(samples))
 	deltas := make([]*int64, len(samples))
@@ -53,6 +58,11 @@ func (b *Batch) Segment(h *record.SegmentHeader, samples []record.Sample) (int, 
 		r.put(colT, tms)
 		r.put(colInterval, intervalMS)
 		if s.EnergyMJ != nil {
+			if p, ok := b.prev[gid]; ok && chk.prevStored[i] > p.tms {
+				// A stored sample lies between the batch's last reading and
+				// this one (a deferred segment): the delta is against it.
+				delete(b.prev, gid)
+			}
 			if !b.prevCached(gid, tms) {
 				if err := flush(i); err != nil {
 					return 0, err
@@ -151,6 +161,11 @@ func (b *Batch) Segment(h *record.SegmentHeader, samples []record.Sample) (int, 
 			ls := [2]int64{job, node}
 			if tms/1000 > b.lastSample[ls] {
 				b.lastSample[ls] = tms / 1000
+			}
+		}
+		if nx := chk.next[i]; s.EnergyMJ != nil && nx.sample == -1 && nx.mj != nil {
+			if err := b.redoDelta(h, node, rows[i].vals[colGPU].(int64), tms, *s.EnergyMJ, nx); err != nil {
+				return n, err
 			}
 		}
 	}

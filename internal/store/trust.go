@@ -64,31 +64,21 @@ func (b *Batch) gpuOwner(uuid string, node int64, nodeName string) error {
 	return nil
 }
 
-// alloc is a job's allocation on one node in Unix ms; lo is math.MinInt64
-// when the start is only estimated (no start event yet), hi
-// math.MaxInt64 while it runs.
-type alloc struct{ lo, hi int64 }
+// alloc is a job's allocation on one node in Unix ms, [lo, hi); lo is
+// math.MinInt64 when the start is only estimated (no start event yet), hi
+// math.MaxInt64 while it runs. From jobAlloc it is the window the job's
+// samples on the node are counted against: the one its first counted
+// sample found (job_nodes.s_lo, s_hi), which follows the allocation when
+// a reroll counts the samples again (recount).
+type alloc struct {
+	lo, hi int64
+	row    int64 // jobs.id
+	unset  bool  // no sample counted yet: the allocation now, to be kept
+}
 
-// jobAlloc is the allocation of a job run on node from its own events; a
-// job with no event from the node is a Rejected with Wait.
-func (b *Batch) jobAlloc(cluster string, job uint64, restart int, node int64, nodeName string) (alloc, error) {
-	k := allocKey{jobKey{cluster, job, restart}, node}
-	if a, ok := b.allocs[k]; ok {
-		return a, nil
-	}
-	row, err := b.queryRow(`SELECT n.start, n.end, n.start_estimated FROM jobs j JOIN job_nodes n ON n.job = j.id
- WHERE j.cluster = ? AND j.job_id = ? AND j.restart = ? AND n.node_id = ?`, cluster, int64(job), restart, node)
-	if err != nil {
-		return alloc{}, err
-	}
-	var start, end sql.NullInt64
-	var est bool
-	switch err := row.Scan(&start, &end, &est); {
-	case errors.Is(err, sql.ErrNoRows):
-		return alloc{}, &Rejected{Wait: true, Reason: fmt.Sprintf("job %d (restart %d) has no start or end event from node %s", job, restart, nodeName)}
-	case err != nil:
-		return alloc{}, fmt.Errorf("allocation of job %d on %s: %w", job, nodeName, err)
-	}
+// sampleWindow is the allocation samples are cut to, from a job_nodes
+// row's start, start_estimated and end.
+func sampleWindow(start, end sql.NullInt64, est bool) alloc {
 	a := alloc{lo: math.MinInt64, hi: math.MaxInt64}
 	if start.Valid && !est {
 		a.lo = start.Int64 * 1000
@@ -96,11 +86,55 @@ func (b *Batch) jobAlloc(cluster string, job uint64, restart int, node int64, no
 	if end.Valid {
 		a.hi = end.Int64 * 1000
 	}
+	return a
+}
+
+// jobAlloc is the window a job run's samples on node are counted against;
+// a job with no event from the node is a Rejected with Wait.
+func (b *Batch) jobAlloc(cluster string, job uint64, restart int, node int64, nodeName string) (alloc, error) {
+	k := allocKey{jobKey{cluster, job, restart}, node}
+	if a, ok := b.allocs[k]; ok {
+		return a, nil
+	}
+	row, err := b.queryRow(`SELECT n.job, n.start, n.end, n.start_estimated, n.s_lo, n.s_hi FROM jobs j JOIN job_nodes n ON n.job = j.id
+ WHERE j.cluster = ? AND j.job_id = ? AND j.restart = ? AND n.node_id = ?`, cluster, int64(job), restart, node)
+	if err != nil {
+		return alloc{}, err
+	}
+	var start, end, slo, shi sql.NullInt64
+	var est bool
+	var c alloc
+	switch err := row.Scan(&c.row, &start, &end, &est, &slo, &shi); {
+	case errors.Is(err, sql.ErrNoRows):
+		return alloc{}, &Rejected{Wait: true, Reason: fmt.Sprintf("job %d (restart %d) has no start or end event from node %s", job, restart, nodeName)}
+	case err != nil:
+		return alloc{}, fmt.Errorf("allocation of job %d on %s: %w", job, nodeName, err)
+	}
+	if slo.Valid && shi.Valid {
+		c.lo, c.hi = slo.Int64, shi.Int64
+	} else {
+		w := sampleWindow(start, end, est)
+		c.lo, c.hi, c.unset = w.lo, w.hi, true
+	}
 	if b.allocs == nil {
 		b.allocs = map[allocKey]alloc{}
 	}
-	b.allocs[k] = a
-	return a, nil
+	b.allocs[k] = c
+	return c, nil
+}
+
+// keepCounted records the window a job's first counted samples on node
+// were cut to (see counted).
+func (b *Batch) keepCounted(k jobKey, node int64, c alloc) error {
+	if !c.unset {
+		return nil
+	}
+	if _, err := b.exec(`UPDATE job_nodes SET s_lo = ?, s_hi = ? WHERE job = ? AND node_id = ? AND s_lo IS NULL`, c.lo, c.hi, c.row, node); err != nil {
+		return err
+	}
+	c.unset = false
+	b.allocs[allocKey{k, node}] = c
+	return nil
 }
 
 // allocKey keys the batch's cache of allocations (Batch.allocs), which
@@ -178,6 +212,12 @@ type window struct{ lo, hi int64 }
 type segmentCheck struct {
 	win   []window
 	alloc map[jobKey]alloc
+	// next is the stored sample right after a file's sample (sample -1),
+	// if any: its energy delta is taken again against the new reading.
+	// prevStored is
+	// the time of the stored sample right before it, 0 if none.
+	next       []stamp
+	prevStored []int64
 }
 
 // minGapFraction: two samples of one GPU closer than this fraction of the
@@ -197,7 +237,8 @@ type stamp struct {
 // a GPU can draw. It writes nothing.
 func (b *Batch) checkSegment(h *record.SegmentHeader, node int64, samples []record.Sample) (*segmentCheck, error) {
 	ivMS := int64(h.Interval*1000 + 0.5)
-	c := &segmentCheck{win: make([]window, len(samples)), alloc: map[jobKey]alloc{}}
+	c := &segmentCheck{win: make([]window, len(samples)), alloc: map[jobKey]alloc{},
+		next: make([]stamp, len(samples)), prevStored: make([]int64, len(samples))}
 	byGPU := map[string][]stamp{}
 	var uuids []string
 	for i := range samples {
@@ -253,9 +294,13 @@ func (b *Batch) checkSegment(h *record.SegmentHeader, node int64, samples []reco
 			w := window{cur.t, cur.t + cur.iv}
 			if i > 0 && all[i-1].sample < 0 {
 				w.lo = max(w.lo, all[i-1].t+all[i-1].iv)
+				c.prevStored[cur.sample] = all[i-1].t
 			}
 			if i+1 < len(all) {
 				w.hi = min(w.hi, all[i+1].t)
+				if all[i+1].sample < 0 {
+					c.next[cur.sample] = all[i+1]
+				}
 			}
 			w.hi = max(w.hi, w.lo)
 			c.win[cur.sample] = w
@@ -282,8 +327,8 @@ func energyPlausible(uuid string, prev, cur stamp) error {
 	return nil
 }
 
-// storedAround returns the GPU's stored sample before from and those in
-// [from, to), in time order. A stored sample at the same time as one of
+// storedAround returns the GPU's stored sample before from, those in
+// [from, to) and the first one after, in time order. A stored sample at the same time as one of
 // the file's is the same reading shipped again: the writer skips it.
 func (b *Batch) storedAround(uuid string, from, to int64) ([]stamp, error) {
 	g, ok := b.gpus[uuid]
@@ -343,6 +388,10 @@ func (b *Batch) storedAround(uuid string, from, to int64) ([]stamp, error) {
 		return nil, err
 	}
 	if err := scan(`SELECT t_ms, interval_ms, energy_mj FROM samples WHERE gpu_id = ? AND t_ms >= ? AND t_ms < ? ORDER BY t_ms LIMIT 100000`, gid, from, to); err != nil {
+		return nil, err
+	}
+	// And the one after: its energy delta may have to be taken again.
+	if err := scan(`SELECT t_ms, interval_ms, energy_mj FROM samples WHERE gpu_id = ? AND t_ms >= ? ORDER BY t_ms LIMIT 1`, gid, to); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -1,0 +1,120 @@
+package ingest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/aicloud/gpusuite/internal/record"
+	"github.com/aicloud/gpusuite/internal/store"
+)
+
+// The samples of a job × node are counted again when its window changes:
+// an end that comes a pass after samples that run past it cuts them.
+func TestRecountEndAfterSamples(t *testing.T) {
+	e := newEnv(t)
+	s := e.open(t)
+	defer s.Close()
+	e.put(t, evFile(t, "gpu001", 77, 0, record.JobStart, t0, 0),
+		segFile(t, "gpu001", 1, 10, every(t0, 10*time.Second, 12, func(at time.Time) record.Sample { return busy("gpu001", 0, at, 77) })))
+	e.pass(t, s, t0.Add(2*time.Minute))
+	e.put(t, evFile(t, "gpu001", 77, 0, record.JobEnd, t0.Add(time.Minute), 0))
+	e.pass(t, s, t0.Add(time.Hour))
+	alloc := query[float64](t, s, `SELECT alloc_gpu_s FROM jobs WHERE job_id = 77`)
+	used := query[float64](t, s, `SELECT used_gpu_s FROM jobs WHERE job_id = 77`)
+	sampled := query[float64](t, s, `SELECT sum(sample_s) FROM job_hours`)
+	if alloc != 60 || used != 60 || sampled != 60 {
+		t.Errorf("alloc %v used %v sampled %v, want 60 each (the samples after the end at 00:01 do not count)", alloc, used, sampled)
+	}
+	checkRollups(t, s)
+}
+
+// Samples that came after housekeeping closed the job at its last sample
+// count once the epilog's later end comes.
+func TestRecountLateSamplesAfterEstimatedEnd(t *testing.T) {
+	e := newEnv(t)
+	s := e.open(t)
+	defer s.Close()
+	e.put(t, evFile(t, "gpu001", 77, 0, record.JobStart, t0, 0),
+		segFile(t, "gpu001", 1, 10, every(t0, 10*time.Second, 6, func(at time.Time) record.Sample { return busy("gpu001", 0, at, 77) })))
+	e.pass(t, s, t0.Add(3*time.Hour)) // closed at the last sample (00:00:50)
+	e.put(t, segFile(t, "gpu001", 2, 10, every(t0.Add(time.Minute), 10*time.Second, 60, func(at time.Time) record.Sample { return busy("gpu001", 0, at, 77) })))
+	e.pass(t, s, t0.Add(3*time.Hour+time.Minute))
+	e.put(t, evFile(t, "gpu001", 77, 0, record.JobEnd, t0.Add(11*time.Minute), 0))
+	e.pass(t, s, t0.Add(3*time.Hour+2*time.Minute))
+	alloc := query[float64](t, s, `SELECT alloc_gpu_s FROM jobs WHERE job_id = 77`)
+	used := query[float64](t, s, `SELECT used_gpu_s FROM jobs WHERE job_id = 77`)
+	if alloc != 660 || used != 660 {
+		t.Errorf("alloc %v used %v, want 660 each (samples cover 00:00-00:11 at 100 %%)", alloc, used)
+	}
+	checkRollups(t, s)
+}
+
+// A deferred segment's sample between two stored ones of one GPU: the
+// later stored sample's energy delta is taken again against it.
+func TestRecountDeferredEnergy(t *testing.T) {
+	e := newEnv(t)
+	s := e.open(t)
+	defer s.Close()
+	mj := func(v uint64) *uint64 { return &v }
+	a := busy("gpu001", 0, t0.Add(time.Minute), 77)
+	a.EnergyMJ = mj(1_000_000)
+	c := busy("gpu001", 0, t0.Add(time.Minute+20*time.Second), 77)
+	c.EnergyMJ = mj(1_200_000)
+	b := busy("gpu001", 0, t0.Add(time.Minute+10*time.Second), 77)
+	b.EnergyMJ = mj(1_100_000)
+	other := busy("gpu001", 1, t0.Add(time.Minute+10*time.Second), 88)
+	e.put(t, evFile(t, "gpu001", 77, 0, record.JobStart, t0, 0),
+		segFile(t, "gpu001", 2, 10, []record.Sample{a, c}),
+		segFile(t, "gpu001", 1, 10, []record.Sample{b, other}))
+	e.pass(t, s, t0.Add(2*time.Minute)) // segment 1 waits for job 88's event
+	e.put(t, evFile(t, "gpu001", 88, 0, record.JobStart, t0, 1))
+	e.pass(t, s, t0.Add(3*time.Minute))
+	if en := query[int64](t, s, `SELECT energy_mj FROM jobs WHERE job_id = 77`); en != 200_000 {
+		t.Errorf("job energy %d mJ, want 200000 (the counter rose 200000 over its samples)", en)
+	}
+	if d := query[int64](t, s, `SELECT energy_delta_mj FROM samples WHERE t_ms = ? AND energy_mj = 1200000`, c.Time.UnixMilli()); d != 100_000 {
+		t.Errorf("stored sample's delta %d mJ, want 100000 (against the deferred reading)", d)
+	}
+	checkRollups(t, s)
+}
+
+// checkRollups: the job totals, the job hours and every rollup hold the
+// same used and sampled seconds and energy.
+func checkRollups(t *testing.T, s *store.Store) {
+	t.Helper()
+	var sums [5][3]float64
+	for i, q := range []string{
+		`SELECT coalesce(sum(used_gpu_s), 0), coalesce(sum(idle_gpu_s), 0), coalesce(sum(energy_mj), 0) FROM jobs`,
+		`SELECT coalesce(sum(used_gpu_s), 0), coalesce(sum(idle_gpu_s), 0), coalesce(sum(energy_mj), 0) FROM job_hours`,
+		`SELECT coalesce(sum(used_gpu_s), 0), coalesce(sum(idle_gpu_s), 0), coalesce(sum(energy_mj), 0) FROM rollup_hourly`,
+		`SELECT coalesce(sum(used_gpu_s), 0), coalesce(sum(idle_gpu_s), 0), coalesce(sum(energy_mj), 0) FROM rollup_daily`,
+		`SELECT coalesce(sum(used_gpu_s), 0), coalesce(sum(idle_gpu_s), 0), coalesce(sum(energy_mj), 0) FROM rollup_monthly`,
+	} {
+		if err := s.DB.QueryRow(q).Scan(&sums[i][0], &sums[i][1], &sums[i][2]); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	for i := 1; i < len(sums); i++ {
+		if diff := cmp.Diff(sums[0], sums[i]); diff != "" {
+			t.Errorf("table %d differs from the job totals (used, idle, energy) (-jobs +table):\n%s", i, diff)
+		}
+	}
+}
+
+// cutUsage is what the samples of a generated cluster (a sample every
+// interval on every GPU, one job each) add up to when cut to their jobs'
+// stored allocations: used, idle and sampled seconds, energy.
+func cutUsage(t *testing.T, s *store.Store) (used, idle, sampled float64, energy int64) {
+	t.Helper()
+	q := `WITH p AS (SELECT s.util, s.idle, s.interval_ms, coalesce(s.energy_delta_mj, 0) AS de,
+ max(0, min(s.t_ms + s.interval_ms, n.end * 1000) - max(s.t_ms, n.start * 1000)) AS part
+ FROM samples s JOIN jobs j ON j.job_id = s.job AND j.restart = s.restart JOIN job_nodes n ON n.job = j.id)
+SELECT coalesce(sum(util * part / 100000.0), 0), coalesce(sum(CASE WHEN idle = 1 THEN part / 1000.0 ELSE 0 END), 0),
+ coalesce(sum(part / 1000.0), 0), coalesce(sum(CAST(de * part * 1.0 / interval_ms + 0.5 AS INTEGER)), 0) FROM p`
+	if err := s.DB.QueryRow(q).Scan(&used, &idle, &sampled, &energy); err != nil {
+		t.Fatalf("usage cut to the allocations: %v", err)
+	}
+	return used, idle, sampled, energy
+}

@@ -1,0 +1,372 @@
+package store
+
+import (
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/aicloud/gpusuite/internal/record"
+)
+
+// storedSample is what counting a stored sample for a job needs.
+type storedSample struct {
+	t, iv, next int64 // ms; next: the GPU's next sample, 0 if none
+	job         int64
+	restart     int
+	jobs        sql.NullString
+	idle        bool
+	util, delta sql.NullInt64
+}
+
+// window is the part of time the sample stands for: [t, t + interval),
+// cut short where the GPU's next sample starts, as when it was stored.
+func (s *storedSample) window() window {
+	w := window{s.t, s.t + s.iv}
+	if s.next > 0 {
+		w.hi = min(w.hi, s.next)
+	}
+	w.hi = max(w.hi, w.lo)
+	return w
+}
+
+// shares is the sample's attribution: its jobs JSON, else its first job
+// whole.
+func (s *storedSample) shares() ([]record.JobShare, error) {
+	if !s.jobs.Valid {
+		if s.job == 0 {
+			return nil, nil
+		}
+		return []record.JobShare{{Job: uint64(s.job), Restart: s.restart, Share: 1, Idle: s.idle}}, nil
+	}
+	var js []record.JobShare
+	if err := json.Unmarshal([]byte(s.jobs.String), &js); err != nil {
+		return nil, fmt.Errorf("sample jobs at %d: %w", s.t, err)
+	}
+	return js, nil
+}
+
+// count is what the sample adds to one job share's hour when the job's
+// samples are cut to a, with energy delta delta (nil: unknown), as
+// Segment counts it.
+func (s *storedSample) count(js record.JobShare, a alloc, delta *int64) Delta {
+	ms := clip(s.window(), a)
+	iv := float64(ms) / 1000
+	d := Delta{SampleS: iv}
+	if s.util.Valid {
+		d.Used = float64(s.util.Int64) * iv / 100 * js.Share
+	}
+	if js.Idle {
+		d.Idle = iv
+	}
+	if delta != nil {
+		d.EnergyMJ = int64(float64(*delta)*js.Share*float64(ms)/float64(max(s.iv, 1)) + 0.5)
+	}
+	return d
+}
+
+func (s *storedSample) energy() *int64 {
+	if !s.delta.Valid {
+		return nil
+	}
+	v := s.delta.Int64
+	return &v
+}
+
+const storedSampleCols = `t_ms, interval_ms, job, restart, jobs, idle, util, energy_delta_mj,
+ coalesce((SELECT min(x.t_ms) FROM samples x WHERE x.gpu_id = s.gpu_id AND x.t_ms > s.t_ms), 0)`
+
+func scanStored(sc interface{ Scan(...any) error }) (storedSample, error) {
+	var s storedSample
+	err := sc.Scan(&s.t, &s.iv, &s.job, &s.restart, &s.jobs, &s.idle, &s.util, &s.delta, &s.next)
+	return s, err
+}
+
+// redoDelta takes the energy delta of the stored sample nx again against
+// a reading (t, mj) just stored before it (a deferred segment), and moves
+// the difference into its jobs' hours: the old delta ran from an older
+// reading and so already covered the new one's part.
+func (b *Batch) redoDelta(h *record.SegmentHeader, node, gid, t int64, mj uint64, nx stamp) error {
+	row, err := b.queryRow(`SELECT `+storedSampleCols+` FROM samples s WHERE gpu_id = ? AND t_ms = ?`, gid, nx.t)
+	if err != nil {
+		return err
+	}
+	s, err := scanStored(row)
+	if err != nil {
+		return fmt.Errorf("sample of gpu %d at %d: %w", gid, nx.t, err)
+	}
+	var nd *int64
+	if s.t-t <= 3*max(s.iv, 1000) {
+		d := int64(*nx.mj)
+		if *nx.mj >= mj {
+			d = int64(*nx.mj - mj)
+		}
+		nd = &d
+	}
+	od := s.energy()
+	if (od == nil) == (nd == nil) && (od == nil || *od == *nd) {
+		return nil
+	}
+	if _, err := b.exec(`UPDATE samples SET energy_delta_mj = ? WHERE gpu_id = ? AND t_ms = ?`, i64(nd), gid, s.t); err != nil {
+		return err
+	}
+	shares, err := s.shares()
+	if err != nil {
+		return err
+	}
+	for _, js := range shares {
+		if js.Job == 0 {
+			continue
+		}
+		a, err := b.jobAlloc(h.Cluster, js.Job, js.Restart, node, h.Node)
+		if err != nil {
+			return err
+		}
+		d := Delta{EnergyMJ: s.count(js, a, nd).EnergyMJ - s.count(js, a, od).EnergyMJ}
+		if d.EnergyMJ != 0 {
+			b.addUse(useKey{a.row, node, s.t / 3_600_000}, d)
+		}
+	}
+	return nil
+}
+
+// prunedNote marks a job on a node whose window moved over hours whose
+// samples are gone: those hours keep what they were counted as.
+const prunedNote = "samples_pruned_not_recounted"
+
+// recount counts a job's stored samples on node again where its window
+// moved from old to nw (the edges between them only), and applies the
+// difference to the job hours, rollups and totals through addUse.
+func (b *Batch) recount(job, node int64, old, nw alloc) error {
+	var ranges [][2]int64
+	if old.hi <= nw.lo || nw.hi <= old.lo {
+		ranges = append(ranges, [2]int64{min(old.lo, nw.lo), max(old.hi, nw.hi)})
+	} else {
+		if old.lo != nw.lo {
+			ranges = append(ranges, [2]int64{min(old.lo, nw.lo), max(old.lo, nw.lo)})
+		}
+		if old.hi != nw.hi {
+			ranges = append(ranges, [2]int64{min(old.hi, nw.hi), max(old.hi, nw.hi)})
+		}
+	}
+	// An open edge ends at the job's first or last counted sample.
+	first, last := int64(math.MinInt64), int64(math.MaxInt64)
+	for i := range ranges {
+		r := &ranges[i]
+		if r[0] == math.MinInt64 {
+			if first == math.MinInt64 {
+				f, err := b.firstCounted(job, node)
+				if err != nil {
+					return err
+				}
+				first = f
+			}
+			r[0] = first
+		}
+		if r[1] == math.MaxInt64 {
+			if last == math.MaxInt64 {
+				l, err := b.lastCounted(job, node)
+				if err != nil {
+					return err
+				}
+				last = l
+			}
+			// The last sample may start before the range and reach into
+			// it (recountRange reads from the one before r[0]).
+			if last != math.MinInt64 {
+				r[1] = max(last, r[0]+1)
+			} else {
+				r[1] = last
+			}
+		}
+	}
+	row, err := b.queryRow(`SELECT job_id, restart FROM jobs WHERE id = ?`, job)
+	if err != nil {
+		return err
+	}
+	var jobID int64
+	var restart int
+	if err := row.Scan(&jobID, &restart); err != nil {
+		return fmt.Errorf("job %d: %w", job, err)
+	}
+	gpus, err := b.nodeGPUs(node)
+	if err != nil {
+		return err
+	}
+	pruned, err := b.prunedBefore()
+	if err != nil {
+		return err
+	}
+	seen := map[[2]int64]bool{}
+	note := false
+	for _, r := range ranges {
+		if r[0] >= r[1] {
+			continue
+		}
+		if r[0] < pruned {
+			note = true
+		}
+		for _, g := range gpus {
+			if err := b.recountRange(job, node, uint64(jobID), restart, g, r, old, nw, seen); err != nil {
+				return err
+			}
+		}
+	}
+	if note {
+		_, err := b.exec(`UPDATE job_nodes SET quality = CASE WHEN quality = '' THEN ? ELSE quality || '; ' || ? END
+ WHERE job = ? AND node_id = ? AND instr(quality, ?) = 0`, prunedNote, prunedNote, job, node, prunedNote)
+		return err
+	}
+	return nil
+}
+
+// recountRange counts again the samples of one GPU whose window may reach
+// into [r0, r1): from the last one before r0 (earlier ones end where a
+// later one starts) to r1.
+func (b *Batch) recountRange(job, node int64, jobID uint64, restart int, gid int64, r [2]int64, old, nw alloc, seen map[[2]int64]bool) error {
+	row, err := b.queryRow(`SELECT coalesce(max(t_ms), ?) FROM samples WHERE gpu_id = ? AND t_ms < ?`, r[0], gid, r[0])
+	if err != nil {
+		return err
+	}
+	from := r[0]
+	if err := row.Scan(&from); err != nil {
+		return fmt.Errorf("samples of gpu %d: %w", gid, err)
+	}
+	st, err := b.stmt(`SELECT ` + storedSampleCols + ` FROM samples s
+ WHERE gpu_id = ? AND t_ms >= ? AND t_ms < ? AND (job = ? AND restart = ? OR jobs IS NOT NULL) ORDER BY t_ms`)
+	if err != nil {
+		return err
+	}
+	rows, err := st.QueryContext(b.ctx, gid, from, r[1], int64(jobID), restart)
+	if err != nil {
+		return fmt.Errorf("samples of gpu %d: %w", gid, err)
+	}
+	var ss []storedSample
+	for rows.Next() {
+		s, err := scanStored(rows)
+		if err != nil {
+			rows.Close()
+			return fmt.Errorf("samples of gpu %d: %w", gid, err)
+		}
+		ss = append(ss, s)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("samples of gpu %d: %w", gid, err)
+	}
+	for i := range ss {
+		s := &ss[i]
+		k := [2]int64{gid, s.t}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		shares, err := s.shares()
+		if err != nil {
+			return err
+		}
+		for _, js := range shares {
+			if js.Job != jobID || js.Restart != restart {
+				continue
+			}
+			d := s.count(js, nw, s.energy())
+			d.add(s.count(js, old, s.energy()).neg())
+			if !d.zero() {
+				b.addUse(useKey{job, node, s.t / 3_600_000}, d)
+			}
+		}
+	}
+	return nil
+}
+
+// firstCounted is the start of the first hour the job has sampled time
+// in on node (no lower bound is ever recounted further back).
+func (b *Batch) firstCounted(job, node int64) (int64, error) {
+	if err := b.flushUse(); err != nil {
+		return 0, err
+	}
+	row, err := b.queryRow(`SELECT min(hour) FROM job_hours WHERE job = ? AND node_id = ? AND sample_s != 0`, job, node)
+	if err != nil {
+		return 0, err
+	}
+	var h sql.NullInt64
+	if err := row.Scan(&h); err != nil {
+		return 0, fmt.Errorf("first counted hour of job %d: %w", job, err)
+	}
+	if !h.Valid {
+		return math.MaxInt64, nil // nothing counted: an empty range
+	}
+	return h.Int64 * 3_600_000, nil
+}
+
+// lastCounted is just after the job's last sample on node.
+func (b *Batch) lastCounted(job, node int64) (int64, error) {
+	row, err := b.queryRow(`SELECT last_sample FROM job_nodes WHERE job = ? AND node_id = ?`, job, node)
+	if err != nil {
+		return 0, err
+	}
+	var l sql.NullInt64
+	if err := row.Scan(&l); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("last sample of job %d: %w", job, err)
+	}
+	t := max(l.Int64, b.lastSample[[2]int64{job, node}])
+	if t == 0 {
+		return math.MinInt64, nil // nothing counted: an empty range
+	}
+	return (t + 1) * 1000, nil
+}
+
+// nodeGPUs lists the GPU ids of a node.
+func (b *Batch) nodeGPUs(node int64) ([]int64, error) {
+	st, err := b.stmt(`SELECT id FROM gpus WHERE node_id = ? ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := st.QueryContext(b.ctx, node)
+	if err != nil {
+		return nil, fmt.Errorf("gpus of node %d: %w", node, err)
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var g int64
+		if err := rows.Scan(&g); err != nil {
+			return nil, fmt.Errorf("gpus of node %d: %w", node, err)
+		}
+		out = append(out, g)
+	}
+	return out, rows.Err()
+}
+
+// prunedKey is the meta key of the time (Unix ms) before which samples
+// were pruned (PruneSamples).
+const prunedKey = "samples_pruned_before"
+
+func (b *Batch) prunedBefore() (int64, error) {
+	row, err := b.queryRow(`SELECT value FROM meta WHERE key = ?`, prunedKey)
+	if err != nil {
+		return 0, err
+	}
+	var v string
+	switch err := row.Scan(&v); {
+	case errors.Is(err, sql.ErrNoRows):
+		return math.MinInt64, nil
+	case err != nil:
+		return 0, fmt.Errorf("meta %s: %w", prunedKey, err)
+	}
+	t, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("meta %s: %q: %w", prunedKey, v, err)
+	}
+	return t, nil
+}
+
+// notePruned records that samples before t (Unix ms) are gone.
+func (b *Batch) notePruned(t int64) error {
+	_, err := b.exec(`INSERT INTO meta(key, value) VALUES(?, ?)
+ON CONFLICT DO UPDATE SET value = CASE WHEN CAST(value AS INTEGER) < CAST(excluded.value AS INTEGER) THEN excluded.value ELSE value END`,
+		prunedKey, strconv.FormatInt(t, 10))
+	return err
+}
