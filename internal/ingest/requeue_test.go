@@ -301,6 +301,94 @@ func TestFirstSampleOfRestart(t *testing.T) {
 	}
 }
 
+// TestSacctStartRetried: a failed sacct call leaves the start at the
+// first sample, flagged, and the part is asked again next pass, until a
+// day after its end; after one failed call a pass asks no more.
+func TestSacctStartRetried(t *testing.T) {
+	tests := []struct {
+		name   string
+		later  time.Duration // second pass, after t0
+		source string
+		calls  int // sacct calls for starts in the second pass
+	}{
+		{"answered next pass", 2 * time.Hour, "sacct est=0 2026-03-02T00:01:00Z", 2},
+		{"given up a day after the end", 30*time.Minute + startsRetry + time.Minute, unanswered + " est=1 2026-03-02T00:05:00Z", 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			s := e.open(t)
+			defer s.Close()
+			var files []forged
+			for i, id := range []uint64{77, 78} {
+				files = append(files, evFile(t, "gpu001", id, 0, record.JobEnd, t0.Add(30*time.Minute), i),
+					segFile(t, "gpu001", uint64(i+1), 10, every(t0.Add(5*time.Minute), 10*time.Second, 6,
+						func(at time.Time) record.Sample { return busy("gpu001", i, at, id) })))
+			}
+			e.put(t, files...)
+			var calls []string
+			records := []slurmRun{
+				{id: 77, start: "2026-03-02T00:01:00", end: "2026-03-02T00:30:00", state: "COMPLETED", exit: "0:0"},
+				{id: 78, start: "2026-03-02T00:01:00", end: "2026-03-02T00:30:00", state: "COMPLETED", exit: "0:0"},
+			}
+			answer := fakeSacct(&records, &calls)
+			up := false
+			sacct := func(ctx context.Context, args ...string) ([]byte, error) {
+				if !up {
+					calls = append(calls, strings.Join(args, " "))
+					return nil, fmt.Errorf("slurmdbd unreachable")
+				}
+				return answer(ctx, args...)
+			}
+			now := t0.Add(time.Hour)
+			in := New(Deps{Store: s, Config: e.cfg, Log: quiet(), Now: func() time.Time { return now }, UID: os.Getuid(), Sacct: sacct, SacctLocation: time.UTC})
+			starts := func() (sources []string, n int) {
+				rows, err := s.DB.Query(`SELECT start_source || ' est=' || start_estimated || ' ' || strftime('%Y-%m-%dT%H:%M:%SZ', start, 'unixepoch'), quality FROM job_nodes ORDER BY job`)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer rows.Close()
+				for rows.Next() {
+					var src, q string
+					if err := rows.Scan(&src, &q); err != nil {
+						t.Fatal(err)
+					}
+					sources = append(sources, src+" ("+q+")")
+				}
+				for _, c := range calls {
+					if strings.HasSuffix(c, sacctRunFields) {
+						n++
+					}
+				}
+				calls = nil
+				return sources, n
+			}
+			if _, err := in.Pass(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			note := "start_from_" + unanswered
+			got, n := starts()
+			want := []string{unanswered + " est=1 2026-03-02T00:05:00Z (" + note + ")", unanswered + " est=1 2026-03-02T00:05:00Z (" + note + ")"}
+			if diff := cmp.Diff(want, got); diff != "" || n != 1 {
+				t.Errorf("sacct down: %d calls for starts (want 1), starts (-want +got):\n%s", n, diff)
+			}
+			up, now = true, t0.Add(tc.later)
+			if _, err := in.Pass(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			got, n = starts()
+			q := note
+			if strings.HasPrefix(tc.source, "sacct") {
+				q += "; start_from_sacct"
+			}
+			want = []string{tc.source + " (" + q + ")", tc.source + " (" + q + ")"}
+			if diff := cmp.Diff(want, got); diff != "" || n != tc.calls {
+				t.Errorf("second pass: %d calls for starts (want %d), starts (-want +got):\n%s", n, tc.calls, diff)
+			}
+		})
+	}
+}
+
 func TestParseSacctRuns(t *testing.T) {
 	at := func(h, m int) time.Time { return t0.Add(time.Duration(h)*time.Hour + time.Duration(m)*time.Minute) }
 	code := func(v int) *int { return &v }

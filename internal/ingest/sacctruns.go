@@ -24,13 +24,23 @@ type sacctRun struct {
 // JobIDRaw,Start,End,State,ExitCode` within ingest.sacct_timeout. Without
 // -D sacct lists only a requeued job's latest run.
 func (in *Ingester) sacctRuns(ctx context.Context, job uint64) ([]sacctRun, error) {
+	out, err := in.askSacctRuns(ctx, job)
+	if err != nil {
+		return nil, err
+	}
+	return parseSacctRuns(string(out), job, in.d.SacctLocation)
+}
+
+// askSacctRuns runs the sacct call of sacctRuns; an error is the call's
+// (sacct or slurmdbd down, or slow), not its output's.
+func (in *Ingester) askSacctRuns(ctx context.Context, job uint64) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, in.d.Config.Ingest.SacctTimeout.Duration)
 	defer cancel()
 	out, err := in.d.Sacct(ctx, "-j", strconv.FormatUint(job, 10), "-X", "-D", "--parsable2", "--noheader", "-o", sacctRunFields)
 	if err != nil {
 		return nil, fmt.Errorf("sacct -j %d: %w", job, err)
 	}
-	return parseSacctRuns(string(out), job, in.d.SacctLocation)
+	return out, nil
 }
 
 // parseSacctRuns reads the runs of job, in Start order (runs not started

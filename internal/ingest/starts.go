@@ -10,18 +10,29 @@ import (
 // sacct about.
 const startsPerPass = 100
 
+// startsRetry is how long after its end a job part whose sacct call failed
+// is asked again: slurmdbd may be down a while, but a dead sacct must not
+// cost calls forever.
+const startsRetry = 24 * time.Hour
+
+// unanswered is the start source of a part whose start is its first
+// sample because the sacct call failed: asked again next pass.
+const unanswered = "first_sample_unanswered"
+
 // estimateStarts gives the jobs whose start event never came a start: the
 // end stood in for it when the end event was stored; the Start of the
 // job's run with the part's restart count in sacct replaces it (Slurm's
 // record), else the node's first sample of the run does, flagged
-// start_estimated. Each job part is looked at once.
+// start_estimated. A part sacct answered for is looked at once; one whose
+// sacct call failed is asked again each pass until startsRetry after its
+// end, and after a failed call the pass asks no more (one timeout a pass).
 func (in *Ingester) estimateStarts(ctx context.Context) error {
 	now := in.d.Now()
 	b, err := in.d.Store.Begin(ctx, now)
 	if err != nil {
 		return err
 	}
-	todo, err := b.NoStarts(startsPerPass)
+	todo, err := b.NoStarts(startsPerPass, unanswered, now.Add(-startsRetry))
 	b.Rollback()
 	if err != nil || len(todo) == 0 {
 		return err
@@ -33,16 +44,27 @@ func (in *Ingester) estimateStarts(ctx context.Context) error {
 		restart int
 	}
 	fromSacct := map[run]time.Time{}
+	failed := map[uint64]bool{}
 	if in.d.Sacct != nil {
 		asked := map[uint64][]sacctRun{}
+		down := false
 		for _, n := range todo {
 			if ctx.Err() != nil {
-				break
+				return ErrStopped
 			}
 			runs, ok := asked[n.JobID]
+			if !ok && down {
+				failed[n.JobID] = true
+				continue
+			}
 			if !ok {
-				var err error
-				if runs, err = in.sacctRuns(ctx, n.JobID); err != nil {
+				out, err := in.askSacctRuns(ctx, n.JobID)
+				if err == nil {
+					runs, err = parseSacctRuns(string(out), n.JobID, in.d.SacctLocation)
+				} else {
+					failed[n.JobID], down = true, true
+				}
+				if err != nil {
 					in.d.Log.Debug("sacct gave no start; estimating it", "job", n.JobID, "err", err)
 				}
 				asked[n.JobID] = runs
@@ -60,7 +82,14 @@ func (in *Ingester) estimateStarts(ctx context.Context) error {
 	}
 	for _, n := range todo {
 		start, source := n.End, "first_sample"
-		if t, ok := fromSacct[run{n.JobID, n.Restart}]; ok {
+		t, ok := fromSacct[run{n.JobID, n.Restart}]
+		if !ok && failed[n.JobID] {
+			if n.Source == unanswered {
+				continue // as it was: asked again next pass
+			}
+			source = unanswered
+		}
+		if ok {
 			start, source = t, "sacct"
 		} else if t, ok, err := b.FirstSample(n); err != nil {
 			b.Rollback()

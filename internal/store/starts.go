@@ -17,20 +17,23 @@ type NoStart struct {
 	Restart int
 	Node    int64
 	End     time.Time
+	Source  string // start_source: end, or retry's
 }
 
 // NoStarts lists up to limit parts of jobs whose start is still the end's
-// stand-in.
-func (b *Batch) NoStarts(limit int) ([]NoStart, error) {
+// stand-in, then those whose start_source is retry and that ended at or
+// after since (to be asked again).
+func (b *Batch) NoStarts(limit int, retry string, since time.Time) ([]NoStart, error) {
 	if err := b.settle(); err != nil {
 		return nil, err
 	}
-	s, err := b.stmt(`SELECT j.id, j.cluster, j.job_id, j.restart, n.node_id, n.end FROM job_nodes n JOIN jobs j ON j.id = n.job
- WHERE n.start_estimated = 1 AND n.start_source = 'end' ORDER BY j.id, n.node_id LIMIT ?`)
+	s, err := b.stmt(`SELECT j.id, j.cluster, j.job_id, j.restart, n.node_id, n.end, n.start_source FROM job_nodes n JOIN jobs j ON j.id = n.job
+ WHERE n.start_estimated = 1 AND (n.start_source = 'end' OR n.start_source = ? AND n.end >= ?)
+ ORDER BY n.start_source = 'end' DESC, j.id, n.node_id LIMIT ?`)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.QueryContext(b.ctx, limit)
+	rows, err := s.QueryContext(b.ctx, retry, since.Unix(), limit)
 	if err != nil {
 		return nil, fmt.Errorf("jobs without a start: %w", err)
 	}
@@ -40,7 +43,7 @@ func (b *Batch) NoStarts(limit int) ([]NoStart, error) {
 		var n NoStart
 		var jid int64
 		var end sql.NullInt64
-		if err := rows.Scan(&n.Row, &n.Cluster, &jid, &n.Restart, &n.Node, &end); err != nil {
+		if err := rows.Scan(&n.Row, &n.Cluster, &jid, &n.Restart, &n.Node, &end, &n.Source); err != nil {
 			return nil, fmt.Errorf("jobs without a start: %w", err)
 		}
 		n.JobID, n.End = uint64(jid), time.Unix(end.Int64, 0)
@@ -88,17 +91,18 @@ func (b *Batch) FirstSample(n NoStart) (time.Time, bool, error) {
 
 // SetStart gives a job part whose start never came a better one: from
 // sacct (Slurm's record, no longer estimated) or from its first sample
-// (still estimated). A start after the end is taken as the end.
+// (still estimated). A start after the end is taken as the end. The
+// quality note start_from_SOURCE is added once.
 func (b *Batch) SetStart(n NoStart, start time.Time, source string) error {
 	clear(b.allocs)
 	est := 1
 	if source == "sacct" {
 		est = 0
 	}
-	if _, err := b.exec(`UPDATE job_nodes SET start = min(?, coalesce(end, ?)), start_estimated = ?, start_source = ?,
- quality = CASE WHEN quality = '' THEN ? ELSE quality || '; ' || ? END
- WHERE job = ? AND node_id = ? AND start_estimated = 1`,
-		start.Unix(), start.Unix(), est, source, "start_from_"+source, "start_from_"+source, n.Row, n.Node); err != nil {
+	if _, err := b.exec(`UPDATE job_nodes SET start = min(?1, coalesce(end, ?1)), start_estimated = ?2, start_source = ?3,
+ quality = CASE WHEN quality = '' THEN ?4 WHEN instr('; ' || quality || '; ', '; ' || ?4 || '; ') > 0 THEN quality ELSE quality || '; ' || ?4 END
+ WHERE job = ?5 AND node_id = ?6 AND start_estimated = 1`,
+		start.Unix(), est, source, "start_from_"+source, n.Row, n.Node); err != nil {
 		return err
 	}
 	if err := b.reroll(n.Row, n.Node); err != nil {
