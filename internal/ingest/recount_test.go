@@ -1,6 +1,8 @@
 package ingest
 
 import (
+	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,6 +78,61 @@ func TestRecountDeferredEnergy(t *testing.T) {
 	}
 	if d := query[int64](t, s, `SELECT energy_delta_mj FROM samples WHERE t_ms = ? AND energy_mj = 1200000`, c.Time.UnixMilli()); d != 100_000 {
 		t.Errorf("stored sample's delta %d mJ, want 100000 (against the deferred reading)", d)
+	}
+	checkRollups(t, s)
+}
+
+// A start event that replaces an estimated start cuts the samples before
+// it, which counted while the start had no bound.
+func TestRecountStartReplacesEstimate(t *testing.T) {
+	e := newEnv(t)
+	s := e.open(t)
+	defer s.Close()
+	e.put(t, evFile(t, "gpu001", 77, 0, record.JobEnd, t0.Add(10*time.Minute), 0),
+		segFile(t, "gpu001", 1, 10, every(t0, 10*time.Second, 60, func(at time.Time) record.Sample { return busy("gpu001", 0, at, 77) })))
+	e.pass(t, s, t0.Add(11*time.Minute))
+	if used := query[float64](t, s, `SELECT used_gpu_s FROM jobs WHERE job_id = 77`); used != 600 {
+		t.Fatalf("used %v before the start event, want 600 (no lower bound yet)", used)
+	}
+	e.put(t, evFile(t, "gpu001", 77, 0, record.JobStart, t0.Add(2*time.Minute), 0))
+	e.pass(t, s, t0.Add(12*time.Minute))
+	alloc := query[float64](t, s, `SELECT alloc_gpu_s FROM jobs WHERE job_id = 77`)
+	used := query[float64](t, s, `SELECT used_gpu_s FROM jobs WHERE job_id = 77`)
+	if alloc != 480 || used != 480 {
+		t.Errorf("alloc %v used %v, want 480 each (00:02-00:10)", alloc, used)
+	}
+	checkRollups(t, s)
+}
+
+// Samples already pruned cannot be counted again: their hours keep what
+// they had, and the job × node says so.
+func TestRecountPrunedKeeps(t *testing.T) {
+	e := newEnv(t)
+	s := e.open(t)
+	defer s.Close()
+	e.put(t, evFile(t, "gpu001", 77, 0, record.JobStart, t0, 0),
+		segFile(t, "gpu001", 1, 10, every(t0, 10*time.Second, 12, func(at time.Time) record.Sample { return busy("gpu001", 0, at, 77) })))
+	e.pass(t, s, t0.Add(3*time.Minute))
+	ctx := context.Background()
+	b, err := s.Begin(ctx, t0.Add(3*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := b.PruneSamples(t0.Add(time.Minute)); err != nil || n != 6 {
+		b.Rollback()
+		t.Fatalf("pruned %d samples (%v), want 6", n, err)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	e.put(t, evFile(t, "gpu001", 77, 0, record.JobEnd, t0.Add(30*time.Second), 0))
+	e.pass(t, s, t0.Add(4*time.Minute))
+	// 00:00-00:30 inside; 00:30-01:00 pruned, kept; 01:00-02:00 cut.
+	if used := query[float64](t, s, `SELECT used_gpu_s FROM jobs WHERE job_id = 77`); used != 60 {
+		t.Errorf("used %v, want 60 (30 s inside the allocation and 30 s whose samples are gone)", used)
+	}
+	if q := query[string](t, s, `SELECT quality FROM job_nodes`); !strings.Contains(q, "samples_pruned_not_recounted") {
+		t.Errorf("quality %q does not say the pruned hours were not counted again", q)
 	}
 	checkRollups(t, s)
 }
