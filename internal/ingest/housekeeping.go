@@ -30,7 +30,7 @@ func (in *Ingester) housekeeping(ctx context.Context, res *Result) error {
 		return err
 	}
 	// A run that a later run of the job followed ended by that run's start.
-	later := map[int64]time.Time{}
+	later, started := map[int64]time.Time{}, map[int64]time.Time{}
 	for _, o := range stale {
 		t, ok, err := b.LaterRunStart(o)
 		if err != nil {
@@ -39,6 +39,10 @@ func (in *Ingester) housekeeping(ctx context.Context, res *Result) error {
 		}
 		if ok {
 			later[o.Row] = t
+		}
+		if started[o.Row], err = b.RunStart(o.Row); err != nil {
+			b.Rollback()
+			return err
 		}
 	}
 	b.Rollback()
@@ -56,7 +60,7 @@ func (in *Ingester) housekeeping(ctx context.Context, res *Result) error {
 		}
 		next, followed := later[o.Row]
 		if in.d.Sacct != nil {
-			info, err := in.askSacct(ctx, o.JobID, o.Restart)
+			info, err := in.askSacct(ctx, o.JobID, o.Restart, started[o.Row])
 			if err == nil && info.running && !followed {
 				continue // Slurm says it runs: the node is just quiet
 			}
@@ -143,21 +147,22 @@ type sacctInfo struct {
 }
 
 // askSacct tells how Slurm's accounting has the run with the given restart
-// count of job (sacctRuns, pickRun). A run that a later run followed ended
+// count of job that started at start (sacctRuns, pickRun). A run that a later run followed ended
 // no later than that run's start: a requeued run's line reads REQUEUED with
 // the requeue as its end.
-func (in *Ingester) askSacct(ctx context.Context, job uint64, restart int) (sacctInfo, error) {
+func (in *Ingester) askSacct(ctx context.Context, job uint64, restart int, start time.Time) (sacctInfo, error) {
 	runs, err := in.sacctRuns(ctx, job)
 	if err != nil {
 		return sacctInfo{}, err
 	}
-	return runInfo(runs, restart)
+	return runInfo(runs, restart, start)
 }
 
-func runInfo(runs []sacctRun, restart int) (sacctInfo, error) {
-	r, next, ok := pickRun(runs, restart)
+// runInfo is the run of restart that started at start (the prolog's).
+func runInfo(runs []sacctRun, restart int, start time.Time) (sacctInfo, error) {
+	r, next, ok := pickRun(runs, restart, start, runStart)
 	if !ok {
-		return sacctInfo{}, fmt.Errorf("sacct lists %d started runs, none for restart %d", len(runs), restart)
+		return sacctInfo{}, fmt.Errorf("sacct lists %d runs, none for restart %d started near %s", len(runs), restart, start.UTC().Format(time.RFC3339))
 	}
 	info := sacctInfo{state: r.state, end: r.end, code: r.code}
 	switch strings.ToUpper(r.state) {

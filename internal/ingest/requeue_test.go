@@ -125,7 +125,8 @@ func TestSacctStartNoRun(t *testing.T) {
 		restart int
 		records []slurmRun
 	}{
-		{"fewer runs than restarts", 1, []slurmRun{{id: 77, start: "2026-03-02T00:00:00", end: "2026-03-02T00:30:00", state: "COMPLETED", exit: "0:0"}}},
+		{"no run ends near the epilog's end", 1, []slurmRun{{id: 77, start: "2026-03-02T00:00:00", end: "2026-03-02T00:15:00", state: "REQUEUED", exit: "0:0"}}},
+		{"an older job of the same id", 0, []slurmRun{{id: 77, start: "2025-03-02T00:00:00", end: "2025-03-02T00:30:00", state: "COMPLETED", exit: "0:0"}}},
 		{"run starts after the end", 0, []slurmRun{{id: 77, start: "2026-03-02T02:00:00", end: "2026-03-02T03:00:00", state: "COMPLETED", exit: "0:0"}}},
 		{"another job's line", 0, []slurmRun{{id: 78, jobID: "77_1", start: "2026-03-02T00:01:00", end: "2026-03-02T00:30:00", state: "COMPLETED", exit: "0:0"}}},
 	}
@@ -396,34 +397,38 @@ func TestParseSacctRuns(t *testing.T) {
 		name    string
 		out     string
 		restart int
+		started time.Time // the prolog's start of the run
 		want    sacctInfo
 		wantErr bool
 	}{
-		{"one run", "77|2026-03-02T00:00:00|2026-03-02T00:10:00|COMPLETED|0:0\n", 0, sacctInfo{end: at(0, 10), state: "completed", code: code(0)}, false},
-		{"cancelled by uid", "77|2026-03-02T00:00:00|2026-03-02T00:10:00|CANCELLED by 0|0:15\n", 0, sacctInfo{end: at(0, 10), state: "cancelled", code: code(0)}, false},
-		{"running", "77|2026-03-02T00:00:00|Unknown|RUNNING|0:0\n", 0, sacctInfo{running: true, state: "running", code: code(0)}, false},
-		{"requeued, listed after its successor", "77|2026-03-02T01:00:00|Unknown|RUNNING|0:0\n77|2026-03-02T00:00:00|2026-03-02T00:50:00|REQUEUED|0:0\n", 0,
+		{"one run", "77|2026-03-02T00:00:00|2026-03-02T00:10:00|COMPLETED|0:0\n", 0, at(0, 0), sacctInfo{end: at(0, 10), state: "completed", code: code(0)}, false},
+		{"cancelled by uid", "77|2026-03-02T00:00:00|2026-03-02T00:10:00|CANCELLED by 0|0:15\n", 0, at(0, 0), sacctInfo{end: at(0, 10), state: "cancelled", code: code(0)}, false},
+		{"running", "77|2026-03-02T00:00:00|Unknown|RUNNING|0:0\n", 0, at(0, 0), sacctInfo{running: true, state: "running", code: code(0)}, false},
+		{"requeued, listed after its successor", "77|2026-03-02T01:00:00|Unknown|RUNNING|0:0\n77|2026-03-02T00:00:00|2026-03-02T00:50:00|REQUEUED|0:0\n", 0, at(0, 0),
 			sacctInfo{end: at(0, 50), state: "requeued", code: code(0)}, false},
-		{"second run", "77|2026-03-02T00:00:00|2026-03-02T00:50:00|REQUEUED|0:0\n77|2026-03-02T01:00:00|2026-03-02T02:00:00|FAILED|2:0\n", 1,
+		{"second run", "77|2026-03-02T00:00:00|2026-03-02T00:50:00|REQUEUED|0:0\n77|2026-03-02T01:00:00|2026-03-02T02:00:00|FAILED|2:0\n", 1, at(1, 0),
 			sacctInfo{end: at(2, 0), state: "failed", code: code(2)}, false},
-		{"end past the next run's start", "77|2026-03-02T00:00:00|2026-03-02T01:30:00|NODE_FAIL|1:0\n77|2026-03-02T01:00:00|Unknown|RUNNING|0:0\n", 0,
+		{"end past the next run's start", "77|2026-03-02T00:00:00|2026-03-02T01:30:00|NODE_FAIL|1:0\n77|2026-03-02T01:00:00|Unknown|RUNNING|0:0\n", 0, at(0, 0),
 			sacctInfo{end: at(1, 0), state: "node_fail", code: code(1)}, false},
-		{"running with a later run", "77|2026-03-02T00:00:00|Unknown|RUNNING|0:0\n77|2026-03-02T01:00:00|Unknown|RUNNING|0:0\n", 0,
+		{"running with a later run", "77|2026-03-02T00:00:00|Unknown|RUNNING|0:0\n77|2026-03-02T01:00:00|Unknown|RUNNING|0:0\n", 0, at(0, 0),
 			sacctInfo{end: at(1, 0), state: "requeued"}, false},
-		{"pending requeued run not counted", "77|2026-03-02T00:00:00|2026-03-02T00:50:00|REQUEUED|0:0\n77|Unknown|Unknown|PENDING|0:0\n", 1, sacctInfo{}, true},
-		{"array's other tasks", "78|2026-03-02T00:00:00|2026-03-02T00:20:00|COMPLETED|0:0\n77|2026-03-02T00:05:00|2026-03-02T00:10:00|COMPLETED|0:0\n", 0,
+		{"pending requeued run not counted", "77|2026-03-02T00:00:00|2026-03-02T00:50:00|REQUEUED|0:0\n77|Unknown|Unknown|PENDING|0:0\n", 1, at(1, 0), sacctInfo{}, true},
+		{"array's other tasks", "78|2026-03-02T00:00:00|2026-03-02T00:20:00|COMPLETED|0:0\n77|2026-03-02T00:05:00|2026-03-02T00:10:00|COMPLETED|0:0\n", 0, at(0, 5),
 			sacctInfo{end: at(0, 10), state: "completed", code: code(0)}, false},
-		{"no such job", "", 0, sacctInfo{}, true},
-		{"requeued without an end", "77|2026-03-02T00:00:00|Unknown|REQUEUED|0:0\n", 0, sacctInfo{}, true},
-		{"too few fields", "77|2026-03-02T00:00:00\n", 0, sacctInfo{}, true},
-		{"bad time", "77|yesterday|Unknown|RUNNING|0:0\n", 0, sacctInfo{}, true},
+		{"job id given again", "77|2025-01-01T00:00:00|2025-01-01T01:00:00|COMPLETED|0:0\n77|2026-03-02T00:00:05|2026-03-02T00:10:00|FAILED|1:0\n", 0, at(0, 0),
+			sacctInfo{end: at(0, 10), state: "failed", code: code(1)}, false},
+		{"no run started near the prolog's start", "77|2026-03-02T05:00:00|Unknown|RUNNING|0:0\n", 0, at(0, 0), sacctInfo{}, true},
+		{"no such job", "", 0, at(0, 0), sacctInfo{}, true},
+		{"requeued without an end", "77|2026-03-02T00:00:00|Unknown|REQUEUED|0:0\n", 0, at(0, 0), sacctInfo{}, true},
+		{"too few fields", "77|2026-03-02T00:00:00\n", 0, at(0, 0), sacctInfo{}, true},
+		{"bad time", "77|yesterday|Unknown|RUNNING|0:0\n", 0, at(0, 0), sacctInfo{}, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			runs, err := parseSacctRuns(tc.out, 77, time.UTC)
 			var got sacctInfo
 			if err == nil {
-				got, err = runInfo(runs, tc.restart)
+				got, err = runInfo(runs, tc.restart, tc.started)
 			}
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("error %v, want error %v", err, tc.wantErr)

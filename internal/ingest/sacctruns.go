@@ -104,15 +104,53 @@ func sacctTime(s string, loc *time.Location) (time.Time, error) {
 	return t, nil
 }
 
-// pickRun is the run with the given restart count and the run after it,
-// if listed. Slurm keeps no restart count per record: a requeued job's
-// runs, in Start order, are restarts 0, 1, ...
-func pickRun(runs []sacctRun, restart int) (run sacctRun, next *sacctRun, ok bool) {
-	if restart < 0 || restart >= len(runs) || runs[restart].start.IsZero() {
+// runSlack is how far a run's Start (End) in sacct may lie from the start
+// (end) a node's hook recorded for it: the hooks run a moment after
+// Slurm's start and end.
+const runSlack = 10 * time.Minute
+
+// pickRun is the run of the job node's restart count and the run after it,
+// if listed. Slurm keeps no restart count per record: a requeued job's runs,
+// in Start order, are restarts 0, 1, ... That run is taken if at (its Start
+// or End) lies within runSlack of known (what the node's hook recorded),
+// else the run nearest to known within runSlack: a job id that Slurm gave
+// again (past MaxJobId, or a rebuilt controller) lists an older job's runs
+// too. None within runSlack: no match. A zero known takes the restart's.
+func pickRun(runs []sacctRun, restart int, known time.Time, at func(sacctRun) time.Time) (run sacctRun, next *sacctRun, ok bool) {
+	near := func(i int) (time.Duration, bool) {
+		if runs[i].start.IsZero() {
+			return 0, false
+		}
+		if known.IsZero() {
+			return 0, true
+		}
+		t := at(runs[i])
+		d := t.Sub(known).Abs()
+		return d, !t.IsZero() && d <= runSlack
+	}
+	pick := -1
+	if restart >= 0 && restart < len(runs) {
+		if _, ok := near(restart); ok {
+			pick = restart
+		}
+	}
+	if pick < 0 && !known.IsZero() {
+		var best time.Duration
+		for i := range runs {
+			if d, ok := near(i); ok && (pick < 0 || d < best) {
+				pick, best = i, d
+			}
+		}
+	}
+	if pick < 0 {
 		return sacctRun{}, nil, false
 	}
-	if restart+1 < len(runs) && !runs[restart+1].start.IsZero() {
-		next = &runs[restart+1]
+	if pick+1 < len(runs) && !runs[pick+1].start.IsZero() {
+		next = &runs[pick+1]
 	}
-	return runs[restart], next, true
+	return runs[pick], next, true
 }
+
+func runStart(r sacctRun) time.Time { return r.start }
+
+func runEnd(r sacctRun) time.Time { return r.end }

@@ -69,9 +69,9 @@ func (in *Ingester) estimateStarts(ctx context.Context) error {
 				}
 				asked[n.JobID] = runs
 			}
-			// The run of this restart, and not one that started after
-			// this part's end: else the runs do not match the restarts.
-			if r, _, ok := pickRun(runs, n.Restart); ok && !r.start.After(n.End) {
+			// The run of this restart that ended when the epilog says,
+			// and started before.
+			if r, _, ok := pickRun(runs, n.Restart, n.End, runEnd); ok && !r.start.After(n.End) {
 				fromSacct[run{n.JobID, n.Restart}] = r.start
 			}
 		}

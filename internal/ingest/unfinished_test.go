@@ -44,17 +44,17 @@ func TestUnfinishedJobs(t *testing.T) {
 		wantArg string
 	}{
 		{"sacct answers", func(ctx context.Context, args ...string) ([]byte, error) {
-			return []byte(args[1] + "|2026-03-02T00:00:00|2026-03-02T02:30:00|COMPLETED|0:0\n"), nil
+			return []byte(args[1] + "|START|2026-03-02T02:30:00|COMPLETED|0:0\n"), nil
 		}, jobRow{End: start.Unix() + 9000, Source: "sacct", State: "completed"}, "-j"},
 		{"sacct says node failed", func(ctx context.Context, args ...string) ([]byte, error) {
-			return []byte(args[1] + "|2026-03-02T00:00:00|2026-03-02T02:30:00|NODE_FAIL|1:0\n"), nil
+			return []byte(args[1] + "|START|2026-03-02T02:30:00|NODE_FAIL|1:0\n"), nil
 		}, jobRow{End: start.Unix() + 9000, Source: "sacct", State: "node_fail"}, "-j"},
 		{"sacct fails", func(ctx context.Context, args ...string) ([]byte, error) {
 			return nil, errors.New("slurmdbd unreachable")
 		}, jobRow{Estimated: true, Source: "last_sample", State: "unknown"}, ""},
 		{"no sacct", nil, jobRow{Estimated: true, Source: "last_sample", State: "unknown"}, ""},
 		{"sacct says running", func(ctx context.Context, args ...string) ([]byte, error) {
-			return []byte(args[1] + "|2026-03-02T00:00:00|Unknown|RUNNING|0:0\n"), nil
+			return []byte(args[1] + "|START|Unknown|RUNNING|0:0\n"), nil
 		}, jobRow{End: -1, State: "running"}, ""},
 	}
 	for _, tc := range tests {
@@ -85,7 +85,13 @@ func TestUnfinishedJobs(t *testing.T) {
 						return nil, nil // job details: TestPassFillsJobDetails
 					}
 					asked = append(asked, a)
-					return tc.sacct(ctx, args...)
+					out, err := tc.sacct(ctx, args...)
+					for _, j := range truth.JobList { // Slurm's start is the job's
+						if args[1] == itoa(int(j.ID)) {
+							out = bytes.ReplaceAll(out, []byte("START"), []byte(time.Unix(j.Start, 0).UTC().Format("2006-01-02T15:04:05")))
+						}
+					}
+					return out, err
 				}
 			}
 			if _, err := New(deps).Pass(context.Background()); err != nil {

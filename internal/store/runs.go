@@ -25,3 +25,20 @@ func (b *Batch) LaterRunStart(o OpenJob) (time.Time, bool, error) {
 	}
 	return time.Unix(t.Int64, 0), true, nil
 }
+
+// RunStart is a job run's earliest start that a prolog (or Slurm)
+// recorded, on any node; zero if none.
+func (b *Batch) RunStart(job int64) (time.Time, error) {
+	row, err := b.queryRow(`SELECT min(start) FROM job_nodes WHERE job = ? AND start_estimated = 0`, job)
+	if err != nil {
+		return time.Time{}, err
+	}
+	var t sql.NullInt64
+	if err := row.Scan(&t); err != nil {
+		return time.Time{}, fmt.Errorf("start of job row %d: %w", job, err)
+	}
+	if !t.Valid {
+		return time.Time{}, nil
+	}
+	return time.Unix(t.Int64, 0), nil
+}
