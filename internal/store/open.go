@@ -87,7 +87,8 @@ func (b *Batch) StaleOpen(before time.Time) ([]OpenJob, error) {
 
 // CloseJob ends a job's open nodes at end. source is sacct (Slurm's own
 // record) or last_sample (an estimate, flagged); state is Slurm's state
-// when known. A later epilog end replaces either.
+// when known. A later epilog end replaces only a last_sample end: Slurm's
+// own end stays (invariant 10).
 func (b *Batch) CloseJob(o OpenJob, end time.Time, source, state string, exitCode *int) error {
 	if err := b.settle(); err != nil {
 		return err
