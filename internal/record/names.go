@@ -69,3 +69,9 @@ func SegmentFileName(cluster, node string, seq uint64) string {
 func JobGPUFileName(cluster string, job uint64, restart int, node, uuid string, seq uint64) string {
 	return fmt.Sprintf(jobGPUPrefix+"%s.%d.%d.%s.%s.%016d.json", cluster, job, restart, node, uuid, seq)
 }
+
+// LiveFileName is the name of a node's live-state file in the live
+// directory; the node's agent is its one writer.
+func LiveFileName(node string) string {
+	return node + ".json"
+}

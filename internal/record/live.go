@@ -1,0 +1,58 @@
+package record
+
+import "time"
+
+// LiveSchema is the schema of a node's live-state file: the newest view of
+// its GPUs, written by the node's agent each cycle and replaced whole.
+const LiveSchema = "gpusuite.live/v1"
+
+// Live is one node's GPUs as the agent last sampled them. It is a view,
+// never accounting: the ledger counts from segments and aggregates only.
+// A reader shows the node stale once Time + 3 × Interval has passed.
+type Live struct {
+	Schema  string    `json:"schema"`
+	Cluster string    `json:"cluster"`
+	Node    string    `json:"node"`
+	Time    time.Time `json:"t"`
+	// Interval is the agent's sampling interval in seconds.
+	Interval float64   `json:"interval_s"`
+	GPUs     []LiveGPU `json:"gpus"`
+}
+
+// LiveGPU is one GPU (or MIG device) of a Live. A nil pointer is a value
+// NVML did not give; Missing says why (missing is never 0).
+type LiveGPU struct {
+	Index int `json:"index"`
+	// Minor is the device minor (/dev/nvidiaN); nil when not known.
+	Minor       *int       `json:"minor,omitempty"`
+	UUID        string     `json:"uuid"`
+	Model       string     `json:"model,omitempty"`
+	Util        *uint32    `json:"util,omitempty"`
+	MemUsedMiB  *uint64    `json:"mem_used_mib,omitempty"`
+	MemTotalMiB *uint64    `json:"mem_total_mib,omitempty"`
+	PowerMW     *uint32    `json:"power_mw,omitempty"`
+	TempC       *uint32    `json:"temp_c,omitempty"`
+	Jobs        []LiveJob  `json:"jobs,omitempty"`
+	Procs       []LiveProc `json:"procs,omitempty"`
+	Missing     []string   `json:"missing,omitempty"`
+}
+
+// LiveJob is a job the GPU is allocated to.
+type LiveJob struct {
+	Job     uint64 `json:"job"`
+	Restart int    `json:"restart"`
+	User    string `json:"user,omitempty"`
+	Account string `json:"account,omitempty"`
+}
+
+// LiveProc is one compute process on the GPU.
+type LiveProc struct {
+	PID uint32 `json:"pid"`
+	// User is the process owner's name (its uid when the name is unknown).
+	User string `json:"user,omitempty"`
+	// Job is the Slurm job its cgroup names, 0 if none or unreadable.
+	Job        uint64 `json:"job,omitempty"`
+	MemUsedMiB uint64 `json:"mem_mib"`
+	// Foreign is set when the process's job is not allocated this GPU.
+	Foreign bool `json:"foreign,omitempty"`
+}
