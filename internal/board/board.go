@@ -1,0 +1,331 @@
+package board
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/record"
+	"github.com/aicloud/gpusuite/internal/slurmstate"
+)
+
+// State is what one GPU is doing, as the board shows it.
+type State string
+
+// The states, in the order Build decides them: a stale node's GPUs are
+// stale whatever else is known, so a silent node is never shown free.
+const (
+	// Stale: the node's snapshot is missing or older than Time + 3 × Interval.
+	Stale State = "stale"
+	// Down: Slurm has the node down, not responding, or in a state that
+	// takes no jobs (or does not know the node at all).
+	Down State = "down"
+	// Foreign: a process that is not of the GPU's job, or any process on
+	// a GPU no job holds.
+	Foreign State = "foreign"
+	// Idle: allocated, but under IdleUtil percent busy.
+	Idle State = "idle"
+	// Busy: allocated and working.
+	Busy State = "busy"
+	// Drained: no job holds it and Slurm drains the node.
+	Drained State = "drained"
+	// Reserved: free, but on a node of a reservation in force now.
+	Reserved State = "reserved"
+	// Free: no job holds it and Slurm would give it to one.
+	Free State = "free"
+)
+
+// IdleUtil is the utilization (percent) under which an allocated GPU is
+// idle, as the agent's idle_threshold default.
+const IdleUtil = 1
+
+// StaleAfter is how many intervals a snapshot lives.
+const StaleAfter = 3
+
+// Board is the cluster at one moment.
+type Board struct {
+	At time.Time
+	// Slurm is false when Slurm's view was not had (unreachable, or
+	// skipped): conditions, partitions and reservations are then unknown
+	// and free means only "no job on it as the agent sees it".
+	Slurm   bool
+	SlurmAt time.Time
+	Nodes   []Node
+	Totals  Totals
+}
+
+// Node is one node: Slurm's view of it and its GPUs.
+type Node struct {
+	Name    string
+	Cluster string
+	// Condition, NotResponding, Reason and Partitions are Slurm's; InSlurm
+	// is false when Slurm was read but does not list the node.
+	Condition     slurmstate.Condition
+	NotResponding bool
+	Reason        string
+	Partitions    []string
+	InSlurm       bool
+	// Reservations are the names of those covering the node now.
+	Reservations []string
+	// Stale is set when the snapshot is missing (SnapshotAt zero) or
+	// older than SnapshotAt + 3 × its interval.
+	Stale      bool
+	SnapshotAt time.Time
+	GPUs       []GPU
+}
+
+// GPU is one cell of the board.
+type GPU struct {
+	Index int
+	UUID  string
+	Model string
+	State State
+	// Util, MemUsedMiB and MemTotalMiB are nil when not known.
+	Util        *uint32
+	MemUsedMiB  *uint64
+	MemTotalMiB *uint64
+	Jobs        []record.LiveJob
+	Procs       []record.LiveProc
+}
+
+// Totals sum the board.
+type Totals struct {
+	// Free is per model × partition, sorted; a node in two partitions
+	// counts in both.
+	Free []FreeCount
+	// IdleAllocated is how many GPUs are allocated but idle.
+	IdleAllocated int
+	// RunningJobs is how many distinct jobs hold GPUs on fresh nodes.
+	RunningJobs int
+	// StaleNodes is how many nodes have no fresh snapshot.
+	StaleNodes int
+}
+
+// FreeCount is the free GPUs of one model in one partition.
+type FreeCount struct {
+	Model     string
+	Partition string
+	// Free counts Free and Reserved GPUs; Reserved those of them on
+	// reserved nodes (free only to the reservation's users).
+	Free     int
+	Reserved int
+	// Nodes names the nodes with free GPUs and how many each.
+	Nodes []NodeCount
+}
+
+// NodeCount is a node and a number of GPUs on it.
+type NodeCount struct {
+	Node  string
+	Count int
+}
+
+// Build joins the snapshots with Slurm's view (nil: not had) at now.
+func Build(lives []record.Live, slurm *slurmstate.State, now time.Time) Board {
+	b := Board{At: now, Slurm: slurm != nil}
+	byNode := map[string]*slurmstate.Node{}
+	if slurm != nil {
+		b.SlurmAt = slurm.At
+		for i := range slurm.Nodes {
+			byNode[slurm.Nodes[i].Name] = &slurm.Nodes[i]
+		}
+	}
+	seen := map[string]bool{}
+	for i := range lives {
+		l := &lives[i]
+		if seen[l.Node] {
+			continue // Load gives one per node; a caller's duplicate adds nothing
+		}
+		seen[l.Node] = true
+		b.Nodes = append(b.Nodes, buildNode(l, byNode[l.Node], slurm, now))
+	}
+	if slurm != nil {
+		for i := range slurm.Nodes {
+			sn := &slurm.Nodes[i]
+			if sn.GPUCount == 0 || seen[sn.Name] {
+				continue
+			}
+			seen[sn.Name] = true
+			b.Nodes = append(b.Nodes, buildNode(nil, sn, slurm, now))
+		}
+	}
+	sort.Slice(b.Nodes, func(i, j int) bool { return b.Nodes[i].Name < b.Nodes[j].Name })
+	b.Totals = totals(b.Nodes)
+	return b
+}
+
+func buildNode(l *record.Live, sn *slurmstate.Node, slurm *slurmstate.State, now time.Time) Node {
+	n := Node{}
+	if l != nil {
+		n.Name, n.Cluster, n.SnapshotAt = l.Node, l.Cluster, l.Time
+		iv := time.Duration(l.Interval * float64(time.Second))
+		n.Stale = now.After(l.Time.Add(StaleAfter * iv))
+	} else {
+		n.Name, n.Stale = sn.Name, true
+	}
+	if sn != nil {
+		n.InSlurm = true
+		n.Condition, n.NotResponding, n.Reason = sn.Condition, sn.NotResponding, sn.Reason
+		n.Partitions = append([]string(nil), sn.Partitions...)
+	}
+	if slurm != nil {
+		for _, r := range slurm.Reservations {
+			if covers(r, n.Name, now) {
+				n.Reservations = append(n.Reservations, r.Name)
+			}
+		}
+	}
+	if l == nil {
+		// Slurm's count stands in for the GPUs no snapshot describes.
+		for _, g := range sn.GPUs {
+			for range g.Count {
+				n.GPUs = append(n.GPUs, GPU{Index: len(n.GPUs), Model: g.Type, State: Stale})
+			}
+		}
+		return n
+	}
+	for _, lg := range l.GPUs {
+		g := GPU{Index: lg.Index, UUID: lg.UUID, Model: lg.Model, Util: lg.Util, MemUsedMiB: lg.MemUsedMiB,
+			MemTotalMiB: lg.MemTotalMiB, Jobs: lg.Jobs, Procs: lg.Procs}
+		g.State = gpuState(n, slurm != nil, lg)
+		n.GPUs = append(n.GPUs, g)
+	}
+	return n
+}
+
+// covers says whether reservation r holds node now (a zero start or end
+// is open).
+func covers(r slurmstate.Reservation, node string, now time.Time) bool {
+	if (!r.Start.IsZero() && now.Before(r.Start)) || (!r.End.IsZero() && !now.Before(r.End)) {
+		return false
+	}
+	for _, x := range r.Nodes {
+		if x == node {
+			return true
+		}
+	}
+	return false
+}
+
+// schedulable are the conditions in which Slurm gives a node's unheld
+// GPUs to jobs.
+var schedulable = map[slurmstate.Condition]bool{slurmstate.Idle: true, slurmstate.Mixed: true, slurmstate.Allocated: true}
+
+func gpuState(n Node, haveSlurm bool, g record.LiveGPU) State {
+	switch {
+	case n.Stale:
+		return Stale
+	case haveSlurm && (!n.InSlurm || n.Condition == slurmstate.Down || n.NotResponding):
+		return Down
+	case foreign(g):
+		return Foreign
+	case len(g.Jobs) > 0:
+		// An unknown utilization is not called idle: idle is a claim.
+		if g.Util != nil && *g.Util < IdleUtil {
+			return Idle
+		}
+		return Busy
+	case haveSlurm && (n.Condition == slurmstate.Drained || n.Condition == slurmstate.Draining):
+		return Drained
+	case haveSlurm && !schedulable[n.Condition]:
+		return Down
+	case len(n.Reservations) > 0:
+		return Reserved
+	}
+	return Free
+}
+
+// foreign: a process the agent marked, one whose job does not hold the
+// GPU, or any process on a GPU no job holds.
+func foreign(g record.LiveGPU) bool {
+	if len(g.Procs) > 0 && len(g.Jobs) == 0 {
+		return true
+	}
+	for _, p := range g.Procs {
+		if p.Foreign || !holds(g.Jobs, p.Job) {
+			return true
+		}
+	}
+	return false
+}
+
+func holds(jobs []record.LiveJob, job uint64) bool {
+	for _, j := range jobs {
+		if j.Job == job {
+			return true
+		}
+	}
+	return false
+}
+
+func totals(nodes []Node) Totals {
+	var t Totals
+	type key struct{ model, part string }
+	free := map[key]*FreeCount{}
+	type jobKey struct {
+		cluster string
+		job     uint64
+	}
+	jobs := map[jobKey]bool{}
+	for _, n := range nodes {
+		if n.Stale {
+			t.StaleNodes++
+			continue
+		}
+		parts := n.Partitions
+		if len(parts) == 0 {
+			parts = []string{""}
+		}
+		perModel := map[string][2]int{} // free, reserved
+		for _, g := range n.GPUs {
+			for _, j := range g.Jobs {
+				jobs[jobKey{n.Cluster, j.Job}] = true
+			}
+			switch g.State {
+			case Idle:
+				t.IdleAllocated++
+			case Free, Reserved:
+				c := perModel[g.Model]
+				c[0]++
+				if g.State == Reserved {
+					c[1]++
+				}
+				perModel[g.Model] = c
+			}
+		}
+		for model, c := range perModel {
+			for _, p := range parts {
+				k := key{model, p}
+				fc := free[k]
+				if fc == nil {
+					fc = &FreeCount{Model: model, Partition: p}
+					free[k] = fc
+				}
+				fc.Free += c[0]
+				fc.Reserved += c[1]
+				fc.Nodes = append(fc.Nodes, NodeCount{Node: n.Name, Count: c[0]})
+			}
+		}
+	}
+	t.RunningJobs = len(jobs)
+	for _, fc := range free {
+		t.Free = append(t.Free, *fc)
+	}
+	sort.Slice(t.Free, func(i, j int) bool {
+		a, b := t.Free[i], t.Free[j]
+		if a.Model != b.Model {
+			return a.Model < b.Model
+		}
+		return a.Partition < b.Partition
+	})
+	return t
+}
+
+// Find returns the node named name.
+func (b *Board) Find(name string) (*Node, error) {
+	for i := range b.Nodes {
+		if b.Nodes[i].Name == name {
+			return &b.Nodes[i], nil
+		}
+	}
+	return nil, fmt.Errorf("node %q is not on the board: no live snapshot and not a GPU node in Slurm", name)
+}

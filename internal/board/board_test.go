@@ -1,0 +1,199 @@
+package board
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/aicloud/gpusuite/internal/record"
+	"github.com/aicloud/gpusuite/internal/slurmstate"
+)
+
+var now = time.Date(2026, 11, 26, 6, 0, 0, 0, time.UTC)
+
+func u32(v uint32) *uint32 { return &v }
+func u64(v uint64) *uint64 { return &v }
+
+// live is a fresh snapshot of node (10 s interval, sampled 5 s ago).
+func live(node string, gpus ...record.LiveGPU) record.Live {
+	for i := range gpus {
+		gpus[i].Index = i
+		if gpus[i].Model == "" {
+			gpus[i].Model = "NVIDIA H100"
+		}
+	}
+	return record.Live{Schema: record.LiveSchema, Cluster: "c1", Node: node, Time: now.Add(-5 * time.Second), Interval: 10, GPUs: gpus}
+}
+
+func gpu(util uint32, jobs ...uint64) record.LiveGPU {
+	g := record.LiveGPU{Util: u32(util), MemUsedMiB: u64(0), MemTotalMiB: u64(81559)}
+	for _, j := range jobs {
+		g.Jobs = append(g.Jobs, record.LiveJob{Job: j, User: "alice", Account: "ml"})
+	}
+	return g
+}
+
+func withProcs(g record.LiveGPU, procs ...record.LiveProc) record.LiveGPU {
+	g.Procs = procs
+	return g
+}
+
+func snode(name string, cond slurmstate.Condition, gpus int) slurmstate.Node {
+	return slurmstate.Node{Name: name, Condition: cond, Partitions: []string{"gpu"},
+		GPUs: []slurmstate.GPU{{Type: "h100", Count: gpus}}, GPUCount: gpus}
+}
+
+func slurm(nodes []slurmstate.Node, res ...slurmstate.Reservation) *slurmstate.State {
+	return &slurmstate.State{Nodes: nodes, Reservations: res, At: now}
+}
+
+// view is what each case checks of a node.
+type view struct {
+	Name         string
+	Stale        bool
+	Reservations []string
+	States       []State
+}
+
+func views(b Board) []view {
+	var out []view
+	for _, n := range b.Nodes {
+		v := view{Name: n.Name, Stale: n.Stale, Reservations: n.Reservations}
+		for _, g := range n.GPUs {
+			v.States = append(v.States, g.State)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+func TestBuildStates(t *testing.T) {
+	old := live("n1", gpu(0))
+	old.Time = now.Add(-31 * time.Second) // 3 × 10 s have passed
+	edge := live("n1", gpu(0))
+	edge.Time = now.Add(-30 * time.Second) // exactly 3 intervals: still fresh
+	tests := []struct {
+		name  string
+		lives []record.Live
+		slurm *slurmstate.State
+		want  []view
+	}{
+		{"free", []record.Live{live("n1", gpu(0))}, slurm([]slurmstate.Node{snode("n1", slurmstate.Idle, 1)}),
+			[]view{{Name: "n1", States: []State{Free}}}},
+		{"busy and idle", []record.Live{live("n1", gpu(80, 7), gpu(0, 8))}, slurm([]slurmstate.Node{snode("n1", slurmstate.Allocated, 2)}),
+			[]view{{Name: "n1", States: []State{Busy, Idle}}}},
+		{"allocated with unknown utilization is busy, not idle", []record.Live{live("n1", record.LiveGPU{Jobs: []record.LiveJob{{Job: 7}}, Missing: []string{"util"}})},
+			slurm([]slurmstate.Node{snode("n1", slurmstate.Mixed, 1)}),
+			[]view{{Name: "n1", States: []State{Busy}}}},
+		{"foreign: other job's process, flagged process, any process on an unheld gpu",
+			[]record.Live{live("n1",
+				withProcs(gpu(50, 7), record.LiveProc{PID: 1, Job: 7}, record.LiveProc{PID: 2, Job: 9}),
+				withProcs(gpu(50, 7), record.LiveProc{PID: 3, Job: 7, Foreign: true}),
+				withProcs(gpu(50), record.LiveProc{PID: 4, Job: 0}),
+				withProcs(gpu(50, 7), record.LiveProc{PID: 5, Job: 7}))},
+			slurm([]slurmstate.Node{snode("n1", slurmstate.Mixed, 4)}),
+			[]view{{Name: "n1", States: []State{Foreign, Foreign, Foreign, Busy}}}},
+		{"drained and draining: unheld gpus drained, held ones keep their use",
+			[]record.Live{live("n1", gpu(0)), live("n2", gpu(90, 7), gpu(0))},
+			slurm([]slurmstate.Node{snode("n1", slurmstate.Drained, 1), snode("n2", slurmstate.Draining, 2)}),
+			[]view{{Name: "n1", States: []State{Drained}}, {Name: "n2", States: []State{Busy, Drained}}}},
+		{"down, not responding, unknown to slurm, or in a state taking no jobs",
+			[]record.Live{live("n1", gpu(0)), live("n2", gpu(0)), live("n3", gpu(0)), live("n4", gpu(0))},
+			slurm([]slurmstate.Node{snode("n1", slurmstate.Down, 1),
+				func() slurmstate.Node { n := snode("n2", slurmstate.Idle, 1); n.NotResponding = true; return n }(),
+				snode("n4", "future", 1)}),
+			[]view{{Name: "n1", States: []State{Down}}, {Name: "n2", States: []State{Down}}, {Name: "n3", States: []State{Down}}, {Name: "n4", States: []State{Down}}}},
+		{"reserved now; a past or future reservation leaves it free",
+			[]record.Live{live("n1", gpu(0), gpu(50, 7)), live("n2", gpu(0))},
+			slurm([]slurmstate.Node{snode("n1", slurmstate.Mixed, 2), snode("n2", slurmstate.Idle, 1)},
+				slurmstate.Reservation{Name: "maint", Start: now.Add(-time.Hour), End: now.Add(time.Hour), Nodes: []string{"n1"}},
+				slurmstate.Reservation{Name: "open", Nodes: []string{"n1"}},
+				slurmstate.Reservation{Name: "past", Start: now.Add(-2 * time.Hour), End: now, Nodes: []string{"n2"}},
+				slurmstate.Reservation{Name: "later", Start: now.Add(time.Minute), End: now.Add(time.Hour), Nodes: []string{"n2"}}),
+			[]view{{Name: "n1", Reservations: []string{"maint", "open"}, States: []State{Reserved, Busy}}, {Name: "n2", States: []State{Free}}}},
+		{"stale snapshot is never free, whatever slurm says", []record.Live{old},
+			slurm([]slurmstate.Node{snode("n1", slurmstate.Idle, 1)}),
+			[]view{{Name: "n1", Stale: true, States: []State{Stale}}}},
+		{"a snapshot exactly three intervals old is fresh", []record.Live{edge},
+			slurm([]slurmstate.Node{snode("n1", slurmstate.Idle, 1)}),
+			[]view{{Name: "n1", States: []State{Free}}}},
+		{"a slurm gpu node without a snapshot is stale with slurm's gpus", nil,
+			slurm([]slurmstate.Node{snode("n1", slurmstate.Idle, 2), snode("cpu1", slurmstate.Idle, 0)}),
+			[]view{{Name: "n1", Stale: true, States: []State{Stale, Stale}}}},
+		{"without slurm: free and busy from the snapshot alone", []record.Live{live("n1", gpu(0), gpu(60, 3))}, nil,
+			[]view{{Name: "n1", States: []State{Free, Busy}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := Build(tt.lives, tt.slurm, now)
+			if b.Slurm != (tt.slurm != nil) {
+				t.Errorf("Slurm = %v with state %v", b.Slurm, tt.slurm != nil)
+			}
+			if diff := cmp.Diff(tt.want, views(b)); diff != "" {
+				t.Errorf("Build (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestBuildCellsAndTotals(t *testing.T) {
+	n1 := live("n1", gpu(0), gpu(0), gpu(0, 7), gpu(70, 8))
+	n1.GPUs[3].MemUsedMiB = u64(1024)
+	n1.GPUs[3].Procs = []record.LiveProc{{PID: 42, User: "bob", Job: 8, MemUsedMiB: 1024}}
+	n1.GPUs[3].Jobs[0].User = "bob"
+	n2 := live("n2", gpu(0))
+	n2.GPUs[0].Model = "NVIDIA A100"
+	n3 := live("n3", gpu(0))
+	n3.Time = now.Add(-time.Hour)
+	sn1 := snode("n1", slurmstate.Mixed, 4)
+	sn1.Partitions = []string{"gpu", "long"}
+	sn2 := snode("n2", slurmstate.Idle, 1)
+	sn2.Reason = ""
+	sn4 := snode("n4", slurmstate.Drained, 1)
+	sn4.Reason = "bad gpu"
+	st := slurm([]slurmstate.Node{sn1, sn2, snode("n3", slurmstate.Idle, 1), sn4},
+		slurmstate.Reservation{Name: "team", Start: now.Add(-time.Hour), End: now.Add(time.Hour), Nodes: []string{"n2"}})
+	b := Build([]record.Live{n3, n1, n2, n1}, st, now)
+
+	wantTotals := Totals{
+		Free: []FreeCount{
+			{Model: "NVIDIA A100", Partition: "gpu", Free: 1, Reserved: 1, Nodes: []NodeCount{{"n2", 1}}},
+			{Model: "NVIDIA H100", Partition: "gpu", Free: 2, Nodes: []NodeCount{{"n1", 2}}},
+			{Model: "NVIDIA H100", Partition: "long", Free: 2, Nodes: []NodeCount{{"n1", 2}}},
+		},
+		IdleAllocated: 1,
+		RunningJobs:   2,
+		StaleNodes:    2,
+	}
+	if diff := cmp.Diff(wantTotals, b.Totals); diff != "" {
+		t.Errorf("totals (-want +got):\n%s", diff)
+	}
+	wantN1 := Node{Name: "n1", Cluster: "c1", Condition: slurmstate.Mixed, Partitions: []string{"gpu", "long"}, InSlurm: true,
+		SnapshotAt: n1.Time, GPUs: []GPU{
+			{Index: 0, Model: "NVIDIA H100", State: Free, Util: u32(0), MemUsedMiB: u64(0), MemTotalMiB: u64(81559)},
+			{Index: 1, Model: "NVIDIA H100", State: Free, Util: u32(0), MemUsedMiB: u64(0), MemTotalMiB: u64(81559)},
+			{Index: 2, Model: "NVIDIA H100", State: Idle, Util: u32(0), MemUsedMiB: u64(0), MemTotalMiB: u64(81559),
+				Jobs: []record.LiveJob{{Job: 7, User: "alice", Account: "ml"}}},
+			{Index: 3, Model: "NVIDIA H100", State: Busy, Util: u32(70), MemUsedMiB: u64(1024), MemTotalMiB: u64(81559),
+				Jobs:  []record.LiveJob{{Job: 8, User: "bob", Account: "ml"}},
+				Procs: []record.LiveProc{{PID: 42, User: "bob", Job: 8, MemUsedMiB: 1024}}},
+		}}
+	got, err := b.Find("n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(wantN1, *got); diff != "" {
+		t.Errorf("node n1 (-want +got):\n%s", diff)
+	}
+	var names []string
+	for _, n := range b.Nodes {
+		names = append(names, n.Name)
+	}
+	if diff := cmp.Diff([]string{"n1", "n2", "n3", "n4"}, names); diff != "" {
+		t.Errorf("nodes (-want +got):\n%s", diff)
+	}
+	if _, err := b.Find("n9"); err == nil {
+		t.Error("Find(n9) found a node that is not there")
+	}
+}
