@@ -39,6 +39,7 @@ type Config struct {
 	Agent     Agent     `toml:"agent"`
 	Report    Report    `toml:"report"`
 	Web       Web       `toml:"web"`
+	Board     Board     `toml:"board"`
 }
 
 // Cluster names this cluster and node when Slurm does not.
@@ -114,6 +115,7 @@ func Default() Config {
 		Agent:     defaultAgent(),
 		Report:    defaultReport(),
 		Web:       defaultWeb(),
+		Board:     defaultBoard(),
 	}
 }
 
@@ -289,6 +291,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.Web.validate(); err != nil {
+		return err
+	}
+	if err := c.Board.validate(); err != nil {
 		return err
 	}
 	return c.Container.validate()

@@ -1,0 +1,42 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestBoardSection(t *testing.T) {
+	tests := []struct {
+		name    string
+		toml    string
+		want    Board
+		wantErr string
+	}{
+		{"defaults", "", Board{LiveDir: "/data/gpusuite/live", SlurmTimeout: Dur(10 * time.Second)}, ""},
+		{"set", "[board]\nlive_dir = \"/srv/live\"\nslurm_timeout = \"3s\"\n", Board{LiveDir: "/srv/live", SlurmTimeout: Dur(3 * time.Second)}, ""},
+		{"relative dir", "[board]\nlive_dir = \"live\"\n", Board{}, `"board.live_dir": "live" is not an absolute path`},
+		{"zero timeout", "[board]\nslurm_timeout = \"0s\"\n", Board{}, `"board.slurm_timeout"`},
+		{"long timeout", "[board]\nslurm_timeout = \"1h\"\n", Board{}, `"board.slurm_timeout"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := Default()
+			err := Parse([]byte(tt.toml), &cfg)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want one saying %s", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, cfg.Board); diff != "" {
+				t.Errorf("board (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
