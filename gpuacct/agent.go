@@ -41,6 +41,7 @@ Examples:
 				DefaultText: config.Default().Agent.Interval.Duration.String()},
 			&cli.StringFlag{Name: "spool-dir", Usage: "node-local spool (spool.dir)", EnvVars: []string{"GPUSUITE_SPOOL_DIR"}},
 			&cli.StringFlag{Name: "incoming-dir", Usage: "shared incoming directory; records go to <dir>/<node>/ (agent.incoming_dir)", EnvVars: []string{"GPUSUITE_AGENT_INCOMING_DIR"}},
+			&cli.StringFlag{Name: "live-dir", Usage: "shared directory of the nodes' live-state files, <dir>/<node>.json; empty to disable (agent.live_dir)", EnvVars: []string{"GPUSUITE_AGENT_LIVE_DIR"}},
 			&cli.StringFlag{Name: "ship-user", Usage: "user the shipped files belong to: the ingest service user (agent.ship_user)", EnvVars: []string{"GPUSUITE_AGENT_SHIP_USER"}},
 			&cli.StringFlag{Name: "state-dir", Usage: "node-local state: open segment and checkpoint (agent.state_dir)", EnvVars: []string{"GPUSUITE_AGENT_STATE_DIR"}},
 			&cli.StringFlag{Name: "socket", Usage: "hook socket path (agent.socket; default <spool-dir>/agent.sock)", EnvVars: []string{"GPUSUITE_AGENT_SOCKET"}},
@@ -86,6 +87,7 @@ func applyAgentFlags(c *cli.Context, cfg *config.Config) {
 	}
 	for flag, dst := range map[string]*string{
 		"spool-dir": &cfg.Spool.Dir, "incoming-dir": &cfg.Agent.IncomingDir, "ship-user": &cfg.Agent.ShipUser,
+		"live-dir":  &cfg.Agent.LiveDir,
 		"state-dir": &cfg.Agent.StateDir, "socket": &cfg.Agent.Socket, "metrics-listen": &cfg.Agent.MetricsListen,
 		"node": &cfg.Cluster.Node, "log-level": &cfg.Agent.LogLevel,
 	} {

@@ -47,6 +47,8 @@ type Agent struct {
 	owner    owner
 	metrics  *metrics
 	shipper  *ship.Shipper
+	// live writes the node's live-state file; nil when it is off
+	live *liveWriter
 
 	// owned by the loop
 	devs         []*gpu.Device
@@ -97,6 +99,7 @@ func New(cfg config.Config, cluster, node string, d Deps) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	a.live = newLiveWriter(cfg.Agent.LiveDir, node, cfg.Agent.ProcRoot, a.interval, as, a.metrics.reg)
 	a.shipper = &ship.Shipper{Spool: a.spool, Incoming: cfg.Agent.IncomingDir, Node: node, As: as, Shipped: a.metrics.shippedFiles.Inc}
 	if err := a.spool.Ensure(); err != nil {
 		return nil, err

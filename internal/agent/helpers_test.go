@@ -64,6 +64,7 @@ func testConfig(root string) config.Config {
 	cfg.Agent.SegmentDuration = config.Dur(time.Minute)
 	cfg.Agent.ReinitAfter = config.Dur(5 * time.Second)
 	cfg.Agent.MetricsListen = ""
+	cfg.Agent.LiveDir = ""
 	return cfg
 }
 

@@ -56,6 +56,11 @@ func (a *Agent) Run(ctx context.Context, socketPath, metricsListen string, n Not
 	shipCtx, stopShip := context.WithCancel(context.Background())
 	shipDone := make(chan struct{})
 	go func() { a.shipLoop(shipCtx); close(shipDone) }()
+	if a.live != nil {
+		liveCtx, stopLive := context.WithCancel(context.Background())
+		defer stopLive()
+		go a.liveLoop(liveCtx)
+	}
 
 	n.Notify("READY=1")
 	a.log.Info("agent running", "node", a.node, "gpus", len(a.devs), "interval", a.interval, "socket", socketPath)

@@ -60,6 +60,7 @@ func (a *Agent) Cycle(ctx context.Context) error {
 	a.metrics.samples.Add(float64(len(samples)))
 	a.reinitIfFailing(ctx, failing, now)
 	a.publish(readings, samples, now)
+	a.offerLive(readings, samples, now)
 	a.metrics.sampleDuration.Observe(time.Since(start).Seconds())
 	return nil
 }

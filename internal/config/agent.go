@@ -52,6 +52,11 @@ type Agent struct {
 	// ReinitAfter is how long GPUs must keep failing before NVML is shut
 	// down and initialised again (a driver reload invalidates handles).
 	ReinitAfter Duration `toml:"reinit_after"`
+	// LiveDir is the shared directory (on /data) of the nodes' live-state
+	// files: the agent replaces <LiveDir>/<node>.json every cycle, and the
+	// head reads them for the live board. It must exist (the agent never
+	// creates it). Empty: no live-state file.
+	LiveDir string `toml:"live_dir"`
 	// MetricsListen is the address of /metrics; empty disables it.
 	MetricsListen string `toml:"metrics_listen"`
 	// ProcRoot is where /proc is (for cgroup cross-checks).
@@ -64,6 +69,7 @@ func defaultAgent() Agent {
 	return Agent{
 		Interval:        Dur(10 * time.Second),
 		IncomingDir:     "/data/gpusuite/incoming",
+		LiveDir:         "/data/gpusuite/live",
 		StateDir:        "/var/lib/gpusuite/agent",
 		SocketTimeout:   Dur(time.Second),
 		NVMLTimeout:     Dur(2 * time.Second),
@@ -97,6 +103,9 @@ func (a *Agent) validate() error {
 		if !strings.HasPrefix(p.v, "/") {
 			return fmt.Errorf("key %q: %q is not an absolute path", p.key, p.v)
 		}
+	}
+	if a.LiveDir != "" && !strings.HasPrefix(a.LiveDir, "/") {
+		return fmt.Errorf("key \"agent.live_dir\": %q is not an absolute path (\"\" turns the live-state file off)", a.LiveDir)
 	}
 	if a.Socket != "" && !strings.HasPrefix(a.Socket, "/") {
 		return fmt.Errorf("key \"agent.socket\": %q is not an absolute path", a.Socket)

@@ -75,3 +75,7 @@ func openSources(dir string, names []string) (map[string]*os.File, error) {
 	}
 	return files, nil
 }
+
+// AsUser runs f with the file-system identity of id (nil: the caller's),
+// as shipping does; the agent's live-state file is written with it too.
+func AsUser(id *Identity, f func() error) error { return asUser(id, f) }

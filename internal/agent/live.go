@@ -1,0 +1,243 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/aicloud/gpusuite/internal/gpu"
+	"github.com/aicloud/gpusuite/internal/record"
+	"github.com/aicloud/gpusuite/internal/ship"
+)
+
+// maxUserCache bounds the uid → name cache of process owners.
+const maxUserCache = 4096
+
+// liveWriter writes the node's live-state file (docs/architecture.md,
+// "Live state"). The loop hands it the newest snapshot through a one-slot
+// channel and never waits: a hung /data delays only this writer, which
+// has at most one write in flight and skips the snapshots it missed.
+type liveWriter struct {
+	path     string
+	procRoot string
+	// timeout is how long one write may take before it counts as failed.
+	timeout time.Duration
+	ch      chan *record.Live
+	// write replaces the file with l; tests inject a blocked one.
+	write func(l *record.Live) error
+	// users caches process owners' names by uid (writer goroutine only).
+	users map[uint32]string
+
+	errors    prometheus.Counter
+	lastWrite prometheus.Gauge
+}
+
+// newLiveWriter is nil when agent.live_dir is "" (the file is off).
+func newLiveWriter(dir, node, procRoot string, interval time.Duration, as *ship.Identity, reg *prometheus.Registry) *liveWriter {
+	if dir == "" {
+		return nil
+	}
+	w := &liveWriter{
+		path: filepath.Join(dir, record.LiveFileName(node)), procRoot: procRoot, timeout: interval,
+		ch: make(chan *record.Live, 1), users: map[uint32]string{},
+		errors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gpusuite_agent_live_write_errors_total", Help: "Writes of the live-state file that failed or took longer than agent.interval.",
+		}),
+		lastWrite: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "gpusuite_agent_live_last_write_timestamp_seconds", Help: "When the live-state file was last replaced (Unix time).",
+		}),
+	}
+	w.write = func(l *record.Live) error { return writeLiveFile(w.path, as, l) }
+	reg.MustRegister(w.errors, w.lastWrite)
+	return w
+}
+
+// offerLive builds the live state from the cycle's readings and samples
+// (no further NVML call) and hands it to the writer, replacing a snapshot
+// the writer has not taken yet. It never blocks.
+func (a *Agent) offerLive(readings []gpu.Reading, samples []record.Sample, now time.Time) {
+	if a.live == nil {
+		return
+	}
+	l := a.buildLive(readings, samples, now)
+	for {
+		select {
+		case a.live.ch <- l:
+			return
+		default:
+		}
+		// the loop is the one sender: after dropping the older snapshot
+		// the send succeeds
+		select {
+		case <-a.live.ch:
+		default:
+		}
+	}
+}
+
+func (a *Agent) buildLive(readings []gpu.Reading, samples []record.Sample, now time.Time) *record.Live {
+	l := &record.Live{
+		Schema: record.LiveSchema, Cluster: a.cluster, Node: a.node, Time: now,
+		Interval: a.interval.Seconds(), GPUs: make([]record.LiveGPU, 0, len(readings)),
+	}
+	for i, r := range readings {
+		g := record.LiveGPU{
+			Index: r.Index, UUID: r.UUID, Model: r.Model, Util: r.GPUUtil,
+			MemUsedMiB: r.MemUsedMiB, MemTotalMiB: r.MemTotalMiB, PowerMW: r.PowerMW, TempC: r.TempC,
+		}
+		if r.Minor >= 0 {
+			m := r.Minor
+			g.Minor = &m
+		}
+		if len(r.Missing) > 0 {
+			g.Missing = append([]string(nil), r.Missing...)
+		}
+		if i < len(samples) {
+			s := samples[i]
+			for _, j := range s.Jobs {
+				lj := record.LiveJob{Job: j.Job, Restart: j.Restart}
+				if al := a.allocs[jobKey(j.Job, j.Restart)]; al != nil {
+					lj.User, lj.Account = al.User, al.Account
+				}
+				g.Jobs = append(g.Jobs, lj)
+			}
+			for _, p := range s.Procs {
+				g.Procs = append(g.Procs, record.LiveProc{PID: p.PID, Job: p.Job, MemUsedMiB: p.MemUsedMiB, Foreign: p.Foreign})
+			}
+		}
+		l.GPUs = append(l.GPUs, g)
+	}
+	return l
+}
+
+// liveLoop writes the snapshots offered until ctx ends.
+func (a *Agent) liveLoop(ctx context.Context) {
+	w := a.live
+	var (
+		inflight chan error
+		timer    *time.Timer
+		expired  <-chan time.Time
+		failing  bool
+	)
+	state := func(err error) {
+		if err != nil {
+			w.errors.Inc()
+		}
+		switch {
+		case err != nil && !failing:
+			a.log.Warn("cannot write the live-state file; the head shows this node stale until it can", "path", w.path, "err", err)
+		case err == nil && failing:
+			a.log.Info("live-state file written again", "path", w.path)
+		}
+		failing = err != nil
+	}
+	for {
+		next := w.ch
+		if inflight != nil {
+			next = nil // one write at a time: a hung one is waited for
+		}
+		select {
+		case <-ctx.Done():
+			if timer != nil {
+				timer.Stop()
+			}
+			return
+		case l := <-next:
+			done := make(chan error, 1)
+			inflight = done
+			go func() {
+				w.fillUsers(l)
+				done <- w.write(l)
+			}()
+			timer = time.NewTimer(w.timeout)
+			expired = timer.C
+		case <-expired:
+			expired = nil
+			state(fmt.Errorf("write %q: no answer in %s", w.path, w.timeout))
+		case err := <-inflight:
+			inflight = nil
+			timedOut := expired == nil
+			timer.Stop()
+			expired = nil
+			if err == nil {
+				w.lastWrite.SetToCurrentTime()
+				state(nil)
+			} else if !timedOut {
+				state(err) // a late failure was counted as its timeout
+			}
+		}
+	}
+}
+
+// fillUsers names each process's owner from the uid of /proc/PID (what
+// the kernel says, so a foreign process shows who runs it). A process
+// gone by now keeps no user.
+func (w *liveWriter) fillUsers(l *record.Live) {
+	for gi := range l.GPUs {
+		for pi := range l.GPUs[gi].Procs {
+			p := &l.GPUs[gi].Procs[pi]
+			fi, err := os.Stat(filepath.Join(w.procRoot, strconv.FormatUint(uint64(p.PID), 10)))
+			if err != nil {
+				continue
+			}
+			st, ok := fi.Sys().(*syscall.Stat_t)
+			if !ok {
+				continue
+			}
+			p.User = w.userName(st.Uid)
+		}
+	}
+}
+
+func (w *liveWriter) userName(uid uint32) string {
+	if n, ok := w.users[uid]; ok {
+		return n
+	}
+	id := strconv.FormatUint(uint64(uid), 10)
+	name := id
+	if u, err := user.LookupId(id); err == nil {
+		name = u.Username
+	}
+	if len(w.users) >= maxUserCache {
+		clear(w.users)
+	}
+	w.users[uid] = name
+	return name
+}
+
+// writeLiveFile replaces path with l: a temp file in the same directory,
+// renamed over it, so a reader sees the old state or the new, never half.
+// It is not fsynced: the next cycle replaces it anyway. The temp name does
+// not end in .json, so a reader's <live_dir>/*.json never picks it up.
+func writeLiveFile(path string, as *ship.Identity, l *record.Live) error {
+	data, err := json.Marshal(l)
+	if err != nil {
+		return fmt.Errorf("encode live state: %w", err)
+	}
+	return ship.AsUser(as, func() error {
+		f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+		if err != nil {
+			return fmt.Errorf("create live-state temp: %w", err)
+		}
+		_, werr := f.Write(data)
+		cerr := f.Close()
+		if err := errors.Join(werr, cerr, os.Chmod(f.Name(), 0o644)); err != nil {
+			os.Remove(f.Name())
+			return fmt.Errorf("write %q: %w", f.Name(), err)
+		}
+		if err := os.Rename(f.Name(), path); err != nil {
+			os.Remove(f.Name())
+			return fmt.Errorf("replace %q: %w", path, err)
+		}
+		return nil
+	})
+}

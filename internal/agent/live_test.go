@@ -1,0 +1,208 @@
+package agent
+
+import (
+	"context"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/aicloud/gpusuite/internal/config"
+	"github.com/aicloud/gpusuite/internal/record"
+	"github.com/aicloud/gpusuite/internal/sim"
+)
+
+// liveEnv is a node whose agent writes its live-state file into dir.
+func liveEnv(t *testing.T, gpus int, dir func(root string) string) *testEnv {
+	t.Helper()
+	return newEnv(t, gpus, func(c *config.Config) {
+		c.Agent.LiveDir = dir(filepath.Dir(c.Spool.Dir))
+	})
+}
+
+// startLive runs the agent's live writer until the test ends.
+func startLive(t *testing.T, a *Agent) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { a.liveLoop(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// waitLive polls the live-state file until it holds the state sampled
+// at want.
+func waitLive(t *testing.T, path string, want time.Time) record.Live {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var last string
+	for time.Now().Before(deadline) {
+		data, err := os.ReadFile(path)
+		if err == nil {
+			var l record.Live
+			mustStrict(t, path, data, &l)
+			if l.Time.Equal(want) {
+				return l
+			}
+			last = l.Time.String()
+		} else {
+			last = err.Error()
+		}
+		time.Sleep(5 * time.Millisecond) // polling a file: no signal to wait on
+	}
+	t.Fatalf("live-state file never held the state of %s (last: %s)", want, last)
+	return record.Live{}
+}
+
+// procUser is the name the agent gives the owner of a test process
+// directory (the test's own user).
+func procUser(t *testing.T) string {
+	t.Helper()
+	id := strconv.Itoa(os.Getuid())
+	if u, err := user.LookupId(id); err == nil {
+		return u.Username
+	}
+	return id
+}
+
+func TestLiveFile(t *testing.T) {
+	e := liveEnv(t, 2, func(root string) string { return filepath.Join(root, "live") })
+	if err := os.Mkdir(e.cfg.Agent.LiveDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.sim.Device(0).SetWorkload(sim.Busy(80, 4242))
+	e.cgroup(4242, 100)
+	e.event(record.JobStart, 100, 0)
+	e.sim.Device(1).SetWorkload(sim.Busy(30, 5151))
+	e.cgroup(5151, 0) // a process outside any job
+	startLive(t, e.a)
+	e.cycles(2)
+
+	path := filepath.Join(e.cfg.Agent.LiveDir, testNode+".json")
+	got := waitLive(t, path, e.clk.Now())
+	user := procUser(t)
+	want := record.Live{Schema: record.LiveSchema, Cluster: testCluster, Node: testNode, Time: e.clk.Now(), Interval: 1}
+	for i, w := range []struct {
+		util uint32
+		jobs []record.LiveJob
+		proc record.LiveProc
+	}{
+		{80, []record.LiveJob{{Job: 100, User: "alice", Account: "physics"}}, record.LiveProc{PID: 4242, User: user, Job: 100, MemUsedMiB: 40000}},
+		{30, nil, record.LiveProc{PID: 5151, User: user, MemUsedMiB: 40000, Foreign: true}},
+	} {
+		load := sim.Busy(w.util, w.proc.PID)(e.clk.Now())
+		minor, _ := e.sim.Device(i).GetMinorNumber()
+		model, _ := e.sim.Device(i).GetName()
+		mem, _ := e.sim.Device(i).GetMemoryInfo()
+		total := mem.Total >> 20
+		want.GPUs = append(want.GPUs, record.LiveGPU{
+			Index: i, Minor: &minor, UUID: sim.UUID(testNode, i), Model: model,
+			Util: &load.GPUUtil, MemUsedMiB: &load.MemUsedMiB, MemTotalMiB: &total, PowerMW: &load.PowerMW, TempC: &load.TempC,
+			Jobs: w.jobs, Procs: []record.LiveProc{w.proc},
+		})
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("live state (-want +got):\n%s", d)
+	}
+
+	// a change reaches the file at the next cycle
+	e.sim.Device(1).SetWorkload(sim.Busy(90, 5151))
+	e.cycles(1)
+	got = waitLive(t, path, e.clk.Now())
+	if u := got.GPUs[1].Util; u == nil || *u != 90 {
+		t.Errorf("GPU 1 utilization after the change = %v, want 90", u)
+	}
+	names, err := os.ReadDir(e.cfg.Agent.LiveDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) != 1 || names[0].Name() != testNode+".json" {
+		t.Errorf("live dir holds %v, want only %s.json (no temp file left)", names, testNode)
+	}
+}
+
+// TestLiveDirMissing: an unmounted /data is counted and the agent never
+// creates the directory on the local disk.
+func TestLiveDirMissing(t *testing.T) {
+	e := liveEnv(t, 1, func(root string) string { return filepath.Join(root, "unmounted", "live") })
+	startLive(t, e.a)
+	e.cycles(1)
+	deadline := time.Now().Add(30 * time.Second)
+	for testutilCount(t, e.a, "gpusuite_agent_live_write_errors_total") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("a failed live-state write was not counted")
+		}
+		time.Sleep(5 * time.Millisecond) // polling a counter: no signal to wait on
+	}
+	if _, err := os.Stat(filepath.Dir(e.cfg.Agent.LiveDir)); !os.IsNotExist(err) {
+		t.Errorf("the agent created the live dir's parent: %v", err)
+	}
+	if v := testutilCount(t, e.a, "gpusuite_agent_live_write_errors_total"); v == 0 {
+		t.Error("gpusuite_agent_live_write_errors_total is 0 on /metrics")
+	}
+}
+
+// TestLiveHungWriter: a write that never returns (a hung /data) delays no
+// cycle; the writer takes the newest snapshot once it is free again.
+func TestLiveHungWriter(t *testing.T) {
+	e := liveEnv(t, 2, func(root string) string { return root })
+	entered := make(chan *record.Live)
+	release := make(chan struct{})
+	e.a.live.timeout = time.Millisecond
+	e.a.live.write = func(l *record.Live) error {
+		entered <- l
+		<-release
+		return nil
+	}
+	startLive(t, e.a)
+	t.Cleanup(func() { close(release) }) // runs before the writer is stopped
+	e.cycles(1)
+	first := e.clk.Now()
+	select {
+	case l := <-entered:
+		if !l.Time.Equal(first) {
+			t.Fatalf("writer took the state of %s, want %s", l.Time, first)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the writer never took a snapshot")
+	}
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 5; i++ {
+			e.clk.Advance(time.Second)
+			if err := e.a.Cycle(context.Background()); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("cycles waited on the hung live-state writer")
+	}
+	if n := len(e.a.live.ch); n != 1 {
+		t.Fatalf("%d snapshots wait for the writer, want 1 (the newest)", n)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for testutilCount(t, e.a, "gpusuite_agent_live_write_errors_total") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the hung write was never counted as failed")
+		}
+		time.Sleep(time.Millisecond) // polling a counter: no signal to wait on
+	}
+	release <- struct{}{}
+	select {
+	case l := <-entered:
+		if !l.Time.Equal(e.clk.Now()) {
+			t.Errorf("after the hang the writer took the state of %s, want the newest %s", l.Time, e.clk.Now())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the writer did not go on after the hang")
+	}
+}
