@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
+	"github.com/aicloud/gpusuite/gpuacct/board"
 	"github.com/aicloud/gpusuite/gpuacct/ingest"
 	"github.com/aicloud/gpusuite/gpuacct/reportcmd"
 	"github.com/aicloud/gpusuite/gpuacct/serve"
@@ -23,5 +24,7 @@ func commands(env Env) []*cli.Command {
 		reportcmd.UnignoreCommand(reportcmd.System(env.Stdout, env.Stderr, env.Getenv)),
 		reportcmd.ExportCommand(reportcmd.System(env.Stdout, env.Stderr, env.Getenv)),
 		reportcmd.PlotCommand(reportcmd.System(env.Stdout, env.Stderr, env.Getenv)),
+		board.FreeCommand(board.System(env.Stdout, env.Stderr, env.Getenv)),
+		board.StatusCommand(board.System(env.Stdout, env.Stderr, env.Getenv)),
 	}
 }

@@ -1,0 +1,168 @@
+// Package board is the command line of gpuacct free and gpuacct status
+// over internal/board: the agents' live snapshots joined with Slurm's view.
+package board
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/aicloud/gpusuite/cliwire"
+	liveboard "github.com/aicloud/gpusuite/internal/board"
+	"github.com/aicloud/gpusuite/internal/slurmstate"
+)
+
+// maxProblemLines bounds the skipped-file lines one run prints.
+const maxProblemLines = 10
+
+// Deps is what the commands take from the process; tests set each.
+type Deps struct {
+	Stdout io.Writer
+	Stderr io.Writer
+	Getenv func(string) string
+	Now    func() time.Time
+	// Loc is the zone times are shown in.
+	Loc *time.Location
+	// Slurm reads Slurm's nodes and reservations within timeout.
+	Slurm func(ctx context.Context, timeout time.Duration) (slurmstate.State, error)
+}
+
+// System is Deps for the real process: scontrol through slurmstate.Reader.
+func System(stdout, stderr io.Writer, getenv func(string) string) Deps {
+	return Deps{
+		Stdout: stdout, Stderr: stderr, Getenv: getenv, Now: time.Now, Loc: time.Local,
+		Slurm: func(ctx context.Context, timeout time.Duration) (slurmstate.State, error) {
+			return slurmstate.Reader{Timeout: timeout}.Read(ctx)
+		},
+	}
+}
+
+func flags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "live-dir", Usage: "directory of the agents' live snapshots (board.live_dir)", EnvVars: []string{"GPUSUITE_LIVE_DIR"}},
+		&cli.BoolFlag{Name: "no-slurm", Usage: "do not ask Slurm: the agents' view alone"},
+		&cli.DurationFlag{Name: "slurm-timeout", Usage: "bound on reading Slurm's state (board.slurm_timeout)"},
+		&cli.StringFlag{Name: "format", Usage: "table or json", Value: "table"},
+	}
+}
+
+// view is a board with how it was had.
+type view struct {
+	board    liveboard.Board
+	slurmErr string // why Slurm's view is missing ("" when had or skipped)
+	noSlurm  bool
+	problems []liveboard.Problem
+	json     bool
+	loc      *time.Location
+}
+
+// load resolves the flags, reads the snapshots and Slurm, and builds.
+func load(c *cli.Context, d Deps, cmd string) (*view, error) {
+	format := strings.ToLower(c.String("format"))
+	if format != "table" && format != "json" {
+		return nil, cliwire.Usagef("%s: --format %q is not table or json", cmd, c.String("format"))
+	}
+	cfg, err := cliwire.LoadConfig(c, d.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	if c.IsSet("live-dir") {
+		cfg.Board.LiveDir = c.String("live-dir")
+	}
+	if c.IsSet("slurm-timeout") {
+		if t := c.Duration("slurm-timeout"); t <= 0 || t > 5*time.Minute {
+			return nil, cliwire.Usagef("%s: --slurm-timeout %s is outside 0s..5m", cmd, t)
+		}
+		cfg.Board.SlurmTimeout.Duration = c.Duration("slurm-timeout")
+	}
+	now := d.Now()
+	v := &view{noSlurm: c.Bool("no-slurm"), json: format == "json", loc: d.Loc}
+	if v.loc == nil {
+		v.loc = time.Local
+	}
+	lives, probs := liveboard.Load(cfg.Board.LiveDir, now, liveboard.Limits{})
+	v.problems = probs
+	var state *slurmstate.State
+	if !v.noSlurm {
+		st, err := d.Slurm(c.Context, cfg.Board.SlurmTimeout.Duration)
+		if err != nil {
+			v.slurmErr = err.Error()
+		} else {
+			state = &st
+		}
+	}
+	if len(lives) == 0 && state == nil {
+		why := "no live snapshot could be read"
+		if len(probs) > 0 {
+			why = probs[0].String()
+		}
+		return nil, fmt.Errorf("%s: nothing to show: %s, and Slurm was not read", cmd, why)
+	}
+	v.board = liveboard.Build(lives, state, now)
+	return v, nil
+}
+
+// warnings are the lines that must not be missed: Slurm not had, stale
+// nodes (of those shown), files skipped.
+func (v *view) warnings(nodes []liveboard.Node) []string {
+	var out []string
+	switch {
+	case v.slurmErr != "":
+		out = append(out, "WARNING: Slurm is unreachable ("+v.slurmErr+"): drains, down nodes, partitions and reservations are unknown; free means only that no job holds the GPU as its agent sees it")
+	case v.noSlurm:
+		out = append(out, "WARNING: Slurm not asked (--no-slurm): drains, down nodes, partitions and reservations are unknown")
+	}
+	var stale []string
+	for _, n := range nodes {
+		if n.Stale {
+			stale = append(stale, n.Name)
+		}
+	}
+	if len(stale) > 0 {
+		out = append(out, fmt.Sprintf("WARNING: %d node(s) STALE (no snapshot newer than 3 agent intervals; their GPUs are never counted free): %s", len(stale), strings.Join(stale, ", ")))
+	}
+	for i, p := range v.problems {
+		if i == maxProblemLines {
+			out = append(out, fmt.Sprintf("WARNING: %d more live files skipped", len(v.problems)-i))
+			break
+		}
+		out = append(out, "WARNING: live file skipped: "+p.String())
+	}
+	return out
+}
+
+func (v *view) problemTexts() []string {
+	out := []string{}
+	for _, p := range v.problems {
+		out = append(out, p.String())
+	}
+	return out
+}
+
+func (v *view) staleNodes() []string {
+	out := []string{}
+	for _, n := range v.board.Nodes {
+		if n.Stale {
+			out = append(out, n.Name)
+		}
+	}
+	return out
+}
+
+func (v *view) stamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.In(v.loc).Format("2006-01-02 15:04:05 MST")
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

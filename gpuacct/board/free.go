@@ -1,0 +1,119 @@
+package board
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/aicloud/gpusuite/cliwire"
+	"github.com/aicloud/gpusuite/internal/report/table"
+)
+
+// FreeCommand is `gpuacct free`.
+func FreeCommand(d Deps) *cli.Command {
+	return &cli.Command{
+		Name:      "free",
+		Usage:     "free GPUs now, per model and partition, and on which nodes",
+		UsageText: "gpuacct free [--format json] [--no-slurm] [--live-dir DIR]",
+		Flags:     flags(),
+		Action: func(c *cli.Context) error {
+			if c.Args().Len() > 0 {
+				return cliwire.Usagef("free: unexpected argument %q (see 'gpuacct free --help')", c.Args().First())
+			}
+			v, err := load(c, d, "free")
+			if err != nil {
+				return err
+			}
+			if v.json {
+				return writeFreeJSON(d.Stdout, v)
+			}
+			return writeFree(d.Stdout, v)
+		},
+	}
+}
+
+func writeFree(w io.Writer, v *view) error {
+	b := &v.board
+	for _, l := range v.warnings(b.Nodes) {
+		if _, err := fmt.Fprintln(w, l); err != nil {
+			return fmt.Errorf("free: write: %w", err)
+		}
+	}
+	t := &table.Table{
+		Title: "Free GPUs at " + v.stamp(b.At),
+		Columns: []table.Column{
+			{Key: "model", Title: "MODEL"},
+			{Key: "partition", Title: "PARTITION"},
+			{Key: "free", Title: "FREE", Kind: table.Int},
+			{Key: "reserved", Title: "RESERVED", Kind: table.Int},
+			{Key: "nodes", Title: "NODES"},
+		},
+	}
+	for _, f := range b.Totals.Free {
+		var nodes []string
+		for _, n := range f.Nodes {
+			nodes = append(nodes, fmt.Sprintf("%s(%d)", n.Node, n.Count))
+		}
+		t.Rows = append(t.Rows, table.Row{Cells: []any{f.Model, dash(f.Partition), int64(f.Free), int64(f.Reserved), strings.Join(nodes, ",")}})
+	}
+	if len(t.Rows) == 0 {
+		t.Notes = append(t.Notes, "no free GPU")
+	}
+	t.Notes = append(t.Notes, fmt.Sprintf("%d GPU(s) allocated but idle, %d job(s) running, %d node(s) stale", b.Totals.IdleAllocated, b.Totals.RunningJobs, b.Totals.StaleNodes))
+	if b.Slurm {
+		t.Notes = append(t.Notes, "RESERVED of FREE are on nodes of a reservation in force: free to its users only")
+	}
+	if err := table.Write(w, t, table.Options{Format: table.Aligned}); err != nil {
+		return fmt.Errorf("free: %w", err)
+	}
+	return nil
+}
+
+// freeJSON is gpuacct free --format json (schema gpusuite.free/v1).
+type freeJSON struct {
+	Schema        string      `json:"schema"`
+	At            string      `json:"at"`
+	Slurm         bool        `json:"slurm"`
+	SlurmError    string      `json:"slurm_error,omitempty"`
+	StaleNodes    []string    `json:"stale_nodes"`
+	Problems      []string    `json:"problems"`
+	IdleAllocated int         `json:"idle_allocated"`
+	RunningJobs   int         `json:"running_jobs"`
+	Free          []freeEntry `json:"free"`
+}
+
+type freeEntry struct {
+	Model     string      `json:"model"`
+	Partition string      `json:"partition"`
+	Free      int         `json:"free"`
+	Reserved  int         `json:"reserved"`
+	Nodes     []nodeCount `json:"nodes"`
+}
+
+type nodeCount struct {
+	Node string `json:"node"`
+	Free int    `json:"free"`
+}
+
+func writeFreeJSON(w io.Writer, v *view) error {
+	b := &v.board
+	out := freeJSON{Schema: "gpusuite.free/v1", At: b.At.UTC().Format("2006-01-02T15:04:05Z"), Slurm: b.Slurm, SlurmError: v.slurmErr,
+		StaleNodes: v.staleNodes(), Problems: v.problemTexts(), IdleAllocated: b.Totals.IdleAllocated, RunningJobs: b.Totals.RunningJobs,
+		Free: []freeEntry{}}
+	for _, f := range b.Totals.Free {
+		e := freeEntry{Model: f.Model, Partition: f.Partition, Free: f.Free, Reserved: f.Reserved}
+		for _, n := range f.Nodes {
+			e.Nodes = append(e.Nodes, nodeCount{n.Node, n.Count})
+		}
+		out.Free = append(out.Free, e)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return fmt.Errorf("free: write json: %w", err)
+	}
+	return nil
+}

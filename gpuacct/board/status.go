@@ -1,0 +1,222 @@
+package board
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/aicloud/gpusuite/cliwire"
+	liveboard "github.com/aicloud/gpusuite/internal/board"
+	"github.com/aicloud/gpusuite/internal/record"
+	"github.com/aicloud/gpusuite/internal/report/table"
+)
+
+// maxProcsShown bounds the processes one cell of the table lists.
+const maxProcsShown = 4
+
+// StatusCommand is `gpuacct status [NODE...]`.
+func StatusCommand(d Deps) *cli.Command {
+	return &cli.Command{
+		Name:      "status",
+		Usage:     "each GPU now: state, job, user, utilization, memory and processes",
+		UsageText: "gpuacct status [NODE...] [--format json] [--no-slurm] [--live-dir DIR]",
+		Flags:     flags(),
+		Action: func(c *cli.Context) error {
+			v, err := load(c, d, "status")
+			if err != nil {
+				return err
+			}
+			nodes := v.board.Nodes
+			if c.Args().Len() > 0 {
+				nodes = nil
+				for _, name := range c.Args().Slice() {
+					n, err := v.board.Find(name)
+					if err != nil {
+						return cliwire.Usagef("status: %v (see 'gpuacct status' for all nodes)", err)
+					}
+					nodes = append(nodes, *n)
+				}
+			}
+			if v.json {
+				return writeStatusJSON(d.Stdout, v, nodes)
+			}
+			return writeStatus(d.Stdout, v, nodes)
+		},
+	}
+}
+
+func writeStatus(w io.Writer, v *view, nodes []liveboard.Node) error {
+	for _, l := range v.warnings(nodes) {
+		if _, err := fmt.Fprintln(w, l); err != nil {
+			return fmt.Errorf("status: write: %w", err)
+		}
+	}
+	t := &table.Table{
+		Title: "GPUs at " + v.stamp(v.board.At),
+		Columns: []table.Column{
+			{Key: "node", Title: "NODE"},
+			{Key: "slurm", Title: "SLURM"},
+			{Key: "gpu", Title: "GPU", Kind: table.Int},
+			{Key: "model", Title: "MODEL"},
+			{Key: "state", Title: "STATE"},
+			{Key: "job", Title: "JOB"},
+			{Key: "user", Title: "USER"},
+			{Key: "util", Title: "UTIL%", Kind: table.Int},
+			{Key: "mem", Title: "MEM MiB"},
+			{Key: "procs", Title: "PROCESSES (pid:user:job:MiB)"},
+		},
+	}
+	for _, n := range nodes {
+		slurm := string(n.Condition)
+		switch {
+		case !v.board.Slurm:
+			slurm = "?"
+		case !n.InSlurm:
+			slurm = "not in slurm"
+		case n.NotResponding:
+			slurm += "*"
+		}
+		for _, g := range n.GPUs {
+			var jobs, users []string
+			for _, j := range g.Jobs {
+				jobs = append(jobs, jobName(j))
+				users = append(users, j.User)
+			}
+			var util any
+			if g.Util != nil {
+				util = int64(*g.Util)
+			}
+			t.Rows = append(t.Rows, table.Row{Cells: []any{n.Name, slurm, int64(g.Index), dash(g.Model), strings.ToUpper(string(g.State)),
+				dash(strings.Join(jobs, ",")), dash(strings.Join(users, ",")), util, mem(g), procs(g.Procs)}})
+		}
+		if n.Reason != "" {
+			t.Notes = append(t.Notes, fmt.Sprintf("%s: %s: %s", n.Name, n.Condition, n.Reason))
+		}
+		if len(n.Reservations) > 0 {
+			t.Notes = append(t.Notes, fmt.Sprintf("%s: in reservation %s", n.Name, strings.Join(n.Reservations, ", ")))
+		}
+		if n.Stale {
+			if n.SnapshotAt.IsZero() {
+				t.Notes = append(t.Notes, fmt.Sprintf("%s: STALE: no live snapshot (is its agent running?)", n.Name))
+			} else {
+				t.Notes = append(t.Notes, fmt.Sprintf("%s: STALE: last snapshot %s, %s ago", n.Name, v.stamp(n.SnapshotAt), v.board.At.Sub(n.SnapshotAt).Round(time.Second)))
+			}
+		}
+	}
+	if err := table.Write(w, t, table.Options{Format: table.Aligned}); err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	return nil
+}
+
+func jobName(j record.LiveJob) string {
+	if j.Restart > 0 {
+		return fmt.Sprintf("%d(r%d)", j.Job, j.Restart)
+	}
+	return strconv.FormatUint(j.Job, 10)
+}
+
+func mem(g liveboard.GPU) string {
+	if g.MemUsedMiB == nil && g.MemTotalMiB == nil {
+		return "-"
+	}
+	num := func(p *uint64) string {
+		if p == nil {
+			return "?"
+		}
+		return strconv.FormatUint(*p, 10)
+	}
+	return num(g.MemUsedMiB) + "/" + num(g.MemTotalMiB)
+}
+
+func procs(ps []record.LiveProc) string {
+	var out []string
+	for i, p := range ps {
+		if i == maxProcsShown {
+			out = append(out, fmt.Sprintf("+%d more", len(ps)-i))
+			break
+		}
+		s := fmt.Sprintf("%d:%s:%d:%d", p.PID, dash(p.User), p.Job, p.MemUsedMiB)
+		if p.Foreign {
+			s += "!"
+		}
+		out = append(out, s)
+	}
+	return dash(strings.Join(out, " "))
+}
+
+// statusJSON is gpuacct status --format json (schema gpusuite.status/v1).
+type statusJSON struct {
+	Schema     string       `json:"schema"`
+	At         string       `json:"at"`
+	Slurm      bool         `json:"slurm"`
+	SlurmError string       `json:"slurm_error,omitempty"`
+	Problems   []string     `json:"problems"`
+	Nodes      []statusNode `json:"nodes"`
+}
+
+type statusNode struct {
+	Name         string      `json:"name"`
+	Condition    string      `json:"condition,omitempty"`
+	Reason       string      `json:"reason,omitempty"`
+	Partitions   []string    `json:"partitions"`
+	Reservations []string    `json:"reservations"`
+	InSlurm      bool        `json:"in_slurm"`
+	Stale        bool        `json:"stale"`
+	SnapshotAt   string      `json:"snapshot_at,omitempty"`
+	GPUs         []statusGPU `json:"gpus"`
+}
+
+type statusGPU struct {
+	Index       int               `json:"index"`
+	UUID        string            `json:"uuid,omitempty"`
+	Model       string            `json:"model,omitempty"`
+	State       string            `json:"state"`
+	Util        *uint32           `json:"util"`
+	MemUsedMiB  *uint64           `json:"mem_used_mib"`
+	MemTotalMiB *uint64           `json:"mem_total_mib"`
+	Jobs        []record.LiveJob  `json:"jobs"`
+	Procs       []record.LiveProc `json:"procs"`
+}
+
+func writeStatusJSON(w io.Writer, v *view, nodes []liveboard.Node) error {
+	out := statusJSON{Schema: "gpusuite.status/v1", At: v.board.At.UTC().Format(time.RFC3339), Slurm: v.board.Slurm,
+		SlurmError: v.slurmErr, Problems: v.problemTexts(), Nodes: []statusNode{}}
+	for _, n := range nodes {
+		sn := statusNode{Name: n.Name, Condition: string(n.Condition), Reason: n.Reason, Partitions: orEmpty(n.Partitions),
+			Reservations: orEmpty(n.Reservations), InSlurm: n.InSlurm, Stale: n.Stale, GPUs: []statusGPU{}}
+		if !n.SnapshotAt.IsZero() {
+			sn.SnapshotAt = n.SnapshotAt.UTC().Format(time.RFC3339)
+		}
+		for _, g := range n.GPUs {
+			sg := statusGPU{Index: g.Index, UUID: g.UUID, Model: g.Model, State: string(g.State), Util: g.Util,
+				MemUsedMiB: g.MemUsedMiB, MemTotalMiB: g.MemTotalMiB, Jobs: g.Jobs, Procs: g.Procs}
+			if sg.Jobs == nil {
+				sg.Jobs = []record.LiveJob{}
+			}
+			if sg.Procs == nil {
+				sg.Procs = []record.LiveProc{}
+			}
+			sn.GPUs = append(sn.GPUs, sg)
+		}
+		out.Nodes = append(out.Nodes, sn)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return fmt.Errorf("status: write json: %w", err)
+	}
+	return nil
+}
+
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
