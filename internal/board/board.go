@@ -235,13 +235,14 @@ func gpuState(n Node, haveSlurm bool, g record.LiveGPU) State {
 }
 
 // foreign: a process the agent marked, one whose job does not hold the
-// GPU, or any process on a GPU no job holds.
+// GPU, or any process on a GPU no job holds. Job 0 unmarked is a process
+// whose cgroup the agent could not read: its owner is unknown, not foreign.
 func foreign(g record.LiveGPU) bool {
 	if len(g.Procs) > 0 && len(g.Jobs) == 0 {
 		return true
 	}
 	for _, p := range g.Procs {
-		if p.Foreign || !holds(g.Jobs, p.Job) {
+		if p.Foreign || (p.Job != 0 && !holds(g.Jobs, p.Job)) {
 			return true
 		}
 	}
