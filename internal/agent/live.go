@@ -34,8 +34,11 @@ type liveWriter struct {
 	ch      chan *record.Live
 	// write replaces the file with l; tests inject a blocked one.
 	write func(l *record.Live) error
-	// users caches process owners' names by uid (writer goroutine only).
+	// users caches owners' names by uid, pids the owner of each process
+	// of the last snapshot (writer goroutine only): a listed process keeps
+	// its owner, so it is looked up once.
 	users map[uint32]string
+	pids  map[uint32]string
 
 	errors    prometheus.Counter
 	lastWrite prometheus.Gauge
@@ -182,20 +185,30 @@ func (a *Agent) liveLoop(ctx context.Context) {
 // the kernel says, so a foreign process shows who runs it). A process
 // gone by now keeps no user.
 func (w *liveWriter) fillUsers(l *record.Live) {
+	seen := make(map[uint32]string, len(w.pids))
 	for gi := range l.GPUs {
 		for pi := range l.GPUs[gi].Procs {
 			p := &l.GPUs[gi].Procs[pi]
-			fi, err := os.Stat(filepath.Join(w.procRoot, strconv.FormatUint(uint64(p.PID), 10)))
-			if err != nil {
-				continue
-			}
-			st, ok := fi.Sys().(*syscall.Stat_t)
+			name, ok := w.pids[p.PID]
 			if !ok {
-				continue
+				name = w.procUser(p.PID)
 			}
-			p.User = w.userName(st.Uid)
+			p.User, seen[p.PID] = name, name
 		}
 	}
+	w.pids = seen
+}
+
+func (w *liveWriter) procUser(pid uint32) string {
+	fi, err := os.Stat(filepath.Join(w.procRoot, strconv.FormatUint(uint64(pid), 10)))
+	if err != nil {
+		return ""
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return ""
+	}
+	return w.userName(st.Uid)
 }
 
 func (w *liveWriter) userName(uid uint32) string {
@@ -216,26 +229,26 @@ func (w *liveWriter) userName(uid uint32) string {
 
 // writeLiveFile replaces path with l: a temp file in the same directory,
 // renamed over it, so a reader sees the old state or the new, never half.
-// It is not fsynced: the next cycle replaces it anyway. The temp name does
-// not end in .json, so a reader's <live_dir>/*.json never picks it up.
+// The temp name is fixed (the node's agent is the file's one writer, so
+// a crash leaves at most one, truncated at the next write) and does not
+// end in .json, so a reader's <live_dir>/*.json never picks it up. It is
+// not fsynced: the next cycle replaces it anyway.
 func writeLiveFile(path string, as *ship.Identity, l *record.Live) error {
 	data, err := json.Marshal(l)
 	if err != nil {
 		return fmt.Errorf("encode live state: %w", err)
 	}
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
 	return ship.AsUser(as, func() error {
-		f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+		f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 		if err != nil {
-			return fmt.Errorf("create live-state temp: %w", err)
+			return fmt.Errorf("create %q: %w", tmp, err)
 		}
 		_, werr := f.Write(data)
-		cerr := f.Close()
-		if err := errors.Join(werr, cerr, os.Chmod(f.Name(), 0o644)); err != nil {
-			os.Remove(f.Name())
-			return fmt.Errorf("write %q: %w", f.Name(), err)
+		if err := errors.Join(werr, f.Close()); err != nil {
+			return fmt.Errorf("write %q: %w", tmp, err)
 		}
-		if err := os.Rename(f.Name(), path); err != nil {
-			os.Remove(f.Name())
+		if err := os.Rename(tmp, path); err != nil {
 			return fmt.Errorf("replace %q: %w", path, err)
 		}
 		return nil
