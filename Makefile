@@ -44,7 +44,7 @@ deps:
 test: build build-simulated deps
 	@set -o pipefail; ./test/slurm/harness.sh start && \
 	  { GPUSUITE_REQUIRE_SLURM=1 GPUSUITE_SLURM_ENV=$(GPUSUITE_SLURM_DIR)/env GPUSUITE_BIN=$(BIN_DIR) \
-	    $(GO) test -count=1 -timeout 30m ./... && $(GO) test -count=1 -tags simulated ./gpuacct/... ; rc=$$?; ./test/slurm/harness.sh stop; exit $$rc; }
+	    $(GO) test -count=1 -timeout 30m ./... && $(GO) test -count=1 -tags simulated ./gpuacct/ ; rc=$$?; ./test/slurm/harness.sh stop; exit $$rc; }
 
 test-unit:
 	$(GO) test -count=1 ./internal/...
