@@ -138,6 +138,17 @@ func (e *env) open(ctx context.Context) (*report.DB, error) {
 	return report.OpenDB(ctx, e.cfg.Store.Path, e.cfg.Store.BusyTimeout.Duration)
 }
 
+// job reads one job's detail (job and plot share it), closing the ledger
+// before the caller renders.
+func (e *env) job(c *cli.Context, sp report.JobSpec) (*report.Detail, error) {
+	db, err := e.open(c.Context)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	return db.Job(c.Context, c.String("cluster"), sp, e.now)
+}
+
 func (e *env) window(c *cli.Context) (timespec.Window, error) {
 	return timespec.Resolve(c.String("start"), c.String("end"), e.now, e.loc)
 }

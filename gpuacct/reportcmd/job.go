@@ -48,12 +48,7 @@ Examples:
 			if err != nil {
 				return err
 			}
-			db, err := e.open(c.Context)
-			if err != nil {
-				return err
-			}
-			defer db.Close()
-			det, err := db.Job(c.Context, c.String("cluster"), sp, e.now)
+			det, err := e.job(c, sp)
 			if err != nil {
 				return err
 			}
