@@ -19,6 +19,8 @@ const MaxFileBytes = 1 << 20
 // disagree on it, so it is dropped rather than made an error.
 var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 
+var errTooLarge = fmt.Errorf("larger than %d bytes: not a config file", MaxFileBytes)
+
 // readFile reads a config file without blocking on it: O_NONBLOCK keeps a
 // FIFO from blocking the open, anything but a regular file is refused, and
 // at most MaxFileBytes are read.
@@ -35,12 +37,29 @@ func readFile(path string) ([]byte, error) {
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s, not a regular file", fileKind(st.Mode()))
 	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
-	if err != nil {
-		return nil, err
+	if st.Size() > MaxFileBytes {
+		return nil, errTooLarge
+	}
+	// one buffer of the stat'd size (io.ReadAll would grow one from 512
+	// bytes, several allocations on every hook start); the limit still
+	// holds for a file that grows while it is read
+	r := io.LimitReader(f, MaxFileBytes+1)
+	data := make([]byte, 0, st.Size()+1)
+	for {
+		n, err := r.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)]
+		}
 	}
 	if len(data) > MaxFileBytes {
-		return nil, fmt.Errorf("larger than %d bytes: not a config file", MaxFileBytes)
+		return nil, errTooLarge
 	}
 	return data, nil
 }
