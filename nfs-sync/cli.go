@@ -30,19 +30,6 @@ import (
 
 const prog = "nfs-sync"
 
-// exitCode carries a command's exit status (run passes CMD's on).
-type exitCode int
-
-func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
-
-// usageError marks bad input on the command line (exit 2).
-type usageError struct{ err error }
-
-func (e *usageError) Error() string { return e.err.Error() }
-func (e *usageError) Unwrap() error { return e.err }
-
-func usagef(format string, a ...any) error { return &usageError{fmt.Errorf(format, a...)} }
-
 // Main runs the nfs-sync command line and returns the exit status.
 func Main(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	return MainContext(context.Background(), args, stdout, stderr, getenv)
@@ -52,20 +39,7 @@ func Main(args []string, stdout, stderr io.Writer, getenv func(string) string) i
 func MainContext(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	app := newApp(stdout, stderr, getenv)
 	cliwire.Version(app)
-	err := app.RunContext(ctx, args)
-	if err == nil {
-		return 0
-	}
-	var ec exitCode
-	if errors.As(err, &ec) {
-		return int(ec)
-	}
-	fmt.Fprintf(stderr, "%s: %v\n", prog, err)
-	var ue *usageError
-	if errors.As(err, &ue) {
-		return 2
-	}
-	return 1
+	return cliwire.Finish(prog, stderr, app.RunContext(ctx, args))
 }
 
 func onUsageError(name string) cli.OnUsageErrorFunc {
@@ -77,7 +51,7 @@ func onUsageError(name string) cli.OnUsageErrorFunc {
 			}
 			msg = "unknown option " + rest
 		}
-		return usagef("%s (see %s --help)", msg, name)
+		return cliwire.Usagef("%s (see %s --help)", msg, name)
 	}
 }
 
@@ -203,8 +177,7 @@ type cliEnv struct {
 // setup loads the configuration, applies the flags that were set and
 // builds the logger.
 func (e *cliEnv) setup(c *cli.Context) (config.NFSSync, *slog.Logger, error) {
-	path, explicit := config.Path(c.String("config"), e.getenv)
-	cfg, err := config.Load(path, explicit)
+	cfg, err := cliwire.LoadConfig(c, e.getenv)
 	if err != nil {
 		return config.NFSSync{}, nil, fmt.Errorf("%w (fix the file or point --config/%s at another)", err, config.EnvPath)
 	}
@@ -214,11 +187,11 @@ func (e *cliEnv) setup(c *cli.Context) (config.NFSSync, *slog.Logger, error) {
 	}
 	level, err := logging.ParseLevel(n.LogLevel)
 	if err != nil {
-		return n, nil, usagef("--log-level: %v", err)
+		return n, nil, cliwire.Usagef("--log-level: %v", err)
 	}
 	if c.IsSet("window") {
 		if w := c.Duration("window"); w <= 0 || w > time.Minute {
-			return n, nil, usagef("--window %s is outside (0s, 1m]; the default 1.1s suits 1 s timestamps", w)
+			return n, nil, cliwire.Usagef("--window %s is outside (0s, 1m]; the default 1.1s suits 1 s timestamps", w)
 		}
 		n.Window = config.Dur(c.Duration("window"))
 	}
@@ -227,7 +200,7 @@ func (e *cliEnv) setup(c *cli.Context) (config.NFSSync, *slog.Logger, error) {
 		case "auto", "fanotify", "inotify":
 			n.Backend = b
 		default:
-			return n, nil, usagef("--backend %q is not auto, fanotify or inotify", b)
+			return n, nil, cliwire.Usagef("--backend %q is not auto, fanotify or inotify", b)
 		}
 	}
 	return n, logging.New(prog, e.stderr, level, e.getenv), nil
@@ -245,7 +218,7 @@ func (e *cliEnv) fixer(c *cli.Context, n config.NFSSync, log *slog.Logger) *nfss
 func noEmptyArg(c *cli.Context, what string) error {
 	for i, a := range c.Args().Slice() {
 		if a == "" {
-			return usagef("%s %d is empty; give a path (an unset shell variable?)", what, i+1)
+			return cliwire.Usagef("%s %d is empty; give a path (an unset shell variable?)", what, i+1)
 		}
 	}
 	return nil
@@ -253,7 +226,7 @@ func noEmptyArg(c *cli.Context, what string) error {
 
 func (e *cliEnv) touch(c *cli.Context) error {
 	if c.NArg() == 0 {
-		return usagef("touch needs at least one FILE (see nfs-sync touch --help)")
+		return cliwire.Usagef("touch needs at least one FILE (see nfs-sync touch --help)")
 	}
 	if err := noEmptyArg(c, "FILE"); err != nil {
 		return err
@@ -274,7 +247,7 @@ func (e *cliEnv) touch(c *cli.Context) error {
 		}
 	}
 	if failed > 0 {
-		return exitCode(1)
+		return &cliwire.ExitError{Code: cliwire.ExitFailure}
 	}
 	return nil
 }
@@ -307,7 +280,7 @@ func (e *cliEnv) report(p string, r nfssync.Result) bool {
 func (e *cliEnv) run(c *cli.Context) error {
 	argv := c.Args().Slice()
 	if len(argv) == 0 {
-		return usagef("run needs a command: nfs-sync run -- CMD [ARG...]")
+		return cliwire.Usagef("run needs a command: nfs-sync run -- CMD [ARG...]")
 	}
 	n, log, err := e.setup(c)
 	if err != nil {
@@ -319,14 +292,14 @@ func (e *cliEnv) run(c *cli.Context) error {
 	}
 	for i, d := range dirs {
 		if d == "" {
-			return usagef("--dir is empty; give a directory (an unset shell variable?)")
+			return cliwire.Usagef("--dir is empty; give a directory (an unset shell variable?)")
 		}
 		abs, err := filepath.Abs(d)
 		if err != nil {
-			return usagef("--dir %q: %v", d, err)
+			return cliwire.Usagef("--dir %q: %v", d, err)
 		}
 		if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
-			return usagef("--dir %q is not a directory", d)
+			return cliwire.Usagef("--dir %q is not a directory", d)
 		}
 		dirs[i] = abs
 	}
@@ -361,7 +334,7 @@ func (e *cliEnv) run(c *cli.Context) error {
 	var ee *exec.ExitError
 	switch {
 	case errors.As(runErr, &ee):
-		return exitCode(ee.ExitCode())
+		return &cliwire.ExitError{Code: ee.ExitCode()}
 	case runErr != nil:
 		return fmt.Errorf("run %q: %w", argv[0], runErr)
 	}
@@ -370,7 +343,7 @@ func (e *cliEnv) run(c *cli.Context) error {
 
 func (e *cliEnv) calibrate(c *cli.Context) error {
 	if c.NArg() > 1 {
-		return usagef("calibrate takes one PROBE file")
+		return cliwire.Usagef("calibrate takes one PROBE file")
 	}
 	n, _, err := e.setup(c)
 	if err != nil {
@@ -381,7 +354,7 @@ func (e *cliEnv) calibrate(c *cli.Context) error {
 		probe = c.Args().First()
 	}
 	if probe == "" {
-		return usagef("calibrate needs a PROBE file (or nfssync.probe_file in the config)")
+		return cliwire.Usagef("calibrate needs a PROBE file (or nfssync.probe_file in the config)")
 	}
 	cal, err := nfssync.Calibrate(c.Context, nfssync.OS(), probe, time.Now, 5)
 	if err != nil {
@@ -412,12 +385,12 @@ func (e *cliEnv) watch(c *cli.Context) error {
 		if !filepath.IsAbs(d) {
 			abs, err := filepath.Abs(d)
 			if err != nil {
-				return usagef("%q: %v", d, err)
+				return cliwire.Usagef("%q: %v", d, err)
 			}
 			n.Dirs[i] = abs
 		}
 		if fi, err := os.Stat(n.Dirs[i]); err != nil || !fi.IsDir() {
-			return usagef("watched directory %q does not exist or is not a directory (set nfssync.dirs or pass DIR)", d)
+			return cliwire.Usagef("watched directory %q does not exist or is not a directory (set nfssync.dirs or pass DIR)", d)
 		}
 	}
 	if c.IsSet("settle") {
@@ -440,10 +413,10 @@ func (e *cliEnv) watch(c *cli.Context) error {
 	}
 	mx, err := nfssync.NewMatcher(n.Exclude)
 	if err != nil {
-		return usagef("%v", err)
+		return cliwire.Usagef("%v", err)
 	}
 	if n.MaxFixesPerSecond < 0 || n.MaxWatches < 0 || n.Settle.Duration < 0 {
-		return usagef("--settle, --max-fixes-per-second and --max-watches must not be negative")
+		return cliwire.Usagef("--settle, --max-fixes-per-second and --max-watches must not be negative")
 	}
 
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
