@@ -20,46 +20,19 @@ import (
 	"github.com/aicloud/gpusuite/internal/container"
 )
 
-// exitError carries an exit code out of a command's action. A nil err
-// means the message was already printed (or there is none).
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string {
-	if e.err == nil {
-		return fmt.Sprintf("exit status %d", e.code)
-	}
-	return e.err.Error()
-}
-
-func (e *exitError) Unwrap() error { return e.err }
-
 // usageError marks bad input on the command line (exit 2).
 type usageError = container.UsageError
 
 func usagef(format string, a ...any) error { return &usageError{Err: fmt.Errorf(format, a...)} }
 
 // finish turns an action's error into an exit code, printing the one line
-// the user reads.
+// the user reads; container's usage errors exit 2 like cliwire's.
 func finish(prog string, stderr io.Writer, err error) int {
-	if err == nil {
-		return 0
-	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		if ee.err != nil {
-			fmt.Fprintf(stderr, "%s: %v\n", prog, ee.err)
-		}
-		return ee.code
-	}
-	fmt.Fprintf(stderr, "%s: %v\n", prog, err)
 	var ue *usageError
 	if errors.As(err, &ue) {
-		return 2
+		err = &cliwire.UsageError{Err: err}
 	}
-	return 1
+	return cliwire.Finish(prog, stderr, err)
 }
 
 // newApp sets up the parts of a urfave/cli app both commands share: output
@@ -108,8 +81,7 @@ type env struct {
 }
 
 func loadEnv(c *cli.Context, sys container.Sys) (*env, error) {
-	path, explicit := config.Path(c.String("config"), sys.Getenv)
-	cfg, err := config.Load(path, explicit)
+	cfg, err := cliwire.LoadConfig(c, sys.Getenv)
 	if err != nil {
 		return nil, fmt.Errorf("%w (fix the file or point --config/%s at another)", err, config.EnvPath)
 	}

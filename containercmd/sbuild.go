@@ -14,6 +14,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/aicloud/gpusuite/cliwire"
 	"github.com/aicloud/gpusuite/internal/container"
 	"github.com/aicloud/gpusuite/internal/logging"
 )
@@ -323,7 +324,7 @@ func build(c *cli.Context, sys container.Sys, extra []string) error {
 			fs = append(fs, f)
 		}
 		if report(sys.Stderr, fs) {
-			return &exitError{code: 1, err: fmt.Errorf("not building %s: fix the errors above (or pass --skip-checks)", container.EnrootName(name))}
+			return &cliwire.ExitError{Code: 1, Err: fmt.Errorf("not building %s: fix the errors above (or pass --skip-checks)", container.EnrootName(name))}
 		}
 	}
 	exists, err := container.Exists(e.paths.Data, name)
@@ -365,9 +366,9 @@ func build(c *cli.Context, sys container.Sys, extra []string) error {
 			if err := container.WriteMeta(e.paths.Data, meta); err != nil {
 				sys.Logger.Warn("cannot record metadata", "err", err)
 			}
-			return &exitError{code: code, err: fmt.Errorf("setup script %s failed with exit code %d; %s is kept so you can look inside (srun-wrap --name %s); fix the script and run sbuild --rebuild --setup %s", p.setup, code, container.EnrootName(name), name, p.setup)}
+			return &cliwire.ExitError{Code: code, Err: fmt.Errorf("setup script %s failed with exit code %d; %s is kept so you can look inside (srun-wrap --name %s); fix the script and run sbuild --rebuild --setup %s", p.setup, code, container.EnrootName(name), name, p.setup)}
 		}
-		return &exitError{code: code, err: fmt.Errorf("creating %s failed (srun exit %d): %s", container.EnrootName(name), code, diagnose(tail.String(), e))}
+		return &cliwire.ExitError{Code: code, Err: fmt.Errorf("creating %s failed (srun exit %d): %s", container.EnrootName(name), code, diagnose(tail.String(), e))}
 	}
 	if !created && e.cfg.Container.CheckExists {
 		fmt.Fprintf(sys.Stderr, "warning: srun succeeded but %s is not in %s: the GPU servers keep containers elsewhere (set container.data_path) or pyxis uses container_scope=job\n", container.EnrootName(name), e.paths.Data)
@@ -482,7 +483,7 @@ func removeMany(c *cli.Context, e *env, names []string, why map[string]string) e
 		fmt.Fprintf(e.sys.Stdout, "removed %s\n", container.EnrootName(n))
 	}
 	if failed > 0 {
-		return &exitError{code: 1}
+		return &cliwire.ExitError{Code: 1}
 	}
 	return nil
 }
@@ -605,7 +606,7 @@ func check(c *cli.Context, sys container.Sys) error {
 		return nil
 	}
 	if report(sys.Stdout, fs) {
-		return &exitError{code: 1}
+		return &cliwire.ExitError{Code: 1}
 	}
 	return nil
 }

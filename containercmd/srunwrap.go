@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/aicloud/gpusuite/cliwire"
 	"github.com/aicloud/gpusuite/internal/container"
 	"github.com/aicloud/gpusuite/internal/logging"
 )
@@ -224,7 +225,7 @@ func submitBatch(ctx context.Context, e *env, job container.Job, script string, 
 		return err
 	}
 	if code != 0 {
-		return &exitError{code: code, err: fmt.Errorf("sbatch failed (exit %d); see its message above", code)}
+		return &cliwire.ExitError{Code: code, Err: fmt.Errorf("sbatch failed (exit %d); see its message above", code)}
 	}
 	return nil
 }
