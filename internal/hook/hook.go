@@ -57,7 +57,7 @@ func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *
 	}
 	ev := &record.Event{
 		Schema: record.EventSchema, Kind: kind, Time: d.Now().UTC(),
-		Source: string(sourceOf(kind)), Job: job.Record(),
+		Source: string(sourceOf(kind)), Job: job.Job,
 	}
 	res.Event = ev
 	ev.Cluster = firstNonEmpty(job.Cluster, cfg.Cluster.Name)

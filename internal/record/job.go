@@ -1,8 +1,8 @@
 package record
 
-// The job and GPU as an event records them. They are record's own types,
-// not slurm's or gpu's: the hooks map what they parse and read into them,
-// so only an edit here changes the schema (docs/records.md).
+// The job and GPU as an event records them. They are record's own types:
+// slurm's parser fills a Job in place and gpu's Identity is a GPU, so only
+// an edit here changes the schema (docs/records.md).
 
 // Job is one job as a node-side hook saw it. Fields slurmd did not set are
 // zero; the event's Quality says which were missing or invalid.

@@ -20,28 +20,12 @@ const (
 	EpilogSlurmd Context = "epilog_slurmd"
 )
 
-// Job is one job as seen by a node-side hook. Fields that slurmd did not set
-// are zero; Missing lists them, and Problems lists values that were set but
-// could not be parsed, so a hook can record what it has and say what it lacks.
+// Job is one job as seen by a node-side hook: the record an event carries
+// (fields slurmd did not set are zero), with Missing listing them and
+// Problems the values that were set but could not be parsed, so a hook can
+// record what it has and say what it lacks.
 type Job struct {
-	ID           uint64
-	ArrayJobID   uint64
-	ArrayTaskID  *int64
-	RestartCount int
-	User         string
-	UID          *int64
-	GID          *int64
-	Account      string
-	Partition    string
-	Node         string
-	Cluster      string
-	// GPUs are gres.conf device minor numbers, not NVML indices.
-	GPUs []int
-	// CUDAVisibleDevices is kept as given: it may hold indices or UUIDs.
-	CUDAVisibleDevices string
-	Context            Context
-	// Exit is set only in the epilog.
-	Exit *Exit
+	record.Job
 
 	Missing  []string
 	Problems []string
@@ -50,16 +34,6 @@ type Job struct {
 // Exit is how a job ended, from the epilog's environment; the record's own
 // type, as the hooks write it.
 type Exit = record.Exit
-
-// Record maps the job into the record an event carries.
-func (j *Job) Record() record.Job {
-	return record.Job{
-		ID: j.ID, ArrayJobID: j.ArrayJobID, ArrayTaskID: j.ArrayTaskID, RestartCount: j.RestartCount,
-		User: j.User, UID: j.UID, GID: j.GID, Account: j.Account, Partition: j.Partition,
-		Node: j.Node, Cluster: j.Cluster, GPUs: j.GPUs, CUDAVisibleDevices: j.CUDAVisibleDevices,
-		Context: string(j.Context), Exit: j.Exit,
-	}
-}
 
 // ErrNoJobID means SLURM_JOB_ID is missing or garbage: nothing can be keyed.
 var ErrNoJobID = errors.New("SLURM_JOB_ID is missing or not a job id")
@@ -136,7 +110,7 @@ func ParseEnv(getenv func(string) string) (Job, error) {
 	switch c := Context(getenv("SLURM_SCRIPT_CONTEXT")); c {
 	case "":
 	case PrologSlurmd, EpilogSlurmd, "prolog_slurmctld", "epilog_slurmctld":
-		j.Context = c
+		j.Context = string(c)
 	default:
 		p.problem("SLURM_SCRIPT_CONTEXT", string(c), "unknown context")
 	}

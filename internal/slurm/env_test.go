@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/aicloud/gpusuite/internal/record"
 )
 
 func envFrom(m map[string]string) func(string) string {
@@ -41,11 +43,11 @@ func TestParseEnvFixtures(t *testing.T) {
 		file string
 		want Job
 	}{
-		{"prolog.2.env", Job{ID: 2, User: "root", UID: i64(0), GID: i64(0), Partition: "gpu", Node: "vm", Cluster: "testcl",
-			GPUs: []int{0, 1}, CUDAVisibleDevices: "0,1", Context: PrologSlurmd}},
-		{"epilog.2.env", Job{ID: 2, User: "root", UID: i64(0), GID: i64(0), Partition: "gpu", Node: "vm", Cluster: "testcl",
-			GPUs: []int{0, 1}, CUDAVisibleDevices: "0,1", Context: EpilogSlurmd,
-			Exit: &Exit{Code: 0, Signal: 0, Raw: i64(0), Derived: i64(0)}}},
+		{"prolog.2.env", Job{Job: record.Job{ID: 2, User: "root", UID: i64(0), GID: i64(0), Partition: "gpu", Node: "vm", Cluster: "testcl",
+			GPUs: []int{0, 1}, CUDAVisibleDevices: "0,1", Context: string(PrologSlurmd)}}},
+		{"epilog.2.env", Job{Job: record.Job{ID: 2, User: "root", UID: i64(0), GID: i64(0), Partition: "gpu", Node: "vm", Cluster: "testcl",
+			GPUs: []int{0, 1}, CUDAVisibleDevices: "0,1", Context: string(EpilogSlurmd),
+			Exit: &Exit{Code: 0, Signal: 0, Raw: i64(0), Derived: i64(0)}}}},
 		{"prolog.3.env", Job{}},
 		{"epilog.1014.env", Job{}},
 	}
