@@ -16,7 +16,8 @@ import (
 func (in *Ingester) housekeeping(ctx context.Context, res *Result) error {
 	now := in.d.Now()
 	cfg := in.d.Config
-	if err := in.estimateStarts(ctx); err != nil {
+	asked := in.newPassRuns()
+	if err := in.estimateStarts(ctx, asked); err != nil {
 		return fmt.Errorf("jobs without a start event: %w", err)
 	}
 	// Find stale open jobs first and ask sacct outside any transaction.
@@ -60,7 +61,7 @@ func (in *Ingester) housekeeping(ctx context.Context, res *Result) error {
 		}
 		next, followed := later[o.Row]
 		if in.d.Sacct != nil {
-			info, err := in.askSacct(ctx, o.JobID, o.Restart, started[o.Row])
+			info, err := askSacct(ctx, asked, o.JobID, o.Restart, started[o.Row])
 			if err == nil && info.running && !followed {
 				continue // Slurm says it runs: the node is just quiet
 			}
@@ -147,15 +148,15 @@ type sacctInfo struct {
 }
 
 // askSacct tells how Slurm's accounting has the run with the given restart
-// count of job that started at start (sacctRuns, pickRun). A run that a later run followed ended
-// no later than that run's start: a requeued run's line reads REQUEUED with
-// the requeue as its end.
-func (in *Ingester) askSacct(ctx context.Context, job uint64, restart int, start time.Time) (sacctInfo, error) {
-	runs, err := in.sacctRuns(ctx, job)
-	if err != nil {
-		return sacctInfo{}, err
+// count of job that started at start (passRuns.runs, pickRun). A run that a
+// later run followed ended no later than that run's start: a requeued run's
+// line reads REQUEUED with the requeue as its end.
+func askSacct(ctx context.Context, asked *passRuns, job uint64, restart int, start time.Time) (sacctInfo, error) {
+	a := asked.runs(ctx, job)
+	if a.err != nil {
+		return sacctInfo{}, a.err
 	}
-	return runInfo(runs, restart, start)
+	return runInfo(a.runs, restart, start)
 }
 
 // runInfo is the run of restart that started at start (the prolog's).

@@ -20,18 +20,52 @@ type sacctRun struct {
 	code       *int
 }
 
-// sacctRuns asks `sacct -j ID -X -D --parsable2 --noheader -o
-// JobIDRaw,Start,End,State,ExitCode` within ingest.sacct_timeout. Without
-// -D sacct lists only a requeued job's latest run.
-func (in *Ingester) sacctRuns(ctx context.Context, job uint64) ([]sacctRun, error) {
-	out, err := in.askSacctRuns(ctx, job)
-	if err != nil {
-		return nil, err
-	}
-	return parseSacctRuns(string(out), job, in.d.SacctLocation)
+// passRuns asks sacct about a job's runs at most once a pass: the jobs
+// without a start and the unfinished ones, and the parts of a job on
+// several nodes, share a job id and so one answer.
+type passRuns struct {
+	in  *Ingester
+	got map[uint64]runsAnswer
 }
 
-// askSacctRuns runs the sacct call of sacctRuns; an error is the call's
+// runsAnswer is sacct's answer about a job's runs; failed says the call
+// failed (sacct or slurmdbd down, or slow), not its output.
+type runsAnswer struct {
+	runs   []sacctRun
+	err    error
+	failed bool
+}
+
+func (in *Ingester) newPassRuns() *passRuns {
+	return &passRuns{in: in, got: map[uint64]runsAnswer{}}
+}
+
+// asked is the answer about job if this pass asked already.
+func (p *passRuns) asked(job uint64) (runsAnswer, bool) {
+	a, ok := p.got[job]
+	return a, ok
+}
+
+// runs asks `sacct -j ID -X -D --parsable2 --noheader -o
+// JobIDRaw,Start,End,State,ExitCode` within ingest.sacct_timeout, unless
+// this pass asked already. Without -D sacct lists only a requeued job's
+// latest run.
+func (p *passRuns) runs(ctx context.Context, job uint64) runsAnswer {
+	if a, ok := p.got[job]; ok {
+		return a
+	}
+	var a runsAnswer
+	out, err := p.in.askSacctRuns(ctx, job)
+	if err == nil {
+		a.runs, a.err = parseSacctRuns(string(out), job, p.in.d.SacctLocation)
+	} else {
+		a.err, a.failed = err, true
+	}
+	p.got[job] = a
+	return a
+}
+
+// askSacctRuns runs the sacct call of passRuns.runs; an error is the call's
 // (sacct or slurmdbd down, or slow), not its output's.
 func (in *Ingester) askSacctRuns(ctx context.Context, job uint64) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, in.d.Config.Ingest.SacctTimeout.Duration)

@@ -26,7 +26,8 @@ const unanswered = "first_sample_unanswered"
 // start_estimated. A part sacct answered for is looked at once; one whose
 // sacct call failed is asked again each pass until startsRetry after its
 // end, and after a failed call the pass asks no more (one timeout a pass).
-func (in *Ingester) estimateStarts(ctx context.Context) error {
+// asked holds the pass's sacct answers, for the unfinished jobs after.
+func (in *Ingester) estimateStarts(ctx context.Context, asked *passRuns) error {
 	now := in.d.Now()
 	b, err := in.d.Store.Begin(ctx, now)
 	if err != nil {
@@ -46,32 +47,27 @@ func (in *Ingester) estimateStarts(ctx context.Context) error {
 	fromSacct := map[run]time.Time{}
 	failed := map[uint64]bool{}
 	if in.d.Sacct != nil {
-		asked := map[uint64][]sacctRun{}
 		down := false
 		for _, n := range todo {
 			if ctx.Err() != nil {
 				return ErrStopped
 			}
-			runs, ok := asked[n.JobID]
+			a, ok := asked.asked(n.JobID)
 			if !ok && down {
 				failed[n.JobID] = true
 				continue
 			}
 			if !ok {
-				out, err := in.askSacctRuns(ctx, n.JobID)
-				if err == nil {
-					runs, err = parseSacctRuns(string(out), n.JobID, in.d.SacctLocation)
-				} else {
-					failed[n.JobID], down = true, true
+				if a = asked.runs(ctx, n.JobID); a.err != nil {
+					in.d.Log.Debug("sacct gave no start; estimating it", "job", n.JobID, "err", a.err)
 				}
-				if err != nil {
-					in.d.Log.Debug("sacct gave no start; estimating it", "job", n.JobID, "err", err)
-				}
-				asked[n.JobID] = runs
+			}
+			if a.failed {
+				failed[n.JobID], down = true, true
 			}
 			// The run of this restart that ended when the epilog says,
 			// and started before.
-			if r, _, ok := pickRun(runs, n.Restart, n.End, runEnd); ok && !r.start.After(n.End) {
+			if r, _, ok := pickRun(a.runs, n.Restart, n.End, runEnd); ok && !r.start.After(n.End) {
 				fromSacct[run{n.JobID, n.Restart}] = r.start
 			}
 		}

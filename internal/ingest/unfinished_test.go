@@ -292,3 +292,38 @@ func readAll(resp *http.Response) []byte {
 	b.ReadFrom(resp.Body)
 	return b.Bytes()
 }
+
+// TestSacctOncePerJob: a requeued job whose two runs are open past the
+// grace period is one sacct call in a pass, not one per run: its runs
+// answer for both.
+func TestSacctOncePerJob(t *testing.T) {
+	e := newEnv(t)
+	s := e.open(t)
+	defer s.Close()
+	requeued := t0.Add(30 * time.Minute)
+	e.put(t, evFile(t, "gpu001", 77, 0, record.JobStart, t0, 0), evFile(t, "gpu001", 77, 1, record.JobStart, requeued, 0))
+	now := t0.Add(e.cfg.Ingest.Grace.Duration + time.Hour)
+	var asked []string
+	deps := Deps{Store: s, Config: e.cfg, Log: quiet(), Now: func() time.Time { return now }, UID: os.Getuid(), SacctLocation: time.UTC,
+		Sacct: func(ctx context.Context, args ...string) ([]byte, error) {
+			a := strings.Join(args, " ")
+			if strings.HasSuffix(a, "-o JobIDRaw,JobID,Comment") {
+				return nil, nil // job details: TestPassFillsJobDetails
+			}
+			asked = append(asked, a)
+			const ts = "2006-01-02T15:04:05"
+			return []byte("77|" + t0.Format(ts) + "|" + requeued.Format(ts) + "|REQUEUED|0:0\n" +
+				"77|" + requeued.Format(ts) + "|" + t0.Add(time.Hour).Format(ts) + "|COMPLETED|0:0\n"), nil
+		}}
+	res, err := New(deps).Pass(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Closed != 2 {
+		t.Errorf("closed %d runs, want 2", res.Closed)
+	}
+	want := []string{"-j 77 -X -D --parsable2 --noheader -o JobIDRaw,Start,End,State,ExitCode"}
+	if diff := cmp.Diff(want, asked); diff != "" {
+		t.Errorf("sacct calls (-want +got):\n%s", diff)
+	}
+}
