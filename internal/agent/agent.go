@@ -11,7 +11,6 @@ package agent
 import (
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"time"
 
@@ -119,18 +118,5 @@ func New(cfg config.Config, cluster, node string, d Deps) (*Agent, error) {
 // Stop closes the open segment into the spool, as a clean shutdown does.
 func (a *Agent) Stop() error {
 	defer a.xid.Close()
-	if a.seg == nil {
-		return a.finishSegment(nil, a.nextSeq, 0)
-	}
-	if err := a.seg.w.Flush(); err != nil {
-		return fmt.Errorf("flush segment: %w", err)
-	}
-	a.seg.f.Close()
-	data, err := os.ReadFile(a.seg.f.Name())
-	if err != nil {
-		return fmt.Errorf("read segment: %w", err)
-	}
-	n := a.seg.n
-	a.seg = nil
-	return a.finishSegment(data, a.nextSeq, n)
+	return a.closeSegment()
 }

@@ -128,24 +128,29 @@ func (a *Agent) foldSample(s *record.Sample, interval float64) {
 // spool name is deterministic (a repeat finds it taken) and the checkpoint
 // is written after what it accounts for.
 func (a *Agent) roll(next time.Time) error {
-	if a.seg != nil {
-		if err := a.seg.w.Flush(); err != nil {
-			return fmt.Errorf("flush segment: %w", err)
-		}
-		a.seg.f.Close()
-		data, err := os.ReadFile(a.seg.f.Name())
-		if err != nil {
-			return fmt.Errorf("read segment: %w", err)
-		}
-		n := a.seg.n
-		a.seg = nil
-		if err := a.finishSegment(data, a.nextSeq, n); err != nil {
-			return err
-		}
-	} else if err := a.finishSegment(nil, a.nextSeq, 0); err != nil {
+	if err := a.closeSegment(); err != nil {
 		return err
 	}
 	return a.openSegment(next)
+}
+
+// closeSegment finishes the open segment (or, with none open, the
+// aggregates and checkpoint alone); roll and Stop share it.
+func (a *Agent) closeSegment() error {
+	if a.seg == nil {
+		return a.finishSegment(nil, a.nextSeq, 0)
+	}
+	if err := a.seg.w.Flush(); err != nil {
+		return fmt.Errorf("flush segment: %w", err)
+	}
+	a.seg.f.Close()
+	data, err := os.ReadFile(a.seg.f.Name())
+	if err != nil {
+		return fmt.Errorf("read segment: %w", err)
+	}
+	n := a.seg.n
+	a.seg = nil
+	return a.finishSegment(data, a.nextSeq, n)
 }
 
 // finishSegment spools segment seq (when it holds samples), then the
