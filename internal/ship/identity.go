@@ -33,11 +33,12 @@ func LookupUser(name string) (*Identity, error) {
 	return &Identity{Name: name, UID: uid, GID: gid}, nil
 }
 
-// asUser runs f on an OS thread whose file-system identity is the
-// ship user (setfsuid/setfsgid are per thread on Linux). Files f creates
-// belong to that user, also on NFS with root_squash. The thread is never
-// given back to the runtime: it ends with the goroutine.
-func asUser(id *Identity, f func() error) error {
+// AsUser runs f on an OS thread whose file-system identity is id, the
+// ship user (nil: the caller's own); shipping and the agent's live-state
+// file use it. setfsuid/setfsgid are per thread on Linux, so files f
+// creates belong to that user, also on NFS with root_squash. The thread is
+// never given back to the runtime: it ends with the goroutine.
+func AsUser(id *Identity, f func() error) error {
 	if id == nil {
 		return f()
 	}
@@ -75,7 +76,3 @@ func openSources(dir string, names []string) (map[string]*os.File, error) {
 	}
 	return files, nil
 }
-
-// AsUser runs f with the file-system identity of id (nil: the caller's),
-// as shipping does; the agent's live-state file is written with it too.
-func AsUser(id *Identity, f func() error) error { return asUser(id, f) }

@@ -52,7 +52,7 @@ func (s *Shipper) Pass(ctx context.Context, handled []string) (int, error) {
 		return 0, fmt.Errorf("incoming dir %q is not a directory", base)
 	}
 	dest := filepath.Join(base, s.Node)
-	if err := asUser(s.As, func() error {
+	if err := AsUser(s.As, func() error {
 		if err := os.Mkdir(dest, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("create %q: %w", dest, err)
 		}
@@ -91,7 +91,7 @@ func (s *Shipper) Pass(ctx context.Context, handled []string) (int, error) {
 		}
 		var done []string
 		var firstErr error
-		err = asUser(s.As, func() error {
+		err = AsUser(s.As, func() error {
 			for _, n := range batch {
 				src, ok := srcs[n]
 				if !ok {
