@@ -55,8 +55,7 @@ Examples:
 			if err != nil {
 				return cli.Exit("CRITICAL: "+err.Error(), checkCritical)
 			}
-			o := report.CheckOptions{Now: e.now, Stale: e.cfg.Report.CheckStale.Duration, Lag: e.cfg.Report.CheckLag.Duration, Forget: e.cfg.Report.CheckForget.Duration,
-				Incoming: e.cfg.Ingest.Incoming, Quarantine: e.cfg.Ingest.Quarantine, LeftPasses: e.cfg.Report.CheckLeftPasses, Grace: e.cfg.Ingest.Grace.Duration}
+			o := report.CheckOptionsFrom(e.cfg, e.now)
 			if c.IsSet("left-passes") {
 				o.LeftPasses = c.Int("left-passes")
 			}

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/aicloud/gpusuite/internal/config"
 )
 
 // CheckOptions are gpuacct check's thresholds.
@@ -26,6 +28,14 @@ type CheckOptions struct {
 	// Grace is ingest.grace: a file younger than that may be waiting
 	// for its job's event (ingest defers it), so it is not yet stuck.
 	Grace time.Duration
+}
+
+// CheckOptionsFrom is the options the configuration gives (report.check_*,
+// ingest.incoming, ingest.quarantine, ingest.grace); gpuacct check and the
+// web's health answer share it.
+func CheckOptionsFrom(cfg config.Config, now time.Time) CheckOptions {
+	return CheckOptions{Now: now, Stale: cfg.Report.CheckStale.Duration, Lag: cfg.Report.CheckLag.Duration, Forget: cfg.Report.CheckForget.Duration,
+		Incoming: cfg.Ingest.Incoming, Quarantine: cfg.Ingest.Quarantine, LeftPasses: cfg.Report.CheckLeftPasses, Grace: cfg.Ingest.Grace.Duration}
 }
 
 // Check returns one line per problem (none: healthy) and a one-line

@@ -357,7 +357,7 @@ func (h *Handler) apiNodes(w http.ResponseWriter, r *http.Request) error {
 	out := struct {
 		StaleAfterS int64      `json:"stale_after_s"`
 		Nodes       []nodeInfo `json:"nodes"`
-	}{StaleAfterS: int64(h.o.Stale.Seconds()), Nodes: []nodeInfo{}}
+	}{StaleAfterS: int64(h.o.Check.Stale.Seconds()), Nodes: []nodeInfo{}}
 	err := h.withConn(r, func(c *conn) error {
 		ns, err := c.nodes(r.Context(), h.o.Now(), h.o)
 		out.Nodes = append(out.Nodes, ns...)
@@ -381,8 +381,9 @@ func (h *Handler) apiHealth(w http.ResponseWriter, r *http.Request) error {
 		CheckedAt string   `json:"checked_at"`
 	}{DB: h.o.DB, CheckedAt: h.o.Now().UTC().Format(time.RFC3339)}
 	err := h.withConn(r, func(c *conn) error {
-		p, s, err := c.rep.Check(r.Context(), report.CheckOptions{Now: h.o.Now(), Stale: h.o.Stale, Lag: h.o.Lag, Forget: h.o.Forget,
-			Incoming: h.o.Incoming, Quarantine: h.o.Quarantine, LeftPasses: h.o.LeftPasses, Grace: h.o.Grace})
+		o := h.o.Check
+		o.Now = h.o.Now()
+		p, s, err := c.rep.Check(r.Context(), o)
 		out.Problems, out.Summary = p, s
 		return err
 	})

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/web"
 )
 
@@ -30,8 +31,8 @@ func BenchmarkPages(b *testing.B) {
 		}
 		now = t
 	}
-	h, err := web.New(web.Options{DB: db, Location: time.UTC, Now: func() time.Time { return now }, Stale: 15 * time.Minute,
-		Lag: 10 * time.Minute, Forget: 7 * 24 * time.Hour, Reopen: time.Hour})
+	h, err := web.New(web.Options{DB: db, Location: time.UTC, Now: func() time.Time { return now }, Check: report.CheckOptions{Stale: 15 * time.Minute,
+		Lag: 10 * time.Minute, Forget: 7 * 24 * time.Hour}, Reopen: time.Hour})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -169,7 +169,7 @@ func (h *Handler) ingestState(ctx context.Context, c *conn, b *base) error {
 	default:
 		age := now - *p.LastOK
 		b.Ingest = "data as of " + ago(age)
-		b.IngestBad = time.Duration(age)*time.Second > h.o.Lag || !p.OK
+		b.IngestBad = time.Duration(age)*time.Second > h.o.Check.Lag || !p.OK
 		if !p.OK {
 			b.Ingest += "; the last pass failed (gpuacct check)"
 		}
@@ -305,7 +305,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) error {
 				v.Stale = append(v.Stale, nv)
 			}
 		}
-		v.StaleAfter = h.o.Stale.String()
+		v.StaleAfter = h.o.Check.Stale.String()
 		return nil
 	})
 	if err != nil {

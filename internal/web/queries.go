@@ -46,8 +46,8 @@ func (c *conn) nodes(ctx context.Context, now time.Time, o Options) ([]nodeInfo,
 			age := now.Unix() - last.Int64
 			n.LastRecord, n.AgeS = &last.Int64, &age
 			d := time.Duration(age) * time.Second
-			n.Stale = d > o.Stale
-			n.Forgotten = o.Forget > 0 && d > o.Forget
+			n.Stale = d > o.Check.Stale
+			n.Forgotten = o.Check.Forget > 0 && d > o.Check.Forget
 		}
 		out = append(out, n)
 	}

@@ -39,15 +39,9 @@ type Options struct {
 	Location *time.Location
 	// MaxAge is the Cache-Control max-age of pages and API answers.
 	MaxAge time.Duration
-	// Stale, Lag and Forget are gpuacct check's thresholds (report.check_*).
-	Stale, Lag, Forget time.Duration
-	// Incoming, Quarantine and LeftPasses are what gpuacct check reads
-	// of ingest's directories (ingest.incoming, ingest.quarantine,
-	// report.check_left_passes).
-	Incoming, Quarantine string
-	LeftPasses           int
-	// Grace is ingest.grace (files ingest is deferring are not stuck).
-	Grace time.Duration
+	// Check is gpuacct check's thresholds and ingest's directories; its
+	// Now is set per request.
+	Check report.CheckOptions
 	// Reopen is how long one read-only connection pool is used before
 	// the next request opens a fresh one (new nodes appear then);
 	// 0 means one minute.
@@ -68,9 +62,8 @@ func OptionsFrom(cfg config.Config, log *slog.Logger, now func() time.Time) (Opt
 	}
 	return Options{
 		DB: cfg.Store.Path, BusyTimeout: cfg.Store.BusyTimeout.Duration, Teams: cfg.Report.Teams, Location: loc,
-		MaxAge: cfg.Web.MaxAge.Duration, Stale: cfg.Report.CheckStale.Duration, Lag: cfg.Report.CheckLag.Duration,
-		Forget: cfg.Report.CheckForget.Duration, Incoming: cfg.Ingest.Incoming, Quarantine: cfg.Ingest.Quarantine,
-		LeftPasses: cfg.Report.CheckLeftPasses, Grace: cfg.Ingest.Grace.Duration, Concurrent: cfg.Web.Concurrent, Timeout: cfg.Web.Timeout.Duration, Now: now, Log: log,
+		MaxAge: cfg.Web.MaxAge.Duration, Check: report.CheckOptionsFrom(cfg, time.Time{}),
+		Concurrent: cfg.Web.Concurrent, Timeout: cfg.Web.Timeout.Duration, Now: now, Log: log,
 	}, nil
 }
 
