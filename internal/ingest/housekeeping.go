@@ -26,27 +26,10 @@ func (in *Ingester) housekeeping(ctx context.Context, res *Result) error {
 		return err
 	}
 	stale, err := b.StaleOpen(now.Add(-cfg.Ingest.Grace.Duration))
+	b.Rollback()
 	if err != nil {
-		b.Rollback()
 		return err
 	}
-	// A run that a later run of the job followed ended by that run's start.
-	later, started := map[int64]time.Time{}, map[int64]time.Time{}
-	for _, o := range stale {
-		t, ok, err := b.LaterRunStart(o)
-		if err != nil {
-			b.Rollback()
-			return err
-		}
-		if ok {
-			later[o.Row] = t
-		}
-		if started[o.Row], err = b.RunStart(o.Row); err != nil {
-			b.Rollback()
-			return err
-		}
-	}
-	b.Rollback()
 	type closing struct {
 		o      store.OpenJob
 		end    time.Time
@@ -59,9 +42,10 @@ func (in *Ingester) housekeeping(ctx context.Context, res *Result) error {
 		if ctx.Err() != nil {
 			return ErrStopped
 		}
-		next, followed := later[o.Row]
+		// A run that a later run of the job followed ended by that run's start.
+		next, followed := o.LaterStart, !o.LaterStart.IsZero()
 		if in.d.Sacct != nil {
-			info, err := askSacct(ctx, asked, o.JobID, o.Restart, started[o.Row])
+			info, err := askSacct(ctx, asked, o.JobID, o.Restart, o.Started)
 			if err == nil && info.running && !followed {
 				continue // Slurm says it runs: the node is just quiet
 			}

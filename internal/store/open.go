@@ -1,6 +1,7 @@
 package store
 
 import (
+	"database/sql"
 	"fmt"
 	"strings"
 	"time"
@@ -45,14 +46,25 @@ type OpenJob struct {
 	Restart  int
 	LastSeen time.Time // last sample, else start
 	Nodes    []int64
+	// Started is the run's earliest start a prolog (or Slurm) recorded,
+	// on any node; zero if none.
+	Started time.Time
+	// LaterStart is the earliest recorded start of a later run (a higher
+	// restart count) of the job id, on any node: a requeued run ended by
+	// then, whatever its node failed to send. Zero if none.
+	LaterStart time.Time
 }
 
-// StaleOpen lists open jobs whose nodes have shown nothing since before.
+// StaleOpen lists open jobs whose nodes have shown nothing since before,
+// with their starts and their later runs' (one query, not two a job).
 func (b *Batch) StaleOpen(before time.Time) ([]OpenJob, error) {
 	if err := b.settle(); err != nil {
 		return nil, err
 	}
-	s, err := b.stmt(`SELECT j.id, j.cluster, j.job_id, j.restart, n.node_id, coalesce(n.last_sample, n.start)
+	s, err := b.stmt(`SELECT j.id, j.cluster, j.job_id, j.restart, n.node_id, coalesce(n.last_sample, n.start),
+ (SELECT min(m.start) FROM job_nodes m WHERE m.job = j.id AND m.start_estimated = 0),
+ (SELECT min(m.start) FROM jobs k JOIN job_nodes m ON m.job = k.id
+  WHERE k.cluster = j.cluster AND k.job_id = j.job_id AND k.restart > j.restart AND m.start IS NOT NULL AND m.start_estimated = 0)
  FROM job_nodes n JOIN jobs j ON j.id = n.job
  WHERE n.end IS NULL AND n.start IS NOT NULL AND coalesce(n.last_sample, n.start) < ? ORDER BY j.id`)
 	if err != nil {
@@ -67,7 +79,8 @@ func (b *Batch) StaleOpen(before time.Time) ([]OpenJob, error) {
 	for rows.Next() {
 		var o OpenJob
 		var node, seen, jid int64
-		if err := rows.Scan(&o.Row, &o.Cluster, &jid, &o.Restart, &node, &seen); err != nil {
+		var started, later sql.NullInt64
+		if err := rows.Scan(&o.Row, &o.Cluster, &jid, &o.Restart, &node, &seen, &started, &later); err != nil {
 			return nil, fmt.Errorf("stale open jobs: %w", err)
 		}
 		o.JobID = uint64(jid)
@@ -80,6 +93,12 @@ func (b *Batch) StaleOpen(before time.Time) ([]OpenJob, error) {
 		}
 		o.Nodes = []int64{node}
 		o.LastSeen = time.Unix(seen, 0)
+		if started.Valid {
+			o.Started = time.Unix(started.Int64, 0)
+		}
+		if later.Valid {
+			o.LaterStart = time.Unix(later.Int64, 0)
+		}
 		out = append(out, o)
 	}
 	return out, rows.Err()
