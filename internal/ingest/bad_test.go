@@ -26,6 +26,36 @@ func writeFile(t *testing.T, path string, data []byte) {
 	}
 }
 
+// generateKept generates o's records (one node, gpu001) into incoming and
+// keeps a copy of each file, to ship them all again with reship.
+func (e *env) generateKept(t *testing.T, o gendata.Options) (gendata.Truth, map[string][]byte) {
+	t.Helper()
+	truth, err := gendata.Generate(e.cfg.Ingest.Incoming, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(e.cfg.Ingest.Incoming, "gpu001")
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := map[string][]byte{}
+	for _, en := range ents {
+		if kept[en.Name()], err = os.ReadFile(filepath.Join(src, en.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return truth, kept
+}
+
+// reship ships the kept files of gpu001 again, each with tail appended.
+func (e *env) reship(t *testing.T, kept map[string][]byte, tail ...byte) {
+	t.Helper()
+	for n, d := range kept {
+		writeFile(t, filepath.Join(e.cfg.Ingest.Incoming, "gpu001", n), append(d[:len(d):len(d)], tail...))
+	}
+}
+
 func eventJSON(t *testing.T, mutate func(*record.Event)) (string, []byte) {
 	t.Helper()
 	ev := record.Event{Schema: record.EventSchema, Kind: record.JobStart, Time: time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC),
@@ -133,26 +163,14 @@ func TestBadFiles(t *testing.T) {
 func TestDuplicateFiles(t *testing.T) {
 	e := newEnv(t)
 	start := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
-	truth, err := gendata.Generate(e.cfg.Ingest.Incoming, gendata.Options{Cluster: "c1", Nodes: 1, GPUsPerNode: 4, Start: start,
-		Duration: time.Hour, Interval: 10 * time.Second, JobsPerNode: 8, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Keep a copy of everything, to ship it all again.
-	src := filepath.Join(e.cfg.Ingest.Incoming, "gpu001")
-	ents, _ := os.ReadDir(src)
-	copies := map[string][]byte{}
-	for _, en := range ents {
-		d, _ := os.ReadFile(filepath.Join(src, en.Name()))
-		copies[en.Name()] = d
-	}
+	truth, copies := e.generateKept(t, gendata.Options{Cluster: "c1", Nodes: 1, GPUsPerNode: 4, Start: start,
+		Duration: time.Hour, Interval: 10 * time.Second, JobsPerNode: 8, Seed: 3})
 	s := e.open(t)
 	defer s.Close()
 	e.pass(t, s, start.Add(2*time.Hour))
 	checkTruth(t, s, truth)
-	for n, d := range copies {
-		writeFile(t, filepath.Join(src, n), d)
-	}
+	e.reship(t, copies)
 	res := e.pass(t, s, start.Add(2*time.Hour))
 	if res.Duplicates != len(copies) || res.Files != 0 || res.Quarantined != 0 {
 		t.Errorf("second delivery: %+v, want %d duplicates", res, len(copies))
@@ -160,9 +178,7 @@ func TestDuplicateFiles(t *testing.T) {
 	checkTruth(t, s, truth)
 	// Same records under a changed file (re-encoded): the same record keys
 	// with the same content, so duplicates, stored once.
-	for n, d := range copies {
-		writeFile(t, filepath.Join(src, n), append(d, '\n'))
-	}
+	e.reship(t, copies, '\n')
 	res = e.pass(t, s, start.Add(2*time.Hour))
 	if res.Duplicates != len(copies) || res.Files != 0 || res.Quarantined != 0 {
 		t.Errorf("third delivery: %+v", res)

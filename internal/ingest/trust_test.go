@@ -297,18 +297,8 @@ func TestWaitsForItsJobsEvent(t *testing.T) {
 // key: used, idle and energy are not doubled.
 func TestCountedOnceAfterPrune(t *testing.T) {
 	e := newEnv(t)
-	truth, err := gendata.Generate(e.cfg.Ingest.Incoming, gendata.Options{Cluster: "c1", Nodes: 1, GPUsPerNode: 2, Start: t0,
+	truth, copies := e.generateKept(t, gendata.Options{Cluster: "c1", Nodes: 1, GPUsPerNode: 2, Start: t0,
 		Duration: time.Hour, Interval: 10 * time.Second, JobsPerNode: 4, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := filepath.Join(e.cfg.Ingest.Incoming, "gpu001")
-	ents, _ := os.ReadDir(src)
-	copies := map[string][]byte{}
-	for _, en := range ents {
-		d, _ := os.ReadFile(filepath.Join(src, en.Name()))
-		copies[en.Name()] = d
-	}
 	s := e.open(t)
 	defer s.Close()
 	e.pass(t, s, t0.Add(2*time.Hour))
@@ -319,9 +309,7 @@ func TestCountedOnceAfterPrune(t *testing.T) {
 	if n := query[int](t, s, `SELECT count(*) FROM samples`) + query[int](t, s, `SELECT count(*) FROM ingested_files`); n != 0 {
 		t.Fatalf("%d samples and listed files left after retention", n)
 	}
-	for n, d := range copies {
-		writeFile(t, filepath.Join(src, n), d)
-	}
+	e.reship(t, copies)
 	res := e.pass(t, s, later)
 	if res.Duplicates != len(copies) || res.Files != 0 || res.Quarantined != 0 {
 		t.Errorf("shipped again: %+v, want %d duplicates", res, len(copies))
