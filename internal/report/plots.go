@@ -11,8 +11,8 @@ import (
 	"github.com/aicloud/gpusuite/internal/report/timespec"
 )
 
-// JobMetrics turns a job's samples into the plotted metrics.
-func JobMetrics(det *Detail) []plot.Metric {
+// jobMetrics turns a job's samples into the plotted metrics.
+func jobMetrics(det *Detail) []plot.Metric {
 	util := plot.Metric{Title: "GPU utilization", Unit: "%", Max: 100}
 	mem := plot.Metric{Title: "GPU memory used", Unit: "GiB"}
 	power := plot.Metric{Title: "power", Unit: "W"}
@@ -59,7 +59,7 @@ func PlotJob(det *Detail, path string, loc *time.Location) error {
 	}
 	title := fmt.Sprintf("job %s (%s, %s): %d GPUs on %s, from %s", det.Job.ID(), det.Job.User, det.Job.Account, det.Job.GPUs, det.Job.Nodes,
 		time.Unix(det.Job.Start, 0).In(loc).Format("2006-01-02 15:04 MST"))
-	return writeFile(path, func(w *os.File) error { return plot.Job(w, f, title, JobMetrics(det)) })
+	return writeFile(path, func(w *os.File) error { return plot.Job(w, f, title, jobMetrics(det)) })
 }
 
 func writeFile(path string, fn func(*os.File) error) error {
