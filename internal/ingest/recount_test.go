@@ -19,12 +19,11 @@ func TestRecountEndAfterSamples(t *testing.T) {
 	s := e.open(t)
 	defer s.Close()
 	e.put(t, evFile(t, "gpu001", 77, 0, record.JobStart, t0, 0),
-		segFile(t, "gpu001", 1, 10, every(t0, 10*time.Second, 12, func(at time.Time) record.Sample { return busy("gpu001", 0, at, 77) })))
+		busySeg(t, 1, t0, 12))
 	e.pass(t, s, t0.Add(2*time.Minute))
 	e.put(t, evFile(t, "gpu001", 77, 0, record.JobEnd, t0.Add(time.Minute), 0))
 	e.pass(t, s, t0.Add(time.Hour))
-	alloc := query[float64](t, s, `SELECT alloc_gpu_s FROM jobs WHERE job_id = 77`)
-	used := query[float64](t, s, `SELECT used_gpu_s FROM jobs WHERE job_id = 77`)
+	alloc, used := allocUsed(t, s)
 	sampled := query[float64](t, s, `SELECT sum(sample_s) FROM job_hours`)
 	if alloc != 60 || used != 60 || sampled != 60 {
 		t.Errorf("alloc %v used %v sampled %v, want 60 each (the samples after the end at 00:01 do not count)", alloc, used, sampled)
@@ -39,14 +38,13 @@ func TestRecountLateSamplesAfterEstimatedEnd(t *testing.T) {
 	s := e.open(t)
 	defer s.Close()
 	e.put(t, evFile(t, "gpu001", 77, 0, record.JobStart, t0, 0),
-		segFile(t, "gpu001", 1, 10, every(t0, 10*time.Second, 6, func(at time.Time) record.Sample { return busy("gpu001", 0, at, 77) })))
+		busySeg(t, 1, t0, 6))
 	e.pass(t, s, t0.Add(3*time.Hour)) // closed at the last sample (00:00:50)
-	e.put(t, segFile(t, "gpu001", 2, 10, every(t0.Add(time.Minute), 10*time.Second, 60, func(at time.Time) record.Sample { return busy("gpu001", 0, at, 77) })))
+	e.put(t, busySeg(t, 2, t0.Add(time.Minute), 60))
 	e.pass(t, s, t0.Add(3*time.Hour+time.Minute))
 	e.put(t, evFile(t, "gpu001", 77, 0, record.JobEnd, t0.Add(11*time.Minute), 0))
 	e.pass(t, s, t0.Add(3*time.Hour+2*time.Minute))
-	alloc := query[float64](t, s, `SELECT alloc_gpu_s FROM jobs WHERE job_id = 77`)
-	used := query[float64](t, s, `SELECT used_gpu_s FROM jobs WHERE job_id = 77`)
+	alloc, used := allocUsed(t, s)
 	if alloc != 660 || used != 660 {
 		t.Errorf("alloc %v used %v, want 660 each (samples cover 00:00-00:11 at 100 %%)", alloc, used)
 	}
@@ -89,15 +87,14 @@ func TestRecountStartReplacesEstimate(t *testing.T) {
 	s := e.open(t)
 	defer s.Close()
 	e.put(t, evFile(t, "gpu001", 77, 0, record.JobEnd, t0.Add(10*time.Minute), 0),
-		segFile(t, "gpu001", 1, 10, every(t0, 10*time.Second, 60, func(at time.Time) record.Sample { return busy("gpu001", 0, at, 77) })))
+		busySeg(t, 1, t0, 60))
 	e.pass(t, s, t0.Add(11*time.Minute))
 	if used := query[float64](t, s, `SELECT used_gpu_s FROM jobs WHERE job_id = 77`); used != 600 {
 		t.Fatalf("used %v before the start event, want 600 (no lower bound yet)", used)
 	}
 	e.put(t, evFile(t, "gpu001", 77, 0, record.JobStart, t0.Add(2*time.Minute), 0))
 	e.pass(t, s, t0.Add(12*time.Minute))
-	alloc := query[float64](t, s, `SELECT alloc_gpu_s FROM jobs WHERE job_id = 77`)
-	used := query[float64](t, s, `SELECT used_gpu_s FROM jobs WHERE job_id = 77`)
+	alloc, used := allocUsed(t, s)
 	if alloc != 480 || used != 480 {
 		t.Errorf("alloc %v used %v, want 480 each (00:02-00:10)", alloc, used)
 	}
@@ -111,7 +108,7 @@ func TestRecountPrunedKeeps(t *testing.T) {
 	s := e.open(t)
 	defer s.Close()
 	e.put(t, evFile(t, "gpu001", 77, 0, record.JobStart, t0, 0),
-		segFile(t, "gpu001", 1, 10, every(t0, 10*time.Second, 12, func(at time.Time) record.Sample { return busy("gpu001", 0, at, 77) })))
+		busySeg(t, 1, t0, 12))
 	e.pass(t, s, t0.Add(3*time.Minute))
 	ctx := context.Background()
 	b, err := s.Begin(ctx, t0.Add(3*time.Minute))
@@ -135,6 +132,19 @@ func TestRecountPrunedKeeps(t *testing.T) {
 		t.Errorf("quality %q does not say the pruned hours were not counted again", q)
 	}
 	checkRollups(t, s)
+}
+
+// busySeg is segment seq of gpu001 with n samples of GPU 0 at 100 % for
+// job 77, every 10 s from from.
+func busySeg(t *testing.T, seq uint64, from time.Time, n int) forged {
+	t.Helper()
+	return segFile(t, "gpu001", seq, 10, every(from, 10*time.Second, n, func(at time.Time) record.Sample { return busy("gpu001", 0, at, 77) }))
+}
+
+// allocUsed is job 77's allocated and used GPU seconds.
+func allocUsed(t *testing.T, s *store.Store) (alloc, used float64) {
+	t.Helper()
+	return query[float64](t, s, `SELECT alloc_gpu_s FROM jobs WHERE job_id = 77`), query[float64](t, s, `SELECT used_gpu_s FROM jobs WHERE job_id = 77`)
 }
 
 // checkRollups: the job totals, the job hours and every rollup hold the
