@@ -4,6 +4,7 @@ package board
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -165,4 +166,14 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// writeJSON is free's and status's --format json: indented, one document.
+func writeJSON(w io.Writer, cmd string, out any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return fmt.Errorf("%s: write json: %w", cmd, err)
+	}
+	return nil
 }

@@ -1,10 +1,10 @@
 package board
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -100,7 +100,7 @@ type nodeCount struct {
 
 func writeFreeJSON(w io.Writer, v *view) error {
 	b := &v.board
-	out := freeJSON{Schema: "gpusuite.free/v1", At: b.At.UTC().Format("2006-01-02T15:04:05Z"), Slurm: b.Slurm, SlurmError: v.slurmErr,
+	out := freeJSON{Schema: "gpusuite.free/v1", At: b.At.UTC().Format(time.RFC3339), Slurm: b.Slurm, SlurmError: v.slurmErr,
 		StaleNodes: v.staleNodes(), Problems: v.problemTexts(), IdleAllocated: b.Totals.IdleAllocated, RunningJobs: b.Totals.RunningJobs,
 		Free: []freeEntry{}}
 	for _, f := range b.Totals.Free {
@@ -110,10 +110,5 @@ func writeFreeJSON(w io.Writer, v *view) error {
 		}
 		out.Free = append(out.Free, e)
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(out); err != nil {
-		return fmt.Errorf("free: write json: %w", err)
-	}
-	return nil
+	return writeJSON(w, "free", out)
 }

@@ -1,7 +1,6 @@
 package board
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -206,12 +205,7 @@ func writeStatusJSON(w io.Writer, v *view, nodes []liveboard.Node) error {
 		}
 		out.Nodes = append(out.Nodes, sn)
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(out); err != nil {
-		return fmt.Errorf("status: write json: %w", err)
-	}
-	return nil
+	return writeJSON(w, "status", out)
 }
 
 func orEmpty(s []string) []string {
