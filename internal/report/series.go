@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+
+	"github.com/aicloud/gpusuite/internal/record"
 )
 
 // Point is one GPU's samples over a stretch of a job: one sample, or,
@@ -107,16 +109,11 @@ func (d *DB) series(ctx context.Context, gpuID, job int64, restart int, from, to
 			share = 1
 		}
 		if jobs.Valid {
-			var shares []struct {
-				Job     int64   `json:"job"`
-				Restart int     `json:"restart"`
-				Share   float64 `json:"share"`
-				Idle    bool    `json:"idle"`
-			}
+			var shares []record.JobShare
 			if json.Unmarshal([]byte(jobs.String), &shares) == nil {
 				share = 0
 				for _, s := range shares {
-					if s.Job == job && s.Restart == restart {
+					if int64(s.Job) == job && s.Restart == restart {
 						share, idle = s.Share, s.Idle
 					}
 				}
