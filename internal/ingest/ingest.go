@@ -371,7 +371,7 @@ func (in *Ingester) batch(ctx context.Context, src *prefetcher, ret *retirer, re
 			b.Rollback()
 			return err
 		}
-		if err := keysApplied(b, p); err != nil {
+		if err := keyApplied(b, p); err != nil {
 			b.Rollback()
 			return err
 		}

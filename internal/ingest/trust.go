@@ -9,38 +9,35 @@ import (
 	"github.com/aicloud/gpusuite/internal/store"
 )
 
-// recordKeys are the keys whose effect a file applies to the ledger once,
-// forever (store.AppliedKey): an event's key, a segment's key. Aggregates
-// are not among them: the highest seq of a key replaces the others, so
-// applying one again changes nothing.
-func recordKeys(p *Parsed) []string {
+// recordKey is the key whose effect a file applies to the ledger once,
+// forever (store.AppliedKey): an event's key, a segment's key; "" for an
+// aggregate, whose highest seq of a key replaces the others, so applying
+// one again changes nothing.
+func recordKey(p *Parsed) string {
 	switch {
 	case p.Event != nil:
-		return []string{"event:" + p.Event.Key}
+		return "event:" + p.Event.Key
 	case p.Header != nil:
-		return []string{"segment:" + p.Header.Key}
+		return "segment:" + p.Header.Key
 	}
-	return nil
+	return ""
 }
 
 // keyState says whether a file's records were applied before: with the
 // same content (a duplicate) or other content (a conflict, named by key).
 func keyState(b *store.Batch, p *Parsed) (store.KeyState, string, error) {
-	for _, k := range recordKeys(p) {
-		st, err := b.AppliedKey(k, p.ContentHash)
-		if err != nil || st != store.KeyNew {
-			return st, k, err
-		}
+	k := recordKey(p)
+	if k == "" {
+		return store.KeyNew, "", nil
 	}
-	return store.KeyNew, "", nil
+	st, err := b.AppliedKey(k, p.ContentHash)
+	return st, k, err
 }
 
-// keysApplied records a file's keys in the transaction that applied it.
-func keysApplied(b *store.Batch, p *Parsed) error {
-	for _, k := range recordKeys(p) {
-		if err := b.KeyApplied(k, p.ContentHash); err != nil {
-			return err
-		}
+// keyApplied records a file's key in the transaction that applied it.
+func keyApplied(b *store.Batch, p *Parsed) error {
+	if k := recordKey(p); k != "" {
+		return b.KeyApplied(k, p.ContentHash)
 	}
 	return nil
 }
