@@ -380,12 +380,12 @@ func TestSpoolBound(t *testing.T) {
 	for _, n := range names {
 		st, _ := os.Stat(filepath.Join(e.cfg.Spool.Dir, n))
 		total += st.Size()
-		switch ship.Kind(n) {
-		case "samples":
+		switch record.KindOfFile(n) {
+		case record.FileSegment:
 			segs = append(segs, n)
-		case "event":
+		case record.FileEvent:
 			events = append(events, n)
-		case "jobgpu":
+		case record.FileJobGPU:
 			aggs = append(aggs, n)
 		}
 	}

@@ -14,7 +14,7 @@ func (a *Agent) backlog() int {
 		return 0
 	}
 	for t, c := range b.Files {
-		a.metrics.backlogFiles.WithLabelValues(t).Set(float64(c))
+		a.metrics.backlogFiles.WithLabelValues(string(t)).Set(float64(c))
 	}
 	a.metrics.backlogBytes.Set(float64(b.Bytes))
 	return b.Total

@@ -18,11 +18,8 @@ import (
 	"github.com/aicloud/gpusuite/internal/spool"
 )
 
-// Kind names a spool file's kind (record's file-name protocol): "event",
-// "jobgpu", "samples" or "other".
-func Kind(name string) string { return string(record.KindOfFile(name)) }
-
-var order = map[string]int{"event": 0, "jobgpu": 1, "other": 2, "samples": 3}
+// order is the shipping order of spool files by kind.
+var order = map[record.FileKind]int{record.FileEvent: 0, record.FileJobGPU: 1, record.FileOther: 2, record.FileSegment: 3}
 
 // batchSize is how many files are made durable with one directory fsync.
 const batchSize = 64
@@ -70,12 +67,12 @@ func (s *Shipper) Pass(ctx context.Context, handled []string) (int, error) {
 	}
 	var todo []string
 	for _, n := range names {
-		if Kind(n) == "event" && !ok[n] {
+		if record.KindOfFile(n) == record.FileEvent && !ok[n] {
 			continue // not applied yet: ship next pass
 		}
 		todo = append(todo, n)
 	}
-	sort.SliceStable(todo, func(i, j int) bool { return order[Kind(todo[i])] < order[Kind(todo[j])] })
+	sort.SliceStable(todo, func(i, j int) bool { return order[record.KindOfFile(todo[i])] < order[record.KindOfFile(todo[j])] })
 	shipped := 0
 	for len(todo) > 0 {
 		if err := ctx.Err(); err != nil {
@@ -133,7 +130,7 @@ func (s *Shipper) Pass(ctx context.Context, handled []string) (int, error) {
 // Backlog is what waits in a spool: files by kind, their bytes, and the
 // file count.
 type Backlog struct {
-	Files map[string]int
+	Files map[record.FileKind]int
 	Bytes int64
 	Total int
 }
@@ -144,12 +141,12 @@ func CountBacklog(dir string) (Backlog, error) {
 	if err != nil {
 		return Backlog{}, err
 	}
-	b := Backlog{Files: map[string]int{"event": 0, "jobgpu": 0, "samples": 0, "other": 0}}
+	b := Backlog{Files: map[record.FileKind]int{record.FileEvent: 0, record.FileJobGPU: 0, record.FileSegment: 0, record.FileOther: 0}}
 	for _, e := range entries {
 		if !e.Type().IsRegular() || strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
-		b.Files[Kind(e.Name())]++
+		b.Files[record.KindOfFile(e.Name())]++
 		if info, err := e.Info(); err == nil {
 			b.Bytes += info.Size()
 		}

@@ -105,7 +105,7 @@ func TestCountBacklog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Backlog{Files: map[string]int{"event": 1, "jobgpu": 1, "samples": 2, "other": 1}, Bytes: 5 + 3 + 7 + 1 + 2, Total: 5}
+	want := Backlog{Files: map[record.FileKind]int{"event": 1, "jobgpu": 1, "samples": 2, "other": 1}, Bytes: 5 + 3 + 7 + 1 + 2, Total: 5}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("backlog (-want +got):\n%s", diff)
 	}
