@@ -2,7 +2,6 @@ package ship
 
 import (
 	"fmt"
-	"os"
 	"os/user"
 	"runtime"
 	"strconv"
@@ -55,24 +54,4 @@ func AsUser(id *Identity, f func() error) error {
 		done <- f()
 	}()
 	return <-done
-}
-
-// openSources opens every name in the spool as the caller's own user (the
-// spool is root-only), for the ship user's thread to copy from.
-func openSources(dir string, names []string) (map[string]*os.File, error) {
-	files := make(map[string]*os.File, len(names))
-	for _, n := range names {
-		f, err := os.Open(dir + "/" + n)
-		if err != nil {
-			if os.IsNotExist(err) {
-				continue
-			}
-			for _, g := range files {
-				g.Close()
-			}
-			return nil, err
-		}
-		files[n] = f
-	}
-	return files, nil
 }

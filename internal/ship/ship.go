@@ -127,6 +127,26 @@ func (s *Shipper) Pass(ctx context.Context, handled []string) (int, error) {
 	return shipped, nil
 }
 
+// openSources opens every name in the spool as the caller's own user (the
+// spool is root-only), for the ship user's thread to copy from.
+func openSources(dir string, names []string) (map[string]*os.File, error) {
+	files := make(map[string]*os.File, len(names))
+	for _, n := range names {
+		f, err := os.Open(dir + "/" + n)
+		if err != nil {
+			if os.IsNotExist(err) {
+				continue
+			}
+			for _, g := range files {
+				g.Close()
+			}
+			return nil, err
+		}
+		files[n] = f
+	}
+	return files, nil
+}
+
 // Backlog is what waits in a spool: files by kind, their bytes, and the
 // file count.
 type Backlog struct {
