@@ -15,10 +15,17 @@ type Board struct {
 	// SlurmTimeout bounds reading Slurm's nodes and reservations; past it
 	// the board is shown without Slurm, and says so.
 	SlurmTimeout Duration `toml:"slurm_timeout"`
+	// SlurmInterval is how often gpuacct serve re-reads Slurm's nodes and
+	// reservations for the web board (one read at a time, each bounded by
+	// SlurmTimeout).
+	SlurmInterval Duration `toml:"slurm_interval"`
+	// IdleAlert is how long a GPU may stay allocated but idle before
+	// gpuacct check and /metrics report it.
+	IdleAlert Duration `toml:"idle_alert"`
 }
 
 func defaultBoard() Board {
-	return Board{LiveDir: "/data/gpusuite/live", SlurmTimeout: Dur(10 * time.Second)}
+	return Board{LiveDir: "/data/gpusuite/live", SlurmTimeout: Dur(10 * time.Second), SlurmInterval: Dur(30 * time.Second), IdleAlert: Dur(time.Hour)}
 }
 
 func (b *Board) validate() error {
@@ -27,6 +34,12 @@ func (b *Board) validate() error {
 	}
 	if b.SlurmTimeout.Duration <= 0 || b.SlurmTimeout.Duration > 5*time.Minute {
 		return fmt.Errorf("key \"board.slurm_timeout\": %s is outside 0s..5m", b.SlurmTimeout.Duration)
+	}
+	if b.SlurmInterval.Duration < time.Second || b.SlurmInterval.Duration > time.Hour {
+		return fmt.Errorf("key \"board.slurm_interval\": %s is outside 1s..1h", b.SlurmInterval.Duration)
+	}
+	if b.IdleAlert.Duration < time.Minute || b.IdleAlert.Duration > 30*24*time.Hour {
+		return fmt.Errorf("key \"board.idle_alert\": %s is outside 1m..720h", b.IdleAlert.Duration)
 	}
 	return nil
 }
