@@ -1,0 +1,177 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// MaxNotes bounds one Notes read: far more notes than a cluster keeps.
+const MaxNotes = 10_000
+
+// ErrNoNote means no note has the id asked for.
+var ErrNoNote = errors.New("no such note")
+
+// ErrNoteRemoved means the note was removed already.
+var ErrNoteRemoved = errors.New("note already removed")
+
+// Note is a note or booking on a node or one of its GPUs.
+type Note struct {
+	ID      int64
+	Cluster string
+	Node    string
+	GPU     *int // nil: the whole node
+	Until   time.Time
+	Text    string
+	Author  string // user name at the time of writing
+	UID     int
+	Created time.Time
+	// RemovedAt is nil while the note is not removed.
+	RemovedAt *time.Time
+	RemovedBy string
+}
+
+const noteColumns = `id, cluster, node, gpu, until, text, author, uid, created, removed_at, removed_by`
+
+// scanner is a *sql.Row or *sql.Rows.
+type scanner interface{ Scan(...any) error }
+
+func scanNote(r scanner) (Note, error) {
+	var n Note
+	var gpu, removed sql.NullInt64
+	var until, created int64
+	if err := r.Scan(&n.ID, &n.Cluster, &n.Node, &gpu, &until, &n.Text, &n.Author, &n.UID, &created, &removed, &n.RemovedBy); err != nil {
+		return Note{}, err
+	}
+	if gpu.Valid {
+		g := int(gpu.Int64)
+		n.GPU = &g
+	}
+	n.Until = time.Unix(until, 0).UTC()
+	n.Created = time.Unix(created, 0).UTC()
+	if removed.Valid {
+		t := time.Unix(removed.Int64, 0).UTC()
+		n.RemovedAt = &t
+	}
+	return n, nil
+}
+
+// Notes returns the notes active at now (created <= now < until, not
+// removed), ordered by node, GPU, ID; with all, every note ever kept,
+// newest first; at most MaxNotes rows either way. It reads only, so a
+// store opened read-only serves it.
+func (s *Store) Notes(ctx context.Context, now time.Time, all bool) ([]Note, error) {
+	q := `SELECT ` + noteColumns + ` FROM notes WHERE removed_at IS NULL AND created <= ?1 AND until > ?1
+ ORDER BY node, gpu IS NOT NULL, gpu, id LIMIT ?2`
+	if all {
+		q = `SELECT ` + noteColumns + ` FROM notes WHERE ?1 = ?1 ORDER BY id DESC LIMIT ?2`
+	}
+	rows, err := s.DB.QueryContext(ctx, q, now.Unix(), MaxNotes)
+	if err != nil {
+		return nil, fmt.Errorf("read notes: %w", err)
+	}
+	defer rows.Close()
+	var out []Note
+	for rows.Next() {
+		n, err := scanNote(rows)
+		if err != nil {
+			return nil, fmt.Errorf("read notes: %w", err)
+		}
+		out = append(out, n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read notes: %w", err)
+	}
+	return out, nil
+}
+
+// Note returns the note with id, removed or not; ErrNoNote when none.
+func (s *Store) Note(ctx context.Context, id int64) (Note, error) {
+	n, err := scanNote(s.DB.QueryRowContext(ctx, `SELECT `+noteColumns+` FROM notes WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Note{}, fmt.Errorf("note %d: %w", id, ErrNoNote)
+	}
+	if err != nil {
+		return Note{}, fmt.Errorf("read note %d: %w", id, err)
+	}
+	return n, nil
+}
+
+// NodeGPUs says whether the ledger knows node (in cluster; any cluster
+// when cluster is "") and how many GPU indexes it has seen on it (0 when
+// none is known).
+func (s *Store) NodeGPUs(ctx context.Context, cluster, node string) (gpus int, known bool, err error) {
+	var nodes int
+	err = s.DB.QueryRowContext(ctx, `SELECT count(DISTINCT n.id), coalesce(max(g.idx) + 1, 0) FROM nodes n LEFT JOIN gpus g ON g.node_id = n.id
+ WHERE n.name = ?1 AND (?2 = '' OR n.cluster = ?2)`, node, cluster).Scan(&nodes, &gpus)
+	if err != nil {
+		return 0, false, fmt.Errorf("read node %q: %w", node, err)
+	}
+	return gpus, nodes > 0, nil
+}
+
+// AddNote keeps n (its ID and removal are ignored) and returns its id.
+// request names the queued request that carries it: the same request
+// applied again returns the note it added the first time.
+func (b *Batch) AddNote(n Note, request string) (int64, error) {
+	var gpu any
+	if n.GPU != nil {
+		gpu = *n.GPU
+	}
+	var req any
+	if request != "" {
+		req = request
+		row, err := b.queryRow(`SELECT id FROM notes WHERE request = ?`, request)
+		if err != nil {
+			return 0, err
+		}
+		var id int64
+		switch err := row.Scan(&id); {
+		case err == nil:
+			return id, nil
+		case !errors.Is(err, sql.ErrNoRows):
+			return 0, fmt.Errorf("add note: %w", err)
+		}
+	}
+	r, err := b.exec(`INSERT INTO notes (cluster, node, gpu, until, text, author, uid, created, request) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		n.Cluster, n.Node, gpu, n.Until.Unix(), n.Text, n.Author, n.UID, n.Created.Unix(), req)
+	if err != nil {
+		return 0, fmt.Errorf("add note: %w", err)
+	}
+	id, err := r.LastInsertId()
+	if err != nil {
+		return 0, fmt.Errorf("add note: %w", err)
+	}
+	return id, nil
+}
+
+// RemoveNote marks note id removed at now by by, when allowed (nil:
+// always) accepts the note as it is; allowed's error is returned as is.
+// It returns the note as it was: ErrNoNote when there is none,
+// ErrNoteRemoved when it was removed already.
+func (b *Batch) RemoveNote(id int64, by string, now time.Time, allowed func(Note) error) (Note, error) {
+	row, err := b.queryRow(`SELECT `+noteColumns+` FROM notes WHERE id = ?`, id)
+	if err != nil {
+		return Note{}, err
+	}
+	n, err := scanNote(row)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return Note{}, fmt.Errorf("note %d: %w", id, ErrNoNote)
+	case err != nil:
+		return Note{}, fmt.Errorf("remove note %d: %w", id, err)
+	case n.RemovedAt != nil:
+		return n, fmt.Errorf("note %d: %w", id, ErrNoteRemoved)
+	}
+	if allowed != nil {
+		if err := allowed(n); err != nil {
+			return n, err
+		}
+	}
+	if _, err := b.exec(`UPDATE notes SET removed_at = ?, removed_by = ? WHERE id = ? AND removed_at IS NULL`, now.Unix(), by, id); err != nil {
+		return n, fmt.Errorf("remove note %d: %w", id, err)
+	}
+	return n, nil
+}
