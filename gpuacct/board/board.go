@@ -103,7 +103,7 @@ func load(c *cli.Context, d Deps, cmd string) (*view, error) {
 		}
 		return nil, fmt.Errorf("%s: nothing to show: %s, and Slurm was not read", cmd, why)
 	}
-	v.board = liveboard.Build(lives, state, now)
+	v.board = liveboard.Build(lives, state, nil, now)
 	return v, nil
 }
 
@@ -134,6 +134,11 @@ func (v *view) warnings(nodes []liveboard.Node) []string {
 		out = append(out, "WARNING: live file skipped: "+p.String())
 	}
 	return out
+}
+
+// meta is how v's board was had, for its JSON documents.
+func (v *view) meta() liveboard.Meta {
+	return liveboard.Meta{SlurmError: v.slurmErr, Problems: v.problems}
 }
 
 func (v *view) problemTexts() []string {

@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/aicloud/gpusuite/cliwire"
+	liveboard "github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/report/table"
 )
 
@@ -72,43 +72,6 @@ func writeFree(w io.Writer, v *view) error {
 	return nil
 }
 
-// freeJSON is gpuacct free --format json (schema gpusuite.free/v1).
-type freeJSON struct {
-	Schema        string      `json:"schema"`
-	At            string      `json:"at"`
-	Slurm         bool        `json:"slurm"`
-	SlurmError    string      `json:"slurm_error,omitempty"`
-	StaleNodes    []string    `json:"stale_nodes"`
-	Problems      []string    `json:"problems"`
-	IdleAllocated int         `json:"idle_allocated"`
-	RunningJobs   int         `json:"running_jobs"`
-	Free          []freeEntry `json:"free"`
-}
-
-type freeEntry struct {
-	Model     string      `json:"model"`
-	Partition string      `json:"partition"`
-	Free      int         `json:"free"`
-	Reserved  int         `json:"reserved"`
-	Nodes     []nodeCount `json:"nodes"`
-}
-
-type nodeCount struct {
-	Node string `json:"node"`
-	Free int    `json:"free"`
-}
-
 func writeFreeJSON(w io.Writer, v *view) error {
-	b := &v.board
-	out := freeJSON{Schema: "gpusuite.free/v1", At: b.At.UTC().Format(time.RFC3339), Slurm: b.Slurm, SlurmError: v.slurmErr,
-		StaleNodes: v.staleNodes(), Problems: v.problemTexts(), IdleAllocated: b.Totals.IdleAllocated, RunningJobs: b.Totals.RunningJobs,
-		Free: []freeEntry{}}
-	for _, f := range b.Totals.Free {
-		e := freeEntry{Model: f.Model, Partition: f.Partition, Free: f.Free, Reserved: f.Reserved}
-		for _, n := range f.Nodes {
-			e.Nodes = append(e.Nodes, nodeCount{n.Node, n.Count})
-		}
-		out.Free = append(out.Free, e)
-	}
-	return writeJSON(w, "free", out)
+	return writeJSON(w, "free", liveboard.NewFreeDoc(&v.board, v.meta()))
 }

@@ -149,63 +149,8 @@ func procs(ps []record.LiveProc) string {
 	return dash(strings.Join(out, " "))
 }
 
-// statusJSON is gpuacct status --format json (schema gpusuite.status/v1).
-type statusJSON struct {
-	Schema     string       `json:"schema"`
-	At         string       `json:"at"`
-	Slurm      bool         `json:"slurm"`
-	SlurmError string       `json:"slurm_error,omitempty"`
-	Problems   []string     `json:"problems"`
-	Nodes      []statusNode `json:"nodes"`
-}
-
-type statusNode struct {
-	Name         string      `json:"name"`
-	Condition    string      `json:"condition,omitempty"`
-	Reason       string      `json:"reason,omitempty"`
-	Partitions   []string    `json:"partitions"`
-	Reservations []string    `json:"reservations"`
-	InSlurm      bool        `json:"in_slurm"`
-	Stale        bool        `json:"stale"`
-	SnapshotAt   string      `json:"snapshot_at,omitempty"`
-	GPUs         []statusGPU `json:"gpus"`
-}
-
-type statusGPU struct {
-	Index       int               `json:"index"`
-	UUID        string            `json:"uuid,omitempty"`
-	Model       string            `json:"model,omitempty"`
-	State       string            `json:"state"`
-	Util        *uint32           `json:"util"`
-	MemUsedMiB  *uint64           `json:"mem_used_mib"`
-	MemTotalMiB *uint64           `json:"mem_total_mib"`
-	Jobs        []record.LiveJob  `json:"jobs"`
-	Procs       []record.LiveProc `json:"procs"`
-}
-
 func writeStatusJSON(w io.Writer, v *view, nodes []liveboard.Node) error {
-	out := statusJSON{Schema: "gpusuite.status/v1", At: v.board.At.UTC().Format(time.RFC3339), Slurm: v.board.Slurm,
-		SlurmError: v.slurmErr, Problems: v.problemTexts(), Nodes: []statusNode{}}
-	for _, n := range nodes {
-		sn := statusNode{Name: n.Name, Condition: string(n.Condition), Reason: n.Reason, Partitions: orEmpty(n.Partitions),
-			Reservations: orEmpty(n.Reservations), InSlurm: n.InSlurm, Stale: n.Stale, GPUs: []statusGPU{}}
-		if !n.SnapshotAt.IsZero() {
-			sn.SnapshotAt = n.SnapshotAt.UTC().Format(time.RFC3339)
-		}
-		for _, g := range n.GPUs {
-			sg := statusGPU{Index: g.Index, UUID: g.UUID, Model: g.Model, State: string(g.State), Util: g.Util,
-				MemUsedMiB: g.MemUsedMiB, MemTotalMiB: g.MemTotalMiB, Jobs: g.Jobs, Procs: g.Procs}
-			if sg.Jobs == nil {
-				sg.Jobs = []record.LiveJob{}
-			}
-			if sg.Procs == nil {
-				sg.Procs = []record.LiveProc{}
-			}
-			sn.GPUs = append(sn.GPUs, sg)
-		}
-		out.Nodes = append(out.Nodes, sn)
-	}
-	return writeJSON(w, "status", out)
+	return writeJSON(w, "status", liveboard.NewStatusDoc(&v.board, nodes, v.meta()))
 }
 
 func orEmpty(s []string) []string {

@@ -29,6 +29,8 @@ const (
 	Busy State = "busy"
 	// Drained: no job holds it and Slurm drains the node.
 	Drained State = "drained"
+	// Booked: free, but a note in force claims it (or its whole node).
+	Booked State = "booked"
 	// Reserved: free, but on a node of a reservation in force now.
 	Reserved State = "reserved"
 	// Free: no job holds it and Slurm would give it to one.
@@ -67,6 +69,8 @@ type Node struct {
 	InSlurm       bool
 	// Reservations are the names of those covering the node now.
 	Reservations []string
+	// Notes are the notes in force on the whole node.
+	Notes []Note
 	// Stale is set when the snapshot is missing (SnapshotAt zero) or
 	// older than SnapshotAt + 3 × its interval.
 	Stale      bool
@@ -84,8 +88,24 @@ type GPU struct {
 	Util        *uint32
 	MemUsedMiB  *uint64
 	MemTotalMiB *uint64
-	Jobs        []record.LiveJob
-	Procs       []record.LiveProc
+	PowerMW     *uint32
+	TempC       *uint32
+	// IdleSince is when an allocated GPU went idle (the agent's word).
+	IdleSince *time.Time
+	Jobs      []record.LiveJob
+	Procs     []record.LiveProc
+	// Notes are the notes in force on this GPU alone.
+	Notes []Note
+}
+
+// Note is a note or booking in force on a node (GPU nil) or one GPU.
+type Note struct {
+	ID     int64
+	Node   string
+	GPU    *int
+	Until  time.Time
+	Text   string
+	Author string
 }
 
 // Totals sum the board.
@@ -95,6 +115,8 @@ type Totals struct {
 	Free []FreeCount
 	// IdleAllocated is how many GPUs are allocated but idle.
 	IdleAllocated int
+	// Booked is how many otherwise free GPUs a note claims.
+	Booked int
 	// RunningJobs is how many distinct jobs hold GPUs on fresh nodes.
 	RunningJobs int
 	// StaleNodes is how many nodes have no fresh snapshot.
@@ -115,12 +137,13 @@ type FreeCount struct {
 
 // NodeCount is a node and a number of GPUs on it.
 type NodeCount struct {
-	Node  string
-	Count int
+	Node  string `json:"node"`
+	Count int    `json:"free"`
 }
 
-// Build joins the snapshots with Slurm's view (nil: not had) at now.
-func Build(lives []record.Live, slurm *slurmstate.State, now time.Time) Board {
+// Build joins the snapshots with Slurm's view (nil: not had) and the
+// notes in force at now.
+func Build(lives []record.Live, slurm *slurmstate.State, notes []Note, now time.Time) Board {
 	b := Board{At: now, Slurm: slurm != nil}
 	byNode := map[string]*slurmstate.Node{}
 	if slurm != nil {
@@ -136,7 +159,7 @@ func Build(lives []record.Live, slurm *slurmstate.State, now time.Time) Board {
 			continue // Load gives one per node; a caller's duplicate adds nothing
 		}
 		seen[l.Node] = true
-		b.Nodes = append(b.Nodes, buildNode(l, byNode[l.Node], slurm, now))
+		b.Nodes = append(b.Nodes, buildNode(l, byNode[l.Node], slurm, notesOf(notes, l.Node), now))
 	}
 	if slurm != nil {
 		for i := range slurm.Nodes {
@@ -145,7 +168,7 @@ func Build(lives []record.Live, slurm *slurmstate.State, now time.Time) Board {
 				continue
 			}
 			seen[sn.Name] = true
-			b.Nodes = append(b.Nodes, buildNode(nil, sn, slurm, now))
+			b.Nodes = append(b.Nodes, buildNode(nil, sn, slurm, notesOf(notes, sn.Name), now))
 		}
 	}
 	sort.Slice(b.Nodes, func(i, j int) bool { return b.Nodes[i].Name < b.Nodes[j].Name })
@@ -153,8 +176,24 @@ func Build(lives []record.Live, slurm *slurmstate.State, now time.Time) Board {
 	return b
 }
 
-func buildNode(l *record.Live, sn *slurmstate.Node, slurm *slurmstate.State, now time.Time) Node {
+// notesOf returns the notes on node.
+func notesOf(notes []Note, node string) []Note {
+	var out []Note
+	for _, n := range notes {
+		if n.Node == node {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func buildNode(l *record.Live, sn *slurmstate.Node, slurm *slurmstate.State, notes []Note, now time.Time) Node {
 	n := Node{}
+	for _, nt := range notes {
+		if nt.GPU == nil {
+			n.Notes = append(n.Notes, nt)
+		}
+	}
 	if l != nil {
 		n.Name, n.Cluster, n.SnapshotAt = l.Node, l.Cluster, l.Time
 		iv := time.Duration(l.Interval * float64(time.Second))
@@ -178,18 +217,30 @@ func buildNode(l *record.Live, sn *slurmstate.Node, slurm *slurmstate.State, now
 		// Slurm's count stands in for the GPUs no snapshot describes.
 		for _, g := range sn.GPUs {
 			for range g.Count {
-				n.GPUs = append(n.GPUs, GPU{Index: len(n.GPUs), Model: g.Type, State: Stale})
+				n.GPUs = append(n.GPUs, GPU{Index: len(n.GPUs), Model: g.Type, State: Stale, Notes: gpuNotes(notes, len(n.GPUs))})
 			}
 		}
 		return n
 	}
 	for _, lg := range l.GPUs {
 		g := GPU{Index: lg.Index, UUID: lg.UUID, Model: lg.Model, Util: lg.Util, MemUsedMiB: lg.MemUsedMiB,
-			MemTotalMiB: lg.MemTotalMiB, Jobs: lg.Jobs, Procs: lg.Procs}
-		g.State = gpuState(n, slurm != nil, lg)
+			MemTotalMiB: lg.MemTotalMiB, PowerMW: lg.PowerMW, TempC: lg.TempC, IdleSince: lg.IdleSince,
+			Jobs: lg.Jobs, Procs: lg.Procs, Notes: gpuNotes(notes, lg.Index)}
+		g.State = gpuState(n, slurm != nil, lg, len(n.Notes)+len(g.Notes) > 0)
 		n.GPUs = append(n.GPUs, g)
 	}
 	return n
+}
+
+// gpuNotes returns the notes on GPU index alone.
+func gpuNotes(notes []Note, index int) []Note {
+	var out []Note
+	for _, n := range notes {
+		if n.GPU != nil && *n.GPU == index {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // covers says whether reservation r holds node now (a zero start or end
@@ -210,7 +261,7 @@ func covers(r slurmstate.Reservation, node string, now time.Time) bool {
 // GPUs to jobs.
 var schedulable = map[slurmstate.Condition]bool{slurmstate.Idle: true, slurmstate.Mixed: true, slurmstate.Allocated: true}
 
-func gpuState(n Node, haveSlurm bool, g record.LiveGPU) State {
+func gpuState(n Node, haveSlurm bool, g record.LiveGPU, noted bool) State {
 	switch {
 	case n.Stale:
 		return Stale
@@ -228,6 +279,8 @@ func gpuState(n Node, haveSlurm bool, g record.LiveGPU) State {
 		return Drained
 	case haveSlurm && !schedulable[n.Condition]:
 		return Down
+	case noted:
+		return Booked
 	case len(n.Reservations) > 0:
 		return Reserved
 	}
@@ -284,6 +337,8 @@ func totals(nodes []Node) Totals {
 			switch g.State {
 			case Idle:
 				t.IdleAllocated++
+			case Booked:
+				t.Booked++
 			case Free, Reserved:
 				c := perModel[g.Model]
 				c[0]++

@@ -128,7 +128,7 @@ func TestBuildStates(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := Build(tt.lives, tt.slurm, now)
+			b := Build(tt.lives, tt.slurm, nil, now)
 			if b.Slurm != (tt.slurm != nil) {
 				t.Errorf("Slurm = %v with state %v", b.Slurm, tt.slurm != nil)
 			}
@@ -156,7 +156,7 @@ func TestBuildCellsAndTotals(t *testing.T) {
 	sn4.Reason = "bad gpu"
 	st := slurm([]slurmstate.Node{sn1, sn2, snode("n3", slurmstate.Idle, 1), sn4},
 		slurmstate.Reservation{Name: "team", Start: now.Add(-time.Hour), End: now.Add(time.Hour), Nodes: []string{"n2"}})
-	b := Build([]record.Live{n3, n1, n2, n1}, st, now)
+	b := Build([]record.Live{n3, n1, n2, n1}, st, nil, now)
 
 	wantTotals := Totals{
 		Free: []FreeCount{

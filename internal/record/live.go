@@ -35,6 +35,10 @@ type LiveGPU struct {
 	Jobs        []LiveJob  `json:"jobs,omitempty"`
 	Procs       []LiveProc `json:"procs,omitempty"`
 	Missing     []string   `json:"missing,omitempty"`
+	// IdleSince is when the GPU, allocated, last went under the agent's
+	// idle threshold and has stayed there; nil when it is not allocated
+	// and idle now.
+	IdleSince *time.Time `json:"idle_since,omitempty"`
 }
 
 // LiveJob is a job the GPU is allocated to.
@@ -43,6 +47,9 @@ type LiveJob struct {
 	Restart int    `json:"restart"`
 	User    string `json:"user,omitempty"`
 	Account string `json:"account,omitempty"`
+	// Start is when the job's allocation began on this node (its
+	// prolog's announcement); zero when the agent does not know.
+	Start time.Time `json:"start,omitzero"`
 }
 
 // LiveProc is one compute process on the GPU.

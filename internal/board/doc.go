@@ -1,0 +1,240 @@
+package board
+
+import (
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/record"
+)
+
+// The JSON documents of the board: gpuacct status and free --format json
+// print them, and the web API serves the same (docs/api.md), so a script
+// reads one shape wherever it asks. Times are RFC 3339 in UTC.
+
+// Schemas of the documents.
+const (
+	StatusSchema = "gpusuite.status/v1"
+	FreeSchema   = "gpusuite.free/v1"
+)
+
+// Meta is how a board was had.
+type Meta struct {
+	// SlurmError is why Slurm's view is missing; "" when had or not asked.
+	SlurmError string
+	Problems   []Problem
+	// Team maps an account to its team; nil: the account itself.
+	Team func(account string) string
+}
+
+func (m Meta) team(account string) string {
+	if m.Team == nil || account == "" {
+		return account
+	}
+	return m.Team(account)
+}
+
+func (m Meta) problemTexts() []string {
+	out := []string{}
+	for _, p := range m.Problems {
+		out = append(out, p.String())
+	}
+	return out
+}
+
+// StatusDoc is the whole board (gpusuite.status/v1).
+type StatusDoc struct {
+	Schema     string    `json:"schema"`
+	At         string    `json:"at"`
+	Slurm      bool      `json:"slurm"`
+	SlurmAt    string    `json:"slurm_at,omitempty"`
+	SlurmError string    `json:"slurm_error,omitempty"`
+	Problems   []string  `json:"problems"`
+	Totals     TotalsDoc `json:"totals"`
+	Nodes      []NodeDoc `json:"nodes"`
+}
+
+// TotalsDoc are the board's sums.
+type TotalsDoc struct {
+	Free          int `json:"free"`
+	FreeReserved  int `json:"free_reserved"`
+	Booked        int `json:"booked"`
+	IdleAllocated int `json:"idle_allocated"`
+	RunningJobs   int `json:"running_jobs"`
+	StaleNodes    int `json:"stale_nodes"`
+	// States counts every GPU by its state.
+	States map[State]int `json:"states"`
+}
+
+// NodeDoc is one node.
+type NodeDoc struct {
+	Name          string    `json:"name"`
+	Cluster       string    `json:"cluster,omitempty"`
+	Condition     string    `json:"condition,omitempty"`
+	NotResponding bool      `json:"not_responding,omitempty"`
+	Reason        string    `json:"reason,omitempty"`
+	Partitions    []string  `json:"partitions"`
+	Reservations  []string  `json:"reservations"`
+	InSlurm       bool      `json:"in_slurm"`
+	Stale         bool      `json:"stale"`
+	SnapshotAt    string    `json:"snapshot_at,omitempty"`
+	Notes         []NoteDoc `json:"notes"`
+	GPUs          []GPUDoc  `json:"gpus"`
+}
+
+// GPUDoc is one GPU.
+type GPUDoc struct {
+	Index       int               `json:"index"`
+	UUID        string            `json:"uuid,omitempty"`
+	Model       string            `json:"model,omitempty"`
+	State       State             `json:"state"`
+	Util        *uint32           `json:"util"`
+	MemUsedMiB  *uint64           `json:"mem_used_mib"`
+	MemTotalMiB *uint64           `json:"mem_total_mib"`
+	PowerW      *float64          `json:"power_w"`
+	TempC       *uint32           `json:"temp_c"`
+	IdleSince   string            `json:"idle_since,omitempty"`
+	Jobs        []JobDoc          `json:"jobs"`
+	Procs       []record.LiveProc `json:"procs"`
+	Notes       []NoteDoc         `json:"notes"`
+}
+
+// JobDoc is a job holding a GPU.
+type JobDoc struct {
+	Job     uint64 `json:"job"`
+	Restart int    `json:"restart"`
+	User    string `json:"user,omitempty"`
+	Account string `json:"account,omitempty"`
+	Team    string `json:"team,omitempty"`
+	Start   string `json:"start,omitempty"`
+	// ElapsedS is seconds since Start at the board's time.
+	ElapsedS *int64 `json:"elapsed_s,omitempty"`
+}
+
+// NoteDoc is a note in force.
+type NoteDoc struct {
+	ID     int64  `json:"id"`
+	GPU    *int   `json:"gpu"`
+	Until  string `json:"until"`
+	Text   string `json:"text"`
+	Author string `json:"author"`
+}
+
+// NewStatusDoc is the document of nodes (all of b's, or those chosen) of b.
+func NewStatusDoc(b *Board, nodes []Node, m Meta) StatusDoc {
+	out := StatusDoc{Schema: StatusSchema, At: stamp(b.At), Slurm: b.Slurm, SlurmAt: stamp(b.SlurmAt),
+		SlurmError: m.SlurmError, Problems: m.problemTexts(), Totals: totalsDoc(b), Nodes: []NodeDoc{}}
+	for _, n := range nodes {
+		out.Nodes = append(out.Nodes, nodeDoc(n, b.At, m))
+	}
+	return out
+}
+
+func totalsDoc(b *Board) TotalsDoc {
+	t := TotalsDoc{Booked: b.Totals.Booked, IdleAllocated: b.Totals.IdleAllocated, RunningJobs: b.Totals.RunningJobs,
+		StaleNodes: b.Totals.StaleNodes, States: map[State]int{}}
+	for _, n := range b.Nodes {
+		for _, g := range n.GPUs {
+			t.States[g.State]++
+			switch g.State {
+			case Free:
+				t.Free++
+			case Reserved:
+				t.Free++
+				t.FreeReserved++
+			}
+		}
+	}
+	return t
+}
+
+func nodeDoc(n Node, at time.Time, m Meta) NodeDoc {
+	d := NodeDoc{Name: n.Name, Cluster: n.Cluster, Condition: string(n.Condition), NotResponding: n.NotResponding,
+		Reason: n.Reason, Partitions: orEmpty(n.Partitions), Reservations: orEmpty(n.Reservations), InSlurm: n.InSlurm,
+		Stale: n.Stale, SnapshotAt: stamp(n.SnapshotAt), Notes: noteDocs(n.Notes), GPUs: []GPUDoc{}}
+	for _, g := range n.GPUs {
+		gd := GPUDoc{Index: g.Index, UUID: g.UUID, Model: g.Model, State: g.State, Util: g.Util,
+			MemUsedMiB: g.MemUsedMiB, MemTotalMiB: g.MemTotalMiB, TempC: g.TempC, Jobs: []JobDoc{},
+			Procs: g.Procs, Notes: noteDocs(g.Notes)}
+		if g.PowerMW != nil {
+			w := float64(*g.PowerMW) / 1000
+			gd.PowerW = &w
+		}
+		if g.IdleSince != nil {
+			gd.IdleSince = stamp(*g.IdleSince)
+		}
+		if gd.Procs == nil {
+			gd.Procs = []record.LiveProc{}
+		}
+		for _, j := range g.Jobs {
+			jd := JobDoc{Job: j.Job, Restart: j.Restart, User: j.User, Account: j.Account, Team: m.team(j.Account), Start: stamp(j.Start)}
+			if !j.Start.IsZero() && !at.Before(j.Start) {
+				e := int64(at.Sub(j.Start) / time.Second)
+				jd.ElapsedS = &e
+			}
+			gd.Jobs = append(gd.Jobs, jd)
+		}
+		d.GPUs = append(d.GPUs, gd)
+	}
+	return d
+}
+
+func noteDocs(notes []Note) []NoteDoc {
+	out := []NoteDoc{}
+	for _, n := range notes {
+		out = append(out, NoteDoc{ID: n.ID, GPU: n.GPU, Until: stamp(n.Until), Text: n.Text, Author: n.Author})
+	}
+	return out
+}
+
+// FreeDoc is where GPUs are free (gpusuite.free/v1).
+type FreeDoc struct {
+	Schema        string      `json:"schema"`
+	At            string      `json:"at"`
+	Slurm         bool        `json:"slurm"`
+	SlurmError    string      `json:"slurm_error,omitempty"`
+	StaleNodes    []string    `json:"stale_nodes"`
+	Problems      []string    `json:"problems"`
+	IdleAllocated int         `json:"idle_allocated"`
+	Booked        int         `json:"booked"`
+	RunningJobs   int         `json:"running_jobs"`
+	Free          []FreeEntry `json:"free"`
+}
+
+// FreeEntry is the free GPUs of one model in one partition.
+type FreeEntry struct {
+	Model     string      `json:"model"`
+	Partition string      `json:"partition"`
+	Free      int         `json:"free"`
+	Reserved  int         `json:"reserved"`
+	Nodes     []NodeCount `json:"nodes"`
+}
+
+// NewFreeDoc is the free document of b.
+func NewFreeDoc(b *Board, m Meta) FreeDoc {
+	out := FreeDoc{Schema: FreeSchema, At: stamp(b.At), Slurm: b.Slurm, SlurmError: m.SlurmError, StaleNodes: []string{},
+		Problems: m.problemTexts(), IdleAllocated: b.Totals.IdleAllocated, Booked: b.Totals.Booked,
+		RunningJobs: b.Totals.RunningJobs, Free: []FreeEntry{}}
+	for _, n := range b.Nodes {
+		if n.Stale {
+			out.StaleNodes = append(out.StaleNodes, n.Name)
+		}
+	}
+	for _, f := range b.Totals.Free {
+		out.Free = append(out.Free, FreeEntry{Model: f.Model, Partition: f.Partition, Free: f.Free, Reserved: f.Reserved,
+			Nodes: append([]NodeCount(nil), f.Nodes...)})
+	}
+	return out
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
