@@ -14,6 +14,7 @@ import (
 const (
 	StatusSchema = "gpusuite.status/v1"
 	FreeSchema   = "gpusuite.free/v1"
+	NotesSchema  = "gpusuite.notes/v1"
 )
 
 // Meta is how a board was had.
@@ -21,15 +22,16 @@ type Meta struct {
 	// SlurmError is why Slurm's view is missing; "" when had or not asked.
 	SlurmError string
 	Problems   []Problem
-	// Team maps an account to its team; nil: the account itself.
-	Team func(account string) string
+	// Team maps a job's account and user to its team (a mapping file may
+	// name users as well as accounts); nil: the account itself.
+	Team func(account, user string) string
 }
 
-func (m Meta) team(account string) string {
+func (m Meta) team(account, user string) string {
 	if m.Team == nil || account == "" {
 		return account
 	}
-	return m.Team(account)
+	return m.Team(account, user)
 }
 
 func (m Meta) problemTexts() []string {
@@ -109,13 +111,20 @@ type JobDoc struct {
 	ElapsedS *int64 `json:"elapsed_s,omitempty"`
 }
 
-// NoteDoc is a note in force.
+// NoteDoc is a note in force. Node, Cluster, Created, RemovedAt and
+// RemovedBy are set in the notes document only: on a node of the status
+// document the node is said already.
 type NoteDoc struct {
-	ID     int64  `json:"id"`
-	GPU    *int   `json:"gpu"`
-	Until  string `json:"until"`
-	Text   string `json:"text"`
-	Author string `json:"author"`
+	ID        int64  `json:"id"`
+	Node      string `json:"node,omitempty"`
+	Cluster   string `json:"cluster,omitempty"`
+	GPU       *int   `json:"gpu"`
+	Until     string `json:"until"`
+	Text      string `json:"text"`
+	Author    string `json:"author"`
+	Created   string `json:"created,omitempty"`
+	RemovedAt string `json:"removed_at,omitempty"`
+	RemovedBy string `json:"removed_by,omitempty"`
 }
 
 // NewStatusDoc is the document of nodes (all of b's, or those chosen) of b.
@@ -165,7 +174,7 @@ func nodeDoc(n Node, at time.Time, m Meta) NodeDoc {
 			gd.Procs = []record.LiveProc{}
 		}
 		for _, j := range g.Jobs {
-			jd := JobDoc{Job: j.Job, Restart: j.Restart, User: j.User, Account: j.Account, Team: m.team(j.Account), Start: stamp(j.Start)}
+			jd := JobDoc{Job: j.Job, Restart: j.Restart, User: j.User, Account: j.Account, Team: m.team(j.Account, j.User), Start: stamp(j.Start)}
 			if !j.Start.IsZero() && !at.Before(j.Start) {
 				e := int64(at.Sub(j.Start) / time.Second)
 				jd.ElapsedS = &e
@@ -221,6 +230,38 @@ func NewFreeDoc(b *Board, m Meta) FreeDoc {
 	for _, f := range b.Totals.Free {
 		out.Free = append(out.Free, FreeEntry{Model: f.Model, Partition: f.Partition, Free: f.Free, Reserved: f.Reserved,
 			Nodes: append([]NodeCount(nil), f.Nodes...)})
+	}
+	return out
+}
+
+// NotesDoc is a list of notes (gpusuite.notes/v1): those in force at At,
+// or with All every note kept, removed and expired ones too.
+type NotesDoc struct {
+	Schema string    `json:"schema"`
+	At     string    `json:"at"`
+	All    bool      `json:"all"`
+	Notes  []NoteDoc `json:"notes"`
+}
+
+// ListedNote is a note with what a list of notes says beside it.
+type ListedNote struct {
+	Note
+	Cluster   string
+	Created   time.Time
+	RemovedAt *time.Time
+	RemovedBy string
+}
+
+// NewNotesDoc is the notes document of notes, in their order.
+func NewNotesDoc(at time.Time, all bool, notes []ListedNote) NotesDoc {
+	out := NotesDoc{Schema: NotesSchema, At: stamp(at), All: all, Notes: []NoteDoc{}}
+	for _, n := range notes {
+		d := NoteDoc{ID: n.ID, Node: n.Node, Cluster: n.Cluster, GPU: n.GPU, Until: stamp(n.Until), Text: n.Text,
+			Author: n.Author, Created: stamp(n.Created), RemovedBy: n.RemovedBy}
+		if n.RemovedAt != nil {
+			d.RemovedAt = stamp(*n.RemovedAt)
+		}
+		out.Notes = append(out.Notes, d)
 	}
 	return out
 }
