@@ -6,12 +6,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -22,10 +24,37 @@ type Cluster struct {
 	Vars map[string]string
 }
 
+// LockWait bounds how long Get and Exclusive wait for the harness's test
+// lock: a whole package's tests may hold it, and make test allows 30 minutes.
+const LockWait = 10 * time.Minute
+
 // Get returns the cluster, skipping the test when none was started and
 // GPUSUITE_REQUIRE_SLURM is not 1 (make test sets it, so there a missing
-// cluster fails instead).
+// cluster fails instead). The test holds the harness's lock shared until
+// it ends, so tests of many packages share the node at once but none
+// while a test holds it exclusive. A test that holds it exclusive must
+// not call Get (the two locks would wait on each other).
 func Get(t testing.TB) *Cluster {
+	t.Helper()
+	c := read(t)
+	c.lock(t, syscall.LOCK_SH, "shared")
+	return c
+}
+
+// Exclusive is Get with the harness's node to this test alone: it waits
+// until no other package's test holds the cluster, and keeps others out
+// until it ends. For tests that count the node's free GPUs, drain it or
+// reserve it. Tests of one package run one after another, so the lock
+// only orders packages.
+func Exclusive(t testing.TB) *Cluster {
+	t.Helper()
+	c := read(t)
+	c.lock(t, syscall.LOCK_EX, "exclusive")
+	return c
+}
+
+// read reads the harness's env file.
+func read(t testing.TB) *Cluster {
 	t.Helper()
 	path := os.Getenv("GPUSUITE_SLURM_ENV")
 	if path == "" {
@@ -49,7 +78,46 @@ func Get(t testing.TB) *Cluster {
 	if c.Vars["SLURM_CONF"] == "" {
 		t.Fatalf("%s has no SLURM_CONF", path)
 	}
+	if c.Vars["GPUSUITE_SLURM_DIR"] == "" {
+		t.Fatalf("%s has no GPUSUITE_SLURM_DIR: restart the harness (test/slurm/harness.sh stop; start)", path)
+	}
 	return c
+}
+
+// lock takes <GPUSUITE_SLURM_DIR>/tests.lock (how: LOCK_SH or LOCK_EX)
+// within LockWait, polling so that the wait is bounded, and releases it
+// when the test ends.
+func (c *Cluster) lock(t testing.TB, how int, word string) {
+	t.Helper()
+	path := filepath.Join(c.Vars["GPUSUITE_SLURM_DIR"], "tests.lock")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatalf("open the harness's test lock: %v (is the harness running? test/slurm/harness.sh start)", err)
+	}
+	if err := flockWithin(f, how, LockWait); err != nil {
+		f.Close()
+		t.Fatalf("take the harness's test lock %s %s: %v: another package's test holds the cluster (one that drains the node or counts its GPUs holds it alone); see which with: fuser -v %s", word, path, err, path)
+	}
+	t.Cleanup(func() { f.Close() }) // closing the last descriptor releases the lock
+}
+
+// flockWithin takes the lock, trying again every 50 ms until wait has
+// passed.
+func flockWithin(f *os.File, how int, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for {
+		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("still held after %s", wait)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // Env is the environment for Slurm client commands.

@@ -44,12 +44,12 @@ func quietly(c *slurmtest.Cluster, args ...string) {
 
 // TestSlurmStateFromScontrol: the board's reader over the real
 // scontrol of Slurm 22.05 sees the harness's node with its four GPUs,
-// a drain with its reason, and a reservation on the node. Drain and
-// reservation each last only as long as one read, so other packages'
-// jobs on the shared node wait seconds at most; cleanup undoes both
-// whatever fails.
+// a drain with its reason, and a reservation on the node. It drains the
+// only node, so it holds the cluster alone (no other package's job waits
+// on it); drain and reservation still last only as long as one read, and
+// cleanup undoes both whatever fails.
 func TestSlurmStateFromScontrol(t *testing.T) {
-	c := slurmtest.Get(t)
+	c := slurmtest.Exclusive(t)
 	node := c.Path("GPUSUITE_SLURM_NODE")
 
 	n := findNode(t, readState(t, c), node)
