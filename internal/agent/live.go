@@ -39,6 +39,9 @@ type liveWriter struct {
 	// its owner, so it is looked up once.
 	users map[uint32]string
 	pids  map[uint32]string
+	// idle is, per GPU UUID, since when it has been allocated and idle
+	// and to which jobs (the loop's alone: buildLive runs in Cycle).
+	idle map[string]idleMark
 
 	errors    prometheus.Counter
 	lastWrite prometheus.Gauge
@@ -51,7 +54,7 @@ func newLiveWriter(dir, node, procRoot string, interval time.Duration, as *ship.
 	}
 	w := &liveWriter{
 		path: filepath.Join(dir, record.LiveFileName(node)), procRoot: procRoot, timeout: interval,
-		ch: make(chan *record.Live, 1), users: map[uint32]string{},
+		ch: make(chan *record.Live, 1), users: map[uint32]string{}, idle: map[string]idleMark{},
 		errors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gpusuite_agent_live_write_errors_total", Help: "Writes of the live-state file that failed or took longer than agent.interval.",
 		}),
@@ -87,11 +90,18 @@ func (a *Agent) offerLive(readings []gpu.Reading, samples []record.Sample, now t
 	}
 }
 
+// idleMark is when a GPU went idle and the jobs that held it then.
+type idleMark struct {
+	since time.Time
+	jobs  []record.JobShare
+}
+
 func (a *Agent) buildLive(readings []gpu.Reading, samples []record.Sample, now time.Time) *record.Live {
 	l := &record.Live{
 		Schema: record.LiveSchema, Cluster: a.cluster, Node: a.node, Time: now,
 		Interval: a.interval.Seconds(), GPUs: make([]record.LiveGPU, 0, len(readings)),
 	}
+	a.live.markIdle(samples, now)
 	for i, r := range readings {
 		g := record.LiveGPU{
 			Index: r.Index, UUID: r.UUID, Model: r.Model, Util: r.GPUUtil,
@@ -109,17 +119,76 @@ func (a *Agent) buildLive(readings []gpu.Reading, samples []record.Sample, now t
 			for _, j := range s.Jobs {
 				lj := record.LiveJob{Job: j.Job, Restart: j.Restart}
 				if al := a.allocs[jobKey(j.Job, j.Restart)]; al != nil {
-					lj.User, lj.Account = al.User, al.Account
+					lj.User, lj.Account, lj.Start = al.User, al.Account, al.Start
 				}
 				g.Jobs = append(g.Jobs, lj)
 			}
 			for _, p := range s.Procs {
 				g.Procs = append(g.Procs, record.LiveProc{PID: p.PID, Job: p.Job, MemUsedMiB: p.MemUsedMiB, Foreign: p.Foreign})
 			}
+			if m, ok := a.live.idle[s.UUID]; ok {
+				since := m.since
+				g.IdleSince = &since
+			}
 		}
 		l.GPUs = append(l.GPUs, g)
 	}
 	return l
+}
+
+// markIdle keeps, across cycles, since when each allocated GPU has been
+// idle: every job on it idle by the samples' own rule (under
+// agent.idle_threshold, or none of its processes there) in each cycle
+// since. A busy cycle, a GPU no job holds, or another set of jobs on the
+// GPU starts the count again; a GPU gone from the samples is forgotten.
+func (w *liveWriter) markIdle(samples []record.Sample, now time.Time) {
+	seen := 0
+	for i := range samples {
+		s := &samples[i]
+		if !allIdle(s.Jobs) {
+			delete(w.idle, s.UUID)
+			continue
+		}
+		seen++
+		if m, ok := w.idle[s.UUID]; ok && sameJobs(m.jobs, s.Jobs) {
+			continue
+		}
+		w.idle[s.UUID] = idleMark{since: now, jobs: append([]record.JobShare(nil), s.Jobs...)}
+	}
+	if len(w.idle) > seen {
+		keep := make(map[string]bool, len(samples))
+		for i := range samples {
+			keep[samples[i].UUID] = true
+		}
+		for uuid := range w.idle {
+			if !keep[uuid] {
+				delete(w.idle, uuid)
+			}
+		}
+	}
+}
+
+// allIdle: the GPU is allocated and each of its jobs idle on it.
+func allIdle(jobs []record.JobShare) bool {
+	for _, j := range jobs {
+		if !j.Idle {
+			return false
+		}
+	}
+	return len(jobs) > 0
+}
+
+// sameJobs compares the job sets (job and restart) of two samples.
+func sameJobs(a, b []record.JobShare) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Job != b[i].Job || a[i].Restart != b[i].Restart {
+			return false
+		}
+	}
+	return true
 }
 
 // liveLoop writes the snapshots offered until ctx ends.

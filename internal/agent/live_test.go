@@ -75,7 +75,7 @@ func TestLiveFile(t *testing.T) {
 	}
 	e.sim.Device(0).SetWorkload(sim.Busy(80, 4242))
 	e.cgroup(4242, 100)
-	e.event(record.JobStart, 100, 0)
+	started := e.event(record.JobStart, 100, 0).Time
 	e.sim.Device(1).SetWorkload(sim.Busy(30, 5151))
 	e.cgroup(5151, 0) // a process outside any job
 	startLive(t, e.a)
@@ -90,7 +90,7 @@ func TestLiveFile(t *testing.T) {
 		jobs []record.LiveJob
 		proc record.LiveProc
 	}{
-		{80, []record.LiveJob{{Job: 100, User: "alice", Account: "physics"}}, record.LiveProc{PID: 4242, User: user, Job: 100, MemUsedMiB: 40000}},
+		{80, []record.LiveJob{{Job: 100, User: "alice", Account: "physics", Start: started}}, record.LiveProc{PID: 4242, User: user, Job: 100, MemUsedMiB: 40000}},
 		{30, nil, record.LiveProc{PID: 5151, User: user, MemUsedMiB: 40000, Foreign: true}},
 	} {
 		load := sim.Busy(w.util, w.proc.PID)(e.clk.Now())
@@ -121,6 +121,66 @@ func TestLiveFile(t *testing.T) {
 	}
 	if len(names) != 1 || names[0].Name() != testNode+".json" {
 		t.Errorf("live dir holds %v, want only %s.json (no temp file left)", names, testNode)
+	}
+}
+
+// TestLiveIdleSince: an allocated GPU's IdleSince is the first of the
+// cycles it has been idle in since; work, the end of its job or another
+// set of jobs on it starts the count again, and a GPU no job holds is
+// never idle.
+func TestLiveIdleSince(t *testing.T) {
+	e := liveEnv(t, 2, func(root string) string { return root })
+	e.cgroup(4242, 100)
+	e.cgroup(4343, 101)
+	e.sim.Device(1).SetWorkload(sim.Busy(0, 0)) // no job holds it
+	started := e.event(record.JobStart, 100, 0).Time
+	// step changes the workload of GPU 0 (nil: as it is), runs a cycle and
+	// returns its snapshot
+	step := func(w sim.Workload) *record.Live {
+		t.Helper()
+		if w != nil {
+			e.sim.Device(0).SetWorkload(w)
+		}
+		e.cycles(1)
+		return <-e.a.live.ch
+	}
+	at := func(d time.Duration) *time.Time { t := started.Add(d); return &t }
+	busy, idle := sim.Busy(80, 4242), sim.Busy(0, 4242)
+	for _, c := range []struct {
+		name string
+		w    sim.Workload
+		// edit runs before the cycle
+		edit func()
+		want *time.Time
+	}{
+		{name: "busy", w: busy},
+		{name: "goes idle", w: idle, want: at(2 * time.Second)},
+		{name: "stays idle", want: at(2 * time.Second)},
+		{name: "still idle", want: at(2 * time.Second)},
+		{name: "one busy cycle", w: busy},
+		{name: "idle again", w: idle, want: at(6 * time.Second)},
+		{name: "another job joins", edit: func() { e.event(record.JobStart, 101, 0) }, want: at(7 * time.Second)},
+		{name: "kept with the new set", want: at(7 * time.Second)},
+		{name: "both jobs end", edit: func() { e.event(record.JobEnd, 100, 0); e.event(record.JobEnd, 101, 0) }},
+	} {
+		if c.edit != nil {
+			c.edit()
+		}
+		l := step(c.w)
+		if d := cmp.Diff(c.want, l.GPUs[0].IdleSince); d != "" {
+			t.Errorf("%s: GPU 0 IdleSince (-want +got):\n%s", c.name, d)
+		}
+		if l.GPUs[1].IdleSince != nil {
+			t.Errorf("%s: GPU 1, held by no job, idle since %s", c.name, l.GPUs[1].IdleSince)
+		}
+		for _, j := range l.GPUs[0].Jobs {
+			if j.Job == 100 && !j.Start.Equal(started) {
+				t.Errorf("%s: job 100 start %s, want its prolog's %s", c.name, j.Start, started)
+			}
+		}
+	}
+	if n := len(e.a.live.idle); n != 0 {
+		t.Errorf("%d GPUs still marked idle with no job on the node", n)
 	}
 }
 
