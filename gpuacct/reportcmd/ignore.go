@@ -30,18 +30,6 @@ func currentUser(getenv func(string) string) string {
 	return name
 }
 
-// serviceUID is the uid of ingest.service_user, -1 when unset.
-func serviceUID(name string) (int, error) {
-	if name == "" {
-		return -1, nil
-	}
-	u, err := user.Lookup(name)
-	if err != nil {
-		return -1, fmt.Errorf("service user %q: %w", name, err)
-	}
-	return strconv.Atoi(u.Uid)
-}
-
 // IgnoreCommand is `gpuacct ignore`.
 func IgnoreCommand(d Deps) *cli.Command {
 	return &cli.Command{
@@ -132,7 +120,7 @@ func change(c *cli.Context, d Deps, action string) error {
 	if c.IsSet("requests") {
 		e.cfg.Report.Requests = c.String("requests")
 	}
-	svc, err := serviceUID(e.cfg.Ingest.ServiceUser)
+	svc, err := ignorereq.ServiceUID(e.cfg.Ingest.ServiceUser)
 	if err != nil {
 		return fmt.Errorf("%s: %w", action, err)
 	}
@@ -179,7 +167,7 @@ func applyNow(ctx context.Context, e *env, svc, euid int) (int, error) {
 	}
 	defer st.Close()
 	host, _ := os.Hostname()
-	return ignorereq.Apply(ctx, st, ignorereq.Options{Dir: e.cfg.Report.Requests, Now: e.now, Host: host, Tag: e.cfg.Report.IgnoreTag,
+	return ignorereq.Apply(ctx, st, ignorereq.Options{Dir: e.cfg.Report.Requests, Now: e.now, Host: host, Tag: e.cfg.Report.IgnoreTag, Cluster: e.cfg.Cluster.Name,
 		Trusted: func(uid int) bool { return uid == 0 || uid == svc || uid == euid }})
 }
 

@@ -7,10 +7,11 @@ import (
 	"github.com/aicloud/gpusuite/internal/ignorereq"
 )
 
-// applyRequests applies the queued `gpuacct ignore`/`unignore` requests:
-// only the writer may change the ledger, so while serve holds the lock the
-// commands leave requests for it (docs/reports.md). A failure is logged and
-// retried next pass; it never stops ingest.
+// applyRequests applies the queued `gpuacct ignore`/`unignore` and
+// `gpuacct note` requests: only the writer may change the ledger, so while
+// serve holds the lock the commands leave requests for it (docs/reports.md,
+// docs/board.md). A failure is logged and retried next pass; it never
+// stops ingest.
 func (in *Ingester) applyRequests(ctx context.Context) {
 	dir := in.d.Config.Report.Requests
 	if dir == "" {
@@ -18,14 +19,14 @@ func (in *Ingester) applyRequests(ctx context.Context) {
 	}
 	host, _ := os.Hostname()
 	n, err := ignorereq.Apply(ctx, in.d.Store, ignorereq.Options{
-		Dir: dir, Now: in.d.Now(), Host: host, Tag: in.d.Config.Report.IgnoreTag,
+		Dir: dir, Now: in.d.Now(), Host: host, Tag: in.d.Config.Report.IgnoreTag, Cluster: in.d.Config.Cluster.Name,
 		Trusted: func(uid int) bool { return uid == 0 || uid == in.d.UID },
 	})
 	if err != nil {
-		in.d.Log.Error("ignore requests not applied; retrying next pass", "dir", dir, "err", err)
+		in.d.Log.Error("ignore and note requests not applied; retrying next pass", "dir", dir, "err", err)
 		return
 	}
 	if n > 0 {
-		in.d.Log.Info("ignore requests applied", "requests", n)
+		in.d.Log.Info("ignore and note requests applied", "requests", n)
 	}
 }

@@ -1,0 +1,183 @@
+package ignorereq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/aicloud/gpusuite/internal/store"
+)
+
+// Bounds of a note.
+const (
+	// MaxTextRunes bounds a note's text: a line on the board.
+	MaxTextRunes = 280
+	// MaxAhead is how far ahead a note may end: bookings are renewed,
+	// not kept forever.
+	MaxAhead = 90 * 24 * time.Hour
+	// MaxGPU bounds a GPU index.
+	MaxGPU = 1023
+	// maxNodeName bounds a node name (a host name).
+	maxNodeName = 253
+	// aheadSlack lets a request filed at the limit still apply on a
+	// writer whose clock or pass runs a little later.
+	aheadSlack = 24 * time.Hour
+)
+
+// CheckText returns text trimmed, or why it cannot be a note's text.
+// Markup is kept as typed: every page escapes it.
+func CheckText(text string) (string, error) {
+	t := strings.TrimSpace(text)
+	if !utf8.ValidString(t) {
+		return "", errors.New("--text is not valid UTF-8: type it in a UTF-8 terminal")
+	}
+	n := 0
+	for _, c := range t {
+		n++
+		if unicode.IsControl(c) {
+			return "", fmt.Errorf("--text holds a control character (%U) at character %d: write the note on one line, without tabs or escapes", c, n)
+		}
+	}
+	switch {
+	case n == 0:
+		return "", errors.New(`--text is empty: say what the note is for, e.g. --text "booked for the NeurIPS run"`)
+	case n > MaxTextRunes:
+		return "", fmt.Errorf("--text is %d characters, more than %d: shorten it", n, MaxTextRunes)
+	}
+	return t, nil
+}
+
+// CheckNode says why node cannot be a node's name.
+func CheckNode(node string) error {
+	if node == "" || len(node) > maxNodeName {
+		return fmt.Errorf("node name %q is empty or longer than %d bytes", node, maxNodeName)
+	}
+	for _, c := range node {
+		if !(c == '-' || c == '.' || c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return fmt.Errorf("node name %q holds %q: a node is named with letters, digits, '-', '_' and '.'", node, c)
+		}
+	}
+	return nil
+}
+
+// NotAllowed is the refusal to remove someone else's note.
+type NotAllowed struct{ Note store.Note }
+
+func (e *NotAllowed) Error() string {
+	return fmt.Sprintf("note %d is %s's (uid %d): only its author, root or the service user may remove it", e.Note.ID, e.Note.Author, e.Note.UID)
+}
+
+// CheckRemove says why uid may not remove n: only its author, root or
+// the service user (trusted) may.
+func CheckRemove(n store.Note, uid int, trusted func(int) bool) error {
+	if n.UID == uid || (trusted != nil && trusted(uid)) {
+		return nil
+	}
+	return &NotAllowed{Note: n}
+}
+
+// RemoveError turns store.RemoveNote's (or store.Note's) refusals into
+// one line a user acts on; other errors come back as they are. n is the
+// note as it was.
+func RemoveError(id int64, n store.Note, err error) error {
+	switch {
+	case errors.Is(err, store.ErrNoNote):
+		return fmt.Errorf("no note %d: 'gpuacct note list --all' lists every note kept", id)
+	case errors.Is(err, store.ErrNoteRemoved) && n.RemovedAt != nil:
+		return fmt.Errorf("note %d was removed already, by %s at %s", id, n.RemovedBy, n.RemovedAt.UTC().Format("2006-01-02 15:04Z"))
+	}
+	return err
+}
+
+// refusal reports whether err from RemoveNote is a refusal (kept as the
+// outcome) rather than a failure of the ledger.
+func refusal(err error) bool {
+	var na *NotAllowed
+	return errors.Is(err, store.ErrNoNote) || errors.Is(err, store.ErrNoteRemoved) || errors.As(err, &na)
+}
+
+// checkNote refuses a note request that is not whole and well formed.
+// Its owner is its author, so any owner may file one; but a file others
+// may write could be someone else's words.
+func checkNote(r *Request, perm fs.FileMode, now time.Time) error {
+	if perm&0o022 != 0 {
+		return fmt.Errorf("refused: writable by group or others (%v)", perm)
+	}
+	if r.Schema != NoteSchema {
+		return fmt.Errorf("refused: schema %q is not %s", r.Schema, NoteSchema)
+	}
+	if r.Note == nil || len(r.Jobs) > 0 {
+		return errors.New("refused: a note request carries one note and no jobs")
+	}
+	switch r.Action {
+	case NoteAdd:
+		if err := CheckNode(r.Note.Node); err != nil {
+			return fmt.Errorf("refused: %w", err)
+		}
+		if g := r.Note.GPU; g != nil && (*g < 0 || *g > MaxGPU) {
+			return fmt.Errorf("refused: GPU %d is not 0..%d", *g, MaxGPU)
+		}
+		text, err := CheckText(r.Note.Text)
+		if err != nil {
+			return fmt.Errorf("refused: %w", err)
+		}
+		r.Note.Text = text
+		if r.Note.Until.IsZero() || r.Note.Until.After(now.Add(MaxAhead+aheadSlack)) {
+			return fmt.Errorf("refused: until %s is not within %s of now", r.Note.Until.UTC().Format(time.RFC3339), MaxAhead)
+		}
+	case NoteRemove:
+		if r.Note.ID <= 0 {
+			return fmt.Errorf("refused: note id %d", r.Note.ID)
+		}
+	default:
+		return fmt.Errorf("refused: action %q", r.Action)
+	}
+	return nil
+}
+
+// applyNote adds or removes the note of a checked request in its own
+// transaction; a removal that may not be is kept as the outcome.
+func applyNote(ctx context.Context, st *store.Store, r *Request, owner int, o Options) error {
+	b, err := st.Begin(ctx, o.Now)
+	if err != nil {
+		return fmt.Errorf("apply note request %s: %w", r.ID, err)
+	}
+	switch r.Action {
+	case NoteAdd:
+		created := r.Time
+		if created.IsZero() || created.After(o.Now) {
+			created = o.Now // a wrong clock cannot date a note ahead
+		}
+		n := store.Note{Cluster: o.Cluster, Node: r.Note.Node, GPU: r.Note.GPU, Until: r.Note.Until, Text: r.Note.Text,
+			Author: r.By, UID: owner, Created: created}
+		// The owner in the key: one user's file name cannot stand for
+		// another's request.
+		id, err := b.AddNote(n, "u"+strconv.Itoa(owner)+"/"+r.ID)
+		if err != nil {
+			b.Rollback()
+			return fmt.Errorf("apply note request %s: %w", r.ID, err)
+		}
+		r.Note.ID = id
+	case NoteRemove:
+		was, err := b.RemoveNote(r.Note.ID, r.By, o.Now, func(n store.Note) error { return CheckRemove(n, owner, o.Trusted) })
+		if refusal(err) {
+			b.Rollback()
+			r.Error = "refused: " + RemoveError(r.Note.ID, was, err).Error()
+			return nil
+		}
+		if err != nil {
+			b.Rollback()
+			return fmt.Errorf("apply note request %s: %w", r.ID, err)
+		}
+	}
+	if err := b.Commit(); err != nil {
+		return fmt.Errorf("apply note request %s: %w", r.ID, err)
+	}
+	return nil
+}
