@@ -5,6 +5,7 @@ import (
 
 	"github.com/aicloud/gpusuite/gpuacct/board"
 	"github.com/aicloud/gpusuite/gpuacct/ingest"
+	"github.com/aicloud/gpusuite/gpuacct/notecmd"
 	"github.com/aicloud/gpusuite/gpuacct/reportcmd"
 	"github.com/aicloud/gpusuite/gpuacct/serve"
 )
@@ -26,5 +27,6 @@ func commands(env Env) []*cli.Command {
 		reportcmd.PlotCommand(reportcmd.System(env.Stdout, env.Stderr, env.Getenv)),
 		board.FreeCommand(board.System(env.Stdout, env.Stderr, env.Getenv)),
 		board.StatusCommand(board.System(env.Stdout, env.Stderr, env.Getenv)),
+		notecmd.Command(notecmd.System(env.Stdout, env.Stderr, env.Getenv)),
 	}
 }

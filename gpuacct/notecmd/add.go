@@ -1,0 +1,89 @@
+package notecmd
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/aicloud/gpusuite/cliwire"
+	"github.com/aicloud/gpusuite/internal/ignorereq"
+	"github.com/aicloud/gpusuite/internal/notes"
+	"github.com/aicloud/gpusuite/internal/report/timespec"
+)
+
+func addCommand(d Deps) *cli.Command {
+	return &cli.Command{
+		Name:  "add",
+		Usage: "leave a note on a node or one GPU until a time",
+		UsageText: `gpuacct note add NODE[:GPU] --until TIME --text TEXT
+
+NODE must be in the ledger or have a live snapshot (gpuacct status lists
+them); GPU is its index. --until is a duration from now (4h, 3d, 2w,
+1h30m) or a time (` + timespec.Formats + `) in report.tz, at most 90 days
+ahead. --text is one line of at most 280 characters.
+
+Examples:
+   gpuacct note add gpu01:3 --until 3d --text "booked for the NeurIPS run"
+   gpuacct note add gpu02 --until 2026-12-04T18:00 --text "fan noisy, do not use"`,
+		Flags: append(commonFlags(),
+			&cli.StringFlag{Name: "until", Usage: "when the note ends: a duration (4h, 3d) or a time"},
+			&cli.StringFlag{Name: "text", Usage: "what the note says (one line, at most 280 characters)"},
+			&cli.StringFlag{Name: "live-dir", Usage: "directory of the agents' live snapshots (board.live_dir)", EnvVars: []string{"GPUSUITE_LIVE_DIR"}},
+		),
+		Action: withArgs(func(c *cli.Context, args []string) error {
+			const title = "note add"
+			if len(args) != 1 {
+				return cliwire.Usagef("%s: give one NODE or NODE:GPU (see 'gpuacct note add --help')", title)
+			}
+			if !c.IsSet("until") || !c.IsSet("text") {
+				return cliwire.Usagef("%s: --until and --text are required, e.g. --until 3d --text \"booked for the NeurIPS run\"", title)
+			}
+			node, gpu, err := notes.ParseTarget(args[0])
+			if err != nil {
+				return cliwire.Usagef("%s: %v", title, err)
+			}
+			text, err := ignorereq.CheckText(c.String("text"))
+			if err != nil {
+				return cliwire.Usagef("%s: %v", title, err)
+			}
+			e, err := load(c, d, title)
+			if err != nil {
+				return err
+			}
+			until, err := notes.ParseUntil(c.String("until"), e.now, e.loc)
+			if err != nil {
+				return cliwire.Usagef("%s: %v", title, err)
+			}
+			st, err := e.reader(c.Context)
+			if err == nil {
+				defer st.Close()
+			} else {
+				st = nil // a ledger not made yet: the live snapshots alone say
+			}
+			if err := notes.CheckTarget(c.Context, st, e.cfg.Board.LiveDir, e.now, node, gpu); err != nil {
+				return fmt.Errorf("%s: %w", title, err)
+			}
+			r := &ignorereq.Request{Action: ignorereq.NoteAdd, Note: &ignorereq.Note{Node: node, GPU: gpu, Until: until.UTC(), Text: text},
+				Cluster: e.cfg.Cluster.Name, By: d.Username(), UID: e.euid, Time: e.now.UTC()}
+			r.Host, _ = os.Hostname()
+			out, path, err := e.file(c.Context, r)
+			if err != nil {
+				return err
+			}
+			target := node
+			if gpu != nil {
+				target += ":" + strconv.Itoa(*gpu)
+			}
+			if out == nil {
+				return queued(d.Stdout, title+" "+target, path)
+			}
+			if err := refused(title, out); err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(d.Stdout, "note %d on %s until %s: %s\n", out.Note.ID, target, until.In(e.loc).Format("2006-01-02 15:04 MST"), text)
+			return err
+		}),
+	}
+}

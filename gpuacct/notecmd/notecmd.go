@@ -1,0 +1,170 @@
+// Package notecmd is the command line of gpuacct note: notes and
+// bookings on a node or one GPU, kept in the ledger through the request
+// queue (internal/ignorereq) and checked by internal/notes.
+package notecmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/aicloud/gpusuite/cliwire"
+	"github.com/aicloud/gpusuite/internal/config"
+	"github.com/aicloud/gpusuite/internal/ignorereq"
+	"github.com/aicloud/gpusuite/internal/report/timespec"
+	"github.com/aicloud/gpusuite/internal/store"
+)
+
+// Deps is what the commands take from the process; tests set each.
+type Deps struct {
+	Stdout io.Writer
+	Stderr io.Writer
+	Getenv func(string) string
+	Now    func() time.Time
+	// Euid and Username are who writes or removes a note.
+	Euid     func() int
+	Username func() string
+}
+
+// System is Deps for the real process.
+func System(stdout, stderr io.Writer, getenv func(string) string) Deps {
+	return Deps{
+		Stdout: stdout, Stderr: stderr, Getenv: getenv, Now: time.Now, Euid: os.Geteuid,
+		Username: func() string {
+			if u, err := user.Current(); err == nil {
+				return u.Username
+			}
+			return "uid " + strconv.Itoa(os.Geteuid())
+		},
+	}
+}
+
+// Command is `gpuacct note`.
+func Command(d Deps) *cli.Command {
+	return &cli.Command{
+		Name:  "note",
+		Usage: "notes and bookings on a node or one GPU, shown on the live board (anyone may add one)",
+		UsageText: `gpuacct note add NODE[:GPU] --until TIME --text TEXT
+gpuacct note list [--all] [--format table|json]
+gpuacct note rm ID
+
+A note says something about a node or one of its GPUs until a time:
+"booked for the NeurIPS run", "fan noisy, do not use". It ends by itself
+at --until; its author, root or the service user may remove it before.
+Notes are kept in the ledger by its one writer: at once when no
+'gpuacct serve' runs and you are root or the service user, else on
+serve's next pass.`,
+		Subcommands: []*cli.Command{addCommand(d), listCommand(d), rmCommand(d)},
+	}
+}
+
+func commonFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "db", Usage: "accounting database (store.path)", EnvVars: []string{"GPUSUITE_DB"}},
+		&cli.StringFlag{Name: "requests", Usage: "request directory (report.requests); notes wait in its notes/", EnvVars: []string{"GPUSUITE_REQUESTS"}},
+		&cli.StringFlag{Name: "tz", Usage: "time zone --until is read and times are shown in (report.tz)", EnvVars: []string{"GPUSUITE_TZ"}},
+	}
+}
+
+// env is the resolved configuration of one run.
+type env struct {
+	cfg   config.Config
+	loc   *time.Location
+	now   time.Time
+	euid  int
+	svc   int
+	title string // "note add", for messages
+}
+
+func load(c *cli.Context, d Deps, title string) (*env, error) {
+	cfg, err := cliwire.LoadConfig(c, d.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	set := func(name string, dst *string) {
+		if c.IsSet(name) {
+			*dst = c.String(name)
+		}
+	}
+	set("db", &cfg.Store.Path)
+	set("requests", &cfg.Report.Requests)
+	set("tz", &cfg.Report.TZ)
+	set("live-dir", &cfg.Board.LiveDir)
+	loc, err := timespec.LoadLocation(cfg.Report.TZ)
+	if err != nil {
+		return nil, cliwire.Usagef("%s: %v", title, err)
+	}
+	svc, err := ignorereq.ServiceUID(cfg.Ingest.ServiceUser)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", title, err)
+	}
+	return &env{cfg: cfg, loc: loc, now: d.Now(), euid: d.Euid(), svc: svc, title: title}, nil
+}
+
+func (e *env) trusted(uid int) bool { return uid == 0 || uid == e.svc }
+
+// reader opens the ledger read-only; nil when it cannot be read (the
+// writer checks the request again).
+func (e *env) reader(ctx context.Context) (*store.Store, error) {
+	return store.Open(ctx, store.Options{Path: e.cfg.Store.Path, ReadOnly: true, BusyTimeout: e.cfg.Store.BusyTimeout.Duration})
+}
+
+// file queues r and, when this user may write the ledger and no writer
+// holds it, applies it at once. It returns the outcome, or nil when the
+// request waits for gpuacct serve, and the request's path.
+func (e *env) file(ctx context.Context, r *ignorereq.Request) (*ignorereq.Request, string, error) {
+	dir := e.cfg.Report.Requests
+	writer := e.trusted(e.euid)
+	if writer {
+		if err := ignorereq.MakeNotesQueue(dir); err != nil {
+			return nil, "", fmt.Errorf("%s: %w", e.title, err)
+		}
+	}
+	path, err := ignorereq.Submit(dir, r)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", e.title, err)
+	}
+	if !writer {
+		return nil, path, nil
+	}
+	st, err := store.Open(ctx, store.Options{Path: e.cfg.Store.Path, Journal: e.cfg.Store.JournalMode, BusyTimeout: e.cfg.Store.BusyTimeout.Duration})
+	if errors.Is(err, store.ErrLocked) {
+		return nil, path, nil
+	}
+	if err != nil {
+		return nil, path, fmt.Errorf("%s: request %s is queued, but the ledger cannot be written: %w", e.title, path, err)
+	}
+	defer st.Close()
+	host, _ := os.Hostname()
+	if _, err := ignorereq.Apply(ctx, st, ignorereq.Options{Dir: dir, Now: e.now, Host: host, Tag: e.cfg.Report.IgnoreTag,
+		Cluster: e.cfg.Cluster.Name, Trusted: e.trusted}); err != nil {
+		return nil, path, fmt.Errorf("%s: request %s is queued, but applying it failed: %w", e.title, path, err)
+	}
+	out, err := ignorereq.NoteOutcome(dir, r.ID, e.euid)
+	if err != nil {
+		return nil, path, fmt.Errorf("%s: %w", e.title, err)
+	}
+	return &out, path, nil
+}
+
+// queued is the line printed when a request waits for gpuacct serve.
+func queued(w io.Writer, what, path string) error {
+	_, err := fmt.Fprintf(w, "%s: request %s queued; gpuacct serve applies it on its next pass (ingest.interval)\n", what, path)
+	return err
+}
+
+// refused is a request the writer refused, as the one line to print.
+func refused(title string, out *ignorereq.Request) error {
+	if out.Error == "" {
+		return nil
+	}
+	return fmt.Errorf("%s: %s", title, strings.TrimPrefix(out.Error, "refused: "))
+}

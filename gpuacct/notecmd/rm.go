@@ -1,0 +1,73 @@
+package notecmd
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/aicloud/gpusuite/cliwire"
+	"github.com/aicloud/gpusuite/internal/ignorereq"
+	"github.com/aicloud/gpusuite/internal/store"
+)
+
+func rmCommand(d Deps) *cli.Command {
+	return &cli.Command{
+		Name:  "rm",
+		Usage: "remove a note before it ends (its author, root or the service user)",
+		UsageText: `gpuacct note rm ID
+
+ID is the note's number in 'gpuacct note list'. The note is kept in the
+ledger as removed, with who removed it ('gpuacct note list --all').
+
+Examples:
+   gpuacct note rm 12`,
+		Flags: commonFlags(),
+		Action: withArgs(func(c *cli.Context, args []string) error {
+			const title = "note rm"
+			if len(args) != 1 {
+				return cliwire.Usagef("%s: give one note ID (see 'gpuacct note list')", title)
+			}
+			id, err := strconv.ParseInt(args[0], 10, 64)
+			if err != nil || id <= 0 {
+				return cliwire.Usagef("%s: %q is not a note ID: give the number 'gpuacct note list' shows", title, args[0])
+			}
+			e, err := load(c, d, title)
+			if err != nil {
+				return err
+			}
+			// Say at once what the writer would refuse; the writer checks
+			// again, against the request file's owner.
+			if st, err := e.reader(c.Context); err == nil {
+				n, err := st.Note(c.Context, id)
+				st.Close()
+				if err != nil {
+					return fmt.Errorf("%s: %w", title, ignorereq.RemoveError(id, n, err))
+				}
+				if n.RemovedAt != nil {
+					return fmt.Errorf("%s: %w", title, ignorereq.RemoveError(id, n, store.ErrNoteRemoved))
+				}
+				if err := ignorereq.CheckRemove(n, e.euid, e.trusted); err != nil {
+					return fmt.Errorf("%s: %w", title, err)
+				}
+			}
+			r := &ignorereq.Request{Action: ignorereq.NoteRemove, Note: &ignorereq.Note{ID: id}, Cluster: e.cfg.Cluster.Name,
+				By: d.Username(), UID: e.euid, Time: e.now.UTC()}
+			r.Host, _ = os.Hostname()
+			out, path, err := e.file(c.Context, r)
+			if err != nil {
+				return err
+			}
+			what := fmt.Sprintf("%s %d", title, id)
+			if out == nil {
+				return queued(d.Stdout, what, path)
+			}
+			if err := refused(title, out); err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(d.Stdout, "note %d removed\n", id)
+			return err
+		}),
+	}
+}

@@ -1,0 +1,99 @@
+// Package notes is the logic of gpuacct note: the notes and bookings
+// users leave on a node or one GPU ("booked for the NeurIPS run until Fri
+// 18:00"). It checks what a user types, and lists the notes kept in the
+// ledger with the requests not yet applied. The notes travel to the
+// ledger's one writer through internal/ignorereq.
+package notes
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/board"
+	"github.com/aicloud/gpusuite/internal/ignorereq"
+	"github.com/aicloud/gpusuite/internal/report/timespec"
+	"github.com/aicloud/gpusuite/internal/store"
+)
+
+// ParseTarget reads NODE or NODE:GPU.
+func ParseTarget(s string) (node string, gpu *int, err error) {
+	node, g, hasGPU := strings.Cut(strings.TrimSpace(s), ":")
+	if err := ignorereq.CheckNode(node); err != nil {
+		return "", nil, fmt.Errorf("%w (give NODE or NODE:GPU, e.g. gpu01:3)", err)
+	}
+	if !hasGPU {
+		return node, nil, nil
+	}
+	i, err := strconv.Atoi(g)
+	if err != nil || i < 0 || i > ignorereq.MaxGPU {
+		return "", nil, fmt.Errorf("GPU %q in %q is not an index 0..%d: give NODE:GPU, e.g. %s:3", g, s, ignorereq.MaxGPU, node)
+	}
+	return node, &i, nil
+}
+
+// durationRE is a count of minutes, hours, days or weeks from now.
+var durationRE = regexp.MustCompile(`^(\d{1,6})(m|h|d|w)$`)
+
+var units = map[string]time.Duration{"m": time.Minute, "h": time.Hour, "d": 24 * time.Hour, "w": 7 * 24 * time.Hour}
+
+// ParseUntil reads --until: a duration from now (4h, 3d, 1h30m) or a time
+// as the reports read it (timespec, in loc). It must be in the future and
+// at most ignorereq.MaxAhead ahead.
+func ParseUntil(spec string, now time.Time, loc *time.Location) (time.Time, error) {
+	s := strings.ToLower(strings.TrimSpace(spec))
+	var until time.Time
+	if m := durationRE.FindStringSubmatch(s); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		until = now.Add(time.Duration(n) * units[m[2]])
+	} else if d, err := time.ParseDuration(s); err == nil && strings.ContainsAny(s, "hm") {
+		until = now.Add(d)
+	} else if t, err := timespec.Parse(spec, now, loc); err == nil {
+		until = t
+	} else {
+		return time.Time{}, fmt.Errorf("--until %q is neither a duration like 4h or 3d nor a time: use %s", spec, timespec.Formats)
+	}
+	shown := until.In(loc).Format("2006-01-02 15:04 MST")
+	switch {
+	case !until.After(now):
+		return time.Time{}, fmt.Errorf("--until %q (%s) is not in the future: give a later time, or a duration like 4h", spec, shown)
+	case until.After(now.Add(ignorereq.MaxAhead)):
+		return time.Time{}, fmt.Errorf("--until %q (%s) is more than %d days ahead: book at most %d days, and renew the note later", spec, shown, ignorereq.MaxAhead/(24*time.Hour), ignorereq.MaxAhead/(24*time.Hour))
+	}
+	return until, nil
+}
+
+// CheckTarget says why a note cannot go on node (and gpu): the node
+// must be known to the ledger (st; nil when it cannot be read) or have a
+// live snapshot in liveDir, and gpu must be below its GPU count when
+// that is known.
+func CheckTarget(ctx context.Context, st *store.Store, liveDir string, now time.Time, node string, gpu *int) error {
+	count, known := 0, false
+	if st != nil {
+		n, k, err := st.NodeGPUs(ctx, "", node)
+		if err != nil {
+			return err
+		}
+		count, known = n, k
+	}
+	lives, _ := board.Load(liveDir, now, board.Limits{})
+	for _, l := range lives {
+		if l.Node != node {
+			continue
+		}
+		known = true
+		for _, g := range l.GPUs {
+			count = max(count, g.Index+1)
+		}
+	}
+	switch {
+	case !known:
+		return fmt.Errorf("no node %q in the ledger or the live snapshots (gpuacct status lists them)", node)
+	case gpu != nil && count > 0 && *gpu >= count:
+		return fmt.Errorf("node %s has %d GPU(s), 0..%d: GPU %d is not one of them", node, count, count-1, *gpu)
+	}
+	return nil
+}
