@@ -1,0 +1,195 @@
+package notes
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/aicloud/gpusuite/internal/ignorereq"
+	"github.com/aicloud/gpusuite/internal/record"
+	"github.com/aicloud/gpusuite/internal/store"
+)
+
+func intp(i int) *int { return &i }
+
+func TestParseTarget(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		node string
+		gpu  *int
+		err  string
+	}{
+		{"gpu01", "gpu01", nil, ""},
+		{"gpu01:3", "gpu01", intp(3), ""},
+		{"node-a.b_c:0", "node-a.b_c", intp(0), ""},
+		{"", "", nil, "is empty"},
+		{":3", "", nil, "is empty"},
+		{"gpu01:x", "", nil, `GPU "x" in "gpu01:x" is not an index 0..1023: give NODE:GPU, e.g. gpu01:3`},
+		{"gpu01:-1", "", nil, "is not an index"},
+		{"gpu01:1024", "", nil, "is not an index"},
+		{"gpu/01", "", nil, `holds '/'`},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			node, gpu, err := ParseTarget(tc.in)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("ParseTarget(%q) error %v, want %q", tc.in, err, tc.err)
+				}
+				return
+			}
+			if err != nil || node != tc.node || !cmp.Equal(gpu, tc.gpu) {
+				t.Fatalf("ParseTarget(%q) = %q, %v, %v", tc.in, node, gpu, err)
+			}
+		})
+	}
+}
+
+func TestParseUntil(t *testing.T) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC) // a Monday
+	for _, tc := range []struct {
+		in   string
+		want time.Time
+		err  string
+	}{
+		{"4h", now.Add(4 * time.Hour), ""},
+		{"3d", now.Add(72 * time.Hour), ""},
+		{"2w", now.Add(14 * 24 * time.Hour), ""},
+		{"90m", now.Add(90 * time.Minute), ""},
+		{"1h30m", now.Add(90 * time.Minute), ""},
+		{"90d", now.Add(90 * 24 * time.Hour), ""},
+		{"2026-03-06T18:00", time.Date(2026, 3, 6, 17, 0, 0, 0, time.UTC), ""}, // read in report.tz
+		{"now+2days", now.Add(48 * time.Hour), ""},
+		{"soon", time.Time{}, `--until "soon" is neither a duration like 4h or 3d nor a time: use YYYY-MM-DD`},
+		{"yesterday", time.Time{}, `--until "yesterday" (2026-03-01 00:00 CET) is not in the future`},
+		{"0h", time.Time{}, "is not in the future"},
+		{"-4h", time.Time{}, "is not in the future"},
+		{"91d", time.Time{}, `--until "91d" (2026-06-01 12:00 CEST) is more than 90 days ahead: book at most 90 days, and renew the note later`},
+		{"2027-01-01", time.Time{}, "is more than 90 days ahead"},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := ParseUntil(tc.in, now, berlin)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("ParseUntil(%q) error %v, want %q", tc.in, err, tc.err)
+				}
+				return
+			}
+			if err != nil || !got.Equal(tc.want) {
+				t.Fatalf("ParseUntil(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestCheckTarget(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	root := t.TempDir()
+	st, err := store.Open(ctx, store.Options{Path: filepath.Join(root, "acct.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	b, err := st.Begin(ctx, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := b.Node("c", "gpu01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, u := range []string{"GPU-a", "GPU-b", "GPU-c", "GPU-d"} {
+		if _, err := b.GPU(u, n, intp(i), nil, "H100"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	live := filepath.Join(root, "live")
+	if err := os.Mkdir(live, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// gpu09 is not in the ledger yet, but its agent writes a snapshot.
+	data, err := json.Marshal(record.Live{Schema: record.LiveSchema, Cluster: "c", Node: "gpu09", Time: now, Interval: 10,
+		GPUs: []record.LiveGPU{{Index: 0, UUID: "GPU-x"}, {Index: 1, UUID: "GPU-y"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(live, record.LiveFileName("gpu09")), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, node string
+		gpu        *int
+		noLedger   bool
+		err        string
+	}{
+		{"ledger node", "gpu01", nil, false, ""},
+		{"ledger gpu", "gpu01", intp(3), false, ""},
+		{"ledger gpu out of range", "gpu01", intp(4), false, "node gpu01 has 4 GPU(s), 0..3: GPU 4 is not one of them"},
+		{"live node", "gpu09", intp(1), false, ""},
+		{"live node without a ledger", "gpu09", nil, true, ""},
+		{"live gpu out of range", "gpu09", intp(2), false, "node gpu09 has 2 GPU(s), 0..1: GPU 2 is not one of them"},
+		{"unknown", "nodeX", nil, false, `no node "nodeX" in the ledger or the live snapshots (gpuacct status lists them)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := st
+			if tc.noLedger {
+				s = nil
+			}
+			err := CheckTarget(ctx, s, live, now, tc.node, tc.gpu)
+			if tc.err == "" && err != nil || tc.err != "" && (err == nil || err.Error() != tc.err) {
+				t.Fatalf("CheckTarget(%s, %v) = %v, want %q", tc.node, tc.gpu, err, tc.err)
+			}
+		})
+	}
+}
+
+func TestRowsStatuses(t *testing.T) {
+	now := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	removed := now.Add(-time.Minute)
+	kept := []store.Note{
+		{ID: 4, Node: "gpu02", Until: now.Add(time.Hour), Text: "active, removal pending", UID: 1000, Created: now.Add(-4 * time.Hour)},
+		{ID: 3, Node: "gpu01", Until: now, Text: "expired", Created: now.Add(-3 * time.Hour)},
+		{ID: 2, Node: "gpu01", GPU: intp(1), Until: now.Add(time.Hour), Text: "removed", Created: now.Add(-2 * time.Hour), RemovedAt: &removed, RemovedBy: "bob"},
+		{ID: 1, Node: "gpu01", GPU: intp(0), Until: now.Add(time.Hour), Text: "active", Created: now.Add(-5 * time.Hour)},
+	}
+	reqs := ignorereq.NoteLists{
+		Pending: []ignorereq.Request{
+			{Action: ignorereq.NoteAdd, Note: &ignorereq.Note{Node: "gpu01", Until: now.Add(time.Hour), Text: "pending add"}, By: "carol", UID: 1002, Time: now},
+			{Action: ignorereq.NoteRemove, Note: &ignorereq.Note{ID: 4}, By: "dave", UID: 1000, Time: now},
+		},
+		Applied: []ignorereq.Request{
+			{Action: ignorereq.NoteRemove, Note: &ignorereq.Note{ID: 1}, By: "eve", UID: 1003, Time: now.Add(-time.Hour), Error: "refused: note 1 is alice's"},
+			{Action: ignorereq.NoteAdd, Note: &ignorereq.Note{ID: 1, Node: "gpu01"}, By: "alice", Time: now.Add(-5 * time.Hour)},
+		},
+	}
+	type st struct{ Text, Status string }
+	summary := func(rows []Row) []st {
+		var out []st
+		for _, r := range rows {
+			out = append(out, st{r.Text, r.Status})
+		}
+		return out
+	}
+	// Only the active kept notes come from store.Notes without all.
+	active := []store.Note{kept[3], kept[0]}
+	if diff := cmp.Diff([]st{{"pending add", Pending}, {"active", Active}, {"active, removal pending", Pending}}, summary(Rows(active, reqs, now, false))); diff != "" {
+		t.Errorf("active rows (-want +got):\n%s", diff)
+	}
+	want := []st{{"pending add", Pending}, {"", Refused}, {"removed", Removed}, {"expired", Expired}, {"active, removal pending", Pending}, {"active", Active}}
+	if diff := cmp.Diff(want, summary(Rows(kept, reqs, now, true))); diff != "" {
+		t.Errorf("--all rows (-want +got):\n%s", diff)
+	}
+}
