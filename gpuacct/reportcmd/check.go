@@ -1,14 +1,20 @@
 package reportcmd
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strconv"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	liveboard "github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/report"
+	"github.com/aicloud/gpusuite/internal/slurmstate"
 )
 
 // checkCritical is the Nagios plugin exit code for CRITICAL; checkUnknown
@@ -18,8 +24,18 @@ const (
 	checkUnknown  = 3
 )
 
+// slurmReader reads Slurm's nodes and reservations within timeout.
+type slurmReader func(ctx context.Context, timeout time.Duration) (slurmstate.State, error)
+
 // CheckCommand is `gpuacct check`.
 func CheckCommand(d Deps) *cli.Command {
+	return checkCommand(d, func(ctx context.Context, timeout time.Duration) (slurmstate.State, error) {
+		return slurmstate.Reader{Timeout: timeout, Now: d.Now}.Read(ctx)
+	})
+}
+
+// checkCommand is check with Slurm read by slurm (tests give a fake).
+func checkCommand(d Deps, slurm slurmReader) *cli.Command {
 	return &cli.Command{
 		Name:  "check",
 		Usage: "monitor for cron or Nagios: one line per problem and a non-zero exit",
@@ -34,9 +50,19 @@ exits 0 when healthy; else one line per problem on stdout and exit 2
 (Nagios CRITICAL); a bad option exits 3 (UNKNOWN). Nodes silent for longer than --forget are
 taken as decommissioned and left out.
 
+The live board (board.live_dir and Slurm, as gpuacct status reads them)
+adds its alerts as problems: a process outside its GPU's job or on a GPU
+no job holds, a GPU allocated but idle for longer than --idle-alert, a
+node whose agent snapshot is stale or missing. A live directory that does
+not exist or cannot be read (the board not set up), Slurm unreachable and
+skipped snapshot files are a WARNING line on stderr and do not change the
+exit. --no-live leaves the live board out.
+
 Examples:
    gpuacct check
    gpuacct check --stale 30m --lag 5m
+   gpuacct check --idle-alert 2h
+   gpuacct check --no-live
    */10 * * * * gpuacct check >/dev/null || mail -s "gpuacct" root   # crontab
    command[gpuacct]=/usr/bin/gpuacct check                           # nrpe.cfg`,
 		// The defaults shown are the config's, which apply, not the flags' zeros.
@@ -49,6 +75,11 @@ Examples:
 				DefaultText: config.Default().Report.CheckForget.Duration.String()},
 			&cli.IntFlag{Name: "left-passes", Usage: "a file in incoming may outlive this many ingest passes, 0 to skip (report.check_left_passes)",
 				DefaultText: strconv.Itoa(config.Default().Report.CheckLeftPasses)},
+			&cli.StringFlag{Name: "live-dir", Usage: "directory of the agents' live snapshots (board.live_dir)", EnvVars: []string{"GPUSUITE_LIVE_DIR"},
+				DefaultText: config.Default().Board.LiveDir},
+			&cli.DurationFlag{Name: "idle-alert", Usage: "a GPU may stay allocated but idle this long (board.idle_alert)", EnvVars: []string{"GPUSUITE_IDLE_ALERT"},
+				DefaultText: config.Default().Board.IdleAlert.Duration.String()},
+			&cli.BoolFlag{Name: "no-live", Usage: "leave out the live board's alerts (no snapshot read, Slurm not asked)"},
 		},
 		Action: func(c *cli.Context) error {
 			e, err := load(c, d)
@@ -70,6 +101,15 @@ Examples:
 			}
 			if c.IsSet("forget") {
 				o.Forget = c.Duration("forget")
+			}
+			if c.IsSet("live-dir") {
+				e.cfg.Board.LiveDir = c.String("live-dir")
+			}
+			if c.IsSet("idle-alert") {
+				e.cfg.Board.IdleAlert.Duration = c.Duration("idle-alert")
+			}
+			if ia := e.cfg.Board.IdleAlert.Duration; ia <= 0 {
+				return cli.Exit(fmt.Sprintf("UNKNOWN: check: --idle-alert %s is not a positive duration such as 1h", ia), checkUnknown)
 			}
 			for _, x := range []struct {
 				name string
@@ -93,6 +133,14 @@ Examples:
 			if err != nil {
 				return cli.Exit("CRITICAL: "+err.Error(), checkCritical)
 			}
+			if !c.Bool("no-live") {
+				lp, ls, warnings := checkLive(c.Context, e.cfg.Board, slurm, e.now)
+				for _, w := range warnings {
+					fmt.Fprintf(d.Stderr, "WARNING: %s\n", w)
+				}
+				problems = append(problems, lp...)
+				summary += "; " + ls
+			}
 			if len(problems) == 0 {
 				fmt.Fprintf(d.Stdout, "OK: %s\n", summary)
 				return nil
@@ -103,4 +151,41 @@ Examples:
 			return cli.Exit("", checkCritical)
 		},
 	}
+}
+
+// checkLive reads the live board as gpuacct status does and returns its
+// alerts as problems, a summary, and the warnings that do not fail the
+// check: the board not set up, Slurm unreachable, files skipped.
+func checkLive(ctx context.Context, cfg config.Board, slurm slurmReader, now time.Time) (problems []string, summary string, warnings []string) {
+	// The board is optional: without the agents' live snapshots there is
+	// nothing to alert on, and Slurm alone would make every node stale.
+	if _, err := os.Stat(cfg.LiveDir); err != nil {
+		why := err.Error()
+		if errors.Is(err, fs.ErrNotExist) {
+			why = fmt.Sprintf("%q does not exist", cfg.LiveDir)
+		}
+		return nil, "live board not set up", []string{fmt.Sprintf("live board not set up: %s (set board.live_dir or --live-dir to the agents' agent.live_dir, or --no-live)", why)}
+	}
+	lives, probs := liveboard.Load(cfg.LiveDir, now, liveboard.Limits{})
+	if len(lives) == 0 && len(probs) > 0 && probs[0].File == "" {
+		return nil, "live board unreadable", []string{"live board not read: " + probs[0].Err}
+	}
+	if len(probs) > 0 {
+		warnings = append(warnings, fmt.Sprintf("%d live snapshot file(s) skipped, first %s", len(probs), probs[0]))
+	}
+	var state *slurmstate.State
+	if st, err := slurm(ctx, cfg.SlurmTimeout.Duration); err != nil {
+		warnings = append(warnings, fmt.Sprintf("Slurm unreachable (%v): nodes it knows without a snapshot are not checked", err))
+	} else {
+		state = &st
+	}
+	b := liveboard.Build(lives, state, nil, now)
+	gpus := 0
+	for _, n := range b.Nodes {
+		gpus += len(n.GPUs)
+	}
+	for _, a := range liveboard.Alerts(&b, cfg.IdleAlert.Duration) {
+		problems = append(problems, "live: "+a.Text)
+	}
+	return problems, fmt.Sprintf("live board: %d nodes, %d GPUs, %d alerts", len(b.Nodes), gpus, len(problems)), warnings
 }

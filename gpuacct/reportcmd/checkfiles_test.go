@@ -57,7 +57,7 @@ func TestCheckFiles(t *testing.T) {
 	}
 	check := func(args ...string) (string, error) {
 		d, out, _ := testDeps(now, nil)
-		err := run(t, d, append([]string{"--config", cfg, "check", "--stale", "2h"}, args...)...)
+		err := run(t, d, append([]string{"--config", cfg, "check", "--no-live", "--stale", "2h"}, args...)...)
 		return strings.TrimSpace(out.String()), err
 	}
 	// A file that arrived after the third most recent pass began: fine.
@@ -79,7 +79,7 @@ func TestCheckFiles(t *testing.T) {
 	// A file ingest may still be deferring (younger than ingest.grace)
 	// is not stuck, however many passes it outlived.
 	d, gout, _ := testDeps(now, nil)
-	if err := run(t, d, "--config", writeGrace(t, cfg, "10m"), "check", "--stale", "2h"); err != nil {
+	if err := run(t, d, "--config", writeGrace(t, cfg, "10m"), "check", "--no-live", "--stale", "2h"); err != nil {
 		t.Errorf("within ingest.grace: %v: %q", err, gout.String())
 	}
 	// Four passes allowed: the stuck file is younger than that.

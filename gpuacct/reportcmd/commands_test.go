@@ -113,7 +113,7 @@ func TestCheck(t *testing.T) {
 	st.DB.Exec(`INSERT INTO passes(started, finished, ok) VALUES(?, ?, 1)`, now.Unix()-120, now.Unix()-119)
 	st.Close()
 	d, out, _ := testDeps(now, nil)
-	err = run(t, d, "check", "--db", path, "--stale", "15m", "--lag", "10m")
+	err = run(t, d, "check", "--no-live", "--db", path, "--stale", "15m", "--lag", "10m")
 	if err == nil {
 		t.Fatalf("a silent node passed: %s", out.String())
 	}
@@ -121,7 +121,7 @@ func TestCheck(t *testing.T) {
 		t.Errorf("check printed %q", got)
 	}
 	d, out, _ = testDeps(now, nil)
-	if err := run(t, d, "check", "--db", path, "--stale", "2h"); err != nil {
+	if err := run(t, d, "check", "--no-live", "--db", path, "--stale", "2h"); err != nil {
 		t.Fatalf("healthy: %v", err)
 	}
 	if !strings.HasPrefix(out.String(), "OK: 2 nodes, 0 silent") {
@@ -132,7 +132,7 @@ func TestCheck(t *testing.T) {
 	st.DB.Exec(`INSERT INTO passes(started, finished, ok, error) VALUES(?, ?, 0, 'disk full')`, now.Unix()-60, now.Unix()-59)
 	st.Close()
 	d, out, _ = testDeps(now.Add(time.Hour), nil)
-	err = run(t, d, "check", "--db", path, "--stale", "3h", "--lag", "10m")
+	err = run(t, d, "check", "--no-live", "--db", path, "--stale", "3h", "--lag", "10m")
 	if err == nil || !strings.Contains(out.String(), "ingest: last successful pass 1h2m0s ago") || !strings.Contains(out.String(), "failed: disk full") {
 		t.Errorf("check: %v\n%s", err, out.String())
 	}
