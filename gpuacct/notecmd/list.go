@@ -50,7 +50,7 @@ Examples:
 			if err != nil {
 				return fmt.Errorf("%s: %w", title, err)
 			}
-			reqs, err := ignorereq.ListNotes(e.cfg.Report.Requests)
+			reqs, err := ignorereq.ListNotes(e.cfg.Report.Requests, d.LookupUser)
 			if err != nil {
 				return fmt.Errorf("%s: %w", title, err)
 			}

@@ -32,6 +32,9 @@ type Deps struct {
 	// Euid and Username are who writes or removes a note.
 	Euid     func() int
 	Username func() string
+	// LookupUser names a uid (the authors of requests); nil: the
+	// system's user database.
+	LookupUser func(uid int) (string, error)
 }
 
 // System is Deps for the real process.
@@ -82,6 +85,8 @@ type env struct {
 	euid  int
 	svc   int
 	title string // "note add", for messages
+	// lookupUser is Deps.LookupUser.
+	lookupUser func(uid int) (string, error)
 }
 
 func load(c *cli.Context, d Deps, title string) (*env, error) {
@@ -106,7 +111,7 @@ func load(c *cli.Context, d Deps, title string) (*env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", title, err)
 	}
-	return &env{cfg: cfg, loc: loc, now: d.Now(), euid: d.Euid(), svc: svc, title: title}, nil
+	return &env{cfg: cfg, loc: loc, now: d.Now(), euid: d.Euid(), svc: svc, title: title, lookupUser: d.LookupUser}, nil
 }
 
 func (e *env) trusted(uid int) bool { return uid == 0 || uid == e.svc }
@@ -145,7 +150,7 @@ func (e *env) file(ctx context.Context, r *ignorereq.Request) (*ignorereq.Reques
 	defer st.Close()
 	host, _ := os.Hostname()
 	if _, err := ignorereq.Apply(ctx, st, ignorereq.Options{Dir: dir, Now: e.now, Host: host, Tag: e.cfg.Report.IgnoreTag,
-		Cluster: e.cfg.Cluster.Name, Trusted: e.trusted}); err != nil {
+		Cluster: e.cfg.Cluster.Name, Trusted: e.trusted, UserName: e.lookupUser}); err != nil {
 		return nil, path, fmt.Errorf("%s: request %s is queued, but applying it failed: %w", e.title, path, err)
 	}
 	out, err := ignorereq.NoteOutcome(dir, r.ID, e.euid)

@@ -198,12 +198,16 @@ type NoteLists struct {
 	Applied []Request
 }
 
-// ListNotes reads the note requests under dir, oldest first.
-func ListNotes(dir string) (NoteLists, error) {
+// ListNotes reads the note requests under dir, oldest first. userName
+// names the owners of pending requests (nil: the system's user database).
+func ListNotes(dir string, userName func(uid int) (string, error)) (NoteLists, error) {
 	var l NoteLists
 	var err error
 	q := NotesDir(dir)
 	l.Pending, err = listDir(pendingDir(q), true)
+	for i := range l.Pending {
+		l.Pending[i].By = Options{UserName: userName}.userName(l.Pending[i].UID)
+	}
 	switch {
 	case errors.Is(err, fs.ErrPermission):
 		l.Pending, l.Hidden = nil, true

@@ -30,11 +30,12 @@ const (
 // Row is one listed note; its JSON is `gpuacct note list --format json`.
 type Row struct {
 	// ID is nil for a note not yet added.
-	ID        *int64     `json:"id"`
-	Cluster   string     `json:"cluster"`
-	Node      string     `json:"node"`
-	GPU       *int       `json:"gpu"`
-	Until     time.Time  `json:"until"`
+	ID      *int64 `json:"id"`
+	Cluster string `json:"cluster"`
+	Node    string `json:"node"`
+	GPU     *int   `json:"gpu"`
+	// Until is nil only for a refused request that named no time.
+	Until     *time.Time `json:"until"`
 	Text      string     `json:"text"`
 	Author    string     `json:"author"`
 	UID       int        `json:"uid"`
@@ -54,7 +55,8 @@ func Rows(kept []store.Note, reqs ignorereq.NoteLists, now time.Time, all bool) 
 	out := make([]Row, 0, len(kept)+len(reqs.Pending))
 	byID := map[int64]int{}
 	for _, n := range kept {
-		r := Row{ID: &n.ID, Cluster: n.Cluster, Node: n.Node, GPU: n.GPU, Until: n.Until.UTC(), Text: n.Text, Author: n.Author,
+		until := n.Until.UTC()
+		r := Row{ID: &n.ID, Cluster: n.Cluster, Node: n.Node, GPU: n.GPU, Until: &until, Text: n.Text, Author: n.Author,
 			UID: n.UID, Created: n.Created.UTC(), RemovedAt: n.RemovedAt, RemovedBy: n.RemovedBy, Status: Active}
 		switch {
 		case n.RemovedAt != nil:
@@ -67,12 +69,23 @@ func Rows(kept []store.Note, reqs ignorereq.NoteLists, now time.Time, all bool) 
 	}
 	fromRequest := func(q ignorereq.Request, status string) Row {
 		r := Row{Cluster: q.Cluster, Author: q.By, UID: q.UID, Created: q.Time.UTC(), Status: status, Error: q.Error}
-		if n := q.Note; n != nil {
-			r.Node, r.GPU, r.Until, r.Text = n.Node, n.GPU, n.Until.UTC(), n.Text
-			if n.ID > 0 {
-				id := n.ID
-				r.ID = &id
-			}
+		n := q.Note
+		if n == nil {
+			return r
+		}
+		if n.ID > 0 {
+			id := n.ID
+			r.ID = &id
+		}
+		r.Node, r.GPU, r.Text = n.Node, n.GPU, n.Text
+		if !n.Until.IsZero() {
+			u := n.Until.UTC()
+			r.Until = &u
+		}
+		// A removal names only the note: show what it was about.
+		if i, ok := byID[n.ID]; ok && q.Action == ignorereq.NoteRemove {
+			k := out[i]
+			r.Cluster, r.Node, r.GPU, r.Until, r.Text = k.Cluster, k.Node, k.GPU, k.Until, k.Text
 		}
 		return r
 	}
@@ -166,7 +179,7 @@ func WriteTable(w io.Writer, rows []Row, loc *time.Location, all bool) error {
 			gpu = strconv.Itoa(*r.GPU)
 		}
 		until := "-"
-		if !r.Until.IsZero() {
+		if r.Until != nil {
 			until = r.Until.In(loc).Format("2006-01-02 15:04 MST")
 		}
 		line := strings.Join([]string{idCell, plain(r.Node), gpu, until, plain(r.Author), plain(r.Text)}, "\t")

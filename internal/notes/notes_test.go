@@ -188,7 +188,7 @@ func TestRowsStatuses(t *testing.T) {
 	if diff := cmp.Diff([]st{{"pending add", Pending}, {"active", Active}, {"active, removal pending", Pending}}, summary(Rows(active, reqs, now, false))); diff != "" {
 		t.Errorf("active rows (-want +got):\n%s", diff)
 	}
-	want := []st{{"pending add", Pending}, {"", Refused}, {"removed", Removed}, {"expired", Expired}, {"active, removal pending", Pending}, {"active", Active}}
+	want := []st{{"pending add", Pending}, {"active", Refused}, {"removed", Removed}, {"expired", Expired}, {"active, removal pending", Pending}, {"active", Active}}
 	if diff := cmp.Diff(want, summary(Rows(kept, reqs, now, true))); diff != "" {
 		t.Errorf("--all rows (-want +got):\n%s", diff)
 	}
