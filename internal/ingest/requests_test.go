@@ -51,3 +51,40 @@ func TestPassAppliesIgnoreRequests(t *testing.T) {
 		t.Fatalf("pending %v applied %+v err %v", pending, applied, err)
 	}
 }
+
+// A note request filed while serve holds the lock waits in the note
+// queue, which serve's pass made (mode 1733, so any user may file one);
+// the next pass keeps the note with the request file's owner as author.
+func TestPassAppliesNoteRequests(t *testing.T) {
+	if os.Geteuid() != 0 && os.Getenv("GPUSUITE_REQUIRE_SLURM") != "1" {
+		t.Skip("needs root to give the request file to another user (chown)")
+	}
+	e := newEnv(t)
+	e.cfg.Report.Requests = filepath.Join(e.root, "requests")
+	e.cfg.Cluster.Name = "c1"
+	now := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	s := e.open(t)
+	defer s.Close()
+	in := New(Deps{Store: s, Config: e.cfg, Log: quiet(), Now: func() time.Time { return now }, UID: os.Getuid()})
+	in.applyRequests(context.Background())
+	r := &ignorereq.Request{Action: ignorereq.NoteAdd, Note: &ignorereq.Note{Node: "gpu01", Until: now.Add(time.Hour), Text: "booked"},
+		By: "root", UID: 0, Time: now}
+	path, err := ignorereq.Submit(e.cfg.Report.Requests, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(path, 1000, 1000); err != nil {
+		t.Fatal(err)
+	}
+	if kept, err := s.Notes(context.Background(), now, true); err != nil || len(kept) != 0 {
+		t.Fatalf("before the pass: %+v, %v", kept, err)
+	}
+	in.applyRequests(context.Background())
+	kept, err := s.Notes(context.Background(), now, false)
+	if err != nil || len(kept) != 1 || kept[0].UID != 1000 || kept[0].Cluster != "c1" || kept[0].Text != "booked" {
+		t.Fatalf("after the pass: %+v, %v; want one note by uid 1000", kept, err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("request still pending after the pass: %v", err)
+	}
+}
