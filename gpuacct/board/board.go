@@ -30,6 +30,8 @@ type Deps struct {
 	Loc *time.Location
 	// Slurm reads Slurm's nodes and reservations within timeout.
 	Slurm func(ctx context.Context, timeout time.Duration) (slurmstate.State, error)
+	// Notes reads the notes in force at now from the ledger at path.
+	Notes func(ctx context.Context, path string, busy time.Duration, now time.Time) ([]liveboard.Note, error)
 }
 
 // System is Deps for the real process: scontrol through slurmstate.Reader.
@@ -39,6 +41,7 @@ func System(stdout, stderr io.Writer, getenv func(string) string) Deps {
 		Slurm: func(ctx context.Context, timeout time.Duration) (slurmstate.State, error) {
 			return slurmstate.Reader{Timeout: timeout}.Read(ctx)
 		},
+		Notes: LedgerNotes,
 	}
 }
 
@@ -46,6 +49,7 @@ func flags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "live-dir", Usage: "directory of the agents' live snapshots (board.live_dir)", EnvVars: []string{"GPUSUITE_LIVE_DIR"}},
 		&cli.BoolFlag{Name: "no-slurm", Usage: "do not ask Slurm: the agents' view alone"},
+		&cli.StringFlag{Name: "db", Usage: "ledger whose notes and bookings are shown (store.path)", EnvVars: []string{"GPUSUITE_DB"}},
 		&cli.DurationFlag{Name: "slurm-timeout", Usage: "bound on reading Slurm's state (board.slurm_timeout)"},
 		&cli.StringFlag{Name: "format", Usage: "table or json", Value: "table"},
 	}
@@ -56,6 +60,7 @@ type view struct {
 	board    liveboard.Board
 	slurmErr string // why Slurm's view is missing ("" when had or skipped)
 	noSlurm  bool
+	notesErr string // why the notes are missing ("" when read)
 	problems []liveboard.Problem
 	json     bool
 	loc      *time.Location
@@ -73,6 +78,9 @@ func load(c *cli.Context, d Deps, cmd string) (*view, error) {
 	}
 	if c.IsSet("live-dir") {
 		cfg.Board.LiveDir = c.String("live-dir")
+	}
+	if c.IsSet("db") {
+		cfg.Store.Path = c.String("db")
 	}
 	if c.IsSet("slurm-timeout") {
 		if t := c.Duration("slurm-timeout"); t <= 0 || t > 5*time.Minute {
@@ -103,7 +111,11 @@ func load(c *cli.Context, d Deps, cmd string) (*view, error) {
 		}
 		return nil, fmt.Errorf("%s: nothing to show: %s, and Slurm was not read", cmd, why)
 	}
-	v.board = liveboard.Build(lives, state, nil, now)
+	notes, err := d.Notes(c.Context, cfg.Store.Path, cfg.Store.BusyTimeout.Duration, now)
+	if err != nil {
+		v.notesErr = err.Error()
+	}
+	v.board = liveboard.Build(lives, state, notes, now)
 	return v, nil
 }
 
@@ -116,6 +128,9 @@ func (v *view) warnings(nodes []liveboard.Node) []string {
 		out = append(out, "WARNING: Slurm is unreachable ("+v.slurmErr+"): drains, down nodes, partitions and reservations are unknown; free means only that no job holds the GPU as its agent sees it")
 	case v.noSlurm:
 		out = append(out, "WARNING: Slurm not asked (--no-slurm): drains, down nodes, partitions and reservations are unknown")
+	}
+	if v.notesErr != "" {
+		out = append(out, "WARNING: notes not read ("+v.notesErr+"): bookings are not shown and booked GPUs may show as free (set store.path or --db)")
 	}
 	var stale []string
 	for _, n := range nodes {
@@ -138,7 +153,11 @@ func (v *view) warnings(nodes []liveboard.Node) []string {
 
 // meta is how v's board was had, for its JSON documents.
 func (v *view) meta() liveboard.Meta {
-	return liveboard.Meta{SlurmError: v.slurmErr, Problems: v.problems}
+	probs := v.problems
+	if v.notesErr != "" {
+		probs = append(probs[:len(probs):len(probs)], liveboard.Problem{Err: "notes not read: " + v.notesErr})
+	}
+	return liveboard.Meta{SlurmError: v.slurmErr, Problems: probs}
 }
 
 func (v *view) problemTexts() []string {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,8 +17,10 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/aicloud/gpusuite/cliwire"
+	liveboard "github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/slurmstate"
+	"github.com/aicloud/gpusuite/internal/store"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
@@ -41,9 +44,11 @@ func fixture(t *testing.T) string {
 	fresh := now.Add(-5 * time.Second)
 	n1 := record.Live{Node: "n1", Time: fresh, GPUs: []record.LiveGPU{
 		gpu(0, "NVIDIA H100", 0, 0), gpu(1, "NVIDIA H100", 0, 0),
-		gpu(2, "NVIDIA H100", 0, 512, record.LiveJob{Job: 7, User: "alice", Account: "ml"}),
-		gpu(3, "NVIDIA H100", 93, 40960, record.LiveJob{Job: 8, Restart: 1, User: "bob", Account: "vision"}),
+		gpu(2, "NVIDIA H100", 0, 512, record.LiveJob{Job: 7, User: "alice", Account: "ml", Start: now.Add(-2 * time.Hour)}),
+		gpu(3, "NVIDIA H100", 93, 40960, record.LiveJob{Job: 8, Restart: 1, User: "bob", Account: "vision", Start: now.Add(-(76*time.Hour + 5*time.Minute))}),
 	}}
+	idle := now.Add(-25 * time.Minute)
+	n1.GPUs[2].IdleSince = &idle
 	n1.GPUs[3].Procs = []record.LiveProc{{PID: 4242, User: "bob", Job: 8, MemUsedMiB: 40900}}
 	n2 := record.Live{Node: "n2", Time: fresh, GPUs: []record.LiveGPU{gpu(0, "NVIDIA A100", 0, 0)}}
 	n3 := record.Live{Node: "n3", Time: now.Add(-10 * time.Minute), GPUs: []record.LiveGPU{gpu(0, "NVIDIA H100", 0, 0)}}
@@ -75,9 +80,18 @@ func slurmFixture() slurmstate.State {
 }
 
 // runCmd runs gpuacct with the board commands and returns exit code,
-// stdout and stderr.
+// stdout and stderr. The ledger holds no note.
 func runCmd(t *testing.T, slurmErr error, args ...string) (int, string, string) {
 	t.Helper()
+	return runNotes(t, slurmErr, nil, args...)
+}
+
+// runNotes is runCmd with the notes read by notes (nil: none).
+func runNotes(t *testing.T, slurmErr error, notes func(context.Context, string, time.Duration, time.Time) ([]liveboard.Note, error), args ...string) (int, string, string) {
+	t.Helper()
+	if notes == nil {
+		notes = func(context.Context, string, time.Duration, time.Time) ([]liveboard.Note, error) { return nil, nil }
+	}
 	cfg := filepath.Join(t.TempDir(), "gpusuite.toml")
 	if err := os.WriteFile(cfg, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -95,7 +109,8 @@ func runCmd(t *testing.T, slurmErr error, args ...string) (int, string, string) 
 				return slurmstate.State{}, slurmErr
 			}
 			return slurmFixture(), nil
-		}}
+		},
+		Notes: notes}
 	app := &cli.App{Name: "gpuacct", Writer: &out, ErrWriter: &errb, Flags: []cli.Flag{cliwire.ConfigFlag()},
 		Commands: []*cli.Command{FreeCommand(d), StatusCommand(d)}}
 	cliwire.Prepare(app)
@@ -106,22 +121,41 @@ func runCmd(t *testing.T, slurmErr error, args ...string) (int, string, string) 
 
 func TestGolden(t *testing.T) {
 	unreachable := errors.New("read slurm nodes: scontrol show node --oneliner: slurm_load_node error: Unable to contact slurm controller (connect failure): exit status 1")
+	// a booked GPU (n1 GPU 1), a node-wide note (n2, reserved: booked
+	// wins), a note with markup longer than a cell
+	one := 1
+	noted := func(context.Context, string, time.Duration, time.Time) ([]liveboard.Note, error) {
+		return []liveboard.Note{
+			{ID: 4, Node: "n1", GPU: &one, Until: now.Add(30 * time.Hour), Text: "booked for the <b>NeurIPS</b> run, please ask before using it", Author: "carol"},
+			{ID: 5, Node: "n2", Until: now.Add(2 * time.Hour), Text: "fan noisy\tafter the swap", Author: "root"},
+		}, nil
+	}
+	unreadable := func(context.Context, string, time.Duration, time.Time) ([]liveboard.Note, error) {
+		return nil, errors.New(`open store "/data/gpusuite/gpuacct.db": no such file`)
+	}
+	type notesFunc = func(context.Context, string, time.Duration, time.Time) ([]liveboard.Note, error)
 	tests := []struct {
 		name     string
 		slurmErr error
 		args     []string
 		// foreign adds n6.json holding n1's snapshot: skipped, and said.
 		foreign bool
+		notes   notesFunc
 	}{
-		{"free", nil, []string{"free"}, false},
-		{"free_json", nil, []string{"free", "--format", "json"}, false},
-		{"free_slurm_unreachable", unreachable, []string{"free"}, false},
-		{"free_no_slurm", nil, []string{"free", "--no-slurm"}, false},
-		{"status", nil, []string{"status"}, false},
-		{"status_nodes", nil, []string{"status", "n5", "n1"}, false},
-		{"status_json", nil, []string{"status", "--format", "json", "n4"}, false},
-		{"status_slurm_unreachable", unreachable, []string{"status"}, false},
-		{"status_skipped_file", nil, []string{"status", "n1"}, true},
+		{"free", nil, []string{"free"}, false, nil},
+		{"free_json", nil, []string{"free", "--format", "json"}, false, nil},
+		{"free_slurm_unreachable", unreachable, []string{"free"}, false, nil},
+		{"free_no_slurm", nil, []string{"free", "--no-slurm"}, false, nil},
+		{"status", nil, []string{"status"}, false, nil},
+		{"status_nodes", nil, []string{"status", "n5", "n1"}, false, nil},
+		{"status_json", nil, []string{"status", "--format", "json", "n4"}, false, nil},
+		{"status_slurm_unreachable", unreachable, []string{"status"}, false, nil},
+		{"status_skipped_file", nil, []string{"status", "n1"}, true, nil},
+		{"free_notes", nil, []string{"free"}, false, noted},
+		{"free_notes_json", nil, []string{"free", "--format", "json"}, false, noted},
+		{"status_notes", nil, []string{"status", "n1", "n2"}, false, noted},
+		{"status_notes_json", nil, []string{"status", "--format", "json", "n1", "n2"}, false, noted},
+		{"status_notes_unreadable", nil, []string{"status", "n1"}, false, unreadable},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -137,7 +171,7 @@ func TestGolden(t *testing.T) {
 			}
 			// Flags go before the node names: urfave/cli stops at the first argument.
 			args := append([]string{tt.args[0], "--live-dir", dir}, tt.args[1:]...)
-			code, out, errs := runCmd(t, tt.slurmErr, args...)
+			code, out, errs := runNotes(t, tt.slurmErr, tt.notes, args...)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errs)
 			}
@@ -185,5 +219,52 @@ func TestBadInput(t *testing.T) {
 				t.Errorf("stdout %q on bad input", out)
 			}
 		})
+	}
+}
+
+// TestLedgerNotes: status reads the notes in force from a real ledger,
+// read-only; a ledger that cannot be read is one warning, the board
+// still shown.
+func TestLedgerNotes(t *testing.T) {
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "gpuacct.db")
+	st, err := store.Open(ctx, store.Options{Path: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := st.Begin(ctx, now.Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := 1
+	for i, n := range []store.Note{
+		{Cluster: "c1", Node: "n1", GPU: &one, Until: now.Add(time.Hour), Text: "mine until lunch", Author: "carol", UID: 1001, Created: now.Add(-time.Hour)},
+		{Cluster: "c1", Node: "n1", Until: now.Add(-time.Minute), Text: "expired", Author: "carol", UID: 1001, Created: now.Add(-time.Hour)},
+	} {
+		if _, err := b.AddNote(n, fmt.Sprintf("req-%d", i)); err != nil {
+			b.Rollback()
+			t.Fatal(err)
+		}
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dir := fixture(t)
+	code, out, errs := runNotes(t, nil, LedgerNotes, "status", "--live-dir", dir, "--db", db, "n1")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, "BOOKED") || !strings.Contains(out, "#1 mine until lunch (carol)") || strings.Contains(out, "expired") || strings.Contains(out, "WARNING") {
+		t.Errorf("status with a note in force and one expired:\n%s", out)
+	}
+	code, out, errs = runNotes(t, nil, LedgerNotes, "free", "--live-dir", dir, "--db", filepath.Join(dir, "absent.db"))
+	if code != 0 {
+		t.Fatalf("unreadable ledger: exit %d: %s", code, errs)
+	}
+	if first := strings.SplitN(out, "\n", 2)[0]; !strings.HasPrefix(first, "WARNING: notes not read (") || !strings.Contains(out, "Free GPUs at") {
+		t.Errorf("unreadable ledger:\n%s", out)
 	}
 }

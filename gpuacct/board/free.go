@@ -62,7 +62,8 @@ func writeFree(w io.Writer, v *view) error {
 	if len(t.Rows) == 0 {
 		t.Notes = append(t.Notes, "no free GPU")
 	}
-	t.Notes = append(t.Notes, fmt.Sprintf("%d GPU(s) allocated but idle, %d job(s) running, %d node(s) stale", b.Totals.IdleAllocated, b.Totals.RunningJobs, b.Totals.StaleNodes))
+	t.Notes = append(t.Notes, fmt.Sprintf("%d GPU(s) allocated but idle, %d booked, %d job(s) running, %d node(s) stale",
+		b.Totals.IdleAllocated, b.Totals.Booked, b.Totals.RunningJobs, b.Totals.StaleNodes))
 	if b.Slurm {
 		t.Notes = append(t.Notes, "RESERVED of FREE are on nodes of a reservation in force: free to its users only")
 	}

@@ -64,10 +64,12 @@ func writeStatus(w io.Writer, v *view, nodes []liveboard.Node) error {
 			{Key: "model", Title: "MODEL"},
 			{Key: "state", Title: "STATE"},
 			{Key: "job", Title: "JOB"},
+			{Key: "elapsed", Title: "ELAPSED"},
 			{Key: "user", Title: "USER"},
 			{Key: "util", Title: "UTIL%", Kind: table.Int},
 			{Key: "mem", Title: "MEM MiB"},
 			{Key: "procs", Title: "PROCESSES (pid:user:job:MiB)"},
+			{Key: "note", Title: "NOTE"},
 		},
 	}
 	for _, n := range nodes {
@@ -81,17 +83,32 @@ func writeStatus(w io.Writer, v *view, nodes []liveboard.Node) error {
 			slurm += "*"
 		}
 		for _, g := range n.GPUs {
-			var jobs, users []string
+			var jobs, elapsed, users []string
 			for _, j := range g.Jobs {
 				jobs = append(jobs, jobName(j))
 				users = append(users, j.User)
+				if !j.Start.IsZero() {
+					elapsed = append(elapsed, short(v.board.At.Sub(j.Start)))
+				}
 			}
 			var util any
 			if g.Util != nil {
 				util = int64(*g.Util)
 			}
-			t.Rows = append(t.Rows, table.Row{Cells: []any{n.Name, slurm, int64(g.Index), dash(g.Model), strings.ToUpper(string(g.State)),
-				dash(strings.Join(jobs, ",")), dash(strings.Join(users, ",")), util, mem(g), procs(g.Procs)}})
+			state := strings.ToUpper(string(g.State))
+			if g.State == liveboard.Idle && g.IdleSince != nil {
+				state += " for " + short(v.board.At.Sub(*g.IdleSince))
+			}
+			var notes []string
+			for _, nt := range g.Notes {
+				notes = append(notes, noteText(nt, maxNoteRunes))
+			}
+			t.Rows = append(t.Rows, table.Row{Cells: []any{n.Name, slurm, int64(g.Index), dash(g.Model), state,
+				dash(strings.Join(jobs, ",")), dash(strings.Join(elapsed, ",")), dash(strings.Join(users, ",")), util, mem(g), procs(g.Procs),
+				dash(strings.Join(notes, "; "))}})
+		}
+		for _, nt := range n.Notes {
+			t.Notes = append(t.Notes, fmt.Sprintf("%s: note %s, until %s", n.Name, noteText(nt, maxNoteRunes), v.stamp(nt.Until)))
 		}
 		if n.Reason != "" {
 			t.Notes = append(t.Notes, fmt.Sprintf("%s: %s: %s", n.Name, n.Condition, n.Reason))

@@ -1,0 +1,72 @@
+package board
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+
+	liveboard "github.com/aicloud/gpusuite/internal/board"
+	"github.com/aicloud/gpusuite/internal/store"
+)
+
+// notesTimeout bounds reading the notes from the ledger: a busy or hung
+// /data must not hold up the board, which is shown without them.
+const notesTimeout = 10 * time.Second
+
+// maxNoteRunes is how much of a note's text a table cell shows; json has
+// it whole.
+const maxNoteRunes = 40
+
+// LedgerNotes reads the notes in force at now from the ledger at path,
+// read-only (no lock: ingest may be writing), within notesTimeout.
+func LedgerNotes(ctx context.Context, path string, busy time.Duration, now time.Time) ([]liveboard.Note, error) {
+	ctx, cancel := context.WithTimeout(ctx, notesTimeout)
+	defer cancel()
+	st, err := store.Open(ctx, store.Options{Path: path, ReadOnly: true, BusyTimeout: busy})
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	ns, err := st.Notes(ctx, now, false)
+	if err != nil {
+		return nil, fmt.Errorf("ledger %q: %w", path, err)
+	}
+	out := make([]liveboard.Note, 0, len(ns))
+	for _, n := range ns {
+		out = append(out, liveboard.Note{ID: n.ID, Node: n.Node, GPU: n.GPU, Until: n.Until, Text: n.Text, Author: n.Author})
+	}
+	return out, nil
+}
+
+// noteText is a note as a table shows it: its id (for gpuacct note rm),
+// its text on one line without control characters (a terminal must not
+// obey them), clipped to max runes (0: whole), and its author.
+func noteText(n liveboard.Note, max int) string {
+	text := strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, n.Text)
+	if r := []rune(text); max > 0 && len(r) > max {
+		text = string(r[:max-1]) + "…"
+	}
+	return fmt.Sprintf("#%d %s (%s)", n.ID, text, n.Author)
+}
+
+// short is a duration as a cell shows it: 45s, 25m, 2h05m, 3d04h.
+func short(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	}
+	return fmt.Sprintf("%dd%02dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
+}
