@@ -26,7 +26,8 @@ ahead. --text is one line of at most 280 characters.
 
 Examples:
    gpuacct note add gpu01:3 --until 3d --text "booked for the NeurIPS run"
-   gpuacct note add gpu02 --until 2026-12-04T18:00 --text "fan noisy, do not use"`,
+   gpuacct note add gpu02 --until 2w --text "fan noisy, do not use"
+   gpuacct note add gpu02:1 --until now+8hours --text "reboot tonight"`,
 		Flags: append(commonFlags(),
 			&cli.StringFlag{Name: "until", Usage: "when the note ends: a duration (4h, 3d) or a time"},
 			&cli.StringFlag{Name: "text", Usage: "what the note says (one line, at most 280 characters)"},

@@ -295,3 +295,54 @@ func TestQueuedWhileServeRuns(t *testing.T) {
 		t.Errorf("list after the pass:\n%s", got)
 	}
 }
+
+// examples are the command lines under "Examples:" in a command's help,
+// split as a shell would split these (words, "double-quoted" words).
+func examples(t *testing.T, c *cli.Command) [][]string {
+	t.Helper()
+	_, ex, ok := strings.Cut(c.UsageText, "Examples:")
+	if !ok {
+		t.Fatalf("gpuacct note %s --help has no examples", c.Name)
+	}
+	var out [][]string
+	for _, l := range strings.Split(ex, "\n") {
+		var args []string
+		for i, part := range strings.Split(strings.TrimSpace(l), `"`) {
+			if i%2 == 1 {
+				args = append(args, part)
+			} else {
+				args = append(args, strings.Fields(part)...)
+			}
+		}
+		if len(args) == 0 {
+			continue
+		}
+		if len(args) < 3 || args[0] != "gpuacct" || args[1] != "note" || args[2] != c.Name {
+			t.Fatalf("example %q is not a gpuacct note %s command", l, c.Name)
+		}
+		out = append(out, args[1:])
+	}
+	return out
+}
+
+// Every example in --help runs: the adds, the lists, then the removal of
+// note 12 once there are twelve.
+func TestHelpExamplesRun(t *testing.T) {
+	f := newFixture(t)
+	subs := map[string]*cli.Command{}
+	for _, c := range Command(Deps{}).Subcommands {
+		subs[c.Name] = c
+	}
+	for _, name := range []string{"add", "list", "rm"} {
+		if name == "rm" {
+			for i := 0; i < 12; i++ {
+				f.mustRun(t, 0, "note", "add", "gpu01", "--until", "1h", "--text", "filler")
+			}
+		}
+		for _, args := range examples(t, subs[name]) {
+			t.Run(strings.Join(args, " "), func(t *testing.T) {
+				f.mustRun(t, 0, args...)
+			})
+		}
+	}
+}
