@@ -16,7 +16,7 @@ import (
 
 // Defaults are the demo's options when none is given.
 func Defaults() PipelineOptions {
-	return PipelineOptions{Nodes: 3, GPUs: 4, Weeks: 2, Interval: time.Minute, JobsPerDay: 8, Seed: 1,
+	return PipelineOptions{Nodes: 4, GPUs: 4, Weeks: 2, Interval: time.Minute, JobsPerDay: 8, Seed: 1,
 		Width: 120, Start: time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)}
 }
 

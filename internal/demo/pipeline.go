@@ -39,6 +39,12 @@ type PipelineOptions struct {
 	Width      int
 	// Start is the Monday the simulation begins.
 	Start time.Time
+	// Program is the path of the running gpuacct, for the serve command
+	// the demo prints; "" prints gpuacct.
+	Program string
+	// Now is the real clock: the booking and the live snapshots are
+	// dated by it. nil: time.Now.
+	Now func() time.Time
 }
 
 // Outcome is what a demo run found, for tests.
@@ -50,6 +56,8 @@ type Outcome struct {
 	Plots []string
 	// Ledger is the cluster total the report queries read back.
 	Ledger report.Usage
+	// LiveDir holds the nodes' live snapshots.
+	LiveDir string
 }
 
 // Pipeline runs the accounting pipeline end to end on simulated weeks: a
@@ -184,7 +192,64 @@ func Pipeline(ctx context.Context, w io.Writer, o PipelineOptions) (Outcome, err
 	fmt.Fprintf(w, "$ gpuacct plot --report --period week --start %s --end %s --tz UTC -o %s --db %s\n",
 		win.Start.Format("2006-01-02"), win.End.Format("2006-01-02"), teamsPNG, cfg.Store.Path)
 	fmt.Fprintf(w, "Plots: %s\n       %s\n", png, teamsPNG)
+	if out.LiveDir, err = leaveLive(ctx, w, o, truth); err != nil {
+		return out, err
+	}
 	return out, nil
+}
+
+// liveWait bounds how long the nodes may take to write their first
+// snapshots.
+const liveWait = time.Minute
+
+// leaveLive books a GPU in the ledger, describes the directory for
+// `gpuacct demo serve`, brings the nodes to life for one sample cycle so
+// that Dir/live holds their snapshots, and prints the command that
+// serves the board.
+func leaveLive(ctx context.Context, w io.Writer, o PipelineOptions, truth simcluster.Truth) (string, error) {
+	now := time.Now
+	if o.Now != nil {
+		now = o.Now
+	}
+	in := Info{Cluster: truth.Cluster, Nodes: o.Nodes, GPUs: o.GPUs, Model: "h100", Seed: o.Seed, NextJob: 1}
+	for _, j := range truth.Jobs {
+		in.NextJob = max(in.NextJob, j.ID+1)
+	}
+	if err := addBooking(ctx, filepath.Join(o.Dir, dbFile), in, now()); err != nil {
+		return "", err
+	}
+	if err := writeInfo(o.Dir, in); err != nil {
+		return "", fmt.Errorf("demo: %w", err)
+	}
+	liveDir := filepath.Join(o.Dir, LiveDirName)
+	live, err := NewLive(LiveOptions{Info: in, LiveDir: liveDir, WorkDir: filepath.Join(o.ClusterDir, "live"), Now: now})
+	if err != nil {
+		return "", err
+	}
+	lctx, cancel := context.WithTimeout(ctx, liveWait)
+	defer cancel()
+	wrote := false
+	if err := live.Run(lctx, func() { wrote = true; cancel() }); err != nil {
+		return "", err
+	}
+	if !wrote {
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
+		return "", fmt.Errorf("demo: the live nodes wrote no snapshot into %s in %s", liveDir, liveWait)
+	}
+	prog := o.Program
+	if prog == "" {
+		prog = "gpuacct"
+	}
+	dir := o.Dir
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs // the command runs from any directory
+	}
+	fmt.Fprintf(w, "\nThe live board: the nodes' agents left their snapshots in %s, and a GPU is booked.\n"+
+		"To watch the cluster live (jobs start and end every half minute), run\n\n    %s demo serve --dir %s\n\nthen open http://%s/\n",
+		liveDir, prog, dir, DefaultListen)
+	return liveDir, nil
 }
 
 // total is the cluster's usage in the window as the reports read it.

@@ -10,17 +10,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/sim/simcluster"
 )
 
 // One simulated week of 2 nodes × 4 GPUs through the real agent, hooks
 // and ingest: the ledger equals the ground truth, the report, the detail
-// of the least efficient job and two readable plots are there.
+// of the least efficient job and two readable plots are there; the live
+// directory holds a snapshot of every node that the board reads without
+// a problem, and the command that serves it is printed.
 func TestPipeline(t *testing.T) {
 	var out bytes.Buffer
 	start := time.Now()
-	res, err := Pipeline(context.Background(), &out, PipelineOptions{Dir: t.TempDir(), ClusterDir: t.TempDir(), Nodes: 2, GPUs: 4, Weeks: 1,
-		Interval: time.Minute, JobsPerDay: 8, Seed: 3, Width: 120, Start: time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)})
+	dir := t.TempDir()
+	res, err := Pipeline(context.Background(), &out, PipelineOptions{Dir: dir, ClusterDir: t.TempDir(), Nodes: 2, GPUs: 4, Weeks: 1,
+		Interval: time.Minute, JobsPerDay: 8, Seed: 3, Width: 120, Start: time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC),
+		Program: "/opt/bin/gpuacct"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +36,8 @@ func TestPipeline(t *testing.T) {
 	}
 	for _, w := range []string{"Simulated 1 week(s) of cluster \"demo\": 2 nodes × 4 H100 GPUs", "real gpuacct agent", "quarantined 0, refused 0",
 		"equal to the simulation's ground truth", "GPU usage by team, per week", "TOTAL", "$ gpuacct job " + strconv.FormatUint(res.Worst, 10),
-		"Job " + strconv.FormatUint(res.Worst, 10) + " on demo", "UTILIZATION OVER THE JOB", "Notes:", "Plots: "} {
+		"Job " + strconv.FormatUint(res.Worst, 10) + " on demo", "UTILIZATION OVER THE JOB", "Notes:", "Plots: ",
+		"\n    /opt/bin/gpuacct demo serve --dir " + dir + "\n", "open http://127.0.0.1:8080/"} {
 		if !strings.Contains(s, w) {
 			t.Errorf("output lacks %q:\n%s", w, s)
 		}
@@ -78,5 +84,21 @@ func TestPipeline(t *testing.T) {
 		if b := img.Bounds(); b.Dx() < 800 || b.Dy() < 400 {
 			t.Errorf("%s is %v: too small to read", p, b)
 		}
+	}
+	lives, probs := board.Load(res.LiveDir, time.Now(), board.Limits{})
+	if len(probs) > 0 || len(lives) != 2 {
+		t.Fatalf("live directory %s: %d snapshots, problems %v", res.LiveDir, len(lives), probs)
+	}
+	for i, l := range lives {
+		if l.Node != simcluster.NodeName(i) || l.Cluster != "demo" || len(l.GPUs) != 4 {
+			t.Errorf("snapshot %d: node %q of cluster %q with %d GPUs", i, l.Node, l.Cluster, len(l.GPUs))
+		}
+	}
+	// The first snapshot is taken after the standing jobs started.
+	if n := len(lives[0].GPUs[1].Jobs); n != 1 || lives[0].GPUs[1].Jobs[0].Job <= res.Truth.Jobs[len(res.Truth.Jobs)-1].ID {
+		t.Errorf("gpu01's GPU 1 holds %+v, want one job numbered after the simulated weeks'", lives[0].GPUs[1].Jobs)
+	}
+	if _, err := ReadInfo(dir); err != nil {
+		t.Errorf("the demo directory is not one for demo serve: %v", err)
 	}
 }

@@ -1,0 +1,97 @@
+package demo
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// The files of a demo directory besides the plots.
+const (
+	// infoFile says that a directory is a demo's and what cluster it
+	// simulated, so that `gpuacct demo serve` brings the same nodes to life.
+	infoFile = "demo.json"
+	dbFile   = "gpuacct.db"
+	// LiveDirName is the directory of the nodes' live snapshots.
+	LiveDirName = "live"
+	infoSchema  = "gpusuite.demo/v1"
+	// maxInfoBytes bounds the read of infoFile: it is a few hundred bytes.
+	maxInfoBytes = 64 << 10
+)
+
+// Info is a demo directory's description (demo.json).
+type Info struct {
+	Schema  string `json:"schema"`
+	Cluster string `json:"cluster"`
+	Nodes   int    `json:"nodes"`
+	GPUs    int    `json:"gpus"`
+	Model   string `json:"model"`
+	Seed    int64  `json:"seed"`
+	// NextJob is the first job id after the simulated weeks' jobs: the
+	// live demo numbers its jobs from it, as Slurm goes on counting.
+	NextJob uint64 `json:"next_job"`
+}
+
+func writeInfo(dir string, in Info) error {
+	in.Schema = infoSchema
+	data, err := json.MarshalIndent(in, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", infoFile, err)
+	}
+	path := filepath.Join(dir, infoFile)
+	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %q: %w", path, err)
+	}
+	return nil
+}
+
+// ReadInfo reads dir's demo.json, saying in one line how to make a demo
+// directory when dir is none.
+func ReadInfo(dir string) (Info, error) {
+	var in Info
+	notDemo := func(why string) error {
+		return fmt.Errorf("%q is not a demo directory (%s): run `gpuacct demo --dir %s` first, or give the directory it printed", dir, why, dir)
+	}
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return in, notDemo("it does not exist")
+	case err != nil:
+		return in, fmt.Errorf("read demo directory %q: %w", dir, err)
+	case !st.IsDir():
+		return in, notDemo("it is not a directory")
+	}
+	path := filepath.Join(dir, infoFile)
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return in, notDemo("no " + infoFile)
+	}
+	if err != nil {
+		return in, fmt.Errorf("read demo directory %q: %w", dir, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxInfoBytes+1))
+	if err != nil {
+		return in, fmt.Errorf("read %q: %w", path, err)
+	}
+	if len(data) > maxInfoBytes {
+		return in, notDemo(infoFile + " is larger than a demo writes")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil || in.Schema != infoSchema {
+		return in, notDemo(infoFile + " is not the demo's")
+	}
+	if in.Nodes < 1 || in.GPUs < 1 || in.GPUs > 64 || in.Cluster == "" || in.Model == "" {
+		return in, notDemo(infoFile + " describes no cluster")
+	}
+	if _, err := os.Stat(filepath.Join(dir, dbFile)); err != nil {
+		return in, notDemo("no " + dbFile)
+	}
+	return in, nil
+}

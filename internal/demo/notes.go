@@ -1,0 +1,67 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/board"
+	"github.com/aicloud/gpusuite/internal/sim/simcluster"
+	"github.com/aicloud/gpusuite/internal/store"
+)
+
+// The demo's booking: a user keeps a free GPU for a run of hers, as
+// `gpuacct note add` would record it.
+const (
+	bookingRequest = "demo-booking"
+	bookingText    = "simulated booking: heidi profiles the new kernels here on Thursday, please leave it free"
+	bookingAuthor  = "heidi"
+	bookingUID     = 1008
+	// bookingFor is how long the booking stays in force from the demo's
+	// run, so that `demo serve` shows it for weeks after.
+	bookingFor = 90 * 24 * time.Hour
+)
+
+// addBooking books the layout's booked GPU in the ledger db (writer lock
+// taken and given back), as of now.
+func addBooking(ctx context.Context, db string, in Info, now time.Time) error {
+	node, g, ok := newLayout(in.Nodes, in.GPUs).find(booked)
+	if !ok {
+		return nil // a cluster too small for one
+	}
+	st, err := store.Open(ctx, store.Options{Path: db})
+	if err != nil {
+		return fmt.Errorf("demo: book a gpu: %w", err)
+	}
+	defer st.Close()
+	b, err := st.Begin(ctx, now)
+	if err != nil {
+		return fmt.Errorf("demo: book a gpu: %w", err)
+	}
+	n := store.Note{Cluster: in.Cluster, Node: simcluster.NodeName(node), GPU: &g, Until: now.Add(bookingFor).Truncate(time.Second),
+		Text: bookingText, Author: bookingAuthor, UID: bookingUID, Created: now.Truncate(time.Second)}
+	if _, err := b.AddNote(n, bookingRequest); err != nil {
+		b.Rollback()
+		return fmt.Errorf("demo: book a gpu: %w", err)
+	}
+	if err := b.Commit(); err != nil {
+		return fmt.Errorf("demo: book a gpu: %w", err)
+	}
+	return nil
+}
+
+// ledgerNotes reads the notes in force from a ledger opened read-only:
+// the board Source's Notes reader.
+func ledgerNotes(st *store.Store) func(ctx context.Context, now time.Time) ([]board.Note, error) {
+	return func(ctx context.Context, now time.Time) ([]board.Note, error) {
+		ns, err := st.Notes(ctx, now, false)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]board.Note, 0, len(ns))
+		for _, n := range ns {
+			out = append(out, board.Note{ID: n.ID, Node: n.Node, GPU: n.GPU, Until: n.Until, Text: n.Text, Author: n.Author})
+		}
+		return out, nil
+	}
+}
