@@ -218,6 +218,11 @@ func TestApplyNoteRefusals(t *testing.T) {
 	if err := os.Symlink("/etc/passwd", filepath.Join(pending, "link.json")); err != nil {
 		t.Fatal(err)
 	}
+	// A directory with a file in it, which the writer may not empty: it
+	// must not stop the requests after it.
+	if err := os.MkdirAll(filepath.Join(pending, "0dir.json", "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	e.apply(t)
 	for _, tc := range []struct {
 		id, err string
@@ -240,8 +245,8 @@ func TestApplyNoteRefusals(t *testing.T) {
 	if n, err := e.st.Notes(context.Background(), e.now, true); err != nil || len(n) != 0 {
 		t.Errorf("refused requests kept notes: %+v, %v", n, err)
 	}
-	if ents, _ := os.ReadDir(pending); len(ents) != 0 {
-		t.Errorf("%d files left pending", len(ents))
+	if ents, _ := os.ReadDir(pending); len(ents) != 1 || ents[0].Name() != "0dir.json" {
+		t.Errorf("left pending: %v, want the directory alone", ents)
 	}
 }
 

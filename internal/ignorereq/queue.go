@@ -233,7 +233,10 @@ func pendingNames(d string) ([]string, error) {
 	for len(names) < MaxListed {
 		ents, err := f.ReadDir(256)
 		for _, e := range ents {
-			if n := e.Name(); !strings.HasPrefix(n, ".") && strings.HasSuffix(n, ".json") && len(names) < MaxListed {
+			// A directory is never a request, and one a user made in the
+			// note queue cannot be removed by the writer: skipped, it
+			// neither blocks the queue nor takes its share of a pass.
+			if n := e.Name(); !e.IsDir() && !strings.HasPrefix(n, ".") && strings.HasSuffix(n, ".json") && len(names) < MaxListed {
 				names = append(names, n)
 			}
 		}
