@@ -214,6 +214,10 @@ func TestApplyNoteRefusals(t *testing.T) {
 	}
 	far := e.submit(t, add("gpu01", nil, e.now.Add(MaxAhead+48*time.Hour), "x"), 1000)
 	ctrl := e.submit(t, add("gpu01", nil, until, "a\nb"), 1000)
+	linked := e.submit(t, add("gpu01", nil, until, "x"), 1000)
+	if err := os.Link(filepath.Join(pending, linked+".json"), filepath.Join(e.dir, "elsewhere.json")); err != nil {
+		t.Fatal(err)
+	}
 	badNode := e.submit(t, add("../etc", nil, until, "x"), 1000)
 	if err := os.Symlink("/etc/passwd", filepath.Join(pending, "link.json")); err != nil {
 		t.Fatal(err)
@@ -231,6 +235,7 @@ func TestApplyNoteRefusals(t *testing.T) {
 		{shared, "refused: writable by group or others"},
 		{far, "refused: until 2026-06-02T10:00:00Z is not within"},
 		{ctrl, "refused: --text holds a control character"},
+		{linked, "refused: 2 links to the file"},
 		{badNode, `refused: node name "../etc" holds '/'`},
 	} {
 		if got := e.outcome(t, tc.id, 1000).Error; !strings.HasPrefix(got, tc.err) {

@@ -296,6 +296,10 @@ func readRequest(path string) (Request, int, fs.FileMode, error) {
 		return r, -1, 0, errors.New("refused: not a regular file")
 	}
 	owner := int(st.Uid)
+	if st.Nlink != 1 {
+		// A hard link to someone else's file would speak with its owner.
+		return r, owner, fi.Mode().Perm(), fmt.Errorf("refused: %d links to the file; a request is a file of its own", st.Nlink)
+	}
 	if fi.Size() > MaxRequestBytes {
 		return r, owner, fi.Mode().Perm(), fmt.Errorf("refused: %d bytes, more than the %d a request may be", fi.Size(), MaxRequestBytes)
 	}
