@@ -284,8 +284,8 @@ func (l *Live) user(name string) simcluster.User {
 // fill starts jobs on the free pool GPUs of every node, leaving
 // keepFree of them free; at most one job a node a call, so that jobs
 // start spread out. first: the demo's start, when the pool fills at once
-// and the jobs are given random remaining times, so that they do not end
-// together.
+// with jobs already under way: 2–22 s left each, so that they do not end
+// together and the board moves within seconds of being opened.
 func (l *Live) fill(ctx context.Context, first bool) error {
 	now := l.o.Now()
 	for i, n := range l.nodes {
@@ -319,7 +319,7 @@ func (l *Live) fill(ctx context.Context, first bool) error {
 			}
 			dur := jobMin + time.Duration(l.rng.Int63n(int64(jobMax-jobMin)))
 			if first {
-				dur = 5*time.Second + time.Duration(l.rng.Int63n(int64(jobMax)))
+				dur = 2*time.Second + time.Duration(l.rng.Int63n(int64(jobMin)))
 			}
 			if _, err := l.start(ctx, n, users[l.rng.Intn(len(users))], gpus, "gpu", dur, nil); err != nil {
 				return err
@@ -347,7 +347,7 @@ func reservationUsers(all []simcluster.User) []simcluster.User {
 
 // start starts a job of u on gpus of n for dur (0: until the demo ends)
 // through the real prolog. work is what each GPU does; nil: a training
-// run (most jobs) or a job that barely uses its GPUs.
+// run, or for a rolling job now and then one that barely uses its GPUs.
 func (l *Live) start(ctx context.Context, n *liveNode, u simcluster.User, gpus []int, partition string, dur time.Duration, work []sim.Workload) (*liveJob, error) {
 	now := l.o.Now()
 	l.mu.Lock()
@@ -359,7 +359,7 @@ func (l *Live) start(ctx context.Context, n *liveNode, u simcluster.User, gpus [
 		lj.end = now.Add(dur)
 		lj.job.End = lj.end
 	}
-	if work == nil && l.rng.Intn(10) < lowJobsPerTen {
+	if work == nil && dur > 0 && l.rng.Intn(10) < lowJobsPerTen {
 		lj.job.Kind = simcluster.Low
 	}
 	for range gpus {
