@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // The files of a demo directory besides the plots.
@@ -94,4 +95,23 @@ func ReadInfo(dir string) (Info, error) {
 		return in, notDemo("no " + dbFile)
 	}
 	return in, nil
+}
+
+// lockLive makes this process the one writer of dir's snapshots: a second
+// `demo serve` on the same directory would run a second agent per node,
+// each replacing the other's files.
+func lockLive(dir string) (unlock func(), err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("demo serve: %w", err)
+	}
+	path := filepath.Join(dir, ".demo-serve.lock")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("demo serve: open lock %q: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("demo serve: another demo serve keeps %s alive (lock %s); end it first, or serve another demo directory", dir, path)
+	}
+	return func() { f.Close() }, nil
 }

@@ -149,15 +149,22 @@ func (l *Live) Run(ctx context.Context, ready func()) error {
 	defer stop()
 	var wg sync.WaitGroup
 	errs := make(chan error, len(l.nodes))
+	// An agent that cannot start stops those started, which are waited
+	// for: none may write into WorkDir once Run has returned.
+	failed := func(err error) error {
+		stop()
+		wg.Wait()
+		return err
+	}
 	for _, n := range l.nodes {
 		lib, err := gpu.OpenInterface(ctx, n.srv, n.cfg.Agent.NVMLTimeout.Duration)
 		if err != nil {
-			return fmt.Errorf("live demo: node %s: %w", n.name, err)
+			return failed(fmt.Errorf("live demo: node %s: %w", n.name, err))
 		}
 		a, err := agent.New(n.cfg, l.o.Info.Cluster, n.name, agent.Deps{Lib: lib, Now: l.o.Now, Log: l.o.Log.With("node", n.name),
 			Owner: l.owner(n)})
 		if err != nil {
-			return fmt.Errorf("live demo: node %s: %w", n.name, err)
+			return failed(fmt.Errorf("live demo: node %s: %w", n.name, err))
 		}
 		wg.Add(1)
 		go func() {

@@ -222,6 +222,11 @@ func leaveLive(ctx context.Context, w io.Writer, o PipelineOptions, truth simclu
 		return "", fmt.Errorf("demo: %w", err)
 	}
 	liveDir := filepath.Join(o.Dir, LiveDirName)
+	unlock, err := lockLive(liveDir)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
 	live, err := NewLive(LiveOptions{Info: in, LiveDir: liveDir, WorkDir: filepath.Join(o.ClusterDir, "live"), Now: now})
 	if err != nil {
 		return "", err
