@@ -25,6 +25,9 @@ const (
 	maxInfoBytes = 64 << 10
 )
 
+// DefaultListen is where `gpuacct demo serve` serves: this machine only.
+const DefaultListen = "127.0.0.1:8080"
+
 // Info is a demo directory's description (demo.json).
 type Info struct {
 	Schema  string `json:"schema"`
