@@ -6,7 +6,9 @@ package serve
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/signal"
@@ -18,8 +20,11 @@ import (
 	"github.com/urfave/cli/v2"
 
 	ingestcmd "github.com/aicloud/gpusuite/gpuacct/ingest"
+	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/ingest"
+	"github.com/aicloud/gpusuite/internal/slurmstate"
+	"github.com/aicloud/gpusuite/internal/store"
 	"github.com/aicloud/gpusuite/internal/web"
 )
 
@@ -51,12 +56,19 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	m.setup = s
+	src, closeNotes, err := liveBoard(ctx, s.Config, s.Log)
+	if err != nil {
+		return err
+	}
+	defer closeNotes()
+	// Slurm is re-read on the source's timer, whoever looks at the board.
+	go src.Run(ctx)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(versioncollector.NewCollector("gpusuite"))
 	s.Deps.Metrics = ingest.NewMetrics(reg, time.Now)
 	srv := ingest.NewServer(ingest.New(s.Deps), s.Config, reg, s.Log, m.Getenv)
 	srv.HTTPServer = func(h http.Handler) *http.Server { return web.NewServer(h, s.Config.Web.Timeout.Duration) }
-	stopWeb, err := web.Mount(ctx, s.Config, srv.Handle, s.Log)
+	stopWeb, err := web.Mount(ctx, s.Config, src, srv.Handle, s.Log)
 	if err != nil {
 		return err
 	}
@@ -65,6 +77,36 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// liveBoard is the one board.Source of the process: the agents'
+// snapshots of board.live_dir, Slurm read every board.slurm_interval, and
+// the notes in force from a read-only store (the writer's connection is
+// ingest's alone). The returned close closes that store.
+func liveBoard(ctx context.Context, cfg config.Config, log *slog.Logger) (*board.Source, func(), error) {
+	st, err := store.Open(ctx, store.Options{Path: cfg.Store.Path, ReadOnly: true, BusyTimeout: cfg.Store.BusyTimeout.Duration})
+	if err != nil {
+		return nil, nil, fmt.Errorf("open store %q for the board's notes: %w", cfg.Store.Path, err)
+	}
+	src := board.NewSource(board.SourceOptions{
+		LiveDir:       cfg.Board.LiveDir,
+		Slurm:         slurmstate.Reader{Timeout: cfg.Board.SlurmTimeout.Duration}.Read,
+		SlurmInterval: cfg.Board.SlurmInterval.Duration,
+		SlurmTimeout:  cfg.Board.SlurmTimeout.Duration,
+		Notes: func(ctx context.Context, now time.Time) ([]board.Note, error) {
+			ns, err := st.Notes(ctx, now, false)
+			if err != nil {
+				return nil, err
+			}
+			out := make([]board.Note, 0, len(ns))
+			for _, n := range ns {
+				out = append(out, board.Note{ID: n.ID, Node: n.Node, GPU: n.GPU, Until: n.Until, Text: n.Text, Author: n.Author})
+			}
+			return out, nil
+		},
+		Log: log,
+	})
+	return src, func() { _ = st.Close() }, nil
 }
 
 // Close closes the store Run opened.
@@ -79,7 +121,7 @@ func (m *Main) Close() error {
 func Command(stdout, stderr io.Writer, getenv func(string) string) *cli.Command {
 	return &cli.Command{
 		Name:  "serve",
-		Usage: "ingest daemon: pass after pass, /metrics, systemd notify and watchdog",
+		Usage: "ingest daemon: pass after pass, /metrics, the live board and dashboard, systemd notify and watchdog",
 		UsageText: `gpuacct serve [options]
 
 Runs an ingest pass whenever a node directory changes (fsnotify, where the
@@ -87,12 +129,15 @@ file system reports it) and at least every --interval. Holds the database's
 writer lock for its whole life: a second serve or ingest refuses to start.
 Under systemd (Type=notify, WatchdogSec=) it reports readiness after the
 first pass and pings the watchdog; SIGTERM finishes the current batch and
-exits 0.
+exits 0. With web.enabled it serves the dashboard: the live board at /
+(board.live_dir's snapshots, Slurm re-read every board.slurm_interval) and
+the accounting at /accounting, with /api/v1/ (docs/api.md).
 
 Examples:
    systemctl enable --now gpuacct-serve            # packaging/systemd/gpuacct-serve.service
    gpuacct serve --interval 10s --metrics-listen 127.0.0.1:9466
-   curl -s localhost:9466/metrics | grep gpuacct_ingest`,
+   curl -s localhost:9466/metrics | grep gpuacct_ingest
+   curl -s localhost:9466/api/v1/free`,
 		Flags: append(ingestcmd.Flags(),
 			&cli.DurationFlag{Name: "interval", Usage: "longest time between passes (ingest.interval)", EnvVars: []string{"GPUSUITE_INGEST_INTERVAL"},
 				// The real default is the config's, not the flag's zero.

@@ -58,9 +58,9 @@ func BenchmarkPages(b *testing.B) {
 	small := url.PathEscape(teams.Rows[len(teams.Rows)-1].Team)
 	year := "start=" + now.AddDate(-1, 0, 0).Format("2006-01-02") + "&end=" + now.Format("2006-01-02")
 	for _, p := range []struct{ name, path string }{
-		{"overview-7d", "/"},
+		{"overview-7d", "/accounting"},
 		{"overview-30d", "/?start=now-30days"},
-		{"overview-year", "/?" + year},
+		{"overview-year", "/accounting?" + year},
 		{"api-teams-7d", "/api/v1/report/teams"},
 		{"api-teams-year-month", "/api/v1/report/teams?period=month&" + year},
 		{"api-users-year", "/api/v1/report/users?" + year},

@@ -88,7 +88,7 @@ func testBrowser(t *testing.T, f *fixture, win url.Values) {
 		}
 	}
 
-	do("overview", chromedp.Navigate(f.url("/?"+win.Encode())), chromedp.WaitVisible("#teams"))
+	do("overview", chromedp.Navigate(f.url("/accounting?"+win.Encode())), chromedp.WaitVisible("#teams"))
 	kpiAlloc, running := text("#kpi-alloc"), text("#running")
 	shot("overview.png")
 	if want := web.HoursOf(float64(total) / 3600); kpiAlloc != want {

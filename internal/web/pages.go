@@ -15,7 +15,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/report/timespec"
 )
 
-var pageNames = []string{"overview", "team", "user", "job", "error"}
+var pageNames = []string{"board", "overview", "team", "user", "job", "error"}
 
 // parsePages parses each page with the shared layout.
 func parsePages() (map[string]*template.Template, error) {
@@ -481,7 +481,7 @@ func (h *Handler) teamPage(w http.ResponseWriter, r *http.Request) error {
 	}
 	q.teams = []string{team}
 	v := groupView{base: h.base(r, q, "Team "+team), Name: team, Kind: "team"}
-	v.Crumbs = []link{{Name: "Overview", URL: "/" + withParams(q.vals)}}
+	v.Crumbs = []link{{Name: "Accounting", URL: "/accounting" + withParams(q.vals)}}
 	v.CLI = "gpuacct report users --teams " + shellQuote(team) + " " + cliWindow(q)
 	v.JobsAPI = "/api/v1/jobs" + withParams(q.vals, "team", team)
 	per := q.autoPeriodFor()
@@ -533,7 +533,7 @@ func (h *Handler) userPage(w http.ResponseWriter, r *http.Request) error {
 	}
 	q.filter.Users = []string{user}
 	v := groupView{base: h.base(r, q, "User "+user), Name: user, Kind: "user"}
-	v.Crumbs = []link{{Name: "Overview", URL: "/" + withParams(q.vals)}}
+	v.Crumbs = []link{{Name: "Accounting", URL: "/accounting" + withParams(q.vals)}}
 	v.CLI = "gpuacct report teams --users " + shellQuote(user) + " " + cliWindow(q)
 	v.JobsAPI = "/api/v1/jobs" + withParams(q.vals, "user", user)
 	per := q.autoPeriodFor()
@@ -705,7 +705,7 @@ func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request) error {
 	ingest, bad := v.Ingest, v.IngestBad
 	v.base = h.base(r, nil, "Job "+v.Job)
 	v.Ingest, v.IngestBad = ingest, bad
-	v.Crumbs = []link{{Name: "Overview", URL: "/"}, {Name: v.Team, URL: v.TeamURL}, {Name: v.User, URL: v.UserURL}}
+	v.Crumbs = []link{{Name: "Accounting", URL: "/accounting"}, {Name: v.Team, URL: v.TeamURL}, {Name: v.User, URL: v.UserURL}}
 	v.CLI = "gpuacct job " + v.Job
 	if v.Cluster != "" {
 		v.CLI += " --cluster " + shellQuote(v.Cluster)

@@ -20,6 +20,7 @@ import (
 type conn struct {
 	rep    *report.DB
 	db     *sql.DB
+	st     *store.Store
 	opened time.Time
 	// maxNode is the newest nodes.id at open: a newer node means the
 	// report package's node names are out of date.
@@ -108,7 +109,7 @@ func (s *source) open(ctx context.Context) (*conn, error) {
 		_ = rep.Close()
 		return nil, err
 	}
-	c := &conn{rep: rep, db: st.DB}
+	c := &conn{rep: rep, db: st.DB, st: st}
 	if err := c.db.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM nodes`).Scan(&c.maxNode); err != nil {
 		c.closeNow()
 		return nil, fmt.Errorf("read %s: %w", s.o.DB, err)

@@ -1,7 +1,8 @@
-// Package web is gpuacct serve's dashboard and JSON API: HTML pages (the
-// cluster overview, a team, a user, a job) and /api/v1/ over the same
-// read-only report queries as gpuacct report and gpuacct job. It never
-// writes the accounting database. Templates, style sheet and script are
+// Package web is gpuacct serve's dashboard and JSON API: the live board
+// (board.Source's view, updated through server-sent events), HTML pages
+// of the accounting (the cluster overview, a team, a user, a job) and
+// /api/v1/ over the same read-only report queries as gpuacct report and
+// gpuacct job. It never writes the accounting database. Templates, style sheet and script are
 // embedded; nothing is fetched from elsewhere (docs/dashboard.md,
 // docs/api.md).
 package web
@@ -18,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/report/teams"
@@ -50,12 +52,22 @@ type Options struct {
 	// Timeout is each one's deadline (web.timeout). 0: the defaults.
 	Concurrent int
 	Timeout    time.Duration
-	Now        func() time.Time
+	// Board is the live board; nil: its routes answer 503.
+	Board *board.Source
+	// BoardTick is how often the event stream looks for a change
+	// (DefaultBoardTick when 0); BoardRefresh the reload period of the
+	// board page without JavaScript; MaxStreams bounds the open event
+	// streams (DefaultMaxStreams when 0).
+	BoardTick    time.Duration
+	BoardRefresh time.Duration
+	MaxStreams   int
+	Now          func() time.Time
 	Log        *slog.Logger
 }
 
-// OptionsFrom fills Options from the configuration file's sections.
-func OptionsFrom(cfg config.Config, log *slog.Logger, now func() time.Time) (Options, error) {
+// OptionsFrom fills Options from the configuration file's sections; the
+// board is src (nil: none).
+func OptionsFrom(cfg config.Config, src *board.Source, log *slog.Logger, now func() time.Time) (Options, error) {
 	loc, err := timespec.LoadLocation(cfg.Report.TZ)
 	if err != nil {
 		return Options{}, fmt.Errorf("web: %w", err)
@@ -64,7 +76,14 @@ func OptionsFrom(cfg config.Config, log *slog.Logger, now func() time.Time) (Opt
 		DB: cfg.Store.Path, BusyTimeout: cfg.Store.BusyTimeout.Duration, Teams: cfg.Report.Teams, Location: loc,
 		MaxAge: cfg.Web.MaxAge.Duration, Check: report.CheckOptionsFrom(cfg, time.Time{}),
 		Concurrent: cfg.Web.Concurrent, Timeout: cfg.Web.Timeout.Duration, Now: now, Log: log,
+		Board: src, BoardRefresh: boardRefresh(cfg.Agent.Interval.Duration),
 	}, nil
+}
+
+// boardRefresh is the board page's reload period without a script: two
+// agent intervals, so that each reload shows a new snapshot, at least 10 s.
+func boardRefresh(agentInterval time.Duration) time.Duration {
+	return max(10*time.Second, 2*agentInterval)
 }
 
 // Handler serves the dashboard, its static files and /api/v1/.
@@ -76,6 +95,7 @@ type Handler struct {
 	static  *staticFiles
 	mux     *http.ServeMux
 	limit   *limiter
+	hub     *hub
 }
 
 // New builds the handler: templates are parsed and the team mapping is
@@ -94,6 +114,9 @@ func New(o Options) (*Handler, error) {
 	if o.Reopen <= 0 {
 		o.Reopen = time.Minute
 	}
+	if o.BoardRefresh <= 0 {
+		o.BoardRefresh = boardRefresh(0)
+	}
 	m, err := teams.Load(o.Teams)
 	if err != nil {
 		return nil, fmt.Errorf("web: %w", err)
@@ -107,12 +130,21 @@ func New(o Options) (*Handler, error) {
 		return nil, err
 	}
 	h := &Handler{o: o, src: newSource(o), mapping: m, pages: pages, static: st, mux: http.NewServeMux(), limit: newLimiter(o.Concurrent, o.Timeout)}
+	h.hub = newHub(o.Board, h.renderFrag, o.BoardTick, o.MaxStreams, o.Log.Warn)
 	h.routes()
 	return h, nil
 }
 
-// Close closes the database connections.
-func (h *Handler) Close() error { return h.src.close() }
+// Close ends the event streams and closes the database connections.
+func (h *Handler) Close() error {
+	h.EndStreams()
+	return h.src.close()
+}
+
+// EndStreams ends the open event streams and refuses new ones: an
+// http.Server's Shutdown waits for handlers, and a stream never ends by
+// itself.
+func (h *Handler) EndStreams() { h.hub.close() }
 
 func (h *Handler) routes() {
 	busyPage := h.pageHandler(func(http.ResponseWriter, *http.Request) error { return errBusy })
@@ -123,7 +155,8 @@ func (h *Handler) routes() {
 	api := func(pattern string, fn func(w http.ResponseWriter, r *http.Request) error) {
 		h.mux.Handle(pattern, h.limit.wrap(h.cached(h.apiHandler(fn)), busyAPI.ServeHTTP))
 	}
-	page("GET /{$}", h.overview)
+	page("GET /{$}", h.boardPage)
+	page("GET /accounting", h.overview)
 	page("GET /team/{team}", h.teamPage)
 	page("GET /user/{user}", h.userPage)
 	page("GET /job/{cluster}/{id}", h.jobPage)
@@ -135,6 +168,12 @@ func (h *Handler) routes() {
 	api("GET /api/v1/jobs/{cluster}/{id}", h.apiJob)
 	api("GET /api/v1/jobs/{cluster}/{id}/series", h.apiSeries)
 	api("GET /api/v1/nodes", h.apiNodes)
+	api("GET /api/v1/board", h.apiBoard)
+	api("GET /api/v1/free", h.apiFree)
+	api("GET /api/v1/notes", h.apiNotes)
+	// The stream is outside the limiter: it would hold a query slot for
+	// its whole life. The hub bounds the streams instead.
+	h.mux.HandleFunc("GET "+eventsPath, h.boardEvents)
 	h.mux.Handle("/api/", h.apiHandler(func(w http.ResponseWriter, r *http.Request) error {
 		return &httpError{code: http.StatusNotFound, msg: fmt.Sprintf("no API route %s %s (see docs/api.md)", r.Method, r.URL.Path)}
 	}))
@@ -145,6 +184,10 @@ func (h *Handler) routes() {
 
 // ServeHTTP serves a request, gzip-compressed when the client takes it.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == eventsPath {
+		h.mux.ServeHTTP(w, r) // a stream is flushed event by event, not compressed
+		return
+	}
 	gzipped(h.mux).ServeHTTP(w, r)
 }
 
@@ -200,12 +243,14 @@ func (h *Handler) logFailure(r *http.Request, code int, err error) {
 
 // Mount adds the dashboard to gpuacct serve: on the /metrics listener
 // through handle when web.listen is empty, else on a listener of its own.
-// The returned stop closes what Mount opened.
-func Mount(ctx context.Context, cfg config.Config, handle func(string, http.Handler), log *slog.Logger) (stop func(), err error) {
+// The returned stop closes what Mount opened. src is the live board (nil:
+// off); the board's event streams end when ctx does, so that the
+// server's shutdown does not wait on them.
+func Mount(ctx context.Context, cfg config.Config, src *board.Source, handle func(string, http.Handler), log *slog.Logger) (stop func(), err error) {
 	if !cfg.Web.Enabled {
 		return func() {}, nil
 	}
-	o, err := OptionsFrom(cfg, log, time.Now)
+	o, err := OptionsFrom(cfg, src, log, time.Now)
 	if err != nil {
 		return nil, err
 	}
@@ -213,6 +258,7 @@ func Mount(ctx context.Context, cfg config.Config, handle func(string, http.Hand
 	if err != nil {
 		return nil, err
 	}
+	context.AfterFunc(ctx, h.EndStreams)
 	if cfg.Web.Listen == "" || cfg.Web.Listen == cfg.Ingest.MetricsListen {
 		if cfg.Ingest.MetricsListen == "" {
 			log.Warn("web dashboard not served: web.listen and ingest.metrics_listen are both empty")

@@ -447,7 +447,7 @@ func TestUnreadable(t *testing.T) {
 					t.Errorf("%s: %d %s, want 503 with %q", p, code, b, tc.msg)
 				}
 			}
-			code, b := getJSON(t, srv.URL+"/", nil)
+			code, b := getJSON(t, srv.URL+"/accounting", nil)
 			if code != http.StatusServiceUnavailable || !bytes.Contains(b, []byte(tc.msg)) {
 				t.Errorf("overview: %d %.500s", code, b)
 			}

@@ -1,0 +1,418 @@
+package web_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/aicloud/gpusuite/internal/board"
+	"github.com/aicloud/gpusuite/internal/record"
+	"github.com/aicloud/gpusuite/internal/slurmstate"
+	"github.com/aicloud/gpusuite/internal/store"
+	"github.com/aicloud/gpusuite/internal/web"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// boardNow is the fixed clock of the board tests.
+var boardNow = time.Date(2026, 11, 26, 6, 0, 0, 0, time.UTC)
+
+func u32(v uint32) *uint32 { return &v }
+func u64(v uint64) *uint64 { return &v }
+
+// liveGPU is a GPU of a snapshot: util, memory used of 80 GiB, and the
+// jobs (with a process each, of the job's user) it is allocated to.
+func liveGPU(index int, util uint32, memMiB uint64, jobs ...uint64) record.LiveGPU {
+	g := record.LiveGPU{Index: index, UUID: fmt.Sprintf("GPU-%04d", index), Model: "NVIDIA H100", Util: u32(util),
+		MemUsedMiB: u64(memMiB), MemTotalMiB: u64(81920), PowerMW: u32(350_000), TempC: u32(55)}
+	for _, j := range jobs {
+		g.Jobs = append(g.Jobs, record.LiveJob{Job: j, User: fmt.Sprintf("u%d", j), Account: "physics", Start: boardNow.Add(-90 * time.Minute)})
+		g.Procs = append(g.Procs, record.LiveProc{PID: uint32(1000 + j), User: fmt.Sprintf("u%d", j), Job: j, MemUsedMiB: memMiB})
+	}
+	return g
+}
+
+func writeSnapshot(t testing.TB, dir string, l record.Live) {
+	t.Helper()
+	l.Schema, l.Cluster, l.Interval = record.LiveSchema, "c1", 10
+	if l.Time.IsZero() {
+		l.Time = boardNow.Add(-4 * time.Second)
+	}
+	b, err := json.Marshal(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(dir, "."+l.Node+".tmp")
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, record.LiveFileName(l.Node))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// liveBoard is a cluster of four nodes: n1 with a busy, an idle, a
+// foreign and a free GPU; n2 (in two partitions, one reserved GPU node)
+// free; n3 drained; n4 silent for a minute (stale).
+type liveBoard struct {
+	dir   string
+	src   *board.Source
+	clock *clock
+	slurm func() (slurmstate.State, error)
+	mu    sync.Mutex
+}
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.t = t }
+
+func slurmNode(name string, cond slurmstate.Condition, gpus int, parts ...string) slurmstate.Node {
+	return slurmstate.Node{Name: name, Condition: cond, Partitions: parts, GPUs: []slurmstate.GPU{{Type: "h100", Count: gpus}}, GPUCount: gpus}
+}
+
+func newLiveBoard(t testing.TB, notes []board.Note) *liveBoard {
+	t.Helper()
+	lb := &liveBoard{dir: t.TempDir(), clock: &clock{t: boardNow}}
+	foreign := liveGPU(2, 30, 2048, 8)
+	foreign.Procs = append(foreign.Procs, record.LiveProc{PID: 4242, User: "mallory", Job: 99, MemUsedMiB: 1024})
+	writeSnapshot(t, lb.dir, record.Live{Node: "n1", GPUs: []record.LiveGPU{liveGPU(0, 87, 40960, 7), liveGPU(1, 0, 512, 7), foreign, liveGPU(3, 0, 0)}})
+	writeSnapshot(t, lb.dir, record.Live{Node: "n2", GPUs: []record.LiveGPU{liveGPU(0, 0, 0), liveGPU(1, 0, 0)}})
+	writeSnapshot(t, lb.dir, record.Live{Node: "n3", GPUs: []record.LiveGPU{liveGPU(0, 0, 0)}})
+	writeSnapshot(t, lb.dir, record.Live{Node: "n4", Time: boardNow.Add(-time.Minute), GPUs: []record.LiveGPU{liveGPU(0, 0, 0)}})
+	n3 := slurmNode("n3", slurmstate.Drained, 1, "gpu")
+	n3.Reason = "bad fan <check>"
+	st := slurmstate.State{At: boardNow.Add(-12 * time.Second), Nodes: []slurmstate.Node{
+		slurmNode("n1", slurmstate.Mixed, 4, "gpu"), slurmNode("n2", slurmstate.Idle, 2, "gpu", "long"), n3,
+		slurmNode("n4", slurmstate.Idle, 1, "gpu")},
+		Reservations: []slurmstate.Reservation{{Name: "maint", Nodes: []string{"n2"}}}}
+	lb.slurm = func() (slurmstate.State, error) { return st, nil }
+	lb.src = board.NewSource(board.SourceOptions{LiveDir: lb.dir, Now: lb.clock.now, MaxAge: time.Millisecond,
+		Slurm: func(ctx context.Context) (slurmstate.State, error) {
+			lb.mu.Lock()
+			defer lb.mu.Unlock()
+			return lb.slurm()
+		},
+		Notes: func(ctx context.Context, now time.Time) ([]board.Note, error) { return notes, nil }})
+	lb.src.RefreshSlurm(context.Background())
+	return lb
+}
+
+func newBoardServer(t testing.TB, o web.Options) *httptest.Server {
+	t.Helper()
+	if o.DB == "" {
+		o.DB = filepath.Join(t.TempDir(), "none.db")
+	}
+	o.Location = time.UTC
+	if o.Now == nil {
+		o.Now = func() time.Time { return boardNow }
+	}
+	h, err := web.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() {
+		h.EndStreams() // httptest's Close waits for the streams
+		srv.Close()
+		h.Close()
+	})
+	return srv
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test ./internal/web/ -run %s -update writes it)", err, t.Name())
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("%s (-want +got):\n%s", path, diff)
+	}
+}
+
+func bookedNote() []board.Note {
+	one := 1
+	return []board.Note{{ID: 3, Node: "n2", GPU: &one, Until: boardNow.Add(2 * time.Hour), Text: "<b>demo</b> & friends", Author: "ann"}}
+}
+
+func TestBoardAPI(t *testing.T) {
+	lb := newLiveBoard(t, bookedNote())
+	srv := newBoardServer(t, web.Options{Board: lb.src})
+	for _, tc := range []struct {
+		name, path, golden string
+	}{
+		{"whole board", "/api/v1/board", "board.json"},
+		{"two nodes", "/api/v1/board?node=n3&node=n1&node=n3", "board-n3-n1.json"},
+		{"free", "/api/v1/free", "free.json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, b := getJSON(t, srv.URL+tc.path, nil)
+			if code != http.StatusOK {
+				t.Fatalf("%d %s", code, b)
+			}
+			golden(t, tc.golden, b)
+		})
+	}
+	// The API's document is the CLI's: gpuacct status --format json
+	// prints board.NewStatusDoc of the same board.
+	var doc board.StatusDoc
+	if _, b := getJSON(t, srv.URL+"/api/v1/board", &doc); doc.Schema != board.StatusSchema || doc.Totals.Free != 2 || doc.Totals.Booked != 1 {
+		t.Errorf("status document: schema %q, free %d, booked %d in %s", doc.Schema, doc.Totals.Free, doc.Totals.Booked, b)
+	}
+}
+
+func TestBoardAPIBadInput(t *testing.T) {
+	lb := newLiveBoard(t, nil)
+	srv := newBoardServer(t, web.Options{Board: lb.src})
+	many := url.Values{}
+	for i := range 1001 {
+		many.Add("node", fmt.Sprintf("n%d", i))
+	}
+	for _, tc := range []struct {
+		path string
+		code int
+		msg  string
+	}{
+		{"/api/v1/board?node=nope", 404, `node "nope" is not on the board`},
+		{"/api/v1/board?node=", 400, "empty node parameter"},
+		{"/api/v1/board?nodes=n1", 400, `unknown parameter "nodes": this takes node`},
+		{"/api/v1/board?" + many.Encode(), 400, "1001 node parameters, more than the 1000"},
+		{"/api/v1/free?node=n1", 400, `unknown parameter "node": this takes no parameter`},
+		{"/api/v1/notes?all=yes", 400, `all "yes" is not 1 or 0`},
+		{"/api/v1/notes?al=1", 400, `unknown parameter "al": this takes all`},
+		{"/api/v1/board/events?x=1", 400, `unknown parameter "x"`},
+	} {
+		t.Run(tc.path[:min(len(tc.path), 40)], func(t *testing.T) {
+			var e struct {
+				Error string `json:"error"`
+			}
+			code, b := getJSON(t, srv.URL+tc.path, &e)
+			if code != tc.code || !strings.Contains(e.Error, tc.msg) {
+				t.Errorf("%d %s, want %d with %q", code, b, tc.code, tc.msg)
+			}
+		})
+	}
+}
+
+func TestBoardOff(t *testing.T) {
+	srv := newBoardServer(t, web.Options{})
+	for _, p := range []string{"/", "/api/v1/board", "/api/v1/free", "/api/v1/board/events"} {
+		code, b := getJSON(t, srv.URL+p, nil)
+		if code != http.StatusServiceUnavailable || !strings.Contains(string(b), "the live board is off") {
+			t.Errorf("%s without a board: %d %.300s", p, code, b)
+		}
+	}
+}
+
+func TestBoardPage(t *testing.T) {
+	lb := newLiveBoard(t, bookedNote())
+	srv := newBoardServer(t, web.Options{Board: lb.src, BoardRefresh: 20 * time.Second})
+	code, b := getJSON(t, srv.URL+"/", nil)
+	if code != http.StatusOK {
+		t.Fatalf("%d %s", code, b)
+	}
+	page := string(b)
+	for _, want := range []string{
+		`<noscript><meta http-equiv="refresh" content="20"></noscript>`,
+		`id="kpi-free">2<`, `id="kpi-booked">1<`, `id="kpi-idle">1<`, `id="kpi-running">2<`, `id="kpi-stale">1<`,
+		`agents <span data-t="1795672796000">4 s</span> ago`, `Slurm <span data-t="1795672788000">12 s</span> ago`,
+		"1 node(s) STALE, never shown free: n4",
+		// Markup in a note or a drain reason is text.
+		"&lt;b&gt;demo&lt;/b&gt; &amp; friends", "bad fan &lt;check&gt;",
+		`id="gpu-n1-0" tabindex="0"`, "●</span> 0 busy", "◐</span> 1 idle", "⚠</span> 2 foreign", "○</span> 3 free", "R</span> 0 reserved", "B</span> 1 booked", "⊘</span> 0 drained", "?</span> 0 stale",
+		"job <a href=\"/job/c1/7\">7</a> · user u7 · team physics · elapsed <span data-t=\"1795667400000\">1 h 30 min</span>",
+		"<td>4242</td><td>mallory</td><td>99 ⚠ foreign</td><td class=\"num\">1.0 GiB</td>",
+		"also in long", "reservation maint",
+		`<a href="/" class="on" aria-current="page">Board</a>`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("board page lacks %q", want)
+		}
+	}
+	if strings.Contains(page, "<b>demo</b>") {
+		t.Error("a note's markup is rendered as markup")
+	}
+
+	lb.mu.Lock()
+	lb.slurm = func() (slurmstate.State, error) { return slurmstate.State{}, fmt.Errorf("scontrol: slurm_load_node error: Unable to contact slurm controller") }
+	lb.mu.Unlock()
+	lb.src.RefreshSlurm(context.Background())
+	lb.clock.set(boardNow.Add(time.Second))
+	_, b = getJSON(t, srv.URL+"/", nil)
+	if want := "Slurm unreachable: scontrol: slurm_load_node error: Unable to contact slurm controller"; !strings.Contains(string(b), want) {
+		t.Errorf("board page with Slurm down lacks %q", want)
+	}
+}
+
+func TestBoardNotesAPI(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "gpuacct.db")
+	ctx := context.Background()
+	st, err := store.Open(ctx, store.Options{Path: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := st.Begin(ctx, boardNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu := 2
+	for _, n := range []store.Note{
+		{Cluster: "c1", Node: "n1", GPU: &gpu, Until: boardNow.Add(time.Hour), Text: "<i>my run</i>", Author: "ann", UID: 1001, Created: boardNow.Add(-time.Hour)},
+		{Cluster: "c1", Node: "n2", Until: boardNow.Add(-time.Minute), Text: "expired", Author: "bob", UID: 1002, Created: boardNow.Add(-2 * time.Hour)},
+	} {
+		if _, err := batch.AddNote(n, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := batch.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	srv := newBoardServer(t, web.Options{DB: db})
+	for _, tc := range []struct{ path, golden string }{{"/api/v1/notes", "notes.json"}, {"/api/v1/notes?all=1", "notes-all.json"}} {
+		t.Run(tc.golden, func(t *testing.T) {
+			code, b := getJSON(t, srv.URL+tc.path, nil)
+			if code != http.StatusOK {
+				t.Fatalf("%d %s", code, b)
+			}
+			golden(t, tc.golden, b)
+		})
+	}
+}
+
+// sseReader reads the board's events.
+type sseReader struct {
+	resp *http.Response
+	r    *bufio.Reader
+}
+
+func openEvents(t *testing.T, url string) *sseReader {
+	t.Helper()
+	resp, err := http.Get(url + "/api/v1/board/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream; charset=utf-8" {
+		t.Fatalf("events: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	return &sseReader{resp: resp, r: bufio.NewReader(resp.Body)}
+}
+
+// next returns the data of the next board event; an error when the
+// stream ends.
+func (s *sseReader) next() (string, error) {
+	var data []string
+	isBoard := false
+	for {
+		line, err := s.r.ReadString('\n')
+		if err != nil {
+			return "", err
+		}
+		line = strings.TrimRight(line, "\n")
+		switch {
+		case line == "" && isBoard:
+			return strings.Join(data, "\n"), nil
+		case line == "event: board":
+			isBoard = true
+		case strings.HasPrefix(line, "data: "):
+			data = append(data, strings.TrimPrefix(line, "data: "))
+		}
+	}
+}
+
+// within runs fn in a goroutine and fails the test if it does not return
+// within d (a generous bound: it only keeps a broken stream from hanging).
+func within[T any](t *testing.T, d time.Duration, fn func() (T, error)) (T, error) {
+	t.Helper()
+	type res struct {
+		v   T
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() { v, err := fn(); ch <- res{v, err} }()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-time.After(d):
+		t.Fatalf("no answer within %s", d)
+	}
+	var zero T
+	return zero, nil
+}
+
+func TestBoardEvents(t *testing.T) {
+	lb := newLiveBoard(t, nil)
+	h, err := web.New(web.Options{DB: filepath.Join(t.TempDir(), "none.db"), Location: time.UTC, Board: lb.src,
+		BoardTick: 10 * time.Millisecond, MaxStreams: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	defer h.EndStreams() // before srv.Close, which waits for the streams
+
+	a := openEvents(t, srv.URL)
+	first, err := within(t, 30*time.Second, a.next)
+	if err != nil || !strings.Contains(first, `id="gpu-n1-3"`) || !strings.Contains(first, "○</span> 3 free") {
+		t.Fatalf("first event: %v %.300s", err, first)
+	}
+	if strings.Contains(first, "<html") {
+		t.Error("an event carries the whole page, not the board fragment")
+	}
+	b := openEvents(t, srv.URL)
+	if _, err := within(t, 30*time.Second, b.next); err != nil {
+		t.Fatalf("second stream's first event: %v", err)
+	}
+	// Past MaxStreams: 503.
+	if code, body := getJSON(t, srv.URL+"/api/v1/board/events", nil); code != http.StatusServiceUnavailable || !strings.Contains(string(body), "too many board streams") {
+		t.Errorf("third stream: %d %s, want 503", code, body)
+	}
+
+	// A job starts on n1's free GPU: both streams see the cell busy.
+	writeSnapshot(t, lb.dir, record.Live{Node: "n1", GPUs: []record.LiveGPU{liveGPU(0, 87, 40960, 7), liveGPU(1, 0, 512, 7), liveGPU(2, 30, 2048, 8), liveGPU(3, 50, 1024, 12)}})
+	lb.clock.set(boardNow.Add(time.Second)) // the source builds anew once its board is older than MaxAge
+	for name, s := range map[string]*sseReader{"first": a, "second": b} {
+		ev, err := within(t, 30*time.Second, s.next)
+		if err != nil || !strings.Contains(ev, "●</span> 3 busy") {
+			t.Errorf("%s stream after the job started: %v %.300s", name, err, ev)
+		}
+	}
+
+	// The server stopping ends the streams.
+	h.EndStreams()
+	for name, s := range map[string]*sseReader{"first": a, "second": b} {
+		if _, err := within(t, 30*time.Second, s.next); err == nil {
+			t.Errorf("%s stream still sends after EndStreams", name)
+		}
+	}
+}

@@ -1,0 +1,126 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+
+	"github.com/aicloud/gpusuite/internal/board"
+)
+
+// maxNodeParams bounds the ?node= of one /api/v1/board request.
+const maxNodeParams = 1000
+
+// onlyParams refuses a query parameter the route does not take: a typo
+// must not pass as "no filter".
+func onlyParams(v url.Values, allowed ...string) error {
+	var bad []string
+	for k := range v {
+		if !contains(allowed, k) {
+			bad = append(bad, k)
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	sort.Strings(bad)
+	if len(allowed) == 0 {
+		return badRequest("unknown parameter %q: this takes no parameter", bad[0])
+	}
+	return badRequest("unknown parameter %q: this takes %s", bad[0], strings.Join(allowed, ", "))
+}
+
+// meta is the snapshot's Meta with web's team mapping.
+func (h *Handler) meta(s *board.Snapshot) board.Meta {
+	m := s.Meta
+	m.Team = h.mapping.Team
+	return m
+}
+
+// GET /api/v1/board[?node=N...]: gpusuite.status/v1, as gpuacct status
+// --format json.
+func (h *Handler) apiBoard(w http.ResponseWriter, r *http.Request) error {
+	if h.o.Board == nil {
+		return boardOff
+	}
+	q := r.URL.Query()
+	if err := onlyParams(q, "node"); err != nil {
+		return err
+	}
+	names := q["node"]
+	if len(names) > maxNodeParams {
+		return badRequest("%d node parameters, more than the %d one request may name: ask for the whole board without node", len(names), maxNodeParams)
+	}
+	s := h.o.Board.Current(r.Context())
+	nodes := s.Board.Nodes
+	if len(names) > 0 {
+		nodes = nil
+		seen := map[string]bool{}
+		for _, name := range names {
+			if name == "" {
+				return badRequest("empty node parameter: name a node, as node=gpu001")
+			}
+			n, err := s.Board.Find(name)
+			if err != nil {
+				return &httpError{code: http.StatusNotFound, msg: err.Error()}
+			}
+			if !seen[name] {
+				seen[name] = true
+				nodes = append(nodes, *n)
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, board.NewStatusDoc(&s.Board, nodes, h.meta(s)))
+	return nil
+}
+
+// GET /api/v1/free: gpusuite.free/v1, as gpuacct free --format json.
+func (h *Handler) apiFree(w http.ResponseWriter, r *http.Request) error {
+	if h.o.Board == nil {
+		return boardOff
+	}
+	if err := onlyParams(r.URL.Query()); err != nil {
+		return err
+	}
+	s := h.o.Board.Current(r.Context())
+	writeJSON(w, http.StatusOK, board.NewFreeDoc(&s.Board, h.meta(s)))
+	return nil
+}
+
+// GET /api/v1/notes[?all=1]: gpusuite.notes/v1 from the ledger.
+func (h *Handler) apiNotes(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	if err := onlyParams(q, "all"); err != nil {
+		return err
+	}
+	all := false
+	switch a := q.Get("all"); a {
+	case "", "0", "false":
+	case "1", "true":
+		all = true
+	default:
+		return badRequest("all %q is not 1 or 0", a)
+	}
+	now := h.o.Now()
+	var doc board.NotesDoc
+	err := h.withConn(r, func(c *conn) error {
+		ns, err := c.st.Notes(r.Context(), now, all)
+		if err != nil {
+			return fmt.Errorf("notes: %w", err)
+		}
+		list := make([]board.ListedNote, 0, len(ns))
+		for _, n := range ns {
+			list = append(list, board.ListedNote{Note: board.Note{ID: n.ID, Node: n.Node, GPU: n.GPU, Until: n.Until, Text: n.Text, Author: n.Author},
+				Cluster: n.Cluster, Created: n.Created, RemovedAt: n.RemovedAt, RemovedBy: n.RemovedBy})
+		}
+		doc = board.NewNotesDoc(now, all, list)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, doc)
+	return nil
+}
