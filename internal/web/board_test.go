@@ -80,7 +80,7 @@ type clock struct {
 	t  time.Time
 }
 
-func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 func (c *clock) set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.t = t }
 
 func slurmNode(name string, cond slurmstate.Condition, gpus int, parts ...string) slurmstate.Node {
@@ -260,7 +260,9 @@ func TestBoardPage(t *testing.T) {
 	}
 
 	lb.mu.Lock()
-	lb.slurm = func() (slurmstate.State, error) { return slurmstate.State{}, fmt.Errorf("scontrol: slurm_load_node error: Unable to contact slurm controller") }
+	lb.slurm = func() (slurmstate.State, error) {
+		return slurmstate.State{}, fmt.Errorf("scontrol: slurm_load_node error: Unable to contact slurm controller")
+	}
 	lb.mu.Unlock()
 	lb.src.RefreshSlurm(context.Background())
 	lb.clock.set(boardNow.Add(time.Second))

@@ -62,7 +62,7 @@ type Options struct {
 	BoardRefresh time.Duration
 	MaxStreams   int
 	Now          func() time.Time
-	Log        *slog.Logger
+	Log          *slog.Logger
 }
 
 // OptionsFrom fills Options from the configuration file's sections; the
