@@ -59,7 +59,7 @@ func BenchmarkPages(b *testing.B) {
 	year := "start=" + now.AddDate(-1, 0, 0).Format("2006-01-02") + "&end=" + now.Format("2006-01-02")
 	for _, p := range []struct{ name, path string }{
 		{"overview-7d", "/accounting"},
-		{"overview-30d", "/?start=now-30days"},
+		{"overview-30d", "/accounting?start=now-30days"},
 		{"overview-year", "/accounting?" + year},
 		{"api-teams-7d", "/api/v1/report/teams"},
 		{"api-teams-year-month", "/api/v1/report/teams?period=month&" + year},

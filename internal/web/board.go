@@ -379,6 +379,12 @@ type boardPage struct {
 
 // GET /: the board.
 func (h *Handler) boardPage(w http.ResponseWriter, r *http.Request) error {
+	if r.URL.RawQuery != "" {
+		// "/" was the accounting overview: its links, with their window,
+		// still lead there.
+		http.Redirect(w, r, "/accounting?"+r.URL.RawQuery, http.StatusFound)
+		return nil
+	}
 	if h.o.Board == nil {
 		// Not the error page's "database unavailable": the ledger is fine.
 		v := struct {
@@ -389,9 +395,6 @@ func (h *Handler) boardPage(w http.ResponseWriter, r *http.Request) error {
 		w.Header().Set("Cache-Control", "no-store")
 		h.render(w, boardOff.code, "error", &v)
 		return nil
-	}
-	if err := onlyParams(r.URL.Query()); err != nil {
-		return err
 	}
 	v := boardPage{base: h.base(r, nil, "Live board")}
 	v.Refresh = int(h.o.BoardRefresh.Seconds())

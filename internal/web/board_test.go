@@ -272,6 +272,19 @@ func TestBoardPage(t *testing.T) {
 	}
 }
 
+func TestBoardOldOverviewLinks(t *testing.T) {
+	srv := newBoardServer(t, web.Options{})
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Get(srv.URL + "/?start=now-30days&period=day")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusFound || loc != "/accounting?start=now-30days&period=day" {
+		t.Errorf("old overview link: %d to %q, want 302 to /accounting with its window", resp.StatusCode, loc)
+	}
+}
+
 func TestBoardNotesAPI(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "gpuacct.db")
 	ctx := context.Background()

@@ -23,30 +23,7 @@ const chromium = "/usr/bin/chromium"
 // checking the numbers each page shows and taking screenshots
 // ($GPUSUITE_WEB_SCREENSHOTS names a directory to keep them in).
 func testBrowser(t *testing.T, f *fixture, win url.Values) {
-	if _, err := os.Stat(chromium); err != nil {
-		if os.Getenv("GPUSUITE_REQUIRE_SLURM") == "1" {
-			t.Fatalf("%s is missing: the browser test needs Debian's chromium (test/deps.sh installs it)", chromium)
-		}
-		t.Skipf("%s is missing (apt-get install chromium)", chromium)
-	}
-	shots := os.Getenv("GPUSUITE_WEB_SCREENSHOTS")
-	if shots == "" {
-		shots = t.TempDir()
-	} else if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromium), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck, chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true), chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1440, 1000),
-	}
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelA()
-	ctx, cancelC := chromedp.NewContext(actx)
-	defer cancelC()
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
+	ctx, shots := newBrowser(t, 1440, 1000)
 
 	// The busiest team and what it should show.
 	type team struct {
@@ -152,4 +129,38 @@ func testBrowser(t *testing.T, f *fixture, win url.Values) {
 			t.Errorf("page note %q is not in gpuacct job's output:\n%s", line, cliNotes)
 		}
 	}
+}
+
+// newBrowser starts Debian's chromium headless with a window of w × h
+// and returns its context (ended with the test, at most 60 s) and the
+// directory screenshots go to ($GPUSUITE_WEB_SCREENSHOTS, else a temporary
+// one). A missing chromium skips, except under GPUSUITE_REQUIRE_SLURM=1.
+func newBrowser(t *testing.T, w, h int) (context.Context, string) {
+	t.Helper()
+	if _, err := os.Stat(chromium); err != nil {
+		if os.Getenv("GPUSUITE_REQUIRE_SLURM") == "1" {
+			t.Fatalf("%s is missing: the browser test needs Debian's chromium (test/deps.sh installs it)", chromium)
+		}
+		t.Skipf("%s is missing (apt-get install chromium)", chromium)
+	}
+	shots := os.Getenv("GPUSUITE_WEB_SCREENSHOTS")
+	if shots == "" {
+		shots = t.TempDir()
+	} else if err := os.MkdirAll(shots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromium), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck, chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true), chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(w, h),
+	}
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelA)
+	ctx, cancelC := chromedp.NewContext(actx)
+	t.Cleanup(cancelC)
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	t.Cleanup(cancel)
+
+	return ctx, shots
 }

@@ -47,8 +47,8 @@ func testLoad(t *testing.T, f *fixture) {
 		series,
 		"/api/v1/nodes",
 		"/api/v1/health",
-		"/?start=1970-01-01&end=2199-01-01",
-		"/?start=now-990days&period=day",
+		"/accounting?start=1970-01-01&end=2199-01-01",
+		"/accounting?start=now-990days&period=day",
 		"/user/" + f.truth.JobList[0].User + "?start=now-990days&period=day",
 	}
 	// Each answers correctly and bounded when asked alone.

@@ -1,0 +1,133 @@
+package web_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/aicloud/gpusuite/internal/record"
+	"github.com/aicloud/gpusuite/internal/web"
+)
+
+// TestBoardBrowser drives the live board in headless chromium: the
+// counts at the top, a focused busy cell's job and processes, a note's
+// markup shown as text, every state readable from its text alone, a new
+// snapshot turning a free cell busy without a reload, and no horizontal
+// scrolling at 390 px. It logs the first render's time (navigation to
+// board visible) for docs/performance.md.
+func TestBoardBrowser(t *testing.T) {
+	lb := newLiveBoard(t, bookedNote())
+	srv := newBoardServer(t, web.Options{Board: lb.src, BoardTick: 100 * time.Millisecond})
+	ctx, shots := newBrowser(t, 1440, 1000)
+	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, steps...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	text := func(sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.TextContent(sel))
+		if err != nil {
+			t.Fatalf("text of %s: %v", sel, err)
+		}
+		return strings.TrimSpace(s)
+	}
+	eval := func(js string) bool {
+		t.Helper()
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
+		if err != nil {
+			t.Fatalf("%s: %v", js, err)
+		}
+		return ok
+	}
+	shot := func(name string) {
+		t.Helper()
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatalf("screenshot: %v", err)
+		}
+		if err := os.WriteFile(filepath.Join(shots, name), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("screenshot %s", filepath.Join(shots, name))
+	}
+
+	// First render: the browser's own clock, navigation start to the
+	// board's cells visible.
+	do("board", chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible("#gpu-n1-0"))
+	ms, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`performance.now()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("board first render: %.0f ms from navigation start to cells visible", ms)
+	if ms > 10_000 {
+		t.Errorf("board first render took %.0f ms", ms)
+	}
+
+	for sel, want := range map[string]string{"#kpi-free": "2", "#kpi-booked": "1", "#kpi-idle": "1", "#kpi-running": "2", "#kpi-stale": "1"} {
+		if got := text(sel); got != want {
+			t.Errorf("%s shows %q, want %q", sel, got, want)
+		}
+	}
+	// Grayscale: every cell's state word is in its text, and no two states
+	// share a symbol.
+	if !eval(`Array.from(document.querySelectorAll(".cells .gpu")).every(function (el) {
+		var s = el.className.match(/s-(\w+)/)[1]; return el.querySelector(".st").textContent.indexOf(s) >= 0; })`) {
+		t.Error("a cell's state word is missing from its text")
+	}
+	if !eval(`(function () { var s = Array.from(document.querySelectorAll("#legend .sym")).map(function (e) { return e.textContent; });
+		return s.length === 9 && new Set(s).size === 9; })()`) {
+		t.Error("the legend does not list 9 states with 9 distinct symbols")
+	}
+	// A note's markup is text, not markup.
+	if got := text("#gpu-n2-1 .tip .note"); !strings.Contains(got, "<b>demo</b> & friends") {
+		t.Errorf("note shows %q", got)
+	}
+	if !eval(`document.querySelector("#gpu-n2-1 .note b") === null`) {
+		t.Error("the note's <b> became an element")
+	}
+
+	// Keyboard: focus the busy cell; its tip shows the job's user and the
+	// process memory.
+	do("focus busy cell", chromedp.Focus("#gpu-n1-0"), chromedp.WaitVisible("#gpu-n1-0 .tip"))
+	tip, err := chromedp.Run(ctx, chromedp.Text("#gpu-n1-0 .tip"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"user u7", "team physics", "1007", "40.0 GiB", "power 350 W"} {
+		if !strings.Contains(tip, want) {
+			t.Errorf("focused busy cell's tip lacks %q:\n%s", want, tip)
+		}
+	}
+	shot("board.png")
+
+	// A job starts on n1's free GPU 3: the cell turns busy without a
+	// reload (the marker set on this page's window survives).
+	if cls := text("#gpu-n1-3 .st"); !strings.Contains(cls, "free") {
+		t.Fatalf("n1 GPU 3 is %q before the job", cls)
+	}
+	do("mark page", chromedp.Evaluate[chromedp.Void](`window.noReload = 1`))
+	// The stream is open once an event arrived; wait for it, then change.
+	do("stream open", chromedp.Poll[chromedp.Void](`document.getElementById("board").hasAttribute("data-updated")`, chromedp.WithPollingTimeout(30*time.Second)))
+	writeSnapshot(t, lb.dir, record.Live{Node: "n1", GPUs: []record.LiveGPU{liveGPU(0, 87, 40960, 7), liveGPU(1, 0, 512, 7), liveGPU(2, 30, 2048, 8), liveGPU(3, 50, 1024, 12)}})
+	lb.clock.set(boardNow.Add(time.Second))
+	do("cell turns busy", chromedp.Poll[chromedp.Void](`document.querySelector("#gpu-n1-3.s-busy") !== null`, chromedp.WithPollingTimeout(30*time.Second)))
+	if !eval(`window.noReload === 1`) {
+		t.Error("the page reloaded to show the new board")
+	}
+	if got := text("#kpi-free"); got != "1" {
+		t.Errorf("free after the job started: %q, want 1", got)
+	}
+
+	// 390 px wide: no horizontal scroll.
+	do("narrow", chromedp.EmulateViewport(390, 844), chromedp.Reload(), chromedp.WaitVisible("#gpu-n1-0"))
+	if w, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); err != nil || w > 390 {
+		t.Errorf("at 390 px the page is %d px wide (%v)", w, err)
+	}
+	shot("board-390.png")
+}
