@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,7 +10,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/record"
+	"github.com/aicloud/gpusuite/internal/slurmstate"
 	"github.com/aicloud/gpusuite/internal/web"
 )
 
@@ -130,4 +133,32 @@ func TestBoardBrowser(t *testing.T) {
 		t.Errorf("at 390 px the page is %d px wide (%v)", w, err)
 	}
 	shot("board-390.png")
+}
+
+// TestBoardBrowser1000 logs the first render of a 1,000-GPU board (125
+// nodes × 8) in headless chromium: navigation start to the last cell
+// visible (docs/performance.md). The bound asserted is generous: the
+// figure is for the docs, not a race against the machine.
+func TestBoardBrowser1000(t *testing.T) {
+	dir, st := cluster1000(t)
+	src := board.NewSource(board.SourceOptions{LiveDir: dir, Now: func() time.Time { return boardNow },
+		Slurm: func(context.Context) (slurmstate.State, error) { return st, nil }})
+	src.RefreshSlurm(context.Background())
+	srv := newBoardServer(t, web.Options{Board: src})
+	ctx, _ := newBrowser(t, 1440, 1000)
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible("#gpu-gpu124-7")); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`performance.now()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll(".cells .gpu").length`))
+	if err != nil || cells != 1000 {
+		t.Errorf("%d cells (%v), want 1000", cells, err)
+	}
+	t.Logf("board of 1000 GPUs, first render: %.0f ms from navigation start to the last cell visible", ms)
+	if ms > 10_000 {
+		t.Errorf("first render took %.0f ms", ms)
+	}
 }
