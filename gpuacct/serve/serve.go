@@ -104,7 +104,10 @@ func liveBoard(ctx context.Context, cfg config.Config, log *slog.Logger) (*board
 			}
 			return out, nil
 		},
-		Log: log,
+		// Under the event stream's tick (web.DefaultBoardTick), so each
+		// tick sees a new build; still one build for all who ask at once.
+		MaxAge: web.DefaultBoardTick / 2,
+		Log:    log,
 	})
 	return src, func() { _ = st.Close() }, nil
 }
