@@ -64,7 +64,7 @@ func (m *Main) Run(ctx context.Context) error {
 	// Slurm is re-read on the source's timer, whoever looks at the board.
 	go src.Run(ctx)
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(versioncollector.NewCollector("gpusuite"))
+	reg.MustRegister(versioncollector.NewCollector("gpusuite"), board.NewCollector(src, s.Config.Board.IdleAlert.Duration))
 	s.Deps.Metrics = ingest.NewMetrics(reg, time.Now)
 	srv := ingest.NewServer(ingest.New(s.Deps), s.Config, reg, s.Log, m.Getenv)
 	srv.HTTPServer = func(h http.Handler) *http.Server { return web.NewServer(h, s.Config.Web.Timeout.Duration) }

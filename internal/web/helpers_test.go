@@ -30,7 +30,10 @@ import (
 // gendata's jobs (known ground truth) plus one job still running.
 type fixture struct {
 	root, db, incoming, config string
-	truth                      gendata.Truth
+	// live is board.live_dir, with a fresh snapshot of the running job's
+	// node.
+	live  string
+	truth gendata.Truth
 	// genStart and genEnd bound the generated jobs (whole hours).
 	genStart, genEnd time.Time
 	running          runningJob
@@ -70,6 +73,11 @@ func newFixture(t *testing.T, now time.Time) *fixture {
 	}
 	f.running = runningJob{id: 9_000_001, user: "zoe", account: "live", node: gendata.NodeName(0), gpus: []int{0, 1}, start: now.Add(-10 * time.Minute).Truncate(time.Second)}
 	writeStart(t, filepath.Join(f.incoming, f.running.node), f.running)
+	f.live = filepath.Join(root, "live")
+	if err := os.MkdirAll(f.live, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeSnapshot(t, f.live, record.Live{Node: f.running.node, Time: now.UTC(), GPUs: []record.LiveGPU{liveGPU(0, 70, 1024, f.running.id), liveGPU(1, 0, 0)}})
 	f.addr = freeAddr(t)
 	f.config = filepath.Join(root, "gpusuite.toml")
 	cfg := fmt.Sprintf(`[store]
@@ -89,7 +97,9 @@ interval = "1m"
 tz = "UTC"
 [web]
 max_age = "5s"
-`, f.db, f.incoming, filepath.Join(root, "quarantine"), filepath.Join(root, "archive"), f.addr)
+[board]
+live_dir = %q
+`, f.db, f.incoming, filepath.Join(root, "quarantine"), filepath.Join(root, "archive"), f.addr, f.live)
 	if err := os.WriteFile(f.config, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}

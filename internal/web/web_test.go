@@ -20,6 +20,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/sim/gendata"
 	"github.com/aicloud/gpusuite/internal/web"
 )
@@ -46,6 +47,29 @@ func TestServe(t *testing.T) {
 		}
 		if !bytes.Contains(b, []byte("gpusuite_build_info{")) {
 			t.Errorf("/metrics lacks gpusuite_build_info")
+		}
+		if !bytes.Contains(b, []byte(`gpuacct_board_gpus{state="free"}`)) {
+			t.Errorf("/metrics lacks the board's gauges")
+		}
+	})
+	t.Run("live board served", func(t *testing.T) {
+		var doc board.StatusDoc
+		code, b := getJSON(t, f.url("/api/v1/board"), &doc)
+		if code != http.StatusOK || len(doc.Nodes) != 1 || doc.Nodes[0].Name != f.running.node || len(doc.Nodes[0].GPUs) != 2 {
+			t.Fatalf("/api/v1/board: %d %.500s", code, b)
+		}
+		// Where serve reaches a real Slurm (make test), it does not know
+		// this simulated node: down.
+		want := []board.State{board.Busy, board.Free}
+		if doc.Slurm {
+			want = []board.State{board.Down, board.Down}
+		}
+		if g := doc.Nodes[0].GPUs; g[0].State != want[0] || g[1].State != want[1] {
+			t.Errorf("states %s, %s; want %s (Slurm read: %v)", g[0].State, g[1].State, want, doc.Slurm)
+		}
+		code, b = getJSON(t, f.url("/"), nil)
+		if code != http.StatusOK || !bytes.Contains(b, []byte(`id="gpu-`+f.running.node+`-1"`)) {
+			t.Errorf("board page: %d %.300s", code, b)
 		}
 	})
 	t.Run("load stays bounded", func(t *testing.T) { testLoad(t, f) })
