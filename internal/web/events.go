@@ -26,6 +26,8 @@ const (
 	// writeWait is how long one write to a stream may take; a client that
 	// reads slower is dropped, not buffered for.
 	writeWait = 10 * time.Second
+	// buildTimeout bounds one board build of the broadcaster.
+	buildTimeout = 10 * time.Second
 )
 
 // eventsPath is the board's event stream.
@@ -125,7 +127,10 @@ func (hb *hub) loop() {
 			return
 		}
 		hb.mu.Unlock()
-		s := hb.src.Current(ctx)
+		// A build reads files and the notes: bounded like a request.
+		bctx, bcancel := context.WithTimeout(ctx, buildTimeout)
+		s := hb.src.Current(bctx)
+		bcancel()
 		if key := changeKey(s); !bytes.Equal(key, lastKey) {
 			ev, err := hb.event(s)
 			if err != nil {
