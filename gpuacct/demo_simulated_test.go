@@ -19,8 +19,14 @@ func TestDemoBadInput(t *testing.T) {
 		{"unknown flag", []string{"demo", "--bogus"}, 2, "gpuacct: unknown option --bogus (see 'gpuacct demo --help')"},
 		{"bad demo value", []string{"demo", "--weeks", "0"}, 1, "--weeks"},
 		{"not a number", []string{"demo", "--weeks", "many"}, 2, "invalid value \"many\""},
+		{"serve without dir", []string{"demo", "serve"}, 2, "gpuacct: demo serve: --dir is required"},
+		{"serve not a demo dir", []string{"demo", "serve", "--dir", os.TempDir()}, 1, "gpuacct: demo serve: \"" + os.TempDir() + "\" is not a demo directory (no demo.json): run `gpuacct demo --dir"},
+		{"serve env beyond loopback", []string{"demo", "serve", "--dir", os.TempDir()}, 2, "give --listen 0.0.0.0:8080 on the command line to mean it"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			if tt.name == "serve env beyond loopback" {
+				t.Setenv("GPUSUITE_DEMO_LISTEN", "0.0.0.0:8080")
+			}
 			var out, errb bytes.Buffer
 			code := run(append([]string{"gpuacct"}, tt.args...), strings.NewReader(""), &out, &errb, os.Getenv)
 			if code != tt.wantCode || !strings.Contains(errb.String(), tt.wantErr) {
@@ -39,7 +45,7 @@ func TestDemo(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
-	for _, w := range []string{"real gpuacct agent", "equal to the simulation's ground truth", "GPU usage by team, per week", "TOTAL", "$ gpuacct job ", "Plots: "} {
+	for _, w := range []string{"real gpuacct agent", "equal to the simulation's ground truth", "GPU usage by team, per week", "TOTAL", "$ gpuacct job ", "Plots: ", " demo serve --dir "} {
 		if !strings.Contains(out.String(), w) {
 			t.Errorf("demo output lacks %q:\n%s", w, out.String())
 		}

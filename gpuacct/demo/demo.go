@@ -3,14 +3,15 @@ package demo
 
 import (
 	"io"
+	"os"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/aicloud/gpusuite/internal/demo"
 )
 
-// Command is `gpuacct demo`.
-func Command(stdout io.Writer) *cli.Command {
+// Command is `gpuacct demo` and `gpuacct demo serve`.
+func Command(stdout, stderr io.Writer, getenv func(string) string) *cli.Command {
 	return &cli.Command{
 		Name:  "demo",
 		Usage: "run the suite's main job on built-in simulated data",
@@ -24,10 +25,14 @@ the real prolog/epilog record each job; the agents ship their records as
 in production. One real ingest pass takes them into a fresh database in
 DIR, the totals are checked against the simulation's ground truth, and
 then come the weekly team report, the least efficient job's detail and
-the paths of two plots. Takes a few seconds.
+the paths of two plots. Then the nodes come to life for one sample
+cycle and leave their live snapshots in DIR/live, a GPU is booked in the
+ledger, and the demo prints the one command that serves the live board
+(gpuacct demo serve). Takes a few seconds.
 
 Examples:
    gpuacct demo
+   gpuacct demo --dir /tmp/gpusuite-demo
    gpuacct demo --weeks 4 --nodes 8 --gpus 8 --dir /tmp/gpusuite-demo
    gpuacct demo --interval 10s --weeks 1     # the agent's production interval`,
 		Flags: []cli.Flag{
@@ -39,10 +44,16 @@ Examples:
 			&cli.IntFlag{Name: "jobs-per-day", Value: demo.Defaults().JobsPerDay, Usage: "about how many jobs a node runs a day"},
 			&cli.Int64Flag{Name: "seed", Value: demo.Defaults().Seed, Usage: "random seed (same seed, same cluster)"},
 		},
+		Subcommands: []*cli.Command{serveCommand(stdout, stderr, getenv)},
 		Action: func(c *cli.Context) error {
 			o, err := options(c)
 			if err != nil {
 				return err
+			}
+			// The printed serve command must run as pasted: the real path
+			// of this binary, not a name PATH may not find.
+			if exe, err := os.Executable(); err == nil {
+				o.Program = exe
 			}
 			return demo.Run(c.Context, stdout, o)
 		},

@@ -1,0 +1,141 @@
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/board"
+	"github.com/aicloud/gpusuite/internal/store"
+	"github.com/aicloud/gpusuite/internal/web"
+)
+
+// shutdownWait bounds how long the dashboard's open requests are waited
+// for when the demo ends.
+const shutdownWait = 5 * time.Second
+
+// ServeOptions configure Serve.
+type ServeOptions struct {
+	// Dir is a directory `gpuacct demo` made.
+	Dir string
+	// Listen is host:port; its checks are the command line's.
+	Listen string
+	// WorkRoot is where the nodes' local disks go (a directory of their
+	// own inside, removed at the end); default /dev/shm when there is one,
+	// else the temp directory.
+	WorkRoot string
+	// Now is the clock; nil: time.Now.
+	Now func() time.Time
+	// Log receives the agents', hooks' and dashboard's complaints; nil
+	// discards them.
+	Log *slog.Logger
+	// Ready, when set, is called with the address served once the board
+	// shows the live cluster (tests).
+	Ready func(addr string)
+}
+
+// Serve serves the dashboard over Dir's ledger (read-only) with the live
+// board of Dir/live, and keeps the board alive: the demo's nodes run the
+// real agent on simulated GPUs, the real prolog and epilog start and end
+// jobs of the demo's users, and a synthetic Slurm view says what is
+// partitioned, drained and reserved. It serves until ctx ends and removes
+// nothing of Dir.
+func Serve(ctx context.Context, stdout io.Writer, o ServeOptions) error {
+	in, err := ReadInfo(o.Dir)
+	if err != nil {
+		return fmt.Errorf("demo serve: %w", err)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.WorkRoot == "" {
+		o.WorkRoot = os.TempDir()
+		if st, err := os.Stat(shmRoot); err == nil && st.IsDir() {
+			o.WorkRoot = shmRoot
+		}
+	}
+	work, err := os.MkdirTemp(o.WorkRoot, "gpusuite-demo-live-")
+	if err != nil {
+		return fmt.Errorf("demo serve: make the nodes' directory: %w", err)
+	}
+	defer os.RemoveAll(work)
+	liveDir := filepath.Join(o.Dir, LiveDirName)
+	unlock, err := lockLive(liveDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	live, err := NewLive(LiveOptions{Info: in, LiveDir: liveDir, WorkDir: work, Now: o.Now, Log: o.Log})
+	if err != nil {
+		return err
+	}
+	db := filepath.Join(o.Dir, dbFile)
+	st, err := store.Open(ctx, store.Options{Path: db, ReadOnly: true, BusyTimeout: time.Second})
+	if err != nil {
+		return fmt.Errorf("demo serve: open the ledger %q: %w", db, err)
+	}
+	defer st.Close()
+	src := board.NewSource(board.SourceOptions{LiveDir: liveDir, Slurm: live.Slurm, SlurmInterval: LiveInterval,
+		SlurmTimeout: time.Second, Notes: ledgerNotes(st), Now: o.Now, Log: o.Log})
+	h, err := web.New(web.Options{DB: db, BusyTimeout: time.Second, Location: time.UTC, Board: src,
+		BoardRefresh: 10 * time.Second, Now: o.Now, Log: o.Log})
+	if err != nil {
+		return fmt.Errorf("demo serve: %w", err)
+	}
+	defer h.Close()
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return fmt.Errorf("demo serve: listen on %s: %w (is another demo serving? pick another port with --listen)", o.Listen, err)
+	}
+	srv := web.NewServer(h, 0)
+
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	go src.Run(ctx)
+	addr := ln.Addr().String()
+	lived := make(chan error, 1)
+	go func() {
+		lived <- live.Run(ctx, func() {
+			fmt.Fprintf(stdout, "The board of simulated cluster %q (%d nodes × %d GPUs) is served at http://%s/\n"+
+				"Jobs start and end every half minute; the dashboard's accounting pages read %s.\nCtrl-C ends it.\n",
+				in.Cluster, in.Nodes, in.GPUs, addr, db)
+			if o.Ready != nil {
+				o.Ready(addr)
+			}
+		})
+	}()
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		runErr = fmt.Errorf("demo serve: %w", err)
+	case err := <-lived:
+		lived <- err
+		if err != nil {
+			runErr = err
+		}
+	}
+	stop()
+	h.EndStreams()
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownWait)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) && runErr == nil {
+		runErr = fmt.Errorf("demo serve: stop serving: %w", err)
+	}
+	if err := <-lived; err != nil && runErr == nil {
+		runErr = err
+	}
+	return runErr
+}
