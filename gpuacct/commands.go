@@ -14,7 +14,7 @@ import (
 // live in this folder, their logic in internal/.
 func commands(env Env) []*cli.Command {
 	return []*cli.Command{
-		demoCommand(env.Stdout),
+		demoCommand(env.Stdout, env.Stderr, env.Getenv),
 		agentCommand(env.Stdout, env.Stderr, env.Getenv),
 		ingest.Command(env.Stdout, env.Stderr, env.Getenv),
 		serve.Command(env.Stdout, env.Stderr, env.Getenv),

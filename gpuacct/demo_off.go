@@ -14,7 +14,7 @@ const demoNotBuilt = "this gpuacct is built without the simulated GPUs the demo 
 
 // demoCommand stands in for the demo in production builds, which link no
 // simulator (the demo runs on simulated GPUs and clusters).
-func demoCommand(io.Writer) *cli.Command {
+func demoCommand(io.Writer, io.Writer, func(string) string) *cli.Command {
 	return &cli.Command{
 		Name:            "demo",
 		Usage:           "run the suite's main job on built-in simulated data (simulated builds: make demo)",

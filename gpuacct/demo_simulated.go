@@ -4,7 +4,6 @@ package main
 
 import (
 	"io"
-	"os"
 
 	"github.com/urfave/cli/v2"
 
@@ -14,4 +13,6 @@ import (
 // demoCommand is the demo itself: this build links the simulator. Its
 // serve logs warnings to the process's stderr and reads the process's
 // environment.
-func demoCommand(stdout io.Writer) *cli.Command { return demo.Command(stdout, os.Stderr, os.Getenv) }
+func demoCommand(stdout, stderr io.Writer, getenv func(string) string) *cli.Command {
+	return demo.Command(stdout, stderr, getenv)
+}
