@@ -431,3 +431,20 @@ func TestBoardEvents(t *testing.T) {
 		}
 	}
 }
+
+// The live board's routes are never kept: a cached board shows GPUs
+// free that were taken since.
+func TestBoardNotCached(t *testing.T) {
+	lb := newLiveBoard(t, nil)
+	srv := newBoardServer(t, web.Options{Board: lb.src, MaxAge: 30 * time.Second})
+	for _, p := range []string{"/", "/api/v1/board", "/api/v1/free"} {
+		resp, err := http.Get(srv.URL + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got := resp.Header.Get("Cache-Control"); resp.StatusCode != http.StatusOK || got != "no-store" {
+			t.Errorf("%s: %d, Cache-Control %q, want 200 no-store", p, resp.StatusCode, got)
+		}
+	}
+}

@@ -155,7 +155,15 @@ func (h *Handler) routes() {
 	api := func(pattern string, fn func(w http.ResponseWriter, r *http.Request) error) {
 		h.mux.Handle(pattern, h.limit.wrap(h.cached(h.apiHandler(fn)), busyAPI.ServeHTTP))
 	}
-	page("GET /{$}", h.boardPage)
+	// The live board changes every second: a kept copy would show
+	// booked or busy GPUs free for max_age.
+	livePage := func(pattern string, fn func(w http.ResponseWriter, r *http.Request) error) {
+		h.mux.Handle(pattern, h.limit.wrap(uncached(h.pageHandler(fn)), busyPage.ServeHTTP))
+	}
+	liveAPI := func(pattern string, fn func(w http.ResponseWriter, r *http.Request) error) {
+		h.mux.Handle(pattern, h.limit.wrap(uncached(h.apiHandler(fn)), busyAPI.ServeHTTP))
+	}
+	livePage("GET /{$}", h.boardPage)
 	page("GET /accounting", h.overview)
 	page("GET /team/{team}", h.teamPage)
 	page("GET /user/{user}", h.userPage)
@@ -168,8 +176,8 @@ func (h *Handler) routes() {
 	api("GET /api/v1/jobs/{cluster}/{id}", h.apiJob)
 	api("GET /api/v1/jobs/{cluster}/{id}/series", h.apiSeries)
 	api("GET /api/v1/nodes", h.apiNodes)
-	api("GET /api/v1/board", h.apiBoard)
-	api("GET /api/v1/free", h.apiFree)
+	liveAPI("GET /api/v1/board", h.apiBoard)
+	liveAPI("GET /api/v1/free", h.apiFree)
 	api("GET /api/v1/notes", h.apiNotes)
 	// The stream is outside the limiter: it would hold a query slot for
 	// its whole life. The hub bounds the streams instead.
@@ -196,6 +204,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) cached(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", fmt.Sprintf("private, max-age=%d", int(h.o.MaxAge.Seconds())))
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// uncached marks the live board's answers as never to be kept.
+func uncached(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		next.ServeHTTP(w, r)
 	})
