@@ -8,6 +8,7 @@ package notes
 import (
 	"context"
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -23,7 +24,7 @@ import (
 func ParseTarget(s string) (node string, gpu *int, err error) {
 	node, g, hasGPU := strings.Cut(strings.TrimSpace(s), ":")
 	if err := ignorereq.CheckNode(node); err != nil {
-		return "", nil, fmt.Errorf("%w (give NODE or NODE:GPU, e.g. gpu01:3)", err)
+		return "", nil, fmt.Errorf("give NODE or NODE:GPU, e.g. gpu01:3: %w", err)
 	}
 	if !hasGPU {
 		return node, nil, nil
@@ -38,7 +39,18 @@ func ParseTarget(s string) (node string, gpu *int, err error) {
 // durationRE is a count of minutes, hours, days or weeks from now.
 var durationRE = regexp.MustCompile(`^(\d{1,6})(m|h|d|w)$`)
 
-var units = map[string]time.Duration{"m": time.Minute, "h": time.Hour, "d": 24 * time.Hour, "w": 7 * 24 * time.Hour}
+// unit is the length of a durationRE unit.
+func unit(u string) time.Duration {
+	switch u {
+	case "m":
+		return time.Minute
+	case "h":
+		return time.Hour
+	case "d":
+		return 24 * time.Hour
+	}
+	return 7 * 24 * time.Hour
+}
 
 // ParseUntil reads --until: a duration from now (4h, 3d, 1h30m) or a time
 // as the reports read it (timespec, in loc). It must be in the future and
@@ -48,7 +60,13 @@ func ParseUntil(spec string, now time.Time, loc *time.Location) (time.Time, erro
 	var until time.Time
 	if m := durationRE.FindStringSubmatch(s); m != nil {
 		n, _ := strconv.Atoi(m[1])
-		until = now.Add(time.Duration(n) * units[m[2]])
+		// Compared before multiplying: 30501 weeks overflows a Duration
+		// and would wrap round to a short, accepted time.
+		if u := unit(m[2]); time.Duration(n) > math.MaxInt64/u {
+			return time.Time{}, fmt.Errorf("--until %q is more than %d days ahead: book at most %d days, and renew the note later", spec, ignorereq.MaxAhead/(24*time.Hour), ignorereq.MaxAhead/(24*time.Hour))
+		} else {
+			until = now.Add(time.Duration(n) * u)
+		}
 	} else if d, err := time.ParseDuration(s); err == nil && strings.ContainsAny(s, "hm") {
 		until = now.Add(d)
 	} else if t, err := timespec.Parse(spec, now, loc); err == nil {

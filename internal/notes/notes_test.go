@@ -28,7 +28,7 @@ func TestParseTarget(t *testing.T) {
 		{"gpu01", "gpu01", nil, ""},
 		{"gpu01:3", "gpu01", intp(3), ""},
 		{"node-a.b_c:0", "node-a.b_c", intp(0), ""},
-		{"", "", nil, "is empty"},
+		{"", "", nil, `give NODE or NODE:GPU, e.g. gpu01:3: node name "" is empty`},
 		{":3", "", nil, "is empty"},
 		{"gpu01:x", "", nil, `GPU "x" in "gpu01:x" is not an index 0..1023: give NODE:GPU, e.g. gpu01:3`},
 		{"gpu01:-1", "", nil, "is not an index"},
@@ -75,6 +75,12 @@ func TestParseUntil(t *testing.T) {
 		{"-4h", time.Time{}, "is not in the future"},
 		{"91d", time.Time{}, `--until "91d" (2026-06-01 12:00 CEST) is more than 90 days ahead: book at most 90 days, and renew the note later`},
 		{"2027-01-01", time.Time{}, "is more than 90 days ahead"},
+		// n*unit wraps a Duration: 30501w was 3 days, 213504d 25 minutes.
+		{"30501w", time.Time{}, `--until "30501w" is more than 90 days ahead`},
+		{"213504d", time.Time{}, `--until "213504d" is more than 90 days ahead`},
+		{"999999w", time.Time{}, "is more than 90 days ahead"},
+		{"129601m", time.Time{}, "is more than 90 days ahead"},
+		{"129600m", now.Add(90 * 24 * time.Hour), ""},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := ParseUntil(tc.in, now, berlin)
