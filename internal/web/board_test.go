@@ -245,7 +245,7 @@ func TestBoardPage(t *testing.T) {
 		"1 node(s) STALE, never shown free: n4",
 		// Markup in a note or a drain reason is text.
 		"&lt;b&gt;demo&lt;/b&gt; &amp; friends", "bad fan &lt;check&gt;",
-		`id="gpu-n1-0" tabindex="0"`, "●</span> 0 busy", "◐</span> 1 idle", "⚠</span> 2 foreign", "○</span> 3 free", "R</span> 0 reserved", "B</span> 1 booked", "⊘</span> 0 drained", "?</span> 0 stale",
+		`id="gpu-n1-0" tabindex="0"`, "●</span> #0 busy", "◐</span> #1 idle", "⚠</span> #2 foreign", "○</span> #3 free", "R</span> #0 reserved", "B</span> #1 booked", "⊘</span> #0 drained", "?</span> #0 stale",
 		"job <a href=\"/job/c1/7\">7</a> · user u7 · team physics · elapsed <span data-t=\"1795667400000\">1 h 30 min</span>",
 		"<td>4242</td><td>mallory</td><td>99 ⚠ foreign</td><td class=\"num\">1.0 GiB</td>",
 		"also in long", "reservation maint",
@@ -398,7 +398,7 @@ func TestBoardEvents(t *testing.T) {
 
 	a := openEvents(t, srv.URL)
 	first, err := within(t, 30*time.Second, a.next)
-	if err != nil || !strings.Contains(first, `id="gpu-n1-3"`) || !strings.Contains(first, "○</span> 3 free") {
+	if err != nil || !strings.Contains(first, `id="gpu-n1-3"`) || !strings.Contains(first, "○</span> #3 free") {
 		t.Fatalf("first event: %v %.300s", err, first)
 	}
 	if strings.Contains(first, "<html") {
@@ -418,7 +418,7 @@ func TestBoardEvents(t *testing.T) {
 	lb.clock.set(boardNow.Add(time.Second)) // the source builds anew once its board is older than MaxAge
 	for name, s := range map[string]*sseReader{"first": a, "second": b} {
 		ev, err := within(t, 30*time.Second, s.next)
-		if err != nil || !strings.Contains(ev, "●</span> 3 busy") {
+		if err != nil || !strings.Contains(ev, "●</span> #3 busy") {
 			t.Errorf("%s stream after the job started: %v %.300s", name, err, ev)
 		}
 	}
