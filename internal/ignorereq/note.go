@@ -43,6 +43,11 @@ func CheckText(text string) (string, error) {
 		if unicode.IsControl(c) {
 			return "", fmt.Errorf("--text holds a control character (%U) at character %d: write the note on one line, without tabs or escapes", c, n)
 		}
+		// Format characters are invisible yet reorder (U+202E) or hide
+		// (U+200B) what the board shows next to them.
+		if unicode.Is(unicode.Cf, c) {
+			return "", fmt.Errorf("--text holds an invisible format character (%U) at character %d: retype the note as plain text", c, n)
+		}
 	}
 	switch {
 	case n == 0:

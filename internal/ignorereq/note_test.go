@@ -32,6 +32,9 @@ func TestCheckText(t *testing.T) {
 		{"escape", "a\x1b[31mred", "", "control character (U+001B)"},
 		{"C1 control", "a\u0085b", "", "control character (U+0085)"},
 		{"invalid utf-8", "a\xffb", "", "not valid UTF-8"},
+		{"right-to-left override", "booked \u202eNUR", "", "invisible format character (U+202E) at character 8"},
+		{"zero-width space", "a\u200bb", "", "invisible format character (U+200B)"},
+		{"byte order mark", "\ufeffa", "", "invisible format character (U+FEFF)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := CheckText(tc.in)

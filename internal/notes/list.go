@@ -198,11 +198,12 @@ func WriteTable(w io.Writer, rows []Row, loc *time.Location, all bool) error {
 	return nil
 }
 
-// plain keeps a cell on its line: control characters (tabs, newlines,
-// terminal escapes) become '?'.
+// plain keeps a cell on its line and in its order: control characters
+// (tabs, newlines, terminal escapes) and format characters (U+202E)
+// become '?'.
 func plain(s string) string {
 	return strings.Map(func(c rune) rune {
-		if unicode.IsControl(c) {
+		if unicode.IsControl(c) || unicode.Is(unicode.Cf, c) {
 			return '?'
 		}
 		return c

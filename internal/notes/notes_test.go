@@ -199,3 +199,17 @@ func TestRowsStatuses(t *testing.T) {
 		t.Errorf("--all rows (-want +got):\n%s", diff)
 	}
 }
+
+// A hand-made request's text cannot break or reorder the table's line.
+func TestWriteTablePlain(t *testing.T) {
+	var b strings.Builder
+	until := time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
+	rows := []Row{{Node: "gpu01", Until: &until, Author: "a\tb", Text: "x\u202ey\u200bz\nw", Status: Active}}
+	if err := WriteTable(&b, rows, time.UTC, false); err != nil {
+		t.Fatal(err)
+	}
+	want := "ID  NODE   GPU  UNTIL                 AUTHOR  TEXT\n-   gpu01  -    2026-03-02 12:00 UTC  a?b     x?y?z?w\n"
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("table (-want +got):\n%s", diff)
+	}
+}
