@@ -29,15 +29,11 @@ func LedgerNotes(ctx context.Context, path string, busy time.Duration, now time.
 		return nil, err
 	}
 	defer st.Close()
-	ns, err := st.Notes(ctx, now, false)
+	ns, err := liveboard.LedgerNotes(st)(ctx, now)
 	if err != nil {
 		return nil, fmt.Errorf("ledger %q: %w", path, err)
 	}
-	out := make([]liveboard.Note, 0, len(ns))
-	for _, n := range ns {
-		out = append(out, liveboard.Note{ID: n.ID, Node: n.Node, GPU: n.GPU, Until: n.Until, Text: n.Text, Author: n.Author})
-	}
-	return out, nil
+	return ns, nil
 }
 
 // noteText is a note as a table shows it: its id (for gpuacct note rm),

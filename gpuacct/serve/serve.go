@@ -93,17 +93,7 @@ func liveBoard(ctx context.Context, cfg config.Config, log *slog.Logger) (*board
 		Slurm:         slurmstate.Reader{Timeout: cfg.Board.SlurmTimeout.Duration}.Read,
 		SlurmInterval: cfg.Board.SlurmInterval.Duration,
 		SlurmTimeout:  cfg.Board.SlurmTimeout.Duration,
-		Notes: func(ctx context.Context, now time.Time) ([]board.Note, error) {
-			ns, err := st.Notes(ctx, now, false)
-			if err != nil {
-				return nil, err
-			}
-			out := make([]board.Note, 0, len(ns))
-			for _, n := range ns {
-				out = append(out, board.Note{ID: n.ID, Node: n.Node, GPU: n.GPU, Until: n.Until, Text: n.Text, Author: n.Author})
-			}
-			return out, nil
-		},
+		Notes:         board.LedgerNotes(st),
 		// Under the event stream's tick (web.DefaultBoardTick), so each
 		// tick sees a new build; still one build for all who ask at once.
 		MaxAge: web.DefaultBoardTick / 2,

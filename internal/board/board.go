@@ -100,12 +100,15 @@ type GPU struct {
 
 // Note is a note or booking in force on a node (GPU nil) or one GPU.
 type Note struct {
-	ID     int64
-	Node   string
-	GPU    *int
-	Until  time.Time
-	Text   string
-	Author string
+	ID int64
+	// Cluster is the ledger's cluster of the note; "" matches any (a
+	// ledger of one cluster).
+	Cluster string
+	Node    string
+	GPU     *int
+	Until   time.Time
+	Text    string
+	Author  string
 }
 
 // Totals sum the board.

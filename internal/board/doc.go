@@ -258,6 +258,9 @@ func NewNotesDoc(at time.Time, all bool, notes []ListedNote) NotesDoc {
 	for _, n := range notes {
 		d := NoteDoc{ID: n.ID, Node: n.Node, Cluster: n.Cluster, GPU: n.GPU, Until: stamp(n.Until), Text: n.Text,
 			Author: n.Author, Created: stamp(n.Created), RemovedBy: n.RemovedBy}
+		if d.Cluster == "" {
+			d.Cluster = n.Note.Cluster // the Note's own, as ListedNoteOf fills it
+		}
 		if n.RemovedAt != nil {
 			d.RemovedAt = stamp(*n.RemovedAt)
 		}

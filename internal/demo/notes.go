@@ -53,15 +53,5 @@ func addBooking(ctx context.Context, db string, in Info, now time.Time) error {
 // ledgerNotes reads the notes in force from a ledger opened read-only:
 // the board Source's Notes reader.
 func ledgerNotes(st *store.Store) func(ctx context.Context, now time.Time) ([]board.Note, error) {
-	return func(ctx context.Context, now time.Time) ([]board.Note, error) {
-		ns, err := st.Notes(ctx, now, false)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]board.Note, 0, len(ns))
-		for _, n := range ns {
-			out = append(out, board.Note{ID: n.ID, Node: n.Node, GPU: n.GPU, Until: n.Until, Text: n.Text, Author: n.Author})
-		}
-		return out, nil
-	}
+	return board.LedgerNotes(st)
 }

@@ -432,17 +432,7 @@ func startBoard(t *testing.T, c *slurmtest.Cluster, hookCfg config.Config, node 
 		LiveDir:       e.live,
 		Slurm:         slurmstate.Reader{Run: slurmstate.Exec{Env: c.Env()}.Run, Timeout: 10 * time.Second}.Read,
 		SlurmInterval: agentInterval,
-		Notes: func(ctx context.Context, now time.Time) ([]board.Note, error) {
-			ns, err := st.Notes(ctx, now, false)
-			if err != nil {
-				return nil, err
-			}
-			var out []board.Note
-			for _, n := range ns {
-				out = append(out, board.Note{ID: n.ID, Node: n.Node, GPU: n.GPU, Until: n.Until, Text: n.Text, Author: n.Author})
-			}
-			return out, nil
-		},
+		Notes:         board.LedgerNotes(st),
 	})
 	go src.Run(ctx)
 	h, err := web.New(web.Options{DB: ledger, Board: src, Location: time.Local, Log: log})
