@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/board"
-	"github.com/aicloud/gpusuite/internal/record"
 )
 
 // The board page (GET /): every GPU of the live board as a cell, grouped
@@ -300,24 +299,20 @@ func (h *Handler) cell(n board.Node, g board.GPU, s *board.Snapshot, at time.Tim
 		}
 		c.Jobs = append(c.Jobs, jv)
 	}
+	// The board's rule of what is foreign, so a cell and the alerts agree.
+	foreign := map[uint32]bool{}
+	for _, p := range board.ForeignProcs(g) {
+		foreign[p.PID] = true
+	}
 	for _, p := range g.Procs {
 		pv := cellProc{PID: strconv.FormatUint(uint64(p.PID), 10), User: orDash(p.User), Job: "–", Mem: gib(p.MemUsedMiB) + " GiB",
-			Foreign: p.Foreign || len(g.Jobs) == 0 || p.Job != 0 && !holdsJob(g.Jobs, p.Job)}
+			Foreign: foreign[p.PID]}
 		if p.Job != 0 {
 			pv.Job = strconv.FormatUint(p.Job, 10)
 		}
 		c.Procs = append(c.Procs, pv)
 	}
 	return c
-}
-
-func holdsJob(jobs []record.LiveJob, job uint64) bool {
-	for _, j := range jobs {
-		if j.Job == job {
-			return true
-		}
-	}
-	return false
 }
 
 func (h *Handler) notes(ns []board.Note) []cellNote {
