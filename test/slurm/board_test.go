@@ -27,6 +27,7 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/agent"
 	"github.com/aicloud/gpusuite/internal/board"
+	"github.com/aicloud/gpusuite/internal/browsertest"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/gpu"
 	"github.com/aicloud/gpusuite/internal/record"
@@ -36,8 +37,6 @@ import (
 	"github.com/aicloud/gpusuite/internal/store"
 	"github.com/aicloud/gpusuite/internal/web"
 )
-
-const chromium = "/usr/bin/chromium"
 
 // agentInterval is the agent's cycle here, and Slurm's re-read.
 const agentInterval = time.Second
@@ -183,12 +182,7 @@ type e2e struct {
 // reload, within the bound of issue #12 (boardBound, boardMargin).
 func TestBoardEndToEnd(t *testing.T) {
 	c := slurmtest.Exclusive(t)
-	if _, err := os.Stat(chromium); err != nil {
-		if os.Getenv("GPUSUITE_REQUIRE_SLURM") == "1" {
-			t.Fatalf("%s is missing: the board test needs Debian's chromium (test/deps.sh installs it)", chromium)
-		}
-		t.Skipf("%s is missing (apt-get install chromium)", chromium)
-	}
+	browsertest.Require(t)
 	hookCfg, err := config.Load(c.Path("GPUSUITE_SLURM_HOOK_CONFIG"), true)
 	if err != nil {
 		t.Fatal(err)
@@ -348,7 +342,7 @@ func startBoard(t *testing.T, c *slurmtest.Cluster, hookCfg config.Config, node 
 	ctx, stop := context.WithCancel(context.Background())
 	root := t.TempDir()
 	e := &e2e{c: c, node: node, owners: &owners{jobs: map[uint32]uint64{}}, live: filepath.Join(root, "live"),
-		agLog: &syncBuffer{}, index: map[string]int{}, shots: os.Getenv("GPUSUITE_WEB_SCREENSHOTS")}
+		agLog: &syncBuffer{}, index: map[string]int{}}
 	for _, d := range []string{e.live, filepath.Join(root, "incoming")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -444,23 +438,9 @@ func startBoard(t *testing.T, c *slurmtest.Cluster, hookCfg config.Config, node 
 	e.url = hs.URL
 
 	// The browser.
-	if e.shots == "" {
-		e.shots = t.TempDir()
-	} else if err := os.MkdirAll(e.shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromium), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck, chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true), chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 1100),
-	}
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	bctx, cancelB := chromedp.NewContext(actx)
-	bctx, cancelT := context.WithTimeout(bctx, 3*time.Minute)
-	t.Cleanup(func() { cancelT(); cancelB(); cancelA() })
-	e.ctx = bctx
-	if err := chromedp.Do(bctx, chromedp.Navigate(e.url+"/"), chromedp.WaitVisible("#board")); err != nil {
+	e.shots = browsertest.ShotDir(t)
+	e.ctx = browsertest.NewBrowser(t, 1280, 1100)
+	if err := chromedp.Do(e.ctx, chromedp.Navigate(e.url+"/"), chromedp.WaitVisible("#board")); err != nil {
 		t.Fatalf("open the board page: %v", err)
 	}
 	return e
@@ -735,13 +715,5 @@ func (e *e2e) checkCommand(t *testing.T, index int, pid uint32, user string) {
 // shot saves a screenshot of the page under the screenshot directory.
 func (e *e2e) shot(t *testing.T, name string) {
 	t.Helper()
-	png, err := chromedp.Run(e.ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatalf("screenshot: %v", err)
-	}
-	p := filepath.Join(e.shots, name)
-	if err := os.WriteFile(p, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot %s", p)
+	browsertest.Shot(t, e.ctx, e.shots, name)
 }
