@@ -23,24 +23,40 @@ type stateLook struct {
 	Means  string
 }
 
-// looks are the states in the legend's order.
-var looks = []stateLook{
-	{board.Free, "free", "○", "no job holds it: you can get it now"},
-	{board.Busy, "busy", "●", "allocated to a job and working"},
-	{board.Idle, "idle", "◐", "allocated, idle: under 1 % utilized"},
-	{board.Foreign, "foreign", "⚠", "a process outside the GPU's job, or on a GPU no job holds"},
-	{board.Reserved, "reserved", "R", "free, in a Slurm reservation in force"},
-	{board.Booked, "booked", "B", "free, but a note claims it"},
-	{board.Drained, "drained", "⊘", "Slurm drains the node"},
-	{board.Down, "down", "✕", "Slurm has the node down, or does not know it"},
-	{board.Stale, "stale", "?", "no fresh snapshot from the node's agent: state unknown"},
+// legendOrder is the states in the legend's order.
+func legendOrder() [9]board.State {
+	return [...]board.State{board.Free, board.Busy, board.Idle, board.Foreign, board.Reserved, board.Booked, board.Drained, board.Down, board.Stale}
+}
+
+// legend is every state's look, in the legend's order.
+func legend() []stateLook {
+	var out []stateLook
+	for _, s := range legendOrder() {
+		out = append(out, lookOf(s))
+	}
+	return out
 }
 
 func lookOf(s board.State) stateLook {
-	for _, l := range looks {
-		if l.State == s {
-			return l
-		}
+	switch s {
+	case board.Free:
+		return stateLook{s, "free", "○", "no job holds it: you can get it now"}
+	case board.Busy:
+		return stateLook{s, "busy", "●", "allocated to a job and working"}
+	case board.Idle:
+		return stateLook{s, "idle", "◐", "allocated, idle: under 1 % utilized"}
+	case board.Foreign:
+		return stateLook{s, "foreign", "⚠", "a process outside the GPU's job, or on a GPU no job holds"}
+	case board.Reserved:
+		return stateLook{s, "reserved", "R", "free, in a Slurm reservation in force"}
+	case board.Booked:
+		return stateLook{s, "booked", "B", "free, but a note claims it"}
+	case board.Drained:
+		return stateLook{s, "drained", "⊘", "Slurm drains the node"}
+	case board.Down:
+		return stateLook{s, "down", "✕", "Slurm has the node down, or does not know it"}
+	case board.Stale:
+		return stateLook{s, "stale", "?", "no fresh snapshot from the node's agent: state unknown"}
 	}
 	return stateLook{State: s, Word: string(s), Symbol: "·"}
 }
@@ -139,7 +155,7 @@ const maxProblems = 10
 func (h *Handler) newBoardFrag(s *board.Snapshot) boardFrag {
 	b := &s.Board
 	at := b.At
-	f := boardFrag{AtMS: at.UnixMilli(), At: at.In(h.o.Location).Format("2006-01-02 15:04:05 MST"), Legend: looks,
+	f := boardFrag{AtMS: at.UnixMilli(), At: at.In(h.o.Location).Format("2006-01-02 15:04:05 MST"), Legend: legend(),
 		Booked: b.Totals.Booked, Idle: b.Totals.IdleAllocated, Running: b.Totals.RunningJobs, NotesError: s.NotesError}
 	switch {
 	case !s.SlurmAsked:
@@ -361,9 +377,12 @@ func orDash(s string) string {
 	return s
 }
 
-// boardOff is the answer of the board's routes when serve runs none.
-var boardOff = &httpError{code: http.StatusServiceUnavailable,
-	msg: "the live board is off: this dashboard was started without the agents' snapshots (gpuacct serve runs it from board.live_dir); the accounting is at /accounting"}
+// boardOffMsg is the answer of the board's routes when serve runs none.
+const boardOffMsg = "the live board is off: this dashboard was started without the agents' snapshots (gpuacct serve runs it from board.live_dir); the accounting is at /accounting"
+
+func errBoardOff() *httpError {
+	return &httpError{code: http.StatusServiceUnavailable, msg: boardOffMsg}
+}
 
 type boardPage struct {
 	base
@@ -386,9 +405,9 @@ func (h *Handler) boardPage(w http.ResponseWriter, r *http.Request) error {
 			base
 			Code    int
 			Message string
-		}{base: h.base(r, nil, "Live board off"), Code: boardOff.code, Message: boardOff.msg}
+		}{base: h.base(r, nil, "Live board off"), Code: http.StatusServiceUnavailable, Message: boardOffMsg}
 		w.Header().Set("Cache-Control", "no-store")
-		h.render(w, boardOff.code, "error", &v)
+		h.render(w, http.StatusServiceUnavailable, "error", &v)
 		return nil
 	}
 	v := boardPage{base: h.base(r, nil, "Live board")}

@@ -43,7 +43,7 @@ func (h *Handler) meta(s *board.Snapshot) board.Meta {
 // --format json.
 func (h *Handler) apiBoard(w http.ResponseWriter, r *http.Request) error {
 	if h.o.Board == nil {
-		return boardOff
+		return errBoardOff()
 	}
 	q := r.URL.Query()
 	if err := onlyParams(q, "node"); err != nil {
@@ -79,7 +79,7 @@ func (h *Handler) apiBoard(w http.ResponseWriter, r *http.Request) error {
 // GET /api/v1/free: gpusuite.free/v1, as gpuacct free --format json.
 func (h *Handler) apiFree(w http.ResponseWriter, r *http.Request) error {
 	if h.o.Board == nil {
-		return boardOff
+		return errBoardOff()
 	}
 	if err := onlyParams(r.URL.Query()); err != nil {
 		return err

@@ -199,7 +199,7 @@ func changeKey(s *board.Snapshot) []byte {
 func (h *Handler) boardEvents(w http.ResponseWriter, r *http.Request) {
 	if h.o.Board == nil {
 		w.Header().Set("Cache-Control", "no-store")
-		writeJSON(w, boardOff.code, map[string]string{"error": boardOff.msg})
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": boardOffMsg})
 		return
 	}
 	if err := onlyParams(r.URL.Query()); err != nil {
