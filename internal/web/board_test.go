@@ -47,7 +47,10 @@ func liveGPU(index int, util uint32, memMiB uint64, jobs ...uint64) record.LiveG
 
 func writeSnapshot(t testing.TB, dir string, l record.Live) {
 	t.Helper()
-	l.Schema, l.Cluster, l.Interval = record.LiveSchema, "c1", 10
+	l.Schema, l.Cluster = record.LiveSchema, "c1"
+	if l.Interval == 0 {
+		l.Interval = 10
+	}
 	if l.Time.IsZero() {
 		l.Time = boardNow.Add(-4 * time.Second)
 	}

@@ -77,7 +77,9 @@ func newFixture(t *testing.T, now time.Time) *fixture {
 	if err := os.MkdirAll(f.live, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	writeSnapshot(t, f.live, record.Live{Node: f.running.node, Time: now.UTC(), GPUs: []record.LiveGPU{liveGPU(0, 70, 1024, f.running.id), liveGPU(1, 0, 0)}})
+	// An hour's interval: the snapshot stays fresh however long a loaded
+	// machine takes to reach the subtests (10 s went stale after 30 s).
+	writeSnapshot(t, f.live, record.Live{Node: f.running.node, Time: now.UTC(), Interval: 3600, GPUs: []record.LiveGPU{liveGPU(0, 70, 1024, f.running.id), liveGPU(1, 0, 0)}})
 	f.addr = freeAddr(t)
 	f.config = filepath.Join(root, "gpusuite.toml")
 	cfg := fmt.Sprintf(`[store]
