@@ -112,8 +112,7 @@ func (h *Handler) apiNotes(w http.ResponseWriter, r *http.Request) error {
 		}
 		list := make([]board.ListedNote, 0, len(ns))
 		for _, n := range ns {
-			list = append(list, board.ListedNote{Note: board.Note{ID: n.ID, Node: n.Node, GPU: n.GPU, Until: n.Until, Text: n.Text, Author: n.Author},
-				Cluster: n.Cluster, Created: n.Created, RemovedAt: n.RemovedAt, RemovedBy: n.RemovedBy})
+			list = append(list, board.ListedNoteOf(n))
 		}
 		doc = board.NewNotesDoc(now, all, list)
 		return nil
