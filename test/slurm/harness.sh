@@ -309,7 +309,22 @@ default_account() {
   done
 }
 
+# drop_test_reservations deletes the reservations the board end-to-end
+# test makes (board-e2e-<pid>): a run killed before its cleanup leaves one
+# for its 10 minutes, the node reads "resv", not idle, and the next test
+# would find its GPUs reserved. Quiet when slurmctld does not answer yet.
+drop_test_reservations() {
+  conf_env
+  [ -f "$DIR/etc/slurm.conf" ] || return 0
+  local r
+  for r in $(timeout 5 scontrol -o show reservation 2>/dev/null | grep -o 'ReservationName=board-e2e-[0-9]*' | cut -d= -f2); do
+    timeout 5 scontrol delete reservation="$r" >/dev/null 2>&1 && log "deleted reservation $r left by a killed test" ||
+      log "could not delete reservation $r: scontrol delete reservation=$r"
+  done
+}
+
 start() {
+  drop_test_reservations
   if status; then
     log "cluster already running ($DIR)"
     return 0
@@ -343,8 +358,10 @@ start() {
       log "cluster up: node $NODE idle, $NGPU GPUs, accounting on slurmdbd port $DBD_PORT, config $SLURM_CONF"
       return 0
     fi
-    # A node that registered before its GRES was read may come up DOWN.
+    # A node that registered before its GRES was read may come up DOWN;
+    # slurmctld restored a killed test's reservation from its state.
     scontrol update nodename="$NODE" state=resume >/dev/null 2>&1 || true
+    [ $((i % 20)) -eq 1 ] && drop_test_reservations
     sleep 0.25
   done
   log "node did not become idle; last lines of the logs:"
