@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/store"
@@ -33,42 +32,6 @@ func checkIgnore(r *Request, owner int, perm fs.FileMode, trusted func(int) bool
 	return nil
 }
 
-// rows finds the job rows a spec names.
-func rows(ctx context.Context, b *store.Batch, cluster, spec string) ([]int64, error) {
-	q := `SELECT id FROM jobs WHERE `
-	var args []any
-	base, restart, hasRestart := strings.Cut(spec, "+")
-	if a, t, ok := strings.Cut(base, "_"); ok {
-		q += `array_job_id = ? AND array_task_id = ?`
-		args = append(args, a, t)
-	} else {
-		q += `(job_id = ? OR array_job_id = ?)`
-		args = append(args, base, base)
-	}
-	if hasRestart {
-		q += ` AND restart = ?`
-		args = append(args, restart)
-	}
-	if cluster != "" {
-		q += ` AND cluster = ?`
-		args = append(args, cluster)
-	}
-	rs, err := b.Tx().QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("find job %s: %w", spec, err)
-	}
-	defer rs.Close()
-	var out []int64
-	for rs.Next() {
-		var id int64
-		if err := rs.Scan(&id); err != nil {
-			return nil, fmt.Errorf("find job %s: %w", spec, err)
-		}
-		out = append(out, id)
-	}
-	return out, rs.Err()
-}
-
 func applyIgnore(ctx context.Context, st *store.Store, r *Request, now time.Time) error {
 	b, err := st.Begin(ctx, now)
 	if err != nil {
@@ -76,7 +39,7 @@ func applyIgnore(ctx context.Context, st *store.Store, r *Request, now time.Time
 	}
 	reason := fmt.Sprintf("%s (by %s, %s)", r.Reason, r.By, r.Time.UTC().Format("2006-01-02 15:04Z"))
 	for _, spec := range r.Jobs {
-		ids, err := rows(ctx, b, r.Cluster, spec)
+		ids, err := b.JobRows(r.Cluster, spec)
 		if err != nil {
 			b.Rollback()
 			return fmt.Errorf("apply ignore request %s: %w", r.ID, err)
@@ -118,29 +81,21 @@ func applyTag(ctx context.Context, st *store.Store, o Options) error {
 	if err != nil {
 		return fmt.Errorf("ignore tagged jobs: %w", err)
 	}
-	rs, err := b.Tx().QueryContext(ctx, `SELECT id, job_id FROM jobs WHERE ignored = 0 AND comment IS NOT NULL AND instr(comment, ?) > 0`, o.Tag)
+	tagged, err := b.TaggedJobs(o.Tag)
 	if err != nil {
 		b.Rollback()
 		return fmt.Errorf("ignore tagged jobs: %w", err)
 	}
-	type row struct{ id, job int64 }
-	var todo []row
-	for rs.Next() {
-		var x row
-		if err := rs.Scan(&x.id, &x.job); err != nil {
-			rs.Close()
-			b.Rollback()
-			return fmt.Errorf("ignore tagged jobs: %w", err)
-		}
-		if !kept[strconv.FormatInt(x.job, 10)] {
+	var todo []store.TaggedJob
+	for _, x := range tagged {
+		if !kept[strconv.FormatInt(x.JobID, 10)] {
 			todo = append(todo, x)
 		}
 	}
-	rs.Close()
 	for _, x := range todo {
-		if err := b.SetIgnored(x.id, true, "comment carries "+o.Tag); err != nil {
+		if err := b.SetIgnored(x.Row, true, "comment carries "+o.Tag); err != nil {
 			b.Rollback()
-			return fmt.Errorf("ignore tagged job %d: %w", x.job, err)
+			return fmt.Errorf("ignore tagged job %d: %w", x.JobID, err)
 		}
 	}
 	if err := b.Commit(); err != nil {

@@ -1,0 +1,74 @@
+package store
+
+import (
+	"fmt"
+	"strings"
+)
+
+// JobRows are the ids of the job rows a job spec names, as users type
+// it: 1234 (every run, and every task when it is an array), 1234_7,
+// 1234+1 (a restart); in cluster, any cluster when "".
+func (b *Batch) JobRows(cluster, spec string) ([]int64, error) {
+	q := `SELECT id FROM jobs WHERE `
+	var args []any
+	base, restart, hasRestart := strings.Cut(spec, "+")
+	if a, t, ok := strings.Cut(base, "_"); ok {
+		q += `array_job_id = ? AND array_task_id = ?`
+		args = append(args, a, t)
+	} else {
+		q += `(job_id = ? OR array_job_id = ?)`
+		args = append(args, base, base)
+	}
+	if hasRestart {
+		q += ` AND restart = ?`
+		args = append(args, restart)
+	}
+	if cluster != "" {
+		q += ` AND cluster = ?`
+		args = append(args, cluster)
+	}
+	rs, err := b.tx.QueryContext(b.ctx, q+` ORDER BY id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("find job %s: %w", spec, err)
+	}
+	defer rs.Close()
+	var out []int64
+	for rs.Next() {
+		var id int64
+		if err := rs.Scan(&id); err != nil {
+			return nil, fmt.Errorf("find job %s: %w", spec, err)
+		}
+		out = append(out, id)
+	}
+	if err := rs.Err(); err != nil {
+		return nil, fmt.Errorf("find job %s: %w", spec, err)
+	}
+	return out, nil
+}
+
+// TaggedJob is a job row not ignored whose comment carries a tag.
+type TaggedJob struct {
+	Row   int64
+	JobID int64
+}
+
+// TaggedJobs are the job rows not ignored whose comment carries tag.
+func (b *Batch) TaggedJobs(tag string) ([]TaggedJob, error) {
+	rs, err := b.tx.QueryContext(b.ctx, `SELECT id, job_id FROM jobs WHERE ignored = 0 AND comment IS NOT NULL AND instr(comment, ?) > 0 ORDER BY id`, tag)
+	if err != nil {
+		return nil, fmt.Errorf("find jobs tagged %q: %w", tag, err)
+	}
+	defer rs.Close()
+	var out []TaggedJob
+	for rs.Next() {
+		var j TaggedJob
+		if err := rs.Scan(&j.Row, &j.JobID); err != nil {
+			return nil, fmt.Errorf("find jobs tagged %q: %w", tag, err)
+		}
+		out = append(out, j)
+	}
+	if err := rs.Err(); err != nil {
+		return nil, fmt.Errorf("find jobs tagged %q: %w", tag, err)
+	}
+	return out, nil
+}
