@@ -11,6 +11,10 @@ import (
 // MaxNotes bounds one Notes read: far more notes than a cluster keeps.
 const MaxNotes = 10_000
 
+// ErrTooManyNotes means a Notes read stopped at MaxNotes rows: the rows
+// returned with it are not all the notes.
+var ErrTooManyNotes = errors.New("more notes than one read returns")
+
 // ErrNoNote means no note has the id asked for.
 var ErrNoNote = errors.New("no such note")
 
@@ -60,15 +64,18 @@ func scanNote(r scanner) (Note, error) {
 
 // Notes returns the notes active at now (created <= now < until, not
 // removed), ordered by node, GPU, ID; with all, every note ever kept,
-// newest first; at most MaxNotes rows either way. It reads only, so a
-// store opened read-only serves it.
+// newest first; at most MaxNotes rows either way. Past MaxNotes it
+// returns the first MaxNotes with an error wrapping ErrTooManyNotes, so
+// that no caller takes a cut list for the whole (a board would show
+// booked GPUs free). It reads only, so a store opened read-only serves
+// it.
 func (s *Store) Notes(ctx context.Context, now time.Time, all bool) ([]Note, error) {
 	q := `SELECT ` + noteColumns + ` FROM notes WHERE removed_at IS NULL AND created <= ?1 AND until > ?1
  ORDER BY node, gpu IS NOT NULL, gpu, id LIMIT ?2`
 	if all {
 		q = `SELECT ` + noteColumns + ` FROM notes WHERE ?1 = ?1 ORDER BY id DESC LIMIT ?2`
 	}
-	rows, err := s.DB.QueryContext(ctx, q, now.Unix(), MaxNotes)
+	rows, err := s.DB.QueryContext(ctx, q, now.Unix(), MaxNotes+1)
 	if err != nil {
 		return nil, fmt.Errorf("read notes: %w", err)
 	}
@@ -84,7 +91,24 @@ func (s *Store) Notes(ctx context.Context, now time.Time, all bool) ([]Note, err
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read notes: %w", err)
 	}
+	if len(out) > MaxNotes {
+		return out[:MaxNotes], fmt.Errorf("read notes: stopped at %d: %w", MaxNotes, ErrTooManyNotes)
+	}
 	return out, nil
+}
+
+// ActiveNotes counts the notes of uid active at now (the per-user cap on
+// notes is checked against it in the batch that adds one).
+func (b *Batch) ActiveNotes(uid int, now time.Time) (int, error) {
+	row, err := b.queryRow(`SELECT count(*) FROM notes WHERE uid = ?1 AND removed_at IS NULL AND created <= ?2 AND until > ?2`, uid, now.Unix())
+	if err != nil {
+		return 0, fmt.Errorf("count notes of uid %d: %w", uid, err)
+	}
+	var n int
+	if err := row.Scan(&n); err != nil {
+		return 0, fmt.Errorf("count notes of uid %d: %w", uid, err)
+	}
+	return n, nil
 }
 
 // Note returns the note with id, removed or not; ErrNoNote when none.

@@ -218,3 +218,59 @@ func TestNodeGPUs(t *testing.T) {
 		})
 	}
 }
+
+// Past MaxNotes a read says so: the rows it returns are not taken for
+// every note.
+func TestNotesTooMany(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	b, err := s.Begin(ctx, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < MaxNotes+1; i++ {
+		if _, err := b.AddNote(Note{Node: "gpu01", Until: t0.Add(time.Hour), Text: "x", UID: 1, Created: t0}, ""); err != nil {
+			b.Rollback()
+			t.Fatal(err)
+		}
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	for _, all := range []bool{false, true} {
+		got, err := s.Notes(ctx, t0, all)
+		if !errors.Is(err, ErrTooManyNotes) || len(got) != MaxNotes {
+			t.Errorf("Notes(all=%t) = %d rows, %v; want %d and ErrTooManyNotes", all, len(got), err, MaxNotes)
+		}
+	}
+}
+
+func TestActiveNotes(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	n := func(uid int, until time.Duration) Note {
+		return Note{Node: "gpu01", Until: t0.Add(until), Text: "x", UID: uid, Created: t0}
+	}
+	ids := addNotes(t, s, t0, n(1000, time.Hour), n(1000, 2*time.Hour), n(1000, 3*time.Hour), n(1001, time.Hour))
+	b, err := s.Begin(ctx, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Rollback()
+	if _, err := b.RemoveNote(ids[2], "x", t0, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		uid  int
+		at   time.Duration
+		want int
+	}{
+		{1000, 0, 2}, {1000, time.Hour, 1}, {1001, 0, 1}, {1001, time.Hour, 0}, {1002, 0, 0},
+	} {
+		if got, err := b.ActiveNotes(tc.uid, t0.Add(tc.at)); err != nil || got != tc.want {
+			t.Errorf("ActiveNotes(%d, +%v) = %d, %v; want %d", tc.uid, tc.at, got, err, tc.want)
+		}
+	}
+}
