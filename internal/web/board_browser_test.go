@@ -2,8 +2,6 @@ package web_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/aicloud/gpusuite/internal/board"
+	"github.com/aicloud/gpusuite/internal/browsertest"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/slurmstate"
 	"github.com/aicloud/gpusuite/internal/web"
@@ -25,7 +24,7 @@ import (
 func TestBoardBrowser(t *testing.T) {
 	lb := newLiveBoard(t, bookedNote())
 	srv := newBoardServer(t, web.Options{Board: lb.src, BoardTick: 100 * time.Millisecond})
-	ctx, shots := newBrowser(t, 1440, 1000)
+	ctx, shots := browsertest.NewBrowser(t, 1440, 1000), browsertest.ShotDir(t)
 	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
 		if err := chromedp.Do(ctx, steps...); err != nil {
@@ -48,17 +47,7 @@ func TestBoardBrowser(t *testing.T) {
 		}
 		return ok
 	}
-	shot := func(name string) {
-		t.Helper()
-		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-		if err != nil {
-			t.Fatalf("screenshot: %v", err)
-		}
-		if err := os.WriteFile(filepath.Join(shots, name), png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("screenshot %s", filepath.Join(shots, name))
-	}
+	shot := func(name string) { t.Helper(); browsertest.Shot(t, ctx, shots, name) }
 
 	// First render: the browser's own clock, navigation start to the
 	// board's cells visible.
@@ -145,7 +134,7 @@ func TestBoardBrowser1000(t *testing.T) {
 		Slurm: func(context.Context) (slurmstate.State, error) { return st, nil }})
 	src.RefreshSlurm(context.Background())
 	srv := newBoardServer(t, web.Options{Board: src})
-	ctx, _ := newBrowser(t, 1440, 1000)
+	ctx := browsertest.NewBrowser(t, 1440, 1000)
 	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible("#gpu-gpu124-7")); err != nil {
 		t.Fatal(err)
 	}

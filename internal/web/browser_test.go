@@ -1,10 +1,7 @@
 package web_test
 
 import (
-	"context"
 	"net/url"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,17 +10,16 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/aicloud/gpusuite/internal/browsertest"
 	"github.com/aicloud/gpusuite/internal/web"
 )
-
-const chromium = "/usr/bin/chromium"
 
 // testBrowser drives Debian's chromium headless through the dashboard:
 // the overview, a click to the busiest team, a click to one of its jobs,
 // checking the numbers each page shows and taking screenshots
 // ($GPUSUITE_WEB_SCREENSHOTS names a directory to keep them in).
 func testBrowser(t *testing.T, f *fixture, win url.Values) {
-	ctx, shots := newBrowser(t, 1440, 1000)
+	ctx, shots := browsertest.NewBrowser(t, 1440, 1000), browsertest.ShotDir(t)
 
 	// The busiest team and what it should show.
 	type team struct {
@@ -47,17 +43,7 @@ func testBrowser(t *testing.T, f *fixture, win url.Values) {
 		}
 		return s
 	}
-	shot := func(name string) {
-		t.Helper()
-		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-		if err != nil {
-			t.Fatalf("screenshot: %v", err)
-		}
-		if err := os.WriteFile(filepath.Join(shots, name), png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("screenshot %s", filepath.Join(shots, name))
-	}
+	shot := func(name string) { t.Helper(); browsertest.Shot(t, ctx, shots, name) }
 	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
 		if err := chromedp.Do(ctx, steps...); err != nil {
@@ -129,38 +115,4 @@ func testBrowser(t *testing.T, f *fixture, win url.Values) {
 			t.Errorf("page note %q is not in gpuacct job's output:\n%s", line, cliNotes)
 		}
 	}
-}
-
-// newBrowser starts Debian's chromium headless with a window of w × h
-// and returns its context (ended with the test, at most 60 s) and the
-// directory screenshots go to ($GPUSUITE_WEB_SCREENSHOTS, else a temporary
-// one). A missing chromium skips, except under GPUSUITE_REQUIRE_SLURM=1.
-func newBrowser(t *testing.T, w, h int) (context.Context, string) {
-	t.Helper()
-	if _, err := os.Stat(chromium); err != nil {
-		if os.Getenv("GPUSUITE_REQUIRE_SLURM") == "1" {
-			t.Fatalf("%s is missing: the browser test needs Debian's chromium (test/deps.sh installs it)", chromium)
-		}
-		t.Skipf("%s is missing (apt-get install chromium)", chromium)
-	}
-	shots := os.Getenv("GPUSUITE_WEB_SCREENSHOTS")
-	if shots == "" {
-		shots = t.TempDir()
-	} else if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromium), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck, chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true), chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(w, h),
-	}
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancelA)
-	ctx, cancelC := chromedp.NewContext(actx)
-	t.Cleanup(cancelC)
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	t.Cleanup(cancel)
-
-	return ctx, shots
 }
