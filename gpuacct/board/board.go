@@ -148,12 +148,15 @@ func (v *view) warnings(nodes []liveboard.Node) []string {
 		}
 		out = append(out, "WARNING: live file skipped: "+p.String())
 	}
+	for _, p := range v.board.NoteProblems {
+		out = append(out, "WARNING: "+p.String())
+	}
 	return out
 }
 
 // meta is how v's board was had, for its JSON documents.
 func (v *view) meta() liveboard.Meta {
-	probs := v.problems
+	probs := append(v.problems[:len(v.problems):len(v.problems)], v.board.NoteProblems...)
 	if v.notesErr != "" {
 		probs = append(probs[:len(probs):len(probs)], liveboard.Problem{Err: "notes not read: " + v.notesErr})
 	}
@@ -163,6 +166,9 @@ func (v *view) meta() liveboard.Meta {
 func (v *view) problemTexts() []string {
 	out := []string{}
 	for _, p := range v.problems {
+		out = append(out, p.String())
+	}
+	for _, p := range v.board.NoteProblems {
 		out = append(out, p.String())
 	}
 	return out

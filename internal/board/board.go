@@ -23,9 +23,13 @@ const (
 	// Foreign: a process that is not of the GPU's job, or any process on
 	// a GPU no job holds.
 	Foreign State = "foreign"
-	// Idle: allocated, but under IdleUtil percent busy.
+	// Idle: allocated, and idle by the agent's own rule and threshold
+	// (IdleSince set); a snapshot without IdleSince (an older agent) is
+	// judged by utilization under IdleUtil.
 	Idle State = "idle"
-	// Busy: allocated and working.
+	// Busy: allocated and working; also an unheld GPU that Slurm has
+	// given away before its agent heard (the node ALLOCATED, or more of
+	// its GPUs in use by Slurm's count than the agent sees).
 	Busy State = "busy"
 	// Drained: no job holds it and Slurm drains the node.
 	Drained State = "drained"
@@ -37,8 +41,9 @@ const (
 	Free State = "free"
 )
 
-// IdleUtil is the utilization (percent) under which an allocated GPU is
-// idle, as the agent's idle_threshold default.
+// IdleUtil is the utilization (percent) under which an allocated GPU of
+// a snapshot without IdleSince is idle, as the agent's idle_threshold
+// default.
 const IdleUtil = 1
 
 // StaleAfter is how many intervals a snapshot lives.
@@ -54,6 +59,10 @@ type Board struct {
 	SlurmAt time.Time
 	Nodes   []Node
 	Totals  Totals
+	// NoteProblems are the notes in force that no cell shows: on a node
+	// not on the board or a GPU index its node lacks. Notes of a cluster
+	// no node of the board is in belong to another board and are left out.
+	NoteProblems []Problem
 }
 
 // Node is one node: Slurm's view of it and its GPUs.
@@ -162,7 +171,7 @@ func Build(lives []record.Live, slurm *slurmstate.State, notes []Note, now time.
 			continue // Load gives one per node; a caller's duplicate adds nothing
 		}
 		seen[l.Node] = true
-		b.Nodes = append(b.Nodes, buildNode(l, byNode[l.Node], slurm, notesOf(notes, l.Node), now))
+		b.Nodes = append(b.Nodes, buildNode(l, byNode[l.Node], slurm, notesOf(notes, l.Node, l.Cluster), now))
 	}
 	if slurm != nil {
 		for i := range slurm.Nodes {
@@ -171,23 +180,70 @@ func Build(lives []record.Live, slurm *slurmstate.State, notes []Note, now time.
 				continue
 			}
 			seen[sn.Name] = true
-			b.Nodes = append(b.Nodes, buildNode(nil, sn, slurm, notesOf(notes, sn.Name), now))
+			b.Nodes = append(b.Nodes, buildNode(nil, sn, slurm, notesOf(notes, sn.Name, ""), now))
 		}
 	}
 	sort.Slice(b.Nodes, func(i, j int) bool { return b.Nodes[i].Name < b.Nodes[j].Name })
 	b.Totals = totals(b.Nodes)
+	b.NoteProblems = unshown(b.Nodes, notes)
 	return b
 }
 
-// notesOf returns the notes on node.
-func notesOf(notes []Note, node string) []Note {
+// notesOf returns the notes on node of cluster; a note without a cluster
+// is on any cluster's node of that name, and a node whose cluster is not
+// known (no snapshot) takes any cluster's.
+func notesOf(notes []Note, node, cluster string) []Note {
 	var out []Note
 	for _, n := range notes {
-		if n.Node == node {
+		if n.Node == node && sameCluster(n.Cluster, cluster) {
 			out = append(out, n)
 		}
 	}
 	return out
+}
+
+func sameCluster(a, b string) bool { return a == "" || b == "" || a == b }
+
+// unshown are the notes no cell or node of nodes shows, as problems, so
+// a booking on a mistyped node or GPU is not dropped silently.
+func unshown(nodes []Node, notes []Note) []Problem {
+	clusters := map[string]bool{}
+	for _, n := range nodes {
+		clusters[n.Cluster] = true
+	}
+	var out []Problem
+	for _, nt := range notes {
+		if nt.Cluster != "" && !clusters[nt.Cluster] && !clusters[""] {
+			continue // another cluster's board shows it
+		}
+		where := nt.Node
+		if nt.GPU != nil {
+			where = fmt.Sprintf("%s:%d", nt.Node, *nt.GPU)
+		}
+		var node *Node
+		for i := range nodes {
+			if nodes[i].Name == nt.Node && sameCluster(nt.Cluster, nodes[i].Cluster) {
+				node = &nodes[i]
+				break
+			}
+		}
+		switch {
+		case node == nil:
+			out = append(out, Problem{Err: fmt.Sprintf("note %d on %s: no such node on the board", nt.ID, where)})
+		case nt.GPU != nil && !hasGPU(*node, *nt.GPU):
+			out = append(out, Problem{Err: fmt.Sprintf("note %d on %s: no such GPU on the board", nt.ID, where)})
+		}
+	}
+	return out
+}
+
+func hasGPU(n Node, index int) bool {
+	for _, g := range n.GPUs {
+		if g.Index == index {
+			return true
+		}
+	}
+	return false
 }
 
 func buildNode(l *record.Live, sn *slurmstate.Node, slurm *slurmstate.State, notes []Note, now time.Time) Node {
@@ -232,7 +288,29 @@ func buildNode(l *record.Live, sn *slurmstate.Node, slurm *slurmstate.State, not
 		g.State = gpuState(n, slurm != nil, lg, len(n.Notes)+len(g.Notes) > 0)
 		n.GPUs = append(n.GPUs, g)
 	}
+	if sn != nil && sn.GPUCount > 0 {
+		capUnheld(n.GPUs, sn.GPUCount-sn.GPUsUsed)
+	}
 	return n
+}
+
+// capUnheld leaves at most room GPUs free, reserved or booked: Slurm
+// counts GPUsUsed of GPUCount held, and a job it has just started may not
+// be in the snapshot yet. Which GPUs it took is not known; the highest
+// indexes are called busy, so the free count is right.
+func capUnheld(gpus []GPU, room int) {
+	for i := range gpus {
+		switch gpus[i].State {
+		case Free, Reserved, Booked:
+			if room > 0 {
+				room--
+				continue
+			}
+		default:
+			continue
+		}
+		gpus[i].State = Busy
+	}
 }
 
 // gpuNotes returns the notes on GPU index alone.
@@ -260,9 +338,12 @@ func covers(r slurmstate.Reservation, node string, now time.Time) bool {
 	return false
 }
 
-// schedulable are the conditions in which Slurm gives a node's unheld
-// GPUs to jobs.
-var schedulable = map[slurmstate.Condition]bool{slurmstate.Idle: true, slurmstate.Mixed: true, slurmstate.Allocated: true}
+// schedulable says whether Slurm gives a node's unheld GPUs to jobs in
+// condition c. ALLOCATED is not: every CPU is taken (by CPU-only jobs,
+// perhaps), so a GPU job would pend.
+func schedulable(c slurmstate.Condition) bool {
+	return c == slurmstate.Idle || c == slurmstate.Mixed
+}
 
 func gpuState(n Node, haveSlurm bool, g record.LiveGPU, noted bool) State {
 	switch {
@@ -273,14 +354,17 @@ func gpuState(n Node, haveSlurm bool, g record.LiveGPU, noted bool) State {
 	case foreign(g):
 		return Foreign
 	case len(g.Jobs) > 0:
-		// An unknown utilization is not called idle: idle is a claim.
-		if g.Util != nil && *g.Util < IdleUtil {
+		// The agent's word first, so the board and check's idle alerts
+		// agree; an unknown utilization is not called idle: idle is a claim.
+		if g.IdleSince != nil || (g.Util != nil && *g.Util < IdleUtil) {
 			return Idle
 		}
 		return Busy
 	case haveSlurm && (n.Condition == slurmstate.Drained || n.Condition == slurmstate.Draining):
 		return Drained
-	case haveSlurm && !schedulable[n.Condition]:
+	case haveSlurm && n.Condition == slurmstate.Allocated:
+		return Busy
+	case haveSlurm && !schedulable(n.Condition):
 		return Down
 	case noted:
 		return Booked

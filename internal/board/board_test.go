@@ -34,6 +34,12 @@ func gpu(util uint32, jobs ...uint64) record.LiveGPU {
 	return g
 }
 
+func idleSince(g record.LiveGPU) record.LiveGPU {
+	t := now.Add(-2 * time.Hour)
+	g.IdleSince = &t
+	return g
+}
+
 func withProcs(g record.LiveGPU, procs ...record.LiveProc) record.LiveGPU {
 	g.Procs = procs
 	return g
@@ -114,6 +120,23 @@ func TestBuildStates(t *testing.T) {
 				slurmstate.Reservation{Name: "past", Start: now.Add(-2 * time.Hour), End: now, Nodes: []string{"n2"}},
 				slurmstate.Reservation{Name: "later", Start: now.Add(time.Minute), End: now.Add(time.Hour), Nodes: []string{"n2"}}),
 			[]view{{Name: "n1", Reservations: []string{"maint", "open"}, States: []State{Reserved, Busy}}, {Name: "n2", States: []State{Free}}}},
+		{"idle by the agent's word: idle_since under its threshold (util 5 < 10) is idle, busy at util 0 without it only for older agents",
+			[]record.Live{live("n1", idleSince(gpu(5, 7)), gpu(5, 8), gpu(0, 9))},
+			slurm([]slurmstate.Node{snode("n1", slurmstate.Mixed, 3)}),
+			[]view{{Name: "n1", States: []State{Idle, Busy, Idle}}}},
+		{"allocated node: every cpu taken, an unheld gpu is not free (a gpu job would pend)",
+			[]record.Live{live("n1", gpu(0), gpu(80, 7))},
+			slurm([]slurmstate.Node{snode("n1", slurmstate.Allocated, 2)}),
+			[]view{{Name: "n1", States: []State{Busy, Busy}}}},
+		{"slurm's gpus used cap the free ones: a job the agent has not heard of yet",
+			[]record.Live{live("n1", gpu(0), gpu(0), gpu(0), gpu(80, 7))},
+			slurm([]slurmstate.Node{func() slurmstate.Node { n := snode("n1", slurmstate.Mixed, 4); n.GPUsUsed = 2; return n }()}),
+			[]view{{Name: "n1", States: []State{Free, Free, Busy, Busy}}}},
+		{"slurm's gpus used cap booked and reserved gpus too",
+			[]record.Live{live("n1", gpu(0), gpu(0))},
+			slurm([]slurmstate.Node{func() slurmstate.Node { n := snode("n1", slurmstate.Mixed, 2); n.GPUsUsed = 2; return n }()},
+				slurmstate.Reservation{Name: "maint", Nodes: []string{"n1"}}),
+			[]view{{Name: "n1", Reservations: []string{"maint"}, States: []State{Busy, Busy}}}},
 		{"stale snapshot is never free, whatever slurm says", []record.Live{old},
 			slurm([]slurmstate.Node{snode("n1", slurmstate.Idle, 1)}),
 			[]view{{Name: "n1", Stale: true, States: []State{Stale}}}},
@@ -197,5 +220,54 @@ func TestBuildCellsAndTotals(t *testing.T) {
 	}
 	if _, err := b.Find("n9"); err == nil {
 		t.Error("Find(n9) found a node that is not there")
+	}
+}
+
+func TestBuildNotes(t *testing.T) {
+	g := func(i int) *int { return &i }
+	n1 := live("gpu01", gpu(0), gpu(0))
+	n2 := live("gpu02", gpu(0))
+	n2.Cluster = "c2"
+	lives := []record.Live{n1, n2}
+	tests := []struct {
+		name     string
+		notes    []Note
+		states   map[string][]State
+		problems []Problem
+	}{
+		{"a note of the node's cluster books its gpu",
+			[]Note{{ID: 1, Cluster: "c1", Node: "gpu01", GPU: g(1)}},
+			map[string][]State{"gpu01": {Free, Booked}, "gpu02": {Free}}, nil},
+		{"a note without a cluster books any cluster's node of that name",
+			[]Note{{ID: 2, Node: "gpu02"}},
+			map[string][]State{"gpu01": {Free, Free}, "gpu02": {Booked}}, nil},
+		{"another cluster's gpu01 is not booked by c2's note",
+			[]Note{{ID: 3, Cluster: "c2", Node: "gpu01", GPU: g(0)}},
+			map[string][]State{"gpu01": {Free, Free}, "gpu02": {Free}},
+			[]Problem{{Err: "note 3 on gpu01:0: no such node on the board"}}},
+		{"a note of a cluster the board does not show is left out",
+			[]Note{{ID: 4, Cluster: "c9", Node: "gpu01"}},
+			map[string][]State{"gpu01": {Free, Free}, "gpu02": {Free}}, nil},
+		{"a gpu the node lacks and a node not on the board are problems",
+			[]Note{{ID: 7, Cluster: "c1", Node: "gpu01", GPU: g(9)}, {ID: 8, Node: "gpu09"}},
+			map[string][]State{"gpu01": {Free, Free}, "gpu02": {Free}},
+			[]Problem{{Err: "note 7 on gpu01:9: no such GPU on the board"}, {Err: "note 8 on gpu09: no such node on the board"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := Build(lives, nil, tt.notes, now)
+			got := map[string][]State{}
+			for _, n := range b.Nodes {
+				for _, g := range n.GPUs {
+					got[n.Name] = append(got[n.Name], g.State)
+				}
+			}
+			if d := cmp.Diff(tt.states, got); d != "" {
+				t.Errorf("states (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(tt.problems, b.NoteProblems); d != "" {
+				t.Errorf("note problems (-want +got):\n%s", d)
+			}
+		})
 	}
 }

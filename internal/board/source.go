@@ -154,5 +154,6 @@ func (s *Source) build(ctx context.Context, now time.Time) *Snapshot {
 		}
 	}
 	snap.Board = Build(lives, st, notes, now)
+	snap.Meta.Problems = append(snap.Meta.Problems, snap.Board.NoteProblems...)
 	return snap
 }
