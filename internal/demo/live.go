@@ -164,11 +164,15 @@ func (l *Live) Run(ctx context.Context, ready func()) error {
 		a, err := agent.New(n.cfg, l.o.Info.Cluster, n.name, agent.Deps{Lib: lib, Now: l.o.Now, Log: l.o.Log.With("node", n.name),
 			Owner: l.owner(n)})
 		if err != nil {
+			lib.Close()
 			return failed(fmt.Errorf("live demo: node %s: %w", n.name, err))
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// The agent samples through lib until it returns: only then
+			// is it shut down, as agent.Main does.
+			defer lib.Close()
 			if err := a.Run(actx, n.cfg.Agent.SocketPath(n.cfg.Spool.Dir), "", quiet{}); err != nil {
 				errs <- fmt.Errorf("live demo: agent of %s: %w", n.name, err)
 				stop()
