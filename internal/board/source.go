@@ -20,10 +20,13 @@ type Source struct {
 	slurm    *slurmstate.State
 	slurmErr string
 
-	// buildMu is held while a board is built, so concurrent askers share
-	// one build.
-	buildMu sync.Mutex
-	cur     *Snapshot
+	// building holds one token while a board is built, so concurrent
+	// askers share one build and a waiter can give up (its context, the
+	// build deadline) instead of queueing on a lock behind a hung /data.
+	building chan struct{}
+
+	curMu sync.Mutex
+	cur   *Snapshot
 }
 
 // SourceOptions configure a Source; zero fields take the defaults.
@@ -40,8 +43,14 @@ type SourceOptions struct {
 	Notes func(ctx context.Context, now time.Time) ([]Note, error)
 	// MaxAge is how long one built board is served (default 1 s).
 	MaxAge time.Duration
-	Now    func() time.Time
-	Log    *slog.Logger
+	// BuildTimeout bounds one build (snapshots and notes read) and how
+	// long an asker waits for it (default 10 s). A build that overruns
+	// is abandoned by its askers, who get the board before it (Old); the
+	// next build starts only once it has returned, so a hung /data holds
+	// one goroutine, not one per request.
+	BuildTimeout time.Duration
+	Now          func() time.Time
+	Log          *slog.Logger
 }
 
 // Snapshot is one built board with how it was had.
@@ -52,6 +61,10 @@ type Snapshot struct {
 	SlurmAsked bool
 	// NotesError is why the notes could not be read ("" when read).
 	NotesError string
+	// Old is set when a newer board was asked for but not had in time
+	// (the asker's context ended or the build overran): this is the last
+	// board built, with a problem line saying so.
+	Old bool
 }
 
 // NewSource returns a source; call Run to keep Slurm's view fresh.
@@ -65,13 +78,16 @@ func NewSource(o SourceOptions) *Source {
 	if o.MaxAge <= 0 {
 		o.MaxAge = time.Second
 	}
+	if o.BuildTimeout <= 0 {
+		o.BuildTimeout = 10 * time.Second
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Source{o: o}
+	return &Source{o: o, building: make(chan struct{}, 1)}
 }
 
 // Run reads Slurm's view at once and then every SlurmInterval until ctx
@@ -120,19 +136,78 @@ func (s *Source) RefreshSlurm(ctx context.Context) {
 	s.slurm, s.slurmErr = &st, ""
 }
 
-// Current returns a board built at most MaxAge ago. The snapshot is
-// shared: callers must not change it.
+// Current returns a board built at most MaxAge ago, or when that is not
+// had before ctx ends or within BuildTimeout, the last one built marked
+// Old. The build itself does not end with ctx: one viewer leaving must
+// not spoil the board every viewer is given. The snapshot is shared:
+// callers must not change it.
 func (s *Source) Current(ctx context.Context) *Snapshot {
-	s.buildMu.Lock()
-	defer s.buildMu.Unlock()
-	now := s.o.Now()
-	if s.cur != nil {
-		if age := now.Sub(s.cur.Board.At); age >= 0 && age < s.o.MaxAge {
-			return s.cur
-		}
+	if cur := s.fresh(); cur != nil {
+		return cur
 	}
-	s.cur = s.build(ctx, now)
-	return s.cur
+	wait := time.NewTimer(s.o.BuildTimeout)
+	defer wait.Stop()
+	select {
+	case s.building <- struct{}{}:
+	case <-ctx.Done():
+		return s.old("the board is being rebuilt and the request ended first")
+	case <-wait.C:
+		return s.old("the board's rebuild has overrun its " + s.o.BuildTimeout.String() + " (is the live directory or the ledger slow?)")
+	}
+	if cur := s.fresh(); cur != nil {
+		<-s.building // built by the one before us
+		return cur
+	}
+	done := make(chan *Snapshot, 1)
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.o.BuildTimeout)
+	go func() {
+		defer func() { <-s.building }()
+		defer cancel()
+		snap := s.build(bctx, s.o.Now())
+		s.curMu.Lock()
+		s.cur = snap
+		s.curMu.Unlock()
+		done <- snap
+	}()
+	select {
+	case snap := <-done:
+		return snap
+	case <-ctx.Done():
+		return s.old("the board is being rebuilt and the request ended first")
+	case <-wait.C:
+		return s.old("the board's rebuild has overrun its " + s.o.BuildTimeout.String() + " (is the live directory or the ledger slow?)")
+	}
+}
+
+// fresh is the board held when younger than MaxAge, else nil.
+func (s *Source) fresh() *Snapshot {
+	s.curMu.Lock()
+	defer s.curMu.Unlock()
+	if s.cur == nil {
+		return nil
+	}
+	if age := s.o.Now().Sub(s.cur.Board.At); age >= 0 && age < s.o.MaxAge {
+		return s.cur
+	}
+	return nil
+}
+
+// old is the last board built marked Old with why, or before any an
+// empty board saying so.
+func (s *Source) old(why string) *Snapshot {
+	s.curMu.Lock()
+	cur := s.cur
+	s.curMu.Unlock()
+	if cur == nil {
+		now := s.o.Now()
+		return &Snapshot{Old: true, Board: Build(nil, nil, nil, now), SlurmAsked: s.o.Slurm != nil,
+			Meta: Meta{Problems: []Problem{{Err: "no board built yet: " + why}}}}
+	}
+	c := *cur
+	c.Old = true
+	c.Meta.Problems = append(cur.Meta.Problems[:len(cur.Meta.Problems):len(cur.Meta.Problems)],
+		Problem{Err: "board of " + cur.Board.At.UTC().Format(time.RFC3339) + ": " + why})
+	return &c
 }
 
 func (s *Source) build(ctx context.Context, now time.Time) *Snapshot {

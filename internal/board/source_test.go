@@ -94,3 +94,99 @@ func TestSourceRunStopsWithContext(t *testing.T) {
 		t.Fatal("Run did not return after its context ended")
 	}
 }
+
+// TestSourceCallerCancelKeepsNotes: a viewer leaving mid-build must not
+// leave every viewer a board without its notes.
+func TestSourceCallerCancelKeepsNotes(t *testing.T) {
+	dir := t.TempDir()
+	writeLive(t, dir, record.LiveFileName("n1"), live("n1", gpu(0)))
+	started, release := make(chan struct{}), make(chan struct{})
+	var sawDeadline atomic.Bool
+	src := NewSource(SourceOptions{LiveDir: dir, MaxAge: time.Hour, BuildTimeout: time.Hour,
+		Notes: func(ctx context.Context, at time.Time) ([]Note, error) {
+			_, ok := ctx.Deadline()
+			sawDeadline.Store(ok)
+			close(started)
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-release:
+			}
+			return []Note{{ID: 1, Node: "n1", Until: at.Add(time.Hour)}}, nil
+		},
+		Now: func() time.Time { return now },
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan *Snapshot, 1)
+	go func() { got <- src.Current(ctx) }()
+	<-started
+	cancel()
+	if s := <-got; !s.Old {
+		t.Errorf("a cancelled asker got a board not marked old: %+v", s.Meta)
+	}
+	close(release)
+	s := src.Current(context.Background())
+	if s.Old || s.NotesError != "" || s.Board.Totals.Booked != 1 {
+		t.Errorf("after the leaver: old %v, notes error %q, booked %d; want the notes kept", s.Old, s.NotesError, s.Board.Totals.Booked)
+	}
+	if !sawDeadline.Load() {
+		t.Error("the notes were read without the source's deadline")
+	}
+}
+
+// TestSourceHungBuild: a build that hangs (a hung /data) leaves askers
+// the last board, marked old, and starts no second build beside it.
+func TestSourceHungBuild(t *testing.T) {
+	dir := t.TempDir()
+	writeLive(t, dir, record.LiveFileName("n1"), live("n1", gpu(0)))
+	clock := now
+	var calls atomic.Int32
+	hang, release := make(chan struct{}, 1), make(chan struct{})
+	src := NewSource(SourceOptions{LiveDir: dir, MaxAge: time.Second, BuildTimeout: time.Second,
+		Notes: func(ctx context.Context, at time.Time) ([]Note, error) {
+			calls.Add(1)
+			select {
+			case <-hang:
+				<-release // ignores its context, as a read of a hung mount does
+			default:
+			}
+			return nil, nil
+		},
+		Now: func() time.Time { return clock },
+	})
+	first := src.Current(context.Background())
+	if first.Old {
+		t.Fatal("first board old")
+	}
+	hang <- struct{}{}
+	clock = clock.Add(2 * time.Second)
+	// The first ask waits out the build deadline, the others leave first.
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i, ctx := range []context.Context{context.Background(), gone, gone} {
+		s := src.Current(ctx)
+		if !s.Old || s.Board.At != first.Board.At {
+			t.Errorf("ask %d during a hung build: old %v at %v, want the first board marked old", i, s.Old, s.Board.At)
+		}
+		if len(s.Meta.Problems) == 0 {
+			t.Errorf("ask %d: an old board without a problem saying so", i)
+		}
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("%d builds during one hung build, want none beside it (2 in all)", n)
+	}
+	close(release)
+	// The hung build stores its board once it returns; the next ask after
+	// MaxAge builds anew.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		clock = clock.Add(2 * time.Second)
+		if s := src.Current(context.Background()); !s.Old {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no new board after the hung build returned")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
