@@ -31,8 +31,20 @@ func (o PipelineOptions) Check() error {
 	return nil
 }
 
-// shmRoot is where the simulated cluster lives when it can: memory.
-var shmRoot = "/dev/shm"
+// memRoot is where the simulated cluster lives when it can: memory.
+const memRoot = "/dev/shm"
+
+// workRoot is root when set, else memRoot when this machine has it, else
+// "" (the caller's own default).
+func workRoot(root string) string {
+	if root != "" {
+		return root
+	}
+	if st, err := os.Stat(memRoot); err == nil && st.IsDir() {
+		return memRoot
+	}
+	return ""
+}
 
 // Run runs the pipeline in directories of its own. SIGINT and SIGTERM
 // cancel it, so that the deferred removals run instead of the process
@@ -40,6 +52,19 @@ var shmRoot = "/dev/shm"
 func Run(ctx context.Context, stdout io.Writer, o PipelineOptions) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The simulated nodes' local disks and the share they ship to live in
+	// memory when they can: the database and the plots stay in the demo
+	// directory. Without /dev/shm they go under Dir.
+	if root := workRoot(o.WorkRoot); root != "" {
+		d, err := os.MkdirTemp(root, "gpusuite-demo-cluster-")
+		switch {
+		case err == nil:
+			o.ClusterDir = d
+			defer os.RemoveAll(d)
+		case o.WorkRoot != "":
+			return fmt.Errorf("make the simulated cluster's directory: %w", err)
+		}
+	}
 	if o.Dir == "" {
 		d, err := os.MkdirTemp("", "gpusuite-demo-")
 		if err != nil {
@@ -52,15 +77,6 @@ func Run(ctx context.Context, stdout io.Writer, o PipelineOptions) error {
 				os.RemoveAll(d)
 			}
 		}()
-	}
-	// The simulated nodes' local disks and the share they ship to live in
-	// memory when they can: the database and the plots stay in the demo
-	// directory.
-	if st, err := os.Stat(shmRoot); err == nil && st.IsDir() {
-		if d, err := os.MkdirTemp(shmRoot, "gpusuite-demo-cluster-"); err == nil {
-			o.ClusterDir = d
-			defer os.RemoveAll(d)
-		}
 	}
 	_, err := Pipeline(ctx, stdout, o)
 	if ctx.Err() != nil {

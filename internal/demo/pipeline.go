@@ -28,9 +28,13 @@ type PipelineOptions struct {
 	// ClusterDir holds the simulated nodes' local disks (spool, agent
 	// state) and the share they ship to (incoming/); default Dir/cluster.
 	ClusterDir string
-	Nodes      int
-	GPUs       int
-	Weeks      int
+	// WorkRoot is where Run makes ClusterDir, a directory of its own that
+	// it removes at the end; default /dev/shm when there is one, else
+	// ClusterDir's default. Pipeline does not read it.
+	WorkRoot string
+	Nodes    int
+	GPUs     int
+	Weeks    int
 	// Interval is the agents' sampling interval.
 	Interval time.Duration
 	// JobsPerDay is about how many jobs a node runs a day.

@@ -58,11 +58,8 @@ func Serve(ctx context.Context, stdout io.Writer, o ServeOptions) error {
 	if o.Log == nil {
 		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	if o.WorkRoot == "" {
+	if o.WorkRoot = workRoot(o.WorkRoot); o.WorkRoot == "" {
 		o.WorkRoot = os.TempDir()
-		if st, err := os.Stat(shmRoot); err == nil && st.IsDir() {
-			o.WorkRoot = shmRoot
-		}
 	}
 	work, err := os.MkdirTemp(o.WorkRoot, "gpusuite-demo-live-")
 	if err != nil {

@@ -17,10 +17,10 @@ import (
 // test can signal a real demo process.
 func TestMain(m *testing.M) {
 	if os.Getenv("GPUSUITE_DEMO_CHILD") == "1" {
-		shmRoot = os.Getenv("GPUSUITE_DEMO_SHM")
 		// Twenty weeks take far longer than the signal needs to arrive.
 		o := Defaults()
 		o.Weeks, o.Nodes = 20, 4
+		o.WorkRoot = os.Getenv("GPUSUITE_DEMO_SHM")
 		if err := Run(context.Background(), os.Stdout, o); err != nil {
 			fmt.Fprintf(os.Stderr, "gpuacct: %v\n", err)
 			os.Exit(1)
