@@ -92,7 +92,7 @@ func Serve(ctx context.Context, stdout io.Writer, o ServeOptions) error {
 	defer h.Close()
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
-		return fmt.Errorf("demo serve: listen on %s: %w (is another demo serving? pick another port with --listen)", o.Listen, err)
+		return fmt.Errorf("demo serve: listen on %s (is another demo serving? pick another port with --listen): %w", o.Listen, err)
 	}
 	srv := web.NewServer(h, 0)
 

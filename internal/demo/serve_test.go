@@ -211,7 +211,8 @@ func TestServeBadInput(t *testing.T) {
 		{"garbled demo.json", garbled, "127.0.0.1:0", "(demo.json is not the demo's)"},
 		{"no cluster", noNodes, "127.0.0.1:0", "(demo.json describes no cluster)"},
 		{"no ledger", noDB, "127.0.0.1:0", "(no gpuacct.db)"},
-		{"address in use", good, busy.Addr().String(), "pick another port with --listen"},
+		// the hint before the cause: %w comes last
+		{"address in use", good, busy.Addr().String(), "demo serve: listen on " + busy.Addr().String() + " (is another demo serving? pick another port with --listen): "},
 		{"served already", locked, "127.0.0.1:0", "another demo serve keeps " + filepath.Join(locked, LiveDirName) + " alive"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
