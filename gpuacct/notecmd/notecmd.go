@@ -150,7 +150,7 @@ func (e *env) file(ctx context.Context, r *ignorereq.Request) (*ignorereq.Reques
 	defer st.Close()
 	host, _ := os.Hostname()
 	if _, err := ignorereq.Apply(ctx, st, ignorereq.Options{Dir: dir, Now: e.now, Host: host, Tag: e.cfg.Report.IgnoreTag,
-		Cluster: e.cfg.Cluster.Name, Trusted: e.trusted, UserName: e.lookupUser}); err != nil {
+		Cluster: e.cfg.Cluster.Name, Trusted: e.trusted, UserName: e.lookupUser, LiveDir: e.cfg.Board.LiveDir}); err != nil {
 		return nil, path, fmt.Errorf("%s: request %s is queued, but applying it failed: %w", e.title, path, err)
 	}
 	out, err := ignorereq.NoteOutcome(dir, r.ID, e.euid)

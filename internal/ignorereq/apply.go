@@ -2,10 +2,13 @@ package ignorereq
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -32,6 +35,19 @@ type Options struct {
 	// UserName names a uid (a note's author); nil: the system's user
 	// database. A failed lookup gives "uid N".
 	UserName func(uid int) (string, error)
+	// LiveDir is the agents' live snapshots (board.live_dir): a note's
+	// node must be in the ledger or have a snapshot there; "" the
+	// ledger alone.
+	LiveDir string
+	// Log gets what a pass removes or cannot keep; nil: discarded.
+	Log *slog.Logger
+}
+
+func (o Options) log() *slog.Logger {
+	if o.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return o.Log
 }
 
 func (o Options) userName(uid int) string {
@@ -83,12 +99,35 @@ type queue struct {
 	applied func(name string, owner int) string
 	// idFromName: the request's ID is its file name, whatever it says.
 	idFromName bool
+	// open: anyone may write pending/ (the note queue), so what is not a
+	// request there is removed, and applied/ is pruned after keep.
+	open bool
 }
+
+// Bounds of a pass over the note queue.
+const (
+	// MaxActivePerUser bounds the notes one user (not root or the
+	// service user) keeps in force: a user's notes cannot crowd out the
+	// others' on the board.
+	MaxActivePerUser = 20
+	// AppliedKeep is how long the note queue keeps an outcome.
+	AppliedKeep = 90 * 24 * time.Hour
+	// maxLooked bounds the directory entries one pass looks at, requests
+	// or not (as board.Load's maxListedFactor does).
+	maxLooked = 4 * MaxListed
+	// junkAge spares a writer's temporary file while it is written.
+	junkAge = time.Minute
+	// maxOutcomeID bounds the request ID an outcome file is named by;
+	// longer ones are named by their hash, so the name always fits.
+	maxOutcomeID = 128
+)
 
 // Apply applies every pending request, oldest first, each in its own
 // transaction, and ignores jobs whose comment carries the tag. It makes
-// the note queue when missing. It returns how many requests it applied.
-// Run only by the store's writer.
+// the note queue when missing, removes what is not a request from its
+// pending/ and prunes its applied/. It returns how many requests it
+// applied. A request whose outcome cannot be kept never stops the
+// queue; a failure of the ledger does. Run only by the store's writer.
 func Apply(ctx context.Context, st *store.Store, o Options) (int, error) {
 	ign := queue{
 		dir: o.Dir,
@@ -96,9 +135,9 @@ func Apply(ctx context.Context, st *store.Store, o Options) (int, error) {
 			return checkIgnore(r, owner, perm, o.Trusted)
 		},
 		apply:   func(ctx context.Context, r *Request, _ int) error { return applyIgnore(ctx, st, r, o.Now) },
-		applied: func(name string, _ int) string { return name },
+		applied: func(name string, _ int) string { return outcomeName(strings.TrimSuffix(name, ".json"), -1) },
 	}
-	n, err := applyQueue(ctx, ign, o.Now)
+	n, err := applyQueue(ctx, ign, o.Now, o.log())
 	if err != nil {
 		return n, err
 	}
@@ -119,17 +158,34 @@ func Apply(ctx context.Context, st *store.Store, o Options) (int, error) {
 		apply: func(ctx context.Context, r *Request, owner int) error { return applyNote(ctx, st, r, owner, o) },
 		// Owners name their outcomes: one user's file name cannot
 		// overwrite another's outcome.
-		applied: func(name string, owner int) string {
-			return strings.TrimSuffix(name, ".json") + ".u" + strconv.Itoa(owner) + ".json"
-		},
+		applied:    func(name string, owner int) string { return outcomeName(strings.TrimSuffix(name, ".json"), owner) },
 		idFromName: true,
+		open:       true,
 	}
-	m, err := applyQueue(ctx, notes, o.Now)
+	m, err := applyQueue(ctx, notes, o.Now, o.log())
+	if err == nil {
+		pruneApplied(appliedDir(notes.dir), o.Now.Add(-AppliedKeep), o.log())
+	}
 	return n + m, err
 }
 
-func applyQueue(ctx context.Context, q queue, now time.Time) (int, error) {
-	names, err := pendingNames(pendingDir(q.dir))
+// outcomeName is the file an outcome of request id is kept in: the id,
+// or its hash when the id is too long for the name to fit a file system
+// (a name of 245 bytes plus ".u1000.json" did not, and stopped the
+// queue); owner -1 adds no owner (the ignore queue).
+func outcomeName(id string, owner int) string {
+	if len(id) > maxOutcomeID {
+		sum := sha256.Sum256([]byte(id))
+		id = "sha256-" + hex.EncodeToString(sum[:])
+	}
+	if owner == -1 {
+		return id + ".json"
+	}
+	return id + ".u" + strconv.Itoa(owner) + ".json"
+}
+
+func applyQueue(ctx context.Context, q queue, now time.Time, log *slog.Logger) (int, error) {
+	names, err := scanPending(pendingDir(q.dir), now, q.open, log)
 	if err != nil {
 		return 0, fmt.Errorf("apply requests in %s: %w", q.dir, err)
 	}
@@ -165,21 +221,84 @@ func applyQueue(ctx context.Context, q queue, now time.Time) (int, error) {
 		if r.ID == "" || r.Error != "" {
 			r.ID = strings.TrimSuffix(name, ".json")
 		}
+		if r.Error != "" {
+			shrink(&r)
+		}
 		at := now.UTC()
 		r.AppliedAt = &at
 		data, err := json.MarshalIndent(&r, "", "  ")
+		if err == nil {
+			err = writeFile(filepath.Join(appliedDir(q.dir), q.applied(name, owner)), data)
+		}
+		if err != nil && r.Error == "" {
+			// Applied, its outcome not kept: it stays pending and is
+			// applied again next pass (the ledger keeps one note per
+			// request); the requests after it go on.
+			log.Error("request applied, its outcome not kept; trying again next pass", "request", path, "err", err)
+			continue
+		}
 		if err != nil {
-			return n, fmt.Errorf("apply request %s: %w", name, err)
+			// A refusal that cannot be kept is dropped, never left to
+			// stop the queue.
+			log.Warn("request refused and removed, its outcome not kept", "request", path, "refusal", r.Error, "err", err)
 		}
-		if err := writeFile(filepath.Join(appliedDir(q.dir), q.applied(name, owner)), data); err != nil {
-			return n, fmt.Errorf("apply request %s: %w", name, err)
-		}
-		if err := os.Remove(path); err != nil {
-			return n, fmt.Errorf("apply request %s: %w", name, err)
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			log.Error("request not removed from the queue", "request", path, "err", err)
+			continue
 		}
 		n++
 	}
 	return n, nil
+}
+
+// shrink bounds what a refusal keeps of its request: a refused file may
+// be 64 KiB, its outcome stays small.
+func shrink(r *Request) {
+	const maxField = 512
+	cut := func(s string) string {
+		if len(s) <= maxField {
+			return s
+		}
+		return strings.ToValidUTF8(s[:maxField], "") + "…"
+	}
+	if len(r.Jobs) > 16 {
+		r.Jobs = append(r.Jobs[:16:16], fmt.Sprintf("… %d more", len(r.Jobs)-16))
+	}
+	for i := range r.Jobs {
+		r.Jobs[i] = cut(r.Jobs[i])
+	}
+	r.Reason, r.By, r.Host, r.Cluster, r.Schema, r.Action = cut(r.Reason), cut(r.By), cut(r.Host), cut(r.Cluster), cut(r.Schema), cut(r.Action)
+	r.Changed, r.NotFound = nil, nil
+	if r.Note != nil {
+		r.Note.Node, r.Note.Text = cut(r.Note.Node), cut(r.Note.Text)
+	}
+}
+
+// pruneApplied removes the outcomes under d last written before cutoff,
+// looking at most at maxLooked entries in one pass.
+func pruneApplied(d string, cutoff time.Time, log *slog.Logger) {
+	f, err := os.Open(d)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	ents, _ := f.ReadDir(maxLooked)
+	pruned := 0
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil || !fi.ModTime().Before(cutoff) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(d, e.Name())); err == nil {
+			pruned++
+		}
+	}
+	if pruned > 0 {
+		log.Info("old note request outcomes pruned", "dir", d, "files", pruned, "before", cutoff.UTC().Format(time.RFC3339))
+	}
 }
 
 // Modes of the note queue: anyone may add a file to pending/ but not
@@ -237,7 +356,7 @@ func MakeNotesQueue(dir string) error {
 // submitted) that owner filed under the request directory dir, once
 // applied; an error wrapping fs.ErrNotExist while it is pending.
 func NoteOutcome(dir, id string, owner int) (Request, error) {
-	path := filepath.Join(appliedDir(NotesDir(dir)), id+".u"+strconv.Itoa(owner)+".json")
+	path := filepath.Join(appliedDir(NotesDir(dir)), outcomeName(id, owner))
 	r, _, _, err := readRequest(path)
 	if err != nil {
 		return Request{}, fmt.Errorf("note request %s: %w", id, err)

@@ -149,12 +149,36 @@ func checkNote(r *Request, perm fs.FileMode, now time.Time) error {
 // applyNote adds or removes the note of a checked request in its own
 // transaction; a removal that may not be is kept as the outcome.
 func applyNote(ctx context.Context, st *store.Store, r *Request, owner int, o Options) error {
+	if r.Action == NoteAdd {
+		// The command checked too, but a file can be written by hand.
+		err := CheckTarget(ctx, st, o.LiveDir, o.Now, r.Note.Node, r.Note.GPU)
+		var no *NoTarget
+		if errors.As(err, &no) {
+			r.Error = "refused: " + no.Error()
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("apply note request %s: %w", r.ID, err)
+		}
+	}
 	b, err := st.Begin(ctx, o.Now)
 	if err != nil {
 		return fmt.Errorf("apply note request %s: %w", r.ID, err)
 	}
 	switch r.Action {
 	case NoteAdd:
+		if o.Trusted == nil || !o.Trusted(owner) {
+			active, err := b.ActiveNotes(owner, o.Now)
+			if err != nil {
+				b.Rollback()
+				return fmt.Errorf("apply note request %s: %w", r.ID, err)
+			}
+			if active >= MaxActivePerUser {
+				b.Rollback()
+				r.Error = fmt.Sprintf("refused: %s has %d notes in force, the most one user may keep: remove one ('gpuacct note rm ID') or let one end", r.By, active)
+				return nil
+			}
+		}
 		created := r.Time
 		if created.IsZero() || created.After(o.Now) {
 			created = o.Now // a wrong clock cannot date a note ahead

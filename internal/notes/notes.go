@@ -6,7 +6,6 @@
 package notes
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"regexp"
@@ -14,10 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/ignorereq"
 	"github.com/aicloud/gpusuite/internal/report/timespec"
-	"github.com/aicloud/gpusuite/internal/store"
 )
 
 // ParseTarget reads NODE or NODE:GPU.
@@ -82,36 +79,4 @@ func ParseUntil(spec string, now time.Time, loc *time.Location) (time.Time, erro
 		return time.Time{}, fmt.Errorf("--until %q (%s) is more than %d days ahead: book at most %d days, and renew the note later", spec, shown, ignorereq.MaxAhead/(24*time.Hour), ignorereq.MaxAhead/(24*time.Hour))
 	}
 	return until, nil
-}
-
-// CheckTarget says why a note cannot go on node (and gpu): the node
-// must be known to the ledger (st; nil when it cannot be read) or have a
-// live snapshot in liveDir, and gpu must be below its GPU count when
-// that is known.
-func CheckTarget(ctx context.Context, st *store.Store, liveDir string, now time.Time, node string, gpu *int) error {
-	count, known := 0, false
-	if st != nil {
-		n, k, err := st.NodeGPUs(ctx, "", node)
-		if err != nil {
-			return err
-		}
-		count, known = n, k
-	}
-	lives, _ := board.Load(liveDir, now, board.Limits{})
-	for _, l := range lives {
-		if l.Node != node {
-			continue
-		}
-		known = true
-		for _, g := range l.GPUs {
-			count = max(count, g.Index+1)
-		}
-	}
-	switch {
-	case !known:
-		return fmt.Errorf("no node %q in the ledger or the live snapshots (gpuacct status lists them)", node)
-	case gpu != nil && count > 0 && *gpu >= count:
-		return fmt.Errorf("node %s has %d GPU(s), 0..%d: GPU %d is not one of them", node, count, count-1, *gpu)
-	}
-	return nil
 }
