@@ -21,10 +21,13 @@ type Web struct {
 	Concurrent int `toml:"concurrent"`
 	// Timeout is each page's and API request's deadline.
 	Timeout Duration `toml:"timeout"`
+	// MaxStreams is how many live board event streams are open at once;
+	// past it a new one gets 503 (each costs a goroutine and its writes).
+	MaxStreams int `toml:"max_streams"`
 }
 
 func defaultWeb() Web {
-	return Web{Enabled: true, MaxAge: Dur(30 * time.Second), Concurrent: 4, Timeout: Dur(30 * time.Second)}
+	return Web{Enabled: true, MaxAge: Dur(30 * time.Second), Concurrent: 4, Timeout: Dur(30 * time.Second), MaxStreams: 1000}
 }
 
 func (w *Web) validate() error {
@@ -41,6 +44,9 @@ func (w *Web) validate() error {
 	}
 	if w.Timeout.Duration < time.Second || w.Timeout.Duration > 10*time.Minute {
 		return fmt.Errorf("key \"web.timeout\": %s is outside 1s..10m", w.Timeout.Duration)
+	}
+	if w.MaxStreams < 1 || w.MaxStreams > 100000 {
+		return fmt.Errorf("key \"web.max_streams\": %d is outside 1..100000", w.MaxStreams)
 	}
 	return nil
 }

@@ -20,6 +20,9 @@ func TestWebSection(t *testing.T) {
 		{name: "unknown key", toml: "[web]\nport = 80", want: `unknown key "web.port"`},
 		{name: "bounds", toml: "[web]\nconcurrent = 8\ntimeout = \"1m\""},
 		{name: "no concurrency", toml: "[web]\nconcurrent = 0", want: `key "web.concurrent": 0 is outside 1..64`},
+		{name: "max_streams", toml: "[web]\nmax_streams = 100000"},
+		{name: "no streams", toml: "[web]\nmax_streams = 0", want: `key "web.max_streams": 0 is outside 1..100000`},
+		{name: "too many streams", toml: "[web]\nmax_streams = 100001", want: `key "web.max_streams": 100001 is outside 1..100000`},
 		{name: "timeout too short", toml: "[web]\ntimeout = \"10ms\"", want: `key "web.timeout": 10ms is outside 1s..10m`},
 	}
 	for _, tc := range tests {
@@ -35,7 +38,7 @@ func TestWebSection(t *testing.T) {
 		})
 	}
 	d := Default().Web
-	if !d.Enabled || d.Listen != "" || d.MaxAge.Duration != 30*time.Second || d.Concurrent != 4 || d.Timeout.Duration != 30*time.Second {
+	if !d.Enabled || d.Listen != "" || d.MaxAge.Duration != 30*time.Second || d.Concurrent != 4 || d.Timeout.Duration != 30*time.Second || d.MaxStreams != 1000 {
 		t.Errorf("defaults: %+v", d)
 	}
 }
