@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -64,7 +65,38 @@ func newLiveWriter(dir, node, procRoot string, interval time.Duration, as *ship.
 	}
 	w.write = func(l *record.Live) error { return writeLiveFile(w.path, as, l) }
 	reg.MustRegister(w.errors, w.lastWrite)
+	w.seedIdle(node)
 	return w
+}
+
+// maxOwnLive bounds the read of the agent's own last file at start.
+const maxOwnLive = 4 << 20
+
+// seedIdle takes the idle marks of the agent's own last live file, so a
+// restart does not make an idle GPU look freshly idle (check's idle
+// alerts would wait their threshold again). The first cycle keeps a mark
+// only while the same jobs are still idle on the GPU; a missing or
+// unreadable file seeds nothing.
+func (w *liveWriter) seedIdle(node string) {
+	f, err := os.OpenFile(w.path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	var l record.Live
+	if err := json.NewDecoder(io.LimitReader(f, maxOwnLive)).Decode(&l); err != nil || l.Node != node {
+		return
+	}
+	for _, g := range l.GPUs {
+		if g.IdleSince == nil || g.UUID == "" || len(g.Jobs) == 0 {
+			continue
+		}
+		m := idleMark{since: *g.IdleSince}
+		for _, j := range g.Jobs {
+			m.jobs = append(m.jobs, record.JobShare{Job: j.Job, Restart: j.Restart, Idle: true})
+		}
+		w.idle[g.UUID] = m
+	}
 }
 
 // offerLive builds the live state from the cycle's readings and samples

@@ -266,3 +266,34 @@ func TestLiveHungWriter(t *testing.T) {
 		t.Fatal("the writer did not go on after the hang")
 	}
 }
+
+// TestLiveIdleSinceSurvivesRestart: a restarted agent keeps an idle GPU's
+// IdleSince from its own last live file while the same job stays idle,
+// and starts it again once the job works.
+func TestLiveIdleSinceSurvivesRestart(t *testing.T) {
+	e := liveEnv(t, 1, func(root string) string { return root })
+	e.cgroup(4242, 100)
+	e.event(record.JobStart, 100, 0)
+	e.sim.Device(0).SetWorkload(sim.Busy(0, 4242))
+	e.cycles(2)
+	l := <-e.a.live.ch
+	if l.GPUs[0].IdleSince == nil {
+		t.Fatal("idle GPU without IdleSince before the restart")
+	}
+	since := *l.GPUs[0].IdleSince
+	if err := e.a.live.write(l); err != nil {
+		t.Fatal(err)
+	}
+
+	e.a = e.open() // a restart: a new agent on the same directories
+	e.cycles(1)
+	l = <-e.a.live.ch
+	if l.GPUs[0].IdleSince == nil || !l.GPUs[0].IdleSince.Equal(since) {
+		t.Errorf("after a restart IdleSince = %v, want %s (kept while idle)", l.GPUs[0].IdleSince, since)
+	}
+	e.sim.Device(0).SetWorkload(sim.Busy(80, 4242))
+	e.cycles(1)
+	if l = <-e.a.live.ch; l.GPUs[0].IdleSince != nil {
+		t.Errorf("busy after the restart: IdleSince = %s, want none", l.GPUs[0].IdleSince)
+	}
+}
