@@ -33,7 +33,8 @@ Examples:
 			&cli.StringFlag{Name: "text", Usage: "what the note says (one line, at most 280 characters)"},
 			&cli.StringFlag{Name: "live-dir", Usage: "directory of the agents' live snapshots (board.live_dir)", EnvVars: []string{"GPUSUITE_LIVE_DIR"}},
 		),
-		Action: withArgs(func(c *cli.Context, args []string) error {
+		Action: cliwire.Interspersed(func(c *cli.Context) error {
+			args := c.Args().Slice()
 			const title = "note add"
 			if len(args) != 1 {
 				return cliwire.Usagef("%s: give one NODE or NODE:GPU (see 'gpuacct note add --help')", title)

@@ -28,7 +28,8 @@ Examples:
 			&cli.BoolFlag{Name: "all", Aliases: []string{"a"}, Usage: "every note and refused request, not only the active ones"},
 			&cli.StringFlag{Name: "format", Usage: "table or json", Value: "table"},
 		),
-		Action: withArgs(func(c *cli.Context, args []string) error {
+		Action: cliwire.Interspersed(func(c *cli.Context) error {
+			args := c.Args().Slice()
 			const title = "note list"
 			if len(args) > 0 {
 				return cliwire.Usagef("%s: takes no arguments (see 'gpuacct note list --help')", title)

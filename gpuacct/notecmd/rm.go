@@ -24,7 +24,8 @@ ledger as removed, with who removed it ('gpuacct note list --all').
 Examples:
    gpuacct note rm 12`,
 		Flags: commonFlags(),
-		Action: withArgs(func(c *cli.Context, args []string) error {
+		Action: cliwire.Interspersed(func(c *cli.Context) error {
+			args := c.Args().Slice()
 			const title = "note rm"
 			if len(args) != 1 {
 				return cliwire.Usagef("%s: give one note ID (see 'gpuacct note list')", title)

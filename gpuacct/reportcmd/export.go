@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/aicloud/gpusuite/cliwire"
 	"github.com/aicloud/gpusuite/internal/report"
 )
 
@@ -36,7 +37,7 @@ Examples:
 			&cli.StringFlag{Name: "split-dir", Usage: "one file per node in this directory (gpus, samples)"},
 			&cli.BoolFlag{Name: "noheader", Aliases: []string{"n"}, Usage: "no CSV header line"},
 		),
-		Action: interspersed(func(c *cli.Context) error {
+		Action: cliwire.Interspersed(func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return fmt.Errorf("export: name what to export: jobs, gpus or samples (see 'gpuacct export --help')")
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/aicloud/gpusuite/cliwire"
 	"github.com/aicloud/gpusuite/internal/ignorereq"
 	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/report/table"
@@ -51,7 +52,7 @@ Examples:
    gpuacct ignore --list --log
    sudo gpuacct unignore 123456 --reason "counted after all"`,
 		Flags: ignoreFlags(true),
-		Action: interspersed(func(c *cli.Context) error {
+		Action: cliwire.Interspersed(func(c *cli.Context) error {
 			if c.Bool("list") || c.Bool("log") {
 				if c.Args().Present() {
 					return fmt.Errorf("ignore --list takes no JOBID")
@@ -74,7 +75,7 @@ Examples:
    sudo gpuacct unignore 123456
    sudo gpuacct unignore 123456_3 --reason "was a real run"`,
 		Flags:  ignoreFlags(false),
-		Action: interspersed(func(c *cli.Context) error { return change(c, d, ignorereq.Unignore) }),
+		Action: cliwire.Interspersed(func(c *cli.Context) error { return change(c, d, ignorereq.Unignore) }),
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/aicloud/gpusuite/cliwire"
 	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/report/teams"
 )
@@ -32,7 +33,7 @@ Examples:
 			&cli.StringFlag{Name: "tz", Usage: "time zone of the times shown (report.tz)", EnvVars: []string{"GPUSUITE_TZ"}},
 			&cli.StringFlag{Name: "teams-file", Usage: "team mapping file (report.teams)", EnvVars: []string{"GPUSUITE_TEAMS"}},
 		},
-		Action: interspersed(func(c *cli.Context) error {
+		Action: cliwire.Interspersed(func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return fmt.Errorf("job: give one JOBID (see 'gpuacct job --help')")
 			}

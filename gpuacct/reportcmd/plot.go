@@ -5,6 +5,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/aicloud/gpusuite/cliwire"
 	"github.com/aicloud/gpusuite/internal/plot"
 	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/report/teams"
@@ -36,7 +37,7 @@ Examples:
 			&cli.StringFlag{Name: "period", Usage: "--report: day, week or month (default month)"},
 			&cli.StringFlag{Name: "cluster", Usage: "the job's cluster, when several share the ledger"},
 		}, windowFlags()...), filterFlags()...),
-		Action: interspersed(func(c *cli.Context) error {
+		Action: cliwire.Interspersed(func(c *cli.Context) error {
 			e, err := load(c, d)
 			if err != nil {
 				return err

@@ -1,4 +1,4 @@
-package reportcmd
+package cliwire
 
 import (
 	"flag"
@@ -7,26 +7,30 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
-
-	"github.com/aicloud/gpusuite/cliwire"
 )
 
-// interspersed lets options follow positional arguments, as Slurm users
-// type them (gpuacct job 1234 --json): urfave/cli stops at the first
-// argument, so the rest is parsed again here with the command's flags.
-func interspersed(action cli.ActionFunc) cli.ActionFunc {
+// Interspersed lets options follow positional arguments, as users type
+// them (gpuacct job 1234 --json, gpuacct note add gpu01 --until 4h):
+// urfave/cli stops at the first argument, so the rest is parsed again
+// with the command's flags, and action gets a context whose Args are the
+// positional arguments alone.
+func Interspersed(action cli.ActionFunc) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		args := c.Args().Slice()
 		var flags, pos []string
+		dashes := false
 		for i := 0; i < len(args); i++ {
 			a := args[i]
 			if a == "--" {
-				pos = append(pos, args[i+1:]...)
+				pos, dashes = append(pos, args[i+1:]...), true
 				break
 			}
 			if strings.HasPrefix(a, "-") && a != "-" {
 				flags = append(flags, primary(c.Command, a))
-				if !strings.Contains(a, "=") && takesValue(c.Command, a) && i+1 < len(args) {
+				if !strings.Contains(a, "=") && takesValue(c.Command, a) {
+					if i+1 == len(args) {
+						return Usagef("option %s needs a value (see '%s --help')", a, commandPath(c))
+					}
 					flags = append(flags, args[i+1])
 					i++
 				}
@@ -34,7 +38,7 @@ func interspersed(action cli.ActionFunc) cli.ActionFunc {
 			}
 			pos = append(pos, a)
 		}
-		if len(flags) == 0 {
+		if len(flags) == 0 && !dashes {
 			return action(c)
 		}
 		set := flag.NewFlagSet(c.Command.Name, flag.ContinueOnError)
@@ -64,13 +68,28 @@ func interspersed(action cli.ActionFunc) cli.ActionFunc {
 		}
 		all = append(append(append(all, flags...), "--"), pos...)
 		if err := set.Parse(all); err != nil {
-			return cliwire.UsageLine("gpuacct "+c.Command.Name, err)
+			return UsageLine(commandPath(c), err)
 		}
 		nc := cli.NewContext(c.App, set, c.Lineage()[1])
 		nc.Command = c.Command
 		nc.Context = c.Context
 		return action(nc)
 	}
+}
+
+// commandPath is what the user typed before the options: "gpuacct note
+// add".
+func commandPath(c *cli.Context) string {
+	var names []string
+	for _, l := range c.Lineage() {
+		if l.Command != nil && l.Command.Name != "" {
+			names = append([]string{l.Command.Name}, names...)
+		}
+	}
+	if len(names) == 0 || names[0] != c.App.Name {
+		names = append([]string{c.App.Name}, names...)
+	}
+	return strings.Join(names, " ")
 }
 
 func takesValue(cmd *cli.Command, arg string) bool {
