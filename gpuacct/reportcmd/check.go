@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -134,7 +135,7 @@ Examples:
 				return cli.Exit("CRITICAL: "+err.Error(), checkCritical)
 			}
 			if !c.Bool("no-live") {
-				lp, ls, warnings := checkLive(c.Context, e.cfg.Board, slurm, e.now)
+				lp, ls, warnings := checkLive(c.Context, e.cfg.Board, slurm, o.Forget, e.now)
 				for _, w := range warnings {
 					fmt.Fprintf(d.Stderr, "WARNING: %s\n", w)
 				}
@@ -155,8 +156,10 @@ Examples:
 
 // checkLive reads the live board as gpuacct status does and returns its
 // alerts as problems, a summary, and the warnings that do not fail the
-// check: the board not set up, Slurm unreachable, files skipped.
-func checkLive(ctx context.Context, cfg config.Board, slurm slurmReader, now time.Time) (problems []string, summary string, warnings []string) {
+// check: the board not set up, Slurm unreachable, files skipped, and
+// stale nodes that are expected to be silent (down or powered down in
+// Slurm, or silent longer than forget, 0: never, as the ledger's check).
+func checkLive(ctx context.Context, cfg config.Board, slurm slurmReader, forget time.Duration, now time.Time) (problems []string, summary string, warnings []string) {
 	// The board is optional: without the agents' live snapshots there is
 	// nothing to alert on, and Slurm alone would make every node stale.
 	if _, err := os.Stat(cfg.LiveDir); err != nil {
@@ -185,7 +188,38 @@ func checkLive(ctx context.Context, cfg config.Board, slurm slurmReader, now tim
 		gpus += len(n.GPUs)
 	}
 	for _, a := range liveboard.Alerts(&b, cfg.IdleAlert.Duration) {
+		if a.Kind == liveboard.AlertStale {
+			if why := silentOK(a, state, forget, now); why != "" {
+				warnings = append(warnings, "live: "+a.Text+": "+why)
+				continue
+			}
+		}
 		problems = append(problems, "live: "+a.Text)
 	}
 	return problems, fmt.Sprintf("live board: %d nodes, %d GPUs, %d alerts", len(b.Nodes), gpus, len(problems)), warnings
+}
+
+// silentOK says why a stale node is no alert ("" when it is one): Slurm
+// has it down or powered down (its agent is expected to be silent), or
+// its last snapshot is older than forget (decommissioned?).
+func silentOK(a liveboard.Alert, state *slurmstate.State, forget time.Duration, now time.Time) string {
+	if state != nil {
+		for _, n := range state.Nodes {
+			if n.Name != a.Node {
+				continue
+			}
+			if n.Condition == slurmstate.Down || n.NotResponding {
+				return "Slurm has it down"
+			}
+			for _, f := range n.Flags {
+				if strings.HasPrefix(f, "POWER") {
+					return "Slurm has it " + strings.ToLower(strings.ReplaceAll(f, "_", " "))
+				}
+			}
+		}
+	}
+	if forget > 0 && !a.Since.IsZero() && now.Sub(a.Since) > forget {
+		return fmt.Sprintf("silent longer than report.check_forget (%s): decommissioned? remove its snapshot from board.live_dir", forget)
+	}
+	return ""
 }

@@ -115,6 +115,27 @@ func TestCheckLive(t *testing.T) {
 			fail: true,
 		},
 		{
+			name:  "stale but down or powered down in Slurm: a warning, not an alert",
+			lives: []record.Live{liveSnap("gpu01", now.Add(-10*time.Minute), liveGPU(90, 17)), liveSnap("gpu02", now.Add(-10*time.Minute), liveGPU(0, 0))},
+			slurm: func(context.Context, time.Duration) (slurmstate.State, error) {
+				return slurmstate.State{At: now, Nodes: []slurmstate.Node{
+					{Name: "gpu01", Condition: slurmstate.Down, GPUs: []slurmstate.GPU{{Type: "h100", Count: 1}}, GPUCount: 1},
+					{Name: "gpu02", Condition: slurmstate.Idle, Flags: []string{"POWERED_DOWN"}, GPUs: []slurmstate.GPU{{Type: "h100", Count: 1}}, GPUCount: 1},
+				}}, nil
+			},
+			out: ok + "live board: 2 nodes, 2 GPUs, 0 alerts\n",
+			errOut: "WARNING: live: gpu01: stale: last live snapshot 10m0s ago (2026-01-01T00:50:00Z): Slurm has it down\n" +
+				"WARNING: live: gpu02: stale: last live snapshot 10m0s ago (2026-01-01T00:50:00Z): Slurm has it powered down\n",
+		},
+		{
+			name:   "a snapshot older than --forget: decommissioned? as a warning",
+			lives:  []record.Live{liveSnap("gpu01", fresh, liveGPU(90, 17)), liveSnap("gpu09", now.Add(-200*time.Hour), liveGPU(0, 0))},
+			slurm:  okSlurm("gpu01"),
+			args:   []string{"--forget", "168h"},
+			out:    ok + "live board: 2 nodes, 2 GPUs, 0 alerts\n",
+			errOut: "WARNING: live: gpu09: stale: last live snapshot 200h0m0s ago (2025-12-23T17:00:00Z): silent longer than report.check_forget (168h0m0s): decommissioned? remove its snapshot from board.live_dir\n",
+		},
+		{
 			name:  "Slurm unreachable and a file skipped",
 			lives: []record.Live{liveSnap("gpu01", fresh, liveGPU(90, 17))},
 			files: map[string]string{"gpu09.json": "not json"},
