@@ -57,7 +57,7 @@ Examples:
 			}
 			rows := notes.Rows(kept, reqs, e.now, c.Bool("all"))
 			if format == "json" {
-				return notes.WriteJSON(d.Stdout, rows)
+				return notes.WriteJSON(d.Stdout, rows, e.now, c.Bool("all"))
 			}
 			if err := notes.WriteTable(d.Stdout, rows, e.loc, c.Bool("all")); err != nil {
 				return err

@@ -16,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/aicloud/gpusuite/cliwire"
+	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/ignorereq"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/store"
@@ -212,12 +213,19 @@ func TestListGolden(t *testing.T) {
 		})
 	}
 	// The markup is kept as typed, in the JSON too.
-	var rows []struct {
-		Text string `json:"text"`
+	var doc struct {
+		Schema string `json:"schema"`
+		Notes  []struct {
+			Text string `json:"text"`
+		} `json:"notes"`
 	}
-	if err := json.Unmarshal([]byte(f.mustRun(t, 0, "note", "list", "--format", "json")), &rows); err != nil {
+	if err := json.Unmarshal([]byte(f.mustRun(t, 0, "note", "list", "--format", "json")), &doc); err != nil {
 		t.Fatal(err)
 	}
+	if doc.Schema != board.NotesSchema {
+		t.Errorf("schema %q, want %s", doc.Schema, board.NotesSchema)
+	}
+	rows := doc.Notes
 	found := false
 	for _, r := range rows {
 		found = found || r.Text == `fan noisy, <b>do not use</b> & "ask" first`

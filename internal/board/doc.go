@@ -125,6 +125,12 @@ type NoteDoc struct {
 	Created   string `json:"created,omitempty"`
 	RemovedAt string `json:"removed_at,omitempty"`
 	RemovedBy string `json:"removed_by,omitempty"`
+	// Status and Error are set by a list that shows the requests not yet
+	// applied or refused beside the notes (gpuacct note list): active,
+	// expired, removed, pending or refused, and why refused. ID is 0 for
+	// a note not yet added.
+	Status string `json:"status,omitempty"`
+	Error  string `json:"error,omitempty"`
 }
 
 // NewStatusDoc is the document of nodes (all of b's, or those chosen) of b.
@@ -250,6 +256,9 @@ type ListedNote struct {
 	Created   time.Time
 	RemovedAt *time.Time
 	RemovedBy string
+	// Status and Error: NoteDoc's; "" leaves them out.
+	Status string
+	Error  string
 }
 
 // NewNotesDoc is the notes document of notes, in their order.
@@ -257,7 +266,7 @@ func NewNotesDoc(at time.Time, all bool, notes []ListedNote) NotesDoc {
 	out := NotesDoc{Schema: NotesSchema, At: stamp(at), All: all, Notes: []NoteDoc{}}
 	for _, n := range notes {
 		d := NoteDoc{ID: n.ID, Node: n.Node, Cluster: n.Cluster, GPU: n.GPU, Until: stamp(n.Until), Text: n.Text,
-			Author: n.Author, Created: stamp(n.Created), RemovedBy: n.RemovedBy}
+			Author: n.Author, Created: stamp(n.Created), RemovedBy: n.RemovedBy, Status: n.Status, Error: n.Error}
 		if d.Cluster == "" {
 			d.Cluster = n.Note.Cluster // the Note's own, as ListedNoteOf fills it
 		}

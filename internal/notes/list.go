@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/ignorereq"
 	"github.com/aicloud/gpusuite/internal/store"
 )
@@ -27,23 +28,24 @@ const (
 	Refused = "refused"
 )
 
-// Row is one listed note; its JSON is `gpuacct note list --format json`.
+// Row is one listed note or request; `gpuacct note list --format json`
+// prints rows as the notes document (Doc).
 type Row struct {
 	// ID is nil for a note not yet added.
-	ID      *int64 `json:"id"`
-	Cluster string `json:"cluster"`
-	Node    string `json:"node"`
-	GPU     *int   `json:"gpu"`
+	ID      *int64
+	Cluster string
+	Node    string
+	GPU     *int
 	// Until is nil only for a refused request that named no time.
-	Until     *time.Time `json:"until"`
-	Text      string     `json:"text"`
-	Author    string     `json:"author"`
-	UID       int        `json:"uid"`
-	Created   time.Time  `json:"created"`
-	RemovedAt *time.Time `json:"removed_at"`
-	RemovedBy string     `json:"removed_by"`
-	Status    string     `json:"status"`
-	Error     string     `json:"error,omitempty"`
+	Until     *time.Time
+	Text      string
+	Author    string
+	UID       int
+	Created   time.Time
+	RemovedAt *time.Time
+	RemovedBy string
+	Status    string
+	Error     string
 }
 
 // Rows lists kept (store.Notes at now, with all or not) with the
@@ -140,13 +142,33 @@ func gpuKey(g *int) int {
 	return *g
 }
 
-// WriteJSON writes rows as one indented JSON array; text is kept as typed
-// (markup unescaped: readers escape it where they show it).
-func WriteJSON(w io.Writer, rows []Row) error {
+// Doc is rows as the notes document (gpusuite.notes/v1) the web's
+// /api/v1/notes serves, each with its status; a request's error is kept
+// too.
+func Doc(rows []Row, at time.Time, all bool) board.NotesDoc {
+	list := make([]board.ListedNote, 0, len(rows))
+	for _, r := range rows {
+		n := board.ListedNote{Note: board.Note{GPU: r.GPU, Node: r.Node, Text: r.Text, Author: r.Author},
+			Cluster: r.Cluster, Created: r.Created, RemovedAt: r.RemovedAt, RemovedBy: r.RemovedBy, Status: r.Status, Error: r.Error}
+		if r.ID != nil {
+			n.ID = *r.ID
+		}
+		if r.Until != nil {
+			n.Until = *r.Until
+		}
+		list = append(list, n)
+	}
+	return board.NewNotesDoc(at, all, list)
+}
+
+// WriteJSON writes rows as the notes document (Doc), indented; text is
+// kept as typed (markup unescaped: readers escape it where they show
+// it).
+func WriteJSON(w io.Writer, rows []Row, at time.Time, all bool) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(rows); err != nil {
+	if err := enc.Encode(Doc(rows, at, all)); err != nil {
 		return fmt.Errorf("note list: write json: %w", err)
 	}
 	return nil
