@@ -122,3 +122,14 @@ func primary(cmd *cli.Command, arg string) string {
 	}
 	return arg
 }
+
+// SetStrings overrides what the config file gave with each string flag
+// the user set (flag > env > file > default): names maps a flag to the
+// config field it sets.
+func SetStrings(c *cli.Context, names map[string]*string) {
+	for name, dst := range names {
+		if c.IsSet(name) {
+			*dst = c.String(name)
+		}
+	}
+}

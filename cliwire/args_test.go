@@ -58,3 +58,21 @@ func TestInterspersed(t *testing.T) {
 		})
 	}
 }
+
+func TestSetStrings(t *testing.T) {
+	var out, errb bytes.Buffer
+	db, tz, teams := "file.db", "UTC", "file.toml"
+	app := &cli.App{Name: "tool", Writer: &out, ErrWriter: &errb,
+		Flags: []cli.Flag{&cli.StringFlag{Name: "db"}, &cli.StringFlag{Name: "tz", EnvVars: []string{"CLIWIRE_TEST_TZ"}}, &cli.StringFlag{Name: "teams", Value: "default"}},
+		Action: func(c *cli.Context) error {
+			SetStrings(c, map[string]*string{"db": &db, "tz": &tz, "teams": &teams})
+			return nil
+		}}
+	t.Setenv("CLIWIRE_TEST_TZ", "Europe/Berlin")
+	if code := Run(app, []string{"tool", "--db", "flag.db"}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if diff := cmp.Diff([]string{"flag.db", "Europe/Berlin", "file.toml"}, []string{db, tz, teams}); diff != "" {
+		t.Errorf("flag > env > file > default (-want +got):\n%s", diff)
+	}
+}

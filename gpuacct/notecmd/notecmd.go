@@ -94,15 +94,8 @@ func load(c *cli.Context, d Deps, title string) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	set := func(name string, dst *string) {
-		if c.IsSet(name) {
-			*dst = c.String(name)
-		}
-	}
-	set("db", &cfg.Store.Path)
-	set("requests", &cfg.Report.Requests)
-	set("tz", &cfg.Report.TZ)
-	set("live-dir", &cfg.Board.LiveDir)
+	cliwire.SetStrings(c, map[string]*string{"db": &cfg.Store.Path, "requests": &cfg.Report.Requests, "tz": &cfg.Report.TZ,
+		"live-dir": &cfg.Board.LiveDir})
 	loc, err := timespec.LoadLocation(cfg.Report.TZ)
 	if err != nil {
 		return nil, cliwire.Usagef("%s: %v", title, err)
