@@ -65,7 +65,10 @@ func lookOf(s board.State) stateLook {
 type boardFrag struct {
 	// AtMS is the board's time in Unix milliseconds: the script ticks
 	// ages from it.
-	AtMS         int64
+	AtMS int64
+	// NowMS is the server's clock when the page was rendered: the
+	// script's clock offset until the stream sends the server's time.
+	NowMS        int64
 	At           string
 	Agents       age
 	NoAgents     bool
@@ -99,20 +102,26 @@ type freeRow struct {
 }
 
 type gpuGroup struct {
+	// ID is the group's heading's element id: "grp-<index>" (a change of
+	// the groups sends the whole board, so the index is stable).
+	ID               string
 	Partition, Model string
 	Free, Total      int
 	Nodes            []boardNode
 }
 
 type boardNode struct {
+	// ID is the node row's element id: "row-<group>-<index>".
+	ID                      string
 	Name, Condition, Reason string
 	NotResponding           bool
 	Stale                   bool
-	StaleText               string
-	Also                    []string
-	Reservations            []string
-	Notes                   []cellNote
-	GPUs                    []cellView
+	// StaleSince is the stale node's last snapshot; nil: none ever.
+	StaleSince   *age
+	Also         []string
+	Reservations []string
+	Notes        []cellNote
+	GPUs         []cellView
 }
 
 type cellView struct {
@@ -260,8 +269,13 @@ func (h *Handler) groups(s *board.Snapshot, at time.Time) []gpuGroup {
 		return keys[i].model < keys[j].model
 	})
 	out := make([]gpuGroup, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, *byKey[k])
+	for gi, k := range keys {
+		g := *byKey[k]
+		g.ID = "grp-" + strconv.Itoa(gi)
+		for ni := range g.Nodes {
+			g.Nodes[ni].ID = "row-" + strconv.Itoa(gi) + "-" + strconv.Itoa(ni)
+		}
+		out = append(out, g)
 	}
 	return out
 }
@@ -269,12 +283,9 @@ func (h *Handler) groups(s *board.Snapshot, at time.Time) []gpuGroup {
 func (h *Handler) boardNode(n board.Node, also []string, at time.Time) *boardNode {
 	r := &boardNode{Name: n.Name, Condition: string(n.Condition), Reason: n.Reason, NotResponding: n.NotResponding,
 		Stale: n.Stale, Also: also, Reservations: n.Reservations, Notes: h.notes(n.Notes)}
-	if n.Stale {
-		if n.SnapshotAt.IsZero() {
-			r.StaleText = "STALE: no snapshot from its agent"
-		} else {
-			r.StaleText = "STALE: last snapshot " + fmtAge(at.Sub(n.SnapshotAt)) + " ago"
-		}
+	if n.Stale && !n.SnapshotAt.IsZero() {
+		a := ageOf(n.SnapshotAt, at)
+		r.StaleSince = &a
 	}
 	return r
 }
@@ -413,8 +424,43 @@ func (h *Handler) boardPage(w http.ResponseWriter, r *http.Request) error {
 	v := boardPage{base: h.base(r, nil, "Live board")}
 	v.Refresh = int(h.o.BoardRefresh.Seconds())
 	v.Board = h.newBoardFrag(h.o.Board.Current(r.Context()))
+	v.Board.NowMS = h.o.Now().UnixMilli()
 	h.render(w, http.StatusOK, "board", &v)
 	return nil
+}
+
+// renderSections renders the fragment's parts that an event may send
+// alone, in the fragment's order: the top, then each group's heading
+// and node rows.
+func (h *Handler) renderSections(s *board.Snapshot) ([]section, error) {
+	f := h.newBoardFrag(s)
+	t := h.pages["board"]
+	one := func(id, name string, v any) (section, error) {
+		var b bytes.Buffer
+		if err := t.ExecuteTemplate(&b, name, v); err != nil {
+			return section{}, fmt.Errorf("render board %s: %w", id, err)
+		}
+		return section{id: id, html: b.Bytes()}, nil
+	}
+	top, err := one("board-top", "boardtop", f)
+	if err != nil {
+		return nil, err
+	}
+	out := []section{top}
+	for _, g := range f.Groups {
+		sec, err := one(g.ID, "boardhead", g)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sec)
+		for _, n := range g.Nodes {
+			if sec, err = one(n.ID, "boardnode", n); err != nil {
+				return nil, err
+			}
+			out = append(out, sec)
+		}
+	}
+	return out, nil
 }
 
 // renderFrag renders the board fragment alone, for the event stream.

@@ -2,6 +2,8 @@ package web_test
 
 import (
 	"context"
+	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -116,12 +118,42 @@ func TestBoardBrowser(t *testing.T) {
 		t.Errorf("free after the job started: %q, want 1", got)
 	}
 
+	// Every age ticks on the page, a stale node's too, from the server's
+	// time: it was 60 s when the page came.
+	do("stale age ticks", chromedp.Poll[chromedp.Void](`(function () { var el = document.querySelector(".node.stale strong [data-t]"); return el !== null && el.textContent !== "60 s"; })()`,
+		chromedp.WithPollingTimeout(30*time.Second)))
+
 	// 390 px wide: no horizontal scroll.
 	do("narrow", chromedp.EmulateViewport(390, 844), chromedp.Reload(), chromedp.WaitVisible("#gpu-n1-0"))
 	if w, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); err != nil || w > 390 {
 		t.Errorf("at 390 px the page is %d px wide (%v)", w, err)
 	}
 	shot("board-390.png")
+}
+
+// TestBoardBrowserReconnect: a stream the server ends and then refuses
+// (503, as when too many are open) is reopened by the page, which says
+// so instead of "reconnecting" forever.
+func TestBoardBrowserReconnect(t *testing.T) {
+	lb := newLiveBoard(t, nil)
+	h, err := web.New(web.Options{DB: filepath.Join(t.TempDir(), "none.db"), Location: time.UTC, Board: lb.src,
+		BoardTick: 100 * time.Millisecond, Now: func() time.Time { return boardNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() { h.EndStreams(); srv.Close(); h.Close() })
+	ctx := browsertest.NewBrowser(t, 1440, 1000)
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/"),
+		chromedp.Poll[chromedp.Void](`document.getElementById("board").hasAttribute("data-updated")`, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		t.Fatal(err)
+	}
+	h.EndStreams()
+	if err := chromedp.Do(ctx, chromedp.Poll[chromedp.Void](`document.getElementById("board-conn").textContent.indexOf("retrying in") >= 0`,
+		chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		msg, _ := chromedp.Run(ctx, chromedp.TextContent("#board-conn"))
+		t.Fatalf("after the server refused the stream the page says %q: %v", msg, err)
+	}
 }
 
 // TestBoardBrowser1000 logs the first render of a 1,000-GPU board (125

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -330,6 +331,8 @@ func TestBoardNotesAPI(t *testing.T) {
 type sseReader struct {
 	resp *http.Response
 	r    *bufio.Reader
+	// now is the data of the last "now" event: the server's time.
+	now string
 }
 
 func openEvents(t *testing.T, url string) *sseReader {
@@ -345,22 +348,32 @@ func openEvents(t *testing.T, url string) *sseReader {
 	return &sseReader{resp: resp, r: bufio.NewReader(resp.Body)}
 }
 
-// next returns the data of the next board event; an error when the
-// stream ends.
+// next returns the data of the next board event, whole ("board") or
+// changed sections ("nodes"); an error when the stream ends.
 func (s *sseReader) next() (string, error) {
+	_, data, err := s.nextEvent()
+	return data, err
+}
+
+// nextEvent returns the next board event's name and data; the server's
+// time ("now") is kept in s.now.
+func (s *sseReader) nextEvent() (string, string, error) {
 	var data []string
-	isBoard := false
+	name := ""
 	for {
 		line, err := s.r.ReadString('\n')
 		if err != nil {
-			return "", err
+			return "", "", err
 		}
 		line = strings.TrimRight(line, "\n")
 		switch {
-		case line == "" && isBoard:
-			return strings.Join(data, "\n"), nil
-		case line == "event: board":
-			isBoard = true
+		case line == "" && name == "now":
+			s.now = strings.Join(data, "\n")
+			name, data = "", nil
+		case line == "" && name != "":
+			return name, strings.Join(data, "\n"), nil
+		case strings.HasPrefix(line, "event: "):
+			name = strings.TrimPrefix(line, "event: ")
 		case strings.HasPrefix(line, "data: "):
 			data = append(data, strings.TrimPrefix(line, "data: "))
 		}
@@ -389,8 +402,9 @@ func within[T any](t *testing.T, d time.Duration, fn func() (T, error)) (T, erro
 
 func TestBoardEvents(t *testing.T) {
 	lb := newLiveBoard(t, nil)
+	serverNow := boardNow.Add(42 * time.Second)
 	h, err := web.New(web.Options{DB: filepath.Join(t.TempDir(), "none.db"), Location: time.UTC, Board: lb.src,
-		BoardTick: 10 * time.Millisecond, MaxStreams: 2})
+		BoardTick: 10 * time.Millisecond, MaxStreams: 2, Now: func() time.Time { return serverNow }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,6 +421,11 @@ func TestBoardEvents(t *testing.T) {
 	if strings.Contains(first, "<html") {
 		t.Error("an event carries the whole page, not the board fragment")
 	}
+	// The page's clock offset is the server's time, sent with the event,
+	// not the board's build time.
+	if want := strconv.FormatInt(serverNow.UnixMilli(), 10); a.now != want {
+		t.Errorf("server time before the first event: %q, want %q", a.now, want)
+	}
 	b := openEvents(t, srv.URL)
 	if _, err := within(t, 30*time.Second, b.next); err != nil {
 		t.Fatalf("second stream's first event: %v", err)
@@ -416,13 +435,18 @@ func TestBoardEvents(t *testing.T) {
 		t.Errorf("third stream: %d %s, want 503", code, body)
 	}
 
-	// A job starts on n1's free GPU: both streams see the cell busy.
+	// A job starts on n1's free GPU: both streams get n1's row (and the
+	// counts at the top) alone, not the whole board.
 	writeSnapshot(t, lb.dir, record.Live{Node: "n1", GPUs: []record.LiveGPU{liveGPU(0, 87, 40960, 7), liveGPU(1, 0, 512, 7), liveGPU(2, 30, 2048, 8), liveGPU(3, 50, 1024, 12)}})
 	lb.clock.set(boardNow.Add(time.Second)) // the source builds anew once its board is older than MaxAge
 	for name, s := range map[string]*sseReader{"first": a, "second": b} {
-		ev, err := within(t, 30*time.Second, s.next)
-		if err != nil || !strings.Contains(ev, "●</span> #3 busy") {
-			t.Errorf("%s stream after the job started: %v %.300s", name, err, ev)
+		kind, ev, err := within3(t, 30*time.Second, s.nextEvent)
+		if err != nil || kind != "nodes" || !strings.Contains(ev, "●</span> #3 busy") || !strings.Contains(ev, `id="board-top"`) ||
+			!strings.Contains(ev, `id="kpi-running">3<`) {
+			t.Errorf("%s stream after the job started: %v %s %.300s", name, err, kind, ev)
+		}
+		if strings.Contains(ev, `id="gpu-n2-0"`) || strings.Contains(ev, `id="legend"`) {
+			t.Errorf("%s stream: the change of n1 sent unchanged sections: %.300s", name, ev)
 		}
 	}
 
@@ -432,6 +456,50 @@ func TestBoardEvents(t *testing.T) {
 		if _, err := within(t, 30*time.Second, s.next); err == nil {
 			t.Errorf("%s stream still sends after EndStreams", name)
 		}
+	}
+}
+
+func within3(t *testing.T, d time.Duration, fn func() (string, string, error)) (string, string, error) {
+	t.Helper()
+	type two struct{ kind, data string }
+	r, err := within(t, d, func() (two, error) { k, v, err := fn(); return two{k, v}, err })
+	return r.kind, r.data, err
+}
+
+// One client address holds at most MaxStreamsPerClient streams.
+func TestBoardEventsPerClient(t *testing.T) {
+	lb := newLiveBoard(t, nil)
+	srv := newBoardServer(t, web.Options{Board: lb.src, BoardTick: time.Hour, MaxStreams: 10, MaxStreamsPerClient: 2})
+	for range 2 {
+		s := openEvents(t, srv.URL)
+		if _, err := within(t, 30*time.Second, s.next); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, body := getJSON(t, srv.URL+"/api/v1/board/events", nil)
+	if code != http.StatusServiceUnavailable || !strings.Contains(string(body), "this address holds 2 board streams already") {
+		t.Errorf("third stream of one address: %d %s, want 503", code, body)
+	}
+}
+
+// A stream opened later gets the board as it is then, its ages counted
+// from the server's time, not the fragment of the last change: a stale
+// node's age goes on.
+func TestBoardEventsLateViewer(t *testing.T) {
+	lb := newLiveBoard(t, nil)
+	srv := newBoardServer(t, web.Options{Board: lb.src, BoardTick: 10 * time.Millisecond})
+	n4 := strconv.FormatInt(boardNow.Add(-time.Minute).UnixMilli(), 10)
+	a := openEvents(t, srv.URL)
+	first, err := within(t, 30*time.Second, a.next)
+	if want := `STALE: last snapshot <span data-t="` + n4 + `">60 s</span> ago`; err != nil || !strings.Contains(first, want) {
+		t.Fatalf("first stream: %v, lacks %q in %.300s", err, want, first)
+	}
+	// Nothing changes but the time.
+	lb.clock.set(boardNow.Add(10 * time.Minute))
+	b := openEvents(t, srv.URL)
+	late, err := within(t, 30*time.Second, b.next)
+	if want := `STALE: last snapshot <span data-t="` + n4 + `">11 min</span> ago`; err != nil || !strings.Contains(late, want) {
+		t.Errorf("later stream: %v, lacks %q in %.300s", err, want, late)
 	}
 }
 

@@ -3,8 +3,10 @@ package web
 import (
 	"bytes"
 	"context"
-	"encoding/json"
+	"net"
 	"net/http"
+	"regexp"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -14,14 +16,18 @@ import (
 
 // Bounds of the board's event stream (docs/api.md, "Board events").
 const (
-	// DefaultMaxStreams is how many event streams are open at once; past
-	// it a new one gets 503. web.concurrent does not count them: a stream
-	// holds no query, only a slot in the broadcaster.
+	// DefaultMaxStreams is how many event streams are open at once
+	// (web.max_streams); past it a new one gets 503. web.concurrent does
+	// not count them: a stream holds no query, only a slot in the hub.
 	DefaultMaxStreams = 1000
+	// DefaultMaxStreamsPerClient is how many of them one client address
+	// may hold, so one browser's tabs or one script cannot take them all.
+	DefaultMaxStreamsPerClient = 8
 	// DefaultBoardTick is how often the broadcaster looks at the board.
 	DefaultBoardTick = time.Second
-	// heartbeat is the period of the comment that keeps proxies from
-	// closing a quiet stream.
+	// heartbeat is the period of the server's time sent on a quiet
+	// stream: it keeps proxies from closing it and the page's clock
+	// offset true.
 	heartbeat = 15 * time.Second
 	// writeWait is how long one write to a stream may take; a client that
 	// reads slower is dropped, not buffered for.
@@ -33,65 +39,124 @@ const (
 // eventsPath is the board's event stream.
 const eventsPath = "/api/v1/board/events"
 
+// section is one element of the board fragment that an event may send
+// alone: the top (status, banners, counts, free table), a group's
+// heading or a node's row.
+type section struct {
+	id string
+	// html is the element as rendered; key is it without the texts that
+	// move by themselves (ages the page ticks, the board's time), so
+	// that a section is sent only when something in it changed.
+	html, key []byte
+}
+
+// subscriber is one open stream. Its dirty set merges the sections that
+// changed since it last wrote, so a slow client loses no update and
+// costs at most one copy of each section; sig wakes its writer.
+type subscriber struct {
+	client string
+	sig    chan struct{}
+	dirty  map[string]bool
+	// full asks for the whole fragment: a new stream, or the groups or
+	// nodes changed so that sections no longer line up.
+	full bool
+}
+
 // hub is the one broadcaster of the board's events: one goroutine looks
 // at the board every tick, while anyone listens, and renders a change
-// once for all, so a thousand viewers cost one build and one render.
+// once for all, so a thousand viewers cost one build and one render;
+// each stream is then sent only the sections that changed.
 type hub struct {
-	src    *board.Source
-	render func(*board.Snapshot) ([]byte, error)
-	tick   time.Duration
-	max    int
-	log    func(msg string, args ...any)
+	src       *board.Source
+	frag      func(*board.Snapshot) ([]byte, error)
+	sections  func(*board.Snapshot) ([]section, error)
+	now       func() time.Time
+	tick      time.Duration
+	max       int
+	perClient int
+	log       func(msg string, args ...any)
+	// moving finds the texts that change without the board changing.
+	moving *regexp.Regexp
 
-	mu      sync.Mutex
-	subs    map[chan []byte]struct{}
-	running bool
-	// last is the event last rendered; new subscribers get it first.
-	last []byte
+	// proc makes one snapshot's processing whole (the loop's and a new
+	// stream's).
+	proc sync.Mutex
+
+	mu       sync.Mutex
+	subs     map[*subscriber]struct{}
+	byClient map[string]int
+	running  bool
+	snap     *board.Snapshot
+	layout   []string
+	secs     map[string]section
+	// fullEv is the whole fragment's event of fullOf, rendered once for
+	// all new streams of that snapshot.
+	fullEv []byte
+	fullOf *board.Snapshot
 	// done ends the loop and every stream (Handler.Close, serve's end).
 	done     chan struct{}
 	doneOnce sync.Once
 }
 
-func newHub(src *board.Source, render func(*board.Snapshot) ([]byte, error), tick time.Duration, max int, log func(string, ...any)) *hub {
-	if tick <= 0 {
-		tick = DefaultBoardTick
-	}
-	if max <= 0 {
-		max = DefaultMaxStreams
-	}
-	return &hub{src: src, render: render, tick: tick, max: max, log: log, subs: map[chan []byte]struct{}{}, done: make(chan struct{})}
+type hubOptions struct {
+	src       *board.Source
+	frag      func(*board.Snapshot) ([]byte, error)
+	sections  func(*board.Snapshot) ([]section, error)
+	now       func() time.Time
+	tick      time.Duration
+	max       int
+	perClient int
+	log       func(string, ...any)
 }
 
-// subscribe adds a listener; false when the hub is full or closed. The
-// channel holds one event: a newer one replaces one not yet taken.
-func (hb *hub) subscribe() (chan []byte, bool) {
+func newHub(o hubOptions) *hub {
+	if o.tick <= 0 {
+		o.tick = DefaultBoardTick
+	}
+	if o.max <= 0 {
+		o.max = DefaultMaxStreams
+	}
+	if o.perClient <= 0 {
+		o.perClient = DefaultMaxStreamsPerClient
+	}
+	return &hub{src: o.src, frag: o.frag, sections: o.sections, now: o.now, tick: o.tick, max: o.max, perClient: o.perClient, log: o.log,
+		moving: regexp.MustCompile(`(data-t="\d+">)[^<]*|Board at [^<]*`),
+		subs:   map[*subscriber]struct{}{}, byClient: map[string]int{}, secs: map[string]section{}, done: make(chan struct{})}
+}
+
+// subscribe adds a stream of client; "" when the hub is open, else why
+// not (full, the client's share taken, or closed).
+func (hb *hub) subscribe(client string) (*subscriber, string) {
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
 	select {
 	case <-hb.done:
-		return nil, false
+		return nil, "the server is stopping"
 	default:
 	}
 	if len(hb.subs) >= hb.max {
-		return nil, false
+		return nil, "too many board streams open (web.max_streams " + strconv.Itoa(hb.max) + ")"
 	}
-	ch := make(chan []byte, 1)
-	if hb.last != nil {
-		ch <- hb.last
+	if hb.byClient[client] >= hb.perClient {
+		return nil, "this address holds " + strconv.Itoa(hb.perClient) + " board streams already; close a tab"
 	}
-	hb.subs[ch] = struct{}{}
+	sb := &subscriber{client: client, sig: make(chan struct{}, 1), dirty: map[string]bool{}, full: true}
+	hb.subs[sb] = struct{}{}
+	hb.byClient[client]++
 	if !hb.running {
 		hb.running = true
 		go hb.loop()
 	}
-	return ch, true
+	return sb, ""
 }
 
-func (hb *hub) unsubscribe(ch chan []byte) {
+func (hb *hub) unsubscribe(sb *subscriber) {
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
-	delete(hb.subs, ch)
+	delete(hb.subs, sb)
+	if hb.byClient[sb.client]--; hb.byClient[sb.client] <= 0 {
+		delete(hb.byClient, sb.client)
+	}
 }
 
 // subscribers is how many streams are open.
@@ -103,8 +168,8 @@ func (hb *hub) subscribers() int {
 
 func (hb *hub) close() { hb.doneOnce.Do(func() { close(hb.done) }) }
 
-// loop builds the board every tick and sends it when it changed; it ends
-// when the last subscriber leaves (the next one starts it again), so an
+// loop builds the board every tick and marks what changed; it ends when
+// the last subscriber leaves (the next one starts it again), so an
 // unwatched board costs nothing.
 func (hb *hub) loop() {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -118,28 +183,16 @@ func (hb *hub) loop() {
 	}()
 	t := time.NewTicker(hb.tick)
 	defer t.Stop()
-	var lastKey []byte
 	for {
 		hb.mu.Lock()
 		if len(hb.subs) == 0 || ctx.Err() != nil {
-			hb.running, hb.last = false, nil
+			hb.running = false
+			hb.snap, hb.layout, hb.secs, hb.fullEv, hb.fullOf = nil, nil, map[string]section{}, nil, nil
 			hb.mu.Unlock()
 			return
 		}
 		hb.mu.Unlock()
-		// A build reads files and the notes: bounded like a request.
-		bctx, bcancel := context.WithTimeout(ctx, buildTimeout)
-		s := hb.src.Current(bctx)
-		bcancel()
-		if key := changeKey(s); !bytes.Equal(key, lastKey) {
-			ev, err := hb.event(s)
-			if err != nil {
-				hb.log("board event", "err", err)
-			} else {
-				lastKey = key
-				hb.send(ev)
-			}
-		}
+		hb.refresh(ctx)
 		select {
 		case <-ctx.Done():
 		case <-t.C:
@@ -147,55 +200,162 @@ func (hb *hub) loop() {
 	}
 }
 
-// event is one SSE event of the rendered fragment: one data line per
-// line of it.
-func (hb *hub) event(s *board.Snapshot) ([]byte, error) {
-	frag, err := hb.render(s)
+// refresh builds the board (bounded like a request) and processes it.
+func (hb *hub) refresh(ctx context.Context) {
+	bctx, cancel := context.WithTimeout(ctx, buildTimeout)
+	defer cancel()
+	if err := hb.process(hb.src.Current(bctx)); err != nil {
+		hb.log("board event", "err", err)
+	}
+}
+
+// process renders the sections of s and marks those that changed dirty
+// for every stream; a change of the sections' layout asks every stream
+// for the whole fragment. A snapshot already processed costs nothing.
+func (hb *hub) process(s *board.Snapshot) error {
+	hb.proc.Lock()
+	defer hb.proc.Unlock()
+	hb.mu.Lock()
+	same := hb.snap == s
+	hb.mu.Unlock()
+	if same {
+		return nil
+	}
+	secs, err := hb.sections(s)
 	if err != nil {
-		return nil, err
+		return err
+	}
+	layout := make([]string, 0, len(secs))
+	for i := range secs {
+		secs[i].key = hb.moving.ReplaceAll(secs[i].html, []byte("$1"))
+		layout = append(layout, secs[i].id)
+	}
+	hb.mu.Lock()
+	defer hb.mu.Unlock()
+	first := hb.snap == nil
+	hb.snap, hb.fullEv, hb.fullOf = s, nil, nil
+	if !slices.Equal(layout, hb.layout) {
+		hb.layout = layout
+		hb.secs = make(map[string]section, len(secs))
+		for _, sec := range secs {
+			hb.secs[sec.id] = sec
+		}
+		for sb := range hb.subs {
+			if !first {
+				sb.full = true
+				clear(sb.dirty)
+			}
+			if sb.full {
+				wake(sb)
+			}
+		}
+		return nil
+	}
+	var changed []string
+	for _, sec := range secs {
+		if !bytes.Equal(hb.secs[sec.id].key, sec.key) {
+			changed = append(changed, sec.id)
+		}
+		// Kept even when unchanged: a later send carries the newest texts.
+		hb.secs[sec.id] = sec
+	}
+	if len(changed) == 0 {
+		return nil
+	}
+	for sb := range hb.subs {
+		for _, id := range changed {
+			sb.dirty[id] = true
+		}
+		wake(sb)
+	}
+	return nil
+}
+
+// wake signals sb's writer; a signal not yet taken stands for this one.
+func wake(sb *subscriber) {
+	select {
+	case sb.sig <- struct{}{}:
+	default:
+	}
+}
+
+// take is what sb's writer sends now: the whole fragment when it asks
+// for it, else its dirty sections in the board's order; nil: nothing.
+func (hb *hub) take(sb *subscriber) ([]byte, error) {
+	hb.mu.Lock()
+	if sb.full {
+		snap, ev := hb.snap, hb.fullEv
+		if snap == nil {
+			hb.mu.Unlock()
+			return nil, nil
+		}
+		sb.full = false
+		clear(sb.dirty)
+		hb.mu.Unlock()
+		if ev != nil {
+			return ev, nil
+		}
+		frag, err := hb.frag(snap)
+		if err != nil {
+			return nil, err
+		}
+		ev = event("board", frag)
+		hb.mu.Lock()
+		if hb.snap == snap {
+			hb.fullEv, hb.fullOf = ev, snap
+		}
+		hb.mu.Unlock()
+		return ev, nil
+	}
+	defer hb.mu.Unlock()
+	if len(sb.dirty) == 0 {
+		return nil, nil
 	}
 	var b bytes.Buffer
-	b.WriteString("event: board\n")
-	for line := range bytes.Lines(frag) {
+	for _, id := range hb.layout {
+		if sb.dirty[id] {
+			b.Write(hb.secs[id].html)
+			b.WriteByte('\n')
+		}
+	}
+	clear(sb.dirty)
+	return event("nodes", b.Bytes()), nil
+}
+
+// event is one SSE event: one data line per line of data.
+func event(name string, data []byte) []byte {
+	var b bytes.Buffer
+	b.Grow(len(data) + len(data)/64 + 32)
+	b.WriteString("event: ")
+	b.WriteString(name)
+	b.WriteByte('\n')
+	for line := range bytes.Lines(data) {
 		b.WriteString("data: ")
 		b.Write(bytes.TrimRight(line, "\r\n"))
 		b.WriteByte('\n')
 	}
 	b.WriteByte('\n')
-	return b.Bytes(), nil
+	return b.Bytes()
 }
 
-func (hb *hub) send(ev []byte) {
-	hb.mu.Lock()
-	defer hb.mu.Unlock()
-	hb.last = ev
-	for ch := range hb.subs {
-		select {
-		case <-ch: // not taken yet: the newer one replaces it
-		default:
-		}
-		ch <- ev
+// nowEvent is the server's time, Unix milliseconds: the page's clock
+// offset, sent before each board event and as the heartbeat.
+func (hb *hub) nowEvent() []byte {
+	return []byte("event: now\ndata: " + strconv.FormatInt(hb.now().UnixMilli(), 10) + "\n\n")
+}
+
+// clientOf is the address a stream is counted against.
+func clientOf(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
 	}
+	return host
 }
 
-// changeKey is what makes a board new to a viewer: its document without
-// the times that move every second by themselves (the board's time and
-// each job's elapsed seconds, which the page ticks on its own).
-func changeKey(s *board.Snapshot) []byte {
-	d := board.NewStatusDoc(&s.Board, s.Board.Nodes, s.Meta)
-	d.At = ""
-	for i := range d.Nodes {
-		for j := range d.Nodes[i].GPUs {
-			for k := range d.Nodes[i].GPUs[j].Jobs {
-				d.Nodes[i].GPUs[j].Jobs[k].ElapsedS = nil
-			}
-		}
-	}
-	b, _ := json.Marshal(d) // plain values: cannot fail
-	return append(b, s.NotesError...)
-}
-
-// GET /api/v1/board/events: the board fragment as server-sent events.
+// GET /api/v1/board/events: the board as server-sent events: the whole
+// fragment first ("board"), then the sections that changed ("nodes"),
+// each after the server's time ("now").
 func (h *Handler) boardEvents(w http.ResponseWriter, r *http.Request) {
 	if h.o.Board == nil {
 		w.Header().Set("Cache-Control", "no-store")
@@ -206,13 +366,13 @@ func (h *Handler) boardEvents(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 		return
 	}
-	ch, ok := h.hub.subscribe()
-	if !ok {
+	sb, why := h.hub.subscribe(clientOf(r))
+	if sb == nil {
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "too many board streams open (or the server is stopping); retry in a few seconds, or poll /api/v1/board"})
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": why + "; retry in a few seconds, or poll /api/v1/board"})
 		return
 	}
-	defer h.hub.unsubscribe(ch)
+	defer h.hub.unsubscribe(sb)
 	rc := http.NewResponseController(w)
 	hd := w.Header()
 	hd.Set("Content-Type", "text/event-stream; charset=utf-8")
@@ -221,18 +381,24 @@ func (h *Handler) boardEvents(w http.ResponseWriter, r *http.Request) {
 	// A proxy must not hold the stream back to buffer it.
 	hd.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	write := func(b []byte) bool {
+	write := func(bs ...[]byte) bool {
 		// The server's WriteTimeout is for answers, not a stream: each
 		// write gets writeWait of its own instead.
 		_ = rc.SetWriteDeadline(time.Now().Add(writeWait))
-		if _, err := w.Write(b); err != nil {
-			return false
+		for _, b := range bs {
+			if _, err := w.Write(b); err != nil {
+				return false
+			}
 		}
 		return rc.Flush() == nil
 	}
 	if !write([]byte("retry: 5000\n\n")) {
 		return
 	}
+	// A new stream gets the board as it is now, not as it was at the
+	// last change: a board older than the source's MaxAge is rebuilt.
+	h.hub.refresh(r.Context())
+	wake(sb)
 	beat := time.NewTicker(heartbeat)
 	defer beat.Stop()
 	for {
@@ -241,12 +407,17 @@ func (h *Handler) boardEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-h.hub.done:
 			return
-		case ev := <-ch:
-			if !write(ev) {
+		case <-sb.sig:
+			ev, err := h.hub.take(sb)
+			if err != nil {
+				h.o.Log.Warn("board event", "err", err)
+				continue
+			}
+			if ev != nil && !write(h.hub.nowEvent(), ev) {
 				return
 			}
 		case <-beat.C:
-			if !write([]byte(": heartbeat\n\n")) {
+			if !write(h.hub.nowEvent()) {
 				return
 			}
 		}

@@ -57,12 +57,15 @@ type Options struct {
 	// BoardTick is how often the event stream looks for a change
 	// (DefaultBoardTick when 0); BoardRefresh the reload period of the
 	// board page without JavaScript; MaxStreams bounds the open event
-	// streams (DefaultMaxStreams when 0).
-	BoardTick    time.Duration
-	BoardRefresh time.Duration
-	MaxStreams   int
-	Now          func() time.Time
-	Log          *slog.Logger
+	// streams (web.max_streams; DefaultMaxStreams when 0), and
+	// MaxStreamsPerClient those of one client address
+	// (DefaultMaxStreamsPerClient when 0).
+	BoardTick           time.Duration
+	BoardRefresh        time.Duration
+	MaxStreams          int
+	MaxStreamsPerClient int
+	Now                 func() time.Time
+	Log                 *slog.Logger
 }
 
 // OptionsFrom fills Options from the configuration file's sections; the
@@ -76,7 +79,7 @@ func OptionsFrom(cfg config.Config, src *board.Source, log *slog.Logger, now fun
 		DB: cfg.Store.Path, BusyTimeout: cfg.Store.BusyTimeout.Duration, Teams: cfg.Report.Teams, Location: loc,
 		MaxAge: cfg.Web.MaxAge.Duration, Check: report.CheckOptionsFrom(cfg, time.Time{}),
 		Concurrent: cfg.Web.Concurrent, Timeout: cfg.Web.Timeout.Duration, Now: now, Log: log,
-		Board: src, BoardRefresh: boardRefresh(cfg.Agent.Interval.Duration),
+		Board: src, BoardRefresh: boardRefresh(cfg.Agent.Interval.Duration), MaxStreams: cfg.Web.MaxStreams,
 	}, nil
 }
 
@@ -130,7 +133,8 @@ func New(o Options) (*Handler, error) {
 		return nil, err
 	}
 	h := &Handler{o: o, src: newSource(o), mapping: m, pages: pages, static: st, mux: http.NewServeMux(), limit: newLimiter(o.Concurrent, o.Timeout)}
-	h.hub = newHub(o.Board, h.renderFrag, o.BoardTick, o.MaxStreams, o.Log.Warn)
+	h.hub = newHub(hubOptions{src: o.Board, frag: h.renderFrag, sections: h.renderSections, now: o.Now, tick: o.BoardTick,
+		max: o.MaxStreams, perClient: o.MaxStreamsPerClient, log: o.Log.Warn})
 	h.routes()
 	return h, nil
 }

@@ -1,16 +1,17 @@
-// gpuacct live board: swaps in each board the server sends (server-sent
-// events, one rendered fragment) and ticks the ages between them. The
-// page works without it: it then reloads itself (<noscript> refresh).
+// gpuacct live board: takes the board the server sends (server-sent
+// events: the whole fragment first, then the sections that changed) and
+// ticks every age between them. The page works without it: it then
+// reloads itself (<noscript> refresh).
 (function () {
   "use strict";
   var root = document.getElementById("board");
   if (!root) { return; }
-  // skew is the browser's clock minus the server's, from the board's time.
+  // skew is the browser's clock minus the server's: from the time the
+  // page was rendered, then from the server's time sent on the stream
+  // (never from the board's build time, which may be old).
   var skew = 0;
-  function sync() {
-    var live = root.querySelector("[data-at]");
-    if (live) { skew = Date.now() - Number(live.getAttribute("data-at")); }
-  }
+  var live = root.querySelector("[data-now]");
+  if (live) { skew = Date.now() - Number(live.getAttribute("data-now")); }
   // fmt is the server's fmtAge (internal/web/board.go).
   function fmt(s) {
     s = Math.max(0, Math.round(s));
@@ -25,7 +26,7 @@
       el.textContent = fmt((now - Number(el.getAttribute("data-t"))) / 1000);
     });
   }
-  sync();
+  tick();
   setInterval(tick, 1000);
   if (!window.EventSource) { return; }
   function conn(text) {
@@ -34,12 +35,11 @@
     el.hidden = !text;
     el.textContent = text || "";
   }
-  var es = new EventSource("/api/v1/board/events");
-  es.addEventListener("board", function (e) {
-    // Keep the keyboard where it was: the cells keep their ids.
+  // swap runs fn keeping the keyboard where it was: the cells keep their
+  // ids across a board.
+  function swap(fn) {
     var focused = document.activeElement && root.contains(document.activeElement) ? document.activeElement.id : "";
-    root.innerHTML = e.data;
-    sync();
+    fn();
     tick();
     root.setAttribute("data-updated", String(Date.now()));
     if (focused) {
@@ -47,6 +47,49 @@
       if (el) { el.focus({ preventScroll: true }); }
     }
     conn("");
-  });
-  es.addEventListener("error", function () { conn("live updates lost; reconnecting…"); });
+  }
+  var es = null;
+  var backoff = 1;
+  var retryTimer = 0;
+  function open() {
+    es = new EventSource("/api/v1/board/events");
+    es.addEventListener("now", function (e) {
+      skew = Date.now() - Number(e.data);
+      backoff = 1;
+      conn("");
+    });
+    es.addEventListener("board", function (e) {
+      backoff = 1;
+      swap(function () { root.innerHTML = e.data; });
+    });
+    es.addEventListener("nodes", function (e) {
+      backoff = 1;
+      var t = document.createElement("template");
+      t.innerHTML = e.data;
+      var lost = false;
+      swap(function () {
+        Array.prototype.slice.call(t.content.children).forEach(function (el) {
+          var old = el.id ? document.getElementById(el.id) : null;
+          if (old && root.contains(old)) { old.replaceWith(el); } else { lost = true; }
+        });
+      });
+      // A section the page lacks: start again from the whole board.
+      if (lost) { es.close(); open(); }
+    });
+    es.addEventListener("error", function () {
+      if (es.readyState !== EventSource.CLOSED) {
+        conn("live updates lost; reconnecting…");
+        return;
+      }
+      // The server refused the stream (503: too many, or stopping): the
+      // browser gives up, so reopen it ourselves, waiting longer each time.
+      es.close();
+      var wait = backoff;
+      backoff = Math.min(30, backoff * 2);
+      conn("live updates stopped, the board below is not updated; retrying in " + wait + " s");
+      clearTimeout(retryTimer);
+      retryTimer = setTimeout(open, wait * 1000);
+    });
+  }
+  open();
 })();

@@ -1,0 +1,74 @@
+package web
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/aicloud/gpusuite/internal/board"
+)
+
+// A stream that has not written yet gets every section changed since,
+// each once and newest, in the board's order; a change of layout asks
+// for the whole board.
+func TestHubDirtyMerges(t *testing.T) {
+	pages := map[*board.Snapshot][]section{}
+	snap := func(secs ...string) *board.Snapshot {
+		s := &board.Snapshot{}
+		for _, kv := range secs {
+			id, html, _ := strings.Cut(kv, "=")
+			pages[s] = append(pages[s], section{id: id, html: []byte(html)})
+		}
+		return s
+	}
+	hb := newHub(hubOptions{log: t.Logf,
+		frag: func(s *board.Snapshot) ([]byte, error) { return []byte("whole"), nil },
+		sections: func(s *board.Snapshot) ([]section, error) {
+			return append([]section(nil), pages[s]...), nil
+		}})
+	hb.running = true // no loop: the test processes by hand
+	sb, why := hb.subscribe("c")
+	if sb == nil {
+		t.Fatal(why)
+	}
+	take := func() string {
+		t.Helper()
+		ev, err := hb.take(sb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(ev)
+	}
+	process := func(s *board.Snapshot) {
+		t.Helper()
+		if err := hb.process(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	process(snap("top=Board at 06:00:01", "a=A1", `b=<span data-t="5">3 s</span>`, "c=C1"))
+	if got := take(); got != "event: board\ndata: whole\n\n" {
+		t.Errorf("first: %q", got)
+	}
+	// Three changes while the client is slow: a, then c, then a again;
+	// b's age text moves, which is no change.
+	process(snap("top=Board at 06:00:02", "a=A2", `b=<span data-t="5">3 s</span>`, "c=C1"))
+	process(snap("top=Board at 06:00:02", "a=A2", `b=<span data-t="5">3 s</span>`, "c=C2"))
+	process(snap("top=Board at 06:00:03", "a=A3", `b=<span data-t="5">9 s</span>`, "c=C2"))
+	select {
+	case <-sb.sig:
+	default:
+		t.Fatal("no signal for the writer")
+	}
+	if diff := cmp.Diff("event: nodes\ndata: A3\ndata: C2\n\n", take()); diff != "" {
+		t.Errorf("merged changes (-want +got):\n%s", diff)
+	}
+	if got := take(); got != "" {
+		t.Errorf("nothing changed since, yet sent %q", got)
+	}
+	// A node more: the sections no longer line up, the whole board goes.
+	process(snap("top=Board at 06:00:04", "a=A3", `b=<span data-t="5">3 s</span>`, "c=C2", "d=D1"))
+	if got := take(); got != "event: board\ndata: whole\n\n" {
+		t.Errorf("after a new node: %q", got)
+	}
+}
