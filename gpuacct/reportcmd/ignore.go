@@ -168,7 +168,7 @@ func applyNow(ctx context.Context, e *env, svc, euid int) (int, error) {
 	}
 	defer st.Close()
 	host, _ := os.Hostname()
-	return ignorereq.Apply(ctx, st, ignorereq.Options{Dir: e.cfg.Report.Requests, Now: e.now, Host: host, Tag: e.cfg.Report.IgnoreTag, Cluster: e.cfg.Cluster.Name,
+	return ignorereq.Apply(ctx, st, ignorereq.Options{Dir: e.cfg.Report.Requests, Now: e.now, Host: host, Tag: e.cfg.Report.IgnoreTag, Cluster: e.cfg.Cluster.Name, LiveDir: e.cfg.Board.LiveDir,
 		Trusted: func(uid int) bool { return uid == 0 || uid == svc || uid == euid }})
 }
 

@@ -21,6 +21,7 @@ func (in *Ingester) applyRequests(ctx context.Context) {
 	n, err := ignorereq.Apply(ctx, in.d.Store, ignorereq.Options{
 		Dir: dir, Now: in.d.Now(), Host: host, Tag: in.d.Config.Report.IgnoreTag, Cluster: in.d.Config.Cluster.Name,
 		Trusted: func(uid int) bool { return uid == 0 || uid == in.d.UID },
+		LiveDir: in.d.Config.Board.LiveDir, Log: in.d.Log,
 	})
 	if err != nil {
 		in.d.Log.Error("ignore and note requests not applied; retrying next pass", "dir", dir, "err", err)

@@ -65,6 +65,17 @@ func TestPassAppliesNoteRequests(t *testing.T) {
 	now := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
 	s := e.open(t)
 	defer s.Close()
+	// The writer keeps notes only on nodes it knows.
+	b, err := s.Begin(context.Background(), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Node("c1", "gpu01"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
 	in := New(Deps{Store: s, Config: e.cfg, Log: quiet(), Now: func() time.Time { return now }, UID: os.Getuid()})
 	in.applyRequests(context.Background())
 	r := &ignorereq.Request{Action: ignorereq.NoteAdd, Note: &ignorereq.Note{Node: "gpu01", Until: now.Add(time.Hour), Text: "booked"},
