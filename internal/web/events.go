@@ -3,9 +3,9 @@ package web
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net"
 	"net/http"
-	"regexp"
 	"slices"
 	"strconv"
 	"sync"
@@ -46,8 +46,9 @@ type section struct {
 	id string
 	// html is the element as rendered; key is it without the texts that
 	// move by themselves (ages the page ticks, the board's time), so
-	// that a section is sent only when something in it changed.
-	html, key []byte
+	// that a section is sent only when something in it changed; data is
+	// html as an event's data lines, made once for every stream.
+	html, key, data []byte
 }
 
 // subscriber is one open stream. Its dirty set merges the sections that
@@ -70,13 +71,12 @@ type hub struct {
 	src       *board.Source
 	frag      func(*board.Snapshot) ([]byte, error)
 	sections  func(*board.Snapshot) ([]section, error)
+	key       func(*board.Snapshot) []byte
 	now       func() time.Time
 	tick      time.Duration
 	max       int
 	perClient int
 	log       func(msg string, args ...any)
-	// moving finds the texts that change without the board changing.
-	moving *regexp.Regexp
 
 	// proc makes one snapshot's processing whole (the loop's and a new
 	// stream's).
@@ -87,8 +87,11 @@ type hub struct {
 	byClient map[string]int
 	running  bool
 	snap     *board.Snapshot
-	layout   []string
-	secs     map[string]section
+	// lastKey is changeKey of the board whose sections are held: a board
+	// with the same key renders nothing new.
+	lastKey []byte
+	layout  []string
+	secs    map[string]section
 	// fullEv is the whole fragment's event of fullOf, rendered once for
 	// all new streams of that snapshot.
 	fullEv []byte
@@ -99,9 +102,11 @@ type hub struct {
 }
 
 type hubOptions struct {
-	src       *board.Source
-	frag      func(*board.Snapshot) ([]byte, error)
-	sections  func(*board.Snapshot) ([]section, error)
+	src      *board.Source
+	frag     func(*board.Snapshot) ([]byte, error)
+	sections func(*board.Snapshot) ([]section, error)
+	// key is changeKey unless a test says otherwise.
+	key       func(*board.Snapshot) []byte
 	now       func() time.Time
 	tick      time.Duration
 	max       int
@@ -119,9 +124,11 @@ func newHub(o hubOptions) *hub {
 	if o.perClient <= 0 {
 		o.perClient = DefaultMaxStreamsPerClient
 	}
-	return &hub{src: o.src, frag: o.frag, sections: o.sections, now: o.now, tick: o.tick, max: o.max, perClient: o.perClient, log: o.log,
-		moving: regexp.MustCompile(`(data-t="\d+">)[^<]*|Board at [^<]*`),
-		subs:   map[*subscriber]struct{}{}, byClient: map[string]int{}, secs: map[string]section{}, done: make(chan struct{})}
+	if o.key == nil {
+		o.key = changeKey
+	}
+	return &hub{src: o.src, frag: o.frag, sections: o.sections, key: o.key, now: o.now, tick: o.tick, max: o.max, perClient: o.perClient, log: o.log,
+		subs: map[*subscriber]struct{}{}, byClient: map[string]int{}, secs: map[string]section{}, done: make(chan struct{})}
 }
 
 // subscribe adds a stream of client; "" when the hub is open, else why
@@ -216,9 +223,18 @@ func (hb *hub) process(s *board.Snapshot) error {
 	hb.proc.Lock()
 	defer hb.proc.Unlock()
 	hb.mu.Lock()
-	same := hb.snap == s
+	same, last := hb.snap == s, hb.lastKey
 	hb.mu.Unlock()
 	if same {
+		return nil
+	}
+	key := hb.key(s)
+	if last != nil && bytes.Equal(key, last) {
+		// Only the time moved: nothing to send, but a new stream gets
+		// the board of now.
+		hb.mu.Lock()
+		hb.snap, hb.fullEv, hb.fullOf = s, nil, nil
+		hb.mu.Unlock()
 		return nil
 	}
 	secs, err := hb.sections(s)
@@ -227,13 +243,14 @@ func (hb *hub) process(s *board.Snapshot) error {
 	}
 	layout := make([]string, 0, len(secs))
 	for i := range secs {
-		secs[i].key = hb.moving.ReplaceAll(secs[i].html, []byte("$1"))
+		secs[i].key = withoutMoving(secs[i].html)
+		secs[i].data = dataLines(secs[i].html)
 		layout = append(layout, secs[i].id)
 	}
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
 	first := hb.snap == nil
-	hb.snap, hb.fullEv, hb.fullOf = s, nil, nil
+	hb.snap, hb.fullEv, hb.fullOf, hb.lastKey = s, nil, nil, key
 	if !slices.Equal(layout, hb.layout) {
 		hb.layout = layout
 		hb.secs = make(map[string]section, len(secs))
@@ -311,31 +328,92 @@ func (hb *hub) take(sb *subscriber) ([]byte, error) {
 	if len(sb.dirty) == 0 {
 		return nil, nil
 	}
-	var b bytes.Buffer
+	n := 0
+	for id := range sb.dirty {
+		n += len(hb.secs[id].data)
+	}
+	b := bytes.NewBuffer(make([]byte, 0, n+16))
+	b.WriteString("event: nodes\n")
 	for _, id := range hb.layout {
 		if sb.dirty[id] {
-			b.Write(hb.secs[id].html)
-			b.WriteByte('\n')
+			b.Write(hb.secs[id].data)
 		}
 	}
+	b.WriteByte('\n')
 	clear(sb.dirty)
-	return event("nodes", b.Bytes()), nil
+	return b.Bytes(), nil
 }
 
 // event is one SSE event: one data line per line of data.
 func event(name string, data []byte) []byte {
-	var b bytes.Buffer
-	b.Grow(len(data) + len(data)/64 + 32)
+	lines := dataLines(data)
+	b := bytes.NewBuffer(make([]byte, 0, len(lines)+len(name)+9))
 	b.WriteString("event: ")
 	b.WriteString(name)
 	b.WriteByte('\n')
+	b.Write(lines)
+	b.WriteByte('\n')
+	return b.Bytes()
+}
+
+// dataLines is data as an event's "data: " lines.
+func dataLines(data []byte) []byte {
+	b := bytes.NewBuffer(make([]byte, 0, len(data)+len(data)/32+8))
 	for line := range bytes.Lines(data) {
 		b.WriteString("data: ")
 		b.Write(bytes.TrimRight(line, "\r\n"))
 		b.WriteByte('\n')
 	}
-	b.WriteByte('\n')
 	return b.Bytes()
+}
+
+// withoutMoving is html without the texts that change while the board
+// does not: each age's text (kept: its data-t time) and the board's time.
+func withoutMoving(html []byte) []byte {
+	const ageMark, atMark = `data-t="`, "Board at "
+	out := make([]byte, 0, len(html))
+	for len(html) > 0 {
+		i, j := bytes.Index(html, []byte(ageMark)), bytes.Index(html, []byte(atMark))
+		if i < 0 && j < 0 {
+			break
+		}
+		if i < 0 || j >= 0 && j < i {
+			// The board's time, up to the next tag.
+			out = append(out, html[:j]...)
+			html = html[j+len(atMark):]
+		} else {
+			// An age: keep data-t="…">, drop the text up to the next tag.
+			end := bytes.IndexByte(html[i:], '>')
+			if end < 0 {
+				break
+			}
+			out = append(out, html[:i+end+1]...)
+			html = html[i+end+1:]
+		}
+		if k := bytes.IndexByte(html, '<'); k >= 0 {
+			html = html[k:]
+		} else {
+			html = nil
+		}
+	}
+	return append(out, html...)
+}
+
+// changeKey is what makes a board new to a viewer: its document without
+// the times that move every second by themselves (the board's time and
+// each job's elapsed seconds, which the page ticks on its own).
+func changeKey(s *board.Snapshot) []byte {
+	d := board.NewStatusDoc(&s.Board, s.Board.Nodes, s.Meta)
+	d.At = ""
+	for i := range d.Nodes {
+		for j := range d.Nodes[i].GPUs {
+			for k := range d.Nodes[i].GPUs[j].Jobs {
+				d.Nodes[i].GPUs[j].Jobs[k].ElapsedS = nil
+			}
+		}
+	}
+	b, _ := json.Marshal(d) // plain values: cannot fail
+	return append(b, s.NotesError...)
 }
 
 // nowEvent is the server's time, Unix milliseconds: the page's clock

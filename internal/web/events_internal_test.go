@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -22,7 +23,7 @@ func TestHubDirtyMerges(t *testing.T) {
 		}
 		return s
 	}
-	hb := newHub(hubOptions{log: t.Logf,
+	hb := newHub(hubOptions{log: t.Logf, key: func(s *board.Snapshot) []byte { return fmt.Appendf(nil, "%p", s) },
 		frag: func(s *board.Snapshot) ([]byte, error) { return []byte("whole"), nil },
 		sections: func(s *board.Snapshot) ([]section, error) {
 			return append([]section(nil), pages[s]...), nil
@@ -70,5 +71,21 @@ func TestHubDirtyMerges(t *testing.T) {
 	process(snap("top=Board at 06:00:04", "a=A3", `b=<span data-t="5">3 s</span>`, "c=C2", "d=D1"))
 	if got := take(); got != "event: board\ndata: whole\n\n" {
 		t.Errorf("after a new node: %q", got)
+	}
+}
+
+func TestWithoutMoving(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`<p>idle for <span data-t="17">4 s</span> ok</p>`, `<p>idle for <span data-t="17"></span> ok</p>`},
+		{`<span class="pill">Board at 2026-11-26 06:00:00 UTC</span><span data-t="9">1 h 3 min</span>`, `<span class="pill"></span><span data-t="9"></span>`},
+		{`no marks`, `no marks`},
+		{`cut <span data-t="1`, `cut <span data-t="1`},
+		{`<span data-t="1">tail without tag`, `<span data-t="1">`},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			if got := string(withoutMoving([]byte(tc.in))); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
