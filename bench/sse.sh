@@ -11,8 +11,9 @@ cd "$(dirname "$0")/.."
 export CGO_CFLAGS="${CGO_CFLAGS:--O2 -g -Wno-deprecated-declarations}"
 clients="${1:-200}"
 seconds="${2:-60}"
-mkdir -p bin && go build -o bin/ ./gpuacct && go build -o bin/ssebench ./bench/sse
 dir="$(mktemp -d)"
+# Built into the run's own directory: bin/ may be in use by a test run.
+go build -o "$dir/bin/" ./gpuacct && go build -o "$dir/bin/ssebench" ./bench/sse
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 mkdir -p "$dir/incoming" "$dir/live"
 cat >"$dir/gpusuite.toml" <<TOML
@@ -30,7 +31,7 @@ interval = "10s"
 [board]
 live_dir = "$dir/live"
 TOML
-GPUSUITE_CONFIG="$dir/gpusuite.toml" bin/gpuacct serve >"$dir/serve.log" 2>&1 &
+GPUSUITE_CONFIG="$dir/gpusuite.toml" "$dir/bin/gpuacct" serve >"$dir/serve.log" 2>&1 &
 pid=$!
 trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; rm -rf "$dir"' EXIT
 for _ in $(seq 100); do
@@ -38,4 +39,4 @@ for _ in $(seq 100); do
   sleep 0.2
 done
 echo "# $(date -u +%FT%TZ) $(nproc) CPUs, $clients streams for ${seconds}s, serve pid $pid"
-bin/ssebench -url "http://127.0.0.1:$port" -pid "$pid" -live-dir "$dir/live" -clients "$clients" -duration "${seconds}s"
+"$dir/bin/ssebench" -url "http://127.0.0.1:$port" -pid "$pid" -live-dir "$dir/live" -clients "$clients" -duration "${seconds}s"

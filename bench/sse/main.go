@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -72,11 +73,11 @@ func run() int {
 	var wg sync.WaitGroup
 	cctx, ccancel := context.WithTimeout(ctx, *duration)
 	defer ccancel()
-	for range *clients {
+	for i := range *clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := stream(cctx, *url+"/api/v1/board/events", &events, &bytes, &open)
+			err := stream(cctx, clientOf(i), *url+"/api/v1/board/events", &events, &bytes, &open)
 			if err != nil && cctx.Err() == nil {
 				errs.Add(1)
 				firstErr.Do(func() { fmt.Fprintln(os.Stderr, "sse: first error:", err) })
@@ -111,12 +112,12 @@ func run() int {
 
 // stream reads one event stream until ctx ends; an error is a stream that
 // could not open or ended early.
-func stream(ctx context.Context, url string, events, bytes, open *atomic.Int64) error {
+func stream(ctx context.Context, c *http.Client, url string, events, bytes, open *atomic.Int64) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return err
 	}
@@ -135,7 +136,8 @@ func stream(ctx context.Context, url string, events, bytes, open *atomic.Int64) 
 		if err != nil {
 			return fmt.Errorf("stream ended: %w", err)
 		}
-		if strings.HasPrefix(string(line), "event: board") {
+		// The whole board first, then the changed sections.
+		if strings.HasPrefix(string(line), "event: board") || strings.HasPrefix(string(line), "event: nodes") {
 			events.Add(1)
 			if first {
 				first = false
@@ -143,6 +145,15 @@ func stream(ctx context.Context, url string, events, bytes, open *atomic.Int64) 
 			}
 		}
 	}
+}
+
+// clientOf is stream i's HTTP client, from a loopback address of its
+// own (127.1.x.y; Linux answers all of 127/8), as viewers on many
+// machines: serve allows one address a few streams only.
+func clientOf(i int) *http.Client {
+	local := &net.TCPAddr{IP: net.IPv4(127, 1, byte(i/250), byte(i%250+1))}
+	d := &net.Dialer{LocalAddr: local, Timeout: 10 * time.Second}
+	return &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}
 }
 
 type usage struct{ rssMiB, cpuS float64 }
