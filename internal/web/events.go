@@ -194,7 +194,7 @@ func (hb *hub) loop() {
 		hb.mu.Lock()
 		if len(hb.subs) == 0 || ctx.Err() != nil {
 			hb.running = false
-			hb.snap, hb.layout, hb.secs, hb.fullEv, hb.fullOf = nil, nil, map[string]section{}, nil, nil
+			hb.snap, hb.lastKey, hb.layout, hb.secs, hb.fullEv, hb.fullOf = nil, nil, nil, map[string]section{}, nil, nil
 			hb.mu.Unlock()
 			return
 		}
