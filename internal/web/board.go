@@ -44,7 +44,7 @@ func lookOf(s board.State) stateLook {
 	case board.Busy:
 		return stateLook{s, "busy", "●", "allocated to a job and working"}
 	case board.Idle:
-		return stateLook{s, "idle", "◐", "allocated, idle: under 1 % utilized"}
+		return stateLook{s, "idle", "◐", "allocated, but its jobs idle (the agent's idle rule)"}
 	case board.Foreign:
 		return stateLook{s, "foreign", "⚠", "a process outside the GPU's job, or on a GPU no job holds"}
 	case board.Reserved:
