@@ -27,6 +27,10 @@ type Source struct {
 
 	curMu sync.Mutex
 	cur   *Snapshot
+	// gen counts the builds stored in cur: an asker that waited behind a
+	// build takes its board (gen moved on) rather than building again,
+	// however long that build took against MaxAge.
+	gen uint64
 }
 
 // SourceOptions configure a Source; zero fields take the defaults.
@@ -142,7 +146,8 @@ func (s *Source) RefreshSlurm(ctx context.Context) {
 // not spoil the board every viewer is given. The snapshot is shared:
 // callers must not change it.
 func (s *Source) Current(ctx context.Context) *Snapshot {
-	if cur := s.fresh(); cur != nil {
+	cur, gen := s.fresh()
+	if cur != nil {
 		return cur
 	}
 	wait := time.NewTimer(s.o.BuildTimeout)
@@ -154,8 +159,8 @@ func (s *Source) Current(ctx context.Context) *Snapshot {
 	case <-wait.C:
 		return s.old("the board's rebuild has overrun its " + s.o.BuildTimeout.String() + " (is the live directory or the ledger slow?)")
 	}
-	if cur := s.fresh(); cur != nil {
-		<-s.building // built by the one before us
+	if cur := s.builtSince(gen); cur != nil {
+		<-s.building // built while we waited, or is fresh
 		return cur
 	}
 	done := make(chan *Snapshot, 1)
@@ -166,6 +171,7 @@ func (s *Source) Current(ctx context.Context) *Snapshot {
 		snap := s.build(bctx, s.o.Now())
 		s.curMu.Lock()
 		s.cur = snap
+		s.gen++
 		s.curMu.Unlock()
 		done <- snap
 	}()
@@ -179,10 +185,26 @@ func (s *Source) Current(ctx context.Context) *Snapshot {
 	}
 }
 
-// fresh is the board held when younger than MaxAge, else nil.
-func (s *Source) fresh() *Snapshot {
+// fresh is the board held when younger than MaxAge, else nil, with the
+// build generation it was judged at.
+func (s *Source) fresh() (*Snapshot, uint64) {
 	s.curMu.Lock()
 	defer s.curMu.Unlock()
+	return s.freshLocked(), s.gen
+}
+
+// builtSince is the board held when a build was stored after generation
+// gen (one that ran while the asker waited), or when it is fresh; else nil.
+func (s *Source) builtSince(gen uint64) *Snapshot {
+	s.curMu.Lock()
+	defer s.curMu.Unlock()
+	if s.gen != gen {
+		return s.cur
+	}
+	return s.freshLocked()
+}
+
+func (s *Source) freshLocked() *Snapshot {
 	if s.cur == nil {
 		return nil
 	}

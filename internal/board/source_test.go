@@ -190,3 +190,78 @@ func TestSourceHungBuild(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestSourceWaitersShareTheBuild: askers who come while a board is being
+// built take that build when it ends, however long it took against
+// MaxAge, rather than each building again in turn.
+func TestSourceWaitersShareTheBuild(t *testing.T) {
+	dir := t.TempDir()
+	writeLive(t, dir, record.LiveFileName("n1"), live("n1", gpu(0)))
+	var clock atomic.Int64
+	clock.Store(now.UnixNano())
+	var nowCalls, builds atomic.Int32
+	block, started, release := make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
+	src := NewSource(SourceOptions{LiveDir: dir, MaxAge: time.Second, BuildTimeout: time.Hour,
+		Notes: func(ctx context.Context, at time.Time) ([]Note, error) {
+			builds.Add(1)
+			select {
+			case <-block:
+				close(started)
+				<-release
+			default:
+			}
+			return nil, nil
+		},
+		Now: func() time.Time {
+			nowCalls.Add(1)
+			return time.Unix(0, clock.Load()).UTC()
+		},
+	})
+	advance := func(d time.Duration) { clock.Add(int64(d)) }
+	src.Current(context.Background())
+
+	block <- struct{}{}
+	advance(2 * time.Second) // the first board is past MaxAge
+	const askers = 8
+	got := make(chan *Snapshot, askers)
+	go func() { got <- src.Current(context.Background()) }()
+	<-started
+	// Each later asker reads the clock once to find the held board old;
+	// once all have, they wait behind the build in flight.
+	base := nowCalls.Load()
+	for range askers - 1 {
+		go func() { got <- src.Current(context.Background()) }()
+	}
+	waitFor(t, "the askers to find the board old", func() bool { return nowCalls.Load() >= base+askers-1 })
+	advance(2 * time.Second) // the build in flight ends past MaxAge too
+	close(release)
+
+	var first *Snapshot
+	for i := range askers {
+		s := <-got
+		if s.Old {
+			t.Errorf("asker %d got an old board: %+v", i, s.Meta.Problems)
+		}
+		if first == nil {
+			first = s
+		} else if s != first {
+			t.Errorf("asker %d got the board of %v, another the board of %v; want one build for all", i, s.Board.At, first.Board.At)
+		}
+	}
+	if n := builds.Load(); n != 2 {
+		t.Errorf("%d builds for one board and %d askers at once, want 2 (one each)", n, askers)
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after a generous
+// deadline (this is not a timing test).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
