@@ -519,3 +519,47 @@ func TestBoardNotCached(t *testing.T) {
 		}
 	}
 }
+
+// A Slurm reason with a lone CR reaches the page whole: the stream's
+// reader would end the data line there and lose the rest of the section.
+func TestBoardEventsCR(t *testing.T) {
+	lb := newLiveBoard(t, nil)
+	st, _ := lb.slurm()
+	for i := range st.Nodes {
+		if st.Nodes[i].Name == "n3" {
+			st.Nodes[i].Reason = "bad fan\rdata: <b>x</b>"
+		}
+	}
+	lb.mu.Lock()
+	lb.slurm = func() (slurmstate.State, error) { return st, nil }
+	lb.mu.Unlock()
+	lb.src.RefreshSlurm(context.Background())
+	srv := newBoardServer(t, web.Options{Board: lb.src, BoardTick: time.Hour})
+	resp, err := http.Get(srv.URL + "/api/v1/board/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	// The first board event, read raw up to its blank line.
+	raw, err := within(t, 30*time.Second, func() (string, error) {
+		r := bufio.NewReader(resp.Body)
+		var b strings.Builder
+		for !strings.Contains(b.String(), "event: board\n") || !strings.HasSuffix(b.String(), "\n\n") {
+			line, err := r.ReadString('\n')
+			b.WriteString(line)
+			if err != nil {
+				return b.String(), err
+			}
+		}
+		return b.String(), nil
+	})
+	if err != nil {
+		t.Fatalf("stream: %v %.300s", err, raw)
+	}
+	if i := strings.IndexByte(raw, '\r'); i >= 0 {
+		t.Errorf("a CR is sent raw: %q", raw[max(0, i-60):min(len(raw), i+60)])
+	}
+	if !strings.Contains(raw, "bad fan&#13;data: &lt;b&gt;x&lt;/b&gt;") {
+		t.Error("the reason is not sent whole")
+	}
+}

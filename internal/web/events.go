@@ -356,12 +356,25 @@ func event(name string, data []byte) []byte {
 	return b.Bytes()
 }
 
-// dataLines is data as an event's "data: " lines.
+// dataLines is HTML data as an event's "data: " lines. A reader ends a
+// line at a lone CR too, and html/template leaves one as it is (a Slurm
+// reason may hold one): each is written &#13;, which the page reads as
+// the same character, so no text can cut a section short.
 func dataLines(data []byte) []byte {
 	b := bytes.NewBuffer(make([]byte, 0, len(data)+len(data)/32+8))
 	for line := range bytes.Lines(data) {
 		b.WriteString("data: ")
-		b.Write(bytes.TrimRight(line, "\r\n"))
+		line = bytes.TrimRight(line, "\r\n")
+		for {
+			i := bytes.IndexByte(line, '\r')
+			if i < 0 {
+				break
+			}
+			b.Write(line[:i])
+			b.WriteString("&#13;")
+			line = line[i+1:]
+		}
+		b.Write(line)
 		b.WriteByte('\n')
 	}
 	return b.Bytes()

@@ -89,3 +89,25 @@ func TestWithoutMoving(t *testing.T) {
 		})
 	}
 }
+
+// A lone CR ends a line for an event stream's reader: one in the board's
+// text (a Slurm reason) must not cut a section short.
+func TestDataLinesCR(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"<p>a</p>", "data: <p>a</p>\n"},
+		{"<p>a</p>\n<p>b</p>\n", "data: <p>a</p>\ndata: <p>b</p>\n"},
+		{"<p>a</p>\r\n<p>b</p>", "data: <p>a</p>\ndata: <p>b</p>\n"},
+		{"<td>fan\rdata: x</td>", "data: <td>fan&#13;data: x</td>\n"},
+		{"<td>\r\r</td>\r\n", "data: <td>&#13;&#13;</td>\n"},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got := string(dataLines([]byte(tc.in)))
+			if got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+			if strings.Count(got, "\r") != 0 {
+				t.Errorf("a CR is left in %q", got)
+			}
+		})
+	}
+}
