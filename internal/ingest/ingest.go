@@ -18,8 +18,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mattn/go-sqlite3"
-
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/store"
@@ -276,16 +274,8 @@ func (r *refused) Error() string { return r.why }
 // resourceError is a store error that is about the machine (disk full,
 // I/O, locks), not the record: the pass stops and the file stays.
 func resourceError(err error) bool {
-	var se sqlite3.Error
-	if errors.As(err, &se) {
-		switch se.Code {
-		case sqlite3.ErrFull, sqlite3.ErrIoErr, sqlite3.ErrBusy, sqlite3.ErrLocked, sqlite3.ErrReadonly,
-			sqlite3.ErrNomem, sqlite3.ErrCantOpen, sqlite3.ErrProtocol, sqlite3.ErrCorrupt, sqlite3.ErrNotADB:
-			return true
-		}
-		return false
-	}
-	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, syscall.ENOSPC)
+	return errors.Is(err, store.ErrResource) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, syscall.ENOSPC)
 }
 
 type done struct {

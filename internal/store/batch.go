@@ -74,12 +74,12 @@ func (s *Store) Begin(ctx context.Context, now time.Time) (*Batch, error) {
 	// the driver directly (sampleInserter), inside the same transaction.
 	conn, err := s.DB.Conn(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("begin transaction: %w", err)
+		return nil, fmt.Errorf("begin transaction: %w", translate(err))
 	}
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("begin transaction: %w", err)
+		return nil, fmt.Errorf("begin transaction: %w", translate(err))
 	}
 	return &Batch{
 		ctx: ctx, conn: conn, tx: tx, now: now, IdleUtil: 1,
@@ -111,7 +111,7 @@ func (b *Batch) Commit() error {
 	err := b.tx.Commit()
 	b.conn.Close()
 	if err != nil {
-		return fmt.Errorf("commit: %w", err)
+		return fmt.Errorf("commit: %w", translate(err))
 	}
 	return nil
 }
@@ -172,7 +172,7 @@ func (b *Batch) stmt(q string) (*sql.Stmt, error) {
 	}
 	s, err := b.tx.PrepareContext(b.ctx, q)
 	if err != nil {
-		return nil, fmt.Errorf("prepare %q: %w", firstLine(q), err)
+		return nil, fmt.Errorf("prepare %q: %w", firstLine(q), translate(err))
 	}
 	b.st[q] = s
 	return s, nil
@@ -193,7 +193,7 @@ func (b *Batch) exec(q string, args ...any) (sql.Result, error) {
 	}
 	r, err := s.ExecContext(b.ctx, args...)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", firstLine(q), err)
+		return nil, fmt.Errorf("%s: %w", firstLine(q), translate(err))
 	}
 	return r, nil
 }

@@ -81,7 +81,7 @@ func (si *sampleInserter) stmt(ctx context.Context, c driver.ConnPrepareContext,
 	q := "INSERT INTO samples(" + strings.Join(names, ", ") + ") VALUES(" + strings.Join(marks, ", ") + ") ON CONFLICT DO NOTHING"
 	st, err := c.PrepareContext(ctx, q)
 	if err != nil {
-		return nil, fmt.Errorf("prepare sample insert: %w", err)
+		return nil, fmt.Errorf("prepare sample insert: %w", translate(err))
 	}
 	if si.stmts == nil {
 		si.stmts = map[uint32]driver.Stmt{}
@@ -118,11 +118,11 @@ func (si *sampleInserter) insert(ctx context.Context, conn *sql.Conn, rows []sam
 			}
 			res, err := ex.ExecContext(ctx, si.args)
 			if err != nil {
-				return fmt.Errorf("insert sample: %w", err)
+				return fmt.Errorf("insert sample: %w", translate(err))
 			}
 			n, err := res.RowsAffected()
 			if err != nil {
-				return fmt.Errorf("insert sample: %w", err)
+				return fmt.Errorf("insert sample: %w", translate(err))
 			}
 			r.isNew = n > 0
 		}

@@ -105,7 +105,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if o.ReadOnly {
 		db, err := openReader(ctx, o)
 		if err != nil {
-			return nil, fmt.Errorf("open store %q: %w", o.Path, err)
+			return nil, fmt.Errorf("open store %q: %w", o.Path, translate(err))
 		}
 		s.DB = db
 	} else {
@@ -120,7 +120,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		s.DB = db
 		if err := db.PingContext(ctx); err != nil {
 			s.Close()
-			return nil, fmt.Errorf("open store %q: %w", o.Path, err)
+			return nil, fmt.Errorf("open store %q: %w", o.Path, translate(err))
 		}
 	}
 	if o.ReadOnly {
@@ -137,7 +137,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	}
 	if err := s.migrate(ctx); err != nil {
 		s.Close()
-		return nil, fmt.Errorf("open store %q: %w", o.Path, err)
+		return nil, fmt.Errorf("open store %q: %w", o.Path, translate(err))
 	}
 	return s, nil
 }
@@ -248,7 +248,7 @@ func (s *Store) Close() error {
 func (s *Store) Version(ctx context.Context) (int, error) {
 	var v int
 	if err := s.DB.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
-		return 0, fmt.Errorf("read schema version: %w", err)
+		return 0, fmt.Errorf("read schema version: %w", translate(err))
 	}
 	return v, nil
 }

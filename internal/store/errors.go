@@ -1,0 +1,72 @@
+package store
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/mattn/go-sqlite3"
+)
+
+// The store's kinds of failure. Errors out of the store carry them (match
+// with errors.Is) so that no other package has to know the driver's
+// codes or messages; the driver's own text stays the message.
+var (
+	// ErrBusy means the database stayed locked by another connection
+	// longer than the busy timeout: try again.
+	ErrBusy = errors.New("database is locked")
+	// ErrNotLedger means the file is not a gpusuite ledger (not a
+	// database, or one without the ledger's tables).
+	ErrNotLedger = errors.New("not a gpusuite accounting database")
+	// ErrResource means the machine or the file failed the statement
+	// (disk full, I/O, read-only, out of memory, corrupt, locked), not
+	// the data it was given: retrying later may succeed.
+	ErrResource = errors.New("store resource failure")
+)
+
+// kindError is a driver error with the store's kinds of it.
+type kindError struct {
+	err   error
+	kinds []error
+}
+
+func (e *kindError) Error() string { return e.err.Error() }
+
+func (e *kindError) Unwrap() []error { return append([]error{e.err}, e.kinds...) }
+
+// translate attaches the store's kinds to a driver error, once; an error
+// with no kind, or already translated, is returned as it is.
+func translate(err error) error {
+	if err == nil {
+		return nil
+	}
+	var k *kindError
+	if errors.As(err, &k) {
+		return err
+	}
+	var kinds []error
+	var se sqlite3.Error
+	if errors.As(err, &se) {
+		switch se.Code {
+		case sqlite3.ErrBusy, sqlite3.ErrLocked:
+			kinds = []error{ErrBusy, ErrResource}
+		case sqlite3.ErrNotADB:
+			kinds = []error{ErrNotLedger, ErrResource}
+		case sqlite3.ErrFull, sqlite3.ErrIoErr, sqlite3.ErrReadonly, sqlite3.ErrNomem, sqlite3.ErrCantOpen,
+			sqlite3.ErrProtocol, sqlite3.ErrCorrupt:
+			kinds = []error{ErrResource}
+		}
+	}
+	// Some paths hand the driver's message on without its code.
+	if kinds == nil {
+		switch msg := err.Error(); {
+		case strings.Contains(msg, "no such table"):
+			kinds = []error{ErrNotLedger}
+		case strings.Contains(msg, "database is locked"):
+			kinds = []error{ErrBusy, ErrResource}
+		}
+	}
+	if kinds == nil {
+		return err
+	}
+	return &kindError{err: err, kinds: kinds}
+}
