@@ -115,7 +115,7 @@ func load(c *cli.Context, d Deps, cmd string) (*view, error) {
 	if err != nil {
 		v.notesErr = err.Error()
 	}
-	v.board = liveboard.Build(lives, state, notes, now)
+	v.board = liveboard.BuildCluster(cfg.Cluster.Name, lives, state, notes, now)
 	return v, nil
 }
 

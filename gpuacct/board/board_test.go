@@ -93,7 +93,8 @@ func runNotes(t *testing.T, slurmErr error, notes func(context.Context, string, 
 		notes = func(context.Context, string, time.Duration, time.Time) ([]liveboard.Note, error) { return nil, nil }
 	}
 	cfg := filepath.Join(t.TempDir(), "gpusuite.toml")
-	if err := os.WriteFile(cfg, nil, 0o644); err != nil {
+	// The cluster the agents stamp on the fixture's snapshots.
+	if err := os.WriteFile(cfg, []byte("[cluster]\nname = \"c1\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var out, errb bytes.Buffer
@@ -130,6 +131,14 @@ func TestGolden(t *testing.T) {
 			{ID: 5, Node: "n2", Until: now.Add(2 * time.Hour), Text: "fan noisy\tafter the swap", Author: "root"},
 		}, nil
 	}
+	// c2's notes in a ledger shared with c1: on c2's n4 (c1's n4 has no
+	// snapshot) and on a node only c2 has: neither is c1's board's.
+	otherCluster := func(context.Context, string, time.Duration, time.Time) ([]liveboard.Note, error) {
+		return []liveboard.Note{
+			{ID: 6, Cluster: "c2", Node: "n4", Until: now.Add(time.Hour), Text: "c2's n4", Author: "dave"},
+			{ID: 7, Cluster: "c2", Node: "x9", Until: now.Add(time.Hour), Text: "c2's x9", Author: "dave"},
+		}, nil
+	}
 	unreadable := func(context.Context, string, time.Duration, time.Time) ([]liveboard.Note, error) {
 		return nil, errors.New(`open store "/data/gpusuite/gpuacct.db": no such file`)
 	}
@@ -156,6 +165,7 @@ func TestGolden(t *testing.T) {
 		{"status_notes", nil, []string{"status", "n1", "n2"}, false, noted},
 		{"status_notes_json", nil, []string{"status", "--format", "json", "n1", "n2"}, false, noted},
 		{"status_notes_unreadable", nil, []string{"status", "n1"}, false, unreadable},
+		{"status_other_cluster_notes", nil, []string{"status", "--format", "json", "n4"}, false, otherCluster},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -90,6 +90,7 @@ func liveBoard(ctx context.Context, cfg config.Config, log *slog.Logger) (*board
 	}
 	src := board.NewSource(board.SourceOptions{
 		LiveDir:       cfg.Board.LiveDir,
+		Cluster:       cfg.Cluster.Name,
 		Slurm:         slurmstate.Reader{Timeout: cfg.Board.SlurmTimeout.Duration}.Read,
 		SlurmInterval: cfg.Board.SlurmInterval.Duration,
 		SlurmTimeout:  cfg.Board.SlurmTimeout.Duration,

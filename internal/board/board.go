@@ -154,8 +154,18 @@ type NodeCount struct {
 }
 
 // Build joins the snapshots with Slurm's view (nil: not had) and the
-// notes in force at now.
+// notes in force at now, for a ledger of one cluster: a node Slurm lists
+// without a snapshot is of no known cluster and takes any cluster's notes.
+// A board of a ledger shared by clusters is built by BuildCluster.
 func Build(lives []record.Live, slurm *slurmstate.State, notes []Note, now time.Time) Board {
+	return BuildCluster("", lives, slurm, notes, now)
+}
+
+// BuildCluster is Build for the board of cluster (config cluster.name,
+// which the agents stamp on their snapshots): a node Slurm lists without a
+// snapshot is of cluster, so another cluster's notes neither attach to
+// it nor become problems of this board.
+func BuildCluster(cluster string, lives []record.Live, slurm *slurmstate.State, notes []Note, now time.Time) Board {
 	b := Board{At: now, Slurm: slurm != nil}
 	byNode := map[string]*slurmstate.Node{}
 	if slurm != nil {
@@ -180,7 +190,9 @@ func Build(lives []record.Live, slurm *slurmstate.State, notes []Note, now time.
 				continue
 			}
 			seen[sn.Name] = true
-			b.Nodes = append(b.Nodes, buildNode(nil, sn, slurm, notesOf(notes, sn.Name, ""), now))
+			n := buildNode(nil, sn, slurm, notesOf(notes, sn.Name, cluster), now)
+			n.Cluster = cluster
+			b.Nodes = append(b.Nodes, n)
 		}
 	}
 	sort.Slice(b.Nodes, func(i, j int) bool { return b.Nodes[i].Name < b.Nodes[j].Name })

@@ -290,3 +290,54 @@ func TestBuildNotes(t *testing.T) {
 		})
 	}
 }
+
+// TestBuildClusterSlurmOnlyNodes: on a ledger shared by clusters, a node
+// Slurm lists without a snapshot is of the board's cluster: another
+// cluster's notes neither attach to it nor become this board's problems.
+func TestBuildClusterSlurmOnlyNodes(t *testing.T) {
+	g := func(i int) *int { return &i }
+	lives := []record.Live{live("gpu01", gpu(0))} // of c1
+	st := slurm([]slurmstate.Node{snode("gpu01", slurmstate.Idle, 1), snode("gpu03", slurmstate.Idle, 1)})
+	notes := []Note{
+		{ID: 1, Cluster: "c2", Node: "gpu05"},            // c2's own node
+		{ID: 2, Cluster: "c2", Node: "gpu03", GPU: g(0)}, // c2's gpu03, not ours
+		{ID: 3, Cluster: "c1", Node: "gpu03"},            // ours
+	}
+	tests := []struct {
+		name     string
+		cluster  string
+		gpu03    []int64 // ids of the notes gpu03 shows
+		problems []Problem
+	}{
+		{"the board's cluster named", "c1", []int64{3}, nil},
+		{"one-cluster ledger: a slurm-only node takes any cluster's notes", "", []int64{3, 2},
+			[]Problem{{Err: "note 1 on gpu05: no such node on the board"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := BuildCluster(tt.cluster, lives, st, notes, now)
+			n, err := b.Find("gpu03")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n.Cluster != tt.cluster {
+				t.Errorf("gpu03 of cluster %q, want %q", n.Cluster, tt.cluster)
+			}
+			var ids []int64
+			for _, nt := range n.Notes {
+				ids = append(ids, nt.ID)
+			}
+			for _, g := range n.GPUs {
+				for _, nt := range g.Notes {
+					ids = append(ids, nt.ID)
+				}
+			}
+			if d := cmp.Diff(tt.gpu03, ids); d != "" {
+				t.Errorf("notes on gpu03 (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(tt.problems, b.NoteProblems); d != "" {
+				t.Errorf("note problems (-want +got):\n%s", d)
+			}
+		})
+	}
+}

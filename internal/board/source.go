@@ -37,6 +37,11 @@ type Source struct {
 type SourceOptions struct {
 	LiveDir string
 	Limits  Limits
+	// Cluster is the board's own cluster (config cluster.name): the
+	// cluster of the nodes Slurm lists without a snapshot, so the notes of
+	// a ledger shared by clusters match by cluster (BuildCluster). ""
+	// matches any cluster's notes.
+	Cluster string
 	// Slurm reads Slurm's view within the context's deadline; nil: Slurm
 	// is not asked (the board says so).
 	Slurm         func(ctx context.Context) (slurmstate.State, error)
@@ -250,7 +255,7 @@ func (s *Source) build(ctx context.Context, now time.Time) *Snapshot {
 			notes = n
 		}
 	}
-	snap.Board = Build(lives, st, notes, now)
+	snap.Board = BuildCluster(s.o.Cluster, lives, st, notes, now)
 	snap.Meta.Problems = append(snap.Meta.Problems, snap.Board.NoteProblems...)
 	return snap
 }

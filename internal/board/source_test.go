@@ -265,3 +265,24 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestSourceCluster: the source builds the board of its own cluster.
+func TestSourceCluster(t *testing.T) {
+	src := NewSource(SourceOptions{LiveDir: t.TempDir(), Cluster: "c1",
+		Slurm: func(ctx context.Context) (slurmstate.State, error) {
+			return *slurm([]slurmstate.Node{snode("gpu03", slurmstate.Idle, 1)}), nil
+		},
+		Notes: func(ctx context.Context, at time.Time) ([]Note, error) {
+			return []Note{{ID: 1, Cluster: "c2", Node: "gpu03"}, {ID: 2, Cluster: "c2", Node: "gpu09"}}, nil
+		},
+		Now: func() time.Time { return now },
+	})
+	src.RefreshSlurm(context.Background())
+	s := src.Current(context.Background())
+	if len(s.Board.Nodes) != 1 || s.Board.Nodes[0].Cluster != "c1" || len(s.Board.Nodes[0].Notes) != 0 {
+		t.Errorf("nodes %+v: want gpu03 of c1 without c2's note", s.Board.Nodes)
+	}
+	if len(s.Meta.Problems) != 0 {
+		t.Errorf("problems %v: c2's notes are c2's board's", s.Meta.Problems)
+	}
+}

@@ -463,6 +463,7 @@ func startBoard(t *testing.T, c *slurmtest.Cluster, hookCfg config.Config, node 
 	}
 	src := board.NewSource(board.SourceOptions{
 		LiveDir:       e.live,
+		Cluster:       hookCfg.Cluster.Name,
 		Slurm:         slurmstate.Reader{Run: slurmstate.Exec{Env: c.Env()}.Run, Timeout: 10 * time.Second}.Read,
 		SlurmInterval: agentInterval,
 		Notes:         board.LedgerNotes(st),
