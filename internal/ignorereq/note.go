@@ -136,6 +136,11 @@ func checkNote(r *Request, perm fs.FileMode, now time.Time) error {
 		if r.Note.Until.IsZero() || r.Note.Until.After(now.Add(MaxAhead+aheadSlack)) {
 			return fmt.Errorf("refused: until %s is not within %s of now", r.Note.Until.UTC().Format(time.RFC3339), MaxAhead)
 		}
+		// A note ended already would never count against its author's
+		// notes in force, yet be kept: refused, as the command does.
+		if !r.Note.Until.After(now) {
+			return fmt.Errorf("refused: until %s is not after now (%s): a note ends in the future", r.Note.Until.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+		}
 	case NoteRemove:
 		if r.Note.ID <= 0 {
 			return fmt.Errorf("refused: note id %d", r.Note.ID)

@@ -51,6 +51,43 @@ func TestCheckText(t *testing.T) {
 	}
 }
 
+// checkNote refuses what the writer may not keep, whoever wrote the
+// file.
+func TestCheckNote(t *testing.T) {
+	now := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		edit func(r *Request)
+		err  string
+	}{
+		{"well formed", func(*Request) {}, ""},
+		{"until at the limit", func(r *Request) { r.Note.Until = now.Add(MaxAhead) }, ""},
+		{"until past", func(r *Request) { r.Note.Until = now.Add(-time.Hour) },
+			"refused: until 2026-03-02T09:00:00Z is not after now (2026-03-02T10:00:00Z): a note ends in the future"},
+		{"until now", func(r *Request) { r.Note.Until = now }, "refused: until 2026-03-02T10:00:00Z is not after now"},
+		{"until zero", func(r *Request) { r.Note.Until = time.Time{} }, "refused: until 0001-01-01T00:00:00Z is not within"},
+		{"until too far", func(r *Request) { r.Note.Until = now.Add(MaxAhead + 48*time.Hour) }, "refused: until 2026-06-02T10:00:00Z is not within"},
+		{"jobs", func(r *Request) { r.Jobs = []string{"1"} }, "refused: a note request carries one note and no jobs"},
+		{"schema", func(r *Request) { r.Schema = Schema }, `refused: schema "gpusuite.ignore/v1" is not gpusuite.note/v1`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := add("gpu01", nil, now.Add(time.Hour), "x")
+			r.Schema, r.Host, r.Cluster = NoteSchema, "login1", "c"
+			tc.edit(r)
+			err := checkNote(r, 0o644, now)
+			if tc.err == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.HasPrefix(err.Error(), tc.err) {
+				t.Fatalf("error %v, want %q", err, tc.err)
+			}
+		})
+	}
+}
+
 // queueEnv is a ledger and a request directory, as the writer sees them.
 type queueEnv struct {
 	st  *store.Store
@@ -235,6 +272,7 @@ func TestApplyNoteRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	far := e.submit(t, add("gpu01", nil, e.now.Add(MaxAhead+48*time.Hour), "x"), 1000)
+	past := e.submit(t, add("gpu01", nil, e.now.Add(-time.Hour), "x"), 1000)
 	ctrl := e.submit(t, add("gpu01", nil, until, "a\nb"), 1000)
 	linked := e.submit(t, add("gpu01", nil, until, "x"), 1000)
 	if err := os.Link(filepath.Join(pending, linked+".json"), filepath.Join(e.dir, "elsewhere.json")); err != nil {
@@ -256,6 +294,7 @@ func TestApplyNoteRefusals(t *testing.T) {
 		{big, "refused: 65537 bytes, more than the 65536"},
 		{shared, "refused: writable by group or others"},
 		{far, "refused: until 2026-06-02T10:00:00Z is not within"},
+		{past, "refused: until 2026-03-02T09:00:00Z is not after now (2026-03-02T10:00:00Z): a note ends in the future"},
 		{ctrl, "refused: --text holds a control character"},
 		{linked, "refused: 2 links to the file"},
 		{badNode, `refused: node name "../etc" holds '/'`},
