@@ -563,3 +563,97 @@ func TestBoardEventsCR(t *testing.T) {
 		t.Error("the reason is not sent whole")
 	}
 }
+
+// waitFor polls cond until it holds, failing the test past a generous
+// deadline.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within 30 s", what)
+		}
+		<-tick.C
+	}
+}
+
+// A viewer leaving while the board is rebuilt changes no one's board:
+// the Old copy its request got (with a problem line saying so) is not
+// sent to the other streams.
+func TestBoardEventsLeaverChangesNothing(t *testing.T) {
+	lb := newLiveBoard(t, nil)
+	var gateMu sync.Mutex
+	var gate chan struct{}
+	entered := make(chan struct{}, 1)
+	lb.src = board.NewSource(board.SourceOptions{LiveDir: lb.dir, Now: lb.clock.now, MaxAge: time.Millisecond,
+		Slurm: func(ctx context.Context) (slurmstate.State, error) { return lb.slurm() },
+		Notes: func(ctx context.Context, now time.Time) ([]board.Note, error) {
+			gateMu.Lock()
+			g := gate
+			gateMu.Unlock()
+			if g != nil {
+				select {
+				case entered <- struct{}{}:
+				default:
+				}
+				select {
+				case <-g:
+				case <-ctx.Done():
+				}
+			}
+			return nil, nil
+		}})
+	lb.src.RefreshSlurm(context.Background())
+	h, err := web.New(web.Options{DB: filepath.Join(t.TempDir(), "none.db"), Location: time.UTC, Board: lb.src,
+		BoardTick: 10 * time.Millisecond, Now: func() time.Time { return boardNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() { h.EndStreams(); srv.Close(); h.Close() })
+
+	a := openEvents(t, srv.URL)
+	if _, err := within(t, 30*time.Second, a.next); err != nil {
+		t.Fatal(err)
+	}
+	// The next build hangs in the notes; a job starts on n1's free GPU.
+	release := make(chan struct{})
+	gateMu.Lock()
+	gate = release
+	gateMu.Unlock()
+	writeSnapshot(t, lb.dir, record.Live{Node: "n1", GPUs: []record.LiveGPU{liveGPU(0, 87, 40960, 7), liveGPU(1, 0, 512, 7), liveGPU(2, 30, 2048, 8), liveGPU(3, 50, 1024, 12)}})
+	lb.clock.set(boardNow.Add(time.Second))
+	select {
+	case <-entered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no build started")
+	}
+	// A second viewer comes and goes during that build.
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/api/v1/board/events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := within(t, 30*time.Second, func() (string, error) { return bufio.NewReader(resp.Body).ReadString('\n') }); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	resp.Body.Close()
+	waitFor(t, "second stream's end", func() bool { return h.Streams() == 1 })
+	close(release)
+	// The first viewer's next event is the job's start, not a problem
+	// line about the leaver's request.
+	kind, ev, err := within3(t, 30*time.Second, a.nextEvent)
+	if err != nil || kind != "nodes" || !strings.Contains(ev, "●</span> #3 busy") {
+		t.Errorf("after the build: %v %s %.300s", err, kind, ev)
+	}
+	if strings.Contains(ev, "request ended first") {
+		t.Errorf("the leaver's Old board reached the first viewer: %.600s", ev)
+	}
+}

@@ -96,6 +96,10 @@ type hub struct {
 	// all new streams of that snapshot.
 	fullEv []byte
 	fullOf *board.Snapshot
+	// kick asks the loop for a refresh now (a new stream); pub is closed
+	// and replaced when snap is, for the streams that await a board.
+	kick chan struct{}
+	pub  chan struct{}
 	// done ends the loop and every stream (Handler.Close, serve's end).
 	done     chan struct{}
 	doneOnce sync.Once
@@ -128,7 +132,7 @@ func newHub(o hubOptions) *hub {
 		o.key = changeKey
 	}
 	return &hub{src: o.src, frag: o.frag, sections: o.sections, key: o.key, now: o.now, tick: o.tick, max: o.max, perClient: o.perClient, log: o.log,
-		subs: map[*subscriber]struct{}{}, byClient: map[string]int{}, secs: map[string]section{}, done: make(chan struct{})}
+		subs: map[*subscriber]struct{}{}, byClient: map[string]int{}, secs: map[string]section{}, kick: make(chan struct{}, 1), pub: make(chan struct{}), done: make(chan struct{})}
 }
 
 // subscribe adds a stream of client; "" when the hub is open, else why
@@ -203,11 +207,14 @@ func (hb *hub) loop() {
 		select {
 		case <-ctx.Done():
 		case <-t.C:
+		case <-hb.kick:
 		}
 	}
 }
 
-// refresh builds the board (bounded like a request) and processes it.
+// refresh builds the board (bounded like a request) and processes it;
+// only the loop calls it, so the streams are given the boards of one
+// caller, in the order built.
 func (hb *hub) refresh(ctx context.Context) {
 	bctx, cancel := context.WithTimeout(ctx, buildTimeout)
 	defer cancel()
@@ -216,16 +223,58 @@ func (hb *hub) refresh(ctx context.Context) {
 	}
 }
 
+// await asks the loop for a refresh now and waits until it has
+// published a board built at or after at, ctx ends, or one build's time
+// has passed (a hung build: the stream starts with the board held).
+func (hb *hub) await(ctx context.Context, at time.Time) {
+	select {
+	case hb.kick <- struct{}{}:
+	default: // one asked already stands for this one
+	}
+	t := time.NewTimer(buildTimeout)
+	defer t.Stop()
+	for {
+		hb.mu.Lock()
+		ok, pub := hb.snap != nil && !hb.snap.Board.At.Before(at), hb.pub
+		hb.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-pub:
+		case <-ctx.Done():
+			return
+		case <-hb.done:
+			return
+		case <-t.C:
+			return
+		}
+	}
+}
+
+// publish makes s the board held; hb.mu is held.
+func (hb *hub) publish(s *board.Snapshot) {
+	hb.snap, hb.fullEv, hb.fullOf = s, nil, nil
+	close(hb.pub)
+	hb.pub = make(chan struct{})
+}
+
 // process renders the sections of s and marks those that changed dirty
 // for every stream; a change of the sections' layout asks every stream
 // for the whole fragment. A snapshot already processed costs nothing.
+// An Old one is dropped: its problem line is about one caller's wait,
+// not the board, and would be sent to every viewer, then taken back;
+// so is one built before the board held, which would step back.
 func (hb *hub) process(s *board.Snapshot) error {
+	if s == nil || s.Old {
+		return nil
+	}
 	hb.proc.Lock()
 	defer hb.proc.Unlock()
 	hb.mu.Lock()
-	same, last := hb.snap == s, hb.lastKey
+	cur, last := hb.snap, hb.lastKey
 	hb.mu.Unlock()
-	if same {
+	if cur == s || cur != nil && s.Board.At.Before(cur.Board.At) {
 		return nil
 	}
 	key := hb.key(s)
@@ -233,7 +282,7 @@ func (hb *hub) process(s *board.Snapshot) error {
 		// Only the time moved: nothing to send, but a new stream gets
 		// the board of now.
 		hb.mu.Lock()
-		hb.snap, hb.fullEv, hb.fullOf = s, nil, nil
+		hb.publish(s)
 		hb.mu.Unlock()
 		return nil
 	}
@@ -250,7 +299,8 @@ func (hb *hub) process(s *board.Snapshot) error {
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
 	first := hb.snap == nil
-	hb.snap, hb.fullEv, hb.fullOf, hb.lastKey = s, nil, nil, key
+	hb.publish(s)
+	hb.lastKey = key
 	if !slices.Equal(layout, hb.layout) {
 		hb.layout = layout
 		hb.secs = make(map[string]section, len(secs))
@@ -487,8 +537,13 @@ func (h *Handler) boardEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// A new stream gets the board as it is now, not as it was at the
-	// last change: a board older than the source's MaxAge is rebuilt.
-	h.hub.refresh(r.Context())
+	// last change: a board older than the source's MaxAge is rebuilt
+	// here, and the stream starts once the loop has published it. This
+	// request's board itself is never published: an Old copy, had when
+	// the viewer left during a build, would change every viewer's board.
+	if cur := h.o.Board.Current(r.Context()); !cur.Old {
+		h.hub.await(r.Context(), cur.Board.At)
+	}
 	wake(sb)
 	beat := time.NewTicker(heartbeat)
 	defer beat.Stop()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -109,5 +110,74 @@ func TestDataLinesCR(t *testing.T) {
 				t.Errorf("a CR is left in %q", got)
 			}
 		})
+	}
+}
+
+// Only a board newer than the one published reaches the streams: an Old
+// copy (a request that ended during a build) or a board built before the
+// one held would show every viewer a false problem or a step back.
+func TestHubDropsOldAndEarlier(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 6, 0, 0, 0, time.UTC)
+	snap := func(at time.Time, old bool, html string) *board.Snapshot {
+		return &board.Snapshot{Board: board.Board{At: at}, Old: old,
+			Meta: board.Meta{Problems: []board.Problem{{Err: html}}}}
+	}
+	hb := newHub(hubOptions{log: t.Logf, key: func(s *board.Snapshot) []byte { return []byte(s.Meta.Problems[0].Err) },
+		frag: func(s *board.Snapshot) ([]byte, error) { return []byte(s.Meta.Problems[0].Err), nil },
+		sections: func(s *board.Snapshot) ([]section, error) {
+			return []section{{id: "top", html: []byte(s.Meta.Problems[0].Err)}}, nil
+		}})
+	hb.running = true // no loop: the test processes by hand
+	sb, why := hb.subscribe("c")
+	if sb == nil {
+		t.Fatal(why)
+	}
+	process := func(s *board.Snapshot) {
+		t.Helper()
+		if err := hb.process(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	take := func() string {
+		t.Helper()
+		ev, err := hb.take(sb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(ev)
+	}
+	// Before the first build: the empty Old board is not published.
+	process(snap(t0, true, "no board built yet"))
+	if hb.snap != nil {
+		t.Fatal("an Old board before the first build was published")
+	}
+	if got := take(); got != "" {
+		t.Errorf("before any board: %q", got)
+	}
+	good := snap(t0.Add(time.Second), false, "good")
+	process(good)
+	if got := take(); got != "event: board\ndata: good\n\n" {
+		t.Fatalf("first board: %q", got)
+	}
+	for _, tc := range []struct {
+		name string
+		s    *board.Snapshot
+	}{
+		{"old copy", snap(good.Board.At, true, "good, being rebuilt")},
+		{"earlier", snap(t0, false, "earlier")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			process(tc.s)
+			if hb.snap != good {
+				t.Errorf("published %q", tc.s.Meta.Problems[0].Err)
+			}
+			if got := take(); got != "" {
+				t.Errorf("sent %q", got)
+			}
+		})
+	}
+	process(snap(t0.Add(2*time.Second), false, "newer"))
+	if got := take(); got != "event: nodes\ndata: newer\n\n" {
+		t.Errorf("a newer board: %q", got)
 	}
 }
