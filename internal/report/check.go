@@ -2,7 +2,6 @@ package report
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"sort"
 	"strings"
@@ -42,23 +41,21 @@ func CheckOptionsFrom(cfg config.Config, now time.Time) CheckOptions {
 // summary of what was checked.
 func (d *DB) Check(ctx context.Context, o CheckOptions) (problems []string, summary string, err error) {
 	now := o.Now.Unix()
-	rows, err := d.db.QueryContext(ctx, `SELECT id, last_record, last_ingest FROM nodes`)
+	seen, err := d.st.NodesSeen(ctx)
 	if err != nil {
 		return nil, "", d.wrap(err)
 	}
 	nodes, stale := 0, 0
-	for rows.Next() {
-		var id int64
-		var rec, ing sql.NullInt64
-		if err := rows.Scan(&id, &rec, &ing); err != nil {
-			rows.Close()
-			return nil, "", d.wrap(err)
-		}
+	for _, n := range seen {
 		// What a node shipped is dated by its newest record, not by when
 		// ingest got round to it.
-		last := rec.Int64
-		if !rec.Valid {
-			last = ing.Int64
+		var rec int64
+		if n.LastRecord != nil {
+			rec = *n.LastRecord
+		}
+		last := rec
+		if n.LastRecord == nil && n.LastIngest != nil {
+			last = *n.LastIngest
 		}
 		age := time.Duration(now-last) * time.Second
 		if o.Forget > 0 && age > o.Forget {
@@ -67,45 +64,36 @@ func (d *DB) Check(ctx context.Context, o CheckOptions) (problems []string, summ
 		nodes++
 		if age > o.Stale {
 			stale++
-			problems = append(problems, fmt.Sprintf("node %s: no data for %s (last record %s)", d.nodeNames[id], roundAge(age),
-				time.Unix(rec.Int64, 0).UTC().Format(time.RFC3339)))
+			problems = append(problems, fmt.Sprintf("node %s: no data for %s (last record %s)", d.nodeNames[n.ID], roundAge(age),
+				time.Unix(rec, 0).UTC().Format(time.RFC3339)))
 		}
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, "", d.wrap(err)
-	}
 	sort.Strings(problems)
-	var lastOK sql.NullInt64
-	if err := d.db.QueryRowContext(ctx, `SELECT max(finished) FROM passes WHERE ok = 1`).Scan(&lastOK); err != nil {
+	lastOK, err := d.st.LastGoodPass(ctx)
+	if err != nil {
 		return nil, "", d.wrap(err)
 	}
 	switch {
-	case !lastOK.Valid:
+	case lastOK == nil:
 		problems = append(problems, "ingest: no successful pass recorded (is gpuacct serve running?)")
-	case time.Duration(now-lastOK.Int64)*time.Second > o.Lag:
+	case time.Duration(now-*lastOK)*time.Second > o.Lag:
 		problems = append(problems, fmt.Sprintf("ingest: last successful pass %s ago (limit %s): is gpuacct serve running?",
-			roundAge(time.Duration(now-lastOK.Int64)*time.Second), o.Lag))
+			roundAge(time.Duration(now-*lastOK)*time.Second), o.Lag))
 	}
-	var started int64
-	var finished sql.NullInt64
-	var ok bool
-	var perr sql.NullString
-	err = d.db.QueryRowContext(ctx, `SELECT started, finished, ok, error FROM passes ORDER BY id DESC LIMIT 1`).Scan(&started, &finished, &ok, &perr)
+	last, found, err := d.st.LastPass(ctx)
 	switch {
-	case err == sql.ErrNoRows:
 	case err != nil:
 		return nil, "", d.wrap(err)
-	case !ok && finished.Valid:
-		msg := strings.TrimSpace(perr.String)
+	case found && !last.OK && last.Finished != nil:
+		msg := strings.TrimSpace(last.Error)
 		if msg == "" {
 			msg = "no error recorded"
 		}
-		problems = append(problems, fmt.Sprintf("ingest: last pass at %s failed: %s", time.Unix(started, 0).UTC().Format(time.RFC3339), firstLine(msg)))
+		problems = append(problems, fmt.Sprintf("ingest: last pass at %s failed: %s", time.Unix(last.Started, 0).UTC().Format(time.RFC3339), firstLine(msg)))
 	}
 	age := "never"
-	if lastOK.Valid {
-		age = roundAge(time.Duration(now-lastOK.Int64)*time.Second).String() + " ago"
+	if lastOK != nil {
+		age = roundAge(time.Duration(now-*lastOK)*time.Second).String() + " ago"
 	}
 	fp, fs, err := d.checkFiles(ctx, o)
 	if err != nil {

@@ -2,7 +2,6 @@ package report
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -99,13 +98,12 @@ func (d *DB) checkFiles(ctx context.Context, o CheckOptions) (problems []string,
 	// there for N passes and is still there.
 	var cutoff time.Time
 	if o.LeftPasses > 0 {
-		var started sql.NullInt64
-		err := d.db.QueryRowContext(ctx, `SELECT started FROM passes ORDER BY id DESC LIMIT 1 OFFSET ?`, o.LeftPasses-1).Scan(&started)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		started, err := d.st.PassStarted(ctx, o.LeftPasses)
+		if err != nil {
 			return nil, "", d.wrap(err)
 		}
-		if started.Valid {
-			cutoff = time.Unix(started.Int64, 0)
+		if started != nil {
+			cutoff = time.Unix(*started, 0)
 		}
 		// Ingest keeps a file whose job's event has not come yet for
 		// ingest.grace before it quarantines it: not stuck before then.
@@ -126,16 +124,13 @@ func (d *DB) checkFiles(ctx context.Context, o CheckOptions) (problems []string,
 	}
 	// What the last pass recorded it left, for a check that cannot read
 	// incoming itself.
-	var left int64
-	var oldestLeft sql.NullInt64
-	err = d.db.QueryRowContext(ctx, `SELECT files_left, oldest_left FROM passes ORDER BY id DESC LIMIT 1`).Scan(&left, &oldestLeft)
+	left, oldestLeft, found, err := d.st.LastPassLeft(ctx)
 	switch {
-	case errors.Is(err, sql.ErrNoRows), err != nil && strings.Contains(err.Error(), "no such column"):
 	case err != nil:
 		return nil, "", d.wrap(err)
-	case left > 0 && len(problems) == 0 && oldestLeft.Valid && !cutoff.IsZero() && time.Unix(oldestLeft.Int64, 0).Before(cutoff):
+	case found && left > 0 && len(problems) == 0 && oldestLeft != nil && !cutoff.IsZero() && time.Unix(*oldestLeft, 0).Before(cutoff):
 		problems = append(problems, fmt.Sprintf("incoming: the last ingest pass left %d files, the oldest from %s, older than %d passes: ingest cannot retire them; see gpuacct serve's log",
-			left, time.Unix(oldestLeft.Int64, 0).UTC().Format(time.RFC3339), o.LeftPasses))
+			left, time.Unix(*oldestLeft, 0).UTC().Format(time.RFC3339), o.LeftPasses))
 	}
 	if o.Quarantine != "" {
 		s, err := scanNodes(o.Quarantine, time.Time{}, &budget)
@@ -152,27 +147,16 @@ func (d *DB) checkFiles(ctx context.Context, o CheckOptions) (problems []string,
 			parts = append(parts, fmt.Sprintf("%d%s files in quarantine", s.files, more))
 		}
 	}
-	var q, r sql.NullInt64
-	since := o.Now.Add(-24 * time.Hour).Unix()
-	if err := d.db.QueryRowContext(ctx, `SELECT sum(quarantined), sum(refused) FROM passes WHERE started >= ?`, since).Scan(&q, &r); err != nil {
+	q, r, err := d.st.PassCounts(ctx, o.Now.Add(-24*time.Hour).Unix())
+	if err != nil {
 		return nil, "", d.wrap(err)
 	}
-	parts = append(parts, fmt.Sprintf("last 24 h: %d files quarantined, %d refused", q.Int64, r.Int64))
+	parts = append(parts, fmt.Sprintf("last 24 h: %d files quarantined, %d refused", q, r))
 	// Jobs with an end but no start event: their GPU-hours are not
-	// counted, or (schema 5 on: start_estimated, the end or the first
-	// sample standing in) only estimated. Fresh ones may still get their
-	// start in the next pass.
-	cond := "start IS NULL"
-	var hasEst int
-	if err := d.db.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('jobs') WHERE name = 'start_estimated'`).Scan(&hasEst); err != nil {
-		return nil, "", d.wrap(err)
-	}
-	if hasEst > 0 {
-		cond = "(start IS NULL OR start_estimated = 1)"
-	}
-	var noStart int64
-	if err := d.db.QueryRowContext(ctx, `SELECT count(*) FROM jobs WHERE `+cond+` AND end IS NOT NULL AND end < ?`,
-		o.Now.Add(-o.Lag).Unix()).Scan(&noStart); err != nil {
+	// counted, or only estimated (the end or the first sample standing
+	// in). Fresh ones may still get their start in the next pass.
+	noStart, err := d.st.JobsWithoutStart(ctx, o.Now.Add(-o.Lag).Unix())
+	if err != nil {
 		return nil, "", d.wrap(err)
 	}
 	if noStart > 0 {

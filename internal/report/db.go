@@ -23,6 +23,8 @@ import (
 
 // DB is the accounting database opened for reading.
 type DB struct {
+	st *store.Store
+	// db is st's pool, for the reads not yet moved into store.
 	db   *sql.DB
 	path string
 	busy time.Duration
@@ -55,7 +57,7 @@ func OpenDB(ctx context.Context, path string, busy time.Duration) (*DB, error) {
 	}
 	// A ledger the ingest has not migrated yet (schema 1, the daemon not
 	// restarted on the new gpuacct) has no rollup_monthly: read its days.
-	d := &DB{db: st.DB, path: path, busy: busy, months: v >= 2}
+	d := &DB{st: st, db: st.DB, path: path, busy: busy, months: v >= 2}
 	if err := d.loadNodes(ctx); err != nil {
 		st.Close()
 		return nil, err
@@ -64,7 +66,7 @@ func OpenDB(ctx context.Context, path string, busy time.Duration) (*DB, error) {
 }
 
 // Close closes the database.
-func (d *DB) Close() error { return d.db.Close() }
+func (d *DB) Close() error { return d.st.Close() }
 
 // describe turns SQLite's busy/locked and not-a-database errors into one
 // line that says what to do.
@@ -95,25 +97,13 @@ func (d *DB) wrap(err error) error {
 }
 
 func (d *DB) loadNodes(ctx context.Context) error {
-	rows, err := d.db.QueryContext(ctx, `SELECT id, cluster, name FROM nodes`)
+	rows, err := d.st.Nodes(ctx)
 	if err != nil {
 		return d.wrap(err)
 	}
-	defer rows.Close()
-	type n struct{ cluster, name string }
-	all := map[int64]n{}
 	clusters := map[string]bool{}
-	for rows.Next() {
-		var id int64
-		var x n
-		if err := rows.Scan(&id, &x.cluster, &x.name); err != nil {
-			return d.wrap(err)
-		}
-		all[id] = x
-		clusters[x.cluster] = true
-	}
-	if err := rows.Err(); err != nil {
-		return d.wrap(err)
+	for _, n := range rows {
+		clusters[n.Cluster] = true
 	}
 	d.nodeNames = map[int64]string{}
 	d.clusters = d.clusters[:0]
@@ -121,11 +111,11 @@ func (d *DB) loadNodes(ctx context.Context) error {
 		d.clusters = append(d.clusters, c)
 	}
 	sort.Strings(d.clusters)
-	for id, x := range all {
+	for _, n := range rows {
 		if len(clusters) > 1 {
-			d.nodeNames[id] = x.cluster + "/" + x.name
+			d.nodeNames[n.ID] = n.Cluster + "/" + n.Name
 		} else {
-			d.nodeNames[id] = x.name
+			d.nodeNames[n.ID] = n.Name
 		}
 	}
 	return nil

@@ -1,0 +1,91 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+)
+
+// NodeRow is a node that shipped records.
+type NodeRow struct {
+	ID            int64
+	Cluster, Name string
+}
+
+// Nodes lists every node of the ledger (one row a node: the ledger's
+// size bounds it).
+func (s *Store) Nodes(ctx context.Context) ([]NodeRow, error) {
+	rows, err := s.DB.QueryContext(ctx, `SELECT id, cluster, name FROM nodes`)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	var out []NodeRow
+	for rows.Next() {
+		var n NodeRow
+		if err := rows.Scan(&n.ID, &n.Cluster, &n.Name); err != nil {
+			return nil, translate(err)
+		}
+		out = append(out, n)
+	}
+	return out, translate(rows.Err())
+}
+
+// NodeSeen is when a node was last heard of: its newest record and the
+// pass that ingested it (Unix seconds; nil if never).
+type NodeSeen struct {
+	ID                     int64
+	LastRecord, LastIngest *int64
+}
+
+// NodesSeen lists every node with when it was last heard of.
+func (s *Store) NodesSeen(ctx context.Context) ([]NodeSeen, error) {
+	rows, err := s.DB.QueryContext(ctx, `SELECT id, last_record, last_ingest FROM nodes`)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	var out []NodeSeen
+	for rows.Next() {
+		var n NodeSeen
+		var rec, ing sql.NullInt64
+		if err := rows.Scan(&n.ID, &rec, &ing); err != nil {
+			return nil, translate(err)
+		}
+		n.LastRecord, n.LastIngest = ptrInt(rec), ptrInt(ing)
+		out = append(out, n)
+	}
+	return out, translate(rows.Err())
+}
+
+func ptrInt(v sql.NullInt64) *int64 {
+	if !v.Valid {
+		return nil
+	}
+	x := v.Int64
+	return &x
+}
+
+func ptrFloat(v sql.NullFloat64) *float64 {
+	if !v.Valid {
+		return nil
+	}
+	x := v.Float64
+	return &x
+}
+
+// inList appends "AND col IN (?, ?...)" for a non-empty list.
+func inList[T string | int64](q *strings.Builder, args *[]any, col string, vals []T) {
+	if len(vals) == 0 {
+		return
+	}
+	q.WriteString(" AND " + col + " IN (")
+	for i, v := range vals {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("?")
+		*args = append(*args, v)
+	}
+	q.WriteString(")")
+}
