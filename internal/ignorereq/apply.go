@@ -100,8 +100,11 @@ type queue struct {
 	// idFromName: the request's ID is its file name, whatever it says.
 	idFromName bool
 	// open: anyone may write pending/ (the note queue), so what is not a
-	// request there is removed, and applied/ is pruned after keep.
+	// request there is removed, each owner gets a share of a pass, every
+	// outcome is kept short, and applied/ is pruned.
 	open bool
+	// trusted owners of an open queue's requests have no share.
+	trusted func(uid int) bool
 }
 
 // Bounds of a pass over the note queue.
@@ -112,8 +115,10 @@ const (
 	MaxActivePerUser = 20
 	// AppliedKeep is how long the note queue keeps an outcome.
 	AppliedKeep = 90 * 24 * time.Hour
-	// maxLooked bounds the directory entries one pass looks at, requests
-	// or not (as board.Load's maxListedFactor does).
+	// maxLooked bounds the directory entries one pass spends itself on:
+	// requests, and in the note queue junk removed (as board.Load's
+	// maxListedFactor does); entries it may not remove count against
+	// maxRead alone.
 	maxLooked = 4 * MaxListed
 	// junkAge spares a writer's temporary file while it is written.
 	junkAge = time.Minute
@@ -129,6 +134,10 @@ const (
 // applied. A request whose outcome cannot be kept never stops the
 // queue; a failure of the ledger does. Run only by the store's writer.
 func Apply(ctx context.Context, st *store.Store, o Options) (int, error) {
+	return apply(ctx, st, o, defaultLimits())
+}
+
+func apply(ctx context.Context, st *store.Store, o Options, lim limits) (int, error) {
 	ign := queue{
 		dir: o.Dir,
 		check: func(r *Request, owner int, perm fs.FileMode) error {
@@ -137,7 +146,7 @@ func Apply(ctx context.Context, st *store.Store, o Options) (int, error) {
 		apply:   func(ctx context.Context, r *Request, _ int) error { return applyIgnore(ctx, st, r, o.Now) },
 		applied: func(name string, _ int) string { return outcomeName(strings.TrimSuffix(name, ".json"), -1) },
 	}
-	n, err := applyQueue(ctx, ign, o.Now, o.log())
+	n, err := applyQueue(ctx, ign, o.Now, lim, o.log())
 	if err != nil {
 		return n, err
 	}
@@ -161,10 +170,11 @@ func Apply(ctx context.Context, st *store.Store, o Options) (int, error) {
 		applied:    func(name string, owner int) string { return outcomeName(strings.TrimSuffix(name, ".json"), owner) },
 		idFromName: true,
 		open:       true,
+		trusted:    o.Trusted,
 	}
-	m, err := applyQueue(ctx, notes, o.Now, o.log())
+	m, err := applyQueue(ctx, notes, o.Now, lim, o.log())
 	if err == nil {
-		pruneApplied(appliedDir(notes.dir), o.Now.Add(-AppliedKeep), o.log())
+		pruneApplied(appliedDir(notes.dir), o.Now.Add(-AppliedKeep), lim, o.log())
 	}
 	return n + m, err
 }
@@ -184,8 +194,15 @@ func outcomeName(id string, owner int) string {
 	return id + ".u" + strconv.Itoa(owner) + ".json"
 }
 
-func applyQueue(ctx context.Context, q queue, now time.Time, log *slog.Logger) (int, error) {
-	names, err := scanPending(pendingDir(q.dir), now, q.open, log)
+func applyQueue(ctx context.Context, q queue, now time.Time, lim limits, log *slog.Logger) (int, error) {
+	var names []string
+	var err error
+	if q.open {
+		sw := sweep{now: now, trusted: q.trusted, lim: lim, log: log}
+		names, err = sw.scan(pendingDir(q.dir))
+	} else {
+		names, err = pendingNames(pendingDir(q.dir))
+	}
 	if err != nil {
 		return 0, fmt.Errorf("apply requests in %s: %w", q.dir, err)
 	}
@@ -199,6 +216,9 @@ func applyQueue(ctx context.Context, q queue, now time.Time, log *slog.Logger) (
 	for _, name := range names {
 		path := filepath.Join(pendingDir(q.dir), name)
 		r, owner, perm, err := readRequest(path)
+		// A pending request has no outcome yet: one written in the file
+		// is not its outcome.
+		r.AppliedAt, r.Changed, r.NotFound, r.Error = nil, nil, nil, ""
 		if q.idFromName {
 			r.ID = strings.TrimSuffix(name, ".json")
 		}
@@ -221,7 +241,9 @@ func applyQueue(ctx context.Context, q queue, now time.Time, log *slog.Logger) (
 		if r.ID == "" || r.Error != "" {
 			r.ID = strings.TrimSuffix(name, ".json")
 		}
-		if r.Error != "" {
+		if r.Error != "" || q.open {
+			// Anyone may file a note request: its outcome, kept by the
+			// writer outside the user's quota, stays small.
 			shrink(&r)
 		}
 		at := now.UTC()
@@ -251,16 +273,18 @@ func applyQueue(ctx context.Context, q queue, now time.Time, log *slog.Logger) (
 	return n, nil
 }
 
-// shrink bounds what a refusal keeps of its request: a refused file may
-// be 64 KiB, its outcome stays small.
+// shrink bounds what an outcome keeps of its request: a request file
+// may be 64 KiB, its outcome stays small. A note's text keeps room for
+// MaxTextRunes characters, so an applied note's text is never cut.
 func shrink(r *Request) {
-	const maxField = 512
-	cut := func(s string) string {
-		if len(s) <= maxField {
+	const maxField, maxText = 512, 4 * MaxTextRunes
+	cutAt := func(s string, n int) string {
+		if len(s) <= n {
 			return s
 		}
-		return strings.ToValidUTF8(s[:maxField], "") + "…"
+		return strings.ToValidUTF8(s[:n], "") + "…"
 	}
+	cut := func(s string) string { return cutAt(s, maxField) }
 	if len(r.Jobs) > 16 {
 		r.Jobs = append(r.Jobs[:16:16], fmt.Sprintf("… %d more", len(r.Jobs)-16))
 	}
@@ -268,36 +292,10 @@ func shrink(r *Request) {
 		r.Jobs[i] = cut(r.Jobs[i])
 	}
 	r.Reason, r.By, r.Host, r.Cluster, r.Schema, r.Action = cut(r.Reason), cut(r.By), cut(r.Host), cut(r.Cluster), cut(r.Schema), cut(r.Action)
+	r.Error = cut(r.Error)
 	r.Changed, r.NotFound = nil, nil
 	if r.Note != nil {
-		r.Note.Node, r.Note.Text = cut(r.Note.Node), cut(r.Note.Text)
-	}
-}
-
-// pruneApplied removes the outcomes under d last written before cutoff,
-// looking at most at maxLooked entries in one pass.
-func pruneApplied(d string, cutoff time.Time, log *slog.Logger) {
-	f, err := os.Open(d)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	ents, _ := f.ReadDir(maxLooked)
-	pruned := 0
-	for _, e := range ents {
-		if !e.Type().IsRegular() {
-			continue
-		}
-		fi, err := e.Info()
-		if err != nil || !fi.ModTime().Before(cutoff) {
-			continue
-		}
-		if err := os.Remove(filepath.Join(d, e.Name())); err == nil {
-			pruned++
-		}
-	}
-	if pruned > 0 {
-		log.Info("old note request outcomes pruned", "dir", d, "files", pruned, "before", cutoff.UTC().Format(time.RFC3339))
+		r.Note.Node, r.Note.Text = cut(r.Note.Node), cutAt(r.Note.Text, maxText)
 	}
 }
 

@@ -56,27 +56,44 @@ func TestApplyLongNameDoesNotBlock(t *testing.T) {
 }
 
 // What can never be a request is removed from pending/ with a log line;
-// a hidden file younger than a minute may be a writer's temporary file
-// and stays.
+// a file named as the writer names its temporary file, changed within a
+// minute of now (either way), may be one being written and stays. A
+// directory is removed only when empty: one with files stays, named in
+// the log once with its owner.
 func TestApplyRemovesJunk(t *testing.T) {
 	e := newQueueEnv(t)
 	pending := pendingDir(NotesDir(e.dir))
-	old := e.now.Add(-2 * time.Minute)
-	for _, p := range []string{"notes.txt", ".old.tmp", ".young.tmp", "dir.json/x", "dir/y"} {
-		full := filepath.Join(pending, p)
+	old, ahead := e.now.Add(-2*time.Minute), time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, f := range []struct {
+		path string
+		at   time.Time
+	}{
+		{"notes.txt", old},
+		{".old.tmp", old},
+		{".young.tmp", e.now}, // hidden, but not a writer's name
+		{".0123456789abcdef.tmp", e.now.Add(-30 * time.Second)},
+		{".00000000000000ff.tmp", e.now.Add(30 * time.Second)}, // a clock a little ahead
+		{".fedcba9876543210.tmp", ahead},                       // touch -d 2100-01-01
+		{".0123456789abcdeX.tmp", e.now},
+		{"dir.json/x", old},
+		{"dir/y", old},
+	} {
+		full := filepath.Join(pending, f.path)
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(full, []byte("x"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if p != ".young.tmp" {
-			if err := os.Chtimes(full, old, old); err != nil {
-				t.Fatal(err)
-			}
+		if err := os.Chtimes(full, f.at, f.at); err != nil {
+			t.Fatal(err)
 		}
 	}
-	if err := os.Chtimes(filepath.Join(pending, ".young.tmp"), e.now, e.now); err != nil {
+	if err := os.Chown(filepath.Join(pending, "dir"), 1000, 1000); err != nil {
+		t.Fatal(err)
+	}
+	// An empty directory, even one its owner may not read, goes.
+	if err := os.Mkdir(filepath.Join(pending, "empty"), 0); err != nil {
 		t.Fatal(err)
 	}
 	id := e.submit(t, add("gpu02", nil, e.now.Add(time.Hour), "kept"), 1000)
@@ -84,19 +101,50 @@ func TestApplyRemovesJunk(t *testing.T) {
 	if got := e.outcome(t, id, 1000); got.Error != "" {
 		t.Errorf("request among the junk: %+v", got)
 	}
-	var left []string
-	ents, _ := os.ReadDir(pending)
-	for _, en := range ents {
-		left = append(left, en.Name())
+	want := []string{".00000000000000ff.tmp", ".0123456789abcdef.tmp", "dir", "dir.json"}
+	if diff := cmp.Diff(want, dirNames(t, pending)); diff != "" {
+		t.Errorf("left pending (-want +got):\n%s", diff)
 	}
-	if strings.Join(left, " ") != ".young.tmp" {
-		t.Errorf("left pending %v, want .young.tmp alone", left)
-	}
-	for _, p := range []string{"notes.txt", ".old.tmp", "dir.json", "dir"} {
-		if !strings.Contains(log, "not a note request, removed from the queue") || !strings.Contains(log, filepath.Join(pending, p)) {
+	for _, p := range []string{"notes.txt", ".old.tmp", ".young.tmp", ".fedcba9876543210.tmp", ".0123456789abcdeX.tmp", "empty"} {
+		if !strings.Contains(log, `"not a note request, removed from the queue" path=`+filepath.Join(pending, p)+" ") {
 			t.Errorf("no log line for %s in:\n%s", p, log)
 		}
 	}
+	// The writer never walks a user's tree.
+	if _, err := os.Stat(filepath.Join(pending, "dir", "y")); err != nil {
+		t.Errorf("a file inside a user's directory: %v", err)
+	}
+	stuck := `msg="not a note request, and the writer may not remove it (a directory is removed only when empty): remove it by hand" path=` + filepath.Join(pending, "dir") + " uid=1000"
+	if !strings.Contains(log, stuck) || !strings.Contains(log, filepath.Join(pending, "dir.json")+" uid=0") {
+		t.Errorf("first pass does not name the directories it may not remove, with their owners:\n%s", log)
+	}
+	// Named once: the next pass says nothing of them.
+	if log := e.applyLogged(t); strings.Contains(log, "may not remove") {
+		t.Errorf("second pass names them again:\n%s", log)
+	}
+	// Emptied by hand, a directory goes on the next pass and is
+	// forgotten.
+	if err := os.Remove(filepath.Join(pending, "dir", "y")); err != nil {
+		t.Fatal(err)
+	}
+	e.applyLogged(t)
+	if m := readMemory(memoryFile(pending)); !cmp.Equal(m.Names, []string{"dir.json"}) {
+		t.Errorf("remembered %v, want dir.json alone", m.Names)
+	}
+}
+
+// dirNames are the names in d, sorted.
+func dirNames(t *testing.T, d string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, en := range ents {
+		names = append(names, en.Name())
+	}
+	return names
 }
 
 // Outcomes older than AppliedKeep go; younger ones stay.

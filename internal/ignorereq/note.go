@@ -120,6 +120,16 @@ func checkNote(r *Request, perm fs.FileMode, now time.Time) error {
 	if r.Note == nil || len(r.Jobs) > 0 {
 		return errors.New("refused: a note request carries one note and no jobs")
 	}
+	// The fields beside the note are kept in its outcome: bounded here,
+	// a request cannot make a large file of it.
+	switch {
+	case r.Reason != "":
+		return errors.New("refused: a note request carries no reason: the note's text says it")
+	case len(r.Host) > maxNodeName:
+		return fmt.Errorf("refused: host is %d bytes, more than the %d of a host name", len(r.Host), maxNodeName)
+	case len(r.Cluster) > maxNodeName:
+		return fmt.Errorf("refused: cluster is %d bytes, more than %d", len(r.Cluster), maxNodeName)
+	}
 	switch r.Action {
 	case NoteAdd:
 		if err := CheckNode(r.Note.Node); err != nil {

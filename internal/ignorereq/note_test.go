@@ -67,6 +67,10 @@ func TestCheckNote(t *testing.T) {
 		{"until now", func(r *Request) { r.Note.Until = now }, "refused: until 2026-03-02T10:00:00Z is not after now"},
 		{"until zero", func(r *Request) { r.Note.Until = time.Time{} }, "refused: until 0001-01-01T00:00:00Z is not within"},
 		{"until too far", func(r *Request) { r.Note.Until = now.Add(MaxAhead + 48*time.Hour) }, "refused: until 2026-06-02T10:00:00Z is not within"},
+		{"reason", func(r *Request) { r.Reason = "x" }, "refused: a note request carries no reason: the note's text says it"},
+		{"host 253 bytes", func(r *Request) { r.Host = strings.Repeat("h", 253) }, ""},
+		{"host 254 bytes", func(r *Request) { r.Host = strings.Repeat("h", 254) }, "refused: host is 254 bytes, more than the 253 of a host name"},
+		{"cluster 60 KiB", func(r *Request) { r.Cluster = strings.Repeat("c", 60<<10) }, "refused: cluster is 61440 bytes, more than 253"},
 		{"jobs", func(r *Request) { r.Jobs = []string{"1"} }, "refused: a note request carries one note and no jobs"},
 		{"schema", func(r *Request) { r.Schema = Schema }, `refused: schema "gpusuite.ignore/v1" is not gpusuite.note/v1`},
 	} {
@@ -311,9 +315,10 @@ func TestApplyNoteRefusals(t *testing.T) {
 	if n, err := e.st.Notes(context.Background(), e.now, true); err != nil || len(n) != 0 {
 		t.Errorf("refused requests kept notes: %+v, %v", n, err)
 	}
-	// The writer removes the directory too (it is no request).
-	if ents, _ := os.ReadDir(pending); len(ents) != 0 {
-		t.Errorf("left pending: %v, want nothing", ents)
+	// The directory stays (the writer never empties a user's tree);
+	// everything else went.
+	if ents, _ := os.ReadDir(pending); len(ents) != 1 || ents[0].Name() != "0dir.json" {
+		t.Errorf("left pending: %v, want 0dir.json alone", ents)
 	}
 }
 

@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -221,71 +220,6 @@ func ListNotes(dir string, userName func(uid int) (string, error)) (NoteLists, e
 	}
 	l.Applied, err = listDir(appliedDir(q), false)
 	return l, err
-}
-
-// pendingNames are up to MaxListed request file names of d, sorted
-// (oldest first); none when d is missing. It reads the queue only.
-func pendingNames(d string) ([]string, error) {
-	return scanPending(d, time.Time{}, false, nil)
-}
-
-// scanPending are up to MaxListed request file names (*.json, not
-// hidden, not a directory) among the first maxLooked entries of d,
-// sorted (oldest first); none when d is missing. With sweep (the
-// writer, on the note queue anyone may write) it removes what can never
-// be a request: directories, other files, and hidden files last changed
-// before now-junkAge (a writer's temporary file is younger), each with a
-// log line. Bounded both ways, junk neither stalls a pass nor takes the
-// requests' share of it.
-func scanPending(d string, now time.Time, sweep bool, log *slog.Logger) ([]string, error) {
-	f, err := os.Open(d)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("requests: %w", err)
-	}
-	defer f.Close()
-	var names []string
-	for looked := 0; looked < maxLooked && len(names) < MaxListed; {
-		ents, err := f.ReadDir(min(256, maxLooked-looked))
-		looked += len(ents)
-		for _, e := range ents {
-			n := e.Name()
-			request := !e.IsDir() && !strings.HasPrefix(n, ".") && strings.HasSuffix(n, ".json")
-			switch {
-			case request && len(names) < MaxListed:
-				names = append(names, n)
-			case !request && sweep:
-				removeJunk(filepath.Join(d, n), e, now, log)
-			}
-		}
-		if errors.Is(err, io.EOF) || (err == nil && len(ents) == 0) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("requests: %w", err)
-		}
-	}
-	sort.Strings(names)
-	return names, nil
-}
-
-// removeJunk removes path, an entry of the note queue's pending/ that is
-// not a request, unless it is a hidden file younger than junkAge.
-func removeJunk(path string, e fs.DirEntry, now time.Time, log *slog.Logger) {
-	fi, err := e.Info()
-	if err != nil {
-		return
-	}
-	if strings.HasPrefix(e.Name(), ".") && !e.IsDir() && now.Sub(fi.ModTime()) < junkAge {
-		return
-	}
-	if err := os.RemoveAll(path); err != nil {
-		log.Warn("not a note request, left in the queue: remove it by hand", "path", path, "err", err)
-		return
-	}
-	log.Info("not a note request, removed from the queue", "path", path, "mode", fi.Mode().String())
 }
 
 // listDir reads the requests of d; owners: each one's UID is its file's
