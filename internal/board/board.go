@@ -84,7 +84,10 @@ type Node struct {
 	// older than SnapshotAt + 3 × its interval.
 	Stale      bool
 	SnapshotAt time.Time
-	GPUs       []GPU
+	// StaleAt is when the snapshot goes stale (SnapshotAt + 3 × its
+	// interval); zero without a snapshot. Aged uses it.
+	StaleAt time.Time
+	GPUs    []GPU
 }
 
 // GPU is one cell of the board.
@@ -268,7 +271,8 @@ func buildNode(l *record.Live, sn *slurmstate.Node, slurm *slurmstate.State, not
 	if l != nil {
 		n.Name, n.Cluster, n.SnapshotAt = l.Node, l.Cluster, l.Time
 		iv := time.Duration(l.Interval * float64(time.Second))
-		n.Stale = now.After(l.Time.Add(StaleAfter * iv))
+		n.StaleAt = l.Time.Add(StaleAfter * iv)
+		n.Stale = now.After(n.StaleAt)
 	} else {
 		n.Name, n.Stale = sn.Name, true
 	}
@@ -493,6 +497,36 @@ func totals(nodes []Node) Totals {
 		return a.Partition < b.Partition
 	})
 	return t
+}
+
+// Aged is b as known at now, later than b.At, when no newer board could
+// be built (a hung live directory): the nodes whose snapshots have gone
+// stale since are stale, their GPUs with them, and the totals follow, so
+// a board that cannot be rebuilt never goes on showing a silent node
+// fresh. b is shared and left as it is.
+func (b Board) Aged(now time.Time) Board {
+	if !now.After(b.At) {
+		return b
+	}
+	b.At = now
+	nodes := make([]Node, len(b.Nodes))
+	copy(nodes, b.Nodes)
+	for i := range nodes {
+		n := &nodes[i]
+		if n.Stale || n.StaleAt.IsZero() || !now.After(n.StaleAt) {
+			continue
+		}
+		n.Stale = true
+		gpus := make([]GPU, len(n.GPUs))
+		copy(gpus, n.GPUs)
+		for j := range gpus {
+			gpus[j].State = Stale
+		}
+		n.GPUs = gpus
+	}
+	b.Nodes = nodes
+	b.Totals = totals(nodes)
+	return b
 }
 
 // Find returns the node named name.

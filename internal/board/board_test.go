@@ -214,7 +214,7 @@ func TestBuildCellsAndTotals(t *testing.T) {
 		t.Errorf("totals (-want +got):\n%s", diff)
 	}
 	wantN1 := Node{Name: "n1", Cluster: "c1", Condition: slurmstate.Mixed, Partitions: []string{"gpu", "long"}, InSlurm: true,
-		SnapshotAt: n1.Time, GPUs: []GPU{
+		SnapshotAt: n1.Time, StaleAt: n1.Time.Add(30 * time.Second), GPUs: []GPU{
 			{Index: 0, Model: "NVIDIA H100", State: Free, Util: u32(0), MemUsedMiB: u64(0), MemTotalMiB: u64(81559)},
 			{Index: 1, Model: "NVIDIA H100", State: Free, Util: u32(0), MemUsedMiB: u64(0), MemTotalMiB: u64(81559)},
 			{Index: 2, Model: "NVIDIA H100", State: Idle, Util: u32(0), MemUsedMiB: u64(0), MemTotalMiB: u64(81559),
@@ -339,5 +339,28 @@ func TestBuildClusterSlurmOnlyNodes(t *testing.T) {
 				t.Errorf("note problems (-want +got):\n%s", d)
 			}
 		})
+	}
+}
+
+// TestAged: a board aged past a snapshot's life shows that node stale,
+// totals with it, and leaves the shared board as it was.
+func TestAged(t *testing.T) {
+	b := Build([]record.Live{live("n1", gpu(0)), live("n2", gpu(0))}, nil, nil, now)
+	b.Nodes[1].StaleAt = now.Add(time.Hour) // n2's agent runs a slower interval
+	later := b.Aged(now.Add(time.Minute))
+	if !later.At.Equal(now.Add(time.Minute)) {
+		t.Errorf("aged board at %v", later.At)
+	}
+	if diff := cmp.Diff([]view{{Name: "n1", Stale: true, States: []State{Stale}}, {Name: "n2", States: []State{Free}}}, views(later)); diff != "" {
+		t.Errorf("aged (-want +got):\n%s", diff)
+	}
+	if later.Totals.StaleNodes != 1 || len(later.Totals.Free) != 1 || later.Totals.Free[0].Free != 1 {
+		t.Errorf("aged totals %+v", later.Totals)
+	}
+	if diff := cmp.Diff([]view{{Name: "n1", States: []State{Free}}, {Name: "n2", States: []State{Free}}}, views(b)); diff != "" {
+		t.Errorf("the board aged was changed (-want +got):\n%s", diff)
+	}
+	if b.Totals.StaleNodes != 0 {
+		t.Errorf("the board aged has %d stale nodes", b.Totals.StaleNodes)
 	}
 }

@@ -23,7 +23,7 @@ type collector struct {
 	src       *Source
 	idleAlert time.Duration
 
-	gpus, free, foreign, idle, stale, slurmUp, age *prometheus.Desc
+	gpus, free, foreign, idle, stale, slurmUp, age, boardAge, old *prometheus.Desc
 }
 
 // NewCollector returns the board's gauges for serve's /metrics. Each
@@ -45,11 +45,15 @@ func NewCollector(src *Source, idleAlert time.Duration) prometheus.Collector {
 			"1 when the board holds Slurm's view of nodes and reservations, 0 when Slurm was unreachable or is not asked.", nil, nil),
 		age: prometheus.NewDesc("gpuacct_board_snapshot_age_seconds",
 			"Age of each node's newest live snapshot (absent for a node that has none).", []string{"node"}, nil),
+		boardAge: prometheus.NewDesc("gpuacct_board_age_seconds",
+			"Age of the board served: under a second or two while boards are built, growing while they cannot be (a hung live directory or ledger).", nil, nil),
+		old: prometheus.NewDesc("gpuacct_board_old",
+			"1 when no board could be built for this scrape in time and the last one built is served, aged to now; 0 otherwise.", nil, nil),
 	}
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.gpus, c.free, c.foreign, c.idle, c.stale, c.slurmUp, c.age} {
+	for _, d := range []*prometheus.Desc{c.gpus, c.free, c.foreign, c.idle, c.stale, c.slurmUp, c.age, c.boardAge, c.old} {
 		ch <- d
 	}
 }
@@ -58,7 +62,15 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
 	snap := c.src.Current(ctx)
+	now := c.src.o.Now()
 	b := &snap.Board
+	boardAge, old := age(now.Sub(b.At)), 0.0
+	if snap.Old {
+		// The last good build's values, but its ages and staleness at
+		// now: a hung /data must raise the stale alerts, not freeze them.
+		aged := b.Aged(now)
+		b, old = &aged, 1
+	}
 
 	states := map[State]int{}
 	foreign := 0
@@ -93,6 +105,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- gauge(c.idle, float64(idle))
 	ch <- gauge(c.stale, float64(b.Totals.StaleNodes))
 	ch <- gauge(c.slurmUp, up)
+	ch <- gauge(c.boardAge, boardAge.Seconds())
+	ch <- gauge(c.old, old)
 }
 
 func gauge(d *prometheus.Desc, v float64, labels ...string) prometheus.Metric {
