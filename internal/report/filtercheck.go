@@ -2,9 +2,6 @@ package report
 
 import (
 	"context"
-	"database/sql"
-	"errors"
-	"fmt"
 	"sort"
 	"strings"
 )
@@ -47,21 +44,8 @@ func (d *DB) CheckFilter(ctx context.Context, f Filter) error {
 
 // inJobs reports whether any job has col = v.
 func (d *DB) inJobs(ctx context.Context, col, v string) (bool, error) {
-	var q string
-	switch col {
-	case "user", "account", "partition", "cluster":
-		q = `SELECT 1 FROM jobs WHERE ` + col + ` = ? LIMIT 1`
-	case "model":
-		q = `SELECT 1 FROM job_nodes WHERE model = ? LIMIT 1`
-	default:
-		return false, fmt.Errorf("filter column %q", col)
-	}
-	var one int
-	err := d.db.QueryRowContext(ctx, q, v).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
-	return err == nil, d.wrap(err)
+	ok, err := d.st.JobsHave(ctx, col, v)
+	return ok, d.wrap(err)
 }
 
 // suggest is ": did you mean a, b?" for the known values nearest v, or

@@ -3,10 +3,10 @@ package report
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/report/timespec"
+	"github.com/aicloud/gpusuite/internal/store"
 )
 
 // Usage is what a report sums.
@@ -145,62 +145,25 @@ func (d *DB) Facts(ctx context.Context, bs []timespec.Bucket, f Filter, needNode
 		needNode = true
 	}
 	for _, p := range plan(bs, needNode, d.months) {
-		var q strings.Builder
-		var args []any
-		switch {
-		case p.grain == monthly:
-			q.WriteString(`SELECT month*86400, cluster, user, account, partition, 0, model, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs
- FROM rollup_monthly WHERE ignored = 0 AND month >= ? AND month < ?`)
-			args = append(args, p.from/86400, p.to/86400)
-		case p.grain == daily:
-			q.WriteString(`SELECT day*86400, cluster, user, account, partition, 0, model, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs
- FROM rollup_daily WHERE ignored = 0 AND day >= ? AND day < ?`)
-			args = append(args, p.from/86400, p.to/86400)
-		case needNode:
-			q.WriteString(`SELECT hour*3600, cluster, user, account, partition, node_id, model, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs
- FROM rollup_hourly WHERE ignored = 0 AND hour >= ? AND hour < ?`)
-			args = append(args, p.from/3600, p.to/3600)
-			inInt(&q, &args, "node_id", nodeIDs)
-		default:
-			// Without the node, SQLite sums the nodes away (about 30×
-			// fewer rows to hand over on a 1,000-GPU cluster).
-			q.WriteString(`SELECT hour*3600, cluster, user, account, partition, 0, model, sum(alloc_gpu_s), sum(used_gpu_s), sum(idle_gpu_s), sum(sample_s), sum(energy_mj), sum(jobs)
- FROM rollup_hourly WHERE ignored = 0 AND hour >= ? AND hour < ?`)
-			args = append(args, p.from/3600, p.to/3600)
-		}
-		in(&q, &args, "cluster", f.Clusters)
-		in(&q, &args, "user", f.Users)
-		in(&q, &args, "account", f.Accounts)
-		in(&q, &args, "partition", f.Partitions)
-		in(&q, &args, "model", f.Models)
-		if p.grain == hourly && !needNode {
-			q.WriteString(" GROUP BY hour, cluster, user, account, partition, model")
-		}
-		rows, err := d.db.QueryContext(ctx, q.String(), args...)
-		if err != nil {
-			return d.wrap(err)
-		}
+		q := store.FactQuery{Grain: storeGrain[p.grain], From: p.from, To: p.to, ByNode: needNode, NodeIDs: nodeIDs,
+			Clusters: f.Clusters, Users: f.Users, Accounts: f.Accounts, Partitions: f.Partitions, Models: f.Models}
 		var x Fact
-		var node int64
-		for rows.Next() {
-			if err := rows.Scan(&x.Start, &x.Cluster, &x.User, &x.Account, &x.Partition, &node, &x.Model,
-				&x.AllocS, &x.UsedS, &x.IdleS, &x.SampleS, &x.EnergyMJ, &x.Jobs); err != nil {
-				rows.Close()
-				return d.wrap(err)
-			}
-			x.Node = ""
+		err := d.st.Facts(ctx, q, func(r *store.FactRow) {
+			x = Fact{Start: r.Start, Cluster: r.Cluster, User: r.User, Account: r.Account, Partition: r.Partition, Model: r.Model,
+				Usage: Usage{AllocS: r.AllocS, UsedS: r.UsedS, IdleS: r.IdleS, SampleS: r.SampleS, EnergyMJ: r.EnergyMJ, Jobs: r.Jobs}}
 			if p.grain == hourly {
-				x.Node = d.nodeNames[node]
+				x.Node = d.nodeNames[r.NodeID]
 			}
 			fn(&x)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		})
+		if err != nil {
 			return d.wrap(err)
 		}
 	}
 	return nil
 }
+
+var storeGrain = map[grain]store.Grain{hourly: store.Hourly, daily: store.Daily, monthly: store.Monthly}
 
 // Distinct lists the distinct values of a rollup column (account, user,
 // partition, model, cluster) ever recorded.
@@ -212,22 +175,17 @@ func (d *DB) Distinct(ctx context.Context, col string) (map[string]bool, error) 
 	}
 	// The monthly rollup holds every value the daily one does, in ~30×
 	// fewer rows.
-	from := "rollup_daily"
+	g := store.Daily
 	if d.months {
-		from = "rollup_monthly"
+		g = store.Monthly
 	}
-	rows, err := d.db.QueryContext(ctx, `SELECT DISTINCT `+col+` FROM `+from)
+	vals, err := d.st.Distinct(ctx, col, g)
 	if err != nil {
 		return nil, d.wrap(err)
 	}
-	defer rows.Close()
 	out := map[string]bool{}
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return nil, d.wrap(err)
-		}
-		out[s] = true
+	for _, v := range vals {
+		out[v] = true
 	}
-	return out, d.wrap(rows.Err())
+	return out, nil
 }
