@@ -297,18 +297,14 @@ func buildNode(l *record.Live, sn *slurmstate.Node, slurm *slurmstate.State, not
 		}
 		return n
 	}
-	// Slurm's allocation outranks the agent's only when read after the
-	// snapshot: a job that has since ended must not keep its GPUs busy
-	// until the next Slurm read.
-	slurmNewer := slurm != nil && slurm.At.After(l.Time)
 	for _, lg := range l.GPUs {
 		g := GPU{Index: lg.Index, UUID: lg.UUID, Model: lg.Model, Util: lg.Util, MemUsedMiB: lg.MemUsedMiB,
 			MemTotalMiB: lg.MemTotalMiB, PowerMW: lg.PowerMW, TempC: lg.TempC, IdleSince: lg.IdleSince,
 			Jobs: lg.Jobs, Procs: lg.Procs, Notes: gpuNotes(notes, lg.Index)}
-		g.State = gpuState(n, slurm != nil, slurmNewer, lg, len(n.Notes)+len(g.Notes) > 0)
+		g.State = gpuState(n, slurm != nil, lg, len(n.Notes)+len(g.Notes) > 0)
 		n.GPUs = append(n.GPUs, g)
 	}
-	if slurmNewer && sn != nil && sn.GPUCount > 0 {
+	if sn != nil && sn.GPUCount > 0 {
 		capUnheld(n.GPUs, sn.GPUCount-sn.GPUsUsed)
 	}
 	return n
@@ -316,8 +312,7 @@ func buildNode(l *record.Live, sn *slurmstate.Node, slurm *slurmstate.State, not
 
 // capUnheld leaves at most room GPUs free, reserved or booked: Slurm
 // counts GPUsUsed of GPUCount held, and a job it has just started may not
-// be in the snapshot yet (Build applies it only when Slurm was read after
-// the snapshot). Which GPUs it took is not known; the highest
+// be in the snapshot yet. Which GPUs it took is not known; the highest
 // indexes are called busy, so the free count is right.
 func capUnheld(gpus []GPU, room int) {
 	for i := range gpus {
@@ -366,9 +361,7 @@ func schedulable(c slurmstate.Condition) bool {
 	return c == slurmstate.Idle || c == slurmstate.Mixed
 }
 
-// gpuState decides one GPU's state; slurmNewer says Slurm was read after
-// the snapshot, so its ALLOCATED may count against the agent's free.
-func gpuState(n Node, haveSlurm, slurmNewer bool, g record.LiveGPU, noted bool) State {
+func gpuState(n Node, haveSlurm bool, g record.LiveGPU, noted bool) State {
 	switch {
 	case n.Stale:
 		return Stale
@@ -386,22 +379,9 @@ func gpuState(n Node, haveSlurm, slurmNewer bool, g record.LiveGPU, noted bool) 
 	case haveSlurm && (n.Condition == slurmstate.Drained || n.Condition == slurmstate.Draining):
 		return Drained
 	case haveSlurm && n.Condition == slurmstate.Allocated:
-		if slurmNewer {
-			return Busy
-		}
-		// Allocated by a read older than the snapshot, which holds no
-		// job here: Slurm has likely freed it since.
-		return unheldState(n, noted)
+		return Busy
 	case haveSlurm && !schedulable(n.Condition):
 		return Down
-	}
-	return unheldState(n, noted)
-}
-
-// unheldState is an unheld GPU's state on a node that takes jobs: booked by a
-// note, reserved, or free.
-func unheldState(n Node, noted bool) State {
-	switch {
 	case noted:
 		return Booked
 	case len(n.Reservations) > 0:

@@ -54,13 +54,6 @@ func slurm(nodes []slurmstate.Node, res ...slurmstate.Reservation) *slurmstate.S
 	return &slurmstate.State{Nodes: nodes, Reservations: res, At: now}
 }
 
-// slurmAt is Slurm's view read at at.
-func slurmAt(at time.Time, nodes []slurmstate.Node, res ...slurmstate.Reservation) *slurmstate.State {
-	st := slurm(nodes, res...)
-	st.At = at
-	return st
-}
-
 // view is what each case checks of a node.
 type view struct {
 	Name         string
@@ -144,18 +137,6 @@ func TestBuildStates(t *testing.T) {
 			slurm([]slurmstate.Node{func() slurmstate.Node { n := snode("n1", slurmstate.Mixed, 2); n.GPUsUsed = 2; return n }()},
 				slurmstate.Reservation{Name: "maint", Nodes: []string{"n1"}}),
 			[]view{{Name: "n1", Reservations: []string{"maint"}, States: []State{Busy, Busy}}}},
-		{"allocated read before the snapshot: the job has ended since, its gpus are free",
-			[]record.Live{live("n1", gpu(0), gpu(80, 7))},
-			slurmAt(now.Add(-10*time.Second), []slurmstate.Node{snode("n1", slurmstate.Allocated, 2)}),
-			[]view{{Name: "n1", States: []State{Free, Busy}}}},
-		{"gpus used read before the snapshot do not cap it: the agent saw the job end",
-			[]record.Live{live("n1", gpu(0), gpu(0), gpu(0), gpu(80, 7))},
-			slurmAt(now.Add(-10*time.Second), []slurmstate.Node{func() slurmstate.Node { n := snode("n1", slurmstate.Mixed, 4); n.GPUsUsed = 4; return n }()}),
-			[]view{{Name: "n1", States: []State{Free, Free, Free, Busy}}}},
-		{"slurm read at the snapshot's own time is not after it: no cap",
-			[]record.Live{live("n1", gpu(0), gpu(0))},
-			slurmAt(now.Add(-5*time.Second), []slurmstate.Node{func() slurmstate.Node { n := snode("n1", slurmstate.Allocated, 2); n.GPUsUsed = 2; return n }()}),
-			[]view{{Name: "n1", States: []State{Free, Free}}}},
 		{"stale snapshot is never free, whatever slurm says", []record.Live{old},
 			slurm([]slurmstate.Node{snode("n1", slurmstate.Idle, 1)}),
 			[]view{{Name: "n1", Stale: true, States: []State{Stale}}}},
