@@ -3,8 +3,14 @@ package config
 import (
 	"fmt"
 	"net"
+	"net/netip"
+	"strings"
 	"time"
 )
+
+// maxTrustedProxies bounds web.trusted_proxies: a site has a few
+// proxies, and each stream's address is matched against every entry.
+const maxTrustedProxies = 64
 
 // Web configures the dashboard and JSON API that gpuacct serve offers
 // (docs/dashboard.md, docs/api.md).
@@ -24,10 +30,19 @@ type Web struct {
 	// MaxStreams is how many live board event streams are open at once;
 	// past it a new one gets 503 (each costs a goroutine and its writes).
 	MaxStreams int `toml:"max_streams"`
+	// MaxStreamsPerClient is how many of them one client may hold (an
+	// IPv4 address, or an IPv6 /64, which one host may fill); 0: no
+	// bound. Behind a reverse proxy every viewer is the proxy unless it
+	// is in TrustedProxies.
+	MaxStreamsPerClient int `toml:"max_streams_per_client"`
+	// TrustedProxies are the reverse proxies (addresses or CIDR
+	// prefixes) whose X-Forwarded-For names the client; it is believed
+	// from no one else.
+	TrustedProxies []string `toml:"trusted_proxies"`
 }
 
 func defaultWeb() Web {
-	return Web{Enabled: true, MaxAge: Dur(30 * time.Second), Concurrent: 4, Timeout: Dur(30 * time.Second), MaxStreams: 1000}
+	return Web{Enabled: true, MaxAge: Dur(30 * time.Second), Concurrent: 4, Timeout: Dur(30 * time.Second), MaxStreams: 1000, MaxStreamsPerClient: 8}
 }
 
 func (w *Web) validate() error {
@@ -48,5 +63,54 @@ func (w *Web) validate() error {
 	if w.MaxStreams < 1 || w.MaxStreams > 100000 {
 		return fmt.Errorf("key \"web.max_streams\": %d is outside 1..100000", w.MaxStreams)
 	}
+	if w.MaxStreamsPerClient < 0 || w.MaxStreamsPerClient > 100000 {
+		return fmt.Errorf("key \"web.max_streams_per_client\": %d is outside 0..100000 (0: no bound)", w.MaxStreamsPerClient)
+	}
+	if _, err := w.TrustedPrefixes(); err != nil {
+		return err
+	}
 	return nil
+}
+
+// TrustedPrefixes is web.trusted_proxies parsed: an address is the
+// prefix of it alone.
+func (w *Web) TrustedPrefixes() ([]netip.Prefix, error) {
+	if len(w.TrustedProxies) > maxTrustedProxies {
+		return nil, fmt.Errorf("key \"web.trusted_proxies\": %d entries, at most %d (name networks, e.g. 10.0.0.0/24)", len(w.TrustedProxies), maxTrustedProxies)
+	}
+	out := make([]netip.Prefix, 0, len(w.TrustedProxies))
+	for _, s := range w.TrustedProxies {
+		p, err := trustedPrefix(strings.TrimSpace(s))
+		if err != nil {
+			return nil, fmt.Errorf("key \"web.trusted_proxies\": %q %s", s, err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func trustedPrefix(s string) (netip.Prefix, error) {
+	const want = "is not an address or CIDR prefix (e.g. 10.0.0.5, 10.0.0.0/24, fd00::/64)"
+	var p netip.Prefix
+	if strings.Contains(s, "/") {
+		var err error
+		if p, err = netip.ParsePrefix(s); err != nil {
+			return p, fmt.Errorf("%s", want)
+		}
+	} else {
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return p, fmt.Errorf("%s", want)
+		}
+		if a.Zone() != "" {
+			return p, fmt.Errorf("has a zone: write the address without %%%s", a.Zone())
+		}
+		a = a.Unmap()
+		p = netip.PrefixFrom(a, a.BitLen())
+	}
+	if p.Addr().Is4In6() {
+		// Clients are matched unmapped: a mapped prefix would match none.
+		return p, fmt.Errorf("is IPv4 written as IPv6: write it as IPv4")
+	}
+	return p.Masked(), nil
 }

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -466,19 +468,60 @@ func within3(t *testing.T, d time.Duration, fn func() (string, string, error)) (
 	return r.kind, r.data, err
 }
 
-// One client address holds at most MaxStreamsPerClient streams.
+// One client holds at most MaxStreamsPerClient streams: the peer's
+// address, or behind a trusted proxy the address it forwards for.
 func TestBoardEventsPerClient(t *testing.T) {
-	lb := newLiveBoard(t, nil)
-	srv := newBoardServer(t, web.Options{Board: lb.src, BoardTick: time.Hour, MaxStreams: 10, MaxStreamsPerClient: 2})
-	for range 2 {
-		s := openEvents(t, srv.URL)
-		if _, err := within(t, 30*time.Second, s.next); err != nil {
-			t.Fatal(err)
-		}
-	}
-	code, body := getJSON(t, srv.URL+"/api/v1/board/events", nil)
-	if code != http.StatusServiceUnavailable || !strings.Contains(string(body), "this address holds 2 board streams already") {
-		t.Errorf("third stream of one address: %d %s, want 503", code, body)
+	loopback := []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+	for _, tc := range []struct {
+		name      string
+		perClient int
+		trusted   []netip.Prefix
+		// xff of the streams opened; refused, the index of the first
+		// refused (-1: none).
+		xff     []string
+		refused int
+	}{
+		{name: "one address", perClient: 2, xff: []string{"", "", ""}, refused: 2},
+		{name: "forwarded by an untrusted peer", perClient: 2, xff: []string{"198.51.100.1", "198.51.100.2", "198.51.100.3"}, refused: 2},
+		{name: "viewers behind a trusted proxy", perClient: 2, trusted: loopback,
+			xff: []string{"198.51.100.1", "198.51.100.1", "198.51.100.2", "198.51.100.3", "198.51.100.1"}, refused: 4},
+		{name: "one IPv6 /64 behind a trusted proxy", perClient: 2, trusted: loopback,
+			xff: []string{"2001:db8::1", "2001:db8::2", "2001:db8::ffff:3", "2001:db8:0:1::1"}, refused: 2},
+		{name: "no bound", perClient: -1, xff: []string{"", "", "", ""}, refused: -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lb := newLiveBoard(t, nil)
+			srv := newBoardServer(t, web.Options{Board: lb.src, BoardTick: time.Hour, MaxStreams: 10, MaxStreamsPerClient: tc.perClient, TrustedProxies: tc.trusted})
+			for i, xff := range tc.xff {
+				req, err := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/board/events", nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if xff != "" {
+					req.Header.Set("X-Forwarded-For", xff)
+				}
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { resp.Body.Close() })
+				if i != tc.refused {
+					if resp.StatusCode != http.StatusOK {
+						t.Fatalf("stream %d (%s): %d", i, xff, resp.StatusCode)
+					}
+					s := &sseReader{resp: resp, r: bufio.NewReader(resp.Body)}
+					if _, err := within(t, 30*time.Second, s.next); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+				want := fmt.Sprintf("this address holds %d board streams already (web.max_streams_per_client)", tc.perClient)
+				if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), want) {
+					t.Errorf("stream %d (%s): %d %s, want 503 %q", i, xff, resp.StatusCode, body, want)
+				}
+			}
+		})
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -20,8 +19,10 @@ const (
 	// (web.max_streams); past it a new one gets 503. web.concurrent does
 	// not count them: a stream holds no query, only a slot in the hub.
 	DefaultMaxStreams = 1000
-	// DefaultMaxStreamsPerClient is how many of them one client address
-	// may hold, so one browser's tabs or one script cannot take them all.
+	// DefaultMaxStreamsPerClient is how many of them one client (an
+	// IPv4 address, an IPv6 /64; clientKey) may hold, so one browser's
+	// tabs or one script cannot take them all
+	// (web.max_streams_per_client).
 	DefaultMaxStreamsPerClient = 8
 	// DefaultBoardTick is how often the broadcaster looks at the board.
 	DefaultBoardTick = time.Second
@@ -125,7 +126,7 @@ func newHub(o hubOptions) *hub {
 	if o.max <= 0 {
 		o.max = DefaultMaxStreams
 	}
-	if o.perClient <= 0 {
+	if o.perClient == 0 {
 		o.perClient = DefaultMaxStreamsPerClient
 	}
 	if o.key == nil {
@@ -148,8 +149,8 @@ func (hb *hub) subscribe(client string) (*subscriber, string) {
 	if len(hb.subs) >= hb.max {
 		return nil, "too many board streams open (web.max_streams " + strconv.Itoa(hb.max) + ")"
 	}
-	if hb.byClient[client] >= hb.perClient {
-		return nil, "this address holds " + strconv.Itoa(hb.perClient) + " board streams already; close a tab"
+	if hb.perClient > 0 && hb.byClient[client] >= hb.perClient {
+		return nil, "this address holds " + strconv.Itoa(hb.perClient) + " board streams already (web.max_streams_per_client); close a tab"
 	}
 	sb := &subscriber{client: client, sig: make(chan struct{}, 1), dirty: map[string]bool{}, full: true}
 	hb.subs[sb] = struct{}{}
@@ -485,15 +486,6 @@ func (hb *hub) nowEvent() []byte {
 	return []byte("event: now\ndata: " + strconv.FormatInt(hb.now().UnixMilli(), 10) + "\n\n")
 }
 
-// clientOf is the address a stream is counted against.
-func clientOf(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}
-
 // GET /api/v1/board/events: the board as server-sent events: the whole
 // fragment first ("board"), then the sections that changed ("nodes"),
 // each after the server's time ("now").
@@ -507,7 +499,7 @@ func (h *Handler) boardEvents(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 		return
 	}
-	sb, why := h.hub.subscribe(clientOf(r))
+	sb, why := h.hub.subscribe(clientKey(r, h.o.TrustedProxies))
 	if sb == nil {
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": why + "; retry in a few seconds, or poll /api/v1/board"})

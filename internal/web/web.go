@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -58,14 +59,18 @@ type Options struct {
 	// (DefaultBoardTick when 0); BoardRefresh the reload period of the
 	// board page without JavaScript; MaxStreams bounds the open event
 	// streams (web.max_streams; DefaultMaxStreams when 0), and
-	// MaxStreamsPerClient those of one client address
-	// (DefaultMaxStreamsPerClient when 0).
+	// MaxStreamsPerClient those of one client, an IPv4 address or an
+	// IPv6 /64 (web.max_streams_per_client; DefaultMaxStreamsPerClient
+	// when 0, no bound when negative).
 	BoardTick           time.Duration
 	BoardRefresh        time.Duration
 	MaxStreams          int
 	MaxStreamsPerClient int
-	Now                 func() time.Time
-	Log                 *slog.Logger
+	// TrustedProxies are the peers whose X-Forwarded-For names the
+	// client a stream is counted against (web.trusted_proxies).
+	TrustedProxies []netip.Prefix
+	Now            func() time.Time
+	Log            *slog.Logger
 }
 
 // OptionsFrom fills Options from the configuration file's sections; the
@@ -75,11 +80,20 @@ func OptionsFrom(cfg config.Config, src *board.Source, log *slog.Logger, now fun
 	if err != nil {
 		return Options{}, fmt.Errorf("web: %w", err)
 	}
+	proxies, err := cfg.Web.TrustedPrefixes()
+	if err != nil {
+		return Options{}, fmt.Errorf("web: %w", err)
+	}
+	perClient := cfg.Web.MaxStreamsPerClient
+	if perClient == 0 {
+		perClient = -1 // the key's 0 is no bound
+	}
 	return Options{
 		DB: cfg.Store.Path, BusyTimeout: cfg.Store.BusyTimeout.Duration, Teams: cfg.Report.Teams, Location: loc,
 		MaxAge: cfg.Web.MaxAge.Duration, Check: report.CheckOptionsFrom(cfg, time.Time{}),
 		Concurrent: cfg.Web.Concurrent, Timeout: cfg.Web.Timeout.Duration, Now: now, Log: log,
 		Board: src, BoardRefresh: boardRefresh(cfg.Agent.Interval.Duration), MaxStreams: cfg.Web.MaxStreams,
+		MaxStreamsPerClient: perClient, TrustedProxies: proxies,
 	}, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/aicloud/gpusuite/internal/board"
+	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/sim/gendata"
 	"github.com/aicloud/gpusuite/internal/web"
 )
@@ -490,5 +492,38 @@ func TestNewRefusesBadMapping(t *testing.T) {
 	}
 	if _, err := web.New(web.Options{DB: "/nonexistent.db", Teams: p}); err == nil || !strings.Contains(err.Error(), "team mapping") {
 		t.Errorf("a user in two teams: %v, want a team mapping error", err)
+	}
+}
+
+// The configuration's stream bounds reach the handler: the per-client
+// key's 0 is no bound (not the default), and the trusted proxies parsed.
+func TestOptionsFromStreams(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		toml          string
+		wantPerClient int
+		wantProxies   []netip.Prefix
+	}{
+		{name: "defaults", wantPerClient: 8, wantProxies: []netip.Prefix{}},
+		{name: "off", toml: "[web]\nmax_streams_per_client = 0", wantPerClient: -1, wantProxies: []netip.Prefix{}},
+		{name: "behind a proxy", toml: "[web]\nmax_streams_per_client = 3\ntrusted_proxies = [\"10.0.0.5\", \"fd00::/64\"]",
+			wantPerClient: 3, wantProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.5/32"), netip.MustParsePrefix("fd00::/64")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := config.Default()
+			if err := config.Parse([]byte(tc.toml), &cfg); err != nil {
+				t.Fatal(err)
+			}
+			o, err := web.OptionsFrom(cfg, nil, nil, time.Now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.MaxStreamsPerClient != tc.wantPerClient {
+				t.Errorf("MaxStreamsPerClient %d, want %d", o.MaxStreamsPerClient, tc.wantPerClient)
+			}
+			if diff := cmp.Diff(tc.wantProxies, o.TrustedProxies, cmp.Comparer(func(a, b netip.Prefix) bool { return a == b })); diff != "" {
+				t.Errorf("TrustedProxies (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
