@@ -139,34 +139,3 @@ func (d *DB) nodeIDs(names []string) ([]int64, error) {
 	}
 	return out, nil
 }
-
-// in appends "AND col IN (?, ?...)" for a non-empty list.
-func in(q *strings.Builder, args *[]any, col string, vals []string) {
-	if len(vals) == 0 {
-		return
-	}
-	q.WriteString(" AND " + col + " IN (")
-	for i, v := range vals {
-		if i > 0 {
-			q.WriteString(", ")
-		}
-		q.WriteString("?")
-		*args = append(*args, v)
-	}
-	q.WriteString(")")
-}
-
-func inInt(q *strings.Builder, args *[]any, col string, vals []int64) {
-	if len(vals) == 0 {
-		return
-	}
-	q.WriteString(" AND " + col + " IN (")
-	for i, v := range vals {
-		if i > 0 {
-			q.WriteString(", ")
-		}
-		q.WriteString("?")
-		*args = append(*args, v)
-	}
-	q.WriteString(")")
-}

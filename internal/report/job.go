@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/aicloud/gpusuite/internal/store"
 )
 
 // NodePart is a job's part on one node.
@@ -105,67 +107,28 @@ func (sp JobSpec) String() string {
 	return s
 }
 
-// jobDetailCols are jobCols with a start that is never NULL: a ledger
-// from before estimated starts may hold a job seen only through its end or
-// its samples; its end (else 0) stands in rather than failing the scan.
-var jobDetailCols = strings.Replace(jobCols, "j.start,", "coalesce(j.start, j.end, 0),", 1)
-
 // Job loads one job run.
 func (d *DB) Job(ctx context.Context, cluster string, sp JobSpec, now time.Time) (*Detail, error) {
-	id, restart := sp.ID, sp.Restart
-	q := `SELECT ` + jobDetailCols + ` FROM jobs j WHERE j.job_id = ?`
-	args := []any{id}
-	if sp.Task != nil {
-		q = `SELECT ` + jobDetailCols + ` FROM jobs j WHERE (j.array_job_id = ? AND j.array_task_id = ?)`
-		args = []any{id, *sp.Task}
-	}
-	// The jobs table's unique index starts with the cluster: naming every
-	// cluster lets SQLite use it instead of scanning millions of rows.
+	// Naming every cluster lets the store use the jobs table's index.
 	clusters := d.clusters
 	if cluster != "" {
 		clusters = []string{cluster}
 	}
-	if sp.Task == nil && len(clusters) > 0 {
-		var b strings.Builder
-		in(&b, &args, "j.cluster", clusters)
-		q += b.String()
-	} else if cluster != "" {
-		q += " AND j.cluster = ?"
-		args = append(args, cluster)
+	r, err := d.st.JobRun(ctx, store.JobRunQuery{JobID: sp.ID, Task: sp.Task, Clusters: clusters, Cluster: cluster, Restart: sp.Restart})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("job %s: %w in %s", sp, ErrNoJob, d.path)
 	}
-	if restart >= 0 {
-		q += " AND j.restart = ?"
-		args = append(args, restart)
-	}
-	q += " ORDER BY j.restart DESC, j.start DESC LIMIT 1"
-	det := &Detail{Now: now}
-	if err := scanJob(d.db.QueryRowContext(ctx, q, args...), &det.Job); err != nil {
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, fmt.Errorf("job %s: %w in %s", sp, ErrNoJob, d.path)
-		}
-		return nil, d.wrap(err)
-	}
-	j := &det.Job
-	rows, err := d.db.QueryContext(ctx, `SELECT node_id, gpus, model, start, end, end_source, end_estimated, exit_code, quality
- FROM job_nodes WHERE job = ? ORDER BY node_id`, j.Row)
 	if err != nil {
 		return nil, d.wrap(err)
 	}
-	for rows.Next() {
-		var p NodePart
-		var node int64
-		var start, end, code sql.NullInt64
-		var src sql.NullString
-		if err := rows.Scan(&node, &p.GPUs, &p.Model, &start, &end, &src, &p.EndEstimated, &code, &p.Quality); err != nil {
-			rows.Close()
-			return nil, d.wrap(err)
-		}
-		p.Node, p.Start, p.End, p.EndSource, p.ExitCode = d.nodeNames[node], ptr(start), ptr(end), src.String, ptr(code)
-		det.Nodes = append(det.Nodes, p)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	det := &Detail{Now: now, Job: jobRow(&r)}
+	parts, err := d.st.JobNodes(ctx, r.Row)
+	if err != nil {
 		return nil, d.wrap(err)
+	}
+	for _, n := range parts {
+		det.Nodes = append(det.Nodes, NodePart{Node: d.nodeNames[n.NodeID], GPUs: n.GPUs, Model: n.Model, Start: n.Start, End: n.End,
+			EndSource: n.EndSource, EndEstimated: n.EndEstimated, ExitCode: n.ExitCode, Quality: n.Quality})
 	}
 	if err := d.loadGPUs(ctx, det); err != nil {
 		return nil, err
@@ -182,62 +145,37 @@ func ptr(v sql.NullInt64) *int64 {
 	return &x
 }
 
-func fptr(v sql.NullFloat64) *float64 {
-	if !v.Valid {
-		return nil
-	}
-	x := v.Float64
-	return &x
-}
-
 func (d *DB) loadGPUs(ctx context.Context, det *Detail) error {
 	j := &det.Job
-	rows, err := d.db.QueryContext(ctx, `SELECT g.id, jg.node_id, g.idx, jg.minor, g.uuid, g.model, jg.agg_seq, jg.agg_final, jg.sample_s, jg.util_s,
- jg.util_max, jg.mem_max_mib, coalesce(jg.mem_total_mib, g.mem_total_mib), jg.energy_mj, jg.energy_start_mj, jg.energy_end_mj, jg.idle_s, jg.quality
- FROM job_gpus jg JOIN gpus g ON g.id = jg.gpu_id WHERE jg.job = ? ORDER BY jg.node_id, g.idx, g.uuid`, j.Row)
+	gpus, err := d.st.JobGPUs(ctx, j.Row)
 	if err != nil {
 		return d.wrap(err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var g GPUStat
-		var node int64
-		var idx, minor, seq, energy, eStart, eEnd sql.NullInt64
-		var final bool
-		var sampleS, utilS, idleS float64
-		var utilMax, memMax, memTotal sql.NullFloat64
-		var quality string
-		if err := rows.Scan(&g.gpuID, &node, &idx, &minor, &g.UUID, &g.Model, &seq, &final, &sampleS, &utilS, &utilMax, &memMax, &memTotal,
-			&energy, &eStart, &eEnd, &idleS, &quality); err != nil {
-			return d.wrap(err)
-		}
-		g.Node, g.Index, g.Minor, g.MemTotalMiB = d.nodeNames[node], ptr(idx), ptr(minor), fptr(memTotal)
+	for _, r := range gpus {
+		g := GPUStat{gpuID: r.GPUID, UUID: r.UUID, Model: r.Model}
+		g.Node, g.Index, g.Minor, g.MemTotalMiB = d.nodeNames[r.NodeID], r.Index, r.Minor, r.MemTotalMiB
 		g.Source = "none"
-		if seq.Valid {
+		if r.AggSeq != nil {
 			g.Source = "aggregate"
-			g.SampleS, g.IdleS, g.UtilMax, g.MemMaxMiB = sampleS, idleS, fptr(utilMax), fptr(memMax)
-			if sampleS > 0 {
-				m := 100 * utilS / sampleS
+			g.SampleS, g.IdleS, g.UtilMax, g.MemMaxMiB = r.SampleS, r.IdleS, r.UtilMax, r.MemMaxMiB
+			if r.SampleS > 0 {
+				m := 100 * r.UtilS / r.SampleS
 				g.UtilMean = &m
 			}
-			if energy.Valid {
-				k := float64(energy.Int64) / 3.6e9
+			if r.EnergyMJ != nil {
+				k := float64(*r.EnergyMJ) / 3.6e9
 				g.EnergyKWh = &k
 			}
-			if quality != "" {
-				_ = json.Unmarshal([]byte(quality), &g.Quality)
+			if r.Quality != "" {
+				_ = json.Unmarshal([]byte(r.Quality), &g.Quality)
 			}
 		}
-		if g.EnergyKWh == nil && eStart.Valid && eEnd.Valid && eEnd.Int64 >= eStart.Int64 {
-			k := float64(eEnd.Int64-eStart.Int64) / 3.6e9
+		if g.EnergyKWh == nil && r.EnergyStartMJ != nil && r.EnergyEndMJ != nil && *r.EnergyEndMJ >= *r.EnergyStartMJ {
+			k := float64(*r.EnergyEndMJ-*r.EnergyStartMJ) / 3.6e9
 			g.EnergyKWh = &k
 		}
 		det.GPUs = append(det.GPUs, g)
 	}
-	if err := rows.Err(); err != nil {
-		return d.wrap(err)
-	}
-	rows.Close()
 	from := j.Start * 1000
 	to := det.Now.UnixMilli()
 	if j.End.Valid {

@@ -5,12 +5,12 @@ import (
 	"database/sql"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/report/table"
 	"github.com/aicloud/gpusuite/internal/report/teams"
 	"github.com/aicloud/gpusuite/internal/report/timespec"
+	"github.com/aicloud/gpusuite/internal/store"
 )
 
 // JobQuery selects jobs for `report jobs`.
@@ -68,55 +68,38 @@ func (j *JobRow) Elapsed(now time.Time) int64 {
 	return max(0, now.Unix()-j.Start)
 }
 
-const jobCols = `j.id, j.cluster, j.job_id, j.restart, j.array_job_id, j.array_task_id, j.user, j.account, j.partition, j.nodes, j.gpus,
- j.start, j.end, j.state, j.end_estimated, j.ignored, j.ignore_reason, j.alloc_gpu_s, j.used_gpu_s, j.idle_gpu_s, j.energy_mj,
- coalesce((SELECT sum(sample_s) FROM job_hours h WHERE h.job = j.id), 0), coalesce((SELECT sum(jobs) FROM job_hours h WHERE h.job = j.id), 0)`
+// jobRow is the store's row as reports list it.
+func jobRow(r *store.JobRow) JobRow {
+	j := JobRow{Row: r.Row, Cluster: r.Cluster, JobID: r.JobID, Restart: r.Restart, ArrayJobID: nullInt(r.ArrayJobID), ArrayTaskID: nullInt(r.ArrayTaskID),
+		User: r.User, Account: r.Account, Partition: r.Partition, Nodes: r.Nodes, GPUs: r.GPUs, Start: r.Start, End: nullInt(r.End), State: r.State,
+		EndEstimated: r.EndEstimated, Ignored: r.Ignored,
+		Usage: Usage{AllocS: r.AllocS, UsedS: r.UsedS, IdleS: r.IdleS, SampleS: r.SampleS, EnergyMJ: r.EnergyMJ, Jobs: r.Jobs}}
+	if r.IgnoreReason != nil {
+		j.IgnoreReason = sql.NullString{String: *r.IgnoreReason, Valid: true}
+	}
+	return j
+}
 
-func scanJob(sc interface{ Scan(...any) error }, j *JobRow) error {
-	return sc.Scan(&j.Row, &j.Cluster, &j.JobID, &j.Restart, &j.ArrayJobID, &j.ArrayTaskID, &j.User, &j.Account, &j.Partition, &j.Nodes, &j.GPUs,
-		&j.Start, &j.End, &j.State, &j.EndEstimated, &j.Ignored, &j.IgnoreReason, &j.AllocS, &j.UsedS, &j.IdleS, &j.EnergyMJ, &j.SampleS, &j.Jobs)
+func nullInt(v *int64) sql.NullInt64 {
+	if v == nil {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: *v, Valid: true}
 }
 
 // Jobs calls fn for the jobs that overlap the window, newest first (or
 // in q.Sort order), until fn returns false.
 func (d *DB) Jobs(ctx context.Context, q JobQuery, fn func(*JobRow) bool) error {
-	var b strings.Builder
-	var args []any
-	b.WriteString(`SELECT ` + jobCols + ` FROM jobs j WHERE j.start IS NOT NULL AND j.start < ? AND (j.end IS NULL OR j.end > ?)`)
-	args = append(args, q.Window.End.Unix(), q.Window.Start.Unix())
-	if q.Ignored {
-		b.WriteString(" AND j.ignored = 1")
-	} else {
-		b.WriteString(" AND j.ignored = 0")
-	}
-	in(&b, &args, "j.cluster", q.Filter.Clusters)
-	in(&b, &args, "j.user", q.Filter.Users)
-	in(&b, &args, "j.account", q.Filter.Accounts)
-	in(&b, &args, "j.partition", q.Filter.Partitions)
+	sq := store.JobsQuery{From: q.Window.Start.Unix(), To: q.Window.End.Unix(), Ignored: q.Ignored, Clusters: q.Filter.Clusters,
+		Users: q.Filter.Users, Accounts: q.Filter.Accounts, Partitions: q.Filter.Partitions, Models: q.Filter.Models, Sort: q.Sort}
 	if len(q.Filter.Nodes) > 0 {
 		ids, err := d.nodeIDs(q.Filter.Nodes)
 		if err != nil {
 			return err
 		}
-		b.WriteString(" AND EXISTS (SELECT 1 FROM job_nodes n WHERE n.job = j.id")
-		inInt(&b, &args, "n.node_id", ids)
-		b.WriteString(")")
+		sq.NodeIDs = ids
 	}
-	if len(q.Filter.Models) > 0 {
-		b.WriteString(" AND EXISTS (SELECT 1 FROM job_nodes n WHERE n.job = j.id")
-		in(&b, &args, "n.model", q.Filter.Models)
-		b.WriteString(")")
-	}
-	switch q.Sort {
-	case "", "start":
-		b.WriteString(" ORDER BY j.start DESC, j.id DESC")
-	case "alloc":
-		b.WriteString(" ORDER BY j.alloc_gpu_s DESC, j.id")
-	case "eff":
-		b.WriteString(" ORDER BY CASE WHEN j.alloc_gpu_s > 0 THEN j.used_gpu_s / j.alloc_gpu_s ELSE 1e9 END, j.alloc_gpu_s DESC, j.id")
-	case "idle":
-		b.WriteString(" ORDER BY j.idle_gpu_s DESC, j.id")
-	default:
+	if _, ok := sortName[q.Sort]; !ok {
 		return fmt.Errorf("--sort %q is not start, alloc, eff or idle", q.Sort)
 	}
 	m := q.Mapping
@@ -127,24 +110,14 @@ func (d *DB) Jobs(ctx context.Context, q JobQuery, fn func(*JobRow) bool) error 
 	for _, t := range q.Teams {
 		want[t] = true
 	}
-	rows, err := d.db.QueryContext(ctx, b.String(), args...)
-	if err != nil {
-		return d.wrap(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var j JobRow
-		if err := scanJob(rows, &j); err != nil {
-			return d.wrap(err)
+	err := d.st.Jobs(ctx, sq, func(r *store.JobRow) bool {
+		if len(want) > 0 && !want[m.Team(r.Account, r.User)] {
+			return true
 		}
-		if len(want) > 0 && !want[m.Team(j.Account, j.User)] {
-			continue
-		}
-		if !fn(&j) {
-			return nil
-		}
-	}
-	return d.wrap(rows.Err())
+		j := jobRow(r)
+		return fn(&j)
+	})
+	return d.wrap(err)
 }
 
 // JobList is `report jobs`: the jobs that overlap the window with their

@@ -1,0 +1,266 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ErrNotFound means a read found no row for what it was asked.
+var ErrNotFound = errors.New("not found")
+
+// JobRow is one job run with its whole-run figures, as reports list it.
+type JobRow struct {
+	Row                      int64
+	Cluster                  string
+	JobID                    int64
+	Restart                  int
+	ArrayJobID, ArrayTaskID  *int64
+	User, Account, Partition string
+	Nodes                    string
+	GPUs                     int64
+	Start                    int64
+	End                      *int64 // nil while it runs
+	State                    string
+	EndEstimated             bool
+	Ignored                  bool
+	IgnoreReason             *string
+	AllocS                   int64
+	UsedS, IdleS             float64
+	EnergyMJ                 int64
+	SampleS                  float64 // GPU-seconds covered by samples
+	Jobs                     int64   // 1 once its start is counted
+}
+
+const jobCols = `j.id, j.cluster, j.job_id, j.restart, j.array_job_id, j.array_task_id, j.user, j.account, j.partition, j.nodes, j.gpus,
+ j.start, j.end, j.state, j.end_estimated, j.ignored, j.ignore_reason, j.alloc_gpu_s, j.used_gpu_s, j.idle_gpu_s, j.energy_mj,
+ coalesce((SELECT sum(sample_s) FROM job_hours h WHERE h.job = j.id), 0), coalesce((SELECT sum(jobs) FROM job_hours h WHERE h.job = j.id), 0)`
+
+// jobDetailCols are jobCols with a start that is never NULL: a ledger
+// from before estimated starts may hold a job seen only through its end or
+// its samples; its end (else 0) stands in rather than failing the scan.
+var jobDetailCols = strings.Replace(jobCols, "j.start,", "coalesce(j.start, j.end, 0),", 1)
+
+// jobScan scans jobCols into a JobRow.
+type jobScan struct {
+	arrayJob, arrayTask, end sql.NullInt64
+	reason                   sql.NullString
+}
+
+func (s *jobScan) scan(sc interface{ Scan(...any) error }, j *JobRow) error {
+	err := sc.Scan(&j.Row, &j.Cluster, &j.JobID, &j.Restart, &s.arrayJob, &s.arrayTask, &j.User, &j.Account, &j.Partition, &j.Nodes, &j.GPUs,
+		&j.Start, &s.end, &j.State, &j.EndEstimated, &j.Ignored, &s.reason, &j.AllocS, &j.UsedS, &j.IdleS, &j.EnergyMJ, &j.SampleS, &j.Jobs)
+	if err != nil {
+		return err
+	}
+	j.ArrayJobID, j.ArrayTaskID, j.End = ptrInt(s.arrayJob), ptrInt(s.arrayTask), ptrInt(s.end)
+	j.IgnoreReason = nil
+	if s.reason.Valid {
+		r := s.reason.String
+		j.IgnoreReason = &r
+	}
+	return nil
+}
+
+// Job orders.
+const (
+	JobsByStart = "start" // newest first
+	JobsByAlloc = "alloc" // most GPU-seconds first
+	JobsByEff   = "eff"   // least efficient first
+	JobsByIdle  = "idle"  // most idle first
+)
+
+// JobsQuery selects the job runs that overlap [From, To) (Unix
+// seconds). Empty lists select everything.
+type JobsQuery struct {
+	From, To int64
+	// Ignored lists ignored runs instead of counted ones.
+	Ignored                               bool
+	Clusters, Users, Accounts, Partitions []string
+	// NodeIDs and Models select runs with a part on one of them.
+	NodeIDs []int64
+	Models  []string
+	// Sort is one of the Jobs* orders; "" is JobsByStart.
+	Sort string
+}
+
+// Jobs calls fn for the runs q selects, in q.Sort order, until fn
+// returns false: the caller bounds how many it reads. The row is reused.
+func (s *Store) Jobs(ctx context.Context, q JobsQuery, fn func(*JobRow) bool) error {
+	var b strings.Builder
+	var args []any
+	b.WriteString(`SELECT ` + jobCols + ` FROM jobs j WHERE j.start IS NOT NULL AND j.start < ? AND (j.end IS NULL OR j.end > ?)`)
+	args = append(args, q.To, q.From)
+	if q.Ignored {
+		b.WriteString(" AND j.ignored = 1")
+	} else {
+		b.WriteString(" AND j.ignored = 0")
+	}
+	inList(&b, &args, "j.cluster", q.Clusters)
+	inList(&b, &args, "j.user", q.Users)
+	inList(&b, &args, "j.account", q.Accounts)
+	inList(&b, &args, "j.partition", q.Partitions)
+	if len(q.NodeIDs) > 0 {
+		b.WriteString(" AND EXISTS (SELECT 1 FROM job_nodes n WHERE n.job = j.id")
+		inList(&b, &args, "n.node_id", q.NodeIDs)
+		b.WriteString(")")
+	}
+	if len(q.Models) > 0 {
+		b.WriteString(" AND EXISTS (SELECT 1 FROM job_nodes n WHERE n.job = j.id")
+		inList(&b, &args, "n.model", q.Models)
+		b.WriteString(")")
+	}
+	switch q.Sort {
+	case "", JobsByStart:
+		b.WriteString(" ORDER BY j.start DESC, j.id DESC")
+	case JobsByAlloc:
+		b.WriteString(" ORDER BY j.alloc_gpu_s DESC, j.id")
+	case JobsByEff:
+		b.WriteString(" ORDER BY CASE WHEN j.alloc_gpu_s > 0 THEN j.used_gpu_s / j.alloc_gpu_s ELSE 1e9 END, j.alloc_gpu_s DESC, j.id")
+	case JobsByIdle:
+		b.WriteString(" ORDER BY j.idle_gpu_s DESC, j.id")
+	default:
+		return fmt.Errorf("job order %q is not start, alloc, eff or idle", q.Sort)
+	}
+	rows, err := s.DB.QueryContext(ctx, b.String(), args...)
+	if err != nil {
+		return translate(err)
+	}
+	defer rows.Close()
+	var j JobRow
+	var sc jobScan
+	for rows.Next() {
+		if err := sc.scan(rows, &j); err != nil {
+			return translate(err)
+		}
+		if !fn(&j) {
+			return nil
+		}
+	}
+	return translate(rows.Err())
+}
+
+// JobRunQuery names one job run.
+type JobRunQuery struct {
+	JobID int64
+	// Task, when set, makes JobID an array job id and picks its task.
+	Task *int64
+	// Clusters are the ledger's clusters, or the one asked for: naming
+	// them lets SQLite use the jobs table's unique index, which starts
+	// with the cluster, instead of scanning millions of rows.
+	Clusters []string
+	// Cluster, when set, is the only cluster searched.
+	Cluster string
+	// Restart is the run; -1 means the latest.
+	Restart int
+}
+
+// JobRun reads one job run (its start never nil: its end, else 0, stands
+// in); ErrNotFound when the ledger has no such run.
+func (s *Store) JobRun(ctx context.Context, q JobRunQuery) (JobRow, error) {
+	qs := `SELECT ` + jobDetailCols + ` FROM jobs j WHERE j.job_id = ?`
+	args := []any{q.JobID}
+	if q.Task != nil {
+		qs = `SELECT ` + jobDetailCols + ` FROM jobs j WHERE (j.array_job_id = ? AND j.array_task_id = ?)`
+		args = []any{q.JobID, *q.Task}
+	}
+	if q.Task == nil && len(q.Clusters) > 0 {
+		var b strings.Builder
+		inList(&b, &args, "j.cluster", q.Clusters)
+		qs += b.String()
+	} else if q.Cluster != "" {
+		qs += " AND j.cluster = ?"
+		args = append(args, q.Cluster)
+	}
+	if q.Restart >= 0 {
+		qs += " AND j.restart = ?"
+		args = append(args, q.Restart)
+	}
+	qs += " ORDER BY j.restart DESC, j.start DESC LIMIT 1"
+	var j JobRow
+	var sc jobScan
+	if err := sc.scan(s.DB.QueryRowContext(ctx, qs, args...), &j); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return JobRow{}, ErrNotFound
+		}
+		return JobRow{}, translate(err)
+	}
+	return j, nil
+}
+
+// JobNodeRow is a job run's part on one node.
+type JobNodeRow struct {
+	NodeID, GPUs int64
+	Model        string
+	Start, End   *int64
+	EndSource    string // "" when unknown
+	EndEstimated bool
+	ExitCode     *int64
+	Quality      string
+}
+
+// JobNodes lists a run's parts (row: JobRow.Row) by node id; a run has
+// one a node it ran on.
+func (s *Store) JobNodes(ctx context.Context, row int64) ([]JobNodeRow, error) {
+	rows, err := s.DB.QueryContext(ctx, `SELECT node_id, gpus, model, start, end, end_source, end_estimated, exit_code, quality
+ FROM job_nodes WHERE job = ? ORDER BY node_id`, row)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	var out []JobNodeRow
+	for rows.Next() {
+		var p JobNodeRow
+		var start, end, code sql.NullInt64
+		var src sql.NullString
+		if err := rows.Scan(&p.NodeID, &p.GPUs, &p.Model, &start, &end, &src, &p.EndEstimated, &code, &p.Quality); err != nil {
+			return nil, translate(err)
+		}
+		p.Start, p.End, p.EndSource, p.ExitCode = ptrInt(start), ptrInt(end), src.String, ptrInt(code)
+		out = append(out, p)
+	}
+	return out, translate(rows.Err())
+}
+
+// JobGPURow is one GPU of a job run with the agent's aggregate of it
+// (AggSeq nil: none arrived).
+type JobGPURow struct {
+	GPUID, NodeID                        int64
+	Index, Minor                         *int64
+	UUID, Model                          string
+	AggSeq                               *int64
+	AggFinal                             bool
+	SampleS, UtilS                       float64
+	UtilMax, MemMaxMiB, MemTotalMiB      *float64
+	EnergyMJ, EnergyStartMJ, EnergyEndMJ *int64
+	IdleS                                float64
+	Quality                              string // JSON: kind -> samples missing it
+}
+
+// JobGPUs lists a run's GPUs by node, index and uuid.
+func (s *Store) JobGPUs(ctx context.Context, row int64) ([]JobGPURow, error) {
+	rows, err := s.DB.QueryContext(ctx, `SELECT g.id, jg.node_id, g.idx, jg.minor, g.uuid, g.model, jg.agg_seq, jg.agg_final, jg.sample_s, jg.util_s,
+ jg.util_max, jg.mem_max_mib, coalesce(jg.mem_total_mib, g.mem_total_mib), jg.energy_mj, jg.energy_start_mj, jg.energy_end_mj, jg.idle_s, jg.quality
+ FROM job_gpus jg JOIN gpus g ON g.id = jg.gpu_id WHERE jg.job = ? ORDER BY jg.node_id, g.idx, g.uuid`, row)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	var out []JobGPURow
+	for rows.Next() {
+		var g JobGPURow
+		var idx, minor, seq, energy, eStart, eEnd sql.NullInt64
+		var utilMax, memMax, memTotal sql.NullFloat64
+		if err := rows.Scan(&g.GPUID, &g.NodeID, &idx, &minor, &g.UUID, &g.Model, &seq, &g.AggFinal, &g.SampleS, &g.UtilS, &utilMax, &memMax, &memTotal,
+			&energy, &eStart, &eEnd, &g.IdleS, &g.Quality); err != nil {
+			return nil, translate(err)
+		}
+		g.Index, g.Minor, g.AggSeq = ptrInt(idx), ptrInt(minor), ptrInt(seq)
+		g.UtilMax, g.MemMaxMiB, g.MemTotalMiB = ptrFloat(utilMax), ptrFloat(memMax), ptrFloat(memTotal)
+		g.EnergyMJ, g.EnergyStartMJ, g.EnergyEndMJ = ptrInt(energy), ptrInt(eStart), ptrInt(eEnd)
+		out = append(out, g)
+	}
+	return out, translate(rows.Err())
+}
