@@ -2,10 +2,10 @@ package report
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 
 	"github.com/aicloud/gpusuite/internal/record"
+	"github.com/aicloud/gpusuite/internal/store"
 )
 
 // Point is one GPU's samples over a stretch of a job: one sample, or,
@@ -86,31 +86,18 @@ func (a *pointAcc) point() Point {
 // job's length.
 func (d *DB) series(ctx context.Context, gpuID, job int64, restart int, from, to int64, maxPts int) ([]Point, sampleTotals, error) {
 	var tot sampleTotals
-	rows, err := d.db.QueryContext(ctx, `SELECT t_ms, interval_ms, job, restart, jobs, idle, util, mem_used_mib, power_mw, energy_delta_mj
- FROM samples WHERE gpu_id = ? AND t_ms >= ? AND t_ms < ? AND (job = ? OR jobs IS NOT NULL) ORDER BY t_ms`, gpuID, from, to, job)
-	if err != nil {
-		return nil, tot, d.wrap(err)
-	}
-	defer rows.Close()
 	span := max(1, (to-from+int64(maxPts)-1)/int64(maxPts))
 	var out []Point
 	var acc pointAcc
-	for rows.Next() {
-		var t, iv, sjob int64
-		var srestart int
-		var idle bool
-		var jobs sql.NullString
-		var util, mem, power, energy sql.NullInt64
-		if err := rows.Scan(&t, &iv, &sjob, &srestart, &jobs, &idle, &util, &mem, &power, &energy); err != nil {
-			return nil, tot, d.wrap(err)
-		}
+	err := d.st.JobSamples(ctx, gpuID, job, from, to, func(r *store.SampleRow) {
+		t, idle := r.TMs, r.Idle
 		share := 0.0
-		if sjob == job && srestart == restart {
+		if r.Job == job && r.Restart == restart {
 			share = 1
 		}
-		if jobs.Valid {
+		if r.Jobs != nil {
 			var shares []record.JobShare
-			if json.Unmarshal([]byte(jobs.String), &shares) == nil {
+			if json.Unmarshal([]byte(*r.Jobs), &shares) == nil {
 				share = 0
 				for _, s := range shares {
 					if int64(s.Job) == job && s.Restart == restart {
@@ -120,9 +107,9 @@ func (d *DB) series(ctx context.Context, gpuID, job int64, restart int, from, to
 			}
 		}
 		if share == 0 {
-			continue
+			return
 		}
-		sec := float64(iv) / 1000
+		sec := float64(r.IntervalMs) / 1000
 		tot.n++
 		tot.sampleS += sec
 		if idle {
@@ -138,8 +125,8 @@ func (d *DB) series(ctx context.Context, gpuID, job int64, restart int, from, to
 		}
 		acc.n++
 		acc.iv += sec
-		if util.Valid {
-			u := float64(util.Int64)
+		if r.Util != nil {
+			u := float64(*r.Util)
 			tot.utilShareS += u * sec * share
 			tot.utilMax = max(tot.utilMax, u)
 			tot.haveU = true
@@ -148,24 +135,24 @@ func (d *DB) series(ctx context.Context, gpuID, job int64, restart int, from, to
 			acc.utilS += u * w
 			acc.utilIv += w
 		}
-		if mem.Valid {
-			m := float64(mem.Int64)
+		if r.MemUsedMiB != nil {
+			m := float64(*r.MemUsedMiB)
 			tot.memMax = max(tot.memMax, m)
 			tot.haveM = true
 			acc.memMax = max(acc.memMax, m)
 			acc.haveMem = true
 		}
-		if power.Valid {
+		if r.PowerMW != nil {
 			w := max(sec, 1e-3)
-			acc.powerS += float64(power.Int64) / 1000 * w
+			acc.powerS += float64(*r.PowerMW) / 1000 * w
 			acc.powerIv += w
 		}
-		if energy.Valid {
-			tot.energyMJ += int64(float64(energy.Int64) * share)
+		if r.EnergyDeltaMJ != nil {
+			tot.energyMJ += int64(float64(*r.EnergyDeltaMJ) * share)
 			tot.haveE = true
 		}
-	}
-	if err := rows.Err(); err != nil {
+	})
+	if err != nil {
 		return nil, tot, d.wrap(err)
 	}
 	if acc.n > 0 {
