@@ -7,7 +7,6 @@ package report
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -23,9 +22,7 @@ import (
 
 // DB is the accounting database opened for reading.
 type DB struct {
-	st *store.Store
-	// db is st's pool, for the reads not yet moved into store.
-	db   *sql.DB
+	st   *store.Store
 	path string
 	busy time.Duration
 	// nodeNames maps nodes.id to "name" (or "cluster/name" when several
@@ -57,7 +54,7 @@ func OpenDB(ctx context.Context, path string, busy time.Duration) (*DB, error) {
 	}
 	// A ledger the ingest has not migrated yet (schema 1, the daemon not
 	// restarted on the new gpuacct) has no rollup_monthly: read its days.
-	d := &DB{st: st, db: st.DB, path: path, busy: busy, months: v >= 2}
+	d := &DB{st: st, path: path, busy: busy, months: v >= 2}
 	if err := d.loadNodes(ctx); err != nil {
 		st.Close()
 		return nil, err

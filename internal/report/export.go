@@ -3,7 +3,6 @@ package report
 import (
 	"bufio"
 	"context"
-	"database/sql"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -24,18 +23,6 @@ var ExportColumns = map[string][]string{
 		"mem_total_mib", "energy_mj", "idle_s", "final"},
 	"samples": {"node", "uuid", "index", "t_ms", "interval_ms", "job_id", "restart", "idle", "util", "mem_util", "mem_used_mib",
 		"power_mw", "energy_mj", "temp_c", "sm_clock_mhz", "missing"},
-}
-
-var exportQuery = map[string]string{
-	"jobs": `SELECT cluster, job_id, restart, array_job_id, array_task_id, user, account, partition, nodes, gpus, start, end, state,
- end_estimated, ignored, alloc_gpu_s, used_gpu_s, idle_gpu_s, energy_mj FROM jobs
- WHERE start IS NOT NULL AND start < ? AND (end IS NULL OR end > ?) ORDER BY start, id`,
-	"gpus": `SELECT j.cluster, j.job_id, j.restart, n.name, g.uuid, g.idx, g.model, jg.sample_s, jg.util_s, jg.util_max, jg.mem_max_mib,
- coalesce(jg.mem_total_mib, g.mem_total_mib), jg.energy_mj, jg.idle_s, jg.agg_final
- FROM jobs j JOIN job_gpus jg ON jg.job = j.id JOIN gpus g ON g.id = jg.gpu_id JOIN nodes n ON n.id = jg.node_id
- WHERE j.start IS NOT NULL AND j.start < ? AND (j.end IS NULL OR j.end > ?) ORDER BY j.start, j.id, n.name, g.idx`,
-	"samples": `SELECT ?, ?, ?, t_ms, interval_ms, job, restart, idle, util, mem_util, mem_used_mib, power_mw, energy_mj, temp_c,
- sm_clock_mhz, missing FROM samples WHERE gpu_id = ? AND t_ms >= ? AND t_ms < ? ORDER BY t_ms`,
 }
 
 // ExportOptions say what to export where.
@@ -187,90 +174,67 @@ func (d *DB) Export(ctx context.Context, o ExportOptions) (int64, error) {
 	}
 	var n int64
 	span := float64(o.Window.End.Unix() - o.Window.Start.Unix())
-	vals := make([]any, len(cols))
-	ptrs := make([]any, len(cols))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	emit := func(rows *sql.Rows, nodeCol int, progress func() float64) error {
-		defer rows.Close()
-		for rows.Next() {
-			if err := rows.Scan(ptrs...); err != nil {
-				return d.wrap(err)
-			}
-			node := ""
-			if nodeCol >= 0 {
-				node = machineValue(vals[nodeCol])
-			}
-			w, err := writerFor(node)
-			if err != nil {
-				return fmt.Errorf("export %s: %w", o.Kind, err)
-			}
-			if err := w.write(vals); err != nil {
-				return fmt.Errorf("export %s: %w", o.Kind, err)
-			}
-			n++
-			if o.Progress != nil && n%20000 == 0 {
-				o.Progress(progress(), n)
-			}
+	// emit writes one row; vals are the export's column values.
+	emit := func(vals []any, nodeCol int, progress func([]any) float64) error {
+		node := ""
+		if nodeCol >= 0 {
+			node = machineValue(vals[nodeCol])
 		}
-		return d.wrap(rows.Err())
-	}
-	switch o.Kind {
-	case "jobs", "gpus":
-		rows, err := d.db.QueryContext(ctx, exportQuery[o.Kind], o.Window.End.Unix(), o.Window.Start.Unix())
+		w, err := writerFor(node)
 		if err != nil {
-			return 0, d.wrap(err)
+			return fmt.Errorf("export %s: %w", o.Kind, err)
 		}
-		nodeCol := -1
-		startCol := 10
-		if o.Kind == "gpus" {
-			nodeCol, startCol = 3, -1
+		if err := w.write(vals); err != nil {
+			return fmt.Errorf("export %s: %w", o.Kind, err)
 		}
-		err = emit(rows, nodeCol, func() float64 {
-			if startCol < 0 || span <= 0 {
+		n++
+		if o.Progress != nil && n%20000 == 0 {
+			o.Progress(progress(vals), n)
+		}
+		return nil
+	}
+	// read runs one store read, telling its errors (d.wrap) from the
+	// writers' (already worded).
+	read := func(f func(fn func([]any) error) error, nodeCol int, progress func(vals []any) float64) error {
+		var werr error
+		err := f(func(vals []any) error {
+			werr = emit(vals, nodeCol, progress)
+			return werr
+		})
+		if werr != nil {
+			return werr
+		}
+		return d.wrap(err)
+	}
+	from, to := o.Window.Start.Unix(), o.Window.End.Unix()
+	switch o.Kind {
+	case "jobs":
+		err := read(func(fn func([]any) error) error { return d.st.ExportJobs(ctx, from, to, fn) }, -1, func(vals []any) float64 {
+			if span <= 0 {
 				return 0
 			}
-			s, _ := vals[startCol].(int64)
-			return float64(s-o.Window.Start.Unix()) / span
+			s, _ := vals[10].(int64) // start
+			return float64(s-from) / span
 		})
 		if err != nil {
 			return n, err
 		}
-	case "samples":
-		type g struct {
-			id   int64
-			node string
-			uuid string
-			idx  sql.NullInt64
+	case "gpus":
+		err := read(func(fn func([]any) error) error { return d.st.ExportGPUs(ctx, from, to, fn) }, 3, func([]any) float64 { return 0 })
+		if err != nil {
+			return n, err
 		}
-		rs, err := d.db.QueryContext(ctx, `SELECT g.id, g.node_id, g.uuid, g.idx FROM gpus g ORDER BY g.node_id, g.idx, g.uuid`)
+	case "samples":
+		gs, err := d.st.GPUs(ctx)
 		if err != nil {
 			return 0, d.wrap(err)
 		}
-		var gs []g
-		for rs.Next() {
-			var x g
-			var node int64
-			if err := rs.Scan(&x.id, &node, &x.uuid, &x.idx); err != nil {
-				rs.Close()
-				return 0, d.wrap(err)
-			}
-			x.node = d.nodeNames[node]
-			gs = append(gs, x)
-		}
-		rs.Close()
-		for i, x := range gs {
-			var idx any
-			if x.idx.Valid {
-				idx = x.idx.Int64
-			}
-			rows, err := d.db.QueryContext(ctx, exportQuery["samples"], x.node, x.uuid, idx, x.id, o.Window.Start.UnixMilli(), o.Window.End.UnixMilli())
-			if err != nil {
-				return n, d.wrap(err)
-			}
+		for i, g := range gs {
 			frac := float64(i) / float64(len(gs))
-			if err := emit(rows, 0, func() float64 { return frac }); err != nil {
+			err := read(func(fn func([]any) error) error {
+				return d.st.ExportSamples(ctx, d.nodeNames[g.NodeID], g, o.Window.Start.UnixMilli(), o.Window.End.UnixMilli(), fn)
+			}, 0, func([]any) float64 { return frac })
+			if err != nil {
 				return n, err
 			}
 			if o.Progress != nil {

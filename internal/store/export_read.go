@@ -1,0 +1,97 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+)
+
+// The exports' statements; their columns are report.ExportColumns, in
+// that order (docs/reports.md; stable).
+const (
+	exportJobs = `SELECT cluster, job_id, restart, array_job_id, array_task_id, user, account, partition, nodes, gpus, start, end, state,
+ end_estimated, ignored, alloc_gpu_s, used_gpu_s, idle_gpu_s, energy_mj FROM jobs
+ WHERE start IS NOT NULL AND start < ? AND (end IS NULL OR end > ?) ORDER BY start, id`
+	exportGPUs = `SELECT j.cluster, j.job_id, j.restart, n.name, g.uuid, g.idx, g.model, jg.sample_s, jg.util_s, jg.util_max, jg.mem_max_mib,
+ coalesce(jg.mem_total_mib, g.mem_total_mib), jg.energy_mj, jg.idle_s, jg.agg_final
+ FROM jobs j JOIN job_gpus jg ON jg.job = j.id JOIN gpus g ON g.id = jg.gpu_id JOIN nodes n ON n.id = jg.node_id
+ WHERE j.start IS NOT NULL AND j.start < ? AND (j.end IS NULL OR j.end > ?) ORDER BY j.start, j.id, n.name, g.idx`
+	exportSamples = `SELECT ?, ?, ?, t_ms, interval_ms, job, restart, idle, util, mem_util, mem_used_mib, power_mw, energy_mj, temp_c,
+ sm_clock_mhz, missing FROM samples WHERE gpu_id = ? AND t_ms >= ? AND t_ms < ? ORDER BY t_ms`
+)
+
+// ExportJobs calls fn, by start, with each job run that overlaps [from,
+// to) (Unix seconds) as the jobs export's column values: nil, int64,
+// float64, string or bool. vals is reused; an error from fn stops the
+// read and is returned as it is.
+func (s *Store) ExportJobs(ctx context.Context, from, to int64, fn func(vals []any) error) error {
+	return s.export(ctx, fn, exportJobs, to, from)
+}
+
+// ExportGPUs is ExportJobs for the runs' GPUs (the gpus export).
+func (s *Store) ExportGPUs(ctx context.Context, from, to int64, fn func(vals []any) error) error {
+	return s.export(ctx, fn, exportGPUs, to, from)
+}
+
+// ExportSamples is ExportJobs for GPU g's samples in [fromMs, toMs),
+// each row led by node, g's uuid and index (the samples export).
+func (s *Store) ExportSamples(ctx context.Context, node string, g GPURow, fromMs, toMs int64, fn func(vals []any) error) error {
+	var idx any
+	if g.Index != nil {
+		idx = *g.Index
+	}
+	return s.export(ctx, fn, exportSamples, node, g.UUID, idx, g.ID, fromMs, toMs)
+}
+
+func (s *Store) export(ctx context.Context, fn func([]any) error, q string, args ...any) error {
+	rows, err := s.DB.QueryContext(ctx, q, args...)
+	if err != nil {
+		return translate(err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return translate(err)
+	}
+	vals := make([]any, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return translate(err)
+		}
+		if err := fn(vals); err != nil {
+			return err
+		}
+	}
+	return translate(rows.Err())
+}
+
+// GPURow is a GPU the ledger knows.
+type GPURow struct {
+	ID, NodeID int64
+	UUID       string
+	Index      *int64 // nil when the agent did not know it
+}
+
+// GPUs lists every GPU by node, index and uuid (one row a GPU: the
+// cluster's size bounds it).
+func (s *Store) GPUs(ctx context.Context) ([]GPURow, error) {
+	rows, err := s.DB.QueryContext(ctx, `SELECT g.id, g.node_id, g.uuid, g.idx FROM gpus g ORDER BY g.node_id, g.idx, g.uuid`)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	var out []GPURow
+	for rows.Next() {
+		var g GPURow
+		var idx sql.NullInt64
+		if err := rows.Scan(&g.ID, &g.NodeID, &g.UUID, &idx); err != nil {
+			return nil, translate(err)
+		}
+		g.Index = ptrInt(idx)
+		out = append(out, g)
+	}
+	return out, translate(rows.Err())
+}
