@@ -149,7 +149,7 @@ func stream(ctx context.Context, c *http.Client, url string, events, bytes, open
 
 // clientOf is stream i's HTTP client, from a loopback address of its
 // own (127.1.x.y; Linux answers all of 127/8), as viewers on many
-// machines: serve allows one address a few streams only.
+// machines: serve allows one client (an IPv4 address or an IPv6 /64) web.max_streams_per_client streams only.
 func clientOf(i int) *http.Client {
 	local := &net.TCPAddr{IP: net.IPv4(127, 1, byte(i/250), byte(i%250+1))}
 	d := &net.Dialer{LocalAddr: local, Timeout: 10 * time.Second}
