@@ -15,8 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mattn/go-sqlite3"
-
 	"github.com/aicloud/gpusuite/internal/store"
 )
 
@@ -65,23 +63,14 @@ func OpenDB(ctx context.Context, path string, busy time.Duration) (*DB, error) {
 // Close closes the database.
 func (d *DB) Close() error { return d.st.Close() }
 
-// describe turns SQLite's busy/locked and not-a-database errors into one
-// line that says what to do.
+// describe turns the store's busy and not-a-ledger errors into one line
+// that says what to do.
 func describe(path string, busy time.Duration, err error) error {
-	var se sqlite3.Error
-	if errors.As(err, &se) {
-		switch se.Code {
-		case sqlite3.ErrBusy, sqlite3.ErrLocked:
-			return fmt.Errorf("read %s: database is locked: the ingest held it longer than store.busy_timeout (%s); try again: %w", path, busy, err)
-		case sqlite3.ErrNotADB:
-			return fmt.Errorf("read %s: not a gpusuite accounting database: %w", path, err)
-		}
-	}
-	if strings.Contains(err.Error(), "no such table") {
-		return fmt.Errorf("read %s: not a gpusuite accounting database: %w", path, err)
-	}
-	if strings.Contains(err.Error(), "database is locked") {
+	switch {
+	case errors.Is(err, store.ErrBusy):
 		return fmt.Errorf("read %s: database is locked: the ingest held it longer than store.busy_timeout (%s); try again: %w", path, busy, err)
+	case errors.Is(err, store.ErrNotLedger):
+		return fmt.Errorf("read %s: not a gpusuite accounting database: %w", path, err)
 	}
 	return fmt.Errorf("read %s: %w", path, err)
 }
