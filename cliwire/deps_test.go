@@ -105,3 +105,54 @@ func TestNoInternalPackageImportsCLI(t *testing.T) {
 		}
 	}
 }
+
+// sqlPending are packages that still import database/sql, with what
+// holds them there; none may import a driver. The test fails once one no
+// longer does, so the list only shrinks (issue 13: store alone speaks SQL).
+var sqlPending = map[string]string{
+	"internal/report": "report.JobRow's nullable fields are sql.Null* while web scans its own job queries into them",
+	"internal/web":    "queries.go and source.go still query the ledger's pool themselves",
+}
+
+// speaksSQL: p imports database/sql or a SQL driver; driver says which.
+func speaksSQL(p listed) (sql bool, driver string) {
+	for _, imp := range p.Imports {
+		switch {
+		case imp == "database/sql":
+			sql = true
+		case strings.HasPrefix(imp, "database/sql/driver"), strings.HasPrefix(imp, "github.com/mattn/go-sqlite3"),
+			strings.HasPrefix(imp, "modernc.org/sqlite"), strings.HasPrefix(imp, "github.com/jackc/pgx"), strings.HasPrefix(imp, "github.com/lib/pq"):
+			driver = imp
+		}
+	}
+	return sql, driver
+}
+
+// TestOnlyStoreSpeaksSQL: internal/store is the one package that imports
+// database/sql or a driver; the others read and write through its
+// methods (docs/architecture.md).
+func TestOnlyStoreSpeaksSQL(t *testing.T) {
+	var still []string
+	for _, p := range goList(t, "./...") {
+		rel := strings.TrimPrefix(p.ImportPath, module)
+		if rel == "internal/store" {
+			continue
+		}
+		sql, driver := speaksSQL(p)
+		_, pend := sqlPending[rel]
+		switch {
+		case driver != "":
+			t.Errorf("%s imports the SQL driver %s; only internal/store may", rel, driver)
+		case sql && !pend:
+			t.Errorf("%s imports database/sql; read and write through internal/store's methods", rel)
+		case sql:
+			still = append(still, rel)
+		}
+	}
+	sort.Strings(still)
+	for rel := range sqlPending {
+		if i := sort.SearchStrings(still, rel); i == len(still) || still[i] != rel {
+			t.Errorf("%s no longer imports database/sql: remove it from sqlPending", rel)
+		}
+	}
+}
