@@ -29,30 +29,21 @@ type nodeInfo struct {
 }
 
 func (c *conn) nodes(ctx context.Context, now time.Time, o Options) ([]nodeInfo, error) {
-	rows, err := c.db.QueryContext(ctx, `SELECT n.id, n.cluster, n.name, coalesce(n.last_record, n.last_ingest),
- (SELECT count(*) FROM gpus g WHERE g.node_id = n.id) FROM nodes n ORDER BY n.cluster, n.name`)
+	rows, err := c.st.NodesOverview(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read nodes: %w", err)
 	}
-	defer rows.Close()
-	var out []nodeInfo
-	for rows.Next() {
-		var n nodeInfo
-		var last sql.NullInt64
-		if err := rows.Scan(&n.ID, &n.Cluster, &n.Name, &last, &n.GPUs); err != nil {
-			return nil, fmt.Errorf("read nodes: %w", err)
-		}
-		if last.Valid {
-			age := now.Unix() - last.Int64
-			n.LastRecord, n.AgeS = &last.Int64, &age
+	out := make([]nodeInfo, 0, len(rows))
+	for _, r := range rows {
+		n := nodeInfo{ID: r.ID, Cluster: r.Cluster, Name: r.Name, GPUs: r.GPUs}
+		if r.LastSeen != nil {
+			age := now.Unix() - *r.LastSeen
+			n.LastRecord, n.AgeS = r.LastSeen, &age
 			d := time.Duration(age) * time.Second
 			n.Stale = d > o.Check.Stale
 			n.Forgotten = o.Check.Forget > 0 && d > o.Check.Forget
 		}
 		out = append(out, n)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read nodes: %w", err)
 	}
 	return out, nil
 }

@@ -110,7 +110,7 @@ func (s *source) open(ctx context.Context) (*conn, error) {
 		return nil, err
 	}
 	c := &conn{rep: rep, db: st.DB, st: st}
-	if err := c.db.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM nodes`).Scan(&c.maxNode); err != nil {
+	if c.maxNode, err = st.MaxNodeID(ctx); err != nil {
 		c.closeNow()
 		return nil, fmt.Errorf("read %s: %w", s.o.DB, err)
 	}
@@ -119,11 +119,8 @@ func (s *source) open(ctx context.Context) (*conn, error) {
 
 // newNodes reports whether a node appeared since c was opened.
 func (c *conn) newNodes(ctx context.Context) bool {
-	var n int64
-	if err := c.db.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM nodes`).Scan(&n); err != nil {
-		return true
-	}
-	return n != c.maxNode
+	n, err := c.st.MaxNodeID(ctx)
+	return err != nil || n != c.maxNode
 }
 
 func (s *source) close() error {

@@ -1,0 +1,50 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+)
+
+// NodeOverview is a node with its GPU count and when it was last heard
+// of, as the dashboard lists it.
+type NodeOverview struct {
+	ID            int64
+	Cluster, Name string
+	// LastSeen is its newest record, else the pass that last ingested
+	// from it (Unix seconds); nil if neither.
+	LastSeen *int64
+	GPUs     int64
+}
+
+// NodesOverview lists every node by cluster and name (one row a node:
+// the ledger's size bounds it).
+func (s *Store) NodesOverview(ctx context.Context) ([]NodeOverview, error) {
+	rows, err := s.DB.QueryContext(ctx, `SELECT n.id, n.cluster, n.name, coalesce(n.last_record, n.last_ingest),
+ (SELECT count(*) FROM gpus g WHERE g.node_id = n.id) FROM nodes n ORDER BY n.cluster, n.name`)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	var out []NodeOverview
+	for rows.Next() {
+		var n NodeOverview
+		var last sql.NullInt64
+		if err := rows.Scan(&n.ID, &n.Cluster, &n.Name, &last, &n.GPUs); err != nil {
+			return nil, translate(err)
+		}
+		n.LastSeen = ptrInt(last)
+		out = append(out, n)
+	}
+	return out, translate(rows.Err())
+}
+
+// MaxNodeID is the newest node's id, 0 when there is none: node ids only
+// grow, so a reader that named the nodes at open knows by a change of it
+// that a node appeared since.
+func (s *Store) MaxNodeID(ctx context.Context) (int64, error) {
+	var n int64
+	if err := s.DB.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM nodes`).Scan(&n); err != nil {
+		return 0, translate(err)
+	}
+	return n, nil
+}
