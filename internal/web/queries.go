@@ -57,21 +57,15 @@ type lastPass struct {
 
 func (c *conn) lastPass(ctx context.Context) (lastPass, error) {
 	var p lastPass
-	var fin, ok sql.NullInt64
-	err := c.db.QueryRowContext(ctx, `SELECT finished, ok FROM passes ORDER BY id DESC LIMIT 1`).Scan(&fin, &ok)
-	if err != nil && err != sql.ErrNoRows {
+	last, found, err := c.st.LastPass(ctx)
+	if err != nil {
 		return p, fmt.Errorf("read passes: %w", err)
 	}
-	if fin.Valid {
-		p.Finished = &fin.Int64
+	if found {
+		p.Finished, p.OK = last.Finished, last.OK
 	}
-	p.OK = ok.Int64 == 1
-	var lastOK sql.NullInt64
-	if err := c.db.QueryRowContext(ctx, `SELECT max(finished) FROM passes WHERE ok = 1`).Scan(&lastOK); err != nil {
+	if p.LastOK, err = c.st.LastGoodPass(ctx); err != nil {
 		return p, fmt.Errorf("read passes: %w", err)
-	}
-	if lastOK.Valid {
-		p.LastOK = &lastOK.Int64
 	}
 	return p, nil
 }
