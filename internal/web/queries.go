@@ -89,70 +89,28 @@ type runningJob struct {
 // running lists the jobs that have started and not ended, newest first,
 // with their GPUs and each GPU's newest utilization.
 func (c *conn) running(ctx context.Context, limit int) ([]runningJob, error) {
-	rows, err := c.db.QueryContext(ctx, `SELECT j.id, j.cluster, j.job_id, j.restart, j.array_job_id, j.array_task_id, j.user, j.account,
- j.partition, j.nodes, j.gpus, j.start, j.state, j.ignored, j.ignore_reason, j.alloc_gpu_s, j.used_gpu_s, j.idle_gpu_s, j.energy_mj,
- coalesce((SELECT sum(sample_s) FROM job_hours h WHERE h.job = j.id), 0)
- FROM jobs j WHERE j.end IS NULL AND j.start IS NOT NULL ORDER BY j.start DESC, j.id DESC LIMIT ?`, limit)
+	rows, err := c.st.RunningJobs(ctx, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read running jobs: %w", err)
 	}
-	var out []runningJob
-	byRow := map[int64]int{}
-	for rows.Next() {
-		var j runningJob
-		r := &j.JobRow
-		if err := rows.Scan(&r.Row, &r.Cluster, &r.JobID, &r.Restart, &r.ArrayJobID, &r.ArrayTaskID, &r.User, &r.Account, &r.Partition,
-			&r.Nodes, &r.GPUs, &r.Start, &r.State, &r.Ignored, &r.IgnoreReason, &r.AllocS, &r.UsedS, &r.IdleS, &r.EnergyMJ, &r.SampleS); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("read running jobs: %w", err)
-		}
-		byRow[r.Row] = len(out)
-		out = append(out, j)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read running jobs: %w", err)
+	out := make([]runningJob, 0, len(rows))
+	byRow := make(map[int64]int, len(rows))
+	ids := make([]int64, 0, len(rows))
+	for i := range rows {
+		byRow[rows[i].Row] = len(out)
+		ids = append(ids, rows[i].Row)
+		out = append(out, runningJob{JobRow: report.JobRowFrom(&rows[i])})
 	}
 	if len(out) == 0 {
 		return out, nil
 	}
-	ids := make([]string, 0, len(out))
-	args := make([]any, 0, len(out))
-	for _, j := range out {
-		ids = append(ids, "?")
-		args = append(args, j.Row)
-	}
-	// A GPU's newest sample counts only when it was taken during the job.
-	rows, err = c.db.QueryContext(ctx, `SELECT jg.job, n.name, g.idx, g.uuid, g.model, s.util, s.t_ms
- FROM job_gpus jg JOIN jobs j ON j.id = jg.job JOIN gpus g ON g.id = jg.gpu_id JOIN nodes n ON n.id = jg.node_id
- LEFT JOIN samples s ON s.gpu_id = g.id AND s.t_ms = (SELECT max(t_ms) FROM samples x WHERE x.gpu_id = g.id) AND s.t_ms >= j.start * 1000
- WHERE jg.job IN (`+strings.Join(ids, ",")+`)`, args...)
+	gpus, err := c.st.NowGPUs(ctx, ids)
 	if err != nil {
 		return nil, fmt.Errorf("read running jobs' GPUs: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var job int64
-		var g runningGPU
-		var idx, at sql.NullInt64
-		var util sql.NullFloat64
-		if err := rows.Scan(&job, &g.Node, &idx, &g.UUID, &g.Model, &util, &at); err != nil {
-			return nil, fmt.Errorf("read running jobs' GPUs: %w", err)
-		}
-		if idx.Valid {
-			g.Index = &idx.Int64
-		}
-		if util.Valid {
-			g.Util = &util.Float64
-		}
-		if at.Valid {
-			g.AtMs = &at.Int64
-		}
-		i := byRow[job]
-		out[i].GPUList = append(out[i].GPUList, g)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read running jobs' GPUs: %w", err)
+	for _, g := range gpus {
+		i := byRow[g.Row]
+		out[i].GPUList = append(out[i].GPUList, runningGPU{Node: g.Node, Index: g.Index, UUID: g.UUID, Model: g.Model, Util: g.Util, AtMs: g.AtMs})
 	}
 	for i := range out {
 		gs := out[i].GPUList

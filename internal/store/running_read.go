@@ -1,0 +1,95 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+)
+
+// RunningJobs lists at most limit job runs that started and have not
+// ended, newest first, ignored ones included: the dashboard shows what
+// holds GPUs now, counted or not.
+func (s *Store) RunningJobs(ctx context.Context, limit int) ([]JobRow, error) {
+	rows, err := s.DB.QueryContext(ctx, `SELECT `+jobCols+` FROM jobs j WHERE j.end IS NULL AND j.start IS NOT NULL
+ ORDER BY j.start DESC, j.id DESC LIMIT ?`, limit)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	var out []JobRow
+	var sc jobScan
+	for rows.Next() {
+		var j JobRow
+		if err := sc.scan(rows, &j); err != nil {
+			return nil, translate(err)
+		}
+		out = append(out, j)
+	}
+	return out, translate(rows.Err())
+}
+
+// NowGPURow is one GPU of a job run with the GPU's newest sample, kept
+// only when it was taken during the run (a sample from before the start
+// is another job's).
+type NowGPURow struct {
+	Row         int64 // the run: JobRow.Row
+	Node        string
+	Index       *int64
+	UUID, Model string
+	Util        *float64 // nil: no sample during the run, or one without utilization
+	AtMs        *int64
+}
+
+// NowGPUs lists the GPUs of the runs rows (JobRow.Row; the caller bounds
+// how many) with each GPU's newest sample, in no particular order.
+func (s *Store) NowGPUs(ctx context.Context, rows []int64) ([]NowGPURow, error) {
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	var b strings.Builder
+	args := make([]any, 0, len(rows))
+	b.WriteString(`SELECT jg.job, n.name, g.idx, g.uuid, g.model, s.util, s.t_ms
+ FROM job_gpus jg JOIN jobs j ON j.id = jg.job JOIN gpus g ON g.id = jg.gpu_id JOIN nodes n ON n.id = jg.node_id
+ LEFT JOIN samples s ON s.gpu_id = g.id AND s.t_ms = (SELECT max(t_ms) FROM samples x WHERE x.gpu_id = g.id) AND s.t_ms >= j.start * 1000
+ WHERE 1`)
+	inList(&b, &args, "jg.job", rows)
+	rs, err := s.DB.QueryContext(ctx, b.String(), args...)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rs.Close()
+	var out []NowGPURow
+	for rs.Next() {
+		var g NowGPURow
+		var idx, at sql.NullInt64
+		var util sql.NullFloat64
+		if err := rs.Scan(&g.Row, &g.Node, &idx, &g.UUID, &g.Model, &util, &at); err != nil {
+			return nil, translate(err)
+		}
+		g.Index, g.Util, g.AtMs = ptrInt(idx), ptrFloat(util), ptrInt(at)
+		out = append(out, g)
+	}
+	return out, translate(rs.Err())
+}
+
+// LongestEndedJob is the longest run that has both a start and an end,
+// in seconds (0 when none has): a run overlapping a window that begins
+// at from started at from minus this at the earliest, unless it is
+// still running.
+func (s *Store) LongestEndedJob(ctx context.Context) (int64, error) {
+	var l sql.NullInt64
+	if err := s.DB.QueryRowContext(ctx, `SELECT max(end - start) FROM jobs WHERE end IS NOT NULL AND start IS NOT NULL`).Scan(&l); err != nil {
+		return 0, translate(err)
+	}
+	return l.Int64, nil
+}
+
+// OldestOpenStart is the earliest start of a run without an end (Unix
+// seconds), nil when every run has ended.
+func (s *Store) OldestOpenStart(ctx context.Context) (*int64, error) {
+	var open sql.NullInt64
+	if err := s.DB.QueryRowContext(ctx, `SELECT min(start) FROM jobs WHERE end IS NULL`).Scan(&open); err != nil {
+		return nil, translate(err)
+	}
+	return ptrInt(open), nil
+}
