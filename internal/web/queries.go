@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"sort"
 	"strings"
@@ -319,23 +318,23 @@ func (s *source) earliestStart(ctx context.Context, c *conn, from int64) (int64,
 	longest, at := s.longest, s.longestAt
 	s.mu.Unlock()
 	if at.IsZero() || now.Sub(at) > 10*time.Minute {
-		var l sql.NullInt64
-		if err := c.db.QueryRowContext(ctx, `SELECT max(end - start) FROM jobs WHERE end IS NOT NULL AND start IS NOT NULL`).Scan(&l); err != nil {
+		l, err := c.st.LongestEndedJob(ctx)
+		if err != nil {
 			return 0, fmt.Errorf("read jobs: %w", err)
 		}
-		longest, at = l.Int64, now
+		longest, at = l, now
 		s.mu.Lock()
 		s.longest, s.longestAt = longest, at
 		s.mu.Unlock()
 	}
 	// A job that ended since then is at most that much longer.
 	lo := from - longest - int64(now.Sub(at).Seconds()) - 3600
-	var open sql.NullInt64
-	if err := c.db.QueryRowContext(ctx, `SELECT min(start) FROM jobs WHERE end IS NULL`).Scan(&open); err != nil {
+	open, err := c.st.OldestOpenStart(ctx)
+	if err != nil {
 		return 0, fmt.Errorf("read jobs: %w", err)
 	}
-	if open.Valid && open.Int64 < lo {
-		lo = open.Int64
+	if open != nil && *open < lo {
+		lo = *open
 	}
 	return lo, nil
 }
