@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/report/table"
+	"github.com/aicloud/gpusuite/internal/store"
 )
 
 // The queries the report package does not have, on this package's own
@@ -243,67 +243,15 @@ type jobsQuery struct {
 	lo int64
 }
 
-const jobCols = `j.id, j.cluster, j.job_id, j.restart, j.array_job_id, j.array_task_id, j.user, j.account, j.partition, j.nodes, j.gpus,
- j.start, j.end, j.state, j.end_estimated, j.ignored, j.ignore_reason, j.alloc_gpu_s, j.used_gpu_s, j.idle_gpu_s, j.energy_mj,
- coalesce((SELECT sum(sample_s) FROM job_hours h WHERE h.job = j.id), 0), coalesce((SELECT sum(jobs) FROM job_hours h WHERE h.job = j.id), 0)`
-
 // jobsIn calls fn for each job of q in q.sort order until fn returns false.
 func (c *conn) jobsIn(ctx context.Context, q jobsQuery, fn func(*report.JobRow) bool) error {
-	var b strings.Builder
-	args := []any{q.to, q.lo, q.from}
-	b.WriteString(`SELECT ` + jobCols + ` FROM jobs j WHERE j.start < ? AND j.start >= ? AND (j.end IS NULL OR j.end > ?) AND j.ignored = 0`)
-	in := func(col string, vals []string) {
-		if len(vals) == 0 {
-			return
-		}
-		b.WriteString(" AND " + col + " IN (" + strings.TrimSuffix(strings.Repeat("?,", len(vals)), ",") + ")")
-		for _, v := range vals {
-			args = append(args, v)
-		}
-	}
-	in("j.cluster", q.filter.Clusters)
-	in("j.user", q.filter.Users)
-	in("j.account", q.filter.Accounts)
-	in("j.partition", q.filter.Partitions)
-	if len(q.nodeIDs) > 0 {
-		b.WriteString(" AND EXISTS (SELECT 1 FROM job_nodes n WHERE n.job = j.id AND n.node_id IN (" + strings.TrimSuffix(strings.Repeat("?,", len(q.nodeIDs)), ",") + "))")
-		for _, v := range q.nodeIDs {
-			args = append(args, v)
-		}
-	}
-	if len(q.filter.Models) > 0 {
-		b.WriteString(" AND EXISTS (SELECT 1 FROM job_nodes n WHERE n.job = j.id")
-		in("n.model", q.filter.Models)
-		b.WriteString(")")
-	}
-	switch q.sort {
-	case "", "start":
-		b.WriteString(" ORDER BY j.start DESC, j.id DESC")
-	case "alloc":
-		b.WriteString(" ORDER BY j.alloc_gpu_s DESC, j.id")
-	case "eff":
-		b.WriteString(" ORDER BY CASE WHEN j.alloc_gpu_s > 0 THEN j.used_gpu_s / j.alloc_gpu_s ELSE 1e9 END, j.alloc_gpu_s DESC, j.id")
-	case "idle":
-		b.WriteString(" ORDER BY j.idle_gpu_s DESC, j.id")
-	default:
-		return fmt.Errorf("sort %q is not start, alloc, eff or idle", q.sort)
-	}
-	rows, err := c.db.QueryContext(ctx, b.String(), args...)
+	sq := store.JobsQuery{From: q.from, To: q.to, Clusters: q.filter.Clusters, Users: q.filter.Users, Accounts: q.filter.Accounts,
+		Partitions: q.filter.Partitions, NodeIDs: q.nodeIDs, Models: q.filter.Models, Sort: q.sort}
+	err := c.st.JobsSince(ctx, sq, q.lo, func(r *store.JobRow) bool {
+		j := report.JobRowFrom(r)
+		return fn(&j)
+	})
 	if err != nil {
-		return fmt.Errorf("read jobs: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var j report.JobRow
-		if err := rows.Scan(&j.Row, &j.Cluster, &j.JobID, &j.Restart, &j.ArrayJobID, &j.ArrayTaskID, &j.User, &j.Account, &j.Partition, &j.Nodes, &j.GPUs,
-			&j.Start, &j.End, &j.State, &j.EndEstimated, &j.Ignored, &j.IgnoreReason, &j.AllocS, &j.UsedS, &j.IdleS, &j.EnergyMJ, &j.SampleS, &j.Jobs); err != nil {
-			return fmt.Errorf("read jobs: %w", err)
-		}
-		if !fn(&j) {
-			return nil
-		}
-	}
-	if err := rows.Err(); err != nil {
 		return fmt.Errorf("read jobs: %w", err)
 	}
 	return nil
