@@ -11,8 +11,8 @@ import (
 	"github.com/aicloud/gpusuite/internal/store"
 )
 
-// The queries the report package does not have, on this package's own
-// read-only pool.
+// The dashboard's reads that report does not make, through the store's
+// typed reads on report.DB's pool (conn.st).
 
 // nodeInfo is one node as the overview shows it.
 type nodeInfo struct {

@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,12 +14,11 @@ import (
 )
 
 // conn is one read-only opening of the database: the report package's
-// queries and this package's own (running jobs, nodes), each on its own
-// read-only pool.
+// reads and this package's own store reads (running jobs, nodes, notes)
+// share report.DB's one read-only pool.
 type conn struct {
 	rep    *report.DB
-	db     *sql.DB
-	st     *store.Store
+	st     *store.Store // rep's: closed with it
 	opened time.Time
 	// maxNode is the newest nodes.id at open: a newer node means the
 	// report package's node names are out of date.
@@ -31,7 +29,6 @@ type conn struct {
 
 func (c *conn) closeNow() {
 	_ = c.rep.Close()
-	_ = c.db.Close()
 }
 
 // source hands out the current conn and replaces it after Reopen, so
@@ -104,13 +101,8 @@ func (s *source) open(ctx context.Context) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.Open(ctx, store.Options{Path: s.o.DB, ReadOnly: true, BusyTimeout: s.o.BusyTimeout})
-	if err != nil {
-		_ = rep.Close()
-		return nil, err
-	}
-	c := &conn{rep: rep, db: st.DB, st: st}
-	if c.maxNode, err = st.MaxNodeID(ctx); err != nil {
+	c := &conn{rep: rep, st: rep.Store()}
+	if c.maxNode, err = c.st.MaxNodeID(ctx); err != nil {
 		c.closeNow()
 		return nil, fmt.Errorf("read %s: %w", s.o.DB, err)
 	}

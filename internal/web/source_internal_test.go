@@ -1,0 +1,39 @@
+package web
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/store"
+)
+
+// A web connection opens one pool: its own reads go through the store
+// report.DB reads, and closing the report closes it.
+func TestConnOnePool(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "acct.db")
+	w, err := store.Open(ctx, store.Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	src := newSource(Options{DB: path, Reopen: time.Hour, BusyTimeout: time.Second})
+	c, release, err := src.acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.st != c.rep.Store() {
+		t.Error("the connection's store reads use a pool of their own, not report.DB's")
+	}
+	release()
+	if err := src.close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.st.MaxNodeID(ctx); err == nil {
+		t.Error("the connection's store is still open after the source closed")
+	}
+}
