@@ -198,10 +198,16 @@ func (b *Batch) exec(q string, args ...any) (sql.Result, error) {
 	return r, nil
 }
 
-func (b *Batch) queryRow(q string, args ...any) (*sql.Row, error) {
+func (b *Batch) queryRow(q string, args ...any) (scanRow, error) {
 	s, err := b.stmt(q)
 	if err != nil {
-		return nil, err
+		return scanRow{}, err
 	}
-	return s.QueryRowContext(b.ctx, args...), nil
+	return scanRow{s.QueryRowContext(b.ctx, args...)}, nil
 }
+
+// scanRow is a row whose Scan error carries the store's kinds (ingest
+// tells a full disk from a bad record by them).
+type scanRow struct{ r *sql.Row }
+
+func (r scanRow) Scan(dest ...any) error { return translate(r.r.Scan(dest...)) }
