@@ -69,15 +69,7 @@ type subscriber struct {
 // once for all, so a thousand viewers cost one build and one render;
 // each stream is then sent only the sections that changed.
 type hub struct {
-	src       *board.Source
-	frag      func(*board.Snapshot) ([]byte, error)
-	sections  func(*board.Snapshot) ([]section, error)
-	key       func(*board.Snapshot) []byte
-	now       func() time.Time
-	tick      time.Duration
-	max       int
-	perClient int
-	log       func(msg string, args ...any)
+	hubOptions
 
 	// proc makes one snapshot's processing whole (the loop's and a new
 	// stream's).
@@ -132,7 +124,7 @@ func newHub(o hubOptions) *hub {
 	if o.key == nil {
 		o.key = changeKey
 	}
-	return &hub{src: o.src, frag: o.frag, sections: o.sections, key: o.key, now: o.now, tick: o.tick, max: o.max, perClient: o.perClient, log: o.log,
+	return &hub{hubOptions: o,
 		subs: map[*subscriber]struct{}{}, byClient: map[string]int{}, secs: map[string]section{}, kick: make(chan struct{}, 1), pub: make(chan struct{}), done: make(chan struct{})}
 }
 
