@@ -76,6 +76,12 @@ const (
 // seconds). Empty lists select everything.
 type JobsQuery struct {
 	From, To int64
+	// StartFrom, when not 0, also drops runs that started before it.
+	// jobs_start bounds a start only from above, so without a lower bound
+	// a rare filter reads every older run; a caller that knows the
+	// longest run passes From minus it (or the oldest open run's start)
+	// and reads only the window's share of the index.
+	StartFrom int64
 	// Ignored lists ignored runs instead of counted ones.
 	Ignored                               bool
 	Clusters, Users, Accounts, Partitions []string
@@ -93,6 +99,10 @@ func (s *Store) Jobs(ctx context.Context, q JobsQuery, fn func(*JobRow) bool) er
 	var args []any
 	b.WriteString(`SELECT ` + jobCols + ` FROM jobs j WHERE j.start IS NOT NULL AND j.start < ? AND (j.end IS NULL OR j.end > ?)`)
 	args = append(args, q.To, q.From)
+	if q.StartFrom != 0 {
+		b.WriteString(" AND j.start >= ?")
+		args = append(args, q.StartFrom)
+	}
 	if q.Ignored {
 		b.WriteString(" AND j.ignored = 1")
 	} else {

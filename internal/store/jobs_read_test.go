@@ -41,6 +41,11 @@ func TestJobs(t *testing.T) {
 		{"least efficient", JobsQuery{From: 0, To: 100000, Sort: JobsByEff}, 0, []int64{2, 1}},
 		{"most idle", JobsQuery{From: 0, To: 100000, Sort: JobsByIdle}, 0, []int64{1, 2}},
 		{"stopped by fn", JobsQuery{From: 0, To: 100000}, 1, []int64{2}},
+		{"start bound cuts the older run", JobsQuery{From: 0, To: 100000, StartFrom: 3601}, 0, []int64{2}},
+		{"start bound at a start keeps it", JobsQuery{From: 0, To: 100000, StartFrom: 3600}, 0, []int64{2, 1}},
+		{"start bound below every run", JobsQuery{From: 0, To: 100000, StartFrom: -5}, 0, []int64{2, 1}},
+		{"start bound on ignored runs", JobsQuery{From: 0, To: 100000, Ignored: true, StartFrom: 7301}, 0, nil},
+		{"start bound with a filter and an order", JobsQuery{From: 0, To: 100000, StartFrom: 7000, Models: []string{"A100"}, Sort: JobsByIdle}, 0, []int64{2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []JobRow

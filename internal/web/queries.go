@@ -246,8 +246,8 @@ type jobsQuery struct {
 // jobsIn calls fn for each job of q in q.sort order until fn returns false.
 func (c *conn) jobsIn(ctx context.Context, q jobsQuery, fn func(*report.JobRow) bool) error {
 	sq := store.JobsQuery{From: q.from, To: q.to, Clusters: q.filter.Clusters, Users: q.filter.Users, Accounts: q.filter.Accounts,
-		Partitions: q.filter.Partitions, NodeIDs: q.nodeIDs, Models: q.filter.Models, Sort: q.sort}
-	err := c.st.JobsSince(ctx, sq, q.lo, func(r *store.JobRow) bool {
+		Partitions: q.filter.Partitions, NodeIDs: q.nodeIDs, Models: q.filter.Models, Sort: q.sort, StartFrom: q.lo}
+	err := c.st.Jobs(ctx, sq, func(r *store.JobRow) bool {
 		j := report.JobRowFrom(r)
 		return fn(&j)
 	})
