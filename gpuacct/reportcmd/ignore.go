@@ -228,7 +228,7 @@ func listIgnored(c *cli.Context, d Deps) error {
 	}, Meta: []table.KV{{Key: "report", Value: "ignored"}}}
 	all := report.JobQuery{Ignored: true, Mapping: m, Sort: "start", Window: report.AllTime(e.now)}
 	err = db.Jobs(c.Context, all, func(j *report.JobRow) bool {
-		t.Rows = append(t.Rows, table.Row{Cells: []any{j.ID(), j.User, m.Team(j.Account, j.User), j.Start, j.AllocS, j.IgnoreReason.String}})
+		t.Rows = append(t.Rows, table.Row{Cells: []any{j.ID(), j.User, m.Team(j.Account, j.User), j.Start, j.AllocS, j.Reason()}})
 		return true
 	})
 	if err != nil {

@@ -2,7 +2,6 @@ package report
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -137,14 +136,6 @@ func (d *DB) Job(ctx context.Context, cluster string, sp JobSpec, now time.Time)
 	return det, nil
 }
 
-func ptr(v sql.NullInt64) *int64 {
-	if !v.Valid {
-		return nil
-	}
-	x := v.Int64
-	return &x
-}
-
 func (d *DB) loadGPUs(ctx context.Context, det *Detail) error {
 	j := &det.Job
 	gpus, err := d.st.JobGPUs(ctx, j.Row)
@@ -178,8 +169,8 @@ func (d *DB) loadGPUs(ctx context.Context, det *Detail) error {
 	}
 	from := j.Start * 1000
 	to := det.Now.UnixMilli()
-	if j.End.Valid {
-		to = j.End.Int64*1000 + 1
+	if j.End != nil {
+		to = *j.End*1000 + 1
 	}
 	n := seriesPoints(len(det.GPUs))
 	for i := range det.GPUs {
@@ -189,7 +180,7 @@ func (d *DB) loadGPUs(ctx context.Context, det *Detail) error {
 			return err
 		}
 		g.Series = pts
-		if tot.n > 0 && (g.Source == "none" || !j.End.Valid) {
+		if tot.n > 0 && (g.Source == "none" || j.End == nil) {
 			fromSamples(g, tot)
 		}
 	}
@@ -239,12 +230,12 @@ func notes(det *Detail) []string {
 	var out []string
 	elapsed := j.Elapsed(det.Now)
 	if j.Ignored {
-		out = append(out, "Excluded from reports: "+j.IgnoreReason.String+".")
+		out = append(out, "Excluded from reports: "+j.Reason()+".")
 	}
 	if j.EndEstimated {
 		out = append(out, "The end time is estimated (no epilog record arrived; closed at the last sample). Allocation may be short.")
 	}
-	if !j.End.Valid {
+	if j.End == nil {
 		out = append(out, "Still running: figures are up to the latest samples.")
 	}
 	var withData, idleGPUs []GPUStat

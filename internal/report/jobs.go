@@ -2,7 +2,6 @@ package report
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strconv"
 	"time"
@@ -34,16 +33,16 @@ type JobRow struct {
 	Cluster                  string
 	JobID                    int64
 	Restart                  int
-	ArrayJobID, ArrayTaskID  sql.NullInt64
+	ArrayJobID, ArrayTaskID  *int64 // nil unless an array task
 	User, Account, Partition string
 	Nodes                    string
 	GPUs                     int64
 	Start                    int64
-	End                      sql.NullInt64
+	End                      *int64 // nil while it runs
 	State                    string
 	EndEstimated             bool
 	Ignored                  bool
-	IgnoreReason             sql.NullString
+	IgnoreReason             *string
 	Usage
 }
 
@@ -51,8 +50,8 @@ type JobRow struct {
 // with "+N" for the Nth requeue.
 func (j *JobRow) ID() string {
 	s := strconv.FormatInt(j.JobID, 10)
-	if j.ArrayJobID.Valid && j.ArrayTaskID.Valid && j.ArrayJobID.Int64 != j.JobID {
-		s = fmt.Sprintf("%d_%d", j.ArrayJobID.Int64, j.ArrayTaskID.Int64)
+	if j.ArrayJobID != nil && j.ArrayTaskID != nil && *j.ArrayJobID != j.JobID {
+		s = fmt.Sprintf("%d_%d", *j.ArrayJobID, *j.ArrayTaskID)
 	}
 	if j.Restart > 0 {
 		s += "+" + strconv.Itoa(j.Restart)
@@ -60,31 +59,29 @@ func (j *JobRow) ID() string {
 	return s
 }
 
+// Reason is why the run is ignored, "" when it is not or none was given.
+func (j *JobRow) Reason() string {
+	if j.IgnoreReason == nil {
+		return ""
+	}
+	return *j.IgnoreReason
+}
+
 // Elapsed is end − start, or now − start for a running job.
 func (j *JobRow) Elapsed(now time.Time) int64 {
-	if j.End.Valid {
-		return j.End.Int64 - j.Start
+	if j.End != nil {
+		return *j.End - j.Start
 	}
 	return max(0, now.Unix()-j.Start)
 }
 
-// jobRow is the store's row as reports list it.
+// jobRow is the store's row as reports list it. The store reuses its
+// row but not what its pointers point at, so they are shared, not copied.
 func jobRow(r *store.JobRow) JobRow {
-	j := JobRow{Row: r.Row, Cluster: r.Cluster, JobID: r.JobID, Restart: r.Restart, ArrayJobID: nullInt(r.ArrayJobID), ArrayTaskID: nullInt(r.ArrayTaskID),
-		User: r.User, Account: r.Account, Partition: r.Partition, Nodes: r.Nodes, GPUs: r.GPUs, Start: r.Start, End: nullInt(r.End), State: r.State,
-		EndEstimated: r.EndEstimated, Ignored: r.Ignored,
+	return JobRow{Row: r.Row, Cluster: r.Cluster, JobID: r.JobID, Restart: r.Restart, ArrayJobID: r.ArrayJobID, ArrayTaskID: r.ArrayTaskID,
+		User: r.User, Account: r.Account, Partition: r.Partition, Nodes: r.Nodes, GPUs: r.GPUs, Start: r.Start, End: r.End, State: r.State,
+		EndEstimated: r.EndEstimated, Ignored: r.Ignored, IgnoreReason: r.IgnoreReason,
 		Usage: Usage{AllocS: r.AllocS, UsedS: r.UsedS, IdleS: r.IdleS, SampleS: r.SampleS, EnergyMJ: r.EnergyMJ, Jobs: r.Jobs}}
-	if r.IgnoreReason != nil {
-		j.IgnoreReason = sql.NullString{String: *r.IgnoreReason, Valid: true}
-	}
-	return j
-}
-
-func nullInt(v *int64) sql.NullInt64 {
-	if v == nil {
-		return sql.NullInt64{}
-	}
-	return sql.NullInt64{Int64: *v, Valid: true}
 }
 
 // Jobs calls fn for the jobs that overlap the window, newest first (or

@@ -42,17 +42,15 @@ type JobSummary struct {
 // Summarize is j's summary, with its team from the mapping's answer and
 // elapsed time up to now for a running job.
 func Summarize(j *JobRow, team string, now time.Time) JobSummary {
-	x := JobSummary{Cluster: j.Cluster, Job: j.ID(), JobID: j.JobID, Restart: j.Restart, ArrayJobID: ptr(j.ArrayJobID), ArrayTaskID: ptr(j.ArrayTaskID),
+	x := JobSummary{Cluster: j.Cluster, Job: j.ID(), JobID: j.JobID, Restart: j.Restart, ArrayJobID: j.ArrayJobID, ArrayTaskID: j.ArrayTaskID,
 		User: j.User, Account: j.Account, Team: team, Partition: j.Partition, Nodes: j.Nodes, GPUs: j.GPUs,
 		Start: time.Unix(j.Start, 0).UTC().Format(time.RFC3339), ElapsedS: j.Elapsed(now), State: j.State, EndEstimated: j.EndEstimated,
 		Ignored: j.Ignored, AllocGPUH: float64(j.AllocS) / 3600, EnergyKWh: float64(j.EnergyMJ) / 3.6e9}
-	if j.End.Valid {
-		s := time.Unix(j.End.Int64, 0).UTC().Format(time.RFC3339)
+	if j.End != nil {
+		s := time.Unix(*j.End, 0).UTC().Format(time.RFC3339)
 		x.End = &s
 	}
-	if j.IgnoreReason.Valid {
-		x.IgnoreReason = &j.IgnoreReason.String
-	}
+	x.IgnoreReason = j.IgnoreReason
 	if j.SampleS > 0 {
 		u, i := j.UsedS/3600, j.IdleS/3600
 		x.UsedGPUH, x.IdleGPUH = &u, &i
@@ -103,8 +101,8 @@ func WriteJobText(w io.Writer, det *Detail, m *teams.Mapping, loc *time.Location
 	var b strings.Builder
 	tf := func(t int64) string { return time.Unix(t, 0).In(loc).Format("2006-01-02 15:04:05") }
 	end := "running"
-	if j.End.Valid {
-		end = tf(j.End.Int64)
+	if j.End != nil {
+		end = tf(*j.End)
 		if j.EndEstimated {
 			end += " (estimated)"
 		}
@@ -120,8 +118,8 @@ func WriteJobText(w io.Writer, det *Detail, m *teams.Mapping, loc *time.Location
 		b.WriteString("\n")
 		from := j.Start * 1000
 		to := det.Now.UnixMilli()
-		if j.End.Valid {
-			to = j.End.Int64 * 1000
+		if j.End != nil {
+			to = *j.End * 1000
 		}
 		const fixed = 62
 		spark := max(10, width-fixed)

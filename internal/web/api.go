@@ -238,7 +238,7 @@ func (h *Handler) jobs(r *http.Request, c *conn, q *query, state, sortBy string)
 		switch {
 		case state == "":
 		case state == "running":
-			if j.End.Valid {
+			if j.End != nil {
 				return true
 			}
 		case j.State != state:

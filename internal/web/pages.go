@@ -626,7 +626,7 @@ func (h *Handler) jobRowView(j *report.JobRow, colors map[string]string) jobRowV
 	team := h.mapping.Team(j.Account, j.User)
 	x := jobRowView{Job: j.ID(), URL: jobPath("/job", j.Cluster, j.ID()), User: j.User, UserURL: userPath(j.User), Team: team,
 		TeamURL: teamPath(team), Color: colorOf(colors, team), Partition: j.Partition, Nodes: j.Nodes, GPUs: j.GPUs,
-		Start: localTime(j.Start, h.o.Location), Elapsed: dur(j.Elapsed(h.o.Now())), State: j.State, Running: !j.End.Valid,
+		Start: localTime(j.Start, h.o.Location), Elapsed: dur(j.Elapsed(h.o.Now())), State: j.State, Running: j.End == nil,
 		Estimated: j.EndEstimated, AllocS: j.AllocS}
 	if j.SampleS > 0 {
 		u, i := j.UsedS, j.IdleS
@@ -720,10 +720,10 @@ func (h *Handler) fillJob(v *jobView, det *report.Detail, colors map[string]stri
 	team := h.mapping.Team(j.Account, j.User)
 	v.Job, v.Cluster, v.User, v.UserURL, v.Team, v.TeamURL, v.Color = j.ID(), j.Cluster, j.User, userPath(j.User), team, teamPath(team), colorOf(colors, team)
 	v.Account, v.Partition, v.Nodes, v.GPUCount, v.State = j.Account, j.Partition, j.Nodes, j.GPUs, j.State
-	v.Start, v.Elapsed, v.Running, v.Estimated, v.Ignored = localTime(j.Start, loc), dur(j.Elapsed(det.Now)), !j.End.Valid, j.EndEstimated, j.Ignored
-	v.IgnoreReason = j.IgnoreReason.String
-	if j.End.Valid {
-		v.End = localTime(j.End.Int64, loc)
+	v.Start, v.Elapsed, v.Running, v.Estimated, v.Ignored = localTime(j.Start, loc), dur(j.Elapsed(det.Now)), j.End == nil, j.EndEstimated, j.Ignored
+	v.IgnoreReason = j.Reason()
+	if j.End != nil {
+		v.End = localTime(*j.End, loc)
 	}
 	v.AllocS, v.EnergyKWh, v.Notes = j.AllocS, float64(j.EnergyMJ)/3.6e9, det.Notes
 	if j.SampleS > 0 {
@@ -791,8 +791,8 @@ func (h *Handler) fillJob(v *jobView, det *report.Detail, colors map[string]stri
 	}
 	from := j.Start * 1000
 	to := det.Now.UnixMilli()
-	if j.End.Valid {
-		to = j.End.Int64 * 1000
+	if j.End != nil {
+		to = *j.End * 1000
 	}
 	v.UtilChart = lines("GPU utilization over the job", "%", from, to, 100, util, loc)
 	v.MemChart = lines("GPU memory used over the job", "GiB", from, to, memTop, mem, loc)
