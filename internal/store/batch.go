@@ -81,13 +81,18 @@ func (s *Store) Begin(ctx context.Context, now time.Time) (*Batch, error) {
 		conn.Close()
 		return nil, fmt.Errorf("begin transaction: %w", translate(err))
 	}
+	return newBatch(ctx, conn, tx, now), nil
+}
+
+// newBatch is a batch in tx, which runs on conn.
+func newBatch(ctx context.Context, conn *sql.Conn, tx *sql.Tx, now time.Time) *Batch {
 	return &Batch{
 		ctx: ctx, conn: conn, tx: tx, now: now, IdleUtil: 1,
 		models: map[int64]string{}, seen: map[int64]int64{}, rerolls: map[int64]bool{}, summaries: map[int64]bool{},
 		st: map[string]*sql.Stmt{}, nodes: map[[2]string]int64{}, gpus: map[string]gpuRow{},
 		jobs: map[jobKey]int64{}, dims: map[int64]Dims{}, prev: map[int64]energyReading{},
 		use: map[useKey]*Delta{}, lastSample: map[[2]int64]int64{},
-	}, nil
+	}
 }
 
 // Tx is the underlying transaction, for statements the batch lacks.
@@ -211,3 +216,20 @@ func (b *Batch) queryRow(q string, args ...any) (scanRow, error) {
 type scanRow struct{ r *sql.Row }
 
 func (r scanRow) Scan(dest ...any) error { return translate(r.r.Scan(dest...)) }
+
+// scanRows are a query's rows whose Scan and Err errors carry the store's
+// kinds, as scanRow's do.
+type scanRows struct{ *sql.Rows }
+
+func (r scanRows) Scan(dest ...any) error { return translate(r.Rows.Scan(dest...)) }
+
+func (r scanRows) Err() error { return translate(r.Rows.Err()) }
+
+// translateRows takes a query's result: its error, and its rows' Scan and
+// Err errors, carry the store's kinds.
+func translateRows(rows *sql.Rows, err error) (scanRows, error) {
+	if err != nil {
+		return scanRows{}, translate(err)
+	}
+	return scanRows{rows}, nil
+}

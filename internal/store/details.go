@@ -30,7 +30,7 @@ func (b *Batch) UncheckedJobs(after int64, limit int) ([]UncheckedJob, error) {
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.QueryContext(b.ctx, after, limit)
+	rows, err := translateRows(s.QueryContext(b.ctx, after, limit))
 	if err != nil {
 		return nil, fmt.Errorf("unchecked jobs: %w", err)
 	}

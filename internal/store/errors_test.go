@@ -2,11 +2,13 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/mattn/go-sqlite3"
 )
@@ -60,5 +62,69 @@ func TestOpenNotLedger(t *testing.T) {
 	_, err := Open(context.Background(), Options{Path: path, ReadOnly: true})
 	if !errors.Is(err, ErrNotLedger) {
 		t.Fatalf("open a text file: %v, want ErrNotLedger", err)
+	}
+}
+
+// TestBatchReadsTranslateBusy: a batch's own queries (not only its
+// statements' preparation and execution) carry ErrBusy when another
+// connection holds the database, so that ingest stops the pass rather
+// than quarantining the file it was on.
+func TestBatchReadsTranslateBusy(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "acct.db")
+	s, err := Open(ctx, Options{Path: path, Journal: JournalDelete})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, tc := range []struct {
+		name string
+		call func(b *Batch) error
+	}{
+		{"UncheckedJobs", func(b *Batch) error { _, err := b.UncheckedJobs(0, 10); return err }},
+		{"JobRows", func(b *Batch) error { _, err := b.JobRows("c1", "100"); return err }},
+		{"TaggedJobs", func(b *Batch) error { _, err := b.TaggedJobs("tag"); return err }},
+		{"PruneSamples", func(b *Batch) error { _, err := b.PruneSamples(time.Unix(3600, 0)); return err }},
+		{"StaleOpen", func(b *Batch) error { _, err := b.StaleOpen(time.Unix(3600, 0)); return err }},
+		{"NoStarts", func(b *Batch) error { _, err := b.NoStarts(10, "sacct", time.Unix(0, 0)); return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// A second handle whose transactions take no lock until they
+			// read, with a busy timeout too short to wait out the holder.
+			db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=20&_txlock=deferred")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			conn, err := db.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			// Load the schema first, so that preparing the batch's
+			// statements needs no lock and the query itself meets it.
+			if _, err := conn.ExecContext(ctx, `SELECT count(*) FROM jobs`); err != nil {
+				t.Fatal(err)
+			}
+			holder, err := sql.Open("sqlite3", "file:"+path+"?_txlock=exclusive")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer holder.Close()
+			hold, err := holder.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer hold.Rollback()
+			tx, err := conn.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback()
+			err = tc.call(newBatch(ctx, conn, tx, time.Unix(7200, 0)))
+			if !errors.Is(err, ErrBusy) || !errors.Is(err, ErrResource) {
+				t.Errorf("%v: not ErrBusy and ErrResource", err)
+			}
+		})
 	}
 }

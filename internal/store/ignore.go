@@ -27,7 +27,7 @@ func (b *Batch) JobRows(cluster, spec string) ([]int64, error) {
 		q += ` AND cluster = ?`
 		args = append(args, cluster)
 	}
-	rs, err := b.tx.QueryContext(b.ctx, q+` ORDER BY id`, args...)
+	rs, err := translateRows(b.tx.QueryContext(b.ctx, q+` ORDER BY id`, args...))
 	if err != nil {
 		return nil, fmt.Errorf("find job %s: %w", spec, err)
 	}
@@ -54,7 +54,7 @@ type TaggedJob struct {
 
 // TaggedJobs are the job rows not ignored whose comment carries tag.
 func (b *Batch) TaggedJobs(tag string) ([]TaggedJob, error) {
-	rs, err := b.tx.QueryContext(b.ctx, `SELECT id, job_id FROM jobs WHERE ignored = 0 AND comment IS NOT NULL AND instr(comment, ?) > 0 ORDER BY id`, tag)
+	rs, err := translateRows(b.tx.QueryContext(b.ctx, `SELECT id, job_id FROM jobs WHERE ignored = 0 AND comment IS NOT NULL AND instr(comment, ?) > 0 ORDER BY id`, tag))
 	if err != nil {
 		return nil, fmt.Errorf("find jobs tagged %q: %w", tag, err)
 	}

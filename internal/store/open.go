@@ -16,7 +16,7 @@ func (b *Batch) ExtendOpen() error {
 	if err != nil {
 		return err
 	}
-	rows, err := s.QueryContext(b.ctx)
+	rows, err := translateRows(s.QueryContext(b.ctx))
 	if err != nil {
 		return fmt.Errorf("open jobs: %w", err)
 	}
@@ -70,7 +70,7 @@ func (b *Batch) StaleOpen(before time.Time) ([]OpenJob, error) {
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.QueryContext(b.ctx, before.Unix())
+	rows, err := translateRows(s.QueryContext(b.ctx, before.Unix()))
 	if err != nil {
 		return nil, fmt.Errorf("stale open jobs: %w", err)
 	}

@@ -8,7 +8,7 @@ import (
 // PruneSamples deletes raw samples older than before, GPU by GPU (the
 // primary key makes each a range delete), and returns how many went.
 func (b *Batch) PruneSamples(before time.Time) (int64, error) {
-	rows, err := b.tx.QueryContext(b.ctx, `SELECT id FROM gpus`)
+	rows, err := translateRows(b.tx.QueryContext(b.ctx, `SELECT id FROM gpus`))
 	if err != nil {
 		return 0, fmt.Errorf("list gpus: %w", err)
 	}
@@ -21,7 +21,11 @@ func (b *Batch) PruneSamples(before time.Time) (int64, error) {
 		}
 		ids = append(ids, id)
 	}
+	err = rows.Err()
 	rows.Close()
+	if err != nil {
+		return 0, fmt.Errorf("list gpus: %w", err)
+	}
 	var n int64
 	for _, id := range ids {
 		r, err := b.exec(`DELETE FROM samples WHERE gpu_id = ? AND t_ms < ?`, id, before.UnixMilli())

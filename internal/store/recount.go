@@ -239,7 +239,7 @@ func (b *Batch) recountRange(job, node int64, jobID uint64, restart int, gid int
 	if err != nil {
 		return err
 	}
-	rows, err := st.QueryContext(b.ctx, gid, from, r[1], int64(jobID), restart)
+	rows, err := translateRows(st.QueryContext(b.ctx, gid, from, r[1], int64(jobID), restart))
 	if err != nil {
 		return fmt.Errorf("samples of gpu %d: %w", gid, err)
 	}
@@ -324,7 +324,7 @@ func (b *Batch) nodeGPUs(node int64) ([]int64, error) {
 	if err != nil {
 		return nil, err
 	}
-	rows, err := st.QueryContext(b.ctx, node)
+	rows, err := translateRows(st.QueryContext(b.ctx, node))
 	if err != nil {
 		return nil, fmt.Errorf("gpus of node %d: %w", node, err)
 	}

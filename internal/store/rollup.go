@@ -104,7 +104,7 @@ func (b *Batch) moveJob(job int64, old, new Dims) error {
 	if err != nil {
 		return err
 	}
-	rows, err := s.QueryContext(b.ctx, job)
+	rows, err := translateRows(s.QueryContext(b.ctx, job))
 	if err != nil {
 		return fmt.Errorf("job hours of %d: %w", job, err)
 	}
@@ -292,7 +292,7 @@ func (b *Batch) jobNodes(job int64) ([]int64, error) {
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.QueryContext(b.ctx, job)
+	rows, err := translateRows(s.QueryContext(b.ctx, job))
 	if err != nil {
 		return nil, fmt.Errorf("nodes of job %d: %w", job, err)
 	}

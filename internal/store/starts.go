@@ -33,7 +33,7 @@ func (b *Batch) NoStarts(limit int, retry string, since time.Time) ([]NoStart, e
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.QueryContext(b.ctx, retry, since.Unix(), limit)
+	rows, err := translateRows(s.QueryContext(b.ctx, retry, since.Unix(), limit))
 	if err != nil {
 		return nil, fmt.Errorf("jobs without a start: %w", err)
 	}
@@ -116,7 +116,7 @@ func (b *Batch) SetStart(n NoStart, start time.Time, source string) error {
 func (s *Store) EstimatedStarts(ctx context.Context) (int64, error) {
 	var n int64
 	if err := s.DB.QueryRowContext(ctx, `SELECT count(DISTINCT job) FROM job_nodes WHERE start_estimated = 1`).Scan(&n); err != nil {
-		return 0, fmt.Errorf("count estimated starts: %w", err)
+		return 0, fmt.Errorf("count estimated starts: %w", translate(err))
 	}
 	return n, nil
 }

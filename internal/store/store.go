@@ -311,18 +311,18 @@ func (s *Store) migrate(ctx context.Context) error {
 	for _, m := range ms[v:] {
 		tx, err := s.DB.BeginTx(ctx, nil)
 		if err != nil {
-			return fmt.Errorf("migration %s: %w", m.name, err)
+			return fmt.Errorf("migration %s: %w", m.name, translate(err))
 		}
 		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 			tx.Rollback()
-			return fmt.Errorf("migration %s: %w", m.name, err)
+			return fmt.Errorf("migration %s: %w", m.name, translate(err))
 		}
 		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", m.version)); err != nil {
 			tx.Rollback()
-			return fmt.Errorf("migration %s: %w", m.name, err)
+			return fmt.Errorf("migration %s: %w", m.name, translate(err))
 		}
 		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("migration %s: %w", m.name, err)
+			return fmt.Errorf("migration %s: %w", m.name, translate(err))
 		}
 	}
 	return nil

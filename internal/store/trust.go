@@ -365,7 +365,7 @@ func (b *Batch) storedAround(uuid string, from, to int64) ([]stamp, error) {
 		if err != nil {
 			return err
 		}
-		rows, err := s.QueryContext(b.ctx, args...)
+		rows, err := translateRows(s.QueryContext(b.ctx, args...))
 		if err != nil {
 			return fmt.Errorf("samples of gpu %s: %w", uuid, err)
 		}
