@@ -112,39 +112,32 @@ func run(args []string, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "ingest, one pass: %s: %d files, %d records (%.0f records/s), %d samples stored, %d quarantined, %d refused\n",
 		took.Round(time.Second), res.Files, res.Records, float64(res.Records)/took.Seconds(), res.Samples, res.Quarantined, res.Refused)
-	var nJobs, alloc int64
-	if err := s.DB.QueryRow(`SELECT count(*), coalesce(sum(alloc_gpu_s), 0) FROM jobs`).Scan(&nJobs, &alloc); err != nil {
+	nJobs, alloc, err := s.JobTotals(ctx)
+	if err != nil {
 		return err
 	}
 	if nJobs != int64(truth.Jobs) || alloc != truth.AllocGPUS {
 		return fmt.Errorf("ledger differs from the generated truth: jobs %d/%d, allocated GPU-s %d/%d", nJobs, truth.Jobs, alloc, truth.AllocGPUS)
 	}
 	fmt.Fprintf(out, "ground truth matched: %d jobs, %d allocated GPU-seconds (%.0f GPU-hours)\n", nJobs, alloc, float64(alloc)/3600)
-	if _, err := s.DB.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+	if err := s.Checkpoint(ctx); err != nil {
 		return err
 	}
-	var counts []string
-	for _, tbl := range []string{"jobs", "job_nodes", "job_gpus", "job_hours", "rollup_hourly", "rollup_daily", "samples", "ingested_files"} {
-		var n int64
-		if err := s.DB.QueryRow(`SELECT count(*) FROM ` + tbl).Scan(&n); err != nil {
-			return err
-		}
-		counts = append(counts, fmt.Sprintf("%s %d", tbl, n))
-	}
-	fmt.Fprintf(out, "DB %s: %.2f GiB; rows: %s\n", dbPath, float64(s.Size())/(1<<30), strings.Join(counts, ", "))
-	const teamsByMonth = `SELECT strftime('%Y-%m', day*86400, 'unixepoch') AS month, account, sum(alloc_gpu_s)/3600.0, sum(used_gpu_s)/3600.0, sum(jobs)
- FROM rollup_daily WHERE ignored = 0 GROUP BY month, account ORDER BY month, account`
-	q0 := time.Now()
-	rows, err := s.DB.Query(teamsByMonth)
+	tables, err := s.RowCounts(ctx)
 	if err != nil {
 		return err
 	}
-	n := 0
-	for rows.Next() {
-		n++
+	var counts []string
+	for _, c := range tables {
+		counts = append(counts, fmt.Sprintf("%s %d", c.Table, c.Rows))
 	}
-	rows.Close()
-	fmt.Fprintf(out, "teams by month over rollup_daily: %s (%d rows)\n", time.Since(q0).Round(time.Millisecond), n)
+	fmt.Fprintf(out, "DB %s: %.2f GiB; rows: %s\n", dbPath, float64(s.Size())/(1<<30), strings.Join(counts, ", "))
+	q0 := time.Now()
+	months, err := s.UsageByMonth(ctx, "account")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "teams by month over rollup_daily: %s (%d rows)\n", time.Since(q0).Round(time.Millisecond), len(months))
 	readme := fmt.Sprintf(`gpuacct.db: a generated year of a 1,000-GPU cluster, for benchmarking reports.
 
 Made by bench/year.sh (go run ./bench/year %s) on %s.

@@ -89,9 +89,9 @@ func (in *Ingester) housekeeping(ctx context.Context, res *Result) error {
 	}
 	res.Pruned = n
 	keep := max(cfg.Ingest.ArchiveRetention.Duration, 7*24*time.Hour)
-	if _, err := b.Tx().ExecContext(ctx, `DELETE FROM ingested_files WHERE at < ?`, now.Add(-keep).Unix()); err != nil {
+	if _, err := b.PruneIngestedFiles(now.Add(-keep)); err != nil {
 		b.Rollback()
-		return fmt.Errorf("prune ingested file list: %w", err)
+		return err
 	}
 	reached("housekeeping")
 	if err := b.Commit(); err != nil {

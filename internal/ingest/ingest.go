@@ -467,7 +467,9 @@ func syncDir(dir string) error {
 // finish records the pass in the store and the metrics.
 func (in *Ingester) finish(ctx context.Context, start time.Time, res Result, passErr error) error {
 	end := in.d.Now()
-	in.d.Metrics.pass(in.d.Store, start, end, passErr)
+	if err := in.d.Metrics.pass(context.WithoutCancel(ctx), in.d.Store, start, end, passErr); err != nil {
+		in.d.Log.Warn("could not update the metrics", "err", err)
+	}
 	if passErr != nil && resourceError(passErr) && !errors.Is(passErr, context.Canceled) {
 		// The store may be unwritable (disk full): try, but do not
 		// replace the real error with this one.
@@ -477,25 +479,13 @@ func (in *Ingester) finish(ctx context.Context, start time.Time, res Result, pas
 	if passErr != nil {
 		msg = passErr.Error()
 	}
-	var oldest any
-	if res.Left > 0 {
-		oldest = res.OldestLeft.Unix()
-	}
-	_, err := in.d.Store.DB.ExecContext(context.WithoutCancel(ctx), `INSERT INTO passes(started, finished, ok, files, records, quarantined, refused, error, files_left, oldest_left)
-		VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		start.Unix(), end.Unix(), passErr == nil, res.Files, res.Records, res.Quarantined, res.Refused, nullStr(msg), res.Left, oldest)
+	err := in.d.Store.RecordPass(context.WithoutCancel(ctx), store.Pass{
+		Started: start, Finished: end, OK: passErr == nil,
+		Files: res.Files, Records: res.Records, Quarantined: res.Quarantined, Refused: res.Refused,
+		Error: msg, Left: res.Left, OldestLeft: res.OldestLeft,
+	})
 	if passErr != nil {
 		return passErr
 	}
-	if err != nil {
-		return fmt.Errorf("record pass: %w", err)
-	}
-	return nil
-}
-
-func nullStr(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
+	return err
 }

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -63,9 +64,11 @@ func (m *Metrics) duplicate() {
 	}
 }
 
-func (m *Metrics) pass(s *store.Store, start, end time.Time, err error) {
+// pass records a finished pass; the per-node lag comes from the store, and
+// an error reading it is returned (the pass's own series are set anyway).
+func (m *Metrics) pass(ctx context.Context, s *store.Store, start, end time.Time, err error) error {
 	if m == nil {
-		return
+		return nil
 	}
 	m.passSeconds.Set(end.Sub(start).Seconds())
 	if err != nil {
@@ -75,17 +78,13 @@ func (m *Metrics) pass(s *store.Store, start, end time.Time, err error) {
 		m.lastOK.Set(float64(end.Unix()))
 	}
 	m.dbSize.Set(float64(s.Size()))
-	rows, qerr := s.DB.QueryContext(context.Background(), `SELECT cluster || '/' || name, last_record FROM nodes WHERE last_record IS NOT NULL`)
-	if qerr != nil {
-		return
+	nodes, lerr := s.NodeLastRecords(ctx)
+	if lerr != nil {
+		return fmt.Errorf("ingest lag metric: %w", lerr)
 	}
-	defer rows.Close()
 	now := m.now()
-	for rows.Next() {
-		var node string
-		var last int64
-		if rows.Scan(&node, &last) == nil {
-			m.lag.WithLabelValues(node).Set(now.Sub(time.Unix(last, 0)).Seconds())
-		}
+	for _, n := range nodes {
+		m.lag.WithLabelValues(n.Cluster + "/" + n.Name).Set(now.Sub(time.Unix(n.LastRecord, 0)).Seconds())
 	}
+	return nil
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"strings"
 )
 
@@ -88,4 +89,32 @@ func inList[T string | int64](q *strings.Builder, args *[]any, col string, vals 
 		*args = append(*args, v)
 	}
 	q.WriteString(")")
+}
+
+// NodeLast is a node's newest record time (Unix seconds).
+type NodeLast struct {
+	Cluster, Name string
+	LastRecord    int64
+}
+
+// NodeLastRecords lists the nodes that shipped a record, with the newest
+// one's time (one row a node: the ledger's size bounds it).
+func (s *Store) NodeLastRecords(ctx context.Context) ([]NodeLast, error) {
+	rows, err := s.DB.QueryContext(ctx, `SELECT cluster, name, last_record FROM nodes WHERE last_record IS NOT NULL ORDER BY cluster, name`)
+	if err != nil {
+		return nil, fmt.Errorf("read node record times: %w", translate(err))
+	}
+	defer rows.Close()
+	var out []NodeLast
+	for rows.Next() {
+		var n NodeLast
+		if err := rows.Scan(&n.Cluster, &n.Name, &n.LastRecord); err != nil {
+			return nil, fmt.Errorf("read node record times: %w", translate(err))
+		}
+		out = append(out, n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read node record times: %w", translate(err))
+	}
+	return out, nil
 }

@@ -40,3 +40,15 @@ func (b *Batch) PruneSamples(before time.Time) (int64, error) {
 	}
 	return n, nil
 }
+
+// PruneIngestedFiles forgets the names of files ingested before before:
+// past the archive's retention a file of that name can no longer come
+// back as a duplicate.
+func (b *Batch) PruneIngestedFiles(before time.Time) (int64, error) {
+	r, err := b.exec(`DELETE FROM ingested_files WHERE at < ?`, before.Unix())
+	if err != nil {
+		return 0, fmt.Errorf("prune ingested file list: %w", err)
+	}
+	n, _ := r.RowsAffected()
+	return n, nil
+}
