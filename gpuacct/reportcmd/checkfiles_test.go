@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/store"
+	"github.com/aicloud/gpusuite/internal/store/storetest"
 )
 
 // TestCheckFiles: check fails while incoming holds a file that outlived
@@ -45,7 +46,7 @@ func TestCheckFiles(t *testing.T) {
 	// Four passes a minute apart, the newest 20 s ago.
 	for i, q := range []int{0, 3, 0, 1} {
 		s := now.Unix() - int64(200-60*i)
-		if _, err := st.DB.Exec(`INSERT INTO passes(started, finished, ok, quarantined, refused) VALUES(?, ?, 1, ?, 1)`, s, s+1, q); err != nil {
+		if err := st.RecordPass(context.Background(), store.Pass{Started: time.Unix(s, 0), Finished: time.Unix(s+1, 0), OK: true, Quarantined: q, Refused: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -96,14 +97,7 @@ func TestCheckFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A job that only ended (its start event never arrived).
-	st, err = store.Open(context.Background(), store.Options{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.DB.Exec(`INSERT INTO jobs(cluster, job_id, user, end, state) VALUES('c1', 99, 'a', ?, 'completed')`, now.Unix()-3000); err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
+	storetest.Exec(t, path, `INSERT INTO jobs(cluster, job_id, user, end, state) VALUES('c1', 99, 'a', ?, 'completed')`, now.Unix()-3000)
 	out, err = check()
 	if err == nil || !strings.Contains(out, "CRITICAL: ledger: 1 jobs have no start event") {
 		t.Errorf("job without start: %v: %q", err, out)

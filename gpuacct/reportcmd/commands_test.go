@@ -110,7 +110,9 @@ func TestCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.DB.Exec(`INSERT INTO passes(started, finished, ok) VALUES(?, ?, 1)`, now.Unix()-120, now.Unix()-119)
+	if err := st.RecordPass(context.Background(), store.Pass{Started: now.Add(-120 * time.Second), Finished: now.Add(-119 * time.Second), OK: true}); err != nil {
+		t.Fatal(err)
+	}
 	st.Close()
 	d, out, _ := testDeps(now, nil)
 	err = run(t, d, "check", "--no-live", "--db", path, "--stale", "15m", "--lag", "10m")
@@ -128,8 +130,13 @@ func TestCheck(t *testing.T) {
 		t.Errorf("check printed %q", out.String())
 	}
 	// A failed last pass, and the lag.
-	st, _ = store.Open(context.Background(), store.Options{Path: path})
-	st.DB.Exec(`INSERT INTO passes(started, finished, ok, error) VALUES(?, ?, 0, 'disk full')`, now.Unix()-60, now.Unix()-59)
+	st, err = store.Open(context.Background(), store.Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.RecordPass(context.Background(), store.Pass{Started: now.Add(-60 * time.Second), Finished: now.Add(-59 * time.Second), Error: "disk full"}); err != nil {
+		t.Fatal(err)
+	}
 	st.Close()
 	d, out, _ = testDeps(now.Add(time.Hour), nil)
 	err = run(t, d, "check", "--no-live", "--db", path, "--stale", "3h", "--lag", "10m")

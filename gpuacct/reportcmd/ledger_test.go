@@ -24,6 +24,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/report/timespec"
 	"github.com/aicloud/gpusuite/internal/sim/gendata"
 	"github.com/aicloud/gpusuite/internal/store"
+	"github.com/aicloud/gpusuite/internal/store/storetest"
 )
 
 // These tests build their ledgers with the real ingest, which (through
@@ -287,22 +288,10 @@ func BenchmarkReportYear(b *testing.B) {
 		Duration: time.Duration(days) * 24 * time.Hour, JobsPerNode: 44 * days, Seed: 12})
 	b.Logf("generated and ingested %d days: %d jobs in %s", days, truth.Jobs, time.Since(g0).Round(time.Second))
 	r0 := time.Now()
-	if err := replicate(path, days); err != nil {
-		b.Fatal(err)
-	}
-	st, err := store.Open(context.Background(), store.Options{Path: path, ReadOnly: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	count := func(tbl string) int64 {
-		var n int64
-		st.DB.QueryRow(`SELECT count(*) FROM ` + tbl).Scan(&n)
-		return n
-	}
+	replicate(b, path, days)
+	count := func(tbl string) int64 { return storetest.Scalar[int64](b, path, `SELECT count(*) FROM `+tbl) }
 	jobs, daily, hourly := count("jobs"), count("rollup_daily"), count("rollup_hourly")
-	var someJob int64
-	st.DB.QueryRow(`SELECT job_id FROM jobs ORDER BY id DESC LIMIT 1`).Scan(&someJob)
-	st.Close()
+	someJob := storetest.Scalar[int64](b, path, `SELECT job_id FROM jobs ORDER BY id DESC LIMIT 1`)
 	fi, _ := os.Stat(path)
 	b.Logf("replicated to 365 days in %s: %d jobs, rollup_daily %d rows, rollup_hourly %d rows, DB %.0f MiB",
 		time.Since(r0).Round(time.Second), jobs, daily, hourly, float64(fi.Size())/(1<<20))
@@ -347,19 +336,17 @@ func BenchmarkReportYear(b *testing.B) {
 
 // replicate copies the first days of the ledger forward until it holds a
 // year: new job rows (job ids offset), their nodes, hours and rollups.
-func replicate(path string, days int) error {
-	st, err := store.Open(context.Background(), store.Options{Path: path})
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	tx, err := st.DB.Begin()
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
+func replicate(tb testing.TB, path string, days int) {
+	tb.Helper()
 	var maxID, maxJob int64
-	tx.QueryRow(`SELECT max(id), max(job_id) FROM jobs`).Scan(&maxID, &maxJob)
+	storetest.Row(tb, path, `SELECT max(id), max(job_id) FROM jobs`, nil, &maxID, &maxJob)
+	storetest.Tx(tb, path, func(exec func(string, ...any)) {
+		replicateIn(exec, days, maxID, maxJob)
+	})
+}
+
+// replicateIn runs replicate's statements in its transaction.
+func replicateIn(exec func(string, ...any), days int, maxID, maxJob int64) {
 	for k := int64(1); int(k)*days < 365; k++ {
 		shift := k * int64(days) * 86400
 		stmts := []string{
@@ -378,20 +365,13 @@ func replicate(path string, days int) error {
 		}
 		base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Unix()
 		for _, q := range stmts {
-			if _, err := tx.Exec(q, k, maxID, maxJob, shift, base+int64(days)*86400, base+365*86400); err != nil {
-				return err
-			}
+			exec(q, k, maxID, maxJob, shift, base+int64(days)*86400, base+365*86400)
 		}
 	}
 	// The months are summed from the replicated days, as the migration
 	// that made rollup_monthly does.
-	if _, err := tx.Exec(`DELETE FROM rollup_monthly`); err != nil {
-		return err
-	}
-	if _, err := tx.Exec(`INSERT INTO rollup_monthly SELECT CAST(strftime('%s', day*86400, 'unixepoch', 'start of month') AS INTEGER)/86400 AS m,
+	exec(`DELETE FROM rollup_monthly`)
+	exec(`INSERT INTO rollup_monthly SELECT CAST(strftime('%s', day*86400, 'unixepoch', 'start of month') AS INTEGER)/86400 AS m,
  cluster, user, account, partition, model, ignored, sum(alloc_gpu_s), sum(used_gpu_s), sum(idle_gpu_s), sum(sample_s), sum(energy_mj), sum(jobs)
- FROM rollup_daily GROUP BY m, cluster, user, account, partition, model, ignored`); err != nil {
-		return err
-	}
-	return tx.Commit()
+ FROM rollup_daily GROUP BY m, cluster, user, account, partition, model, ignored`)
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/sim"
 	"github.com/aicloud/gpusuite/internal/sim/gendata"
+	"github.com/aicloud/gpusuite/internal/store"
+	"github.com/aicloud/gpusuite/internal/store/storetest"
 )
 
 func writeFile(t *testing.T, path string, data []byte) {
@@ -152,9 +154,8 @@ func TestBadFiles(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(dir, tc.file)); err == nil {
 				t.Errorf("bad file left in incoming")
 			}
-			var n int
-			if err := s.DB.QueryRow(`SELECT count(*) FROM jobs WHERE job_id = 99`).Scan(&n); err != nil || n != 1 {
-				t.Errorf("good file beside it: %d jobs, %v", n, err)
+			if n := storetest.Scalar[int](t, s.Path, `SELECT count(*) FROM jobs WHERE job_id = 99`); n != 1 {
+				t.Errorf("good file beside it: %d jobs, want 1", n)
 			}
 		})
 	}
@@ -239,9 +240,8 @@ func TestPlantedFiles(t *testing.T) {
 			if res.Refused != 1 || res.Files != 0 {
 				t.Fatalf("result %+v, want 1 refused, nothing ingested", res)
 			}
-			var n int
-			if err := s.DB.QueryRow(`SELECT count(*) FROM jobs`).Scan(&n); err != nil || n != 0 {
-				t.Errorf("planted record stored: %d jobs, %v", n, err)
+			if n := storetest.Scalar[int](t, s.Path, `SELECT count(*) FROM jobs`); n != 0 {
+				t.Errorf("planted record stored: %d jobs", n)
 			}
 			reason, err := os.ReadFile(filepath.Join(e.cfg.Ingest.Quarantine, "gpu001", name+".reason"))
 			if err != nil {
@@ -264,15 +264,12 @@ func TestDiskFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := e.open(t)
-	defer s.Close()
+	e.open(t).Close() // a new, empty ledger
+	pages := storetest.Scalar[int64](t, e.cfg.Store.Path, `PRAGMA page_count`)
 	ctx := context.Background()
-	var pages int
-	if err := s.DB.QueryRow(`PRAGMA page_count`).Scan(&pages); err != nil {
-		t.Fatal(err)
-	}
-	// The writer has one connection, so the limit holds for the pass.
-	if _, err := s.DB.Exec(`PRAGMA max_page_count = ` + itoa(pages+40)); err != nil {
+	// A disk with room for 40 more pages.
+	s, err := store.Open(ctx, store.Options{Path: e.cfg.Store.Path, MaxPages: pages + 40})
+	if err != nil {
 		t.Fatal(err)
 	}
 	now := start.Add(3 * time.Hour)
@@ -295,9 +292,11 @@ func TestDiskFull(t *testing.T) {
 	if len(q) != 0 {
 		t.Errorf("a disk-full error quarantined files")
 	}
-	if _, err := s.DB.Exec(`PRAGMA max_page_count = 1073741823`); err != nil {
-		t.Fatal(err)
-	}
+	s.Close()
+	// Space returns.
+	s = e.open(t)
+	defer s.Close()
+	in = New(Deps{Store: s, Config: e.cfg, Log: quiet(), Now: func() time.Time { return now }, UID: os.Getuid()})
 	if _, err := in.Pass(ctx); err != nil {
 		t.Fatalf("pass after space returned: %v", err)
 	}

@@ -3,7 +3,6 @@ package ingest
 import (
 	"bufio"
 	"context"
-	"database/sql"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/sim/gendata"
 	"github.com/aicloud/gpusuite/internal/store"
+	"github.com/aicloud/gpusuite/internal/store/storetest"
 )
 
 // BenchmarkIngestDay is the "done when" data set: 16 nodes × 8 GPUs
@@ -82,7 +82,7 @@ func benchDay(b *testing.B) {
 	}
 	// The sqlite3 CLI imports the same sample rows from CSV in one transaction.
 	csvPath := filepath.Join(root, "samples.csv")
-	if err := exportCSV(s.DB, csvPath); err != nil {
+	if err := exportCSV(b, s.Path, csvPath); err != nil {
 		b.Fatal(err)
 	}
 	cliDB := filepath.Join(root, "cli.db")
@@ -100,10 +100,7 @@ func benchDay(b *testing.B) {
 	}
 	cliTime := time.Since(c0)
 	cliCPU := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
-	var cliRows int64
-	c, _ = store.Open(context.Background(), store.Options{Path: cliDB, ReadOnly: true})
-	c.DB.QueryRow(`SELECT count(*) FROM samples`).Scan(&cliRows)
-	c.Close()
+	cliRows := storetest.Scalar[int64](b, cliDB, `SELECT count(*) FROM samples`)
 	if cliRows != x.Samples {
 		b.Fatalf("sqlite3 imported %d rows, want %d", cliRows, x.Samples)
 	}
@@ -144,55 +141,35 @@ func benchConfig(root string) configT {
 
 func totalsB(b *testing.B, s *store.Store) totals {
 	var x totals
-	if err := s.DB.QueryRow(`SELECT count(*), coalesce(sum(CASE WHEN end IS NOT NULL THEN alloc_gpu_s END), 0), coalesce(sum(used_gpu_s), 0), coalesce(sum(energy_mj), 0) FROM jobs`).Scan(&x.Jobs, &x.Alloc, &x.Used, &x.Energy); err != nil {
-		b.Fatal(err)
-	}
-	if err := s.DB.QueryRow(`SELECT count(*) FROM samples`).Scan(&x.Samples); err != nil {
-		b.Fatal(err)
-	}
+	storetest.Row(b, s.Path, `SELECT count(*), coalesce(sum(CASE WHEN end IS NOT NULL THEN alloc_gpu_s END), 0), coalesce(sum(used_gpu_s), 0), coalesce(sum(energy_mj), 0) FROM jobs`, nil,
+		&x.Jobs, &x.Alloc, &x.Used, &x.Energy)
+	x.Samples = storetest.Scalar[int64](b, s.Path, `SELECT count(*) FROM samples`)
 	return x
 }
 
 // exportCSV writes the samples table as CSV (NULL as empty) in column order.
-func exportCSV(db *sql.DB, path string) error {
-	rows, err := db.Query(`SELECT * FROM samples`)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
+func exportCSV(tb testing.TB, ledger, path string) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	w := bufio.NewWriterSize(f, 1<<20)
-	vals := make([]sql.NullString, len(cols))
-	ptrs := make([]any, len(cols))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	for rows.Next() {
-		if err := rows.Scan(ptrs...); err != nil {
-			return err
-		}
-		for i, v := range vals {
+	storetest.Texts(tb, ledger, `SELECT * FROM samples`, nil, func(cols []*string) {
+		for i, v := range cols {
 			if i > 0 {
 				w.WriteByte(',')
 			}
-			if v.Valid {
-				if strings.ContainsAny(v.String, ",\"\n") {
-					w.WriteString(strconv.Quote(v.String))
+			if v != nil {
+				if strings.ContainsAny(*v, ",\"\n") {
+					w.WriteString(strconv.Quote(*v))
 				} else {
-					w.WriteString(v.String)
+					w.WriteString(*v)
 				}
 			}
 		}
 		w.WriteByte('\n')
-	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
+	})
 	return w.Flush()
 }
 
@@ -243,26 +220,29 @@ func benchYear(b *testing.B, days int) {
 	if x.Jobs != int64(truth.Jobs) || x.Alloc != truth.AllocGPUS {
 		b.Fatalf("ledger differs from ground truth: jobs %d/%d alloc %d/%d", x.Jobs, truth.Jobs, x.Alloc, truth.AllocGPUS)
 	}
-	if _, err := s.DB.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+	ctx := context.Background()
+	if err := s.Checkpoint(ctx); err != nil {
 		b.Fatal(err)
 	}
-	count := func(tbl string) int64 {
-		var n int64
-		s.DB.QueryRow(`SELECT count(*) FROM ` + tbl).Scan(&n)
-		return n
-	}
-	const teamsByMonth = `SELECT strftime('%Y-%m', day*86400, 'unixepoch') AS month, account, sum(alloc_gpu_s)/3600.0, sum(used_gpu_s)/3600.0, sum(jobs)
- FROM rollup_daily WHERE ignored = 0 GROUP BY month, account ORDER BY month, account`
-	q0 := time.Now()
-	rows, err := s.DB.Query(teamsByMonth)
+	tables, err := s.RowCounts(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
-	n := 0
-	for rows.Next() {
-		n++
+	count := func(tbl string) int64 {
+		for _, c := range tables {
+			if c.Table == tbl {
+				return c.Rows
+			}
+		}
+		b.Fatalf("no row count for %s", tbl)
+		return 0
 	}
-	rows.Close()
+	q0 := time.Now()
+	months, err := s.UsageByMonth(ctx, "account")
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := len(months)
 	qTime := time.Since(q0)
 	const cliJobs = `SELECT strftime('%Y-%m', start, 'unixepoch') AS month, account, sum(alloc_gpu_s)/3600.0, sum(used_gpu_s)/3600.0, count(*) FROM jobs WHERE ignored = 0 GROUP BY month, account;`
 	c0 := time.Now()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/sim/gendata"
 	"github.com/aicloud/gpusuite/internal/store"
+	"github.com/aicloud/gpusuite/internal/store/storetest"
 )
 
 func TestParseSacctDetails(t *testing.T) {
@@ -98,22 +99,13 @@ func TestPassFillsJobDetails(t *testing.T) {
 	now := start.Add(2 * time.Hour)
 	// First pass without sacct: the jobs exist, nothing is looked up.
 	e.pass(t, s, now)
-	if err := func() error {
-		r, err := s.DB.Query(`SELECT job_id FROM jobs ORDER BY job_id`)
-		if err != nil {
-			return err
-		}
-		defer r.Close()
-		for r.Next() {
-			var id string
-			if err := r.Scan(&id); err != nil {
-				return err
-			}
-			ids = append(ids, id)
-		}
-		return r.Err()
-	}(); err != nil || len(ids) < 3 {
-		t.Fatalf("jobs %v, %v", ids, err)
+	storetest.Query(t, s.Path, `SELECT job_id FROM jobs ORDER BY job_id`, nil, func(scan func(...any)) {
+		var id string
+		scan(&id)
+		ids = append(ids, id)
+	})
+	if len(ids) < 3 {
+		t.Fatalf("jobs %v, want 3 or more", ids)
 	}
 	tagged, arrayed, unknown = ids[0], ids[1], ids[2]
 
@@ -133,10 +125,8 @@ func TestPassFillsJobDetails(t *testing.T) {
 	get := func(id string) row {
 		t.Helper()
 		var r row
-		if err := s.DB.QueryRow(`SELECT coalesce(comment, ''), coalesce(array_job_id, -1), coalesce(array_task_id, -1), details_checked, ignored FROM jobs WHERE job_id = ?`, id).
-			Scan(&r.Comment, &r.ArrJob, &r.ArrTask, &r.Checked, &r.Ignored); err != nil {
-			t.Fatal(err)
-		}
+		storetest.Row(t, s.Path, `SELECT coalesce(comment, ''), coalesce(array_job_id, -1), coalesce(array_task_id, -1), details_checked, ignored FROM jobs WHERE job_id = ?`, []any{id},
+			&r.Comment, &r.ArrJob, &r.ArrTask, &r.Checked, &r.Ignored)
 		return r
 	}
 
@@ -168,8 +158,8 @@ func TestPassFillsJobDetails(t *testing.T) {
 		t.Errorf("job sacct does not know yet: %+v, want unchecked", got)
 	}
 	var ignoredTotal int64
-	if err := s.DB.QueryRow(`SELECT count(*) FROM jobs WHERE ignored = 1`).Scan(&ignoredTotal); err != nil || ignoredTotal != 1 {
-		t.Fatalf("ignored jobs %d, %v; want 1", ignoredTotal, err)
+	if ignoredTotal = storetest.Scalar[int64](t, s.Path, `SELECT count(*) FROM jobs WHERE ignored = 1`); ignoredTotal != 1 {
+		t.Fatalf("ignored jobs %d; want 1", ignoredTotal)
 	}
 
 	// Asked again next pass; given up a day after its end.

@@ -14,6 +14,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/sim/gendata"
 	"github.com/aicloud/gpusuite/internal/store"
+	"github.com/aicloud/gpusuite/internal/store/storetest"
 )
 
 // env is a test's directory layout and configuration.
@@ -88,9 +89,8 @@ func readTotals(t *testing.T, s *store.Store) totals {
 	t.Helper()
 	var x totals
 	q := func(query string, dst ...any) {
-		if err := s.DB.QueryRow(query).Scan(dst...); err != nil {
-			t.Fatalf("%s: %v", query, err)
-		}
+		t.Helper()
+		storetest.Row(t, s.Path, query, nil, dst...)
 	}
 	q(`SELECT count(*), coalesce(sum(CASE WHEN end IS NOT NULL THEN alloc_gpu_s END), 0), coalesce(sum(used_gpu_s), 0), coalesce(sum(idle_gpu_s), 0), coalesce(sum(energy_mj), 0) FROM jobs`, &x.Jobs, &x.Alloc, &x.Used, &x.Idle, &x.Energy)
 	q(`SELECT count(*) FROM samples`, &x.Samples)
@@ -130,27 +130,17 @@ func checkTruth(t *testing.T, s *store.Store, truth gendata.Truth) {
 	}
 	checkMonths(t, s)
 	// Rollups also hold open jobs up to now; compare them with the jobs table.
-	var all int64
-	if err := s.DB.QueryRow(`SELECT sum(alloc_gpu_s) FROM jobs`).Scan(&all); err != nil {
-		t.Fatal(err)
-	}
+	all := storetest.Scalar[int64](t, s.Path, `SELECT sum(alloc_gpu_s) FROM jobs`)
 	if x.RollAlloc != all || x.DailyAlloc != all || x.MonthAlloc != all {
 		t.Errorf("rollup allocated: hourly %d, daily %d, monthly %d, jobs %d", x.RollAlloc, x.DailyAlloc, x.MonthAlloc, all)
 	}
 	var perAcct = map[string]int64{}
-	rows, err := s.DB.Query(`SELECT account, sum(alloc_gpu_s) FROM jobs WHERE end IS NOT NULL GROUP BY account`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
+	storetest.Query(t, s.Path, `SELECT account, sum(alloc_gpu_s) FROM jobs WHERE end IS NOT NULL GROUP BY account`, nil, func(scan func(...any)) {
 		var a string
 		var v int64
-		if err := rows.Scan(&a, &v); err != nil {
-			t.Fatal(err)
-		}
+		scan(&a, &v)
 		perAcct[a] = v
-	}
+	})
 	for a, v := range truth.PerAccount {
 		if perAcct[a] != v {
 			t.Errorf("account %s: got %d, want %d", a, perAcct[a], v)
@@ -192,16 +182,12 @@ func TestAggregatesStored(t *testing.T) {
 	checkTruth(t, s, truth)
 	var n int
 	var util float64
-	if err := s.DB.QueryRow(`SELECT count(*), sum(util_s) FROM job_gpus WHERE agg_final = 1`).Scan(&n, &util); err != nil {
-		t.Fatal(err)
-	}
+	storetest.Row(t, s.Path, `SELECT count(*), sum(util_s) FROM job_gpus WHERE agg_final = 1`, nil, &n, &util)
 	if n == 0 || !near(util, truth.Used) {
 		t.Errorf("aggregates: %d rows, util_s %v, want %v", n, util, truth.Used)
 	}
 	// An older version (lower seq) of an aggregate does not replace a newer one.
-	if _, err := s.DB.Exec(`UPDATE job_gpus SET agg_seq = 5`); err != nil {
-		t.Fatal(err)
-	}
+	storetest.Exec(t, s.Path, `UPDATE job_gpus SET agg_seq = 5`)
 	ents, _ := os.ReadDir(e.cfg.Ingest.Archive)
 	if len(ents) == 0 {
 		t.Fatal("nothing archived")
@@ -216,7 +202,7 @@ func TestAggregatesStored(t *testing.T) {
 		writeFile(t, filepath.Join(e.cfg.Ingest.Incoming, "gpu001", filepath.Base(f)), out)
 	}
 	e.pass(t, s, start.Add(3*time.Hour))
-	if err := s.DB.QueryRow(`SELECT sum(util_s) FROM job_gpus`).Scan(&util); err != nil || !near(util, truth.Used) {
+	if util = storetest.Scalar[float64](t, s.Path, `SELECT sum(util_s) FROM job_gpus`); !near(util, truth.Used) {
 		t.Errorf("stale aggregate replaced a newer one: util_s %v", util)
 	}
 }
@@ -232,25 +218,15 @@ func checkMonths(t *testing.T, s *store.Store) {
 		used, idle, sample  float64
 	}
 	read := func(q string) map[string]fig {
-		rows, err := s.DB.Query(q)
-		if err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-		defer rows.Close()
 		out := map[string]fig{}
-		for rows.Next() {
+		storetest.Query(t, s.Path, q, nil, func(scan func(...any)) {
 			var k string
 			var f fig
-			if err := rows.Scan(&k, &f.alloc, &f.used, &f.idle, &f.sample, &f.energy, &f.jobs); err != nil {
-				t.Fatal(err)
-			}
+			scan(&k, &f.alloc, &f.used, &f.idle, &f.sample, &f.energy, &f.jobs)
 			if f != (fig{}) {
 				out[k] = f
 			}
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
+		})
 		return out
 	}
 	const key = `cluster || '|' || user || '|' || account || '|' || partition || '|' || model || '|' || ignored`

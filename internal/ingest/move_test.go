@@ -175,13 +175,16 @@ func TestPassThatLeavesFilesFails(t *testing.T) {
 		if res.Left != truth.Files || !res.OldestLeft.Equal(oldest) {
 			t.Errorf("pass %d: left %d, oldest %v; want %d, %v", pass, res.Left, res.OldestLeft, truth.Files, oldest)
 		}
-		var ok bool
-		var left, since int64
-		if err := s.DB.QueryRow(`SELECT ok, files_left, oldest_left FROM passes ORDER BY id DESC LIMIT 1`).Scan(&ok, &left, &since); err != nil {
+		last, _, err := s.LastPass(context.Background())
+		if err != nil {
 			t.Fatal(err)
 		}
-		if ok || left != int64(truth.Files) || since != oldest.Unix() {
-			t.Errorf("pass %d recorded ok %v, files_left %d, oldest_left %d; want false, %d, %d", pass, ok, left, since, truth.Files, oldest.Unix())
+		left, since, _, err := s.LastPassLeft(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last.OK || left != int64(truth.Files) || since == nil || *since != oldest.Unix() {
+			t.Errorf("pass %d recorded ok %v, files_left %d, oldest_left %v; want false, %d, %d", pass, last.OK, left, since, truth.Files, oldest.Unix())
 		}
 	}
 	checkTruth(t, s, truth)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/store"
+	"github.com/aicloud/gpusuite/internal/store/storetest"
 )
 
 // The samples of a job × node are counted again when its window changes:
@@ -159,9 +160,7 @@ func checkRollups(t *testing.T, s *store.Store) {
 		`SELECT coalesce(sum(used_gpu_s), 0), coalesce(sum(idle_gpu_s), 0), coalesce(sum(energy_mj), 0) FROM rollup_daily`,
 		`SELECT coalesce(sum(used_gpu_s), 0), coalesce(sum(idle_gpu_s), 0), coalesce(sum(energy_mj), 0) FROM rollup_monthly`,
 	} {
-		if err := s.DB.QueryRow(q).Scan(&sums[i][0], &sums[i][1], &sums[i][2]); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
+		storetest.Row(t, s.Path, q, nil, &sums[i][0], &sums[i][1], &sums[i][2])
 	}
 	for i := 1; i < len(sums); i++ {
 		if diff := cmp.Diff(sums[0], sums[i]); diff != "" {
@@ -180,8 +179,6 @@ func cutUsage(t *testing.T, s *store.Store) (used, idle, sampled float64, energy
  FROM samples s JOIN jobs j ON j.job_id = s.job AND j.restart = s.restart JOIN job_nodes n ON n.job = j.id)
 SELECT coalesce(sum(util * part / 100000.0), 0), coalesce(sum(CASE WHEN idle = 1 THEN part / 1000.0 ELSE 0 END), 0),
  coalesce(sum(part / 1000.0), 0), coalesce(sum(CAST(de * part * 1.0 / interval_ms + 0.5 AS INTEGER)), 0) FROM p`
-	if err := s.DB.QueryRow(q).Scan(&used, &idle, &sampled, &energy); err != nil {
-		t.Fatalf("usage cut to the allocations: %v", err)
-	}
+	storetest.Row(t, s.Path, q, nil, &used, &idle, &sampled, &energy)
 	return used, idle, sampled, energy
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/ignorereq"
 	"github.com/aicloud/gpusuite/internal/sim/gendata"
+	"github.com/aicloud/gpusuite/internal/store/storetest"
 )
 
 // While serve holds the writer lock, `gpuacct ignore` only queues a request;
@@ -27,9 +28,7 @@ func TestPassAppliesIgnoreRequests(t *testing.T) {
 	now := start.Add(2 * time.Hour)
 	e.pass(t, s, now)
 	var job int64
-	if err := s.DB.QueryRow(`SELECT job_id FROM jobs ORDER BY job_id LIMIT 1`).Scan(&job); err != nil {
-		t.Fatal(err)
-	}
+	job = storetest.Scalar[int64](t, s.Path, `SELECT job_id FROM jobs ORDER BY job_id LIMIT 1`)
 	if _, err := ignorereq.Submit(e.cfg.Report.Requests, &ignorereq.Request{Action: ignorereq.Ignore, Jobs: []string{strconv.FormatInt(job, 10)},
 		Reason: "benchmark run", By: "root", UID: os.Getuid(), Time: now}); err != nil {
 		t.Fatal(err)
@@ -40,9 +39,7 @@ func TestPassAppliesIgnoreRequests(t *testing.T) {
 	}
 	in.applyRequests(context.Background())
 	var ignored, others int
-	if err := s.DB.QueryRow(`SELECT sum(ignored = 1 AND job_id = ?), sum(ignored = 1 AND job_id != ?) FROM jobs`, job, job).Scan(&ignored, &others); err != nil {
-		t.Fatal(err)
-	}
+	storetest.Row(t, s.Path, `SELECT sum(ignored = 1 AND job_id = ?), sum(ignored = 1 AND job_id != ?) FROM jobs`, []any{job, job}, &ignored, &others)
 	if ignored != 1 || others != 0 {
 		t.Fatalf("job %d ignored=%d, others ignored=%d; want the one job only", job, ignored, others)
 	}

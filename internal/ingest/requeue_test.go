@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/aicloud/gpusuite/internal/record"
+	"github.com/aicloud/gpusuite/internal/store/storetest"
 )
 
 // slurmRun is one accounting record of a job, as slurmdbd keeps it: a
@@ -191,7 +192,7 @@ func TestEpilogKeepsSacctEnd(t *testing.T) {
 			if _, err := in.Pass(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tc.want, job(t, s.DB, 77)); diff != "" {
+			if diff := cmp.Diff(tc.want, job(t, s.Path, 77)); diff != "" {
 				t.Errorf("after the epilog (-want +got):\n%s", diff)
 			}
 			if code := query[int64](t, s, `SELECT coalesce(exit_code, -1) FROM jobs WHERE job_id = 77`); code != tc.exit {
@@ -250,10 +251,8 @@ func TestRequeuedOpenRun(t *testing.T) {
 			var got jobRow
 			var end *int64
 			var src *string
-			if err := s.DB.QueryRow(`SELECT end, end_estimated, end_source, state, alloc_gpu_s FROM jobs WHERE job_id = 77 AND restart = 0`).
-				Scan(&end, &got.Estimated, &src, &got.State, &got.Alloc); err != nil {
-				t.Fatal(err)
-			}
+			storetest.Row(t, s.Path, `SELECT end, end_estimated, end_source, state, alloc_gpu_s FROM jobs WHERE job_id = 77 AND restart = 0`, nil,
+				&end, &got.Estimated, &src, &got.State, &got.Alloc)
 			if end != nil {
 				got.End = *end
 			}
@@ -344,18 +343,12 @@ func TestSacctStartRetried(t *testing.T) {
 			now := t0.Add(time.Hour)
 			in := New(Deps{Store: s, Config: e.cfg, Log: quiet(), Now: func() time.Time { return now }, UID: os.Getuid(), Sacct: sacct, SacctLocation: time.UTC})
 			starts := func() (sources []string, n int) {
-				rows, err := s.DB.Query(`SELECT start_source || ' est=' || start_estimated || ' ' || strftime('%Y-%m-%dT%H:%M:%SZ', start, 'unixepoch'), quality FROM job_nodes ORDER BY job`)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer rows.Close()
-				for rows.Next() {
-					var src, q string
-					if err := rows.Scan(&src, &q); err != nil {
-						t.Fatal(err)
-					}
-					sources = append(sources, src+" ("+q+")")
-				}
+				storetest.Query(t, s.Path, `SELECT start_source || ' est=' || start_estimated || ' ' || strftime('%Y-%m-%dT%H:%M:%SZ', start, 'unixepoch'), quality FROM job_nodes ORDER BY job`, nil,
+					func(scan func(...any)) {
+						var src, q string
+						scan(&src, &q)
+						sources = append(sources, src+" ("+q+")")
+					})
 				for _, c := range calls {
 					if strings.HasSuffix(c, sacctRunFields) {
 						n++

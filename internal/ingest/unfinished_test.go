@@ -3,7 +3,6 @@ package ingest
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"errors"
 	"net"
 	"net/http"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/sim/gendata"
+	"github.com/aicloud/gpusuite/internal/store/storetest"
 )
 
 type jobRow struct {
@@ -26,10 +26,6 @@ type jobRow struct {
 	Source    string
 	State     string
 	Alloc     int64
-}
-
-type queryer interface {
-	QueryRow(query string, args ...any) *sql.Row
 }
 
 // TestUnfinishedJobs: a job without an end is closed from sacct when it
@@ -104,7 +100,7 @@ func TestUnfinishedJobs(t *testing.T) {
 				t.Errorf("sacct arguments %q", asked[0])
 			}
 			j := truth.JobList[0]
-			got := job(t, s.DB, j.ID)
+			got := job(t, s.Path, j.ID)
 			want := tc.want
 			switch {
 			case want.End == -1:
@@ -130,7 +126,7 @@ func TestUnfinishedJobs(t *testing.T) {
 			if _, err := New(deps).Pass(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			got = job(t, s.DB, j.ID)
+			got = job(t, s.Path, j.ID)
 			slurms := want.Source == "sacct"
 			if !slurms {
 				want = jobRow{End: j.End, Source: "epilog", State: "completed", Alloc: int64(len(j.GPUs)) * (j.End - j.Start)}
@@ -167,15 +163,13 @@ func mustGlob(t *testing.T, pattern string) []string {
 	return m
 }
 
-func job(t *testing.T, db queryer, id uint64) jobRow {
+func job(t *testing.T, ledger string, id uint64) jobRow {
 	t.Helper()
 	var r jobRow
 	var end *int64
 	var src *string
-	if err := db.QueryRow(`SELECT end, end_estimated, end_source, state, alloc_gpu_s FROM jobs WHERE job_id = ?`, int64(id)).
-		Scan(&end, &r.Estimated, &src, &r.State, &r.Alloc); err != nil {
-		t.Fatal(err)
-	}
+	storetest.Row(t, ledger, `SELECT end, end_estimated, end_source, state, alloc_gpu_s FROM jobs WHERE job_id = ?`, []any{int64(id)},
+		&end, &r.Estimated, &src, &r.State, &r.Alloc)
 	if end != nil {
 		r.End = *end
 	}

@@ -50,6 +50,10 @@ type Options struct {
 	ReadOnly bool
 	// Now stamps the lock file; nil means time.Now.
 	Now func() time.Time
+	// MaxPages caps the writer's file at this many pages (0: SQLite's
+	// own cap). Writes past it fail as on a full disk, which is how the
+	// tests fill a disk.
+	MaxPages int64
 }
 
 // Store is an open ledger.
@@ -121,6 +125,13 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		if err := db.PingContext(ctx); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("open store %q: %w", o.Path, translate(err))
+		}
+		// The writer's one connection keeps the cap for its life.
+		if o.MaxPages > 0 {
+			if _, err := db.ExecContext(ctx, "PRAGMA max_page_count = "+strconv.FormatInt(o.MaxPages, 10)); err != nil {
+				s.Close()
+				return nil, fmt.Errorf("open store %q: cap at %d pages: %w", o.Path, o.MaxPages, translate(err))
+			}
 		}
 	}
 	if o.ReadOnly {

@@ -19,6 +19,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/slurmtest"
 	"github.com/aicloud/gpusuite/internal/store"
+	"github.com/aicloud/gpusuite/internal/store/storetest"
 )
 
 // sacctJob is a job submitted for the comparison with Slurm's accounting.
@@ -157,10 +158,8 @@ func TestSacct(t *testing.T) {
 			}
 			var source string
 			var code *int
-			if err := st.DB.QueryRow(`SELECT coalesce(end_source, ''), exit_code FROM jobs WHERE cluster = 'testcl' AND job_id = ?`,
-				int64(r.JobIDRaw)).Scan(&source, &code); err != nil {
-				t.Fatalf("job %d: %v", r.JobIDRaw, err)
-			}
+			storetest.Row(t, st.Path, `SELECT coalesce(end_source, ''), exit_code FROM jobs WHERE cluster = 'testcl' AND job_id = ?`,
+				[]any{int64(r.JobIDRaw)}, &source, &code)
 			if !withheld[r.JobIDRaw] {
 				if source != "epilog" {
 					t.Errorf("job %d (%s) kept its epilog event but its end came from %q", r.JobIDRaw, nameOf[r.JobIDRaw], source)

@@ -1,0 +1,167 @@
+// Package storetest lets tests inspect and poke a ledger's rows with
+// plain SQL, on a connection of their own: the store exports no *sql.DB,
+// and SQL stays under internal/store (docs/store.md). Every helper fails
+// the test on an error, so that a fixture cannot fail silently.
+package storetest
+
+import (
+	"database/sql"
+	"net/url"
+	"strings"
+	"testing"
+
+	_ "github.com/mattn/go-sqlite3" // database/sql driver "sqlite3"
+)
+
+// busyMillis is how long a statement waits for the store's writer; long,
+// because a busy test machine may be slow to let go.
+const busyMillis = "30000"
+
+// open is a one-connection pool on the ledger at path. It sets no journal
+// mode: the store chose it and a second connection must not change it.
+func open(t testing.TB, path string) *sql.DB {
+	t.Helper()
+	q := url.Values{}
+	q.Set("_busy_timeout", busyMillis)
+	q.Set("_foreign_keys", "on")
+	db, err := sql.Open("sqlite3", "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+q.Encode())
+	if err != nil {
+		t.Fatalf("open ledger %q: %v", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	return db
+}
+
+// Exec runs one statement on the ledger at path and returns the rows it
+// changed.
+func Exec(t testing.TB, path, q string, args ...any) int64 {
+	t.Helper()
+	db := open(t, path)
+	defer db.Close()
+	r, err := db.Exec(q, args...)
+	if err != nil {
+		t.Fatalf("exec on %q: %v\n%s", path, err, q)
+	}
+	n, _ := r.RowsAffected()
+	return n
+}
+
+// Tx runs fn in one transaction on the ledger at path and commits it;
+// exec fails the test on an error (the transaction is rolled back).
+func Tx(t testing.TB, path string, fn func(exec func(q string, args ...any))) {
+	t.Helper()
+	db := open(t, path)
+	defer db.Close()
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatalf("begin on %q: %v", path, err)
+	}
+	defer tx.Rollback()
+	fn(func(q string, args ...any) {
+		t.Helper()
+		if _, err := tx.Exec(q, args...); err != nil {
+			t.Fatalf("exec on %q: %v\n%s", path, err, q)
+		}
+	})
+	if err := tx.Commit(); err != nil {
+		t.Fatalf("commit on %q: %v", path, err)
+	}
+}
+
+// Row reads one row into dest; no row fails the test.
+func Row(t testing.TB, path, q string, args []any, dest ...any) {
+	t.Helper()
+	db := open(t, path)
+	defer db.Close()
+	if err := db.QueryRow(q, args...).Scan(dest...); err != nil {
+		t.Fatalf("query on %q: %v\n%s", path, err, q)
+	}
+}
+
+// Scalar is the one value q selects.
+func Scalar[T any](t testing.TB, path, q string, args ...any) T {
+	t.Helper()
+	var v T
+	Row(t, path, q, args, &v)
+	return v
+}
+
+// Query calls fn for each row q selects, with a scan of the row into
+// dest.
+func Query(t testing.TB, path, q string, args []any, fn func(scan func(dest ...any))) {
+	t.Helper()
+	db := open(t, path)
+	defer db.Close()
+	rows, err := db.Query(q, args...)
+	if err != nil {
+		t.Fatalf("query on %q: %v\n%s", path, err, q)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		fn(func(dest ...any) {
+			t.Helper()
+			if err := rows.Scan(dest...); err != nil {
+				t.Fatalf("scan on %q: %v\n%s", path, err, q)
+			}
+		})
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("query on %q: %v\n%s", path, err, q)
+	}
+}
+
+// Texts calls fn for each row q selects with its columns as text, nil
+// for NULL; fn must copy what it keeps.
+func Texts(t testing.TB, path, q string, args []any, fn func(cols []*string)) {
+	t.Helper()
+	db := open(t, path)
+	defer db.Close()
+	rows, err := db.Query(q, args...)
+	if err != nil {
+		t.Fatalf("query on %q: %v\n%s", path, err, q)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		t.Fatalf("query on %q: %v\n%s", path, err, q)
+	}
+	vals := make([]sql.NullString, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	texts := make([]*string, len(cols))
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatalf("scan on %q: %v\n%s", path, err, q)
+		}
+		for i := range vals {
+			texts[i] = nil
+			if vals[i].Valid {
+				texts[i] = &vals[i].String
+			}
+		}
+		fn(texts)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("query on %q: %v\n%s", path, err, q)
+	}
+}
+
+// Strings is every row of q as text, columns joined by "|", NULL as
+// "NULL": for comparing rows with cmp.Diff.
+func Strings(t testing.TB, path, q string, args ...any) []string {
+	t.Helper()
+	var out []string
+	Texts(t, path, q, args, func(cols []*string) {
+		parts := make([]string, len(cols))
+		for i, c := range cols {
+			parts[i] = "NULL"
+			if c != nil {
+				parts[i] = *c
+			}
+		}
+		out = append(out, strings.Join(parts, "|"))
+	})
+	return out
+}
