@@ -72,7 +72,7 @@ type energyReading struct {
 func (s *Store) Begin(ctx context.Context, now time.Time) (*Batch, error) {
 	// The batch holds its connection so that the sample inserts can use
 	// the driver directly (sampleInserter), inside the same transaction.
-	conn, err := s.DB.Conn(ctx)
+	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("begin transaction: %w", translate(err))
 	}
@@ -94,9 +94,6 @@ func newBatch(ctx context.Context, conn *sql.Conn, tx *sql.Tx, now time.Time) *B
 		use: map[useKey]*Delta{}, lastSample: map[[2]int64]int64{},
 	}
 }
-
-// Tx is the underlying transaction, for statements the batch lacks.
-func (b *Batch) Tx() *sql.Tx { return b.tx }
 
 // Commit flushes pending rollup changes and commits.
 func (b *Batch) Commit() error {

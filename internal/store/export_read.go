@@ -43,7 +43,7 @@ func (s *Store) ExportSamples(ctx context.Context, node string, g GPURow, fromMs
 }
 
 func (s *Store) export(ctx context.Context, fn func([]any) error, q string, args ...any) error {
-	rows, err := s.DB.QueryContext(ctx, q, args...)
+	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return translate(err)
 	}
@@ -78,7 +78,7 @@ type GPURow struct {
 // GPUs lists every GPU by node, index and uuid (one row a GPU: the
 // cluster's size bounds it).
 func (s *Store) GPUs(ctx context.Context) ([]GPURow, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT g.id, g.node_id, g.uuid, g.idx FROM gpus g ORDER BY g.node_id, g.idx, g.uuid`)
+	rows, err := s.db.QueryContext(ctx, `SELECT g.id, g.node_id, g.uuid, g.idx FROM gpus g ORDER BY g.node_id, g.idx, g.uuid`)
 	if err != nil {
 		return nil, translate(err)
 	}

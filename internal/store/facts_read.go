@@ -79,7 +79,7 @@ func (s *Store) Facts(ctx context.Context, q FactQuery, fn func(*FactRow)) error
 	if q.Grain == Hourly && !q.ByNode {
 		b.WriteString(" GROUP BY hour, cluster, user, account, partition, model")
 	}
-	rows, err := s.DB.QueryContext(ctx, b.String(), args...)
+	rows, err := s.db.QueryContext(ctx, b.String(), args...)
 	if err != nil {
 		return translate(err)
 	}
@@ -108,7 +108,7 @@ func (s *Store) Distinct(ctx context.Context, col string, g Grain) ([]string, er
 	if g == Monthly {
 		from = "rollup_monthly"
 	}
-	rows, err := s.DB.QueryContext(ctx, `SELECT DISTINCT `+col+` FROM `+from)
+	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT `+col+` FROM `+from)
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -142,7 +142,7 @@ func (s *Store) JobsHave(ctx context.Context, col, v string) (bool, error) {
 		return false, fmt.Errorf("filter column %q", col)
 	}
 	var one int
-	err := s.DB.QueryRowContext(ctx, q, v).Scan(&one)
+	err := s.db.QueryRowContext(ctx, q, v).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}

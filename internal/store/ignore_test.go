@@ -23,7 +23,7 @@ func TestJobRowsAndTaggedJobs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.Tx().ExecContext(ctx, `UPDATE jobs SET array_job_id = ?, array_task_id = ?, comment = ? WHERE id = ?`, array, task, comment, id); err != nil {
+		if _, err := b.tx.ExecContext(ctx, `UPDATE jobs SET array_job_id = ?, array_task_id = ?, comment = ? WHERE id = ?`, array, task, comment, id); err != nil {
 			t.Fatal(err)
 		}
 		return id

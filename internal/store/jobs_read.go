@@ -134,7 +134,7 @@ func (s *Store) Jobs(ctx context.Context, q JobsQuery, fn func(*JobRow) bool) er
 	default:
 		return fmt.Errorf("job order %q is not start, alloc, eff or idle", q.Sort)
 	}
-	rows, err := s.DB.QueryContext(ctx, b.String(), args...)
+	rows, err := s.db.QueryContext(ctx, b.String(), args...)
 	if err != nil {
 		return translate(err)
 	}
@@ -191,7 +191,7 @@ func (s *Store) JobRun(ctx context.Context, q JobRunQuery) (JobRow, error) {
 	qs += " ORDER BY j.restart DESC, j.start DESC LIMIT 1"
 	var j JobRow
 	var sc jobScan
-	if err := sc.scan(s.DB.QueryRowContext(ctx, qs, args...), &j); err != nil {
+	if err := sc.scan(s.db.QueryRowContext(ctx, qs, args...), &j); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return JobRow{}, ErrNotFound
 		}
@@ -214,7 +214,7 @@ type JobNodeRow struct {
 // JobNodes lists a run's parts (row: JobRow.Row) by node id; a run has
 // one a node it ran on.
 func (s *Store) JobNodes(ctx context.Context, row int64) ([]JobNodeRow, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT node_id, gpus, model, start, end, end_source, end_estimated, exit_code, quality
+	rows, err := s.db.QueryContext(ctx, `SELECT node_id, gpus, model, start, end, end_source, end_estimated, exit_code, quality
  FROM job_nodes WHERE job = ? ORDER BY node_id`, row)
 	if err != nil {
 		return nil, translate(err)
@@ -251,7 +251,7 @@ type JobGPURow struct {
 
 // JobGPUs lists a run's GPUs by node, index and uuid.
 func (s *Store) JobGPUs(ctx context.Context, row int64) ([]JobGPURow, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT g.id, jg.node_id, g.idx, jg.minor, g.uuid, g.model, jg.agg_seq, jg.agg_final, jg.sample_s, jg.util_s,
+	rows, err := s.db.QueryContext(ctx, `SELECT g.id, jg.node_id, g.idx, jg.minor, g.uuid, g.model, jg.agg_seq, jg.agg_final, jg.sample_s, jg.util_s,
  jg.util_max, jg.mem_max_mib, coalesce(jg.mem_total_mib, g.mem_total_mib), jg.energy_mj, jg.energy_start_mj, jg.energy_end_mj, jg.idle_s, jg.quality
  FROM job_gpus jg JOIN gpus g ON g.id = jg.gpu_id WHERE jg.job = ? ORDER BY jg.node_id, g.idx, g.uuid`, row)
 	if err != nil {

@@ -31,7 +31,7 @@ type roll struct {
 
 func rollups(t *testing.T, s *Store, table string) []roll {
 	t.Helper()
-	rows, err := s.DB.Query(`SELECT user, ignored, sum(alloc_gpu_s), sum(used_gpu_s), sum(jobs) FROM ` + table + ` GROUP BY user, ignored HAVING sum(alloc_gpu_s) != 0 OR sum(used_gpu_s) != 0 OR sum(jobs) != 0 ORDER BY user, ignored`)
+	rows, err := s.db.Query(`SELECT user, ignored, sum(alloc_gpu_s), sum(used_gpu_s), sum(jobs) FROM ` + table + ` GROUP BY user, ignored HAVING sum(alloc_gpu_s) != 0 OR sum(used_gpu_s) != 0 OR sum(jobs) != 0 ORDER BY user, ignored`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,12 +107,12 @@ func TestLedgerMovesRollups(t *testing.T) {
 		}
 	}
 	var hours int
-	s.DB.QueryRow(`SELECT count(DISTINCT hour) FROM rollup_hourly WHERE alloc_gpu_s > 0`).Scan(&hours)
+	s.db.QueryRow(`SELECT count(DISTINCT hour) FROM rollup_hourly WHERE alloc_gpu_s > 0`).Scan(&hours)
 	if hours != 2 {
 		t.Errorf("a job from 10:30 to 12:00 spans %d hours in the rollup, want 2", hours)
 	}
 	var job int64
-	s.DB.QueryRow(`SELECT id FROM jobs WHERE job_id = 5`).Scan(&job)
+	s.db.QueryRow(`SELECT id FROM jobs WHERE job_id = 5`).Scan(&job)
 	step(func(b *Batch) error { return b.SetIgnored(job, true, "benchmark run") })
 	want[0].Ignored = true
 	for _, tbl := range []string{"rollup_hourly", "rollup_daily", "rollup_monthly"} {
@@ -129,7 +129,7 @@ func TestLedgerMovesRollups(t *testing.T) {
 	}
 	var nodes string
 	var gpus int
-	s.DB.QueryRow(`SELECT nodes, gpus FROM jobs WHERE id = ?`, job).Scan(&nodes, &gpus)
+	s.db.QueryRow(`SELECT nodes, gpus FROM jobs WHERE id = ?`, job).Scan(&nodes, &gpus)
 	if nodes != "n1,n2" || gpus != 6 {
 		t.Errorf("job nodes %q gpus %d", nodes, gpus)
 	}

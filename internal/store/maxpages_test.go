@@ -19,7 +19,7 @@ func TestMaxPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pages int64
-	if err := s.DB.QueryRowContext(ctx, `PRAGMA page_count`).Scan(&pages); err != nil {
+	if err := s.db.QueryRowContext(ctx, `PRAGMA page_count`).Scan(&pages); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()

@@ -19,7 +19,7 @@ type NodeOverview struct {
 // NodesOverview lists every node by cluster and name (one row a node:
 // the ledger's size bounds it).
 func (s *Store) NodesOverview(ctx context.Context) ([]NodeOverview, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT n.id, n.cluster, n.name, coalesce(n.last_record, n.last_ingest),
+	rows, err := s.db.QueryContext(ctx, `SELECT n.id, n.cluster, n.name, coalesce(n.last_record, n.last_ingest),
  (SELECT count(*) FROM gpus g WHERE g.node_id = n.id) FROM nodes n ORDER BY n.cluster, n.name`)
 	if err != nil {
 		return nil, translate(err)
@@ -43,7 +43,7 @@ func (s *Store) NodesOverview(ctx context.Context) ([]NodeOverview, error) {
 // that a node appeared since.
 func (s *Store) MaxNodeID(ctx context.Context) (int64, error) {
 	var n int64
-	if err := s.DB.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM nodes`).Scan(&n); err != nil {
+	if err := s.db.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM nodes`).Scan(&n); err != nil {
 		return 0, translate(err)
 	}
 	return n, nil

@@ -16,7 +16,7 @@ type NodeRow struct {
 // Nodes lists every node of the ledger (one row a node: the ledger's
 // size bounds it).
 func (s *Store) Nodes(ctx context.Context) ([]NodeRow, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT id, cluster, name FROM nodes`)
+	rows, err := s.db.QueryContext(ctx, `SELECT id, cluster, name FROM nodes`)
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -41,7 +41,7 @@ type NodeSeen struct {
 
 // NodesSeen lists every node with when it was last heard of.
 func (s *Store) NodesSeen(ctx context.Context) ([]NodeSeen, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT id, last_record, last_ingest FROM nodes`)
+	rows, err := s.db.QueryContext(ctx, `SELECT id, last_record, last_ingest FROM nodes`)
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -100,7 +100,7 @@ type NodeLast struct {
 // NodeLastRecords lists the nodes that shipped a record, with the newest
 // one's time (one row a node: the ledger's size bounds it).
 func (s *Store) NodeLastRecords(ctx context.Context) ([]NodeLast, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT cluster, name, last_record FROM nodes WHERE last_record IS NOT NULL ORDER BY cluster, name`)
+	rows, err := s.db.QueryContext(ctx, `SELECT cluster, name, last_record FROM nodes WHERE last_record IS NOT NULL ORDER BY cluster, name`)
 	if err != nil {
 		return nil, fmt.Errorf("read node record times: %w", translate(err))
 	}

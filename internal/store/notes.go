@@ -75,7 +75,7 @@ func (s *Store) Notes(ctx context.Context, now time.Time, all bool) ([]Note, err
 	if all {
 		q = `SELECT ` + noteColumns + ` FROM notes WHERE ?1 = ?1 ORDER BY id DESC LIMIT ?2`
 	}
-	rows, err := s.DB.QueryContext(ctx, q, now.Unix(), MaxNotes+1)
+	rows, err := s.db.QueryContext(ctx, q, now.Unix(), MaxNotes+1)
 	if err != nil {
 		return nil, fmt.Errorf("read notes: %w", err)
 	}
@@ -113,7 +113,7 @@ func (b *Batch) ActiveNotes(uid int, now time.Time) (int, error) {
 
 // Note returns the note with id, removed or not; ErrNoNote when none.
 func (s *Store) Note(ctx context.Context, id int64) (Note, error) {
-	n, err := scanNote(s.DB.QueryRowContext(ctx, `SELECT `+noteColumns+` FROM notes WHERE id = ?`, id))
+	n, err := scanNote(s.db.QueryRowContext(ctx, `SELECT `+noteColumns+` FROM notes WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Note{}, fmt.Errorf("note %d: %w", id, ErrNoNote)
 	}
@@ -128,7 +128,7 @@ func (s *Store) Note(ctx context.Context, id int64) (Note, error) {
 // none is known).
 func (s *Store) NodeGPUs(ctx context.Context, cluster, node string) (gpus int, known bool, err error) {
 	var nodes int
-	err = s.DB.QueryRowContext(ctx, `SELECT count(DISTINCT n.id), coalesce(max(g.idx) + 1, 0) FROM nodes n LEFT JOIN gpus g ON g.node_id = n.id
+	err = s.db.QueryRowContext(ctx, `SELECT count(DISTINCT n.id), coalesce(max(g.idx) + 1, 0) FROM nodes n LEFT JOIN gpus g ON g.node_id = n.id
  WHERE n.name = ?1 AND (?2 = '' OR n.cluster = ?2)`, node, cluster).Scan(&nodes, &gpus)
 	if err != nil {
 		return 0, false, fmt.Errorf("read node %q: %w", node, err)

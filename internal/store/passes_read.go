@@ -11,7 +11,7 @@ import (
 // seconds), nil if none did.
 func (s *Store) LastGoodPass(ctx context.Context) (*int64, error) {
 	var t sql.NullInt64
-	if err := s.DB.QueryRowContext(ctx, `SELECT max(finished) FROM passes WHERE ok = 1`).Scan(&t); err != nil {
+	if err := s.db.QueryRowContext(ctx, `SELECT max(finished) FROM passes WHERE ok = 1`).Scan(&t); err != nil {
 		return nil, translate(err)
 	}
 	return ptrInt(t), nil
@@ -29,7 +29,7 @@ type PassRow struct {
 func (s *Store) LastPass(ctx context.Context) (p PassRow, found bool, err error) {
 	var finished sql.NullInt64
 	var perr sql.NullString
-	err = s.DB.QueryRowContext(ctx, `SELECT started, finished, ok, error FROM passes ORDER BY id DESC LIMIT 1`).Scan(&p.Started, &finished, &p.OK, &perr)
+	err = s.db.QueryRowContext(ctx, `SELECT started, finished, ok, error FROM passes ORDER BY id DESC LIMIT 1`).Scan(&p.Started, &finished, &p.OK, &perr)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return PassRow{}, false, nil
@@ -44,7 +44,7 @@ func (s *Store) LastPass(ctx context.Context) (p PassRow, found bool, err error)
 // one), nil when fewer passes ran.
 func (s *Store) PassStarted(ctx context.Context, back int) (*int64, error) {
 	var started sql.NullInt64
-	err := s.DB.QueryRowContext(ctx, `SELECT started FROM passes ORDER BY id DESC LIMIT 1 OFFSET ?`, back-1).Scan(&started)
+	err := s.db.QueryRowContext(ctx, `SELECT started FROM passes ORDER BY id DESC LIMIT 1 OFFSET ?`, back-1).Scan(&started)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, translate(err)
 	}
@@ -56,7 +56,7 @@ func (s *Store) PassStarted(ctx context.Context, back int) (*int64, error) {
 // when no pass ran or the ledger predates the count.
 func (s *Store) LastPassLeft(ctx context.Context) (left int64, oldest *int64, found bool, err error) {
 	var o sql.NullInt64
-	err = s.DB.QueryRowContext(ctx, `SELECT files_left, oldest_left FROM passes ORDER BY id DESC LIMIT 1`).Scan(&left, &o)
+	err = s.db.QueryRowContext(ctx, `SELECT files_left, oldest_left FROM passes ORDER BY id DESC LIMIT 1`).Scan(&left, &o)
 	switch {
 	case errors.Is(err, sql.ErrNoRows), err != nil && strings.Contains(err.Error(), "no such column"):
 		return 0, nil, false, nil
@@ -70,7 +70,7 @@ func (s *Store) LastPassLeft(ctx context.Context) (left int64, oldest *int64, fo
 // (Unix seconds) quarantined and refused.
 func (s *Store) PassCounts(ctx context.Context, since int64) (quarantined, refused int64, err error) {
 	var q, r sql.NullInt64
-	if err := s.DB.QueryRowContext(ctx, `SELECT sum(quarantined), sum(refused) FROM passes WHERE started >= ?`, since).Scan(&q, &r); err != nil {
+	if err := s.db.QueryRowContext(ctx, `SELECT sum(quarantined), sum(refused) FROM passes WHERE started >= ?`, since).Scan(&q, &r); err != nil {
 		return 0, 0, translate(err)
 	}
 	return q.Int64, r.Int64, nil
@@ -82,14 +82,14 @@ func (s *Store) PassCounts(ctx context.Context, since int64) (quarantined, refus
 func (s *Store) JobsWithoutStart(ctx context.Context, before int64) (int64, error) {
 	cond := "start IS NULL"
 	var hasEst int
-	if err := s.DB.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('jobs') WHERE name = 'start_estimated'`).Scan(&hasEst); err != nil {
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('jobs') WHERE name = 'start_estimated'`).Scan(&hasEst); err != nil {
 		return 0, translate(err)
 	}
 	if hasEst > 0 {
 		cond = "(start IS NULL OR start_estimated = 1)"
 	}
 	var n int64
-	if err := s.DB.QueryRowContext(ctx, `SELECT count(*) FROM jobs WHERE `+cond+` AND end IS NOT NULL AND end < ?`, before).Scan(&n); err != nil {
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM jobs WHERE `+cond+` AND end IS NOT NULL AND end < ?`, before).Scan(&n); err != nil {
 		return 0, translate(err)
 	}
 	return n, nil

@@ -29,7 +29,7 @@ func (s *Store) RecordPass(ctx context.Context, p Pass) error {
 	if p.Left > 0 {
 		oldest = p.OldestLeft.Unix()
 	}
-	_, err := s.DB.ExecContext(ctx, `INSERT INTO passes(started, finished, ok, files, records, quarantined, refused, error, files_left, oldest_left)
+	_, err := s.db.ExecContext(ctx, `INSERT INTO passes(started, finished, ok, files, records, quarantined, refused, error, files_left, oldest_left)
  VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		p.Started.Unix(), p.Finished.Unix(), p.OK, p.Files, p.Records, p.Quarantined, p.Refused, perr, p.Left, oldest)
 	if err != nil {

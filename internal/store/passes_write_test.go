@@ -74,7 +74,7 @@ func TestRecordPass(t *testing.T) {
 func TestPruneIngestedFiles(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
-	if _, err := s.DB.ExecContext(ctx, `INSERT INTO ingested_files(node, name, sha256, size, records, at) VALUES
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO ingested_files(node, name, sha256, size, records, at) VALUES
 	 ('n1', 'old', 'x', 1, 1, 100), ('n1', 'edge', 'x', 1, 1, 200), ('n2', 'new', 'x', 1, 1, 300)`); err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestPruneIngestedFiles(t *testing.T) {
 	if n != 1 {
 		t.Errorf("pruned %d names, want 1", n)
 	}
-	if diff := cmp.Diff([]string{"edge", "new"}, dump(t, s.DB, `SELECT name FROM ingested_files ORDER BY name`)); diff != "" {
+	if diff := cmp.Diff([]string{"edge", "new"}, dump(t, s.db, `SELECT name FROM ingested_files ORDER BY name`)); diff != "" {
 		t.Errorf("ingested_files (-want +got):\n%s", diff)
 	}
 }

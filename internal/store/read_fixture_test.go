@@ -59,7 +59,7 @@ func readFixture(t *testing.T) *Store {
 		 (2, 2000, 2005, 0, 0, 3, 'disk full
 		 and more', 3, 1500)`,
 	} {
-		if _, err := w.DB.ExecContext(ctx, q); err != nil {
+		if _, err := w.db.ExecContext(ctx, q); err != nil {
 			t.Fatalf("fixture: %v\n%s", err, q)
 		}
 	}

@@ -36,7 +36,7 @@ func readerHelper(path string) int {
 	}
 	defer s.Close()
 	var n int
-	if err := s.DB.QueryRowContext(ctx, `SELECT count(*) FROM nodes`).Scan(&n); err != nil {
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM nodes`).Scan(&n); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -110,7 +110,7 @@ func TestReaderWithoutWriter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.DB.Exec(`INSERT INTO nodes(cluster, name) VALUES ('c1', 'gpu01'), ('c1', 'gpu02')`); err != nil {
+	if _, err := w.db.Exec(`INSERT INTO nodes(cluster, name) VALUES ('c1', 'gpu01'), ('c1', 'gpu02')`); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Close(); err != nil {
@@ -143,7 +143,7 @@ func TestReaderWithoutWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	if _, err := w.DB.Exec(`INSERT INTO nodes(cluster, name) VALUES ('c1', 'gpu03')`); err != nil {
+	if _, err := w.db.Exec(`INSERT INTO nodes(cluster, name) VALUES ('c1', 'gpu03')`); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"-wal", "-shm"} {
@@ -175,7 +175,7 @@ func TestReaderPoolBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if got := r.DB.Stats().MaxOpenConnections; got != ReadConns {
+	if got := r.db.Stats().MaxOpenConnections; got != ReadConns {
 		t.Errorf("reader pool allows %d connections, want %d", got, ReadConns)
 	}
 }

@@ -10,7 +10,7 @@ import (
 // ended, newest first, ignored ones included: the dashboard shows what
 // holds GPUs now, counted or not.
 func (s *Store) RunningJobs(ctx context.Context, limit int) ([]JobRow, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT `+jobCols+` FROM jobs j WHERE j.end IS NULL AND j.start IS NOT NULL
+	rows, err := s.db.QueryContext(ctx, `SELECT `+jobCols+` FROM jobs j WHERE j.end IS NULL AND j.start IS NOT NULL
  ORDER BY j.start DESC, j.id DESC LIMIT ?`, limit)
 	if err != nil {
 		return nil, translate(err)
@@ -53,7 +53,7 @@ func (s *Store) NowGPUs(ctx context.Context, rows []int64) ([]NowGPURow, error) 
  LEFT JOIN samples s ON s.gpu_id = g.id AND s.t_ms = (SELECT max(t_ms) FROM samples x WHERE x.gpu_id = g.id) AND s.t_ms >= j.start * 1000
  WHERE 1`)
 	inList(&b, &args, "jg.job", rows)
-	rs, err := s.DB.QueryContext(ctx, b.String(), args...)
+	rs, err := s.db.QueryContext(ctx, b.String(), args...)
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -78,7 +78,7 @@ func (s *Store) NowGPUs(ctx context.Context, rows []int64) ([]NowGPURow, error) 
 // still running.
 func (s *Store) LongestEndedJob(ctx context.Context) (int64, error) {
 	var l sql.NullInt64
-	if err := s.DB.QueryRowContext(ctx, `SELECT max(end - start) FROM jobs WHERE end IS NOT NULL AND start IS NOT NULL`).Scan(&l); err != nil {
+	if err := s.db.QueryRowContext(ctx, `SELECT max(end - start) FROM jobs WHERE end IS NOT NULL AND start IS NOT NULL`).Scan(&l); err != nil {
 		return 0, translate(err)
 	}
 	return l.Int64, nil
@@ -88,7 +88,7 @@ func (s *Store) LongestEndedJob(ctx context.Context) (int64, error) {
 // seconds), nil when every run has ended.
 func (s *Store) OldestOpenStart(ctx context.Context) (*int64, error) {
 	var open sql.NullInt64
-	if err := s.DB.QueryRowContext(ctx, `SELECT min(start) FROM jobs WHERE end IS NULL`).Scan(&open); err != nil {
+	if err := s.db.QueryRowContext(ctx, `SELECT min(start) FROM jobs WHERE end IS NULL`).Scan(&open); err != nil {
 		return nil, translate(err)
 	}
 	return ptrInt(open), nil

@@ -19,7 +19,7 @@ func ledgerOf(t *testing.T, stmts ...string) *Store {
 		t.Fatal(err)
 	}
 	for _, q := range stmts {
-		if _, err := w.DB.ExecContext(ctx, q); err != nil {
+		if _, err := w.db.ExecContext(ctx, q); err != nil {
 			t.Fatalf("fixture: %v\n%s", err, q)
 		}
 	}

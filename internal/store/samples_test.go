@@ -112,7 +112,7 @@ func TestSegmentColumns(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := []string{strings.Replace(tt.want, "|T|", fmt.Sprintf("|%d|", t0.UnixMilli()), 1)}
-			if d := cmp.Diff(want, dump(t, s.DB, `SELECT * FROM samples`)); d != "" {
+			if d := cmp.Diff(want, dump(t, s.db, `SELECT * FROM samples`)); d != "" {
 				t.Errorf("stored row (-want +got):\n%s", d)
 			}
 		})
@@ -173,7 +173,7 @@ func TestEventsOneBatchOrMany(t *testing.T) {
 			`SELECT day, user, alloc_gpu_s, used_gpu_s, jobs FROM rollup_daily WHERE alloc_gpu_s != 0 OR used_gpu_s != 0 OR jobs != 0 ORDER BY 1, 2`,
 			`SELECT month, user, alloc_gpu_s, used_gpu_s, jobs FROM rollup_monthly WHERE alloc_gpu_s != 0 OR used_gpu_s != 0 OR jobs != 0 ORDER BY 1, 2`,
 		} {
-			out[q] = dump(t, s.DB, q)
+			out[q] = dump(t, s.db, q)
 		}
 		return out
 	}
@@ -231,7 +231,7 @@ func TestNodeSeen(t *testing.T) {
 			if err := b.Commit(); err != nil {
 				t.Fatal(err)
 			}
-			if d := cmp.Diff([]string{tt.want}, dump(t, s.DB, `SELECT last_record, last_ingest FROM nodes`)); d != "" {
+			if d := cmp.Diff([]string{tt.want}, dump(t, s.db, `SELECT last_record, last_ingest FROM nodes`)); d != "" {
 				t.Errorf("node (-want +got):\n%s", d)
 			}
 		})

@@ -115,7 +115,7 @@ func (b *Batch) SetStart(n NoStart, start time.Time, source string) error {
 // start event, and Slurm did not say): for gpuacct check.
 func (s *Store) EstimatedStarts(ctx context.Context) (int64, error) {
 	var n int64
-	if err := s.DB.QueryRowContext(ctx, `SELECT count(DISTINCT job) FROM job_nodes WHERE start_estimated = 1`).Scan(&n); err != nil {
+	if err := s.db.QueryRowContext(ctx, `SELECT count(DISTINCT job) FROM job_nodes WHERE start_estimated = 1`).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count estimated starts: %w", translate(err))
 	}
 	return n, nil

@@ -7,7 +7,7 @@ import (
 
 // JobTotals counts the ledger's jobs and sums their allocated GPU-seconds.
 func (s *Store) JobTotals(ctx context.Context) (jobs, allocGPUS int64, err error) {
-	if err := s.DB.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(alloc_gpu_s), 0) FROM jobs`).Scan(&jobs, &allocGPUS); err != nil {
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(alloc_gpu_s), 0) FROM jobs`).Scan(&jobs, &allocGPUS); err != nil {
 		return 0, 0, fmt.Errorf("count jobs: %w", translate(err))
 	}
 	return jobs, allocGPUS, nil
@@ -26,7 +26,7 @@ func (s *Store) RowCounts(ctx context.Context) ([]TableRows, error) {
 	out := make([]TableRows, 0, len(tables))
 	for _, tbl := range tables {
 		var n int64
-		if err := s.DB.QueryRowContext(ctx, `SELECT count(*) FROM `+tbl).Scan(&n); err != nil {
+		if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM `+tbl).Scan(&n); err != nil {
 			return nil, fmt.Errorf("count %s: %w", tbl, translate(err))
 		}
 		out = append(out, TableRows{Table: tbl, Rows: n})
@@ -38,7 +38,7 @@ func (s *Store) RowCounts(ctx context.Context) ([]TableRows, error) {
 // empties it, so that the file's size is the ledger's (a no-op in DELETE
 // journal mode).
 func (s *Store) Checkpoint(ctx context.Context) error {
-	if _, err := s.DB.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+	if _, err := s.db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
 		return fmt.Errorf("checkpoint %q: %w", s.Path, translate(err))
 	}
 	return nil
@@ -62,7 +62,7 @@ func (s *Store) UsageByMonth(ctx context.Context, col string) ([]MonthUsage, err
 	default:
 		return nil, fmt.Errorf("usage by month and %q: not a rollup column (account, user, partition, model, cluster)", col)
 	}
-	rows, err := s.DB.QueryContext(ctx, `SELECT strftime('%Y-%m', day*86400, 'unixepoch') AS month, `+col+`, sum(alloc_gpu_s)/3600.0, sum(used_gpu_s)/3600.0, sum(jobs)
+	rows, err := s.db.QueryContext(ctx, `SELECT strftime('%Y-%m', day*86400, 'unixepoch') AS month, `+col+`, sum(alloc_gpu_s)/3600.0, sum(used_gpu_s)/3600.0, sum(jobs)
  FROM rollup_daily WHERE ignored = 0 GROUP BY month, `+col+` ORDER BY month, `+col)
 	if err != nil {
 		return nil, fmt.Errorf("usage by month and %s: %w", col, translate(err))

@@ -58,7 +58,9 @@ type Options struct {
 
 // Store is an open ledger.
 type Store struct {
-	DB *sql.DB
+	// db is the store's own: no other package speaks SQL (tests use
+	// storetest on Path).
+	db *sql.DB
 	// Path is the database file.
 	Path string
 	// Journal is the journal mode in effect (wal or delete).
@@ -111,7 +113,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open store %q: %w", o.Path, translate(err))
 		}
-		s.DB = db
+		s.db = db
 	} else {
 		db, err := sql.Open("sqlite3", DSN(o.Path, mode, o.BusyTimeout, o.ReadOnly))
 		if err != nil {
@@ -121,7 +123,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		// One connection: the writer serialises its own work, and
 		// every statement sees the same transaction.
 		db.SetMaxOpenConns(1)
-		s.DB = db
+		s.db = db
 		if err := db.PingContext(ctx); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("open store %q: %w", o.Path, translate(err))
@@ -245,8 +247,8 @@ func (s *Store) unlock() {
 // Close closes the database and releases the writer lock.
 func (s *Store) Close() error {
 	var err error
-	if s.DB != nil {
-		err = s.DB.Close()
+	if s.db != nil {
+		err = s.db.Close()
 	}
 	s.unlock()
 	if err != nil {
@@ -258,7 +260,7 @@ func (s *Store) Close() error {
 // Version is the schema version (PRAGMA user_version).
 func (s *Store) Version(ctx context.Context) (int, error) {
 	var v int
-	if err := s.DB.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
 		return 0, fmt.Errorf("read schema version: %w", translate(err))
 	}
 	return v, nil
@@ -320,7 +322,7 @@ func (s *Store) migrate(ctx context.Context) error {
 		return fmt.Errorf("schema %d, this gpuacct knows up to %d: %w", v, len(ms), ErrNewerSchema)
 	}
 	for _, m := range ms[v:] {
-		tx, err := s.DB.BeginTx(ctx, nil)
+		tx, err := s.db.BeginTx(ctx, nil)
 		if err != nil {
 			return fmt.Errorf("migration %s: %w", m.name, translate(err))
 		}

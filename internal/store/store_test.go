@@ -25,9 +25,9 @@ func TestOpenMigratesAndLocks(t *testing.T) {
 	}
 	var fk, busy int
 	var mode string
-	s.DB.QueryRow(`PRAGMA foreign_keys`).Scan(&fk)
-	s.DB.QueryRow(`PRAGMA busy_timeout`).Scan(&busy)
-	s.DB.QueryRow(`PRAGMA journal_mode`).Scan(&mode)
+	s.db.QueryRow(`PRAGMA foreign_keys`).Scan(&fk)
+	s.db.QueryRow(`PRAGMA busy_timeout`).Scan(&busy)
+	s.db.QueryRow(`PRAGMA journal_mode`).Scan(&mode)
 	if diff := cmp.Diff([]any{1, 10000, "wal"}, []any{fk, busy, mode}); diff != "" {
 		t.Errorf("connection settings (-want +got):\n%s", diff)
 	}
@@ -44,7 +44,7 @@ func TestOpenMigratesAndLocks(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reader: %v", err)
 	}
-	if _, err := r.DB.Exec(`INSERT INTO meta(key, value) VALUES('a', 'b')`); err == nil {
+	if _, err := r.db.Exec(`INSERT INTO meta(key, value) VALUES('a', 'b')`); err == nil {
 		t.Errorf("read-only store accepted a write")
 	}
 	r.Close()
@@ -69,7 +69,7 @@ func TestNewerSchemaRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.DB.Exec(`PRAGMA user_version = 99`); err != nil {
+	if _, err := s.db.Exec(`PRAGMA user_version = 99`); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
