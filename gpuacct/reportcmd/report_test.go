@@ -2,7 +2,6 @@ package reportcmd
 
 import (
 	"context"
-	"database/sql"
 	"encoding/csv"
 	"encoding/json"
 	"math/rand"
@@ -19,6 +18,7 @@ import (
 	"github.com/aicloud/gpusuite/cliwire"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/store"
+	"github.com/aicloud/gpusuite/internal/store/storetest"
 )
 
 // run runs one gpuacct command line against the report commands.
@@ -93,36 +93,22 @@ func TestLockedDB(t *testing.T) {
 	defer st.Close()
 	// A writer in rollback-journal mode (the NFS case) holding an
 	// exclusive lock longer than the reader's busy timeout.
-	conn, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=DELETE")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	tx, err := conn.Begin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(`INSERT INTO meta(key, value) VALUES('x', 'y')`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(`PRAGMA locking_mode`); err != nil {
-		t.Fatal(err)
-	}
-	// Force the exclusive lock by spilling to the file.
-	if _, err := tx.Exec(`CREATE TABLE big AS WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 200000) SELECT x, randomblob(100) FROM c`); err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
 	cfg := filepath.Join(dir, "gpusuite.toml")
 	os.WriteFile(cfg, []byte("[store]\npath = \""+path+"\"\nbusy_timeout = \"100ms\"\n"), 0o644)
 	d, _, _ := testDeps(now, nil)
-	err = run(t, d, "--config", cfg, "report", "teams")
-	if err == nil || !strings.Contains(err.Error(), "database is locked") {
-		t.Fatalf("error %v, want a locked database", err)
-	}
-	if strings.Contains(err.Error(), "\n") {
-		t.Errorf("more than one line: %q", err)
-	}
+	storetest.Tx(t, path, func(exec func(string, ...any)) {
+		exec(`INSERT INTO meta(key, value) VALUES('x', 'y')`)
+		exec(`PRAGMA locking_mode`)
+		// Force the exclusive lock by spilling to the file.
+		exec(`CREATE TABLE big AS WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 200000) SELECT x, randomblob(100) FROM c`)
+		err := run(t, d, "--config", cfg, "report", "teams")
+		if err == nil || !strings.Contains(err.Error(), "database is locked") {
+			t.Fatalf("error %v, want a locked database", err)
+		}
+		if strings.Contains(err.Error(), "\n") {
+			t.Errorf("more than one line: %q", err)
+		}
+	})
 }
 
 // CSV and JSON of a report read back to the same figures.

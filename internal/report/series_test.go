@@ -2,9 +2,10 @@ package report
 
 import (
 	"context"
-	"database/sql"
 	"testing"
 	"time"
+
+	"github.com/aicloud/gpusuite/internal/store/storetest"
 )
 
 // TestSeriesBounded: a 152-hour job sampled every 5 s (109,440 samples a
@@ -18,48 +19,24 @@ func TestSeriesBounded(t *testing.T) {
 		{ID: 41, User: "alice", Acct: "vision", Part: "gpu", Node: "gpu01", GPUs: 2, Start: t0, End: end},
 		{ID: 42, User: "bob", Acct: "vision", Part: "gpu", Node: "gpu02", GPUs: 1, Start: t0, End: t0 + 600},
 	}, now)
-	raw, err := sql.Open("sqlite3", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	tx, err := raw.Begin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ins, err := tx.Prepare(`INSERT INTO samples(gpu_id, t_ms, interval_ms, job, restart, idle, util, mem_used_mib, power_mw)
- SELECT gpu_id, ?, 5000, ?, 0, ?, ?, ?, 300000 FROM job_gpus WHERE job = (SELECT id FROM jobs WHERE job_id = ?)`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Job 41: util 0 for the first 10 % of each hour (idle), 100 after;
-	// memory peaks at 1000 MiB once.
-	n41 := 0
-	for ts := t0; ts < end; ts += 5 {
-		util, idle := 100, false
-		if (ts-t0)%3600 < 360 {
-			util, idle = 0, true
-		}
-		mem := 500
-		if ts == t0+77*3600 {
-			mem = 1000
-		}
-		if _, err := ins.Exec(ts*1000, 41, idle, util, mem, 41); err != nil {
-			t.Fatal(err)
-		}
-		n41++
-	}
-	// Job 42: 120 samples, kept one point each.
-	for ts := t0; ts < t0+600; ts += 5 {
-		if _, err := ins.Exec(ts*1000, 42, false, 40, 100, 42); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := raw.Exec(`UPDATE job_gpus SET agg_seq = NULL`); err != nil {
-		t.Fatal(err)
+	// Job 41: a sample every 5 s on each of its GPUs, util 0 for the
+	// first 10 % of each hour (idle), 100 after; memory peaks at 1000 MiB
+	// once. Job 42: 120 samples, kept one point each.
+	n41 := int((end - t0) / 5)
+	storetest.Tx(t, path, func(exec func(string, ...any)) {
+		exec(`INSERT INTO samples(gpu_id, t_ms, interval_ms, job, restart, idle, util, mem_used_mib, power_mw)
+ WITH RECURSIVE s(ts) AS (SELECT ? UNION ALL SELECT ts + 5 FROM s WHERE ts + 5 < ?)
+ SELECT g.gpu_id, s.ts * 1000, 5000, 41, 0, (s.ts - ?) % 3600 < 360,
+        CASE WHEN (s.ts - ?) % 3600 < 360 THEN 0 ELSE 100 END, CASE WHEN s.ts = ? THEN 1000 ELSE 500 END, 300000
+ FROM s, job_gpus g WHERE g.job = (SELECT id FROM jobs WHERE job_id = 41)`, t0, end, t0, t0, t0+77*3600)
+		exec(`INSERT INTO samples(gpu_id, t_ms, interval_ms, job, restart, idle, util, mem_used_mib, power_mw)
+ WITH RECURSIVE s(ts) AS (SELECT ? UNION ALL SELECT ts + 5 FROM s WHERE ts + 5 < ?)
+ SELECT g.gpu_id, s.ts * 1000, 5000, 42, 0, 0, 40, 100, 300000
+ FROM s, job_gpus g WHERE g.job = (SELECT id FROM jobs WHERE job_id = 42)`, t0, t0+600)
+		exec(`UPDATE job_gpus SET agg_seq = NULL`)
+	})
+	if got := storetest.Scalar[int64](t, path, `SELECT count(*) FROM samples WHERE job = 41`); got != int64(2*n41) {
+		t.Fatalf("%d samples of job 41, want %d", got, 2*n41)
 	}
 	db := openTest(t, path)
 	det, err := db.Job(context.Background(), "c1", JobSpec{ID: 41, Restart: -1}, now)
