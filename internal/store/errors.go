@@ -60,7 +60,9 @@ func translate(err error) error {
 	if kinds == nil {
 		switch msg := err.Error(); {
 		case strings.Contains(msg, "no such table"):
-			kinds = []error{ErrNotLedger}
+			// The writer's ledger lost a table (a file replaced under
+			// serve): the pass must stop, not quarantine good files.
+			kinds = []error{ErrNotLedger, ErrResource}
 		case strings.Contains(msg, "database is locked"):
 			kinds = []error{ErrBusy, ErrResource}
 		}

@@ -25,7 +25,7 @@ func TestTranslateKinds(t *testing.T) {
 		{"disk full", fmt.Errorf("insert sample: %w", sqlite3.Error{Code: sqlite3.ErrFull}), false, false, true},
 		{"corrupt", sqlite3.Error{Code: sqlite3.ErrCorrupt}, false, false, true},
 		{"constraint", sqlite3.Error{Code: sqlite3.ErrConstraint}, false, false, false},
-		{"no such table text", errors.New("no such table: nodes"), false, true, false},
+		{"no such table text", errors.New("no such table: nodes"), false, true, true},
 		{"locked text", errors.New("database is locked"), true, false, true},
 		{"other", errors.New("boom"), false, false, false},
 	} {

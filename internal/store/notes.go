@@ -77,19 +77,19 @@ func (s *Store) Notes(ctx context.Context, now time.Time, all bool) ([]Note, err
 	}
 	rows, err := s.db.QueryContext(ctx, q, now.Unix(), MaxNotes+1)
 	if err != nil {
-		return nil, fmt.Errorf("read notes: %w", err)
+		return nil, fmt.Errorf("read notes: %w", translate(err))
 	}
 	defer rows.Close()
 	var out []Note
 	for rows.Next() {
 		n, err := scanNote(rows)
 		if err != nil {
-			return nil, fmt.Errorf("read notes: %w", err)
+			return nil, fmt.Errorf("read notes: %w", translate(err))
 		}
 		out = append(out, n)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read notes: %w", err)
+		return nil, fmt.Errorf("read notes: %w", translate(err))
 	}
 	if len(out) > MaxNotes {
 		return out[:MaxNotes], fmt.Errorf("read notes: stopped at %d: %w", MaxNotes, ErrTooManyNotes)
@@ -118,7 +118,7 @@ func (s *Store) Note(ctx context.Context, id int64) (Note, error) {
 		return Note{}, fmt.Errorf("note %d: %w", id, ErrNoNote)
 	}
 	if err != nil {
-		return Note{}, fmt.Errorf("read note %d: %w", id, err)
+		return Note{}, fmt.Errorf("read note %d: %w", id, translate(err))
 	}
 	return n, nil
 }
@@ -131,7 +131,7 @@ func (s *Store) NodeGPUs(ctx context.Context, cluster, node string) (gpus int, k
 	err = s.db.QueryRowContext(ctx, `SELECT count(DISTINCT n.id), coalesce(max(g.idx) + 1, 0) FROM nodes n LEFT JOIN gpus g ON g.node_id = n.id
  WHERE n.name = ?1 AND (?2 = '' OR n.cluster = ?2)`, node, cluster).Scan(&nodes, &gpus)
 	if err != nil {
-		return 0, false, fmt.Errorf("read node %q: %w", node, err)
+		return 0, false, fmt.Errorf("read node %q: %w", node, translate(err))
 	}
 	return gpus, nodes > 0, nil
 }

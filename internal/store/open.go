@@ -29,7 +29,13 @@ func (b *Batch) ExtendOpen() error {
 		}
 		open = append(open, k)
 	}
+	// A step that fails past the first row ends the loop: without this a
+	// bad page would leave the rest of the open jobs unextended, silently.
+	err = translate(rows.Err())
 	rows.Close()
+	if err != nil {
+		return fmt.Errorf("open jobs: %w", err)
+	}
 	for _, k := range open {
 		if err := b.reroll(k[0], k[1]); err != nil {
 			return err
