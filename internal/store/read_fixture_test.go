@@ -14,13 +14,7 @@ import (
 // report opens it.
 func readFixture(t *testing.T) *Store {
 	t.Helper()
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "acct.db")
-	w, err := Open(ctx, Options{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{
+	return ledgerOf(t,
 		`INSERT INTO nodes(id, cluster, name, last_record, last_ingest) VALUES (1, 'c1', 'n1', 1000, 1100), (2, 'c1', 'n2', NULL, 900)`,
 		`INSERT INTO gpus(id, uuid, node_id, idx, minor, model, mem_total_mib) VALUES (1, 'GPU-a', 1, 0, 0, 'A100', 81920), (2, 'GPU-b', 2, NULL, NULL, 'H100', NULL)`,
 		`INSERT INTO jobs(id, cluster, job_id, restart, array_job_id, array_task_id, user, account, partition, nodes, gpus, start, end, state,
@@ -58,24 +52,17 @@ func readFixture(t *testing.T) *Store {
 		 (1, 1000, 1010, 1, 2, 1, NULL, 0, NULL),
 		 (2, 2000, 2005, 0, 0, 3, 'disk full
 		 and more', 3, 1500)`,
-	} {
-		if _, err := w.db.ExecContext(ctx, q); err != nil {
-			t.Fatalf("fixture: %v\n%s", err, q)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	r, err := Open(ctx, Options{Path: path, ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	return r
+	)
 }
 
 // emptyStore is a fresh ledger with no rows, opened read-only.
 func emptyStore(t *testing.T) *Store {
+	t.Helper()
+	return ledgerOf(t)
+}
+
+// ledgerOf is a ledger written by stmts (plain SQL), opened read-only.
+func ledgerOf(t *testing.T, stmts ...string) *Store {
 	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "acct.db")
@@ -83,7 +70,14 @@ func emptyStore(t *testing.T) *Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Close()
+	for _, q := range stmts {
+		if _, err := w.db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("fixture: %v\n%s", err, q)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
 	r, err := Open(ctx, Options{Path: path, ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)

@@ -2,37 +2,10 @@ package store
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 )
-
-// ledgerOf writes stmts into a fresh ledger with plain SQL and opens it
-// read-only, as the dashboard does.
-func ledgerOf(t *testing.T, stmts ...string) *Store {
-	t.Helper()
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "acct.db")
-	w, err := Open(ctx, Options{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range stmts {
-		if _, err := w.db.ExecContext(ctx, q); err != nil {
-			t.Fatalf("fixture: %v\n%s", err, q)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	r, err := Open(ctx, Options{Path: path, ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	return r
-}
 
 // runningLedger: two running runs (the newer one ignored), one ended, one
 // seen by neither start nor end; GPU 1's newest sample is from the run,
