@@ -15,13 +15,16 @@ import (
 // by partition and model. The page and the event stream render the same
 // fragment ("boardfrag" of board.html), so the script only swaps it in.
 
-// stateLook is how a state reads without colour: a word and a symbol.
+// stateLook is how a state reads without colour: a word (the state's
+// own name) and a symbol.
 type stateLook struct {
 	State  board.State
-	Word   string
 	Symbol string
 	Means  string
 }
+
+// Word is the state's name, as the cells and the legend print it.
+func (l stateLook) Word() string { return string(l.State) }
 
 // legendOrder is the states in the legend's order.
 func legendOrder() [9]board.State {
@@ -40,25 +43,25 @@ func legend() []stateLook {
 func lookOf(s board.State) stateLook {
 	switch s {
 	case board.Free:
-		return stateLook{s, "free", "○", "no job holds it: you can get it now"}
+		return stateLook{s, "○", "no job holds it: you can get it now"}
 	case board.Busy:
-		return stateLook{s, "busy", "●", "allocated to a job and working"}
+		return stateLook{s, "●", "allocated to a job and working"}
 	case board.Idle:
-		return stateLook{s, "idle", "◐", "allocated, but its jobs idle (the agent's idle rule)"}
+		return stateLook{s, "◐", "allocated, but its jobs idle (the agent's idle rule)"}
 	case board.Foreign:
-		return stateLook{s, "foreign", "⚠", "a process outside the GPU's job, or on a GPU no job holds"}
+		return stateLook{s, "⚠", "a process outside the GPU's job, or on a GPU no job holds"}
 	case board.Reserved:
-		return stateLook{s, "reserved", "R", "free, in a Slurm reservation in force"}
+		return stateLook{s, "R", "free, in a Slurm reservation in force"}
 	case board.Booked:
-		return stateLook{s, "booked", "B", "free, but a note claims it"}
+		return stateLook{s, "B", "free, but a note claims it"}
 	case board.Drained:
-		return stateLook{s, "drained", "⊘", "Slurm drains the node"}
+		return stateLook{s, "⊘", "Slurm drains the node"}
 	case board.Down:
-		return stateLook{s, "down", "✕", "Slurm has the node down, or does not know it"}
+		return stateLook{s, "✕", "Slurm has the node down, or does not know it"}
 	case board.Stale:
-		return stateLook{s, "stale", "?", "no fresh snapshot from the node's agent: state unknown"}
+		return stateLook{s, "?", "no fresh snapshot from the node's agent: state unknown"}
 	}
-	return stateLook{State: s, Word: string(s), Symbol: "·"}
+	return stateLook{State: s, Symbol: "·"}
 }
 
 // boardFrag is what the fragment shows.
