@@ -91,6 +91,17 @@ func Load(dir string, now time.Time, lim Limits) ([]record.Live, []Problem) {
 	return lives, probs
 }
 
+// LoadNode reads node's own snapshot, <dir>/record.LiveFileName(node),
+// with Load's checks: what a question about one node needs, without
+// reading every node's file.
+func LoadNode(dir, node string, now time.Time, lim Limits) (record.Live, error) {
+	if node == "" || strings.ContainsRune(node, '/') {
+		return record.Live{}, fmt.Errorf("node %q: not a node name", node)
+	}
+	lim = lim.withDefaults()
+	return readLive(dir, record.LiveFileName(node), lim.MaxFileBytes, now)
+}
+
 // list returns up to max *.json names of dir, sorted, reading the
 // directory in bounded batches.
 func list(dir string, max int) ([]string, []Problem) {

@@ -114,3 +114,33 @@ func TestLoadMissingDir(t *testing.T) {
 	}
 	checkProblems(t, probs, map[string]string{"": "is the share mounted"})
 }
+
+// LoadNode reads the one node's file with Load's checks, and nothing else.
+func TestLoadNode(t *testing.T) {
+	dir := t.TempDir()
+	writeLive(t, dir, record.LiveFileName("n1"), live("n1", gpu(0), gpu(0)))
+	writeLive(t, dir, record.LiveFileName("n2"), live("n3", gpu(0)))
+	for _, tc := range []struct {
+		node, err string
+		gpus      int
+	}{
+		{node: "n1", gpus: 2},
+		{node: "n2", err: "speaks for node"},
+		{node: "n9", err: "no such file"},
+		{node: "../n1", err: "not a node name"},
+		{node: "", err: "not a node name"},
+	} {
+		t.Run(tc.node, func(t *testing.T) {
+			l, err := LoadNode(dir, tc.node, now, Limits{})
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want one with %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || l.Node != tc.node || len(l.GPUs) != tc.gpus {
+				t.Fatalf("got %s with %d GPUs, %v; want %s with %d", l.Node, len(l.GPUs), err, tc.node, tc.gpus)
+			}
+		})
+	}
+}

@@ -30,11 +30,10 @@ func CheckTarget(ctx context.Context, st *store.Store, liveDir string, now time.
 		}
 		count, known = n, k
 	}
-	lives, _ := board.Load(liveDir, now, board.Limits{})
-	for _, l := range lives {
-		if l.Node != node {
-			continue
-		}
+	// Only the node's own file: the writer checks each note request, and
+	// reading every node's snapshot for each would repeat the whole
+	// directory per request.
+	if l, err := board.LoadNode(liveDir, node, now, board.Limits{}); err == nil {
 		known = true
 		for _, g := range l.GPUs {
 			count = max(count, g.Index+1)
