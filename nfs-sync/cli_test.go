@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aicloud/gpusuite/internal/logging/logtest"
 	"github.com/aicloud/gpusuite/internal/nfssync/fusetest"
 )
 
@@ -187,7 +188,7 @@ func TestCLIWatchSystemd(t *testing.T) {
 		"GPUSUITE_CONFIG": writeConfig(t, "[nfssync]\nbackend = \"inotify\"\nwindow = \"50ms\"\nsettle = \"10ms\"\n")}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
-	var stderr syncBuffer
+	var stderr logtest.Buffer
 	go func() {
 		done <- MainContext(ctx, []string{"nfs-sync", "watch", "--metrics-listen", addr, dir}, io.Discard, &stderr, envFunc(env))
 	}()

@@ -11,11 +11,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/aicloud/gpusuite/internal/logging/logtest"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/sim"
 )
@@ -159,27 +159,9 @@ log_level = "debug"
 	return p
 }
 
-// logBuffer collects a subprocess's output; tests read it while it runs.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // waitLog waits until the agent has logged a line holding every one of
 // parts.
-func waitLog(t *testing.T, out *logBuffer, parts ...string) {
+func waitLog(t *testing.T, out *logtest.Buffer, parts ...string) {
 	t.Helper()
 	waitFor(t, fmt.Sprintf("the agent to log %q", parts), settled, func() bool {
 		for _, l := range strings.Split(out.String(), "\n") {
@@ -195,10 +177,10 @@ func waitLog(t *testing.T, out *logBuffer, parts ...string) {
 	})
 }
 
-func startAgent(t *testing.T, bin, cfg string, env ...string) (*exec.Cmd, *logBuffer) {
+func startAgent(t *testing.T, bin, cfg string, env ...string) (*exec.Cmd, *logtest.Buffer) {
 	t.Helper()
 	cmd := exec.Command(bin, "--config", cfg, "agent")
-	out := &logBuffer{}
+	out := &logtest.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.Env = append(os.Environ(), env...)
 	if err := cmd.Start(); err != nil {
@@ -302,7 +284,7 @@ func writeEventFile(t *testing.T, spoolDir string, kind record.Kind, job uint64,
 }
 
 // metricsAddr is the address the agent logged it serves /metrics on.
-func metricsAddr(t *testing.T, out *logBuffer) string {
+func metricsAddr(t *testing.T, out *logtest.Buffer) string {
 	t.Helper()
 	re := regexp.MustCompile(`msg="serving /metrics".* addr=(\S+)`)
 	var addr string

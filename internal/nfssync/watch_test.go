@@ -1,19 +1,19 @@
 package nfssync
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/aicloud/gpusuite/internal/logging/logtest"
 )
 
 // waitFor polls cond every 10 ms for up to d; callers give d generously
@@ -122,7 +122,7 @@ func TestWatchLimit(t *testing.T) {
 			for i := 0; i < 10; i++ {
 				os.MkdirAll(filepath.Join(dir, fmt.Sprintf("d%d", i)), 0o755)
 			}
-			var logs syncBuffer
+			var logs logtest.Buffer
 			d, m := newTestDaemon(t, Options{Roots: []string{dir}, Backend: "inotify", Settle: 10 * time.Millisecond, MaxWatches: tc.maxWatches}, 50*time.Millisecond)
 			d.log = slog.New(slog.NewTextHandler(&logs, nil))
 			if tc.enospcFrom > 0 {
@@ -270,23 +270,6 @@ func TestWatchRateLimit(t *testing.T) {
 	}
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestWatchDeniedDirectory: a directory that cannot be watched (root
 // squashed on NFS) is counted and logged once; the rest is watched.
 func TestWatchDeniedDirectory(t *testing.T) {
@@ -294,7 +277,7 @@ func TestWatchDeniedDirectory(t *testing.T) {
 	for _, d := range []string{"a", "b", "ok"} {
 		os.Mkdir(filepath.Join(dir, d), 0o755)
 	}
-	var logs syncBuffer
+	var logs logtest.Buffer
 	d, m := newTestDaemon(t, Options{Roots: []string{dir}, Backend: "inotify", Settle: 10 * time.Millisecond}, 50*time.Millisecond)
 	d.log = slog.New(slog.NewTextHandler(&logs, nil))
 	d.addWatch = func(fd int, p string, mask uint32) (int, error) {

@@ -1,7 +1,6 @@
 package slurm_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -30,6 +29,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/browsertest"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/gpu"
+	"github.com/aicloud/gpusuite/internal/logging/logtest"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/sim"
 	"github.com/aicloud/gpusuite/internal/slurmstate"
@@ -73,24 +73,6 @@ func (o *owners) owner(pid uint32) (uint64, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.jobs[pid], nil
-}
-
-// syncBuffer is a log the agent writes while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // readyNotifier tells the test when the agent serves its socket.
@@ -158,7 +140,7 @@ type e2e struct {
 	owners *owners
 	url    string
 	live   string
-	agLog  *syncBuffer
+	agLog  *logtest.Buffer
 	// index of each simulated GPU by UUID
 	index map[string]int
 	ctx   context.Context // the browser's
@@ -381,7 +363,7 @@ func startBoard(t *testing.T, c *slurmtest.Cluster, hookCfg config.Config, node 
 	ctx, stop := context.WithCancel(context.Background())
 	root := t.TempDir()
 	e := &e2e{c: c, node: node, owners: &owners{jobs: map[uint32]uint64{}}, live: filepath.Join(root, "live"),
-		agLog: &syncBuffer{}, index: map[string]int{}}
+		agLog: &logtest.Buffer{}, index: map[string]int{}}
 	for _, d := range []string{e.live, filepath.Join(root, "incoming")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
