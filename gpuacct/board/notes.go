@@ -3,11 +3,10 @@ package board
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
-	"unicode"
 
 	liveboard "github.com/aicloud/gpusuite/internal/board"
+	"github.com/aicloud/gpusuite/internal/notes"
 	"github.com/aicloud/gpusuite/internal/store"
 )
 
@@ -37,19 +36,15 @@ func LedgerNotes(ctx context.Context, path string, busy time.Duration, now time.
 }
 
 // noteText is a note as a table shows it: its id (for gpuacct note rm),
-// its text on one line without control characters (a terminal must not
-// obey them), clipped to max runes (0: whole), and its author.
+// its text as gpuacct note list prints it (no control or format
+// character: a terminal must not obey or reorder them), clipped to max
+// runes (0: whole), and its author.
 func noteText(n liveboard.Note, max int) string {
-	text := strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, n.Text)
+	text := notes.Plain(n.Text)
 	if r := []rune(text); max > 0 && len(r) > max {
 		text = string(r[:max-1]) + "…"
 	}
-	return fmt.Sprintf("#%d %s (%s)", n.ID, text, n.Author)
+	return fmt.Sprintf("#%d %s (%s)", n.ID, text, notes.Plain(n.Author))
 }
 
 // short is a duration as a cell shows it: 45s, 25m, 2h05m, 3d04h.

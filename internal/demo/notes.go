@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/sim/simcluster"
 	"github.com/aicloud/gpusuite/internal/store"
 )
@@ -48,10 +47,4 @@ func addBooking(ctx context.Context, db string, in Info, now time.Time) error {
 		return fmt.Errorf("demo: book a gpu: %w", err)
 	}
 	return nil
-}
-
-// ledgerNotes reads the notes in force from a ledger opened read-only:
-// the board Source's Notes reader.
-func ledgerNotes(st *store.Store) func(ctx context.Context, now time.Time) ([]board.Note, error) {
-	return board.LedgerNotes(st)
 }

@@ -204,13 +204,13 @@ func WriteTable(w io.Writer, rows []Row, loc *time.Location, all bool) error {
 		if r.Until != nil {
 			until = r.Until.In(loc).Format("2006-01-02 15:04 MST")
 		}
-		line := strings.Join([]string{idCell, plain(r.Node), gpu, until, plain(r.Author), plain(r.Text)}, "\t")
+		line := strings.Join([]string{idCell, Plain(r.Node), gpu, until, Plain(r.Author), Plain(r.Text)}, "\t")
 		if all {
 			status := r.Status
 			if r.Error != "" {
 				status += ": " + strings.TrimPrefix(r.Error, "refused: ")
 			}
-			line += "\t" + plain(status)
+			line += "\t" + Plain(status)
 		}
 		fmt.Fprintln(tw, line)
 	}
@@ -220,10 +220,10 @@ func WriteTable(w io.Writer, rows []Row, loc *time.Location, all bool) error {
 	return nil
 }
 
-// plain keeps a cell on its line and in its order: control characters
-// (tabs, newlines, terminal escapes) and format characters (U+202E)
-// become '?'.
-func plain(s string) string {
+// Plain keeps a note's text (or any cell) on its line and in its order
+// in a terminal: control characters (tabs, newlines, terminal escapes)
+// and format characters (U+202E) become '?'.
+func Plain(s string) string {
 	return strings.Map(func(c rune) rune {
 		if unicode.IsControl(c) || unicode.Is(unicode.Cf, c) {
 			return '?'
