@@ -163,27 +163,6 @@ func (v *view) meta() liveboard.Meta {
 	return liveboard.Meta{SlurmError: v.slurmErr, Problems: probs}
 }
 
-func (v *view) problemTexts() []string {
-	out := []string{}
-	for _, p := range v.problems {
-		out = append(out, p.String())
-	}
-	for _, p := range v.board.NoteProblems {
-		out = append(out, p.String())
-	}
-	return out
-}
-
-func (v *view) staleNodes() []string {
-	out := []string{}
-	for _, n := range v.board.Nodes {
-		if n.Stale {
-			out = append(out, n.Name)
-		}
-	}
-	return out
-}
-
 func (v *view) stamp(t time.Time) string {
 	if t.IsZero() {
 		return ""

@@ -169,10 +169,3 @@ func procs(ps []record.LiveProc) string {
 func writeStatusJSON(w io.Writer, v *view, nodes []liveboard.Node) error {
 	return writeJSON(w, "status", liveboard.NewStatusDoc(&v.board, nodes, v.meta()))
 }
-
-func orEmpty(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}

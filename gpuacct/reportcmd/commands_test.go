@@ -143,7 +143,7 @@ func TestCheck(t *testing.T) {
 	if err == nil || !strings.Contains(out.String(), "ingest: last successful pass 1h2m0s ago") || !strings.Contains(out.String(), "failed: disk full") {
 		t.Errorf("check: %v\n%s", err, out.String())
 	}
-	d, out, _ = testDeps(now, nil)
+	d, _, _ = testDeps(now, nil)
 	err = run(t, d, "check", "--db", filepath.Join(t.TempDir(), "none.db"))
 	if err == nil || !strings.HasPrefix(err.Error(), "CRITICAL: accounting database") {
 		t.Errorf("missing db: %v", err)

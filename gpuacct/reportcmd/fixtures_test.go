@@ -1,11 +1,6 @@
 package reportcmd
 
 import (
-	"context"
-	"testing"
-	"time"
-
-	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/report/reportfixture"
 )
 
@@ -17,13 +12,3 @@ var (
 	buildLedger = reportfixture.BuildLedger
 	randomJobs  = reportfixture.RandomJobs
 )
-
-func openTest(t *testing.T, path string) *report.DB {
-	t.Helper()
-	db, err := report.OpenDB(context.Background(), path, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}

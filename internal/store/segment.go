@@ -229,20 +229,6 @@ func (b *Batch) energyDelta(gid, tms int64, mj uint64, intervalMS int64) (*int64
 	return &d, nil
 }
 
-func u32(p *uint32) any {
-	if p == nil {
-		return nil
-	}
-	return int64(*p)
-}
-
-func u64(p *uint64) any {
-	if p == nil {
-		return nil
-	}
-	return int64(*p)
-}
-
 func i64(p *int64) any {
 	if p == nil {
 		return nil

@@ -460,9 +460,7 @@ func mergeStamps(file, stored []stamp) []stamp {
 		}
 		out = append(out, s)
 	}
-	for _, s := range stored {
-		out = append(out, s)
-	}
+	out = append(out, stored...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].t < out[j].t })
 	// Keep one stamp per stored time: the stored one.
 	keep := out[:0]
