@@ -14,12 +14,14 @@ import (
 type Batch struct {
 	ctx  context.Context
 	conn *sql.Conn
-	tx   *sql.Tx
-	now  time.Time
+	tx   *ledgerTx
+	// pg: the ledger is PostgreSQL's (samples go in by COPY).
+	pg  bool
+	now time.Time
 	// IdleUtil is the utilization (percent) below which a sample is idle.
 	IdleUtil uint32
 
-	st    map[string]*sql.Stmt
+	st    map[string]*ledgerStmt
 	nodes map[[2]string]int64
 	gpus  map[string]gpuRow
 	jobs  map[jobKey]int64
@@ -76,20 +78,22 @@ func (s *Store) Begin(ctx context.Context, now time.Time) (*Batch, error) {
 	if err != nil {
 		return nil, fmt.Errorf("begin transaction: %w", translate(err))
 	}
-	tx, err := conn.BeginTx(ctx, nil)
+	tx, err := s.db.beginOn(ctx, conn)
 	if err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("begin transaction: %w", translate(err))
 	}
-	return newBatch(ctx, conn, tx, now), nil
+	b := newBatch(ctx, conn, tx, now)
+	b.pg = s.db.pg != nil
+	return b, nil
 }
 
 // newBatch is a batch in tx, which runs on conn.
-func newBatch(ctx context.Context, conn *sql.Conn, tx *sql.Tx, now time.Time) *Batch {
+func newBatch(ctx context.Context, conn *sql.Conn, tx *ledgerTx, now time.Time) *Batch {
 	return &Batch{
 		ctx: ctx, conn: conn, tx: tx, now: now, IdleUtil: 1,
 		models: map[int64]string{}, seen: map[int64]int64{}, rerolls: map[int64]bool{}, summaries: map[int64]bool{},
-		st: map[string]*sql.Stmt{}, nodes: map[[2]string]int64{}, gpus: map[string]gpuRow{},
+		st: map[string]*ledgerStmt{}, nodes: map[[2]string]int64{}, gpus: map[string]gpuRow{},
 		jobs: map[jobKey]int64{}, dims: map[int64]Dims{}, prev: map[int64]energyReading{},
 		use: map[useKey]*Delta{}, lastSample: map[[2]int64]int64{},
 	}
@@ -168,7 +172,7 @@ func (b *Batch) settle() error {
 	return nil
 }
 
-func (b *Batch) stmt(q string) (*sql.Stmt, error) {
+func (b *Batch) stmt(q string) (*ledgerStmt, error) {
 	if s, ok := b.st[q]; ok {
 		return s, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/mattn/go-sqlite3"
 )
 
@@ -56,6 +57,9 @@ func translate(err error) error {
 			kinds = []error{ErrResource}
 		}
 	}
+	if kinds == nil {
+		kinds = pgKinds(err)
+	}
 	// Some paths hand the driver's message on without its code.
 	if kinds == nil {
 		switch msg := err.Error(); {
@@ -71,4 +75,31 @@ func translate(err error) error {
 		return err
 	}
 	return &kindError{err: err, kinds: kinds}
+}
+
+// pgKinds are the store's kinds of a PostgreSQL error, by SQLSTATE class
+// and code (PostgreSQL's appendix A), or of a failed connection.
+func pgKinds(err error) []error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch {
+		case pe.Code == "55P03", pe.Code == "40P01", pe.Code == "40001":
+			// lock_not_available, deadlock_detected, serialization_failure
+			return []error{ErrBusy, ErrResource}
+		case pe.Code == "42P01":
+			// undefined_table: not a ledger, or one that lost a table
+			return []error{ErrNotLedger, ErrResource}
+		case strings.HasPrefix(pe.Code, "08"), strings.HasPrefix(pe.Code, "53"), strings.HasPrefix(pe.Code, "57"),
+			strings.HasPrefix(pe.Code, "58"), strings.HasPrefix(pe.Code, "XX"), pe.Code == "25006":
+			// connection, insufficient resources, operator intervention,
+			// system errors, internal errors, read-only transaction
+			return []error{ErrResource}
+		}
+		return nil
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) || pgconn.Timeout(err) {
+		return []error{ErrResource}
+	}
+	return nil
 }

@@ -121,7 +121,7 @@ func TestBatchReadsTranslateBusy(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer tx.Rollback()
-			err = tc.call(newBatch(ctx, conn, tx, time.Unix(7200, 0)))
+			err = tc.call(newBatch(ctx, conn, &ledgerTx{Tx: tx}, time.Unix(7200, 0)))
 			if !errors.Is(err, ErrBusy) || !errors.Is(err, ErrResource) {
 				t.Errorf("%v: not ErrBusy and ErrResource", err)
 			}

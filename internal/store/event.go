@@ -67,7 +67,7 @@ func (b *Batch) Event(ev *record.Event) error {
 		// A start estimated from the end or the samples gives way to the
 		// prolog's.
 		if _, err := b.exec(`INSERT INTO job_nodes(job, node_id, gpus, model, start, start_source, quality) VALUES(?, ?, ?, ?, ?, 'prolog', ?)
-ON CONFLICT DO UPDATE SET start = CASE WHEN start IS NULL OR start_estimated = 1 THEN excluded.start ELSE start END,
+ON CONFLICT(job, node_id) DO UPDATE SET start = CASE WHEN start IS NULL OR start_estimated = 1 THEN excluded.start ELSE start END,
  gpus = CASE WHEN start IS NULL OR start_estimated = 1 THEN excluded.gpus ELSE gpus END,
  start_source = CASE WHEN start IS NULL OR start_estimated = 1 THEN 'prolog' ELSE start_source END, start_estimated = 0,
  model = CASE WHEN model = '' THEN excluded.model ELSE model END,
@@ -86,7 +86,7 @@ ON CONFLICT DO UPDATE SET start = CASE WHEN start IS NULL OR start_estimated = 1
 		// stays, and keeps its exit code where it gave one.
 		if _, err := b.exec(`INSERT INTO job_nodes(job, node_id, gpus, model, start, start_estimated, start_source, end, end_source, exit_code, exit_signal, quality)
  VALUES(?, ?, ?, ?, ?, 1, 'end', ?, 'epilog', ?, ?, ?)
-ON CONFLICT DO UPDATE SET
+ON CONFLICT(job, node_id) DO UPDATE SET
  end = CASE WHEN end IS NULL OR end_estimated = 1 THEN excluded.end ELSE end END,
  exit_code = CASE WHEN end IS NULL OR end_estimated = 1 THEN excluded.exit_code WHEN end_source = 'sacct' THEN coalesce(exit_code, excluded.exit_code) ELSE exit_code END,
  exit_signal = CASE WHEN end IS NULL OR end_estimated = 1 THEN excluded.exit_signal WHEN end_source = 'sacct' THEN coalesce(exit_signal, excluded.exit_signal) ELSE exit_signal END,
@@ -117,7 +117,7 @@ ON CONFLICT DO UPDATE SET
 			e = int64(*g.EnergyMJ)
 		}
 		if _, err := b.exec(`INSERT INTO job_gpus(job, gpu_id, node_id, minor, `+col+`) VALUES(?, ?, ?, ?, ?)
-ON CONFLICT DO UPDATE SET minor = excluded.minor, `+col+` = coalesce(`+col+`, excluded.`+col+`)`, job, gid, node, g.Minor, e); err != nil {
+ON CONFLICT(job, gpu_id) DO UPDATE SET minor = excluded.minor, `+col+` = coalesce(`+col+`, excluded.`+col+`)`, job, gid, node, g.Minor, e); err != nil {
 			return err
 		}
 	}

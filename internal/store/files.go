@@ -19,7 +19,7 @@ func (b *Batch) FileSeen(node, name, hash string) (bool, error) {
 // FileIngested records that node/name was ingested in this batch.
 func (b *Batch) FileIngested(node, name, hash string, size, records int) error {
 	_, err := b.exec(`INSERT INTO ingested_files(node, name, sha256, size, records, at) VALUES(?, ?, ?, ?, ?, ?)
- ON CONFLICT DO UPDATE SET sha256 = excluded.sha256, size = excluded.size, records = excluded.records, at = excluded.at`,
+ ON CONFLICT(node, name) DO UPDATE SET sha256 = excluded.sha256, size = excluded.size, records = excluded.records, at = excluded.at`,
 		node, name, hash, size, records, b.now.Unix())
 	return err
 }

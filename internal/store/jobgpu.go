@@ -39,7 +39,7 @@ func (b *Batch) JobGPU(a *record.JobGPU) error {
 	}
 	_, err = b.exec(`INSERT INTO job_gpus(job, gpu_id, node_id, agg_seq, agg_final, first, last, samples, sample_s, util_s,
  util_max, mem_max_mib, mem_total_mib, energy_mj, idle_s, quality) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT DO UPDATE SET agg_seq = excluded.agg_seq, agg_final = excluded.agg_final, first = excluded.first, last = excluded.last,
+ON CONFLICT(job, gpu_id) DO UPDATE SET agg_seq = excluded.agg_seq, agg_final = excluded.agg_final, first = excluded.first, last = excluded.last,
  samples = excluded.samples, sample_s = excluded.sample_s, util_s = excluded.util_s, util_max = excluded.util_max,
  mem_max_mib = excluded.mem_max_mib, mem_total_mib = excluded.mem_total_mib, energy_mj = excluded.energy_mj,
  idle_s = excluded.idle_s, quality = excluded.quality

@@ -159,13 +159,13 @@ func (b *Batch) AddNote(n Note, request string) (int64, error) {
 			return 0, fmt.Errorf("add note: %w", err)
 		}
 	}
-	r, err := b.exec(`INSERT INTO notes (cluster, node, gpu, until, text, author, uid, created, request) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	row, err := b.queryRow(`INSERT INTO notes (cluster, node, gpu, until, text, author, uid, created, request) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 		n.Cluster, n.Node, gpu, n.Until.Unix(), n.Text, n.Author, n.UID, n.Created.Unix(), req)
 	if err != nil {
 		return 0, fmt.Errorf("add note: %w", err)
 	}
-	id, err := r.LastInsertId()
-	if err != nil {
+	var id int64
+	if err := row.Scan(&id); err != nil {
 		return 0, fmt.Errorf("add note: %w", err)
 	}
 	return id, nil

@@ -366,7 +366,7 @@ func (b *Batch) prunedBefore() (int64, error) {
 // notePruned records that samples before t (Unix ms) are gone.
 func (b *Batch) notePruned(t int64) error {
 	_, err := b.exec(`INSERT INTO meta(key, value) VALUES(?, ?)
-ON CONFLICT DO UPDATE SET value = CASE WHEN CAST(value AS INTEGER) < CAST(excluded.value AS INTEGER) THEN excluded.value ELSE value END`,
+ON CONFLICT(key) DO UPDATE SET value = CASE WHEN CAST(value AS INTEGER) < CAST(excluded.value AS INTEGER) THEN excluded.value ELSE value END`,
 		prunedKey, strconv.FormatInt(t, 10))
 	return err
 }

@@ -53,7 +53,7 @@ func (b *Batch) rollupHour(dims Dims, node int64, model string, hour int64, d De
 	_, err := b.exec(`INSERT INTO rollup_hourly(hour, cluster, user, account, partition, node_id, model, ignored,
  alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs)
 VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT DO UPDATE SET alloc_gpu_s = alloc_gpu_s + excluded.alloc_gpu_s, used_gpu_s = used_gpu_s + excluded.used_gpu_s,
+ON CONFLICT(hour, cluster, user, account, partition, node_id, model, ignored) DO UPDATE SET alloc_gpu_s = alloc_gpu_s + excluded.alloc_gpu_s, used_gpu_s = used_gpu_s + excluded.used_gpu_s,
  idle_gpu_s = idle_gpu_s + excluded.idle_gpu_s, sample_s = sample_s + excluded.sample_s,
  energy_mj = energy_mj + excluded.energy_mj, jobs = jobs + excluded.jobs`,
 		hour, dims.Cluster, dims.User, dims.Account, dims.Partition, node, model, dims.Ignored,
@@ -76,7 +76,7 @@ func (b *Batch) rollupPeriod(table, key string, dims Dims, model string, at int6
 	_, err := b.exec(`INSERT INTO `+table+`(`+key+`, cluster, user, account, partition, model, ignored,
  alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs)
 VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT DO UPDATE SET alloc_gpu_s = alloc_gpu_s + excluded.alloc_gpu_s, used_gpu_s = used_gpu_s + excluded.used_gpu_s,
+ON CONFLICT(`+key+`, cluster, user, account, partition, model, ignored) DO UPDATE SET alloc_gpu_s = alloc_gpu_s + excluded.alloc_gpu_s, used_gpu_s = used_gpu_s + excluded.used_gpu_s,
  idle_gpu_s = idle_gpu_s + excluded.idle_gpu_s, sample_s = sample_s + excluded.sample_s,
  energy_mj = energy_mj + excluded.energy_mj, jobs = jobs + excluded.jobs`,
 		at, dims.Cluster, dims.User, dims.Account, dims.Partition, model, dims.Ignored,

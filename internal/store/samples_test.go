@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,11 +11,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/aicloud/gpusuite/internal/record"
+	"github.com/aicloud/gpusuite/internal/store/storetest"
 )
 
 func openTemp(t *testing.T) *Store {
 	t.Helper()
-	s, err := Open(context.Background(), Options{Path: filepath.Join(t.TempDir(), "a.db")})
+	l := storetest.NewLedger(t)
+	s, err := Open(context.Background(), Options{Path: l.Path, URL: l.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +26,7 @@ func openTemp(t *testing.T) *Store {
 }
 
 // dump is every row of a query as text, NULL as "NULL".
-func dump(t *testing.T, db *sql.DB, q string) []string {
+func dump(t *testing.T, db *ledgerDB, q string) []string {
 	t.Helper()
 	rows, err := db.Query(q)
 	if err != nil {

@@ -38,7 +38,11 @@ func (b *Batch) Segment(h *record.SegmentHeader, samples []record.Sample) (int, 
 	flushed := 0
 	flush := func(upTo int) error {
 		if upTo > flushed {
-			if err := b.samples.insert(b.ctx, b.conn, rows[flushed:upTo]); err != nil {
+			ins := b.samples.insert
+			if b.pg {
+				ins = b.samples.insertPG
+			}
+			if err := ins(b.ctx, b.conn, rows[flushed:upTo]); err != nil {
 				return err
 			}
 			flushed = upTo

@@ -1,6 +1,6 @@
-// Package store is gpusuite's accounting ledger: one SQLite file, schema
-// from embedded numbered migrations, exactly one writer process
-// (docs/store.md).
+// Package store is gpusuite's accounting ledger: one SQLite file or one
+// PostgreSQL database, schema from embedded numbered migrations per
+// engine, exactly one writer process (docs/store.md).
 package store
 
 import (
@@ -22,7 +22,7 @@ import (
 	_ "github.com/mattn/go-sqlite3" // database/sql driver "sqlite3"
 )
 
-//go:embed migrations/*.sql
+//go:embed migrations/sqlite/*.sql migrations/postgres/*.sql
 var migrationFS embed.FS
 
 // ErrLocked means another process holds the writer lock.
@@ -41,7 +41,15 @@ const (
 
 // Options say how to open a store.
 type Options struct {
+	// Path is the SQLite file; URL, when set, a PostgreSQL database
+	// (postgres://…) and Path is not used.
 	Path string
+	URL  string
+	// Wait: a writer that finds another holding the lock waits for it
+	// (until ctx ends) instead of failing with ErrLocked, calling
+	// OnWait(holder) once each time the holder changes.
+	Wait   bool
+	OnWait func(holder string)
 	// Journal is auto, wal or delete.
 	Journal string
 	// BusyTimeout is how long a statement waits for a lock.
@@ -60,13 +68,24 @@ type Options struct {
 type Store struct {
 	// db is the store's own: no other package speaks SQL (tests use
 	// storetest on Path).
-	db *sql.DB
-	// Path is the database file.
+	db *ledgerDB
+	// Path is the database file, or the PostgreSQL URL without its
+	// password.
 	Path string
-	// Journal is the journal mode in effect (wal or delete).
+	// Engine is EngineSQLite or EnginePostgres.
+	Engine string
+	// Journal is the journal mode in effect (wal or delete; "" on
+	// PostgreSQL).
 	Journal string
 	lock    *os.File
+	pg      *pgEngine // PostgreSQL's pool and writer lock; nil on SQLite
 }
+
+// The engines.
+const (
+	EngineSQLite   = "sqlite"
+	EnginePostgres = "postgres"
+)
 
 // LockPath is the writer lock file of a database.
 func LockPath(db string) string { return db + ".lock" }
@@ -75,8 +94,11 @@ func LockPath(db string) string { return db + ".lock" }
 // lock first and applies pending migrations; a second writer gets ErrLocked
 // with the holder named.
 func Open(ctx context.Context, o Options) (*Store, error) {
+	if o.URL != "" {
+		return openPostgres(ctx, o)
+	}
 	if o.Path == "" {
-		return nil, errors.New("open store: no path given (store.path)")
+		return nil, errors.New("open store: no path given (store.path or store.url)")
 	}
 	if o.BusyTimeout <= 0 {
 		o.BusyTimeout = 10 * time.Second
@@ -84,7 +106,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Store{Path: o.Path}
+	s := &Store{Path: o.Path, Engine: EngineSQLite}
 	dir := filepath.Dir(o.Path)
 	if o.ReadOnly {
 		if _, err := os.Stat(o.Path); err != nil {
@@ -96,7 +118,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		} else if !st.IsDir() {
 			return nil, fmt.Errorf("open store %q: %s is not a directory", o.Path, dir)
 		}
-		lock, err := takeLock(LockPath(o.Path), o.Now())
+		lock, err := waitLock(ctx, o, func() (*os.File, error) { return takeLock(LockPath(o.Path), o.Now()) })
 		if err != nil {
 			return nil, fmt.Errorf("open store %q: %w", o.Path, err)
 		}
@@ -113,7 +135,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open store %q: %w", o.Path, translate(err))
 		}
-		s.db = db
+		s.db = &ledgerDB{DB: db}
 	} else {
 		db, err := sql.Open("sqlite3", DSN(o.Path, mode, o.BusyTimeout, o.ReadOnly))
 		if err != nil {
@@ -123,7 +145,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		// One connection: the writer serialises its own work, and
 		// every statement sees the same transaction.
 		db.SetMaxOpenConns(1)
-		s.db = db
+		s.db = &ledgerDB{DB: db}
 		if err := db.PingContext(ctx); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("open store %q: %w", o.Path, translate(err))
@@ -142,7 +164,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 			s.Close()
 			return nil, fmt.Errorf("open store %q: %w", o.Path, err)
 		}
-		if known := len(mustMigrations()); v > known {
+		if known := len(mustMigrations(s.Engine)); v > known {
 			s.Close()
 			return nil, fmt.Errorf("open store %q: schema %d, this gpuacct knows up to %d: %w", o.Path, v, known, ErrNewerSchema)
 		}
@@ -250,6 +272,11 @@ func (s *Store) Close() error {
 	if s.db != nil {
 		err = s.db.Close()
 	}
+	if s.pg != nil {
+		if perr := s.pg.close(); err == nil {
+			err = perr
+		}
+	}
 	s.unlock()
 	if err != nil {
 		return fmt.Errorf("close store %q: %w", s.Path, err)
@@ -257,8 +284,12 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// Version is the schema version (PRAGMA user_version).
+// Version is the schema version (SQLite's PRAGMA user_version,
+// PostgreSQL's gpusuite_schema table).
 func (s *Store) Version(ctx context.Context) (int, error) {
+	if s.pg != nil {
+		return s.pg.version(ctx, s.db)
+	}
 	var v int
 	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
 		return 0, fmt.Errorf("read schema version: %w", translate(err))
@@ -272,18 +303,20 @@ type migration struct {
 	sql     string
 }
 
-func mustMigrations() []migration {
-	m, err := migrations()
+func mustMigrations(engine string) []migration {
+	m, err := migrations(engine)
 	if err != nil {
 		panic(err) // embedded at build time; a bad name is a build bug
 	}
 	return m
 }
 
-// migrations lists the embedded files NNNN_name.sql in order; numbers
-// must run 1, 2, 3... without gaps.
-func migrations() ([]migration, error) {
-	ents, err := fs.ReadDir(migrationFS, "migrations")
+// migrations lists the engine's embedded files NNNN_name.sql in order;
+// numbers must run 1, 2, 3... without gaps, and both engines' lists name
+// the same versions (TestMigrationsAlike).
+func migrations(engine string) ([]migration, error) {
+	dir := "migrations/" + engine
+	ents, err := fs.ReadDir(migrationFS, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -294,7 +327,7 @@ func migrations() ([]migration, error) {
 		if !ok || err != nil || !strings.HasSuffix(e.Name(), ".sql") {
 			return nil, fmt.Errorf("migration %q is not named NNNN_name.sql", e.Name())
 		}
-		b, err := migrationFS.ReadFile("migrations/" + e.Name())
+		b, err := migrationFS.ReadFile(dir + "/" + e.Name())
 		if err != nil {
 			return nil, err
 		}
@@ -310,7 +343,7 @@ func migrations() ([]migration, error) {
 }
 
 func (s *Store) migrate(ctx context.Context) error {
-	ms, err := migrations()
+	ms, err := migrations(s.Engine)
 	if err != nil {
 		return err
 	}
@@ -330,7 +363,7 @@ func (s *Store) migrate(ctx context.Context) error {
 			tx.Rollback()
 			return fmt.Errorf("migration %s: %w", m.name, translate(err))
 		}
-		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", m.version)); err != nil {
+		if _, err := tx.ExecContext(ctx, s.setVersionSQL(m)); err != nil {
 			tx.Rollback()
 			return fmt.Errorf("migration %s: %w", m.name, translate(err))
 		}
@@ -341,8 +374,22 @@ func (s *Store) migrate(ctx context.Context) error {
 	return nil
 }
 
-// Size is the database file's size plus its journal/WAL, in bytes.
+// setVersionSQL records that m is applied, in its transaction.
+func (s *Store) setVersionSQL(m migration) string {
+	if s.pg != nil {
+		return fmt.Sprintf("INSERT INTO gpusuite_schema(version, name) VALUES (%d, '%s')", m.version, m.name)
+	}
+	return fmt.Sprintf("PRAGMA user_version = %d", m.version)
+}
+
+// Size is the database file's size plus its journal/WAL, in bytes (on
+// PostgreSQL, the database's).
 func (s *Store) Size() int64 {
+	if s.pg != nil {
+		var n int64
+		_ = s.db.QueryRowContext(context.Background(), `SELECT pg_database_size(current_database())`).Scan(&n)
+		return n
+	}
 	var n int64
 	for _, p := range []string{s.Path, s.Path + "-wal", s.Path + "-journal"} {
 		if st, err := os.Stat(p); err == nil {
@@ -350,4 +397,30 @@ func (s *Store) Size() int64 {
 		}
 	}
 	return n
+}
+
+// lockPoll is how often a waiting SQLite writer tries the lock again.
+const lockPoll = time.Second
+
+// waitLock runs take until it gets the writer lock: once when o.Wait is
+// false, else until ctx ends, telling o.OnWait who holds it.
+func waitLock[T any](ctx context.Context, o Options, take func() (T, error)) (T, error) {
+	said := ""
+	for {
+		v, err := take()
+		if err == nil || !o.Wait || !errors.Is(err, ErrLocked) {
+			return v, err
+		}
+		if msg := err.Error(); msg != said && o.OnWait != nil {
+			o.OnWait(msg)
+			said = msg
+		}
+		t := time.NewTimer(lockPoll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return v, fmt.Errorf("wait for the writer lock: %w (%w)", ctx.Err(), err)
+		case <-t.C:
+		}
+	}
 }

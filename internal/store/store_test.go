@@ -20,8 +20,8 @@ func TestOpenMigratesAndLocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	v, err := s.Version(ctx)
-	if err != nil || v != len(mustMigrations()) {
-		t.Fatalf("version %d, %v; want %d", v, err, len(mustMigrations()))
+	if err != nil || v != len(mustMigrations(EngineSQLite)) {
+		t.Fatalf("version %d, %v; want %d", v, err, len(mustMigrations(EngineSQLite)))
 	}
 	var fk, busy int
 	var mode string

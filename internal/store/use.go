@@ -64,7 +64,7 @@ func (b *Batch) flushUse() error {
 		}
 		if _, err := b.exec(`INSERT INTO job_hours(job, node_id, hour, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs)
 VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT DO UPDATE SET alloc_gpu_s = alloc_gpu_s + excluded.alloc_gpu_s, used_gpu_s = used_gpu_s + excluded.used_gpu_s,
+ON CONFLICT(job, node_id, hour) DO UPDATE SET alloc_gpu_s = alloc_gpu_s + excluded.alloc_gpu_s, used_gpu_s = used_gpu_s + excluded.used_gpu_s,
  idle_gpu_s = idle_gpu_s + excluded.idle_gpu_s, sample_s = sample_s + excluded.sample_s,
  energy_mj = energy_mj + excluded.energy_mj, jobs = jobs + excluded.jobs`,
 			k.job, k.node, k.hour, d.AllocGPUs, d.Used, d.Idle, d.SampleS, d.EnergyMJ, d.Jobs); err != nil {

@@ -1,7 +1,10 @@
 // Package storetest lets tests inspect and poke a ledger's rows with
 // plain SQL, on a connection of their own: the store exports no *sql.DB,
 // and SQL stays under internal/store (docs/store.md). Every helper fails
-// the test on an error, so that a fixture cannot fail silently.
+// the test on an error, so that a fixture cannot fail silently. A
+// ledger is named by its location: a SQLite file's path or a
+// PostgreSQL URL (NewLedger makes one of the engine under test), and
+// statements are written in SQLite's spelling (internal/store/dialect).
 package storetest
 
 import (
@@ -10,26 +13,52 @@ import (
 	"strings"
 	"testing"
 
-	_ "github.com/mattn/go-sqlite3" // database/sql driver "sqlite3"
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
+	_ "github.com/mattn/go-sqlite3"    // database/sql driver "sqlite3"
+
+	"github.com/aicloud/gpusuite/internal/store/dialect"
 )
 
 // busyMillis is how long a statement waits for the store's writer; long,
 // because a busy test machine may be slow to let go.
 const busyMillis = "30000"
 
-// open is a one-connection pool on the ledger at path. It sets no journal
-// mode: the store chose it and a second connection must not change it.
-func open(t testing.TB, path string) *sql.DB {
+// ledger is a one-connection pool on a test ledger, with its engine's
+// spelling of each statement.
+type ledger struct {
+	*sql.DB
+	pg bool
+}
+
+func (l ledger) sql(q string) string {
+	if l.pg {
+		return dialect.Rewrite(q)
+	}
+	return q
+}
+
+// open opens the ledger at loc: a SQLite file's path or a PostgreSQL
+// URL. On SQLite it sets no journal mode: the store chose it and a
+// second connection must not change it.
+func open(t testing.TB, loc string) ledger {
 	t.Helper()
+	if isURL(loc) {
+		db, err := sql.Open("pgx", loc)
+		if err != nil {
+			t.Fatalf("open ledger %q: %v", loc, err)
+		}
+		db.SetMaxOpenConns(1)
+		return ledger{DB: db, pg: true}
+	}
 	q := url.Values{}
 	q.Set("_busy_timeout", busyMillis)
 	q.Set("_foreign_keys", "on")
-	db, err := sql.Open("sqlite3", "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+q.Encode())
+	db, err := sql.Open("sqlite3", "file:"+(&url.URL{Path: loc}).EscapedPath()+"?"+q.Encode())
 	if err != nil {
-		t.Fatalf("open ledger %q: %v", path, err)
+		t.Fatalf("open ledger %q: %v", loc, err)
 	}
 	db.SetMaxOpenConns(1)
-	return db
+	return ledger{DB: db}
 }
 
 // Exec runs one statement on the ledger at path and returns the rows it
@@ -38,7 +67,7 @@ func Exec(t testing.TB, path, q string, args ...any) int64 {
 	t.Helper()
 	db := open(t, path)
 	defer db.Close()
-	r, err := db.Exec(q, args...)
+	r, err := db.Exec(db.sql(q), args...)
 	if err != nil {
 		t.Fatalf("exec on %q: %v\n%s", path, err, q)
 	}
@@ -59,7 +88,7 @@ func Tx(t testing.TB, path string, fn func(exec func(q string, args ...any))) {
 	defer tx.Rollback()
 	fn(func(q string, args ...any) {
 		t.Helper()
-		if _, err := tx.Exec(q, args...); err != nil {
+		if _, err := tx.Exec(db.sql(q), args...); err != nil {
 			t.Fatalf("exec on %q: %v\n%s", path, err, q)
 		}
 	})
@@ -73,7 +102,7 @@ func Row(t testing.TB, path, q string, args []any, dest ...any) {
 	t.Helper()
 	db := open(t, path)
 	defer db.Close()
-	if err := db.QueryRow(q, args...).Scan(dest...); err != nil {
+	if err := db.QueryRow(db.sql(q), args...).Scan(dest...); err != nil {
 		t.Fatalf("query on %q: %v\n%s", path, err, q)
 	}
 }
@@ -92,7 +121,7 @@ func Query(t testing.TB, path, q string, args []any, fn func(scan func(dest ...a
 	t.Helper()
 	db := open(t, path)
 	defer db.Close()
-	rows, err := db.Query(q, args...)
+	rows, err := db.Query(db.sql(q), args...)
 	if err != nil {
 		t.Fatalf("query on %q: %v\n%s", path, err, q)
 	}
@@ -116,7 +145,7 @@ func Texts(t testing.TB, path, q string, args []any, fn func(cols []*string)) {
 	t.Helper()
 	db := open(t, path)
 	defer db.Close()
-	rows, err := db.Query(q, args...)
+	rows, err := db.Query(db.sql(q), args...)
 	if err != nil {
 		t.Fatalf("query on %q: %v\n%s", path, err, q)
 	}

@@ -1,0 +1,133 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"github.com/aicloud/gpusuite/internal/store/dialect"
+)
+
+// ledgerDB is the store's pool. Every statement passes through sql(),
+// which leaves SQLite's as written and rewrites PostgreSQL's (pgsql.go),
+// so that one statement serves both engines.
+type ledgerDB struct {
+	*sql.DB
+	pg *dialect.Postgres // nil on SQLite
+}
+
+func (d *ledgerDB) sql(q string) string {
+	if d.pg == nil {
+		return q
+	}
+	return d.pg.SQL(q)
+}
+
+func (d *ledgerDB) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return d.DB.QueryContext(ctx, d.sql(q), pgArgs(d.pg != nil, args)...)
+}
+
+func (d *ledgerDB) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	return d.DB.QueryRowContext(ctx, d.sql(q), pgArgs(d.pg != nil, args)...)
+}
+
+func (d *ledgerDB) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return d.DB.ExecContext(ctx, d.sql(q), pgArgs(d.pg != nil, args)...)
+}
+
+func (d *ledgerDB) Query(q string, args ...any) (*sql.Rows, error) {
+	return d.QueryContext(context.Background(), q, args...)
+}
+
+func (d *ledgerDB) QueryRow(q string, args ...any) *sql.Row {
+	return d.QueryRowContext(context.Background(), q, args...)
+}
+
+func (d *ledgerDB) Exec(q string, args ...any) (sql.Result, error) {
+	return d.ExecContext(context.Background(), q, args...)
+}
+
+func (d *ledgerDB) BeginTx(ctx context.Context, o *sql.TxOptions) (*ledgerTx, error) {
+	tx, err := d.DB.BeginTx(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	return &ledgerTx{Tx: tx, pg: d.pg}, nil
+}
+
+// beginOn starts a transaction on conn, one of d's connections.
+func (d *ledgerDB) beginOn(ctx context.Context, conn *sql.Conn) (*ledgerTx, error) {
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &ledgerTx{Tx: tx, pg: d.pg}, nil
+}
+
+// ledgerTx is a transaction whose statements pass through the dialect.
+type ledgerTx struct {
+	*sql.Tx
+	pg *dialect.Postgres
+}
+
+func (t *ledgerTx) sql(q string) string {
+	if t.pg == nil {
+		return q
+	}
+	return t.pg.SQL(q)
+}
+
+func (t *ledgerTx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return t.Tx.QueryContext(ctx, t.sql(q), pgArgs(t.pg != nil, args)...)
+}
+
+func (t *ledgerTx) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	return t.Tx.QueryRowContext(ctx, t.sql(q), pgArgs(t.pg != nil, args)...)
+}
+
+func (t *ledgerTx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return t.Tx.ExecContext(ctx, t.sql(q), pgArgs(t.pg != nil, args)...)
+}
+
+func (t *ledgerTx) PrepareContext(ctx context.Context, q string) (*ledgerStmt, error) {
+	st, err := t.Tx.PrepareContext(ctx, t.sql(q))
+	if err != nil {
+		return nil, err
+	}
+	return &ledgerStmt{Stmt: st, pg: t.pg != nil}, nil
+}
+
+// pgArgs makes args fit PostgreSQL's columns: SQLite stores a Go bool as
+// 0 or 1 in an INTEGER column, and so must PostgreSQL (its BIGINT takes
+// no bool).
+func pgArgs(pg bool, args []any) []any {
+	if !pg {
+		return args
+	}
+	for i, a := range args {
+		if v, ok := a.(bool); ok {
+			if v {
+				args[i] = int64(1)
+			} else {
+				args[i] = int64(0)
+			}
+		}
+	}
+	return args
+}
+
+// ledgerStmt is a prepared statement whose arguments fit the engine.
+type ledgerStmt struct {
+	*sql.Stmt
+	pg bool
+}
+
+func (s *ledgerStmt) ExecContext(ctx context.Context, args ...any) (sql.Result, error) {
+	return s.Stmt.ExecContext(ctx, pgArgs(s.pg, args)...)
+}
+
+func (s *ledgerStmt) QueryContext(ctx context.Context, args ...any) (*sql.Rows, error) {
+	return s.Stmt.QueryContext(ctx, pgArgs(s.pg, args)...)
+}
+
+func (s *ledgerStmt) QueryRowContext(ctx context.Context, args ...any) *sql.Row {
+	return s.Stmt.QueryRowContext(ctx, pgArgs(s.pg, args)...)
+}
