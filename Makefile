@@ -38,13 +38,22 @@ build-simulated:
 deps:
 	./test/deps.sh
 
-# test runs every test: unit tests and the real-Slurm integration tests.
-# The Slurm cluster is started here, shared by all test packages, and torn
-# down however the tests end.
+# test runs every test: unit tests and the real-Slurm integration tests,
+# then the packages that read or write the ledger again on PostgreSQL
+# (PG_PKGS; tests about the SQLite file itself have SQLite in their names
+# and stay in the first pass). The Slurm cluster and a throwaway
+# PostgreSQL are started here, shared by all test packages, and torn down
+# however the tests end.
+export GPUSUITE_PG_DIR ?= /run/gpusuite-pg
+PG_PKGS := ./internal/store/... ./internal/ingest/... ./internal/report/... ./internal/web/... \
+	./internal/board/... ./internal/ignorereq/... ./gpuacct/...
 test: build build-simulated deps
-	@set -o pipefail; ./test/slurm/harness.sh start && \
-	  { GPUSUITE_REQUIRE_SLURM=1 GPUSUITE_SLURM_ENV=$(GPUSUITE_SLURM_DIR)/env GPUSUITE_BIN=$(BIN_DIR) \
-	    $(GO) test -count=1 -timeout 30m ./... && $(GO) test -count=1 -tags simulated ./gpuacct/ ; rc=$$?; ./test/slurm/harness.sh stop; exit $$rc; }
+	@set -o pipefail; ./test/slurm/harness.sh start && ./test/pg/harness.sh start && \
+	  { set -a && . $(GPUSUITE_PG_DIR)/env && set +a && \
+	    export GPUSUITE_REQUIRE_SLURM=1 GPUSUITE_SLURM_ENV=$(GPUSUITE_SLURM_DIR)/env GPUSUITE_BIN=$(BIN_DIR) && \
+	    $(GO) test -count=1 -timeout 30m ./... && $(GO) test -count=1 -tags simulated ./gpuacct/ && \
+	    GPUSUITE_TEST_ENGINE=postgres $(GO) test -count=1 -timeout 30m -skip SQLite $(PG_PKGS) ; \
+	    rc=$$?; ./test/pg/harness.sh stop; ./test/slurm/harness.sh stop; exit $$rc; }
 
 test-unit:
 	$(GO) test -count=1 ./internal/...

@@ -2,10 +2,11 @@
 # Installs, from Debian's packages, what `make test` needs and is missing:
 # a real Slurm (munge, slurmctld, slurmd, slurm-client), libslurm-dev for the
 # test SPANK plugin, fuse3 for the NFS reproduction, chromium for the
-# dashboard. Safe to run again: it installs only what is absent.
+# dashboard, postgresql for the second store engine's tests (test/pg/harness.sh
+# starts a throwaway server). Safe to run again: it installs only what is absent.
 set -euo pipefail
 need=()
-for pkg in munge slurmctld slurmd slurm-client slurmdbd mariadb-server libslurm-dev fuse3 chromium sqlite3 gcc; do
+for pkg in munge slurmctld slurmd slurm-client slurmdbd mariadb-server libslurm-dev fuse3 chromium sqlite3 gcc postgresql; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 [ ${#need[@]} -eq 0 ] && exit 0

@@ -28,7 +28,11 @@ bindir() {
   echo "$d"
 }
 
-as_pg() { runuser -u "$PGUSER_SYS" -- "$@"; }
+# As root, the server runs as its own system user (PostgreSQL refuses
+# root); as anyone else, as that user.
+as_pg() {
+  if [ "$(id -u)" -eq 0 ]; then runuser -u "$PGUSER_SYS" -- "$@"; else "$@"; fi
+}
 
 status() {
   [ -f "$DIR/env" ] || return 1
@@ -37,9 +41,10 @@ status() {
   pg_isready -q -d "$GPUSUITE_TEST_PG" -t 3
 }
 
+# free_port is the first port from $1 on that nothing listens on.
 free_port() {
   local p=$1
-  while ss -ltnH "sport = :$p" 2>/dev/null | grep -q .; do p=$((p + 1)); done
+  while (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; do p=$((p + 1)); done
   echo "$p"
 }
 
@@ -47,10 +52,12 @@ start() {
   if status; then log "already running ($DIR)"; return 0; fi
   local bin
   bin=$(bindir)
-  id -u "$PGUSER_SYS" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$PGUSER_SYS"
   stop_quiet
   mkdir -p "$DIR"
-  chown "$PGUSER_SYS" "$DIR"
+  if [ "$(id -u)" -eq 0 ]; then
+    id -u "$PGUSER_SYS" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$PGUSER_SYS"
+    chown "$PGUSER_SYS" "$DIR"
+  fi
   chmod 0755 "$DIR"
   as_pg "$bin/initdb" -D "$DIR/data" -U gpusuite --auth=trust -E UTF8 --locale=C.UTF-8 >"$DIR/initdb.log" 2>&1 \
     || { cat "$DIR/initdb.log" >&2; exit 1; }
