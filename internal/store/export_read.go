@@ -15,7 +15,9 @@ const (
  coalesce(jg.mem_total_mib, g.mem_total_mib), jg.energy_mj, jg.idle_s, jg.agg_final
  FROM jobs j JOIN job_gpus jg ON jg.job = j.id JOIN gpus g ON g.id = jg.gpu_id JOIN nodes n ON n.id = jg.node_id
  WHERE j.start IS NOT NULL AND j.start < ? AND (j.end IS NULL OR j.end > ?) ORDER BY j.start, j.id, n.name, g.idx`
-	exportSamples = `SELECT ?, ?, ?, t_ms, interval_ms, job, restart, idle, util, mem_util, mem_used_mib, power_mw, energy_mj, temp_c,
+	// The leading values are cast: PostgreSQL types a bare parameter in
+	// a SELECT list as text.
+	exportSamples = `SELECT CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS INTEGER), t_ms, interval_ms, job, restart, idle, util, mem_util, mem_used_mib, power_mw, energy_mj, temp_c,
  sm_clock_mhz, missing FROM samples WHERE gpu_id = ? AND t_ms >= ? AND t_ms < ? ORDER BY t_ms`
 )
 

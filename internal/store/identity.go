@@ -2,6 +2,7 @@ package store
 
 import (
 	"database/sql"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -13,19 +14,41 @@ func (b *Batch) Node(cluster, node string) (int64, error) {
 	if id, ok := b.nodes[k]; ok {
 		return id, nil
 	}
+	// Look before inserting: on PostgreSQL an INSERT that meets the
+	// conflict still uses up a sequence number, and the ids would then
+	// depend on how the records were batched.
+	id, found, err := b.nodeID(cluster, node)
+	if err != nil || found {
+		b.nodes[k] = id
+		return id, err
+	}
 	if _, err := b.exec(`INSERT INTO nodes(cluster, name) VALUES(?, ?) ON CONFLICT DO NOTHING`, cluster, node); err != nil {
 		return 0, err
 	}
-	row, err := b.queryRow(`SELECT id FROM nodes WHERE cluster = ? AND name = ?`, cluster, node)
+	if id, found, err = b.nodeID(cluster, node); err == nil && !found {
+		err = fmt.Errorf("node %s/%s: %w", cluster, node, sql.ErrNoRows)
+	}
 	if err != nil {
 		return 0, err
 	}
-	var id int64
-	if err := row.Scan(&id); err != nil {
-		return 0, fmt.Errorf("node %s/%s: %w", cluster, node, err)
-	}
 	b.nodes[k] = id
 	return id, nil
+}
+
+// nodeID is the id of (cluster, node), if the ledger has it.
+func (b *Batch) nodeID(cluster, node string) (int64, bool, error) {
+	row, err := b.queryRow(`SELECT id FROM nodes WHERE cluster = ? AND name = ?`, cluster, node)
+	if err != nil {
+		return 0, false, err
+	}
+	var id int64
+	switch err := row.Scan(&id); {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, fmt.Errorf("node %s/%s: %w", cluster, node, err)
+	}
+	return id, true, nil
 }
 
 // NodeSeen records the newest record time of a node and when it was

@@ -72,10 +72,12 @@ func scanNote(r scanner) (Note, error) {
 func (s *Store) Notes(ctx context.Context, now time.Time, all bool) ([]Note, error) {
 	q := `SELECT ` + noteColumns + ` FROM notes WHERE removed_at IS NULL AND created <= ?1 AND until > ?1
  ORDER BY node, gpu IS NOT NULL, gpu, id LIMIT ?2`
+	args := []any{now.Unix(), MaxNotes + 1}
 	if all {
-		q = `SELECT ` + noteColumns + ` FROM notes WHERE ?1 = ?1 ORDER BY id DESC LIMIT ?2`
+		q = `SELECT ` + noteColumns + ` FROM notes ORDER BY id DESC LIMIT ?`
+		args = args[1:]
 	}
-	rows, err := s.db.QueryContext(ctx, q, now.Unix(), MaxNotes+1)
+	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read notes: %w", translate(err))
 	}

@@ -81,9 +81,13 @@ func (s *Store) PassCounts(ctx context.Context, since int64) (quarantined, refus
 // one estimated from their end or first sample.
 func (s *Store) JobsWithoutStart(ctx context.Context, before int64) (int64, error) {
 	cond := "start IS NULL"
-	var hasEst int
-	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('jobs') WHERE name = 'start_estimated'`).Scan(&hasEst); err != nil {
-		return 0, translate(err)
+	// Every PostgreSQL ledger has the column: no gpuacct before schema 5
+	// wrote one.
+	hasEst := 1
+	if s.pg == nil {
+		if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('jobs') WHERE name = 'start_estimated'`).Scan(&hasEst); err != nil {
+			return 0, translate(err)
+		}
 	}
 	if hasEst > 0 {
 		cond = "(start IS NULL OR start_estimated = 1)"

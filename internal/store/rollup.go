@@ -311,11 +311,17 @@ func (b *Batch) jobNodes(job int64) ([]int64, error) {
 // summarize recomputes a job's start, end, nodes, GPUs and state from its
 // nodes.
 func (b *Batch) summarize(job int64) error {
+	// The job's node names, sorted: SQLite's group_concat keeps the order
+	// of its input, PostgreSQL's string_agg needs its own ORDER BY.
+	names := `(SELECT group_concat(name, ',') FROM (SELECT n.name FROM job_nodes jn JOIN nodes n ON n.id = jn.node_id WHERE jn.job = jobs.id ORDER BY n.name) AS job_names)`
+	if b.pg {
+		names = `(SELECT string_agg(n.name, ',' ORDER BY n.name) FROM job_nodes jn JOIN nodes n ON n.id = jn.node_id WHERE jn.job = jobs.id)`
+	}
 	_, err := b.exec(`UPDATE jobs SET
  start = (SELECT min(start) FROM job_nodes WHERE job = jobs.id),
  end = CASE WHEN EXISTS (SELECT 1 FROM job_nodes WHERE job = jobs.id AND (end IS NULL OR start IS NULL)) THEN NULL
             ELSE (SELECT max(end) FROM job_nodes WHERE job = jobs.id) END,
- nodes = coalesce((SELECT group_concat(name, ',') FROM (SELECT n.name FROM job_nodes jn JOIN nodes n ON n.id = jn.node_id WHERE jn.job = jobs.id ORDER BY n.name)), ''),
+ nodes = coalesce(`+names+`, ''),
  gpus = coalesce((SELECT sum(gpus) FROM job_nodes WHERE job = jobs.id), 0),
  end_estimated = coalesce((SELECT max(end_estimated) FROM job_nodes WHERE job = jobs.id), 0),
  start_estimated = coalesce((SELECT max(start_estimated) FROM job_nodes WHERE job = jobs.id), 0),

@@ -51,7 +51,7 @@ func (s *Store) NowGPUs(ctx context.Context, rows []int64) ([]NowGPURow, error) 
 	b.WriteString(`SELECT jg.job, n.name, g.idx, g.uuid, g.model, s.util, s.t_ms
  FROM job_gpus jg JOIN jobs j ON j.id = jg.job JOIN gpus g ON g.id = jg.gpu_id JOIN nodes n ON n.id = jg.node_id
  LEFT JOIN samples s ON s.gpu_id = g.id AND s.t_ms = (SELECT max(t_ms) FROM samples x WHERE x.gpu_id = g.id) AND s.t_ms >= j.start * 1000
- WHERE 1`)
+ WHERE 1 = 1`)
 	inList(&b, &args, "jg.job", rows)
 	rs, err := s.db.QueryContext(ctx, b.String(), args...)
 	if err != nil {

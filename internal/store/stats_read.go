@@ -36,8 +36,11 @@ func (s *Store) RowCounts(ctx context.Context) ([]TableRows, error) {
 
 // Checkpoint copies the write-ahead log into the database file and
 // empties it, so that the file's size is the ledger's (a no-op in DELETE
-// journal mode).
+// journal mode; and on PostgreSQL, whose server keeps its own log).
 func (s *Store) Checkpoint(ctx context.Context) error {
+	if s.pg != nil {
+		return nil
+	}
 	if _, err := s.db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
 		return fmt.Errorf("checkpoint %q: %w", s.Path, translate(err))
 	}
@@ -55,14 +58,18 @@ type MonthUsage struct {
 
 // UsageByMonth sums the daily rollup by UTC month and a rollup column
 // (account, user, partition, model or cluster), in month then group
-// order: the year report's shape, summed by SQLite.
+// order: the year report's shape, summed by the database.
 func (s *Store) UsageByMonth(ctx context.Context, col string) ([]MonthUsage, error) {
 	switch col {
 	case "account", "user", "partition", "model", "cluster":
 	default:
 		return nil, fmt.Errorf("usage by month and %q: not a rollup column (account, user, partition, model, cluster)", col)
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT strftime('%Y-%m', day*86400, 'unixepoch') AS month, `+col+`, sum(alloc_gpu_s)/3600.0, sum(used_gpu_s)/3600.0, sum(jobs)
+	month := `strftime('%Y-%m', day*86400, 'unixepoch')`
+	if s.pg != nil {
+		month = `to_char(to_timestamp(day*86400) AT TIME ZONE 'UTC', 'YYYY-MM')`
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT `+month+` AS month, `+col+`, sum(alloc_gpu_s)/3600.0, sum(used_gpu_s)/3600.0, sum(jobs)
  FROM rollup_daily WHERE ignored = 0 GROUP BY month, `+col+` ORDER BY month, `+col)
 	if err != nil {
 		return nil, fmt.Errorf("usage by month and %s: %w", col, translate(err))
