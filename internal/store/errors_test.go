@@ -53,8 +53,8 @@ func TestTranslateKinds(t *testing.T) {
 	}
 }
 
-// TestOpenNotLedger: a file that is not a database reads as ErrNotLedger.
-func TestOpenNotLedger(t *testing.T) {
+// TestSQLiteOpenNotLedger: a file that is not a database reads as ErrNotLedger.
+func TestSQLiteOpenNotLedger(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "acct.db")
 	if err := os.WriteFile(path, []byte("this is not a database, it is a note about one.\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -65,11 +65,11 @@ func TestOpenNotLedger(t *testing.T) {
 	}
 }
 
-// TestBatchReadsTranslateBusy: a batch's own queries (not only its
+// TestSQLiteBatchReadsTranslateBusy: a batch's own queries (not only its
 // statements' preparation and execution) carry ErrBusy when another
 // connection holds the database, so that ingest stops the pass rather
 // than quarantining the file it was on.
-func TestBatchReadsTranslateBusy(t *testing.T) {
+func TestSQLiteBatchReadsTranslateBusy(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "acct.db")
 	s, err := Open(ctx, Options{Path: path, Journal: JournalDelete})

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -51,11 +50,7 @@ func rollups(t *testing.T, s *Store, table string) []roll {
 // nodes crossing hours, then ignoring it: the rollups follow every step.
 func TestLedgerMovesRollups(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, Options{Path: filepath.Join(t.TempDir(), "a.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTemp(t)
 	t0 := time.Date(2026, 3, 2, 10, 30, 0, 0, time.UTC)
 	now := t0.Add(3 * time.Hour)
 	step := func(f func(b *Batch) error) {

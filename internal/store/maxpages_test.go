@@ -9,9 +9,9 @@ import (
 	"time"
 )
 
-// TestMaxPages: a writer capped a few pages above its file fails its
+// TestSQLiteMaxPages: a writer capped a few pages above its file fails its
 // writes as on a full disk (ErrResource), and the cap goes with it.
-func TestMaxPages(t *testing.T) {
+func TestSQLiteMaxPages(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "a.db")
 	s, err := Open(ctx, Options{Path: path})

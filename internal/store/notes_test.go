@@ -36,7 +36,7 @@ func addNotes(t *testing.T, s *Store, now time.Time, ns ...Note) []int64 {
 
 func TestNotes(t *testing.T) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s, l := openLedger(t)
 	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
 	note := func(node string, gpu *int, until time.Duration, text string) Note {
 		return Note{Cluster: "c", Node: node, GPU: gpu, Until: t0.Add(until), Text: text, Author: "alice", UID: 1000, Created: t0}
@@ -90,7 +90,7 @@ func TestNotes(t *testing.T) {
 	}
 
 	// A read-only store serves the same notes, every field as kept.
-	r, err := Open(ctx, Options{Path: s.Path, ReadOnly: true})
+	r, err := Open(ctx, Options{Path: l.Path, URL: l.URL, ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

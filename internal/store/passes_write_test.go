@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -40,11 +39,7 @@ func TestRecordPass(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			s, err := Open(ctx, Options{Path: filepath.Join(t.TempDir(), "a.db")})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			s := openTemp(t)
 			if err := s.RecordPass(ctx, tc.pass); err != nil {
 				t.Fatal(err)
 			}

@@ -2,8 +2,9 @@ package store
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
+
+	"github.com/aicloud/gpusuite/internal/store/storetest"
 )
 
 // readFixture is a small ledger for the read methods: two nodes of one
@@ -65,8 +66,8 @@ func emptyStore(t *testing.T) *Store {
 func ledgerOf(t *testing.T, stmts ...string) *Store {
 	t.Helper()
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "acct.db")
-	w, err := Open(ctx, Options{Path: path})
+	l := storetest.NewLedger(t)
+	w, err := Open(ctx, Options{Path: l.Path, URL: l.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +79,7 @@ func ledgerOf(t *testing.T, stmts ...string) *Store {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	r, err := Open(ctx, Options{Path: path, ReadOnly: true})
+	r, err := Open(ctx, Options{Path: l.Path, URL: l.URL, ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -89,10 +89,10 @@ func readerBinary(t *testing.T) string {
 	return bin
 }
 
-// TestReaderWithoutWriter: an ordinary user reads a WAL ledger in a
+// TestSQLiteReaderWithoutWriter: an ordinary user reads a WAL ledger in a
 // directory that only the service user may write, with serve stopped
 // (no -wal, no -shm to share) and with serve running.
-func TestReaderWithoutWriter(t *testing.T) {
+func TestSQLiteReaderWithoutWriter(t *testing.T) {
 	ctx := context.Background()
 	bin := readerBinary(t)
 	dir := filepath.Join(t.TempDir(), "gpusuite")
@@ -160,9 +160,9 @@ func TestReaderWithoutWriter(t *testing.T) {
 	}
 }
 
-// TestReaderPoolBounded: a reader's pool holds at most ReadConns
+// TestSQLiteReaderPoolBounded: a reader's pool holds at most ReadConns
 // connections, however many queries wait.
-func TestReaderPoolBounded(t *testing.T) {
+func TestSQLiteReaderPoolBounded(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "acct.db")
 	w, err := Open(ctx, Options{Path: path})

@@ -14,7 +14,16 @@ import (
 	"github.com/aicloud/gpusuite/internal/store/storetest"
 )
 
+// openTemp is a writer on a new ledger of the engine under test.
 func openTemp(t *testing.T) *Store {
+	t.Helper()
+	s, _ := openLedger(t)
+	return s
+}
+
+// openLedger is openTemp with the ledger's location, for a second store
+// (a reader) on it.
+func openLedger(t *testing.T) (*Store, storetest.Ledger) {
 	t.Helper()
 	l := storetest.NewLedger(t)
 	s, err := Open(context.Background(), Options{Path: l.Path, URL: l.URL})
@@ -22,7 +31,7 @@ func openTemp(t *testing.T) *Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return s
+	return s, l
 }
 
 // dump is every row of a query as text, NULL as "NULL".

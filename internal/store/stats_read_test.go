@@ -68,9 +68,9 @@ func TestUsageByMonth(t *testing.T) {
 	}
 }
 
-// TestCheckpoint: after a checkpoint the write-ahead log is empty, so the
+// TestSQLiteCheckpoint: after a checkpoint the write-ahead log is empty, so the
 // file's size is the ledger's.
-func TestCheckpoint(t *testing.T) {
+func TestSQLiteCheckpoint(t *testing.T) {
 	ctx := context.Background()
 	s, err := Open(ctx, Options{Path: t.TempDir() + "/a.db", Journal: JournalWAL})
 	if err != nil {

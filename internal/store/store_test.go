@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func TestOpenMigratesAndLocks(t *testing.T) {
+func TestSQLiteOpenMigratesAndLocks(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "acct.db")
 	s, err := Open(ctx, Options{Path: path, Journal: JournalAuto})
@@ -62,7 +62,7 @@ func TestOpenMigratesAndLocks(t *testing.T) {
 	}
 }
 
-func TestNewerSchemaRefused(t *testing.T) {
+func TestSQLiteNewerSchemaRefused(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "acct.db")
 	s, err := Open(ctx, Options{Path: path})
@@ -81,7 +81,7 @@ func TestNewerSchemaRefused(t *testing.T) {
 	}
 }
 
-func TestOpenErrors(t *testing.T) {
+func TestSQLiteOpenErrors(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	notDir := filepath.Join(dir, "file")
@@ -111,7 +111,7 @@ func TestOpenErrors(t *testing.T) {
 	}
 }
 
-func TestDSN(t *testing.T) {
+func TestSQLiteDSN(t *testing.T) {
 	got := DSN("/data/gpu acct.db", JournalDelete, 5*time.Second, false)
 	want := "file:/data/gpu%20acct.db?_busy_timeout=5000&_cache_size=-262144&_foreign_keys=on&_journal_mode=DELETE&_synchronous=FULL&_txlock=immediate"
 	if got != want {
@@ -122,7 +122,7 @@ func TestDSN(t *testing.T) {
 	}
 }
 
-func TestChooseJournal(t *testing.T) {
+func TestSQLiteChooseJournal(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct{ want, got string }{{"wal", "auto"}, {"wal", ""}, {"delete", "delete"}, {"wal", "WAL"}} {
 		m, err := chooseJournal(tc.got, dir)
