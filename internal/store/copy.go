@@ -1,0 +1,604 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5/stdlib"
+)
+
+// DefaultCopyBatch is how many rows Copy moves in one transaction unless
+// told otherwise; MaxCopyBatch bounds what it may be told (one batch is
+// held in memory).
+const (
+	DefaultCopyBatch = 10000
+	MaxCopyBatch     = 1000000
+)
+
+// The destination's meta keys that record a copy in progress: the source
+// it copies, and per table how far it got. They are the copy's own and
+// are neither copied nor compared.
+const (
+	copyKeyPrefix = "migrate."
+	copySourceKey = copyKeyPrefix + "source"
+	copyTableKey  = copyKeyPrefix + "table."
+)
+
+// CopyOptions say how Copy works.
+type CopyOptions struct {
+	// Batch is the rows per transaction; 0 means DefaultCopyBatch.
+	Batch int
+	// Progress, when set, is told after each committed batch, and once
+	// for a table an earlier run finished. A caller may cancel Copy's
+	// context from it (the tests interrupt a copy so).
+	Progress func(CopyProgress)
+}
+
+// CopyProgress is how far the copy of one table is.
+type CopyProgress struct {
+	Table string
+	// Rows is how many rows of the table the destination holds so far.
+	Rows int64
+	// Done: the table is copied.
+	Done bool
+}
+
+// TableCopy is one table of a copy.
+type TableCopy struct {
+	Table string
+	// Copied is how many rows this run copied (less than Rows when it
+	// resumed an interrupted copy).
+	Copied int64
+	// Rows is the table's row count, equal on both sides.
+	Rows int64
+}
+
+// CopyResult is what Copy did; every table in it was verified.
+type CopyResult struct {
+	// Resumed: an earlier, interrupted run had begun the copy.
+	Resumed bool
+	Tables  []TableCopy
+}
+
+// copyTable is one table of the ledger as Copy moves it.
+type copyTable struct {
+	name string
+	// key is the primary key: the order of the copy and its resume point.
+	key []string
+	// id: the key is an identity column whose PostgreSQL sequence must
+	// follow the copied ids.
+	id bool
+	// ints and reals are the columns whose totals must agree.
+	ints, reals []string
+	// where leaves rows out of the copy and its counts.
+	where string
+}
+
+// copyTables is every table of the ledger, in an order that satisfies the
+// foreign keys. A table added by a migration must be added here
+// (TestCopyKnowsEveryTable); Copy refuses a ledger holding one it does
+// not know rather than leave it behind.
+func copyTables() []copyTable {
+	money := func(t copyTable) copyTable {
+		t.ints = []string{"alloc_gpu_s", "energy_mj"}
+		t.reals = []string{"used_gpu_s", "idle_gpu_s"}
+		return t
+	}
+	dims := []string{"cluster", "user", "account", "partition"}
+	return []copyTable{
+		{name: "nodes", key: []string{"id"}, id: true},
+		{name: "gpus", key: []string{"id"}, id: true},
+		money(copyTable{name: "jobs", key: []string{"id"}, id: true}),
+		{name: "job_nodes", key: []string{"job", "node_id"}},
+		{name: "job_gpus", key: []string{"job", "gpu_id"}},
+		{name: "samples", key: []string{"gpu_id", "t_ms"}, ints: []string{"energy_delta_mj"}},
+		money(copyTable{name: "job_hours", key: []string{"job", "node_id", "hour"}}),
+		money(copyTable{name: "rollup_hourly", key: append(append([]string{"hour"}, dims...), "node_id", "model", "ignored")}),
+		money(copyTable{name: "rollup_daily", key: append(append([]string{"day"}, dims...), "model", "ignored")}),
+		money(copyTable{name: "rollup_monthly", key: append(append([]string{"month"}, dims...), "model", "ignored")}),
+		{name: "ingested_files", key: []string{"node", "name"}},
+		{name: "passes", key: []string{"id"}, id: true},
+		{name: "meta", key: []string{"key"}, where: `"key" NOT LIKE '` + copyKeyPrefix + `%'`},
+		{name: "applied_keys", key: []string{"key"}},
+		{name: "notes", key: []string{"id"}, id: true},
+	}
+}
+
+// copyMark is a table's progress, kept in the destination's meta in the
+// transaction of each batch.
+type copyMark struct {
+	Rows int64 `json:"rows"`
+	Last []any `json:"last,omitempty"`
+	Done bool  `json:"done,omitempty"`
+}
+
+// Copy copies the ledger src (opened ReadOnly) into dst (opened as the
+// writer), table by table in key order, o.Batch rows a transaction. Each
+// transaction also records how far it got, so a copy killed at any point
+// resumes after its last committed batch when run again. dst must be
+// empty or a partial copy of src, at the same schema version. Then both
+// are compared (Verify).
+func Copy(ctx context.Context, src, dst *Store, o CopyOptions) (CopyResult, error) {
+	var res CopyResult
+	if o.Batch == 0 {
+		o.Batch = DefaultCopyBatch
+	}
+	if o.Batch < 1 || o.Batch > MaxCopyBatch {
+		return res, fmt.Errorf("copy ledger: batch of %d rows: want 1 to %d", o.Batch, MaxCopyBatch)
+	}
+	if src.Engine == dst.Engine && src.Path == dst.Path {
+		return res, fmt.Errorf("copy ledger %q: source and destination are the same ledger", src.Path)
+	}
+	if err := sameSchema(ctx, src, dst); err != nil {
+		return res, err
+	}
+	marks, resumed, err := dst.claimCopy(ctx, src)
+	if err != nil {
+		return res, err
+	}
+	res.Resumed = resumed
+	for _, t := range copyTables() {
+		n, err := copyOne(ctx, src, dst, t, marks[t.name], o)
+		if err != nil {
+			return res, err
+		}
+		res.Tables = append(res.Tables, TableCopy{Table: t.name, Copied: n})
+	}
+	counts, err := Verify(ctx, src, dst)
+	if err != nil {
+		return res, err
+	}
+	for i := range res.Tables {
+		res.Tables[i].Rows = counts[i].Rows
+	}
+	return res, nil
+}
+
+// sameSchema refuses two ledgers at different schema versions, or one
+// holding a table Copy does not know or lacking one it does.
+func sameSchema(ctx context.Context, src, dst *Store) error {
+	sv, err := src.Version(ctx)
+	if err != nil {
+		return fmt.Errorf("copy ledger: source %q: %w", src.Path, err)
+	}
+	dv, err := dst.Version(ctx)
+	if err != nil {
+		return fmt.Errorf("copy ledger: destination %q: %w", dst.Path, err)
+	}
+	if sv != dv {
+		return fmt.Errorf("copy ledger: source %q is at schema %d, destination %q at %d: open the older one once with this gpuacct's writer (gpuacct ingest) so that both are at schema %d", src.Path, sv, dst.Path, dv, max(sv, dv))
+	}
+	for _, s := range []*Store{src, dst} {
+		if err := s.knownTables(ctx); err != nil {
+			return fmt.Errorf("copy ledger: %w", err)
+		}
+	}
+	return nil
+}
+
+// knownTables checks that s holds exactly the tables of copyTables.
+func (s *Store) knownTables(ctx context.Context) error {
+	q := `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name LIMIT 1000`
+	if s.pg != nil {
+		// Month partitions of samples are samples; gpusuite_schema is the
+		// version, which Open writes on each side.
+		q = `SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+ WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') AND NOT c.relispartition AND c.relname <> 'gpusuite_schema'
+ ORDER BY 1 LIMIT 1000`
+	}
+	have, err := s.texts(ctx, q)
+	if err != nil {
+		return fmt.Errorf("list the tables of %q: %w", s.Path, err)
+	}
+	want := map[string]bool{}
+	for _, t := range copyTables() {
+		want[t.name] = true
+	}
+	for _, name := range have {
+		if !want[name] {
+			return fmt.Errorf("%q holds table %q, which this gpuacct cannot copy (made by a newer gpuacct?)", s.Path, name)
+		}
+		delete(want, name)
+	}
+	for _, t := range copyTables() {
+		if want[t.name] {
+			return fmt.Errorf("%q has no table %q: not a gpusuite ledger at its schema: %w", s.Path, t.name, ErrNotLedger)
+		}
+	}
+	return nil
+}
+
+// texts runs q and returns its one text column.
+func (s *Store) texts(ctx context.Context, q string, args ...any) ([]string, error) {
+	rows, err := translateRows(s.db.QueryContext(ctx, q, args...))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			return nil, translate(err)
+		}
+		out = append(out, v)
+	}
+	return out, translate(rows.Err())
+}
+
+// claimCopy reads dst's copy marks when it is a partial copy of src, or
+// marks an empty dst as src's copy; any other ledger is refused.
+func (s *Store) claimCopy(ctx context.Context, src *Store) (map[string]copyMark, bool, error) {
+	rows, err := translateRows(s.db.QueryContext(ctx, `SELECT key, value FROM meta WHERE key LIKE ? ORDER BY key LIMIT 1000`, copyKeyPrefix+"%"))
+	if err != nil {
+		return nil, false, fmt.Errorf("copy ledger: read the copy marks of %q: %w", s.Path, err)
+	}
+	kv := map[string]string{}
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			rows.Close()
+			return nil, false, fmt.Errorf("copy ledger: read the copy marks of %q: %w", s.Path, translate(err))
+		}
+		kv[k] = v
+	}
+	err = translate(rows.Err())
+	rows.Close()
+	if err != nil {
+		return nil, false, fmt.Errorf("copy ledger: read the copy marks of %q: %w", s.Path, err)
+	}
+	source, ok := kv[copySourceKey]
+	if ok && source != src.Path {
+		return nil, false, fmt.Errorf("copy ledger: destination %q holds a copy of %q, not of %q: migrate into an empty database or file", s.Path, source, src.Path)
+	}
+	if !ok {
+		if t, err := s.firstFilled(ctx); err != nil {
+			return nil, false, fmt.Errorf("copy ledger: %w", err)
+		} else if t != "" {
+			return nil, false, fmt.Errorf("copy ledger: destination %q already holds a ledger (table %s has rows) that is not a copy of %q: migrate into an empty database or file", s.Path, t, src.Path)
+		}
+		if _, err := s.db.ExecContext(ctx, `INSERT INTO meta(key, value) VALUES (?, ?)`, copySourceKey, src.Path); err != nil {
+			return nil, false, fmt.Errorf("copy ledger: mark %q as the copy of %q: %w", s.Path, src.Path, translate(err))
+		}
+		return map[string]copyMark{}, false, nil
+	}
+	marks := map[string]copyMark{}
+	for k, v := range kv {
+		name, ok := strings.CutPrefix(k, copyTableKey)
+		if !ok {
+			continue
+		}
+		m, err := decodeMark(v)
+		if err != nil {
+			return nil, false, fmt.Errorf("copy ledger: %q: mark %s %q: %w", s.Path, k, v, err)
+		}
+		marks[name] = m
+	}
+	return marks, true, nil
+}
+
+func decodeMark(v string) (copyMark, error) {
+	var m copyMark
+	d := json.NewDecoder(strings.NewReader(v))
+	d.UseNumber()
+	if err := d.Decode(&m); err != nil {
+		return m, err
+	}
+	// A key's numbers are integers; JSON would make them float64.
+	for i, x := range m.Last {
+		if n, ok := x.(json.Number); ok {
+			v, err := n.Int64()
+			if err != nil {
+				return m, fmt.Errorf("key value %s: %w", n, err)
+			}
+			m.Last[i] = v
+		}
+	}
+	return m, nil
+}
+
+// firstFilled is the first table of s holding a row ("" for none).
+func (s *Store) firstFilled(ctx context.Context) (string, error) {
+	for _, t := range copyTables() {
+		q := `SELECT 1 FROM ` + quoteIdent(t.name)
+		if t.where != "" {
+			q += ` WHERE ` + t.where
+		}
+		var one int
+		err := s.db.QueryRowContext(ctx, q+` LIMIT 1`).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("read table %s of %q: %w", t.name, s.Path, translate(err))
+		}
+		return t.name, nil
+	}
+	return "", nil
+}
+
+func quoteIdent(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
+
+func quoteIdents(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = quoteIdent(n)
+	}
+	return strings.Join(q, ", ")
+}
+
+// columns lists t's columns in s.
+func (s *Store) columns(ctx context.Context, t string) ([]string, error) {
+	q := `SELECT name FROM pragma_table_info(?) ORDER BY cid LIMIT 1000`
+	if s.pg != nil {
+		q = `SELECT column_name::text FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? ORDER BY ordinal_position LIMIT 1000`
+	}
+	cols, err := s.texts(ctx, q, t)
+	if err != nil {
+		return nil, fmt.Errorf("columns of %s in %q: %w", t, s.Path, err)
+	}
+	return cols, nil
+}
+
+// copyOne copies what is left of table t and returns how many rows it
+// copied.
+func copyOne(ctx context.Context, src, dst *Store, t copyTable, m copyMark, o CopyOptions) (int64, error) {
+	if m.Done {
+		if o.Progress != nil {
+			o.Progress(CopyProgress{Table: t.name, Rows: m.Rows, Done: true})
+		}
+		return 0, nil
+	}
+	cols, err := src.columns(ctx, t.name)
+	if err != nil {
+		return 0, fmt.Errorf("copy %s: %w", t.name, err)
+	}
+	dcols, err := dst.columns(ctx, t.name)
+	if err != nil {
+		return 0, fmt.Errorf("copy %s: %w", t.name, err)
+	}
+	if !slices.Equal(slices.Sorted(slices.Values(cols)), slices.Sorted(slices.Values(dcols))) {
+		return 0, fmt.Errorf("copy %s: the source's columns (%s) are not the destination's (%s)", t.name, strings.Join(cols, ", "), strings.Join(dcols, ", "))
+	}
+	keyAt := make([]int, len(t.key))
+	for i, k := range t.key {
+		keyAt[i] = slices.Index(cols, k)
+		if keyAt[i] < 0 {
+			return 0, fmt.Errorf("copy %s: no key column %s in %q", t.name, k, src.Path)
+		}
+	}
+	var copied int64
+	for {
+		page, err := src.page(ctx, t, cols, m.Last, o.Batch)
+		if err != nil {
+			return copied, fmt.Errorf("copy %s: read %q: %w", t.name, src.Path, err)
+		}
+		if len(page) > 0 {
+			last := page[len(page)-1]
+			m.Last = make([]any, len(keyAt))
+			for i, at := range keyAt {
+				m.Last[i] = last[at]
+			}
+		}
+		m.Rows += int64(len(page))
+		m.Done = len(page) < o.Batch
+		if err := dst.putPage(ctx, t, cols, page, m); err != nil {
+			return copied, fmt.Errorf("copy %s into %q after %d rows: %w", t.name, dst.Path, m.Rows-int64(len(page)), err)
+		}
+		copied += int64(len(page))
+		if o.Progress != nil {
+			o.Progress(CopyProgress{Table: t.name, Rows: m.Rows, Done: m.Done})
+		}
+		if m.Done {
+			return copied, nil
+		}
+	}
+}
+
+// page reads up to n rows of t after the key last (from the start when
+// nil), in key order: one bounded read, never the whole table.
+func (s *Store) page(ctx context.Context, t copyTable, cols []string, last []any, n int) ([][]any, error) {
+	q := `SELECT ` + quoteIdents(cols) + ` FROM ` + quoteIdent(t.name)
+	var conds []string
+	var args []any
+	if last != nil {
+		marks := strings.TrimSuffix(strings.Repeat("?, ", len(last)), ", ")
+		conds = append(conds, `(`+quoteIdents(t.key)+`) > (`+marks+`)`)
+		args = append(args, last...)
+	}
+	if t.where != "" {
+		conds = append(conds, t.where)
+	}
+	if len(conds) > 0 {
+		q += ` WHERE ` + strings.Join(conds, " AND ")
+	}
+	q += ` ORDER BY ` + quoteIdents(t.key) + ` LIMIT ?`
+	args = append(args, n)
+	rows, err := translateRows(s.db.QueryContext(ctx, q, args...))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out [][]any
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, translate(err)
+		}
+		// The ledger holds no blobs: text may come as bytes.
+		for i, v := range vals {
+			if b, ok := v.([]byte); ok {
+				vals[i] = string(b)
+			}
+		}
+		out = append(out, vals)
+	}
+	return out, translate(rows.Err())
+}
+
+// copyParams bounds the parameters of one INSERT (SQLite allows 32 766,
+// PostgreSQL 65 535).
+const copyParams = 30000
+
+// putPage writes one page of t and its mark m in one transaction; on
+// PostgreSQL a finished table's identity sequence moves past its ids.
+func (s *Store) putPage(ctx context.Context, t copyTable, cols []string, page [][]any, m copyMark) error {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return translate(err)
+	}
+	defer conn.Close()
+	tx, err := s.db.beginOn(ctx, conn)
+	if err != nil {
+		return translate(err)
+	}
+	defer tx.Rollback()
+	if t.name == "samples" && s.pg != nil {
+		if err := samplePartitions(ctx, conn, page, slices.Index(cols, "t_ms")); err != nil {
+			return err
+		}
+	}
+	per := max(1, copyParams/len(cols))
+	head := `INSERT INTO ` + quoteIdent(t.name) + `(` + quoteIdents(cols) + `) VALUES `
+	one := `(` + strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", ") + `)`
+	for from := 0; from < len(page); from += per {
+		chunk := page[from:min(from+per, len(page))]
+		args := make([]any, 0, len(chunk)*len(cols))
+		for _, r := range chunk {
+			args = append(args, r...)
+		}
+		q := head + strings.TrimSuffix(strings.Repeat(one+", ", len(chunk)), ", ")
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			return translate(err)
+		}
+	}
+	if m.Done && t.id && s.pg != nil {
+		// Copied ids bypass the identity; the next row the writer adds
+		// must not collide with them.
+		q := `SELECT setval(pg_get_serial_sequence('` + t.name + `', 'id'), coalesce(max(id), 0) + 1, false) FROM ` + quoteIdent(t.name)
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("move the id sequence past the copied ids: %w", translate(err))
+		}
+	}
+	v, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`,
+		copyTableKey+t.name, string(v)); err != nil {
+		return fmt.Errorf("record progress: %w", translate(err))
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", translate(err))
+	}
+	return nil
+}
+
+// samplePartitions makes the month partitions of samples that page's
+// rows (t_ms at column at) go into, as the writer makes them
+// (samples_pg.go), in the transaction on conn.
+func samplePartitions(ctx context.Context, conn *sql.Conn, page [][]any, at int) error {
+	if at < 0 {
+		return errors.New("samples: no t_ms column")
+	}
+	si := sampleInserter{parts: map[int64]bool{}}
+	return conn.Raw(func(dc any) error {
+		sc, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("samples: driver connection %T is not pgx's", dc)
+		}
+		for _, r := range page {
+			tms, ok := r[at].(int64)
+			if !ok {
+				return fmt.Errorf("samples: t_ms %v (%T) is not an integer", r[at], r[at])
+			}
+			if err := si.ensurePartition(ctx, sc.Conn(), tms); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Verify compares src and dst table by table: row counts, the totals of
+// the jobs, job hours and rollups (alloc_gpu_s, used_gpu_s, idle_gpu_s,
+// energy_mj), and the samples' energy (energy_delta_mj). It returns the
+// tables with their row counts, or an error naming each table that
+// differs and both figures.
+func Verify(ctx context.Context, src, dst *Store) ([]TableCopy, error) {
+	var out []TableCopy
+	var bad []string
+	for _, t := range copyTables() {
+		a, err := src.figures(ctx, t)
+		if err != nil {
+			return nil, fmt.Errorf("verify %s: source %q: %w", t.name, src.Path, err)
+		}
+		b, err := dst.figures(ctx, t)
+		if err != nil {
+			return nil, fmt.Errorf("verify %s: destination %q: %w", t.name, dst.Path, err)
+		}
+		if a.rows != b.rows {
+			bad = append(bad, fmt.Sprintf("%s has %d rows in the source, %d in the destination", t.name, a.rows, b.rows))
+		}
+		for i, c := range t.ints {
+			if a.ints[i] != b.ints[i] {
+				bad = append(bad, fmt.Sprintf("%s: sum(%s) is %d in the source, %d in the destination", t.name, c, a.ints[i], b.ints[i]))
+			}
+		}
+		for i, c := range t.reals {
+			if !closeEnough(a.reals[i], b.reals[i]) {
+				bad = append(bad, fmt.Sprintf("%s: sum(%s) is %g in the source, %g in the destination", t.name, c, a.reals[i], b.reals[i]))
+			}
+		}
+		out = append(out, TableCopy{Table: t.name, Rows: b.rows})
+	}
+	if len(bad) > 0 {
+		return out, fmt.Errorf("verify copy of %q in %q: %s", src.Path, dst.Path, strings.Join(bad, "; "))
+	}
+	return out, nil
+}
+
+// closeEnough compares two sums of reals: the engines add in different
+// orders, which moves the last bits and nothing more.
+func closeEnough(a, b float64) bool {
+	return math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b))+1e-6
+}
+
+type tableFigures struct {
+	rows  int64
+	ints  []int64
+	reals []float64
+}
+
+// figures is t's row count and totals in s, in one read.
+func (s *Store) figures(ctx context.Context, t copyTable) (tableFigures, error) {
+	f := tableFigures{ints: make([]int64, len(t.ints)), reals: make([]float64, len(t.reals))}
+	sel := []string{`count(*)`}
+	dest := []any{&f.rows}
+	for i, c := range t.ints {
+		sel = append(sel, `CAST(coalesce(sum(`+quoteIdent(c)+`), 0) AS INTEGER)`)
+		dest = append(dest, &f.ints[i])
+	}
+	for i, c := range t.reals {
+		sel = append(sel, `coalesce(sum(`+quoteIdent(c)+`), 0.0)`)
+		dest = append(dest, &f.reals[i])
+	}
+	q := `SELECT ` + strings.Join(sel, ", ") + ` FROM ` + quoteIdent(t.name)
+	if t.where != "" {
+		q += ` WHERE ` + t.where
+	}
+	if err := s.db.QueryRowContext(ctx, q).Scan(dest...); err != nil {
+		return f, translate(err)
+	}
+	return f, nil
+}

@@ -1,0 +1,464 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/aicloud/gpusuite/internal/record"
+	"github.com/aicloud/gpusuite/internal/store/storetest"
+)
+
+// copyT0 is half an hour before a month ends, so that the samples fall
+// into two month partitions on PostgreSQL.
+var copyT0 = time.Date(2026, 1, 31, 23, 30, 0, 0, time.UTC)
+
+// copyEvent is an event of job on node with gpus GPUs.
+func copyEvent(kind record.Kind, job uint64, user, node string, at time.Time, gpus int) *record.Event {
+	e := &record.Event{Schema: record.EventSchema, Kind: kind, Time: at, Cluster: "c", Node: node}
+	e.Job.ID, e.Job.User, e.Job.Account, e.Job.Partition = job, user, "physics", "gpu"
+	for i := range gpus {
+		e.Job.GPUs = append(e.Job.GPUs, i)
+	}
+	e.Key = record.EventKey("c", job, 0, node, kind)
+	return e
+}
+
+// copyFixture writes a SQLite ledger through the store's own writer: two
+// nodes, three jobs (one still running), samples over two months, a
+// pass, ingested files, applied keys and notes (every table has rows),
+// and the marks of the copy it was itself made by.
+func copyFixture(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "src.db")
+	s, err := Open(ctx, Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	now := copyT0.Add(6 * time.Hour)
+	step := func(f func(b *Batch) error) {
+		t.Helper()
+		b, err := s.Begin(ctx, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f(b); err != nil {
+			b.Rollback()
+			t.Fatal(err)
+		}
+		if err := b.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step(func(b *Batch) error {
+		for _, e := range []*record.Event{
+			copyEvent(record.JobStart, 5, "alice", "n1", copyT0, 2),
+			copyEvent(record.JobStart, 5, "alice", "n2", copyT0, 1),
+			copyEvent(record.JobStart, 6, "bob", "n2", copyT0.Add(time.Hour), 1),
+			copyEvent(record.JobStart, 7, "carol", "n1", copyT0.Add(2*time.Hour), 1),
+		} {
+			if err := b.Event(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	util := []uint32{0, 35, 80}
+	for gi, node := range []string{"n1", "n1", "n2"} {
+		step(func(b *Batch) error {
+			h := &record.SegmentHeader{Cluster: "c", Node: node, Seq: uint64(gi + 1), Interval: 60,
+				Key: fmt.Sprintf("seg-%d", gi)}
+			var ss []record.Sample
+			for i := range 150 {
+				u := util[(i+gi)%len(util)]
+				e := uint64(1000000 + i*6000*(gi+1))
+				job := uint64(5)
+				if node == "n2" && i >= 60 {
+					job = 6
+				}
+				ss = append(ss, record.Sample{Time: copyT0.Add(time.Duration(i) * time.Minute),
+					UUID: fmt.Sprintf("GPU-00000000-0000-0000-0000-00000000000%d", gi), Index: gi % 2,
+					GPUUtil: &u, EnergyMJ: &e, Jobs: []record.JobShare{{Job: job, Share: 1}}})
+			}
+			if _, err := b.Segment(h, ss); err != nil {
+				return err
+			}
+			return b.KeyApplied(h.Key, fmt.Sprintf("%064d", gi))
+		})
+	}
+	step(func(b *Batch) error {
+		for _, e := range []*record.Event{
+			copyEvent(record.JobEnd, 5, "alice", "n1", copyT0.Add(150*time.Minute), 2),
+			copyEvent(record.JobEnd, 5, "alice", "n2", copyT0.Add(60*time.Minute), 1),
+			copyEvent(record.JobEnd, 6, "bob", "n2", copyT0.Add(150*time.Minute), 1),
+		} {
+			if err := b.Event(e); err != nil {
+				return err
+			}
+		}
+		for gi := range 2 {
+			uuid := fmt.Sprintf("GPU-00000000-0000-0000-0000-00000000000%d", gi)
+			if err := b.JobGPU(&record.JobGPU{Schema: record.JobGPUSchema, Key: record.JobGPUKey("c", 5, 0, "n1", uuid), Seq: 3, Final: true,
+				Cluster: "c", Node: "n1", Job: 5, UUID: uuid, Index: gi, Model: "H100", First: copyT0, Last: copyT0.Add(149 * time.Minute),
+				Samples: 150, SampleSeconds: 9000, UtilSeconds: 3450.5, UtilMax: 80, MemMaxMiB: 1000, EnergyMJ: 894000,
+				Quality: map[string]uint64{"power": 2}}); err != nil {
+				return err
+			}
+		}
+		for i := range 3 {
+			if err := b.FileIngested(fmt.Sprintf("n%d", i%2+1), fmt.Sprintf("f%d.jsonl", i), fmt.Sprintf("%064d", i), 100+i, 10*i); err != nil {
+				return err
+			}
+		}
+		gpu := 1
+		for i, n := range []Note{
+			{Cluster: "c", Node: "n1", Until: now.Add(time.Hour), Text: "booked", Author: "alice", UID: 1000, Created: now},
+			{Cluster: "c", Node: "n2", GPU: &gpu, Until: now.Add(2 * time.Hour), Text: `fan "noisy"`, Author: "bob", UID: 1001, Created: now},
+		} {
+			if _, err := b.AddNote(n, fmt.Sprintf("req-%d", i)); err != nil {
+				return err
+			}
+		}
+		if _, err := b.PruneSamples(copyT0.Add(5 * time.Minute)); err != nil {
+			return err
+		}
+		return b.ExtendOpen()
+	})
+	for i := range 2 {
+		p := Pass{Started: now.Add(time.Duration(i) * time.Minute), Finished: now.Add(time.Duration(i)*time.Minute + time.Second), OK: i == 0, Files: 3, Records: 30}
+		if i == 1 {
+			p.Error = "disk full"
+		}
+		if err := s.RecordPass(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The source was itself copied from elsewhere: that copy's marks are
+	// not the ledger's and do not travel.
+	storetest.Exec(t, path, `INSERT INTO meta(key, value) VALUES ('migrate.source', '/old/acct.db'), ('migrate.table.jobs', '{"rows":3,"done":true}')`)
+	return path
+}
+
+// openAt opens the ledger at l (a reader when ro).
+func openAt(t *testing.T, l storetest.Ledger, ro bool) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), Options{Path: l.Path, URL: l.URL, ReadOnly: ro})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// ledgerDump is every copied row of the ledger at loc, table by table in key
+// order, as text: two ledgers with equal dumps hold the same data.
+func ledgerDump(t *testing.T, loc string) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	for _, tb := range copyTables() {
+		q := `SELECT * FROM ` + quoteIdent(tb.name)
+		if tb.where != "" {
+			q += ` WHERE ` + tb.where
+		}
+		out[tb.name] = storetest.Strings(t, loc, q+` ORDER BY `+quoteIdents(tb.key))
+	}
+	return out
+}
+
+// sourceCounts is the row count of each table in the ledger at loc.
+func sourceCounts(t *testing.T, loc string) []TableCopy {
+	t.Helper()
+	var out []TableCopy
+	for _, tb := range copyTables() {
+		q := `SELECT count(*) FROM ` + quoteIdent(tb.name)
+		if tb.where != "" {
+			q += ` WHERE ` + tb.where
+		}
+		n := storetest.Scalar[int64](t, loc, q)
+		if n == 0 {
+			t.Fatalf("fixture: table %s is empty; every table must hold rows for the copy to be tested", tb.name)
+		}
+		out = append(out, TableCopy{Table: tb.name, Copied: n, Rows: n})
+	}
+	return out
+}
+
+// TestPostgresCopyFromSQLite copies a SQLite ledger into PostgreSQL and
+// back into a new SQLite file: every row comes back as it was, the
+// samples sit in their month partitions, a second run copies nothing,
+// and the writer's next ids follow the copied ones.
+func TestPostgresCopyFromSQLite(t *testing.T) {
+	ctx := context.Background()
+	srcPath := copyFixture(t)
+	want := sourceCounts(t, srcPath)
+	pg := storetest.Ledger{URL: storetest.NewPostgresDB(t)}
+	src := openAt(t, storetest.Ledger{Path: srcPath}, true)
+	dst := openAt(t, pg, false)
+	res, err := Copy(ctx, src, dst, CopyOptions{Batch: 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(CopyResult{Tables: want}, res); diff != "" {
+		t.Errorf("copy to PostgreSQL (-want +got):\n%s", diff)
+	}
+	parts := storetest.Strings(t, pg.URL, `SELECT c.relname::text || ':' || (SELECT count(*) FROM samples WHERE tableoid = c.oid)
+ FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'samples'::regclass ORDER BY 1`)
+	if diff := cmp.Diff([]string{"samples_202601:75", "samples_202602:360", "samples_default:0"}, parts); diff != "" {
+		t.Errorf("samples partitions:rows (-want +got):\n%s", diff)
+	}
+
+	again, err := Copy(ctx, src, dst, CopyOptions{Batch: 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		want[i].Copied = 0
+	}
+	if diff := cmp.Diff(CopyResult{Resumed: true, Tables: want}, again); diff != "" {
+		t.Errorf("second copy (-want +got):\n%s", diff)
+	}
+
+	back := storetest.Ledger{Path: filepath.Join(t.TempDir(), "back.db")}
+	dst.Close()
+	pgSrc := openAt(t, pg, true)
+	dst2 := openAt(t, back, false)
+	if _, err := Copy(ctx, pgSrc, dst2, CopyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dst2.Close()
+	if diff := cmp.Diff(ledgerDump(t, srcPath), ledgerDump(t, back.Path)); diff != "" {
+		t.Errorf("SQLite → PostgreSQL → SQLite changed rows (-src +back):\n%s", diff)
+	}
+
+	w := openAt(t, pg, false)
+	b, err := w.Begin(ctx, copyT0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := b.Node("c", "n3")
+	if err != nil {
+		b.Rollback()
+		t.Fatalf("a new node after the copy: %v", err)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if node != 3 {
+		t.Errorf("the first node added after the copy got id %d, want 3", node)
+	}
+}
+
+// TestCopyResumes interrupts a copy after a few batches and runs it again:
+// it goes on after the last committed batch, and the totals agree.
+func TestCopyResumes(t *testing.T) {
+	ctx := context.Background()
+	srcPath := copyFixture(t)
+	want := sourceCounts(t, srcPath)
+	l := storetest.NewLedger(t)
+	src := openAt(t, storetest.Ledger{Path: srcPath}, true)
+	for _, stopAfter := range []int{3, 9} {
+		dst := openAt(t, l, false)
+		cctx, cancel := context.WithCancel(ctx)
+		batches := 0
+		_, err := Copy(cctx, src, dst, CopyOptions{Batch: 25, Progress: func(CopyProgress) {
+			if batches++; batches == stopAfter {
+				cancel()
+			}
+		}})
+		cancel()
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("interrupted after %d batches: err %v, want context.Canceled", stopAfter, err)
+		}
+		dst.Close()
+	}
+	held := storetest.Scalar[int64](t, l.Loc(), `SELECT count(*) FROM samples`)
+	if held == 0 || held >= want[5].Rows {
+		t.Fatalf("after the interruptions the destination holds %d samples, want some of %d", held, want[5].Rows)
+	}
+	dst := openAt(t, l, false)
+	var seen []string
+	res, err := Copy(ctx, src, dst, CopyOptions{Batch: 25, Progress: func(p CopyProgress) {
+		if p.Done {
+			seen = append(seen, p.Table)
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Resumed {
+		t.Error("the rerun says it did not resume")
+	}
+	var copied, total int64
+	for i, tc := range res.Tables {
+		if tc.Rows != want[i].Rows {
+			t.Errorf("%s: %d rows, want %d", tc.Table, tc.Rows, want[i].Rows)
+		}
+		copied += tc.Copied
+		total += tc.Rows
+	}
+	if copied >= total || copied == 0 {
+		t.Errorf("the rerun copied %d of %d rows: it did not resume", copied, total)
+	}
+	if diff := cmp.Diff(slices.Collect(func(yield func(string) bool) {
+		for _, tb := range copyTables() {
+			if !yield(tb.name) {
+				return
+			}
+		}
+	}), seen); diff != "" {
+		t.Errorf("tables reported done (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(ledgerDump(t, srcPath), ledgerDump(t, l.Loc())); diff != "" {
+		t.Errorf("resumed copy differs from its source (-src +dst):\n%s", diff)
+	}
+}
+
+// TestCopyRefuses: a destination that holds another ledger, or a copy of
+// another source, a source at another schema version, a source with a
+// table migrate does not know, a batch out of range.
+func TestCopyRefuses(t *testing.T) {
+	ctx := context.Background()
+	srcPath := copyFixture(t)
+	for _, tc := range []struct {
+		name string
+		// prepare makes the source and destination.
+		prepare func(t *testing.T) (src string, dst storetest.Ledger)
+		batch   int
+		want    string
+	}{
+		{"destination holds a ledger", func(t *testing.T) (string, storetest.Ledger) {
+			l := storetest.NewLedger(t)
+			w := openAt(t, l, false)
+			if err := w.RecordPass(ctx, Pass{Started: copyT0, Finished: copyT0}); err != nil {
+				t.Fatal(err)
+			}
+			w.Close()
+			return srcPath, l
+		}, 0, "already holds a ledger (table passes has rows) that is not a copy of"},
+		{"destination copies another source", func(t *testing.T) (string, storetest.Ledger) {
+			other := filepath.Join(t.TempDir(), "other.db")
+			w, err := Open(ctx, Options{Path: other})
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Close()
+			l := storetest.NewLedger(t)
+			src := openAt(t, storetest.Ledger{Path: other}, true)
+			dst := openAt(t, l, false)
+			if _, err := Copy(ctx, src, dst, CopyOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			dst.Close()
+			return srcPath, l
+		}, 0, "holds a copy of"},
+		{"schema versions differ", func(t *testing.T) (string, storetest.Ledger) {
+			old := filepath.Join(t.TempDir(), "old.db")
+			w, err := Open(ctx, Options{Path: old})
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Close()
+			storetest.Exec(t, old, fmt.Sprintf(`PRAGMA user_version = %d`, len(mustMigrations(EngineSQLite))-1))
+			return old, storetest.NewLedger(t)
+		}, 0, fmt.Sprintf("is at schema %d, destination", len(mustMigrations(EngineSQLite))-1)},
+		{"unknown table", func(t *testing.T) (string, storetest.Ledger) {
+			odd := filepath.Join(t.TempDir(), "odd.db")
+			w, err := Open(ctx, Options{Path: odd})
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Close()
+			storetest.Exec(t, odd, `CREATE TABLE extra (x INTEGER)`)
+			return odd, storetest.NewLedger(t)
+		}, 0, `holds table "extra", which this gpuacct cannot copy`},
+		{"batch too large", func(t *testing.T) (string, storetest.Ledger) {
+			return srcPath, storetest.NewLedger(t)
+		}, MaxCopyBatch + 1, "batch of 1000001 rows: want 1 to 1000000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srcLoc, l := tc.prepare(t)
+			src := openAt(t, storetest.Ledger{Path: srcLoc}, true)
+			dst := openAt(t, l, false)
+			before := storetest.Strings(t, l.Loc(), `SELECT key || '=' || value FROM meta ORDER BY key`)
+			_, err := Copy(ctx, src, dst, CopyOptions{Batch: tc.batch})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err %v, want one saying %q", err, tc.want)
+			}
+			if diff := cmp.Diff(before, storetest.Strings(t, l.Loc(), `SELECT key || '=' || value FROM meta ORDER BY key`)); diff != "" {
+				t.Errorf("a refused copy changed the destination's meta (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestCopyVerifyNamesMismatches: a destination that lost a sample and
+// whose job figures moved fails verification, naming both figures.
+func TestCopyVerifyNamesMismatches(t *testing.T) {
+	ctx := context.Background()
+	srcPath := copyFixture(t)
+	l := storetest.NewLedger(t)
+	src := openAt(t, storetest.Ledger{Path: srcPath}, true)
+	dst := openAt(t, l, false)
+	if _, err := Copy(ctx, src, dst, CopyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Verify(ctx, src, dst); err != nil {
+		t.Fatalf("verify after a copy: %v", err)
+	}
+	storetest.Exec(t, l.Loc(), `UPDATE jobs SET used_gpu_s = used_gpu_s + 1.5, energy_mj = energy_mj + 7 WHERE id = 1`)
+	storetest.Exec(t, l.Loc(), `DELETE FROM samples WHERE t_ms = (SELECT max(t_ms) FROM samples) AND gpu_id = 1`)
+	used := storetest.Scalar[float64](t, srcPath, `SELECT sum(used_gpu_s) FROM jobs`)
+	energy := storetest.Scalar[int64](t, srcPath, `SELECT sum(energy_mj) FROM jobs`)
+	samples := storetest.Scalar[int64](t, srcPath, `SELECT count(*) FROM samples`)
+	_, err := Verify(ctx, src, dst)
+	if err == nil {
+		t.Fatal("verify passed a changed destination")
+	}
+	for _, want := range []string{
+		fmt.Sprintf("jobs: sum(energy_mj) is %d in the source, %d in the destination", energy, energy+7),
+		fmt.Sprintf("jobs: sum(used_gpu_s) is %g in the source, %g in the destination", used, used+1.5),
+		fmt.Sprintf("samples has %d rows in the source, %d in the destination", samples, samples-1),
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("verify said %q, want it to say %q", err, want)
+		}
+	}
+}
+
+// TestCopyKnowsEveryTable: every table the migrations make, on both
+// engines, is one Copy copies, and no other.
+func TestCopyKnowsEveryTable(t *testing.T) {
+	re := regexp.MustCompile(`(?i)CREATE TABLE (?:IF NOT EXISTS )?(\w+)`)
+	var want []string
+	for _, tb := range copyTables() {
+		want = append(want, tb.name)
+	}
+	slices.Sort(want)
+	for _, engine := range []string{EngineSQLite, EnginePostgres} {
+		var got []string
+		for _, m := range mustMigrations(engine) {
+			for _, sm := range re.FindAllStringSubmatch(m.sql, -1) {
+				if name := sm[1]; !strings.HasPrefix(name, "samples_") {
+					got = append(got, name)
+				}
+			}
+		}
+		slices.Sort(got)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: tables Copy knows (-) and the migrations make (+):\n%s", engine, diff)
+		}
+	}
+}
