@@ -42,6 +42,7 @@ func run(args []string, out io.Writer) error {
 	interval := fs.Duration("sample-interval", time.Minute, "sampling interval of the raw samples")
 	seed := fs.Int64("seed", 2026, "random seed")
 	endFlag := fs.String("end", "", "end of the data set, YYYY-MM-DD (UTC; default: today)")
+	storeURL := fs.String("store-url", "", "an empty PostgreSQL database (postgres://...) to fill instead of -dir's gpuacct.db")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -54,7 +55,10 @@ func run(args []string, out io.Writer) error {
 		end = t
 	}
 	dbPath := filepath.Join(*dir, "gpuacct.db")
-	if _, err := os.Stat(dbPath); err == nil {
+	if *storeURL != "" && !store.IsPostgresURL(*storeURL) {
+		return fmt.Errorf("-store-url: must start with postgres:// or postgresql://")
+	}
+	if _, err := os.Stat(dbPath); err == nil && *storeURL == "" {
 		return fmt.Errorf("%s exists: remove it (and its -wal, -shm, .lock) to make a new one", dbPath)
 	}
 	incoming := filepath.Join(*dir, "incoming")
@@ -90,7 +94,7 @@ func run(args []string, out io.Writer) error {
 		gen.Round(time.Second), truth.Jobs, truth.Events, truth.AggregateRecords, truth.Samples, truth.Files, float64(inBytes)/(1<<30))
 
 	cfg := config.Default()
-	cfg.Store.Path = dbPath
+	cfg.Store.Path, cfg.Store.URL = dbPath, *storeURL
 	cfg.Ingest.Incoming = incoming
 	cfg.Ingest.Quarantine = filepath.Join(*dir, "quarantine")
 	cfg.Ingest.Archive = filepath.Join(*dir, "archive")
@@ -98,7 +102,7 @@ func run(args []string, out io.Writer) error {
 	cfg.Ingest.Sacct = ""
 	cfg.Agent.Interval = config.Dur(*interval) // ingest holds segments to the agents' interval
 	ctx := context.Background()
-	s, err := store.Open(ctx, store.Options{Path: dbPath, Journal: cfg.Store.JournalMode, BusyTimeout: cfg.Store.BusyTimeout.Duration})
+	s, err := store.Open(ctx, store.Options{Path: dbPath, URL: *storeURL, Journal: cfg.Store.JournalMode, BusyTimeout: cfg.Store.BusyTimeout.Duration})
 	if err != nil {
 		return err
 	}
@@ -131,7 +135,7 @@ func run(args []string, out io.Writer) error {
 	for _, c := range tables {
 		counts = append(counts, fmt.Sprintf("%s %d", c.Table, c.Rows))
 	}
-	fmt.Fprintf(out, "DB %s: %.2f GiB; rows: %s\n", dbPath, float64(s.Size())/(1<<30), strings.Join(counts, ", "))
+	fmt.Fprintf(out, "DB %s: %.2f GiB; rows: %s\n", s.Path, float64(s.Size())/(1<<30), strings.Join(counts, ", "))
 	q0 := time.Now()
 	months, err := s.UsageByMonth(ctx, "account")
 	if err != nil {

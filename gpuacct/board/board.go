@@ -30,8 +30,9 @@ type Deps struct {
 	Loc *time.Location
 	// Slurm reads Slurm's nodes and reservations within timeout.
 	Slurm func(ctx context.Context, timeout time.Duration) (slurmstate.State, error)
-	// Notes reads the notes in force at now from the ledger at path.
-	Notes func(ctx context.Context, path string, busy time.Duration, now time.Time) ([]liveboard.Note, error)
+	// Notes reads the notes in force at now from the ledger at loc (a
+	// SQLite file or a PostgreSQL URL).
+	Notes func(ctx context.Context, loc string, busy time.Duration, now time.Time) ([]liveboard.Note, error)
 }
 
 // System is Deps for the real process: scontrol through slurmstate.Reader.
@@ -50,6 +51,7 @@ func flags() []cli.Flag {
 		&cli.StringFlag{Name: "live-dir", Usage: "directory of the agents' live snapshots (board.live_dir)", EnvVars: []string{"GPUSUITE_LIVE_DIR"}},
 		&cli.BoolFlag{Name: "no-slurm", Usage: "do not ask Slurm: the agents' view alone"},
 		&cli.StringFlag{Name: "db", Usage: "ledger whose notes and bookings are shown (store.path)", EnvVars: []string{"GPUSUITE_DB"}},
+		&cli.StringFlag{Name: "store-url", Usage: "PostgreSQL ledger, postgres://... (store.url; \"\": the SQLite file of --db)", EnvVars: []string{"GPUSUITE_STORE_URL"}},
 		&cli.DurationFlag{Name: "slurm-timeout", Usage: "bound on reading Slurm's state (board.slurm_timeout)"},
 		&cli.StringFlag{Name: "format", Usage: "table or json", Value: "table"},
 	}
@@ -82,6 +84,9 @@ func load(c *cli.Context, d Deps, cmd string) (*view, error) {
 	if c.IsSet("db") {
 		cfg.Store.Path = c.String("db")
 	}
+	if c.IsSet("store-url") {
+		cfg.Store.URL = c.String("store-url")
+	}
 	if c.IsSet("slurm-timeout") {
 		if t := c.Duration("slurm-timeout"); t <= 0 || t > 5*time.Minute {
 			return nil, cliwire.Usagef("%s: --slurm-timeout %s is outside 0s..5m", cmd, t)
@@ -111,7 +116,7 @@ func load(c *cli.Context, d Deps, cmd string) (*view, error) {
 		}
 		return nil, fmt.Errorf("%s: nothing to show: %s, and Slurm was not read", cmd, why)
 	}
-	notes, err := d.Notes(c.Context, cfg.Store.Path, cfg.Store.BusyTimeout.Duration, now)
+	notes, err := d.Notes(c.Context, cfg.Store.Location(), cfg.Store.BusyTimeout.Duration, now)
 	if err != nil {
 		v.notesErr = err.Error()
 	}

@@ -18,19 +18,24 @@ const notesTimeout = 10 * time.Second
 // it whole.
 const maxNoteRunes = 40
 
-// LedgerNotes reads the notes in force at now from the ledger at path,
-// read-only (no lock: ingest may be writing), within notesTimeout.
-func LedgerNotes(ctx context.Context, path string, busy time.Duration, now time.Time) ([]liveboard.Note, error) {
+// LedgerNotes reads the notes in force at now from the ledger at loc (a
+// SQLite file or a PostgreSQL URL), read-only (no lock: ingest may be
+// writing), within notesTimeout.
+func LedgerNotes(ctx context.Context, loc string, busy time.Duration, now time.Time) ([]liveboard.Note, error) {
 	ctx, cancel := context.WithTimeout(ctx, notesTimeout)
 	defer cancel()
-	st, err := store.Open(ctx, store.Options{Path: path, ReadOnly: true, BusyTimeout: busy})
+	o := store.Options{Path: loc, ReadOnly: true, BusyTimeout: busy}
+	if store.IsPostgresURL(loc) {
+		o.Path, o.URL = "", loc
+	}
+	st, err := store.Open(ctx, o)
 	if err != nil {
 		return nil, err
 	}
 	defer st.Close()
 	ns, err := liveboard.LedgerNotes(st)(ctx, now)
 	if err != nil {
-		return nil, fmt.Errorf("ledger %q: %w", path, err)
+		return nil, fmt.Errorf("ledger %q: %w", st.Path, err)
 	}
 	return ns, nil
 }

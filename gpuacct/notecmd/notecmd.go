@@ -72,6 +72,7 @@ serve's next pass.`,
 func commonFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "db", Usage: "accounting database (store.path)", EnvVars: []string{"GPUSUITE_DB"}},
+		&cli.StringFlag{Name: "store-url", Usage: "PostgreSQL ledger, postgres://... (store.url; \"\": the SQLite file of --db)", EnvVars: []string{"GPUSUITE_STORE_URL"}},
 		&cli.StringFlag{Name: "requests", Usage: "request directory (report.requests); notes wait in its notes/", EnvVars: []string{"GPUSUITE_REQUESTS"}},
 		&cli.StringFlag{Name: "tz", Usage: "time zone --until is read and times are shown in (report.tz)", EnvVars: []string{"GPUSUITE_TZ"}},
 	}
@@ -94,7 +95,7 @@ func load(c *cli.Context, d Deps, title string) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	cliwire.SetStrings(c, map[string]*string{"db": &cfg.Store.Path, "requests": &cfg.Report.Requests, "tz": &cfg.Report.TZ,
+	cliwire.SetStrings(c, map[string]*string{"db": &cfg.Store.Path, "store-url": &cfg.Store.URL, "requests": &cfg.Report.Requests, "tz": &cfg.Report.TZ,
 		"live-dir": &cfg.Board.LiveDir})
 	loc, err := timespec.LoadLocation(cfg.Report.TZ)
 	if err != nil {
@@ -112,7 +113,7 @@ func (e *env) trusted(uid int) bool { return uid == 0 || uid == e.svc }
 // reader opens the ledger read-only; nil when it cannot be read (the
 // writer checks the request again).
 func (e *env) reader(ctx context.Context) (*store.Store, error) {
-	return store.Open(ctx, store.Options{Path: e.cfg.Store.Path, ReadOnly: true, BusyTimeout: e.cfg.Store.BusyTimeout.Duration})
+	return store.Open(ctx, store.Options{Path: e.cfg.Store.Path, URL: e.cfg.Store.URL, ReadOnly: true, BusyTimeout: e.cfg.Store.BusyTimeout.Duration})
 }
 
 // file queues r and, when this user may write the ledger and no writer
@@ -133,7 +134,7 @@ func (e *env) file(ctx context.Context, r *ignorereq.Request) (*ignorereq.Reques
 	if !writer {
 		return nil, path, nil
 	}
-	st, err := store.Open(ctx, store.Options{Path: e.cfg.Store.Path, Journal: e.cfg.Store.JournalMode, BusyTimeout: e.cfg.Store.BusyTimeout.Duration})
+	st, err := store.Open(ctx, store.Options{Path: e.cfg.Store.Path, URL: e.cfg.Store.URL, Journal: e.cfg.Store.JournalMode, BusyTimeout: e.cfg.Store.BusyTimeout.Duration})
 	if errors.Is(err, store.ErrLocked) {
 		return nil, path, nil
 	}

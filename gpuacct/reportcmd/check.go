@@ -67,7 +67,7 @@ Examples:
    */10 * * * * gpuacct check >/dev/null || mail -s "gpuacct" root   # crontab
    command[gpuacct]=/usr/bin/gpuacct check                           # nrpe.cfg`,
 		// The defaults shown are the config's, which apply, not the flags' zeros.
-		Flags: []cli.Flag{dbFlag(),
+		Flags: []cli.Flag{dbFlag(), storeURLFlag(),
 			&cli.DurationFlag{Name: "stale", Usage: "a node may ship nothing this long (report.check_stale)", EnvVars: []string{"GPUSUITE_CHECK_STALE"},
 				DefaultText: config.Default().Report.CheckStale.Duration.String()},
 			&cli.DurationFlag{Name: "lag", Usage: "the last good ingest pass may be this old (report.check_lag)", EnvVars: []string{"GPUSUITE_CHECK_LAG"},

@@ -75,6 +75,10 @@ func dbFlag() cli.Flag {
 	return &cli.StringFlag{Name: "db", Usage: "accounting database (store.path)", EnvVars: []string{"GPUSUITE_DB"}}
 }
 
+func storeURLFlag() cli.Flag {
+	return &cli.StringFlag{Name: "store-url", Usage: "PostgreSQL ledger, postgres://... (store.url; \"\": the SQLite file of --db)", EnvVars: []string{"GPUSUITE_STORE_URL"}}
+}
+
 func windowFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "start", Aliases: []string{"S"}, Usage: "start of the window: " + timespec.Formats + " (default: 7 days before today 00:00)"},
@@ -123,6 +127,7 @@ func load(c *cli.Context, d Deps) (*env, error) {
 		}
 	}
 	set("db", &cfg.Store.Path)
+	set("store-url", &cfg.Store.URL)
 	set("tz", &cfg.Report.TZ)
 	set("teams-file", &cfg.Report.Teams)
 	set("format", &cfg.Report.Format)
@@ -135,7 +140,7 @@ func load(c *cli.Context, d Deps) (*env, error) {
 }
 
 func (e *env) open(ctx context.Context) (*report.DB, error) {
-	return report.OpenDB(ctx, e.cfg.Store.Path, e.cfg.Store.BusyTimeout.Duration)
+	return report.OpenDB(ctx, e.cfg.Store.Location(), e.cfg.Store.BusyTimeout.Duration)
 }
 
 // job reads one job's detail (job and plot share it), closing the ledger
@@ -196,7 +201,7 @@ func filterOf(c *cli.Context) (report.Filter, []string) {
 
 // ReportCommand is `gpuacct report`.
 func ReportCommand(d Deps) *cli.Command {
-	flags := append(append(append(append([]cli.Flag{dbFlag()}, windowFlags()...),
+	flags := append(append(append(append([]cli.Flag{dbFlag(), storeURLFlag()}, windowFlags()...),
 		&cli.StringFlag{Name: "period", Usage: "a time series: day, week or month (default: one total)"},
 		&cli.IntFlag{Name: "limit", Usage: "at most this many rows per period (top: default 10; jobs: default 50)"},
 		&cli.StringFlag{Name: "by", Usage: "top: users or teams", Value: "users"},

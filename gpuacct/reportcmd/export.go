@@ -31,7 +31,7 @@ Examples:
    gpuacct export samples --start now-1day --format jsonl | gzip > day.jsonl.gz
    gpuacct export samples --start yesterday --end today --split-dir /tmp/samples   # one file per node
    gpuacct export gpus --start 11/01 -o gpus.csv`,
-		Flags: append(append([]cli.Flag{dbFlag()}, windowFlags()...),
+		Flags: append(append([]cli.Flag{dbFlag(), storeURLFlag()}, windowFlags()...),
 			&cli.StringFlag{Name: "format", Usage: "csv or jsonl", Value: "csv"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write to this file instead of stdout"},
 			&cli.StringFlag{Name: "split-dir", Usage: "one file per node in this directory (gpus, samples)"},

@@ -80,7 +80,7 @@ Examples:
 }
 
 func ignoreFlags(list bool) []cli.Flag {
-	f := []cli.Flag{dbFlag(),
+	f := []cli.Flag{dbFlag(), storeURLFlag(),
 		&cli.StringFlag{Name: "reason", Usage: "why (kept with the change)"},
 		&cli.StringFlag{Name: "cluster", Aliases: []string{"M"}, Usage: "the cluster, when several share the ledger"},
 		&cli.StringFlag{Name: "requests", Usage: "request directory (report.requests)", EnvVars: []string{"GPUSUITE_REQUESTS"}},
@@ -162,7 +162,7 @@ func change(c *cli.Context, d Deps, action string) error {
 
 // applyNow applies pending requests when no writer holds the store.
 func applyNow(ctx context.Context, e *env, svc, euid int) (int, error) {
-	st, err := store.Open(ctx, store.Options{Path: e.cfg.Store.Path, Journal: e.cfg.Store.JournalMode, BusyTimeout: e.cfg.Store.BusyTimeout.Duration})
+	st, err := store.Open(ctx, store.Options{Path: e.cfg.Store.Path, URL: e.cfg.Store.URL, Journal: e.cfg.Store.JournalMode, BusyTimeout: e.cfg.Store.BusyTimeout.Duration})
 	if err != nil {
 		return 0, err
 	}

@@ -27,7 +27,7 @@ Examples:
    gpuacct job 123456
    gpuacct job 123456_3 --json | jq '.gpus[] | {uuid, util_mean_pct}'
    gpuacct job 123456 --db /tmp/acct.db`,
-		Flags: []cli.Flag{dbFlag(),
+		Flags: []cli.Flag{dbFlag(), storeURLFlag(),
 			&cli.StringFlag{Name: "cluster", Aliases: []string{"M"}, Usage: "the cluster, when several share the ledger"},
 			&cli.BoolFlag{Name: "json", Usage: "JSON instead of text"},
 			&cli.StringFlag{Name: "tz", Usage: "time zone of the times shown (report.tz)", EnvVars: []string{"GPUSUITE_TZ"}},

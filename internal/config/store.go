@@ -8,8 +8,11 @@ import (
 
 // Store configures the accounting database (docs/store.md).
 type Store struct {
-	// Path is the SQLite file.
+	// Path is the SQLite file, used when URL is empty.
 	Path string `toml:"path"`
+	// URL, when set, is a PostgreSQL database (postgres://…) that holds
+	// the ledger instead of the SQLite file at Path.
+	URL string `toml:"url"`
 	// JournalMode is auto (WAL on a local file system, DELETE on NFS and
 	// other network file systems), wal or delete.
 	JournalMode string `toml:"journal_mode"`
@@ -88,7 +91,21 @@ func defaultIngest() Ingest {
 	}
 }
 
+// Location is where the ledger is: URL when set, else Path. It may hold
+// a password: print it through store.RedactURL.
+func (s *Store) Location() string {
+	if s.URL != "" {
+		return s.URL
+	}
+	return s.Path
+}
+
 func (s *Store) validate() error {
+	// The value is not repeated: a mistyped scheme may still carry a
+	// password.
+	if s.URL != "" && !strings.HasPrefix(s.URL, "postgres://") && !strings.HasPrefix(s.URL, "postgresql://") {
+		return fmt.Errorf("key \"store.url\": must start with postgres:// or postgresql:// (e.g. \"postgres://gpusuite@db.example.org/gpusuite\"), or be \"\" for the SQLite file at store.path")
+	}
 	if !strings.HasPrefix(s.Path, "/") {
 		return fmt.Errorf("key \"store.path\": %q is not an absolute path", s.Path)
 	}

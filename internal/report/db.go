@@ -20,7 +20,9 @@ import (
 
 // DB is the accounting database opened for reading.
 type DB struct {
-	st   *store.Store
+	st *store.Store
+	// path names the ledger in messages: the file, or the URL without
+	// its password.
 	path string
 	busy time.Duration
 	// nodeNames maps nodes.id to "name" (or "cluster/name" when several
@@ -32,16 +34,24 @@ type DB struct {
 	clusters []string
 }
 
-// OpenDB opens path read-only. A missing file and a file that is not a
-// gpusuite store are errors here, not at the first query.
-func OpenDB(ctx context.Context, path string, busy time.Duration) (*DB, error) {
-	if _, err := os.Stat(path); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("accounting database %s does not exist (set store.path or --db; gpuacct serve creates it): %w", path, fs.ErrNotExist)
+// OpenDB opens the ledger at loc read-only: a SQLite file's path, or a
+// PostgreSQL URL (postgres://…). A missing file and a file or database
+// that is not a gpusuite store are errors here, not at the first query.
+func OpenDB(ctx context.Context, loc string, busy time.Duration) (*DB, error) {
+	o := store.Options{ReadOnly: true, BusyTimeout: busy}
+	path := loc
+	if store.IsPostgresURL(loc) {
+		o.URL, path = loc, store.RedactURL(loc)
+	} else {
+		o.Path = loc
+		if _, err := os.Stat(loc); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("accounting database %s does not exist (set store.path or --db; gpuacct serve creates it): %w", loc, fs.ErrNotExist)
+			}
+			return nil, fmt.Errorf("accounting database %s: %w", loc, err)
 		}
-		return nil, fmt.Errorf("accounting database %s: %w", path, err)
 	}
-	st, err := store.Open(ctx, store.Options{Path: path, ReadOnly: true, BusyTimeout: busy})
+	st, err := store.Open(ctx, o)
 	if err != nil {
 		return nil, describe(path, busy, err)
 	}

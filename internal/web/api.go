@@ -11,6 +11,7 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/report/table"
+	"github.com/aicloud/gpusuite/internal/store"
 )
 
 // apiHandler runs fn and turns its error into {"error": "..."} with the
@@ -379,7 +380,7 @@ func (h *Handler) apiHealth(w http.ResponseWriter, r *http.Request) error {
 		Problems  []string `json:"problems"`
 		DB        string   `json:"db"`
 		CheckedAt string   `json:"checked_at"`
-	}{DB: h.o.DB, CheckedAt: h.o.Now().UTC().Format(time.RFC3339)}
+	}{DB: store.RedactURL(h.o.DB), CheckedAt: h.o.Now().UTC().Format(time.RFC3339)}
 	err := h.withConn(r, func(c *conn) error {
 		o := h.o.Check
 		o.Now = h.o.Now()

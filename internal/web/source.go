@@ -94,7 +94,9 @@ func (s *source) forget(c *conn) {
 }
 
 func (s *source) open(ctx context.Context) (*conn, error) {
-	if _, err := os.Stat(s.o.DB); errors.Is(err, fs.ErrNotExist) {
+	if store.IsPostgresURL(s.o.DB) {
+		// report.OpenDB names a database without its ledger.
+	} else if _, err := os.Stat(s.o.DB); errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("accounting database %s does not exist yet (gpuacct serve creates it at its first pass): %w", s.o.DB, err)
 	}
 	rep, err := report.OpenDB(ctx, s.o.DB, s.o.BusyTimeout)
@@ -104,7 +106,7 @@ func (s *source) open(ctx context.Context) (*conn, error) {
 	c := &conn{rep: rep, st: rep.Store()}
 	if c.maxNode, err = c.st.MaxNodeID(ctx); err != nil {
 		c.closeNow()
-		return nil, fmt.Errorf("read %s: %w", s.o.DB, err)
+		return nil, fmt.Errorf("read %s: %w", store.RedactURL(s.o.DB), err)
 	}
 	return c, nil
 }

@@ -89,7 +89,7 @@ func OptionsFrom(cfg config.Config, src *board.Source, log *slog.Logger, now fun
 		perClient = -1 // the key's 0 is no bound
 	}
 	return Options{
-		DB: cfg.Store.Path, BusyTimeout: cfg.Store.BusyTimeout.Duration, Teams: cfg.Report.Teams, Location: loc,
+		DB: cfg.Store.Location(), BusyTimeout: cfg.Store.BusyTimeout.Duration, Teams: cfg.Report.Teams, Location: loc,
 		MaxAge: cfg.Web.MaxAge.Duration, Check: report.CheckOptionsFrom(cfg, time.Time{}),
 		Concurrent: cfg.Web.Concurrent, Timeout: cfg.Web.Timeout.Duration, Now: now, Log: log,
 		Board: src, BoardRefresh: boardRefresh(cfg.Agent.Interval.Duration), MaxStreams: cfg.Web.MaxStreams,

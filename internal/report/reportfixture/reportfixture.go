@@ -6,13 +6,14 @@ package reportfixture
 import (
 	"context"
 	"math/rand"
-	"path/filepath"
+
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/store"
+	"github.com/aicloud/gpusuite/internal/store/storetest"
 )
 
 // Job is one job run on one node for a hand-made ledger.
@@ -31,11 +32,13 @@ type Job struct {
 var T0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Unix()
 
 // BuildLedger writes the jobs' start and end events through store.Batch,
-// the way ingest does, and returns the database path.
+// the way ingest does, on a new ledger of the engine under test
+// (storetest.NewLedger), and returns its location: the file's path, or
+// the database's URL.
 func BuildLedger(t testing.TB, jobs []Job, now time.Time) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "gpuacct.db")
-	st, err := store.Open(context.Background(), store.Options{Path: path})
+	l := storetest.NewLedger(t)
+	st, err := store.Open(context.Background(), store.Options{Path: l.Path, URL: l.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +80,7 @@ func BuildLedger(t testing.TB, jobs []Job, now time.Time) string {
 	if err := b.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	return path
+	return l.Loc()
 }
 
 // RandomJobs makes n job runs from T0 over horizon seconds on 4 nodes:
