@@ -19,6 +19,7 @@ import (
 func Flags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "db", Usage: "accounting database (store.path)", EnvVars: []string{"GPUSUITE_DB"}},
+		&cli.StringFlag{Name: "store-url", Usage: "PostgreSQL ledger, postgres://... (store.url; \"\": the SQLite file of --db)", EnvVars: []string{"GPUSUITE_STORE_URL"}},
 		&cli.StringFlag{Name: "incoming", Usage: "directory of per-node incoming directories (ingest.incoming)", EnvVars: []string{"GPUSUITE_INCOMING"}},
 		&cli.StringFlag{Name: "quarantine", Usage: "where bad and refused files go (ingest.quarantine)", EnvVars: []string{"GPUSUITE_QUARANTINE"}},
 		&cli.StringFlag{Name: "archive", Usage: "where ingested files go when keep=archive (ingest.archive)", EnvVars: []string{"GPUSUITE_ARCHIVE"}},
@@ -42,6 +43,7 @@ func Config(c *cli.Context, getenv func(string) string) (config.Config, error) {
 		}
 	}
 	str("db", &cfg.Store.Path)
+	str("store-url", &cfg.Store.URL)
 	str("incoming", &cfg.Ingest.Incoming)
 	str("quarantine", &cfg.Ingest.Quarantine)
 	str("archive", &cfg.Ingest.Archive)
@@ -70,25 +72,36 @@ records (a record already stored changes nothing), then archives or deletes
 the file. Bad files go to quarantine/ with a .reason; files not owned by the
 service user, or in a directory others can write, are refused the same way.
 Exits non-zero when the pass could not finish (database locked by 'gpuacct
-serve', disk full, ...); what was committed stays, the rest waits.
+serve', disk full, ...); what was committed stays, the rest waits. With
+--wait it waits for the writer that holds the ledger to let go instead
+(Ctrl-C stops the wait). --store-url (store.url) names a PostgreSQL ledger
+in place of the SQLite file of --db.
 
 Examples:
    gpuacct ingest                                  # paths from /etc/gpusuite/gpusuite.toml
    gpuacct ingest --db /tmp/acct.db --incoming /tmp/incoming --keep delete
+   gpuacct ingest --wait --store-url postgres://gpusuite@db.example.org/gpusuite
    */5 * * * * gpuacct gpuacct ingest              # /etc/cron.d line (as user gpuacct), when serve is not used`,
-		Flags: Flags(),
+		Flags: append(Flags(),
+			&cli.BoolFlag{Name: "wait", Usage: "wait for the writer that holds the ledger (gpuacct serve) to let go, instead of failing at once"}),
 		Action: func(c *cli.Context) error {
 			cfg, err := Config(c, getenv)
 			if err != nil {
 				return err
 			}
-			s, err := ingest.Open(c.Context, cfg, stderr, getenv, "gpuacct-ingest")
+			s, err := ingest.Prepare(cfg, stderr, getenv, "gpuacct-ingest")
 			if err != nil {
 				return err
 			}
 			defer s.Close()
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			w := ingest.Writer{Wait: c.Bool("wait"), OnWait: func(holder string) {
+				s.Log.Warn("another writer holds the ledger: " + holder + "; waiting for it to let go")
+			}}
+			if err := s.OpenStore(ctx, w); err != nil {
+				return err
+			}
 			return s.Once(ctx, stdout)
 		},
 	}

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -33,6 +32,8 @@ type Main struct {
 	Stderr io.Writer
 	Getenv func(string) string
 	Config config.Config
+	// Addr, when not nil, is sent the address /metrics listens on.
+	Addr chan string
 
 	setup *ingest.Setup
 }
@@ -47,15 +48,40 @@ func (m *Main) ParseFlags(c *cli.Context) error {
 	return nil
 }
 
-// Run opens the writer store and serves until ctx ends: passes, /metrics
-// (with gpusuite_build_info), the dashboard and API, systemd notify and
+// errLostLock ends Run when the writer lock is gone: exiting non-zero
+// lets systemd start serve again, and the new one waits for the lock.
+var errLostLock = errors.New("the ledger's writer lock is lost (connection to the database ended; another writer may hold it now): exiting so that the restarted serve waits for it")
+
+// Run starts /metrics, opens the writer store (waiting while another
+// writer holds it) and serves until ctx ends: passes, /metrics (with
+// gpusuite_build_info), the dashboard and API, systemd notify and
 // watchdog.
 func (m *Main) Run(ctx context.Context) error {
-	s, err := ingest.Open(ctx, m.Config, m.Stderr, m.Getenv, "gpuacct-serve")
+	s, err := ingest.Prepare(m.Config, m.Stderr, m.Getenv, "gpuacct-serve")
 	if err != nil {
 		return err
 	}
 	m.setup = s
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(versioncollector.NewCollector("gpusuite"))
+	gauges := newWriterGauges(reg, s.Config.Store.URL)
+	f := newFront(reg)
+	stopHTTP, err := f.listen(ctx, s.Config.Ingest.MetricsListen, s.Config.Web.Timeout.Duration, m.Addr, s.Log)
+	if err != nil {
+		return err
+	}
+	defer stopHTTP()
+	err = s.OpenStore(ctx, ingest.Writer{Wait: true, OnWait: func(holder string) {
+		s.Log.Warn("another writer holds the ledger: " + holder + "; waiting to take over")
+		gauges.waiting.Set(1)
+	}})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while waiting
+		}
+		return err
+	}
+	gauges.waiting.Set(0)
 	src, closeNotes, err := liveBoard(ctx, s.Config, s.Log)
 	if err != nil {
 		return err
@@ -63,18 +89,36 @@ func (m *Main) Run(ctx context.Context) error {
 	defer closeNotes()
 	// Slurm is re-read on the source's timer, whoever looks at the board.
 	go src.Run(ctx)
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(versioncollector.NewCollector("gpusuite"), board.NewCollector(src, s.Config.Board.IdleAlert.Duration))
+	reg.MustRegister(board.NewCollector(src, s.Config.Board.IdleAlert.Duration))
 	s.Deps.Metrics = ingest.NewMetrics(reg, time.Now)
-	srv := ingest.NewServer(ingest.New(s.Deps), s.Config, reg, s.Log, m.Getenv)
-	srv.HTTPServer = func(h http.Handler) *http.Server { return web.NewServer(h, s.Config.Web.Timeout.Duration) }
-	stopWeb, err := web.Mount(ctx, s.Config, src, srv.Handle, s.Log)
+	// The ingest server's own listener stays off: front serves /metrics.
+	icfg := s.Config
+	icfg.Ingest.MetricsListen = ""
+	srv := ingest.NewServer(ingest.New(s.Deps), icfg, reg, s.Log, m.Getenv)
+	stopWeb, err := web.Mount(ctx, s.Config, src, f.Handle, s.Log)
 	if err != nil {
 		return err
 	}
 	defer stopWeb()
-	if err := srv.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+	f.ready.Store(true)
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	lost := s.LostLock(runCtx, s.Config.Ingest.Interval.Duration)
+	go func() {
+		select {
+		case <-lost:
+			s.Log.Error("lost the ledger's writer lock; stopping")
+			cancel()
+		case <-runCtx.Done():
+		}
+	}()
+	if err := srv.Run(runCtx); err != nil && !errors.Is(err, context.Canceled) {
 		return err
+	}
+	select {
+	case <-lost:
+		return errLostLock
+	default:
 	}
 	return nil
 }
@@ -84,9 +128,9 @@ func (m *Main) Run(ctx context.Context) error {
 // the notes in force from a read-only store (the writer's connection is
 // ingest's alone). The returned close closes that store.
 func liveBoard(ctx context.Context, cfg config.Config, log *slog.Logger) (*board.Source, func(), error) {
-	st, err := store.Open(ctx, store.Options{Path: cfg.Store.Path, ReadOnly: true, BusyTimeout: cfg.Store.BusyTimeout.Duration})
+	st, err := store.Open(ctx, store.Options{Path: cfg.Store.Path, URL: cfg.Store.URL, ReadOnly: true, BusyTimeout: cfg.Store.BusyTimeout.Duration})
 	if err != nil {
-		return nil, nil, fmt.Errorf("open store %q for the board's notes: %w", cfg.Store.Path, err)
+		return nil, nil, fmt.Errorf("open store %q for the board's notes: %w", store.RedactURL(cfg.Store.Location()), err)
 	}
 	src := board.NewSource(board.SourceOptions{
 		LiveDir:       cfg.Board.LiveDir,
@@ -119,8 +163,11 @@ func Command(stdout, stderr io.Writer, getenv func(string) string) *cli.Command 
 		UsageText: `gpuacct serve [options]
 
 Runs an ingest pass whenever a node directory changes (fsnotify, where the
-file system reports it) and at least every --interval. Holds the database's
-writer lock for its whole life: a second serve or ingest refuses to start.
+file system reports it) and at least every --interval. Holds the ledger's
+writer lock for its whole life: a second ingest refuses to start, a second
+serve waits (/metrics answers meanwhile, gpuacct_store_writer_waiting 1)
+and takes over when the first ends; a serve that loses the lock (its
+PostgreSQL session ended) exits 1.
 Under systemd (Type=notify, WatchdogSec=) it reports readiness after the
 first pass and pings the watchdog; SIGTERM finishes the current batch and
 exits 0. With web.enabled it serves the dashboard: the live board at /
@@ -130,6 +177,7 @@ the accounting at /accounting, with /api/v1/ (docs/api.md).
 Examples:
    systemctl enable --now gpuacct-serve            # packaging/systemd/gpuacct-serve.service
    gpuacct serve --interval 10s --metrics-listen 127.0.0.1:9466
+   gpuacct serve --store-url postgres://gpusuite@db.example.org/gpusuite?sslmode=verify-full
    curl -s localhost:9466/metrics | grep gpuacct_ingest
    curl -s localhost:9466/api/v1/free`,
 		Flags: append(ingestcmd.Flags(),

@@ -27,8 +27,32 @@ type Setup struct {
 
 // Open checks cfg (flags already applied by the command line), opens the
 // writer store and wires the ingester's dependencies. prog names the log
-// lines ("gpuacct-serve").
+// lines ("gpuacct-serve"). A writer already holding the store makes it
+// fail with store.ErrLocked.
 func Open(ctx context.Context, cfg config.Config, stderr io.Writer, getenv func(string) string, prog string) (*Setup, error) {
+	s, err := Prepare(cfg, stderr, getenv, prog)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.OpenStore(ctx, Writer{}); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Writer says how OpenStore takes the writer lock.
+type Writer struct {
+	// Wait waits (until ctx ends) for another writer to let go instead
+	// of failing with store.ErrLocked.
+	Wait bool
+	// OnWait is told who holds the lock, once each time that changes.
+	OnWait func(holder string)
+}
+
+// Prepare checks cfg and makes the logger and the ingester's
+// dependencies, all but the store: a daemon that may wait for the writer
+// lock logs, and serves /metrics, before it has the store.
+func Prepare(cfg config.Config, stderr io.Writer, getenv func(string) string, prog string) (*Setup, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -45,10 +69,6 @@ func Open(ctx context.Context, cfg config.Config, stderr io.Writer, getenv func(
 		}
 		uid, _ = strconv.Atoi(u.Uid)
 	}
-	st, err := store.Open(ctx, store.Options{Path: cfg.Store.Path, Journal: cfg.Store.JournalMode, BusyTimeout: cfg.Store.BusyTimeout.Duration})
-	if err != nil {
-		return nil, err
-	}
 	var sacct Sacct
 	if cfg.Ingest.Sacct != "" {
 		prog := cfg.Ingest.Sacct
@@ -56,13 +76,31 @@ func Open(ctx context.Context, cfg config.Config, stderr io.Writer, getenv func(
 			return exec.CommandContext(ctx, prog, args...).Output()
 		}
 	}
-	return &Setup{Config: cfg, Log: log, Store: st, Deps: Deps{
-		Store: st, Config: cfg, Log: log, Now: time.Now, UID: uid, Sacct: sacct,
+	return &Setup{Config: cfg, Log: log, Deps: Deps{
+		Config: cfg, Log: log, Now: time.Now, UID: uid, Sacct: sacct,
 	}}, nil
 }
 
-// Close closes the store.
-func (s *Setup) Close() error { return s.Store.Close() }
+// OpenStore opens the writer store (store.url, else store.path) as w
+// says.
+func (s *Setup) OpenStore(ctx context.Context, w Writer) error {
+	c := s.Config.Store
+	st, err := store.Open(ctx, store.Options{Path: c.Path, URL: c.URL, Journal: c.JournalMode, BusyTimeout: c.BusyTimeout.Duration,
+		Wait: w.Wait, OnWait: w.OnWait})
+	if err != nil {
+		return err
+	}
+	s.Store, s.Deps.Store = st, st
+	return nil
+}
+
+// Close closes the store, if open.
+func (s *Setup) Close() error {
+	if s.Store == nil {
+		return nil
+	}
+	return s.Store.Close()
+}
 
 // Once is `gpuacct ingest`: one pass, the requests applied, a summary
 // line on stdout.
