@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/mattn/go-sqlite3"
 )
 
@@ -28,6 +29,13 @@ func TestTranslateKinds(t *testing.T) {
 		{"no such table text", errors.New("no such table: nodes"), false, true, true},
 		{"locked text", errors.New("database is locked"), true, false, true},
 		{"other", errors.New("boom"), false, false, false},
+		{"pg lock_timeout", &pgconn.PgError{Code: "55P03"}, true, false, true},
+		{"pg deadlock", fmt.Errorf("update jobs: %w", &pgconn.PgError{Code: "40P01"}), true, false, true},
+		{"pg undefined table", &pgconn.PgError{Code: "42P01"}, false, true, true},
+		{"pg connection failure", &pgconn.PgError{Code: "08006"}, false, false, true},
+		{"pg disk full", &pgconn.PgError{Code: "53100"}, false, false, true},
+		{"pg read-only transaction", &pgconn.PgError{Code: "25006"}, false, false, true},
+		{"pg unique violation", &pgconn.PgError{Code: "23505"}, false, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := translate(tc.err)

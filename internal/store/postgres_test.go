@@ -1,0 +1,251 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/aicloud/gpusuite/internal/record"
+	"github.com/aicloud/gpusuite/internal/store/storetest"
+)
+
+// The tests of what only PostgreSQL does. They open a database of their
+// own on the test server whichever engine the pass is on, and fail
+// without one (GPUSUITE_TEST_PG).
+
+// pgWait bounds how long a test waits for the server: long, because a
+// busy test machine may be slow, and only reached when the test fails.
+const pgWait = 60 * time.Second
+
+// TestPostgresWriterLock: a second writer gets ErrLocked naming the
+// holder; one that waits is told who holds it and takes over as soon as
+// the first closes.
+func TestPostgresWriterLock(t *testing.T) {
+	ctx := context.Background()
+	u := storetest.NewPostgresDB(t)
+	first, err := Open(ctx, Options{URL: u})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	if !first.HoldsLock(ctx) {
+		t.Fatal("the first writer does not hold the lock")
+	}
+
+	_, err = Open(ctx, Options{URL: u})
+	if !errors.Is(err, ErrLocked) {
+		t.Fatalf("second writer: %v, want ErrLocked", err)
+	}
+	holder := fmt.Sprintf("gpuacct pid %d on ", os.Getpid())
+	if msg := err.Error(); !strings.Contains(msg, holder) || !strings.Contains(msg, "only one gpuacct ingest/serve") {
+		t.Errorf("lock message %q does not name the holder (%q) and why", msg, holder)
+	}
+
+	// A reader is welcome meanwhile.
+	r, err := Open(ctx, Options{URL: u, ReadOnly: true})
+	if err != nil {
+		t.Fatalf("reader beside the writer: %v", err)
+	}
+	r.Close()
+
+	waited := make(chan string, 16)
+	type opened struct {
+		s   *Store
+		err error
+	}
+	done := make(chan opened, 1)
+	wctx, cancel := context.WithTimeout(ctx, pgWait)
+	defer cancel()
+	go func() {
+		s, err := Open(wctx, Options{URL: u, Wait: true, OnWait: func(h string) { waited <- h }})
+		done <- opened{s, err}
+	}()
+	select {
+	case h := <-waited:
+		if !strings.Contains(h, holder) {
+			t.Errorf("OnWait(%q) does not name the holder %q", h, holder)
+		}
+	case o := <-done:
+		if o.s != nil {
+			o.s.Close()
+		}
+		t.Fatalf("the waiting writer opened (%v) while the first held the lock", o.err)
+	case <-wctx.Done():
+		t.Fatal("OnWait was not called")
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var second *Store
+	select {
+	case o := <-done:
+		if o.err != nil {
+			t.Fatalf("waiting writer: %v", o.err)
+		}
+		second = o.s
+	case <-wctx.Done():
+		t.Fatal("the waiting writer did not take over after the first closed")
+	}
+	defer second.Close()
+	if !second.HoldsLock(ctx) {
+		t.Error("the writer that took over does not hold the lock")
+	}
+	if first.HoldsLock(ctx) {
+		t.Error("the closed writer still says it holds the lock")
+	}
+}
+
+// TestPostgresSamplePartitions: samples land in their UTC month's
+// partition, and pruning drops the months wholly before the cut, deletes
+// the older samples of the month it falls in, and counts both.
+func TestPostgresSamplePartitions(t *testing.T) {
+	ctx := context.Background()
+	u := storetest.NewPostgresDB(t)
+	s, err := Open(ctx, Options{URL: u})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const uuid = "GPU-00000000-0000-0000-0000-000000000001"
+	util := uint32(30)
+	at := []time.Time{
+		time.Date(2026, 1, 10, 12, 0, 0, 0, time.UTC),
+		time.Date(2026, 2, 10, 12, 0, 0, 0, time.UTC),
+		time.Date(2026, 2, 28, 23, 59, 0, 0, time.UTC),
+		time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC),
+	}
+	now := time.Date(2026, 3, 20, 0, 0, 0, 0, time.UTC)
+	batch := func(f func(b *Batch) error) {
+		t.Helper()
+		b, err := s.Begin(ctx, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f(b); err != nil {
+			b.Rollback()
+			t.Fatal(err)
+		}
+		if err := b.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, tm := range at {
+		batch(func(b *Batch) error {
+			_, err := b.Segment(&record.SegmentHeader{Cluster: "c", Node: "n1", Seq: uint64(i + 1), Interval: 60},
+				[]record.Sample{{Time: tm, UUID: uuid, GPUUtil: &util}})
+			return err
+		})
+	}
+	partitions := func() []string {
+		return storetest.Strings(t, u, `SELECT c.relname, (SELECT count(*) FROM samples s WHERE s.tableoid = c.oid)
+ FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = CAST('samples' AS regclass) ORDER BY c.relname`)
+	}
+	want := []string{"samples_202601|1", "samples_202602|2", "samples_202603|2", "samples_default|0"}
+	if diff := cmp.Diff(want, partitions()); diff != "" {
+		t.Fatalf("partitions and their samples (-want +got):\n%s", diff)
+	}
+
+	cut := time.Date(2026, 3, 5, 0, 0, 0, 0, time.UTC)
+	var n int64
+	batch(func(b *Batch) error {
+		n, err = b.PruneSamples(cut)
+		return err
+	})
+	if n != 4 {
+		t.Errorf("pruned %d samples, want 4 (three in dropped months, one deleted)", n)
+	}
+	want = []string{"samples_202603|1", "samples_default|0"}
+	if diff := cmp.Diff(want, partitions()); diff != "" {
+		t.Errorf("partitions after pruning (-want +got):\n%s", diff)
+	}
+	if got := storetest.Scalar[string](t, u, `SELECT value FROM meta WHERE key = ?`, prunedKey); got != fmt.Sprint(cut.UnixMilli()) {
+		t.Errorf("pruned mark %s, want %d", got, cut.UnixMilli())
+	}
+
+	// A sample of a dropped month makes its partition again.
+	batch(func(b *Batch) error {
+		_, err := b.Segment(&record.SegmentHeader{Cluster: "c", Node: "n1", Seq: 10, Interval: 60},
+			[]record.Sample{{Time: at[1], UUID: uuid, GPUUtil: &util}})
+		return err
+	})
+	want = []string{"samples_202602|1", "samples_202603|1", "samples_default|0"}
+	if diff := cmp.Diff(want, partitions()); diff != "" {
+		t.Errorf("partitions after a late sample (-want +got):\n%s", diff)
+	}
+}
+
+// TestPostgresErrorKinds: the server's failures carry the store's kinds:
+// a table gone is ErrNotLedger, a row lock held past the busy timeout is
+// ErrBusy.
+func TestPostgresErrorKinds(t *testing.T) {
+	ctx := context.Background()
+	t.Run("dropped table", func(t *testing.T) {
+		u := storetest.NewPostgresDB(t)
+		s, err := Open(ctx, Options{URL: u})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		storetest.Exec(t, u, `DROP TABLE passes`)
+		_, _, err = s.LastPass(ctx)
+		if !errors.Is(err, ErrNotLedger) || !errors.Is(err, ErrResource) {
+			t.Errorf("LastPass on a ledger without passes: %v, want ErrNotLedger and ErrResource", err)
+		}
+	})
+	t.Run("lock timeout", func(t *testing.T) {
+		u := storetest.NewPostgresDB(t)
+		// The busy timeout is short; connecting may take longer on a
+		// busy machine.
+		s, err := Open(ctx, Options{URL: withConnectTimeout(t, u), BusyTimeout: 200 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		storetest.Tx(t, u, func(exec func(string, ...any)) {
+			exec(`LOCK TABLE passes IN ACCESS EXCLUSIVE MODE`)
+			err = s.RecordPass(ctx, Pass{Started: time.Unix(10, 0), Finished: time.Unix(11, 0), OK: true})
+		})
+		if !errors.Is(err, ErrBusy) || !errors.Is(err, ErrResource) {
+			t.Errorf("RecordPass on a locked table: %v, want ErrBusy and ErrResource", err)
+		}
+	})
+}
+
+// withConnectTimeout is u with a generous connect timeout of its own, so
+// that Open does not take its busy timeout for one.
+func withConnectTimeout(t *testing.T, u string) string {
+	t.Helper()
+	p, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := p.Query()
+	q.Set("connect_timeout", fmt.Sprint(int(pgWait.Seconds())))
+	p.RawQuery = q.Encode()
+	return p.String()
+}
+
+// TestPostgresReaderOfEmptyDatabase: a reader pointed at a database
+// without a ledger says so and how to make one, and creates nothing.
+func TestPostgresReaderOfEmptyDatabase(t *testing.T) {
+	ctx := context.Background()
+	u := storetest.NewPostgresDB(t)
+	_, err := Open(ctx, Options{URL: u, ReadOnly: true})
+	if !errors.Is(err, ErrNotLedger) {
+		t.Fatalf("reader of an empty database: %v, want ErrNotLedger", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "no gpusuite ledger in this database") || !strings.Contains(msg, "gpuacct serve or ingest") {
+		t.Errorf("message %q does not say what is wrong and how to fix it", msg)
+	}
+	if got := storetest.Scalar[int64](t, u, `SELECT count(*) FROM pg_tables WHERE schemaname = 'public'`); got != 0 {
+		t.Errorf("the reader made %d tables", got)
+	}
+}
