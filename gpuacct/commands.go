@@ -5,6 +5,7 @@ import (
 
 	"github.com/aicloud/gpusuite/gpuacct/board"
 	"github.com/aicloud/gpusuite/gpuacct/ingest"
+	"github.com/aicloud/gpusuite/gpuacct/migratecmd"
 	"github.com/aicloud/gpusuite/gpuacct/notecmd"
 	"github.com/aicloud/gpusuite/gpuacct/reportcmd"
 	"github.com/aicloud/gpusuite/gpuacct/serve"
@@ -28,5 +29,6 @@ func commands(env Env) []*cli.Command {
 		board.FreeCommand(board.System(env.Stdout, env.Stderr, env.Getenv)),
 		board.StatusCommand(board.System(env.Stdout, env.Stderr, env.Getenv)),
 		notecmd.Command(notecmd.System(env.Stdout, env.Stderr, env.Getenv)),
+		migratecmd.Command(migratecmd.System(env.Stdout, env.Stderr, env.Getenv)),
 	}
 }
