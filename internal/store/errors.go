@@ -30,7 +30,19 @@ type kindError struct {
 	kinds []error
 }
 
-func (e *kindError) Error() string { return e.err.Error() }
+// Error is the driver's message on one line: pgx puts each address it
+// tried to connect to on a line of its own, and a log line or a CLI's
+// error must stay one.
+func (e *kindError) Error() string { return oneLine(e.err.Error()) }
+
+func oneLine(s string) string {
+	if !strings.Contains(s, "\n") {
+		return s
+	}
+	s = strings.ReplaceAll(s, ":\n\t", ": ")
+	s = strings.ReplaceAll(s, "\n\t", "; ")
+	return strings.ReplaceAll(s, "\n", " ")
+}
 
 func (e *kindError) Unwrap() []error { return append([]error{e.err}, e.kinds...) }
 

@@ -249,3 +249,28 @@ func TestPostgresReaderOfEmptyDatabase(t *testing.T) {
 		t.Errorf("the reader made %d tables", got)
 	}
 }
+
+// TestPostgresConnectErrorOneLine: a server that cannot be reached is
+// one line naming it, without the password, whichever addresses and
+// TLS modes the driver tried.
+func TestPostgresConnectErrorOneLine(t *testing.T) {
+	ctx := context.Background()
+	for _, o := range []Options{
+		{URL: "postgres://gpusuite:s3cret@127.0.0.1:1/acct?connect_timeout=30"},
+		{URL: "postgres://gpusuite:s3cret@127.0.0.1:1/acct?connect_timeout=30", ReadOnly: true},
+	} {
+		t.Run(fmt.Sprintf("read-only %v", o.ReadOnly), func(t *testing.T) {
+			_, err := Open(ctx, o)
+			if err == nil {
+				t.Fatal("opened a store on a closed port")
+			}
+			msg := err.Error()
+			if strings.Contains(msg, "\n") || strings.Contains(msg, "s3cret") || !strings.Contains(msg, "127.0.0.1:1") {
+				t.Errorf("error %q: want one line naming the server, without the password", msg)
+			}
+			if !errors.Is(err, ErrResource) {
+				t.Errorf("%v: not ErrResource", err)
+			}
+		})
+	}
+}
