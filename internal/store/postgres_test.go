@@ -274,3 +274,28 @@ func TestPostgresConnectErrorOneLine(t *testing.T) {
 		})
 	}
 }
+
+// TestPostgresNewerSchemaRefused: a ledger migrated by a newer gpuacct
+// is refused by writer and reader alike, naming both versions; the
+// writer's migrations leave the version at the last one this gpuacct
+// knows.
+func TestPostgresNewerSchemaRefused(t *testing.T) {
+	ctx := context.Background()
+	u := storetest.NewPostgresDB(t)
+	s, err := Open(ctx, Options{URL: u})
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := len(mustMigrations(EnginePostgres))
+	if v, err := s.Version(ctx); err != nil || v != known {
+		t.Errorf("version %d, %v; want %d", v, err, known)
+	}
+	s.Close()
+	storetest.Exec(t, u, `INSERT INTO gpusuite_schema(version, name) VALUES(99, 'from the future')`)
+	for _, ro := range []bool{false, true} {
+		_, err := Open(ctx, Options{URL: u, ReadOnly: ro})
+		if !errors.Is(err, ErrNewerSchema) || !strings.Contains(err.Error(), "schema 99") {
+			t.Errorf("read-only %v: %v, want ErrNewerSchema naming 99", ro, err)
+		}
+	}
+}

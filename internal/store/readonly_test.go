@@ -160,22 +160,22 @@ func TestSQLiteReaderWithoutWriter(t *testing.T) {
 	}
 }
 
-// TestSQLiteReaderPoolBounded: a reader's pool holds at most ReadConns
-// connections, however many queries wait.
-func TestSQLiteReaderPoolBounded(t *testing.T) {
+// TestReaderPoolBounded: a reader's pool holds at most ReadConns
+// connections on SQLite, pgConns on PostgreSQL, however many queries
+// wait.
+func TestReaderPoolBounded(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "acct.db")
-	w, err := Open(ctx, Options{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	r, err := Open(ctx, Options{Path: path, ReadOnly: true})
+	_, l := openLedger(t)
+	r, err := Open(ctx, Options{Path: l.Path, URL: l.URL, ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if got := r.db.Stats().MaxOpenConnections; got != ReadConns {
-		t.Errorf("reader pool allows %d connections, want %d", got, ReadConns)
+	want := ReadConns
+	if l.URL != "" {
+		want = pgConns
+	}
+	if got := r.db.Stats().MaxOpenConnections; got != want {
+		t.Errorf("reader pool allows %d connections, want %d", got, want)
 	}
 }

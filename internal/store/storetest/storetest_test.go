@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"context"
-	"path/filepath"
 	"runtime"
 	"testing"
 
@@ -14,8 +13,9 @@ import (
 // TestHelpers: rows poked with Exec and Tx read back through every
 // reader, beside an open writer (as tests use them).
 func TestHelpers(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "a.db")
-	s, err := store.Open(context.Background(), store.Options{Path: path})
+	l := NewLedger(t)
+	path := l.Loc()
+	s, err := store.Open(context.Background(), store.Options{Path: l.Path, URL: l.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,8 +58,9 @@ func TestHelpers(t *testing.T) {
 // TestFailures: a bad statement fails the test (a fixture cannot fail
 // silently).
 func TestFailures(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "a.db")
-	s, err := store.Open(context.Background(), store.Options{Path: path})
+	l := NewLedger(t)
+	path := l.Loc()
+	s, err := store.Open(context.Background(), store.Options{Path: l.Path, URL: l.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,4 +101,33 @@ func (r *recorder) Helper() {}
 func (r *recorder) Fatalf(string, ...any) {
 	r.failed = true
 	runtime.Goexit()
+}
+
+// TestEngine: the engine is sqlite unless the environment names
+// postgres; anything else fails the test, saying what it wants.
+func TestEngine(t *testing.T) {
+	for _, tc := range []struct {
+		env, want string
+		fails     bool
+	}{
+		{"", "sqlite", false},
+		{"sqlite", "sqlite", false},
+		{"postgres", "postgres", false},
+		{"mysql", "", true},
+	} {
+		t.Run(tc.env, func(t *testing.T) {
+			t.Setenv(EnvEngine, tc.env)
+			r := &recorder{TB: t}
+			var got string
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				got = Engine(r)
+			}()
+			<-done
+			if got != tc.want || r.failed != tc.fails {
+				t.Errorf("Engine() = %q, failed %v; want %q, failed %v", got, r.failed, tc.want, tc.fails)
+			}
+		})
+	}
 }
