@@ -254,8 +254,11 @@ func TestPlantedFiles(t *testing.T) {
 	}
 }
 
-func TestDiskFull(t *testing.T) {
+// TestSQLiteDiskFull fills the SQLite file's disk (Options.MaxPages)
+// mid-pass.
+func TestSQLiteDiskFull(t *testing.T) {
 	e := newEnv(t)
+	e.cfg.Store.URL = "" // the SQLite file, whatever the engine under test
 	e.cfg.Ingest.BatchRecords = 500
 	e.cfg.Ingest.Keep = "delete"
 	start := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -36,6 +37,9 @@ func newEnvAt(root string) config.Config {
 	return cfg
 }
 
+// newEnv is a test's layout with a new ledger on the engine under test
+// (storetest.NewLedger): store.url is set on PostgreSQL, store.path on
+// SQLite.
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	root := t.TempDir()
@@ -44,6 +48,7 @@ func newEnv(t *testing.T) *env {
 	}
 	cfg := config.Default()
 	cfg.Store.Path = filepath.Join(root, "gpuacct.db")
+	cfg.Store.URL = storetest.NewLedger(t).URL
 	cfg.Ingest.Incoming = filepath.Join(root, "incoming")
 	cfg.Ingest.Quarantine = filepath.Join(root, "quarantine")
 	cfg.Ingest.Archive = filepath.Join(root, "archive")
@@ -56,11 +61,17 @@ func newEnv(t *testing.T) *env {
 
 func (e *env) open(t *testing.T) *store.Store {
 	t.Helper()
-	s, err := store.Open(context.Background(), store.Options{Path: e.cfg.Store.Path})
+	s, err := store.Open(context.Background(), e.storeOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// storeOptions opens the test's ledger: store.url when set, else
+// store.path, as ingest.Setup does.
+func (e *env) storeOptions() store.Options {
+	return store.Options{Path: e.cfg.Store.Path, URL: e.cfg.Store.URL}
 }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -217,22 +228,35 @@ func checkMonths(t *testing.T, s *store.Store) {
 		alloc, energy, jobs int64
 		used, idle, sample  float64
 	}
-	read := func(q string) map[string]fig {
+	// read sums the rows per key; the days' rows go under their UTC
+	// month's first day (rollup_monthly's month), worked out here so that
+	// the query is the same on both engines.
+	read := func(q string, month func(int64) int64) map[string]fig {
 		out := map[string]fig{}
 		storetest.Query(t, s.Path, q, nil, func(scan func(...any)) {
+			var at int64
 			var k string
 			var f fig
-			scan(&k, &f.alloc, &f.used, &f.idle, &f.sample, &f.energy, &f.jobs)
-			if f != (fig{}) {
-				out[k] = f
-			}
+			scan(&at, &k, &f.alloc, &f.used, &f.idle, &f.sample, &f.energy, &f.jobs)
+			k = strconv.FormatInt(month(at), 10) + "|" + k
+			o := out[k]
+			o.alloc, o.energy, o.jobs = o.alloc+f.alloc, o.energy+f.energy, o.jobs+f.jobs
+			o.used, o.idle, o.sample = o.used+f.used, o.idle+f.idle, o.sample+f.sample
+			out[k] = o
 		})
+		for k, f := range out {
+			if f == (fig{}) {
+				delete(out, k)
+			}
+		}
 		return out
 	}
-	const key = `cluster || '|' || user || '|' || account || '|' || partition || '|' || model || '|' || ignored`
-	days := read(`SELECT (CAST(strftime('%s', day*86400, 'unixepoch', 'start of month') AS INTEGER)/86400) || '|' || ` + key + ` AS k,
- sum(alloc_gpu_s), sum(used_gpu_s), sum(idle_gpu_s), sum(sample_s), sum(energy_mj), sum(jobs) FROM rollup_daily GROUP BY k`)
-	months := read(`SELECT month || '|' || ` + key + `, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs FROM rollup_monthly`)
+	const cols = `cluster || '|' || user || '|' || account || '|' || partition || '|' || model || '|' || ignored, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs`
+	days := read(`SELECT day, `+cols+` FROM rollup_daily`, func(day int64) int64 {
+		d := time.Unix(day*86400, 0).UTC()
+		return time.Date(d.Year(), d.Month(), 1, 0, 0, 0, 0, time.UTC).Unix() / 86400
+	})
+	months := read(`SELECT month, `+cols+` FROM rollup_monthly`, func(m int64) int64 { return m })
 	if len(days) == 0 {
 		t.Errorf("rollup_daily is empty")
 	}

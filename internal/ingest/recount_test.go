@@ -174,11 +174,21 @@ func checkRollups(t *testing.T, s *store.Store) {
 // stored allocations: used, idle and sampled seconds, energy.
 func cutUsage(t *testing.T, s *store.Store) (used, idle, sampled float64, energy int64) {
 	t.Helper()
-	q := `WITH p AS (SELECT s.util, s.idle, s.interval_ms, coalesce(s.energy_delta_mj, 0) AS de,
- max(0, min(s.t_ms + s.interval_ms, n.end * 1000) - max(s.t_ms, n.start * 1000)) AS part
- FROM samples s JOIN jobs j ON j.job_id = s.job AND j.restart = s.restart JOIN job_nodes n ON n.job = j.id)
-SELECT coalesce(sum(util * part / 100000.0), 0), coalesce(sum(CASE WHEN idle = 1 THEN part / 1000.0 ELSE 0 END), 0),
- coalesce(sum(part / 1000.0), 0), coalesce(sum(CAST(de * part * 1.0 / interval_ms + 0.5 AS INTEGER)), 0) FROM p`
-	storetest.Row(t, s.Path, q, nil, &used, &idle, &sampled, &energy)
+	// Each sample's energy share is rounded here, not in SQL: a CAST to
+	// an integer truncates on SQLite and rounds on PostgreSQL.
+	q := `SELECT coalesce(s.util, 0), s.idle, s.interval_ms, coalesce(s.energy_delta_mj, 0),
+ max(0, min(s.t_ms + s.interval_ms, n.end * 1000) - max(s.t_ms, n.start * 1000))
+ FROM samples s JOIN jobs j ON j.job_id = s.job AND j.restart = s.restart JOIN job_nodes n ON n.job = j.id`
+	storetest.Query(t, s.Path, q, nil, func(scan func(...any)) {
+		var util float64
+		var isIdle, interval, de, part int64
+		scan(&util, &isIdle, &interval, &de, &part)
+		used += util * float64(part) / 100000
+		if isIdle == 1 {
+			idle += float64(part) / 1000
+		}
+		sampled += float64(part) / 1000
+		energy += int64(float64(de*part)/float64(interval) + 0.5)
+	})
 	return used, idle, sampled, energy
 }

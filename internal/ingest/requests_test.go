@@ -39,7 +39,7 @@ func TestPassAppliesIgnoreRequests(t *testing.T) {
 	}
 	in.applyRequests(context.Background())
 	var ignored, others int
-	storetest.Row(t, s.Path, `SELECT sum(ignored = 1 AND job_id = ?), sum(ignored = 1 AND job_id != ?) FROM jobs`, []any{job, job}, &ignored, &others)
+	storetest.Row(t, s.Path, `SELECT sum(CASE WHEN ignored = 1 AND job_id = ? THEN 1 ELSE 0 END), sum(CASE WHEN ignored = 1 AND job_id != ? THEN 1 ELSE 0 END) FROM jobs`, []any{job, job}, &ignored, &others)
 	if ignored != 1 || others != 0 {
 		t.Fatalf("job %d ignored=%d, others ignored=%d; want the one job only", job, ignored, others)
 	}

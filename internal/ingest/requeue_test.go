@@ -343,11 +343,12 @@ func TestSacctStartRetried(t *testing.T) {
 			now := t0.Add(time.Hour)
 			in := New(Deps{Store: s, Config: e.cfg, Log: quiet(), Now: func() time.Time { return now }, UID: os.Getuid(), Sacct: sacct, SacctLocation: time.UTC})
 			starts := func() (sources []string, n int) {
-				storetest.Query(t, s.Path, `SELECT start_source || ' est=' || start_estimated || ' ' || strftime('%Y-%m-%dT%H:%M:%SZ', start, 'unixepoch'), quality FROM job_nodes ORDER BY job`, nil,
+				storetest.Query(t, s.Path, `SELECT start_source, start_estimated, start, quality FROM job_nodes ORDER BY job`, nil,
 					func(scan func(...any)) {
 						var src, q string
-						scan(&src, &q)
-						sources = append(sources, src+" ("+q+")")
+						var est, start int64
+						scan(&src, &est, &start, &q)
+						sources = append(sources, fmt.Sprintf("%s est=%d %s (%s)", src, est, time.Unix(start, 0).UTC().Format(time.RFC3339), q))
 					})
 				for _, c := range calls {
 					if strings.HasSuffix(c, sacctRunFields) {

@@ -394,7 +394,7 @@ func TestStartEventMissing(t *testing.T) {
 				t.Errorf("estimated starts: %d, %v", n, err)
 			}
 			s.Close()
-			db, err := report.OpenDB(context.Background(), e.cfg.Store.Path, time.Second)
+			db, err := report.OpenDB(context.Background(), e.cfg.Store.Location(), time.Second)
 			if err != nil {
 				t.Fatal(err)
 			}
