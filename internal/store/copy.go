@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 )
 
@@ -446,8 +447,7 @@ func (s *Store) page(ctx context.Context, t copyTable, cols []string, last []any
 	return out, translate(rows.Err())
 }
 
-// copyParams bounds the parameters of one INSERT (SQLite allows 32 766,
-// PostgreSQL 65 535).
+// copyParams bounds the parameters of one INSERT (SQLite allows 32 766).
 const copyParams = 30000
 
 // putPage writes one page of t and its mark m in one transaction; on
@@ -468,19 +468,12 @@ func (s *Store) putPage(ctx context.Context, t copyTable, cols []string, page []
 			return err
 		}
 	}
-	per := max(1, copyParams/len(cols))
-	head := `INSERT INTO ` + quoteIdent(t.name) + `(` + quoteIdents(cols) + `) VALUES `
-	one := `(` + strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", ") + `)`
-	for from := 0; from < len(page); from += per {
-		chunk := page[from:min(from+per, len(page))]
-		args := make([]any, 0, len(chunk)*len(cols))
-		for _, r := range chunk {
-			args = append(args, r...)
+	if s.pg != nil {
+		if err := copyIn(ctx, conn, t.name, cols, page); err != nil {
+			return err
 		}
-		q := head + strings.TrimSuffix(strings.Repeat(one+", ", len(chunk)), ", ")
-		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
-			return translate(err)
-		}
+	} else if err := insertPage(ctx, tx, t.name, cols, page); err != nil {
+		return err
 	}
 	if m.Done && t.id && s.pg != nil {
 		// Copied ids bypass the identity; the next row the writer adds
@@ -502,6 +495,44 @@ func (s *Store) putPage(ctx context.Context, t copyTable, cols []string, page []
 		return fmt.Errorf("commit: %w", translate(err))
 	}
 	return nil
+}
+
+// insertPage adds page's rows to table name by multi-row INSERTs.
+func insertPage(ctx context.Context, tx *ledgerTx, name string, cols []string, page [][]any) error {
+	per := max(1, copyParams/len(cols))
+	head := `INSERT INTO ` + quoteIdent(name) + `(` + quoteIdents(cols) + `) VALUES `
+	one := `(` + strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", ") + `)`
+	for from := 0; from < len(page); from += per {
+		chunk := page[from:min(from+per, len(page))]
+		args := make([]any, 0, len(chunk)*len(cols))
+		for _, r := range chunk {
+			args = append(args, r...)
+		}
+		q := head + strings.TrimSuffix(strings.Repeat(one+", ", len(chunk)), ", ")
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			return translate(err)
+		}
+	}
+	return nil
+}
+
+// copyIn adds page's rows to table name on PostgreSQL by COPY, in the
+// transaction on conn: several times faster than INSERTs, and a
+// partitioned table routes each row to its partition.
+func copyIn(ctx context.Context, conn *sql.Conn, name string, cols []string, page [][]any) error {
+	if len(page) == 0 {
+		return nil
+	}
+	return conn.Raw(func(dc any) error {
+		sc, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("driver connection %T is not pgx's", dc)
+		}
+		if _, err := sc.Conn().CopyFrom(ctx, pgx.Identifier{name}, cols, pgx.CopyFromRows(page)); err != nil {
+			return translate(err)
+		}
+		return nil
+	})
 }
 
 // samplePartitions makes the month partitions of samples that page's

@@ -153,7 +153,7 @@ func copyFixture(t *testing.T) string {
 }
 
 // openAt opens the ledger at l (a reader when ro).
-func openAt(t *testing.T, l storetest.Ledger, ro bool) *Store {
+func openAt(t testing.TB, l storetest.Ledger, ro bool) *Store {
 	t.Helper()
 	s, err := Open(context.Background(), Options{Path: l.Path, URL: l.URL, ReadOnly: ro})
 	if err != nil {
@@ -461,4 +461,61 @@ func TestCopyKnowsEveryTable(t *testing.T) {
 			t.Errorf("%s: tables Copy knows (-) and the migrations make (+):\n%s", engine, diff)
 		}
 	}
+}
+
+// BenchmarkPostgresCopySamples copies a SQLite ledger of 8 GPUs' samples
+// (25 000 each, a month of 10-second readings per GPU spread over two
+// months) into PostgreSQL, in batches of DefaultCopyBatch rows.
+func BenchmarkPostgresCopySamples(b *testing.B) {
+	ctx := context.Background()
+	path := filepath.Join(b.TempDir(), "big.db")
+	s, err := Open(ctx, Options{Path: path})
+	if err != nil {
+		b.Fatal(err)
+	}
+	const gpus, per, chunk = 8, 25000, 5000
+	util := uint32(40)
+	for g := range gpus {
+		for from := 0; from < per; from += chunk {
+			bt, err := s.Begin(ctx, copyT0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var ss []record.Sample
+			for i := from; i < from+chunk; i++ {
+				e := uint64(1000 + i*2000)
+				ss = append(ss, record.Sample{Time: copyT0.Add(time.Duration(i) * 10 * time.Second),
+					UUID: fmt.Sprintf("GPU-%08d-0000-0000-0000-000000000000", g), GPUUtil: &util, EnergyMJ: &e})
+			}
+			if _, err := bt.Segment(&record.SegmentHeader{Cluster: "c", Node: fmt.Sprintf("n%d", g/4), Seq: uint64(g*per + from), Interval: 10}, ss); err != nil {
+				bt.Rollback()
+				b.Fatal(err)
+			}
+			if err := bt.Commit(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	s.Close()
+	src := openAt(b, storetest.Ledger{Path: path}, true)
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		dst, err := Open(ctx, Options{URL: storetest.NewPostgresDB(b)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		res, err := Copy(ctx, src, dst, CopyOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		if res.Tables[5].Rows != gpus*per {
+			b.Fatalf("copied %d samples, want %d", res.Tables[5].Rows, gpus*per)
+		}
+		dst.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(gpus*per*b.N)/b.Elapsed().Seconds(), "samples/s")
 }
