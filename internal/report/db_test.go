@@ -37,9 +37,9 @@ func TestDescribe(t *testing.T) {
 	}
 }
 
-// TestOpenDBNotLedger: a file that is no database is said to be no
+// TestSQLiteOpenDBNotLedger: a file that is no database is said to be no
 // ledger, on one line.
-func TestOpenDBNotLedger(t *testing.T) {
+func TestSQLiteOpenDBNotLedger(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "acct.db")
 	if err := os.WriteFile(path, []byte("a text file, not a ledger at all, long enough to be read as one\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -25,12 +25,12 @@ func TestSeriesBounded(t *testing.T) {
 	n41 := int((end - t0) / 5)
 	storetest.Tx(t, path, func(exec func(string, ...any)) {
 		exec(`INSERT INTO samples(gpu_id, t_ms, interval_ms, job, restart, idle, util, mem_used_mib, power_mw)
- WITH RECURSIVE s(ts) AS (SELECT ? UNION ALL SELECT ts + 5 FROM s WHERE ts + 5 < ?)
- SELECT g.gpu_id, s.ts * 1000, 5000, 41, 0, (s.ts - ?) % 3600 < 360,
+ WITH RECURSIVE s(ts) AS (SELECT CAST(? AS INTEGER) UNION ALL SELECT ts + 5 FROM s WHERE ts + 5 < ?)
+ SELECT g.gpu_id, s.ts * 1000, 5000, 41, 0, CASE WHEN (s.ts - ?) % 3600 < 360 THEN 1 ELSE 0 END,
         CASE WHEN (s.ts - ?) % 3600 < 360 THEN 0 ELSE 100 END, CASE WHEN s.ts = ? THEN 1000 ELSE 500 END, 300000
  FROM s, job_gpus g WHERE g.job = (SELECT id FROM jobs WHERE job_id = 41)`, t0, end, t0, t0, t0+77*3600)
 		exec(`INSERT INTO samples(gpu_id, t_ms, interval_ms, job, restart, idle, util, mem_used_mib, power_mw)
- WITH RECURSIVE s(ts) AS (SELECT ? UNION ALL SELECT ts + 5 FROM s WHERE ts + 5 < ?)
+ WITH RECURSIVE s(ts) AS (SELECT CAST(? AS INTEGER) UNION ALL SELECT ts + 5 FROM s WHERE ts + 5 < ?)
  SELECT g.gpu_id, s.ts * 1000, 5000, 42, 0, 0, 40, 100, 300000
  FROM s, job_gpus g WHERE g.job = (SELECT id FROM jobs WHERE job_id = 42)`, t0, t0+600)
 		exec(`UPDATE job_gpus SET agg_seq = NULL`)
