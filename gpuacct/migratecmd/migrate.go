@@ -60,12 +60,15 @@ Examples:
 			if c.Args().Len() > 0 {
 				return cliwire.Usagef("migrate: unexpected argument %q (see 'gpuacct migrate --help')", c.Args().First())
 			}
-			err := run(c, d)
+			// The ledgers as resolved (--from may come from the
+			// configuration): their passwords never show.
+			urls := []string{c.String("from"), c.String("to")}
+			err := run(c, d, &urls)
 			var ue *cliwire.UsageError
 			if err == nil || errors.As(err, &ue) {
 				return err
 			}
-			return &cliwire.ExitError{Code: cliwire.ExitFailure, Err: errors.New(hidePasswords(err.Error(), c.String("from"), c.String("to")))}
+			return &cliwire.ExitError{Code: cliwire.ExitFailure, Err: errors.New(hidePasswords(err.Error(), urls...))}
 		},
 	}
 }
@@ -123,7 +126,7 @@ func hidePasswords(msg string, urls ...string) string {
 	return msg
 }
 
-func run(c *cli.Context, d Deps) error {
+func run(c *cli.Context, d Deps, urls *[]string) error {
 	cfg, err := cliwire.LoadConfig(c, d.Getenv)
 	if err != nil {
 		return err
@@ -135,6 +138,7 @@ func run(c *cli.Context, d Deps) error {
 			from = cfg.Store.Path
 		}
 	}
+	*urls = append(*urls, from)
 	if from == "" {
 		return cliwire.Usagef("migrate: no ledger to copy: give --from (or store.url/store.path in the configuration)")
 	}

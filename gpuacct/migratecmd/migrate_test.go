@@ -261,4 +261,16 @@ func TestPostgresMigrate(t *testing.T) {
 			}
 		})
 	}
+	t.Run("source from the configuration", func(t *testing.T) {
+		if err := os.WriteFile(f.cfg, []byte("[store]\nurl = \""+missing.String()+"\"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errs := f.run(t, "migrate", "--to", filepath.Join(f.dir, "back.db"))
+		if code != 1 || !strings.Contains(errs, `migrate: source: open store "postgres://`+u.User.Username()+`:xxxxx@`) {
+			t.Errorf("exit %d, stderr %q: want exit 1 naming the configured source without its password", code, errs)
+		}
+		if strings.Contains(out+errs, pw) {
+			t.Errorf("the password is printed:\n%s%s", out, errs)
+		}
+	})
 }
