@@ -25,21 +25,21 @@ func TestRefusals(t *testing.T) {
 		want     string
 		wantCode int
 	}{
-		{"negative limit", []string{"report", "users", "--db", path, "--limit", "-5"}, "report users: --limit -5 is not from 1 to 10000", 2},
-		{"zero limit", []string{"report", "top", "--db", path, "--limit", "0"}, "report top: --limit 0 is not from 1 to 10000", 2},
-		{"huge limit", []string{"report", "jobs", "--db", path, "--limit", "10001"}, "report jobs: --limit 10001 is not from 1 to 10000", 2},
-		{"start far back", []string{"report", "users", "--db", path, "--start", "now-1000000weeks"}, `--start: time "now-1000000weeks" is more than 230 years from now`, 2},
-		{"year 1", []string{"report", "users", "--db", path, "--start", "0001-01-01", "--end", "9999-12-31"}, "outside the years 1970 to 2199", 2},
-		{"too many days", []string{"report", "users", "--db", path, "--start", "1980-01-01", "--end", "2100-01-01", "--period", "day"}, "is more than 1000 periods: shorten the window", 2},
-		{"unknown user", []string{"report", "users", "--db", path, "--users", "alce"}, `report users: --users: no user "alce" in ` + path + `: did you mean alice?`, 2},
-		{"unknown user among known", []string{"report", "jobs", "--db", path, "--users", "alice,bobby"}, `--users: no user "bobby"`, 2},
-		{"unknown account", []string{"report", "teams", "--db", path, "--accounts", "visoin"}, `--accounts: no account "visoin" in ` + path + `: did you mean vision?`, 2},
-		{"unknown partition", []string{"report", "teams", "--db", path, "--partitions", "cpu"}, `--partitions: no partition "cpu" in ` + path + `: did you mean gpu?`, 2},
-		{"unknown model", []string{"report", "models", "--db", path, "--models", "A100"}, `--models: no model "A100"`, 2},
-		{"unknown cluster", []string{"report", "teams", "--db", path, "--clusters", "c2"}, `--clusters: no cluster "c2" in ` + path + `: did you mean c1?`, 2},
-		{"negative stale", []string{"check", "--db", path, "--stale", "-5m"}, "check: --stale -5m0s is not a positive duration", checkUnknown},
-		{"zero lag", []string{"check", "--db", path, "--lag", "0s"}, "check: --lag 0s is not a positive duration", checkUnknown},
-		{"negative forget", []string{"check", "--db", path, "--forget", "-1h"}, "check: --forget -1h0m0s is not a positive duration such as 168h, or 0", checkUnknown},
+		{"negative limit", []string{"report", "users", dbOpt(path), "--limit", "-5"}, "report users: --limit -5 is not from 1 to 10000", 2},
+		{"zero limit", []string{"report", "top", dbOpt(path), "--limit", "0"}, "report top: --limit 0 is not from 1 to 10000", 2},
+		{"huge limit", []string{"report", "jobs", dbOpt(path), "--limit", "10001"}, "report jobs: --limit 10001 is not from 1 to 10000", 2},
+		{"start far back", []string{"report", "users", dbOpt(path), "--start", "now-1000000weeks"}, `--start: time "now-1000000weeks" is more than 230 years from now`, 2},
+		{"year 1", []string{"report", "users", dbOpt(path), "--start", "0001-01-01", "--end", "9999-12-31"}, "outside the years 1970 to 2199", 2},
+		{"too many days", []string{"report", "users", dbOpt(path), "--start", "1980-01-01", "--end", "2100-01-01", "--period", "day"}, "is more than 1000 periods: shorten the window", 2},
+		{"unknown user", []string{"report", "users", dbOpt(path), "--users", "alce"}, `report users: --users: no user "alce" in ` + path + `: did you mean alice?`, 2},
+		{"unknown user among known", []string{"report", "jobs", dbOpt(path), "--users", "alice,bobby"}, `--users: no user "bobby"`, 2},
+		{"unknown account", []string{"report", "teams", dbOpt(path), "--accounts", "visoin"}, `--accounts: no account "visoin" in ` + path + `: did you mean vision?`, 2},
+		{"unknown partition", []string{"report", "teams", dbOpt(path), "--partitions", "cpu"}, `--partitions: no partition "cpu" in ` + path + `: did you mean gpu?`, 2},
+		{"unknown model", []string{"report", "models", dbOpt(path), "--models", "A100"}, `--models: no model "A100"`, 2},
+		{"unknown cluster", []string{"report", "teams", dbOpt(path), "--clusters", "c2"}, `--clusters: no cluster "c2" in ` + path + `: did you mean c1?`, 2},
+		{"negative stale", []string{"check", dbOpt(path), "--stale", "-5m"}, "check: --stale -5m0s is not a positive duration", checkUnknown},
+		{"zero lag", []string{"check", dbOpt(path), "--lag", "0s"}, "check: --lag 0s is not a positive duration", checkUnknown},
+		{"negative forget", []string{"check", dbOpt(path), "--forget", "-1h"}, "check: --forget -1h0m0s is not a positive duration such as 168h, or 0", checkUnknown},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -63,8 +63,8 @@ func TestRefusals(t *testing.T) {
 	}
 	// The known values still answer.
 	for _, args := range [][]string{
-		{"report", "users", "--db", path, "--users", "alice", "--start", "2026-01-01", "--end", "2026-01-02", "--tz", "UTC", "-P", "-n"},
-		{"report", "users", "--db", path, "--accounts", "VISION", "--start", "2026-01-01", "--end", "2026-01-02", "--tz", "UTC", "-P", "-n"},
+		{"report", "users", dbOpt(path), "--users", "alice", "--start", "2026-01-01", "--end", "2026-01-02", "--tz", "UTC", "-P", "-n"},
+		{"report", "users", dbOpt(path), "--accounts", "VISION", "--start", "2026-01-01", "--end", "2026-01-02", "--tz", "UTC", "-P", "-n"},
 	} {
 		d, out, _ := testDeps(now, nil)
 		if err := run(t, d, args...); err != nil {
@@ -88,7 +88,7 @@ func TestReportCaps(t *testing.T) {
 		}
 	}
 	path := buildLedger(t, jobs, now)
-	args := []string{"report", "users", "--db", path, "--tz", "UTC", "--start", "2026-01-01", "--end", "2026-01-04", "--period", "day", "-P", "-n"}
+	args := []string{"report", "users", dbOpt(path), "--tz", "UTC", "--start", "2026-01-01", "--end", "2026-01-04", "--period", "day", "-P", "-n"}
 	d, out, _ := testDeps(now, nil)
 	if err := run(t, d, args...); err != nil {
 		t.Fatal(err)

@@ -39,7 +39,7 @@ func TestCheckFiles(t *testing.T) {
 		write(q, now)
 		write(q+".reason", now)
 	}
-	st, err := store.Open(context.Background(), store.Options{Path: path})
+	st, err := openWriter(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestCheckFiles(t *testing.T) {
 	st.Close()
 	cfg := filepath.Join(dir, "gpusuite.toml")
 	// grace well under the stuck file's age, so that passes decide.
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("[store]\npath = %q\n[ingest]\nincoming = %q\nquarantine = %q\ngrace = \"1m\"\n", path, incoming, quarantine)), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("[store]\n%s[ingest]\nincoming = %q\nquarantine = %q\ngrace = \"1m\"\n", storeKey(path), incoming, quarantine)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	check := func(args ...string) (string, error) {

@@ -42,7 +42,7 @@ func liveGPU(util uint32, job uint64, procs ...record.LiveProc) record.LiveGPU {
 func TestCheckLive(t *testing.T) {
 	now := time.Unix(t0+3600, 0).UTC()
 	path := buildLedger(t, []fxJob{{ID: 1, User: "a", Acct: "x", Part: "gpu", Node: "gpu01", GPUs: 1, Start: t0, End: t0 + 3500}}, now)
-	st, err := store.Open(context.Background(), store.Options{Path: path})
+	st, err := openWriter(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestCheckLive(t *testing.T) {
 				}
 			}
 			d, out, errb := testDeps(now, nil)
-			err := runCheck(t, d, tt.slurm, append([]string{"--db", path, "--stale", "2h", "--lag", "10m", "--live-dir", dir}, tt.args...)...)
+			err := runCheck(t, d, tt.slurm, append([]string{dbOpt(path), "--stale", "2h", "--lag", "10m", "--live-dir", dir}, tt.args...)...)
 			if (err != nil) != tt.fail {
 				t.Errorf("error %v, want failure %v", err, tt.fail)
 			}

@@ -23,7 +23,7 @@ func TestIgnoreFlow(t *testing.T) {
 	reqs := t.TempDir()
 	total := func() string {
 		d, out, _ := testDeps(now, nil)
-		if err := run(t, d, "report", "teams", "--db", path, "--tz", "UTC", "--start", "2026-01-01", "--end", "2026-01-02", "-P", "-n"); err != nil {
+		if err := run(t, d, "report", "teams", dbOpt(path), "--tz", "UTC", "--start", "2026-01-01", "--end", "2026-01-02", "-P", "-n"); err != nil {
 			t.Fatal(err)
 		}
 		return strings.Split(out.String(), "|")[1]
@@ -34,12 +34,12 @@ func TestIgnoreFlow(t *testing.T) {
 	// Not root, not the service user: refused.
 	d, _, _ := testDeps(now, nil)
 	d.Euid = func() int { return 4242 }
-	if err := run(t, d, "ignore", "10", "--reason", "x", "--db", path, "--requests", reqs); err == nil || !strings.Contains(err.Error(), "only root or the service user") {
+	if err := run(t, d, "ignore", "10", "--reason", "x", dbOpt(path), "--requests", reqs); err == nil || !strings.Contains(err.Error(), "only root or the service user") {
 		t.Fatalf("non-root: %v", err)
 	}
 	// No writer runs: applied at once.
 	d, out, _ := testDeps(now, nil)
-	if err := run(t, d, "ignore", "10", "500_3", "--reason", "vendor benchmark", "--db", path, "--requests", reqs); err != nil {
+	if err := run(t, d, "ignore", "10", "500_3", "--reason", "vendor benchmark", dbOpt(path), "--requests", reqs); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "applied") {
@@ -49,19 +49,19 @@ func TestIgnoreFlow(t *testing.T) {
 		t.Errorf("after ignoring 2 GPU-h and 0.5 GPU-h: %s GPU-h, want 1", got)
 	}
 	d, out, _ = testDeps(now, nil)
-	if err := run(t, d, "ignore", "--list", "--db", path, "--requests", reqs, "--format", "csv"); err != nil {
+	if err := run(t, d, "ignore", "--list", dbOpt(path), "--requests", reqs, "--format", "csv"); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "10,alice,vision") || !strings.Contains(out.String(), "500_3,bob") || !strings.Contains(out.String(), "vendor benchmark (by root (sudo by alice)") {
 		t.Errorf("ignore --list:\n%s", out.String())
 	}
 	// A writer runs (serve): the request waits in the spool.
-	st, err := store.Open(context.Background(), store.Options{Path: path})
+	st, err := openWriter(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	d, out, _ = testDeps(now, nil)
-	if err := run(t, d, "unignore", "10", "--db", path, "--requests", reqs); err != nil {
+	if err := run(t, d, "unignore", "10", dbOpt(path), "--requests", reqs); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "queued") {
@@ -80,7 +80,7 @@ func TestIgnoreFlow(t *testing.T) {
 		t.Errorf("after unignore: %s GPU-h, want 3", got)
 	}
 	d, out, _ = testDeps(now, nil)
-	if err := run(t, d, "ignore", "--list", "--log", "--requests", reqs, "--format", "csv", "--db", path); err != nil {
+	if err := run(t, d, "ignore", "--list", "--log", "--requests", reqs, "--format", "csv", dbOpt(path)); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
@@ -91,7 +91,7 @@ func TestIgnoreFlow(t *testing.T) {
 	planted := filepath.Join(reqs, "pending", "zz.json")
 	os.WriteFile(planted, []byte(`{"schema":"gpusuite.ignore/v1","id":"zz","action":"ignore","jobs":["11"],"by":"mallory","uid":0,"time":"2026-01-01T00:00:00Z"}`), 0o666)
 	os.Chmod(planted, 0o666)
-	st, _ = store.Open(context.Background(), store.Options{Path: path})
+	st, _ = openWriter(path)
 	_, err = ignorereq.Apply(context.Background(), st, ignorereq.Options{Dir: reqs, Now: now, Trusted: func(uid int) bool { return true }})
 	st.Close()
 	if err != nil {
@@ -106,7 +106,7 @@ func TestCheck(t *testing.T) {
 	now := time.Unix(t0+3600, 0)
 	path := buildLedger(t, []fxJob{{ID: 1, User: "a", Acct: "x", Part: "gpu", Node: "gpu01", GPUs: 1, Start: t0, End: t0 + 600},
 		{ID: 2, User: "a", Acct: "x", Part: "gpu", Node: "gpu02", GPUs: 1, Start: t0, End: t0 + 3500}}, now)
-	st, err := store.Open(context.Background(), store.Options{Path: path})
+	st, err := openWriter(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestCheck(t *testing.T) {
 	}
 	st.Close()
 	d, out, _ := testDeps(now, nil)
-	err = run(t, d, "check", "--no-live", "--db", path, "--stale", "15m", "--lag", "10m")
+	err = run(t, d, "check", "--no-live", dbOpt(path), "--stale", "15m", "--lag", "10m")
 	if err == nil {
 		t.Fatalf("a silent node passed: %s", out.String())
 	}
@@ -123,14 +123,14 @@ func TestCheck(t *testing.T) {
 		t.Errorf("check printed %q", got)
 	}
 	d, out, _ = testDeps(now, nil)
-	if err := run(t, d, "check", "--no-live", "--db", path, "--stale", "2h"); err != nil {
+	if err := run(t, d, "check", "--no-live", dbOpt(path), "--stale", "2h"); err != nil {
 		t.Fatalf("healthy: %v", err)
 	}
 	if !strings.HasPrefix(out.String(), "OK: 2 nodes, 0 silent") {
 		t.Errorf("check printed %q", out.String())
 	}
 	// A failed last pass, and the lag.
-	st, err = store.Open(context.Background(), store.Options{Path: path})
+	st, err = openWriter(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestCheck(t *testing.T) {
 	}
 	st.Close()
 	d, out, _ = testDeps(now.Add(time.Hour), nil)
-	err = run(t, d, "check", "--no-live", "--db", path, "--stale", "3h", "--lag", "10m")
+	err = run(t, d, "check", "--no-live", dbOpt(path), "--stale", "3h", "--lag", "10m")
 	if err == nil || !strings.Contains(out.String(), "ingest: last successful pass 1h2m0s ago") || !strings.Contains(out.String(), "failed: disk full") {
 		t.Errorf("check: %v\n%s", err, out.String())
 	}

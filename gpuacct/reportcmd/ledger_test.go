@@ -23,27 +23,32 @@ import (
 	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/report/timespec"
 	"github.com/aicloud/gpusuite/internal/sim/gendata"
-	"github.com/aicloud/gpusuite/internal/store"
 	"github.com/aicloud/gpusuite/internal/store/storetest"
 )
 
 // These tests build their ledgers with the real ingest, which (through
 // the web dashboard) imports package report: they live outside it.
 
-func openWriter(path string) (*store.Store, error) {
-	return store.Open(context.Background(), store.Options{Path: path})
-}
-
 // ledger generates a simulated cluster's records (real hook code for the
 // events, the agent's record types for samples and aggregates) and
-// ingests them with the real ingest pass into root/gpuacct.db.
+// ingests them with the real ingest pass into a new ledger of the engine
+// under test; it returns the ledger's location (path or URL).
 func ledger(tb testing.TB, root string, o gendata.Options) (string, gendata.Truth) {
+	tb.Helper()
+	return ledgerAt(tb, root, storetest.NewLedger(tb), o)
+}
+
+// ledgerAt is ledger into l.
+func ledgerAt(tb testing.TB, root string, l storetest.Ledger, o gendata.Options) (string, gendata.Truth) {
 	tb.Helper()
 	if err := os.Chmod(root, 0o755); err != nil {
 		tb.Fatal(err)
 	}
 	cfg := config.Default()
-	cfg.Store.Path = filepath.Join(root, "gpuacct.db")
+	cfg.Store.Path, cfg.Store.URL = filepath.Join(root, "gpuacct.db"), l.URL
+	if l.Path != "" {
+		cfg.Store.Path = l.Path
+	}
 	cfg.Ingest.Incoming = filepath.Join(root, "incoming")
 	cfg.Ingest.Quarantine = filepath.Join(root, "quarantine")
 	cfg.Ingest.Archive = filepath.Join(root, "archive")
@@ -63,11 +68,11 @@ func ledger(tb testing.TB, root string, o gendata.Options) (string, gendata.Trut
 	if err := ingestAt(cfg, now); err != nil {
 		tb.Fatal(err)
 	}
-	return cfg.Store.Path, truth
+	return cfg.Store.Location(), truth
 }
 
 func ingestAt(cfg config.Config, now time.Time) error {
-	st, err := openWriter(cfg.Store.Path)
+	st, err := openWriter(cfg.Store.Location())
 	if err != nil {
 		return err
 	}
@@ -105,7 +110,7 @@ func TestJobTextJSONAndPlot(t *testing.T) {
 		t.Fatal("the generated set lacks an idle or a busy job")
 	}
 	d, out, _ := testDeps(now, nil)
-	if err := run(t, d, "job", strconv.FormatUint(idle.ID, 10), "--db", path, "--tz", "UTC"); err != nil {
+	if err := run(t, d, "job", strconv.FormatUint(idle.ID, 10), dbOpt(path), "--tz", "UTC"); err != nil {
 		t.Fatal(err)
 	}
 	text := out.String()
@@ -115,7 +120,7 @@ func TestJobTextJSONAndPlot(t *testing.T) {
 		}
 	}
 	d, out, _ = testDeps(now, nil)
-	if err := run(t, d, "job", strconv.FormatUint(busy.ID, 10), "--json", "--db", path); err != nil {
+	if err := run(t, d, "job", strconv.FormatUint(busy.ID, 10), "--json", dbOpt(path)); err != nil {
 		t.Fatal(err)
 	}
 	var j struct {
@@ -146,7 +151,7 @@ func TestJobTextJSONAndPlot(t *testing.T) {
 	for _, name := range []string{"job.png", "job.svg"} {
 		d, out, _ = testDeps(now, nil)
 		p := filepath.Join(dir, name)
-		if err := run(t, d, "plot", strconv.FormatUint(busy.ID, 10), "-o", p, "--db", path); err != nil {
+		if err := run(t, d, "plot", strconv.FormatUint(busy.ID, 10), "-o", p, dbOpt(path)); err != nil {
 			t.Fatal(err)
 		}
 		if strings.TrimSpace(out.String()) != p {
@@ -156,12 +161,12 @@ func TestJobTextJSONAndPlot(t *testing.T) {
 	}
 	p := filepath.Join(dir, "teams.png")
 	d, _, _ = testDeps(now, nil)
-	if err := run(t, d, "plot", "--report", "--db", path, "--start", "2026-03-01", "--end", "2026-03-04", "--period", "day", "-o", p); err != nil {
+	if err := run(t, d, "plot", "--report", dbOpt(path), "--start", "2026-03-01", "--end", "2026-03-04", "--period", "day", "-o", p); err != nil {
 		t.Fatal(err)
 	}
 	checkImage(t, p)
 	d, _, _ = testDeps(now, nil)
-	if err := run(t, d, "plot", strconv.FormatUint(busy.ID, 10), "-o", filepath.Join(dir, "x.gif"), "--db", path); err == nil || !strings.Contains(err.Error(), "name it .png or .svg") {
+	if err := run(t, d, "plot", strconv.FormatUint(busy.ID, 10), "-o", filepath.Join(dir, "x.gif"), dbOpt(path)); err == nil || !strings.Contains(err.Error(), "name it .png or .svg") {
 		t.Errorf("gif: %v", err)
 	}
 }
@@ -198,7 +203,7 @@ func checkImage(t *testing.T, p string) {
 
 func TestExport(t *testing.T) {
 	path, truth, now := sampled(t)
-	args := []string{"--db", path, "--tz", "UTC", "--start", "2026-03-01", "--end", "2026-03-03"}
+	args := []string{dbOpt(path), "--tz", "UTC", "--start", "2026-03-01", "--end", "2026-03-03"}
 	d, out, errb := testDeps(now, nil)
 	if err := run(t, d, append([]string{"export", "jobs"}, args...)...); err != nil {
 		t.Fatal(err)
@@ -253,7 +258,7 @@ func TestExport(t *testing.T) {
 		t.Errorf("progress %q, stdout %d bytes", errb.String(), out.Len())
 	}
 	d, _, _ = testDeps(now, nil)
-	if err := run(t, d, "export", "things", "--db", path); err == nil || err.Error() != `export: unknown export "things": use jobs, gpus or samples` {
+	if err := run(t, d, "export", "things", dbOpt(path)); err == nil || err.Error() != `export: unknown export "things": use jobs, gpus or samples` {
 		t.Errorf("unknown export: %v", err)
 	}
 }
@@ -284,7 +289,8 @@ func BenchmarkReportYear(b *testing.B) {
 	root := b.TempDir()
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	g0 := time.Now()
-	path, truth := ledger(b, root, gendata.Options{Cluster: "c1", Nodes: 125, GPUsPerNode: 8, Start: start,
+	// The SQLite file: its size and the sqlite3 CLI are measured too.
+	path, truth := ledgerAt(b, root, storetest.Ledger{Path: filepath.Join(root, "gpuacct.db")}, gendata.Options{Cluster: "c1", Nodes: 125, GPUsPerNode: 8, Start: start,
 		Duration: time.Duration(days) * 24 * time.Hour, JobsPerNode: 44 * days, Seed: 12})
 	b.Logf("generated and ingested %d days: %d jobs in %s", days, truth.Jobs, time.Since(g0).Round(time.Second))
 	r0 := time.Now()
@@ -310,10 +316,10 @@ func BenchmarkReportYear(b *testing.B) {
 		return ds[len(ds)/2]
 	}
 	gpuacct := filepath.Join(bin, "gpuacct")
-	env := []string{"--db", path, "--tz", "UTC", "--start", "2026-01-01", "--end", "2027-01-01"}
+	env := []string{dbOpt(path), "--tz", "UTC", "--start", "2026-01-01", "--end", "2027-01-01"}
 	teams := wall(gpuacct, append([]string{"report", "teams", "--period", "month", "--format", "csv"}, env...)...)
-	teamsTokyo := wall(gpuacct, append([]string{"report", "teams", "--period", "month", "--format", "csv"}, "--db", path, "--tz", "Asia/Tokyo", "--start", "2026-01-01", "--end", "2027-01-01")...)
-	job := wall(gpuacct, "job", strconv.FormatInt(someJob, 10), "--db", path)
+	teamsTokyo := wall(gpuacct, append([]string{"report", "teams", "--period", "month", "--format", "csv"}, dbOpt(path), "--tz", "Asia/Tokyo", "--start", "2026-01-01", "--end", "2027-01-01")...)
+	job := wall(gpuacct, "job", strconv.FormatInt(someJob, 10), dbOpt(path))
 	const cliTeams = `SELECT strftime('%Y-%m', start, 'unixepoch') AS month, account, sum(alloc_gpu_s)/3600.0, sum(used_gpu_s)/3600.0, count(*) FROM jobs WHERE ignored = 0 GROUP BY month, account;`
 	cli := wall("sqlite3", "-readonly", path, cliTeams)
 	// In-process, without process start.

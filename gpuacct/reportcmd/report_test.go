@@ -39,7 +39,7 @@ func TestBadInput(t *testing.T) {
 	notDB := filepath.Join(dir, "not.db")
 	os.WriteFile(notDB, []byte("hello, this is not sqlite at all, not even close to it........................................"), 0o644)
 	cfg := filepath.Join(dir, "gpusuite.toml")
-	os.WriteFile(cfg, []byte("[store]\npath = \""+path+"\"\n"), 0o644)
+	os.WriteFile(cfg, []byte("[store]\n"+storeKey(path)), 0o644)
 	tests := []struct {
 		name string
 		args []string
@@ -47,25 +47,25 @@ func TestBadInput(t *testing.T) {
 	}{
 		{"unknown sub-report", []string{"report", "bogus"}, `report: unknown report "bogus": use one of teams, users`},
 		{"no sub-report", []string{"report"}, "report: name a report"},
-		{"bad date", []string{"report", "teams", "--db", path, "--start", "2026-02-30"}, `report teams: --start: time "2026-02-30" is not a real date and time`},
-		{"bad date format", []string{"report", "teams", "--db", path, "--start", "next week"}, `report teams: --start: time "next week" is not one of YYYY-MM-DD`},
-		{"end before start", []string{"report", "users", "--db", path, "--start", "2026-01-05", "--end", "2026-01-01"}, "report users: --end 2026-01-01T00:00:00 is not after --start 2026-01-05T00:00:00"},
-		{"unknown team", []string{"report", "teams", "--db", path, "--teams", "nope"}, `report teams: --teams: unknown team "nope" (teams: (unassigned), vision)`},
-		{"unknown node", []string{"report", "nodes", "--db", path, "--nodes", "gpu99"}, `report nodes: --nodes: unknown node "gpu99"`},
+		{"bad date", []string{"report", "teams", dbOpt(path), "--start", "2026-02-30"}, `report teams: --start: time "2026-02-30" is not a real date and time`},
+		{"bad date format", []string{"report", "teams", dbOpt(path), "--start", "next week"}, `report teams: --start: time "next week" is not one of YYYY-MM-DD`},
+		{"end before start", []string{"report", "users", dbOpt(path), "--start", "2026-01-05", "--end", "2026-01-01"}, "report users: --end 2026-01-01T00:00:00 is not after --start 2026-01-05T00:00:00"},
+		{"unknown team", []string{"report", "teams", dbOpt(path), "--teams", "nope"}, `report teams: --teams: unknown team "nope" (teams: (unassigned), vision)`},
+		{"unknown node", []string{"report", "nodes", dbOpt(path), "--nodes", "gpu99"}, `report nodes: --nodes: unknown node "gpu99"`},
 		{"missing db", []string{"report", "teams", "--db", filepath.Join(dir, "absent.db")}, "accounting database " + filepath.Join(dir, "absent.db") + " does not exist"},
 		{"not a db", []string{"report", "teams", "--db", notDB}, "not a gpusuite accounting database"},
-		{"user in two teams", []string{"report", "teams", "--db", path, "--teams-file", twoTeams}, `team mapping ` + twoTeams + `: user "alice" is in two teams, "a" and "b"`},
-		{"bad period", []string{"report", "teams", "--db", path, "--period", "year"}, `report teams: --period "year" is not day, week or month`},
-		{"bad format", []string{"report", "teams", "--db", path, "--format", "xml"}, `--format "xml" is not table, csv, tsv or json`},
-		{"bad units", []string{"report", "teams", "--db", path, "--units", "days"}, `--units "days" is not hours, minutes or percent`},
-		{"bad tz", []string{"report", "teams", "--db", path, "--tz", "Mars/Base"}, `--tz "Mars/Base" is not a time zone name`},
-		{"bad top by", []string{"report", "top", "--db", path, "--by", "nodes"}, `report top: --by "nodes" is not users or teams`},
-		{"bad sort", []string{"report", "jobs", "--db", path, "--sort", "size"}, `report jobs: --sort "size" is not start, alloc, eff or idle`},
-		{"job not found", []string{"job", "--db", path, "99"}, "job 99: job not found in " + path},
-		{"bad job id", []string{"job", "--db", path, "abc"}, `job "abc" is not a Slurm job id`},
-		{"job without id", []string{"job", "--db", path}, "job: give one JOBID"},
-		{"ignore without reason", []string{"ignore", "--db", path, "7"}, "ignore: --reason is required"},
-		{"ignore unknown job", []string{"ignore", "--db", path, "--requests", dir, "--reason", "x", "8"}, "ignore: job 8: job not found"},
+		{"user in two teams", []string{"report", "teams", dbOpt(path), "--teams-file", twoTeams}, `team mapping ` + twoTeams + `: user "alice" is in two teams, "a" and "b"`},
+		{"bad period", []string{"report", "teams", dbOpt(path), "--period", "year"}, `report teams: --period "year" is not day, week or month`},
+		{"bad format", []string{"report", "teams", dbOpt(path), "--format", "xml"}, `--format "xml" is not table, csv, tsv or json`},
+		{"bad units", []string{"report", "teams", dbOpt(path), "--units", "days"}, `--units "days" is not hours, minutes or percent`},
+		{"bad tz", []string{"report", "teams", dbOpt(path), "--tz", "Mars/Base"}, `--tz "Mars/Base" is not a time zone name`},
+		{"bad top by", []string{"report", "top", dbOpt(path), "--by", "nodes"}, `report top: --by "nodes" is not users or teams`},
+		{"bad sort", []string{"report", "jobs", dbOpt(path), "--sort", "size"}, `report jobs: --sort "size" is not start, alloc, eff or idle`},
+		{"job not found", []string{"job", dbOpt(path), "99"}, "job 99: job not found in " + store.RedactURL(path)},
+		{"bad job id", []string{"job", dbOpt(path), "abc"}, `job "abc" is not a Slurm job id`},
+		{"job without id", []string{"job", dbOpt(path)}, "job: give one JOBID"},
+		{"ignore without reason", []string{"ignore", dbOpt(path), "7"}, "ignore: --reason is required"},
+		{"ignore unknown job", []string{"ignore", dbOpt(path), "--requests", dir, "--reason", "x", "8"}, "ignore: job 8: job not found"},
 		{"config file db", []string{"--config", cfg, "report", "teams", "--teams", "nope"}, `unknown team "nope"`},
 	}
 	for _, tt := range tests {
@@ -82,7 +82,7 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
-func TestLockedDB(t *testing.T) {
+func TestSQLiteLockedDB(t *testing.T) {
 	now := time.Unix(t0+86400, 0)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "gpuacct.db")
@@ -125,7 +125,7 @@ func TestReportRoundTrip(t *testing.T) {
 		}
 		wantAlloc += int64(j.GPUs) * (end - j.Start)
 	}
-	args := []string{"report", "users", "--db", path, "--tz", "UTC", "--start", "2025-12-01", "--end", "2026-02-01"}
+	args := []string{"report", "users", dbOpt(path), "--tz", "UTC", "--start", "2025-12-01", "--end", "2026-02-01"}
 	d, out, _ := testDeps(now, nil)
 	if err := run(t, d, append(args, "--format", "csv")...); err != nil {
 		t.Fatal(err)
