@@ -2,17 +2,18 @@ package board
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/store"
+	"github.com/aicloud/gpusuite/internal/store/storetest"
 	"github.com/google/go-cmp/cmp"
 )
 
 func TestLedgerNotes(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, store.Options{Path: filepath.Join(t.TempDir(), "a.db")})
+	l := storetest.NewLedger(t)
+	st, err := store.Open(ctx, store.Options{Path: l.Path, URL: l.URL})
 	if err != nil {
 		t.Fatal(err)
 	}

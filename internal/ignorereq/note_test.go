@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/aicloud/gpusuite/internal/store"
+	"github.com/aicloud/gpusuite/internal/store/storetest"
 )
 
 func TestCheckText(t *testing.T) {
@@ -108,7 +109,8 @@ func newQueueEnv(t *testing.T) *queueEnv {
 		t.Skip("needs root to give request files to other users (chown)")
 	}
 	root := t.TempDir()
-	st, err := store.Open(context.Background(), store.Options{Path: filepath.Join(root, "acct.db")})
+	l := storetest.NewLedger(t)
+	st, err := store.Open(context.Background(), store.Options{Path: l.Path, URL: l.URL})
 	if err != nil {
 		t.Fatal(err)
 	}

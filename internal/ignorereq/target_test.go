@@ -10,6 +10,7 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/store"
+	"github.com/aicloud/gpusuite/internal/store/storetest"
 )
 
 func intp(i int) *int { return &i }
@@ -18,7 +19,8 @@ func TestCheckTarget(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
 	root := t.TempDir()
-	st, err := store.Open(ctx, store.Options{Path: filepath.Join(root, "acct.db")})
+	l := storetest.NewLedger(t)
+	st, err := store.Open(ctx, store.Options{Path: l.Path, URL: l.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
