@@ -20,6 +20,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/ignorereq"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/store"
+	"github.com/aicloud/gpusuite/internal/store/storetest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
@@ -30,7 +31,9 @@ var now = time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
 // fixture is a ledger knowing gpu01 (4 GPUs) and gpu02 (2), a live
 // snapshot of gpu09 (2 GPUs) and a config naming them.
 type fixture struct {
-	cfg, db, reqs string
+	cfg, reqs string
+	// db is the ledger, on the engine under test.
+	db storetest.Ledger
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -42,13 +45,17 @@ func newFixture(t *testing.T) *fixture {
 		t.Skip("needs root to give request files to other users (chown)")
 	}
 	root := t.TempDir()
-	f := &fixture{cfg: filepath.Join(root, "gpusuite.toml"), db: filepath.Join(root, "acct.db"), reqs: filepath.Join(root, "requests")}
+	f := &fixture{cfg: filepath.Join(root, "gpusuite.toml"), db: storetest.NewLedger(t), reqs: filepath.Join(root, "requests")}
 	live := filepath.Join(root, "live")
-	cfg := "[cluster]\nname = \"c1\"\n[store]\npath = \"" + f.db + "\"\n[report]\nrequests = \"" + f.reqs + "\"\ntz = \"Europe/Berlin\"\n[board]\nlive_dir = \"" + live + "\"\n"
+	key := "path = \"" + f.db.Path + "\""
+	if f.db.URL != "" {
+		key = "url = \"" + f.db.URL + "\""
+	}
+	cfg := "[cluster]\nname = \"c1\"\n[store]\n" + key + "\n[report]\nrequests = \"" + f.reqs + "\"\ntz = \"Europe/Berlin\"\n[board]\nlive_dir = \"" + live + "\"\n"
 	if err := os.WriteFile(f.cfg, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(context.Background(), store.Options{Path: f.db})
+	st, err := store.Open(context.Background(), store.Options{Path: f.db.Path, URL: f.db.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +133,7 @@ type serve struct {
 
 func (f *fixture) serve(t *testing.T) *serve {
 	t.Helper()
-	st, err := store.Open(context.Background(), store.Options{Path: f.db})
+	st, err := store.Open(context.Background(), store.Options{Path: f.db.Path, URL: f.db.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
