@@ -196,8 +196,9 @@ func sourceCounts(t *testing.T, loc string) []TableCopy {
 	return out
 }
 
-// TestPostgresCopyFromSQLite copies a SQLite ledger into PostgreSQL and
-// back into a new SQLite file: every row comes back as it was, the
+// TestPostgresCopyFromSQLite copies a SQLite ledger into PostgreSQL, back
+// into a new SQLite file and into a second PostgreSQL database: every row
+// comes back as it was, the
 // samples sit in their month partitions, a second run copies nothing,
 // and the writer's next ids follow the copied ones.
 func TestPostgresCopyFromSQLite(t *testing.T) {
@@ -241,6 +242,15 @@ func TestPostgresCopyFromSQLite(t *testing.T) {
 	dst2.Close()
 	if diff := cmp.Diff(ledgerDump(t, srcPath), ledgerDump(t, back.Path)); diff != "" {
 		t.Errorf("SQLite → PostgreSQL → SQLite changed rows (-src +back):\n%s", diff)
+	}
+	pg2 := storetest.Ledger{URL: storetest.NewPostgresDB(t)}
+	dst3 := openAt(t, pg2, false)
+	if _, err := Copy(ctx, pgSrc, dst3, CopyOptions{Batch: 100}); err != nil {
+		t.Fatalf("PostgreSQL → PostgreSQL: %v", err)
+	}
+	dst3.Close()
+	if diff := cmp.Diff(ledgerDump(t, pg.URL), ledgerDump(t, pg2.URL)); diff != "" {
+		t.Errorf("PostgreSQL → PostgreSQL changed rows (-src +copy):\n%s", diff)
 	}
 
 	w := openAt(t, pg, false)
