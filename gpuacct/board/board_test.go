@@ -21,6 +21,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/slurmstate"
 	"github.com/aicloud/gpusuite/internal/store"
+	"github.com/aicloud/gpusuite/internal/store/storetest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
@@ -237,8 +238,8 @@ func TestBadInput(t *testing.T) {
 // still shown.
 func TestLedgerNotes(t *testing.T) {
 	ctx := context.Background()
-	db := filepath.Join(t.TempDir(), "gpuacct.db")
-	st, err := store.Open(ctx, store.Options{Path: db})
+	l := storetest.NewLedger(t)
+	st, err := store.Open(ctx, store.Options{Path: l.Path, URL: l.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +264,11 @@ func TestLedgerNotes(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := fixture(t)
-	code, out, errs := runNotes(t, nil, LedgerNotes, "status", "--live-dir", dir, "--db", db, "n1")
+	dbOpt := "--db=" + l.Path
+	if l.URL != "" {
+		dbOpt = "--store-url=" + l.URL
+	}
+	code, out, errs := runNotes(t, nil, LedgerNotes, "status", "--live-dir", dir, dbOpt, "n1")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
