@@ -25,6 +25,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/slurmstate"
 	"github.com/aicloud/gpusuite/internal/store"
+	"github.com/aicloud/gpusuite/internal/store/storetest"
 	"github.com/aicloud/gpusuite/internal/web"
 )
 
@@ -292,9 +293,9 @@ func TestBoardOldOverviewLinks(t *testing.T) {
 }
 
 func TestBoardNotesAPI(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "gpuacct.db")
+	l := storetest.NewLedger(t)
 	ctx := context.Background()
-	st, err := store.Open(ctx, store.Options{Path: db})
+	st, err := store.Open(ctx, store.Options{Path: l.Path, URL: l.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +318,7 @@ func TestBoardNotesAPI(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	srv := newBoardServer(t, web.Options{DB: db})
+	srv := newBoardServer(t, web.Options{DB: l.Loc()})
 	for _, tc := range []struct{ path, golden string }{{"/api/v1/notes", "notes.json"}, {"/api/v1/notes?all=1", "notes-all.json"}} {
 		t.Run(tc.golden, func(t *testing.T) {
 			code, b := getJSON(t, srv.URL+tc.path, nil)

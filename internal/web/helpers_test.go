@@ -24,11 +24,14 @@ import (
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/sim"
 	"github.com/aicloud/gpusuite/internal/sim/gendata"
+	"github.com/aicloud/gpusuite/internal/store/storetest"
 )
 
 // fixture is a simulated cluster's records, written for the real ingest:
 // gendata's jobs (known ground truth) plus one job still running.
 type fixture struct {
+	// db is the ledger's location: the SQLite file, or on PostgreSQL
+	// (storetest.NewLedger) the database's URL, in store.url.
 	root, db, incoming, config string
 	// live is board.live_dir, with a fresh snapshot of the running job's
 	// node.
@@ -59,7 +62,8 @@ func newFixture(t *testing.T, now time.Time) *fixture {
 	if err := os.Chmod(root, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{root: root, db: filepath.Join(root, "gpuacct.db"), incoming: filepath.Join(root, "incoming")}
+	l := storetest.NewLedger(t)
+	f := &fixture{root: root, db: l.Loc(), incoming: filepath.Join(root, "incoming")}
 	if err := os.MkdirAll(f.incoming, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -82,8 +86,12 @@ func newFixture(t *testing.T, now time.Time) *fixture {
 	writeSnapshot(t, f.live, record.Live{Node: f.running.node, Time: now.UTC(), Interval: 3600, GPUs: []record.LiveGPU{liveGPU(0, 70, 1024, f.running.id), liveGPU(1, 0, 0)}})
 	f.addr = freeAddr(t)
 	f.config = filepath.Join(root, "gpusuite.toml")
+	store := fmt.Sprintf("path = %q", f.db)
+	if l.URL != "" {
+		store = fmt.Sprintf("url = %q", l.URL)
+	}
 	cfg := fmt.Sprintf(`[store]
-path = %q
+%s
 [ingest]
 incoming = %q
 quarantine = %q
@@ -101,7 +109,7 @@ tz = "UTC"
 max_age = "5s"
 [board]
 live_dir = %q
-`, f.db, f.incoming, filepath.Join(root, "quarantine"), filepath.Join(root, "archive"), f.addr, f.live)
+`, store, f.incoming, filepath.Join(root, "quarantine"), filepath.Join(root, "archive"), f.addr, f.live)
 	if err := os.WriteFile(f.config, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}

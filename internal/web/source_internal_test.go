@@ -2,26 +2,26 @@ package web
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/store"
+	"github.com/aicloud/gpusuite/internal/store/storetest"
 )
 
 // A web connection opens one pool: its own reads go through the store
 // report.DB reads, and closing the report closes it.
 func TestConnOnePool(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "acct.db")
-	w, err := store.Open(ctx, store.Options{Path: path})
+	l := storetest.NewLedger(t)
+	w, err := store.Open(ctx, store.Options{Path: l.Path, URL: l.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	src := newSource(Options{DB: path, Reopen: time.Hour, BusyTimeout: time.Second})
+	src := newSource(Options{DB: l.Loc(), Reopen: time.Hour, BusyTimeout: time.Second})
 	c, release, err := src.acquire(ctx)
 	if err != nil {
 		t.Fatal(err)

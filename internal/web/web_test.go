@@ -24,6 +24,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/sim/gendata"
+	"github.com/aicloud/gpusuite/internal/store/storetest"
 	"github.com/aicloud/gpusuite/internal/web"
 )
 
@@ -439,10 +440,9 @@ func testHeaders(t *testing.T, f *fixture) {
 	}
 }
 
-// TestUnreadable: a missing database and a file that is not one are 503
-// with the reason, for the API and the pages; the handler recovers when
-// the database appears.
-func TestUnreadable(t *testing.T) {
+// TestSQLiteUnreadable: a missing database file and a file that is not
+// one are 503 with the reason, for the API and the pages.
+func TestSQLiteUnreadable(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct {
 		name, content, msg string
@@ -457,32 +457,61 @@ func TestUnreadable(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			h, err := web.New(web.Options{DB: path, Location: time.UTC, Now: time.Now})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer h.Close()
-			srv := httptest.NewServer(h)
-			defer srv.Close()
-			for _, p := range []string{"/api/v1/health", "/api/v1/report/teams", "/api/v1/jobs/c1/1"} {
-				var e struct {
-					Error string `json:"error"`
-				}
-				code, b := getJSON(t, srv.URL+p, &e)
-				if code != http.StatusServiceUnavailable || !strings.Contains(e.Error, tc.msg) {
-					t.Errorf("%s: %d %s, want 503 with %q", p, code, b, tc.msg)
-				}
-			}
-			code, b := getJSON(t, srv.URL+"/accounting", nil)
-			if code != http.StatusServiceUnavailable || !bytes.Contains(b, []byte(tc.msg)) {
-				t.Errorf("overview: %d %.500s", code, b)
-			}
-			// Bad input is still a 400, before the database is needed.
-			if code, _ := getJSON(t, srv.URL+"/api/v1/report/teams?start=xyz", nil); code != http.StatusBadRequest {
-				t.Errorf("bad date with no database: %d, want 400", code)
+			checkUnreadable(t, path, tc.msg)
+		})
+	}
+}
+
+// TestPostgresUnreadable: a PostgreSQL database with no ledger in it and
+// a server that does not answer are 503 with the reason, and the URL's
+// password is in no answer.
+func TestPostgresUnreadable(t *testing.T) {
+	for _, tc := range []struct {
+		name, url, msg string
+	}{
+		{"no ledger", storetest.NewPostgresDB(t), "not a gpusuite accounting database"},
+		{"server down", "postgres://gpusuite:s3cret@127.0.0.1:1/acct?connect_timeout=5", "connection refused"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if b := checkUnreadable(t, tc.url, tc.msg); bytes.Contains(b, []byte("s3cret")) {
+				t.Errorf("the password is in the page: %.500s", b)
 			}
 		})
 	}
+}
+
+// checkUnreadable checks that a handler on the ledger at db answers 503
+// with msg on the API and the overview, and 400 to bad input; it returns
+// the bodies.
+func checkUnreadable(t *testing.T, db, msg string) []byte {
+	t.Helper()
+	h, err := web.New(web.Options{DB: db, Location: time.UTC, Now: time.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	var all []byte
+	for _, p := range []string{"/api/v1/health", "/api/v1/report/teams", "/api/v1/jobs/c1/1"} {
+		var e struct {
+			Error string `json:"error"`
+		}
+		code, b := getJSON(t, srv.URL+p, &e)
+		if code != http.StatusServiceUnavailable || !strings.Contains(e.Error, msg) {
+			t.Errorf("%s: %d %s, want 503 with %q", p, code, b, msg)
+		}
+		all = append(all, b...)
+	}
+	code, b := getJSON(t, srv.URL+"/accounting", nil)
+	if code != http.StatusServiceUnavailable || !bytes.Contains(b, []byte(msg)) {
+		t.Errorf("overview: %d %.500s", code, b)
+	}
+	// Bad input is still a 400, before the database is needed.
+	if code, _ := getJSON(t, srv.URL+"/api/v1/report/teams?start=xyz", nil); code != http.StatusBadRequest {
+		t.Errorf("bad date with no database: %d, want 400", code)
+	}
+	return append(all, b...)
 }
 
 func TestNewRefusesBadMapping(t *testing.T) {
