@@ -19,6 +19,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/report/timespec"
 	"github.com/aicloud/gpusuite/internal/sim/simcluster"
 	"github.com/aicloud/gpusuite/internal/store"
+	"github.com/aicloud/gpusuite/internal/store/storetest"
 )
 
 // Tolerances. Allocation, sample seconds, idle seconds and energy are
@@ -35,7 +36,8 @@ func near(got, want float64) bool {
 }
 
 // ledger runs a small simulated cluster through the real agent and hooks,
-// then one real ingest pass into a fresh store under dir.
+// then one real ingest pass into a fresh ledger of the engine under test
+// (storetest.NewLedger); it returns the ledger's location.
 func ledger(t *testing.T, o simcluster.Options) (simcluster.Result, string, ingest.Result) {
 	t.Helper()
 	dir := t.TempDir()
@@ -53,12 +55,13 @@ func ledger(t *testing.T, o simcluster.Options) (simcluster.Result, string, inge
 		o.Nodes, o.GPUsPerNode, o.Duration, len(res.Truth.Jobs), res.Truth.Samples, res.Shipped, time.Since(t0).Round(time.Millisecond))
 	cfg := config.Default()
 	cfg.Store.Path = filepath.Join(dir, "gpuacct.db")
+	cfg.Store.URL = storetest.NewLedger(t).URL
 	cfg.Ingest.Incoming = o.Incoming
 	cfg.Ingest.Quarantine = filepath.Join(dir, "quarantine")
 	cfg.Ingest.Archive = filepath.Join(dir, "archive")
 	cfg.Ingest.Keep = "delete"
 	cfg.Ingest.Sacct = ""
-	st, err := store.Open(context.Background(), store.Options{Path: cfg.Store.Path})
+	st, err := store.Open(context.Background(), store.Options{Path: cfg.Store.Path, URL: cfg.Store.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +74,7 @@ func ledger(t *testing.T, o simcluster.Options) (simcluster.Result, string, inge
 		t.Fatal(err)
 	}
 	t.Logf("ingest: %+v in %s", ir, time.Since(t0).Round(time.Millisecond))
-	return res, cfg.Store.Path, ir
+	return res, cfg.Store.Location(), ir
 }
 
 // jobRow is what the reports hold of a job, in the truth's terms.
