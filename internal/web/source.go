@@ -94,10 +94,12 @@ func (s *source) forget(c *conn) {
 }
 
 func (s *source) open(ctx context.Context) (*conn, error) {
-	if store.IsPostgresURL(s.o.DB) {
-		// report.OpenDB names a database without its ledger.
-	} else if _, err := os.Stat(s.o.DB); errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("accounting database %s does not exist yet (gpuacct serve creates it at its first pass): %w", s.o.DB, err)
+	// A file may not be there yet; a PostgreSQL database without its
+	// ledger is report.OpenDB's to name.
+	if !store.IsPostgresURL(s.o.DB) {
+		if _, err := os.Stat(s.o.DB); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("accounting database %s does not exist yet (gpuacct serve creates it at its first pass): %w", s.o.DB, err)
+		}
 	}
 	rep, err := report.OpenDB(ctx, s.o.DB, s.o.BusyTimeout)
 	if err != nil {
