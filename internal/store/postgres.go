@@ -43,7 +43,13 @@ const pgCloseWait = 5 * time.Second
 
 func (e *pgEngine) close() error {
 	if e.lock != nil {
-		_ = e.lock.Close(context.Background())
+		// Unlock before closing: the server ends a closed session, and
+		// frees its lock, only some time after, and a writer opened
+		// right after this Close must find the lock free.
+		ctx, cancel := context.WithTimeout(context.Background(), pgCloseWait)
+		_, _ = e.lock.Exec(ctx, `SELECT pg_advisory_unlock($1, $2)`, pgLockClass, pgLockObj)
+		_ = e.lock.Close(ctx)
+		cancel()
 		e.lock = nil
 	}
 	done := make(chan struct{})

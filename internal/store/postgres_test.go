@@ -299,3 +299,20 @@ func TestPostgresNewerSchemaRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestPostgresReopenAfterClose: a writer's Close frees the lock at once,
+// so that the next writer, opened right after, gets it (the server would
+// free a closed session's lock only some time later).
+func TestPostgresReopenAfterClose(t *testing.T) {
+	ctx := context.Background()
+	u := storetest.NewPostgresDB(t)
+	for i := range 30 {
+		s, err := Open(ctx, Options{URL: u})
+		if err != nil {
+			t.Fatalf("open #%d right after a Close: %v", i, err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
