@@ -195,3 +195,22 @@ func TestCheckHelpDefaults(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreURLPassword: a PostgreSQL ledger that cannot be reached is
+// named without the URL's password, by the reports and by check.
+func TestStoreURLPassword(t *testing.T) {
+	const url = "postgres://gpusuite:s3cret@127.0.0.1:1/acct?connect_timeout=5"
+	for _, args := range [][]string{{"report", "teams", "--store-url", url}, {"job", "--store-url", url, "7"}, {"check", "--no-live", "--store-url", url}} {
+		t.Run(args[0], func(t *testing.T) {
+			d, out, errb := testDeps(time.Unix(t0, 0), nil)
+			err := run(t, d, args...)
+			if err == nil {
+				t.Fatalf("no error from a server that does not answer; stdout %q", out.String())
+			}
+			all := err.Error() + out.String() + errb.String()
+			if strings.Contains(all, "s3cret") || !strings.Contains(all, "127.0.0.1:1") {
+				t.Errorf("want the server named without the password, got %q", all)
+			}
+		})
+	}
+}
