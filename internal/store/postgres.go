@@ -19,7 +19,8 @@ import (
 // connection of its own for the writer's life: PostgreSQL drops it when
 // that session ends, however the process died, so a waiting writer takes
 // over at once. Its two keys are fixed ("gpus", 1): one ledger per
-// database.
+// database (advisory locks are the database's, and so is the holder
+// looked up).
 const (
 	pgLockClass = 0x67707573
 	pgLockObj   = 1
@@ -189,7 +190,8 @@ func pgTakeLock(ctx context.Context, cc *pgx.ConnConfig) (*pgx.Conn, error) {
 	var holder string
 	err = c.QueryRow(ctx, `SELECT coalesce(a.application_name, '') || ' (backend ' || a.pid || coalesce(' from ' || host(a.client_addr), '') || ')'
  FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
- WHERE l.locktype = 'advisory' AND l.granted AND l.classid = $1 AND l.objid = $2 AND l.objsubid = 2 LIMIT 1`,
+ WHERE l.locktype = 'advisory' AND l.granted AND l.classid = $1 AND l.objid = $2 AND l.objsubid = 2
+ AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) LIMIT 1`,
 		pgLockClass, pgLockObj).Scan(&holder)
 	_ = c.Close(ctx)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {

@@ -29,6 +29,15 @@ const pgWait = 60 * time.Second
 // the first closes.
 func TestPostgresWriterLock(t *testing.T) {
 	ctx := context.Background()
+	// Writers of other databases on the server hold their own locks,
+	// and are not named as this one's holder.
+	for range 3 {
+		other, err := Open(ctx, Options{URL: storetest.NewPostgresDB(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer other.Close()
+	}
 	u := storetest.NewPostgresDB(t)
 	first, err := Open(ctx, Options{URL: u})
 	if err != nil {
@@ -44,8 +53,9 @@ func TestPostgresWriterLock(t *testing.T) {
 		t.Fatalf("second writer: %v, want ErrLocked", err)
 	}
 	holder := fmt.Sprintf("gpuacct pid %d on ", os.Getpid())
-	if msg := err.Error(); !strings.Contains(msg, holder) || !strings.Contains(msg, "only one gpuacct ingest/serve") {
-		t.Errorf("lock message %q does not name the holder (%q) and why", msg, holder)
+	backend := fmt.Sprintf("(backend %d ", first.pg.lock.PgConn().PID())
+	if msg := err.Error(); !strings.Contains(msg, holder) || !strings.Contains(msg, backend) || !strings.Contains(msg, "only one gpuacct ingest/serve") {
+		t.Errorf("lock message %q does not name the holder (%q, %q) and why", msg, holder, backend)
 	}
 
 	// A reader is welcome meanwhile.
