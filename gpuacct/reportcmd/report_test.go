@@ -211,6 +211,9 @@ func TestStoreURLPassword(t *testing.T) {
 			if strings.Contains(all, "s3cret") || !strings.Contains(all, "127.0.0.1:1") {
 				t.Errorf("want the server named without the password, got %q", all)
 			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error is more than one line: %q", err)
+			}
 		})
 	}
 }
