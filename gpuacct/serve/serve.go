@@ -71,10 +71,13 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	defer stopHTTP()
+	sb := newStandby(ctx, s.Log)
 	err = s.OpenStore(ctx, ingest.Writer{Wait: true, OnWait: func(holder string) {
 		s.Log.Warn("another writer holds the ledger: " + holder + "; waiting to take over")
 		gauges.waiting.Set(1)
+		sb.waiting(holder)
 	}})
+	sb.stop()
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped while waiting

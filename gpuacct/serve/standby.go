@@ -1,0 +1,70 @@
+package serve
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/coreos/go-systemd/v22/daemon"
+)
+
+// standby keeps systemd content while serve waits for the writer lock:
+// a waiting serve is a started standby (it answers /metrics), so it
+// tells systemd READY with a STATUS saying whom it waits for, and pings
+// the watchdog until stop is called. Without this, systemd's start
+// timeout, then its watchdog, would kill and restart the standby again
+// and again. Without NOTIFY_SOCKET every call does nothing.
+type standby struct {
+	log  *slog.Logger
+	said chan string
+	done chan struct{}
+}
+
+func newStandby(ctx context.Context, log *slog.Logger) *standby {
+	s := &standby{log: log, said: make(chan string, 1), done: make(chan struct{})}
+	go s.run(ctx)
+	return s
+}
+
+// waiting is OnWait's: holder now holds the lock.
+func (s *standby) waiting(holder string) {
+	select {
+	case s.said <- holder:
+	default:
+	}
+}
+
+// stop ends the standby: serve holds the lock (or gave up).
+func (s *standby) stop() { close(s.done) }
+
+func (s *standby) notify(state string) {
+	if _, err := daemon.SdNotify(false, state); err != nil {
+		s.log.Warn("systemd notify failed", "state", state, "err", err)
+	}
+}
+
+func (s *standby) run(ctx context.Context) {
+	every := time.Duration(0)
+	if d, err := daemon.SdWatchdogEnabled(false); err == nil && d > 0 {
+		every = d / 2
+	}
+	var tick <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.done:
+			s.notify("STATUS=writing the ledger")
+			return
+		case h := <-s.said:
+			s.notify(daemon.SdNotifyReady + "\nSTATUS=standby: waiting for the ledger's writer lock, held by " + h)
+			if every > 0 && tick == nil {
+				t := time.NewTicker(every)
+				defer t.Stop()
+				tick = t.C
+			}
+		case <-tick:
+			s.notify(daemon.SdNotifyWatchdog)
+		}
+	}
+}
