@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -123,7 +124,7 @@ func openPostgres(ctx context.Context, o Options) (*Store, error) {
 	s := &Store{Path: name, Engine: EnginePostgres}
 	e := &pgEngine{}
 	if !o.ReadOnly {
-		lock, err := waitLock(ctx, o, func() (*pgx.Conn, error) { return pgTakeLock(ctx, cfg.ConnConfig) })
+		lock, err := waitLock(ctx, o, func() (*pgx.Conn, error) { return pgTakeLock(ctx, cfg.ConnConfig, o.BusyTimeout) })
 		if err != nil {
 			return nil, fmt.Errorf("open store %q: %w", name, err)
 		}
@@ -172,35 +173,75 @@ func openPostgres(ctx context.Context, o Options) (*Store, error) {
 	return s, nil
 }
 
+// pgGonePoll is how often a writer looks again at a lock whose holder's
+// process is gone.
+const pgGonePoll = 100 * time.Millisecond
+
 // pgTakeLock opens the lock session and takes the writer lock, or says
-// who holds it (ErrLocked).
-func pgTakeLock(ctx context.Context, cc *pgx.ConnConfig) (*pgx.Conn, error) {
+// who holds it (ErrLocked). A holder that is a gpuacct of this host whose
+// process is gone (killed) is a session the server has not yet ended: it
+// does when it notices the closed connection, a moment later, so that
+// one is waited for, up to wait.
+func pgTakeLock(ctx context.Context, cc *pgx.ConnConfig, wait time.Duration) (*pgx.Conn, error) {
 	c, err := pgx.ConnectConfig(ctx, cc.Copy())
 	if err != nil {
 		return nil, fmt.Errorf("writer lock: %w", translate(err))
 	}
-	var ok bool
-	if err := c.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, $2)`, pgLockClass, pgLockObj).Scan(&ok); err != nil {
-		_ = c.Close(ctx)
-		return nil, fmt.Errorf("writer lock: %w", translate(err))
-	}
-	if ok {
-		return c, nil
-	}
-	var holder string
-	err = c.QueryRow(ctx, `SELECT coalesce(a.application_name, '') || ' (backend ' || a.pid || coalesce(' from ' || host(a.client_addr), '') || ')'
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	for {
+		var ok bool
+		if err := c.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, $2)`, pgLockClass, pgLockObj).Scan(&ok); err != nil {
+			_ = c.Close(ctx)
+			return nil, fmt.Errorf("writer lock: %w", translate(err))
+		}
+		if ok {
+			return c, nil
+		}
+		var app, backend string
+		err = c.QueryRow(ctx, `SELECT coalesce(a.application_name, ''), 'backend ' || a.pid || coalesce(' from ' || host(a.client_addr), '')
  FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
  WHERE l.locktype = 'advisory' AND l.granted AND l.classid = $1 AND l.objid = $2 AND l.objsubid = 2
  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) LIMIT 1`,
-		pgLockClass, pgLockObj).Scan(&holder)
-	_ = c.Close(ctx)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("writer lock: %w", translate(err))
+			pgLockClass, pgLockObj).Scan(&app, &backend)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			_ = c.Close(ctx)
+			return nil, fmt.Errorf("writer lock: %w", translate(err))
+		}
+		gone := holderGone(app)
+		if gone {
+			t := time.NewTimer(pgGonePoll)
+			select {
+			case <-t.C:
+				continue
+			case <-wctx.Done():
+				t.Stop()
+			}
+		}
+		_ = c.Close(ctx)
+		holder := "unknown process"
+		if app != "" || backend != "" {
+			holder = app + " (" + backend + ")"
+		}
+		if gone {
+			holder += ", whose process is gone: the server frees its lock when it notices, try again shortly"
+		}
+		return nil, fmt.Errorf("%w (%s; advisory lock %d/%d): only one gpuacct ingest/serve may write the store", ErrLocked, holder, pgLockClass, pgLockObj)
 	}
-	if holder == "" {
-		holder = "unknown process"
+}
+
+// holderGone reports whether app, a lock holder's application_name
+// (holderName), names a process of this host that no longer exists.
+func holderGone(app string) bool {
+	var pid int
+	var host string
+	if _, err := fmt.Sscanf(app, "gpuacct pid %d on %s since", &pid, &host); err != nil || pid <= 0 || pid == os.Getpid() {
+		return false
 	}
-	return nil, fmt.Errorf("%w (%s; advisory lock %d/%d): only one gpuacct ingest/serve may write the store", ErrLocked, holder, pgLockClass, pgLockObj)
+	if h, err := os.Hostname(); err != nil || h != host {
+		return false
+	}
+	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
 }
 
 // version reads gpusuite_schema; a database without it is version 0.

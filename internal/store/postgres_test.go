@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/store/storetest"
@@ -346,4 +348,86 @@ func TestPostgresCheckpoint(t *testing.T) {
 	if p, found, err := s.LastPass(ctx); err != nil || !found || p.Started != 10 {
 		t.Errorf("LastPass after Checkpoint = %+v, %v, %v; want the pass at 10", p, found, err)
 	}
+}
+
+// TestPostgresDeadHolder: a lock held by a session of a gpuacct of this
+// host whose process is gone (killed: the server has not yet noticed) is
+// waited for, up to the busy timeout, and then said to be so.
+func TestPostgresDeadHolder(t *testing.T) {
+	ctx := context.Background()
+	// A pid that was this host's and is no more.
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold := func(t *testing.T, u string) *pgx.Conn {
+		t.Helper()
+		cfg, err := pgx.ParseConfig(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.RuntimeParams["application_name"] = fmt.Sprintf("gpuacct pid %d on %s since 2026-03-02T10:00:00Z", dead.Process.Pid, host)
+		c, err := pgx.ConnectConfig(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close(ctx) })
+		if _, err := c.Exec(ctx, `SELECT pg_advisory_lock($1, $2)`, pgLockClass, pgLockObj); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+
+	t.Run("still held", func(t *testing.T) {
+		u := storetest.NewPostgresDB(t)
+		hold(t, u)
+		_, err := Open(ctx, Options{URL: withConnectTimeout(t, u), BusyTimeout: 300 * time.Millisecond})
+		if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "whose process is gone") {
+			t.Errorf("writer beside a dead holder: %v, want ErrLocked saying its process is gone", err)
+		}
+	})
+
+	t.Run("freed while waiting", func(t *testing.T) {
+		u := storetest.NewPostgresDB(t)
+		holder := hold(t, u)
+		done := make(chan error, 1)
+		go func() {
+			s, err := Open(ctx, Options{URL: u, BusyTimeout: pgWait})
+			if err == nil {
+				err = s.Close()
+			}
+			done <- err
+		}()
+		// The writer has tried, found the holder and is waiting once its
+		// session's last statement is the holder's lookup.
+		waiting := fmt.Sprintf("gpuacct pid %d on %%", os.Getpid())
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		giveUp := time.After(pgWait)
+		for storetest.Scalar[int64](t, u, `SELECT count(*) FROM pg_stat_activity
+ WHERE datname = current_database() AND application_name LIKE ? AND query LIKE '%pg_locks%'`, waiting) == 0 {
+			select {
+			case err := <-done:
+				t.Fatalf("the writer did not wait for a dead holder: %v", err)
+			case <-giveUp:
+				t.Fatal("the writer never looked up the holder")
+			case <-tick.C:
+			}
+		}
+		if err := holder.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("writer after the dead holder's session ended: %v", err)
+			}
+		case <-time.After(pgWait):
+			t.Fatal("the writer did not take the lock once it was free")
+		}
+	})
 }
