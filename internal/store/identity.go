@@ -18,9 +18,12 @@ func (b *Batch) Node(cluster, node string) (int64, error) {
 	// conflict still uses up a sequence number, and the ids would then
 	// depend on how the records were batched.
 	id, found, err := b.nodeID(cluster, node)
-	if err != nil || found {
+	if err != nil {
+		return 0, err
+	}
+	if found {
 		b.nodes[k] = id
-		return id, err
+		return id, nil
 	}
 	if _, err := b.exec(`INSERT INTO nodes(cluster, name) VALUES(?, ?) ON CONFLICT DO NOTHING`, cluster, node); err != nil {
 		return 0, err
@@ -81,32 +84,59 @@ func (b *Batch) flushSeen() error {
 // fill in when first known.
 func (b *Batch) GPU(uuid string, node int64, index *int, minor *int, model string) (int64, error) {
 	// Known in this batch, and the upsert would change nothing.
-	if g, ok := b.gpus[uuid]; ok && g.node == node && (model == "" || g.model == model) &&
-		(minor == nil || (g.hasMinor && g.minor == *minor)) && (index == nil || (g.hasIdx && g.idx == *index)) {
+	if g, ok := b.gpus[uuid]; ok && g.same(node, index, minor, model) {
 		return g.id, nil
 	}
-	if _, err := b.exec(`INSERT INTO gpus(uuid, node_id, idx, minor, model) VALUES(?, ?, ?, ?, ?)
-ON CONFLICT(uuid) DO UPDATE SET idx = coalesce(excluded.idx, idx), minor = coalesce(excluded.minor, minor),
- model = CASE WHEN excluded.model != '' THEN excluded.model ELSE model END`,
-		uuid, node, intPtr(index), intPtr(minor), model); err != nil {
-		return 0, err
-	}
-	clear(b.models) // a node's model may have changed
-	row, err := b.queryRow(`SELECT id, node_id, model, idx, minor FROM gpus WHERE uuid = ?`, uuid)
+	// Known to the ledger as it is: no upsert, which on PostgreSQL would
+	// use up a sequence number each batch.
+	g, found, err := b.gpuRow(uuid)
 	if err != nil {
 		return 0, err
 	}
-	// A GPU is never moved to another node: checkSegment and checkEvent
-	// refuse a UUID that another node reported (invariant 8).
+	if !found || !g.same(node, index, minor, model) {
+		if _, err := b.exec(`INSERT INTO gpus(uuid, node_id, idx, minor, model) VALUES(?, ?, ?, ?, ?)
+ON CONFLICT(uuid) DO UPDATE SET idx = coalesce(excluded.idx, idx), minor = coalesce(excluded.minor, minor),
+ model = CASE WHEN excluded.model != '' THEN excluded.model ELSE model END`,
+			uuid, node, intPtr(index), intPtr(minor), model); err != nil {
+			return 0, err
+		}
+		clear(b.models) // a node's model may have changed
+		if g, found, err = b.gpuRow(uuid); err == nil && !found {
+			err = fmt.Errorf("gpu %s: %w", uuid, sql.ErrNoRows)
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	b.gpus[uuid] = g
+	return g.id, nil
+}
+
+// same reports whether the GPU's upsert on node with these values would
+// leave g as it is. A GPU is never moved to another node: checkSegment
+// and checkEvent refuse a UUID that another node reported (invariant 8).
+func (g gpuRow) same(node int64, index, minor *int, model string) bool {
+	return g.node == node && (model == "" || g.model == model) &&
+		(minor == nil || (g.hasMinor && g.minor == *minor)) && (index == nil || (g.hasIdx && g.idx == *index))
+}
+
+// gpuRow is the gpus row of uuid, if the ledger has it.
+func (b *Batch) gpuRow(uuid string) (gpuRow, bool, error) {
+	row, err := b.queryRow(`SELECT id, node_id, model, idx, minor FROM gpus WHERE uuid = ?`, uuid)
+	if err != nil {
+		return gpuRow{}, false, err
+	}
 	var g gpuRow
 	var idx, mnr sql.NullInt64
-	if err := row.Scan(&g.id, &g.node, &g.model, &idx, &mnr); err != nil {
-		return 0, fmt.Errorf("gpu %s: %w", uuid, err)
+	switch err := row.Scan(&g.id, &g.node, &g.model, &idx, &mnr); {
+	case errors.Is(err, sql.ErrNoRows):
+		return gpuRow{}, false, nil
+	case err != nil:
+		return gpuRow{}, false, fmt.Errorf("gpu %s: %w", uuid, err)
 	}
 	g.idx, g.hasIdx = int(idx.Int64), idx.Valid
 	g.minor, g.hasMinor = int(mnr.Int64), mnr.Valid
-	b.gpus[uuid] = g
-	return g.id, nil
+	return g, true, nil
 }
 
 func intPtr(p *int) any {
@@ -123,19 +153,42 @@ func (b *Batch) Job(cluster string, job uint64, restart int) (int64, error) {
 	if id, ok := b.jobs[k]; ok {
 		return id, nil
 	}
-	if _, err := b.exec(`INSERT INTO jobs(cluster, job_id, restart) VALUES(?, ?, ?) ON CONFLICT DO NOTHING`, cluster, int64(job), restart); err != nil {
-		return 0, err
-	}
-	row, err := b.queryRow(`SELECT id FROM jobs WHERE cluster = ? AND job_id = ? AND restart = ?`, cluster, int64(job), restart)
+	// Looked up first, as nodes are (Node).
+	id, found, err := b.jobID(k)
 	if err != nil {
 		return 0, err
 	}
-	var id int64
-	if err := row.Scan(&id); err != nil {
-		return 0, fmt.Errorf("job %s/%d/%d: %w", cluster, job, restart, err)
+	if found {
+		b.jobs[k] = id
+		return id, nil
+	}
+	if _, err := b.exec(`INSERT INTO jobs(cluster, job_id, restart) VALUES(?, ?, ?) ON CONFLICT DO NOTHING`, cluster, int64(job), restart); err != nil {
+		return 0, err
+	}
+	if id, found, err = b.jobID(k); err == nil && !found {
+		err = fmt.Errorf("job %s/%d/%d: %w", cluster, job, restart, sql.ErrNoRows)
+	}
+	if err != nil {
+		return 0, err
 	}
 	b.jobs[k] = id
 	return id, nil
+}
+
+// jobID is the row id of the job run k, if the ledger has it.
+func (b *Batch) jobID(k jobKey) (int64, bool, error) {
+	row, err := b.queryRow(`SELECT id FROM jobs WHERE cluster = ? AND job_id = ? AND restart = ?`, k.cluster, int64(k.job), k.restart)
+	if err != nil {
+		return 0, false, err
+	}
+	var id int64
+	switch err := row.Scan(&id); {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, fmt.Errorf("job %s/%d/%d: %w", k.cluster, k.job, k.restart, err)
+	}
+	return id, true, nil
 }
 
 func (b *Batch) jobDims(job int64) (Dims, error) {
