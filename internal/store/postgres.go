@@ -69,16 +69,91 @@ func (e *pgEngine) close() error {
 	}
 }
 
-// RedactURL is u without its password, for logs and messages.
+// RedactURL is u without its password, for logs and messages: the URL's
+// user password and a password= parameter, also in a URL that does not
+// parse (a typo must not print the password). Anything else, a SQLite
+// path included, is returned as it is.
 func RedactURL(u string) string {
 	p, err := url.Parse(u)
-	if err != nil || p.User == nil {
+	if err == nil && p.Scheme != "" {
+		changed := false
+		if _, ok := p.User.Password(); ok {
+			p.User, changed = url.UserPassword(p.User.Username(), redacted), true
+		}
+		if q := p.Query(); q.Has("password") {
+			q.Set("password", redacted)
+			p.RawQuery, changed = q.Encode(), true
+		}
+		if changed {
+			return p.String()
+		}
 		return u
 	}
-	if _, ok := p.User.Password(); ok {
-		p.User = url.UserPassword(p.User.Username(), "xxxxx")
+	if i := strings.Index(u, "://"); i >= 0 {
+		auth := u[i+3:]
+		if at := strings.LastIndex(auth, "@"); at >= 0 {
+			if c := strings.Index(auth[:at], ":"); c >= 0 {
+				u = u[:i+3] + auth[:c+1] + redacted + auth[at:]
+			}
+		}
 	}
-	return p.String()
+	return redactPasswordParams(u)
+}
+
+// redacted stands for a password in what the store prints.
+const redacted = "xxxxx"
+
+// redactPasswordParams hides the value of each password=value setting
+// in s, a URL's query or a key=value connection string, the value bare
+// or quoted.
+func redactPasswordParams(s string) string {
+	var b strings.Builder
+	for {
+		i := indexFold(s, "password")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		j := i + len("password")
+		for j < len(s) && s[j] == ' ' {
+			j++
+		}
+		if j == len(s) || s[j] != '=' {
+			b.WriteString(s[:j])
+			s = s[j:]
+			continue
+		}
+		j++
+		for j < len(s) && s[j] == ' ' {
+			j++
+		}
+		k := j
+		if k < len(s) && s[k] == '\'' {
+			for k++; k < len(s) && s[k] != '\''; k++ {
+				if s[k] == '\\' {
+					k++
+				}
+			}
+			k = min(k+1, len(s))
+		} else {
+			for k < len(s) && s[k] != ' ' && s[k] != '&' {
+				k++
+			}
+		}
+		b.WriteString(s[:j])
+		b.WriteString(redacted)
+		s = s[k:]
+	}
+}
+
+// indexFold is strings.Index of the ASCII word w in s, ignoring case.
+func indexFold(s, w string) int {
+	for i := 0; i+len(w) <= len(s); i++ {
+		if strings.EqualFold(s[i:i+len(w)], w) {
+			return i
+		}
+	}
+	return -1
 }
 
 // IsPostgresURL reports whether u names a PostgreSQL database.

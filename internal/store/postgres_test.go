@@ -431,3 +431,56 @@ func TestPostgresDeadHolder(t *testing.T) {
 		}
 	})
 }
+
+// TestPostgresOpenErrors: a store.url that cannot name a PostgreSQL
+// database is refused with one line saying what is wrong.
+func TestPostgresOpenErrors(t *testing.T) {
+	ctx := context.Background()
+	missing, err := url.Parse(storetest.NewPostgresDB(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing.Path = "/no_such_ledger_database"
+	for _, tc := range []struct {
+		name, url, want string
+	}{
+		{"another scheme", "mysql://u@db/acct", "store.url must start with postgres:// or postgresql://"},
+		{"bad URL", "postgres://u:s3cret@db:notaport/acct", "invalid port"},
+		{"no such database", missing.String(), `database "no_such_ledger_database" does not exist`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, ro := range []bool{false, true} {
+				s, err := Open(ctx, Options{URL: tc.url, ReadOnly: ro})
+				if err == nil {
+					s.Close()
+					t.Fatalf("read-only %v: opened", ro)
+				}
+				if msg := err.Error(); !strings.Contains(msg, tc.want) || strings.Contains(msg, "\n") || strings.Contains(msg, "s3cret") {
+					t.Errorf("read-only %v: error %q, want one line with %q and no password", ro, msg, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// TestRedactURL: no password survives, whatever form the location takes;
+// what has none is returned as it is.
+func TestRedactURL(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"postgres://gpusuite:s3cret@db:5432/acct?sslmode=require", "postgres://gpusuite:xxxxx@db:5432/acct?sslmode=require"},
+		{"postgres://gpusuite@db/acct", "postgres://gpusuite@db/acct"},
+		{"postgresql://gpusuite@db/acct?password=s3cret&sslmode=disable", "postgresql://gpusuite@db/acct?password=xxxxx&sslmode=disable"},
+		{"postgres://u:s3cret@db:notaport/acct", "postgres://u:xxxxx@db:notaport/acct"},
+		{"postgres://u:s3c@ret@db:notaport/acct", "postgres://u:xxxxx@db:notaport/acct"},
+		{"postgres://u@db:notaport/acct?Password=s3cret&x=1", "postgres://u@db:notaport/acct?Password=xxxxx&x=1"},
+		{"host=db user=u password=s3cret dbname=acct", "host=db user=u password=xxxxx dbname=acct"},
+		{"host=db PASSWORD = 's3 c\\'ret' dbname=acct", "host=db PASSWORD = xxxxx dbname=acct"},
+		{"/var/lib/gpusuite/gpuacct.db", "/var/lib/gpusuite/gpuacct.db"},
+		{"/data/gpu acct.db", "/data/gpu acct.db"},
+		{"", ""},
+	} {
+		if got := RedactURL(tc.in); got != tc.want || strings.Contains(got, "s3") {
+			t.Errorf("RedactURL(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
