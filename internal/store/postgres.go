@@ -18,8 +18,9 @@ import (
 
 // The writer lock on PostgreSQL is a session advisory lock, held on a
 // connection of its own for the writer's life: PostgreSQL drops it when
-// that session ends, however the process died, so a waiting writer takes
-// over at once. Its two keys are fixed ("gpus", 1): one ledger per
+// that session ends, however the process died (a moment after, when the
+// server notices the closed connection; Close unlocks first), so a
+// waiting writer takes over. Its two keys are fixed ("gpus", 1): one ledger per
 // database (advisory locks are the database's, and so is the holder
 // looked up).
 const (
