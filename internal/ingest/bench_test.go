@@ -293,8 +293,13 @@ func BenchmarkIngestBigSegments(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		cmd := exec.Command(exe, "ingest", "--db", cfg.Store.Path, "--incoming", cfg.Ingest.Incoming,
-			"--quarantine", cfg.Ingest.Quarantine, "--archive", cfg.Ingest.Archive, "--sacct", "", "--keep", "delete")
+		// runCLI takes keep from the file, as gpuacct does.
+		cfgFile := filepath.Join(root, "gpusuite.toml")
+		if err := os.WriteFile(cfgFile, []byte("[ingest]\nkeep = \"delete\"\n"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		cmd := exec.Command(exe, "--config", cfgFile, "ingest", "--db", cfg.Store.Path, "--incoming", cfg.Ingest.Incoming,
+			"--quarantine", cfg.Ingest.Quarantine, "--archive", cfg.Ingest.Archive, "--sacct", "")
 		cmd.Env = append(os.Environ(), "GPUSUITE_TEST_GPUACCT=1")
 		b.StartTimer()
 		t0 := time.Now()
