@@ -33,10 +33,14 @@ import (
 
 // The demo's ledger is small enough to copy and read in seconds and has
 // everything a site's has: running and finished jobs, lost samples,
-// energy counter resets, passes and a booking.
+// energy counter resets, passes and a booking. Its weeks cross a month's
+// end, so that PostgreSQL keeps its samples in two partitions and the
+// monthly reports have two periods; a five-minute interval keeps the
+// raw samples few.
 const (
-	demoWeeks = 1
-	demoNodes = 2
+	demoWeeks    = 5
+	demoNodes    = 2
+	demoInterval = "5m"
 )
 
 // The reports read the demo's simulated weeks with a margin on both
@@ -69,8 +73,8 @@ func TestPostgresMigrateDemoReportsIdentical(t *testing.T) {
 
 	engines := []ledgerSide{{name: "sqlite", opt: "--db=" + db, loc: db}, {name: "postgres", opt: "--store-url=" + pg, loc: pg}}
 	jobs := apiJobs(t, dir, engines[0])
-	if len(jobs) < 10 {
-		t.Fatalf("the demo's ledger lists %d jobs in its weeks, want ten or more", len(jobs))
+	if len(jobs) < 10 || !strings.HasPrefix(jobs[0].Start, demoEnd.Format("2006-01")) || demoEnd.Month() == demoStart.Month() {
+		t.Fatalf("the demo's ledger lists %d jobs in its weeks, the newest starting %s: want ten or more, into the next month", len(jobs), jobs[0].Start)
 	}
 	for _, c := range commandCases(worst, jobs) {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
@@ -119,7 +123,7 @@ func TestPostgresMigrateDemoReportsIdentical(t *testing.T) {
 func demoLedger(t *testing.T, dir string) (db, worst string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	args := []string{"gpuacct", "demo", "--dir", dir, "--weeks", fmt.Sprint(demoWeeks), "--nodes", fmt.Sprint(demoNodes)}
+	args := []string{"gpuacct", "demo", "--dir", dir, "--weeks", fmt.Sprint(demoWeeks), "--nodes", fmt.Sprint(demoNodes), "--interval", demoInterval}
 	if code := run(args, strings.NewReader(""), &out, &errb, func(string) string { return "" }); code != 0 {
 		t.Fatalf("gpuacct demo: exit %d: %s", code, errb.String())
 	}
@@ -207,6 +211,9 @@ func commandCases(worst string, jobs []apiJob) []commandCase {
 	win := func(args ...string) []string { return append(append(args, demoWindow...), "--tz", "UTC") }
 	for _, k := range report.Kinds {
 		for _, p := range []string{"", "day", "week", "month"} {
+			if k == "jobs" && p != "" {
+				continue // a job list has no periods
+			}
 			args := win("report", k, "--format", "json", "--limit", fmt.Sprint(report.MaxLimit))
 			if p != "" {
 				args = append(args, "--period", p)
@@ -222,7 +229,12 @@ func commandCases(worst string, jobs []apiJob) []commandCase {
 		add(false, false, win("report", "tree", "--units", u, "--period", "day")...)
 	}
 	add(false, false, win("report", "top", "--by", "teams", "--limit", "3", "--period", "day")...)
-	add(false, false, append(win("report", "users", "--period", "day"), "--tz", "Asia/Kolkata")...)
+	// Days of a half-hour zone, and of one whose clocks go back on the
+	// window's first day (America/New_York, 2026-11-01).
+	for _, tz := range []string{"Asia/Kolkata", "America/New_York"} {
+		add(false, false, append(win("report", "users", "--period", "day"), "--tz", tz)...)
+		add(false, false, append(win("report", "tree", "--period", "week", "--format", "json"), "--tz", tz)...)
+	}
 	for _, s := range []string{"start", "alloc", "eff", "idle"} {
 		add(false, false, win("report", "jobs", "--sort", s, "--limit", fmt.Sprint(report.MaxLimit), "--format", "json")...)
 	}
@@ -401,6 +413,7 @@ type apiJob struct {
 	Account   string `json:"account"`
 	Team      string `json:"team"`
 	Partition string `json:"partition"`
+	Start     string `json:"start"`
 	URL       string `json:"url"`
 }
 
@@ -437,6 +450,9 @@ func apiPaths(jobs []apiJob) []string {
 	}
 	for _, k := range report.Kinds {
 		for _, p := range []string{"", string(timespec.Day), string(timespec.Week), string(timespec.Month)} {
+			if k == "jobs" && p != "" {
+				continue
+			}
 			ps = append(ps, with("/api/v1/report/"+k, "period", p, "limit", fmt.Sprint(report.MaxLimit)))
 		}
 	}
