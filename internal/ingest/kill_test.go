@@ -61,10 +61,9 @@ func killAt(spec string) func(string) {
 	}
 }
 
-// runCLI is `gpuacct --config FILE ingest --wait --db ... --incoming ...
+// runCLI is `gpuacct --config FILE ingest --db ... --incoming ...
 // --quarantine ... --archive ... --sacct ...` with the standard library's
-// flags: the command line itself is gpuacct's (gpuacct/ingest). It waits
-// at most killWait for the writer lock.
+// flags: the command line itself is gpuacct's (gpuacct/ingest).
 func runCLI(ctx context.Context, args []string, stdout, stderr *os.File, getenv func(string) string) int {
 	top := flag.NewFlagSet("gpuacct", flag.ContinueOnError)
 	cfgPath := top.String("config", "", "")
@@ -83,18 +82,12 @@ func runCLI(ctx context.Context, args []string, stdout, stderr *os.File, getenv 
 	fs.StringVar(&cfg.Ingest.Quarantine, "quarantine", cfg.Ingest.Quarantine, "")
 	fs.StringVar(&cfg.Ingest.Archive, "archive", cfg.Ingest.Archive, "")
 	fs.StringVar(&cfg.Ingest.Sacct, "sacct", cfg.Ingest.Sacct, "")
-	wait := fs.Bool("wait", false, "")
 	if err := fs.Parse(top.Args()[1:]); err != nil {
 		return 2
 	}
-	s, err := Prepare(cfg, stderr, getenv, "gpuacct-ingest")
+	s, err := Open(ctx, cfg, stderr, getenv, "gpuacct-ingest")
 	if err == nil {
-		lockCtx, cancel := context.WithTimeout(ctx, killWait)
-		err = s.OpenStore(lockCtx, Writer{Wait: *wait})
-		cancel()
-		if err == nil {
-			err = s.Once(ctx, stdout)
-		}
+		err = s.Once(ctx, stdout)
 		s.Close()
 	}
 	if err != nil {
@@ -104,19 +97,15 @@ func runCLI(ctx context.Context, args []string, stdout, stderr *os.File, getenv 
 	return 0
 }
 
-// killWait bounds a restarted run's wait for the writer lock. On
-// PostgreSQL the lock is the killed run's session's, and the server ends
-// that session only when it sees the connection close: a run started at
-// once may find the lock still held for a moment, as a restart by
-// systemd would, and waits (gpuacct ingest --wait) instead of failing.
-const killWait = 2 * time.Minute
-
 // TestKillDuringIngest SIGKILLs `gpuacct ingest` at chosen points of a
 // pass (inside a batch's transaction, between a commit and its files'
 // archiving, between two archived files, inside housekeeping), run after
 // run; the run that is not killed finishes the pass, and then the ledger
 // equals the ground truth: what an uninterrupted ingest gives. It runs on
-// the engine under test (store.url in the run's config on PostgreSQL).
+// the engine under test (store.url in the run's config on PostgreSQL),
+// where each run starts as soon as the last one died: its writer lock,
+// held by the killed process's session, must not refuse the next run
+// (the store waits for a dead holder of this host to be let go).
 func TestKillDuringIngest(t *testing.T) {
 	e := newEnv(t)
 	start := time.Now().UTC().Truncate(time.Hour).Add(-7 * time.Hour)
@@ -129,13 +118,13 @@ func TestKillDuringIngest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"ingest", "--wait", "--db", e.cfg.Store.Path, "--incoming", e.cfg.Ingest.Incoming,
+	args := []string{"ingest", "--db", e.cfg.Store.Path, "--incoming", e.cfg.Ingest.Incoming,
 		"--quarantine", e.cfg.Ingest.Quarantine, "--archive", e.cfg.Ingest.Archive, "--sacct", ""}
 	cfgFile := filepath.Join(e.root, "gpusuite.toml")
 	toml := "[ingest]\nbatch_records = 400\nkeep = \"archive\"\n"
 	if e.cfg.Store.URL != "" {
-		// PostgreSQL: a killed run's transaction dies with its
-		// connection, and its advisory writer lock with it.
+		// PostgreSQL: a killed run's transaction and its writer lock
+		// end with its session.
 		toml += fmt.Sprintf("[store]\nurl = %q\n", e.cfg.Store.URL)
 	}
 	writeFile(t, cfgFile, []byte(toml))
