@@ -46,7 +46,7 @@ deps:
 # however the tests end.
 export GPUSUITE_PG_DIR ?= /run/gpusuite-pg
 PG_PKGS := ./internal/store/... ./internal/ingest/... ./internal/report/... ./internal/web/... \
-	./internal/board/... ./internal/ignorereq/... ./gpuacct/...
+	./internal/board/... ./internal/ignorereq/... ./internal/sim/simcluster/... ./gpuacct/...
 test: build build-simulated deps
 	@set -o pipefail; ./test/slurm/harness.sh start && ./test/pg/harness.sh start && \
 	  { set -a && . $(GPUSUITE_PG_DIR)/env && set +a && \
