@@ -27,6 +27,9 @@ type CheckOptions struct {
 	// Grace is ingest.grace: a file younger than that may be waiting
 	// for its job's event (ingest defers it), so it is not yet stuck.
 	Grace time.Duration
+	// Clusters, when set, are the only clusters whose nodes are checked
+	// (Scope.Filter); ingest's passes and files are the ledger's own.
+	Clusters []string
 }
 
 // CheckOptionsFrom is the options the configuration gives (report.check_*,
@@ -46,7 +49,11 @@ func (d *DB) Check(ctx context.Context, o CheckOptions) (problems []string, summ
 		return nil, "", d.wrap(err)
 	}
 	nodes, stale := 0, 0
+	want := set(o.Clusters)
 	for _, n := range seen {
+		if len(want) > 0 && !want[d.nodeCluster[n.ID]] {
+			continue
+		}
 		// What a node shipped is dated by its newest record, not by when
 		// ingest got round to it.
 		var rec int64

@@ -28,6 +28,8 @@ type DB struct {
 	// nodeNames maps nodes.id to "name" (or "cluster/name" when several
 	// clusters share the ledger).
 	nodeNames map[int64]string
+	// nodeCluster maps nodes.id to its cluster.
+	nodeCluster map[int64]string
 	// months: the ledger has rollup_monthly (schema 2 on).
 	months bool
 	// clusters are the clusters that shipped records, sorted.
@@ -102,12 +104,14 @@ func (d *DB) loadNodes(ctx context.Context) error {
 		clusters[n.Cluster] = true
 	}
 	d.nodeNames = map[int64]string{}
+	d.nodeCluster = map[int64]string{}
 	d.clusters = d.clusters[:0]
 	for c := range clusters {
 		d.clusters = append(d.clusters, c)
 	}
 	sort.Strings(d.clusters)
 	for _, n := range rows {
+		d.nodeCluster[n.ID] = n.Cluster
 		if len(clusters) > 1 {
 			d.nodeNames[n.ID] = n.Cluster + "/" + n.Name
 		} else {

@@ -36,6 +36,8 @@ type ExportOptions struct {
 	Out      io.Writer
 	SplitDir string
 	NoHeader bool
+	// Clusters, when set, keeps only their rows (Scope.Filter).
+	Clusters []string
 	// Progress, when set, is told the fraction done now and then.
 	Progress func(done float64, rows int64)
 }
@@ -175,7 +177,15 @@ func (d *DB) Export(ctx context.Context, o ExportOptions) (int64, error) {
 	var n int64
 	span := float64(o.Window.End.Unix() - o.Window.Start.Unix())
 	// emit writes one row; vals are the export's column values.
+	keep := func(string) bool { return true }
+	if len(o.Clusters) > 0 {
+		want := set(o.Clusters)
+		keep = func(c string) bool { return want[c] }
+	}
 	emit := func(vals []any, nodeCol int, progress func([]any) float64) error {
+		if o.Kind != "samples" && !keep(machineValue(vals[0])) { // jobs' and gpus' first column
+			return nil
+		}
 		node := ""
 		if nodeCol >= 0 {
 			node = machineValue(vals[nodeCol])
@@ -230,6 +240,9 @@ func (d *DB) Export(ctx context.Context, o ExportOptions) (int64, error) {
 			return 0, d.wrap(err)
 		}
 		for i, g := range gs {
+			if !keep(d.nodeCluster[g.NodeID]) {
+				continue
+			}
 			frac := float64(i) / float64(len(gs))
 			err := read(func(fn func([]any) error) error {
 				return d.st.ExportSamples(ctx, d.nodeNames[g.NodeID], g, o.Window.Start.UnixMilli(), o.Window.End.UnixMilli(), fn)

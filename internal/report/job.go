@@ -106,6 +106,33 @@ func (sp JobSpec) String() string {
 	return s
 }
 
+// JobIn loads one job run from the scope's clusters: the one cluster
+// that has it, or BadInput naming the clusters when several have the id
+// (Slurm's job ids are per cluster).
+func (d *DB) JobIn(ctx context.Context, s Scope, sp JobSpec, now time.Time) (*Detail, error) {
+	if len(s.Clusters) <= 1 {
+		return d.Job(ctx, strings.Join(s.Clusters, ""), sp, now)
+	}
+	var on []string
+	for _, c := range s.Clusters {
+		_, err := d.st.JobRun(ctx, store.JobRunQuery{JobID: sp.ID, Task: sp.Task, Clusters: []string{c}, Cluster: c, Restart: sp.Restart})
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return nil, d.wrap(err)
+		default:
+			on = append(on, c)
+		}
+	}
+	switch len(on) {
+	case 0:
+		return nil, fmt.Errorf("job %s: %w in %s (clusters %s)", sp, ErrNoJob, d.path, strings.Join(s.Clusters, ", "))
+	case 1:
+		return d.Job(ctx, on[0], sp, now)
+	}
+	return nil, badInput("job %s is on clusters %s: choose with -M NAME", sp, strings.Join(on, ", "))
+}
+
 // Job loads one job run.
 func (d *DB) Job(ctx context.Context, cluster string, sp JobSpec, now time.Time) (*Detail, error) {
 	// Naming every cluster lets the store use the jobs table's index.

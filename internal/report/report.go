@@ -26,11 +26,18 @@ type Request struct {
 	// TopBy is users or teams for Kind top; Limit caps top (and jobs).
 	TopBy string
 	Limit int
+	// ByCluster keeps the rows of each cluster apart, with a cluster
+	// column, when the scope holds several (Scope.Several).
+	ByCluster bool
+	// On names the clusters read in the title ("" when the ledger holds
+	// one: Scope.Title).
+	On string
 }
 
 type groupKey struct {
-	bucket int
-	a, b   string // the row's name(s): team and user for tree
+	bucket  int
+	cluster string // "" unless Request.ByCluster
+	a, b    string // the row's name(s): team and user for tree
 }
 
 type group struct {
@@ -111,6 +118,15 @@ func (d *DB) Report(ctx context.Context, r Request) (*table.Table, error) {
 	}
 	groups := map[groupKey]*group{}
 	totals := make([]Usage, len(bs))
+	// perCluster is each bucket's allocated GPU-time per cluster: the
+	// share of a row is of its own cluster.
+	perCluster := map[groupKey]int64{}
+	addTotal := func(i int, x *Fact) {
+		totals[i].AllocS += x.AllocS
+		if r.ByCluster {
+			perCluster[groupKey{bucket: i, cluster: x.Cluster}] += x.AllocS
+		}
+	}
 	narrow := r.Filter.narrows(r.Teams)
 	needNode := kind == "nodes"
 	overflow := false
@@ -121,12 +137,15 @@ func (d *DB) Report(ctx context.Context, r Request) (*table.Table, error) {
 		}
 		team := m.Team(x.Account, x.User)
 		if !narrow {
-			totals[i].AllocS += x.AllocS
+			addTotal(i, x)
 		}
 		if len(wantTeam) > 0 && !wantTeam[team] {
 			return
 		}
 		k := groupKey{bucket: i}
+		if r.ByCluster {
+			k.cluster = x.Cluster
+		}
 		switch kind {
 		case "users":
 			k.a = x.User
@@ -172,14 +191,14 @@ func (d *DB) Report(ctx context.Context, r Request) (*table.Table, error) {
 		// Shares are of the whole cluster, not of the filtered part.
 		err := d.Facts(ctx, bs, Filter{Clusters: r.Filter.Clusters}, false, func(x *Fact) {
 			if i := timespec.Find(bs, x.Start); i >= 0 {
-				totals[i].AllocS += x.AllocS
+				addTotal(i, x)
 			}
 		})
 		if err != nil {
 			return nil, err
 		}
 	}
-	t := buildTable(r, kind, bs, groups, totals)
+	t := buildTable(r, kind, bs, groups, totals, perCluster)
 	if len(t.Rows) > rowCap {
 		return nil, tooBig("rows", rowCap)
 	}
@@ -223,11 +242,14 @@ var kindTitle = map[string]string{
 	"nodes": "node", "models": "GPU model", "tree": "team and user",
 }
 
-func buildTable(r Request, kind string, bs []timespec.Bucket, groups map[groupKey]*group, totals []Usage) *table.Table {
+func buildTable(r Request, kind string, bs []timespec.Bucket, groups map[groupKey]*group, totals []Usage, perCluster map[groupKey]int64) *table.Table {
 	t := &table.Table{}
 	loc := r.Window.Start.Location()
 	if r.Period != timespec.None {
 		t.Columns = append(t.Columns, table.Column{Key: "period", Title: "PERIOD", Kind: table.Text})
+	}
+	if r.ByCluster {
+		t.Columns = append(t.Columns, table.Column{Key: "cluster", Title: "CLUSTER", Kind: table.Text})
 	}
 	name := strings.TrimSuffix(kind, "s")
 	switch kind {
@@ -264,48 +286,82 @@ func buildTable(r Request, kind string, bs []timespec.Bucket, groups map[groupKe
 			if a.key.a != b.key.a {
 				return a.key.a < b.key.a
 			}
-			return a.key.b < b.key.b
+			if a.key.b != b.key.b {
+				return a.key.b < b.key.b
+			}
+			return a.key.cluster < b.key.cluster
 		}
 		if r.Period != timespec.None && kind != "tree" {
-			sort.Slice(gs, func(x, y int) bool { return gs[x].key.a < gs[y].key.a })
+			sort.Slice(gs, func(x, y int) bool {
+				if gs[x].key.a != gs[y].key.a {
+					return gs[x].key.a < gs[y].key.a
+				}
+				return gs[x].key.cluster < gs[y].key.cluster
+			})
 		} else {
 			sort.Slice(gs, func(x, y int) bool { return byAlloc(gs[x], gs[y]) })
 		}
 		if r.Limit > 0 && len(gs) > r.Limit {
 			gs = gs[:r.Limit]
 		}
-		ref := float64(totals[i].AllocS)
-		prefix := func() []any {
-			if r.Period != timespec.None {
-				return []any{bs[i].Label}
+		if r.ByCluster && r.Kind != "top" {
+			// sreport lists cluster by cluster; top stays in rank order.
+			sort.SliceStable(gs, func(x, y int) bool { return gs[x].key.cluster < gs[y].key.cluster })
+		}
+		// clusterAlloc is what a row's share is of: its cluster's
+		// allocated GPU-time, or the scope's for a total.
+		clusterAlloc := func(c string, total bool) int64 {
+			if !r.ByCluster || total {
+				return totals[i].AllocS
 			}
-			return nil
+			return perCluster[groupKey{bucket: i, cluster: c}]
+		}
+		prefix := func(c string, total bool) []any {
+			var p []any
+			if r.Period != timespec.None {
+				p = append(p, bs[i].Label)
+			}
+			if r.ByCluster {
+				if total {
+					p = append(p, nil)
+				} else {
+					p = append(p, c)
+				}
+			}
+			return p
 		}
 		if kind == "tree" {
-			teamSum := map[string]*Usage{}
-			var order []string
+			type teamKey struct{ cluster, team string }
+			teamSum := map[teamKey]*Usage{}
+			var order []teamKey
 			for _, g := range gs {
-				u := teamSum[g.key.a]
+				tk := teamKey{g.key.cluster, g.key.a}
+				u := teamSum[tk]
 				if u == nil {
 					u = &Usage{}
-					teamSum[g.key.a] = u
-					order = append(order, g.key.a)
+					teamSum[tk] = u
+					order = append(order, tk)
 				}
 				u.Add(g.usage)
 			}
 			sort.Slice(order, func(x, y int) bool {
-				if teamSum[order[x]].AllocS != teamSum[order[y]].AllocS {
-					return teamSum[order[x]].AllocS > teamSum[order[y]].AllocS
+				a, b := order[x], order[y]
+				if a.cluster != b.cluster {
+					return a.cluster < b.cluster
 				}
-				return order[x] < order[y]
+				if teamSum[a].AllocS != teamSum[b].AllocS {
+					return teamSum[a].AllocS > teamSum[b].AllocS
+				}
+				return a.team < b.team
 			})
-			for _, tm := range order {
-				cells := append(prefix(), label(tm), nil)
-				t.Rows = append(t.Rows, table.Row{Cells: append(cells, usageCells(*teamSum[tm], totals[i].AllocS)...), Ref: ref})
+			for _, tk := range order {
+				all := clusterAlloc(tk.cluster, false)
+				cells := append(prefix(tk.cluster, false), label(tk.team), nil)
+				t.Rows = append(t.Rows, table.Row{Cells: append(cells, usageCells(*teamSum[tk], all)...), Ref: float64(all)})
 				for _, g := range gs {
-					if g.key.a == tm {
-						cells := append(prefix(), label(tm), label(g.key.b))
-						t.Rows = append(t.Rows, table.Row{Cells: append(cells, usageCells(g.usage, totals[i].AllocS)...), Ref: ref, Child: true})
+					if g.key.a == tk.team && g.key.cluster == tk.cluster {
+						cells := append(prefix(tk.cluster, false), label(tk.team), label(g.key.b))
+						t.Rows = append(t.Rows, table.Row{Cells: append(cells, usageCells(g.usage, all)...), Ref: float64(all), Child: true})
 					}
 				}
 			}
@@ -313,19 +369,21 @@ func buildTable(r Request, kind string, bs []timespec.Bucket, groups map[groupKe
 		}
 		var sum Usage
 		for _, g := range gs {
-			cells := append(prefix(), label(g.key.a))
+			all := clusterAlloc(g.key.cluster, false)
+			cells := append(prefix(g.key.cluster, false), label(g.key.a))
 			if kind == "users" {
 				cells = append(cells, strings.Join(sortedKeys(g.extra), ","))
 			}
-			t.Rows = append(t.Rows, table.Row{Cells: append(cells, usageCells(g.usage, totals[i].AllocS)...), Ref: ref})
+			t.Rows = append(t.Rows, table.Row{Cells: append(cells, usageCells(g.usage, all)...), Ref: float64(all)})
 			sum.Add(g.usage)
 		}
 		if len(gs) > 1 || r.Period != timespec.None {
-			cells := append(prefix(), "TOTAL")
+			all := clusterAlloc("", true)
+			cells := append(prefix("", true), "TOTAL")
 			if kind == "users" {
 				cells = append(cells, nil)
 			}
-			t.Rows = append(t.Rows, table.Row{Cells: append(cells, usageCells(sum, totals[i].AllocS)...), Ref: ref, Footer: true})
+			t.Rows = append(t.Rows, table.Row{Cells: append(cells, usageCells(sum, all)...), Ref: float64(all), Footer: true})
 		}
 	}
 	what := kindTitle[kind]
@@ -339,7 +397,11 @@ func buildTable(r Request, kind string, bs []timespec.Bucket, groups map[groupKe
 	if r.Period != timespec.None {
 		per = ", per " + string(r.Period)
 	}
-	t.Title = fmt.Sprintf("GPU usage by %s%s, %s – %s (%s)", what, per,
+	on := ""
+	if r.On != "" {
+		on = " on " + r.On
+	}
+	t.Title = fmt.Sprintf("GPU usage by %s%s%s, %s – %s (%s)", what, on, per,
 		r.Window.Start.Format("2006-01-02 15:04"), r.Window.End.Format("2006-01-02 15:04"), zoneName(loc, r.Window.Start))
 	t.Meta = []table.KV{
 		{Key: "report", Value: r.Kind},
@@ -350,7 +412,11 @@ func buildTable(r Request, kind string, bs []timespec.Bucket, groups map[groupKe
 	if len(t.Rows) == 0 {
 		t.Notes = append(t.Notes, "(no GPU usage recorded in this window)")
 	}
-	t.Notes = append(t.Notes, "efficiency = used / allocated GPU-time; share = of all allocated GPU-time in the cluster; - = no samples")
+	if r.ByCluster {
+		t.Notes = append(t.Notes, "efficiency = used / allocated GPU-time; share = of all allocated GPU-time in the row's cluster (TOTAL: in these clusters); - = no samples")
+	} else {
+		t.Notes = append(t.Notes, "efficiency = used / allocated GPU-time; share = of all allocated GPU-time in the cluster; - = no samples")
+	}
 	return t
 }
 

@@ -1,0 +1,149 @@
+package report
+
+import (
+	"slices"
+	"strings"
+)
+
+// AllClusters is the -M value (and ?clusters= value) that reads every
+// cluster of the ledger, like sacct's -M all.
+const AllClusters = "all"
+
+// Scope is the clusters a read covers. Several clusters may share one
+// ledger; a read covers one of them unless asked for more, so that the
+// figures of two clusters are never summed by accident.
+type Scope struct {
+	// Clusters are the clusters read, sorted; empty only when the
+	// ledger holds none yet.
+	Clusters []string
+	// Known are all the ledger's clusters, sorted.
+	Known []string
+}
+
+// Several reports whether the read covers more than one cluster: reports
+// then show a cluster column so that rows of two clusters stay apart.
+func (s Scope) Several() bool { return len(s.Clusters) > 1 }
+
+// All reports whether every cluster of the ledger is read.
+func (s Scope) All() bool { return len(s.Clusters) == len(s.Known) }
+
+// Has reports whether cluster c is read.
+func (s Scope) Has(c string) bool { return slices.Contains(s.Clusters, c) }
+
+// Filter is the store filter of the scope: none when every cluster is
+// read (the ledger's only cluster, or all of them).
+func (s Scope) Filter() []string {
+	if s.All() {
+		return nil
+	}
+	return s.Clusters
+}
+
+// Label names the scope for titles: "gpu1", "gpu1, gpu2" or "all
+// clusters (gpu1, gpu2)".
+func (s Scope) Label() string {
+	names := strings.Join(s.Clusters, ", ")
+	if s.All() && len(s.Known) > 1 {
+		return "all clusters (" + names + ")"
+	}
+	return names
+}
+
+// Title names the scope in a report's title, "" when the ledger holds
+// one cluster (titles stay as they were).
+func (s Scope) Title() string {
+	if len(s.Known) <= 1 {
+		return ""
+	}
+	return s.Label()
+}
+
+// Clusters are the clusters that shipped records to the ledger, sorted.
+func (d *DB) Clusters() []string { return slices.Clone(d.clusters) }
+
+// ScopeRequest is how a caller asks for a scope.
+type ScopeRequest struct {
+	// Ask are the clusters named (-M a,b; ?clusters=a,b); "all" in it
+	// takes every cluster.
+	Ask []string
+	// All is --all-clusters.
+	All bool
+	// Local is this host's cluster (SLURM_CLUSTER_NAME, else
+	// cluster.name); it is the default when the ledger holds it.
+	Local string
+	// DefaultAll takes every cluster when several share the ledger, none
+	// was asked for and Local is not one of them: the dashboard shows its
+	// picker instead of failing, and a job id is looked for on each
+	// (Job fails when two have it). Otherwise that is an error.
+	DefaultAll bool
+}
+
+// Scope resolves r against the ledger's clusters. A name the ledger does
+// not hold, and several clusters with no choice, are BadInput: one line
+// that names the known clusters and says how to choose.
+func (d *DB) Scope(r ScopeRequest) (Scope, error) {
+	return resolveScope(d.clusters, r)
+}
+
+func resolveScope(known []string, r ScopeRequest) (Scope, error) {
+	s := Scope{Known: slices.Clone(known)}
+	var ask []string
+	all := r.All
+	for _, c := range r.Ask {
+		if c == AllClusters {
+			all = true
+			continue
+		}
+		if !slices.Contains(ask, c) {
+			ask = append(ask, c)
+		}
+	}
+	for _, c := range ask {
+		if !slices.Contains(known, c) {
+			if len(known) == 0 {
+				return s, badInput("-M %s: the ledger holds no cluster yet (nothing ingested)", c)
+			}
+			return s, badInput("-M %s: no cluster %q in the ledger: it holds %s%s", c, c, strings.Join(known, ", "), suggest(c, set(known)))
+		}
+	}
+	switch {
+	case all:
+		if len(ask) > 0 {
+			return s, badInput("-M %s: name clusters or all, not both", strings.Join(append(ask, AllClusters), ","))
+		}
+		s.Clusters = slices.Clone(known)
+	case len(ask) > 0:
+		slices.Sort(ask)
+		s.Clusters = ask
+	case len(known) <= 1:
+		s.Clusters = slices.Clone(known)
+	case slices.Contains(known, r.Local):
+		s.Clusters = []string{r.Local}
+	case r.DefaultAll:
+		s.Clusters = slices.Clone(known)
+	default:
+		return s, ambiguous(known)
+	}
+	return s, nil
+}
+
+func ambiguous(clusters []string) error {
+	return badInput("the ledger holds clusters %s: choose with -M NAME or --all-clusters", strings.Join(clusters, ", "))
+}
+
+func set(xs []string) map[string]bool {
+	m := make(map[string]bool, len(xs))
+	for _, x := range xs {
+		m[x] = true
+	}
+	return m
+}
+
+
+// String is the scope as -M takes it back.
+func (s Scope) String() string {
+	if s.All() && len(s.Known) > 1 {
+		return AllClusters
+	}
+	return strings.Join(s.Clusters, ",")
+}
