@@ -139,7 +139,6 @@ func set(xs []string) map[string]bool {
 	return m
 }
 
-
 // String is the scope as -M takes it back.
 func (s Scope) String() string {
 	if s.All() && len(s.Known) > 1 {
