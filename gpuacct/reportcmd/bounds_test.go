@@ -36,7 +36,7 @@ func TestRefusals(t *testing.T) {
 		{"unknown account", []string{"report", "teams", dbOpt(path), "--accounts", "visoin"}, `--accounts: no account "visoin" in ` + path + `: did you mean vision?`, 2},
 		{"unknown partition", []string{"report", "teams", dbOpt(path), "--partitions", "cpu"}, `--partitions: no partition "cpu" in ` + path + `: did you mean gpu?`, 2},
 		{"unknown model", []string{"report", "models", dbOpt(path), "--models", "A100"}, `--models: no model "A100"`, 2},
-		{"unknown cluster", []string{"report", "teams", dbOpt(path), "--clusters", "c2"}, `--clusters: no cluster "c2" in ` + path + `: did you mean c1?`, 2},
+		{"unknown cluster", []string{"report", "teams", dbOpt(path), "--clusters", "c2"}, `report teams: -M c2: no cluster "c2" in ` + path + ` (its clusters: c1)`, 2},
 		{"negative stale", []string{"check", dbOpt(path), "--stale", "-5m"}, "check: --stale -5m0s is not a positive duration", checkUnknown},
 		{"zero lag", []string{"check", dbOpt(path), "--lag", "0s"}, "check: --lag 0s is not a positive duration", checkUnknown},
 		{"negative forget", []string{"check", dbOpt(path), "--forget", "-1h"}, "check: --forget -1h0m0s is not a positive duration such as 168h, or 0", checkUnknown},

@@ -49,7 +49,8 @@ the database unreadable. The summary counts the files in quarantine and
 those quarantined and refused in the last 24 hours. Prints "OK: ..." and
 exits 0 when healthy; else one line per problem on stdout and exit 2
 (Nagios CRITICAL); a bad option exits 3 (UNKNOWN). Nodes silent for longer than --forget are
-taken as decommissioned and left out.
+taken as decommissioned and left out. When several clusters share the
+ledger, the nodes checked are the local cluster's (-M to choose, -M all).
 
 The live board (board.live_dir and Slurm, as gpuacct status reads them)
 adds its alerts as problems: a process outside its GPU's job or on a GPU
@@ -81,6 +82,8 @@ Examples:
 			&cli.DurationFlag{Name: "idle-alert", Usage: "a GPU may stay allocated but idle this long (board.idle_alert)", EnvVars: []string{"GPUSUITE_IDLE_ALERT"},
 				DefaultText: config.Default().Board.IdleAlert.Duration.String()},
 			&cli.BoolFlag{Name: "no-live", Usage: "leave out the live board's alerts (no snapshot read, Slurm not asked)"},
+			&cli.StringSliceFlag{Name: "clusters", Aliases: []string{"M", "cluster"}, Usage: "check the nodes of these clusters of the ledger (all: every one). Default: the local one (SLURM_CLUSTER_NAME, else cluster.name), or every one when it is not in the ledger"},
+			&cli.BoolFlag{Name: "all-clusters", Usage: "check the nodes of every cluster of the ledger (-M all)"},
 		},
 		Action: func(c *cli.Context) error {
 			e, err := load(c, d)
@@ -130,6 +133,13 @@ Examples:
 				return cli.Exit("CRITICAL: "+err.Error(), checkCritical)
 			}
 			defer db.Close()
+			// A monitor must not turn UNKNOWN because a second cluster
+			// began to ship: with no local cluster it checks them all.
+			s, err := e.scope(c, db, true)
+			if err != nil {
+				return cli.Exit("UNKNOWN: check: "+err.Error(), checkUnknown)
+			}
+			o.Clusters = s.Filter()
 			problems, summary, err := db.Check(c.Context, o)
 			if err != nil {
 				return cli.Exit("CRITICAL: "+err.Error(), checkCritical)

@@ -104,16 +104,25 @@ func filterFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "partitions", Aliases: []string{"r"}, Usage: "only these partitions"},
 		&cli.StringSliceFlag{Name: "nodes", Aliases: []string{"N"}, Usage: "only these nodes"},
 		&cli.StringSliceFlag{Name: "models", Aliases: []string{"m"}, Usage: "only these GPU models (as NVML names them)"},
-		&cli.StringSliceFlag{Name: "clusters", Aliases: []string{"M"}, Usage: "only these clusters"},
 		&cli.StringFlag{Name: "teams-file", Usage: "team mapping file (report.teams)", EnvVars: []string{"GPUSUITE_TEAMS"}},
+	}
+}
+
+// clusterFlags pick the clusters of a ledger several share, as sacct's
+// and sreport's -M do.
+func clusterFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringSliceFlag{Name: "clusters", Aliases: []string{"M", "cluster"}, Usage: "these clusters of the ledger (comma-separated; all: every one). Default: the local one (SLURM_CLUSTER_NAME, else cluster.name) when several share the ledger"},
+		&cli.BoolFlag{Name: "all-clusters", Usage: "every cluster of the ledger (-M all); reports then show a cluster column"},
 	}
 }
 
 // env is what every command resolves first: config with flags applied.
 type env struct {
-	cfg config.Config
-	loc *time.Location
-	now time.Time
+	cfg    config.Config
+	loc    *time.Location
+	now    time.Time
+	getenv func(string) string
 }
 
 func load(c *cli.Context, d Deps) (*env, error) {
@@ -136,7 +145,27 @@ func load(c *cli.Context, d Deps) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &env{cfg: cfg, loc: loc, now: d.Now()}, nil
+	return &env{cfg: cfg, loc: loc, now: d.Now(), getenv: d.Getenv}, nil
+}
+
+// scope resolves -M and --all-clusters against the ledger's clusters;
+// defaultAll reads every cluster when several share the ledger and the
+// local one is not among them (a job id is then looked for on each).
+func (e *env) scope(c *cli.Context, db *report.DB, defaultAll bool) (report.Scope, error) {
+	local := e.getenv("SLURM_CLUSTER_NAME")
+	if local == "" {
+		local = e.cfg.Cluster.Name
+	}
+	return db.Scope(report.ScopeRequest{Ask: listOf(c, "clusters"), All: c.Bool("all-clusters"), Local: local, DefaultAll: defaultAll})
+}
+
+// usage is err as the usage error (exit 2) it is when the asker must fix
+// it, else err.
+func usage(what string, err error) error {
+	if report.IsBadInput(err) {
+		return cli.Exit(what+": "+err.Error(), 2)
+	}
+	return err
 }
 
 func (e *env) open(ctx context.Context) (*report.DB, error) {
@@ -151,7 +180,15 @@ func (e *env) job(c *cli.Context, sp report.JobSpec) (*report.Detail, error) {
 		return nil, err
 	}
 	defer db.Close()
-	return db.Job(c.Context, c.String("cluster"), sp, e.now)
+	s, err := e.scope(c, db, true)
+	if err != nil {
+		return nil, usage("job "+sp.String(), err)
+	}
+	det, err := db.JobIn(c.Context, s, sp, e.now)
+	if err != nil {
+		return nil, usage(c.Command.Name, err)
+	}
+	return det, nil
 }
 
 func (e *env) window(c *cli.Context) (timespec.Window, error) {
@@ -179,23 +216,28 @@ func (e *env) output(c *cli.Context, d Deps) (table.Options, error) {
 	return o, nil
 }
 
-func filterOf(c *cli.Context) (report.Filter, []string) {
-	list := func(name string) []string {
-		var out []string
-		for _, v := range c.StringSlice(name) {
-			for _, p := range strings.Split(v, ",") {
-				if p = strings.TrimSpace(p); p != "" {
-					out = append(out, p)
-				}
+// listOf is a comma-separated, repeatable flag's values.
+func listOf(c *cli.Context, name string) []string {
+	var out []string
+	for _, v := range c.StringSlice(name) {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
 			}
 		}
-		return out
 	}
+	return out
+}
+
+// filterOf is the report filter of the flags; the clusters come from
+// the scope (env.scope).
+func filterOf(c *cli.Context) (report.Filter, []string) {
+	list := func(name string) []string { return listOf(c, name) }
 	accts := list("accounts")
 	for i := range accts {
 		accts[i] = strings.ToLower(accts[i]) // as Slurm stores them
 	}
-	return report.Filter{Clusters: list("clusters"), Users: list("users"), Accounts: accts, Partitions: list("partitions"),
+	return report.Filter{Users: list("users"), Accounts: accts, Partitions: list("partitions"),
 		Nodes: list("nodes"), Models: list("models")}, list("teams")
 }
 
@@ -206,7 +248,7 @@ func ReportCommand(d Deps) *cli.Command {
 		&cli.IntFlag{Name: "limit", Usage: "at most this many rows per period (top: default 10; jobs: default 50)"},
 		&cli.StringFlag{Name: "by", Usage: "top: users or teams", Value: "users"},
 		&cli.StringFlag{Name: "sort", Usage: "jobs: start, alloc, eff (lowest first) or idle", Value: "start"},
-	), filterFlags()...), outputFlags()...)
+	), filterFlags()...), append(clusterFlags(), outputFlags()...)...)
 	var subs []*cli.Command
 	for _, k := range report.Kinds {
 		k := k
@@ -259,7 +301,9 @@ const reportExamples = `Examples:
    gpuacct report top --by teams --limit 5 --units percent
    gpuacct report jobs --users alice --sort eff --limit 20
    gpuacct report nodes -P -n --start yesterday --end today   # for scripts
-   gpuacct report teams --format json | jq '.rows[] | {team, alloc_gpu_hours}'`
+   gpuacct report teams --format json | jq '.rows[] | {team, alloc_gpu_hours}'
+   gpuacct report users -M gpu2                          # another cluster of the ledger
+   gpuacct report teams --all-clusters                   # every cluster, a CLUSTER column`
 
 func runReport(c *cli.Context, d Deps, kind string) error {
 	if c.Args().Present() {
@@ -299,15 +343,21 @@ func runReport(c *cli.Context, d Deps, kind string) error {
 		return err
 	}
 	defer db.Close()
+	s, err := e.scope(c, db, false)
+	if err != nil {
+		return usage("report "+kind, err)
+	}
+	f.Clusters = s.Filter()
 	if err := db.CheckFilter(c.Context, f); err != nil {
 		return cli.Exit(fmt.Sprintf("report %s: %v", kind, err), 2)
 	}
 	var t *table.Table
 	if kind == "jobs" {
-		t, err = db.JobList(c.Context, report.JobQuery{Window: w, Filter: f, Teams: teamList, Mapping: m, Limit: c.Int("limit"), Sort: c.String("sort"), Now: e.now})
+		t, err = db.JobList(c.Context, report.JobQuery{Window: w, Filter: f, Teams: teamList, Mapping: m, Limit: c.Int("limit"), Sort: c.String("sort"), Now: e.now,
+			ByCluster: s.Several(), On: s.Title()})
 	} else {
 		t, err = db.Report(c.Context, report.Request{Kind: kind, Window: report.HourWindow(w), Period: p, Filter: f, Teams: teamList, Mapping: m,
-			TopBy: c.String("by"), Limit: c.Int("limit")})
+			TopBy: c.String("by"), Limit: c.Int("limit"), ByCluster: s.Several(), On: s.Title()})
 	}
 	if report.IsBadInput(err) {
 		return cli.Exit(fmt.Sprintf("report %s: %v", kind, err), 2)

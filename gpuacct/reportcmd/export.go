@@ -30,13 +30,14 @@ Examples:
    gpuacct export jobs --start 2026-01-01 --end 2026-02-01 > jan.csv
    gpuacct export samples --start now-1day --format jsonl | gzip > day.jsonl.gz
    gpuacct export samples --start yesterday --end today --split-dir /tmp/samples   # one file per node
-   gpuacct export gpus --start 11/01 -o gpus.csv`,
-		Flags: append(append([]cli.Flag{dbFlag(), storeURLFlag()}, windowFlags()...),
+   gpuacct export gpus --start 11/01 -o gpus.csv
+   gpuacct export jobs --all-clusters --start 2026-01-01 > all.csv   # every cluster of the ledger`,
+		Flags: append(append(append([]cli.Flag{dbFlag(), storeURLFlag()}, windowFlags()...),
 			&cli.StringFlag{Name: "format", Usage: "csv or jsonl", Value: "csv"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write to this file instead of stdout"},
 			&cli.StringFlag{Name: "split-dir", Usage: "one file per node in this directory (gpus, samples)"},
 			&cli.BoolFlag{Name: "noheader", Aliases: []string{"n"}, Usage: "no CSV header line"},
-		),
+		), clusterFlags()...),
 		Action: cliwire.Interspersed(func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return fmt.Errorf("export: name what to export: jobs, gpus or samples (see 'gpuacct export --help')")
@@ -58,7 +59,12 @@ Examples:
 				return err
 			}
 			defer db.Close()
-			o := report.ExportOptions{Kind: kind, Window: w, Format: c.String("format"), Out: d.Stdout, SplitDir: c.String("split-dir"), NoHeader: c.Bool("noheader")}
+			s, err := e.scope(c, db, false)
+			if err != nil {
+				return usage("export "+kind, err)
+			}
+			o := report.ExportOptions{Kind: kind, Window: w, Format: c.String("format"), Out: d.Stdout, SplitDir: c.String("split-dir"), NoHeader: c.Bool("noheader"),
+				Clusters: s.Filter()}
 			toFile := o.SplitDir != "" || c.String("output") != ""
 			if p := c.String("output"); p != "" {
 				f, err := os.Create(p)

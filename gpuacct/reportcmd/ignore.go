@@ -82,7 +82,8 @@ Examples:
 func ignoreFlags(list bool) []cli.Flag {
 	f := []cli.Flag{dbFlag(), storeURLFlag(),
 		&cli.StringFlag{Name: "reason", Usage: "why (kept with the change)"},
-		&cli.StringFlag{Name: "cluster", Aliases: []string{"M"}, Usage: "the cluster, when several share the ledger"},
+		&cli.StringSliceFlag{Name: "clusters", Aliases: []string{"M", "cluster"}, Usage: "the jobs' cluster, when several share the ledger (default: the local one, SLURM_CLUSTER_NAME else cluster.name; else the one that has the job)"},
+		&cli.BoolFlag{Name: "all-clusters", Usage: "look for the jobs on every cluster of the ledger (-M all); a job id two have is refused"},
 		&cli.StringFlag{Name: "requests", Usage: "request directory (report.requests)", EnvVars: []string{"GPUSUITE_REQUESTS"}},
 	}
 	if list {
@@ -130,24 +131,26 @@ func change(c *cli.Context, d Deps, action string) error {
 		return fmt.Errorf("%s: only root or the service user (ingest.service_user) may change what counts; try sudo", action)
 	}
 	// Every job must exist: a typo must not file a request that does nothing.
-	db, err := e.open(c.Context)
-	if err != nil {
-		return err
+	// A request names its cluster: Slurm's job ids are per cluster, so
+	// the jobs are filed by the cluster that has each.
+	byCluster, order, err := jobClusters(c, e, specs)
+	if report.IsBadInput(err) {
+		return usage(action, err)
 	}
-	for _, s := range specs {
-		sp, _ := report.ParseJobSpec(s)
-		if _, err := db.Job(c.Context, c.String("cluster"), sp, e.now); err != nil {
-			db.Close()
-			return fmt.Errorf("%s: %w", action, err)
-		}
-	}
-	db.Close()
-	r := &ignorereq.Request{Action: action, Jobs: specs, Cluster: c.String("cluster"), Reason: c.String("reason"), By: d.Username(), UID: euid, Time: e.now.UTC()}
-	r.Host, _ = os.Hostname()
-	path, err := ignorereq.Submit(e.cfg.Report.Requests, r)
 	if err != nil {
 		return fmt.Errorf("%s: %w", action, err)
 	}
+	var paths []string
+	for _, cl := range order {
+		r := &ignorereq.Request{Action: action, Jobs: byCluster[cl], Cluster: cl, Reason: c.String("reason"), By: d.Username(), UID: euid, Time: e.now.UTC()}
+		r.Host, _ = os.Hostname()
+		p, err := ignorereq.Submit(e.cfg.Report.Requests, r)
+		if err != nil {
+			return fmt.Errorf("%s: %w", action, err)
+		}
+		paths = append(paths, p)
+	}
+	path := strings.Join(paths, ", ")
 	n, err := applyNow(c.Context, e, svc, euid)
 	switch {
 	case errors.Is(err, store.ErrLocked):
@@ -158,6 +161,35 @@ func change(c *cli.Context, d Deps, action string) error {
 	}
 	fmt.Fprintf(d.Stdout, "%s %s: applied (%d request(s)); see 'gpuacct ignore --list --log'\n", action, strings.Join(specs, " "), n)
 	return nil
+}
+
+// jobClusters finds each job in the scope, refusing one the ledger does
+// not have, and groups the jobs by the cluster that has them.
+func jobClusters(c *cli.Context, e *env, specs []string) (map[string][]string, []string, error) {
+	db, err := e.open(c.Context)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer db.Close()
+	s, err := e.scope(c, db, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	by := map[string][]string{}
+	var order []string
+	for _, spec := range specs {
+		sp, _ := report.ParseJobSpec(spec)
+		det, err := db.JobIn(c.Context, s, sp, e.now)
+		if err != nil {
+			return nil, nil, err
+		}
+		cl := det.Job.Cluster
+		if by[cl] == nil {
+			order = append(order, cl)
+		}
+		by[cl] = append(by[cl], spec)
+	}
+	return by, order, nil
 }
 
 // applyNow applies pending requests when no writer holds the store.
@@ -221,14 +253,29 @@ func listIgnored(c *cli.Context, d Deps) error {
 		return err
 	}
 	defer db.Close()
-	t := &table.Table{Title: "Ignored jobs (not counted in report totals)", Columns: []table.Column{
+	s, err := e.scope(c, db, false)
+	if err != nil {
+		return usage("ignore --list", err)
+	}
+	title := "Ignored jobs (not counted in report totals)"
+	if on := s.Title(); on != "" {
+		title = "Ignored jobs on " + on + " (not counted in report totals)"
+	}
+	t := &table.Table{Title: title, Columns: []table.Column{
 		{Key: "job", Title: "JOBID", Kind: table.Text}, {Key: "user", Title: "USER", Kind: table.Text},
 		{Key: "team", Title: "TEAM", Kind: table.Text}, {Key: "start", Title: "START", Kind: table.Time},
 		{Key: "alloc_gpu", Title: "ALLOC", Kind: table.GPUSeconds}, {Key: "reason", Title: "REASON", Kind: table.Text},
 	}, Meta: []table.KV{{Key: "report", Value: "ignored"}}}
-	all := report.JobQuery{Ignored: true, Mapping: m, Sort: "start", Window: report.AllTime(e.now)}
+	if s.Several() {
+		t.Columns = append([]table.Column{{Key: "cluster", Title: "CLUSTER", Kind: table.Text}}, t.Columns...)
+	}
+	all := report.JobQuery{Ignored: true, Mapping: m, Sort: "start", Window: report.AllTime(e.now), Filter: report.Filter{Clusters: s.Filter()}}
 	err = db.Jobs(c.Context, all, func(j *report.JobRow) bool {
-		t.Rows = append(t.Rows, table.Row{Cells: []any{j.ID(), j.User, m.Team(j.Account, j.User), j.Start, j.AllocS, j.Reason()}})
+		row := []any{j.ID(), j.User, m.Team(j.Account, j.User), j.Start, j.AllocS, j.Reason()}
+		if s.Several() {
+			row = append([]any{j.Cluster}, row...)
+		}
+		t.Rows = append(t.Rows, table.Row{Cells: row})
 		return true
 	})
 	if err != nil {

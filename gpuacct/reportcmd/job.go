@@ -18,7 +18,9 @@ func JobCommand(d Deps) *cli.Command {
 		UsageText: `gpuacct job JOBID [options]
 
 JOBID is 1234, 1234_7 (an array task) or 1234+1 (the run after the first
-requeue; default: the latest run). Shows who, where and how long; per node
+requeue; default: the latest run). When several clusters share the ledger,
+the job is looked for on the local one (SLURM_CLUSTER_NAME, else
+cluster.name), or on each when the local one is not among them: -M names it. Shows who, where and how long; per node
 and GPU the mean and peak utilization, peak memory of total, energy and idle
 time; a sparkline of utilization over the job; and what to change. Running
 jobs show the latest samples.
@@ -26,13 +28,13 @@ jobs show the latest samples.
 Examples:
    gpuacct job 123456
    gpuacct job 123456_3 --json | jq '.gpus[] | {uuid, util_mean_pct}'
-   gpuacct job 123456 --db /tmp/acct.db`,
-		Flags: []cli.Flag{dbFlag(), storeURLFlag(),
-			&cli.StringFlag{Name: "cluster", Aliases: []string{"M"}, Usage: "the cluster, when several share the ledger"},
+   gpuacct job 123456 --db /tmp/acct.db
+   gpuacct job 123456 -M gpu2                 # the job of that cluster, when several share the ledger`,
+		Flags: append([]cli.Flag{dbFlag(), storeURLFlag(),
 			&cli.BoolFlag{Name: "json", Usage: "JSON instead of text"},
 			&cli.StringFlag{Name: "tz", Usage: "time zone of the times shown (report.tz)", EnvVars: []string{"GPUSUITE_TZ"}},
 			&cli.StringFlag{Name: "teams-file", Usage: "team mapping file (report.teams)", EnvVars: []string{"GPUSUITE_TEAMS"}},
-		},
+		}, clusterFlags()...),
 		Action: cliwire.Interspersed(func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return fmt.Errorf("job: give one JOBID (see 'gpuacct job --help')")

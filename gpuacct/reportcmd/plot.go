@@ -35,8 +35,7 @@ Examples:
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "the file to write (.png or .svg)"},
 			&cli.BoolFlag{Name: "report", Usage: "GPU-hours per team and period instead of a job"},
 			&cli.StringFlag{Name: "period", Usage: "--report: day, week or month (default month)"},
-			&cli.StringFlag{Name: "cluster", Usage: "the job's cluster, when several share the ledger"},
-		}, windowFlags()...), filterFlags()...),
+		}, windowFlags()...), append(filterFlags(), clusterFlags()...)...),
 		Action: cliwire.Interspersed(func(c *cli.Context) error {
 			e, err := load(c, d)
 			if err != nil {
@@ -71,7 +70,12 @@ Examples:
 					return err
 				}
 				defer db.Close()
-				if err := db.PlotReport(c.Context, report.Request{Window: report.HourWindow(w), Period: p, Filter: f, Teams: tl, Mapping: m}, out); err != nil {
+				s, err := e.scope(c, db, false)
+				if err != nil {
+					return usage("plot", err)
+				}
+				f.Clusters = s.Filter()
+				if err := db.PlotReport(c.Context, report.Request{Window: report.HourWindow(w), Period: p, Filter: f, Teams: tl, Mapping: m, ByCluster: s.Several(), On: s.Title()}, out); err != nil {
 					return err
 				}
 				fmt.Fprintln(d.Stdout, out)

@@ -105,17 +105,25 @@ func (d *DB) PlotReport(ctx context.Context, r Request, path string) error {
 		if row.Footer {
 			continue
 		}
-		label, team := row.Cells[0].(string), row.Cells[1].(string)
+		label, team, alloc := row.Cells[0].(string), row.Cells[1].(string), row.Cells[2]
+		if r.ByCluster {
+			// A team of each cluster is a stack of its own.
+			team, alloc = row.Cells[2].(string)+" ("+row.Cells[1].(string)+")", row.Cells[3]
+		}
 		if byTeam[team] == nil {
 			byTeam[team] = make([]float64, len(bs))
 			order = append(order, team)
 		}
-		byTeam[team][index[label]] += float64(row.Cells[2].(int64)) / 3600
+		byTeam[team][index[label]] += float64(alloc.(int64)) / 3600
 	}
 	var stacks []plot.Stack
 	for _, tm := range order {
 		stacks = append(stacks, plot.Stack{Name: tm, Values: byTeam[tm]})
 	}
-	title := fmt.Sprintf("allocated GPU-hours per team and %s, %s – %s", r.Period, r.Window.Start.Format("2006-01-02"), r.Window.End.Format("2006-01-02"))
+	on := ""
+	if r.On != "" {
+		on = " on " + r.On
+	}
+	title := fmt.Sprintf("allocated GPU-hours per team and %s%s, %s – %s", r.Period, on, r.Window.Start.Format("2006-01-02"), r.Window.End.Format("2006-01-02"))
 	return writeFile(path, func(w *os.File) error { return plot.Bars(w, f, title, "GPU-hours", periods, stacks) })
 }

@@ -82,10 +82,11 @@ type ScopeRequest struct {
 // not hold, and several clusters with no choice, are BadInput: one line
 // that names the known clusters and says how to choose.
 func (d *DB) Scope(r ScopeRequest) (Scope, error) {
-	return resolveScope(d.clusters, r)
+	return resolveScope(d.path, d.clusters, r)
 }
 
-func resolveScope(known []string, r ScopeRequest) (Scope, error) {
+// resolveScope is Scope over the clusters known of the ledger at path.
+func resolveScope(path string, known []string, r ScopeRequest) (Scope, error) {
 	s := Scope{Known: slices.Clone(known)}
 	var ask []string
 	all := r.All
@@ -101,9 +102,9 @@ func resolveScope(known []string, r ScopeRequest) (Scope, error) {
 	for _, c := range ask {
 		if !slices.Contains(known, c) {
 			if len(known) == 0 {
-				return s, badInput("-M %s: the ledger holds no cluster yet (nothing ingested)", c)
+				return s, badInput("-M %s: no cluster in %s yet (nothing ingested)", c, path)
 			}
-			return s, badInput("-M %s: no cluster %q in the ledger: it holds %s%s", c, c, strings.Join(known, ", "), suggest(c, set(known)))
+			return s, badInput("-M %s: no cluster %q in %s (its clusters: %s)", c, c, path, strings.Join(known, ", "))
 		}
 	}
 	switch {
@@ -131,6 +132,7 @@ func ambiguous(clusters []string) error {
 	return badInput("the ledger holds clusters %s: choose with -M NAME or --all-clusters", strings.Join(clusters, ", "))
 }
 
+// set is xs as a set.
 func set(xs []string) map[string]bool {
 	m := make(map[string]bool, len(xs))
 	for _, x := range xs {
