@@ -26,6 +26,8 @@ type Job struct {
 	Part, Node string
 	GPUs       int
 	Start, End int64 // End 0: still running
+	// Cluster is the job's cluster; "" is c1.
+	Cluster string
 }
 
 // T0 is the fixtures' epoch: 2026-01-01 00:00 UTC, in Unix seconds.
@@ -48,6 +50,10 @@ func BuildLedger(t testing.TB, jobs []Job, now time.Time) string {
 		t.Fatal(err)
 	}
 	for _, j := range jobs {
+		cluster := j.Cluster
+		if cluster == "" {
+			cluster = "c1"
+		}
 		kinds := []record.Kind{record.JobStart}
 		if j.End != 0 {
 			kinds = append(kinds, record.JobEnd)
@@ -57,9 +63,9 @@ func BuildLedger(t testing.TB, jobs []Job, now time.Time) string {
 			if k == record.JobEnd {
 				at = j.End
 			}
-			ev := record.Event{Schema: record.EventSchema, Kind: k, Time: time.Unix(at, 0).UTC(), Cluster: "c1", Node: j.Node,
-				Key: record.EventKey("c1", j.ID, j.Restart, j.Node, k)}
-			ev.Job = record.Job{ID: j.ID, RestartCount: j.Restart, User: j.User, Account: j.Acct, Partition: j.Part, Node: j.Node, Cluster: "c1",
+			ev := record.Event{Schema: record.EventSchema, Kind: k, Time: time.Unix(at, 0).UTC(), Cluster: cluster, Node: j.Node,
+				Key: record.EventKey(cluster, j.ID, j.Restart, j.Node, k)}
+			ev.Job = record.Job{ID: j.ID, RestartCount: j.Restart, User: j.User, Account: j.Acct, Partition: j.Part, Node: j.Node, Cluster: cluster,
 				ArrayJobID: j.ArrayJob, ArrayTaskID: j.Task}
 			for g := 0; g < j.GPUs; g++ {
 				idx := g
