@@ -185,8 +185,11 @@ func (e *env) job(c *cli.Context, sp report.JobSpec) (*report.Detail, error) {
 		return nil, usage("job "+sp.String(), err)
 	}
 	det, err := db.JobIn(c.Context, s, sp, e.now)
+	if report.IsBadInput(err) {
+		return nil, cli.Exit(err.Error(), 2) // "job 7 is on clusters ...": the job named first
+	}
 	if err != nil {
-		return nil, usage(c.Command.Name, err)
+		return nil, err
 	}
 	return det, nil
 }
@@ -354,10 +357,10 @@ func runReport(c *cli.Context, d Deps, kind string) error {
 	var t *table.Table
 	if kind == "jobs" {
 		t, err = db.JobList(c.Context, report.JobQuery{Window: w, Filter: f, Teams: teamList, Mapping: m, Limit: c.Int("limit"), Sort: c.String("sort"), Now: e.now,
-			ByCluster: s.Several(), On: s.Title()})
+			Scope: s})
 	} else {
 		t, err = db.Report(c.Context, report.Request{Kind: kind, Window: report.HourWindow(w), Period: p, Filter: f, Teams: teamList, Mapping: m,
-			TopBy: c.String("by"), Limit: c.Int("limit"), ByCluster: s.Several(), On: s.Title()})
+			TopBy: c.String("by"), Limit: c.Int("limit"), Scope: s})
 	}
 	if report.IsBadInput(err) {
 		return cli.Exit(fmt.Sprintf("report %s: %v", kind, err), 2)

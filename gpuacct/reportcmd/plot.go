@@ -75,7 +75,7 @@ Examples:
 					return usage("plot", err)
 				}
 				f.Clusters = s.Filter()
-				if err := db.PlotReport(c.Context, report.Request{Window: report.HourWindow(w), Period: p, Filter: f, Teams: tl, Mapping: m, ByCluster: s.Several(), On: s.Title()}, out); err != nil {
+				if err := db.PlotReport(c.Context, report.Request{Window: report.HourWindow(w), Period: p, Filter: f, Teams: tl, Mapping: m, Scope: s}, out); err != nil {
 					return err
 				}
 				fmt.Fprintln(d.Stdout, out)

@@ -111,7 +111,12 @@ func (sp JobSpec) String() string {
 // (Slurm's job ids are per cluster).
 func (d *DB) JobIn(ctx context.Context, s Scope, sp JobSpec, now time.Time) (*Detail, error) {
 	if len(s.Clusters) <= 1 {
-		return d.Job(ctx, strings.Join(s.Clusters, ""), sp, now)
+		det, err := d.Job(ctx, strings.Join(s.Clusters, ""), sp, now)
+		if errors.Is(err, ErrNoJob) && len(s.Known) > 1 {
+			// It may be another cluster's: say which was searched.
+			return nil, fmt.Errorf("job %s: %w on cluster %s in %s (its clusters: %s; -M NAME picks)", sp, ErrNoJob, s.Clusters[0], d.path, strings.Join(s.Known, ", "))
+		}
+		return det, err
 	}
 	var on []string
 	for _, c := range s.Clusters {

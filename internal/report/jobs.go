@@ -25,10 +25,8 @@ type JobQuery struct {
 	Now  time.Time
 	// Ignored lists ignored jobs instead of counted ones.
 	Ignored bool
-	// ByCluster adds a cluster column (the scope holds several); On
-	// names the clusters in the title (Scope.Title).
-	ByCluster bool
-	On        string
+	// Scope is the clusters read, as Request's.
+	Scope Scope
 }
 
 // JobRow is one job run as reports list it.
@@ -153,7 +151,7 @@ func (d *DB) JobList(ctx context.Context, q JobQuery) (*table.Table, error) {
 		{Key: "idle_gpu", Title: "IDLE", Kind: table.GPUSeconds, Drop: 2},
 		{Key: "energy_kwh", Title: "kWh", Kind: table.KWh, Drop: 4},
 	}}
-	if q.ByCluster {
+	if q.Scope.Several() {
 		t.Columns = append([]table.Column{{Key: "cluster", Title: "CLUSTER", Kind: table.Text}}, t.Columns...)
 	}
 	err := d.Jobs(ctx, q, func(j *JobRow) bool {
@@ -164,7 +162,7 @@ func (d *DB) JobList(ctx context.Context, q JobQuery) (*table.Table, error) {
 		cells := usageCells(j.Usage, 0)
 		row := []any{j.ID(), j.User, m.Team(j.Account, j.User), j.Partition, j.Nodes, j.GPUs, j.Start,
 			j.Elapsed(q.Now), state, j.AllocS, cells[1], cells[2], cells[3], cells[4]}
-		if q.ByCluster {
+		if q.Scope.Several() {
 			row = append([]any{j.Cluster}, row...)
 		}
 		t.Rows = append(t.Rows, table.Row{Cells: row, Ref: float64(j.AllocS)})
@@ -173,13 +171,11 @@ func (d *DB) JobList(ctx context.Context, q JobQuery) (*table.Table, error) {
 	if err != nil {
 		return nil, err
 	}
-	on := ""
-	if q.On != "" {
-		on = " on " + q.On
-	}
+	on := q.Scope.on()
 	t.Title = fmt.Sprintf("Jobs%s running between %s and %s (%s), %s, at most %d", on, q.Window.Start.Format("2006-01-02 15:04"),
 		q.Window.End.Format("2006-01-02 15:04"), zoneName(q.Window.Start.Location(), q.Window.Start), sortName[q.Sort], q.Limit)
 	t.Meta = []table.KV{{Key: "report", Value: "jobs"}, {Key: "start", Value: q.Window.Start.Format(time.RFC3339)}, {Key: "end", Value: q.Window.End.Format(time.RFC3339)}}
+	t.Meta = append(t.Meta, q.Scope.meta()...)
 	t.Notes = []string{"figures are whole runs; * = end estimated (epilog record missing); details: gpuacct job JOBID"}
 	return t, nil
 }

@@ -106,7 +106,7 @@ func (d *DB) PlotReport(ctx context.Context, r Request, path string) error {
 			continue
 		}
 		label, team, alloc := row.Cells[0].(string), row.Cells[1].(string), row.Cells[2]
-		if r.ByCluster {
+		if r.Scope.Several() {
 			// A team of each cluster is a stack of its own.
 			team, alloc = row.Cells[2].(string)+" ("+row.Cells[1].(string)+")", row.Cells[3]
 		}
@@ -120,10 +120,7 @@ func (d *DB) PlotReport(ctx context.Context, r Request, path string) error {
 	for _, tm := range order {
 		stacks = append(stacks, plot.Stack{Name: tm, Values: byTeam[tm]})
 	}
-	on := ""
-	if r.On != "" {
-		on = " on " + r.On
-	}
+	on := r.Scope.on()
 	title := fmt.Sprintf("allocated GPU-hours per team and %s%s, %s – %s", r.Period, on, r.Window.Start.Format("2006-01-02"), r.Window.End.Format("2006-01-02"))
 	return writeFile(path, func(w *os.File) error { return plot.Bars(w, f, title, "GPU-hours", periods, stacks) })
 }

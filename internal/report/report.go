@@ -26,17 +26,16 @@ type Request struct {
 	// TopBy is users or teams for Kind top; Limit caps top (and jobs).
 	TopBy string
 	Limit int
-	// ByCluster keeps the rows of each cluster apart, with a cluster
-	// column, when the scope holds several (Scope.Several).
-	ByCluster bool
-	// On names the clusters read in the title ("" when the ledger holds
-	// one: Scope.Title).
-	On string
+	// Scope is the clusters read (Filter.Clusters holds its filter):
+	// over several, each cluster's rows stay apart in a cluster column;
+	// the title and the JSON name them when the ledger holds several.
+	// The zero Scope is one cluster.
+	Scope Scope
 }
 
 type groupKey struct {
 	bucket  int
-	cluster string // "" unless Request.ByCluster
+	cluster string // "" unless Scope.Several()
 	a, b    string // the row's name(s): team and user for tree
 }
 
@@ -123,7 +122,7 @@ func (d *DB) Report(ctx context.Context, r Request) (*table.Table, error) {
 	perCluster := map[groupKey]int64{}
 	addTotal := func(i int, x *Fact) {
 		totals[i].AllocS += x.AllocS
-		if r.ByCluster {
+		if r.Scope.Several() {
 			perCluster[groupKey{bucket: i, cluster: x.Cluster}] += x.AllocS
 		}
 	}
@@ -143,7 +142,7 @@ func (d *DB) Report(ctx context.Context, r Request) (*table.Table, error) {
 			return
 		}
 		k := groupKey{bucket: i}
-		if r.ByCluster {
+		if r.Scope.Several() {
 			k.cluster = x.Cluster
 		}
 		switch kind {
@@ -248,7 +247,7 @@ func buildTable(r Request, kind string, bs []timespec.Bucket, groups map[groupKe
 	if r.Period != timespec.None {
 		t.Columns = append(t.Columns, table.Column{Key: "period", Title: "PERIOD", Kind: table.Text})
 	}
-	if r.ByCluster {
+	if r.Scope.Several() {
 		t.Columns = append(t.Columns, table.Column{Key: "cluster", Title: "CLUSTER", Kind: table.Text})
 	}
 	name := strings.TrimSuffix(kind, "s")
@@ -304,14 +303,14 @@ func buildTable(r Request, kind string, bs []timespec.Bucket, groups map[groupKe
 		if r.Limit > 0 && len(gs) > r.Limit {
 			gs = gs[:r.Limit]
 		}
-		if r.ByCluster && r.Kind != "top" {
+		if r.Scope.Several() && r.Kind != "top" {
 			// sreport lists cluster by cluster; top stays in rank order.
 			sort.SliceStable(gs, func(x, y int) bool { return gs[x].key.cluster < gs[y].key.cluster })
 		}
 		// clusterAlloc is what a row's share is of: its cluster's
 		// allocated GPU-time, or the scope's for a total.
 		clusterAlloc := func(c string, total bool) int64 {
-			if !r.ByCluster || total {
+			if !r.Scope.Several() || total {
 				return totals[i].AllocS
 			}
 			return perCluster[groupKey{bucket: i, cluster: c}]
@@ -321,7 +320,7 @@ func buildTable(r Request, kind string, bs []timespec.Bucket, groups map[groupKe
 			if r.Period != timespec.None {
 				p = append(p, bs[i].Label)
 			}
-			if r.ByCluster {
+			if r.Scope.Several() {
 				if total {
 					p = append(p, nil)
 				} else {
@@ -397,10 +396,7 @@ func buildTable(r Request, kind string, bs []timespec.Bucket, groups map[groupKe
 	if r.Period != timespec.None {
 		per = ", per " + string(r.Period)
 	}
-	on := ""
-	if r.On != "" {
-		on = " on " + r.On
-	}
+	on := r.Scope.on()
 	t.Title = fmt.Sprintf("GPU usage by %s%s%s, %s – %s (%s)", what, on, per,
 		r.Window.Start.Format("2006-01-02 15:04"), r.Window.End.Format("2006-01-02 15:04"), zoneName(loc, r.Window.Start))
 	t.Meta = []table.KV{
@@ -409,10 +405,11 @@ func buildTable(r Request, kind string, bs []timespec.Bucket, groups map[groupKe
 		{Key: "end", Value: r.Window.End.Format(time.RFC3339)},
 		{Key: "period", Value: periodName(r.Period)},
 	}
+	t.Meta = append(t.Meta, r.Scope.meta()...)
 	if len(t.Rows) == 0 {
 		t.Notes = append(t.Notes, "(no GPU usage recorded in this window)")
 	}
-	if r.ByCluster {
+	if r.Scope.Several() {
 		t.Notes = append(t.Notes, "efficiency = used / allocated GPU-time; share = of all allocated GPU-time in the row's cluster (TOTAL: in these clusters); - = no samples")
 	} else {
 		t.Notes = append(t.Notes, "efficiency = used / allocated GPU-time; share = of all allocated GPU-time in the cluster; - = no samples")

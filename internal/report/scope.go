@@ -3,6 +3,8 @@ package report
 import (
 	"slices"
 	"strings"
+
+	"github.com/aicloud/gpusuite/internal/report/table"
 )
 
 // AllClusters is the -M value (and ?clusters= value) that reads every
@@ -56,6 +58,23 @@ func (s Scope) Title() string {
 		return ""
 	}
 	return s.Label()
+}
+
+// on is " on " and the title, or "".
+func (s Scope) on() string {
+	if t := s.Title(); t != "" {
+		return " on " + t
+	}
+	return ""
+}
+
+// meta is the scope as a table's meta field (the JSON's "clusters"),
+// none when the ledger holds one cluster.
+func (s Scope) meta() []table.KV {
+	if len(s.Known) <= 1 {
+		return nil
+	}
+	return []table.KV{{Key: "clusters", Value: slices.Clone(s.Clusters)}}
 }
 
 // Clusters are the clusters that shipped records to the ledger, sorted.

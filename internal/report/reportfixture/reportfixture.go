@@ -54,6 +54,11 @@ func BuildLedger(t testing.TB, jobs []Job, now time.Time) string {
 		if cluster == "" {
 			cluster = "c1"
 		}
+		// A GPU's UUID is the world's, not its cluster's.
+		uuid := "GPU-" + j.Node + "-"
+		if cluster != "c1" {
+			uuid = "GPU-" + cluster + "-" + j.Node + "-"
+		}
 		kinds := []record.Kind{record.JobStart}
 		if j.End != 0 {
 			kinds = append(kinds, record.JobEnd)
@@ -70,7 +75,7 @@ func BuildLedger(t testing.TB, jobs []Job, now time.Time) string {
 			for g := 0; g < j.GPUs; g++ {
 				idx := g
 				ev.Job.GPUs = append(ev.Job.GPUs, g)
-				ev.GPUs = append(ev.GPUs, record.GPU{Minor: g, Index: &idx, UUID: "GPU-" + j.Node + "-" + strconv.Itoa(g), Model: "NVIDIA H100 80GB HBM3"})
+				ev.GPUs = append(ev.GPUs, record.GPU{Minor: g, Index: &idx, UUID: uuid + strconv.Itoa(g), Model: "NVIDIA H100 80GB HBM3"})
 			}
 			if k == record.JobEnd {
 				ev.Job.Exit = &record.Exit{}

@@ -1,0 +1,140 @@
+package reportcmd
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/urfave/cli/v2"
+
+	"github.com/aicloud/gpusuite/internal/store"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// twoClusters is a ledger that clusters gpu1 and gpu2 share: job 7 and
+// node n1 are on both, as Slurm's ids and host names are per cluster.
+func twoClusters(t *testing.T, now time.Time) string {
+	t.Helper()
+	return buildLedger(t, []fxJob{
+		{Cluster: "gpu1", ID: 7, User: "alice", Acct: "vision", Part: "gpu", Node: "n1", GPUs: 2, Start: t0, End: t0 + 3600},
+		{Cluster: "gpu1", ID: 9, User: "bob", Acct: "nlp", Part: "gpu", Node: "n2", GPUs: 1, Start: t0 + 600, End: t0 + 4200},
+		{Cluster: "gpu2", ID: 7, User: "alice", Acct: "vision", Part: "gpu", Node: "n1", GPUs: 1, Start: t0, End: t0 + 7200},
+		{Cluster: "gpu2", ID: 8, User: "carol", Acct: "nlp", Part: "big", Node: "n3", GPUs: 4, Start: t0 + 3600, End: t0 + 5400},
+	}, now)
+}
+
+// TestClusterScope: with two clusters in one ledger every command reads
+// the local cluster, the ones -M names or all of them (with a cluster
+// column), and an unmade choice, an unknown name or a job id on both is
+// one line and exit 2. Golden files: testdata/clusters/NAME.txt (-update).
+func TestClusterScope(t *testing.T) {
+	now := time.Unix(t0+86400, 0)
+	loc := twoClusters(t, now)
+	one := buildLedger(t, []fxJob{{ID: 7, User: "alice", Acct: "vision", Part: "gpu", Node: "n1", GPUs: 1, Start: t0, End: t0 + 3600}}, now)
+	dir := t.TempDir()
+	cfg := func(name, body string) string {
+		p := filepath.Join(dir, name+".toml")
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	local1 := cfg("local1", "[store]\n"+storeKey(loc)+"[cluster]\nname = \"gpu1\"\n")
+	elsewhere := cfg("elsewhere", "[store]\n"+storeKey(loc)+"[cluster]\nname = \"gpu9\"\n")
+	win := []string{"--start", "2026-01-01", "--end", "2026-01-02", "--tz", "UTC"}
+	rep := func(kind string, extra ...string) []string {
+		return append(append([]string{"report", kind, dbOpt(loc)}, win...), extra...)
+	}
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+	}{
+		{"no-local", nil, rep("users")},
+		{"local-env", map[string]string{"SLURM_CLUSTER_NAME": "gpu2"}, rep("users")},
+		{"local-config", nil, append([]string{"--config", local1}, append([]string{"report", "users"}, win...)...)},
+		{"local-not-in-ledger", nil, append([]string{"--config", elsewhere}, append([]string{"report", "users"}, win...)...)},
+		{"env-over-config", map[string]string{"SLURM_CLUSTER_NAME": "gpu2"}, append([]string{"--config", local1}, append([]string{"report", "teams"}, win...)...)},
+		{"M", nil, rep("users", "-M", "gpu2")},
+		{"M-both", nil, rep("users", "-M", "gpu1,gpu2")},
+		{"all-clusters", nil, rep("users", "--all-clusters")},
+		{"M-all-tree", nil, rep("tree", "-M", "all")},
+		{"all-teams-period", nil, rep("teams", "--all-clusters", "--period", "day")},
+		{"all-top", nil, rep("top", "--all-clusters", "--limit", "2")},
+		{"all-jobs", nil, rep("jobs", "--all-clusters")},
+		{"all-json", nil, rep("partitions", "--all-clusters", "--format", "json")},
+		{"unknown", nil, rep("users", "-M", "gpu3")},
+		{"unknown-among", nil, rep("users", "--clusters", "gpu1", "--clusters", "gpu3")},
+		{"names-and-all", nil, rep("users", "-M", "gpu1,all")},
+		{"one-cluster-elsewhere", map[string]string{"SLURM_CLUSTER_NAME": "gpu9"}, append([]string{"report", "users", dbOpt(one)}, win...)},
+		{"job-ambiguous", nil, []string{"job", "7", dbOpt(loc), "--tz", "UTC"}},
+		{"job-all-ambiguous", map[string]string{"SLURM_CLUSTER_NAME": "gpu1"}, []string{"job", "7", dbOpt(loc), "--all-clusters"}},
+		{"job-one-has-it", nil, []string{"job", "8", dbOpt(loc), "--json"}},
+		{"job-M", nil, []string{"job", "7", dbOpt(loc), "-M", "gpu2", "--json"}},
+		{"job-local", map[string]string{"SLURM_CLUSTER_NAME": "gpu1"}, []string{"job", "7", dbOpt(loc), "--json"}},
+		{"job-local-lacks-it", map[string]string{"SLURM_CLUSTER_NAME": "gpu1"}, []string{"job", "8", dbOpt(loc)}},
+		{"export-M", nil, append([]string{"export", "jobs", dbOpt(loc), "-M", "gpu2"}, win[:4]...)},
+		{"export-all", nil, append([]string{"export", "gpus", dbOpt(loc), "--all-clusters"}, win[:4]...)},
+		{"export-no-local", nil, append([]string{"export", "jobs", dbOpt(loc)}, win[:4]...)},
+		{"check-unknown", nil, []string{"check", dbOpt(loc), "--no-live", "-M", "gpu3"}},
+		{"ignore-ambiguous", nil, []string{"ignore", "7", dbOpt(loc), "--reason", "test", "--requests", filepath.Join(dir, "req")}},
+		{"ignore-list-no-local", nil, []string{"ignore", "--list", dbOpt(loc), "--requests", filepath.Join(dir, "req")}},
+		{"plot-no-local", nil, []string{"plot", "--report", dbOpt(loc), "-o", filepath.Join(dir, "p.svg")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, out, _ := testDeps(now, tt.env)
+			err := run(t, d, tt.args...)
+			got := "exit " + fmt.Sprint(exitCode(err)) + "\n" + out.String()
+			if err != nil {
+				if strings.Contains(err.Error(), "\n") {
+					t.Errorf("error is more than one line: %q", err)
+				}
+				got += "error: " + err.Error() + "\n"
+			}
+			for _, l := range []string{loc, store.RedactURL(loc), one, store.RedactURL(one)} {
+				got = strings.ReplaceAll(got, l, "LEDGER")
+			}
+			golden(t, filepath.Join("testdata", "clusters", tt.name+".txt"), got)
+		})
+	}
+}
+
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ec cli.ExitCoder
+	if errors.As(err, &ec) {
+		return ec.ExitCode()
+	}
+	return 1
+}
+
+// golden compares got with the file at path, or rewrites it with -update.
+func golden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to write it)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s differs (-want +got):\n%s", path, diff)
+	}
+}
