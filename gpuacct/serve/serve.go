@@ -34,6 +34,9 @@ type Main struct {
 	Config config.Config
 	// Addr, when not nil, is sent the address /metrics listens on.
 	Addr chan string
+	// ReadOnly serves the dashboard, the API, the board and /metrics from
+	// a read-only store: no ingest, no writer lock, as many as wanted.
+	ReadOnly bool
 
 	setup *ingest.Setup
 }
@@ -72,6 +75,9 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	defer stopHTTP()
 	sb := newStandby(ctx, s.Log)
+	if m.ReadOnly {
+		return m.runReadOnly(ctx, s, reg, f, sb)
+	}
 	err = s.OpenStore(ctx, ingest.Writer{Wait: true, OnWait: func(holder string) {
 		s.Log.Warn("another writer holds the ledger: " + holder + "; waiting to take over")
 		gauges.waiting.Set(1)
@@ -126,6 +132,30 @@ func (m *Main) Run(ctx context.Context) error {
 	return nil
 }
 
+// runReadOnly is serve without ingest: the board, the dashboard, the API
+// and /metrics over a read-only store, until ctx ends. It takes no lock,
+// so any number may run, on any host that reaches the ledger: a
+// dashboard that stays up while the writer's head server is patched.
+func (m *Main) runReadOnly(ctx context.Context, s *ingest.Setup, reg *prometheus.Registry, f *front, sb *standby) error {
+	src, closeNotes, err := liveBoard(ctx, s.Config, s.Log)
+	if err != nil {
+		return err
+	}
+	defer closeNotes()
+	go src.Run(ctx)
+	reg.MustRegister(board.NewCollector(src, s.Config.Board.IdleAlert.Duration))
+	stopWeb, err := web.Mount(ctx, s.Config, src, f.Handle, s.Log)
+	if err != nil {
+		return err
+	}
+	defer stopWeb()
+	f.ready.Store(true)
+	s.Log.Info("serving read-only: no ingest", "store", store.RedactURL(s.Config.Store.Location()))
+	sb.ready("read-only: the dashboard, API and board; no ingest")
+	<-ctx.Done()
+	return nil
+}
+
 // liveBoard is the one board.Source of the process: the agents'
 // snapshots of board.live_dir, Slurm read every board.slurm_interval, and
 // the notes in force from a read-only store (the writer's connection is
@@ -170,7 +200,9 @@ file system reports it) and at least every --interval. Holds the ledger's
 writer lock for its whole life: a second ingest refuses to start, a second
 serve waits (/metrics answers meanwhile, gpuacct_store_writer_waiting 1)
 and takes over when the first ends; a serve that loses the lock (its
-PostgreSQL session ended) exits 1.
+PostgreSQL session ended) exits 1. --read-only serves the board, the
+dashboard, the API and /metrics without ingest or lock: any number may
+run beside the writer (on PostgreSQL, on any host that reaches it).
 Under systemd (Type=notify, WatchdogSec=) it reports readiness after the
 first pass and pings the watchdog; SIGTERM finishes the current batch and
 exits 0. With web.enabled it serves the dashboard: the live board at /
@@ -181,6 +213,7 @@ Examples:
    systemctl enable --now gpuacct-serve            # packaging/systemd/gpuacct-serve.service
    gpuacct serve --interval 10s --metrics-listen 127.0.0.1:9466
    gpuacct serve --store-url postgres://gpusuite@db.example.org/gpusuite?sslmode=verify-full
+   gpuacct serve --read-only --metrics-listen :9467  # a second dashboard, no ingest
    curl -s localhost:9466/metrics | grep gpuacct_ingest
    curl -s localhost:9466/api/v1/free`,
 		Flags: append(ingestcmd.Flags(),
@@ -188,9 +221,10 @@ Examples:
 				// The real default is the config's, not the flag's zero.
 				DefaultText: config.Default().Ingest.Interval.Duration.String()},
 			&cli.StringFlag{Name: "metrics-listen", Usage: "address of /metrics, \"\" for none (ingest.metrics_listen)", EnvVars: []string{"GPUSUITE_METRICS_LISTEN"}},
+			&cli.BoolFlag{Name: "read-only", Usage: "serve the board, dashboard, API and /metrics from a read-only store: no ingest, no writer lock (any number may run)", EnvVars: []string{"GPUSUITE_SERVE_READ_ONLY"}},
 		),
 		Action: func(c *cli.Context) error {
-			m := &Main{Stderr: stderr, Getenv: getenv}
+			m := &Main{Stderr: stderr, Getenv: getenv, ReadOnly: c.Bool("read-only")}
 			if err := m.ParseFlags(c); err != nil {
 				return err
 			}

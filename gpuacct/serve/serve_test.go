@@ -191,3 +191,65 @@ func TestPostgresServeExitsOnLostLock(t *testing.T) {
 		t.Errorf("log does not say the lock was lost:\n%s", logs.String())
 	}
 }
+
+// TestServeReadOnlyBesideWriter: two --read-only serves answer the
+// dashboard and API while another process holds the writer lock; they
+// neither wait for it nor ingest.
+func TestServeReadOnlyBesideWriter(t *testing.T) {
+	l := storetest.NewLedger(t)
+	holder, err := store.Open(context.Background(), store.Options{Path: l.Path, URL: l.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type run struct {
+		m    *Main
+		logs *logtest.Buffer
+		done chan error
+		addr string
+	}
+	var runs []*run
+	for range 2 {
+		r := &run{logs: &logtest.Buffer{}, done: make(chan error, 1)}
+		r.m = &Main{Stderr: r.logs, Getenv: func(string) string { return "" }, Config: serveConfig(t, l), Addr: make(chan string, 1), ReadOnly: true}
+		go func() { r.done <- r.m.Run(ctx) }()
+		defer r.m.Close()
+		select {
+		case r.addr = <-r.m.Addr:
+		case err := <-r.done:
+			t.Fatalf("read-only serve ended before listening: %v; log %s", err, r.logs.String())
+		case <-time.After(90 * time.Second):
+			t.Fatal("/metrics not listening in 90s")
+		}
+		runs = append(runs, r)
+	}
+	for i, r := range runs {
+		waitFor(t, "a healthy read-only dashboard", func() bool {
+			_, code := get("http://" + r.addr + "/api/v1/health")
+			return code == http.StatusOK
+		})
+		body, _ := get("http://" + r.addr + "/metrics")
+		if v := metric(body, "gpuacct_store_writer_waiting"); v != "0" {
+			t.Errorf("serve %d: gpuacct_store_writer_waiting %q, want 0 (a reader waits for no lock)", i, v)
+		}
+		if v := metric(body, "gpuacct_ingest_last_success_timestamp_seconds"); v != "" {
+			t.Errorf("serve %d: an ingest metric on a read-only serve: %q", i, v)
+		}
+		if !strings.Contains(r.logs.String(), "serving read-only") {
+			t.Errorf("serve %d: log does not say read-only:\n%s", i, r.logs.String())
+		}
+	}
+	cancel()
+	for i, r := range runs {
+		select {
+		case err := <-r.done:
+			if err != nil {
+				t.Errorf("read-only serve %d: %v", i, err)
+			}
+		case <-time.After(90 * time.Second):
+			t.Fatalf("read-only serve %d did not stop in 90s", i)
+		}
+	}
+}

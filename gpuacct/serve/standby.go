@@ -8,7 +8,8 @@ import (
 	"github.com/coreos/go-systemd/v22/daemon"
 )
 
-// standby keeps systemd content while serve waits for the writer lock:
+// standby keeps systemd content while serve waits for the writer lock,
+// and for the whole life of a read-only serve:
 // a waiting serve is a started standby (it answers /metrics), so it
 // tells systemd READY with a STATUS saying whom it waits for, and pings
 // the watchdog until stop is called. Without this, systemd's start
@@ -28,8 +29,14 @@ func newStandby(ctx context.Context, log *slog.Logger) *standby {
 
 // waiting is OnWait's: holder now holds the lock.
 func (s *standby) waiting(holder string) {
+	s.ready("standby: waiting for the ledger's writer lock, held by " + holder)
+}
+
+// ready tells systemd the process is up, in the words of status, and
+// starts feeding the watchdog.
+func (s *standby) ready(status string) {
 	select {
-	case s.said <- holder:
+	case s.said <- status:
 	default:
 	}
 }
@@ -56,8 +63,8 @@ func (s *standby) run(ctx context.Context) {
 		case <-s.done:
 			s.notify("STATUS=writing the ledger")
 			return
-		case h := <-s.said:
-			s.notify(daemon.SdNotifyReady + "\nSTATUS=standby: waiting for the ledger's writer lock, held by " + h)
+		case status := <-s.said:
+			s.notify(daemon.SdNotifyReady + "\nSTATUS=" + status)
 			if every > 0 && tick == nil {
 				t := time.NewTicker(every)
 				defer t.Stop()
