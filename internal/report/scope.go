@@ -87,6 +87,9 @@ type ScopeRequest struct {
 	Ask []string
 	// All is --all-clusters.
 	All bool
+	// Param is how errors spell the choice before its value: "-M "
+	// when empty, "clusters=" for the web.
+	Param string
 	// Local is this host's cluster (SLURM_CLUSTER_NAME, else
 	// cluster.name); it is the default when the ledger holds it.
 	Local string
@@ -107,6 +110,10 @@ func (d *DB) Scope(r ScopeRequest) (Scope, error) {
 // resolveScope is Scope over the clusters known of the ledger at path.
 func resolveScope(path string, known []string, r ScopeRequest) (Scope, error) {
 	s := Scope{Known: slices.Clone(known)}
+	param := r.Param
+	if param == "" {
+		param = "-M "
+	}
 	var ask []string
 	all := r.All
 	for _, c := range r.Ask {
@@ -121,15 +128,15 @@ func resolveScope(path string, known []string, r ScopeRequest) (Scope, error) {
 	for _, c := range ask {
 		if !slices.Contains(known, c) {
 			if len(known) == 0 {
-				return s, badInput("-M %s: no cluster in %s yet (nothing ingested)", c, path)
+				return s, badInput("%s%s: no cluster in %s yet (nothing ingested)", param, c, path)
 			}
-			return s, badInput("-M %s: no cluster %q in %s (its clusters: %s)", c, c, path, strings.Join(known, ", "))
+			return s, badInput("%s%s: no cluster %q in %s (its clusters: %s)", param, c, c, path, strings.Join(known, ", "))
 		}
 	}
 	switch {
 	case all:
 		if len(ask) > 0 {
-			return s, badInput("-M %s: name clusters or all, not both", strings.Join(append(ask, AllClusters), ","))
+			return s, badInput("%s%s: name clusters or all, not both", param, strings.Join(append(ask, AllClusters), ","))
 		}
 		s.Clusters = slices.Clone(known)
 	case len(ask) > 0:

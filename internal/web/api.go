@@ -101,6 +101,9 @@ func (h *Handler) apiReport(w http.ResponseWriter, r *http.Request) error {
 // node: 400) and builds the report exactly as gpuacct report does.
 func (h *Handler) reportTable(r *http.Request, c *conn, q *query, kind, by, sortBy string) (*table.Table, error) {
 	ctx := r.Context()
+	if err := h.scope(c, q); err != nil {
+		return nil, err
+	}
 	if err := c.rep.CheckFilter(ctx, q.filter); err != nil {
 		return nil, err
 	}
@@ -124,13 +127,13 @@ func (h *Handler) reportTable(r *http.Request, c *conn, q *query, kind, by, sort
 	}
 	if kind == "jobs" {
 		return c.rep.JobList(ctx, report.JobQuery{Window: q.window, Filter: q.filter, Teams: q.teams, Mapping: h.mapping,
-			Limit: q.limit, Sort: sortBy, Now: h.o.Now()})
+			Limit: q.limit, Sort: sortBy, Now: h.o.Now(), Scope: q.scope})
 	}
 	if by == "" {
 		by = "users"
 	}
 	return c.rep.Report(ctx, report.Request{Kind: kind, Window: q.hours, Period: q.period, Filter: q.filter, Teams: q.teams,
-		Mapping: h.mapping, TopBy: by, Limit: q.limit})
+		Mapping: h.mapping, TopBy: by, Limit: q.limit, Scope: q.scope})
 }
 
 // jobJSON is one job in /api/v1/jobs: the fields of gpuacct job --json,
@@ -148,6 +151,8 @@ func (h *Handler) jobOut(j *report.JobRow) jobJSON {
 
 // jobsList is the answer of /api/v1/jobs.
 type jobsList struct {
+	// Clusters are the clusters read, when several share the ledger.
+	Clusters  []string  `json:"clusters,omitempty"`
 	Start     string    `json:"start"`
 	End       string    `json:"end"`
 	Count     int       `json:"count"`
@@ -187,7 +192,7 @@ func (h *Handler) apiJobs(w http.ResponseWriter, r *http.Request) error {
 		for i := range rows {
 			out.Jobs = append(out.Jobs, h.jobOut(&rows[i]))
 		}
-		out.Truncated = more
+		out.Truncated, out.Clusters = more, q.scopeJSON()
 		return nil
 	})
 	if err != nil {
@@ -202,6 +207,9 @@ func (h *Handler) apiJobs(w http.ResponseWriter, r *http.Request) error {
 // there were more.
 func (h *Handler) jobs(r *http.Request, c *conn, q *query, state, sortBy string) (rows []report.JobRow, more bool, err error) {
 	ctx := r.Context()
+	if err := h.scope(c, q); err != nil {
+		return nil, false, err
+	}
 	if err := c.rep.CheckFilter(ctx, q.filter); err != nil {
 		return nil, false, err
 	}
@@ -265,15 +273,23 @@ func (h *Handler) apiRunning(w http.ResponseWriter, r *http.Request) error {
 		q.limit = 500
 	}
 	out := struct {
-		Count int       `json:"count"`
-		Jobs  []jobJSON `json:"jobs"`
+		Clusters []string  `json:"clusters,omitempty"`
+		Count    int       `json:"count"`
+		Jobs     []jobJSON `json:"jobs"`
 	}{Jobs: []jobJSON{}}
 	err = h.withConn(r, func(c *conn) error {
+		if err := h.scope(c, q); err != nil {
+			return err
+		}
+		out.Clusters = q.scopeJSON()
 		rs, err := c.running(r.Context(), q.limit)
 		if err != nil {
 			return err
 		}
 		for i := range rs {
+			if !q.inScope(rs[i].Cluster) {
+				continue
+			}
 			x := h.jobOut(&rs[i].JobRow)
 			x.GPUList = rs[i].GPUList
 			out.Jobs = append(out.Jobs, x)
@@ -356,12 +372,22 @@ func (h *Handler) apiSeries(w http.ResponseWriter, r *http.Request) error {
 // GET /api/v1/nodes: every node with its age and whether it is stale.
 func (h *Handler) apiNodes(w http.ResponseWriter, r *http.Request) error {
 	out := struct {
+		Clusters    []string   `json:"clusters,omitempty"`
 		StaleAfterS int64      `json:"stale_after_s"`
 		Nodes       []nodeInfo `json:"nodes"`
 	}{StaleAfterS: int64(h.o.Check.Stale.Seconds()), Nodes: []nodeInfo{}}
+	q := &query{vals: r.URL.Query()}
 	err := h.withConn(r, func(c *conn) error {
+		if err := h.scope(c, q); err != nil {
+			return err
+		}
+		out.Clusters = q.scopeJSON()
 		ns, err := c.nodes(r.Context(), h.o.Now(), h.o)
-		out.Nodes = append(out.Nodes, ns...)
+		for _, n := range ns {
+			if q.inScope(n.Cluster) {
+				out.Nodes = append(out.Nodes, n)
+			}
+		}
 		return err
 	})
 	if err != nil {
@@ -380,10 +406,16 @@ func (h *Handler) apiHealth(w http.ResponseWriter, r *http.Request) error {
 		Problems  []string `json:"problems"`
 		DB        string   `json:"db"`
 		CheckedAt string   `json:"checked_at"`
+		Clusters  []string `json:"clusters,omitempty"`
 	}{DB: store.RedactURL(h.o.DB), CheckedAt: h.o.Now().UTC().Format(time.RFC3339)}
+	q := &query{vals: r.URL.Query()}
 	err := h.withConn(r, func(c *conn) error {
+		if err := h.scope(c, q); err != nil {
+			return err
+		}
+		out.Clusters = q.scopeJSON()
 		o := h.o.Check
-		o.Now = h.o.Now()
+		o.Now, o.Clusters = h.o.Now(), q.filter.Clusters
 		p, s, err := c.rep.Check(r.Context(), o)
 		out.Problems, out.Summary = p, s
 		return err

@@ -51,6 +51,13 @@ type base struct {
 	Ingest    string
 	IngestBad bool
 	Path      string
+	// The cluster picker (several clusters in the ledger): the clusters
+	// read as the heading says them, the choices, and the page's other
+	// parameters its GET form carries; Scope is ?clusters= to keep.
+	ScopeLabel string
+	Clusters   []option
+	Keep       []keepField
+	Scope      string
 }
 
 type link struct {
@@ -100,7 +107,7 @@ func (h *Handler) render(w http.ResponseWriter, code int, page string, v any) {
 func (h *Handler) base(r *http.Request, q *query, title string) base {
 	v := r.URL.Query()
 	b := base{Title: title, Static: h.static.Version, Start: v.Get("start"), End: v.Get("end"), Period: v.Get("period"), Path: r.URL.Path,
-		Generated: h.o.Now().In(h.o.Location).Format("2006-01-02 15:04:05 MST")}
+		Generated: h.o.Now().In(h.o.Location).Format("2006-01-02 15:04:05 MST"), Scope: clustersParam(v)}
 	for _, p := range []struct{ v, l string }{{"", "auto"}, {"day", "day"}, {"week", "week"}, {"month", "month"}} {
 		b.Periods = append(b.Periods, option{Value: p.v, Label: p.l, Selected: p.v == b.Period})
 	}
@@ -118,6 +125,9 @@ func (h *Handler) base(r *http.Request, q *query, title string) base {
 		}
 		if tz := v.Get("tz"); tz != "" {
 			u.Set("tz", tz)
+		}
+		if b.Scope != "" {
+			u.Set("clusters", b.Scope)
 		}
 		s := r.URL.Path
 		if len(u) > 0 {
@@ -245,6 +255,10 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) error {
 	v.ChartPeriod = string(per)
 	err = h.withConn(r, func(c *conn) error {
 		ctx := r.Context()
+		if err := h.scope(c, q); err != nil {
+			return err
+		}
+		h.picker(&v.base, r, q)
 		if err := h.ingestState(ctx, c, &v.base); err != nil {
 			return err
 		}
@@ -252,7 +266,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		top, err := c.rep.Report(ctx, report.Request{Kind: "top", Window: q.hours, Mapping: h.mapping, TopBy: "users", Limit: 10})
+		top, err := c.rep.Report(ctx, report.Request{Kind: "top", Window: q.hours, Filter: q.clusterFilter(), Mapping: h.mapping, TopBy: "users", Limit: 10})
 		if err != nil {
 			return err
 		}
@@ -280,19 +294,20 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		v.RunningCount = len(run)
 		for i := range run {
-			if i == 50 {
-				break
+			if !q.inScope(run[i].Cluster) {
+				continue
 			}
-			v.Running = append(v.Running, h.runningView(&run[i], colors))
+			if v.RunningCount++; v.RunningCount <= 50 {
+				v.Running = append(v.Running, h.runningView(&run[i], colors))
+			}
 		}
 		nodes, err := c.nodes(ctx, h.o.Now(), h.o)
 		if err != nil {
 			return err
 		}
 		for _, n := range nodes {
-			if n.Forgotten {
+			if n.Forgotten || !q.inScope(n.Cluster) {
 				continue
 			}
 			v.NodeCount++
@@ -334,7 +349,7 @@ func (h *Handler) userRow(row usageRow, q *query, colors map[string]string) user
 // teamSeries is the stacked chart of allocated GPU-hours per team and
 // period, and each team's usage summed over the periods, busiest first.
 func (h *Handler) teamSeries(ctx context.Context, c *conn, q *query, per timespec.Period, known []string, colors map[string]string) (chart, []usageRow, error) {
-	t, err := c.rep.Report(ctx, report.Request{Kind: "teams", Window: q.hours, Period: per, Mapping: h.mapping})
+	t, err := c.rep.Report(ctx, report.Request{Kind: "teams", Window: q.hours, Period: per, Filter: q.clusterFilter(), Mapping: h.mapping})
 	if err != nil {
 		return chart{}, nil, err
 	}
@@ -488,6 +503,10 @@ func (h *Handler) teamPage(w http.ResponseWriter, r *http.Request) error {
 	v.ChartPeriod = string(per)
 	err = h.withConn(r, func(c *conn) error {
 		ctx := r.Context()
+		if err := h.scope(c, q); err != nil {
+			return err
+		}
+		h.picker(&v.base, r, q)
 		if err := h.ingestState(ctx, c, &v.base); err != nil {
 			return err
 		}
@@ -499,7 +518,7 @@ func (h *Handler) teamPage(w http.ResponseWriter, r *http.Request) error {
 			return &httpError{code: http.StatusNotFound, msg: fmt.Sprintf("unknown team %q (teams: %s)", team, strings.Join(known, ", "))}
 		}
 		v.Color = colorOf(colors, team)
-		t, err := c.rep.Report(ctx, report.Request{Kind: "users", Window: q.hours, Teams: q.teams, Mapping: h.mapping})
+		t, err := c.rep.Report(ctx, report.Request{Kind: "users", Window: q.hours, Filter: q.clusterFilter(), Teams: q.teams, Mapping: h.mapping})
 		if err != nil {
 			return err
 		}
@@ -513,7 +532,7 @@ func (h *Handler) teamPage(w http.ResponseWriter, r *http.Request) error {
 		if v.Total.Share, err = h.shareOf(ctx, c, q, v.Total.AllocS); err != nil {
 			return err
 		}
-		if v.Chart, err = h.allocUsedSeries(ctx, c, q, per, report.Request{Kind: "teams", Teams: q.teams}, v.Color); err != nil {
+		if v.Chart, err = h.allocUsedSeries(ctx, c, q, per, report.Request{Kind: "teams", Filter: q.clusterFilter(), Teams: q.teams}, v.Color); err != nil {
 			return err
 		}
 		return h.jobsTable(r, c, q, &v, colors)
@@ -540,6 +559,10 @@ func (h *Handler) userPage(w http.ResponseWriter, r *http.Request) error {
 	v.ChartPeriod = string(per)
 	err = h.withConn(r, func(c *conn) error {
 		ctx := r.Context()
+		if err := h.scope(c, q); err != nil {
+			return err
+		}
+		h.picker(&v.base, r, q)
 		if err := h.ingestState(ctx, c, &v.base); err != nil {
 			return err
 		}
@@ -585,10 +608,10 @@ func (h *Handler) userPage(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// shareOf is alloc as a percentage of the cluster's allocated GPU-time
-// in the window.
+// shareOf is alloc as a percentage of the allocated GPU-time of the
+// clusters read in the window.
 func (h *Handler) shareOf(ctx context.Context, c *conn, q *query, alloc int64) (*float64, error) {
-	all, err := c.rep.Report(ctx, report.Request{Kind: "teams", Window: q.hours, Mapping: h.mapping})
+	all, err := c.rep.Report(ctx, report.Request{Kind: "teams", Window: q.hours, Filter: q.clusterFilter(), Mapping: h.mapping})
 	if err != nil {
 		return nil, err
 	}

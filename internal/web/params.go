@@ -30,6 +30,9 @@ type query struct {
 	teams      []string
 	units      table.Units
 	limit      int
+	// scope is the clusters read (Handler.scope fills it and
+	// filter.Clusters once the ledger's clusters are known).
+	scope report.Scope
 }
 
 // parseQuery reads start, end, tz, period, units, limit and the filters.
@@ -68,7 +71,7 @@ func (h *Handler) parseQuery(v url.Values) (*query, error) {
 	for i := range accts {
 		accts[i] = strings.ToLower(accts[i]) // as Slurm stores them
 	}
-	q.filter = report.Filter{Clusters: list(v, "clusters", "cluster"), Users: list(v, "users", "user"), Accounts: accts,
+	q.filter = report.Filter{Users: list(v, "users", "user"), Accounts: accts,
 		Partitions: list(v, "partitions", "partition"), Nodes: list(v, "nodes", "node"), Models: list(v, "models", "model")}
 	q.teams = list(v, "teams", "team")
 	return q, nil
@@ -192,13 +195,16 @@ func parseSort(s string) (string, error) {
 }
 
 // withParams is the current query string with some parameters replaced
-// ("" deletes), for links that keep the chosen window.
+// ("" deletes), for links that keep the chosen window and clusters.
 func withParams(v url.Values, kv ...string) string {
 	c := url.Values{}
 	for _, k := range []string{"start", "end", "period", "tz"} {
 		if s := v.Get(k); s != "" {
 			c.Set(k, s)
 		}
+	}
+	if s := clustersParam(v); s != "" {
+		c.Set("clusters", s)
 	}
 	for i := 0; i+1 < len(kv); i += 2 {
 		if kv[i+1] == "" {

@@ -69,7 +69,10 @@ type Options struct {
 	// TrustedProxies are the peers whose X-Forwarded-For names the
 	// client a stream is counted against (web.trusted_proxies).
 	TrustedProxies []netip.Prefix
-	Now            func() time.Time
+	// Cluster is the local cluster (cluster.name): the pages' default
+	// scope when several clusters share the ledger and it is one of them.
+	Cluster string
+	Now     func() time.Time
 	Log            *slog.Logger
 }
 
@@ -93,7 +96,7 @@ func OptionsFrom(cfg config.Config, src *board.Source, log *slog.Logger, now fun
 		MaxAge: cfg.Web.MaxAge.Duration, Check: report.CheckOptionsFrom(cfg, time.Time{}),
 		Concurrent: cfg.Web.Concurrent, Timeout: cfg.Web.Timeout.Duration, Now: now, Log: log,
 		Board: src, BoardRefresh: boardRefresh(cfg.Agent.Interval.Duration), MaxStreams: cfg.Web.MaxStreams,
-		MaxStreamsPerClient: perClient, TrustedProxies: proxies,
+		MaxStreamsPerClient: perClient, TrustedProxies: proxies, Cluster: cfg.Cluster.Name,
 	}, nil
 }
 
