@@ -3,8 +3,8 @@ package web
 import (
 	"cmp"
 	"net/http"
-	"slices"
 	"net/url"
+	"slices"
 
 	"github.com/aicloud/gpusuite/internal/report"
 )

@@ -73,7 +73,7 @@ type Options struct {
 	// scope when several clusters share the ledger and it is one of them.
 	Cluster string
 	Now     func() time.Time
-	Log            *slog.Logger
+	Log     *slog.Logger
 }
 
 // OptionsFrom fills Options from the configuration file's sections; the
