@@ -13,4 +13,4 @@ export GPUSUITE_BENCH_DAYS="${1:-${GPUSUITE_BENCH_DAYS:-30}}"
 command -v sqlite3 >/dev/null || { echo "bench/report.sh: sqlite3 CLI not found (apt-get install sqlite3)" >&2; exit 1; }
 mkdir -p bin && go build -o bin/ ./gpuacct
 echo "# $(date -u +%FT%TZ) $(nproc) CPUs, $(sqlite3 --version | cut -d' ' -f1-2)"
-GPUSUITE_BIN="$PWD/bin" go test -run '^$' -bench 'BenchmarkReportYear$' -benchtime 1x -timeout 60m ./internal/report/
+GPUSUITE_BIN="$PWD/bin" go test -run '^$' -bench 'BenchmarkReportYear$' -benchtime 1x -timeout 60m ./gpuacct/reportcmd/
