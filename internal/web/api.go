@@ -401,12 +401,12 @@ func (h *Handler) apiNodes(w http.ResponseWriter, r *http.Request) error {
 // cannot be read.
 func (h *Handler) apiHealth(w http.ResponseWriter, r *http.Request) error {
 	out := struct {
+		Clusters  []string `json:"clusters,omitempty"`
 		Status    string   `json:"status"`
 		Summary   string   `json:"summary"`
 		Problems  []string `json:"problems"`
 		DB        string   `json:"db"`
 		CheckedAt string   `json:"checked_at"`
-		Clusters  []string `json:"clusters,omitempty"`
 	}{DB: store.RedactURL(h.o.DB), CheckedAt: h.o.Now().UTC().Format(time.RFC3339)}
 	q := &query{vals: r.URL.Query()}
 	err := h.withConn(r, func(c *conn) error {
