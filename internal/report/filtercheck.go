@@ -8,14 +8,15 @@ import (
 
 // CheckFilter refuses a filter value the ledger never recorded (a typo
 // would otherwise read as "no usage"), naming the value and the nearest
-// known ones. Nodes are checked where they are resolved (nodeIDs).
+// known ones. Nodes are checked where they are resolved (nodeIDs), and
+// clusters where the scope is (Scope).
 func (d *DB) CheckFilter(ctx context.Context, f Filter) error {
 	for _, x := range []struct {
 		flag, col string
 		vals      []string
 	}{
 		{"users", "user", f.Users}, {"accounts", "account", f.Accounts}, {"partitions", "partition", f.Partitions},
-		{"models", "model", f.Models}, {"clusters", "cluster", f.Clusters},
+		{"models", "model", f.Models},
 	} {
 		if len(x.vals) == 0 {
 			continue

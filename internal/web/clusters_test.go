@@ -86,6 +86,8 @@ func TestClusterPicker(t *testing.T) {
 		{"team page", "picker-team.html", noLocal, "/team/nlp?clusters=gpu2&period=day&" + clusterWindow, 200, `name="clusters" value="gpu2"`},
 		{"user page", "picker-user.html", noLocal, "/user/alice?cluster=gpu1&" + clusterWindow, 200, ""},
 		{"one cluster", "picker-one.html", single, "/accounting?" + clusterWindow, 200, ""},
+		{"job page", "picker-job.html", noLocal, "/job/gpu2/7", 200, `<a href="/accounting?clusters=gpu2">Accounting</a>`},
+		{"job page, one cluster", "picker-job-one.html", single, "/job/c1/7", 200, `<a href="/accounting">Accounting</a>`},
 		{"unknown", "picker-unknown.html", noLocal, "/accounting?clusters=gpu3", 400, ""},
 	}
 	for _, tt := range tests {

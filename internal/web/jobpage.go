@@ -3,6 +3,7 @@ package web
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 
 	"github.com/aicloud/gpusuite/internal/report"
 )
@@ -50,6 +51,7 @@ var gpuPalette = []string{"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1",
 
 func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request) error {
 	var v jobView
+	several := false
 	err := h.withConn(r, func(c *conn) error {
 		det, err := h.loadJob(r, c)
 		if err != nil {
@@ -63,6 +65,7 @@ func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		h.fillJob(&v, det, colors)
+		several = len(c.rep.Clusters()) > 1
 		return nil
 	})
 	if err != nil {
@@ -71,7 +74,13 @@ func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request) error {
 	ingest, bad := v.Ingest, v.IngestBad
 	v.base = h.base(r, nil, "Job "+v.Job)
 	v.Ingest, v.IngestBad = ingest, bad
-	v.Crumbs = []link{{Name: "Accounting", URL: "/accounting"}, {Name: v.Team, URL: v.TeamURL}, {Name: v.User, URL: v.UserURL}}
+	acct := "/accounting"
+	if several {
+		// The way back reads the job's cluster, not the default.
+		keep := "?clusters=" + url.QueryEscape(v.Cluster)
+		acct, v.TeamURL, v.UserURL = acct+keep, v.TeamURL+keep, v.UserURL+keep
+	}
+	v.Crumbs = []link{{Name: "Accounting", URL: acct}, {Name: v.Team, URL: v.TeamURL}, {Name: v.User, URL: v.UserURL}}
 	v.CLI = "gpuacct job " + v.Job
 	if v.Cluster != "" {
 		v.CLI += " --cluster " + shellQuote(v.Cluster)
