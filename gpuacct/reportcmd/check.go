@@ -68,7 +68,7 @@ Examples:
    */10 * * * * gpuacct check >/dev/null || mail -s "gpuacct" root   # crontab
    command[gpuacct]=/usr/bin/gpuacct check                           # nrpe.cfg`,
 		// The defaults shown are the config's, which apply, not the flags' zeros.
-		Flags: []cli.Flag{dbFlag(), storeURLFlag(),
+		Flags: append([]cli.Flag{dbFlag(), storeURLFlag(),
 			&cli.DurationFlag{Name: "stale", Usage: "a node may ship nothing this long (report.check_stale)", EnvVars: []string{"GPUSUITE_CHECK_STALE"},
 				DefaultText: config.Default().Report.CheckStale.Duration.String()},
 			&cli.DurationFlag{Name: "lag", Usage: "the last good ingest pass may be this old (report.check_lag)", EnvVars: []string{"GPUSUITE_CHECK_LAG"},
@@ -82,9 +82,8 @@ Examples:
 			&cli.DurationFlag{Name: "idle-alert", Usage: "a GPU may stay allocated but idle this long (board.idle_alert)", EnvVars: []string{"GPUSUITE_IDLE_ALERT"},
 				DefaultText: config.Default().Board.IdleAlert.Duration.String()},
 			&cli.BoolFlag{Name: "no-live", Usage: "leave out the live board's alerts (no snapshot read, Slurm not asked)"},
-			&cli.StringSliceFlag{Name: "clusters", Aliases: []string{"M", "cluster"}, Usage: "check the nodes of these clusters of the ledger (all: every one). Default: the local one (SLURM_CLUSTER_NAME, else cluster.name), or every one when it is not in the ledger"},
-			&cli.BoolFlag{Name: "all-clusters", Usage: "check the nodes of every cluster of the ledger (-M all)"},
-		},
+		}, clusterFlagsSaying("check the nodes of these clusters of the ledger (all: every one). Default: the local one (SLURM_CLUSTER_NAME, else cluster.name), or every one when it is not in the ledger",
+			"check the nodes of every cluster of the ledger (-M all)")...),
 		Action: func(c *cli.Context) error {
 			e, err := load(c, d)
 			if err != nil {

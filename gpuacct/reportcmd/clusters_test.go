@@ -78,6 +78,8 @@ func TestClusterScope(t *testing.T) {
 		{"job-all-ambiguous", map[string]string{"SLURM_CLUSTER_NAME": "gpu1"}, []string{"job", "7", dbOpt(loc), "--all-clusters"}},
 		{"job-one-has-it", nil, []string{"job", "8", dbOpt(loc), "--json"}},
 		{"job-M", nil, []string{"job", "7", dbOpt(loc), "-M", "gpu2", "--json"}},
+		{"job-cluster-flag", nil, []string{"job", "7", dbOpt(loc), "--cluster", "gpu2", "--json"}},
+		{"report-cluster-flag", nil, rep("users", "--cluster", "gpu2")},
 		{"job-local", map[string]string{"SLURM_CLUSTER_NAME": "gpu1"}, []string{"job", "7", dbOpt(loc), "--json"}},
 		{"job-local-lacks-it", map[string]string{"SLURM_CLUSTER_NAME": "gpu1"}, []string{"job", "8", dbOpt(loc)}},
 		{"export-M", nil, append([]string{"export", "jobs", dbOpt(loc), "-M", "gpu2"}, win[:4]...)},

@@ -111,9 +111,17 @@ func filterFlags() []cli.Flag {
 // clusterFlags pick the clusters of a ledger several share, as sacct's
 // and sreport's -M do.
 func clusterFlags() []cli.Flag {
+	return clusterFlagsSaying("these clusters of the ledger (comma-separated; all: every one). Default: the local one (SLURM_CLUSTER_NAME, else cluster.name) when several share the ledger",
+		"every cluster of the ledger (-M all); reports then show a cluster column")
+}
+
+// clusterFlagsSaying are clusterFlags with a command's own usage lines.
+// --cluster, which job and ignore took before, is --clusters unlisted.
+func clusterFlagsSaying(names, all string) []cli.Flag {
 	return []cli.Flag{
-		&cli.StringSliceFlag{Name: "clusters", Aliases: []string{"M", "cluster"}, Usage: "these clusters of the ledger (comma-separated; all: every one). Default: the local one (SLURM_CLUSTER_NAME, else cluster.name) when several share the ledger"},
-		&cli.BoolFlag{Name: "all-clusters", Usage: "every cluster of the ledger (-M all); reports then show a cluster column"},
+		&cli.StringSliceFlag{Name: "clusters", Aliases: []string{"M"}, Usage: names},
+		&cli.StringSliceFlag{Name: "cluster", Usage: "as --clusters", Hidden: true},
+		&cli.BoolFlag{Name: "all-clusters", Usage: all},
 	}
 }
 
@@ -156,7 +164,7 @@ func (e *env) scope(c *cli.Context, db *report.DB, defaultAll bool) (report.Scop
 	if local == "" {
 		local = e.cfg.Cluster.Name
 	}
-	return db.Scope(report.ScopeRequest{Ask: listOf(c, "clusters"), All: c.Bool("all-clusters"), Local: local, DefaultAll: defaultAll})
+	return db.Scope(report.ScopeRequest{Ask: append(listOf(c, "clusters"), listOf(c, "cluster")...), All: c.Bool("all-clusters"), Local: local, DefaultAll: defaultAll})
 }
 
 // usage is err as the usage error (exit 2) it is when the asker must fix
