@@ -140,3 +140,59 @@ func golden(t *testing.T, path, got string) {
 		t.Errorf("%s differs (-want +got):\n%s", path, diff)
 	}
 }
+
+// TestClusterIgnore: ignore files its request under the cluster that has
+// the job, so that the job of the same id on the other cluster stays
+// counted; jobs of two clusters named at once make a request each.
+func TestClusterIgnore(t *testing.T) {
+	now := time.Unix(t0+86400, 0)
+	loc := twoClusters(t, now)
+	reqs := t.TempDir()
+	ignore := func(args ...string) string {
+		t.Helper()
+		d, out, _ := testDeps(now, nil)
+		if err := run(t, d, append(append([]string{"ignore"}, args...), dbOpt(loc), "--requests", reqs)...); err != nil {
+			t.Fatalf("ignore %v: %v", args, err)
+		}
+		return out.String()
+	}
+	users := func() string {
+		t.Helper()
+		d, out, _ := testDeps(now, nil)
+		if err := run(t, d, "report", "users", dbOpt(loc), "--all-clusters", "--tz", "UTC", "--start", "2026-01-01", "--end", "2026-01-02", "--format", "csv"); err != nil {
+			t.Fatal(err)
+		}
+		var rows []string
+		for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n")[1:] {
+			f := strings.Split(l, ",")
+			rows = append(rows, f[0]+" "+f[1]+" "+f[3])
+		}
+		return strings.Join(rows, "; ")
+	}
+	if got, want := users(), "gpu1 alice 2; gpu1 bob 1; gpu2 alice 2; gpu2 carol 2"; got != want {
+		t.Fatalf("before: %s, want %s", got, want)
+	}
+	if out := ignore("7", "-M", "gpu2", "--reason", "benchmark"); !strings.Contains(out, "applied") {
+		t.Fatalf("ignore 7 -M gpu2 said %q", out)
+	}
+	if got, want := users(), "gpu1 alice 2; gpu1 bob 1; gpu2 carol 2"; got != want {
+		t.Errorf("after ignoring gpu2's job 7: %s, want %s", got, want)
+	}
+	if out := ignore("9", "8", "--reason", "test runs"); !strings.Contains(out, "applied (2 request(s))") {
+		t.Fatalf("ignore 9 8 said %q", out)
+	}
+	if got, want := users(), "gpu1 alice 2"; got != want {
+		t.Errorf("after ignoring gpu1's 9 and gpu2's 8: %s, want %s", got, want)
+	}
+	d, out, _ := testDeps(now, nil)
+	if err := run(t, d, "ignore", "--list", dbOpt(loc), "--requests", reqs, "-M", "all", "--format", "csv"); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n")[1:] {
+		got = append(got, strings.Join(strings.Split(l, ",")[:3], " "))
+	}
+	if d := cmp.Diff([]string{"gpu2 8 carol", "gpu1 9 bob", "gpu2 7 alice"}, got); d != "" {
+		t.Errorf("ignore --list -M all (-want +got):\n%s", d)
+	}
+}
