@@ -48,15 +48,18 @@ export GPUSUITE_PG_DIR ?= /run/gpusuite-pg
 PG_PKGS := ./internal/store/... ./internal/ingest/... ./internal/report/... ./internal/web/... \
 	./internal/board/... ./internal/ignorereq/... ./internal/sim/simcluster/... ./gpuacct/...
 test: build build-simulated deps
-	@set -o pipefail; ./test/slurm/harness.sh start && ./test/pg/harness.sh start && \
-	  { set -a && . $(GPUSUITE_PG_DIR)/env && set +a && \
+	@set -o pipefail; ./test/slurm/harness.sh start && \
+	  { ./test/pg/harness.sh start && set -a && . $(GPUSUITE_PG_DIR)/env && set +a && \
 	    export GPUSUITE_REQUIRE_SLURM=1 GPUSUITE_SLURM_ENV=$(GPUSUITE_SLURM_DIR)/env GPUSUITE_BIN=$(BIN_DIR) && \
 	    $(GO) test -count=1 -timeout 30m ./... && $(GO) test -count=1 -tags simulated ./gpuacct/ && \
 	    GPUSUITE_TEST_ENGINE=postgres $(GO) test -count=1 -timeout 30m -skip SQLite $(PG_PKGS) ; \
 	    rc=$$?; ./test/pg/harness.sh stop; ./test/slurm/harness.sh stop; exit $$rc; }
 
+# test-unit runs internal/'s tests, which need PostgreSQL too (not Slurm).
 test-unit:
-	$(GO) test -count=1 ./internal/...
+	@./test/pg/harness.sh start && \
+	  { set -a && . $(GPUSUITE_PG_DIR)/env && set +a && $(GO) test -count=1 ./internal/... ; \
+	    rc=$$?; ./test/pg/harness.sh stop; exit $$rc; }
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
