@@ -86,6 +86,8 @@ func TestClusterScope(t *testing.T) {
 		{"export-all", nil, append([]string{"export", "gpus", dbOpt(loc), "--all-clusters"}, win[:4]...)},
 		{"export-no-local", nil, append([]string{"export", "jobs", dbOpt(loc)}, win[:4]...)},
 		{"check-unknown", nil, []string{"check", dbOpt(loc), "--no-live", "-M", "gpu3"}},
+		{"check-M", nil, []string{"check", dbOpt(loc), "--no-live", "-M", "gpu2", "--left-passes", "0"}},
+		{"check-no-local", nil, []string{"check", dbOpt(loc), "--no-live", "--left-passes", "0"}},
 		{"ignore-ambiguous", nil, []string{"ignore", "7", dbOpt(loc), "--reason", "test", "--requests", filepath.Join(dir, "req")}},
 		{"ignore-list-no-local", nil, []string{"ignore", "--list", dbOpt(loc), "--requests", filepath.Join(dir, "req")}},
 		{"plot-no-local", nil, []string{"plot", "--report", dbOpt(loc), "-o", filepath.Join(dir, "p.svg")}},
