@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
+	"io/fs"
+	"os"
 	"slices"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -124,7 +127,9 @@ type copyMark struct {
 // transaction also records how far it got, so a copy killed at any point
 // resumes after its last committed batch when run again. dst must be
 // empty or a partial copy of src, at the same schema version. Then both
-// are compared (Verify).
+// are compared (Verify). src's writer lock is held throughout, so that no
+// gpuacct serve or ingest changes rows already copied; Copy refuses a
+// source whose writer runs.
 func Copy(ctx context.Context, src, dst *Store, o CopyOptions) (CopyResult, error) {
 	var res CopyResult
 	if o.Batch == 0 {
@@ -136,6 +141,11 @@ func Copy(ctx context.Context, src, dst *Store, o CopyOptions) (CopyResult, erro
 	if src.Engine == dst.Engine && src.Path == dst.Path {
 		return res, fmt.Errorf("copy ledger %q: source and destination are the same ledger", src.Path)
 	}
+	lock, err := src.holdSource(ctx)
+	if err != nil {
+		return res, fmt.Errorf("copy ledger: %w", err)
+	}
+	defer lock.release()
 	if err := sameSchema(ctx, src, dst); err != nil {
 		return res, err
 	}
@@ -151,9 +161,12 @@ func Copy(ctx context.Context, src, dst *Store, o CopyOptions) (CopyResult, erro
 		}
 		res.Tables = append(res.Tables, TableCopy{Table: t.name, Copied: n})
 	}
-	counts, err := Verify(ctx, src, dst)
+	counts, err := verify(ctx, src, dst)
 	if err != nil {
 		return res, err
+	}
+	if err := lock.held(ctx); err != nil {
+		return res, fmt.Errorf("copy ledger: %w", err)
 	}
 	for i := range res.Tables {
 		res.Tables[i].Rows = counts[i].Rows
@@ -561,75 +574,119 @@ func samplePartitions(ctx context.Context, conn *sql.Conn, page [][]any, at int)
 	})
 }
 
-// Verify compares src and dst table by table: row counts, the totals of
-// the jobs, job hours and rollups (alloc_gpu_s, used_gpu_s, idle_gpu_s,
-// energy_mj), and the samples' energy (energy_delta_mj). It returns the
-// tables with their row counts, or an error naming each table that
-// differs and both figures.
-func Verify(ctx context.Context, src, dst *Store) ([]TableCopy, error) {
-	var out []TableCopy
-	var bad []string
-	for _, t := range copyTables() {
-		a, err := src.figures(ctx, t)
-		if err != nil {
-			return nil, fmt.Errorf("verify %s: source %q: %w", t.name, src.Path, err)
-		}
-		b, err := dst.figures(ctx, t)
-		if err != nil {
-			return nil, fmt.Errorf("verify %s: destination %q: %w", t.name, dst.Path, err)
-		}
-		if a.rows != b.rows {
-			bad = append(bad, fmt.Sprintf("%s has %d rows in the source, %d in the destination", t.name, a.rows, b.rows))
-		}
-		for i, c := range t.ints {
-			if a.ints[i] != b.ints[i] {
-				bad = append(bad, fmt.Sprintf("%s: sum(%s) is %d in the source, %d in the destination", t.name, c, a.ints[i], b.ints[i]))
+// sourceLock is the writer lock of a copy's or a verification's source,
+// held so that no gpuacct serve or ingest writes it meanwhile: a writer
+// that starts waits (serve) or refuses (ingest), naming gpuacct migrate.
+type sourceLock struct {
+	file *os.File  // SQLite: the flock on the lock file
+	conn *pgx.Conn // PostgreSQL: the session holding the advisory lock
+}
+
+// holdSource takes s's writer lock, unless s is the writer and holds it
+// already. A lock held by another process is refused at once, in one
+// line that says what to do.
+func (s *Store) holdSource(ctx context.Context) (*sourceLock, error) {
+	if s.HoldsLock(ctx) {
+		return &sourceLock{}, nil
+	}
+	migrate := fmt.Sprintf("gpuacct migrate pid %d", os.Getpid())
+	if host, err := os.Hostname(); err == nil {
+		migrate += " on " + host
+	}
+	if s.pg == nil {
+		return holdSQLite(s.Path, migrate)
+	}
+	cc := s.pg.pool.Config().ConnConfig
+	cc.RuntimeParams["application_name"] = migrate
+	c, err := pgx.ConnectConfig(ctx, cc)
+	if err != nil {
+		return nil, fmt.Errorf("take the writer lock of the source %q: %w", s.Path, translate(err))
+	}
+	var ok bool
+	if err := c.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, $2)`, pgLockClass, pgLockObj).Scan(&ok); err != nil {
+		_ = c.Close(ctx)
+		return nil, fmt.Errorf("take the writer lock of the source %q: %w", s.Path, translate(err))
+	}
+	if ok {
+		return &sourceLock{conn: c}, nil
+	}
+	holder := "unknown process"
+	var app, backend string
+	err = c.QueryRow(ctx, `SELECT coalesce(a.application_name, ''), 'backend ' || a.pid
+ FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+ WHERE l.locktype = 'advisory' AND l.granted AND l.classid = $1 AND l.objid = $2 AND l.objsubid = 2
+ AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) LIMIT 1`,
+		pgLockClass, pgLockObj).Scan(&app, &backend)
+	if err == nil {
+		holder = strings.TrimSpace(app + " (" + backend + ")")
+	}
+	_ = c.Close(ctx)
+	return nil, sourceBusy(s.Path, holder, fmt.Sprintf("advisory lock %d/%d", pgLockClass, pgLockObj))
+}
+
+// holdSQLite takes the flock of the SQLite ledger at path. The lock file
+// is opened read-only where it cannot be written (a flock needs no write
+// access), and names gpuacct migrate where it can.
+func holdSQLite(path, migrate string) (*sourceLock, error) {
+	lp := LockPath(path)
+	f, err := os.OpenFile(lp, os.O_RDWR|os.O_CREATE, 0o640)
+	writable := err == nil
+	if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
+		f, err = os.Open(lp)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("take the writer lock of the source %q: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		holder, _ := os.ReadFile(lp)
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			h := strings.TrimSpace(string(holder))
+			if h == "" {
+				h = "unknown process"
 			}
+			return nil, sourceBusy(path, h, "lock "+lp)
 		}
-		for i, c := range t.reals {
-			if !closeEnough(a.reals[i], b.reals[i]) {
-				bad = append(bad, fmt.Sprintf("%s: sum(%s) is %g in the source, %g in the destination", t.name, c, a.reals[i], b.reals[i]))
-			}
-		}
-		out = append(out, TableCopy{Table: t.name, Rows: b.rows})
+		return nil, fmt.Errorf("take the writer lock %q of the source: %w", lp, err)
 	}
-	if len(bad) > 0 {
-		return out, fmt.Errorf("verify copy of %q in %q: %s", src.Path, dst.Path, strings.Join(bad, "; "))
+	if writable {
+		_ = f.Truncate(0)
+		_, _ = f.WriteAt([]byte(migrate+"\n"), 0)
 	}
-	return out, nil
+	return &sourceLock{file: f}, nil
 }
 
-// closeEnough compares two sums of reals: the engines add in different
-// orders, which moves the last bits and nothing more.
-func closeEnough(a, b float64) bool {
-	return math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b))+1e-6
+// sourceBusy is the refusal of a source whose writer runs.
+func sourceBusy(name, holder, lock string) error {
+	return fmt.Errorf("source %q is being written (%s; %s): stop gpuacct serve/ingest on the source first: %w", name, holder, lock, ErrLocked)
 }
 
-type tableFigures struct {
-	rows  int64
-	ints  []int64
-	reals []float64
+// held reports an error when the lock was lost on the way (the server
+// ended its session): another writer may have changed the source.
+func (l *sourceLock) held(ctx context.Context) error {
+	if l.conn == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := l.conn.Ping(ctx); err != nil {
+		return fmt.Errorf("the source's writer lock was lost during the copy (%v): a writer may have changed it; run again", translate(err))
+	}
+	return nil
 }
 
-// figures is t's row count and totals in s, in one read.
-func (s *Store) figures(ctx context.Context, t copyTable) (tableFigures, error) {
-	f := tableFigures{ints: make([]int64, len(t.ints)), reals: make([]float64, len(t.reals))}
-	sel := []string{`count(*)`}
-	dest := []any{&f.rows}
-	for i, c := range t.ints {
-		sel = append(sel, `CAST(coalesce(sum(`+quoteIdent(c)+`), 0) AS INTEGER)`)
-		dest = append(dest, &f.ints[i])
+// release frees the lock.
+func (l *sourceLock) release() {
+	if l.file != nil {
+		_ = l.file.Truncate(0)
+		l.file.Close() // closing drops the flock
+		l.file = nil
 	}
-	for i, c := range t.reals {
-		sel = append(sel, `coalesce(sum(`+quoteIdent(c)+`), 0.0)`)
-		dest = append(dest, &f.reals[i])
+	if l.conn != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), pgCloseWait)
+		_, _ = l.conn.Exec(ctx, `SELECT pg_advisory_unlock($1, $2)`, pgLockClass, pgLockObj)
+		_ = l.conn.Close(ctx)
+		cancel()
+		l.conn = nil
 	}
-	q := `SELECT ` + strings.Join(sel, ", ") + ` FROM ` + quoteIdent(t.name)
-	if t.where != "" {
-		q += ` WHERE ` + t.where
-	}
-	if err := s.db.QueryRowContext(ctx, q).Scan(dest...); err != nil {
-		return f, translate(err)
-	}
-	return f, nil
 }

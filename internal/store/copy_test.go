@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -528,4 +529,168 @@ func BenchmarkPostgresCopySamples(b *testing.B) {
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(gpus*per*b.N)/b.Elapsed().Seconds(), "samples/s")
+}
+
+// TestCopyHoldsSourceLock: a copy or a verification refuses a source
+// whose writer runs, in one line that says to stop it, and a writer
+// started during a copy is refused, naming gpuacct migrate.
+func TestCopyHoldsSourceLock(t *testing.T) {
+	ctx := context.Background()
+	srcL := storetest.NewLedger(t)
+	w := openAt(t, srcL, false)
+	if err := w.RecordPass(ctx, Pass{Started: copyT0, Finished: copyT0, OK: true}); err != nil {
+		t.Fatal(err)
+	}
+	src := openAt(t, srcL, true)
+	dstL := storetest.NewLedger(t)
+	dst := openAt(t, dstL, false)
+	for name, run := range map[string]func() error{
+		"copy":   func() error { _, err := Copy(ctx, src, dst, CopyOptions{}); return err },
+		"verify": func() error { _, err := Verify(ctx, src, dst); return err },
+	} {
+		err := run()
+		if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "stop gpuacct serve/ingest on the source first") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s while the source's writer runs: err %v, want one line with ErrLocked saying to stop serve/ingest", name, err)
+		}
+	}
+	if n := storetest.Scalar[int64](t, dstL.Loc(), `SELECT count(*) FROM meta WHERE key LIKE 'migrate.%'`); n != 0 {
+		t.Errorf("a refused copy marked the destination (%d migrate keys)", n)
+	}
+	w.Close()
+
+	var during error
+	tried := false
+	res, err := Copy(ctx, src, dst, CopyOptions{Batch: 1, Progress: func(CopyProgress) {
+		if tried {
+			return
+		}
+		tried = true
+		w2, err := Open(ctx, Options{Path: srcL.Path, URL: srcL.URL})
+		if err == nil {
+			w2.Close()
+		}
+		during = err
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(during, ErrLocked) || !strings.Contains(during.Error(), "gpuacct migrate pid") {
+		t.Errorf("a writer opened during the copy: err %v, want ErrLocked naming gpuacct migrate", during)
+	}
+	if res.Tables[slices.IndexFunc(res.Tables, func(tc TableCopy) bool { return tc.Table == "passes" })].Rows != 1 {
+		t.Errorf("copy result %+v, want the one pass", res)
+	}
+	// The lock is given back: the writer starts again.
+	openAt(t, srcL, false)
+}
+
+// TestCopyVerifySeesContent: after a copy, changes that keep every row
+// count and total (a job's state, end and user, a node's name, NULL for
+// '', a real's last bit, a row swapped for another) fail verification,
+// naming the table and the first differing key.
+func TestCopyVerifySeesContent(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		// change alters the source (src) or the destination.
+		src    bool
+		change []string
+		want   []string
+	}{
+		{"source rows changed after the copy", true, []string{
+			`UPDATE jobs SET state = 'COMPLETED', "end" = 5000, user = 'mallory' WHERE id = 1`,
+			`UPDATE nodes SET name = 'renamed' WHERE id = 2`,
+		}, []string{
+			`jobs: row id=1 differs: user="mallory" end=5000 state="COMPLETED" in the source, user="alice" end=`,
+			`nodes: row id=2 differs: name="renamed" in the source, name="n2" in the destination`,
+		}},
+		{"NULL for empty text", false, []string{`UPDATE jobs SET comment = '' WHERE id = 2`},
+			[]string{`jobs: row id=2 differs: comment=NULL in the source, comment="" in the destination`}},
+		{"a real's last bit", false, []string{`UPDATE job_gpus SET util_s = 3450.5000000000005 WHERE gpu_id = 2`},
+			[]string{`job_gpus: row job=1, gpu_id=2 differs: util_s=3450.5 in the source, util_s=3450.5000000000005 in the destination`}},
+		{"a row swapped for another", false, []string{
+			`DELETE FROM applied_keys WHERE key = 'seg-0'`,
+			`INSERT INTO applied_keys(key, sha256, at) SELECT 'seg-9', sha256, at FROM applied_keys WHERE key = 'seg-1'`,
+		}, []string{`applied_keys: row key="seg-0" is in the source only`}},
+		{"meta value", false, []string{`UPDATE meta SET value = value || 'x' WHERE key = (SELECT min(key) FROM meta WHERE key NOT LIKE 'migrate.%')`},
+			[]string{`meta: row key=`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srcPath := copyFixture(t)
+			l := storetest.NewLedger(t)
+			src := openAt(t, storetest.Ledger{Path: srcPath}, true)
+			dst := openAt(t, l, false)
+			if _, err := Copy(ctx, src, dst, CopyOptions{Batch: 7}); err != nil {
+				t.Fatal(err)
+			}
+			loc := l.Loc()
+			if tc.src {
+				loc = srcPath
+			}
+			for _, q := range tc.change {
+				storetest.Exec(t, loc, q)
+			}
+			_, err := Verify(ctx, src, dst)
+			if err == nil {
+				t.Fatal("verify passed ledgers whose rows differ")
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("verify said:\n%v\nwant it to say %q", err, want)
+				}
+			}
+			if strings.Contains(err.Error(), " rows in the source,") || strings.Contains(err.Error(), "sum(") {
+				t.Errorf("verify found counts or totals differ, want only content: %v", err)
+			}
+		})
+	}
+}
+
+// TestCopyRealsRoundTrip: reals that no short decimal holds go to the
+// other engine and back with the same canonical text (the digest of the
+// engines' own answers), and verification passes.
+func TestCopyRealsRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	srcPath := copyFixture(t)
+	reals := []string{"0.1", "1.0/3", "1e-300", "1.7976931348623157e308", "-2.5e-7", "9007199254740993.0", "-0.0", "4.9e-324", "123456789.123456789"}
+	for i, r := range reals {
+		storetest.Exec(t, srcPath, fmt.Sprintf(`UPDATE job_gpus SET sample_s = %s WHERE gpu_id = %d`, r, i%2+1))
+		storetest.Exec(t, srcPath, fmt.Sprintf(`UPDATE jobs SET used_gpu_s = used_gpu_s, idle_gpu_s = %s WHERE id = %d`, r, i%3+1))
+		l := storetest.NewLedger(t)
+		src := openAt(t, storetest.Ledger{Path: srcPath}, true)
+		dst := openAt(t, l, false)
+		if _, err := Copy(ctx, src, dst, CopyOptions{}); err != nil {
+			t.Fatalf("real %s: %v", r, err)
+		}
+		got := storetest.Scalar[float64](t, l.Loc(), fmt.Sprintf(`SELECT sample_s FROM job_gpus WHERE gpu_id = %d`, i%2+1))
+		want := storetest.Scalar[float64](t, srcPath, fmt.Sprintf(`SELECT sample_s FROM job_gpus WHERE gpu_id = %d`, i%2+1))
+		a, _ := appendValue(nil, got)
+		b, _ := appendValue(nil, want)
+		if string(a) != string(b) {
+			t.Errorf("real %s reads %s in the copy, %s in the source", r, a, b)
+		}
+		src.Close()
+		dst.Close()
+	}
+}
+
+// TestCopyCanonicalText: the canonical text tells NULL, '', 0 and 0.5
+// apart, and a whole real from its integer not.
+func TestCopyCanonicalText(t *testing.T) {
+	for _, tc := range []struct {
+		v    any
+		want string
+	}{
+		{nil, "N"}, {"", "S0:"}, {"a:b", "S3:a:b"}, {int64(0), "I0;"}, {int64(-7), "I-7;"},
+		{5.0, "I5;"}, {math.Copysign(0, -1), "I0;"}, {0.5, "F0.5;"}, {0.1, "F0.1;"},
+		{1e300, "F1e+300;"}, {true, "I1;"}, {int32(3), "I3;"},
+	} {
+		got, err := appendValue(nil, tc.v)
+		if err != nil || string(got) != tc.want {
+			t.Errorf("canonical text of %#v: %q, %v; want %q", tc.v, got, err, tc.want)
+		}
+	}
+	if _, err := appendValue(nil, struct{}{}); err == nil {
+		t.Error("a value of no known type has a canonical text")
+	}
 }
