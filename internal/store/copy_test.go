@@ -586,7 +586,7 @@ func TestCopyHoldsSourceLock(t *testing.T) {
 
 // TestCopyVerifySeesContent: after a copy, changes that keep every row
 // count and total (a job's state, end and user, a node's name, NULL for
-// ”, a real's last bit, a row swapped for another) fail verification,
+// the empty text, a real's last bit, a row swapped for another) fail verification,
 // naming the table and the first differing key.
 func TestCopyVerifySeesContent(t *testing.T) {
 	ctx := context.Background()
@@ -674,7 +674,7 @@ func TestCopyRealsRoundTrip(t *testing.T) {
 	}
 }
 
-// TestCopyCanonicalText: the canonical text tells NULL, ”, 0 and 0.5
+// TestCopyCanonicalText: the canonical text tells NULL, the empty text, 0 and 0.5
 // apart, and a whole real from its integer not.
 func TestCopyCanonicalText(t *testing.T) {
 	for _, tc := range []struct {

@@ -24,7 +24,7 @@ const verifyPage = 5000
 //     energy_delta_mj;
 //   - the content: every row of every table, read from both sides in key
 //     order a page at a time, each value in a canonical text (NULL apart
-//     from ”, integers in decimal, reals in Go's shortest form that
+//     from the empty text, integers in decimal, reals in Go's shortest form that
 //     reads back the same float64), and a SHA-256 digest of each side's
 //     rows.
 //
@@ -243,7 +243,7 @@ func (r *rowStream) key(row []any) []any {
 }
 
 // appendRow appends the canonical text of row: each value tagged by its
-// kind, so that NULL, ” and 0 differ, and a string's length before it,
+// kind, so that NULL, the empty text and 0 differ, and a string's length before it,
 // so that no two rows read the same.
 func appendRow(b []byte, row []any) ([]byte, error) {
 	for _, v := range row {
