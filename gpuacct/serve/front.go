@@ -53,6 +53,7 @@ func (f *front) listen(ctx context.Context, addr string, timeout time.Duration, 
 	if err != nil {
 		return nil, fmt.Errorf("metrics listen %q: %w", addr, err)
 	}
+	log.Info("listening for /metrics and the dashboard", "addr", ln.Addr().String())
 	if addrs != nil {
 		select {
 		case addrs <- ln.Addr().String():
