@@ -35,16 +35,28 @@ func System(stdout, stderr io.Writer, getenv func(string) string) Deps {
 func Command(d Deps) *cli.Command {
 	return &cli.Command{
 		Name:  "migrate",
-		Usage: "copy the ledger to another engine (SQLite ↔ PostgreSQL), resumable, and verify the copy by its totals",
+		Usage: "copy the ledger to another engine (SQLite ↔ PostgreSQL), resumable, and verify every row of the copy",
 		UsageText: `gpuacct migrate --from LEDGER --to LEDGER [--batch ROWS] [--verify-only]
 
 A LEDGER is sqlite:PATH, a plain PATH (SQLite), or postgres://USER:PASSWORD@HOST/DB.
 The destination must be empty (a new file, or a database made with CREATE
 DATABASE) or a copy of the same source that was interrupted: run the same
-command again and it goes on after the last batch it committed. Stop
-gpuacct serve and ingest on the source first: a ledger that changes while
-it is copied fails the verification. Then point store.url (or store.path)
-of the configuration at the destination.
+command again and it goes on after the last batch it committed.
+
+Stop gpuacct serve and ingest on the source first: migrate holds the
+source's writer lock (its lock file, or PostgreSQL's advisory lock) for
+the whole copy and its verification, and refuses to start while a writer
+holds it; a writer started meanwhile waits (serve) or refuses (ingest).
+
+At the end it compares the two ledgers, table by table: the row counts;
+the totals of alloc_gpu_s, used_gpu_s, idle_gpu_s and energy_mj over the
+jobs, job hours and rollups, and of energy_delta_mj over the samples; and
+every row, read from both sides in key order (each value compared as
+text: NULL apart from '', reals to the last bit). It fails naming each
+table that differs and its figures or the first key whose rows differ.
+The copy's own progress marks (meta keys migrate.*) are not compared.
+--verify-only runs this comparison alone. Then point store.url (or
+store.path) of the configuration at the destination.
 
 Examples:
   gpuacct migrate --from /var/lib/gpusuite/acct.db --to postgres://gpusuite@db1/gpusuite
@@ -54,7 +66,7 @@ Examples:
 			&cli.StringFlag{Name: "from", Usage: "the ledger to copy (default: the configuration's store.url, else store.path)", EnvVars: []string{"GPUSUITE_MIGRATE_FROM"}},
 			&cli.StringFlag{Name: "to", Usage: "the ledger to copy into (required)", EnvVars: []string{"GPUSUITE_MIGRATE_TO"}},
 			&cli.IntFlag{Name: "batch", Value: store.DefaultCopyBatch, Usage: fmt.Sprintf("rows per transaction, 1 to %d", store.MaxCopyBatch), EnvVars: []string{"GPUSUITE_MIGRATE_BATCH"}},
-			&cli.BoolFlag{Name: "verify-only", Usage: "copy nothing: compare the two ledgers' row counts and totals", EnvVars: []string{"GPUSUITE_MIGRATE_VERIFY_ONLY"}},
+			&cli.BoolFlag{Name: "verify-only", Usage: "copy nothing: compare the two ledgers' row counts, totals and every row", EnvVars: []string{"GPUSUITE_MIGRATE_VERIFY_ONLY"}},
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Len() > 0 {
@@ -163,6 +175,8 @@ func run(c *cli.Context, d Deps, urls *[]string) error {
 	busy := cfg.Store.BusyTimeout.Duration
 	verifyOnly := c.Bool("verify-only")
 
+	// A reader: Copy and Verify take the source's writer lock themselves,
+	// for as long as they run.
 	so := src.opts
 	so.ReadOnly, so.BusyTimeout = true, busy
 	in, err := store.Open(c.Context, so)
@@ -237,13 +251,13 @@ func writeResult(w io.Writer, from, to string, res store.CopyResult, verifyOnly 
 	}
 	switch {
 	case verifyOnly:
-		t.Notes = append(t.Notes, fmt.Sprintf("%d tables, %d rows: row counts and totals agree (nothing copied)", len(res.Tables), rows))
+		t.Notes = append(t.Notes, fmt.Sprintf("%d tables, %d rows: row counts and totals agree, and every row reads the same (nothing copied)", len(res.Tables), rows))
 	case res.Resumed && copied == 0:
-		t.Notes = append(t.Notes, fmt.Sprintf("%d tables, %d rows, all copied before: row counts and totals agree", len(res.Tables), rows))
+		t.Notes = append(t.Notes, fmt.Sprintf("%d tables, %d rows, all copied before: row counts and totals agree, and every row reads the same", len(res.Tables), rows))
 	case res.Resumed:
-		t.Notes = append(t.Notes, fmt.Sprintf("%d tables, %d rows, %d copied by this run (it resumed an earlier one): row counts and totals agree", len(res.Tables), rows, copied))
+		t.Notes = append(t.Notes, fmt.Sprintf("%d tables, %d rows, %d copied by this run (it resumed an earlier one): row counts and totals agree, and every row reads the same", len(res.Tables), rows, copied))
 	default:
-		t.Notes = append(t.Notes, fmt.Sprintf("%d tables, %d rows copied: row counts and totals agree", len(res.Tables), rows))
+		t.Notes = append(t.Notes, fmt.Sprintf("%d tables, %d rows copied: row counts and totals agree, and every row reads the same", len(res.Tables), rows))
 	}
 	if err := table.Write(w, t, table.Options{Format: table.Aligned}); err != nil {
 		return fmt.Errorf("migrate: %w", err)

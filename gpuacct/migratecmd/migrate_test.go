@@ -199,7 +199,7 @@ func TestMigrateBadInput(t *testing.T) {
 		{"destination holds a ledger", []string{"migrate", "--to", other}, 1,
 			`gpuacct: migrate: copy ledger: destination "TMP/other.db" already holds a ledger (table passes has rows) that is not a copy of "TMP/acct.db": migrate into an empty database or file`},
 		{"verify differs", []string{"migrate", "--to", other, "--verify-only"}, 1,
-			`gpuacct: migrate: verify copy of "TMP/acct.db" in "TMP/other.db": nodes has 2 rows in the source, 0 in the destination; jobs has 1 rows in the source, 0 in the destination; jobs: sum(alloc_gpu_s) is 28800 in the source, 0 in the destination; job_nodes has 2 rows in the source, 0 in the destination; job_hours has 4 rows in the source, 0 in the destination; job_hours: sum(alloc_gpu_s) is 28800 in the source, 0 in the destination; rollup_hourly has 4 rows in the source, 0 in the destination; rollup_hourly: sum(alloc_gpu_s) is 28800 in the source, 0 in the destination; rollup_daily has 1 rows in the source, 0 in the destination; rollup_daily: sum(alloc_gpu_s) is 28800 in the source, 0 in the destination; rollup_monthly has 1 rows in the source, 0 in the destination; rollup_monthly: sum(alloc_gpu_s) is 28800 in the source, 0 in the destination`},
+			`gpuacct: migrate: verify copy of "TMP/acct.db" in "TMP/other.db": nodes has 2 rows in the source, 0 in the destination; nodes: row id=1 is in the source only; jobs has 1 rows in the source, 0 in the destination; jobs: sum(alloc_gpu_s) is 28800 in the source, 0 in the destination; jobs: row id=1 is in the source only; job_nodes has 2 rows in the source, 0 in the destination; job_nodes: row job=1, node_id=1 is in the source only; job_hours has 4 rows in the source, 0 in the destination; job_hours: sum(alloc_gpu_s) is 28800 in the source, 0 in the destination; job_hours: row job=1, node_id=1, hour=492343 is in the source only; rollup_hourly has 4 rows in the source, 0 in the destination; rollup_hourly: sum(alloc_gpu_s) is 28800 in the source, 0 in the destination; rollup_hourly: row hour=492343, cluster="c1", user="alice", account="physics", partition="gpu", node_id=1, model="", ignored=0 is in the source only; rollup_daily has 1 rows in the source, 0 in the destination; rollup_daily: sum(alloc_gpu_s) is 28800 in the source, 0 in the destination; rollup_daily: row day=20514, cluster="c1", user="alice", account="physics", partition="gpu", model="", ignored=0 is in the source only; rollup_monthly has 1 rows in the source, 0 in the destination; rollup_monthly: sum(alloc_gpu_s) is 28800 in the source, 0 in the destination; rollup_monthly: row month=20513, cluster="c1", user="alice", account="physics", partition="gpu", model="", ignored=0 is in the source only; passes: row id=1 differs: finished=1772445601 ok=1 files=2 records=4 in the source, finished=1772445600 ok=0 files=0 records=0 in the destination`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errs := f.run(t, tc.args...)
@@ -211,6 +211,33 @@ func TestMigrateBadInput(t *testing.T) {
 				t.Errorf("stdout %q, want none", out)
 			}
 		})
+	}
+}
+
+// TestMigrateSourceWriterRuns: while a writer holds the source's lock,
+// a copy and a verification refuse in one line saying to stop it, and
+// leave the destination as it was.
+func TestMigrateSourceWriterRuns(t *testing.T) {
+	f := newFixture(t)
+	w, err := store.Open(context.Background(), store.Options{Path: f.db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	to := filepath.Join(f.dir, "copy.db")
+	for _, args := range [][]string{{"migrate", "--to", to}, {"migrate", "--to", to, "--verify-only"}} {
+		code, out, errs := f.run(t, args...)
+		errs = strings.ReplaceAll(errs, f.dir, "TMP")
+		if code != 1 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, `source "TMP/acct.db" is being written (pid `) ||
+			!strings.HasSuffix(errs, "stop gpuacct serve/ingest on the source first: store is locked by another writer\n") {
+			t.Errorf("%v: exit %d, stderr %q; want exit 1 and one line saying to stop serve/ingest", args, code, errs)
+		}
+		if out != "" {
+			t.Errorf("%v: stdout %q, want none", args, out)
+		}
+	}
+	if n := storetest.Scalar[int64](t, to, `SELECT count(*) FROM meta WHERE key LIKE 'migrate.%'`); n != 0 {
+		t.Errorf("a refused copy marked the destination (%d migrate keys)", n)
 	}
 }
 
