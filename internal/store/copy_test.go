@@ -216,9 +216,12 @@ func TestPostgresCopyFromSQLite(t *testing.T) {
 	if diff := cmp.Diff(CopyResult{Tables: want}, res); diff != "" {
 		t.Errorf("copy to PostgreSQL (-want +got):\n%s", diff)
 	}
-	parts := storetest.Strings(t, pg.URL, `SELECT c.relname::text || ':' || (SELECT count(*) FROM samples WHERE tableoid = c.oid)
- FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'samples'::regclass ORDER BY 1`)
-	if diff := cmp.Diff([]string{"samples_202601:75", "samples_202602:360", "samples_default:0"}, parts); diff != "" {
+	// Only partitions holding rows: which empty ones exist (months made
+	// ahead of time) is the writer's business, not the copy's.
+	parts := storetest.Strings(t, pg.URL, `SELECT c.relname::text || ':' || n FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+ CROSS JOIN LATERAL (SELECT count(*) AS n FROM samples WHERE tableoid = c.oid) k
+ WHERE i.inhparent = 'samples'::regclass AND n > 0 ORDER BY 1`)
+	if diff := cmp.Diff([]string{"samples_202601:75", "samples_202602:360"}, parts); diff != "" {
 		t.Errorf("samples partitions:rows (-want +got):\n%s", diff)
 	}
 
