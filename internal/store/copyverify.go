@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -143,8 +144,15 @@ func sameRows(ctx context.Context, src, dst *Store, t copyTable) (string, error)
 			return "", fmt.Errorf("no key column %s in %q", k, src.Path)
 		}
 	}
-	a := &rowStream{s: src, t: t, cols: cols, keyAt: keyAt, sum: sha256.New()}
-	b := &rowStream{s: dst, t: t, cols: cols, keyAt: keyAt, sum: sha256.New()}
+	// Each side is read by a goroutine of its own, a page ahead.
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	a := readRows(ctx, &wg, src, t, cols, keyAt)
+	b := readRows(ctx, &wg, dst, t, cols, keyAt)
 	ra, err := a.next(ctx)
 	if err != nil {
 		return "", err
@@ -195,40 +203,73 @@ func sameRows(ctx context.Context, src, dst *Store, t copyTable) (string, error)
 // rowStream reads a table of one side in key order, a page at a time,
 // and digests each row it hands out.
 type rowStream struct {
-	s     *Store
-	t     copyTable
-	cols  []string
+	path  string
 	keyAt []int
+	pages <-chan streamPage
 	page  [][]any
 	i     int
-	last  []any
-	end   bool
 	// cur is the canonical text of the row last handed out.
 	cur []byte
 	sum hash.Hash
 }
 
+type streamPage struct {
+	rows [][]any
+	err  error
+}
+
+// readRows starts reading t of s in key order, one page ahead of next:
+// at most three pages a side are held.
+func readRows(ctx context.Context, wg *sync.WaitGroup, s *Store, t copyTable, cols []string, keyAt []int) *rowStream {
+	ch := make(chan streamPage, 1)
+	r := &rowStream{path: s.Path, keyAt: keyAt, pages: ch, sum: sha256.New()}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(ch)
+		var last []any
+		for {
+			rows, err := s.page(ctx, t, cols, last, verifyPage)
+			select {
+			case ch <- streamPage{rows: rows, err: err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil || len(rows) < verifyPage {
+				return
+			}
+			last = r.key(rows[len(rows)-1])
+		}
+	}()
+	return r
+}
+
 // next is the next row, nil after the last.
 func (r *rowStream) next(ctx context.Context) ([]any, error) {
 	if r.i == len(r.page) {
-		if r.end {
+		var p streamPage
+		ok := false
+		select {
+		case p, ok = <-r.pages:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if !ok {
 			return nil, nil
 		}
-		page, err := r.s.page(ctx, r.t, r.cols, r.last, verifyPage)
-		if err != nil {
-			return nil, fmt.Errorf("read %q: %w", r.s.Path, err)
+		if p.err != nil {
+			return nil, fmt.Errorf("read %q: %w", r.path, p.err)
 		}
-		r.page, r.i, r.end = page, 0, len(page) < verifyPage
-		if len(page) == 0 {
+		r.page, r.i = p.rows, 0
+		if len(p.rows) == 0 {
 			return nil, nil
 		}
-		r.last = r.key(page[len(page)-1])
 	}
 	row := r.page[r.i]
 	r.i++
 	var err error
 	if r.cur, err = appendRow(r.cur[:0], row); err != nil {
-		return nil, fmt.Errorf("read %q: %w", r.s.Path, err)
+		return nil, fmt.Errorf("read %q: %w", r.path, err)
 	}
 	r.sum.Write(r.cur)
 	return row, nil
