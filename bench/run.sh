@@ -12,4 +12,7 @@ echo "== prolog latency with the agent up vs down"
 go run ./bench/agenthook -bin ./bin/simulated -n "${AGENTHOOK_N:-200}"
 
 echo "== Go benchmarks"
-go test -run '^$' -bench . -benchmem ./internal/...
+go test -run '^$' -bench . -skip 'BenchmarkReportYearPostgres$' -benchmem ./internal/...
+
+echo "== PostgreSQL: ingest beside psql \\copy, the year report beside SQLite"
+bench/pg-ingest.sh && bench/report-pg.sh
