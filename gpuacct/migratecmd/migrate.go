@@ -46,7 +46,8 @@ command again and it goes on after the last batch it committed.
 Stop gpuacct serve and ingest on the source first: migrate holds the
 source's writer lock (its lock file, or PostgreSQL's advisory lock) for
 the whole copy and its verification, and refuses to start while a writer
-holds it; a writer started meanwhile waits (serve) or refuses (ingest).
+holds it; a writer started meanwhile waits (serve, ingest --wait) or
+refuses (ingest).
 
 At the end it compares the two ledgers, table by table: the row counts;
 the totals of alloc_gpu_s, used_gpu_s, idle_gpu_s and energy_mj over the
