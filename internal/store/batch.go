@@ -14,6 +14,8 @@ import (
 type Batch struct {
 	ctx  context.Context
 	conn *sql.Conn
+	// give gives a PostgreSQL writer's connection back (pgEngine.take).
+	give func()
 	tx   *ledgerTx
 	// pg: the ledger is PostgreSQL's (samples go in by COPY).
 	pg  bool
@@ -74,17 +76,38 @@ type energyReading struct {
 func (s *Store) Begin(ctx context.Context, now time.Time) (*Batch, error) {
 	// The batch holds its connection so that the sample inserts can use
 	// the driver directly (sampleInserter), inside the same transaction.
+	give := func() {}
+	if s.pg != nil && s.pg.turn != nil {
+		var err error
+		if give, err = s.pg.take(ctx); err != nil {
+			return nil, fmt.Errorf("begin transaction: %w", err)
+		}
+	}
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
+		give()
 		return nil, fmt.Errorf("begin transaction: %w", translate(err))
 	}
 	tx, err := s.db.beginOn(ctx, conn)
 	if err != nil {
 		conn.Close()
+		give()
 		return nil, fmt.Errorf("begin transaction: %w", translate(err))
+	}
+	if s.pg != nil && s.pg.turn != nil {
+		// The fence: a session that lost the writer lock writes nothing,
+		// and one that loses it from here on takes this transaction
+		// with it.
+		if err := s.pg.checkLock(tx.QueryRowContext(ctx, pgHoldsLock, pgLockClass, pgLockObj)); err != nil {
+			_ = tx.Rollback()
+			conn.Close()
+			give()
+			return nil, fmt.Errorf("begin transaction: %w", err)
+		}
 	}
 	b := newBatch(ctx, conn, tx, now)
 	b.pg = s.db.pg != nil
+	b.give = give
 	return b, nil
 }
 
@@ -96,6 +119,7 @@ func newBatch(ctx context.Context, conn *sql.Conn, tx *ledgerTx, now time.Time) 
 		st: map[string]*ledgerStmt{}, nodes: map[[2]string]int64{}, gpus: map[string]gpuRow{},
 		jobs: map[jobKey]int64{}, dims: map[int64]Dims{}, prev: map[int64]energyReading{},
 		use: map[useKey]*Delta{}, lastSample: map[[2]int64]int64{},
+		give: func() {},
 	}
 }
 
@@ -116,6 +140,7 @@ func (b *Batch) Commit() error {
 	b.closeStmts()
 	err := b.tx.Commit()
 	b.conn.Close()
+	b.give()
 	if err != nil {
 		return fmt.Errorf("commit: %w", translate(err))
 	}
@@ -127,6 +152,7 @@ func (b *Batch) Rollback() {
 	b.closeStmts()
 	_ = b.tx.Rollback()
 	b.conn.Close()
+	b.give()
 }
 
 func (b *Batch) closeStmts() {

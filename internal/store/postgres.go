@@ -2,41 +2,95 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"github.com/aicloud/gpusuite/internal/store/dialect"
 	"net/url"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 )
 
-// The writer lock on PostgreSQL is a session advisory lock, held on a
-// connection of its own for the writer's life: PostgreSQL drops it when
-// that session ends, however the process died (a moment after, when the
-// server notices the closed connection; Close unlocks first), so a
-// waiting writer takes over. Its two keys are fixed ("gpus", 1): one ledger per
-// database (advisory locks are the database's, and so is the holder
-// looked up).
+// The writer lock on PostgreSQL is a session advisory lock, taken on
+// the writer's one connection, the same session its batches write on:
+// PostgreSQL drops it when that session ends, however the process died
+// (a moment after, when the server notices the closed connection; Close
+// unlocks first), so a waiting writer takes over, and a batch on a
+// session that no longer holds it refuses to write (ErrLockLost): the
+// lock fences the writes, it does not merely announce the writer. Its two
+// keys are fixed ("gpus", 1): one ledger per database (advisory locks
+// are the database's, and so is the holder looked up).
 const (
 	pgLockClass = 0x67707573
 	pgLockObj   = 1
 )
 
-// pgConns bounds a PostgreSQL pool (invariant 9), as ReadConns does
-// SQLite's.
+// pgConns bounds a reader's PostgreSQL pool (invariant 9), as ReadConns
+// does SQLite's. A writer has one connection, as SQLite's writer has.
 const pgConns = 4
 
+// pgForever is a writer connection's lifetime and idle limit: the pool
+// must never replace the session that holds the lock on its own.
+const pgForever = 100 * 365 * 24 * time.Hour
+
+// pgHoldsLock tells whether the session running it holds the writer
+// lock (the holder lookup of pgTakeLock, for this session).
+const pgHoldsLock = `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted
+ AND pid = pg_backend_pid() AND classid = ? AND objid = ? AND objsubid = 2
+ AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))`
+
 // pgEngine is what a PostgreSQL store holds besides its database/sql
-// pool: the pgx pool under it (COPY) and the writer's lock session.
+// pool: the pgx pool under it (COPY) and, for a writer, the turn on its
+// one connection.
 type pgEngine struct {
 	pool *pgxpool.Pool
-	lock *pgx.Conn // nil for a reader
+	// turn is a writer's (nil for a reader): a Batch holds it from Begin
+	// to its end, HoldsLock and Close take it for their own statement.
+	turn chan struct{}
+	// held is what the last lock check found; HoldsLock says it while a
+	// batch has the connection (the batch checks for itself).
+	held atomic.Bool
+	// pid is the backend that took the lock (tests terminate it).
+	pid uint32
+}
+
+// ErrLockLost means the writer's session no longer holds the writer lock
+// (the server ended it, the connection was cut, and the pool made a new
+// one): another writer may hold the lock now, so nothing is written. It
+// is also ErrLocked: the ledger is another writer's. The store is of no
+// more use as a writer: close it and open again.
+var ErrLockLost = fmt.Errorf("writer lock lost: this writer's database session ended and another writer may hold the lock (%w)", ErrLocked)
+
+// checkLock runs pgHoldsLock on the writer's session (a batch's
+// transaction, or the pool's one connection) and remembers the answer.
+func (e *pgEngine) checkLock(row interface{ Scan(...any) error }) error {
+	var ok bool
+	if err := row.Scan(&ok); err != nil {
+		return fmt.Errorf("check writer lock: %w", translate(err))
+	}
+	e.held.Store(ok)
+	if !ok {
+		return ErrLockLost
+	}
+	return nil
+}
+
+// take waits for the writer's connection (a writer only), and returns
+// the func that gives it back.
+func (e *pgEngine) take(ctx context.Context) (func(), error) {
+	select {
+	case e.turn <- struct{}{}:
+		return sync.OnceFunc(func() { <-e.turn }), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // pgCloseWait bounds how long Close waits for the pool's connections
@@ -44,17 +98,26 @@ type pgEngine struct {
 // must not hang the process's exit.
 const pgCloseWait = 5 * time.Second
 
-func (e *pgEngine) close() error {
-	if e.lock != nil {
-		// Unlock before closing: the server ends a closed session, and
-		// frees its lock, only some time after, and a writer opened
-		// right after this Close must find the lock free.
-		ctx, cancel := context.WithTimeout(context.Background(), pgCloseWait)
-		_, _ = e.lock.Exec(ctx, `SELECT pg_advisory_unlock($1, $2)`, pgLockClass, pgLockObj)
-		_ = e.lock.Close(ctx)
-		cancel()
-		e.lock = nil
+// unlock frees a writer's lock before its pool closes: the server ends a
+// closed session, and frees its lock, only some time after, and a writer
+// opened right after this Close must find the lock free. A batch left
+// open keeps the connection: then the pool's close ends the session.
+func (e *pgEngine) unlock(db *ledgerDB) {
+	e.held.Store(false)
+	if e.turn == nil {
+		return
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), pgCloseWait)
+	defer cancel()
+	give, err := e.take(ctx)
+	if err != nil {
+		return
+	}
+	defer give()
+	_, _ = db.DB.ExecContext(ctx, `SELECT pg_advisory_unlock($1, $2)`, pgLockClass, pgLockObj)
+}
+
+func (e *pgEngine) close() error {
 	done := make(chan struct{})
 	go func() {
 		e.pool.Close()
@@ -197,26 +260,32 @@ func openPostgres(ctx context.Context, o Options) (*Store, error) {
 	if o.ReadOnly {
 		rt["default_transaction_read_only"] = "on"
 	}
+	if !o.ReadOnly {
+		// One connection, never replaced by the pool on its own: the
+		// lock and the writes share its session.
+		cfg.MaxConns, cfg.MinConns = 1, 1
+		cfg.MaxConnLifetime, cfg.MaxConnLifetimeJitter, cfg.MaxConnIdleTime = pgForever, 0, pgForever
+	}
 	s := &Store{Path: name, Engine: EnginePostgres}
 	e := &pgEngine{}
-	if !o.ReadOnly {
-		lock, err := waitLock(ctx, o, func() (*pgx.Conn, error) { return pgTakeLock(ctx, cfg.ConnConfig, o.BusyTimeout) })
-		if err != nil {
-			return nil, fmt.Errorf("open store %q: %w", name, err)
-		}
-		e.lock = lock
-	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		if e.lock != nil {
-			_ = e.lock.Close(ctx)
-		}
 		return nil, fmt.Errorf("open store %q: %w", name, translate(err))
 	}
 	e.pool = pool
 	s.pg = e
 	s.db = &ledgerDB{DB: stdlib.OpenDBFromPool(pool), pg: &dialect.Postgres{}}
-	s.db.SetMaxOpenConns(pgConns)
+	s.db.SetMaxOpenConns(int(cfg.MaxConns))
+	if !o.ReadOnly {
+		e.turn = make(chan struct{}, 1)
+		pid, err := waitLock(ctx, o, func() (uint32, error) { return pgTakeLock(ctx, s.db.DB, o.BusyTimeout) })
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("open store %q: %w", name, err)
+		}
+		e.pid = pid
+		e.held.Store(true)
+	}
 	if err := s.db.PingContext(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open store %q: %w", name, translate(err))
@@ -246,6 +315,10 @@ func openPostgres(ctx context.Context, o Options) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("open store %q: %w", name, translate(err))
 	}
+	if err := s.makeSamplePartitions(ctx, o.Now()); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open store %q: %w", name, err)
+	}
 	return s, nil
 }
 
@@ -253,39 +326,43 @@ func openPostgres(ctx context.Context, o Options) (*Store, error) {
 // process is gone.
 const pgGonePoll = 100 * time.Millisecond
 
-// pgTakeLock opens the lock session and takes the writer lock, or says
-// who holds it (ErrLocked). A holder that is a gpuacct of this host whose
-// process is gone (killed) is a session the server has not yet ended: it
-// does when it notices the closed connection, a moment later, so that
-// one is waited for, up to wait.
-func pgTakeLock(ctx context.Context, cc *pgx.ConnConfig, wait time.Duration) (*pgx.Conn, error) {
-	c, err := pgx.ConnectConfig(ctx, cc.Copy())
+// pgTakeLock takes the writer lock on db's connection (a writer's pool
+// has one) and returns its backend's pid, or says who holds it
+// (ErrLocked). A holder that is a gpuacct of this host whose process is
+// gone (killed) is a session the server has not yet ended: it does when
+// it notices the closed connection, a moment later, so that one is waited
+// for, up to wait.
+func pgTakeLock(ctx context.Context, db *sql.DB, wait time.Duration) (uint32, error) {
+	c, err := db.Conn(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("writer lock: %w", translate(err))
+		return 0, fmt.Errorf("writer lock: %w", translate(err))
 	}
+	defer c.Close()
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	for {
 		var ok bool
-		if err := c.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, $2)`, pgLockClass, pgLockObj).Scan(&ok); err != nil {
-			_ = c.Close(ctx)
-			return nil, fmt.Errorf("writer lock: %w", translate(err))
+		var pid uint32
+		if err := c.QueryRowContext(ctx, `SELECT pg_try_advisory_lock($1, $2), pg_backend_pid()`, pgLockClass, pgLockObj).Scan(&ok, &pid); err != nil {
+			return 0, fmt.Errorf("writer lock: %w", translate(err))
 		}
 		if ok {
-			return c, nil
+			return pid, nil
 		}
 		var app, backend string
-		err = c.QueryRow(ctx, `SELECT coalesce(a.application_name, ''), 'backend ' || a.pid || coalesce(' from ' || host(a.client_addr), '')
+		err = c.QueryRowContext(ctx, `SELECT coalesce(a.application_name, ''), 'backend ' || a.pid || coalesce(' from ' || host(a.client_addr), '')
  FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
  WHERE l.locktype = 'advisory' AND l.granted AND l.classid = $1 AND l.objid = $2 AND l.objsubid = 2
  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) LIMIT 1`,
 			pgLockClass, pgLockObj).Scan(&app, &backend)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			_ = c.Close(ctx)
-			return nil, fmt.Errorf("writer lock: %w", translate(err))
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return 0, fmt.Errorf("writer lock: %w", translate(err))
 		}
+		// No holder found: it let go, or its session is ending, between
+		// the two statements; try again, as for a gone process.
+		unknown := app == "" && backend == ""
 		gone := holderGone(app)
-		if gone {
+		if gone || unknown {
 			t := time.NewTimer(pgGonePoll)
 			select {
 			case <-t.C:
@@ -294,7 +371,6 @@ func pgTakeLock(ctx context.Context, cc *pgx.ConnConfig, wait time.Duration) (*p
 				t.Stop()
 			}
 		}
-		_ = c.Close(ctx)
 		holder := "unknown process"
 		if app != "" || backend != "" {
 			holder = app + " (" + backend + ")"
@@ -302,7 +378,7 @@ func pgTakeLock(ctx context.Context, cc *pgx.ConnConfig, wait time.Duration) (*p
 		if gone {
 			holder += ", whose process is gone: the server frees its lock when it notices, try again shortly"
 		}
-		return nil, fmt.Errorf("%w (%s; advisory lock %d/%d): only one gpuacct ingest/serve may write the store", ErrLocked, holder, pgLockClass, pgLockObj)
+		return 0, fmt.Errorf("%w (%s; advisory lock %d/%d): only one gpuacct ingest/serve may write the store", ErrLocked, holder, pgLockClass, pgLockObj)
 	}
 }
 
@@ -337,16 +413,27 @@ func (e *pgEngine) version(ctx context.Context, db *ledgerDB) (int, error) {
 }
 
 // HoldsLock reports whether this writer still holds its lock: false once
-// its lock session is gone (the server restarted, the connection cut),
-// when another writer may have taken over and this one must stop.
+// its session is gone (the server restarted, the connection cut), when
+// another writer may have taken over and this one must stop. While a
+// batch has the writer's connection, it is what that batch's own check
+// found (the batch cannot commit without the lock anyway).
 func (s *Store) HoldsLock(ctx context.Context) bool {
 	if s.pg == nil {
-		return s.lock != nil
+		return s.locked.Load()
 	}
-	if s.pg.lock == nil {
+	if s.pg.turn == nil {
 		return false
+	}
+	select {
+	case s.pg.turn <- struct{}{}:
+	default:
+		return s.pg.held.Load()
+	}
+	defer func() { <-s.pg.turn }()
+	if !s.pg.held.Load() {
+		return false // lost or closed: a new session never has it back
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	return s.pg.lock.Ping(ctx) == nil
+	return s.pg.checkLock(s.db.QueryRowContext(ctx, pgHoldsLock, pgLockClass, pgLockObj)) == nil
 }

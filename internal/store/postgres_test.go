@@ -55,7 +55,7 @@ func TestPostgresWriterLock(t *testing.T) {
 		t.Fatalf("second writer: %v, want ErrLocked", err)
 	}
 	holder := fmt.Sprintf("gpuacct pid %d on ", os.Getpid())
-	backend := fmt.Sprintf("(backend %d ", first.pg.lock.PgConn().PID())
+	backend := fmt.Sprintf("(backend %d ", first.pg.pid)
 	if msg := err.Error(); !strings.Contains(msg, holder) || !strings.Contains(msg, backend) || !strings.Contains(msg, "only one gpuacct ingest/serve") {
 		t.Errorf("lock message %q does not name the holder (%q, %q) and why", msg, holder, backend)
 	}
@@ -114,13 +114,16 @@ func TestPostgresWriterLock(t *testing.T) {
 	}
 }
 
-// TestPostgresSamplePartitions: samples land in their UTC month's
-// partition, and pruning drops the months wholly before the cut, deletes
-// the older samples of the month it falls in, and counts both.
+// TestPostgresSamplePartitions: the writer makes this month's partition
+// and the next's as it opens; samples land in their UTC month's
+// partition, and pruning drops the months wholly before the cut (in a
+// transaction of its own), deletes the older samples of the month it
+// falls in, and counts both.
 func TestPostgresSamplePartitions(t *testing.T) {
 	ctx := context.Background()
 	u := storetest.NewPostgresDB(t)
-	s, err := Open(ctx, Options{URL: u})
+	now := time.Date(2026, 3, 20, 0, 0, 0, 0, time.UTC)
+	s, err := Open(ctx, Options{URL: u, Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +137,6 @@ func TestPostgresSamplePartitions(t *testing.T) {
 		time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC),
 		time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC),
 	}
-	now := time.Date(2026, 3, 20, 0, 0, 0, 0, time.UTC)
 	batch := func(f func(b *Batch) error) {
 		t.Helper()
 		b, err := s.Begin(ctx, now)
@@ -160,21 +162,28 @@ func TestPostgresSamplePartitions(t *testing.T) {
 		return storetest.Strings(t, u, `SELECT c.relname, (SELECT count(*) FROM samples s WHERE s.tableoid = c.oid)
  FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = CAST('samples' AS regclass) ORDER BY c.relname`)
 	}
-	want := []string{"samples_202601|1", "samples_202602|2", "samples_202603|2", "samples_default|0"}
+	want := []string{"samples_202601|1", "samples_202602|2", "samples_202603|2", "samples_202604|0"}
 	if diff := cmp.Diff(want, partitions()); diff != "" {
 		t.Fatalf("partitions and their samples (-want +got):\n%s", diff)
 	}
 
 	cut := time.Date(2026, 3, 5, 0, 0, 0, 0, time.UTC)
+	dropped, err := s.DropSamplePartitions(ctx, cut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dropped != 3 {
+		t.Errorf("dropped months held %d samples, want 3", dropped)
+	}
 	var n int64
 	batch(func(b *Batch) error {
 		n, err = b.PruneSamples(cut)
 		return err
 	})
-	if n != 4 {
-		t.Errorf("pruned %d samples, want 4 (three in dropped months, one deleted)", n)
+	if n != 1 {
+		t.Errorf("pruned %d samples, want 1 (the older one of March)", n)
 	}
-	want = []string{"samples_202603|1", "samples_default|0"}
+	want = []string{"samples_202603|1", "samples_202604|0"}
 	if diff := cmp.Diff(want, partitions()); diff != "" {
 		t.Errorf("partitions after pruning (-want +got):\n%s", diff)
 	}
@@ -188,7 +197,7 @@ func TestPostgresSamplePartitions(t *testing.T) {
 			[]record.Sample{{Time: at[1], UUID: uuid, GPUUtil: &util}})
 		return err
 	})
-	want = []string{"samples_202602|1", "samples_202603|1", "samples_default|0"}
+	want = []string{"samples_202602|1", "samples_202603|1", "samples_202604|0"}
 	if diff := cmp.Diff(want, partitions()); diff != "" {
 		t.Errorf("partitions after a late sample (-want +got):\n%s", diff)
 	}

@@ -363,10 +363,12 @@ func (b *Batch) prunedBefore() (int64, error) {
 	return t, nil
 }
 
+// notePrunedSQL moves the pruned mark (key, value) forward, never back.
+const notePrunedSQL = `INSERT INTO meta(key, value) VALUES(?, ?)
+ON CONFLICT(key) DO UPDATE SET value = CASE WHEN CAST(value AS INTEGER) < CAST(excluded.value AS INTEGER) THEN excluded.value ELSE value END`
+
 // notePruned records that samples before t (Unix ms) are gone.
 func (b *Batch) notePruned(t int64) error {
-	_, err := b.exec(`INSERT INTO meta(key, value) VALUES(?, ?)
-ON CONFLICT(key) DO UPDATE SET value = CASE WHEN CAST(value AS INTEGER) < CAST(excluded.value AS INTEGER) THEN excluded.value ELSE value END`,
-		prunedKey, strconv.FormatInt(t, 10))
+	_, err := b.exec(notePrunedSQL, prunedKey, strconv.FormatInt(t, 10))
 	return err
 }

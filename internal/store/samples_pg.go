@@ -87,17 +87,16 @@ func (si *sampleInserter) insertPG(ctx context.Context, conn *sql.Conn, rows []s
 }
 
 // ensurePartition makes the month partition of samples that holds t
-// (Unix ms), once per batch: samples_YYYYMM, [first ms of the month,
-// first ms of the next).
+// (Unix ms), once per batch (samplePartitionSQL): the writer made this
+// month's and the next at its start, so this makes only a late or an
+// early month's.
 func (si *sampleInserter) ensurePartition(ctx context.Context, c *pgx.Conn, tms int64) error {
 	m := time.UnixMilli(tms).UTC()
 	from := time.Date(m.Year(), m.Month(), 1, 0, 0, 0, 0, time.UTC)
 	if si.parts[from.Unix()] {
 		return nil
 	}
-	to := from.AddDate(0, 1, 0)
-	name := pgx.Identifier{"samples_" + from.Format("200601")}.Sanitize()
-	q := fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s PARTITION OF samples FOR VALUES FROM (%d) TO (%d)`, name, from.UnixMilli(), to.UnixMilli())
+	name, q := samplePartitionSQL(from)
 	if _, err := c.Exec(ctx, q); err != nil {
 		return fmt.Errorf("insert samples: partition %s: %w", name, translate(err))
 	}

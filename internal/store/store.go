@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -78,7 +79,10 @@ type Store struct {
 	// PostgreSQL).
 	Journal string
 	lock    *os.File
-	pg      *pgEngine // PostgreSQL's pool and writer lock; nil on SQLite
+	// locked is whether lock is held, for HoldsLock from another
+	// goroutine while Close runs.
+	locked atomic.Bool
+	pg     *pgEngine // PostgreSQL's pool and writer lock; nil on SQLite
 }
 
 // The engines.
@@ -123,6 +127,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 			return nil, fmt.Errorf("open store %q: %w", o.Path, err)
 		}
 		s.lock = lock
+		s.locked.Store(true)
 	}
 	mode, err := chooseJournal(o.Journal, dir)
 	if err != nil {
@@ -259,6 +264,7 @@ func takeLock(path string, now time.Time) (*os.File, error) {
 }
 
 func (s *Store) unlock() {
+	s.locked.Store(false)
 	if s.lock != nil {
 		_ = s.lock.Truncate(0)
 		s.lock.Close() // closing drops the flock
@@ -269,6 +275,9 @@ func (s *Store) unlock() {
 // Close closes the database and releases the writer lock.
 func (s *Store) Close() error {
 	var err error
+	if s.pg != nil && s.db != nil {
+		s.pg.unlock(s.db)
+	}
 	if s.db != nil {
 		err = s.db.Close()
 	}

@@ -141,9 +141,9 @@ CREATE TABLE samples (
     PRIMARY KEY (gpu_id, t_ms)
 ) PARTITION BY RANGE (t_ms);
 -- One partition per UTC month (samples_YYYYMM), made by the writer before
--- it inserts into the month; retention drops whole months. The default
--- partition catches what falls outside every made month.
-CREATE TABLE samples_default PARTITION OF samples DEFAULT;
+-- it inserts into the month; retention drops whole months. There is no
+-- default partition: a row outside every made month fails at once, and
+-- attaching a month's partition locks no reader out.
 
 -- job_hours: the fact table under the rollups: one job on one node in one
 -- hour. Never pruned, so a rollup can always be moved when a job changes.
