@@ -128,7 +128,9 @@ func (b *Batch) CloseJob(o OpenJob, end time.Time, source, state string, exitCod
 		code = *exitCode
 	}
 	for _, node := range o.Nodes {
-		if _, err := b.exec(`UPDATE job_nodes SET end = max(?, start), end_source = ?, end_estimated = ?, exit_code = coalesce(?, exit_code),
+		// A node without a start keeps no end (two-argument max is NULL
+		// there on SQLite; PostgreSQL's greatest would skip the NULL).
+		if _, err := b.exec(`UPDATE job_nodes SET end = CASE WHEN start IS NULL THEN NULL ELSE max(?, start) END, end_source = ?, end_estimated = ?, exit_code = coalesce(?, exit_code),
  quality = CASE WHEN quality = '' THEN ? ELSE quality || '; ' || ? END WHERE job = ? AND node_id = ? AND end IS NULL`,
 			end.Unix(), source, est, code, "end_from_"+source, "end_from_"+source, o.Row, node); err != nil {
 			return err

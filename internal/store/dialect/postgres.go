@@ -17,7 +17,10 @@ import (
 //   - user and end, reserved words in PostgreSQL, are quoted where they
 //     name a column (an end that closes a CASE stays a keyword);
 //   - instr → strpos, group_concat → string_agg, ifnull → coalesce, and
-//     two-argument max/min → greatest/least (same meanings);
+//     two-argument max/min → greatest/least, which mean the same only
+//     when no argument is NULL (SQLite's are NULL then, PostgreSQL's skip
+//     the NULL): a statement guards a nullable argument itself, with
+//     coalesce or CASE;
 //   - CAST(… AS INTEGER) → BIGINT and AS REAL → DOUBLE PRECISION, the
 //     widths SQLite gives those names.
 //
