@@ -133,9 +133,10 @@ func (e *pgEngine) close() error {
 	}
 }
 
-// RedactURL is u without its password, for logs and messages: the URL's
-// user password and a password= parameter, also in a URL that does not
-// parse (a typo must not print the password). Anything else, a SQLite
+// RedactURL is u without its passwords, for logs and messages: the URL's
+// user password and every parameter named like password (sslpassword
+// too), also in a URL that does not parse (a typo must not print the
+// password). Anything else, a SQLite
 // path included, is returned as it is.
 func RedactURL(u string) string {
 	p, err := url.Parse(u)
@@ -144,9 +145,8 @@ func RedactURL(u string) string {
 		if _, ok := p.User.Password(); ok {
 			p.User, changed = url.UserPassword(p.User.Username(), redacted), true
 		}
-		if q := p.Query(); q.Has("password") {
-			q.Set("password", redacted)
-			p.RawQuery, changed = q.Encode(), true
+		if q, ok := redactQuery(p.RawQuery); ok {
+			p.RawQuery, changed = q, true
 		}
 		if changed {
 			return p.String()
@@ -164,12 +164,31 @@ func RedactURL(u string) string {
 	return redactPasswordParams(u)
 }
 
+// redactQuery hides the value of every parameter of a URL's query whose
+// name says password (password, sslpassword: the client key's
+// passphrase), in their order; ok is whether it hid any.
+func redactQuery(raw string) (string, bool) {
+	parts := strings.Split(raw, "&")
+	ok := false
+	for i, kv := range parts {
+		k, _, _ := strings.Cut(kv, "=")
+		name, err := url.QueryUnescape(k)
+		if err != nil {
+			name = k
+		}
+		if strings.Contains(strings.ToLower(name), "password") {
+			parts[i], ok = k+"="+redacted, true
+		}
+	}
+	return strings.Join(parts, "&"), ok
+}
+
 // redacted stands for a password in what the store prints.
 const redacted = "xxxxx"
 
 // redactPasswordParams hides the value of each password=value setting
 // in s, a URL's query or a key=value connection string, the value bare
-// or quoted.
+// or quoted; a name that ends in password (sslpassword) is one too.
 func redactPasswordParams(s string) string {
 	var b strings.Builder
 	for {
