@@ -188,7 +188,10 @@ func (s *Store) JobRun(ctx context.Context, q JobRunQuery) (JobRow, error) {
 		qs += " AND j.restart = ?"
 		args = append(args, q.Restart)
 	}
-	qs += " ORDER BY j.restart DESC, j.start DESC LIMIT 1"
+	// The newest run: a run without a start last and the newest row
+	// among equals, on both engines (PostgreSQL puts NULLs first in a
+	// descending order, SQLite last).
+	qs += " ORDER BY j.restart DESC, j.start DESC NULLS LAST, j.id DESC LIMIT 1"
 	var j JobRow
 	var sc jobScan
 	if err := sc.scan(s.db.QueryRowContext(ctx, qs, args...), &j); err != nil {

@@ -142,3 +142,29 @@ func TestJobParts(t *testing.T) {
 		})
 	}
 }
+
+// TestJobRunTieBreak: among runs of one job id in several clusters, JobRun
+// picks a run with a start over one without, and the newest row among
+// equals, the same on both engines.
+func TestJobRunTieBreak(t *testing.T) {
+	s := ledgerOf(t,
+		`INSERT INTO jobs(id, cluster, job_id, restart, start, end, state) VALUES
+		 (1, 'c1', 50, 0, NULL, 900, 'completed'), (2, 'c2', 50, 0, 100, NULL, 'running'), (3, 'c3', 50, 0, 100, NULL, 'running')`,
+	)
+	for _, tc := range []struct {
+		clusters []string
+		want     int64
+	}{
+		{[]string{"c1", "c2"}, 2},
+		{[]string{"c1", "c2", "c3"}, 3},
+		{[]string{"c1"}, 1},
+	} {
+		got, err := s.JobRun(context.Background(), JobRunQuery{JobID: 50, Restart: -1, Clusters: tc.clusters})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Row != tc.want {
+			t.Errorf("JobRun of job 50 in %v: row %d, want %d", tc.clusters, got.Row, tc.want)
+		}
+	}
+}
