@@ -6,12 +6,26 @@ import (
 	"strings"
 )
 
-// RunningJobs lists at most limit job runs that started and have not
+// RunningQuery selects running job runs.
+type RunningQuery struct {
+	// Clusters keeps the runs of these clusters (none: every cluster).
+	// It is applied before Limit, so that a scoped list is not emptied
+	// by another cluster's newer runs.
+	Clusters []string
+	Limit    int
+}
+
+// RunningJobs lists at most q.Limit job runs that started and have not
 // ended, newest first, ignored ones included: the dashboard shows what
 // holds GPUs now, counted or not.
-func (s *Store) RunningJobs(ctx context.Context, limit int) ([]JobRow, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+jobCols+` FROM jobs j WHERE j.end IS NULL AND j.start IS NOT NULL
- ORDER BY j.start DESC, j.id DESC LIMIT ?`, limit)
+func (s *Store) RunningJobs(ctx context.Context, q RunningQuery) ([]JobRow, error) {
+	var b strings.Builder
+	args := make([]any, 0, len(q.Clusters)+1)
+	b.WriteString(`SELECT ` + jobCols + ` FROM jobs j WHERE j.end IS NULL AND j.start IS NOT NULL`)
+	inList(&b, &args, "j.cluster", q.Clusters)
+	b.WriteString(` ORDER BY j.start DESC, j.id DESC LIMIT ?`)
+	args = append(args, q.Limit)
+	rows, err := s.db.QueryContext(ctx, b.String(), args...)
 	if err != nil {
 		return nil, translate(err)
 	}

@@ -7,8 +7,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// runningLedger: two running runs (the newer one ignored), one ended, one
-// seen by neither start nor end; GPU 1's newest sample is from the run,
+// runningLedger: two running runs of c1 (the newer one ignored), one
+// ended, one seen by neither start nor end, and c2's run, newer than all; GPU 1's newest sample is from the run,
 // GPU 2's from before it, GPU 3 has none.
 func runningLedger(t *testing.T) *Store {
 	return ledgerOf(t,
@@ -18,7 +18,8 @@ func runningLedger(t *testing.T) *Store {
 		 (1, 'c1', 10, 'alice', 'physics', 'gpu', 'n1,n2', 3, 7200, NULL, 'running', 0, NULL, 100),
 		 (2, 'c1', 11, 'bob', 'chem', 'gpu', 'n2', 0, 8000, NULL, 'running', 1, 'test', 0),
 		 (3, 'c1', 12, 'carol', 'bio', 'gpu', 'n1', 1, 100, 200, 'completed', 0, NULL, 100),
-		 (4, 'c1', 13, 'dave', 'bio', 'gpu', 'n1', 1, NULL, NULL, 'pending', 0, NULL, 0)`,
+		 (4, 'c1', 13, 'dave', 'bio', 'gpu', 'n1', 1, NULL, NULL, 'pending', 0, NULL, 0),
+		 (5, 'c2', 10, 'erin', 'bio', 'gpu', 'n1', 0, 9000, NULL, 'running', 0, NULL, 0)`,
 		`INSERT INTO job_gpus(job, gpu_id, node_id) VALUES (1, 2, 2), (1, 1, 1), (1, 3, 2), (3, 1, 1)`,
 		`INSERT INTO job_hours(job, node_id, hour, alloc_gpu_s, sample_s, jobs) VALUES (1, 1, 2, 100, 60, 1)`,
 		`INSERT INTO samples(gpu_id, t_ms, interval_ms, util) VALUES (1, 7100000, 1000, 10), (1, 7300000, 1000, 55), (2, 7000000, 1000, 99)`,
@@ -31,18 +32,23 @@ func TestRunningJobs(t *testing.T) {
 		Ignored: true, IgnoreReason: ps("test")}
 	older := JobRow{Row: 1, Cluster: "c1", JobID: 10, User: "alice", Account: "physics", Partition: "gpu", Nodes: "n1,n2", GPUs: 3, Start: 7200,
 		State: "running", AllocS: 100, SampleS: 60, Jobs: 1}
+	other := JobRow{Row: 5, Cluster: "c2", JobID: 10, User: "erin", Account: "bio", Partition: "gpu", Nodes: "n1", Start: 9000, State: "running"}
 	for _, tc := range []struct {
-		name  string
-		s     *Store
-		limit int
-		want  []JobRow
+		name string
+		s    *Store
+		q    RunningQuery
+		want []JobRow
 	}{
-		{"newest first, ignored included", s, 10, []JobRow{newest, older}},
-		{"limit", s, 1, []JobRow{newest}},
-		{"empty ledger", emptyStore(t), 10, nil},
+		{"newest first, ignored included", s, RunningQuery{Limit: 10}, []JobRow{other, newest, older}},
+		{"limit", s, RunningQuery{Limit: 1}, []JobRow{other}},
+		// c2's run is the newest: the cluster is chosen before the limit.
+		{"one cluster, limit", s, RunningQuery{Clusters: []string{"c1"}, Limit: 1}, []JobRow{newest}},
+		{"one cluster", s, RunningQuery{Clusters: []string{"c2"}, Limit: 10}, []JobRow{other}},
+		{"both clusters", s, RunningQuery{Clusters: []string{"c1", "c2"}, Limit: 10}, []JobRow{other, newest, older}},
+		{"empty ledger", emptyStore(t), RunningQuery{Limit: 10}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := tc.s.RunningJobs(context.Background(), tc.limit)
+			got, err := tc.s.RunningJobs(context.Background(), tc.q)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -282,14 +282,11 @@ func (h *Handler) apiRunning(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		out.Clusters = q.scopeJSON()
-		rs, err := c.running(r.Context(), q.limit)
+		rs, err := c.running(r.Context(), q.filter.Clusters, q.limit)
 		if err != nil {
 			return err
 		}
 		for i := range rs {
-			if !q.inScope(rs[i].Cluster) {
-				continue
-			}
 			x := h.jobOut(&rs[i].JobRow)
 			x.GPUList = rs[i].GPUList
 			out.Jobs = append(out.Jobs, x)

@@ -85,10 +85,11 @@ type runningJob struct {
 	GPUList []runningGPU
 }
 
-// running lists the jobs that have started and not ended, newest first,
-// with their GPUs and each GPU's newest utilization.
-func (c *conn) running(ctx context.Context, limit int) ([]runningJob, error) {
-	rows, err := c.st.RunningJobs(ctx, limit)
+// running lists at most limit jobs of clusters (none: every cluster)
+// that have started and not ended, newest first, with their GPUs and each
+// GPU's newest utilization.
+func (c *conn) running(ctx context.Context, clusters []string, limit int) ([]runningJob, error) {
+	rows, err := c.st.RunningJobs(ctx, store.RunningQuery{Clusters: clusters, Limit: limit})
 	if err != nil {
 		return nil, fmt.Errorf("read running jobs: %w", err)
 	}
@@ -133,6 +134,7 @@ func idxOf(p *int64) int64 {
 // usageRow is one row of a report table, with the cells the pages use.
 type usageRow struct {
 	Period, Name, Teams string
+	Cluster             string // "" unless the report read several clusters
 	AllocS              int64
 	UsedS, IdleS        *float64
 	Eff, Share, KWh     *float64
@@ -187,7 +189,7 @@ func rowsOf(t *table.Table) []usageRow {
 	out := make([]usageRow, 0, len(t.Rows))
 	for _, r := range t.Rows {
 		c := r.Cells
-		out = append(out, usageRow{Period: str(c, "period"), Name: str(c, name), Teams: str(c, "teams"), AllocS: in(c, "alloc_gpu"),
+		out = append(out, usageRow{Period: str(c, "period"), Cluster: str(c, "cluster"), Name: str(c, name), Teams: str(c, "teams"), AllocS: in(c, "alloc_gpu"),
 			UsedS: fl(c, "used_gpu"), IdleS: fl(c, "idle_gpu"), Eff: fl(c, "efficiency_pct"), Share: fl(c, "share_pct"),
 			KWh: fl(c, "energy_kwh"), Jobs: in(c, "jobs"), Footer: r.Footer})
 	}
