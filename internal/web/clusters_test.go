@@ -23,7 +23,8 @@ var clusterNow = time.Unix(reportfixture.T0+86400, 0)
 const clusterWindow = "start=2026-01-01&end=2026-01-02"
 
 // twoClusterLedger is a ledger clusters gpu1 and gpu2 share: job 7,
-// user alice and node n1 on both.
+// user alice and node n1 on both, and a job running on each (gpu2's
+// newer).
 func twoClusterLedger(t *testing.T) string {
 	t.Helper()
 	t0 := reportfixture.T0
@@ -32,6 +33,8 @@ func twoClusterLedger(t *testing.T) string {
 		{Cluster: "gpu1", ID: 9, User: "bob", Acct: "nlp", Part: "gpu", Node: "n2", GPUs: 1, Start: t0 + 600, End: t0 + 4200},
 		{Cluster: "gpu2", ID: 7, User: "alice", Acct: "vision", Part: "gpu", Node: "n1", GPUs: 1, Start: t0, End: t0 + 7200},
 		{Cluster: "gpu2", ID: 8, User: "carol", Acct: "nlp", Part: "big", Node: "n3", GPUs: 4, Start: t0 + 3600, End: t0 + 5400},
+		{Cluster: "gpu1", ID: 11, User: "bob", Acct: "nlp", Part: "gpu", Node: "n2", GPUs: 1, Start: t0 + 1800},
+		{Cluster: "gpu2", ID: 10, User: "dave", Acct: "nlp", Part: "big", Node: "n3", GPUs: 2, Start: t0 + 3600},
 	}, clusterNow)
 }
 
@@ -130,6 +133,9 @@ func TestClusterAPI(t *testing.T) {
 		{"jobs-chosen", noLocal, "/api/v1/jobs?clusters=gpu2&" + clusterWindow, 200},
 		{"nodes-chosen", noLocal, "/api/v1/nodes?clusters=gpu1", 200},
 		{"running-local", local2, "/api/v1/jobs/running", 200},
+		{"running-all", noLocal, "/api/v1/jobs/running", 200},
+		// gpu2's running job is newer: the cluster is chosen before the limit.
+		{"running-limit", noLocal, "/api/v1/jobs/running?clusters=gpu1&limit=1", 200},
 		{"unknown", noLocal, "/api/v1/report/users?clusters=gpu1,gpu3", 400},
 		{"names-and-all", noLocal, "/api/v1/jobs?clusters=gpu1,all", 400},
 		{"one-cluster", single, "/api/v1/report/users?" + clusterWindow, 200},

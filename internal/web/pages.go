@@ -58,6 +58,10 @@ type base struct {
 	Clusters   []option
 	Keep       []keepField
 	Scope      string
+	// Several: the page reads more than one cluster, so its tables
+	// carry a cluster column and each share is of its own cluster, as
+	// gpuacct report --all-clusters prints them.
+	Several bool
 }
 
 type link struct {
@@ -211,6 +215,7 @@ type userRow struct {
 }
 
 type runningView struct {
+	Cluster                                                  string
 	Job, URL, User, UserURL, Team, TeamURL, Color, Partition string
 	Started, Elapsed                                         string
 	GPUs                                                     []gpuChip
@@ -225,8 +230,8 @@ type gpuChip struct {
 }
 
 type nodeView struct {
-	Name, Age, Last string
-	GPUs            int64
+	Cluster, Name, Age, Last string
+	GPUs                     int64
 }
 
 type overviewView struct {
@@ -266,7 +271,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		top, err := c.rep.Report(ctx, report.Request{Kind: "top", Window: q.hours, Filter: q.clusterFilter(), Mapping: h.mapping, TopBy: "users", Limit: 10})
+		top, err := c.rep.Report(ctx, report.Request{Kind: "top", Window: q.hours, Filter: q.clusterFilter(), Scope: q.scope, Mapping: h.mapping, TopBy: "users", Limit: 10})
 		if err != nil {
 			return err
 		}
@@ -283,23 +288,29 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) error {
 		}
 		v.Chart = series
 		v.Total = sum(perTeam)
+		// A team's share is of its own cluster (of all when one is read).
+		ofCluster := map[string]int64{}
 		for _, row := range perTeam {
-			if v.Total.AllocS > 0 {
-				s := 100 * float64(row.AllocS) / float64(v.Total.AllocS)
+			ofCluster[row.Cluster] += row.AllocS
+		}
+		for _, row := range perTeam {
+			if all := ofCluster[row.Cluster]; all > 0 {
+				s := 100 * float64(row.AllocS) / float64(all)
 				row.Share = &s
 			}
 			v.Teams = append(v.Teams, teamRow{usageRow: row, URL: teamPath(row.Name) + withParams(q.vals), Color: colorOf(colors, row.Name)})
 		}
-		run, err := c.running(ctx, 1000)
+		run, err := c.running(ctx, q.filter.Clusters, 1000)
 		if err != nil {
 			return err
 		}
 		for i := range run {
-			if !q.inScope(run[i].Cluster) {
-				continue
-			}
 			if v.RunningCount++; v.RunningCount <= 50 {
-				v.Running = append(v.Running, h.runningView(&run[i], colors))
+				rv := h.runningView(&run[i], colors)
+				if q.scope.Several() {
+					rv.Cluster = run[i].Cluster
+				}
+				v.Running = append(v.Running, rv)
 			}
 		}
 		nodes, err := c.nodes(ctx, h.o.Now(), h.o)
@@ -314,6 +325,9 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) error {
 			v.GPUCount += n.GPUs
 			if n.Stale {
 				nv := nodeView{Name: n.Name, GPUs: n.GPUs, Age: "never", Last: missing}
+				if q.scope.Several() {
+					nv.Cluster = n.Cluster
+				}
 				if n.AgeS != nil {
 					nv.Age, nv.Last = ago(*n.AgeS), localTime(*n.LastRecord, h.o.Location)
 				}
@@ -349,10 +363,13 @@ func (h *Handler) userRow(row usageRow, q *query, colors map[string]string) user
 // teamSeries is the stacked chart of allocated GPU-hours per team and
 // period, and each team's usage summed over the periods, busiest first.
 func (h *Handler) teamSeries(ctx context.Context, c *conn, q *query, per timespec.Period, known []string, colors map[string]string) (chart, []usageRow, error) {
-	t, err := c.rep.Report(ctx, report.Request{Kind: "teams", Window: q.hours, Period: per, Filter: q.clusterFilter(), Mapping: h.mapping})
+	t, err := c.rep.Report(ctx, report.Request{Kind: "teams", Window: q.hours, Period: per, Filter: q.clusterFilter(), Scope: q.scope, Mapping: h.mapping})
 	if err != nil {
 		return chart{}, nil, err
 	}
+	// The chart stacks each team's hours over the clusters read; the
+	// table keeps a team of two clusters on two rows.
+	type teamKey struct{ cluster, team string }
 	bs := timespec.Buckets(q.hours, per)
 	labels := make([]string, len(bs))
 	at := map[string]int{}
@@ -360,12 +377,13 @@ func (h *Handler) teamSeries(ctx context.Context, c *conn, q *query, per timespe
 		labels[i], at[b.Label] = b.Label, i
 	}
 	byTeam := map[string][]float64{}
-	rowsByTeam := map[string][]usageRow{}
+	rowsByTeam := map[teamKey][]usageRow{}
 	for _, row := range rowsOf(t) {
 		if row.Footer {
 			continue
 		}
-		rowsByTeam[row.Name] = append(rowsByTeam[row.Name], row)
+		k := teamKey{row.Cluster, row.Name}
+		rowsByTeam[k] = append(rowsByTeam[k], row)
 		vals := byTeam[row.Name]
 		if vals == nil {
 			vals = make([]float64, len(bs))
@@ -384,11 +402,16 @@ func (h *Handler) teamSeries(ctx context.Context, c *conn, q *query, per timespe
 	var totals []usageRow
 	for _, n := range names {
 		series = append(series, barSeries{Name: n, Color: colorOf(colors, n), URL: teamPath(n) + withParams(q.vals), Values: byTeam[n]})
-		tot := sum(rowsByTeam[n])
-		tot.Name = n
+	}
+	for k, rows := range rowsByTeam {
+		tot := sum(rows)
+		tot.Cluster, tot.Name = k.cluster, k.team
 		totals = append(totals, tot)
 	}
 	sort.Slice(totals, func(a, b int) bool {
+		if totals[a].Cluster != totals[b].Cluster {
+			return totals[a].Cluster < totals[b].Cluster
+		}
 		if totals[a].AllocS != totals[b].AllocS {
 			return totals[a].AllocS > totals[b].AllocS
 		}
@@ -466,6 +489,7 @@ func (h *Handler) runningView(j *runningJob, colors map[string]string) runningVi
 // ---- team and user pages
 
 type jobRowView struct {
+	Cluster                                                         string
 	Job, URL, User, UserURL, Team, TeamURL, Color, Partition, Nodes string
 	GPUs                                                            int64
 	Start, Elapsed, State                                           string
@@ -518,7 +542,7 @@ func (h *Handler) teamPage(w http.ResponseWriter, r *http.Request) error {
 			return &httpError{code: http.StatusNotFound, msg: fmt.Sprintf("unknown team %q (teams: %s)", team, strings.Join(known, ", "))}
 		}
 		v.Color = colorOf(colors, team)
-		t, err := c.rep.Report(ctx, report.Request{Kind: "users", Window: q.hours, Filter: q.clusterFilter(), Teams: q.teams, Mapping: h.mapping})
+		t, err := c.rep.Report(ctx, report.Request{Kind: "users", Window: q.hours, Filter: q.clusterFilter(), Scope: q.scope, Teams: q.teams, Mapping: h.mapping})
 		if err != nil {
 			return err
 		}
@@ -577,7 +601,7 @@ func (h *Handler) userPage(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		t, err := c.rep.Report(ctx, report.Request{Kind: "teams", Window: q.hours, Filter: q.filter, Mapping: h.mapping})
+		t, err := c.rep.Report(ctx, report.Request{Kind: "teams", Window: q.hours, Filter: q.filter, Scope: q.scope, Mapping: h.mapping})
 		if err != nil {
 			return err
 		}
@@ -640,7 +664,12 @@ func (h *Handler) jobsTable(r *http.Request, c *conn, q *query, v *groupView, co
 	}
 	v.JobsMore = more
 	for i := range rows {
-		v.Jobs = append(v.Jobs, h.jobRowView(&rows[i], colors))
+		x := h.jobRowView(&rows[i], colors)
+		if q.scope.Several() {
+			// Two clusters' job 7 are two jobs: the column tells them apart.
+			x.Cluster = rows[i].Cluster
+		}
+		v.Jobs = append(v.Jobs, x)
 	}
 	return nil
 }

@@ -48,6 +48,7 @@ func (q *query) scopeJSON() []string {
 // page's other parameters, so that it works without a script.
 func (h *Handler) picker(b *base, r *http.Request, q *query) {
 	s := q.scope
+	b.Several = s.Several()
 	if len(s.Known) <= 1 {
 		return
 	}

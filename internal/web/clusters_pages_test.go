@@ -1,0 +1,78 @@
+package web_test
+
+import (
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+var (
+	mainRE = regexp.MustCompile(`(?s)<main>.*?</main>`)
+	svgRE  = regexp.MustCompile(`(?s)<svg.*?</svg>`)
+	tagRE  = regexp.MustCompile(`<[^>]*>`)
+	wsRE   = regexp.MustCompile(`[ \t]+`)
+)
+
+// pageText is the text of a page's <main> (the chart left out), a line
+// per source line, for goldens a reader can check by eye.
+func pageText(page string) string {
+	m := svgRE.ReplaceAllString(mainRE.FindString(page), "[chart]")
+	m = tagRE.ReplaceAllString(m, " ")
+	var out []string
+	for _, l := range strings.Split(m, "\n") {
+		if l = strings.TrimSpace(wsRE.ReplaceAllString(l, " ")); l != "" {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n") + "\n"
+}
+
+// TestClusterPages: the overview, team and user pages show the figures,
+// running jobs, nodes and jobs of the clusters chosen only; over both
+// clusters each table keeps a cluster column and each share is of its own
+// cluster, as gpuacct report --all-clusters prints them. The clusters'
+// figures differ, so a page that ignores the choice fails its golden
+// (testdata/clusters/page-*.txt, -update) and the checks below.
+func TestClusterPages(t *testing.T) {
+	srv := clusterServer(t, twoClusterLedger(t), "")
+	tests := []struct {
+		name, path string
+		has, lacks []string
+	}{
+		{"overview-gpu1", "/accounting?clusters=gpu1&" + clusterWindow,
+			[]string{"Running now 1", "\n11 bob\n", "2 nodes with 3 GPUs", "Total 26.5"}, []string{"dave", "carol", "Cluster", "n3"}},
+		{"overview-gpu2", "/accounting?clusters=gpu2&" + clusterWindow,
+			[]string{"Running now 1", "\n10 dave\n", "2 nodes with 5 GPUs", "Total 50.0"}, []string{"bob", "Cluster", "n2"}},
+		{"overview-all", "/accounting?" + clusterWindow,
+			[]string{"Running now 2", "gpu1 11 bob", "gpu2 10 dave", "4 nodes with 8 GPUs", "Cluster Team", "Total 76.5"}, nil},
+		{"team-gpu1", "/team/nlp?clusters=gpu1&" + clusterWindow,
+			[]string{"Share of cluster 92.5 %", "\nbob\n", "\n11\n"}, []string{"carol", "dave", "Cluster"}},
+		{"team-all", "/team/nlp?clusters=all&" + clusterWindow,
+			[]string{"Share of the clusters shown", "gpu1 bob", "gpu2 carol", "gpu2 10\ndave"}, nil},
+		{"user-gpu2", "/user/alice?clusters=gpu2&" + clusterWindow,
+			[]string{"Allocated 2.00", "\n7\nvision\ngpu n1 1 "}, []string{"Cluster", "gpu1"}},
+		{"user-all", "/user/alice?" + clusterWindow,
+			[]string{"gpu1 7\nvision", "gpu2 7\nvision", "gpu1 vision\n7.5 %", "gpu2 vision\n4.0 %"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, b := getJSON(t, srv.URL+tt.path, nil)
+			if code != 200 {
+				t.Fatalf("GET %s: %d: %.800s", tt.path, code, b)
+			}
+			got := pageText(string(b))
+			for _, s := range tt.has {
+				if !strings.Contains(got, s) {
+					t.Errorf("the page lacks %q", s)
+				}
+			}
+			for _, s := range tt.lacks {
+				if strings.Contains(got, s) {
+					t.Errorf("the page holds %q", s)
+				}
+			}
+			golden(t, filepath.Join("clusters", "page-"+tt.name+".txt"), []byte(got))
+		})
+	}
+}
