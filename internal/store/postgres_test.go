@@ -498,3 +498,29 @@ func TestRedactURL(t *testing.T) {
 		}
 	}
 }
+
+// TestPostgresDatabaseSize: the size is asked within the caller's
+// context and a failure is an error, not a size of 0; Size, which has no
+// error to give, says 0 then.
+func TestPostgresDatabaseSize(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, Options{URL: storetest.NewPostgresDB(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.DatabaseSize(ctx); err != nil || n <= 0 {
+		t.Errorf("DatabaseSize = %d, %v; want the database's bytes", n, err)
+	}
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	if n, err := s.DatabaseSize(done); err == nil {
+		t.Errorf("DatabaseSize with its context ended = %d, nil; want an error", n)
+	}
+	s.Close()
+	if n, err := s.DatabaseSize(ctx); err == nil {
+		t.Errorf("DatabaseSize of a closed store = %d, nil; want an error", n)
+	}
+	if n := s.Size(); n != 0 {
+		t.Errorf("Size of a closed store = %d, want 0", n)
+	}
+}

@@ -391,13 +391,28 @@ func (s *Store) setVersionSQL(m migration) string {
 	return fmt.Sprintf("PRAGMA user_version = %d", m.version)
 }
 
-// Size is the database file's size plus its journal/WAL, in bytes (on
-// PostgreSQL, the database's).
+// sizeWait bounds how long Size waits for PostgreSQL's answer.
+const sizeWait = 5 * time.Second
+
+// Size is DatabaseSize within sizeWait, and 0 when that fails (a server
+// that does not answer): callers that must tell a failure from an empty
+// ledger use DatabaseSize.
 func (s *Store) Size() int64 {
+	ctx, cancel := context.WithTimeout(context.Background(), sizeWait)
+	defer cancel()
+	n, _ := s.DatabaseSize(ctx)
+	return n
+}
+
+// DatabaseSize is the database file's size plus its journal/WAL, in
+// bytes (on PostgreSQL, the database's, asked within ctx).
+func (s *Store) DatabaseSize(ctx context.Context) (int64, error) {
 	if s.pg != nil {
 		var n int64
-		_ = s.db.QueryRowContext(context.Background(), `SELECT pg_database_size(current_database())`).Scan(&n)
-		return n
+		if err := s.db.QueryRowContext(ctx, `SELECT pg_database_size(current_database())`).Scan(&n); err != nil {
+			return 0, fmt.Errorf("database size: %w", translate(err))
+		}
+		return n, nil
 	}
 	var n int64
 	for _, p := range []string{s.Path, s.Path + "-wal", s.Path + "-journal"} {
@@ -405,7 +420,7 @@ func (s *Store) Size() int64 {
 			n += st.Size()
 		}
 	}
-	return n
+	return n, nil
 }
 
 // lockPoll is how often a waiting SQLite writer tries the lock again.
