@@ -164,7 +164,8 @@ func (e *env) scope(c *cli.Context, db *report.DB, defaultAll bool) (report.Scop
 	if local == "" {
 		local = e.cfg.Cluster.Name
 	}
-	return db.Scope(report.ScopeRequest{Ask: append(listOf(c, "clusters"), listOf(c, "cluster")...), All: c.Bool("all-clusters"), Local: local, DefaultAll: defaultAll})
+	return db.Scope(report.ScopeRequest{Ask: append(listOf(c, "clusters"), listOf(c, "cluster")...), Given: c.IsSet("clusters") || c.IsSet("cluster"),
+		All: c.Bool("all-clusters"), Local: local, DefaultAll: defaultAll})
 }
 
 // usage is err as the usage error (exit 2) it is when the asker must fix

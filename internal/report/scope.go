@@ -80,15 +80,23 @@ func (s Scope) meta() []table.KV {
 // Clusters are the clusters that shipped records to the ledger, sorted.
 func (d *DB) Clusters() []string { return slices.Clone(d.clusters) }
 
+// MaxClusterNames bounds how many names one -M or ?clusters= may give:
+// far more than any ledger holds, and a request cannot make the check
+// of its names long.
+const MaxClusterNames = 64
+
 // ScopeRequest is how a caller asks for a scope.
 type ScopeRequest struct {
 	// Ask are the clusters named (-M a,b; ?clusters=a,b); "all" in it
 	// takes every cluster.
 	Ask []string
+	// Given: the choice was given, even if it names nothing (-M '',
+	// ?clusters=,): that is refused rather than taken as no choice.
+	Given bool
 	// All is --all-clusters.
 	All bool
-	// Param is how errors spell the choice before its value: "-M "
-	// when empty, "clusters=" for the web.
+	// Param is how errors name the choice: "--clusters" when empty,
+	// "?clusters" for the web.
 	Param string
 	// Local is this host's cluster (SLURM_CLUSTER_NAME, else
 	// cluster.name); it is the default when the ledger holds it.
@@ -108,12 +116,22 @@ func (d *DB) Scope(r ScopeRequest) (Scope, error) {
 }
 
 // resolveScope is Scope over the clusters known of the ledger at path.
+// It is linear in the names asked, and refuses more than MaxClusterNames
+// before looking at any.
 func resolveScope(path string, known []string, r ScopeRequest) (Scope, error) {
 	s := Scope{Known: slices.Clone(known)}
 	param := r.Param
 	if param == "" {
-		param = "-M "
+		param = "--clusters"
 	}
+	if len(r.Ask) > MaxClusterNames {
+		return s, badInput("%s: %d names, at most %d: name fewer, or all", param, len(r.Ask), MaxClusterNames)
+	}
+	if r.Given && len(r.Ask) == 0 && !r.All {
+		return s, badInput("%s '': name a cluster (its clusters: %s) or %s", param, strings.Join(known, ", "), AllClusters)
+	}
+	isKnown := set(known)
+	seen := make(map[string]bool, len(r.Ask))
 	var ask []string
 	all := r.All
 	for _, c := range r.Ask {
@@ -121,22 +139,26 @@ func resolveScope(path string, known []string, r ScopeRequest) (Scope, error) {
 			all = true
 			continue
 		}
-		if !slices.Contains(ask, c) {
-			ask = append(ask, c)
+		if seen[c] {
+			continue
 		}
-	}
-	for _, c := range ask {
-		if !slices.Contains(known, c) {
+		seen[c] = true
+		if !isKnown[c] {
 			if len(known) == 0 {
-				return s, badInput("%s%s: no cluster in %s yet (nothing ingested)", param, c, path)
+				return s, badInput("%s: no cluster %q in %s yet (nothing ingested)", param, c, path)
 			}
-			return s, badInput("%s%s: no cluster %q in %s (its clusters: %s)", param, c, c, path, strings.Join(known, ", "))
+			hint := suggest(c, isKnown)
+			if hint == "" {
+				hint = " (its clusters: " + strings.Join(known, ", ") + ")"
+			}
+			return s, badInput("%s: no cluster %q in %s%s", param, c, path, hint)
 		}
+		ask = append(ask, c)
 	}
 	switch {
 	case all:
 		if len(ask) > 0 {
-			return s, badInput("%s%s: name clusters or all, not both", param, strings.Join(append(ask, AllClusters), ","))
+			return s, badInput("%s %s: name clusters or all, not both", param, strings.Join(append(ask, AllClusters), ","))
 		}
 		s.Clusters = slices.Clone(known)
 	case len(ask) > 0:

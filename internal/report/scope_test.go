@@ -1,6 +1,8 @@
 package report
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -32,10 +34,16 @@ func TestResolveScope(t *testing.T) {
 		{name: "no choice", known: two, wantErr: "the ledger holds clusters gpu1, gpu2: choose with -M NAME or --all-clusters"},
 		{name: "local not in ledger", known: two, req: ScopeRequest{Local: "cluster"}, wantErr: "the ledger holds clusters gpu1, gpu2: choose with -M NAME or --all-clusters"},
 		{name: "no choice, default all", known: two, req: ScopeRequest{DefaultAll: true}, want: two, several: true, title: "all clusters (gpu1, gpu2)"},
-		{name: "unknown", known: two, req: ScopeRequest{Ask: []string{"gpu3"}}, wantErr: `-M gpu3: no cluster "gpu3" in L (its clusters: gpu1, gpu2)`},
-		{name: "unknown on the web", known: two, req: ScopeRequest{Ask: []string{"gpu3"}, Param: "clusters="}, wantErr: `clusters=gpu3: no cluster "gpu3" in L (its clusters: gpu1, gpu2)`},
-		{name: "unknown in an empty ledger", req: ScopeRequest{Ask: []string{"gpu3"}}, wantErr: "-M gpu3: no cluster in L yet (nothing ingested)"},
-		{name: "names and all", known: two, req: ScopeRequest{Ask: []string{"gpu1", "all"}}, wantErr: "-M gpu1,all: name clusters or all, not both"},
+		{name: "unknown, near one", known: two, req: ScopeRequest{Ask: []string{"gpu3"}}, wantErr: `--clusters: no cluster "gpu3" in L: did you mean gpu1, gpu2?`},
+		{name: "unknown, near none", known: two, req: ScopeRequest{Ask: []string{"zz"}}, wantErr: `--clusters: no cluster "zz" in L (its clusters: gpu1, gpu2)`},
+		{name: "unknown on the web", known: two, req: ScopeRequest{Ask: []string{"gpu1", "gpu2x"}, Param: "?clusters"}, wantErr: `?clusters: no cluster "gpu2x" in L: did you mean gpu2, gpu1?`},
+		{name: "unknown in an empty ledger", req: ScopeRequest{Ask: []string{"gpu3"}}, wantErr: `--clusters: no cluster "gpu3" in L yet (nothing ingested)`},
+		{name: "names and all", known: two, req: ScopeRequest{Ask: []string{"gpu1", "all"}}, wantErr: "--clusters gpu1,all: name clusters or all, not both"},
+		{name: "given, naming nothing", known: two, req: ScopeRequest{Given: true, Local: "gpu1"}, wantErr: "--clusters '': name a cluster (its clusters: gpu1, gpu2) or all"},
+		{name: "given, naming nothing, web", known: two, req: ScopeRequest{Given: true, DefaultAll: true, Param: "?clusters"}, wantErr: "?clusters '': name a cluster (its clusters: gpu1, gpu2) or all"},
+		{name: "given with --all-clusters", known: two, req: ScopeRequest{Given: true, All: true}, want: two, several: true, title: "all clusters (gpu1, gpu2)"},
+		{name: "as many names as allowed", known: two, req: ScopeRequest{Ask: repeat("gpu1", MaxClusterNames)}, want: []string{"gpu1"}, filter: []string{"gpu1"}, title: "gpu1"},
+		{name: "too many names", known: two, req: ScopeRequest{Ask: repeat("gpu1", MaxClusterNames+1)}, wantErr: "--clusters: 65 names, at most 64: name fewer, or all"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -59,5 +67,29 @@ func TestResolveScope(t *testing.T) {
 				t.Errorf("several %v title %q, want %v %q", s.Several(), s.Title(), tt.several, tt.title)
 			}
 		})
+	}
+}
+
+func repeat(s string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = s
+	}
+	return out
+}
+
+// TestResolveScopeManyNames: a check of many distinct names is linear:
+// 10,000 of them (over the bound) and 64 unknown ones answer at once with
+// one line. The bound is what is asserted, not a duration.
+func TestResolveScopeManyNames(t *testing.T) {
+	many := make([]string, 10000)
+	for i := range many {
+		many[i] = fmt.Sprintf("c%d", i)
+	}
+	if _, err := resolveScope("L", []string{"gpu1"}, ScopeRequest{Ask: many}); err == nil || !strings.Contains(err.Error(), "10000 names, at most 64") {
+		t.Errorf("10,000 names: %v", err)
+	}
+	if _, err := resolveScope("L", []string{"gpu1"}, ScopeRequest{Ask: many[:64]}); err == nil || !strings.Contains(err.Error(), `no cluster "c0"`) {
+		t.Errorf("64 unknown names: %v, want the first refused", err)
 	}
 }

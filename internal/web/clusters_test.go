@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"fmt"
 	"net/http/httptest"
 	"path/filepath"
 	"regexp"
@@ -138,6 +139,10 @@ func TestClusterAPI(t *testing.T) {
 		{"running-limit", noLocal, "/api/v1/jobs/running?clusters=gpu1&limit=1", 200},
 		{"unknown", noLocal, "/api/v1/report/users?clusters=gpu1,gpu3", 400},
 		{"names-and-all", noLocal, "/api/v1/jobs?clusters=gpu1,all", 400},
+		{"names-none", noLocal, "/api/v1/report/users?clusters=,,,&" + clusterWindow, 400},
+		{"names-empty", noLocal, "/api/v1/jobs/running?clusters=", 400},
+		{"names-too-many", noLocal, "/api/v1/nodes?clusters=" + strings.Repeat("gpu1,", 65), 400},
+		{"names-10k", noLocal, "/api/v1/nodes?clusters=" + manyNames(10000), 400},
 		{"one-cluster", single, "/api/v1/report/users?" + clusterWindow, 200},
 	}
 	for _, tt := range tests {
@@ -191,4 +196,16 @@ func TestClusterPickerBrowser(t *testing.T) {
 		t.Errorf("at 390 px the page is %d px wide (%v)", w, err)
 	}
 	browsertest.Shot(t, ctx, shots, "clusters-390.png")
+}
+
+// manyNames is n distinct cluster names, comma-separated.
+func manyNames(n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "c%d", i)
+	}
+	return b.String()
 }

@@ -13,9 +13,14 @@ import (
 // ledger's clusters on c, and narrows q's filter to it. With no choice
 // the page reads the local cluster (cluster.name) when the ledger holds
 // it, else every cluster: a page shows its picker rather than fail. An
-// unknown cluster is a 400 that names the known ones.
+// unknown cluster, and a ?clusters= that names none, is a 400 that names
+// the known ones.
 func (h *Handler) scope(c *conn, q *query) error {
-	s, err := c.rep.Scope(report.ScopeRequest{Ask: list(q.vals, "clusters", "cluster"), Param: "clusters=", Local: h.o.Cluster, DefaultAll: true})
+	_, given := q.vals["clusters"]
+	if _, ok := q.vals["cluster"]; ok {
+		given = true
+	}
+	s, err := c.rep.Scope(report.ScopeRequest{Ask: list(q.vals, "clusters", "cluster"), Given: given, Param: "?clusters", Local: h.o.Cluster, DefaultAll: true})
 	if err != nil {
 		return err
 	}

@@ -352,7 +352,7 @@ func testBadInput(t *testing.T, f *fixture, win url.Values) {
 		{"/api/v1/report/teams?account=nosuchacct", 400, `accounts: no account "nosuchacct"`},
 		{"/api/v1/report/teams?partition=nosuchpart", 400, `partitions: no partition "nosuchpart"`},
 		{"/api/v1/report/models?model=nosuchmodel", 400, `models: no model "nosuchmodel"`},
-		{"/api/v1/report/teams?cluster=c9", 400, `clusters=c9: no cluster "c9" in `},
+		{"/api/v1/report/teams?cluster=c9", 400, `?clusters: no cluster "c9" in `},
 		{"/api/v1/jobs?user=nosuchuser", 400, `users: no user "nosuchuser"`},
 		{"/api/v1/report/galaxies", 404, "unknown report"},
 		{"/api/v1/jobs?team=nosuchteam", 400, `unknown team "nosuchteam"`},
