@@ -88,6 +88,7 @@ type env struct {
 	title string // "note add", for messages
 	// lookupUser is Deps.LookupUser.
 	lookupUser func(uid int) (string, error)
+	getenv     func(string) string
 }
 
 func load(c *cli.Context, d Deps, title string) (*env, error) {
@@ -105,7 +106,7 @@ func load(c *cli.Context, d Deps, title string) (*env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", title, err)
 	}
-	return &env{cfg: cfg, loc: loc, now: d.Now(), euid: d.Euid(), svc: svc, title: title, lookupUser: d.LookupUser}, nil
+	return &env{cfg: cfg, loc: loc, now: d.Now(), euid: d.Euid(), svc: svc, title: title, lookupUser: d.LookupUser, getenv: d.Getenv}, nil
 }
 
 func (e *env) trusted(uid int) bool { return uid == 0 || uid == e.svc }

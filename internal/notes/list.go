@@ -13,6 +13,7 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/ignorereq"
+	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/store"
 )
 
@@ -174,12 +175,49 @@ func WriteJSON(w io.Writer, rows []Row, at time.Time, all bool) error {
 	return nil
 }
 
-// WriteTable writes rows as a table, times in loc; with all a STATUS
-// column follows. Text is printed as typed, control characters (only a
-// hand-made request can carry them) shown as '?'.
-func WriteTable(w io.Writer, rows []Row, loc *time.Location, all bool) error {
+// Known are the clusters of nodes (the ledger's nodes) and of rows,
+// sorted: a note may name a cluster whose nodes were forgotten.
+func Known(nodes []store.NodeRow, rows []Row) []string {
+	seen := map[string]bool{}
+	for _, n := range nodes {
+		seen[n.Cluster] = true
+	}
+	for _, r := range rows {
+		if r.Cluster != "" {
+			seen[r.Cluster] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for c := range seen {
+		out = append(out, c)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// InScope keeps the rows of s's clusters; a request that names no
+// cluster (filed before clusters were recorded) stays.
+func InScope(rows []Row, s report.Scope) []Row {
+	out := rows[:0:0]
+	for _, r := range rows {
+		if r.Cluster == "" || s.Has(r.Cluster) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// WriteTable writes rows as a table, times in loc; with several (more
+// than one cluster listed) a CLUSTER column leads, so that two clusters'
+// nodes of one name stay apart, and with all a STATUS column follows.
+// Text is printed as typed, control characters (only a hand-made
+// request can carry them) shown as '?'.
+func WriteTable(w io.Writer, rows []Row, loc *time.Location, all, several bool) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	head := "ID\tNODE\tGPU\tUNTIL\tAUTHOR\tTEXT"
+	if several {
+		head = "CLUSTER\t" + head
+	}
 	if all {
 		head += "\tSTATUS"
 	}
@@ -205,6 +243,9 @@ func WriteTable(w io.Writer, rows []Row, loc *time.Location, all bool) error {
 			until = r.Until.In(loc).Format("2006-01-02 15:04 MST")
 		}
 		line := strings.Join([]string{idCell, Plain(r.Node), gpu, until, Plain(r.Author), Plain(r.Text)}, "\t")
+		if several {
+			line = Plain(r.Cluster) + "\t" + line
+		}
 		if all {
 			status := r.Status
 			if r.Error != "" {

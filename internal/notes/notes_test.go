@@ -135,7 +135,7 @@ func TestWriteTablePlain(t *testing.T) {
 	var b strings.Builder
 	until := time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
 	rows := []Row{{Node: "gpu01", Until: &until, Author: "a\tb", Text: "x\u202ey\u200bz\nw", Status: Active}}
-	if err := WriteTable(&b, rows, time.UTC, false); err != nil {
+	if err := WriteTable(&b, rows, time.UTC, false, false); err != nil {
 		t.Fatal(err)
 	}
 	want := "ID  NODE   GPU  UNTIL                 AUTHOR  TEXT\n-   gpu01  -    2026-03-02 12:00 UTC  a?b     x?y?z?w\n"

@@ -115,6 +115,12 @@ func (d *DB) Scope(r ScopeRequest) (Scope, error) {
 	return resolveScope(d.path, d.clusters, r)
 }
 
+// ResolveScope is Scope over known, the clusters of the ledger at path,
+// for a reader that holds no DB (gpuacct note list).
+func ResolveScope(path string, known []string, r ScopeRequest) (Scope, error) {
+	return resolveScope(path, known, r)
+}
+
 // resolveScope is Scope over the clusters known of the ledger at path.
 // It is linear in the names asked, and refuses more than MaxClusterNames
 // before looking at any.

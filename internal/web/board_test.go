@@ -212,7 +212,7 @@ func TestBoardAPIBadInput(t *testing.T) {
 		{"/api/v1/board?" + many.Encode(), 400, "1001 node parameters, more than the 1000"},
 		{"/api/v1/free?node=n1", 400, `unknown parameter "node": this takes no parameter`},
 		{"/api/v1/notes?all=yes", 400, `all "yes" is not 1 or 0`},
-		{"/api/v1/notes?al=1", 400, `unknown parameter "al": this takes all`},
+		{"/api/v1/notes?al=1", 400, `unknown parameter "al": this takes all, clusters, cluster`},
 		{"/api/v1/board/events?x=1", 400, `unknown parameter "x"`},
 	} {
 		t.Run(tc.path[:min(len(tc.path), 40)], func(t *testing.T) {

@@ -89,10 +89,11 @@ func (h *Handler) apiFree(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// GET /api/v1/notes[?all=1]: gpusuite.notes/v1 from the ledger.
+// GET /api/v1/notes[?all=1][&clusters=...]: gpusuite.notes/v1 from the
+// ledger, of the clusters chosen as the other ledger reads choose them.
 func (h *Handler) apiNotes(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	if err := onlyParams(q, "all"); err != nil {
+	if err := onlyParams(q, "all", "clusters", "cluster"); err != nil {
 		return err
 	}
 	all := false
@@ -105,14 +106,20 @@ func (h *Handler) apiNotes(w http.ResponseWriter, r *http.Request) error {
 	}
 	now := h.o.Now()
 	var doc board.NotesDoc
+	sq := &query{vals: q}
 	err := h.withConn(r, func(c *conn) error {
+		if err := h.scope(c, sq); err != nil {
+			return err
+		}
 		ns, err := c.st.Notes(r.Context(), now, all)
 		if err != nil {
 			return fmt.Errorf("notes: %w", err)
 		}
 		list := make([]board.ListedNote, 0, len(ns))
 		for _, n := range ns {
-			list = append(list, board.ListedNoteOf(n))
+			if sq.inScope(n.Cluster) {
+				list = append(list, board.ListedNoteOf(n))
+			}
 		}
 		doc = board.NewNotesDoc(now, all, list)
 		return nil

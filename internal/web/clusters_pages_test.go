@@ -1,10 +1,15 @@
 package web_test
 
 import (
+	"net/http/httptest"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/aicloud/gpusuite/internal/store/storetest"
 )
 
 var (
@@ -73,6 +78,47 @@ func TestClusterPages(t *testing.T) {
 				}
 			}
 			golden(t, filepath.Join("clusters", "page-"+tt.name+".txt"), []byte(got))
+		})
+	}
+}
+
+// TestClusterNotes: /api/v1/notes takes ?clusters= like the other ledger
+// reads: a note on gpu1's n1 and one on gpu2's n1 are told apart.
+func TestClusterNotes(t *testing.T) {
+	two := twoClusterLedger(t)
+	until, created := clusterNow.Unix()+3600, clusterNow.Unix()-60
+	storetest.Exec(t, two, `INSERT INTO notes(cluster, node, until, text, author, uid, created) VALUES
+	 ('gpu1', 'n1', ?, 'gpu1 fan broken', 'alice', 1000, ?), ('gpu2', 'n1', ?, 'gpu2 booked', 'bob', 1001, ?)`, until, created, until, created)
+	noLocal, local2 := clusterServer(t, two, ""), clusterServer(t, two, "gpu2")
+	tests := []struct {
+		name string
+		srv  *httptest.Server
+		path string
+		code int
+		want []string // the notes' texts
+	}{
+		{"chosen", noLocal, "/api/v1/notes?clusters=gpu1", 200, []string{"gpu1 fan broken"}},
+		{"local", local2, "/api/v1/notes", 200, []string{"gpu2 booked"}},
+		{"all", local2, "/api/v1/notes?clusters=all&all=1", 200, []string{"gpu2 booked", "gpu1 fan broken"}},
+		{"no local: all", noLocal, "/api/v1/notes", 200, []string{"gpu1 fan broken", "gpu2 booked"}},
+		{"unknown", noLocal, "/api/v1/notes?clusters=gpu3", 400, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var doc struct {
+				Notes []struct{ Cluster, Text string }
+			}
+			code, b := getJSON(t, tt.srv.URL+tt.path, &doc)
+			if code != tt.code {
+				t.Fatalf("GET %s: %d, want %d: %s", tt.path, code, tt.code, b)
+			}
+			var got []string
+			for _, n := range doc.Notes {
+				got = append(got, n.Text)
+			}
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("notes (-want +got):\n%s", d)
+			}
 		})
 	}
 }
