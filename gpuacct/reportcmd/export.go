@@ -37,7 +37,8 @@ Examples:
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write to this file instead of stdout"},
 			&cli.StringFlag{Name: "split-dir", Usage: "one file per node in this directory (gpus, samples)"},
 			&cli.BoolFlag{Name: "noheader", Aliases: []string{"n"}, Usage: "no CSV header line"},
-		), clusterFlags()...),
+		), clusterFlagsSaying("the rows of these clusters of the ledger (comma-separated; all: every one). Default: the local one (SLURM_CLUSTER_NAME, else cluster.name) when several share the ledger",
+			"the rows of every cluster of the ledger (-M all); the cluster column says whose each row is")...),
 		Action: cliwire.Interspersed(func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return fmt.Errorf("export: name what to export: jobs, gpus or samples (see 'gpuacct export --help')")

@@ -34,7 +34,8 @@ Examples:
 			&cli.BoolFlag{Name: "json", Usage: "JSON instead of text"},
 			&cli.StringFlag{Name: "tz", Usage: "time zone of the times shown (report.tz)", EnvVars: []string{"GPUSUITE_TZ"}},
 			&cli.StringFlag{Name: "teams-file", Usage: "team mapping file (report.teams)", EnvVars: []string{"GPUSUITE_TEAMS"}},
-		}, clusterFlags()...),
+		}, clusterFlagsSaying("the job's cluster, when several share the ledger. Default: the local one (SLURM_CLUSTER_NAME, else cluster.name), or every one when the local one is not in the ledger (an id two clusters have is then refused)",
+			"look for the job on every cluster of the ledger (-M all); an id two clusters have is refused")...),
 		Action: cliwire.Interspersed(func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return fmt.Errorf("job: give one JOBID (see 'gpuacct job --help')")

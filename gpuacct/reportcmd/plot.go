@@ -35,7 +35,9 @@ Examples:
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "the file to write (.png or .svg)"},
 			&cli.BoolFlag{Name: "report", Usage: "GPU-hours per team and period instead of a job"},
 			&cli.StringFlag{Name: "period", Usage: "--report: day, week or month (default month)"},
-		}, windowFlags()...), append(filterFlags(), clusterFlags()...)...),
+		}, windowFlags()...), append(filterFlags(), clusterFlagsSaying(
+			"these clusters of the ledger (comma-separated; all: every one). Default: the local one (SLURM_CLUSTER_NAME, else cluster.name); for a JOBID, every one when the local one is not in the ledger",
+			"every cluster of the ledger (-M all); --report then stacks per team and cluster")...)...),
 		Action: cliwire.Interspersed(func(c *cli.Context) error {
 			e, err := load(c, d)
 			if err != nil {

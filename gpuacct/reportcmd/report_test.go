@@ -196,6 +196,36 @@ func TestCheckHelpDefaults(t *testing.T) {
 	}
 }
 
+// TestClusterFlagHelp: each command's -M and --all-clusters say what
+// they do there: job and plot fall back to every cluster for a job id,
+// and only reports get a cluster column from --all-clusters.
+func TestClusterFlagHelp(t *testing.T) {
+	for _, tc := range []struct {
+		cmd        string
+		has, lacks string
+	}{
+		{"job", "every one when the local one is not in the ledger", "reports then show"},
+		{"plot", "for a JOBID, every one when the local one is not in the ledger", "reports then show"},
+		{"export", "the cluster column says whose each row is", "reports then show"},
+		{"report", "reports then show a cluster column", "JOBID"},
+	} {
+		t.Run(tc.cmd, func(t *testing.T) {
+			d, out, _ := testDeps(time.Now(), nil)
+			args := []string{tc.cmd, "--help"}
+			if tc.cmd == "report" {
+				args = []string{"report", "users", "--help"}
+			}
+			if err := run(t, d, args...); err != nil {
+				t.Fatal(err)
+			}
+			help := strings.Join(strings.Fields(out.String()), " ")
+			if !strings.Contains(help, tc.has) || strings.Contains(help, tc.lacks) {
+				t.Errorf("%s --help: want %q and not %q:\n%s", tc.cmd, tc.has, tc.lacks, out.String())
+			}
+		})
+	}
+}
+
 // TestStoreURLPassword: a PostgreSQL ledger that cannot be reached is
 // named without the URL's password, by the reports and by check.
 func TestStoreURLPassword(t *testing.T) {
