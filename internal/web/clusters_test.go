@@ -171,13 +171,24 @@ func TestClusterPickerBrowser(t *testing.T) {
 		}
 	}
 	do("overview", chromedp.Navigate(srv.URL+"/accounting?"+clusterWindow), chromedp.WaitVisible("#cluster-picker"))
-	// Tab reaches the picker: it is a plain select in the page's order.
-	tabbed, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(function () {
-		var all = Array.prototype.slice.call(document.querySelectorAll("a[href], select, input:not([type=hidden]), button"));
-		return all.indexOf(document.getElementById("cluster-picker")) >= 0 && document.getElementById("cluster-picker").tabIndex >= 0;
-	})()`))
-	if err != nil || !tabbed {
-		t.Errorf("the picker is not in the tab order (%v)", err)
+	// Tab reaches the picker: from the link before it, one Tab press
+	// moves the focus to the select, and the next to its button.
+	active := func() string {
+		t.Helper()
+		id, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.id || document.activeElement.tagName`))
+		if err != nil {
+			t.Fatalf("read the focus: %v", err)
+		}
+		return id
+	}
+	do("focus the link before the picker", chromedp.Focus(`nav.main a[href="/accounting"]`))
+	do("press Tab", chromedp.KeyEvent("\t"))
+	if got := active(); got != "cluster-picker" {
+		t.Errorf("Tab from the Accounting link focused %s, not the cluster picker", got)
+	}
+	do("press Tab again", chromedp.KeyEvent("\t"))
+	if got := active(); got != "BUTTON" {
+		t.Errorf("Tab from the picker focused %s, not its Show button", got)
 	}
 	// The new page is the one whose period form carries the choice.
 	do("choose gpu2", chromedp.Focus("#cluster-picker"), chromedp.SetValue("#cluster-picker", "gpu2"), chromedp.Click("form.clusters button"),
