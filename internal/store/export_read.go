@@ -14,7 +14,7 @@ const (
 	exportGPUs = `SELECT j.cluster, j.job_id, j.restart, n.name, g.uuid, g.idx, g.model, jg.sample_s, jg.util_s, jg.util_max, jg.mem_max_mib,
  coalesce(jg.mem_total_mib, g.mem_total_mib), jg.energy_mj, jg.idle_s, jg.agg_final
  FROM jobs j JOIN job_gpus jg ON jg.job = j.id JOIN gpus g ON g.id = jg.gpu_id JOIN nodes n ON n.id = jg.node_id
- WHERE j.start IS NOT NULL AND j.start < ? AND (j.end IS NULL OR j.end > ?) ORDER BY j.start, j.id, n.name, g.idx`
+ WHERE j.start IS NOT NULL AND j.start < ? AND (j.end IS NULL OR j.end > ?) ORDER BY j.start, j.id, n.name, g.idx NULLS FIRST`
 	// The leading values are cast: PostgreSQL types a bare parameter in
 	// a SELECT list as text.
 	exportSamples = `SELECT CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS INTEGER), t_ms, interval_ms, job, restart, idle, util, mem_util, mem_used_mib, power_mw, energy_mj, temp_c,
@@ -80,7 +80,7 @@ type GPURow struct {
 // GPUs lists every GPU by node, index and uuid (one row a GPU: the
 // cluster's size bounds it).
 func (s *Store) GPUs(ctx context.Context) ([]GPURow, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT g.id, g.node_id, g.uuid, g.idx FROM gpus g ORDER BY g.node_id, g.idx, g.uuid`)
+	rows, err := s.db.QueryContext(ctx, `SELECT g.id, g.node_id, g.uuid, g.idx FROM gpus g ORDER BY g.node_id, g.idx NULLS FIRST, g.uuid`)
 	if err != nil {
 		return nil, translate(err)
 	}

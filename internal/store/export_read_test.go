@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -60,5 +61,45 @@ func TestExports(t *testing.T) {
 	err = s.ExportJobs(ctx, 0, 100000, func([]any) error { calls++; return stop })
 	if err != stop || calls != 1 {
 		t.Errorf("an error from fn: %v after %d rows, want it as it is after 1", err, calls)
+	}
+}
+
+// TestGPUOrderNullIndex: a GPU whose index is unknown sorts before its
+// node's indexed ones on both engines (SQLite's NULLs come first in an
+// ascending order, PostgreSQL's last unless told).
+func TestGPUOrderNullIndex(t *testing.T) {
+	ctx := context.Background()
+	s := ledgerOf(t,
+		`INSERT INTO nodes(id, cluster, name) VALUES (1, 'c1', 'n1')`,
+		`INSERT INTO gpus(id, uuid, node_id, idx) VALUES (1, 'GPU-a', 1, 0), (2, 'GPU-z', 1, NULL)`,
+		`INSERT INTO jobs(id, cluster, job_id, start) VALUES (1, 'c1', 7, 100)`,
+		`INSERT INTO job_gpus(job, gpu_id, node_id) VALUES (1, 1, 1), (1, 2, 1)`,
+	)
+	gpus, err := s.GPUs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jgs, err := s.JobGPUs(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var exported []string
+	if err := s.ExportGPUs(ctx, 0, 1000, func(vals []any) error {
+		exported = append(exported, fmt.Sprint(vals[4]))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var got [3][]string
+	for _, g := range gpus {
+		got[0] = append(got[0], g.UUID)
+	}
+	for _, g := range jgs {
+		got[1] = append(got[1], g.UUID)
+	}
+	got[2] = exported
+	want := [3][]string{{"GPU-z", "GPU-a"}, {"GPU-z", "GPU-a"}, {"GPU-z", "GPU-a"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("GPUs, JobGPUs, ExportGPUs order (-want +got):\n%s", diff)
 	}
 }

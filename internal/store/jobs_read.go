@@ -256,7 +256,7 @@ type JobGPURow struct {
 func (s *Store) JobGPUs(ctx context.Context, row int64) ([]JobGPURow, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT g.id, jg.node_id, g.idx, jg.minor, g.uuid, g.model, jg.agg_seq, jg.agg_final, jg.sample_s, jg.util_s,
  jg.util_max, jg.mem_max_mib, coalesce(jg.mem_total_mib, g.mem_total_mib), jg.energy_mj, jg.energy_start_mj, jg.energy_end_mj, jg.idle_s, jg.quality
- FROM job_gpus jg JOIN gpus g ON g.id = jg.gpu_id WHERE jg.job = ? ORDER BY jg.node_id, g.idx, g.uuid`, row)
+ FROM job_gpus jg JOIN gpus g ON g.id = jg.gpu_id WHERE jg.job = ? ORDER BY jg.node_id, g.idx NULLS FIRST, g.uuid`, row)
 	if err != nil {
 		return nil, translate(err)
 	}
