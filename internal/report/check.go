@@ -71,7 +71,7 @@ func (d *DB) Check(ctx context.Context, o CheckOptions) (problems []string, summ
 		nodes++
 		if age > o.Stale {
 			stale++
-			problems = append(problems, fmt.Sprintf("node %s: no data for %s (last record %s)", d.nodeNames[n.ID], roundAge(age),
+			problems = append(problems, fmt.Sprintf("node %s: no data for %s (last record %s)", d.nodeLabel(n.ID, o.Clusters), roundAge(age),
 				time.Unix(rec, 0).UTC().Format(time.RFC3339)))
 		}
 	}

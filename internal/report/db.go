@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -25,8 +26,9 @@ type DB struct {
 	// its password.
 	path string
 	busy time.Duration
-	// nodeNames maps nodes.id to "name" (or "cluster/name" when several
-	// clusters share the ledger).
+	// nodeNames maps nodes.id to its name: where the cluster is shown
+	// (one read, or a cluster column) that is enough; nodeLabel adds the
+	// cluster where it is not.
 	nodeNames map[int64]string
 	// nodeCluster maps nodes.id to its cluster.
 	nodeCluster map[int64]string
@@ -112,29 +114,40 @@ func (d *DB) loadNodes(ctx context.Context) error {
 	sort.Strings(d.clusters)
 	for _, n := range rows {
 		d.nodeCluster[n.ID] = n.Cluster
-		if len(clusters) > 1 {
-			d.nodeNames[n.ID] = n.Cluster + "/" + n.Name
-		} else {
-			d.nodeNames[n.ID] = n.Name
-		}
+		d.nodeNames[n.ID] = n.Name
 	}
 	return nil
 }
 
+// nodeLabel is node id's name, as cluster/name when lines of several
+// clusters are shown without a cluster column: clusters are the ones
+// read (none: all of them).
+func (d *DB) nodeLabel(id int64, clusters []string) string {
+	if len(clusters) == 1 || (len(clusters) == 0 && len(d.clusters) <= 1) {
+		return d.nodeNames[id]
+	}
+	return d.nodeCluster[id] + "/" + d.nodeNames[id]
+}
+
 // nodeIDs resolves node names (or cluster/name) to ids; an unknown name
-// is an error.
-func (d *DB) nodeIDs(names []string) ([]int64, error) {
+// is an error, and so is a cluster/name outside clusters, the clusters
+// read (none: all).
+func (d *DB) nodeIDs(names, clusters []string) ([]int64, error) {
 	var out []int64
 	for _, want := range names {
 		found := false
 		for id, n := range d.nodeNames {
-			if n == want || strings.HasSuffix(n, "/"+want) {
+			if n == want || d.nodeCluster[id]+"/"+n == want {
 				out = append(out, id)
 				found = true
 			}
 		}
 		if !found {
 			return nil, fmt.Errorf("--nodes: unknown node %q (no record from it in %s)", want, d.path)
+		}
+		if c, _, ok := strings.Cut(want, "/"); ok && len(clusters) > 0 && !slices.Contains(clusters, c) {
+			return nil, badInput("--nodes %s: that node is on cluster %s, which is not read (-M %s): drop the cluster from the name, or choose it with -M",
+				want, c, strings.Join(clusters, ","))
 		}
 	}
 	return out, nil

@@ -245,7 +245,7 @@ func (d *DB) Export(ctx context.Context, o ExportOptions) (int64, error) {
 			}
 			frac := float64(i) / float64(len(gs))
 			err := read(func(fn func([]any) error) error {
-				return d.st.ExportSamples(ctx, d.nodeNames[g.NodeID], g, o.Window.Start.UnixMilli(), o.Window.End.UnixMilli(), fn)
+				return d.st.ExportSamples(ctx, d.nodeLabel(g.NodeID, o.Clusters), g, o.Window.Start.UnixMilli(), o.Window.End.UnixMilli(), fn)
 			}, 0, func([]any) float64 { return frac })
 			if err != nil {
 				return n, err

@@ -92,7 +92,7 @@ func (d *DB) Jobs(ctx context.Context, q JobQuery, fn func(*JobRow) bool) error 
 	sq := store.JobsQuery{From: q.Window.Start.Unix(), To: q.Window.End.Unix(), Ignored: q.Ignored, Clusters: q.Filter.Clusters,
 		Users: q.Filter.Users, Accounts: q.Filter.Accounts, Partitions: q.Filter.Partitions, Models: q.Filter.Models, Sort: q.Sort}
 	if len(q.Filter.Nodes) > 0 {
-		ids, err := d.nodeIDs(q.Filter.Nodes)
+		ids, err := d.nodeIDs(q.Filter.Nodes, q.Filter.Clusters)
 		if err != nil {
 			return err
 		}

@@ -139,7 +139,7 @@ func (d *DB) Facts(ctx context.Context, bs []timespec.Bucket, f Filter, needNode
 	var nodeIDs []int64
 	if len(f.Nodes) > 0 {
 		var err error
-		if nodeIDs, err = d.nodeIDs(f.Nodes); err != nil {
+		if nodeIDs, err = d.nodeIDs(f.Nodes, f.Clusters); err != nil {
 			return err
 		}
 		needNode = true
