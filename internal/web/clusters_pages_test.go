@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/aicloud/gpusuite/internal/report/reportfixture"
 	"github.com/aicloud/gpusuite/internal/store/storetest"
 )
 
@@ -120,5 +121,27 @@ func TestClusterNotes(t *testing.T) {
 				t.Errorf("notes (-want +got):\n%s", d)
 			}
 		})
+	}
+}
+
+// TestClusterRunningMore: when the overview shows only the newest 50
+// running jobs, its link to all of them keeps the cluster chosen, and
+// the count is of that cluster's jobs alone.
+func TestClusterRunningMore(t *testing.T) {
+	t0 := reportfixture.T0
+	jobs := []reportfixture.Job{{Cluster: "gpu2", ID: 1, User: "dave", Acct: "nlp", Part: "big", Node: "n3", GPUs: 1, Start: t0 + 7200}}
+	for i := range 51 {
+		jobs = append(jobs, reportfixture.Job{Cluster: "gpu1", ID: uint64(100 + i), User: "bob", Acct: "nlp", Part: "gpu", Node: "n2", GPUs: 1, Start: t0 + int64(i)})
+	}
+	srv := clusterServer(t, reportfixture.BuildLedger(t, jobs, clusterNow), "")
+	code, b := getJSON(t, srv.URL+"/accounting?clusters=gpu1&"+clusterWindow, nil)
+	if code != 200 {
+		t.Fatalf("GET: %d: %.800s", code, b)
+	}
+	page := string(b)
+	for _, want := range []string{`Running now <span class="count">51</span>`, `<a href="/api/v1/jobs/running?clusters=gpu1">`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %s", want)
+		}
 	}
 }
