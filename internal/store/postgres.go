@@ -103,8 +103,9 @@ const pgCloseWait = 5 * time.Second
 // opened right after this Close must find the lock free. A batch left
 // open keeps the connection: then the pool's close ends the session.
 func (e *pgEngine) unlock(db *ledgerDB) {
-	e.held.Store(false)
-	if e.turn == nil {
+	// Only a lock this writer took and still holds: a writer that never
+	// got it (a server that does not answer) closes at once.
+	if !e.held.Swap(false) || e.turn == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), pgCloseWait)
