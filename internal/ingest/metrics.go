@@ -77,7 +77,11 @@ func (m *Metrics) pass(ctx context.Context, s *store.Store, start, end time.Time
 		m.passes.WithLabelValues("ok").Inc()
 		m.lastOK.Set(float64(end.Unix()))
 	}
-	m.dbSize.Set(float64(s.Size()))
+	// A size that could not be read leaves the gauge as it was: 0 would
+	// read as an emptied ledger.
+	if n, serr := s.DatabaseSize(ctx); serr == nil {
+		m.dbSize.Set(float64(n))
+	}
 	nodes, lerr := s.NodeLastRecords(ctx)
 	if lerr != nil {
 		return fmt.Errorf("ingest lag metric: %w", lerr)

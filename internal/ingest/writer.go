@@ -6,10 +6,11 @@ import (
 )
 
 // LostLock is closed once the open store no longer holds the writer lock
-// (checked every `every` until ctx ends): on PostgreSQL the lock lives in
-// a session of its own, and a server restart or a cut connection ends it
-// while the pool carries on, so another writer may already have taken
-// over. The daemon must then stop writing.
+// (checked every `every` until ctx ends). On PostgreSQL the lock lives on
+// the writer's one session, and every batch already refuses to write
+// without it (store.ErrLockLost); a server restart or a cut connection
+// ends that session, another writer may take over, and the daemon must
+// stop and start again as a waiting one rather than fail pass after pass.
 func (s *Setup) LostLock(ctx context.Context, every time.Duration) <-chan struct{} {
 	lost := make(chan struct{})
 	go func() {
