@@ -1,7 +1,12 @@
 package store
 
 import (
+	"database/sql"
+	"database/sql/driver"
 	"errors"
+	"io"
+	"net"
+	"reflect"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -109,9 +114,56 @@ func pgKinds(err error) []error {
 		}
 		return nil
 	}
-	var ce *pgconn.ConnectError
-	if errors.As(err, &ce) || pgconn.Timeout(err) {
+	if connFailed(err) {
 		return []error{ErrResource}
 	}
 	return nil
+}
+
+// pgconnPkg is the package of the PostgreSQL driver's connection errors.
+const pgconnPkg = "github.com/jackc/pgx/v5/pgconn"
+
+// connFailed tells whether err is a failed or broken connection rather
+// than the server's answer to a statement: a connection that could not
+// be made, a cut link, an unexpected EOF, a closed connection, a network
+// error or timeout. None of these is about the data (a cut link, a
+// killed proxy, a server host reboot), so the pass must stop, not
+// quarantine the file it was applying. Every error of pgx's connection
+// layer counts (its unexported ones too, by package): the server's own
+// answers are *pgconn.PgError, handled before.
+func connFailed(err error) bool {
+	var ce *pgconn.ConnectError
+	var ne *net.OpError
+	if errors.As(err, &ce) || errors.As(err, &ne) || pgconn.Timeout(err) || pgconn.SafeToRetry(err) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) ||
+		errors.Is(err, pgconn.ErrConnClosed) {
+		return true
+	}
+	return fromPgconn(err)
+}
+
+// fromPgconn tells whether any error in err's tree is a type of pgx's
+// connection package.
+func fromPgconn(err error) bool {
+	if err == nil {
+		return false
+	}
+	t := reflect.TypeOf(err)
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.PkgPath() == pgconnPkg {
+		return true
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return fromPgconn(u.Unwrap())
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if fromPgconn(e) {
+				return true
+			}
+		}
+	}
+	return false
 }

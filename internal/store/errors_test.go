@@ -3,10 +3,14 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -36,6 +40,12 @@ func TestTranslateKinds(t *testing.T) {
 		{"pg disk full", &pgconn.PgError{Code: "53100"}, false, false, true},
 		{"pg read-only transaction", &pgconn.PgError{Code: "25006"}, false, false, true},
 		{"pg unique violation", &pgconn.PgError{Code: "23505"}, false, false, false},
+		{"pg conn closed", fmt.Errorf("insert samples: staging table: %w", pgconn.ErrConnClosed), false, false, true},
+		{"pg unexpected EOF", fmt.Errorf("prepare: %w", io.ErrUnexpectedEOF), false, false, true},
+		{"pg bad conn", fmt.Errorf("begin: %w", driver.ErrBadConn), false, false, true},
+		{"pg conn done", sql.ErrConnDone, false, false, true},
+		{"net reset", &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}, false, false, true},
+		{"context deadline", fmt.Errorf("select: %w", context.DeadlineExceeded), false, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := translate(tc.err)

@@ -1,0 +1,129 @@
+package ingest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/sim/gendata"
+	"github.com/aicloud/gpusuite/internal/store"
+	"github.com/aicloud/gpusuite/internal/store/storetest"
+)
+
+// cutProxy forwards TCP to target and cuts every link it carries the
+// first time the client sends trigger: a link cut without a word from
+// the server (a killed proxy, a host reboot), not a terminated session.
+func cutProxy(t *testing.T, target string, trigger []byte) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var links []net.Conn
+	fired := false
+	cut := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range links {
+			_ = c.Close()
+		}
+	}
+	pipe := func(from, to net.Conn, watch bool) {
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := from.Read(buf)
+			if n > 0 && watch {
+				mu.Lock()
+				hit := !fired && bytes.Contains(buf[:n], trigger)
+				fired = fired || hit
+				mu.Unlock()
+				if hit {
+					cut()
+					return
+				}
+			}
+			if n > 0 {
+				if _, err := to.Write(buf[:n]); err != nil {
+					return
+				}
+			}
+			if err != nil {
+				_ = to.Close()
+				return
+			}
+		}
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			d, err := net.Dial("tcp", target)
+			if err != nil {
+				_ = c.Close()
+				continue
+			}
+			mu.Lock()
+			links = append(links, c, d)
+			mu.Unlock()
+			go pipe(c, d, true)
+			go pipe(d, c, false)
+		}
+	}()
+	t.Cleanup(func() { _ = ln.Close(); cut() })
+	return ln.Addr().String()
+}
+
+// A PostgreSQL connection cut while a batch applies a good file stops
+// the pass with a resource error and leaves the file in incoming: the
+// link is not the file's fault, so the file is not quarantined.
+func TestPostgresCutConnectionKeepsGoodFile(t *testing.T) {
+	e := newEnv(t)
+	if e.cfg.Store.URL == "" {
+		e.cfg.Store.URL = storetest.NewPostgresDB(t)
+	}
+	start := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
+	if _, err := gendata.Generate(e.cfg.Ingest.Incoming, gendata.Options{Cluster: "c1", Nodes: 1, GPUsPerNode: 2, Start: start,
+		Duration: time.Hour, Interval: 10 * time.Second, JobsPerNode: 2, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := filepath.Glob(filepath.Join(e.cfg.Ingest.Incoming, "*", "samples.*"))
+	if err != nil || len(before) == 0 {
+		t.Fatalf("no sample files generated: %v", err)
+	}
+	pu, err := url.Parse(e.cfg.Store.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pu.Host = cutProxy(t, pu.Host, []byte("COPY"))
+	s, err := store.Open(context.Background(), store.Options{URL: pu.String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	res, err := New(Deps{Store: s, Config: e.cfg, Log: quiet(), Now: func() time.Time { return start.Add(2 * time.Hour) }, UID: os.Getuid()}).Pass(context.Background())
+	if err == nil || !errors.Is(err, store.ErrResource) {
+		t.Errorf("pass after a cut connection: %v, want a store resource error", err)
+	}
+	q, _ := filepath.Glob(filepath.Join(e.cfg.Ingest.Quarantine, "*", "*.reason"))
+	for _, r := range q {
+		b, _ := os.ReadFile(r)
+		t.Errorf("quarantined %s: %s", filepath.Base(r), bytes.TrimSpace(b))
+	}
+	if res.Quarantined != 0 {
+		t.Errorf("pass quarantined %d files after a cut connection, want 0", res.Quarantined)
+	}
+	after, _ := filepath.Glob(filepath.Join(e.cfg.Ingest.Incoming, "*", "samples.*"))
+	if len(after) != len(before) {
+		t.Errorf("sample files in incoming: %d after the pass, want all %d left for the next pass", len(after), len(before))
+	}
+}
