@@ -64,10 +64,9 @@ func (r *sampleRow) put(col int, v driver.Value) {
 type sampleInserter struct {
 	stmts map[uint32]driver.Stmt
 	args  []driver.NamedValue
-	// PostgreSQL's (samples_pg.go): the staging table is made, and the
-	// month partitions made in this batch.
-	pgReady bool
-	parts   map[int64]bool
+	// PostgreSQL's (samples_pg.go): the month partitions made in this
+	// batch.
+	parts map[int64]bool
 }
 
 func (si *sampleInserter) stmt(ctx context.Context, c driver.ConnPrepareContext, set uint32) (driver.Stmt, error) {

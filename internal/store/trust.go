@@ -154,8 +154,11 @@ func (b *Batch) checkEvent(ev *record.Event, node int64) error {
 			}
 		}
 	}
-	row, err := b.queryRow(`SELECT n.start, n.start_estimated, n.end, coalesce(n.end_source, '') FROM jobs j JOIN job_nodes n ON n.job = j.id
- WHERE j.cluster = ? AND j.job_id = ? AND j.restart = ? AND n.node_id = ?`, ev.Cluster, int64(ev.Job.ID), ev.Job.RestartCount, node)
+	// The job's id as a subquery: PostgreSQL then reads job_nodes by its
+	// whole key (job, node_id) whatever its statistics say; as a join, a
+	// plan made while the tables were empty read the key by node_id alone.
+	row, err := b.queryRow(`SELECT n.start, n.start_estimated, n.end, coalesce(n.end_source, '') FROM job_nodes n
+ WHERE n.job = (SELECT id FROM jobs WHERE cluster = ? AND job_id = ? AND restart = ?) AND n.node_id = ?`, ev.Cluster, int64(ev.Job.ID), ev.Job.RestartCount, node)
 	if err != nil {
 		return err
 	}
