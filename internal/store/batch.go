@@ -76,12 +76,9 @@ type energyReading struct {
 func (s *Store) Begin(ctx context.Context, now time.Time) (*Batch, error) {
 	// The batch holds its connection so that the sample inserts can use
 	// the driver directly (sampleInserter), inside the same transaction.
-	give := func() {}
-	if s.pg != nil && s.pg.turn != nil {
-		var err error
-		if give, err = s.pg.take(ctx); err != nil {
-			return nil, fmt.Errorf("begin transaction: %w", err)
-		}
+	give, err := s.fenceOpen(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("begin transaction: %w", err)
 	}
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
@@ -94,16 +91,13 @@ func (s *Store) Begin(ctx context.Context, now time.Time) (*Batch, error) {
 		give()
 		return nil, fmt.Errorf("begin transaction: %w", translate(err))
 	}
-	if s.pg != nil && s.pg.turn != nil {
-		// The fence: a session that lost the writer lock writes nothing,
-		// and one that loses it from here on takes this transaction
-		// with it.
-		if err := s.pg.checkLock(tx.QueryRowContext(ctx, pgHoldsLock, pgLockClass, pgLockObj)); err != nil {
-			_ = tx.Rollback()
-			conn.Close()
-			give()
-			return nil, fmt.Errorf("begin transaction: %w", err)
-		}
+	// The fence: a session that lost the writer lock writes nothing,
+	// and one that loses it from here on takes this transaction with it.
+	if err := s.fenceCheck(ctx, tx); err != nil {
+		_ = tx.Rollback()
+		conn.Close()
+		give()
+		return nil, fmt.Errorf("begin transaction: %w", err)
 	}
 	b := newBatch(ctx, conn, tx, now)
 	b.pg = s.db.pg != nil

@@ -277,8 +277,11 @@ func (s *Store) claimCopy(ctx context.Context, src *Store) (map[string]copyMark,
 		} else if t != "" {
 			return nil, false, fmt.Errorf("copy ledger: destination %q already holds a ledger (table %s has rows) that is not a copy of %q: migrate into an empty database or file", s.Path, t, src.Path)
 		}
-		if _, err := s.db.ExecContext(ctx, `INSERT INTO meta(key, value) VALUES (?, ?)`, copySourceKey, src.Path); err != nil {
-			return nil, false, fmt.Errorf("copy ledger: mark %q as the copy of %q: %w", s.Path, src.Path, translate(err))
+		if err := s.writeTx(ctx, func(_ *sql.Conn, tx *ledgerTx) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO meta(key, value) VALUES (?, ?)`, copySourceKey, src.Path)
+			return translate(err)
+		}); err != nil {
+			return nil, false, fmt.Errorf("copy ledger: mark %q as the copy of %q: %w", s.Path, src.Path, err)
 		}
 		return map[string]copyMark{}, false, nil
 	}
@@ -466,48 +469,37 @@ const copyParams = 30000
 // putPage writes one page of t and its mark m in one transaction; on
 // PostgreSQL a finished table's identity sequence moves past its ids.
 func (s *Store) putPage(ctx context.Context, t copyTable, cols []string, page [][]any, m copyMark) error {
-	conn, err := s.db.Conn(ctx)
-	if err != nil {
-		return translate(err)
-	}
-	defer conn.Close()
-	tx, err := s.db.beginOn(ctx, conn)
-	if err != nil {
-		return translate(err)
-	}
-	defer tx.Rollback()
-	if t.name == "samples" && s.pg != nil {
-		if err := samplePartitions(ctx, conn, page, slices.Index(cols, "t_ms")); err != nil {
+	return s.writeTx(ctx, func(conn *sql.Conn, tx *ledgerTx) error {
+		if t.name == "samples" && s.pg != nil {
+			if err := samplePartitions(ctx, conn, page, slices.Index(cols, "t_ms")); err != nil {
+				return err
+			}
+		}
+		if s.pg != nil {
+			if err := copyIn(ctx, conn, t.name, cols, page); err != nil {
+				return err
+			}
+		} else if err := insertPage(ctx, tx, t.name, cols, page); err != nil {
 			return err
 		}
-	}
-	if s.pg != nil {
-		if err := copyIn(ctx, conn, t.name, cols, page); err != nil {
+		if m.Done && t.id && s.pg != nil {
+			// Copied ids bypass the identity; the next row the writer adds
+			// must not collide with them.
+			q := `SELECT setval(pg_get_serial_sequence('` + t.name + `', 'id'), coalesce(max(id), 0) + 1, false) FROM ` + quoteIdent(t.name)
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				return fmt.Errorf("move the id sequence past the copied ids: %w", translate(err))
+			}
+		}
+		v, err := json.Marshal(m)
+		if err != nil {
 			return err
 		}
-	} else if err := insertPage(ctx, tx, t.name, cols, page); err != nil {
-		return err
-	}
-	if m.Done && t.id && s.pg != nil {
-		// Copied ids bypass the identity; the next row the writer adds
-		// must not collide with them.
-		q := `SELECT setval(pg_get_serial_sequence('` + t.name + `', 'id'), coalesce(max(id), 0) + 1, false) FROM ` + quoteIdent(t.name)
-		if _, err := tx.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("move the id sequence past the copied ids: %w", translate(err))
+		if _, err := tx.ExecContext(ctx, `INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`,
+			copyTableKey+t.name, string(v)); err != nil {
+			return fmt.Errorf("record progress: %w", translate(err))
 		}
-	}
-	v, err := json.Marshal(m)
-	if err != nil {
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`,
-		copyTableKey+t.name, string(v)); err != nil {
-		return fmt.Errorf("record progress: %w", translate(err))
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", translate(err))
-	}
-	return nil
+		return nil
+	})
 }
 
 // insertPage adds page's rows to table name by multi-row INSERTs.

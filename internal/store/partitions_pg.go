@@ -76,7 +76,7 @@ func (s *Store) DropSamplePartitions(ctx context.Context, before time.Time) (int
 	if s.pg.turn == nil {
 		return 0, errors.New("drop sample partitions: the store is open read-only")
 	}
-	give, err := s.pg.take(ctx)
+	give, err := s.fenceOpen(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("drop sample partitions: %w", err)
 	}
@@ -86,7 +86,7 @@ func (s *Store) DropSamplePartitions(ctx context.Context, before time.Time) (int
 		return 0, fmt.Errorf("drop sample partitions: %w", translate(err))
 	}
 	defer tx.Rollback()
-	if err := s.pg.checkLock(tx.QueryRowContext(ctx, pgHoldsLock, pgLockClass, pgLockObj)); err != nil {
+	if err := s.fenceCheck(ctx, tx); err != nil {
 		return 0, fmt.Errorf("drop sample partitions: %w", err)
 	}
 	if _, err := tx.Tx.ExecContext(ctx, `SET LOCAL lock_timeout = `+strconv.FormatInt(partitionDropWait.Milliseconds(), 10)); err != nil {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 )
@@ -19,8 +20,9 @@ type Pass struct {
 	OldestLeft time.Time
 }
 
-// RecordPass adds p to the pass log. It runs outside any batch: a pass
-// that failed half way is still recorded.
+// RecordPass adds p to the pass log. It runs outside any batch (a pass
+// that failed half way is still recorded), behind the writer's fence: a
+// writer that lost its lock records nothing (ErrLockLost).
 func (s *Store) RecordPass(ctx context.Context, p Pass) error {
 	var perr, oldest any
 	if p.Error != "" {
@@ -29,11 +31,14 @@ func (s *Store) RecordPass(ctx context.Context, p Pass) error {
 	if p.Left > 0 {
 		oldest = p.OldestLeft.Unix()
 	}
-	_, err := s.db.ExecContext(ctx, `INSERT INTO passes(started, finished, ok, files, records, quarantined, refused, error, files_left, oldest_left)
+	err := s.writeTx(ctx, func(_ *sql.Conn, tx *ledgerTx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO passes(started, finished, ok, files, records, quarantined, refused, error, files_left, oldest_left)
  VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		p.Started.Unix(), p.Finished.Unix(), p.OK, p.Files, p.Records, p.Quarantined, p.Refused, perr, p.Left, oldest)
+			p.Started.Unix(), p.Finished.Unix(), p.OK, p.Files, p.Records, p.Quarantined, p.Refused, perr, p.Left, oldest)
+		return translate(err)
+	})
 	if err != nil {
-		return fmt.Errorf("record pass: %w", translate(err))
+		return fmt.Errorf("record pass: %w", err)
 	}
 	return nil
 }

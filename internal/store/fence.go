@@ -1,0 +1,67 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// fenceOpen takes a PostgreSQL writer's turn on its one connection and
+// checks, in tx, that the session still holds the writer lock: the
+// check every write of a writer passes (a Batch's Begin, and writeTx for
+// the writes outside a batch). A writer that lost the lock once never
+// has it back (the pool's new session does not take it), so it is
+// refused at once. A reader, or SQLite (whose lock is a file lock held
+// by the process), has nothing to check.
+func (s *Store) fenceOpen(ctx context.Context) (give func(), err error) {
+	if s.pg == nil || s.pg.turn == nil {
+		return func() {}, nil
+	}
+	if !s.pg.held.Load() {
+		return nil, ErrLockLost
+	}
+	return s.pg.take(ctx)
+}
+
+// fenceCheck is the lock check in tx, the writer's transaction.
+func (s *Store) fenceCheck(ctx context.Context, tx *ledgerTx) error {
+	if s.pg == nil || s.pg.turn == nil {
+		return nil
+	}
+	return s.pg.checkLock(tx.QueryRowContext(ctx, pgHoldsLock, pgLockClass, pgLockObj))
+}
+
+// writeTx runs body in a transaction of its own on the writer's
+// connection, behind the same fence as a Batch: on PostgreSQL it waits
+// for the writer's turn (ctx bounds the wait: a batch of this Store
+// holds the one connection until it ends), checks the lock in the
+// transaction, and commits only what body wrote there; a writer that
+// lost the lock writes nothing (ErrLockLost). Every write outside a
+// Batch goes through it.
+func (s *Store) writeTx(ctx context.Context, body func(conn *sql.Conn, tx *ledgerTx) error) error {
+	give, err := s.fenceOpen(ctx)
+	if err != nil {
+		return err
+	}
+	defer give()
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return translate(err)
+	}
+	defer conn.Close()
+	tx, err := s.db.beginOn(ctx, conn)
+	if err != nil {
+		return translate(err)
+	}
+	defer tx.Rollback()
+	if err := s.fenceCheck(ctx, tx); err != nil {
+		return err
+	}
+	if err := body(conn, tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", translate(err))
+	}
+	return nil
+}

@@ -1,0 +1,96 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/store/storetest"
+)
+
+// untilLost runs write up to three times (the first may meet the dead
+// connection itself, and a statement outside a transaction may be
+// retried by database/sql on a new session) and returns its last error.
+func untilLost(write func() error) error {
+	var err error
+	for range 3 {
+		if err = write(); errors.Is(err, ErrLockLost) {
+			return err
+		}
+	}
+	return err
+}
+
+// TestPostgresRecordPassFenced: a writer whose session ended, while a
+// second writer took the lock, records no pass: RecordPass, like a
+// batch, fails with ErrLockLost and writes nothing.
+func TestPostgresRecordPassFenced(t *testing.T) {
+	ctx := context.Background()
+	u := storetest.NewPostgresDB(t)
+	a, err := Open(ctx, Options{URL: u})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if err := a.RecordPass(ctx, Pass{Started: time.Now(), Finished: time.Now(), OK: true}); err != nil {
+		t.Fatalf("record pass with the lock held: %v", err)
+	}
+	storetest.Exec(t, u, `SELECT pg_terminate_backend(?)`, int64(a.pg.pid))
+	openTakeOver(t, u)
+	err = untilLost(func() error { return a.RecordPass(ctx, Pass{Started: time.Now(), Finished: time.Now()}) })
+	if !errors.Is(err, ErrLockLost) {
+		t.Errorf("record pass after the lock was lost: %v, want ErrLockLost", err)
+	}
+	if n := storetest.Scalar[int64](t, u, `SELECT count(*) FROM passes`); n != 1 {
+		t.Errorf("passes rows: %d, want 1 (the one recorded before the lock was lost)", n)
+	}
+}
+
+// TestPostgresCopyDestFenced: Copy into a PostgreSQL destination whose
+// writer lost its lock to another writer writes nothing there: its
+// mark and its pages pass the writer's fence.
+func TestPostgresCopyDestFenced(t *testing.T) {
+	ctx := context.Background()
+	srcURL := storetest.NewPostgresDB(t)
+	w, err := Open(ctx, Options{URL: srcURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := w.Begin(ctx, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pgSample(b, 1, time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	src, err := Open(ctx, Options{URL: srcURL, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	du := storetest.NewPostgresDB(t)
+	dst, err := Open(ctx, Options{URL: du})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	storetest.Exec(t, du, `SELECT pg_terminate_backend(?)`, int64(dst.pg.pid))
+	openTakeOver(t, du)
+	err = untilLost(func() error { _, err := Copy(ctx, src, dst, CopyOptions{}); return err })
+	if !errors.Is(err, ErrLockLost) {
+		t.Errorf("copy by a destination writer that lost its lock: %v, want ErrLockLost", err)
+	}
+	if n := storetest.Scalar[int64](t, du, `SELECT count(*) FROM samples`); n != 0 {
+		t.Errorf("samples written by a destination writer that lost its lock: %d, want 0", n)
+	}
+	if n := storetest.Scalar[int64](t, du, `SELECT count(*) FROM meta WHERE key = ?`, copySourceKey); n != 0 {
+		t.Errorf("copy marks written by a destination writer that lost its lock: %d, want 0", n)
+	}
+}
