@@ -64,12 +64,20 @@ func (m *Metrics) duplicate() {
 	}
 }
 
+// metricsReadWait bounds pass's reads of the store together: a server
+// that takes the connection but does not answer (stopped, an I/O hang)
+// must not stop serve's loop here, where the caller's cancel does not
+// reach (finish reads after a cancelled pass too).
+const metricsReadWait = 5 * time.Second
+
 // pass records a finished pass; the per-node lag comes from the store, and
 // an error reading it is returned (the pass's own series are set anyway).
 func (m *Metrics) pass(ctx context.Context, s *store.Store, start, end time.Time, err error) error {
 	if m == nil {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, metricsReadWait)
+	defer cancel()
 	m.passSeconds.Set(end.Sub(start).Seconds())
 	if err != nil {
 		m.passes.WithLabelValues("error").Inc()

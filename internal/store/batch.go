@@ -72,7 +72,9 @@ type energyReading struct {
 	mj  uint64
 }
 
-// Begin starts a write transaction at time now.
+// Begin starts a write transaction at time now. On a PostgreSQL writer
+// the batch holds the Store's one connection until it ends: call no other
+// method of s before then (see Store).
 func (s *Store) Begin(ctx context.Context, now time.Time) (*Batch, error) {
 	// The batch holds its connection so that the sample inserts can use
 	// the driver directly (sampleInserter), inside the same transaction.

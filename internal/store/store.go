@@ -66,6 +66,14 @@ type Options struct {
 }
 
 // Store is an open ledger.
+//
+// A PostgreSQL writer has one connection, and a Batch holds it from
+// Begin to Commit or Rollback: any other method of the same Store called
+// meanwhile (a read, RecordPass, DropSamplePartitions, Begin) waits for
+// it until its ctx ends, and, called from the goroutine that holds the
+// batch, never gets it. So callers end a batch before calling anything
+// else on its Store, and pass a ctx with a deadline to every method of a
+// writer that may run beside a batch.
 type Store struct {
 	// db is the store's own: no other package speaks SQL (tests use
 	// storetest on Path).
