@@ -94,3 +94,42 @@ func TestPostgresCopyDestFenced(t *testing.T) {
 		t.Errorf("copy marks written by a destination writer that lost its lock: %d, want 0", n)
 	}
 }
+
+// TestPostgresMethodsBesideBatchEndWithCtx: the contract Store states:
+// a writer's methods called while a batch holds its one connection fail
+// when their ctx ends (they do not hang past it), and write nothing.
+func TestPostgresMethodsBesideBatchEndWithCtx(t *testing.T) {
+	ctx := context.Background()
+	u := storetest.NewPostgresDB(t)
+	s, err := Open(ctx, Options{URL: u})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	b, err := s.Begin(ctx, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Rollback()
+	for _, tc := range []struct {
+		name string
+		call func(context.Context) error
+	}{
+		{"Version", func(c context.Context) error { _, err := s.Version(c); return err }},
+		{"NodeLastRecords", func(c context.Context) error { _, err := s.NodeLastRecords(c); return err }},
+		{"RecordPass", func(c context.Context) error { return s.RecordPass(c, Pass{Started: time.Now(), Finished: time.Now()}) }},
+		{"DropSamplePartitions", func(c context.Context) error { _, err := s.DropSamplePartitions(c, time.Now()); return err }},
+		{"DatabaseSize", func(c context.Context) error { _, err := s.DatabaseSize(c); return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			defer cancel()
+			if err := tc.call(c); !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("%s beside an open batch: %v, want its ctx's deadline", tc.name, err)
+			}
+		})
+	}
+	if n := storetest.Scalar[int64](t, u, `SELECT count(*) FROM passes`); n != 0 {
+		t.Errorf("passes rows: %d, want 0", n)
+	}
+}
