@@ -28,7 +28,8 @@ func (s *Store) fenceCheck(ctx context.Context, tx *ledgerTx) error {
 	if s.pg == nil || s.pg.turn == nil {
 		return nil
 	}
-	return s.pg.checkLock(tx.QueryRowContext(ctx, pgHoldsLock, pgLockClass, pgLockObj))
+	q, pid, started := s.pg.lockCheck()
+	return s.pg.checkLock(tx.QueryRowContext(ctx, q, pid, started))
 }
 
 // writeTx runs body in a transaction of its own on the writer's

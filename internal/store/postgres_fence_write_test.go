@@ -133,3 +133,38 @@ func TestPostgresMethodsBesideBatchEndWithCtx(t *testing.T) {
 		t.Errorf("passes rows: %d, want 0", n)
 	}
 }
+
+// TestPostgresLockCheckSession: the lock check knows the writer's
+// session by its pid and its start together: the same pid with another
+// start (a pid the server reused) is not the holder.
+func TestPostgresLockCheckSession(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, Options{URL: storetest.NewPostgresDB(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	q, pid, started := s.pg.lockCheck()
+	for _, tc := range []struct {
+		name         string
+		pid, started int64
+		want         bool
+	}{
+		{"the session that took the lock", pid, started, true},
+		{"its pid, another start", pid, started + 1, false},
+		{"another pid", pid + 1, started, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got bool
+			if err := s.db.QueryRowContext(ctx, q, tc.pid, tc.started).Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("lock check: %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if !s.HoldsLock(ctx) {
+		t.Error("the writer says it does not hold its lock")
+	}
+}
