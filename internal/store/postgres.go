@@ -117,22 +117,22 @@ func (e *pgEngine) take(ctx context.Context) (func(), error) {
 	}
 }
 
-// pgCloseWait bounds how long Close waits for the pool's connections
-// to come back: a batch never committed or rolled back (a caller's bug)
-// must not hang the process's exit.
+// pgCloseWait bounds how long Close waits, unlock and the pool's close
+// together: a batch never committed or rolled back (a caller's bug) must
+// not hang the process's exit.
 const pgCloseWait = 5 * time.Second
 
 // unlock frees a writer's lock before its pool closes: the server ends a
 // closed session, and frees its lock, only some time after, and a writer
 // opened right after this Close must find the lock free. A batch left
 // open keeps the connection: then the pool's close ends the session.
-func (e *pgEngine) unlock(db *ledgerDB) {
+func (e *pgEngine) unlock(db *ledgerDB, deadline time.Time) {
 	// Only a lock this writer took and still holds: a writer that never
 	// got it (a server that does not answer) closes at once.
 	if !e.held.Swap(false) || e.turn == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), pgCloseWait)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	give, err := e.take(ctx)
 	if err != nil {
@@ -142,19 +142,21 @@ func (e *pgEngine) unlock(db *ledgerDB) {
 	_, _ = db.DB.ExecContext(ctx, `SELECT pg_advisory_unlock($1, $2)`, pgLockClass, pgLockObj)
 }
 
-func (e *pgEngine) close() error {
+// close closes the pool, waiting for its connections until deadline
+// (shared with unlock: Close's one bound).
+func (e *pgEngine) close(deadline time.Time) error {
 	done := make(chan struct{})
 	go func() {
 		e.pool.Close()
 		close(done)
 	}()
-	t := time.NewTimer(pgCloseWait)
+	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	select {
 	case <-done:
 		return nil
 	case <-t.C:
-		return errors.New("connections still in use after 5s (a batch left open)")
+		return fmt.Errorf("connections still in use after %v (a batch left open)", pgCloseWait)
 	}
 }
 

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -166,5 +168,31 @@ func TestPostgresLockCheckSession(t *testing.T) {
 	}
 	if !s.HoldsLock(ctx) {
 		t.Error("the writer says it does not hold its lock")
+	}
+}
+
+// TestPostgresCloseBatchOpenBound: Close with a batch left open gives up
+// after the bound its message states, unlock and the pool's close
+// together (each used to wait that long, one after the other).
+func TestPostgresCloseBatchOpenBound(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, Options{URL: storetest.NewPostgresDB(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.Begin(ctx, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Rollback()
+	start := time.Now()
+	err = s.Close()
+	took := time.Since(start)
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("after %v (a batch left open)", pgCloseWait)) {
+		t.Fatalf("close with a batch open: %v, want connections still in use after %v", err, pgCloseWait)
+	}
+	// Generous: the bound is one pgCloseWait; two of them is the bug.
+	if took >= 2*pgCloseWait-time.Second {
+		t.Errorf("close with a batch open took %v, its message says %v", took.Round(100*time.Millisecond), pgCloseWait)
 	}
 }

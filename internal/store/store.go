@@ -283,14 +283,15 @@ func (s *Store) unlock() {
 // Close closes the database and releases the writer lock.
 func (s *Store) Close() error {
 	var err error
+	deadline := time.Now().Add(pgCloseWait)
 	if s.pg != nil && s.db != nil {
-		s.pg.unlock(s.db)
+		s.pg.unlock(s.db, deadline)
 	}
 	if s.db != nil {
 		err = s.db.Close()
 	}
 	if s.pg != nil {
-		if perr := s.pg.close(); err == nil {
+		if perr := s.pg.close(deadline); err == nil {
 			err = perr
 		}
 	}
