@@ -57,8 +57,14 @@ func (s *Store) makeSamplePartitions(ctx context.Context, now time.Time) error {
 
 // partitionDropWait is how long dropping old sample partitions waits
 // for the ACCESS EXCLUSIVE lock on samples that a DROP needs (behind
-// running reports): past it the drop is left for the next pass.
-const partitionDropWait = 3 * time.Second
+// running reports): every new reader of samples queues behind the
+// waiting DROP, so it is short, and past it the drop is left for later.
+const partitionDropWait = time.Second
+
+// partitionDropRetry is how long DropSamplePartitions waits after a drop
+// that timed out before it tries again: months are dropped once a month,
+// and each try may stall the dashboard's readers for partitionDropWait.
+const partitionDropRetry = time.Hour
 
 // DropSamplePartitions drops samples' month partitions that lie wholly
 // before before and returns how many samples they held. That frees their
@@ -66,9 +72,9 @@ const partitionDropWait = 3 * time.Second
 // short transaction of its own, outside any batch (it must not be called
 // while one is open: it waits for the writer's connection), so that
 // samples is locked only for the drops: a drop that waits longer than
-// partitionDropWait fails with ErrBusy and is left for the next pass;
-// Batch.PruneSamples deletes the rows of months not dropped. On SQLite
-// there are no partitions: 0.
+// partitionDropWait fails with ErrBusy, and the calls of the next
+// partitionDropRetry do nothing (0, nil); Batch.PruneSamples deletes the
+// rows of months not dropped. On SQLite there are no partitions: 0.
 func (s *Store) DropSamplePartitions(ctx context.Context, before time.Time) (int64, error) {
 	if s.pg == nil {
 		return 0, nil
@@ -81,6 +87,19 @@ func (s *Store) DropSamplePartitions(ctx context.Context, before time.Time) (int
 		return 0, fmt.Errorf("drop sample partitions: %w", err)
 	}
 	defer give()
+	now := s.pg.now()
+	if now.Before(s.pg.dropAgain) {
+		return 0, nil
+	}
+	n, err := s.dropSamplePartitions(ctx, before)
+	if errors.Is(err, ErrBusy) {
+		s.pg.dropAgain = now.Add(partitionDropRetry)
+	}
+	return n, err
+}
+
+// dropSamplePartitions is DropSamplePartitions with the writer's turn.
+func (s *Store) dropSamplePartitions(ctx context.Context, before time.Time) (int64, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("drop sample partitions: %w", translate(err))
@@ -99,8 +118,10 @@ func (s *Store) DropSamplePartitions(ctx context.Context, before time.Time) (int
 	var n int64
 	for _, name := range old {
 		table := pgx.Identifier{name}.Sanitize()
+		// An emptied month (pruned by the batch) is not counted: the
+		// count reads the whole month's partition.
 		var k int64
-		if err := tx.Tx.QueryRowContext(ctx, `SELECT count(*) FROM `+table).Scan(&k); err != nil {
+		if err := tx.Tx.QueryRowContext(ctx, `SELECT CASE WHEN EXISTS (SELECT 1 FROM `+table+`) THEN (SELECT count(*) FROM `+table+`) ELSE 0 END`).Scan(&k); err != nil {
 			return 0, fmt.Errorf("count samples in %s: %w", name, translate(err))
 		}
 		if _, err := tx.Tx.ExecContext(ctx, `DROP TABLE `+table); err != nil {

@@ -76,6 +76,10 @@ type pgEngine struct {
 	// (pgSameSession; tests terminate it).
 	pid     uint32
 	started int64
+	// now is Options.Now; dropAgain is when DropSamplePartitions may
+	// next try after a drop that timed out (the turn guards it).
+	now       func() time.Time
+	dropAgain time.Time
 }
 
 // ErrLockLost means the writer's session no longer holds the writer lock
@@ -313,7 +317,7 @@ func openPostgres(ctx context.Context, o Options) (*Store, error) {
 		cfg.MaxConnLifetime, cfg.MaxConnLifetimeJitter, cfg.MaxConnIdleTime = pgForever, 0, pgForever
 	}
 	s := &Store{Path: name, Engine: EnginePostgres}
-	e := &pgEngine{}
+	e := &pgEngine{now: o.Now}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open store %q: %w", name, translate(err))

@@ -260,11 +260,13 @@ func TestPostgresNewMonthBesideReader(t *testing.T) {
 
 // TestPostgresDropPartitionsBesideReader: dropping old months while a
 // report reads samples gives up after a short wait (ErrBusy), leaving
-// them; the prune batch then deletes their rows, and the counts add up.
+// them, and is not tried again for an hour; the prune batch deletes
+// their rows, and the emptied months are dropped then.
 func TestPostgresDropPartitionsBesideReader(t *testing.T) {
 	ctx := context.Background()
 	u := storetest.NewPostgresDB(t)
-	s, err := Open(ctx, Options{URL: u})
+	now := time.Now()
+	s, err := Open(ctx, Options{URL: u, Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,6 +292,18 @@ func TestPostgresDropPartitionsBesideReader(t *testing.T) {
 			t.Errorf("drop beside a report: %d, %v; want 0 and ErrBusy", n, err)
 		}
 	})
+	parts := func() []string {
+		return storetest.Strings(t, u, `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+ WHERE i.inhparent = CAST('samples' AS regclass) AND c.relname < 'samples_202603' ORDER BY 1`)
+	}
+	// After a timeout, no try for an hour: each may stall readers.
+	if n, err := s.DropSamplePartitions(ctx, cut); err != nil || n != 0 {
+		t.Errorf("drop right after a timeout: %d, %v; want 0, nil (not tried)", n, err)
+	}
+	if got := parts(); len(got) != 2 {
+		t.Errorf("partitions before March right after a timeout: %v, want both months kept", got)
+	}
+	now = now.Add(partitionDropRetry)
 	b, err = s.Begin(ctx, time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -308,9 +322,7 @@ func TestPostgresDropPartitionsBesideReader(t *testing.T) {
 	if n, err := s.DropSamplePartitions(ctx, cut); err != nil || n != 0 {
 		t.Errorf("drop after the rows went: %d, %v; want 0 (empty months dropped)", n, err)
 	}
-	parts := storetest.Strings(t, u, `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
- WHERE i.inhparent = CAST('samples' AS regclass) AND c.relname < 'samples_202603' ORDER BY 1`)
-	if len(parts) != 1 || parts[0] != "samples_202602" {
-		t.Errorf("partitions before March after pruning: %v, want [samples_202602]", parts)
+	if got := parts(); len(got) != 1 || got[0] != "samples_202602" {
+		t.Errorf("partitions before March an hour later, after pruning: %v, want [samples_202602]", got)
 	}
 }
