@@ -464,6 +464,10 @@ func syncDir(dir string) error {
 	return d.Sync()
 }
 
+// recordPassWait is how long recording a pass may take beyond the
+// store's busy timeout.
+const recordPassWait = 5 * time.Second
+
 // finish records the pass in the store and the metrics.
 func (in *Ingester) finish(ctx context.Context, start time.Time, res Result, passErr error) error {
 	end := in.d.Now()
@@ -479,7 +483,13 @@ func (in *Ingester) finish(ctx context.Context, start time.Time, res Result, pas
 	if passErr != nil {
 		msg = passErr.Error()
 	}
-	err := in.d.Store.RecordPass(context.WithoutCancel(ctx), store.Pass{
+	// Recorded even after a cancel, but bounded: a server that takes
+	// the connection and never answers must not stop serve's loop here,
+	// out of its cancel's reach (the store waits out its busy timeout
+	// first on SQLite).
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), in.d.Config.Store.BusyTimeout.Duration+recordPassWait)
+	defer cancel()
+	err := in.d.Store.RecordPass(rctx, store.Pass{
 		Started: start, Finished: end, OK: passErr == nil,
 		Files: res.Files, Records: res.Records, Quarantined: res.Quarantined, Refused: res.Refused,
 		Error: msg, Left: res.Left, OldestLeft: res.OldestLeft,

@@ -127,3 +127,38 @@ func TestPostgresCutConnectionKeepsGoodFile(t *testing.T) {
 		t.Errorf("sample files in incoming: %d after the pass, want all %d left for the next pass", len(after), len(before))
 	}
 }
+
+// TestPostgresRecordPassBounded: recording the pass gives up after the
+// busy timeout and a few seconds, even with a context that never ends.
+// A batch of the same writer holds its one connection, as a server that
+// never answers would: without a bound finish would wait forever.
+func TestPostgresRecordPassBounded(t *testing.T) {
+	e := newEnv(t)
+	if e.cfg.Store.URL == "" {
+		e.cfg.Store.URL = storetest.NewPostgresDB(t)
+	}
+	e.cfg.Store.BusyTimeout.Duration = time.Second
+	ctx := context.Background()
+	s, err := store.Open(ctx, store.Options{URL: e.cfg.Store.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	b, err := s.Begin(ctx, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Rollback()
+	now := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
+	in := New(Deps{Store: s, Config: e.cfg, Log: quiet(), Now: func() time.Time { return now }, UID: os.Getuid()})
+	done := make(chan error, 1)
+	go func() { done <- in.finish(ctx, now, Result{}, nil) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("record pass with the connection held: %v, want a deadline error", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("record pass with the connection held did not return within a minute")
+	}
+}
