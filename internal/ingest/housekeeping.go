@@ -68,11 +68,12 @@ func (in *Ingester) housekeeping(ctx context.Context, res *Result) error {
 	}
 	// Whole months of samples go first, in a short transaction of their
 	// own (PostgreSQL; nothing on SQLite): one that waits too long behind
-	// a report is left for the next pass, and the batch deletes its rows.
+	// a report is tried again an hour later, and the batch deletes its
+	// rows meanwhile.
 	cut := now.Add(-cfg.Store.SampleRetention.Duration)
 	dropped, err := in.d.Store.DropSamplePartitions(ctx, cut)
 	if err != nil {
-		in.d.Log.Warn("old sample months left for the next pass", "err", err)
+		in.d.Log.Warn("old sample months not dropped: their rows are deleted instead, the drop is tried again in an hour", "err", err)
 	}
 	b, err = in.d.Store.Begin(ctx, now)
 	if err != nil {
