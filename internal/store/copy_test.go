@@ -47,21 +47,7 @@ func copyFixture(t *testing.T) string {
 	}
 	defer s.Close()
 	now := copyT0.Add(6 * time.Hour)
-	step := func(f func(b *Batch) error) {
-		t.Helper()
-		b, err := s.Begin(ctx, now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := f(b); err != nil {
-			b.Rollback()
-			t.Fatal(err)
-		}
-		if err := b.Commit(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	step(func(b *Batch) error {
+	batchOf(t, s, now, func(b *Batch) error {
 		for _, e := range []*record.Event{
 			copyEvent(record.JobStart, 5, "alice", "n1", copyT0, 2),
 			copyEvent(record.JobStart, 5, "alice", "n2", copyT0, 1),
@@ -76,7 +62,7 @@ func copyFixture(t *testing.T) string {
 	})
 	util := []uint32{0, 35, 80}
 	for gi, node := range []string{"n1", "n1", "n2"} {
-		step(func(b *Batch) error {
+		batchOf(t, s, now, func(b *Batch) error {
 			h := &record.SegmentHeader{Cluster: "c", Node: node, Seq: uint64(gi + 1), Interval: 60,
 				Key: fmt.Sprintf("seg-%d", gi)}
 			var ss []record.Sample
@@ -97,7 +83,7 @@ func copyFixture(t *testing.T) string {
 			return b.KeyApplied(h.Key, fmt.Sprintf("%064d", gi))
 		})
 	}
-	step(func(b *Batch) error {
+	batchOf(t, s, now, func(b *Batch) error {
 		for _, e := range []*record.Event{
 			copyEvent(record.JobEnd, 5, "alice", "n1", copyT0.Add(150*time.Minute), 2),
 			copyEvent(record.JobEnd, 5, "alice", "n2", copyT0.Add(60*time.Minute), 1),

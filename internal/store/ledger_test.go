@@ -20,6 +20,22 @@ func ev(kind record.Kind, node string, at time.Time, gpus int) *record.Event {
 	return e
 }
 
+// batchOf runs f in one batch at now on s and commits it.
+func batchOf(t *testing.T, s *Store, now time.Time, f func(b *Batch) error) {
+	t.Helper()
+	b, err := s.Begin(context.Background(), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f(b); err != nil {
+		b.Rollback()
+		t.Fatal(err)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 type roll struct {
 	User    string
 	Ignored bool
@@ -49,27 +65,12 @@ func rollups(t *testing.T, s *Store, table string) []roll {
 // TestLedgerMovesRollups: samples before the job's events, a job over two
 // nodes crossing hours, then ignoring it: the rollups follow every step.
 func TestLedgerMovesRollups(t *testing.T) {
-	ctx := context.Background()
 	s := openTemp(t)
 	t0 := time.Date(2026, 3, 2, 10, 30, 0, 0, time.UTC)
 	now := t0.Add(3 * time.Hour)
-	step := func(f func(b *Batch) error) {
-		t.Helper()
-		b, err := s.Begin(ctx, now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := f(b); err != nil {
-			b.Rollback()
-			t.Fatal(err)
-		}
-		if err := b.Commit(); err != nil {
-			t.Fatal(err)
-		}
-	}
 	util := uint32(50)
 	// Samples come after the job's start on their node (invariant 8).
-	step(func(b *Batch) error {
+	batchOf(t, s, now, func(b *Batch) error {
 		for _, e := range []*record.Event{ev(record.JobStart, "n1", t0, 2), ev(record.JobStart, "n2", t0, 4)} {
 			if err := b.Event(e); err != nil {
 				return err
@@ -77,7 +78,7 @@ func TestLedgerMovesRollups(t *testing.T) {
 		}
 		return nil
 	})
-	step(func(b *Batch) error {
+	batchOf(t, s, now, func(b *Batch) error {
 		h := &record.SegmentHeader{Cluster: "c", Node: "n1", Seq: 1, Interval: 60}
 		var ss []record.Sample
 		for i := 0; i < 60; i++ {
@@ -87,7 +88,7 @@ func TestLedgerMovesRollups(t *testing.T) {
 		_, err := b.Segment(h, ss)
 		return err
 	})
-	step(func(b *Batch) error {
+	batchOf(t, s, now, func(b *Batch) error {
 		for _, e := range []*record.Event{ev(record.JobEnd, "n1", t0.Add(90*time.Minute), 2), ev(record.JobEnd, "n2", t0.Add(90*time.Minute), 4)} {
 			if err := b.Event(e); err != nil {
 				return err
@@ -108,14 +109,14 @@ func TestLedgerMovesRollups(t *testing.T) {
 	}
 	var job int64
 	s.db.QueryRow(`SELECT id FROM jobs WHERE job_id = 5`).Scan(&job)
-	step(func(b *Batch) error { return b.SetIgnored(job, true, "benchmark run") })
+	batchOf(t, s, now, func(b *Batch) error { return b.SetIgnored(job, true, "benchmark run") })
 	want[0].Ignored = true
 	for _, tbl := range []string{"rollup_hourly", "rollup_daily", "rollup_monthly"} {
 		if diff := cmp.Diff(want, rollups(t, s, tbl)); diff != "" {
 			t.Errorf("%s after ignore (-want +got):\n%s", tbl, diff)
 		}
 	}
-	step(func(b *Batch) error { return b.SetIgnored(job, false, "") })
+	batchOf(t, s, now, func(b *Batch) error { return b.SetIgnored(job, false, "") })
 	want[0].Ignored = false
 	for _, tbl := range []string{"rollup_hourly", "rollup_daily", "rollup_monthly"} {
 		if diff := cmp.Diff(want, rollups(t, s, tbl)); diff != "" {

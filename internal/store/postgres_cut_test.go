@@ -73,21 +73,10 @@ func (l *cutLink) cut() {
 func TestPostgresCutMidBatch(t *testing.T) {
 	ctx := context.Background()
 	u, link := viaCutLink(t, storetest.NewPostgresDB(t))
-	s, err := Open(ctx, Options{URL: u, BusyTimeout: 3 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	b, err := s.Begin(ctx, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pgSample(b, 1, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)); err != nil {
-		b.Rollback()
-		t.Fatal(err)
-	}
+	s := openPG(t, Options{URL: u, BusyTimeout: 3 * time.Second})
+	b := sampleBatch(t, s, 1, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	link.cut()
-	err = pgSample(b, 2, time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC))
+	err := pgSample(b, 2, time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC))
 	b.Rollback()
 	if !errors.Is(err, ErrResource) {
 		t.Errorf("write after the link was cut: %v, want ErrResource", err)

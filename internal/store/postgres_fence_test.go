@@ -18,9 +18,22 @@ func pgSample(b *Batch, seq uint64, at time.Time) error {
 	return err
 }
 
-// openTakeOver opens a writer of u that waits for the lock.
-func openTakeOver(t *testing.T, u string) *Store {
+// openPG opens a store with o, closed when the test ends.
+func openPG(t *testing.T, o Options) *Store {
 	t.Helper()
+	s, err := Open(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// takeOver ends a's session on the server of u and opens a second
+// writer there, which waits for the lock a held and takes it.
+func takeOver(t *testing.T, u string, a *Store) *Store {
+	t.Helper()
+	storetest.Exec(t, u, `SELECT pg_terminate_backend(?)`, int64(a.pg.pid))
 	ctx, cancel := context.WithTimeout(context.Background(), pgWait)
 	defer cancel()
 	s, err := Open(ctx, Options{URL: u, Wait: true})
@@ -31,6 +44,20 @@ func openTakeOver(t *testing.T, u string) *Store {
 	return s
 }
 
+// sampleBatch begins a batch on s that holds one pgSample, left open.
+func sampleBatch(t *testing.T, s *Store, seq uint64, at time.Time) *Batch {
+	t.Helper()
+	b, err := s.Begin(context.Background(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pgSample(b, seq, at); err != nil {
+		b.Rollback()
+		t.Fatal(err)
+	}
+	return b
+}
+
 // TestPostgresLostLockCannotCommit: once the server ends the writer's
 // session, a second writer takes the lock, and the first writes nothing
 // more: its batches fail with ErrLockLost (also ErrLocked), it says it
@@ -38,13 +65,8 @@ func openTakeOver(t *testing.T, u string) *Store {
 func TestPostgresLostLockCannotCommit(t *testing.T) {
 	ctx := context.Background()
 	u := storetest.NewPostgresDB(t)
-	a, err := Open(ctx, Options{URL: u})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	storetest.Exec(t, u, `SELECT pg_terminate_backend(?)`, int64(a.pg.pid))
-	b := openTakeOver(t, u)
+	a := openPG(t, Options{URL: u})
+	b := takeOver(t, u, a)
 
 	// The first try may meet the dead connection itself; the next runs
 	// on a new session, which has no lock.
@@ -74,14 +96,7 @@ func TestPostgresLostLockCannotCommit(t *testing.T) {
 		t.Error("the writer whose session ended says it holds the lock")
 	}
 
-	bt, err := b.Begin(ctx, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pgSample(bt, 2, time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC)); err != nil {
-		bt.Rollback()
-		t.Fatal(err)
-	}
+	bt := sampleBatch(t, b, 2, time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC))
 	if err := bt.Commit(); err != nil {
 		t.Fatalf("the writer holding the lock: %v", err)
 	}
@@ -96,23 +111,10 @@ func TestPostgresLostLockCannotCommit(t *testing.T) {
 // TestPostgresLockLostMidBatch: a session ended while its batch is open
 // takes the batch with it.
 func TestPostgresLockLostMidBatch(t *testing.T) {
-	ctx := context.Background()
 	u := storetest.NewPostgresDB(t)
-	a, err := Open(ctx, Options{URL: u})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	bt, err := a.Begin(ctx, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pgSample(bt, 1, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)); err != nil {
-		bt.Rollback()
-		t.Fatal(err)
-	}
-	storetest.Exec(t, u, `SELECT pg_terminate_backend(?)`, int64(a.pg.pid))
-	openTakeOver(t, u)
+	a := openPG(t, Options{URL: u})
+	bt := sampleBatch(t, a, 1, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	takeOver(t, u, a)
 	if err := bt.Commit(); err == nil {
 		t.Error("a batch whose session ended committed")
 	}
@@ -126,11 +128,7 @@ func TestPostgresLockLostMidBatch(t *testing.T) {
 func TestPostgresWriterOneSession(t *testing.T) {
 	ctx := context.Background()
 	u := storetest.NewPostgresDB(t)
-	s, err := Open(ctx, Options{URL: u})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openPG(t, Options{URL: u})
 	c := s.pg.pool.Config()
 	if c.MaxConns != 1 || c.MinConns != 1 || c.MaxConnLifetime < 50*365*24*time.Hour || c.MaxConnIdleTime < 50*365*24*time.Hour {
 		t.Errorf("writer pool: max %d, min %d, lifetime %v, idle %v; want one connection kept for good",
@@ -143,11 +141,7 @@ func TestPostgresWriterOneSession(t *testing.T) {
 	if pid != s.pg.pid {
 		t.Errorf("the writer's statements run on backend %d, its lock on %d", pid, s.pg.pid)
 	}
-	r, err := Open(ctx, Options{URL: u, ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := openPG(t, Options{URL: u, ReadOnly: true})
 	if got := r.pg.pool.Config().MaxConns; got != pgConns {
 		t.Errorf("reader pool of %d, want %d", got, pgConns)
 	}
@@ -158,11 +152,7 @@ func TestPostgresWriterOneSession(t *testing.T) {
 // for a lost lock).
 func TestPostgresHoldsLockDuringBatch(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, Options{URL: storetest.NewPostgresDB(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openPG(t, Options{URL: storetest.NewPostgresDB(t)})
 	bt, err := s.Begin(ctx, time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -222,16 +212,8 @@ func TestPostgresHoldsLockWhileClosing(t *testing.T) {
 func TestPostgresNewMonthBesideReader(t *testing.T) {
 	ctx := context.Background()
 	u := storetest.NewPostgresDB(t)
-	s, err := Open(ctx, Options{URL: u, BusyTimeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	r, err := Open(ctx, Options{URL: u, ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	s := openPG(t, Options{URL: u, BusyTimeout: time.Second})
+	r := openPG(t, Options{URL: u, ReadOnly: true})
 	tx, err := r.db.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -241,14 +223,8 @@ func TestPostgresNewMonthBesideReader(t *testing.T) {
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM samples`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
-	b, err := s.Begin(ctx, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pgSample(b, 1, time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)); err != nil {
-		b.Rollback()
-		t.Fatalf("a new month's batch while a report reads samples: %v", err)
-	}
+	// The new month's batch is not held up by the report.
+	b := sampleBatch(t, s, 1, time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC))
 	// The report reads on while the batch is open.
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM samples`).Scan(&n); err != nil {
 		t.Errorf("the report beside the new month's batch: %v", err)
@@ -266,24 +242,13 @@ func TestPostgresDropPartitionsBesideReader(t *testing.T) {
 	ctx := context.Background()
 	u := storetest.NewPostgresDB(t)
 	now := time.Now()
-	s, err := Open(ctx, Options{URL: u, Now: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	b, err := s.Begin(ctx, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, at := range []time.Time{time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC), time.Date(2026, 2, 5, 0, 0, 0, 0, time.UTC)} {
-		if err := pgSample(b, uint64(i+1), at); err != nil {
-			b.Rollback()
-			t.Fatal(err)
+	s := openPG(t, Options{URL: u, Now: func() time.Time { return now }})
+	batchOf(t, s, time.Now(), func(b *Batch) error {
+		if err := pgSample(b, 1, time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)); err != nil {
+			return err
 		}
-	}
-	if err := b.Commit(); err != nil {
-		t.Fatal(err)
-	}
+		return pgSample(b, 2, time.Date(2026, 2, 5, 0, 0, 0, 0, time.UTC))
+	})
 	cut := time.Date(2026, 2, 10, 0, 0, 0, 0, time.UTC)
 	storetest.Tx(t, u, func(exec func(string, ...any)) {
 		exec(`SELECT count(*) FROM samples`)
@@ -304,18 +269,12 @@ func TestPostgresDropPartitionsBesideReader(t *testing.T) {
 		t.Errorf("partitions before March right after a timeout: %v, want both months kept", got)
 	}
 	now = now.Add(partitionDropRetry)
-	b, err = s.Begin(ctx, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := b.PruneSamples(cut)
-	if err != nil {
-		b.Rollback()
-		t.Fatal(err)
-	}
-	if err := b.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	var n int64
+	batchOf(t, s, time.Now(), func(b *Batch) error {
+		var err error
+		n, err = b.PruneSamples(cut)
+		return err
+	})
 	if n != 2 {
 		t.Errorf("the prune batch deleted %d samples, want 2", n)
 	}

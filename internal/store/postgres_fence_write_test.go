@@ -30,17 +30,12 @@ func untilLost(write func() error) error {
 func TestPostgresRecordPassFenced(t *testing.T) {
 	ctx := context.Background()
 	u := storetest.NewPostgresDB(t)
-	a, err := Open(ctx, Options{URL: u})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	a := openPG(t, Options{URL: u})
 	if err := a.RecordPass(ctx, Pass{Started: time.Now(), Finished: time.Now(), OK: true}); err != nil {
 		t.Fatalf("record pass with the lock held: %v", err)
 	}
-	storetest.Exec(t, u, `SELECT pg_terminate_backend(?)`, int64(a.pg.pid))
-	openTakeOver(t, u)
-	err = untilLost(func() error { return a.RecordPass(ctx, Pass{Started: time.Now(), Finished: time.Now()}) })
+	takeOver(t, u, a)
+	err := untilLost(func() error { return a.RecordPass(ctx, Pass{Started: time.Now(), Finished: time.Now()}) })
 	if !errors.Is(err, ErrLockLost) {
 		t.Errorf("record pass after the lock was lost: %v, want ErrLockLost", err)
 	}
@@ -59,32 +54,16 @@ func TestPostgresCopyDestFenced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := w.Begin(ctx, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pgSample(b, 1, time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Commit(); err != nil {
+	if err := sampleBatch(t, w, 1, time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)).Commit(); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	src, err := Open(ctx, Options{URL: srcURL, ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
+	src := openPG(t, Options{URL: srcURL, ReadOnly: true})
 	du := storetest.NewPostgresDB(t)
-	dst, err := Open(ctx, Options{URL: du})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dst.Close()
-	storetest.Exec(t, du, `SELECT pg_terminate_backend(?)`, int64(dst.pg.pid))
-	openTakeOver(t, du)
+	dst := openPG(t, Options{URL: du})
+	takeOver(t, du, dst)
 	err = untilLost(func() error { _, err := Copy(ctx, src, dst, CopyOptions{}); return err })
 	if !errors.Is(err, ErrLockLost) {
 		t.Errorf("copy by a destination writer that lost its lock: %v, want ErrLockLost", err)
@@ -103,11 +82,7 @@ func TestPostgresCopyDestFenced(t *testing.T) {
 func TestPostgresMethodsBesideBatchEndWithCtx(t *testing.T) {
 	ctx := context.Background()
 	u := storetest.NewPostgresDB(t)
-	s, err := Open(ctx, Options{URL: u})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openPG(t, Options{URL: u})
 	b, err := s.Begin(ctx, time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -141,11 +116,7 @@ func TestPostgresMethodsBesideBatchEndWithCtx(t *testing.T) {
 // start (a pid the server reused) is not the holder.
 func TestPostgresLockCheckSession(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, Options{URL: storetest.NewPostgresDB(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openPG(t, Options{URL: storetest.NewPostgresDB(t)})
 	q, pid, started := s.pg.lockCheck()
 	for _, tc := range []struct {
 		name         string

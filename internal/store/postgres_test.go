@@ -123,11 +123,7 @@ func TestPostgresSamplePartitions(t *testing.T) {
 	ctx := context.Background()
 	u := storetest.NewPostgresDB(t)
 	now := time.Date(2026, 3, 20, 0, 0, 0, 0, time.UTC)
-	s, err := Open(ctx, Options{URL: u, Now: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openPG(t, Options{URL: u, Now: func() time.Time { return now }})
 	const uuid = "GPU-00000000-0000-0000-0000-000000000001"
 	util := uint32(30)
 	at := []time.Time{
@@ -137,22 +133,8 @@ func TestPostgresSamplePartitions(t *testing.T) {
 		time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC),
 		time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC),
 	}
-	batch := func(f func(b *Batch) error) {
-		t.Helper()
-		b, err := s.Begin(ctx, now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := f(b); err != nil {
-			b.Rollback()
-			t.Fatal(err)
-		}
-		if err := b.Commit(); err != nil {
-			t.Fatal(err)
-		}
-	}
 	for i, tm := range at {
-		batch(func(b *Batch) error {
+		batchOf(t, s, now, func(b *Batch) error {
 			_, err := b.Segment(&record.SegmentHeader{Cluster: "c", Node: "n1", Seq: uint64(i + 1), Interval: 60},
 				[]record.Sample{{Time: tm, UUID: uuid, GPUUtil: &util}})
 			return err
@@ -176,7 +158,7 @@ func TestPostgresSamplePartitions(t *testing.T) {
 		t.Errorf("dropped months held %d samples, want 3", dropped)
 	}
 	var n int64
-	batch(func(b *Batch) error {
+	batchOf(t, s, now, func(b *Batch) error {
 		n, err = b.PruneSamples(cut)
 		return err
 	})
@@ -192,7 +174,7 @@ func TestPostgresSamplePartitions(t *testing.T) {
 	}
 
 	// A sample of a dropped month makes its partition again.
-	batch(func(b *Batch) error {
+	batchOf(t, s, now, func(b *Batch) error {
 		_, err := b.Segment(&record.SegmentHeader{Cluster: "c", Node: "n1", Seq: 10, Interval: 60},
 			[]record.Sample{{Time: at[1], UUID: uuid, GPUUtil: &util}})
 		return err
@@ -343,11 +325,7 @@ func TestPostgresReopenAfterClose(t *testing.T) {
 // nothing is wrong.
 func TestPostgresCheckpoint(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, Options{URL: storetest.NewPostgresDB(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openPG(t, Options{URL: storetest.NewPostgresDB(t)})
 	if err := s.RecordPass(ctx, Pass{Started: time.Unix(10, 0), Finished: time.Unix(11, 0), OK: true}); err != nil {
 		t.Fatal(err)
 	}

@@ -147,21 +147,8 @@ func TestEventsOneBatchOrMany(t *testing.T) {
 	}
 	ledger := func(batches [][]*record.Event) map[string][]string {
 		s := openTemp(t)
-		step := func(f func(b *Batch) error) {
-			b, err := s.Begin(context.Background(), now)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := f(b); err != nil {
-				b.Rollback()
-				t.Fatal(err)
-			}
-			if err := b.Commit(); err != nil {
-				t.Fatal(err)
-			}
-		}
 		for _, batch := range batches {
-			step(func(b *Batch) error {
+			batchOf(t, s, now, func(b *Batch) error {
 				for _, e := range batch {
 					if err := b.Event(e); err != nil {
 						return err
@@ -171,7 +158,7 @@ func TestEventsOneBatchOrMany(t *testing.T) {
 			})
 		}
 		// After the events: a node's samples need its job's event.
-		step(func(b *Batch) error {
+		batchOf(t, s, now, func(b *Batch) error {
 			_, err := b.Segment(&record.SegmentHeader{Cluster: "c", Node: "n2", Seq: 1, Interval: 60}, samples)
 			return err
 		})

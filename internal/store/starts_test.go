@@ -10,22 +10,6 @@ import (
 	"github.com/aicloud/gpusuite/internal/record"
 )
 
-// batchOf runs f in one batch at now on s and commits it.
-func batchOf(t *testing.T, s *Store, now time.Time, f func(b *Batch) error) {
-	t.Helper()
-	b, err := s.Begin(context.Background(), now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f(b); err != nil {
-		b.Rollback()
-		t.Fatal(err)
-	}
-	if err := b.Commit(); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // evJob is ev for job id.
 func evJob(kind record.Kind, node string, at time.Time, gpus int, id uint64) *record.Event {
 	e := ev(kind, node, at, gpus)
