@@ -21,6 +21,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/ingest"
 	"github.com/aicloud/gpusuite/internal/report"
+	"github.com/aicloud/gpusuite/internal/report/reportfixture"
 	"github.com/aicloud/gpusuite/internal/report/timespec"
 	"github.com/aicloud/gpusuite/internal/sim/gendata"
 	"github.com/aicloud/gpusuite/internal/store/storetest"
@@ -294,7 +295,7 @@ func BenchmarkReportYear(b *testing.B) {
 		Duration: time.Duration(days) * 24 * time.Hour, JobsPerNode: 44 * days, Seed: 12})
 	b.Logf("generated and ingested %d days: %d jobs in %s", days, truth.Jobs, time.Since(g0).Round(time.Second))
 	r0 := time.Now()
-	replicate(b, path, days)
+	reportfixture.ReplicateYear(b, path, days)
 	count := func(tbl string) int64 { return storetest.Scalar[int64](b, path, `SELECT count(*) FROM `+tbl) }
 	jobs, daily, hourly := count("jobs"), count("rollup_daily"), count("rollup_hourly")
 	someJob := storetest.Scalar[int64](b, path, `SELECT job_id FROM jobs ORDER BY id DESC LIMIT 1`)
@@ -338,46 +339,4 @@ func BenchmarkReportYear(b *testing.B) {
 	b.StopTimer()
 	b.Logf("median of 7 runs, wall: gpuacct report teams --period month (year, UTC) %s; the same in Asia/Tokyo %s; gpuacct job %s; sqlite3 CLI, same aggregation over jobs %s",
 		teams.Round(time.Millisecond), teamsTokyo.Round(time.Millisecond), job.Round(time.Millisecond), cli.Round(time.Millisecond))
-}
-
-// replicate copies the first days of the ledger forward until it holds a
-// year: new job rows (job ids offset), their nodes, hours and rollups.
-func replicate(tb testing.TB, path string, days int) {
-	tb.Helper()
-	var maxID, maxJob int64
-	storetest.Row(tb, path, `SELECT max(id), max(job_id) FROM jobs`, nil, &maxID, &maxJob)
-	storetest.Tx(tb, path, func(exec func(string, ...any)) {
-		replicateIn(exec, days, maxID, maxJob)
-	})
-}
-
-// replicateIn runs replicate's statements in its transaction.
-func replicateIn(exec func(string, ...any), days int, maxID, maxJob int64) {
-	for k := int64(1); int(k)*days < 365; k++ {
-		shift := k * int64(days) * 86400
-		stmts := []string{
-			`INSERT INTO jobs(id, cluster, job_id, restart, user, uid, gid, account, team, partition, nodes, gpus, submit, start, end, exit_code, exit_signal,
- state, end_estimated, end_source, ignored, alloc_gpu_s, used_gpu_s, idle_gpu_s, energy_mj, quality)
- SELECT id + ?1*?2, cluster, job_id + ?1*?3, restart, user, uid, gid, account, team, partition, nodes, gpus, submit + ?4, start + ?4, end + ?4, exit_code, exit_signal,
- state, end_estimated, end_source, ignored, alloc_gpu_s, used_gpu_s, idle_gpu_s, energy_mj, quality FROM jobs WHERE id <= ?2`,
-			`INSERT INTO job_nodes(job, node_id, gpus, model, start, end, end_estimated, end_source, exit_code, exit_signal, last_sample, quality, r_start, r_end, r_gpus)
- SELECT job + ?1*?2, node_id, gpus, model, start + ?4, end + ?4, end_estimated, end_source, exit_code, exit_signal, last_sample + ?4, quality, r_start + ?4, r_end + ?4, r_gpus FROM job_nodes WHERE job <= ?2`,
-			`INSERT INTO job_gpus(job, gpu_id, node_id, minor, energy_start_mj, energy_end_mj) SELECT job + ?1*?2, gpu_id, node_id, minor, energy_start_mj, energy_end_mj FROM job_gpus WHERE job <= ?2`,
-			`INSERT INTO job_hours SELECT job + ?1*?2, node_id, hour + ?4/3600, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs FROM job_hours WHERE job <= ?2`,
-			`INSERT INTO rollup_hourly SELECT hour + ?4/3600, cluster, user, account, partition, node_id, model, ignored, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs
- FROM rollup_hourly WHERE hour < ?5/3600 AND hour + ?4/3600 < ?6/3600 ON CONFLICT DO UPDATE SET alloc_gpu_s = alloc_gpu_s + excluded.alloc_gpu_s, jobs = jobs + excluded.jobs`,
-			`INSERT INTO rollup_daily SELECT day + ?4/86400, cluster, user, account, partition, model, ignored, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs
- FROM rollup_daily WHERE day < ?5/86400 AND day + ?4/86400 < ?6/86400 ON CONFLICT DO UPDATE SET alloc_gpu_s = alloc_gpu_s + excluded.alloc_gpu_s, jobs = jobs + excluded.jobs`,
-		}
-		base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Unix()
-		for _, q := range stmts {
-			exec(q, k, maxID, maxJob, shift, base+int64(days)*86400, base+365*86400)
-		}
-	}
-	// The months are summed from the replicated days, as the migration
-	// that made rollup_monthly does.
-	exec(`DELETE FROM rollup_monthly`)
-	exec(`INSERT INTO rollup_monthly SELECT CAST(strftime('%s', day*86400, 'unixepoch', 'start of month') AS INTEGER)/86400 AS m,
- cluster, user, account, partition, model, ignored, sum(alloc_gpu_s), sum(used_gpu_s), sum(idle_gpu_s), sum(sample_s), sum(energy_mj), sum(jobs)
- FROM rollup_daily GROUP BY m, cluster, user, account, partition, model, ignored`)
 }
