@@ -56,6 +56,25 @@ func serveConfig(t *testing.T, l storetest.Ledger) config.Config {
 	return cfg
 }
 
+// startServe runs m until ctx ends, closing it when the test ends, and
+// returns the address /metrics listens on and the channel Run's error
+// comes on.
+func startServe(ctx context.Context, t *testing.T, m *Main, logs *logtest.Buffer) (string, chan error) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	t.Cleanup(func() { m.Close() })
+	select {
+	case addr := <-m.Addr:
+		return addr, done
+	case err := <-done:
+		t.Fatalf("serve ended before listening: %v; log %s", err, logs.String())
+	case <-time.After(90 * time.Second):
+		t.Fatal("/metrics not listening in 90s")
+	}
+	return "", done
+}
+
 // get fetches url; "" and the status when it cannot.
 func get(url string) (string, int) {
 	c := http.Client{Timeout: 10 * time.Second}
@@ -90,17 +109,7 @@ func serveWaits(t *testing.T, l storetest.Ledger, engine string) {
 	m := &Main{Stderr: &logs, Getenv: func(string) string { return "" }, Config: serveConfig(t, l), Addr: make(chan string, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	defer m.Close()
-	var addr string
-	select {
-	case addr = <-m.Addr:
-	case err := <-done:
-		t.Fatalf("serve ended before listening: %v; log %s", err, logs.String())
-	case <-time.After(90 * time.Second):
-		t.Fatal("/metrics not listening in 90s")
-	}
+	addr, done := startServe(ctx, t, m, &logs)
 	var body string
 	waitFor(t, "gpuacct_store_writer_waiting 1", func() bool {
 		body, _ = get("http://" + addr + "/metrics")
@@ -161,17 +170,7 @@ func TestPostgresServeExitsOnLostLock(t *testing.T) {
 	m := &Main{Stderr: &logs, Getenv: func(string) string { return "" }, Config: serveConfig(t, storetest.Ledger{URL: url}), Addr: make(chan string, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	defer m.Close()
-	var addr string
-	select {
-	case addr = <-m.Addr:
-	case err := <-done:
-		t.Fatalf("serve ended before listening: %v", err)
-	case <-time.After(90 * time.Second):
-		t.Fatal("/metrics not listening in 90s")
-	}
+	addr, done := startServe(ctx, t, m, &logs)
 	waitFor(t, "a pass", func() bool {
 		body, _ := get("http://" + addr + "/metrics")
 		ok := metric(body, "gpuacct_ingest_last_success_timestamp_seconds")
@@ -212,17 +211,9 @@ func TestServeReadOnlyBesideWriter(t *testing.T) {
 	}
 	var runs []*run
 	for range 2 {
-		r := &run{logs: &logtest.Buffer{}, done: make(chan error, 1)}
+		r := &run{logs: &logtest.Buffer{}}
 		r.m = &Main{Stderr: r.logs, Getenv: func(string) string { return "" }, Config: serveConfig(t, l), Addr: make(chan string, 1), ReadOnly: true}
-		go func() { r.done <- r.m.Run(ctx) }()
-		defer r.m.Close()
-		select {
-		case r.addr = <-r.m.Addr:
-		case err := <-r.done:
-			t.Fatalf("read-only serve ended before listening: %v; log %s", err, r.logs.String())
-		case <-time.After(90 * time.Second):
-			t.Fatal("/metrics not listening in 90s")
-		}
+		r.addr, r.done = startServe(ctx, t, r.m, r.logs)
 		runs = append(runs, r)
 	}
 	for i, r := range runs {
