@@ -14,11 +14,14 @@ type ledgerDB struct {
 	pg *dialect.Postgres // nil on SQLite
 }
 
-func (d *ledgerDB) sql(q string) string {
-	if d.pg == nil {
+func (d *ledgerDB) sql(q string) string { return respell(d.pg, q) }
+
+// respell is q in the engine's spelling: as written on SQLite (pg nil).
+func respell(pg *dialect.Postgres, q string) string {
+	if pg == nil {
 		return q
 	}
-	return d.pg.SQL(q)
+	return pg.SQL(q)
 }
 
 func (d *ledgerDB) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
@@ -68,12 +71,7 @@ type ledgerTx struct {
 	pg *dialect.Postgres
 }
 
-func (t *ledgerTx) sql(q string) string {
-	if t.pg == nil {
-		return q
-	}
-	return t.pg.SQL(q)
-}
+func (t *ledgerTx) sql(q string) string { return respell(t.pg, q) }
 
 func (t *ledgerTx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
 	return t.Tx.QueryContext(ctx, t.sql(q), pgArgs(t.pg != nil, args)...)

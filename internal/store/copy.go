@@ -6,11 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -602,48 +600,22 @@ func (s *Store) holdSource(ctx context.Context) (*sourceLock, error) {
 	if ok {
 		return &sourceLock{conn: c}, nil
 	}
-	holder := "unknown process"
 	var app, backend string
-	err = c.QueryRow(ctx, `SELECT coalesce(a.application_name, ''), 'backend ' || a.pid
- FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
- WHERE l.locktype = 'advisory' AND l.granted AND l.classid = $1 AND l.objid = $2 AND l.objsubid = 2
- AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) LIMIT 1`,
-		pgLockClass, pgLockObj).Scan(&app, &backend)
-	if err == nil {
-		holder = strings.TrimSpace(app + " (" + backend + ")")
-	}
+	_ = c.QueryRow(ctx, pgHolderSQL, pgLockClass, pgLockObj).Scan(&app, &backend)
 	_ = c.Close(ctx)
-	return nil, sourceBusy(s.Path, holder, fmt.Sprintf("advisory lock %d/%d", pgLockClass, pgLockObj))
+	return nil, sourceBusy(s.Path, holderText(app, backend), fmt.Sprintf("advisory lock %d/%d", pgLockClass, pgLockObj))
 }
 
-// holdSQLite takes the flock of the SQLite ledger at path. The lock file
-// is opened read-only where it cannot be written (a flock needs no write
-// access), and names gpuacct migrate where it can.
+// holdSQLite takes the flock of the SQLite ledger at path, naming
+// gpuacct migrate in the lock file where it can be written.
 func holdSQLite(path, migrate string) (*sourceLock, error) {
 	lp := LockPath(path)
-	f, err := os.OpenFile(lp, os.O_RDWR|os.O_CREATE, 0o640)
-	writable := err == nil
-	if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
-		f, err = os.Open(lp)
-	}
+	f, holder, err := flockWriter(lp, migrate, true)
 	if err != nil {
-		return nil, fmt.Errorf("take the writer lock of the source %q: %w", path, err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		holder, _ := os.ReadFile(lp)
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			h := strings.TrimSpace(string(holder))
-			if h == "" {
-				h = "unknown process"
-			}
-			return nil, sourceBusy(path, h, "lock "+lp)
-		}
 		return nil, fmt.Errorf("take the writer lock %q of the source: %w", lp, err)
 	}
-	if writable {
-		_ = f.Truncate(0)
-		_, _ = f.WriteAt([]byte(migrate+"\n"), 0)
+	if f == nil {
+		return nil, sourceBusy(path, holder, "lock "+lp)
 	}
 	return &sourceLock{file: f}, nil
 }

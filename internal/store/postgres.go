@@ -402,11 +402,7 @@ func pgTakeLock(ctx context.Context, db *sql.DB, wait time.Duration) (pgSession,
 			return ses, nil
 		}
 		var app, backend string
-		err = c.QueryRowContext(ctx, `SELECT coalesce(a.application_name, ''), 'backend ' || a.pid || coalesce(' from ' || host(a.client_addr), '')
- FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
- WHERE l.locktype = 'advisory' AND l.granted AND l.classid = $1 AND l.objid = $2 AND l.objsubid = 2
- AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) LIMIT 1`,
-			pgLockClass, pgLockObj).Scan(&app, &backend)
+		err = c.QueryRowContext(ctx, pgHolderSQL, pgLockClass, pgLockObj).Scan(&app, &backend)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return pgSession{}, fmt.Errorf("writer lock: %w", translate(err))
 		}
@@ -423,15 +419,27 @@ func pgTakeLock(ctx context.Context, db *sql.DB, wait time.Duration) (pgSession,
 				t.Stop()
 			}
 		}
-		holder := "unknown process"
-		if app != "" || backend != "" {
-			holder = app + " (" + backend + ")"
-		}
+		holder := holderText(app, backend)
 		if gone {
 			holder += ", whose process is gone: the server frees its lock when it notices, try again shortly"
 		}
 		return pgSession{}, fmt.Errorf("%w (%s; advisory lock %d/%d): only one gpuacct ingest/serve may write the store", ErrLocked, holder, pgLockClass, pgLockObj)
 	}
+}
+
+// pgHolderSQL names the session holding this database's writer lock:
+// its application_name (holderName) and its backend and client address.
+const pgHolderSQL = `SELECT coalesce(a.application_name, ''), 'backend ' || a.pid || coalesce(' from ' || host(a.client_addr), '')
+ FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+ WHERE l.locktype = 'advisory' AND l.granted AND l.classid = $1 AND l.objid = $2 AND l.objsubid = 2
+ AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) LIMIT 1`
+
+// holderText is how messages name a lock holder found by pgHolderSQL.
+func holderText(app, backend string) string {
+	if app == "" && backend == "" {
+		return "unknown process"
+	}
+	return strings.TrimSpace(app + " (" + backend + ")")
 }
 
 // holderGone reports whether app, a lock holder's application_name

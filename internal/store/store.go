@@ -249,26 +249,49 @@ func chooseJournal(want, dir string) (string, error) {
 }
 
 func takeLock(path string, now time.Time) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o640)
+	host, _ := os.Hostname()
+	f, holder, err := flockWriter(path, fmt.Sprintf("pid %d on %s since %s", os.Getpid(), host, now.UTC().Format(time.RFC3339)), false)
 	if err != nil {
 		return nil, fmt.Errorf("writer lock %q: %w", path, err)
+	}
+	if f == nil {
+		return nil, fmt.Errorf("%w (%s; lock %s): only one gpuacct ingest/serve may write the store", ErrLocked, holder, path)
+	}
+	return f, nil
+}
+
+// flockWriter takes the exclusive flock of the lock file at path and
+// writes stamp into it, for whoever finds it held. Held by another: a nil
+// file and the holder's stamp ("unknown process" when it left none).
+// readOnlyOK takes the lock on a file that cannot be written (a flock
+// needs no write access), stamp unwritten: a copy's source may be a
+// ledger its reader only reads.
+func flockWriter(path, stamp string, readOnlyOK bool) (*os.File, string, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o640)
+	writable := err == nil
+	if readOnlyOK && (errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS)) {
+		f, err = os.Open(path)
+	}
+	if err != nil {
+		return nil, "", err
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		holder, _ := os.ReadFile(path)
 		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			h := strings.TrimSpace(string(holder))
-			if h == "" {
-				h = "unknown process"
-			}
-			return nil, fmt.Errorf("%w (%s; lock %s): only one gpuacct ingest/serve may write the store", ErrLocked, h, path)
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, "", err
 		}
-		return nil, fmt.Errorf("writer lock %q: %w", path, err)
+		h := strings.TrimSpace(string(holder))
+		if h == "" {
+			h = "unknown process"
+		}
+		return nil, h, nil
 	}
-	host, _ := os.Hostname()
-	_ = f.Truncate(0)
-	_, _ = f.WriteAt([]byte(fmt.Sprintf("pid %d on %s since %s\n", os.Getpid(), host, now.UTC().Format(time.RFC3339))), 0)
-	return f, nil
+	if writable {
+		_ = f.Truncate(0)
+		_, _ = f.WriteAt([]byte(stamp+"\n"), 0)
+	}
+	return f, "", nil
 }
 
 func (s *Store) unlock() {
