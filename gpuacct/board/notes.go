@@ -24,10 +24,8 @@ const maxNoteRunes = 40
 func LedgerNotes(ctx context.Context, loc string, busy time.Duration, now time.Time) ([]liveboard.Note, error) {
 	ctx, cancel := context.WithTimeout(ctx, notesTimeout)
 	defer cancel()
-	o := store.Options{Path: loc, ReadOnly: true, BusyTimeout: busy}
-	if store.IsPostgresURL(loc) {
-		o.Path, o.URL = "", loc
-	}
+	o := store.At(loc)
+	o.ReadOnly, o.BusyTimeout = true, busy
 	st, err := store.Open(ctx, o)
 	if err != nil {
 		return nil, err

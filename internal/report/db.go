@@ -42,12 +42,12 @@ type DB struct {
 // PostgreSQL URL (postgres://…). A missing file and a file or database
 // that is not a gpusuite store are errors here, not at the first query.
 func OpenDB(ctx context.Context, loc string, busy time.Duration) (*DB, error) {
-	o := store.Options{ReadOnly: true, BusyTimeout: busy}
+	o := store.At(loc)
+	o.ReadOnly, o.BusyTimeout = true, busy
 	path := loc
-	if store.IsPostgresURL(loc) {
-		o.URL, path = loc, store.RedactURL(loc)
+	if o.URL != "" {
+		path = store.RedactURL(loc)
 	} else {
-		o.Path = loc
 		if _, err := os.Stat(loc); err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil, fmt.Errorf("accounting database %s does not exist (set store.path or --db; gpuacct serve creates it): %w", loc, fs.ErrNotExist)

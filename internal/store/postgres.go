@@ -270,6 +270,15 @@ func indexFold(s, w string) int {
 	return -1
 }
 
+// At is the Options of the ledger at loc: a PostgreSQL URL
+// (postgres://…) or a SQLite file's path.
+func At(loc string) Options {
+	if IsPostgresURL(loc) {
+		return Options{URL: loc}
+	}
+	return Options{Path: loc}
+}
+
 // IsPostgresURL reports whether u names a PostgreSQL database.
 func IsPostgresURL(u string) bool {
 	return strings.HasPrefix(u, "postgres://") || strings.HasPrefix(u, "postgresql://")
