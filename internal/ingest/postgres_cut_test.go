@@ -4,11 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net"
-	"net/url"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,72 +13,6 @@ import (
 	"github.com/aicloud/gpusuite/internal/store"
 	"github.com/aicloud/gpusuite/internal/store/storetest"
 )
-
-// cutProxy forwards TCP to target and cuts every link it carries the
-// first time the client sends trigger: a link cut without a word from
-// the server (a killed proxy, a host reboot), not a terminated session.
-func cutProxy(t *testing.T, target string, trigger []byte) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var links []net.Conn
-	fired := false
-	cut := func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range links {
-			_ = c.Close()
-		}
-	}
-	pipe := func(from, to net.Conn, watch bool) {
-		buf := make([]byte, 64<<10)
-		for {
-			n, err := from.Read(buf)
-			if n > 0 && watch {
-				mu.Lock()
-				hit := !fired && bytes.Contains(buf[:n], trigger)
-				fired = fired || hit
-				mu.Unlock()
-				if hit {
-					cut()
-					return
-				}
-			}
-			if n > 0 {
-				if _, err := to.Write(buf[:n]); err != nil {
-					return
-				}
-			}
-			if err != nil {
-				_ = to.Close()
-				return
-			}
-		}
-	}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			d, err := net.Dial("tcp", target)
-			if err != nil {
-				_ = c.Close()
-				continue
-			}
-			mu.Lock()
-			links = append(links, c, d)
-			mu.Unlock()
-			go pipe(c, d, true)
-			go pipe(d, c, false)
-		}
-	}()
-	t.Cleanup(func() { _ = ln.Close(); cut() })
-	return ln.Addr().String()
-}
 
 // A PostgreSQL connection cut while a batch applies a good file stops
 // the pass with a resource error and leaves the file in incoming: the
@@ -100,12 +31,8 @@ func TestPostgresCutConnectionKeepsGoodFile(t *testing.T) {
 	if err != nil || len(before) == 0 {
 		t.Fatalf("no sample files generated: %v", err)
 	}
-	pu, err := url.Parse(e.cfg.Store.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pu.Host = cutProxy(t, pu.Host, []byte("COPY"))
-	s, err := store.Open(context.Background(), store.Options{URL: pu.String()})
+	cutURL, _ := storetest.ViaCutLink(t, e.cfg.Store.URL, []byte("COPY"))
+	s, err := store.Open(context.Background(), store.Options{URL: cutURL})
 	if err != nil {
 		t.Fatal(err)
 	}
