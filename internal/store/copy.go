@@ -226,24 +226,6 @@ func (s *Store) knownTables(ctx context.Context) error {
 	return nil
 }
 
-// texts runs q and returns its one text column.
-func (s *Store) texts(ctx context.Context, q string, args ...any) ([]string, error) {
-	rows, err := translateRows(s.db.QueryContext(ctx, q, args...))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var v string
-		if err := rows.Scan(&v); err != nil {
-			return nil, translate(err)
-		}
-		out = append(out, v)
-	}
-	return out, translate(rows.Err())
-}
-
 // claimCopy reads dst's copy marks when it is a partial copy of src, or
 // marks an empty dst as src's copy; any other ledger is refused.
 func (s *Store) claimCopy(ctx context.Context, src *Store) (map[string]copyMark, bool, error) {

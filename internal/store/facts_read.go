@@ -108,9 +108,19 @@ func (s *Store) Distinct(ctx context.Context, col string, g Grain) ([]string, er
 	if g == Monthly {
 		from = "rollup_monthly"
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT `+col+` FROM `+from)
+	out, err := s.texts(ctx, `SELECT DISTINCT `+col+` FROM `+from)
 	if err != nil {
-		return nil, translate(err)
+		return nil, err
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// texts runs q and returns its one text column.
+func (s *Store) texts(ctx context.Context, q string, args ...any) ([]string, error) {
+	rows, err := translateRows(s.db.QueryContext(ctx, q, args...))
+	if err != nil {
+		return nil, err
 	}
 	defer rows.Close()
 	var out []string
@@ -121,11 +131,7 @@ func (s *Store) Distinct(ctx context.Context, col string, g Grain) ([]string, er
 		}
 		out = append(out, v)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, translate(err)
-	}
-	sort.Strings(out)
-	return out, nil
+	return out, translate(rows.Err())
 }
 
 // JobsHave reports whether any job (user, account, partition, cluster)
