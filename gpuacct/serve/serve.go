@@ -91,24 +91,16 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	gauges.waiting.Set(0)
-	src, closeNotes, err := liveBoard(ctx, s.Config, s.Log)
+	stop, err := mountBoard(ctx, s, reg, f)
 	if err != nil {
 		return err
 	}
-	defer closeNotes()
-	// Slurm is re-read on the source's timer, whoever looks at the board.
-	go src.Run(ctx)
-	reg.MustRegister(board.NewCollector(src, s.Config.Board.IdleAlert.Duration))
+	defer stop()
 	s.Deps.Metrics = ingest.NewMetrics(reg, time.Now)
 	// The ingest server's own listener stays off: front serves /metrics.
 	icfg := s.Config
 	icfg.Ingest.MetricsListen = ""
 	srv := ingest.NewServer(ingest.New(s.Deps), icfg, reg, s.Log, m.Getenv)
-	stopWeb, err := web.Mount(ctx, s.Config, src, f.Handle, s.Log)
-	if err != nil {
-		return err
-	}
-	defer stopWeb()
 	f.ready.Store(true)
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -137,23 +129,35 @@ func (m *Main) Run(ctx context.Context) error {
 // so any number may run, on any host that reaches the ledger: a
 // dashboard that stays up while the writer's head server is patched.
 func (m *Main) runReadOnly(ctx context.Context, s *ingest.Setup, reg *prometheus.Registry, f *front, sb *standby) error {
-	src, closeNotes, err := liveBoard(ctx, s.Config, s.Log)
+	stop, err := mountBoard(ctx, s, reg, f)
 	if err != nil {
 		return err
 	}
-	defer closeNotes()
-	go src.Run(ctx)
-	reg.MustRegister(board.NewCollector(src, s.Config.Board.IdleAlert.Duration))
-	stopWeb, err := web.Mount(ctx, s.Config, src, f.Handle, s.Log)
-	if err != nil {
-		return err
-	}
-	defer stopWeb()
+	defer stop()
 	f.ready.Store(true)
 	s.Log.Info("serving read-only: no ingest", "store", store.RedactURL(s.Config.Store.Location()))
 	sb.ready("read-only: the dashboard, API and board; no ingest")
 	<-ctx.Done()
 	return nil
+}
+
+// mountBoard starts the live board (its Slurm timer, its metrics) and
+// mounts the dashboard and API on f: what a writing and a read-only
+// serve share. stop unmounts and closes the board's store.
+func mountBoard(ctx context.Context, s *ingest.Setup, reg *prometheus.Registry, f *front) (stop func(), err error) {
+	src, closeNotes, err := liveBoard(ctx, s.Config, s.Log)
+	if err != nil {
+		return nil, err
+	}
+	// Slurm is re-read on the source's timer, whoever looks at the board.
+	go src.Run(ctx)
+	reg.MustRegister(board.NewCollector(src, s.Config.Board.IdleAlert.Duration))
+	stopWeb, err := web.Mount(ctx, s.Config, src, f.Handle, s.Log)
+	if err != nil {
+		closeNotes()
+		return nil, err
+	}
+	return func() { stopWeb(); closeNotes() }, nil
 }
 
 // liveBoard is the one board.Source of the process: the agents'
