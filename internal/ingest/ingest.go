@@ -348,6 +348,11 @@ func (in *Ingester) batch(ctx context.Context, src *prefetcher, ret *retirer, re
 			in.rejected(f, p, rj, now, res)
 			continue
 		}
+		if err == nil {
+			// The file's queued writes reach the server now, so that
+			// their failure is this file's.
+			err = b.Flush()
+		}
 		if err != nil {
 			b.Rollback()
 			if !resourceError(err) {

@@ -103,6 +103,9 @@ func (s *Store) Begin(ctx context.Context, now time.Time) (*Batch, error) {
 	}
 	b := newBatch(ctx, conn, tx, now)
 	b.pg = s.db.pg != nil
+	if b.pg {
+		tx.pipe = &pipeline{conn: conn}
+	}
 	b.give = give
 	return b, nil
 }
@@ -133,6 +136,10 @@ func (b *Batch) Commit() error {
 		b.Rollback()
 		return err
 	}
+	if err := b.Flush(); err != nil {
+		b.Rollback()
+		return err
+	}
 	b.closeStmts()
 	err := b.tx.Commit()
 	b.conn.Close()
@@ -143,8 +150,17 @@ func (b *Batch) Commit() error {
 	return nil
 }
 
+// Flush sends the writes the batch has queued (PostgreSQL: pipeline_pg.go)
+// and returns the first one's failure; on SQLite, where each write runs
+// when it is made, it does nothing. Ingest flushes after each file, so
+// that a failure is that file's.
+func (b *Batch) Flush() error {
+	return b.tx.pipe.flush(b.ctx)
+}
+
 // Rollback abandons the batch.
 func (b *Batch) Rollback() {
+	b.tx.pipe.discard()
 	b.closeStmts()
 	_ = b.tx.Rollback()
 	b.conn.Close()
@@ -221,12 +237,28 @@ func (b *Batch) exec(q string, args ...any) (sql.Result, error) {
 	}
 	r, err := s.ExecContext(b.ctx, args...)
 	if err != nil {
+		if b.tx.pipe != nil {
+			return nil, err // named by its statement when it was sent
+		}
+		return nil, fmt.Errorf("%s: %w", firstLine(q), translate(err))
+	}
+	return r, nil
+}
+
+// execNow is exec for a caller that reads the statement's row count: it
+// runs at once, after whatever is queued.
+func (b *Batch) execNow(q string, args ...any) (sql.Result, error) {
+	r, err := b.tx.execNow(b.ctx, q, args...)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", firstLine(q), translate(err))
 	}
 	return r, nil
 }
 
 func (b *Batch) queryRow(q string, args ...any) (scanRow, error) {
+	if err := b.Flush(); err != nil {
+		return scanRow{}, err
+	}
 	s, err := b.stmt(q)
 	if err != nil {
 		return scanRow{}, err

@@ -69,28 +69,51 @@ func (d *ledgerDB) beginOn(ctx context.Context, conn *sql.Conn) (*ledgerTx, erro
 type ledgerTx struct {
 	*sql.Tx
 	pg *dialect.Postgres
+	// pipe, when set (a PostgreSQL batch), queues the writes and sends
+	// them together before the next read (pipeline_pg.go).
+	pipe *pipeline
 }
 
 func (t *ledgerTx) sql(q string) string { return respell(t.pg, q) }
 
 func (t *ledgerTx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	if err := t.pipe.flush(ctx); err != nil {
+		return nil, err
+	}
 	return t.Tx.QueryContext(ctx, t.sql(q), pgArgs(t.pg != nil, args)...)
 }
 
+// QueryRowContext is the row of q. A queued write that fails aborts the
+// transaction, so q then fails too; the write's own error is the one the
+// batch's callers see first (Batch.queryRow flushes before it asks).
 func (t *ledgerTx) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	_ = t.pipe.flush(ctx)
 	return t.Tx.QueryRowContext(ctx, t.sql(q), pgArgs(t.pg != nil, args)...)
 }
 
 func (t *ledgerTx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	if t.pipe != nil {
+		return deferredResult{}, t.pipe.add(ctx, t.sql(q), pgArgs(true, args))
+	}
+	return t.Tx.ExecContext(ctx, t.sql(q), pgArgs(t.pg != nil, args)...)
+}
+
+// execNow runs q at once, after what is queued: for a caller that reads
+// its row count.
+func (t *ledgerTx) execNow(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	if err := t.pipe.flush(ctx); err != nil {
+		return nil, err
+	}
 	return t.Tx.ExecContext(ctx, t.sql(q), pgArgs(t.pg != nil, args)...)
 }
 
 func (t *ledgerTx) PrepareContext(ctx context.Context, q string) (*ledgerStmt, error) {
-	st, err := t.Tx.PrepareContext(ctx, t.sql(q))
+	q = t.sql(q)
+	st, err := t.Tx.PrepareContext(ctx, q)
 	if err != nil {
 		return nil, err
 	}
-	return &ledgerStmt{Stmt: st, pg: t.pg != nil}, nil
+	return &ledgerStmt{Stmt: st, pg: t.pg != nil, q: q, pipe: t.pipe}, nil
 }
 
 // pgArgs makes args fit PostgreSQL's columns: SQLite stores a Go bool as
@@ -116,16 +139,28 @@ func pgArgs(pg bool, args []any) []any {
 type ledgerStmt struct {
 	*sql.Stmt
 	pg bool
+	// q is the statement as sent, and pipe its transaction's pipeline:
+	// an Exec is queued there, when there is one.
+	q    string
+	pipe *pipeline
 }
 
 func (s *ledgerStmt) ExecContext(ctx context.Context, args ...any) (sql.Result, error) {
+	if s.pipe != nil {
+		return deferredResult{}, s.pipe.add(ctx, s.q, pgArgs(true, args))
+	}
 	return s.Stmt.ExecContext(ctx, pgArgs(s.pg, args)...)
 }
 
 func (s *ledgerStmt) QueryContext(ctx context.Context, args ...any) (*sql.Rows, error) {
+	if err := s.pipe.flush(ctx); err != nil {
+		return nil, err
+	}
 	return s.Stmt.QueryContext(ctx, pgArgs(s.pg, args)...)
 }
 
+// QueryRowContext: as ledgerTx's.
 func (s *ledgerStmt) QueryRowContext(ctx context.Context, args ...any) *sql.Row {
+	_ = s.pipe.flush(ctx)
 	return s.Stmt.QueryRowContext(ctx, pgArgs(s.pg, args)...)
 }

@@ -32,7 +32,7 @@ func (b *Batch) PruneSamples(before time.Time) (int64, error) {
 		return 0, fmt.Errorf("list gpus: %w", err)
 	}
 	for _, id := range ids {
-		r, err := b.exec(`DELETE FROM samples WHERE gpu_id = ? AND t_ms < ?`, id, before.UnixMilli())
+		r, err := b.execNow(`DELETE FROM samples WHERE gpu_id = ? AND t_ms < ?`, id, before.UnixMilli())
 		if err != nil {
 			return n, err
 		}
@@ -49,7 +49,7 @@ func (b *Batch) PruneSamples(before time.Time) (int64, error) {
 // past the archive's retention a file of that name can no longer come
 // back as a duplicate.
 func (b *Batch) PruneIngestedFiles(before time.Time) (int64, error) {
-	r, err := b.exec(`DELETE FROM ingested_files WHERE at < ?`, before.Unix())
+	r, err := b.execNow(`DELETE FROM ingested_files WHERE at < ?`, before.Unix())
 	if err != nil {
 		return 0, fmt.Errorf("prune ingested file list: %w", err)
 	}

@@ -38,6 +38,9 @@ func (b *Batch) Segment(h *record.SegmentHeader, samples []record.Sample) (int, 
 	flushed := 0
 	flush := func(upTo int) error {
 		if upTo > flushed {
+			if err := b.Flush(); err != nil {
+				return err
+			}
 			ins := b.samples.insert
 			if b.pg {
 				ins = b.samples.insertPG

@@ -1,0 +1,112 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/store/storetest"
+)
+
+// TestPostgresPipeline: a PostgreSQL batch queues its writes and sends
+// them together. A read in the batch sees the writes queued before it;
+// a queued write that the server refuses is named at the next Flush,
+// fails every later statement and the commit, and nothing of the batch
+// stays.
+func TestPostgresPipeline(t *testing.T) {
+	ctx := context.Background()
+	u := storetest.NewPostgresDB(t)
+	s, err := Open(ctx, Options{URL: u})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// The server refuses one file name, as a constraint or a trigger of
+	// a site's would: the refusal comes when the queue is sent.
+	// (Sent as written: storetest respells SQLite's SQL, and this is
+	// PostgreSQL's own.)
+	db, err := sql.Open("pgx", u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{`CREATE FUNCTION refuse_bad() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF NEW.name = 'bad' THEN RAISE EXCEPTION 'file name bad is refused'; END IF;
+  RETURN NEW;
+END $$`, `CREATE TRIGGER refuse_bad BEFORE INSERT ON ingested_files FOR EACH ROW EXECUTE FUNCTION refuse_bad()`} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	now := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
+	b, err := s.Begin(ctx, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range []string{"a", "b", "c"} {
+		if err := b.FileIngested("n1", name, "h"+name, i, i); err != nil {
+			t.Fatalf("queue file %s: %v", name, err)
+		}
+	}
+	if n := len(b.tx.pipe.queue); n != 3 {
+		t.Errorf("queued writes after three files: %d, want 3 (a PostgreSQL batch sends them together)", n)
+	}
+	seen, err := b.FileSeen("n1", "c", "hc")
+	if err != nil || !seen {
+		t.Errorf("FileSeen(c) after its queued write = %v, %v; want true: a read sends what is queued first", seen, err)
+	}
+	if n := len(b.tx.pipe.queue); n != 0 {
+		t.Errorf("queued writes after a read: %d, want 0", n)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if n := storetest.Scalar[int64](t, u, `SELECT count(*) FROM ingested_files`); n != 3 {
+		t.Errorf("ingested_files after commit: %d rows, want 3", n)
+	}
+
+	b, err = s.Begin(ctx, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"d", "bad", "e"} {
+		if err := b.FileIngested("n1", name, "h"+name, 1, 1); err != nil {
+			t.Fatalf("queue file %s: %v", name, err)
+		}
+	}
+	err = b.Flush()
+	if err == nil || !strings.Contains(err.Error(), "file name bad is refused") || !strings.Contains(err.Error(), "INSERT INTO ingested_files") {
+		t.Errorf("Flush with a refused write = %v, want the server's refusal named by its statement", err)
+	}
+	if _, err := b.FileSeen("n1", "d", "hd"); err == nil || !strings.Contains(err.Error(), "file name bad is refused") {
+		t.Errorf("read after a refused write = %v, want the refusal again", err)
+	}
+	if err := b.FileIngested("n1", "f", "hf", 1, 1); err == nil {
+		t.Error("write after a refused write: nil error, want the refusal")
+	}
+	if err := b.Commit(); err == nil {
+		t.Error("commit after a refused write: nil error")
+	}
+	if n := storetest.Scalar[int64](t, u, `SELECT count(*) FROM ingested_files`); n != 3 {
+		t.Errorf("ingested_files after the refused batch: %d rows, want the first batch's 3", n)
+	}
+
+	// The writer goes on after a rolled-back batch: its next one works.
+	b, err = s.Begin(ctx, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.FileIngested("n1", "g", "hg", 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatalf("commit after a refused batch: %v", err)
+	}
+	if n := storetest.Scalar[int64](t, u, `SELECT count(*) FROM ingested_files`); n != 4 {
+		t.Errorf("ingested_files: %d rows, want 4", n)
+	}
+}
