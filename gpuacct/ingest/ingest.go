@@ -26,6 +26,7 @@ func Flags() []cli.Flag {
 		&cli.StringFlag{Name: "keep", Usage: "archive or delete ingested files (ingest.keep)", EnvVars: []string{"GPUSUITE_INGEST_KEEP"}},
 		&cli.StringFlag{Name: "service-user", Usage: "user that must own incoming files (ingest.service_user; default: the running user)", EnvVars: []string{"GPUSUITE_SERVICE_USER"}},
 		&cli.StringFlag{Name: "sacct", Usage: "sacct program for unfinished jobs and job comments, \"\" to never ask (ingest.sacct)", EnvVars: []string{"GPUSUITE_SACCT"}},
+		&cli.StringFlag{Name: "sacctmgr", Usage: "sacctmgr program for Slurm's account tree, node events and reservations, \"\" to never ask (ingest.sacctmgr)", EnvVars: []string{"GPUSUITE_SACCTMGR"}},
 		&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error (ingest.log_level)", EnvVars: []string{"GPUSUITE_LOG_LEVEL"}},
 	}
 }
@@ -50,6 +51,7 @@ func Config(c *cli.Context, getenv func(string) string) (config.Config, error) {
 	str("keep", &cfg.Ingest.Keep)
 	str("service-user", &cfg.Ingest.ServiceUser)
 	str("sacct", &cfg.Ingest.Sacct)
+	str("sacctmgr", &cfg.Ingest.Sacctmgr)
 	str("log-level", &cfg.Ingest.LogLevel)
 	if c.IsSet("interval") {
 		cfg.Ingest.Interval = config.Dur(c.Duration("interval"))

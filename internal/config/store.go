@@ -52,6 +52,10 @@ type Ingest struct {
 	Grace Duration `toml:"grace"`
 	// Sacct is the sacct program; empty never asks Slurm.
 	Sacct string `toml:"sacct"`
+	// Sacctmgr is the sacctmgr program, for Slurm's account tree, node
+	// events and reservations; empty never asks Slurm. SacctTimeout
+	// bounds its calls too.
+	Sacctmgr string `toml:"sacctmgr"`
 	// SacctTimeout bounds one sacct call.
 	SacctTimeout Duration `toml:"sacct_timeout"`
 	// MaxFuture refuses records dated further ahead than this.
@@ -84,6 +88,7 @@ func defaultIngest() Ingest {
 		Watch:            true,
 		Grace:            Dur(15 * time.Minute),
 		Sacct:            "sacct",
+		Sacctmgr:         "sacctmgr",
 		SacctTimeout:     Dur(10 * time.Second),
 		MaxFuture:        Dur(time.Hour),
 		MetricsListen:    "127.0.0.1:9466",

@@ -37,6 +37,9 @@ type Deps struct {
 	// Sacct asks Slurm about unfinished jobs and job comments and array
 	// ids; nil never asks.
 	Sacct Sacct
+	// Sacctmgr asks Slurm's accounting for its account tree, node events
+	// and reservations (slurmfacts.go); nil never asks.
+	Sacctmgr Sacct
 	// Metrics may be nil.
 	Metrics *Metrics
 	// SacctLocation is the time zone of sacct's times; nil means Local.
@@ -149,6 +152,7 @@ func (in *Ingester) Pass(ctx context.Context) (Result, error) {
 		return res, in.finish(ctx, start, res, err)
 	}
 	in.fillDetails(ctx)
+	in.slurmFacts(ctx)
 	return res, in.finish(ctx, start, res, in.leftBehind(files, refused, &res))
 }
 

@@ -76,8 +76,15 @@ func Prepare(cfg config.Config, stderr io.Writer, getenv func(string) string, pr
 			return exec.CommandContext(ctx, prog, args...).Output()
 		}
 	}
+	var sacctmgr Sacct
+	if cfg.Ingest.Sacctmgr != "" {
+		prog := cfg.Ingest.Sacctmgr
+		sacctmgr = func(ctx context.Context, args ...string) ([]byte, error) {
+			return exec.CommandContext(ctx, prog, args...).Output()
+		}
+	}
 	return &Setup{Config: cfg, Log: log, Deps: Deps{
-		Config: cfg, Log: log, Now: time.Now, UID: uid, Sacct: sacct,
+		Config: cfg, Log: log, Now: time.Now, UID: uid, Sacct: sacct, Sacctmgr: sacctmgr,
 	}}, nil
 }
 

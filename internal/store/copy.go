@@ -109,6 +109,7 @@ func copyTables() []copyTable {
 		{name: "meta", key: []string{"key"}, where: `"key" NOT LIKE '` + copyKeyPrefix + `%'`},
 		{name: "applied_keys", key: []string{"key"}},
 		{name: "notes", key: []string{"id"}, id: true},
+		{name: "slurm_accounts", key: []string{"cluster", "account"}},
 	}
 }
 

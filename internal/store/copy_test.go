@@ -35,7 +35,8 @@ func copyEvent(kind record.Kind, job uint64, user, node string, at time.Time, gp
 
 // copyFixture writes a SQLite ledger through the store's own writer: two
 // nodes, three jobs (one still running), samples over two months, a
-// pass, ingested files, applied keys and notes (every table has rows),
+// pass, ingested files, applied keys, notes and Slurm's account tree
+// (every table has rows),
 // and the marks of the copy it was itself made by.
 func copyFixture(t *testing.T) string {
 	t.Helper()
@@ -48,6 +49,10 @@ func copyFixture(t *testing.T) string {
 	defer s.Close()
 	now := copyT0.Add(6 * time.Hour)
 	batchOf(t, s, now, func(b *Batch) error {
+		if err := b.SetSlurmAccounts([]SlurmAccount{{Cluster: "c", Account: "physics", Parent: "science"},
+			{Cluster: "c", Account: "science", Parent: "root"}}); err != nil {
+			return err
+		}
 		for _, e := range []*record.Event{
 			copyEvent(record.JobStart, 5, "alice", "n1", copyT0, 2),
 			copyEvent(record.JobStart, 5, "alice", "n2", copyT0, 1),
