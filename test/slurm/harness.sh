@@ -101,6 +101,12 @@ EOF
 #!/bin/sh
 # Keep what slurmd handed us: fixtures for parser tests, and a debugging aid.
 env | sort >"$DIR/log/$h.\$SLURM_JOB_ID.env" 2>/dev/null
+# A test may delay this hook for its own user's jobs only ("SECONDS USER"
+# in hooks/$h.delay), as a slow node would, so that others' jobs run on.
+if [ -r "$DIR/hooks/$h.delay" ]; then
+  read -r delay user <"$DIR/hooks/$h.delay" || true
+  [ -n "\$user" ] && [ "\$user" = "\$SLURM_JOB_USER" ] && sleep "\$delay"
+fi
 exec "$HOOK_BIN/$h" --config "$DIR/etc/gpusuite.toml" 2>>"$DIR/log/$h.log"
 EOF
     chmod 0755 "$DIR/hooks/$h"
