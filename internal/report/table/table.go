@@ -23,8 +23,8 @@ type Kind int
 const (
 	Text Kind = iota
 	Int
-	// GPUSeconds are shown in the chosen Units: hours, minutes, or a
-	// percentage of the row's reference (Row.Ref).
+	// GPUSeconds are shown in the chosen Units: whole seconds, hours,
+	// minutes, or a percentage of the row's reference (Row.Ref).
 	GPUSeconds
 	// Percent is a percentage, 0..100 (efficiency, share).
 	Percent
@@ -41,20 +41,23 @@ type Units string
 
 // The units.
 const (
+	// Seconds are whole GPU-seconds, sreport's -t seconds: the exact
+	// figures to compare with Slurm's.
+	Seconds Units = "seconds"
 	Hours   Units = "hours"
 	Minutes Units = "minutes"
 	Pct     Units = "percent"
 )
 
-// ParseUnits reads --units.
+// ParseUnits reads --units (-t), case-insensitive as sreport's -t is.
 func ParseUnits(s string) (Units, error) {
 	switch u := Units(strings.ToLower(s)); u {
-	case Hours, Minutes, Pct:
+	case Seconds, Hours, Minutes, Pct:
 		return u, nil
 	case "":
 		return Hours, nil
 	}
-	return "", fmt.Errorf("--units %q is not hours, minutes or percent", s)
+	return "", fmt.Errorf("--units %q is not seconds, minutes, hours or percent", s)
 }
 
 // Column describes one column.
@@ -71,6 +74,10 @@ type Column struct {
 	// Parent columns are left blank in Child rows of the terminal
 	// table (a tree shows the team once above its users).
 	Parent bool
+	// Machine columns are written in the machine formats only: the
+	// terminal table shows the same by other means (a tree's level by
+	// indenting).
+	Machine bool
 }
 
 // Row is one line: Cells in column order (string, int64, float64 or nil
@@ -80,8 +87,11 @@ type Row struct {
 	Ref   float64
 	// Footer rows (totals) appear in the terminal table only.
 	Footer bool
-	// Child rows (a tree's users) indent their first text cell.
+	// Child rows (a tree's users) leave Parent columns blank.
 	Child bool
+	// Indent is how many levels the Parent column's cell is indented
+	// in the terminal table (an organisation's teams under it).
+	Indent int
 }
 
 // Table is what a report produces.
@@ -166,6 +176,8 @@ func (c Column) KeyIn(u Units) string {
 		return c.Key
 	}
 	switch u {
+	case Seconds:
+		return c.Key + "_seconds"
 	case Minutes:
 		return c.Key + "_minutes"
 	case Pct:
@@ -179,6 +191,8 @@ func (c Column) titleIn(u Units) string {
 		return c.Title
 	}
 	switch u {
+	case Seconds:
+		return c.Title + " GPU-S"
 	case Minutes:
 		return c.Title + " GPU-MIN"
 	case Pct:
@@ -196,6 +210,13 @@ func value(c Column, cell any, ref float64, u Units) any {
 	case GPUSeconds:
 		v := toFloat(cell)
 		switch u {
+		case Seconds:
+			// Allocated GPU-seconds are integers already; used and
+			// idle (sums of utilization × time) round to the nearest.
+			if x, ok := cell.(int64); ok {
+				return x
+			}
+			return int64(math.Round(v))
 		case Minutes:
 			return round(v/60, 4)
 		case Pct:
@@ -384,6 +405,9 @@ func human(c Column, cell any, ref float64, o Options) string {
 	}
 	switch c.Kind {
 	case GPUSeconds:
+		if n, ok := v.(int64); ok {
+			return thousands(float64(n), 0)
+		}
 		f := v.(float64)
 		if o.Units == Pct {
 			return strconv.FormatFloat(f, 'f', 1, 64)
@@ -438,9 +462,11 @@ const minText = 6 // a text column is never cut below this
 var display = &runewidth.Condition{StrictEmojiNeutral: true}
 
 func writeAligned(w io.Writer, t *Table, o Options) error {
-	cols := make([]int, len(t.Columns)) // indices of shown columns
-	for i := range cols {
-		cols[i] = i
+	var cols []int // indices of shown columns
+	for i, c := range t.Columns {
+		if !c.Machine {
+			cols = append(cols, i)
+		}
 	}
 	cells := make([][]string, len(t.Rows))
 	for r, row := range t.Rows {
@@ -449,6 +475,8 @@ func writeAligned(w io.Writer, t *Table, o Options) error {
 			cells[r][i] = human(c, row.Cells[i], row.Ref, o)
 			if row.Child && c.Parent {
 				cells[r][i] = ""
+			} else if c.Parent && row.Indent > 0 {
+				cells[r][i] = strings.Repeat("  ", row.Indent) + cells[r][i]
 			}
 		}
 	}

@@ -57,6 +57,27 @@ func sample() *Table {
 	}
 }
 
+// treeSample is an organisation over two teams: the terminal indents
+// the teams and leaves the level column out; machine formats keep it.
+func treeSample() *Table {
+	return &Table{
+		Columns: []Column{
+			{Key: "team", Title: "TEAM", Kind: Text, Parent: true},
+			{Key: "user", Title: "USER", Kind: Text},
+			{Key: "alloc_gpu", Title: "ALLOC", Kind: GPUSeconds},
+			{Key: "level", Title: "LEVEL", Kind: Int, Machine: true},
+		},
+		Rows: []Row{
+			{Cells: []any{"acme", nil, int64(12), int64(1)}},
+			{Cells: []any{"vision", nil, int64(8), int64(2)}, Indent: 1},
+			{Cells: []any{"vision", "alice", int64(8), int64(2)}, Indent: 1, Child: true},
+			{Cells: []any{"nlp", nil, int64(4), int64(2)}, Indent: 1},
+			{Cells: []any{"nlp", "bob", int64(4), int64(2)}, Indent: 1, Child: true},
+			{Cells: []any{"TOTAL", nil, int64(12), nil}, Footer: true},
+		},
+	}
+}
+
 func render(t *testing.T, tb *Table, o Options) []byte {
 	t.Helper()
 	var b bytes.Buffer
@@ -83,9 +104,17 @@ func TestGolden(t *testing.T) {
 		{"report_parsable.txt", Options{Format: Parsable}},
 		{"report.json", Options{Format: JSON}},
 		{"report_minutes.json", Options{Format: JSON, Units: Minutes}},
+		{"aligned_seconds.txt", Options{Format: Aligned, Units: Seconds}},
+		{"report_seconds.csv", Options{Format: CSV, Units: Seconds}},
+		{"tree.txt", Options{Format: Aligned}},
+		{"tree_parsable.txt", Options{Format: Parsable, Units: Seconds}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { golden(t, tt.name, render(t, sample(), tt.o)) })
+		tb := sample()
+		if strings.HasPrefix(tt.name, "tree") {
+			tb = treeSample()
+		}
+		t.Run(tt.name, func(t *testing.T) { golden(t, tt.name, render(t, tb, tt.o)) })
 	}
 }
 
@@ -109,7 +138,7 @@ func TestWidthFits(t *testing.T) {
 // CSV read back gives the machine values, which give back the input in
 // the chosen unit.
 func TestCSVRoundTrip(t *testing.T) {
-	for _, u := range []Units{Hours, Minutes, Pct} {
+	for _, u := range []Units{Seconds, Hours, Minutes, Pct} {
 		tb := sample()
 		out := render(t, tb, Options{Format: CSV, Units: u})
 		recs, err := csv.NewReader(bytes.NewReader(out)).ReadAll()
@@ -147,6 +176,8 @@ func checkNum(t *testing.T, s string, gpuSeconds float64, u Units, ref float64) 
 	}
 	var back float64
 	switch u {
+	case Seconds:
+		back = v
 	case Hours:
 		back = v * 3600
 	case Minutes:
@@ -154,7 +185,7 @@ func checkNum(t *testing.T, s string, gpuSeconds float64, u Units, ref float64) 
 	case Pct:
 		back = v / 100 * ref
 	}
-	tol := map[Units]float64{Hours: 3600 * 0.5e-6, Minutes: 60 * 0.5e-4, Pct: ref * 0.5e-6}[u] * 1.0001
+	tol := map[Units]float64{Seconds: 0.5, Hours: 3600 * 0.5e-6, Minutes: 60 * 0.5e-4, Pct: ref * 0.5e-6}[u] * 1.0001
 	if math.Abs(back-gpuSeconds) > tol {
 		t.Errorf("%s: %q reads back as %v GPU-s, want %v", u, s, back, gpuSeconds)
 	}
@@ -188,13 +219,42 @@ func TestParse(t *testing.T) {
 	if _, err := ParseFormat("xml"); err == nil || err.Error() != `--format "xml" is not table, csv, tsv or json` {
 		t.Errorf("format: %v", err)
 	}
-	if _, err := ParseUnits("days"); err == nil || err.Error() != `--units "days" is not hours, minutes or percent` {
+	if _, err := ParseUnits("days"); err == nil || err.Error() != `--units "days" is not seconds, minutes, hours or percent` {
 		t.Errorf("units: %v", err)
 	}
 	for in, want := range map[string]Format{"": Aligned, "CSV": CSV, "tsv": TSV, "json": JSON, "table": Aligned} {
 		if f, err := ParseFormat(in); err != nil || f != want {
 			t.Errorf("ParseFormat(%q) = %q, %v", in, f, err)
 		}
+	}
+}
+
+// TestSeconds: -t seconds writes whole GPU-seconds, exact for allocated
+// time however large, rounded for used and idle.
+func TestSeconds(t *testing.T) {
+	for in, want := range map[string]Units{"seconds": Seconds, "Seconds": Seconds, "HOURS": Hours, "percent": Pct} {
+		if u, err := ParseUnits(in); err != nil || u != want {
+			t.Errorf("ParseUnits(%q) = %q, %v", in, u, err)
+		}
+	}
+	c := Column{Key: "alloc_gpu", Kind: GPUSeconds}
+	tests := []struct {
+		cell any
+		want any
+	}{
+		{int64(9_007_199_254_740_993), int64(9_007_199_254_740_993)}, // past float64's exact integers
+		{int64(8), int64(8)},
+		{12.5, int64(13)},
+		{12.4999, int64(12)},
+		{nil, nil},
+	}
+	for _, tt := range tests {
+		if got := value(c, tt.cell, 0, Seconds); got != tt.want {
+			t.Errorf("value(%v) = %v (%T), want %v", tt.cell, got, got, tt.want)
+		}
+	}
+	if got := c.KeyIn(Seconds); got != "alloc_gpu_seconds" {
+		t.Errorf("key %q", got)
 	}
 }
 
