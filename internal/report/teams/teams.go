@@ -2,6 +2,8 @@
 // show. Without a mapping file a team is the Slurm account; with one, a
 // user listed under a team is that team's wherever they charge, an account
 // listed under a team is that team's, and everything else is Unassigned.
+// A team may name a parent (an organisation, itself a [teams.NAME] table
+// that may hold no accounts or users), at any depth up to MaxDepth.
 package teams
 
 import (
@@ -19,10 +21,17 @@ import (
 // shown, never dropped.
 const Unassigned = "(unassigned)"
 
+// MaxDepth bounds how many levels a mapping file's organisations (and
+// Slurm's account tree) may nest: deeper is surely a mistake, and a
+// report's walk up a tree stays short.
+const MaxDepth = 32
+
 // Team is one entry of the mapping file.
 type Team struct {
 	Accounts []string `toml:"accounts"`
 	Users    []string `toml:"users"`
+	// Parent is the organisation above the team, "" at the top.
+	Parent string `toml:"parent"`
 }
 
 // File is the mapping file:
@@ -30,6 +39,9 @@ type Team struct {
 //	[teams.vision]
 //	accounts = ["vision", "cv-lab"]
 //	users    = ["alice"]
+//	parent   = "research"
+//
+//	[teams.research]   # an organisation: teams under it, usage summed
 type File struct {
 	Teams map[string]Team `toml:"teams"`
 }
@@ -39,6 +51,7 @@ type File struct {
 type Mapping struct {
 	byUser    map[string]string
 	byAccount map[string]string
+	parent    map[string]string // team -> its organisation, when it has one
 	names     []string
 }
 
@@ -67,7 +80,7 @@ func Parse(data []byte) (*Mapping, error) {
 		var se *toml.StrictMissingError
 		if errors.As(err, &se) && len(se.Errors) > 0 {
 			row, _ := se.Errors[0].Position()
-			return nil, fmt.Errorf("line %d: unknown key %q (a team has only accounts and users)", row, strings.Join(se.Errors[0].Key(), "."))
+			return nil, fmt.Errorf("line %d: unknown key %q (a team has only accounts, users and parent)", row, strings.Join(se.Errors[0].Key(), "."))
 		}
 		var de *toml.DecodeError
 		if errors.As(err, &de) {
@@ -79,7 +92,7 @@ func Parse(data []byte) (*Mapping, error) {
 	if len(f.Teams) == 0 {
 		return nil, errors.New("no [teams.NAME] tables")
 	}
-	m := &Mapping{byUser: map[string]string{}, byAccount: map[string]string{}}
+	m := &Mapping{byUser: map[string]string{}, byAccount: map[string]string{}, parent: map[string]string{}}
 	names := make([]string, 0, len(f.Teams))
 	for name := range f.Teams {
 		names = append(names, name)
@@ -110,9 +123,54 @@ func Parse(data []byte) (*Mapping, error) {
 			m.byAccount[a] = name
 		}
 	}
+	for _, name := range names {
+		p := f.Teams[name].Parent
+		if p == "" {
+			continue
+		}
+		if _, ok := f.Teams[p]; !ok {
+			return nil, fmt.Errorf("team %q: parent %q is no [teams.%s] table: add one (it may hold no accounts or users) or fix the name", name, p, p)
+		}
+		m.parent[name] = p
+	}
+	for _, name := range names {
+		if err := m.checkChain(name); err != nil {
+			return nil, err
+		}
+	}
 	m.names = names
 	return m, nil
 }
+
+// checkChain refuses a team whose parents come back to it or nest deeper
+// than MaxDepth.
+func (m *Mapping) checkChain(name string) error {
+	chain := []string{name}
+	at := map[string]int{name: 0}
+	for p := m.parent[name]; p != ""; p = m.parent[p] {
+		chain = append(chain, p)
+		if i, ok := at[p]; ok {
+			return fmt.Errorf("teams %s form a cycle: an organisation cannot be inside itself", quoteChain(chain[i:]))
+		}
+		at[p] = len(chain) - 1
+		if len(chain) > MaxDepth {
+			return fmt.Errorf("team %q is more than %d levels deep (%s ...)", name, MaxDepth, quoteChain(chain[:3]))
+		}
+	}
+	return nil
+}
+
+func quoteChain(chain []string) string {
+	q := make([]string, len(chain))
+	for i, c := range chain {
+		q[i] = fmt.Sprintf("%q", c)
+	}
+	return strings.Join(q, " → ")
+}
+
+// Parent is the organisation above team in the mapping file, "" at the
+// top (and always without a file: Slurm's tree is the ledger's).
+func (m *Mapping) Parent(team string) string { return m.parent[team] }
 
 // Mapped reports whether a mapping file is in use.
 func (m *Mapping) Mapped() bool { return m.byUser != nil }

@@ -1,6 +1,7 @@
 package teams
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,6 +75,12 @@ func TestParseBad(t *testing.T) {
 		{"reserved name", "[teams.\"(unassigned)\"]\nusers=[\"a\"]\n", "reserved"},
 		{"empty user", "[teams.a]\nusers=[\"\"]\n", "empty user"},
 		{"not toml", "[teams.a\n", "line 1"},
+		{"unknown parent", "[teams.a]\nusers=[\"u\"]\nparent=\"acme\"\n", `team "a": parent "acme" is no [teams.acme] table`},
+		{"own parent", "[teams.a]\nparent=\"a\"\n", `teams "a" → "a" form a cycle`},
+		{"cycle", "[teams.a]\nparent=\"b\"\n[teams.b]\nparent=\"c\"\n[teams.c]\nparent=\"a\"\n", `teams "a" → "b" → "c" → "a" form a cycle`},
+		{"cycle above", "[teams.x]\nparent=\"y\"\n[teams.y]\nparent=\"z\"\n[teams.z]\nparent=\"y\"\n", `teams "y" → "z" → "y" form a cycle`},
+		{"too deep", deepChain(MaxDepth + 1), "more than 32 levels deep"},
+		{"parent not a string", "[teams.a]\nparent=[\"b\"]\n", "line 2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -85,6 +92,54 @@ func TestParseBad(t *testing.T) {
 				t.Errorf("error is more than one line: %q", err)
 			}
 		})
+	}
+}
+
+// deepChain is a mapping file of n teams, each the parent of the next.
+func deepChain(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "[teams.t%d]\n", i)
+		if i > 0 {
+			fmt.Fprintf(&b, "parent = \"t%d\"\n", i-1)
+		}
+	}
+	return b.String()
+}
+
+// TestParents: organisations nest at any depth up to MaxDepth; a team
+// names its parent, the top names none.
+func TestParents(t *testing.T) {
+	m, err := Parse([]byte(`
+[teams.vision]
+accounts = ["vision"]
+parent = "research"
+
+[teams.nlp]
+accounts = ["nlp"]
+parent = "research"
+
+[teams.research]
+parent = "acme"
+
+[teams.acme]
+
+[teams.ops]
+users = ["root"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for team, want := range map[string]string{"vision": "research", "nlp": "research", "research": "acme", "acme": "", "ops": "", Unassigned: "", "nobody": ""} {
+		if got := m.Parent(team); got != want {
+			t.Errorf("Parent(%q) = %q, want %q", team, got, want)
+		}
+	}
+	if _, err := Parse([]byte(deepChain(MaxDepth))); err != nil {
+		t.Errorf("%d levels: %v", MaxDepth, err)
+	}
+	if got := (&Mapping{}).Parent("vision"); got != "" {
+		t.Errorf("no file: parent %q", got)
 	}
 }
 
