@@ -110,6 +110,8 @@ func copyTables() []copyTable {
 		{name: "applied_keys", key: []string{"key"}},
 		{name: "notes", key: []string{"id"}, id: true},
 		{name: "slurm_accounts", key: []string{"cluster", "account"}},
+		{name: "slurm_events", key: []string{"cluster", "node", "start"}},
+		{name: "slurm_reservations", key: []string{"cluster", "id", "start"}},
 	}
 }
 

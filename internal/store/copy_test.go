@@ -35,9 +35,9 @@ func copyEvent(kind record.Kind, job uint64, user, node string, at time.Time, gp
 
 // copyFixture writes a SQLite ledger through the store's own writer: two
 // nodes, three jobs (one still running), samples over two months, a
-// pass, ingested files, applied keys, notes and Slurm's account tree
-// (every table has rows),
-// and the marks of the copy it was itself made by.
+// pass, ingested files, applied keys, notes, Slurm's account tree, events
+// and reservations (every table has rows), and the marks of the copy it
+// was itself made by.
 func copyFixture(t *testing.T) string {
 	t.Helper()
 	ctx := context.Background()
@@ -51,6 +51,15 @@ func copyFixture(t *testing.T) string {
 	batchOf(t, s, now, func(b *Batch) error {
 		if err := b.SetSlurmAccounts([]SlurmAccount{{Cluster: "c", Account: "physics", Parent: "science"},
 			{Cluster: "c", Account: "science", Parent: "root"}}); err != nil {
+			return err
+		}
+		t0 := copyT0.Unix()
+		if err := b.SetClusterFacts(ClusterFacts{From: t0, To: t0 + 6*3600,
+			Events: []SlurmEvent{{Cluster: "c", Start: t0 - 86400, GPUs: 3},
+				{Cluster: "c", Node: "n2", Start: t0 + 3600, End: t0 + 7200, State: 0x201, Reason: "fan", GPUs: 1},
+				{Cluster: "c", Node: "n1", Start: t0 + 5*3600, State: 1, Reason: "down", GPUs: 2}},
+			Reservations: []SlurmReservation{{Cluster: "c", ID: 4, Name: "maint", Start: t0 + 7200, End: t0 + 9000,
+				Flags: "MAINT", Nodes: "n[1-2]", GPUs: 3}}}); err != nil {
 			return err
 		}
 		for _, e := range []*record.Event{

@@ -1,0 +1,160 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+)
+
+// ClusterFactsIn are the events and reservations of clusters (all when
+// empty) that overlap [from, to), for report cluster. More than
+// MaxClusterFacts of either is an error: the window is too wide to read.
+func (s *Store) ClusterFactsIn(ctx context.Context, clusters []string, from, to int64) (ClusterFacts, error) {
+	out := ClusterFacts{From: from, To: to}
+	var b strings.Builder
+	args := []any{to, from}
+	b.WriteString(`SELECT cluster, node, start, end, state, reason, gpus FROM slurm_events WHERE start < ? AND (end IS NULL OR end > ?)`)
+	inList(&b, &args, "cluster", clusters)
+	b.WriteString(` ORDER BY cluster, node, start LIMIT ?`)
+	args = append(args, MaxClusterFacts+1)
+	rows, err := translateRows(s.db.QueryContext(ctx, b.String(), args...))
+	if err != nil {
+		return out, fmt.Errorf("read slurm events: %w", err)
+	}
+	for rows.Next() {
+		var e SlurmEvent
+		var end sql.NullInt64
+		var state int64
+		if err := rows.Scan(&e.Cluster, &e.Node, &e.Start, &end, &state, &e.Reason, &e.GPUs); err != nil {
+			rows.Close()
+			return out, fmt.Errorf("read slurm events: %w", err)
+		}
+		e.End, e.State = end.Int64, uint32(state)
+		out.Events = append(out.Events, e)
+	}
+	if err := rows.Err(); err != nil {
+		rows.Close()
+		return out, fmt.Errorf("read slurm events: %w", err)
+	}
+	rows.Close()
+	if len(out.Events) > MaxClusterFacts {
+		return out, fmt.Errorf("read slurm events: more than %d in the window", MaxClusterFacts)
+	}
+
+	b.Reset()
+	args = []any{to, from}
+	b.WriteString(`SELECT cluster, id, start, end, name, flags, nodes, gpus FROM slurm_reservations WHERE start < ? AND end > ?`)
+	inList(&b, &args, "cluster", clusters)
+	b.WriteString(` ORDER BY cluster, start, id LIMIT ?`)
+	args = append(args, MaxClusterFacts+1)
+	rows, err = translateRows(s.db.QueryContext(ctx, b.String(), args...))
+	if err != nil {
+		return out, fmt.Errorf("read slurm reservations: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r SlurmReservation
+		if err := rows.Scan(&r.Cluster, &r.ID, &r.Start, &r.End, &r.Name, &r.Flags, &r.Nodes, &r.GPUs); err != nil {
+			return out, fmt.Errorf("read slurm reservations: %w", err)
+		}
+		out.Reservations = append(out.Reservations, r)
+	}
+	if err := rows.Err(); err != nil {
+		return out, fmt.Errorf("read slurm reservations: %w", err)
+	}
+	if len(out.Reservations) > MaxClusterFacts {
+		return out, fmt.Errorf("read slurm reservations: more than %d in the window", MaxClusterFacts)
+	}
+	return out, nil
+}
+
+// HourAlloc is the GPU-seconds allocated to jobs on one node in one hour,
+// ignored jobs included (their GPUs were taken all the same).
+type HourAlloc struct {
+	Hour          int64 // Unix seconds
+	Cluster, Node string
+	AllocS        int64
+}
+
+// MaxHourAllocs bounds the hour × node rows report cluster reads.
+const MaxHourAllocs = 5000000
+
+// HourAllocs calls fn for each node's allocated GPU-seconds per hour in
+// [from, to) (hour boundaries) of clusters (all when empty).
+func (s *Store) HourAllocs(ctx context.Context, clusters []string, from, to int64, fn func(HourAlloc)) error {
+	var b strings.Builder
+	args := []any{from / 3600, to / 3600}
+	b.WriteString(`SELECT r.hour*3600, r.cluster, n.name, sum(r.alloc_gpu_s) FROM rollup_hourly r JOIN nodes n ON n.id = r.node_id
+ WHERE r.hour >= ? AND r.hour < ?`)
+	inList(&b, &args, "r.cluster", clusters)
+	b.WriteString(` GROUP BY r.hour, r.cluster, n.name LIMIT ?`)
+	args = append(args, MaxHourAllocs+1)
+	rows, err := translateRows(s.db.QueryContext(ctx, b.String(), args...))
+	if err != nil {
+		return fmt.Errorf("read allocations by hour: %w", err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		if n++; n > MaxHourAllocs {
+			return fmt.Errorf("read allocations by hour: more than %d node-hours in the window", MaxHourAllocs)
+		}
+		var h HourAlloc
+		if err := rows.Scan(&h.Hour, &h.Cluster, &h.Node, &h.AllocS); err != nil {
+			return fmt.Errorf("read allocations by hour: %w", err)
+		}
+		fn(h)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read allocations by hour: %w", err)
+	}
+	return nil
+}
+
+// NodeSpan is one job's part on one node: GPUs from Start to End (0:
+// still running).
+type NodeSpan struct {
+	Cluster, Node string
+	Start, End    int64
+	GPUs          int64
+}
+
+// MaxNodeSpans bounds the job parts one read returns.
+const MaxNodeSpans = 1000000
+
+// NodeSpansIn are the job parts on cluster's nodes that overlap [from,
+// to): report cluster counts the GPU-time jobs used inside a reservation
+// from them.
+func (s *Store) NodeSpansIn(ctx context.Context, cluster string, nodes []string, from, to int64) ([]NodeSpan, error) {
+	if len(nodes) == 0 {
+		return nil, nil
+	}
+	var b strings.Builder
+	args := []any{cluster, to, from}
+	b.WriteString(`SELECT n.name, jn.start, coalesce(jn.end, 0), jn.gpus FROM job_nodes jn JOIN nodes n ON n.id = jn.node_id
+ WHERE n.cluster = ? AND jn.start IS NOT NULL AND jn.start < ? AND (jn.end IS NULL OR jn.end > ?)`)
+	inList(&b, &args, "n.name", nodes)
+	b.WriteString(` ORDER BY n.name, jn.start LIMIT ?`)
+	args = append(args, MaxNodeSpans+1)
+	rows, err := translateRows(s.db.QueryContext(ctx, b.String(), args...))
+	if err != nil {
+		return nil, fmt.Errorf("read job parts on reserved nodes: %w", err)
+	}
+	defer rows.Close()
+	var out []NodeSpan
+	for rows.Next() {
+		sp := NodeSpan{Cluster: cluster}
+		if err := rows.Scan(&sp.Node, &sp.Start, &sp.End, &sp.GPUs); err != nil {
+			return nil, fmt.Errorf("read job parts on reserved nodes: %w", err)
+		}
+		out = append(out, sp)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read job parts on reserved nodes: %w", err)
+	}
+	if len(out) > MaxNodeSpans {
+		return nil, fmt.Errorf("read job parts on reserved nodes: more than %d", MaxNodeSpans)
+	}
+	return out, nil
+}

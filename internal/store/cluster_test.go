@@ -1,0 +1,69 @@
+package store
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/aicloud/gpusuite/internal/store/storetest"
+)
+
+// TestClusterFacts: a second read over an overlapping window replaces
+// what it covers (an outage that ended takes its end, a reservation moved
+// before it began loses its old times, one deleted goes), keeps what it
+// does not cover, and writing the same facts again changes nothing; the
+// next read starts at the oldest outage still open.
+func TestClusterFacts(t *testing.T) {
+	ctx := context.Background()
+	s := openAt(t, storetest.NewLedger(t), false)
+	now := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
+	t0 := now.Unix() - 10*3600
+	if _, ok, err := s.ClusterFactsFrom(ctx); err != nil || ok {
+		t.Fatalf("ClusterFactsFrom on an empty ledger: ok %v, err %v", ok, err)
+	}
+	old := SlurmEvent{Cluster: "c", Node: "n9", Start: t0 - 86400, End: t0 - 80000, State: 1, Reason: "old", GPUs: 4}
+	first := ClusterFacts{From: t0, To: t0 + 3600,
+		Events: []SlurmEvent{{Cluster: "c", Start: t0 - 86400, GPUs: 8},
+			{Cluster: "c", Node: "n1", Start: t0 + 60, State: 0x201, Reason: "fan", GPUs: 4}},
+		Reservations: []SlurmReservation{{Cluster: "c", ID: 1, Name: "r1", Start: t0 + 7200, End: t0 + 9000, Flags: "MAINT", Nodes: "n[1-2]", GPUs: 8},
+			{Cluster: "c", ID: 2, Name: "gone", Start: t0 + 100, End: t0 + 200, Nodes: "n2", GPUs: 4}}}
+	second := ClusterFacts{From: t0, To: t0 + 7200,
+		Events: []SlurmEvent{{Cluster: "c", Start: t0 - 86400, GPUs: 8},
+			{Cluster: "c", Node: "n1", Start: t0 + 60, End: t0 + 1800, State: 0x201, Reason: "fan", GPUs: 4},
+			{Cluster: "c", Node: "n2", Start: t0 + 3000, State: 1, Reason: "dead", GPUs: 4}},
+		Reservations: []SlurmReservation{{Cluster: "c", ID: 1, Name: "r1", Start: t0 + 7300, End: t0 + 9000, Flags: "MAINT", Nodes: "n[1-2]", GPUs: 8}}}
+	batchOf(t, s, now, func(b *Batch) error {
+		return b.SetClusterFacts(ClusterFacts{From: t0 - 86400, To: t0 - 80000, Events: []SlurmEvent{old}})
+	})
+	batchOf(t, s, now, func(b *Batch) error { return b.SetClusterFacts(first) })
+	from, ok, err := s.ClusterFactsFrom(ctx)
+	if err != nil || !ok || from != t0-86400 {
+		t.Errorf("ClusterFactsFrom after the first read = %d, %v, %v; want the cluster row's start %d", from, ok, err, t0-86400)
+	}
+	for range 2 {
+		batchOf(t, s, now, func(b *Batch) error { return b.SetClusterFacts(second) })
+	}
+	got, err := s.ClusterFactsIn(ctx, nil, t0-90000, t0+10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ClusterFacts{From: t0 - 90000, To: t0 + 10000,
+		Events:       []SlurmEvent{second.Events[0], second.Events[1], second.Events[2], old},
+		Reservations: second.Reservations}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("facts after two reads (-want +got):\n%s", d)
+	}
+	if got, err := s.ClusterFactsIn(ctx, []string{"other"}, t0-90000, t0+10000); err != nil || len(got.Events)+len(got.Reservations) != 0 {
+		t.Errorf("another cluster's facts: %+v, %v; want none", got, err)
+	}
+	b, err := s.Begin(ctx, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Rollback()
+	if err := b.SetClusterFacts(ClusterFacts{Events: make([]SlurmEvent, MaxClusterFacts+1)}); err == nil {
+		t.Error("SetClusterFacts over the bound: nil error")
+	}
+}
