@@ -26,6 +26,9 @@ type Request struct {
 	// TopBy is users or teams for Kind top; Limit caps top (and jobs).
 	TopBy string
 	Limit int
+	// Level rolls teams up to their organisation at that level (1: the
+	// top ones) for Kind teams, tree and top by teams; 0 leaves them.
+	Level int
 	// Scope is the clusters read (Filter.Clusters holds its filter):
 	// over several, each cluster's rows stay apart in a cluster column;
 	// the title and the JSON name them when the ledger holds several.
@@ -47,10 +50,20 @@ type group struct {
 
 // CheckTeams refuses a --teams filter naming a team nobody is in.
 func (d *DB) CheckTeams(ctx context.Context, m *teams.Mapping, want []string) error {
+	return d.checkTeams(ctx, m, nil, want)
+}
+
+// checkTeams is CheckTeams that also knows h's organisations (nil: none).
+func (d *DB) checkTeams(ctx context.Context, m *teams.Mapping, h *Hierarchy, want []string) error {
 	if len(want) == 0 {
 		return nil
 	}
 	known := map[string]bool{teams.Unassigned: true}
+	if h != nil {
+		for _, n := range h.Names() {
+			known[n] = true
+		}
+	}
 	if m.Mapped() {
 		for _, n := range m.Names() {
 			known[n] = true
@@ -71,7 +84,7 @@ func (d *DB) CheckTeams(ctx context.Context, m *teams.Mapping, want []string) er
 				names = append(names, n)
 			}
 			sort.Strings(names)
-			return fmt.Errorf("--teams: unknown team %q (teams: %s)", t, strings.Join(names, ", "))
+			return badInput("--teams: unknown team %q (teams: %s)", t, strings.Join(names, ", "))
 		}
 	}
 	return nil
@@ -103,17 +116,41 @@ func (d *DB) Report(ctx context.Context, r Request) (*table.Table, error) {
 	if r.Limit < 0 || r.Limit > MaxLimit {
 		return nil, badInput("--limit %d is not from 1 to %d", r.Limit, MaxLimit)
 	}
+	if err := checkLevel(kind, r.Level); err != nil {
+		return nil, err
+	}
 	bs := timespec.Buckets(r.Window, r.Period)
 	m := r.Mapping
 	if m == nil {
 		m = &teams.Mapping{}
 	}
-	if err := d.CheckTeams(ctx, m, r.Teams); err != nil {
+	// The organisations are read only where they matter: a tree, a
+	// roll-up, or a --teams that may name an organisation.
+	h := FlatHierarchy(m)
+	if kind == "tree" || r.Level > 0 || len(r.Teams) > 0 {
+		var err error
+		if h, err = d.Hierarchy(ctx, m); err != nil {
+			return nil, err
+		}
+	}
+	if err := d.checkTeams(ctx, m, h, r.Teams); err != nil {
 		return nil, err
 	}
 	wantTeam := map[string]bool{}
 	for _, t := range r.Teams {
 		wantTeam[t] = true
+	}
+	// wanted: --teams names a team or an organisation above it.
+	wanted := func(cluster, team string) bool {
+		if len(wantTeam) == 0 {
+			return true
+		}
+		for _, t := range h.Path(cluster, team) {
+			if wantTeam[t] {
+				return true
+			}
+		}
+		return false
 	}
 	groups := map[groupKey]*group{}
 	totals := make([]Usage, len(bs))
@@ -126,6 +163,9 @@ func (d *DB) Report(ctx context.Context, r Request) (*table.Table, error) {
 			perCluster[groupKey{bucket: i, cluster: x.Cluster}] += x.AllocS
 		}
 	}
+	// sole is the cluster of the facts when their rows do not keep it
+	// (one cluster read): a tree is placed in that cluster's accounts.
+	sole := ""
 	narrow := r.Filter.narrows(r.Teams)
 	needNode := kind == "nodes"
 	overflow := false
@@ -138,8 +178,14 @@ func (d *DB) Report(ctx context.Context, r Request) (*table.Table, error) {
 		if !narrow {
 			addTotal(i, x)
 		}
-		if len(wantTeam) > 0 && !wantTeam[team] {
+		if !wanted(x.Cluster, team) {
 			return
+		}
+		if sole == "" {
+			sole = x.Cluster
+		}
+		if kind == "teams" {
+			team = h.At(x.Cluster, team, r.Level)
 		}
 		k := groupKey{bucket: i}
 		if r.Scope.Several() {
@@ -197,7 +243,7 @@ func (d *DB) Report(ctx context.Context, r Request) (*table.Table, error) {
 			return nil, err
 		}
 	}
-	t := buildTable(r, kind, bs, groups, totals, perCluster)
+	t := buildTable(r, kind, h.in(sole), bs, groups, totals, perCluster)
 	if len(t.Rows) > rowCap {
 		return nil, tooBig("rows", rowCap)
 	}
@@ -241,7 +287,7 @@ var kindTitle = map[string]string{
 	"nodes": "node", "models": "GPU model", "tree": "team and user",
 }
 
-func buildTable(r Request, kind string, bs []timespec.Bucket, groups map[groupKey]*group, totals []Usage, perCluster map[groupKey]int64) *table.Table {
+func buildTable(r Request, kind string, h *Hierarchy, bs []timespec.Bucket, groups map[groupKey]*group, totals []Usage, perCluster map[groupKey]int64) *table.Table {
 	t := &table.Table{}
 	loc := r.Window.Start.Location()
 	if r.Period != timespec.None {
@@ -260,6 +306,9 @@ func buildTable(r Request, kind string, bs []timespec.Bucket, groups map[groupKe
 		t.Columns = append(t.Columns, table.Column{Key: name, Title: strings.ToUpper(name), Kind: table.Text})
 	}
 	t.Columns = append(t.Columns, usageColumns()...)
+	if kind == "tree" {
+		t.Columns = append(t.Columns, treeColumns()...)
+	}
 
 	byBucket := make([][]*group, len(bs))
 	for _, g := range groups {
@@ -330,40 +379,7 @@ func buildTable(r Request, kind string, bs []timespec.Bucket, groups map[groupKe
 			return p
 		}
 		if kind == "tree" {
-			type teamKey struct{ cluster, team string }
-			teamSum := map[teamKey]*Usage{}
-			var order []teamKey
-			for _, g := range gs {
-				tk := teamKey{g.key.cluster, g.key.a}
-				u := teamSum[tk]
-				if u == nil {
-					u = &Usage{}
-					teamSum[tk] = u
-					order = append(order, tk)
-				}
-				u.Add(g.usage)
-			}
-			sort.Slice(order, func(x, y int) bool {
-				a, b := order[x], order[y]
-				if a.cluster != b.cluster {
-					return a.cluster < b.cluster
-				}
-				if teamSum[a].AllocS != teamSum[b].AllocS {
-					return teamSum[a].AllocS > teamSum[b].AllocS
-				}
-				return a.team < b.team
-			})
-			for _, tk := range order {
-				all := clusterAlloc(tk.cluster, false)
-				cells := append(prefix(tk.cluster, false), label(tk.team), nil)
-				t.Rows = append(t.Rows, table.Row{Cells: append(cells, usageCells(*teamSum[tk], all)...), Ref: float64(all)})
-				for _, g := range gs {
-					if g.key.a == tk.team && g.key.cluster == tk.cluster {
-						cells := append(prefix(tk.cluster, false), label(tk.team), label(g.key.b))
-						t.Rows = append(t.Rows, table.Row{Cells: append(cells, usageCells(g.usage, all)...), Ref: float64(all), Child: true})
-					}
-				}
-			}
+			t.Rows = append(t.Rows, treeRows(h, r.Level, gs, label, prefix, clusterAlloc)...)
 			continue
 		}
 		var sum Usage
@@ -395,6 +411,9 @@ func buildTable(r Request, kind string, bs []timespec.Bucket, groups map[groupKe
 	per := ""
 	if r.Period != timespec.None {
 		per = ", per " + string(r.Period)
+	}
+	if r.Level > 0 {
+		per += fmt.Sprintf(", teams rolled up to level %d", r.Level)
 	}
 	on := r.Scope.on()
 	t.Title = fmt.Sprintf("GPU usage by %s%s%s, %s – %s (%s)", what, on, per,
