@@ -22,31 +22,42 @@ const (
 	detailsGiveUp = 24 * time.Hour
 )
 
-// fillDetails asks sacct for the comment and array ids of the jobs not yet
-// looked up: slurmd hands the Prolog/Epilog neither, and the comment is
-// what report.ignore_tag looks for, so this runs before the ignore
-// requests and tag are applied. sacct failing is logged and retried next
-// pass; it never fails the pass.
+// fillDetails asks sacct what the hooks cannot know of finished jobs: the
+// comment and array ids (fillJobDetails), then Slurm's own times, state
+// and exit code (reconcileTimes). A failed details call skips the times
+// this pass, so that a dead sacct costs one timeout a pass.
 func (in *Ingester) fillDetails(ctx context.Context) {
 	if in.d.Sacct == nil {
 		return
 	}
+	if in.fillJobDetails(ctx) {
+		in.reconcileTimes(ctx)
+	}
+}
+
+// fillJobDetails asks sacct for the comment and array ids of the jobs not
+// yet looked up: slurmd hands the Prolog/Epilog neither, and the comment
+// is what report.ignore_tag looks for, so this runs before the ignore
+// requests and tag are applied. sacct failing is logged and retried next
+// pass (false); it never fails the pass.
+func (in *Ingester) fillJobDetails(ctx context.Context) bool {
 	now := in.d.Now()
 	var after int64
 	for range detailsPerPass {
 		if ctx.Err() != nil {
-			return
+			return false
 		}
 		last, err := in.fillDetailsBatch(ctx, now, after)
 		if err != nil {
 			in.d.Log.Info("job comments and array ids not looked up; retrying next pass", "err", err)
-			return
+			return false
 		}
 		if last == 0 {
-			return
+			return true
 		}
 		after = last
 	}
+	return true
 }
 
 // fillDetailsBatch looks up the batch of unchecked jobs after row after. It

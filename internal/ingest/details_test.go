@@ -69,6 +69,9 @@ func TestPassFillsJobDetails(t *testing.T) {
 	var tagged, arrayed, unknown string
 	fail := false
 	sacct := func(ctx context.Context, args ...string) ([]byte, error) {
+		if reconcileCall(args) {
+			return nil, nil // job times: TestReconcile*
+		}
 		calls.Add(1)
 		if fail {
 			return nil, errors.New("slurmdbd unreachable")

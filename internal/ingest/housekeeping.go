@@ -154,25 +154,32 @@ func askSacct(ctx context.Context, asked *passRuns, job uint64, restart int, sta
 
 // runInfo is the run of restart that started at start (the prolog's).
 func runInfo(runs []sacctRun, restart int, start time.Time) (sacctInfo, error) {
-	r, next, ok := pickRun(runs, restart, start, runStart)
+	info, _, err := runInfoBy(runs, restart, start, runStart)
+	return info, err
+}
+
+// runInfoBy is the run of restart whose start or end (at) lies near known,
+// and its line as sacct gave it.
+func runInfoBy(runs []sacctRun, restart int, known time.Time, at func(sacctRun) time.Time) (sacctInfo, sacctRun, error) {
+	r, next, ok := pickRun(runs, restart, known, at)
 	if !ok {
-		return sacctInfo{}, fmt.Errorf("sacct lists %d runs, none for restart %d started near %s", len(runs), restart, start.UTC().Format(time.RFC3339))
+		return sacctInfo{}, r, fmt.Errorf("sacct lists %d runs, none for restart %d near %s", len(runs), restart, known.UTC().Format(time.RFC3339))
 	}
 	info := sacctInfo{state: r.state, end: r.end, code: r.code}
 	switch strings.ToUpper(r.state) {
 	case "RUNNING", "PENDING", "RESIZING", "SUSPENDED", "CONFIGURING", "COMPLETING", "STAGE_OUT":
 		if next == nil {
 			info.running = true
-			return info, nil
+			return info, r, nil
 		}
 		// A later run started: this one is over, whatever its line says.
 		info.end, info.state, info.code = next.start, "requeued", nil
 	}
 	if info.end.IsZero() {
-		return sacctInfo{}, fmt.Errorf("sacct gives no end for state %s", r.state)
+		return sacctInfo{}, r, fmt.Errorf("sacct gives no end for state %s", r.state)
 	}
 	if next != nil && next.start.Before(info.end) {
 		info.end = next.start
 	}
-	return info, nil
+	return info, r, nil
 }

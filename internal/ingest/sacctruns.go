@@ -18,6 +18,7 @@ type sacctRun struct {
 	start, end time.Time
 	state      string // lower case, without "+" or " by UID"
 	code       *int
+	signal     *int
 }
 
 // passRuns asks sacct about a job's runs at most once a pass: the jobs
@@ -83,34 +84,71 @@ func (in *Ingester) askSacctRuns(ctx context.Context, job uint64) ([]byte, error
 func parseSacctRuns(out string, job uint64, loc *time.Location) ([]sacctRun, error) {
 	var runs []sacctRun
 	for line := range strings.SplitSeq(out, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" {
-			continue
+		id, r, ok, err := parseSacctRun(line, loc)
+		if err != nil {
+			return nil, err
 		}
-		f := strings.Split(line, "|")
-		if len(f) < 5 {
-			return nil, fmt.Errorf("sacct line %q: want %s", line, strings.ReplaceAll(sacctRunFields, ",", "|"))
+		if ok && id == job {
+			runs = append(runs, r)
 		}
-		if id, err := strconv.ParseUint(strings.TrimSpace(f[0]), 10, 64); err != nil || id != job {
-			continue
-		}
-		var r sacctRun
-		var err error
-		if r.start, err = sacctTime(f[1], loc); err != nil {
-			return nil, fmt.Errorf("sacct start: %w", err)
-		}
-		if r.end, err = sacctTime(f[2], loc); err != nil {
-			return nil, fmt.Errorf("sacct end: %w", err)
-		}
-		state, _, _ := strings.Cut(strings.TrimSpace(f[3]), " ") // "CANCELLED by 0"
-		r.state = strings.ToLower(strings.TrimSuffix(state, "+"))
-		if c, _, ok := strings.Cut(f[4], ":"); ok {
-			if v, err := strconv.Atoi(c); err == nil {
-				r.code = &v
-			}
-		}
-		runs = append(runs, r)
 	}
+	sortRuns(runs)
+	return runs, nil
+}
+
+// parseSacctRunsOf reads the runs of many jobs (one batched call), each
+// job's in Start order. A line that does not parse is left out, not the
+// answer: it names no job this pass can trust.
+func parseSacctRunsOf(out string, loc *time.Location) map[uint64][]sacctRun {
+	res := map[uint64][]sacctRun{}
+	for line := range strings.SplitSeq(out, "\n") {
+		if id, r, ok, err := parseSacctRun(line, loc); err == nil && ok {
+			res[id] = append(res[id], r)
+		}
+	}
+	for _, runs := range res {
+		sortRuns(runs)
+	}
+	return res
+}
+
+// parseSacctRun reads one JobIDRaw|Start|End|State|ExitCode line; ok is
+// false for a blank line or one of no job id.
+func parseSacctRun(line string, loc *time.Location) (uint64, sacctRun, bool, error) {
+	line = strings.TrimSpace(line)
+	if line == "" {
+		return 0, sacctRun{}, false, nil
+	}
+	f := strings.Split(line, "|")
+	if len(f) < 5 {
+		return 0, sacctRun{}, false, fmt.Errorf("sacct line %q: want %s", line, strings.ReplaceAll(sacctRunFields, ",", "|"))
+	}
+	id, err := strconv.ParseUint(strings.TrimSpace(f[0]), 10, 64)
+	if err != nil || id == 0 {
+		return 0, sacctRun{}, false, nil
+	}
+	var r sacctRun
+	if r.start, err = sacctTime(f[1], loc); err != nil {
+		return 0, sacctRun{}, false, fmt.Errorf("sacct start: %w", err)
+	}
+	if r.end, err = sacctTime(f[2], loc); err != nil {
+		return 0, sacctRun{}, false, fmt.Errorf("sacct end: %w", err)
+	}
+	state, _, _ := strings.Cut(strings.TrimSpace(f[3]), " ") // "CANCELLED by 0"
+	r.state = strings.ToLower(strings.TrimSuffix(state, "+"))
+	if c, sig, ok := strings.Cut(strings.TrimSpace(f[4]), ":"); ok {
+		if v, err := strconv.Atoi(c); err == nil {
+			r.code = &v
+		}
+		if v, err := strconv.Atoi(sig); err == nil {
+			r.signal = &v
+		}
+	}
+	return id, r, true, nil
+}
+
+// sortRuns orders runs by Start, the ones not started last.
+func sortRuns(runs []sacctRun) {
 	slices.SortStableFunc(runs, func(a, b sacctRun) int {
 		switch {
 		case a.start.IsZero() && b.start.IsZero():
@@ -122,7 +160,6 @@ func parseSacctRuns(out string, job uint64, loc *time.Location) ([]sacctRun, err
 		}
 		return a.start.Compare(b.start)
 	})
-	return runs, nil
 }
 
 // sacctTime parses sacct's local time stamp; Unknown and None are zero.

@@ -1,0 +1,189 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/store"
+)
+
+const (
+	// reconcileBatch is how many job runs one sacct call asks about.
+	reconcileBatch = 500
+	// reconcilePerPass bounds the sacct calls of one pass, so that a
+	// backlog (a ledger from before reconciliation) drains over passes.
+	reconcilePerPass = 10
+	// reconcileGiveUp is how long after its end a run sacct does not
+	// know (or cannot be asked about) is asked again: slurmdbd may lag
+	// behind, but a dead sacct must not cost calls forever.
+	reconcileGiveUp = 24 * time.Hour
+)
+
+// reconcileTimes takes the allocation start and end, state and exit code
+// of finished job runs from Slurm's accounting, which the hooks' own times
+// only approach (a prolog starts after Slurm's start, an epilog ends after
+// Slurm's end): so a job's GPU-seconds are sacct's gres/gpu × ElapsedRaw
+// and reports equal sreport's. The store moves every figure after the
+// times (job hours, rollups, totals). Runs are asked about in batches,
+// once: one sacct does not know is asked again each pass until
+// reconcileGiveUp after its end, and meanwhile keeps the hooks' times
+// (end_source epilog). A failed call ends the pass's asking (one timeout
+// a pass); it never fails the pass.
+func (in *Ingester) reconcileTimes(ctx context.Context) {
+	if in.d.Sacct == nil {
+		return
+	}
+	now := in.d.Now()
+	var after int64
+	for calls := 0; calls < reconcilePerPass; {
+		if ctx.Err() != nil {
+			return
+		}
+		last, n, err := in.reconcileBatch(ctx, now, after, reconcilePerPass-calls)
+		calls += n
+		if err != nil {
+			in.d.Log.Info("job times not taken from sacct; retrying next pass", "err", err)
+			return
+		}
+		if last == 0 {
+			return
+		}
+		after = last
+	}
+}
+
+// reconcileBatch reconciles the batch of unreconciled runs after row
+// after, with at most budget sacct calls (one a cluster). It returns the
+// batch's last row when the batch was full and done (more may wait),
+// else 0, and the calls it made.
+func (in *Ingester) reconcileBatch(ctx context.Context, now time.Time, after int64, budget int) (int64, int, error) {
+	b, err := in.d.Store.Begin(ctx, now)
+	if err != nil {
+		return 0, 0, err
+	}
+	jobs, err := b.Unreconciled(after, reconcileBatch)
+	b.Rollback()
+	if err != nil || len(jobs) == 0 {
+		return 0, 0, err
+	}
+	// One call a cluster (-M), in the order the clusters first appear.
+	var clusters []string
+	byCluster := map[string][]store.Unreconciled{}
+	for _, j := range jobs {
+		if _, ok := byCluster[j.Cluster]; !ok {
+			clusters = append(clusters, j.Cluster)
+		}
+		byCluster[j.Cluster] = append(byCluster[j.Cluster], j)
+	}
+	calls, full := 0, len(jobs) == reconcileBatch
+	var serr error
+	answered := map[int64]bool{}
+	times := map[int64]store.SlurmTimes{}
+	for _, c := range clusters {
+		if calls == budget || serr != nil {
+			full = false // the rest waits for the next pass
+			break
+		}
+		calls++
+		runs, err := in.askSacctRunsOf(ctx, c, byCluster[c])
+		if err != nil {
+			serr = err
+		}
+		for _, j := range byCluster[c] {
+			answered[j.Row] = true
+			if err != nil {
+				continue
+			}
+			if t, ok := slurmTimes(j, runs[j.JobID]); ok {
+				times[j.Row] = t
+			}
+		}
+	}
+	b, err = in.d.Store.Begin(ctx, now)
+	if err != nil {
+		return 0, calls, err
+	}
+	done, gaveUp := 0, 0
+	for _, j := range jobs {
+		if !answered[j.Row] {
+			continue
+		}
+		if t, ok := times[j.Row]; ok {
+			if err := b.Reconcile(j.Row, t); err != nil {
+				b.Rollback()
+				return 0, calls, fmt.Errorf("job %d (restart %d): %w", j.JobID, j.Restart, err)
+			}
+			done++
+			continue
+		}
+		if now.Sub(j.End) > reconcileGiveUp {
+			if err := b.GiveUpReconcile(j.Row); err != nil {
+				b.Rollback()
+				return 0, calls, err
+			}
+			gaveUp++
+		}
+	}
+	if err := b.Commit(); err != nil {
+		return 0, calls, err
+	}
+	if done > 0 || gaveUp > 0 {
+		in.d.Log.Debug("job times from sacct", "reconciled", done, "given_up", gaveUp)
+	}
+	if serr != nil {
+		return 0, calls, serr
+	}
+	if !full {
+		return 0, calls, nil
+	}
+	return jobs[len(jobs)-1].Row, calls, nil
+}
+
+// askSacctRunsOf asks sacct, within ingest.sacct_timeout, for every run
+// (-D: a requeued job's earlier ones too) of the given jobs of cluster
+// (-M), in one call; an error is the call's, not its output's.
+func (in *Ingester) askSacctRunsOf(ctx context.Context, cluster string, jobs []store.Unreconciled) (map[uint64][]sacctRun, error) {
+	ids := make([]string, 0, len(jobs))
+	seen := make(map[uint64]bool, len(jobs))
+	for _, j := range jobs {
+		if !seen[j.JobID] {
+			seen[j.JobID] = true
+			ids = append(ids, strconv.FormatUint(j.JobID, 10))
+		}
+	}
+	args := make([]string, 0, 11)
+	if cluster != "" {
+		args = append(args, "-M", cluster)
+	}
+	args = append(args, "-j", strings.Join(ids, ","), "-X", "-D", "--parsable2", "--noheader", "-o", sacctRunFields)
+	sctx, cancel := context.WithTimeout(ctx, in.d.Config.Ingest.SacctTimeout.Duration)
+	defer cancel()
+	out, err := in.d.Sacct(sctx, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sacct -M %s for %d jobs: %w", cluster, len(ids), err)
+	}
+	return parseSacctRunsOf(string(out), in.d.SacctLocation), nil
+}
+
+// slurmTimes is the run of j that Slurm's accounting lists, if it lists
+// one that has ended: the run of j's restart count that started near the
+// prolog's start, or, where the start is an estimate, ended near the
+// epilog's end (pickRun).
+func slurmTimes(j store.Unreconciled, runs []sacctRun) (store.SlurmTimes, bool) {
+	known, at := j.Start, runStart
+	if j.StartEstimated {
+		known, at = j.End, runEnd
+	}
+	info, r, err := runInfoBy(runs, j.Restart, known, at)
+	if err != nil || info.running || r.start.IsZero() || info.end.IsZero() {
+		return store.SlurmTimes{}, false
+	}
+	t := store.SlurmTimes{Start: r.start, End: info.end, State: info.state, ExitCode: info.code}
+	if info.code != nil {
+		t.ExitSignal = r.signal
+	}
+	return t, true
+}
