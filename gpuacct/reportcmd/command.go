@@ -92,14 +92,14 @@ func outputFlags() []cli.Flag {
 		&cli.StringFlag{Name: "format", Usage: "table, csv, tsv or json (report.format)", EnvVars: []string{"GPUSUITE_REPORT_FORMAT"}},
 		&cli.BoolFlag{Name: "parsable", Aliases: []string{"P"}, Usage: "'|'-separated machine values, like sreport -P"},
 		&cli.BoolFlag{Name: "noheader", Aliases: []string{"n"}, Usage: "no header line (nor title and notes)"},
-		&cli.StringFlag{Name: "units", Aliases: []string{"t"}, Usage: "GPU-time columns in hours, minutes or percent of the cluster's allocated GPU-time (report.units)", EnvVars: []string{"GPUSUITE_REPORT_UNITS"}},
+		&cli.StringFlag{Name: "units", Aliases: []string{"t"}, Usage: "GPU-time columns in seconds (whole: compare with sreport -t seconds), minutes, hours or percent of the cluster's allocated GPU-time (report.units; default hours)", EnvVars: []string{"GPUSUITE_REPORT_UNITS"}},
 	}
 }
 
 func filterFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringSliceFlag{Name: "users", Aliases: []string{"u"}, Usage: "only these users (comma-separated)"},
-		&cli.StringSliceFlag{Name: "teams", Usage: "only these teams"},
+		&cli.StringSliceFlag{Name: "teams", Usage: "only these teams (or the teams under these organisations)"},
 		&cli.StringSliceFlag{Name: "accounts", Aliases: []string{"A"}, Usage: "only these Slurm accounts"},
 		&cli.StringSliceFlag{Name: "partitions", Aliases: []string{"r"}, Usage: "only these partitions"},
 		&cli.StringSliceFlag{Name: "nodes", Aliases: []string{"N"}, Usage: "only these nodes"},
@@ -228,6 +228,23 @@ func (e *env) output(c *cli.Context, d Deps) (table.Options, error) {
 	return o, nil
 }
 
+// levelOf is --level: a whole number from 1, 0 when not given. It is a
+// string flag so that "--level x" gets the same one line as "--level 0".
+func levelOf(c *cli.Context, kind string) (int, error) {
+	if !c.IsSet("level") {
+		return 0, nil
+	}
+	v := c.String("level")
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("--level %q: give a level from 1 (the top organisations) down", v)
+	}
+	if kind == "jobs" {
+		return 0, fmt.Errorf("--level rolls teams up to their organisations: use it with report teams, tree or top --by teams")
+	}
+	return n, nil
+}
+
 // listOf is a comma-separated, repeatable flag's values.
 func listOf(c *cli.Context, name string) []string {
 	var out []string
@@ -260,6 +277,7 @@ func ReportCommand(d Deps) *cli.Command {
 		&cli.IntFlag{Name: "limit", Usage: "at most this many rows per period (top: default 10; jobs: default 50)"},
 		&cli.StringFlag{Name: "by", Usage: "top: users or teams", Value: "users"},
 		&cli.StringFlag{Name: "sort", Usage: "jobs: start, alloc, eff (lowest first) or idle", Value: "start"},
+		&cli.StringFlag{Name: "level", Usage: "teams, tree, top --by teams: roll teams up to their organisation at level `N` (1: the top ones; Slurm's parent accounts or the mapping file's parents)"},
 	), filterFlags()...), append(clusterFlags(), outputFlags()...)...)
 	var subs []*cli.Command
 	for _, k := range report.Kinds {
@@ -300,7 +318,7 @@ var kindUsage = map[string]string{
 	"partitions": "GPU-hours per partition",
 	"nodes":      "GPU-hours per node",
 	"models":     "GPU-hours per GPU model",
-	"tree":       "each team, then its users (like sreport cluster AccountUtilizationByUser)",
+	"tree":       "each organisation and team (the sum of all under it), its users, a TOTAL (like sreport cluster AccountUtilizationByUser)",
 	"top":        "the top N users (or --by teams)",
 	"jobs":       "jobs in the window with their efficiency",
 }
@@ -310,6 +328,8 @@ const reportExamples = `Examples:
    gpuacct report teams --start 2026-01-01 --end 2027-01-01 --period month
    gpuacct report users --teams vision --start now-2days
    gpuacct report tree --start 11/01 --end 12/01 --tz Asia/Tokyo
+   gpuacct report tree -t seconds -P --start now-1days   # compare with sreport -t seconds -P
+   gpuacct report teams --level 1                        # per top organisation
    gpuacct report top --by teams --limit 5 --units percent
    gpuacct report jobs --users alice --sort eff --limit 20
    gpuacct report nodes -P -n --start yesterday --end today   # for scripts
@@ -335,7 +355,11 @@ func runReport(c *cli.Context, d Deps, kind string) error {
 	}
 	o, err := e.output(c, d)
 	if err != nil {
-		return fmt.Errorf("report %s: %w", kind, err)
+		return cli.Exit(fmt.Sprintf("report %s: %v", kind, err), 2)
+	}
+	level, err := levelOf(c, kind)
+	if err != nil {
+		return cli.Exit(fmt.Sprintf("report %s: %v", kind, err), 2)
 	}
 	m, err := teams.Load(e.cfg.Report.Teams)
 	if err != nil {
@@ -369,7 +393,7 @@ func runReport(c *cli.Context, d Deps, kind string) error {
 			Scope: s})
 	} else {
 		t, err = db.Report(c.Context, report.Request{Kind: kind, Window: report.HourWindow(w), Period: p, Filter: f, Teams: teamList, Mapping: m,
-			TopBy: c.String("by"), Limit: c.Int("limit"), Scope: s})
+			TopBy: c.String("by"), Limit: c.Int("limit"), Level: level, Scope: s})
 	}
 	if report.IsBadInput(err) {
 		return cli.Exit(fmt.Sprintf("report %s: %v", kind, err), 2)

@@ -57,7 +57,7 @@ func TestBadInput(t *testing.T) {
 		{"user in two teams", []string{"report", "teams", dbOpt(path), "--teams-file", twoTeams}, `team mapping ` + twoTeams + `: user "alice" is in two teams, "a" and "b"`},
 		{"bad period", []string{"report", "teams", dbOpt(path), "--period", "year"}, `report teams: --period "year" is not day, week or month`},
 		{"bad format", []string{"report", "teams", dbOpt(path), "--format", "xml"}, `--format "xml" is not table, csv, tsv or json`},
-		{"bad units", []string{"report", "teams", dbOpt(path), "--units", "days"}, `--units "days" is not hours, minutes or percent`},
+		{"bad units", []string{"report", "teams", dbOpt(path), "--units", "days"}, `--units "days" is not seconds, minutes, hours or percent`},
 		{"bad tz", []string{"report", "teams", dbOpt(path), "--tz", "Mars/Base"}, `--tz "Mars/Base" is not a time zone name`},
 		{"bad top by", []string{"report", "top", dbOpt(path), "--by", "nodes"}, `report top: --by "nodes" is not users or teams`},
 		{"bad sort", []string{"report", "jobs", dbOpt(path), "--sort", "size"}, `report jobs: --sort "size" is not start, alloc, eff or idle`},
