@@ -1,6 +1,91 @@
 package ingest
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"strings"
 
-// fillAccounts stores Slurm's account tree (each account's parent).
-func (in *Ingester) fillAccounts(ctx context.Context) {}
+	"github.com/aicloud/gpusuite/internal/store"
+)
+
+// accountTreeArgs ask sacctmgr for every association with its parent
+// account: an account's own association (no user) names its parent, which
+// is what reports roll teams up by (sreport's AccountUtilizationByUser
+// tree).
+var accountTreeArgs = []string{"-n", "-P", "show", "associations", "format=Cluster,Account,User,ParentName"}
+
+// fillAccounts stores Slurm's account tree (each account's parent), in a
+// transaction of its own, once a pass. sacctmgr failing, or listing what
+// does not parse, is logged and tried again next pass; the tree last
+// recorded stays.
+func (in *Ingester) fillAccounts(ctx context.Context) {
+	if err := in.storeAccounts(ctx); err != nil {
+		in.d.Log.Info("Slurm's account tree not refreshed; retrying next pass", "err", err)
+	}
+}
+
+func (in *Ingester) storeAccounts(ctx context.Context) error {
+	sctx, cancel := context.WithTimeout(ctx, in.d.Config.Ingest.SacctTimeout.Duration)
+	out, err := in.d.Sacctmgr(sctx, accountTreeArgs...)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("sacctmgr %s: %w", strings.Join(accountTreeArgs, " "), err)
+	}
+	accts, err := parseAccountTree(string(out), store.MaxSlurmAccounts)
+	if err != nil {
+		return err
+	}
+	if len(accts) == 0 {
+		return nil // nothing to record: a slurmdbd with no accounts yet
+	}
+	b, err := in.d.Store.Begin(ctx, in.d.Now())
+	if err != nil {
+		return err
+	}
+	if err := b.SetSlurmAccounts(accts); err != nil {
+		b.Rollback()
+		return err
+	}
+	if err := b.Commit(); err != nil {
+		return err
+	}
+	in.d.Log.Debug("Slurm's account tree recorded", "accounts", len(accts))
+	return nil
+}
+
+// parseAccountTree reads `sacctmgr -n -P show associations
+// format=Cluster,Account,User,ParentName`: one line per association.
+// Only an account's own association (User empty) places it; root is the
+// top and not recorded, and an account under root has Parent "root".
+// Users' associations, lines that do not have four fields and repeats are
+// skipped. More than limit accounts is an error: the listing is not what
+// was asked for.
+func parseAccountTree(out string, limit int) ([]store.SlurmAccount, error) {
+	var accts []store.SlurmAccount
+	seen := map[[2]string]bool{}
+	for line := range strings.SplitSeq(out, "\n") {
+		f := strings.Split(strings.TrimRight(line, "\r"), "|")
+		if len(f) != 4 {
+			continue
+		}
+		cluster, account, user, parent := strings.TrimSpace(f[0]), strings.TrimSpace(f[1]), strings.TrimSpace(f[2]), strings.TrimSpace(f[3])
+		if user != "" || cluster == "" || account == "" || account == "root" {
+			continue
+		}
+		// Slurm keeps names in lower case; so do the job records.
+		cluster, account, parent = strings.ToLower(cluster), strings.ToLower(account), strings.ToLower(parent)
+		if parent == "" || parent == account {
+			parent = "root"
+		}
+		k := [2]string{cluster, account}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		if len(accts) == limit {
+			return nil, fmt.Errorf("sacctmgr listed more than %d accounts: not recorded", limit)
+		}
+		accts = append(accts, store.SlurmAccount{Cluster: cluster, Account: account, Parent: parent})
+	}
+	return accts, nil
+}
