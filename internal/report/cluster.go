@@ -1,0 +1,203 @@
+package report
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/report/table"
+	"github.com/aicloud/gpusuite/internal/report/timespec"
+	"github.com/aicloud/gpusuite/internal/slurmstate"
+	"github.com/aicloud/gpusuite/internal/store"
+)
+
+// MaxClusterHours bounds the hours report cluster computes one by one
+// (per cluster): five years.
+const MaxClusterHours = 5 * 366 * 24
+
+// maxResvNodes bounds the nodes of one reservation's hostlist.
+const maxResvNodes = 100000
+
+// ClusterRequest is a cluster utilization report.
+type ClusterRequest struct {
+	Window timespec.Window // whole hours (HourWindow)
+	Period timespec.Period
+	Scope  Scope
+}
+
+// ClusterRow is one cluster's utilization in one period.
+type ClusterRow struct {
+	Bucket  timespec.Bucket
+	Cluster string
+	Utilization
+}
+
+// ClusterUtilization computes sreport's cluster utilization for gres/gpu
+// per cluster and period from Slurm's events and reservations (stored by
+// ingest from sacctmgr) and the ledger's allocations (docs/utilization.md).
+// Periods without any capacity recorded are left out.
+func (d *DB) ClusterUtilization(ctx context.Context, r ClusterRequest) ([]ClusterRow, error) {
+	from, to := r.Window.Start.Unix(), r.Window.End.Unix()
+	if hours := (to - from) / 3600; hours > MaxClusterHours {
+		return nil, badInput("the window is %d hours long; report cluster computes at most %d (about five years): shorten it", hours, MaxClusterHours)
+	}
+	if len(r.Scope.Clusters) == 0 {
+		return nil, nil
+	}
+	facts, err := d.st.ClusterFactsIn(ctx, r.Scope.Filter(), from, to)
+	if err != nil {
+		return nil, d.wrap(err)
+	}
+	by := map[string]*clusterFacts{}
+	get := func(c string) *clusterFacts {
+		f := by[c]
+		if f == nil {
+			f = &clusterFacts{alloc: map[int64]map[string]int64{}}
+			by[c] = f
+		}
+		return f
+	}
+	for _, e := range facts.Events {
+		get(e.Cluster).events = append(get(e.Cluster).events, e)
+	}
+	for _, sr := range facts.Reservations {
+		nodes, err := slurmstate.ExpandHostlist(sr.Nodes, maxResvNodes)
+		if err != nil {
+			return nil, fmt.Errorf("reservation %s (%d) of %s: %w", sr.Name, sr.ID, sr.Cluster, err)
+		}
+		f := get(sr.Cluster)
+		f.resvs = append(f.resvs, newResv(sr, nodes))
+	}
+	if err := d.st.HourAllocs(ctx, r.Scope.Filter(), from, to, func(h store.HourAlloc) {
+		f := get(h.Cluster)
+		m := f.alloc[h.Hour]
+		if m == nil {
+			m = map[string]int64{}
+			f.alloc[h.Hour] = m
+		}
+		m[h.Node] += h.AllocS
+	}); err != nil {
+		return nil, d.wrap(err)
+	}
+	for c, f := range by {
+		if err := d.reservedSpans(ctx, c, f, from, to); err != nil {
+			return nil, err
+		}
+	}
+	buckets := timespec.Buckets(r.Window, r.Period)
+	var out []ClusterRow
+	for _, b := range buckets {
+		for _, c := range r.Scope.Clusters {
+			f := by[c]
+			if f == nil {
+				continue
+			}
+			row := ClusterRow{Bucket: b, Cluster: c}
+			for h := b.Start.Unix() / 3600 * 3600; h < b.End.Unix(); h += 3600 {
+				if h < b.Start.Unix() && b.Start.Unix() != from {
+					continue // counted in the bucket its start falls in
+				}
+				row.add(hourUtil(f, h, h+3600))
+			}
+			if row.Reported > 0 {
+				out = append(out, row)
+			}
+		}
+	}
+	return out, nil
+}
+
+// reservedSpans reads the job parts on f's reserved nodes, each kept
+// with the reservations whose nodes and time it meets.
+func (d *DB) reservedSpans(ctx context.Context, cluster string, f *clusterFacts, from, to int64) error {
+	set := map[string]bool{}
+	for _, r := range f.resvs {
+		if r.ignoreJobs {
+			continue
+		}
+		for n := range r.nodes {
+			set[n] = true
+		}
+	}
+	nodes := make([]string, 0, len(set))
+	for n := range set {
+		nodes = append(nodes, n)
+	}
+	slices.Sort(nodes)
+	for chunk := range slices.Chunk(nodes, 500) {
+		spans, err := d.st.NodeSpansIn(ctx, cluster, chunk, from, to)
+		if err != nil {
+			return d.wrap(err)
+		}
+		for i := range f.resvs {
+			r := &f.resvs[i]
+			for _, sp := range spans {
+				end := sp.End
+				if end == 0 {
+					end = r.End
+				}
+				if r.nodes[sp.Node] && overlap(sp.Start, end, r.Start, r.End) > 0 {
+					r.spans = append(r.spans, sp)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// ClusterTable is report cluster's table: sreport's columns in its order
+// (Allocated, Down, PLND Down, Idle, Planned, Reported), then Reserved
+// and the shares of capacity.
+func ClusterTable(r ClusterRequest, rows []ClusterRow) *table.Table {
+	t := &table.Table{}
+	if r.Period != timespec.None {
+		t.Columns = append(t.Columns, table.Column{Key: "period", Title: "PERIOD", Kind: table.Text})
+	}
+	t.Columns = append(t.Columns,
+		table.Column{Key: "cluster", Title: "CLUSTER", Kind: table.Text},
+		table.Column{Key: "allocated_gpu", Title: "ALLOCATED", Kind: table.GPUSeconds},
+		table.Column{Key: "down_gpu", Title: "DOWN", Kind: table.GPUSeconds},
+		table.Column{Key: "planned_down_gpu", Title: "PLND DOWN", Kind: table.GPUSeconds, Drop: 3},
+		table.Column{Key: "idle_gpu", Title: "IDLE", Kind: table.GPUSeconds},
+		table.Column{Key: "planned_gpu", Title: "PLANNED", Kind: table.GPUSeconds, Drop: 5},
+		table.Column{Key: "reported_gpu", Title: "REPORTED", Kind: table.GPUSeconds},
+		table.Column{Key: "reserved_gpu", Title: "RESERVED", Kind: table.GPUSeconds, Drop: 4},
+		table.Column{Key: "allocated_pct", Title: "ALLOC%", Kind: table.Percent, Drop: 2},
+		table.Column{Key: "idle_pct", Title: "IDLE%", Kind: table.Percent, Drop: 1},
+	)
+	pct := func(v, of int64) any {
+		if of <= 0 {
+			return nil
+		}
+		return 100 * float64(v) / float64(of)
+	}
+	for _, x := range rows {
+		var cells []any
+		if r.Period != timespec.None {
+			cells = append(cells, x.Bucket.Label)
+		}
+		cells = append(cells, x.Cluster, x.Allocated, x.Down, x.PlannedDown, x.Idle, x.Planned, x.Reported, x.Reserved,
+			pct(x.Allocated, x.Reported), pct(x.Idle, x.Reported))
+		t.Rows = append(t.Rows, table.Row{Cells: cells, Ref: float64(x.Reported)})
+	}
+	loc := r.Window.Start.Location()
+	per := ""
+	if r.Period != timespec.None {
+		per = ", per " + string(r.Period)
+	}
+	t.Title = fmt.Sprintf("GPU utilization of %s%s, %s – %s (%s)", r.Scope.Label(), per,
+		r.Window.Start.Format("2006-01-02 15:04"), r.Window.End.Format("2006-01-02 15:04"), zoneName(loc, r.Window.Start))
+	t.Meta = []table.KV{
+		{Key: "report", Value: "cluster"},
+		{Key: "start", Value: r.Window.Start.Format(time.RFC3339)},
+		{Key: "end", Value: r.Window.End.Format(time.RFC3339)},
+		{Key: "period", Value: periodName(r.Period)},
+	}
+	t.Meta = append(t.Meta, r.Scope.meta()...)
+	if len(t.Rows) == 0 {
+		t.Notes = append(t.Notes, "(no capacity recorded in this window: ingest reads it from sacctmgr, ingest.sacctmgr)")
+	}
+	t.Notes = append(t.Notes, "as sreport cluster utilization -T gres/gpu: allocated includes reservations in full; reserved = the part of it no job used; planned is pending jobs' time, which Slurm counts for CPUs only (docs/utilization.md)")
+	return t
+}
