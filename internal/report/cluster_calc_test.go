@@ -21,7 +21,9 @@ func TestHourUtil(t *testing.T) {
 		r.spans = spans
 		return r
 	}
-	alloc := func(perNode map[string]int64) map[int64]map[string]int64 { return map[int64]map[string]int64{h: perNode} }
+	alloc := func(perNode map[string]int64) map[int64]map[string]int64 {
+		return map[int64]map[string]int64{h: perNode}
+	}
 	for _, c := range []struct {
 		name string
 		f    clusterFacts
