@@ -301,7 +301,7 @@ total or per day, week or month. Jobs crossing a period boundary are split at
 it. Ignored jobs are left out. See docs/reports.md.
 
 ` + reportExamples,
-		Subcommands: subs,
+		Subcommands: append(subs, clusterCommand(d)),
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
 				return fmt.Errorf("report: unknown report %q: use one of %s", c.Args().First(), strings.Join(report.Kinds, ", "))

@@ -1,0 +1,89 @@
+package reportcmd
+
+import (
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/aicloud/gpusuite/internal/report"
+	"github.com/aicloud/gpusuite/internal/report/table"
+	"github.com/aicloud/gpusuite/internal/report/timespec"
+)
+
+const clusterExamples = `Examples:
+   gpuacct report cluster                                # last 7 days
+   gpuacct report cluster --start now-1days --period day -t percent
+   gpuacct report cluster -t seconds -P -n --start 2026-11-01 --end 2026-12-01   # as sreport -t seconds -P -n
+   gpuacct report cluster --all-clusters --format json`
+
+// clusterCommand is `gpuacct report cluster`: sreport's cluster
+// utilization for GPUs.
+func clusterCommand(d Deps) *cli.Command {
+	flags := append(append([]cli.Flag{dbFlag(), storeURLFlag()}, windowFlags()...),
+		&cli.StringFlag{Name: "period", Usage: "a time series: day, week or month (default: one total)"})
+	flags = append(flags, clusterFlags()...)
+	flags = append(flags,
+		&cli.StringFlag{Name: "format", Usage: "table, csv, tsv or json (report.format)", EnvVars: []string{"GPUSUITE_REPORT_FORMAT"}},
+		&cli.BoolFlag{Name: "parsable", Aliases: []string{"P"}, Usage: "'|'-separated machine values, like sreport -P"},
+		&cli.BoolFlag{Name: "noheader", Aliases: []string{"n"}, Usage: "no header line (nor title and notes)"},
+		&cli.StringFlag{Name: "units", Aliases: []string{"t"}, Usage: "GPU-time columns in seconds, minutes, hours or percent of the capacity (report.units)", EnvVars: []string{"GPUSUITE_REPORT_UNITS"}},
+	)
+	return &cli.Command{
+		Name:  "cluster",
+		Usage: "how full the cluster's GPUs were: allocated, down, planned down, idle and reserved of the capacity (like sreport cluster utilization -T gres/gpu)",
+		UsageText: "gpuacct report cluster [options]\n\n" +
+			`GPU capacity over the window from Slurm's cluster and node events, down and
+drained time, reservations, allocated and idle GPU-time, per cluster (and
+per day, week or month), as sreport -T gres/gpu cluster utilization counts
+them. ingest reads Slurm's side from sacctmgr (ingest.sacctmgr). Whole
+hours, like sreport. See docs/utilization.md.
+
+` + clusterExamples,
+		Flags:  flags,
+		Action: func(c *cli.Context) error { return runCluster(c, d) },
+	}
+}
+
+func runCluster(c *cli.Context, d Deps) error {
+	if c.Args().Present() {
+		return cli.Exit(fmt.Sprintf("report cluster: unexpected argument %q (options go with --)", c.Args().First()), 2)
+	}
+	e, err := load(c, d)
+	if err != nil {
+		return err
+	}
+	w, err := e.window(c)
+	if err != nil {
+		return cli.Exit(fmt.Sprintf("report cluster: %v", err), 2)
+	}
+	p, err := timespec.ParsePeriod(c.String("period"))
+	if err != nil {
+		return cli.Exit(fmt.Sprintf("report cluster: %v", err), 2)
+	}
+	o, err := e.output(c, d)
+	if err != nil {
+		return cli.Exit(fmt.Sprintf("report cluster: %v", err), 2)
+	}
+	hw := report.HourWindow(w)
+	if err := timespec.CheckBuckets(hw, p); err != nil {
+		return cli.Exit(fmt.Sprintf("report cluster: %v", err), 2)
+	}
+	db, err := e.open(c.Context)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	s, err := e.scope(c, db, false)
+	if err != nil {
+		return usage("report cluster", err)
+	}
+	r := report.ClusterRequest{Window: hw, Period: p, Scope: s}
+	rows, err := db.ClusterUtilization(c.Context, r)
+	if report.IsBadInput(err) {
+		return cli.Exit(fmt.Sprintf("report cluster: %v", err), 2)
+	}
+	if err != nil {
+		return fmt.Errorf("report cluster: %w", err)
+	}
+	return table.Write(d.Stdout, report.ClusterTable(r, rows), o)
+}
