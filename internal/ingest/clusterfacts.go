@@ -16,14 +16,19 @@ const (
 	// slurmdbd may record an event a moment after it began, and the
 	// replace of the window makes a fact read twice count once.
 	clusterFactsOverlap = 24 * time.Hour
+	// clusterFactsAhead is how far past now a read reaches, so that the
+	// reservations already planned are known (report cluster counts only
+	// the past).
+	clusterFactsAhead = 31 * 24 * time.Hour
 )
 
 // fillClusterFacts stores the cluster's GPU capacity, node events and
 // reservations from sacctmgr (`show event`, `show reservation`, the local
 // cluster as slurm.conf names it), each call bounded by
 // ingest.sacct_timeout, over the window since the last stored fact still
-// open. report cluster computes the utilization from them
-// (docs/utilization.md). A failure is logged and retried next pass.
+// open, and the reservations planned for the month ahead. report cluster
+// computes the utilization from them (docs/utilization.md). A failure is
+// logged and retried next pass.
 func (in *Ingester) fillClusterFacts(ctx context.Context) {
 	if err := in.clusterFacts(ctx); err != nil {
 		in.d.Log.Info("cluster capacity, node events and reservations not read from sacctmgr; retrying next pass", "err", err)
@@ -38,10 +43,12 @@ func (in *Ingester) clusterFacts(ctx context.Context) error {
 		return err
 	}
 	if ok {
-		from = time.Unix(last, 0).Add(-clusterFactsOverlap)
+		// A reservation planned ahead must not move the start past now.
+		from = time.Unix(min(last, now.Unix()), 0).Add(-clusterFactsOverlap)
 	}
 	loc := in.d.SacctLocation
-	window := []string{"Start=" + from.In(loc).Format("2006-01-02T15:04:05"), "End=" + now.In(loc).Format("2006-01-02T15:04:05")}
+	to := now.Add(clusterFactsAhead)
+	window := []string{"Start=" + from.In(loc).Format("2006-01-02T15:04:05"), "End=" + to.In(loc).Format("2006-01-02T15:04:05")}
 	out, err := in.clusterSacctmgr(ctx, append([]string{"-P", "-n", "show", "event"}, append(window, "Format="+eventFormat)...)...)
 	if err != nil {
 		return fmt.Errorf("sacctmgr show event: %w", err)
@@ -65,7 +72,7 @@ func (in *Ingester) clusterFacts(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := b.SetClusterFacts(store.ClusterFacts{From: from.Unix(), To: now.Unix(), Events: events, Reservations: resvs}); err != nil {
+	if err := b.SetClusterFacts(store.ClusterFacts{From: from.Unix(), To: to.Unix(), Events: events, Reservations: resvs}); err != nil {
 		b.Rollback()
 		return err
 	}

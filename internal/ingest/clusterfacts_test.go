@@ -89,7 +89,7 @@ func TestTresGPUs(t *testing.T) {
 }
 
 // TestFillClusterFacts: a pass asks sacctmgr for events and reservations
-// over the year before on a new ledger, then from a day before the oldest
+// from the year before on a new ledger to a month ahead, then from a day before the oldest
 // outage still open; the facts are stored once however often they are
 // read; sacctmgr failing or hanging past ingest.sacct_timeout leaves the
 // stored facts as they were and the pass goes on.
@@ -114,7 +114,7 @@ func TestFillClusterFacts(t *testing.T) {
 		if !strings.Contains(joined, "show event") && !strings.Contains(joined, "show reservation") {
 			return nil, nil // the account tree: accounts.go's
 		}
-		if !strings.HasPrefix(joined, "-P -n show ") || !strings.Contains(joined, "End="+now.Format("2006-01-02T15:04:05")) {
+		if !strings.HasPrefix(joined, "-P -n show ") || !strings.Contains(joined, "End="+now.Add(clusterFactsAhead).Format("2006-01-02T15:04:05")) {
 			t.Errorf("sacctmgr args %q", args)
 		}
 		switch mode {
