@@ -256,6 +256,19 @@ func Sparkline(pts []Point, from, to int64, width int) string {
 
 func pct(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) + "%" }
 
+// idleUtil is the utilization (percent) under which the agent counts a
+// GPU idle (agent.idle_threshold's default): a GPU that never reached it
+// was never busy.
+const idleUtil = 1.0
+
+// plural is "1 GPU", "2 GPUs".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
+
 // notes are the plain-language findings, most useful first.
 func notes(det *Detail) []string {
 	j := &det.Job
@@ -285,14 +298,14 @@ func notes(det *Detail) []string {
 			idleGPUs = append(idleGPUs, g)
 		}
 	}
+	several := len(det.Nodes) > 1
 	switch {
 	case len(idleGPUs) > 0 && len(idleGPUs) == len(withData):
-		out = append(out, fmt.Sprintf("All %d GPUs were idle most of the job (%s of sampled time): the job may not use the GPU at all; check that the code runs on CUDA.",
-			len(withData), pct(100*idleGPUs[0].IdleS/idleGPUs[0].SampleS)))
+		out = append(out, allIdleNote(det, idleGPUs, several))
 	case len(idleGPUs) > 0:
 		for _, g := range idleGPUs {
 			out = append(out, fmt.Sprintf("GPU %s on %s was idle %s of the job: request fewer GPUs (--gpus=%d).",
-				gpuName(g), g.Node, pct(100*g.IdleS/g.SampleS), int(j.GPUs)-len(idleGPUs)))
+				gpuName(g), g.Node, idleShare(g), int(j.GPUs)-len(idleGPUs)))
 		}
 	}
 	var mean, n float64
@@ -329,20 +342,137 @@ func notes(det *Detail) []string {
 	if j.State == "failed" && elapsed < 300 {
 		out = append(out, fmt.Sprintf("Failed after %s: look at the job's output before resubmitting.", time.Duration(elapsed)*time.Second))
 	}
-	for _, g := range withData {
+	out = append(out, qualityNotes(withData)...)
+	if len(out) == 0 {
+		out = append(out, "Nothing to improve found: the GPUs were busy.")
+	}
+	return out
+}
+
+// idleShare is the part of a GPU's sampled time it was idle.
+func idleShare(g GPUStat) string { return pct(100 * g.IdleS / g.SampleS) }
+
+// allIdleNote is the note of a job whose every sampled GPU was idle most
+// of the time: each GPU's own share, and why. A GPU that was busy for a
+// while and idle from then to the end is not a job that missed CUDA: its
+// work stopped (for a failed job, most likely when it failed).
+func allIdleNote(det *Detail, idle []GPUStat, several bool) string {
+	j := &det.Job
+	var shares []string
+	same := true
+	for _, g := range idle {
+		same = same && idleShare(g) == idleShare(idle[0])
+		name := "GPU " + gpuName(g)
+		if several {
+			name += " on " + g.Node
+		}
+		shares = append(shares, name+" "+idleShare(g))
+	}
+	what := "All " + plural(len(idle), "GPU", "GPUs") + " were"
+	if len(idle) == 1 {
+		what = "The GPU was"
+	}
+	share := idleShare(idle[0]) + " of sampled time"
+	switch {
+	case len(idle) > 1 && same:
+		share = "each " + share
+	case len(idle) > 1:
+		share = strings.Join(shares, ", ") + " of sampled time"
+	}
+	busy := false
+	until := int64(0)
+	for _, g := range idle {
+		if g.UtilMax != nil && *g.UtilMax >= idleUtil {
+			busy = true
+		}
+		until = max(until, busyUntil(g.Series))
+	}
+	end := det.Now.UnixMilli()
+	if j.End != nil {
+		end = *j.End * 1000
+	}
+	start := j.Start * 1000
+	if !busy {
+		return fmt.Sprintf("%s idle most of the job (%s): the job may not use the GPU at all; check that the code runs on CUDA.", what, share)
+	}
+	if until > start && until < end {
+		into := time.Duration((until-start)/1000) * time.Second
+		frac := pct(100 * float64(until-start) / float64(end-start))
+		if j.State == "failed" {
+			return fmt.Sprintf("%s idle most of the job (%s): busy for its first %s (%s), then idle until it failed: look at the job's output from then on.", what, share, into, frac)
+		}
+		return fmt.Sprintf("%s idle most of the job (%s): busy for its first %s (%s), then idle until its end: end the job when its GPU work is done, or run what follows without GPUs.", what, share, into, frac)
+	}
+	return fmt.Sprintf("%s idle most of the job (%s), busy only at times: look at what the job waits for between its GPU steps.", what, share)
+}
+
+// busyUntil is the end (Unix ms) of the last point of a series at or
+// above idleUtil, 0 if none.
+func busyUntil(pts []Point) int64 {
+	for i := len(pts) - 1; i >= 0; i-- {
+		if p := pts[i]; p.Util != nil && *p.Util >= idleUtil {
+			return p.T + int64(p.Interval*1000)
+		}
+	}
+	return 0
+}
+
+// qualityNotes are the GPUs' quality counts in plain words: one line per
+// reason a metric was missing (a lost GPU misses every metric for the same
+// reason), naming the metrics and the GPUs, then other counts.
+func qualityNotes(gpus []GPUStat) []string {
+	type missing struct {
+		metrics []string
+		gpus    []string
+		seen    map[string]bool
+	}
+	byReason := map[string]*missing{}
+	var reasons, out []string
+	for _, g := range gpus {
 		keys := make([]string, 0, len(g.Quality))
 		for k := range g.Quality {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
+		most := map[string]uint64{}
+		var order []string
 		for _, k := range keys {
-			out = append(out, fmt.Sprintf("GPU %s on %s: %d samples lack %s.", gpuName(g), g.Node, g.Quality[k], k))
+			metric, reason, ok := strings.Cut(k, ": ")
+			if !ok {
+				if k == "energy_counter_reset" {
+					out = append(out, fmt.Sprintf("GPU %s on %s: its energy counter was reset %s (counted from 0 after).", gpuName(g), g.Node, plural(int(g.Quality[k]), "time", "times")))
+				} else {
+					out = append(out, fmt.Sprintf("GPU %s on %s: %s (%s).", gpuName(g), g.Node, k, plural(int(g.Quality[k]), "sample", "samples")))
+				}
+				continue
+			}
+			m := byReason[reason]
+			if m == nil {
+				m = &missing{seen: map[string]bool{}}
+				byReason[reason] = m
+				reasons = append(reasons, reason)
+			}
+			if !m.seen[metric] {
+				m.seen[metric] = true
+				m.metrics = append(m.metrics, metric)
+			}
+			if _, ok := most[reason]; !ok {
+				order = append(order, reason)
+			}
+			most[reason] = max(most[reason], g.Quality[k])
+		}
+		for _, r := range order {
+			byReason[r].gpus = append(byReason[r].gpus, fmt.Sprintf("GPU %s on %s (%s)", gpuName(g), g.Node, plural(int(most[r]), "sample", "samples")))
 		}
 	}
-	if len(out) == 0 {
-		out = append(out, "Nothing to improve found: the GPUs were busy.")
+	sort.Strings(reasons)
+	var lines []string
+	for _, r := range reasons {
+		m := byReason[r]
+		sort.Strings(m.metrics)
+		lines = append(lines, fmt.Sprintf("%s lacked %s: %s.", strings.Join(m.gpus, ", "), strings.Join(m.metrics, ", "), r))
 	}
-	return out
+	return append(lines, out...)
 }
 
 func gpuName(g GPUStat) string {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -109,8 +110,8 @@ func WriteJobText(w io.Writer, det *Detail, m *teams.Mapping, loc *time.Location
 	}
 	fmt.Fprintf(&b, "Job %s on %s: %s\n", j.ID(), j.Cluster, j.State)
 	fmt.Fprintf(&b, "  user %s, account %s, team %s, partition %s\n", j.User, j.Account, m.Team(j.Account, j.User), j.Partition)
-	fmt.Fprintf(&b, "  %d GPUs on %s\n", j.GPUs, j.Nodes)
-	fmt.Fprintf(&b, "  start %s, end %s, elapsed %s\n", tf(j.Start), end, time.Duration(j.Elapsed(det.Now))*time.Second)
+	fmt.Fprintf(&b, "  %s on %s\n", plural(int(j.GPUs), "GPU", "GPUs"), j.Nodes)
+	fmt.Fprintf(&b, "  start %s, end %s, elapsed %s%s\n", tf(j.Start), end, time.Duration(j.Elapsed(det.Now))*time.Second, exitText(det.Nodes))
 	u := usageCells(j.Usage, 0)
 	fmt.Fprintf(&b, "  allocated %.2f GPU-h, used %s GPU-h, efficiency %s, idle %s GPU-h, energy %.3f kWh\n",
 		float64(j.AllocS)/3600, optAny(u[1], 1/3600.0, "%.2f"), optAny(u[2], 1, "%.0f%%"), optAny(u[3], 1/3600.0, "%.2f"), float64(j.EnergyMJ)/3.6e9)
@@ -164,4 +165,27 @@ func fit(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
+}
+
+// exitText is ", exit code N" of a finished job: the code its nodes gave,
+// or each node's where they differ; "" while none is known.
+func exitText(parts []NodePart) string {
+	var codes []string
+	differ := false
+	for _, p := range parts {
+		if p.ExitCode == nil {
+			continue
+		}
+		c := strconv.FormatInt(*p.ExitCode, 10)
+		differ = differ || len(codes) > 0 && !strings.HasPrefix(codes[0], c+" ")
+		codes = append(codes, c+" ("+p.Node+")")
+	}
+	switch {
+	case len(codes) == 0:
+		return ""
+	case !differ:
+		c, _, _ := strings.Cut(codes[0], " ")
+		return ", exit code " + c
+	}
+	return ", exit codes " + strings.Join(codes, ", ")
 }
