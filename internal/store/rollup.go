@@ -225,16 +225,16 @@ func (s span) hourly(sign int64, out map[int64]Delta) {
 func (b *Batch) reroll(job, node int64) error {
 	row, err := b.queryRow(`SELECT start, end, gpus, r_start, r_end, r_gpus,
  (SELECT min(node_id) FROM job_nodes o WHERE o.job = n.job AND o.start IS NOT NULL) = n.node_id,
- start_estimated, s_lo, s_hi
+ start_estimated, s_lo, s_hi, last_sample
  FROM job_nodes n WHERE job = ? AND node_id = ?`, job, node)
 	if err != nil {
 		return err
 	}
-	var start, end, rs, re, rg, slo, shi sql.NullInt64
+	var start, end, rs, re, rg, slo, shi, last sql.NullInt64
 	var gpus int64
 	var head sql.NullBool
 	var est bool
-	if err := row.Scan(&start, &end, &gpus, &rs, &re, &rg, &head, &est, &slo, &shi); err != nil {
+	if err := row.Scan(&start, &end, &gpus, &rs, &re, &rg, &head, &est, &slo, &shi, &last); err != nil {
 		return fmt.Errorf("job node %d/%d: %w", job, node, err)
 	}
 	// The samples follow the allocation: where its start or end moved
@@ -254,7 +254,15 @@ func (b *Batch) reroll(job, node int64) error {
 	if end.Valid {
 		nw.end = end.Int64
 	} else {
-		nw.end = max(start.Int64, b.now.Unix())
+		// An open job counts up to now, and at least to the end of its
+		// newest sample's window (taken a moment before the pass, it
+		// stands for the seconds after it): its samples are counted
+		// whole while it runs, and so never pass what it was allocated.
+		covered, err := b.sampledTo(job, node, max(last.Int64, b.lastSample[[2]int64{job, node}]))
+		if err != nil {
+			return err
+		}
+		nw.end = max(start.Int64, b.now.Unix(), covered)
 	}
 	// The job is counted once, in the hour it started, on its lowest
 	// node id; r_gpus < 0 marks a span that carried the count.
@@ -340,4 +348,24 @@ func (b *Batch) summarize(job int64) error {
  WHEN coalesce(exit_code, 0) != 0 THEN 'failed'
  ELSE 'completed' END WHERE id = ?`, job)
 	return err
+}
+
+// sampledTo is the end, in whole Unix seconds rounded up, of the windows
+// of the job's samples on node taken in second last (its newest), 0 if
+// none. The samples of that one second are read, by the (gpu, time) key.
+func (b *Batch) sampledTo(job, node, last int64) (int64, error) {
+	if last <= 0 {
+		return 0, nil
+	}
+	row, err := b.queryRow(`SELECT max(s.t_ms + s.interval_ms) FROM samples s, jobs r
+ WHERE r.id = ? AND s.gpu_id IN (SELECT g.id FROM gpus g WHERE g.node_id = ?) AND s.t_ms >= ? AND s.t_ms < ?
+ AND (s.job = r.job_id AND s.restart = r.restart OR s.jobs IS NOT NULL)`, job, node, last*1000, (last+1)*1000)
+	if err != nil {
+		return 0, err
+	}
+	var end sql.NullInt64
+	if err := row.Scan(&end); err != nil {
+		return 0, fmt.Errorf("newest sample of job %d on node %d: %w", job, node, err)
+	}
+	return (end.Int64 + 999) / 1000, nil
 }

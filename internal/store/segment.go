@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -141,6 +142,11 @@ func (b *Batch) Segment(h *record.SegmentHeader, samples []record.Sample) (int, 
 			newest = s.Time
 		}
 		delta := deltas[i]
+		var util *int64
+		if s.GPUUtil != nil {
+			u := int64(*s.GPUUtil)
+			util = &u
+		}
 		for _, js := range s.Jobs {
 			if js.Job == 0 {
 				continue
@@ -150,21 +156,15 @@ func (b *Batch) Segment(h *record.SegmentHeader, samples []record.Sample) (int, 
 				return n, err
 			}
 			// Only the part of the sample's window inside the job's
-			// allocation on this node counts: used and idle never pass
-			// allocated, per job and GPU.
-			ms := clip(chk.win[i], chk.alloc[jobKey{h.Cluster, js.Job, js.Restart}])
-			iv := float64(ms) / 1000
-			d := Delta{SampleS: iv}
-			if s.GPUUtil != nil {
-				d.Used = float64(*s.GPUUtil) * iv / 100 * js.Share
+			// allocation on this node counts, each hour its own part:
+			// used and idle never pass allocated, per job, GPU and hour.
+			a := chk.alloc[jobKey{h.Cluster, js.Job, js.Restart}]
+			b.addSampleUse(job, node, chk.win[i], nil, a, intervalMS, util, js, nil, delta)
+			if a.hi == math.MaxInt64 {
+				// An open job's allocation runs to its newest sample's
+				// end (reroll): brought there in this batch.
+				b.rerolls[job] = true
 			}
-			if js.Idle {
-				d.Idle = iv
-			}
-			if delta != nil {
-				d.EnergyMJ = int64(float64(*delta)*js.Share*float64(ms)/float64(max(intervalMS, 1)) + 0.5)
-			}
-			b.addUse(useKey{job, node, tms / 3_600_000}, d)
 			ls := [2]int64{job, node}
 			if tms/1000 > b.lastSample[ls] {
 				b.lastSample[ls] = tms / 1000

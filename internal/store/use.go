@@ -1,6 +1,10 @@
 package store
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/aicloud/gpusuite/internal/record"
+)
 
 // addUse adds d to the batch's pending figures of one job × node × hour.
 func (b *Batch) addUse(k useKey, d Delta) {
@@ -130,4 +134,78 @@ ON CONFLICT(job, node_id, hour) DO UPDATE SET alloc_gpu_s = alloc_gpu_s + exclud
 		delete(b.lastSample, k)
 	}
 	return nil
+}
+
+// msPerHour is an hour in the Unix milliseconds samples are timed in.
+const msPerHour = 3_600_000
+
+// addSampleUse adds to a job's hours on node what one sample counts for
+// one of its job shares: the part of the sample's window w inside the
+// allocation nw, with energy delta nd, less what it counted inside old
+// with od (old nil: nothing counted yet). The window is cut at hour
+// boundaries, so that each hour holds only its own seconds (a 10 s
+// sample at 10:59:55 gives five to 10:00 and five to 11:00): an hour's
+// used and idle never pass what was allocated in it, and a period's total
+// is its jobs' time clipped to it. ivMS is the sample's interval, util
+// its utilization (nil: missing).
+func (b *Batch) addSampleUse(job, node int64, w window, old *alloc, nw alloc, ivMS int64, util *int64, js record.JobShare, od, nd *int64) {
+	if w.hi <= w.lo {
+		return
+	}
+	add := newSampleParts(w, nw, ivMS, util, js, nd)
+	var sub sampleParts
+	if old != nil {
+		sub = newSampleParts(w, *old, ivMS, util, js, od)
+	}
+	for h := w.lo / msPerHour; h*msPerHour < w.hi; h++ {
+		d := add.hour(h)
+		if old != nil {
+			d.add(sub.hour(h).neg())
+		}
+		if !d.zero() {
+			b.addUse(useKey{job, node, h}, d)
+		}
+	}
+}
+
+// sampleParts cuts one sample's counted part (its window inside an
+// allocation) into hours.
+type sampleParts struct {
+	part           window // the window inside the allocation
+	ivMS           int64
+	util           *int64
+	js             record.JobShare
+	delta          *int64
+	ms             int64 // the whole part's length
+	doneMS, doneMJ int64 // energy given to earlier hours
+}
+
+func newSampleParts(w window, a alloc, ivMS int64, util *int64, js record.JobShare, delta *int64) sampleParts {
+	p := window{max(w.lo, a.lo), min(w.hi, a.hi)}
+	return sampleParts{part: p, ivMS: ivMS, util: util, js: js, delta: delta, ms: max(0, p.hi-p.lo)}
+}
+
+// hour is the part's share of hour h; hours must be asked in order. The
+// energy of the whole part is rounded once and handed out by running
+// totals, so that the hours add up to it to the millijoule.
+func (p *sampleParts) hour(h int64) Delta {
+	ms := max(0, min(p.part.hi, (h+1)*msPerHour)-max(p.part.lo, h*msPerHour))
+	if ms == 0 {
+		return Delta{}
+	}
+	iv := float64(ms) / 1000
+	d := Delta{SampleS: iv}
+	if p.util != nil {
+		d.Used = float64(*p.util) * iv / 100 * p.js.Share
+	}
+	if p.js.Idle {
+		d.Idle = iv
+	}
+	if p.delta != nil {
+		p.doneMS += ms
+		upTo := int64(float64(*p.delta)*p.js.Share*float64(p.doneMS)/float64(max(p.ivMS, 1)) + 0.5)
+		d.EnergyMJ = upTo - p.doneMJ
+		p.doneMJ = upTo
+	}
+	return d
 }
