@@ -48,23 +48,13 @@ func (s *storedSample) shares() ([]record.JobShare, error) {
 	return js, nil
 }
 
-// count is what the sample adds to one job share's hour when the job's
-// samples are cut to a, with energy delta delta (nil: unknown), as
-// Segment counts it.
-func (s *storedSample) count(js record.JobShare, a alloc, delta *int64) Delta {
-	ms := clip(s.window(), a)
-	iv := float64(ms) / 1000
-	d := Delta{SampleS: iv}
-	if s.util.Valid {
-		d.Used = float64(s.util.Int64) * iv / 100 * js.Share
+// utilization is the sample's utilization, nil when missing.
+func (s *storedSample) utilization() *int64 {
+	if !s.util.Valid {
+		return nil
 	}
-	if js.Idle {
-		d.Idle = iv
-	}
-	if delta != nil {
-		d.EnergyMJ = int64(float64(*delta)*js.Share*float64(ms)/float64(max(s.iv, 1)) + 0.5)
-	}
-	return d
+	u := s.util.Int64
+	return &u
 }
 
 func (s *storedSample) energy() *int64 {
@@ -124,10 +114,8 @@ func (b *Batch) redoDelta(h *record.SegmentHeader, node, gid, t int64, mj uint64
 		if err != nil {
 			return err
 		}
-		d := Delta{EnergyMJ: s.count(js, a, nd).EnergyMJ - s.count(js, a, od).EnergyMJ}
-		if d.EnergyMJ != 0 {
-			b.addUse(useKey{a.row, node, s.t / 3_600_000}, d)
-		}
+		// Only the energy differs: the same window, cut the same way.
+		b.addSampleUse(a.row, node, s.window(), &a, a, s.iv, s.utilization(), js, od, nd)
 	}
 	return nil
 }
@@ -271,11 +259,7 @@ func (b *Batch) recountRange(job, node int64, jobID uint64, restart int, gid int
 			if js.Job != jobID || js.Restart != restart {
 				continue
 			}
-			d := s.count(js, nw, s.energy())
-			d.add(s.count(js, old, s.energy()).neg())
-			if !d.zero() {
-				b.addUse(useKey{job, node, s.t / 3_600_000}, d)
-			}
+			b.addSampleUse(job, node, s.window(), &old, nw, s.iv, s.utilization(), js, s.energy(), s.energy())
 		}
 	}
 	return nil
