@@ -116,11 +116,13 @@ func (h *Hierarchy) Path(cluster, team string) []string {
 // ancestor n levels down from the top, or team itself when it is no
 // deeper; n <= 0 leaves it.
 func (h *Hierarchy) At(cluster, team string, n int) string {
-	p := h.Path(cluster, team)
-	if n <= 0 || len(p) <= n {
+	if n <= 0 {
 		return team
 	}
-	return p[n-1]
+	if p := h.Path(cluster, team); len(p) > n {
+		return p[n-1]
+	}
+	return team
 }
 
 // Names are every organisation the hierarchy knows of cluster's (all of a
