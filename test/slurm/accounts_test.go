@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/slurmtest"
 	"github.com/aicloud/gpusuite/internal/store"
@@ -21,31 +23,23 @@ type accountTreeRow struct {
 
 // TestAccountTree: a parent account over two accounts in Slurm, a user
 // charging both; one ingest pass (with sacctmgr) records the tree, and
-// report tree shows the parent with the sum of its children, each child
-// with its user, the GPU-seconds the ledger holds for their jobs, within
-// a second a GPU of what sacct charges. The accounts and user are this
-// test's own (accounttree*); they are added when missing and never
-// deleted (a re-run reuses them; others' accounts are not touched).
+// report tree -t seconds shows the parent with the sum of its children,
+// each child with its user: the GPU-seconds the ledger holds for their
+// jobs, sacct's gres/gpu × ElapsedRaw, and what sreport -t seconds cluster
+// AccountUtilizationByUser prints for the same hours after a rollup. The
+// accounts (accounttree-RUN, -a, -b) and user (accounttree) are this
+// test's own; each run adds accounts of its own, so that sreport's hours
+// hold its jobs alone, and deletes none.
 func TestAccountTree(t *testing.T) {
 	c := slurmtest.Get(t)
-	const (
-		user = "accounttree"
-		org  = "accounttree-org"
-		a, b = "accounttree-a", "accounttree-b"
-	)
+	const user = "accounttree"
+	org := "accounttree-" + strconv.FormatInt(time.Now().UnixNano()/1e6%1e9, 36)
+	a, b := org+"-a", org+"-b"
 	slurmtest.EnsureUser(t, user)
 	gpuacct := slurmtest.Binary(t, "gpuacct")
-	sacctmgr := func(args ...string) {
-		t.Helper()
-		// "Nothing new added" on a re-run exits 1: what is there is
-		// checked below.
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_ = c.Cmd(ctx, "", "sacctmgr", append([]string{"-i"}, args...)...).Run()
-	}
-	sacctmgr("add", "account", org, "Description=accounttree", "Organization=accounttree")
-	sacctmgr("add", "account", a+","+b, "parent="+org, "Description=accounttree", "Organization=accounttree")
-	sacctmgr("add", "user", user, "account="+a+","+b, "DefaultAccount="+a)
+	c.Run(t, "", "sacctmgr", "-i", "add", "account", org, "Description=accounttree", "Organization=accounttree")
+	c.Run(t, "", "sacctmgr", "-i", "add", "account", a+","+b, "parent="+org, "Description=accounttree", "Organization=accounttree")
+	c.Run(t, "", "sacctmgr", "-i", "add", "user", user, "account="+a+","+b, "DefaultAccount="+a)
 	tree := c.Run(t, "", "sacctmgr", "-n", "-P", "show", "associations", "format=Account,User,ParentName", "where", "account="+org+","+a+","+b)
 	for _, want := range []string{org + "||root", a + "||" + org, b + "||" + org, a + "|" + user + "|", b + "|" + user + "|"} {
 		if !strings.Contains("\n"+tree, "\n"+want+"\n") {
@@ -57,7 +51,11 @@ func TestAccountTree(t *testing.T) {
 	jb := c.Sbatch(t, user, "-A", b, "--gres=gpu:1", "--wrap", "sleep 2")
 	rows := c.WaitAccounted(t, 3*time.Minute, 2, ja, jb)
 	sacctSecs := map[string]int64{}
+	first := time.Now()
 	for _, r := range rows {
+		if r.Start.Before(first) {
+			first = r.Start
+		}
 		waitEvent(t, c, r.JobIDRaw, record.JobStart, 60*time.Second)
 		waitEvent(t, c, r.JobIDRaw, record.JobEnd, 60*time.Second)
 		sacctSecs[r.Account] += r.GPUSeconds()
@@ -95,7 +93,17 @@ func TestAccountTree(t *testing.T) {
 			ledgerSecs[e.Account] += e.AllocGPUS
 		}
 	}
-	out, _ := l.run(t, "report", "tree", "-t", "seconds", "-P", "-n", "--teams", org, "--start", "now-1days", "--end", "now+1hours")
+	// Whole hours around the jobs, rolled up by slurmdbd now rather
+	// than at the next hour.
+	from := first.UTC().Truncate(time.Hour)
+	to := time.Now().UTC().Truncate(time.Hour).Add(time.Hour)
+	const ts = "2006-01-02T15:04:05"
+	c.Run(t, "", "sacctmgr", "-i", "rollup", from.Local().Format(ts), to.Local().Format(ts))
+	sreport := c.Run(t, "", "sreport", "-n", "-P", "-t", "seconds", "-T", "gres/gpu", "cluster", "AccountUtilizationByUser",
+		"accounts="+org, "start="+from.Local().Format(ts), "end="+to.Local().Format(ts), "format=Account,Login,Used")
+
+	out, _ := l.run(t, "report", "tree", "-t", "seconds", "-P", "-n", "--teams", org,
+		"--start", from.Local().Format(ts), "--end", to.Local().Format(ts))
 	var got []accountTreeRow
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		f := strings.Split(line, "|")
@@ -127,9 +135,24 @@ func TestAccountTree(t *testing.T) {
 			t.Errorf("row %d: %+v, want %+v\n%s", i, got[i], want[i], out)
 		}
 	}
-	for acct, gpus := range map[string]int64{a: 2, b: 1} {
-		if d := ledgerSecs[acct] - sacctSecs[acct]; d < -gpus || d > gpus {
-			t.Errorf("%s: ledger %d GPU-s, sacct %d: more than a second a GPU apart", acct, ledgerSecs[acct], sacctSecs[acct])
+	if diff := cmp.Diff(sacctSecs, ledgerSecs); diff != "" {
+		t.Errorf("GPU-seconds per account (-sacct +ledger):\n%s", diff)
+	}
+	// sreport's lines, in its order: the parent, then each account and
+	// its user; ours by size. Compared as account|login -> seconds.
+	ours := map[string]string{}
+	for _, r := range got {
+		ours[r.team+"|"+r.user] = strconv.FormatInt(r.alloc, 10)
+	}
+	theirs := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(sreport), "\n") {
+		f := strings.Split(line, "|")
+		if len(f) != 3 {
+			t.Fatalf("sreport line %q: want 3 fields\n%s", line, sreport)
 		}
+		theirs[f[0]+"|"+f[1]] = f[2]
+	}
+	if diff := cmp.Diff(theirs, ours); diff != "" {
+		t.Errorf("report tree -t seconds against sreport (-sreport +gpuacct):\n%s\nsreport:\n%s\ngpuacct:\n%s", diff, sreport, out)
 	}
 }
