@@ -77,7 +77,7 @@ func runCluster(c *cli.Context, d Deps) error {
 	if err != nil {
 		return usage("report cluster", err)
 	}
-	r := report.ClusterRequest{Window: hw, Period: p, Scope: s}
+	r := report.ClusterRequest{Window: hw, Period: p, Scope: s, Now: e.now}
 	rows, err := db.ClusterUtilization(c.Context, r)
 	if report.IsBadInput(err) {
 		return cli.Exit(fmt.Sprintf("report cluster: %v", err), 2)

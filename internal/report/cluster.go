@@ -24,6 +24,10 @@ type ClusterRequest struct {
 	Window timespec.Window // whole hours (HourWindow)
 	Period timespec.Period
 	Scope  Scope
+	// Now ends the hours computed: the hour it falls in is the last (in
+	// full, as slurmdbd rolls up an hour asked for early); the zero Now
+	// computes the whole window.
+	Now time.Time
 }
 
 // ClusterRow is one cluster's utilization in one period.
@@ -36,7 +40,8 @@ type ClusterRow struct {
 // ClusterUtilization computes sreport's cluster utilization for gres/gpu
 // per cluster and period from Slurm's events and reservations (stored by
 // ingest from sacctmgr) and the ledger's allocations (docs/utilization.md).
-// Periods without any capacity recorded are left out.
+// Periods without any capacity recorded are left out, and so are hours
+// after r.Now.
 func (d *DB) ClusterUtilization(ctx context.Context, r ClusterRequest) ([]ClusterRow, error) {
 	from, to := r.Window.Start.Unix(), r.Window.End.Unix()
 	if hours := (to - from) / 3600; hours > MaxClusterHours {
@@ -97,6 +102,9 @@ func (d *DB) ClusterUtilization(ctx context.Context, r ClusterRequest) ([]Cluste
 			for h := b.Start.Unix() / 3600 * 3600; h < b.End.Unix(); h += 3600 {
 				if h < b.Start.Unix() && b.Start.Unix() != from {
 					continue // counted in the bucket its start falls in
+				}
+				if !r.Now.IsZero() && h > r.Now.Unix() {
+					break // not yet
 				}
 				row.add(hourUtil(f, h, h+3600))
 			}

@@ -131,6 +131,21 @@ func TestClusterUtilization(t *testing.T) {
 			}
 		})
 	}
+	t.Run("hours after now are not counted", func(t *testing.T) {
+		// Now in the first hour of day 2: that hour counts in full, the
+		// maintenance reservation from 01:00 not at all.
+		rows, err := db.ClusterUtilization(context.Background(), ClusterRequest{Window: w, Period: timespec.Day, Scope: s, Now: time.Unix(d0+day+1800, 0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := Utilization{Allocated: 1800, Idle: 12*3600 - 1800, Reported: 12 * 3600}
+		if len(rows) != 2 {
+			t.Fatalf("%d rows, want 2", len(rows))
+		}
+		if d := cmp.Diff(want, rows[1].Utilization); d != "" {
+			t.Errorf("day 2 until now (-want +got):\n%s", d)
+		}
+	})
 	if _, err := db.ClusterUtilization(context.Background(), ClusterRequest{Window: timespec.Window{Start: w.Start, End: w.Start.Add(6 * 366 * 24 * time.Hour)}, Scope: s}); !IsBadInput(err) {
 		t.Errorf("a six-year window: %v, want a bad input", err)
 	}

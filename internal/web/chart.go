@@ -88,9 +88,27 @@ func (c *chart) yAxis(top, step float64) {
 // bars lays out bars per bucket: stacked, or the first series as a pale
 // full bar with the second drawn inside it (allocated vs used).
 func bars(label, unit string, buckets []string, series []barSeries, stacked bool) chart {
+	return barsWithLevel(label, unit, buckets, series, stacked, nil)
+}
+
+// capacityColor draws the capacity level: neither a team's colour nor
+// the unassigned grey, and dark enough on both backgrounds.
+const capacityColor = "#7f3c8d"
+
+// barsWithLevel is bars with level (nil: none) drawn over them, one flat
+// segment across each bucket: the cluster's GPU capacity over the
+// allocated bars. A bucket whose level is NaN has no segment.
+func barsWithLevel(label, unit string, buckets []string, series []barSeries, stacked bool, level *barSeries) chart {
 	c := newChart(label, unit)
 	n := len(buckets)
 	maxV := 0.0
+	if level != nil {
+		for _, v := range level.Values {
+			if !math.IsNaN(v) {
+				maxV = math.Max(maxV, v)
+			}
+		}
+	}
 	for i := 0; i < n; i++ {
 		tot := 0.0
 		for _, s := range series {
@@ -134,6 +152,21 @@ func bars(label, unit string, buckets []string, series []barSeries, stacked bool
 				r.X, r.W, r.Y = x+(bw-inner)/2, inner, c.PlotY+c.PlotH-h
 			}
 			c.Rects = append(c.Rects, r)
+		}
+	}
+	if level != nil {
+		// One flat segment per bucket, titled with its value: the level
+		// is read per bucket, as the bars are.
+		c.Legend = append(c.Legend, legendItem{Name: level.Name, Color: level.Color})
+		for i := 0; i < n && i < len(level.Values); i++ {
+			v := level.Values[i]
+			if math.IsNaN(v) {
+				continue
+			}
+			y := c.PlotY + c.PlotH - v/top*c.PlotH
+			x0, x1 := c.PlotX+float64(i)*slot, c.PlotX+float64(i+1)*slot
+			c.Lines = append(c.Lines, polyline{Points: fmt.Sprintf("%.1f,%.1f %.1f,%.1f", x0, y, x1, y), Color: level.Color,
+				Title: fmt.Sprintf("%s · %s: %s %s", buckets[i], level.Name, hoursOf(v), unit)})
 		}
 	}
 	every := int(math.Ceil(float64(n) / 12))

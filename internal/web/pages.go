@@ -282,7 +282,11 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) error {
 		}
 		// One pass over the rollups gives the chart and, summed over the
 		// periods, the teams table (what gpuacct report teams prints).
-		series, perTeam, err := h.teamSeries(ctx, c, q, per, known, colors)
+		level, err := h.capacityLevel(ctx, c, q, per)
+		if err != nil {
+			return err
+		}
+		series, perTeam, err := h.teamSeries(ctx, c, q, per, known, colors, level)
 		if err != nil {
 			return err
 		}
@@ -361,8 +365,9 @@ func (h *Handler) userRow(row usageRow, q *query, colors map[string]string) user
 }
 
 // teamSeries is the stacked chart of allocated GPU-hours per team and
-// period, and each team's usage summed over the periods, busiest first.
-func (h *Handler) teamSeries(ctx context.Context, c *conn, q *query, per timespec.Period, known []string, colors map[string]string) (chart, []usageRow, error) {
+// period, with the capacity level over it (nil: none), and each team's
+// usage summed over the periods, busiest first.
+func (h *Handler) teamSeries(ctx context.Context, c *conn, q *query, per timespec.Period, known []string, colors map[string]string, level *barSeries) (chart, []usageRow, error) {
 	t, err := c.rep.Report(ctx, report.Request{Kind: "teams", Window: q.hours, Period: per, Filter: q.clusterFilter(), Scope: q.scope, Mapping: h.mapping})
 	if err != nil {
 		return chart{}, nil, err
@@ -417,7 +422,7 @@ func (h *Handler) teamSeries(ctx context.Context, c *conn, q *query, per timespe
 		}
 		return totals[a].Name < totals[b].Name
 	})
-	return bars("Allocated GPU-hours per "+string(per)+" and team", "GPU-h", labels, series, true), totals, nil
+	return barsWithLevel("Allocated GPU-hours per "+string(per)+" and team", "GPU-h", labels, series, true, level), totals, nil
 }
 
 func indexOf(xs []string, s string) int {

@@ -1,0 +1,69 @@
+package web_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/store"
+	"github.com/aicloud/gpusuite/internal/web"
+)
+
+// TestCapacityOnUsageChart: with Slurm's cluster facts in the ledger (as
+// ingest stores them from sacctmgr), the accounting page's usage chart
+// draws the cluster's GPU capacity per day over the allocated bars, the
+// value report cluster prints as REPORTED; served by the real gpuacct
+// serve over HTTP.
+func TestCapacityOnUsageChart(t *testing.T) {
+	now := time.Now()
+	f := newFixture(t, now)
+	o := store.At(f.db)
+	st, err := store.Open(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := st.Begin(context.Background(), now)
+	if err == nil {
+		// 12 GPUs from a day before the jobs, still so.
+		err = b.SetClusterFacts(store.ClusterFacts{From: f.genStart.Add(-24 * time.Hour).Unix(), To: now.Unix(),
+			Events: []store.SlurmEvent{{Cluster: cluster, Start: f.genStart.Add(-24 * time.Hour).Unix(), GPUs: 12}}})
+	}
+	if err == nil {
+		err = b.Commit()
+	}
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.serve(t)
+
+	day := f.genStart.Truncate(24 * time.Hour).Add(24 * time.Hour) // a whole UTC day of the window
+	win := url.Values{"start": {day.Format("2006-01-02")}, "end": {day.Add(48 * time.Hour).Format("2006-01-02")}, "period": {"day"}}
+	code, page := getJSON(t, f.url("/accounting?"+win.Encode()), nil)
+	if code != http.StatusOK {
+		t.Fatalf("/accounting: %d %.300s", code, page)
+	}
+	html := string(page)
+	want := day.Format("2006-01-02") + " · GPU capacity (Slurm): 288.0 GPU-h"
+	if !strings.Contains(html, "<title>"+want+"</title>") {
+		t.Errorf("the usage chart lacks the capacity segment %q", want)
+	}
+	// Today counts to the end of this hour, as slurmdbd rolls up an hour
+	// asked for early; later hours are not counted.
+	if today := now.UTC().Truncate(24 * time.Hour); today.Before(day.Add(48 * time.Hour)) {
+		want := today.Format("2006-01-02") + " · GPU capacity (Slurm): " + web.HoursOf(float64(12*(now.UTC().Hour()+1))) + " GPU-h"
+		if !strings.Contains(html, "<title>"+want+"</title>") {
+			t.Errorf("the usage chart lacks today's capacity segment %q", want)
+		}
+	}
+	if !strings.Contains(html, "GPU capacity (Slurm)</span>") {
+		t.Errorf("the chart's legend lacks the capacity")
+	}
+	out := string(f.cliOut(t, now, "report", "cluster", "--start", day.Format("2006-01-02"), "--end", day.Add(24*time.Hour).Format("2006-01-02"), "-P", "-n"))
+	if fields := strings.Split(out, "|"); len(fields) < 7 || fields[6] != "288" {
+		t.Errorf("report cluster over the day: %q, want 288 GPU-h reported", out)
+	}
+}
