@@ -17,7 +17,8 @@ type Report struct {
 	TZ string `toml:"tz"`
 	// Format is the default output: table, csv, tsv or json.
 	Format string `toml:"format"`
-	// Units is the default for GPU-time columns: hours, minutes or percent.
+	// Units is the default for GPU-time columns: seconds, hours, minutes or
+	// percent.
 	Units string `toml:"units"`
 	// IgnoreTag in a job's comment excludes it from totals.
 	IgnoreTag string `toml:"ignore_tag"`
@@ -65,9 +66,9 @@ func (r *Report) validate() error {
 		return fmt.Errorf("key \"report.format\": %q is not table, csv, tsv or json", r.Format)
 	}
 	switch r.Units {
-	case "hours", "minutes", "percent":
+	case "seconds", "hours", "minutes", "percent":
 	default:
-		return fmt.Errorf("key \"report.units\": %q is not hours, minutes or percent", r.Units)
+		return fmt.Errorf("key \"report.units\": %q is not seconds, hours, minutes or percent", r.Units)
 	}
 	if r.Teams != "" && !strings.HasPrefix(r.Teams, "/") {
 		return fmt.Errorf("key \"report.teams\": %q is not an absolute path", r.Teams)

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"os/user"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/config"
@@ -69,19 +71,12 @@ func Prepare(cfg config.Config, stderr io.Writer, getenv func(string) string, pr
 		}
 		uid, _ = strconv.Atoi(u.Uid)
 	}
-	var sacct Sacct
+	var sacct, sacctmgr Sacct
 	if cfg.Ingest.Sacct != "" {
-		prog := cfg.Ingest.Sacct
-		sacct = func(ctx context.Context, args ...string) ([]byte, error) {
-			return exec.CommandContext(ctx, prog, args...).Output()
-		}
+		sacct = slurmCommand(cfg.Ingest.Sacct)
 	}
-	var sacctmgr Sacct
 	if cfg.Ingest.Sacctmgr != "" {
-		prog := cfg.Ingest.Sacctmgr
-		sacctmgr = func(ctx context.Context, args ...string) ([]byte, error) {
-			return exec.CommandContext(ctx, prog, args...).Output()
-		}
+		sacctmgr = slurmCommand(cfg.Ingest.Sacctmgr)
 	}
 	return &Setup{Config: cfg, Log: log, Deps: Deps{
 		Config: cfg, Log: log, Now: time.Now, UID: uid, Sacct: sacct, Sacctmgr: sacctmgr,
@@ -121,4 +116,56 @@ func (s *Setup) Once(ctx context.Context, stdout io.Writer) error {
 		return fmt.Errorf("ingest pass: %w", err)
 	}
 	return nil
+}
+
+// maxSlurmOutput bounds what one sacct or sacctmgr call may print: far
+// above any batch ingest asks for (500 jobs, one account tree), far below
+// what would hurt the ingest daemon.
+const maxSlurmOutput = 64 << 20
+
+// slurmCommand runs prog (sacct, sacctmgr) with args and returns its
+// standard output, at most maxSlurmOutput bytes: a command that prints
+// more is stopped and fails. Its standard error's first line (bounded)
+// says why it failed.
+func slurmCommand(prog string) Sacct {
+	return func(ctx context.Context, args ...string) ([]byte, error) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, prog, args...)
+		out := &capped{max: maxSlurmOutput, over: cancel}
+		errOut := &capped{max: 4096}
+		cmd.Stdout, cmd.Stderr = out, errOut
+		err := cmd.Run()
+		switch {
+		case out.overflow:
+			return nil, fmt.Errorf("%s: printed more than %d MiB; stopped", prog, maxSlurmOutput>>20)
+		case err != nil:
+			if msg, _, _ := strings.Cut(strings.TrimSpace(errOut.b.String()), "\n"); msg != "" {
+				return nil, fmt.Errorf("%s: %s: %w", prog, msg, err)
+			}
+			return nil, fmt.Errorf("%s: %w", prog, err)
+		}
+		return out.b.Bytes(), nil
+	}
+}
+
+// capped keeps the first max bytes written to it; past them it calls
+// over (if set) and drops the rest.
+type capped struct {
+	b        bytes.Buffer
+	max      int
+	overflow bool
+	over     func()
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := c.max - c.b.Len(); len(p) > room {
+		c.b.Write(p[:max(room, 0)])
+		if !c.overflow && c.over != nil {
+			c.over()
+		}
+		c.overflow = true
+		return len(p), nil
+	}
+	return c.b.Write(p)
 }

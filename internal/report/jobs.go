@@ -109,8 +109,24 @@ func (d *DB) Jobs(ctx context.Context, q JobQuery, fn func(*JobRow) bool) error 
 	for _, t := range q.Teams {
 		want[t] = true
 	}
+	// --teams names a team or an organisation above it, as in report.
+	h := FlatHierarchy(m)
+	if len(want) > 0 {
+		var err error
+		if h, err = d.Hierarchy(ctx, m); err != nil {
+			return err
+		}
+	}
+	wanted := func(cluster, team string) bool {
+		for _, t := range h.Path(cluster, team) {
+			if want[t] {
+				return true
+			}
+		}
+		return false
+	}
 	err := d.st.Jobs(ctx, sq, func(r *store.JobRow) bool {
-		if len(want) > 0 && !want[m.Team(r.Account, r.User)] {
+		if len(want) > 0 && !wanted(r.Cluster, m.Team(r.Account, r.User)) {
 			return true
 		}
 		j := jobRow(r)
@@ -126,7 +142,14 @@ func (d *DB) JobList(ctx context.Context, q JobQuery) (*table.Table, error) {
 	if m == nil {
 		m = &teams.Mapping{}
 	}
-	if err := d.CheckTeams(ctx, m, q.Teams); err != nil {
+	var h *Hierarchy
+	if len(q.Teams) > 0 {
+		var err error
+		if h, err = d.Hierarchy(ctx, m); err != nil {
+			return nil, err
+		}
+	}
+	if err := d.checkTeams(ctx, m, h, q.Teams); err != nil {
 		return nil, err
 	}
 	if q.Limit < 0 || q.Limit > MaxLimit {

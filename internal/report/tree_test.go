@@ -9,6 +9,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -406,5 +407,50 @@ func TestPathCut(t *testing.T) {
 	}
 	if got := h.At("c1", "x", 1); got != "x" {
 		t.Errorf("At top: %q", got)
+	}
+}
+
+// TestJobsTeamsOrganisation: report jobs --teams takes an organisation
+// as the other reports do, from Slurm's account tree or the mapping
+// file's parents, and lists the jobs of every team under it.
+func TestJobsTeamsOrganisation(t *testing.T) {
+	db, w := treeLedger(t)
+	file, err := teams.Parse([]byte(treeFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		m     *teams.Mapping
+		teams []string
+		want  []int64
+	}{
+		{"slurm's parent account", nil, []string{"acme"}, []int64{1, 2, 3, 4}},
+		{"slurm's middle account", nil, []string{"nlp"}, []int64{3, 4}},
+		{"a team", nil, []string{"physics"}, []int64{5}},
+		{"the mapping file's organisation", file, []string{"acme"}, []int64{1, 2, 3, 4}},
+		{"the mapping file's team", file, []string{"lang"}, []int64{3, 4}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []int64
+			err := db.Jobs(context.Background(), JobQuery{Window: w, Teams: tc.teams, Mapping: tc.m, Sort: "start"}, func(j *JobRow) bool {
+				got = append(got, j.JobID)
+				return true
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			slices.Sort(got)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("jobs --teams %v (-want +got):\n%s", tc.teams, diff)
+			}
+			tb, err := db.JobList(context.Background(), JobQuery{Window: w, Teams: tc.teams, Mapping: tc.m, Sort: "start", Limit: 50})
+			if err != nil {
+				t.Fatalf("JobList: %v", err)
+			}
+			if len(tb.Rows) != len(tc.want) {
+				t.Errorf("JobList --teams %v: %d rows, want %d", tc.teams, len(tb.Rows), len(tc.want))
+			}
+		})
 	}
 }
