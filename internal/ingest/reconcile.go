@@ -37,12 +37,12 @@ func (in *Ingester) reconcileTimes(ctx context.Context) {
 		return
 	}
 	now := in.d.Now()
-	var after int64
+	var before int64
 	for calls := 0; calls < reconcilePerPass; {
 		if ctx.Err() != nil {
 			return
 		}
-		last, n, err := in.reconcileBatch(ctx, now, after, reconcilePerPass-calls)
+		last, n, err := in.reconcileBatch(ctx, now, before, reconcilePerPass-calls)
 		calls += n
 		if err != nil {
 			in.d.Log.Info("job times not taken from sacct; retrying next pass", "err", err)
@@ -51,20 +51,20 @@ func (in *Ingester) reconcileTimes(ctx context.Context) {
 		if last == 0 {
 			return
 		}
-		after = last
+		before = last
 	}
 }
 
-// reconcileBatch reconciles the batch of unreconciled runs after row
-// after, with at most budget sacct calls (one a cluster). It returns the
-// batch's last row when the batch was full and done (more may wait),
-// else 0, and the calls it made.
-func (in *Ingester) reconcileBatch(ctx context.Context, now time.Time, after int64, budget int) (int64, int, error) {
+// reconcileBatch reconciles the batch of unreconciled runs before row
+// before (0: the newest), with at most budget sacct calls (one a cluster).
+// It returns the batch's last (oldest) row when the batch was full and
+// done (more may wait), else 0, and the calls it made.
+func (in *Ingester) reconcileBatch(ctx context.Context, now time.Time, before int64, budget int) (int64, int, error) {
 	b, err := in.d.Store.Begin(ctx, now)
 	if err != nil {
 		return 0, 0, err
 	}
-	jobs, err := b.Unreconciled(after, reconcileBatch)
+	jobs, err := b.Unreconciled(before, reconcileBatch)
 	b.Rollback()
 	if err != nil || len(jobs) == 0 {
 		return 0, 0, err

@@ -135,7 +135,7 @@ func TestReconcileTimes(t *testing.T) {
 				t.Errorf("first pass: %d reconciling calls %q, want %d", len(calls), calls, tc.calls1)
 			}
 			if tc.calls1 > 0 {
-				want := "-M c1 -j 101,102,103 -X -D --parsable2 --noheader -o JobIDRaw,Start,End,State,ExitCode"
+				want := "-M c1 -j 103,102,101 -X -D --parsable2 --noheader -o JobIDRaw,Start,End,State,ExitCode"
 				if calls[0] != want {
 					t.Errorf("sacct args %q, want %q", calls[0], want)
 				}
@@ -189,9 +189,10 @@ func evFileIn(t *testing.T, cluster, node string, job uint64, kind record.Kind, 
 }
 
 // TestReconcileBounded: one sacct call a cluster and a batch, at most
-// reconcilePerPass a pass: runs of twelve clusters take two passes, the
-// ones left for the next pass keep their hooks' times meanwhile; a batch
-// of more than reconcileBatch runs takes more calls in the same pass.
+// reconcilePerPass a pass, newest runs first: runs of twelve clusters take
+// two passes, the ones left for the next pass keep their hooks' times
+// meanwhile; a batch of more than reconcileBatch runs takes more calls in
+// the same pass.
 func TestReconcileBounded(t *testing.T) {
 	e := newEnv(t)
 	s := e.open(t)
@@ -222,8 +223,9 @@ func TestReconcileBounded(t *testing.T) {
 	if _, err := in.Pass(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if len(asked) != reconcilePerPass || asked[0] != "c00" {
-		t.Errorf("first pass asked about clusters %q, want %d calls from c00", asked, reconcilePerPass)
+	// Newest first: the last cluster's run is the newest row.
+	if len(asked) != reconcilePerPass || asked[0] != fmt.Sprintf("c%02d", clusters-1) {
+		t.Errorf("first pass asked about clusters %q, want %d calls from c%02d", asked, reconcilePerPass, clusters-1)
 	}
 	want := []string{fmt.Sprintf("0|2|%d", 2*601), fmt.Sprintf("1|%d|%d", reconcilePerPass, reconcilePerPass*600)}
 	if diff := cmp.Diff(want, checked()); diff != "" {
@@ -233,7 +235,7 @@ func TestReconcileBounded(t *testing.T) {
 	if _, err := in.Pass(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{fmt.Sprintf("c%02d", clusters-2), fmt.Sprintf("c%02d", clusters-1)}, asked); diff != "" {
+	if diff := cmp.Diff([]string{"c01", "c00"}, asked); diff != "" {
 		t.Errorf("second pass asked (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]string{fmt.Sprintf("1|%d|%d", clusters, clusters*600)}, checked()); diff != "" {

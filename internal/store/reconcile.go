@@ -3,6 +3,7 @@ package store
 import (
 	"database/sql"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 )
@@ -23,18 +24,22 @@ type Unreconciled struct {
 }
 
 // Unreconciled lists up to limit finished job runs not yet reconciled with
-// sacct whose row is after the given one, in row order, so that a pass can
-// walk a backlog past runs that stay unreconciled.
-func (b *Batch) Unreconciled(after int64, limit int) ([]Unreconciled, error) {
+// sacct whose row is before the given one (0: any), newest first: recent
+// jobs are the ones read most, and a backlog (a ledger from before
+// reconciliation, runs sacct does not know yet) is walked past by row.
+func (b *Batch) Unreconciled(before int64, limit int) ([]Unreconciled, error) {
 	if err := b.settle(); err != nil {
 		return nil, err
 	}
+	if before <= 0 {
+		before = math.MaxInt64
+	}
 	s, err := b.stmt(`SELECT id, cluster, job_id, restart, start, start_estimated, end FROM jobs
- WHERE sacct_checked = 0 AND id > ? AND end IS NOT NULL AND start IS NOT NULL ORDER BY id LIMIT ?`)
+ WHERE sacct_checked = 0 AND id < ? AND end IS NOT NULL AND start IS NOT NULL ORDER BY id DESC LIMIT ?`)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := translateRows(s.QueryContext(b.ctx, after, limit))
+	rows, err := translateRows(s.QueryContext(b.ctx, before, limit))
 	if err != nil {
 		return nil, fmt.Errorf("unreconciled jobs: %w", err)
 	}
@@ -123,7 +128,7 @@ func (b *Batch) GiveUpReconcile(row int64) error {
 }
 
 // ReconcileCounts counts the finished job runs by sacct_checked: not yet
-// reconciled, reconciled, given up (for gpuacct check and tests).
+// reconciled, reconciled, given up: how far reconciliation has come.
 func (b *Batch) ReconcileCounts() (waiting, done, gaveUp int64, err error) {
 	row, err := b.queryRow(`SELECT coalesce(sum(CASE WHEN sacct_checked = 0 THEN 1 ELSE 0 END), 0),
  coalesce(sum(CASE WHEN sacct_checked = 1 THEN 1 ELSE 0 END), 0), coalesce(sum(CASE WHEN sacct_checked = 2 THEN 1 ELSE 0 END), 0)
