@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/slurmtest"
 	"github.com/aicloud/gpusuite/internal/store/storetest"
 )
@@ -137,8 +138,14 @@ func TestSreport(t *testing.T) {
 		l, quarantined := sreportLedger(t, gpuacct, c, ids, "sacct")
 		t.Run("requeued job's events taken", func(t *testing.T) {
 			// The epilog of a requeued run sees the next run's restart
-			// count (Slurm counts the requeue first) and names its end
-			// so; the next run's start then comes after "its" end.
+			// count (Slurm counts the requeue first): unless the hooks
+			// name its end by its own run, the next run's start comes
+			// after "its" end (quarantined, when slurmd runs the prolog
+			// again) and the next run's own end is a duplicate.
+			end := filepath.Join(c.Path("GPUSUITE_SLURM_SPOOL"), record.EventFileName("testcl", ids[1], 0, c.Path("GPUSUITE_SLURM_NODE"), record.JobEnd))
+			if _, err := os.Stat(end); err != nil {
+				t.Errorf("the requeued run of job %s has no end event of its own: %v", requeued, err)
+			}
 			if slices.ContainsFunc(quarantined, func(q string) bool { return strings.HasPrefix(q, "event.testcl."+requeued+".") }) {
 				t.Errorf("ingest quarantined events of the requeued job %s: %v", requeued, quarantined)
 			}
