@@ -110,6 +110,8 @@ fi
 exec "$HOOK_BIN/$h" --config "$DIR/etc/gpusuite.toml" 2>>"$DIR/log/$h.log"
 EOF
     chmod 0755 "$DIR/hooks/$h"
+    # A delay left by a killed test must not slow a fresh cluster's jobs.
+    rm -f "$DIR/hooks/$h.delay"
   done
   cat >"$DIR/etc/slurm.conf" <<EOF
 ClusterName=testcl
