@@ -58,7 +58,7 @@ func (d *DB) ClusterUtilization(ctx context.Context, r ClusterRequest) ([]Cluste
 	get := func(c string) *clusterFacts {
 		f := by[c]
 		if f == nil {
-			f = &clusterFacts{alloc: map[int64]map[string]int64{}}
+			f = &clusterFacts{alloc: map[int64]int64{}}
 			by[c] = f
 		}
 		return f
@@ -75,13 +75,7 @@ func (d *DB) ClusterUtilization(ctx context.Context, r ClusterRequest) ([]Cluste
 		f.resvs = append(f.resvs, newResv(sr, nodes))
 	}
 	if err := d.st.HourAllocs(ctx, r.Scope.Filter(), from, to, func(h store.HourAlloc) {
-		f := get(h.Cluster)
-		m := f.alloc[h.Hour]
-		if m == nil {
-			m = map[string]int64{}
-			f.alloc[h.Hour] = m
-		}
-		m[h.Node] += h.AllocS
+		get(h.Cluster).alloc[h.Hour] += h.AllocS
 	}); err != nil {
 		return nil, d.wrap(err)
 	}

@@ -77,8 +77,8 @@ func newResv(r store.SlurmReservation, nodes []string) resv {
 type clusterFacts struct {
 	events []store.SlurmEvent
 	resvs  []resv
-	// alloc is job GPU-seconds per hour (Unix seconds) and node.
-	alloc map[int64]map[string]int64
+	// alloc is job GPU-seconds per hour (Unix seconds).
+	alloc map[int64]int64
 }
 
 func overlap(s1, e1, s2, e2 int64) int64 {
@@ -185,10 +185,7 @@ func hourUtil(f *clusterFacts, h0, h1 int64) Utilization {
 			}
 		}
 	}
-	var alloc int64
-	for _, a := range f.alloc[h0] {
-		alloc += a
-	}
+	alloc := f.alloc[h0]
 	var reserved int64
 	for i, r := range f.resvs {
 		if r.ignoreJobs || overlap(r.Start, r.End, h0, h1) < 1 {

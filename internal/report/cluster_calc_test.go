@@ -21,8 +21,12 @@ func TestHourUtil(t *testing.T) {
 		r.spans = spans
 		return r
 	}
-	alloc := func(perNode map[string]int64) map[int64]map[string]int64 {
-		return map[int64]map[string]int64{h: perNode}
+	alloc := func(perNode map[string]int64) map[int64]int64 {
+		var sum int64
+		for _, v := range perNode {
+			sum += v
+		}
+		return map[int64]int64{h: sum}
 	}
 	for _, c := range []struct {
 		name string

@@ -69,26 +69,25 @@ func (s *Store) ClusterFactsIn(ctx context.Context, clusters []string, from, to 
 	return out, nil
 }
 
-// HourAlloc is the GPU-seconds allocated to jobs on one node in one hour,
-// ignored jobs included (their GPUs were taken all the same).
+// HourAlloc is the GPU-seconds allocated to jobs in one hour of a
+// cluster, ignored jobs included (their GPUs were taken all the same).
 type HourAlloc struct {
-	Hour          int64 // Unix seconds
-	Cluster, Node string
-	AllocS        int64
+	Hour    int64 // Unix seconds
+	Cluster string
+	AllocS  int64
 }
 
-// MaxHourAllocs bounds the hour × node rows report cluster reads.
+// MaxHourAllocs bounds the cluster-hours report cluster reads.
 const MaxHourAllocs = 5000000
 
-// HourAllocs calls fn for each node's allocated GPU-seconds per hour in
+// HourAllocs calls fn for each cluster's allocated GPU-seconds per hour in
 // [from, to) (hour boundaries) of clusters (all when empty).
 func (s *Store) HourAllocs(ctx context.Context, clusters []string, from, to int64, fn func(HourAlloc)) error {
 	var b strings.Builder
 	args := []any{from / 3600, to / 3600}
-	b.WriteString(`SELECT r.hour*3600, r.cluster, n.name, sum(r.alloc_gpu_s) FROM rollup_hourly r JOIN nodes n ON n.id = r.node_id
- WHERE r.hour >= ? AND r.hour < ?`)
-	inList(&b, &args, "r.cluster", clusters)
-	b.WriteString(` GROUP BY r.hour, r.cluster, n.name LIMIT ?`)
+	b.WriteString(`SELECT hour*3600, cluster, sum(alloc_gpu_s) FROM rollup_hourly WHERE hour >= ? AND hour < ?`)
+	inList(&b, &args, "cluster", clusters)
+	b.WriteString(` GROUP BY hour, cluster LIMIT ?`)
 	args = append(args, MaxHourAllocs+1)
 	rows, err := translateRows(s.db.QueryContext(ctx, b.String(), args...))
 	if err != nil {
@@ -98,10 +97,10 @@ func (s *Store) HourAllocs(ctx context.Context, clusters []string, from, to int6
 	n := 0
 	for rows.Next() {
 		if n++; n > MaxHourAllocs {
-			return fmt.Errorf("read allocations by hour: more than %d node-hours in the window", MaxHourAllocs)
+			return fmt.Errorf("read allocations by hour: more than %d cluster-hours in the window", MaxHourAllocs)
 		}
 		var h HourAlloc
-		if err := rows.Scan(&h.Hour, &h.Cluster, &h.Node, &h.AllocS); err != nil {
+		if err := rows.Scan(&h.Hour, &h.Cluster, &h.AllocS); err != nil {
 			return fmt.Errorf("read allocations by hour: %w", err)
 		}
 		fn(h)
