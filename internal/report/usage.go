@@ -121,16 +121,35 @@ func monthCeil(t int64) int64 {
 	return time.Date(y, m+1, 1, 0, 0, 0, 0, time.UTC).Unix()
 }
 
-// HourWindow rounds a window to whole hours as sreport does: the start
-// down, the end down (up when that would leave nothing).
+// HourWindow rounds a window to whole hours as sreport does, so that the
+// same --start and --end give both tools the same hours: each edge to
+// the nearest hour, the seconds first (30 s or more round the minute up,
+// then 30 min or more the hour up: 09:29:30 is 10:00, 09:29:29 is 09:00);
+// a window that rounds to nothing is the hour from its rounded start
+// (docs/accounting.md).
 func HourWindow(w timespec.Window) timespec.Window {
 	loc := w.Start.Location()
-	s := time.Unix(w.Start.Unix()/3600*3600, 0).In(loc)
-	e := time.Unix(w.End.Unix()/3600*3600, 0).In(loc)
+	s := time.Unix(nearestHour(w.Start.Unix()), 0).In(loc)
+	e := time.Unix(nearestHour(w.End.Unix()), 0).In(loc)
 	if !e.After(s) {
 		e = s.Add(time.Hour)
 	}
 	return timespec.Window{Start: s, End: e}
+}
+
+// nearestHour is t (Unix seconds) rounded as sreport rounds: to the
+// nearest minute, then that to the nearest hour.
+func nearestHour(t int64) int64 {
+	m := floorDiv(t+30, 60) * 60
+	return floorDiv(m+1800, 3600) * 3600
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
 }
 
 // Facts calls fn for every non-ignored rollup row in the buckets'
