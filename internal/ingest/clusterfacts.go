@@ -12,9 +12,9 @@ const (
 	// clusterFactsBackfill is how far back the first read of a ledger
 	// reaches: a year of sreport's cluster utilization to compare with.
 	clusterFactsBackfill = 366 * 24 * time.Hour
-	// clusterFactsOverlap is read again before the last stored fact:
-	// slurmdbd may record an event a moment after it began, and the
-	// replace of the window makes a fact read twice count once.
+	// clusterFactsOverlap is read again before the last read: slurmdbd
+	// may record an event a while after it began, and the replace of the
+	// window makes a fact read twice count once.
 	clusterFactsOverlap = 24 * time.Hour
 	// clusterFactsAhead is how far past now a read reaches, so that the
 	// reservations already planned are known (report cluster counts only
@@ -25,8 +25,8 @@ const (
 // fillClusterFacts stores the cluster's GPU capacity, node events and
 // reservations from sacctmgr (`show event`, `show reservation`, the local
 // cluster as slurm.conf names it), each call bounded by
-// ingest.sacct_timeout, over the window since the last stored fact still
-// open, and the reservations planned for the month ahead. report cluster
+// ingest.sacct_timeout, over the window from a day before the last read
+// to a month ahead (the reservations planned). report cluster
 // computes the utilization from them (docs/utilization.md). A failure is
 // logged and retried next pass.
 func (in *Ingester) fillClusterFacts(ctx context.Context) {
@@ -43,7 +43,6 @@ func (in *Ingester) clusterFacts(ctx context.Context) error {
 		return err
 	}
 	if ok {
-		// A reservation planned ahead must not move the start past now.
 		from = time.Unix(min(last, now.Unix()), 0).Add(-clusterFactsOverlap)
 	}
 	loc := in.d.SacctLocation

@@ -78,28 +78,21 @@ func (b *Batch) SetClusterFacts(f ClusterFacts) error {
 	return nil
 }
 
-// ClusterFactsFrom is where the next sacctmgr read of events and
-// reservations starts: the oldest start of an event still in effect or a
-// reservation not yet over when last read (either may still change),
-// else the newest start stored. ok is false when nothing is stored yet.
+// ClusterFactsFrom is when events and reservations were last read (the
+// pass that wrote them): the next read starts there. sacctmgr lists every
+// fact that overlaps its window, an outage still open since long ago
+// included, so the window need only reach back to the last read for
+// what ended since. ok is false when nothing was read yet.
 func (s *Store) ClusterFactsFrom(ctx context.Context) (from int64, ok bool, err error) {
-	var open, newest, resvOpen, resvNewest sql.NullInt64
-	if err := s.db.QueryRowContext(ctx, `SELECT min(CASE WHEN end IS NULL THEN start END), max(start) FROM slurm_events`).Scan(&open, &newest); err != nil {
-		return 0, false, fmt.Errorf("read slurm events' window: %w", translate(err))
+	var events, resvs sql.NullInt64
+	if err := s.db.QueryRowContext(ctx, `SELECT max(seen) FROM slurm_events`).Scan(&events); err != nil {
+		return 0, false, fmt.Errorf("read slurm events' last read: %w", translate(err))
 	}
-	if err := s.db.QueryRowContext(ctx, `SELECT min(CASE WHEN end >= seen THEN start END), max(start) FROM slurm_reservations`).Scan(&resvOpen, &resvNewest); err != nil {
-		return 0, false, fmt.Errorf("read slurm reservations' window: %w", translate(err))
+	if err := s.db.QueryRowContext(ctx, `SELECT max(seen) FROM slurm_reservations`).Scan(&resvs); err != nil {
+		return 0, false, fmt.Errorf("read slurm reservations' last read: %w", translate(err))
 	}
-	for _, v := range []sql.NullInt64{open, resvOpen} {
+	for _, v := range []sql.NullInt64{events, resvs} {
 		if v.Valid && (!ok || v.Int64 < from) {
-			from, ok = v.Int64, true
-		}
-	}
-	if ok {
-		return from, true, nil
-	}
-	for _, v := range []sql.NullInt64{newest, resvNewest} {
-		if v.Valid && (!ok || v.Int64 > from) {
 			from, ok = v.Int64, true
 		}
 	}
