@@ -25,7 +25,7 @@ func Flags() []cli.Flag {
 		&cli.StringFlag{Name: "archive", Usage: "where ingested files go when keep=archive (ingest.archive)", EnvVars: []string{"GPUSUITE_ARCHIVE"}},
 		&cli.StringFlag{Name: "keep", Usage: "archive or delete ingested files (ingest.keep)", EnvVars: []string{"GPUSUITE_INGEST_KEEP"}},
 		&cli.StringFlag{Name: "service-user", Usage: "user that must own incoming files (ingest.service_user; default: the running user)", EnvVars: []string{"GPUSUITE_SERVICE_USER"}},
-		&cli.StringFlag{Name: "sacct", Usage: "sacct program for unfinished jobs and job comments, \"\" to never ask (ingest.sacct)", EnvVars: []string{"GPUSUITE_SACCT"}},
+		&cli.StringFlag{Name: "sacct", Usage: "sacct program for Slurm's times of finished jobs, unfinished jobs and job comments, \"\" to never ask (ingest.sacct)", EnvVars: []string{"GPUSUITE_SACCT"}},
 		&cli.StringFlag{Name: "sacctmgr", Usage: "sacctmgr program for Slurm's account tree, node events and reservations, \"\" to never ask (ingest.sacctmgr)", EnvVars: []string{"GPUSUITE_SACCTMGR"}},
 		&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error (ingest.log_level)", EnvVars: []string{"GPUSUITE_LOG_LEVEL"}},
 	}

@@ -100,6 +100,13 @@ ON CONFLICT(job, node_id) DO UPDATE SET
 	default:
 		return fmt.Errorf("event %s: kind %q", ev.Key, ev.Kind)
 	}
+	// A node whose times are not Slurm's joins a run already reconciled
+	// (a multi-node job's files that came late): the run is asked again,
+	// so that this node too takes Slurm's times (reconcile.go).
+	if _, err := b.exec(`UPDATE jobs SET sacct_checked = 0 WHERE id = ? AND sacct_checked <> 0 AND EXISTS (
+ SELECT 1 FROM job_nodes WHERE job = ? AND node_id = ? AND (coalesce(start_source, '') <> 'sacct' OR coalesce(end_source, '') <> 'sacct'))`, job, job, node); err != nil {
+		return err
+	}
 	for _, g := range ev.GPUs {
 		if g.UUID == "" {
 			continue

@@ -2,6 +2,7 @@ package store
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -158,3 +159,58 @@ func TestReconcileGiveUp(t *testing.T) {
 }
 
 func i2s(v int64) string { return strconv.FormatInt(v, 10) }
+
+// TestReconcileLateNode: a node of a reconciled run whose events come
+// late has the run asked again, and takes Slurm's times; a late copy of
+// a reconciled node's own event does not.
+func TestReconcileLateNode(t *testing.T) {
+	s := openTemp(t)
+	slurmStart := time.Date(2026, 3, 2, 10, 30, 0, 0, time.UTC)
+	slurmEnd := slurmStart.Add(time.Hour)
+	now := slurmEnd.Add(time.Hour)
+	events := func(node string, es ...*record.Event) {
+		batchOf(t, s, now, func(b *Batch) error {
+			for _, e := range es {
+				if err := b.Event(e); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	unreconciled := func() []Unreconciled {
+		var todo []Unreconciled
+		batchOf(t, s, now, func(b *Batch) error {
+			var err error
+			todo, err = b.Unreconciled(0, 10)
+			return err
+		})
+		return todo
+	}
+	events("n1", ev(record.JobStart, "n1", slurmStart.Add(2*time.Second), 2), ev(record.JobEnd, "n1", slurmEnd.Add(5*time.Second), 2))
+	todo := unreconciled()
+	if len(todo) != 1 {
+		t.Fatalf("Unreconciled = %+v, want the job", todo)
+	}
+	times := SlurmTimes{Start: slurmStart, End: slurmEnd, State: "COMPLETED"}
+	batchOf(t, s, now, func(b *Batch) error { return b.Reconcile(todo[0].Row, times) })
+	events("n1", ev(record.JobEnd, "n1", slurmEnd.Add(5*time.Second), 2))
+	if left := unreconciled(); len(left) != 0 {
+		t.Errorf("a late copy of a reconciled node's end: Unreconciled = %+v, want none", left)
+	}
+	events("n2", ev(record.JobStart, "n2", slurmStart.Add(3*time.Second), 1), ev(record.JobEnd, "n2", slurmEnd.Add(4*time.Second), 1))
+	todo = unreconciled()
+	if len(todo) != 1 {
+		t.Fatalf("after a late node: Unreconciled = %+v, want the job again", todo)
+	}
+	batchOf(t, s, now, func(b *Batch) error { return b.Reconcile(todo[0].Row, times) })
+	got := reconcileDump(t, s)["job_nodes"]
+	for _, line := range got {
+		if !strings.Contains(line, "|"+i2s(slurmStart.Unix())+"|"+i2s(slurmEnd.Unix())+"|sacct|sacct|") {
+			t.Errorf("job node %s: want Slurm's times", line)
+		}
+	}
+	if len(got) != 2 {
+		t.Errorf("job nodes %v, want n1 and n2", got)
+	}
+}

@@ -161,8 +161,8 @@ func TestSacct(t *testing.T) {
 			storetest.Row(t, st.Path, `SELECT coalesce(end_source, ''), exit_code FROM jobs WHERE cluster = 'testcl' AND job_id = ?`,
 				[]any{int64(r.JobIDRaw)}, &source, &code)
 			if !withheld[r.JobIDRaw] {
-				if source != "epilog" {
-					t.Errorf("job %d (%s) kept its epilog event but its end came from %q", r.JobIDRaw, nameOf[r.JobIDRaw], source)
+				if source != "sacct" {
+					t.Errorf("job %d (%s) kept its epilog event, so sacct reconciled it, but its end came from %q", r.JobIDRaw, nameOf[r.JobIDRaw], source)
 				}
 				continue
 			}
