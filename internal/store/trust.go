@@ -475,8 +475,3 @@ func mergeStamps(file, stored []stamp) []stamp {
 	}
 	return keep
 }
-
-// clip is how many ms of window w lie inside allocation a.
-func clip(w window, a alloc) int64 {
-	return max(0, min(w.hi, a.hi)-max(w.lo, a.lo))
-}
