@@ -80,7 +80,17 @@ func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *
 		// absent, never 0: a job whose end is unknown did not succeed
 		ev.Quality = append(ev.Quality, "exit_unknown: no valid SLURM_JOB_EXIT_CODE2 or SLURM_JOB_EXIT_CODE; exit recorded as absent")
 	}
-	ev.Key = record.EventKey(ev.Cluster, job.ID, job.RestartCount, ev.Node, kind)
+	// an epilog records the run its prolog noted (see runnote.go)
+	notes := notesOf(cfg.Spool.Dir, d.Now)
+	var noted []string
+	if kind == record.JobEnd {
+		ev.Job.RestartCount, noted = notes.runOf(ev.Cluster, job.ID, job.RestartCount, ev.Node)
+		if ev.Job.RestartCount != job.RestartCount {
+			log.Info("requeue counted before this epilog; recording the run its prolog noted", "job", job.ID,
+				"restart_count", job.RestartCount, "run", ev.Job.RestartCount)
+		}
+	}
+	ev.Key = record.EventKey(ev.Cluster, job.ID, ev.Job.RestartCount, ev.Node, kind)
 
 	// GPU work gets at most 60% of the hook's time left (reading the config
 	// may have used some), so that a hung driver still leaves time to write
@@ -128,11 +138,22 @@ func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *
 		return res, fmt.Errorf("encode event %s: %w", ev.Key, err)
 	}
 	dir := spool.Dir{Path: cfg.Spool.Dir}
-	name := record.EventFileName(ev.Cluster, job.ID, job.RestartCount, ev.Node, kind)
+	name := record.EventFileName(ev.Cluster, job.ID, ev.Job.RestartCount, ev.Node, kind)
 	if err := dir.Ensure(); err != nil {
 		return res, lost(ev, data, err)
 	}
-	if err := dir.Write(name, data); err != nil {
+	werr := dir.Write(name, data)
+	// after the write, so that a note never names a run whose event the
+	// prolog did not try to record, and the epilog's note stays until its
+	// event is written
+	if kind == record.JobStart {
+		if err := notes.mark(ev.Cluster, job.ID, ev.Job.RestartCount, ev.Node); err != nil {
+			log.Warn("run not noted; a requeue of this run may record its end under the next run", "job", job.ID, "err", err)
+		}
+	} else if err := notes.forget(noted); err != nil {
+		log.Warn("run notes not cleared", "job", job.ID, "err", err)
+	}
+	if err := werr; err != nil {
 		if errors.Is(err, spool.ErrExists) {
 			log.Info("event already recorded; keeping the first", "job", job.ID, "key", ev.Key)
 			return res, nil

@@ -1,0 +1,131 @@
+package hook
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/spool"
+)
+
+// Slurm counts a requeue before the requeued run's epilog runs: that epilog
+// sees the next run's SLURM_JOB_RESTART_COUNT. So the prolog leaves a note
+// of the run it recorded, and the epilog records the run whose note it
+// finds. The notes live in a subdirectory of the spool: node-local and
+// root-only like it, and never shipped (the shipper and the agent read
+// only the spool's own files).
+const runNotesDir = "runs"
+
+// runNoteMaxAge is how long a note counts. A note outlives its job only
+// when the epilog did not run (the node died, the hook was killed); an
+// older one is another job's under a reused id, is ignored and is swept.
+// A job running longer than this that is then requeued gets today's
+// restart count, as without notes.
+const runNoteMaxAge = 30 * 24 * time.Hour
+
+// runNoteSweepMax bounds one sweep; the rest waits for the next epilog.
+const runNoteSweepMax = 1000
+
+// runNotes is the notes directory of one spool.
+type runNotes struct {
+	dir string
+	now func() time.Time
+}
+
+func notesOf(spoolDir string, now func() time.Time) runNotes {
+	return runNotes{dir: filepath.Join(spoolDir, runNotesDir), now: now}
+}
+
+// name is a run's note: one empty file whose existence is the note, so the
+// epilog reads nothing but a stat.
+func (n runNotes) name(cluster string, job uint64, restart int, node string) string {
+	return fmt.Sprintf("run.%s.%d.%d.%s", cluster, job, restart, node)
+}
+
+// mark notes that the prolog recorded this run on this node.
+func (n runNotes) mark(cluster string, job uint64, restart int, node string) error {
+	if err := os.Mkdir(n.dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("create run notes %q: %w", n.dir, err)
+	}
+	// temp file and rename: a note is there or not, never half-written
+	if err := spool.CopyInto(n.dir, n.name(cluster, job, restart, node), bytes.NewReader(nil), 0o600); err != nil {
+		return fmt.Errorf("note run: %w", err)
+	}
+	return nil
+}
+
+// runOf is the run an epilog that sees restart records: restart if its
+// prolog noted it, else restart-1 if that was noted (the requeue was
+// counted first), else restart (no prolog note: as without notes). It
+// returns the notes it consulted, for forget.
+func (n runNotes) runOf(cluster string, job uint64, restart int, node string) (run int, noted []string) {
+	run = restart
+	for _, r := range []int{restart, restart - 1} {
+		if r < 0 {
+			continue
+		}
+		name := n.name(cluster, job, r, node)
+		if n.fresh(name) {
+			if len(noted) == 0 {
+				run = r
+			}
+			noted = append(noted, name)
+		}
+	}
+	return run, noted
+}
+
+// fresh reports whether the note exists and is young enough to be this
+// job's.
+func (n runNotes) fresh(name string) bool {
+	st, err := os.Lstat(filepath.Join(n.dir, name))
+	return err == nil && st.Mode().IsRegular() && n.now().Sub(st.ModTime()) < runNoteMaxAge
+}
+
+// forget removes the notes an epilog consulted, then sweeps notes (and
+// temp files) older than runNoteMaxAge, runNoteSweepMax at most.
+func (n runNotes) forget(names []string) error {
+	var first error
+	for _, name := range names {
+		if err := os.Remove(filepath.Join(n.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) && first == nil {
+			first = fmt.Errorf("remove run note: %w", err)
+		}
+	}
+	if err := n.sweep(); err != nil && first == nil {
+		first = err
+	}
+	return first
+}
+
+func (n runNotes) sweep() error {
+	d, err := os.Open(n.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("open run notes %q: %w", n.dir, err)
+	}
+	defer d.Close()
+	ents, err := d.ReadDir(runNoteSweepMax)
+	if err != nil && len(ents) == 0 {
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		return fmt.Errorf("list run notes %q: %w", n.dir, err)
+	}
+	for _, e := range ents {
+		info, err := e.Info()
+		if err != nil || !info.Mode().IsRegular() || n.now().Sub(info.ModTime()) < runNoteMaxAge {
+			continue
+		}
+		if err := os.Remove(filepath.Join(n.dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("sweep run note: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,200 @@
+package hook
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/aicloud/gpusuite/internal/record"
+	"github.com/aicloud/gpusuite/internal/spool"
+)
+
+// hookRun is one prolog or epilog of TestEpilogRecordsItsPrologsRun.
+type hookRun struct {
+	kind    record.Kind
+	job     string
+	restart string // SLURM_JOB_RESTART_COUNT as slurmd hands it
+	// age sets back the mtime of every note present before this hook
+	// runs, as if they had been left that long ago.
+	age time.Duration
+}
+
+// On Slurm 22.05 a requeued run's epilog sees the next run's
+// SLURM_JOB_RESTART_COUNT: the epilog records the run its prolog noted on
+// this node, and today's count where no prolog noted one.
+func TestEpilogRecordsItsPrologsRun(t *testing.T) {
+	pro := func(job, rc string) hookRun { return hookRun{kind: record.JobStart, job: job, restart: rc} }
+	epi := func(job, rc string) hookRun { return hookRun{kind: record.JobEnd, job: job, restart: rc} }
+	tests := []struct {
+		name string
+		runs []hookRun
+		want []string // the spooled events' keys, sorted
+	}{
+		{name: "requeue counted before the epilog",
+			runs: []hookRun{pro("42", "0"), epi("42", "1"), pro("42", "1"), epi("42", "1")},
+			want: []string{"testcl/42/0/gpu01/job_end", "testcl/42/0/gpu01/job_start", "testcl/42/1/gpu01/job_end", "testcl/42/1/gpu01/job_start"}},
+		{name: "requeued twice",
+			runs: []hookRun{pro("42", "0"), epi("42", "1"), pro("42", "1"), epi("42", "2"), pro("42", "2"), epi("42", "2")},
+			want: []string{"testcl/42/0/gpu01/job_end", "testcl/42/0/gpu01/job_start", "testcl/42/1/gpu01/job_end", "testcl/42/1/gpu01/job_start",
+				"testcl/42/2/gpu01/job_end", "testcl/42/2/gpu01/job_start"}},
+		{name: "plain run", runs: []hookRun{pro("42", "0"), epi("42", "0")},
+			want: []string{"testcl/42/0/gpu01/job_end", "testcl/42/0/gpu01/job_start"}},
+		{name: "no prolog note keeps the epilog's count", runs: []hookRun{epi("42", "1")},
+			want: []string{"testcl/42/1/gpu01/job_end"}},
+		{name: "another job's note is ignored", runs: []hookRun{pro("41", "0"), epi("42", "1")},
+			want: []string{"testcl/41/0/gpu01/job_start", "testcl/42/1/gpu01/job_end"}},
+		{name: "a note older than the notes' age is another job's under the same id",
+			runs: []hookRun{pro("42", "0"), {kind: record.JobEnd, job: "42", restart: "1", age: runNoteMaxAge + time.Hour}},
+			want: []string{"testcl/42/0/gpu01/job_start", "testcl/42/1/gpu01/job_end"}},
+		{name: "two jobs on the node",
+			runs: []hookRun{pro("42", "0"), pro("43", "0"), epi("43", "1"), epi("42", "0")},
+			want: []string{"testcl/42/0/gpu01/job_end", "testcl/42/0/gpu01/job_start", "testcl/43/0/gpu01/job_end", "testcl/43/0/gpu01/job_start"}},
+		{name: "the run's own note wins over an earlier run's left behind",
+			// run 0's epilog never ran (its node died); run 1 ends normally
+			runs: []hookRun{pro("42", "0"), pro("42", "1"), epi("42", "1")},
+			want: []string{"testcl/42/0/gpu01/job_start", "testcl/42/1/gpu01/job_end", "testcl/42/1/gpu01/job_start"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := simConfig(t)
+			var logs bytes.Buffer
+			for i, r := range tt.runs {
+				if r.age > 0 {
+					ageNotes(t, cfg.Spool.Dir, r.age)
+				}
+				d := testDeps(envWith("SLURM_JOB_ID", r.job, "SLURM_JOB_RESTART_COUNT", r.restart))
+				d.Now = time.Now // the notes' ages are the files' mtimes
+				res, err := Run(context.Background(), r.kind, cfg, d, logger(&logs))
+				if err != nil {
+					t.Fatalf("hook %d (%s of job %s, restart count %s): %v", i, r.kind, r.job, r.restart, err)
+				}
+				if !strings.Contains(res.Event.Key, "/"+itoa(res.Event.Job.RestartCount)+"/") {
+					t.Errorf("hook %d: key %s, job.restart_count %d", i, res.Event.Key, res.Event.Job.RestartCount)
+				}
+			}
+			var got []string
+			for _, ev := range readEvents(t, cfg.Spool.Dir) {
+				got = append(got, ev.Key)
+			}
+			sort.Strings(got)
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("events (-want +got):\n%s\nlog:\n%s", d, logs.String())
+			}
+			if strings.Contains(logs.String(), "already recorded") {
+				t.Errorf("an epilog found its end taken:\n%s", logs.String())
+			}
+		})
+	}
+}
+
+// Each epilog removes the notes it used; the notes are not spool records,
+// so nothing ships them.
+func TestRunNotesClearedAndNotShipped(t *testing.T) {
+	cfg := simConfig(t)
+	run := func(kind record.Kind, job, rc string) {
+		t.Helper()
+		d := testDeps(envWith("SLURM_JOB_ID", job, "SLURM_JOB_RESTART_COUNT", rc))
+		d.Now = time.Now
+		if _, err := Run(context.Background(), kind, cfg, d, logger(discard())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(record.JobStart, "42", "0")
+	run(record.JobStart, "43", "0")
+	if got, want := noteNames(t, cfg.Spool.Dir), []string{"run.testcl.42.0.gpu01", "run.testcl.43.0.gpu01"}; !cmp.Equal(got, want) {
+		t.Fatalf("notes after two prologs: %v, want %v", got, want)
+	}
+	names, err := spool.Dir{Path: cfg.Spool.Dir}.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if record.KindOfFile(n) != record.FileEvent {
+			t.Errorf("the spool lists %q: the shipper would ship it", n)
+		}
+	}
+	run(record.JobEnd, "42", "1")
+	if got, want := noteNames(t, cfg.Spool.Dir), []string{"run.testcl.43.0.gpu01"}; !cmp.Equal(got, want) {
+		t.Errorf("notes after job 42's epilog: %v, want %v", got, want)
+	}
+}
+
+// A note whose epilog never ran is swept by a later epilog once it is
+// older than runNoteMaxAge; younger notes (running jobs') stay.
+func TestStaleRunNotesSwept(t *testing.T) {
+	cfg := simConfig(t)
+	notes := notesOf(cfg.Spool.Dir, time.Now)
+	if err := os.MkdirAll(cfg.Spool.Dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := notes.mark("testcl", 7, 0, "gpu01"); err != nil {
+		t.Fatal(err)
+	}
+	ageNotes(t, cfg.Spool.Dir, runNoteMaxAge+time.Minute)
+	if err := notes.mark("testcl", 8, 0, "gpu01"); err != nil {
+		t.Fatal(err)
+	}
+	d := testDeps(envWith("SLURM_JOB_ID", "9"))
+	d.Now = time.Now
+	if _, err := Run(context.Background(), record.JobEnd, cfg, d, logger(discard())); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := noteNames(t, cfg.Spool.Dir), []string{"run.testcl.8.0.gpu01"}; !cmp.Equal(got, want) {
+		t.Errorf("notes after the sweep: %v, want %v", got, want)
+	}
+}
+
+// A prolog that cannot leave its note still records its event.
+func TestRunNoteUnwritable(t *testing.T) {
+	cfg := simConfig(t)
+	if err := os.MkdirAll(cfg.Spool.Dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cfg.Spool.Dir, runNotesDir), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	if _, err := Run(context.Background(), record.JobStart, cfg, testDeps(envWith()), logger(&logs)); err != nil {
+		t.Fatal(err)
+	}
+	if len(readEvents(t, cfg.Spool.Dir)) != 1 {
+		t.Error("no event recorded")
+	}
+	if !strings.Contains(logs.String(), "run not noted") {
+		t.Errorf("the missing note is not logged:\n%s", logs.String())
+	}
+}
+
+func noteNames(t *testing.T, spoolDir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(filepath.Join(spoolDir, runNotesDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+func ageNotes(t *testing.T, spoolDir string, age time.Duration) {
+	t.Helper()
+	ents, err := os.ReadDir(filepath.Join(spoolDir, runNotesDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-age)
+	for _, e := range ents {
+		if err := os.Chtimes(filepath.Join(spoolDir, runNotesDir, e.Name()), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
