@@ -1,7 +1,6 @@
 package hook
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -9,8 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"time"
-
-	"github.com/aicloud/gpusuite/internal/spool"
 )
 
 // Slurm counts a requeue before the requeued run's epilog runs: that epilog
@@ -24,8 +21,8 @@ const runNotesDir = "runs"
 // runNoteMaxAge is how long a note counts. A note outlives its job only
 // when the epilog did not run (the node died, the hook was killed); an
 // older one is another job's under a reused id, is ignored and is swept.
-// A job running longer than this that is then requeued gets today's
-// restart count, as without notes.
+// A job running longer than this that is then requeued has its end
+// recorded under the count its epilog sees, as without notes.
 const runNoteMaxAge = 30 * 24 * time.Hour
 
 // runNoteSweepMax bounds one sweep; the rest waits for the next epilog.
@@ -52,8 +49,19 @@ func (n runNotes) mark(cluster string, job uint64, restart int, node string) err
 	if err := os.Mkdir(n.dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("create run notes %q: %w", n.dir, err)
 	}
-	// temp file and rename: a note is there or not, never half-written
-	if err := spool.CopyInto(n.dir, n.name(cluster, job, restart, node), bytes.NewReader(nil), 0o600); err != nil {
+	// An empty file is never half-written, and needs no fsync: after a
+	// crash of the node the run's epilog does not run there anyway. Its
+	// mtime is the hook's clock's, on which its age is measured.
+	path := filepath.Join(n.dir, n.name(cluster, job, restart, node))
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("note run: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("note run: close %q: %w", path, err)
+	}
+	now := n.now()
+	if err := os.Chtimes(path, now, now); err != nil {
 		return fmt.Errorf("note run: %w", err)
 	}
 	return nil
@@ -87,8 +95,8 @@ func (n runNotes) fresh(name string) bool {
 	return err == nil && st.Mode().IsRegular() && n.now().Sub(st.ModTime()) < runNoteMaxAge
 }
 
-// forget removes the notes an epilog consulted, then sweeps notes (and
-// temp files) older than runNoteMaxAge, runNoteSweepMax at most.
+// forget removes the notes an epilog consulted, then sweeps notes older
+// than runNoteMaxAge, runNoteSweepMax at most.
 func (n runNotes) forget(names []string) error {
 	var first error
 	for _, name := range names {
