@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/store"
@@ -12,21 +13,30 @@ const (
 	// clusterFactsBackfill is how far back the first read of a ledger
 	// reaches: a year of sreport's cluster utilization to compare with.
 	clusterFactsBackfill = 366 * 24 * time.Hour
+	// clusterFactsStep is the most one read reaches before now: a first
+	// read (or one after a long stop) goes a month a pass, so that a
+	// large site's year of events need not fit one sacct_timeout.
+	clusterFactsStep = 31 * 24 * time.Hour
 	// clusterFactsOverlap is read again before the last read: slurmdbd
 	// may record an event a while after it began, and the replace of the
 	// window makes a fact read twice count once.
 	clusterFactsOverlap = 24 * time.Hour
-	// clusterFactsAhead is how far past now a read reaches, so that the
-	// reservations already planned are known (report cluster counts only
-	// the past).
+	// clusterFactsAhead is how far past now a read that reaches now goes
+	// on, so that the reservations already planned are known (report
+	// cluster counts only the past).
 	clusterFactsAhead = 31 * 24 * time.Hour
+	// maxResvNodes bounds the nodes of one reservation's hostlist, as
+	// report cluster does when it expands it.
+	maxResvNodes = 100000
 )
 
-// fillClusterFacts stores the cluster's GPU capacity, node events and
-// reservations from sacctmgr (`show event`, `show reservation`, the local
-// cluster as slurm.conf names it), each call bounded by
-// ingest.sacct_timeout, over the window from a day before the last read
-// to a month ahead (the reservations planned). report cluster
+// fillClusterFacts stores the local cluster's GPU capacity, node events
+// and reservations from sacctmgr (`show event`, `show reservation`,
+// Clusters= the local cluster), each call bounded by
+// ingest.sacct_timeout. A read covers from a day before the last read's
+// mark (a year back on a new ledger) to a month later, or to a month
+// ahead once it reaches now (the reservations planned); its mark is kept
+// in the ledger, so a backfill goes on a month a pass. report cluster
 // computes the utilization from them (docs/utilization.md). A failure is
 // logged and retried next pass.
 func (in *Ingester) fillClusterFacts(ctx context.Context) {
@@ -35,19 +45,53 @@ func (in *Ingester) fillClusterFacts(ctx context.Context) {
 	}
 }
 
+// localCluster is the cluster whose facts this ingest reads: cluster.name,
+// else the ledger's only cluster. "" (nothing to read) when the ledger
+// has none yet, or several and no cluster.name to choose.
+func (in *Ingester) localCluster(ctx context.Context) (string, error) {
+	if c := in.d.Config.Cluster.Name; c != "" {
+		return c, nil
+	}
+	nodes, err := in.d.Store.Nodes(ctx)
+	if err != nil {
+		return "", fmt.Errorf("the ledger's clusters: %w", err)
+	}
+	var clusters []string
+	for _, n := range nodes {
+		if !slices.Contains(clusters, n.Cluster) {
+			clusters = append(clusters, n.Cluster)
+		}
+	}
+	if len(clusters) > 1 {
+		in.d.Log.Info("the ledger holds several clusters: set cluster.name to the one whose slurmdbd this ingest asks, to read its capacity, events and reservations", "clusters", clusters)
+		return "", nil
+	}
+	if len(clusters) == 0 {
+		return "", nil
+	}
+	return clusters[0], nil
+}
+
 func (in *Ingester) clusterFacts(ctx context.Context) error {
+	cluster, err := in.localCluster(ctx)
+	if err != nil || cluster == "" {
+		return err
+	}
 	now := in.d.Now()
 	from := now.Add(-clusterFactsBackfill)
-	last, ok, err := in.d.Store.ClusterFactsFrom(ctx)
+	last, ok, err := in.d.Store.ClusterFactsRead(ctx, cluster)
 	if err != nil {
 		return err
 	}
 	if ok {
 		from = time.Unix(min(last, now.Unix()), 0).Add(-clusterFactsOverlap)
 	}
+	to, read := from.Add(clusterFactsStep), from.Add(clusterFactsStep)
+	if !to.Before(now) {
+		to, read = now.Add(clusterFactsAhead), now
+	}
 	loc := in.d.SacctLocation
-	to := now.Add(clusterFactsAhead)
-	window := []string{"Start=" + from.In(loc).Format("2006-01-02T15:04:05"), "End=" + to.In(loc).Format("2006-01-02T15:04:05")}
+	window := []string{"Clusters=" + cluster, "Start=" + from.In(loc).Format("2006-01-02T15:04:05"), "End=" + to.In(loc).Format("2006-01-02T15:04:05")}
 	out, err := in.clusterSacctmgr(ctx, append([]string{"-P", "-n", "show", "event"}, append(window, "Format="+eventFormat)...)...)
 	if err != nil {
 		return fmt.Errorf("sacctmgr show event: %w", err)
@@ -71,14 +115,15 @@ func (in *Ingester) clusterFacts(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := b.SetClusterFacts(store.ClusterFacts{From: from.Unix(), To: to.Unix(), Events: events, Reservations: resvs}); err != nil {
+	if err := b.SetClusterFacts(store.ClusterFacts{From: from.Unix(), To: to.Unix(), Clusters: []string{cluster}, Read: read.Unix(),
+		Events: events, Reservations: resvs}); err != nil {
 		b.Rollback()
 		return err
 	}
 	if err := b.Commit(); err != nil {
 		return err
 	}
-	in.d.Log.Debug("cluster facts from sacctmgr", "events", len(events), "reservations", len(resvs), "from", from)
+	in.d.Log.Debug("cluster facts from sacctmgr", "cluster", cluster, "events", len(events), "reservations", len(resvs), "from", from, "to", to)
 	return nil
 }
 

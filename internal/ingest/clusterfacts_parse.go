@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aicloud/gpusuite/internal/slurmstate"
 	"github.com/aicloud/gpusuite/internal/store"
 )
 
@@ -68,7 +69,10 @@ func parseSlurmReservations(out string, loc *time.Location) (rs []store.SlurmRes
 		id, err1 := strconv.ParseInt(strings.TrimSpace(f[1]), 10, 64)
 		start, err2 := sacctTime(f[2], loc)
 		end, err3 := sacctTime(f[3], loc)
-		if err1 != nil || err2 != nil || err3 != nil || start.IsZero() || end.IsZero() || end.Before(start) ||
+		// A hostlist report cluster could not expand is refused here, so
+		// that one bad line cannot fail every report over its time.
+		_, err4 := slurmstate.ExpandHostlist(strings.TrimSpace(f[5]), maxResvNodes)
+		if err1 != nil || err2 != nil || err3 != nil || err4 != nil || start.IsZero() || end.IsZero() || end.Before(start) ||
 			strings.TrimSpace(f[0]) == "" {
 			skipped++
 			continue

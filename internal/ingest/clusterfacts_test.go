@@ -61,8 +61,8 @@ func TestParseSlurmReservations(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("reservations (-want +got):\n%s", d)
 	}
-	if skipped != 3 {
-		t.Errorf("skipped %d lines, want 3", skipped)
+	if skipped != 4 {
+		t.Errorf("skipped %d lines, want 4", skipped)
 	}
 }
 
@@ -88,16 +88,62 @@ func TestTresGPUs(t *testing.T) {
 	}
 }
 
-// TestFillClusterFacts: a pass asks sacctmgr for events and reservations
-// from the year before on a new ledger to a month ahead, then from a day
-// before the last read; the facts are stored once however often they are
-// read; sacctmgr failing or hanging past ingest.sacct_timeout leaves the
-// stored facts as they were and the pass goes on.
+// factsSacctmgr is a fake sacctmgr for the cluster facts: it answers
+// show event and show reservation with *events and *resvs (or fails, or
+// hangs, by *mode) and records each event read's window.
+type factsSacctmgr struct {
+	t             *testing.T
+	events, resvs *[]byte
+	mode          string
+	windows       [][2]string // Start=, End= of each show event
+}
+
+func (f *factsSacctmgr) run(ctx context.Context, args ...string) ([]byte, error) {
+	joined := strings.Join(args, " ")
+	if !strings.Contains(joined, "show event") && !strings.Contains(joined, "show reservation") {
+		return nil, nil // the account tree: accounts.go's
+	}
+	if !strings.HasPrefix(joined, "-P -n show ") || !strings.Contains(joined, " Clusters=testcl ") {
+		f.t.Errorf("sacctmgr args %q", args)
+	}
+	switch f.mode {
+	case "fail":
+		return nil, errors.New("slurmdbd unreachable")
+	case "hang":
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	if !strings.Contains(joined, "show event") {
+		return *f.resvs, nil
+	}
+	if !strings.Contains(joined, "Format="+eventFormat) {
+		f.t.Errorf("sacctmgr event args %q", args)
+	}
+	var w [2]string
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "Start="); ok {
+			w[0] = v
+		}
+		if v, ok := strings.CutPrefix(a, "End="); ok {
+			w[1] = v
+		}
+	}
+	f.windows = append(f.windows, w)
+	return *f.events, nil
+}
+
+// TestFillClusterFacts: on a new ledger, passes read sacctmgr's events
+// and reservations of the local cluster from a year before, a month a
+// pass, until a read reaches now and goes on a month ahead; then from a
+// day before the last read. The facts are stored once however often
+// they are read; sacctmgr failing or hanging past ingest.sacct_timeout
+// leaves the stored facts as they were and the pass goes on.
 func TestFillClusterFacts(t *testing.T) {
 	e := newEnv(t)
 	s := e.open(t)
 	defer s.Close()
 	e.cfg.Ingest.SacctTimeout.Duration = 2 * time.Second
+	e.cfg.Cluster.Name = "testcl"
 	events, err := os.ReadFile(filepath.Join("testdata", "sacctmgr", "events.txt"))
 	if err != nil {
 		t.Fatal(err)
@@ -107,40 +153,11 @@ func TestFillClusterFacts(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
-	var starts []string
-	mode := "ok"
-	sacctmgr := func(ctx context.Context, args ...string) ([]byte, error) {
-		joined := strings.Join(args, " ")
-		if !strings.Contains(joined, "show event") && !strings.Contains(joined, "show reservation") {
-			return nil, nil // the account tree: accounts.go's
-		}
-		if !strings.HasPrefix(joined, "-P -n show ") || !strings.Contains(joined, "End="+now.Add(clusterFactsAhead).Format("2006-01-02T15:04:05")) {
-			t.Errorf("sacctmgr args %q", args)
-		}
-		switch mode {
-		case "fail":
-			return nil, errors.New("slurmdbd unreachable")
-		case "hang":
-			<-ctx.Done()
-			return nil, ctx.Err()
-		}
-		for _, a := range args {
-			if strings.HasPrefix(a, "Start=") && strings.Contains(joined, "show event") {
-				starts = append(starts, strings.TrimPrefix(a, "Start="))
-			}
-		}
-		if strings.Contains(joined, "show event") {
-			if !strings.Contains(joined, "Format="+eventFormat) {
-				t.Errorf("sacctmgr event args %q", args)
-			}
-			return events, nil
-		}
-		return resvs, nil
-	}
+	fake := &factsSacctmgr{t: t, events: &events, resvs: &resvs}
 	pass := func() {
 		t.Helper()
 		in := New(Deps{Store: s, Config: e.cfg, Log: quiet(), Now: func() time.Time { return now }, UID: os.Getuid(),
-			Sacctmgr: sacctmgr, SacctLocation: time.UTC})
+			Sacctmgr: fake.run, SacctLocation: time.UTC})
 		if _, err := in.Pass(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -153,24 +170,90 @@ func TestFillClusterFacts(t *testing.T) {
 		}
 		return f
 	}
-	pass()
+	ts := func(t time.Time) string { return t.Format("2006-01-02T15:04:05") }
+	var want [][2]string
+	for from := now.Add(-clusterFactsBackfill); ; from = from.Add(clusterFactsStep - clusterFactsOverlap) {
+		if to := from.Add(clusterFactsStep); to.Before(now) {
+			want = append(want, [2]string{ts(from), ts(to)})
+			continue
+		}
+		want = append(want, [2]string{ts(from), ts(now.Add(clusterFactsAhead))})
+		break
+	}
+	for range want {
+		pass()
+	}
 	first := read()
 	if len(first.Events) != 4 || len(first.Reservations) != 2 {
-		t.Fatalf("after the first pass: %d events, %d reservations; want 4 and 2", len(first.Events), len(first.Reservations))
+		t.Fatalf("after the backfill: %d events, %d reservations; want 4 and 2", len(first.Events), len(first.Reservations))
 	}
 	pass()
 	if d := cmp.Diff(first, read()); d != "" {
-		t.Errorf("a second read changed the facts (-first +second):\n%s", d)
+		t.Errorf("another read changed the facts (-first +second):\n%s", d)
 	}
-	want := []string{now.Add(-clusterFactsBackfill).Format("2006-01-02T15:04:05"), now.Add(-clusterFactsOverlap).Format("2006-01-02T15:04:05")}
-	if d := cmp.Diff(want, starts); d != "" {
+	want = append(want, [2]string{ts(now.Add(-clusterFactsOverlap)), ts(now.Add(clusterFactsAhead))})
+	if d := cmp.Diff(want, fake.windows); d != "" {
 		t.Errorf("windows asked (-want +got):\n%s", d)
 	}
 	for _, m := range []string{"fail", "hang"} {
-		mode = m
+		fake.mode = m
 		pass()
 		if d := cmp.Diff(first, read()); d != "" {
 			t.Errorf("sacctmgr %s changed the facts (-before +after):\n%s", m, d)
 		}
+	}
+}
+
+// TestClusterFactsWindowMoves: once Slurm lists no reservation any more
+// (the last one ended long ago) and passes are days apart, each read
+// still starts a day before the previous one, not at the last fact
+// seen; and a reservation deleted in Slurm goes from the ledger.
+func TestClusterFactsWindowMoves(t *testing.T) {
+	e := newEnv(t)
+	s := e.open(t)
+	defer s.Close()
+	e.cfg.Cluster.Name = "testcl"
+	now := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
+	ts := func(t time.Time) string { return t.Format("2006-01-02T15:04:05") }
+	events := []byte("testcl||2025-01-01T00:00:00|Unknown|0|gres/gpu=4|\n")
+	resvs := []byte("testcl|7|2026-11-26T11:00:00|2026-11-26T12:00:00||node1|gres/gpu=4|soon\n")
+	fake := &factsSacctmgr{t: t, events: &events, resvs: &resvs}
+	b, err := s.Begin(context.Background(), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A ledger whose facts were read up to now already.
+	if err := b.SetClusterFacts(store.ClusterFacts{From: now.Add(-time.Hour).Unix(), To: now.Unix(), Clusters: []string{"testcl"}, Read: now.Unix()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	var want [][2]string
+	for i := range 6 {
+		at := now.Add(time.Duration(i) * 10 * 24 * time.Hour)
+		if i == 1 {
+			resvs = nil // deleted in Slurm, or long over: no longer listed
+		}
+		in := New(Deps{Store: s, Config: e.cfg, Log: quiet(), Now: func() time.Time { return at }, UID: os.Getuid(),
+			Sacctmgr: fake.run, SacctLocation: time.UTC})
+		if _, err := in.Pass(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		last := now
+		if i > 0 {
+			last = at.Add(-10 * 24 * time.Hour)
+		}
+		want = append(want, [2]string{ts(last.Add(-clusterFactsOverlap)), ts(at.Add(clusterFactsAhead))})
+	}
+	if d := cmp.Diff(want, fake.windows); d != "" {
+		t.Errorf("windows asked (-want +got):\n%s", d)
+	}
+	f, err := s.ClusterFactsIn(context.Background(), nil, now.Unix(), now.Add(100*24*time.Hour).Unix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Reservations) != 0 || len(f.Events) != 1 {
+		t.Errorf("facts after the reservation went: %d reservations, %d events; want none and the cluster's row", len(f.Reservations), len(f.Events))
 	}
 }

@@ -3,7 +3,11 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 )
 
 // SlurmEvent is one row of `sacctmgr show event`: with Node "" the
@@ -37,25 +41,48 @@ const MaxClusterFacts = 200000
 // ClusterFacts is what one sacctmgr read of events and reservations
 // over [From, To] returned.
 type ClusterFacts struct {
-	From, To     int64
+	From, To int64
+	// Clusters are those the read asked for: their facts in the window
+	// are replaced, other clusters' kept. Empty: the clusters the facts
+	// name.
+	Clusters []string
+	// Read, when set, is how far the read is complete (Unix seconds):
+	// the next read of each of Clusters starts there (ClusterFactsRead).
+	Read         int64
 	Events       []SlurmEvent
 	Reservations []SlurmReservation
 }
 
+// clusterFactsReadKey is the meta key of how far cluster's facts were
+// read.
+func clusterFactsReadKey(cluster string) string { return "slurm_facts_read." + cluster }
+
 // SetClusterFacts replaces the events and reservations that overlap
-// [f.From, f.To] by those f lists: sacctmgr lists every one that overlaps
-// its window, so an outage that ended takes its end, a reservation
-// changed before it began loses its old times, and one deleted in Slurm
-// goes. Writing the same facts twice changes nothing.
+// [f.From, f.To] of f.Clusters by those f lists: sacctmgr lists every one
+// that overlaps its window, so an outage that ended takes its end, a
+// reservation changed before it began loses its old times, and one
+// deleted in Slurm goes. Other clusters' facts stay: a shared ledger may
+// hold some that this read did not ask for. Writing the same facts twice
+// changes nothing.
 func (b *Batch) SetClusterFacts(f ClusterFacts) error {
 	if len(f.Events) > MaxClusterFacts || len(f.Reservations) > MaxClusterFacts {
 		return fmt.Errorf("store cluster facts: %d events and %d reservations, at most %d each", len(f.Events), len(f.Reservations), MaxClusterFacts)
 	}
-	if _, err := b.exec(`DELETE FROM slurm_events WHERE (end IS NULL OR end >= ?) AND start <= ?`, f.From, f.To); err != nil {
-		return fmt.Errorf("store cluster facts: %w", err)
+	clusters := f.Clusters
+	if len(clusters) == 0 {
+		clusters = factClusters(f)
 	}
-	if _, err := b.exec(`DELETE FROM slurm_reservations WHERE end >= ? AND start <= ?`, f.From, f.To); err != nil {
-		return fmt.Errorf("store cluster facts: %w", err)
+	if len(clusters) > 0 {
+		for _, del := range []string{`DELETE FROM slurm_events WHERE (end IS NULL OR end >= ?) AND start <= ?`,
+			`DELETE FROM slurm_reservations WHERE end >= ? AND start <= ?`} {
+			var q strings.Builder
+			q.WriteString(del)
+			args := []any{f.From, f.To}
+			inList(&q, &args, "cluster", clusters)
+			if _, err := b.exec(q.String(), args...); err != nil {
+				return fmt.Errorf("store cluster facts: %w", err)
+			}
+		}
 	}
 	for _, e := range f.Events {
 		var end any
@@ -75,26 +102,49 @@ func (b *Batch) SetClusterFacts(f ClusterFacts) error {
 			return fmt.Errorf("store slurm reservation %s/%d at %d: %w", r.Cluster, r.ID, r.Start, err)
 		}
 	}
+	if f.Read != 0 {
+		for _, c := range f.Clusters {
+			if _, err := b.exec(`INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`,
+				clusterFactsReadKey(c), strconv.FormatInt(f.Read, 10)); err != nil {
+				return fmt.Errorf("store cluster facts' read of %s: %w", c, err)
+			}
+		}
+	}
 	return nil
 }
 
-// ClusterFactsFrom is when events and reservations were last read (the
-// pass that wrote them): the next read starts there. sacctmgr lists every
-// fact that overlaps its window, an outage still open since long ago
-// included, so the window need only reach back to the last read for
-// what ended since. ok is false when nothing was read yet.
-func (s *Store) ClusterFactsFrom(ctx context.Context) (from int64, ok bool, err error) {
-	var events, resvs sql.NullInt64
-	if err := s.db.QueryRowContext(ctx, `SELECT max(seen) FROM slurm_events`).Scan(&events); err != nil {
-		return 0, false, fmt.Errorf("read slurm events' last read: %w", translate(err))
-	}
-	if err := s.db.QueryRowContext(ctx, `SELECT max(seen) FROM slurm_reservations`).Scan(&resvs); err != nil {
-		return 0, false, fmt.Errorf("read slurm reservations' last read: %w", translate(err))
-	}
-	for _, v := range []sql.NullInt64{events, resvs} {
-		if v.Valid && (!ok || v.Int64 < from) {
-			from, ok = v.Int64, true
+// factClusters are the clusters f's facts name, in first-seen order.
+func factClusters(f ClusterFacts) []string {
+	var out []string
+	add := func(c string) {
+		if !slices.Contains(out, c) {
+			out = append(out, c)
 		}
 	}
-	return from, ok, nil
+	for _, e := range f.Events {
+		add(e.Cluster)
+	}
+	for _, r := range f.Reservations {
+		add(r.Cluster)
+	}
+	return out
+}
+
+// ClusterFactsRead is how far cluster's facts were read (the Read of the
+// last SetClusterFacts that asked for it): the next read starts there. It
+// is the read's own mark, not the facts' seen times, so it moves on when
+// Slurm lists no fact at all. ok is false when nothing was read yet.
+func (s *Store) ClusterFactsRead(ctx context.Context, cluster string) (read int64, ok bool, err error) {
+	var v string
+	switch err := s.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, clusterFactsReadKey(cluster)).Scan(&v); {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, fmt.Errorf("read cluster facts' last read of %s: %w", cluster, translate(err))
+	}
+	read, err = strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, false, fmt.Errorf("read cluster facts' last read of %s: %q: %w", cluster, v, err)
+	}
+	return read, true, nil
 }

@@ -20,16 +20,20 @@ func TestClusterFacts(t *testing.T) {
 	s := openAt(t, storetest.NewLedger(t), false)
 	now := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
 	t0 := now.Unix() - 10*3600
-	if _, ok, err := s.ClusterFactsFrom(ctx); err != nil || ok {
-		t.Fatalf("ClusterFactsFrom on an empty ledger: ok %v, err %v", ok, err)
+	if _, ok, err := s.ClusterFactsRead(ctx, "c"); err != nil || ok {
+		t.Fatalf("ClusterFactsRead on an empty ledger: ok %v, err %v", ok, err)
 	}
+	// Another cluster's facts in the same window, written by another
+	// read (gpuacct migrate, say): c's reads must leave them.
+	otherEvent := SlurmEvent{Cluster: "d", Node: "m1", Start: t0 + 60, State: 1, Reason: "other", GPUs: 2}
+	otherResv := SlurmReservation{Cluster: "d", ID: 2, Name: "gone", Start: t0 + 100, End: t0 + 200, Nodes: "m1", GPUs: 2}
 	old := SlurmEvent{Cluster: "c", Node: "n9", Start: t0 - 86400, End: t0 - 80000, State: 1, Reason: "old", GPUs: 4}
-	first := ClusterFacts{From: t0, To: t0 + 3600,
+	first := ClusterFacts{From: t0, To: t0 + 3600, Clusters: []string{"c"}, Read: now.Unix(),
 		Events: []SlurmEvent{{Cluster: "c", Start: t0 - 86400, GPUs: 8},
 			{Cluster: "c", Node: "n1", Start: t0 + 60, State: 0x201, Reason: "fan", GPUs: 4}},
 		Reservations: []SlurmReservation{{Cluster: "c", ID: 1, Name: "r1", Start: t0 + 7200, End: t0 + 9000, Flags: "MAINT", Nodes: "n[1-2]", GPUs: 8},
 			{Cluster: "c", ID: 2, Name: "gone", Start: t0 + 100, End: t0 + 200, Nodes: "n2", GPUs: 4}}}
-	second := ClusterFacts{From: t0, To: t0 + 7200,
+	second := ClusterFacts{From: t0, To: t0 + 7200, Clusters: []string{"c"}, Read: now.Unix() + 60,
 		Events: []SlurmEvent{{Cluster: "c", Start: t0 - 86400, GPUs: 8},
 			{Cluster: "c", Node: "n1", Start: t0 + 60, End: t0 + 1800, State: 0x201, Reason: "fan", GPUs: 4},
 			{Cluster: "c", Node: "n2", Start: t0 + 3000, State: 1, Reason: "dead", GPUs: 4}},
@@ -37,17 +41,31 @@ func TestClusterFacts(t *testing.T) {
 	batchOf(t, s, now, func(b *Batch) error {
 		return b.SetClusterFacts(ClusterFacts{From: t0 - 86400, To: t0 - 80000, Events: []SlurmEvent{old}})
 	})
+	batchOf(t, s, now, func(b *Batch) error {
+		return b.SetClusterFacts(ClusterFacts{From: t0, To: t0 + 3600, Clusters: []string{"d"}, Read: 42,
+			Events: []SlurmEvent{otherEvent}, Reservations: []SlurmReservation{otherResv}})
+	})
 	batchOf(t, s, now, func(b *Batch) error { return b.SetClusterFacts(first) })
-	from, ok, err := s.ClusterFactsFrom(ctx)
+	from, ok, err := s.ClusterFactsRead(ctx, "c")
 	if err != nil || !ok || from != now.Unix() {
-		t.Errorf("ClusterFactsFrom after the first read = %d, %v, %v; want the read's time %d", from, ok, err, now.Unix())
+		t.Errorf("ClusterFactsRead after the first read = %d, %v, %v; want the read's mark %d", from, ok, err, now.Unix())
 	}
 	for range 2 {
 		batchOf(t, s, now, func(b *Batch) error { return b.SetClusterFacts(second) })
 	}
-	got, err := s.ClusterFactsIn(ctx, nil, t0-90000, t0+10000)
+	if from, ok, err := s.ClusterFactsRead(ctx, "c"); err != nil || !ok || from != now.Unix()+60 {
+		t.Errorf("ClusterFactsRead after the second read = %d, %v, %v; want its mark %d", from, ok, err, now.Unix()+60)
+	}
+	if from, ok, err := s.ClusterFactsRead(ctx, "d"); err != nil || !ok || from != 42 {
+		t.Errorf("ClusterFactsRead of the other cluster = %d, %v, %v; want its own mark 42", from, ok, err)
+	}
+	got, err := s.ClusterFactsIn(ctx, []string{"c"}, t0-90000, t0+10000)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if other, err := s.ClusterFactsIn(ctx, []string{"d"}, t0-90000, t0+10000); err != nil ||
+		cmp.Diff([]SlurmEvent{otherEvent}, other.Events) != "" || cmp.Diff([]SlurmReservation{otherResv}, other.Reservations) != "" {
+		t.Errorf("the other cluster's facts after c's reads: %+v, %v; want them kept", other, err)
 	}
 	want := ClusterFacts{From: t0 - 90000, To: t0 + 10000,
 		Events:       []SlurmEvent{second.Events[0], second.Events[1], second.Events[2], old},
@@ -55,7 +73,7 @@ func TestClusterFacts(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("facts after two reads (-want +got):\n%s", d)
 	}
-	if got, err := s.ClusterFactsIn(ctx, []string{"other"}, t0-90000, t0+10000); err != nil || len(got.Events)+len(got.Reservations) != 0 {
+	if got, err := s.ClusterFactsIn(ctx, []string{"none"}, t0-90000, t0+10000); err != nil || len(got.Events)+len(got.Reservations) != 0 {
 		t.Errorf("another cluster's facts: %+v, %v; want none", got, err)
 	}
 	b, err := s.Begin(ctx, now)
