@@ -11,8 +11,10 @@ import (
 // accountTreeArgs ask sacctmgr for every association with its parent
 // account: an account's own association (no user) names its parent, which
 // is what reports roll teams up by (sreport's AccountUtilizationByUser
-// tree).
-var accountTreeArgs = []string{"-n", "-P", "show", "associations", "format=Cluster,Account,User,ParentName"}
+// tree). A fresh slice each call: no caller can change another's.
+func accountTreeArgs() []string {
+	return []string{"-n", "-P", "show", "associations", "format=Cluster,Account,User,ParentName"}
+}
 
 // fillAccounts stores Slurm's account tree (each account's parent), in a
 // transaction of its own, once a pass. sacctmgr failing, or listing what
@@ -26,10 +28,11 @@ func (in *Ingester) fillAccounts(ctx context.Context) {
 
 func (in *Ingester) storeAccounts(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(ctx, in.d.Config.Ingest.SacctTimeout.Duration)
-	out, err := in.d.Sacctmgr(sctx, accountTreeArgs...)
+	args := accountTreeArgs()
+	out, err := in.d.Sacctmgr(sctx, args...)
 	cancel()
 	if err != nil {
-		return fmt.Errorf("sacctmgr %s: %w", strings.Join(accountTreeArgs, " "), err)
+		return fmt.Errorf("sacctmgr %s: %w", strings.Join(args, " "), err)
 	}
 	accts, err := parseAccountTree(string(out), store.MaxSlurmAccounts)
 	if err != nil {

@@ -28,10 +28,11 @@ const (
 // Slurm's end): so a job's GPU-seconds are sacct's gres/gpu × ElapsedRaw
 // and reports equal sreport's. The store moves every figure after the
 // times (job hours, rollups, totals). Runs are asked about in batches,
-// once: one sacct does not know is asked again each pass until
-// reconcileGiveUp after its end, and meanwhile keeps the hooks' times
-// (end_source epilog). A failed call ends the pass's asking (one timeout
-// a pass); it never fails the pass.
+// once: one sacct answers for without listing it is asked again each pass
+// until reconcileGiveUp after its end, and meanwhile keeps the hooks' times
+// (end_source epilog). A failed call answers for no run, so none is given
+// up for it; it ends the pass's asking (one timeout a pass) and never fails
+// the pass.
 func (in *Ingester) reconcileTimes(ctx context.Context) {
 	if in.d.Sacct == nil {
 		return
@@ -90,13 +91,12 @@ func (in *Ingester) reconcileBatch(ctx context.Context, now time.Time, before in
 		calls++
 		runs, err := in.askSacctRunsOf(ctx, c, byCluster[c])
 		if err != nil {
+			// Not answered: a failed call gives up no run, whatever its age.
 			serr = err
+			continue
 		}
 		for _, j := range byCluster[c] {
 			answered[j.Row] = true
-			if err != nil {
-				continue
-			}
 			if t, ok := slurmTimes(j, runs[j.JobID]); ok {
 				times[j.Row] = t
 			}

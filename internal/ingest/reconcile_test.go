@@ -96,7 +96,7 @@ func TestReconcileTimes(t *testing.T) {
 		{"sacct answers", true, nil, records, time.Hour, reconciled, reconciled, 1, 0},
 		{"sacct off", false, nil, records, time.Hour, asHooks(0), asHooks(0), 0, 0},
 		{"sacct unreachable", true, down, records, time.Hour, asHooks(0), asHooks(0), 1, 1},
-		{"unreachable for a day", true, down, records, 25 * time.Hour, asHooks(0), asHooks(2), 1, 1},
+		{"unreachable for a day: still asked", true, down, records, 25 * time.Hour, asHooks(0), asHooks(0), 1, 1},
 		{"sacct does not know a job", true, nil, records[1:], time.Hour, unknown101, unknown101, 1, 1},
 		{"nor a day after its end", true, nil, records[1:], 25 * time.Hour, unknown101, gaveUp101, 1, 1},
 	}

@@ -126,12 +126,17 @@ const maxSlurmOutput = 64 << 20
 // slurmCommand runs prog (sacct, sacctmgr) with args and returns its
 // standard output, at most maxSlurmOutput bytes: a command that prints
 // more is stopped and fails. Its standard error's first line (bounded)
-// says why it failed.
+// says why it failed. It returns within a second of the context's end,
+// even where a child it left behind still holds its output.
 func slurmCommand(prog string) Sacct {
 	return func(ctx context.Context, args ...string) ([]byte, error) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, prog, args...)
+		// A wrapper that forks (a shell script without exec, ssh, timeout)
+		// leaves a grandchild holding stdout after the kill: Wait stops
+		// waiting for it a second later, so the timeout bounds the call.
+		cmd.WaitDelay = time.Second
 		out := &capped{max: maxSlurmOutput, over: cancel}
 		errOut := &capped{max: 4096}
 		cmd.Stdout, cmd.Stderr = out, errOut

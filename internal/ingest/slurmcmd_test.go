@@ -49,3 +49,25 @@ func TestSlurmCommandBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestSlurmCommandForkingWrapper: a wrapper script that runs sacct
+// without exec leaves a child holding stdout after the kill; the call
+// still ends with its context, not with the child.
+func TestSlurmCommandForkingWrapper(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "sacct-wrapper")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\nsleep 30\necho late\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	out, err := slurmCommand(p)(ctx, "-j", "1")
+	// Generous: the bound is the context plus WaitDelay (1s), far below
+	// the child's 30s; a busy machine must not fail it.
+	if took := time.Since(start); took > 15*time.Second {
+		t.Errorf("returned after %v, want soon after the 200ms timeout", took)
+	}
+	if err == nil || out != nil {
+		t.Errorf("= %q, %v; want no output and an error", out, err)
+	}
+}
