@@ -488,26 +488,17 @@ func checkJobs(t *testing.T, db *DB, jobs []*pjob, now int64) {
 			t.Errorf("job %d: detail has %d GPUs, made %d", j.id, len(det.GPUs), len(j.gpus))
 		}
 		// Each GPU is allocated for the job's elapsed time; its idle time
-		// is its idle samples' intervals, cut at the job's end. Without
-		// -exact the detail is held to what it does now: whole intervals,
-		// so that the last sample may overrun the end by one interval.
+		// is its idle samples' intervals, cut at the job's end.
 		perGPU := float64(j.end - j.start)
-		slack := 0.0
-		if !*exact {
-			slack = float64(j.ivMS) / 1000
-		}
 		idle := map[int]float64{}
 		for _, s := range j.samples {
 			if s.idle {
 				hi := min(s.t+j.ivMS, j.end*1000)
-				if !*exact {
-					hi = s.t + j.ivMS
-				}
 				idle[s.gpu] += float64(hi-s.t) / 1000
 			}
 		}
 		for _, g := range det.GPUs {
-			if !within(g.IdleS, g.SampleS) || !within(g.SampleS, perGPU+slack) {
+			if !within(g.IdleS, g.SampleS) || !within(g.SampleS, perGPU) {
 				t.Errorf("job %d GPU %s: idle %.3f s, sampled %.3f s of %.0f s allocated", j.id, g.UUID, g.IdleS, g.SampleS, perGPU)
 			}
 			if g.Index == nil {

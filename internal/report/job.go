@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -201,13 +202,15 @@ func (d *DB) loadGPUs(ctx context.Context, det *Detail) error {
 	}
 	from := j.Start * 1000
 	to := det.Now.UnixMilli()
+	allocEnd := int64(math.MaxInt64) // a running job's samples run on (store: use.go)
 	if j.End != nil {
 		to = *j.End*1000 + 1
+		allocEnd = *j.End * 1000
 	}
 	n := seriesPoints(len(det.GPUs))
 	for i := range det.GPUs {
 		g := &det.GPUs[i]
-		pts, tot, err := d.series(ctx, g.gpuID, j.JobID, j.Restart, from, to, n)
+		pts, tot, err := d.series(ctx, g.gpuID, j.JobID, j.Restart, from, to, allocEnd, n)
 		if err != nil {
 			return err
 		}

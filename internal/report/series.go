@@ -3,6 +3,7 @@ package report
 import (
 	"context"
 	"encoding/json"
+	"math"
 
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/store"
@@ -84,12 +85,18 @@ func (a *pointAcc) point() Point {
 // points of equal time span, and the exact totals over every sample.
 // Rows are folded as they are read, so memory does not grow with the
 // job's length.
-func (d *DB) series(ctx context.Context, gpuID, job int64, restart int, from, to int64, maxPts int) ([]Point, sampleTotals, error) {
+//
+// allocEnd (ms; math.MaxInt64 while the job runs) cuts the last sample's
+// window as the store cuts it.
+func (d *DB) series(ctx context.Context, gpuID, job int64, restart int, from, to, allocEnd int64, maxPts int) ([]Point, sampleTotals, error) {
 	var tot sampleTotals
 	span := max(1, (to-from+int64(maxPts)-1)/int64(maxPts))
 	var out []Point
 	var acc pointAcc
-	err := d.st.JobSamples(ctx, gpuID, job, from, to, func(r *store.SampleRow) {
+	// add counts one sample for sec seconds: its window, cut as the
+	// store cuts it (at the GPU's next sample and the job's end), so that
+	// sampled and idle time never pass the allocation.
+	add := func(r *store.SampleRow, sec float64) {
 		t, idle := r.TMs, r.Idle
 		share := 0.0
 		if r.Job == job && r.Restart == restart {
@@ -109,7 +116,6 @@ func (d *DB) series(ctx context.Context, gpuID, job int64, restart int, from, to
 		if share == 0 {
 			return
 		}
-		sec := float64(r.IntervalMs) / 1000
 		tot.n++
 		tot.sampleS += sec
 		if idle {
@@ -151,9 +157,39 @@ func (d *DB) series(ctx context.Context, gpuID, job int64, restart int, from, to
 			tot.energyMJ += int64(float64(*r.EnergyDeltaMJ) * share)
 			tot.haveE = true
 		}
+	}
+	// Each sample is counted when the next one is read, which may cut its
+	// window; the last one is cut at the allocation's end only.
+	var prev store.SampleRow
+	var slots [4]int64
+	var jobs string
+	have := false
+	window := func(r *store.SampleRow, next int64) float64 {
+		end := min(r.TMs+r.IntervalMs, next, allocEnd)
+		return float64(max(end-r.TMs, 0)) / 1000
+	}
+	err := d.st.JobSamples(ctx, gpuID, job, from, to, func(r *store.SampleRow) {
+		if have {
+			add(&prev, window(&prev, r.TMs))
+		}
+		// The store reuses the row and what its pointers point at.
+		prev, have = *r, true
+		for i, p := range []**int64{&prev.Util, &prev.MemUsedMiB, &prev.PowerMW, &prev.EnergyDeltaMJ} {
+			if *p != nil {
+				slots[i] = **p
+				*p = &slots[i]
+			}
+		}
+		if prev.Jobs != nil {
+			jobs = *prev.Jobs
+			prev.Jobs = &jobs
+		}
 	})
 	if err != nil {
 		return nil, tot, d.wrap(err)
+	}
+	if have {
+		add(&prev, window(&prev, math.MaxInt64))
 	}
 	if acc.n > 0 {
 		out = append(out, acc.point())
