@@ -126,8 +126,11 @@ const prunedNote = "samples_pruned_not_recounted"
 
 // recount counts a job's stored samples on node again where its window
 // moved from old to nw (the edges between them only), and applies the
-// difference to the job hours, rollups and totals through addUse.
-func (b *Batch) recount(job, node int64, old, nw alloc) error {
+// difference to the job hours, rollups and totals through addUse. It
+// returns the ranges (Unix ms) that reach back before the samples were
+// pruned: their hours keep what the gone samples counted, which the
+// caller clamps to the new allocation (clampPruned).
+func (b *Batch) recount(job, node int64, old, nw alloc) ([][2]int64, error) {
 	var ranges [][2]int64
 	if old.hi <= nw.lo || nw.hi <= old.lo {
 		ranges = append(ranges, [2]int64{min(old.lo, nw.lo), max(old.hi, nw.hi)})
@@ -147,7 +150,7 @@ func (b *Batch) recount(job, node int64, old, nw alloc) error {
 			if first == math.MinInt64 {
 				f, err := b.firstCounted(job, node)
 				if err != nil {
-					return err
+					return nil, err
 				}
 				first = f
 			}
@@ -157,7 +160,7 @@ func (b *Batch) recount(job, node int64, old, nw alloc) error {
 			if last == math.MaxInt64 {
 				l, err := b.lastCounted(job, node)
 				if err != nil {
-					return err
+					return nil, err
 				}
 				last = l
 			}
@@ -172,77 +175,139 @@ func (b *Batch) recount(job, node int64, old, nw alloc) error {
 	}
 	row, err := b.queryRow(`SELECT job_id, restart FROM jobs WHERE id = ?`, job)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var jobID int64
 	var restart int
 	if err := row.Scan(&jobID, &restart); err != nil {
-		return fmt.Errorf("job %d: %w", job, err)
+		return nil, fmt.Errorf("job %d: %w", job, err)
 	}
 	gpus, err := b.nodeGPUs(node)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	pruned, err := b.prunedBefore()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	seen := map[[2]int64]bool{}
-	note := false
+	var gone [][2]int64
 	for _, r := range ranges {
 		if r[0] >= r[1] {
 			continue
 		}
-		if r[0] < pruned {
-			note = true
-		}
+		lost := r[0] < pruned
 		for _, g := range gpus {
-			if err := b.recountRange(job, node, uint64(jobID), restart, g, r, old, nw, seen); err != nil {
-				return err
+			reached, err := b.recountRange(job, node, uint64(jobID), restart, g, r, old, nw, seen)
+			if err != nil {
+				return nil, err
 			}
+			// With no stored sample before the range, the one that
+			// reached into it may be among the pruned.
+			lost = lost || !reached && pruned != math.MinInt64
+		}
+		if lost {
+			gone = append(gone, r)
 		}
 	}
-	if note {
-		_, err := b.exec(`UPDATE job_nodes SET quality = CASE WHEN quality = '' THEN ? ELSE quality || '; ' || ? END
- WHERE job = ? AND node_id = ? AND instr(quality, ?) = 0`, prunedNote, prunedNote, job, node, prunedNote)
+	if len(gone) > 0 {
+		if _, err := b.exec(`UPDATE job_nodes SET quality = CASE WHEN quality = '' THEN ? ELSE quality || '; ' || ? END
+ WHERE job = ? AND node_id = ? AND instr(quality, ?) = 0`, prunedNote, prunedNote, job, node, prunedNote); err != nil {
+			return nil, err
+		}
+	}
+	return gone, nil
+}
+
+// clampPruned holds the job's hours on node within the ranges gone (Unix
+// ms) to their allocation: where an edge moved inward over pruned
+// samples, an hour keeps the used, idle and sampled seconds of the longer
+// allocation, which could pass the shorter one (idle ≤ allocated, #14).
+// Each figure over allocated is cut to it through addUse, so that the
+// rollups and the job's totals move with it. Call it after the new
+// allocation is in the pending figures.
+func (b *Batch) clampPruned(job, node int64, gone [][2]int64) error {
+	if len(gone) == 0 {
+		return nil
+	}
+	if err := b.flushUse(); err != nil {
 		return err
+	}
+	for _, r := range gone {
+		lo, hi := r[0]/msPerHour, (r[1]-1)/msPerHour
+		st, err := b.stmt(`SELECT hour, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s FROM job_hours
+ WHERE job = ? AND node_id = ? AND hour >= ? AND hour <= ?`)
+		if err != nil {
+			return err
+		}
+		rows, err := translateRows(st.QueryContext(b.ctx, job, node, lo, hi))
+		if err != nil {
+			return fmt.Errorf("job hours of %d on node %d: %w", job, node, err)
+		}
+		var cuts []useKey
+		var ds []Delta
+		for rows.Next() {
+			var h, a int64
+			var used, idle, sample float64
+			if err := rows.Scan(&h, &a, &used, &idle, &sample); err != nil {
+				rows.Close()
+				return fmt.Errorf("job hours of %d on node %d: %w", job, node, err)
+			}
+			al := float64(max(a, 0))
+			d := Delta{Used: min(used, al) - used, Idle: min(idle, al) - idle, SampleS: min(sample, al) - sample}
+			if !d.zero() {
+				cuts, ds = append(cuts, useKey{job, node, h}), append(ds, d)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("job hours of %d on node %d: %w", job, node, err)
+		}
+		for i, k := range cuts {
+			b.addUse(k, ds[i])
+		}
 	}
 	return nil
 }
 
 // recountRange counts again the samples of one GPU whose window may reach
 // into [r0, r1): from the last one before r0 (earlier ones end where a
-// later one starts) to r1.
-func (b *Batch) recountRange(job, node int64, jobID uint64, restart int, gid int64, r [2]int64, old, nw alloc, seen map[[2]int64]bool) error {
-	row, err := b.queryRow(`SELECT coalesce(max(t_ms), ?) FROM samples WHERE gpu_id = ? AND t_ms < ?`, r[0], gid, r[0])
+// later one starts) to r1. reached says a stored sample before r0 was
+// found.
+func (b *Batch) recountRange(job, node int64, jobID uint64, restart int, gid int64, r [2]int64, old, nw alloc, seen map[[2]int64]bool) (reached bool, err error) {
+	row, err := b.queryRow(`SELECT max(t_ms) FROM samples WHERE gpu_id = ? AND t_ms < ?`, gid, r[0])
 	if err != nil {
-		return err
+		return false, err
+	}
+	var before sql.NullInt64
+	if err := row.Scan(&before); err != nil {
+		return false, fmt.Errorf("samples of gpu %d: %w", gid, err)
 	}
 	from := r[0]
-	if err := row.Scan(&from); err != nil {
-		return fmt.Errorf("samples of gpu %d: %w", gid, err)
+	if before.Valid {
+		from = before.Int64
 	}
 	st, err := b.stmt(`SELECT ` + storedSampleCols + ` FROM samples s
  WHERE gpu_id = ? AND t_ms >= ? AND t_ms < ? AND (job = ? AND restart = ? OR jobs IS NOT NULL) ORDER BY t_ms`)
 	if err != nil {
-		return err
+		return false, err
 	}
 	rows, err := translateRows(st.QueryContext(b.ctx, gid, from, r[1], int64(jobID), restart))
 	if err != nil {
-		return fmt.Errorf("samples of gpu %d: %w", gid, err)
+		return false, fmt.Errorf("samples of gpu %d: %w", gid, err)
 	}
 	var ss []storedSample
 	for rows.Next() {
 		s, err := scanStored(rows)
 		if err != nil {
 			rows.Close()
-			return fmt.Errorf("samples of gpu %d: %w", gid, err)
+			return false, fmt.Errorf("samples of gpu %d: %w", gid, err)
 		}
 		ss = append(ss, s)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("samples of gpu %d: %w", gid, err)
+		return false, fmt.Errorf("samples of gpu %d: %w", gid, err)
 	}
 	for i := range ss {
 		s := &ss[i]
@@ -253,7 +318,7 @@ func (b *Batch) recountRange(job, node int64, jobID uint64, restart int, gid int
 		seen[k] = true
 		shares, err := s.shares()
 		if err != nil {
-			return err
+			return false, err
 		}
 		for _, js := range shares {
 			if js.Job != jobID || js.Restart != restart {
@@ -262,7 +327,7 @@ func (b *Batch) recountRange(job, node int64, jobID uint64, restart int, gid int
 			b.addSampleUse(job, node, s.window(), &old, nw, s.iv, s.utilization(), js, s.energy(), s.energy())
 		}
 	}
-	return nil
+	return before.Valid, nil
 }
 
 // firstCounted is the start of the first hour the job has sampled time

@@ -240,8 +240,9 @@ func (b *Batch) reroll(job, node int64) error {
 	// The samples follow the allocation: where its start or end moved
 	// (not an open job's extension, whose window has no end), they are
 	// counted again against it.
+	var gone [][2]int64
 	if w := sampleWindow(start, end, est); slo.Valid && shi.Valid && (w.lo != slo.Int64 || w.hi != shi.Int64) {
-		if err := b.recount(job, node, alloc{lo: slo.Int64, hi: shi.Int64}, w); err != nil {
+		if gone, err = b.recount(job, node, alloc{lo: slo.Int64, hi: shi.Int64}, w); err != nil {
 			return err
 		}
 		if _, err := b.exec(`UPDATE job_nodes SET s_lo = ?, s_hi = ? WHERE job = ? AND node_id = ?`, w.lo, w.hi, job, node); err != nil {
@@ -272,7 +273,7 @@ func (b *Batch) reroll(job, node int64) error {
 		old.gpus = -old.gpus - 1
 	}
 	if old == nw {
-		return nil
+		return b.clampPruned(job, node, gone)
 	}
 	deltas := map[int64]Delta{}
 	old.hourly(-1, deltas)
@@ -290,8 +291,10 @@ func (b *Batch) reroll(job, node int64) error {
 		}
 		nrs, nre, nrg = nw.start, nw.end, g
 	}
-	_, err = b.exec(`UPDATE job_nodes SET r_start = ?, r_end = ?, r_gpus = ? WHERE job = ? AND node_id = ?`, nrs, nre, nrg, job, node)
-	return err
+	if _, err := b.exec(`UPDATE job_nodes SET r_start = ?, r_end = ?, r_gpus = ? WHERE job = ? AND node_id = ?`, nrs, nre, nrg, job, node); err != nil {
+		return err
+	}
+	return b.clampPruned(job, node, gone)
 }
 
 // jobNodes lists the nodes of a job.
