@@ -45,8 +45,10 @@ hours, like sreport. See docs/utilization.md.
 }
 
 func runCluster(c *cli.Context, d Deps) error {
+	// bad is bad input to report cluster: one line, exit 2.
+	bad := func(err error) error { return usage("report cluster", &report.BadInput{Err: err}) }
 	if c.Args().Present() {
-		return cli.Exit(fmt.Sprintf("report cluster: unexpected argument %q (options go with --)", c.Args().First()), 2)
+		return bad(fmt.Errorf("unexpected argument %q (options go with --)", c.Args().First()))
 	}
 	e, err := load(c, d)
 	if err != nil {
@@ -54,19 +56,19 @@ func runCluster(c *cli.Context, d Deps) error {
 	}
 	w, err := e.window(c)
 	if err != nil {
-		return cli.Exit(fmt.Sprintf("report cluster: %v", err), 2)
+		return bad(err)
 	}
 	p, err := timespec.ParsePeriod(c.String("period"))
 	if err != nil {
-		return cli.Exit(fmt.Sprintf("report cluster: %v", err), 2)
+		return bad(err)
 	}
 	o, err := e.output(c, d)
 	if err != nil {
-		return cli.Exit(fmt.Sprintf("report cluster: %v", err), 2)
+		return bad(err)
 	}
 	hw := report.HourWindow(w)
 	if err := timespec.CheckBuckets(hw, p); err != nil {
-		return cli.Exit(fmt.Sprintf("report cluster: %v", err), 2)
+		return bad(err)
 	}
 	db, err := e.open(c.Context)
 	if err != nil {
@@ -80,10 +82,10 @@ func runCluster(c *cli.Context, d Deps) error {
 	r := report.ClusterRequest{Window: hw, Period: p, Scope: s, Now: e.now}
 	rows, err := db.ClusterUtilization(c.Context, r)
 	if report.IsBadInput(err) {
-		return cli.Exit(fmt.Sprintf("report cluster: %v", err), 2)
+		return usage("report cluster", err)
 	}
 	if err != nil {
 		return fmt.Errorf("report cluster: %w", err)
 	}
-	return table.Write(d.Stdout, report.ClusterTable(r, rows), o)
+	return table.Write(d.Stdout, report.ClusterTable(r, rows, o.Units), o)
 }

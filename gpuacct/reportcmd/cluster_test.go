@@ -45,9 +45,12 @@ func TestReportCluster(t *testing.T) {
 		want string
 	}{
 		{"seconds, as sreport -t seconds -P -n", []string{"-t", "seconds", "-P", "-n"}, "c1|14400|0|0|43200|0|57600|0|25|75\n"},
+		// Every column is already a share of the capacity: no second
+		// name for allocated's and idle's.
 		{"percent of the capacity", []string{"-t", "percent", "--format", "csv"},
-			"cluster,allocated_gpu_pct,down_gpu_pct,planned_down_gpu_pct,idle_gpu_pct,planned_gpu_pct,reported_gpu_pct,reserved_gpu_pct,allocated_pct,idle_pct\n" +
-				"c1,25,0,0,75,0,100,0,25,75\n"},
+			"cluster,allocated_gpu_pct,down_gpu_pct,planned_down_gpu_pct,idle_gpu_pct,planned_gpu_pct,reported_gpu_pct,reserved_gpu_pct\n" +
+				"c1,25,0,0,75,0,100,0\n"},
+		{"percent, parsable", []string{"-t", "percent", "-P", "-n"}, "c1|25|0|0|75|0|100|0\n"},
 		{"per hour of the day: the second hour idle", []string{"--period", "day", "-P", "-n", "--end", "2026-01-02"}, "2026-01-01|c1|4|0|0|188|0|192|0|2.08|97.92\n"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -70,6 +73,16 @@ func TestReportCluster(t *testing.T) {
 			if !strings.Contains(out.String(), s) {
 				t.Errorf("table lacks %q:\n%s", s, out.String())
 			}
+		}
+	})
+	t.Run("no cluster in the ledger", func(t *testing.T) {
+		empty := buildLedger(t, nil, now)
+		d, out, _ := testDeps(now, nil)
+		if err := run(t, d, "report", "cluster", dbOpt(empty), "--tz", "UTC", "--start", "2026-01-01", "--end", "2026-01-01T02:00"); err != nil {
+			t.Fatal(err)
+		}
+		if want := "GPU utilization (no cluster in the ledger yet), 2026-01-01 00:00"; !strings.Contains(out.String(), want) {
+			t.Errorf("title on an empty ledger: want %q in\n%s", want, out.String())
 		}
 	})
 	t.Run("help examples run", func(t *testing.T) {

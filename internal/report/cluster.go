@@ -79,17 +79,19 @@ func (d *DB) ClusterUtilization(ctx context.Context, r ClusterRequest) ([]Cluste
 	}); err != nil {
 		return nil, d.wrap(err)
 	}
+	sweeps := map[string]*factSweep{}
 	for c, f := range by {
 		if err := d.reservedSpans(ctx, c, f, from, to); err != nil {
 			return nil, err
 		}
+		sweeps[c] = newFactSweep(f)
 	}
 	buckets := timespec.Buckets(r.Window, r.Period)
 	var out []ClusterRow
 	for _, b := range buckets {
 		for _, c := range r.Scope.Clusters {
-			f := by[c]
-			if f == nil {
+			sw := sweeps[c]
+			if sw == nil {
 				continue
 			}
 			row := ClusterRow{Bucket: b, Cluster: c}
@@ -100,7 +102,10 @@ func (d *DB) ClusterUtilization(ctx context.Context, r ClusterRequest) ([]Cluste
 				if !r.Now.IsZero() && h > r.Now.Unix() {
 					break // not yet
 				}
-				row.add(hourUtil(f, h, h+3600))
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+				row.add(hourUtil(sw.at(h, h+3600), h, h+3600))
 			}
 			if row.Reported > 0 {
 				out = append(out, row)
@@ -110,39 +115,26 @@ func (d *DB) ClusterUtilization(ctx context.Context, r ClusterRequest) ([]Cluste
 	return out, nil
 }
 
-// reservedSpans reads the job parts on f's reserved nodes, each kept
-// with the reservations whose nodes and time it meets.
+// reservedSpans reads the job parts on each reservation's nodes during
+// it (within [from, to)): a short reservation reads only its own hours.
 func (d *DB) reservedSpans(ctx context.Context, cluster string, f *clusterFacts, from, to int64) error {
-	set := map[string]bool{}
-	for _, r := range f.resvs {
-		if r.ignoreJobs {
+	for i := range f.resvs {
+		r := &f.resvs[i]
+		s0, e0 := max(r.Start, from), min(r.End, to)
+		if r.ignoreJobs || e0 <= s0 {
 			continue
 		}
+		nodes := make([]string, 0, len(r.nodes))
 		for n := range r.nodes {
-			set[n] = true
+			nodes = append(nodes, n)
 		}
-	}
-	nodes := make([]string, 0, len(set))
-	for n := range set {
-		nodes = append(nodes, n)
-	}
-	slices.Sort(nodes)
-	for chunk := range slices.Chunk(nodes, 500) {
-		spans, err := d.st.NodeSpansIn(ctx, cluster, chunk, from, to)
-		if err != nil {
-			return d.wrap(err)
-		}
-		for i := range f.resvs {
-			r := &f.resvs[i]
-			for _, sp := range spans {
-				end := sp.End
-				if end == 0 {
-					end = r.End
-				}
-				if r.nodes[sp.Node] && overlap(sp.Start, end, r.Start, r.End) > 0 {
-					r.spans = append(r.spans, sp)
-				}
+		slices.Sort(nodes)
+		for chunk := range slices.Chunk(nodes, 500) {
+			spans, err := d.st.NodeSpansIn(ctx, cluster, chunk, s0, e0)
+			if err != nil {
+				return d.wrap(err)
 			}
+			r.spans = append(r.spans, spans...)
 		}
 	}
 	return nil
@@ -150,8 +142,10 @@ func (d *DB) reservedSpans(ctx context.Context, cluster string, f *clusterFacts,
 
 // ClusterTable is report cluster's table: sreport's columns in its order
 // (Allocated, Down, PLND Down, Idle, Planned, Reported), then Reserved
-// and the shares of capacity.
-func ClusterTable(r ClusterRequest, rows []ClusterRow) *table.Table {
+// and, unless u is percent (where every GPU-time column is already a
+// share of the capacity), ALLOC% and IDLE%: one name per figure.
+func ClusterTable(r ClusterRequest, rows []ClusterRow, u table.Units) *table.Table {
+	shares := u != table.Pct
 	t := &table.Table{}
 	if r.Period != timespec.None {
 		t.Columns = append(t.Columns, table.Column{Key: "period", Title: "PERIOD", Kind: table.Text})
@@ -165,9 +159,12 @@ func ClusterTable(r ClusterRequest, rows []ClusterRow) *table.Table {
 		table.Column{Key: "planned_gpu", Title: "PLANNED", Kind: table.GPUSeconds, Drop: 5},
 		table.Column{Key: "reported_gpu", Title: "REPORTED", Kind: table.GPUSeconds},
 		table.Column{Key: "reserved_gpu", Title: "RESERVED", Kind: table.GPUSeconds, Drop: 4},
-		table.Column{Key: "allocated_pct", Title: "ALLOC%", Kind: table.Percent, Drop: 2},
-		table.Column{Key: "idle_pct", Title: "IDLE%", Kind: table.Percent, Drop: 1},
 	)
+	if shares {
+		t.Columns = append(t.Columns,
+			table.Column{Key: "allocated_pct", Title: "ALLOC%", Kind: table.Percent, Drop: 2},
+			table.Column{Key: "idle_pct", Title: "IDLE%", Kind: table.Percent, Drop: 1})
+	}
 	pct := func(v, of int64) any {
 		if of <= 0 {
 			return nil
@@ -179,8 +176,10 @@ func ClusterTable(r ClusterRequest, rows []ClusterRow) *table.Table {
 		if r.Period != timespec.None {
 			cells = append(cells, x.Bucket.Label)
 		}
-		cells = append(cells, x.Cluster, x.Allocated, x.Down, x.PlannedDown, x.Idle, x.Planned, x.Reported, x.Reserved,
-			pct(x.Allocated, x.Reported), pct(x.Idle, x.Reported))
+		cells = append(cells, x.Cluster, x.Allocated, x.Down, x.PlannedDown, x.Idle, x.Planned, x.Reported, x.Reserved)
+		if shares {
+			cells = append(cells, pct(x.Allocated, x.Reported), pct(x.Idle, x.Reported))
+		}
 		t.Rows = append(t.Rows, table.Row{Cells: cells, Ref: float64(x.Reported)})
 	}
 	loc := r.Window.Start.Location()
@@ -188,7 +187,11 @@ func ClusterTable(r ClusterRequest, rows []ClusterRow) *table.Table {
 	if r.Period != timespec.None {
 		per = ", per " + string(r.Period)
 	}
-	t.Title = fmt.Sprintf("GPU utilization of %s%s, %s – %s (%s)", r.Scope.Label(), per,
+	of := " of " + r.Scope.Label()
+	if len(r.Scope.Clusters) == 0 {
+		of = " (no cluster in the ledger yet)"
+	}
+	t.Title = fmt.Sprintf("GPU utilization%s%s, %s – %s (%s)", of, per,
 		r.Window.Start.Format("2006-01-02 15:04"), r.Window.End.Format("2006-01-02 15:04"), zoneName(loc, r.Window.Start))
 	t.Meta = []table.KV{
 		{Key: "report", Value: "cluster"},

@@ -2,6 +2,7 @@ package report
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -146,7 +147,30 @@ func TestClusterUtilization(t *testing.T) {
 			t.Errorf("day 2 until now (-want +got):\n%s", d)
 		}
 	})
+	t.Run("a request ended midway stops the hours", func(t *testing.T) {
+		ctx := &endsLater{Context: context.Background(), left: 10}
+		if _, err := db.ClusterUtilization(ctx, ClusterRequest{Window: w, Period: timespec.Day, Scope: s}); !errors.Is(err, context.Canceled) {
+			t.Errorf("ClusterUtilization under a context ended after the reads: %v, want context.Canceled", err)
+		}
+	})
 	if _, err := db.ClusterUtilization(context.Background(), ClusterRequest{Window: timespec.Window{Start: w.Start, End: w.Start.Add(6 * 366 * 24 * time.Hour)}, Scope: s}); !IsBadInput(err) {
 		t.Errorf("a six-year window: %v, want a bad input", err)
 	}
+}
+
+// endsLater is a context that the store's reads see as live (no Done
+// channel) and whose Err says canceled from its left-th call on: a
+// request cancelled while the hours are computed.
+type endsLater struct {
+	context.Context
+	left int
+}
+
+func (c *endsLater) Done() <-chan struct{} { return nil }
+
+func (c *endsLater) Err() error {
+	if c.left--; c.left < 0 {
+		return context.Canceled
+	}
+	return nil
 }

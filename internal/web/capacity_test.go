@@ -20,24 +20,9 @@ import (
 func TestCapacityOnUsageChart(t *testing.T) {
 	now := time.Now()
 	f := newFixture(t, now)
-	o := store.At(f.db)
-	st, err := store.Open(context.Background(), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := st.Begin(context.Background(), now)
-	if err == nil {
-		// 12 GPUs from a day before the jobs, still so.
-		err = b.SetClusterFacts(store.ClusterFacts{From: f.genStart.Add(-24 * time.Hour).Unix(), To: now.Unix(),
-			Events: []store.SlurmEvent{{Cluster: cluster, Start: f.genStart.Add(-24 * time.Hour).Unix(), GPUs: 12}}})
-	}
-	if err == nil {
-		err = b.Commit()
-	}
-	st.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	// 12 GPUs from a day before the jobs, still so.
+	setFacts(t, f, now, store.ClusterFacts{From: f.genStart.Add(-24 * time.Hour).Unix(), To: now.Unix(),
+		Events: []store.SlurmEvent{{Cluster: cluster, Start: f.genStart.Add(-24 * time.Hour).Unix(), GPUs: 12}}})
 	f.serve(t)
 
 	day := f.genStart.Truncate(24 * time.Hour).Add(24 * time.Hour) // a whole UTC day of the window
@@ -65,5 +50,47 @@ func TestCapacityOnUsageChart(t *testing.T) {
 	out := string(f.cliOut(t, now, "report", "cluster", "--start", day.Format("2006-01-02"), "--end", day.Add(24*time.Hour).Format("2006-01-02"), "-P", "-n"))
 	if fields := strings.Split(out, "|"); len(fields) < 7 || fields[6] != "288" {
 		t.Errorf("report cluster over the day: %q, want 288 GPU-h reported", out)
+	}
+}
+
+// setFacts writes Slurm's cluster facts into f's ledger, as ingest does.
+func setFacts(t *testing.T, f *fixture, now time.Time, facts store.ClusterFacts) {
+	t.Helper()
+	st, err := store.Open(context.Background(), store.At(f.db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := st.Begin(context.Background(), now)
+	if err == nil {
+		err = b.SetClusterFacts(facts)
+	}
+	if err == nil {
+		err = b.Commit()
+	}
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCapacityErrorDrawsNoLine: when the capacity cannot be computed (a
+// reservation stored before ingest refused hostlists it cannot expand),
+// the accounting page is served all the same, without the capacity line.
+func TestCapacityErrorDrawsNoLine(t *testing.T) {
+	now := time.Now()
+	f := newFixture(t, now)
+	start := f.genStart.Add(-24 * time.Hour).Unix()
+	setFacts(t, f, now, store.ClusterFacts{From: start, To: now.Unix(),
+		Events:       []store.SlurmEvent{{Cluster: cluster, Start: start, GPUs: 12}},
+		Reservations: []store.SlurmReservation{{Cluster: cluster, ID: 1, Name: "bad", Start: start + 3600, End: now.Unix(), Nodes: "n[1-", GPUs: 4}}})
+	f.serve(t)
+	day := f.genStart.Truncate(24 * time.Hour).Add(24 * time.Hour)
+	win := url.Values{"start": {day.Format("2006-01-02")}, "end": {day.Add(48 * time.Hour).Format("2006-01-02")}, "period": {"day"}}
+	code, page := getJSON(t, f.url("/accounting?"+win.Encode()), nil)
+	if code != http.StatusOK {
+		t.Fatalf("/accounting with a capacity that cannot be computed: %d %.300s", code, page)
+	}
+	if strings.Contains(string(page), "GPU capacity (Slurm)") {
+		t.Errorf("the page draws a capacity line it could not compute")
 	}
 }

@@ -282,10 +282,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) error {
 		}
 		// One pass over the rollups gives the chart and, summed over the
 		// periods, the teams table (what gpuacct report teams prints).
-		level, err := h.capacityLevel(ctx, c, q, per)
-		if err != nil {
-			return err
-		}
+		level := h.capacityLevel(ctx, c, q, per)
 		series, perTeam, err := h.teamSeries(ctx, c, q, per, known, colors, level)
 		if err != nil {
 			return err
