@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -73,28 +72,37 @@ func (in *Ingester) fillDetailsBatch(ctx context.Context, now time.Time, after i
 	if err != nil || len(jobs) == 0 {
 		return 0, err
 	}
-	ids := make([]string, 0, len(jobs))
-	seen := make(map[uint64]bool, len(jobs))
-	for _, j := range jobs {
-		if !seen[j.JobID] {
-			seen[j.JobID] = true
-			ids = append(ids, strconv.FormatUint(j.JobID, 10))
-		}
-	}
-	sctx, cancel := context.WithTimeout(ctx, in.d.Config.Ingest.SacctTimeout.Duration)
-	out, serr := in.d.Sacct(sctx, "-j", strings.Join(ids, ","), "-X", "--parsable2", "--noheader", "-o", "JobIDRaw,JobID,Comment")
-	cancel()
-	var known map[uint64]store.JobDetails
-	if serr == nil {
-		known = parseSacctDetails(string(out))
-	}
+	answered := map[int64]bool{}
+	known := map[int64]store.JobDetails{}
+	_, all, serr := askPerCluster(jobs, uncheckedCluster, detailsPerPass,
+		func(cluster string, js []store.UncheckedJob) error {
+			ids := make([]uint64, len(js))
+			for i, j := range js {
+				ids[i] = j.JobID
+			}
+			out, err := in.sacctJobs(ctx, cluster, ids, "-X", "--parsable2", "--noheader", "-o", "JobIDRaw,JobID,Comment")
+			if err != nil {
+				return err // not answered: no job is given up for it
+			}
+			got := parseSacctDetails(string(out))
+			for _, j := range js {
+				answered[j.Row] = true
+				if d, ok := got[j.JobID]; ok {
+					known[j.Row] = d
+				}
+			}
+			return nil
+		})
 	b, err = in.d.Store.Begin(ctx, now)
 	if err != nil {
 		return 0, err
 	}
 	filled, gaveUp := 0, 0
 	for _, j := range jobs {
-		if d, ok := known[j.JobID]; ok {
+		if !answered[j.Row] {
+			continue
+		}
+		if d, ok := known[j.Row]; ok {
 			if err := b.SetJobDetails(j.Row, d); err != nil {
 				b.Rollback()
 				return 0, err
@@ -117,13 +125,18 @@ func (in *Ingester) fillDetailsBatch(ctx context.Context, now time.Time, after i
 		in.d.Log.Debug("job details from sacct", "filled", filled, "given_up", gaveUp)
 	}
 	if serr != nil {
-		return 0, fmt.Errorf("sacct for %d jobs: %w", len(ids), serr)
+		return 0, serr
 	}
-	if len(jobs) < detailsBatch {
+	if !all || len(jobs) < detailsBatch {
 		return 0, nil
 	}
 	return jobs[len(jobs)-1].Row, nil
 }
+
+// uncheckedCluster is the cluster sacct is asked about a job's details
+// on: the local one (no -M), as store.UncheckedJob does not carry the
+// job's cluster.
+func uncheckedCluster(store.UncheckedJob) string { return "" }
 
 // parseSacctDetails reads `sacct -X -P -n -o JobIDRaw,JobID,Comment`
 // lines. sacct -P does not escape '|' inside a comment, so the comment is

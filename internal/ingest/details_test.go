@@ -69,7 +69,7 @@ func TestPassFillsJobDetails(t *testing.T) {
 	var tagged, arrayed, unknown string
 	fail := false
 	sacct := func(ctx context.Context, args ...string) ([]byte, error) {
-		if reconcileCall(args) {
+		if runsCall(args) {
 			return nil, nil // job times: TestReconcile*
 		}
 		calls.Add(1)

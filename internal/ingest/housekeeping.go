@@ -45,7 +45,7 @@ func (in *Ingester) housekeeping(ctx context.Context, res *Result) error {
 		// A run that a later run of the job followed ended by that run's start.
 		next, followed := o.LaterStart, !o.LaterStart.IsZero()
 		if in.d.Sacct != nil {
-			info, err := askSacct(ctx, asked, o.JobID, o.Restart, o.Started)
+			info, err := askSacct(ctx, asked, o.Cluster, o.JobID, o.Restart, o.Started)
 			if err == nil && info.running && !followed {
 				continue // Slurm says it runs: the node is just quiet
 			}
@@ -141,11 +141,11 @@ type sacctInfo struct {
 }
 
 // askSacct tells how Slurm's accounting has the run with the given restart
-// count of job that started at start (passRuns.runs, pickRun). A run that a
+// count of job (of cluster) that started at start (passRuns.runs, pickRun). A run that a
 // later run followed ended no later than that run's start: a requeued run's
 // line reads REQUEUED with the requeue as its end.
-func askSacct(ctx context.Context, asked *passRuns, job uint64, restart int, start time.Time) (sacctInfo, error) {
-	a := asked.runs(ctx, job)
+func askSacct(ctx context.Context, asked *passRuns, cluster string, job uint64, restart int, start time.Time) (sacctInfo, error) {
+	a := asked.runs(ctx, cluster, job)
 	if a.err != nil {
 		return sacctInfo{}, a.err
 	}

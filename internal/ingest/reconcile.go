@@ -3,8 +3,6 @@ package ingest
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/store"
@@ -70,38 +68,24 @@ func (in *Ingester) reconcileBatch(ctx context.Context, now time.Time, before in
 	if err != nil || len(jobs) == 0 {
 		return 0, 0, err
 	}
-	// One call a cluster (-M), in the order the clusters first appear.
-	var clusters []string
-	byCluster := map[string][]store.Unreconciled{}
-	for _, j := range jobs {
-		if _, ok := byCluster[j.Cluster]; !ok {
-			clusters = append(clusters, j.Cluster)
-		}
-		byCluster[j.Cluster] = append(byCluster[j.Cluster], j)
-	}
-	calls, full := 0, len(jobs) == reconcileBatch
-	var serr error
 	answered := map[int64]bool{}
 	times := map[int64]store.SlurmTimes{}
-	for _, c := range clusters {
-		if calls == budget || serr != nil {
-			full = false // the rest waits for the next pass
-			break
-		}
-		calls++
-		runs, err := in.askSacctRunsOf(ctx, c, byCluster[c])
-		if err != nil {
-			// Not answered: a failed call gives up no run, whatever its age.
-			serr = err
-			continue
-		}
-		for _, j := range byCluster[c] {
-			answered[j.Row] = true
-			if t, ok := slurmTimes(j, runs[j.JobID]); ok {
-				times[j.Row] = t
+	calls, all, serr := askPerCluster(jobs, func(j store.Unreconciled) string { return j.Cluster }, budget,
+		func(cluster string, js []store.Unreconciled) error {
+			runs, err := in.askSacctRunsOf(ctx, cluster, js)
+			if err != nil {
+				// Not answered: a failed call gives up no run, whatever its age.
+				return err
 			}
-		}
-	}
+			for _, j := range js {
+				answered[j.Row] = true
+				if t, ok := slurmTimes(j, runs[j.JobID]); ok {
+					times[j.Row] = t
+				}
+			}
+			return nil
+		})
+	full := all && len(jobs) == reconcileBatch
 	b, err = in.d.Store.Begin(ctx, now)
 	if err != nil {
 		return 0, calls, err
@@ -142,28 +126,16 @@ func (in *Ingester) reconcileBatch(ctx context.Context, now time.Time, before in
 	return jobs[len(jobs)-1].Row, calls, nil
 }
 
-// askSacctRunsOf asks sacct, within ingest.sacct_timeout, for every run
-// (-D: a requeued job's earlier ones too) of the given jobs of cluster
-// (-M), in one call; an error is the call's, not its output's.
+// askSacctRunsOf asks sacct for every run (-D: a requeued job's earlier
+// ones too) of the given jobs of cluster (-M), in one call.
 func (in *Ingester) askSacctRunsOf(ctx context.Context, cluster string, jobs []store.Unreconciled) (map[uint64][]sacctRun, error) {
-	ids := make([]string, 0, len(jobs))
-	seen := make(map[uint64]bool, len(jobs))
-	for _, j := range jobs {
-		if !seen[j.JobID] {
-			seen[j.JobID] = true
-			ids = append(ids, strconv.FormatUint(j.JobID, 10))
-		}
+	ids := make([]uint64, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.JobID
 	}
-	args := make([]string, 0, 11)
-	if cluster != "" {
-		args = append(args, "-M", cluster)
-	}
-	args = append(args, "-j", strings.Join(ids, ","), "-X", "-D", "--parsable2", "--noheader", "-o", sacctRunFields)
-	sctx, cancel := context.WithTimeout(ctx, in.d.Config.Ingest.SacctTimeout.Duration)
-	defer cancel()
-	out, err := in.d.Sacct(sctx, args...)
+	out, err := in.sacctJobs(ctx, cluster, ids, "-X", "-D", "--parsable2", "--noheader", "-o", sacctRunFields)
 	if err != nil {
-		return nil, fmt.Errorf("sacct -M %s for %d jobs: %w", cluster, len(ids), err)
+		return nil, err
 	}
 	return parseSacctRunsOf(string(out), in.d.SacctLocation), nil
 }

@@ -19,9 +19,25 @@ import (
 	"github.com/aicloud/gpusuite/internal/store/storetest"
 )
 
-// reconcileCall says whether a fake sacct's args are reconcileTimes'
-// batched call, the one that names the cluster (-M).
-func reconcileCall(args []string) bool { return slices.Contains(args, "-M") }
+// runsCall says whether a fake sacct's args ask about job runs: the
+// reconciling batches, and the jobs without a start or unfinished.
+func runsCall(args []string) bool {
+	return strings.HasSuffix(strings.Join(args, " "), "-o "+sacctRunFields)
+}
+
+// reconcilePhase tells reconcileTimes' calls from those about jobs without
+// a start or unfinished, which ask the same: a pass asks about those
+// first, then about job details, then reconciles. Reset it (zero) before
+// each pass.
+type reconcilePhase struct{ on bool }
+
+// reconciling says whether args are a reconciling call.
+func (p *reconcilePhase) reconciling(args []string) bool {
+	if strings.HasSuffix(strings.Join(args, " "), "-o JobIDRaw,JobID,Comment") {
+		p.on = true
+	}
+	return p.on && runsCall(args)
+}
 
 const sacctTS = "2006-01-02T15:04:05"
 
@@ -115,7 +131,7 @@ func TestReconcileTimes(t *testing.T) {
 			deps := Deps{Store: s, Config: e.cfg, Log: quiet(), Now: func() time.Time { return now }, UID: os.Getuid(), SacctLocation: time.UTC}
 			if tc.sacct {
 				deps.Sacct = func(ctx context.Context, args ...string) ([]byte, error) {
-					if reconcileCall(args) {
+					if runsCall(args) {
 						calls = append(calls, strings.Join(args, " "))
 						if tc.fail != nil {
 							return nil, tc.fail
@@ -207,7 +223,7 @@ func TestReconcileBounded(t *testing.T) {
 	now := s0.Add(time.Hour)
 	in := New(Deps{Store: s, Config: e.cfg, Log: quiet(), Now: func() time.Time { return now }, UID: os.Getuid(), SacctLocation: time.UTC,
 		Sacct: func(ctx context.Context, args ...string) ([]byte, error) {
-			if !reconcileCall(args) {
+			if !runsCall(args) {
 				return nil, nil
 			}
 			asked = append(asked, args[1])

@@ -333,8 +333,9 @@ func TestSacctStartRetried(t *testing.T) {
 			}
 			answer := fakeSacct(&records, &calls)
 			up := false
+			var phase reconcilePhase
 			sacct := func(ctx context.Context, args ...string) ([]byte, error) {
-				if reconcileCall(args) {
+				if phase.reconciling(args) {
 					return nil, nil // job times: TestReconcile*
 				}
 				if !up {
@@ -370,7 +371,7 @@ func TestSacctStartRetried(t *testing.T) {
 			if diff := cmp.Diff(want, got); diff != "" || n != 1 {
 				t.Errorf("sacct down: %d calls for starts (want 1), starts (-want +got):\n%s", n, diff)
 			}
-			up, now = true, t0.Add(tc.later)
+			up, now, phase = true, t0.Add(tc.later), reconcilePhase{}
 			if _, err := in.Pass(context.Background()); err != nil {
 				t.Fatal(err)
 			}

@@ -23,10 +23,20 @@ type sacctRun struct {
 
 // passRuns asks sacct about a job's runs at most once a pass: the jobs
 // without a start and the unfinished ones, and the parts of a job on
-// several nodes, share a job id and so one answer.
+// several nodes, share a job id and so one answer. A job id names a
+// different job on each cluster, so answers are kept per cluster. After
+// one call fails the pass asks no more (one timeout a pass): every later
+// job gets that failure.
 type passRuns struct {
-	in  *Ingester
-	got map[uint64]runsAnswer
+	in   *Ingester
+	got  map[clusterJob]runsAnswer
+	down error
+}
+
+// clusterJob is a job id on a cluster.
+type clusterJob struct {
+	cluster string
+	job     uint64
 }
 
 // runsAnswer is sacct's answer about a job's runs; failed says the call
@@ -38,44 +48,31 @@ type runsAnswer struct {
 }
 
 func (in *Ingester) newPassRuns() *passRuns {
-	return &passRuns{in: in, got: map[uint64]runsAnswer{}}
+	return &passRuns{in: in, got: map[clusterJob]runsAnswer{}}
 }
 
-// asked is the answer about job if this pass asked already.
-func (p *passRuns) asked(job uint64) (runsAnswer, bool) {
-	a, ok := p.got[job]
-	return a, ok
-}
-
-// runs asks `sacct -j ID -X -D --parsable2 --noheader -o
+// runs asks `sacct -M CLUSTER -j ID -X -D --parsable2 --noheader -o
 // JobIDRaw,Start,End,State,ExitCode` within ingest.sacct_timeout, unless
-// this pass asked already. Without -D sacct lists only a requeued job's
-// latest run.
-func (p *passRuns) runs(ctx context.Context, job uint64) runsAnswer {
-	if a, ok := p.got[job]; ok {
+// this pass asked already or a call of this pass failed. Without -D sacct
+// lists only a requeued job's latest run.
+func (p *passRuns) runs(ctx context.Context, cluster string, job uint64) runsAnswer {
+	k := clusterJob{cluster, job}
+	if a, ok := p.got[k]; ok {
 		return a
 	}
+	if p.down != nil {
+		return runsAnswer{err: fmt.Errorf("not asked after a failed sacct call this pass: %w", p.down), failed: true}
+	}
 	var a runsAnswer
-	out, err := p.in.askSacctRuns(ctx, job)
+	out, err := p.in.sacctJobs(ctx, cluster, []uint64{job}, "-X", "-D", "--parsable2", "--noheader", "-o", sacctRunFields)
 	if err == nil {
 		a.runs, a.err = parseSacctRuns(string(out), job, p.in.d.SacctLocation)
 	} else {
-		a.err, a.failed = err, true
+		a.err, a.failed, p.down = err, true, err
+		p.in.d.Log.Info("sacct did not answer; no more jobs asked about this pass", "err", err)
 	}
-	p.got[job] = a
+	p.got[k] = a
 	return a
-}
-
-// askSacctRuns runs the sacct call of passRuns.runs; an error is the call's
-// (sacct or slurmdbd down, or slow), not its output's.
-func (in *Ingester) askSacctRuns(ctx context.Context, job uint64) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, in.d.Config.Ingest.SacctTimeout.Duration)
-	defer cancel()
-	out, err := in.d.Sacct(ctx, "-j", strconv.FormatUint(job, 10), "-X", "-D", "--parsable2", "--noheader", "-o", sacctRunFields)
-	if err != nil {
-		return nil, fmt.Errorf("sacct -j %d: %w", job, err)
-	}
-	return out, nil
 }
 
 // parseSacctRuns reads the runs of job, in Start order (runs not started

@@ -38,37 +38,32 @@ func (in *Ingester) estimateStarts(ctx context.Context, asked *passRuns) error {
 	if err != nil || len(todo) == 0 {
 		return err
 	}
-	// sacct is asked outside any transaction, once per job id: its runs
-	// answer for every restart.
+	// sacct is asked outside any transaction, once per job id of a
+	// cluster (-M): its runs answer for every restart.
 	type run struct {
+		cluster string
 		job     uint64
 		restart int
 	}
 	fromSacct := map[run]time.Time{}
-	failed := map[uint64]bool{}
+	failed := map[clusterJob]bool{}
 	if in.d.Sacct != nil {
-		down := false
 		for _, n := range todo {
 			if ctx.Err() != nil {
 				return ErrStopped
 			}
-			a, ok := asked.asked(n.JobID)
-			if !ok && down {
-				failed[n.JobID] = true
+			a := asked.runs(ctx, n.Cluster, n.JobID)
+			if a.failed {
+				failed[clusterJob{n.Cluster, n.JobID}] = true
 				continue
 			}
-			if !ok {
-				if a = asked.runs(ctx, n.JobID); a.err != nil {
-					in.d.Log.Debug("sacct gave no start; estimating it", "job", n.JobID, "err", a.err)
-				}
-			}
-			if a.failed {
-				failed[n.JobID], down = true, true
+			if a.err != nil {
+				in.d.Log.Debug("sacct gave no start; estimating it", "cluster", n.Cluster, "job", n.JobID, "err", a.err)
 			}
 			// The run of this restart that ended when the epilog says,
 			// and started before.
 			if r, _, ok := pickRun(a.runs, n.Restart, n.End, runEnd); ok && !r.start.After(n.End) {
-				fromSacct[run{n.JobID, n.Restart}] = r.start
+				fromSacct[run{n.Cluster, n.JobID, n.Restart}] = r.start
 			}
 		}
 	}
@@ -78,8 +73,8 @@ func (in *Ingester) estimateStarts(ctx context.Context, asked *passRuns) error {
 	}
 	for _, n := range todo {
 		start, source := n.End, "first_sample"
-		t, ok := fromSacct[run{n.JobID, n.Restart}]
-		if !ok && failed[n.JobID] {
+		t, ok := fromSacct[run{n.Cluster, n.JobID, n.Restart}]
+		if !ok && failed[clusterJob{n.Cluster, n.JobID}] {
 			if n.Source == unanswered {
 				continue // as it was: asked again next pass
 			}

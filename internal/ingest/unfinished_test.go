@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -40,17 +41,17 @@ func TestUnfinishedJobs(t *testing.T) {
 		wantArg string
 	}{
 		{"sacct answers", func(ctx context.Context, args ...string) ([]byte, error) {
-			return []byte(args[1] + "|START|2026-03-02T02:30:00|COMPLETED|0:0\n"), nil
+			return []byte(args[3] + "|START|2026-03-02T02:30:00|COMPLETED|0:0\n"), nil
 		}, jobRow{End: start.Unix() + 9000, Source: "sacct", State: "completed"}, "-j"},
 		{"sacct says node failed", func(ctx context.Context, args ...string) ([]byte, error) {
-			return []byte(args[1] + "|START|2026-03-02T02:30:00|NODE_FAIL|1:0\n"), nil
+			return []byte(args[3] + "|START|2026-03-02T02:30:00|NODE_FAIL|1:0\n"), nil
 		}, jobRow{End: start.Unix() + 9000, Source: "sacct", State: "node_fail"}, "-j"},
 		{"sacct fails", func(ctx context.Context, args ...string) ([]byte, error) {
 			return nil, errors.New("slurmdbd unreachable")
 		}, jobRow{Estimated: true, Source: "last_sample", State: "unknown"}, ""},
 		{"no sacct", nil, jobRow{Estimated: true, Source: "last_sample", State: "unknown"}, ""},
 		{"sacct says running", func(ctx context.Context, args ...string) ([]byte, error) {
-			return []byte(args[1] + "|START|Unknown|RUNNING|0:0\n"), nil
+			return []byte(args[3] + "|START|Unknown|RUNNING|0:0\n"), nil
 		}, jobRow{End: -1, State: "running"}, ""},
 	}
 	for _, tc := range tests {
@@ -75,15 +76,16 @@ func TestUnfinishedJobs(t *testing.T) {
 			now := start.Add(3*time.Hour + e.cfg.Ingest.Grace.Duration + time.Minute)
 			deps := Deps{Store: s, Config: e.cfg, Log: quiet(), Now: func() time.Time { return now }, UID: os.Getuid(), SacctLocation: time.UTC}
 			if tc.sacct != nil {
+				var phase reconcilePhase
 				deps.Sacct = func(ctx context.Context, args ...string) ([]byte, error) {
 					a := strings.Join(args, " ")
-					if strings.HasSuffix(a, "-o JobIDRaw,JobID,Comment") || reconcileCall(args) {
+					if phase.reconciling(args) || strings.HasSuffix(a, "-o JobIDRaw,JobID,Comment") {
 						return nil, nil // job details and times: TestPassFillsJobDetails, TestReconcile*
 					}
 					asked = append(asked, a)
 					out, err := tc.sacct(ctx, args...)
 					for _, j := range truth.JobList { // Slurm's start is the job's
-						if args[1] == itoa(int(j.ID)) {
+						if args[3] == itoa(int(j.ID)) {
 							out = bytes.ReplaceAll(out, []byte("START"), []byte(time.Unix(j.Start, 0).UTC().Format("2006-01-02T15:04:05")))
 						}
 					}
@@ -93,10 +95,15 @@ func TestUnfinishedJobs(t *testing.T) {
 			if _, err := New(deps).Pass(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			if tc.sacct != nil && len(asked) != truth.Jobs {
-				t.Errorf("sacct asked %d times for %d open jobs", len(asked), truth.Jobs)
+			// Once a job; after a failed call the pass asks no more.
+			wantAsked := truth.Jobs
+			if tc.want.Source == "last_sample" {
+				wantAsked = 1
 			}
-			if len(asked) > 0 && asked[0] != "-j "+itoa(int(truth.JobList[0].ID))+" -X -D --parsable2 --noheader -o JobIDRaw,Start,End,State,ExitCode" {
+			if tc.sacct != nil && len(asked) != wantAsked {
+				t.Errorf("sacct asked %d times for %d open jobs, want %d", len(asked), truth.Jobs, wantAsked)
+			}
+			if len(asked) > 0 && asked[0] != "-M c1 -j "+itoa(int(truth.JobList[0].ID))+" -X -D --parsable2 --noheader -o JobIDRaw,Start,End,State,ExitCode" {
 				t.Errorf("sacct arguments %q", asked[0])
 			}
 			j := truth.JobList[0]
@@ -298,10 +305,11 @@ func TestSacctOncePerJob(t *testing.T) {
 	e.put(t, evFile(t, "gpu001", 77, 0, record.JobStart, t0, 0), evFile(t, "gpu001", 77, 1, record.JobStart, requeued, 0))
 	now := t0.Add(e.cfg.Ingest.Grace.Duration + time.Hour)
 	var asked []string
+	var phase reconcilePhase
 	deps := Deps{Store: s, Config: e.cfg, Log: quiet(), Now: func() time.Time { return now }, UID: os.Getuid(), SacctLocation: time.UTC,
 		Sacct: func(ctx context.Context, args ...string) ([]byte, error) {
 			a := strings.Join(args, " ")
-			if strings.HasSuffix(a, "-o JobIDRaw,JobID,Comment") || reconcileCall(args) {
+			if phase.reconciling(args) || strings.HasSuffix(a, "-o JobIDRaw,JobID,Comment") {
 				return nil, nil // job details and times: TestPassFillsJobDetails, TestReconcile*
 			}
 			asked = append(asked, a)
@@ -316,8 +324,44 @@ func TestSacctOncePerJob(t *testing.T) {
 	if res.Closed != 2 {
 		t.Errorf("closed %d runs, want 2", res.Closed)
 	}
-	want := []string{"-j 77 -X -D --parsable2 --noheader -o JobIDRaw,Start,End,State,ExitCode"}
+	want := []string{"-M c1 -j 77 -X -D --parsable2 --noheader -o JobIDRaw,Start,End,State,ExitCode"}
 	if diff := cmp.Diff(want, asked); diff != "" {
 		t.Errorf("sacct calls (-want +got):\n%s", diff)
+	}
+}
+
+// TestSacctPerCluster: a job id names a different job on each cluster of
+// a shared ledger, so unfinished jobs are asked about with -M, once per
+// cluster and job id, and each is closed with its own cluster's answer.
+func TestSacctPerCluster(t *testing.T) {
+	e := newEnv(t)
+	s := e.open(t)
+	defer s.Close()
+	e.put(t, evFileIn(t, "ca", "g01", 300, record.JobStart, t0), evFileIn(t, "cb", "g02", 300, record.JobStart, t0))
+	ends := map[string]time.Time{"ca": t0.Add(10 * time.Minute), "cb": t0.Add(20 * time.Minute)}
+	now := t0.Add(e.cfg.Ingest.Grace.Duration + time.Hour)
+	var asked []string
+	var phase reconcilePhase
+	deps := Deps{Store: s, Config: e.cfg, Log: quiet(), Now: func() time.Time { return now }, UID: os.Getuid(), SacctLocation: time.UTC,
+		Sacct: func(ctx context.Context, args ...string) ([]byte, error) {
+			if phase.reconciling(args) || !runsCall(args) {
+				return nil, nil // job details and times: TestPassFillsJobDetails, TestReconcile*
+			}
+			asked = append(asked, strings.Join(args[:4], " "))
+			if args[0] != "-M" {
+				return nil, nil
+			}
+			return []byte("300|" + t0.Format(sacctTS) + "|" + ends[args[1]].Format(sacctTS) + "|COMPLETED|0:0\n"), nil
+		}}
+	if _, err := New(deps).Pass(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"-M ca -j 300", "-M cb -j 300"}, asked); diff != "" {
+		t.Errorf("sacct calls (-want +got):\n%s", diff)
+	}
+	got := storetest.Strings(t, s.Path, `SELECT cluster || ' ' || end || ' ' || end_source FROM jobs ORDER BY cluster`)
+	want := []string{fmt.Sprintf("ca %d sacct", ends["ca"].Unix()), fmt.Sprintf("cb %d sacct", ends["cb"].Unix())}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("jobs (-want +got):\n%s", diff)
 	}
 }
