@@ -2,7 +2,6 @@ package slurm_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -134,54 +133,20 @@ func waitIdle(t *testing.T, c *slurmtest.Cluster, timeout time.Duration) {
 	}
 }
 
-// clusterLedger copies every event of the harness's spool (copies: other
-// tests read it too) into a new ledger and runs one ingest pass with sacct
-// and sacctmgr, so the ledger holds every job the cluster ran.
+// clusterLedger copies every event of the harness's spool into a new
+// ledger and runs one ingest pass with sacct and sacctmgr, so the ledger
+// holds every job the cluster ran. A file ingest quarantines fails the
+// test by name: its job would be missing from gpuacct's allocated, and
+// the mismatch would point at the report instead.
 func clusterLedger(t *testing.T, gpuacct string, c *slurmtest.Cluster) *ledger {
 	t.Helper()
-	root := t.TempDir()
-	in := filepath.Join(root, "incoming", c.Path("GPUSUITE_SLURM_NODE"))
-	if err := os.MkdirAll(in, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range []string{root, filepath.Join(root, "incoming"), in} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	names, err := filepath.Glob(filepath.Join(c.Path("GPUSUITE_SLURM_SPOOL"), "event.*.json"))
+	files, err := filepath.Glob(filepath.Join(c.Path("GPUSUITE_SLURM_SPOOL"), "event.*.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range names {
-		data, err := os.ReadFile(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(in, filepath.Base(n)), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
+	in := ingestLedger(t, gpuacct, c, files, ledgerConfig{Ingest: "sacct = \"sacct\"\nsacctmgr = \"sacctmgr\"\n"})
+	if len(in.Quarantined) > 0 {
+		t.Fatalf("ingest quarantined or refused %v: their jobs would be missing from the ledger\n%s", in.Quarantined, in.Log)
 	}
-	l := &ledger{gpuacct: gpuacct, cfg: filepath.Join(root, "gpusuite.toml"), db: filepath.Join(root, "gpuacct.db"), c: c}
-	cfg := fmt.Sprintf(`[store]
-path = %q
-
-[ingest]
-incoming = %q
-quarantine = %q
-archive = %q
-keep = "delete"
-grace = "1s"
-sacct = "sacct"
-sacctmgr = "sacctmgr"
-log_level = "debug"
-`, l.db, filepath.Join(root, "incoming"), filepath.Join(root, "quarantine"), filepath.Join(root, "archive"))
-	if err := os.WriteFile(l.cfg, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, log := l.run(t, "ingest")
-	if q, _ := filepath.Glob(filepath.Join(root, "quarantine", "*", "*")); len(q) > 0 {
-		t.Logf("ingest quarantined or refused %v\n%s", q, log)
-	}
-	return l
+	return in.ledger
 }

@@ -317,15 +317,17 @@ default_account() {
   done
 }
 
-# drop_test_reservations deletes the reservations the board end-to-end
-# test makes (board-e2e-<pid>): a run killed before its cleanup leaves one
-# for its 10 minutes, the node reads "resv", not idle, and the next test
-# would find its GPUs reserved. Quiet when slurmctld does not answer yet.
+# drop_test_reservations deletes the reservations tests make: the board
+# end-to-end test's (board-e2e-<pid>), which a run killed before its
+# cleanup leaves for its 10 minutes (the node reads "resv", not idle, and
+# the next test finds its GPUs reserved), and TestClusterUtilization<pid>,
+# planned 20 days ahead on the only node, where no job without --time
+# starts while it exists. Quiet when slurmctld does not answer yet.
 drop_test_reservations() {
   conf_env
   [ -f "$DIR/etc/slurm.conf" ] || return 0
   local r
-  for r in $(timeout 5 scontrol -o show reservation 2>/dev/null | grep -o 'ReservationName=board-e2e-[0-9]*' | cut -d= -f2); do
+  for r in $(timeout 5 scontrol -o show reservation 2>/dev/null | grep -oE 'ReservationName=(board-e2e-|TestClusterUtilization)[0-9]+' | cut -d= -f2); do
     timeout 5 scontrol delete reservation="$r" >/dev/null 2>&1 && log "deleted reservation $r left by a killed test" ||
       log "could not delete reservation $r: scontrol delete reservation=$r"
   done

@@ -2,12 +2,9 @@ package slurm_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -215,88 +212,30 @@ func deref[T any](p *T) any {
 	return *p
 }
 
-// ledger is a fresh accounting database, filled by one `gpuacct ingest`.
-type ledger struct {
-	gpuacct, cfg, db string
-	c                *slurmtest.Cluster
-}
-
-// newLedger copies the jobs' events from the harness's spool (copies:
-// other tests read the spool too) into <root>/incoming/<node>/, leaving
-// out the job_end events of withhold, and runs one ingest pass with
-// sacct as the sacct program ("" never asks) and a grace of 1 s, so a job
-// without its end is closed in this pass.
+// newLedger is a ledger of the jobs' events from the harness's spool,
+// leaving out the job_end events of withhold, after one ingest pass with
+// sacct as the sacct program ("" never asks); it fails the test when the
+// pass quarantines or leaves any file.
 func newLedger(t *testing.T, gpuacct string, c *slurmtest.Cluster, rows []slurmtest.Accounted, withhold map[uint64]bool, sacct string) *ledger {
 	t.Helper()
-	root := t.TempDir()
-	node := c.Path("GPUSUITE_SLURM_NODE")
-	in := filepath.Join(root, "incoming", node)
-	// Ingest trusts only its service user's (here: our) files in
-	// directories nobody else can write.
-	if err := os.MkdirAll(in, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range []string{root, filepath.Join(root, "incoming"), in} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	spool := c.Path("GPUSUITE_SLURM_SPOOL")
+	node, spool := c.Path("GPUSUITE_SLURM_NODE"), c.Path("GPUSUITE_SLURM_SPOOL")
+	var files []string
 	for _, r := range rows {
 		for _, kind := range []record.Kind{record.JobStart, record.JobEnd} {
 			if kind == record.JobEnd && withhold[r.JobIDRaw] {
 				continue
 			}
-			name := record.EventFileName("testcl", r.JobIDRaw, 0, node, kind)
-			data, err := os.ReadFile(filepath.Join(spool, name))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(in, name), data, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			files = append(files, filepath.Join(spool, record.EventFileName("testcl", r.JobIDRaw, 0, node, kind)))
 		}
 	}
-	l := &ledger{gpuacct: gpuacct, cfg: filepath.Join(root, "gpusuite.toml"), db: filepath.Join(root, "gpuacct.db"), c: c}
-	cfg := fmt.Sprintf(`[store]
-path = %q
-
-[ingest]
-incoming = %q
-quarantine = %q
-archive = %q
-keep = "delete"
-grace = "1s"
-sacct = %q
-log_level = "debug"
-`, l.db, filepath.Join(root, "incoming"), filepath.Join(root, "quarantine"), filepath.Join(root, "archive"), sacct)
-	if err := os.WriteFile(l.cfg, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
+	in := ingestLedger(t, gpuacct, c, files, ledgerConfig{Ingest: fmt.Sprintf("sacct = %q\n", sacct)})
+	if len(in.Quarantined) > 0 {
+		t.Fatalf("ingest quarantined or refused %v\n%s", in.Quarantined, in.Log)
 	}
-	_, log := l.run(t, "ingest")
-	if q, _ := filepath.Glob(filepath.Join(root, "quarantine", "*", "*")); len(q) > 0 {
-		t.Fatalf("ingest quarantined or refused %v\n%s", q, log)
+	if in.Left > 0 {
+		t.Fatalf("ingest left %d files in incoming\n%s", in.Left, in.Log)
 	}
-	if left, _ := os.ReadDir(in); len(left) > 0 {
-		t.Fatalf("ingest left %d files in %s\n%s", len(left), in, log)
-	}
-	return l
-}
-
-// run runs gpuacct with the ledger's config and the cluster's environment
-// (SLURM_CONF, for sacct) and returns its stdout and stderr.
-func (l *ledger) run(t *testing.T, args ...string) (string, string) {
-	t.Helper()
-	var stdout, stderr bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, l.gpuacct, append([]string{"--config", l.cfg}, args...)...)
-	cmd.Env = l.c.Env()
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("gpuacct %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
-	}
-	return stdout.String(), stderr.String()
+	return in.ledger
 }
 
 // export reads the ledger's jobs back through the report layer.

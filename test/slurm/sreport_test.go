@@ -370,62 +370,20 @@ func sacctExit(t *testing.T, s string) int64 {
 // the files ingest quarantined.
 func sreportLedger(t *testing.T, gpuacct string, c *slurmtest.Cluster, ids []uint64, sacct string) (*ledger, []string) {
 	t.Helper()
-	root := t.TempDir()
-	node := c.Path("GPUSUITE_SLURM_NODE")
-	in := filepath.Join(root, "incoming", node)
-	if err := os.MkdirAll(in, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range []string{root, filepath.Join(root, "incoming"), in} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
 	spool := c.Path("GPUSUITE_SLURM_SPOOL")
 	// An array task's events are named by its own id: take the events of
 	// every id sacct lists for the jobs.
+	var files []string
 	for _, r := range sacctRuns(t, c, ids) {
 		names, _ := filepath.Glob(filepath.Join(spool, fmt.Sprintf("event.testcl.%d.*", r.id)))
-		for _, p := range names {
-			data, err := os.ReadFile(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(in, filepath.Base(p)), data, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
+		files = append(files, names...)
 	}
-	l := &ledger{gpuacct: gpuacct, cfg: filepath.Join(root, "gpusuite.toml"), db: filepath.Join(root, "gpuacct.db"), c: c}
-	cfg := fmt.Sprintf(`[cluster]
-name = "testcl"
-
-[store]
-path = %q
-
-[ingest]
-incoming = %q
-quarantine = %q
-archive = %q
-keep = "delete"
-grace = "1s"
-sacct = %q
-sacct_timeout = "20s"
-log_level = "debug"
-`, l.db, filepath.Join(root, "incoming"), filepath.Join(root, "quarantine"), filepath.Join(root, "archive"), sacct)
-	if err := os.WriteFile(l.cfg, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
+	in := ingestLedger(t, gpuacct, c, files, ledgerConfig{Cluster: "testcl",
+		Ingest: fmt.Sprintf("sacct = %q\nsacct_timeout = \"20s\"\n", sacct)})
+	if len(in.Quarantined) > 0 {
+		t.Logf("ingest quarantined %v\n%s", in.Quarantined, in.Log)
 	}
-	_, log := l.run(t, "ingest")
-	q, _ := filepath.Glob(filepath.Join(root, "quarantine", "*", "*"))
-	var names []string
-	for _, p := range q {
-		names = append(names, filepath.Base(p))
-	}
-	if len(names) > 0 {
-		t.Logf("ingest quarantined %v\n%s", names, log)
-	}
-	return l, names
+	return in.ledger, in.Quarantined
 }
 
 // ledgerRun is what the test compares of a run in the ledger.
