@@ -16,7 +16,7 @@ import (
 // finds. The notes live in a subdirectory of the spool: node-local and
 // root-only like it, and never shipped (the shipper and the agent read
 // only the spool's own files).
-const runNotesDir = "runs"
+const RunNotesDir = "runs"
 
 // runNoteMaxAge is how long a note counts. A note outlives its job only
 // when the epilog did not run (the node died, the hook was killed); an
@@ -35,7 +35,7 @@ type runNotes struct {
 }
 
 func notesOf(spoolDir string, now func() time.Time) runNotes {
-	return runNotes{dir: filepath.Join(spoolDir, runNotesDir), now: now}
+	return runNotes{dir: filepath.Join(spoolDir, RunNotesDir), now: now}
 }
 
 // name is a run's note: one empty file whose existence is the note, so the

@@ -162,7 +162,7 @@ func TestRunNoteUnwritable(t *testing.T) {
 	if err := os.MkdirAll(cfg.Spool.Dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(cfg.Spool.Dir, runNotesDir), nil, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(cfg.Spool.Dir, RunNotesDir), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
@@ -179,7 +179,7 @@ func TestRunNoteUnwritable(t *testing.T) {
 
 func noteNames(t *testing.T, spoolDir string) []string {
 	t.Helper()
-	ents, err := os.ReadDir(filepath.Join(spoolDir, runNotesDir))
+	ents, err := os.ReadDir(filepath.Join(spoolDir, RunNotesDir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,13 +192,13 @@ func noteNames(t *testing.T, spoolDir string) []string {
 
 func ageNotes(t *testing.T, spoolDir string, age time.Duration) {
 	t.Helper()
-	ents, err := os.ReadDir(filepath.Join(spoolDir, runNotesDir))
+	ents, err := os.ReadDir(filepath.Join(spoolDir, RunNotesDir))
 	if err != nil {
 		t.Fatal(err)
 	}
 	old := time.Now().Add(-age)
 	for _, e := range ents {
-		if err := os.Chtimes(filepath.Join(spoolDir, runNotesDir, e.Name()), old, old); err != nil {
+		if err := os.Chtimes(filepath.Join(spoolDir, RunNotesDir, e.Name()), old, old); err != nil {
 			t.Fatal(err)
 		}
 	}

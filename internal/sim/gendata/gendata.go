@@ -224,6 +224,12 @@ func writeEvents(dir string, o Options, j Job) error {
 			if _, err := hook.Run(context.Background(), k, cfg, d, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
 				return fmt.Errorf("hook %s for job %d: %w", k, j.ID, err)
 			}
+			// The hook's spool here is the node's incoming directory:
+			// its run notes stay on a real node (the shipper ships
+			// records only), so they are taken away as shipping would.
+			if err := os.RemoveAll(filepath.Join(dir, hook.RunNotesDir)); err != nil {
+				return fmt.Errorf("hook %s for job %d: %w", k, j.ID, err)
+			}
 			continue
 		}
 		ev := record.Event{Schema: record.EventSchema, Kind: k, Time: at, Source: "prolog", Cluster: o.Cluster, Node: j.Node}
