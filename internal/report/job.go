@@ -372,8 +372,11 @@ func allIdleNote(det *Detail, idle []GPUStat, several bool) string {
 		shares = append(shares, name+" "+idleShare(g))
 	}
 	what := "All " + plural(len(idle), "GPU", "GPUs") + " were"
-	if len(idle) == 1 {
+	switch len(idle) {
+	case 1:
 		what = "The GPU was"
+	case 2:
+		what = "Both GPUs were"
 	}
 	share := idleShare(idle[0]) + " of sampled time"
 	switch {
