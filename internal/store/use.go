@@ -18,11 +18,15 @@ func (b *Batch) addUse(k useKey, d Delta) {
 
 // flushUse moves the batch's pending figures (samples, allocation) into
 // the job hours, and their sums into the rollups and job totals: one
-// statement per row touched, not per change.
+// statement per row touched, not per change. The keys stay in b.use with
+// nothing pending, so that after Commit b.use names every job hour the
+// batch touched (TouchedHours).
 func (b *Batch) flushUse() error {
 	keys := make([]useKey, 0, len(b.use))
-	for k := range b.use {
-		keys = append(keys, k)
+	for k, d := range b.use {
+		if !d.zero() {
+			keys = append(keys, k)
+		}
 	}
 	sort.Slice(keys, func(i, j int) bool {
 		a, c := keys[i], keys[j]
@@ -34,8 +38,6 @@ func (b *Batch) flushUse() error {
 		}
 		return a.hour < c.hour
 	})
-	use := b.use
-	b.use = map[useKey]*Delta{}
 	type hourKey struct {
 		dims       Dims
 		node, hour int64
@@ -52,10 +54,8 @@ func (b *Batch) flushUse() error {
 	var days, months []dayKey
 	var jobs []int64
 	for _, k := range keys {
-		d := *use[k]
-		if d.zero() {
-			continue
-		}
+		d := *b.use[k]
+		*b.use[k] = Delta{}
 		dims, err := b.jobDims(k.job)
 		if err != nil {
 			return err
