@@ -383,6 +383,7 @@ func (in *Ingester) batch(ctx context.Context, src *prefetcher, ret *retirer, re
 	if err := b.Commit(); err != nil {
 		return fmt.Errorf("ingest batch of %d files: %w", len(finished), err)
 	}
+	checkTouched(ctx, in.d.Store, b.TouchedHours(), in.d.Log, in.d.Metrics)
 	res.Files += pending.Files
 	res.Records += pending.Records
 	res.Samples += pending.Samples

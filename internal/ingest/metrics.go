@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,6 +15,7 @@ import (
 // A nil *Metrics records nothing.
 type Metrics struct {
 	files, records, quarantine, refuse, dups prometheus.Counter
+	overAlloc                                prometheus.Counter
 	passes                                   *prometheus.CounterVec
 	lastOK, dbSize, passSeconds              prometheus.Gauge
 	lag                                      *prometheus.GaugeVec
@@ -23,11 +25,13 @@ type Metrics struct {
 // NewMetrics registers ingest's series on reg.
 func NewMetrics(reg prometheus.Registerer, now func() time.Time) *Metrics {
 	m := &Metrics{
-		files:       prometheus.NewCounter(prometheus.CounterOpts{Name: "gpuacct_ingest_files_total", Help: "Files ingested."}),
-		records:     prometheus.NewCounter(prometheus.CounterOpts{Name: "gpuacct_ingest_records_total", Help: "Records ingested (events, samples, aggregates)."}),
-		quarantine:  prometheus.NewCounter(prometheus.CounterOpts{Name: "gpuacct_ingest_quarantined_total", Help: "Bad files moved to quarantine."}),
-		refuse:      prometheus.NewCounter(prometheus.CounterOpts{Name: "gpuacct_ingest_refused_total", Help: "Files refused: not the service user's, or in a directory others can write."}),
-		dups:        prometheus.NewCounter(prometheus.CounterOpts{Name: "gpuacct_ingest_duplicate_files_total", Help: "Files already ingested with the same content."}),
+		files:      prometheus.NewCounter(prometheus.CounterOpts{Name: "gpuacct_ingest_files_total", Help: "Files ingested."}),
+		records:    prometheus.NewCounter(prometheus.CounterOpts{Name: "gpuacct_ingest_records_total", Help: "Records ingested (events, samples, aggregates)."}),
+		quarantine: prometheus.NewCounter(prometheus.CounterOpts{Name: "gpuacct_ingest_quarantined_total", Help: "Bad files moved to quarantine."}),
+		refuse:     prometheus.NewCounter(prometheus.CounterOpts{Name: "gpuacct_ingest_refused_total", Help: "Files refused: not the service user's, or in a directory others can write."}),
+		dups:       prometheus.NewCounter(prometheus.CounterOpts{Name: "gpuacct_ingest_duplicate_files_total", Help: "Files already ingested with the same content."}),
+		overAlloc: prometheus.NewCounter(prometheus.CounterOpts{Name: "gpuacct_ingest_job_hours_over_allocation_total",
+			Help: "Job hours a batch changed whose used, idle or sampled GPU-seconds passed the allocated ones (never expected)."}),
 		passes:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gpuacct_ingest_passes_total", Help: "Ingest passes by result."}, []string{"result"}),
 		lastOK:      prometheus.NewGauge(prometheus.GaugeOpts{Name: "gpuacct_ingest_last_success_timestamp_seconds", Help: "End of the last successful pass."}),
 		dbSize:      prometheus.NewGauge(prometheus.GaugeOpts{Name: "gpuacct_store_size_bytes", Help: "Database file size including WAL/journal."}),
@@ -35,7 +39,7 @@ func NewMetrics(reg prometheus.Registerer, now func() time.Time) *Metrics {
 		lag:         prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gpuacct_ingest_lag_seconds", Help: "Now minus the newest record time ingested from the node."}, []string{"node"}),
 		now:         now,
 	}
-	reg.MustRegister(m.files, m.records, m.quarantine, m.refuse, m.dups, m.passes, m.lastOK, m.dbSize, m.passSeconds, m.lag)
+	reg.MustRegister(m.files, m.records, m.quarantine, m.refuse, m.dups, m.overAlloc, m.passes, m.lastOK, m.dbSize, m.passSeconds, m.lag)
 	return m
 }
 
@@ -61,6 +65,37 @@ func (m *Metrics) refused() {
 func (m *Metrics) duplicate() {
 	if m != nil {
 		m.dups.Inc()
+	}
+}
+
+// maxOverAllocLogged bounds the job hours one batch's check reads and
+// logs: a bug that breaks every hour must not flood the log.
+const maxOverAllocLogged = 100
+
+// checkTouched holds the job hours a committed batch changed to issue
+// #14's invariant (used, idle and sampled GPU-seconds within allocated):
+// each one that breaks it is logged, with its job and hour, and counted.
+// Only the batch that changed an hour checks it, so a violation is
+// logged once, not every pass. The read is bounded like the metrics'
+// (metricsReadWait); its failure is logged and the pass goes on.
+func checkTouched(ctx context.Context, s *store.Store, hours []store.JobHour, log *slog.Logger, m *Metrics) {
+	if len(hours) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, metricsReadWait)
+	defer cancel()
+	vs, err := s.HourViolations(ctx, hours, maxOverAllocLogged)
+	if err != nil {
+		log.Warn("could not check the job hours of the batch against their allocation", "err", err)
+		return
+	}
+	for _, v := range vs {
+		log.Error("job hour over its allocation: used, idle or sampled GPU-seconds pass the allocated ones (a ledger bug; gpuacct check counts them)",
+			"cluster", v.Cluster, "job", v.JobID, "restart", v.Restart, "node", v.Node, "hour", v.Hour.Format(time.RFC3339),
+			"allocated_gpu_s", v.Alloc, "used_gpu_s", v.Used, "idle_gpu_s", v.Idle, "sampled_s", v.Sampled)
+	}
+	if m != nil {
+		m.overAlloc.Add(float64(len(vs)))
 	}
 }
 

@@ -3,6 +3,8 @@ package ingest
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/store"
 	"github.com/aicloud/gpusuite/internal/store/storetest"
 )
@@ -65,5 +68,46 @@ func TestPostgresMetricsReadsBounded(t *testing.T) {
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("metrics reads with the connection held did not return within a minute")
+	}
+}
+
+// TestMetricsOverAllocation: a job hour made to break the invariant
+// (idle over allocated) is logged, with its job and hour, and counted by
+// the batch that next changes it, and only by that one.
+func TestMetricsOverAllocation(t *testing.T) {
+	e := newEnv(t)
+	s := e.open(t)
+	defer s.Close()
+	reg := prometheus.NewRegistry()
+	var logs strings.Builder
+	m := NewMetrics(reg, func() time.Time { return t0 })
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	run := func(now time.Time) {
+		t.Helper()
+		if _, err := New(Deps{Store: s, Config: e.cfg, Log: log, Metrics: m, Now: func() time.Time { return now }, UID: os.Getuid()}).Pass(context.Background()); err != nil {
+			t.Fatalf("pass: %v", err)
+		}
+	}
+	e.put(t, evFile(t, "gpu001", 5, 0, record.JobStart, t0, 0),
+		segFile(t, "gpu001", 1, 10, every(t0.Add(5*time.Second), 10*time.Second, 60, func(at time.Time) record.Sample { return busy("gpu001", 0, at, 5) })))
+	run(t0.Add(20 * time.Minute))
+	if got := testutil.ToFloat64(m.overAlloc); got != 0 {
+		t.Fatalf("a sound ledger counted %v job hours over allocation\n%s", got, logs.String())
+	}
+	storetest.Exec(t, s.Path, `UPDATE job_hours SET idle_gpu_s = alloc_gpu_s + 10000`)
+	e.put(t, evFile(t, "gpu001", 5, 0, record.JobEnd, t0.Add(30*time.Minute), 0))
+	run(t0.Add(40 * time.Minute))
+	if got := testutil.ToFloat64(m.overAlloc); got != 1 {
+		t.Errorf("job hours over allocation = %v, want 1", got)
+	}
+	if !strings.Contains(logs.String(), "job hour over its allocation") || !strings.Contains(logs.String(), "job=5 ") ||
+		!strings.Contains(logs.String(), "hour=2026-03-02T00:00:00Z") {
+		t.Errorf("the violation was not logged with its job and hour:\n%s", logs.String())
+	}
+	// A pass that does not touch the hour does not log it again.
+	logs.Reset()
+	run(t0.Add(50 * time.Minute))
+	if got := testutil.ToFloat64(m.overAlloc); got != 1 || strings.Contains(logs.String(), "over its allocation") {
+		t.Errorf("an untouched hour was checked again: count %v\n%s", got, logs.String())
 	}
 }
