@@ -65,6 +65,8 @@ func (r *Report) validate() error {
 	default:
 		return fmt.Errorf("key \"report.format\": %q is not table, csv, tsv or json", r.Format)
 	}
+	// As -t: any case (sreport's habit).
+	r.Units = strings.ToLower(r.Units)
 	switch r.Units {
 	case "seconds", "hours", "minutes", "percent":
 	default:

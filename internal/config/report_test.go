@@ -12,6 +12,7 @@ func TestReportSection(t *testing.T) {
 		{"[report]\nformat = \"xml\"\n", `key "report.format": "xml" is not table, csv, tsv or json`},
 		{"[report]\nunits = \"days\"\n", `key "report.units": "days" is not seconds, hours, minutes or percent`},
 		{"[report]\nunits = \"seconds\"\n", ""},
+		{"[report]\nunits = \"Hours\"\n", ""},
 		{"[report]\nteams = \"teams.toml\"\n", `key "report.teams": "teams.toml" is not an absolute path`},
 		{"[report]\nrequests = \"spool\"\n", `key "report.requests"`},
 		{"[report]\ncheck_stale = \"0s\"\n", "must be positive"},
