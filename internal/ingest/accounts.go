@@ -17,43 +17,46 @@ func accountTreeArgs() []string {
 }
 
 // fillAccounts stores Slurm's account tree (each account's parent), in a
-// transaction of its own, once a pass. sacctmgr failing, or listing what
-// does not parse, is logged and tried again next pass; the tree last
-// recorded stays.
-func (in *Ingester) fillAccounts(ctx context.Context) {
-	if err := in.storeAccounts(ctx); err != nil {
-		in.d.Log.Info("Slurm's account tree not refreshed; retrying next pass", "err", err)
+// transaction of its own. sacctmgr failing, or listing what does not
+// parse, is logged and tried again next time; the tree last recorded
+// stays. It says whether sacctmgr answered: the pass asks it no more
+// when it did not.
+func (in *Ingester) fillAccounts(ctx context.Context) bool {
+	answered, err := in.storeAccounts(ctx)
+	if err != nil {
+		in.logSlurm("Slurm's account tree not refreshed; retrying later", err)
 	}
+	return answered
 }
 
-func (in *Ingester) storeAccounts(ctx context.Context) error {
+func (in *Ingester) storeAccounts(ctx context.Context) (bool, error) {
 	sctx, cancel := context.WithTimeout(ctx, in.d.Config.Ingest.SacctTimeout.Duration)
 	args := accountTreeArgs()
 	out, err := in.d.Sacctmgr(sctx, args...)
 	cancel()
 	if err != nil {
-		return fmt.Errorf("sacctmgr %s: %w", strings.Join(args, " "), err)
+		return false, fmt.Errorf("sacctmgr %s: %w", strings.Join(args, " "), err)
 	}
 	accts, err := parseAccountTree(string(out), store.MaxSlurmAccounts)
 	if err != nil {
-		return err
+		return true, err
 	}
 	if len(accts) == 0 {
-		return nil // nothing to record: a slurmdbd with no accounts yet
+		return true, nil // nothing to record: a slurmdbd with no accounts yet
 	}
 	b, err := in.d.Store.Begin(ctx, in.d.Now())
 	if err != nil {
-		return err
+		return true, err
 	}
 	if err := b.SetSlurmAccounts(accts); err != nil {
 		b.Rollback()
-		return err
+		return true, err
 	}
 	if err := b.Commit(); err != nil {
-		return err
+		return true, err
 	}
 	in.d.Log.Debug("Slurm's account tree recorded", "accounts", len(accts))
-	return nil
+	return true, nil
 }
 
 // parseAccountTree reads `sacctmgr -n -P show associations

@@ -48,7 +48,7 @@ func (in *Ingester) fillJobDetails(ctx context.Context) bool {
 		}
 		last, err := in.fillDetailsBatch(ctx, now, after)
 		if err != nil {
-			in.d.Log.Info("job comments and array ids not looked up; retrying next pass", "err", err)
+			in.logSlurm("job comments and array ids not looked up; retrying next pass", err)
 			return false
 		}
 		if last == 0 {

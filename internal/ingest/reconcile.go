@@ -44,7 +44,7 @@ func (in *Ingester) reconcileTimes(ctx context.Context) {
 		last, n, err := in.reconcileBatch(ctx, now, before, reconcilePerPass-calls)
 		calls += n
 		if err != nil {
-			in.d.Log.Info("job times not taken from sacct; retrying next pass", "err", err)
+			in.logSlurm("job times not taken from sacct; retrying next pass", err)
 			return
 		}
 		if last == 0 {

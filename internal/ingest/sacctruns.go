@@ -69,7 +69,7 @@ func (p *passRuns) runs(ctx context.Context, cluster string, job uint64) runsAns
 		a.runs, a.err = parseSacctRuns(string(out), job, p.in.d.SacctLocation)
 	} else {
 		a.err, a.failed, p.down = err, true, err
-		p.in.d.Log.Info("sacct did not answer; no more jobs asked about this pass", "err", err)
+		p.in.logSlurm("sacct did not answer; no more jobs asked about this pass", err)
 	}
 	p.got[k] = a
 	return a

@@ -78,6 +78,9 @@ func Prepare(cfg config.Config, stderr io.Writer, getenv func(string) string, pr
 	if cfg.Ingest.Sacctmgr != "" {
 		sacctmgr = slurmCommand(cfg.Ingest.Sacctmgr)
 	}
+	// One gate for both: they ask the same slurmdbd.
+	gate := newSlurmGate(time.Now)
+	sacct, sacctmgr = gate.guard("sacct", sacct), gate.guard("sacctmgr", sacctmgr)
 	return &Setup{Config: cfg, Log: log, Deps: Deps{
 		Config: cfg, Log: log, Now: time.Now, UID: uid, Sacct: sacct, Sacctmgr: sacctmgr,
 	}}, nil
