@@ -107,8 +107,43 @@ func (d *DB) Check(ctx context.Context, o CheckOptions) (problems []string, summ
 		return nil, "", err
 	}
 	problems = append(problems, fp...)
+	op, err := d.checkOverAllocation(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	problems = append(problems, op...)
 	summary = fmt.Sprintf("%d nodes, %d silent over %s; last good ingest pass %s; %s", nodes, stale, o.Stale, age, fs)
 	return problems, summary, nil
+}
+
+// maxOverAllocation bounds the job hours check counts over their
+// allocation (invariant 9): past it, the line says "more than". Only the
+// hours of the newest overAllocJobs job runs are read: check also
+// answers the web's health requests, and a ledger of years must not be
+// read whole for each.
+const (
+	maxOverAllocation = 10_000
+	overAllocJobs     = 50_000
+)
+
+// checkOverAllocation is a problem line when job hours of the ledger hold
+// more used, idle or sampled GPU time than was allocated in them, which
+// the ledger never should (issue #14's invariant; ingest logs each one
+// it makes, with its job and hour).
+func (d *DB) checkOverAllocation(ctx context.Context) ([]string, error) {
+	n, over, err := d.st.CountHourViolations(ctx, overAllocJobs, maxOverAllocation)
+	if err != nil {
+		return nil, d.wrap(err)
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	count := fmt.Sprint(n)
+	if over {
+		count = "more than " + count
+	}
+	return []string{fmt.Sprintf("ledger: %s job hours (of the newest %d job runs) hold more used, idle or sampled GPU time than was allocated in them: "+
+		"a ledger bug; gpuacct serve logs each with its job and hour (\"job hour over its allocation\")", count, overAllocJobs)}, nil
 }
 
 func firstLine(s string) string {
