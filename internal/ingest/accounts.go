@@ -19,14 +19,17 @@ func accountTreeArgs() []string {
 // fillAccounts stores Slurm's account tree (each account's parent), in a
 // transaction of its own. sacctmgr failing, or listing what does not
 // parse, is logged and tried again next time; the tree last recorded
-// stays. It says whether sacctmgr answered: the pass asks it no more
-// when it did not.
-func (in *Ingester) fillAccounts(ctx context.Context) bool {
+// stays. It returns the call's error when sacctmgr did not answer (nil
+// when it did, whatever it listed).
+func (in *Ingester) fillAccounts(ctx context.Context) error {
 	answered, err := in.storeAccounts(ctx)
 	if err != nil {
 		in.logSlurm("Slurm's account tree not refreshed; retrying later", err)
 	}
-	return answered
+	if answered {
+		return nil
+	}
+	return err
 }
 
 func (in *Ingester) storeAccounts(ctx context.Context) (bool, error) {

@@ -1,6 +1,10 @@
 package ingest
 
-import "context"
+import (
+	"context"
+	"errors"
+	"time"
+)
 
 // slurmFacts refreshes what the ledger keeps of Slurm's accounting besides
 // jobs: the account tree (accounts.go) and the cluster's capacity, node
@@ -8,14 +12,37 @@ import "context"
 // ingest.sacct_timeout; a failure is logged and retried later, and never
 // fails the pass. The account tree is asked first: when sacctmgr does not
 // answer it, the cluster's facts are not asked either (one timeout a
-// pass), and when the daemon's gate skips it (read less than
-// slurmFactsEvery ago, slurmgate.go) neither are they.
+// pass). When the daemon's gate skips it because the facts were read less
+// than slurmFactsEvery ago (slurmgate.go), the cluster's facts are read
+// only while they are behind: a backfill goes on a month a pass.
 func (in *Ingester) slurmFacts(ctx context.Context) {
 	if in.d.Sacctmgr == nil {
 		return
 	}
-	if !in.fillAccounts(ctx) {
+	switch err := in.fillAccounts(ctx); {
+	case err == nil:
+	case errors.Is(err, errSlurmFresh):
+		if !in.clusterFactsBehind(ctx) {
+			return
+		}
+	default:
 		return
 	}
 	in.fillClusterFacts(ctx)
+}
+
+// clusterFactsBehind says whether the local cluster's facts were last
+// read up to more than slurmFactsEvery before now (or never, or after
+// now: a clock set back).
+func (in *Ingester) clusterFactsBehind(ctx context.Context) bool {
+	cluster, err := in.localCluster(ctx)
+	if err != nil || cluster == "" {
+		return err != nil // nothing to read, unless the ledger could not tell
+	}
+	mark, ok, err := in.d.Store.ClusterFactsRead(ctx, cluster)
+	if err != nil || !ok {
+		return true
+	}
+	age := in.d.Now().Sub(time.Unix(mark, 0))
+	return age < 0 || age >= slurmFactsEvery
 }

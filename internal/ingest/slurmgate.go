@@ -27,6 +27,10 @@ const (
 // failure was logged when it happened.
 var errSlurmSkipped = errors.New("not asked")
 
+// errSlurmFresh is the account tree skipped because Slurm's facts were
+// read less than slurmFactsEvery ago.
+var errSlurmFresh = fmt.Errorf("%w: Slurm's facts were read lately", errSlurmSkipped)
+
 // slurmGate stands between ingest and sacct and sacctmgr for the
 // daemon's life: after one call fails, calls are skipped for slurmQuiet,
 // and a round of Slurm's facts, which begins
@@ -69,7 +73,7 @@ func (g *slurmGate) allow(prog string, facts bool) error {
 		return fmt.Errorf("%s %w: a call failed, Slurm is asked again from %s", prog, errSlurmSkipped, g.quietUntil.UTC().Format(time.RFC3339))
 	}
 	if facts && !g.factsRead.IsZero() && now.Sub(g.factsRead) < slurmFactsEvery && !now.Before(g.factsRead) {
-		return fmt.Errorf("%s %w: Slurm's facts were read at %s", prog, errSlurmSkipped, g.factsRead.UTC().Format(time.RFC3339))
+		return fmt.Errorf("%s %w, at %s", prog, errSlurmFresh, g.factsRead.UTC().Format(time.RFC3339))
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/aicloud/gpusuite/internal/record"
+	"github.com/aicloud/gpusuite/internal/store"
 )
 
 // TestSlurmGate: after a failed call no call is made for slurmQuiet, a
@@ -92,53 +93,82 @@ func TestSlurmGate(t *testing.T) {
 // TestPassesBehindSlurmGate: over passes, a failed sacct call leaves the
 // rest of the pass and the next (within slurmQuiet) without Slurm calls,
 // sacctmgr included; Slurm's facts are read once, then not before
-// slurmFactsEvery.
+// slurmFactsEvery, except the cluster's facts while a backfill is behind.
 func TestPassesBehindSlurmGate(t *testing.T) {
-	e := newEnv(t)
-	s := e.open(t)
-	defer s.Close()
-	s0 := t0.Add(time.Minute)
-	e.put(t, evFileIn(t, "c1", "g01", 400, record.JobStart, s0), evFileIn(t, "c1", "g01", 400, record.JobEnd, s0.Add(10*time.Minute)))
-	now := s0.Add(time.Hour)
-	gate := newSlurmGate(func() time.Time { return now })
-	fail := true
-	var sacctCalls, treeCalls, factCalls int
-	sacct := gate.guard("sacct", func(ctx context.Context, args ...string) ([]byte, error) {
-		sacctCalls++
-		if fail {
-			return nil, errors.New("slurmdbd unreachable")
-		}
-		return nil, nil
-	})
-	sacctmgr := gate.guard("sacctmgr", func(ctx context.Context, args ...string) ([]byte, error) {
-		if strings.Contains(strings.Join(args, " "), "show associations") {
-			treeCalls++
-		} else {
-			factCalls++
-		}
-		return nil, nil
-	})
 	type calls struct{ Sacct, Tree, Facts int }
-	for _, st := range []struct {
+	type step struct {
 		at   time.Duration
 		fail bool
 		want calls
+	}
+	s0 := t0.Add(time.Minute)
+	start := s0.Add(time.Hour)
+	tests := []struct {
+		name     string
+		caughtUp bool // the local cluster's facts were read up to an hour ago
+		steps    []step
 	}{
-		{0, true, calls{1, 0, 0}},                            // details failed: nothing more
-		{30 * time.Second, false, calls{0, 0, 0}},            // still quiet
-		{slurmQuiet, false, calls{2, 1, 2}},                  // details, times; the tree, events and reservations
-		{slurmQuiet + 30*time.Second, false, calls{2, 0, 0}}, // facts fresh; sacct knew no job: asked again
-		{slurmQuiet + slurmFactsEvery, false, calls{2, 1, 2}},
-	} {
-		now, fail = s0.Add(time.Hour+st.at), st.fail
-		sacctCalls, treeCalls, factCalls = 0, 0, 0
-		in := New(Deps{Store: s, Config: e.cfg, Log: quiet(), Now: func() time.Time { return now }, UID: os.Getuid(),
-			Sacct: sacct, Sacctmgr: sacctmgr, SacctLocation: time.UTC})
-		if _, err := in.Pass(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff(st.want, calls{sacctCalls, treeCalls, factCalls}); diff != "" {
-			t.Errorf("pass at +%v: calls (-want +got):\n%s", st.at, diff)
-		}
+		{"caught up", true, []step{
+			{0, true, calls{1, 0, 0}},                            // details failed: nothing more
+			{30 * time.Second, false, calls{0, 0, 0}},            // still quiet
+			{slurmQuiet, false, calls{2, 1, 2}},                  // details, times; the tree, events and reservations
+			{slurmQuiet + 30*time.Second, false, calls{2, 0, 0}}, // facts fresh; sacct knew no job: asked again
+			{slurmQuiet + slurmFactsEvery, false, calls{2, 1, 2}},
+		}},
+		{"backfill", false, []step{
+			{0, false, calls{2, 1, 2}},
+			{30 * time.Second, false, calls{2, 0, 2}}, // the tree is fresh, the facts a month on
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			s := e.open(t)
+			defer s.Close()
+			e.put(t, evFileIn(t, "c1", "g01", 400, record.JobStart, s0), evFileIn(t, "c1", "g01", 400, record.JobEnd, s0.Add(10*time.Minute)))
+			if tc.caughtUp {
+				b, err := s.Begin(context.Background(), start)
+				if err != nil {
+					t.Fatal(err)
+				}
+				mark := start.Add(-time.Hour)
+				if err := b.SetClusterFacts(store.ClusterFacts{From: mark.Add(-time.Hour).Unix(), To: mark.Unix(), Clusters: []string{e.cfg.Cluster.Name}, Read: mark.Unix()}); err != nil {
+					t.Fatal(err)
+				}
+				if err := b.Commit(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			now := start
+			gate := newSlurmGate(func() time.Time { return now })
+			fail := false
+			var got calls
+			sacct := gate.guard("sacct", func(ctx context.Context, args ...string) ([]byte, error) {
+				got.Sacct++
+				if fail {
+					return nil, errors.New("slurmdbd unreachable")
+				}
+				return nil, nil
+			})
+			sacctmgr := gate.guard("sacctmgr", func(ctx context.Context, args ...string) ([]byte, error) {
+				if strings.Contains(strings.Join(args, " "), "show associations") {
+					got.Tree++
+				} else {
+					got.Facts++
+				}
+				return nil, nil
+			})
+			for _, st := range tc.steps {
+				now, fail, got = start.Add(st.at), st.fail, calls{}
+				in := New(Deps{Store: s, Config: e.cfg, Log: quiet(), Now: func() time.Time { return now }, UID: os.Getuid(),
+					Sacct: sacct, Sacctmgr: sacctmgr, SacctLocation: time.UTC})
+				if _, err := in.Pass(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(st.want, got); diff != "" {
+					t.Errorf("pass at +%v: calls (-want +got):\n%s", st.at, diff)
+				}
+			}
+		})
 	}
 }
