@@ -132,10 +132,27 @@ func (f *factsSacctmgr) run(ctx context.Context, args ...string) ([]byte, error)
 	return *f.events, nil
 }
 
-// TestFillClusterFacts: on a new ledger, passes read sacctmgr's events
-// and reservations of the local cluster from a year before, a month a
-// pass, until a read reaches now and goes on a month ahead; then from a
-// day before the last read. The facts are stored once however often
+// knownCluster puts a node of testcl in the ledger, as its first job
+// does: the cluster whose facts ingest then reads.
+func knownCluster(t *testing.T, s *store.Store, now time.Time) {
+	t.Helper()
+	b, err := s.Begin(context.Background(), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Node("testcl", "node1"); err != nil {
+		b.Rollback()
+		t.Fatal(err)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFillClusterFacts: on a new ledger, the first pass reads sacctmgr's
+// events and reservations of the local cluster over the last month and a
+// month ahead; each pass then reads from a day before the last read, and
+// one more month back until a year is in. The facts are stored once however often
 // they are read; sacctmgr failing or hanging past ingest.sacct_timeout
 // leaves the stored facts as they were and the pass goes on.
 func TestFillClusterFacts(t *testing.T) {
@@ -162,6 +179,11 @@ func TestFillClusterFacts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	pass() // no cluster in the ledger yet: nothing to ask
+	if len(fake.windows) != 0 {
+		t.Errorf("sacctmgr asked for a ledger with no cluster: %v", fake.windows)
+	}
+	knownCluster(t, s, now)
 	read := func() store.ClusterFacts {
 		t.Helper()
 		f, err := s.ClusterFactsIn(context.Background(), nil, 0, now.Unix()+86400)
@@ -171,16 +193,27 @@ func TestFillClusterFacts(t *testing.T) {
 		return f
 	}
 	ts := func(t time.Time) string { return t.Format("2006-01-02T15:04:05") }
-	var want [][2]string
-	for from := now.Add(-clusterFactsBackfill); ; from = from.Add(clusterFactsStep - clusterFactsOverlap) {
-		if to := from.Add(clusterFactsStep); to.Before(now) {
-			want = append(want, [2]string{ts(from), ts(to)})
-			continue
+	// The first pass reads the last month and a month ahead, then a
+	// month before; each next pass from a day before the last read, and
+	// one more month back, until a year is in.
+	forward := [2]string{ts(now.Add(-clusterFactsOverlap)), ts(now.Add(clusterFactsAhead))}
+	want := [][2]string{{ts(now.Add(-clusterFactsStep)), ts(now.Add(clusterFactsAhead))}}
+	back, until := now.Add(-clusterFactsStep), now.Add(-clusterFactsBackfill)
+	passes := 0
+	for {
+		b := back.Add(-clusterFactsStep)
+		if b.Before(until) {
+			b = until
 		}
-		want = append(want, [2]string{ts(from), ts(now.Add(clusterFactsAhead))})
-		break
+		want = append(want, [2]string{ts(b), ts(back.Add(clusterFactsOverlap))})
+		back = b
+		passes++
+		if !back.After(until) {
+			break
+		}
+		want = append(want, forward)
 	}
-	for range want {
+	for range passes {
 		pass()
 	}
 	first := read()
@@ -191,7 +224,7 @@ func TestFillClusterFacts(t *testing.T) {
 	if d := cmp.Diff(first, read()); d != "" {
 		t.Errorf("another read changed the facts (-first +second):\n%s", d)
 	}
-	want = append(want, [2]string{ts(now.Add(-clusterFactsOverlap)), ts(now.Add(clusterFactsAhead))})
+	want = append(want, forward) // the backfill done: forward only
 	if d := cmp.Diff(want, fake.windows); d != "" {
 		t.Errorf("windows asked (-want +got):\n%s", d)
 	}
@@ -218,12 +251,14 @@ func TestClusterFactsWindowMoves(t *testing.T) {
 	events := []byte("testcl||2025-01-01T00:00:00|Unknown|0|gres/gpu=4|\n")
 	resvs := []byte("testcl|7|2026-11-26T11:00:00|2026-11-26T12:00:00||node1|gres/gpu=4|soon\n")
 	fake := &factsSacctmgr{t: t, events: &events, resvs: &resvs}
+	knownCluster(t, s, now)
 	b, err := s.Begin(context.Background(), now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A ledger whose facts were read up to now already.
-	if err := b.SetClusterFacts(store.ClusterFacts{From: now.Add(-time.Hour).Unix(), To: now.Unix(), Clusters: []string{"testcl"}, Read: now.Unix()}); err != nil {
+	if err := b.SetClusterFacts(store.ClusterFacts{From: now.Add(-time.Hour).Unix(), To: now.Unix(), Clusters: []string{"testcl"},
+		Marks: &store.FactsMarks{Read: now.Unix(), Back: now.Add(-clusterFactsBackfill).Unix(), Until: now.Add(-clusterFactsBackfill).Unix()}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Commit(); err != nil {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -46,16 +45,23 @@ type ClusterFacts struct {
 	// are replaced, other clusters' kept. Empty: the clusters the facts
 	// name.
 	Clusters []string
-	// Read, when set, is how far the read is complete (Unix seconds):
-	// the next read of each of Clusters starts there (ClusterFactsRead).
-	Read         int64
+	// Marks, when set, are written for each of Clusters: how far their
+	// facts have been read (ClusterFactsMarks).
+	Marks        *FactsMarks
 	Events       []SlurmEvent
 	Reservations []SlurmReservation
 }
 
-// clusterFactsReadKey is the meta key of how far cluster's facts were
-// read.
-func clusterFactsReadKey(cluster string) string { return "slurm_facts_read." + cluster }
+// FactsMarks say how far a cluster's facts have been read (Unix
+// seconds): completely from Back to Read; a backfill goes on back to
+// Until.
+type FactsMarks struct {
+	Read, Back, Until int64
+}
+
+// clusterFactsKey is the meta key of cluster's FactsMarks, kept as
+// "read back until".
+func clusterFactsKey(cluster string) string { return "slurm_facts_read." + cluster }
 
 // SetClusterFacts replaces the events and reservations that overlap
 // [f.From, f.To] of f.Clusters by those f lists: sacctmgr lists every one
@@ -102,10 +108,10 @@ func (b *Batch) SetClusterFacts(f ClusterFacts) error {
 			return fmt.Errorf("store slurm reservation %s/%d at %d: %w", r.Cluster, r.ID, r.Start, err)
 		}
 	}
-	if f.Read != 0 {
+	if m := f.Marks; m != nil {
 		for _, c := range f.Clusters {
 			if _, err := b.exec(`INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`,
-				clusterFactsReadKey(c), strconv.FormatInt(f.Read, 10)); err != nil {
+				clusterFactsKey(c), fmt.Sprintf("%d %d %d", m.Read, m.Back, m.Until)); err != nil {
 				return fmt.Errorf("store cluster facts' read of %s: %w", c, err)
 			}
 		}
@@ -130,21 +136,20 @@ func factClusters(f ClusterFacts) []string {
 	return out
 }
 
-// ClusterFactsRead is how far cluster's facts were read (the Read of the
-// last SetClusterFacts that asked for it): the next read starts there. It
-// is the read's own mark, not the facts' seen times, so it moves on when
-// Slurm lists no fact at all. ok is false when nothing was read yet.
-func (s *Store) ClusterFactsRead(ctx context.Context, cluster string) (read int64, ok bool, err error) {
+// ClusterFactsMarks are how far cluster's facts were read (the Marks
+// of the last SetClusterFacts that asked for it). They are the reads' own
+// marks, not the facts' seen times, so they move on when Slurm lists no
+// fact at all. ok is false when nothing was read yet.
+func (s *Store) ClusterFactsMarks(ctx context.Context, cluster string) (m FactsMarks, ok bool, err error) {
 	var v string
-	switch err := s.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, clusterFactsReadKey(cluster)).Scan(&v); {
+	switch err := s.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, clusterFactsKey(cluster)).Scan(&v); {
 	case errors.Is(err, sql.ErrNoRows):
-		return 0, false, nil
+		return m, false, nil
 	case err != nil:
-		return 0, false, fmt.Errorf("read cluster facts' last read of %s: %w", cluster, translate(err))
+		return m, false, fmt.Errorf("read cluster facts' marks of %s: %w", cluster, translate(err))
 	}
-	read, err = strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		return 0, false, fmt.Errorf("read cluster facts' last read of %s: %q: %w", cluster, v, err)
+	if _, err := fmt.Sscanf(v, "%d %d %d", &m.Read, &m.Back, &m.Until); err != nil {
+		return FactsMarks{}, false, fmt.Errorf("read cluster facts' marks of %s: %q: %w", cluster, v, err)
 	}
-	return read, true, nil
+	return m, true, nil
 }

@@ -20,20 +20,20 @@ func TestClusterFacts(t *testing.T) {
 	s := openAt(t, storetest.NewLedger(t), false)
 	now := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
 	t0 := now.Unix() - 10*3600
-	if _, ok, err := s.ClusterFactsRead(ctx, "c"); err != nil || ok {
-		t.Fatalf("ClusterFactsRead on an empty ledger: ok %v, err %v", ok, err)
+	if _, ok, err := s.ClusterFactsMarks(ctx, "c"); err != nil || ok {
+		t.Fatalf("ClusterFactsMarks on an empty ledger: ok %v, err %v", ok, err)
 	}
 	// Another cluster's facts in the same window, written by another
 	// read (gpuacct migrate, say): c's reads must leave them.
 	otherEvent := SlurmEvent{Cluster: "d", Node: "m1", Start: t0 + 60, State: 1, Reason: "other", GPUs: 2}
 	otherResv := SlurmReservation{Cluster: "d", ID: 2, Name: "gone", Start: t0 + 100, End: t0 + 200, Nodes: "m1", GPUs: 2}
 	old := SlurmEvent{Cluster: "c", Node: "n9", Start: t0 - 86400, End: t0 - 80000, State: 1, Reason: "old", GPUs: 4}
-	first := ClusterFacts{From: t0, To: t0 + 3600, Clusters: []string{"c"}, Read: now.Unix(),
+	first := ClusterFacts{From: t0, To: t0 + 3600, Clusters: []string{"c"}, Marks: &FactsMarks{Read: now.Unix(), Back: t0, Until: t0 - 86400},
 		Events: []SlurmEvent{{Cluster: "c", Start: t0 - 86400, GPUs: 8},
 			{Cluster: "c", Node: "n1", Start: t0 + 60, State: 0x201, Reason: "fan", GPUs: 4}},
 		Reservations: []SlurmReservation{{Cluster: "c", ID: 1, Name: "r1", Start: t0 + 7200, End: t0 + 9000, Flags: "MAINT", Nodes: "n[1-2]", GPUs: 8},
 			{Cluster: "c", ID: 2, Name: "gone", Start: t0 + 100, End: t0 + 200, Nodes: "n2", GPUs: 4}}}
-	second := ClusterFacts{From: t0, To: t0 + 7200, Clusters: []string{"c"}, Read: now.Unix() + 60,
+	second := ClusterFacts{From: t0, To: t0 + 7200, Clusters: []string{"c"}, Marks: &FactsMarks{Read: now.Unix() + 60, Back: t0 - 86400, Until: t0 - 86400},
 		Events: []SlurmEvent{{Cluster: "c", Start: t0 - 86400, GPUs: 8},
 			{Cluster: "c", Node: "n1", Start: t0 + 60, End: t0 + 1800, State: 0x201, Reason: "fan", GPUs: 4},
 			{Cluster: "c", Node: "n2", Start: t0 + 3000, State: 1, Reason: "dead", GPUs: 4}},
@@ -42,22 +42,21 @@ func TestClusterFacts(t *testing.T) {
 		return b.SetClusterFacts(ClusterFacts{From: t0 - 86400, To: t0 - 80000, Events: []SlurmEvent{old}})
 	})
 	batchOf(t, s, now, func(b *Batch) error {
-		return b.SetClusterFacts(ClusterFacts{From: t0, To: t0 + 3600, Clusters: []string{"d"}, Read: 42,
+		return b.SetClusterFacts(ClusterFacts{From: t0, To: t0 + 3600, Clusters: []string{"d"}, Marks: &FactsMarks{Read: 42, Back: 41, Until: 40},
 			Events: []SlurmEvent{otherEvent}, Reservations: []SlurmReservation{otherResv}})
 	})
 	batchOf(t, s, now, func(b *Batch) error { return b.SetClusterFacts(first) })
-	from, ok, err := s.ClusterFactsRead(ctx, "c")
-	if err != nil || !ok || from != now.Unix() {
-		t.Errorf("ClusterFactsRead after the first read = %d, %v, %v; want the read's mark %d", from, ok, err, now.Unix())
+	if m, ok, err := s.ClusterFactsMarks(ctx, "c"); err != nil || !ok || m != *first.Marks {
+		t.Errorf("ClusterFactsMarks after the first read = %+v, %v, %v; want %+v", m, ok, err, *first.Marks)
 	}
 	for range 2 {
 		batchOf(t, s, now, func(b *Batch) error { return b.SetClusterFacts(second) })
 	}
-	if from, ok, err := s.ClusterFactsRead(ctx, "c"); err != nil || !ok || from != now.Unix()+60 {
-		t.Errorf("ClusterFactsRead after the second read = %d, %v, %v; want its mark %d", from, ok, err, now.Unix()+60)
+	if m, ok, err := s.ClusterFactsMarks(ctx, "c"); err != nil || !ok || m != *second.Marks {
+		t.Errorf("ClusterFactsMarks after the second read = %+v, %v, %v; want %+v", m, ok, err, *second.Marks)
 	}
-	if from, ok, err := s.ClusterFactsRead(ctx, "d"); err != nil || !ok || from != 42 {
-		t.Errorf("ClusterFactsRead of the other cluster = %d, %v, %v; want its own mark 42", from, ok, err)
+	if m, ok, err := s.ClusterFactsMarks(ctx, "d"); err != nil || !ok || m != (FactsMarks{42, 41, 40}) {
+		t.Errorf("ClusterFactsMarks of the other cluster = %+v, %v, %v; want its own", m, ok, err)
 	}
 	got, err := s.ClusterFactsIn(ctx, []string{"c"}, t0-90000, t0+10000)
 	if err != nil {
