@@ -66,6 +66,11 @@ func runCluster(c *cli.Context, d Deps) error {
 	if err != nil {
 		return bad(err)
 	}
+	// As sreport does, an end after now is now before the rounding to
+	// whole hours: the same --start and --end read the same hours.
+	if w.End.After(e.now) {
+		w.End = e.now
+	}
 	hw := report.HourWindow(w)
 	if err := timespec.CheckBuckets(hw, p); err != nil {
 		return bad(err)

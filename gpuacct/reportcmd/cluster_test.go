@@ -75,6 +75,18 @@ func TestReportCluster(t *testing.T) {
 			}
 		}
 	})
+	t.Run("an end after now is now, as sreport takes it", func(t *testing.T) {
+		// Now 01:20: the window 00:00-03:00 reads 00:00-01:20, rounded
+		// 00:00-01:00, as sreport: not the hour now falls in.
+		early := time.Date(2026, 1, 1, 1, 20, 0, 0, time.UTC)
+		d, out, _ := testDeps(early, nil)
+		if err := run(t, d, "report", "cluster", dbOpt(path), "--tz", "UTC", "--start", "2026-01-01T00:00", "--end", "2026-01-01T03:00", "-t", "seconds", "-P", "-n"); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := out.String(), "c1|14400|0|0|14400|0|28800|0|50|50\n"; got != want {
+			t.Errorf("report cluster at 01:20 over 00:00-03:00: %q, want %q (the first hour only)", got, want)
+		}
+	})
 	t.Run("no cluster in the ledger", func(t *testing.T) {
 		empty := buildLedger(t, nil, now)
 		d, out, _ := testDeps(now, nil)
