@@ -173,6 +173,13 @@ func TestPassFillsJobDetails(t *testing.T) {
 	if got := get(unknown); got.Checked != 0 {
 		t.Errorf("unknown job after a minute: %+v", got)
 	}
+	// A failed call a day on answers for no job: none is given up.
+	fail = true
+	run(now.Add(25 * time.Hour))
+	if got := get(unknown); got.Checked != 0 {
+		t.Errorf("unknown job after a failed call a day on: %+v, want still unchecked (0)", got)
+	}
+	fail = false
 	run(now.Add(25 * time.Hour))
 	if got := get(unknown); got.Checked != 2 {
 		t.Errorf("unknown job after a day: %+v, want given up (2)", got)

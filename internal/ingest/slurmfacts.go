@@ -31,18 +31,18 @@ func (in *Ingester) slurmFacts(ctx context.Context) {
 	in.fillClusterFacts(ctx)
 }
 
-// clusterFactsBehind says whether the local cluster's facts were last
-// read up to more than slurmFactsEvery before now (or never, or after
-// now: a clock set back).
+// clusterFactsBehind says whether the local cluster's facts are behind:
+// never read, a backfill still going on, or last read up to more than
+// slurmFactsEvery before now (or after now: a clock set back).
 func (in *Ingester) clusterFactsBehind(ctx context.Context) bool {
 	cluster, err := in.localCluster(ctx)
 	if err != nil || cluster == "" {
 		return err != nil // nothing to read, unless the ledger could not tell
 	}
-	mark, ok, err := in.d.Store.ClusterFactsRead(ctx, cluster)
-	if err != nil || !ok {
+	m, ok, err := in.d.Store.ClusterFactsMarks(ctx, cluster)
+	if err != nil || !ok || m.Back > m.Until {
 		return true
 	}
-	age := in.d.Now().Sub(time.Unix(mark, 0))
+	age := in.d.Now().Sub(time.Unix(m.Read, 0))
 	return age < 0 || age >= slurmFactsEvery
 }

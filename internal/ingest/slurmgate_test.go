@@ -105,7 +105,7 @@ func TestPassesBehindSlurmGate(t *testing.T) {
 	start := s0.Add(time.Hour)
 	tests := []struct {
 		name     string
-		caughtUp bool // the local cluster's facts were read up to an hour ago
+		caughtUp bool // c1's facts (the ledger's one cluster) were read up to an hour ago
 		steps    []step
 	}{
 		{"caught up", true, []step{
@@ -116,8 +116,8 @@ func TestPassesBehindSlurmGate(t *testing.T) {
 			{slurmQuiet + slurmFactsEvery, false, calls{2, 1, 2}},
 		}},
 		{"backfill", false, []step{
-			{0, false, calls{2, 1, 2}},
-			{30 * time.Second, false, calls{2, 0, 2}}, // the tree is fresh, the facts a month on
+			{0, false, calls{2, 1, 4}},                // the facts up to now, and a month back
+			{30 * time.Second, false, calls{2, 0, 4}}, // the tree is fresh, the backfill goes on
 		}},
 	}
 	for _, tc := range tests {
@@ -131,8 +131,9 @@ func TestPassesBehindSlurmGate(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				mark := start.Add(-time.Hour)
-				if err := b.SetClusterFacts(store.ClusterFacts{From: mark.Add(-time.Hour).Unix(), To: mark.Unix(), Clusters: []string{e.cfg.Cluster.Name}, Read: mark.Unix()}); err != nil {
+				mark, back := start.Add(-time.Hour), start.Add(-clusterFactsBackfill).Unix()
+				if err := b.SetClusterFacts(store.ClusterFacts{From: mark.Add(-time.Hour).Unix(), To: mark.Unix(), Clusters: []string{"c1"},
+					Marks: &store.FactsMarks{Read: mark.Unix(), Back: back, Until: back}}); err != nil {
 					t.Fatal(err)
 				}
 				if err := b.Commit(); err != nil {
