@@ -32,11 +32,10 @@ var errSlurmSkipped = errors.New("not asked")
 var errSlurmFresh = fmt.Errorf("%w: Slurm's facts were read lately", errSlurmSkipped)
 
 // slurmGate stands between ingest and sacct and sacctmgr for the
-// daemon's life: after one call fails, calls are skipped for slurmQuiet,
-// and a round of Slurm's facts, which begins
-// with the account tree (slurmFacts), is read at most every
-// slurmFactsEvery. Ingesters built without it (tests, New with bare
-// funcs) ask every time.
+// daemon's life (Prepare puts it there): after one call fails, calls are
+// skipped for slurmQuiet, and a round of Slurm's facts, which begins with
+// the account tree (slurmFacts), is read at most every slurmFactsEvery.
+// Ingesters built without it (New with bare funcs) ask every time.
 type slurmGate struct {
 	now func() time.Time
 
