@@ -134,9 +134,9 @@ func (in *Ingester) fillDetailsBatch(ctx context.Context, now time.Time, after i
 }
 
 // uncheckedCluster is the cluster sacct is asked about a job's details
-// on: the local one (no -M), as store.UncheckedJob does not carry the
-// job's cluster.
-func uncheckedCluster(store.UncheckedJob) string { return "" }
+// on (-M): the job's own, so that job N of another cluster in a shared
+// ledger does not take the local job N's comment.
+func uncheckedCluster(j store.UncheckedJob) string { return j.Cluster }
 
 // parseSacctDetails reads `sacct -X -P -n -o JobIDRaw,JobID,Comment`
 // lines. sacct -P does not escape '|' inside a comment, so the comment is

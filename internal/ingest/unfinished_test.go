@@ -365,3 +365,37 @@ func TestSacctPerCluster(t *testing.T) {
 		t.Errorf("jobs (-want +got):\n%s", diff)
 	}
 }
+
+// TestDetailsPerCluster: job comments are asked of each job's own cluster
+// (-M), so that job 300 of cluster cb does not take cluster ca's job 300's
+// comment in a ledger both report to.
+func TestDetailsPerCluster(t *testing.T) {
+	e := newEnv(t)
+	s := e.open(t)
+	defer s.Close()
+	e.put(t, evFileIn(t, "ca", "g01", 300, record.JobStart, t0), evFileIn(t, "cb", "g02", 300, record.JobStart, t0))
+	now := t0.Add(time.Hour)
+	comments := map[string]string{"ca": "from ca", "cb": "from cb"}
+	var asked []string
+	deps := Deps{Store: s, Config: e.cfg, Log: quiet(), Now: func() time.Time { return now }, UID: os.Getuid(), SacctLocation: time.UTC,
+		Sacct: func(ctx context.Context, args ...string) ([]byte, error) {
+			if !strings.Contains(strings.Join(args, " "), "-o JobIDRaw,JobID,Comment") {
+				return nil, nil // times and runs: TestSacctPerCluster, TestReconcile*
+			}
+			asked = append(asked, strings.Join(args[:4], " "))
+			if args[0] != "-M" {
+				return []byte("300|300|from the local cluster\n"), nil
+			}
+			return []byte("300|300|" + comments[args[1]] + "\n"), nil
+		}}
+	if _, err := New(deps).Pass(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"-M ca -j 300", "-M cb -j 300"}, asked); diff != "" {
+		t.Errorf("sacct calls (-want +got):\n%s", diff)
+	}
+	got := storetest.Strings(t, s.Path, `SELECT cluster || ' ' || coalesce(comment, '') FROM jobs ORDER BY cluster`)
+	if diff := cmp.Diff([]string{"ca from ca", "cb from cb"}, got); diff != "" {
+		t.Errorf("comments (-want +got):\n%s", diff)
+	}
+}

@@ -8,8 +8,10 @@ import (
 // UncheckedJob is a job run whose comment and array ids were not yet
 // looked up in Slurm's accounting (jobs.details_checked = 0).
 type UncheckedJob struct {
-	Row   int64
-	JobID uint64
+	Row int64
+	// Cluster is the job's cluster, which sacct is asked about (-M).
+	Cluster string
+	JobID   uint64
 	// Seen is the job's end, else start, else submit; zero when none.
 	Seen time.Time
 }
@@ -26,7 +28,7 @@ type JobDetails struct {
 // after the given one, in row order, so that a pass can walk a backlog
 // past jobs that stay unchecked.
 func (b *Batch) UncheckedJobs(after int64, limit int) ([]UncheckedJob, error) {
-	s, err := b.stmt(`SELECT id, job_id, coalesce(end, start, submit, 0) FROM jobs WHERE details_checked = 0 AND id > ? ORDER BY id LIMIT ?`)
+	s, err := b.stmt(`SELECT id, cluster, job_id, coalesce(end, start, submit, 0) FROM jobs WHERE details_checked = 0 AND id > ? ORDER BY id LIMIT ?`)
 	if err != nil {
 		return nil, err
 	}
@@ -39,7 +41,7 @@ func (b *Batch) UncheckedJobs(after int64, limit int) ([]UncheckedJob, error) {
 	for rows.Next() {
 		var u UncheckedJob
 		var jid, seen int64
-		if err := rows.Scan(&u.Row, &jid, &seen); err != nil {
+		if err := rows.Scan(&u.Row, &u.Cluster, &jid, &seen); err != nil {
 			return nil, fmt.Errorf("unchecked jobs: %w", err)
 		}
 		u.JobID = uint64(jid)
