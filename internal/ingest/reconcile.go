@@ -114,6 +114,9 @@ func (in *Ingester) reconcileBatch(ctx context.Context, now time.Time, before in
 	if err := b.Commit(); err != nil {
 		return 0, calls, err
 	}
+	// Slurm's times move job hours (the commit's rerolls among them):
+	// they are held to their allocation as every batch's are.
+	checkTouched(ctx, in.d.Store, b.TouchedHours(), in.d.Log, in.d.Metrics)
 	if done > 0 || gaveUp > 0 {
 		in.d.Log.Debug("job times from sacct", "reconciled", done, "given_up", gaveUp)
 	}

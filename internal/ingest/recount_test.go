@@ -125,9 +125,9 @@ func TestRecountPrunedKeeps(t *testing.T) {
 	}
 	e.put(t, evFile(t, "gpu001", 77, 0, record.JobEnd, t0.Add(30*time.Second), 0))
 	e.pass(t, s, t0.Add(4*time.Minute))
-	// 00:00-00:30 inside; 00:30-01:00 pruned, kept; 01:00-02:00 cut.
-	if used := query[float64](t, s, `SELECT used_gpu_s FROM jobs WHERE job_id = 77`); used != 60 {
-		t.Errorf("used %v, want 60 (30 s inside the allocation and 30 s whose samples are gone)", used)
+	// 00:00-00:30 inside; 00:30-01:00 pruned, cut to the 30 s allocated; 01:00-02:00 cut.
+	if used := query[float64](t, s, `SELECT used_gpu_s FROM jobs WHERE job_id = 77`); used != 30 {
+		t.Errorf("used %v, want 30 (the hour's used time held to its 30 s allocated, though its pruned samples are not counted again)", used)
 	}
 	if q := query[string](t, s, `SELECT quality FROM job_nodes`); !strings.Contains(q, "samples_pruned_not_recounted") {
 		t.Errorf("quality %q does not say the pruned hours were not counted again", q)
