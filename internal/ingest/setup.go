@@ -1,20 +1,18 @@
 package ingest
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"os/user"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/logging"
+	"github.com/aicloud/gpusuite/internal/slurmstate"
 	"github.com/aicloud/gpusuite/internal/store"
 )
 
@@ -126,54 +124,14 @@ func (s *Setup) Once(ctx context.Context, stdout io.Writer) error {
 // what would hurt the ingest daemon.
 const maxSlurmOutput = 64 << 20
 
-// slurmCommand runs prog (sacct, sacctmgr) with args and returns its
-// standard output, at most maxSlurmOutput bytes: a command that prints
-// more is stopped and fails. Its standard error's first line (bounded)
-// says why it failed. It returns within a second of the context's end,
-// even where a child it left behind still holds its output.
+// slurmCommand runs prog (sacct, sacctmgr) with args through
+// slurmstate.Exec, as the board runs scontrol: standard output bounded at
+// maxSlurmOutput, a failure named by the first line of standard error,
+// and a return within a second of the context's end even where a child it
+// left behind (a wrapper script without exec) still holds its output.
 func slurmCommand(prog string) Sacct {
+	run := slurmstate.Exec{MaxOutput: maxSlurmOutput}.Run
 	return func(ctx context.Context, args ...string) ([]byte, error) {
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, prog, args...)
-		// A wrapper that forks (a shell script without exec, ssh, timeout)
-		// leaves a grandchild holding stdout after the kill: Wait stops
-		// waiting for it a second later, so the timeout bounds the call.
-		cmd.WaitDelay = time.Second
-		out := &capped{max: maxSlurmOutput, over: cancel}
-		errOut := &capped{max: 4096}
-		cmd.Stdout, cmd.Stderr = out, errOut
-		err := cmd.Run()
-		switch {
-		case out.overflow:
-			return nil, fmt.Errorf("%s: printed more than %d MiB; stopped", prog, maxSlurmOutput>>20)
-		case err != nil:
-			if msg, _, _ := strings.Cut(strings.TrimSpace(errOut.b.String()), "\n"); msg != "" {
-				return nil, fmt.Errorf("%s: %s: %w", prog, msg, err)
-			}
-			return nil, fmt.Errorf("%s: %w", prog, err)
-		}
-		return out.b.Bytes(), nil
+		return run(ctx, prog, args...)
 	}
-}
-
-// capped keeps the first max bytes written to it; past them it calls
-// over (if set) and drops the rest.
-type capped struct {
-	b        bytes.Buffer
-	max      int
-	overflow bool
-	over     func()
-}
-
-func (c *capped) Write(p []byte) (int, error) {
-	if room := c.max - c.b.Len(); len(p) > room {
-		c.b.Write(p[:max(room, 0)])
-		if !c.overflow && c.over != nil {
-			c.over()
-		}
-		c.overflow = true
-		return len(p), nil
-	}
-	return c.b.Write(p)
 }

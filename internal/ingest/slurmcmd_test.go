@@ -27,7 +27,7 @@ func TestSlurmCommandBounded(t *testing.T) {
 		name, prog, want, wantErr string
 	}{
 		{"works", script("ok", `printf '%s\n' "$*"`), "-n -P show assoc\n", ""},
-		{"endless output", script("endless", "exec yes account"), "", "printed more than 64 MiB; stopped"},
+		{"endless output", script("endless", "exec yes account"), "", "printed more than 67108864 bytes"},
 		{"fails", script("bad", `echo "sacctmgr: error: Problem talking to the database: Connection refused" >&2; echo second line >&2; exit 1`),
 			"", "Problem talking to the database: Connection refused: exit status 1"},
 		{"missing", filepath.Join(dir, "no-such-sacct"), "", "no such file"},
