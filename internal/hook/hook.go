@@ -150,8 +150,10 @@ func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *
 		if err := notes.mark(ev.Cluster, job.ID, ev.Job.RestartCount, ev.Node); err != nil {
 			log.Warn("run not noted; a requeue of this run may record its end under the next run", "job", job.ID, "err", err)
 		}
-	} else if err := notes.forget(noted); err != nil {
-		log.Warn("run notes not cleared", "job", job.ID, "err", err)
+	} else if werr == nil || errors.Is(werr, spool.ErrExists) {
+		if err := notes.forget(noted); err != nil {
+			log.Warn("run notes not cleared", "job", job.ID, "err", err)
+		}
 	}
 	if err := werr; err != nil {
 		if errors.Is(err, spool.ErrExists) {

@@ -46,14 +46,18 @@ func (n runNotes) name(cluster string, job uint64, restart int, node string) str
 
 // mark notes that the prolog recorded this run on this node.
 func (n runNotes) mark(cluster string, job uint64, restart int, node string) error {
-	if err := os.Mkdir(n.dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("create run notes %q: %w", n.dir, err)
-	}
 	// An empty file is never half-written, and needs no fsync: after a
 	// crash of the node the run's epilog does not run there anyway. Its
-	// mtime is the hook's clock's, on which its age is measured.
+	// mtime is the hook's clock's, on which its age is measured. The
+	// directory is made only when it is missing, not tried on every job.
 	path := filepath.Join(n.dir, n.name(cluster, job, restart, node))
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.Mkdir(n.dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("create run notes %q: %w", n.dir, err)
+		}
+		f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600)
+	}
 	if err != nil {
 		return fmt.Errorf("note run: %w", err)
 	}
@@ -70,22 +74,18 @@ func (n runNotes) mark(cluster string, job uint64, restart int, node string) err
 // runOf is the run an epilog that sees restart records: restart if its
 // prolog noted it, else restart-1 if that was noted (the requeue was
 // counted first), else restart (no prolog note: as without notes). It
-// returns the notes it consulted, for forget.
+// returns the note it used, for forget; an earlier run's note left
+// behind (its epilog never ran) is the sweep's.
 func (n runNotes) runOf(cluster string, job uint64, restart int, node string) (run int, noted []string) {
-	run = restart
 	for _, r := range []int{restart, restart - 1} {
 		if r < 0 {
 			continue
 		}
-		name := n.name(cluster, job, r, node)
-		if n.fresh(name) {
-			if len(noted) == 0 {
-				run = r
-			}
-			noted = append(noted, name)
+		if name := n.name(cluster, job, r, node); n.fresh(name) {
+			return r, []string{name}
 		}
 	}
-	return run, noted
+	return restart, nil
 }
 
 // fresh reports whether the note exists and is young enough to be this
@@ -126,9 +126,13 @@ func (n runNotes) sweep() error {
 		}
 		return fmt.Errorf("list run notes %q: %w", n.dir, err)
 	}
+	now := n.now()
 	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
 		info, err := e.Info()
-		if err != nil || !info.Mode().IsRegular() || n.now().Sub(info.ModTime()) < runNoteMaxAge {
+		if err != nil || now.Sub(info.ModTime()) < runNoteMaxAge {
 			continue
 		}
 		if err := os.Remove(filepath.Join(n.dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
