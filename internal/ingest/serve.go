@@ -19,8 +19,8 @@ import (
 	"github.com/aicloud/gpusuite/internal/config"
 )
 
-// Server is the ingest daemon. Its HTTP mux serves /metrics; the web
-// dashboard and JSON API add their handlers with Handle before Run.
+// Server is the ingest daemon. Its HTTP mux serves /metrics when
+// MetricsListen is set; gpuacct serve serves its HTTP elsewhere.
 type Server struct {
 	in     *Ingester
 	cfg    config.Config
@@ -29,9 +29,6 @@ type Server struct {
 	mux    *http.ServeMux
 	// Addr is the address /metrics listens on once Run has started.
 	Addr chan string
-	// HTTPServer makes the server for the mux; gpuacct serve gives the
-	// web's bounded one. nil: a server with a header timeout only.
-	HTTPServer func(http.Handler) *http.Server
 }
 
 // NewServer builds the daemon around an Ingester.
@@ -40,9 +37,6 @@ func NewServer(in *Ingester, cfg config.Config, reg *prometheus.Registry, log *s
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	return &Server{in: in, cfg: cfg, log: log, getenv: getenv, mux: mux, Addr: make(chan string, 1)}
 }
-
-// Handle adds an HTTP handler next to /metrics.
-func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
 
 // notify sends a systemd notification; without NOTIFY_SOCKET it does nothing.
 func (s *Server) notify(state string) {
@@ -63,18 +57,13 @@ func (s *Server) watchdogInterval() time.Duration {
 
 // Run serves until ctx ends: passes, /metrics, notify, watchdog.
 func (s *Server) Run(ctx context.Context) error {
-	var httpSrv *http.Server
 	if s.cfg.Ingest.MetricsListen != "" {
 		ln, err := net.Listen("tcp", s.cfg.Ingest.MetricsListen)
 		if err != nil {
 			return fmt.Errorf("metrics listen %q: %w", s.cfg.Ingest.MetricsListen, err)
 		}
 		s.Addr <- ln.Addr().String()
-		if s.HTTPServer != nil {
-			httpSrv = s.HTTPServer(s.mux)
-		} else {
-			httpSrv = &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
-		}
+		httpSrv := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
 		go func() {
 			if err := httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				s.log.Error("metrics server", "err", err)
