@@ -179,11 +179,10 @@ func jobClusters(c *cli.Context, e *env, specs []string) (map[string][]string, [
 	var order []string
 	for _, spec := range specs {
 		sp, _ := report.ParseJobSpec(spec)
-		det, err := db.JobIn(c.Context, s, sp, e.now)
+		cl, err := db.JobCluster(c.Context, s, sp)
 		if err != nil {
 			return nil, nil, err
 		}
-		cl := det.Job.Cluster
 		if by[cl] == nil {
 			order = append(order, cl)
 		}

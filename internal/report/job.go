@@ -111,36 +111,67 @@ func (sp JobSpec) String() string {
 // that has it, or BadInput naming the clusters when several have the id
 // (Slurm's job ids are per cluster).
 func (d *DB) JobIn(ctx context.Context, s Scope, sp JobSpec, now time.Time) (*Detail, error) {
+	r, err := d.jobRunIn(ctx, s, sp)
+	if err != nil {
+		return nil, err
+	}
+	return d.detail(ctx, &r, now)
+}
+
+// JobCluster is the cluster in the scope that has the job run, found as
+// JobIn finds it but without reading its nodes, GPUs and samples.
+func (d *DB) JobCluster(ctx context.Context, s Scope, sp JobSpec) (string, error) {
+	r, err := d.jobRunIn(ctx, s, sp)
+	if err != nil {
+		return "", err
+	}
+	return r.Cluster, nil
+}
+
+// jobRunIn finds the job run's row in the scope's clusters, with JobIn's
+// errors.
+func (d *DB) jobRunIn(ctx context.Context, s Scope, sp JobSpec) (store.JobRow, error) {
 	if len(s.Clusters) <= 1 {
-		det, err := d.Job(ctx, strings.Join(s.Clusters, ""), sp, now)
+		r, err := d.jobRun(ctx, strings.Join(s.Clusters, ""), sp)
 		if errors.Is(err, ErrNoJob) && len(s.Known) > 1 {
 			// It may be another cluster's: say which was searched.
-			return nil, fmt.Errorf("job %s: %w on cluster %s in %s (its clusters: %s; -M NAME picks)", sp, ErrNoJob, s.Clusters[0], d.path, strings.Join(s.Known, ", "))
+			return r, fmt.Errorf("job %s: %w on cluster %s in %s (its clusters: %s; -M NAME picks)", sp, ErrNoJob, s.Clusters[0], d.path, strings.Join(s.Known, ", "))
 		}
-		return det, err
+		return r, err
 	}
+	var found store.JobRow
 	var on []string
 	for _, c := range s.Clusters {
-		_, err := d.st.JobRun(ctx, store.JobRunQuery{JobID: sp.ID, Task: sp.Task, Clusters: []string{c}, Cluster: c, Restart: sp.Restart})
+		r, err := d.st.JobRun(ctx, store.JobRunQuery{JobID: sp.ID, Task: sp.Task, Clusters: []string{c}, Cluster: c, Restart: sp.Restart})
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 		case err != nil:
-			return nil, d.wrap(err)
+			return found, d.wrap(err)
 		default:
 			on = append(on, c)
+			found = r
 		}
 	}
 	switch len(on) {
 	case 0:
-		return nil, fmt.Errorf("job %s: %w in %s (clusters %s)", sp, ErrNoJob, d.path, strings.Join(s.Clusters, ", "))
+		return found, fmt.Errorf("job %s: %w in %s (clusters %s)", sp, ErrNoJob, d.path, strings.Join(s.Clusters, ", "))
 	case 1:
-		return d.Job(ctx, on[0], sp, now)
+		return found, nil
 	}
-	return nil, badInput("job %s is on clusters %s: choose with -M NAME", sp, strings.Join(on, ", "))
+	return found, badInput("job %s is on clusters %s: choose with -M NAME", sp, strings.Join(on, ", "))
 }
 
 // Job loads one job run.
 func (d *DB) Job(ctx context.Context, cluster string, sp JobSpec, now time.Time) (*Detail, error) {
+	r, err := d.jobRun(ctx, cluster, sp)
+	if err != nil {
+		return nil, err
+	}
+	return d.detail(ctx, &r, now)
+}
+
+// jobRun reads the job run's row on the cluster ("" for any).
+func (d *DB) jobRun(ctx context.Context, cluster string, sp JobSpec) (store.JobRow, error) {
 	// Naming every cluster lets the store use the jobs table's index.
 	clusters := d.clusters
 	if cluster != "" {
@@ -148,12 +179,17 @@ func (d *DB) Job(ctx context.Context, cluster string, sp JobSpec, now time.Time)
 	}
 	r, err := d.st.JobRun(ctx, store.JobRunQuery{JobID: sp.ID, Task: sp.Task, Clusters: clusters, Cluster: cluster, Restart: sp.Restart})
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("job %s: %w in %s", sp, ErrNoJob, d.path)
+		return r, fmt.Errorf("job %s: %w in %s", sp, ErrNoJob, d.path)
 	}
 	if err != nil {
-		return nil, d.wrap(err)
+		return r, d.wrap(err)
 	}
-	det := &Detail{Now: now, Job: jobRow(&r)}
+	return r, nil
+}
+
+// detail reads the rest of a job run: its nodes, GPUs and notes.
+func (d *DB) detail(ctx context.Context, r *store.JobRow, now time.Time) (*Detail, error) {
+	det := &Detail{Now: now, Job: jobRow(r)}
 	parts, err := d.st.JobNodes(ctx, r.Row)
 	if err != nil {
 		return nil, d.wrap(err)
