@@ -146,10 +146,7 @@ func run(c *cli.Context, d Deps, urls *[]string) error {
 	}
 	from := c.String("from")
 	if !c.IsSet("from") {
-		from = cfg.Store.URL
-		if from == "" {
-			from = cfg.Store.Path
-		}
+		from = cfg.Store.Location()
 	}
 	*urls = append(*urls, from)
 	if from == "" {
