@@ -157,6 +157,9 @@ func Generate(incoming string, o Options) (Truth, error) {
 				t.Files++
 			}
 		}
+		if err := dropRunNotes(dir); err != nil {
+			return t, err
+		}
 		t.JobList = append(t.JobList, jobs...)
 		if o.Interval > 0 {
 			files, err := writeSamples(dir, o, node, jobs, &t)
@@ -222,12 +225,6 @@ func writeEvents(dir string, o Options, j Job) error {
 				},
 			}
 			if _, err := hook.Run(context.Background(), k, cfg, d, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
-				return fmt.Errorf("hook %s for job %d: %w", k, j.ID, err)
-			}
-			// The hook's spool here is the node's incoming directory:
-			// its run notes stay on a real node (the shipper ships
-			// records only), so they are taken away as shipping would.
-			if err := os.RemoveAll(filepath.Join(dir, hook.RunNotesDir)); err != nil {
 				return fmt.Errorf("hook %s for job %d: %w", k, j.ID, err)
 			}
 			continue
@@ -377,4 +374,15 @@ func writeSamples(dir string, o Options, node string, jobs []Job, t *Truth) (int
 		files++
 	}
 	return files, nil
+}
+
+// dropRunNotes takes the hooks' run notes out of a node's directory once
+// its events are written: the hooks' spool here is the node's incoming
+// directory, and on a real node the notes stay in the spool (the shipper
+// ships records only), so they are taken away as shipping would.
+func dropRunNotes(dir string) error {
+	if err := os.RemoveAll(filepath.Join(dir, hook.RunNotesDir)); err != nil {
+		return fmt.Errorf("drop the hooks' run notes: %w", err)
+	}
+	return nil
 }

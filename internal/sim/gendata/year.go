@@ -172,6 +172,9 @@ func yearNode(incoming string, o YearOptions, n int) (YearTruth, error) {
 		t.Files += 2
 		t.AllocGPUS += int64(len(j.GPUs)) * (j.End - j.Start)
 	}
+	if err := dropRunNotes(dir); err != nil {
+		return t, err
+	}
 	// Samples for the last days, from the same jobs.
 	if o.SampleDays > 0 {
 		so := gen
