@@ -88,6 +88,16 @@ func ConfigFlag() *cli.StringFlag {
 	}
 }
 
+// StoreURLFlag is --store-url, the PostgreSQL ledger every command that
+// reads or writes the ledger takes beside its own --db.
+func StoreURLFlag() *cli.StringFlag {
+	return &cli.StringFlag{
+		Name:    "store-url",
+		Usage:   "PostgreSQL ledger, postgres://... (store.url; \"\": the SQLite file of --db)",
+		EnvVars: []string{"GPUSUITE_STORE_URL"},
+	}
+}
+
 // LoadConfig loads the file named by --config / $GPUSUITE_CONFIG (or the
 // default path, which may be absent). Commands then apply their own flags
 // where c.IsSet, giving flag > env > file > default.

@@ -51,7 +51,7 @@ func flags() []cli.Flag {
 		&cli.StringFlag{Name: "live-dir", Usage: "directory of the agents' live snapshots (board.live_dir)", EnvVars: []string{"GPUSUITE_LIVE_DIR"}},
 		&cli.BoolFlag{Name: "no-slurm", Usage: "do not ask Slurm: the agents' view alone"},
 		&cli.StringFlag{Name: "db", Usage: "ledger whose notes and bookings are shown (store.path)", EnvVars: []string{"GPUSUITE_DB"}},
-		&cli.StringFlag{Name: "store-url", Usage: "PostgreSQL ledger, postgres://... (store.url; \"\": the SQLite file of --db)", EnvVars: []string{"GPUSUITE_STORE_URL"}},
+		cliwire.StoreURLFlag(),
 		&cli.DurationFlag{Name: "slurm-timeout", Usage: "bound on reading Slurm's state (board.slurm_timeout)"},
 		&cli.StringFlag{Name: "format", Usage: "table or json", Value: "table"},
 	}
@@ -78,15 +78,7 @@ func load(c *cli.Context, d Deps, cmd string) (*view, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.IsSet("live-dir") {
-		cfg.Board.LiveDir = c.String("live-dir")
-	}
-	if c.IsSet("db") {
-		cfg.Store.Path = c.String("db")
-	}
-	if c.IsSet("store-url") {
-		cfg.Store.URL = c.String("store-url")
-	}
+	cliwire.SetStrings(c, map[string]*string{"live-dir": &cfg.Board.LiveDir, "db": &cfg.Store.Path, "store-url": &cfg.Store.URL})
 	if c.IsSet("slurm-timeout") {
 		if t := c.Duration("slurm-timeout"); t <= 0 || t > 5*time.Minute {
 			return nil, cliwire.Usagef("%s: --slurm-timeout %s is outside 0s..5m", cmd, t)

@@ -19,7 +19,7 @@ import (
 func Flags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "db", Usage: "accounting database (store.path)", EnvVars: []string{"GPUSUITE_DB"}},
-		&cli.StringFlag{Name: "store-url", Usage: "PostgreSQL ledger, postgres://... (store.url; \"\": the SQLite file of --db)", EnvVars: []string{"GPUSUITE_STORE_URL"}},
+		cliwire.StoreURLFlag(),
 		&cli.StringFlag{Name: "incoming", Usage: "directory of per-node incoming directories (ingest.incoming)", EnvVars: []string{"GPUSUITE_INCOMING"}},
 		&cli.StringFlag{Name: "quarantine", Usage: "where bad and refused files go (ingest.quarantine)", EnvVars: []string{"GPUSUITE_QUARANTINE"}},
 		&cli.StringFlag{Name: "archive", Usage: "where ingested files go when keep=archive (ingest.archive)", EnvVars: []string{"GPUSUITE_ARCHIVE"}},

@@ -72,7 +72,7 @@ serve's next pass.`,
 func commonFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "db", Usage: "accounting database (store.path)", EnvVars: []string{"GPUSUITE_DB"}},
-		&cli.StringFlag{Name: "store-url", Usage: "PostgreSQL ledger, postgres://... (store.url; \"\": the SQLite file of --db)", EnvVars: []string{"GPUSUITE_STORE_URL"}},
+		cliwire.StoreURLFlag(),
 		&cli.StringFlag{Name: "requests", Usage: "request directory (report.requests); notes wait in its notes/", EnvVars: []string{"GPUSUITE_REQUESTS"}},
 		&cli.StringFlag{Name: "tz", Usage: "time zone --until is read and times are shown in (report.tz)", EnvVars: []string{"GPUSUITE_TZ"}},
 	}
