@@ -31,6 +31,8 @@ type Batch struct {
 	// prev is the last energy reading seen per GPU, for counter deltas.
 	prev map[int64]energyReading
 	use  map[useKey]*Delta
+	// touched is every job hour flushed from use (TouchedHours).
+	touched map[useKey]struct{}
 	// lastSample per (job row, node) in this batch.
 	lastSample map[[2]int64]int64
 	// seen is the newest record time per node in this batch (NodeSeen).
@@ -117,7 +119,7 @@ func newBatch(ctx context.Context, conn *sql.Conn, tx *ledgerTx, now time.Time) 
 		models: map[int64]string{}, seen: map[int64]int64{}, rerolls: map[int64]bool{}, summaries: map[int64]bool{},
 		st: map[string]*ledgerStmt{}, nodes: map[[2]string]int64{}, gpus: map[string]gpuRow{},
 		jobs: map[jobKey]int64{}, dims: map[int64]Dims{}, prev: map[int64]energyReading{},
-		use: map[useKey]*Delta{}, lastSample: map[[2]int64]int64{},
+		use: map[useKey]*Delta{}, touched: map[useKey]struct{}{}, lastSample: map[[2]int64]int64{},
 		give: func() {},
 	}
 }

@@ -17,8 +17,8 @@ type JobHour struct {
 // TouchedHours lists the job hours the batch changed, in key order; call
 // it after Commit (the last figures are flushed then).
 func (b *Batch) TouchedHours() []JobHour {
-	out := make([]JobHour, 0, len(b.use))
-	for k := range b.use {
+	out := make([]JobHour, 0, len(b.touched))
+	for k := range b.touched {
 		out = append(out, JobHour{k.job, k.node, k.hour})
 	}
 	sort.Slice(out, func(i, j int) bool {

@@ -18,12 +18,15 @@ func (b *Batch) addUse(k useKey, d Delta) {
 
 // flushUse moves the batch's pending figures (samples, allocation) into
 // the job hours, and their sums into the rollups and job totals: one
-// statement per row touched, not per change. The keys stay in b.use with
-// nothing pending, so that after Commit b.use names every job hour the
-// batch touched (TouchedHours).
+// statement per row touched, not per change. b.use starts empty again,
+// so that a later flush (one per moveJob and the like) sees only what
+// came since; b.touched keeps the keys for TouchedHours.
 func (b *Batch) flushUse() error {
-	keys := make([]useKey, 0, len(b.use))
-	for k, d := range b.use {
+	use := b.use
+	b.use = map[useKey]*Delta{}
+	keys := make([]useKey, 0, len(use))
+	for k, d := range use {
+		b.touched[k] = struct{}{}
 		if !d.zero() {
 			keys = append(keys, k)
 		}
@@ -54,8 +57,7 @@ func (b *Batch) flushUse() error {
 	var days, months []dayKey
 	var jobs []int64
 	for _, k := range keys {
-		d := *b.use[k]
-		*b.use[k] = Delta{}
+		d := *use[k]
 		dims, err := b.jobDims(k.job)
 		if err != nil {
 			return err
