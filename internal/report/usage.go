@@ -128,28 +128,18 @@ func monthCeil(t int64) int64 {
 // a window that rounds to nothing is the hour from its rounded start
 // (docs/accounting.md).
 func HourWindow(w timespec.Window) timespec.Window {
-	loc := w.Start.Location()
-	s := time.Unix(nearestHour(w.Start.Unix()), 0).In(loc)
-	e := time.Unix(nearestHour(w.End.Unix()), 0).In(loc)
+	s, e := nearestHour(w.Start), nearestHour(w.End)
 	if !e.After(s) {
 		e = s.Add(time.Hour)
 	}
 	return timespec.Window{Start: s, End: e}
 }
 
-// nearestHour is t (Unix seconds) rounded as sreport rounds: to the
-// nearest minute, then that to the nearest hour.
-func nearestHour(t int64) int64 {
-	m := floorDiv(t+30, 60) * 60
-	return floorDiv(m+1800, 3600) * 3600
-}
-
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 && (a < 0) != (b < 0) {
-		q--
-	}
-	return q
+// nearestHour rounds t as sreport rounds: whole seconds to the nearest
+// minute, then that to the nearest hour (Round counts from the zero
+// time, which lines up with Unix hours, and rounds halves up).
+func nearestHour(t time.Time) time.Time {
+	return t.Truncate(time.Second).Round(time.Minute).Round(time.Hour)
 }
 
 // Facts calls fn for every non-ignored rollup row in the buckets'
