@@ -185,6 +185,9 @@ func (h *Handler) apiJobs(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := jobsList{Start: q.window.Start.Format(time.RFC3339), End: q.window.End.Format(time.RFC3339), Jobs: []jobJSON{}}
 	err = h.withConn(r, func(c *conn) error {
+		if err := h.scope(c, q); err != nil {
+			return err
+		}
 		rows, more, err := h.jobs(r, c, q, state, sortBy)
 		if err != nil {
 			return err
@@ -203,13 +206,10 @@ func (h *Handler) apiJobs(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// jobs lists up to q.limit jobs overlapping the window; more says that
-// there were more.
+// jobs lists up to q.limit jobs overlapping the window in q's scope,
+// which the caller has resolved; more says that there were more.
 func (h *Handler) jobs(r *http.Request, c *conn, q *query, state, sortBy string) (rows []report.JobRow, more bool, err error) {
 	ctx := r.Context()
-	if err := h.scope(c, q); err != nil {
-		return nil, false, err
-	}
 	if err := c.rep.CheckFilter(ctx, q.filter); err != nil {
 		return nil, false, err
 	}
