@@ -305,14 +305,13 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		for i := range run {
-			if v.RunningCount++; v.RunningCount <= 50 {
-				rv := h.runningView(&run[i], colors)
-				if q.scope.Several() {
-					rv.Cluster = run[i].Cluster
-				}
-				v.Running = append(v.Running, rv)
+		v.RunningCount = len(run)
+		for i := range run[:min(len(run), 50)] {
+			rv := h.runningView(&run[i], colors)
+			if q.scope.Several() {
+				rv.Cluster = run[i].Cluster
 			}
+			v.Running = append(v.Running, rv)
 		}
 		nodes, err := c.nodes(ctx, h.o.Now(), h.o)
 		if err != nil {
