@@ -89,6 +89,12 @@ func jobRow(r *store.JobRow) JobRow {
 // Jobs calls fn for the jobs that overlap the window, newest first (or
 // in q.Sort order), until fn returns false.
 func (d *DB) Jobs(ctx context.Context, q JobQuery, fn func(*JobRow) bool) error {
+	return d.jobs(ctx, q, nil, fn)
+}
+
+// jobs is Jobs with the hierarchy already read for q.Teams (nil: read it
+// here when q.Teams needs it).
+func (d *DB) jobs(ctx context.Context, q JobQuery, h *Hierarchy, fn func(*JobRow) bool) error {
 	sq := store.JobsQuery{From: q.Window.Start.Unix(), To: q.Window.End.Unix(), Ignored: q.Ignored, Clusters: q.Filter.Clusters,
 		Users: q.Filter.Users, Accounts: q.Filter.Accounts, Partitions: q.Filter.Partitions, Models: q.Filter.Models, Sort: q.Sort}
 	if len(q.Filter.Nodes) > 0 {
@@ -110,23 +116,14 @@ func (d *DB) Jobs(ctx context.Context, q JobQuery, fn func(*JobRow) bool) error 
 		want[t] = true
 	}
 	// --teams names a team or an organisation above it, as in report.
-	h := FlatHierarchy(m)
-	if len(want) > 0 {
+	if h == nil && len(want) > 0 {
 		var err error
 		if h, err = d.Hierarchy(ctx, m); err != nil {
 			return err
 		}
 	}
-	wanted := func(cluster, team string) bool {
-		for _, t := range h.Path(cluster, team) {
-			if want[t] {
-				return true
-			}
-		}
-		return false
-	}
 	err := d.st.Jobs(ctx, sq, func(r *store.JobRow) bool {
-		if len(want) > 0 && !wanted(r.Cluster, m.Team(r.Account, r.User)) {
+		if len(want) > 0 && !h.Under(r.Cluster, m.Team(r.Account, r.User), want) {
 			return true
 		}
 		j := jobRow(r)
@@ -177,7 +174,7 @@ func (d *DB) JobList(ctx context.Context, q JobQuery) (*table.Table, error) {
 	if q.Scope.Several() {
 		t.Columns = append([]table.Column{{Key: "cluster", Title: "CLUSTER", Kind: table.Text}}, t.Columns...)
 	}
-	err := d.Jobs(ctx, q, func(j *JobRow) bool {
+	err := d.jobs(ctx, q, h, func(j *JobRow) bool {
 		state := j.State
 		if j.EndEstimated {
 			state += "*"

@@ -142,15 +142,7 @@ func (d *DB) Report(ctx context.Context, r Request) (*table.Table, error) {
 	}
 	// wanted: --teams names a team or an organisation above it.
 	wanted := func(cluster, team string) bool {
-		if len(wantTeam) == 0 {
-			return true
-		}
-		for _, t := range h.Path(cluster, team) {
-			if wantTeam[t] {
-				return true
-			}
-		}
-		return false
+		return len(wantTeam) == 0 || h.Under(cluster, team, wantTeam)
 	}
 	groups := map[groupKey]*group{}
 	totals := make([]Usage, len(bs))

@@ -89,6 +89,16 @@ func (h *Hierarchy) parent(cluster, team string) string {
 	return h.slurm[cluster][team]
 }
 
+// Under reports whether team, or an organisation above it, is in want.
+func (h *Hierarchy) Under(cluster, team string, want map[string]bool) bool {
+	for _, t := range h.Path(cluster, team) {
+		if want[t] {
+			return true
+		}
+	}
+	return false
+}
+
 // Path is team's chain of organisations from the top down, ending with
 // team itself. A chain longer than teams.MaxDepth, or one that comes back
 // on itself (the mapping file refuses both; Slurm's recorded tree should
