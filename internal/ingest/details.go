@@ -42,11 +42,12 @@ func (in *Ingester) fillDetails(ctx context.Context) {
 func (in *Ingester) fillJobDetails(ctx context.Context) bool {
 	now := in.d.Now()
 	var after int64
-	for range detailsPerPass {
+	for calls := 0; calls < detailsPerPass; {
 		if ctx.Err() != nil {
 			return false
 		}
-		last, err := in.fillDetailsBatch(ctx, now, after)
+		last, n, err := in.fillDetailsBatch(ctx, now, after, detailsPerPass-calls)
+		calls += n
 		if err != nil {
 			in.logSlurm("job comments and array ids not looked up; retrying next pass", err)
 			return false
@@ -59,22 +60,23 @@ func (in *Ingester) fillJobDetails(ctx context.Context) bool {
 	return true
 }
 
-// fillDetailsBatch looks up the batch of unchecked jobs after row after. It
-// returns the batch's last row when the batch was full (more may wait),
-// else 0.
-func (in *Ingester) fillDetailsBatch(ctx context.Context, now time.Time, after int64) (int64, error) {
+// fillDetailsBatch looks up the batch of unchecked jobs after row after,
+// with at most budget sacct calls (one a cluster). It returns the batch's
+// last row when the batch was full and done (more may wait), else 0, and
+// the calls it made.
+func (in *Ingester) fillDetailsBatch(ctx context.Context, now time.Time, after int64, budget int) (int64, int, error) {
 	b, err := in.d.Store.Begin(ctx, now)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	jobs, err := b.UncheckedJobs(after, detailsBatch)
 	b.Rollback()
 	if err != nil || len(jobs) == 0 {
-		return 0, err
+		return 0, 0, err
 	}
-	answered := map[int64]bool{}
+	answered := map[string]bool{} // by cluster: a failed call answers for none of its jobs
 	known := map[int64]store.JobDetails{}
-	_, all, serr := askPerCluster(jobs, uncheckedCluster, detailsPerPass,
+	calls, all, serr := askPerCluster(jobs, uncheckedCluster, budget,
 		func(cluster string, js []store.UncheckedJob) error {
 			ids := make([]uint64, len(js))
 			for i, j := range js {
@@ -84,9 +86,9 @@ func (in *Ingester) fillDetailsBatch(ctx context.Context, now time.Time, after i
 			if err != nil {
 				return err // not answered: no job is given up for it
 			}
+			answered[cluster] = true
 			got := parseSacctDetails(string(out))
 			for _, j := range js {
-				answered[j.Row] = true
 				if d, ok := got[j.JobID]; ok {
 					known[j.Row] = d
 				}
@@ -95,17 +97,17 @@ func (in *Ingester) fillDetailsBatch(ctx context.Context, now time.Time, after i
 		})
 	b, err = in.d.Store.Begin(ctx, now)
 	if err != nil {
-		return 0, err
+		return 0, calls, err
 	}
 	filled, gaveUp := 0, 0
 	for _, j := range jobs {
-		if !answered[j.Row] {
+		if !answered[j.Cluster] {
 			continue
 		}
 		if d, ok := known[j.Row]; ok {
 			if err := b.SetJobDetails(j.Row, d); err != nil {
 				b.Rollback()
-				return 0, err
+				return 0, calls, err
 			}
 			filled++
 			continue
@@ -113,24 +115,24 @@ func (in *Ingester) fillDetailsBatch(ctx context.Context, now time.Time, after i
 		if now.Sub(j.Seen) > detailsGiveUp {
 			if err := b.GiveUpJobDetails(j.Row); err != nil {
 				b.Rollback()
-				return 0, err
+				return 0, calls, err
 			}
 			gaveUp++
 		}
 	}
 	if err := b.Commit(); err != nil {
-		return 0, err
+		return 0, calls, err
 	}
 	if filled > 0 || gaveUp > 0 {
 		in.d.Log.Debug("job details from sacct", "filled", filled, "given_up", gaveUp)
 	}
 	if serr != nil {
-		return 0, serr
+		return 0, calls, serr
 	}
 	if !all || len(jobs) < detailsBatch {
-		return 0, nil
+		return 0, calls, nil
 	}
-	return jobs[len(jobs)-1].Row, nil
+	return jobs[len(jobs)-1].Row, calls, nil
 }
 
 // uncheckedCluster is the cluster sacct is asked about a job's details

@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/sim/gendata"
 	"github.com/aicloud/gpusuite/internal/store"
 	"github.com/aicloud/gpusuite/internal/store/storetest"
@@ -188,5 +190,60 @@ func TestPassFillsJobDetails(t *testing.T) {
 	run(now.Add(26 * time.Hour))
 	if calls.Load() != c {
 		t.Errorf("sacct asked with nothing left to look up")
+	}
+}
+
+// TestJobDetailsBounded: the details calls of one pass are at most
+// detailsPerPass, however many clusters and batches wait: jobs of
+// detailsPerPass clusters over two batches take two passes, the second
+// asking only about what the first left.
+func TestJobDetailsBounded(t *testing.T) {
+	e := newEnv(t)
+	s := e.open(t)
+	s0 := t0.Add(time.Minute)
+	const clusters = detailsPerPass
+	jobs := detailsBatch + clusters
+	var files []forged
+	for j := range jobs {
+		cl, node := fmt.Sprintf("c%02d", j%clusters), fmt.Sprintf("g%02d", j%clusters)
+		files = append(files, evFileIn(t, cl, node, uint64(1000+j), record.JobStart, s0.Add(time.Second)),
+			evFileIn(t, cl, node, uint64(1000+j), record.JobEnd, s0.Add(10*time.Minute)))
+	}
+	e.put(t, files...)
+	var calls int
+	now := s0.Add(time.Hour)
+	in := New(Deps{Store: s, Config: e.cfg, Log: quiet(), Now: func() time.Time { return now }, UID: os.Getuid(), SacctLocation: time.UTC,
+		Sacct: func(ctx context.Context, args ...string) ([]byte, error) {
+			if !strings.HasSuffix(strings.Join(args, " "), "-o JobIDRaw,JobID,Comment") {
+				return nil, nil
+			}
+			calls++
+			var b strings.Builder
+			for id := range strings.SplitSeq(args[3], ",") {
+				fmt.Fprintf(&b, "%s|%s|plain\n", id, id)
+			}
+			return []byte(b.String()), nil
+		}})
+	checked := func() []string {
+		return storetest.Strings(t, s.Path, `SELECT details_checked, count(*) FROM jobs GROUP BY details_checked ORDER BY details_checked`)
+	}
+	if _, err := in.Pass(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if calls > detailsPerPass {
+		t.Errorf("first pass made %d details calls, want at most %d", calls, detailsPerPass)
+	}
+	if got := checked(); len(got) != 2 || !strings.HasPrefix(got[0], "0|") {
+		t.Errorf("jobs after the first pass %q, want some left for the next", got)
+	}
+	calls = 0
+	if _, err := in.Pass(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if calls == 0 || calls > detailsPerPass {
+		t.Errorf("second pass made %d details calls, want 1 to %d", calls, detailsPerPass)
+	}
+	if diff := cmp.Diff([]string{fmt.Sprintf("1|%d", jobs)}, checked()); diff != "" {
+		t.Errorf("jobs after the second pass (-want +got):\n%s", diff)
 	}
 }

@@ -68,7 +68,7 @@ func (in *Ingester) reconcileBatch(ctx context.Context, now time.Time, before in
 	if err != nil || len(jobs) == 0 {
 		return 0, 0, err
 	}
-	answered := map[int64]bool{}
+	answered := map[string]bool{} // by cluster: a failed call answers for none of its runs
 	times := map[int64]store.SlurmTimes{}
 	calls, all, serr := askPerCluster(jobs, func(j store.Unreconciled) string { return j.Cluster }, budget,
 		func(cluster string, js []store.Unreconciled) error {
@@ -77,8 +77,8 @@ func (in *Ingester) reconcileBatch(ctx context.Context, now time.Time, before in
 				// Not answered: a failed call gives up no run, whatever its age.
 				return err
 			}
+			answered[cluster] = true
 			for _, j := range js {
-				answered[j.Row] = true
 				if t, ok := slurmTimes(j, runs[j.JobID]); ok {
 					times[j.Row] = t
 				}
@@ -92,7 +92,7 @@ func (in *Ingester) reconcileBatch(ctx context.Context, now time.Time, before in
 	}
 	done, gaveUp := 0, 0
 	for _, j := range jobs {
-		if !answered[j.Row] {
+		if !answered[j.Cluster] {
 			continue
 		}
 		if t, ok := times[j.Row]; ok {
