@@ -17,9 +17,7 @@ type Batch struct {
 	// give gives a PostgreSQL writer's connection back (pgEngine.take).
 	give func()
 	tx   *ledgerTx
-	// pg: the ledger is PostgreSQL's (samples go in by COPY).
-	pg  bool
-	now time.Time
+	now  time.Time
 	// IdleUtil is the utilization (percent) below which a sample is idle.
 	IdleUtil uint32
 
@@ -104,13 +102,15 @@ func (s *Store) Begin(ctx context.Context, now time.Time) (*Batch, error) {
 		return nil, fmt.Errorf("begin transaction: %w", err)
 	}
 	b := newBatch(ctx, conn, tx, now)
-	b.pg = s.db.pg != nil
-	if b.pg {
+	if s.db.pg != nil {
 		tx.pipe = &pipeline{conn: conn}
 	}
 	b.give = give
 	return b, nil
 }
+
+// postgres: the ledger is PostgreSQL's (samples go in by COPY).
+func (b *Batch) postgres() bool { return b.tx.pg != nil }
 
 // newBatch is a batch in tx, which runs on conn.
 func newBatch(ctx context.Context, conn *sql.Conn, tx *ledgerTx, now time.Time) *Batch {

@@ -325,7 +325,7 @@ func (b *Batch) summarize(job int64) error {
 	// The job's node names, sorted: SQLite's group_concat keeps the order
 	// of its input, PostgreSQL's string_agg needs its own ORDER BY.
 	names := `(SELECT group_concat(name, ',') FROM (SELECT n.name FROM job_nodes jn JOIN nodes n ON n.id = jn.node_id WHERE jn.job = jobs.id ORDER BY n.name) AS job_names)`
-	if b.pg {
+	if b.postgres() {
 		names = `(SELECT string_agg(n.name, ',' ORDER BY n.name) FROM job_nodes jn JOIN nodes n ON n.id = jn.node_id WHERE jn.job = jobs.id)`
 	}
 	_, err := b.exec(`UPDATE jobs SET

@@ -43,7 +43,7 @@ func (b *Batch) Segment(h *record.SegmentHeader, samples []record.Sample) (int, 
 				return err
 			}
 			ins := b.samples.insert
-			if b.pg {
+			if b.postgres() {
 				ins = b.samples.insertPG
 			}
 			if err := ins(b.ctx, b.conn, rows[flushed:upTo]); err != nil {
