@@ -307,11 +307,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) error {
 		}
 		v.RunningCount = len(run)
 		for i := range run[:min(len(run), 50)] {
-			rv := h.runningView(&run[i], colors)
-			if q.scope.Several() {
-				rv.Cluster = run[i].Cluster
-			}
-			v.Running = append(v.Running, rv)
+			v.Running = append(v.Running, h.runningView(&run[i], colors))
 		}
 		nodes, err := c.nodes(ctx, h.o.Now(), h.o)
 		if err != nil {
@@ -324,10 +320,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) error {
 			v.NodeCount++
 			v.GPUCount += n.GPUs
 			if n.Stale {
-				nv := nodeView{Name: n.Name, GPUs: n.GPUs, Age: "never", Last: missing}
-				if q.scope.Several() {
-					nv.Cluster = n.Cluster
-				}
+				nv := nodeView{Cluster: n.Cluster, Name: n.Name, GPUs: n.GPUs, Age: "never", Last: missing}
 				if n.AgeS != nil {
 					nv.Age, nv.Last = ago(*n.AgeS), localTime(*n.LastRecord, h.o.Location)
 				}
@@ -463,7 +456,7 @@ func (h *Handler) allocUsedSeries(ctx context.Context, c *conn, q *query, per ti
 
 func (h *Handler) runningView(j *runningJob, colors map[string]string) runningView {
 	team := h.mapping.Team(j.Account, j.User)
-	rv := runningView{Job: j.ID(), URL: jobPath("/job", j.Cluster, j.ID()), User: j.User, UserURL: userPath(j.User), Team: team,
+	rv := runningView{Cluster: j.Cluster, Job: j.ID(), URL: jobPath("/job", j.Cluster, j.ID()), User: j.User, UserURL: userPath(j.User), Team: team,
 		TeamURL: teamPath(team), Color: colorOf(colors, team), Partition: j.Partition, Started: localTime(j.Start, h.o.Location),
 		Elapsed: dur(j.Elapsed(h.o.Now())), AllocS: j.AllocS}
 	if j.SampleS > 0 && j.AllocS > 0 {
@@ -489,6 +482,9 @@ func (h *Handler) runningView(j *runningJob, colors map[string]string) runningVi
 
 // ---- team and user pages
 
+// jobRowView is one job of a team or user page. The templates show
+// Cluster only when the page reads several clusters: there two clusters'
+// job 7 are two jobs, and the column tells them apart.
 type jobRowView struct {
 	Cluster                                                         string
 	Job, URL, User, UserURL, Team, TeamURL, Color, Partition, Nodes string
@@ -665,19 +661,14 @@ func (h *Handler) jobsTable(r *http.Request, c *conn, q *query, v *groupView, co
 	}
 	v.JobsMore = more
 	for i := range rows {
-		x := h.jobRowView(&rows[i], colors)
-		if q.scope.Several() {
-			// Two clusters' job 7 are two jobs: the column tells them apart.
-			x.Cluster = rows[i].Cluster
-		}
-		v.Jobs = append(v.Jobs, x)
+		v.Jobs = append(v.Jobs, h.jobRowView(&rows[i], colors))
 	}
 	return nil
 }
 
 func (h *Handler) jobRowView(j *report.JobRow, colors map[string]string) jobRowView {
 	team := h.mapping.Team(j.Account, j.User)
-	x := jobRowView{Job: j.ID(), URL: jobPath("/job", j.Cluster, j.ID()), User: j.User, UserURL: userPath(j.User), Team: team,
+	x := jobRowView{Cluster: j.Cluster, Job: j.ID(), URL: jobPath("/job", j.Cluster, j.ID()), User: j.User, UserURL: userPath(j.User), Team: team,
 		TeamURL: teamPath(team), Color: colorOf(colors, team), Partition: j.Partition, Nodes: j.Nodes, GPUs: j.GPUs,
 		Start: localTime(j.Start, h.o.Location), Elapsed: dur(j.Elapsed(h.o.Now())), State: j.State, Running: j.End == nil,
 		Estimated: j.EndEstimated, AllocS: j.AllocS}
