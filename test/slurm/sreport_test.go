@@ -107,7 +107,7 @@ func TestSreport(t *testing.T) {
 			c.Run(t, "", "scontrol", "requeue", id)
 			// A requeued batch job may wait for a begin time; let it run
 			// again at once.
-			waitPending(t, c, ids[i], time.Minute)
+			c.WaitState(t, ids[i], "PENDING", time.Minute)
 			c.Run(t, "", "scontrol", "update", "jobid="+id, "starttime=now")
 		}
 	}
@@ -253,22 +253,6 @@ func addSreportAssociations(t *testing.T, c *slurmtest.Cluster, st sreportTest) 
 				t.Fatalf("sacctmgr did not add %s to %s; associations:\n%s", u, a, have)
 			}
 		}
-	}
-}
-
-// waitPending waits until the job is pending again (after a requeue).
-func waitPending(t *testing.T, c *slurmtest.Cluster, id uint64, timeout time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		st := strings.TrimSpace(c.Run(t, "", "squeue", "-h", "-j", strconv.FormatUint(id, 10), "-o", "%T"))
-		if st == "PENDING" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %d is %q after its requeue, not PENDING, after %s", id, st, timeout)
-		}
-		time.Sleep(200 * time.Millisecond)
 	}
 }
 
