@@ -14,5 +14,8 @@ go run ./bench/agenthook -bin ./bin/simulated -n "${AGENTHOOK_N:-200}"
 echo "== Go benchmarks"
 go test -run '^$' -bench . -skip 'BenchmarkReportYearPostgres$' -benchmem ./internal/...
 
+echo "== the year report beside the sqlite3 CLI"
+bench/report.sh
+
 echo "== PostgreSQL: ingest beside psql \\copy, the year report beside SQLite"
 bench/pg-ingest.sh && bench/report-pg.sh
