@@ -34,6 +34,8 @@ type DB struct {
 	nodeCluster map[int64]string
 	// months: the ledger has rollup_monthly (schema 2 on).
 	months bool
+	// tree: the ledger has slurm_accounts (slurmTreeSchema on).
+	tree bool
 	// clusters are the clusters that shipped records, sorted.
 	clusters []string
 }
@@ -66,7 +68,7 @@ func OpenDB(ctx context.Context, loc string, busy time.Duration) (*DB, error) {
 	}
 	// A ledger the ingest has not migrated yet (schema 1, the daemon not
 	// restarted on the new gpuacct) has no rollup_monthly: read its days.
-	d := &DB{st: st, path: path, busy: busy, months: v >= 2}
+	d := &DB{st: st, path: path, busy: busy, months: v >= 2, tree: v >= slurmTreeSchema}
 	if err := d.loadNodes(ctx); err != nil {
 		st.Close()
 		return nil, err

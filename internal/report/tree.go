@@ -45,11 +45,7 @@ func (d *DB) Hierarchy(ctx context.Context, m *teams.Mapping) (*Hierarchy, error
 	if m.Mapped() {
 		return h, nil
 	}
-	v, err := d.st.Version(ctx)
-	if err != nil {
-		return nil, d.wrap(err)
-	}
-	if v < slurmTreeSchema {
+	if !d.tree {
 		return h, nil
 	}
 	accts, err := d.st.SlurmAccounts(ctx)
