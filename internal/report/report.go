@@ -48,12 +48,8 @@ type group struct {
 	extra map[string]bool // the teams of a user
 }
 
-// CheckTeams refuses a --teams filter naming a team nobody is in.
-func (d *DB) CheckTeams(ctx context.Context, m *teams.Mapping, want []string) error {
-	return d.checkTeams(ctx, m, nil, want)
-}
-
-// checkTeams is CheckTeams that also knows h's organisations (nil: none).
+// checkTeams refuses a --teams filter naming a team nobody is in, or an
+// organisation of h (nil: none) that is not there.
 func (d *DB) checkTeams(ctx context.Context, m *teams.Mapping, h *Hierarchy, want []string) error {
 	if len(want) == 0 {
 		return nil

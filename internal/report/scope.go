@@ -112,19 +112,14 @@ type ScopeRequest struct {
 // not hold, and several clusters with no choice, are BadInput: one line
 // that names the known clusters and says how to choose.
 func (d *DB) Scope(r ScopeRequest) (Scope, error) {
-	return resolveScope(d.path, d.clusters, r)
+	return ResolveScope(d.path, d.clusters, r)
 }
 
 // ResolveScope is Scope over known, the clusters of the ledger at path,
-// for a reader that holds no DB (gpuacct note list).
+// for a reader that holds no DB (gpuacct note list). It is linear in the
+// names asked, and refuses more than MaxClusterNames before looking at
+// any.
 func ResolveScope(path string, known []string, r ScopeRequest) (Scope, error) {
-	return resolveScope(path, known, r)
-}
-
-// resolveScope is Scope over the clusters known of the ledger at path.
-// It is linear in the names asked, and refuses more than MaxClusterNames
-// before looking at any.
-func resolveScope(path string, known []string, r ScopeRequest) (Scope, error) {
 	s := Scope{Known: slices.Clone(known)}
 	param := r.Param
 	if param == "" {

@@ -47,7 +47,7 @@ func TestResolveScope(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := resolveScope("L", tt.known, tt.req)
+			s, err := ResolveScope("L", tt.known, tt.req)
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr || !IsBadInput(err) {
 					t.Fatalf("error %v, want bad input %q", err, tt.wantErr)
@@ -86,10 +86,10 @@ func TestResolveScopeManyNames(t *testing.T) {
 	for i := range many {
 		many[i] = fmt.Sprintf("c%d", i)
 	}
-	if _, err := resolveScope("L", []string{"gpu1"}, ScopeRequest{Ask: many}); err == nil || !strings.Contains(err.Error(), "10000 names, at most 64") {
+	if _, err := ResolveScope("L", []string{"gpu1"}, ScopeRequest{Ask: many}); err == nil || !strings.Contains(err.Error(), "10000 names, at most 64") {
 		t.Errorf("10,000 names: %v", err)
 	}
-	if _, err := resolveScope("L", []string{"gpu1"}, ScopeRequest{Ask: many[:64]}); err == nil || !strings.Contains(err.Error(), `no cluster "c0"`) {
+	if _, err := ResolveScope("L", []string{"gpu1"}, ScopeRequest{Ask: many[:64]}); err == nil || !strings.Contains(err.Error(), `no cluster "c0"`) {
 		t.Errorf("64 unknown names: %v, want the first refused", err)
 	}
 }

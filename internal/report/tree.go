@@ -38,11 +38,8 @@ type treeKey struct{ cluster, team string }
 
 // Hierarchy reads the organisations above the teams of mapping m.
 func (d *DB) Hierarchy(ctx context.Context, m *teams.Mapping) (*Hierarchy, error) {
-	if m == nil {
-		m = &teams.Mapping{}
-	}
-	h := &Hierarchy{mapping: m, paths: map[treeKey][]string{}}
-	if m.Mapped() {
+	h := FlatHierarchy(m)
+	if h.mapping.Mapped() {
 		return h, nil
 	}
 	if !d.tree {
