@@ -40,8 +40,10 @@ const (
 // site's year of events within one timeout. The marks are kept in the
 // ledger. report cluster computes the utilization from the facts
 // (docs/utilization.md). A failure is logged and retried next pass.
-func (in *Ingester) fillClusterFacts(ctx context.Context) {
-	if err := in.clusterFacts(ctx); err != nil {
+// onlyBehind (the gate found the facts fresh) reads them only while they
+// are behind (factsBehind), from the same ledger reads.
+func (in *Ingester) fillClusterFacts(ctx context.Context, onlyBehind bool) {
+	if err := in.clusterFacts(ctx, onlyBehind); err != nil {
 		in.d.Log.Info("cluster capacity, node events and reservations not read from sacctmgr; retrying next pass", "err", err)
 	}
 }
@@ -71,7 +73,7 @@ func (in *Ingester) localCluster(ctx context.Context) (string, error) {
 	return "", nil
 }
 
-func (in *Ingester) clusterFacts(ctx context.Context) error {
+func (in *Ingester) clusterFacts(ctx context.Context, onlyBehind bool) error {
 	cluster, err := in.localCluster(ctx)
 	if err != nil || cluster == "" {
 		return err
@@ -80,6 +82,9 @@ func (in *Ingester) clusterFacts(ctx context.Context) error {
 	m, ok, err := in.d.Store.ClusterFactsMarks(ctx, cluster)
 	if err != nil {
 		return err
+	}
+	if onlyBehind && !factsBehind(m, ok, now) {
+		return nil
 	}
 	from := now.Add(-clusterFactsStep)
 	if ok {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/aicloud/gpusuite/internal/store"
 )
 
 // slurmFacts refreshes what the ledger keeps of Slurm's accounting besides
@@ -19,30 +21,25 @@ func (in *Ingester) slurmFacts(ctx context.Context) {
 	if in.d.Sacctmgr == nil {
 		return
 	}
+	fresh := false
 	switch err := in.fillAccounts(ctx); {
 	case err == nil:
 	case errors.Is(err, errSlurmFresh):
-		if !in.clusterFactsBehind(ctx) {
-			return
-		}
+		fresh = true
 	default:
 		return
 	}
-	in.fillClusterFacts(ctx)
+	in.fillClusterFacts(ctx, fresh)
 }
 
-// clusterFactsBehind says whether the local cluster's facts are behind:
-// never read, a backfill still going on, or last read up to more than
-// slurmFactsEvery before now (or after now: a clock set back).
-func (in *Ingester) clusterFactsBehind(ctx context.Context) bool {
-	cluster, err := in.localCluster(ctx)
-	if err != nil || cluster == "" {
-		return err != nil // nothing to read, unless the ledger could not tell
-	}
-	m, ok, err := in.d.Store.ClusterFactsMarks(ctx, cluster)
-	if err != nil || !ok || m.Back > m.Until {
+// factsBehind says whether a cluster's facts with marks m (ok: any read)
+// are behind at now: never read, a backfill still going on, or last read
+// up to more than slurmFactsEvery before now (or after now: a clock set
+// back).
+func factsBehind(m store.FactsMarks, ok bool, now time.Time) bool {
+	if !ok || m.Back > m.Until {
 		return true
 	}
-	age := in.d.Now().Sub(time.Unix(m.Read, 0))
+	age := now.Sub(time.Unix(m.Read, 0))
 	return age < 0 || age >= slurmFactsEvery
 }
