@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 )
 
 // DefaultCopyBatch is how many rows Copy moves in one transaction unless
@@ -511,12 +510,8 @@ func copyIn(ctx context.Context, conn *sql.Conn, name string, cols []string, pag
 	if len(page) == 0 {
 		return nil
 	}
-	return conn.Raw(func(dc any) error {
-		sc, ok := dc.(*stdlib.Conn)
-		if !ok {
-			return fmt.Errorf("driver connection %T is not pgx's", dc)
-		}
-		if _, err := sc.Conn().CopyFrom(ctx, pgx.Identifier{name}, cols, pgx.CopyFromRows(page)); err != nil {
+	return withPgx(conn, func(c *pgx.Conn) error {
+		if _, err := c.CopyFrom(ctx, pgx.Identifier{name}, cols, pgx.CopyFromRows(page)); err != nil {
 			return translate(err)
 		}
 		return nil
@@ -531,17 +526,13 @@ func samplePartitions(ctx context.Context, conn *sql.Conn, page [][]any, at int)
 		return errors.New("samples: no t_ms column")
 	}
 	si := sampleInserter{parts: map[int64]bool{}}
-	return conn.Raw(func(dc any) error {
-		sc, ok := dc.(*stdlib.Conn)
-		if !ok {
-			return fmt.Errorf("samples: driver connection %T is not pgx's", dc)
-		}
+	return withPgx(conn, func(c *pgx.Conn) error {
 		for _, r := range page {
 			tms, ok := r[at].(int64)
 			if !ok {
 				return fmt.Errorf("samples: t_ms %v (%T) is not an integer", r[at], r[at])
 			}
-			if err := si.ensurePartition(ctx, sc.Conn(), tms); err != nil {
+			if err := si.ensurePartition(ctx, c, tms); err != nil {
 				return err
 			}
 		}

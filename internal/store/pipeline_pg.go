@@ -63,16 +63,12 @@ func (p *pipeline) flush(ctx context.Context) error {
 	}
 	q := p.queue
 	p.queue = p.queue[:0]
-	p.err = p.conn.Raw(func(dc any) error {
-		sc, ok := dc.(*stdlib.Conn)
-		if !ok {
-			return fmt.Errorf("send statements: driver connection %T is not pgx's", dc)
-		}
+	p.err = withPgx(p.conn, func(c *pgx.Conn) error {
 		var batch pgx.Batch
 		for _, e := range q {
 			batch.Queue(e.q, e.args...)
 		}
-		br := sc.Conn().SendBatch(ctx, &batch)
+		br := c.SendBatch(ctx, &batch)
 		var first error
 		for _, e := range q {
 			if _, err := br.Exec(); err != nil && first == nil {
@@ -102,3 +98,15 @@ var errDeferred = errors.New("statement queued: its row count is not known until
 
 func (deferredResult) LastInsertId() (int64, error) { return 0, errDeferred }
 func (deferredResult) RowsAffected() (int64, error) { return 0, errDeferred }
+
+// withPgx runs f on the pgx connection under conn, for what database/sql
+// cannot say: COPY and batches.
+func withPgx(conn *sql.Conn, f func(*pgx.Conn) error) error {
+	return conn.Raw(func(dc any) error {
+		sc, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("driver connection %T is not pgx's", dc)
+		}
+		return f(sc.Conn())
+	})
+}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 )
 
 // insertPG is insert on PostgreSQL: one query finds which of the rows'
@@ -20,12 +19,7 @@ import (
 // table moved by INSERT … ON CONFLICT DO NOTHING RETURNING cost the server
 // three times the COPY, and a round trip more per call.)
 func (si *sampleInserter) insertPG(ctx context.Context, conn *sql.Conn, rows []sampleRow) error {
-	return conn.Raw(func(dc any) error {
-		sc, ok := dc.(*stdlib.Conn)
-		if !ok {
-			return fmt.Errorf("insert samples: driver connection %T is not pgx's", dc)
-		}
-		c := sc.Conn()
+	return withPgx(conn, func(c *pgx.Conn) error {
 		if si.parts == nil {
 			si.parts = map[int64]bool{}
 		}
