@@ -176,16 +176,14 @@ func (d *DB) Export(ctx context.Context, o ExportOptions) (int64, error) {
 	}
 	var n int64
 	span := float64(o.Window.End.Unix() - o.Window.Start.Unix())
-	// emit writes one row; vals are the export's column values.
+	// keep picks the samples' GPUs; the store picks jobs' and gpus' rows.
 	keep := func(string) bool { return true }
 	if len(o.Clusters) > 0 {
 		want := set(o.Clusters)
 		keep = func(c string) bool { return want[c] }
 	}
+	// emit writes one row; vals are the export's column values.
 	emit := func(vals []any, nodeCol int, progress func([]any) float64) error {
-		if o.Kind != "samples" && !keep(machineValue(vals[0])) { // jobs' and gpus' first column
-			return nil
-		}
 		node := ""
 		if nodeCol >= 0 {
 			node = machineValue(vals[nodeCol])
@@ -219,7 +217,7 @@ func (d *DB) Export(ctx context.Context, o ExportOptions) (int64, error) {
 	from, to := o.Window.Start.Unix(), o.Window.End.Unix()
 	switch o.Kind {
 	case "jobs":
-		err := read(func(fn func([]any) error) error { return d.st.ExportJobs(ctx, from, to, fn) }, -1, func(vals []any) float64 {
+		err := read(func(fn func([]any) error) error { return d.st.ExportJobsIn(ctx, o.Clusters, from, to, fn) }, -1, func(vals []any) float64 {
 			if span <= 0 {
 				return 0
 			}
@@ -230,7 +228,7 @@ func (d *DB) Export(ctx context.Context, o ExportOptions) (int64, error) {
 			return n, err
 		}
 	case "gpus":
-		err := read(func(fn func([]any) error) error { return d.st.ExportGPUs(ctx, from, to, fn) }, 3, func([]any) float64 { return 0 })
+		err := read(func(fn func([]any) error) error { return d.st.ExportGPUsIn(ctx, o.Clusters, from, to, fn) }, 3, func([]any) float64 { return 0 })
 		if err != nil {
 			return n, err
 		}

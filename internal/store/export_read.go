@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"strings"
 )
 
 // The exports' statements; their columns are report.ExportColumns, in
@@ -10,11 +11,13 @@ import (
 const (
 	exportJobs = `SELECT cluster, job_id, restart, array_job_id, array_task_id, user, account, partition, nodes, gpus, start, end, state,
  end_estimated, ignored, alloc_gpu_s, used_gpu_s, idle_gpu_s, energy_mj FROM jobs
- WHERE start IS NOT NULL AND start < ? AND (end IS NULL OR end > ?) ORDER BY start, id`
-	exportGPUs = `SELECT j.cluster, j.job_id, j.restart, n.name, g.uuid, g.idx, g.model, jg.sample_s, jg.util_s, jg.util_max, jg.mem_max_mib,
+ WHERE start IS NOT NULL AND start < ? AND (end IS NULL OR end > ?)`
+	exportJobsOrder = ` ORDER BY start, id`
+	exportGPUs      = `SELECT j.cluster, j.job_id, j.restart, n.name, g.uuid, g.idx, g.model, jg.sample_s, jg.util_s, jg.util_max, jg.mem_max_mib,
  coalesce(jg.mem_total_mib, g.mem_total_mib), jg.energy_mj, jg.idle_s, jg.agg_final
  FROM jobs j JOIN job_gpus jg ON jg.job = j.id JOIN gpus g ON g.id = jg.gpu_id JOIN nodes n ON n.id = jg.node_id
- WHERE j.start IS NOT NULL AND j.start < ? AND (j.end IS NULL OR j.end > ?) ORDER BY j.start, j.id, n.name, g.idx NULLS FIRST`
+ WHERE j.start IS NOT NULL AND j.start < ? AND (j.end IS NULL OR j.end > ?)`
+	exportGPUsOrder = ` ORDER BY j.start, j.id, n.name, g.idx NULLS FIRST`
 	// The leading values are cast: PostgreSQL types a bare parameter in
 	// a SELECT list as text.
 	exportSamples = `SELECT CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS INTEGER), t_ms, interval_ms, job, restart, idle, util, mem_util, mem_used_mib, power_mw, energy_mj, temp_c,
@@ -26,12 +29,33 @@ const (
 // float64, string or bool. vals is reused; an error from fn stops the
 // read and is returned as it is.
 func (s *Store) ExportJobs(ctx context.Context, from, to int64, fn func(vals []any) error) error {
-	return s.export(ctx, fn, exportJobs, to, from)
+	return s.ExportJobsIn(ctx, nil, from, to, fn)
+}
+
+// ExportJobsIn is ExportJobs for the runs of clusters (none: all). The
+// query picks them, so the other clusters' rows are never read.
+func (s *Store) ExportJobsIn(ctx context.Context, clusters []string, from, to int64, fn func(vals []any) error) error {
+	return s.exportIn(ctx, fn, exportJobs, "cluster", clusters, exportJobsOrder, to, from)
 }
 
 // ExportGPUs is ExportJobs for the runs' GPUs (the gpus export).
 func (s *Store) ExportGPUs(ctx context.Context, from, to int64, fn func(vals []any) error) error {
-	return s.export(ctx, fn, exportGPUs, to, from)
+	return s.ExportGPUsIn(ctx, nil, from, to, fn)
+}
+
+// ExportGPUsIn is ExportJobsIn for the runs' GPUs.
+func (s *Store) ExportGPUsIn(ctx context.Context, clusters []string, from, to int64, fn func(vals []any) error) error {
+	return s.exportIn(ctx, fn, exportGPUs, "j.cluster", clusters, exportGPUsOrder, to, from)
+}
+
+// exportIn is export of q (its window's args first) narrowed to clusters
+// in col, then ordered by order.
+func (s *Store) exportIn(ctx context.Context, fn func([]any) error, q, col string, clusters []string, order string, args ...any) error {
+	var b strings.Builder
+	b.WriteString(q)
+	inList(&b, &args, col, clusters)
+	b.WriteString(order)
+	return s.export(ctx, fn, b.String(), args...)
 }
 
 // ExportSamples is ExportJobs for GPU g's samples in [fromMs, toMs),
