@@ -170,22 +170,28 @@ func fit(s string, n int) string {
 // exitText is ", exit code N" of a finished job: the code its nodes gave,
 // or each node's where they differ; "" while none is known.
 func exitText(parts []NodePart) string {
-	var codes []string
+	var first *int64
 	differ := false
 	for _, p := range parts {
 		if p.ExitCode == nil {
 			continue
 		}
-		c := strconv.FormatInt(*p.ExitCode, 10)
-		differ = differ || len(codes) > 0 && !strings.HasPrefix(codes[0], c+" ")
-		codes = append(codes, c+" ("+p.Node+")")
+		if first == nil {
+			first = p.ExitCode
+		}
+		differ = differ || *p.ExitCode != *first
 	}
 	switch {
-	case len(codes) == 0:
+	case first == nil:
 		return ""
 	case !differ:
-		c, _, _ := strings.Cut(codes[0], " ")
-		return ", exit code " + c
+		return ", exit code " + strconv.FormatInt(*first, 10)
+	}
+	var codes []string
+	for _, p := range parts {
+		if p.ExitCode != nil {
+			codes = append(codes, strconv.FormatInt(*p.ExitCode, 10)+" ("+p.Node+")")
+		}
 	}
 	return ", exit codes " + strings.Join(codes, ", ")
 }
