@@ -372,6 +372,10 @@ func copyOne(ctx context.Context, src, dst *Store, t copyTable, m copyMark, o Co
 			return 0, fmt.Errorf("copy %s: no key column %s in %q", t.name, k, src.Path)
 		}
 	}
+	// The sample partitions made so far, kept for the whole table: pages
+	// in (gpu_id, t_ms) order mostly span the months the page before did.
+	// The copy holds dst's writer turn, and nothing drops partitions.
+	parts := map[int64]bool{}
 	var copied int64
 	for {
 		page, err := src.page(ctx, t, cols, m.Last, o.Batch)
@@ -387,7 +391,7 @@ func copyOne(ctx context.Context, src, dst *Store, t copyTable, m copyMark, o Co
 		}
 		m.Rows += int64(len(page))
 		m.Done = len(page) < o.Batch
-		if err := dst.putPage(ctx, t, cols, page, m); err != nil {
+		if err := dst.putPage(ctx, t, cols, page, m, parts); err != nil {
 			return copied, fmt.Errorf("copy %s into %q after %d rows: %w", t.name, dst.Path, m.Rows-int64(len(page)), err)
 		}
 		copied += int64(len(page))
@@ -450,10 +454,11 @@ const copyParams = 30000
 
 // putPage writes one page of t and its mark m in one transaction; on
 // PostgreSQL a finished table's identity sequence moves past its ids.
-func (s *Store) putPage(ctx context.Context, t copyTable, cols []string, page [][]any, m copyMark) error {
+// parts holds the months whose sample partitions are made already.
+func (s *Store) putPage(ctx context.Context, t copyTable, cols []string, page [][]any, m copyMark, parts map[int64]bool) error {
 	return s.writeTx(ctx, func(conn *sql.Conn, tx *ledgerTx) error {
 		if t.name == "samples" && s.pg != nil {
-			if err := samplePartitions(ctx, conn, page, slices.Index(cols, "t_ms")); err != nil {
+			if err := samplePartitions(ctx, conn, page, slices.Index(cols, "t_ms"), parts); err != nil {
 				return err
 			}
 		}
@@ -520,12 +525,13 @@ func copyIn(ctx context.Context, conn *sql.Conn, name string, cols []string, pag
 
 // samplePartitions makes the month partitions of samples that page's
 // rows (t_ms at column at) go into, as the writer makes them
-// (samples_pg.go), in the transaction on conn.
-func samplePartitions(ctx context.Context, conn *sql.Conn, page [][]any, at int) error {
+// (samples_pg.go), in the transaction on conn, and adds their months to
+// parts; a month in parts already is skipped.
+func samplePartitions(ctx context.Context, conn *sql.Conn, page [][]any, at int, parts map[int64]bool) error {
 	if at < 0 {
 		return errors.New("samples: no t_ms column")
 	}
-	si := sampleInserter{parts: map[int64]bool{}}
+	si := sampleInserter{parts: parts}
 	return withPgx(conn, func(c *pgx.Conn) error {
 		for _, r := range page {
 			tms, ok := r[at].(int64)
