@@ -33,10 +33,8 @@ func (in *Ingester) fillAccounts(ctx context.Context) error {
 }
 
 func (in *Ingester) storeAccounts(ctx context.Context) (bool, error) {
-	sctx, cancel := context.WithTimeout(ctx, in.d.Config.Ingest.SacctTimeout.Duration)
 	args := accountTreeArgs()
-	out, err := in.d.Sacctmgr(sctx, args...)
-	cancel()
+	out, err := in.sacctmgr(ctx, args...)
 	if err != nil {
 		return false, fmt.Errorf("sacctmgr %s: %w", strings.Join(args, " "), err)
 	}

@@ -117,7 +117,7 @@ func (in *Ingester) clusterFacts(ctx context.Context, onlyBehind bool) error {
 func (in *Ingester) readClusterFacts(ctx context.Context, cluster string, from, to time.Time, m store.FactsMarks) error {
 	loc := in.d.SacctLocation
 	window := []string{"Clusters=" + cluster, "Start=" + from.In(loc).Format("2006-01-02T15:04:05"), "End=" + to.In(loc).Format("2006-01-02T15:04:05")}
-	out, err := in.clusterSacctmgr(ctx, append([]string{"-P", "-n", "show", "event"}, append(window, "Format="+eventFormat)...)...)
+	out, err := in.sacctmgr(ctx, append([]string{"-P", "-n", "show", "event"}, append(window, "Format="+eventFormat)...)...)
 	if err != nil {
 		return fmt.Errorf("sacctmgr show event: %w", err)
 	}
@@ -125,7 +125,7 @@ func (in *Ingester) readClusterFacts(ctx context.Context, cluster string, from, 
 	if err != nil {
 		return err
 	}
-	out, err = in.clusterSacctmgr(ctx, append([]string{"-P", "-n", "show", "reservation"}, append(window, "Format="+resvFormat)...)...)
+	out, err = in.sacctmgr(ctx, append([]string{"-P", "-n", "show", "reservation"}, append(window, "Format="+resvFormat)...)...)
 	if err != nil {
 		return fmt.Errorf("sacctmgr show reservation: %w", err)
 	}
@@ -152,8 +152,9 @@ func (in *Ingester) readClusterFacts(ctx context.Context, cluster string, from, 
 	return nil
 }
 
-// clusterSacctmgr runs one sacctmgr call within ingest.sacct_timeout.
-func (in *Ingester) clusterSacctmgr(ctx context.Context, args ...string) ([]byte, error) {
+// sacctmgr runs one sacctmgr call within ingest.sacct_timeout: the
+// account tree and the cluster's facts alike.
+func (in *Ingester) sacctmgr(ctx context.Context, args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, in.d.Config.Ingest.SacctTimeout.Duration)
 	defer cancel()
 	return in.d.Sacctmgr(ctx, args...)
