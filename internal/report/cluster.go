@@ -124,12 +124,7 @@ func (d *DB) reservedSpans(ctx context.Context, cluster string, f *clusterFacts,
 		if r.ignoreJobs || e0 <= s0 {
 			continue
 		}
-		nodes := make([]string, 0, len(r.nodes))
-		for n := range r.nodes {
-			nodes = append(nodes, n)
-		}
-		slices.Sort(nodes)
-		for chunk := range slices.Chunk(nodes, 500) {
+		for chunk := range slices.Chunk(r.nodeList, 500) {
 			spans, err := d.st.NodeSpansIn(ctx, cluster, chunk, s0, e0)
 			if err != nil {
 				return d.wrap(err)

@@ -53,7 +53,10 @@ func (u *Utilization) add(v Utilization) {
 // resv is a reservation with its nodes expanded.
 type resv struct {
 	store.SlurmReservation
-	nodes             map[string]bool
+	nodes map[string]bool
+	// nodeList is nodes in the hostlist's order, each once: the names to
+	// read its job parts by.
+	nodeList          []string
 	maint, ignoreJobs bool
 	// spans are the job parts on its nodes during it.
 	spans []store.NodeSpan
@@ -62,7 +65,10 @@ type resv struct {
 func newResv(r store.SlurmReservation, nodes []string) resv {
 	x := resv{SlurmReservation: r, nodes: make(map[string]bool, len(nodes))}
 	for _, n := range nodes {
-		x.nodes[n] = true
+		if !x.nodes[n] {
+			x.nodes[n] = true
+			x.nodeList = append(x.nodeList, n)
+		}
 	}
 	for f := range strings.SplitSeq(r.Flags, ",") {
 		switch strings.ToUpper(strings.TrimSpace(f)) {
