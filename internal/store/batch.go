@@ -78,27 +78,8 @@ type energyReading struct {
 func (s *Store) Begin(ctx context.Context, now time.Time) (*Batch, error) {
 	// The batch holds its connection so that the sample inserts can use
 	// the driver directly (sampleInserter), inside the same transaction.
-	give, err := s.fenceOpen(ctx)
+	conn, tx, give, err := s.openWrite(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("begin transaction: %w", err)
-	}
-	conn, err := s.db.Conn(ctx)
-	if err != nil {
-		give()
-		return nil, fmt.Errorf("begin transaction: %w", translate(err))
-	}
-	tx, err := s.db.beginOn(ctx, conn)
-	if err != nil {
-		conn.Close()
-		give()
-		return nil, fmt.Errorf("begin transaction: %w", translate(err))
-	}
-	// The fence: a session that lost the writer lock writes nothing,
-	// and one that loses it from here on takes this transaction with it.
-	if err := s.fenceCheck(ctx, tx); err != nil {
-		_ = tx.Rollback()
-		conn.Close()
-		give()
 		return nil, fmt.Errorf("begin transaction: %w", err)
 	}
 	b := newBatch(ctx, conn, tx, now)

@@ -40,24 +40,13 @@ func (s *Store) fenceCheck(ctx context.Context, tx *ledgerTx) error {
 // lost the lock writes nothing (ErrLockLost). Every write outside a
 // Batch goes through it.
 func (s *Store) writeTx(ctx context.Context, body func(conn *sql.Conn, tx *ledgerTx) error) error {
-	give, err := s.fenceOpen(ctx)
+	conn, tx, give, err := s.openWrite(ctx)
 	if err != nil {
 		return err
 	}
 	defer give()
-	conn, err := s.db.Conn(ctx)
-	if err != nil {
-		return translate(err)
-	}
 	defer conn.Close()
-	tx, err := s.db.beginOn(ctx, conn)
-	if err != nil {
-		return translate(err)
-	}
 	defer tx.Rollback()
-	if err := s.fenceCheck(ctx, tx); err != nil {
-		return err
-	}
 	if err := body(conn, tx); err != nil {
 		return err
 	}
@@ -65,4 +54,35 @@ func (s *Store) writeTx(ctx context.Context, body func(conn *sql.Conn, tx *ledge
 		return fmt.Errorf("commit: %w", translate(err))
 	}
 	return nil
+}
+
+// openWrite opens a writer's transaction behind the fence (fenceOpen,
+// a connection of its own, the transaction, fenceCheck), for a Batch and
+// for writeTx. On an error it has undone what it opened; else the caller
+// ends tx, closes conn and then calls give.
+func (s *Store) openWrite(ctx context.Context) (conn *sql.Conn, tx *ledgerTx, give func(), err error) {
+	give, err = s.fenceOpen(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	conn, err = s.db.Conn(ctx)
+	if err != nil {
+		give()
+		return nil, nil, nil, translate(err)
+	}
+	tx, err = s.db.beginOn(ctx, conn)
+	if err != nil {
+		conn.Close()
+		give()
+		return nil, nil, nil, translate(err)
+	}
+	// The fence: a session that lost the writer lock writes nothing,
+	// and one that loses it from here on takes this transaction with it.
+	if err := s.fenceCheck(ctx, tx); err != nil {
+		_ = tx.Rollback()
+		conn.Close()
+		give()
+		return nil, nil, nil, err
+	}
+	return conn, tx, give, nil
 }
