@@ -22,12 +22,7 @@ func clusterCommand(d Deps) *cli.Command {
 	flags := append(append([]cli.Flag{dbFlag(), storeURLFlag()}, windowFlags()...),
 		&cli.StringFlag{Name: "period", Usage: "a time series: day, week or month (default: one total)"})
 	flags = append(flags, clusterFlags()...)
-	flags = append(flags,
-		&cli.StringFlag{Name: "format", Usage: "table, csv, tsv or json (report.format)", EnvVars: []string{"GPUSUITE_REPORT_FORMAT"}},
-		&cli.BoolFlag{Name: "parsable", Aliases: []string{"P"}, Usage: "'|'-separated machine values, like sreport -P"},
-		&cli.BoolFlag{Name: "noheader", Aliases: []string{"n"}, Usage: "no header line (nor title and notes)"},
-		&cli.StringFlag{Name: "units", Aliases: []string{"t"}, Usage: "GPU-time columns in seconds, minutes, hours or percent of the capacity (report.units)", EnvVars: []string{"GPUSUITE_REPORT_UNITS"}},
-	)
+	flags = append(flags, outputFlagsSaying("GPU-time columns in seconds, minutes, hours or percent of the capacity (report.units)")...)
 	return &cli.Command{
 		Name:  "cluster",
 		Usage: "how full the cluster's GPUs were: allocated, down, planned down, idle and reserved of the capacity (like sreport cluster utilization -T gres/gpu)",

@@ -88,11 +88,17 @@ func windowFlags() []cli.Flag {
 }
 
 func outputFlags() []cli.Flag {
+	return outputFlagsSaying("GPU-time columns in seconds (whole: compare with sreport -t seconds), minutes, hours or percent of the cluster's allocated GPU-time (report.units; default hours)")
+}
+
+// outputFlagsSaying are outputFlags with a command's own --units usage
+// line (what its percent is of).
+func outputFlagsSaying(units string) []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "format", Usage: "table, csv, tsv or json (report.format)", EnvVars: []string{"GPUSUITE_REPORT_FORMAT"}},
 		&cli.BoolFlag{Name: "parsable", Aliases: []string{"P"}, Usage: "'|'-separated machine values, like sreport -P"},
 		&cli.BoolFlag{Name: "noheader", Aliases: []string{"n"}, Usage: "no header line (nor title and notes)"},
-		&cli.StringFlag{Name: "units", Aliases: []string{"t"}, Usage: "GPU-time columns in seconds (whole: compare with sreport -t seconds), minutes, hours or percent of the cluster's allocated GPU-time (report.units; default hours)", EnvVars: []string{"GPUSUITE_REPORT_UNITS"}},
+		&cli.StringFlag{Name: "units", Aliases: []string{"t"}, Usage: units, EnvVars: []string{"GPUSUITE_REPORT_UNITS"}},
 	}
 }
 
