@@ -41,12 +41,10 @@ func (in *Ingester) estimateStarts(ctx context.Context, asked *passRuns) error {
 	// sacct is asked outside any transaction, once per job id of a
 	// cluster (-M): its runs answer for every restart.
 	type run struct {
-		cluster string
-		job     uint64
+		clusterJob
 		restart int
 	}
 	fromSacct := map[run]time.Time{}
-	failed := map[clusterJob]bool{}
 	if in.d.Sacct != nil {
 		for _, n := range todo {
 			if ctx.Err() != nil {
@@ -54,7 +52,6 @@ func (in *Ingester) estimateStarts(ctx context.Context, asked *passRuns) error {
 			}
 			a := asked.runs(ctx, n.Cluster, n.JobID)
 			if a.failed {
-				failed[clusterJob{n.Cluster, n.JobID}] = true
 				continue
 			}
 			if a.err != nil {
@@ -63,7 +60,7 @@ func (in *Ingester) estimateStarts(ctx context.Context, asked *passRuns) error {
 			// The run of this restart that ended when the epilog says,
 			// and started before.
 			if r, _, ok := pickRun(a.runs, n.Restart, n.End, runEnd); ok && !r.start.After(n.End) {
-				fromSacct[run{n.Cluster, n.JobID, n.Restart}] = r.start
+				fromSacct[run{clusterJob{n.Cluster, n.JobID}, n.Restart}] = r.start
 			}
 		}
 	}
@@ -73,8 +70,9 @@ func (in *Ingester) estimateStarts(ctx context.Context, asked *passRuns) error {
 	}
 	for _, n := range todo {
 		start, source := n.End, "first_sample"
-		t, ok := fromSacct[run{n.Cluster, n.JobID, n.Restart}]
-		if !ok && failed[clusterJob{n.Cluster, n.JobID}] {
+		t, ok := fromSacct[run{clusterJob{n.Cluster, n.JobID}, n.Restart}]
+		// asked again: the pass's answer, or its failure, without a call.
+		if !ok && in.d.Sacct != nil && asked.runs(ctx, n.Cluster, n.JobID).failed {
 			if n.Source == unanswered {
 				continue // as it was: asked again next pass
 			}
