@@ -28,8 +28,7 @@ func (s *Store) fenceCheck(ctx context.Context, tx *ledgerTx) error {
 	if s.pg == nil || s.pg.turn == nil {
 		return nil
 	}
-	q, pid, started := s.pg.lockCheck()
-	return s.pg.checkLock(tx.QueryRowContext(ctx, q, pid, started))
+	return s.pg.check(ctx, tx)
 }
 
 // writeTx runs body in a transaction of its own on the writer's

@@ -89,12 +89,15 @@ type pgEngine struct {
 // more use as a writer: close it and open again.
 var ErrLockLost = fmt.Errorf("writer lock lost: this writer's database session ended and another writer may hold the lock (%w)", ErrLocked)
 
-// checkLock runs the lock check (lockCheck) on the writer's session (a
+// check runs the lock check (lockCheck) on the writer's session (a
 // batch's transaction, or the pool's one connection) and remembers the
 // answer.
-func (e *pgEngine) checkLock(row interface{ Scan(...any) error }) error {
+func (e *pgEngine) check(ctx context.Context, on interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}) error {
+	q, pid, started := e.lockCheck()
 	var ok bool
-	if err := row.Scan(&ok); err != nil {
+	if err := on.QueryRowContext(ctx, q, pid, started).Scan(&ok); err != nil {
 		return fmt.Errorf("check writer lock: %w", translate(err))
 	}
 	e.held.Store(ok)
@@ -504,6 +507,5 @@ func (s *Store) HoldsLock(ctx context.Context) bool {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	q, pid, started := s.pg.lockCheck()
-	return s.pg.checkLock(s.db.QueryRowContext(ctx, q, pid, started)) == nil
+	return s.pg.check(ctx, s.db) == nil
 }
