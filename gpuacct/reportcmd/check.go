@@ -12,6 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/aicloud/gpusuite/cliwire"
 	liveboard "github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/report"
@@ -68,7 +69,7 @@ Examples:
    */10 * * * * gpuacct check >/dev/null || mail -s "gpuacct" root   # crontab
    command[gpuacct]=/usr/bin/gpuacct check                           # nrpe.cfg`,
 		// The defaults shown are the config's, which apply, not the flags' zeros.
-		Flags: append([]cli.Flag{dbFlag(), storeURLFlag(),
+		Flags: append([]cli.Flag{dbFlag(), cliwire.StoreURLFlag(),
 			&cli.DurationFlag{Name: "stale", Usage: "a node may ship nothing this long (report.check_stale)", EnvVars: []string{"GPUSUITE_CHECK_STALE"},
 				DefaultText: config.Default().Report.CheckStale.Duration.String()},
 			&cli.DurationFlag{Name: "lag", Usage: "the last good ingest pass may be this old (report.check_lag)", EnvVars: []string{"GPUSUITE_CHECK_LAG"},

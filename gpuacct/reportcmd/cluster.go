@@ -5,6 +5,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/aicloud/gpusuite/cliwire"
 	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/report/table"
 	"github.com/aicloud/gpusuite/internal/report/timespec"
@@ -19,7 +20,7 @@ const clusterExamples = `Examples:
 // clusterCommand is `gpuacct report cluster`: sreport's cluster
 // utilization for GPUs.
 func clusterCommand(d Deps) *cli.Command {
-	flags := append(append([]cli.Flag{dbFlag(), storeURLFlag()}, windowFlags()...),
+	flags := append(append([]cli.Flag{dbFlag(), cliwire.StoreURLFlag()}, windowFlags()...),
 		&cli.StringFlag{Name: "period", Usage: "a time series: day, week or month (default: one total)"})
 	flags = append(flags, clusterFlags()...)
 	flags = append(flags, outputFlagsSaying("GPU-time columns in seconds, minutes, hours or percent of the capacity (report.units)")...)

@@ -75,10 +75,6 @@ func dbFlag() cli.Flag {
 	return &cli.StringFlag{Name: "db", Usage: "accounting database (store.path)", EnvVars: []string{"GPUSUITE_DB"}}
 }
 
-func storeURLFlag() cli.Flag {
-	return &cli.StringFlag{Name: "store-url", Usage: "PostgreSQL ledger, postgres://... (store.url; \"\": the SQLite file of --db)", EnvVars: []string{"GPUSUITE_STORE_URL"}}
-}
-
 func windowFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "start", Aliases: []string{"S"}, Usage: "start of the window: " + timespec.Formats + " (default: 7 days before today 00:00)"},
@@ -278,7 +274,7 @@ func filterOf(c *cli.Context) (report.Filter, []string) {
 
 // ReportCommand is `gpuacct report`.
 func ReportCommand(d Deps) *cli.Command {
-	flags := append(append(append(append([]cli.Flag{dbFlag(), storeURLFlag()}, windowFlags()...),
+	flags := append(append(append(append([]cli.Flag{dbFlag(), cliwire.StoreURLFlag()}, windowFlags()...),
 		&cli.StringFlag{Name: "period", Usage: "a time series: day, week or month (default: one total)"},
 		&cli.IntFlag{Name: "limit", Usage: "at most this many rows per period (top: default 10; jobs: default 50)"},
 		&cli.StringFlag{Name: "by", Usage: "top: users or teams", Value: "users"},

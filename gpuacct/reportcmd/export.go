@@ -32,7 +32,7 @@ Examples:
    gpuacct export samples --start yesterday --end today --split-dir /tmp/samples   # one file per node
    gpuacct export gpus --start 11/01 -o gpus.csv
    gpuacct export jobs --all-clusters --start 2026-01-01 > all.csv   # every cluster of the ledger`,
-		Flags: append(append(append([]cli.Flag{dbFlag(), storeURLFlag()}, windowFlags()...),
+		Flags: append(append(append([]cli.Flag{dbFlag(), cliwire.StoreURLFlag()}, windowFlags()...),
 			&cli.StringFlag{Name: "format", Usage: "csv or jsonl", Value: "csv"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write to this file instead of stdout"},
 			&cli.StringFlag{Name: "split-dir", Usage: "one file per node in this directory (gpus, samples)"},

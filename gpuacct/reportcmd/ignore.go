@@ -80,7 +80,7 @@ Examples:
 }
 
 func ignoreFlags(list bool) []cli.Flag {
-	f := []cli.Flag{dbFlag(), storeURLFlag(),
+	f := []cli.Flag{dbFlag(), cliwire.StoreURLFlag(),
 		&cli.StringFlag{Name: "reason", Usage: "why (kept with the change)"},
 		&cli.StringFlag{Name: "requests", Usage: "request directory (report.requests)", EnvVars: []string{"GPUSUITE_REQUESTS"}},
 	}

@@ -30,7 +30,7 @@ Examples:
    gpuacct job 123456_3 --json | jq '.gpus[] | {uuid, util_mean_pct}'
    gpuacct job 123456 --db /tmp/acct.db
    gpuacct job 123456 -M gpu2                 # the job of that cluster, when several share the ledger`,
-		Flags: append([]cli.Flag{dbFlag(), storeURLFlag(),
+		Flags: append([]cli.Flag{dbFlag(), cliwire.StoreURLFlag(),
 			&cli.BoolFlag{Name: "json", Usage: "JSON instead of text"},
 			&cli.StringFlag{Name: "tz", Usage: "time zone of the times shown (report.tz)", EnvVars: []string{"GPUSUITE_TZ"}},
 			&cli.StringFlag{Name: "teams-file", Usage: "team mapping file (report.teams)", EnvVars: []string{"GPUSUITE_TEAMS"}},

@@ -31,7 +31,7 @@ Examples:
    gpuacct plot 123456_3 -o job.svg
    gpuacct plot --report --start 2026-01-01 --end 2027-01-01 --period month -o teams-2026.png
    gpuacct plot --report --start now-4weeks --period week --teams vision,nlp -o recent.svg`,
-		Flags: append(append([]cli.Flag{dbFlag(), storeURLFlag(),
+		Flags: append(append([]cli.Flag{dbFlag(), cliwire.StoreURLFlag(),
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "the file to write (.png or .svg)"},
 			&cli.BoolFlag{Name: "report", Usage: "GPU-hours per team and period instead of a job"},
 			&cli.StringFlag{Name: "period", Usage: "--report: day, week or month (default month)"},

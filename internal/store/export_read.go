@@ -24,26 +24,16 @@ const (
  sm_clock_mhz, missing FROM samples WHERE gpu_id = ? AND t_ms >= ? AND t_ms < ? ORDER BY t_ms`
 )
 
-// ExportJobs calls fn, by start, with each job run that overlaps [from,
-// to) (Unix seconds) as the jobs export's column values: nil, int64,
-// float64, string or bool. vals is reused; an error from fn stops the
-// read and is returned as it is.
-func (s *Store) ExportJobs(ctx context.Context, from, to int64, fn func(vals []any) error) error {
-	return s.ExportJobsIn(ctx, nil, from, to, fn)
-}
-
-// ExportJobsIn is ExportJobs for the runs of clusters (none: all). The
-// query picks them, so the other clusters' rows are never read.
+// ExportJobsIn calls fn, by start, with each job run of clusters (none:
+// all) that overlaps [from, to) (Unix seconds) as the jobs export's
+// column values: nil, int64, float64, string or bool. The query picks the
+// clusters, so the other clusters' rows are never read. vals is reused;
+// an error from fn stops the read and is returned as it is.
 func (s *Store) ExportJobsIn(ctx context.Context, clusters []string, from, to int64, fn func(vals []any) error) error {
 	return s.exportIn(ctx, fn, exportJobs, "cluster", clusters, exportJobsOrder, to, from)
 }
 
-// ExportGPUs is ExportJobs for the runs' GPUs (the gpus export).
-func (s *Store) ExportGPUs(ctx context.Context, from, to int64, fn func(vals []any) error) error {
-	return s.ExportGPUsIn(ctx, nil, from, to, fn)
-}
-
-// ExportGPUsIn is ExportJobsIn for the runs' GPUs.
+// ExportGPUsIn is ExportJobsIn for the runs' GPUs (the gpus export).
 func (s *Store) ExportGPUsIn(ctx context.Context, clusters []string, from, to int64, fn func(vals []any) error) error {
 	return s.exportIn(ctx, fn, exportGPUs, "j.cluster", clusters, exportGPUsOrder, to, from)
 }

@@ -28,11 +28,11 @@ func TestExports(t *testing.T) {
 		read func(fn func([]any) error) error
 		want [][]any
 	}{
-		{"jobs by start, the ignored run too", func(fn func([]any) error) error { return s.ExportJobs(ctx, 0, 100000, fn) },
+		{"jobs by start, the ignored run too", func(fn func([]any) error) error { return s.ExportJobsIn(ctx, nil, 0, 100000, fn) },
 			[][]any{job1, job2, {"c1", int64(100), int64(1), nil, nil, "alice", "physics", "gpu", "n1", int64(1), int64(7300), int64(9000), "failed",
 				int64(1), int64(1), int64(1700), float64(10), float64(1600), int64(7)}}},
-		{"jobs in a window", func(fn func([]any) error) error { return s.ExportJobs(ctx, 0, 7200, fn) }, [][]any{job1}},
-		{"gpus", func(fn func([]any) error) error { return s.ExportGPUs(ctx, 0, 8000, fn) },
+		{"jobs in a window", func(fn func([]any) error) error { return s.ExportJobsIn(ctx, nil, 0, 7200, fn) }, [][]any{job1}},
+		{"gpus", func(fn func([]any) error) error { return s.ExportGPUsIn(ctx, nil, 0, 8000, fn) },
 			[][]any{
 				{"c1", int64(100), int64(0), "n1", "GPU-a", int64(0), "A100", float64(3600), float64(1800), int64(90), int64(1000), int64(81920), int64(5000), float64(10), int64(1)},
 				{"c1", int64(105), int64(0), "n2", "GPU-b", nil, "H100", float64(0), float64(0), nil, nil, int64(40960), nil, float64(0), int64(0)},
@@ -58,7 +58,7 @@ func TestExports(t *testing.T) {
 	}
 	stop := errors.New("writer full")
 	calls := 0
-	err = s.ExportJobs(ctx, 0, 100000, func([]any) error { calls++; return stop })
+	err = s.ExportJobsIn(ctx, nil, 0, 100000, func([]any) error { calls++; return stop })
 	if err != stop || calls != 1 {
 		t.Errorf("an error from fn: %v after %d rows, want it as it is after 1", err, calls)
 	}
@@ -84,7 +84,7 @@ func TestGPUOrderNullIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	var exported []string
-	if err := s.ExportGPUs(ctx, 0, 1000, func(vals []any) error {
+	if err := s.ExportGPUsIn(ctx, nil, 0, 1000, func(vals []any) error {
 		exported = append(exported, fmt.Sprint(vals[4]))
 		return nil
 	}); err != nil {
