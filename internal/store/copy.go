@@ -561,10 +561,7 @@ func (s *Store) holdSource(ctx context.Context) (*sourceLock, error) {
 	if s.HoldsLock(ctx) {
 		return &sourceLock{}, nil
 	}
-	migrate := fmt.Sprintf("gpuacct migrate pid %d", os.Getpid())
-	if host, err := os.Hostname(); err == nil {
-		migrate += " on " + host
-	}
+	migrate := processStamp("gpuacct migrate", s.now())
 	if s.pg == nil {
 		return holdSQLite(s.Path, migrate)
 	}

@@ -289,10 +289,7 @@ func IsPostgresURL(u string) bool {
 
 // holderName is how a writer names itself to PostgreSQL
 // (application_name), so that a waiting one can say who holds the lock.
-func holderName(now time.Time) string {
-	host, _ := os.Hostname()
-	return fmt.Sprintf("gpuacct pid %d on %s since %s", os.Getpid(), host, now.UTC().Format(time.RFC3339))
-}
+func holderName(now time.Time) string { return processStamp("gpuacct", now) }
 
 func openPostgres(ctx context.Context, o Options) (*Store, error) {
 	name := RedactURL(o.URL)
@@ -328,7 +325,7 @@ func openPostgres(ctx context.Context, o Options) (*Store, error) {
 		cfg.MaxConns, cfg.MinConns = 1, 1
 		cfg.MaxConnLifetime, cfg.MaxConnLifetimeJitter, cfg.MaxConnIdleTime = pgForever, 0, pgForever
 	}
-	s := &Store{Path: name, Engine: EnginePostgres}
+	s := &Store{Path: name, Engine: EnginePostgres, now: o.Now}
 	e := &pgEngine{now: o.Now}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -91,6 +91,8 @@ type Store struct {
 	// goroutine while Close runs.
 	locked atomic.Bool
 	pg     *pgEngine // PostgreSQL's pool and writer lock; nil on SQLite
+	// now stamps the locks this store takes (Options.Now).
+	now func() time.Time
 }
 
 // The engines.
@@ -118,7 +120,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Store{Path: o.Path, Engine: EngineSQLite}
+	s := &Store{Path: o.Path, Engine: EngineSQLite, now: o.Now}
 	dir := filepath.Dir(o.Path)
 	if o.ReadOnly {
 		if _, err := os.Stat(o.Path); err != nil {
@@ -248,9 +250,19 @@ func chooseJournal(want, dir string) (string, error) {
 	}
 }
 
-func takeLock(path string, now time.Time) (*os.File, error) {
+// processStamp names this process to whoever finds its lock held:
+// "[what ]pid N on HOST since T". holderGone reads the form back.
+func processStamp(what string, now time.Time) string {
 	host, _ := os.Hostname()
-	f, holder, err := flockWriter(path, fmt.Sprintf("pid %d on %s since %s", os.Getpid(), host, now.UTC().Format(time.RFC3339)), false)
+	stamp := fmt.Sprintf("pid %d on %s since %s", os.Getpid(), host, now.UTC().Format(time.RFC3339))
+	if what == "" {
+		return stamp
+	}
+	return what + " " + stamp
+}
+
+func takeLock(path string, now time.Time) (*os.File, error) {
+	f, holder, err := flockWriter(path, processStamp("", now), false)
 	if err != nil {
 		return nil, fmt.Errorf("writer lock %q: %w", path, err)
 	}
