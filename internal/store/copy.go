@@ -354,23 +354,9 @@ func copyOne(ctx context.Context, src, dst *Store, t copyTable, m copyMark, o Co
 		}
 		return 0, nil
 	}
-	cols, err := src.columns(ctx, t.name)
+	cols, keyAt, err := tableShape(ctx, src, dst, t)
 	if err != nil {
 		return 0, fmt.Errorf("copy %s: %w", t.name, err)
-	}
-	dcols, err := dst.columns(ctx, t.name)
-	if err != nil {
-		return 0, fmt.Errorf("copy %s: %w", t.name, err)
-	}
-	if !slices.Equal(slices.Sorted(slices.Values(cols)), slices.Sorted(slices.Values(dcols))) {
-		return 0, fmt.Errorf("copy %s: the source's columns (%s) are not the destination's (%s)", t.name, strings.Join(cols, ", "), strings.Join(dcols, ", "))
-	}
-	keyAt := make([]int, len(t.key))
-	for i, k := range t.key {
-		keyAt[i] = slices.Index(cols, k)
-		if keyAt[i] < 0 {
-			return 0, fmt.Errorf("copy %s: no key column %s in %q", t.name, k, src.Path)
-		}
 	}
 	// The sample partitions made so far, kept for the whole table: pages
 	// in (gpu_id, t_ms) order mostly span the months the page before did.
@@ -383,11 +369,7 @@ func copyOne(ctx context.Context, src, dst *Store, t copyTable, m copyMark, o Co
 			return copied, fmt.Errorf("copy %s: read %q: %w", t.name, src.Path, err)
 		}
 		if len(page) > 0 {
-			last := page[len(page)-1]
-			m.Last = make([]any, len(keyAt))
-			for i, at := range keyAt {
-				m.Last[i] = last[at]
-			}
+			m.Last = keyOf(page[len(page)-1], keyAt)
 		}
 		m.Rows += int64(len(page))
 		m.Done = len(page) < o.Batch
@@ -402,6 +384,46 @@ func copyOne(ctx context.Context, src, dst *Store, t copyTable, m copyMark, o Co
 			return copied, nil
 		}
 	}
+}
+
+// columnMismatch: the two sides of a copy have not the same columns.
+type columnMismatch struct{ src, dst []string }
+
+func (e *columnMismatch) Error() string {
+	return fmt.Sprintf("the source's columns (%s) are not the destination's (%s)", strings.Join(e.src, ", "), strings.Join(e.dst, ", "))
+}
+
+// tableShape is t's columns as src has them and where its key columns
+// are among them; the columns must be dst's too, in any order (else a
+// *columnMismatch).
+func tableShape(ctx context.Context, src, dst *Store, t copyTable) (cols []string, keyAt []int, err error) {
+	cols, err = src.columns(ctx, t.name)
+	if err != nil {
+		return nil, nil, err
+	}
+	dcols, err := dst.columns(ctx, t.name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !slices.Equal(slices.Sorted(slices.Values(cols)), slices.Sorted(slices.Values(dcols))) {
+		return nil, nil, &columnMismatch{src: cols, dst: dcols}
+	}
+	keyAt = make([]int, len(t.key))
+	for i, k := range t.key {
+		if keyAt[i] = slices.Index(cols, k); keyAt[i] < 0 {
+			return nil, nil, fmt.Errorf("no key column %s in %q", k, src.Path)
+		}
+	}
+	return cols, keyAt, nil
+}
+
+// keyOf is row's key, its values at keyAt.
+func keyOf(row []any, keyAt []int) []any {
+	k := make([]any, len(keyAt))
+	for i, at := range keyAt {
+		k[i] = row[at]
+	}
+	return k
 }
 
 // page reads up to n rows of t after the key last (from the start when

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -124,22 +125,12 @@ func (s *Store) figures(ctx context.Context, t copyTable) (tableFigures, error) 
 // sameRows reads t from both sides in key order and returns "" when
 // every row reads the same, else the first difference.
 func sameRows(ctx context.Context, src, dst *Store, t copyTable) (string, error) {
-	cols, err := src.columns(ctx, t.name)
+	cols, keyAt, err := tableShape(ctx, src, dst, t)
+	if mm, ok := errors.AsType[*columnMismatch](err); ok {
+		return t.name + ": " + mm.Error(), nil
+	}
 	if err != nil {
 		return "", err
-	}
-	dcols, err := dst.columns(ctx, t.name)
-	if err != nil {
-		return "", err
-	}
-	if !slices.Equal(slices.Sorted(slices.Values(cols)), slices.Sorted(slices.Values(dcols))) {
-		return fmt.Sprintf("%s: the source's columns (%s) are not the destination's (%s)", t.name, strings.Join(cols, ", "), strings.Join(dcols, ", ")), nil
-	}
-	keyAt := make([]int, len(t.key))
-	for i, k := range t.key {
-		if keyAt[i] = slices.Index(cols, k); keyAt[i] < 0 {
-			return "", fmt.Errorf("no key column %s in %q", k, src.Path)
-		}
 	}
 	// Each side is read by a goroutine of its own, a page ahead.
 	ctx, cancel := context.WithCancel(ctx)
@@ -265,13 +256,7 @@ func (r *rowStream) next(ctx context.Context) ([]any, error) {
 	return row, nil
 }
 
-func (r *rowStream) key(row []any) []any {
-	k := make([]any, len(r.keyAt))
-	for i, at := range r.keyAt {
-		k[i] = row[at]
-	}
-	return k
-}
+func (r *rowStream) key(row []any) []any { return keyOf(row, r.keyAt) }
 
 // appendRow appends the canonical text of row: each value tagged by its
 // kind, so that NULL, the empty text and 0 differ, and a string's length before it,
