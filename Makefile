@@ -18,6 +18,7 @@ VERSION_PKG := github.com/prometheus/common/version
 GO_LDFLAGS ?= -s -w -X $(VERSION_PKG).Version=$(GPUSUITE_VERSION) -X $(VERSION_PKG).Revision=$(GPUSUITE_REVISION)
 BIN_DIR := $(CURDIR)/bin
 export GPUSUITE_SLURM_DIR ?= /run/gpusuite-slurm
+export GPUSUITE_CLUSTER_DIR ?= /run/gpusuite-cluster
 
 .PHONY: all build build-simulated test test-unit test-slurm lint bench demo deps clean package
 
@@ -41,19 +42,21 @@ deps:
 # test runs every test: unit tests and the real-Slurm integration tests,
 # then the packages that read or write the ledger again on PostgreSQL
 # (PG_PKGS; tests about the SQLite file itself have SQLite in their names
-# and stay in the first pass). The Slurm cluster and a throwaway
-# PostgreSQL are started here, shared by all test packages, and torn down
-# however the tests end.
+# and stay in the first pass). The single-node Slurm, the multi-node
+# cluster (test/cluster, docs/testing.md) and a throwaway PostgreSQL are
+# started here, shared by all test packages, and torn down however the
+# tests end.
 export GPUSUITE_PG_DIR ?= /run/gpusuite-pg
 PG_PKGS := ./internal/store/... ./internal/ingest/... ./internal/report/... ./internal/web/... \
 	./internal/board/... ./internal/ignorereq/... ./internal/sim/simcluster/... ./gpuacct/...
 test: build build-simulated deps
 	@set -o pipefail; ./test/slurm/harness.sh start && \
-	  { ./test/pg/harness.sh start && set -a && . $(GPUSUITE_PG_DIR)/env && set +a && \
-	    export GPUSUITE_REQUIRE_SLURM=1 GPUSUITE_SLURM_ENV=$(GPUSUITE_SLURM_DIR)/env GPUSUITE_BIN=$(BIN_DIR) && \
+	  { ./test/cluster/harness.sh start && ./test/pg/harness.sh start && set -a && . $(GPUSUITE_PG_DIR)/env && set +a && \
+	    export GPUSUITE_REQUIRE_SLURM=1 GPUSUITE_SLURM_ENV=$(GPUSUITE_SLURM_DIR)/env GPUSUITE_BIN=$(BIN_DIR) \
+	      GPUSUITE_CLUSTER_ENV=$(GPUSUITE_CLUSTER_DIR)/env && \
 	    $(GO) test -count=1 -timeout 30m ./... && $(GO) test -count=1 -tags simulated ./gpuacct/ && \
 	    GPUSUITE_TEST_ENGINE=postgres $(GO) test -count=1 -timeout 30m -skip SQLite $(PG_PKGS) ; \
-	    rc=$$?; ./test/pg/harness.sh stop; ./test/slurm/harness.sh stop; exit $$rc; }
+	    rc=$$?; ./test/pg/harness.sh stop; ./test/cluster/harness.sh stop; ./test/slurm/harness.sh stop; exit $$rc; }
 
 # test-unit runs internal/'s tests, which need PostgreSQL too (not Slurm).
 test-unit:

@@ -29,7 +29,7 @@ func Main(ctx context.Context, cfg config.Config, node string, log *slog.Logger)
 	}
 	defer lib.Close()
 	lib.Timeout = cfg.Agent.NVMLTimeout.Duration
-	a, err := New(cfg, cfg.Cluster.Name, node, Deps{Lib: lib, Log: log})
+	a, err := New(cfg, cfg.Cluster.Name, node, Deps{Lib: lib, Now: cfg.GPU.Clock(), Log: log})
 	if err != nil {
 		return err
 	}

@@ -92,6 +92,24 @@ type Simulated struct {
 	Hang bool `toml:"hang"`
 	// Fail makes nvmlInit fail as if no driver were loaded.
 	Fail bool `toml:"fail"`
+	// ClockOffset shifts the node's clock, as the hooks and the agent
+	// read it, by this much (negative: behind), as a server whose clock
+	// is off would: the multi-node tests' skewed server.
+	ClockOffset Duration `toml:"clock_offset"`
+}
+
+// maxClockOffset bounds gpu.simulated.clock_offset: a few seconds to a few
+// minutes is what a node without NTP drifts; more is a typo.
+const maxClockOffset = time.Hour
+
+// Clock is the node's clock: time.Now, shifted by gpu.simulated.clock_offset
+// when the backend is simulated.
+func (g GPU) Clock() func() time.Time {
+	off := g.Simulated.ClockOffset.Duration
+	if g.Backend != "simulated" || off == 0 {
+		return time.Now
+	}
+	return func() time.Time { return time.Now().Add(off) }
 }
 
 // Default returns the built-in configuration.
@@ -249,6 +267,9 @@ func (c *Config) Validate() error {
 	}
 	if c.GPU.Simulated.Count < 0 || c.GPU.Simulated.Count > 64 {
 		return fmt.Errorf("key \"gpu.simulated.count\": %d is outside 0..64", c.GPU.Simulated.Count)
+	}
+	if off := c.GPU.Simulated.ClockOffset.Duration; off > maxClockOffset || off < -maxClockOffset {
+		return fmt.Errorf("key \"gpu.simulated.clock_offset\": %s is beyond ±%s", off, maxClockOffset)
 	}
 	if n := len(c.GPU.Simulated.Minors); n != 0 && n != c.GPU.Simulated.Count {
 		return fmt.Errorf("key \"gpu.simulated.minors\": %d minors for %d GPUs", n, c.GPU.Simulated.Count)

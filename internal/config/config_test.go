@@ -137,3 +137,43 @@ func fifo(t *testing.T, dir string) string {
 	}
 	return p
 }
+
+// TestClock: gpu.simulated.clock_offset shifts the simulated node's clock
+// only, and an offset beyond an hour is refused by name.
+func TestClock(t *testing.T) {
+	tests := []struct {
+		name    string
+		backend string
+		offset  time.Duration
+		want    time.Duration // how far ahead of time.Now the clock reads
+		wantErr string
+	}{
+		{name: "simulated node ahead", backend: "simulated", offset: 4 * time.Second, want: 4 * time.Second},
+		{name: "simulated node behind", backend: "simulated", offset: -3 * time.Second, want: -3 * time.Second},
+		{name: "real GPUs keep the real clock", backend: "nvml", offset: 4 * time.Second, want: 0},
+		{name: "more than an hour", backend: "simulated", offset: 2 * time.Hour, wantErr: `"gpu.simulated.clock_offset"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Default()
+			c.GPU.Backend = tt.backend
+			c.GPU.Simulated.ClockOffset = Dur(tt.offset)
+			err := c.Validate()
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("Validate() = %v, want an error naming %s", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Validate() = %v", err)
+			}
+			before := time.Now()
+			got := c.GPU.Clock()()
+			after := time.Now()
+			if got.Before(before.Add(tt.want)) || got.After(after.Add(tt.want)) {
+				t.Errorf("Clock() read %s, want between %s and %s", got, before.Add(tt.want), after.Add(tt.want))
+			}
+		})
+	}
+}

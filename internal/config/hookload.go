@@ -49,7 +49,7 @@ var hookKeys = []string{
 	"spool.dir", "cluster.name", "cluster.node", "agent.socket",
 	"hooks.timeout", "hooks.nvml_timeout", "hooks.log_level", "agent.socket_timeout",
 	"gpu.backend", "gpu.simulated.count", "gpu.simulated.model", "gpu.simulated.minors",
-	"gpu.simulated.init_delay", "gpu.simulated.hang", "gpu.simulated.fail",
+	"gpu.simulated.init_delay", "gpu.simulated.hang", "gpu.simulated.fail", "gpu.simulated.clock_offset",
 }
 
 // LoadHook is Load for prolog and epilog. The file gets at most within to

@@ -67,7 +67,7 @@ func Exec(kind record.Kind, o Options, stderr io.Writer, getenv func(string) str
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		res, err := Run(ctx, kind, cfg, Deps{Getenv: getenv, Now: time.Now, Hostname: os.Hostname, ProcRoot: "/proc"}, log)
+		res, err := Run(ctx, kind, cfg, Deps{Getenv: getenv, Now: cfg.GPU.Clock(), Hostname: os.Hostname, ProcRoot: "/proc"}, log)
 		done <- outcome{res, err}
 	}()
 	select {

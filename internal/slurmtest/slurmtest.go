@@ -1,5 +1,6 @@
-// Package slurmtest connects Go tests to the real single-node Slurm that
-// test/slurm/harness.sh starts (make test starts it for every package).
+// Package slurmtest connects Go tests to the real Slurm clusters make test
+// starts for every package: the single node of test/slurm/harness.sh and
+// the multi-node cluster of test/cluster/harness.sh.
 package slurmtest
 
 import (
@@ -53,15 +54,32 @@ func Exclusive(t testing.TB) *Cluster {
 	return c
 }
 
-// read reads the harness's env file.
+// Multi is Exclusive for the multi-node cluster test/cluster/harness.sh
+// starts (GPUSUITE_CLUSTER_ENV): a controller and GPU servers in their own
+// namespaces. Its tests lose servers and cut them off /data, so each has
+// the cluster alone.
+func Multi(t testing.TB) *Cluster {
+	t.Helper()
+	c := readEnv(t, "GPUSUITE_CLUSTER_ENV", "test/cluster/harness.sh", "/run/gpusuite-cluster/env")
+	c.lock(t, syscall.LOCK_EX, "exclusive")
+	return c
+}
+
+// read reads the single-node harness's env file.
 func read(t testing.TB) *Cluster {
 	t.Helper()
-	path := os.Getenv("GPUSUITE_SLURM_ENV")
+	return readEnv(t, "GPUSUITE_SLURM_ENV", "test/slurm/harness.sh", "/run/gpusuite-slurm/env")
+}
+
+// readEnv reads the env file a harness wrote, named by the variable key.
+func readEnv(t testing.TB, key, harness, example string) *Cluster {
+	t.Helper()
+	path := os.Getenv(key)
 	if path == "" {
 		if os.Getenv("GPUSUITE_REQUIRE_SLURM") == "1" {
-			t.Fatal("GPUSUITE_SLURM_ENV is unset: start the cluster with test/slurm/harness.sh start (make test does)")
+			t.Fatalf("%s is unset: start the cluster with %s start (make test does)", key, harness)
 		}
-		t.Skip("no test Slurm cluster: run 'make test', or test/slurm/harness.sh start and GPUSUITE_SLURM_ENV=/run/gpusuite-slurm/env")
+		t.Skipf("no test Slurm cluster: run 'make test', or %s start and %s=%s", harness, key, example)
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -79,7 +97,7 @@ func read(t testing.TB) *Cluster {
 		t.Fatalf("%s has no SLURM_CONF", path)
 	}
 	if c.Vars["GPUSUITE_SLURM_DIR"] == "" {
-		t.Fatalf("%s has no GPUSUITE_SLURM_DIR: restart the harness (test/slurm/harness.sh stop; start)", path)
+		t.Fatalf("%s has no GPUSUITE_SLURM_DIR: restart the harness (%s stop; start)", path, harness)
 	}
 	return c
 }
