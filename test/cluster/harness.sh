@@ -9,6 +9,8 @@
 #   test/cluster/harness.sh kill NODE      lose a server: kill -9 its slurmd, agent,
 #                                          jobs and namespaces, as a power cut would
 #   test/cluster/harness.sh revive NODE    boot it again and return it to service
+#   test/cluster/harness.sh ensure NODE    as a test expects it: up, agent running,
+#                                          /data writable, in service
 #   test/cluster/harness.sh data-off NODE  /data read-only on NODE alone (the share lost)
 #   test/cluster/harness.sh data-on NODE   /data writable again on NODE
 #   test/cluster/harness.sh exec NODE CMD  run CMD inside NODE's namespaces
@@ -255,8 +257,42 @@ boot() {
       sleep 0.05
     done
   fi
-  in_node "$n" env SLURM_CONF="$SLURM_CONF" slurmd -f "$SLURM_CONF" -N "$n"
-  in_node "$n" setsid "$DIR/node/run-agent" </dev/null >>"$DIR/nodes/$n/log/agent.log" 2>&1 &
+  start_slurmd "$n"
+  start_agent "$n"
+}
+
+start_slurmd() {
+  in_node "$1" env SLURM_CONF="$SLURM_CONF" slurmd -f "$SLURM_CONF" -N "$1"
+}
+
+# start_agent starts NODE's agent and waits until it runs.
+start_agent() {
+  local i
+  rm -f "$DIR/nodes/$1/agent.pid"
+  in_node "$1" setsid "$DIR/node/run-agent" </dev/null >>"$DIR/nodes/$1/log/agent.log" 2>&1 &
+  for i in $(seq 1 100); do
+    agent_of "$1" >/dev/null && return 0
+    sleep 0.05
+  done
+  log "the agent of $1 did not start:"
+  tail -n 5 "$DIR/nodes/$1/log/agent.log" >&2
+  exit 1
+}
+
+# ensure NODE puts a server back as a test expects to find it: up (booted
+# again when lost), slurmd and agent running (a stopped agent continued),
+# /data writable, and in service.
+ensure() {
+  local n=$1 pid
+  if ! holder_of "$n" >/dev/null; then
+    kill_node "$n"
+    boot "$n"
+  else
+    if ! pid=$(cat "$DIR/nodes/$n/slurmd.pid" 2>/dev/null) || ! alive "$pid"; then start_slurmd "$n"; fi
+    if pid=$(agent_of "$n"); then kill -CONT "$pid"; else start_agent "$n"; fi
+    in_node "$n" mount -o remount,bind,rw "$DIR/node/data"
+  fi
+  wait_node "$n" 90
 }
 
 # kill_node NODE: every process of the server at once (slurmd, its jobs
@@ -364,8 +400,9 @@ case "$CMD" in
   kill) need_node "${2:-}"; kill_node "$2"; log "server $2 lost" ;;
   revive)
     need_node "${2:-}"; conf_env; boot "$2"; wait_node "$2" 90; log "server $2 back" ;;
+  ensure) need_node "${2:-}"; conf_env; ensure "$2" ;;
   data-off) need_node "${2:-}"; in_node "$2" mount -o remount,bind,ro "$DIR/node/data"; log "/data read-only on $2" ;;
   data-on) need_node "${2:-}"; in_node "$2" mount -o remount,bind,rw "$DIR/node/data"; log "/data writable on $2" ;;
   exec) need_node "${2:-}"; n=$2; shift 2; conf_env; in_node "$n" "$@" ;;
-  *) echo "usage: $0 start|stop|status|kill NODE|revive NODE|data-off NODE|data-on NODE|exec NODE CMD..." >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|status|kill NODE|revive NODE|ensure NODE|data-off NODE|data-on NODE|exec NODE CMD..." >&2; exit 2 ;;
 esac
