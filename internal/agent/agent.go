@@ -50,16 +50,18 @@ type Agent struct {
 	live *liveWriter
 
 	// owned by the loop
-	devs         []*gpu.Device
-	xid          *gpu.XIDWatch
-	allocs       map[string]*Alloc
-	aggs         map[string]*aggState
-	seen         map[string]time.Time
-	ended        map[string]time.Time
-	seg          *segment
-	nextSeq      uint64
-	failingSince time.Time
-	incomplete   bool // a GPU was left out of the last enumeration
+	devs    []*gpu.Device
+	xid     *gpu.XIDWatch
+	allocs  map[string]*Alloc
+	aggs    map[string]*aggState
+	seen    map[string]time.Time
+	ended   map[string]time.Time
+	seg     *segment
+	nextSeq uint64
+	// bootID is this boot's kernel id; prevBootID the checkpoint's
+	bootID, prevBootID string
+	failingSince       time.Time
+	incomplete         bool // a GPU was left out of the last enumeration
 	// dirty is set when announced events changed the allocations since
 	// the last checkpoint
 	dirty bool
@@ -93,6 +95,7 @@ func New(cfg config.Config, cluster, node string, d Deps) (*Agent, error) {
 	if a.owner == nil {
 		a.owner = cgroupOwner(cfg.Agent.ProcRoot)
 	}
+	a.bootID = readBootID(cfg.Agent.ProcRoot)
 	a.metrics = newMetrics(a)
 	as, err := ship.LookupUser(cfg.Agent.ShipUser)
 	if err != nil {
@@ -112,6 +115,8 @@ func New(cfg config.Config, cluster, node string, d Deps) (*Agent, error) {
 	if err := a.recoverSegment(); err != nil {
 		return nil, err
 	}
+	// After the recovered samples are folded: they belong to those jobs.
+	a.endJobsOfLastBoot(a.prevBootID)
 	return a, nil
 }
 

@@ -16,14 +16,16 @@ import (
 const checkpointName = "checkpoint.json"
 
 type checkpoint struct {
-	Version int                  `json:"version"`
-	Cluster string               `json:"cluster"`
-	Node    string               `json:"node"`
-	NextSeq uint64               `json:"next_seq"`
-	Allocs  []*Alloc             `json:"allocs"`
-	Aggs    []*aggState          `json:"aggs"`
-	Seen    map[string]time.Time `json:"seen"`
-	Ended   map[string]time.Time `json:"ended"`
+	Version int    `json:"version"`
+	Cluster string `json:"cluster"`
+	Node    string `json:"node"`
+	NextSeq uint64 `json:"next_seq"`
+	// BootID is the kernel's boot id when the checkpoint was written.
+	BootID string               `json:"boot_id,omitempty"`
+	Allocs []*Alloc             `json:"allocs"`
+	Aggs   []*aggState          `json:"aggs"`
+	Seen   map[string]time.Time `json:"seen"`
+	Ended  map[string]time.Time `json:"ended"`
 }
 
 func (a *Agent) loadCheckpoint() error {
@@ -46,6 +48,7 @@ func (a *Agent) loadCheckpoint() error {
 		return fmt.Errorf("checkpoint %q belongs to %s/%s, not %s/%s (move it away to start afresh)", p, cp.Cluster, cp.Node, a.cluster, a.node)
 	}
 	a.nextSeq = cp.NextSeq
+	a.prevBootID = cp.BootID
 	for _, al := range cp.Allocs {
 		a.allocs[jobKey(al.Job, al.Restart)] = al
 	}
@@ -62,7 +65,7 @@ func (a *Agent) loadCheckpoint() error {
 }
 
 func (a *Agent) saveCheckpoint() error {
-	cp := checkpoint{Version: 1, Cluster: a.cluster, Node: a.node, NextSeq: a.nextSeq, Seen: a.seen, Ended: a.ended}
+	cp := checkpoint{Version: 1, Cluster: a.cluster, Node: a.node, NextSeq: a.nextSeq, BootID: a.bootID, Seen: a.seen, Ended: a.ended}
 	for _, k := range sortedKeys(a.allocs) {
 		cp.Allocs = append(cp.Allocs, a.allocs[k])
 	}

@@ -241,7 +241,9 @@ start_network() {
 }
 
 # boot NODE starts the server: its namespace holder (host name, its disk
-# on node/, the share on node/data), slurmd, then its agent.
+# on node/, the share on node/data, a boot id of this boot's own over
+# /proc/sys/kernel/random/boot_id, as a real reboot makes), slurmd, then
+# its agent.
 boot() {
   local n=$1 i
   if ! holder_of "$n" >/dev/null; then
@@ -250,6 +252,8 @@ boot() {
     # the cgroup file system slurmd insists on.
     setsid nsenter --net=/run/netns/"$(ns "$n")" unshare --uts --mount --propagation private \
       sh -c "hostname $n && mount --bind $DIR/nodes/$n $DIR/node && mount --bind $DIR/data $DIR/node/data &&
+             cat /proc/sys/kernel/random/uuid >$DIR/node/boot_id &&
+             mount --bind $DIR/node/boot_id /proc/sys/kernel/random/boot_id &&
              echo \$\$ >$DIR/node/holder.pid && exec sleep infinity" </dev/null >>"$DIR/log/holder.$n.log" 2>&1 &
     for i in $(seq 1 100); do
       holder_of "$n" >/dev/null && break

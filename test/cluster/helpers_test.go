@@ -125,6 +125,7 @@ type run struct {
 	end       int64
 	state     string
 	perNodeGP int64 // GPUs on each node
+	nodeCount int   // AllocTRES's node=N
 }
 
 // sacctRuns is every run (-D: a requeued job's earlier runs too) of the
@@ -155,6 +156,9 @@ func (m *cl) sacctRuns(t *testing.T, ids []uint64) []run {
 			if n, ok := strings.CutPrefix(tres, "gres/gpu="); ok {
 				r.gpus, _ = strconv.ParseInt(n, 10, 64)
 			}
+			if n, ok := strings.CutPrefix(tres, "node="); ok {
+				r.nodeCount, _ = strconv.Atoi(n)
+			}
 		}
 		if len(r.nodes) > 0 {
 			r.perNodeGP = r.gpus / int64(len(r.nodes))
@@ -171,6 +175,24 @@ func (m *cl) sacctRuns(t *testing.T, ids []uint64) []run {
 			return int(a.id) - int(b.id)
 		}
 		return int(a.start - b.start)
+	})
+	return runs
+}
+
+// settledRuns is sacctRuns once slurmdbd has every run's whole node list:
+// right after a job ends, sacct may list fewer nodes than its AllocTRES
+// counts for a moment.
+func (m *cl) settledRuns(t *testing.T, ids []uint64) []run {
+	t.Helper()
+	var runs []run
+	poll(t, "sacct lists every node of the runs", 30*time.Second, func() (bool, string) {
+		runs = m.sacctRuns(t, ids)
+		for _, r := range runs {
+			if len(r.nodes) != r.nodeCount {
+				return false, fmt.Sprintf("job %d: nodes %v, AllocTRES node=%d", r.id, r.nodes, r.nodeCount)
+			}
+		}
+		return true, ""
 	})
 	return runs
 }
@@ -261,7 +283,7 @@ func (m *cl) waitReconciled(t *testing.T, timeout time.Duration, ids ...uint64) 
 func (m *cl) compareWithSacct(t *testing.T, ids []uint64) map[string]int64 {
 	t.Helper()
 	byJob := map[uint64][]run{}
-	for _, r := range m.sacctRuns(t, ids) {
+	for _, r := range m.settledRuns(t, ids) {
 		byJob[r.id] = append(byJob[r.id], r)
 	}
 	byAccount := map[string]int64{}
@@ -385,4 +407,19 @@ func decode(t *testing.T, out string, v any) {
 	if err := json.Unmarshal([]byte(out), v); err != nil {
 		t.Fatalf("decode %v:\n%s", err, out)
 	}
+}
+
+// atoi is strconv.Atoi for figures the harness or the ledger wrote.
+func atoi[T int | int64](s string) T {
+	v, _ := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	return T(v)
+}
+
+// quiet runs a Slurm command as root and ignores how it ends: for cleanups
+// that undo what the test may have undone itself (t.Context is already
+// cancelled when cleanups run).
+func (m *cl) quiet(name string, args ...string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_ = m.Cmd(ctx, "", name, args...).Run()
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aicloud/gpusuite/internal/board"
 )
 
 // TestServerLostMidJob: the server a job runs on loses power (its slurmd,
@@ -15,7 +17,9 @@ import (
 // record (state node_fail, end from sacct: the epilog never ran), counts
 // the second run once, and after the server boots again and its agent
 // ships what it kept, still counts each run once: per run and node,
-// per job hour, equal to sacct -D. No other server is touched.
+// per job hour, equal to sacct -D. The agent sees the new boot and ends
+// the lost run's allocation: the board shows the server's GPUs free, and
+// no sample after the loss is the lost run's.
 func TestServerLostMidJob(t *testing.T) {
 	m := get(t)
 	id := m.Sbatch(t, "bob", "-A", "team-b", "--requeue", "--gres=gpu:2", "--time=5", "--wrap", "sleep 20")
@@ -104,6 +108,21 @@ func TestServerLostMidJob(t *testing.T) {
 	hours := m.ledgerRows(t, `SELECT coalesce(sum(h.alloc_gpu_s), 0) FROM job_hours h JOIN jobs j ON j.id = h.job WHERE j.cluster = 'gsc' AND j.job_id = ?`, id)
 	if len(hours) != 1 || hours[0] != fmt.Sprint(want) {
 		t.Errorf("job %d's hours hold %v GPU-seconds, sacct -D %d", id, hours, want)
+	}
+	// The server came back in a new boot: its agent ended the lost run's
+	// allocation (no epilog ever will) and neither shows its GPUs held by
+	// it nor samples them for it.
+	waitBoard(t, m, lost+"'s GPUs free after its reboot", func(doc board.StatusDoc) (bool, string) {
+		st := states(doc, []string{lost})
+		return st == "free free free free | ", st
+	})
+	for _, row := range m.ledgerRows(t, `SELECT coalesce(max(jg.last), 0) FROM job_gpus jg JOIN jobs j ON j.id = jg.job
+ WHERE j.cluster = 'gsc' AND j.job_id = ? AND j.restart = 0`, id) {
+		// a few seconds for a skewed clock and the sampling interval
+		if last := atoi[int64](row); last > sacct[0].end+6 {
+			t.Errorf("the lost run's GPUs were sampled for it until %d, %d s after Slurm's end %d: the revived agent kept its allocation",
+				last, last-sacct[0].end, sacct[0].end)
+		}
 	}
 	if q := m.quarantined(t); len(q) > 0 {
 		t.Errorf("ingest quarantined:\n%s", strings.Join(q, "\n"))
