@@ -1,6 +1,7 @@
 package cluster_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,11 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/aicloud/gpusuite/internal/board"
+	"github.com/aicloud/gpusuite/internal/browsertest"
 )
 
-// TestBoardAcrossServers: the live board of serve on the head (and gpuacct
-// status there) shows every server's four GPUs; a job on one server as its
+// TestBoardAcrossServers: the live board of serve on the head (its API,
+// its page in a browser, and gpuacct status there) shows every server's four GPUs; a job on one server as its
 // GPUs held by that job; a server drained in Slurm as drained; a server
 // whose agent went silent as stale, never free; and all free again once
 // the server is resumed and the agent runs on.
@@ -63,6 +67,17 @@ func TestBoardAcrossServers(t *testing.T) {
 	if ok, why := check(doc); !ok {
 		t.Errorf("gpuacct status: %s", why)
 	}
+	// And the dashboard's board page, in a browser, cell by cell.
+	ctx := browsertest.NewBrowser(t, 1280, 1100)
+	if err := chromedp.Do(ctx, chromedp.Navigate(m.serve+"/"), chromedp.WaitVisible("#board")); err != nil {
+		t.Fatalf("open the board page: %v", err)
+	}
+	poll(t, "the board page shows the drained, stale and busy servers", time.Minute, func() (bool, string) {
+		doc := m.boardDoc(t)
+		want, got := states(doc, m.nodes), pageStates(t, ctx, doc, m.nodes)
+		return want == got && strings.HasPrefix(got, "drained drained drained drained | stale stale stale stale | "), "page " + got + "; API " + want
+	})
+	browsertest.Shot(t, ctx, browsertest.ShotDir(t), "cluster-board.png")
 
 	m.Run(t, "", "scancel", fmt.Sprint(id))
 	m.Run(t, "", "scontrol", "update", "nodename="+drained, "state=resume")
@@ -134,4 +149,32 @@ func agentPID(t *testing.T, m *cl, node string) int {
 		t.Fatalf("the agent of %s: %v", node, err)
 	}
 	return atoi[int](string(b))
+}
+
+// pageStates reads the board page's cells of the nodes' GPUs (as states
+// does the API's): the last word of each cell's state line.
+func pageStates(t *testing.T, ctx context.Context, doc board.StatusDoc, nodes []string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, name := range nodes {
+		for _, n := range doc.Nodes {
+			if n.Name != name {
+				continue
+			}
+			for i := range n.GPUs {
+				js := fmt.Sprintf(`(() => { const e = document.querySelector(%q); return e ? e.textContent.trim().split(/\s+/).pop() : "missing"; })()`,
+					fmt.Sprintf("#gpu-%s-%d .st", name, n.GPUs[i].Index))
+				w, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
+				if err != nil {
+					t.Fatalf("read the page's cell of %s GPU %d: %v", name, i, err)
+				}
+				if i > 0 {
+					b.WriteString(" ")
+				}
+				b.WriteString(w)
+			}
+		}
+		b.WriteString(" | ")
+	}
+	return b.String()
 }
