@@ -213,15 +213,22 @@ func newAgg(cluster, node string, job uint64, restart int, uuid string, index in
 }
 
 // addEnergy adds the counter's progress since the last reading. A counter
-// lower than before was reset (driver reload): the energy since the reset
-// is its whole value.
+// that fell to under half its last reading was reset (driver reload): the
+// energy since the reset is its whole value. One a little lower is an older
+// reading that arrived late (a cycle stamps its samples before it reads the
+// counters, and an epilog reads them while the cycle runs): it adds
+// nothing and the later reading stays the baseline. Taking it for a reset
+// would add the counter's whole life, days of a GPU's energy.
 func (a *aggState) addEnergy(e uint64, share float64) {
 	if a.LastEnergy != nil {
 		last := *a.LastEnergy
 		delta := e
-		if e >= last {
+		switch {
+		case e >= last:
 			delta = e - last
-		} else {
+		case e >= last/2:
+			return
+		default:
 			if a.Quality == nil {
 				a.Quality = map[string]uint64{}
 			}

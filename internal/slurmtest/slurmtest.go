@@ -363,3 +363,38 @@ func (c *Cluster) WaitAccounted(t testing.TB, timeout time.Duration, rows int, i
 		time.Sleep(500 * time.Millisecond)
 	}
 }
+
+// ClusterUtilization is sreport's gres/gpu cluster utilization of cluster
+// in seconds, "allocated|down|planned down|idle|planned|reported", over
+// whole hours: from the hour the cluster registered (the open cluster row
+// of sacctmgr's events) to the end of this hour, rolled up now rather than
+// at the next hour (sreport counts an hour rolled up early in full: its
+// capacity runs to the hour's end). No job may run meanwhile.
+func (c *Cluster) ClusterUtilization(t testing.TB, cluster string) (figures string, from, to time.Time) {
+	t.Helper()
+	const ts = "2006-01-02T15:04:05"
+	now := time.Now()
+	events := c.Run(t, "", "sacctmgr", "-P", "-n", "show", "event", "cluster="+cluster, "Start="+now.Add(-48*time.Hour).Format(ts), "End="+now.Format(ts), "Format=NodeName,Start,End")
+	var registered time.Time
+	for _, line := range strings.Split(strings.TrimSpace(events), "\n") {
+		f := strings.Split(line, "|")
+		if len(f) == 3 && f[0] == "" && f[2] == "Unknown" {
+			if at, err := time.ParseInLocation(ts, f[1], time.Local); err == nil {
+				registered = at
+			}
+		}
+	}
+	if registered.IsZero() {
+		t.Fatalf("sacctmgr lists no open cluster row of %s:\n%s", cluster, events)
+	}
+	from = registered.Truncate(time.Hour)
+	to = now.Truncate(time.Hour).Add(time.Hour)
+	c.Run(t, "", "sacctmgr", "-i", "rollup", from.Format(ts), to.Format(ts))
+	out := strings.TrimSpace(c.Run(t, "", "sreport", "-t", "seconds", "-T", "gres/gpu", "-P", "-n", "cluster", "utilization",
+		"cluster="+cluster, "start="+from.Format(ts), "end="+to.Format(ts)))
+	f := strings.Split(out, "|")
+	if len(f) != 8 || f[0] != cluster || f[1] != "gres/gpu" {
+		t.Fatalf("sreport cluster utilization: %q, want %s|gres/gpu and six figures", out, cluster)
+	}
+	return strings.Join(f[2:], "|"), from, to
+}

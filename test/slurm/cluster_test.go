@@ -49,35 +49,9 @@ func TestClusterUtilizationEqualsSreport(t *testing.T) {
 		}
 	})
 
-	// The window: from the hour the cluster registered (the open cluster
-	// row) to the end of this hour, rolled up now rather than at the next
-	// hour. sreport counts an hour rolled up early in full: its capacity
-	// runs to the hour's end.
 	const ts = "2006-01-02T15:04:05"
 	now := time.Now()
-	events := c.Run(t, "", "sacctmgr", "-P", "-n", "show", "event", "Start="+now.Add(-48*time.Hour).Format(ts), "End="+now.Format(ts), "Format=NodeName,Start,End")
-	var registered time.Time
-	for _, line := range strings.Split(strings.TrimSpace(events), "\n") {
-		f := strings.Split(line, "|")
-		if len(f) == 3 && f[0] == "" && f[2] == "Unknown" {
-			if at, err := time.ParseInLocation(ts, f[1], time.Local); err == nil {
-				registered = at
-			}
-		}
-	}
-	if registered.IsZero() {
-		t.Fatalf("sacctmgr lists no open cluster row:\n%s", events)
-	}
-	from := registered.Truncate(time.Hour)
-	to := now.Truncate(time.Hour).Add(time.Hour)
-	c.Run(t, "", "sacctmgr", "-i", "rollup", from.Format(ts), to.Format(ts))
-	sreport := strings.TrimSpace(c.Run(t, "", "sreport", "-t", "seconds", "-T", "gres/gpu", "-P", "-n", "cluster", "utilization",
-		"start="+from.Format(ts), "end="+to.Format(ts)))
-	f := strings.Split(sreport, "|")
-	if len(f) != 8 || f[0] != "testcl" || f[1] != "gres/gpu" {
-		t.Fatalf("sreport cluster utilization: %q, want testcl|gres/gpu and six figures", sreport)
-	}
-	want := strings.Join(f[2:], "|")
+	want, from, to := c.ClusterUtilization(t, "testcl")
 
 	l := clusterLedger(t, gpuacct, c)
 	out, _ := l.run(t, "report", "cluster", "-t", "seconds", "-P", "-n", "--start", from.Format(ts), "--end", to.Format(ts))
