@@ -61,7 +61,8 @@ type Agent struct {
 	// bootID is this boot's kernel id; prevBootID the checkpoint's
 	bootID, prevBootID string
 	failingSince       time.Time
-	incomplete         bool // a GPU was left out of the last enumeration
+	lastCycle          time.Time // the last cycle's stamp
+	incomplete         bool      // a GPU was left out of the last enumeration
 	// dirty is set when announced events changed the allocations since
 	// the last checkpoint
 	dirty bool

@@ -79,8 +79,9 @@ loop:
 		select {
 		case <-ctx.Done():
 			break loop
-		case <-tick.C:
-			if err := a.Cycle(ctx); err != nil {
+		case tk := <-tick.C:
+			// Stamped at the tick: a late start must not crowd the next.
+			if err := a.cycleAt(ctx, a.now().Add(-time.Since(tk)).UTC()); err != nil {
 				failures++
 				a.log.Error("cannot record samples", "err", err, "consecutive", failures)
 				if failures >= 10 {

@@ -19,8 +19,22 @@ type snapshot struct {
 
 // Cycle samples every GPU once at the agent's clock and records it.
 func (a *Agent) Cycle(ctx context.Context) error {
+	return a.cycleAt(ctx, a.now().UTC())
+}
+
+// cycleAt samples every GPU once, stamped now: the run loop passes its
+// tick's time, so that a cycle that starts late (the one before ran long)
+// is not stamped closer to the next than an interval. A cycle less than
+// half an interval after the last one (the clock stepped back) is
+// skipped: its samples would overlap the last ones' windows, and ingest
+// refuses a segment with overlapping samples.
+func (a *Agent) cycleAt(ctx context.Context, now time.Time) error {
+	if !a.lastCycle.IsZero() && now.Sub(a.lastCycle) < a.interval/2 {
+		a.log.Debug("cycle skipped: too soon after the last one", "last", a.lastCycle, "now", now)
+		return nil
+	}
+	a.lastCycle = now
 	start := time.Now()
-	now := a.now().UTC()
 	if a.devs == nil {
 		a.enumerate(ctx)
 	}

@@ -6,12 +6,14 @@ package slurmtest
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -270,6 +272,10 @@ type Accounted struct {
 	// State is sacct's first word ("CANCELLED by 0" is CANCELLED).
 	State    string
 	ExitCode string
+	// NodeList is sacct's host list ("gpu[1,3]"); Nodes the node=N of
+	// AllocTRES.
+	NodeList string
+	Nodes    int
 }
 
 // GPUSeconds is what Slurm charges the job for gres/gpu.
@@ -279,22 +285,42 @@ func (a Accounted) GPUSeconds() int64 { return int64(a.GPUs) * a.ElapsedRaw }
 // every task). Times are in the local zone, as sacct prints them.
 func (c *Cluster) Sacct(t testing.TB, ids ...uint64) []Accounted {
 	t.Helper()
+	return c.sacct(t, ids)
+}
+
+// SacctRuns is every run of the jobs (-D: a requeued job's earlier runs
+// too), each job's in start order.
+func (c *Cluster) SacctRuns(t testing.TB, ids ...uint64) []Accounted {
+	t.Helper()
+	runs := c.sacct(t, ids, "-D")
+	slices.SortStableFunc(runs, func(a, b Accounted) int {
+		if a.JobIDRaw != b.JobIDRaw {
+			return cmp.Compare(a.JobIDRaw, b.JobIDRaw)
+		}
+		return a.Start.Compare(b.Start)
+	})
+	return runs
+}
+
+func (c *Cluster) sacct(t testing.TB, ids []uint64, flags ...string) []Accounted {
+	t.Helper()
 	list := make([]string, len(ids))
 	for i, id := range ids {
 		list[i] = strconv.FormatUint(id, 10)
 	}
-	out := c.Run(t, "", "sacct", "-X", "-P", "-n", "-j", strings.Join(list, ","),
-		"-o", "JobIDRaw,JobID,User,Account,AllocTRES,ElapsedRaw,Start,End,State,ExitCode")
+	args := append([]string{"-X", "-P", "-n", "-j", strings.Join(list, ","),
+		"-o", "JobIDRaw,JobID,User,Account,AllocTRES,ElapsedRaw,Start,End,State,ExitCode,NodeList"}, flags...)
+	out := c.Run(t, "", "sacct", args...)
 	var rows []Accounted
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		if line == "" {
 			continue
 		}
 		f := strings.Split(line, "|")
-		if len(f) != 10 {
-			t.Fatalf("sacct line %q: want 10 fields", line)
+		if len(f) != 11 {
+			t.Fatalf("sacct line %q: want 11 fields", line)
 		}
-		a := Accounted{JobID: f[1], User: f[2], Account: f[3], ExitCode: f[9]}
+		a := Accounted{JobID: f[1], User: f[2], Account: f[3], ExitCode: f[9], NodeList: f[10]}
 		a.State, _, _ = strings.Cut(f[8], " ")
 		var err error
 		if a.JobIDRaw, err = strconv.ParseUint(f[0], 10, 64); err != nil {
@@ -304,10 +330,18 @@ func (c *Cluster) Sacct(t testing.TB, ids ...uint64) []Accounted {
 			t.Fatalf("sacct line %q: ElapsedRaw: %v", line, err)
 		}
 		for _, tres := range strings.Split(f[4], ",") {
-			if n, ok := strings.CutPrefix(tres, "gres/gpu="); ok {
-				if a.GPUs, err = strconv.Atoi(n); err != nil {
-					t.Fatalf("sacct line %q: AllocTRES: %v", line, err)
-				}
+			k, n, _ := strings.Cut(tres, "=")
+			var dst *int
+			switch k {
+			case "gres/gpu":
+				dst = &a.GPUs
+			case "node":
+				dst = &a.Nodes
+			default:
+				continue
+			}
+			if *dst, err = strconv.Atoi(n); err != nil {
+				t.Fatalf("sacct line %q: AllocTRES: %v", line, err)
 			}
 		}
 		// Unknown (not yet started or ended) stays the zero time.
@@ -316,6 +350,27 @@ func (c *Cluster) Sacct(t testing.TB, ids ...uint64) []Accounted {
 		rows = append(rows, a)
 	}
 	return rows
+}
+
+// Poll calls cond every step until it holds, failing the test with what
+// cond said last when timeout passes first, or when the test ends.
+func Poll(t testing.TB, what string, timeout, step time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, last := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not so after %s; last: %s", what, timeout, last)
+		}
+		select {
+		case <-time.After(step):
+		case <-t.Context().Done():
+			t.Fatalf("%s: %v; last: %s", what, t.Context().Err(), last)
+		}
+	}
 }
 
 // WaitAccounted waits until sacct has rows rows for the jobs, each

@@ -118,25 +118,11 @@ write_config() {
     skew=""
     [ "$n" = "$SKEW_NODE" ] && skew="clock_offset = \"$SKEW\""
     # Seen as $DIR/node/gpusuite.toml inside the server.
-    cat >"$DIR/nodes/$n/gpusuite.toml" <<EOF
-# gpusuite config of server $n (hooks and agent).
-[cluster]
-name = "$CLUSTER"
-
-[spool]
-dir = "$DIR/node/spool"
-
-[hooks]
-timeout = "5s"
-log_level = "debug"
-
-[gpu]
-backend = "simulated"
-
-[gpu.simulated]
-count = $NGPU
-model = "h100"
-$skew
+    {
+      echo "# gpusuite config of server $n (hooks and agent)."
+      hook_config "$DIR/node/spool"
+      echo "$skew"
+      cat <<EOF
 
 [agent]
 interval = "1s"
@@ -149,6 +135,7 @@ ship_backoff_max = "3s"
 metrics_listen = ""
 log_level = "debug"
 EOF
+    } >"$DIR/nodes/$n/gpusuite.toml"
     cat >"$DIR/nodes/$n/run-agent" <<EOF
 #!/bin/sh
 # Started inside server $n: records its pid where the harness looks.

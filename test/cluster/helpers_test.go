@@ -92,25 +92,10 @@ func waitIdle(t *testing.T, c *slurmtest.Cluster, timeout time.Duration) {
 	})
 }
 
-// poll calls cond every 250 ms until it holds, failing the test with
-// cond's last word when timeout passes first.
+// poll calls cond every 250 ms until it holds (slurmtest.Poll).
 func poll(t *testing.T, what string, timeout time.Duration, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, last := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not so after %s; last: %s", what, timeout, last)
-		}
-		select {
-		case <-time.After(250 * time.Millisecond):
-		case <-t.Context().Done():
-			t.Fatal(t.Context().Err())
-		}
-	}
+	slurmtest.Poll(t, what, timeout, 250*time.Millisecond, cond)
 }
 
 // run is one run of a job as sacct -D has it, with the GPUs of each of
@@ -132,50 +117,15 @@ type run struct {
 // jobs, each job's in start order.
 func (m *cl) sacctRuns(t *testing.T, ids []uint64) []run {
 	t.Helper()
-	list := make([]string, len(ids))
-	for i, id := range ids {
-		list[i] = strconv.FormatUint(id, 10)
-	}
-	out := m.Run(t, "", "sacct", "-X", "-D", "-P", "-n", "-j", strings.Join(list, ","),
-		"-o", "JobIDRaw,Account,NodeList,AllocTRES,ElapsedRaw,Start,End,State")
 	var runs []run
-	for line := range strings.SplitSeq(strings.TrimSpace(out), "\n") {
-		f := strings.Split(line, "|")
-		if len(f) != 8 {
-			t.Fatalf("sacct line %q: want 8 fields", line)
-		}
-		r := run{account: f[1]}
-		r.state, _, _ = strings.Cut(f[7], " ")
-		var err error
-		if r.id, err = strconv.ParseUint(f[0], 10, 64); err != nil {
-			t.Fatalf("sacct line %q: %v", line, err)
-		}
-		r.nodes = expandNodes(t, m, f[2])
-		r.elapsed, _ = strconv.ParseInt(f[4], 10, 64)
-		for _, tres := range strings.Split(f[3], ",") {
-			if n, ok := strings.CutPrefix(tres, "gres/gpu="); ok {
-				r.gpus, _ = strconv.ParseInt(n, 10, 64)
-			}
-			if n, ok := strings.CutPrefix(tres, "node="); ok {
-				r.nodeCount, _ = strconv.Atoi(n)
-			}
-		}
+	for _, a := range m.SacctRuns(t, ids...) {
+		r := run{id: a.JobIDRaw, account: a.Account, nodes: expandNodes(t, m, a.NodeList), gpus: int64(a.GPUs),
+			elapsed: a.ElapsedRaw, start: a.Start.Unix(), end: a.End.Unix(), state: a.State, nodeCount: a.Nodes}
 		if len(r.nodes) > 0 {
 			r.perNodeGP = r.gpus / int64(len(r.nodes))
 		}
-		for i, p := range []*int64{&r.start, &r.end} {
-			if at, err := time.ParseInLocation("2006-01-02T15:04:05", f[5+i], time.Local); err == nil {
-				*p = at.Unix()
-			}
-		}
 		runs = append(runs, r)
 	}
-	slices.SortStableFunc(runs, func(a, b run) int {
-		if a.id != b.id {
-			return int(a.id) - int(b.id)
-		}
-		return int(a.start - b.start)
-	})
 	return runs
 }
 

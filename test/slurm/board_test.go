@@ -89,23 +89,6 @@ func (n *readyNotifier) Notify(state string) {
 
 func (n *readyNotifier) WatchdogInterval() time.Duration { return 0 }
 
-// poll calls cond every step until it says done or timeout passes, and
-// fails the test with what cond said last.
-func poll(t *testing.T, what string, timeout, step time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, last := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not so after %s: %s", what, timeout, last)
-		}
-		time.Sleep(step)
-	}
-}
-
 // process starts `sleep` as user, a stand-in for a GPU program, killed
 // when the test ends.
 func process(t *testing.T, name string) uint32 {
@@ -174,7 +157,7 @@ func TestBoardEndToEnd(t *testing.T) {
 	slurmtest.EnsureUser(t, "bob")
 	// A job of an earlier test of this package would take a GPU the
 	// board is expected to show free.
-	poll(t, "node "+node+" without jobs", 2*time.Minute, 200*time.Millisecond, func() (bool, string) {
+	slurmtest.Poll(t, "node "+node+" without jobs", 2*time.Minute, 200*time.Millisecond, func() (bool, string) {
 		out := strings.TrimSpace(c.Run(t, "", "squeue", "-h", "-w", node, "-o", "%i %T"))
 		return out == "", out
 	})
@@ -271,7 +254,7 @@ func TestBoardEndToEnd(t *testing.T) {
 	e.srv.Device(gpuN).SetWorkload(working(90, 30720, pidN))
 	var left, busy time.Time
 	cell := fmt.Sprintf("#gpu-%s-%d", node, gpuN)
-	poll(t, "new job's cell busy", boardCeiling, 100*time.Millisecond, func() (bool, string) {
+	slurmtest.Poll(t, "new job's cell busy", boardCeiling, 100*time.Millisecond, func() (bool, string) {
 		w := e.cellWord(t, cell)
 		if w != string(board.Free) && left.IsZero() {
 			left = time.Now()
@@ -604,7 +587,7 @@ func (e *e2e) text(t *testing.T, sel string) string {
 // GPUs of cells in theirs.
 func (e *e2e) waitStates(t *testing.T, what string, counts map[board.State]int, cells map[int]board.State) {
 	t.Helper()
-	poll(t, what, 30*time.Second, 200*time.Millisecond, func() (bool, string) {
+	slurmtest.Poll(t, what, 30*time.Second, 200*time.Millisecond, func() (bool, string) {
 		jc, jcells := e.jsonStates(t)
 		if d := cmp.Diff(counts, jc); d != "" {
 			return false, "API counts (-want +got):\n" + d
@@ -641,7 +624,7 @@ func (e *e2e) focusTip(t *testing.T, sel string) string {
 	var tip string
 	// The page swaps its board in at each event, which may take the
 	// focus away: focus again until the tooltip is seen.
-	poll(t, "tooltip of "+sel+" shown on focus", 20*time.Second, 100*time.Millisecond, func() (bool, string) {
+	slurmtest.Poll(t, "tooltip of "+sel+" shown on focus", 20*time.Second, 100*time.Millisecond, func() (bool, string) {
 		js := fmt.Sprintf(`(() => {
   const c = document.querySelector(%q);
   if (!c) return "";

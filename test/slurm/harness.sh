@@ -69,26 +69,11 @@ write_config() {
   chmod 1777 "$DIR/spank-records"
   chmod 0700 "$DIR/spool"
   make_gpu_devices "$DIR/dev" "$NGPU"
-  cat >"$DIR/etc/gpusuite.toml" <<EOF
-# gpusuite config used by the hooks of the test cluster.
-[cluster]
-name = "testcl"
-
-[spool]
-dir = "$DIR/spool"
-
-[hooks]
-timeout = "5s"
-log_level = "debug"
-
-[gpu]
-backend = "simulated"
-
-[gpu.simulated]
-count = $NGPU
-model = "h100"
-minors = [$MINORS]
-EOF
+  {
+    echo "# gpusuite config used by the hooks of the test cluster."
+    hook_config "$DIR/spool"
+    echo "minors = [$MINORS]"
+  } >"$DIR/etc/gpusuite.toml"
   write_hook_wrappers "$DIR/hooks" "$DIR/etc/gpusuite.toml" "$DIR/log"
   {
     slurm_conf_common "$DIR/hooks"

@@ -45,6 +45,29 @@ EOS
   done
 }
 
+# hook_config SPOOL prints the gpusuite.toml both harnesses' hooks share,
+# ending inside [gpu.simulated] (NGPU H100s): the caller adds its keys.
+hook_config() {
+  cat <<EOS
+[cluster]
+name = "$CLUSTER"
+
+[spool]
+dir = "$1"
+
+[hooks]
+timeout = "5s"
+log_level = "debug"
+
+[gpu]
+backend = "simulated"
+
+[gpu.simulated]
+count = $NGPU
+model = "h100"
+EOS
+}
+
 # slurm_conf_common prints the slurm.conf lines both harnesses share;
 # the caller adds SlurmctldHost, the slurmd paths, the nodes and the
 # partition. $1 is the hooks' directory.

@@ -295,47 +295,14 @@ func squeueDuration(s string) time.Duration {
 // too), each job's in Start order.
 func sacctRuns(t *testing.T, c *slurmtest.Cluster, ids []uint64) []slurmRunRow {
 	t.Helper()
-	list := make([]string, len(ids))
-	for i, id := range ids {
-		list[i] = strconv.FormatUint(id, 10)
-	}
-	out := c.Run(t, "", "sacct", "-X", "-D", "-P", "-n", "-j", strings.Join(list, ","),
-		"-o", "JobIDRaw,JobID,User,Account,AllocTRES,ElapsedRaw,Start,End,State,ExitCode")
 	var runs []slurmRunRow
-	for line := range strings.SplitSeq(strings.TrimSpace(out), "\n") {
-		f := strings.Split(line, "|")
-		if len(f) != 10 {
-			t.Fatalf("sacct line %q: want 10 fields", line)
+	for _, a := range c.SacctRuns(t, ids...) {
+		if a.Start.IsZero() || a.End.IsZero() {
+			t.Fatalf("sacct run of job %s without a start or an end: %+v", a.JobID, a)
 		}
-		r := slurmRunRow{jobID: f[1], user: f[2], acct: f[3], exit: f[9]}
-		r.state, _, _ = strings.Cut(f[8], " ")
-		var err error
-		if r.id, err = strconv.ParseUint(f[0], 10, 64); err != nil {
-			t.Fatalf("sacct line %q: %v", line, err)
-		}
-		if r.elapsed, err = strconv.ParseInt(f[5], 10, 64); err != nil {
-			t.Fatalf("sacct line %q: %v", line, err)
-		}
-		for _, tres := range strings.Split(f[4], ",") {
-			if n, ok := strings.CutPrefix(tres, "gres/gpu="); ok {
-				r.gpus, _ = strconv.ParseInt(n, 10, 64)
-			}
-		}
-		for i, p := range []*int64{&r.start, &r.end} {
-			at, err := time.ParseInLocation("2006-01-02T15:04:05", f[6+i], time.Local)
-			if err != nil {
-				t.Fatalf("sacct line %q: %v", line, err)
-			}
-			*p = at.Unix()
-		}
-		runs = append(runs, r)
+		runs = append(runs, slurmRunRow{id: a.JobIDRaw, jobID: a.JobID, user: a.User, acct: a.Account, gpus: int64(a.GPUs),
+			elapsed: a.ElapsedRaw, start: a.Start.Unix(), end: a.End.Unix(), state: a.State, exit: a.ExitCode})
 	}
-	slices.SortStableFunc(runs, func(a, b slurmRunRow) int {
-		if a.id != b.id {
-			return int(a.id) - int(b.id)
-		}
-		return int(a.start - b.start)
-	})
 	return runs
 }
 

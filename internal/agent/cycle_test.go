@@ -1,9 +1,12 @@
 package agent
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // TestAddEnergy: a counter's progress adds up; a reading a little lower
@@ -38,5 +41,26 @@ func TestAddEnergy(t *testing.T) {
 				t.Errorf("energy, baseline, resets (-want +got):\n%s", d)
 			}
 		})
+	}
+}
+
+// TestCycleSpacing: a cycle stamped less than half an interval after the
+// last one (a clock stepped back, a tick caught up) records nothing, so
+// that no two samples of a GPU overlap; the next on time records again.
+func TestCycleSpacing(t *testing.T) {
+	e := newEnv(t, 1, nil)
+	base := e.clk.Now().UTC()
+	for _, step := range []struct {
+		at   time.Duration
+		want int // samples of the GPU recorded so far
+	}{
+		{0, 1}, {400 * time.Millisecond, 1}, {-2 * time.Second, 1}, {time.Second, 2}, {1600 * time.Millisecond, 3},
+	} {
+		if err := e.a.cycleAt(context.Background(), base.Add(step.at)); err != nil {
+			t.Fatal(err)
+		}
+		if got := int(testutil.ToFloat64(e.a.metrics.samples)); got != step.want {
+			t.Errorf("after a cycle at +%s: %d samples, want %d", step.at, got, step.want)
+		}
 	}
 }
