@@ -34,6 +34,10 @@ type DB struct {
 	nodeCluster map[int64]string
 	// months: the ledger has rollup_monthly (schema 2 on).
 	months bool
+	// noSpans reads a bucket's months day by day, never as UTC months
+	// less their edge hours (spanPlan): the reference the spans are
+	// tested against.
+	noSpans bool
 	// tree: the ledger has slurm_accounts (slurmTreeSchema on).
 	tree bool
 	// clusters are the clusters that shipped records, sorted.

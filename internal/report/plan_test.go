@@ -24,6 +24,10 @@ func TestPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	stJohns, err := time.LoadLocation("America/St_Johns")
+	if err != nil {
+		t.Fatal(err)
+	}
 	b := func(from, to string) timespec.Bucket {
 		return timespec.Bucket{Start: time.Unix(utc(from), 0).UTC(), End: time.Unix(utc(to), 0).UTC()}
 	}
@@ -35,7 +39,18 @@ func TestPlan(t *testing.T) {
 		}
 		return out
 	}
-	p := func(g grain, from, to string) piece { return piece{g, utc(from), utc(to)} }
+	p := func(g grain, from, to string) piece { return piece{grain: g, from: utc(from), to: utc(to)} }
+	// span is a piece of a span plan: its rows count in the bucket at.
+	span := func(g grain, from, to, at string, minus bool) piece {
+		return piece{grain: g, from: utc(from), to: utc(to), at: utc(at), minus: minus}
+	}
+	// St John's midnight is 03:30 UTC: the bucket starts there.
+	atStJohns := func(ps []piece) []piece {
+		for i := range ps {
+			ps[i].at = time.Date(2026, 2, 1, 0, 0, 0, 0, stJohns).Unix()
+		}
+		return ps
+	}
 	for _, c := range []struct {
 		name     string
 		bs       []timespec.Bucket
@@ -54,21 +69,30 @@ func TestPlan(t *testing.T) {
 				p(monthly, "2026-02-01T00", "2026-04-01T00"), p(daily, "2026-04-01T00", "2026-04-03T00"), p(hourly, "2026-04-03T00", "2026-04-03T02")}},
 		{"UTC month buckets merge into one piece", []timespec.Bucket{b("2026-01-01T00", "2026-02-01T00"), b("2026-02-01T00", "2026-03-01T00"), b("2026-03-01T00", "2026-04-01T00")}, false, true,
 			[]piece{p(monthly, "2026-01-01T00", "2026-04-01T00")}},
-		{"December to January", []timespec.Bucket{b("2026-11-30T00", "2027-02-02T00")}, false, true,
-			[]piece{p(daily, "2026-11-30T00", "2026-12-01T00"), p(monthly, "2026-12-01T00", "2027-02-01T00"), p(daily, "2027-02-01T00", "2027-02-02T00")}},
-		{"Tokyo months: days and hours, no whole UTC month", tokyoMonths(2026, 2, 4), false, true,
-			[]piece{p(hourly, "2026-01-31T15", "2026-02-01T00"), p(daily, "2026-02-01T00", "2026-02-28T00"), p(hourly, "2026-02-28T00", "2026-03-01T00"),
-				p(daily, "2026-03-01T00", "2026-03-31T00"), p(hourly, "2026-03-31T00", "2026-03-31T15")}},
-		{"Tokyo quarter in one bucket: whole UTC months inside", []timespec.Bucket{{Start: time.Date(2026, 1, 1, 0, 0, 0, 0, tokyo), End: time.Date(2026, 4, 1, 0, 0, 0, 0, tokyo)}}, false, true,
-			[]piece{p(hourly, "2025-12-31T15", "2026-01-01T00"), p(monthly, "2026-01-01T00", "2026-03-01T00"),
-				p(daily, "2026-03-01T00", "2026-03-31T00"), p(hourly, "2026-03-31T00", "2026-03-31T15")}},
+		{"December to January: edges a day from the months", []timespec.Bucket{b("2026-11-30T00", "2027-02-02T00")}, false, true,
+			[]piece{span(monthly, "2026-12-01T00", "2027-02-01T00", "2026-11-30T00", false), span(hourly, "2026-11-30T00", "2026-12-01T00", "2026-11-30T00", false),
+				span(hourly, "2027-02-01T00", "2027-02-02T00", "2026-11-30T00", false)}},
+		{"edges more than a day from the months", []timespec.Bucket{b("2026-11-29T23", "2027-02-02T01")}, false, true,
+			[]piece{p(hourly, "2026-11-29T23", "2026-11-30T00"), p(daily, "2026-11-30T00", "2026-12-01T00"), p(monthly, "2026-12-01T00", "2027-02-01T00"),
+				p(daily, "2027-02-01T00", "2027-02-02T00"), p(hourly, "2027-02-02T00", "2027-02-02T01")}},
+		{"Tokyo months: the UTC month, the hours before it added, the last hours taken away", tokyoMonths(2026, 2, 4), false, true,
+			[]piece{span(monthly, "2026-02-01T00", "2026-03-01T00", "2026-01-31T15", false), span(hourly, "2026-01-31T15", "2026-02-01T00", "2026-01-31T15", false),
+				span(hourly, "2026-02-28T15", "2026-03-01T00", "2026-01-31T15", true),
+				span(monthly, "2026-03-01T00", "2026-04-01T00", "2026-02-28T15", false), span(hourly, "2026-02-28T15", "2026-03-01T00", "2026-02-28T15", false),
+				span(hourly, "2026-03-31T15", "2026-04-01T00", "2026-02-28T15", true)}},
+		{"Tokyo quarter in one bucket", []timespec.Bucket{{Start: time.Date(2026, 1, 1, 0, 0, 0, 0, tokyo), End: time.Date(2026, 4, 1, 0, 0, 0, 0, tokyo)}}, false, true,
+			[]piece{span(monthly, "2026-01-01T00", "2026-04-01T00", "2025-12-31T15", false), span(hourly, "2025-12-31T15", "2026-01-01T00", "2025-12-31T15", false),
+				span(hourly, "2026-03-31T15", "2026-04-01T00", "2025-12-31T15", true)}},
+		{"St John's month (-3:30), the window's last: hours from the first whole hour in it to the last the window ends after", []timespec.Bucket{{Start: time.Date(2026, 2, 1, 0, 0, 0, 0, stJohns), End: time.Date(2026, 3, 1, 0, 0, 0, 0, stJohns)}}, false, true,
+			atStJohns([]piece{span(monthly, "2026-02-01T00", "2026-03-01T00", "2026-02-01T03", false), span(hourly, "2026-02-01T00", "2026-02-01T04", "2026-02-01T03", true),
+				span(hourly, "2026-03-01T00", "2026-03-01T03", "2026-02-01T03", false)})},
 		{"node forces hours", []timespec.Bucket{b("2026-01-01T00", "2026-03-01T00")}, true, true,
 			[]piece{p(hourly, "2026-01-01T00", "2026-03-01T00")}},
 		{"ledger without rollup_monthly", []timespec.Bucket{b("2026-01-01T00", "2026-03-01T05")}, false, false,
 			[]piece{p(daily, "2026-01-01T00", "2026-03-01T00"), p(hourly, "2026-03-01T00", "2026-03-01T05")}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if diff := cmp.Diff(c.want, plan(c.bs, c.needNode, c.months), cmp.AllowUnexported(piece{})); diff != "" {
+			if diff := cmp.Diff(c.want, plan(c.bs, c.needNode, c.months, true), cmp.AllowUnexported(piece{})); diff != "" {
 				t.Errorf("plan (-want +got):\n%s", diff)
 			}
 		})

@@ -43,9 +43,10 @@ type groupKey struct {
 }
 
 type group struct {
-	key   groupKey
-	usage Usage
-	extra map[string]bool // the teams of a user
+	key     groupKey
+	usage   Usage
+	extra   map[string]bool  // the teams of a user
+	teamUse map[string]Usage // a user's usage by team, whence extra
 }
 
 // checkTeams refuses a --teams filter naming a team nobody is in, or an
@@ -208,10 +209,12 @@ func (d *DB) Report(ctx context.Context, r Request) (*table.Table, error) {
 		}
 		g.usage.Add(x.Usage)
 		if kind == "users" {
-			if g.extra == nil {
-				g.extra = map[string]bool{}
+			if g.teamUse == nil {
+				g.teamUse = map[string]Usage{}
 			}
-			g.extra[team] = true
+			u := g.teamUse[team]
+			u.Add(x.Usage)
+			g.teamUse[team] = u
 		}
 	})
 	if err != nil {
@@ -219,6 +222,23 @@ func (d *DB) Report(ctx context.Context, r Request) (*table.Table, error) {
 	}
 	if overflow {
 		return nil, tooBig("sums (periods × rows)", groupCap)
+	}
+	// What a span subtracted may leave a group, or a user's team, empty:
+	// it is not there, as it is not when read day by day.
+	for k, g := range groups {
+		var left bool
+		if g.usage, left = g.usage.settled(); !left {
+			delete(groups, k)
+			continue
+		}
+		for team, u := range g.teamUse {
+			if _, left := u.settled(); left {
+				if g.extra == nil {
+					g.extra = map[string]bool{}
+				}
+				g.extra[team] = true
+			}
+		}
 	}
 	if narrow {
 		// Shares are of the whole cluster, not of the filtered part.

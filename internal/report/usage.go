@@ -19,6 +19,23 @@ type Usage struct {
 	Jobs     int64 // jobs started
 }
 
+// negated is -u: a span's hours subtracted from its months.
+func (u Usage) negated() Usage {
+	return Usage{AllocS: -u.AllocS, UsedS: -u.UsedS, IdleS: -u.IdleS, SampleS: -u.SampleS, EnergyMJ: -u.EnergyMJ, Jobs: -u.Jobs}
+}
+
+// settled is u with what subtraction left of a float (under a millionth of
+// a GPU-second) taken for 0, and whether anything is left at all: a group
+// a span's subtraction emptied is no group.
+func (u Usage) settled() (Usage, bool) {
+	for _, f := range []*float64{&u.UsedS, &u.IdleS, &u.SampleS} {
+		if *f < 1e-6 && *f > -1e-6 {
+			*f = 0
+		}
+	}
+	return u, u != Usage{}
+}
+
 // Add adds o to u.
 func (u *Usage) Add(o Usage) {
 	u.AllocS += o.AllocS
@@ -40,6 +57,9 @@ type Fact struct {
 	Node      string // "" from the daily and monthly rollups
 	Model     string
 	Usage
+	// Minus: the row is subtracted (negated Usage), an hour of a month
+	// that lies outside the bucket (spanPlan).
+	Minus bool
 }
 
 // Filter selects facts. Empty lists select everything; Teams is applied
@@ -61,46 +81,120 @@ const (
 type piece struct {
 	grain    grain
 	from, to int64 // Unix seconds, whole hours (whole days or months as the grain)
+	// at, when set, is the bucket every row of the piece counts in (a
+	// span's rows may start before it or after it); minus subtracts them.
+	at    int64
+	minus bool
 }
 
-// plan covers the buckets (whole hours) with whole UTC months from
-// rollup_monthly, whole UTC days around them from rollup_daily and the
-// rest from rollup_hourly, so that a long range groups the fewest rows;
-// needNode forces hourly, !months leaves the months to the days.
-func plan(bs []timespec.Bucket, needNode, months bool) []piece {
+// day is a day in Unix seconds: how far a bucket's edge may be from a UTC
+// month boundary for spanPlan.
+const day = 86400
+
+// spanPlan covers the whole hours [a, e) of one bucket with
+// the UTC months between the month boundaries nearest its edges, from
+// rollup_monthly, and adds or subtracts the hours between each edge and
+// its boundary from rollup_hourly. A month in any zone (whose edges lie
+// within a day of UTC's) then reads one month of rows and two short hour
+// ranges, not its thirty days. ok is false when an edge lies further from
+// a month boundary or no whole month lies between them.
+func spanPlan(a, e int64) (ps []piece, ok bool) {
+	ma, oka := nearMonth(a)
+	me, oke := nearMonth(e)
+	if !oka || !oke || me <= ma {
+		return nil, false
+	}
+	ps = append(ps, piece{grain: monthly, from: ma, to: me})
+	switch {
+	case a < ma:
+		ps = append(ps, piece{grain: hourly, from: a, to: ma})
+	case a > ma:
+		ps = append(ps, piece{grain: hourly, from: ma, to: a, minus: true})
+	}
+	switch {
+	case e > me:
+		ps = append(ps, piece{grain: hourly, from: me, to: e})
+	case e < me:
+		ps = append(ps, piece{grain: hourly, from: e, to: me, minus: true})
+	}
+	return ps, true
+}
+
+// nearMonth is the UTC month boundary within a day of t.
+func nearMonth(t int64) (int64, bool) {
+	if f := monthFloor(t); t-f <= day {
+		return f, true
+	}
+	if c := monthCeil(t); c-t <= day {
+		return c, true
+	}
+	return 0, false
+}
+
+// spanHours are the whole hours a bucket [a, e) holds as the day-by-day
+// plan counts them (a zone with a half-hour offset reads whole hours): an
+// hour counts in the bucket its start lies in, and an hour the window's
+// end cuts (the last bucket's) in none.
+func spanHours(a, e int64, last bool) (int64, int64) {
+	a = (a + 3599) / 3600 * 3600
+	if last {
+		return a, e / 3600 * 3600
+	}
+	return a, (e + 3599) / 3600 * 3600
+}
+
+// plan covers the buckets (the hours that count in each) with whole UTC
+// months from rollup_monthly, whole UTC days around them from rollup_daily
+// and the rest from rollup_hourly, so that a long range groups the fewest
+// rows; with spans, a bucket whose edges lie within a day of UTC month
+// boundaries (a month or a year in any zone) reads those months and its
+// edge hours instead (spanPlan). needNode forces hourly, !months leaves
+// the months to the days.
+func plan(bs []timespec.Bucket, needNode, months, spans bool) []piece {
 	var out []piece
 	add := func(p piece) {
 		if p.to <= p.from {
 			return
 		}
-		if n := len(out); n > 0 && out[n-1].grain == p.grain && out[n-1].to == p.from {
+		if n := len(out); n > 0 && out[n-1].at == 0 && out[n-1].grain == p.grain && out[n-1].to == p.from {
 			out[n-1].to = p.to
 			return
 		}
 		out = append(out, p)
 	}
-	for _, b := range bs {
-		a, e := b.Start.Unix(), b.End.Unix()
+	for i, b := range bs {
+		// Each bucket reads the hours that count in it, no more: a span's
+		// rows are placed by their bucket, the others by their hour.
+		a, e := spanHours(b.Start.Unix(), b.End.Unix(), i == len(bs)-1)
 		if needNode {
-			add(piece{hourly, a, e})
+			add(piece{grain: hourly, from: a, to: e})
 			continue
+		}
+		if months && spans {
+			if ps, ok := spanPlan(a, e); ok && len(ps) > 1 {
+				for _, p := range ps {
+					p.at = b.Start.Unix()
+					out = append(out, p) // never merged: its rows count in this bucket
+				}
+				continue
+			}
 		}
 		d0 := (a + 86399) / 86400 * 86400
 		d1 := e / 86400 * 86400
 		if d1 <= d0 {
-			add(piece{hourly, a, e})
+			add(piece{grain: hourly, from: a, to: e})
 			continue
 		}
-		add(piece{hourly, a, d0})
+		add(piece{grain: hourly, from: a, to: d0})
 		m0, m1 := monthCeil(d0), monthFloor(d1)
 		if !months || m1 <= m0 {
-			add(piece{daily, d0, d1})
+			add(piece{grain: daily, from: d0, to: d1})
 		} else {
-			add(piece{daily, d0, m0})
-			add(piece{monthly, m0, m1})
-			add(piece{daily, m1, d1})
+			add(piece{grain: daily, from: d0, to: m0})
+			add(piece{grain: monthly, from: m0, to: m1})
+			add(piece{grain: daily, from: m1, to: d1})
 		}
-		add(piece{hourly, d1, e})
+		add(piece{grain: hourly, from: d1, to: e})
 	}
 	return out
 }
@@ -153,15 +247,24 @@ func (d *DB) Facts(ctx context.Context, bs []timespec.Bucket, f Filter, needNode
 		}
 		needNode = true
 	}
-	for _, p := range plan(bs, needNode, d.months) {
+	for _, p := range plan(bs, needNode, d.months, !d.noSpans) {
 		q := store.FactQuery{Grain: storeGrain[p.grain], From: p.from, To: p.to, ByNode: needNode, NodeIDs: nodeIDs,
-			Clusters: f.Clusters, Users: f.Users, Accounts: f.Accounts, Partitions: f.Partitions, Models: f.Models}
+			Clusters: f.Clusters, Users: f.Users, Accounts: f.Accounts, Partitions: f.Partitions, Models: f.Models,
+			// A span's rows all count in one bucket: SQLite sums its hours.
+			Sum: p.at != 0}
 		var x Fact
 		err := d.st.Facts(ctx, q, func(r *store.FactRow) {
 			x = Fact{Start: r.Start, Cluster: r.Cluster, User: r.User, Account: r.Account, Partition: r.Partition, Model: r.Model,
 				Usage: Usage{AllocS: r.AllocS, UsedS: r.UsedS, IdleS: r.IdleS, SampleS: r.SampleS, EnergyMJ: r.EnergyMJ, Jobs: r.Jobs}}
 			if p.grain == hourly {
 				x.Node = d.nodeNames[r.NodeID]
+			}
+			if p.at != 0 {
+				x.Start = p.at
+			}
+			if p.minus {
+				x.Minus = true
+				x.Usage = x.Usage.negated()
 			}
 			fn(&x)
 		})

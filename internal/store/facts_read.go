@@ -30,6 +30,9 @@ type FactQuery struct {
 	ByNode                                        bool
 	NodeIDs                                       []int64
 	Clusters, Users, Accounts, Partitions, Models []string
+	// Sum sums the range into one row a key (Start is From): for a range
+	// whose rows all count in one bucket. Not with ByNode.
+	Sum bool
 }
 
 // FactRow is one rollup row: usage of one (cluster, user, account,
@@ -50,36 +53,47 @@ type FactRow struct {
 func (s *Store) Facts(ctx context.Context, q FactQuery, fn func(*FactRow)) error {
 	var b strings.Builder
 	var args []any
+	table, col, unit := "rollup_hourly", "hour", int64(3600)
+	switch q.Grain {
+	case Monthly:
+		table, col, unit = "rollup_monthly", "month", 86400
+	case Daily:
+		table, col, unit = "rollup_daily", "day", 86400
+	}
 	switch {
-	case q.Grain == Monthly:
-		b.WriteString(`SELECT month*86400, cluster, user, account, partition, 0, model, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs
- FROM rollup_monthly WHERE ignored = 0 AND month >= ? AND month < ?`)
-		args = append(args, q.From/86400, q.To/86400)
-	case q.Grain == Daily:
-		b.WriteString(`SELECT day*86400, cluster, user, account, partition, 0, model, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs
- FROM rollup_daily WHERE ignored = 0 AND day >= ? AND day < ?`)
-		args = append(args, q.From/86400, q.To/86400)
+	case q.Sum && !q.ByNode:
+		// One row a key over the whole range (Start is set to From below).
+		b.WriteString(`SELECT 0, cluster, user, account, partition, 0, model, sum(alloc_gpu_s), sum(used_gpu_s), sum(idle_gpu_s), sum(sample_s), sum(energy_mj), sum(jobs)
+ FROM ` + table + ` WHERE ignored = 0 AND ` + col + ` >= ? AND ` + col + ` < ?`)
+	case q.Grain != Hourly:
+		b.WriteString(`SELECT ` + col + `*86400, cluster, user, account, partition, 0, model, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs
+ FROM ` + table + ` WHERE ignored = 0 AND ` + col + ` >= ? AND ` + col + ` < ?`)
 	case q.ByNode:
 		b.WriteString(`SELECT hour*3600, cluster, user, account, partition, node_id, model, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs
  FROM rollup_hourly WHERE ignored = 0 AND hour >= ? AND hour < ?`)
-		args = append(args, q.From/3600, q.To/3600)
-		inList(&b, &args, "node_id", q.NodeIDs)
 	default:
 		// Without the node, SQLite sums the nodes away (about 30× fewer
 		// rows to hand over on a 1,000-GPU cluster).
 		b.WriteString(`SELECT hour*3600, cluster, user, account, partition, 0, model, sum(alloc_gpu_s), sum(used_gpu_s), sum(idle_gpu_s), sum(sample_s), sum(energy_mj), sum(jobs)
  FROM rollup_hourly WHERE ignored = 0 AND hour >= ? AND hour < ?`)
-		args = append(args, q.From/3600, q.To/3600)
+	}
+	args = append(args, q.From/unit, q.To/unit)
+	if q.ByNode {
+		inList(&b, &args, "node_id", q.NodeIDs)
 	}
 	inList(&b, &args, "cluster", q.Clusters)
 	inList(&b, &args, "user", q.Users)
 	inList(&b, &args, "account", q.Accounts)
 	inList(&b, &args, "partition", q.Partitions)
 	inList(&b, &args, "model", q.Models)
-	if q.Grain == Hourly && !q.ByNode {
+	switch {
+	case q.Sum && !q.ByNode:
+		b.WriteString(" GROUP BY cluster, user, account, partition, model")
+	case q.Grain == Hourly && !q.ByNode:
 		b.WriteString(" GROUP BY hour, cluster, user, account, partition, model")
 	}
-	rows, err := s.db.QueryContext(ctx, b.String(), args...)
+	text := b.String()
+	rows, err := s.db.QueryContext(ctx, text, args...)
 	if err != nil {
 		return translate(err)
 	}
@@ -89,6 +103,9 @@ func (s *Store) Facts(ctx context.Context, q FactQuery, fn func(*FactRow)) error
 		if err := rows.Scan(&x.Start, &x.Cluster, &x.User, &x.Account, &x.Partition, &x.NodeID, &x.Model,
 			&x.AllocS, &x.UsedS, &x.IdleS, &x.SampleS, &x.EnergyMJ, &x.Jobs); err != nil {
 			return translate(err)
+		}
+		if q.Sum && !q.ByNode {
+			x.Start = q.From
 		}
 		fn(&x)
 	}
