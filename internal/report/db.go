@@ -40,6 +40,8 @@ type DB struct {
 	noSpans bool
 	// tree: the ledger has slurm_accounts (slurmTreeSchema on).
 	tree bool
+	// hourSums: the ledger has rollup_hourly_sum (hourSumsSchema on).
+	hourSums bool
 	// clusters are the clusters that shipped records, sorted.
 	clusters []string
 }
@@ -72,7 +74,7 @@ func OpenDB(ctx context.Context, loc string, busy time.Duration) (*DB, error) {
 	}
 	// A ledger the ingest has not migrated yet (schema 1, the daemon not
 	// restarted on the new gpuacct) has no rollup_monthly: read its days.
-	d := &DB{st: st, path: path, busy: busy, months: v >= 2, tree: v >= slurmTreeSchema}
+	d := &DB{st: st, path: path, busy: busy, months: v >= 2, tree: v >= slurmTreeSchema, hourSums: v >= hourSumsSchema}
 	if err := d.loadNodes(ctx); err != nil {
 		st.Close()
 		return nil, err

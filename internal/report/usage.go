@@ -87,6 +87,9 @@ type piece struct {
 	minus bool
 }
 
+// hourSumsSchema is the first schema with rollup_hourly_sum.
+const hourSumsSchema = 11
+
 // day is a day in Unix seconds: how far a bucket's edge may be from a UTC
 // month boundary for spanPlan.
 const day = 86400
@@ -251,7 +254,7 @@ func (d *DB) Facts(ctx context.Context, bs []timespec.Bucket, f Filter, needNode
 		q := store.FactQuery{Grain: storeGrain[p.grain], From: p.from, To: p.to, ByNode: needNode, NodeIDs: nodeIDs,
 			Clusters: f.Clusters, Users: f.Users, Accounts: f.Accounts, Partitions: f.Partitions, Models: f.Models,
 			// A span's rows all count in one bucket: SQLite sums its hours.
-			Sum: p.at != 0}
+			Sum: p.at != 0, HourSums: d.hourSums}
 		var x Fact
 		err := d.st.Facts(ctx, q, func(r *store.FactRow) {
 			x = Fact{Start: r.Start, Cluster: r.Cluster, User: r.User, Account: r.Account, Partition: r.Partition, Model: r.Model,

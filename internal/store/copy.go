@@ -101,6 +101,7 @@ func copyTables() []copyTable {
 		{name: "samples", key: []string{"gpu_id", "t_ms"}, ints: []string{"energy_delta_mj"}},
 		money(copyTable{name: "job_hours", key: []string{"job", "node_id", "hour"}}),
 		money(copyTable{name: "rollup_hourly", key: append(append([]string{"hour"}, dims...), "node_id", "model", "ignored")}),
+		money(copyTable{name: "rollup_hourly_sum", key: append(append([]string{"hour"}, dims...), "model", "ignored")}),
 		money(copyTable{name: "rollup_daily", key: append(append([]string{"day"}, dims...), "model", "ignored")}),
 		money(copyTable{name: "rollup_monthly", key: append(append([]string{"month"}, dims...), "model", "ignored")}),
 		{name: "ingested_files", key: []string{"node", "name"}},

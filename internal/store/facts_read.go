@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -33,6 +34,9 @@ type FactQuery struct {
 	// Sum sums the range into one row a key (Start is From): for a range
 	// whose rows all count in one bucket. Not with ByNode.
 	Sum bool
+	// HourSums reads hours without the node from rollup_hourly_sum
+	// (schema 11 on) rather than summing rollup_hourly's nodes.
+	HourSums bool
 }
 
 // FactRow is one rollup row: usage of one (cluster, user, account,
@@ -60,13 +64,16 @@ func (s *Store) Facts(ctx context.Context, q FactQuery, fn func(*FactRow)) error
 	case Daily:
 		table, col, unit = "rollup_daily", "day", 86400
 	}
+	if q.Grain == Hourly && q.HourSums && !q.ByNode {
+		table = "rollup_hourly_sum"
+	}
 	switch {
 	case q.Sum && !q.ByNode:
 		// One row a key over the whole range (Start is set to From below).
 		b.WriteString(`SELECT 0, cluster, user, account, partition, 0, model, sum(alloc_gpu_s), sum(used_gpu_s), sum(idle_gpu_s), sum(sample_s), sum(energy_mj), sum(jobs)
  FROM ` + table + ` WHERE ignored = 0 AND ` + col + ` >= ? AND ` + col + ` < ?`)
-	case q.Grain != Hourly:
-		b.WriteString(`SELECT ` + col + `*86400, cluster, user, account, partition, 0, model, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs
+	case q.Grain != Hourly || table == "rollup_hourly_sum":
+		b.WriteString(`SELECT ` + col + `*` + strconv.FormatInt(unit, 10) + `, cluster, user, account, partition, 0, model, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs
  FROM ` + table + ` WHERE ignored = 0 AND ` + col + ` >= ? AND ` + col + ` < ?`)
 	case q.ByNode:
 		b.WriteString(`SELECT hour*3600, cluster, user, account, partition, node_id, model, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs
@@ -89,7 +96,7 @@ func (s *Store) Facts(ctx context.Context, q FactQuery, fn func(*FactRow)) error
 	switch {
 	case q.Sum && !q.ByNode:
 		b.WriteString(" GROUP BY cluster, user, account, partition, model")
-	case q.Grain == Hourly && !q.ByNode:
+	case q.Grain == Hourly && !q.ByNode && table == "rollup_hourly":
 		b.WriteString(" GROUP BY hour, cluster, user, account, partition, model")
 	}
 	text := b.String()

@@ -348,6 +348,10 @@ func checkInvariants(t *testing.T, s *Store, when string) {
  (SELECT day, sum(alloc_gpu_s) AS a, sum(used_gpu_s) AS u, sum(idle_gpu_s) AS i FROM rollup_daily GROUP BY day) r
  JOIN (SELECT hour / 24 AS day, sum(alloc_gpu_s) AS a, sum(used_gpu_s) AS u, sum(idle_gpu_s) AS i FROM job_hours GROUP BY hour / 24) h
  ON h.day = r.day WHERE r.a != h.a OR abs(r.u - h.u) > 1e-6 OR abs(r.i - h.i) > 1e-6`},
+		{"hours whose node-less rollup is not the hourly one's nodes", `SELECT hour, cluster, s.alloc_gpu_s, h.a, s.used_gpu_s, h.u, s.jobs, h.j FROM rollup_hourly_sum s
+ FULL JOIN (SELECT hour, cluster, user, account, partition, model, ignored, sum(alloc_gpu_s) AS a, sum(used_gpu_s) AS u, sum(jobs) AS j FROM rollup_hourly
+ GROUP BY hour, cluster, user, account, partition, model, ignored) h USING (hour, cluster, user, account, partition, model, ignored)
+ WHERE h.a IS NULL OR s.alloc_gpu_s IS NULL OR s.alloc_gpu_s != h.a OR abs(s.used_gpu_s - h.u) > 1e-6 OR s.jobs != h.j`},
 		{"the monthly rollup is not the daily one", `SELECT m.a, d.a FROM (SELECT sum(alloc_gpu_s) AS a, sum(used_gpu_s) AS u FROM rollup_monthly) m,
  (SELECT sum(alloc_gpu_s) AS a, sum(used_gpu_s) AS u FROM rollup_daily) d WHERE m.a != d.a OR abs(m.u - d.u) > 1e-6`},
 	} {

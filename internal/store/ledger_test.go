@@ -97,7 +97,7 @@ func TestLedgerMovesRollups(t *testing.T) {
 		return nil
 	})
 	want := []roll{{User: "alice", Alloc: 6 * 5400, Used: 1800, Jobs: 1}}
-	for _, tbl := range []string{"rollup_hourly", "rollup_daily", "rollup_monthly"} {
+	for _, tbl := range []string{"rollup_hourly", "rollup_hourly_sum", "rollup_daily", "rollup_monthly"} {
 		if diff := cmp.Diff(want, rollups(t, s, tbl)); diff != "" {
 			t.Errorf("%s after events (-want +got):\n%s", tbl, diff)
 		}
@@ -111,14 +111,14 @@ func TestLedgerMovesRollups(t *testing.T) {
 	s.db.QueryRow(`SELECT id FROM jobs WHERE job_id = 5`).Scan(&job)
 	batchOf(t, s, now, func(b *Batch) error { return b.SetIgnored(job, true, "benchmark run") })
 	want[0].Ignored = true
-	for _, tbl := range []string{"rollup_hourly", "rollup_daily", "rollup_monthly"} {
+	for _, tbl := range []string{"rollup_hourly", "rollup_hourly_sum", "rollup_daily", "rollup_monthly"} {
 		if diff := cmp.Diff(want, rollups(t, s, tbl)); diff != "" {
 			t.Errorf("%s after ignore (-want +got):\n%s", tbl, diff)
 		}
 	}
 	batchOf(t, s, now, func(b *Batch) error { return b.SetIgnored(job, false, "") })
 	want[0].Ignored = false
-	for _, tbl := range []string{"rollup_hourly", "rollup_daily", "rollup_monthly"} {
+	for _, tbl := range []string{"rollup_hourly", "rollup_hourly_sum", "rollup_daily", "rollup_monthly"} {
 		if diff := cmp.Diff(want, rollups(t, s, tbl)); diff != "" {
 			t.Errorf("%s after unignore (-want +got):\n%s", tbl, diff)
 		}

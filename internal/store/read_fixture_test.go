@@ -44,6 +44,10 @@ func readFixture(t *testing.T) *Store {
 		 (1, 'c1', 'alice', 'physics', 'gpu', 2, 'A100', 0, 400, 200, 0, 300, 50, 0),
 		 (2, 'c1', 'bob', 'chem', 'long', 2, 'H100', 0, 3600, 0, 0, 0, 0, 1),
 		 (2, 'c1', 'alice', 'physics', 'gpu', 1, 'A100', 1, 1700, 10, 1600, 0, 7, 1)`,
+		`INSERT INTO rollup_hourly_sum(hour, cluster, user, account, partition, model, ignored, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs) VALUES
+		 (1, 'c1', 'alice', 'physics', 'gpu', 'A100', 0, 4000, 2000, 100, 3300, 5050, 1),
+		 (2, 'c1', 'bob', 'chem', 'long', 'H100', 0, 3600, 0, 0, 0, 0, 1),
+		 (2, 'c1', 'alice', 'physics', 'gpu', 'A100', 1, 1700, 10, 1600, 0, 7, 1)`,
 		`INSERT INTO rollup_daily(day, cluster, user, account, partition, model, ignored, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs) VALUES
 		 (0, 'c1', 'alice', 'physics', 'gpu', 'A100', 0, 4000, 2000, 100, 3300, 5050, 1),
 		 (1, 'c1', 'dave', 'bio', 'gpu', 'A100', 0, 10, 1, 0, 0, 0, 0)`,

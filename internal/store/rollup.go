@@ -43,6 +43,9 @@ func (b *Batch) rollup(dims Dims, node int64, model string, hour int64, d Delta)
 	if err := b.rollupHour(dims, node, model, hour, d); err != nil {
 		return err
 	}
+	if err := b.rollupHourSum(dims, model, hour, d); err != nil {
+		return err
+	}
 	if err := b.rollupDay(dims, model, hour/24, d); err != nil {
 		return err
 	}
@@ -61,6 +64,10 @@ ON CONFLICT(hour, cluster, user, account, partition, node_id, model, ignored) DO
 	return err
 }
 
+func (b *Batch) rollupHourSum(dims Dims, model string, hour int64, d Delta) error {
+	return b.rollupPeriod("rollup_hourly_sum", "hour", dims, model, hour, d)
+}
+
 func (b *Batch) rollupDay(dims Dims, model string, day int64, d Delta) error {
 	return b.rollupPeriod("rollup_daily", "day", dims, model, day, d)
 }
@@ -70,8 +77,8 @@ func (b *Batch) rollupMonth(dims Dims, model string, month int64, d Delta) error
 }
 
 // rollupPeriod adds d to the node-less rollup table keyed by key (a Unix
-// day: the day itself, or the first of its month). table and key are
-// constants of this file, never input.
+// hour, or a Unix day: the day itself, or the first of its month). table
+// and key are constants of this file, never input.
 func (b *Batch) rollupPeriod(table, key string, dims Dims, model string, at int64, d Delta) error {
 	_, err := b.exec(`INSERT INTO `+table+`(`+key+`, cluster, user, account, partition, model, ignored,
  alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs)

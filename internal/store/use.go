@@ -46,15 +46,18 @@ func (b *Batch) flushUse() error {
 		node, hour int64
 		model      string
 	}
-	type dayKey struct {
+	// periodKey keys the node-less rollups: at is the Unix hour (hour
+	// sums), the Unix day, or a month's first Unix day.
+	type periodKey struct {
 		dims  Dims
-		day   int64
+		at    int64
 		model string
 	}
 	// Sums in first-seen order, so that a batch always writes the same.
-	hourly, daily, monthly, totals := map[hourKey]*Delta{}, map[dayKey]*Delta{}, map[dayKey]*Delta{}, map[int64]*Delta{}
+	hourly, totals := map[hourKey]*Delta{}, map[int64]*Delta{}
+	sums, daily, monthly := map[periodKey]*Delta{}, map[periodKey]*Delta{}, map[periodKey]*Delta{}
 	var hours []hourKey
-	var days, months []dayKey
+	var hourSums, days, months []periodKey
 	var jobs []int64
 	for _, k := range keys {
 		d := *use[k]
@@ -82,14 +85,20 @@ ON CONFLICT(job, node_id, hour) DO UPDATE SET alloc_gpu_s = alloc_gpu_s + exclud
 			hours = append(hours, hk)
 		}
 		hourly[hk].add(d)
-		dk := dayKey{dims, k.hour / 24, model}
+		sk := periodKey{dims, k.hour, model}
+		if sums[sk] == nil {
+			sums[sk] = &Delta{}
+			hourSums = append(hourSums, sk)
+		}
+		sums[sk].add(d)
+		dk := periodKey{dims, k.hour / 24, model}
 		if daily[dk] == nil {
 			daily[dk] = &Delta{}
 			days = append(days, dk)
 		}
 		daily[dk].add(d)
 		// A month row is keyed as a day row, by its first day.
-		mk := dayKey{dims, MonthOfDay(k.hour / 24), model}
+		mk := periodKey{dims, MonthOfDay(k.hour / 24), model}
 		if monthly[mk] == nil {
 			monthly[mk] = &Delta{}
 			months = append(months, mk)
@@ -108,16 +117,23 @@ ON CONFLICT(job, node_id, hour) DO UPDATE SET alloc_gpu_s = alloc_gpu_s + exclud
 			}
 		}
 	}
+	for _, k := range hourSums {
+		if d := *sums[k]; !d.zero() {
+			if err := b.rollupHourSum(k.dims, k.model, k.at, d); err != nil {
+				return err
+			}
+		}
+	}
 	for _, k := range days {
 		if d := *daily[k]; !d.zero() {
-			if err := b.rollupDay(k.dims, k.model, k.day, d); err != nil {
+			if err := b.rollupDay(k.dims, k.model, k.at, d); err != nil {
 				return err
 			}
 		}
 	}
 	for _, k := range months {
 		if d := *monthly[k]; !d.zero() {
-			if err := b.rollupMonth(k.dims, k.model, k.day, d); err != nil {
+			if err := b.rollupMonth(k.dims, k.model, k.at, d); err != nil {
 				return err
 			}
 		}

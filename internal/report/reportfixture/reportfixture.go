@@ -171,8 +171,12 @@ func replicateIn(exec func(string, ...any), days int, maxID, maxJob int64) {
 			exec(q, k, maxID, maxJob, shift, base+int64(days)*86400, base+365*86400)
 		}
 	}
-	// The months are summed from the replicated days, as the migration
-	// that made rollup_monthly does.
+	// The nodes' hours and the months are summed from the replicated
+	// hours and days, as the migrations that made their tables do.
+	exec(`DELETE FROM rollup_hourly_sum`)
+	exec(`INSERT INTO rollup_hourly_sum SELECT hour, cluster, user, account, partition, model, ignored,
+ sum(alloc_gpu_s), sum(used_gpu_s), sum(idle_gpu_s), sum(sample_s), sum(energy_mj), sum(jobs)
+ FROM rollup_hourly GROUP BY hour, cluster, user, account, partition, model, ignored`)
 	exec(`DELETE FROM rollup_monthly`)
 	exec(`INSERT INTO rollup_monthly SELECT CAST(strftime('%s', day*86400, 'unixepoch', 'start of month') AS INTEGER)/86400 AS m,
  cluster, user, account, partition, model, ignored, sum(alloc_gpu_s), sum(used_gpu_s), sum(idle_gpu_s), sum(sample_s), sum(energy_mj), sum(jobs)
