@@ -5,7 +5,8 @@
 # then `gpuacct report teams --period month` over the year and `gpuacct job`
 # as the built binary runs them (median of 7, wall), beside the sqlite3 CLI
 # doing the same aggregation over the jobs table.
-# Usage: bench/report.sh [days]
+# Usage: bench/report.sh [days]; GPUSUITE_BENCH_KEEP=DIR keeps the ledger in DIR
+# (for bench/report-zones.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CGO_CFLAGS="${CGO_CFLAGS:--O2 -g -Wno-deprecated-declarations}"

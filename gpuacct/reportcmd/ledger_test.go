@@ -288,6 +288,13 @@ func BenchmarkReportYear(b *testing.B) {
 		}
 	}
 	root := b.TempDir()
+	if keep := os.Getenv("GPUSUITE_BENCH_KEEP"); keep != "" {
+		// The ledger stays there for bench/report-zones.sh.
+		if err := os.MkdirAll(keep, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		root = keep
+	}
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	g0 := time.Now()
 	// The SQLite file: its size and the sqlite3 CLI are measured too.
