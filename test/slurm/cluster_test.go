@@ -51,23 +51,32 @@ func TestClusterUtilizationEqualsSreport(t *testing.T) {
 
 	const ts = "2006-01-02T15:04:05"
 	now := time.Now()
-	want, from, to := c.ClusterUtilization(t, "testcl")
-
 	l := clusterLedger(t, gpuacct, c)
-	out, _ := l.run(t, "report", "cluster", "-t", "seconds", "-P", "-n", "--start", from.Format(ts), "--end", to.Format(ts))
-	g := strings.Split(strings.TrimSpace(out), "|")
-	if len(g) != 10 || g[0] != "testcl" {
-		t.Fatalf("gpuacct report cluster: %q, want testcl and nine figures", out)
-	}
-	t.Logf("sreport over %s – %s: %s", from.Format(ts), to.Format(ts), want)
-	if got := strings.Join(g[1:7], "|"); got != want {
-		t.Errorf("allocated|down|planned down|idle|planned|reported GPU-seconds over %s – %s:\ngpuacct %s\nsreport %s", from.Format(ts), to.Format(ts), got, want)
-		// Name the jobs whose GPU-seconds differ, so a mismatch says
-		// which side counted what.
-		for _, d := range jobDifferences(t, c, l) {
-			t.Log(d)
+	// slurmdbd's rollup of the hour may miss a job that ended moments
+	// before it, which sacct already lists (seen: 6 GPU-seconds short,
+	// once in some runs): a second rollup a little later counts it. The
+	// ledger is fixed; sreport is asked again until it agrees, for a
+	// minute, and every answer is logged.
+	var got, want string
+	var from, to time.Time
+	slurmtest.Poll(t, "sreport's cluster utilization equal to gpuacct's", time.Minute, 2*time.Second, func() (bool, string) {
+		want, from, to = c.ClusterUtilization(t, "testcl")
+		out, _ := l.run(t, "report", "cluster", "-t", "seconds", "-P", "-n", "--start", from.Format(ts), "--end", to.Format(ts))
+		g := strings.Split(strings.TrimSpace(out), "|")
+		if len(g) != 10 || g[0] != "testcl" {
+			t.Fatalf("gpuacct report cluster: %q, want testcl and nine figures", out)
 		}
-	}
+		got = strings.Join(g[1:7], "|")
+		t.Logf("allocated|down|planned down|idle|planned|reported GPU-seconds over %s – %s: gpuacct %s, sreport %s", from.Format(ts), to.Format(ts), got, want)
+		if got != want {
+			// Name the jobs whose GPU-seconds differ from sacct's, so a
+			// mismatch says which side counted what.
+			for _, d := range jobDifferences(t, c, l) {
+				t.Log(d)
+			}
+		}
+		return got == want, "gpuacct " + got + ", sreport " + want
+	})
 
 	st, err := store.Open(context.Background(), store.Options{Path: l.db, ReadOnly: true})
 	if err != nil {
