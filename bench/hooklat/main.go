@@ -1,6 +1,9 @@
 // Command hooklat measures prolog/epilog wall time per invocation (median,
-// p99) side by side with /bin/true as the floor, and runs N concurrent
-// prologs to check that every event arrives.
+// p99) side by side with two floors, /bin/true (exec alone) and a static Go
+// program that writes the same record durably (bench/hooklat/floor), with
+// each hook's median and p99 as multiples of the durable-write floor's
+// median; then it runs N concurrent prologs to check that every event
+// arrives.
 //
 //	go run ./bench/hooklat -bin ./bin -n 300
 package main
@@ -31,17 +34,28 @@ func run() int {
 	}
 	defer os.RemoveAll(dir)
 
+	// The durable-write floor: a static Go program that writes the same
+	// record the same way, and nothing else.
+	floor := filepath.Join(dir, "floor")
+	build := exec.Command("go", "build", "-o", floor, "./bench/hooklat/floor")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "hooklat: build the floor: %v\n%s", err, out)
+		return 1
+	}
 	cases := []struct {
 		name, prog, backend string
 		gpus                string
 	}{
-		{"/bin/true (floor)", "/bin/true", "", ""},
+		{"/bin/true (exec floor)", "/bin/true", "", ""},
+		{"durable write (Go floor)", floor, "", ""},
 		{"prolog, no GPU", filepath.Join(*bin, "prolog"), "simulated", ""},
 		{"prolog, 2 GPUs, simulated NVML", filepath.Join(*bin, "prolog"), "simulated", "0,1"},
 		{"epilog, 2 GPUs, simulated NVML", filepath.Join(*bin, "epilog"), "simulated", "0,1"},
 		{"prolog, 2 GPUs, no driver", filepath.Join(*bin, "prolog"), "nvml", "0,1"},
 	}
-	fmt.Printf("%-34s %8s %8s %8s   (n=%d)\n", "case", "median", "p99", "max", *n)
+	fmt.Printf("%-34s %8s %8s %8s %10s %10s   (n=%d)\n", "case", "median", "p99", "max", "med/floor", "p99/floor", *n)
+	var floorMed time.Duration
 	for ci, c := range cases {
 		cfg := writeConfig(dir, ci, c.backend)
 		var d []time.Duration
@@ -56,7 +70,15 @@ func run() int {
 			d = append(d, time.Since(start))
 		}
 		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-		fmt.Printf("%-34s %8s %8s %8s\n", c.name, ms(d[len(d)/2]), ms(d[len(d)*99/100]), ms(d[len(d)-1]))
+		med, p99 := d[len(d)/2], d[len(d)*99/100]
+		if c.prog == floor {
+			floorMed = med
+		}
+		ratios := ""
+		if floorMed > 0 && c.prog != floor {
+			ratios = fmt.Sprintf(" %9.2fx %9.2fx", float64(med)/float64(floorMed), float64(p99)/float64(floorMed))
+		}
+		fmt.Printf("%-34s %8s %8s %8s%s\n", c.name, ms(med), ms(p99), ms(d[len(d)-1]), ratios)
 	}
 
 	// Concurrent prologs, as when many jobs start at once on one node.
