@@ -31,17 +31,10 @@ func (a *Agent) endJobsOfLastBoot(prev string) {
 	if prev == "" || a.bootID == "" || prev == a.bootID || len(a.allocs) == 0 {
 		return
 	}
-	var ended []string
-	for _, k := range sortedKeys(a.allocs) {
+	ended := sortedKeys(a.allocs)
+	for _, k := range ended {
 		al := a.allocs[k]
-		a.ended[k] = a.now()
-		delete(a.allocs, k)
-		for _, g := range a.aggs {
-			if g.Job == al.Job && g.RestartCount == al.Restart {
-				g.Ended = true
-			}
-		}
-		ended = append(ended, k)
+		a.endRun(al.Job, al.Restart, nil)
 	}
 	a.dirty = true
 	a.log.Warn("the node rebooted since the last checkpoint: the jobs it ran then cannot run now; their allocations end",

@@ -121,23 +121,37 @@ func (a *Agent) applyEvent(ev *record.Event) bool {
 		}
 		a.log.Info("job started", "job", ev.Job.ID, "restart", ev.Job.RestartCount, "user", ev.Job.User, "gpus", len(al.GPUs))
 	case record.JobEnd:
-		a.ended[jk] = a.now()
-		al := a.allocs[jk]
-		delete(a.allocs, jk)
-		for _, g := range a.aggs {
-			if g.Job != ev.Job.ID || g.RestartCount != ev.Job.RestartCount {
-				continue
-			}
+		al := a.endRun(ev.Job.ID, ev.Job.RestartCount, func(g *aggState) {
 			for _, id := range ev.GPUs {
 				if id.UUID == g.UUID && id.EnergyMJ != nil && ev.Time.After(g.Last) {
 					g.addEnergy(*id.EnergyMJ, g.LastShare) // up to the epilog's reading
 				}
 			}
-			g.Ended = true
-		}
+		})
 		a.log.Info("job ended", "job", ev.Job.ID, "restart", ev.Job.RestartCount, "known", al != nil)
 	default:
 		return false
 	}
 	return true
+}
+
+// endRun ends a job run: its allocation goes (and is returned, nil when
+// unknown), it is remembered as ended, and each of its aggregates is
+// passed to last (nil: none) and marked final. An epilog ends a run so; a
+// reboot ends the runs of the boot before.
+func (a *Agent) endRun(job uint64, restart int, last func(*aggState)) *Alloc {
+	jk := jobKey(job, restart)
+	a.ended[jk] = a.now()
+	al := a.allocs[jk]
+	delete(a.allocs, jk)
+	for _, g := range a.aggs {
+		if g.Job != job || g.RestartCount != restart {
+			continue
+		}
+		if last != nil {
+			last(g)
+		}
+		g.Ended = true
+	}
+	return al
 }

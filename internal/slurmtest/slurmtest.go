@@ -352,6 +352,16 @@ func (c *Cluster) sacct(t testing.TB, ids []uint64, flags ...string) []Accounted
 	return rows
 }
 
+// WaitIdle waits until no job is pending, running, completing or
+// suspended on the cluster.
+func (c *Cluster) WaitIdle(t testing.TB, timeout time.Duration) {
+	t.Helper()
+	Poll(t, "no job left on the cluster", timeout, 250*time.Millisecond, func() (bool, string) {
+		out := strings.TrimSpace(c.Run(t, "", "squeue", "-h", "-t", "PD,CF,R,CG,S", "-o", "%i %T %N"))
+		return out == "", out
+	})
+}
+
 // Poll calls cond every step until it holds, failing the test with what
 // cond said last when timeout passes first, or when the test ends.
 func Poll(t testing.TB, what string, timeout, step time.Duration, cond func() (bool, string)) {

@@ -67,8 +67,9 @@ func (s *Store) Facts(ctx context.Context, q FactQuery, fn func(*FactRow)) error
 	if q.Grain == Hourly && q.HourSums && !q.ByNode {
 		table = "rollup_hourly_sum"
 	}
+	sum := q.Sum && !q.ByNode
 	switch {
-	case q.Sum && !q.ByNode:
+	case sum:
 		// One row a key over the whole range (Start is set to From below).
 		b.WriteString(`SELECT 0, cluster, user, account, partition, 0, model, sum(alloc_gpu_s), sum(used_gpu_s), sum(idle_gpu_s), sum(sample_s), sum(energy_mj), sum(jobs)
  FROM ` + table + ` WHERE ignored = 0 AND ` + col + ` >= ? AND ` + col + ` < ?`)
@@ -94,13 +95,12 @@ func (s *Store) Facts(ctx context.Context, q FactQuery, fn func(*FactRow)) error
 	inList(&b, &args, "partition", q.Partitions)
 	inList(&b, &args, "model", q.Models)
 	switch {
-	case q.Sum && !q.ByNode:
+	case sum:
 		b.WriteString(" GROUP BY cluster, user, account, partition, model")
 	case q.Grain == Hourly && !q.ByNode && table == "rollup_hourly":
 		b.WriteString(" GROUP BY hour, cluster, user, account, partition, model")
 	}
-	text := b.String()
-	rows, err := s.db.QueryContext(ctx, text, args...)
+	rows, err := s.db.QueryContext(ctx, b.String(), args...)
 	if err != nil {
 		return translate(err)
 	}
@@ -111,7 +111,7 @@ func (s *Store) Facts(ctx context.Context, q FactQuery, fn func(*FactRow)) error
 			&x.AllocS, &x.UsedS, &x.IdleS, &x.SampleS, &x.EnergyMJ, &x.Jobs); err != nil {
 			return translate(err)
 		}
-		if q.Sum && !q.ByNode {
+		if sum {
 			x.Start = q.From
 		}
 		fn(&x)

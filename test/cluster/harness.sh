@@ -110,7 +110,7 @@ status() {
 write_config() {
   mkdir -p "$DIR"/{etc,state,log,hooks,mysql-tmp,node} "$DIR"/data/{incoming,live,quarantine,archive}
   chmod 0755 "$DIR" "$DIR/data" "$DIR"/data/*
-  local n i=1 skew
+  local n i skew
   for n in $NODES; do
     mkdir -p "$DIR/nodes/$n"/{spool,agent,slurmd,log,data}
     chmod 0700 "$DIR/nodes/$n/spool"
@@ -143,7 +143,6 @@ echo \$\$ >"$DIR/node/agent.pid"
 exec "$AGENT" --config "$DIR/node/gpusuite.toml" agent
 EOF
     chmod 0755 "$DIR/nodes/$n/run-agent"
-    i=$((i + 1))
   done
   write_hook_wrappers "$DIR/hooks" "$DIR/node/gpusuite.toml" "$DIR/node/log"
   {

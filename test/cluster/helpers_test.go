@@ -58,7 +58,7 @@ func get(t *testing.T) *cl {
 	for _, n := range m.nodes {
 		m.sh(t, "ensure", n)
 	}
-	waitIdle(t, m.Cluster, 2*time.Minute)
+	m.WaitIdle(t, 2*time.Minute)
 	return m
 }
 
@@ -81,15 +81,6 @@ func (m *cl) sh(t *testing.T, args ...string) string {
 func (m *cl) nodeState(t *testing.T, node string) string {
 	t.Helper()
 	return strings.TrimSpace(m.Run(t, "", "sinfo", "-h", "-N", "-n", node, "-o", "%t"))
-}
-
-// waitIdle waits until no job runs or completes on the cluster.
-func waitIdle(t *testing.T, c *slurmtest.Cluster, timeout time.Duration) {
-	t.Helper()
-	poll(t, "no job left running", timeout, func() (bool, string) {
-		out := strings.TrimSpace(c.Run(t, "", "squeue", "-h", "-t", "R,CG,S,CF,PD", "-o", "%i %T %N"))
-		return out == "", out
-	})
 }
 
 // poll calls cond every 250 ms until it holds (slurmtest.Poll).
@@ -153,13 +144,15 @@ func expandNodes(t *testing.T, m *cl, list string) []string {
 	if list == "" || list == "None assigned" {
 		return nil
 	}
+	if !strings.ContainsAny(list, "[,") {
+		return []string{list} // one node: no need to ask scontrol
+	}
 	return strings.Fields(m.Run(t, "", "scontrol", "show", "hostnames", list))
 }
 
 // ledgerNode is one node of one run in the ledger.
 type ledgerNode struct {
 	gpus, start, end int64
-	source           string
 }
 
 // ledgerRun is one run of a job in the ledger.
@@ -186,7 +179,7 @@ func (m *cl) ledgerRuns(t *testing.T, id uint64) []ledgerRun {
 				*p, _ = strconv.ParseInt(f[i], 10, 64)
 			}
 		}
-		for _, nrow := range storetest.Strings(t, m.db, `SELECT n.name, jn.gpus, coalesce(jn.start, -1), coalesce(jn.end, -1), coalesce(jn.end_source, '')
+		for _, nrow := range storetest.Strings(t, m.db, `SELECT n.name, jn.gpus, coalesce(jn.start, -1), coalesce(jn.end, -1)
  FROM job_nodes jn JOIN nodes n ON n.id = jn.node_id JOIN jobs j ON j.id = jn.job
  WHERE j.cluster = 'gsc' AND j.job_id = ? AND j.restart = ?`, id, r.restart) {
 			g := strings.Split(nrow, "|")
@@ -194,7 +187,6 @@ func (m *cl) ledgerRuns(t *testing.T, id uint64) []ledgerRun {
 			ln.gpus, _ = strconv.ParseInt(g[1], 10, 64)
 			ln.start, _ = strconv.ParseInt(g[2], 10, 64)
 			ln.end, _ = strconv.ParseInt(g[3], 10, 64)
-			ln.source = g[4]
 			r.nodes[g[0]] = ln
 		}
 		runs = append(runs, r)

@@ -35,7 +35,7 @@ func TestClusterUtilizationEqualsSreport(t *testing.T) {
 	c.WaitAccounted(t, 3*time.Minute, 1, id)
 	waitEvent(t, c, id, record.JobStart, 60*time.Second)
 	waitEvent(t, c, id, record.JobEnd, 60*time.Second)
-	waitIdle(t, c, 3*time.Minute)
+	c.WaitIdle(t, 3*time.Minute) // the hour rolled up holds only ended jobs
 
 	// Made only now and deleted at the end: a job whose time limit
 	// reaches into a reservation does not start before it ends.
@@ -99,27 +99,6 @@ func TestClusterUtilizationEqualsSreport(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("reservation %s not stored: %+v", resv, facts.Reservations)
-	}
-}
-
-// waitIdle waits until no job runs or completes on the cluster, so that
-// the hour rolled up holds only ended jobs.
-func waitIdle(t *testing.T, c *slurmtest.Cluster, timeout time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		out := c.Run(t, "", "squeue", "-h", "-t", "R,CG,S", "-o", "%i")
-		if strings.TrimSpace(out) == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("jobs still running after %s: %s", timeout, out)
-		}
-		select {
-		case <-time.After(500 * time.Millisecond):
-		case <-t.Context().Done():
-			t.Fatal(t.Context().Err())
-		}
 	}
 }
 

@@ -1,7 +1,8 @@
 // Command floor is the durable-write floor bench/hooklat measures the
 // hooks against: a Go program that writes one event-sized record into the
-// spool durably, as the hooks do (temp file, fsync, link to its name,
-// directory fsync), and nothing else: no config, no GPU, no logging.
+// spool through the hooks' own durable write (internal/spool: temp file,
+// fsync, link to its name, directory fsync), and nothing else: no config,
+// no GPU, no logging.
 //
 //	floor --config FILE   (FILE's spool.dir line names the spool)
 package main
@@ -10,9 +11,10 @@ import (
 	"bufio"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/aicloud/gpusuite/internal/spool"
 )
 
 func main() {
@@ -30,38 +32,16 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	sp := spool.Dir{Path: dir}
+	if err := sp.Ensure(); err != nil {
 		return err
 	}
 	id := os.Getenv("SLURM_JOB_ID")
 	// About the size of a prolog's event with two GPUs.
 	body := fmt.Sprintf(`{"schema":"gpusuite.event/v1","kind":"job_start","time":%q,"job":{"id":%s,"user":%q,"account":%q,"partition":%q},"gpus":[{"minor":0,"uuid":"GPU-00000000-0000-0000-0000-000000000000","energy_mj":1},{"minor":1,"uuid":"GPU-00000000-0000-0000-0000-000000000001","energy_mj":1}],"pad":%q}`,
 		time.Now().UTC().Format(time.RFC3339Nano), id, os.Getenv("SLURM_JOB_USER"), os.Getenv("SLURM_JOB_ACCOUNT"), os.Getenv("SLURM_JOB_PARTITION"), strings.Repeat("x", 400))
-	tmp, err := os.CreateTemp(dir, ".tmp-floor-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.WriteString(body); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Link(tmp.Name(), filepath.Join(dir, "event.floor."+id+".json")); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	// The hooks' own durable write (temp, fsync, link, directory fsync).
+	return sp.Write("event.floor."+id+".json", []byte(body))
 }
 
 // spoolDir reads the spool.dir line of the hooks' config as hooklat
