@@ -32,6 +32,7 @@ const (
 	jobMin, jobMax   = 20 * time.Second, 40 * time.Second
 	gapMin, gapMax   = 3 * time.Second, 10 * time.Second
 	schedulerTick    = time.Second
+	readyPoll        = 20 * time.Millisecond
 	firstRollingPID  = 20_000
 	strayPID         = 19_999
 	lowJobsPerTen    = 2 // of ten rolling jobs, this many barely use their GPUs
@@ -219,14 +220,21 @@ func (l *Live) schedule(ctx context.Context, ready func()) error {
 	started := l.o.Now()
 	t := time.NewTicker(schedulerTick)
 	defer t.Stop()
+	// Until every node has shown the jobs, the snapshots are looked at
+	// more often than the scheduler ticks: `gpuacct demo` waits on them.
+	poll := time.NewTicker(readyPoll)
+	defer poll.Stop()
 	for {
 		if ready != nil && l.snapshotsAfter(started) {
 			ready()
 			ready = nil
+			poll.Stop()
 		}
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-poll.C:
+			continue
 		case <-t.C:
 		}
 		if err := l.endDue(ctx); err != nil {

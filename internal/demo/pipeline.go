@@ -206,6 +206,9 @@ func Pipeline(ctx context.Context, w io.Writer, o PipelineOptions) (Outcome, err
 // snapshots.
 const liveWait = time.Minute
 
+// leaveInterval is the agents' interval while they leave their snapshots.
+const leaveInterval = 200 * time.Millisecond
+
 // leaveLive books a GPU in the ledger, describes the directory for
 // `gpuacct demo serve`, brings the nodes to life for one sample cycle so
 // that Dir/live holds their snapshots, and prints the command that
@@ -231,7 +234,9 @@ func leaveLive(ctx context.Context, w io.Writer, o PipelineOptions, truth simclu
 		return "", err
 	}
 	defer unlock()
-	live, err := NewLive(LiveOptions{Info: in, LiveDir: liveDir, WorkDir: filepath.Join(o.ClusterDir, "live"), Now: now})
+	// One snapshot a node is all this needs: a short interval gets it in a
+	// fraction of a second (`demo serve` runs the agents at LiveInterval).
+	live, err := NewLive(LiveOptions{Info: in, LiveDir: liveDir, WorkDir: filepath.Join(o.ClusterDir, "live"), Now: now, Interval: leaveInterval})
 	if err != nil {
 		return "", err
 	}
