@@ -74,7 +74,7 @@ func (d *DB) ClusterUtilization(ctx context.Context, r ClusterRequest) ([]Cluste
 		f := get(sr.Cluster)
 		f.resvs = append(f.resvs, newResv(sr, nodes))
 	}
-	if err := d.st.HourAllocs(ctx, r.Scope.Filter(), from, to, func(h store.HourAlloc) {
+	if err := d.st.HourAllocs(ctx, r.Scope.Filter(), from, to, d.hourSums, func(h store.HourAlloc) {
 		get(h.Cluster).alloc[h.Hour] += h.AllocS
 	}); err != nil {
 		return nil, d.wrap(err)

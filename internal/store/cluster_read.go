@@ -81,11 +81,17 @@ type HourAlloc struct {
 const MaxHourAllocs = 5000000
 
 // HourAllocs calls fn for each cluster's allocated GPU-seconds per hour in
-// [from, to) (hour boundaries) of clusters (all when empty).
-func (s *Store) HourAllocs(ctx context.Context, clusters []string, from, to int64, fn func(HourAlloc)) error {
+// [from, to) (hour boundaries) of clusters (all when empty). sums reads
+// rollup_hourly_sum, the same hours summed over the nodes (schema 11 on):
+// a year of a 125-node cluster is 40× fewer rows.
+func (s *Store) HourAllocs(ctx context.Context, clusters []string, from, to int64, sums bool, fn func(HourAlloc)) error {
 	var b strings.Builder
 	args := []any{from / 3600, to / 3600}
-	b.WriteString(`SELECT hour*3600, cluster, sum(alloc_gpu_s) FROM rollup_hourly WHERE hour >= ? AND hour < ?`)
+	table := "rollup_hourly"
+	if sums {
+		table = "rollup_hourly_sum"
+	}
+	b.WriteString(`SELECT hour*3600, cluster, sum(alloc_gpu_s) FROM ` + table + ` WHERE hour >= ? AND hour < ?`)
 	inList(&b, &args, "cluster", clusters)
 	b.WriteString(` GROUP BY hour, cluster LIMIT ?`)
 	args = append(args, MaxHourAllocs+1)

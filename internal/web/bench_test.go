@@ -61,6 +61,8 @@ func BenchmarkPages(b *testing.B) {
 		{"overview-7d", "/accounting"},
 		{"overview-30d", "/accounting?start=now-30days"},
 		{"overview-year", "/accounting?" + year},
+		{"overview-year-tokyo", "/accounting?tz=Asia/Tokyo&" + year},
+		{"overview-year-st-johns", "/accounting?tz=America/St_Johns&" + year},
 		{"api-teams-7d", "/api/v1/report/teams"},
 		{"api-teams-year-month", "/api/v1/report/teams?period=month&" + year},
 		{"api-users-year", "/api/v1/report/users?" + year},
