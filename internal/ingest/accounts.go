@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/aicloud/gpusuite/internal/slurmstate"
 	"github.com/aicloud/gpusuite/internal/store"
 )
 
@@ -36,7 +37,7 @@ func (in *Ingester) storeAccounts(ctx context.Context) (bool, error) {
 	args := accountTreeArgs()
 	out, err := in.sacctmgr(ctx, args...)
 	if err != nil {
-		return false, fmt.Errorf("sacctmgr %s: %w", strings.Join(args, " "), err)
+		return false, fmt.Errorf("%s: %w", slurmstate.CommandLine("sacctmgr", args), err)
 	}
 	accts, err := parseAccountTree(string(out), store.MaxSlurmAccounts)
 	if err != nil {

@@ -91,16 +91,41 @@ func (r Reader) run(ctx context.Context, name string, args ...string) ([]byte, e
 	}()
 	select {
 	case <-ctx.Done():
-		return nil, fmt.Errorf("%s %s: no answer in time: %w", name, strings.Join(args, " "), ctx.Err())
+		return nil, fmt.Errorf("%s: no answer in time: %w", CommandLine(name, args), ctx.Err())
 	case res := <-done:
 		if res.err != nil {
 			return nil, res.err
 		}
 		if len(res.out) > MaxOutput {
-			return nil, fmt.Errorf("%s %s: printed more than %d bytes", name, strings.Join(args, " "), MaxOutput)
+			return nil, fmt.Errorf("%s: printed more than %d bytes", CommandLine(name, args), MaxOutput)
 		}
 		return res.out, nil
 	}
+}
+
+// maxArgShown is how much of one argument an error quotes.
+const maxArgShown = 60
+
+// CommandLine is name and args as an error quotes them: a long argument
+// (sacct's -j list of 500 jobs) is cut, with how many items it held, so
+// that a failure stays one readable log line.
+func CommandLine(name string, args []string) string {
+	var b strings.Builder
+	b.WriteString(name)
+	for _, a := range args {
+		b.WriteByte(' ')
+		if len(a) <= maxArgShown {
+			b.WriteString(a)
+			continue
+		}
+		cut := a[:maxArgShown]
+		if i := strings.LastIndexByte(cut, ','); i > 0 {
+			fmt.Fprintf(&b, "%s,… (%d items, %d bytes)", cut[:i], strings.Count(a, ",")+1, len(a))
+			continue
+		}
+		fmt.Fprintf(&b, "%s… (%d bytes)", cut, len(a))
+	}
+	return strings.TrimSpace(b.String())
 }
 
 // Exec runs commands as processes.
@@ -131,7 +156,7 @@ func (e Exec) Run(ctx context.Context, name string, args ...string) ([]byte, err
 	stderr := &capped{max: maxStderr, quiet: true}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	err := cmd.Run()
-	what := strings.TrimSpace(name + " " + strings.Join(args, " "))
+	what := CommandLine(name, args)
 	switch {
 	case stdout.over:
 		return nil, fmt.Errorf("%s: printed more than %d bytes", what, limit)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -156,5 +157,28 @@ func TestExec(t *testing.T) {
 				t.Fatalf("error %v, want one containing %q", err, c.want)
 			}
 		})
+	}
+}
+
+// A failed command's line stays short: a long list is cut and counted.
+func TestCommandLine(t *testing.T) {
+	ids := make([]string, 500)
+	for i := range ids {
+		ids[i] = strconv.Itoa(100100 + 100*i)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"scontrol", []string{"show", "node", "--oneliner"}, "scontrol show node --oneliner"},
+		{"sacct", nil, "sacct"},
+		{"sacct", []string{"-M", "c1", "-j", strings.Join(ids, ","), "-X"},
+			"sacct -M c1 -j 100100,100200,100300,100400,100500,100600,100700,100800,… (500 items, 3499 bytes) -X"},
+		{"x", []string{strings.Repeat("a", 70)}, "x " + strings.Repeat("a", 60) + "… (70 bytes)"},
+	} {
+		if got := CommandLine(c.name, c.args); got != c.want {
+			t.Errorf("CommandLine(%q, %q):\n got %q\nwant %q", c.name, c.args, got, c.want)
+		}
 	}
 }
