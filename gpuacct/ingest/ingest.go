@@ -83,7 +83,7 @@ Examples:
    gpuacct ingest                                  # paths from /etc/gpusuite/gpusuite.toml
    gpuacct ingest --db /tmp/acct.db --incoming /tmp/incoming --keep delete
    gpuacct ingest --wait --store-url postgres://gpusuite@db.example.org/gpusuite
-   */5 * * * * gpuacct gpuacct ingest              # /etc/cron.d line (as user gpuacct), when serve is not used`,
+   */5 * * * * gpuacct /usr/bin/gpuacct ingest     # /etc/cron.d line (as user gpuacct), when serve is not used`,
 		Flags: append(Flags(),
 			&cli.BoolFlag{Name: "wait", Usage: "wait for the writer that holds the ledger (gpuacct serve) to let go, instead of failing at once"}),
 		Action: func(c *cli.Context) error {
