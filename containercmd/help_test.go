@@ -66,7 +66,7 @@ func TestHelpExamplesRun(t *testing.T) {
 				}
 				for file, text := range map[string]string{
 					filepath.Join(home.Home, "ngc-key.txt"): "nvapi-KEY\n",
-					creds: "machine nvcr.io login $oauthtoken password K\nmachine authn.nvidia.com login $oauthtoken password K\n",
+					creds:                                   "machine nvcr.io login $oauthtoken password K\nmachine authn.nvidia.com login $oauthtoken password K\n",
 				} {
 					if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
 						t.Fatal(err)

@@ -29,6 +29,6 @@ func TestHelpExamplesParse(t *testing.T) {
 		"curl -s localhost:9466/api/v1/free":                                                        "what serve's API answers",
 		"curl -s localhost:9466/metrics | grep gpusuite_gpu_utilization":                            "what the agent's /metrics answers",
 		`*/10 * * * * gpuacct check >/dev/null || mail -s "gpuacct" root   # crontab`:               "a crontab line",
-		"command[gpuacct]=/usr/bin/gpuacct check                           # nrpe.cfg":               "an nrpe.cfg line",
+		"command[gpuacct]=/usr/bin/gpuacct check                           # nrpe.cfg":              "an nrpe.cfg line",
 	})
 }
