@@ -20,7 +20,7 @@ BIN_DIR := $(CURDIR)/bin
 export GPUSUITE_SLURM_DIR ?= /run/gpusuite-slurm
 export GPUSUITE_CLUSTER_DIR ?= /run/gpusuite-cluster
 
-.PHONY: all build build-simulated test test-unit test-slurm lint bench demo deps clean package
+.PHONY: all build build-simulated test test-unit test-slurm lint bench demo deps clean package package-test
 
 all: build
 
@@ -56,7 +56,8 @@ test: build build-simulated deps
 	      GPUSUITE_CLUSTER_ENV=$(GPUSUITE_CLUSTER_DIR)/env && \
 	    $(GO) test -count=1 -timeout 30m ./... && $(GO) test -count=1 -tags simulated ./gpuacct/ && \
 	    GPUSUITE_TEST_ENGINE=postgres $(GO) test -count=1 -timeout 30m -skip SQLite $(PG_PKGS) ; \
-	    rc=$$?; ./test/pg/harness.sh stop; ./test/cluster/harness.sh stop; ./test/slurm/harness.sh stop; exit $$rc; }
+	    rc=$$?; ./test/pg/harness.sh stop; ./test/cluster/harness.sh stop; ./test/slurm/harness.sh stop; \
+	    $(MAKE) --no-print-directory package-test; prc=$$?; [ $$rc -ne 0 ] && exit $$rc; exit $$prc; }
 
 # test-unit runs internal/'s tests, which need PostgreSQL too (not Slurm).
 test-unit:
@@ -78,10 +79,21 @@ demo: build-simulated
 
 # package builds dist/gpusuite_VERSION_amd64.deb and .rpm with nfpm.
 NFPM_VERSION := v2.41.0
+NFPM = GOFLAGS= $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@$(NFPM_VERSION)
 package: build
 	@mkdir -p dist
-	GPUSUITE_VERSION=$(GPUSUITE_VERSION) GOFLAGS= $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@$(NFPM_VERSION) pkg -f packaging/nfpm.yaml --packager deb --target dist/
-	GPUSUITE_VERSION=$(GPUSUITE_VERSION) GOFLAGS= $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@$(NFPM_VERSION) pkg -f packaging/nfpm.yaml --packager rpm --target dist/
+	GPUSUITE_VERSION=$(GPUSUITE_VERSION) $(NFPM) pkg -f packaging/nfpm.yaml --packager deb --target dist/
+	GPUSUITE_VERSION=$(GPUSUITE_VERSION) $(NFPM) pkg -f packaging/nfpm.yaml --packager rpm --target dist/
+
+# package-test installs the .deb on this machine and checks it (files,
+# owners, modes, the service user, systemd-analyze verify, an upgrade to
+# dist/next/ that keeps an edited config, a purge that keeps the data),
+# inspects the .rpm, and purges again (root; test/package/). make test runs
+# it after the other tests, which must not see /etc/gpusuite appear.
+package-test: package
+	@rm -rf dist/next && mkdir -p dist/next
+	@GPUSUITE_VERSION=$(GPUSUITE_VERSION).1 $(NFPM) pkg -f packaging/nfpm.yaml --packager deb --target dist/next/ >/dev/null
+	GPUSUITE_DIST=$(CURDIR)/dist GPUSUITE_VERSION=$(GPUSUITE_VERSION) $(GO) test -count=1 -tags packagetest ./test/package/
 
 clean:
 	rm -rf $(BIN_DIR) dist

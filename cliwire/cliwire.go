@@ -121,12 +121,14 @@ func UsageLine(cmdPath string, err error) error {
 }
 
 // Prepare wires app for the house policy: output through app's writers, no
-// os.Exit inside urfave/cli, --version from buildinfo, and one-line usage
-// errors (exit 2) on the app and every command under it that has none.
+// os.Exit inside urfave/cli, --version from buildinfo, the configuration's
+// defaults in --help, and one-line usage errors (exit 2) on the app and
+// every command under it that has none.
 func Prepare(app *cli.App) {
 	app.HideHelpCommand = true
 	app.ExitErrHandler = func(*cli.Context, error) {}
 	Version(app)
+	ConfigDefaults(app)
 	if app.OnUsageError == nil {
 		name := app.Name
 		app.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return UsageLine(name, err) }

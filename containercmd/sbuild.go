@@ -41,11 +41,11 @@ Examples:
 func sbuildFlags() []cli.Flag {
 	return append(configFlags(),
 		&cli.StringFlag{Name: "name", EnvVars: []string{"GPUSUITE_CONTAINER_NAME"}, Usage: "container `NAME` (default: the directory's name, sanitised)"},
-		&cli.StringFlag{Name: "image", EnvVars: []string{"GPUSUITE_CONTAINER_IMAGE"}, Usage: "image when none is given as argument (default container.image)"},
+		&cli.StringFlag{Name: "image", EnvVars: []string{"GPUSUITE_CONTAINER_IMAGE"}, Usage: "image when none is given as argument (container.image)"},
 		&cli.BoolFlag{Name: "rebuild", Usage: "remove an existing container of this name first (refused while one of your jobs uses it)"},
 		&cli.StringFlag{Name: "setup", Usage: "run `FILE` inside the new container as remapped root, writable, in /workspace"},
-		&cli.IntFlag{Name: "gpus", EnvVars: []string{"GPUSUITE_BUILD_GPUS"}, Usage: "GPUs for the build job (default container.build_gpus)"},
-		&cli.StringFlag{Name: "partition", EnvVars: []string{"GPUSUITE_PARTITION"}, Usage: "Slurm `PARTITION` (default container.partition)"},
+		&cli.IntFlag{Name: "gpus", EnvVars: []string{"GPUSUITE_BUILD_GPUS"}, Usage: "GPUs for the build job (container.build_gpus)"},
+		&cli.StringFlag{Name: "partition", EnvVars: []string{"GPUSUITE_PARTITION"}, Usage: "Slurm `PARTITION` (container.partition)"},
 		&cli.StringFlag{Name: "time", EnvVars: []string{"GPUSUITE_TIME"}, Usage: "time limit for the build job, as srun --time"},
 		&cli.StringSliceFlag{Name: "mount", Usage: "extra bind mount `SRC:DST[:ro]` while building, repeatable (env GPUSUITE_MOUNTS, ';'-separated)"},
 		&cli.StringFlag{Name: "save", Usage: "also save the container as squashfs `PATH.sqsh` (pyxis --container-save)"},
@@ -66,11 +66,8 @@ func Sbuild(args []string, sys container.Sys) int {
 			break
 		}
 	}
-	flags := sbuildFlags()
-	rmFlags := []cli.Flag{&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "do not ask"}}
-	pruneFlags := append(rmFlags, &cli.DurationFlag{Name: "older-than", Usage: "also remove containers created longer ago than `DURATION` (e.g. 2160h)"})
-	listFlags := []cli.Flag{&cli.BoolFlag{Name: "no-size", Usage: "skip adding up sizes (faster on NFS)"}}
-	loginFlags := []cli.Flag{&cli.StringFlag{Name: "key-file", Usage: "read the NGC API key from `FILE` instead of the terminal"}}
+	app := sbuildApp(sys, &extra)
+	flags := app.Flags
 
 	// Put options before positional words, per command.
 	valued := valuedFlags(flags)
@@ -88,7 +85,12 @@ func Sbuild(args []string, sys container.Sys) int {
 		}
 	}
 	tail := rest[i:]
-	commands := map[string][]cli.Flag{"list": listFlags, "ls": listFlags, "rm": rmFlags, "prune": pruneFlags, "login": loginFlags, "check": nil}
+	commands := map[string][]cli.Flag{}
+	for _, c := range app.Commands {
+		for _, n := range c.Names() {
+			commands[n] = c.Flags
+		}
+	}
 	if len(tail) > 0 {
 		if cf, ok := commands[tail[0]]; ok {
 			tail = append([]string{tail[0]}, reorder(tail[1:], valuedFlags(cf))...)
@@ -98,11 +100,25 @@ func Sbuild(args []string, sys container.Sys) int {
 	}
 	argv := append(append([]string{prog}, lead...), tail...)
 
+	if len(extra) > 0 && len(tail) > 0 && commands[tail[0]] != nil {
+		return finish(prog, sys.Stderr, usagef("options after -- are for the build's srun, not for sbuild %s", tail[0]))
+	}
+	return finish(prog, sys.Stderr, app.Run(argv))
+}
+
+// sbuildApp is sbuild's command tree; Sbuild reorders the arguments it runs
+// on, and the tests render its help, man page and completions.
+func sbuildApp(sys container.Sys, extra *[]string) *cli.App {
+	rmFlags := []cli.Flag{&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "do not ask"}}
+	pruneFlags := append(rmFlags, &cli.DurationFlag{Name: "older-than", Usage: "also remove containers created longer ago than `DURATION` (e.g. 2160h)"})
+	listFlags := []cli.Flag{&cli.BoolFlag{Name: "no-size", Usage: "skip adding up sizes (faster on NFS)"}}
+	loginFlags := []cli.Flag{&cli.StringFlag{Name: "key-file", Usage: "read the NGC API key from `FILE` instead of the terminal"}}
+	const prog = "sbuild"
 	app := newApp(prog, sys)
 	app.Usage = "build the project's enroot container once; list, remove, prune"
 	app.UsageText = "sbuild [options] [IMAGE] [-- SRUN-OPTIONS...]\n   sbuild list | rm NAME... | prune | login | check [IMAGE]"
 	app.Description = sbuildHelp
-	app.Flags = flags
+	app.Flags = sbuildFlags()
 	app.Before = func(c *cli.Context) error {
 		level, err := logging.ParseLevel(c.String("log-level"))
 		if err != nil {
@@ -111,7 +127,7 @@ func Sbuild(args []string, sys container.Sys) int {
 		sys.Logger = logging.New(prog, sys.Stderr, level, sys.Getenv)
 		return nil
 	}
-	app.Action = func(c *cli.Context) error { return build(c, sys, extra) }
+	app.Action = func(c *cli.Context) error { return build(c, sys, *extra) }
 	app.Commands = []*cli.Command{
 		{Name: "list", Aliases: []string{"ls"}, Usage: "list your containers with size, image and creation date", Flags: listFlags,
 			Description: "Example:\n   sbuild list\n   sbuild list --no-size", Action: func(c *cli.Context) error { return list(c, sys) }},
@@ -125,10 +141,8 @@ func Sbuild(args []string, sys container.Sys) int {
 		{Name: "check", Usage: "run every preflight check and say what to fix", ArgsUsage: "[IMAGE]",
 			Description: "Example:\n   sbuild check\n   sbuild check nvcr.io/nvidia/pytorch:24.05-py3", Action: func(c *cli.Context) error { return check(c, sys) }},
 	}
-	if len(extra) > 0 && len(tail) > 0 && commands[tail[0]] != nil {
-		return finish(prog, sys.Stderr, usagef("options after -- are for the build's srun, not for sbuild %s", tail[0]))
-	}
-	return finish(prog, sys.Stderr, app.Run(argv))
+	cliwire.ConfigDefaults(app)
+	return app
 }
 
 // plan is everything a build needs, worked out before anything runs.

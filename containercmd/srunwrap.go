@@ -36,9 +36,9 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 func srunWrapFlags() []cli.Flag {
 	return append(configFlags(),
 		&cli.StringFlag{Name: "name", EnvVars: []string{"GPUSUITE_CONTAINER_NAME"}, Usage: "container `NAME` (default: from the directory's name, as sbuild made it)"},
-		&cli.IntFlag{Name: "gpus", EnvVars: []string{"GPUSUITE_GPUS"}, Usage: "GPUs to ask for, 0 for none (default container.gpus, 1)"},
-		&cli.StringFlag{Name: "partition", EnvVars: []string{"GPUSUITE_PARTITION"}, Usage: "Slurm `PARTITION` (default container.partition)"},
-		&cli.StringFlag{Name: "time", EnvVars: []string{"GPUSUITE_TIME"}, Usage: "time limit, as srun --time (default container.time)"},
+		&cli.IntFlag{Name: "gpus", EnvVars: []string{"GPUSUITE_GPUS"}, Usage: "GPUs to ask for, 0 for none (container.gpus)"},
+		&cli.StringFlag{Name: "partition", EnvVars: []string{"GPUSUITE_PARTITION"}, Usage: "Slurm `PARTITION` (container.partition)"},
+		&cli.StringFlag{Name: "time", EnvVars: []string{"GPUSUITE_TIME"}, Usage: "time limit, as srun --time (container.time)"},
 		&cli.StringSliceFlag{Name: "mount", Usage: "extra bind mount `SRC:DST[:ro]`, repeatable; no ',' or ':' in paths (env GPUSUITE_MOUNTS, ';'-separated)"},
 		&cli.StringSliceFlag{Name: "env", Usage: "pass `NAME[=VALUE]` into the container, over the image's own value; repeatable"},
 		&cli.BoolFlag{Name: "batch", Usage: "submit CMD, a job script, with sbatch instead; it runs in the container and its #SBATCH lines are kept"},
@@ -60,18 +60,26 @@ func SrunWrap(args []string, sys container.Sys) int {
 	if err != nil {
 		return finish(prog, sys.Stderr, usagef("%v", err))
 	}
-	app := newApp(prog, sys)
+	app := srunWrapApp(sys, &split)
+	return finish(prog, sys.Stderr, app.Run(append([]string{prog}, split.Own...)))
+}
+
+// srunWrapApp is srun-wrap's command line; SrunWrap splits the arguments
+// first, and the tests render its help, man page and completions.
+func srunWrapApp(sys container.Sys, split *container.Split) *cli.App {
+	app := newApp("srun-wrap", sys)
 	app.Usage = "run a command in the project's enroot container through srun"
 	app.UsageText = "srun-wrap [options] [srun options] [--] [CMD [ARGS...]]"
 	app.Description = srunWrapHelp
-	app.Flags = flags
+	app.Flags = srunWrapFlags()
 	app.Action = func(c *cli.Context) error {
 		if c.NArg() > 0 {
 			return usagef("unexpected %q before the command", c.Args().First())
 		}
-		return srunWrap(c, sys, split)
+		return srunWrap(c, sys, *split)
 	}
-	return finish(prog, sys.Stderr, app.Run(append([]string{prog}, split.Own...)))
+	cliwire.ConfigDefaults(app)
+	return app
 }
 
 func srunWrap(c *cli.Context, sys container.Sys, split container.Split) error {

@@ -22,7 +22,12 @@ type Env struct {
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
-	env := Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, Getenv: getenv}
+	return cliwire.Run(newApp(Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, Getenv: getenv}), args)
+}
+
+// newApp is gpuacct's command tree; the tests render its help, man page and
+// completions from it.
+func newApp(env Env) *cli.App {
 	app := &cli.App{
 		Name:  "gpuacct",
 		Usage: "GPU accounting for a Slurm cluster: node agent, ingest daemon, reports",
@@ -35,9 +40,9 @@ Examples:
    gpuacct report teams --start 2026-11-01 --period month`,
 		Flags:     []cli.Flag{cliwire.ConfigFlag()},
 		Commands:  commands(env),
-		Reader:    stdin,
-		Writer:    stdout,
-		ErrWriter: stderr,
+		Reader:    env.Stdin,
+		Writer:    env.Stdout,
+		ErrWriter: env.Stderr,
 	}
 	app.Action = func(c *cli.Context) error {
 		if c.Args().Present() {
@@ -46,5 +51,5 @@ Examples:
 		_ = cli.ShowAppHelp(c)
 		return &cliwire.ExitError{Code: cliwire.ExitUsage}
 	}
-	return cliwire.Run(app, args)
+	return app
 }

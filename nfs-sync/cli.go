@@ -39,6 +39,7 @@ func Main(args []string, stdout, stderr io.Writer, getenv func(string) string) i
 func MainContext(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	app := newApp(stdout, stderr, getenv)
 	cliwire.Version(app)
+	cliwire.ConfigDefaults(app)
 	return cliwire.Finish(prog, stderr, app.RunContext(ctx, args))
 }
 
@@ -58,10 +59,10 @@ func onUsageError(name string) cli.OnUsageErrorFunc {
 func newApp(stdout, stderr io.Writer, getenv func(string) string) *cli.App {
 	env := &cliEnv{stdout: stdout, stderr: stderr, getenv: getenv}
 	windowFlag := &cli.DurationFlag{Name: "window", EnvVars: []string{"GPUSUITE_NFSSYNC_WINDOW"},
-		Usage: "wait this long after a file's mtime before touching it (default from config, 1.1s)"}
+		Usage: "wait this long after a file's mtime before touching it (nfssync.window)"}
 	dryRun := &cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "show what would be touched and why; touch nothing"}
 	backend := &cli.StringFlag{Name: "backend", EnvVars: []string{"GPUSUITE_NFSSYNC_BACKEND"},
-		Usage: "how closes are seen: auto, fanotify (root) or inotify (default from config, auto)"}
+		Usage: "how closes are seen: auto, fanotify (root) or inotify (nfssync.backend)"}
 	return &cli.App{
 		Name:      prog,
 		Usage:     "make same-second updates on the shared NFS /data visible on every server",
@@ -86,7 +87,7 @@ See docs/nfs.md.`,
 		OnUsageError:              onUsageError(prog),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "config", EnvVars: []string{config.EnvPath}, Usage: "site configuration `FILE` (default " + config.DefaultPath + ")"},
-			&cli.StringFlag{Name: "log-level", EnvVars: []string{"GPUSUITE_NFSSYNC_LOG_LEVEL"}, Usage: "debug, info, warn or error (default from config, info)"},
+			&cli.StringFlag{Name: "log-level", EnvVars: []string{"GPUSUITE_NFSSYNC_LOG_LEVEL"}, Usage: "debug, info, warn or error (nfssync.log_level)"},
 		},
 		Commands: []*cli.Command{
 			{
@@ -137,17 +138,17 @@ on /metrics and speaks systemd's notify and watchdog protocol.
 
 Examples:
    nfs-sync watch                                  # nfssync.dirs, default /data
-   nfs-sync watch --dry-run --log-level info /data/home/alice
+   nfs-sync --log-level debug watch --dry-run /data/home/alice
    nfs-sync watch --backend inotify --metrics-listen 127.0.0.1:9465`,
 				OnUsageError: onUsageError("nfs-sync watch"),
 				Flags: []cli.Flag{
 					backend, windowFlag, dryRun,
-					&cli.DurationFlag{Name: "settle", EnvVars: []string{"GPUSUITE_NFSSYNC_SETTLE"}, Usage: "quiet time that ends a burst of closes"},
+					&cli.DurationFlag{Name: "settle", EnvVars: []string{"GPUSUITE_NFSSYNC_SETTLE"}, Usage: "quiet time that ends a burst of closes (nfssync.settle)"},
 					&cli.StringSliceFlag{Name: "exclude", EnvVars: []string{"GPUSUITE_NFSSYNC_EXCLUDE"}, Usage: "`GLOB` of files never touched, added to nfssync.exclude (repeatable)"},
-					&cli.IntFlag{Name: "max-fixes-per-second", EnvVars: []string{"GPUSUITE_NFSSYNC_MAX_FIXES_PER_SECOND"}, Usage: "cap on touches per second (0: none)"},
-					&cli.IntFlag{Name: "max-watches", EnvVars: []string{"GPUSUITE_NFSSYNC_MAX_WATCHES"}, Usage: "cap on inotify watches (0: the kernel's limit)"},
-					&cli.StringFlag{Name: "metrics-listen", EnvVars: []string{"GPUSUITE_NFSSYNC_METRICS_LISTEN"}, Usage: "`ADDR` of /metrics (empty: off)"},
-					&cli.StringFlag{Name: "probe-file", EnvVars: []string{"GPUSUITE_NFSSYNC_PROBE_FILE"}, Usage: "existing `FILE` on the share whose timestamps calibrate the window"},
+					&cli.IntFlag{Name: "max-fixes-per-second", EnvVars: []string{"GPUSUITE_NFSSYNC_MAX_FIXES_PER_SECOND"}, Usage: "cap on touches per second, 0 for none (nfssync.max_fixes_per_second)"},
+					&cli.IntFlag{Name: "max-watches", EnvVars: []string{"GPUSUITE_NFSSYNC_MAX_WATCHES"}, Usage: "cap on inotify watches, 0 for the kernel's limit (nfssync.max_watches)"},
+					&cli.StringFlag{Name: "metrics-listen", EnvVars: []string{"GPUSUITE_NFSSYNC_METRICS_LISTEN"}, Usage: "`ADDR` of /metrics, empty for none (nfssync.metrics_listen)"},
+					&cli.StringFlag{Name: "probe-file", EnvVars: []string{"GPUSUITE_NFSSYNC_PROBE_FILE"}, Usage: "existing `FILE` on the share whose timestamps calibrate the window (nfssync.probe_file)"},
 				},
 				Action: env.watch,
 			},

@@ -77,13 +77,14 @@ Exits non-zero when the pass could not finish (database locked by 'gpuacct
 serve', disk full, ...); what was committed stays, the rest waits. With
 --wait it waits for the writer that holds the ledger to let go instead
 (Ctrl-C stops the wait). --store-url (store.url) names a PostgreSQL ledger
-in place of the SQLite file of --db.
+in place of the SQLite file of --db. Where no 'gpuacct serve' runs, cron
+runs it every few minutes as the service user (an /etc/cron.d line,
+docs/install.md).
 
 Examples:
    gpuacct ingest                                  # paths from /etc/gpusuite/gpusuite.toml
    gpuacct ingest --db /tmp/acct.db --incoming /tmp/incoming --keep delete
-   gpuacct ingest --wait --store-url postgres://gpusuite@db.example.org/gpusuite
-   */5 * * * * gpuacct gpuacct ingest              # /etc/cron.d line (as user gpuacct), when serve is not used`,
+   gpuacct ingest --wait --store-url postgres://gpusuite@db.example.org/gpusuite`,
 		Flags: append(Flags(),
 			&cli.BoolFlag{Name: "wait", Usage: "wait for the writer that holds the ledger (gpuacct serve) to let go, instead of failing at once"}),
 		Action: func(c *cli.Context) error {

@@ -84,7 +84,7 @@ func windowFlags() []cli.Flag {
 }
 
 func outputFlags() []cli.Flag {
-	return outputFlagsSaying("GPU-time columns in seconds (whole: compare with sreport -t seconds), minutes, hours or percent of the cluster's allocated GPU-time (report.units; default hours)")
+	return outputFlagsSaying("GPU-time columns in seconds (whole: compare with sreport -t seconds), minutes, hours or percent of the cluster's allocated GPU-time (report.units)")
 }
 
 // outputFlagsSaying are outputFlags with a command's own --units usage
@@ -276,7 +276,7 @@ func filterOf(c *cli.Context) (report.Filter, []string) {
 func ReportCommand(d Deps) *cli.Command {
 	flags := append(append(append(append([]cli.Flag{dbFlag(), cliwire.StoreURLFlag()}, windowFlags()...),
 		&cli.StringFlag{Name: "period", Usage: "a time series: day, week or month (default: one total)"},
-		&cli.IntFlag{Name: "limit", Usage: "at most this many rows per period (top: default 10; jobs: default 50)"},
+		&cli.IntFlag{Name: "limit", Usage: "at most this many rows per period", DefaultText: "10 for top, 50 for jobs"},
 		&cli.StringFlag{Name: "by", Usage: "top: users or teams", Value: "users"},
 		&cli.StringFlag{Name: "sort", Usage: "jobs: start, alloc, eff (lowest first) or idle", Value: "start"},
 		&cli.StringFlag{Name: "level", Usage: "teams, tree, top --by teams: roll teams up to their organisation at level `N` (1: the top ones; Slurm's parent accounts or the mapping file's parents)"},
