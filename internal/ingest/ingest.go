@@ -55,6 +55,10 @@ type Ingester struct {
 	// deferred are the files this pass left for a later one on purpose
 	// (rejected): not counted as left behind.
 	deferred map[string]bool
+	// careful: this pass sends each file's writes after the file
+	// (careful.go); seen answers whether a file was ingested before.
+	careful bool
+	seen    *seenFiles
 }
 
 // New makes an Ingester.
@@ -110,7 +114,18 @@ var ErrStopped = errors.New("ingest stopped")
 // store error (disk full, I/O): committed batches stay, the rest waits
 // for the next pass.
 func (in *Ingester) Pass(ctx context.Context) (Result, error) {
-	var res Result
+	res, err := in.pass(ctx, false, Result{})
+	if r, ok := asRedo(err); ok && ctx.Err() == nil {
+		in.d.Log.Warn("a write of the pass failed where its file is not known; doing the pass again file by file", "err", r.err)
+		res, err = in.pass(ctx, true, carried(res))
+	}
+	return res, err
+}
+
+// pass is one pass; careful sends each file's writes after the file, and
+// res starts from what an attempt before it did (carried).
+func (in *Ingester) pass(ctx context.Context, careful bool, res Result) (Result, error) {
+	in.careful = careful
 	start := in.d.Now()
 	in.leftMu.Lock()
 	in.leftErr = nil
@@ -134,6 +149,7 @@ func (in *Ingester) Pass(ctx context.Context) (Result, error) {
 	// transaction after the other, and retires committed files behind it.
 	v := Validator{Now: start, MaxFuture: in.d.Config.Ingest.MaxFuture.Duration,
 		MaxInterval: MaxSegmentInterval(in.d.Config.Agent.Interval.Duration)}
+	in.seen = newSeenFiles(files)
 	src := in.prefetch(files, v)
 	defer src.stop()
 	ret := in.retirer()
@@ -143,6 +159,9 @@ func (in *Ingester) Pass(ctx context.Context) (Result, error) {
 			return res, in.finish(ctx, start, res, ErrStopped)
 		}
 		if err := in.batch(ctx, src, ret, &res); err != nil {
+			if _, ok := asRedo(err); ok {
+				return res, err // done again, and recorded, by Pass
+			}
 			return res, in.finish(ctx, start, res, err)
 		}
 	}
@@ -316,10 +335,10 @@ func (in *Ingester) batch(ctx context.Context, src *prefetcher, ret *retirer, re
 			}
 			continue
 		}
-		dup, err := b.FileSeen(f.node, f.name, l.hash)
+		dup, err := in.seen.seen(b, f, l.hash)
 		if err != nil {
 			b.Rollback()
-			return err
+			return mayRedo(in.careful || !b.Pipelined(), err)
 		}
 		if dup {
 			finished = append(finished, done{f, true})
@@ -338,7 +357,7 @@ func (in *Ingester) batch(ctx context.Context, src *prefetcher, ret *retirer, re
 		switch st, key, err := keyState(b, p); {
 		case err != nil:
 			b.Rollback()
-			return err
+			return mayRedo(in.careful || !b.Pipelined(), err)
 		case st == store.KeyApplied:
 			finished = append(finished, done{f, true})
 			continue
@@ -352,13 +371,17 @@ func (in *Ingester) batch(ctx context.Context, src *prefetcher, ret *retirer, re
 			in.rejected(f, p, rj, now, res)
 			continue
 		}
-		if err == nil {
+		if err == nil && (in.careful || !b.Pipelined()) {
 			// The file's queued writes reach the server now, so that
 			// their failure is this file's.
 			err = b.Flush()
 		}
 		if err != nil {
 			b.Rollback()
+			if !in.careful && b.Pipelined() {
+				// It may be an earlier file's write that failed.
+				return mayRedo(false, fmt.Errorf("ingest %s: %w", f.path, err))
+			}
 			if !resourceError(err) {
 				// Something in this file upsets the store: set it
 				// aside so that the next pass is not stuck on it.
@@ -368,11 +391,11 @@ func (in *Ingester) batch(ctx context.Context, src *prefetcher, ret *retirer, re
 		}
 		if err := b.FileIngested(f.node, f.name, l.hash, l.size, p.Records()); err != nil {
 			b.Rollback()
-			return err
+			return mayRedo(in.careful || !b.Pipelined(), err)
 		}
 		if err := keyApplied(b, p); err != nil {
 			b.Rollback()
-			return err
+			return mayRedo(in.careful || !b.Pipelined(), err)
 		}
 		pending.Files++
 		pending.Records += p.Records()
@@ -381,7 +404,7 @@ func (in *Ingester) batch(ctx context.Context, src *prefetcher, ret *retirer, re
 		finished = append(finished, done{f, false})
 	}
 	if err := b.Commit(); err != nil {
-		return fmt.Errorf("ingest batch of %d files: %w", len(finished), err)
+		return mayRedo(in.careful || !b.Pipelined(), fmt.Errorf("ingest batch of %d files: %w", len(finished), err))
 	}
 	checkTouched(ctx, in.d.Store, b.TouchedHours(), in.d.Log, in.d.Metrics)
 	res.Files += pending.Files

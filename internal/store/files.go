@@ -1,6 +1,9 @@
 package store
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // FileSeen reports whether the file node/name was ingested with this
 // content (sha256 hex) already.
@@ -23,3 +26,44 @@ func (b *Batch) FileIngested(node, name, hash string, size, records int) error {
 		node, name, hash, size, records, b.now.Unix())
 	return err
 }
+
+// MaxFilesAsked bounds the names of one FilesKnown call.
+const MaxFilesAsked = 500
+
+// FilesKnown is FileSeen for many files of one node in one query: of
+// names, those ingested before, each with the content (sha256 hex) it was
+// ingested with.
+func (b *Batch) FilesKnown(node string, names []string) (map[string]string, error) {
+	if len(names) > MaxFilesAsked {
+		return nil, fmt.Errorf("look up %d files of %s: more than %d at once", len(names), node, MaxFilesAsked)
+	}
+	known := map[string]string{}
+	if len(names) == 0 {
+		return known, nil
+	}
+	var q strings.Builder
+	args := []any{node}
+	q.WriteString(`SELECT name, sha256 FROM ingested_files WHERE node = ?`)
+	inList(&q, &args, "name", names)
+	rows, err := translateRows(b.tx.QueryContext(b.ctx, q.String(), args...))
+	if err != nil {
+		return nil, fmt.Errorf("look up %d files of %s: %w", len(names), node, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name, hash string
+		if err := rows.Scan(&name, &hash); err != nil {
+			return nil, fmt.Errorf("look up %d files of %s: %w", len(names), node, err)
+		}
+		known[name] = hash
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("look up %d files of %s: %w", len(names), node, err)
+	}
+	return known, nil
+}
+
+// Pipelined says whether the batch's writes wait in a pipeline until the
+// next read, Flush or Commit (PostgreSQL): a failed write is then known
+// only at one of those, not at the statement.
+func (b *Batch) Pipelined() bool { return b.tx.pipe != nil }
