@@ -118,6 +118,10 @@ func (d *SampleDecoder) Decode(line []byte, s *Sample) bool {
 			if !d.jobs(s) {
 				return false
 			}
+		case fMetrics:
+			if !d.metrics(s) {
+				return false
+			}
 		case fProcs:
 			if !d.procs(s) {
 				return false
@@ -227,6 +231,7 @@ const (
 	fXID
 	fProcs
 	fMissing
+	fMetrics
 )
 
 func sampleField(key []byte) (uint32, bool) {
@@ -265,6 +270,8 @@ func sampleField(key []byte) (uint32, bool) {
 		return fProcs, true
 	case "missing":
 		return fMissing, true
+	case "metrics":
+		return fMetrics, true
 	}
 	return 0, false
 }
@@ -318,6 +325,44 @@ func (d *SampleDecoder) jobs(s *Sample) bool {
 		s.Jobs = d.keepJobs()
 	}
 	return ok
+}
+
+// metrics reads the metrics object: names interned from the catalogue,
+// values as encoding/json reads a float64; a repeated name says no (for
+// encoding/json, whose last-one-wins is then what is taken).
+func (d *SampleDecoder) metrics(s *Sample) bool {
+	if !d.open('{') {
+		return false
+	}
+	// size the map once: every member has one ':' before the '}'
+	n := 0
+	for _, c := range d.b[d.i:] {
+		if c == '}' {
+			break
+		}
+		if c == ':' {
+			n++
+		}
+	}
+	m := make(map[string]float64, n)
+	s.Metrics = m
+	return d.fields(func(key []byte) bool {
+		name, ok := catalogueName(key)
+		if !ok {
+			if _, dup := m[string(key)]; dup {
+				return false
+			}
+			name = string(key)
+		} else if _, dup := m[name]; dup {
+			return false
+		}
+		var v float64
+		if !d.float(&v) {
+			return false
+		}
+		m[name] = v
+		return true
+	})
 }
 
 func (d *SampleDecoder) procs(s *Sample) bool {
