@@ -71,7 +71,7 @@ func attribute(r gpu.Reading, t time.Time, allocs []*Alloc, own owner, idleThres
 		Time: t, UUID: r.UUID, Index: r.Index, Parent: r.Parent,
 		GPUUtil: r.GPUUtil, MemUtil: r.MemUtil, MemUsedMiB: r.MemUsedMiB, MemTotalMiB: r.MemTotalMiB,
 		PowerMW: r.PowerMW, EnergyMJ: r.EnergyMJ, TempC: r.TempC, SMClockMHz: r.SMClockMHz,
-		Throttle: r.Throttle, ECCErrors: r.ECCErrors, XIDErrors: r.XIDErrors,
+		Throttle: r.Throttle, ECCErrors: r.ECCErrors, XIDErrors: r.XIDErrors, Metrics: r.Metrics,
 	}
 	if len(r.Missing) > 0 {
 		s.Missing = append([]string(nil), r.Missing...)

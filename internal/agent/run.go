@@ -102,6 +102,8 @@ loop:
 			}
 		case reply := <-a.scanReq:
 			reply <- a.scanEvents()
+		case e := <-a.gpuEvents:
+			a.gpuEvent(e)
 		}
 	}
 	n.Notify("STOPPING=1")

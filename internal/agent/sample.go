@@ -50,8 +50,9 @@ func (a *Agent) cycleAt(ctx context.Context, now time.Time) error {
 	// job events the prolog/epilog spooled since the last cycle (the hook
 	// socket usually announced them already)
 	a.applySpooledEvents()
+	a.drainGPUEvents()
 	readings := a.lib.SampleAll(ctx, a.devs)
-	a.xid.Drain(readings, a.devs)
+	a.events.FillXID(readings, a.devs)
 	byUUID := allocsByUUID(a.allocs)
 	samples := make([]record.Sample, 0, len(readings))
 	failing := false
@@ -64,6 +65,7 @@ func (a *Agent) cycleAt(ctx context.Context, now time.Time) error {
 		}
 		s := attribute(r, now, byUUID[r.UUID], a.owner, a.cfg.IdleThreshold)
 		samples = append(samples, s)
+		a.throttleChanges(r, now)
 	}
 	if err := a.seg.append(samples); err != nil {
 		return err
@@ -92,11 +94,13 @@ func (a *Agent) enumerate(ctx context.Context) {
 	}
 	a.incomplete = len(problems) > 0
 	a.devs = devs
-	a.xid.Close()
-	a.xid, err = a.lib.WatchXID(ctx, devs)
-	if err != nil {
-		a.log.Info("XID errors will be reported as missing", "err", err)
+	a.lib.Choose(devs, a.metricNames)
+	for _, d := range devs {
+		if u := d.Unsupported(); len(u) > 0 {
+			a.log.Info("GPU cannot give some chosen metrics; they are recorded as unsupported", "gpu", d.Index, "uuid", d.UUID, "unsupported", u)
+		}
 	}
+	a.startWatch(ctx)
 }
 
 // reinitIfFailing shuts NVML down and starts it again after GPUs kept

@@ -37,7 +37,11 @@ func (a *Agent) openSegment(start time.Time) error {
 		Schema: record.SegmentSchema, Key: record.SegmentKey(a.cluster, a.node, a.nextSeq),
 		Cluster: a.cluster, Node: a.node, Seq: a.nextSeq,
 		Interval: a.interval.Seconds(), Start: start.UTC(),
+		Metrics: a.metricNames, Unsupported: a.unsupported(),
 	}}
+	if len(s.hdr.Metrics) == 0 {
+		s.hdr.Metrics = nil
+	}
 	line, _ := json.Marshal(s.hdr)
 	s.w.Write(append(line, '\n'))
 	if err := s.w.Flush(); err != nil {
@@ -109,6 +113,21 @@ func (a *Agent) recoverSegment() error {
 	a.nextSeq = hdr.Seq
 	a.log.Info("recovered segment left open by an unclean stop", "seq", hdr.Seq, "samples", len(samples))
 	return a.finishSegment(data, hdr.Seq, len(samples))
+}
+
+// unsupported is what the segment header says the GPUs cannot give of
+// the chosen metrics.
+func (a *Agent) unsupported() map[string][]string {
+	var m map[string][]string
+	for _, d := range a.devs {
+		if u := d.Unsupported(); len(u) > 0 {
+			if m == nil {
+				m = map[string][]string{}
+			}
+			m[d.UUID] = u
+		}
+	}
+	return m
 }
 
 func (a *Agent) foldSample(s *record.Sample, interval float64) {
