@@ -64,6 +64,11 @@ type Agent struct {
 	throttled map[string]map[string]bool
 	// evBudget limits the GPU event records written per GPU (storms)
 	evBudget map[string]*eventBudget
+	// profiles are the short-interval profiles by job run (profile.go);
+	// extraSeq numbers the next profile segment while a.seg is open
+	profiles map[string]*profileRun
+	extraSeq uint64
+	profReq  chan profileReq
 	allocs   map[string]*Alloc
 	aggs     map[string]*aggState
 	seen     map[string]time.Time
@@ -103,7 +108,7 @@ func New(cfg config.Config, cluster, node string, d Deps) (*Agent, error) {
 		owner:  d.Owner,
 		allocs: map[string]*Alloc{}, aggs: map[string]*aggState{},
 		seen: map[string]time.Time{}, ended: map[string]time.Time{}, eventFiles: map[string]bool{},
-		announce: make(chan *record.Event, 256), scanReq: make(chan chan []string),
+		announce: make(chan *record.Event, 256), scanReq: make(chan chan []string), profReq: make(chan profileReq),
 		gpuEvents: make(chan gpuEvent, gpuEventQueue), throttled: map[string]map[string]bool{}, evBudget: map[string]*eventBudget{},
 	}
 	names, err := record.ExpandMetrics(cfg.Agent.Metrics)

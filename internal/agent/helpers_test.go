@@ -65,6 +65,7 @@ func testConfig(root string) config.Config {
 	cfg.Agent.ReinitAfter = config.Dur(5 * time.Second)
 	cfg.Agent.MetricsListen = ""
 	cfg.Agent.LiveDir = ""
+	cfg.Agent.ProfileSocket = filepath.Join(root, "run", "profile.sock")
 	return cfg
 }
 

@@ -27,6 +27,9 @@ type metrics struct {
 	throttleEvents      *prometheus.CounterVec
 	gpuEventsSuppressed prometheus.Counter
 	gpuEventsDropped    prometheus.Counter
+	// profiles (profile.go)
+	profileSamples  prometheus.Counter
+	profileDuration prometheus.Histogram
 }
 
 func newMetrics(a *Agent) *metrics {
@@ -67,6 +70,12 @@ func newMetrics(a *Agent) *metrics {
 			Name: "gpusuite_agent_gpu_events_dropped_total", Help: "GPU events lost because the agent's queue was full.",
 		}),
 	}
+	m.profileSamples = prometheus.NewCounter(prometheus.CounterOpts{Name: "gpusuite_agent_profile_samples_total", Help: "GPU samples taken for short-interval profiles."})
+	m.profileDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "gpusuite_agent_profile_sample_duration_seconds", Help: "Wall time of one profile sample of a job's GPUs.",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25},
+	})
+	m.reg.MustRegister(m.profileSamples, m.profileDuration)
 	m.reg.MustRegister(m.xidErrors, m.eccErrors, m.throttleEvents, m.gpuEventsSuppressed, m.gpuEventsDropped)
 	m.reg.MustRegister(m.sampleDuration, m.nvmlErrors, m.samples, m.segments, m.dropped, m.shipErrors,
 		m.shippedFiles, m.backlogFiles, m.backlogBytes, m.lastShip, &gpuCollector{a: a})

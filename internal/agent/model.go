@@ -17,10 +17,12 @@ import (
 // Alloc is one job's allocation on this node, learnt from its job_start
 // event (spooled by the prolog, or announced on the hook socket).
 type Alloc struct {
-	Cluster   string     `json:"cluster"`
-	Job       uint64     `json:"job"`
-	Restart   int        `json:"restart"`
-	User      string     `json:"user,omitempty"`
+	Cluster string `json:"cluster"`
+	Job     uint64 `json:"job"`
+	Restart int    `json:"restart"`
+	User    string `json:"user,omitempty"`
+	// UID is the job owner's, from the prolog; it may profile the job.
+	UID       *int64     `json:"uid,omitempty"`
 	Account   string     `json:"account,omitempty"`
 	Partition string     `json:"partition,omitempty"`
 	Start     time.Time  `json:"start"`

@@ -51,8 +51,9 @@ func (a *Agent) cycleAt(ctx context.Context, now time.Time) error {
 	// socket usually announced them already)
 	a.applySpooledEvents()
 	a.drainGPUEvents()
-	readings := a.lib.SampleAll(ctx, a.devs)
-	a.events.FillXID(readings, a.devs)
+	devs, held := a.profiledDevs(now)
+	readings := a.lib.SampleAll(ctx, devs)
+	a.events.FillXID(readings, devs)
 	byUUID := allocsByUUID(a.allocs)
 	samples := make([]record.Sample, 0, len(readings))
 	failing := false
@@ -74,6 +75,11 @@ func (a *Agent) cycleAt(ctx context.Context, now time.Time) error {
 		a.foldSample(&samples[i], a.interval.Seconds())
 	}
 	a.metrics.samples.Add(float64(len(samples)))
+	// profiled GPUs are shown by their latest profile sample
+	for _, p := range held {
+		readings = append(readings, p.last...)
+		samples = append(samples, p.lastSamples...)
+	}
 	a.reinitIfFailing(ctx, failing, now)
 	a.publish(readings, samples, now)
 	a.offerLive(readings, samples, now)
