@@ -29,10 +29,15 @@ type SampleDecoder struct {
 
 const slabLen = 512
 
+// valsSlabLen makes a values slab whole pages (1024 × 72 bytes = 9 × 8 KiB):
+// a large allocation is rounded up to pages, and 512 would waste 4 KiB a
+// slab (TestLoadMemory).
+const valsSlabLen = 1024
+
 // newValues cuts a zeroed sampleValues from the slab.
 func (d *SampleDecoder) newValues() *sampleValues {
 	if len(d.vals) == cap(d.vals) {
-		d.vals = make([]sampleValues, 0, slabLen)
+		d.vals = make([]sampleValues, 0, valsSlabLen)
 	}
 	d.vals = d.vals[:len(d.vals)+1]
 	return &d.vals[len(d.vals)-1]

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -204,4 +205,11 @@ func strict(data []byte, v any) error {
 		return errors.New("more than one JSON value")
 	}
 	return nil
+}
+
+// A values slab is whole pages, so the allocator rounds nothing up.
+func TestValuesSlabIsWholePages(t *testing.T) {
+	if size := valsSlabLen * unsafe.Sizeof(sampleValues{}); size%8192 != 0 {
+		t.Errorf("values slab is %d bytes, not a whole number of 8 KiB pages", size)
+	}
 }
