@@ -33,6 +33,7 @@ node-local spool, and ships the spool to <incoming-dir>/<node>/.
 Examples:
    gpuacct agent                                   # as the unit runs it
    gpuacct agent --interval 1s --log-level debug   # watch it sample by hand
+   gpuacct agent --metrics default,gpm,nvlink       # GPM counters and NVLink traffic too
    gpuacct agent --incoming-dir /mnt/test/incoming --metrics-listen 127.0.0.1:9466
    curl -s localhost:9466/metrics | grep gpusuite_gpu_utilization`,
 		Flags: []cli.Flag{
@@ -47,6 +48,10 @@ Examples:
 			&cli.StringFlag{Name: "socket", Usage: "hook socket path (agent.socket; default <spool-dir>/agent.sock)", EnvVars: []string{"GPUSUITE_AGENT_SOCKET"}},
 			&cli.StringFlag{Name: "metrics-listen", Usage: "address of /metrics, empty to disable (agent.metrics_listen)", EnvVars: []string{"GPUSUITE_AGENT_METRICS_LISTEN"}},
 			&cli.StringFlag{Name: "node", Usage: "node name (cluster.node; default the short host name)", EnvVars: []string{"GPUSUITE_NODE"}},
+			&cli.StringSliceFlag{Name: "metrics", Usage: "metric sets or single metrics each sample carries, comma-separated: default, clocks, throttle, pcie, nvlink, gpm, ecc, all (agent.metrics)",
+				EnvVars: []string{"GPUSUITE_AGENT_METRICS"}, DefaultText: strings.Join(config.Default().Agent.Metrics, ",")},
+			&cli.StringFlag{Name: "profile-socket", Usage: "socket `gpuacct profile` asks on, empty to disable (agent.profile_socket)", EnvVars: []string{"GPUSUITE_AGENT_PROFILE_SOCKET"},
+				DefaultText: config.Default().Agent.ProfileSocket},
 			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error (agent.log_level)", EnvVars: []string{"GPUSUITE_AGENT_LOG_LEVEL"}},
 		},
 		Action: func(c *cli.Context) error {
@@ -85,11 +90,14 @@ func applyAgentFlags(c *cli.Context, cfg *config.Config) {
 			cfg.Agent.SegmentDuration = cfg.Agent.Interval
 		}
 	}
+	if c.IsSet("metrics") {
+		cfg.Agent.Metrics = c.StringSlice("metrics")
+	}
 	for flag, dst := range map[string]*string{
 		"spool-dir": &cfg.Spool.Dir, "incoming-dir": &cfg.Agent.IncomingDir, "ship-user": &cfg.Agent.ShipUser,
 		"live-dir":  &cfg.Agent.LiveDir,
 		"state-dir": &cfg.Agent.StateDir, "socket": &cfg.Agent.Socket, "metrics-listen": &cfg.Agent.MetricsListen,
-		"node": &cfg.Cluster.Node, "log-level": &cfg.Agent.LogLevel,
+		"node": &cfg.Cluster.Node, "log-level": &cfg.Agent.LogLevel, "profile-socket": &cfg.Agent.ProfileSocket,
 	} {
 		if c.IsSet(flag) {
 			*dst = c.String(flag)

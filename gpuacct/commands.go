@@ -17,6 +17,7 @@ func commands(env Env) []*cli.Command {
 	return []*cli.Command{
 		demoCommand(env.Stdout, env.Stderr, env.Getenv),
 		agentCommand(env.Stdout, env.Stderr, env.Getenv),
+		profileCommand(env.Stdout, env.Stderr, env.Getenv),
 		ingest.Command(env.Stdout, env.Stderr, env.Getenv),
 		serve.Command(env.Stdout, env.Stderr, env.Getenv),
 		reportcmd.ReportCommand(reportcmd.System(env.Stdout, env.Stderr, env.Getenv)),

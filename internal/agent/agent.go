@@ -9,6 +9,7 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -50,14 +51,30 @@ type Agent struct {
 	live *liveWriter
 
 	// owned by the loop
-	devs    []*gpu.Device
-	xid     *gpu.XIDWatch
-	allocs  map[string]*Alloc
-	aggs    map[string]*aggState
-	seen    map[string]time.Time
-	ended   map[string]time.Time
-	seg     *segment
-	nextSeq uint64
+	devs []*gpu.Device
+	// metricNames are the catalogue metrics agent.metrics chose
+	metricNames []string
+	// events is the GPU event watch and stopEvents ends its goroutine,
+	// which hands events to gpuEvents
+	events     *gpu.EventWatch
+	stopEvents context.CancelFunc
+	gpuEvents  chan gpuEvent
+	// throttled is each GPU's throttle reasons in force (record's
+	// Throttle* names), as the last reading saw them
+	throttled map[string]map[string]bool
+	// evBudget limits the GPU event records written per GPU (storms)
+	evBudget map[string]*eventBudget
+	// profiles are the short-interval profiles by job run (profile.go);
+	// extraSeq numbers the next profile segment while a.seg is open
+	profiles map[string]*profileRun
+	extraSeq uint64
+	profReq  chan profileReq
+	allocs   map[string]*Alloc
+	aggs     map[string]*aggState
+	seen     map[string]time.Time
+	ended    map[string]time.Time
+	seg      *segment
+	nextSeq  uint64
 	// bootID is this boot's kernel id; prevBootID the checkpoint's
 	bootID, prevBootID string
 	failingSince       time.Time
@@ -91,8 +108,14 @@ func New(cfg config.Config, cluster, node string, d Deps) (*Agent, error) {
 		owner:  d.Owner,
 		allocs: map[string]*Alloc{}, aggs: map[string]*aggState{},
 		seen: map[string]time.Time{}, ended: map[string]time.Time{}, eventFiles: map[string]bool{},
-		announce: make(chan *record.Event, 256), scanReq: make(chan chan []string),
+		announce: make(chan *record.Event, 256), scanReq: make(chan chan []string), profReq: make(chan profileReq),
+		gpuEvents: make(chan gpuEvent, gpuEventQueue), throttled: map[string]map[string]bool{}, evBudget: map[string]*eventBudget{},
 	}
+	names, err := record.ExpandMetrics(cfg.Agent.Metrics)
+	if err != nil {
+		return nil, fmt.Errorf("agent.metrics: %w", err)
+	}
+	a.metricNames = names
 	if a.owner == nil {
 		a.owner = cgroupOwner(cfg.Agent.ProcRoot)
 	}
@@ -121,8 +144,9 @@ func New(cfg config.Config, cluster, node string, d Deps) (*Agent, error) {
 	return a, nil
 }
 
-// Stop closes the open segment into the spool, as a clean shutdown does.
+// Stop closes the open segment into the spool, as a clean shutdown does,
+// and ends the GPU event watch.
 func (a *Agent) Stop() error {
-	defer a.xid.Close()
+	defer a.stopWatch()
 	return a.closeSegment()
 }

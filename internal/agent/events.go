@@ -84,7 +84,7 @@ func (a *Agent) applyEvent(ev *record.Event) bool {
 		if _, done := a.ended[jk]; done {
 			return true
 		}
-		al := &Alloc{Cluster: ev.Cluster, Job: ev.Job.ID, Restart: ev.Job.RestartCount, User: ev.Job.User,
+		al := &Alloc{Cluster: ev.Cluster, Job: ev.Job.ID, Restart: ev.Job.RestartCount, User: ev.Job.User, UID: ev.Job.UID,
 			Account: ev.Job.Account, Partition: ev.Job.Partition, Start: ev.Time}
 		for _, g := range ev.GPUs {
 			uuid := g.UUID

@@ -65,6 +65,7 @@ func testConfig(root string) config.Config {
 	cfg.Agent.ReinitAfter = config.Dur(5 * time.Second)
 	cfg.Agent.MetricsListen = ""
 	cfg.Agent.LiveDir = ""
+	cfg.Agent.ProfileSocket = filepath.Join(root, "run", "profile.sock")
 	return cfg
 }
 
@@ -73,6 +74,12 @@ func newEnv(t *testing.T, gpus int, edit func(*config.Config)) *testEnv {
 }
 
 func newEnvTB(t testing.TB, gpus int, edit func(*config.Config)) *testEnv {
+	t.Helper()
+	return newEnvModel(t, gpus, "h100", edit)
+}
+
+// newEnvModel is newEnv on simulated GPUs of model (sim.Models).
+func newEnvModel(t testing.TB, gpus int, model string, edit func(*config.Config)) *testEnv {
 	t.Helper()
 	root := t.TempDir()
 	cfg := testConfig(root)
@@ -85,7 +92,7 @@ func newEnvTB(t testing.TB, gpus int, edit func(*config.Config)) *testEnv {
 		}
 	}
 	clk := &fakeClock{t: time.Date(2026, 11, 20, 8, 0, 0, 0, time.UTC)}
-	s, err := sim.New(sim.Options{Node: testNode, Count: gpus, Model: "h100", Now: clk.Now})
+	s, err := sim.New(sim.Options{Node: testNode, Count: gpus, Model: model, Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,6 +112,12 @@ func (e *testEnv) open() *Agent {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	// the event watch's goroutine ends within one wait once told to
+	e.t.Cleanup(func() {
+		if a.stopEvents != nil {
+			a.stopEvents()
+		}
+	})
 	return a
 }
 
@@ -177,12 +190,13 @@ func (e *testEnv) ship() (int, error) {
 
 // shipped is what arrived in incoming/<node>/.
 type shipped struct {
-	names    []string
-	events   []record.Event
-	segments []record.SegmentHeader
-	samples  []record.Sample
-	aggs     map[string]record.JobGPU // latest seq per key
-	allAggs  []record.JobGPU
+	names     []string
+	events    []record.Event
+	segments  []record.SegmentHeader
+	samples   []record.Sample
+	gpuEvents []record.GPUEvent
+	aggs      map[string]record.JobGPU // latest seq per key
+	allAggs   []record.JobGPU
 }
 
 func (e *testEnv) arrived() shipped {
@@ -212,6 +226,10 @@ func readIncoming(t testing.TB, dir string) shipped {
 			var ev record.Event
 			mustStrict(t, name, data, &ev)
 			s.events = append(s.events, ev)
+		case strings.HasPrefix(name, "gpuevent."):
+			var ev record.GPUEvent
+			mustStrict(t, name, data, &ev)
+			s.gpuEvents = append(s.gpuEvents, ev)
 		case strings.HasPrefix(name, "jobgpu."):
 			var g record.JobGPU
 			mustStrict(t, name, data, &g)

@@ -21,6 +21,15 @@ type metrics struct {
 	backlogFiles   *prometheus.GaugeVec
 	backlogBytes   prometheus.Gauge
 	lastShip       prometheus.Gauge
+	// GPU events (gpuevents.go)
+	xidErrors           *prometheus.CounterVec
+	eccErrors           *prometheus.CounterVec
+	throttleEvents      *prometheus.CounterVec
+	gpuEventsSuppressed prometheus.Counter
+	gpuEventsDropped    prometheus.Counter
+	// profiles (profile.go)
+	profileSamples  prometheus.Counter
+	profileDuration prometheus.Histogram
 }
 
 func newMetrics(a *Agent) *metrics {
@@ -45,7 +54,29 @@ func newMetrics(a *Agent) *metrics {
 		lastShip: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "gpusuite_agent_last_ship_success_timestamp_seconds", Help: "When a shipping pass last completed (Unix time).",
 		}),
+		xidErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gpusuite_gpu_xid_errors_total", Help: "Xid errors the driver reported since the agent started, by Xid.",
+		}, append(gpuLabels, "code")),
+		eccErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gpusuite_gpu_ecc_error_events_total", Help: "ECC error events the driver reported since the agent started, single (corrected) or double (uncorrected) bit.",
+		}, append(gpuLabels, "type")),
+		throttleEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gpusuite_gpu_throttle_events_total", Help: "Clock slowdowns that started, by reason (power, thermal, hw_slowdown).",
+		}, append(gpuLabels, "reason")),
+		gpuEventsSuppressed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gpusuite_agent_gpu_events_suppressed_total", Help: "GPU event records not written because a GPU passed its hourly budget (counted above all the same).",
+		}),
+		gpuEventsDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gpusuite_agent_gpu_events_dropped_total", Help: "GPU events lost because the agent's queue was full.",
+		}),
 	}
+	m.profileSamples = prometheus.NewCounter(prometheus.CounterOpts{Name: "gpusuite_agent_profile_samples_total", Help: "GPU samples taken for short-interval profiles."})
+	m.profileDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "gpusuite_agent_profile_sample_duration_seconds", Help: "Wall time of one profile sample of a job's GPUs.",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25},
+	})
+	m.reg.MustRegister(m.profileSamples, m.profileDuration)
+	m.reg.MustRegister(m.xidErrors, m.eccErrors, m.throttleEvents, m.gpuEventsSuppressed, m.gpuEventsDropped)
 	m.reg.MustRegister(m.sampleDuration, m.nvmlErrors, m.samples, m.segments, m.dropped, m.shipErrors,
 		m.shippedFiles, m.backlogFiles, m.backlogBytes, m.lastShip, &gpuCollector{a: a})
 	return m
@@ -72,7 +103,6 @@ var (
 	dClock    = gdesc("gpusuite_gpu_sm_clock_hertz", "SM clock.")
 	dThrottle = gdesc("gpusuite_gpu_clock_event_reasons", "Bit mask of the current clock throttle (event) reasons, as NVML gives it.")
 	dECC      = gdesc("gpusuite_gpu_ecc_uncorrected_errors_total", "Uncorrected ECC errors (aggregate counter).")
-	dXID      = gdesc("gpusuite_gpu_xid_errors_total", "XID errors seen since the agent started.")
 	dProcs    = gdesc("gpusuite_gpu_processes", "Compute processes on the GPU.")
 	dForeign  = gdesc("gpusuite_gpu_foreign_processes", "Compute processes whose job is not allocated the GPU.")
 	dAlloc    = gdesc("gpusuite_gpu_allocated", "Jobs allocated the GPU.")
@@ -86,7 +116,7 @@ type gpuCollector struct{ a *Agent }
 
 func (c *gpuCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{dUp, dUtil, dMemUtil, dMemUsed, dMemTotal, dPower, dEnergy, dTemp, dClock,
-		dThrottle, dECC, dXID, dProcs, dForeign, dAlloc, dIdle, dJobInfo, dLastSample} {
+		dThrottle, dECC, dProcs, dForeign, dAlloc, dIdle, dJobInfo, dLastSample} {
 		ch <- d
 	}
 }
@@ -140,9 +170,6 @@ func (c *gpuCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		if r.ECCErrors != nil {
 			g(dECC, prometheus.CounterValue, float64(*r.ECCErrors))
-		}
-		if r.XIDErrors != nil {
-			g(dXID, prometheus.CounterValue, float64(*r.XIDErrors))
 		}
 		if r.ProcsOK {
 			g(dProcs, prometheus.GaugeValue, float64(len(r.Procs)))

@@ -17,10 +17,12 @@ import (
 // Alloc is one job's allocation on this node, learnt from its job_start
 // event (spooled by the prolog, or announced on the hook socket).
 type Alloc struct {
-	Cluster   string     `json:"cluster"`
-	Job       uint64     `json:"job"`
-	Restart   int        `json:"restart"`
-	User      string     `json:"user,omitempty"`
+	Cluster string `json:"cluster"`
+	Job     uint64 `json:"job"`
+	Restart int    `json:"restart"`
+	User    string `json:"user,omitempty"`
+	// UID is the job owner's, from the prolog; it may profile the job.
+	UID       *int64     `json:"uid,omitempty"`
 	Account   string     `json:"account,omitempty"`
 	Partition string     `json:"partition,omitempty"`
 	Start     time.Time  `json:"start"`
@@ -71,7 +73,7 @@ func attribute(r gpu.Reading, t time.Time, allocs []*Alloc, own owner, idleThres
 		Time: t, UUID: r.UUID, Index: r.Index, Parent: r.Parent,
 		GPUUtil: r.GPUUtil, MemUtil: r.MemUtil, MemUsedMiB: r.MemUsedMiB, MemTotalMiB: r.MemTotalMiB,
 		PowerMW: r.PowerMW, EnergyMJ: r.EnergyMJ, TempC: r.TempC, SMClockMHz: r.SMClockMHz,
-		Throttle: r.Throttle, ECCErrors: r.ECCErrors, XIDErrors: r.XIDErrors,
+		Throttle: r.Throttle, ECCErrors: r.ECCErrors, XIDErrors: r.XIDErrors, Metrics: r.Metrics,
 	}
 	if len(r.Missing) > 0 {
 		s.Missing = append([]string(nil), r.Missing...)

@@ -66,3 +66,44 @@ func TestNVMLAgentCycle(t *testing.T) {
 	}
 	t.Logf("/metrics:\n%s", scrape(t, a))
 }
+
+// The cycle on real GPUs with every catalogue metric: its CPU per cycle,
+// and what each GPU gave or could not give.
+func TestNVMLAgentCycleAllMetrics(t *testing.T) {
+	lib, err := gpu.OpenInterface(context.Background(), nvml.New(), 60*time.Second)
+	if err != nil {
+		t.Fatalf("open NVML: %v", err)
+	}
+	defer lib.Close()
+	lib.Timeout = 5 * time.Second
+	root := t.TempDir()
+	cfg := testConfig(root)
+	cfg.Agent.ProcRoot = "/proc"
+	cfg.Agent.Metrics = []string{"all"}
+	os.MkdirAll(cfg.Agent.IncomingDir, 0o755)
+	a, err := New(cfg, testCluster, testNode, Deps{Lib: lib, Log: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := a.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const n = 30
+	cpu0, start := cpuTime(), time.Now()
+	for i := 0; i < n; i++ {
+		time.Sleep(100 * time.Millisecond) // GPM wants its samples apart
+		if err := a.Cycle(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wall, cpu := (time.Since(start)-n*100*time.Millisecond)/n, (cpuTime()-cpu0)/n
+	t.Logf("agent cycle of %d real GPUs, every metric: %s wall, %s CPU per cycle", len(a.devs), wall, cpu)
+	for _, s := range a.snapshot().samples {
+		t.Logf("GPU %d %s: metrics %v missing %v", s.Index, s.UUID, s.Metrics, s.Missing)
+	}
+	t.Logf("unsupported: %v", a.unsupported())
+	if err := a.Stop(); err != nil {
+		t.Fatal(err)
+	}
+}

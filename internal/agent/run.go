@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/aicloud/gpusuite/internal/agent/profileclient"
 )
 
 // Notifier sends systemd notifications (READY=1, WATCHDOG=1, STOPPING=1).
@@ -35,6 +37,16 @@ func (a *Agent) Run(ctx context.Context, socketPath, metricsListen string, n Not
 	sctx, cancelSock := context.WithCancel(context.Background())
 	defer cancelSock()
 	go a.serveSocket(sctx, ln)
+	if p := a.cfg.ProfileSocket; p != "" {
+		// profiling is a side service: the agent samples and ships without it
+		if pln, err := listenProfileSocket(p); err != nil {
+			a.log.Error("profiling is off: cannot open the profile socket", "err", err)
+		} else {
+			defer os.Remove(p)
+			defer pln.Close()
+			go a.serveProfiles(sctx, pln)
+		}
+	}
 
 	if metricsListen != "" {
 		ml, err := net.Listen("tcp", metricsListen)
@@ -74,8 +86,24 @@ func (a *Agent) Run(ctx context.Context, socketPath, metricsListen string, n Not
 	}
 	var runErr error
 	failures := 0
+	// the 100 ms profile tick runs only while a profile is asked or runs
+	var profTick *time.Ticker
+	var profC <-chan time.Time
+	defer func() {
+		if profTick != nil {
+			profTick.Stop()
+		}
+	}()
 loop:
 	for {
+		switch on := a.profiling(a.now()); {
+		case on && profTick == nil:
+			profTick = time.NewTicker(profileclient.MinInterval)
+			profC = profTick.C
+		case !on && profTick != nil:
+			profTick.Stop()
+			profTick, profC = nil, nil
+		}
 		select {
 		case <-ctx.Done():
 			break loop
@@ -102,6 +130,14 @@ loop:
 			}
 		case reply := <-a.scanReq:
 			reply <- a.scanEvents()
+		case e := <-a.gpuEvents:
+			a.gpuEvent(e)
+		case r := <-a.profReq:
+			r.reply <- a.startProfile(r)
+		case <-profC:
+			if err := a.profileTick(ctx, a.now().UTC()); err != nil {
+				a.log.Error("cannot record profile samples", "err", err)
+			}
 		}
 	}
 	n.Notify("STOPPING=1")

@@ -50,8 +50,10 @@ func (a *Agent) cycleAt(ctx context.Context, now time.Time) error {
 	// job events the prolog/epilog spooled since the last cycle (the hook
 	// socket usually announced them already)
 	a.applySpooledEvents()
-	readings := a.lib.SampleAll(ctx, a.devs)
-	a.xid.Drain(readings, a.devs)
+	a.drainGPUEvents()
+	devs, held := a.profiledDevs(now)
+	readings := a.lib.SampleAll(ctx, devs)
+	a.events.FillXID(readings, devs)
 	byUUID := allocsByUUID(a.allocs)
 	samples := make([]record.Sample, 0, len(readings))
 	failing := false
@@ -64,6 +66,7 @@ func (a *Agent) cycleAt(ctx context.Context, now time.Time) error {
 		}
 		s := attribute(r, now, byUUID[r.UUID], a.owner, a.cfg.IdleThreshold)
 		samples = append(samples, s)
+		a.throttleChanges(r, now)
 	}
 	if err := a.seg.append(samples); err != nil {
 		return err
@@ -72,6 +75,11 @@ func (a *Agent) cycleAt(ctx context.Context, now time.Time) error {
 		a.foldSample(&samples[i], a.interval.Seconds())
 	}
 	a.metrics.samples.Add(float64(len(samples)))
+	// profiled GPUs are shown by their latest profile sample
+	for _, p := range held {
+		readings = append(readings, p.last...)
+		samples = append(samples, p.lastSamples...)
+	}
 	a.reinitIfFailing(ctx, failing, now)
 	a.publish(readings, samples, now)
 	a.offerLive(readings, samples, now)
@@ -92,11 +100,13 @@ func (a *Agent) enumerate(ctx context.Context) {
 	}
 	a.incomplete = len(problems) > 0
 	a.devs = devs
-	a.xid.Close()
-	a.xid, err = a.lib.WatchXID(ctx, devs)
-	if err != nil {
-		a.log.Info("XID errors will be reported as missing", "err", err)
+	a.lib.Choose(devs, a.metricNames)
+	for _, d := range devs {
+		if u := d.Unsupported(); len(u) > 0 {
+			a.log.Info("GPU cannot give some chosen metrics; they are recorded as unsupported", "gpu", d.Index, "uuid", d.UUID, "unsupported", u)
+		}
 	}
+	a.startWatch(ctx)
 }
 
 // reinitIfFailing shuts NVML down and starts it again after GPUs kept

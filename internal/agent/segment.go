@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/record"
@@ -28,24 +29,53 @@ type segment struct {
 }
 
 func (a *Agent) openSegment(start time.Time) error {
-	p := filepath.Join(a.stateDir, openSegmentName)
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-	if err != nil {
-		return fmt.Errorf("open segment %q: %w", p, err)
-	}
-	s := &segment{f: f, w: bufio.NewWriterSize(f, 64<<10), hdr: record.SegmentHeader{
+	s, err := a.newSegment(openSegmentName, record.SegmentHeader{
 		Schema: record.SegmentSchema, Key: record.SegmentKey(a.cluster, a.node, a.nextSeq),
 		Cluster: a.cluster, Node: a.node, Seq: a.nextSeq,
 		Interval: a.interval.Seconds(), Start: start.UTC(),
-	}}
+	})
+	if err != nil {
+		return err
+	}
+	a.seg = s
+	// profile segments opened while this one is take the numbers after it
+	a.extraSeq = a.nextSeq + 1
+	return nil
+}
+
+// newSegment creates the open segment file name in the state directory
+// and writes its header, with the chosen metrics and what the GPUs cannot
+// give of them.
+func (a *Agent) newSegment(name string, hdr record.SegmentHeader) (*segment, error) {
+	if len(a.metricNames) > 0 {
+		hdr.Metrics, hdr.Unsupported = a.metricNames, a.unsupported()
+	}
+	p := filepath.Join(a.stateDir, name)
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open segment %q: %w", p, err)
+	}
+	s := &segment{f: f, w: bufio.NewWriterSize(f, 64<<10), hdr: hdr}
 	line, _ := json.Marshal(s.hdr)
 	s.w.Write(append(line, '\n'))
 	if err := s.w.Flush(); err != nil {
 		f.Close()
-		return fmt.Errorf("write segment %q: %w", p, err)
+		return nil, fmt.Errorf("write segment %q: %w", p, err)
 	}
-	a.seg = s
-	return nil
+	return s, nil
+}
+
+// read flushes and closes the segment and returns its bytes.
+func (s *segment) read() ([]byte, error) {
+	if err := s.w.Flush(); err != nil {
+		return nil, fmt.Errorf("flush segment: %w", err)
+	}
+	s.f.Close()
+	data, err := os.ReadFile(s.f.Name())
+	if err != nil {
+		return nil, fmt.Errorf("read segment: %w", err)
+	}
+	return data, nil
 }
 
 // append writes samples to the open segment. They reach the kernel (a
@@ -72,7 +102,23 @@ func (s *segment) append(samples []record.Sample) error {
 // aggregates (which the checkpoint has only up to the last roll), and the
 // segment spooled under its own sequence number.
 func (a *Agent) recoverSegment() error {
-	p := filepath.Join(a.stateDir, openSegmentName)
+	if err := a.recoverOpen(openSegmentName); err != nil {
+		return err
+	}
+	// profile segments were opened after it, with the numbers after its
+	profiles, _ := filepath.Glob(filepath.Join(a.stateDir, profileOpenGlob))
+	sort.Strings(profiles)
+	for _, p := range profiles {
+		if err := a.recoverOpen(filepath.Base(p)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recoverOpen recovers one open segment file of the state directory.
+func (a *Agent) recoverOpen(name string) error {
+	p := filepath.Join(a.stateDir, name)
 	data, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -107,8 +153,23 @@ func (a *Agent) recoverSegment() error {
 		a.foldSample(&samples[i], hdr.Interval)
 	}
 	a.nextSeq = hdr.Seq
-	a.log.Info("recovered segment left open by an unclean stop", "seq", hdr.Seq, "samples", len(samples))
-	return a.finishSegment(data, hdr.Seq, len(samples))
+	a.log.Info("recovered segment left open by an unclean stop", "seq", hdr.Seq, "samples", len(samples), "profile", hdr.Profile != nil)
+	return a.finishSegment(segPart{data, hdr.Seq, len(samples), name})
+}
+
+// unsupported is what the segment header says the GPUs cannot give of
+// the chosen metrics.
+func (a *Agent) unsupported() map[string][]string {
+	var m map[string][]string
+	for _, d := range a.devs {
+		if u := d.Unsupported(); len(u) > 0 {
+			if m == nil {
+				m = map[string][]string{}
+			}
+			m[d.UUID] = u
+		}
+	}
+	return m
 }
 
 func (a *Agent) foldSample(s *record.Sample, interval float64) {
@@ -134,47 +195,64 @@ func (a *Agent) roll(next time.Time) error {
 	return a.openSegment(next)
 }
 
-// closeSegment finishes the open segment (or, with none open, the
-// aggregates and checkpoint alone); roll and Stop share it.
+// closeSegment finishes the open segment and the profile segments open
+// beside it (or, with none open, the aggregates and checkpoint alone);
+// roll and Stop share it.
 func (a *Agent) closeSegment() error {
-	if a.seg == nil {
-		return a.finishSegment(nil, a.nextSeq, 0)
+	parts := []segPart{{nil, a.nextSeq, 0, openSegmentName}}
+	if a.seg != nil {
+		data, err := a.seg.read()
+		if err != nil {
+			return err
+		}
+		parts[0].data, parts[0].n = data, a.seg.n
+		a.seg = nil
 	}
-	if err := a.seg.w.Flush(); err != nil {
-		return fmt.Errorf("flush segment: %w", err)
-	}
-	a.seg.f.Close()
-	data, err := os.ReadFile(a.seg.f.Name())
+	more, err := a.closeProfileSegments()
 	if err != nil {
-		return fmt.Errorf("read segment: %w", err)
+		return err
 	}
-	n := a.seg.n
-	a.seg = nil
-	return a.finishSegment(data, a.nextSeq, n)
+	return a.finishSegment(append(parts, more...)...)
 }
 
-// finishSegment spools segment seq (when it holds samples), then the
-// aggregates, then checkpoints with nextSeq = seq+1, then removes the
-// open file.
-func (a *Agent) finishSegment(data []byte, seq uint64, samples int) error {
-	if samples > 0 {
-		name := record.SegmentFileName(a.cluster, a.node, seq)
-		if err := a.spool.Write(name, data); err != nil && !errors.Is(err, spool.ErrExists) {
+// segPart is one closed segment to spool: its bytes, number, samples and
+// open file in the state directory.
+type segPart struct {
+	data []byte
+	seq  uint64
+	n    int
+	open string
+}
+
+// finishSegment spools the segments that hold samples, then the
+// aggregates, then checkpoints with nextSeq past the highest number, then
+// removes the open files.
+func (a *Agent) finishSegment(parts ...segPart) error {
+	last := parts[0].seq
+	for _, p := range parts {
+		last = max(last, p.seq)
+		if p.n == 0 {
+			continue
+		}
+		name := record.SegmentFileName(a.cluster, a.node, p.seq)
+		if err := a.spool.Write(name, p.data); err != nil && !errors.Is(err, spool.ErrExists) {
 			return fmt.Errorf("spool segment: %w", err)
 		}
 		a.metrics.segments.Inc()
 	}
-	if err := a.emitAggregates(seq); err != nil {
+	if err := a.emitAggregates(last); err != nil {
 		return err
 	}
-	a.nextSeq = seq + 1
+	a.nextSeq = last + 1
 	a.dirty = false
 	a.prune()
 	if err := a.saveCheckpoint(); err != nil {
 		return err
 	}
-	if err := os.Remove(filepath.Join(a.stateDir, openSegmentName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("remove open segment: %w", err)
+	for _, p := range parts {
+		if err := os.Remove(filepath.Join(a.stateDir, p.open)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove open segment: %w", err)
+		}
 	}
 	a.trimSpool()
 	return nil

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/aicloud/gpusuite/internal/record"
 )
 
 // Agent configures `gpuacct agent`, the per-GPU-server daemon that samples
@@ -63,25 +65,41 @@ type Agent struct {
 	ProcRoot string `toml:"proc_root"`
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `toml:"log_level"`
+	// Metrics names what each sample carries beyond the fixed fields:
+	// metric sets or single metrics of record.Catalogue ("default" alone:
+	// the fixed fields only).
+	Metrics []string `toml:"metrics"`
+	// ProfileSocket is the unix socket `gpuacct profile` asks on, open to
+	// every local user (mode 0666; each request is checked against the
+	// job's owner by SO_PEERCRED). Empty: no profiling.
+	ProfileSocket string `toml:"profile_socket"`
+	// ProfileMaxDuration bounds one profile's --for.
+	ProfileMaxDuration Duration `toml:"profile_max_duration"`
 }
+
+// MaxProfileDuration is the most agent.profile_max_duration may be.
+const MaxProfileDuration = 24 * time.Hour
 
 func defaultAgent() Agent {
 	return Agent{
-		Interval:        Dur(10 * time.Second),
-		IncomingDir:     "/data/gpusuite/incoming",
-		LiveDir:         "/data/gpusuite/live",
-		StateDir:        "/var/lib/gpusuite/agent",
-		SocketTimeout:   Dur(time.Second),
-		NVMLTimeout:     Dur(2 * time.Second),
-		SegmentDuration: Dur(5 * time.Minute),
-		ShipInterval:    Dur(30 * time.Second),
-		ShipBackoffMax:  Dur(5 * time.Minute),
-		SpoolMaxBytes:   1 << 30,
-		IdleThreshold:   1,
-		ReinitAfter:     Dur(time.Minute),
-		MetricsListen:   ":9467",
-		ProcRoot:        "/proc",
-		LogLevel:        "info",
+		Interval:           Dur(10 * time.Second),
+		IncomingDir:        "/data/gpusuite/incoming",
+		LiveDir:            "/data/gpusuite/live",
+		StateDir:           "/var/lib/gpusuite/agent",
+		SocketTimeout:      Dur(time.Second),
+		NVMLTimeout:        Dur(2 * time.Second),
+		SegmentDuration:    Dur(5 * time.Minute),
+		ShipInterval:       Dur(30 * time.Second),
+		ShipBackoffMax:     Dur(5 * time.Minute),
+		SpoolMaxBytes:      1 << 30,
+		IdleThreshold:      1,
+		ReinitAfter:        Dur(time.Minute),
+		MetricsListen:      ":9467",
+		ProcRoot:           "/proc",
+		LogLevel:           "info",
+		Metrics:            []string{record.SetDefault},
+		ProfileSocket:      "/run/gpusuite/profile.sock",
+		ProfileMaxDuration: Dur(time.Hour),
 	}
 }
 
@@ -134,6 +152,15 @@ func (a *Agent) validate() error {
 	}
 	if a.IdleThreshold < 0 || a.IdleThreshold > 100 {
 		return fmt.Errorf("key \"agent.idle_threshold\": %g is outside 0..100 percent", a.IdleThreshold)
+	}
+	if _, err := record.ExpandMetrics(a.Metrics); err != nil {
+		return fmt.Errorf("key \"agent.metrics\": %w", err)
+	}
+	if a.ProfileSocket != "" && !strings.HasPrefix(a.ProfileSocket, "/") {
+		return fmt.Errorf("key \"agent.profile_socket\": %q is not an absolute path (\"\" turns profiling off)", a.ProfileSocket)
+	}
+	if d := a.ProfileMaxDuration.Duration; d < time.Second || d > MaxProfileDuration {
+		return fmt.Errorf("key \"agent.profile_max_duration\": %s is outside 1s..%s", d, MaxProfileDuration)
 	}
 	switch a.LogLevel {
 	case "debug", "info", "warn", "error":

@@ -84,12 +84,17 @@ func TestNVMLMatchesNvidiaSmi(t *testing.T) {
 	if len(devs) != len(rows) {
 		t.Fatalf("agent sees %d GPUs, nvidia-smi %d", len(devs), len(rows))
 	}
-	xw, err := lib.WatchXID(context.Background(), devs)
+	xw, err := lib.WatchEvents(context.Background(), devs)
 	if err != nil {
-		t.Logf("XID events: %v", err)
+		t.Logf("GPU events: %v", err)
 	}
-	defer xw.Close()
-	xw.Drain(readings, devs)
+	if xw != nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		go xw.Run(ctx, func(gpu.Event) {})
+		defer xw.Stop(2 * gpu.EventWait)
+		defer cancel()
+	}
+	xw.FillXID(readings, devs)
 	for i, r := range readings {
 		row := rows[i]
 		t.Logf("GPU %d %s %s: util=%s mem=%s power=%s temp=%s sm=%s throttle=%s ecc=%s xid=%s procs=%d missing=%v",

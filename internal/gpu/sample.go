@@ -2,7 +2,6 @@ package gpu
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -30,7 +29,9 @@ type Device struct {
 	// reported missing without asking again every cycle.
 	mu          sync.Mutex
 	unsupported map[string]bool
-	xids        uint64
+	xids        map[uint64]uint64 // Xid code → count
+	// x is the chosen catalogue metrics (Choose); nil: the fixed fields only
+	x *chosen
 }
 
 // Handle is the device's NVML handle.
@@ -55,6 +56,8 @@ type Reading struct {
 	Throttle    *uint64
 	ECCErrors   *uint64
 	XIDErrors   *uint64
+	// Metrics are the chosen catalogue metrics the GPU gave.
+	Metrics map[string]float64
 	// Procs are the running compute processes; ProcsOK says the list was
 	// read (an empty list then means no process).
 	Procs   []nvml.ProcessInfo
@@ -221,6 +224,15 @@ func (d *Device) allMissing(reason string) Reading {
 	for _, m := range metricNames {
 		r.Missing = append(r.Missing, m+": "+reason)
 	}
+	d.mu.Lock()
+	if d.x != nil {
+		for _, m := range d.x.names {
+			if _, no := d.x.unsupported[m]; !no {
+				r.Missing = append(r.Missing, m+": "+reason)
+			}
+		}
+	}
+	d.mu.Unlock()
 	r.Codes = append(r.Codes, "TIMEOUT")
 	return r
 }
@@ -342,6 +354,9 @@ func (d *Device) read() Reading {
 		}
 		return ret
 	})
+	if !r.Lost {
+		d.readMetrics(&r)
+	}
 	return r
 }
 
@@ -354,96 +369,6 @@ func safe(f func() nvml.Return) (ret nvml.Return) {
 		}
 	}()
 	return f()
-}
-
-// XIDWatch counts XID errors per GPU through an NVML event set.
-type XIDWatch struct {
-	set   nvml.EventSet
-	lib   *Library
-	byDev map[nvml.Device]*Device
-}
-
-// ErrXIDUnsupported means no GPU could register for XID events.
-var ErrXIDUnsupported = errors.New("xid events not supported")
-
-// WatchXID registers every device for XID events. Devices that cannot
-// register report XIDErrors as missing.
-func (l *Library) WatchXID(ctx context.Context, devs []*Device) (*XIDWatch, error) {
-	set, err := Call(ctx, l.Timeout, "nvmlEventSetCreate", func() (nvml.EventSet, nvml.Return) {
-		var s nvml.EventSet
-		ret := safe(func() nvml.Return {
-			var r nvml.Return
-			s, r = l.EventSetCreate()
-			return r
-		})
-		return s, ret
-	})
-	if err != nil {
-		return nil, err
-	}
-	w := &XIDWatch{set: set, lib: l, byDev: map[nvml.Device]*Device{}}
-	for _, d := range devs {
-		d := d
-		if d.Parent != "" {
-			continue // XIDs are reported on the whole GPU
-		}
-		if _, err := Call(ctx, l.Timeout, "nvmlDeviceRegisterEvents", func() (struct{}, nvml.Return) {
-			return struct{}{}, safe(func() nvml.Return { return d.dev.RegisterEvents(nvml.EventTypeXidCriticalError, set) })
-		}); err == nil {
-			w.byDev[d.dev] = d
-		}
-	}
-	if len(w.byDev) == 0 {
-		w.Close()
-		return nil, ErrXIDUnsupported
-	}
-	return w, nil
-}
-
-// Drain reads the events waiting in the set without blocking, and adds
-// each GPU's running XID count to its reading. At most 1000 events are
-// taken per call so a storm cannot stall a cycle.
-func (w *XIDWatch) Drain(readings []Reading, devs []*Device) {
-	if w == nil {
-		for i := range readings {
-			readings[i].Missing = append(readings[i].Missing, "xid: "+ErrXIDUnsupported.Error())
-		}
-		return
-	}
-	for n := 0; n < 1000; n++ {
-		var data nvml.EventData
-		ret := safe(func() nvml.Return {
-			var r nvml.Return
-			data, r = w.set.Wait(0)
-			return r
-		})
-		if ret != nvml.SUCCESS {
-			break
-		}
-		if d, ok := w.byDev[data.Device]; ok && data.EventType&nvml.EventTypeXidCriticalError != 0 {
-			d.mu.Lock()
-			d.xids++
-			d.mu.Unlock()
-		}
-	}
-	for i, d := range devs {
-		if _, ok := w.byDev[d.dev]; !ok {
-			readings[i].Missing = append(readings[i].Missing, "xid: "+ErrXIDUnsupported.Error())
-			continue
-		}
-		d.mu.Lock()
-		v := d.xids
-		d.mu.Unlock()
-		readings[i].XIDErrors = &v
-	}
-}
-
-// Close frees the event set.
-func (w *XIDWatch) Close() {
-	if w == nil {
-		return
-	}
-	_ = safe(func() nvml.Return { return w.set.Free() })
 }
 
 // Reinit shuts NVML down and initialises it again, as needed after a

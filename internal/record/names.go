@@ -12,6 +12,9 @@ const (
 	eventPrefix   = "event."
 	jobGPUPrefix  = "jobgpu."
 	segmentPrefix = "samples."
+	// gpuEventPrefix does not start with eventPrefix: a GPU event is not
+	// a job event.
+	gpuEventPrefix = "gpuevent."
 )
 
 // FileKind is what a spool or incoming file holds, told by its name. Its
@@ -23,7 +26,9 @@ const (
 	FileEvent   FileKind = "event"
 	FileJobGPU  FileKind = "jobgpu"
 	FileSegment FileKind = "samples"
-	FileOther   FileKind = "other"
+	// FileGPUEvent is a GPU error or throttling event (GPUEvent).
+	FileGPUEvent FileKind = "gpuevent"
+	FileOther    FileKind = "other"
 )
 
 // KindOfFile says what the file named name holds.
@@ -35,6 +40,8 @@ func KindOfFile(name string) FileKind {
 		return FileJobGPU
 	case strings.HasPrefix(name, segmentPrefix):
 		return FileSegment
+	case strings.HasPrefix(name, gpuEventPrefix):
+		return FileGPUEvent
 	default:
 		return FileOther
 	}

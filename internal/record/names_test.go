@@ -2,6 +2,7 @@ package record
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -22,6 +23,10 @@ func TestFileNames(t *testing.T) {
 		{"end", EventFileName("c.x", 42, 0, "gpu-01.a", JobEnd), "event.c.x.42.0.gpu-01.a.job_end.json", told{FileEvent, JobEnd, true}},
 		{"segment", SegmentFileName("c1", "gpu01", 7), "samples.c1.gpu01.0000000000000007.jsonl", told{FileSegment, "", false}},
 		{"aggregate", JobGPUFileName("c1", 42, 1, "gpu01", "GPU-a", 3), "jobgpu.c1.42.1.gpu01.GPU-a.0000000000000003.json", told{FileJobGPU, "", false}},
+		{"gpu event", GPUEventFileName("c1", "gpu01", "GPU-a", time.Unix(1772600767, 890000000), GPUXid, 79, ""),
+			"gpuevent.c1.gpu01.GPU-a.1772600767890000000.xid.79.json", told{FileGPUEvent, "", false}},
+		{"throttle event", GPUEventFileName("c1", "gpu01", "GPU-a", time.Unix(1, 0), GPUThrottleStart, 0, ThrottlePower),
+			"gpuevent.c1.gpu01.GPU-a.0000000001000000000.throttle_start.0.power.json", told{FileGPUEvent, "", false}},
 		{"other", ".tmp.event.c1.json", ".tmp.event.c1.json", told{FileOther, "", false}},
 		{"event of no kind", "event.garbage.json", "event.garbage.json", told{FileEvent, "", false}},
 	} {

@@ -24,6 +24,28 @@ type SegmentHeader struct {
 	// Interval is the sampling interval in seconds.
 	Interval float64   `json:"interval_s"`
 	Start    time.Time `json:"start"`
+	// Metrics are the catalogue metrics agent.metrics chose (beyond the
+	// fixed fields); a sample's metrics object holds those of them its GPU
+	// gave. Absent: the default set only.
+	Metrics []string `json:"metrics,omitempty"`
+	// Unsupported says, per GPU UUID, which chosen metrics the GPU cannot
+	// give, as "metric: reason": said once here, not in every sample.
+	Unsupported map[string][]string `json:"unsupported,omitempty"`
+	// Profile is set on a segment of profile samples: one job's GPUs
+	// sampled at a short interval (Interval) on request, in place of the
+	// normal samples of those GPUs for that time.
+	Profile *Profile `json:"profile,omitempty"`
+}
+
+// Profile says whose short-interval profile a segment holds.
+type Profile struct {
+	Job     uint64 `json:"job"`
+	Restart int    `json:"restart"`
+	// UID asked for it (root or the job's owner).
+	UID uint32 `json:"uid"`
+	// Start and End bound the profile as asked; its samples lie in [Start, End).
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
 }
 
 // Sample is one reading of one GPU. A nil pointer is a value NVML could not
@@ -48,8 +70,13 @@ type Sample struct {
 	Throttle    *uint64    `json:"throttle,omitempty"`
 	ECCErrors   *uint64    `json:"ecc_errors,omitempty"`
 	XIDErrors   *uint64    `json:"xid_errors,omitempty"`
-	Procs       []Proc     `json:"procs,omitempty"`
-	Missing     []string   `json:"missing,omitempty"`
+	// Metrics holds the chosen catalogue metrics (record.Catalogue) the
+	// GPU gave, name → value; one it could not give this time is absent
+	// and named in Missing, one it cannot give at all is named in the
+	// segment header's Unsupported.
+	Metrics map[string]float64 `json:"metrics,omitempty"`
+	Procs   []Proc             `json:"procs,omitempty"`
+	Missing []string           `json:"missing,omitempty"`
 }
 
 // JobShare attributes a sample to one job.

@@ -29,10 +29,15 @@ type SampleDecoder struct {
 
 const slabLen = 512
 
+// valsSlabLen makes a values slab whole pages (1024 × 72 bytes = 9 × 8 KiB):
+// a large allocation is rounded up to pages, and 512 would waste 4 KiB a
+// slab (TestLoadMemory).
+const valsSlabLen = 1024
+
 // newValues cuts a zeroed sampleValues from the slab.
 func (d *SampleDecoder) newValues() *sampleValues {
 	if len(d.vals) == cap(d.vals) {
-		d.vals = make([]sampleValues, 0, slabLen)
+		d.vals = make([]sampleValues, 0, valsSlabLen)
 	}
 	d.vals = d.vals[:len(d.vals)+1]
 	return &d.vals[len(d.vals)-1]
@@ -116,6 +121,10 @@ func (d *SampleDecoder) Decode(line []byte, s *Sample) bool {
 			s.Index = n
 		case fJobs:
 			if !d.jobs(s) {
+				return false
+			}
+		case fMetrics:
+			if !d.metrics(s) {
 				return false
 			}
 		case fProcs:
@@ -227,6 +236,7 @@ const (
 	fXID
 	fProcs
 	fMissing
+	fMetrics
 )
 
 func sampleField(key []byte) (uint32, bool) {
@@ -265,6 +275,8 @@ func sampleField(key []byte) (uint32, bool) {
 		return fProcs, true
 	case "missing":
 		return fMissing, true
+	case "metrics":
+		return fMetrics, true
 	}
 	return 0, false
 }
@@ -318,6 +330,44 @@ func (d *SampleDecoder) jobs(s *Sample) bool {
 		s.Jobs = d.keepJobs()
 	}
 	return ok
+}
+
+// metrics reads the metrics object: names interned from the catalogue,
+// values as encoding/json reads a float64; a repeated name says no (for
+// encoding/json, whose last-one-wins is then what is taken).
+func (d *SampleDecoder) metrics(s *Sample) bool {
+	if !d.open('{') {
+		return false
+	}
+	// size the map once: every member has one ':' before the '}'
+	n := 0
+	for _, c := range d.b[d.i:] {
+		if c == '}' {
+			break
+		}
+		if c == ':' {
+			n++
+		}
+	}
+	m := make(map[string]float64, n)
+	s.Metrics = m
+	return d.fields(func(key []byte) bool {
+		name, ok := catalogueName(key)
+		if !ok {
+			if _, dup := m[string(key)]; dup {
+				return false
+			}
+			name = string(key)
+		} else if _, dup := m[name]; dup {
+			return false
+		}
+		var v float64
+		if !d.float(&v) {
+			return false
+		}
+		m[name] = v
+		return true
+	})
 }
 
 func (d *SampleDecoder) procs(s *Sample) bool {

@@ -6,12 +6,26 @@ import (
 	"errors"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 )
 
-// plainSample is a line as the agent writes it, every field set.
-func plainSample(t testing.TB) string {
+// plainSample is a line as the agent writes it with the default metric
+// set, every field set.
+func plainSample(t testing.TB) string { return sampleLine(t, nil) }
+
+// fullSample is plainSample with every catalogue metric (agent.metrics =
+// ["all"]).
+func fullSample(t testing.TB) string {
+	m := map[string]float64{}
+	for i, c := range Catalogue {
+		m[c.Name] = float64(i)*1234.5 + 0.25
+	}
+	return sampleLine(t, m)
+}
+
+func sampleLine(t testing.TB, metrics map[string]float64) string {
 	t.Helper()
 	u32 := func(v uint32) *uint32 { return &v }
 	u64 := func(v uint64) *uint64 { return &v }
@@ -22,6 +36,7 @@ func plainSample(t testing.TB) string {
 		EnergyMJ: u64(123456789012), TempC: u32(61), SMClockMHz: u32(1980), Throttle: u64(4), ECCErrors: u64(0), XIDErrors: u64(0),
 		Procs:   []Proc{{PID: 77, MemUsedMiB: 30000, Job: 4242}, {PID: 78, MemUsedMiB: 1, Foreign: true, CgroupError: "no cgroup"}},
 		Missing: []string{"power: ERROR_NOT_SUPPORTED"},
+		Metrics: metrics,
 	}
 	b, err := json.Marshal(&s)
 	if err != nil {
@@ -47,6 +62,7 @@ func TestSampleDecoderAgreesWithEncodingJSON(t *testing.T) {
 		fast bool
 	}{
 		{"every field", plain, true},
+		{"every metric", fullSample(t), true},
 		{"minimal", `{"t":"2026-03-02T10:00:00Z","uuid":"GPU-12345678","index":0}`, true},
 		{"spaces", ` { "t" : "2026-03-02T10:00:00Z" , "uuid":"GPU-12345678", "index" : 7 , "jobs" : [ ] } `, true},
 		{"empty object", `{}`, true},
@@ -55,6 +71,9 @@ func TestSampleDecoderAgreesWithEncodingJSON(t *testing.T) {
 		{"negative index", `{"index":-3}`, true},
 		{"time with offset", `{"t":"2026-03-02T12:00:00+02:00"}`, true},
 		{"max uint64", `{"energy_mj":18446744073709551615}`, true},
+		{"metrics", `{"metrics":{"sm_active_pct":87.5,"nvlink_tx_bytes_per_s":150000000000,"site_metric_w":-1e-3}}`, true},
+		{"empty metrics", `{"metrics":{}}`, true},
+		{"metrics spaces", `{"metrics" : { "sm_active_pct" : 1 , "x" : 2 } }`, true},
 		// Everything below goes to encoding/json, which accepts or refuses.
 		{"other case key", `{"T":"2026-03-02T10:00:00Z"}`, false},
 		{"unknown key", `{"t":"2026-03-02T10:00:00Z","extra":1}`, false},
@@ -87,6 +106,12 @@ func TestSampleDecoderAgreesWithEncodingJSON(t *testing.T) {
 		{"share overflow", `{"jobs":[{"share":1e400}]}`, false},
 		{"object for array", `{"jobs":{}}`, false},
 		{"not an object", `[1,2]`, false},
+		{"duplicate metric", `{"metrics":{"sm_active_pct":1,"sm_active_pct":2}}`, false},
+		{"duplicate other metric", `{"metrics":{"x":1,"x":2}}`, false},
+		{"null metric", `{"metrics":{"x":null}}`, false},
+		{"string metric", `{"metrics":{"x":"1"}}`, false},
+		{"metrics array", `{"metrics":[1]}`, false},
+		{"metric overflow", `{"metrics":{"x":1e400}}`, false},
 		{"control char", "{\"uuid\":\"GPU-\x01\"}", false},
 	}
 	for _, tt := range tests {
@@ -110,9 +135,11 @@ func TestSampleDecoderAgreesWithEncodingJSON(t *testing.T) {
 
 func FuzzSampleDecoder(f *testing.F) {
 	f.Add(plainSample(f))
+	f.Add(fullSample(f))
 	f.Add(`{"t":"2026-03-02T10:00:00Z","uuid":"GPU-12345678","index":0,"jobs":[{"job":1,"share":1}]}`)
 	f.Add(`{"jobs":[{"job":1,"share":1e-1,"idle":false}],"procs":[{"pid":1,"mem_mib":2,"foreign":true}]}`)
 	f.Add(`{"index":-0,"missing":["a","b"]}`)
+	f.Add(`{"metrics":{"sm_active_pct":87.5,"x":1e3}}`)
 	f.Fuzz(func(t *testing.T, line string) {
 		fast, ok, slow, slowErr := decodeBoth(line)
 		if !ok {
@@ -146,6 +173,24 @@ func BenchmarkSampleDecode(b *testing.B) {
 			}
 		}
 	})
+	full := []byte(fullSample(b))
+	b.Run("fast/all-metrics", func(b *testing.B) {
+		var d SampleDecoder
+		for b.Loop() {
+			var s Sample
+			if !d.Decode(full, &s) {
+				b.Fatal("refused")
+			}
+		}
+	})
+	b.Run("encoding/json/all-metrics", func(b *testing.B) {
+		for b.Loop() {
+			var s Sample
+			if err := strict(full, &s); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 // strict decodes data as ingest does when the fast decoder says no:
@@ -160,4 +205,11 @@ func strict(data []byte, v any) error {
 		return errors.New("more than one JSON value")
 	}
 	return nil
+}
+
+// A values slab is whole pages, so the allocator rounds nothing up.
+func TestValuesSlabIsWholePages(t *testing.T) {
+	if size := valsSlabLen * unsafe.Sizeof(sampleValues{}); size%8192 != 0 {
+		t.Errorf("values slab is %d bytes, not a whole number of 8 KiB pages", size)
+	}
 }

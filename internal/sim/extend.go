@@ -37,48 +37,81 @@ func Sine(lo, hi uint32, period time.Duration, pid uint32) Workload {
 	}
 }
 
-// xidQueue holds XID events until the agent's event set reads them.
-type xidQueue struct {
+// eventQueue holds Xid and ECC events until the agent's event set reads
+// them.
+type eventQueue struct {
 	mu     sync.Mutex
 	events []nvml.EventData
-	// registered devices: only their events are delivered.
-	registered map[*Device]bool
+	// registered devices and the types they registered: only those
+	// events are delivered.
+	registered map[*Device]uint64
+	// wake tells a waiting set that an event came.
+	wake chan struct{}
 }
 
-// InjectXID raises an XID error on the GPU, as the driver reports it
+// InjectXID raises an Xid error on the GPU, as the driver reports it
 // through an NVML event set (nvmlEventSetWait).
-func (d *Device) InjectXID(xid uint64) {
-	q := d.srv.xids()
+func (d *Device) InjectXID(xid uint64) { d.inject(nvml.EventTypeXidCriticalError, xid) }
+
+// InjectECC raises a corrected (single-bit) or, with double, an
+// uncorrected ECC error: the counters rise and an event is reported.
+func (d *Device) InjectECC(double bool) {
+	d.mu.Lock()
+	t := uint64(nvml.EventTypeSingleBitEccError)
+	if double {
+		d.eccTotal++
+		t = nvml.EventTypeDoubleBitEccError
+	} else {
+		d.sbeTotal++
+	}
+	d.mu.Unlock()
+	d.inject(t, 0)
+}
+
+func (d *Device) inject(t, data uint64) {
+	q := d.srv.events()
 	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.registered[d] {
-		q.events = append(q.events, nvml.EventData{Device: d, EventType: nvml.EventTypeXidCriticalError, EventData: xid})
+	if q.registered[d]&t != 0 {
+		q.events = append(q.events, nvml.EventData{Device: d, EventType: t, EventData: data})
+	}
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
 	}
 }
 
-func (s *Server) xids() *xidQueue {
-	s.xidOnce.Do(func() { s.xid = &xidQueue{registered: map[*Device]bool{}} })
+func (s *Server) events() *eventQueue {
+	s.xidOnce.Do(func() { s.xid = &eventQueue{registered: map[*Device]uint64{}, wake: make(chan struct{}, 1)} })
 	return s.xid
 }
 
-// installEvents gives the node XID event sets. Called from New.
+const simEventTypes = nvml.EventTypeXidCriticalError | nvml.EventTypeSingleBitEccError | nvml.EventTypeDoubleBitEccError
+
+// installEvents gives the node event sets whose wait wakes when an event
+// comes. Called from New.
 func (s *Server) installEvents() {
-	q := s.xids()
+	q := s.events()
 	s.EventSetCreateFunc = func() (nvml.EventSet, nvml.Return) {
 		set := &eventSet{}
 		set.wait = func(timeoutms uint32) (nvml.EventData, nvml.Return) {
-			q.mu.Lock()
-			if len(q.events) > 0 {
-				e := q.events[0]
-				q.events = q.events[1:]
+			deadline := time.NewTimer(time.Duration(timeoutms) * time.Millisecond)
+			defer deadline.Stop()
+			for {
+				q.mu.Lock()
+				if len(q.events) > 0 {
+					e := q.events[0]
+					q.events = q.events[1:]
+					q.mu.Unlock()
+					return e, nvml.SUCCESS
+				}
 				q.mu.Unlock()
-				return e, nvml.SUCCESS
+				select {
+				case <-q.wake:
+				case <-deadline.C:
+					return nvml.EventData{}, nvml.ERROR_TIMEOUT
+				}
 			}
-			q.mu.Unlock()
-			if timeoutms > 0 {
-				time.Sleep(time.Duration(timeoutms) * time.Millisecond)
-			}
-			return nvml.EventData{}, nvml.ERROR_TIMEOUT
 		}
 		return set, nvml.SUCCESS
 	}
@@ -89,16 +122,29 @@ func (s *Server) installEvents() {
 			if r := d.guard(); r != nvml.SUCCESS {
 				return r
 			}
-			if types&nvml.EventTypeXidCriticalError != 0 {
-				q.mu.Lock()
-				q.registered[d] = true
-				q.mu.Unlock()
+			if types&^uint64(simEventTypes) != 0 {
+				return nvml.ERROR_NOT_SUPPORTED
 			}
+			q.mu.Lock()
+			q.registered[d] |= types
+			q.mu.Unlock()
 			return nvml.SUCCESS
 		}
 		d.GetSupportedEventTypesFunc = func() (uint64, nvml.Return) {
-			return nvml.EventTypeXidCriticalError, nvml.SUCCESS
+			return simEventTypes, nvml.SUCCESS
 		}
+	}
+}
+
+// Throttled is w with its clocks held down for reasons (an NVML clock
+// event reason mask) from from until to.
+func Throttled(w Workload, reasons uint64, from, to time.Time) Workload {
+	return func(t time.Time) Load {
+		l := w(t)
+		if !t.Before(from) && t.Before(to) {
+			l.Throttle |= reasons
+		}
+		return l
 	}
 }
 

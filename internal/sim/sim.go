@@ -53,6 +53,9 @@ type Load struct {
 	SMClockMHz uint32
 	Throttle   uint64
 	Procs      []nvml.ProcessInfo
+	// Profile is what GPM and the traffic counters see; nil derives it
+	// from GPUUtil (metrics.go).
+	Profile *Profile
 }
 
 // Workload gives a GPU's load at time t. Workloads must be pure functions
@@ -68,7 +71,7 @@ type Server struct {
 	hang    chan struct{}
 	hangNow atomic.Bool
 	xidOnce sync.Once
-	xid     *xidQueue
+	xid     *eventQueue
 }
 
 // Device is one simulated GPU.
@@ -84,6 +87,8 @@ type Device struct {
 	lastRead  time.Time
 	primed    bool
 	eccTotal  uint64
+	sbeTotal  uint64
+	counters  counters
 }
 
 var models = map[string]gpus.Config{
@@ -246,8 +251,9 @@ func (d *Device) advance() {
 		if rest := now.Sub(t); rest < step {
 			step = rest
 		}
-		p := d.load(t).PowerMW
-		d.energy += uint64(p) * uint64(step.Microseconds()) / 1e6
+		l := d.load(t)
+		d.energy += uint64(l.PowerMW) * uint64(step.Microseconds()) / 1e6
+		d.counters.integrate(l, step)
 		t = t.Add(step)
 	}
 	d.lastRead = now
@@ -332,11 +338,15 @@ func (d *Device) install() {
 		}
 		return d.current().TempC, nvml.SUCCESS
 	}
-	d.GetClockInfoFunc = func(nvml.ClockType) (uint32, nvml.Return) {
+	d.GetClockInfoFunc = func(c nvml.ClockType) (uint32, nvml.Return) {
 		if r := d.guard(); r != nvml.SUCCESS {
 			return 0, r
 		}
-		return d.current().SMClockMHz, nvml.SUCCESS
+		l := d.current()
+		if c == nvml.CLOCK_MEM {
+			return l.profile().MemClockMHz, nvml.SUCCESS
+		}
+		return l.SMClockMHz, nvml.SUCCESS
 	}
 	d.GetCurrentClocksThrottleReasonsFunc = func() (uint64, nvml.Return) {
 		if r := d.guard(); r != nvml.SUCCESS {

@@ -1,0 +1,83 @@
+// Package profileclient is `gpuacct profile`'s side of the agent's profile
+// socket: ask the agent on this node to sample one job's GPUs at a short
+// interval for a while. The agent checks who asks (SO_PEERCRED): root or
+// the job's owner.
+package profileclient
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+)
+
+// MaxMessage bounds one request or answer line.
+const MaxMessage = 64 << 10
+
+// MinInterval is the shortest profile interval; a profile's interval is a
+// whole number of it.
+const MinInterval = 100 * time.Millisecond
+
+// Request asks for one profile.
+type Request struct {
+	Job uint64 `json:"job"`
+	// IntervalMS is the sampling interval in milliseconds.
+	IntervalMS int64 `json:"interval_ms"`
+	// ForMS is how long the profile lasts, in milliseconds.
+	ForMS int64 `json:"for_ms"`
+}
+
+// Response is the agent's answer: the profile it will run, or why not.
+type Response struct {
+	Job     uint64 `json:"job,omitempty"`
+	Restart int    `json:"restart,omitempty"`
+	// GPUs are the UUIDs of the job's GPUs on this node that it samples.
+	GPUs []string `json:"gpus,omitempty"`
+	// Start is when sampling at the short interval begins (the agent's next
+	// cycle); End when it ends and the normal interval takes over again.
+	Start time.Time `json:"start,omitzero"`
+	End   time.Time `json:"end,omitzero"`
+	Error string    `json:"error,omitempty"`
+}
+
+// ErrRefused is a request the agent refused; its reason follows.
+var ErrRefused = errors.New("agent refused")
+
+// Ask sends req to the agent's profile socket at path, all within timeout.
+func Ask(ctx context.Context, path string, timeout time.Duration, req Request) (Response, error) {
+	var resp Response
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		return resp, fmt.Errorf("agent profile socket %q: %w (is gpuacct agent running on this node with agent.profile_socket set?)", path, err)
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+	}
+	data, _ := json.Marshal(req)
+	if _, err := conn.Write(append(data, '\n')); err != nil {
+		return resp, fmt.Errorf("agent profile socket %q: send: %w", path, err)
+	}
+	sc := bufio.NewScanner(conn)
+	sc.Buffer(make([]byte, 0, 4096), MaxMessage)
+	if !sc.Scan() {
+		err := sc.Err()
+		if err == nil {
+			err = errors.New("connection closed without an answer")
+		}
+		return resp, fmt.Errorf("agent profile socket %q: %w", path, err)
+	}
+	if err := json.Unmarshal(sc.Bytes(), &resp); err != nil {
+		return resp, fmt.Errorf("agent profile socket %q: bad answer: %w", path, err)
+	}
+	if resp.Error != "" {
+		return resp, fmt.Errorf("%w: %s", ErrRefused, resp.Error)
+	}
+	return resp, nil
+}

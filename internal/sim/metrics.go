@@ -1,0 +1,241 @@
+package sim
+
+import (
+	"encoding/binary"
+	"math"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+)
+
+// The simulated GPUs' chosen metrics: clocks, field values (throttle
+// time, memory temperature, NVLink and ECC counters), PCIe throughput and
+// GPM. A workload that sets none of a Load's profiling fields has them
+// derived from its utilization (profile), so every workload has them. The
+// a100 has no GPM, as the real one: its GPM metrics are unsupported.
+
+// Profile is what GPM and the traffic counters see of a load.
+type Profile struct {
+	SMActivePct, SMOccupancyPct, TensorPct         float64
+	FP64Pct, FP32Pct, FP16Pct, DRAMPct             float64
+	PCIeTxBps, PCIeRxBps, NVLinkTxBps, NVLinkRxBps float64
+	MemClockMHz, MemTempC                          uint32
+}
+
+// profile is l's Profile, derived from utilization when the workload set
+// none.
+func (l Load) profile() Profile {
+	if l.Profile != nil {
+		return *l.Profile
+	}
+	u := float64(l.GPUUtil)
+	p := Profile{
+		SMActivePct: u * 0.9, SMOccupancyPct: u * 0.45, TensorPct: u * 0.6,
+		FP32Pct: u * 0.2, FP16Pct: u * 0.4, DRAMPct: float64(l.MemUtil),
+		PCIeTxBps: u * 2e7, PCIeRxBps: u * 1e8, NVLinkTxBps: u * 3e9, NVLinkRxBps: u * 3e9,
+		MemClockMHz: 1593, MemTempC: l.TempC + 5,
+	}
+	if l.GPUUtil > 0 {
+		p.MemClockMHz = 2619
+	}
+	return p
+}
+
+// throttled says whether l's clocks are held down for power or heat.
+func (l Load) throttled() (power, thermal bool) {
+	t := l.Throttle
+	return t&(nvml.ClocksEventReasonSwPowerCap|nvml.ClocksThrottleReasonHwPowerBrakeSlowdown) != 0,
+		t&(nvml.ClocksEventReasonSwThermalSlowdown|nvml.ClocksThrottleReasonHwThermalSlowdown) != 0
+}
+
+// counters are the cumulative counters a simulated GPU keeps besides
+// energy, integrated by advance.
+type counters struct {
+	nvlinkTxKiB, nvlinkRxKiB float64
+	powerNS, thermalNS       float64
+}
+
+// integrate adds step of load l to the counters. Called with d.mu held.
+func (c *counters) integrate(l Load, step time.Duration) {
+	p := l.profile()
+	s := step.Seconds()
+	c.nvlinkTxKiB += p.NVLinkTxBps * s / 1024
+	c.nvlinkRxKiB += p.NVLinkRxBps * s / 1024
+	power, thermal := l.throttled()
+	if power {
+		c.powerNS += float64(step.Nanoseconds())
+	}
+	if thermal {
+		c.thermalNS += float64(step.Nanoseconds())
+	}
+}
+
+func (d *Device) hasGPM() bool { return d.Config.Architecture != nvml.DEVICE_ARCH_AMPERE }
+
+// GetMaxClockInfo implements nvml.Device.
+func (d *Device) GetMaxClockInfo(nvml.ClockType) (uint32, nvml.Return) {
+	if r := d.guard(); r != nvml.SUCCESS {
+		return 0, r
+	}
+	return 1980, nvml.SUCCESS
+}
+
+// GetPcieThroughput implements nvml.Device: KiB/s.
+func (d *Device) GetPcieThroughput(c nvml.PcieUtilCounter) (uint32, nvml.Return) {
+	if r := d.guard(); r != nvml.SUCCESS {
+		return 0, r
+	}
+	p := d.current().profile()
+	if c == nvml.PCIE_UTIL_TX_BYTES {
+		return uint32(p.PCIeTxBps / 1024), nvml.SUCCESS
+	}
+	return uint32(p.PCIeRxBps / 1024), nvml.SUCCESS
+}
+
+// GetFieldValues implements nvml.Device for the fields gpusuite reads;
+// others answer ERROR_NOT_SUPPORTED in their own NvmlReturn.
+func (d *Device) GetFieldValues(vals []nvml.FieldValue) nvml.Return {
+	if r := d.guard(); r != nvml.SUCCESS {
+		return r
+	}
+	d.mu.Lock()
+	d.advance()
+	now := d.srv.now()
+	l := d.load(now)
+	c := d.counters
+	ecc := d.eccTotal
+	sbe := d.sbeTotal
+	d.mu.Unlock()
+	for i := range vals {
+		v := &vals[i]
+		v.Timestamp = now.UnixMicro()
+		v.NvmlReturn = uint32(nvml.SUCCESS)
+		v.ValueType = uint32(nvml.VALUE_TYPE_UNSIGNED_LONG_LONG)
+		var n uint64
+		switch v.FieldId {
+		case nvml.FI_DEV_PERF_POLICY_POWER:
+			n = uint64(c.powerNS)
+		case nvml.FI_DEV_PERF_POLICY_THERMAL:
+			n = uint64(c.thermalNS)
+		case nvml.FI_DEV_MEMORY_TEMP:
+			n = uint64(l.profile().MemTempC)
+			v.ValueType = uint32(nvml.VALUE_TYPE_UNSIGNED_INT)
+		case nvml.FI_DEV_NVLINK_THROUGHPUT_DATA_TX:
+			n = uint64(c.nvlinkTxKiB)
+		case nvml.FI_DEV_NVLINK_THROUGHPUT_DATA_RX:
+			n = uint64(c.nvlinkRxKiB)
+		case nvml.FI_DEV_ECC_SBE_VOL_TOTAL:
+			n = sbe
+		case nvml.FI_DEV_ECC_DBE_VOL_TOTAL:
+			n = ecc
+		default:
+			v.NvmlReturn = uint32(nvml.ERROR_NOT_SUPPORTED)
+		}
+		binary.LittleEndian.PutUint64(v.Value[:], n)
+	}
+	return nvml.SUCCESS
+}
+
+// gpmSample is a simulated GPM sample: the moment it was taken.
+type gpmSample struct {
+	dev *Device
+	t   time.Time
+}
+
+func (g *gpmSample) Free() nvml.Return             { return nvml.SUCCESS }
+func (g *gpmSample) Get(d nvml.Device) nvml.Return { return d.GpmSampleGet(g) }
+func (g *gpmSample) MigGet(nvml.Device, int) nvml.Return {
+	return nvml.ERROR_NOT_SUPPORTED
+}
+
+// GpmQueryDeviceSupport implements nvml.Device.
+func (d *Device) GpmQueryDeviceSupport() (nvml.GpmSupport, nvml.Return) {
+	if r := d.guard(); r != nvml.SUCCESS {
+		return nvml.GpmSupport{}, r
+	}
+	s := nvml.GpmSupport{Version: nvml.GPM_SUPPORT_VERSION}
+	if d.hasGPM() {
+		s.IsSupportedDevice = 1
+	}
+	return s, nvml.SUCCESS
+}
+
+// GpmSampleGet implements nvml.Device.
+func (d *Device) GpmSampleGet(s nvml.GpmSample) nvml.Return {
+	if r := d.guard(); r != nvml.SUCCESS {
+		return r
+	}
+	if !d.hasGPM() {
+		return nvml.ERROR_NOT_SUPPORTED
+	}
+	g, ok := s.(*gpmSample)
+	if !ok {
+		return nvml.ERROR_INVALID_ARGUMENT
+	}
+	g.dev, g.t = d, d.srv.now()
+	return nvml.SUCCESS
+}
+
+// GpmSampleAlloc implements nvml.Interface.
+func (s *Server) GpmSampleAlloc() (nvml.GpmSample, nvml.Return) { return &gpmSample{}, nvml.SUCCESS }
+
+// GpmMetricsGet implements nvml.Interface: each metric averaged over the
+// workload between the two samples.
+func (s *Server) GpmMetricsGet(m *nvml.GpmMetricsGetType) nvml.Return {
+	a, ok1 := m.Sample1.(*gpmSample)
+	b, ok2 := m.Sample2.(*gpmSample)
+	if !ok1 || !ok2 || a.dev == nil || a.dev != b.dev || !b.t.After(a.t) {
+		return nvml.ERROR_INVALID_ARGUMENT
+	}
+	d := a.dev
+	const steps = 16
+	var sum Profile
+	dt := b.t.Sub(a.t) / steps
+	d.mu.Lock()
+	for i := 0; i < steps; i++ {
+		p := d.load(a.t.Add(dt*time.Duration(i) + dt/2)).profile()
+		sum.SMActivePct += p.SMActivePct / steps
+		sum.SMOccupancyPct += p.SMOccupancyPct / steps
+		sum.TensorPct += p.TensorPct / steps
+		sum.FP64Pct += p.FP64Pct / steps
+		sum.FP32Pct += p.FP32Pct / steps
+		sum.FP16Pct += p.FP16Pct / steps
+		sum.DRAMPct += p.DRAMPct / steps
+		sum.PCIeTxBps += p.PCIeTxBps / steps
+		sum.PCIeRxBps += p.PCIeRxBps / steps
+		sum.NVLinkTxBps += p.NVLinkTxBps / steps
+		sum.NVLinkRxBps += p.NVLinkRxBps / steps
+	}
+	d.mu.Unlock()
+	for i := 0; i < int(m.NumMetrics) && i < len(m.Metrics); i++ {
+		g := &m.Metrics[i]
+		g.NvmlReturn = uint32(nvml.SUCCESS)
+		switch nvml.GpmMetricId(g.MetricId) {
+		case nvml.GPM_METRIC_SM_UTIL:
+			g.Value = sum.SMActivePct
+		case nvml.GPM_METRIC_SM_OCCUPANCY:
+			g.Value = sum.SMOccupancyPct
+		case nvml.GPM_METRIC_ANY_TENSOR_UTIL:
+			g.Value = sum.TensorPct
+		case nvml.GPM_METRIC_FP64_UTIL:
+			g.Value = sum.FP64Pct
+		case nvml.GPM_METRIC_FP32_UTIL:
+			g.Value = sum.FP32Pct
+		case nvml.GPM_METRIC_FP16_UTIL:
+			g.Value = sum.FP16Pct
+		case nvml.GPM_METRIC_DRAM_BW_UTIL:
+			g.Value = sum.DRAMPct
+		case nvml.GPM_METRIC_PCIE_TX_PER_SEC:
+			g.Value = sum.PCIeTxBps / (1 << 20)
+		case nvml.GPM_METRIC_PCIE_RX_PER_SEC:
+			g.Value = sum.PCIeRxBps / (1 << 20)
+		case nvml.GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC:
+			g.Value = sum.NVLinkTxBps / (1 << 20)
+		case nvml.GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC:
+			g.Value = sum.NVLinkRxBps / (1 << 20)
+		default:
+			g.Value, g.NvmlReturn = math.NaN(), uint32(nvml.ERROR_NOT_SUPPORTED)
+		}
+	}
+	return nvml.SUCCESS
+}
