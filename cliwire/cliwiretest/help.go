@@ -139,20 +139,33 @@ func CheckNoDoubledName(t *testing.T, app *cli.App) {
 // comment. ok is false when no command of the line runs prog (a crontab
 // line, a curl beside it).
 func Args(prog, line string) (args []string, ok bool) {
+	_, args, ok = EnvArgs(prog, line)
+	return args, ok
+}
+
+// EnvArgs is Args with the environment the line sets for prog: its
+// leading NAME=value words ("SLURM_JOB_ID=42 prolog"), in order.
+func EnvArgs(prog, line string) (env, args []string, ok bool) {
 	cmds, err := shellCommands(line)
 	if err != nil {
-		return nil, false
+		return nil, nil, false
 	}
 	for _, words := range cmds {
 		if len(words) > 0 && words[0] == "sudo" {
 			words = words[1:]
 		}
+		var env []string
+		for len(words) > 0 && assignment.MatchString(words[0]) {
+			env, words = append(env, words[0]), words[1:]
+		}
 		if len(words) > 0 && words[0] == prog {
-			return words, true
+			return env, words, true
 		}
 	}
-	return nil, false
+	return nil, nil, false
 }
+
+var assignment = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
 
 var errQuote = errors.New("unterminated quote")
 
