@@ -139,20 +139,33 @@ func CheckNoDoubledName(t *testing.T, app *cli.App) {
 // comment. ok is false when no command of the line runs prog (a crontab
 // line, a curl beside it).
 func Args(prog, line string) (args []string, ok bool) {
+	_, args, ok = EnvArgs(prog, line)
+	return args, ok
+}
+
+// EnvArgs is Args with the environment the line sets for prog: its
+// leading NAME=value words ("SLURM_JOB_ID=42 prolog"), in order.
+func EnvArgs(prog, line string) (env, args []string, ok bool) {
 	cmds, err := shellCommands(line)
 	if err != nil {
-		return nil, false
+		return nil, nil, false
 	}
 	for _, words := range cmds {
 		if len(words) > 0 && words[0] == "sudo" {
 			words = words[1:]
 		}
+		var env []string
+		for len(words) > 0 && assignment.MatchString(words[0]) {
+			env, words = append(env, words[0]), words[1:]
+		}
 		if len(words) > 0 && words[0] == prog {
-			return words, true
+			return env, words, true
 		}
 	}
-	return nil, false
+	return nil, nil, false
 }
+
+var assignment = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
 
 var errQuote = errors.New("unterminated quote")
 
@@ -247,41 +260,62 @@ func Stub(app *cli.App) *string {
 	return reached
 }
 
-// CheckExamplesParse runs every example of the app newApp makes through
-// that app's own command line with the actions stubbed: each must reach a
-// command without a usage error. Lines that do not run the program
-// (a crontab line, curl, systemctl) must be listed in others with why they
-// are shown; a listed line no longer shown fails too.
-func CheckExamplesParse(t *testing.T, newApp func() *cli.App, others map[string]string) {
+// CheckExamples runs every example of the app newApp makes, each line
+// once (report's examples show under each of its kinds), as a subtest
+// named by the line: runEx gets the arguments of the program as Args
+// splits them and must run them for real, failing the subtest when the
+// example does not do what it shows. A line in marked is not run: it
+// needs what a test does not have (a Slurm cluster, GPUs, a service),
+// and marked says what, per line. A marked line that runs the program
+// still goes through the program's own command line with the actions
+// stubbed (it must reach a command without a usage error); a marked line
+// no --help shows any more fails, and so does an unmarked line that does
+// not run the program (a crontab line, curl).
+func CheckExamples(t *testing.T, newApp func() *cli.App, marked map[string]string, runEx func(t *testing.T, ex Example, args []string)) {
 	t.Helper()
 	seen := map[string]bool{}
 	for _, ex := range Examples(newApp()) {
-		app := newApp()
-		args, ok := Args(app.Name, ex.Line)
-		if !ok {
-			if _, listed := others[ex.Line]; !listed {
-				t.Errorf("%s: example %q does not run %s: list it with the reason it is shown", ex.Command, ex.Line, app.Name)
-			}
-			seen[ex.Line] = true
+		if seen[ex.Line] {
 			continue
 		}
-		var out bytes.Buffer
-		app.Writer, app.ErrWriter = &out, &out
-		cliwire.Prepare(app)
-		reached := Stub(app)
-		if err := app.Run(args); err != nil {
-			if code, msg := cliwire.Code(err); code == cliwire.ExitUsage {
-				t.Errorf("%s: example %q is refused: %s", ex.Command, ex.Line, msg)
-			}
-			continue
-		}
-		if *reached == "" && !strings.Contains(out.String(), "USAGE:") {
-			t.Errorf("%s: example %q ran no command", ex.Command, ex.Line)
+		seen[ex.Line] = true
+		prog := newApp().Name
+		args, ok := Args(prog, ex.Line)
+		_, isMarked := marked[ex.Line]
+		switch {
+		case isMarked && ok:
+			checkParses(t, newApp, ex, args)
+		case isMarked:
+		case !ok:
+			t.Errorf("%s: example %q does not run %s: mark it with what it needs", ex.Command, ex.Line, prog)
+		default:
+			t.Run(ex.Line, func(t *testing.T) { runEx(t, ex, args) })
 		}
 	}
-	for l := range others {
+	for l := range marked {
 		if !seen[l] {
-			t.Errorf("listed example %q is no longer shown by any --help", l)
+			t.Errorf("marked example %q is no longer shown by any --help", l)
 		}
+	}
+}
+
+// checkParses runs args through the command line of the app newApp makes
+// with the actions stubbed: they must reach a command without a usage
+// error.
+func checkParses(t *testing.T, newApp func() *cli.App, ex Example, args []string) {
+	t.Helper()
+	app := newApp()
+	var out bytes.Buffer
+	app.Writer, app.ErrWriter = &out, &out
+	cliwire.Prepare(app)
+	reached := Stub(app)
+	if err := app.Run(args); err != nil {
+		if code, msg := cliwire.Code(err); code == cliwire.ExitUsage {
+			t.Errorf("%s: example %q is refused: %s", ex.Command, ex.Line, msg)
+		}
+		return
+	}
+	if *reached == "" && !strings.Contains(out.String(), "USAGE:") {
+		t.Errorf("%s: example %q ran no command", ex.Command, ex.Line)
 	}
 }

@@ -329,7 +329,7 @@ const reportExamples = `Examples:
    gpuacct report teams                                  # last 7 days
    gpuacct report teams --start 2026-01-01 --end 2027-01-01 --period month
    gpuacct report users --teams vision --start now-2days
-   gpuacct report tree --start 11/01 --end 12/01 --tz Asia/Tokyo
+   gpuacct report tree --start 11/01/26 --end 12/01/26 --tz Asia/Tokyo
    gpuacct report tree -t seconds -P --start now-1days   # compare with sreport -t seconds -P
    gpuacct report teams --level 1                        # per top organisation
    gpuacct report top --by teams --limit 5 --units percent

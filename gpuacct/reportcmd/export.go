@@ -30,7 +30,7 @@ Examples:
    gpuacct export jobs --start 2026-01-01 --end 2026-02-01 > jan.csv
    gpuacct export samples --start now-1day --format jsonl | gzip > day.jsonl.gz
    gpuacct export samples --start yesterday --end today --split-dir /tmp/samples   # one file per node
-   gpuacct export gpus --start 11/01 -o gpus.csv
+   gpuacct export gpus --start 11/01/26 -o gpus.csv
    gpuacct export jobs --all-clusters --start 2026-01-01 > all.csv   # every cluster of the ledger`,
 		Flags: append(append(append([]cli.Flag{dbFlag(), cliwire.StoreURLFlag()}, windowFlags()...),
 			&cli.StringFlag{Name: "format", Usage: "csv or jsonl", Value: "csv"},
