@@ -48,7 +48,7 @@ Examples:
 			&cli.StringFlag{Name: "socket", Usage: "hook socket path (agent.socket; default <spool-dir>/agent.sock)", EnvVars: []string{"GPUSUITE_AGENT_SOCKET"}},
 			&cli.StringFlag{Name: "metrics-listen", Usage: "address of /metrics, empty to disable (agent.metrics_listen)", EnvVars: []string{"GPUSUITE_AGENT_METRICS_LISTEN"}},
 			&cli.StringFlag{Name: "node", Usage: "node name (cluster.node; default the short host name)", EnvVars: []string{"GPUSUITE_NODE"}},
-			&cli.StringSliceFlag{Name: "metrics", Usage: "metric sets or single metrics each sample carries, comma-separated: default, clocks, throttle, pcie, nvlink, gpm, ecc, all (agent.metrics)",
+			&cli.StringSliceFlag{Name: "metrics", Usage: "metric sets or single metrics each sample carries, comma-separated: the fixed fields' set, clocks, throttle, pcie, nvlink, gpm, ecc, all; single metrics in docs/records.md (agent.metrics)",
 				EnvVars: []string{"GPUSUITE_AGENT_METRICS"}, DefaultText: strings.Join(config.Default().Agent.Metrics, ",")},
 			&cli.StringFlag{Name: "profile-socket", Usage: "socket `gpuacct profile` asks on, empty to disable (agent.profile_socket)", EnvVars: []string{"GPUSUITE_AGENT_PROFILE_SOCKET"},
 				DefaultText: config.Default().Agent.ProfileSocket},

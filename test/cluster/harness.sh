@@ -133,6 +133,7 @@ segment_duration = "5s"
 ship_interval = "1s"
 ship_backoff_max = "3s"
 metrics_listen = ""
+profile_socket = "$DIR/node/profile.sock"
 log_level = "debug"
 EOF
     } >"$DIR/nodes/$n/gpusuite.toml"

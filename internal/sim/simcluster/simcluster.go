@@ -279,6 +279,9 @@ func nodeConfig(o *Options, node string) config.Config {
 	cfg.Agent.SegmentDuration = config.Dur(max(o.Segment, o.Interval))
 	cfg.Agent.ShipInterval = config.Dur(o.Ship)
 	cfg.Agent.MetricsListen = ""
+	// Simulated nodes share one host: no node takes the host's profile
+	// socket.
+	cfg.Agent.ProfileSocket = ""
 	cfg.GPU.Backend = "simulated"
 	cfg.GPU.Simulated.Count = o.GPUsPerNode
 	cfg.GPU.Simulated.Model = o.Model
