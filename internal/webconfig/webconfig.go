@@ -48,6 +48,12 @@ func Check(path, key string) error {
 // readBounded reads a regular file of at most maxFileBytes: a FIFO or a
 // device named by mistake must not hang or fill memory.
 func readBounded(path string) ([]byte, error) {
+	// Stat first: opening a FIFO for reading blocks until a writer comes.
+	if fi, err := os.Stat(path); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -142,7 +148,10 @@ func (u *Users) Authenticated(r *http.Request) (string, bool) {
 	if !ok || name == "" {
 		return "", false
 	}
-	return name, u.current()[name]
+	if !u.current()[name] {
+		return "", false
+	}
+	return name, true
 }
 
 // Any reports whether the file lists users: whether requests must log
