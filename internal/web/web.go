@@ -25,6 +25,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/report/teams"
 	"github.com/aicloud/gpusuite/internal/report/timespec"
+	"github.com/aicloud/gpusuite/internal/webconfig"
 )
 
 //go:embed templates/*.html static/*
@@ -311,13 +312,13 @@ func Mount(ctx context.Context, cfg config.Config, src *board.Source, handle fun
 		h.Close()
 		return nil, fmt.Errorf("web listen %q: %w", cfg.Web.Listen, err)
 	}
-	srv := NewServer(h, o.Timeout)
+	srv := NewServer(Secure(h), o.Timeout)
 	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := webconfig.Serve(ln, srv, cfg.Web.ConfigFile, log); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("web server", "err", err)
 		}
 	}()
-	log.Info("web dashboard", "listen", ln.Addr().String())
+	log.Info("web dashboard", "listen", ln.Addr().String(), "scheme", webconfig.Scheme(cfg.Web.ConfigFile))
 	return func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
