@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -37,6 +38,11 @@ func Check(path, key string) error {
 		return nil
 	}
 	if _, err := readBounded(path); err != nil {
+		// The path is said once: the message names the file already.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
 		return fmt.Errorf("web config file %q (%s): %w", path, key, err)
 	}
 	if err := web.Validate(path); err != nil {
