@@ -64,7 +64,7 @@ func (f *front) listen(ctx context.Context, addr string, wc config.Web, addrs ch
 		default:
 		}
 	}
-	srv := web.NewServer(web.Secure(f), wc.Timeout.Duration)
+	srv := web.NewServer(web.Secure(web.ReadOnly(f)), wc.Timeout.Duration)
 	go func() {
 		if err := webconfig.Serve(ln, srv, wc.ConfigFile, log); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("metrics server", "err", err)

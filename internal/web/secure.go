@@ -27,6 +27,19 @@ func Secure(next http.Handler) http.Handler {
 	})
 }
 
+// ReadOnly answers 405 to every method but GET and HEAD: nothing served
+// writes (invariant: the dashboard, the API and /metrics only read).
+func ReadOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, r.Method+" is not allowed: this server only reads (GET)", http.StatusMethodNotAllowed)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 var securityHeaders = [...][2]string{
 	{"Content-Security-Policy", contentSecurityPolicy},
 	{"X-Content-Type-Options", "nosniff"},

@@ -353,7 +353,7 @@ func Mount(ctx context.Context, cfg config.Config, src *board.Source, handle fun
 		h.Close()
 		return nil, fmt.Errorf("web listen %q: %w", cfg.Web.Listen, err)
 	}
-	srv := NewServer(Secure(h), o.Timeout)
+	srv := NewServer(Secure(ReadOnly(h)), o.Timeout)
 	go func() {
 		if err := webconfig.Serve(ln, srv, cfg.Web.ConfigFile, log); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("web server", "err", err)
