@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -11,7 +12,9 @@ import (
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/board"
+	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/web"
+	"github.com/aicloud/gpusuite/internal/webconfig/webconfigtest"
 )
 
 // TestPrivateDataProxyHeader: with web.user_header, the reverse proxy's
@@ -138,4 +141,24 @@ func firstBoardEvent(t *testing.T, c *http.Client, base, user string) string {
 	}
 	t.Fatalf("event stream as %s ended without a board event: %v", user, sc.Err())
 	return ""
+}
+
+// TestPrivateDataNeedsIdentity: web.private_data with no way to name a
+// user (no basic_auth_users, no web.user_header) is refused at start.
+func TestPrivateDataNeedsIdentity(t *testing.T) {
+	cfg := config.Default()
+	cfg.Web.PrivateData = true
+	_, err := web.OptionsFrom(cfg, nil, slog.New(slog.DiscardHandler), time.Now)
+	if err == nil || !strings.Contains(err.Error(), "web.private_data needs to know who asks") {
+		t.Fatalf("OptionsFrom: %v, want the private_data refusal", err)
+	}
+	cfg.Web.UserHeader = "X-Remote-User"
+	if _, err := web.OptionsFrom(cfg, nil, slog.New(slog.DiscardHandler), time.Now); err != nil {
+		t.Fatalf("OptionsFrom with user_header: %v", err)
+	}
+	cfg.Web.UserHeader = ""
+	cfg.Web.ConfigFile = webconfigtest.Write(t, false, map[string]string{"alice": "pw"}, "").Path
+	if _, err := web.OptionsFrom(cfg, nil, slog.New(slog.DiscardHandler), time.Now); err != nil {
+		t.Fatalf("OptionsFrom with basic_auth_users: %v", err)
+	}
 }
