@@ -15,6 +15,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/agent"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/logging"
+	"github.com/aicloud/gpusuite/internal/webconfig"
 )
 
 // agentCommand is `gpuacct agent`; the agent itself is internal/agent.
@@ -47,6 +48,7 @@ Examples:
 			&cli.StringFlag{Name: "state-dir", Usage: "node-local state: open segment and checkpoint (agent.state_dir)", EnvVars: []string{"GPUSUITE_AGENT_STATE_DIR"}},
 			&cli.StringFlag{Name: "socket", Usage: "hook socket path (agent.socket; default <spool-dir>/agent.sock)", EnvVars: []string{"GPUSUITE_AGENT_SOCKET"}},
 			&cli.StringFlag{Name: "metrics-listen", Usage: "address of /metrics, empty to disable (agent.metrics_listen)", EnvVars: []string{"GPUSUITE_AGENT_METRICS_LISTEN"}},
+			&cli.StringFlag{Name: "web-config-file", Usage: "Prometheus web config `FILE` (TLS, basic auth) for /metrics (agent.web_config_file)", EnvVars: []string{"GPUSUITE_AGENT_WEB_CONFIG_FILE"}},
 			&cli.StringFlag{Name: "node", Usage: "node name (cluster.node; default the short host name)", EnvVars: []string{"GPUSUITE_NODE"}},
 			&cli.StringSliceFlag{Name: "metrics", Usage: "metric sets or single metrics each sample carries, comma-separated: the fixed fields' set, clocks, throttle, pcie, nvlink, gpm, ecc, all; single metrics in docs/records.md (agent.metrics)",
 				EnvVars: []string{"GPUSUITE_AGENT_METRICS"}, DefaultText: strings.Join(config.Default().Agent.Metrics, ",")},
@@ -62,6 +64,9 @@ Examples:
 			applyAgentFlags(c, &cfg)
 			if err := cfg.Validate(); err != nil {
 				return fmt.Errorf("agent options: %w", err)
+			}
+			if err := webconfig.Check(cfg.Agent.WebConfigFile, "agent.web_config_file, --web-config-file"); err != nil {
+				return err
 			}
 			node := cfg.Cluster.Node
 			if node == "" {
@@ -97,7 +102,8 @@ func applyAgentFlags(c *cli.Context, cfg *config.Config) {
 		"spool-dir": &cfg.Spool.Dir, "incoming-dir": &cfg.Agent.IncomingDir, "ship-user": &cfg.Agent.ShipUser,
 		"live-dir":  &cfg.Agent.LiveDir,
 		"state-dir": &cfg.Agent.StateDir, "socket": &cfg.Agent.Socket, "metrics-listen": &cfg.Agent.MetricsListen,
-		"node": &cfg.Cluster.Node, "log-level": &cfg.Agent.LogLevel, "profile-socket": &cfg.Agent.ProfileSocket,
+		"web-config-file": &cfg.Agent.WebConfigFile,
+		"node":            &cfg.Cluster.Node, "log-level": &cfg.Agent.LogLevel, "profile-socket": &cfg.Agent.ProfileSocket,
 	} {
 		if c.IsSet(flag) {
 			*dst = c.String(flag)

@@ -20,6 +20,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/logging"
 	"github.com/aicloud/gpusuite/internal/nfssync"
+	"github.com/aicloud/gpusuite/internal/webconfig"
 	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -148,6 +149,7 @@ Examples:
 					&cli.IntFlag{Name: "max-fixes-per-second", EnvVars: []string{"GPUSUITE_NFSSYNC_MAX_FIXES_PER_SECOND"}, Usage: "cap on touches per second, 0 for none (nfssync.max_fixes_per_second)"},
 					&cli.IntFlag{Name: "max-watches", EnvVars: []string{"GPUSUITE_NFSSYNC_MAX_WATCHES"}, Usage: "cap on inotify watches, 0 for the kernel's limit (nfssync.max_watches)"},
 					&cli.StringFlag{Name: "metrics-listen", EnvVars: []string{"GPUSUITE_NFSSYNC_METRICS_LISTEN"}, Usage: "`ADDR` of /metrics, empty for none (nfssync.metrics_listen)"},
+					&cli.StringFlag{Name: "web-config-file", EnvVars: []string{"GPUSUITE_NFSSYNC_WEB_CONFIG_FILE"}, Usage: "Prometheus web config `FILE` (TLS, basic auth) for /metrics (nfssync.web_config_file)"},
 					&cli.StringFlag{Name: "probe-file", EnvVars: []string{"GPUSUITE_NFSSYNC_PROBE_FILE"}, Usage: "existing `FILE` on the share whose timestamps calibrate the window (nfssync.probe_file)"},
 				},
 				Action: env.watch,
@@ -412,6 +414,12 @@ func (e *cliEnv) watch(c *cli.Context) error {
 	if c.IsSet("probe-file") {
 		n.ProbeFile = c.String("probe-file")
 	}
+	if c.IsSet("web-config-file") {
+		n.WebConfigFile = c.String("web-config-file")
+	}
+	if err := webconfig.Check(n.WebConfigFile, "nfssync.web_config_file, --web-config-file"); err != nil {
+		return err
+	}
 	mx, err := nfssync.NewMatcher(n.Exclude)
 	if err != nil {
 		return cliwire.Usagef("%v", err)
@@ -443,10 +451,15 @@ func (e *cliEnv) watch(c *cli.Context) error {
 		if err != nil {
 			return fmt.Errorf("metrics listen %q: %w (set nfssync.metrics_listen or --metrics-listen; empty turns it off)", n.MetricsListen, err)
 		}
-		srv := &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
-		go srv.Serve(ln)
+		srv := &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second,
+			ReadTimeout: 30 * time.Second, WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+		go func() {
+			if err := webconfig.Serve(ln, srv, n.WebConfigFile, log); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("metrics server stopped", "err", err)
+			}
+		}()
 		defer srv.Close()
-		log.Info("metrics", "addr", ln.Addr().String())
+		log.Info("metrics", "addr", ln.Addr().String(), "scheme", webconfig.Scheme(n.WebConfigFile))
 	}
 	d := nfssync.NewDaemon(nfssync.Options{Roots: n.Dirs, Backend: n.Backend, Settle: n.Settle.Duration, Exclude: mx,
 		MaxFixesPerSecond: n.MaxFixesPerSecond, Workers: n.Workers, MaxPending: n.MaxPending,

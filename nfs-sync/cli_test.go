@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -70,6 +71,8 @@ func TestCLIBadInput(t *testing.T) {
 		{"missing file", nil, []string{"touch", filepath.Join(dir, "nope")}, 1, "no such file"},
 		{"missing watch dir", nil, []string{"watch", filepath.Join(dir, "nope")}, 2, "does not exist or is not a directory"},
 		{"bad exclude flag", nil, []string{"watch", "--exclude", "a//b", dir}, 2, "empty segment"},
+		{"missing web config", nil, []string{"watch", "--web-config-file", filepath.Join(dir, "none.yml"), dir}, 1, `web config file "` + filepath.Join(dir, "none.yml") + `" (nfssync.web_config_file, --web-config-file): no such file or directory`},
+		{"bad web config", map[string]string{"GPUSUITE_CONFIG": writeConfig(t, "[nfssync]\nmetrics_listen = \"\"\nweb_config_file = "+strconv.Quote(writeConfig(t, "basic_auth_users:\n  a: plain\n"))+"\n")}, []string{"watch", dir}, 1, "hashedSecret too short"},
 		{"calibrate without probe", nil, []string{"calibrate"}, 2, "calibrate needs a PROBE"},
 		{"calibrate missing probe", nil, []string{"calibrate", filepath.Join(dir, "nope")}, 1, "create it once"},
 		{"run missing command", nil, []string{"run", "--dir", dir, "--", "/nonexistent-cmd"}, 1, `run "/nonexistent-cmd"`},

@@ -13,8 +13,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/store"
 	"github.com/aicloud/gpusuite/internal/web"
+	"github.com/aicloud/gpusuite/internal/webconfig"
 )
 
 // front is serve's one HTTP mux on ingest.metrics_listen. It listens
@@ -43,9 +45,11 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mux.ServeHTTP(w, r)
 }
 
-// listen serves f on addr ("" serves nothing) and sends the bound
-// address to addrs when it is not nil. stop shuts the server down.
-func (f *front) listen(ctx context.Context, addr string, timeout time.Duration, addrs chan<- string, log *slog.Logger) (stop func(), err error) {
+// listen serves f on addr ("" serves nothing), through wc.ConfigFile
+// (TLS, basic auth) when set, with the security headers on every
+// answer, and sends the bound address to addrs when it is not nil. stop
+// shuts the server down.
+func (f *front) listen(ctx context.Context, addr string, wc config.Web, addrs chan<- string, log *slog.Logger) (stop func(), err error) {
 	if addr == "" {
 		return func() {}, nil
 	}
@@ -53,16 +57,16 @@ func (f *front) listen(ctx context.Context, addr string, timeout time.Duration, 
 	if err != nil {
 		return nil, fmt.Errorf("metrics listen %q: %w", addr, err)
 	}
-	log.Info("listening for /metrics and the dashboard", "addr", ln.Addr().String())
+	log.Info("listening for /metrics and the dashboard", "addr", ln.Addr().String(), "scheme", webconfig.Scheme(wc.ConfigFile))
 	if addrs != nil {
 		select {
 		case addrs <- ln.Addr().String():
 		default:
 		}
 	}
-	srv := web.NewServer(f, timeout)
+	srv := web.NewServer(web.Secure(web.ReadOnly(f)), wc.Timeout.Duration)
 	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := webconfig.Serve(ln, srv, wc.ConfigFile, log); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("metrics server", "err", err)
 		}
 	}()

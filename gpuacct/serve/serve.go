@@ -25,6 +25,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/slurmstate"
 	"github.com/aicloud/gpusuite/internal/store"
 	"github.com/aicloud/gpusuite/internal/web"
+	"github.com/aicloud/gpusuite/internal/webconfig"
 )
 
 // Main is the daemon's life: ParseFlags, Run, Close.
@@ -45,6 +46,12 @@ type Main struct {
 func (m *Main) ParseFlags(c *cli.Context) error {
 	cfg, err := ingestcmd.Config(c, m.Getenv)
 	if err != nil {
+		return err
+	}
+	if c.IsSet("web-config-file") {
+		cfg.Web.ConfigFile = c.String("web-config-file")
+	}
+	if err := webconfig.Check(cfg.Web.ConfigFile, "web.config_file, --web-config-file"); err != nil {
 		return err
 	}
 	m.Config = cfg
@@ -69,7 +76,7 @@ func (m *Main) Run(ctx context.Context) error {
 	reg.MustRegister(versioncollector.NewCollector("gpusuite"))
 	gauges := newWriterGauges(reg, s.Config.Store.URL)
 	f := newFront(reg)
-	stopHTTP, err := f.listen(ctx, s.Config.Ingest.MetricsListen, s.Config.Web.Timeout.Duration, m.Addr, s.Log)
+	stopHTTP, err := f.listen(ctx, s.Config.Ingest.MetricsListen, s.Config.Web, m.Addr, s.Log)
 	if err != nil {
 		return err
 	}
@@ -225,6 +232,7 @@ Examples:
 				// The real default is the config's, not the flag's zero.
 				DefaultText: config.Default().Ingest.Interval.Duration.String()},
 			&cli.StringFlag{Name: "metrics-listen", Usage: "address of /metrics, \"\" for none (ingest.metrics_listen)", EnvVars: []string{"GPUSUITE_METRICS_LISTEN"}},
+			&cli.StringFlag{Name: "web-config-file", Usage: "Prometheus web config `FILE` (TLS, basic auth, headers) for every address serve listens on (web.config_file)", EnvVars: []string{"GPUSUITE_WEB_CONFIG_FILE"}},
 			&cli.BoolFlag{Name: "read-only", Usage: "serve the board, dashboard, API and /metrics from a read-only store: no ingest, no writer lock (any number may run)", EnvVars: []string{"GPUSUITE_SERVE_READ_ONLY"}},
 		),
 		Action: func(c *cli.Context) error {

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/aicloud/gpusuite/internal/agent/profileclient"
+	"github.com/aicloud/gpusuite/internal/webconfig"
 )
 
 // Notifier sends systemd notifications (READY=1, WATCHDOG=1, STOPPING=1).
@@ -55,14 +56,16 @@ func (a *Agent) Run(ctx context.Context, socketPath, metricsListen string, n Not
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{}))
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
+			WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 		go func() {
-			if err := srv.Serve(ml); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			// TLS and basic auth as agent.web_config_file says.
+			if err := webconfig.Serve(ml, srv, a.cfg.WebConfigFile, a.log); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				a.log.Error("metrics server stopped", "err", err)
 			}
 		}()
 		defer srv.Close()
-		a.log.Info("serving /metrics", "addr", ml.Addr().String())
+		a.log.Info("serving /metrics", "addr", ml.Addr().String(), "scheme", webconfig.Scheme(a.cfg.WebConfigFile))
 	}
 
 	shipCtx, stopShip := context.WithCancel(context.Background())

@@ -67,8 +67,12 @@ type runningAgent struct {
 
 func startRunning(t *testing.T) *runningAgent {
 	t.Helper()
-	root := t.TempDir()
-	cfg := testConfig(root)
+	return startRunningWith(t, testConfig(t.TempDir()))
+}
+
+// startRunningWith runs the agent on cfg (testConfig's, changed).
+func startRunningWith(t *testing.T, cfg config.Config) *runningAgent {
+	t.Helper()
 	for _, d := range []string{cfg.Agent.IncomingDir, cfg.Agent.ProcRoot} {
 		os.MkdirAll(d, 0o755)
 	}
@@ -87,7 +91,7 @@ func startRunning(t *testing.T) *runningAgent {
 	n := &fakeNotifier{wd: 200 * time.Millisecond}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx, cfg.Agent.SocketPath(cfg.Spool.Dir), "", n) }()
+	go func() { done <- a.Run(ctx, cfg.Agent.SocketPath(cfg.Spool.Dir), cfg.Agent.MetricsListen, n) }()
 	r := &runningAgent{a: a, sim: s, cfg: cfg, notify: n}
 	stopped := false
 	r.stop = func() error {

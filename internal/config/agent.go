@@ -61,6 +61,10 @@ type Agent struct {
 	LiveDir string `toml:"live_dir"`
 	// MetricsListen is the address of /metrics; empty disables it.
 	MetricsListen string `toml:"metrics_listen"`
+	// WebConfigFile is a Prometheus web configuration file (TLS, basic
+	// auth, headers: the exporter toolkit's web-config.yml) for
+	// /metrics; empty serves plain HTTP.
+	WebConfigFile string `toml:"web_config_file"`
 	// ProcRoot is where /proc is (for cgroup cross-checks).
 	ProcRoot string `toml:"proc_root"`
 	// LogLevel is debug, info, warn or error.

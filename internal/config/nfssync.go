@@ -50,6 +50,10 @@ type NFSSync struct {
 	// MetricsListen is the address of the /metrics endpoint; empty
 	// disables it.
 	MetricsListen string `toml:"metrics_listen"`
+	// WebConfigFile is a Prometheus web configuration file (TLS, basic
+	// auth, headers: the exporter toolkit's web-config.yml) for
+	// /metrics; empty serves plain HTTP.
+	WebConfigFile string `toml:"web_config_file"`
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `toml:"log_level"`
 }

@@ -39,6 +39,21 @@ type Web struct {
 	// prefixes) whose X-Forwarded-For names the client; it is believed
 	// from no one else.
 	TrustedProxies []string `toml:"trusted_proxies"`
+	// ConfigFile is a Prometheus web configuration file (the exporter
+	// toolkit's web-config.yml: tls_server_config, basic_auth_users,
+	// http_server_config) for every address serve listens on; empty
+	// serves plain HTTP without login.
+	ConfigFile string `toml:"config_file"`
+	// PrivateData hides other users' names from everyone but Admins,
+	// as Slurm's PrivateData=users does; every dynamic answer then
+	// needs an identity (basic auth or UserHeader), else 401.
+	PrivateData bool `toml:"private_data"`
+	// Admins see every user's name when PrivateData is on.
+	Admins []string `toml:"admins"`
+	// UserHeader is the request header a reverse proxy names the
+	// logged-in user in (e.g. X-Remote-User); empty: none is believed.
+	// With TrustedProxies set it is believed only from them.
+	UserHeader string `toml:"user_header"`
 }
 
 func defaultWeb() Web {
@@ -69,7 +84,34 @@ func (w *Web) validate() error {
 	if _, err := w.TrustedPrefixes(); err != nil {
 		return err
 	}
+	if h := w.UserHeader; h != "" && !validHeaderName(h) {
+		return fmt.Errorf("key \"web.user_header\": %q is not an HTTP header name (e.g. X-Remote-User)", h)
+	}
+	if len(w.Admins) > maxAdmins {
+		return fmt.Errorf("key \"web.admins\": %d names, at most %d", len(w.Admins), maxAdmins)
+	}
+	for _, a := range w.Admins {
+		if a == "" || strings.TrimSpace(a) != a {
+			return fmt.Errorf("key \"web.admins\": %q is not a user name (no spaces around it, not empty)", a)
+		}
+	}
 	return nil
+}
+
+// maxAdmins bounds web.admins: each request's identity is looked up in it.
+const maxAdmins = 1000
+
+// validHeaderName is RFC 9110's token: letters, digits and !#$%&'*+-.^_`|~.
+func validHeaderName(s string) bool {
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		case strings.ContainsRune("!#$%&'*+-.^_`|~", r):
+		default:
+			return false
+		}
+	}
+	return s != ""
 }
 
 // TrustedPrefixes is web.trusted_proxies parsed: an address is the

@@ -39,6 +39,11 @@ func TestWebSection(t *testing.T) {
 		{name: "trusted proxies not a list", toml: "[web]\ntrusted_proxies = \"10.0.0.5\"", want: `"web.trusted_proxies"`},
 		{name: "too many trusted proxies", toml: "[web]\ntrusted_proxies = [" + strings.Repeat("\"10.0.0.1\",", 65) + "]", want: `key "web.trusted_proxies": 65 entries, at most 64`},
 		{name: "timeout too short", toml: "[web]\ntimeout = \"10ms\"", want: `key "web.timeout": 10ms is outside 1s..10m`},
+		{name: "private data", toml: "[web]\nconfig_file = \"/etc/gpusuite/web-config.yml\"\nprivate_data = true\nadmins = [\"alice\"]\nuser_header = \"X-Remote-User\""},
+		{name: "user header with a colon", toml: "[web]\nuser_header = \"X-Remote-User:\"", want: `key "web.user_header": "X-Remote-User:" is not an HTTP header name (e.g. X-Remote-User)`},
+		{name: "empty admin", toml: "[web]\nadmins = [\"\"]", want: `key "web.admins": "" is not a user name`},
+		{name: "admin with a space", toml: "[web]\nadmins = [\"alice \"]", want: `key "web.admins": "alice " is not a user name`},
+		{name: "private data not a bool", toml: "[web]\nprivate_data = \"yes\"", want: `"web.private_data"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -53,7 +58,8 @@ func TestWebSection(t *testing.T) {
 		})
 	}
 	d := Default().Web
-	if !d.Enabled || d.Listen != "" || d.MaxAge.Duration != 30*time.Second || d.Concurrent != 4 || d.Timeout.Duration != 30*time.Second || d.MaxStreams != 1000 || d.MaxStreamsPerClient != 8 || len(d.TrustedProxies) != 0 {
+	if !d.Enabled || d.Listen != "" || d.MaxAge.Duration != 30*time.Second || d.Concurrent != 4 || d.Timeout.Duration != 30*time.Second || d.MaxStreams != 1000 || d.MaxStreamsPerClient != 8 || len(d.TrustedProxies) != 0 ||
+		d.ConfigFile != "" || d.PrivateData || len(d.Admins) != 0 || d.UserHeader != "" {
 		t.Errorf("defaults: %+v", d)
 	}
 }

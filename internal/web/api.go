@@ -89,6 +89,7 @@ func (h *Handler) apiReport(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
+		h.v.maskTable(t)
 		return table.Write(&b, t, table.Options{Format: table.JSON, Units: q.units})
 	})
 	if err != nil {
@@ -146,7 +147,9 @@ type jobJSON struct {
 }
 
 func (h *Handler) jobOut(j *report.JobRow) jobJSON {
-	return jobJSON{JobSummary: report.Summarize(j, h.mapping.Team(j.Account, j.User), h.o.Now()), URL: jobPath("/api/v1/jobs", j.Cluster, j.ID())}
+	out := jobJSON{JobSummary: report.Summarize(j, h.mapping.Team(j.Account, j.User), h.o.Now()), URL: jobPath("/api/v1/jobs", j.Cluster, j.ID())}
+	out.User = h.v.user(out.User)
+	return out
 }
 
 // jobsList is the answer of /api/v1/jobs.
@@ -322,7 +325,15 @@ func (h *Handler) apiJob(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		return report.WriteJobJSON(&b, det, h.mapping)
+		if err := report.WriteJobJSON(&b, det, h.mapping); err != nil {
+			return err
+		}
+		if !h.v.sees(det.Job.User) {
+			// Written with the real user, so that the team is the
+			// user's own; then only the name is hidden.
+			return hideTopUser(&b, det.Job.User)
+		}
+		return nil
 	})
 	if err != nil {
 		return err

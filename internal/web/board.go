@@ -319,7 +319,7 @@ func (h *Handler) cell(n board.Node, g board.GPU, s *board.Snapshot, at time.Tim
 	}
 	for _, j := range g.Jobs {
 		id := strconv.FormatUint(j.Job, 10)
-		jv := cellJob{ID: id, URL: jobPath("/job", n.Cluster, id), User: j.User, Team: h.mapping.Team(j.Account, j.User)}
+		jv := cellJob{ID: id, URL: jobPath("/job", n.Cluster, id), User: h.v.user(j.User), Team: h.mapping.Team(j.Account, j.User)}
 		if j.Account == "" && j.User == "" {
 			jv.Team = ""
 		}
@@ -335,7 +335,7 @@ func (h *Handler) cell(n board.Node, g board.GPU, s *board.Snapshot, at time.Tim
 		foreign[p.PID] = true
 	}
 	for _, p := range g.Procs {
-		pv := cellProc{PID: strconv.FormatUint(uint64(p.PID), 10), User: orDash(p.User), Job: "–", Mem: gib(p.MemUsedMiB) + " GiB",
+		pv := cellProc{PID: strconv.FormatUint(uint64(p.PID), 10), User: orDash(h.v.user(p.User)), Job: "–", Mem: gib(p.MemUsedMiB) + " GiB",
 			Foreign: foreign[p.PID]}
 		if p.Job != 0 {
 			pv.Job = strconv.FormatUint(p.Job, 10)
@@ -348,7 +348,7 @@ func (h *Handler) cell(n board.Node, g board.GPU, s *board.Snapshot, at time.Tim
 func (h *Handler) notes(ns []board.Note) []cellNote {
 	var out []cellNote
 	for _, n := range ns {
-		v := cellNote{Text: n.Text, Author: orDash(n.Author), Until: n.Until.In(h.o.Location).Format("2006-01-02 15:04 MST")}
+		v := cellNote{Text: n.Text, Author: orDash(h.v.user(n.Author)), Until: n.Until.In(h.o.Location).Format("2006-01-02 15:04 MST")}
 		if n.GPU != nil {
 			v.GPU = strconv.Itoa(*n.GPU)
 		}
@@ -423,6 +423,10 @@ func (h *Handler) boardPage(w http.ResponseWriter, r *http.Request) error {
 		w.Header().Set("Cache-Control", "no-store")
 		h.render(w, http.StatusServiceUnavailable, "error", &v)
 		return nil
+	}
+	if h.v.private {
+		// As the event stream shows it to them: every name hidden.
+		h = h.anonymous()
 	}
 	v := boardPage{base: h.base(r, nil, "Live board")}
 	v.Refresh = int(h.o.BoardRefresh.Seconds())

@@ -53,6 +53,7 @@ func TestBoardBrowser(t *testing.T) {
 
 	// First render: the browser's own clock, navigation start to the
 	// board's cells visible.
+	watchCSP(t, ctx)
 	do("board", chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible("#gpu-n1-0"))
 	ms, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`performance.now()`))
 	if err != nil {
@@ -117,6 +118,8 @@ func TestBoardBrowser(t *testing.T) {
 	if got := text("#kpi-free"); got != "1" {
 		t.Errorf("free after the job started: %q, want 1", got)
 	}
+	// The first render and the stream's swaps ran under the policy.
+	noCSPViolations(t, ctx, "board")
 
 	// Every age ticks on the page, a stale node's too, from the server's
 	// time: it was 60 s when the page came.

@@ -134,7 +134,9 @@ func newBoardServer(t testing.TB, o web.Options) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(h)
+	// As serve serves it: the security headers (the browser tests see
+	// the policy at work) and reads only.
+	srv := httptest.NewServer(web.Secure(web.ReadOnly(h)))
 	t.Cleanup(func() {
 		h.EndStreams() // httptest's Close waits for the streams
 		srv.Close()

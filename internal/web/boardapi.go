@@ -72,7 +72,9 @@ func (h *Handler) apiBoard(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 	}
-	writeJSON(w, http.StatusOK, board.NewStatusDoc(&s.Board, nodes, h.meta(s)))
+	doc := board.NewStatusDoc(&s.Board, nodes, h.meta(s))
+	h.v.maskStatus(&doc)
+	writeJSON(w, http.StatusOK, doc)
 	return nil
 }
 
@@ -122,6 +124,7 @@ func (h *Handler) apiNotes(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 		doc = board.NewNotesDoc(now, all, list)
+		h.v.maskNotes(doc.Notes)
 		return nil
 	})
 	if err != nil {

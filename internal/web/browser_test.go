@@ -51,7 +51,9 @@ func testBrowser(t *testing.T, f *fixture, win url.Values) {
 		}
 	}
 
+	watchCSP(t, ctx)
 	do("overview", chromedp.Navigate(f.url("/accounting?"+win.Encode())), chromedp.WaitVisible("#teams"))
+	noCSPViolations(t, ctx, "overview")
 	kpiAlloc, running := text("#kpi-alloc"), text("#running")
 	shot("overview.png")
 	if want := web.HoursOf(float64(total) / 3600); kpiAlloc != want {
@@ -65,6 +67,7 @@ func testBrowser(t *testing.T, f *fixture, win url.Values) {
 	firstTeam := text("#teams tbody tr:first-child td.name a")
 	do("team page", chromedp.Click("#teams tbody tr:first-child td.name a"), chromedp.WaitVisible("#jobtable"))
 	h1, kpiAlloc := text("h1"), text("#kpi-alloc")
+	noCSPViolations(t, ctx, "team page")
 	shot("team.png")
 	if firstTeam != top.name || h1 != "Team "+top.name {
 		t.Errorf("first team %q, page %q; want the busiest team %q", firstTeam, h1, top.name)
@@ -79,6 +82,7 @@ func testBrowser(t *testing.T, f *fixture, win url.Values) {
 	do("job page", chromedp.Click("#jobtable tbody tr:first-child td:first-child a"), chromedp.WaitVisible("#notes"))
 	h1, kpiAlloc = text("h1"), text("#kpi-alloc")
 	notes, gpus := text("#notes"), text("#gpus")
+	noCSPViolations(t, ctx, "job page")
 	shot("job.png")
 	var want *int64
 	var gpuCount int

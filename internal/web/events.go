@@ -491,13 +491,19 @@ func (h *Handler) boardEvents(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 		return
 	}
-	sb, why := h.hub.subscribe(clientKey(r, h.o.TrustedProxies))
+	// Those web.private_data hides names from share one board with
+	// every name hidden.
+	hb := h.hub
+	if viewerOf(r).private {
+		hb = h.anonHub
+	}
+	sb, why := hb.subscribe(clientKey(r, h.o.TrustedProxies))
 	if sb == nil {
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": why + "; retry in a few seconds, or poll /api/v1/board"})
 		return
 	}
-	defer h.hub.unsubscribe(sb)
+	defer hb.unsubscribe(sb)
 	rc := http.NewResponseController(w)
 	hd := w.Header()
 	hd.Set("Content-Type", "text/event-stream; charset=utf-8")
@@ -526,7 +532,7 @@ func (h *Handler) boardEvents(w http.ResponseWriter, r *http.Request) {
 	// request's board itself is never published: an Old copy, had when
 	// the viewer left during a build, would change every viewer's board.
 	if cur := h.o.Board.Current(r.Context()); !cur.Old {
-		h.hub.await(r.Context(), cur.Board.At)
+		hb.await(r.Context(), cur.Board.At)
 	}
 	wake(sb)
 	beat := time.NewTicker(heartbeat)
@@ -535,19 +541,19 @@ func (h *Handler) boardEvents(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 			return
-		case <-h.hub.done:
+		case <-hb.done:
 			return
 		case <-sb.sig:
-			ev, err := h.hub.take(sb)
+			ev, err := hb.take(sb)
 			if err != nil {
 				h.o.Log.Warn("board event", "err", err)
 				continue
 			}
-			if ev != nil && !write(h.hub.nowEvent(), ev) {
+			if ev != nil && !write(hb.nowEvent(), ev) {
 				return
 			}
 		case <-beat.C:
-			if !write(h.hub.nowEvent()) {
+			if !write(hb.nowEvent()) {
 				return
 			}
 		}

@@ -41,6 +41,12 @@ type fixture struct {
 	genStart, genEnd time.Time
 	running          runningJob
 	addr             string
+	// scheme is http unless a web config file turns TLS on; client
+	// trusts its certificate and login is the user serve's start is
+	// polled as (TestPrivateData).
+	scheme string
+	client *http.Client
+	login  [2]string
 }
 
 type runningJob struct {
@@ -184,7 +190,7 @@ func (f *fixture) serve(t *testing.T) {
 		var h struct {
 			Summary string `json:"summary"`
 		}
-		code, _ := getJSON(t, f.url("/api/v1/health"), &h)
+		code, _ := f.get(t, "/api/v1/health", f.login, &h)
 		if code == http.StatusOK && !strings.Contains(h.Summary, "never") {
 			return
 		}
@@ -198,7 +204,45 @@ func (f *fixture) serve(t *testing.T) {
 	}
 }
 
-func (f *fixture) url(path string) string { return "http://" + f.addr + path }
+func (f *fixture) url(path string) string {
+	if f.scheme == "" {
+		return "http://" + f.addr + path
+	}
+	return f.scheme + "://" + f.addr + path
+}
+
+// get fetches path through f's client as login (none when empty) and
+// decodes a JSON body into v; it returns the status and the raw body
+// (0 when the request failed).
+func (f *fixture) get(t *testing.T, path string, login [2]string, v any) (int, []byte) {
+	t.Helper()
+	c := f.client
+	if c == nil {
+		c = &http.Client{Timeout: 60 * time.Second}
+	}
+	req, err := http.NewRequest(http.MethodGet, f.url(path), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if login[0] != "" {
+		req.SetBasicAuth(login[0], login[1])
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, nil
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v != nil && strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		if err := json.Unmarshal(b, v); err != nil {
+			t.Fatalf("GET %s: %v in %s", path, err, b)
+		}
+	}
+	return resp.StatusCode, b
+}
 
 // syncWriter collects serve's log, written from several goroutines.
 type syncWriter struct {

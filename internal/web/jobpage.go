@@ -78,7 +78,10 @@ func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request) error {
 	if several {
 		// The way back reads the job's cluster, not the default.
 		keep := "?clusters=" + url.QueryEscape(v.Cluster)
-		acct, v.TeamURL, v.UserURL = acct+keep, v.TeamURL+keep, v.UserURL+keep
+		acct, v.TeamURL = acct+keep, v.TeamURL+keep
+		if v.UserURL != "" {
+			v.UserURL += keep
+		}
 	}
 	v.Crumbs = []link{{Name: "Accounting", URL: acct}, {Name: v.Team, URL: v.TeamURL}, {Name: v.User, URL: v.UserURL}}
 	v.CLI = "gpuacct job " + v.Job
@@ -93,7 +96,8 @@ func (h *Handler) fillJob(v *jobView, det *report.Detail, colors map[string]stri
 	j := &det.Job
 	loc := h.o.Location
 	team := h.mapping.Team(j.Account, j.User)
-	v.Job, v.Cluster, v.User, v.UserURL, v.Team, v.TeamURL, v.Color = j.ID(), j.Cluster, j.User, userPath(j.User), team, teamPath(team), colorOf(colors, team)
+	user, userURL := h.userLink(j.User)
+	v.Job, v.Cluster, v.User, v.UserURL, v.Team, v.TeamURL, v.Color = j.ID(), j.Cluster, user, userURL, team, teamPath(team), colorOf(colors, team)
 	v.Account, v.Partition, v.Nodes, v.GPUCount, v.State = j.Account, j.Partition, j.Nodes, j.GPUs, j.State
 	v.Start, v.Elapsed, v.Running, v.Estimated, v.Ignored = localTime(j.Start, loc), dur(j.Elapsed(det.Now)), j.End == nil, j.EndEstimated, j.Ignored
 	v.IgnoreReason = j.Reason()

@@ -339,7 +339,8 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) error {
 
 func (h *Handler) userRow(row usageRow, q *query, colors map[string]string) userRow {
 	u := userRow{usageRow: row}
-	if row.Name != "" && row.Name != "(unknown)" {
+	u.Name = h.v.user(row.Name)
+	if u.Name != hiddenUser && row.Name != "" && row.Name != "(unknown)" {
 		u.URL = userPath(row.Name) + withParams(q.vals)
 	}
 	for _, t := range strings.Split(row.Teams, ",") {
@@ -456,7 +457,8 @@ func (h *Handler) allocUsedSeries(ctx context.Context, c *conn, q *query, per ti
 
 func (h *Handler) runningView(j *runningJob, colors map[string]string) runningView {
 	team := h.mapping.Team(j.Account, j.User)
-	rv := runningView{Cluster: j.Cluster, Job: j.ID(), URL: jobPath("/job", j.Cluster, j.ID()), User: j.User, UserURL: userPath(j.User), Team: team,
+	user, userURL := h.userLink(j.User)
+	rv := runningView{Cluster: j.Cluster, Job: j.ID(), URL: jobPath("/job", j.Cluster, j.ID()), User: user, UserURL: userURL, Team: team,
 		TeamURL: teamPath(team), Color: colorOf(colors, team), Partition: j.Partition, Started: localTime(j.Start, h.o.Location),
 		Elapsed: dur(j.Elapsed(h.o.Now())), AllocS: j.AllocS}
 	if j.SampleS > 0 && j.AllocS > 0 {
@@ -567,6 +569,10 @@ func (h *Handler) teamPage(w http.ResponseWriter, r *http.Request) error {
 
 func (h *Handler) userPage(w http.ResponseWriter, r *http.Request) error {
 	user := r.PathValue("user")
+	if !h.v.sees(user) {
+		// Before any read: whether the user exists is not told either.
+		return &httpError{code: http.StatusForbidden, msg: "web.private_data: only admins see other users' pages"}
+	}
 	q, err := h.parseQuery(r.URL.Query())
 	if err != nil {
 		return err
@@ -668,7 +674,8 @@ func (h *Handler) jobsTable(r *http.Request, c *conn, q *query, v *groupView, co
 
 func (h *Handler) jobRowView(j *report.JobRow, colors map[string]string) jobRowView {
 	team := h.mapping.Team(j.Account, j.User)
-	x := jobRowView{Cluster: j.Cluster, Job: j.ID(), URL: jobPath("/job", j.Cluster, j.ID()), User: j.User, UserURL: userPath(j.User), Team: team,
+	user, userURL := h.userLink(j.User)
+	x := jobRowView{Cluster: j.Cluster, Job: j.ID(), URL: jobPath("/job", j.Cluster, j.ID()), User: user, UserURL: userURL, Team: team,
 		TeamURL: teamPath(team), Color: colorOf(colors, team), Partition: j.Partition, Nodes: j.Nodes, GPUs: j.GPUs,
 		Start: localTime(j.Start, h.o.Location), Elapsed: dur(j.Elapsed(h.o.Now())), State: j.State, Running: j.End == nil,
 		Estimated: j.EndEstimated, AllocS: j.AllocS}

@@ -25,6 +25,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/report/teams"
 	"github.com/aicloud/gpusuite/internal/report/timespec"
+	"github.com/aicloud/gpusuite/internal/webconfig"
 )
 
 //go:embed templates/*.html static/*
@@ -72,8 +73,17 @@ type Options struct {
 	// Cluster is the local cluster (cluster.name): the pages' default
 	// scope when several clusters share the ledger and it is one of them.
 	Cluster string
-	Now     func() time.Time
-	Log     *slog.Logger
+	// PrivateData hides other users' names from all but Admins
+	// (web.private_data); each dynamic request then needs a user, from
+	// Users (basic auth through the web config file) or UserHeader
+	// (web.user_header, believed from TrustedProxies, or from any peer
+	// when there are none).
+	PrivateData bool
+	Admins      []string
+	UserHeader  string
+	Users       Identity
+	Now         func() time.Time
+	Log         *slog.Logger
 }
 
 // OptionsFrom fills Options from the configuration file's sections; the
@@ -91,7 +101,15 @@ func OptionsFrom(cfg config.Config, src *board.Source, log *slog.Logger, now fun
 	if perClient == 0 {
 		perClient = -1 // the key's 0 is no bound
 	}
+	users := webconfig.NewUsers(cfg.Web.ConfigFile)
+	if cfg.Web.PrivateData && cfg.Web.UserHeader == "" && !users.Any() {
+		return Options{}, fmt.Errorf("web: web.private_data needs to know who asks: list basic_auth_users in web.config_file, or set web.user_header behind a reverse proxy that logs users in")
+	}
+	if cfg.Web.UserHeader != "" && len(proxies) == 0 {
+		log.Warn("web.user_header is believed from any client: set web.trusted_proxies to the reverse proxy's address, or listen where only it can connect", "header", cfg.Web.UserHeader)
+	}
 	return Options{
+		PrivateData: cfg.Web.PrivateData, Admins: cfg.Web.Admins, UserHeader: cfg.Web.UserHeader, Users: users,
 		DB: cfg.Store.Location(), BusyTimeout: cfg.Store.BusyTimeout.Duration, Teams: cfg.Report.Teams, Location: loc,
 		MaxAge: cfg.Web.MaxAge.Duration, Check: report.CheckOptionsFrom(cfg, time.Time{}),
 		Concurrent: cfg.Web.Concurrent, Timeout: cfg.Web.Timeout.Duration, Now: now, Log: log,
@@ -116,6 +134,11 @@ type Handler struct {
 	mux     *http.ServeMux
 	limit   *limiter
 	hub     *hub
+	// anonHub streams the board with every user's name hidden, to
+	// those web.private_data hides names from.
+	anonHub *hub
+	// v is whose eyes h renders for (as).
+	v viewer
 }
 
 // New builds the handler: templates are parsed and the team mapping is
@@ -152,6 +175,11 @@ func New(o Options) (*Handler, error) {
 	h := &Handler{o: o, src: newSource(o), mapping: m, pages: pages, static: st, mux: http.NewServeMux(), limit: newLimiter(o.Concurrent, o.Timeout)}
 	h.hub = newHub(hubOptions{src: o.Board, frag: h.renderFrag, sections: h.renderSections, now: o.Now, tick: o.BoardTick,
 		max: o.MaxStreams, perClient: o.MaxStreamsPerClient, log: o.Log.Warn})
+	if o.PrivateData {
+		anon := h.anonymous()
+		h.anonHub = newHub(hubOptions{src: o.Board, frag: anon.renderFrag, sections: anon.renderSections, now: o.Now, tick: o.BoardTick,
+			max: o.MaxStreams, perClient: o.MaxStreamsPerClient, log: o.Log.Warn})
+	}
 	h.routes()
 	return h, nil
 }
@@ -165,59 +193,73 @@ func (h *Handler) Close() error {
 // EndStreams ends the open event streams and refuses new ones: an
 // http.Server's Shutdown waits for handlers, and a stream never ends by
 // itself.
-func (h *Handler) EndStreams() { h.hub.close() }
+func (h *Handler) EndStreams() {
+	h.hub.close()
+	if h.anonHub != nil {
+		h.anonHub.close()
+	}
+}
 
 func (h *Handler) routes() {
 	busyPage := h.pageHandler(func(http.ResponseWriter, *http.Request) error { return errBusy })
 	busyAPI := h.apiHandler(func(http.ResponseWriter, *http.Request) error { return errBusy })
-	page := func(pattern string, fn func(w http.ResponseWriter, r *http.Request) error) {
-		h.mux.Handle(pattern, h.limit.wrap(h.cached(h.pageHandler(fn)), busyPage.ServeHTTP))
+	// Each handler runs on h as the request's viewer sees it (as).
+	type method = func(*Handler, http.ResponseWriter, *http.Request) error
+	bind := func(fn method) func(w http.ResponseWriter, r *http.Request) error {
+		return func(w http.ResponseWriter, r *http.Request) error { return fn(h.as(r), w, r) }
 	}
-	api := func(pattern string, fn func(w http.ResponseWriter, r *http.Request) error) {
-		h.mux.Handle(pattern, h.limit.wrap(h.cached(h.apiHandler(fn)), busyAPI.ServeHTTP))
+	page := func(pattern string, fn method) {
+		h.mux.Handle(pattern, h.limit.wrap(h.cached(h.pageHandler(bind(fn))), busyPage.ServeHTTP))
+	}
+	api := func(pattern string, fn method) {
+		h.mux.Handle(pattern, h.limit.wrap(h.cached(h.apiHandler(bind(fn))), busyAPI.ServeHTTP))
 	}
 	// The live board changes every second: a kept copy would show
 	// booked or busy GPUs free for max_age.
-	livePage := func(pattern string, fn func(w http.ResponseWriter, r *http.Request) error) {
-		h.mux.Handle(pattern, h.limit.wrap(uncached(h.pageHandler(fn)), busyPage.ServeHTTP))
+	livePage := func(pattern string, fn method) {
+		h.mux.Handle(pattern, h.limit.wrap(uncached(h.pageHandler(bind(fn))), busyPage.ServeHTTP))
 	}
-	liveAPI := func(pattern string, fn func(w http.ResponseWriter, r *http.Request) error) {
-		h.mux.Handle(pattern, h.limit.wrap(uncached(h.apiHandler(fn)), busyAPI.ServeHTTP))
+	liveAPI := func(pattern string, fn method) {
+		h.mux.Handle(pattern, h.limit.wrap(uncached(h.apiHandler(bind(fn))), busyAPI.ServeHTTP))
 	}
-	livePage("GET /{$}", h.boardPage)
-	page("GET /accounting", h.overview)
-	page("GET /team/{team}", h.teamPage)
-	page("GET /user/{user}", h.userPage)
-	page("GET /job/{cluster}/{id}", h.jobPage)
+	livePage("GET /{$}", (*Handler).boardPage)
+	page("GET /accounting", (*Handler).overview)
+	page("GET /team/{team}", (*Handler).teamPage)
+	page("GET /user/{user}", (*Handler).userPage)
+	page("GET /job/{cluster}/{id}", (*Handler).jobPage)
 	h.mux.Handle("GET /static/", h.static)
-	api("GET /api/v1/health", h.apiHealth)
-	api("GET /api/v1/report/{kind}", h.apiReport)
-	api("GET /api/v1/jobs", h.apiJobs)
-	api("GET /api/v1/jobs/running", h.apiRunning)
-	api("GET /api/v1/jobs/{cluster}/{id}", h.apiJob)
-	api("GET /api/v1/jobs/{cluster}/{id}/series", h.apiSeries)
-	api("GET /api/v1/nodes", h.apiNodes)
-	liveAPI("GET /api/v1/board", h.apiBoard)
-	liveAPI("GET /api/v1/free", h.apiFree)
-	api("GET /api/v1/notes", h.apiNotes)
+	api("GET /api/v1/health", (*Handler).apiHealth)
+	api("GET /api/v1/report/{kind}", (*Handler).apiReport)
+	api("GET /api/v1/jobs", (*Handler).apiJobs)
+	api("GET /api/v1/jobs/running", (*Handler).apiRunning)
+	api("GET /api/v1/jobs/{cluster}/{id}", (*Handler).apiJob)
+	api("GET /api/v1/jobs/{cluster}/{id}/series", (*Handler).apiSeries)
+	api("GET /api/v1/nodes", (*Handler).apiNodes)
+	liveAPI("GET /api/v1/board", (*Handler).apiBoard)
+	liveAPI("GET /api/v1/free", (*Handler).apiFree)
+	api("GET /api/v1/notes", (*Handler).apiNotes)
 	// The stream is outside the limiter: it would hold a query slot for
 	// its whole life. The hub bounds the streams instead.
 	h.mux.HandleFunc("GET "+eventsPath, h.boardEvents)
 	h.mux.Handle("/api/", h.apiHandler(func(w http.ResponseWriter, r *http.Request) error {
 		return &httpError{code: http.StatusNotFound, msg: fmt.Sprintf("no API route %s %s (see docs/api.md)", r.Method, r.URL.Path)}
 	}))
-	page("/", func(w http.ResponseWriter, r *http.Request) error {
+	page("/", func(_ *Handler, w http.ResponseWriter, r *http.Request) error {
 		return &httpError{code: http.StatusNotFound, msg: "no page " + r.URL.Path}
 	})
 }
 
 // ServeHTTP serves a request, gzip-compressed when the client takes it.
+// Under web.private_data every answer but the static files needs a user.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path == eventsPath {
-		h.mux.ServeHTTP(w, r) // a stream is flushed event by event, not compressed
-		return
+	var next http.Handler = h.mux
+	if r.URL.Path != eventsPath {
+		next = gzipped(h.mux) // a stream is flushed event by event, not compressed
 	}
-	gzipped(h.mux).ServeHTTP(w, r)
+	if !strings.HasPrefix(r.URL.Path, "/static/") {
+		next = h.private(next)
+	}
+	next.ServeHTTP(w, r)
 }
 
 // cached sets the caching headers of dynamic answers: they may be kept
@@ -311,13 +353,13 @@ func Mount(ctx context.Context, cfg config.Config, src *board.Source, handle fun
 		h.Close()
 		return nil, fmt.Errorf("web listen %q: %w", cfg.Web.Listen, err)
 	}
-	srv := NewServer(h, o.Timeout)
+	srv := NewServer(Secure(ReadOnly(h)), o.Timeout)
 	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := webconfig.Serve(ln, srv, cfg.Web.ConfigFile, log); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("web server", "err", err)
 		}
 	}()
-	log.Info("web dashboard", "listen", ln.Addr().String())
+	log.Info("web dashboard", "listen", ln.Addr().String(), "scheme", webconfig.Scheme(cfg.Web.ConfigFile))
 	return func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()

@@ -43,6 +43,8 @@ func TestServe(t *testing.T) {
 	t.Run("jobs", func(t *testing.T) { testJobs(t, f, win) })
 	t.Run("bad input", func(t *testing.T) { testBadInput(t, f, win) })
 	t.Run("headers", func(t *testing.T) { testHeaders(t, f) })
+	t.Run("security headers", func(t *testing.T) { testSecurityHeaders(t, f, [2]string{}) })
+	t.Run("writes refused", func(t *testing.T) { testReadOnly(t, f, [2]string{}) })
 	t.Run("metrics still served", func(t *testing.T) {
 		code, b := getJSON(t, f.url("/metrics"), nil)
 		if code != http.StatusOK || !bytes.Contains(b, []byte("gpuacct_ingest_passes_total")) {

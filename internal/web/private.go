@@ -1,0 +1,239 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/aicloud/gpusuite/internal/board"
+	"github.com/aicloud/gpusuite/internal/record"
+	"github.com/aicloud/gpusuite/internal/report/table"
+)
+
+// hiddenUser stands for another user's name when web.private_data is
+// on (docs/dashboard.md "Private data").
+const hiddenUser = "(hidden)"
+
+// Identity says who a request logged in as: the basic-auth user the web
+// config file checked (webconfig.Users).
+type Identity interface {
+	Authenticated(r *http.Request) (string, bool)
+	// Any reports whether the file lists users at all.
+	Any() bool
+}
+
+// viewer is whose eyes an answer is rendered for. Its zero value sees
+// every name: web.private_data off, or an admin.
+type viewer struct {
+	// private: names other than name are hidden.
+	private bool
+	name    string
+}
+
+// user is u as the viewer may see it.
+func (v viewer) user(u string) string {
+	if v.sees(u) || u == "" {
+		return u
+	}
+	return hiddenUser
+}
+
+// sees reports whether the viewer may see user u's name and pages.
+func (v viewer) sees(u string) bool { return !v.private || u == v.name }
+
+type viewerKey struct{}
+
+func viewerOf(r *http.Request) viewer {
+	v, _ := r.Context().Value(viewerKey{}).(viewer)
+	return v
+}
+
+// as is h rendering for r's viewer: a copy that shares everything but
+// the viewer.
+func (h *Handler) as(r *http.Request) *Handler {
+	v := viewerOf(r)
+	if v == h.v {
+		return h
+	}
+	c := *h
+	c.v = v
+	return &c
+}
+
+// userLink is user u's name and page as the viewer may see them: a
+// hidden name links nowhere.
+func (h *Handler) userLink(u string) (name, url string) {
+	if n := h.v.user(u); n != u {
+		return n, ""
+	}
+	return u, userPath(u)
+}
+
+// anonymous is h rendering with every user's name hidden.
+func (h *Handler) anonymous() *Handler {
+	c := *h
+	c.v = viewer{private: true}
+	return &c
+}
+
+// who is the user r logged in as: the basic-auth user the web config
+// file checked, else web.user_header's value when the peer may set it
+// (any peer when web.trusted_proxies is empty, else only those).
+func (h *Handler) who(r *http.Request) (string, bool) {
+	if h.o.Users != nil {
+		if name, ok := h.o.Users.Authenticated(r); ok {
+			return name, true
+		}
+	}
+	if h.o.UserHeader == "" {
+		return "", false
+	}
+	if len(h.o.TrustedProxies) > 0 && !fromProxy(r, h.o.TrustedProxies) {
+		return "", false
+	}
+	name := strings.TrimSpace(r.Header.Get(h.o.UserHeader))
+	return name, name != ""
+}
+
+// fromProxy reports whether r's peer is one of the trusted proxies.
+func fromProxy(r *http.Request, proxies []netip.Prefix) bool {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	a := ap.Addr().Unmap()
+	for _, p := range proxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// private is the gate of web.private_data: a request without an
+// identity gets 401; one that names another user in a filter
+// (user=, users=) gets 403 unless an admin sent it; the rest go on
+// with their viewer in the context.
+func (h *Handler) private(next http.Handler) http.Handler {
+	if !h.o.PrivateData {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name, ok := h.who(r)
+		if !ok {
+			if h.o.Users != nil && h.o.Users.Any() {
+				w.Header().Set("WWW-Authenticate", `Basic realm="gpusuite", charset="UTF-8"`)
+			}
+			h.refuse(w, r, &httpError{code: http.StatusUnauthorized, msg: "log in: web.private_data is on and this request carries no user (basic auth, or the reverse proxy's " + h.headerName() + ")"})
+			return
+		}
+		v := viewer{private: !slices.Contains(h.o.Admins, name), name: name}
+		q := r.URL.Query()
+		for _, key := range []string{"user", "users"} {
+			for _, val := range q[key] {
+				for _, u := range strings.Split(val, ",") {
+					if u = strings.TrimSpace(u); u != "" && !v.sees(u) {
+						h.refuse(w, r, &httpError{code: http.StatusForbidden, msg: "web.private_data: only admins may ask for another user's data"})
+						return
+					}
+				}
+			}
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), viewerKey{}, v)))
+	})
+}
+
+func (h *Handler) headerName() string {
+	if h.o.UserHeader == "" {
+		return "web.user_header, not set"
+	}
+	return h.o.UserHeader
+}
+
+// refuse answers err as JSON under /api/ and as a page elsewhere.
+func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, err error) {
+	if strings.HasPrefix(r.URL.Path, "/api/") {
+		h.apiHandler(func(http.ResponseWriter, *http.Request) error { return err }).ServeHTTP(w, r)
+		return
+	}
+	h.pageHandler(func(http.ResponseWriter, *http.Request) error { return err }).ServeHTTP(w, r)
+}
+
+// hideTopUser replaces the top-level "user" of the indented JSON object
+// in b; a b without it is an error rather than a name let through.
+func hideTopUser(b *bytes.Buffer, user string) error {
+	oldV, _ := json.Marshal(user)
+	newV, _ := json.Marshal(hiddenUser)
+	key := []byte("\n  \"user\": ")
+	old := append(slices.Clone(key), oldV...)
+	if !bytes.Contains(b.Bytes(), old) {
+		return fmt.Errorf("hide the user of a job: no top-level user in the answer")
+	}
+	out := bytes.Replace(b.Bytes(), old, append(slices.Clone(key), newV...), 1)
+	b.Reset()
+	b.Write(out)
+	return nil
+}
+
+// maskTable hides other users' names in t's user column, in place:
+// every other cell, totals included, stays as it is.
+func (v viewer) maskTable(t *table.Table) {
+	if !v.private || t == nil {
+		return
+	}
+	for i, c := range t.Columns {
+		if c.Key != "user" {
+			continue
+		}
+		for r := range t.Rows {
+			if i < len(t.Rows[r].Cells) {
+				if s, ok := t.Rows[r].Cells[i].(string); ok {
+					t.Rows[r].Cells[i] = v.user(s)
+				}
+			}
+		}
+	}
+}
+
+// maskStatus hides other users' names in a status document: jobs'
+// users, processes' owners, notes' authors. The processes are copied:
+// they are the shared snapshot's.
+func (v viewer) maskStatus(d *board.StatusDoc) {
+	if !v.private {
+		return
+	}
+	for n := range d.Nodes {
+		node := &d.Nodes[n]
+		v.maskNotes(node.Notes)
+		for g := range node.GPUs {
+			gd := &node.GPUs[g]
+			for j := range gd.Jobs {
+				gd.Jobs[j].User = v.user(gd.Jobs[j].User)
+			}
+			procs := make([]record.LiveProc, len(gd.Procs))
+			for p, pr := range gd.Procs {
+				pr.User = v.user(pr.User)
+				procs[p] = pr
+			}
+			if gd.Procs != nil {
+				gd.Procs = procs
+			}
+			v.maskNotes(gd.Notes)
+		}
+	}
+}
+
+func (v viewer) maskNotes(ns []board.NoteDoc) {
+	if !v.private {
+		return
+	}
+	for i := range ns {
+		ns[i].Author = v.user(ns[i].Author)
+		ns[i].RemovedBy = v.user(ns[i].RemovedBy)
+	}
+}
