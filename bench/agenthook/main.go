@@ -28,6 +28,7 @@ func run() int {
 	delay := flag.Duration("init-delay", time.Second, "nvmlInit time of the slow cases")
 	backend := flag.String("backend", "simulated", "simulated, or nvml on a GPU server (no slow cases then)")
 	gpus := flag.String("gpus", "0,1", "SLURM_JOB_GPUS of each hook run (device minors)")
+	floor := flag.String("floor", "", "the durable-write floor (a build of bench/hooklat/floor): timed first, and each row also as a multiple of its median")
 	flag.Parse()
 	dir, err := os.MkdirTemp("", "agenthook-")
 	if err != nil {
@@ -35,8 +36,36 @@ func run() int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	fmt.Printf("%-48s %8s %8s %8s   (n=%d, slow n=%d)\n", "case", "median", "p99", "max", *n, *slowN)
+	fmt.Printf("%-48s %8s %8s %8s %10s %10s   (n=%d, slow n=%d)\n", "case", "median", "p99", "max", "med/floor", "p99/floor", *n, *slowN)
 	job := uint64(1)
+	var floorMed time.Duration
+	row := func(name string, ds []time.Duration) {
+		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+		med, p99 := ds[len(ds)/2], ds[len(ds)*99/100]
+		ratios := ""
+		if floorMed > 0 {
+			ratios = fmt.Sprintf(" %9.2fx %9.2fx", float64(med)/float64(floorMed), float64(p99)/float64(floorMed))
+		}
+		fmt.Printf("%-48s %8s %8s %8s%s\n", name, ms(med), ms(p99), ms(ds[len(ds)-1]), ratios)
+	}
+	if *floor != "" {
+		cfg := writeConfig(dir, -1, *backend)
+		var ds []time.Duration
+		for i := 0; i < *n; i++ {
+			cmd := exec.Command(*floor, "--config", cfg)
+			cmd.Env = jobEnv(job, *gpus, "prolog")
+			job++
+			start := time.Now()
+			if err := cmd.Run(); err != nil {
+				fmt.Fprintf(os.Stderr, "agenthook: floor: %v\n", err)
+				return 1
+			}
+			ds = append(ds, time.Since(start))
+		}
+		row("durable write (Go floor)", ds)
+		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+		floorMed = ds[len(ds)/2]
+	}
 	delays := []time.Duration{0, *delay}
 	if *backend == "nvml" {
 		delays = delays[:1]
@@ -83,9 +112,7 @@ func run() int {
 					}
 					ds = append(ds, time.Since(start))
 				}
-				sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-				name := fmt.Sprintf("%s, %s NVML, agent %s%s", prog, *backend, state, suffix)
-				fmt.Printf("%-48s %8s %8s %8s\n", name, ms(ds[len(ds)/2]), ms(ds[len(ds)*99/100]), ms(ds[len(ds)-1]))
+				row(fmt.Sprintf("%s, %s NVML, agent %s%s", prog, *backend, state, suffix), ds)
 			}
 			if agent != nil {
 				agent.Process.Signal(os.Interrupt)
@@ -131,7 +158,9 @@ interval = "10s"
 state_dir = %q
 incoming_dir = %q
 metrics_listen = ""
-`, filepath.Join(dir, fmt.Sprintf("spool%d", delay)), backend, delay.String(), filepath.Join(root, "state"), filepath.Join(root, "incoming"))
+profile_socket = ""
+live_dir = %q
+`, filepath.Join(dir, fmt.Sprintf("spool%d", delay)), backend, delay.String(), filepath.Join(root, "state"), filepath.Join(root, "incoming"), filepath.Join(root, "live"))
 	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
 		panic(err)
 	}
