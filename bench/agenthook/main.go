@@ -140,6 +140,7 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d.Microse
 func writeConfig(dir string, delay time.Duration, backend string) string {
 	root := filepath.Join(dir, fmt.Sprintf("r%d", delay))
 	os.MkdirAll(filepath.Join(root, "incoming"), 0o755)
+	os.MkdirAll(filepath.Join(root, "live"), 0o755)
 	p := filepath.Join(dir, fmt.Sprintf("c%d.toml", delay))
 	body := fmt.Sprintf(`[cluster]
 name = "bench"
