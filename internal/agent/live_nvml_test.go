@@ -24,6 +24,9 @@ func TestNVMLLiveCost(t *testing.T) {
 	}
 	defer lib.Close()
 	lib.Timeout = 5 * time.Second
+	// Each cycle a whole interval after the last on the agents' clock: a
+	// cycle less than half an interval after the last is skipped.
+	clk := &fakeClock{t: time.Now()}
 	open := func(live bool) *Agent {
 		root := t.TempDir()
 		cfg := testConfig(root)
@@ -32,7 +35,7 @@ func TestNVMLLiveCost(t *testing.T) {
 			cfg.Agent.LiveDir = root
 		}
 		os.MkdirAll(cfg.Agent.IncomingDir, 0o755)
-		a, err := New(cfg, testCluster, testNode, Deps{Lib: lib, Log: quietLog()})
+		a, err := New(cfg, testCluster, testNode, Deps{Lib: lib, Now: clk.Now, Log: quietLog()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,6 +52,7 @@ func TestNVMLLiveCost(t *testing.T) {
 	const n = 200
 	var cpuBase, cpuLive time.Duration
 	for i := 0; i < n; i++ {
+		clk.Advance(base.interval)
 		c0 := cpuTime()
 		if err := base.Cycle(ctx); err != nil {
 			t.Fatal(err)

@@ -29,7 +29,10 @@ func TestNVMLAgentCycle(t *testing.T) {
 	cfg := testConfig(root)
 	cfg.Agent.ProcRoot = "/proc"
 	os.MkdirAll(cfg.Agent.IncomingDir, 0o755)
-	a, err := New(cfg, testCluster, testNode, Deps{Lib: lib, Log: quietLog()})
+	// Each cycle a whole interval after the last on the agent's clock: a
+	// cycle less than half an interval after the last is skipped.
+	clk := &fakeClock{t: time.Now()}
+	a, err := New(cfg, testCluster, testNode, Deps{Lib: lib, Now: clk.Now, Log: quietLog()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,6 +43,7 @@ func TestNVMLAgentCycle(t *testing.T) {
 	const n = 30
 	cpu0, start := cpuTime(), time.Now()
 	for i := 0; i < n; i++ {
+		clk.Advance(cfg.Agent.Interval.Duration)
 		if err := a.Cycle(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -81,7 +85,10 @@ func TestNVMLAgentCycleAllMetrics(t *testing.T) {
 	cfg.Agent.ProcRoot = "/proc"
 	cfg.Agent.Metrics = []string{"all"}
 	os.MkdirAll(cfg.Agent.IncomingDir, 0o755)
-	a, err := New(cfg, testCluster, testNode, Deps{Lib: lib, Log: quietLog()})
+	// Each cycle a whole interval after the last on the agent's clock: a
+	// cycle less than half an interval after the last is skipped.
+	clk := &fakeClock{t: time.Now()}
+	a, err := New(cfg, testCluster, testNode, Deps{Lib: lib, Now: clk.Now, Log: quietLog()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,6 +100,7 @@ func TestNVMLAgentCycleAllMetrics(t *testing.T) {
 	cpu0, start := cpuTime(), time.Now()
 	for i := 0; i < n; i++ {
 		time.Sleep(100 * time.Millisecond) // GPM wants its samples apart
+		clk.Advance(cfg.Agent.Interval.Duration)
 		if err := a.Cycle(ctx); err != nil {
 			t.Fatal(err)
 		}
