@@ -89,7 +89,10 @@ type Agent struct {
 	eventFiles map[string]bool
 
 	announce chan *record.Event
-	scanReq  chan chan []string
+	// energy: the hooks' energy readings the agent took after answering
+	// them, until their events take them (energyreads.go).
+	energy  energyReads
+	scanReq chan chan []string
 
 	mu   sync.Mutex // guards snap
 	snap snapshot

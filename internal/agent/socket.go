@@ -111,7 +111,12 @@ func (a *Agent) handleConn(ctx context.Context, c *net.UnixConn) {
 	}
 	switch req.Op {
 	case hookclient.OpIdentify:
-		reply(a.identify(ctx, req))
+		resp, later := a.identify(ctx, req)
+		reply(resp)
+		if later != nil {
+			// after the answer: the hook is no longer waiting
+			a.readEnergy(ctx, later.read, later.devs)
+		}
 	case hookclient.OpAnnounce:
 		if req.Event == nil || req.Event.Schema != record.EventSchema || req.Event.Key == "" {
 			reply(hookclient.Response{Error: "announce needs a " + record.EventSchema + " event with a key"})
@@ -128,12 +133,26 @@ func (a *Agent) handleConn(ctx context.Context, c *net.UnixConn) {
 	}
 }
 
+// energyLater is an identify's energy read, done after the answer.
+type energyLater struct {
+	read *energyRead
+	devs []*gpu.Device
+}
+
 // identify answers from the agent's open NVML: the device table from the
-// last enumeration, and a fresh energy counter (and process list) per GPU.
-func (a *Agent) identify(ctx context.Context, req hookclient.Request) hookclient.Response {
+// last enumeration, and (the health check's) process lists. A request that
+// names its event's key gets no energy counters: they are read after the
+// answer (energyLater; energyreads.go); one without gets fresh ones.
+func (a *Agent) identify(ctx context.Context, req hookclient.Request) (hookclient.Response, *energyLater) {
 	snap := a.snapshot()
 	if snap.devs == nil {
-		return hookclient.Response{Error: "agent has not enumerated the GPUs yet"}
+		return hookclient.Response{Error: "agent has not enumerated the GPUs yet"}, nil
+	}
+	var later *energyLater
+	if req.Key != "" {
+		if r := a.energy.start(req.Key, time.Now()); r != nil {
+			later = &energyLater{read: r}
+		}
 	}
 	byMinor := map[int]*gpu.Device{}
 	for _, d := range snap.devs {
@@ -141,7 +160,7 @@ func (a *Agent) identify(ctx context.Context, req hookclient.Request) hookclient
 			byMinor[d.Minor] = d
 		}
 	}
-	resp := hookclient.Response{GPUs: make([]gpu.Identity, len(req.Minors))}
+	resp := hookclient.Response{GPUs: make([]gpu.Identity, len(req.Minors)), EnergyByAgent: later != nil}
 	if req.Procs {
 		resp.Procs, resp.ProcErrors = map[string][]hookclient.Process{}, map[string]string{}
 	}
@@ -156,7 +175,9 @@ func (a *Agent) identify(ctx context.Context, req hookclient.Request) hookclient
 		idx := d.Index
 		id.Index, id.UUID, id.Model = &idx, d.UUID, d.Model
 		h := d.Handle()
-		if e, err := gpu.Call(ctx, a.lib.Timeout, "nvmlDeviceGetTotalEnergyConsumption", h.GetTotalEnergyConsumption); err != nil {
+		if later != nil {
+			later.devs = append(later.devs, d)
+		} else if e, err := gpu.Call(ctx, a.lib.Timeout, "nvmlDeviceGetTotalEnergyConsumption", h.GetTotalEnergyConsumption); err != nil {
 			id.Missing = append(id.Missing, "energy: "+err.Error())
 		} else {
 			id.EnergyMJ = &e
@@ -176,5 +197,9 @@ func (a *Agent) identify(ctx context.Context, req hookclient.Request) hookclient
 			resp.Procs[d.UUID] = list
 		}
 	}
-	return resp
+	if later != nil && len(later.devs) == 0 {
+		close(later.read.done) // nothing to read
+		later = nil
+	}
+	return resp, later
 }

@@ -110,8 +110,10 @@ func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *
 	// cost the job's start path one timeout, not one per request.
 	agentDown := false
 	if len(job.GPUs) > 0 {
-		if ans, aerr := hookclient.Identify(gctx, sock, cfg.Agent.SocketTimeout.Duration, job.GPUs, health); aerr == nil {
-			// the agent's NVML is already open: no nvmlInit on the job's path
+		if ans, aerr := hookclient.Identify(gctx, sock, cfg.Agent.SocketTimeout.Duration, job.GPUs, health, ev.Key); aerr == nil {
+			// the agent's NVML is already open: no nvmlInit on the job's
+			// path, and the agent reads the energy counters once it has
+			// answered (no NVML call at all while the job waits)
 			ev.GPUs, ev.Quality = ans.GPUs, noteMissing(ans.GPUs, ev.Quality)
 			if health {
 				res.Unhealthy = healthCheck(gctx, ans.Processes, d.ProcRoot, job.ID, ev.GPUs, log)

@@ -36,6 +36,10 @@ type Request struct {
 	Minors []int `json:"minors,omitempty"`
 	// Procs asks for each GPU's compute processes (for the health check).
 	Procs bool `json:"procs,omitempty"`
+	// Key names the event the hook is about to write (OpIdentify): the
+	// agent then answers without energy counters, reads them itself right
+	// after answering, and gives them to the event of that key.
+	Key string `json:"key,omitempty"`
 	// Event is the job event just spooled (OpAnnounce).
 	Event *record.Event `json:"event,omitempty"`
 }
@@ -52,15 +56,21 @@ type Response struct {
 	Procs map[string][]Process `json:"procs,omitempty"`
 	// ProcErrors says, per UUID, why its processes could not be listed.
 	ProcErrors map[string]string `json:"proc_errors,omitempty"`
-	Error      string            `json:"error,omitempty"`
+	// EnergyByAgent: the agent reads the GPUs' energy counters for the
+	// request's Key after this answer (an agent that does not know Key
+	// puts them in GPUs instead).
+	EnergyByAgent bool   `json:"energy_by_agent,omitempty"`
+	Error         string `json:"error,omitempty"`
 }
 
 // ErrAgent is an error the agent itself reported.
 var ErrAgent = errors.New("agent refused")
 
-// Identify asks the agent at path for the GPUs with the given minors.
-func Identify(ctx context.Context, path string, timeout time.Duration, minors []int, procs bool) (Response, error) {
-	return Do(ctx, path, timeout, Request{Op: OpIdentify, Minors: minors, Procs: procs})
+// Identify asks the agent at path for the GPUs with the given minors, for
+// the event of key (the agent reads their energy for it after answering;
+// "" asks for the energy in the answer).
+func Identify(ctx context.Context, path string, timeout time.Duration, minors []int, procs bool, key string) (Response, error) {
+	return Do(ctx, path, timeout, Request{Op: OpIdentify, Minors: minors, Procs: procs, Key: key})
 }
 
 // Announce tells the agent at path about a job event already spooled.

@@ -1,0 +1,109 @@
+package agent
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/gpu"
+)
+
+// With the agent up, a hook's identify names the event it is about to
+// write, and the agent answers with the GPUs' identities alone: it reads
+// their energy counters itself right after answering (one
+// nvmlDeviceGetTotalEnergyConsumption costs 4 ms of CPU on an H100, and
+// the job waits for the prolog). The event, announced or read from the
+// spool, takes the readings by its key as the prolog's own.
+
+// energyRead is the readings of one identify, by GPU UUID.
+type energyRead struct {
+	done chan struct{}
+	at   time.Time
+	mj   map[string]uint64
+}
+
+// energyReads are the readings not yet taken by their events.
+type energyReads struct {
+	mu sync.Mutex
+	m  map[string]*energyRead
+}
+
+// Bounds on readings whose event never comes (a hook killed between its
+// identify and its write).
+const (
+	maxEnergyReads = 1024
+	energyReadTTL  = 10 * time.Minute
+)
+
+// start registers a reading for key; nil when key is taken or there is no
+// room (the event then has no start energy, as with a failed read).
+func (r *energyReads) start(key string, now time.Time) *energyRead {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[string]*energyRead{}
+	}
+	for k, e := range r.m {
+		if now.Sub(e.at) > energyReadTTL {
+			delete(r.m, k)
+		}
+	}
+	if _, dup := r.m[key]; dup || len(r.m) >= maxEnergyReads {
+		return nil
+	}
+	e := &energyRead{done: make(chan struct{}), at: now, mj: map[string]uint64{}}
+	r.m[key] = e
+	return e
+}
+
+// take removes key's readings and returns them once read, waiting at most
+// wait for a read still going on; nil when there are none.
+func (r *energyReads) take(key string, wait time.Duration) map[string]uint64 {
+	r.mu.Lock()
+	e := r.m[key]
+	delete(r.m, key)
+	r.mu.Unlock()
+	if e == nil {
+		return nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-e.done:
+		return e.mj
+	case <-t.C:
+		return nil
+	}
+}
+
+// readEnergy reads devs' energy counters into e (each call bounded by the
+// library's timeout) and marks it done.
+func (a *Agent) readEnergy(ctx context.Context, e *energyRead, devs []*gpu.Device) {
+	defer close(e.done)
+	for _, d := range devs {
+		h := d.Handle()
+		if v, err := gpu.Call(ctx, a.lib.Timeout, "nvmlDeviceGetTotalEnergyConsumption", h.GetTotalEnergyConsumption); err == nil {
+			e.mj[d.UUID] = v
+		} else {
+			a.log.Warn("energy counter not read for a job event", "gpu", d.UUID, "err", err)
+		}
+	}
+}
+
+// eventEnergy fills the energy of ev's GPUs that came without it from the
+// agent's own readings for ev's key.
+func (a *Agent) eventEnergy(key string, gpus []gpu.Identity) {
+	need := false
+	for _, g := range gpus {
+		need = need || g.EnergyMJ == nil
+	}
+	if !need {
+		return
+	}
+	mj := a.energy.take(key, a.lib.Timeout)
+	for i := range gpus {
+		if v, ok := mj[gpus[i].UUID]; ok && gpus[i].EnergyMJ == nil {
+			gpus[i].EnergyMJ = &v
+		}
+	}
+}

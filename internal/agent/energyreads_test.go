@@ -1,0 +1,98 @@
+package agent
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/config"
+	"github.com/aicloud/gpusuite/internal/gpu"
+	"github.com/aicloud/gpusuite/internal/hook"
+	"github.com/aicloud/gpusuite/internal/record"
+	"github.com/aicloud/gpusuite/internal/sim"
+)
+
+// With the agent up, the prolog's answer comes before any NVML call: with
+// every device call held, the prolog still gets its GPUs from the agent
+// (it would otherwise time out on the socket and open NVML itself). Once
+// the calls go on, the agent reads the energy counters and the job's
+// allocation starts from them, as from the prolog's own readings.
+func TestHookAnswerBeforeEnergy(t *testing.T) {
+	r := startRunning(t)
+	nvmlOpened := 0
+	deps := hook.Deps{
+		Getenv: hookEnv("601", "0,1"), Now: time.Now, ProcRoot: r.cfg.Agent.ProcRoot,
+		OpenGPU: func(ctx context.Context, cfg config.Config, node string) (*gpu.Library, error) {
+			nvmlOpened++
+			s, _ := sim.New(sim.Options{Node: testNode, Count: 4, Model: "h100", Minors: []int{2, 3, 0, 1}})
+			return gpu.OpenInterface(ctx, s, time.Second)
+		},
+	}
+	before := map[string]uint64{}
+	for i := range 2 {
+		v, _ := r.sim.Device(2 + i).GetTotalEnergyConsumption()
+		before[sim.UUID(testNode, 2+i)] = v
+	}
+	r.sim.HangNow()
+	res, err := hook.Run(context.Background(), record.JobStart, r.cfg, deps, quietLog())
+	r.sim.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nvmlOpened != 0 {
+		t.Fatalf("prolog opened NVML: the agent did not answer while NVML was held")
+	}
+	for i, g := range res.Event.GPUs {
+		if want := sim.UUID(testNode, 2+i); g.UUID != want || g.EnergyMJ != nil || len(g.Missing) != 0 {
+			t.Errorf("GPU %d in the prolog's event: %+v, want uuid %s and no energy (the agent reads it)", i, g, want)
+		}
+	}
+	var got []AllocGPU
+	waitFor(t, "job 601's allocation with the agent's energy readings", settled, func() bool {
+		for _, al := range r.a.snapshot().allocs {
+			if al.Job == 601 {
+				got = al.GPUs
+				return len(got) == 2 && got[0].EnergyMJ != nil && got[1].EnergyMJ != nil
+			}
+		}
+		return false
+	})
+	for _, g := range got {
+		if *g.EnergyMJ < before[g.UUID] {
+			t.Errorf("GPU %s: agent's reading %d, below the counter %d taken before the prolog ran", g.UUID, *g.EnergyMJ, before[g.UUID])
+		}
+	}
+	if n := len(r.a.energy.m); n != 0 {
+		t.Errorf("%d readings left after their event took them", n)
+	}
+}
+
+// A reading no event takes is dropped after energyReadTTL, and the table
+// never holds more than maxEnergyReads.
+func TestEnergyReadsBounded(t *testing.T) {
+	var r energyReads
+	t0 := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
+	for i := range maxEnergyReads {
+		if r.start(string(rune('a'+i%26))+time.Duration(i).String(), t0) == nil {
+			t.Fatalf("reading %d refused below the bound", i)
+		}
+	}
+	if r.start("one more", t0) != nil {
+		t.Errorf("a reading past %d taken", maxEnergyReads)
+	}
+	if r.start("later", t0.Add(energyReadTTL+time.Second)) == nil || len(r.m) != 1 {
+		t.Errorf("old readings not dropped: %d left", len(r.m))
+	}
+	if r.start("later", t0.Add(energyReadTTL+time.Second)) != nil {
+		t.Errorf("a second reading under one key")
+	}
+	e := r.m["later"]
+	e.mj["GPU-x"] = 7
+	close(e.done)
+	if got := r.take("later", time.Second); got["GPU-x"] != 7 {
+		t.Errorf("take: %v", got)
+	}
+	if got := r.take("later", time.Second); got != nil {
+		t.Errorf("taken twice: %v", got)
+	}
+}
