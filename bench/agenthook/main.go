@@ -97,14 +97,16 @@ func run() int {
 					return 1
 				}
 			}
+			// Each prolog starts a job of its own, which the epilogs end: a
+			// run's event is recorded once, so a second prolog of one job
+			// would time a duplicate.
+			first := job
+			job += uint64(count)
 			for _, prog := range []string{"prolog", "epilog"} {
 				var ds []time.Duration
 				for i := 0; i < count; i++ {
 					cmd := exec.Command(filepath.Join(*bin, prog), "--config", cfg)
-					cmd.Env = jobEnv(job, *gpus, prog)
-					if prog == "epilog" {
-						job++
-					}
+					cmd.Env = jobEnv(first+uint64(i), *gpus, prog)
 					start := time.Now()
 					if err := cmd.Run(); err != nil {
 						fmt.Fprintf(os.Stderr, "agenthook: %s: %v\n", prog, err)
