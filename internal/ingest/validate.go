@@ -58,10 +58,11 @@ func bad(format string, args ...any) error { return &Bad{Reason: fmt.Sprintf(for
 
 // Parsed is the content of one valid file.
 type Parsed struct {
-	Event   *record.Event
-	Header  *record.SegmentHeader
-	Samples []record.Sample
-	JobGPUs []record.JobGPU
+	Event    *record.Event
+	GPUEvent *record.GPUEvent
+	Header   *record.SegmentHeader
+	Samples  []record.Sample
+	JobGPUs  []record.JobGPU
 	// ContentHash (sha256 hex) is of the records, not of the bytes: an
 	// event as re-encoded, a segment's lines without surrounding white
 	// space, so that the same records shipped re-encoded are the same.
@@ -71,7 +72,7 @@ type Parsed struct {
 // Records counts the records in the file.
 func (p *Parsed) Records() int {
 	n := len(p.Samples) + len(p.JobGPUs)
-	if p.Event != nil {
+	if p.Event != nil || p.GPUEvent != nil {
 		n++
 	}
 	return n
@@ -140,9 +141,11 @@ func (v Validator) Parse(node, name string, data []byte) (*Parsed, error) {
 		return v.segment(node, name, data)
 	case record.JobGPUSchema:
 		return v.jobGPUs(node, name, data)
+	case record.GPUEventSchema:
+		return v.gpuEvent(node, name, data)
 	}
-	return nil, bad("schema %q is not one this gpuacct reads (%s, %s, %s): a newer agent? upgrade gpuacct", head.Schema,
-		record.EventSchema, record.SegmentSchema, record.JobGPUSchema)
+	return nil, bad("schema %q is not one this gpuacct reads (%s, %s, %s, %s): a newer agent? upgrade gpuacct", head.Schema,
+		record.EventSchema, record.SegmentSchema, record.JobGPUSchema, record.GPUEventSchema)
 }
 
 func shorten(s string) string {

@@ -116,6 +116,20 @@ func copyFixture(t *testing.T) string {
 				return err
 			}
 		}
+		gu := "GPU-00000000-0000-0000-0000-000000000000"
+		for i, kind := range []record.GPUEventKind{record.GPUXid, record.GPUThrottleStart} {
+			at := copyT0.Add(time.Duration(90+i) * time.Minute)
+			ev := &record.GPUEvent{Schema: record.GPUEventSchema, Kind: kind, Time: at, Cluster: "c", Node: "n1", UUID: gu, Suppressed: uint64(i)}
+			if kind == record.GPUXid {
+				ev.Code = 79
+			} else {
+				ev.Reason = record.ThrottlePower
+			}
+			ev.Key = record.GPUEventKey("c", "n1", gu, at, kind, ev.Code, ev.Reason)
+			if err := b.GPUEvent(ev); err != nil {
+				return err
+			}
+		}
 		for i := range 3 {
 			if err := b.FileIngested(fmt.Sprintf("n%d", i%2+1), fmt.Sprintf("f%d.jsonl", i), fmt.Sprintf("%064d", i), 100+i, 10*i); err != nil {
 				return err
