@@ -38,13 +38,21 @@ const (
 	// by this fraction (a node configured a little differently); more is
 	// refused.
 	intervalTolerance = 0.1
+	// maxMetrics bounds a sample's chosen metrics (the catalogue has
+	// about 20); maxMetricValue its values (NVLink at 10^12 B/s is far
+	// below).
+	maxMetrics     = 128
+	maxMetricValue = 1e18
 )
 
 var (
-	nameRE   = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,127}$`)
-	nodeRE   = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
-	uuidRE   = regexp.MustCompile(`^(GPU|MIG)-[0-9A-Za-z-]{8,80}$`)
-	schemaRE = regexp.MustCompile(`^gpusuite\.([a-z]+)/v([0-9]+)$`)
+	nameRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,127}$`)
+	nodeRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
+	uuidRE = regexp.MustCompile(`^(GPU|MIG)-[0-9A-Za-z-]{8,80}$`)
+	// metricNameRE is a chosen metric's name: lower case, unit last
+	// (record.Catalogue); a name the catalogue lacks yet is kept.
+	metricNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+	schemaRE     = regexp.MustCompile(`^gpusuite\.([a-z]+)/v([0-9]+)$`)
 	// Everything before this is garbage, not a real record time.
 	minTime = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 )
@@ -408,6 +416,17 @@ func (v Validator) sample(s *record.Sample, uuids uuidCache) error {
 	}
 	if total > 1.000001 {
 		return bad("job shares add up to %v (over 1)", total)
+	}
+	if len(s.Metrics) > maxMetrics {
+		return bad("%d metrics in one sample (at most %d)", len(s.Metrics), maxMetrics)
+	}
+	for name, x := range s.Metrics {
+		if !metricNameRE.MatchString(name) {
+			return bad("metric name %q is not a catalogue-style name", shorten(name))
+		}
+		if math.IsNaN(x) || math.IsInf(x, 0) || math.Abs(x) > maxMetricValue {
+			return bad("metric %s = %v is not a finite value below %g", name, x, maxMetricValue)
+		}
 	}
 	for _, p := range s.Procs {
 		if len(p.CgroupError) > maxNoteLen {
