@@ -32,8 +32,8 @@ Examples:
    gpuacct export samples --start yesterday --end today --split-dir /tmp/samples   # one file per node
    gpuacct export gpus --start 11/01/26 -o gpus.csv
    gpuacct export jobs --all-clusters --start 2026-01-01 > all.csv   # every cluster of the ledger
-   gpuacct export samples --job 1234 > job1234.csv   # one job's GPUs over its run, with its chosen metrics
-   gpuacct export samples --job 1234 --human   # times in store.timezone, figures in their units`,
+   gpuacct export samples --job 123456 > job123456.csv   # one job's GPUs over its run, with its chosen metrics
+   gpuacct export samples --job 123456 --human   # times in report.tz, figures in their units`,
 		Flags: append(append(append([]cli.Flag{dbFlag(), cliwire.StoreURLFlag()}, windowFlags()...),
 			&cli.StringFlag{Name: "format", Usage: "csv or jsonl", Value: "csv"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write to this file instead of stdout"},
