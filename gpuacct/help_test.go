@@ -127,11 +127,13 @@ var examples = map[string]exampleRun{
 	"sudo gpuacct unignore 123456":                              {before: ignored("123456"), want: "unignore 123456: applied"},
 	`sudo gpuacct unignore 123456_3 --reason "was a real run"`:  {before: ignored("123456_3"), want: "unignore 123456_3: applied"},
 
-	"gpuacct export jobs --start 2026-01-01 --end 2026-02-01 > jan.csv":                                   {want: "110001"},
-	"gpuacct export samples --start now-1day --format jsonl | gzip > day.jsonl.gz":                        {want: `"util":`},
-	"gpuacct export samples --start yesterday --end today --split-dir /tmp/samples   # one file per node": {file: "samples/*gpu02*", want: "gpu02"},
-	"gpuacct export gpus --start 11/01/26 -o gpus.csv":                                                    {file: "gpus.csv", want: "gpu01"},
-	"gpuacct export jobs --all-clusters --start 2026-01-01 > all.csv   # every cluster of the ledger":     {want: "gpu2"},
+	"gpuacct export jobs --start 2026-01-01 --end 2026-02-01 > jan.csv":                                            {want: "110001"},
+	"gpuacct export samples --start now-1day --format jsonl | gzip > day.jsonl.gz":                                 {want: `"util_pct":`},
+	"gpuacct export samples --job 123456 > job123456.csv   # one job's GPUs over its run, with its chosen metrics": {want: "GPU-gpu1-gpu01-1"},
+	"gpuacct export samples --job 123456 --human   # times in report.tz, figures in their units":                   {want: ",80 %,"},
+	"gpuacct export samples --start yesterday --end today --split-dir /tmp/samples   # one file per node":          {file: "samples/*gpu02*", want: "gpu02"},
+	"gpuacct export gpus --start 11/01/26 -o gpus.csv":                                                             {file: "gpus.csv", want: "gpu01"},
+	"gpuacct export jobs --all-clusters --start 2026-01-01 > all.csv   # every cluster of the ledger":              {want: "gpu2"},
 
 	"gpuacct plot 123456 -o job.png":   {file: "job.png", want: "\x89PNG"},
 	"gpuacct plot 123456_3 -o job.svg": {file: "job.svg", want: "<svg"},

@@ -31,12 +31,16 @@ Examples:
    gpuacct export samples --start now-1day --format jsonl | gzip > day.jsonl.gz
    gpuacct export samples --start yesterday --end today --split-dir /tmp/samples   # one file per node
    gpuacct export gpus --start 11/01/26 -o gpus.csv
-   gpuacct export jobs --all-clusters --start 2026-01-01 > all.csv   # every cluster of the ledger`,
+   gpuacct export jobs --all-clusters --start 2026-01-01 > all.csv   # every cluster of the ledger
+   gpuacct export samples --job 123456 > job123456.csv   # one job's GPUs over its run, with its chosen metrics
+   gpuacct export samples --job 123456 --human   # times in report.tz, figures in their units`,
 		Flags: append(append(append([]cli.Flag{dbFlag(), cliwire.StoreURLFlag()}, windowFlags()...),
 			&cli.StringFlag{Name: "format", Usage: "csv or jsonl", Value: "csv"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write to this file instead of stdout"},
 			&cli.StringFlag{Name: "split-dir", Usage: "one file per node in this directory (gpus, samples)"},
 			&cli.BoolFlag{Name: "noheader", Aliases: []string{"n"}, Usage: "no CSV header line"},
+			&cli.StringFlag{Name: "job", Usage: "samples: only this job's GPUs over its run (1234, 1234_7, 1234+1), in place of the window"},
+			&cli.BoolFlag{Name: "human", Usage: "samples: times in the report's zone and figures in their units (87 %, 312.5 W), for people rather than programs"},
 		), clusterFlagsSaying("the rows of these clusters of the ledger (comma-separated; all: every one). Default: the local one (SLURM_CLUSTER_NAME, else cluster.name) when several share the ledger",
 			"the rows of every cluster of the ledger (-M all); the cluster column says whose each row is")...),
 		Action: cliwire.Interspersed(func(c *cli.Context) error {
@@ -65,7 +69,14 @@ Examples:
 				return usage("export "+kind, err)
 			}
 			o := report.ExportOptions{Kind: kind, Window: w, Format: c.String("format"), Out: d.Stdout, SplitDir: c.String("split-dir"), NoHeader: c.Bool("noheader"),
-				Clusters: s.Filter()}
+				Clusters: s.Filter(), Now: e.now, Human: c.Bool("human"), Location: e.loc}
+			if j := c.String("job"); j != "" {
+				sp, err := report.ParseJobSpec(j)
+				if err != nil {
+					return usage("export "+kind, err)
+				}
+				o.Job = &sp
+			}
 			toFile := o.SplitDir != "" || c.String("output") != ""
 			if p := c.String("output"); p != "" {
 				f, err := os.Create(p)

@@ -92,17 +92,19 @@ type Result struct {
 
 type file struct {
 	node, name, path string
-	kind             int // ordering: events, aggregates, segments
+	kind             int // ordering: events, GPU events, aggregates, segments
 }
 
 func kindOf(name string) int {
 	switch record.KindOfFile(name) {
 	case record.FileEvent:
 		return 0
-	case record.FileJobGPU:
+	case record.FileGPUEvent:
 		return 1
-	default:
+	case record.FileJobGPU:
 		return 2
+	default:
+		return 3
 	}
 }
 
@@ -317,6 +319,7 @@ func (in *Ingester) batch(ctx context.Context, src *prefetcher, ret *retirer, re
 	var finished []done
 	records := 0
 	var pending Result
+	var gpuEvents map[string]int
 	for records < in.d.Config.Ingest.BatchRecords && !src.done() {
 		l := src.next()
 		f := l.f
@@ -397,6 +400,12 @@ func (in *Ingester) batch(ctx context.Context, src *prefetcher, ret *retirer, re
 			b.Rollback()
 			return mayRedo(in.careful || !b.Pipelined(), err)
 		}
+		if p.GPUEvent != nil {
+			if gpuEvents == nil {
+				gpuEvents = map[string]int{}
+			}
+			gpuEvents[string(p.GPUEvent.Kind)]++
+		}
 		pending.Files++
 		pending.Records += p.Records()
 		pending.Samples += n
@@ -411,6 +420,7 @@ func (in *Ingester) batch(ctx context.Context, src *prefetcher, ret *retirer, re
 	res.Records += pending.Records
 	res.Samples += pending.Samples
 	in.d.Metrics.ingested(pending.Files, pending.Records)
+	in.d.Metrics.gpuEventsIngested(gpuEvents)
 	for _, d := range finished {
 		if d.dup {
 			res.Duplicates++
@@ -426,6 +436,8 @@ func (in *Ingester) apply(b *store.Batch, p *Parsed) (int, error) {
 	switch {
 	case p.Event != nil:
 		return 0, b.Event(p.Event)
+	case p.GPUEvent != nil:
+		return 0, b.GPUEvent(p.GPUEvent)
 	case p.Header != nil:
 		return b.Segment(p.Header, p.Samples)
 	default:

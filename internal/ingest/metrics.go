@@ -17,6 +17,7 @@ type Metrics struct {
 	files, records, quarantine, refuse, dups prometheus.Counter
 	overAlloc                                prometheus.Counter
 	passes                                   *prometheus.CounterVec
+	gpuEvents                                *prometheus.CounterVec
 	lastOK, dbSize, passSeconds              prometheus.Gauge
 	lag                                      *prometheus.GaugeVec
 	now                                      func() time.Time
@@ -32,6 +33,8 @@ func NewMetrics(reg prometheus.Registerer, now func() time.Time) *Metrics {
 		dups:       prometheus.NewCounter(prometheus.CounterOpts{Name: "gpuacct_ingest_duplicate_files_total", Help: "Files already ingested with the same content."}),
 		overAlloc: prometheus.NewCounter(prometheus.CounterOpts{Name: "gpuacct_ingest_job_hours_over_allocation_total",
 			Help: "Job hours a batch changed whose used, idle or sampled GPU-seconds passed the allocated ones (never expected)."}),
+		gpuEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gpuacct_ingest_gpu_events_total",
+			Help: "GPU events ingested, by kind (xid, ecc_single, ecc_double, throttle_start, throttle_end): Xid and ECC errors of the whole cluster, alertable in one place."}, []string{"kind"}),
 		passes:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gpuacct_ingest_passes_total", Help: "Ingest passes by result."}, []string{"result"}),
 		lastOK:      prometheus.NewGauge(prometheus.GaugeOpts{Name: "gpuacct_ingest_last_success_timestamp_seconds", Help: "End of the last successful pass."}),
 		dbSize:      prometheus.NewGauge(prometheus.GaugeOpts{Name: "gpuacct_store_size_bytes", Help: "Database file size including WAL/journal."}),
@@ -39,7 +42,7 @@ func NewMetrics(reg prometheus.Registerer, now func() time.Time) *Metrics {
 		lag:         prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gpuacct_ingest_lag_seconds", Help: "Now minus the newest record time ingested from the node."}, []string{"node"}),
 		now:         now,
 	}
-	reg.MustRegister(m.files, m.records, m.quarantine, m.refuse, m.dups, m.overAlloc, m.passes, m.lastOK, m.dbSize, m.passSeconds, m.lag)
+	reg.MustRegister(m.files, m.records, m.quarantine, m.refuse, m.dups, m.overAlloc, m.gpuEvents, m.passes, m.lastOK, m.dbSize, m.passSeconds, m.lag)
 	return m
 }
 
@@ -47,6 +50,15 @@ func (m *Metrics) ingested(files, records int) {
 	if m != nil {
 		m.files.Add(float64(files))
 		m.records.Add(float64(records))
+	}
+}
+
+// gpuEventsIngested counts the GPU events a committed batch stored, by kind.
+func (m *Metrics) gpuEventsIngested(kinds map[string]int) {
+	if m != nil {
+		for k, n := range kinds {
+			m.gpuEvents.WithLabelValues(k).Add(float64(n))
+		}
 	}
 }
 

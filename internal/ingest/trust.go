@@ -10,7 +10,7 @@ import (
 )
 
 // recordKey is the key whose effect a file applies to the ledger once,
-// forever (store.AppliedKey): an event's key, a segment's key; "" for an
+// forever (store.AppliedKey): an event's, a GPU event's, a segment's key; "" for an
 // aggregate, whose highest seq of a key replaces the others, so applying
 // one again changes nothing.
 func recordKey(p *Parsed) string {
@@ -19,6 +19,8 @@ func recordKey(p *Parsed) string {
 		return "event:" + p.Event.Key
 	case p.Header != nil:
 		return "segment:" + p.Header.Key
+	case p.GPUEvent != nil:
+		return "gpuevent:" + p.GPUEvent.Key
 	}
 	return ""
 }
@@ -72,6 +74,9 @@ func newestRecord(p *Parsed) time.Time {
 	var t time.Time
 	if p.Event != nil {
 		t = p.Event.Time
+	}
+	if p.GPUEvent != nil {
+		t = p.GPUEvent.Time
 	}
 	for i := range p.Samples {
 		if p.Samples[i].Time.After(t) {

@@ -38,13 +38,21 @@ const (
 	// by this fraction (a node configured a little differently); more is
 	// refused.
 	intervalTolerance = 0.1
+	// maxMetrics bounds a sample's chosen metrics (the catalogue has
+	// about 20); maxMetricValue its values (NVLink at 10^12 B/s is far
+	// below).
+	maxMetrics     = 128
+	maxMetricValue = 1e18
 )
 
 var (
-	nameRE   = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,127}$`)
-	nodeRE   = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
-	uuidRE   = regexp.MustCompile(`^(GPU|MIG)-[0-9A-Za-z-]{8,80}$`)
-	schemaRE = regexp.MustCompile(`^gpusuite\.([a-z]+)/v([0-9]+)$`)
+	nameRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,127}$`)
+	nodeRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
+	uuidRE = regexp.MustCompile(`^(GPU|MIG)-[0-9A-Za-z-]{8,80}$`)
+	// metricNameRE is a chosen metric's name: lower case, unit last
+	// (record.Catalogue); a name the catalogue lacks yet is kept.
+	metricNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+	schemaRE     = regexp.MustCompile(`^gpusuite\.([a-z]+)/v([0-9]+)$`)
 	// Everything before this is garbage, not a real record time.
 	minTime = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 )
@@ -58,10 +66,11 @@ func bad(format string, args ...any) error { return &Bad{Reason: fmt.Sprintf(for
 
 // Parsed is the content of one valid file.
 type Parsed struct {
-	Event   *record.Event
-	Header  *record.SegmentHeader
-	Samples []record.Sample
-	JobGPUs []record.JobGPU
+	Event    *record.Event
+	GPUEvent *record.GPUEvent
+	Header   *record.SegmentHeader
+	Samples  []record.Sample
+	JobGPUs  []record.JobGPU
 	// ContentHash (sha256 hex) is of the records, not of the bytes: an
 	// event as re-encoded, a segment's lines without surrounding white
 	// space, so that the same records shipped re-encoded are the same.
@@ -71,7 +80,7 @@ type Parsed struct {
 // Records counts the records in the file.
 func (p *Parsed) Records() int {
 	n := len(p.Samples) + len(p.JobGPUs)
-	if p.Event != nil {
+	if p.Event != nil || p.GPUEvent != nil {
 		n++
 	}
 	return n
@@ -140,9 +149,11 @@ func (v Validator) Parse(node, name string, data []byte) (*Parsed, error) {
 		return v.segment(node, name, data)
 	case record.JobGPUSchema:
 		return v.jobGPUs(node, name, data)
+	case record.GPUEventSchema:
+		return v.gpuEvent(node, name, data)
 	}
-	return nil, bad("schema %q is not one this gpuacct reads (%s, %s, %s): a newer agent? upgrade gpuacct", head.Schema,
-		record.EventSchema, record.SegmentSchema, record.JobGPUSchema)
+	return nil, bad("schema %q is not one this gpuacct reads (%s, %s, %s, %s): a newer agent? upgrade gpuacct", head.Schema,
+		record.EventSchema, record.SegmentSchema, record.JobGPUSchema, record.GPUEventSchema)
 }
 
 func shorten(s string) string {
@@ -405,6 +416,17 @@ func (v Validator) sample(s *record.Sample, uuids uuidCache) error {
 	}
 	if total > 1.000001 {
 		return bad("job shares add up to %v (over 1)", total)
+	}
+	if len(s.Metrics) > maxMetrics {
+		return bad("%d metrics in one sample (at most %d)", len(s.Metrics), maxMetrics)
+	}
+	for name, x := range s.Metrics {
+		if !metricNameRE.MatchString(name) {
+			return bad("metric name %q is not a catalogue-style name", shorten(name))
+		}
+		if math.IsNaN(x) || math.IsInf(x, 0) || math.Abs(x) > maxMetricValue {
+			return bad("metric %s = %v is not a finite value below %g", name, x, maxMetricValue)
+		}
 	}
 	for _, p := range s.Procs {
 		if len(p.CgroupError) > maxNoteLen {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aicloud/gpusuite/internal/report/timespec"
 )
@@ -21,8 +22,10 @@ var ExportColumns = map[string][]string{
 		"start", "end", "state", "end_estimated", "ignored", "alloc_gpu_s", "used_gpu_s", "idle_gpu_s", "energy_mj"},
 	"gpus": {"cluster", "job_id", "restart", "node", "uuid", "index", "model", "sample_s", "util_s", "util_max", "mem_max_mib",
 		"mem_total_mib", "energy_mj", "idle_s", "final"},
-	"samples": {"node", "uuid", "index", "t_ms", "interval_ms", "job_id", "restart", "idle", "util", "mem_util", "mem_used_mib",
-		"power_mw", "energy_mj", "temp_c", "sm_clock_mhz", "missing"},
+	// samples: then a column for each chosen metric (record.Catalogue's
+	// name, unit last) that a job in the ledger (with Job: the job) has.
+	"samples": {"node", "uuid", "index", "t_ms", "interval_ms", "job_id", "restart", "idle", "util_pct", "mem_util_pct", "mem_used_mib",
+		"power_w", "energy_mj", "temp_c", "sm_clock_mhz", "missing"},
 }
 
 // ExportOptions say what to export where.
@@ -40,6 +43,14 @@ type ExportOptions struct {
 	Clusters []string
 	// Progress, when set, is told the fraction done now and then.
 	Progress func(done float64, rows int64)
+	// Job, for samples, exports that job run's GPUs over its allocation
+	// (to Now while it runs) in place of Window.
+	Job *JobSpec
+	Now time.Time
+	// Human, for samples, writes times in Location and figures in their
+	// units ("87 %", "312.5 W", "12.3 GiB") for people, not programs.
+	Human    bool
+	Location *time.Location
 }
 
 type rowWriter interface {
@@ -133,6 +144,17 @@ func (d *DB) Export(ctx context.Context, o ExportOptions) (int64, error) {
 	}
 	if o.SplitDir != "" && o.Kind == "jobs" {
 		return 0, fmt.Errorf("--split-dir: jobs span nodes; split gpus or samples")
+	}
+	if (o.Job != nil || o.Human) && o.Kind != "samples" {
+		return 0, badInput("--job and --human are for the samples export")
+	}
+	var sc samplesScope
+	if o.Kind == "samples" {
+		var err error
+		if sc, err = d.samplesScope(ctx, o); err != nil {
+			return 0, err
+		}
+		cols = append(append([]string{}, cols...), sc.metrics...)
 	}
 	files := map[string]rowWriter{}
 	var closers []*os.File
@@ -233,17 +255,21 @@ func (d *DB) Export(ctx context.Context, o ExportOptions) (int64, error) {
 			return n, err
 		}
 	case "samples":
-		gs, err := d.st.GPUs(ctx)
-		if err != nil {
-			return 0, d.wrap(err)
-		}
+		gs := sc.gpus
+		conv := newSampleRow(cols, o.Human, o.Location)
 		for i, g := range gs {
 			if !keep(d.nodeCluster[g.NodeID]) {
 				continue
 			}
 			frac := float64(i) / float64(len(gs))
 			err := read(func(fn func([]any) error) error {
-				return d.st.ExportSamples(ctx, d.nodeLabel(g.NodeID, o.Clusters), g, o.Window.Start.UnixMilli(), o.Window.End.UnixMilli(), fn)
+				return d.st.ExportSamples(ctx, d.nodeLabel(g.NodeID, o.Clusters), g, sc.from, sc.to, func(vals []any) error {
+					out, err := conv.convert(vals)
+					if err != nil {
+						return err
+					}
+					return fn(out)
+				})
 			}, 0, func([]any) float64 { return frac })
 			if err != nil {
 				return n, err

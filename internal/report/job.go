@@ -44,8 +44,13 @@ type GPUStat struct {
 	EnergyKWh   *float64          `json:"energy_kwh,omitempty"`
 	IdleS       float64           `json:"idle_s"`
 	Quality     map[string]uint64 `json:"quality,omitempty"`
-	Series      []Point           `json:"-"`
-	gpuID       int64
+	// PowerMeanW and PowerPeakW are from the samples' power draw inside
+	// the job's allocation; Metrics the chosen ones (agent.metrics).
+	PowerMeanW *float64     `json:"power_mean_w,omitempty"`
+	PowerPeakW *float64     `json:"power_peak_w,omitempty"`
+	Metrics    []MetricStat `json:"metrics,omitempty"`
+	Series     []Point      `json:"-"`
+	gpuID      int64
 }
 
 // Detail is everything `gpuacct job` shows.
@@ -54,7 +59,9 @@ type Detail struct {
 	Nodes []NodePart
 	GPUs  []GPUStat
 	Notes []string
-	Now   time.Time
+	// Events are the GPU events of the job's GPUs (EventNotes says them).
+	Events []GPUEvent
+	Now    time.Time
 }
 
 // ErrNoJob means the job is not in the ledger.
@@ -199,6 +206,9 @@ func (d *DB) detail(ctx context.Context, r *store.JobRow, now time.Time) (*Detai
 			EndSource: n.EndSource, EndEstimated: n.EndEstimated, ExitCode: n.ExitCode, Quality: n.Quality})
 	}
 	if err := d.loadGPUs(ctx, det); err != nil {
+		return nil, err
+	}
+	if err := d.loadMetrics(ctx, det); err != nil {
 		return nil, err
 	}
 	det.Notes = notes(det)

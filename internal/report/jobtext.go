@@ -68,13 +68,18 @@ type jobJSON struct {
 	JobSummary
 	NodeParts []NodePart `json:"node_parts"`
 	GPUStats  []GPUStat  `json:"gpus_detail"`
+	GPUEvents []GPUEvent `json:"gpu_events"`
 	Notes     []string   `json:"notes"`
 }
 
 // WriteJobJSON writes det as one JSON object.
 func WriteJobJSON(w io.Writer, det *Detail, m *teams.Mapping) error {
 	j := &det.Job
-	x := jobJSON{JobSummary: Summarize(j, m.Team(j.Account, j.User), det.Now), NodeParts: det.Nodes, GPUStats: det.GPUs, Notes: det.Notes}
+	x := jobJSON{JobSummary: Summarize(j, m.Team(j.Account, j.User), det.Now), NodeParts: det.Nodes, GPUStats: det.GPUs, GPUEvents: det.Events,
+		Notes: append(det.EventNotes(time.UTC), det.Notes...)}
+	if x.GPUEvents == nil {
+		x.GPUEvents = []GPUEvent{}
+	}
 	if x.NodeParts == nil {
 		x.NodeParts = []NodePart{}
 	}
@@ -143,8 +148,9 @@ func WriteJobText(w io.Writer, det *Detail, m *teams.Mapping, loc *time.Location
 				mem, optF(g.EnergyKWh, "%.3f"), idle, Sparkline(g.Series, from, to, spark))
 		}
 	}
+	writeMetrics(&b, det)
 	b.WriteString("\nNotes:\n")
-	for _, n := range det.Notes {
+	for _, n := range append(det.EventNotes(loc), det.Notes...) {
 		fmt.Fprintf(&b, "  - %s\n", n)
 	}
 	_, err := io.WriteString(w, b.String())
@@ -194,4 +200,43 @@ func exitText(parts []NodePart) string {
 		}
 	}
 	return ", exit codes " + strings.Join(codes, ", ")
+}
+
+// writeMetrics writes each GPU's power and chosen metrics, mean and peak
+// over the job, and the metrics it cannot give with the reason, once.
+func writeMetrics(b *strings.Builder, det *Detail) {
+	some := false
+	for _, g := range det.GPUs {
+		some = some || g.PowerMeanW != nil || len(g.Metrics) > 0
+	}
+	if !some {
+		return
+	}
+	fmt.Fprintf(b, "\n  %-30s %14s %14s\n", "METRIC (OVER THE JOB)", "MEAN", "PEAK")
+	row := func(name string, mean, peak *float64) {
+		m, p := "-", "-"
+		if mean != nil {
+			m = HumanMetric(name, *mean)
+		}
+		if peak != nil {
+			p = HumanMetric(name, *peak)
+		}
+		fmt.Fprintf(b, "    %-28s %14s %14s\n", name, m, p)
+	}
+	for _, g := range det.GPUs {
+		if g.PowerMeanW == nil && len(g.Metrics) == 0 {
+			continue
+		}
+		fmt.Fprintf(b, "  GPU %s on %s\n", gpuName(g), g.Node)
+		if g.PowerMeanW != nil {
+			row("power_w", g.PowerMeanW, g.PowerPeakW)
+		}
+		for _, m := range g.Metrics {
+			if m.Unsupported != "" {
+				fmt.Fprintf(b, "    %-28s not supported: %s\n", m.Name, m.Unsupported)
+				continue
+			}
+			row(m.Name, m.Mean, m.Peak)
+		}
+	}
 }

@@ -47,6 +47,12 @@ type Batch struct {
 	rerolls   map[int64]bool
 	summaries map[int64]bool
 	samples   sampleInserter
+	// Pending job × GPU metric figures (jobmetrics.go): added by samples
+	// and recounts, the metrics a GPU cannot give, and the job GPUs
+	// whose peaks must be read again.
+	metrics     map[metricKey]*metricAcc
+	unsupported map[metricKey]string
+	remax       map[remaxKey]alloc
 }
 
 // gpuRow is a gpus row as stored.
@@ -112,6 +118,10 @@ func (b *Batch) Commit() error {
 		return err
 	}
 	if err := b.flushUse(); err != nil {
+		b.Rollback()
+		return err
+	}
+	if err := b.flushMetrics(); err != nil {
 		b.Rollback()
 		return err
 	}

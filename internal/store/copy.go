@@ -112,6 +112,8 @@ func copyTables() []copyTable {
 		{name: "slurm_accounts", key: []string{"cluster", "account"}},
 		{name: "slurm_events", key: []string{"cluster", "node", "start"}},
 		{name: "slurm_reservations", key: []string{"cluster", "id", "start"}},
+		{name: "gpu_events", key: []string{"gpu_id", "t_ns", "kind", "code", "reason"}, ints: []string{"suppressed"}},
+		{name: "job_gpu_metrics", key: []string{"job", "gpu_id", "name"}, reals: []string{"seconds", "value_s"}},
 	}
 }
 

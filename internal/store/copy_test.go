@@ -78,7 +78,10 @@ func copyFixture(t *testing.T) string {
 	for gi, node := range []string{"n1", "n1", "n2"} {
 		batchOf(t, s, now, func(b *Batch) error {
 			h := &record.SegmentHeader{Cluster: "c", Node: node, Seq: uint64(gi + 1), Interval: 60,
-				Key: fmt.Sprintf("seg-%d", gi)}
+				Key: fmt.Sprintf("seg-%d", gi), Metrics: []string{"sm_active_pct"}}
+			if gi == 1 {
+				h.Unsupported = map[string][]string{"GPU-00000000-0000-0000-0000-000000000001": {"sm_active_pct: GPM not supported by this GPU"}}
+			}
 			var ss []record.Sample
 			for i := range 150 {
 				u := util[(i+gi)%len(util)]
@@ -90,6 +93,9 @@ func copyFixture(t *testing.T) string {
 				ss = append(ss, record.Sample{Time: copyT0.Add(time.Duration(i) * time.Minute),
 					UUID: fmt.Sprintf("GPU-00000000-0000-0000-0000-00000000000%d", gi), Index: gi % 2,
 					GPUUtil: &u, EnergyMJ: &e, Jobs: []record.JobShare{{Job: job, Share: 1}}})
+				if gi == 0 {
+					ss[i].Metrics = map[string]float64{"sm_active_pct": float64(u) * 0.9}
+				}
 			}
 			if _, err := b.Segment(h, ss); err != nil {
 				return err
@@ -113,6 +119,20 @@ func copyFixture(t *testing.T) string {
 				Cluster: "c", Node: "n1", Job: 5, UUID: uuid, Index: gi, Model: "H100", First: copyT0, Last: copyT0.Add(149 * time.Minute),
 				Samples: 150, SampleSeconds: 9000, UtilSeconds: 3450.5, UtilMax: 80, MemMaxMiB: 1000, EnergyMJ: 894000,
 				Quality: map[string]uint64{"power": 2}}); err != nil {
+				return err
+			}
+		}
+		gu := "GPU-00000000-0000-0000-0000-000000000000"
+		for i, kind := range []record.GPUEventKind{record.GPUXid, record.GPUThrottleStart} {
+			at := copyT0.Add(time.Duration(90+i) * time.Minute)
+			ev := &record.GPUEvent{Schema: record.GPUEventSchema, Kind: kind, Time: at, Cluster: "c", Node: "n1", UUID: gu, Suppressed: uint64(i)}
+			if kind == record.GPUXid {
+				ev.Code = 79
+			} else {
+				ev.Reason = record.ThrottlePower
+			}
+			ev.Key = record.GPUEventKey("c", "n1", gu, at, kind, ev.Code, ev.Reason)
+			if err := b.GPUEvent(ev); err != nil {
 				return err
 			}
 		}

@@ -21,7 +21,7 @@ const (
 	// The leading values are cast: PostgreSQL types a bare parameter in
 	// a SELECT list as text.
 	exportSamples = `SELECT CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS INTEGER), t_ms, interval_ms, job, restart, idle, util, mem_util, mem_used_mib, power_mw, energy_mj, temp_c,
- sm_clock_mhz, missing FROM samples WHERE gpu_id = ? AND t_ms >= ? AND t_ms < ? ORDER BY t_ms`
+ sm_clock_mhz, missing, metrics FROM samples WHERE gpu_id = ? AND t_ms >= ? AND t_ms < ? ORDER BY t_ms`
 )
 
 // ExportJobsIn calls fn, by start, with each job run of clusters (none:
@@ -110,4 +110,16 @@ func (s *Store) GPUs(ctx context.Context) ([]GPURow, error) {
 		out = append(out, g)
 	}
 	return out, translate(rows.Err())
+}
+
+// MetricNames lists the chosen metrics (not power_w) that a job run has
+// figures of (row: JobRow.Row), or, with row 0, any job; sorted by name.
+func (s *Store) MetricNames(ctx context.Context, row int64) ([]string, error) {
+	q := `SELECT DISTINCT name FROM job_gpu_metrics WHERE unsupported IS NULL AND name <> ? ORDER BY name LIMIT 1000`
+	args := []any{PowerMetric}
+	if row != 0 {
+		q = `SELECT DISTINCT name FROM job_gpu_metrics WHERE job = ? AND unsupported IS NULL AND name <> ? ORDER BY name LIMIT 1000`
+		args = []any{row, PowerMetric}
+	}
+	return s.texts(ctx, q, args...)
 }

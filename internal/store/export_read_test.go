@@ -39,7 +39,7 @@ func TestExports(t *testing.T) {
 			}},
 		{"samples", func(fn func([]any) error) error { return s.ExportSamples(ctx, "n1", gpus[0], 3600000, 3601000, fn) },
 			[][]any{{"n1", "GPU-a", int64(0), int64(3600000), int64(1000), int64(100), int64(0), int64(0), int64(50), int64(10), int64(1000),
-				int64(200000), nil, nil, nil, nil}}},
+				int64(200000), nil, nil, nil, nil, nil}}},
 		{"samples of a GPU with no index", func(fn func([]any) error) error { return s.ExportSamples(ctx, "n2", gpus[1], 0, 1<<40, fn) }, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

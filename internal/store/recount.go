@@ -19,6 +19,8 @@ type storedSample struct {
 	jobs        sql.NullString
 	idle        bool
 	util, delta sql.NullInt64
+	power       sql.NullInt64
+	metrics     sql.NullString
 }
 
 // window is the part of time the sample stands for: [t, t + interval),
@@ -65,12 +67,12 @@ func (s *storedSample) energy() *int64 {
 	return &v
 }
 
-const storedSampleCols = `t_ms, interval_ms, job, restart, jobs, idle, util, energy_delta_mj,
+const storedSampleCols = `t_ms, interval_ms, job, restart, jobs, idle, util, energy_delta_mj, power_mw, metrics,
  coalesce((SELECT min(x.t_ms) FROM samples x WHERE x.gpu_id = s.gpu_id AND x.t_ms > s.t_ms), 0)`
 
 func scanStored(sc interface{ Scan(...any) error }) (storedSample, error) {
 	var s storedSample
-	err := sc.Scan(&s.t, &s.iv, &s.job, &s.restart, &s.jobs, &s.idle, &s.util, &s.delta, &s.next)
+	err := sc.Scan(&s.t, &s.iv, &s.job, &s.restart, &s.jobs, &s.idle, &s.util, &s.delta, &s.power, &s.metrics, &s.next)
 	return s, err
 }
 
@@ -325,6 +327,9 @@ func (b *Batch) recountRange(job, node int64, jobID uint64, restart int, gid int
 				continue
 			}
 			b.addSampleUse(job, node, s.window(), &old, nw, s.iv, s.utilization(), js, s.energy(), s.energy())
+			if err := b.recountMetrics(remaxKey{job, gid, jobID, restart}, s, old, nw); err != nil {
+				return false, err
+			}
 		}
 	}
 	return before.Valid, nil

@@ -32,13 +32,14 @@ const (
 	colProcs
 	colForeign
 	colMissing
+	colMetrics
 	nSampleCols
 )
 
 func sampleColumns() [nSampleCols]string {
 	return [nSampleCols]string{"gpu_id", "t_ms", "interval_ms", "job", "restart", "jobs", "idle", "util", "mem_util",
 		"mem_used_mib", "power_mw", "energy_mj", "energy_delta_mj", "temp_c", "sm_clock_mhz", "throttle", "ecc_errors",
-		"xid_errors", "procs", "foreign_procs", "missing"}
+		"xid_errors", "procs", "foreign_procs", "missing", "metrics"}
 }
 
 // sampleRow is one samples row to insert. A column whose bit is not in

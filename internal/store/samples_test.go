@@ -79,16 +79,17 @@ func TestSegmentColumns(t *testing.T) {
 	tests := []struct {
 		name string
 		s    record.Sample
-		want string // gpu_id|t_ms|interval_ms|job|restart|jobs|idle|util|mem_util|mem_used_mib|power_mw|energy_mj|energy_delta_mj|temp_c|sm_clock_mhz|throttle|ecc_errors|xid_errors|procs|foreign_procs|missing
+		want string // gpu_id|t_ms|interval_ms|job|restart|jobs|idle|util|mem_util|mem_used_mib|power_mw|energy_mj|energy_delta_mj|temp_c|sm_clock_mhz|throttle|ecc_errors|xid_errors|procs|foreign_procs|missing|metrics
 	}{
 		{"nothing known", record.Sample{Missing: []string{"all: ERROR_UNKNOWN"}},
-			"1|T|10000|0|0|NULL|0|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|0|0|all: ERROR_UNKNOWN"},
+			"1|T|10000|0|0|NULL|0|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|0|0|all: ERROR_UNKNOWN|NULL"},
 		{"every value", record.Sample{Jobs: []record.JobShare{{Job: 7, Restart: 2, Share: 1, Idle: true}}, GPUUtil: u32(0), MemUtil: u32(3),
 			MemUsedMiB: u64(4), MemTotalMiB: u64(5), PowerMW: u32(6), EnergyMJ: u64(7), TempC: u32(8), SMClockMHz: u32(9), Throttle: u64(10),
-			ECCErrors: u64(11), XIDErrors: u64(12), Procs: []record.Proc{{PID: 1, Job: 7}, {PID: 2, Foreign: true}}},
-			"1|T|10000|7|2|NULL|1|0|3|4|6|7|NULL|8|9|10|11|12|2|1|NULL"},
+			ECCErrors: u64(11), XIDErrors: u64(12), Procs: []record.Proc{{PID: 1, Job: 7}, {PID: 2, Foreign: true}},
+			Metrics: map[string]float64{"sm_active_pct": 41.5, "nvlink_tx_bytes_per_s": 1.3e11}},
+			`1|T|10000|7|2|NULL|1|0|3|4|6|7|NULL|8|9|10|11|12|2|1|NULL|{"nvlink_tx_bytes_per_s":130000000000,"sm_active_pct":41.5}`},
 		{"shared GPU", record.Sample{Jobs: []record.JobShare{{Job: 7, Share: 0.5}, {Job: 8, Share: 0.5}}, GPUUtil: u32(40)},
-			`1|T|10000|7|0|[{"job":7,"restart":0,"share":0.5},{"job":8,"restart":0,"share":0.5}]|0|40|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|0|0|NULL`},
+			`1|T|10000|7|0|[{"job":7,"restart":0,"share":0.5},{"job":8,"restart":0,"share":0.5}]|0|40|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|0|0|NULL|NULL`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -124,6 +124,13 @@ func (b *Batch) Segment(h *record.SegmentHeader, samples []record.Sample) (int, 
 		if len(s.Missing) > 0 {
 			r.put(colMissing, strings.Join(s.Missing, "; "))
 		}
+		if len(s.Metrics) > 0 {
+			m, err := sampleMetricsJSON(s.Metrics)
+			if err != nil {
+				return 0, err
+			}
+			r.put(colMetrics, m)
+		}
 	}
 	if err := flush(len(rows)); err != nil {
 		return 0, err
@@ -160,6 +167,11 @@ func (b *Batch) Segment(h *record.SegmentHeader, samples []record.Sample) (int, 
 			// used and idle never pass allocated, per job, GPU and hour.
 			a := chk.alloc[jobKey{h.Cluster, js.Job, js.Restart}]
 			b.addSampleUse(job, node, chk.win[i], nil, a, intervalMS, util, js, nil, delta)
+			gid := rows[i].vals[colGPU].(int64)
+			b.addSampleMetrics(job, gid, chk.win[i], nil, a, s.PowerMW, s.Metrics)
+			if un := h.Unsupported[s.UUID]; len(un) > 0 {
+				b.noteUnsupported(job, gid, un)
+			}
 			if a.hi == math.MaxInt64 {
 				// An open job's allocation runs to its newest sample's
 				// end (reroll): brought there in this batch.

@@ -18,6 +18,13 @@ type gpuView struct {
 	IdlePct                                *float64
 }
 
+// metricView is one row of the job's metrics table: a GPU's power or
+// chosen metric, mean and peak in its unit, or why the GPU cannot give it.
+type metricView struct {
+	Node, GPU, Name         string
+	Mean, Peak, Unsupported string
+}
+
 type nodePartView struct {
 	Node, Model, Start, End, EndSource string
 	GPUs                               int64
@@ -41,6 +48,8 @@ type jobView struct {
 	UsedS, IdleS, Eff         *float64
 	EnergyKWh                 float64
 	Notes                     []string
+	Events                    []string
+	Metrics                   []metricView
 	GPUs                      []gpuView
 	Parts                     []nodePartView
 	UtilChart, MemChart       chart
@@ -104,7 +113,7 @@ func (h *Handler) fillJob(v *jobView, det *report.Detail, colors map[string]stri
 	if j.End != nil {
 		v.End = localTime(*j.End, loc)
 	}
-	v.AllocS, v.EnergyKWh, v.Notes = j.AllocS, float64(j.EnergyMJ)/3.6e9, det.Notes
+	v.AllocS, v.EnergyKWh, v.Notes, v.Events = j.AllocS, float64(j.EnergyMJ)/3.6e9, det.Notes, det.EventNotes(loc)
 	if j.SampleS > 0 {
 		u, i := j.UsedS, j.IdleS
 		v.UsedS, v.IdleS = &u, &i
@@ -154,6 +163,7 @@ func (h *Handler) fillJob(v *jobView, det *report.Detail, colors map[string]stri
 			gv.IdlePct = &p
 		}
 		v.GPUs = append(v.GPUs, gv)
+		v.Metrics = append(v.Metrics, metricViews(g, name)...)
 		label := g.Node + " GPU " + name
 		us := lineSeries{Name: label, Color: gv.Color}
 		ms := lineSeries{Name: label, Color: gv.Color}
@@ -175,4 +185,27 @@ func (h *Handler) fillJob(v *jobView, det *report.Detail, colors map[string]stri
 	}
 	v.UtilChart = lines("GPU utilization over the job", "%", from, to, 100, util, loc)
 	v.MemChart = lines("GPU memory used over the job", "GiB", from, to, memTop, mem, loc)
+}
+
+// metricViews are a GPU's rows of the metrics table: power, then the
+// chosen metrics in catalogue order.
+func metricViews(g report.GPUStat, name string) []metricView {
+	human := func(metric string, p *float64) string {
+		if p == nil {
+			return missing
+		}
+		return report.HumanMetric(metric, *p)
+	}
+	var out []metricView
+	if g.PowerMeanW != nil {
+		out = append(out, metricView{Node: g.Node, GPU: name, Name: "power_w", Mean: human("power_w", g.PowerMeanW), Peak: human("power_w", g.PowerPeakW)})
+	}
+	for _, m := range g.Metrics {
+		mv := metricView{Node: g.Node, GPU: name, Name: m.Name, Unsupported: m.Unsupported}
+		if m.Unsupported == "" {
+			mv.Mean, mv.Peak = human(m.Name, m.Mean), human(m.Name, m.Peak)
+		}
+		out = append(out, mv)
+	}
+	return out
 }

@@ -1,0 +1,163 @@
+package report
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/store"
+)
+
+// samplesScope is what a samples export reads: the GPUs, the window
+// (Unix ms) and the chosen metrics that get a column each.
+type samplesScope struct {
+	gpus     []store.GPURow
+	from, to int64
+	metrics  []string
+}
+
+// samplesScope is every GPU in the window, or with o.Job the job's GPUs
+// over its allocation (to now while it runs).
+func (d *DB) samplesScope(ctx context.Context, o ExportOptions) (samplesScope, error) {
+	sc := samplesScope{from: o.Window.Start.UnixMilli(), to: o.Window.End.UnixMilli()}
+	var row int64
+	if o.Job != nil {
+		r, err := d.jobRunIn(ctx, Scope{Clusters: o.Clusters}, *o.Job)
+		if err != nil {
+			return sc, err
+		}
+		row = r.Row
+		sc.from, sc.to = r.Start*1000, o.Now.UnixMilli()
+		if r.End != nil {
+			sc.to = *r.End * 1000
+		}
+		gs, err := d.st.JobGPUs(ctx, r.Row)
+		if err != nil {
+			return sc, d.wrap(err)
+		}
+		for _, g := range gs {
+			sc.gpus = append(sc.gpus, store.GPURow{ID: g.GPUID, NodeID: g.NodeID, UUID: g.UUID, Index: g.Index})
+		}
+	} else {
+		gs, err := d.st.GPUs(ctx)
+		if err != nil {
+			return sc, d.wrap(err)
+		}
+		sc.gpus = gs
+	}
+	names, err := d.st.MetricNames(ctx, row)
+	if err != nil {
+		return sc, d.wrap(err)
+	}
+	sort.SliceStable(names, func(i, j int) bool { return catalogueRank(names[i]) < catalogueRank(names[j]) })
+	sc.metrics = names
+	return sc, nil
+}
+
+// Columns of the samples export's store rows (store.ExportSamples), and
+// of what it writes before the metrics.
+const (
+	sampleT      = 3
+	sampleIv     = 4
+	samplePower  = 11
+	sampleFixed  = 16 // node … missing
+	sampleMetric = 16 // the store's metrics JSON
+)
+
+// sampleRow turns a store row of the samples export into the export's:
+// power in watts, and each chosen metric in its column (rounded to 3
+// decimals, so that no float noise shows), human on request.
+type sampleRow struct {
+	names []string // the columns
+	human bool
+	loc   *time.Location
+	out   []any
+	m     map[string]float64
+}
+
+func newSampleRow(cols []string, human bool, loc *time.Location) *sampleRow {
+	if loc == nil {
+		loc = time.UTC
+	}
+	return &sampleRow{names: cols, human: human, loc: loc, out: make([]any, len(cols)), m: map[string]float64{}}
+}
+
+func (r *sampleRow) convert(vals []any) ([]any, error) {
+	copy(r.out, vals[:sampleFixed])
+	if p, ok := vals[samplePower].(int64); ok {
+		r.out[samplePower] = float64(p) / 1000
+	}
+	for i := sampleFixed; i < len(r.out); i++ {
+		r.out[i] = nil
+	}
+	var raw string
+	switch x := vals[sampleMetric].(type) {
+	case string:
+		raw = x
+	case []byte:
+		raw = string(x)
+	}
+	if raw != "" {
+		clear(r.m)
+		if err := json.Unmarshal([]byte(raw), &r.m); err != nil {
+			return nil, fmt.Errorf("sample metrics %q: %w", raw, err)
+		}
+		for i, name := range r.names[sampleFixed:] {
+			if v, ok := r.m[name]; ok {
+				r.out[sampleFixed+i] = roundTo(v, 3)
+			}
+		}
+	}
+	if r.human {
+		r.humanize()
+	}
+	return r.out, nil
+}
+
+// humanize writes each value in its unit for people: the time in the
+// report's zone, the interval in seconds, a figure with a unit in its
+// column's name in that unit.
+func (r *sampleRow) humanize() {
+	for i, v := range r.out {
+		if v == nil {
+			continue
+		}
+		name := r.names[i]
+		f, isNum := number(v)
+		switch {
+		case i == sampleT && isNum:
+			r.out[i] = time.UnixMilli(int64(f)).In(r.loc).Format("2006-01-02 15:04:05.000")
+		case i == sampleIv && isNum:
+			r.out[i] = Decimal(f/1000, 3) + " s"
+		case isNum && name == "mem_used_mib":
+			r.out[i] = Decimal(f/1024, 1) + " GiB"
+		case isNum && (strings.HasSuffix(name, "_pct") || strings.HasSuffix(name, "_w") || strings.HasSuffix(name, "_c") ||
+			strings.HasSuffix(name, "_mhz") || strings.HasSuffix(name, "_bytes_per_s")):
+			r.out[i] = HumanMetric(name, f)
+		}
+	}
+}
+
+func number(v any) (float64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return float64(x), true
+	case float64:
+		return x, true
+	}
+	return 0, false
+}
+
+// roundTo rounds v to places decimals; FormatFloat's shortest form then
+// writes it without noise (756.5999999999998 → 756.6).
+func roundTo(v float64, places int) float64 {
+	p := math.Pow10(places)
+	if math.Abs(v) >= 1e15 {
+		return v
+	}
+	return math.Round(v*p) / p
+}

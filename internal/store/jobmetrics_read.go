@@ -1,0 +1,77 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"time"
+)
+
+// JobMetricRow is one metric of a job run on one GPU (job_gpu_metrics):
+// Mean = ValueS / Seconds over the samples counted; Unsupported, when
+// set, is why the GPU cannot give it.
+type JobMetricRow struct {
+	GPUID       int64
+	Name        string
+	Samples     int64
+	Seconds     float64
+	ValueS      float64
+	Peak        *float64
+	Unsupported string
+}
+
+// JobMetrics lists a run's metrics (row: JobRow.Row) by GPU and name.
+func (s *Store) JobMetrics(ctx context.Context, row int64) ([]JobMetricRow, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT gpu_id, name, samples, seconds, value_s, peak, coalesce(unsupported, '')
+ FROM job_gpu_metrics WHERE job = ? ORDER BY gpu_id, name LIMIT 100000`, row)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	var out []JobMetricRow
+	for rows.Next() {
+		var m JobMetricRow
+		var peak sql.NullFloat64
+		if err := rows.Scan(&m.GPUID, &m.Name, &m.Samples, &m.Seconds, &m.ValueS, &peak, &m.Unsupported); err != nil {
+			return nil, translate(err)
+		}
+		m.Peak = ptrFloat(peak)
+		out = append(out, m)
+	}
+	return out, translate(rows.Err())
+}
+
+// GPUEventRow is one stored GPU event.
+type GPUEventRow struct {
+	GPUID      int64
+	Time       time.Time
+	Kind       string
+	Code       int64
+	Reason     string
+	Suppressed int64
+}
+
+// JobGPUEvents lists, in time order, the events of the GPUs a run held
+// (job_gpus) from its start on their node to JobEventGrace seconds after
+// its end there (no end yet: every later one), at most limit.
+func (s *Store) JobGPUEvents(ctx context.Context, row int64, limit int) ([]GPUEventRow, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT e.gpu_id, e.t_ns, e.kind, e.code, e.reason, e.suppressed
+ FROM job_gpus jg JOIN job_nodes n ON n.job = jg.job AND n.node_id = jg.node_id
+ JOIN gpu_events e ON e.gpu_id = jg.gpu_id AND e.t_ns >= coalesce(n.start, n.end, 0) * 1000000000
+  AND (n.end IS NULL OR e.t_ns < (n.end + ?) * 1000000000)
+ WHERE jg.job = ? ORDER BY e.t_ns, e.gpu_id, e.kind LIMIT ?`, JobEventGrace, row, limit)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	var out []GPUEventRow
+	for rows.Next() {
+		var e GPUEventRow
+		var ns int64
+		if err := rows.Scan(&e.GPUID, &ns, &e.Kind, &e.Code, &e.Reason, &e.Suppressed); err != nil {
+			return nil, translate(err)
+		}
+		e.Time = time.Unix(0, ns).UTC()
+		out = append(out, e)
+	}
+	return out, translate(rows.Err())
+}
