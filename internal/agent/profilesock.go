@@ -4,12 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net"
-	"os"
-	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/agent/profileclient"
@@ -19,55 +14,12 @@ import (
 // connect (mode 0666); each request is judged by the peer's uid
 // (SO_PEERCRED), never by anything it says.
 func listenProfileSocket(path string) (*net.UnixListener, error) {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("create profile socket dir %q: %w", dir, err)
-	}
-	st, err := os.Stat(dir)
-	if err != nil {
-		return nil, fmt.Errorf("stat profile socket dir %q: %w", dir, err)
-	}
-	if st.Mode().Perm()&0o022 != 0 {
-		return nil, fmt.Errorf("profile socket dir %q is writable by group or others (mode %v): chmod go-w it", dir, st.Mode().Perm())
-	}
-	if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
-		c.Close()
-		return nil, fmt.Errorf("profile socket %q is served by another running agent", path)
-	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("remove stale profile socket %q: %w", path, err)
-	}
-	old := syscall.Umask(0o177)
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
-	syscall.Umask(old)
-	if err != nil {
-		return nil, fmt.Errorf("listen on %q: %w", path, err)
-	}
-	if err := os.Chmod(path, 0o666); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("chmod %q: %w", path, err)
-	}
-	return ln, nil
+	return listenUnix("profile socket", path, 0o755, 0o666)
 }
 
 // serveProfiles answers profile requests until ln is closed.
 func (a *Agent) serveProfiles(ctx context.Context, ln *net.UnixListener) {
-	for {
-		c, err := ln.AcceptUnix()
-		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
-				return
-			}
-			a.log.Warn("profile socket accept failed", "err", err)
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-			continue
-		}
-		go a.handleProfile(ctx, c)
-	}
+	a.accept(ctx, ln, "profile socket", a.handleProfile)
 }
 
 func (a *Agent) handleProfile(ctx context.Context, c *net.UnixConn) {

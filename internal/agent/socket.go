@@ -20,34 +20,41 @@ import (
 )
 
 // listenSocket opens the hook socket: root only (mode 0600, in a directory
-// others cannot write, peers checked by SO_PEERCRED). A stale socket of a
-// dead agent is replaced; a live agent on it is an error.
+// others cannot write, peers checked by SO_PEERCRED).
 func listenSocket(path string) (*net.UnixListener, error) {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create socket dir %q: %w", dir, err)
+	return listenUnix("hook socket", path, 0o700, 0o600)
+}
+
+// listenUnix opens a unix socket at path with mode sock, in a directory
+// (made with mode dir) that group and others cannot write. A stale socket
+// of a dead agent is replaced; a live agent on it is an error.
+func listenUnix(what, path string, dir, sock os.FileMode) (*net.UnixListener, error) {
+	d := filepath.Dir(path)
+	if err := os.MkdirAll(d, dir); err != nil {
+		return nil, fmt.Errorf("create %s dir %q: %w", what, d, err)
 	}
-	st, err := os.Stat(dir)
+	st, err := os.Stat(d)
 	if err != nil {
-		return nil, fmt.Errorf("stat socket dir %q: %w", dir, err)
+		return nil, fmt.Errorf("stat %s dir %q: %w", what, d, err)
 	}
 	if st.Mode().Perm()&0o022 != 0 {
-		return nil, fmt.Errorf("socket dir %q is writable by group or others (mode %v): chmod go-w it", dir, st.Mode().Perm())
+		return nil, fmt.Errorf("%s dir %q is writable by group or others (mode %v): chmod go-w it", what, d, st.Mode().Perm())
 	}
 	if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
 		c.Close()
-		return nil, fmt.Errorf("hook socket %q is served by another running agent", path)
+		return nil, fmt.Errorf("%s %q is served by another running agent", what, path)
 	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("remove stale socket %q: %w", path, err)
+		return nil, fmt.Errorf("remove stale %s %q: %w", what, path, err)
 	}
+	// created 0600 whatever the umask, then opened up as asked
 	old := syscall.Umask(0o177)
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	syscall.Umask(old)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %q: %w", path, err)
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
+	if err := os.Chmod(path, sock); err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("chmod %q: %w", path, err)
 	}
@@ -56,17 +63,27 @@ func listenSocket(path string) (*net.UnixListener, error) {
 
 // serveSocket answers hook requests until ln is closed.
 func (a *Agent) serveSocket(ctx context.Context, ln *net.UnixListener) {
+	a.accept(ctx, ln, "hook socket", a.handleConn)
+}
+
+// accept hands each connection to ln to handle, on a goroutine of its
+// own, until ln is closed or ctx ends.
+func (a *Agent) accept(ctx context.Context, ln *net.UnixListener, what string, handle func(context.Context, *net.UnixConn)) {
 	for {
 		c, err := ln.AcceptUnix()
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return
 			}
-			a.log.Warn("hook socket accept failed", "err", err)
-			time.Sleep(100 * time.Millisecond)
+			a.log.Warn(what+" accept failed", "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
 			continue
 		}
-		go a.handleConn(ctx, c)
+		go handle(ctx, c)
 	}
 }
 

@@ -6,16 +6,14 @@
 package hookclient
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/aicloud/gpusuite/internal/agent/sockline"
 	"github.com/aicloud/gpusuite/internal/gpu"
 	"github.com/aicloud/gpusuite/internal/record"
 )
@@ -82,35 +80,8 @@ func Announce(ctx context.Context, path string, timeout time.Duration, ev *recor
 // Do sends one request and reads one response, all within timeout.
 func Do(ctx context.Context, path string, timeout time.Duration, req Request) (Response, error) {
 	var resp Response
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", path)
-	if err != nil {
-		return resp, fmt.Errorf("agent socket %q: %w", path, err)
-	}
-	defer conn.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		_ = conn.SetDeadline(dl)
-	}
-	data, err := json.Marshal(req)
-	if err != nil {
-		return resp, fmt.Errorf("encode %s request: %w", req.Op, err)
-	}
-	if _, err := conn.Write(append(data, '\n')); err != nil {
-		return resp, fmt.Errorf("agent socket %q: send: %w", path, err)
-	}
-	sc := bufio.NewScanner(conn)
-	sc.Buffer(make([]byte, 0, 4096), MaxMessage)
-	if !sc.Scan() {
-		err := sc.Err()
-		if err == nil {
-			err = errors.New("connection closed without an answer")
-		}
-		return resp, fmt.Errorf("agent socket %q: %w", path, err)
-	}
-	if err := json.Unmarshal(sc.Bytes(), &resp); err != nil {
-		return resp, fmt.Errorf("agent socket %q: bad answer: %w", path, err)
+	if err := sockline.Exchange(ctx, path, timeout, MaxMessage, req, &resp); err != nil {
+		return resp, fmt.Errorf("agent socket %q: %s: %w", path, req.Op, err)
 	}
 	if resp.Error != "" {
 		return resp, fmt.Errorf("%w: %s", ErrAgent, resp.Error)

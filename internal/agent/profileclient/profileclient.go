@@ -5,13 +5,12 @@
 package profileclient
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"time"
+
+	"github.com/aicloud/gpusuite/internal/agent/sockline"
 )
 
 // MaxMessage bounds one request or answer line.
@@ -49,32 +48,11 @@ var ErrRefused = errors.New("agent refused")
 // Ask sends req to the agent's profile socket at path, all within timeout.
 func Ask(ctx context.Context, path string, timeout time.Duration, req Request) (Response, error) {
 	var resp Response
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", path)
-	if err != nil {
-		return resp, fmt.Errorf("agent profile socket %q: %w (is gpuacct agent running on this node with agent.profile_socket set?)", path, err)
-	}
-	defer conn.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		_ = conn.SetDeadline(dl)
-	}
-	data, _ := json.Marshal(req)
-	if _, err := conn.Write(append(data, '\n')); err != nil {
-		return resp, fmt.Errorf("agent profile socket %q: send: %w", path, err)
-	}
-	sc := bufio.NewScanner(conn)
-	sc.Buffer(make([]byte, 0, 4096), MaxMessage)
-	if !sc.Scan() {
-		err := sc.Err()
-		if err == nil {
-			err = errors.New("connection closed without an answer")
+	if err := sockline.Exchange(ctx, path, timeout, MaxMessage, req, &resp); err != nil {
+		if errors.Is(err, sockline.ErrConnect) {
+			return resp, fmt.Errorf("agent profile socket %q: %w (is gpuacct agent running on this node with agent.profile_socket set?)", path, err)
 		}
 		return resp, fmt.Errorf("agent profile socket %q: %w", path, err)
-	}
-	if err := json.Unmarshal(sc.Bytes(), &resp); err != nil {
-		return resp, fmt.Errorf("agent profile socket %q: bad answer: %w", path, err)
 	}
 	if resp.Error != "" {
 		return resp, fmt.Errorf("%w: %s", ErrRefused, resp.Error)

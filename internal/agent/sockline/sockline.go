@@ -1,0 +1,53 @@
+// Package sockline is the client's side of the agent's sockets (the hooks'
+// and gpuacct profile's): one JSON request line and one JSON answer line
+// on a unix socket, all within a deadline.
+package sockline
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+)
+
+// ErrConnect is a socket nobody answers on (no agent, or not this one).
+var ErrConnect = errors.New("cannot connect")
+
+// Exchange sends req to the socket at path and reads the answer, of at
+// most maxLine bytes, into resp, all within timeout.
+func Exchange(ctx context.Context, path string, timeout time.Duration, maxLine int, req, resp any) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrConnect, err)
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+	}
+	data, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("encode request: %w", err)
+	}
+	if _, err := conn.Write(append(data, '\n')); err != nil {
+		return fmt.Errorf("send: %w", err)
+	}
+	sc := bufio.NewScanner(conn)
+	sc.Buffer(make([]byte, 0, 4096), maxLine)
+	if !sc.Scan() {
+		err := sc.Err()
+		if err == nil {
+			err = errors.New("connection closed without an answer")
+		}
+		return err
+	}
+	if err := json.Unmarshal(sc.Bytes(), resp); err != nil {
+		return fmt.Errorf("bad answer: %w", err)
+	}
+	return nil
+}
