@@ -147,9 +147,12 @@ func New(cfg config.Config, cluster, node string, d Deps) (*Agent, error) {
 	return a, nil
 }
 
-// Stop closes the open segment into the spool, as a clean shutdown does,
-// and ends the GPU event watch.
+// Stop records the GPU events the watch handed over since the last cycle
+// (an Xid in the last interval before a shutdown is not lost), closes the
+// open segment into the spool, as a clean shutdown does, and ends the GPU
+// event watch.
 func (a *Agent) Stop() error {
 	defer a.stopWatch()
+	a.drainGPUEvents()
 	return a.closeSegment()
 }

@@ -81,6 +81,12 @@ func (a *Agent) stopWatch() {
 	a.stopEvents = nil
 }
 
+// GPUEventsWaiting is how many Xid and ECC events the watch has handed
+// over that the next cycle records. A simulated cluster, whose clock the
+// agent reads, waits on it so that an event it raised is stamped at its
+// own time.
+func (a *Agent) GPUEventsWaiting() int { return len(a.gpuEvents) }
+
 // drainGPUEvents records the events waiting in the queue.
 func (a *Agent) drainGPUEvents() {
 	for {

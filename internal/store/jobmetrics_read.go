@@ -51,13 +51,18 @@ type GPUEventRow struct {
 }
 
 // JobGPUEvents lists, in time order, the events of the GPUs a run held
-// (job_gpus) from its start on their node to JobEventGrace seconds after
-// its end there (no end yet: every later one), at most limit.
+// (job_gpus), at most limit: those after its start on their node up to
+// and including its end there (no end yet: every later one), and those
+// up to JobEventGrace seconds after its end while no other run has taken
+// the GPU. An Xid in the second a run ends and the next one on the GPU
+// starts is the ending run's: it is what ended it.
 func (s *Store) JobGPUEvents(ctx context.Context, row int64, limit int) ([]GPUEventRow, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT e.gpu_id, e.t_ns, e.kind, e.code, e.reason, e.suppressed
  FROM job_gpus jg JOIN job_nodes n ON n.job = jg.job AND n.node_id = jg.node_id
- JOIN gpu_events e ON e.gpu_id = jg.gpu_id AND e.t_ns >= coalesce(n.start, n.end, 0) * 1000000000
-  AND (n.end IS NULL OR e.t_ns < (n.end + ?) * 1000000000)
+ JOIN gpu_events e ON e.gpu_id = jg.gpu_id AND e.t_ns > coalesce(n.start, n.end, 0) * 1000000000
+  AND (n.end IS NULL OR e.t_ns <= n.end * 1000000000
+   OR e.t_ns <= (n.end + ?) * 1000000000 AND NOT EXISTS (SELECT 1 FROM job_gpus o JOIN job_nodes m ON m.job = o.job AND m.node_id = o.node_id
+    WHERE o.gpu_id = jg.gpu_id AND o.job <> jg.job AND m.start >= n.end AND m.start * 1000000000 < e.t_ns))
  WHERE jg.job = ? ORDER BY e.t_ns, e.gpu_id, e.kind LIMIT ?`, JobEventGrace, row, limit)
 	if err != nil {
 		return nil, translate(err)

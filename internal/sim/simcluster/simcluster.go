@@ -67,6 +67,11 @@ type Options struct {
 	Parallel int
 	// Log receives the agents' and hooks' logs; nil discards them.
 	Log *slog.Logger
+	// Metrics is agent.metrics of every node (nil: the default set).
+	Metrics []string
+	// XID, when set, is raised on the first GPU of every failing job as
+	// it ends, before its epilog: the Xid that took the job down.
+	XID uint64
 
 	reinitAfter time.Duration
 }
@@ -282,6 +287,9 @@ func nodeConfig(o *Options, node string) config.Config {
 	// Simulated nodes share one host: no node takes the host's profile
 	// socket.
 	cfg.Agent.ProfileSocket = ""
+	if o.Metrics != nil {
+		cfg.Agent.Metrics = o.Metrics
+	}
 	cfg.GPU.Backend = "simulated"
 	cfg.GPU.Simulated.Count = o.GPUsPerNode
 	cfg.GPU.Simulated.Model = o.Model
@@ -344,6 +352,11 @@ func runNode(ctx context.Context, o *Options, p *nodePlan, truth func(base []uin
 			}
 			return runHook(ctx, s.kind, cfg, hd, s.job, o.Cluster, hlog)
 		default:
+			if o.XID != 0 && s.job.Kind == Failing && len(s.job.GPUs) > 0 {
+				if err := raiseXID(ctx, a, srv.Device(s.job.GPUs[0]), o.XID); err != nil {
+					return fmt.Errorf("node %s: job %d: %w", node, s.job.ID, err)
+				}
+			}
 			if err := runHook(ctx, s.kind, cfg, hd, s.job, o.Cluster, hlog); err != nil {
 				return err
 			}
@@ -408,6 +421,29 @@ func runNode(ctx context.Context, o *Options, p *nodePlan, truth func(base []uin
 		return shipped, fmt.Errorf("node %s: ship: %w", node, err)
 	}
 	return shipped, nil
+}
+
+// xidWait bounds how long the agent's event watch may take to hand over
+// an Xid raised on a simulated GPU.
+const xidWait = 30 * time.Second
+
+// raiseXID raises xid on d and waits until the agent's watch has it, so
+// that it is stamped at the simulated time it was raised.
+func raiseXID(ctx context.Context, a *agent.Agent, d *sim.Device, xid uint64) error {
+	before := a.GPUEventsWaiting()
+	d.InjectXID(xid)
+	ctx, cancel := context.WithTimeout(ctx, xidWait)
+	defer cancel()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for a.GPUEventsWaiting() <= before {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("simulated GPU raised Xid %d, but the agent's event watch did not hand it over in %s", xid, xidWait)
+		case <-tick.C:
+		}
+	}
+	return nil
 }
 
 // runHook runs the real prolog or epilog code for j with the environment

@@ -74,6 +74,12 @@ func ledger(t *testing.T, o simcluster.Options) (simcluster.Result, string, inge
 		t.Fatal(err)
 	}
 	t.Logf("ingest: %+v in %s", ir, time.Since(t0).Round(time.Millisecond))
+	// why files were set aside, the first few
+	reasons, _ := filepath.Glob(filepath.Join(cfg.Ingest.Quarantine, "*", "*.reason"))
+	for _, r := range reasons[:min(len(reasons), 5)] {
+		b, _ := os.ReadFile(r)
+		t.Logf("quarantined %s: %s", filepath.Base(r), b)
+	}
 	return res, cfg.Store.Location(), ir
 }
 
