@@ -41,6 +41,23 @@ func Golden(t *testing.T, path, got string, update bool) {
 	}
 }
 
+// ManAndCompletions holds the program name's man page and bash and zsh
+// completions under packaging (dir: its path from the test's package) to
+// app, or writes them with update, and checks that bash completes each
+// line of complete to its words.
+func ManAndCompletions(t *testing.T, dir, name string, app *cli.App, update bool, complete map[string][]string) {
+	t.Helper()
+	Golden(t, filepath.Join(dir, "man", name+".1"), Man(t, app), update)
+	bash := Bash(app)
+	Golden(t, filepath.Join(dir, "completion", "bash", name), bash, update)
+	Golden(t, filepath.Join(dir, "completion", "zsh", "_"+name), Zsh(app), update)
+	for line, want := range complete {
+		if d := cmp.Diff(want, BashComplete(t, bash, name, line)); d != "" {
+			t.Errorf("completing %q (-want +got)\n%s", line, d)
+		}
+	}
+}
+
 // Man is app's man page in section 1.
 func Man(t *testing.T, app *cli.App) string {
 	t.Helper()
