@@ -8,22 +8,13 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
-
-	"github.com/aicloud/gpusuite/internal/gpu"
 )
 
 // The live-state file's added CPU beside today's cycle on real GPUs: two
 // agents sample the same GPUs in turn, one without the file and one that
 // also writes every snapshot at once.
 func TestNVMLLiveCost(t *testing.T) {
-	lib, err := gpu.OpenInterface(context.Background(), nvml.New(), 60*time.Second)
-	if err != nil {
-		t.Fatalf("open NVML: %v", err)
-	}
-	defer lib.Close()
-	lib.Timeout = 5 * time.Second
+	lib := openNVML(t)
 	// Each cycle a whole interval after the last on the agents' clock: a
 	// cycle less than half an interval after the last is skipped.
 	clk := &fakeClock{t: time.Now()}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/gpu"
 )
 
@@ -19,23 +20,7 @@ import (
 // processes, segment write, aggregates): wall and CPU time, and the
 // samples name the GPUs nvidia-smi lists.
 func TestNVMLAgentCycle(t *testing.T) {
-	lib, err := gpu.OpenInterface(context.Background(), nvml.New(), 60*time.Second)
-	if err != nil {
-		t.Fatalf("open NVML: %v", err)
-	}
-	defer lib.Close()
-	lib.Timeout = 5 * time.Second
-	root := t.TempDir()
-	cfg := testConfig(root)
-	cfg.Agent.ProcRoot = "/proc"
-	os.MkdirAll(cfg.Agent.IncomingDir, 0o755)
-	// Each cycle a whole interval after the last on the agent's clock: a
-	// cycle less than half an interval after the last is skipped.
-	clk := &fakeClock{t: time.Now()}
-	a, err := New(cfg, testCluster, testNode, Deps{Lib: lib, Now: clk.Now, Log: quietLog()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, clk, cfg := nvmlAgent(t, openNVML(t), nil)
 	ctx := context.Background()
 	if err := a.Cycle(ctx); err != nil {
 		t.Fatal(err)
@@ -74,24 +59,7 @@ func TestNVMLAgentCycle(t *testing.T) {
 // The cycle on real GPUs with every catalogue metric: its CPU per cycle,
 // and what each GPU gave or could not give.
 func TestNVMLAgentCycleAllMetrics(t *testing.T) {
-	lib, err := gpu.OpenInterface(context.Background(), nvml.New(), 60*time.Second)
-	if err != nil {
-		t.Fatalf("open NVML: %v", err)
-	}
-	defer lib.Close()
-	lib.Timeout = 5 * time.Second
-	root := t.TempDir()
-	cfg := testConfig(root)
-	cfg.Agent.ProcRoot = "/proc"
-	cfg.Agent.Metrics = []string{"all"}
-	os.MkdirAll(cfg.Agent.IncomingDir, 0o755)
-	// Each cycle a whole interval after the last on the agent's clock: a
-	// cycle less than half an interval after the last is skipped.
-	clk := &fakeClock{t: time.Now()}
-	a, err := New(cfg, testCluster, testNode, Deps{Lib: lib, Now: clk.Now, Log: quietLog()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, clk, cfg := nvmlAgent(t, openNVML(t), []string{"all"})
 	ctx := context.Background()
 	if err := a.Cycle(ctx); err != nil {
 		t.Fatal(err)
@@ -114,4 +82,36 @@ func TestNVMLAgentCycleAllMetrics(t *testing.T) {
 	if err := a.Stop(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// openNVML opens the real NVML for the test.
+func openNVML(t *testing.T) *gpu.Library {
+	t.Helper()
+	lib, err := gpu.OpenInterface(context.Background(), nvml.New(), 60*time.Second)
+	if err != nil {
+		t.Fatalf("open NVML: %v", err)
+	}
+	t.Cleanup(lib.Close)
+	lib.Timeout = 5 * time.Second
+	return lib
+}
+
+// nvmlAgent is an agent on the real GPUs of lib and this machine's
+// processes, sampling metrics (nil: the default set), on a clock the test
+// steps an interval a cycle: a cycle less than half an interval after the
+// last is skipped.
+func nvmlAgent(t *testing.T, lib *gpu.Library, metrics []string) (*Agent, *fakeClock, config.Config) {
+	t.Helper()
+	cfg := testConfig(t.TempDir())
+	cfg.Agent.ProcRoot = "/proc"
+	if metrics != nil {
+		cfg.Agent.Metrics = metrics
+	}
+	os.MkdirAll(cfg.Agent.IncomingDir, 0o755)
+	clk := &fakeClock{t: time.Now()}
+	a, err := New(cfg, testCluster, testNode, Deps{Lib: lib, Now: clk.Now, Log: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, clk, cfg
 }
