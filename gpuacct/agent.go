@@ -38,9 +38,7 @@ Examples:
    gpuacct agent --incoming-dir /mnt/test/incoming --metrics-listen 127.0.0.1:9466
    curl -s localhost:9466/metrics | grep gpusuite_gpu_utilization`,
 		Flags: []cli.Flag{
-			&cli.DurationFlag{Name: "interval", Usage: "sampling interval, 1s minimum (agent.interval)", EnvVars: []string{"GPUSUITE_AGENT_INTERVAL"},
-				// The real default is the config's, not the flag's zero.
-				DefaultText: config.Default().Agent.Interval.Duration.String()},
+			&cli.DurationFlag{Name: "interval", Usage: "sampling interval, 1s minimum (agent.interval)", EnvVars: []string{"GPUSUITE_AGENT_INTERVAL"}},
 			&cli.StringFlag{Name: "spool-dir", Usage: "node-local spool (spool.dir)", EnvVars: []string{"GPUSUITE_SPOOL_DIR"}},
 			&cli.StringFlag{Name: "incoming-dir", Usage: "shared incoming directory; records go to <dir>/<node>/ (agent.incoming_dir)", EnvVars: []string{"GPUSUITE_AGENT_INCOMING_DIR"}},
 			&cli.StringFlag{Name: "live-dir", Usage: "shared directory of the nodes' live-state files, <dir>/<node>.json; empty to disable (agent.live_dir)", EnvVars: []string{"GPUSUITE_AGENT_LIVE_DIR"}},
@@ -51,9 +49,8 @@ Examples:
 			&cli.StringFlag{Name: "web-config-file", Usage: "Prometheus web config `FILE` (TLS, basic auth) for /metrics (agent.web_config_file)", EnvVars: []string{"GPUSUITE_AGENT_WEB_CONFIG_FILE"}},
 			&cli.StringFlag{Name: "node", Usage: "node name (cluster.node; default the short host name)", EnvVars: []string{"GPUSUITE_NODE"}},
 			&cli.StringSliceFlag{Name: "metrics", Usage: "metric sets or single metrics each sample carries, comma-separated: the fixed fields' set, clocks, throttle, pcie, nvlink, gpm, ecc, all; single metrics in docs/records.md (agent.metrics)",
-				EnvVars: []string{"GPUSUITE_AGENT_METRICS"}, DefaultText: strings.Join(config.Default().Agent.Metrics, ",")},
-			&cli.StringFlag{Name: "profile-socket", Usage: "socket `gpuacct profile` asks on, empty to disable (agent.profile_socket)", EnvVars: []string{"GPUSUITE_AGENT_PROFILE_SOCKET"},
-				DefaultText: config.Default().Agent.ProfileSocket},
+				EnvVars: []string{"GPUSUITE_AGENT_METRICS"}},
+			&cli.StringFlag{Name: "profile-socket", Usage: "socket `gpuacct profile` asks on, empty to disable (agent.profile_socket)", EnvVars: []string{"GPUSUITE_AGENT_PROFILE_SOCKET"}},
 			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error (agent.log_level)", EnvVars: []string{"GPUSUITE_AGENT_LOG_LEVEL"}},
 		},
 		Action: func(c *cli.Context) error {

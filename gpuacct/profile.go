@@ -11,13 +11,11 @@ import (
 
 	"github.com/aicloud/gpusuite/cliwire"
 	"github.com/aicloud/gpusuite/internal/agent/profileclient"
-	"github.com/aicloud/gpusuite/internal/config"
 )
 
 // profileCommand is `gpuacct profile`: ask this node's agent to sample one
 // job's GPUs at a short interval for a while.
 func profileCommand(stdout, stderr io.Writer, getenv func(string) string) *cli.Command {
-	def := config.Default().Agent
 	return &cli.Command{
 		Name:      "profile",
 		Usage:     "sample one job's GPUs on this node at a short interval for a while (root or the job's owner)",
@@ -38,8 +36,7 @@ Examples:
 		Flags: []cli.Flag{
 			&cli.DurationFlag{Name: "interval", Value: 200 * time.Millisecond, Usage: "sampling interval, at least 100ms in steps of 100ms"},
 			&cli.DurationFlag{Name: "for", Value: 10 * time.Minute, Usage: "how long to profile"},
-			&cli.StringFlag{Name: "socket", Usage: "the agent's profile socket (agent.profile_socket)", EnvVars: []string{"GPUSUITE_AGENT_PROFILE_SOCKET"},
-				DefaultText: def.ProfileSocket},
+			&cli.StringFlag{Name: "socket", Usage: "the agent's profile socket (agent.profile_socket)", EnvVars: []string{"GPUSUITE_AGENT_PROFILE_SOCKET"}},
 		},
 		Action: cliwire.Interspersed(func(c *cli.Context) error {
 			if c.NArg() != 1 {

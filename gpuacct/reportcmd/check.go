@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -68,20 +67,15 @@ Examples:
    gpuacct check --no-live
    */10 * * * * gpuacct check >/dev/null || mail -s "gpuacct" root   # crontab
    command[gpuacct]=/usr/bin/gpuacct check                           # nrpe.cfg`,
-		// The defaults shown are the config's, which apply, not the flags' zeros.
+		// The defaults shown are the config's (cliwire.ConfigDefaults reads
+		// each flag's key from its usage), not the flags' zeros.
 		Flags: append([]cli.Flag{dbFlag(), cliwire.StoreURLFlag(),
-			&cli.DurationFlag{Name: "stale", Usage: "a node may ship nothing this long (report.check_stale)", EnvVars: []string{"GPUSUITE_CHECK_STALE"},
-				DefaultText: config.Default().Report.CheckStale.Duration.String()},
-			&cli.DurationFlag{Name: "lag", Usage: "the last good ingest pass may be this old (report.check_lag)", EnvVars: []string{"GPUSUITE_CHECK_LAG"},
-				DefaultText: config.Default().Report.CheckLag.Duration.String()},
-			&cli.DurationFlag{Name: "forget", Usage: "leave out nodes silent this long, 0 for none (report.check_forget)", EnvVars: []string{"GPUSUITE_CHECK_FORGET"},
-				DefaultText: config.Default().Report.CheckForget.Duration.String()},
-			&cli.IntFlag{Name: "left-passes", Usage: "a file in incoming may outlive this many ingest passes, 0 to skip (report.check_left_passes)",
-				DefaultText: strconv.Itoa(config.Default().Report.CheckLeftPasses)},
-			&cli.StringFlag{Name: "live-dir", Usage: "directory of the agents' live snapshots (board.live_dir)", EnvVars: []string{"GPUSUITE_LIVE_DIR"},
-				DefaultText: config.Default().Board.LiveDir},
-			&cli.DurationFlag{Name: "idle-alert", Usage: "a GPU may stay allocated but idle this long (board.idle_alert)", EnvVars: []string{"GPUSUITE_IDLE_ALERT"},
-				DefaultText: config.Default().Board.IdleAlert.Duration.String()},
+			&cli.DurationFlag{Name: "stale", Usage: "a node may ship nothing this long (report.check_stale)", EnvVars: []string{"GPUSUITE_CHECK_STALE"}},
+			&cli.DurationFlag{Name: "lag", Usage: "the last good ingest pass may be this old (report.check_lag)", EnvVars: []string{"GPUSUITE_CHECK_LAG"}},
+			&cli.DurationFlag{Name: "forget", Usage: "leave out nodes silent this long, 0 for none (report.check_forget)", EnvVars: []string{"GPUSUITE_CHECK_FORGET"}},
+			&cli.IntFlag{Name: "left-passes", Usage: "a file in incoming may outlive this many ingest passes, 0 to skip (report.check_left_passes)"},
+			&cli.StringFlag{Name: "live-dir", Usage: "directory of the agents' live snapshots (board.live_dir)", EnvVars: []string{"GPUSUITE_LIVE_DIR"}},
+			&cli.DurationFlag{Name: "idle-alert", Usage: "a GPU may stay allocated but idle this long (board.idle_alert)", EnvVars: []string{"GPUSUITE_IDLE_ALERT"}},
 			&cli.BoolFlag{Name: "no-live", Usage: "leave out the live board's alerts (no snapshot read, Slurm not asked)"},
 		}, clusterFlagsSaying("check the nodes of these clusters of the ledger (all: every one). Default: the local one (SLURM_CLUSTER_NAME, else cluster.name), or every one when it is not in the ledger",
 			"check the nodes of every cluster of the ledger (-M all)")...),

@@ -228,9 +228,7 @@ Examples:
    curl -s localhost:9466/metrics | grep gpuacct_ingest
    curl -s localhost:9466/api/v1/free`,
 		Flags: append(ingestcmd.Flags(),
-			&cli.DurationFlag{Name: "interval", Usage: "longest time between passes (ingest.interval)", EnvVars: []string{"GPUSUITE_INGEST_INTERVAL"},
-				// The real default is the config's, not the flag's zero.
-				DefaultText: config.Default().Ingest.Interval.Duration.String()},
+			&cli.DurationFlag{Name: "interval", Usage: "longest time between passes (ingest.interval)", EnvVars: []string{"GPUSUITE_INGEST_INTERVAL"}},
 			&cli.StringFlag{Name: "metrics-listen", Usage: "address of /metrics, \"\" for none (ingest.metrics_listen)", EnvVars: []string{"GPUSUITE_METRICS_LISTEN"}},
 			&cli.StringFlag{Name: "web-config-file", Usage: "Prometheus web config `FILE` (TLS, basic auth, headers) for every address serve listens on (web.config_file)", EnvVars: []string{"GPUSUITE_WEB_CONFIG_FILE"}},
 			&cli.BoolFlag{Name: "read-only", Usage: "serve the board, dashboard, API and /metrics from a read-only store: no ingest, no writer lock (any number may run)", EnvVars: []string{"GPUSUITE_SERVE_READ_ONLY"}},
