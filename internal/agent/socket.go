@@ -177,7 +177,7 @@ func (a *Agent) identify(ctx context.Context, req hookclient.Request) (hookclien
 			byMinor[d.Minor] = d
 		}
 	}
-	resp := hookclient.Response{GPUs: make([]gpu.Identity, len(req.Minors)), EnergyByAgent: later != nil}
+	resp := hookclient.Response{GPUs: make([]gpu.Identity, len(req.Minors))}
 	if req.Procs {
 		resp.Procs, resp.ProcErrors = map[string][]hookclient.Process{}, map[string]string{}
 	}

@@ -72,11 +72,6 @@ func (l *Library) WatchEvents(ctx context.Context, devs []*Device) (*EventWatch,
 		if _, err := Call(ctx, l.Timeout, "nvmlDeviceRegisterEvents", func() (struct{}, nvml.Return) {
 			return struct{}{}, safe(func() nvml.Return { return d.dev.RegisterEvents(types, set) })
 		}); err == nil {
-			d.mu.Lock()
-			if d.xids == nil {
-				d.xids = map[uint64]uint64{}
-			}
-			d.mu.Unlock()
 			w.byDev[d.dev] = d
 		}
 	}
@@ -121,7 +116,7 @@ func (w *EventWatch) Run(ctx context.Context, out func(Event)) {
 		switch {
 		case data.EventType&nvml.EventTypeXidCriticalError != 0:
 			d.mu.Lock()
-			d.xids[data.EventData]++
+			d.xids++
 			d.mu.Unlock()
 			out(Event{Dev: d, Kind: record.GPUXid, Code: data.EventData})
 		case data.EventType&nvml.EventTypeDoubleBitEccError != 0:
@@ -162,24 +157,10 @@ func (w *EventWatch) FillXID(readings []Reading, devs []*Device) {
 	}
 }
 
-// XIDCount is the number of Xids the watch has seen on the GPU.
+// XIDCount is the number of Xids the watch has seen on the GPU (their
+// codes are counted in the agent's /metrics).
 func (d *Device) XIDCount() uint64 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var n uint64
-	for _, c := range d.xids {
-		n += c
-	}
-	return n
-}
-
-// XIDCounts copies the Xid counts by code.
-func (d *Device) XIDCounts() map[uint64]uint64 {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	out := make(map[uint64]uint64, len(d.xids))
-	for k, v := range d.xids {
-		out[k] = v
-	}
-	return out
+	return d.xids
 }

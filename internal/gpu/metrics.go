@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/aicloud/gpusuite/internal/record"
 )
 
 // The chosen catalogue metrics (internal/record's Catalogue) of one GPU: clocks
@@ -67,10 +68,6 @@ var gpmSources = map[string]gpmSource{
 	"nvlink_rx_bytes_per_s": {nvml.GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC, mib},
 }
 
-// gpmOnly are the GPM metrics no other source gives.
-var gpmOnly = map[string]bool{"sm_active_pct": true, "sm_occupancy_pct": true, "tensor_active_pct": true,
-	"fp64_active_pct": true, "fp32_active_pct": true, "fp16_active_pct": true, "dram_active_pct": true}
-
 // Reasons a metric is unsupported besides an NVML return code.
 const (
 	reasonNoGPM = "GPM not supported by this GPU"
@@ -128,7 +125,7 @@ func (d *Device) choose(lib nvml.Interface, names []string) {
 			c.gpm.names = append(c.gpm.names, n)
 			continue
 		}
-		if gpmOnly[n] {
+		if record.MetricSet(n) == record.SetGPM { // no other source gives them
 			c.unsupported[n] = why
 			continue
 		}

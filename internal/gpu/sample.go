@@ -29,7 +29,7 @@ type Device struct {
 	// reported missing without asking again every cycle.
 	mu          sync.Mutex
 	unsupported map[string]bool
-	xids        map[uint64]uint64 // Xid code → count
+	xids        uint64 // Xids the event watch has seen
 	// x is the chosen catalogue metrics (Choose); nil: the fixed fields only
 	x *chosen
 }

@@ -65,6 +65,17 @@ func MetricSets() []string {
 	return []string{SetDefault, SetClocks, SetThrottle, SetPCIe, SetNVLink, SetGPM, SetECC, SetAll}
 }
 
+// MetricSet is the set a catalogue metric belongs to ("" for a name not
+// in the catalogue).
+func MetricSet(name string) string {
+	for i := range Catalogue {
+		if Catalogue[i].Name == name {
+			return Catalogue[i].Set
+		}
+	}
+	return ""
+}
+
 // catalogueName returns the catalogue's own string for name, so that a
 // decoded sample's keys share the catalogue's memory.
 func catalogueName(name []byte) (string, bool) {

@@ -100,19 +100,11 @@ func (h *Handler) who(r *http.Request) (string, bool) {
 	return name, name != ""
 }
 
-// fromProxy reports whether r's peer is one of the trusted proxies.
+// fromProxy reports whether r's peer is one of the trusted proxies, as
+// clientKey judges X-Forwarded-For's.
 func fromProxy(r *http.Request, proxies []netip.Prefix) bool {
-	ap, err := netip.ParseAddrPort(r.RemoteAddr)
-	if err != nil {
-		return false
-	}
-	a := ap.Addr().Unmap()
-	for _, p := range proxies {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
+	a, ok := parseForwarded(r.RemoteAddr)
+	return ok && isTrusted(a, proxies)
 }
 
 // private is the gate of web.private_data: a request without an

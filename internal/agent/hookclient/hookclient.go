@@ -54,11 +54,7 @@ type Response struct {
 	Procs map[string][]Process `json:"procs,omitempty"`
 	// ProcErrors says, per UUID, why its processes could not be listed.
 	ProcErrors map[string]string `json:"proc_errors,omitempty"`
-	// EnergyByAgent: the agent reads the GPUs' energy counters for the
-	// request's Key after this answer (an agent that does not know Key
-	// puts them in GPUs instead).
-	EnergyByAgent bool   `json:"energy_by_agent,omitempty"`
-	Error         string `json:"error,omitempty"`
+	Error      string            `json:"error,omitempty"`
 }
 
 // ErrAgent is an error the agent itself reported.
