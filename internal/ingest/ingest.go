@@ -316,6 +316,8 @@ func (in *Ingester) batch(ctx context.Context, src *prefetcher, ret *retirer, re
 	if err != nil {
 		return err
 	}
+	// direct: a write's failure is known at its own file (careful.go)
+	direct := in.careful || !b.Pipelined()
 	var finished []done
 	records := 0
 	var pending Result
@@ -341,7 +343,7 @@ func (in *Ingester) batch(ctx context.Context, src *prefetcher, ret *retirer, re
 		dup, err := in.seen.seen(b, f, l.hash)
 		if err != nil {
 			b.Rollback()
-			return mayRedo(in.careful || !b.Pipelined(), err)
+			return mayRedo(direct, err)
 		}
 		if dup {
 			finished = append(finished, done{f, true})
@@ -360,7 +362,7 @@ func (in *Ingester) batch(ctx context.Context, src *prefetcher, ret *retirer, re
 		switch st, key, err := keyState(b, p); {
 		case err != nil:
 			b.Rollback()
-			return mayRedo(in.careful || !b.Pipelined(), err)
+			return mayRedo(direct, err)
 		case st == store.KeyApplied:
 			finished = append(finished, done{f, true})
 			continue
@@ -374,14 +376,14 @@ func (in *Ingester) batch(ctx context.Context, src *prefetcher, ret *retirer, re
 			in.rejected(f, p, rj, now, res)
 			continue
 		}
-		if err == nil && (in.careful || !b.Pipelined()) {
+		if err == nil && direct {
 			// The file's queued writes reach the server now, so that
 			// their failure is this file's.
 			err = b.Flush()
 		}
 		if err != nil {
 			b.Rollback()
-			if !in.careful && b.Pipelined() {
+			if !direct {
 				// It may be an earlier file's write that failed.
 				return mayRedo(false, fmt.Errorf("ingest %s: %w", f.path, err))
 			}
@@ -394,11 +396,11 @@ func (in *Ingester) batch(ctx context.Context, src *prefetcher, ret *retirer, re
 		}
 		if err := b.FileIngested(f.node, f.name, l.hash, l.size, p.Records()); err != nil {
 			b.Rollback()
-			return mayRedo(in.careful || !b.Pipelined(), err)
+			return mayRedo(direct, err)
 		}
 		if err := keyApplied(b, p); err != nil {
 			b.Rollback()
-			return mayRedo(in.careful || !b.Pipelined(), err)
+			return mayRedo(direct, err)
 		}
 		if p.GPUEvent != nil {
 			if gpuEvents == nil {
@@ -413,7 +415,7 @@ func (in *Ingester) batch(ctx context.Context, src *prefetcher, ret *retirer, re
 		finished = append(finished, done{f, false})
 	}
 	if err := b.Commit(); err != nil {
-		return mayRedo(in.careful || !b.Pipelined(), fmt.Errorf("ingest batch of %d files: %w", len(finished), err))
+		return mayRedo(direct, fmt.Errorf("ingest batch of %d files: %w", len(finished), err))
 	}
 	checkTouched(ctx, in.d.Store, b.TouchedHours(), in.d.Log, in.d.Metrics)
 	res.Files += pending.Files

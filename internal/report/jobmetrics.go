@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/store"
 )
 
@@ -136,16 +137,16 @@ func jobEvents(det *Detail, byGPU map[int64]*GPUStat, evs []store.GPUEventRow) [
 		}
 		ev := GPUEvent{Node: g.Node, GPU: gpuName(*g), UUID: g.UUID, Kind: e.Kind, Code: e.Code, Reason: e.Reason, Time: e.Time, Suppressed: e.Suppressed}
 		switch e.Kind {
-		case "xid":
+		case string(record.GPUXid):
 			ev.Meaning = XidMeaning(e.Code)
-		case "throttle_start":
+		case string(record.GPUThrottleStart):
 			k := open{e.GPUID, e.Reason}
 			if _, ok := opened[k]; ok {
 				continue // still open: the same interval
 			}
 			ev.Kind, ev.Code = "throttle", 0
 			opened[k] = len(out)
-		case "throttle_end":
+		case string(record.GPUThrottleEnd):
 			k := open{e.GPUID, e.Reason}
 			t := e.Time
 			if i, ok := opened[k]; ok {
@@ -179,15 +180,15 @@ func (det *Detail) EventNotes(loc *time.Location) []string {
 		who := fmt.Sprintf("GPU %s on %s", e.GPU, e.Node)
 		var s string
 		switch e.Kind {
-		case "xid":
+		case string(record.GPUXid):
 			what := "Xid " + strconv.FormatInt(e.Code, 10)
 			if e.Meaning != "" {
 				what += " (" + e.Meaning + ")"
 			}
 			s = fmt.Sprintf("%s: %s at %s", who, what, at(e.Time)) + afterXid(j, e.Time)
-		case "ecc_single":
+		case string(record.GPUECCSingle):
 			s = fmt.Sprintf("%s: corrected (single-bit) ECC error at %s", who, at(e.Time))
-		case "ecc_double":
+		case string(record.GPUECCDouble):
 			s = fmt.Sprintf("%s: uncorrected (double-bit) ECC error at %s", who, at(e.Time))
 		case "throttle":
 			end := "the end of the job"
@@ -226,9 +227,6 @@ func afterXid(j *JobRow, t time.Time) string {
 	switch j.State {
 	case "failed", "node_fail", "cancelled", "timeout", "out_of_memory":
 		verb = strings.ReplaceAll(j.State, "_", " ")
-		if j.State == "failed" {
-			verb = "failed"
-		}
 	}
 	if d < 0 {
 		return fmt.Sprintf(", %s after the job %s", -d, verb)
@@ -238,10 +236,8 @@ func afterXid(j *JobRow, t time.Time) string {
 
 func throttleWhat(reason string) string {
 	switch reason {
-	case "hw_slowdown":
+	case record.ThrottleHWSlowdown:
 		return "hardware slowdown"
-	case "":
-		return "clock"
 	}
 	return reason
 }

@@ -56,10 +56,9 @@ type Fact struct {
 	Partition string
 	Node      string // "" from the daily and monthly rollups
 	Model     string
+	// Usage is negated for an hour of a month that lies outside the
+	// bucket (spanPlan): adding the row subtracts it.
 	Usage
-	// Minus: the row is subtracted (negated Usage), an hour of a month
-	// that lies outside the bucket (spanPlan).
-	Minus bool
 }
 
 // Filter selects facts. Empty lists select everything; Teams is applied
@@ -266,7 +265,6 @@ func (d *DB) Facts(ctx context.Context, bs []timespec.Bucket, f Filter, needNode
 				x.Start = p.at
 			}
 			if p.minus {
-				x.Minus = true
 				x.Usage = x.Usage.negated()
 			}
 			fn(&x)
