@@ -57,7 +57,7 @@ Examples:
 				return err
 			}
 			if c.Bool("json") {
-				return report.WriteJobJSON(d.Stdout, det, m)
+				return report.WriteJobJSON(d.Stdout, det, m, "")
 			}
 			width := d.Width()
 			if width == 0 {

@@ -72,11 +72,15 @@ type jobJSON struct {
 	Notes     []string   `json:"notes"`
 }
 
-// WriteJobJSON writes det as one JSON object.
-func WriteJobJSON(w io.Writer, det *Detail, m *teams.Mapping) error {
+// WriteJobJSON writes det as one JSON object. shown is the user name to
+// write ("": the job's own); the team is the job's user's either way.
+func WriteJobJSON(w io.Writer, det *Detail, m *teams.Mapping, shown string) error {
 	j := &det.Job
 	x := jobJSON{JobSummary: Summarize(j, m.Team(j.Account, j.User), det.Now), NodeParts: det.Nodes, GPUStats: det.GPUs, GPUEvents: det.Events,
 		Notes: append(det.EventNotes(time.UTC), det.Notes...)}
+	if shown != "" {
+		x.User = shown
+	}
 	if x.GPUEvents == nil {
 		x.GPUEvents = []GPUEvent{}
 	}

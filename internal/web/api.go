@@ -325,15 +325,8 @@ func (h *Handler) apiJob(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		if err := report.WriteJobJSON(&b, det, h.mapping); err != nil {
-			return err
-		}
-		if !h.v.sees(det.Job.User) {
-			// Written with the real user, so that the team is the
-			// user's own; then only the name is hidden.
-			return hideTopUser(&b, det.Job.User)
-		}
-		return nil
+		// the team stays the user's own; only the name may be hidden
+		return report.WriteJobJSON(&b, det, h.mapping, h.v.user(det.Job.User))
 	})
 	if err != nil {
 		return err

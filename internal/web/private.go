@@ -1,10 +1,7 @@
 package web
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -154,22 +151,6 @@ func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, err error) {
 		return
 	}
 	h.pageHandler(func(http.ResponseWriter, *http.Request) error { return err }).ServeHTTP(w, r)
-}
-
-// hideTopUser replaces the top-level "user" of the indented JSON object
-// in b; a b without it is an error rather than a name let through.
-func hideTopUser(b *bytes.Buffer, user string) error {
-	oldV, _ := json.Marshal(user)
-	newV, _ := json.Marshal(hiddenUser)
-	key := []byte("\n  \"user\": ")
-	old := append(slices.Clone(key), oldV...)
-	if !bytes.Contains(b.Bytes(), old) {
-		return fmt.Errorf("hide the user of a job: no top-level user in the answer")
-	}
-	out := bytes.Replace(b.Bytes(), old, append(slices.Clone(key), newV...), 1)
-	b.Reset()
-	b.Write(out)
-	return nil
 }
 
 // maskTable hides other users' names in t's user column, in place:
