@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -451,15 +450,9 @@ func (e *cliEnv) watch(c *cli.Context) error {
 		if err != nil {
 			return fmt.Errorf("metrics listen %q: %w (set nfssync.metrics_listen or --metrics-listen; empty turns it off)", n.MetricsListen, err)
 		}
-		srv := &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second,
-			ReadTimeout: 30 * time.Second, WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
-		go func() {
-			if err := webconfig.Serve(ln, srv, n.WebConfigFile, log); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error("metrics server stopped", "err", err)
-			}
-		}()
+		srv := webconfig.MetricsServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		webconfig.Start(ln, srv, n.WebConfigFile, log, "metrics")
 		defer srv.Close()
-		log.Info("metrics", "addr", ln.Addr().String(), "scheme", webconfig.Scheme(n.WebConfigFile))
 	}
 	d := nfssync.NewDaemon(nfssync.Options{Roots: n.Dirs, Backend: n.Backend, Settle: n.Settle.Duration, Exclude: mx,
 		MaxFixesPerSecond: n.MaxFixesPerSecond, Workers: n.Workers, MaxPending: n.MaxPending,

@@ -2,7 +2,6 @@ package serve
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -57,19 +56,14 @@ func (f *front) listen(ctx context.Context, addr string, wc config.Web, addrs ch
 	if err != nil {
 		return nil, fmt.Errorf("metrics listen %q: %w", addr, err)
 	}
-	log.Info("listening for /metrics and the dashboard", "addr", ln.Addr().String(), "scheme", webconfig.Scheme(wc.ConfigFile))
+	srv := web.NewServer(web.Secure(web.ReadOnly(f)), wc.Timeout.Duration)
+	webconfig.Start(ln, srv, wc.ConfigFile, log, "listening for /metrics and the dashboard")
 	if addrs != nil {
 		select {
 		case addrs <- ln.Addr().String():
 		default:
 		}
 	}
-	srv := web.NewServer(web.Secure(web.ReadOnly(f)), wc.Timeout.Duration)
-	go func() {
-		if err := webconfig.Serve(ln, srv, wc.ConfigFile, log); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics server", "err", err)
-		}
-	}()
 	return func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()

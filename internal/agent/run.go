@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"net"
 	"net/http"
 	"os"
@@ -56,16 +55,10 @@ func (a *Agent) Run(ctx context.Context, socketPath, metricsListen string, n Not
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{}))
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
-			WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
-		go func() {
-			// TLS and basic auth as agent.web_config_file says.
-			if err := webconfig.Serve(ml, srv, a.cfg.WebConfigFile, a.log); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				a.log.Error("metrics server stopped", "err", err)
-			}
-		}()
+		srv := webconfig.MetricsServer(mux)
+		// TLS and basic auth as agent.web_config_file says.
+		webconfig.Start(ml, srv, a.cfg.WebConfigFile, a.log, "serving /metrics")
 		defer srv.Close()
-		a.log.Info("serving /metrics", "addr", ml.Addr().String(), "scheme", webconfig.Scheme(a.cfg.WebConfigFile))
 	}
 
 	shipCtx, stopShip := context.WithCancel(context.Background())

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/aicloud/gpusuite/internal/config"
+	"github.com/aicloud/gpusuite/internal/webconfig"
 )
 
 // Server is the ingest daemon. Its HTTP mux serves /metrics when
@@ -63,12 +64,8 @@ func (s *Server) Run(ctx context.Context) error {
 			return fmt.Errorf("metrics listen %q: %w", s.cfg.Ingest.MetricsListen, err)
 		}
 		s.Addr <- ln.Addr().String()
-		httpSrv := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
-		go func() {
-			if err := httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				s.log.Error("metrics server", "err", err)
-			}
-		}()
+		httpSrv := webconfig.MetricsServer(s.mux)
+		webconfig.Start(ln, httpSrv, "", s.log, "metrics")
 		defer func() {
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()

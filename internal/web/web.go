@@ -354,12 +354,7 @@ func Mount(ctx context.Context, cfg config.Config, src *board.Source, handle fun
 		return nil, fmt.Errorf("web listen %q: %w", cfg.Web.Listen, err)
 	}
 	srv := NewServer(Secure(ReadOnly(h)), o.Timeout)
-	go func() {
-		if err := webconfig.Serve(ln, srv, cfg.Web.ConfigFile, log); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("web server", "err", err)
-		}
-	}()
-	log.Info("web dashboard", "listen", ln.Addr().String(), "scheme", webconfig.Scheme(cfg.Web.ConfigFile))
+	webconfig.Start(ln, srv, cfg.Web.ConfigFile, log, "web dashboard")
 	return func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()

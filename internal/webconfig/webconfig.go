@@ -192,3 +192,23 @@ func (u *Users) current() map[string]bool {
 	u.names, u.mod, u.size = names, fi.ModTime(), fi.Size()
 	return names
 }
+
+// Start serves srv on ln in the background as Serve does, after logging
+// what with the address and scheme; a stop other than srv's own close is
+// logged as what's error.
+func Start(ln net.Listener, srv *http.Server, path string, log *slog.Logger, what string) {
+	log.Info(what, "addr", ln.Addr().String(), "scheme", Scheme(path))
+	go func() {
+		if err := Serve(ln, srv, path, log); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error(what+": stopped", "err", err)
+		}
+	}()
+}
+
+// MetricsServer is the server of a /metrics listener of its own (the
+// agent's, nfs-sync's, a one-shot ingest's): bounded in time and header
+// size, as serve's is.
+func MetricsServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+}
