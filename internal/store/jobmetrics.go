@@ -100,20 +100,35 @@ func (b *Batch) metricAcc(k metricKey) *metricAcc {
 	return a
 }
 
-// noteUnsupported records, for each job on a GPU the segment header says
-// cannot give a chosen metric, that metric with its reason ("metric:
-// reason" as the header has it).
-func (b *Batch) noteUnsupported(job, gpu int64, notes []string) {
+// unsupportedNote is a chosen metric a GPU cannot give, with the reason.
+type unsupportedNote struct{ name, why string }
+
+// parseUnsupported reads a segment header's unsupported metrics ("metric:
+// reason" by GPU UUID), once a segment.
+func parseUnsupported(h map[string][]string) map[string][]unsupportedNote {
+	if len(h) == 0 {
+		return nil
+	}
+	out := make(map[string][]unsupportedNote, len(h))
+	for uuid, notes := range h {
+		for _, n := range notes {
+			name, why, _ := strings.Cut(n, ":")
+			if name = strings.TrimSpace(name); name != "" {
+				out[uuid] = append(out[uuid], unsupportedNote{name, strings.TrimSpace(why)})
+			}
+		}
+	}
+	return out
+}
+
+// noteUnsupported records, for a job on a GPU that cannot give some chosen
+// metrics, each with its reason.
+func (b *Batch) noteUnsupported(job, gpu int64, notes []unsupportedNote) {
+	if b.unsupported == nil {
+		b.unsupported = map[metricKey]string{}
+	}
 	for _, n := range notes {
-		name, why, _ := strings.Cut(n, ":")
-		name, why = strings.TrimSpace(name), strings.TrimSpace(why)
-		if name == "" {
-			continue
-		}
-		if b.unsupported == nil {
-			b.unsupported = map[metricKey]string{}
-		}
-		b.unsupported[metricKey{job, gpu, name}] = why
+		b.unsupported[metricKey{job, gpu, n.name}] = n.why
 	}
 }
 
@@ -192,34 +207,24 @@ func (b *Batch) remaxJobGPU(k remaxKey, a alloc) error {
 	if err := b.Flush(); err != nil {
 		return err
 	}
-	st, err := b.stmt(`SELECT ` + storedSampleCols + ` FROM samples s
- WHERE gpu_id = ? AND t_ms >= ? AND t_ms < ? AND (job = ? AND restart = ? OR jobs IS NOT NULL) ORDER BY t_ms`)
-	if err != nil {
-		return err
-	}
 	// No sample stands for more than maxIntervalMS: one that starts
 	// earlier ends before a.lo.
 	lo := a.lo
 	if lo > math.MinInt64+maxIntervalMS {
 		lo -= maxIntervalMS
 	}
-	rows, err := translateRows(st.QueryContext(b.ctx, k.gpu, lo, a.hi, int64(k.jobID), k.restart))
+	ss, err := b.samplesMaybeOf(k.gpu, lo, a.hi, k.jobID, k.restart)
 	if err != nil {
-		return fmt.Errorf("samples of gpu %d: %w", k.gpu, err)
+		return err
 	}
 	peaks := map[string]float64{}
-	for rows.Next() {
-		s, err := scanStored(rows)
-		if err != nil {
-			rows.Close()
-			return fmt.Errorf("samples of gpu %d: %w", k.gpu, err)
-		}
+	for i := range ss {
+		s := &ss[i]
 		if overlapMS(s.window(), a) == 0 {
 			continue
 		}
 		shares, err := s.shares()
 		if err != nil {
-			rows.Close()
 			return err
 		}
 		mine := false
@@ -231,7 +236,6 @@ func (b *Batch) remaxJobGPU(k remaxKey, a alloc) error {
 		}
 		vals, err := s.metricValues()
 		if err != nil {
-			rows.Close()
 			return err
 		}
 		for name, v := range vals {
@@ -239,10 +243,6 @@ func (b *Batch) remaxJobGPU(k remaxKey, a alloc) error {
 				peaks[name] = v
 			}
 		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("samples of gpu %d: %w", k.gpu, err)
 	}
 	if _, err := b.exec(`UPDATE job_gpu_metrics SET peak = NULL WHERE job = ? AND gpu_id = ?`, k.job, k.gpu); err != nil {
 		return err

@@ -289,27 +289,9 @@ func (b *Batch) recountRange(job, node int64, jobID uint64, restart int, gid int
 	if before.Valid {
 		from = before.Int64
 	}
-	st, err := b.stmt(`SELECT ` + storedSampleCols + ` FROM samples s
- WHERE gpu_id = ? AND t_ms >= ? AND t_ms < ? AND (job = ? AND restart = ? OR jobs IS NOT NULL) ORDER BY t_ms`)
+	ss, err := b.samplesMaybeOf(gid, from, r[1], jobID, restart)
 	if err != nil {
 		return false, err
-	}
-	rows, err := translateRows(st.QueryContext(b.ctx, gid, from, r[1], int64(jobID), restart))
-	if err != nil {
-		return false, fmt.Errorf("samples of gpu %d: %w", gid, err)
-	}
-	var ss []storedSample
-	for rows.Next() {
-		s, err := scanStored(rows)
-		if err != nil {
-			rows.Close()
-			return false, fmt.Errorf("samples of gpu %d: %w", gid, err)
-		}
-		ss = append(ss, s)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return false, fmt.Errorf("samples of gpu %d: %w", gid, err)
 	}
 	for i := range ss {
 		s := &ss[i]
@@ -333,6 +315,34 @@ func (b *Batch) recountRange(job, node int64, jobID uint64, restart int, gid int
 		}
 	}
 	return before.Valid, nil
+}
+
+// samplesMaybeOf reads, in time order, a GPU's stored samples from
+// t_ms from to to that may be the job run's: its own, and those several
+// jobs shared (their shares say whose).
+func (b *Batch) samplesMaybeOf(gid, from, to int64, jobID uint64, restart int) ([]storedSample, error) {
+	st, err := b.stmt(`SELECT ` + storedSampleCols + ` FROM samples s
+ WHERE gpu_id = ? AND t_ms >= ? AND t_ms < ? AND (job = ? AND restart = ? OR jobs IS NOT NULL) ORDER BY t_ms`)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := translateRows(st.QueryContext(b.ctx, gid, from, to, int64(jobID), restart))
+	if err != nil {
+		return nil, fmt.Errorf("samples of gpu %d: %w", gid, err)
+	}
+	defer rows.Close()
+	var ss []storedSample
+	for rows.Next() {
+		s, err := scanStored(rows)
+		if err != nil {
+			return nil, fmt.Errorf("samples of gpu %d: %w", gid, err)
+		}
+		ss = append(ss, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("samples of gpu %d: %w", gid, err)
+	}
+	return ss, nil
 }
 
 // firstCounted is the start of the first hour the job has sampled time

@@ -137,6 +137,9 @@ func (b *Batch) Segment(h *record.SegmentHeader, samples []record.Sample) (int, 
 	}
 	n := 0
 	var newest time.Time
+	// the header's unsupported metrics, noted once a job and GPU
+	unsup := parseUnsupported(h.Unsupported)
+	noted := map[[2]int64]bool{}
 	for i := range samples {
 		if !rows[i].isNew {
 			continue
@@ -169,7 +172,8 @@ func (b *Batch) Segment(h *record.SegmentHeader, samples []record.Sample) (int, 
 			b.addSampleUse(job, node, chk.win[i], nil, a, intervalMS, util, js, nil, delta)
 			gid := rows[i].vals[colGPU].(int64)
 			b.addSampleMetrics(job, gid, chk.win[i], nil, a, s.PowerMW, s.Metrics)
-			if un := h.Unsupported[s.UUID]; len(un) > 0 {
+			if un := unsup[s.UUID]; len(un) > 0 && !noted[[2]int64{job, gid}] {
+				noted[[2]int64{job, gid}] = true
 				b.noteUnsupported(job, gid, un)
 			}
 			if a.hi == math.MaxInt64 {
