@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/store"
@@ -133,11 +132,10 @@ func (r *sampleRow) humanize() {
 			r.out[i] = time.UnixMilli(int64(f)).In(r.loc).Format("2006-01-02 15:04:05.000")
 		case i == sampleIv && isNum:
 			r.out[i] = Decimal(f/1000, 3) + " s"
-		case isNum && name == "mem_used_mib":
-			r.out[i] = Decimal(f/1024, 1) + " GiB"
-		case isNum && (strings.HasSuffix(name, "_pct") || strings.HasSuffix(name, "_w") || strings.HasSuffix(name, "_c") ||
-			strings.HasSuffix(name, "_mhz") || strings.HasSuffix(name, "_bytes_per_s")):
-			r.out[i] = HumanMetric(name, f)
+		case isNum:
+			if s, ok := humanMetric(name, f); ok {
+				r.out[i] = s
+			}
 		}
 	}
 }
