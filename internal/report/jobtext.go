@@ -206,6 +206,37 @@ func exitText(parts []NodePart) string {
 	return ", exit codes " + strings.Join(codes, ", ")
 }
 
+// MetricRow is one line of a GPU's metrics table, in people's units.
+type MetricRow struct {
+	Name, Mean, Peak string
+	// Unsupported is why the GPU cannot give the metric (no Mean, Peak).
+	Unsupported string
+}
+
+// MetricRows are g's metrics table, as gpuacct job and the job page show
+// it: power first, then the chosen metrics in catalogue order; none is a
+// figure the samples did not give.
+func MetricRows(g GPUStat, none string) []MetricRow {
+	human := func(name string, p *float64) string {
+		if p == nil {
+			return none
+		}
+		return HumanMetric(name, *p)
+	}
+	var out []MetricRow
+	if g.PowerMeanW != nil {
+		out = append(out, MetricRow{Name: "power_w", Mean: human("power_w", g.PowerMeanW), Peak: human("power_w", g.PowerPeakW)})
+	}
+	for _, m := range g.Metrics {
+		r := MetricRow{Name: m.Name, Unsupported: m.Unsupported}
+		if m.Unsupported == "" {
+			r.Mean, r.Peak = human(m.Name, m.Mean), human(m.Name, m.Peak)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
 // writeMetrics writes each GPU's power and chosen metrics, mean and peak
 // over the job, and the metrics it cannot give with the reason, once.
 func writeMetrics(b *strings.Builder, det *Detail) {
@@ -217,30 +248,18 @@ func writeMetrics(b *strings.Builder, det *Detail) {
 		return
 	}
 	fmt.Fprintf(b, "\n  %-30s %14s %14s\n", "METRIC (OVER THE JOB)", "MEAN", "PEAK")
-	row := func(name string, mean, peak *float64) {
-		m, p := "-", "-"
-		if mean != nil {
-			m = HumanMetric(name, *mean)
-		}
-		if peak != nil {
-			p = HumanMetric(name, *peak)
-		}
-		fmt.Fprintf(b, "    %-28s %14s %14s\n", name, m, p)
-	}
 	for _, g := range det.GPUs {
-		if g.PowerMeanW == nil && len(g.Metrics) == 0 {
+		rows := MetricRows(g, "-")
+		if len(rows) == 0 {
 			continue
 		}
 		fmt.Fprintf(b, "  GPU %s on %s\n", gpuName(g), g.Node)
-		if g.PowerMeanW != nil {
-			row("power_w", g.PowerMeanW, g.PowerPeakW)
-		}
-		for _, m := range g.Metrics {
-			if m.Unsupported != "" {
-				fmt.Fprintf(b, "    %-28s not supported: %s\n", m.Name, m.Unsupported)
+		for _, r := range rows {
+			if r.Unsupported != "" {
+				fmt.Fprintf(b, "    %-28s not supported: %s\n", r.Name, r.Unsupported)
 				continue
 			}
-			row(m.Name, m.Mean, m.Peak)
+			fmt.Fprintf(b, "    %-28s %14s %14s\n", r.Name, r.Mean, r.Peak)
 		}
 	}
 }

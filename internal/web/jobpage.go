@@ -190,22 +190,9 @@ func (h *Handler) fillJob(v *jobView, det *report.Detail, colors map[string]stri
 // metricViews are a GPU's rows of the metrics table: power, then the
 // chosen metrics in catalogue order.
 func metricViews(g report.GPUStat, name string) []metricView {
-	human := func(metric string, p *float64) string {
-		if p == nil {
-			return missing
-		}
-		return report.HumanMetric(metric, *p)
-	}
 	var out []metricView
-	if g.PowerMeanW != nil {
-		out = append(out, metricView{Node: g.Node, GPU: name, Name: "power_w", Mean: human("power_w", g.PowerMeanW), Peak: human("power_w", g.PowerPeakW)})
-	}
-	for _, m := range g.Metrics {
-		mv := metricView{Node: g.Node, GPU: name, Name: m.Name, Unsupported: m.Unsupported}
-		if m.Unsupported == "" {
-			mv.Mean, mv.Peak = human(m.Name, m.Mean), human(m.Name, m.Peak)
-		}
-		out = append(out, mv)
+	for _, r := range report.MetricRows(g, missing) {
+		out = append(out, metricView{Node: g.Node, GPU: name, Name: r.Name, Mean: r.Mean, Peak: r.Peak, Unsupported: r.Unsupported})
 	}
 	return out
 }
