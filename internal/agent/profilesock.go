@@ -1,13 +1,12 @@
 package agent
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"net"
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/agent/profileclient"
+	"github.com/aicloud/gpusuite/internal/agent/sockline"
 )
 
 // listenProfileSocket opens the profile socket: any local user may
@@ -25,22 +24,16 @@ func (a *Agent) serveProfiles(ctx context.Context, ln *net.UnixListener) {
 func (a *Agent) handleProfile(ctx context.Context, c *net.UnixConn) {
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-	reply := func(r profileclient.Response) {
-		data, _ := json.Marshal(r)
-		_, _ = c.Write(append(data, '\n'))
-	}
+	reply := func(r profileclient.Response) { sockline.Reply(c, r) }
 	uid, err := peerUID(c)
 	if err != nil {
 		reply(profileclient.Response{Error: "cannot tell who asks: " + err.Error()})
 		return
 	}
-	sc := bufio.NewScanner(c)
-	sc.Buffer(make([]byte, 0, 1024), profileclient.MaxMessage)
-	if !sc.Scan() {
-		return
-	}
 	var req profileclient.Request
-	if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
+	if sent, err := sockline.Read(c, profileclient.MaxMessage, &req); !sent {
+		return
+	} else if err != nil {
 		reply(profileclient.Response{Error: "bad request: " + err.Error()})
 		return
 	}

@@ -1,9 +1,7 @@
 package agent
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -15,6 +13,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/aicloud/gpusuite/internal/agent/hookclient"
+	"github.com/aicloud/gpusuite/internal/agent/sockline"
 	"github.com/aicloud/gpusuite/internal/gpu"
 	"github.com/aicloud/gpusuite/internal/record"
 )
@@ -108,21 +107,15 @@ func peerUID(c *net.UnixConn) (uint32, error) {
 func (a *Agent) handleConn(ctx context.Context, c *net.UnixConn) {
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-	reply := func(r hookclient.Response) {
-		data, _ := json.Marshal(r)
-		_, _ = c.Write(append(data, '\n'))
-	}
+	reply := func(r hookclient.Response) { sockline.Reply(c, r) }
 	if uid, err := peerUID(c); err != nil || uid != uint32(os.Geteuid()) && uid != 0 {
 		reply(hookclient.Response{Error: "only root may use the hook socket"})
 		return
 	}
-	sc := bufio.NewScanner(c)
-	sc.Buffer(make([]byte, 0, 4096), hookclient.MaxMessage)
-	if !sc.Scan() {
-		return
-	}
 	var req hookclient.Request
-	if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
+	if sent, err := sockline.Read(c, hookclient.MaxMessage, &req); !sent {
+		return
+	} else if err != nil {
 		reply(hookclient.Response{Error: "bad request: " + err.Error()})
 		return
 	}

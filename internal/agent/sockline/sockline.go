@@ -1,6 +1,6 @@
-// Package sockline is the client's side of the agent's sockets (the hooks'
-// and gpuacct profile's): one JSON request line and one JSON answer line
-// on a unix socket, all within a deadline.
+// Package sockline is the protocol of the agent's sockets (the hooks' and
+// gpuacct profile's), both sides: one JSON request line and one JSON answer
+// line on a unix socket, all within a deadline.
 package sockline
 
 import (
@@ -50,4 +50,22 @@ func Exchange(ctx context.Context, path string, timeout time.Duration, maxLine i
 		return fmt.Errorf("bad answer: %w", err)
 	}
 	return nil
+}
+
+// Read reads one request line of at most maxLine bytes from c into req;
+// sent is false when the peer sent no line, err says a line that is not
+// the request.
+func Read(c net.Conn, maxLine int, req any) (sent bool, err error) {
+	sc := bufio.NewScanner(c)
+	sc.Buffer(make([]byte, 0, 4096), maxLine)
+	if !sc.Scan() {
+		return false, nil
+	}
+	return true, json.Unmarshal(sc.Bytes(), req)
+}
+
+// Reply writes resp to c as one line.
+func Reply(c net.Conn, resp any) {
+	data, _ := json.Marshal(resp)
+	_, _ = c.Write(append(data, '\n'))
 }
