@@ -256,13 +256,13 @@ func (in *Ingester) refuse(node, path, why string, res *Result) {
 
 // open opens a file without following links and checks owner, type and
 // size on the open descriptor.
-func (in *Ingester) open(f file) (*os.File, error) {
+func (in *Ingester) open(f file) (*os.File, int64, error) {
 	fd, err := os.OpenFile(f.path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
-			return nil, &refused{"a symbolic link"}
+			return nil, 0, &refused{"a symbolic link"}
 		}
-		return nil, err
+		return nil, 0, err
 	}
 	st, err := fd.Stat()
 	if err == nil {
@@ -270,9 +270,9 @@ func (in *Ingester) open(f file) (*os.File, error) {
 	}
 	if err != nil {
 		fd.Close()
-		return nil, err
+		return nil, 0, err
 	}
-	return fd, nil
+	return fd, st.Size(), nil
 }
 
 func (in *Ingester) trustedFile(st os.FileInfo) error {

@@ -104,10 +104,18 @@ func (in *Ingester) prefetch(files []file, v Validator) *prefetcher {
 	return p
 }
 
+// readBuffer is the read buffer for a file: 64 KiB, or less for a
+// smaller file. Most files are events of a kilobyte, and a buffer each
+// of the full size was most of what a pass allocated.
+func readBuffer(size int64) int {
+	const most, least = 64 << 10, 4 << 10
+	return int(min(max(size+1, least), most))
+}
+
 // load reads, hashes and parses one file. A segment is decoded as it is
 // read, so that the file's bytes are never held next to its samples.
 func (in *Ingester) load(l *loaded, v Validator) {
-	fd, err := in.open(l.f)
+	fd, size, err := in.open(l.f)
 	if err != nil {
 		l.readErr = err
 		return
@@ -116,7 +124,7 @@ func (in *Ingester) load(l *loaded, v Validator) {
 	limit := in.d.Config.Ingest.MaxFileSize
 	h := sha256.New()
 	src := &fileReader{r: io.LimitReader(fd, limit+1)}
-	br := bufio.NewReaderSize(io.TeeReader(src, h), 64<<10)
+	br := bufio.NewReaderSize(io.TeeReader(src, h), readBuffer(size))
 	if isSegment(br) {
 		// Count the lines first (a cheap read), so that the samples
 		// take one slice of the right size rather than a growing one.
