@@ -118,7 +118,7 @@ func NewLive(o LiveOptions) (*Live, error) {
 		Segment: liveSegment, Ship: liveShipInterval, NodeRoot: filepath.Join(o.WorkDir, "nodes"), Incoming: incoming}
 	for i := range in.Nodes {
 		name := simcluster.NodeName(i)
-		srv, err := sim.New(sim.Options{Node: name, Count: in.GPUs, Model: in.Model, Now: o.Now})
+		srv, err := sim.New(sim.Options{Node: name, Count: in.GPUs, Model: in.Model, Now: o.Now, MaxEventWait: 20 * time.Millisecond})
 		if err != nil {
 			return nil, fmt.Errorf("live demo: %w", err)
 		}

@@ -95,7 +95,11 @@ func (s *Server) installEvents() {
 	s.EventSetCreateFunc = func() (nvml.EventSet, nvml.Return) {
 		set := &eventSet{}
 		set.wait = func(timeoutms uint32) (nvml.EventData, nvml.Return) {
-			deadline := time.NewTimer(time.Duration(timeoutms) * time.Millisecond)
+			wait := time.Duration(timeoutms) * time.Millisecond
+			if m := s.opts.MaxEventWait; m > 0 {
+				wait = min(wait, m)
+			}
+			deadline := time.NewTimer(wait)
 			defer deadline.Stop()
 			for {
 				q.mu.Lock()

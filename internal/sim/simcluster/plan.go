@@ -122,12 +122,34 @@ func (p *profile) at(u int64) (util, powerMW uint32, memMiB uint64, proc bool) {
 }
 
 // workload is the profile as the simulated GPU plays it.
+// The GPU integrates its energy second by second through it, so the
+// process lists it can hold are made once, not at every second: the
+// simulated GPU copies the list it hands out.
 func (p *profile) workload() sim.Workload {
+	procs := make([]nvml.ProcessInfo, 0, 4)
+	list := func(mem uint64) []nvml.ProcessInfo {
+		i := len(procs) - 1 // the hung process
+		if mem != 30_000 {
+			i = int((mem - 20_000) / 400)
+		}
+		if i >= 0 && i < len(procs) && procs[i].UsedGpuMemory == mem<<20 {
+			return procs[i : i+1 : i+1]
+		}
+		return []nvml.ProcessInfo{{Pid: p.pid, UsedGpuMemory: mem << 20}}
+	}
+	if p != nil && p.kind != Idle {
+		// at most 101 utilizations and the hung process's memory
+		procs = make([]nvml.ProcessInfo, 0, 102)
+		for u := uint64(0); u <= 100; u++ {
+			procs = append(procs, nvml.ProcessInfo{Pid: p.pid, UsedGpuMemory: (20_000 + u*400) << 20})
+		}
+		procs = append(procs, nvml.ProcessInfo{Pid: p.pid, UsedGpuMemory: 30_000 << 20})
+	}
 	return func(t time.Time) sim.Load {
 		util, power, mem, proc := p.at(t.Unix())
 		l := sim.Load{GPUUtil: util, MemUtil: util / 2, MemUsedMiB: mem, PowerMW: power, TempC: 35 + util/3, SMClockMHz: 345 + 16*util}
 		if proc {
-			l.Procs = []nvml.ProcessInfo{{Pid: p.pid, UsedGpuMemory: mem << 20}}
+			l.Procs = list(mem)
 		}
 		return l
 	}

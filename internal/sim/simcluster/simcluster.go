@@ -232,6 +232,11 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	return res, nil
 }
 
+// simEventWait is how often a node's simulated driver wakes the agent's
+// event watch: the agent's Stop waits for the watch, and a node stops
+// when its simulated weeks end.
+const simEventWait = 20 * time.Millisecond
+
 // clock is a node's simulated time, read by its GPUs, agent and hooks.
 type clock struct{ ns atomic.Int64 }
 
@@ -303,7 +308,7 @@ func runNode(ctx context.Context, o *Options, p *nodePlan, truth func(base []uin
 	cfg := nodeConfig(o, node)
 	clk := &clock{}
 	clk.setTime(o.Start)
-	srv, err := sim.New(sim.Options{Node: node, Count: o.GPUsPerNode, Model: o.Model, Now: clk.Now})
+	srv, err := sim.New(sim.Options{Node: node, Count: o.GPUsPerNode, Model: o.Model, Now: clk.Now, MaxEventWait: simEventWait})
 	if err != nil {
 		return 0, err
 	}
