@@ -11,6 +11,9 @@ go run ./bench/hooklat -bin ./bin/simulated -n "${HOOKLAT_N:-300}"
 echo "== prolog latency with the agent up vs down"
 go run ./bench/agenthook -bin ./bin/simulated -n "${AGENTHOOK_N:-200}"
 
+echo "== the demo's wall time"
+bench/demo.sh
+
 echo "== Go benchmarks"
 go test -run '^$' -bench . -skip 'BenchmarkReportYearPostgres$' -benchmem ./internal/...
 

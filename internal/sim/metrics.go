@@ -22,6 +22,10 @@ type Profile struct {
 	MemClockMHz, MemTempC                          uint32
 }
 
+// nvlinkPerUtil is the NVLink traffic each way, bytes/s, per percent of
+// utilization, where a load has no profile of its own.
+const nvlinkPerUtil = 3e9
+
 // profile is l's Profile, derived from utilization when the workload set
 // none.
 func (l Load) profile() Profile {
@@ -32,7 +36,7 @@ func (l Load) profile() Profile {
 	p := Profile{
 		SMActivePct: u * 0.9, SMOccupancyPct: u * 0.45, TensorPct: u * 0.6,
 		FP32Pct: u * 0.2, FP16Pct: u * 0.4, DRAMPct: float64(l.MemUtil),
-		PCIeTxBps: u * 2e7, PCIeRxBps: u * 1e8, NVLinkTxBps: u * 3e9, NVLinkRxBps: u * 3e9,
+		PCIeTxBps: u * 2e7, PCIeRxBps: u * 1e8, NVLinkTxBps: u * nvlinkPerUtil, NVLinkRxBps: u * nvlinkPerUtil,
 		MemClockMHz: 1593, MemTempC: l.TempC + 5,
 	}
 	if l.GPUUtil > 0 {
@@ -56,11 +60,17 @@ type counters struct {
 }
 
 // integrate adds step of load l to the counters. Called with d.mu held.
-func (c *counters) integrate(l Load, step time.Duration) {
-	p := l.profile()
+func (c *counters) integrate(l *Load, step time.Duration) {
+	// what profile() derives, without the rest of the profile: this runs
+	// for every simulated second of every GPU
+	tx := float64(l.GPUUtil) * nvlinkPerUtil
+	rx := tx
+	if l.Profile != nil {
+		tx, rx = l.Profile.NVLinkTxBps, l.Profile.NVLinkRxBps
+	}
 	s := step.Seconds()
-	c.nvlinkTxKiB += p.NVLinkTxBps * s / 1024
-	c.nvlinkRxKiB += p.NVLinkRxBps * s / 1024
+	c.nvlinkTxKiB += tx * s / 1024
+	c.nvlinkRxKiB += rx * s / 1024
 	power, thermal := l.throttled()
 	if power {
 		c.powerNS += float64(step.Nanoseconds())

@@ -256,7 +256,7 @@ func (d *Device) advance() {
 		step := min(int64(time.Second), end-t)
 		l := d.load(time.Unix(0, t).UTC())
 		d.energy += uint64(l.PowerMW) * uint64(step/1e3) / 1e6
-		d.counters.integrate(l, time.Duration(step))
+		d.counters.integrate(&l, time.Duration(step))
 		t += step
 	}
 	d.lastRead = now
