@@ -59,6 +59,8 @@ type Ingester struct {
 	// (careful.go); seen answers whether a file was ingested before.
 	careful bool
 	seen    *seenFiles
+	// jobIDs: the job row ids the pass's committed batches learned
+	jobIDs *store.JobIDs
 }
 
 // New makes an Ingester.
@@ -152,6 +154,7 @@ func (in *Ingester) pass(ctx context.Context, careful bool, res Result) (Result,
 	v := Validator{Now: start, MaxFuture: in.d.Config.Ingest.MaxFuture.Duration,
 		MaxInterval: MaxSegmentInterval(in.d.Config.Agent.Interval.Duration)}
 	in.seen = newSeenFiles(files)
+	in.jobIDs = store.NewJobIDs()
 	src := in.prefetch(files, v)
 	defer src.stop()
 	ret := in.retirer()
@@ -316,6 +319,7 @@ func (in *Ingester) batch(ctx context.Context, src *prefetcher, ret *retirer, re
 	if err != nil {
 		return err
 	}
+	b.ShareJobIDs(in.jobIDs)
 	// direct: a write's failure is known at its own file (careful.go)
 	direct := in.careful || !b.Pipelined()
 	var finished []done

@@ -25,7 +25,9 @@ type Batch struct {
 	nodes map[[2]string]int64
 	gpus  map[string]gpuRow
 	jobs  map[jobKey]int64
-	dims  map[int64]Dims
+	// shared: the pass's job ids from the batches before (ShareJobIDs)
+	shared *JobIDs
+	dims   map[int64]Dims
 	// prev is the last energy reading seen per GPU, for counter deltas.
 	prev map[int64]energyReading
 	use  map[useKey]*Delta
@@ -140,6 +142,7 @@ func (b *Batch) Commit() error {
 	if err != nil {
 		return fmt.Errorf("commit: %w", translate(err))
 	}
+	b.shared.learn(b.jobs)
 	return nil
 }
 

@@ -153,6 +153,20 @@ func (b *Batch) Job(cluster string, job uint64, restart int) (int64, error) {
 	if id, ok := b.jobs[k]; ok {
 		return id, nil
 	}
+	if id, ok := b.shared.get(k); ok {
+		b.jobs[k] = id
+		return id, nil
+	}
+	if b.postgres() {
+		// One round trip, made or found: a new job's lookup, insert and
+		// lookup again were two, each after the queued writes went out.
+		id, err := b.makeJobPG(k)
+		if err != nil {
+			return 0, err
+		}
+		b.jobs[k] = id
+		return id, nil
+	}
 	// Looked up first, as nodes are (Node).
 	id, found, err := b.jobID(k)
 	if err != nil {
@@ -174,6 +188,67 @@ func (b *Batch) Job(cluster string, job uint64, restart int) (int64, error) {
 	b.jobs[k] = id
 	return id, nil
 }
+
+// makeJobPG is the row id of job run k, made if the ledger has none, in
+// one statement. The insert runs only when the lookup found nothing, so
+// that a known job uses up no sequence number (an INSERT that meets its
+// conflict would); the made row comes from RETURNING, which the
+// statement's own lookup cannot see.
+func (b *Batch) makeJobPG(k jobKey) (int64, error) {
+	row, err := b.queryRow(`WITH found AS (SELECT id FROM jobs WHERE cluster = ? AND job_id = ? AND restart = ?),
+made AS (INSERT INTO jobs(cluster, job_id, restart) SELECT CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT)
+	WHERE NOT EXISTS (SELECT 1 FROM found) ON CONFLICT DO NOTHING RETURNING id)
+SELECT id FROM found UNION ALL SELECT id FROM made`,
+		k.cluster, int64(k.job), k.restart, k.cluster, int64(k.job), k.restart)
+	if err != nil {
+		return 0, err
+	}
+	var id int64
+	if err := row.Scan(&id); err != nil {
+		return 0, fmt.Errorf("job %s/%d/%d: %w", k.cluster, k.job, k.restart, err)
+	}
+	return id, nil
+}
+
+// JobIDs are the job row ids that the committed batches of one pass
+// learned, for the batches after them: a job's events and samples are
+// spread over a pass's batches, and each batch asked the ledger again
+// (on PostgreSQL a round trip each, after the queued writes went out).
+// A job run's row id never changes once committed. Used by one
+// goroutine, the writer's.
+type JobIDs struct{ m map[jobKey]int64 }
+
+// maxJobIDs bounds JobIDs: past it, it starts over.
+const maxJobIDs = 1 << 20
+
+// NewJobIDs is an empty JobIDs.
+func NewJobIDs() *JobIDs { return &JobIDs{m: map[jobKey]int64{}} }
+
+func (c *JobIDs) get(k jobKey) (int64, bool) {
+	if c == nil {
+		return 0, false
+	}
+	id, ok := c.m[k]
+	return id, ok
+}
+
+// learn takes the ids of a batch that committed.
+func (c *JobIDs) learn(ids map[jobKey]int64) {
+	if c == nil {
+		return
+	}
+	if len(c.m)+len(ids) > maxJobIDs {
+		clear(c.m)
+	}
+	for k, id := range ids {
+		c.m[k] = id
+	}
+}
+
+// ShareJobIDs makes b look job row ids up in c before the ledger, and
+// add those it used to c when it commits (not when it rolls back: the
+// rows it made are then gone).
+func (b *Batch) ShareJobIDs(c *JobIDs) { b.shared = c }
 
 // jobID is the row id of the job run k, if the ledger has it.
 func (b *Batch) jobID(k jobKey) (int64, bool, error) {

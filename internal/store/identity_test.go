@@ -1,6 +1,8 @@
 package store
 
 import (
+	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -47,5 +49,51 @@ func TestIdsDoNotDependOnBatching(t *testing.T) {
 	})
 	if diff := cmp.Diff([]string{"1|GPU-1|H100", "2|GPU-2|A100"}, dump(t, s.db, `SELECT id, uuid, model FROM gpus ORDER BY id`)); diff != "" {
 		t.Errorf("gpus (-want +got):\n%s", diff)
+	}
+}
+
+// TestSharedJobIDs: a batch sharing a pass's JobIDs finds the job runs
+// the committed batches before it made, with their ids; a rolled-back
+// batch's runs are not shared (their rows are gone), so the next batch
+// makes the run again and the ledger holds it under the id handed out.
+func TestSharedJobIDs(t *testing.T) {
+	s := openTemp(t)
+	now := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	ids := NewJobIDs()
+	job := func(b *Batch, id uint64) int64 {
+		t.Helper()
+		j, err := b.Job("c", id, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	var first, gone int64
+	batchOf(t, s, now, func(b *Batch) error { b.ShareJobIDs(ids); first = job(b, 5); return nil })
+	if got, ok := ids.get(jobKey{"c", 5, 0}); !ok || got != first {
+		t.Errorf("shared id of job 5 after its batch committed: %d, %v; want %d", got, ok, first)
+	}
+	b, err := s.Begin(context.Background(), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.ShareJobIDs(ids)
+	gone = job(b, 6)
+	b.Rollback()
+	if _, ok := ids.get(jobKey{"c", 6, 0}); ok {
+		t.Errorf("job 6 (id %d), made by a batch rolled back, is shared", gone)
+	}
+	var again, six int64
+	batchOf(t, s, now, func(b *Batch) error {
+		b.ShareJobIDs(ids)
+		again, six = job(b, 5), job(b, 6)
+		return nil
+	})
+	if again != first {
+		t.Errorf("job 5 in a later batch: id %d, want %d", again, first)
+	}
+	want := []string{fmt.Sprintf("%d|5", first), fmt.Sprintf("%d|6", six)}
+	if diff := cmp.Diff(want, dump(t, s.db, `SELECT id, job_id FROM jobs ORDER BY job_id`)); diff != "" {
+		t.Errorf("jobs (-want +got):\n%s", diff)
 	}
 }
