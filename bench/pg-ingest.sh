@@ -16,6 +16,8 @@
 # GPUSUITE_PG_BENCH_TOP=N loads pg_stat_statements and prints, after the
 # run, the N statements that took the server the most time, with their
 # calls (each one a round trip).
+# GPUSUITE_PG_BENCH_SOCKET=1 connects both the pass and psql through the
+# server's Unix socket instead of TCP on the loopback.
 # Usage: bench/pg-ingest.sh [extra go test flags, e.g. -count 3 -cpuprofile /tmp/cpu.out]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,6 +37,11 @@ port=$(sed -E 's|.*:([0-9]+)/.*|\1|' <<<"$GPUSUITE_TEST_PG")
 runuser -u gpusuite-pg -- "$bin/pg_ctl" -D "$GPUSUITE_PG_DIR/data" -l "$GPUSUITE_PG_DIR/server.log" -w -t 60 -m fast \
   -o "-p $port -k $GPUSUITE_PG_DIR -c listen_addresses=127.0.0.1 -c max_connections=200 -c fsync=on -c synchronous_commit=on -c full_page_writes=on${GPUSUITE_PG_BENCH_TOP:+ -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all}" \
   restart >/dev/null
+if [ -n "${GPUSUITE_PG_BENCH_SOCKET:-}" ]; then
+  # The same server through its Unix socket, as a ledger on the same host
+  # is best reached: no TCP on the loopback for each round trip.
+  GPUSUITE_TEST_PG="postgres://gpusuite@/postgres?host=$GPUSUITE_PG_DIR&port=$port&sslmode=disable"
+fi
 export GPUSUITE_TEST_PG GPUSUITE_TEST_ENGINE=postgres
 settings=$(psql -X -At -d "$GPUSUITE_TEST_PG" -c "SELECT string_agg(name || '=' || setting, ' ' ORDER BY name) FROM pg_settings WHERE name IN ('fsync','synchronous_commit','full_page_writes','shared_buffers','wal_level','max_wal_size','checkpoint_timeout')")
 echo "# $(date -u +%FT%TZ) $(nproc) CPUs, $(psql -X -At -d "$GPUSUITE_TEST_PG" -c 'SHOW server_version'), data in $GPUSUITE_PG_DIR: $settings"
