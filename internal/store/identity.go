@@ -219,7 +219,7 @@ SELECT id FROM found UNION ALL SELECT id FROM made`,
 type JobIDs struct{ m map[jobKey]int64 }
 
 // maxJobIDs bounds JobIDs: past it, it starts over.
-const maxJobIDs = 1 << 20
+const maxJobIDs = 1 << 16
 
 // NewJobIDs is an empty JobIDs.
 func NewJobIDs() *JobIDs { return &JobIDs{m: map[jobKey]int64{}} }
