@@ -27,8 +27,7 @@ func TestPassAppliesIgnoreRequests(t *testing.T) {
 	defer s.Close()
 	now := start.Add(2 * time.Hour)
 	e.pass(t, s, now)
-	var job int64
-	job = storetest.Scalar[int64](t, s.Path, `SELECT job_id FROM jobs ORDER BY job_id LIMIT 1`)
+	job := storetest.Scalar[int64](t, s.Path, `SELECT job_id FROM jobs ORDER BY job_id LIMIT 1`)
 	if _, err := ignorereq.Submit(e.cfg.Report.Requests, &ignorereq.Request{Action: ignorereq.Ignore, Jobs: []string{strconv.FormatInt(job, 10)},
 		Reason: "benchmark run", By: "root", UID: os.Getuid(), Time: now}); err != nil {
 		t.Fatal(err)
