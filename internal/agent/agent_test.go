@@ -45,12 +45,7 @@ func TestJobLifecycle(t *testing.T) {
 	e.cycles(60)
 	e.event(record.JobEnd, 42, 0)
 	e.cycles(5) // the GPU is no longer the job's
-	if err := e.a.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.ship(); err != nil {
-		t.Fatal(err)
-	}
+	e.stopAndShip()
 	if left := spoolNames(t, e.cfg.Spool.Dir); len(left) != 0 {
 		t.Errorf("spool keeps %v after shipping", left)
 	}

@@ -188,6 +188,18 @@ func (e *testEnv) ship() (int, error) {
 	return e.a.Ship(context.Background())
 }
 
+// stopAndShip stops the agent as a shutdown does (closing its segment)
+// and ships what it left in the spool.
+func (e *testEnv) stopAndShip() {
+	e.t.Helper()
+	if err := e.a.Stop(); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.ship(); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
 // shipped is what arrived in incoming/<node>/.
 type shipped struct {
 	names     []string

@@ -20,12 +20,7 @@ func TestDefaultMetricsWriteNoMetrics(t *testing.T) {
 	e := newEnv(t, 2, nil)
 	e.sim.Device(0).SetWorkload(sim.Busy(80, 100))
 	e.cycles(3)
-	if err := e.a.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.ship(); err != nil {
-		t.Fatal(err)
-	}
+	e.stopAndShip()
 	got := e.arrived()
 	if len(got.samples) == 0 {
 		t.Fatal("no samples shipped")
@@ -68,12 +63,7 @@ func TestChosenMetrics(t *testing.T) {
 			e.sim.Device(0).SetWorkload(sim.Busy(80, 100))
 			e.cgroup(100, 0)
 			e.cycles(5)
-			if err := e.a.Stop(); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := e.ship(); err != nil {
-				t.Fatal(err)
-			}
+			e.stopAndShip()
 			got := e.arrived()
 			if len(got.segments) == 0 {
 				t.Fatal("no segment shipped")
@@ -206,12 +196,7 @@ func TestGPUEvents(t *testing.T) {
 		time.Sleep(10 * time.Millisecond) // let the watch's goroutine hand them over
 	}
 	e.cycles(5)
-	if err := e.a.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.ship(); err != nil {
-		t.Fatal(err)
-	}
+	e.stopAndShip()
 	got := e.arrived()
 	type ev struct {
 		Kind   record.GPUEventKind

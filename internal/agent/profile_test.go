@@ -113,12 +113,7 @@ func TestProfileSamples(t *testing.T) {
 	if e.a.profiling(e.clk.Now()) {
 		t.Error("profile still running after its end")
 	}
-	if err := e.a.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.ship(); err != nil {
-		t.Fatal(err)
-	}
+	e.stopAndShip()
 	if left, _ := filepath.Glob(filepath.Join(e.cfg.Agent.StateDir, profileOpenGlob)); len(left) > 0 {
 		t.Errorf("open profile segments left: %v", left)
 	}

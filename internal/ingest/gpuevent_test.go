@@ -142,20 +142,7 @@ func TestGPUEventRefused(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t)
-			e.put(t, evFile(t, "gpu001", 77, 0, record.JobStart, t0, 0), evFile(t, "gpu002", 88, 0, record.JobStart, t0, 0))
-			s := e.open(t)
-			defer s.Close()
-			e.pass(t, s, t0.Add(time.Minute))
-			bad := tc.file(t)
-			e.put(t, bad)
-			res := e.pass(t, s, t0.Add(time.Hour))
-			if res.Quarantined != 1 || res.Files != 0 {
-				t.Errorf("pass: %+v, want the file quarantined and nothing ingested", res)
-			}
-			if r := e.reason(t, bad); !strings.Contains(r, tc.reason) {
-				t.Errorf("reason %q does not say %q", r, tc.reason)
-			}
+			s := quarantinedAfterStarts(t, tc.file(t), tc.reason)
 			if n := query[int](t, s, `SELECT count(*) FROM gpu_events`); n != 0 {
 				t.Errorf("%d GPU events stored from a quarantined file", n)
 			}

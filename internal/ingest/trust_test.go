@@ -90,6 +90,28 @@ func (e *env) put(t *testing.T, files ...forged) {
 	}
 }
 
+// quarantinedAfterStarts ingests the starts of job 77 on gpu001 and 88
+// on gpu002 at t0, then bad an hour later: bad must be quarantined, with
+// a reason that says reason, and nothing of it ingested. It returns the
+// ledger for the caller's own checks.
+func quarantinedAfterStarts(t *testing.T, bad forged, reason string) *store.Store {
+	t.Helper()
+	e := newEnv(t)
+	e.put(t, evFile(t, "gpu001", 77, 0, record.JobStart, t0, 0), evFile(t, "gpu002", 88, 0, record.JobStart, t0, 0))
+	s := e.open(t)
+	t.Cleanup(func() { s.Close() })
+	e.pass(t, s, t0.Add(time.Minute))
+	e.put(t, bad)
+	res := e.pass(t, s, t0.Add(time.Hour))
+	if res.Quarantined != 1 || res.Files != 0 {
+		t.Errorf("pass: %+v, want the forged file quarantined and nothing ingested", res)
+	}
+	if r := e.reason(t, bad); !strings.Contains(r, reason) {
+		t.Errorf("reason %q does not say %q", r, reason)
+	}
+	return s
+}
+
 func (e *env) reason(t *testing.T, f forged) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(e.cfg.Ingest.Quarantine, f.node, f.name+".reason"))
@@ -173,20 +195,7 @@ func TestNodeSpeaksOnlyForItself(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t)
-			e.put(t, evFile(t, "gpu001", 77, 0, record.JobStart, t0, 0), evFile(t, "gpu002", 88, 0, record.JobStart, t0, 0))
-			s := e.open(t)
-			defer s.Close()
-			e.pass(t, s, t0.Add(time.Minute))
-			bad := tc.file(t)
-			e.put(t, bad)
-			res := e.pass(t, s, t0.Add(time.Hour))
-			if res.Quarantined != 1 || res.Files != 0 {
-				t.Errorf("pass: %+v, want the forged file quarantined and nothing ingested", res)
-			}
-			if r := e.reason(t, bad); !strings.Contains(r, tc.reason) {
-				t.Errorf("reason %q does not say %q", r, tc.reason)
-			}
+			s := quarantinedAfterStarts(t, tc.file(t), tc.reason)
 			if n := query[int](t, s, `SELECT count(*) FROM samples`); n != 0 {
 				t.Errorf("%d samples stored from a quarantined file", n)
 			}
