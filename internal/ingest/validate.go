@@ -317,7 +317,7 @@ func (v Validator) segmentFrom(node, name string, r io.Reader, lines int) (*Pars
 	content.Write(bytes.TrimSpace(sc.Bytes()))
 	p.Samples = make([]record.Sample, 0, min(maxSegmentLines, max(lines, 1)))
 	var dec record.SampleDecoder
-	uuids := uuidCache{}
+	names := newFileNames()
 	line := 1
 	for sc.Scan() {
 		line++
@@ -339,7 +339,7 @@ func (v Validator) segmentFrom(node, name string, r io.Reader, lines int) (*Pars
 				return nil, bad("segment line %d: %s", line, shorten(err.Error()))
 			}
 		}
-		if err := v.sample(s, uuids); err != nil {
+		if err := v.sample(s, names); err != nil {
 			return nil, bad("segment line %d: %s", line, err.(*Bad).Reason)
 		}
 		content.Write([]byte{'\n'})
@@ -357,28 +357,34 @@ func (v Validator) segmentFrom(node, name string, r io.Reader, lines int) (*Pars
 
 func pctOK(p *uint32) bool { return p == nil || *p <= 100 }
 
-// uuidCache remembers the well-formed UUIDs of one file: a segment
-// repeats a handful on every line.
-type uuidCache map[string]struct{}
+// matchCache remembers the strings of one file that matched a pattern:
+// a segment repeats a handful of UUIDs and metric names on every line.
+type matchCache map[string]struct{}
 
-func (c uuidCache) ok(u string) bool {
-	if _, ok := c[u]; ok {
+// ok says whether s matches re, remembering up to most of them.
+func (c matchCache) ok(re *regexp.Regexp, s string, most int) bool {
+	if _, ok := c[s]; ok {
 		return true
 	}
-	if !uuidRE.MatchString(u) {
+	if !re.MatchString(s) {
 		return false
 	}
-	if len(c) < maxGPUsPerNode {
-		c[u] = struct{}{}
+	if len(c) < most {
+		c[s] = struct{}{}
 	}
 	return true
 }
 
-func (v Validator) sample(s *record.Sample, uuids uuidCache) error {
+// fileNames are one file's well-formed UUIDs and metric names.
+type fileNames struct{ uuids, metrics matchCache }
+
+func newFileNames() fileNames { return fileNames{uuids: matchCache{}, metrics: matchCache{}} }
+
+func (v Validator) sample(s *record.Sample, names fileNames) error {
 	if err := v.checkTime("sample time", s.Time); err != nil {
 		return err
 	}
-	if !uuids.ok(s.UUID) {
+	if !names.uuids.ok(uuidRE, s.UUID, maxGPUsPerNode) {
 		return bad("GPU UUID %q is malformed", shorten(s.UUID))
 	}
 	if s.Index < 0 || s.Index >= maxGPUsPerNode {
@@ -421,7 +427,7 @@ func (v Validator) sample(s *record.Sample, uuids uuidCache) error {
 		return bad("%d metrics in one sample (at most %d)", len(s.Metrics), maxMetrics)
 	}
 	for name, x := range s.Metrics {
-		if !metricNameRE.MatchString(name) {
+		if !names.metrics.ok(metricNameRE, name, maxMetrics) {
 			return bad("metric name %q is not a catalogue-style name", shorten(name))
 		}
 		if math.IsNaN(x) || math.IsInf(x, 0) || math.Abs(x) > maxMetricValue {

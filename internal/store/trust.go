@@ -120,6 +120,8 @@ func (b *Batch) jobAlloc(cluster string, job uint64, restart int, node int64, no
 		b.allocs = map[allocKey]alloc{}
 	}
 	b.allocs[k] = c
+	// the job's row id came with it: Job need not ask for it again
+	b.jobs[k.job] = c.row
 	return c, nil
 }
 
