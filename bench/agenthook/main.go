@@ -62,8 +62,7 @@ func run() int {
 			}
 			ds = append(ds, time.Since(start))
 		}
-		row("durable write (Go floor)", ds)
-		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+		row("durable write (Go floor)", ds) // sorts ds
 		floorMed = ds[len(ds)/2]
 	}
 	delays := []time.Duration{0, *delay}

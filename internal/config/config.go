@@ -153,7 +153,7 @@ func Path(flag string, getenv func(string) string) (path string, explicit bool) 
 // Load reads path over the defaults. A missing file is fine unless explicit.
 // Errors name the file, and for bad content the line and the key.
 func Load(path string, explicit bool) (Config, error) {
-	data, err := readFile(path)
+	data, err := ReadFile(path)
 	return load(path, explicit, data, err)
 }
 

@@ -58,10 +58,10 @@ var hookKeys = []string{
 // taken from it over the defaults, so that the hook writes its event where
 // the agent will look. salvaged lists those keys; err is the load error.
 func LoadHook(path string, explicit bool, within time.Duration) (cfg Config, salvaged []string, err error) {
-	return loadHook(path, explicit, within, readFile)
+	return loadHook(path, explicit, within, ReadFile)
 }
 
-func loadHook(path string, explicit bool, within time.Duration, readFile func(string) ([]byte, error)) (Config, []string, error) {
+func loadHook(path string, explicit bool, within time.Duration, ReadFile func(string) ([]byte, error)) (Config, []string, error) {
 	type loaded struct {
 		cfg      Config
 		salvaged []string
@@ -69,7 +69,7 @@ func loadHook(path string, explicit bool, within time.Duration, readFile func(st
 	}
 	ch := make(chan loaded, 1)
 	go func() {
-		data, rerr := readFile(path)
+		data, rerr := ReadFile(path)
 		cfg, err := load(path, explicit, data, rerr)
 		var salvaged []string
 		if err != nil && rerr == nil {

@@ -125,7 +125,7 @@ func BenchmarkLoadHookWorstFile(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		if _, _, err := loadHook(p, true, time.Minute, readFile); err == nil {
+		if _, _, err := loadHook(p, true, time.Minute, ReadFile); err == nil {
 			b.Fatal("no error")
 		}
 	}

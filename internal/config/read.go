@@ -21,10 +21,10 @@ var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 
 var errTooLarge = fmt.Errorf("larger than %d bytes: not a config file", MaxFileBytes)
 
-// readFile reads a config file without blocking on it: O_NONBLOCK keeps a
-// FIFO from blocking the open, anything but a regular file is refused, and
-// at most MaxFileBytes are read.
-func readFile(path string) ([]byte, error) {
+// ReadFile reads a config file (gpusuite's, or a web config file) without
+// blocking on it: O_NONBLOCK keeps a FIFO from blocking the open, anything
+// but a regular file is refused, and at most MaxFileBytes are read.
+func ReadFile(path string) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err

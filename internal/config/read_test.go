@@ -31,22 +31,22 @@ func TestReadFile(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := readFile(tt.path)
+			got, err := ReadFile(tt.path)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tt.want, string(got)); diff != "" {
-				t.Errorf("readFile (-want +got):\n%s", diff)
+				t.Errorf("ReadFile (-want +got):\n%s", diff)
 			}
 		})
 	}
 	t.Run("stat says 0 bytes", func(t *testing.T) {
-		got, err := readFile("/proc/self/status")
+		got, err := ReadFile("/proc/self/status")
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Contains(got, []byte("\nVmRSS:")) {
-			t.Errorf("readFile(/proc/self/status) = %q, want the whole file (through VmRSS)", got)
+			t.Errorf("ReadFile(/proc/self/status) = %q, want the whole file (through VmRSS)", got)
 		}
 	})
 }

@@ -83,6 +83,7 @@ type chosen struct {
 	fieldNames  []string
 	prev        map[uint32]counterReading
 	clocks      []string
+	smMax       uint32   // the SM clock's maximum once read: it does not change
 	pcieWindow  []string // PCIe from nvmlDeviceGetPcieThroughput (no GPM)
 	gpm         *gpmState
 	unsupported map[string]string
@@ -116,7 +117,15 @@ func (l *Library) Choose(devs []*Device, names []string) {
 
 func (d *Device) choose(lib nvml.Interface, names []string) {
 	c := &chosen{names: names, prev: map[uint32]counterReading{}, unsupported: map[string]string{}}
-	gpmOK, why := d.gpmSupport()
+	// GPM is asked about only when a chosen metric may come from it: the
+	// default set asks the driver nothing at each enumeration.
+	gpmOK, why := false, ""
+	for _, n := range names {
+		if _, ok := gpmSources[n]; ok || record.MetricSet(n) == record.SetGPM {
+			gpmOK, why = d.gpmSupport()
+			break
+		}
+	}
 	for _, n := range names {
 		if _, ok := gpmSources[n]; ok && gpmOK {
 			if c.gpm == nil {
@@ -243,6 +252,10 @@ func (d *Device) readMetrics(r *Reading) {
 		if !supported(n) {
 			continue
 		}
+		if n == "sm_clock_max_mhz" && c.smMax != 0 {
+			put(n, float64(c.smMax))
+			continue
+		}
 		var v uint32
 		ret := safe(func() nvml.Return {
 			var r nvml.Return
@@ -259,6 +272,9 @@ func (d *Device) readMetrics(r *Reading) {
 		if ret != nvml.SUCCESS {
 			miss(n, ret)
 			continue
+		}
+		if n == "sm_clock_max_mhz" {
+			c.smMax = v
 		}
 		put(n, float64(v))
 	}

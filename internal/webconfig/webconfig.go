@@ -10,7 +10,6 @@ package webconfig
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -20,13 +19,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/prometheus/exporter-toolkit/web"
 	"go.yaml.in/yaml/v2"
 )
-
-// maxFileBytes bounds the file: a web config is a few lines and
-// certificates are named by path.
-const maxFileBytes = 1 << 20
 
 // Check reads the file at path as the toolkit will when it serves (YAML
 // with no unknown key, bcrypt hashes, the certificate and key), so that
@@ -37,7 +33,7 @@ func Check(path, key string) error {
 	if path == "" {
 		return nil
 	}
-	if _, err := readBounded(path); err != nil {
+	if _, err := config.ReadFile(path); err != nil {
 		// The path is said once: the message names the file already.
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
@@ -49,37 +45,6 @@ func Check(path, key string) error {
 		return fmt.Errorf("web config file %q (%s): %w (the exporter toolkit's web-config.yml format: docs/dashboard.md \"TLS and login\")", path, key, oneLine{err})
 	}
 	return nil
-}
-
-// readBounded reads a regular file of at most maxFileBytes: a FIFO or a
-// device named by mistake must not hang or fill memory.
-func readBounded(path string) ([]byte, error) {
-	// Stat first: opening a FIFO for reading blocks until a writer comes.
-	if fi, err := os.Stat(path); err != nil {
-		return nil, err
-	} else if !fi.Mode().IsRegular() {
-		return nil, errors.New("not a regular file")
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, errors.New("not a regular file")
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxFileBytes {
-		return nil, fmt.Errorf("larger than %d bytes", maxFileBytes)
-	}
-	return b, nil
 }
 
 // oneLine is an error whose text fits one line: YAML errors list one
@@ -118,7 +83,7 @@ func Scheme(path string) string {
 }
 
 func parse(path string) (*web.Config, error) {
-	b, err := readBounded(path)
+	b, err := config.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}

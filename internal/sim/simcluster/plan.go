@@ -102,6 +102,12 @@ type profile struct {
 // unallocatedPowerMW is what a GPU nobody holds draws.
 const unallocatedPowerMW = 70_000
 
+// hungMemMiB is what a failing job's process holds once it hangs.
+const hungMemMiB = 30_000
+
+// runningMemMiB is what a job's process holds at a utilization.
+func runningMemMiB(util uint32) uint64 { return 20_000 + uint64(util)*400 }
+
 // at is the load at Unix second u: utilization %, power mW, memory MiB
 // and whether the job's process runs.
 func (p *profile) at(u int64) (util, powerMW uint32, memMiB uint64, proc bool) {
@@ -113,43 +119,37 @@ func (p *profile) at(u int64) (util, powerMW uint32, memMiB uint64, proc bool) {
 		return 0, 72_000, 0, false
 	case Failing:
 		if u >= p.hangAt {
-			return 0, 95_000, 30_000, true
+			return 0, 95_000, hungMemMiB, true
 		}
 	}
 	x := p.lo + (p.hi-p.lo)*(0.5+0.5*math.Sin(2*math.Pi*(float64(u)+p.phase)/p.period))
 	util = uint32(math.Round(x))
-	return util, 90_000 + 5_000*util, 20_000 + uint64(util)*400, true
+	return util, 90_000 + 5_000*util, runningMemMiB(util), true
 }
 
 // workload is the profile as the simulated GPU plays it.
 // The GPU integrates its energy second by second through it, so the
-// process lists it can hold are made once, not at every second: the
-// simulated GPU copies the list it hands out.
+// process lists it can hold are made once, not at every second: one a
+// utilization, the hung process's last (the simulated GPU copies the
+// list it hands out).
 func (p *profile) workload() sim.Workload {
-	procs := make([]nvml.ProcessInfo, 0, 4)
-	list := func(mem uint64) []nvml.ProcessInfo {
-		i := len(procs) - 1 // the hung process
-		if mem != 30_000 {
-			i = int((mem - 20_000) / 400)
-		}
-		if i >= 0 && i < len(procs) && procs[i].UsedGpuMemory == mem<<20 {
-			return procs[i : i+1 : i+1]
-		}
-		return []nvml.ProcessInfo{{Pid: p.pid, UsedGpuMemory: mem << 20}}
-	}
+	var procs []nvml.ProcessInfo
 	if p != nil && p.kind != Idle {
-		// at most 101 utilizations and the hung process's memory
 		procs = make([]nvml.ProcessInfo, 0, 102)
-		for u := uint64(0); u <= 100; u++ {
-			procs = append(procs, nvml.ProcessInfo{Pid: p.pid, UsedGpuMemory: (20_000 + u*400) << 20})
+		for u := range uint32(101) {
+			procs = append(procs, nvml.ProcessInfo{Pid: p.pid, UsedGpuMemory: runningMemMiB(u) << 20})
 		}
-		procs = append(procs, nvml.ProcessInfo{Pid: p.pid, UsedGpuMemory: 30_000 << 20})
+		procs = append(procs, nvml.ProcessInfo{Pid: p.pid, UsedGpuMemory: hungMemMiB << 20})
 	}
 	return func(t time.Time) sim.Load {
 		util, power, mem, proc := p.at(t.Unix())
 		l := sim.Load{GPUUtil: util, MemUtil: util / 2, MemUsedMiB: mem, PowerMW: power, TempC: 35 + util/3, SMClockMHz: 345 + 16*util}
 		if proc {
-			l.Procs = list(mem)
+			i := int(util)
+			if mem == hungMemMiB {
+				i = len(procs) - 1
+			}
+			l.Procs = procs[i : i+1 : i+1]
 		}
 		return l
 	}
