@@ -75,11 +75,10 @@ type hub struct {
 	// stream's).
 	proc sync.Mutex
 
-	mu       sync.Mutex
-	subs     map[*subscriber]struct{}
-	byClient map[string]int
-	running  bool
-	snap     *board.Snapshot
+	mu      sync.Mutex
+	subs    map[*subscriber]struct{}
+	running bool
+	snap    *board.Snapshot
 	// lastKey is changeKey of the board whose sections are held: a board
 	// with the same key renders nothing new.
 	lastKey []byte
@@ -103,29 +102,75 @@ type hubOptions struct {
 	frag     func(*board.Snapshot) ([]byte, error)
 	sections func(*board.Snapshot) ([]section, error)
 	// key is changeKey unless a test says otherwise.
-	key       func(*board.Snapshot) []byte
-	now       func() time.Time
-	tick      time.Duration
+	key  func(*board.Snapshot) []byte
+	now  func() time.Time
+	tick time.Duration
+	// slots bound the streams; hubs that share one (the board with
+	// names and without) share its bounds. nil: the hub's own, of max
+	// and perClient.
+	slots     *streamSlots
 	max       int
 	perClient int
 	log       func(string, ...any)
+}
+
+// streamSlots counts the open board streams, in all and per client,
+// against web.max_streams and web.max_streams_per_client.
+type streamSlots struct {
+	mu        sync.Mutex
+	max       int
+	perClient int // <= 0: no bound
+	open      int
+	byClient  map[string]int
+}
+
+func newStreamSlots(most, perClient int) *streamSlots {
+	if most <= 0 {
+		most = DefaultMaxStreams
+	}
+	if perClient == 0 {
+		perClient = DefaultMaxStreamsPerClient
+	}
+	return &streamSlots{max: most, perClient: perClient, byClient: map[string]int{}}
+}
+
+// take holds a slot for client: "" when it got one, else why not.
+func (sl *streamSlots) take(client string) string {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	if sl.open >= sl.max {
+		return "too many board streams open (web.max_streams " + strconv.Itoa(sl.max) + ")"
+	}
+	if sl.perClient > 0 && sl.byClient[client] >= sl.perClient {
+		return "this address holds " + strconv.Itoa(sl.perClient) + " board streams already (web.max_streams_per_client); close a tab"
+	}
+	sl.open++
+	sl.byClient[client]++
+	return ""
+}
+
+// give frees a slot of client.
+func (sl *streamSlots) give(client string) {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	sl.open--
+	if sl.byClient[client]--; sl.byClient[client] <= 0 {
+		delete(sl.byClient, client)
+	}
 }
 
 func newHub(o hubOptions) *hub {
 	if o.tick <= 0 {
 		o.tick = DefaultBoardTick
 	}
-	if o.max <= 0 {
-		o.max = DefaultMaxStreams
-	}
-	if o.perClient == 0 {
-		o.perClient = DefaultMaxStreamsPerClient
+	if o.slots == nil {
+		o.slots = newStreamSlots(o.max, o.perClient)
 	}
 	if o.key == nil {
 		o.key = changeKey
 	}
 	return &hub{hubOptions: o,
-		subs: map[*subscriber]struct{}{}, byClient: map[string]int{}, secs: map[string]section{}, kick: make(chan struct{}, 1), pub: make(chan struct{}), done: make(chan struct{})}
+		subs: map[*subscriber]struct{}{}, secs: map[string]section{}, kick: make(chan struct{}, 1), pub: make(chan struct{}), done: make(chan struct{})}
 }
 
 // subscribe adds a stream of client; "" when the hub is open, else why
@@ -138,15 +183,11 @@ func (hb *hub) subscribe(client string) (*subscriber, string) {
 		return nil, "the server is stopping"
 	default:
 	}
-	if len(hb.subs) >= hb.max {
-		return nil, "too many board streams open (web.max_streams " + strconv.Itoa(hb.max) + ")"
-	}
-	if hb.perClient > 0 && hb.byClient[client] >= hb.perClient {
-		return nil, "this address holds " + strconv.Itoa(hb.perClient) + " board streams already (web.max_streams_per_client); close a tab"
+	if why := hb.slots.take(client); why != "" {
+		return nil, why
 	}
 	sb := &subscriber{client: client, sig: make(chan struct{}, 1), dirty: map[string]bool{}, full: true}
 	hb.subs[sb] = struct{}{}
-	hb.byClient[client]++
 	if !hb.running {
 		hb.running = true
 		go hb.loop()
@@ -157,9 +198,9 @@ func (hb *hub) subscribe(client string) (*subscriber, string) {
 func (hb *hub) unsubscribe(sb *subscriber) {
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
-	delete(hb.subs, sb)
-	if hb.byClient[sb.client]--; hb.byClient[sb.client] <= 0 {
-		delete(hb.byClient, sb.client)
+	if _, ok := hb.subs[sb]; ok {
+		delete(hb.subs, sb)
+		hb.slots.give(sb.client)
 	}
 }
 

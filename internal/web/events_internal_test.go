@@ -181,3 +181,42 @@ func TestHubDropsOldAndEarlier(t *testing.T) {
 		t.Errorf("a newer board: %q", got)
 	}
 }
+
+// Hubs that share their stream slots (the board with names and the one
+// without, under web.private_data) share web.max_streams and
+// web.max_streams_per_client: a stream on either takes from both.
+func TestHubsShareStreamSlots(t *testing.T) {
+	for _, tc := range []struct {
+		name, why string
+		slots     *streamSlots
+	}{
+		{"in all", "too many board streams open (web.max_streams 2)", newStreamSlots(2, -1)},
+		{"per client", "this address holds 2 board streams already", newStreamSlots(10, 2)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hubs := make([]*hub, 2)
+			for i := range hubs {
+				hubs[i] = newHub(hubOptions{log: t.Logf, slots: tc.slots})
+				hubs[i].running = true // no loop: nothing is broadcast
+			}
+			a, why := hubs[0].subscribe("c")
+			if a == nil {
+				t.Fatal(why)
+			}
+			if b, why := hubs[1].subscribe("c"); b == nil {
+				t.Fatal(why)
+			}
+			if sb, why := hubs[1].subscribe("c"); sb != nil || !strings.Contains(why, tc.why) {
+				t.Errorf("third stream, on the other hub: %v %q, want refused: %q", sb != nil, why, tc.why)
+			}
+			hubs[0].unsubscribe(a)
+			hubs[0].unsubscribe(a) // once only
+			if sb, why := hubs[1].subscribe("c"); sb == nil {
+				t.Errorf("a stream after one closed: refused: %s", why)
+			}
+			if sb, _ := hubs[0].subscribe("c"); sb != nil {
+				t.Error("a stream past the bound after a double unsubscribe")
+			}
+		})
+	}
+}

@@ -173,12 +173,14 @@ func New(o Options) (*Handler, error) {
 		return nil, err
 	}
 	h := &Handler{o: o, src: newSource(o), mapping: m, pages: pages, static: st, mux: http.NewServeMux(), limit: newLimiter(o.Concurrent, o.Timeout)}
+	// one bound for every stream, with names or without
+	slots := newStreamSlots(o.MaxStreams, o.MaxStreamsPerClient)
 	h.hub = newHub(hubOptions{src: o.Board, frag: h.renderFrag, sections: h.renderSections, now: o.Now, tick: o.BoardTick,
-		max: o.MaxStreams, perClient: o.MaxStreamsPerClient, log: o.Log.Warn})
+		slots: slots, log: o.Log.Warn})
 	if o.PrivateData {
 		anon := h.anonymous()
 		h.anonHub = newHub(hubOptions{src: o.Board, frag: anon.renderFrag, sections: anon.renderSections, now: o.Now, tick: o.BoardTick,
-			max: o.MaxStreams, perClient: o.MaxStreamsPerClient, log: o.Log.Warn})
+			slots: slots, log: o.Log.Warn})
 	}
 	h.routes()
 	return h, nil
