@@ -50,17 +50,17 @@ func srunWrapFlags() []cli.Flag {
 // it never returns, because srun has replaced the process.
 func SrunWrap(args []string, sys container.Sys) int {
 	prog := "srun-wrap"
-	flags := srunWrapFlags()
+	var split container.Split // the app's action reads it once it is run
+	app := srunWrapApp(sys, &split)
 	// --version is srun-wrap's own (srun's is -V).
 	own := map[string]bool{"help": false, "h": false, "version": false}
-	for n, v := range valuedFlags(flags) {
+	for n, v := range valuedFlags(app.Flags) {
 		own[n] = v
 	}
-	split, err := container.SplitArgs(args[1:], own)
-	if err != nil {
+	var err error
+	if split, err = container.SplitArgs(args[1:], own); err != nil {
 		return finish(prog, sys.Stderr, usagef("%v", err))
 	}
-	app := srunWrapApp(sys, &split)
 	return finish(prog, sys.Stderr, app.Run(append([]string{prog}, split.Own...)))
 }
 

@@ -37,10 +37,7 @@ func Main(args []string, stdout, stderr io.Writer, getenv func(string) string) i
 
 // MainContext is Main ending when ctx ends (tests stop watch with it).
 func MainContext(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
-	app := newApp(stdout, stderr, getenv)
-	cliwire.Version(app)
-	cliwire.ConfigDefaults(app)
-	return cliwire.Finish(prog, stderr, app.RunContext(ctx, args))
+	return cliwire.Finish(prog, stderr, newApp(stdout, stderr, getenv).RunContext(ctx, args))
 }
 
 func onUsageError(name string) cli.OnUsageErrorFunc {
@@ -56,7 +53,16 @@ func onUsageError(name string) cli.OnUsageErrorFunc {
 	}
 }
 
+// newApp is nfs-sync's command tree, --version and the help's defaults
+// from the config included.
 func newApp(stdout, stderr io.Writer, getenv func(string) string) *cli.App {
+	app := commands(stdout, stderr, getenv)
+	cliwire.Version(app)
+	cliwire.ConfigDefaults(app)
+	return app
+}
+
+func commands(stdout, stderr io.Writer, getenv func(string) string) *cli.App {
 	env := &cliEnv{stdout: stdout, stderr: stderr, getenv: getenv}
 	windowFlag := &cli.DurationFlag{Name: "window", EnvVars: []string{"GPUSUITE_NFSSYNC_WINDOW"},
 		Usage: "wait this long after a file's mtime before touching it (nfssync.window)"}

@@ -5,23 +5,20 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/aicloud/gpusuite/cliwire"
 	"github.com/aicloud/gpusuite/cliwire/cliwiretest"
 	"github.com/aicloud/gpusuite/internal/logging/logtest"
 )
 
-// helpApp is nfs-sync's command tree as Main prepares it.
+// helpApp is nfs-sync's command tree as Main runs it.
 func helpApp() *cli.App {
-	app := newApp(io.Discard, io.Discard, func(string) string { return "" })
-	cliwire.Version(app)
-	cliwire.ConfigDefaults(app)
-	return app
+	return newApp(io.Discard, io.Discard, func(string) string { return "" })
 }
 
 func TestHelpDefaultsAreTheConfigs(t *testing.T) { cliwiretest.CheckDefaults(t, helpApp()) }
@@ -101,7 +98,7 @@ func TestHelpExamplesRun(t *testing.T) {
 			expanded = append(expanded, a)
 		}
 		env := envFunc(map[string]string{"GPUSUITE_CONFIG": cfg})
-		if contains(args, "watch") {
+		if slices.Contains(args, "watch") {
 			watchExample(t, expanded, env, data, want)
 			return
 		}
@@ -113,15 +110,6 @@ func TestHelpExamplesRun(t *testing.T) {
 			t.Errorf("%s: example %q: output lacks %q:\n%s", ex.Command, ex.Line, want, out.String())
 		}
 	})
-}
-
-func contains(args []string, s string) bool {
-	for _, a := range args {
-		if a == s {
-			return true
-		}
-	}
-	return false
 }
 
 // watchExample runs a watch example until it watches, writes a file

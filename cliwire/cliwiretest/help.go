@@ -201,15 +201,8 @@ func shellCommands(line string) ([][]string, error) {
 		switch {
 		case ch == ' ' || ch == '\t':
 			flush()
-		case ch == '\'':
-			j := strings.IndexByte(line[i+1:], '\'')
-			if j < 0 {
-				return nil, errQuote
-			}
-			cur.WriteString(line[i+1 : i+1+j])
-			inWord, i = true, i+1+j
-		case ch == '"':
-			j := strings.IndexByte(line[i+1:], '"')
+		case ch == '\'' || ch == '"': // the examples quote nothing that needs escapes inside quotes
+			j := strings.IndexByte(line[i+1:], ch)
 			if j < 0 {
 				return nil, errQuote
 			}
