@@ -47,10 +47,19 @@ func evFile(t *testing.T, node string, job uint64, restart int, kind record.Kind
 // segFile is segment seq of node with samples at interval seconds.
 func segFile(t *testing.T, node string, seq uint64, interval float64, samples []record.Sample) forged {
 	t.Helper()
+	return segFileWith(t, node, seq, interval, samples, nil)
+}
+
+// segFileWith is segFile with its header changed by edit.
+func segFileWith(t *testing.T, node string, seq uint64, interval float64, samples []record.Sample, edit func(*record.SegmentHeader)) forged {
+	t.Helper()
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	h := record.SegmentHeader{Schema: record.SegmentSchema, Key: record.SegmentKey("c1", node, seq), Cluster: "c1", Node: node,
 		Seq: seq, Interval: interval, Start: t0}
+	if edit != nil {
+		edit(&h)
+	}
 	if err := enc.Encode(&h); err != nil {
 		t.Fatal(err)
 	}
@@ -172,6 +181,24 @@ func TestNodeSpeaksOnlyForItself(t *testing.T) {
 		{"job id past 32 bits", func(t *testing.T) forged {
 			return segFile(t, "gpu001", 1, 10, []record.Sample{busy("gpu001", 0, t0, 1<<52)})
 		}, "out of range"},
+		{"header metric not a catalogue-style name", func(t *testing.T) forged {
+			return segFileWith(t, "gpu001", 1, 10, []record.Sample{busy("gpu001", 0, t0, 77)},
+				func(h *record.SegmentHeader) { h.Metrics = []string{"power_w'; DROP TABLE jobs"} })
+		}, `segment header: metric name "power_w'; DROP TABLE jobs" is not a catalogue-style name`},
+		{"unsupported metrics of no GPU", func(t *testing.T) forged {
+			return segFileWith(t, "gpu001", 1, 10, []record.Sample{busy("gpu001", 0, t0, 77)},
+				func(h *record.SegmentHeader) { h.Unsupported = map[string][]string{"gpu0": {"sm_active_pct: no GPM"}} })
+		}, `unsupported metrics of "gpu0", which is not a GPU UUID`},
+		{"unsupported metric not a catalogue-style name", func(t *testing.T) forged {
+			return segFileWith(t, "gpu001", 1, 10, []record.Sample{busy("gpu001", 0, t0, 77)}, func(h *record.SegmentHeader) {
+				h.Unsupported = map[string][]string{sim.UUID("gpu001", 0): {"Bad Name: why"}}
+			})
+		}, `unsupported metric "Bad Name" is not a catalogue-style name`},
+		{"unsupported metric's reason oversized", func(t *testing.T) forged {
+			return segFileWith(t, "gpu001", 1, 10, []record.Sample{busy("gpu001", 0, t0, 77)}, func(h *record.SegmentHeader) {
+				h.Unsupported = map[string][]string{sim.UUID("gpu001", 0): {"sm_active_pct: " + strings.Repeat("x", 100_000)}}
+			})
+		}, "segment header unsupported metrics: a note of"},
 		{"restart count past 16 bits", func(t *testing.T) forged {
 			return evFile(t, "gpu001", 80, 1_000_000, record.JobStart, t0, 1)
 		}, "restart count 1000000 out of range"},

@@ -312,6 +312,9 @@ func (v Validator) segmentFrom(node, name string, r io.Reader, lines int) (*Pars
 	if err := v.checkTime("segment start", h.Start); err != nil {
 		return nil, err
 	}
+	if err := checkHeaderMetrics(&h); err != nil {
+		return nil, err
+	}
 	p := &Parsed{Header: &h}
 	content := sha256.New()
 	content.Write(bytes.TrimSpace(sc.Bytes()))
@@ -353,6 +356,37 @@ func (v Validator) segmentFrom(node, name string, r io.Reader, lines int) (*Pars
 	}
 	p.ContentHash = hex.EncodeToString(content.Sum(nil))
 	return p, nil
+}
+
+// checkHeaderMetrics bounds what a segment header says of its metrics:
+// the names chosen, and per GPU those it cannot give and why. The names
+// become keys of the ledger's job metrics, the reasons their notes.
+func checkHeaderMetrics(h *record.SegmentHeader) error {
+	if len(h.Metrics) > maxMetrics {
+		return bad("segment header: %d metrics (at most %d)", len(h.Metrics), maxMetrics)
+	}
+	for _, n := range h.Metrics {
+		if !metricNameRE.MatchString(n) {
+			return bad("segment header: metric name %q is not a catalogue-style name", shorten(n))
+		}
+	}
+	if len(h.Unsupported) > maxGPUsPerNode {
+		return bad("segment header: unsupported metrics of %d GPUs (at most %d)", len(h.Unsupported), maxGPUsPerNode)
+	}
+	for uuid, notes := range h.Unsupported {
+		if !uuidRE.MatchString(uuid) {
+			return bad("segment header: unsupported metrics of %q, which is not a GPU UUID", shorten(uuid))
+		}
+		if err := checkNotes("segment header unsupported metrics", notes); err != nil {
+			return err
+		}
+		for _, n := range notes {
+			if name, _, _ := strings.Cut(n, ":"); !metricNameRE.MatchString(strings.TrimSpace(name)) {
+				return bad("segment header: unsupported metric %q is not a catalogue-style name", shorten(name))
+			}
+		}
+	}
+	return nil
 }
 
 func pctOK(p *uint32) bool { return p == nil || *p <= 100 }
