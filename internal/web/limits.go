@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/aicloud/gpusuite/internal/webconfig"
 )
 
 // Bounds of the web server (invariant 9, docs/api.md "Limits").
@@ -20,7 +22,7 @@ const (
 	// retryAfter is the Retry-After of a 503 for a full server, seconds.
 	retryAfter = 5
 	// maxHeaderBytes bounds a request's header.
-	maxHeaderBytes = 64 << 10
+	maxHeaderBytes = webconfig.MaxHeaderBytes
 )
 
 // NewServer is the http.Server for the dashboard and /metrics, with
@@ -31,16 +33,9 @@ func NewServer(h http.Handler, handlerTimeout time.Duration) *http.Server {
 	if handlerTimeout <= 0 {
 		handlerTimeout = DefaultTimeout
 	}
-	return &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		// The answer is built before it is written: writing it gets the
-		// handler's time plus as long again for a slow reader.
-		WriteTimeout:   2*handlerTimeout + 10*time.Second,
-		IdleTimeout:    2 * time.Minute,
-		MaxHeaderBytes: maxHeaderBytes,
-	}
+	// The answer is built before it is written: writing it gets the
+	// handler's time plus as long again for a slow reader.
+	return webconfig.NewServer(h, 2*handlerTimeout+10*time.Second)
 }
 
 // limiter admits at most cap(slots) requests at once.

@@ -170,10 +170,18 @@ func Start(ln net.Listener, srv *http.Server, path string, log *slog.Logger, wha
 	}()
 }
 
-// MetricsServer is the server of a /metrics listener of its own (the
-// agent's, nfs-sync's, a one-shot ingest's): bounded in time and header
-// size, as serve's is.
-func MetricsServer(h http.Handler) *http.Server {
-	return &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
-		WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+// MaxHeaderBytes bounds a request's header on every server of the suite.
+const MaxHeaderBytes = 64 << 10
+
+// NewServer is an http.Server with every timeout set, so that a slow or
+// idle client holds a connection only so long; writeTimeout bounds the
+// writing of an answer.
+func NewServer(h http.Handler, writeTimeout time.Duration) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: writeTimeout, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: MaxHeaderBytes}
 }
+
+// MetricsServer is the server of a /metrics listener of its own (the
+// agent's, nfs-sync's, a one-shot ingest's): serve's bounds, a minute to
+// write an answer.
+func MetricsServer(h http.Handler) *http.Server { return NewServer(h, time.Minute) }
