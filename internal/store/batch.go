@@ -252,6 +252,10 @@ func (b *Batch) execNow(q string, args ...any) (sql.Result, error) {
 }
 
 func (b *Batch) queryRow(q string, args ...any) (scanRow, error) {
+	if b.tx.pipe != nil {
+		r, err := b.tx.pipe.queryRow(b.ctx, b.tx.sql(q), pgArgs(true, args))
+		return scanRow{pg: r}, err
+	}
 	if err := b.Flush(); err != nil {
 		return scanRow{}, err
 	}
@@ -259,14 +263,23 @@ func (b *Batch) queryRow(q string, args ...any) (scanRow, error) {
 	if err != nil {
 		return scanRow{}, err
 	}
-	return scanRow{s.QueryRowContext(b.ctx, args...)}, nil
+	return scanRow{r: s.QueryRowContext(b.ctx, args...)}, nil
 }
 
 // scanRow is a row whose Scan error carries the store's kinds (ingest
-// tells a full disk from a bad record by them).
-type scanRow struct{ r *sql.Row }
+// tells a full disk from a bad record by them): database/sql's, or on a
+// PostgreSQL batch the one its pipeline read (pipeline.queryRow).
+type scanRow struct {
+	r  *sql.Row
+	pg *pgRow
+}
 
-func (r scanRow) Scan(dest ...any) error { return translate(r.r.Scan(dest...)) }
+func (r scanRow) Scan(dest ...any) error {
+	if r.pg != nil {
+		return r.pg.Scan(dest...)
+	}
+	return translate(r.r.Scan(dest...))
+}
 
 // scanRows are a query's rows whose Scan and Err errors carry the store's
 // kinds, as scanRow's do.

@@ -5,8 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/stdlib"
 )
 
@@ -61,26 +64,139 @@ func (p *pipeline) flush(ctx context.Context) error {
 	if p.err != nil || len(p.queue) == 0 {
 		return p.err
 	}
-	q := p.queue
-	p.queue = p.queue[:0]
 	p.err = withPgx(p.conn, func(c *pgx.Conn) error {
-		var batch pgx.Batch
-		for _, e := range q {
-			batch.Queue(e.q, e.args...)
-		}
-		br := c.SendBatch(ctx, &batch)
-		var first error
-		for _, e := range q {
-			if _, err := br.Exec(); err != nil && first == nil {
-				first = fmt.Errorf("%s: %w", firstLine(e.q), translate(err))
-			}
-		}
+		batch := p.take()
+		br := c.SendBatch(ctx, batch)
+		first := results(br, batch.QueuedQueries)
 		if err := br.Close(); err != nil && first == nil {
 			first = fmt.Errorf("send statements: %w", translate(err))
 		}
 		return first
 	})
 	return p.err
+}
+
+// queryRow sends the queued statements and q in the same round trip, and
+// returns q's first row, read off the wire (a read costs one round trip,
+// not one for the queue and one for itself). A queued write that fails
+// is the error, as flush's.
+func (p *pipeline) queryRow(ctx context.Context, q string, args []any) (*pgRow, error) {
+	if p.err != nil {
+		return &pgRow{err: p.err}, p.err
+	}
+	row := &pgRow{}
+	err := withPgx(p.conn, func(c *pgx.Conn) error {
+		batch := p.take()
+		writes := len(batch.QueuedQueries)
+		batch.Queue(q, args...)
+		br := c.SendBatch(ctx, batch)
+		if p.err = results(br, batch.QueuedQueries[:writes]); p.err != nil {
+			br.Close()
+			return p.err
+		}
+		row.read(c.TypeMap(), br)
+		if err := br.Close(); err != nil && row.err == nil {
+			row.err = fmt.Errorf("%s: %w", firstLine(q), translate(err))
+		}
+		return nil
+	})
+	if err != nil {
+		row.err = err
+	}
+	return row, err
+}
+
+// take empties the queue into a pgx batch.
+func (p *pipeline) take() *pgx.Batch {
+	batch := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(p.queue)+1)}
+	for _, e := range p.queue {
+		batch.Queue(e.q, e.args...)
+	}
+	clear(p.queue)
+	p.queue = p.queue[:0]
+	return batch
+}
+
+// results reads the results of the writes sent, in order: the first
+// failure, named by its statement.
+func results(br pgx.BatchResults, sent []*pgx.QueuedQuery) error {
+	var first error
+	for _, qq := range sent {
+		if _, err := br.Exec(); err != nil && first == nil {
+			first = fmt.Errorf("%s: %w", firstLine(qq.SQL), translate(err))
+		}
+	}
+	return first
+}
+
+// pgRow is one row as the server sent it, decoded when scanned with the
+// connection's type map, as pgx's own Row.Scan does (a NULL into a plain
+// type is an error; sql.Scanner types take it).
+type pgRow struct {
+	types  *pgtype.Map
+	fields []pgconn.FieldDescription
+	raw    [][]byte
+	err    error
+}
+
+// read takes the next result's first row, or the error that it has none
+// (pgx.ErrNoRows, which is sql.ErrNoRows too).
+func (r *pgRow) read(types *pgtype.Map, br pgx.BatchResults) {
+	rows, err := br.Query()
+	if err != nil {
+		r.err = translate(err)
+		return
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if r.err = translate(rows.Err()); r.err == nil {
+			r.err = pgx.ErrNoRows
+		}
+		return
+	}
+	r.types = types
+	r.fields = slices.Clone(rows.FieldDescriptions())
+	for _, v := range rows.RawValues() {
+		if v != nil {
+			v = slices.Clone(v)
+		}
+		r.raw = append(r.raw, v)
+	}
+	rows.Close()
+	r.err = translate(rows.Err())
+}
+
+func (r *pgRow) Scan(dest ...any) error {
+	if r.err != nil {
+		return r.err
+	}
+	if len(dest) != len(r.raw) {
+		return fmt.Errorf("scan %d columns into %d values", len(r.raw), len(dest))
+	}
+	for i, d := range dest {
+		if d == nil {
+			continue
+		}
+		f := r.fields[i]
+		if err := r.scan(f, r.raw[i], d); err != nil {
+			return fmt.Errorf("scan column %q: %w", f.Name, err)
+		}
+	}
+	return nil
+}
+
+// scan decodes one value. The ledger's flags are integers on both engines
+// (0 or 1): into a bool they go as database/sql would put them.
+func (r *pgRow) scan(f pgconn.FieldDescription, raw []byte, d any) error {
+	if b, ok := d.(*bool); ok {
+		var v int64
+		if err := r.types.Scan(f.DataTypeOID, f.Format, raw, &v); err != nil {
+			return err
+		}
+		*b = v != 0
+		return nil
+	}
+	return r.types.Scan(f.DataTypeOID, f.Format, raw, d)
 }
 
 // discard drops what is queued (the transaction is rolled back).

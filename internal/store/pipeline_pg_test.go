@@ -3,9 +3,12 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/aicloud/gpusuite/internal/store/storetest"
 )
@@ -108,5 +111,75 @@ END $$`, `CREATE TRIGGER refuse_bad BEFORE INSERT ON ingested_files FOR EACH ROW
 	}
 	if n := storetest.Scalar[int64](t, u, `SELECT count(*) FROM ingested_files`); n != 4 {
 		t.Errorf("ingested_files: %d rows, want 4", n)
+	}
+}
+
+// TestPostgresReadRow: a read in a PostgreSQL batch goes with the queued
+// writes in one round trip and is decoded as database/sql would decode
+// it: the ledger's 0/1 flags into a bool, NULL into a Null type, no row
+// as sql.ErrNoRows. A queued write the server refuses is the read's
+// error, named by the write's statement.
+func TestPostgresReadRow(t *testing.T) {
+	ctx := context.Background()
+	u := storetest.NewPostgresDB(t)
+	s, err := Open(ctx, Options{URL: u})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	b, err := s.Begin(ctx, time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Rollback()
+	if _, err := b.exec(`INSERT INTO meta(key, value) VALUES(?, ?)`, "read-row", "v"); err != nil {
+		t.Fatal(err)
+	}
+	row, err := b.queryRow(`SELECT value, 1, 0, NULL, 7 FROM meta WHERE key = ?`, "read-row")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		value    string
+		yes, no  bool
+		null     sql.NullInt64
+		one      int64
+		wantNull = sql.NullInt64{}
+	)
+	if err := row.Scan(&value, &yes, &no, &null, nil); err != nil {
+		t.Fatalf("scan a row read with a queued write: %v", err)
+	}
+	if value != "v" || !yes || no || null != wantNull {
+		t.Errorf("row = %q %v %v %v, want the queued write's value, true, false, NULL", value, yes, no, null)
+	}
+	if n := len(b.tx.pipe.queue); n != 0 {
+		t.Errorf("queued writes after a read: %d, want 0", n)
+	}
+	row, err = b.queryRow(`SELECT value FROM meta WHERE key = ?`, "no such key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := row.Scan(&value); !errors.Is(err, sql.ErrNoRows) {
+		t.Errorf("scan of no row = %v, want sql.ErrNoRows", err)
+	}
+	row, err = b.queryRow(`SELECT 1, 2`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := row.Scan(&one); err == nil || !strings.Contains(err.Error(), "2 columns into 1") {
+		t.Errorf("scan of 2 columns into 1 value = %v, want an error saying so", err)
+	}
+	// A write the server refuses (a duplicate key), then a read: the read
+	// fails with the write's refusal, and so does every later statement.
+	if _, err := b.exec(`INSERT INTO meta(key, value) VALUES(?, ?)`, "read-row", "again"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.queryRow(`SELECT value FROM meta WHERE key = ?`, "read-row")
+	var pe *pgconn.PgError
+	if err == nil || !strings.Contains(err.Error(), "INSERT INTO meta") || !errors.As(err, &pe) || pe.Code != "23505" {
+		t.Errorf("read after a refused write = %v, want the write's refusal named by its statement", err)
+	}
+	if err := b.Flush(); err == nil {
+		t.Error("Flush after a refused write: nil error")
 	}
 }
