@@ -253,8 +253,8 @@ func (b *Batch) execNow(q string, args ...any) (sql.Result, error) {
 
 func (b *Batch) queryRow(q string, args ...any) (scanRow, error) {
 	if b.tx.pipe != nil {
-		r, err := b.tx.pipe.queryRow(b.ctx, b.tx.sql(q), pgArgs(true, args))
-		return scanRow{pg: r}, err
+		rows, err := b.tx.pipe.query(b.ctx, b.tx.sql(q), pgArgs(true, args))
+		return scanRow{pg: &pgRow{rows}}, err
 	}
 	if err := b.Flush(); err != nil {
 		return scanRow{}, err
@@ -279,6 +279,29 @@ func (r scanRow) Scan(dest ...any) error {
 		return r.pg.Scan(dest...)
 	}
 	return translate(r.r.Scan(dest...))
+}
+
+// query is the rows of a read in the batch: on PostgreSQL sent with the
+// queued writes and held in memory (pipeline.query), so for the reads of
+// one job's or one GPU's rows, not for listings.
+func (b *Batch) query(q string, args ...any) (batchRows, error) {
+	if b.tx.pipe != nil {
+		return b.tx.pipe.query(b.ctx, b.tx.sql(q), pgArgs(true, args))
+	}
+	s, err := b.stmt(q)
+	if err != nil {
+		return nil, err
+	}
+	return translateRows(s.QueryContext(b.ctx, args...))
+}
+
+// batchRows are the rows of Batch.query: database/sql's, or those a
+// PostgreSQL batch's pipeline read.
+type batchRows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close() error
 }
 
 // scanRows are a query's rows whose Scan and Err errors carry the store's

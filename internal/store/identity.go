@@ -193,19 +193,25 @@ func (b *Batch) Job(cluster string, job uint64, restart int) (int64, error) {
 // one statement. The insert runs only when the lookup found nothing, so
 // that a known job uses up no sequence number (an INSERT that meets its
 // conflict would); the made row comes from RETURNING, which the
-// statement's own lookup cannot see.
+// statement's own lookup cannot see. The job's dimensions come along
+// (a made row's are its defaults), so that its events need not ask for
+// them (jobDims).
 func (b *Batch) makeJobPG(k jobKey) (int64, error) {
-	row, err := b.queryRow(`WITH found AS (SELECT id FROM jobs WHERE cluster = ? AND job_id = ? AND restart = ?),
+	row, err := b.queryRow(`WITH found AS (SELECT id, cluster, user, account, partition, ignored FROM jobs WHERE cluster = ? AND job_id = ? AND restart = ?),
 made AS (INSERT INTO jobs(cluster, job_id, restart) SELECT CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT)
-	WHERE NOT EXISTS (SELECT 1 FROM found) ON CONFLICT DO NOTHING RETURNING id)
-SELECT id FROM found UNION ALL SELECT id FROM made`,
+	WHERE NOT EXISTS (SELECT 1 FROM found) ON CONFLICT DO NOTHING RETURNING id, cluster, user, account, partition, ignored)
+SELECT * FROM found UNION ALL SELECT * FROM made`,
 		k.cluster, int64(k.job), k.restart, k.cluster, int64(k.job), k.restart)
 	if err != nil {
 		return 0, err
 	}
 	var id int64
-	if err := row.Scan(&id); err != nil {
+	var d Dims
+	if err := row.Scan(&id, &d.Cluster, &d.User, &d.Account, &d.Partition, &d.Ignored); err != nil {
 		return 0, fmt.Errorf("job %s/%d/%d: %w", k.cluster, k.job, k.restart, err)
+	}
+	if _, ok := b.dims[id]; !ok {
+		b.dims[id] = d
 	}
 	return id, nil
 }

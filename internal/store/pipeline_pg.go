@@ -76,15 +76,16 @@ func (p *pipeline) flush(ctx context.Context) error {
 	return p.err
 }
 
-// queryRow sends the queued statements and q in the same round trip, and
-// returns q's first row, read off the wire (a read costs one round trip,
-// not one for the queue and one for itself). A queued write that fails
-// is the error, as flush's.
-func (p *pipeline) queryRow(ctx context.Context, q string, args []any) (*pgRow, error) {
+// query sends the queued statements and q in the same round trip, and
+// returns q's rows, read off the wire (a read costs one round trip, not
+// one for the queue and one for itself). A queued write that fails is
+// the error, as flush's. The rows are held in memory: for the batch's
+// reads of one job's or one GPU's rows, not for listings.
+func (p *pipeline) query(ctx context.Context, q string, args []any) (*pgRows, error) {
 	if p.err != nil {
-		return &pgRow{err: p.err}, p.err
+		return &pgRows{err: p.err}, p.err
 	}
-	row := &pgRow{}
+	rows := &pgRows{}
 	err := withPgx(p.conn, func(c *pgx.Conn) error {
 		batch := p.take()
 		writes := len(batch.QueuedQueries)
@@ -94,16 +95,16 @@ func (p *pipeline) queryRow(ctx context.Context, q string, args []any) (*pgRow, 
 			br.Close()
 			return p.err
 		}
-		row.read(c.TypeMap(), br)
-		if err := br.Close(); err != nil && row.err == nil {
-			row.err = fmt.Errorf("%s: %w", firstLine(q), translate(err))
+		rows.read(c.TypeMap(), br)
+		if err := br.Close(); err != nil && rows.err == nil {
+			rows.err = fmt.Errorf("%s: %w", firstLine(q), translate(err))
 		}
 		return nil
 	})
 	if err != nil {
-		row.err = err
+		rows.err = err
 	}
-	return row, err
+	return rows, err
 }
 
 // take empties the queue into a pgx batch.
@@ -129,56 +130,72 @@ func results(br pgx.BatchResults, sent []*pgx.QueuedQuery) error {
 	return first
 }
 
-// pgRow is one row as the server sent it, decoded when scanned with the
-// connection's type map, as pgx's own Row.Scan does (a NULL into a plain
-// type is an error; sql.Scanner types take it).
-type pgRow struct {
+// pgRows are a result as the server sent it, each value decoded when
+// scanned with the connection's type map, as pgx's own Rows.Scan does (a
+// NULL into a plain type is an error; sql.Scanner types take it). Next,
+// Scan, Err and Close are those of database/sql's Rows.
+type pgRows struct {
 	types  *pgtype.Map
 	fields []pgconn.FieldDescription
-	raw    [][]byte
-	err    error
+	rows   [][][]byte
+	// at is the row Next moved to, 1-based.
+	at  int
+	err error
 }
 
-// read takes the next result's first row, or the error that it has none
-// (pgx.ErrNoRows, which is sql.ErrNoRows too).
-func (r *pgRow) read(types *pgtype.Map, br pgx.BatchResults) {
+// read takes the next result of br whole.
+func (r *pgRows) read(types *pgtype.Map, br pgx.BatchResults) {
 	rows, err := br.Query()
 	if err != nil {
 		r.err = translate(err)
 		return
 	}
 	defer rows.Close()
-	if !rows.Next() {
-		if r.err = translate(rows.Err()); r.err == nil {
-			r.err = pgx.ErrNoRows
-		}
-		return
-	}
 	r.types = types
 	r.fields = slices.Clone(rows.FieldDescriptions())
-	for _, v := range rows.RawValues() {
-		if v != nil {
-			v = slices.Clone(v)
+	for rows.Next() {
+		raw := rows.RawValues()
+		row := make([][]byte, len(raw))
+		for i, v := range raw {
+			if v != nil {
+				row[i] = slices.Clone(v)
+			}
 		}
-		r.raw = append(r.raw, v)
+		r.rows = append(r.rows, row)
 	}
 	rows.Close()
 	r.err = translate(rows.Err())
 }
 
-func (r *pgRow) Scan(dest ...any) error {
+func (r *pgRows) Next() bool {
+	if r.err != nil || r.at >= len(r.rows) {
+		return false
+	}
+	r.at++
+	return true
+}
+
+func (r *pgRows) Err() error { return r.err }
+
+func (r *pgRows) Close() error { return nil }
+
+func (r *pgRows) Scan(dest ...any) error {
 	if r.err != nil {
 		return r.err
 	}
-	if len(dest) != len(r.raw) {
-		return fmt.Errorf("scan %d columns into %d values", len(r.raw), len(dest))
+	if r.at == 0 || r.at > len(r.rows) {
+		return errors.New("scan called without a row")
+	}
+	raw := r.rows[r.at-1]
+	if len(dest) != len(raw) {
+		return fmt.Errorf("scan %d columns into %d values", len(raw), len(dest))
 	}
 	for i, d := range dest {
 		if d == nil {
 			continue
 		}
 		f := r.fields[i]
-		if err := r.scan(f, r.raw[i], d); err != nil {
+		if err := r.scan(f, raw[i], d); err != nil {
 			return fmt.Errorf("scan column %q: %w", f.Name, err)
 		}
 	}
@@ -187,7 +204,7 @@ func (r *pgRow) Scan(dest ...any) error {
 
 // scan decodes one value. The ledger's flags are integers on both engines
 // (0 or 1): into a bool they go as database/sql would put them.
-func (r *pgRow) scan(f pgconn.FieldDescription, raw []byte, d any) error {
+func (r *pgRows) scan(f pgconn.FieldDescription, raw []byte, d any) error {
 	if b, ok := d.(*bool); ok {
 		var v int64
 		if err := r.types.Scan(f.DataTypeOID, f.Format, raw, &v); err != nil {
@@ -197,6 +214,20 @@ func (r *pgRow) scan(f pgconn.FieldDescription, raw []byte, d any) error {
 		return nil
 	}
 	return r.types.Scan(f.DataTypeOID, f.Format, raw, d)
+}
+
+// pgRow is the first row of pgRows, as database/sql's Row is: no row is
+// sql.ErrNoRows (pgx.ErrNoRows is both).
+type pgRow struct{ rows *pgRows }
+
+func (r pgRow) Scan(dest ...any) error {
+	if !r.rows.Next() {
+		if err := r.rows.Err(); err != nil {
+			return err
+		}
+		return pgx.ErrNoRows
+	}
+	return r.rows.Scan(dest...)
 }
 
 // discard drops what is queued (the transaction is rolled back).

@@ -237,12 +237,8 @@ func (b *Batch) clampPruned(job, node int64, gone [][2]int64) error {
 	}
 	for _, r := range gone {
 		lo, hi := r[0]/msPerHour, (r[1]-1)/msPerHour
-		st, err := b.stmt(`SELECT hour, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s FROM job_hours
- WHERE job = ? AND node_id = ? AND hour >= ? AND hour <= ?`)
-		if err != nil {
-			return err
-		}
-		rows, err := translateRows(st.QueryContext(b.ctx, job, node, lo, hi))
+		rows, err := b.query(`SELECT hour, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s FROM job_hours
+ WHERE job = ? AND node_id = ? AND hour >= ? AND hour <= ?`, job, node, lo, hi)
 		if err != nil {
 			return fmt.Errorf("job hours of %d on node %d: %w", job, node, err)
 		}
@@ -321,12 +317,8 @@ func (b *Batch) recountRange(job, node int64, jobID uint64, restart int, gid int
 // t_ms from to to that may be the job run's: its own, and those several
 // jobs shared (their shares say whose).
 func (b *Batch) samplesMaybeOf(gid, from, to int64, jobID uint64, restart int) ([]storedSample, error) {
-	st, err := b.stmt(`SELECT ` + storedSampleCols + ` FROM samples s
- WHERE gpu_id = ? AND t_ms >= ? AND t_ms < ? AND (job = ? AND restart = ? OR jobs IS NOT NULL) ORDER BY t_ms`)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := translateRows(st.QueryContext(b.ctx, gid, from, to, int64(jobID), restart))
+	rows, err := b.query(`SELECT `+storedSampleCols+` FROM samples s
+ WHERE gpu_id = ? AND t_ms >= ? AND t_ms < ? AND (job = ? AND restart = ? OR jobs IS NOT NULL) ORDER BY t_ms`, gid, from, to, int64(jobID), restart)
 	if err != nil {
 		return nil, fmt.Errorf("samples of gpu %d: %w", gid, err)
 	}
@@ -384,11 +376,7 @@ func (b *Batch) lastCounted(job, node int64) (int64, error) {
 
 // nodeGPUs lists the GPU ids of a node.
 func (b *Batch) nodeGPUs(node int64) ([]int64, error) {
-	st, err := b.stmt(`SELECT id FROM gpus WHERE node_id = ? ORDER BY id`)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := translateRows(st.QueryContext(b.ctx, node))
+	rows, err := b.query(`SELECT id FROM gpus WHERE node_id = ? ORDER BY id`, node)
 	if err != nil {
 		return nil, fmt.Errorf("gpus of node %d: %w", node, err)
 	}

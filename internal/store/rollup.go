@@ -107,11 +107,7 @@ func (b *Batch) moveJob(job int64, old, new Dims) error {
 	if err := b.flushUse(); err != nil {
 		return err
 	}
-	s, err := b.stmt(`SELECT h.node_id, h.hour, h.alloc_gpu_s, h.used_gpu_s, h.idle_gpu_s, h.sample_s, h.energy_mj, h.jobs FROM job_hours h WHERE h.job = ?`)
-	if err != nil {
-		return err
-	}
-	rows, err := translateRows(s.QueryContext(b.ctx, job))
+	rows, err := b.query(`SELECT h.node_id, h.hour, h.alloc_gpu_s, h.used_gpu_s, h.idle_gpu_s, h.sample_s, h.energy_mj, h.jobs FROM job_hours h WHERE h.job = ?`, job)
 	if err != nil {
 		return fmt.Errorf("job hours of %d: %w", job, err)
 	}
@@ -306,11 +302,7 @@ func (b *Batch) reroll(job, node int64) error {
 
 // jobNodes lists the nodes of a job.
 func (b *Batch) jobNodes(job int64) ([]int64, error) {
-	s, err := b.stmt(`SELECT node_id FROM job_nodes WHERE job = ? ORDER BY node_id`)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := translateRows(s.QueryContext(b.ctx, job))
+	rows, err := b.query(`SELECT node_id FROM job_nodes WHERE job = ? ORDER BY node_id`, job)
 	if err != nil {
 		return nil, fmt.Errorf("nodes of job %d: %w", job, err)
 	}

@@ -366,11 +366,7 @@ func (b *Batch) storedAround(uuid string, from, to int64) ([]stamp, error) {
 	}
 	var out []stamp
 	scan := func(q string, args ...any) error {
-		s, err := b.stmt(q)
-		if err != nil {
-			return err
-		}
-		rows, err := translateRows(s.QueryContext(b.ctx, args...))
+		rows, err := b.query(q, args...)
 		if err != nil {
 			return fmt.Errorf("samples of gpu %s: %w", uuid, err)
 		}
