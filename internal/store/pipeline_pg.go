@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -23,13 +24,29 @@ import (
 // A statement that fails makes its error known when the pipeline is sent:
 // Batch.Flush sends it at the end of each file's writes, so that the
 // error is the file's (ingest sets that file aside).
+//
+// New sample rows wait too, for one COPY of many segments' rows (2,570
+// COPYs of a few hundred rows each cost the server half as much again
+// as one of the same rows): they go before any statement that names the
+// samples table, at a flush, and when maxCopying of them wait.
 type pipeline struct {
 	conn  *sql.Conn
 	queue []pendingExec
+	// copying are sample rows for COPY (samples_pg.go), in the order of
+	// sampleColumns; the first copyAt statements of queue were queued
+	// before them, and go first.
+	copying [][]any
+	copyAt  int
+	// names caches whether a statement names the samples table.
+	names map[string]bool
 	// err is the first failure sent: the server has aborted the
 	// transaction, and every later flush says why.
 	err error
 }
+
+// maxCopying bounds the sample rows waiting for COPY (a few hundred bytes
+// each).
+const maxCopying = 1 << 16
 
 // pendingExec is one statement waiting in the pipeline, already in
 // PostgreSQL's spelling with its arguments fitted (pgArgs).
@@ -47,6 +64,11 @@ func (p *pipeline) add(ctx context.Context, q string, args []any) error {
 	if p.err != nil {
 		return p.err
 	}
+	if len(p.copying) > 0 && p.namesSamples(q) {
+		if err := p.sendCopy(ctx); err != nil {
+			return err
+		}
+	}
 	p.queue = append(p.queue, pendingExec{q: q, args: append([]any(nil), args...)})
 	if len(p.queue) >= maxPending {
 		return p.flush(ctx)
@@ -61,8 +83,11 @@ func (p *pipeline) flush(ctx context.Context) error {
 	if p == nil {
 		return nil
 	}
-	if p.err != nil || len(p.queue) == 0 {
+	if p.err != nil || len(p.queue)+len(p.copying) == 0 {
 		return p.err
+	}
+	if err := p.sendCopy(ctx); err != nil || len(p.queue) == 0 {
+		return err
 	}
 	p.err = withPgx(p.conn, func(c *pgx.Conn) error {
 		batch := p.take()
@@ -84,6 +109,11 @@ func (p *pipeline) flush(ctx context.Context) error {
 func (p *pipeline) query(ctx context.Context, q string, args []any) (*pgRows, error) {
 	if p.err != nil {
 		return &pgRows{err: p.err}, p.err
+	}
+	if len(p.copying) > 0 && p.namesSamples(q) {
+		if err := p.sendCopy(ctx); err != nil {
+			return &pgRows{err: err}, err
+		}
 	}
 	rows := &pgRows{}
 	err := withPgx(p.conn, func(c *pgx.Conn) error {
@@ -109,13 +139,101 @@ func (p *pipeline) query(ctx context.Context, q string, args []any) (*pgRows, er
 
 // take empties the queue into a pgx batch.
 func (p *pipeline) take() *pgx.Batch {
-	batch := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(p.queue)+1)}
-	for _, e := range p.queue {
+	return p.takeFirst(len(p.queue))
+}
+
+// takeFirst takes the first n queued statements into a pgx batch. Sent
+// before the sample rows waiting for COPY, they are no longer queued
+// before them (a statement that names samples sends the rows first).
+func (p *pipeline) takeFirst(n int) *pgx.Batch {
+	p.copyAt = max(p.copyAt-n, 0)
+	batch := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, n+1)}
+	for _, e := range p.queue[:n] {
 		batch.Queue(e.q, e.args...)
 	}
-	clear(p.queue)
-	p.queue = p.queue[:0]
+	rest := copy(p.queue, p.queue[n:])
+	clear(p.queue[rest:])
+	p.queue = p.queue[:rest]
 	return batch
+}
+
+// copyRows adds sample rows to the next COPY.
+func (p *pipeline) copyRows(ctx context.Context, rows [][]any) error {
+	if p.err != nil {
+		return p.err
+	}
+	if len(p.copying) == 0 {
+		p.copyAt = len(p.queue)
+	}
+	p.copying = append(p.copying, rows...)
+	if len(p.copying) >= maxCopying {
+		return p.sendCopy(ctx)
+	}
+	return nil
+}
+
+// sendCopy sends the statements queued before the waiting sample rows,
+// then the rows by one COPY; statements queued after them stay queued.
+func (p *pipeline) sendCopy(ctx context.Context) error {
+	if p.err != nil || len(p.copying) == 0 {
+		return p.err
+	}
+	p.err = withPgx(p.conn, func(c *pgx.Conn) error {
+		if p.copyAt > 0 {
+			batch := p.takeFirst(p.copyAt)
+			br := c.SendBatch(ctx, batch)
+			first := results(br, batch.QueuedQueries)
+			if err := br.Close(); err != nil && first == nil {
+				first = fmt.Errorf("send statements: %w", translate(err))
+			}
+			if first != nil {
+				return first
+			}
+		}
+		cols := sampleColumns()
+		if _, err := c.CopyFrom(ctx, pgx.Identifier{"samples"}, cols[:], pgx.CopyFromRows(p.copying)); err != nil {
+			return fmt.Errorf("insert samples: copy: %w", translate(err))
+		}
+		return nil
+	})
+	clear(p.copying)
+	p.copying, p.copyAt = p.copying[:0], 0
+	return p.err
+}
+
+// namesSamples says whether statement q names the samples table (or a
+// column of that name: the test is by the word, and errs on the safe
+// side).
+func (p *pipeline) namesSamples(q string) bool {
+	if v, ok := p.names[q]; ok {
+		return v
+	}
+	v := hasWord(q, "samples")
+	if p.names == nil {
+		p.names = map[string]bool{}
+	}
+	p.names[q] = v
+	return v
+}
+
+// hasWord says whether w stands in s as a word of its own, not as part of
+// a longer identifier.
+func hasWord(s, w string) bool {
+	ident := func(c byte) bool {
+		return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+	}
+	for i := 0; ; {
+		j := strings.Index(s[i:], w)
+		if j < 0 {
+			return false
+		}
+		j += i
+		end := j + len(w)
+		if (j == 0 || !ident(s[j-1])) && (end == len(s) || !ident(s[end])) {
+			return true
+		}
+		i = end
+	}
 }
 
 // results reads the results of the writes sent, in order: the first
@@ -234,6 +352,7 @@ func (r pgRow) Scan(dest ...any) error {
 func (p *pipeline) discard() {
 	if p != nil {
 		p.queue = p.queue[:0]
+		p.copying, p.copyAt = p.copying[:0], 0
 	}
 }
 

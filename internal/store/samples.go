@@ -66,8 +66,9 @@ type sampleInserter struct {
 	stmts map[uint32]driver.Stmt
 	args  []driver.NamedValue
 	// PostgreSQL's (samples_pg.go): the month partitions made in this
-	// batch.
-	parts map[int64]bool
+	// batch, and each GPU's newest row it sent to COPY.
+	parts  map[int64]bool
+	copied map[int64]int64
 }
 
 func (si *sampleInserter) stmt(ctx context.Context, c driver.ConnPrepareContext, set uint32) (driver.Stmt, error) {

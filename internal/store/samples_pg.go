@@ -11,55 +11,81 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// insertPG is insert on PostgreSQL: one query finds which of the rows'
-// keys the ledger holds already (the writer lock keeps anyone else from
-// adding any meanwhile), and the others go by COPY straight into samples,
-// which marks them new. A row whose key came earlier in rows is a repeat,
-// as SQLite's one-by-one insert finds it: it is not copied. (A staging
-// table moved by INSERT … ON CONFLICT DO NOTHING RETURNING cost the server
-// three times the COPY, and a round trip more per call.)
-func (si *sampleInserter) insertPG(ctx context.Context, conn *sql.Conn, rows []sampleRow) error {
-	return withPgx(conn, func(c *pgx.Conn) error {
-		if si.parts == nil {
-			si.parts = map[int64]bool{}
+// insertPG is insert on PostgreSQL. A row is new unless its key is
+// stored already or came earlier in rows (a repeat, as SQLite's
+// one-by-one insert finds it). Which keys are stored is asked by one
+// query (the writer lock keeps anyone else from adding any meanwhile),
+// unless the batch knows every row to be newer than its GPU's newest
+// stored sample (newest: the agent ships in order, so nearly always),
+// and then nothing is asked. New rows wait in pipe for one COPY of many
+// segments' rows, straight into samples. (A staging table moved by
+// INSERT … ON CONFLICT DO NOTHING RETURNING cost the server three times
+// the COPY, and a round trip more per call.)
+func (si *sampleInserter) insertPG(ctx context.Context, conn *sql.Conn, pipe *pipeline, rows []sampleRow, newest func(gid int64) (t int64, known bool)) error {
+	if si.parts == nil {
+		si.parts, si.copied = map[int64]bool{}, map[int64]int64{}
+	}
+	type key struct{ gpu, t int64 }
+	first := make(map[key]int, len(rows))
+	oldest := map[int64]int64{} // each GPU's oldest row
+	var gpus []int64
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for i := range rows {
+		r := &rows[i]
+		r.isNew = false
+		k := key{r.vals[colGPU].(int64), r.vals[colT].(int64)}
+		if _, dup := first[k]; dup {
+			continue
 		}
-		type key struct{ gpu, t int64 }
-		first := make(map[key]int, len(rows))
-		var gpus []int64
-		lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
-		for i := range rows {
-			r := &rows[i]
-			r.isNew = false
-			k := key{r.vals[colGPU].(int64), r.vals[colT].(int64)}
-			if _, dup := first[k]; dup {
-				continue
-			}
-			first[k] = i
-			if !slices.Contains(gpus, k.gpu) {
-				gpus = append(gpus, k.gpu)
-			}
-			lo, hi = min(lo, k.t), max(hi, k.t)
+		first[k] = i
+		if t, ok := oldest[k.gpu]; !ok || k.t < t {
+			oldest[k.gpu] = k.t
 		}
-		if len(first) == 0 {
-			return nil
+		if !slices.Contains(gpus, k.gpu) {
+			gpus = append(gpus, k.gpu)
 		}
-		stored, err := c.Query(ctx, `SELECT gpu_id, t_ms FROM samples WHERE gpu_id = ANY($1) AND t_ms BETWEEN $2 AND $3`, gpus, lo, hi)
-		if err != nil {
-			return fmt.Errorf("insert samples: stored keys: %w", translate(err))
+		lo, hi = min(lo, k.t), max(hi, k.t)
+	}
+	if len(first) == 0 {
+		return nil
+	}
+	ask := false
+	for gid, t := range oldest {
+		n, known := newest(gid)
+		if c, ok := si.copied[gid]; ok {
+			n = max(n, c)
 		}
-		for stored.Next() {
-			var k key
-			if err := stored.Scan(&k.gpu, &k.t); err != nil {
-				stored.Close()
+		if !known || t <= n {
+			ask = true
+		}
+	}
+	if ask {
+		// The rows waiting for COPY are stored too, for this question.
+		if err := pipe.flush(ctx); err != nil {
+			return err
+		}
+	}
+	var data [][]any
+	err := withPgx(conn, func(c *pgx.Conn) error {
+		if ask {
+			stored, err := c.Query(ctx, `SELECT gpu_id, t_ms FROM samples WHERE gpu_id = ANY($1) AND t_ms BETWEEN $2 AND $3`, gpus, lo, hi)
+			if err != nil {
 				return fmt.Errorf("insert samples: stored keys: %w", translate(err))
 			}
-			delete(first, k)
+			for stored.Next() {
+				var k key
+				if err := stored.Scan(&k.gpu, &k.t); err != nil {
+					stored.Close()
+					return fmt.Errorf("insert samples: stored keys: %w", translate(err))
+				}
+				delete(first, k)
+			}
+			stored.Close()
+			if err := stored.Err(); err != nil {
+				return fmt.Errorf("insert samples: stored keys: %w", translate(err))
+			}
 		}
-		stored.Close()
-		if err := stored.Err(); err != nil {
-			return fmt.Errorf("insert samples: stored keys: %w", translate(err))
-		}
-		data := make([][]any, 0, len(first))
+		data = make([][]any, 0, len(first))
 		for i := range rows {
 			r := &rows[i]
 			k := key{r.vals[colGPU].(int64), r.vals[colT].(int64)}
@@ -80,16 +106,16 @@ func (si *sampleInserter) insertPG(ctx context.Context, conn *sql.Conn, rows []s
 			}
 			data = append(data, vals)
 			r.isNew = true
-		}
-		if len(data) == 0 {
-			return nil
-		}
-		cols := sampleColumns()
-		if _, err := c.CopyFrom(ctx, pgx.Identifier{"samples"}, cols[:], pgx.CopyFromRows(data)); err != nil {
-			return fmt.Errorf("insert samples: copy: %w", translate(err))
+			if t, ok := si.copied[k.gpu]; !ok || k.t > t {
+				si.copied[k.gpu] = k.t
+			}
 		}
 		return nil
 	})
+	if err != nil || len(data) == 0 {
+		return err
+	}
+	return pipe.copyRows(ctx, data)
 }
 
 // ensurePartition makes the month partition of samples that holds t

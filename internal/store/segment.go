@@ -39,14 +39,13 @@ func (b *Batch) Segment(h *record.SegmentHeader, samples []record.Sample) (int, 
 	flushed := 0
 	flush := func(upTo int) error {
 		if upTo > flushed {
-			if err := b.Flush(); err != nil {
-				return err
-			}
-			ins := b.samples.insert
+			var err error
 			if b.postgres() {
-				ins = b.samples.insertPG
+				err = b.samples.insertPG(b.ctx, b.conn, b.tx.pipe, rows[flushed:upTo], b.newestKnown)
+			} else {
+				err = b.samples.insert(b.ctx, b.conn, rows[flushed:upTo])
 			}
-			if err := ins(b.ctx, b.conn, rows[flushed:upTo]); err != nil {
+			if err != nil {
 				return err
 			}
 			flushed = upTo

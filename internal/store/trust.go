@@ -156,22 +156,37 @@ func (b *Batch) checkEvent(ev *record.Event, node int64) error {
 			}
 		}
 	}
-	// The job's id as a subquery: PostgreSQL then reads job_nodes by its
-	// whole key (job, node_id) whatever its statistics say; as a join, a
-	// plan made while the tables were empty read the key by node_id alone.
-	row, err := b.queryRow(`SELECT n.start, n.start_estimated, n.end, coalesce(n.end_source, '') FROM job_nodes n
- WHERE n.job = (SELECT id FROM jobs WHERE cluster = ? AND job_id = ? AND restart = ?) AND n.node_id = ?`, ev.Cluster, int64(ev.Job.ID), ev.Job.RestartCount, node)
+	// The job's row with its node's: the job's id and dimensions are kept
+	// for the event's writes (Job, jobDims), which then ask for neither.
+	// The node's row is joined by the job's id as a subquery: PostgreSQL
+	// then reads job_nodes by its whole key (job, node_id) whatever its
+	// statistics say; joined by j.id, a plan made while the tables were
+	// empty read the key by node_id alone.
+	k := jobKey{ev.Cluster, ev.Job.ID, ev.Job.RestartCount}
+	row, err := b.queryRow(`SELECT j.id, j.cluster, j.user, j.account, j.partition, j.ignored,
+ n.start, coalesce(n.start_estimated, 0), n.end, coalesce(n.end_source, '') FROM jobs j
+ LEFT JOIN job_nodes n ON n.job = (SELECT id FROM jobs WHERE cluster = ? AND job_id = ? AND restart = ?) AND n.node_id = ?
+ WHERE j.cluster = ? AND j.job_id = ? AND j.restart = ?`,
+		k.cluster, int64(k.job), k.restart, node, k.cluster, int64(k.job), k.restart)
 	if err != nil {
 		return err
 	}
+	var id int64
+	var d Dims
 	var start, end sql.NullInt64
 	var est bool
 	var src string
-	switch err := row.Scan(&start, &est, &end, &src); {
+	switch err := row.Scan(&id, &d.Cluster, &d.User, &d.Account, &d.Partition, &d.Ignored, &start, &est, &end, &src); {
 	case errors.Is(err, sql.ErrNoRows):
 		return nil
 	case err != nil:
 		return fmt.Errorf("job %d on %s: %w", ev.Job.ID, ev.Node, err)
+	}
+	if _, ok := b.jobs[k]; !ok {
+		b.jobs[k] = id
+	}
+	if _, ok := b.dims[id]; !ok {
+		b.dims[id] = d
 	}
 	t := ev.Time.Unix()
 	switch ev.Kind {
@@ -430,6 +445,19 @@ func (b *Batch) newestSample(gid int64) (newest, error) {
 	}
 	b.newest[gid] = n
 	return n, nil
+}
+
+// newestKnown is the time of a GPU's newest stored sample (MinInt64 for
+// none), if the batch knows it without asking.
+func (b *Batch) newestKnown(gid int64) (int64, bool) {
+	n, ok := b.newest[gid]
+	if !ok {
+		return 0, false
+	}
+	if !n.ok {
+		return math.MinInt64, true
+	}
+	return n.s.t, true
 }
 
 // stored keeps the batch's newest sample of a GPU up to date after an
