@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+
 	"github.com/aicloud/gpusuite/internal/store/dialect"
 )
 

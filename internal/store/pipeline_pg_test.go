@@ -10,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/aicloud/gpusuite/internal/record"
+
 	"github.com/aicloud/gpusuite/internal/store/storetest"
 )
 
@@ -181,5 +183,131 @@ func TestPostgresReadRow(t *testing.T) {
 	}
 	if err := b.Flush(); err == nil {
 		t.Error("Flush after a refused write: nil error")
+	}
+}
+
+// TestPostgresSamplesOneCopy: on PostgreSQL, the new samples of several
+// segments wait in the batch for one COPY. A statement that names samples
+// sees them (they go first); a segment that repeats stored samples finds
+// them stored; a row the server refuses is named at the next Flush.
+func TestPostgresSamplesOneCopy(t *testing.T) {
+	ctx := context.Background()
+	u := storetest.NewPostgresDB(t)
+	s, err := Open(ctx, Options{URL: u})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	t0 := time.Date(2026, 3, 2, 10, 30, 0, 0, time.UTC)
+	util := uint32(60)
+	segment := func(from, n int) []record.Sample {
+		var out []record.Sample
+		for i := from; i < from+n; i++ {
+			out = append(out, record.Sample{Time: t0.Add(time.Duration(i) * time.Minute), UUID: "GPU-00000000-0000-0000-0000-000000000002",
+				GPUUtil: &util, Jobs: []record.JobShare{{Job: 5, Share: 1}}})
+		}
+		return out
+	}
+	h := &record.SegmentHeader{Cluster: "c", Node: "n1", Seq: 1, Interval: 60}
+	b, err := s.Begin(ctx, t0.Add(5*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Rollback()
+	if err := b.Event(ev(record.JobStart, "n1", t0, 2)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if n, err := b.Segment(h, segment(10*i, 10)); err != nil || n != 10 {
+			t.Fatalf("segment %d: %d new, %v; want 10", i, n, err)
+		}
+	}
+	// The first goes out when the second's trust check asks for the GPU's
+	// newest stored sample (the batch knew nothing of the GPU); from then
+	// on the batch knows it, and the rows wait.
+	if n := len(b.tx.pipe.copying); n != 20 {
+		t.Errorf("sample rows waiting for COPY after three segments: %d, want 20", n)
+	}
+	row, err := b.queryRow(`SELECT count(*) FROM samples`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored int64
+	if err := row.Scan(&stored); err != nil || stored != 30 {
+		t.Errorf("samples seen by a read in the batch: %d, %v; want the 30 waiting", stored, err)
+	}
+	if n := len(b.tx.pipe.copying); n != 0 {
+		t.Errorf("sample rows waiting after a read of samples: %d, want 0", n)
+	}
+	// Repeats of stored and waiting samples, and five new ones.
+	if n, err := b.Segment(h, segment(5, 10)); err != nil || n != 0 {
+		t.Errorf("segment of stored samples: %d new, %v; want 0", n, err)
+	}
+	if _, err := b.Segment(h, segment(30, 5)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := b.Segment(h, segment(28, 10)); err != nil || n != 3 {
+		t.Errorf("segment of 5 waiting and 3 new samples: %d new, %v; want 3", n, err)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if n := storetest.Scalar[int64](t, u, `SELECT count(*) FROM samples`); n != 38 {
+		t.Errorf("samples after commit: %d, want 38", n)
+	}
+
+	// The server refuses a sample, as a site's trigger would: the COPY's
+	// refusal is named at the next Flush, and nothing of the batch stays.
+	db, err := sql.Open("pgx", u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{`CREATE FUNCTION refuse_util() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF NEW.util = 99 THEN RAISE EXCEPTION 'utilization 99 is refused'; END IF;
+  RETURN NEW;
+END $$`, `CREATE TRIGGER refuse_util BEFORE INSERT ON samples FOR EACH ROW EXECUTE FUNCTION refuse_util()`} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	util = 99
+	b, err = s.Begin(ctx, t0.Add(5*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Rollback()
+	if _, err := b.Segment(h, segment(40, 2)); err != nil {
+		t.Fatalf("segment whose rows wait: %v", err)
+	}
+	if err := b.Flush(); err == nil || !strings.Contains(err.Error(), "utilization 99 is refused") || !strings.Contains(err.Error(), "insert samples: copy") {
+		t.Errorf("Flush with a refused sample = %v, want the server's refusal named as the samples' COPY", err)
+	}
+	b.Rollback()
+	if n := storetest.Scalar[int64](t, u, `SELECT count(*) FROM samples`); n != 38 {
+		t.Errorf("samples after the refused batch: %d, want 38", n)
+	}
+}
+
+func TestHasWord(t *testing.T) {
+	tests := []struct {
+		s    string
+		want bool
+	}{
+		{"SELECT count(*) FROM samples", true},
+		{"SELECT max(t_ms) FROM samples s, jobs r", true},
+		{`UPDATE samples SET energy_delta_mj = $1`, true},
+		{"samples", true},
+		{"INSERT INTO job_gpus(job, first, last, samples, sample_s) VALUES($1)", true},
+		{"INSERT INTO job_hours(job, sample_s) VALUES($1, $2)", false},
+		{"CREATE TABLE samples_202603 PARTITION OF x", false},
+		{"SELECT 1 FROM jobsamples", false},
+		{"", false},
+	}
+	for _, tt := range tests {
+		if got := hasWord(tt.s, "samples"); got != tt.want {
+			t.Errorf("hasWord(%q, samples) = %v, want %v", tt.s, got, tt.want)
+		}
 	}
 }
