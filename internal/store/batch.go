@@ -28,6 +28,9 @@ type Batch struct {
 	// shared: the pass's job ids from the batches before (ShareJobIDs)
 	shared *JobIDs
 	dims   map[int64]Dims
+	// noHours are the jobs this batch made that have no job_hours rows
+	// yet (flushUse writes the only ones): moveJob has none to move.
+	noHours map[int64]bool
 	// prev is the last energy reading seen per GPU, for counter deltas.
 	prev map[int64]energyReading
 	use  map[useKey]*Delta
@@ -107,7 +110,7 @@ func newBatch(ctx context.Context, conn *sql.Conn, tx *ledgerTx, now time.Time) 
 		ctx: ctx, conn: conn, tx: tx, now: now, IdleUtil: 1,
 		models: map[int64]string{}, seen: map[int64]int64{}, rerolls: map[int64]bool{}, summaries: map[int64]bool{},
 		st: map[string]*ledgerStmt{}, nodes: map[[2]string]int64{}, gpus: map[string]gpuRow{},
-		jobs: map[jobKey]int64{}, dims: map[int64]Dims{}, prev: map[int64]energyReading{},
+		jobs: map[jobKey]int64{}, dims: map[int64]Dims{}, noHours: map[int64]bool{}, prev: map[int64]energyReading{},
 		use: map[useKey]*Delta{}, touched: map[useKey]struct{}{}, lastSample: map[[2]int64]int64{},
 		give: func() {},
 	}

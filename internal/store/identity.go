@@ -195,23 +195,27 @@ func (b *Batch) Job(cluster string, job uint64, restart int) (int64, error) {
 // conflict would); the made row comes from RETURNING, which the
 // statement's own lookup cannot see. The job's dimensions come along
 // (a made row's are its defaults), so that its events need not ask for
-// them (jobDims).
+// them (jobDims), and a made job has no hours for moveJob to move.
 func (b *Batch) makeJobPG(k jobKey) (int64, error) {
 	row, err := b.queryRow(`WITH found AS (SELECT id, cluster, user, account, partition, ignored FROM jobs WHERE cluster = ? AND job_id = ? AND restart = ?),
 made AS (INSERT INTO jobs(cluster, job_id, restart) SELECT CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT)
 	WHERE NOT EXISTS (SELECT 1 FROM found) ON CONFLICT DO NOTHING RETURNING id, cluster, user, account, partition, ignored)
-SELECT * FROM found UNION ALL SELECT * FROM made`,
+SELECT *, 0 FROM found UNION ALL SELECT *, 1 FROM made`,
 		k.cluster, int64(k.job), k.restart, k.cluster, int64(k.job), k.restart)
 	if err != nil {
 		return 0, err
 	}
 	var id int64
 	var d Dims
-	if err := row.Scan(&id, &d.Cluster, &d.User, &d.Account, &d.Partition, &d.Ignored); err != nil {
+	var made bool
+	if err := row.Scan(&id, &d.Cluster, &d.User, &d.Account, &d.Partition, &d.Ignored, &made); err != nil {
 		return 0, fmt.Errorf("job %s/%d/%d: %w", k.cluster, k.job, k.restart, err)
 	}
 	if _, ok := b.dims[id]; !ok {
 		b.dims[id] = d
+	}
+	if made {
+		b.noHours[id] = true
 	}
 	return id, nil
 }

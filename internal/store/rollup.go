@@ -107,6 +107,10 @@ func (b *Batch) moveJob(job int64, old, new Dims) error {
 	if err := b.flushUse(); err != nil {
 		return err
 	}
+	if b.noHours[job] {
+		b.dims[job] = new
+		return nil
+	}
 	rows, err := b.query(`SELECT h.node_id, h.hour, h.alloc_gpu_s, h.used_gpu_s, h.idle_gpu_s, h.sample_s, h.energy_mj, h.jobs FROM job_hours h WHERE h.job = ?`, job)
 	if err != nil {
 		return fmt.Errorf("job hours of %d: %w", job, err)

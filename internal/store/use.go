@@ -27,6 +27,7 @@ func (b *Batch) flushUse() error {
 	keys := make([]useKey, 0, len(use))
 	for k, d := range use {
 		b.touched[k] = struct{}{}
+		delete(b.noHours, k.job)
 		if !d.zero() {
 			keys = append(keys, k)
 		}
