@@ -156,31 +156,74 @@ func (b *Batch) checkEvent(ev *record.Event, node int64) error {
 			}
 		}
 	}
-	// The job's row with its node's: the job's id and dimensions are kept
-	// for the event's writes (Job, jobDims), which then ask for neither.
-	// The node's row is joined by the job's id as a subquery: PostgreSQL
-	// then reads job_nodes by its whole key (job, node_id) whatever its
-	// statistics say; joined by j.id, a plan made while the tables were
-	// empty read the key by node_id alone.
+	n, err := b.eventNode(ev, node)
+	if err != nil {
+		return err
+	}
+	t := ev.Time.Unix()
+	switch ev.Kind {
+	case record.JobEnd:
+		if n.start.Valid && !n.est && t < n.start.Int64 {
+			return reject("job %d (restart %d) ends at %s, before its start at %s on node %s", ev.Job.ID, ev.Job.RestartCount,
+				fmtUnix(t), fmtUnix(n.start.Int64), ev.Node)
+		}
+	case record.JobStart:
+		if n.end.Valid && n.src == "epilog" && t > n.end.Int64 {
+			return reject("job %d (restart %d) starts at %s, after its end at %s on node %s", ev.Job.ID, ev.Job.RestartCount,
+				fmtUnix(t), fmtUnix(n.end.Int64), ev.Node)
+		}
+	}
+	return nil
+}
+
+// eventNodeRow is what checkEvent reads of an event's job on its node:
+// nothing (all NULL) when the job or its node's row is not stored yet.
+type eventNodeRow struct {
+	start, end sql.NullInt64
+	est        bool
+	src        string
+}
+
+// eventNode reads the event's job's row on its node. On PostgreSQL, where
+// each read is a round trip, the job's own row comes along and its id and
+// dimensions are kept for the event's writes (Job, jobDims), which then
+// ask for neither; on SQLite that join cost three times the two lookups,
+// which are in-process reads there. The node's row is found by the job's
+// id as a subquery: PostgreSQL then reads job_nodes by its whole key
+// (job, node_id) whatever its statistics say; joined by j.id, a plan made
+// while the tables were empty read the key by node_id alone.
+func (b *Batch) eventNode(ev *record.Event, node int64) (eventNodeRow, error) {
 	k := jobKey{ev.Cluster, ev.Job.ID, ev.Job.RestartCount}
+	var n eventNodeRow
+	if !b.postgres() {
+		row, err := b.queryRow(`SELECT n.start, n.start_estimated, n.end, coalesce(n.end_source, '') FROM job_nodes n
+ WHERE n.job = (SELECT id FROM jobs WHERE cluster = ? AND job_id = ? AND restart = ?) AND n.node_id = ?`, k.cluster, int64(k.job), k.restart, node)
+		if err != nil {
+			return n, err
+		}
+		switch err := row.Scan(&n.start, &n.est, &n.end, &n.src); {
+		case errors.Is(err, sql.ErrNoRows):
+			return eventNodeRow{}, nil
+		case err != nil:
+			return n, fmt.Errorf("job %d on %s: %w", ev.Job.ID, ev.Node, err)
+		}
+		return n, nil
+	}
 	row, err := b.queryRow(`SELECT j.id, j.cluster, j.user, j.account, j.partition, j.ignored,
  n.start, coalesce(n.start_estimated, 0), n.end, coalesce(n.end_source, '') FROM jobs j
  LEFT JOIN job_nodes n ON n.job = (SELECT id FROM jobs WHERE cluster = ? AND job_id = ? AND restart = ?) AND n.node_id = ?
  WHERE j.cluster = ? AND j.job_id = ? AND j.restart = ?`,
 		k.cluster, int64(k.job), k.restart, node, k.cluster, int64(k.job), k.restart)
 	if err != nil {
-		return err
+		return n, err
 	}
 	var id int64
 	var d Dims
-	var start, end sql.NullInt64
-	var est bool
-	var src string
-	switch err := row.Scan(&id, &d.Cluster, &d.User, &d.Account, &d.Partition, &d.Ignored, &start, &est, &end, &src); {
+	switch err := row.Scan(&id, &d.Cluster, &d.User, &d.Account, &d.Partition, &d.Ignored, &n.start, &n.est, &n.end, &n.src); {
 	case errors.Is(err, sql.ErrNoRows):
-		return nil
+		return eventNodeRow{}, nil
 	case err != nil:
-		return fmt.Errorf("job %d on %s: %w", ev.Job.ID, ev.Node, err)
+		return n, fmt.Errorf("job %d on %s: %w", ev.Job.ID, ev.Node, err)
 	}
 	if _, ok := b.jobs[k]; !ok {
 		b.jobs[k] = id
@@ -188,20 +231,7 @@ func (b *Batch) checkEvent(ev *record.Event, node int64) error {
 	if _, ok := b.dims[id]; !ok {
 		b.dims[id] = d
 	}
-	t := ev.Time.Unix()
-	switch ev.Kind {
-	case record.JobEnd:
-		if start.Valid && !est && t < start.Int64 {
-			return reject("job %d (restart %d) ends at %s, before its start at %s on node %s", ev.Job.ID, ev.Job.RestartCount,
-				fmtUnix(t), fmtUnix(start.Int64), ev.Node)
-		}
-	case record.JobStart:
-		if end.Valid && src == "epilog" && t > end.Int64 {
-			return reject("job %d (restart %d) starts at %s, after its end at %s on node %s", ev.Job.ID, ev.Job.RestartCount,
-				fmtUnix(t), fmtUnix(end.Int64), ev.Node)
-		}
-	}
-	return nil
+	return n, nil
 }
 
 func fmtUnix(t int64) string { return time.Unix(t, 0).UTC().Format(time.RFC3339) }
