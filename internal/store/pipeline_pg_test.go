@@ -15,6 +15,27 @@ import (
 	"github.com/aicloud/gpusuite/internal/store/storetest"
 )
 
+// refuseOn makes the server of u refuse a row of table where cond holds,
+// with message, as a constraint or a site's trigger would. (Sent as
+// written: storetest respells SQLite's SQL, and this is PostgreSQL's own.)
+func refuseOn(t *testing.T, u, table, cond, message string) {
+	t.Helper()
+	db, err := sql.Open("pgx", u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{`CREATE FUNCTION refuse_` + table + `() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF ` + cond + ` THEN RAISE EXCEPTION '` + message + `'; END IF;
+  RETURN NEW;
+END $$`, `CREATE TRIGGER refuse_` + table + ` BEFORE INSERT ON ` + table + ` FOR EACH ROW EXECUTE FUNCTION refuse_` + table + `()`} {
+		if _, err := db.ExecContext(context.Background(), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestPostgresPipeline: a PostgreSQL batch queues its writes and sends
 // them together. A read in the batch sees the writes queued before it;
 // a queued write that the server refuses is named at the next Flush,
@@ -23,29 +44,10 @@ import (
 func TestPostgresPipeline(t *testing.T) {
 	ctx := context.Background()
 	u := storetest.NewPostgresDB(t)
-	s, err := Open(ctx, Options{URL: u})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openPG(t, Options{URL: u})
 	// The server refuses one file name, as a constraint or a trigger of
 	// a site's would: the refusal comes when the queue is sent.
-	// (Sent as written: storetest respells SQLite's SQL, and this is
-	// PostgreSQL's own.)
-	db, err := sql.Open("pgx", u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	for _, q := range []string{`CREATE FUNCTION refuse_bad() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  IF NEW.name = 'bad' THEN RAISE EXCEPTION 'file name bad is refused'; END IF;
-  RETURN NEW;
-END $$`, `CREATE TRIGGER refuse_bad BEFORE INSERT ON ingested_files FOR EACH ROW EXECUTE FUNCTION refuse_bad()`} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
+	refuseOn(t, u, "ingested_files", "NEW.name = 'bad'", "file name bad is refused")
 
 	now := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
 	b, err := s.Begin(ctx, now)
@@ -124,11 +126,7 @@ END $$`, `CREATE TRIGGER refuse_bad BEFORE INSERT ON ingested_files FOR EACH ROW
 func TestPostgresReadRow(t *testing.T) {
 	ctx := context.Background()
 	u := storetest.NewPostgresDB(t)
-	s, err := Open(ctx, Options{URL: u})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openPG(t, Options{URL: u})
 	b, err := s.Begin(ctx, time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
@@ -193,11 +191,7 @@ func TestPostgresReadRow(t *testing.T) {
 func TestPostgresSamplesOneCopy(t *testing.T) {
 	ctx := context.Background()
 	u := storetest.NewPostgresDB(t)
-	s, err := Open(ctx, Options{URL: u})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openPG(t, Options{URL: u})
 	t0 := time.Date(2026, 3, 2, 10, 30, 0, 0, time.UTC)
 	util := uint32(60)
 	segment := func(from, n int) []record.Sample {
@@ -258,20 +252,7 @@ func TestPostgresSamplesOneCopy(t *testing.T) {
 
 	// The server refuses a sample, as a site's trigger would: the COPY's
 	// refusal is named at the next Flush, and nothing of the batch stays.
-	db, err := sql.Open("pgx", u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	for _, q := range []string{`CREATE FUNCTION refuse_util() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  IF NEW.util = 99 THEN RAISE EXCEPTION 'utilization 99 is refused'; END IF;
-  RETURN NEW;
-END $$`, `CREATE TRIGGER refuse_util BEFORE INSERT ON samples FOR EACH ROW EXECUTE FUNCTION refuse_util()`} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
+	refuseOn(t, u, "samples", "NEW.util = 99", "utilization 99 is refused")
 	util = 99
 	b, err = s.Begin(ctx, t0.Add(5*time.Hour))
 	if err != nil {
