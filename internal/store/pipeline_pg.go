@@ -28,7 +28,12 @@ import (
 // New sample rows wait too, for one COPY of many segments' rows (2,570
 // COPYs of a few hundred rows each cost the server half as much again
 // as one of the same rows): they go before any statement that names the
-// samples table, at a flush, and when maxCopying of them wait.
+// samples table, at a flush, and when maxCopying of them wait. So a
+// statement that does not name samples may reach the server before rows
+// that were waiting when it was queued: nothing of the ledger's reads
+// samples but through a statement that names it (samples has no foreign
+// keys to it and no triggers), and a COPY the server refuses fails the
+// transaction whenever it comes.
 type pipeline struct {
 	conn  *sql.Conn
 	queue []pendingExec
@@ -127,14 +132,20 @@ func (p *pipeline) query(ctx context.Context, q string, args []any) (*pgRows, er
 		}
 		rows.read(c.TypeMap(), br)
 		if err := br.Close(); err != nil && rows.err == nil {
-			rows.err = fmt.Errorf("%s: %w", firstLine(q), translate(err))
+			rows.err = translate(err)
+		}
+		if rows.err != nil {
+			// The server failed the read, and with it the transaction:
+			// every later statement says why, named by the read.
+			rows.err = fmt.Errorf("%s: %w", firstLine(q), rows.err)
+			p.err = rows.err
 		}
 		return nil
 	})
 	if err != nil {
 		rows.err = err
 	}
-	return rows, err
+	return rows, rows.err
 }
 
 // take empties the queue into a pgx batch.
@@ -251,11 +262,19 @@ func results(br pgx.BatchResults, sent []*pgx.QueuedQuery) error {
 // pgRows are a result as the server sent it, each value decoded when
 // scanned with the connection's type map, as pgx's own Rows.Scan does (a
 // NULL into a plain type is an error; sql.Scanner types take it). Next,
-// Scan, Err and Close are those of database/sql's Rows.
+// Scan, Err and Close are those of database/sql's Rows. The values are
+// held in one buffer, a few bytes each in PostgreSQL's binary format:
+// Batch.query serves reads of one job's or one GPU's rows, whose callers
+// keep them all anyway.
 type pgRows struct {
 	types  *pgtype.Map
 	fields []pgconn.FieldDescription
-	rows   [][][]byte
+	data   []byte
+	// cells are each value's end in data, -1 for NULL, row after row;
+	// starts are each row's start in data, and n the number of rows.
+	cells  []int32
+	starts []int32
+	n      int
 	// at is the row Next moved to, 1-based.
 	at  int
 	err error
@@ -272,21 +291,23 @@ func (r *pgRows) read(types *pgtype.Map, br pgx.BatchResults) {
 	r.types = types
 	r.fields = slices.Clone(rows.FieldDescriptions())
 	for rows.Next() {
-		raw := rows.RawValues()
-		row := make([][]byte, len(raw))
-		for i, v := range raw {
-			if v != nil {
-				row[i] = slices.Clone(v)
+		r.starts = append(r.starts, int32(len(r.data)))
+		for _, v := range rows.RawValues() {
+			if v == nil {
+				r.cells = append(r.cells, -1)
+				continue
 			}
+			r.data = append(r.data, v...)
+			r.cells = append(r.cells, int32(len(r.data)))
 		}
-		r.rows = append(r.rows, row)
+		r.n++
 	}
 	rows.Close()
 	r.err = translate(rows.Err())
 }
 
 func (r *pgRows) Next() bool {
-	if r.err != nil || r.at >= len(r.rows) {
+	if r.err != nil || r.at >= r.n {
 		return false
 	}
 	r.at++
@@ -301,19 +322,27 @@ func (r *pgRows) Scan(dest ...any) error {
 	if r.err != nil {
 		return r.err
 	}
-	if r.at == 0 || r.at > len(r.rows) {
+	if r.at == 0 || r.at > r.n {
 		return errors.New("scan called without a row")
 	}
-	raw := r.rows[r.at-1]
-	if len(dest) != len(raw) {
-		return fmt.Errorf("scan %d columns into %d values", len(raw), len(dest))
+	if len(dest) != len(r.fields) {
+		return fmt.Errorf("scan %d columns into %d values", len(r.fields), len(dest))
 	}
+	first, start := (r.at-1)*len(r.fields), r.starts[r.at-1]
 	for i, d := range dest {
+		end := r.cells[first+i]
+		var raw []byte
+		if end >= 0 {
+			raw, start = r.data[start:end:end], end
+			if raw == nil {
+				raw = []byte{} // an empty value (of no data at all) is not NULL
+			}
+		}
 		if d == nil {
 			continue
 		}
 		f := r.fields[i]
-		if err := r.scan(f, raw[i], d); err != nil {
+		if err := r.scan(f, raw, d); err != nil {
 			return fmt.Errorf("scan column %q: %w", f.Name, err)
 		}
 	}
@@ -321,17 +350,22 @@ func (r *pgRows) Scan(dest ...any) error {
 }
 
 // scan decodes one value. The ledger's flags are integers on both engines
-// (0 or 1): into a bool they go as database/sql would put them.
+// (0 or 1): into a bool they go as database/sql would put them, and any
+// other integer is an error, as there.
 func (r *pgRows) scan(f pgconn.FieldDescription, raw []byte, d any) error {
-	if b, ok := d.(*bool); ok {
-		var v int64
-		if err := r.types.Scan(f.DataTypeOID, f.Format, raw, &v); err != nil {
-			return err
-		}
-		*b = v != 0
-		return nil
+	b, ok := d.(*bool)
+	if !ok || (f.DataTypeOID != pgtype.Int2OID && f.DataTypeOID != pgtype.Int4OID && f.DataTypeOID != pgtype.Int8OID) {
+		return r.types.Scan(f.DataTypeOID, f.Format, raw, d)
 	}
-	return r.types.Scan(f.DataTypeOID, f.Format, raw, d)
+	var v int64
+	if err := r.types.Scan(f.DataTypeOID, f.Format, raw, &v); err != nil {
+		return err
+	}
+	if v != 0 && v != 1 {
+		return fmt.Errorf("integer %d is not a flag (0 or 1)", v)
+	}
+	*b = v == 1
+	return nil
 }
 
 // pgRow is the first row of pgRows, as database/sql's Row is: no row is

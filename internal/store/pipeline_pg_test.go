@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/aicloud/gpusuite/internal/record"
@@ -121,8 +122,8 @@ func TestPostgresPipeline(t *testing.T) {
 // TestPostgresReadRow: a read in a PostgreSQL batch goes with the queued
 // writes in one round trip and is decoded as database/sql would decode
 // it: the ledger's 0/1 flags into a bool, NULL into a Null type, no row
-// as sql.ErrNoRows. A queued write the server refuses is the read's
-// error, named by the write's statement.
+// as sql.ErrNoRows. A read the server fails is named, and fails the rest
+// of the batch.
 func TestPostgresReadRow(t *testing.T) {
 	ctx := context.Background()
 	u := storetest.NewPostgresDB(t)
@@ -169,10 +170,61 @@ func TestPostgresReadRow(t *testing.T) {
 	if err := row.Scan(&one); err == nil || !strings.Contains(err.Error(), "2 columns into 1") {
 		t.Errorf("scan of 2 columns into 1 value = %v, want an error saying so", err)
 	}
-	// A write the server refuses (a duplicate key), then a read: the read
-	// fails with the write's refusal, and so does every later statement.
-	if _, err := b.exec(`INSERT INTO meta(key, value) VALUES(?, ?)`, "read-row", "again"); err != nil {
+	// Rows with NULLs among their values, each scanned from its own
+	// place; a flag that is neither 0 nor 1 is no bool.
+	rows, err := b.query(`SELECT a, b, c FROM (VALUES (1, NULL, 'a'), (NULL, 2, NULL), (3, 4, 'ccc')) v(a, b, c)`)
+	if err != nil {
 		t.Fatal(err)
+	}
+	type abc struct {
+		A, B sql.NullInt64
+		C    sql.NullString
+	}
+	var got []abc
+	for rows.Next() {
+		var r abc
+		if err := rows.Scan(&r.A, &r.B, &r.C); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, r)
+	}
+	want := []abc{{A: sql.NullInt64{Int64: 1, Valid: true}, C: sql.NullString{String: "a", Valid: true}}, {B: sql.NullInt64{Int64: 2, Valid: true}},
+		{A: sql.NullInt64{Int64: 3, Valid: true}, B: sql.NullInt64{Int64: 4, Valid: true}, C: sql.NullString{String: "ccc", Valid: true}}}
+	if d := cmp.Diff(want, got); d != "" || rows.Err() != nil {
+		t.Errorf("rows with NULLs (-want +got):\n%s%v", d, rows.Err())
+	}
+	row, err = b.queryRow(`SELECT 2`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := row.Scan(&yes); err == nil {
+		t.Error("scan of 2 into a bool: nil error, want one")
+	}
+	// A read the server fails: named by its statement, and every later
+	// statement of the batch fails with it.
+	if _, err := b.queryRow(`SELECT 1 / (SELECT count(*) FROM meta WHERE key = 'none')`); err == nil || !strings.Contains(err.Error(), "division by zero") || !strings.Contains(err.Error(), "SELECT 1 /") {
+		t.Errorf("failed read = %v, want the server's error named by the read", err)
+	}
+	if _, err := b.exec(`INSERT INTO meta(key, value) VALUES(?, ?)`, "after", "v"); err == nil || !strings.Contains(err.Error(), "division by zero") {
+		t.Errorf("write after a failed read = %v, want the read's failure", err)
+	}
+}
+
+// TestPostgresRefusedWriteThenRead: a queued write the server refuses,
+// then a read: the read fails with the write's refusal, named by the
+// write's statement, and so does every later statement.
+func TestPostgresRefusedWriteThenRead(t *testing.T) {
+	ctx := context.Background()
+	s := openPG(t, Options{URL: storetest.NewPostgresDB(t)})
+	b, err := s.Begin(ctx, time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Rollback()
+	for _, v := range []string{"v", "again"} {
+		if _, err := b.exec(`INSERT INTO meta(key, value) VALUES(?, ?)`, "read-row", v); err != nil {
+			t.Fatal(err)
+		}
 	}
 	_, err = b.queryRow(`SELECT value FROM meta WHERE key = ?`, "read-row")
 	var pe *pgconn.PgError
@@ -185,9 +237,10 @@ func TestPostgresReadRow(t *testing.T) {
 }
 
 // TestPostgresSamplesOneCopy: on PostgreSQL, the new samples of several
-// segments wait in the batch for one COPY. A statement that names samples
-// sees them (they go first); a segment that repeats stored samples finds
-// them stored; a row the server refuses is named at the next Flush.
+// segments wait in the batch for one COPY. A read or a write that names
+// samples sees them (they go first); a segment that repeats stored
+// samples finds them stored; a row the server refuses is named at the
+// next Flush.
 func TestPostgresSamplesOneCopy(t *testing.T) {
 	ctx := context.Background()
 	u := storetest.NewPostgresDB(t)
@@ -243,11 +296,23 @@ func TestPostgresSamplesOneCopy(t *testing.T) {
 	if n, err := b.Segment(h, segment(28, 10)); err != nil || n != 3 {
 		t.Errorf("segment of 5 waiting and 3 new samples: %d new, %v; want 3", n, err)
 	}
+	// A write that names samples sends the waiting rows before it (the
+	// last segment's 3: its repeats had the 5 before it sent, to be
+	// asked about).
+	if n := len(b.tx.pipe.copying); n != 3 {
+		t.Errorf("sample rows waiting before an update of samples: %d, want 3", n)
+	}
+	if _, err := b.exec(`UPDATE samples SET temp_c = 1`); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(b.tx.pipe.copying); n != 0 {
+		t.Errorf("sample rows waiting after an update of samples was queued: %d, want 0", n)
+	}
 	if err := b.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	if n := storetest.Scalar[int64](t, u, `SELECT count(*) FROM samples`); n != 38 {
-		t.Errorf("samples after commit: %d, want 38", n)
+	if n := storetest.Scalar[int64](t, u, `SELECT count(*) FROM samples WHERE temp_c = 1`); n != 38 {
+		t.Errorf("samples after commit, updated: %d, want all 38", n)
 	}
 
 	// The server refuses a sample, as a site's trigger would: the COPY's

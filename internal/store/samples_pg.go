@@ -22,6 +22,9 @@ import (
 // INSERT … ON CONFLICT DO NOTHING RETURNING cost the server three times
 // the COPY, and a round trip more per call.)
 func (si *sampleInserter) insertPG(ctx context.Context, conn *sql.Conn, pipe *pipeline, rows []sampleRow, newest func(gid int64) (t int64, known bool)) error {
+	if pipe.err != nil {
+		return pipe.err
+	}
 	if si.parts == nil {
 		si.parts, si.copied = map[int64]bool{}, map[int64]int64{}
 	}

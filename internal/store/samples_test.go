@@ -235,3 +235,38 @@ func TestNodeSeen(t *testing.T) {
 		})
 	}
 }
+
+// TestLaterEventMovesHours: a job run whose start gave no user or
+// account, with samples counted in the same batch, then an end that
+// gives them: every hour of the job moves to the user and account,
+// though the batch made the job and knew it had no hours when it did.
+func TestLaterEventMovesHours(t *testing.T) {
+	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	s := openTemp(t)
+	util := uint32(80)
+	var samples []record.Sample
+	for i := range 30 {
+		samples = append(samples, record.Sample{Time: t0.Add(time.Duration(i) * time.Minute), UUID: "GPU-00000000-0000-0000-0000-000000000002",
+			GPUUtil: &util, Jobs: []record.JobShare{{Job: 5, Share: 1}}})
+	}
+	batchOf(t, s, t0.Add(2*time.Hour), func(b *Batch) error {
+		start := ev(record.JobStart, "n1", t0, 1)
+		start.Job.User, start.Job.Account, start.Job.Partition = "", "", ""
+		if err := b.Event(start); err != nil {
+			return err
+		}
+		if _, err := b.Segment(&record.SegmentHeader{Cluster: "c", Node: "n1", Seq: 1, Interval: 60}, samples); err != nil {
+			return err
+		}
+		return b.Event(ev(record.JobEnd, "n1", t0.Add(30*time.Minute), 1))
+	})
+	// Used GPU-seconds come from the samples' hours, which moveJob moves
+	// (the allocation is counted again from the spans at the batch's end).
+	want := []string{"alice|physics|1800|1440"}
+	if d := cmp.Diff(want, dump(t, s.db, `SELECT user, account, sum(alloc_gpu_s), CAST(sum(used_gpu_s) AS INTEGER) FROM rollup_hourly GROUP BY user, account HAVING sum(alloc_gpu_s) <> 0 OR sum(used_gpu_s) <> 0`)); d != "" {
+		t.Errorf("rollup_hourly by user and account (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(want, dump(t, s.db, `SELECT j.user, j.account, sum(h.alloc_gpu_s), CAST(sum(h.used_gpu_s) AS INTEGER) FROM job_hours h JOIN jobs j ON j.id = h.job GROUP BY j.user, j.account`)); d != "" {
+		t.Errorf("job_hours by user and account (-want +got):\n%s", d)
+	}
+}
