@@ -16,8 +16,8 @@ import (
 
 // pipeline holds a PostgreSQL batch's writes whose results the batch does
 // not read, and sends them to the server together, in order, in one round
-// trip, before the next statement that reads, the next COPY, and the
-// commit. Sent one at a time, a pass's three hundred thousand small
+// trip with the next statement that reads (query), or before the next
+// COPY and the commit (flush). Sent one at a time, a pass's three hundred thousand small
 // statements spent most of their time waiting on the loopback, not in
 // the server (docs/performance.md, "PostgreSQL").
 //
