@@ -181,15 +181,15 @@ func (b *Batch) settle() error {
 		rr = append(rr, j)
 	}
 	sort.Slice(rr, func(i, j int) bool { return rr[i] < rr[j] })
+	// Every node of each job: a start on a node with a lower id moves the
+	// job's count (jobs = 1) there from the node that had it.
+	spans, err := b.jobSpans(rr)
+	if err != nil {
+		return err
+	}
 	for _, j := range rr {
-		// Every node of the job: a start on a node with a lower id moves
-		// the job's count (jobs = 1) there from the node that had it.
-		nodes, err := b.jobNodes(j)
-		if err != nil {
-			return err
-		}
-		for _, n := range nodes {
-			if err := b.reroll(j, n); err != nil {
+		for _, n := range spans[j] {
+			if err := b.rerollSpan(j, n.node, n.span); err != nil {
 				return err
 			}
 		}

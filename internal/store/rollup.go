@@ -3,6 +3,7 @@ package store
 import (
 	"database/sql"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -230,20 +231,85 @@ func (s span) hourly(sign int64, out map[int64]Delta) {
 // it subtracts what was added before (r_*) and adds the current span
 // (an open job counts up to now).
 func (b *Batch) reroll(job, node int64) error {
-	row, err := b.queryRow(`SELECT start, end, gpus, r_start, r_end, r_gpus,
- (SELECT min(node_id) FROM job_nodes o WHERE o.job = n.job AND o.start IS NOT NULL) = n.node_id,
- start_estimated, s_lo, s_hi, last_sample
- FROM job_nodes n WHERE job = ? AND node_id = ?`, job, node)
+	row, err := b.queryRow(`SELECT `+nodeSpanCols+` FROM job_nodes n WHERE job = ? AND node_id = ?`, job, node)
 	if err != nil {
 		return err
 	}
-	var start, end, rs, re, rg, slo, shi, last sql.NullInt64
-	var gpus int64
-	var head sql.NullBool
-	var est bool
-	if err := row.Scan(&start, &end, &gpus, &rs, &re, &rg, &head, &est, &slo, &shi, &last); err != nil {
+	var r nodeSpan
+	if err := row.Scan(r.dest()...); err != nil {
 		return fmt.Errorf("job node %d/%d: %w", job, node, err)
 	}
+	return b.rerollSpan(job, node, r)
+}
+
+// nodeSpan is a job_nodes row as reroll reads it: the allocation, the
+// span the rollups hold (r_*), whether the node is the job's first with a
+// start (head), and the samples' window.
+type nodeSpan struct {
+	start, end, rs, re, rg, slo, shi, last sql.NullInt64
+	gpus                                   int64
+	head                                   sql.NullBool
+	est                                    bool
+}
+
+// nodeSpanCols are nodeSpan's columns of job_nodes n, in dest's order.
+const nodeSpanCols = `start, end, gpus, r_start, r_end, r_gpus,
+ (SELECT min(node_id) FROM job_nodes o WHERE o.job = n.job AND o.start IS NOT NULL) = n.node_id,
+ start_estimated, s_lo, s_hi, last_sample`
+
+func (r *nodeSpan) dest() []any {
+	return []any{&r.start, &r.end, &r.gpus, &r.rs, &r.re, &r.rg, &r.head, &r.est, &r.slo, &r.shi, &r.last}
+}
+
+// jobSpans reads the nodeSpans of every node of jobs, in node order, in
+// one query per maxJobsAsked jobs (settle rerolls each job's nodes; one
+// read a job and one a node was two round trips each on PostgreSQL). A
+// reroll changes its own node's row only, so rows read before the
+// rerolls of the jobs before them are still theirs.
+func (b *Batch) jobSpans(jobs []int64) (map[int64][]jobNodeSpan, error) {
+	out := make(map[int64][]jobNodeSpan, len(jobs))
+	for len(jobs) > 0 {
+		chunk := jobs[:min(len(jobs), maxJobsAsked)]
+		jobs = jobs[len(chunk):]
+		var q strings.Builder
+		var args []any
+		q.WriteString(`SELECT n.job, n.node_id, ` + nodeSpanCols + ` FROM job_nodes n WHERE 1 = 1`)
+		inList(&q, &args, "n.job", chunk)
+		q.WriteString(` ORDER BY n.job, n.node_id`)
+		rows, err := b.query(q.String(), args...)
+		if err != nil {
+			return nil, fmt.Errorf("nodes of %d jobs: %w", len(chunk), err)
+		}
+		for rows.Next() {
+			var js jobNodeSpan
+			var job int64
+			if err := rows.Scan(append([]any{&job, &js.node}, js.span.dest()...)...); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("nodes of %d jobs: %w", len(chunk), err)
+			}
+			out[job] = append(out[job], js)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("nodes of %d jobs: %w", len(chunk), err)
+		}
+	}
+	return out, nil
+}
+
+// maxJobsAsked bounds the jobs of one jobSpans query.
+const maxJobsAsked = 500
+
+type jobNodeSpan struct {
+	node int64
+	span nodeSpan
+}
+
+// rerollSpan is reroll of the node's row r.
+func (b *Batch) rerollSpan(job, node int64, r nodeSpan) error {
+	start, end, rs, re, rg, slo, shi, last := r.start, r.end, r.rs, r.re, r.rg, r.slo, r.shi, r.last
+	gpus, head, est := r.gpus, r.head, r.est
+	var err error
 	// The samples follow the allocation: where its start or end moved
 	// (not an open job's extension, whose window has no end), they are
 	// counted again against it.
