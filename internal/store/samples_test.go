@@ -270,3 +270,32 @@ func TestLaterEventMovesHours(t *testing.T) {
 		t.Errorf("job_hours by user and account (-want +got):\n%s", d)
 	}
 }
+
+// TestSettleManyJobs: the batch's end rerolls every node of more jobs
+// than one read of their nodes takes (jobSpans asks maxJobsAsked at a
+// time), each once: every job is counted once, with its allocation.
+func TestSettleManyJobs(t *testing.T) {
+	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	s := openTemp(t)
+	jobs := 2*maxJobsAsked + 1
+	batchOf(t, s, t0.Add(time.Hour), func(b *Batch) error {
+		for i := 1; i <= jobs; i++ {
+			for _, node := range []string{"n1", "n2"} {
+				e := ev(record.JobStart, node, t0, 1)
+				e.Job.ID = uint64(i)
+				e.Key = record.EventKey("c", e.Job.ID, 0, node, record.JobStart)
+				if err := b.Event(e); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	want := []string{fmt.Sprintf("%d|%d|%d", 2*jobs, jobs, 2*jobs*3600)}
+	if d := cmp.Diff(want, dump(t, s.db, `SELECT count(*), sum(CASE WHEN r_gpus < 0 THEN 1 ELSE 0 END), sum(r_end - r_start) FROM job_nodes WHERE r_start IS NOT NULL`)); d != "" {
+		t.Errorf("rerolled job nodes: count, job counters, GPU-seconds (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{fmt.Sprintf("%d|%d", jobs, 2*jobs*3600)}, dump(t, s.db, `SELECT sum(jobs), sum(alloc_gpu_s) FROM rollup_hourly`)); d != "" {
+		t.Errorf("rollup_hourly jobs and GPU-seconds (-want +got):\n%s", d)
+	}
+}
