@@ -96,7 +96,11 @@ func (b *Batch) jobAlloc(cluster string, job uint64, restart int, node int64, no
 	if a, ok := b.allocs[k]; ok {
 		return a, nil
 	}
-	row, err := b.queryRow(`SELECT n.job, n.start, n.end, n.start_estimated, n.s_lo, n.s_hi FROM jobs j JOIN job_nodes n ON n.job = j.id
+	// The job's dimensions come along, for flushUse's rollups of the
+	// samples (jobDims): on PostgreSQL a read of their own was a round
+	// trip for every job whose samples a batch counted.
+	row, err := b.queryRow(`SELECT n.job, n.start, n.end, n.start_estimated, n.s_lo, n.s_hi, j.cluster, j.user, j.account, j.partition, j.ignored
+ FROM jobs j JOIN job_nodes n ON n.job = j.id
  WHERE j.cluster = ? AND j.job_id = ? AND j.restart = ? AND n.node_id = ?`, cluster, int64(job), restart, node)
 	if err != nil {
 		return alloc{}, err
@@ -104,7 +108,8 @@ func (b *Batch) jobAlloc(cluster string, job uint64, restart int, node int64, no
 	var start, end, slo, shi sql.NullInt64
 	var est bool
 	var c alloc
-	switch err := row.Scan(&c.row, &start, &end, &est, &slo, &shi); {
+	var d Dims
+	switch err := row.Scan(&c.row, &start, &end, &est, &slo, &shi, &d.Cluster, &d.User, &d.Account, &d.Partition, &d.Ignored); {
 	case errors.Is(err, sql.ErrNoRows):
 		return alloc{}, &Rejected{Wait: true, Reason: fmt.Sprintf("job %d (restart %d) has no start or end event from node %s", job, restart, nodeName)}
 	case err != nil:
@@ -122,6 +127,9 @@ func (b *Batch) jobAlloc(cluster string, job uint64, restart int, node int64, no
 	b.allocs[k] = c
 	// the job's row id came with it: Job need not ask for it again
 	b.jobs[k.job] = c.row
+	if _, ok := b.dims[c.row]; !ok {
+		b.dims[c.row] = d
+	}
 	return c, nil
 }
 
