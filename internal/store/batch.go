@@ -271,7 +271,7 @@ func (b *Batch) queryRow(q string, args ...any) (scanRow, error) {
 
 // scanRow is a row whose Scan error carries the store's kinds (ingest
 // tells a full disk from a bad record by them): database/sql's, or on a
-// PostgreSQL batch the one its pipeline read (pipeline.queryRow).
+// PostgreSQL batch the first row its pipeline read (pipeline.query).
 type scanRow struct {
 	r  *sql.Row
 	pg *pgRow

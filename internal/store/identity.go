@@ -211,13 +211,24 @@ SELECT *, 0 FROM found UNION ALL SELECT *, 1 FROM made`,
 	if err := row.Scan(&id, &d.Cluster, &d.User, &d.Account, &d.Partition, &d.Ignored, &made); err != nil {
 		return 0, fmt.Errorf("job %s/%d/%d: %w", k.cluster, k.job, k.restart, err)
 	}
-	if _, ok := b.dims[id]; !ok {
-		b.dims[id] = d
-	}
+	b.knowJob(k, id, d)
 	if made {
 		b.noHours[id] = true
 	}
 	return id, nil
+}
+
+// knowJob keeps what a read brought of job run k: its row id and its
+// dimensions as stored, unless the batch holds them already (its own
+// changes to the dimensions go through jobDims and moveJob, which keep
+// b.dims).
+func (b *Batch) knowJob(k jobKey, id int64, d Dims) {
+	if _, ok := b.jobs[k]; !ok {
+		b.jobs[k] = id
+	}
+	if _, ok := b.dims[id]; !ok {
+		b.dims[id] = d
+	}
 }
 
 // JobIDs are the job row ids that the committed batches of one pass

@@ -95,15 +95,20 @@ func (p *pipeline) flush(ctx context.Context) error {
 		return err
 	}
 	p.err = withPgx(p.conn, func(c *pgx.Conn) error {
-		batch := p.take()
-		br := c.SendBatch(ctx, batch)
-		first := results(br, batch.QueuedQueries)
-		if err := br.Close(); err != nil && first == nil {
-			first = fmt.Errorf("send statements: %w", translate(err))
-		}
-		return first
+		return sendWrites(ctx, c, p.take())
 	})
 	return p.err
+}
+
+// sendWrites sends a batch of writes and reads their results: the first
+// failure, named by its statement.
+func sendWrites(ctx context.Context, c *pgx.Conn, batch *pgx.Batch) error {
+	br := c.SendBatch(ctx, batch)
+	first := results(br, batch.QueuedQueries)
+	if err := br.Close(); err != nil && first == nil {
+		first = fmt.Errorf("send statements: %w", translate(err))
+	}
+	return first
 }
 
 // query sends the queued statements and q in the same round trip, and
@@ -191,14 +196,8 @@ func (p *pipeline) sendCopy(ctx context.Context) error {
 	}
 	p.err = withPgx(p.conn, func(c *pgx.Conn) error {
 		if p.copyAt > 0 {
-			batch := p.takeFirst(p.copyAt)
-			br := c.SendBatch(ctx, batch)
-			first := results(br, batch.QueuedQueries)
-			if err := br.Close(); err != nil && first == nil {
-				first = fmt.Errorf("send statements: %w", translate(err))
-			}
-			if first != nil {
-				return first
+			if err := sendWrites(ctx, c, p.takeFirst(p.copyAt)); err != nil {
+				return err
 			}
 		}
 		cols := sampleColumns()

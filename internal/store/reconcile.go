@@ -95,13 +95,13 @@ func (b *Batch) Reconcile(row int64, t SlurmTimes) error {
  WHERE job = ?6`, start, end, code, sig, timesNote, row); err != nil {
 		return fmt.Errorf("reconcile job row %d: %w", row, err)
 	}
-	nodes, err := b.jobNodes(row)
+	spans, err := b.jobSpans([]int64{row})
 	if err != nil {
 		return err
 	}
-	for _, n := range nodes {
-		if err := b.reroll(row, n); err != nil {
-			return fmt.Errorf("reconcile job row %d on node %d: %w", row, n, err)
+	for _, n := range spans[row] {
+		if err := b.rerollSpan(row, n.node, n.span); err != nil {
+			return fmt.Errorf("reconcile job row %d on node %d: %w", row, n.node, err)
 		}
 	}
 	if err := b.summarize(row); err != nil {

@@ -307,15 +307,13 @@ type jobNodeSpan struct {
 
 // rerollSpan is reroll of the node's row r.
 func (b *Batch) rerollSpan(job, node int64, r nodeSpan) error {
-	start, end, rs, re, rg, slo, shi, last := r.start, r.end, r.rs, r.re, r.rg, r.slo, r.shi, r.last
-	gpus, head, est := r.gpus, r.head, r.est
 	var err error
 	// The samples follow the allocation: where its start or end moved
 	// (not an open job's extension, whose window has no end), they are
 	// counted again against it.
 	var gone [][2]int64
-	if w := sampleWindow(start, end, est); slo.Valid && shi.Valid && (w.lo != slo.Int64 || w.hi != shi.Int64) {
-		if gone, err = b.recount(job, node, alloc{lo: slo.Int64, hi: shi.Int64}, w); err != nil {
+	if w := sampleWindow(r.start, r.end, r.est); r.slo.Valid && r.shi.Valid && (w.lo != r.slo.Int64 || w.hi != r.shi.Int64) {
+		if gone, err = b.recount(job, node, alloc{lo: r.slo.Int64, hi: r.shi.Int64}, w); err != nil {
 			return err
 		}
 		if _, err := b.exec(`UPDATE job_nodes SET s_lo = ?, s_hi = ? WHERE job = ? AND node_id = ?`, w.lo, w.hi, job, node); err != nil {
@@ -323,25 +321,25 @@ func (b *Batch) rerollSpan(job, node int64, r nodeSpan) error {
 		}
 		clear(b.allocs)
 	}
-	old := span{start: rs.Int64, end: re.Int64, gpus: rg.Int64, valid: rs.Valid && re.Valid}
-	nw := span{start: start.Int64, gpus: gpus, valid: start.Valid}
-	if end.Valid {
-		nw.end = end.Int64
+	old := span{start: r.rs.Int64, end: r.re.Int64, gpus: r.rg.Int64, valid: r.rs.Valid && r.re.Valid}
+	nw := span{start: r.start.Int64, gpus: r.gpus, valid: r.start.Valid}
+	if r.end.Valid {
+		nw.end = r.end.Int64
 	} else {
 		// An open job counts up to now, and at least to the end of its
 		// newest sample's window (taken a moment before the pass, it
 		// stands for the seconds after it): its samples are counted
 		// whole while it runs, and so never pass what it was allocated.
-		covered, err := b.sampledTo(job, node, max(last.Int64, b.lastSample[[2]int64{job, node}]))
+		covered, err := b.sampledTo(job, node, max(r.last.Int64, b.lastSample[[2]int64{job, node}]))
 		if err != nil {
 			return err
 		}
-		nw.end = max(start.Int64, b.now.Unix(), covered)
+		nw.end = max(r.start.Int64, b.now.Unix(), covered)
 	}
 	// The job is counted once, in the hour it started, on its lowest
 	// node id; r_gpus < 0 marks a span that carried the count.
-	nw.countsJob = head.Valid && head.Bool
-	old.countsJob = rg.Valid && rg.Int64 < 0
+	nw.countsJob = r.head.Valid && r.head.Bool
+	old.countsJob = r.rg.Valid && r.rg.Int64 < 0
 	if old.gpus < 0 {
 		old.gpus = -old.gpus - 1
 	}
@@ -368,24 +366,6 @@ func (b *Batch) rerollSpan(job, node int64, r nodeSpan) error {
 		return err
 	}
 	return b.clampPruned(job, node, gone)
-}
-
-// jobNodes lists the nodes of a job.
-func (b *Batch) jobNodes(job int64) ([]int64, error) {
-	rows, err := b.query(`SELECT node_id FROM job_nodes WHERE job = ? ORDER BY node_id`, job)
-	if err != nil {
-		return nil, fmt.Errorf("nodes of job %d: %w", job, err)
-	}
-	defer rows.Close()
-	var out []int64
-	for rows.Next() {
-		var n int64
-		if err := rows.Scan(&n); err != nil {
-			return nil, fmt.Errorf("nodes of job %d: %w", job, err)
-		}
-		out = append(out, n)
-	}
-	return out, rows.Err()
 }
 
 // summarize recomputes a job's start, end, nodes, GPUs and state from its

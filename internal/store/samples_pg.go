@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -31,7 +32,6 @@ func (si *sampleInserter) insertPG(ctx context.Context, conn *sql.Conn, pipe *pi
 	type key struct{ gpu, t int64 }
 	first := make(map[key]int, len(rows))
 	oldest := map[int64]int64{} // each GPU's oldest row
-	var gpus []int64
 	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
 	for i := range rows {
 		r := &rows[i]
@@ -43,9 +43,6 @@ func (si *sampleInserter) insertPG(ctx context.Context, conn *sql.Conn, pipe *pi
 		first[k] = i
 		if t, ok := oldest[k.gpu]; !ok || k.t < t {
 			oldest[k.gpu] = k.t
-		}
-		if !slices.Contains(gpus, k.gpu) {
-			gpus = append(gpus, k.gpu)
 		}
 		lo, hi = min(lo, k.t), max(hi, k.t)
 	}
@@ -71,6 +68,7 @@ func (si *sampleInserter) insertPG(ctx context.Context, conn *sql.Conn, pipe *pi
 	var data [][]any
 	err := withPgx(conn, func(c *pgx.Conn) error {
 		if ask {
+			gpus := slices.Collect(maps.Keys(oldest))
 			stored, err := c.Query(ctx, `SELECT gpu_id, t_ms FROM samples WHERE gpu_id = ANY($1) AND t_ms BETWEEN $2 AND $3`, gpus, lo, hi)
 			if err != nil {
 				return fmt.Errorf("insert samples: stored keys: %w", translate(err))

@@ -126,10 +126,7 @@ func (b *Batch) jobAlloc(cluster string, job uint64, restart int, node int64, no
 	}
 	b.allocs[k] = c
 	// the job's row id came with it: Job need not ask for it again
-	b.jobs[k.job] = c.row
-	if _, ok := b.dims[c.row]; !ok {
-		b.dims[c.row] = d
-	}
+	b.knowJob(k.job, c.row, d)
 	return c, nil
 }
 
@@ -233,12 +230,7 @@ func (b *Batch) eventNode(ev *record.Event, node int64) (eventNodeRow, error) {
 	case err != nil:
 		return n, fmt.Errorf("job %d on %s: %w", ev.Job.ID, ev.Node, err)
 	}
-	if _, ok := b.jobs[k]; !ok {
-		b.jobs[k] = id
-	}
-	if _, ok := b.dims[id]; !ok {
-		b.dims[id] = d
-	}
+	b.knowJob(k, id, d)
 	return n, nil
 }
 
