@@ -61,7 +61,7 @@ func LoadHook(path string, explicit bool, within time.Duration) (cfg Config, sal
 	return loadHook(path, explicit, within, ReadFile)
 }
 
-func loadHook(path string, explicit bool, within time.Duration, ReadFile func(string) ([]byte, error)) (Config, []string, error) {
+func loadHook(path string, explicit bool, within time.Duration, read func(string) ([]byte, error)) (Config, []string, error) {
 	type loaded struct {
 		cfg      Config
 		salvaged []string
@@ -69,7 +69,7 @@ func loadHook(path string, explicit bool, within time.Duration, ReadFile func(st
 	}
 	ch := make(chan loaded, 1)
 	go func() {
-		data, rerr := ReadFile(path)
+		data, rerr := read(path)
 		cfg, err := load(path, explicit, data, rerr)
 		var salvaged []string
 		if err != nil && rerr == nil {

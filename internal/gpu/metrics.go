@@ -117,17 +117,18 @@ func (l *Library) Choose(devs []*Device, names []string) {
 
 func (d *Device) choose(lib nvml.Interface, names []string) {
 	c := &chosen{names: names, prev: map[uint32]counterReading{}, unsupported: map[string]string{}}
-	// GPM is asked about only when a chosen metric may come from it: the
-	// default set asks the driver nothing at each enumeration.
-	gpmOK, why := false, ""
-	for _, n := range names {
-		if _, ok := gpmSources[n]; ok || record.MetricSet(n) == record.SetGPM {
+	// GPM is asked about once, and only when a chosen metric may come from
+	// it: the default set asks the driver nothing at each enumeration.
+	asked, gpmOK, why := false, false, ""
+	gpm := func() bool {
+		if !asked {
 			gpmOK, why = d.gpmSupport()
-			break
+			asked = true
 		}
+		return gpmOK
 	}
 	for _, n := range names {
-		if _, ok := gpmSources[n]; ok && gpmOK {
+		if _, ok := gpmSources[n]; ok && gpm() {
 			if c.gpm == nil {
 				c.gpm = &gpmState{lib: lib, get: &nvml.GpmMetricsGetType{}}
 			}
@@ -135,6 +136,7 @@ func (d *Device) choose(lib nvml.Interface, names []string) {
 			continue
 		}
 		if record.MetricSet(n) == record.SetGPM { // no other source gives them
+			gpm() // the reason
 			c.unsupported[n] = why
 			continue
 		}

@@ -33,16 +33,28 @@ func (l Load) profile() Profile {
 		return *l.Profile
 	}
 	u := float64(l.GPUUtil)
+	tx, rx := l.nvlink()
 	p := Profile{
 		SMActivePct: u * 0.9, SMOccupancyPct: u * 0.45, TensorPct: u * 0.6,
 		FP32Pct: u * 0.2, FP16Pct: u * 0.4, DRAMPct: float64(l.MemUtil),
-		PCIeTxBps: u * 2e7, PCIeRxBps: u * 1e8, NVLinkTxBps: u * nvlinkPerUtil, NVLinkRxBps: u * nvlinkPerUtil,
+		PCIeTxBps: u * 2e7, PCIeRxBps: u * 1e8, NVLinkTxBps: tx, NVLinkRxBps: rx,
 		MemClockMHz: 1593, MemTempC: l.TempC + 5,
 	}
 	if l.GPUUtil > 0 {
 		p.MemClockMHz = 2619
 	}
 	return p
+}
+
+// nvlink is l's NVLink traffic, bytes/s each way: its profile's, or
+// derived from utilization. integrate asks it for every simulated second
+// of every GPU, without building the rest of the profile.
+func (l Load) nvlink() (tx, rx float64) {
+	if l.Profile != nil {
+		return l.Profile.NVLinkTxBps, l.Profile.NVLinkRxBps
+	}
+	v := float64(l.GPUUtil) * nvlinkPerUtil
+	return v, v
 }
 
 // throttled says whether l's clocks are held down for power or heat.
@@ -61,13 +73,7 @@ type counters struct {
 
 // integrate adds step of load l to the counters. Called with d.mu held.
 func (c *counters) integrate(l *Load, step time.Duration) {
-	// what profile() derives, without the rest of the profile: this runs
-	// for every simulated second of every GPU
-	tx := float64(l.GPUUtil) * nvlinkPerUtil
-	rx := tx
-	if l.Profile != nil {
-		tx, rx = l.Profile.NVLinkTxBps, l.Profile.NVLinkRxBps
-	}
+	tx, rx := l.nvlink()
 	s := step.Seconds()
 	c.nvlinkTxKiB += tx * s / 1024
 	c.nvlinkRxKiB += rx * s / 1024

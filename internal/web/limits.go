@@ -21,8 +21,6 @@ const (
 	queueWait = 2 * time.Second
 	// retryAfter is the Retry-After of a 503 for a full server, seconds.
 	retryAfter = 5
-	// maxHeaderBytes bounds a request's header.
-	maxHeaderBytes = webconfig.MaxHeaderBytes
 )
 
 // NewServer is the http.Server for the dashboard and /metrics, with

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aicloud/gpusuite/internal/webconfig"
 )
 
 // TestLimiter: with every slot taken a request waits queueWait, then
@@ -62,7 +64,7 @@ func TestLimiter(t *testing.T) {
 // TestNewServerTimeouts: every timeout of the server is set.
 func TestNewServerTimeouts(t *testing.T) {
 	s := NewServer(http.NotFoundHandler(), 0)
-	if s.ReadHeaderTimeout <= 0 || s.ReadTimeout <= 0 || s.WriteTimeout <= DefaultTimeout || s.IdleTimeout <= 0 || s.MaxHeaderBytes != maxHeaderBytes {
+	if s.ReadHeaderTimeout <= 0 || s.ReadTimeout <= 0 || s.WriteTimeout <= DefaultTimeout || s.IdleTimeout <= 0 || s.MaxHeaderBytes != webconfig.MaxHeaderBytes {
 		t.Errorf("server timeouts: header %s, read %s, write %s, idle %s, max header %d", s.ReadHeaderTimeout, s.ReadTimeout, s.WriteTimeout, s.IdleTimeout, s.MaxHeaderBytes)
 	}
 }

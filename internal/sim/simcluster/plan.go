@@ -108,6 +108,10 @@ const hungMemMiB = 30_000
 // runningMemMiB is what a job's process holds at a utilization.
 func runningMemMiB(util uint32) uint64 { return 20_000 + uint64(util)*400 }
 
+// hung says whether a failing job's process has stopped using the GPU
+// by Unix second u.
+func (p *profile) hung(u int64) bool { return p.kind == Failing && u >= p.hangAt }
+
 // at is the load at Unix second u: utilization %, power mW, memory MiB
 // and whether the job's process runs.
 func (p *profile) at(u int64) (util, powerMW uint32, memMiB uint64, proc bool) {
@@ -117,10 +121,9 @@ func (p *profile) at(u int64) (util, powerMW uint32, memMiB uint64, proc bool) {
 	switch p.kind {
 	case Idle:
 		return 0, 72_000, 0, false
-	case Failing:
-		if u >= p.hangAt {
-			return 0, 95_000, hungMemMiB, true
-		}
+	}
+	if p.hung(u) {
+		return 0, 95_000, hungMemMiB, true
 	}
 	x := p.lo + (p.hi-p.lo)*(0.5+0.5*math.Sin(2*math.Pi*(float64(u)+p.phase)/p.period))
 	util = uint32(math.Round(x))
@@ -142,11 +145,12 @@ func (p *profile) workload() sim.Workload {
 		procs = append(procs, nvml.ProcessInfo{Pid: p.pid, UsedGpuMemory: hungMemMiB << 20})
 	}
 	return func(t time.Time) sim.Load {
-		util, power, mem, proc := p.at(t.Unix())
+		u := t.Unix()
+		util, power, mem, proc := p.at(u)
 		l := sim.Load{GPUUtil: util, MemUtil: util / 2, MemUsedMiB: mem, PowerMW: power, TempC: 35 + util/3, SMClockMHz: 345 + 16*util}
 		if proc {
 			i := int(util)
-			if mem == hungMemMiB {
+			if p.hung(u) {
 				i = len(procs) - 1
 			}
 			l.Procs = procs[i : i+1 : i+1]
