@@ -56,9 +56,11 @@ type Ingester struct {
 	// (rejected): not counted as left behind.
 	deferred map[string]bool
 	// careful: this pass sends each file's writes after the file
-	// (careful.go); seen answers whether a file was ingested before.
+	// (careful.go); seen answers whether a file was ingested before, and
+	// keys whether a record's key was applied (keys.go).
 	careful bool
 	seen    *seenFiles
+	keys    *appliedKeys
 	// jobIDs: the job row ids the pass's committed batches learned
 	jobIDs *store.JobIDs
 }
@@ -154,6 +156,7 @@ func (in *Ingester) pass(ctx context.Context, careful bool, res Result) (Result,
 	v := Validator{Now: start, MaxFuture: in.d.Config.Ingest.MaxFuture.Duration,
 		MaxInterval: MaxSegmentInterval(in.d.Config.Agent.Interval.Duration)}
 	in.seen = newSeenFiles(files)
+	in.keys = newAppliedKeys(in.seen)
 	in.jobIDs = store.NewJobIDs()
 	src := in.prefetch(files, v)
 	defer src.stop()
@@ -363,7 +366,7 @@ func (in *Ingester) batch(ctx context.Context, src *prefetcher, ret *retirer, re
 			return l.parseErr
 		}
 		p := l.p
-		switch st, key, err := keyState(b, p); {
+		switch st, key, err := in.keys.state(b, f, p); {
 		case err != nil:
 			b.Rollback()
 			return mayRedo(direct, err)
@@ -402,7 +405,7 @@ func (in *Ingester) batch(ctx context.Context, src *prefetcher, ret *retirer, re
 			b.Rollback()
 			return mayRedo(direct, err)
 		}
-		if err := keyApplied(b, p); err != nil {
+		if err := in.keys.applied(b, p); err != nil {
 			b.Rollback()
 			return mayRedo(direct, err)
 		}

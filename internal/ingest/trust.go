@@ -16,33 +16,20 @@ import (
 func recordKey(p *Parsed) string {
 	switch {
 	case p.Event != nil:
-		return "event:" + p.Event.Key
+		return eventKeyPrefix + p.Event.Key
 	case p.Header != nil:
-		return "segment:" + p.Header.Key
+		return segmentKeyPrefix + p.Header.Key
 	case p.GPUEvent != nil:
 		return "gpuevent:" + p.GPUEvent.Key
 	}
 	return ""
 }
 
-// keyState says whether a file's records were applied before: with the
-// same content (a duplicate) or other content (a conflict, named by key).
-func keyState(b *store.Batch, p *Parsed) (store.KeyState, string, error) {
-	k := recordKey(p)
-	if k == "" {
-		return store.KeyNew, "", nil
-	}
-	st, err := b.AppliedKey(k, p.ContentHash)
-	return st, k, err
-}
-
-// keyApplied records a file's key in the transaction that applied it.
-func keyApplied(b *store.Batch, p *Parsed) error {
-	if k := recordKey(p); k != "" {
-		return b.KeyApplied(k, p.ContentHash)
-	}
-	return nil
-}
+// The prefixes of recordKey that appliedKeys also asks by.
+const (
+	eventKeyPrefix   = "event:"
+	segmentKeyPrefix = "segment:"
+)
 
 // rejected handles a file the store refused as not its node's to say. A
 // file that names a job with no event from its node yet waits in incoming

@@ -2,6 +2,8 @@ package record
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 )
 
@@ -81,4 +83,63 @@ func JobGPUFileName(cluster string, job uint64, restart int, node, uuid string, 
 // directory; the node's agent is its one writer.
 func LiveFileName(node string) string {
 	return node + ".json"
+}
+
+// FileRecordKey is the key of the record a file in node's directory holds,
+// as its name says: an event's (EventKey) or a segment's (SegmentKey).
+// ok is false for other kinds and for a name the agent would not have
+// written for node. The name is not the record: a reader that must know
+// the key reads it from the content; this one is for asking about many
+// files' keys before they are read.
+func FileRecordKey(node, name string) (kind FileKind, key string, ok bool) {
+	switch KindOfFile(name) {
+	case FileEvent:
+		k, ok := EventKindOfFile(name)
+		if !ok {
+			return "", "", false
+		}
+		rest := strings.TrimSuffix(strings.TrimPrefix(name, eventPrefix), "."+string(k)+".json")
+		rest, ok = strings.CutSuffix(rest, "."+node)
+		if !ok {
+			return "", "", false
+		}
+		// rest is cluster.job.restart, the cluster maybe with dots.
+		rest, restart, ok1 := cutLastNumber(rest)
+		cluster, job, ok2 := cutLastNumber(rest)
+		if !ok1 || !ok2 || cluster == "" || restart > math.MaxInt32 {
+			return "", "", false
+		}
+		if EventFileName(cluster, job, int(restart), node, k) != name {
+			return "", "", false
+		}
+		return FileEvent, EventKey(cluster, job, int(restart), node, k), true
+	case FileSegment:
+		rest, ok := strings.CutSuffix(strings.TrimPrefix(name, segmentPrefix), ".jsonl")
+		if !ok {
+			return "", "", false
+		}
+		rest, seq, ok := cutLastNumber(rest)
+		if !ok {
+			return "", "", false
+		}
+		cluster, ok := strings.CutSuffix(rest, "."+node)
+		if !ok || cluster == "" || SegmentFileName(cluster, node, seq) != name {
+			return "", "", false
+		}
+		return FileSegment, SegmentKey(cluster, node, seq), true
+	}
+	return "", "", false
+}
+
+// cutLastNumber splits "a.b.12" into "a.b" and 12.
+func cutLastNumber(s string) (string, uint64, bool) {
+	i := strings.LastIndexByte(s, '.')
+	if i < 0 {
+		return "", 0, false
+	}
+	n, err := strconv.ParseUint(s[i+1:], 10, 64)
+	if err != nil {
+		return "", 0, false
+	}
+	return s[:i], n, true
 }

@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // KeyState is what the ledger knows of a record key.
@@ -38,6 +39,41 @@ func (b *Batch) AppliedKey(key, hash string) (KeyState, error) {
 		return KeyApplied, nil
 	}
 	return KeyConflict, nil
+}
+
+// MaxKeysAsked bounds the keys of one KeysKnown call.
+const MaxKeysAsked = 500
+
+// KeysKnown is AppliedKey for many keys in one query: each applied key's
+// content hash; a key it does not hold was not applied.
+func (b *Batch) KeysKnown(keys []string) (map[string]string, error) {
+	if len(keys) > MaxKeysAsked {
+		return nil, fmt.Errorf("look up %d keys: more than %d at once", len(keys), MaxKeysAsked)
+	}
+	known := make(map[string]string, len(keys))
+	if len(keys) == 0 {
+		return known, nil
+	}
+	var q strings.Builder
+	var args []any
+	q.WriteString(`SELECT key, sha256 FROM applied_keys WHERE 1 = 1`)
+	inList(&q, &args, "key", keys)
+	rows, err := b.query(q.String(), args...)
+	if err != nil {
+		return nil, fmt.Errorf("look up %d keys: %w", len(keys), err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var key, hash string
+		if err := rows.Scan(&key, &hash); err != nil {
+			return nil, fmt.Errorf("look up %d keys: %w", len(keys), err)
+		}
+		known[key] = hash
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("look up %d keys: %w", len(keys), err)
+	}
+	return known, nil
 }
 
 // KeyApplied records that key's effect is now in the ledger (same

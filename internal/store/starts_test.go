@@ -147,6 +147,21 @@ func TestKeysAndFiles(t *testing.T) {
 				t.Errorf("AppliedKey(%s, %s) = %v, want %v", tc.key, tc.hash, got, tc.want)
 			}
 		}
+		// A key applied earlier in the batch is known to the many-key
+		// read too (on PostgreSQL its write waits in the pipeline).
+		if err := b.KeyApplied("k3", "cc"); err != nil {
+			return err
+		}
+		known, err := b.KeysKnown([]string{"k1", "k2", "k3"})
+		if err != nil {
+			return err
+		}
+		if d := cmp.Diff(map[string]string{"k1": "aa", "k3": "cc"}, known); d != "" {
+			t.Errorf("KeysKnown (-want +got):\n%s", d)
+		}
+		if _, err := b.KeysKnown(make([]string, MaxKeysAsked+1)); err == nil {
+			t.Errorf("KeysKnown of %d keys: no error, want one (at most %d)", MaxKeysAsked+1, MaxKeysAsked)
+		}
 		for _, tc := range []struct {
 			node, name, hash string
 			want             bool
