@@ -95,7 +95,7 @@ func (s *Store) Begin(ctx context.Context, now time.Time) (*Batch, error) {
 	}
 	b := newBatch(ctx, conn, tx, now)
 	if s.db.pg != nil {
-		tx.pipe = &pipeline{conn: conn}
+		tx.pipe = &pipeline{conn: conn, descs: &s.pg.descs}
 	}
 	b.give = give
 	return b, nil
@@ -149,8 +149,9 @@ func (b *Batch) Commit() error {
 	return nil
 }
 
-// Flush sends the writes the batch has queued (PostgreSQL: pipeline_pg.go)
-// and returns the first one's failure; on SQLite, where each write runs
+// Flush reads the results of the writes the batch has sent and sends the
+// sample rows waiting (PostgreSQL: pipeline_pg.go), and returns the first
+// failure; on SQLite, where each write runs
 // when it is made, it does nothing. Ingest flushes after each file, so
 // that a failure is that file's.
 func (b *Batch) Flush() error {
@@ -230,6 +231,12 @@ func firstLine(q string) string {
 }
 
 func (b *Batch) exec(q string, args ...any) (sql.Result, error) {
+	if b.tx.pipe != nil {
+		// Sent in pipeline mode, prepared there (pipeline.send): not
+		// through database/sql, which would take the connection out of
+		// it.
+		return deferredResult{}, b.tx.pipe.add(b.ctx, b.tx.sql(q), pgArgs(true, args))
+	}
 	s, err := b.stmt(q)
 	if err != nil {
 		return nil, err

@@ -70,8 +70,8 @@ func (d *ledgerDB) beginOn(ctx context.Context, conn *sql.Conn) (*ledgerTx, erro
 type ledgerTx struct {
 	*sql.Tx
 	pg *dialect.Postgres
-	// pipe, when set (a PostgreSQL batch), queues the writes and sends
-	// them together before the next read (pipeline_pg.go).
+	// pipe, when set (a PostgreSQL batch), sends the writes in pipeline
+	// mode and reads their results at the next read (pipeline_pg.go).
 	pipe *pipeline
 }
 
@@ -109,6 +109,10 @@ func (t *ledgerTx) execNow(ctx context.Context, q string, args ...any) (sql.Resu
 }
 
 func (t *ledgerTx) PrepareContext(ctx context.Context, q string) (*ledgerStmt, error) {
+	// database/sql prepares on the connection: out of pipeline mode.
+	if err := t.pipe.flush(ctx); err != nil {
+		return nil, err
+	}
 	q = t.sql(q)
 	st, err := t.Tx.PrepareContext(ctx, q)
 	if err != nil {

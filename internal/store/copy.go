@@ -563,7 +563,7 @@ func samplePartitions(ctx context.Context, conn *sql.Conn, page [][]any, at int,
 			if !ok {
 				return fmt.Errorf("samples: t_ms %v (%T) is not an integer", r[at], r[at])
 			}
-			if err := si.ensurePartition(ctx, c, tms); err != nil {
+			if err := si.ensurePartition(ctx, c, nil, tms); err != nil {
 				return err
 			}
 		}

@@ -63,7 +63,7 @@ func (b *Batch) FilesKnown(node string, names []string) (map[string]string, erro
 	return known, nil
 }
 
-// Pipelined says whether the batch's writes wait in a pipeline until the
-// next read, Flush or Commit (PostgreSQL): a failed write is then known
-// only at one of those, not at the statement.
+// Pipelined says whether the batch's writes go out without waiting for
+// their results until the next read, Flush or Commit (PostgreSQL): a
+// failed write is then known only at one of those, not at the statement.
 func (b *Batch) Pipelined() bool { return b.tx.pipe != nil }

@@ -14,38 +14,50 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 )
 
-// pipeline holds a PostgreSQL batch's writes whose results the batch does
-// not read, and sends them to the server together, in order, in one round
-// trip with the next statement that reads (query), or before the next
-// COPY and the commit (flush). Sent one at a time, a pass's three hundred thousand small
-// statements spent most of their time waiting on the loopback, not in
-// the server (docs/performance.md, "PostgreSQL").
+// pipeline sends a PostgreSQL batch's writes whose results the batch does
+// not read as they are made, in pipeline mode, without waiting for them:
+// the server works through them while the writer goes on, and their
+// results are read at the next statement that reads (query), or before
+// the next COPY and the commit (flush). Sent one at a time and waited
+// for, a pass's three hundred thousand small statements spent most of
+// their time waiting on the loopback; sent together at the next read,
+// the writer still waited while the server ran them
+// (docs/performance.md, "PostgreSQL").
 //
-// A statement that fails makes its error known when the pipeline is sent:
-// Batch.Flush sends it at the end of each file's writes, so that the
-// error is the file's (ingest sets that file aside).
+// A statement that fails makes its error known when the results are
+// read: Batch.Flush reads them at the end of each file's writes when
+// ingest asks for that, so that the error is the file's (ingest sets
+// that file aside).
 //
-// New sample rows wait too, for one COPY of many segments' rows (2,570
-// COPYs of a few hundred rows each cost the server half as much again
-// as one of the same rows): they go before any statement that names the
-// samples table, at a flush, and when maxCopying of them wait. So a
-// statement that does not name samples may reach the server before rows
-// that were waiting when it was queued: nothing of the ledger's reads
-// samples but through a statement that names it (samples has no foreign
-// keys to it and no triggers), and a COPY the server refuses fails the
-// transaction whenever it comes.
+// New sample rows wait, for one COPY of many segments' rows (2,570 COPYs
+// of a few hundred rows each cost the server half as much again as one
+// of the same rows): they go before any statement that names the samples
+// table, at a flush, and when maxCopying of them wait. So a statement
+// that does not name samples may reach the server before rows that were
+// waiting when it was made: nothing of the ledger's reads samples but
+// through a statement that names it (samples has no foreign keys to it
+// and no triggers), and a COPY the server refuses fails the transaction
+// whenever it comes.
 type pipeline struct {
-	conn  *sql.Conn
-	queue []pendingExec
+	conn *sql.Conn
+	// descs are the server's descriptions of the statements prepared on
+	// the writer's connection, shared by the store's batches.
+	descs *stmtDescs
+	// pl is the connection in pipeline mode, while statements are out;
+	// sent are the first lines of the writes out whose results are not
+	// read, and unflushed how many of them are still in the client's
+	// buffer.
+	pl        *pgconn.Pipeline
+	sent      []string
+	unflushed int
+	eqb       pgx.ExtendedQueryBuilder
 	// copying are sample rows for COPY (samples_pg.go), in the order of
-	// sampleColumns; the first copyAt statements of queue were queued
-	// before them, and go first.
+	// sampleColumns.
 	copying [][]any
-	copyAt  int
 	// names caches whether a statement names the samples table.
 	names map[string]bool
-	// err is the first failure sent: the server has aborted the
-	// transaction, and every later flush says why.
+	// err is the first failure: the server has aborted the transaction,
+	// and every later statement says why.
 	err error
 }
 
@@ -53,18 +65,44 @@ type pipeline struct {
 // each).
 const maxCopying = 1 << 16
 
-// pendingExec is one statement waiting in the pipeline, already in
-// PostgreSQL's spelling with its arguments fitted (pgArgs).
-type pendingExec struct {
-	q    string
-	args []any
-}
-
-// maxPending bounds the pipeline: past it, the queue goes out at once
-// (a batch of a few thousand records queues a few tens of thousands).
+// maxPending bounds the writes out whose results are not read: past it,
+// they are read at once (a batch of a few thousand records makes a few
+// tens of thousands).
 const maxPending = 4096
 
-// add queues one statement.
+// flushEvery is how many writes wait in the client's buffer before they
+// go to the server: often enough that the server works while the writer
+// does, seldom enough that a write costs no system call of its own.
+const flushEvery = 8
+
+// maxPreparedArgs: a statement of more arguments is a read of a list
+// (IN (...), one placeholder a value), whose text changes with the
+// list's length; it is sent unnamed, not prepared, so that the server
+// does not keep a prepared statement for every length.
+const maxPreparedArgs = 32
+
+// stmtDescs are the descriptions of the statements prepared on one
+// connection (by pgx, which keeps them by their text).
+type stmtDescs struct {
+	conn *pgx.Conn
+	m    map[string]*pgconn.StatementDescription
+}
+
+func (d *stmtDescs) get(c *pgx.Conn, q string) *pgconn.StatementDescription {
+	if d.conn != c {
+		return nil
+	}
+	return d.m[q]
+}
+
+func (d *stmtDescs) put(c *pgx.Conn, q string, sd *pgconn.StatementDescription) {
+	if d.conn != c {
+		d.conn, d.m = c, map[string]*pgconn.StatementDescription{}
+	}
+	d.m[q] = sd
+}
+
+// add sends one write.
 func (p *pipeline) add(ctx context.Context, q string, args []any) error {
 	if p.err != nil {
 		return p.err
@@ -74,48 +112,163 @@ func (p *pipeline) add(ctx context.Context, q string, args []any) error {
 			return err
 		}
 	}
-	p.queue = append(p.queue, pendingExec{q: q, args: append([]any(nil), args...)})
-	if len(p.queue) >= maxPending {
-		return p.flush(ctx)
-	}
-	return nil
-}
-
-// flush sends the queued statements and reads their results; the first
-// failure is the error, named by its statement's first line (the server
-// fails the rest of the transaction after it).
-func (p *pipeline) flush(ctx context.Context) error {
-	if p == nil {
-		return nil
-	}
-	if p.err != nil || len(p.queue)+len(p.copying) == 0 {
-		return p.err
-	}
-	if err := p.sendCopy(ctx); err != nil || len(p.queue) == 0 {
-		return err
-	}
 	p.err = withPgx(p.conn, func(c *pgx.Conn) error {
-		return sendWrites(ctx, c, p.take())
+		if err := p.send(ctx, c, q, args); err != nil {
+			return err
+		}
+		if len(p.sent) >= maxPending {
+			return p.sync(nil)
+		}
+		if p.unflushed >= flushEvery {
+			p.unflushed = 0
+			if err := p.pl.Flush(); err != nil {
+				return fmt.Errorf("send statements: %w", translate(err))
+			}
+		}
+		return nil
 	})
 	return p.err
 }
 
-// sendWrites sends a batch of writes and reads their results: the first
-// failure, named by its statement.
-func sendWrites(ctx context.Context, c *pgx.Conn, batch *pgx.Batch) error {
-	br := c.SendBatch(ctx, batch)
-	first := results(br, batch.QueuedQueries)
-	if err := br.Close(); err != nil && first == nil {
-		first = fmt.Errorf("send statements: %w", translate(err))
+// send puts statement q into the client's buffer in pipeline mode (the
+// connection enters it if it is not in it).
+func (p *pipeline) send(ctx context.Context, c *pgx.Conn, q string, args []any) error {
+	var sd *pgconn.StatementDescription
+	if len(args) <= maxPreparedArgs {
+		if sd = p.descs.get(c, q); sd == nil {
+			// Preparing is a statement of its own: what is out is read
+			// first (once a statement on a connection).
+			if err := p.end(); err != nil {
+				return err
+			}
+			var err error
+			if sd, err = c.Prepare(ctx, q, q); err != nil {
+				return fmt.Errorf("%s: %w", firstLine(q), translate(err))
+			}
+			p.descs.put(c, q, sd)
+		}
 	}
-	return first
+	if err := p.eqb.Build(c.TypeMap(), sd, args); err != nil {
+		return fmt.Errorf("%s: %w", firstLine(q), err)
+	}
+	if p.pl == nil {
+		p.pl = c.PgConn().StartPipeline(ctx)
+	}
+	if sd == nil {
+		p.pl.SendQueryParams(q, p.eqb.ParamValues, nil, p.eqb.ParamFormats, p.eqb.ResultFormats)
+	} else {
+		// The result formats are kept until the result is read; eqb's
+		// are reused by the next statement.
+		p.pl.SendQueryStatement(sd, p.eqb.ParamValues, p.eqb.ParamFormats, slices.Clone(p.eqb.ResultFormats))
+	}
+	p.sent = append(p.sent, q)
+	p.unflushed++
+	return nil
 }
 
-// query sends the queued statements and q in the same round trip, and
-// returns q's rows, read off the wire (a read costs one round trip, not
-// one for the queue and one for itself). A queued write that fails is
-// the error, as flush's. The rows are held in memory: for the batch's
-// reads of one job's or one GPU's rows, not for listings.
+// sync sends what is buffered with a synchronization point and reads the
+// results of the writes out, in order, then those of the read (the last
+// statement sent) into rows when rows is not nil. The first failure is
+// the error, named by its statement (the server skips the rest up to the
+// synchronization point); the connection then leaves pipeline mode.
+func (p *pipeline) sync(rows *pgRows) error {
+	writes := p.sent
+	if rows != nil {
+		writes = writes[:len(writes)-1]
+	}
+	fail := func(q string, err error) error {
+		err = fmt.Errorf("%s: %w", firstLine(q), translate(err))
+		p.sent, p.unflushed = p.sent[:0], 0
+		_ = p.pl.Close()
+		p.pl = nil
+		return err
+	}
+	p.unflushed = 0
+	if err := p.pl.Sync(); err != nil {
+		return fail(p.sent[len(p.sent)-1], err)
+	}
+	for _, q := range writes {
+		res, err := p.pl.GetResults()
+		if err == nil {
+			if rr, ok := res.(*pgconn.ResultReader); ok {
+				_, err = rr.Close()
+			} else {
+				err = fmt.Errorf("result of a write is %T", res)
+			}
+		}
+		if err != nil {
+			return fail(q, err)
+		}
+	}
+	if rows != nil {
+		q := p.sent[len(p.sent)-1]
+		res, err := p.pl.GetResults()
+		if err == nil {
+			if rr, ok := res.(*pgconn.ResultReader); ok {
+				err = rows.read(rr)
+			} else {
+				err = fmt.Errorf("result of a read is %T", res)
+			}
+		}
+		if err != nil {
+			return fail(q, err)
+		}
+	}
+	p.sent = p.sent[:0]
+	if res, err := p.pl.GetResults(); err != nil {
+		return fail("synchronize", err)
+	} else if _, ok := res.(*pgconn.PipelineSync); !ok {
+		return fail("synchronize", fmt.Errorf("result is %T, not the synchronization point", res))
+	}
+	return nil
+}
+
+// end reads the results of the writes out and takes the connection out
+// of pipeline mode, for a statement sent otherwise (a COPY, a prepare,
+// database/sql's).
+func (p *pipeline) end() error {
+	if p == nil || p.pl == nil {
+		return nil
+	}
+	if len(p.sent) > 0 || p.unflushed > 0 {
+		if err := p.sync(nil); err != nil {
+			return err
+		}
+	}
+	err := p.pl.Close()
+	p.pl = nil
+	if err != nil {
+		return fmt.Errorf("leave pipeline mode: %w", translate(err))
+	}
+	return nil
+}
+
+// flush reads the results of the writes out and sends the sample rows
+// waiting; the first failure is the error, named by its statement's first
+// line (the server fails the rest of the transaction after it).
+func (p *pipeline) flush(ctx context.Context) error {
+	if p == nil || p.err != nil {
+		return p.errOrNil()
+	}
+	if len(p.copying) > 0 {
+		return p.sendCopy(ctx)
+	}
+	p.err = withPgx(p.conn, func(*pgx.Conn) error { return p.end() })
+	return p.err
+}
+
+func (p *pipeline) errOrNil() error {
+	if p == nil {
+		return nil
+	}
+	return p.err
+}
+
+// query sends q after the writes out and returns q's rows, read off the
+// wire (a read costs one round trip, in which the server also finishes
+// the writes before it). A write out that fails is the error, as
+// flush's. The rows are held in memory: for the batch's reads of one
+// job's or one GPU's rows, not for listings.
 func (p *pipeline) query(ctx context.Context, q string, args []any) (*pgRows, error) {
 	if p.err != nil {
 		return &pgRows{err: p.err}, p.err
@@ -126,60 +279,25 @@ func (p *pipeline) query(ctx context.Context, q string, args []any) (*pgRows, er
 		}
 	}
 	rows := &pgRows{}
-	err := withPgx(p.conn, func(c *pgx.Conn) error {
-		batch := p.take()
-		writes := len(batch.QueuedQueries)
-		batch.Queue(q, args...)
-		br := c.SendBatch(ctx, batch)
-		if p.err = results(br, batch.QueuedQueries[:writes]); p.err != nil {
-			br.Close()
-			return p.err
+	p.err = withPgx(p.conn, func(c *pgx.Conn) error {
+		rows.types = c.TypeMap()
+		if err := p.send(ctx, c, q, args); err != nil {
+			return err
 		}
-		rows.read(c.TypeMap(), br)
-		if err := br.Close(); err != nil && rows.err == nil {
-			rows.err = translate(err)
-		}
-		if rows.err != nil {
-			// The server failed the read, and with it the transaction:
-			// every later statement says why, named by the read.
-			rows.err = fmt.Errorf("%s: %w", firstLine(q), rows.err)
-			p.err = rows.err
-		}
-		return nil
+		return p.sync(rows)
 	})
-	if err != nil {
-		rows.err = err
+	if p.err != nil {
+		// The server failed the read or a write before it, and with it
+		// the transaction: every later statement says why.
+		*rows = pgRows{err: p.err}
 	}
-	return rows, rows.err
-}
-
-// take empties the queue into a pgx batch.
-func (p *pipeline) take() *pgx.Batch {
-	return p.takeFirst(len(p.queue))
-}
-
-// takeFirst takes the first n queued statements into a pgx batch. Sent
-// before the sample rows waiting for COPY, they are no longer queued
-// before them (a statement that names samples sends the rows first).
-func (p *pipeline) takeFirst(n int) *pgx.Batch {
-	p.copyAt = max(p.copyAt-n, 0)
-	batch := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, n+1)}
-	for _, e := range p.queue[:n] {
-		batch.Queue(e.q, e.args...)
-	}
-	rest := copy(p.queue, p.queue[n:])
-	clear(p.queue[rest:])
-	p.queue = p.queue[:rest]
-	return batch
+	return rows, p.err
 }
 
 // copyRows adds sample rows to the next COPY.
 func (p *pipeline) copyRows(ctx context.Context, rows [][]any) error {
 	if p.err != nil {
 		return p.err
-	}
-	if len(p.copying) == 0 {
-		p.copyAt = len(p.queue)
 	}
 	p.copying = append(p.copying, rows...)
 	if len(p.copying) >= maxCopying {
@@ -188,17 +306,15 @@ func (p *pipeline) copyRows(ctx context.Context, rows [][]any) error {
 	return nil
 }
 
-// sendCopy sends the statements queued before the waiting sample rows,
-// then the rows by one COPY; statements queued after them stay queued.
+// sendCopy reads the results of the writes out, then sends the waiting
+// sample rows by one COPY.
 func (p *pipeline) sendCopy(ctx context.Context) error {
 	if p.err != nil || len(p.copying) == 0 {
 		return p.err
 	}
 	p.err = withPgx(p.conn, func(c *pgx.Conn) error {
-		if p.copyAt > 0 {
-			if err := sendWrites(ctx, c, p.takeFirst(p.copyAt)); err != nil {
-				return err
-			}
+		if err := p.end(); err != nil {
+			return err
 		}
 		cols := sampleColumns()
 		if _, err := c.CopyFrom(ctx, pgx.Identifier{"samples"}, cols[:], pgx.CopyFromRows(p.copying)); err != nil {
@@ -207,7 +323,7 @@ func (p *pipeline) sendCopy(ctx context.Context) error {
 		return nil
 	})
 	clear(p.copying)
-	p.copying, p.copyAt = p.copying[:0], 0
+	p.copying = p.copying[:0]
 	return p.err
 }
 
@@ -246,18 +362,6 @@ func hasWord(s, w string) bool {
 	}
 }
 
-// results reads the results of the writes sent, in order: the first
-// failure, named by its statement.
-func results(br pgx.BatchResults, sent []*pgx.QueuedQuery) error {
-	var first error
-	for _, qq := range sent {
-		if _, err := br.Exec(); err != nil && first == nil {
-			first = fmt.Errorf("%s: %w", firstLine(qq.SQL), translate(err))
-		}
-	}
-	return first
-}
-
 // pgRows are a result as the server sent it, each value decoded when
 // scanned with the connection's type map, as pgx's own Rows.Scan does (a
 // NULL into a plain type is an error; sql.Scanner types take it). Next,
@@ -279,19 +383,12 @@ type pgRows struct {
 	err error
 }
 
-// read takes the next result of br whole.
-func (r *pgRows) read(types *pgtype.Map, br pgx.BatchResults) {
-	rows, err := br.Query()
-	if err != nil {
-		r.err = translate(err)
-		return
-	}
-	defer rows.Close()
-	r.types = types
-	r.fields = slices.Clone(rows.FieldDescriptions())
-	for rows.Next() {
+// read takes a result whole.
+func (r *pgRows) read(rr *pgconn.ResultReader) error {
+	r.fields = slices.Clone(rr.FieldDescriptions())
+	for rr.NextRow() {
 		r.starts = append(r.starts, int32(len(r.data)))
-		for _, v := range rows.RawValues() {
+		for _, v := range rr.Values() {
 			if v == nil {
 				r.cells = append(r.cells, -1)
 				continue
@@ -301,8 +398,8 @@ func (r *pgRows) read(types *pgtype.Map, br pgx.BatchResults) {
 		}
 		r.n++
 	}
-	rows.Close()
-	r.err = translate(rows.Err())
+	_, err := rr.Close()
+	return err
 }
 
 func (r *pgRows) Next() bool {
@@ -381,12 +478,23 @@ func (r pgRow) Scan(dest ...any) error {
 	return r.rows.Scan(dest...)
 }
 
-// discard drops what is queued (the transaction is rolled back).
+// discard drops what is out and the rows waiting (the transaction is
+// rolled back): the results are read and let go, so that the connection
+// can take the rollback.
 func (p *pipeline) discard() {
-	if p != nil {
-		p.queue = p.queue[:0]
-		p.copying, p.copyAt = p.copying[:0], 0
+	if p == nil {
+		return
 	}
+	if p.pl != nil {
+		_ = withPgx(p.conn, func(*pgx.Conn) error {
+			_ = p.pl.Sync()
+			return p.pl.Close()
+		})
+		p.pl = nil
+	}
+	p.sent, p.unflushed = p.sent[:0], 0
+	clear(p.copying)
+	p.copying = p.copying[:0]
 }
 
 // deferredResult is the sql.Result of a queued statement: nothing is

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -60,14 +61,14 @@ func TestPostgresPipeline(t *testing.T) {
 			t.Fatalf("queue file %s: %v", name, err)
 		}
 	}
-	if n := len(b.tx.pipe.queue); n != 3 {
+	if n := len(b.tx.pipe.sent); n != 3 {
 		t.Errorf("queued writes after three files: %d, want 3 (a PostgreSQL batch sends them together)", n)
 	}
 	seen, err := b.FileSeen("n1", "c", "hc")
 	if err != nil || !seen {
 		t.Errorf("FileSeen(c) after its queued write = %v, %v; want true: a read sends what is queued first", seen, err)
 	}
-	if n := len(b.tx.pipe.queue); n != 0 {
+	if n := len(b.tx.pipe.sent); n != 0 {
 		t.Errorf("queued writes after a read: %d, want 0", n)
 	}
 	if err := b.Commit(); err != nil {
@@ -153,7 +154,7 @@ func TestPostgresReadRow(t *testing.T) {
 	if value != "v" || !yes || no || null != wantNull {
 		t.Errorf("row = %q %v %v %v, want the queued write's value, true, false, NULL", value, yes, no, null)
 	}
-	if n := len(b.tx.pipe.queue); n != 0 {
+	if n := len(b.tx.pipe.sent); n != 0 {
 		t.Errorf("queued writes after a read: %d, want 0", n)
 	}
 	row, err = b.queryRow(`SELECT value FROM meta WHERE key = ?`, "no such key")
@@ -355,5 +356,83 @@ func TestHasWord(t *testing.T) {
 		if got := hasWord(tt.s, "samples"); got != tt.want {
 			t.Errorf("hasWord(%q, samples) = %v, want %v", tt.s, got, tt.want)
 		}
+	}
+}
+
+// TestPostgresWritesOut: writes go out without waiting for their results:
+// past maxPending of them the results are read at once and the batch goes
+// on; a batch rolled back with writes out leaves none of them, and the
+// writer's next batch works on the same connection; a read of a long
+// list (more than maxPreparedArgs values) is sent unnamed and read alike.
+func TestPostgresWritesOut(t *testing.T) {
+	ctx := context.Background()
+	u := storetest.NewPostgresDB(t)
+	s := openPG(t, Options{URL: u})
+	now := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
+	n := maxPending + maxPending/2
+	b, err := s.Begin(ctx, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if err := b.FileIngested("n1", fmt.Sprintf("f%05d", i), "h", 1, 1); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+		if out := len(b.tx.pipe.sent); out > maxPending {
+			t.Fatalf("after write %d: %d writes out, want at most %d", i, out, maxPending)
+		}
+	}
+	if out := len(b.tx.pipe.sent); out != n-maxPending {
+		t.Errorf("writes out after %d: %d, want %d (the first %d read when they reached the bound)", n, out, n-maxPending, maxPending)
+	}
+	names := make([]string, maxPreparedArgs+8)
+	for i := range names {
+		names[i] = fmt.Sprintf("f%05d", n-1-i)
+	}
+	known, err := b.FilesKnown("n1", names)
+	if err != nil || len(known) != len(names) {
+		t.Errorf("FilesKnown of the last %d written: %d known, %v; want all", len(names), len(known), err)
+	}
+	if err := b.KeyApplied("k", "h"); err != nil {
+		t.Fatal(err)
+	}
+	keys := make([]string, maxPreparedArgs+8)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("k%d", i)
+	}
+	keys[len(keys)-1] = "k"
+	if got, err := b.KeysKnown(keys); err != nil || len(got) != 1 || got["k"] != "h" {
+		t.Errorf("KeysKnown of %d keys, one applied in the batch = %v, %v; want k alone", len(keys), got, err)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := storetest.Scalar[int64](t, u, `SELECT count(*) FROM ingested_files`); got != int64(n) {
+		t.Errorf("ingested_files after commit: %d, want %d", got, n)
+	}
+
+	b, err = s.Begin(ctx, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.FileIngested("n1", "rolled back", "h", 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	if out := len(b.tx.pipe.sent); out != 1 {
+		t.Fatalf("writes out before the rollback: %d, want 1", out)
+	}
+	b.Rollback()
+	b, err = s.Begin(ctx, now)
+	if err != nil {
+		t.Fatalf("batch after a rollback with a write out: %v", err)
+	}
+	if err := b.FileIngested("n1", "after", "h", 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatalf("commit after a rollback with a write out: %v", err)
+	}
+	if got := storetest.Scalar[int64](t, u, `SELECT count(*) FROM ingested_files WHERE name IN ('rolled back', 'after')`); got != 1 {
+		t.Errorf("rolled back and later files stored: %d, want the later one alone", got)
 	}
 }

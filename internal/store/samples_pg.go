@@ -93,7 +93,7 @@ func (si *sampleInserter) insertPG(ctx context.Context, conn *sql.Conn, pipe *pi
 			if j, ok := first[k]; !ok || j != i {
 				continue
 			}
-			if err := si.ensurePartition(ctx, c, k.t); err != nil {
+			if err := si.ensurePartition(ctx, c, pipe, k.t); err != nil {
 				return err
 			}
 			vals := make([]any, nSampleCols)
@@ -122,12 +122,18 @@ func (si *sampleInserter) insertPG(ctx context.Context, conn *sql.Conn, pipe *pi
 // ensurePartition makes the month partition of samples that holds t
 // (Unix ms), once per batch (samplePartitionSQL): the writer made this
 // month's and the next at its start, so this makes only a late or an
-// early month's.
-func (si *sampleInserter) ensurePartition(ctx context.Context, c *pgx.Conn, tms int64) error {
+// early month's. pipe, when there is one, is the batch's: its writes out
+// are read first.
+func (si *sampleInserter) ensurePartition(ctx context.Context, c *pgx.Conn, pipe *pipeline, tms int64) error {
 	m := time.UnixMilli(tms).UTC()
 	from := time.Date(m.Year(), m.Month(), 1, 0, 0, 0, 0, time.UTC)
 	if si.parts[from.Unix()] {
 		return nil
+	}
+	// A statement of its own: the connection leaves pipeline mode.
+	if err := pipe.end(); err != nil {
+		pipe.err = err // pipe is not nil: end of nil is nil
+		return err
 	}
 	name, q := samplePartitionSQL(from)
 	if _, err := c.Exec(ctx, q); err != nil {
