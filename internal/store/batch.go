@@ -31,6 +31,9 @@ type Batch struct {
 	// noHours are the jobs this batch made that have no job_hours rows
 	// yet (flushUse writes the only ones): moveJob has none to move.
 	noHours map[int64]bool
+	// unchecked are the job runs the batch knows to wait for Slurm's
+	// times (sacct_checked = 0): made by it, or read so (PostgreSQL).
+	unchecked map[int64]bool
 	// prev is the last energy reading seen per GPU, for counter deltas.
 	prev map[int64]energyReading
 	use  map[useKey]*Delta
@@ -38,6 +41,9 @@ type Batch struct {
 	touched map[useKey]struct{}
 	// lastSample per (job row, node) in this batch.
 	lastSample map[[2]int64]int64
+	// files and keys are the rows of ingested_files and applied_keys a
+	// PostgreSQL batch has yet to write (writeFiles, writeKeys).
+	files, keys [][]any
 	// seen is the newest record time per node in this batch (NodeSeen).
 	seen map[int64]int64
 	// models caches the GPU model of a node (nodeModel).
@@ -110,7 +116,7 @@ func newBatch(ctx context.Context, conn *sql.Conn, tx *ledgerTx, now time.Time) 
 		ctx: ctx, conn: conn, tx: tx, now: now, IdleUtil: 1,
 		models: map[int64]string{}, seen: map[int64]int64{}, rerolls: map[int64]bool{}, summaries: map[int64]bool{},
 		st: map[string]*ledgerStmt{}, nodes: map[[2]string]int64{}, gpus: map[string]gpuRow{},
-		jobs: map[jobKey]int64{}, dims: map[int64]Dims{}, noHours: map[int64]bool{}, prev: map[int64]energyReading{},
+		jobs: map[jobKey]int64{}, dims: map[int64]Dims{}, noHours: map[int64]bool{}, unchecked: map[int64]bool{}, prev: map[int64]energyReading{},
 		use: map[useKey]*Delta{}, touched: map[useKey]struct{}{}, lastSample: map[[2]int64]int64{},
 		give: func() {},
 	}
@@ -155,11 +161,18 @@ func (b *Batch) Commit() error {
 // when it is made, it does nothing. Ingest flushes after each file, so
 // that a failure is that file's.
 func (b *Batch) Flush() error {
+	if err := b.writeFiles(); err != nil {
+		return err
+	}
+	if err := b.writeKeys(); err != nil {
+		return err
+	}
 	return b.tx.pipe.flush(b.ctx)
 }
 
 // Rollback abandons the batch.
 func (b *Batch) Rollback() {
+	b.files, b.keys = nil, nil
 	b.tx.pipe.discard()
 	b.closeStmts()
 	_ = b.tx.Rollback()

@@ -102,10 +102,13 @@ ON CONFLICT(job, node_id) DO UPDATE SET
 	}
 	// A node whose times are not Slurm's joins a run already reconciled
 	// (a multi-node job's files that came late): the run is asked again,
-	// so that this node too takes Slurm's times (reconcile.go).
-	if _, err := b.exec(`UPDATE jobs SET sacct_checked = 0 WHERE id = ? AND sacct_checked <> 0 AND EXISTS (
+	// so that this node too takes Slurm's times (reconcile.go). A run the
+	// batch knows unreconciled needs no asking.
+	if !b.unchecked[job] {
+		if _, err := b.exec(`UPDATE jobs SET sacct_checked = 0 WHERE id = ? AND sacct_checked <> 0 AND EXISTS (
  SELECT 1 FROM job_nodes WHERE job = ? AND node_id = ? AND (coalesce(start_source, '') <> 'sacct' OR coalesce(end_source, '') <> 'sacct'))`, job, job, node); err != nil {
-		return err
+			return err
+		}
 	}
 	for _, g := range ev.GPUs {
 		if g.UUID == "" {

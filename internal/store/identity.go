@@ -214,6 +214,7 @@ SELECT *, 0 FROM found UNION ALL SELECT *, 1 FROM made`,
 	b.knowJob(k, id, d)
 	if made {
 		b.noHours[id] = true
+		b.unchecked[id] = true
 	}
 	return id, nil
 }

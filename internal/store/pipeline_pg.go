@@ -86,6 +86,9 @@ const maxPreparedArgs = 32
 type stmtDescs struct {
 	conn *pgx.Conn
 	m    map[string]*pgconn.StatementDescription
+	// many are the statements over arrays of the one-row writes
+	// (manyForm), by the one-row statement.
+	many map[string]string
 }
 
 func (d *stmtDescs) get(c *pgx.Conn, q string) *pgconn.StatementDescription {
@@ -97,7 +100,7 @@ func (d *stmtDescs) get(c *pgx.Conn, q string) *pgconn.StatementDescription {
 
 func (d *stmtDescs) put(c *pgx.Conn, q string, sd *pgconn.StatementDescription) {
 	if d.conn != c {
-		d.conn, d.m = c, map[string]*pgconn.StatementDescription{}
+		d.conn, d.m, d.many = c, map[string]*pgconn.StatementDescription{}, map[string]string{}
 	}
 	d.m[q] = sd
 }
@@ -116,18 +119,24 @@ func (p *pipeline) add(ctx context.Context, q string, args []any) error {
 		if err := p.send(ctx, c, q, args); err != nil {
 			return err
 		}
-		if len(p.sent) >= maxPending {
-			return p.sync(nil)
-		}
-		if p.unflushed >= flushEvery {
-			p.unflushed = 0
-			if err := p.pl.Flush(); err != nil {
-				return fmt.Errorf("send statements: %w", translate(err))
-			}
-		}
-		return nil
+		return p.sent1()
 	})
 	return p.err
+}
+
+// sent1 follows a write sent: the results are read past maxPending writes
+// out, and the buffer goes to the server every flushEvery writes.
+func (p *pipeline) sent1() error {
+	if len(p.sent) >= maxPending {
+		return p.sync(nil)
+	}
+	if p.unflushed >= flushEvery {
+		p.unflushed = 0
+		if err := p.pl.Flush(); err != nil {
+			return fmt.Errorf("send statements: %w", translate(err))
+		}
+	}
+	return nil
 }
 
 // send puts statement q into the client's buffer in pipeline mode (the
@@ -135,17 +144,9 @@ func (p *pipeline) add(ctx context.Context, q string, args []any) error {
 func (p *pipeline) send(ctx context.Context, c *pgx.Conn, q string, args []any) error {
 	var sd *pgconn.StatementDescription
 	if len(args) <= maxPreparedArgs {
-		if sd = p.descs.get(c, q); sd == nil {
-			// Preparing is a statement of its own: what is out is read
-			// first (once a statement on a connection).
-			if err := p.end(); err != nil {
-				return err
-			}
-			var err error
-			if sd, err = c.Prepare(ctx, q, q); err != nil {
-				return fmt.Errorf("%s: %w", firstLine(q), translate(err))
-			}
-			p.descs.put(c, q, sd)
+		var err error
+		if sd, err = p.describe(ctx, c, q); err != nil {
+			return err
 		}
 	}
 	if err := p.eqb.Build(c.TypeMap(), sd, args); err != nil {
@@ -164,6 +165,25 @@ func (p *pipeline) send(ctx context.Context, c *pgx.Conn, q string, args []any) 
 	p.sent = append(p.sent, q)
 	p.unflushed++
 	return nil
+}
+
+// describe is the server's description of statement q, prepared on c
+// once.
+func (p *pipeline) describe(ctx context.Context, c *pgx.Conn, q string) (*pgconn.StatementDescription, error) {
+	if sd := p.descs.get(c, q); sd != nil {
+		return sd, nil
+	}
+	// Preparing is a statement of its own: what is out is read first
+	// (once a statement on a connection).
+	if err := p.end(); err != nil {
+		return nil, err
+	}
+	sd, err := c.Prepare(ctx, q, q)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", firstLine(q), translate(err))
+	}
+	p.descs.put(c, q, sd)
+	return sd, nil
 }
 
 // sync sends what is buffered with a synchronization point and reads the

@@ -61,15 +61,15 @@ func TestPostgresPipeline(t *testing.T) {
 			t.Fatalf("queue file %s: %v", name, err)
 		}
 	}
-	if n := len(b.tx.pipe.sent); n != 3 {
-		t.Errorf("queued writes after three files: %d, want 3 (a PostgreSQL batch sends them together)", n)
+	if n := len(b.files); n != 3 {
+		t.Errorf("files recorded and not written after three: %d, want 3 (a PostgreSQL batch writes them together)", n)
 	}
 	seen, err := b.FileSeen("n1", "c", "hc")
 	if err != nil || !seen {
 		t.Errorf("FileSeen(c) after its queued write = %v, %v; want true: a read sends what is queued first", seen, err)
 	}
-	if n := len(b.tx.pipe.sent); n != 0 {
-		t.Errorf("queued writes after a read: %d, want 0", n)
+	if n := len(b.tx.pipe.sent) + len(b.files); n != 0 {
+		t.Errorf("writes out or not written after a read: %d, want 0", n)
 	}
 	if err := b.Commit(); err != nil {
 		t.Fatal(err)
@@ -94,7 +94,7 @@ func TestPostgresPipeline(t *testing.T) {
 	if _, err := b.FileSeen("n1", "d", "hd"); err == nil || !strings.Contains(err.Error(), "file name bad is refused") {
 		t.Errorf("read after a refused write = %v, want the refusal again", err)
 	}
-	if err := b.FileIngested("n1", "f", "hf", 1, 1); err == nil {
+	if _, err := b.exec(`INSERT INTO meta(key, value) VALUES(?, ?)`, "after", "v"); err == nil {
 		t.Error("write after a refused write: nil error, want the refusal")
 	}
 	if err := b.Commit(); err == nil {
@@ -370,12 +370,16 @@ func TestPostgresWritesOut(t *testing.T) {
 	s := openPG(t, Options{URL: u})
 	now := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
 	n := maxPending + maxPending/2
+	write := func(b *Batch, key string) error {
+		_, err := b.exec(`INSERT INTO meta(key, value) VALUES(?, ?)`, key, "v")
+		return err
+	}
 	b, err := s.Begin(ctx, now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range n {
-		if err := b.FileIngested("n1", fmt.Sprintf("f%05d", i), "h", 1, 1); err != nil {
+		if err := write(b, fmt.Sprintf("w%05d", i)); err != nil {
 			t.Fatalf("write %d: %v", i, err)
 		}
 		if out := len(b.tx.pipe.sent); out > maxPending {
@@ -385,13 +389,13 @@ func TestPostgresWritesOut(t *testing.T) {
 	if out := len(b.tx.pipe.sent); out != n-maxPending {
 		t.Errorf("writes out after %d: %d, want %d (the first %d read when they reached the bound)", n, out, n-maxPending, maxPending)
 	}
-	names := make([]string, maxPreparedArgs+8)
-	for i := range names {
-		names[i] = fmt.Sprintf("f%05d", n-1-i)
+	row, err := b.queryRow(`SELECT count(*) FROM meta WHERE key LIKE 'w%'`)
+	if err != nil {
+		t.Fatal(err)
 	}
-	known, err := b.FilesKnown("n1", names)
-	if err != nil || len(known) != len(names) {
-		t.Errorf("FilesKnown of the last %d written: %d known, %v; want all", len(names), len(known), err)
+	var got int
+	if err := row.Scan(&got); err != nil || got != n {
+		t.Errorf("rows the batch wrote, read in it: %d, %v; want %d", got, err, n)
 	}
 	if err := b.KeyApplied("k", "h"); err != nil {
 		t.Fatal(err)
@@ -407,15 +411,15 @@ func TestPostgresWritesOut(t *testing.T) {
 	if err := b.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	if got := storetest.Scalar[int64](t, u, `SELECT count(*) FROM ingested_files`); got != int64(n) {
-		t.Errorf("ingested_files after commit: %d, want %d", got, n)
+	if got := storetest.Scalar[int64](t, u, `SELECT count(*) FROM meta WHERE key LIKE 'w%'`); got != int64(n) {
+		t.Errorf("rows after commit: %d, want %d", got, n)
 	}
 
 	b, err = s.Begin(ctx, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.FileIngested("n1", "rolled back", "h", 1, 1); err != nil {
+	if err := write(b, "rolled back"); err != nil {
 		t.Fatal(err)
 	}
 	if out := len(b.tx.pipe.sent); out != 1 {
@@ -426,13 +430,13 @@ func TestPostgresWritesOut(t *testing.T) {
 	if err != nil {
 		t.Fatalf("batch after a rollback with a write out: %v", err)
 	}
-	if err := b.FileIngested("n1", "after", "h", 1, 1); err != nil {
+	if err := write(b, "after"); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Commit(); err != nil {
 		t.Fatalf("commit after a rollback with a write out: %v", err)
 	}
-	if got := storetest.Scalar[int64](t, u, `SELECT count(*) FROM ingested_files WHERE name IN ('rolled back', 'after')`); got != 1 {
-		t.Errorf("rolled back and later files stored: %d, want the later one alone", got)
+	if got := storetest.Scalar[int64](t, u, `SELECT count(*) FROM meta WHERE key IN ('rolled back', 'after')`); got != 1 {
+		t.Errorf("rolled back and later rows stored: %d, want the later one alone", got)
 	}
 }

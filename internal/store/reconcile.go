@@ -114,6 +114,7 @@ func (b *Batch) Reconcile(row int64, t SlurmTimes) error {
 	if _, err := b.exec(`UPDATE jobs SET state = coalesce(?, state), sacct_checked = 1 WHERE id = ?`, state, row); err != nil {
 		return fmt.Errorf("reconcile job row %d: %w", row, err)
 	}
+	delete(b.unchecked, row)
 	return nil
 }
 
@@ -124,6 +125,7 @@ func (b *Batch) GiveUpReconcile(row int64) error {
 	if _, err := b.exec(`UPDATE jobs SET sacct_checked = 2 WHERE id = ? AND sacct_checked = 0`, row); err != nil {
 		return fmt.Errorf("give up reconciling job row %d: %w", row, err)
 	}
+	delete(b.unchecked, row)
 	return nil
 }
 

@@ -54,15 +54,21 @@ func (b *Batch) rollup(dims Dims, node int64, model string, hour int64, d Delta)
 }
 
 func (b *Batch) rollupHour(dims Dims, node int64, model string, hour int64, d Delta) error {
-	_, err := b.exec(`INSERT INTO rollup_hourly(hour, cluster, user, account, partition, node_id, model, ignored,
+	_, err := b.exec(rollupHourSQL, rollupHourRow(dims, node, model, hour, d)...)
+	return err
+}
+
+// rollupHourSQL adds a row's figures to rollup_hourly (rollupHourRow).
+const rollupHourSQL = `INSERT INTO rollup_hourly(hour, cluster, user, account, partition, node_id, model, ignored,
  alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs)
 VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT(hour, cluster, user, account, partition, node_id, model, ignored) DO UPDATE SET alloc_gpu_s = alloc_gpu_s + excluded.alloc_gpu_s, used_gpu_s = used_gpu_s + excluded.used_gpu_s,
  idle_gpu_s = idle_gpu_s + excluded.idle_gpu_s, sample_s = sample_s + excluded.sample_s,
- energy_mj = energy_mj + excluded.energy_mj, jobs = jobs + excluded.jobs`,
-		hour, dims.Cluster, dims.User, dims.Account, dims.Partition, node, model, dims.Ignored,
-		d.AllocGPUs, d.Used, d.Idle, d.SampleS, d.EnergyMJ, d.Jobs)
-	return err
+ energy_mj = energy_mj + excluded.energy_mj, jobs = jobs + excluded.jobs`
+
+func rollupHourRow(dims Dims, node int64, model string, hour int64, d Delta) []any {
+	return []any{hour, dims.Cluster, dims.User, dims.Account, dims.Partition, node, model, dims.Ignored,
+		d.AllocGPUs, d.Used, d.Idle, d.SampleS, d.EnergyMJ, d.Jobs}
 }
 
 func (b *Batch) rollupHourSum(dims Dims, model string, hour int64, d Delta) error {
@@ -81,15 +87,24 @@ func (b *Batch) rollupMonth(dims Dims, model string, month int64, d Delta) error
 // hour, or a Unix day: the day itself, or the first of its month). table
 // and key are constants of this file, never input.
 func (b *Batch) rollupPeriod(table, key string, dims Dims, model string, at int64, d Delta) error {
-	_, err := b.exec(`INSERT INTO `+table+`(`+key+`, cluster, user, account, partition, model, ignored,
+	_, err := b.exec(rollupPeriodSQL(table, key), rollupPeriodRow(dims, model, at, d)...)
+	return err
+}
+
+// rollupPeriodSQL adds a row's figures (rollupPeriodRow) to the node-less
+// rollup table keyed by key.
+func rollupPeriodSQL(table, key string) string {
+	return `INSERT INTO ` + table + `(` + key + `, cluster, user, account, partition, model, ignored,
  alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs)
 VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT(`+key+`, cluster, user, account, partition, model, ignored) DO UPDATE SET alloc_gpu_s = alloc_gpu_s + excluded.alloc_gpu_s, used_gpu_s = used_gpu_s + excluded.used_gpu_s,
+ON CONFLICT(` + key + `, cluster, user, account, partition, model, ignored) DO UPDATE SET alloc_gpu_s = alloc_gpu_s + excluded.alloc_gpu_s, used_gpu_s = used_gpu_s + excluded.used_gpu_s,
  idle_gpu_s = idle_gpu_s + excluded.idle_gpu_s, sample_s = sample_s + excluded.sample_s,
- energy_mj = energy_mj + excluded.energy_mj, jobs = jobs + excluded.jobs`,
-		at, dims.Cluster, dims.User, dims.Account, dims.Partition, model, dims.Ignored,
-		d.AllocGPUs, d.Used, d.Idle, d.SampleS, d.EnergyMJ, d.Jobs)
-	return err
+ energy_mj = energy_mj + excluded.energy_mj, jobs = jobs + excluded.jobs`
+}
+
+func rollupPeriodRow(dims Dims, model string, at int64, d Delta) []any {
+	return []any{at, dims.Cluster, dims.User, dims.Account, dims.Partition, model, dims.Ignored,
+		d.AllocGPUs, d.Used, d.Idle, d.SampleS, d.EnergyMJ, d.Jobs}
 }
 
 // MonthOfDay is the Unix day of the first day of the UTC month holding

@@ -159,6 +159,33 @@ func TestKeysAndFiles(t *testing.T) {
 		if d := cmp.Diff(map[string]string{"k1": "aa", "k3": "cc"}, known); d != "" {
 			t.Errorf("KeysKnown (-want +got):\n%s", d)
 		}
+		// Recorded twice in a batch: a file keeps its last content, a key
+		// its first (one statement for all on PostgreSQL, as one each).
+		for _, h := range []string{"x", "y"} {
+			if err := b.FileIngested("n1", "f2", h, 1, 1); err != nil {
+				return err
+			}
+			if err := b.KeyApplied("k4", h); err != nil {
+				return err
+			}
+		}
+		for _, tc := range []struct {
+			hash string
+			file bool
+			key  KeyState
+		}{{"x", false, KeyApplied}, {"y", true, KeyConflict}} {
+			seen, err := b.FileSeen("n1", "f2", tc.hash)
+			if err != nil {
+				return err
+			}
+			st, err := b.AppliedKey("k4", tc.hash)
+			if err != nil {
+				return err
+			}
+			if seen != tc.file || st != tc.key {
+				t.Errorf("recorded twice, content %s: file seen %v, key %v; want %v, %v", tc.hash, seen, st, tc.file, tc.key)
+			}
+		}
 		if _, err := b.KeysKnown(make([]string, MaxKeysAsked+1)); err == nil {
 			t.Errorf("KeysKnown of %d keys: no error, want one (at most %d)", MaxKeysAsked+1, MaxKeysAsked)
 		}

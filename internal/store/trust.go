@@ -214,7 +214,7 @@ func (b *Batch) eventNode(ev *record.Event, node int64) (eventNodeRow, error) {
 		}
 		return n, nil
 	}
-	row, err := b.queryRow(`SELECT j.id, j.cluster, j.user, j.account, j.partition, j.ignored,
+	row, err := b.queryRow(`SELECT j.id, j.cluster, j.user, j.account, j.partition, j.ignored, j.sacct_checked,
  n.start, coalesce(n.start_estimated, 0), n.end, coalesce(n.end_source, '') FROM jobs j
  LEFT JOIN job_nodes n ON n.job = (SELECT id FROM jobs WHERE cluster = ? AND job_id = ? AND restart = ?) AND n.node_id = ?
  WHERE j.cluster = ? AND j.job_id = ? AND j.restart = ?`,
@@ -222,15 +222,18 @@ func (b *Batch) eventNode(ev *record.Event, node int64) (eventNodeRow, error) {
 	if err != nil {
 		return n, err
 	}
-	var id int64
+	var id, checked int64
 	var d Dims
-	switch err := row.Scan(&id, &d.Cluster, &d.User, &d.Account, &d.Partition, &d.Ignored, &n.start, &n.est, &n.end, &n.src); {
+	switch err := row.Scan(&id, &d.Cluster, &d.User, &d.Account, &d.Partition, &d.Ignored, &checked, &n.start, &n.est, &n.end, &n.src); {
 	case errors.Is(err, sql.ErrNoRows):
 		return eventNodeRow{}, nil
 	case err != nil:
 		return n, fmt.Errorf("job %d on %s: %w", ev.Job.ID, ev.Node, err)
 	}
 	b.knowJob(k, id, d)
+	if checked == 0 {
+		b.unchecked[id] = true
+	}
 	return n, nil
 }
 

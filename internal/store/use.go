@@ -60,6 +60,7 @@ func (b *Batch) flushUse() error {
 	var hours []hourKey
 	var hourSums, days, months []periodKey
 	var jobs []int64
+	var hourRows [][]any
 	for _, k := range keys {
 		d := *use[k]
 		dims, err := b.jobDims(k.job)
@@ -72,14 +73,7 @@ func (b *Batch) flushUse() error {
 		if err != nil {
 			return err
 		}
-		if _, err := b.exec(`INSERT INTO job_hours(job, node_id, hour, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs)
-VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT(job, node_id, hour) DO UPDATE SET alloc_gpu_s = alloc_gpu_s + excluded.alloc_gpu_s, used_gpu_s = used_gpu_s + excluded.used_gpu_s,
- idle_gpu_s = idle_gpu_s + excluded.idle_gpu_s, sample_s = sample_s + excluded.sample_s,
- energy_mj = energy_mj + excluded.energy_mj, jobs = jobs + excluded.jobs`,
-			k.job, k.node, k.hour, d.AllocGPUs, d.Used, d.Idle, d.SampleS, d.EnergyMJ, d.Jobs); err != nil {
-			return err
-		}
+		hourRows = append(hourRows, []any{k.job, k.node, k.hour, d.AllocGPUs, d.Used, d.Idle, d.SampleS, d.EnergyMJ, d.Jobs})
 		hk := hourKey{dims, k.node, k.hour, model}
 		if hourly[hk] == nil {
 			hourly[hk] = &Delta{}
@@ -111,48 +105,53 @@ ON CONFLICT(job, node_id, hour) DO UPDATE SET alloc_gpu_s = alloc_gpu_s + exclud
 		}
 		totals[k.job].add(d)
 	}
+	// Each kind's rows at once: on PostgreSQL one statement a kind
+	// (execMany); the keys above are each kind's rows' keys, distinct.
+	if err := b.execMany(`INSERT INTO job_hours(job, node_id, hour, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs)
+VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT(job, node_id, hour) DO UPDATE SET alloc_gpu_s = alloc_gpu_s + excluded.alloc_gpu_s, used_gpu_s = used_gpu_s + excluded.used_gpu_s,
+ idle_gpu_s = idle_gpu_s + excluded.idle_gpu_s, sample_s = sample_s + excluded.sample_s,
+ energy_mj = energy_mj + excluded.energy_mj, jobs = jobs + excluded.jobs`, hourRows); err != nil {
+		return err
+	}
+	var rows [][]any
 	for _, k := range hours {
 		if d := *hourly[k]; !d.zero() {
-			if err := b.rollupHour(k.dims, k.node, k.model, k.hour, d); err != nil {
-				return err
-			}
+			rows = append(rows, rollupHourRow(k.dims, k.node, k.model, k.hour, d))
 		}
 	}
-	for _, k := range hourSums {
-		if d := *sums[k]; !d.zero() {
-			if err := b.rollupHourSum(k.dims, k.model, k.at, d); err != nil {
-				return err
+	if err := b.execMany(rollupHourSQL, rows); err != nil {
+		return err
+	}
+	for _, p := range []struct {
+		table, key string
+		keys       []periodKey
+		sums       map[periodKey]*Delta
+	}{{"rollup_hourly_sum", "hour", hourSums, sums}, {"rollup_daily", "day", days, daily}, {"rollup_monthly", "month", months, monthly}} {
+		rows = rows[:0]
+		for _, k := range p.keys {
+			if d := *p.sums[k]; !d.zero() {
+				rows = append(rows, rollupPeriodRow(k.dims, k.model, k.at, d))
 			}
 		}
-	}
-	for _, k := range days {
-		if d := *daily[k]; !d.zero() {
-			if err := b.rollupDay(k.dims, k.model, k.at, d); err != nil {
-				return err
-			}
+		if err := b.execMany(rollupPeriodSQL(p.table, p.key), rows); err != nil {
+			return err
 		}
 	}
-	for _, k := range months {
-		if d := *monthly[k]; !d.zero() {
-			if err := b.rollupMonth(k.dims, k.model, k.at, d); err != nil {
-				return err
-			}
-		}
-	}
+	rows = rows[:0]
 	for _, j := range jobs {
 		d := totals[j]
-		if _, err := b.exec(`UPDATE jobs SET alloc_gpu_s = alloc_gpu_s + ?, used_gpu_s = used_gpu_s + ?, idle_gpu_s = idle_gpu_s + ?, energy_mj = energy_mj + ? WHERE id = ?`,
-			d.AllocGPUs, d.Used, d.Idle, d.EnergyMJ, j); err != nil {
-			return err
-		}
+		rows = append(rows, []any{d.AllocGPUs, d.Used, d.Idle, d.EnergyMJ, j})
 	}
+	if err := b.execMany(`UPDATE jobs SET alloc_gpu_s = alloc_gpu_s + ?, used_gpu_s = used_gpu_s + ?, idle_gpu_s = idle_gpu_s + ?, energy_mj = energy_mj + ? WHERE id = ?`, rows); err != nil {
+		return err
+	}
+	rows = rows[:0]
 	for k, t := range b.lastSample {
-		if _, err := b.exec(`UPDATE job_nodes SET last_sample = max(coalesce(last_sample, 0), ?) WHERE job = ? AND node_id = ?`, t, k[0], k[1]); err != nil {
-			return err
-		}
+		rows = append(rows, []any{t, k[0], k[1]})
 		delete(b.lastSample, k)
 	}
-	return nil
+	return b.execMany(`UPDATE job_nodes SET last_sample = max(coalesce(last_sample, 0), ?) WHERE job = ? AND node_id = ?`, rows)
 }
 
 // msPerHour is an hour in the Unix milliseconds samples are timed in.
