@@ -44,15 +44,7 @@ const maxManyRows = 8192
 // addMany sends q, a one-row write, for each of rows as statements over
 // arrays (manyForm), maxManyRows rows each.
 func (p *pipeline) addMany(ctx context.Context, q string, rows [][]any) error {
-	if p.err != nil {
-		return p.err
-	}
-	if len(p.copying) > 0 && p.namesSamples(q) {
-		if err := p.sendCopy(ctx); err != nil {
-			return err
-		}
-	}
-	p.err = withPgx(p.conn, func(c *pgx.Conn) error {
+	return p.write(ctx, q, func(c *pgx.Conn) error {
 		sd, err := p.describe(ctx, c, q)
 		if err != nil {
 			return err
@@ -87,7 +79,6 @@ func (p *pipeline) addMany(ctx context.Context, q string, rows [][]any) error {
 		}
 		return nil
 	})
-	return p.err
 }
 
 // manyForm is one-row write q (PostgreSQL's spelling, placeholders $1 to

@@ -107,6 +107,17 @@ func (d *stmtDescs) put(c *pgx.Conn, q string, sd *pgconn.StatementDescription) 
 
 // add sends one write.
 func (p *pipeline) add(ctx context.Context, q string, args []any) error {
+	return p.write(ctx, q, func(c *pgx.Conn) error {
+		if err := p.send(ctx, c, q, args); err != nil {
+			return err
+		}
+		return p.sent1()
+	})
+}
+
+// write runs send, which sends statement q on the connection: after the
+// sample rows waiting, if q names samples. Its failure is the batch's.
+func (p *pipeline) write(ctx context.Context, q string, send func(*pgx.Conn) error) error {
 	if p.err != nil {
 		return p.err
 	}
@@ -115,12 +126,7 @@ func (p *pipeline) add(ctx context.Context, q string, args []any) error {
 			return err
 		}
 	}
-	p.err = withPgx(p.conn, func(c *pgx.Conn) error {
-		if err := p.send(ctx, c, q, args); err != nil {
-			return err
-		}
-		return p.sent1()
-	})
+	p.err = withPgx(p.conn, send)
 	return p.err
 }
 
