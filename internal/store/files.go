@@ -28,7 +28,7 @@ func (b *Batch) FileIngested(node, name, hash string, size, records int) error {
 	row := []any{node, name, hash, size, records, b.now.Unix()}
 	if b.tx.pipe != nil {
 		b.files = append(b.files, row)
-		return nil
+		return b.tx.pipe.err // the batch's failure, as a write sent would say
 	}
 	_, err := b.exec(fileIngestedSQL, row...)
 	return err
@@ -85,7 +85,7 @@ func (b *Batch) FilesKnown(node string, names []string) (map[string]string, erro
 	args := []any{node}
 	q.WriteString(`SELECT name, sha256 FROM ingested_files WHERE node = ?`)
 	inList(&q, &args, "name", names)
-	rows, err := translateRows(b.tx.QueryContext(b.ctx, q.String(), args...))
+	rows, err := b.query(q.String(), args...)
 	if err != nil {
 		return nil, fmt.Errorf("look up %d files of %s: %w", len(names), node, err)
 	}

@@ -89,7 +89,7 @@ func (b *Batch) KeyApplied(key, hash string) error {
 	row := []any{key, hash, b.now.Unix()}
 	if b.tx.pipe != nil {
 		b.keys = append(b.keys, row)
-		return nil
+		return b.tx.pipe.err // the batch's failure, as a write sent would say
 	}
 	_, err := b.exec(keyAppliedSQL, row...)
 	return err

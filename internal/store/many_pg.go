@@ -17,8 +17,10 @@ import (
 // a batch's hundreds of job-hour and rollup rows cost the server one
 // statement each kind, not one each row. The rows must differ in what
 // the statement finds its row by (an INSERT's conflict target, an
-// UPDATE's WHERE): a statement over arrays changes a row once. On
-// SQLite, in process, each row is its statement.
+// UPDATE's WHERE): a statement over arrays changes a row once, and
+// fails for a second change of it; only an INSERT … DO NOTHING takes
+// the same key twice (the first stands, as one statement after the
+// other). On SQLite, in process, each row is its statement.
 func (b *Batch) execMany(q string, rows [][]any) error {
 	if b.tx.pipe == nil || len(rows) == 1 {
 		for _, r := range rows {
@@ -49,12 +51,27 @@ func (p *pipeline) addMany(ctx context.Context, q string, rows [][]any) error {
 		if err != nil {
 			return err
 		}
+		for _, r := range rows {
+			if len(r) != len(sd.ParamOIDs) {
+				return fmt.Errorf("%s: a row of %d values for %d placeholders", firstLine(q), len(r), len(sd.ParamOIDs))
+			}
+		}
 		mq, ok := p.descs.many[q]
 		if !ok {
-			if mq, err = manyForm(q, sd.ParamOIDs, c.TypeMap()); err != nil {
-				return fmt.Errorf("%s: %w", firstLine(q), err)
-			}
+			// A statement manyForm cannot turn ("" here) goes row by row.
+			mq, _ = manyForm(q, sd.ParamOIDs, c.TypeMap())
 			p.descs.many[q] = mq
+		}
+		if mq == "" {
+			for _, r := range rows {
+				if err := p.send(ctx, c, q, r); err != nil {
+					return err
+				}
+				if err := p.sent1(); err != nil {
+					return err
+				}
+			}
+			return nil
 		}
 		for len(rows) > 0 {
 			chunk := rows[:min(len(rows), maxManyRows)]
@@ -63,9 +80,6 @@ func (p *pipeline) addMany(ctx context.Context, q string, rows [][]any) error {
 			for i := range cols {
 				col := make([]any, len(chunk))
 				for j, r := range chunk {
-					if len(r) != len(cols) {
-						return fmt.Errorf("%s: a row of %d values for %d placeholders", firstLine(q), len(r), len(cols))
-					}
 					col[j] = r[i]
 				}
 				cols[i] = col

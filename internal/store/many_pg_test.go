@@ -104,6 +104,54 @@ func TestPostgresExecMany(t *testing.T) {
 		t.Errorf("models after the update (-want +got):\n%s", d)
 	}
 
+	// A statement manyForm cannot turn goes row by row; a value the
+	// client cannot encode fails the batch, which rolls back, and the
+	// next batch works.
+	b, err = s.Begin(ctx, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.execMany(`INSERT INTO meta(key, value) VALUES(?, ?), (?, ?)`,
+		[][]any{{"m1", "a", "m2", "b"}, {"m3", "c", "m4", "d"}}); err != nil {
+		t.Fatalf("execMany of a statement of two value lists: %v", err)
+	}
+	if n := len(b.tx.pipe.sent); n != 2 {
+		t.Errorf("statements out for 2 rows sent one by one: %d, want 2", n)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if n := storetest.Scalar[int64](t, u, `SELECT count(*) FROM meta WHERE key LIKE 'm_'`); n != 4 {
+		t.Errorf("rows of the statement sent row by row: %d, want 4", n)
+	}
+	b, err = s.Begin(ctx, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.exec(`INSERT INTO meta(key, value) VALUES(?, ?)`, "kept out", "v"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.execMany(rollupPeriodSQL("rollup_daily", "day"), [][]any{row(5, false, 1, 1), {struct{}{}}}); err == nil {
+		t.Error("execMany of a row of one value for 13 placeholders: nil error")
+	}
+	if err := b.execMany(`UPDATE rollup_daily SET jobs = ? WHERE day = ?`, [][]any{{struct{}{}, int64(1)}, {int64(1), int64(2)}}); err == nil {
+		t.Error("execMany of a value the client cannot encode: nil error")
+	}
+	b.Rollback()
+	b, err = s.Begin(ctx, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.execMany(rollupPeriodSQL("rollup_daily", "day"), [][]any{row(6, false, 1, 1), row(7, false, 1, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatalf("commit after a batch failed by the client: %v", err)
+	}
+	if n := storetest.Scalar[int64](t, u, `SELECT count(*) FROM meta WHERE key = 'kept out'`); n != 0 {
+		t.Errorf("rows of the failed batch: %d, want 0", n)
+	}
+
 	refuseOn(t, u, "rollup_daily", "NEW.day = 9", "day 9 is refused")
 	b, err = s.Begin(ctx, now)
 	if err != nil {

@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -82,15 +84,19 @@ const flushEvery = 8
 const maxPreparedArgs = 32
 
 // stmtDescs are the descriptions of the statements prepared on one
-// connection (by pgx, which keeps them by their text).
+// connection, by their text. They are prepared under names of the
+// store's own (stmtName), which database/sql's statements, prepared by
+// pgx under names of its own and deallocated when closed, never share.
 type stmtDescs struct {
 	conn *pgx.Conn
 	m    map[string]*pgconn.StatementDescription
 	// many are the statements over arrays of the one-row writes
-	// (manyForm), by the one-row statement.
+	// (manyForm), by the one-row statement; like m, they start over on
+	// another connection.
 	many map[string]string
 }
 
+// get is q's description on c, nil if it was not prepared there.
 func (d *stmtDescs) get(c *pgx.Conn, q string) *pgconn.StatementDescription {
 	if d.conn != c {
 		return nil
@@ -98,6 +104,8 @@ func (d *stmtDescs) get(c *pgx.Conn, q string) *pgconn.StatementDescription {
 	return d.m[q]
 }
 
+// put keeps q's description on c (another connection than the last
+// starts the cache over).
 func (d *stmtDescs) put(c *pgx.Conn, q string, sd *pgconn.StatementDescription) {
 	if d.conn != c {
 		d.conn, d.m, d.many = c, map[string]*pgconn.StatementDescription{}, map[string]string{}
@@ -127,7 +135,24 @@ func (p *pipeline) write(ctx context.Context, q string, send func(*pgx.Conn) err
 		}
 	}
 	p.err = withPgx(p.conn, send)
+	p.leaveOnError()
 	return p.err
+}
+
+// leaveOnError takes the connection out of pipeline mode once the batch
+// has failed (a failure of the client's own, encoding a statement, leaves
+// it in): what is out is let go, and a statement sent otherwise, the
+// rollback's, finds the connection free.
+func (p *pipeline) leaveOnError() {
+	if p.err == nil || p.pl == nil {
+		return
+	}
+	_ = withPgx(p.conn, func(*pgx.Conn) error {
+		_ = p.pl.Sync()
+		return p.pl.Close()
+	})
+	p.pl = nil
+	p.sent, p.unflushed = p.sent[:0], 0
 }
 
 // sent1 follows a write sent: the results are read past maxPending writes
@@ -184,12 +209,18 @@ func (p *pipeline) describe(ctx context.Context, c *pgx.Conn, q string) (*pgconn
 	if err := p.end(); err != nil {
 		return nil, err
 	}
-	sd, err := c.Prepare(ctx, q, q)
+	sd, err := c.Prepare(ctx, stmtName(q), q)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", firstLine(q), translate(err))
 	}
 	p.descs.put(c, q, sd)
 	return sd, nil
+}
+
+// stmtName is the name statement q is prepared under on the server.
+func stmtName(q string) string {
+	h := sha256.Sum256([]byte(q))
+	return "gpusuite_" + hex.EncodeToString(h[:16])
 }
 
 // sync sends what is buffered with a synchronization point and reads the
@@ -211,7 +242,7 @@ func (p *pipeline) sync(rows *pgRows) error {
 	}
 	p.unflushed = 0
 	if err := p.pl.Sync(); err != nil {
-		return fail(p.sent[len(p.sent)-1], err)
+		return fail("send statements", err)
 	}
 	for _, q := range writes {
 		res, err := p.pl.GetResults()
@@ -283,6 +314,7 @@ func (p *pipeline) flush(ctx context.Context) error {
 	return p.err
 }
 
+// errOrNil is the batch's failure, nil for no pipeline (SQLite).
 func (p *pipeline) errOrNil() error {
 	if p == nil {
 		return nil
@@ -316,6 +348,7 @@ func (p *pipeline) query(ctx context.Context, q string, args []any) (*pgRows, er
 		// The server failed the read or a write before it, and with it
 		// the transaction: every later statement says why.
 		*rows = pgRows{err: p.err}
+		p.leaveOnError()
 	}
 	return rows, p.err
 }
@@ -511,14 +544,10 @@ func (p *pipeline) discard() {
 	if p == nil {
 		return
 	}
-	if p.pl != nil {
-		_ = withPgx(p.conn, func(*pgx.Conn) error {
-			_ = p.pl.Sync()
-			return p.pl.Close()
-		})
-		p.pl = nil
+	if p.err == nil {
+		p.err = errors.New("rolled back")
 	}
-	p.sent, p.unflushed = p.sent[:0], 0
+	p.leaveOnError()
 	clear(p.copying)
 	p.copying = p.copying[:0]
 }

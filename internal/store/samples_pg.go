@@ -137,7 +137,11 @@ func (si *sampleInserter) ensurePartition(ctx context.Context, c *pgx.Conn, pipe
 	}
 	name, q := samplePartitionSQL(from)
 	if _, err := c.Exec(ctx, q); err != nil {
-		return fmt.Errorf("insert samples: partition %s: %w", name, translate(err))
+		err = fmt.Errorf("insert samples: partition %s: %w", name, translate(err))
+		if pipe != nil {
+			pipe.err = err // the server has failed the transaction
+		}
+		return err
 	}
 	si.parts[from.Unix()] = true
 	return nil
