@@ -41,9 +41,6 @@ type Batch struct {
 	touched map[useKey]struct{}
 	// lastSample per (job row, node) in this batch.
 	lastSample map[[2]int64]int64
-	// files and keys are the rows of ingested_files and applied_keys a
-	// PostgreSQL batch has yet to write (writeFiles, writeKeys).
-	files, keys [][]any
 	// seen is the newest record time per node in this batch (NodeSeen).
 	seen map[int64]int64
 	// models caches the GPU model of a node (nodeModel).
@@ -155,24 +152,17 @@ func (b *Batch) Commit() error {
 	return nil
 }
 
-// Flush reads the results of the writes the batch has sent and sends the
-// sample rows waiting (PostgreSQL: pipeline_pg.go), and returns the first
-// failure; on SQLite, where each write runs
+// Flush sends the rows waiting (held rows, samples) and reads the results
+// of the writes the batch has sent (PostgreSQL: pipeline_pg.go), and
+// returns the first failure; on SQLite, where each write runs
 // when it is made, it does nothing. Ingest flushes after each file, so
 // that a failure is that file's.
 func (b *Batch) Flush() error {
-	if err := b.writeFiles(); err != nil {
-		return err
-	}
-	if err := b.writeKeys(); err != nil {
-		return err
-	}
 	return b.tx.pipe.flush(b.ctx)
 }
 
 // Rollback abandons the batch.
 func (b *Batch) Rollback() {
-	b.files, b.keys = nil, nil
 	b.tx.pipe.discard()
 	b.closeStmts()
 	_ = b.tx.Rollback()

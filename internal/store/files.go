@@ -8,9 +8,6 @@ import (
 // FileSeen reports whether the file node/name was ingested with this
 // content (sha256 hex) already.
 func (b *Batch) FileSeen(node, name, hash string) (bool, error) {
-	if err := b.writeFiles(); err != nil {
-		return false, err
-	}
 	row, err := b.queryRow(`SELECT count(*) FROM ingested_files WHERE node = ? AND name = ? AND sha256 = ?`, node, name, hash)
 	if err != nil {
 		return false, err
@@ -22,46 +19,12 @@ func (b *Batch) FileSeen(node, name, hash string) (bool, error) {
 	return n > 0, nil
 }
 
-// FileIngested records that node/name was ingested in this batch. A
-// PostgreSQL batch writes its files together (writeFiles).
+// FileIngested records that node/name was ingested in this batch (on
+// PostgreSQL with the batch's other files, Batch.hold).
 func (b *Batch) FileIngested(node, name, hash string, size, records int) error {
-	row := []any{node, name, hash, size, records, b.now.Unix()}
-	if b.tx.pipe != nil {
-		b.files = append(b.files, row)
-		return b.tx.pipe.err // the batch's failure, as a write sent would say
-	}
-	_, err := b.exec(fileIngestedSQL, row...)
-	return err
-}
-
-const fileIngestedSQL = `INSERT INTO ingested_files(node, name, sha256, size, records, at) VALUES(?, ?, ?, ?, ?, ?)
- ON CONFLICT(node, name) DO UPDATE SET sha256 = excluded.sha256, size = excluded.size, records = excluded.records, at = excluded.at`
-
-// writeFiles writes the files the batch recorded and has not written, by
-// one statement (execMany): before a read or a delete of ingested_files,
-// at a Flush and at the commit. A file recorded twice keeps its last
-// record, as one upsert after the other would: a statement over arrays
-// changes a row once.
-func (b *Batch) writeFiles() error {
-	if len(b.files) == 0 {
-		return nil
-	}
-	rows := b.files
-	b.files = nil
-	last := make(map[[2]any]int, len(rows))
-	for i, r := range rows {
-		last[[2]any{r[0], r[1]}] = i
-	}
-	if len(last) < len(rows) {
-		kept := rows[:0]
-		for i, r := range rows {
-			if last[[2]any{r[0], r[1]}] == i {
-				kept = append(kept, r)
-			}
-		}
-		rows = kept
-	}
-	return b.execMany(fileIngestedSQL, rows)
+	return b.hold("ingested_files", `INSERT INTO ingested_files(node, name, sha256, size, records, at) VALUES(?, ?, ?, ?, ?, ?)
+ ON CONFLICT(node, name) DO UPDATE SET sha256 = excluded.sha256, size = excluded.size, records = excluded.records, at = excluded.at`,
+		2, []any{node, name, hash, size, records, b.now.Unix()})
 }
 
 // MaxFilesAsked bounds the names of one FilesKnown call.
@@ -77,9 +40,6 @@ func (b *Batch) FilesKnown(node string, names []string) (map[string]string, erro
 	known := map[string]string{}
 	if len(names) == 0 {
 		return known, nil
-	}
-	if err := b.writeFiles(); err != nil {
-		return nil, err
 	}
 	var q strings.Builder
 	args := []any{node}

@@ -24,9 +24,6 @@ const (
 // content (sha256 hex) or not. Keys are never pruned (applied_keys), so
 // this outlives the ingested file list, the samples and the archive.
 func (b *Batch) AppliedKey(key, hash string) (KeyState, error) {
-	if err := b.writeKeys(); err != nil {
-		return KeyNew, err
-	}
 	row, err := b.queryRow(`SELECT sha256 FROM applied_keys WHERE key = ?`, key)
 	if err != nil {
 		return KeyNew, err
@@ -57,9 +54,6 @@ func (b *Batch) KeysKnown(keys []string) (map[string]string, error) {
 	if len(keys) == 0 {
 		return known, nil
 	}
-	if err := b.writeKeys(); err != nil {
-		return nil, err
-	}
 	var q strings.Builder
 	var args []any
 	q.WriteString(`SELECT key, sha256 FROM applied_keys WHERE 1 = 1`)
@@ -83,27 +77,9 @@ func (b *Batch) KeysKnown(keys []string) (map[string]string, error) {
 }
 
 // KeyApplied records that key's effect is now in the ledger (same
-// transaction as the effect). A PostgreSQL batch writes its keys
-// together (writeKeys).
+// transaction as the effect; on PostgreSQL with the batch's other keys,
+// Batch.hold). A key applied twice keeps its first content (DO NOTHING).
 func (b *Batch) KeyApplied(key, hash string) error {
-	row := []any{key, hash, b.now.Unix()}
-	if b.tx.pipe != nil {
-		b.keys = append(b.keys, row)
-		return b.tx.pipe.err // the batch's failure, as a write sent would say
-	}
-	_, err := b.exec(keyAppliedSQL, row...)
-	return err
-}
-
-// A key applied twice keeps its first content (DO NOTHING), in one
-// statement as in two.
-const keyAppliedSQL = `INSERT INTO applied_keys(key, sha256, at) VALUES(?, ?, ?) ON CONFLICT DO NOTHING`
-
-// writeKeys writes the keys the batch recorded and has not written, by
-// one statement (execMany): before a read of applied_keys, at a Flush and
-// at the commit.
-func (b *Batch) writeKeys() error {
-	rows := b.keys
-	b.keys = nil
-	return b.execMany(keyAppliedSQL, rows)
+	return b.hold("applied_keys", `INSERT INTO applied_keys(key, sha256, at) VALUES(?, ?, ?) ON CONFLICT DO NOTHING`,
+		0, []any{key, hash, b.now.Unix()})
 }

@@ -39,6 +39,76 @@ func (b *Batch) execMany(q string, rows [][]any) error {
 	return b.tx.pipe.addMany(b.ctx, b.tx.sql(q), rows)
 }
 
+// hold writes row by the one-row write q into table, as execMany does, but
+// on PostgreSQL not yet: rows of one statement wait together for one
+// statement over arrays, sent before any statement that names table, at
+// a flush and at the commit (pipeline.sendWaiting). For a table written a
+// row a file (ingested_files, applied_keys), whose rows the batch reads
+// back only by asking about that table. The first key values of a row
+// name it: a later row of the same key replaces an earlier one (0: every
+// row is kept, for an INSERT … DO NOTHING).
+func (b *Batch) hold(table, q string, key int, row []any) error {
+	if b.tx.pipe == nil {
+		_, err := b.exec(q, row...)
+		return err
+	}
+	return b.tx.pipe.hold(table, b.tx.sql(q), key, pgArgs(true, row))
+}
+
+// heldRows are the rows of one statement that wait (hold).
+type heldRows struct {
+	table, q string
+	key      int
+	rows     [][]any
+}
+
+// maxHeldKey bounds heldRows.key.
+const maxHeldKey = 4
+
+func (p *pipeline) hold(table, q string, key int, row []any) error {
+	if p.err != nil {
+		return p.err
+	}
+	if key > maxHeldKey {
+		return fmt.Errorf("%s: a key of %d values, more than %d", firstLine(q), key, maxHeldKey)
+	}
+	for _, h := range p.held {
+		if h.q == q {
+			h.rows = append(h.rows, row)
+			return nil
+		}
+	}
+	p.held = append(p.held, &heldRows{table: table, q: q, key: key, rows: [][]any{row}})
+	return nil
+}
+
+// distinct are h's rows, each key's last, in order: a statement over
+// arrays changes a row once, where one upsert after the other leaves the
+// last.
+func (h *heldRows) distinct() [][]any {
+	if h.key == 0 {
+		return h.rows
+	}
+	keyOf := func(r []any) (k [maxHeldKey]any) {
+		copy(k[:], r[:h.key])
+		return k
+	}
+	last := make(map[[maxHeldKey]any]int, len(h.rows))
+	for i, r := range h.rows {
+		last[keyOf(r)] = i
+	}
+	if len(last) == len(h.rows) {
+		return h.rows
+	}
+	kept := h.rows[:0]
+	for i, r := range h.rows {
+		if last[keyOf(r)] == i {
+			kept = append(kept, r)
+		}
+	}
+	return kept
+}
+
 // maxManyRows bounds the rows of one statement over arrays (a few tens of
 // bytes a value).
 const maxManyRows = 8192

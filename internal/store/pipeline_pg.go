@@ -33,13 +33,14 @@ import (
 //
 // New sample rows wait, for one COPY of many segments' rows (2,570 COPYs
 // of a few hundred rows each cost the server half as much again as one
-// of the same rows): they go before any statement that names the samples
-// table, at a flush, and when maxCopying of them wait. So a statement
-// that does not name samples may reach the server before rows that were
-// waiting when it was made: nothing of the ledger's reads samples but
-// through a statement that names it (samples has no foreign keys to it
-// and no triggers), and a COPY the server refuses fails the transaction
-// whenever it comes.
+// of the same rows), and so do the rows of a few tables written a row a
+// file, for one statement over arrays (hold): they go before any
+// statement that names their table, at a flush, and (samples) when
+// maxCopying of them wait. So a statement that does not name the table
+// may reach the server before rows that were waiting when it was made:
+// nothing of the ledger reads those tables but through a statement that
+// names them (they have no foreign keys to them and no triggers), and a
+// write the server refuses fails the transaction whenever it comes.
 type pipeline struct {
 	conn *sql.Conn
 	// descs are the server's descriptions of the statements prepared on
@@ -56,8 +57,10 @@ type pipeline struct {
 	// copying are sample rows for COPY (samples_pg.go), in the order of
 	// sampleColumns.
 	copying [][]any
-	// names caches whether a statement names the samples table.
-	names map[string]bool
+	// held are rows waiting for one statement over arrays each (hold).
+	held []*heldRows
+	// names caches whether a statement names a table (names).
+	names map[[2]string]bool
 	// err is the first failure: the server has aborted the transaction,
 	// and every later statement says why.
 	err error
@@ -129,14 +132,33 @@ func (p *pipeline) write(ctx context.Context, q string, send func(*pgx.Conn) err
 	if p.err != nil {
 		return p.err
 	}
-	if len(p.copying) > 0 && p.namesSamples(q) {
-		if err := p.sendCopy(ctx); err != nil {
-			return err
-		}
+	if err := p.sendWaiting(ctx, q); err != nil {
+		return err
 	}
 	p.err = withPgx(p.conn, send)
 	p.leaveOnError()
 	return p.err
+}
+
+// sendWaiting sends the rows waiting for the tables statement q names:
+// the held rows, then the sample rows.
+func (p *pipeline) sendWaiting(ctx context.Context, q string) error {
+	for i := 0; i < len(p.held); {
+		h := p.held[i]
+		if !p.namesTable(q, h.table) {
+			i++
+			continue
+		}
+		// Out of held first: the statement over arrays names the table too.
+		p.held = slices.Delete(p.held, i, i+1)
+		if err := p.addMany(ctx, h.q, h.distinct()); err != nil {
+			return err
+		}
+	}
+	if len(p.copying) > 0 && p.namesTable(q, "samples") {
+		return p.sendCopy(ctx)
+	}
+	return nil
 }
 
 // leaveOnError takes the connection out of pipeline mode once the batch
@@ -229,10 +251,6 @@ func stmtName(q string) string {
 // the error, named by its statement (the server skips the rest up to the
 // synchronization point); the connection then leaves pipeline mode.
 func (p *pipeline) sync(rows *pgRows) error {
-	writes := p.sent
-	if rows != nil {
-		writes = writes[:len(writes)-1]
-	}
 	fail := func(q string, err error) error {
 		err = fmt.Errorf("%s: %w", firstLine(q), translate(err))
 		p.sent, p.unflushed = p.sent[:0], 0
@@ -244,27 +262,21 @@ func (p *pipeline) sync(rows *pgRows) error {
 	if err := p.pl.Sync(); err != nil {
 		return fail("send statements", err)
 	}
-	for _, q := range writes {
+	for i, q := range p.sent {
+		// The read's rows are kept; a write's result is its command tag.
+		take := func(rr *pgconn.ResultReader) error {
+			_, err := rr.Close()
+			return err
+		}
+		if rows != nil && i == len(p.sent)-1 {
+			take = rows.read
+		}
 		res, err := p.pl.GetResults()
 		if err == nil {
 			if rr, ok := res.(*pgconn.ResultReader); ok {
-				_, err = rr.Close()
+				err = take(rr)
 			} else {
-				err = fmt.Errorf("result of a write is %T", res)
-			}
-		}
-		if err != nil {
-			return fail(q, err)
-		}
-	}
-	if rows != nil {
-		q := p.sent[len(p.sent)-1]
-		res, err := p.pl.GetResults()
-		if err == nil {
-			if rr, ok := res.(*pgconn.ResultReader); ok {
-				err = rows.read(rr)
-			} else {
-				err = fmt.Errorf("result of a read is %T", res)
+				err = fmt.Errorf("result is %T", res)
 			}
 		}
 		if err != nil {
@@ -304,21 +316,22 @@ func (p *pipeline) end() error {
 // waiting; the first failure is the error, named by its statement's first
 // line (the server fails the rest of the transaction after it).
 func (p *pipeline) flush(ctx context.Context) error {
-	if p == nil || p.err != nil {
-		return p.errOrNil()
+	if p == nil {
+		return nil
+	}
+	// Every table's held rows, then the samples'.
+	for len(p.held) > 0 && p.err == nil {
+		h := p.held[0]
+		p.held = p.held[1:]
+		p.err = p.addMany(ctx, h.q, h.distinct())
+	}
+	if p.err != nil {
+		return p.err
 	}
 	if len(p.copying) > 0 {
 		return p.sendCopy(ctx)
 	}
 	p.err = withPgx(p.conn, func(*pgx.Conn) error { return p.end() })
-	return p.err
-}
-
-// errOrNil is the batch's failure, nil for no pipeline (SQLite).
-func (p *pipeline) errOrNil() error {
-	if p == nil {
-		return nil
-	}
 	return p.err
 }
 
@@ -328,29 +341,20 @@ func (p *pipeline) errOrNil() error {
 // flush's. The rows are held in memory: for the batch's reads of one
 // job's or one GPU's rows, not for listings.
 func (p *pipeline) query(ctx context.Context, q string, args []any) (*pgRows, error) {
-	if p.err != nil {
-		return &pgRows{err: p.err}, p.err
-	}
-	if len(p.copying) > 0 && p.namesSamples(q) {
-		if err := p.sendCopy(ctx); err != nil {
-			return &pgRows{err: err}, err
-		}
-	}
 	rows := &pgRows{}
-	p.err = withPgx(p.conn, func(c *pgx.Conn) error {
+	err := p.write(ctx, q, func(c *pgx.Conn) error {
 		rows.types = c.TypeMap()
 		if err := p.send(ctx, c, q, args); err != nil {
 			return err
 		}
 		return p.sync(rows)
 	})
-	if p.err != nil {
+	if err != nil {
 		// The server failed the read or a write before it, and with it
 		// the transaction: every later statement says why.
-		*rows = pgRows{err: p.err}
-		p.leaveOnError()
+		*rows = pgRows{err: err}
 	}
-	return rows, p.err
+	return rows, err
 }
 
 // copyRows adds sample rows to the next COPY.
@@ -386,18 +390,18 @@ func (p *pipeline) sendCopy(ctx context.Context) error {
 	return p.err
 }
 
-// namesSamples says whether statement q names the samples table (or a
-// column of that name: the test is by the word, and errs on the safe
-// side).
-func (p *pipeline) namesSamples(q string) bool {
-	if v, ok := p.names[q]; ok {
+// namesTable says whether statement q names table (or a column of that
+// name: the test is by the word, and errs on the safe side).
+func (p *pipeline) namesTable(q, table string) bool {
+	k := [2]string{q, table}
+	if v, ok := p.names[k]; ok {
 		return v
 	}
-	v := hasWord(q, "samples")
+	v := hasWord(q, table)
 	if p.names == nil {
-		p.names = map[string]bool{}
+		p.names = map[[2]string]bool{}
 	}
-	p.names[q] = v
+	p.names[k] = v
 	return v
 }
 
@@ -548,6 +552,7 @@ func (p *pipeline) discard() {
 		p.err = errors.New("rolled back")
 	}
 	p.leaveOnError()
+	p.held = nil
 	clear(p.copying)
 	p.copying = p.copying[:0]
 }

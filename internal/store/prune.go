@@ -49,9 +49,6 @@ func (b *Batch) PruneSamples(before time.Time) (int64, error) {
 // past the archive's retention a file of that name can no longer come
 // back as a duplicate.
 func (b *Batch) PruneIngestedFiles(before time.Time) (int64, error) {
-	if err := b.writeFiles(); err != nil {
-		return 0, err
-	}
 	r, err := b.execNow(`DELETE FROM ingested_files WHERE at < ?`, before.Unix())
 	if err != nil {
 		return 0, fmt.Errorf("prune ingested file list: %w", err)

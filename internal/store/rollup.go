@@ -40,6 +40,22 @@ func (d Delta) neg() Delta {
 	return Delta{-d.AllocGPUs, -d.Used, -d.Idle, -d.SampleS, -d.EnergyMJ, -d.Jobs}
 }
 
+// values are a row's key values, then d's figures: addDeltaSQL's order.
+func (d Delta) values(key ...any) []any {
+	return append(key, d.AllocGPUs, d.Used, d.Idle, d.SampleS, d.EnergyMJ, d.Jobs)
+}
+
+// addDeltaSQL adds a row's figures (Delta.values) to table, whose rows
+// the columns keyCols name: job_hours and the rollups.
+func addDeltaSQL(table, keyCols string) string {
+	n := strings.Count(keyCols, ",") + 1 + 6
+	return `INSERT INTO ` + table + `(` + keyCols + `, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs)
+VALUES(` + strings.TrimSuffix(strings.Repeat("?, ", n), ", ") + `)
+ON CONFLICT(` + keyCols + `) DO UPDATE SET alloc_gpu_s = alloc_gpu_s + excluded.alloc_gpu_s, used_gpu_s = used_gpu_s + excluded.used_gpu_s,
+ idle_gpu_s = idle_gpu_s + excluded.idle_gpu_s, sample_s = sample_s + excluded.sample_s,
+ energy_mj = energy_mj + excluded.energy_mj, jobs = jobs + excluded.jobs`
+}
+
 func (b *Batch) rollup(dims Dims, node int64, model string, hour int64, d Delta) error {
 	if err := b.rollupHour(dims, node, model, hour, d); err != nil {
 		return err
@@ -54,21 +70,17 @@ func (b *Batch) rollup(dims Dims, node int64, model string, hour int64, d Delta)
 }
 
 func (b *Batch) rollupHour(dims Dims, node int64, model string, hour int64, d Delta) error {
-	_, err := b.exec(rollupHourSQL, rollupHourRow(dims, node, model, hour, d)...)
+	_, err := b.exec(rollupHourSQL(), rollupHourRow(dims, node, model, hour, d)...)
 	return err
 }
 
 // rollupHourSQL adds a row's figures to rollup_hourly (rollupHourRow).
-const rollupHourSQL = `INSERT INTO rollup_hourly(hour, cluster, user, account, partition, node_id, model, ignored,
- alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs)
-VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT(hour, cluster, user, account, partition, node_id, model, ignored) DO UPDATE SET alloc_gpu_s = alloc_gpu_s + excluded.alloc_gpu_s, used_gpu_s = used_gpu_s + excluded.used_gpu_s,
- idle_gpu_s = idle_gpu_s + excluded.idle_gpu_s, sample_s = sample_s + excluded.sample_s,
- energy_mj = energy_mj + excluded.energy_mj, jobs = jobs + excluded.jobs`
+func rollupHourSQL() string {
+	return addDeltaSQL("rollup_hourly", "hour, cluster, user, account, partition, node_id, model, ignored")
+}
 
 func rollupHourRow(dims Dims, node int64, model string, hour int64, d Delta) []any {
-	return []any{hour, dims.Cluster, dims.User, dims.Account, dims.Partition, node, model, dims.Ignored,
-		d.AllocGPUs, d.Used, d.Idle, d.SampleS, d.EnergyMJ, d.Jobs}
+	return d.values(hour, dims.Cluster, dims.User, dims.Account, dims.Partition, node, model, dims.Ignored)
 }
 
 func (b *Batch) rollupHourSum(dims Dims, model string, hour int64, d Delta) error {
@@ -94,17 +106,11 @@ func (b *Batch) rollupPeriod(table, key string, dims Dims, model string, at int6
 // rollupPeriodSQL adds a row's figures (rollupPeriodRow) to the node-less
 // rollup table keyed by key.
 func rollupPeriodSQL(table, key string) string {
-	return `INSERT INTO ` + table + `(` + key + `, cluster, user, account, partition, model, ignored,
- alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs)
-VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT(` + key + `, cluster, user, account, partition, model, ignored) DO UPDATE SET alloc_gpu_s = alloc_gpu_s + excluded.alloc_gpu_s, used_gpu_s = used_gpu_s + excluded.used_gpu_s,
- idle_gpu_s = idle_gpu_s + excluded.idle_gpu_s, sample_s = sample_s + excluded.sample_s,
- energy_mj = energy_mj + excluded.energy_mj, jobs = jobs + excluded.jobs`
+	return addDeltaSQL(table, key+", cluster, user, account, partition, model, ignored")
 }
 
 func rollupPeriodRow(dims Dims, model string, at int64, d Delta) []any {
-	return []any{at, dims.Cluster, dims.User, dims.Account, dims.Partition, model, dims.Ignored,
-		d.AllocGPUs, d.Used, d.Idle, d.SampleS, d.EnergyMJ, d.Jobs}
+	return d.values(at, dims.Cluster, dims.User, dims.Account, dims.Partition, model, dims.Ignored)
 }
 
 // MonthOfDay is the Unix day of the first day of the UTC month holding

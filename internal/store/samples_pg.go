@@ -60,32 +60,23 @@ func (si *sampleInserter) insertPG(ctx context.Context, conn *sql.Conn, pipe *pi
 		}
 	}
 	if ask {
-		// The rows waiting for COPY are stored too, for this question.
-		if err := pipe.flush(ctx); err != nil {
-			return err
+		// A read of samples: the rows waiting for COPY go before it
+		// (pipeline.query), so that it finds them stored too.
+		stored, err := pipe.query(ctx, `SELECT gpu_id, t_ms FROM samples WHERE gpu_id = ANY($1) AND t_ms BETWEEN $2 AND $3`,
+			[]any{slices.Collect(maps.Keys(oldest)), lo, hi})
+		if err != nil {
+			return fmt.Errorf("insert samples: stored keys: %w", err)
+		}
+		for stored.Next() {
+			var k key
+			if err := stored.Scan(&k.gpu, &k.t); err != nil {
+				return fmt.Errorf("insert samples: stored keys: %w", err)
+			}
+			delete(first, k)
 		}
 	}
 	var data [][]any
 	err := withPgx(conn, func(c *pgx.Conn) error {
-		if ask {
-			gpus := slices.Collect(maps.Keys(oldest))
-			stored, err := c.Query(ctx, `SELECT gpu_id, t_ms FROM samples WHERE gpu_id = ANY($1) AND t_ms BETWEEN $2 AND $3`, gpus, lo, hi)
-			if err != nil {
-				return fmt.Errorf("insert samples: stored keys: %w", translate(err))
-			}
-			for stored.Next() {
-				var k key
-				if err := stored.Scan(&k.gpu, &k.t); err != nil {
-					stored.Close()
-					return fmt.Errorf("insert samples: stored keys: %w", translate(err))
-				}
-				delete(first, k)
-			}
-			stored.Close()
-			if err := stored.Err(); err != nil {
-				return fmt.Errorf("insert samples: stored keys: %w", translate(err))
-			}
-		}
 		data = make([][]any, 0, len(first))
 		for i := range rows {
 			r := &rows[i]

@@ -73,7 +73,7 @@ func (b *Batch) flushUse() error {
 		if err != nil {
 			return err
 		}
-		hourRows = append(hourRows, []any{k.job, k.node, k.hour, d.AllocGPUs, d.Used, d.Idle, d.SampleS, d.EnergyMJ, d.Jobs})
+		hourRows = append(hourRows, d.values(k.job, k.node, k.hour))
 		hk := hourKey{dims, k.node, k.hour, model}
 		if hourly[hk] == nil {
 			hourly[hk] = &Delta{}
@@ -107,11 +107,7 @@ func (b *Batch) flushUse() error {
 	}
 	// Each kind's rows at once: on PostgreSQL one statement a kind
 	// (execMany); the keys above are each kind's rows' keys, distinct.
-	if err := b.execMany(`INSERT INTO job_hours(job, node_id, hour, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs)
-VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT(job, node_id, hour) DO UPDATE SET alloc_gpu_s = alloc_gpu_s + excluded.alloc_gpu_s, used_gpu_s = used_gpu_s + excluded.used_gpu_s,
- idle_gpu_s = idle_gpu_s + excluded.idle_gpu_s, sample_s = sample_s + excluded.sample_s,
- energy_mj = energy_mj + excluded.energy_mj, jobs = jobs + excluded.jobs`, hourRows); err != nil {
+	if err := b.execMany(addDeltaSQL("job_hours", "job, node_id, hour"), hourRows); err != nil {
 		return err
 	}
 	var rows [][]any
@@ -120,7 +116,7 @@ ON CONFLICT(job, node_id, hour) DO UPDATE SET alloc_gpu_s = alloc_gpu_s + exclud
 			rows = append(rows, rollupHourRow(k.dims, k.node, k.model, k.hour, d))
 		}
 	}
-	if err := b.execMany(rollupHourSQL, rows); err != nil {
+	if err := b.execMany(rollupHourSQL(), rows); err != nil {
 		return err
 	}
 	for _, p := range []struct {
