@@ -8,7 +8,11 @@ GO ?= go
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export GOFLAGS ?= -buildvcs=false
 
-BINS := sbuild srun-wrap prolog epilog gpuacct nfs-sync
+BINS := sbuild srun-wrap prolog epilog hook-gpus gpuacct nfs-sync
+# The hooks start at every job start: static binaries (no dynamic loader,
+# 0.6 ms), which link no NVML; without an agent they ask hook-gpus, beside
+# them, which does. prolog/deps_test.go holds them to it.
+HOOKS := prolog epilog
 GPUSUITE_VERSION ?= 0.1.0
 GPUSUITE_REVISION ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 # -s -w drop the symbol table and DWARF (the prolog from 8.9 to 6.1 MB, it is
@@ -26,14 +30,17 @@ all: build
 
 build:
 	@mkdir -p $(BIN_DIR)
-	$(GO) build -ldflags="$(GO_LDFLAGS)" -o $(BIN_DIR)/ $(addprefix ./,$(BINS))
+	$(GO) build -ldflags="$(GO_LDFLAGS)" -o $(BIN_DIR)/ $(addprefix ./,$(filter-out $(HOOKS),$(BINS)))
+	CGO_ENABLED=0 $(GO) build -ldflags="$(GO_LDFLAGS)" -o $(BIN_DIR)/ $(addprefix ./,$(HOOKS))
 
 # build-simulated builds the binaries that may open gpu.backend =
 # "simulated" (-tags simulated) into bin/simulated: the real-Slurm harness
-# runs these hooks, and make bench times them. bin/ itself links no simulator.
+# runs its hooks (the same static hooks, asking bin/simulated/gpuacct), and
+# make bench times them. bin/ itself links no simulator.
 build-simulated:
 	@mkdir -p $(BIN_DIR)/simulated
-	$(GO) build -tags simulated -ldflags="$(GO_LDFLAGS)" -o $(BIN_DIR)/simulated/ $(addprefix ./,$(BINS))
+	$(GO) build -tags simulated -ldflags="$(GO_LDFLAGS)" -o $(BIN_DIR)/simulated/ $(addprefix ./,$(filter-out $(HOOKS),$(BINS)))
+	CGO_ENABLED=0 $(GO) build -ldflags="$(GO_LDFLAGS)" -o $(BIN_DIR)/simulated/ $(addprefix ./,$(HOOKS))
 
 # deps installs what the tests need from Debian's packages (root only).
 deps:

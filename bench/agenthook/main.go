@@ -1,6 +1,6 @@
 // Command agenthook measures prolog and epilog wall time with the agent up
 // (the hooks ask its socket for UUIDs and energy) and down (they
-// initialise NVML themselves), side by side, on simulated GPUs; a second
+// run hook-gpus, which initialises NVML), side by side, on simulated GPUs; a second
 // pair of rows makes nvmlInit take init-delay, as it does on a server
 // without persistence mode.
 //

@@ -5,16 +5,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aicloud/gpusuite/internal/config"
+	"github.com/aicloud/gpusuite/internal/agent/hookclient"
 	"github.com/aicloud/gpusuite/internal/gpu"
 	"github.com/aicloud/gpusuite/internal/hook"
+	"github.com/aicloud/gpusuite/internal/hookgpu"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/sim"
 )
 
 // With the agent up, the prolog's answer comes before any NVML call: with
 // every device call held, the prolog still gets its GPUs from the agent
-// (it would otherwise time out on the socket and open NVML itself). Once
+// (it would otherwise time out on the socket and ask hook-gpus). Once
 // the calls go on, the agent reads the energy counters and the job's
 // allocation starts from them, as from the prolog's own readings.
 func TestHookAnswerBeforeEnergy(t *testing.T) {
@@ -22,11 +23,11 @@ func TestHookAnswerBeforeEnergy(t *testing.T) {
 	nvmlOpened := 0
 	deps := hook.Deps{
 		Getenv: hookEnv("601", "0,1"), Now: time.Now, ProcRoot: r.cfg.Agent.ProcRoot,
-		OpenGPU: func(ctx context.Context, cfg config.Config, node string) (*gpu.Library, error) {
+		AskGPUs: hookgpu.Asker(func(ctx context.Context, req hookclient.Direct) (*gpu.Library, error) {
 			nvmlOpened++
 			s, _ := sim.New(sim.Options{Node: testNode, Count: 4, Model: "h100", Minors: []int{2, 3, 0, 1}})
 			return gpu.OpenInterface(ctx, s, time.Second)
-		},
+		}),
 	}
 	before := map[string]uint64{}
 	for i := range 2 {

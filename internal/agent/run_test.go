@@ -14,9 +14,11 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/aicloud/gpusuite/internal/agent/hookclient"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/gpu"
 	"github.com/aicloud/gpusuite/internal/hook"
+	"github.com/aicloud/gpusuite/internal/hookgpu"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/sim"
 )
@@ -126,11 +128,11 @@ func TestHookSocket(t *testing.T) {
 	nvmlOpened := 0
 	deps := hook.Deps{
 		Getenv: hookEnv("501", "0,1"), Now: time.Now, ProcRoot: r.cfg.Agent.ProcRoot,
-		OpenGPU: func(ctx context.Context, cfg config.Config, node string) (*gpu.Library, error) {
+		AskGPUs: hookgpu.Asker(func(ctx context.Context, req hookclient.Direct) (*gpu.Library, error) {
 			nvmlOpened++
 			s, _ := sim.New(sim.Options{Node: testNode, Count: 4, Model: "h100", Minors: []int{2, 3, 0, 1}})
 			return gpu.OpenInterface(ctx, s, time.Second)
-		},
+		}),
 	}
 	res, err := hook.Run(context.Background(), record.JobStart, hcfg, deps, quietLog())
 	if err != nil {
@@ -414,11 +416,11 @@ func TestHookFallsBackWhenAgentHangs(t *testing.T) {
 	opened := 0
 	deps := hook.Deps{
 		Getenv: hookEnv("601", "0"), Now: time.Now,
-		OpenGPU: func(ctx context.Context, cfg config.Config, node string) (*gpu.Library, error) {
+		AskGPUs: hookgpu.Asker(func(ctx context.Context, req hookclient.Direct) (*gpu.Library, error) {
 			opened++
 			s, _ := sim.New(sim.Options{Node: testNode, Count: 1, Model: "h100"})
 			return gpu.OpenInterface(ctx, s, time.Second)
-		},
+		}),
 	}
 	start := time.Now()
 	res, err := hook.Run(context.Background(), record.JobStart, cfg, deps, quietLog())

@@ -15,6 +15,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/agent/hookclient"
 	"github.com/aicloud/gpusuite/internal/agent/sockline"
 	"github.com/aicloud/gpusuite/internal/gpu"
+	"github.com/aicloud/gpusuite/internal/hookgpu"
 	"github.com/aicloud/gpusuite/internal/record"
 )
 
@@ -200,11 +201,7 @@ func (a *Agent) identify(ctx context.Context, req hookclient.Request) (hookclien
 				resp.ProcErrors[d.UUID] = err.Error()
 				continue
 			}
-			list := []hookclient.Process{}
-			for _, p := range ps {
-				list = append(list, hookclient.Process{PID: p.Pid, MemUsedMiB: p.UsedGpuMemory >> 20})
-			}
-			resp.Procs[d.UUID] = list
+			resp.Procs[d.UUID] = hookgpu.Processes(ps)
 		}
 	}
 	if later != nil && len(later.devs) == 0 {

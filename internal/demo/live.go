@@ -13,10 +13,12 @@ import (
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/agent"
+	"github.com/aicloud/gpusuite/internal/agent/hookclient"
 	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/gpu"
 	"github.com/aicloud/gpusuite/internal/hook"
+	"github.com/aicloud/gpusuite/internal/hookgpu"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/sim"
 	"github.com/aicloud/gpusuite/internal/sim/simcluster"
@@ -127,9 +129,9 @@ func NewLive(o LiveOptions) (*Live, error) {
 		n := &liveNode{name: name, cfg: cfg, srv: srv, holder: make([]*liveJob, in.GPUs), freeAt: make([]time.Time, in.GPUs),
 			owners: map[uint32]uint64{}}
 		n.hd = hook.Deps{Now: o.Now, ProcRoot: cfg.Agent.ProcRoot,
-			OpenGPU: func(ctx context.Context, cfg config.Config, _ string) (*gpu.Library, error) {
-				return gpu.OpenInterface(ctx, srv, cfg.Hooks.NVMLTimeout.Duration)
-			}}
+			AskGPUs: hookgpu.Asker(func(ctx context.Context, req hookclient.Direct) (*gpu.Library, error) {
+				return gpu.OpenInterface(ctx, srv, req.Timeout.Duration)
+			})}
 		for g := range in.GPUs {
 			srv.Device(g).SetWorkload(unheld)
 		}

@@ -14,11 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
-
 	"github.com/aicloud/gpusuite/internal/agent/hookclient"
 	"github.com/aicloud/gpusuite/internal/config"
-	"github.com/aicloud/gpusuite/internal/gpu"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/slurm"
 	"github.com/aicloud/gpusuite/internal/spool"
@@ -29,8 +26,12 @@ type Deps struct {
 	Getenv   func(string) string
 	Now      func() time.Time
 	Hostname func() (string, error)
-	// OpenGPU opens the GPU backend; nil means gpu.Open with the config.
-	OpenGPU func(ctx context.Context, cfg config.Config, node string) (*gpu.Library, error)
+	// AskGPUs answers for the job's GPUs when the agent does not; nil runs
+	// Helper (direct.go), which opens NVML: the hooks themselves link none.
+	AskGPUs func(ctx context.Context, req hookclient.Direct) (hookclient.Response, error)
+	// Helper is the hook-gpus program; "" means the one beside the hook's
+	// executable.
+	Helper string
 	// ProcRoot is /proc, for the health check's cgroup lookups.
 	ProcRoot string
 }
@@ -100,7 +101,7 @@ func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *
 		budget = time.Until(dl)
 	}
 	gctx, cancel := context.WithTimeout(ctx, budget*6/10)
-	ev.GPUs = make([]gpu.Identity, len(job.GPUs))
+	ev.GPUs = make([]record.GPU, len(job.GPUs))
 	for i, m := range job.GPUs {
 		ev.GPUs[i].Minor = m
 	}
@@ -120,16 +121,27 @@ func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *
 			}
 		} else {
 			agentDown = true
-			if lib, err := openGPU(gctx, cfg, d, ev.Node); err != nil {
+			req := hookclient.Direct{GPU: cfg.GPU, Node: ev.Node, Timeout: cfg.Hooks.NVMLTimeout, Minors: job.GPUs, Procs: health}
+			ans, err := askGPUs(gctx, d, req)
+			if err == nil && len(ans.GPUs) != len(job.GPUs) {
+				err = errors.New(ans.Error) // NVML could not be opened
+				if ans.Error == "" {
+					err = fmt.Errorf("%d GPUs answered for %d minors", len(ans.GPUs), len(job.GPUs))
+				}
+			}
+			if err != nil {
 				log.Warn("NVML unavailable; recording device minors only", "job", job.ID, "err", err, "agent", aerr)
 				ev.Quality = append(ev.Quality, "nvml_unavailable: "+err.Error())
 			} else {
 				log.Debug("agent unavailable; asked NVML directly", "job", job.ID, "agent", aerr)
-				ev.GPUs, ev.Quality = identify(gctx, lib, job.GPUs, ev.Quality, log)
-				if health {
-					res.Unhealthy = healthCheck(gctx, lib.Processes, d.ProcRoot, job.ID, ev.GPUs, log)
+				if ans.Error != "" {
+					log.Warn("GPU identification failed", "job", job.ID, "err", ans.Error)
+					ev.Quality = append(ev.Quality, "gpu_identity: "+ans.Error)
 				}
-				lib.Close()
+				ev.GPUs, ev.Quality = ans.GPUs, noteMissing(ans.GPUs, ev.Quality)
+				if health {
+					res.Unhealthy = healthCheck(gctx, ans.Processes, d.ProcRoot, job.ID, ev.GPUs, log)
+				}
 			}
 		}
 	}
@@ -180,23 +192,18 @@ func lost(ev *record.Event, data []byte, err error) error {
 	return fmt.Errorf("spool event %s (record follows so it can be replayed: %s): %w", ev.Key, data, err)
 }
 
-func openGPU(ctx context.Context, cfg config.Config, d Deps, node string) (*gpu.Library, error) {
-	if d.OpenGPU != nil {
-		return d.OpenGPU(ctx, cfg, node)
+func askGPUs(ctx context.Context, d Deps, req hookclient.Direct) (hookclient.Response, error) {
+	if d.AskGPUs != nil {
+		return d.AskGPUs(ctx, req)
 	}
-	return gpu.Open(ctx, cfg.GPU, node, cfg.Hooks.NVMLTimeout.Duration)
+	path := d.Helper
+	if path == "" {
+		path = helperPath()
+	}
+	return askHelper(ctx, path, req)
 }
 
-func identify(ctx context.Context, lib *gpu.Library, minors []int, quality []string, log *slog.Logger) ([]gpu.Identity, []string) {
-	got, err := lib.Identify(ctx, minors)
-	if err != nil {
-		log.Warn("GPU identification failed", "err", err)
-		quality = append(quality, "gpu_identity: "+err.Error())
-	}
-	return got, noteMissing(got, quality)
-}
-
-func noteMissing(got []gpu.Identity, quality []string) []string {
+func noteMissing(got []record.GPU, quality []string) []string {
 	for _, g := range got {
 		if len(g.Missing) > 0 {
 			quality = append(quality, fmt.Sprintf("gpu_minor_%d: %s", g.Minor, strings.Join(g.Missing, "; ")))
@@ -207,7 +214,7 @@ func noteMissing(got []gpu.Identity, quality []string) []string {
 
 // healthCheck returns a reason when an allocated GPU runs a process that is
 // not this job's.
-func healthCheck(ctx context.Context, processes func(context.Context, string) ([]nvml.ProcessInfo, error), procRoot string, jobID uint64, gpus []gpu.Identity, log *slog.Logger) string {
+func healthCheck(ctx context.Context, processes func(context.Context, string) ([]hookclient.Process, error), procRoot string, jobID uint64, gpus []record.GPU, log *slog.Logger) string {
 	for _, g := range gpus {
 		if g.UUID == "" {
 			continue
@@ -218,13 +225,13 @@ func healthCheck(ctx context.Context, processes func(context.Context, string) ([
 			continue
 		}
 		for _, p := range procs {
-			owner := slurm.JobOfPID(procRoot, int(p.Pid))
+			owner := slurm.JobOfPID(procRoot, int(p.PID))
 			if owner != jobID {
 				who := "a process outside any job"
 				if owner != 0 {
 					who = "job " + strconv.FormatUint(owner, 10)
 				}
-				return fmt.Sprintf("GPU %s (minor %d) still runs pid %d of %s", g.UUID, g.Minor, p.Pid, who)
+				return fmt.Sprintf("GPU %s (minor %d) still runs pid %d of %s", g.UUID, g.Minor, p.PID, who)
 			}
 		}
 	}

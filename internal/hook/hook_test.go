@@ -18,8 +18,10 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/aicloud/gpusuite/internal/agent/hookclient"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/gpu"
+	"github.com/aicloud/gpusuite/internal/hookgpu"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/sim"
 	_ "github.com/aicloud/gpusuite/internal/sim/simulated" // the hooks under test open gpu.backend = "simulated"
@@ -72,7 +74,8 @@ func readEvents(t *testing.T, dir string) []record.Event {
 }
 
 func testDeps(getenv func(string) string) Deps {
-	return Deps{Getenv: getenv, Now: func() time.Time { return time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC) }}
+	return Deps{Getenv: getenv, Now: func() time.Time { return time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC) },
+		AskGPUs: hookgpu.Asker(hookgpu.OpenConfigured)}
 }
 
 func discard() *bytes.Buffer { return &bytes.Buffer{} }
@@ -121,7 +124,7 @@ func TestRunCases(t *testing.T) {
 		kind        record.Kind
 		env         func(string) string
 		mutate      func(*config.Config)
-		open        func(ctx context.Context, cfg config.Config, node string) (*gpu.Library, error)
+		open        hookgpu.Open
 		wantErr     string
 		wantEvents  int
 		wantQuality string
@@ -160,8 +163,8 @@ func TestRunCases(t *testing.T) {
 		{name: "nvml hangs", kind: record.JobStart, env: envWith(), mutate: func(c *config.Config) { c.GPU.Simulated.Hang = true },
 			wantEvents: 1, wantQuality: "timed out"},
 		{name: "lost GPU", kind: record.JobEnd, env: envWith(),
-			open: func(ctx context.Context, cfg config.Config, node string) (*gpu.Library, error) {
-				s, err := sim.New(sim.Options{Node: node, Count: 4, Model: "h100", Minors: []int{2, 3, 0, 1}})
+			open: func(ctx context.Context, req hookclient.Direct) (*gpu.Library, error) {
+				s, err := sim.New(sim.Options{Node: req.Node, Count: 4, Model: "h100", Minors: []int{2, 3, 0, 1}})
 				if err != nil {
 					return nil, err
 				}
@@ -186,7 +189,9 @@ func TestRunCases(t *testing.T) {
 				tt.mutate(&cfg)
 			}
 			deps := testDeps(tt.env)
-			deps.OpenGPU = tt.open
+			if tt.open != nil {
+				deps.AskGPUs = hookgpu.Asker(tt.open)
+			}
 			start := time.Now()
 			res, err := Run(context.Background(), tt.kind, cfg, deps, logger(discard()))
 			if el := time.Since(start); el > cfg.Hooks.Timeout.Duration {
@@ -313,14 +318,14 @@ func TestHealthCheck(t *testing.T) {
 			cfg.Hooks.HealthCheck = tt.enabled
 			deps := testDeps(envWith())
 			deps.ProcRoot = proc
-			deps.OpenGPU = func(ctx context.Context, cfg config.Config, node string) (*gpu.Library, error) {
-				s, _ := sim.New(sim.Options{Node: node, Count: 4, Model: "h100", Minors: []int{2, 3, 0, 1}})
+			deps.AskGPUs = hookgpu.Asker(func(ctx context.Context, req hookclient.Direct) (*gpu.Library, error) {
+				s, _ := sim.New(sim.Options{Node: req.Node, Count: 4, Model: "h100", Minors: []int{2, 3, 0, 1}})
 				pid := tt.pid
 				s.Device(2).SetWorkload(func(time.Time) sim.Load { // minor 0
 					return sim.Load{GPUUtil: 50, Procs: []nvml.ProcessInfo{{Pid: pid, UsedGpuMemory: 1 << 30}}}
 				})
 				return gpu.OpenInterface(ctx, s, time.Second)
-			}
+			})
 			res, err := Run(context.Background(), record.JobStart, cfg, deps, logger(discard()))
 			if err != nil {
 				t.Fatal(err)

@@ -22,6 +22,9 @@ type Options struct {
 	// GPUSUITE_SPOOL_DIR); it must be absolute.
 	SpoolDir    string
 	SpoolDirSet bool
+	// Helper is the hook-gpus to run when no agent answers; "" means the
+	// one beside the hook's executable.
+	Helper string
 }
 
 // Name is the program name of the hook that records kind.
@@ -67,7 +70,7 @@ func Exec(kind record.Kind, o Options, stderr io.Writer, getenv func(string) str
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		res, err := Run(ctx, kind, cfg, Deps{Getenv: getenv, Now: cfg.GPU.Clock(), Hostname: os.Hostname, ProcRoot: "/proc"}, log)
+		res, err := Run(ctx, kind, cfg, Deps{Getenv: getenv, Now: cfg.GPU.Clock(), Hostname: os.Hostname, ProcRoot: "/proc", Helper: o.Helper}, log)
 		done <- outcome{res, err}
 	}()
 	select {

@@ -177,8 +177,9 @@ func TestMainTimeBound(t *testing.T) {
 	// Slow every call to more than the hook's whole budget.
 	os.WriteFile(cfg, []byte(strings.Replace(mustRead(t, cfg), "nvml_timeout = \"100ms\"", "nvml_timeout = \"10s\"", 1)), 0o644)
 	var stderr bytes.Buffer
+	t.Setenv(helperEnv, "serve") // the test binary is hook-gpus (direct_test.go)
 	start := time.Now()
-	code := Exec(record.JobStart, Options{Config: cfg}, &stderr, envWith())
+	code := Exec(record.JobStart, Options{Config: cfg, Helper: os.Args[0]}, &stderr, envWith())
 	el := time.Since(start)
 	if code != 0 {
 		t.Errorf("exit %d", code)

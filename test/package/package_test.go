@@ -159,7 +159,7 @@ func TestDebInstallUpgradePurge(t *testing.T) {
 	t.Run("files, owners, modes", func(t *testing.T) {
 		want := map[string]fs.FileMode{
 			"/usr/bin/gpuacct": 0o755, "/usr/bin/nfs-sync": 0o755, "/usr/bin/sbuild": 0o755, "/usr/bin/srun-wrap": 0o755,
-			"/usr/libexec/gpusuite/prolog": 0o755, "/usr/libexec/gpusuite/epilog": 0o755,
+			"/usr/libexec/gpusuite/prolog": 0o755, "/usr/libexec/gpusuite/epilog": 0o755, "/usr/libexec/gpusuite/hook-gpus": 0o755,
 			conf: 0o644, spool: fs.ModeDir | 0o700,
 			"/lib/systemd/system/gpuacct-agent.service": 0o644, "/lib/systemd/system/gpuacct-serve.service": 0o644,
 			"/lib/systemd/system/nfs-sync.service":              0o644,
@@ -173,7 +173,7 @@ func TestDebInstallUpgradePurge(t *testing.T) {
 			"/usr/share/bash-completion/completions/sbuild":     0o644,
 			"/usr/share/bash-completion/completions/srun-wrap":  0o644,
 		}
-		for _, b := range []string{"gpuacct", "nfs-sync", "sbuild", "srun-wrap", "prolog", "epilog"} {
+		for _, b := range []string{"gpuacct", "nfs-sync", "sbuild", "srun-wrap", "prolog", "epilog", "hook-gpus"} {
 			want["/usr/share/man/man1/"+b+".1"] = 0o644
 		}
 		for p, mode := range want {
@@ -193,7 +193,7 @@ func TestDebInstallUpgradePurge(t *testing.T) {
 			t.Errorf("conffiles %q lack %s", got, conf)
 		}
 		for _, b := range []string{"/usr/bin/gpuacct", "/usr/bin/nfs-sync", "/usr/bin/sbuild", "/usr/bin/srun-wrap",
-			"/usr/libexec/gpusuite/prolog", "/usr/libexec/gpusuite/epilog"} {
+			"/usr/libexec/gpusuite/prolog", "/usr/libexec/gpusuite/epilog", "/usr/libexec/gpusuite/hook-gpus"} {
 			if got := run(t, b, "--version"); !strings.Contains(got, version) {
 				t.Errorf("%s --version: %q lacks %s", b, got, version)
 			}

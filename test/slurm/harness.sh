@@ -11,8 +11,9 @@
 # devices 195:N, because slurmd refuses regular files in gres.conf), the
 # spool the hooks write to, logs, and `env`, a KEY=VALUE file the Go tests
 # read. The Prolog/Epilog are the freshly built bin/simulated/prolog and
-# bin/simulated/epilog (built with -tags simulated, so that they may open the
-# simulated GPUs of gpu.backend = "simulated"; bin/prolog cannot), started
+# bin/simulated/epilog (static hooks that run bin/simulated/hook-gpus, built
+# with -tags simulated, when no agent answers: it may open the simulated GPUs
+# of gpu.backend = "simulated"; bin/hook-gpus cannot), started
 # through small wrappers that pass --config (slurmd gives hooks no
 # arguments and a scrubbed environment). Every test SPANK plugin under
 # test/slurm/spank/*.c is compiled and listed in plugstack.conf.

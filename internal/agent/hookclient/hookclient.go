@@ -1,8 +1,9 @@
 // Package hookclient is the prolog/epilog side of the agent's hook socket:
 // ask the running agent for GPU identities and energy counters (so a hook
 // need not initialise NVML, which can take a second), and announce a job's
-// start or end. Every call is bounded; a hook falls back to NVML on any
-// error.
+// start or end. Every call is bounded; a hook whose agent does not answer
+// asks hook-gpus the same question (Direct). It links no NVML:
+// the hooks are static binaries.
 package hookclient
 
 import (
@@ -11,10 +12,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
-
 	"github.com/aicloud/gpusuite/internal/agent/sockline"
-	"github.com/aicloud/gpusuite/internal/gpu"
+	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/record"
 )
 
@@ -50,7 +49,7 @@ type Process struct {
 
 // Response is the agent's one-line answer.
 type Response struct {
-	GPUs  []gpu.Identity       `json:"gpus,omitempty"`
+	GPUs  []record.GPU         `json:"gpus,omitempty"`
 	Procs map[string][]Process `json:"procs,omitempty"`
 	// ProcErrors says, per UUID, why its processes could not be listed.
 	ProcErrors map[string]string `json:"proc_errors,omitempty"`
@@ -88,19 +87,32 @@ func Do(ctx context.Context, path string, timeout time.Duration, req Request) (R
 	return resp, nil
 }
 
-// Processes returns the processes the agent listed for uuid, in the shape
-// NVML gives them, for the prolog's health check.
-func (r Response) Processes(_ context.Context, uuid string) ([]nvml.ProcessInfo, error) {
+// Processes returns the processes listed for uuid, for the prolog's
+// health check.
+func (r Response) Processes(_ context.Context, uuid string) ([]Process, error) {
 	if e, ok := r.ProcErrors[uuid]; ok {
-		return nil, fmt.Errorf("agent: %s", e)
+		return nil, errors.New(e)
 	}
 	ps, ok := r.Procs[uuid]
 	if !ok {
-		return nil, fmt.Errorf("agent listed no processes for %s", uuid)
+		return nil, fmt.Errorf("no processes listed for %s", uuid)
 	}
-	out := make([]nvml.ProcessInfo, len(ps))
-	for i, p := range ps {
-		out[i] = nvml.ProcessInfo{Pid: p.PID, UsedGpuMemory: p.MemUsedMiB << 20}
-	}
-	return out, nil
+	return ps, nil
+}
+
+// HelperName is the program, beside the hooks, that a hook whose agent
+// does not answer runs to reach NVML (hook-gpus/, internal/hookgpu).
+const HelperName = "hook-gpus"
+
+// Direct is what a hook whose agent did not answer sends to hook-gpus on
+// its standard input: what that process needs to open the
+// GPU backend the hook's config names and answer an identify (energy
+// counters in the answer, as for a request without a key).
+type Direct struct {
+	GPU  config.GPU `json:"gpu"`
+	Node string     `json:"node"`
+	// Timeout bounds nvmlInit and each NVML call (hooks.nvml_timeout).
+	Timeout config.Duration `json:"nvml_timeout"`
+	Minors  []int           `json:"minors"`
+	Procs   bool            `json:"procs,omitempty"`
 }

@@ -18,9 +18,11 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/aicloud/gpusuite/internal/agent/hookclient"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/gpu"
 	"github.com/aicloud/gpusuite/internal/hook"
+	"github.com/aicloud/gpusuite/internal/hookgpu"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/sim"
 	_ "github.com/aicloud/gpusuite/internal/sim/simulated" // the hooks open gpu.backend = "simulated"
@@ -216,13 +218,13 @@ func writeEvents(dir string, o Options, j Job) error {
 			now := func() time.Time { return at }
 			d := hook.Deps{
 				Getenv: env(o, j, k), Now: now,
-				OpenGPU: func(ctx context.Context, cfg config.Config, node string) (*gpu.Library, error) {
-					s, err := sim.New(sim.Options{Node: node, Count: o.GPUsPerNode, Model: o.Model, Now: now})
+				AskGPUs: hookgpu.Asker(func(ctx context.Context, req hookclient.Direct) (*gpu.Library, error) {
+					s, err := sim.New(sim.Options{Node: req.Node, Count: o.GPUsPerNode, Model: o.Model, Now: now})
 					if err != nil {
 						return nil, err
 					}
 					return gpu.OpenInterface(ctx, s, time.Second)
-				},
+				}),
 			}
 			if _, err := hook.Run(context.Background(), k, cfg, d, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
 				return fmt.Errorf("hook %s for job %d: %w", k, j.ID, err)

@@ -29,9 +29,11 @@ import (
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/agent"
+	"github.com/aicloud/gpusuite/internal/agent/hookclient"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/gpu"
 	"github.com/aicloud/gpusuite/internal/hook"
+	"github.com/aicloud/gpusuite/internal/hookgpu"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/sim"
 	_ "github.com/aicloud/gpusuite/internal/sim/simulated" // nodes open gpu.backend = "simulated"
@@ -335,13 +337,13 @@ func runNode(ctx context.Context, o *Options, p *nodePlan, truth func(base []uin
 	if err != nil {
 		return 0, fmt.Errorf("node %s: %w", node, err)
 	}
-	// The hooks open NVML themselves when no agent answers on the hook
+	// The hooks ask hook-gpus (here: in process) when no agent answers on the hook
 	// socket (none listens: the agent is driven cycle by cycle), and find
 	// this node's GPUs: same UUIDs, same energy counters.
 	hd := hook.Deps{Now: clk.Now, ProcRoot: cfg.Agent.ProcRoot,
-		OpenGPU: func(ctx context.Context, cfg config.Config, _ string) (*gpu.Library, error) {
-			return gpu.OpenInterface(ctx, srv, cfg.Hooks.NVMLTimeout.Duration)
-		}}
+		AskGPUs: hookgpu.Asker(func(ctx context.Context, req hookclient.Direct) (*gpu.Library, error) {
+			return gpu.OpenInterface(ctx, srv, req.Timeout.Duration)
+		})}
 	hlog := o.Log.With("node", node)
 	do := func(s step) error {
 		switch {

@@ -3,5 +3,6 @@
 package main
 
 // The simulated build may open gpu.backend = "simulated" (make
-// build-simulated); the production build links no simulator.
+// build-simulated), for the hooks of the real-Slurm harness and the
+// benchmarks; the production build links no simulator.
 import _ "github.com/aicloud/gpusuite/internal/sim/simulated"

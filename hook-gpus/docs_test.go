@@ -1,0 +1,21 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"strings"
+	"testing"
+
+	"github.com/aicloud/gpusuite/cliwire/cliwiretest"
+)
+
+var update = flag.Bool("update", false, "rewrite packaging/man/hook-gpus.1 from --help")
+
+// TestManPage keeps packaging/man/hook-gpus.1 the program's own --help.
+func TestManPage(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"hook-gpus", "--help"}, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("--help: exit %d", code)
+	}
+	cliwiretest.Golden(t, "../packaging/man/hook-gpus.1", cliwiretest.ManFromHelp("hook-gpus", errb.String()), *update)
+}
