@@ -66,10 +66,15 @@ func Identify(ctx context.Context, path string, timeout time.Duration, minors []
 	return Do(ctx, path, timeout, Request{Op: OpIdentify, Minors: minors, Procs: procs, Key: key})
 }
 
-// Announce tells the agent at path about a job event already spooled.
+// Announce tells the agent at path about a job event already spooled. It
+// does not wait for the agent's answer: the event is on disk, and an agent
+// that drops the announcement (busy) reads the spooled file instead, so
+// the job's start need not wait for the agent to be scheduled.
 func Announce(ctx context.Context, path string, timeout time.Duration, ev *record.Event) error {
-	_, err := Do(ctx, path, timeout, Request{Op: OpAnnounce, Event: ev})
-	return err
+	if err := sockline.Send(ctx, path, timeout, Request{Op: OpAnnounce, Event: ev}); err != nil {
+		return fmt.Errorf("agent socket %q: %s: %w", path, OpAnnounce, err)
+	}
+	return nil
 }
 
 // Do sends one request and reads one response, all within timeout.

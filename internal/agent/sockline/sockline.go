@@ -52,6 +52,36 @@ func Exchange(ctx context.Context, path string, timeout time.Duration, maxLine i
 	return nil
 }
 
+// Send writes req as one line to the socket at path and closes the
+// connection without waiting for an answer, all within timeout: what is
+// written before the close stays readable to the listener, so a caller
+// that has no use for the answer does not wait for the listener to be
+// scheduled.
+func Send(ctx context.Context, path string, timeout time.Duration, req any) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	data, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("encode request: %w", err)
+	}
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrConnect, err)
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+	}
+	_, werr := conn.Write(append(data, '\n'))
+	if err := conn.Close(); werr == nil && err != nil {
+		werr = err
+	}
+	if werr != nil {
+		return fmt.Errorf("send: %w", werr)
+	}
+	return nil
+}
+
 // Read reads one request line of at most maxLine bytes from c into req;
 // sent is false when the peer sent no line, err says a line that is not
 // the request.

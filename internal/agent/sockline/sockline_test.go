@@ -74,3 +74,30 @@ func TestExchange(t *testing.T) {
 		})
 	}
 }
+
+// Send does not wait for the listener: the line is read after Send has
+// returned and the connection is closed.
+func TestSend(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "s.sock")
+	ln, err := net.Listen("unix", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if err := Send(context.Background(), p, 5*time.Second, map[string]string{"op": "announce"}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := ln.Accept() // only now: nobody read while Send ran
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var got map[string]string
+	if sent, err := Read(c, 100, &got); !sent || err != nil || got["op"] != "announce" {
+		t.Errorf("read %v (sent %v, err %v), want the announce line", got, sent, err)
+	}
+	err = Send(context.Background(), filepath.Join(t.TempDir(), "none.sock"), time.Second, map[string]string{})
+	if !errors.Is(err, ErrConnect) {
+		t.Errorf("no socket: %v is not ErrConnect", err)
+	}
+}
