@@ -29,7 +29,13 @@ func run() int {
 	backend := flag.String("backend", "simulated", "simulated, or nvml on a GPU server (no slow cases then)")
 	gpus := flag.String("gpus", "0,1", "SLURM_JOB_GPUS of each hook run (device minors)")
 	floor := flag.String("floor", "", "the durable-write floor (a build of bench/hooklat/floor): timed first, and each row also as a multiple of its median")
+	agentCases := flag.String("agent", "both", "the cases to time: up, down or both")
 	flag.Parse()
+	states := map[string][]bool{"both": {false, true}, "down": {false}, "up": {true}}[*agentCases]
+	if states == nil {
+		fmt.Fprintf(os.Stderr, "agenthook: -agent %q: want up, down or both\n", *agentCases)
+		return 2
+	}
 	dir, err := os.MkdirTemp("", "agenthook-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "agenthook:", err)
@@ -79,7 +85,7 @@ func run() int {
 		if d > 0 {
 			suffix = fmt.Sprintf(", nvmlInit %s", d)
 		}
-		for _, up := range []bool{false, true} {
+		for _, up := range states {
 			var agent *exec.Cmd
 			state := "down"
 			if up {
