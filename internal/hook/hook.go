@@ -156,12 +156,18 @@ func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *
 	if err := dir.Ensure(); err != nil {
 		return res, lost(ev, data, err)
 	}
-	werr := dir.Write(name, data)
-	// after the write, so that a note never names a run whose event the
-	// prolog did not try to record, and the epilog's note stays until its
-	// event is written
+	// The prolog's note is made beside the event's write, once the event
+	// is ready to be written (a note never names a run whose event the
+	// prolog did not try to record), and neither waits for the other's
+	// disk; the epilog's note stays until its event is written.
+	var noted1 chan error
 	if kind == record.JobStart {
-		if err := notes.mark(ev.Cluster, job.ID, ev.Job.RestartCount, ev.Node); err != nil {
+		noted1 = make(chan error, 1)
+		go func() { noted1 <- notes.mark(ev.Cluster, job.ID, ev.Job.RestartCount, ev.Node) }()
+	}
+	werr := dir.Write(name, data)
+	if noted1 != nil {
+		if err := <-noted1; err != nil {
 			log.Warn("run not noted; a requeue of this run may record its end under the next run", "job", job.ID, "err", err)
 		}
 	} else if werr == nil || errors.Is(werr, spool.ErrExists) {

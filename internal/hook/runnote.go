@@ -48,15 +48,19 @@ func (n runNotes) name(cluster string, job uint64, restart int, node string) str
 func (n runNotes) mark(cluster string, job uint64, restart int, node string) error {
 	// An empty file is never half-written, and needs no fsync: after a
 	// crash of the node the run's epilog does not run there anyway. Its
-	// mtime is the hook's clock's, on which its age is measured. The
-	// directory is made only when it is missing, not tried on every job.
+	// mtime is the hook's clock's, on which its age is measured: opening
+	// it with O_TRUNC sets it to the system's clock, even on an old note
+	// of a reused job id, and only a hook clock a second or more away
+	// (the simulations') costs one more update. The directory is made
+	// only when it is missing, not tried on every job.
 	path := filepath.Join(n.dir, n.name(cluster, job, restart, node))
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600)
+	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	f, err := os.OpenFile(path, flags, 0o600)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := os.Mkdir(n.dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("create run notes %q: %w", n.dir, err)
 		}
-		f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600)
+		f, err = os.OpenFile(path, flags, 0o600)
 	}
 	if err != nil {
 		return fmt.Errorf("note run: %w", err)
@@ -64,9 +68,10 @@ func (n runNotes) mark(cluster string, job uint64, restart int, node string) err
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("note run: close %q: %w", path, err)
 	}
-	now := n.now()
-	if err := os.Chtimes(path, now, now); err != nil {
-		return fmt.Errorf("note run: %w", err)
+	if now := n.now(); now.Sub(time.Now()).Abs() >= time.Second {
+		if err := os.Chtimes(path, now, now); err != nil {
+			return fmt.Errorf("note run: %w", err)
+		}
 	}
 	return nil
 }

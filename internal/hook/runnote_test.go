@@ -227,3 +227,52 @@ func BenchmarkRunNote(b *testing.B) {
 		}
 	}
 }
+
+// A note's mtime is the hook's clock's: set by the open itself on the
+// system's clock (an old note of a reused job id too), by an update for a
+// clock a second or more away.
+func TestRunNoteMtime(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		offset time.Duration // of the hook's clock from the system's
+		old    bool          // a note 40 days old is there already
+	}{
+		{name: "system clock"},
+		{name: "system clock, old note of a reused id", old: true},
+		{name: "clock behind", offset: -2 * time.Hour},
+		{name: "clock ahead, old note", offset: 3 * time.Hour, old: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			spool := t.TempDir()
+			now := func() time.Time { return time.Now().Add(tt.offset) }
+			notes := notesOf(spool, now)
+			path := filepath.Join(spool, RunNotesDir, notes.name("testcl", 7, 0, "gpu01"))
+			if tt.old {
+				if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				old := time.Now().Add(-40 * 24 * time.Hour)
+				if err := os.Chtimes(path, old, old); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := now()
+			if err := notes.mark("testcl", 7, 0, "gpu01"); err != nil {
+				t.Fatal(err)
+			}
+			st, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := st.ModTime().Sub(want).Abs(); d > 2*time.Second {
+				t.Errorf("mtime %s, want the hook's clock %s", st.ModTime(), want)
+			}
+			if !notes.fresh(notes.name("testcl", 7, 0, "gpu01")) {
+				t.Error("the note just made is not fresh")
+			}
+		})
+	}
+}
