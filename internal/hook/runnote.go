@@ -25,8 +25,17 @@ const RunNotesDir = "runs"
 // recorded under the count its epilog sees, as without notes.
 const runNoteMaxAge = 30 * 24 * time.Hour
 
-// runNoteSweepMax bounds one sweep; the rest waits for the next epilog.
+// runNoteSweepMax bounds one sweep; the rest waits for the next sweep.
 const runNoteSweepMax = 1000
+
+// An epilog sweeps at most once per runNoteSweepEvery, as the mtime of
+// the file runNoteSwept in the notes directory says: stale notes are rare
+// (an epilog that never ran), and a sweep costs the epilog a stat per note
+// present, one per job running on the node.
+const (
+	runNoteSweepEvery = 24 * time.Hour
+	runNoteSwept      = ".swept"
+)
 
 // runNotes is the notes directory of one spool.
 type runNotes struct {
@@ -54,24 +63,30 @@ func (n runNotes) mark(cluster string, job uint64, restart int, node string) err
 	// (the simulations') costs one more update. The directory is made
 	// only when it is missing, not tried on every job.
 	path := filepath.Join(n.dir, n.name(cluster, job, restart, node))
-	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
-	f, err := os.OpenFile(path, flags, 0o600)
+	err := n.touch(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := os.Mkdir(n.dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("create run notes %q: %w", n.dir, err)
 		}
-		f, err = os.OpenFile(path, flags, 0o600)
+		err = n.touch(path)
 	}
 	if err != nil {
 		return fmt.Errorf("note run: %w", err)
 	}
+	return nil
+}
+
+// touch makes path an empty file whose mtime is the hook's clock's.
+func (n runNotes) touch(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("note run: close %q: %w", path, err)
+		return fmt.Errorf("close %q: %w", path, err)
 	}
 	if now := n.now(); now.Sub(time.Now()).Abs() >= time.Second {
-		if err := os.Chtimes(path, now, now); err != nil {
-			return fmt.Errorf("note run: %w", err)
-		}
+		return os.Chtimes(path, now, now)
 	}
 	return nil
 }
@@ -116,6 +131,13 @@ func (n runNotes) forget(names []string) error {
 }
 
 func (n runNotes) sweep() error {
+	mark := filepath.Join(n.dir, runNoteSwept)
+	if st, err := os.Lstat(mark); err == nil && n.now().Sub(st.ModTime()) < runNoteSweepEvery {
+		return nil
+	}
+	if err := n.touch(mark); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("sweep run notes: %w", err)
+	}
 	d, err := os.Open(n.dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil

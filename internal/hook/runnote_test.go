@@ -185,7 +185,9 @@ func noteNames(t *testing.T, spoolDir string) []string {
 	}
 	var names []string
 	for _, e := range ents {
-		names = append(names, e.Name())
+		if e.Name() != runNoteSwept { // when the notes were last swept, not a note
+			names = append(names, e.Name())
+		}
 	}
 	return names
 }
@@ -274,5 +276,44 @@ func TestRunNoteMtime(t *testing.T) {
 				t.Error("the note just made is not fresh")
 			}
 		})
+	}
+}
+
+// An epilog sweeps at most once a day: a stale note left after a sweep
+// stays until the sweep's mark is a day old.
+func TestRunNotesSweptDaily(t *testing.T) {
+	spool := t.TempDir()
+	notes := notesOf(spool, time.Now)
+	for _, job := range []uint64{7, 8} {
+		if err := notes.mark("testcl", job, 0, "gpu01"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-runNoteMaxAge - time.Hour)
+	age := func(name string, at time.Time) {
+		if err := os.Chtimes(filepath.Join(spool, RunNotesDir, name), at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	age(notes.name("testcl", 7, 0, "gpu01"), old)
+	if err := notes.sweep(); err != nil { // the first: no mark yet
+		t.Fatal(err)
+	}
+	if got, want := noteNames(t, spool), []string{"run.testcl.8.0.gpu01"}; !cmp.Equal(got, want) {
+		t.Fatalf("after the first sweep: %v, want %v", got, want)
+	}
+	age(notes.name("testcl", 8, 0, "gpu01"), old)
+	if err := notes.sweep(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := noteNames(t, spool), []string{"run.testcl.8.0.gpu01"}; !cmp.Equal(got, want) {
+		t.Errorf("a second sweep within the day removed %v", want)
+	}
+	age(runNoteSwept, time.Now().Add(-runNoteSweepEvery-time.Minute))
+	if err := notes.sweep(); err != nil {
+		t.Fatal(err)
+	}
+	if got := noteNames(t, spool); len(got) != 0 {
+		t.Errorf("a day later the stale note is still there: %v", got)
 	}
 }
