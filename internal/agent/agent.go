@@ -52,6 +52,9 @@ type Agent struct {
 
 	// owned by the loop
 	devs []*gpu.Device
+	// inventory is where the GPUs' identities are published for the
+	// hooks (inventory.go); "" until Run names the socket
+	inventory string
 	// metricNames are the catalogue metrics agent.metrics chose
 	metricNames []string
 	// events is the GPU event watch and stopEvents ends its goroutine,

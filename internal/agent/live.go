@@ -328,30 +328,34 @@ func (w *liveWriter) userName(uid uint32) string {
 	return name
 }
 
-// writeLiveFile replaces path with l: a temp file in the same directory,
-// renamed over it, so a reader sees the old state or the new, never half.
-// The temp name is fixed (the node's agent is the file's one writer, so
-// a crash leaves at most one, truncated at the next write) and does not
-// end in .json, so a reader's <live_dir>/*.json never picks it up. It is
-// not fsynced: the next cycle replaces it anyway.
+// writeLiveFile replaces path with l (replaceFile), as the live_dir's
+// owner. The temp name does not end in .json, so a reader's
+// <live_dir>/*.json never picks it up. It is not fsynced: the next cycle
+// replaces it anyway.
 func writeLiveFile(path string, as *ship.Identity, l *record.Live) error {
 	data, err := json.Marshal(l)
 	if err != nil {
 		return fmt.Errorf("encode live state: %w", err)
 	}
+	return ship.AsUser(as, func() error { return replaceFile(path, data, 0o644) })
+}
+
+// replaceFile replaces path with data: a temp file in the same directory,
+// renamed over it, so a reader sees the old content or the new, never
+// half. The temp name is fixed (the node's agent is the file's one writer,
+// so a crash leaves at most one, truncated at the next write) and hidden.
+func replaceFile(path string, data []byte, mode os.FileMode) error {
 	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
-	return ship.AsUser(as, func() error {
-		f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-		if err != nil {
-			return fmt.Errorf("create %q: %w", tmp, err)
-		}
-		_, werr := f.Write(data)
-		if err := errors.Join(werr, f.Close()); err != nil {
-			return fmt.Errorf("write %q: %w", tmp, err)
-		}
-		if err := os.Rename(tmp, path); err != nil {
-			return fmt.Errorf("replace %q: %w", path, err)
-		}
-		return nil
-	})
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	if err != nil {
+		return fmt.Errorf("create %q: %w", tmp, err)
+	}
+	_, werr := f.Write(data)
+	if err := errors.Join(werr, f.Close()); err != nil {
+		return fmt.Errorf("write %q: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("replace %q: %w", path, err)
+	}
+	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/aicloud/gpusuite/internal/agent/hookclient"
+
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/aicloud/gpusuite/internal/agent/profileclient"
@@ -25,6 +27,9 @@ type Notifier interface {
 // more within a bound. It returns an error only when it cannot start or
 // cannot keep recording.
 func (a *Agent) Run(ctx context.Context, socketPath, metricsListen string, n Notifier) error {
+	// published at each enumeration, the first before the socket listens
+	a.inventory = hookclient.InventoryPath(socketPath)
+	defer os.Remove(a.inventory)
 	if err := a.Cycle(ctx); err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"os"
 	"os/exec"
@@ -433,5 +434,42 @@ func TestHookFallsBackWhenAgentHangs(t *testing.T) {
 	}
 	if opened != 1 || res.Event.GPUs[0].UUID != sim.UUID(testNode, 0) || len(res.Event.Quality) != 0 {
 		t.Errorf("fallback: NVML opened %d times, event %+v", opened, res.Event)
+	}
+}
+
+// The running agent publishes its GPUs' identities beside the socket for
+// the hooks (hookclient.Expect), with its pid, and takes them away when it
+// stops.
+func TestInventoryPublished(t *testing.T) {
+	r := startRunning(t)
+	p := hookclient.InventoryPath(r.cfg.Agent.SocketPath(r.cfg.Spool.Dir))
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inv hookclient.Inventory
+	if err := json.Unmarshal(data, &inv); err != nil {
+		t.Fatal(err)
+	}
+	if inv.PID != os.Getpid() || len(inv.GPUs) != 4 {
+		t.Fatalf("inventory %+v, want pid %d and 4 GPUs", inv, os.Getpid())
+	}
+	for i, g := range inv.GPUs { // minors 2,3,0,1 are NVML indices 0..3
+		if want := []int{2, 3, 0, 1}[i]; g.Minor != want || g.Index == nil || *g.Index != i || g.UUID != sim.UUID(testNode, i) || g.EnergyMJ != nil {
+			t.Errorf("GPU %d: %+v, want minor %d, index %d, uuid %s", i, g, want, i, sim.UUID(testNode, i))
+		}
+	}
+	if st, err := os.Stat(p); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("inventory mode: %v %v, want 0600", st, err)
+	}
+	gpus, err := hookclient.Expect(context.Background(), r.cfg.Agent.SocketPath(r.cfg.Spool.Dir), time.Second, []int{1}, "k")
+	if err != nil || len(gpus) != 1 || gpus[0].UUID != sim.UUID(testNode, 3) {
+		t.Errorf("Expect from the running agent: %+v, %v", gpus, err)
+	}
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(p); !os.IsNotExist(err) {
+		t.Errorf("inventory left behind after stop: %v", err)
 	}
 }

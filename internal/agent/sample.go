@@ -93,6 +93,7 @@ func (a *Agent) enumerate(ctx context.Context) {
 		a.log.Error("cannot list GPUs", "err", err)
 		a.metrics.nvmlErrors.WithLabelValues("ENUMERATE").Inc()
 		a.devs = []*gpu.Device{}
+		a.publishInventory()
 		return
 	}
 	for _, p := range problems {
@@ -100,6 +101,7 @@ func (a *Agent) enumerate(ctx context.Context) {
 	}
 	a.incomplete = len(problems) > 0
 	a.devs = devs
+	a.publishInventory()
 	a.lib.Choose(devs, a.metricNames)
 	for _, d := range devs {
 		if u := d.Unsupported(); len(u) > 0 {

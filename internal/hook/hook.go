@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/agent/hookclient"
+	"github.com/aicloud/gpusuite/internal/agent/sockline"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/slurm"
@@ -111,10 +112,10 @@ func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *
 	// cost the job's start path one timeout, not one per request.
 	agentDown := false
 	if len(job.GPUs) > 0 {
-		if ans, aerr := hookclient.Identify(gctx, sock, cfg.Agent.SocketTimeout.Duration, job.GPUs, health, ev.Key); aerr == nil {
+		if ans, aerr := askAgent(gctx, sock, cfg.Agent.SocketTimeout.Duration, job.GPUs, health, ev.Key, log); aerr == nil {
 			// the agent's NVML is already open: no nvmlInit on the job's
-			// path, and the agent reads the energy counters once it has
-			// answered (no NVML call at all while the job waits)
+			// path, and the agent reads the energy counters itself (no
+			// NVML call at all while the job waits)
 			ev.GPUs, ev.Quality = ans.GPUs, noteMissing(ans.GPUs, ev.Quality)
 			if health {
 				res.Unhealthy = healthCheck(gctx, ans.Processes, d.ProcRoot, job.ID, ev.GPUs, log)
@@ -196,6 +197,24 @@ func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *
 // reports the failure also carries the record for an admin to replay.
 func lost(ev *record.Event, data []byte, err error) error {
 	return fmt.Errorf("spool event %s (record follows so it can be replayed: %s): %w", ev.Key, data, err)
+}
+
+// askAgent asks the agent at sock for the GPUs with the given minors: from
+// the inventory it publishes, telling it the event's key without waiting
+// for it (hookclient.Expect), or, for the health check's process lists or
+// when the inventory will not do, by an identify it answers.
+func askAgent(ctx context.Context, sock string, timeout time.Duration, minors []int, procs bool, key string, log *slog.Logger) (hookclient.Response, error) {
+	if !procs {
+		gpus, err := hookclient.Expect(ctx, sock, timeout, minors, key)
+		if err == nil {
+			return hookclient.Response{GPUs: gpus}, nil
+		}
+		if errors.Is(err, sockline.ErrConnect) {
+			return hookclient.Response{}, err
+		}
+		log.Debug("agent inventory not used; asking the agent", "err", err)
+	}
+	return hookclient.Identify(ctx, sock, timeout, minors, procs, key)
 }
 
 func askGPUs(ctx context.Context, d Deps, req hookclient.Direct) (hookclient.Response, error) {
