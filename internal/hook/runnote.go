@@ -85,7 +85,7 @@ func (n runNotes) touch(path string) error {
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("close %q: %w", path, err)
 	}
-	if now := n.now(); now.Sub(time.Now()).Abs() >= time.Second {
+	if now := n.now(); time.Until(now).Abs() >= time.Second {
 		return os.Chtimes(path, now, now)
 	}
 	return nil
