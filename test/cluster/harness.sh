@@ -339,7 +339,7 @@ start() {
     return 0
   fi
   "$ROOT/test/deps.sh"
-  for b in prolog epilog gpuacct; do
+  for b in prolog epilog hook-gpus gpuacct; do
     [ -x "$HOOK_BIN/$b" ] || { log "$HOOK_BIN/$b is missing: run 'make build-simulated' first"; exit 1; }
   done
   [ -x "$BIN/gpuacct" ] || { log "$BIN/gpuacct is missing: run 'make build' first"; exit 1; }
