@@ -88,19 +88,9 @@ func (a *Agent) accept(ctx context.Context, ln *net.UnixListener, what string, h
 }
 
 func peerUID(c *net.UnixConn) (uint32, error) {
-	raw, err := c.SyscallConn()
+	cred, err := sockline.PeerCred(c)
 	if err != nil {
 		return 0, err
-	}
-	var cred *syscall.Ucred
-	var cerr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
-	}); err != nil {
-		return 0, err
-	}
-	if cerr != nil {
-		return 0, cerr
 	}
 	return cred.Uid, nil
 }

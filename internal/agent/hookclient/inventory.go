@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/agent/sockline"
@@ -63,12 +62,12 @@ func Expect(ctx context.Context, path string, timeout time.Duration, minors []in
 		return nil, fmt.Errorf("agent socket %q: %s: %w: %w", path, OpIdentify, sockline.ErrConnect, err)
 	}
 	defer c.Close()
-	pid, err := peerPID(c.(*net.UnixConn))
+	cred, err := sockline.PeerCred(c.(*net.UnixConn))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInventory, err)
 	}
-	if inv.PID != pid {
-		return nil, fmt.Errorf("%w: %q is pid %d's, the socket's agent is pid %d", ErrInventory, InventoryPath(path), inv.PID, pid)
+	if inv.PID != int(cred.Pid) {
+		return nil, fmt.Errorf("%w: %q is pid %d's, the socket's agent is pid %d", ErrInventory, InventoryPath(path), inv.PID, cred.Pid)
 	}
 	data, err := json.Marshal(Request{Op: OpIdentify, Minors: minors, Key: key})
 	if err != nil {
@@ -81,26 +80,6 @@ func Expect(ctx context.Context, path string, timeout time.Duration, minors []in
 		return nil, fmt.Errorf("agent socket %q: %s: send: %w", path, OpIdentify, err)
 	}
 	return gpus, nil
-}
-
-// peerPID is the pid of the process that listens on the socket c is
-// connected to, as the kernel recorded it.
-func peerPID(c *net.UnixConn) (int, error) {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return 0, err
-	}
-	var cred *syscall.Ucred
-	var cerr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
-	}); err != nil {
-		return 0, err
-	}
-	if cerr != nil {
-		return 0, fmt.Errorf("peer credentials: %w", cerr)
-	}
-	return int(cred.Pid), nil
 }
 
 // readInventory reads the inventory at p and returns it with the GPUs of

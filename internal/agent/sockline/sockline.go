@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"syscall"
 	"time"
 )
 
@@ -98,4 +99,25 @@ func Read(c net.Conn, maxLine int, req any) (sent bool, err error) {
 func Reply(c net.Conn, resp any) {
 	data, _ := json.Marshal(resp)
 	_, _ = c.Write(append(data, '\n'))
+}
+
+// PeerCred is what the kernel recorded of the process at the other end of
+// c: the client, on a listener's connection; the process that listens, on a
+// client's.
+func PeerCred(c *net.UnixConn) (*syscall.Ucred, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var cred *syscall.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+	}); err != nil {
+		return nil, err
+	}
+	if cerr != nil {
+		return nil, fmt.Errorf("peer credentials: %w", cerr)
+	}
+	return cred, nil
 }
