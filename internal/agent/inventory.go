@@ -3,13 +3,14 @@ package agent
 import (
 	"encoding/json"
 	"os"
+	"time"
 
 	"github.com/aicloud/gpusuite/internal/agent/hookclient"
 	"github.com/aicloud/gpusuite/internal/record"
 )
 
-// publishInventory writes the GPUs' identities beside the hook socket after
-// an enumeration: a hook reads them there instead of waiting for an
+// publishInventory writes the GPUs' identities beside the hook socket once
+// the agent listens there and after every enumeration: a hook reads them there instead of waiting for an
 // identify's answer (hookclient.Expect). The file is replaced whole; one
 // that cannot be written is removed, so that no hook takes an outdated one
 // (the hooks then ask the socket).
@@ -31,5 +32,19 @@ func (a *Agent) publishInventory() {
 	if err != nil {
 		a.log.Warn("GPU inventory for the hooks not written; they will ask the socket", "err", err)
 		_ = os.Remove(a.inventory)
+	}
+}
+
+// keepInventory marks the inventory current at every tick of the loop: a
+// hook takes it only while the loop runs (hookclient.Expect's maxAge), so
+// that an agent that accepts connections but no longer handles them sends
+// the hooks to their fallback. A missing file is written again.
+func (a *Agent) keepInventory() {
+	if a.inventory == "" {
+		return
+	}
+	now := time.Now() // the file's clock, as the hooks read it
+	if err := os.Chtimes(a.inventory, now, now); err != nil {
+		a.publishInventory()
 	}
 }

@@ -27,9 +27,6 @@ type Notifier interface {
 // more within a bound. It returns an error only when it cannot start or
 // cannot keep recording.
 func (a *Agent) Run(ctx context.Context, socketPath, metricsListen string, n Notifier) error {
-	// published at each enumeration, the first before the socket listens
-	a.inventory = hookclient.InventoryPath(socketPath)
-	defer os.Remove(a.inventory)
 	if err := a.Cycle(ctx); err != nil {
 		return err
 	}
@@ -39,6 +36,11 @@ func (a *Agent) Run(ctx context.Context, socketPath, metricsListen string, n Not
 	}
 	defer os.Remove(socketPath)
 	defer ln.Close()
+	// Once the socket is this agent's: a second agent started by mistake
+	// must not replace the running one's inventory.
+	a.inventory = hookclient.InventoryPath(socketPath)
+	a.publishInventory()
+	defer os.Remove(a.inventory)
 	sctx, cancelSock := context.WithCancel(context.Background())
 	defer cancelSock()
 	go a.serveSocket(sctx, ln)
@@ -109,6 +111,7 @@ loop:
 		case <-ctx.Done():
 			break loop
 		case tk := <-tick.C:
+			a.keepInventory()
 			// Stamped at the tick: a late start must not crowd the next.
 			if err := a.cycleAt(ctx, a.now().Add(-time.Since(tk)).UTC()); err != nil {
 				failures++

@@ -414,6 +414,17 @@ func TestHookFallsBackWhenAgentHangs(t *testing.T) {
 			held = append(held, c) // read nothing, answer nothing
 		}
 	}()
+	// the hung agent's inventory, last marked long ago: its loop is stuck,
+	// so the hook does not take it, asks, and falls back
+	inv, _ := json.Marshal(hookclient.Inventory{PID: os.Getpid(), GPUs: []record.GPU{{Minor: 0, UUID: "GPU-stale"}}})
+	ip := hookclient.InventoryPath(cfg.Agent.SocketPath(cfg.Spool.Dir))
+	if err := os.WriteFile(ip, inv, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stale := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(ip, stale, stale); err != nil {
+		t.Fatal(err)
+	}
 	opened := 0
 	deps := hook.Deps{
 		Getenv: hookEnv("601", "0"), Now: time.Now,
@@ -462,10 +473,20 @@ func TestInventoryPublished(t *testing.T) {
 	if st, err := os.Stat(p); err != nil || st.Mode().Perm() != 0o600 {
 		t.Errorf("inventory mode: %v %v, want 0600", st, err)
 	}
-	gpus, err := hookclient.Expect(context.Background(), r.cfg.Agent.SocketPath(r.cfg.Spool.Dir), time.Second, []int{1}, "k")
+	gpus, e, err := hookclient.Expect(context.Background(), r.cfg.Agent.SocketPath(r.cfg.Spool.Dir), time.Second, time.Minute, []int{1}, "k")
 	if err != nil || len(gpus) != 1 || gpus[0].UUID != sim.UUID(testNode, 3) {
-		t.Errorf("Expect from the running agent: %+v, %v", gpus, err)
+		t.Fatalf("Expect from the running agent: %+v, %v", gpus, err)
 	}
+	e.Close()
+	// the loop marks it at every tick: a stale mark is renewed
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(p, old, old); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the inventory marked again by the loop", settled, func() bool {
+		st, err := os.Stat(p)
+		return err == nil && time.Since(st.ModTime()) < time.Minute
+	})
 	if err := r.stop(); err != nil {
 		t.Fatal(err)
 	}

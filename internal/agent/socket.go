@@ -103,13 +103,27 @@ func (a *Agent) handleConn(ctx context.Context, c *net.UnixConn) {
 		reply(hookclient.Response{Error: "only root may use the hook socket"})
 		return
 	}
-	var req hookclient.Request
-	if sent, err := sockline.Read(c, hookclient.MaxMessage, &req); !sent {
-		return
-	} else if err != nil {
-		reply(hookclient.Response{Error: "bad request: " + err.Error()})
-		return
+	// An identify that names its event's key may be followed on the same
+	// connection by that event's announce (hookclient.Expect): read in
+	// order, so the energy reading is registered before the event takes it.
+	lines := sockline.NewLines(c, hookclient.MaxMessage)
+	for {
+		var req hookclient.Request
+		if sent, err := lines.Next(&req); !sent {
+			return
+		} else if err != nil {
+			reply(hookclient.Response{Error: "bad request: " + err.Error()})
+			return
+		}
+		if !a.handleRequest(ctx, req, reply) {
+			return
+		}
 	}
+}
+
+// handleRequest answers one request; more says whether the connection may
+// carry another (an announce after a keyed identify).
+func (a *Agent) handleRequest(ctx context.Context, req hookclient.Request, reply func(hookclient.Response)) (more bool) {
 	switch req.Op {
 	case hookclient.OpIdentify:
 		resp, later := a.identify(ctx, req)
@@ -118,10 +132,11 @@ func (a *Agent) handleConn(ctx context.Context, c *net.UnixConn) {
 			// after the answer: the hook is no longer waiting
 			a.readEnergy(ctx, later.read, later.devs)
 		}
+		return req.Key != ""
 	case hookclient.OpAnnounce:
 		if req.Event == nil || req.Event.Schema != record.EventSchema || req.Event.Key == "" {
 			reply(hookclient.Response{Error: "announce needs a " + record.EventSchema + " event with a key"})
-			return
+			return false
 		}
 		select {
 		case a.announce <- req.Event:
@@ -132,6 +147,7 @@ func (a *Agent) handleConn(ctx context.Context, c *net.UnixConn) {
 	default:
 		reply(hookclient.Response{Error: fmt.Sprintf("unknown op %q", req.Op)})
 	}
+	return false
 }
 
 // energyLater is an identify's energy read, done after the answer.

@@ -14,15 +14,19 @@ import (
 	"github.com/aicloud/gpusuite/internal/agent/hookclient"
 )
 
+// helperMargin is how long before the hook stops waiting the helper must
+// have answered: its answer and exit, and the hook's reading of it.
+const helperMargin = 50 * time.Millisecond
+
 // helperPath is hookclient.HelperName beside the running hook: the hooks
 // are static binaries (no dynamic loader at every job start) and link no
 // NVML.
-func helperPath() string {
+func helperPath() (string, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return hookclient.HelperName // found on PATH, if at all; the error says which
+		return "", fmt.Errorf("find %s beside this hook: %w", hookclient.HelperName, err)
 	}
-	return filepath.Join(filepath.Dir(exe), hookclient.HelperName)
+	return filepath.Join(filepath.Dir(exe), hookclient.HelperName), nil
 }
 
 // askHelper runs the helper at path with req, within ctx: a helper still
@@ -41,7 +45,7 @@ func askHelper(ctx context.Context, path string, req hookclient.Direct) (hookcli
 	// a helper's child holding the pipes open must not outlast the bound
 	cmd.WaitDelay = 100 * time.Millisecond
 	err = cmd.Run()
-	if ctx.Err() != nil {
+	if err != nil && ctx.Err() != nil {
 		return resp, fmt.Errorf("%s: timed out: %w", path, ctx.Err())
 	}
 	if err != nil {

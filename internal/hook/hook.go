@@ -111,8 +111,27 @@ func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *
 	// agentDown is set once the socket has failed: a down or hung agent must
 	// cost the job's start path one timeout, not one per request.
 	agentDown := false
+	// expected is the connection of an identify not waited for, which
+	// carries the event's announce too
+	var expected *hookclient.Expected
+	defer func() {
+		if expected != nil {
+			expected.Close()
+		}
+	}()
 	if len(job.GPUs) > 0 {
-		if ans, aerr := askAgent(gctx, sock, cfg.Agent.SocketTimeout.Duration, job.GPUs, health, ev.Key, log); aerr == nil {
+		var ans hookclient.Response
+		var aerr error
+		if !health {
+			ans.GPUs, expected, aerr = hookclient.Expect(gctx, sock, cfg.Agent.SocketTimeout.Duration, inventoryMaxAge(cfg), job.GPUs, ev.Key)
+			if aerr != nil && !errors.Is(aerr, sockline.ErrConnect) {
+				log.Debug("agent inventory not used; asking the agent", "job", job.ID, "err", aerr)
+			}
+		}
+		if health || aerr != nil && !errors.Is(aerr, sockline.ErrConnect) {
+			ans, aerr = hookclient.Identify(gctx, sock, cfg.Agent.SocketTimeout.Duration, job.GPUs, health, ev.Key)
+		}
+		if aerr == nil {
 			// the agent's NVML is already open: no nvmlInit on the job's
 			// path, and the agent reads the energy counters itself (no
 			// NVML call at all while the job waits)
@@ -123,6 +142,9 @@ func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *
 		} else {
 			agentDown = true
 			req := hookclient.Direct{GPU: cfg.GPU, Node: ev.Node, Timeout: cfg.Hooks.NVMLTimeout, Minors: job.GPUs, Procs: health}
+			if dl, ok := gctx.Deadline(); ok {
+				req.Deadline = dl.Add(-helperMargin)
+			}
 			ans, err := askGPUs(gctx, d, req)
 			if err == nil && len(ans.GPUs) != len(job.GPUs) {
 				err = errors.New(ans.Error) // NVML could not be opened
@@ -187,7 +209,11 @@ func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *
 	if agentDown {
 		return res, nil // the agent reads the spooled event when it is back
 	}
-	if err := hookclient.Announce(ctx, sock, cfg.Agent.SocketTimeout.Duration, ev); err != nil {
+	announce := func() error { return hookclient.Announce(ctx, sock, cfg.Agent.SocketTimeout.Duration, ev) }
+	if expected != nil {
+		announce = func() error { return expected.Announce(ev) }
+	}
+	if err := announce(); err != nil {
 		log.Debug("agent not told; it reads the spooled event instead", "job", job.ID, "err", err)
 	}
 	return res, nil
@@ -199,22 +225,10 @@ func lost(ev *record.Event, data []byte, err error) error {
 	return fmt.Errorf("spool event %s (record follows so it can be replayed: %s): %w", ev.Key, data, err)
 }
 
-// askAgent asks the agent at sock for the GPUs with the given minors: from
-// the inventory it publishes, telling it the event's key without waiting
-// for it (hookclient.Expect), or, for the health check's process lists or
-// when the inventory will not do, by an identify it answers.
-func askAgent(ctx context.Context, sock string, timeout time.Duration, minors []int, procs bool, key string, log *slog.Logger) (hookclient.Response, error) {
-	if !procs {
-		gpus, err := hookclient.Expect(ctx, sock, timeout, minors, key)
-		if err == nil {
-			return hookclient.Response{GPUs: gpus}, nil
-		}
-		if errors.Is(err, sockline.ErrConnect) {
-			return hookclient.Response{}, err
-		}
-		log.Debug("agent inventory not used; asking the agent", "err", err)
-	}
-	return hookclient.Identify(ctx, sock, timeout, minors, procs, key)
+// inventoryMaxAge is how old the agent's inventory may be: its loop marks
+// it at every tick of agent.interval.
+func inventoryMaxAge(cfg config.Config) time.Duration {
+	return 3*cfg.Agent.Interval.Duration + 5*time.Second
 }
 
 func askGPUs(ctx context.Context, d Deps, req hookclient.Direct) (hookclient.Response, error) {
@@ -223,7 +237,10 @@ func askGPUs(ctx context.Context, d Deps, req hookclient.Direct) (hookclient.Res
 	}
 	path := d.Helper
 	if path == "" {
-		path = helperPath()
+		var err error
+		if path, err = helperPath(); err != nil {
+			return hookclient.Response{}, err
+		}
 	}
 	return askHelper(ctx, path, req)
 }

@@ -1,8 +1,8 @@
 // Package hookgpu answers a hook's question about its job's GPUs by opening
 // NVML itself, as the agent would answer it from the NVML it holds open. The
 // hooks are static binaries that link no NVML, so that every job start is
-// spared a dynamic loader; when no agent answers, they run `gpuacct
-// hook-gpus` (Serve), and the simulations call Asker in process.
+// spared a dynamic loader; when no agent answers, they run hook-gpus
+// (Serve), and the simulations call Asker in process.
 package hookgpu
 
 import (
@@ -35,7 +35,8 @@ func Asker(open Open) func(ctx context.Context, req hookclient.Direct) (hookclie
 }
 
 // Serve reads one request from r (at most hookclient.MaxMessage bytes),
-// answers it through open, and writes the answer to w as one JSON line. An
+// answers it through open before the request's deadline, and writes the
+// answer to w as one JSON line. An
 // NVML that cannot be opened is an answer too (Response.Error); the error
 // is for a request that cannot be read or an answer that cannot be written.
 func Serve(ctx context.Context, r io.Reader, w io.Writer, open Open) error {
@@ -49,6 +50,11 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, open Open) error {
 	var req hookclient.Direct
 	if err := json.Unmarshal(data, &req); err != nil {
 		return fmt.Errorf("read request: %w", err)
+	}
+	if !req.Deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, req.Deadline)
+		defer cancel()
 	}
 	out, err := json.Marshal(answer(ctx, open, req))
 	if err != nil {

@@ -125,3 +125,39 @@ func TestAskerAnswersAsServe(t *testing.T) {
 		t.Errorf("Asker differs from Serve (-serve +asker):\n%s", d)
 	}
 }
+
+// A driver that hangs still gets an answer out before the hook's deadline:
+// the minors with what could not be read, not a helper killed mid-call.
+func TestServeAnswersByTheDeadline(t *testing.T) {
+	var s *sim.Server
+	hung := func(ctx context.Context, req hookclient.Direct) (*gpu.Library, error) {
+		var err error
+		if s, err = sim.New(sim.Options{Node: req.Node, Count: 2, Model: "h100", Hang: true}); err != nil {
+			return nil, err
+		}
+		return gpu.OpenInterface(ctx, s, req.Timeout.Duration)
+	}
+	t.Cleanup(func() {
+		if s != nil {
+			s.Release()
+		}
+	})
+	req := hookclient.Direct{Node: "gpu01", Minors: []int{0, 1}, Deadline: time.Now().Add(300 * time.Millisecond)}
+	req.Timeout.Duration = 10 * time.Second // each call's own bound is far beyond the deadline
+	in, _ := json.Marshal(req)
+	var out bytes.Buffer
+	start := time.Now()
+	if err := Serve(context.Background(), bytes.NewReader(in), &out, hung); err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(start); el > 5*time.Second {
+		t.Errorf("answered after %s, past the 300 ms deadline", el)
+	}
+	var r hookclient.Response
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("answer %q: %v", out.String(), err)
+	}
+	if len(r.GPUs) != 2 && r.Error == "" || len(r.GPUs) == 2 && r.GPUs[0].UUID != "" {
+		t.Errorf("answer %+v, want the minors without identities, or NVML's error", r)
+	}
+}

@@ -120,4 +120,7 @@ type Direct struct {
 	Timeout config.Duration `json:"nvml_timeout"`
 	Minors  []int           `json:"minors"`
 	Procs   bool            `json:"procs,omitempty"`
+	// Deadline is when the hook stops waiting: the helper answers before
+	// it with what it has read, rather than be killed with nothing said.
+	Deadline time.Time `json:"deadline,omitzero"`
 }

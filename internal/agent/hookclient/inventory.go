@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/agent/sockline"
@@ -25,6 +26,8 @@ type Inventory struct {
 	// GPUs are the GPUs with a device minor (no MIG devices), with their
 	// index, UUID and model; no energy.
 	GPUs []record.GPU `json:"gpus"`
+
+	stat os.FileInfo // of the file it was read from
 }
 
 // maxInventory bounds the file a hook reads.
@@ -44,53 +47,90 @@ var ErrInventory = errors.New("agent inventory unusable")
 // the agent listening at path, then tells that agent, without waiting for
 // its answer, that the event of key is about to be written for them: the
 // agent reads their energy counters for it, as after answering an
-// identify. A job's start thus waits for no other process. An error
-// wrapping sockline.ErrConnect means no agent listens; ErrInventory, that
-// the caller should ask with Identify.
-func Expect(ctx context.Context, path string, timeout time.Duration, minors []int, key string) ([]record.GPU, error) {
+// identify. A job's start thus waits for no other process. The inventory
+// must be the listening agent's and marked within maxAge. The event's
+// announce follows on the same connection (Expected.Announce), so the
+// agent has registered the reading before the event comes to take it. An
+// error wrapping sockline.ErrConnect means no agent listens; ErrInventory,
+// that the caller should ask with Identify.
+func Expect(ctx context.Context, path string, timeout, maxAge time.Duration, minors []int, key string) ([]record.GPU, *Expected, error) {
 	// the file first: without a usable one the caller's identify is the
 	// only connection
 	inv, gpus, err := readInventory(InventoryPath(path), minors)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "unix", path)
 	if err != nil {
-		return nil, fmt.Errorf("agent socket %q: %s: %w: %w", path, OpIdentify, sockline.ErrConnect, err)
+		return nil, nil, fmt.Errorf("agent socket %q: %s: %w: %w", path, OpIdentify, sockline.ErrConnect, err)
 	}
-	defer c.Close()
+	e := &Expected{c: c, path: path, timeout: timeout}
 	cred, err := sockline.PeerCred(c.(*net.UnixConn))
+	if err == nil {
+		err = inv.trusted(InventoryPath(path), cred, maxAge)
+	}
+	if err == nil {
+		err = e.send(Request{Op: OpIdentify, Minors: minors, Key: key})
+	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInventory, err)
+		e.Close()
+		return nil, nil, err
 	}
-	if inv.PID != int(cred.Pid) {
-		return nil, fmt.Errorf("%w: %q is pid %d's, the socket's agent is pid %d", ErrInventory, InventoryPath(path), inv.PID, cred.Pid)
-	}
-	data, err := json.Marshal(Request{Op: OpIdentify, Minors: minors, Key: key})
+	return gpus, e, nil
+}
+
+// Expected is an identify sent without waiting for the answer, on a
+// connection kept for the event's announce.
+type Expected struct {
+	c       net.Conn
+	path    string
+	timeout time.Duration
+}
+
+// Announce tells the agent about the event just spooled, after the
+// identify on the same connection, and closes it; it does not wait for an
+// answer (see Announce).
+func (e *Expected) Announce(ev *record.Event) error {
+	defer e.Close()
+	return e.send(Request{Op: OpAnnounce, Event: ev})
+}
+
+// Close ends the connection without an announce.
+func (e *Expected) Close() error { return e.c.Close() }
+
+func (e *Expected) send(req Request) error {
+	data, err := json.Marshal(req)
 	if err != nil {
-		return nil, fmt.Errorf("encode request: %w", err)
+		return fmt.Errorf("encode request: %w", err)
 	}
-	if dl, ok := ctx.Deadline(); ok {
-		_ = c.SetDeadline(dl)
+	_ = e.c.SetDeadline(time.Now().Add(e.timeout))
+	if _, err := e.c.Write(append(data, '\n')); err != nil {
+		return fmt.Errorf("agent socket %q: %s: send: %w", e.path, req.Op, err)
 	}
-	if _, err := c.Write(append(data, '\n')); err != nil {
-		return nil, fmt.Errorf("agent socket %q: %s: send: %w", path, OpIdentify, err)
-	}
-	return gpus, nil
+	return nil
 }
 
 // readInventory reads the inventory at p and returns it with the GPUs of
-// the given minors, in their order.
+// the given minors, in their order. It opens without blocking (a FIFO
+// planted there must not hold the hook) and takes regular files only.
 func readInventory(p string, minors []int) (Inventory, []record.GPU, error) {
 	var inv Inventory
-	f, err := os.Open(p)
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return inv, nil, fmt.Errorf("%w: %w", ErrInventory, err)
 	}
 	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return inv, nil, fmt.Errorf("%w: %w", ErrInventory, err)
+	}
+	if !st.Mode().IsRegular() {
+		return inv, nil, fmt.Errorf("%w: %q is not a regular file", ErrInventory, p)
+	}
+	inv.stat = st
 	data, err := io.ReadAll(io.LimitReader(f, maxInventory+1))
 	if err != nil {
 		return inv, nil, fmt.Errorf("%w: read %q: %w", ErrInventory, p, err)
@@ -116,4 +156,23 @@ func readInventory(p string, minors []int) (Inventory, []record.GPU, error) {
 		}
 	}
 	return inv, out, nil
+}
+
+// trusted says why the inventory read from p may not stand for the agent
+// that listens with cred: another process's, owned by another user or
+// writable by others, or older than maxAge (the agent's loop no longer
+// marks it: a wedged agent would take the event and never read its
+// energy).
+func (inv Inventory) trusted(p string, cred *syscall.Ucred, maxAge time.Duration) error {
+	if inv.PID != int(cred.Pid) {
+		return fmt.Errorf("%w: %q is pid %d's, the socket's agent is pid %d", ErrInventory, p, inv.PID, cred.Pid)
+	}
+	st, ok := inv.stat.Sys().(*syscall.Stat_t)
+	if !ok || st.Uid != cred.Uid || inv.stat.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("%w: %q is not the agent's alone (mode %v)", ErrInventory, p, inv.stat.Mode())
+	}
+	if age := time.Since(inv.stat.ModTime()); age > maxAge || age < -maxAge {
+		return fmt.Errorf("%w: %q was last marked %s ago, over %s: the agent's loop is not running", ErrInventory, p, age.Round(time.Millisecond), maxAge)
+	}
+	return nil
 }

@@ -87,12 +87,26 @@ func Send(ctx context.Context, path string, timeout time.Duration, req any) erro
 // sent is false when the peer sent no line, err says a line that is not
 // the request.
 func Read(c net.Conn, maxLine int, req any) (sent bool, err error) {
+	return NewLines(c, maxLine).Next(req)
+}
+
+// Lines reads request lines one after another from one connection.
+type Lines struct{ sc *bufio.Scanner }
+
+// NewLines reads lines of at most maxLine bytes from c.
+func NewLines(c net.Conn, maxLine int) *Lines {
 	sc := bufio.NewScanner(c)
 	sc.Buffer(make([]byte, 0, 4096), maxLine)
-	if !sc.Scan() {
+	return &Lines{sc: sc}
+}
+
+// Next reads the next line into req; sent is false when the peer sent no
+// more, err says a line that is not the request.
+func (l *Lines) Next(req any) (sent bool, err error) {
+	if !l.sc.Scan() {
 		return false, nil
 	}
-	return true, json.Unmarshal(sc.Bytes(), req)
+	return true, json.Unmarshal(l.sc.Bytes(), req)
 }
 
 // Reply writes resp to c as one line.
