@@ -28,7 +28,9 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	case "hang":
-		select {}
+		// a sleep, not select{}: with no other goroutine the runtime would
+		// end the process as deadlocked instead of hanging
+		time.Sleep(time.Hour)
 	case "fail":
 		fmt.Fprintln(os.Stderr, "hook-gpus: read request: unexpected end of JSON input")
 		os.Exit(1)
