@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/gpu"
+	"github.com/aicloud/gpusuite/internal/record"
 )
 
 // With the agent up, a hook's identify names the event it is about to
@@ -57,22 +58,23 @@ func (r *energyReads) start(key string, now time.Time) *energyRead {
 }
 
 // take removes key's readings and returns them once read, waiting at most
-// wait for a read still going on; nil when there are none.
-func (r *energyReads) take(key string, wait time.Duration) map[string]uint64 {
+// wait for a read still going on; found is false when none was registered
+// for key (readings nil then too, as when the wait ran out).
+func (r *energyReads) take(key string, wait time.Duration) (readings map[string]uint64, found bool) {
 	r.mu.Lock()
 	e := r.m[key]
 	delete(r.m, key)
 	r.mu.Unlock()
 	if e == nil {
-		return nil
+		return nil, false
 	}
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case <-e.done:
-		return e.mj
+		return e.mj, true
 	case <-t.C:
-		return nil
+		return nil, true
 	}
 }
 
@@ -90,20 +92,45 @@ func (a *Agent) readEnergy(ctx context.Context, e *energyRead, devs []*gpu.Devic
 	}
 }
 
+// lateEnergyWithin is how recent an event must be for the agent to read
+// its GPUs' counters itself when no reading was registered for it.
+const lateEnergyWithin = 10 * time.Second
+
 // eventEnergy fills the energy of ev's GPUs that came without it from the
-// agent's own readings for ev's key.
-func (a *Agent) eventEnergy(key string, gpus []gpu.Identity) {
+// agent's own readings for ev's key. A recent event for which none was
+// registered (a spool scan took it before its hook's identify line, sent
+// without waiting, was handled) gets the counters read now, milliseconds
+// late rather than missing.
+func (a *Agent) eventEnergy(ev *record.Event) {
 	need := false
-	for _, g := range gpus {
-		need = need || g.EnergyMJ == nil
+	for _, g := range ev.GPUs {
+		need = need || g.EnergyMJ == nil && g.UUID != ""
 	}
 	if !need {
 		return
 	}
-	mj := a.energy.take(key, a.lib.Timeout)
-	for i := range gpus {
-		if v, ok := mj[gpus[i].UUID]; ok && gpus[i].EnergyMJ == nil {
-			gpus[i].EnergyMJ = &v
+	mj, found := a.energy.take(ev.Key, a.lib.Timeout)
+	if !found && a.now().Sub(ev.Time).Abs() < lateEnergyWithin {
+		mj = a.readEnergyNow(ev.GPUs)
+	}
+	for i := range ev.GPUs {
+		if v, ok := mj[ev.GPUs[i].UUID]; ok && ev.GPUs[i].EnergyMJ == nil {
+			ev.GPUs[i].EnergyMJ = &v
 		}
 	}
+}
+
+// readEnergyNow reads the counters of the GPUs without energy, by UUID.
+func (a *Agent) readEnergyNow(gpus []record.GPU) map[string]uint64 {
+	e := &energyRead{done: make(chan struct{}), mj: map[string]uint64{}}
+	var devs []*gpu.Device
+	for _, g := range gpus {
+		for _, d := range a.devs {
+			if g.EnergyMJ == nil && g.UUID != "" && d.UUID == g.UUID {
+				devs = append(devs, d)
+			}
+		}
+	}
+	a.readEnergy(context.Background(), e, devs)
+	return e.mj
 }

@@ -90,10 +90,38 @@ func TestEnergyReadsBounded(t *testing.T) {
 	e := r.m["later"]
 	e.mj["GPU-x"] = 7
 	close(e.done)
-	if got := r.take("later", time.Second); got["GPU-x"] != 7 {
-		t.Errorf("take: %v", got)
+	if got, found := r.take("later", time.Second); got["GPU-x"] != 7 || !found {
+		t.Errorf("take: %v (found %v)", got, found)
 	}
-	if got := r.take("later", time.Second); got != nil {
-		t.Errorf("taken twice: %v", got)
+	if got, found := r.take("later", time.Second); got != nil || found {
+		t.Errorf("taken twice: %v (found %v)", got, found)
+	}
+}
+
+// An event that comes for no registered reading (its hook's identify line
+// not yet handled when a spool scan took it) gets its GPUs' counters read
+// by the agent then, if it is recent; an old one is left without.
+func TestEventEnergyReadLate(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		age      time.Duration
+		wantRead bool
+	}{
+		{name: "recent", age: time.Second, wantRead: true},
+		{name: "old", age: time.Hour},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, 2, nil)
+			e.cycles(1)
+			before := e.energy(1)
+			ev := &record.Event{Schema: record.EventSchema, Kind: record.JobStart, Time: e.clk.Now().Add(-tt.age),
+				Key: record.EventKey(testCluster, 77, 0, testNode, record.JobStart),
+				GPUs: []record.GPU{{Minor: 1, UUID: sim.UUID(testNode, 1)}}}
+			e.a.eventEnergy(ev)
+			got := ev.GPUs[0].EnergyMJ
+			if tt.wantRead != (got != nil) || got != nil && *got < before {
+				t.Errorf("energy %v (counter before %d), want read: %v", got, before, tt.wantRead)
+			}
+		})
 	}
 }

@@ -84,7 +84,7 @@ func (a *Agent) applyEvent(ev *record.Event) bool {
 		if _, done := a.ended[jk]; done {
 			return true
 		}
-		a.eventEnergy(ev.Key, ev.GPUs)
+		a.eventEnergy(ev)
 		al := &Alloc{Cluster: ev.Cluster, Job: ev.Job.ID, Restart: ev.Job.RestartCount, User: ev.Job.User, UID: ev.Job.UID,
 			Account: ev.Job.Account, Partition: ev.Job.Partition, Start: ev.Time}
 		for _, g := range ev.GPUs {
@@ -122,7 +122,7 @@ func (a *Agent) applyEvent(ev *record.Event) bool {
 		}
 		a.log.Info("job started", "job", ev.Job.ID, "restart", ev.Job.RestartCount, "user", ev.Job.User, "gpus", len(al.GPUs))
 	case record.JobEnd:
-		a.eventEnergy(ev.Key, ev.GPUs)
+		a.eventEnergy(ev)
 		al := a.endRun(ev.Job.ID, ev.Job.RestartCount, func(g *aggState) {
 			for _, id := range ev.GPUs {
 				if id.UUID == g.UUID && id.EnergyMJ != nil && ev.Time.After(g.Last) {
