@@ -115,7 +115,7 @@ func TestEventEnergyReadLate(t *testing.T) {
 			e.cycles(1)
 			before := e.energy(1)
 			ev := &record.Event{Schema: record.EventSchema, Kind: record.JobStart, Time: e.clk.Now().Add(-tt.age),
-				Key: record.EventKey(testCluster, 77, 0, testNode, record.JobStart),
+				Key:  record.EventKey(testCluster, 77, 0, testNode, record.JobStart),
 				GPUs: []record.GPU{{Minor: 1, UUID: sim.UUID(testNode, 1)}}}
 			e.a.eventEnergy(ev)
 			got := ev.GPUs[0].EnergyMJ

@@ -4,14 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/agent/hookclient"
+	"github.com/aicloud/gpusuite/internal/boundcmd"
 )
 
 // helperMargin is how long before the hook stops waiting the helper must
@@ -39,48 +40,21 @@ func askHelper(ctx context.Context, path string, req hookclient.Direct) (hookcli
 	}
 	cmd := exec.CommandContext(ctx, path)
 	cmd.Stdin = bytes.NewReader(in)
-	out := &capped{max: hookclient.MaxMessage}
-	errOut := &capped{max: 2048}
-	cmd.Stdout, cmd.Stderr = out, errOut
 	// a helper's child holding the pipes open must not outlast the bound
 	cmd.WaitDelay = 100 * time.Millisecond
-	err = cmd.Run()
-	if err != nil && ctx.Err() != nil {
-		return resp, fmt.Errorf("%s: timed out: %w", path, ctx.Err())
-	}
-	if err != nil {
-		msg := strings.TrimSpace(errOut.buf.String())
-		if msg != "" {
-			return resp, fmt.Errorf("%s: %w: %s", path, err, msg)
-		}
+	out, line, err := boundcmd.Output(ctx, cmd, hookclient.MaxMessage)
+	switch {
+	case errors.Is(err, boundcmd.ErrTooLarge):
+		return resp, fmt.Errorf("%s: answer longer than %d bytes", path, hookclient.MaxMessage)
+	case err != nil && errors.Is(err, ctx.Err()):
+		return resp, fmt.Errorf("%s: timed out: %w", path, err)
+	case err != nil && line != "":
+		return resp, fmt.Errorf("%s: %w: %s", path, err, line)
+	case err != nil:
 		return resp, fmt.Errorf("%s: %w", path, err)
 	}
-	if out.over {
-		return resp, fmt.Errorf("%s: answer longer than %d bytes", path, hookclient.MaxMessage)
-	}
-	if err := json.Unmarshal(out.buf.Bytes(), &resp); err != nil {
+	if err := json.Unmarshal(out, &resp); err != nil {
 		return resp, fmt.Errorf("%s: bad answer: %w", path, err)
 	}
 	return resp, nil
-}
-
-// capped keeps at most max bytes of what is written to it and says
-// whether more came; it never fails a write, so the helper is not stopped
-// by a full pipe. (A named buffer, not an embedded one: io.Copy would take
-// bytes.Buffer's ReadFrom and skip the cap.)
-type capped struct {
-	buf  bytes.Buffer
-	max  int
-	over bool
-}
-
-func (c *capped) Write(p []byte) (int, error) {
-	if room := c.max - c.buf.Len(); len(p) > room {
-		c.over = true
-		if room > 0 {
-			c.buf.Write(p[:room])
-		}
-		return len(p), nil
-	}
-	return c.buf.Write(p)
 }

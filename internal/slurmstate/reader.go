@@ -1,13 +1,14 @@
 package slurmstate
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/aicloud/gpusuite/internal/boundcmd"
 )
 
 // Bounds of one Read.
@@ -18,8 +19,6 @@ const (
 	// MaxOutput is the most one command may print (a cluster of 10,000
 	// nodes prints about 15 MB less than this).
 	MaxOutput = 16 << 20
-	// maxStderr keeps the bit of scontrol's complaint an error carries.
-	maxStderr = 4 << 10
 )
 
 // Reader reads Slurm's state through scontrol.
@@ -137,9 +136,6 @@ type Exec struct {
 	MaxOutput int
 }
 
-// errTooLarge stops reading a command that prints too much.
-var errTooLarge = errors.New("output too large")
-
 // Run runs the command until ctx ends and returns its stdout. A
 // failure carries the first line of stderr (scontrol's "Unable to
 // contact slurm controller").
@@ -150,53 +146,17 @@ func (e Exec) Run(ctx context.Context, name string, args ...string) ([]byte, err
 	}
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Env = e.Env
-	// A child that keeps the pipes open must not hold Run past ctx.
-	cmd.WaitDelay = time.Second
-	stdout := &capped{max: limit}
-	stderr := &capped{max: maxStderr, quiet: true}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	err := cmd.Run()
+	out, line, err := boundcmd.Output(ctx, cmd, limit)
 	what := CommandLine(name, args)
 	switch {
-	case stdout.over:
+	case errors.Is(err, boundcmd.ErrTooLarge):
 		return nil, fmt.Errorf("%s: printed more than %d bytes", what, limit)
-	case ctx.Err() != nil:
-		return nil, fmt.Errorf("%s: no answer in time: %w", what, ctx.Err())
+	case err != nil && errors.Is(err, ctx.Err()):
+		return nil, fmt.Errorf("%s: no answer in time: %w", what, err)
+	case err != nil && line != "":
+		return nil, fmt.Errorf("%s: %s: %w", what, line, err)
 	case err != nil:
-		if line := firstLine(stderr.buf.String()); line != "" {
-			return nil, fmt.Errorf("%s: %s: %w", what, line, err)
-		}
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	return stdout.buf.Bytes(), nil
-}
-
-// capped keeps at most max bytes. Past that, stdout fails the write
-// (the command is then cut off); stderr (quiet) just drops the rest.
-type capped struct {
-	buf   bytes.Buffer
-	max   int
-	over  bool
-	quiet bool
-}
-
-func (c *capped) Write(p []byte) (int, error) {
-	room := c.max - c.buf.Len()
-	if len(p) <= room {
-		return c.buf.Write(p)
-	}
-	c.buf.Write(p[:max(room, 0)])
-	if c.quiet {
-		return len(p), nil
-	}
-	c.over = true
-	return 0, errTooLarge
-}
-
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
-	if len(line) > 200 {
-		line = line[:200] + "..."
-	}
-	return line
+	return out, nil
 }
