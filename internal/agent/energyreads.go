@@ -82,14 +82,22 @@ func (r *energyReads) take(key string, wait time.Duration) (readings map[string]
 // library's timeout) and marks it done.
 func (a *Agent) readEnergy(ctx context.Context, e *energyRead, devs []*gpu.Device) {
 	defer close(e.done)
+	e.mj = a.counters(ctx, devs)
+}
+
+// counters reads devs' energy counters by UUID, each call bounded by the
+// library's timeout; one that fails is logged and left out.
+func (a *Agent) counters(ctx context.Context, devs []*gpu.Device) map[string]uint64 {
+	mj := make(map[string]uint64, len(devs))
 	for _, d := range devs {
 		h := d.Handle()
 		if v, err := gpu.Call(ctx, a.lib.Timeout, "nvmlDeviceGetTotalEnergyConsumption", h.GetTotalEnergyConsumption); err == nil {
-			e.mj[d.UUID] = v
+			mj[d.UUID] = v
 		} else {
 			a.log.Warn("energy counter not read for a job event", "gpu", d.UUID, "err", err)
 		}
 	}
+	return mj
 }
 
 // lateEnergyWithin is how recent an event must be for the agent to read
@@ -122,7 +130,6 @@ func (a *Agent) eventEnergy(ev *record.Event) {
 
 // readEnergyNow reads the counters of the GPUs without energy, by UUID.
 func (a *Agent) readEnergyNow(gpus []record.GPU) map[string]uint64 {
-	e := &energyRead{done: make(chan struct{}), mj: map[string]uint64{}}
 	var devs []*gpu.Device
 	for _, g := range gpus {
 		for _, d := range a.devs {
@@ -131,6 +138,5 @@ func (a *Agent) readEnergyNow(gpus []record.GPU) map[string]uint64 {
 			}
 		}
 	}
-	a.readEnergy(context.Background(), e, devs)
-	return e.mj
+	return a.counters(context.Background(), devs)
 }

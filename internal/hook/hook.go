@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/agent/hookclient"
-	"github.com/aicloud/gpusuite/internal/agent/sockline"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/slurm"
@@ -120,17 +119,8 @@ func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *
 		}
 	}()
 	if len(job.GPUs) > 0 {
-		var ans hookclient.Response
-		var aerr error
-		if !health {
-			ans.GPUs, expected, aerr = hookclient.Expect(gctx, sock, cfg.Agent.SocketTimeout.Duration, inventoryMaxAge(cfg), job.GPUs, ev.Key)
-			if aerr != nil && !errors.Is(aerr, sockline.ErrConnect) {
-				log.Debug("agent inventory not used; asking the agent", "job", job.ID, "err", aerr)
-			}
-		}
-		if health || aerr != nil && !errors.Is(aerr, sockline.ErrConnect) {
-			ans, aerr = hookclient.Identify(gctx, sock, cfg.Agent.SocketTimeout.Duration, job.GPUs, health, ev.Key)
-		}
+		ans, exp, aerr := hookclient.Ask(gctx, sock, cfg.Agent.SocketTimeout.Duration, cfg.Agent.Interval.Duration, job.GPUs, health, ev.Key)
+		expected = exp
 		if aerr == nil {
 			// the agent's NVML is already open: no nvmlInit on the job's
 			// path, and the agent reads the energy counters itself (no
@@ -209,11 +199,13 @@ func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *
 	if agentDown {
 		return res, nil // the agent reads the spooled event when it is back
 	}
-	announce := func() error { return hookclient.Announce(ctx, sock, cfg.Agent.SocketTimeout.Duration, ev) }
+	var aerr error
 	if expected != nil {
-		announce = func() error { return expected.Announce(ev) }
+		aerr = expected.Announce(ev)
+	} else {
+		aerr = hookclient.Announce(ctx, sock, cfg.Agent.SocketTimeout.Duration, ev)
 	}
-	if err := announce(); err != nil {
+	if err := aerr; err != nil {
 		log.Debug("agent not told; it reads the spooled event instead", "job", job.ID, "err", err)
 	}
 	return res, nil
@@ -223,12 +215,6 @@ func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *
 // reports the failure also carries the record for an admin to replay.
 func lost(ev *record.Event, data []byte, err error) error {
 	return fmt.Errorf("spool event %s (record follows so it can be replayed: %s): %w", ev.Key, data, err)
-}
-
-// inventoryMaxAge is how old the agent's inventory may be: its loop marks
-// it at every tick of agent.interval.
-func inventoryMaxAge(cfg config.Config) time.Duration {
-	return 3*cfg.Agent.Interval.Duration + 5*time.Second
 }
 
 func askGPUs(ctx context.Context, d Deps, req hookclient.Direct) (hookclient.Response, error) {

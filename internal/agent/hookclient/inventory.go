@@ -83,7 +83,7 @@ func Expect(ctx context.Context, path string, timeout, maxAge time.Duration, min
 }
 
 // Expected is an identify sent without waiting for the answer, on a
-// connection kept for the event's announce.
+// connection kept for the event's announce; its holder closes it.
 type Expected struct {
 	c       net.Conn
 	path    string
@@ -91,26 +91,45 @@ type Expected struct {
 }
 
 // Announce tells the agent about the event just spooled, after the
-// identify on the same connection, and closes it; it does not wait for an
-// answer (see Announce).
+// identify on the same connection; it does not wait for an answer (see
+// Announce).
 func (e *Expected) Announce(ev *record.Event) error {
-	defer e.Close()
 	return e.send(Request{Op: OpAnnounce, Event: ev})
 }
 
-// Close ends the connection without an announce.
+// Close ends the connection.
 func (e *Expected) Close() error { return e.c.Close() }
 
 func (e *Expected) send(req Request) error {
-	data, err := json.Marshal(req)
-	if err != nil {
-		return fmt.Errorf("encode request: %w", err)
-	}
 	_ = e.c.SetDeadline(time.Now().Add(e.timeout))
-	if _, err := e.c.Write(append(data, '\n')); err != nil {
-		return fmt.Errorf("agent socket %q: %s: send: %w", e.path, req.Op, err)
+	if err := sockline.WriteLine(e.c, req); err != nil {
+		return fmt.Errorf("agent socket %q: %s: %w", e.path, req.Op, err)
 	}
 	return nil
+}
+
+// InventoryMaxAge is how old an inventory may be for an agent whose loop
+// ticks every interval and marks it at each tick.
+func InventoryMaxAge(interval time.Duration) time.Duration {
+	return 3*interval + 5*time.Second
+}
+
+// Ask asks the agent at path for the GPUs with the given minors, for the
+// event of key: from its inventory without waiting (Expect; the returned
+// Expected, then non-nil, carries the event's announce and must be
+// closed), or, for the health check's process lists (procs) or when the
+// inventory will not do, by an identify it answers. interval is
+// agent.interval. An error wrapping sockline.ErrConnect means no agent
+// listens.
+func Ask(ctx context.Context, path string, timeout, interval time.Duration, minors []int, procs bool, key string) (Response, *Expected, error) {
+	if !procs {
+		gpus, e, err := Expect(ctx, path, timeout, InventoryMaxAge(interval), minors, key)
+		if !errors.Is(err, ErrInventory) {
+			return Response{GPUs: gpus}, e, err
+		}
+	}
+	resp, err := Identify(ctx, path, timeout, minors, procs, key)
+	return resp, nil, err
 }
 
 // readInventory reads the inventory at p and returns it with the GPUs of

@@ -110,6 +110,8 @@ func TestExpect(t *testing.T) {
 				if err := e.Announce(&record.Event{Schema: record.EventSchema, Key: "cl/42/0/n1/job_start"}); err != nil {
 					t.Fatal(err)
 				}
+				e.Close() // the holder closes it
+
 			}
 			ln.(*net.UnixListener).SetDeadline(time.Now().Add(100 * time.Millisecond))
 			c, aerr := ln.Accept()

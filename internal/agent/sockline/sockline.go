@@ -31,12 +31,8 @@ func Exchange(ctx context.Context, path string, timeout time.Duration, maxLine i
 	if dl, ok := ctx.Deadline(); ok {
 		_ = conn.SetDeadline(dl)
 	}
-	data, err := json.Marshal(req)
-	if err != nil {
-		return fmt.Errorf("encode request: %w", err)
-	}
-	if _, err := conn.Write(append(data, '\n')); err != nil {
-		return fmt.Errorf("send: %w", err)
+	if err := WriteLine(conn, req); err != nil {
+		return err
 	}
 	sc := bufio.NewScanner(conn)
 	sc.Buffer(make([]byte, 0, 4096), maxLine)
@@ -61,10 +57,6 @@ func Exchange(ctx context.Context, path string, timeout time.Duration, maxLine i
 func Send(ctx context.Context, path string, timeout time.Duration, req any) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	data, err := json.Marshal(req)
-	if err != nil {
-		return fmt.Errorf("encode request: %w", err)
-	}
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", path)
 	if err != nil {
@@ -73,12 +65,21 @@ func Send(ctx context.Context, path string, timeout time.Duration, req any) erro
 	if dl, ok := ctx.Deadline(); ok {
 		_ = conn.SetDeadline(dl)
 	}
-	_, werr := conn.Write(append(data, '\n'))
+	werr := WriteLine(conn, req)
 	if err := conn.Close(); werr == nil && err != nil {
-		werr = err
+		werr = fmt.Errorf("send: %w", err)
 	}
-	if werr != nil {
-		return fmt.Errorf("send: %w", werr)
+	return werr
+}
+
+// WriteLine writes v to c as one JSON line, within c's deadline.
+func WriteLine(c net.Conn, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode request: %w", err)
+	}
+	if _, err := c.Write(append(data, '\n')); err != nil {
+		return fmt.Errorf("send: %w", err)
 	}
 	return nil
 }
