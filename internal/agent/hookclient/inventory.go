@@ -62,13 +62,12 @@ func Expect(ctx context.Context, path string, timeout, maxAge time.Duration, min
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "unix", path)
+	c, err := sockline.Dial(ctx, path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("agent socket %q: %s: %w: %w", path, OpIdentify, sockline.ErrConnect, err)
+		return nil, nil, fmt.Errorf("agent socket %q: %s: %w", path, OpIdentify, err)
 	}
 	e := &Expected{c: c, path: path, timeout: timeout}
-	cred, err := sockline.PeerCred(c.(*net.UnixConn))
+	cred, err := sockline.PeerCred(c)
 	if err == nil {
 		err = inv.trusted(InventoryPath(path), cred, maxAge)
 	}

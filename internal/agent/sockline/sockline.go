@@ -17,20 +17,30 @@ import (
 // ErrConnect is a socket nobody answers on (no agent, or not this one).
 var ErrConnect = errors.New("cannot connect")
 
+// Dial connects to the socket at path, the connection bounded by ctx's
+// deadline; an error wraps ErrConnect.
+func Dial(ctx context.Context, path string) (*net.UnixConn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConnect, err)
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		_ = c.SetDeadline(dl)
+	}
+	return c.(*net.UnixConn), nil
+}
+
 // Exchange sends req to the socket at path and reads the answer, of at
 // most maxLine bytes, into resp, all within timeout.
 func Exchange(ctx context.Context, path string, timeout time.Duration, maxLine int, req, resp any) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", path)
+	conn, err := Dial(ctx, path)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrConnect, err)
+		return err
 	}
 	defer conn.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		_ = conn.SetDeadline(dl)
-	}
 	if err := WriteLine(conn, req); err != nil {
 		return err
 	}
@@ -57,13 +67,9 @@ func Exchange(ctx context.Context, path string, timeout time.Duration, maxLine i
 func Send(ctx context.Context, path string, timeout time.Duration, req any) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", path)
+	conn, err := Dial(ctx, path)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrConnect, err)
-	}
-	if dl, ok := ctx.Deadline(); ok {
-		_ = conn.SetDeadline(dl)
+		return err
 	}
 	werr := WriteLine(conn, req)
 	if err := conn.Close(); werr == nil && err != nil {
