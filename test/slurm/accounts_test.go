@@ -98,8 +98,8 @@ func TestAccountTree(t *testing.T) {
 	from := first.UTC().Truncate(time.Hour)
 	to := time.Now().UTC().Truncate(time.Hour).Add(time.Hour)
 	const ts = "2006-01-02T15:04:05"
-	c.Run(t, "", "sacctmgr", "-i", "rollup", from.Local().Format(ts), to.Local().Format(ts))
-	sreport := c.Run(t, "", "sreport", "-n", "-P", "-t", "seconds", "-T", "gres/gpu", "cluster", "AccountUtilizationByUser",
+	sreport := rolledUp(t, c, from, to, func(out string) bool { return strings.TrimSpace(out) != "" },
+		"-n", "-P", "-t", "seconds", "-T", "gres/gpu", "cluster", "AccountUtilizationByUser",
 		"accounts="+org, "start="+from.Local().Format(ts), "end="+to.Local().Format(ts), "format=Account,Login,Used")
 
 	out, _ := l.run(t, "report", "tree", "-t", "seconds", "-P", "-n", "--teams", org,

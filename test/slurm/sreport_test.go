@@ -129,7 +129,6 @@ func TestSreport(t *testing.T) {
 	from := first.UTC().Truncate(time.Hour)
 	to := time.Now().UTC().Truncate(time.Hour).Add(time.Hour)
 	const ts = "2006-01-02T15:04:05"
-	c.Run(t, "", "sacctmgr", "-i", "rollup", from.Local().Format(ts), to.Local().Format(ts))
 	slurm := sreportSeconds(t, c, st, from, to)
 	t.Logf("sreport -t seconds -T gres/gpu, %s to %s: %v", from.Format(ts), to.Format(ts), slurm)
 
@@ -377,7 +376,15 @@ func ledgerRuns(t *testing.T, l *ledger) map[string]ledgerRun {
 func sreportSeconds(t *testing.T, c *slurmtest.Cluster, st sreportTest, from, to time.Time) map[string]int64 {
 	t.Helper()
 	const ts = "2006-01-02T15:04:05"
-	out := c.Run(t, "", "sreport", "-t", "seconds", "-T", "gres/gpu", "-P", "-n", "cluster", "AccountUtilizationByUser",
+	out := rolledUp(t, c, from, to, func(out string) bool { // some GPU-seconds
+		for line := range strings.SplitSeq(strings.TrimSpace(out), "\n") {
+			if f := strings.Split(line, "|"); len(f) == 6 && f[5] != "0" {
+				return true
+			}
+		}
+		return false
+	},
+		"-t", "seconds", "-T", "gres/gpu", "-P", "-n", "cluster", "AccountUtilizationByUser",
 		"cluster=testcl", "accounts="+strings.Join(st.accounts, ","), "start="+from.Local().Format(ts), "end="+to.Local().Format(ts))
 	got := map[string]int64{}
 	for line := range strings.SplitSeq(strings.TrimSpace(out), "\n") {
@@ -402,6 +409,24 @@ func sreportSeconds(t *testing.T, c *slurmtest.Cluster, st sreportTest, from, to
 		t.Fatalf("sreport lists no GPU-seconds for %v after the rollup:\n%s", st.accounts, out)
 	}
 	return got
+}
+
+// rolledUp asks slurmdbd to roll up [from, to) and runs sreport with args
+// until done says its output holds what the test needs, within a minute:
+// under load slurmdbd can still be rolling up when sacctmgr returns, and
+// sreport then prints nothing yet.
+func rolledUp(t *testing.T, c *slurmtest.Cluster, from, to time.Time, done func(string) bool, args ...string) string {
+	t.Helper()
+	const ts = "2006-01-02T15:04:05"
+	deadline := time.Now().Add(time.Minute)
+	for {
+		c.Run(t, "", "sacctmgr", "-i", "rollup", from.Local().Format(ts), to.Local().Format(ts))
+		out := c.Run(t, "", "sreport", args...)
+		if done(out) || time.Now().After(deadline) {
+			return out
+		}
+		time.Sleep(time.Second)
+	}
 }
 
 // gpuacctSeconds is gpuacct's allocated GPU-seconds of the test's accounts
