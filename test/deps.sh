@@ -8,7 +8,7 @@
 # inspecting the .rpm. Safe to run again: it installs only what is absent.
 set -euo pipefail
 need=()
-for pkg in munge slurmctld slurmd slurm-client slurmdbd mariadb-server libslurm-dev fuse3 chromium sqlite3 gcc postgresql prometheus rpm; do
+for pkg in munge slurmctld slurmd slurm-client slurmdbd mariadb-server libslurm-dev fuse3 chromium sqlite3 gcc postgresql prometheus rpm docker-registry skopeo umoci; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 [ ${#need[@]} -eq 0 ] && exit 0

@@ -1,0 +1,256 @@
+// Package registry starts a real container registry for tests: Debian's
+// docker-registry on a free loopback port, with TLS from a throwaway CA and
+// htpasswd (bcrypt) logins, and pushes images built with umoci from a tiny
+// rootfs as Docker v2s2 with skopeo, as enroot would pull them.
+package registry
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+)
+
+// requireEnv names the variable under which a missing registry or tool
+// fails the test instead of skipping it (make test sets it).
+const requireEnv = "GPUSUITE_REQUIRE_SLURM"
+
+// Tools are the programs the registry tests need, from Debian's
+// docker-registry, skopeo and umoci packages (test/deps.sh installs them).
+var Tools = []string{"docker-registry", "skopeo", "umoci"}
+
+// Registry is a running registry.
+type Registry struct {
+	// Addr is 127.0.0.1:PORT.
+	Addr string
+	// User and Password are the one login the registry accepts.
+	User, Password string
+	// CAFile is the CA certificate (PEM) the registry's certificate is
+	// signed by; give it to a client as SSL_CERT_FILE.
+	CAFile string
+	// CertDir holds ca.crt, as skopeo's --cert-dir wants it.
+	CertDir string
+	// Roots trusts the CA, for an http.Client in the test process.
+	Roots *x509.CertPool
+
+	dir    string
+	layout string // the OCI layout the pushed image is built in, once
+}
+
+// Require skips the test when a tool is missing, or fails it under
+// GPUSUITE_REQUIRE_SLURM=1.
+func Require(t testing.TB) {
+	t.Helper()
+	for _, p := range Tools {
+		if _, err := exec.LookPath(p); err != nil {
+			if os.Getenv(requireEnv) == "1" {
+				t.Fatalf("%s is missing: the registry tests need Debian's docker-registry, skopeo and umoci (test/deps.sh installs them)", p)
+			}
+			t.Skipf("%s is missing (apt-get install docker-registry skopeo umoci)", p)
+		}
+	}
+}
+
+// Start starts a registry that lives until the test ends.
+func Start(t testing.TB) *Registry {
+	t.Helper()
+	Require(t)
+	dir := t.TempDir()
+	r := &Registry{dir: dir, User: "alice", Password: "s3cret pass", CertDir: filepath.Join(dir, "certs")}
+	r.Addr = FreeAddr(t)
+	r.makeTLS(t)
+	hash, err := bcrypt.GenerateFromPassword([]byte(r.Password), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	htpasswd := filepath.Join(dir, "htpasswd")
+	write(t, htpasswd, r.User+":"+string(hash)+"\n")
+	// enroot's Basic-auth path speaks HTTP/1.1 only; so does the registry.
+	conf := fmt.Sprintf(`version: 0.1
+log:
+  level: error
+  accesslog:
+    disabled: true
+storage:
+  filesystem:
+    rootdirectory: %s
+http:
+  addr: %s
+  secret: test-only
+  tls:
+    certificate: %s
+    key: %s
+  http2:
+    disabled: true
+auth:
+  htpasswd:
+    realm: gpusuite-test
+    path: %s
+`, filepath.Join(dir, "storage"), r.Addr, filepath.Join(dir, "server.pem"), filepath.Join(dir, "server.key"), htpasswd)
+	confPath := filepath.Join(dir, "config.yml")
+	write(t, confPath, conf)
+	logPath := filepath.Join(dir, "registry.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("docker-registry", "serve", confPath)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		t.Fatalf("start docker-registry: %v", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait(); logf.Close() }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+	})
+	// Ready when /v2/ asks for a login.
+	client := r.Client(2 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		select {
+		case err := <-exited:
+			log, _ := os.ReadFile(logPath)
+			t.Fatalf("docker-registry exited: %v\n%s", err, log)
+		default:
+		}
+		resp, err := client.Get("https://" + r.Addr + "/v2/")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusUnauthorized {
+				return r
+			}
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(logPath)
+			t.Fatalf("docker-registry did not answer on %s in 30 s (last: %v)\n%s", r.Addr, err, log)
+		}
+		time.Sleep(50 * time.Millisecond) // polling a port that is not yet open
+	}
+}
+
+// Client is an HTTP client that trusts the registry's CA, with an overall
+// timeout.
+func (r *Registry) Client(timeout time.Duration) *http.Client {
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: r.Roots}}}
+}
+
+// Push builds a one-file image with umoci (once per registry) and pushes
+// it as Docker v2s2 to repo:tag with skopeo.
+func (r *Registry) Push(t testing.TB, repo, tag string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if r.layout == "" {
+		layout := filepath.Join(r.dir, "oci")
+		hello := filepath.Join(r.dir, "hello")
+		write(t, hello, "hello from the test image\n")
+		run(ctx, t, "umoci", "init", "--layout", layout)
+		run(ctx, t, "umoci", "new", "--image", layout+":base")
+		run(ctx, t, "umoci", "insert", "--image", layout+":base", hello, "/hello")
+		r.layout = layout
+	}
+	run(ctx, t, "skopeo", "--insecure-policy", "copy", "--quiet", "--format", "v2s2",
+		"--dest-creds", r.User+":"+r.Password, "--dest-cert-dir", r.CertDir,
+		"oci:"+r.layout+":base", "docker://"+r.Addr+"/"+repo+":"+tag)
+}
+
+// FreeAddr is a loopback address no one listens on (just now).
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// makeTLS makes the CA and the server's certificate for 127.0.0.1 and
+// localhost.
+func (r *Registry) makeTLS(t testing.TB) {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "gpusuite test CA"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	r.CAFile = filepath.Join(r.dir, "ca.pem")
+	write(t, r.CAFile, string(caPEM))
+	if err := os.MkdirAll(r.CertDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(r.CertDir, "ca.crt"), string(caPEM))
+	write(t, filepath.Join(r.dir, "server.pem"), string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
+	write(t, filepath.Join(r.dir, "server.key"), string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})))
+	r.Roots = x509.NewCertPool()
+	r.Roots.AddCert(ca)
+}
+
+func write(t testing.TB, path, data string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func run(ctx context.Context, t testing.TB, argv ...string) {
+	t.Helper()
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v: %v\n%s", argv, err, out.String())
+	}
+}
