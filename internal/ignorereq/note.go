@@ -43,6 +43,11 @@ func CheckText(text string) (string, error) {
 		if unicode.IsControl(c) {
 			return "", fmt.Errorf("--text holds a control character (%U) at character %d: write the note on one line, without tabs or escapes", c, n)
 		}
+		// Line and paragraph separators (U+2028, U+2029) break the one
+		// line a note is, on the board and in a terminal.
+		if unicode.In(c, unicode.Zl, unicode.Zp) {
+			return "", fmt.Errorf("--text holds a line separator (%U) at character %d: write the note on one line", c, n)
+		}
 		// Format characters are invisible yet reorder (U+202E) or hide
 		// (U+200B) what the board shows next to them.
 		if unicode.Is(unicode.Cf, c) {

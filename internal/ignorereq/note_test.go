@@ -36,6 +36,9 @@ func TestCheckText(t *testing.T) {
 		{"right-to-left override", "booked \u202eNUR", "", "invisible format character (U+202E) at character 8"},
 		{"zero-width space", "a\u200bb", "", "invisible format character (U+200B)"},
 		{"byte order mark", "\ufeffa", "", "invisible format character (U+FEFF)"},
+		{"line separator", "fan noisy\u2028do not use", "", "line separator (U+2028) at character 10"},
+		{"paragraph separator", "a\u2029b", "", "line separator (U+2029)"},
+		{"no-break space kept", "a\u00a0b", "a\u00a0b", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := CheckText(tc.in)

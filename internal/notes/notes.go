@@ -57,6 +57,9 @@ func ParseUntil(spec string, now time.Time, loc *time.Location) (time.Time, erro
 	var until time.Time
 	if m := durationRE.FindStringSubmatch(s); m != nil {
 		n, _ := strconv.Atoi(m[1])
+		if n == 0 {
+			return time.Time{}, fmt.Errorf("--until %s is not in the future: give a positive duration like 4h or 3d", spec)
+		}
 		// Compared before multiplying: 30501 weeks overflows a Duration
 		// and would wrap round to a short, accepted time.
 		if u := unit(m[2]); time.Duration(n) > math.MaxInt64/u {
@@ -64,7 +67,12 @@ func ParseUntil(spec string, now time.Time, loc *time.Location) (time.Time, erro
 		} else {
 			until = now.Add(time.Duration(n) * u)
 		}
-	} else if d, err := time.ParseDuration(s); err == nil && strings.ContainsAny(s, "hm") {
+	} else if d, err := time.ParseDuration(s); err == nil {
+		// Any Go duration reads as one (0s, 90s, -4h too), so that a
+		// duration that is not ahead is told so, not taken for a time.
+		if d <= 0 {
+			return time.Time{}, fmt.Errorf("--until %s is not in the future: give a positive duration like 4h or 3d", spec)
+		}
 		until = now.Add(d)
 	} else if t, err := timespec.Parse(spec, now, loc); err == nil {
 		until = t

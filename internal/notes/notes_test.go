@@ -66,8 +66,12 @@ func TestParseUntil(t *testing.T) {
 		{"now+2days", now.Add(48 * time.Hour), ""},
 		{"soon", time.Time{}, `--until "soon" is neither a duration like 4h or 3d nor a time: use YYYY-MM-DD`},
 		{"yesterday", time.Time{}, `--until "yesterday" (2026-03-01 00:00 CET) is not in the future`},
-		{"0h", time.Time{}, "is not in the future"},
-		{"-4h", time.Time{}, "is not in the future"},
+		{"0h", time.Time{}, "--until 0h is not in the future: give a positive duration like 4h or 3d"},
+		{"-4h", time.Time{}, "--until -4h is not in the future: give a positive duration like 4h or 3d"},
+		// Seconds were not read as a duration: "neither a duration nor a time".
+		{"0s", time.Time{}, "--until 0s is not in the future: give a positive duration like 4h or 3d"},
+		{"-1s", time.Time{}, "--until -1s is not in the future"},
+		{"90s", now.Add(90 * time.Second), ""},
 		{"91d", time.Time{}, `--until "91d" (2026-06-01 12:00 CEST) is more than 90 days ahead: book at most 90 days, and renew the note later`},
 		{"2027-01-01", time.Time{}, "is more than 90 days ahead"},
 		// n*unit wraps a Duration: 30501w was 3 days, 213504d 25 minutes.
