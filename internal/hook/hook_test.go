@@ -379,3 +379,49 @@ func TestHungAgentAskedOnce(t *testing.T) {
 		t.Errorf("the hung agent was contacted %d times, want 1", n)
 	}
 }
+
+// Values that parse but no job can have are flagged and dropped, so that
+// ingest takes the event instead of quarantining it whole.
+func TestRunFlagsImpossibleValues(t *testing.T) {
+	id := func(v int64) *int64 { return &v }
+	for _, tc := range []struct {
+		name        string
+		env         []string
+		wantQuality []string
+		wantRestart int
+		wantUID     *int64
+		wantGID     *int64
+	}{
+		{"restart count beyond 16 bits", []string{"SLURM_JOB_RESTART_COUNT", "99999999"},
+			[]string{`env_invalid: SLURM_JOB_RESTART_COUNT="99999999": above 65535; recorded as 0`}, 0, id(1000), id(1000)},
+		{"largest restart count", []string{"SLURM_JOB_RESTART_COUNT", "65535"}, nil, 65535, id(1000), id(1000)},
+		{"uid -1", []string{"SLURM_JOB_UID", "-1"},
+			[]string{`env_invalid: SLURM_JOB_UID="-1": not an id (0..4294967293); recorded as absent`}, 0, nil, id(1000)},
+		{"uid Slurm's NO_VAL", []string{"SLURM_JOB_UID", "4294967294"},
+			[]string{`env_invalid: SLURM_JOB_UID="4294967294": not an id (0..4294967293); recorded as absent`}, 0, nil, id(1000)},
+		{"gid (gid_t)-1", []string{"SLURM_JOB_GID", "4294967295"},
+			[]string{`env_invalid: SLURM_JOB_GID="4294967295": not an id (0..4294967293); recorded as absent`}, 0, id(1000), nil},
+		{"nobody", []string{"SLURM_JOB_UID", "65534", "SLURM_JOB_GID", "65534"}, nil, 0, id(65534), id(65534)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := simConfig(t)
+			if _, err := Run(context.Background(), record.JobStart, cfg, testDeps(envWith(tc.env...)), logger(discard())); err != nil {
+				t.Fatal(err)
+			}
+			evs := readEvents(t, cfg.Spool.Dir)
+			if len(evs) != 1 {
+				t.Fatalf("%d events, want 1", len(evs))
+			}
+			ev := evs[0]
+			if diff := cmp.Diff(tc.wantQuality, ev.Quality); diff != "" {
+				t.Errorf("quality (-want +got):\n%s", diff)
+			}
+			if ev.Job.RestartCount != tc.wantRestart || ev.Key != record.EventKey(ev.Cluster, 42, tc.wantRestart, ev.Node, record.JobStart) {
+				t.Errorf("restart count %d, key %q: want run %d", ev.Job.RestartCount, ev.Key, tc.wantRestart)
+			}
+			if diff := cmp.Diff([]*int64{tc.wantUID, tc.wantGID}, []*int64{ev.Job.UID, ev.Job.GID}); diff != "" {
+				t.Errorf("uid, gid (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -4,6 +4,14 @@ package record
 // slurm's parser fills a Job in place and gpu's Identity is a GPU, so only
 // an edit here changes the schema (docs/records.md).
 
+// MaxRestartCount is the largest restart count a job can have: Slurm
+// counts requeues in 16 bits.
+const MaxRestartCount = 1<<16 - 1
+
+// MaxID is the largest uid or gid a job can have: (uid_t)-1 and Slurm's
+// NO_VAL (0xfffffffe) mean none.
+const MaxID = 1<<32 - 3
+
 // Job is one job as a node-side hook saw it. Fields slurmd did not set are
 // zero; the event's Quality says which were missing or invalid.
 type Job struct {
