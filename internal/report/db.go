@@ -85,6 +85,11 @@ func OpenDB(ctx context.Context, loc string, busy time.Duration) (*DB, error) {
 // Close closes the database.
 func (d *DB) Close() error { return d.st.Close() }
 
+// Label sets how d's messages name the ledger: its path or URL by
+// default, which a web client must not see (it names the server's
+// files), so the dashboard says "the ledger".
+func (d *DB) Label(name string) { d.path = name }
+
 // describe turns the store's busy and not-a-ledger errors into one line
 // that says what to do.
 func describe(path string, busy time.Duration, err error) error {

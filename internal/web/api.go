@@ -25,7 +25,7 @@ func (h *Handler) apiHandler(fn func(w http.ResponseWriter, r *http.Request) err
 		code := status(err)
 		h.logFailure(r, code, err)
 		w.Header().Set("Cache-Control", "no-store")
-		writeJSON(w, code, map[string]string{"error": cleanMsg(err)})
+		writeJSON(w, code, map[string]string{"error": h.publicMsg(err)})
 	})
 }
 
@@ -105,7 +105,7 @@ func (h *Handler) reportTable(r *http.Request, c *conn, q *query, kind, by, sort
 	if err := h.scope(c, q); err != nil {
 		return nil, err
 	}
-	if err := c.rep.CheckFilter(ctx, q.filter); err != nil {
+	if err := h.checkFilter(ctx, c.rep, q.filter); err != nil {
 		return nil, err
 	}
 	if len(q.teams) > 0 {
@@ -213,7 +213,7 @@ func (h *Handler) apiJobs(w http.ResponseWriter, r *http.Request) error {
 // which the caller has resolved; more says that there were more.
 func (h *Handler) jobs(r *http.Request, c *conn, q *query, state, sortBy string) (rows []report.JobRow, more bool, err error) {
 	ctx := r.Context()
-	if err := c.rep.CheckFilter(ctx, q.filter); err != nil {
+	if err := h.checkFilter(ctx, c.rep, q.filter); err != nil {
 		return nil, false, err
 	}
 	if len(q.teams) > 0 {

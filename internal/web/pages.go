@@ -90,7 +90,7 @@ func (h *Handler) pageHandler(fn func(w http.ResponseWriter, r *http.Request) er
 			base
 			Code    int
 			Message string
-		}{base: h.base(r, nil, title), Code: code, Message: cleanMsg(err)}
+		}{base: h.base(r, nil, title), Code: code, Message: h.publicMsg(err)}
 		h.render(w, code, "error", &v)
 	})
 }

@@ -9,8 +9,14 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/record"
+	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/report/table"
+	"github.com/aicloud/gpusuite/internal/store"
 )
+
+// ledgerName is how an answer names the ledger: its path or URL names
+// the server's files, which no web client is told.
+const ledgerName = "the ledger"
 
 // hiddenUser stands for another user's name when web.private_data is
 // on (docs/dashboard.md "Private data").
@@ -142,6 +148,31 @@ func (h *Handler) headerName() string {
 		return "web.user_header, not set"
 	}
 	return h.o.UserHeader
+}
+
+// checkFilter refuses filter values the ledger never recorded, as the
+// CLI does, but never names another user to a private viewer: the gate
+// let through only the viewer's own name, so an unknown one is a user
+// with no jobs yet, whose answer is empty, and a "did you mean" would
+// list the names nearest theirs.
+func (h *Handler) checkFilter(ctx context.Context, rep *report.DB, f report.Filter) error {
+	if h.v.private {
+		f.Users = nil
+	}
+	return rep.CheckFilter(ctx, f)
+}
+
+// publicMsg is err as a web client may read it: the query parameter
+// spelled as such (cleanMsg) and the ledger named without the server's
+// path or URL, whatever layer wrote it.
+func (h *Handler) publicMsg(err error) string {
+	msg := cleanMsg(err)
+	if loc := h.o.DB; loc != "" {
+		for _, s := range []string{loc, store.RedactURL(loc)} {
+			msg = strings.ReplaceAll(msg, s, ledgerName)
+		}
+	}
+	return msg
 }
 
 // refuse answers err as JSON under /api/ and as a page elsewhere.

@@ -87,7 +87,7 @@ func (f *fixture) do(t *testing.T, method, path string, login [2]string) *http.R
 func TestPrivateData(t *testing.T) {
 	now := time.Now()
 	f := newFixture(t, now)
-	wc := webconfigtest.Write(t, true, map[string]string{"root": "r00t", "bob": "b0b", "zoe": "z0e"}, "")
+	wc := webconfigtest.Write(t, true, map[string]string{"root": "r00t", "bob": "b0b", "zoe": "z0e", "eri": "3r1"}, "")
 	cfg, err := os.ReadFile(f.config)
 	if err != nil {
 		t.Fatal(err)
@@ -223,6 +223,9 @@ func TestPrivateData(t *testing.T) {
 		if code, _ := f.get(t, "/user/bob?"+win.Encode(), bob, nil); code != http.StatusOK {
 			t.Errorf("bob's own page: %d, want 200", code)
 		}
+	})
+	t.Run("refusals name no other user and no path", func(t *testing.T) {
+		testErrorBodies(t, f, [2]string{"eri", "3r1"}, []string{"alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi", "zoe", "u9000001"}, win)
 	})
 	t.Run("metrics carry no user label", func(t *testing.T) {
 		code, b := f.get(t, "/metrics", bob, nil)

@@ -98,17 +98,18 @@ func (s *source) open(ctx context.Context) (*conn, error) {
 	// ledger is report.OpenDB's to name.
 	if !store.IsPostgresURL(s.o.DB) {
 		if _, err := os.Stat(s.o.DB); errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("accounting database %s does not exist yet (gpuacct serve creates it at its first pass): %w", s.o.DB, err)
+			return nil, fmt.Errorf("accounting database does not exist yet (gpuacct serve creates it at its first pass): %w", fs.ErrNotExist)
 		}
 	}
 	rep, err := report.OpenDB(ctx, s.o.DB, s.o.BusyTimeout)
 	if err != nil {
 		return nil, err
 	}
+	rep.Label(ledgerName)
 	c := &conn{rep: rep, st: rep.Store()}
 	if c.maxNode, err = c.st.MaxNodeID(ctx); err != nil {
 		c.closeNow()
-		return nil, fmt.Errorf("read %s: %w", store.RedactURL(s.o.DB), err)
+		return nil, fmt.Errorf("read %s: %w", ledgerName, err)
 	}
 	return c, nil
 }
