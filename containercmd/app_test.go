@@ -235,6 +235,32 @@ func readAll(r interface{ Read([]byte) (int, error) }) (string, error) {
 	return b.String(), err
 }
 
+// pyxisInto plays pyxis and enroot for the fake: srun with
+// --container-name=NAME:create makes the container directory holding the
+// image's name, enroot remove removes one.
+func pyxisInto(data string) func(argv []string) {
+	return func(argv []string) {
+		if argv[0] == "srun" {
+			var name, image string
+			for _, a := range argv {
+				if v, ok := strings.CutPrefix(a, "--container-name="); ok {
+					name, _ = strings.CutSuffix(v, ":create")
+				}
+				if v, ok := strings.CutPrefix(a, "--container-image="); ok {
+					image = v
+				}
+			}
+			if name != "" && image != "" {
+				os.MkdirAll(filepath.Join(data, "pyxis_"+name), 0o755)
+				os.WriteFile(filepath.Join(data, "pyxis_"+name, "image"), []byte(image), 0o644)
+			}
+		}
+		if argv[0] == "enroot" && argv[1] == "remove" {
+			os.RemoveAll(filepath.Join(data, argv[len(argv)-1]))
+		}
+	}
+}
+
 func TestSbuildCLI(t *testing.T) {
 	proj := filepath.Join(t.TempDir(), "proj")
 	os.MkdirAll(proj, 0o755)
@@ -260,14 +286,7 @@ func TestSbuildCLI(t *testing.T) {
 	t.Run("build, exists, rebuild busy, rebuild", func(t *testing.T) {
 		data := t.TempDir()
 		f := newFake(t, proj, map[string]string{"ENROOT_DATA_PATH": data})
-		f.onRun = func(argv []string) {
-			if argv[0] == "srun" && strings.Contains(strings.Join(argv, " "), ":create") {
-				os.MkdirAll(filepath.Join(data, "pyxis_proj"), 0o755)
-			}
-			if argv[0] == "enroot" && argv[1] == "remove" {
-				os.RemoveAll(filepath.Join(data, argv[len(argv)-1]))
-			}
-		}
+		f.onRun = pyxisInto(data)
 		os.MkdirAll(filepath.Join(t.TempDir(), "x"), 0o755)
 		code := Sbuild([]string{"sbuild", "ubuntu:22.04", "--setup", "setup.sh"}, f.sys)
 		if code != 0 || f.out.String() != "pyxis_proj\n" {
@@ -296,12 +315,21 @@ func TestSbuildCLI(t *testing.T) {
 		if m, _, _ := container.ReadMeta(data, "proj"); m.Image != "ubuntu:24.04" || m.Setup != "" {
 			t.Errorf("meta after rebuild %+v", m)
 		}
-		var removed bool
+		// The new one was built beside the old one, which was removed
+		// only once the new one was in its place.
+		var removed, built bool
 		for _, r := range f.ran {
-			removed = removed || strings.Join(r, " ") == "enroot remove --force pyxis_proj"
+			built = built || strings.Contains(strings.Join(r, " "), "--container-name=proj.sbuild-new:create")
+			removed = removed || strings.Join(r, " ") == "enroot remove --force pyxis_proj.sbuild-old"
 		}
-		if !removed {
-			t.Errorf("no enroot remove in %v", f.ran)
+		if !built || !removed {
+			t.Errorf("built as proj.sbuild-new %v, removed pyxis_proj.sbuild-old %v: %v", built, removed, f.ran)
+		}
+		if img, _ := os.ReadFile(filepath.Join(data, "pyxis_proj", "image")); string(img) != "ubuntu:24.04" {
+			t.Errorf("pyxis_proj holds %q after the rebuild, want ubuntu:24.04", img)
+		}
+		if des, _ := os.ReadDir(data); len(des) != 2 {
+			t.Errorf("data path holds %d entries after the rebuild, want the container and its metadata", len(des))
 		}
 		f.out.Reset()
 		if code := Sbuild([]string{"sbuild", "list", "--no-size"}, f.sys); code != 0 || !strings.Contains(f.out.String(), "\nproj  pyxis_proj ") || !strings.Contains(f.out.String(), "ubuntu:24.04") {

@@ -23,13 +23,17 @@ const sbuildHelp = `Creates the enroot container of the current directory's proj
 through srun and pyxis (--container-name=NAME:create, so an existing
 container is never silently reused with the old image). The container is
 named after the directory (printed as pyxis_NAME); run commands in it with
-srun-wrap. Options after "--" go to srun unchanged.
+srun-wrap. Options after "--" go to srun unchanged. Before it submits,
+sbuild asks the image's registry, with your enroot credentials, whether the
+tag exists and the credentials are accepted, so a typo or an expired key
+fails at once instead of after the queue. --rebuild builds the new
+container beside the old one and swaps them only once it exists.
 
 Examples:
    sbuild                                   # site default image (container.image)
    sbuild nvcr.io/nvidia/pytorch:24.05-py3  # a given image
    sbuild --setup setup.sh                  # then run setup.sh inside, as root, writable
-   sbuild --rebuild --setup setup.sh        # remove the old container first
+   sbuild --rebuild --setup setup.sh        # replace it; the old one stays if this fails
    sbuild --save $HOME/myproj.sqsh          # also keep the result as a squashfs file
    sbuild --dry-run                         # print the srun command line only
    sbuild -- --nodelist=gpu03               # extra srun options
@@ -42,7 +46,7 @@ func sbuildFlags() []cli.Flag {
 	return append(configFlags(),
 		&cli.StringFlag{Name: "name", EnvVars: []string{"GPUSUITE_CONTAINER_NAME"}, Usage: "container `NAME` (default: the directory's name, sanitised)"},
 		&cli.StringFlag{Name: "image", EnvVars: []string{"GPUSUITE_CONTAINER_IMAGE"}, Usage: "image when none is given as argument (container.image)"},
-		&cli.BoolFlag{Name: "rebuild", Usage: "remove an existing container of this name first (refused while one of your jobs uses it)"},
+		&cli.BoolFlag{Name: "rebuild", Usage: "replace an existing container of this name, keeping the old one until the new one is built (refused while one of your jobs uses it)"},
 		&cli.StringFlag{Name: "setup", Usage: "run `FILE` inside the new container as remapped root, writable, in /workspace"},
 		&cli.IntFlag{Name: "gpus", EnvVars: []string{"GPUSUITE_BUILD_GPUS"}, Usage: "GPUs for the build job (container.build_gpus)"},
 		&cli.StringFlag{Name: "partition", EnvVars: []string{"GPUSUITE_PARTITION"}, Usage: "Slurm `PARTITION` (container.partition)"},
@@ -50,7 +54,8 @@ func sbuildFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "mount", Usage: "extra bind mount `SRC:DST[:ro]` while building, repeatable (env GPUSUITE_MOUNTS, ';'-separated)"},
 		&cli.StringFlag{Name: "save", Usage: "also save the container as squashfs `PATH.sqsh` (pyxis --container-save)"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "print the srun command line instead of running it"},
-		&cli.BoolFlag{Name: "skip-checks", Usage: "do not run the preflight checks"},
+		&cli.BoolFlag{Name: "skip-checks", Usage: "do not run the preflight checks (nor ask the image's registry)"},
+		&cli.DurationFlag{Name: "registry-timeout", Value: 10 * time.Second, Usage: "how long to wait for the image's registry before building without its answer"},
 	)
 }
 
@@ -319,9 +324,8 @@ func build(c *cli.Context, sys container.Sys, extra []string) error {
 	if p.note != "" {
 		fmt.Fprintln(sys.Stderr, p.note)
 	}
-	argv := container.BuildArgv(p.build)
 	if c.Bool("dry-run") {
-		fmt.Fprintln(sys.Stdout, container.QuoteArgs(argv))
+		fmt.Fprintln(sys.Stdout, container.QuoteArgs(container.BuildArgv(p.build)))
 		return nil
 	}
 	if p.build.Save == "" {
@@ -353,27 +357,33 @@ func build(c *cli.Context, sys container.Sys, extra []string) error {
 			}
 			return fmt.Errorf("container %s already exists%s and pyxis would reuse it, ignoring the new image; run in it with srun-wrap, or replace it with sbuild --rebuild", container.EnrootName(name), what)
 		}
-		busy, err := e.busy(c.Context)
-		if err != nil {
-			return fmt.Errorf("cannot tell whether a job uses %s, so not removing it: %w", container.EnrootName(name), err)
-		}
-		if jobs := busy[name]; len(jobs) > 0 {
-			return fmt.Errorf("refusing to rebuild %s: your job %s is using it; wait for it or scancel %s", container.EnrootName(name), strings.Join(jobs, ","), strings.Join(jobs, " "))
-		}
-		fmt.Fprintf(sys.Stderr, "sbuild: removing the old %s\n", container.EnrootName(name))
-		if err := e.remove(c.Context, name); err != nil {
+		if err := e.notBusy(c.Context, name); err != nil {
 			return err
 		}
 	}
+	// The registry is asked last, once nothing local stands in the way,
+	// and before anything is submitted or removed.
+	if !c.Bool("skip-checks") {
+		if f := e.askRegistry(c.Context, p.img, c.Duration("registry-timeout")); f != nil {
+			if f.Level == container.Fail {
+				if exists {
+					f.Msg += "; " + container.EnrootName(name) + " is kept as it was"
+				}
+				return f
+			}
+			fmt.Fprintf(sys.Stderr, "%s: %s\n", f.Level, f.Line())
+		}
+	}
+	if exists {
+		return rebuild(c, e, p)
+	}
 	fmt.Fprintf(sys.Stderr, "sbuild: creating %s from %s\n", container.EnrootName(name), p.build.Ref)
-	tail := &tailBuffer{max: 64 << 10}
-	code, err := sys.Run(c.Context, container.Cmd{Argv: argv, Stdin: sys.Stdin, Stdout: sys.Stdout, Stderr: io.MultiWriter(sys.Stderr, tail)})
+	code, tail, err := runBuild(c.Context, sys, p.build)
 	if err != nil {
 		return err
 	}
 	created, _ := container.Exists(e.paths.Data, name)
-	meta := container.Meta{Name: name, Image: p.original, Ref: p.build.Ref, Tag: p.img.ResolvedTag(), Digest: p.img.Digest,
-		Created: sys.Now().UTC().Truncate(time.Second), Project: e.cwd, Setup: p.setup, SetupSHA256: p.setupSHA, Saved: p.build.Save}
+	meta := p.meta(e, sys.Now())
 	if code != 0 {
 		if created && p.setup != "" {
 			meta.SetupExit = code
@@ -382,7 +392,7 @@ func build(c *cli.Context, sys container.Sys, extra []string) error {
 			}
 			return &cliwire.ExitError{Code: code, Err: fmt.Errorf("setup script %s failed with exit code %d; %s is kept so you can look inside (srun-wrap --name %s); fix the script and run sbuild --rebuild --setup %s", p.setup, code, container.EnrootName(name), name, p.setup)}
 		}
-		return &cliwire.ExitError{Code: code, Err: fmt.Errorf("creating %s failed (srun exit %d): %s", container.EnrootName(name), code, diagnose(tail.String(), e))}
+		return &cliwire.ExitError{Code: code, Err: fmt.Errorf("creating %s failed (srun exit %d): %s", container.EnrootName(name), code, diagnose(tail, e))}
 	}
 	if !created && e.cfg.Container.CheckExists {
 		fmt.Fprintf(sys.Stderr, "warning: srun succeeded but %s is not in %s: the GPU servers keep containers elsewhere (set container.data_path) or pyxis uses container_scope=job\n", container.EnrootName(name), e.paths.Data)
@@ -392,6 +402,15 @@ func build(c *cli.Context, sys container.Sys, extra []string) error {
 			fmt.Fprintf(sys.Stderr, "warning: %v\n", err)
 		}
 	}
+	return done(sys, name)
+}
+
+func (p *plan) meta(e *env, now time.Time) container.Meta {
+	return container.Meta{Name: p.build.Name, Image: p.original, Ref: p.build.Ref, Tag: p.img.ResolvedTag(), Digest: p.img.Digest,
+		Created: now.UTC().Truncate(time.Second), Project: e.cwd, Setup: p.setup, SetupSHA256: p.setupSHA, Saved: p.build.Save}
+}
+
+func done(sys container.Sys, name string) error {
 	fmt.Fprintf(sys.Stdout, "%s\n", container.EnrootName(name))
 	fmt.Fprintf(sys.Stderr, "sbuild: done; run in it with: srun-wrap [CMD]   (or srun --container-name=%s ...)\n", name)
 	return nil
@@ -612,11 +631,20 @@ func check(c *cli.Context, sys container.Sys) error {
 		return err
 	}
 	fs := preflight(c.Context, e, p.img)
+	credsFailed := false
+	for _, f := range fs {
+		credsFailed = credsFailed || f.Check == "credentials" && f.Level == container.Fail
+	}
+	if !credsFailed {
+		if f := e.askRegistry(c.Context, p.img, c.Duration("registry-timeout")); f != nil {
+			fs = append(fs, *f)
+		}
+	}
 	if p.note != "" {
 		fs = append(fs, container.Finding{Level: container.Warn, Check: "image", Msg: strings.TrimPrefix(p.note, "note: ")})
 	}
 	if len(fs) == 0 {
-		fmt.Fprintf(sys.Stdout, "ok: srun, pyxis, credentials and enroot storage look fine for %s\n", p.build.Ref)
+		fmt.Fprintf(sys.Stdout, "ok: srun, pyxis, credentials, the registry and enroot storage look fine for %s\n", p.build.Ref)
 		return nil
 	}
 	if report(sys.Stdout, fs) {

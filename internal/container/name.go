@@ -78,3 +78,12 @@ func CheckName(name string) (string, error) {
 
 // EnrootName is the name enroot lists for a pyxis container name.
 func EnrootName(name string) string { return Prefix + name }
+
+// Suffixes of the names sbuild --rebuild uses beside a container: the new
+// one is built as NAME.sbuild-new and swapped in only once it exists, the
+// old one waits as NAME.sbuild-old until it is removed, so a failed
+// rebuild leaves the old container as it was.
+const (
+	NewSuffix = ".sbuild-new"
+	OldSuffix = ".sbuild-old"
+)

@@ -307,5 +307,5 @@ func unreachable(r RegistryRef, err error) *Finding {
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = errors.New("no answer in time")
 	}
-	return &Finding{Level: Warn, Check: "registry", Msg: fmt.Sprintf("cannot reach %s to check %s:%s (%v); building without the check", r.Host, r.Name(), r.Reference, err)}
+	return &Finding{Level: Warn, Check: "registry", Msg: fmt.Sprintf("cannot reach %s to check %s:%s (%v): not checked; the pull may still work from the GPU servers", r.Host, r.Name(), r.Reference, err)}
 }

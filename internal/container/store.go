@@ -227,3 +227,21 @@ func ParseSqueue(out string) map[string][]string {
 func SqueueArgv(user string) []string {
 	return []string{"squeue", "--noheader", "--user=" + user, "--states=PENDING,RUNNING,CONFIGURING,SUSPENDED", "--format=%i|%k"}
 }
+
+// Swap puts container fresh in the place of container name and moves the
+// old one to old, by renaming their directories in dataPath (the same
+// directory, so each rename is atomic). When the second rename fails the
+// old container is put back. The caller removes old.
+func Swap(dataPath, name, fresh, old string) error {
+	path := func(n string) string { return filepath.Join(dataPath, EnrootName(n)) }
+	if err := os.Rename(path(name), path(old)); err != nil {
+		return fmt.Errorf("move the old container aside: %w", err)
+	}
+	if err := os.Rename(path(fresh), path(name)); err != nil {
+		if berr := os.Rename(path(old), path(name)); berr != nil {
+			return fmt.Errorf("put the new container in place: %w (and the old one is left as %s: %v)", err, EnrootName(old), berr)
+		}
+		return fmt.Errorf("put the new container in place: %w", err)
+	}
+	return nil
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/user"
@@ -52,6 +53,8 @@ type Sys struct {
 	ReadSecret func(prompt string) (string, error)
 	Statfs     func(path string) (FSInfo, error)
 	User       func() (User, error)
+	// HTTP asks image registries before a build; nil asks none.
+	HTTP *http.Client
 	// Logger receives debug detail; user-facing messages go to Stderr.
 	Logger *slog.Logger
 }
@@ -120,6 +123,10 @@ func OSSys(stdin *os.File, stdout, stderr io.Writer, getenv func(string) string,
 			}
 			return User{Name: u.Username, UID: uid, GID: gid, Home: home}, nil
 		},
+		// HTTP/1.1 with the proxy and the CA store (SSL_CERT_FILE) of the
+		// environment, as enroot's curl; the caller's context bounds each
+		// question.
+		HTTP:   &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, TLSHandshakeTimeout: 10 * time.Second}},
 		Logger: logger,
 	}
 }

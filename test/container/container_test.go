@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/aicloud/gpusuite/internal/slurmtest"
+	"github.com/aicloud/gpusuite/test/registry"
 )
 
 // cluster is what a test needs to reach the harness's Slurm.
@@ -91,6 +92,11 @@ func (c *cluster) project(t *testing.T, name string) *project {
 		"ENROOT_DATA_PATH=" + p.data,
 		"ENROOT_STUB_LOG=" + p.stubLog,
 		"GPUSUITE_CONFIG=" + cfg,
+		// sbuild asks an image's registry before it builds; the images
+		// of these tests are on Docker Hub, which a test must not depend
+		// on: a proxy no one listens on makes every such question fail at
+		// once (a warning). Loopback registries are never proxied.
+		"HTTPS_PROXY=http://127.0.0.1:1",
 	}
 	return p
 }
@@ -217,7 +223,9 @@ func TestSbuildCreatesOnceAndRebuilds(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("rebuild: exit %d\n%s", r.code, r.stderr)
 	}
-	if log, _ := os.ReadFile(p.stubLog); !strings.Contains(string(log), "enroot remove --force pyxis_proj-one") {
+	// The new one was built beside the old one, which was removed only
+	// once the new one had taken its place.
+	if log, _ := os.ReadFile(p.stubLog); !strings.Contains(string(log), "enroot remove --force pyxis_proj-one.sbuild-old") {
 		t.Errorf("enroot calls: %s", log)
 	}
 	if img, _ := os.ReadFile(filepath.Join(p.data, "pyxis_proj-one", "image")); string(img) != "ubuntu:24.04\n" {
@@ -235,6 +243,93 @@ func TestSbuildCreatesOnceAndRebuilds(t *testing.T) {
 	r = p.run(t, "", "sbuild", "rm", "--yes", "proj-one")
 	if _, err := os.Stat(filepath.Join(p.data, "pyxis_proj-one")); r.code != 0 || err == nil {
 		t.Errorf("rm: exit %d, container still there: %v\n%s", r.code, err, r.stderr)
+	}
+}
+
+// TestSbuildRebuildKeepsOldContainer: sbuild asks the image's registry (a
+// real one, TLS and htpasswd) before it submits, and a rebuild that fails
+// anywhere leaves the container the user had.
+func TestSbuildRebuildKeepsOldContainer(t *testing.T) {
+	t.Parallel()
+	reg := registry.Start(t)
+	reg.Push(t, "team/img", "1.0")
+	reg.Push(t, "team/img", "2.0")
+	p := slurm(t).project(t, "keepme")
+	// enroot 4 reads host/repo:tag as written, so sbuild hands it on
+	// unchanged and prints no note.
+	p.environ = append(p.environ, "SSL_CERT_FILE="+reg.CAFile, "ENROOT_STUB_VERSION=4.1.2")
+	creds := filepath.Join(p.home, ".config", "enroot", ".credentials")
+	setCreds := func(password string) {
+		os.MkdirAll(filepath.Dir(creds), 0o700)
+		if err := os.WriteFile(creds, []byte("machine 127.0.0.1 login "+reg.User+" password "+password+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setCreds(reg.Password)
+	image := func() string {
+		b, _ := os.ReadFile(filepath.Join(p.data, "pyxis_keepme", "image"))
+		return strings.TrimSpace(string(b))
+	}
+	good := reg.Addr + "/team/img:1.0"
+	r := p.run(t, "", "sbuild", good)
+	if r.code != 0 || image() != reg.Addr+"/team/img:1.0" {
+		t.Fatalf("sbuild %s: exit %d, container holds %q\n%s", good, r.code, image(), r.stderr)
+	}
+	jobs := len(p.c.recordsIn(t, p.dir))
+
+	// Refused from the head server, in one line, without a job.
+	for _, tc := range []struct {
+		name, password, image, want string
+	}{
+		{"wrong tag", reg.Password, reg.Addr + "/team/img:99.99-typo", "sbuild: tag 99.99-typo not found in " + reg.Addr + "/team/img; pyxis_keepme is kept as it was\n"},
+		{"expired key", "expired", reg.Addr + "/team/img:2.0", "sbuild: " + reg.Addr + " refused your credentials: fix its \"machine 127.0.0.1\" line in " + creds + "; pyxis_keepme is kept as it was\n"},
+	} {
+		setCreds(tc.password)
+		r = p.run(t, "", "sbuild", "--rebuild", tc.image)
+		if r.code != 1 || r.stderr != tc.want {
+			t.Errorf("%s: exit %d, stderr %q; want exit 1 and %q", tc.name, r.code, r.stderr, tc.want)
+		}
+		if n := len(p.c.recordsIn(t, p.dir)); n != jobs {
+			t.Errorf("%s: %d jobs ran for a refused rebuild", tc.name, n-jobs)
+		}
+		if image() != reg.Addr+"/team/img:1.0" {
+			t.Errorf("%s: the container holds %q after the refused rebuild", tc.name, image())
+		}
+	}
+	setCreds(reg.Password)
+
+	// Failures the registry cannot foresee: the job's own, and the setup's.
+	os.WriteFile(filepath.Join(p.dir, "fail.sh"), []byte("exit 3\n"), 0o644)
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"job refused", []string{"--rebuild", reg.Addr + "/team/img:2.0", "--", "--partition=nosuchpart"}, 1, "; the old pyxis_keepme is kept\n"},
+		{"setup fails", []string{"--rebuild", "--setup", "fail.sh", reg.Addr + "/team/img:2.0"}, 3, "the old pyxis_keepme is kept, and the new one is pyxis_keepme.sbuild-new so you can look inside"},
+	} {
+		r = p.run(t, "", "sbuild", tc.args...)
+		if r.code != tc.code || !strings.Contains(r.stderr, tc.want) || strings.Contains(r.stderr, "removing the old") {
+			t.Errorf("%s: exit %d\n%s\nwant exit %d and %q", tc.name, r.code, r.stderr, tc.code, tc.want)
+		}
+		if image() != reg.Addr+"/team/img:1.0" {
+			t.Errorf("%s: the container holds %q after the failed rebuild", tc.name, image())
+		}
+	}
+
+	// A rebuild that works replaces it and leaves nothing beside it.
+	r = p.run(t, "", "sbuild", "--rebuild", reg.Addr+"/team/img:2.0")
+	if r.code != 0 || image() != reg.Addr+"/team/img:2.0" {
+		t.Fatalf("rebuild: exit %d, container holds %q\n%s", r.code, image(), r.stderr)
+	}
+	des, _ := os.ReadDir(p.data)
+	var names []string
+	for _, de := range des {
+		names = append(names, de.Name())
+	}
+	if want := []string{".pyxis_keepme.gpusuite.json", "pyxis_keepme"}; strings.Join(names, " ") != strings.Join(want, " ") {
+		t.Errorf("enroot data path holds %v, want %v", names, want)
 	}
 }
 

@@ -39,7 +39,8 @@ var Tools = []string{"docker-registry", "skopeo", "umoci"}
 type Registry struct {
 	// Addr is 127.0.0.1:PORT.
 	Addr string
-	// User and Password are the one login the registry accepts.
+	// User and Password are the one login the registry accepts (no
+	// spaces: a netrc file cannot hold them).
 	User, Password string
 	// CAFile is the CA certificate (PEM) the registry's certificate is
 	// signed by; give it to a client as SSL_CERT_FILE.
@@ -72,7 +73,7 @@ func Start(t testing.TB) *Registry {
 	t.Helper()
 	Require(t)
 	dir := t.TempDir()
-	r := &Registry{dir: dir, User: "alice", Password: "s3cret pass", CertDir: filepath.Join(dir, "certs")}
+	r := &Registry{dir: dir, User: "alice", Password: "s3cret-pass", CertDir: filepath.Join(dir, "certs")}
 	r.Addr = FreeAddr(t)
 	r.makeTLS(t)
 	hash, err := bcrypt.GenerateFromPassword([]byte(r.Password), bcrypt.MinCost)
