@@ -106,7 +106,7 @@ func TestSbuildAsksRegistry(t *testing.T) {
 		{name: "bad tag, rebuild", args: []string{"--rebuild", reg.Addr + "/ns/img:99.99-typo"}, password: reg.Password, exists: true, code: 1,
 			want: "sbuild: tag 99.99-typo not found in " + reg.Addr + "/ns/img; pyxis_proj is kept as it was\n"},
 		{name: "bad credentials", args: []string{reg.Addr + "#ns/img:1.0"}, password: "expired", code: 1,
-			want: "sbuild: " + reg.Addr + " refused your credentials: fix its \"machine 127.0.0.1\" line in "},
+			want: "sbuild: " + reg.Addr + " refused your credentials: fix the \"machine 127.0.0.1\" line in "},
 		{name: "no credentials", args: []string{reg.Addr + "/ns/img:1.0"}, code: 1,
 			want: "sbuild: " + reg.Addr + " refused an anonymous pull of " + reg.Addr + "/ns/img"},
 		{name: "registry down", args: []string{down + "/ns/img:1.0"}, built: true,

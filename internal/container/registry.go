@@ -105,20 +105,26 @@ func CheckRegistry(ctx context.Context, q RegistryQuery, img Image) *Finding {
 		return unreachable(r, err)
 	}
 	sent := false // whether credentials were sent, for what a refusal means
+	// machine is the credentials entry the login comes from: the
+	// registry's host for Basic, the token service's for Bearer.
+	machine := hostOnly(r.Host)
 	if resp.StatusCode == http.StatusUnauthorized {
 		kind, params := parseChallenge(resp.Header.Get("WWW-Authenticate"))
 		var auth string
 		switch kind {
 		case "basic":
-			c, found := q.lookup(hostOnly(r.Host), img.User)
+			c, found := q.lookup(machine, img.User)
 			if !found {
-				return anonymousRefused(r, q.CredPath)
+				return anonymousRefused(r, q.CredPath, machine)
 			}
 			auth, sent = "Basic "+basic(c), true
 		case "bearer":
 			token, usedCreds, f := q.token(ctx, r, params, img.User)
 			if f != nil {
 				return f
+			}
+			if u, err := url.Parse(params["realm"]); err == nil {
+				machine = u.Hostname()
 			}
 			auth, sent = "Bearer "+token, usedCreds
 		default:
@@ -139,9 +145,9 @@ func CheckRegistry(ctx context.Context, q RegistryQuery, img Image) *Finding {
 		return &Finding{Level: Fail, Check: "registry", Msg: fmt.Sprintf("%s not found in %s", what, r.Name())}
 	case http.StatusUnauthorized, http.StatusForbidden:
 		if !sent {
-			return anonymousRefused(r, q.CredPath)
+			return anonymousRefused(r, q.CredPath, machine)
 		}
-		return refused(r, q.CredPath)
+		return refused(r, q.CredPath, machine)
 	}
 	return &Finding{Level: Warn, Check: "registry", Msg: fmt.Sprintf("%s answered %s for %s:%s; not checked", r.Host, resp.Status, r.Name(), r.Reference)}
 }
@@ -199,9 +205,9 @@ func (q RegistryQuery) token(ctx context.Context, r RegistryRef, params map[stri
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 		if found {
-			return "", true, refused(r, q.CredPath)
+			return "", true, refused(r, q.CredPath, realm.Hostname())
 		}
-		return "", false, anonymousRefused(r, q.CredPath)
+		return "", false, anonymousRefused(r, q.CredPath, realm.Hostname())
 	case resp.StatusCode != http.StatusOK:
 		return "", false, &Finding{Level: Warn, Check: "registry", Msg: fmt.Sprintf("the token service of %s answered %s; %s not checked", r.Host, resp.Status, r.Name())}
 	}
@@ -283,18 +289,20 @@ func parseChallenge(h string) (scheme string, params map[string]string) {
 	return strings.ToLower(scheme), params
 }
 
-func refused(r RegistryRef, credPath string) *Finding {
+// refused and anonymousRefused name the credentials entry to fix: machine,
+// the host enroot's curl sends the login to.
+func refused(r RegistryRef, credPath, machine string) *Finding {
 	if r.Host == "nvcr.io" {
 		return &Finding{Level: Fail, Check: "registry", Msg: "nvcr.io refused your credentials: run sbuild login"}
 	}
-	return &Finding{Level: Fail, Check: "registry", Msg: fmt.Sprintf("%s refused your credentials: fix its \"machine %s\" line in %s", r.Host, hostOnly(r.Host), credPath)}
+	return &Finding{Level: Fail, Check: "registry", Msg: fmt.Sprintf("%s refused your credentials: fix the \"machine %s\" line in %s", r.Host, machine, credPath)}
 }
 
-func anonymousRefused(r RegistryRef, credPath string) *Finding {
+func anonymousRefused(r RegistryRef, credPath, machine string) *Finding {
 	if r.Host == "nvcr.io" {
 		return &Finding{Level: Fail, Check: "registry", Msg: "nvcr.io asks for credentials and you have none: run sbuild login"}
 	}
-	return &Finding{Level: Fail, Check: "registry", Msg: fmt.Sprintf("%s refused an anonymous pull of %s: it does not exist, or it needs a \"machine %s login USER password SECRET\" line in %s", r.Host, r.Name(), hostOnly(r.Host), credPath)}
+	return &Finding{Level: Fail, Check: "registry", Msg: fmt.Sprintf("%s refused an anonymous pull of %s: it does not exist, or it needs a \"machine %s login USER password SECRET\" line in %s", r.Host, r.Name(), machine, credPath)}
 }
 
 // unreachable is a warning: the head server may not reach a registry the

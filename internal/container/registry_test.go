@@ -103,11 +103,23 @@ func TestCredentialLookup(t *testing.T) {
 	}
 }
 
-// TestCheckRegistry asks a real registry (TLS, htpasswd) about an image
-// pushed to it, as sbuild does before it submits a build.
+// TestCheckRegistry asks real registries (TLS; htpasswd logins, or Bearer
+// tokens from a token service) about an image pushed to them, as sbuild
+// does before it submits a build.
 func TestCheckRegistry(t *testing.T) {
-	reg := registry.Start(t)
-	reg.Push(t, "ns/img", "1.0")
+	for _, auth := range []struct {
+		name  string
+		start func(testing.TB) *registry.Registry
+	}{{"basic", registry.Start}, {"token", registry.StartToken}} {
+		t.Run(auth.name, func(t *testing.T) {
+			reg := auth.start(t)
+			reg.Push(t, "ns/img", "1.0")
+			checkRegistry(t, reg)
+		})
+	}
+}
+
+func checkRegistry(t *testing.T, reg *registry.Registry) {
 	good := []Credential{{Machine: "127.0.0.1", Login: reg.User, Password: reg.Password}}
 	bad := []Credential{{Machine: "127.0.0.1", Login: reg.User, Password: "wrong"}}
 	down := registry.FreeAddr(t)
@@ -121,9 +133,10 @@ func TestCheckRegistry(t *testing.T) {
 		{"good tag, good credentials", reg.Addr + "/ns/img:1.0", good, -1, ""},
 		{"enroot's form", reg.Addr + "#ns/img:1.0", good, -1, ""},
 		{"default entry", reg.Addr + "/ns/img:1.0", []Credential{{Machine: "default", Login: reg.User, Password: reg.Password}}, -1, ""},
+		{"enroot's USER@", reg.User + "@" + reg.Addr + "#ns/img:1.0", append([]Credential{{Machine: "127.0.0.1", Login: "bob", Password: "x"}}, good...), -1, ""},
 		{"bad tag", reg.Addr + "/ns/img:99.99-typo", good, Fail, "tag 99.99-typo not found in " + reg.Addr + "/ns/img"},
 		{"no such repository", reg.Addr + "/ns/nope:1.0", good, Fail, "tag 1.0 not found in " + reg.Addr + "/ns/nope"},
-		{"bad credentials", reg.Addr + "/ns/img:1.0", bad, Fail, reg.Addr + " refused your credentials: fix its \"machine 127.0.0.1\" line in CREDS"},
+		{"bad credentials", reg.Addr + "/ns/img:1.0", bad, Fail, reg.Addr + " refused your credentials: fix the \"machine 127.0.0.1\" line in CREDS"},
 		{"no credentials", reg.Addr + "/ns/img:1.0", nil, Fail, reg.Addr + " refused an anonymous pull of " + reg.Addr + "/ns/img"},
 		{"registry down", down + "/ns/img:1.0", good, Warn, "cannot reach " + down + " to check " + down + "/ns/img:1.0 ("},
 	} {
@@ -159,4 +172,25 @@ func TestCheckRegistry(t *testing.T) {
 			t.Errorf("finding %+v, want a warning", f)
 		}
 	})
+}
+
+func TestRegistryMessages(t *testing.T) {
+	ngc := RegistryRef{Host: "nvcr.io", Repo: "nvidia/tensorflow", Reference: "24.01-tf2-py3"}
+	hub := RegistryRef{Host: "registry-1.docker.io", Repo: "library/ubuntu", Reference: "22.04"}
+	for _, tc := range []struct {
+		name string
+		f    *Finding
+		want string
+	}{
+		{"ngc refused", refused(ngc, "C", "nvcr.io"), "nvcr.io refused your credentials: run sbuild login"},
+		{"ngc anonymous", anonymousRefused(ngc, "C", "nvcr.io"), "nvcr.io asks for credentials and you have none: run sbuild login"},
+		{"hub anonymous", anonymousRefused(hub, "C", "auth.docker.io"), `registry-1.docker.io refused an anonymous pull of docker.io/library/ubuntu: it does not exist, or it needs a "machine auth.docker.io login USER password SECRET" line in C`},
+		{"hub refused", refused(hub, "C", "auth.docker.io"), `registry-1.docker.io refused your credentials: fix the "machine auth.docker.io" line in C`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.f.Level != Fail || tc.f.Line() != tc.want {
+				t.Errorf("%v %q, want error %q", tc.f.Level, tc.f.Line(), tc.want)
+			}
+		})
+	}
 }

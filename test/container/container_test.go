@@ -282,7 +282,7 @@ func TestSbuildRebuildKeepsOldContainer(t *testing.T) {
 		name, password, image, want string
 	}{
 		{"wrong tag", reg.Password, reg.Addr + "/team/img:99.99-typo", "sbuild: tag 99.99-typo not found in " + reg.Addr + "/team/img; pyxis_keepme is kept as it was\n"},
-		{"expired key", "expired", reg.Addr + "/team/img:2.0", "sbuild: " + reg.Addr + " refused your credentials: fix its \"machine 127.0.0.1\" line in " + creds + "; pyxis_keepme is kept as it was\n"},
+		{"expired key", "expired", reg.Addr + "/team/img:2.0", "sbuild: " + reg.Addr + " refused your credentials: fix the \"machine 127.0.0.1\" line in " + creds + "; pyxis_keepme is kept as it was\n"},
 	} {
 		setCreds(tc.password)
 		r = p.run(t, "", "sbuild", "--rebuild", tc.image)

@@ -50,8 +50,12 @@ type Registry struct {
 	// Roots trusts the CA, for an http.Client in the test process.
 	Roots *x509.CertPool
 
+	// TokenHost is the token service's 127.0.0.1:PORT (StartToken only).
+	TokenHost string
+
 	dir    string
 	layout string // the OCI layout the pushed image is built in, once
+	cert   tls.Certificate
 }
 
 // Require skips the test when a tool is missing, or fails it under
@@ -68,8 +72,23 @@ func Require(t testing.TB) {
 	}
 }
 
-// Start starts a registry that lives until the test ends.
+// Start starts a registry with htpasswd (Basic) logins that lives until
+// the test ends.
 func Start(t testing.TB) *Registry {
+	t.Helper()
+	return start(t, false)
+}
+
+// StartToken starts a registry that takes Bearer tokens from a token
+// service of its own on another port, as nvcr.io and Docker Hub do: the
+// service checks the login (Basic), gives an anonymous caller a token
+// that may pull nothing, and signs ES256 JWTs the registry verifies.
+func StartToken(t testing.TB) *Registry {
+	t.Helper()
+	return start(t, true)
+}
+
+func start(t testing.TB, token bool) *Registry {
 	t.Helper()
 	Require(t)
 	dir := t.TempDir()
@@ -82,6 +101,10 @@ func Start(t testing.TB) *Registry {
 	}
 	htpasswd := filepath.Join(dir, "htpasswd")
 	write(t, htpasswd, r.User+":"+string(hash)+"\n")
+	auth := fmt.Sprintf("  htpasswd:\n    realm: gpusuite-test\n    path: %s\n", htpasswd)
+	if token {
+		auth = r.startTokenService(t)
+	}
 	// enroot's Basic-auth path speaks HTTP/1.1 only; so does the registry.
 	conf := fmt.Sprintf(`version: 0.1
 log:
@@ -100,10 +123,7 @@ http:
   http2:
     disabled: true
 auth:
-  htpasswd:
-    realm: gpusuite-test
-    path: %s
-`, filepath.Join(dir, "storage"), r.Addr, filepath.Join(dir, "server.pem"), filepath.Join(dir, "server.key"), htpasswd)
+%s`, filepath.Join(dir, "storage"), r.Addr, filepath.Join(dir, "server.pem"), filepath.Join(dir, "server.key"), auth)
 	confPath := filepath.Join(dir, "config.yml")
 	write(t, confPath, conf)
 	logPath := filepath.Join(dir, "registry.log")
@@ -237,6 +257,7 @@ func (r *Registry) makeTLS(t testing.TB) {
 	write(t, filepath.Join(r.dir, "server.key"), string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})))
 	r.Roots = x509.NewCertPool()
 	r.Roots.AddCert(ca)
+	r.cert = tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
 
 func write(t testing.TB, path, data string) {
