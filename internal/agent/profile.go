@@ -53,6 +53,15 @@ type profileRun struct {
 
 func (p *profileRun) active(now time.Time) bool { return p.start.IsZero() || now.Before(p.end) }
 
+// span says when the profile runs: a profile asked for but not started
+// has no end yet (its zero time must not be shown as one).
+func (p *profileRun) span() string {
+	if p.start.IsZero() {
+		return fmt.Sprintf("for %s from the agent's next cycle", p.dur)
+	}
+	return "until " + p.end.Format(time.RFC3339)
+}
+
 // startProfile checks a request and plans its profile from the next
 // cycle on.
 func (a *Agent) startProfile(r profileReq) profileclient.Response {
@@ -99,7 +108,7 @@ func (a *Agent) startProfile(r profileReq) profileclient.Response {
 			continue
 		}
 		if q.job == p.job && q.restart == p.restart {
-			return no("job %d is already being profiled (until %s)", p.job, q.end.Format(time.RFC3339))
+			return no("job %d is already being profiled (%s)", p.job, q.span())
 		}
 		for _, d := range q.devs {
 			for _, e := range p.devs {

@@ -48,8 +48,17 @@ func TestProfileRefusals(t *testing.T) {
 	if got := ask(e, 7, 200*time.Millisecond, time.Minute, 0); got.Error != "" || len(got.GPUs) != 1 {
 		t.Fatalf("root's profile refused: %+v", got)
 	}
-	if got := ask(e, 7, 200*time.Millisecond, time.Minute, 0); !strings.Contains(got.Error, "job 7 is already being profiled") {
-		t.Errorf("second profile of a job: %+v", got)
+	// asked again before the profile started, then while it runs
+	if got, want := ask(e, 7, 200*time.Millisecond, time.Minute, 0).Error, "job 7 is already being profiled (for 1m0s from the agent's next cycle)"; got != want {
+		t.Errorf("second profile of a job before the first starts: %q, want %q", got, want)
+	}
+	e.clk.Advance(10 * time.Second) // the agent's interval here
+	if err := e.a.Cycle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	end := e.clk.Now().Add(time.Minute).Format(time.RFC3339)
+	if got, want := ask(e, 7, 200*time.Millisecond, time.Minute, 0).Error, "job 7 is already being profiled (until "+end+")"; got != want {
+		t.Errorf("second profile of a running one: %q, want %q", got, want)
 	}
 }
 
