@@ -124,7 +124,7 @@ func (e *env) file(ctx context.Context, r *ignorereq.Request) (*ignorereq.Reques
 	dir := e.cfg.Report.Requests
 	writer := e.trusted(e.euid)
 	if writer {
-		if err := ignorereq.MakeNotesQueue(dir); err != nil {
+		if err := ignorereq.MakeQueues(dir, e.svc); err != nil {
 			return nil, "", fmt.Errorf("%s: %w", e.title, err)
 		}
 	}

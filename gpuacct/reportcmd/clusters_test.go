@@ -184,7 +184,7 @@ func TestClusterIgnore(t *testing.T) {
 	if got, want := users(), "gpu1 alice 2; gpu1 bob 1; gpu2 carol 2"; got != want {
 		t.Errorf("after ignoring gpu2's job 7: %s, want %s", got, want)
 	}
-	if out := ignore("9", "8", "--reason", "test runs"); !strings.Contains(out, "applied (2 request(s))") {
+	if out := ignore("9", "8", "--reason", "test runs"); strings.Count(out, ": applied;") != 2 {
 		t.Fatalf("ignore 9 8 said %q", out)
 	}
 	if got, want := users(), "gpu1 alice 2"; got != want {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/user"
 	"strconv"
@@ -107,6 +108,11 @@ func change(c *cli.Context, d Deps, action string) error {
 	if action == ignorereq.Ignore && strings.TrimSpace(c.String("reason")) == "" {
 		return fmt.Errorf("ignore: --reason is required: say why these jobs should not count")
 	}
+	// The writer's bounds, checked before anything is filed: a request
+	// past them would be refused after the command had said "queued".
+	if err := ignorereq.CheckIgnoreBounds(c.String("reason"), c.Args().Len()); err != nil {
+		return cli.Exit(action+": "+err.Error(), 2)
+	}
 	var specs []string
 	for _, a := range c.Args().Slice() {
 		sp, err := report.ParseJobSpec(a)
@@ -140,6 +146,12 @@ func change(c *cli.Context, d Deps, action string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", action, err)
 	}
+	// The queues are made as serve makes them, the service user's: run
+	// as root, the command must not leave a root-owned queue behind.
+	if err := ignorereq.MakeQueues(e.cfg.Report.Requests, svc); err != nil {
+		return fmt.Errorf("%s: %w", action, err)
+	}
+	var filed []*ignorereq.Request
 	var paths []string
 	for _, cl := range order {
 		r := &ignorereq.Request{Action: action, Jobs: byCluster[cl], Cluster: cl, Reason: c.String("reason"), By: d.Username(), UID: euid, Time: e.now.UTC()}
@@ -148,10 +160,10 @@ func change(c *cli.Context, d Deps, action string) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", action, err)
 		}
-		paths = append(paths, p)
+		filed, paths = append(filed, r), append(paths, p)
 	}
 	path := strings.Join(paths, ", ")
-	n, err := applyNow(c.Context, e, svc, euid)
+	_, err = applyNow(c.Context, e, svc, euid)
 	switch {
 	case errors.Is(err, store.ErrLocked):
 		fmt.Fprintf(d.Stdout, "%s %s: request %s queued; gpuacct serve applies it on its next pass (ingest.interval)\n", action, strings.Join(specs, " "), path)
@@ -159,7 +171,33 @@ func change(c *cli.Context, d Deps, action string) error {
 	case err != nil:
 		return fmt.Errorf("%s: request %s is queued, but applying it failed: %w", action, path, err)
 	}
-	fmt.Fprintf(d.Stdout, "%s %s: applied (%d request(s)); see 'gpuacct ignore --list --log'\n", action, strings.Join(specs, " "), n)
+	return reportOutcomes(d, e.cfg.Report.Requests, action, filed, paths)
+}
+
+// reportOutcomes prints what the writer decided on each filed request:
+// applied (with the jobs it did not find), refused (the command fails),
+// or still queued.
+func reportOutcomes(d Deps, dir, action string, filed []*ignorereq.Request, paths []string) error {
+	var refusals []string
+	for i, r := range filed {
+		jobs := strings.Join(r.Jobs, " ")
+		out, err := ignorereq.IgnoreOutcome(dir, r.ID)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			fmt.Fprintf(d.Stdout, "%s %s: request %s queued; gpuacct serve applies it on its next pass (ingest.interval)\n", action, jobs, paths[i])
+		case err != nil:
+			return fmt.Errorf("%s: request %s: its outcome cannot be read: %w", action, paths[i], err)
+		case out.Error != "":
+			refusals = append(refusals, fmt.Sprintf("%s %s: %s", action, jobs, out.Error))
+		case len(out.NotFound) > 0:
+			fmt.Fprintf(d.Stdout, "%s %s: applied; not found: %s; see 'gpuacct ignore --list --log'\n", action, jobs, strings.Join(out.NotFound, " "))
+		default:
+			fmt.Fprintf(d.Stdout, "%s %s: applied; see 'gpuacct ignore --list --log'\n", action, jobs)
+		}
+	}
+	if len(refusals) > 0 {
+		return cli.Exit(strings.Join(refusals, "\n"), 1)
+	}
 	return nil
 }
 

@@ -21,6 +21,7 @@ import (
 	ingestcmd "github.com/aicloud/gpusuite/gpuacct/ingest"
 	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/config"
+	"github.com/aicloud/gpusuite/internal/ignorereq"
 	"github.com/aicloud/gpusuite/internal/ingest"
 	"github.com/aicloud/gpusuite/internal/slurmstate"
 	"github.com/aicloud/gpusuite/internal/store"
@@ -98,6 +99,13 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	gauges.waiting.Set(0)
+	// The request queues are the service user's whoever files first: made
+	// here, not by the first command run.
+	if dir := s.Config.Report.Requests; dir != "" {
+		if err := ignorereq.MakeQueues(dir, s.Deps.UID); err != nil {
+			s.Log.Error("request queues not ready: ignore and note requests may not be applied", "dir", dir, "err", err)
+		}
+	}
 	stop, err := mountBoard(ctx, s, reg, f)
 	if err != nil {
 		return err

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/store"
@@ -92,9 +91,13 @@ type queue struct {
 	dir string
 	// check refuses a request (its error is the outcome kept).
 	check func(r *Request, owner int, perm fs.FileMode) error
-	// apply applies a checked request, setting its outcome; an error is a
-	// failure of the ledger (the request stays pending), not a refusal.
-	apply func(ctx context.Context, r *Request, owner int) error
+	// apply applies a checked request, setting its outcome, and records
+	// key in the same transaction; errAppliedBefore when the ledger holds
+	// key already. Another error is a failure of the ledger (the request
+	// stays pending), not a refusal.
+	apply func(ctx context.Context, r *Request, owner int, key string) error
+	// key is the ledger's key of the pending file name of owner.
+	key func(name string, owner int) string
 	// applied names the outcome file of the pending file name.
 	applied func(name string, owner int) string
 	// idFromName: the request's ID is its file name, whatever it says.
@@ -115,6 +118,11 @@ const (
 	MaxActivePerUser = 20
 	// AppliedKeep is how long the note queue keeps an outcome.
 	AppliedKeep = 90 * 24 * time.Hour
+	// IgnoreAppliedKeep is how long the ignore queue keeps an outcome
+	// (the log of 'gpuacct ignore --list --log'); MaxIgnoreOutcomes bounds
+	// how many it keeps per requesting user.
+	IgnoreAppliedKeep = 400 * 24 * time.Hour
+	MaxIgnoreOutcomes = 5000
 	// maxLooked bounds the directory entries one pass spends itself on:
 	// requests, and in the note queue junk removed (as board.Load's
 	// maxListedFactor does); entries it may not remove count against
@@ -129,7 +137,7 @@ const (
 
 // Apply applies every pending request, oldest first, each in its own
 // transaction, and ignores jobs whose comment carries the tag. It makes
-// the note queue when missing, removes what is not a request from its
+// the queues when missing (MakeQueues), removes what is not a request from its
 // pending/ and prunes its applied/. It returns how many requests it
 // applied. A request whose outcome cannot be kept never stops the
 // queue; a failure of the ledger does. Run only by the store's writer.
@@ -138,25 +146,33 @@ func Apply(ctx context.Context, st *store.Store, o Options) (int, error) {
 }
 
 func apply(ctx context.Context, st *store.Store, o Options, lim limits) (int, error) {
+	if err := MakeQueues(o.Dir, -1); err != nil {
+		return 0, err
+	}
 	ign := queue{
 		dir: o.Dir,
 		check: func(r *Request, owner int, perm fs.FileMode) error {
 			return checkIgnore(r, owner, perm, o.Trusted)
 		},
-		apply:   func(ctx context.Context, r *Request, _ int) error { return applyIgnore(ctx, st, r, o.Now) },
+		apply: func(ctx context.Context, r *Request, _ int, key string) error {
+			return applyIgnore(ctx, st, r, o.Now, key)
+		},
+		key:     func(name string, _ int) string { return "request/ignore/" + name },
 		applied: func(name string, _ int) string { return outcomeName(strings.TrimSuffix(name, ".json"), -1) },
 	}
 	n, err := applyQueue(ctx, ign, o.Now, lim, o.log())
 	if err != nil {
 		return n, err
 	}
+	// The ledger keeps what each request decided: the log of requests is
+	// bounded, by age and count, like the note queue's.
+	ignLim := lim
+	ignLim.outcomesPerOwner = lim.ignoreOutcomes
+	pruneApplied(appliedDir(o.Dir), o.Now.Add(-IgnoreAppliedKeep), ignLim, o.log())
 	if o.Tag != "" {
 		if err := applyTag(ctx, st, o); err != nil {
 			return n, err
 		}
-	}
-	if err := MakeNotesQueue(o.Dir); err != nil {
-		return n, err
 	}
 	notes := queue{
 		dir: NotesDir(o.Dir),
@@ -164,7 +180,12 @@ func apply(ctx context.Context, st *store.Store, o Options, lim limits) (int, er
 			r.UID, r.By = owner, o.userName(owner)
 			return checkNote(r, perm, o.Now)
 		},
-		apply: func(ctx context.Context, r *Request, owner int) error { return applyNote(ctx, st, r, owner, o) },
+		apply: func(ctx context.Context, r *Request, owner int, key string) error {
+			return applyNote(ctx, st, r, owner, key, o)
+		},
+		// The owner in the key: one user's file name cannot stand for
+		// another's request.
+		key: func(name string, owner int) string { return "request/note/u" + strconv.Itoa(owner) + "/" + name },
 		// Owners name their outcomes: one user's file name cannot
 		// overwrite another's outcome.
 		applied:    func(name string, owner int) string { return outcomeName(strings.TrimSuffix(name, ".json"), owner) },
@@ -194,6 +215,10 @@ func outcomeName(id string, owner int) string {
 	return id + ".u" + strconv.Itoa(owner) + ".json"
 }
 
+// errAppliedBefore is what a queue's apply returns for a request whose
+// key the ledger holds: its effect is in, and is not made again.
+var errAppliedBefore = errors.New("request applied before")
+
 func applyQueue(ctx context.Context, q queue, now time.Time, lim limits, log *slog.Logger) (int, error) {
 	var names []string
 	var err error
@@ -216,30 +241,58 @@ func applyQueue(ctx context.Context, q queue, now time.Time, lim limits, log *sl
 	for _, name := range names {
 		path := filepath.Join(pendingDir(q.dir), name)
 		r, owner, perm, err := readRequest(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // its writer took it back
+		}
+		if owner < 0 {
+			// Not a regular file (a link, a FIFO, a directory) or one
+			// that could not be looked at: it speaks for nobody, so no
+			// outcome is written, under any name (a link named like
+			// someone's outcome overwrote it).
+			sweepEntry(path, err, log)
+			continue
+		}
 		// A pending request has no outcome yet: one written in the file
 		// is not its outcome.
 		r.AppliedAt, r.Changed, r.NotFound, r.Error = nil, nil, nil, ""
 		if q.idFromName {
 			r.ID = strings.TrimSuffix(name, ".json")
 		}
+		out := filepath.Join(appliedDir(q.dir), q.applied(name, owner))
+		again := false
 		if err == nil {
 			err = q.check(&r, owner, perm)
 		}
 		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			continue // its writer took it back
 		case err != nil:
 			r.Error = err.Error()
 			if !strings.HasPrefix(r.Error, "refused") {
 				r.Error = "refused: " + r.Error
 			}
 		default:
-			if err := q.apply(ctx, &r, owner); err != nil {
+			err := q.apply(ctx, &r, owner, q.key(name, owner))
+			if errors.Is(err, errAppliedBefore) {
+				again = true
+			} else if err != nil {
 				return n, err
 			}
 		}
+		if again && exists(out) {
+			// Applied and its outcome kept on an earlier pass: only the
+			// file is left to remove, logged once (when first applied).
+			if err := os.Remove(path); err == nil || errors.Is(err, fs.ErrNotExist) {
+				n++
+			} else {
+				log.Debug("request applied before, still not removed from the queue", "request", path, "err", err)
+			}
+			continue
+		}
 		if r.ID == "" || r.Error != "" {
 			r.ID = strings.TrimSuffix(name, ".json")
+		}
+		if q.open {
+			// The outcome records whose it is: pruning counts by it.
+			r.UID = owner
 		}
 		if r.Error != "" || q.open {
 			// Anyone may file a note request: its outcome, kept by the
@@ -250,12 +303,12 @@ func applyQueue(ctx context.Context, q queue, now time.Time, lim limits, log *sl
 		r.AppliedAt = &at
 		data, err := json.MarshalIndent(&r, "", "  ")
 		if err == nil {
-			err = writeFile(filepath.Join(appliedDir(q.dir), q.applied(name, owner)), data)
+			err = writeFile(out, data)
 		}
 		if err != nil && r.Error == "" {
-			// Applied, its outcome not kept: it stays pending and is
-			// applied again next pass (the ledger keeps one note per
-			// request); the requests after it go on.
+			// Applied, its outcome not kept: it stays pending, and the
+			// next pass (which finds its key applied) only keeps the
+			// outcome; the requests after it go on.
 			log.Error("request applied, its outcome not kept; trying again next pass", "request", path, "err", err)
 			continue
 		}
@@ -265,12 +318,31 @@ func applyQueue(ctx context.Context, q queue, now time.Time, lim limits, log *sl
 			log.Warn("request refused and removed, its outcome not kept", "request", path, "refusal", r.Error, "err", err)
 		}
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			log.Error("request not removed from the queue", "request", path, "err", err)
+			// Its key keeps it from being applied again: the next passes
+			// only try to remove it.
+			log.Error("request applied, not removed from the queue: it is not applied again; remove it by hand", "request", path, "err", err)
 			continue
 		}
 		n++
 	}
 	return n, nil
+}
+
+// exists reports whether path names anything.
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+// sweepEntry removes path, an entry of pending/ that is no request file
+// of its own (why), without an outcome; a directory goes only when
+// empty.
+func sweepEntry(path string, why error, log *slog.Logger) {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		log.Warn("not a request file, and not removed: remove it by hand", "path", path, "why", why, "err", err)
+		return
+	}
+	log.Info("not a request file, removed from the queue without an outcome", "path", path, "why", why)
 }
 
 // shrink bounds what an outcome keeps of its request: a request file
@@ -299,55 +371,92 @@ func shrink(r *Request) {
 	}
 }
 
-// Modes of the note queue: anyone may add a file to pending/ but not
-// list it, nor rename or remove another's (sticky).
+// Modes of the queues: anyone may add a file to the note queue's
+// pending/ but not list it, nor rename or remove another's (sticky); the
+// ignore queue and every applied/ are the service user's alone.
 const (
 	notesPendingMode = fs.ModeSticky | 0o733
 	notesDirMode     = 0o755
+	queueDirMode     = 0o755
 )
 
-// MakeNotesQueue makes (or repairs the modes of) the note queue under
-// dir. The writer runs it; made by root, the directories go to the owner
-// of dir (the service user), who must remove the files users leave.
-func MakeNotesQueue(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("make note queue: %w", err)
-	}
-	top, err := os.Stat(dir)
-	if err != nil {
-		return fmt.Errorf("make note queue: %w", err)
-	}
-	owner, _ := top.Sys().(*syscall.Stat_t)
-	q := NotesDir(dir)
+// MakeQueues makes (or repairs the owner and modes of) both queues under
+// dir: gpuacct serve at start and on each pass, the package on install,
+// and a command run by root or the service user before it files. owner
+// is the service user's uid (-1: the owner of dir); run as root, every
+// directory goes to it, so that whoever files first, the service user
+// can remove what is filed (a `sudo gpuacct ignore` made pending/
+// root's, and serve re-applied each request there forever).
+func MakeQueues(dir string, owner int) error {
+	q, strict := NotesDir(dir), owner >= 0
 	for _, d := range []struct {
 		path string
 		mode fs.FileMode
-	}{{q, notesDirMode}, {pendingDir(q), notesPendingMode}, {appliedDir(q), notesDirMode}} {
-		made := false
-		if err := os.Mkdir(d.path, 0o700); err == nil {
-			made = true
-		} else if !errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("make note queue: %w", err)
+	}{
+		{dir, queueDirMode}, {pendingDir(dir), queueDirMode}, {appliedDir(dir), queueDirMode},
+		{q, notesDirMode}, {pendingDir(q), notesPendingMode}, {appliedDir(q), notesDirMode},
+	} {
+		if d.path == dir {
+			if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+				return fmt.Errorf("make request queues %s: %w", dir, err)
+			}
+		}
+		if err := os.Mkdir(d.path, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("make request queues: %w", err)
 		}
 		fi, err := os.Lstat(d.path)
 		if err != nil {
-			return fmt.Errorf("make note queue: %w", err)
+			return fmt.Errorf("make request queues: %w", err)
 		}
 		if !fi.IsDir() {
-			return fmt.Errorf("make note queue: %s is not a directory: remove it, and the writer makes the queue", d.path)
+			return fmt.Errorf("make request queues: %s is not a directory: remove it, and the writer makes the queue", d.path)
 		}
-		if made && owner != nil && os.Geteuid() == 0 {
-			if err := os.Lchown(d.path, int(owner.Uid), int(owner.Gid)); err != nil {
-				return fmt.Errorf("make note queue: %w", err)
+		if d.path == dir && owner < 0 {
+			// The top directory says whose the queues are.
+			owner = ownerOf(fi)
+		}
+		if uid := ownerOf(fi); owner >= 0 && uid != owner {
+			if os.Geteuid() != 0 {
+				if !strict {
+					continue // a pass leaves it to serve's start to say
+				}
+				return fmt.Errorf("make request queues: %s is owned by uid %d, not uid %d, so requests filed there cannot be removed once applied: run 'chown -R %d %s' as root", d.path, uid, owner, owner, dir)
+			}
+			if err := os.Lchown(d.path, owner, groupOf(owner)); err != nil {
+				return fmt.Errorf("make request queues: %w", err)
 			}
 		}
 		if fi.Mode()&(fs.ModePerm|fs.ModeSticky) != d.mode {
 			if err := os.Chmod(d.path, d.mode); err != nil {
-				return fmt.Errorf("make note queue: %s: %w", d.path, err)
+				return fmt.Errorf("make request queues: %s: %w", d.path, err)
 			}
 		}
 	}
 	return nil
+}
+
+// groupOf is the primary group of uid, -1 (unchanged) when not known.
+func groupOf(uid int) int {
+	u, err := user.LookupId(strconv.Itoa(uid))
+	if err != nil {
+		return -1
+	}
+	gid, err := strconv.Atoi(u.Gid)
+	if err != nil {
+		return -1
+	}
+	return gid
+}
+
+// IgnoreOutcome reads the outcome of the ignore request id (Request.ID
+// as submitted) under the request directory dir, once applied; an error
+// wrapping fs.ErrNotExist while it is pending.
+func IgnoreOutcome(dir, id string) (Request, error) {
+	r, _, _, err := readRequest(filepath.Join(appliedDir(dir), outcomeName(id, -1)))
+	if err != nil {
+		return Request{}, fmt.Errorf("ignore request %s: %w", id, err)
+	}
+	return r, nil
 }
 
 // NoteOutcome reads the outcome of the note request id (Request.ID as

@@ -2,13 +2,37 @@ package ignorereq
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io/fs"
-	"strconv"
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/store"
 )
+
+// Bounds of an ignore request, which the writer applies and the command
+// checks before filing (a 70 KB reason was filed, refused by the writer,
+// and reported applied).
+const (
+	// MaxReasonBytes bounds a request's reason: a sentence or two, kept
+	// on every job it names.
+	MaxReasonBytes = 4 << 10
+	// MaxJobs bounds the job ids of one request (one transaction).
+	MaxJobs = 1000
+)
+
+// CheckIgnoreBounds says, in one line, why an ignore or unignore of jobs
+// job ids with reason cannot be one request.
+func CheckIgnoreBounds(reason string, jobs int) error {
+	switch {
+	case len(reason) > MaxReasonBytes:
+		return fmt.Errorf("--reason is %d bytes, more than the %d a request keeps: shorten it", len(reason), MaxReasonBytes)
+	case jobs > MaxJobs:
+		return fmt.Errorf("%d job ids, more than the %d one request takes: name at most %d at a time", jobs, MaxJobs, MaxJobs)
+	}
+	return nil
+}
 
 // checkIgnore refuses an ignore request unless a trusted user owns it,
 // nobody else may write it, and it asks for an ignore or unignore on
@@ -26,16 +50,23 @@ func checkIgnore(r *Request, owner int, perm fs.FileMode, trusted func(int) bool
 	if r.Action != Ignore && r.Action != Unignore {
 		return fmt.Errorf("refused: action %q", r.Action)
 	}
+	if err := CheckIgnoreBounds(r.Reason, len(r.Jobs)); err != nil {
+		return fmt.Errorf("refused: %w", err)
+	}
 	if trusted != nil && !trusted(r.UID) {
 		return fmt.Errorf("refused: requested by uid %d", r.UID)
 	}
 	return nil
 }
 
-func applyIgnore(ctx context.Context, st *store.Store, r *Request, now time.Time) error {
+func applyIgnore(ctx context.Context, st *store.Store, r *Request, now time.Time, key string) error {
 	b, err := st.Begin(ctx, now)
 	if err != nil {
 		return fmt.Errorf("apply ignore request %s: %w", r.ID, err)
+	}
+	if err := once(b, key); err != nil {
+		b.Rollback()
+		return err
 	}
 	reason := fmt.Sprintf("%s (by %s, %s)", r.Reason, r.By, r.Time.UTC().Format("2006-01-02 15:04Z"))
 	for _, spec := range r.Jobs {
@@ -49,12 +80,16 @@ func applyIgnore(ctx context.Context, st *store.Store, r *Request, now time.Time
 			continue
 		}
 		for _, id := range ids {
-			if err := b.SetIgnored(id, r.Action == Ignore, reason); err != nil {
+			if err := b.DecideIgnored(id, r.Action == Ignore, reason, key); err != nil {
 				b.Rollback()
 				return fmt.Errorf("apply ignore request %s: job %s: %w", r.ID, spec, err)
 			}
 		}
 		r.Changed = append(r.Changed, spec)
+	}
+	if err := b.KeyApplied(key, keyHash(key)); err != nil {
+		b.Rollback()
+		return fmt.Errorf("apply ignore request %s: %w", r.ID, err)
 	}
 	if err := b.Commit(); err != nil {
 		return fmt.Errorf("apply ignore request %s: %w", r.ID, err)
@@ -62,21 +97,32 @@ func applyIgnore(ctx context.Context, st *store.Store, r *Request, now time.Time
 	return nil
 }
 
-// applyTag ignores jobs whose comment carries the tag, unless an applied
-// unignore request named them.
-func applyTag(ctx context.Context, st *store.Store, o Options) error {
-	_, applied, err := List(o.Dir)
+// keyHash is what the ledger keeps with a request's key: the key names
+// the request whole (its queue, owner and file name).
+func keyHash(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
+}
+
+// once returns errAppliedBefore when the ledger holds key: a request
+// the writer could not remove from its queue is applied once, never on
+// each pass (an ignore and a later unignore flipped a job every pass).
+func once(b *store.Batch, key string) error {
+	state, err := b.AppliedKey(key, keyHash(key))
 	if err != nil {
-		return err
+		return fmt.Errorf("request %s: %w", key, err)
 	}
-	kept := map[string]bool{}
-	for _, r := range applied {
-		if r.Action == Unignore {
-			for _, j := range r.Changed {
-				kept[j] = true
-			}
-		}
+	if state != store.KeyNew {
+		return errAppliedBefore
 	}
+	return nil
+}
+
+// applyTag ignores jobs whose comment carries the tag, unless a request
+// decided them: the ledger keeps each job run's last explicit decision
+// (store.Batch.DecideIgnored), so no listing of applied requests, however
+// long, decides it.
+func applyTag(ctx context.Context, st *store.Store, o Options) error {
 	b, err := st.Begin(ctx, o.Now)
 	if err != nil {
 		return fmt.Errorf("ignore tagged jobs: %w", err)
@@ -86,13 +132,7 @@ func applyTag(ctx context.Context, st *store.Store, o Options) error {
 		b.Rollback()
 		return fmt.Errorf("ignore tagged jobs: %w", err)
 	}
-	var todo []store.TaggedJob
 	for _, x := range tagged {
-		if !kept[strconv.FormatInt(x.JobID, 10)] {
-			todo = append(todo, x)
-		}
-	}
-	for _, x := range todo {
 		if err := b.SetIgnored(x.Row, true, "comment carries "+o.Tag); err != nil {
 			b.Rollback()
 			return fmt.Errorf("ignore tagged job %d: %w", x.JobID, err)

@@ -168,7 +168,7 @@ func checkNote(r *Request, perm fs.FileMode, now time.Time) error {
 
 // applyNote adds or removes the note of a checked request in its own
 // transaction; a removal that may not be is kept as the outcome.
-func applyNote(ctx context.Context, st *store.Store, r *Request, owner int, o Options) error {
+func applyNote(ctx context.Context, st *store.Store, r *Request, owner int, key string, o Options) error {
 	if r.Action == NoteAdd {
 		// The command checked too, but a file can be written by hand.
 		err := CheckTarget(ctx, st, o.LiveDir, o.Now, r.Note.Node, r.Note.GPU)
@@ -184,6 +184,10 @@ func applyNote(ctx context.Context, st *store.Store, r *Request, owner int, o Op
 	b, err := st.Begin(ctx, o.Now)
 	if err != nil {
 		return fmt.Errorf("apply note request %s: %w", r.ID, err)
+	}
+	if err := once(b, key); err != nil {
+		b.Rollback()
+		return err
 	}
 	switch r.Action {
 	case NoteAdd:
@@ -224,6 +228,10 @@ func applyNote(ctx context.Context, st *store.Store, r *Request, owner int, o Op
 			b.Rollback()
 			return fmt.Errorf("apply note request %s: %w", r.ID, err)
 		}
+	}
+	if err := b.KeyApplied(key, keyHash(key)); err != nil {
+		b.Rollback()
+		return fmt.Errorf("apply note request %s: %w", r.ID, err)
 	}
 	if err := b.Commit(); err != nil {
 		return fmt.Errorf("apply note request %s: %w", r.ID, err)

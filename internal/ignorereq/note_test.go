@@ -101,6 +101,8 @@ type queueEnv struct {
 	st  *store.Store
 	dir string
 	now time.Time
+	// loc is the ledger's location, for storetest's helpers.
+	loc string
 }
 
 func newQueueEnv(t *testing.T) *queueEnv {
@@ -118,8 +120,8 @@ func newQueueEnv(t *testing.T) *queueEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	e := &queueEnv{st: st, dir: filepath.Join(root, "requests"), now: time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)}
-	if err := MakeNotesQueue(e.dir); err != nil {
+	e := &queueEnv{st: st, dir: filepath.Join(root, "requests"), now: time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC), loc: l.Loc()}
+	if err := MakeQueues(e.dir, -1); err != nil {
 		t.Fatal(err)
 	}
 	// The ledger knows gpu01 (4 GPUs) and gpu02 (2): notes go on them.
@@ -312,10 +314,12 @@ func TestApplyNoteRefusals(t *testing.T) {
 			t.Errorf("%s: outcome %q, want %q", tc.id, got, tc.err)
 		}
 	}
-	// A link is refused without being followed: its outcome names no
-	// owner (-1).
-	if got := e.outcome(t, "link", -1).Error; !strings.HasPrefix(got, "refused: a symbolic link") {
-		t.Errorf("link: outcome %q", got)
+	// A link is removed without being followed, and speaks for nobody:
+	// no outcome.
+	for _, name := range dirNames(t, appliedDir(NotesDir(e.dir))) {
+		if strings.HasPrefix(name, "link") {
+			t.Errorf("link: outcome %s kept", name)
+		}
 	}
 	if n, err := e.st.Notes(context.Background(), e.now, true); err != nil || len(n) != 0 {
 		t.Errorf("refused requests kept notes: %+v, %v", n, err)

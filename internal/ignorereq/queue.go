@@ -101,9 +101,10 @@ func appliedDir(dir string) string { return filepath.Join(dir, "applied") }
 func isNote(action string) bool { return action == NoteAdd || action == NoteRemove }
 
 // Submit writes r into its queue under dir (the request directory)
-// durably and returns its file path. An ignore request's queue is made
-// when missing; a note request's must exist (MakeNotesQueue, done by the
-// writer), since ordinary users may not make it.
+// durably and returns its file path. The queue must exist (MakeQueues,
+// done by the writer, the package, or a command run by root or the
+// service user before it files): a queue made by whoever files first
+// would be that user's.
 func Submit(dir string, r *Request) (string, error) {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
@@ -115,9 +116,6 @@ func Submit(dir string, r *Request) (string, error) {
 		// (the writer names applied files by owner too); nanoseconds
 		// order a user's requests, as they may not list the queue.
 		r.ID = fmt.Sprintf("%s-u%d-%d-%s", r.Time.UTC().Format("20060102T150405.000000000Z"), r.UID, os.Getpid(), hex.EncodeToString(b[:]))
-		if fi, err := os.Stat(pendingDir(q)); err != nil || !fi.IsDir() {
-			return "", fmt.Errorf("note request: queue %s is not there yet: gpuacct serve makes it on its next pass (or run the command once as root or the service user)", pendingDir(q))
-		}
 	} else {
 		r.Schema = Schema
 		if r.ID == "" {
@@ -126,9 +124,9 @@ func Submit(dir string, r *Request) (string, error) {
 			pending, applied, _ := List(dir)
 			r.ID = fmt.Sprintf("%s-%06d-%d-%s", r.Time.UTC().Format("20060102T150405Z"), len(pending)+len(applied), os.Getpid(), hex.EncodeToString(b[:]))
 		}
-		if err := os.MkdirAll(pendingDir(q), 0o755); err != nil {
-			return "", fmt.Errorf("ignore request: %w", err)
-		}
+	}
+	if fi, err := os.Stat(pendingDir(q)); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("%s request: queue %s is not there yet: gpuacct serve makes it at start (or run the command once as root or the service user)", r.Action, pendingDir(q))
 	}
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {

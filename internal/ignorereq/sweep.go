@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -54,11 +53,13 @@ type limits struct {
 	looked, listed, read     int
 	perOwner, queuedPerOwner int
 	outcomesPerOwner, memory int
+	ignoreOutcomes           int
 }
 
 func defaultLimits() limits {
 	return limits{looked: maxLooked, listed: MaxListed, read: maxRead, perOwner: MaxPerOwnerPass,
-		queuedPerOwner: MaxQueuedPerOwner, outcomesPerOwner: MaxOutcomesPerOwner, memory: maxRemembered}
+		queuedPerOwner: MaxQueuedPerOwner, outcomesPerOwner: MaxOutcomesPerOwner, memory: maxRemembered,
+		ignoreOutcomes: MaxIgnoreOutcomes}
 }
 
 // sweep is the writer's pass over the note queue's pending/.
@@ -139,7 +140,10 @@ func (sw *sweep) scan(d string) ([]string, error) {
 			if looked >= sw.lim.looked {
 				break // the rest wait for the next pass
 			}
-			if isRequestName(e) {
+			// Only a regular file may be a request: a link, a FIFO or a
+			// directory is junk, whatever its name, and takes no
+			// owner's share.
+			if isRequestName(e) && e.Type().IsRegular() {
 				fi, err := e.Info()
 				if err != nil {
 					continue // its writer took it back
@@ -324,24 +328,22 @@ func readMemory(path string) stuckMemory {
 	return m
 }
 
-// outcomeOwner is the owner an outcome file name carries (".uN.json"),
-// -1 when none.
-func outcomeOwner(name string) int {
-	base := strings.TrimSuffix(name, ".json")
-	i := strings.LastIndex(base, ".u")
-	if i < 0 {
+// recordedOwner is the owner an outcome records (its uid, which the
+// writer sets from the request file's owner), -1 when it records none or
+// cannot be read. Never the file's name: a name is what a user chose.
+func recordedOwner(path string) int {
+	r, _, _, err := readRequest(path)
+	if err != nil {
 		return -1
 	}
-	uid, err := strconv.Atoi(base[i+2:])
-	if err != nil || uid < 0 {
-		return -1
-	}
-	return uid
+	return r.UID
 }
 
 // pruneApplied removes the outcomes under d last written before cutoff,
 // and each owner's oldest past lim.outcomesPerOwner, looking at most at
-// lim.looked entries in one pass.
+// lim.looked entries in one pass. The owner is the one each outcome
+// records; outcomes are read for it only when there are more than one
+// owner may keep.
 func pruneApplied(d string, cutoff time.Time, lim limits, log *slog.Logger) {
 	f, err := os.Open(d)
 	if err != nil {
@@ -353,7 +355,7 @@ func pruneApplied(d string, cutoff time.Time, lim limits, log *slog.Logger) {
 		name string
 		at   time.Time
 	}
-	byOwner := map[int][]kept{}
+	var young []kept
 	old, over := 0, 0
 	for _, e := range ents {
 		if !e.Type().IsRegular() {
@@ -369,30 +371,36 @@ func pruneApplied(d string, cutoff time.Time, lim limits, log *slog.Logger) {
 			}
 			continue
 		}
-		o := outcomeOwner(e.Name())
-		byOwner[o] = append(byOwner[o], kept{e.Name(), fi.ModTime()})
+		young = append(young, kept{e.Name(), fi.ModTime()})
 	}
-	for _, ks := range byOwner {
-		if len(ks) <= lim.outcomesPerOwner {
-			continue
+	if len(young) > lim.outcomesPerOwner {
+		byOwner := map[int][]kept{}
+		for _, k := range young {
+			o := recordedOwner(filepath.Join(d, k.name))
+			byOwner[o] = append(byOwner[o], k)
 		}
-		// Newest first; the name orders outcomes of one instant.
-		sort.Slice(ks, func(i, j int) bool {
-			if !ks[i].at.Equal(ks[j].at) {
-				return ks[i].at.After(ks[j].at)
+		for _, ks := range byOwner {
+			if len(ks) <= lim.outcomesPerOwner {
+				continue
 			}
-			return ks[i].name > ks[j].name
-		})
-		for _, k := range ks[lim.outcomesPerOwner:] {
-			if err := os.Remove(filepath.Join(d, k.name)); err == nil {
-				over++
+			// Newest first; the name orders outcomes of one instant.
+			sort.Slice(ks, func(i, j int) bool {
+				if !ks[i].at.Equal(ks[j].at) {
+					return ks[i].at.After(ks[j].at)
+				}
+				return ks[i].name > ks[j].name
+			})
+			for _, k := range ks[lim.outcomesPerOwner:] {
+				if err := os.Remove(filepath.Join(d, k.name)); err == nil {
+					over++
+				}
 			}
 		}
 	}
 	if old > 0 {
-		log.Info("old note request outcomes pruned", "dir", d, "files", old, "before", cutoff.UTC().Format(time.RFC3339))
+		log.Info("old request outcomes pruned", "dir", d, "files", old, "before", cutoff.UTC().Format(time.RFC3339))
 	}
 	if over > 0 {
-		log.Info("note request outcomes past the most kept per user pruned", "dir", d, "files", over, "most", lim.outcomesPerOwner)
+		log.Info("request outcomes past the most kept per user pruned", "dir", d, "files", over, "most", lim.outcomesPerOwner)
 	}
 }

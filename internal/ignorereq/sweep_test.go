@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -118,42 +119,104 @@ func TestApplyOwnerShare(t *testing.T) {
 }
 
 // Outcomes are pruned by age and, past the most kept per owner, oldest
-// first; each owner apart.
+// first; each owner apart, the owner being the one the outcome records,
+// never its name.
 func TestApplyPrunesOutcomesPerOwner(t *testing.T) {
 	e := newQueueEnv(t)
 	applied := appliedDir(NotesDir(e.dir))
 	lim := defaultLimits()
 	lim.outcomesPerOwner = 2
-	files := map[string]time.Duration{
-		"a.u1000.json": 3 * time.Hour, "b.u1000.json": 2 * time.Hour, "c.u1000.json": time.Hour,
-		"d.u1001.json": 5 * time.Hour, "e.u1001.json": 4 * time.Hour,
-		"old.u1002.json": AppliedKeep + time.Hour, "link.json": time.Hour,
+	files := map[string]struct {
+		uid int
+		age time.Duration
+	}{
+		"a.u1000.json": {1000, 3 * time.Hour}, "b.u1000.json": {1000, 2 * time.Hour}, "c.u1000.json": {1000, time.Hour},
+		"d.u1001.json": {1001, 5 * time.Hour}, "e.u1001.json": {1001, 4 * time.Hour},
+		// Named like uid 1001's, recorded as 1002's: it does not count
+		// against 1001.
+		"f.u1001.json":   {1002, time.Minute},
+		"old.u1002.json": {1002, AppliedKeep + time.Hour},
 	}
-	for name, age := range files {
+	for name, f := range files {
 		p := filepath.Join(applied, name)
-		if err := os.WriteFile(p, []byte("{}"), 0o644); err != nil {
+		if err := os.WriteFile(p, []byte(`{"uid":`+strconv.Itoa(f.uid)+`}`), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		at := e.now.Add(-age)
+		at := e.now.Add(-f.age)
 		if err := os.Chtimes(p, at, at); err != nil {
 			t.Fatal(err)
 		}
 	}
 	log := e.applyWith(t, lim)
-	want := []string{"b.u1000.json", "c.u1000.json", "d.u1001.json", "e.u1001.json", "link.json"}
+	want := []string{"b.u1000.json", "c.u1000.json", "d.u1001.json", "e.u1001.json", "f.u1001.json"}
 	if diff := cmp.Diff(want, dirNames(t, applied)); diff != "" {
 		t.Errorf("outcomes kept (-want +got):\n%s", diff)
 	}
-	if !strings.Contains(log, "note request outcomes past the most kept per user pruned") || !strings.Contains(log, "old note request outcomes pruned") {
+	if !strings.Contains(log, "request outcomes past the most kept per user pruned") || !strings.Contains(log, "old request outcomes pruned") {
 		t.Errorf("log:\n%s", log)
 	}
 }
 
-func TestOutcomeOwner(t *testing.T) {
-	for name, want := range map[string]int{"x.u1000.json": 1000, "link.json": -1, "a.ux.json": -1, "a.u-3.json": -1, "sha256-ab.u0.json": 0} {
-		if got := outcomeOwner(name); got != want {
-			t.Errorf("outcomeOwner(%q) = %d, want %d", name, got, want)
+// A symbolic link in pending/ named like alice's applied outcome made
+// the writer write "refused: a symbolic link" over it (the link's owner
+// was unknown, and the outcome kept the name's uid); 1,000 such links
+// pushed her real outcomes out of applied/. Anything not a regular file
+// is swept without an outcome, under any name.
+func TestApplyLinksTouchNoOutcome(t *testing.T) {
+	e := newQueueEnv(t)
+	pending, applied := pendingDir(NotesDir(e.dir)), appliedDir(NotesDir(e.dir))
+	lim := defaultLimits()
+	lim.outcomesPerOwner = 3
+	var alice []string
+	for i := range 3 {
+		e.now = e.now.Add(time.Second)
+		alice = append(alice, e.submit(t, add("gpu01", nil, e.now.Add(time.Hour), "alice's "+strconv.Itoa(i)), 1001))
+	}
+	e.applyWith(t, lim)
+	before := map[string]Request{}
+	for _, id := range alice {
+		before[id] = e.outcome(t, id, 1001)
+	}
+	// mallory (uid 1002) leaves a link named like each of alice's
+	// outcomes, then 1,000 more, a FIFO and a directory so named.
+	mallory := func(path string) {
+		if err := os.Lchown(path, 1002, 1002); err != nil {
+			t.Fatal(err)
 		}
+	}
+	for _, id := range alice {
+		p := filepath.Join(pending, id+".u1001.json")
+		if err := os.Symlink("/etc/passwd", p); err != nil {
+			t.Fatal(err)
+		}
+		mallory(p)
+	}
+	for i := range 1000 {
+		p := filepath.Join(pending, "zz"+strconv.Itoa(i)+".u1001.json")
+		if err := os.Symlink("/nonexistent", p); err != nil {
+			t.Fatal(err)
+		}
+		mallory(p)
+	}
+	fifo := filepath.Join(pending, alice[0]+"x.u1001.json")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mallory(fifo)
+	e.now = e.now.Add(time.Minute)
+	for range 2 { // two passes: the 1,000 links take more than one owner's share of one
+		e.applyWith(t, lim)
+	}
+	for _, id := range alice {
+		if diff := cmp.Diff(before[id], e.outcome(t, id, 1001)); diff != "" {
+			t.Errorf("alice's outcome %s changed (-before +after):\n%s", id, diff)
+		}
+	}
+	if got := dirNames(t, applied); len(got) != len(alice) {
+		t.Errorf("applied/ holds %d outcomes, want alice's %d alone: %v", len(got), len(alice), got[:min(5, len(got))])
+	}
+	if got := dirNames(t, pending); len(got) != 0 {
+		t.Errorf("left pending: %d entries, e.g. %v", len(got), got[:min(5, len(got))])
 	}
 }
 

@@ -52,9 +52,23 @@ type TaggedJob struct {
 	JobID int64
 }
 
-// TaggedJobs are the job rows not ignored whose comment carries tag.
+// DecideIgnored is SetIgnored on behalf of request (a gpuacct ignore or
+// unignore), which the job run keeps as its last explicit decision: the
+// tag in its comment no longer decides it (TaggedJobs).
+func (b *Batch) DecideIgnored(job int64, ignored bool, reason, request string) error {
+	if err := b.SetIgnored(job, ignored, reason); err != nil {
+		return err
+	}
+	if _, err := b.exec(`UPDATE jobs SET ignore_request = ? WHERE id = ?`, request, job); err != nil {
+		return fmt.Errorf("record the decision of %s on job row %d: %w", request, job, err)
+	}
+	return nil
+}
+
+// TaggedJobs are the job rows not ignored whose comment carries tag and
+// that no request decided (DecideIgnored).
 func (b *Batch) TaggedJobs(tag string) ([]TaggedJob, error) {
-	rs, err := translateRows(b.tx.QueryContext(b.ctx, `SELECT id, job_id FROM jobs WHERE ignored = 0 AND comment IS NOT NULL AND instr(comment, ?) > 0 ORDER BY id`, tag))
+	rs, err := translateRows(b.tx.QueryContext(b.ctx, `SELECT id, job_id FROM jobs WHERE ignored = 0 AND ignore_request IS NULL AND comment IS NOT NULL AND instr(comment, ?) > 0 ORDER BY id`, tag))
 	if err != nil {
 		return nil, fmt.Errorf("find jobs tagged %q: %w", tag, err)
 	}

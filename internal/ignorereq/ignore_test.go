@@ -1,0 +1,167 @@
+package ignorereq
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/store/storetest"
+)
+
+// job adds run 0 of job id on cluster c with comment and returns its row.
+func (e *queueEnv) job(t *testing.T, id uint64, comment string) int64 {
+	t.Helper()
+	b, err := e.st.Begin(context.Background(), e.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row, err := b.Job("c", id, 0)
+	if err != nil {
+		b.Rollback()
+		t.Fatal(err)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	storetest.Exec(t, e.loc, `UPDATE jobs SET comment = ? WHERE id = ?`, comment, row)
+	return row
+}
+
+// ignored reads whether job row is ignored.
+func (e *queueEnv) ignored(t *testing.T, row int64) bool {
+	t.Helper()
+	return storetest.Scalar[int64](t, e.loc, `SELECT ignored FROM jobs WHERE id = ?`, row) != 0
+}
+
+// fileIgnore files an ignore or unignore of job 7 on cluster c as root;
+// it returns the request's file name.
+func (e *queueEnv) fileIgnore(t *testing.T, action string) string {
+	t.Helper()
+	e.now = e.now.Add(time.Second)
+	r := &Request{Action: action, Jobs: []string{"7"}, Cluster: "c", Reason: "r", By: "root", UID: 0, Time: e.now}
+	if _, err := Submit(e.dir, r); err != nil {
+		t.Fatal(err)
+	}
+	return r.ID + ".json"
+}
+
+func (e *queueEnv) applyTagged(t *testing.T) {
+	t.Helper()
+	if _, err := Apply(context.Background(), e.st, Options{Dir: e.dir, Now: e.now, Cluster: "c", Tag: "gpuacct:ignore",
+		Trusted: func(uid int) bool { return uid == 0 }}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A request the writer applied but could not remove (a pending/ left
+// root's by `sudo gpuacct ignore`) was applied again on every pass: an
+// ignore left there undid each later unignore, pass after pass. Its key
+// in the ledger applies it once.
+func TestApplyIgnoreOnce(t *testing.T) {
+	e := newQueueEnv(t)
+	row := e.job(t, 7, "")
+	name := e.fileIgnore(t, Ignore)
+	data, err := os.ReadFile(filepath.Join(pendingDir(e.dir), name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.applyTagged(t)
+	if !e.ignored(t, row) {
+		t.Fatal("ignore not applied")
+	}
+	outcome := filepath.Join(appliedDir(e.dir), name)
+	before, err := os.ReadFile(outcome)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.fileIgnore(t, Unignore)
+	e.applyTagged(t)
+	if e.ignored(t, row) {
+		t.Fatal("unignore not applied")
+	}
+	// The ignore is back in pending/, as one the writer could not remove
+	// would be.
+	if err := os.WriteFile(filepath.Join(pendingDir(e.dir), name), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for pass := range 2 {
+		e.now = e.now.Add(time.Minute)
+		e.applyTagged(t)
+		if e.ignored(t, row) {
+			t.Fatalf("pass %d applied the ignore again over the later unignore", pass)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(pendingDir(e.dir), name)); !os.IsNotExist(err) {
+		t.Errorf("request applied before still pending: %v", err)
+	}
+	after, err := os.ReadFile(outcome)
+	if err != nil || string(after) != string(before) {
+		t.Errorf("outcome of the request applied before rewritten: %v\n%s", err, after)
+	}
+}
+
+// An unignore held only while the writer found it among the first
+// 10,000 names of applied/: past them, the next pass ignored the tagged
+// job again. The ledger keeps each run's last explicit decision; and
+// applied/ is pruned by age and count.
+func TestApplyUnignoreHoldsPastManyOutcomes(t *testing.T) {
+	e := newQueueEnv(t)
+	row := e.job(t, 7, "bench run gpuacct:ignore")
+	e.applyTagged(t)
+	if !e.ignored(t, row) {
+		t.Fatal("tagged job not ignored")
+	}
+	unignore := e.fileIgnore(t, Unignore)
+	e.applyTagged(t)
+	if e.ignored(t, row) {
+		t.Fatal("unignore not applied")
+	}
+	// 12,000 later outcomes, named to sort and list before the unignore's.
+	applied := appliedDir(e.dir)
+	data, err := json.Marshal(Request{Schema: Schema, Action: Ignore, Jobs: []string{"1"}, UID: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const many = 12_000
+	for i := range many {
+		p := filepath.Join(applied, "0-"+strconv.Itoa(i)+".json")
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, e.now, e.now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for pass := range 2 {
+		e.now = e.now.Add(time.Minute)
+		e.applyTagged(t)
+		if e.ignored(t, row) {
+			t.Fatalf("pass %d: the tag ignored the job again over its unignore", pass)
+		}
+	}
+	// Whether a listing reaches the unignore's outcome depends on the
+	// directory's order; without the outcome at all the decision holds.
+	if err := os.Remove(filepath.Join(applied, unignore)); err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	e.applyTagged(t)
+	if e.ignored(t, row) {
+		t.Fatal("without the unignore's outcome in applied/, the tag ignored the job again")
+	}
+	if n := len(dirNames(t, applied)); n > MaxIgnoreOutcomes {
+		t.Errorf("applied/ keeps %d outcomes, want at most %d", n, MaxIgnoreOutcomes)
+	}
+	// Past IgnoreAppliedKeep every outcome goes; the decision stays.
+	e.now = e.now.Add(IgnoreAppliedKeep + time.Hour)
+	e.applyTagged(t)
+	if n := len(dirNames(t, applied)); n != 0 {
+		t.Errorf("applied/ keeps %d outcomes older than %v", n, IgnoreAppliedKeep)
+	}
+	if e.ignored(t, row) {
+		t.Error("pruning the outcomes undid the unignore")
+	}
+}
