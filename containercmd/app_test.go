@@ -472,3 +472,41 @@ func TestSbuildCLI(t *testing.T) {
 		}
 	})
 }
+
+// TestSbuildOptionsAnywhere: sbuild's own options work after a command
+// too, and a command's unknown option is a usage error in one line.
+func TestSbuildOptionsAnywhere(t *testing.T) {
+	proj := filepath.Join(t.TempDir(), "proj")
+	os.MkdirAll(proj, 0o755)
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		out  string // in stdout
+		err  string // the one stderr line holds it; "": no stderr
+	}{
+		{"config after list", []string{"list", "--config", "CFG"}, 0, "no containers in", ""},
+		{"config= after list", []string{"list", "--no-size", "--config=CFG"}, 0, "no containers in", ""},
+		{"log level after check", []string{"check", "--log-level", "error", "ubuntu"}, 0, "ok: srun, pyxis", ""},
+		{"timeout after the image", []string{"check", "ubuntu", "--registry-timeout", "5s"}, 0, "ok: srun, pyxis", ""},
+		{"bad log level after check", []string{"check", "ubuntu", "--log-level", "loud"}, 2, "", "loud"},
+		{"unknown option of a command", []string{"list", "--colour"}, 2, "", "sbuild: unknown option --colour (see sbuild --help)"},
+		{"srun options stay srun's", []string{"--dry-run", "ubuntu", "--", "--config=x"}, 0, "--config=x", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(t, proj, map[string]string{"ENROOT_DATA_PATH": t.TempDir()})
+			cfg := filepath.Join(t.TempDir(), "site.toml")
+			os.WriteFile(cfg, []byte("[container]\nenroot_conf = \"/nonexistent\"\n"), 0o644)
+			args := []string{"sbuild"}
+			for _, a := range tc.args {
+				args = append(args, strings.ReplaceAll(a, "CFG", cfg))
+			}
+			code := Sbuild(args, f.sys)
+			lines := strings.Split(strings.TrimSpace(f.err.String()), "\n")
+			errOK := tc.err == "" && !strings.Contains(f.err.String(), "sbuild:") || tc.err != "" && len(lines) == 1 && strings.Contains(lines[0], tc.err)
+			if code != tc.code || !strings.Contains(f.out.String(), tc.out) || !errOK {
+				t.Errorf("sbuild %v: exit %d\nstdout %q\nstderr %q\nwant exit %d, stdout with %q, stderr %q", tc.args, code, f.out.String(), f.err.String(), tc.code, tc.out, tc.err)
+			}
+		})
+	}
+}

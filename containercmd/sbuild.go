@@ -98,7 +98,11 @@ func Sbuild(args []string, sys container.Sys) int {
 	}
 	if len(tail) > 0 {
 		if cf, ok := commands[tail[0]]; ok {
-			tail = append([]string{tail[0]}, reorder(tail[1:], valuedFlags(cf))...)
+			// sbuild's own options (--config, --log-level, ...) may come
+			// after the command too: they go before it, where they belong.
+			global, rest := splitGlobal(tail[1:], valued, valuedFlags(cf))
+			lead = append(lead, global...)
+			tail = append([]string{tail[0]}, reorder(rest, valuedFlags(cf))...)
 		} else {
 			tail = reorder(tail, valued)
 		}
@@ -146,8 +150,34 @@ func sbuildApp(sys container.Sys, extra *[]string) *cli.App {
 		{Name: "check", Usage: "run every preflight check and say what to fix", ArgsUsage: "[IMAGE]",
 			Description: "Example:\n   sbuild check\n   sbuild check nvcr.io/nvidia/pytorch:24.05-py3", Action: func(c *cli.Context) error { return check(c, sys) }},
 	}
+	for _, c := range app.Commands {
+		c.OnUsageError = app.OnUsageError
+	}
 	cliwire.ConfigDefaults(app)
 	return app
+}
+
+// splitGlobal takes out of a command's arguments the options that belong
+// to sbuild itself (in root, not in the command's own), with their values.
+func splitGlobal(args []string, root, own map[string]bool) (global, rest []string) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return global, append(rest, args[i:]...)
+		}
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		valued, isRoot := root[name]
+		if _, isOwn := own[name]; !strings.HasPrefix(a, "-") || a == "-" || isOwn || !isRoot {
+			rest = append(rest, a)
+			continue
+		}
+		global = append(global, a)
+		if valued && !hasValue && i+1 < len(args) {
+			i++
+			global = append(global, args[i])
+		}
+	}
+	return global, rest
 }
 
 // plan is everything a build needs, worked out before anything runs.
