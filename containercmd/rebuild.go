@@ -22,7 +22,15 @@ func rebuild(c *cli.Context, e *env, p *plan) error {
 	sys, name := e.sys, p.build.Name
 	fresh, old := name+container.NewSuffix, name+container.OldSuffix
 	// Leftovers of an earlier rebuild are sbuild's own: pyxis's :create
-	// would refuse the first, the swap the second.
+	// would refuse the first, the swap the second. One that a job still
+	// builds belongs to a rebuild running now.
+	busy, err := e.busy(c.Context)
+	if err != nil {
+		return fmt.Errorf("cannot tell whether another rebuild of %s runs: %w", container.EnrootName(name), err)
+	}
+	if jobs := busy[fresh]; len(jobs) > 0 {
+		return fmt.Errorf("another sbuild --rebuild of %s is running (job %s); wait for it or scancel %s", container.EnrootName(name), strings.Join(jobs, ","), strings.Join(jobs, " "))
+	}
 	for _, n := range []string{fresh, old} {
 		if ok, _ := container.Exists(e.paths.Data, n); ok {
 			if err := e.remove(c.Context, n); err != nil {

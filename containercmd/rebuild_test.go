@@ -24,6 +24,7 @@ func TestSbuildRebuildKeepsOld(t *testing.T) {
 		srun    int    // the build's srun exit code
 		srunErr string // what it prints
 		busy    bool   // a job starts in the old container during the build
+		squeue  string // the user's jobs before the rebuild
 		code    int
 		want    string
 		fresh   bool // pyxis_proj.sbuild-new is left to look into
@@ -32,6 +33,8 @@ func TestSbuildRebuildKeepsOld(t *testing.T) {
 			code: 1, want: "sbuild: creating the new pyxis_proj failed (srun exit 1): the image or tag does not exist; check the name and tag on the registry; the old pyxis_proj is kept\n"},
 		{name: "setup fails", args: []string{"--setup", "setup.sh", "ubuntu:24.04"}, srun: 4, code: 4, fresh: true,
 			want: "the old pyxis_proj is kept, and the new one is pyxis_proj.sbuild-new so you can look inside (srun-wrap --name proj.sbuild-new)"},
+		{name: "another rebuild runs", args: []string{"ubuntu:24.04"}, squeue: "8|gpusuite-container=proj.sbuild-new\n", code: 1, fresh: true,
+			want: "sbuild: another sbuild --rebuild of pyxis_proj is running (job 8); wait for it or scancel 8\n"},
 		{name: "job starts meanwhile", args: []string{"ubuntu:24.04"}, busy: true, code: 1,
 			want: "sbuild: refusing to rebuild pyxis_proj: your job 9 is using it; wait for it or scancel 9 (it started during the build; the old container is kept and the new one removed)\n"},
 	} {
@@ -43,6 +46,7 @@ func TestSbuildRebuildKeepsOld(t *testing.T) {
 			// A leftover of an earlier rebuild is replaced, not an obstacle.
 			os.MkdirAll(filepath.Join(data, "pyxis_proj.sbuild-new"), 0o755)
 			f := newFake(t, proj, map[string]string{"ENROOT_DATA_PATH": data})
+			f.squeue = tc.squeue
 			pyxis := pyxisInto(data)
 			run := f.sys.Run
 			f.sys.Run = func(ctx context.Context, c container.Cmd) (int, error) {
