@@ -2,6 +2,7 @@ package containercmd
 
 import (
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -93,6 +94,12 @@ func TestSbuildAsksRegistry(t *testing.T) {
 	reg := registry.Start(t)
 	reg.Push(t, "ns/img", "1.0")
 	down := registry.FreeAddr(t)
+	// A registry that takes the connection and never answers.
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
 	proj := filepath.Join(t.TempDir(), "proj")
 	os.MkdirAll(proj, 0o755)
 	for _, tc := range []struct {
@@ -115,6 +122,8 @@ func TestSbuildAsksRegistry(t *testing.T) {
 			want: "sbuild: " + reg.Addr + " refused an anonymous pull of " + reg.Addr + "/ns/img"},
 		{name: "registry down", args: []string{down + "/ns/img:1.0"}, built: true,
 			want: "warning: cannot reach " + down + " to check " + down + "/ns/img:1.0 ("},
+		{name: "registry silent", args: []string{"--registry-timeout", "1s", silent.Addr().String() + "/ns/img:1.0"}, built: true,
+			want: "warning: cannot reach " + silent.Addr().String() + " to check " + silent.Addr().String() + "/ns/img:1.0 (no answer in time)"},
 		{name: "skip checks", args: []string{"--skip-checks", reg.Addr + "/ns/img:99.99-typo"}, built: true, want: "sbuild: done"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

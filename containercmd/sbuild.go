@@ -55,7 +55,7 @@ func sbuildFlags() []cli.Flag {
 		&cli.StringFlag{Name: "save", Usage: "also save the container as squashfs `PATH.sqsh` (pyxis --container-save)"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "print the srun command line instead of running it"},
 		&cli.BoolFlag{Name: "skip-checks", Usage: "do not run the preflight checks (nor ask the image's registry)"},
-		&cli.DurationFlag{Name: "registry-timeout", Value: 10 * time.Second, Usage: "how long to wait for the image's registry before building without its answer"},
+		&cli.DurationFlag{Name: "registry-timeout", Value: 5 * time.Second, Usage: "how long to wait for the image's registry before building without its answer"},
 	)
 }
 
