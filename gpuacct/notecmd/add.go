@@ -64,7 +64,7 @@ Examples:
 			} else {
 				st = nil // a ledger not made yet: the live snapshots alone say
 			}
-			if err := ignorereq.CheckTarget(c.Context, st, e.cfg.Board.LiveDir, e.now, node, gpu); err != nil {
+			if err := ignorereq.CheckTarget(c.Context, st, e.cfg.Board.LiveDir, e.now, e.cfg.Cluster.Name, node, gpu); err != nil {
 				return fmt.Errorf("%s: %w", title, err)
 			}
 			r := &ignorereq.Request{Action: ignorereq.NoteAdd, Note: &ignorereq.Note{Node: node, GPU: gpu, Until: until.UTC(), Text: text},

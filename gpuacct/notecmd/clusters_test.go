@@ -58,3 +58,19 @@ func TestListClusters(t *testing.T) {
 		})
 	}
 }
+
+// TestAddOtherCluster: a node the ledger has only on another cluster
+// (here c2's gpu07, the head being c1) is refused before anything is
+// filed: the note would be in force for c1, and no board cell show it.
+func TestAddOtherCluster(t *testing.T) {
+	f := newFixture(t)
+	storetest.Exec(t, f.db.Loc(), `INSERT INTO nodes(cluster, name) VALUES ('c2', 'gpu07')`)
+	code, out, errs := f.run(t, 0, "note", "add", "gpu07", "--until", "4h", "--text", "booked")
+	want := `note add: node gpu07 is on cluster c2, not on "c1", the note's (cluster.name): no board of "c1" shows it; set cluster.name to the agents' cluster`
+	if code != 1 || !strings.Contains(errs, want) {
+		t.Errorf("exit %d, stderr %q, stdout %q; want exit 1 saying %q", code, errs, out, want)
+	}
+	if strings.Contains(out, "note ") {
+		t.Errorf("printed %q for a note no board shows", out)
+	}
+}

@@ -200,7 +200,7 @@ func BuildCluster(cluster string, lives []record.Live, slurm *slurmstate.State, 
 	}
 	sort.Slice(b.Nodes, func(i, j int) bool { return b.Nodes[i].Name < b.Nodes[j].Name })
 	b.Totals = totals(b.Nodes)
-	b.NoteProblems = unshown(b.Nodes, notes)
+	b.NoteProblems = unshown(cluster, b.Nodes, notes)
 	return b
 }
 
@@ -220,15 +220,18 @@ func notesOf(notes []Note, node, cluster string) []Note {
 func sameCluster(a, b string) bool { return a == "" || b == "" || a == b }
 
 // unshown are the notes no cell or node of nodes shows, as problems, so
-// a booking on a mistyped node or GPU is not dropped silently.
-func unshown(nodes []Node, notes []Note) []Problem {
+// a booking on a mistyped node or GPU is not dropped silently. A note of
+// the board's own cluster is always this board's to show: one whose
+// cluster no node here is of (a cluster.name that is not the agents')
+// is a problem, not another board's.
+func unshown(cluster string, nodes []Node, notes []Note) []Problem {
 	clusters := map[string]bool{}
 	for _, n := range nodes {
 		clusters[n.Cluster] = true
 	}
 	var out []Problem
 	for _, nt := range notes {
-		if nt.Cluster != "" && !clusters[nt.Cluster] && !clusters[""] {
+		if nt.Cluster != "" && nt.Cluster != cluster && !clusters[nt.Cluster] && !clusters[""] {
 			continue // another cluster's board shows it
 		}
 		where := nt.Node

@@ -60,6 +60,18 @@ func checkIgnore(r *Request, owner int, perm fs.FileMode, trusted func(int) bool
 }
 
 func applyIgnore(ctx context.Context, st *store.Store, r *Request, now time.Time, key string) error {
+	// Job ids are per cluster: a request naming a cluster the ledger does
+	// not know is refused, never applied to another's jobs or to none.
+	if r.Cluster != "" {
+		known, err := st.KnownCluster(ctx, r.Cluster)
+		if err != nil {
+			return fmt.Errorf("apply ignore request %s: %w", r.ID, err)
+		}
+		if !known {
+			r.Error = fmt.Sprintf("refused: no cluster %q in the ledger: name a cluster it has (gpuacct ignore -M)", r.Cluster)
+			return nil
+		}
+	}
 	b, err := st.Begin(ctx, now)
 	if err != nil {
 		return fmt.Errorf("apply ignore request %s: %w", r.ID, err)

@@ -165,3 +165,53 @@ func TestApplyUnignoreHoldsPastManyOutcomes(t *testing.T) {
 		t.Error("pruning the outcomes undid the unignore")
 	}
 }
+
+// A request is applied to the cluster it names, when the ledger knows
+// it, and refused with a reason when not: the writer kept every note
+// under its own cluster.name, so a note filed from cluster blue on a
+// shared ledger was stored under the writer's cluster, and a note filed
+// under a cluster.name its agents do not use was kept yet shown nowhere.
+func TestApplyRequestCluster(t *testing.T) {
+	e := newQueueEnv(t)
+	b, err := e.st.Begin(context.Background(), e.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Node("blue", "gpu05"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	until := e.now.Add(time.Hour)
+	blue := add("gpu05", nil, until, "blue's booking")
+	blue.Cluster = "blue"
+	onBlue := e.submit(t, blue, 1000)
+	wrong := add("gpu01", nil, until, "filed under the default cluster.name")
+	wrong.Cluster = "cluster"
+	onWrong := e.submit(t, wrong, 1000)
+	e.job(t, 7, "")
+	r := &Request{Action: Ignore, Jobs: []string{"7"}, Cluster: "cluster", Reason: "r", By: "root", UID: 0, Time: e.now}
+	if _, err := Submit(e.dir, r); err != nil {
+		t.Fatal(err)
+	}
+	e.apply(t) // the writer's cluster.name is "c"
+	if got := e.outcome(t, onBlue, 1000); got.Error != "" {
+		t.Fatalf("blue's note: %+v", got)
+	}
+	notes, err := e.st.Notes(context.Background(), e.now, false)
+	if err != nil || len(notes) != 1 || notes[0].Cluster != "blue" {
+		t.Errorf("notes in force %+v (%v), want blue's alone, kept for blue", notes, err)
+	}
+	want := `refused: node gpu01 is on cluster c, not on "cluster", the note's (cluster.name): no board of "cluster" shows it; set cluster.name to the agents' cluster`
+	if got := e.outcome(t, onWrong, 1000).Error; got != want {
+		t.Errorf("note of a cluster without the node: %q, want %q", got, want)
+	}
+	out, err := IgnoreOutcome(e.dir, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `refused: no cluster "cluster" in the ledger: name a cluster it has (gpuacct ignore -M)`; out.Error != want {
+		t.Errorf("ignore of an unknown cluster: %q, want %q", out.Error, want)
+	}
+}

@@ -169,9 +169,16 @@ func checkNote(r *Request, perm fs.FileMode, now time.Time) error {
 // applyNote adds or removes the note of a checked request in its own
 // transaction; a removal that may not be is kept as the outcome.
 func applyNote(ctx context.Context, st *store.Store, r *Request, owner int, key string, o Options) error {
+	// The note is kept for the cluster it names (a head of another
+	// cluster files into a shared ledger); one naming none, as filed
+	// before requests named theirs, for the writer's.
+	cluster := r.Cluster
+	if cluster == "" {
+		cluster = o.Cluster
+	}
 	if r.Action == NoteAdd {
 		// The command checked too, but a file can be written by hand.
-		err := CheckTarget(ctx, st, o.LiveDir, o.Now, r.Note.Node, r.Note.GPU)
+		err := CheckTarget(ctx, st, o.LiveDir, o.Now, cluster, r.Note.Node, r.Note.GPU)
 		var no *NoTarget
 		if errors.As(err, &no) {
 			r.Error = "refused: " + no.Error()
@@ -207,7 +214,7 @@ func applyNote(ctx context.Context, st *store.Store, r *Request, owner int, key 
 		if created.IsZero() || created.After(o.Now) {
 			created = o.Now // a wrong clock cannot date a note ahead
 		}
-		n := store.Note{Cluster: o.Cluster, Node: r.Note.Node, GPU: r.Note.GPU, Until: r.Note.Until, Text: r.Note.Text,
+		n := store.Note{Cluster: cluster, Node: r.Note.Node, GPU: r.Note.GPU, Until: r.Note.Until, Text: r.Note.Text,
 			Author: r.By, UID: owner, Created: created}
 		// The owner in the key: one user's file name cannot stand for
 		// another's request.

@@ -201,3 +201,40 @@ func (b *Batch) RemoveNote(id int64, by string, now time.Time, allowed func(Note
 	}
 	return n, nil
 }
+
+// maxNodeClusters bounds the clusters NodeClusters names.
+const maxNodeClusters = 100
+
+// NodeClusters are the clusters whose node is named node, sorted (a
+// note's cluster that does not have it is told which do).
+func (s *Store) NodeClusters(ctx context.Context, node string) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT cluster FROM nodes WHERE name = ? ORDER BY cluster LIMIT ?`, node, maxNodeClusters)
+	if err != nil {
+		return nil, fmt.Errorf("read clusters of node %q: %w", node, translate(err))
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var c string
+		if err := rows.Scan(&c); err != nil {
+			return nil, fmt.Errorf("read clusters of node %q: %w", node, translate(err))
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read clusters of node %q: %w", node, translate(err))
+	}
+	return out, nil
+}
+
+// KnownCluster says whether the ledger knows cluster: a node or a job
+// of it (a request naming another cluster is refused, not applied to
+// the writer's).
+func (s *Store) KnownCluster(ctx context.Context, cluster string) (bool, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM nodes WHERE cluster = ?1 UNION ALL SELECT 1 FROM jobs WHERE cluster = ?1 LIMIT 1) k`, cluster).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("look up cluster %q: %w", cluster, translate(err))
+	}
+	return n > 0, nil
+}
