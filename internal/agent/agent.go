@@ -96,6 +96,8 @@ type Agent struct {
 	// them, until their events take them (energyreads.go).
 	energy  energyReads
 	scanReq chan chan []string
+	// hookLim and profLim cap each socket's connections (connlimit.go)
+	hookLim, profLim *connLimits
 
 	mu   sync.Mutex // guards snap
 	snap snapshot
@@ -122,6 +124,8 @@ func New(cfg config.Config, cluster, node string, d Deps) (*Agent, error) {
 		return nil, fmt.Errorf("agent.metrics: %w", err)
 	}
 	a.metricNames = names
+	hookCap, profCap := socketCaps(fileLimit())
+	a.hookLim, a.profLim = newConnLimits(hookCap, hookCap), newConnLimits(profCap, profilePerUID)
 	if a.owner == nil {
 		a.owner = cgroupOwner(cfg.Agent.ProcRoot)
 	}

@@ -30,6 +30,9 @@ type metrics struct {
 	// profiles (profile.go)
 	profileSamples  prometheus.Counter
 	profileDuration prometheus.Histogram
+	// socketRefused counts connections the sockets turned away
+	// (connlimit.go), by socket and reason
+	socketRefused *prometheus.CounterVec
 }
 
 func newMetrics(a *Agent) *metrics {
@@ -75,7 +78,10 @@ func newMetrics(a *Agent) *metrics {
 		Name: "gpusuite_agent_profile_sample_duration_seconds", Help: "Wall time of one profile sample of a job's GPUs.",
 		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25},
 	})
-	m.reg.MustRegister(m.profileSamples, m.profileDuration)
+	m.socketRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gpusuite_agent_socket_refused_total", Help: "Connections to the hook or profile socket turned away: at a connection cap (limit), a peer not allowed or unknown (peer), or a failed accept such as too many open files (accept_failed).",
+	}, []string{"socket", "reason"})
+	m.reg.MustRegister(m.profileSamples, m.profileDuration, m.socketRefused)
 	m.reg.MustRegister(m.xidErrors, m.eccErrors, m.throttleEvents, m.gpuEventsSuppressed, m.gpuEventsDropped)
 	m.reg.MustRegister(m.sampleDuration, m.nvmlErrors, m.samples, m.segments, m.dropped, m.shipErrors,
 		m.shippedFiles, m.backlogFiles, m.backlogBytes, m.lastShip, &gpuCollector{a: a})

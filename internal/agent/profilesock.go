@@ -18,18 +18,17 @@ func listenProfileSocket(path string) (*net.UnixListener, error) {
 
 // serveProfiles answers profile requests until ln is closed.
 func (a *Agent) serveProfiles(ctx context.Context, ln *net.UnixListener) {
-	a.accept(ctx, ln, "profile socket", a.handleProfile)
+	a.accept(ctx, ln, "profile", a.profLim, func(uint32) string { return "" }, a.handleProfile)
 }
 
-func (a *Agent) handleProfile(ctx context.Context, c *net.UnixConn) {
+// handleProfile answers the request of uid (SO_PEERCRED, taken at accept).
+func (a *Agent) handleProfile(ctx context.Context, c *net.UnixConn, uid uint32) {
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	start := time.Now()
+	_ = c.SetDeadline(start.Add(5 * time.Second))
+	// any local user may connect: an idle one is closed soon (connlimit.go)
+	_ = c.SetReadDeadline(start.Add(firstLineWithin))
 	reply := func(r profileclient.Response) { sockline.Reply(c, r) }
-	uid, err := peerUID(c)
-	if err != nil {
-		reply(profileclient.Response{Error: "cannot tell who asks: " + err.Error()})
-		return
-	}
 	var req profileclient.Request
 	if sent, err := sockline.Read(c, profileclient.MaxMessage, &req); !sent {
 		return

@@ -63,28 +63,85 @@ func listenUnix(what, path string, dir, sock os.FileMode) (*net.UnixListener, er
 
 // serveSocket answers hook requests until ln is closed.
 func (a *Agent) serveSocket(ctx context.Context, ln *net.UnixListener) {
-	a.accept(ctx, ln, "hook socket", a.handleConn)
+	a.accept(ctx, ln, "hook", a.hookLim, a.rootOnly, a.handleConn)
+}
+
+// rootOnly lets root and the agent's own user use the hook socket.
+func (a *Agent) rootOnly(uid uint32) string {
+	if uid != uint32(os.Geteuid()) && uid != 0 {
+		return "only root may use the hook socket"
+	}
+	return ""
+}
+
+// connRefusal is the one line a refused connection gets; both sockets'
+// clients read its error.
+type connRefusal struct {
+	Error string `json:"error"`
 }
 
 // accept hands each connection to ln to handle, on a goroutine of its
-// own, until ln is closed or ctx ends.
-func (a *Agent) accept(ctx context.Context, ln *net.UnixListener, what string, handle func(context.Context, *net.UnixConn)) {
+// own, until ln is closed or ctx ends. A peer that allow refuses, or that
+// finds the socket or its uid at lim's cap, gets one error line and is
+// closed at once, so it holds no descriptor and no goroutine.
+func (a *Agent) accept(ctx context.Context, ln *net.UnixListener, name string, lim *connLimits, allow func(uid uint32) string, handle func(ctx context.Context, c *net.UnixConn, uid uint32)) {
+	what := name + " socket"
+	var backoff time.Duration
+	failures := 0
 	for {
 		c, err := ln.AcceptUnix()
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return
 			}
-			a.log.Warn(what+" accept failed", "err", err)
+			// Out of descriptors (EMFILE) or memory: the connection stays
+			// in the backlog. Back off rather than spin, log once a streak.
+			if failures++; failures == 1 {
+				a.log.Warn(what+" accept failed; backing off", "err", err)
+			}
+			a.metrics.socketRefused.WithLabelValues(name, "accept_failed").Inc()
+			backoff = min(max(2*backoff, acceptBackoffMin), acceptBackoffMax)
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(100 * time.Millisecond):
+			case <-time.After(backoff):
 			}
 			continue
 		}
-		go handle(ctx, c)
+		if failures > 0 {
+			a.log.Info(what+" accepts again", "failed_accepts", failures)
+			failures, backoff = 0, 0
+		}
+		uid, err := peerUID(c)
+		if err != nil {
+			a.metrics.socketRefused.WithLabelValues(name, "peer").Inc()
+			refuse(c, "cannot tell who asks: "+err.Error())
+			continue
+		}
+		if why := allow(uid); why != "" {
+			a.metrics.socketRefused.WithLabelValues(name, "peer").Inc()
+			refuse(c, why)
+			continue
+		}
+		if !lim.acquire(uid) {
+			a.metrics.socketRefused.WithLabelValues(name, "limit").Inc()
+			refuse(c, fmt.Sprintf("%s busy: at its cap of %d connections (%d per user); try again", what, lim.total, lim.perUID))
+			continue
+		}
+		go func() {
+			defer lim.release(uid)
+			handle(ctx, c, uid)
+		}()
 	}
+}
+
+// refuse answers c with one error line and closes it. The line fits the
+// new connection's empty buffer, so a peer that never reads cannot stall
+// the accept loop; the deadline makes sure of it.
+func refuse(c *net.UnixConn, why string) {
+	_ = c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+	sockline.Reply(c, connRefusal{Error: why})
+	c.Close()
 }
 
 func peerUID(c *net.UnixConn) (uint32, error) {
@@ -95,14 +152,14 @@ func peerUID(c *net.UnixConn) (uint32, error) {
 	return cred.Uid, nil
 }
 
-func (a *Agent) handleConn(ctx context.Context, c *net.UnixConn) {
+// handleConn answers a hook's requests: the first within firstLineWithin
+// of the connection, all within 5 s.
+func (a *Agent) handleConn(ctx context.Context, c *net.UnixConn, _ uint32) {
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	start := time.Now()
+	_ = c.SetDeadline(start.Add(5 * time.Second))
+	_ = c.SetReadDeadline(start.Add(firstLineWithin))
 	reply := func(r hookclient.Response) { sockline.Reply(c, r) }
-	if uid, err := peerUID(c); err != nil || uid != uint32(os.Geteuid()) && uid != 0 {
-		reply(hookclient.Response{Error: "only root may use the hook socket"})
-		return
-	}
 	// An identify that names its event's key may be followed on the same
 	// connection by that event's announce (hookclient.Expect): read in
 	// order, so the energy reading is registered before the event takes it.
@@ -115,6 +172,8 @@ func (a *Agent) handleConn(ctx context.Context, c *net.UnixConn) {
 			reply(hookclient.Response{Error: "bad request: " + err.Error()})
 			return
 		}
+		// the announce comes after the hook spooled its event
+		_ = c.SetReadDeadline(start.Add(5 * time.Second))
 		if !a.handleRequest(ctx, req, reply) {
 			return
 		}

@@ -1,0 +1,334 @@
+package agent
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/aicloud/gpusuite/internal/agent/hookclient"
+	"github.com/aicloud/gpusuite/internal/agent/profileclient"
+)
+
+// floodEnv makes the test binary the flooder (TestSocketFlood's child):
+// it opens floodCountEnv idle connections to the socket it names.
+const (
+	floodEnv      = "GPUSUITE_TEST_FLOOD_SOCKET"
+	floodCountEnv = "GPUSUITE_TEST_FLOOD_COUNT"
+)
+
+func TestMain(m *testing.M) {
+	if p := os.Getenv(floodEnv); p != "" {
+		os.Exit(flood(p))
+	}
+	os.Exit(m.Run())
+}
+
+// flood opens up to $floodCountEnv connections to path and sends nothing
+// on them; it prints how many it holds, then holds them until stdin
+// closes.
+func flood(path string) int {
+	want, err := strconv.Atoi(os.Getenv(floodCountEnv))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	var conns []net.Conn
+	deadline := time.Now().Add(30 * time.Second)
+	for len(conns) < want && time.Now().Before(deadline) {
+		c, err := net.DialTimeout("unix", path, 5*time.Second)
+		if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+			break // the flooder's own limit: what it holds is the flood
+		}
+		if err != nil {
+			// a full backlog (EAGAIN) while the agent accepts: retry
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		conns = append(conns, c)
+	}
+	fmt.Println(len(conns))
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	return 0
+}
+
+func TestConnLimits(t *testing.T) {
+	type step struct {
+		acquire bool // else release
+		uid     uint32
+		want    bool
+	}
+	for _, tc := range []struct {
+		name          string
+		total, perUID int
+		steps         []step
+		wantOpen      int
+	}{
+		{"per uid cap leaves room for others", 4, 2, []step{
+			{true, 7, true}, {true, 7, true}, {true, 7, false}, {true, 8, true}, {true, 0, true}, {true, 9, false},
+		}, 4},
+		{"a release frees the uid's slot", 4, 1, []step{
+			{true, 7, true}, {true, 7, false}, {false, 7, true}, {true, 7, true},
+		}, 1},
+		{"per uid above the total is the total", 2, 8, []step{
+			{true, 7, true}, {true, 7, true}, {true, 7, false}, {true, 0, false},
+		}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newConnLimits(tc.total, tc.perUID)
+			for i, s := range tc.steps {
+				if !s.acquire {
+					l.release(s.uid)
+					continue
+				}
+				if got := l.acquire(s.uid); got != s.want {
+					t.Errorf("step %d: acquire(%d) = %v, want %v", i, s.uid, got, s.want)
+				}
+			}
+			if got := l.inUse(); got != tc.wantOpen {
+				t.Errorf("open %d, want %d", got, tc.wantOpen)
+			}
+		})
+	}
+}
+
+// The sockets together never take more than a quarter of the descriptors.
+func TestSocketCaps(t *testing.T) {
+	for _, tc := range []struct {
+		nofile        uint64
+		hook, profile int
+	}{
+		{1 << 20, hookConns, profileConns},
+		{1024, hookConns, profileConns},
+		{256, 42, 21},
+		{16, 2, 1},
+	} {
+		t.Run(strconv.FormatUint(tc.nofile, 10), func(t *testing.T) {
+			h, p := socketCaps(tc.nofile)
+			if diff := cmp.Diff([2]int{tc.hook, tc.profile}, [2]int{h, p}); diff != "" {
+				t.Errorf("socketCaps(%d) (-want +got):\n%s", tc.nofile, diff)
+			}
+		})
+	}
+}
+
+// TestSocketFlood: an ordinary user (nobody, when the test runs as root)
+// holds thousands of idle connections to the 0666 profile socket. The
+// agent holds at most that user's cap of them, so its descriptors stay
+// bounded; the hook socket answers; another user's profile request is
+// judged, not turned away; once the flood ends its descriptors are back.
+func TestSocketFlood(t *testing.T) {
+	const floodConns = 5000
+	root := t.TempDir()
+	bin, flooder := floodBinary(t, root)
+	cfg := testConfig(root)
+	r := startRunningWith(t, cfg)
+	base := openFDs(t)
+
+	cmd := exec.Command(bin, "-test.run=^$")
+	cmd.Env = append(os.Environ(), floodEnv+"="+cfg.Agent.ProfileSocket, floodCountEnv+"="+strconv.Itoa(floodConns))
+	if flooder != 0 && os.Geteuid() == 0 {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: flooder, Gid: flooder}}
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// the peaks while the flood is on: the agent's descriptors and the
+	// flooder's connections it holds
+	stop := make(chan struct{})
+	var peakFDs, peakHeld int
+	var watched sync.WaitGroup
+	watched.Add(1)
+	go func() {
+		defer watched.Done()
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if fds, err := os.ReadDir("/proc/self/fd"); err == nil {
+				peakFDs = max(peakFDs, len(fds))
+			}
+			peakHeld = max(peakHeld, r.a.profLim.inUse(flooder))
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ended := false
+	endFlood := func() {
+		if !ended {
+			ended = true
+			stdin.Close()
+			_ = cmd.Wait()
+		}
+	}
+	t.Cleanup(endFlood)
+	held := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(stdout).ReadString('\n')
+		held <- strings.TrimSpace(line)
+	}()
+	var n int
+	select {
+	case line := <-held:
+		if n, err = strconv.Atoi(line); err != nil {
+			t.Fatalf("flooder said %q: %v (stderr %q)", line, err, stderr.String())
+		}
+	case <-time.After(settled):
+		t.Fatal("flooder did not report its connections")
+	}
+	// over 1,024 (a common descriptor limit) even on a box that allows
+	// the flooder fewer than asked
+	if n < 1500 {
+		t.Fatalf("flooder holds %d connections, want at least 1500", n)
+	}
+
+	ctx := context.Background()
+	hookSock := cfg.Agent.SocketPath(cfg.Spool.Dir)
+	resp, err := hookclient.Identify(ctx, hookSock, 10*time.Second, []int{0}, false, "")
+	if err != nil || resp.Error != "" || len(resp.GPUs) != 1 || resp.GPUs[0].UUID == "" {
+		t.Errorf("hook socket during the flood: %+v, %v", resp, err)
+	}
+	if flooder != uint32(os.Geteuid()) {
+		// judged: refused for the job, not for the flood
+		presp, err := profileclient.Ask(ctx, cfg.Agent.ProfileSocket, 10*time.Second, profileclient.Request{Job: 999, IntervalMS: 200, ForMS: 1000})
+		if err == nil || !strings.Contains(err.Error(), "job 999 holds no GPU") {
+			t.Errorf("another user's profile request during the flood: %+v, %v", presp, err)
+		}
+	}
+	close(stop)
+	watched.Wait()
+	if !strings.Contains(scrape(t, r.a), `gpusuite_agent_socket_refused_total{reason="limit",socket="profile"}`) {
+		t.Error("no refusal at the cap counted")
+	}
+	endFlood()
+
+	if grown := peakFDs - base; grown > hookConns+profileConns+32 {
+		t.Errorf("the agent's descriptors grew by %d under a flood of %d connections, over its sockets' caps (%d+%d)", grown, n, hookConns, profileConns)
+	}
+	if peakHeld > profilePerUID {
+		t.Errorf("the agent held %d of one user's connections, over the cap of %d", peakHeld, profilePerUID)
+	}
+	waitFor(t, "the flood's descriptors given back", settled, func() bool { return openFDs(t) <= base+8 })
+	t.Logf("flood of %d idle connections: descriptors %d before, %d at the peak; %d of the flooder's held at most", n, base, peakFDs, peakHeld)
+}
+
+// floodBinary is the test binary where the flooder may run it, and the
+// flooder's uid: nobody when the test runs as root (root dir is made
+// traversable for it), else the test's own user.
+func floodBinary(t *testing.T, root string) (string, uint32) {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() != 0 {
+		return self, uint32(os.Geteuid())
+	}
+	for _, d := range []string{filepath.Dir(root), root} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := filepath.Join(root, "bin")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// copied in a stream: read whole, it would stay in this process's
+	// resident memory, which the soak test measures
+	in, err := os.Open(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	bin := filepath.Join(dir, "flood.test")
+	out, err := os.OpenFile(bin, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return bin, 65534
+}
+
+// An idle connection is closed at firstLineWithin, well before the 5 s a
+// request may take; so is one that trickles a line that never ends.
+func TestIdleConnectionClosed(t *testing.T) {
+	r := startRunning(t)
+	for _, tc := range []struct {
+		name, path string
+		trickle    bool
+	}{
+		{"profile idle", r.cfg.Agent.ProfileSocket, false},
+		{"profile trickle", r.cfg.Agent.ProfileSocket, true},
+		{"hook idle", r.cfg.Agent.SocketPath(r.cfg.Spool.Dir), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := net.Dial("unix", tc.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			start := time.Now()
+			closed := make(chan error, 1)
+			go func() {
+				_, err := io.Copy(io.Discard, c)
+				closed <- err
+			}()
+			giveUp := time.NewTimer(settled)
+			defer giveUp.Stop()
+			var trickle <-chan time.Time
+			if tc.trickle {
+				tk := time.NewTicker(100 * time.Millisecond)
+				defer tk.Stop()
+				trickle = tk.C
+			}
+			for {
+				select {
+				case err := <-closed:
+					// a reset is a close with the trickled bytes unread
+					if errors.Is(err, syscall.ECONNRESET) {
+						err = nil
+					}
+					if took := time.Since(start); err != nil || took >= 5*time.Second {
+						t.Errorf("closed after %s (%v), want about %s", took, err, firstLineWithin)
+					}
+					return
+				case <-trickle:
+					_, _ = c.Write([]byte("{"))
+				case <-giveUp.C:
+					t.Fatal("idle connection never closed")
+				}
+			}
+		})
+	}
+}
