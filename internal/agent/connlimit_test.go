@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -136,7 +137,7 @@ func TestSocketFlood(t *testing.T) {
 	bin, flooder := floodBinary(t, root)
 	cfg := testConfig(root)
 	r := startRunningWith(t, cfg)
-	base := openFDs(t)
+	base, baseG, baseRSS := openFDs(t), runtime.NumGoroutine(), vmRSS(t)
 
 	cmd := exec.Command(bin, "-test.run=^$")
 	cmd.Env = append(os.Environ(), floodEnv+"="+cfg.Agent.ProfileSocket, floodCountEnv+"="+strconv.Itoa(floodConns))
@@ -157,7 +158,8 @@ func TestSocketFlood(t *testing.T) {
 	// the peaks while the flood is on: the agent's descriptors and the
 	// flooder's connections it holds
 	stop := make(chan struct{})
-	var peakFDs, peakHeld int
+	// (goroutines: each connection served holds one, with its buffers)
+	var peakFDs, peakHeld, peakG int
 	var watched sync.WaitGroup
 	watched.Add(1)
 	go func() {
@@ -169,6 +171,7 @@ func TestSocketFlood(t *testing.T) {
 				peakFDs = max(peakFDs, len(fds))
 			}
 			peakHeld = max(peakHeld, r.a.profLim.inUse(flooder))
+			peakG = max(peakG, runtime.NumGoroutine())
 			select {
 			case <-stop:
 				return
@@ -226,16 +229,21 @@ func TestSocketFlood(t *testing.T) {
 	if !strings.Contains(scrape(t, r.a), `gpusuite_agent_socket_refused_total{reason="limit",socket="profile"}`) {
 		t.Error("no refusal at the cap counted")
 	}
+	floodRSS := vmRSS(t)
 	endFlood()
 
 	if grown := peakFDs - base; grown > hookConns+profileConns+32 {
 		t.Errorf("the agent's descriptors grew by %d under a flood of %d connections, over its sockets' caps (%d+%d)", grown, n, hookConns, profileConns)
 	}
+	if grown := peakG - baseG; grown > hookConns+profileConns+32 {
+		t.Errorf("the agent's goroutines grew by %d under a flood of %d connections, over its sockets' caps", grown, n)
+	}
 	if peakHeld > profilePerUID {
 		t.Errorf("the agent held %d of one user's connections, over the cap of %d", peakHeld, profilePerUID)
 	}
 	waitFor(t, "the flood's descriptors given back", settled, func() bool { return openFDs(t) <= base+8 })
-	t.Logf("flood of %d idle connections: descriptors %d before, %d at the peak; %d of the flooder's held at most", n, base, peakFDs, peakHeld)
+	t.Logf("flood of %d idle connections: descriptors %d before, %d at the peak; goroutines %d, %d; resident %d MiB, %d MiB; %d of the flooder's held at most",
+		n, base, peakFDs, baseG, peakG, baseRSS>>20, floodRSS>>20, peakHeld)
 }
 
 // floodBinary is the test binary where the flooder may run it, and the
