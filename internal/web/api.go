@@ -53,14 +53,23 @@ func writeRaw(w http.ResponseWriter, b []byte) error {
 // open, or an error fn returns that is not the client's, drops the
 // connection so that the next request opens the database again.
 func (h *Handler) withConn(r *http.Request, fn func(c *conn) error) error {
-	c, release, err := h.src.acquire(r.Context())
+	return withConnOf(h.src, r, fn)
+}
+
+// withLiveConn is withConn on the live requests' own pool.
+func (h *Handler) withLiveConn(r *http.Request, fn func(c *conn) error) error {
+	return withConnOf(h.liveSrc, r, fn)
+}
+
+func withConnOf(src *source, r *http.Request, fn func(c *conn) error) error {
+	c, release, err := src.acquire(r.Context())
 	if err != nil {
 		return fmt.Errorf("database unreadable: %w", err)
 	}
 	defer release()
 	err = fn(c)
 	if err != nil && status(err) >= 500 && !errors.Is(err, report.ErrNoJob) && r.Context().Err() == nil {
-		h.src.forget(c)
+		src.forget(c)
 	}
 	return err
 }
@@ -410,7 +419,7 @@ func (h *Handler) apiHealth(w http.ResponseWriter, r *http.Request) error {
 		CheckedAt string   `json:"checked_at"`
 	}{DB: store.RedactURL(h.o.DB), CheckedAt: h.o.Now().UTC().Format(time.RFC3339)}
 	q := &query{vals: r.URL.Query()}
-	err := h.withConn(r, func(c *conn) error {
+	err := h.withLiveConn(r, func(c *conn) error {
 		if err := h.scope(c, q); err != nil {
 			return err
 		}

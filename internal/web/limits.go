@@ -11,9 +11,14 @@ import (
 
 // Bounds of the web server (invariant 9, docs/api.md "Limits").
 const (
-	// DefaultConcurrent is how many dynamic requests (pages and /api/)
+	// DefaultConcurrent is how many accounting requests (reports, job
+	// pages, exports: everything dynamic but the live board and health)
 	// run at once; the rest wait up to queueWait, then get 503.
 	DefaultConcurrent = 4
+	// LiveConcurrent is how many live requests (the board, its API,
+	// free GPUs, health) run at once, on slots of their own: a slow
+	// accounting request never queues the board or a health probe.
+	LiveConcurrent = 8
 	// DefaultTimeout is each dynamic request's deadline: its queries are
 	// interrupted then.
 	DefaultTimeout = 30 * time.Second

@@ -132,8 +132,12 @@ type Handler struct {
 	pages   map[string]*template.Template
 	static  *staticFiles
 	mux     *http.ServeMux
-	limit   *limiter
-	hub     *hub
+	// limit admits accounting requests, live the board's and health's:
+	// each class has its slots, and the live one its own database pool
+	// (liveSrc), so that accounting requests filling theirs never starve it.
+	limit, live *limiter
+	liveSrc     *source
+	hub         *hub
 	// anonHub streams the board with every user's name hidden, to
 	// those web.private_data hides names from.
 	anonHub *hub
@@ -172,7 +176,8 @@ func New(o Options) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Handler{o: o, src: newSource(o), mapping: m, pages: pages, static: st, mux: http.NewServeMux(), limit: newLimiter(o.Concurrent, o.Timeout)}
+	h := &Handler{o: o, src: newSource(o), liveSrc: newSource(o), mapping: m, pages: pages, static: st, mux: http.NewServeMux(),
+		limit: newLimiter(o.Concurrent, o.Timeout), live: newLimiter(LiveConcurrent, o.Timeout)}
 	// one bound for every stream, with names or without
 	slots := newStreamSlots(o.MaxStreams, o.MaxStreamsPerClient)
 	h.hub = newHub(hubOptions{src: o.Board, frag: h.renderFrag, sections: h.renderSections, now: o.Now, tick: o.BoardTick,
@@ -189,7 +194,7 @@ func New(o Options) (*Handler, error) {
 // Close ends the event streams and closes the database connections.
 func (h *Handler) Close() error {
 	h.EndStreams()
-	return h.src.close()
+	return errors.Join(h.src.close(), h.liveSrc.close())
 }
 
 // EndStreams ends the open event streams and refuses new ones: an
@@ -217,12 +222,12 @@ func (h *Handler) routes() {
 		h.mux.Handle(pattern, h.limit.wrap(h.cached(h.apiHandler(bind(fn))), busyAPI.ServeHTTP))
 	}
 	// The live board changes every second: a kept copy would show
-	// booked or busy GPUs free for max_age.
+	// booked or busy GPUs free for max_age. It runs on the live slots.
 	livePage := func(pattern string, fn method) {
-		h.mux.Handle(pattern, h.limit.wrap(uncached(h.pageHandler(bind(fn))), busyPage.ServeHTTP))
+		h.mux.Handle(pattern, h.live.wrap(uncached(h.pageHandler(bind(fn))), busyPage.ServeHTTP))
 	}
 	liveAPI := func(pattern string, fn method) {
-		h.mux.Handle(pattern, h.limit.wrap(uncached(h.apiHandler(bind(fn))), busyAPI.ServeHTTP))
+		h.mux.Handle(pattern, h.live.wrap(uncached(h.apiHandler(bind(fn))), busyAPI.ServeHTTP))
 	}
 	livePage("GET /{$}", (*Handler).boardPage)
 	page("GET /accounting", (*Handler).overview)
@@ -230,7 +235,8 @@ func (h *Handler) routes() {
 	page("GET /user/{user}", (*Handler).userPage)
 	page("GET /job/{cluster}/{id}", (*Handler).jobPage)
 	h.mux.Handle("GET /static/", h.static)
-	api("GET /api/v1/health", (*Handler).apiHealth)
+	// Health is what monitoring probes: live slots, cached as before.
+	h.mux.Handle("GET /api/v1/health", h.live.wrap(h.cached(h.apiHandler(bind((*Handler).apiHealth))), busyAPI.ServeHTTP))
 	api("GET /api/v1/report/{kind}", (*Handler).apiReport)
 	api("GET /api/v1/jobs", (*Handler).apiJobs)
 	api("GET /api/v1/jobs/running", (*Handler).apiRunning)

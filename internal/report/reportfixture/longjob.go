@@ -1,0 +1,59 @@
+package reportfixture
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/store/storetest"
+)
+
+// LongJob is one job run sampled for a long time, for the bounds of a
+// job's page: the issue's worst job was 8 GPUs × 20 days at 10 s.
+type LongJob struct {
+	ID       uint64
+	GPUs     int
+	Seconds  int64 // from T0
+	Interval int64 // seconds between samples
+	// Running leaves the job without an end (its figures then come from
+	// the samples).
+	Running bool
+}
+
+// Samples is how many samples BuildLongJob writes.
+func (j LongJob) Samples() int64 { return int64(j.GPUs) * (j.Seconds / j.Interval) }
+
+// BuildLongJob makes a ledger (BuildLedger) holding job j on node gpu01
+// from T0 and writes its samples straight into the samples table with one
+// statement, so that a million samples take seconds rather than an
+// ingest. Utilization runs 0..100 over each 17 samples (0 is idle),
+// memory peaks once, power varies; every 1000th sample is shared with job
+// j.ID+1 (a jobs list), so that both paths of a series are read.
+func BuildLongJob(t testing.TB, j LongJob, now time.Time) string {
+	t.Helper()
+	end := T0 + j.Seconds
+	job := Job{ID: j.ID, User: "alice", Acct: "vision", Part: "gpu", Node: "gpu01", GPUs: j.GPUs, Start: T0, End: end}
+	if j.Running {
+		job.End = 0
+	}
+	path := BuildLedger(t, []Job{job}, now)
+	if strings.HasPrefix(path, "postgres") {
+		// The writer makes the sample partitions of the months it
+		// writes; samples inserted by hand need theirs made here.
+		for m := time.Unix(T0, 0).UTC(); m.Unix() < end; m = m.AddDate(0, 1, 0) {
+			storetest.Exec(t, path, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS samples_%s PARTITION OF samples FOR VALUES FROM (%d) TO (%d)`,
+				m.Format("200601"), m.UnixMilli(), m.AddDate(0, 1, 0).UnixMilli()))
+		}
+	}
+	storetest.Tx(t, path, func(exec func(string, ...any)) {
+		exec(`INSERT INTO samples(gpu_id, t_ms, interval_ms, job, restart, jobs, idle, util, mem_used_mib, power_mw)
+ WITH RECURSIVE s(k) AS (SELECT CAST(0 AS INTEGER) UNION ALL SELECT k + 1 FROM s WHERE k + 1 < ?)
+ SELECT g.gpu_id, (? + s.k * ?) * 1000, ? * 1000, ?, 0,
+  CASE WHEN s.k % 1000 = 999 THEN '[{"job":' || ? || ',"restart":0,"share":0.5,"idle":false},{"job":' || (? + 1) || ',"restart":0,"share":0.5,"idle":false}]' END,
+  CASE WHEN s.k % 17 = 0 THEN 1 ELSE 0 END, (s.k % 17) * 6, CASE WHEN s.k = ? THEN 79000 ELSE 1000 + s.k % 500 END, 100000 + (s.k % 13) * 20000
+ FROM s, job_gpus g WHERE g.job = (SELECT id FROM jobs WHERE job_id = ?)`,
+			j.Seconds/j.Interval, T0, j.Interval, j.Interval, j.ID, j.ID, j.ID, j.Seconds/j.Interval/3, j.ID)
+	})
+	return path
+}
