@@ -28,6 +28,10 @@ func TestPassAppliesIgnoreRequests(t *testing.T) {
 	now := start.Add(2 * time.Hour)
 	e.pass(t, s, now)
 	job := storetest.Scalar[int64](t, s.Path, `SELECT job_id FROM jobs ORDER BY job_id LIMIT 1`)
+	// serve makes the queues at start; a command files into them.
+	if err := ignorereq.MakeQueues(e.cfg.Report.Requests, os.Getuid()); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := ignorereq.Submit(e.cfg.Report.Requests, &ignorereq.Request{Action: ignorereq.Ignore, Jobs: []string{strconv.FormatInt(job, 10)},
 		Reason: "benchmark run", By: "root", UID: os.Getuid(), Time: now}); err != nil {
 		t.Fatal(err)
