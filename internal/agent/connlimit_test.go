@@ -340,3 +340,27 @@ func TestIdleConnectionClosed(t *testing.T) {
 		})
 	}
 }
+
+// A soft descriptor limit below the hard one (a parent lowered it) is
+// raised before the sockets' caps are taken from it.
+func TestFileLimitRaisesSoft(t *testing.T) {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl) })
+	low := syscall.Rlimit{Cur: min(rl.Max, 512), Max: rl.Max}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatal(err)
+	}
+	if got := fileLimit(); got != rl.Max {
+		t.Errorf("fileLimit() = %d, want the hard limit %d", got, rl.Max)
+	}
+	var now syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &now); err != nil {
+		t.Fatal(err)
+	}
+	if now.Cur != rl.Max {
+		t.Errorf("soft limit %d after fileLimit, want %d", now.Cur, rl.Max)
+	}
+}
