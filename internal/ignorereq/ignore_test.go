@@ -215,3 +215,35 @@ func TestApplyRequestCluster(t *testing.T) {
 		t.Errorf("ignore of an unknown cluster: %q, want %q", out.Error, want)
 	}
 }
+
+// MakeQueues gives both queues to the service user, repairing ones a
+// root command made before (root:root 0755 pending/, which serve could
+// not empty); Submit makes no queue, so whoever files first owns none.
+func TestMakeQueuesOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("GPUSUITE_REQUIRE_SLURM") == "1" {
+			t.Fatal("needs root to give the queues to another user (chown)")
+		}
+		t.Skip("needs root to give the queues to another user (chown)")
+	}
+	dir := filepath.Join(t.TempDir(), "requests")
+	r := &Request{Action: Ignore, Jobs: []string{"7"}, Reason: "r", By: "root", Time: time.Now()}
+	if _, err := Submit(dir, r); err == nil {
+		t.Fatal("Submit made a queue that was not there")
+	}
+	if err := os.MkdirAll(pendingDir(dir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := MakeQueues(dir, 4321); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{dir, pendingDir(dir), appliedDir(dir), NotesDir(dir), pendingDir(NotesDir(dir)), appliedDir(NotesDir(dir))} {
+		fi, err := os.Stat(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ownerOf(fi); got != 4321 {
+			t.Errorf("%s owned by uid %d, want the service user's 4321", d, got)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -339,11 +340,26 @@ func recordedOwner(path string) int {
 	return r.UID
 }
 
+// nameOwner is the owner an outcome's name carries (".uN.json"), -1 when
+// none: a hint of which outcomes to read, never whose they are.
+func nameOwner(name string) int {
+	base := strings.TrimSuffix(name, ".json")
+	i := strings.LastIndex(base, ".u")
+	if i < 0 {
+		return -1
+	}
+	uid, err := strconv.Atoi(base[i+2:])
+	if err != nil || uid < 0 {
+		return -1
+	}
+	return uid
+}
+
 // pruneApplied removes the outcomes under d last written before cutoff,
 // and each owner's oldest past lim.outcomesPerOwner, looking at most at
 // lim.looked entries in one pass. The owner is the one each outcome
-// records; outcomes are read for it only when there are more than one
-// owner may keep.
+// records; outcomes are read for it only when their names say that one
+// owner may have more than it may keep.
 func pruneApplied(d string, cutoff time.Time, lim limits, log *slog.Logger) {
 	f, err := os.Open(d)
 	if err != nil {
@@ -374,10 +390,23 @@ func pruneApplied(d string, cutoff time.Time, lim limits, log *slog.Logger) {
 		young = append(young, kept{e.Name(), fi.ModTime()})
 	}
 	if len(young) > lim.outcomesPerOwner {
-		byOwner := map[int][]kept{}
+		// The name says which outcomes may be past the bound, so that a
+		// pass reads only those (applied/ may be on NFS); what is removed
+		// is decided by the owner each records.
+		byName := map[int][]kept{}
 		for _, k := range young {
-			o := recordedOwner(filepath.Join(d, k.name))
-			byOwner[o] = append(byOwner[o], k)
+			o := nameOwner(k.name)
+			byName[o] = append(byName[o], k)
+		}
+		byOwner := map[int][]kept{}
+		for _, ks := range byName {
+			if len(ks) <= lim.outcomesPerOwner {
+				continue
+			}
+			for _, k := range ks {
+				o := recordedOwner(filepath.Join(d, k.name))
+				byOwner[o] = append(byOwner[o], k)
+			}
 		}
 		for _, ks := range byOwner {
 			if len(ks) <= lim.outcomesPerOwner {
