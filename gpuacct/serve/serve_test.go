@@ -49,6 +49,8 @@ func serveConfig(t *testing.T, l storetest.Ledger) config.Config {
 			t.Fatal(err)
 		}
 	}
+	// serve makes the request queues itself (not /data's).
+	cfg.Report.Requests = filepath.Join(root, "requests")
 	cfg.Ingest.Sacct = ""
 	cfg.Ingest.Watch = false
 	cfg.Ingest.Interval = config.Dur(200 * time.Millisecond)
@@ -139,6 +141,13 @@ func serveWaits(t *testing.T, l storetest.Ledger, engine string) {
 	})
 	if _, code := get("http://" + addr + "/api/v1/health"); code != http.StatusOK {
 		t.Errorf("/api/v1/health once serving: status %d, want 200", code)
+	}
+	// The writer made both request queues: no command's first filing
+	// makes one (a `sudo gpuacct ignore` left pending/ root's).
+	for _, d := range []string{"pending", "applied", "notes/pending", "notes/applied"} {
+		if fi, err := os.Stat(filepath.Join(m.Config.Report.Requests, d)); err != nil || !fi.IsDir() {
+			t.Errorf("request queue %s not made by serve: %v", d, err)
+		}
 	}
 	cancel()
 	select {
