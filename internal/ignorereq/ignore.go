@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"time"
@@ -139,6 +140,10 @@ func applyTag(ctx context.Context, st *store.Store, o Options) error {
 	if err != nil {
 		return fmt.Errorf("ignore tagged jobs: %w", err)
 	}
+	if err := importDecisions(b, o.Dir); err != nil {
+		b.Rollback()
+		return fmt.Errorf("ignore tagged jobs: %w", err)
+	}
 	tagged, err := b.TaggedJobs(o.Tag)
 	if err != nil {
 		b.Rollback()
@@ -154,4 +159,41 @@ func applyTag(ctx context.Context, st *store.Store, o Options) error {
 		return fmt.Errorf("ignore tagged jobs: %w", err)
 	}
 	return nil
+}
+
+// importKey marks the decisions of the applied/ log taken into the ledger.
+const importKey = "request/ignore/decisions-before-0013"
+
+// importDecisions records, once, the decisions the applied/ log of dir
+// holds from before the ledger kept them (jobs.ignore_request), so that
+// an unignore made then still holds against the tag. It reads the log as
+// the writer did then (its first MaxListed requests); from then on the
+// ledger alone decides.
+func importDecisions(b *store.Batch, dir string) error {
+	if err := once(b, importKey); errors.Is(err, errAppliedBefore) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	applied, err := listDir(appliedDir(dir), false)
+	if err != nil {
+		return fmt.Errorf("read the applied requests of %s: %w", dir, err)
+	}
+	for _, r := range applied {
+		if r.Error != "" || (r.Action != Ignore && r.Action != Unignore) {
+			continue
+		}
+		for _, spec := range r.Changed {
+			rows, err := b.JobRows(r.Cluster, spec)
+			if err != nil {
+				return err
+			}
+			for _, row := range rows {
+				if err := b.MarkIgnoreDecided(row, "request/ignore/"+r.ID+".json"); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return b.KeyApplied(importKey, keyHash(importKey))
 }

@@ -247,3 +247,39 @@ func TestMakeQueuesOwner(t *testing.T) {
 		}
 	}
 }
+
+// A ledger from before jobs.ignore_request holds no decision: the
+// unignores of the applied/ log are taken into it once, so that the
+// first pass after the upgrade does not ignore an unignored tagged job
+// again.
+func TestApplyImportsLoggedDecisions(t *testing.T) {
+	e := newQueueEnv(t)
+	row := e.job(t, 7, "bench run gpuacct:ignore")
+	other := e.job(t, 8, "gpuacct:ignore")
+	if err := os.MkdirAll(appliedDir(e.dir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	at := e.now.Add(-time.Hour)
+	for _, r := range []Request{
+		{Schema: Schema, ID: "20260302T090000Z-000000-1-aa", Action: Ignore, Jobs: []string{"7"}, Cluster: "c", Changed: []string{"7"}, Time: at, AppliedAt: &at},
+		{Schema: Schema, ID: "20260302T090001Z-000001-1-bb", Action: Unignore, Jobs: []string{"7"}, Cluster: "c", Changed: []string{"7"}, Time: at, AppliedAt: &at},
+	} {
+		data, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(appliedDir(e.dir), r.ID+".json"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.applyTagged(t)
+	if e.ignored(t, row) {
+		t.Error("the tag ignored job 7, which a logged unignore kept counted")
+	}
+	if !e.ignored(t, other) {
+		t.Error("the tag did not ignore job 8, which no request decided")
+	}
+	if got := storetest.Scalar[string](t, e.loc, `SELECT ignore_request FROM jobs WHERE id = ?`, row); got != "request/ignore/20260302T090001Z-000001-1-bb.json" {
+		t.Errorf("job 7's decision %q, want the unignore's", got)
+	}
+}

@@ -65,6 +65,16 @@ func (b *Batch) DecideIgnored(job int64, ignored bool, reason, request string) e
 	return nil
 }
 
+// MarkIgnoreDecided records request as the last explicit decision of job
+// row job without changing whether it is ignored: for decisions made
+// before the ledger kept them (DecideIgnored).
+func (b *Batch) MarkIgnoreDecided(job int64, request string) error {
+	if _, err := b.exec(`UPDATE jobs SET ignore_request = ? WHERE id = ?`, request, job); err != nil {
+		return fmt.Errorf("record the decision of %s on job row %d: %w", request, job, err)
+	}
+	return nil
+}
+
 // TaggedJobs are the job rows not ignored whose comment carries tag and
 // that no request decided (DecideIgnored).
 func (b *Batch) TaggedJobs(tag string) ([]TaggedJob, error) {
