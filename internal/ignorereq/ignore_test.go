@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -281,5 +282,26 @@ func TestApplyImportsLoggedDecisions(t *testing.T) {
 	}
 	if got := storetest.Scalar[string](t, e.loc, `SELECT ignore_request FROM jobs WHERE id = ?`, row); got != "request/ignore/20260302T090001Z-000001-1-bb.json" {
 		t.Errorf("job 7's decision %q, want the unignore's", got)
+	}
+}
+
+// A request larger than the writer reads is not filed: it would only be
+// refused.
+func TestSubmitTooLarge(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "requests")
+	if err := MakeQueues(dir, -1); err != nil {
+		t.Fatal(err)
+	}
+	var jobs []string
+	for i := range MaxJobs {
+		jobs = append(jobs, "9223372036854775807_9223372036854775807+"+strconv.Itoa(2147483000+i))
+	}
+	r := &Request{Action: Ignore, Jobs: jobs, Reason: string(make([]byte, MaxReasonBytes)), By: "root", Time: time.Now()}
+	_, err := Submit(dir, r)
+	if err == nil || !strings.Contains(err.Error(), "more than the 65536 the writer reads") {
+		t.Fatalf("Submit of a request past %d bytes: %v", MaxRequestBytes, err)
+	}
+	if ents, _ := os.ReadDir(pendingDir(dir)); len(ents) != 0 {
+		t.Errorf("filed %d file(s)", len(ents))
 	}
 }

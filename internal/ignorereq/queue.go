@@ -132,6 +132,10 @@ func Submit(dir string, r *Request) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%s request: %w", r.Action, err)
 	}
+	// The writer refuses a larger file: it is not filed at all.
+	if len(data) > MaxRequestBytes {
+		return "", fmt.Errorf("%s request: %d bytes, more than the %d the writer reads: name fewer jobs or shorten the text", r.Action, len(data), MaxRequestBytes)
+	}
 	final := filepath.Join(pendingDir(q), r.ID+".json")
 	if err := writeFile(final, data); err != nil {
 		return "", fmt.Errorf("%s request: %w", r.Action, err)
