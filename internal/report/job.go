@@ -253,19 +253,7 @@ func (d *DB) loadGPUs(ctx context.Context, det *Detail) error {
 		to = *j.End*1000 + 1
 		allocEnd = *j.End * 1000
 	}
-	n := seriesPoints(len(det.GPUs))
-	for i := range det.GPUs {
-		g := &det.GPUs[i]
-		pts, tot, err := d.series(ctx, g.gpuID, j.JobID, j.Restart, from, to, allocEnd, n)
-		if err != nil {
-			return err
-		}
-		g.Series = pts
-		if tot.n > 0 && (g.Source == "none" || j.End == nil) {
-			fromSamples(g, tot)
-		}
-	}
-	return nil
+	return d.loadSeries(ctx, det, from, to, allocEnd)
 }
 
 // Sparkline draws values 0..100 in width cells with the eight block

@@ -29,7 +29,8 @@ func (j LongJob) Samples() int64 { return int64(j.GPUs) * (j.Seconds / j.Interva
 // statement, so that a million samples take seconds rather than an
 // ingest. Utilization runs 0..100 over each 17 samples (0 is idle),
 // memory peaks once, power varies; every 1000th sample is shared with job
-// j.ID+1 (a jobs list), so that both paths of a series are read.
+// j.ID+1 (a jobs list, every other one idle for j), so that both paths of
+// a series are read.
 func BuildLongJob(t testing.TB, j LongJob, now time.Time) string {
 	t.Helper()
 	end := T0 + j.Seconds
@@ -50,10 +51,13 @@ func BuildLongJob(t testing.TB, j LongJob, now time.Time) string {
 		exec(`INSERT INTO samples(gpu_id, t_ms, interval_ms, job, restart, jobs, idle, util, mem_used_mib, power_mw)
  WITH RECURSIVE s(k) AS (SELECT CAST(0 AS INTEGER) UNION ALL SELECT k + 1 FROM s WHERE k + 1 < ?)
  SELECT g.gpu_id, (? + s.k * ?) * 1000, ? * 1000, ?, 0,
-  CASE WHEN s.k % 1000 = 999 THEN '[{"job":' || ? || ',"restart":0,"share":0.5,"idle":false},{"job":' || (? + 1) || ',"restart":0,"share":0.5,"idle":false}]' END,
+  CASE WHEN s.k % 1000 = 999 THEN '[{"job":' || ? || ',"restart":0,"share":0.5,"idle":' || CASE WHEN s.k % 2000 = 1999 THEN 'true' ELSE 'false' END ||
+   '},{"job":' || ? || ',"restart":0,"share":0.5,"idle":false}]' END,
   CASE WHEN s.k % 17 = 0 THEN 1 ELSE 0 END, (s.k % 17) * 6, CASE WHEN s.k = ? THEN 79000 ELSE 1000 + s.k % 500 END, 100000 + (s.k % 13) * 20000
  FROM s, job_gpus g WHERE g.job = (SELECT id FROM jobs WHERE job_id = ?)`,
-			j.Seconds/j.Interval, T0, j.Interval, j.Interval, j.ID, j.ID, j.ID, j.Seconds/j.Interval/3, j.ID)
+			// The ids in the jobs list are text: PostgreSQL types a
+			// parameter next to || as text.
+			j.Seconds/j.Interval, T0, j.Interval, j.Interval, j.ID, fmt.Sprint(j.ID), fmt.Sprint(j.ID+1), j.Seconds/j.Interval/3, j.ID)
 	})
 	return path
 }
