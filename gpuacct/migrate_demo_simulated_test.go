@@ -23,7 +23,6 @@ import (
 	"github.com/aicloud/gpusuite/gpuacct/notecmd"
 	"github.com/aicloud/gpusuite/gpuacct/reportcmd"
 	"github.com/aicloud/gpusuite/internal/config"
-	"github.com/aicloud/gpusuite/internal/demo"
 	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/report/timespec"
 	"github.com/aicloud/gpusuite/internal/store"
@@ -47,7 +46,7 @@ const (
 // sides, and "now" is fixed two hours after they end: the jobs still
 // running then and the ingest lag read the same on every run.
 var (
-	demoStart  = demo.Defaults().Start
+	demoStart  = time.Date(2026, 10, 5, 0, 0, 0, 0, time.UTC) // gpuacct demo --start: its weeks end now without it
 	demoEnd    = demoStart.Add(demoWeeks * 7 * 24 * time.Hour)
 	demoNow    = demoEnd.Add(2 * time.Hour)
 	demoWindow = []string{"--start", demoStart.AddDate(0, 0, -1).Format(time.DateOnly), "--end", demoEnd.AddDate(0, 0, 1).Format(time.DateOnly)}
@@ -123,7 +122,8 @@ func TestPostgresMigrateDemoReportsIdentical(t *testing.T) {
 func demoLedger(t *testing.T, dir string) (db, worst string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	args := []string{"gpuacct", "demo", "--dir", dir, "--weeks", fmt.Sprint(demoWeeks), "--nodes", fmt.Sprint(demoNodes), "--interval", demoInterval}
+	args := []string{"gpuacct", "demo", "--dir", dir, "--weeks", fmt.Sprint(demoWeeks), "--nodes", fmt.Sprint(demoNodes), "--interval", demoInterval,
+		"--start", demoStart.Format(time.DateOnly)}
 	if code := run(args, strings.NewReader(""), &out, &errb, func(string) string { return "" }); code != 0 {
 		t.Fatalf("gpuacct demo: exit %d: %s", code, errb.String())
 	}

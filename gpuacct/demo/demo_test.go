@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/aicloud/gpusuite/internal/demo"
+	"github.com/aicloud/gpusuite/internal/report/timespec"
 )
 
 // Every example in `gpuacct demo --help` is a command line the demo
@@ -45,11 +46,43 @@ func TestCommandLines(t *testing.T) {
 		{[]string{"--gpus", "65"}, "--nodes, --weeks and --jobs-per-day must be at least 1 and --gpus within 1..64"},
 		{[]string{"--weeks", "0"}, "--nodes, --weeks and --jobs-per-day must be at least 1 and --gpus within 1..64"},
 		{[]string{"--interval", "1500ms"}, "--interval 1.5s is not a whole number of seconds"},
+		{[]string{"--start", "soon"}, "--start: time \"soon\" is not one of " + timespec.Formats},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			_, err := run(append([]string{"gpuacct", "demo"}, tc.args...))
 			if err == nil || err.Error() != tc.want {
 				t.Errorf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// --start fixes the simulated weeks (UTC); without it they end now
+// (the zero Start, which the demo takes as Weeks before its clock).
+func TestStart(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want time.Time
+	}{
+		{nil, time.Time{}},
+		{[]string{"--start", "2026-10-05"}, time.Date(2026, 10, 5, 0, 0, 0, 0, time.UTC)},
+		{[]string{"--start", "2026-10-05T06:30"}, time.Date(2026, 10, 5, 6, 30, 0, 0, time.UTC)},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var got demo.PipelineOptions
+			c := Command(io.Discard, io.Discard, noEnv)
+			c.Action = func(cc *cli.Context) error {
+				var err error
+				got, err = options(cc)
+				return err
+			}
+			app := &cli.App{Name: "gpuacct", Commands: []*cli.Command{c}, Writer: io.Discard, ErrWriter: io.Discard,
+				ExitErrHandler: func(*cli.Context, error) {}}
+			if err := app.Run(append([]string{"gpuacct", "demo"}, tc.args...)); err != nil {
+				t.Fatal(err)
+			}
+			if !got.Start.Equal(tc.want) {
+				t.Errorf("start %v, want %v", got.Start, tc.want)
 			}
 		})
 	}

@@ -26,14 +26,16 @@ func serveCommand(stdout, stderr io.Writer, getenv func(string) string) *cli.Com
 		Usage: "serve the live board of a demo directory on this machine",
 		UsageText: `gpuacct demo serve --dir DIR [--listen HOST:PORT]
 
-Serves the dashboard of the directory gpuacct demo made: its ledger, read
-only, and the live board, kept alive. The demo's nodes run the real
-gpuacct agent on simulated GPUs and write a snapshot every 2 s; the real
-prolog and epilog start and end jobs of the demo's users every half
-minute; a simulated Slurm puts the nodes in partitions gpu and long,
-drains one with a reason and reserves one for a team; one GPU is booked
-in the ledger. Open the address it prints in a browser. Ctrl-C ends it;
-nothing of DIR is removed.
+Serves the dashboard of the directory gpuacct demo made: its ledger and
+the live board, both kept alive. The demo's nodes run the real gpuacct
+agent on simulated GPUs and write a snapshot every 2 s; the real prolog
+and epilog start and end jobs of the demo's users every half minute; the
+real ingest (gpuacct serve's) takes what the nodes ship into the ledger
+within seconds, so every job on the board has its page; a simulated Slurm
+puts the nodes in partitions gpu and long, drains one with a reason and
+reserves one for a team; one GPU is booked in the ledger. Open the
+address it prints in a browser. Ctrl-C ends the jobs still running and
+ingests them; nothing of DIR is removed.
 
 It listens on loopback (` + demo.DefaultListen + `, or $` + listenEnv + `) and serves
 beyond this machine only when --listen names such an address itself.

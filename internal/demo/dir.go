@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 )
 
 // The files of a demo directory besides the plots.
@@ -39,6 +40,10 @@ type Info struct {
 	// NextJob is the first job id after the simulated weeks' jobs: the
 	// live demo numbers its jobs from it, as Slurm goes on counting.
 	NextJob uint64 `json:"next_job"`
+	// Start is when the simulated weeks began: the demo's slurmdbd has
+	// the cluster registered from then on. Zero in directories made
+	// before it was recorded.
+	Start time.Time `json:"start"`
 }
 
 func writeInfo(dir string, in Info) error {

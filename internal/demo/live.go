@@ -31,15 +31,21 @@ const LiveInterval = 2 * time.Second
 // The rolling jobs: each runs 20–40 s, and a GPU stays free 3–10 s
 // between two of them.
 const (
-	jobMin, jobMax   = 20 * time.Second, 40 * time.Second
-	gapMin, gapMax   = 3 * time.Second, 10 * time.Second
-	schedulerTick    = time.Second
-	readyPoll        = 20 * time.Millisecond
-	firstRollingPID  = 20_000
-	strayPID         = 19_999
-	lowJobsPerTen    = 2 // of ten rolling jobs, this many barely use their GPUs
-	liveSegment      = time.Minute
-	liveShipInterval = 30 * time.Second
+	jobMin, jobMax  = 20 * time.Second, 40 * time.Second
+	gapMin, gapMax  = 3 * time.Second, 10 * time.Second
+	schedulerTick   = time.Second
+	readyPoll       = 20 * time.Millisecond
+	firstRollingPID = 20_000
+	strayPID        = 19_999
+	lowJobsPerTen   = 2 // of ten rolling jobs, this many barely use their GPUs
+	// The nodes ship every agent cycle and close a segment every few, so
+	// that a job on the board is in the ledger (demo serve ingests as
+	// files arrive) within seconds, its samples soon after.
+	liveSegment      = 10 * time.Second
+	liveShipInterval = LiveInterval
+	// endWait bounds the epilogs of the jobs still running when the
+	// demo ends.
+	endWait = 30 * time.Second
 )
 
 // LiveOptions configure the live cluster.
@@ -134,6 +140,12 @@ func NewLive(o LiveOptions) (*Live, error) {
 			})}
 		for g := range in.GPUs {
 			srv.Device(g).SetWorkload(unheld)
+			// The nodes come up after the simulated weeks as after a
+			// reboot: each energy counter starts again from zero (a
+			// driver load), which ingest takes as the reset it is, where
+			// a counter read afresh would have risen since the ledger's
+			// last reading by more than a GPU can draw.
+			srv.Device(g).ResetEnergy()
 		}
 		l.nodes = append(l.nodes, n)
 	}
@@ -145,17 +157,23 @@ var unheld = sim.Constant(sim.Load{PowerMW: 70_000, TempC: 32, SMClockMHz: 345})
 
 // Run starts every node's agent and the jobs, calls ready once every
 // node's snapshot shows the jobs started, and goes on starting and
-// ending jobs until ctx ends; then it stops the agents (each closes its
-// segment and ships, as on SIGTERM). The snapshots stay in LiveDir.
+// ending jobs until ctx ends; then the jobs still running end through
+// the real epilog, as the simulated cluster shuts down, and the agents
+// stop (each closes its segment and ships, as on SIGTERM): the ledger
+// that ingests what they shipped holds no job running for ever. The
+// snapshots stay in LiveDir.
 func (l *Live) Run(ctx context.Context, ready func()) error {
-	actx, stop := context.WithCancel(ctx)
+	// The agents outlive ctx by the last epilogs, which they record.
+	actx, stopAgents := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopAgents()
+	sctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var wg sync.WaitGroup
 	errs := make(chan error, len(l.nodes))
 	// An agent that cannot start stops those started, which are waited
 	// for: none may write into WorkDir once Run has returned.
 	failed := func(err error) error {
-		stop()
+		stopAgents()
 		wg.Wait()
 		return err
 	}
@@ -182,8 +200,12 @@ func (l *Live) Run(ctx context.Context, ready func()) error {
 			}
 		}()
 	}
-	err := l.schedule(actx, ready)
+	err := l.schedule(sctx, ready)
 	stop()
+	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), endWait)
+	err = errors.Join(err, l.endAll(ectx))
+	cancel()
+	stopAgents()
 	wg.Wait()
 	close(errs)
 	for e := range errs {
@@ -414,12 +436,22 @@ func (l *Live) start(ctx context.Context, n *liveNode, u simcluster.User, gpus [
 
 // endDue ends the jobs whose time is up through the real epilog.
 func (l *Live) endDue(ctx context.Context) error {
+	return l.end(ctx, false)
+}
+
+// endAll ends every job still running through the real epilog.
+func (l *Live) endAll(ctx context.Context) error {
+	return l.end(ctx, true)
+}
+
+// end ends the jobs due, or all of them, through the real epilog.
+func (l *Live) end(ctx context.Context, all bool) error {
 	now := l.o.Now()
 	for _, n := range l.nodes {
 		l.mu.Lock()
 		var due []*liveJob
 		for _, j := range n.holder {
-			if j != nil && !j.end.IsZero() && !now.Before(j.end) && !containsJob(due, j) {
+			if j != nil && (all || !j.end.IsZero() && !now.Before(j.end)) && !containsJob(due, j) {
 				due = append(due, j)
 			}
 		}

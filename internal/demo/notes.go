@@ -21,18 +21,13 @@ const (
 	bookingFor = 90 * 24 * time.Hour
 )
 
-// addBooking books the layout's booked GPU in the ledger db (writer lock
-// taken and given back), as of now.
-func addBooking(ctx context.Context, db string, in Info, now time.Time) error {
+// addBooking books the layout's booked GPU in the ledger st (a writer),
+// as of now.
+func addBooking(ctx context.Context, st *store.Store, in Info, now time.Time) error {
 	node, g, ok := newLayout(in.Nodes, in.GPUs).find(booked)
 	if !ok {
 		return nil // a cluster too small for one
 	}
-	st, err := store.Open(ctx, store.Options{Path: db})
-	if err != nil {
-		return fmt.Errorf("demo: book a gpu: %w", err)
-	}
-	defer st.Close()
 	b, err := st.Begin(ctx, now)
 	if err != nil {
 		return fmt.Errorf("demo: book a gpu: %w", err)

@@ -4,15 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/aicloud/gpusuite/internal/config"
-	"github.com/aicloud/gpusuite/internal/ingest"
 	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/report/table"
 	rteams "github.com/aicloud/gpusuite/internal/report/teams"
@@ -41,13 +38,17 @@ type PipelineOptions struct {
 	JobsPerDay int
 	Seed       int64
 	Width      int
-	// Start is the Monday the simulation begins.
+	// Start is when the simulated weeks begin; zero: Weeks before the
+	// hour of Now, so that they end as the demo runs and every default
+	// window (the reports' last 7 days, the dashboard, gpuacct check)
+	// holds data.
 	Start time.Time
 	// Program is the path of the running gpuacct, for the serve command
 	// the demo prints; "" prints gpuacct.
 	Program string
-	// Now is the real clock: the booking and the live snapshots are
-	// dated by it. nil: time.Now.
+	// Now is the real clock: the simulated weeks end by it (when Start is
+	// zero), and ingest, the booking and the live snapshots are dated by
+	// it. nil: time.Now.
 	Now func() time.Time
 }
 
@@ -72,17 +73,25 @@ type Outcome struct {
 func Pipeline(ctx context.Context, w io.Writer, o PipelineOptions) (Outcome, error) {
 	var out Outcome
 	dur := time.Duration(o.Weeks) * 7 * 24 * time.Hour
-	cfg := config.Default()
-	cfg.Store.Path = filepath.Join(o.Dir, "gpuacct.db")
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	// The weeks end on the hour, as reports round their windows to
+	// hours (sreport's rule): the one printed is the one read. The live
+	// step's records bring every node up to now.
+	if o.Start.IsZero() {
+		o.Start = o.Now().UTC().Truncate(time.Hour).Add(-dur)
+	}
+	// Weeks that end in the future would meet the live nodes, which run
+	// now, on the same GPUs.
+	if end := o.Start.Add(dur); end.After(o.Now()) {
+		return out, fmt.Errorf("demo: --start %s: the %d simulated week(s) would end at %s, after now; start them earlier",
+			o.Start.UTC().Format(time.RFC3339), o.Weeks, end.UTC().Format(time.RFC3339))
+	}
 	if o.ClusterDir == "" {
 		o.ClusterDir = filepath.Join(o.Dir, "cluster")
 	}
-	cfg.Ingest.Incoming = filepath.Join(o.ClusterDir, "incoming")
-	cfg.Ingest.Quarantine = filepath.Join(o.Dir, "quarantine")
-	cfg.Ingest.Archive = filepath.Join(o.Dir, "archive")
-	cfg.Ingest.Keep = "delete"
-	cfg.Ingest.Sacct = ""
-	cfg.Agent.Interval = config.Dur(o.Interval) // ingest holds segments to the agents' interval
+	cfg := ingestConfig(o.Dir, filepath.Join(o.ClusterDir, "incoming"), "demo", o.Interval)
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return out, fmt.Errorf("demo: %w", err)
 	}
@@ -118,14 +127,19 @@ func Pipeline(ctx context.Context, w io.Writer, o PipelineOptions) (Outcome, err
 	fmt.Fprintf(w, "GPUs were lost for %d samples and %d energy counters were reset on the way. The agents shipped %d files to\n%s/<node>/.\n\n",
 		truth.LostSamples, truth.Resets, sim.Shipped, cfg.Ingest.Incoming)
 
-	// Ingest runs an hour after the simulated weeks end.
-	now := truth.End.Add(time.Hour)
+	// Ingest runs as the simulated weeks end, or after them.
+	now := func() time.Time {
+		if t := o.Now(); t.After(truth.End) {
+			return t
+		}
+		return truth.End
+	}
+	info := Info{Cluster: truth.Cluster, Nodes: o.Nodes, GPUs: o.GPUs, Model: "h100", Seed: o.Seed, NextJob: 1, Start: truth.Start}
 	st, err := store.Open(ctx, store.Options{Path: cfg.Store.Path})
 	if err != nil {
 		return out, fmt.Errorf("demo: %w", err)
 	}
-	res, err := ingest.New(ingest.Deps{Store: st, Config: cfg, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Now: func() time.Time { return now }, UID: os.Getuid()}).Pass(ctx)
+	res, err := ingester(st, cfg, info, truth.Start, now, nil).Pass(ctx)
 	st.Close()
 	if err != nil {
 		return out, fmt.Errorf("demo: ingest: %w", err)
@@ -151,7 +165,7 @@ func Pipeline(ctx context.Context, w io.Writer, o PipelineOptions) (Outcome, err
 		float64(out.Ledger.AllocS)/3600, out.Ledger.UsedS/3600, out.Ledger.IdleS/3600, float64(out.Ledger.EnergyMJ)/3.6e9, out.Ledger.Jobs, verdict)
 
 	fmt.Fprintf(w, "$ gpuacct report teams --period week --start %s --end %s --tz UTC --db %s\n\n",
-		win.Start.Format("2006-01-02"), win.End.Format("2006-01-02"), cfg.Store.Path)
+		stamp(win.Start), stamp(win.End), cfg.Store.Path)
 	t, err := db.Report(ctx, report.Request{Kind: "teams", Window: win, Period: timespec.Week, Mapping: &rteams.Mapping{}})
 	if err != nil {
 		return out, err
@@ -161,7 +175,7 @@ func Pipeline(ctx context.Context, w io.Writer, o PipelineOptions) (Outcome, err
 	}
 	// The least efficient finished multi-GPU job is the one worth a look.
 	var worst *report.JobRow
-	err = db.Jobs(ctx, report.JobQuery{Window: win, Sort: "eff", Now: now}, func(j *report.JobRow) bool {
+	err = db.Jobs(ctx, report.JobQuery{Window: win, Sort: "eff", Now: now()}, func(j *report.JobRow) bool {
 		if j.SampleS > 0 && j.End != nil && j.GPUs > 1 && *j.End-j.Start >= 3600 {
 			worst = j
 			return false
@@ -175,7 +189,7 @@ func Pipeline(ctx context.Context, w io.Writer, o PipelineOptions) (Outcome, err
 		return out, fmt.Errorf("demo: no finished multi-GPU job of an hour or more with samples")
 	}
 	out.Worst = uint64(worst.JobID)
-	det, err := db.Job(ctx, worst.Cluster, report.JobSpec{ID: worst.JobID, Restart: worst.Restart}, now)
+	det, err := db.Job(ctx, worst.Cluster, report.JobSpec{ID: worst.JobID, Restart: worst.Restart}, now())
 	if err != nil {
 		return out, err
 	}
@@ -194,9 +208,9 @@ func Pipeline(ctx context.Context, w io.Writer, o PipelineOptions) (Outcome, err
 	out.Plots = []string{png, teamsPNG}
 	fmt.Fprintf(w, "\n$ gpuacct plot %s -o %s --db %s\n", worst.ID(), png, cfg.Store.Path)
 	fmt.Fprintf(w, "$ gpuacct plot --report --period week --start %s --end %s --tz UTC -o %s --db %s\n",
-		win.Start.Format("2006-01-02"), win.End.Format("2006-01-02"), teamsPNG, cfg.Store.Path)
+		stamp(win.Start), stamp(win.End), teamsPNG, cfg.Store.Path)
 	fmt.Fprintf(w, "Plots: %s\n       %s\n", png, teamsPNG)
-	if out.LiveDir, err = leaveLive(ctx, w, o, truth); err != nil {
+	if out.LiveDir, err = leaveLive(ctx, w, o, truth, info); err != nil {
 		return out, err
 	}
 	return out, nil
@@ -211,18 +225,20 @@ const leaveInterval = 200 * time.Millisecond
 
 // leaveLive books a GPU in the ledger, describes the directory for
 // `gpuacct demo serve`, brings the nodes to life for one sample cycle so
-// that Dir/live holds their snapshots, and prints the command that
-// serves the board.
-func leaveLive(ctx context.Context, w io.Writer, o PipelineOptions, truth simcluster.Truth) (string, error) {
-	now := time.Now
-	if o.Now != nil {
-		now = o.Now
-	}
-	in := Info{Cluster: truth.Cluster, Nodes: o.Nodes, GPUs: o.GPUs, Model: "h100", Seed: o.Seed, NextJob: 1}
+// that Dir/live holds their snapshots, ends the jobs it started there,
+// ingests what the nodes shipped (so that every job on the snapshots is
+// in the ledger), and prints the command that serves the board.
+func leaveLive(ctx context.Context, w io.Writer, o PipelineOptions, truth simcluster.Truth, in Info) (string, error) {
 	for _, j := range truth.Jobs {
 		in.NextJob = max(in.NextJob, j.ID+1)
 	}
-	if err := addBooking(ctx, filepath.Join(o.Dir, dbFile), in, now()); err != nil {
+	cfg := ingestConfig(o.Dir, filepath.Join(o.ClusterDir, "live", "incoming"), in.Cluster, LiveInterval)
+	st, err := store.Open(ctx, store.Options{Path: cfg.Store.Path})
+	if err != nil {
+		return "", fmt.Errorf("demo: %w", err)
+	}
+	defer st.Close()
+	if err := addBooking(ctx, st, in, o.Now()); err != nil {
 		return "", err
 	}
 	if err := writeInfo(o.Dir, in); err != nil {
@@ -236,7 +252,7 @@ func leaveLive(ctx context.Context, w io.Writer, o PipelineOptions, truth simclu
 	defer unlock()
 	// One snapshot a node is all this needs: a short interval gets it in a
 	// fraction of a second (`demo serve` runs the agents at LiveInterval).
-	live, err := NewLive(LiveOptions{Info: in, LiveDir: liveDir, WorkDir: filepath.Join(o.ClusterDir, "live"), Now: now, Interval: leaveInterval})
+	live, err := NewLive(LiveOptions{Info: in, LiveDir: liveDir, WorkDir: filepath.Join(o.ClusterDir, "live"), Now: o.Now, Interval: leaveInterval})
 	if err != nil {
 		return "", err
 	}
@@ -252,6 +268,9 @@ func leaveLive(ctx context.Context, w io.Writer, o PipelineOptions, truth simclu
 		}
 		return "", fmt.Errorf("demo: the live nodes wrote no snapshot into %s in %s", liveDir, liveWait)
 	}
+	if _, err := ingester(st, cfg, in, in.Start, o.Now, nil).Pass(ctx); err != nil {
+		return "", fmt.Errorf("demo: ingest the live nodes' records: %w", err)
+	}
 	prog := o.Program
 	if prog == "" {
 		prog = "gpuacct"
@@ -264,6 +283,15 @@ func leaveLive(ctx context.Context, w io.Writer, o PipelineOptions, truth simclu
 		"To watch the cluster live (jobs start and end every half minute), run\n\n    %s demo serve --dir %s\n\nthen open http://%s/\n",
 		liveDir, prog, dir, DefaultListen)
 	return liveDir, nil
+}
+
+// stamp is t as --start and --end take it: to the minute, or the second
+// when it has one.
+func stamp(t time.Time) string {
+	if t.Second() != 0 {
+		return t.Format("2006-01-02T15:04:05")
+	}
+	return t.Format("2006-01-02T15:04")
 }
 
 // total is the cluster's usage in the window as the reports read it.

@@ -12,7 +12,11 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/aicloud/gpusuite/internal/board"
+	"github.com/aicloud/gpusuite/internal/config"
+	"github.com/aicloud/gpusuite/internal/ingest"
 	"github.com/aicloud/gpusuite/internal/store"
 	"github.com/aicloud/gpusuite/internal/web"
 )
@@ -20,6 +24,13 @@ import (
 // shutdownWait bounds how long the dashboard's open requests are waited
 // for when the demo ends.
 const shutdownWait = 5 * time.Second
+
+// ingestInterval is the longest time between two ingest passes of demo
+// serve; files arriving wake a pass sooner (ingest.watch).
+const ingestInterval = 5 * time.Second
+
+// lastPassWait bounds the pass that ingests the last jobs' ends.
+const lastPassWait = time.Minute
 
 // ServeOptions configure Serve.
 type ServeOptions struct {
@@ -41,12 +52,14 @@ type ServeOptions struct {
 	Ready func(addr string)
 }
 
-// Serve serves the dashboard over Dir's ledger (read-only) with the live
-// board of Dir/live, and keeps the board alive: the demo's nodes run the
-// real agent on simulated GPUs, the real prolog and epilog start and end
-// jobs of the demo's users, and a synthetic Slurm view says what is
-// partitioned, drained and reserved. It serves until ctx ends and removes
-// nothing of Dir.
+// Serve serves the dashboard over Dir's ledger with the live board of
+// Dir/live, and keeps both alive: the demo's nodes run the real agent on
+// simulated GPUs, the real prolog and epilog start and end jobs of the
+// demo's users, a synthetic Slurm view says what is partitioned, drained
+// and reserved, and the real ingest (gpuacct serve's loop) takes what the
+// nodes ship into the ledger as it arrives, so that every job on the
+// board is in the ledger within a pass. When ctx ends, the jobs still
+// running end, and a last pass ingests them. It removes nothing of Dir.
 func Serve(ctx context.Context, stdout io.Writer, o ServeOptions) error {
 	in, err := ReadInfo(o.Dir)
 	if err != nil {
@@ -72,11 +85,30 @@ func Serve(ctx context.Context, stdout io.Writer, o ServeOptions) error {
 		return err
 	}
 	defer unlock()
+	db := filepath.Join(o.Dir, dbFile)
+	// Ingest's writer connection: the one writer of the ledger.
+	wst, err := store.Open(ctx, store.Options{Path: db, BusyTimeout: time.Second})
+	if err != nil {
+		return fmt.Errorf("demo serve: open the ledger %q to ingest into it (is a gpuacct serve or ingest writing it?): %w", db, err)
+	}
+	defer wst.Close()
+	if in.NextJob, err = nextJobID(ctx, wst, in.Cluster, in.NextJob); err != nil {
+		return fmt.Errorf("demo serve: %w", err)
+	}
+	since := in.Start
+	if since.IsZero() {
+		since = o.Now()
+	}
 	live, err := NewLive(LiveOptions{Info: in, LiveDir: liveDir, WorkDir: work, Now: o.Now, Log: o.Log})
 	if err != nil {
 		return err
 	}
-	db := filepath.Join(o.Dir, dbFile)
+	icfg := ingestConfig(o.Dir, filepath.Join(work, "incoming"), in.Cluster, LiveInterval)
+	icfg.Ingest.Interval = config.Dur(ingestInterval)
+	icfg.Ingest.Watch = true
+	icfg.Ingest.MetricsListen = ""
+	ing := ingester(wst, icfg, in, since, o.Now, o.Log)
+	isrv := ingest.NewServer(ing, icfg, prometheus.NewRegistry(), o.Log, func(string) string { return "" })
 	st, err := store.Open(ctx, store.Options{Path: db, ReadOnly: true, BusyTimeout: time.Second})
 	if err != nil {
 		return fmt.Errorf("demo serve: open the ledger %q: %w", db, err)
@@ -98,6 +130,12 @@ func Serve(ctx context.Context, stdout io.Writer, o ServeOptions) error {
 
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
+	// Ingest outlives ctx until the nodes have shipped their last
+	// records (the jobs ended at the end): then one last pass.
+	ictx, stopIngest := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopIngest()
+	ingested := make(chan error, 1)
+	go func() { ingested <- isrv.Run(ictx) }()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	go src.Run(ctx)
@@ -106,7 +144,7 @@ func Serve(ctx context.Context, stdout io.Writer, o ServeOptions) error {
 	go func() {
 		lived <- live.Run(ctx, func() {
 			fmt.Fprintf(stdout, "The board of simulated cluster %q (%d nodes × %d GPUs) is served at http://%s/\n"+
-				"Jobs start and end every half minute; the dashboard's accounting pages read %s.\nCtrl-C ends it.\n",
+				"Jobs start and end every half minute and are ingested into %s as they do.\nCtrl-C ends it.\n",
 				in.Cluster, in.Nodes, in.GPUs, addr, db)
 			if o.Ready != nil {
 				o.Ready(addr)
@@ -123,6 +161,11 @@ func Serve(ctx context.Context, stdout io.Writer, o ServeOptions) error {
 		if err != nil {
 			runErr = err
 		}
+	case err := <-ingested:
+		ingested <- err
+		if err != nil {
+			runErr = fmt.Errorf("demo serve: ingest: %w", err)
+		}
 	}
 	stop()
 	h.EndStreams()
@@ -133,6 +176,15 @@ func Serve(ctx context.Context, stdout io.Writer, o ServeOptions) error {
 	}
 	if err := <-lived; err != nil && runErr == nil {
 		runErr = err
+	}
+	stopIngest()
+	if err := <-ingested; err != nil && runErr == nil {
+		runErr = fmt.Errorf("demo serve: ingest: %w", err)
+	}
+	pctx, cancel := context.WithTimeout(context.Background(), lastPassWait)
+	defer cancel()
+	if _, err := ing.Pass(pctx); err != nil && runErr == nil {
+		runErr = fmt.Errorf("demo serve: the last ingest pass: %w", err)
 	}
 	return runErr
 }

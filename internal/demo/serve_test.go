@@ -31,8 +31,8 @@ func demoDir(t *testing.T, nodes, gpus int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.Close()
-	if err := addBooking(ctx, filepath.Join(dir, dbFile), in, time.Now()); err != nil {
+	defer st.Close()
+	if err := addBooking(ctx, st, in, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if err := writeInfo(dir, in); err != nil {
