@@ -319,7 +319,10 @@ func (h *Handler) loadJob(r *http.Request, c *conn) (*report.Detail, error) {
 	if err != nil {
 		return nil, badRequest("%s", err)
 	}
-	det, err := c.rep.Job(r.Context(), r.PathValue("cluster"), sp, h.o.Now())
+	cluster := r.PathValue("cluster")
+	det, err := h.jobRead.do(r.Context(), cluster+"\x00"+sp.String(), func() (*report.Detail, error) {
+		return c.rep.Job(r.Context(), cluster, sp, h.o.Now())
+	})
 	if errors.Is(err, report.ErrNoJob) {
 		return nil, &httpError{code: http.StatusNotFound, msg: fmt.Sprintf("job %s not found in cluster %q", sp, r.PathValue("cluster"))}
 	}

@@ -137,7 +137,9 @@ type Handler struct {
 	// (liveSrc), so that accounting requests filling theirs never starve it.
 	limit, live *limiter
 	liveSrc     *source
-	hub         *hub
+	// jobRead shares one job's detail among the requests reading it at once.
+	jobRead *jobFlight
+	hub     *hub
 	// anonHub streams the board with every user's name hidden, to
 	// those web.private_data hides names from.
 	anonHub *hub
@@ -177,7 +179,7 @@ func New(o Options) (*Handler, error) {
 		return nil, err
 	}
 	h := &Handler{o: o, src: newSource(o), liveSrc: newSource(o), mapping: m, pages: pages, static: st, mux: http.NewServeMux(),
-		limit: newLimiter(o.Concurrent, o.Timeout), live: newLimiter(LiveConcurrent, o.Timeout)}
+		limit: newLimiter(o.Concurrent, o.Timeout), live: newLimiter(LiveConcurrent, o.Timeout), jobRead: newJobFlight()}
 	// one bound for every stream, with names or without
 	slots := newStreamSlots(o.MaxStreams, o.MaxStreamsPerClient)
 	h.hub = newHub(hubOptions{src: o.Board, frag: h.renderFrag, sections: h.renderSections, now: o.Now, tick: o.BoardTick,
