@@ -3,7 +3,9 @@ package web
 import (
 	"context"
 	"net/http"
+	"net/netip"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/webconfig"
@@ -13,7 +15,8 @@ import (
 const (
 	// DefaultConcurrent is how many accounting requests (reports, job
 	// pages, exports: everything dynamic but the live board and health)
-	// run at once; the rest wait up to queueWait, then get 503.
+	// run at once, half of them at most from one client; the rest wait
+	// up to queueWait, then get 503.
 	DefaultConcurrent = 4
 	// LiveConcurrent is how many live requests (the board, its API,
 	// free GPUs, health) run at once, on slots of their own: a slow
@@ -41,10 +44,24 @@ func NewServer(h http.Handler, handlerTimeout time.Duration) *http.Server {
 	return webconfig.NewServer(h, 2*handlerTimeout+10*time.Second)
 }
 
-// limiter admits at most cap(slots) requests at once.
+// limiter admits at most cap(slots) requests at once, and at most
+// perClient of them from one client (clientKey; 0: no such bound), so
+// that one client looping heavy requests leaves slots to the others.
 type limiter struct {
-	slots   chan struct{}
-	timeout time.Duration
+	slots     chan struct{}
+	timeout   time.Duration
+	perClient int
+	trusted   []netip.Prefix
+	mu        sync.Mutex
+	// clients are the clients with a request admitted or waiting; each
+	// is dropped when its last one ends, so the map holds no more
+	// entries than requests in flight.
+	clients map[string]*clientSlots
+}
+
+type clientSlots struct {
+	slots chan struct{}
+	refs  int
 }
 
 func newLimiter(n int, timeout time.Duration) *limiter {
@@ -54,21 +71,68 @@ func newLimiter(n int, timeout time.Duration) *limiter {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	return &limiter{slots: make(chan struct{}, n), timeout: timeout}
+	return &limiter{slots: make(chan struct{}, n), timeout: timeout, clients: map[string]*clientSlots{}}
+}
+
+// perClientOf is the share of n slots one client may hold: half.
+func perClientOf(n int) int {
+	if n <= 0 {
+		n = DefaultConcurrent
+	}
+	return max(1, n/2)
+}
+
+// client is the slots of client c, counted as used until leave.
+func (l *limiter) client(c string) *clientSlots {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	cs := l.clients[c]
+	if cs == nil {
+		cs = &clientSlots{slots: make(chan struct{}, l.perClient)}
+		l.clients[c] = cs
+	}
+	cs.refs++
+	return cs
+}
+
+func (l *limiter) leave(c string, cs *clientSlots) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if cs.refs--; cs.refs == 0 {
+		delete(l.clients, c)
+	}
 }
 
 // wrap runs next in a slot with the request's deadline; a request that
-// finds no slot within queueWait gets 503 with Retry-After, written by
-// busy (JSON for the API, a page otherwise).
+// finds no slot (its client's, then one of all) within queueWait gets
+// 503 with Retry-After, written by busy (JSON for the API, a page
+// otherwise).
 func (l *limiter) wrap(next http.Handler, busy func(w http.ResponseWriter, r *http.Request)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t := time.NewTimer(queueWait)
 		defer t.Stop()
+		refuse := func() {
+			w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
+			busy(w, r)
+		}
+		if l.perClient > 0 {
+			c := clientKey(r, l.trusted)
+			cs := l.client(c)
+			defer l.leave(c, cs)
+			select {
+			case cs.slots <- struct{}{}:
+			case <-t.C:
+				refuse()
+				return
+			case <-r.Context().Done():
+				return
+			}
+			defer func() { <-cs.slots }()
+		}
 		select {
 		case l.slots <- struct{}{}:
 		case <-t.C:
-			w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
-			busy(w, r)
+			refuse()
 			return
 		case <-r.Context().Done():
 			return

@@ -180,6 +180,7 @@ func New(o Options) (*Handler, error) {
 	}
 	h := &Handler{o: o, src: newSource(o), liveSrc: newSource(o), mapping: m, pages: pages, static: st, mux: http.NewServeMux(),
 		limit: newLimiter(o.Concurrent, o.Timeout), live: newLimiter(LiveConcurrent, o.Timeout), jobRead: newJobFlight()}
+	h.limit.perClient, h.limit.trusted = perClientOf(o.Concurrent), o.TrustedProxies
 	// one bound for every stream, with names or without
 	slots := newStreamSlots(o.MaxStreams, o.MaxStreamsPerClient)
 	h.hub = newHub(hubOptions{src: o.Board, frag: h.renderFrag, sections: h.renderSections, now: o.Now, tick: o.BoardTick,
