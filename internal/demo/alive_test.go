@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -131,9 +132,12 @@ func TestDemoAlive(t *testing.T) {
 
 // checkDefaults holds the ledger's default windows to having data: the
 // teams report of the last 7 days, report cluster's capacity over them,
-// and gpuacct check without a problem.
+// and gpuacct check without a problem; and nothing was quarantined.
 func checkDefaults(t *testing.T, path string) {
 	t.Helper()
+	if q, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "quarantine", "*", "*")); len(q) > 0 {
+		t.Errorf("the demo quarantined %v", q)
+	}
 	ctx := context.Background()
 	db, err := report.OpenDB(ctx, path, time.Second)
 	if err != nil {

@@ -15,9 +15,12 @@ import (
 )
 
 // Defaults are the demo's options when none is given: the simulated
-// weeks end as the demo runs (Start zero).
+// weeks end as the demo runs (Start zero). A sample every 3 minutes
+// draws a job's hour in 20 points and keeps the fortnight's simulation
+// and ingest to a few seconds on two cores (docs/performance.md);
+// --interval 10s is production's.
 func Defaults() PipelineOptions {
-	return PipelineOptions{Nodes: 4, GPUs: 4, Weeks: 2, Interval: time.Minute, JobsPerDay: 8, Seed: 1, Width: 120}
+	return PipelineOptions{Nodes: 4, GPUs: 4, Weeks: 2, Interval: 3 * time.Minute, JobsPerDay: 8, Seed: 1, Width: 120}
 }
 
 // Check says what is out of range in o, naming the command line's flags.

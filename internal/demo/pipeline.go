@@ -18,6 +18,15 @@ import (
 	"github.com/aicloud/gpusuite/internal/store"
 )
 
+// The simulated nodes' agent.segment_duration and agent.ship_interval.
+// Production's 5 min and 30 s would have each node spool, ship and
+// ingest thousands of small files in a fortnight simulated in seconds;
+// a segment still closes at every job's start and end.
+const (
+	demoSegment = 6 * time.Hour
+	demoShip    = time.Hour
+)
+
 // PipelineOptions size the simulated cluster.
 type PipelineOptions struct {
 	// Dir receives the database and the plots.
@@ -104,7 +113,7 @@ func Pipeline(ctx context.Context, w io.Writer, o PipelineOptions) (Outcome, err
 		}
 	}
 	so := simcluster.Options{Cluster: "demo", Nodes: o.Nodes, GPUsPerNode: o.GPUs, Model: "h100", Start: o.Start, Duration: dur,
-		Interval: o.Interval, Segment: max(time.Hour, o.Interval), Ship: max(5*time.Minute, o.Interval), JobsPerNode: o.JobsPerDay * 7 * o.Weeks, FaultEvery: 72 * time.Hour,
+		Interval: o.Interval, Segment: max(demoSegment, o.Interval), Ship: max(demoShip, o.Interval), JobsPerNode: o.JobsPerDay * 7 * o.Weeks, FaultEvery: 72 * time.Hour,
 		Seed: o.Seed, NodeRoot: filepath.Join(o.ClusterDir, "nodes"), Incoming: cfg.Ingest.Incoming}
 	sim, err := simcluster.Run(ctx, so)
 	if err != nil {

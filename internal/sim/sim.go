@@ -87,13 +87,16 @@ type Device struct {
 	mu        sync.Mutex
 	idlePower uint32 // mW
 	workload  Workload
-	lost      bool
-	energy    uint64 // mJ, valid after the first read
-	lastRead  time.Time
-	primed    bool
-	eccTotal  uint64
-	sbeTotal  uint64
-	counters  counters
+	// steady: workload is the same Load at every instant (SetLoad, or
+	// none), so advance integrates it in one step.
+	steady   bool
+	lost     bool
+	energy   uint64 // mJ, valid after the first read
+	lastRead time.Time
+	primed   bool
+	eccTotal uint64
+	sbeTotal uint64
+	counters counters
 }
 
 var models = map[string]gpus.Config{
@@ -206,7 +209,17 @@ func (d *Device) SetWorkload(w Workload) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.advance()
-	d.workload = w
+	d.workload, d.steady = w, false
+}
+
+// SetLoad programs a GPU that does l from now on: Constant(l), which the
+// energy counter integrates over any span at once rather than second by
+// second (a simulated fortnight of idle GPUs is millions of seconds).
+func (d *Device) SetLoad(l Load) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.advance()
+	d.workload, d.steady = Constant(l), true
 }
 
 // Lose makes every later call on the GPU return ERROR_GPU_IS_LOST, as after
@@ -247,6 +260,16 @@ func (d *Device) advance() {
 	}
 	dt := now.Sub(d.lastRead)
 	if dt <= 0 {
+		return
+	}
+	if d.steady || d.workload == nil {
+		// The same as the steps below, summed: whole seconds draw the
+		// power exactly, the rest as its last step would.
+		l := d.load(d.lastRead)
+		whole, rest := int64(dt/time.Second), int64(dt%time.Second)
+		d.energy += uint64(l.PowerMW)*uint64(whole) + uint64(l.PowerMW)*uint64(rest/1e3)/1e6
+		d.counters.integrate(&l, dt)
+		d.lastRead = now
 		return
 	}
 	// Integrate in steps of at most one second so curves are followed

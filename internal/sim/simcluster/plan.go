@@ -159,6 +159,17 @@ func (p *profile) workload() sim.Workload {
 	}
 }
 
+// play programs d with the profile: a GPU nobody holds and an idle job's
+// draw the same at every second, which d integrates at once (SetLoad).
+func (p *profile) play(d *sim.Device) {
+	w := p.workload()
+	if p == nil || p.kind == Idle {
+		d.SetLoad(w(time.Time{}))
+		return
+	}
+	d.SetWorkload(w)
+}
+
 // fault is a lost GPU over [from, to) or, when to is 0, an energy counter
 // reset (driver reload) at from.
 type fault struct {
@@ -226,7 +237,10 @@ func planNode(o *Options, n int, users []User) *nodePlan {
 			dur = int64(60 + rng.ExpFloat64()*meanDur)
 		}
 		e := min(s+dur, end-int64(rng.Intn(int(min(iv, 60)))))
-		if e-s < 60 {
+		// A job shorter than the interval may see no sample at all (the
+		// agent then ships an aggregate without one, which ingest
+		// quarantines): at long intervals such jobs are not simulated.
+		if e-s < max(60, iv) {
 			continue
 		}
 		for _, g := range gpus {

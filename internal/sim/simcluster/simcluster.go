@@ -318,7 +318,7 @@ func runNode(ctx context.Context, o *Options, p *nodePlan, truth func(base []uin
 	base := make([]uint64, o.GPUsPerNode)
 	for g := range base {
 		d := srv.Device(g)
-		d.SetWorkload(idle.workload())
+		idle.play(d)
 		e, ret := d.GetTotalEnergyConsumption()
 		if ret != 0 {
 			return 0, fmt.Errorf("node %s: energy of GPU %d: %v", node, g, ret)
@@ -355,7 +355,7 @@ func runNode(ctx context.Context, o *Options, p *nodePlan, truth func(base []uin
 			srv.Device(s.f.gpu).Recover()
 		case s.kind == record.JobStart:
 			for i, g := range s.job.GPUs {
-				srv.Device(g).SetWorkload(s.job.profiles[i].workload())
+				s.job.profiles[i].play(srv.Device(g))
 			}
 			return runHook(ctx, s.kind, cfg, hd, s.job, o.Cluster, hlog)
 		default:
@@ -368,7 +368,7 @@ func runNode(ctx context.Context, o *Options, p *nodePlan, truth func(base []uin
 				return err
 			}
 			for _, g := range s.job.GPUs {
-				srv.Device(g).SetWorkload(idle.workload())
+				idle.play(srv.Device(g))
 			}
 		}
 		return nil

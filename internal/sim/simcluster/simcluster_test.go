@@ -291,6 +291,30 @@ func TestPlanDeterministic(t *testing.T) {
 	}
 }
 
+// Every job lasts at least one sampling interval, so that each gets a
+// sample: at a 5 min interval, jobs of one to five minutes were planned,
+// and the agent's aggregate of a job without a sample is quarantined.
+func TestPlanJobsLastAnInterval(t *testing.T) {
+	for _, iv := range []time.Duration{10 * time.Second, time.Minute, 3 * time.Minute, 5 * time.Minute} {
+		t.Run(iv.String(), func(t *testing.T) {
+			o := simcluster.Options{Nodes: 2, GPUsPerNode: 4, Start: time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC), Duration: 7 * 24 * time.Hour,
+				Interval: iv, JobsPerNode: 200, Seed: 1, NodeRoot: "unused", Incoming: "unused"}
+			jobs, err := simcluster.Plan(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(jobs) < 100 {
+				t.Fatalf("%d jobs planned", len(jobs))
+			}
+			for _, j := range jobs {
+				if d := j.End.Sub(j.Start); d < max(time.Minute, iv) {
+					t.Errorf("job %d lasts %s, under the %s interval", j.ID, d, iv)
+				}
+			}
+		})
+	}
+}
+
 func TestOptionsRefused(t *testing.T) {
 	good := simcluster.Options{Nodes: 1, GPUsPerNode: 2, Start: time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC), Duration: time.Hour,
 		JobsPerNode: 2, NodeRoot: "n", Incoming: "i"}
