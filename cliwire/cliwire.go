@@ -156,9 +156,10 @@ func oneLine(cmds []*cli.Command, parent string) {
 	}
 }
 
-// Run prepares app, runs it on args and returns the exit code, having
-// printed any error as one line "name: message".
+// Run prepares app, runs it on args with their options anywhere
+// (Reorder) and returns the exit code, having printed any error as one
+// line "name: message".
 func Run(app *cli.App, args []string) int {
 	Prepare(app)
-	return Finish(app.Name, app.ErrWriter, app.Run(args))
+	return Finish(app.Name, app.ErrWriter, app.Run(Reorder(app, args)))
 }

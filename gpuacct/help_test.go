@@ -276,6 +276,12 @@ func exampleArgs(args []string, dir string) []string {
 // ends or ctx does; it returns the exit code and what it printed.
 func gpuacct(t *testing.T, ctx context.Context, cfg string, stderr io.Writer, args ...string) (int, string) {
 	t.Helper()
+	return gpuacctRun(ctx, cfg, stderr, args...)
+}
+
+// gpuacctRun runs gpuacct as the binary does, options anywhere, with
+// the config file cfg (none when "").
+func gpuacctRun(ctx context.Context, cfg string, stderr io.Writer, args ...string) (int, string) {
 	var out bytes.Buffer
 	if stderr == nil {
 		stderr = &out
@@ -288,7 +294,7 @@ func gpuacct(t *testing.T, ctx context.Context, cfg string, stderr io.Writer, ar
 	}
 	app := newApp(Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: stderr, Getenv: getenv})
 	cliwire.Prepare(app)
-	code := cliwire.Finish(app.Name, app.ErrWriter, app.RunContext(ctx, append([]string{"gpuacct"}, args...)))
+	code := cliwire.Finish(app.Name, app.ErrWriter, app.RunContext(ctx, cliwire.Reorder(app, append([]string{"gpuacct"}, args...))))
 	return code, out.String()
 }
 
