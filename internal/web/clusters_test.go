@@ -13,7 +13,6 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/browsertest"
 	"github.com/aicloud/gpusuite/internal/report/reportfixture"
-	"github.com/aicloud/gpusuite/internal/store"
 	"github.com/aicloud/gpusuite/internal/web"
 )
 
@@ -105,7 +104,7 @@ func TestClusterPicker(t *testing.T) {
 			if tt.code != 200 {
 				got += regexp.MustCompile(`(?s)<main>.*?</main>`).FindString(page) + "\n"
 			}
-			got = strings.ReplaceAll(strings.ReplaceAll(got, two, "LEDGER"), store.RedactURL(two), "LEDGER")
+			// The ledger is named, never located (TestPrivateData).
 			if tt.links != "" && !strings.Contains(page, tt.links) {
 				t.Errorf("the page lacks %s", tt.links)
 			}
@@ -151,8 +150,7 @@ func TestClusterAPI(t *testing.T) {
 			if code != tt.code {
 				t.Fatalf("GET %s: %d, want %d: %s", tt.path, code, tt.code, b)
 			}
-			got := strings.ReplaceAll(strings.ReplaceAll(string(b), two, "LEDGER"), store.RedactURL(two), "LEDGER")
-			golden(t, filepath.Join("clusters", tt.name+".json"), []byte(got))
+			golden(t, filepath.Join("clusters", tt.name+".json"), b)
 		})
 	}
 }
