@@ -263,13 +263,17 @@ func (d *DB) Export(ctx context.Context, o ExportOptions) (int64, error) {
 			}
 			frac := float64(i) / float64(len(gs))
 			err := read(func(fn func([]any) error) error {
-				return d.st.ExportSamples(ctx, d.nodeLabel(g.NodeID, o.Clusters), g, sc.from, sc.to, func(vals []any) error {
+				row := func(vals []any) error {
 					out, err := conv.convert(vals)
 					if err != nil {
 						return err
 					}
 					return fn(out)
-				})
+				}
+				if sc.job {
+					return d.st.ExportJobSamples(ctx, d.nodeLabel(g.NodeID, o.Clusters), g, sc.jobID, sc.restart, sc.from, sc.to, row)
+				}
+				return d.st.ExportSamples(ctx, d.nodeLabel(g.NodeID, o.Clusters), g, sc.from, sc.to, row)
 			}, 0, func([]any) float64 { return frac })
 			if err != nil {
 				return n, err

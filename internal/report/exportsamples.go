@@ -12,11 +12,15 @@ import (
 )
 
 // samplesScope is what a samples export reads: the GPUs, the window
-// (Unix ms) and the chosen metrics that get a column each.
+// (Unix ms) and the chosen metrics that get a column each; with job set,
+// only that run's samples (jobID, restart) in [from, to], its end's too.
 type samplesScope struct {
 	gpus     []store.GPURow
 	from, to int64
 	metrics  []string
+	job      bool
+	jobID    int64
+	restart  int
 }
 
 // samplesScope is every GPU in the window, or with o.Job the job's GPUs
@@ -30,6 +34,7 @@ func (d *DB) samplesScope(ctx context.Context, o ExportOptions) (samplesScope, e
 			return sc, err
 		}
 		row = r.Row
+		sc.job, sc.jobID, sc.restart = true, r.JobID, r.Restart
 		sc.from, sc.to = r.Start*1000, o.Now.UnixMilli()
 		if r.End != nil {
 			sc.to = *r.End * 1000
