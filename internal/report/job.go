@@ -312,7 +312,7 @@ func notes(det *Detail) []string {
 	var out []string
 	elapsed := j.Elapsed(det.Now)
 	if j.Ignored {
-		out = append(out, "Excluded from reports: "+j.Reason()+".")
+		out = append(out, strings.TrimSuffix("Excluded from reports: "+j.Reason(), ": ")+".")
 	}
 	if j.EndEstimated {
 		out = append(out, "The end time is estimated (no epilog record arrived; closed at the last sample). Allocation may be short.")

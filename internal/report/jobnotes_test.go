@@ -54,10 +54,22 @@ func jobDetail(state string, exit int64, nodes []string, gpus ...GPUStat) *Detai
 	return det
 }
 
+// ignored marks det's job ignored for reason ("": none recorded), as
+// gpuacct ignore or a comment tag leaves it.
+func ignored(det *Detail, reason string) *Detail {
+	det.Job.Ignored = true
+	if reason != "" {
+		det.Job.IgnoreReason = &reason
+	}
+	det.Notes = notes(det)
+	return det
+}
+
 // TestJobNotes holds `gpuacct job`'s text to its golden files
 // (testdata/job/NAME.txt, -update): each GPU's own idle share, "1 GPU",
 // a job busy until it failed not sent to check CUDA, one line per reason
-// metrics were missing, the exit code.
+// metrics were missing, the exit code, an ignored job said under the
+// title with its reason, who and when.
 func TestJobNotes(t *testing.T) {
 	lost := map[string]uint64{"gpu_util: ERROR_GPU_IS_LOST": 3, "power: ERROR_GPU_IS_LOST": 3, "temp: ERROR_GPU_IS_LOST": 2,
 		"power: ERROR_NOT_SUPPORTED": 60, "energy_counter_reset": 1}
@@ -77,6 +89,9 @@ func TestJobNotes(t *testing.T) {
 			jobGPU("g1", 0, 3600, 0, 80, 3600, 3600, lost), jobGPU("g1", 1, 3600, 0, 80, 3600, 3600, map[string]uint64{"power: ERROR_GPU_IS_LOST": 1}))},
 		{"exit-codes-per-node", jobDetail("failed", 2, []string{"g1", "g2"},
 			jobGPU("g1", 0, 3600, 0, 80, 3600, 3600, nil), jobGPU("g2", 0, 3600, 0, 80, 3600, 3600, nil))},
+		{"ignored", ignored(jobDetail("completed", 0, []string{"g1"}, jobGPU("g1", 0, 3600, 0, 80, 3600, 3600, nil)),
+			"benchmark of the new node (by bob, 2026-03-02 12:00Z)")},
+		{"ignored-no-reason", ignored(jobDetail("completed", 0, []string{"g1"}, jobGPU("g1", 0, 3600, 0, 80, 3600, 3600, nil)), "")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.name == "exit-codes-per-node" {

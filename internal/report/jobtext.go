@@ -118,6 +118,11 @@ func WriteJobText(w io.Writer, det *Detail, m *teams.Mapping, loc *time.Location
 		}
 	}
 	fmt.Fprintf(&b, "Job %s on %s: %s\n", j.ID(), j.Cluster, j.State)
+	if j.Ignored {
+		// Said under the title, not only among the notes: every figure
+		// below is left out of the reports.
+		fmt.Fprintf(&b, "  IGNORED: left out of every report; %s\n", ignoredWhy(j))
+	}
 	fmt.Fprintf(&b, "  user %s, account %s, team %s, partition %s\n", j.User, j.Account, m.Team(j.Account, j.User), j.Partition)
 	fmt.Fprintf(&b, "  %s on %s\n", plural(int(j.GPUs), "GPU", "GPUs"), j.Nodes)
 	fmt.Fprintf(&b, "  start %s, end %s, elapsed %s%s\n", tf(j.Start), end, time.Duration(j.Elapsed(det.Now))*time.Second, exitText(det.Nodes))
@@ -159,6 +164,15 @@ func WriteJobText(w io.Writer, det *Detail, m *teams.Mapping, loc *time.Location
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// ignoredWhy is the reason a run is ignored, with who decided and when
+// as the ledger keeps them ("reason (by alice, 2026-03-02 12:00Z)").
+func ignoredWhy(j *JobRow) string {
+	if r := j.Reason(); r != "" {
+		return "reason: " + r
+	}
+	return "no reason recorded"
 }
 
 func optAny(v any, scale float64, format string) string {
