@@ -420,15 +420,6 @@ func tableShape(ctx context.Context, src, dst *Store, t copyTable) (cols []strin
 	return cols, keyAt, nil
 }
 
-// keyOf is row's key, its values at keyAt.
-func keyOf(row []any, keyAt []int) []any {
-	k := make([]any, len(keyAt))
-	for i, at := range keyAt {
-		k[i] = row[at]
-	}
-	return k
-}
-
 // page reads up to n rows of t after the key last (from the start when
 // nil), in key order: one bounded read, never the whole table.
 func (s *Store) page(ctx context.Context, t copyTable, cols []string, last []any, n int) ([][]any, error) {
@@ -550,7 +541,7 @@ func copyIn(ctx context.Context, conn *sql.Conn, name string, cols []string, pag
 
 // samplePartitions makes the month partitions of samples that page's
 // rows (t_ms at column at) go into, as the writer makes them
-// (samples_pg.go), in the transaction on conn, and adds their months to
+// (write_samples_pg.go), in the transaction on conn, and adds their months to
 // parts; a month in parts already is skipped.
 func samplePartitions(ctx context.Context, conn *sql.Conn, page [][]any, at int, parts map[int64]bool) error {
 	if at < 0 {

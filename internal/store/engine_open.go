@@ -1,6 +1,3 @@
-// Package store is gpusuite's accounting ledger: one SQLite file or one
-// PostgreSQL database, schema from embedded numbered migrations per
-// engine, exactly one writer process (docs/store.md).
 package store
 
 import (

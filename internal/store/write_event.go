@@ -102,7 +102,7 @@ ON CONFLICT(job, node_id) DO UPDATE SET
 	}
 	// A node whose times are not Slurm's joins a run already reconciled
 	// (a multi-node job's files that came late): the run is asked again,
-	// so that this node too takes Slurm's times (reconcile.go). A run the
+	// so that this node too takes Slurm's times (write_reconcile.go). A run the
 	// batch knows unreconciled needs no asking.
 	if !b.unchecked[job] {
 		if _, err := b.exec(`UPDATE jobs SET sacct_checked = 0 WHERE id = ? AND sacct_checked <> 0 AND EXISTS (

@@ -12,49 +12,6 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// execMany runs the one-row write q once for each of rows, in order. On
-// PostgreSQL that is one statement over one array a column (manyForm):
-// a batch's hundreds of job-hour and rollup rows cost the server one
-// statement each kind, not one each row. The rows must differ in what
-// the statement finds its row by (an INSERT's conflict target, an
-// UPDATE's WHERE): a statement over arrays changes a row once, and
-// fails for a second change of it; only an INSERT … DO NOTHING takes
-// the same key twice (the first stands, as one statement after the
-// other). On SQLite, in process, each row is its statement.
-func (b *Batch) execMany(q string, rows [][]any) error {
-	if b.tx.pipe == nil || len(rows) == 1 {
-		for _, r := range rows {
-			if _, err := b.exec(q, r...); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if len(rows) == 0 {
-		return nil
-	}
-	for _, r := range rows {
-		pgArgs(true, r)
-	}
-	return b.tx.pipe.addMany(b.ctx, b.tx.sql(q), rows)
-}
-
-// hold writes row by the one-row write q into table, as execMany does, but
-// on PostgreSQL not yet: rows of one statement wait together for one
-// statement over arrays, sent before any statement that names table, at
-// a flush and at the commit (pipeline.sendWaiting). For a table written a
-// row a file (ingested_files, applied_keys), whose rows the batch reads
-// back only by asking about that table. The first key values of a row
-// name it: a later row of the same key replaces an earlier one (0: every
-// row is kept, for an INSERT … DO NOTHING).
-func (b *Batch) hold(table, q string, key int, row []any) error {
-	if b.tx.pipe == nil {
-		_, err := b.exec(q, row...)
-		return err
-	}
-	return b.tx.pipe.hold(table, b.tx.sql(q), key, pgArgs(true, row))
-}
-
 // heldRows are the rows of one statement that wait (hold).
 type heldRows struct {
 	table, q string

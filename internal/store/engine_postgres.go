@@ -81,7 +81,7 @@ type pgEngine struct {
 	// next try after a drop that timed out (the turn guards it).
 	now       func() time.Time
 	dropAgain time.Time
-	// descs are the writer's prepared statements (pipeline_pg.go); its
+	// descs are the writer's prepared statements (engine_pipeline_pg.go); its
 	// batches take turns with them.
 	descs stmtDescs
 }

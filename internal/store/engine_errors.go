@@ -167,3 +167,20 @@ func fromPgconn(err error) bool {
 	}
 	return false
 }
+
+// scanRows are a query's rows whose Scan and Err errors carry the store's
+// kinds, as scanRow's do.
+type scanRows struct{ *sql.Rows }
+
+func (r scanRows) Scan(dest ...any) error { return translate(r.Rows.Scan(dest...)) }
+
+func (r scanRows) Err() error { return translate(r.Rows.Err()) }
+
+// translateRows takes a query's result: its error, and its rows' Scan and
+// Err errors, carry the store's kinds.
+func translateRows(rows *sql.Rows, err error) (scanRows, error) {
+	if err != nil {
+		return scanRows{}, translate(err)
+	}
+	return scanRows{rows}, nil
+}

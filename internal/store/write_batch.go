@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 )
 
@@ -55,7 +54,7 @@ type Batch struct {
 	rerolls   map[int64]bool
 	summaries map[int64]bool
 	samples   sampleInserter
-	// Pending job × GPU metric figures (jobmetrics.go): added by samples
+	// Pending job × GPU metric figures (write_jobmetrics.go): added by samples
 	// and recounts, the metrics a GPU cannot give, and the job GPUs
 	// whose peaks must be read again.
 	metrics     map[metricKey]*metricAcc
@@ -153,7 +152,7 @@ func (b *Batch) Commit() error {
 }
 
 // Flush sends the rows waiting (held rows, samples) and reads the results
-// of the writes the batch has sent (PostgreSQL: pipeline_pg.go), and
+// of the writes the batch has sent (PostgreSQL: engine_pipeline_pg.go), and
 // returns the first failure; on SQLite, where each write runs
 // when it is made, it does nothing. Ingest flushes after each file, so
 // that a failure is that file's.
@@ -223,14 +222,6 @@ func (b *Batch) stmt(q string) (*ledgerStmt, error) {
 	}
 	b.st[q] = s
 	return s, nil
-}
-
-func firstLine(q string) string {
-	q = strings.TrimSpace(q)
-	if i := strings.IndexByte(q, '\n'); i > 0 {
-		q = q[:i]
-	}
-	return q
 }
 
 func (b *Batch) exec(q string, args ...any) (sql.Result, error) {
@@ -317,19 +308,45 @@ type batchRows interface {
 	Close() error
 }
 
-// scanRows are a query's rows whose Scan and Err errors carry the store's
-// kinds, as scanRow's do.
-type scanRows struct{ *sql.Rows }
-
-func (r scanRows) Scan(dest ...any) error { return translate(r.Rows.Scan(dest...)) }
-
-func (r scanRows) Err() error { return translate(r.Rows.Err()) }
-
-// translateRows takes a query's result: its error, and its rows' Scan and
-// Err errors, carry the store's kinds.
-func translateRows(rows *sql.Rows, err error) (scanRows, error) {
-	if err != nil {
-		return scanRows{}, translate(err)
+// execMany runs the one-row write q once for each of rows, in order. On
+// PostgreSQL that is one statement over one array a column (manyForm):
+// a batch's hundreds of job-hour and rollup rows cost the server one
+// statement each kind, not one each row. The rows must differ in what
+// the statement finds its row by (an INSERT's conflict target, an
+// UPDATE's WHERE): a statement over arrays changes a row once, and
+// fails for a second change of it; only an INSERT … DO NOTHING takes
+// the same key twice (the first stands, as one statement after the
+// other). On SQLite, in process, each row is its statement.
+func (b *Batch) execMany(q string, rows [][]any) error {
+	if b.tx.pipe == nil || len(rows) == 1 {
+		for _, r := range rows {
+			if _, err := b.exec(q, r...); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
-	return scanRows{rows}, nil
+	if len(rows) == 0 {
+		return nil
+	}
+	for _, r := range rows {
+		pgArgs(true, r)
+	}
+	return b.tx.pipe.addMany(b.ctx, b.tx.sql(q), rows)
+}
+
+// hold writes row by the one-row write q into table, as execMany does, but
+// on PostgreSQL not yet: rows of one statement wait together for one
+// statement over arrays, sent before any statement that names table, at
+// a flush and at the commit (pipeline.sendWaiting). For a table written a
+// row a file (ingested_files, applied_keys), whose rows the batch reads
+// back only by asking about that table. The first key values of a row
+// name it: a later row of the same key replaces an earlier one (0: every
+// row is kept, for an INSERT … DO NOTHING).
+func (b *Batch) hold(table, q string, key int, row []any) error {
+	if b.tx.pipe == nil {
+		_, err := b.exec(q, row...)
+		return err
+	}
+	return b.tx.pipe.hold(table, b.tx.sql(q), key, pgArgs(true, row))
 }

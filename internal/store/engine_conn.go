@@ -3,12 +3,13 @@ package store
 import (
 	"context"
 	"database/sql"
+	"strings"
 
 	"github.com/aicloud/gpusuite/internal/store/dialect"
 )
 
 // ledgerDB is the store's pool. Every statement passes through sql(),
-// which leaves SQLite's as written and rewrites PostgreSQL's (pgsql.go),
+// which leaves SQLite's as written and rewrites PostgreSQL's (package dialect),
 // so that one statement serves both engines.
 type ledgerDB struct {
 	*sql.DB
@@ -71,7 +72,7 @@ type ledgerTx struct {
 	*sql.Tx
 	pg *dialect.Postgres
 	// pipe, when set (a PostgreSQL batch), sends the writes in pipeline
-	// mode and reads their results at the next read (pipeline_pg.go).
+	// mode and reads their results at the next read (engine_pipeline_pg.go).
 	pipe *pipeline
 }
 
@@ -168,4 +169,22 @@ func (s *ledgerStmt) QueryContext(ctx context.Context, args ...any) (*sql.Rows, 
 func (s *ledgerStmt) QueryRowContext(ctx context.Context, args ...any) *sql.Row {
 	_ = s.pipe.flush(ctx)
 	return s.Stmt.QueryRowContext(ctx, pgArgs(s.pg, args)...)
+}
+
+// firstLine is a statement's first line, to name it in an error.
+func firstLine(q string) string {
+	q = strings.TrimSpace(q)
+	if i := strings.IndexByte(q, '\n'); i > 0 {
+		q = q[:i]
+	}
+	return q
+}
+
+// keyOf is row's key, its values at keyAt.
+func keyOf(row []any, keyAt []int) []any {
+	k := make([]any, len(keyAt))
+	for i, at := range keyAt {
+		k[i] = row[at]
+	}
+	return k
 }

@@ -54,7 +54,7 @@ type pipeline struct {
 	sent      []string
 	unflushed int
 	eqb       pgx.ExtendedQueryBuilder
-	// copying are sample rows for COPY (samples_pg.go), in the order of
+	// copying are sample rows for COPY (write_samples_pg.go), in the order of
 	// sampleColumns.
 	copying [][]any
 	// held are rows waiting for one statement over arrays each (hold).

@@ -8,32 +8,6 @@ import (
 	"time"
 )
 
-// JobHour names one row of job_hours: a job run (jobs.id), a node
-// (nodes.id) and a Unix hour.
-type JobHour struct {
-	Job, Node, Hour int64
-}
-
-// TouchedHours lists the job hours the batch changed, in key order; call
-// it after Commit (the last figures are flushed then).
-func (b *Batch) TouchedHours() []JobHour {
-	out := make([]JobHour, 0, len(b.touched))
-	for k := range b.touched {
-		out = append(out, JobHour{k.job, k.node, k.hour})
-	}
-	sort.Slice(out, func(i, j int) bool {
-		a, c := out[i], out[j]
-		if a.Job != c.Job {
-			return a.Job < c.Job
-		}
-		if a.Node != c.Node {
-			return a.Node < c.Node
-		}
-		return a.Hour < c.Hour
-	})
-	return out
-}
-
 // HourViolation is a job hour whose used, idle or sampled GPU-seconds
 // pass its allocated ones (issue #14's invariant: never).
 type HourViolation struct {

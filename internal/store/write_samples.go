@@ -65,7 +65,7 @@ func (r *sampleRow) put(col int, v driver.Value) {
 type sampleInserter struct {
 	stmts map[uint32]driver.Stmt
 	args  []driver.NamedValue
-	// PostgreSQL's (samples_pg.go): the month partitions made in this
+	// PostgreSQL's (write_samples_pg.go): the month partitions made in this
 	// batch, and each GPU's newest row it sent to COPY.
 	parts  map[int64]bool
 	copied map[int64]int64

@@ -1,0 +1,51 @@
+// Package store is gpusuite's accounting ledger: one SQLite file or one
+// PostgreSQL database, schema from embedded numbered migrations per
+// engine, exactly one writer process (docs/store.md).
+//
+// It is the only package that speaks SQL, so its three jobs share one
+// package (Go keeps a type's methods in its package: Batch's writes need
+// the engine's transaction, and the reads its pool). The file prefix
+// names the room; engine files use no write_ or read_ file but for the
+// samples table's columns (the COPY) and the pruned mark (a dropped
+// month).
+//
+// Engine plumbing, engine_*.go:
+//
+//	engine_open.go        Open, Options, SQLite's file lock and journal, schema migrations (migrations/<engine>/)
+//	engine_postgres.go    PostgreSQL's open through pgx's pool, the writer's advisory lock, the schema table
+//	engine_conn.go        every statement passes through the engine's dialect (package dialect)
+//	engine_errors.go      the driver's errors translated once into ErrBusy, ErrNotLedger, ErrResource
+//	engine_fence.go       PostgreSQL: a write only on the session that holds the writer lock, else ErrLockLost
+//	engine_reader.go      read-only opens without a writer
+//	engine_pipeline_pg.go PostgreSQL: a batch's writes in pipeline mode, their results read with its next read
+//	engine_many_pg.go     PostgreSQL: rows of one statement sent as one statement over arrays
+//	engine_partitions_pg.go PostgreSQL: samples' month partitions, made ahead, old ones dropped
+//
+// The write model, write_*.go: a Batch is one write transaction of the
+// one writer, with its apply methods:
+//
+//	write_batch.go      Batch: begin, commit, statements, the batch's caches
+//	write_checks.go     what only the ledger can tell of a record (invariant 8): a GPU's owner,
+//	                    the job's event from the node, samples overlapping stored ones, energy
+//	                    against the stored counter; refused as Rejected (ingest judges the rest)
+//	write_identity.go   nodes, GPUs, jobs
+//	write_event.go      job starts and ends;  write_gpuevent.go  GPU events (Xid)
+//	write_segment.go    a segment's samples;  write_samples.go, write_samples_pg.go  their inserts
+//	write_use.go        job × node × hour figures;  write_rollup.go  the rollups;  write_jobgpu.go  aggregates
+//	write_jobmetrics.go per job × GPU metrics;  write_recount.go  samples counted again when a window moves
+//	write_openjobs.go   open and stale jobs;  write_starts.go  estimated starts
+//	write_details.go    sacct's comment and array ids;  write_reconcile.go  a finished run's times from sacct
+//	write_accounts.go   Slurm's account tree;  write_cluster.go  capacity, node events, reservations
+//	write_keys.go       applied record keys, never pruned;  write_files.go  ingested files
+//	write_prune.go      retention;  write_passes.go  the pass log;  write_ignore.go  ignore decisions
+//
+// Typed reads, read_*.go, over plain row structs for report and web:
+//
+//	read_jobs.go  read_series.go  read_series_bins.go  read_jobmetrics.go  read_nodes.go
+//	read_nodes_overview.go  read_running.go  read_facts.go  read_cluster.go  read_export.go
+//	read_passes.go  read_stats.go  read_invariants.go (hours whose used passes allocated)
+//
+// Between ledgers (gpuacct migrate): copy.go (a resumable copy between any
+// two ledgers) and copy_verify.go (its row-by-row verification). notes.go
+// holds notes and bookings on nodes and GPUs.
+package store
