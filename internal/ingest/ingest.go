@@ -2,6 +2,24 @@
 // <incoming>/<node>/ into the accounting store: validated, exactly once,
 // in batched transactions, with bad files quarantined and planted ones
 // refused (docs/store.md).
+//
+// Files:
+//
+//	ingest.go       the pass: list, read ahead, apply in batches, finish
+//	pipeline.go     bounded read-ahead;  segread.go  streaming segment reads
+//	validate.go     what a node may say: each record's bounds, and the store's
+//	                refusals (store.Rejected) turned into quarantine or a wait
+//	keys.go         record keys applied once, asked 500 at a time
+//	careful.go      files the ledger knew, asked 500 at a time; a pass redone file by file
+//	move.go         quarantine and cross-device moves
+//	housekeeping.go unfinished jobs, open jobs' allocation, sample and archive retention
+//	gpuevent.go     GPU events;  starts.go, details.go  estimated starts, sacct's details
+//	reconcile.go    Slurm's times for finished jobs (sacctruns.go, sacctbatch.go)
+//	slurmfacts.go   Slurm's facts besides jobs behind one gate (slurmgate.go):
+//	                accounts.go (the account tree), clusterfacts*.go (capacity, events, reservations)
+//	requests.go     the writer's request queue, applied in the pass
+//	setup.go        what a pass needs, the sacct and sacctmgr bounds;  serve.go  the daemon's loop
+//	writer.go       the writer lock lost;  metrics.go  the pass's metrics and hour checks
 package ingest
 
 import (

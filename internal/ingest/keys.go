@@ -95,3 +95,25 @@ func (k *appliedKeys) ask(b *store.Batch, i int) error {
 	k.next = end
 	return nil
 }
+
+// recordKey is the key whose effect a file applies to the ledger once,
+// forever (store.AppliedKey): an event's, a GPU event's, a segment's key; "" for an
+// aggregate, whose highest seq of a key replaces the others, so applying
+// one again changes nothing.
+func recordKey(p *Parsed) string {
+	switch {
+	case p.Event != nil:
+		return eventKeyPrefix + p.Event.Key
+	case p.Header != nil:
+		return segmentKeyPrefix + p.Header.Key
+	case p.GPUEvent != nil:
+		return "gpuevent:" + p.GPUEvent.Key
+	}
+	return ""
+}
+
+// The prefixes of recordKey that appliedKeys also asks by.
+const (
+	eventKeyPrefix   = "event:"
+	segmentKeyPrefix = "segment:"
+)
