@@ -55,7 +55,7 @@ deps:
 # tests end.
 export GPUSUITE_PG_DIR ?= /run/gpusuite-pg
 PG_PKGS := ./internal/store/... ./internal/ingest/... ./internal/report/... ./internal/web/... \
-	./internal/board/... ./internal/ignorereq/... ./internal/sim/simcluster/... ./gpuacct/...
+	./internal/board/... ./internal/requests/... ./internal/notes/... ./internal/sim/simcluster/... ./gpuacct/...
 test: build build-simulated deps
 	@set -o pipefail; ./test/slurm/harness.sh start && \
 	  { ./test/cluster/harness.sh start && ./test/pg/harness.sh start && set -a && . $(GPUSUITE_PG_DIR)/env && set +a && \

@@ -31,7 +31,7 @@ func LedgerNotes(ctx context.Context, loc string, busy time.Duration, now time.T
 		return nil, err
 	}
 	defer st.Close()
-	ns, err := liveboard.LedgerNotes(st)(ctx, now)
+	ns, err := notes.InForce(st)(ctx, now)
 	if err != nil {
 		return nil, fmt.Errorf("ledger %q: %w", st.Path, err)
 	}

@@ -8,9 +8,9 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/aicloud/gpusuite/cliwire"
-	"github.com/aicloud/gpusuite/internal/ignorereq"
 	"github.com/aicloud/gpusuite/internal/notes"
 	"github.com/aicloud/gpusuite/internal/report/timespec"
+	"github.com/aicloud/gpusuite/internal/requests"
 )
 
 func addCommand(d Deps) *cli.Command {
@@ -46,7 +46,7 @@ Examples:
 			if err != nil {
 				return cliwire.Usagef("%s: %v", title, err)
 			}
-			text, err := ignorereq.CheckText(c.String("text"))
+			text, err := requests.CheckText(c.String("text"))
 			if err != nil {
 				return cliwire.Usagef("%s: %v", title, err)
 			}
@@ -64,10 +64,10 @@ Examples:
 			} else {
 				st = nil // a ledger not made yet: the live snapshots alone say
 			}
-			if err := ignorereq.CheckTarget(c.Context, st, e.cfg.Board.LiveDir, e.now, e.cfg.Cluster.Name, node, gpu); err != nil {
+			if err := requests.CheckTarget(c.Context, st, e.cfg.Board.LiveDir, e.now, e.cfg.Cluster.Name, node, gpu); err != nil {
 				return fmt.Errorf("%s: %w", title, err)
 			}
-			r := &ignorereq.Request{Action: ignorereq.NoteAdd, Note: &ignorereq.Note{Node: node, GPU: gpu, Until: until.UTC(), Text: text},
+			r := &requests.Request{Action: requests.NoteAdd, Note: &requests.Note{Node: node, GPU: gpu, Until: until.UTC(), Text: text},
 				Cluster: e.cfg.Cluster.Name, By: d.Username(), UID: e.euid, Time: e.now.UTC()}
 			r.Host, _ = os.Hostname()
 			out, path, err := e.file(c.Context, r)

@@ -7,9 +7,9 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/aicloud/gpusuite/cliwire"
-	"github.com/aicloud/gpusuite/internal/ignorereq"
 	"github.com/aicloud/gpusuite/internal/notes"
 	"github.com/aicloud/gpusuite/internal/report"
+	"github.com/aicloud/gpusuite/internal/requests"
 	"github.com/aicloud/gpusuite/internal/store"
 )
 
@@ -93,7 +93,7 @@ Examples:
 			if err != nil {
 				return fmt.Errorf("%s: %w", title, err)
 			}
-			reqs, err := ignorereq.ListNotes(e.cfg.Report.Requests, d.LookupUser)
+			reqs, err := requests.ListNotes(e.cfg.Report.Requests, d.LookupUser)
 			if err != nil {
 				return fmt.Errorf("%s: %w", title, err)
 			}

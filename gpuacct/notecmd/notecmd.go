@@ -1,6 +1,6 @@
 // Package notecmd is the command line of gpuacct note: notes and
 // bookings on a node or one GPU, kept in the ledger through the request
-// queue (internal/ignorereq) and checked by internal/notes.
+// queue (internal/requests) and checked by internal/notes.
 package notecmd
 
 import (
@@ -18,8 +18,8 @@ import (
 
 	"github.com/aicloud/gpusuite/cliwire"
 	"github.com/aicloud/gpusuite/internal/config"
-	"github.com/aicloud/gpusuite/internal/ignorereq"
 	"github.com/aicloud/gpusuite/internal/report/timespec"
+	"github.com/aicloud/gpusuite/internal/requests"
 	"github.com/aicloud/gpusuite/internal/store"
 )
 
@@ -102,7 +102,7 @@ func load(c *cli.Context, d Deps, title string) (*env, error) {
 	if err != nil {
 		return nil, cliwire.Usagef("%s: %v", title, err)
 	}
-	svc, err := ignorereq.ServiceUID(cfg.Ingest.ServiceUser)
+	svc, err := requests.ServiceUID(cfg.Ingest.ServiceUser)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", title, err)
 	}
@@ -120,15 +120,15 @@ func (e *env) reader(ctx context.Context) (*store.Store, error) {
 // file queues r and, when this user may write the ledger and no writer
 // holds it, applies it at once. It returns the outcome, or nil when the
 // request waits for gpuacct serve, and the request's path.
-func (e *env) file(ctx context.Context, r *ignorereq.Request) (*ignorereq.Request, string, error) {
+func (e *env) file(ctx context.Context, r *requests.Request) (*requests.Request, string, error) {
 	dir := e.cfg.Report.Requests
 	writer := e.trusted(e.euid)
 	if writer {
-		if err := ignorereq.MakeQueues(dir, e.svc); err != nil {
+		if err := requests.MakeQueues(dir, e.svc); err != nil {
 			return nil, "", fmt.Errorf("%s: %w", e.title, err)
 		}
 	}
-	path, err := ignorereq.Submit(dir, r)
+	path, err := requests.Submit(dir, r)
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: %w", e.title, err)
 	}
@@ -144,11 +144,11 @@ func (e *env) file(ctx context.Context, r *ignorereq.Request) (*ignorereq.Reques
 	}
 	defer st.Close()
 	host, _ := os.Hostname()
-	if _, err := ignorereq.Apply(ctx, st, ignorereq.Options{Dir: dir, Now: e.now, Host: host, Tag: e.cfg.Report.IgnoreTag,
+	if _, err := requests.Apply(ctx, st, requests.Options{Dir: dir, Now: e.now, Host: host, Tag: e.cfg.Report.IgnoreTag,
 		Cluster: e.cfg.Cluster.Name, Trusted: e.trusted, UserName: e.lookupUser, LiveDir: e.cfg.Board.LiveDir}); err != nil {
 		return nil, path, fmt.Errorf("%s: request %s is queued, but applying it failed: %w", e.title, path, err)
 	}
-	out, err := ignorereq.NoteOutcome(dir, r.ID, e.euid)
+	out, err := requests.NoteOutcome(dir, r.ID, e.euid)
 	if err != nil {
 		return nil, path, fmt.Errorf("%s: %w", e.title, err)
 	}
@@ -162,7 +162,7 @@ func queued(w io.Writer, what, path string) error {
 }
 
 // refused is a request the writer refused, as the one line to print.
-func refused(title string, out *ignorereq.Request) error {
+func refused(title string, out *requests.Request) error {
 	if out.Error == "" {
 		return nil
 	}

@@ -17,8 +17,8 @@ import (
 
 	"github.com/aicloud/gpusuite/cliwire"
 	"github.com/aicloud/gpusuite/internal/board"
-	"github.com/aicloud/gpusuite/internal/ignorereq"
 	"github.com/aicloud/gpusuite/internal/record"
+	"github.com/aicloud/gpusuite/internal/requests"
 	"github.com/aicloud/gpusuite/internal/store"
 	"github.com/aicloud/gpusuite/internal/store/storetest"
 )
@@ -148,7 +148,7 @@ func lookupUser(uid int) (string, error) {
 
 func (s *serve) pass(t *testing.T) {
 	t.Helper()
-	if _, err := ignorereq.Apply(context.Background(), s.st, ignorereq.Options{Dir: s.reqs, Now: now, Cluster: "c1",
+	if _, err := requests.Apply(context.Background(), s.st, requests.Options{Dir: s.reqs, Now: now, Cluster: "c1",
 		Trusted: func(uid int) bool { return uid == 0 }, UserName: lookupUser}); err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/aicloud/gpusuite/cliwire"
-	"github.com/aicloud/gpusuite/internal/ignorereq"
+	"github.com/aicloud/gpusuite/internal/requests"
 	"github.com/aicloud/gpusuite/internal/store"
 )
 
@@ -44,16 +44,16 @@ Examples:
 				n, err := st.Note(c.Context, id)
 				st.Close()
 				if err != nil {
-					return fmt.Errorf("%s: %w", title, ignorereq.RemoveError(id, n, err))
+					return fmt.Errorf("%s: %w", title, requests.RemoveError(id, n, err))
 				}
 				if n.RemovedAt != nil {
-					return fmt.Errorf("%s: %w", title, ignorereq.RemoveError(id, n, store.ErrNoteRemoved))
+					return fmt.Errorf("%s: %w", title, requests.RemoveError(id, n, store.ErrNoteRemoved))
 				}
-				if err := ignorereq.CheckRemove(n, e.euid, e.trusted); err != nil {
+				if err := requests.CheckRemove(n, e.euid, e.trusted); err != nil {
 					return fmt.Errorf("%s: %w", title, err)
 				}
 			}
-			r := &ignorereq.Request{Action: ignorereq.NoteRemove, Note: &ignorereq.Note{ID: id}, Cluster: e.cfg.Cluster.Name,
+			r := &requests.Request{Action: requests.NoteRemove, Note: &requests.Note{ID: id}, Cluster: e.cfg.Cluster.Name,
 				By: d.Username(), UID: e.euid, Time: e.now.UTC()}
 			r.Host, _ = os.Hostname()
 			out, path, err := e.file(c.Context, r)

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aicloud/gpusuite/internal/ignorereq"
+	"github.com/aicloud/gpusuite/internal/requests"
 	"github.com/aicloud/gpusuite/internal/store"
 )
 
@@ -71,7 +71,7 @@ func TestIgnoreFlow(t *testing.T) {
 		t.Errorf("a queued request changed the totals: %s", got)
 	}
 	// serve's pass applies it.
-	n, err := ignorereq.Apply(context.Background(), st, ignorereq.Options{Dir: reqs, Now: now, Trusted: func(uid int) bool { return uid == 0 || uid == os.Getuid() }})
+	n, err := requests.Apply(context.Background(), st, requests.Options{Dir: reqs, Now: now, Trusted: func(uid int) bool { return uid == 0 || uid == os.Getuid() }})
 	st.Close()
 	if err != nil || n != 1 {
 		t.Fatalf("apply: %d, %v", n, err)
@@ -92,7 +92,7 @@ func TestIgnoreFlow(t *testing.T) {
 	os.WriteFile(planted, []byte(`{"schema":"gpusuite.ignore/v1","id":"zz","action":"ignore","jobs":["11"],"by":"mallory","uid":0,"time":"2026-01-01T00:00:00Z"}`), 0o666)
 	os.Chmod(planted, 0o666)
 	st, _ = openWriter(path)
-	_, err = ignorereq.Apply(context.Background(), st, ignorereq.Options{Dir: reqs, Now: now, Trusted: func(uid int) bool { return true }})
+	_, err = requests.Apply(context.Background(), st, requests.Options{Dir: reqs, Now: now, Trusted: func(uid int) bool { return true }})
 	st.Close()
 	if err != nil {
 		t.Fatal(err)

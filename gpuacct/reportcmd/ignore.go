@@ -13,10 +13,10 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/aicloud/gpusuite/cliwire"
-	"github.com/aicloud/gpusuite/internal/ignorereq"
 	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/report/table"
 	"github.com/aicloud/gpusuite/internal/report/teams"
+	"github.com/aicloud/gpusuite/internal/requests"
 	"github.com/aicloud/gpusuite/internal/store"
 )
 
@@ -60,7 +60,7 @@ Examples:
 				}
 				return listIgnored(c, d)
 			}
-			return change(c, d, ignorereq.Ignore)
+			return change(c, d, requests.Ignore)
 		}),
 	}
 }
@@ -76,7 +76,7 @@ Examples:
    sudo gpuacct unignore 123456
    sudo gpuacct unignore 123456_3 --reason "was a real run"`,
 		Flags:  ignoreFlags(false),
-		Action: cliwire.Interspersed(func(c *cli.Context) error { return change(c, d, ignorereq.Unignore) }),
+		Action: cliwire.Interspersed(func(c *cli.Context) error { return change(c, d, requests.Unignore) }),
 	}
 }
 
@@ -105,12 +105,12 @@ func change(c *cli.Context, d Deps, action string) error {
 	if !c.Args().Present() {
 		return fmt.Errorf("%s: give at least one JOBID (see 'gpuacct %s --help')", action, action)
 	}
-	if action == ignorereq.Ignore && strings.TrimSpace(c.String("reason")) == "" {
+	if action == requests.Ignore && strings.TrimSpace(c.String("reason")) == "" {
 		return fmt.Errorf("ignore: --reason is required: say why these jobs should not count")
 	}
 	// The writer's bounds, checked before anything is filed: a request
 	// past them would be refused after the command had said "queued".
-	if err := ignorereq.CheckIgnoreBounds(c.String("reason"), c.Args().Len()); err != nil {
+	if err := requests.CheckIgnoreBounds(c.String("reason"), c.Args().Len()); err != nil {
 		return cli.Exit(action+": "+err.Error(), 2)
 	}
 	var specs []string
@@ -128,7 +128,7 @@ func change(c *cli.Context, d Deps, action string) error {
 	if c.IsSet("requests") {
 		e.cfg.Report.Requests = c.String("requests")
 	}
-	svc, err := ignorereq.ServiceUID(e.cfg.Ingest.ServiceUser)
+	svc, err := requests.ServiceUID(e.cfg.Ingest.ServiceUser)
 	if err != nil {
 		return fmt.Errorf("%s: %w", action, err)
 	}
@@ -148,15 +148,15 @@ func change(c *cli.Context, d Deps, action string) error {
 	}
 	// The queues are made as serve makes them, the service user's: run
 	// as root, the command must not leave a root-owned queue behind.
-	if err := ignorereq.MakeQueues(e.cfg.Report.Requests, svc); err != nil {
+	if err := requests.MakeQueues(e.cfg.Report.Requests, svc); err != nil {
 		return fmt.Errorf("%s: %w", action, err)
 	}
-	var filed []*ignorereq.Request
+	var filed []*requests.Request
 	var paths []string
 	for _, cl := range order {
-		r := &ignorereq.Request{Action: action, Jobs: byCluster[cl], Cluster: cl, Reason: c.String("reason"), By: d.Username(), UID: euid, Time: e.now.UTC()}
+		r := &requests.Request{Action: action, Jobs: byCluster[cl], Cluster: cl, Reason: c.String("reason"), By: d.Username(), UID: euid, Time: e.now.UTC()}
 		r.Host, _ = os.Hostname()
-		p, err := ignorereq.Submit(e.cfg.Report.Requests, r)
+		p, err := requests.Submit(e.cfg.Report.Requests, r)
 		if err != nil {
 			return fmt.Errorf("%s: %w", action, err)
 		}
@@ -177,11 +177,11 @@ func change(c *cli.Context, d Deps, action string) error {
 // reportOutcomes prints what the writer decided on each filed request:
 // applied (with the jobs it did not find), refused (the command fails),
 // or still queued.
-func reportOutcomes(d Deps, dir, action string, filed []*ignorereq.Request, paths []string) error {
+func reportOutcomes(d Deps, dir, action string, filed []*requests.Request, paths []string) error {
 	var refusals []string
 	for i, r := range filed {
 		jobs := strings.Join(r.Jobs, " ")
-		out, err := ignorereq.IgnoreOutcome(dir, r.ID)
+		out, err := requests.IgnoreOutcome(dir, r.ID)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			fmt.Fprintf(d.Stdout, "%s %s: request %s queued; gpuacct serve applies it on its next pass (ingest.interval)\n", action, jobs, paths[i])
@@ -237,7 +237,7 @@ func applyNow(ctx context.Context, e *env, svc, euid int) (int, error) {
 	}
 	defer st.Close()
 	host, _ := os.Hostname()
-	return ignorereq.Apply(ctx, st, ignorereq.Options{Dir: e.cfg.Report.Requests, Now: e.now, Host: host, Tag: e.cfg.Report.IgnoreTag, Cluster: e.cfg.Cluster.Name, LiveDir: e.cfg.Board.LiveDir,
+	return requests.Apply(ctx, st, requests.Options{Dir: e.cfg.Report.Requests, Now: e.now, Host: host, Tag: e.cfg.Report.IgnoreTag, Cluster: e.cfg.Cluster.Name, LiveDir: e.cfg.Board.LiveDir,
 		Trusted: func(uid int) bool { return uid == 0 || uid == svc || uid == euid }})
 }
 
@@ -254,7 +254,7 @@ func listIgnored(c *cli.Context, d Deps) error {
 		return fmt.Errorf("ignore --list: %w", err)
 	}
 	if c.Bool("log") {
-		pending, applied, err := ignorereq.List(e.cfg.Report.Requests)
+		pending, applied, err := requests.List(e.cfg.Report.Requests)
 		if err != nil {
 			return err
 		}
@@ -263,7 +263,7 @@ func listIgnored(c *cli.Context, d Deps) error {
 			{Key: "jobs", Title: "JOBS", Kind: table.Text}, {Key: "by", Title: "BY", Kind: table.Text},
 			{Key: "status", Title: "STATUS", Kind: table.Text}, {Key: "reason", Title: "REASON", Kind: table.Text},
 		}, Meta: []table.KV{{Key: "report", Value: "ignore-log"}}}
-		add := func(r ignorereq.Request, status string) {
+		add := func(r requests.Request, status string) {
 			t.Rows = append(t.Rows, table.Row{Cells: []any{r.Time.Unix(), r.Action, strings.Join(r.Jobs, " "), r.By, status, r.Reason}})
 		}
 		for _, r := range applied {
@@ -318,7 +318,7 @@ func listIgnored(c *cli.Context, d Deps) error {
 	if err != nil {
 		return err
 	}
-	if pending, _, err := ignorereq.List(e.cfg.Report.Requests); err == nil && len(pending) > 0 {
+	if pending, _, err := requests.List(e.cfg.Report.Requests); err == nil && len(pending) > 0 {
 		t.Notes = append(t.Notes, fmt.Sprintf("%d request(s) pending: gpuacct serve applies them on its next pass", len(pending)))
 	}
 	return table.Write(d.Stdout, t, o)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/aicloud/gpusuite/internal/ignorereq"
+	"github.com/aicloud/gpusuite/internal/requests"
 )
 
 // The writer's bounds are checked before filing: a 70 KB reason, or more
@@ -23,7 +23,7 @@ func TestIgnoreBoundsBeforeFiling(t *testing.T) {
 	now := time.Unix(t0+86400, 0)
 	path := buildLedger(t, []fxJob{{ID: 810003, User: "alice", Acct: "vision", Part: "gpu", Node: "gpu01", GPUs: 1, Start: t0, End: t0 + 3600}}, now)
 	var many []string
-	for i := range ignorereq.MaxJobs + 1 {
+	for i := range requests.MaxJobs + 1 {
 		many = append(many, strconv.Itoa(810003+i))
 	}
 	for _, tc := range []struct {
@@ -59,11 +59,11 @@ func TestIgnoreReportsRefusal(t *testing.T) {
 	now := time.Unix(t0+86400, 0)
 	path := buildLedger(t, []fxJob{{ID: 10, User: "alice", Acct: "vision", Part: "gpu", Node: "gpu01", GPUs: 1, Start: t0, End: t0 + 3600}}, now)
 	reqs := t.TempDir()
-	if err := ignorereq.MakeQueues(reqs, -1); err != nil {
+	if err := requests.MakeQueues(reqs, -1); err != nil {
 		t.Fatal(err)
 	}
-	r := &ignorereq.Request{Action: ignorereq.Ignore, Jobs: []string{"10"}, Reason: "x", By: "root", UID: 0, Time: now}
-	p, err := ignorereq.Submit(reqs, r)
+	r := &requests.Request{Action: requests.Ignore, Jobs: []string{"10"}, Reason: "x", By: "root", UID: 0, Time: now}
+	p, err := requests.Submit(reqs, r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,13 +72,13 @@ func TestIgnoreReportsRefusal(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A writer that trusts nobody refuses it.
-	_, err = ignorereq.Apply(context.Background(), st, ignorereq.Options{Dir: reqs, Now: now, Trusted: func(int) bool { return false }})
+	_, err = requests.Apply(context.Background(), st, requests.Options{Dir: reqs, Now: now, Trusted: func(int) bool { return false }})
 	st.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
 	d, out, _ := testDeps(now, nil)
-	err = reportOutcomes(d, reqs, ignorereq.Ignore, []*ignorereq.Request{r}, []string{p})
+	err = reportOutcomes(d, reqs, requests.Ignore, []*requests.Request{r}, []string{p})
 	var ec cli.ExitCoder
 	if !errors.As(err, &ec) || ec.ExitCode() != 1 || !strings.HasPrefix(err.Error(), "ignore 10: refused: owned by uid 0, not root or the service user") {
 		t.Errorf("refused request: %v (exit 1 naming the refusal wanted)", err)
@@ -87,13 +87,13 @@ func TestIgnoreReportsRefusal(t *testing.T) {
 		t.Errorf("a refused request reported as %q", out.String())
 	}
 	// One not applied yet is queued.
-	q := &ignorereq.Request{Action: ignorereq.Ignore, Jobs: []string{"10"}, Reason: "x", By: "root", UID: 0, Time: now}
-	p, err = ignorereq.Submit(reqs, q)
+	q := &requests.Request{Action: requests.Ignore, Jobs: []string{"10"}, Reason: "x", By: "root", UID: 0, Time: now}
+	p, err = requests.Submit(reqs, q)
 	if err != nil {
 		t.Fatal(err)
 	}
 	d, out, _ = testDeps(now, nil)
-	if err := reportOutcomes(d, reqs, ignorereq.Ignore, []*ignorereq.Request{q}, []string{p}); err != nil || !strings.Contains(out.String(), "queued") {
+	if err := reportOutcomes(d, reqs, requests.Ignore, []*requests.Request{q}, []string{p}); err != nil || !strings.Contains(out.String(), "queued") {
 		t.Errorf("pending request: %v, said %q", err, out.String())
 	}
 }

@@ -21,8 +21,9 @@ import (
 	ingestcmd "github.com/aicloud/gpusuite/gpuacct/ingest"
 	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/config"
-	"github.com/aicloud/gpusuite/internal/ignorereq"
 	"github.com/aicloud/gpusuite/internal/ingest"
+	"github.com/aicloud/gpusuite/internal/notes"
+	"github.com/aicloud/gpusuite/internal/requests"
 	"github.com/aicloud/gpusuite/internal/slurmstate"
 	"github.com/aicloud/gpusuite/internal/store"
 	"github.com/aicloud/gpusuite/internal/web"
@@ -102,7 +103,7 @@ func (m *Main) Run(ctx context.Context) error {
 	// The request queues are the service user's whoever files first: made
 	// here, not by the first command run.
 	if dir := s.Config.Report.Requests; dir != "" {
-		if err := ignorereq.MakeQueues(dir, s.Deps.UID); err != nil {
+		if err := requests.MakeQueues(dir, s.Deps.UID); err != nil {
 			s.Log.Error("request queues not ready: ignore and note requests may not be applied", "dir", dir, "err", err)
 		}
 	}
@@ -190,7 +191,7 @@ func liveBoard(ctx context.Context, cfg config.Config, log *slog.Logger) (*board
 		Slurm:         slurmstate.Reader{Timeout: cfg.Board.SlurmTimeout.Duration}.Read,
 		SlurmInterval: cfg.Board.SlurmInterval.Duration,
 		SlurmTimeout:  cfg.Board.SlurmTimeout.Duration,
-		Notes:         board.LedgerNotes(st),
+		Notes:         notes.InForce(st),
 		// Under the event stream's tick (web.DefaultBoardTick), so each
 		// tick sees a new build; still one build for all who ask at once.
 		MaxAge: web.DefaultBoardTick / 2,

@@ -21,7 +21,7 @@ func TestAlerts(t *testing.T) {
 	zero := 0
 	one := 1
 	snap := now.Add(-5 * time.Second)
-	old := live("n9", gpu(0, 5))
+	old := fresh("n9", gpu(0, 5))
 	old.Time = now.Add(-10 * time.Minute)
 	tests := []struct {
 		name  string
@@ -29,10 +29,10 @@ func TestAlerts(t *testing.T) {
 		slurm *slurmstate.State
 		want  []Alert
 	}{
-		{name: "clean", lives: []record.Live{live("n1", gpu(90, 17), gpu(0), idleFor(gpu(0, 18), 59*time.Minute))}},
+		{name: "clean", lives: []record.Live{fresh("n1", gpu(90, 17), gpu(0), idleFor(gpu(0, 18), 59*time.Minute))}},
 		{
 			name: "foreign outside a job",
-			lives: []record.Live{live("node1", gpu(90, 1), gpu(0), withProcs(gpu(90, 17),
+			lives: []record.Live{fresh("node1", gpu(90, 1), gpu(0), withProcs(gpu(90, 17),
 				record.LiveProc{PID: 100, User: "alice", Job: 17, MemUsedMiB: 10},
 				record.LiveProc{PID: 4242, User: "bob", MemUsedMiB: 10, Foreign: true}))},
 			want: []Alert{{Kind: AlertForeign, Node: "node1", GPU: &two, Job: 17, User: "bob", Since: snap,
@@ -40,7 +40,7 @@ func TestAlerts(t *testing.T) {
 		},
 		{
 			name: "foreign on a GPU no job holds, two processes, one of another job",
-			lives: []record.Live{live("node1", withProcs(gpu(30),
+			lives: []record.Live{fresh("node1", withProcs(gpu(30),
 				record.LiveProc{PID: 7, User: "carol", Job: 99},
 				record.LiveProc{PID: 8}))},
 			want: []Alert{{Kind: AlertForeign, Node: "node1", GPU: &zero, User: "carol", Since: snap,
@@ -48,14 +48,14 @@ func TestAlerts(t *testing.T) {
 		},
 		{
 			name:  "idle past the alert, and just under it",
-			lives: []record.Live{live("n1", idleFor(gpu(0, 18), 59*time.Minute), idleFor(gpu(0, 19), 61*time.Minute))},
+			lives: []record.Live{fresh("n1", idleFor(gpu(0, 18), 59*time.Minute), idleFor(gpu(0, 19), 61*time.Minute))},
 			want: []Alert{{Kind: AlertIdle, Node: "n1", GPU: &one, Job: 19, User: "alice", Since: now.Add(-61 * time.Minute),
 				Text: "n1 GPU 1: allocated to job 19 (alice) but idle for 1h1m0s (since 2026-11-26T04:59:00Z)"}},
 		},
 		{
 			// the agent's word only: no IdleSince, no alert, whatever the utilization
 			name:  "util 0 without IdleSince",
-			lives: []record.Live{live("n1", gpu(0, 18))},
+			lives: []record.Live{fresh("n1", gpu(0, 18))},
 		},
 		{
 			name:  "stale node and a node Slurm lists with no snapshot",

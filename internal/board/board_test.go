@@ -15,8 +15,8 @@ var now = time.Date(2026, 11, 26, 6, 0, 0, 0, time.UTC)
 func u32(v uint32) *uint32 { return &v }
 func u64(v uint64) *uint64 { return &v }
 
-// live is a fresh snapshot of node (10 s interval, sampled 5 s ago).
-func live(node string, gpus ...record.LiveGPU) record.Live {
+// fresh is a fresh snapshot of node (10 s interval, sampled 5 s ago).
+func fresh(node string, gpus ...record.LiveGPU) record.Live {
 	for i := range gpus {
 		gpus[i].Index = i
 		if gpus[i].Model == "" {
@@ -75,9 +75,9 @@ func views(b Board) []view {
 }
 
 func TestBuildStates(t *testing.T) {
-	old := live("n1", gpu(0))
+	old := fresh("n1", gpu(0))
 	old.Time = now.Add(-31 * time.Second) // 3 × 10 s have passed
-	edge := live("n1", gpu(0))
+	edge := fresh("n1", gpu(0))
 	edge.Time = now.Add(-30 * time.Second) // exactly 3 intervals: still fresh
 	tests := []struct {
 		name  string
@@ -85,15 +85,15 @@ func TestBuildStates(t *testing.T) {
 		slurm *slurmstate.State
 		want  []view
 	}{
-		{"free", []record.Live{live("n1", gpu(0))}, slurm([]slurmstate.Node{snode("n1", slurmstate.Idle, 1)}),
+		{"free", []record.Live{fresh("n1", gpu(0))}, slurm([]slurmstate.Node{snode("n1", slurmstate.Idle, 1)}),
 			[]view{{Name: "n1", States: []State{Free}}}},
-		{"busy and idle", []record.Live{live("n1", gpu(80, 7), gpu(0, 8))}, slurm([]slurmstate.Node{snode("n1", slurmstate.Allocated, 2)}),
+		{"busy and idle", []record.Live{fresh("n1", gpu(80, 7), gpu(0, 8))}, slurm([]slurmstate.Node{snode("n1", slurmstate.Allocated, 2)}),
 			[]view{{Name: "n1", States: []State{Busy, Idle}}}},
-		{"allocated with unknown utilization is busy, not idle", []record.Live{live("n1", record.LiveGPU{Jobs: []record.LiveJob{{Job: 7}}, Missing: []string{"util"}})},
+		{"allocated with unknown utilization is busy, not idle", []record.Live{fresh("n1", record.LiveGPU{Jobs: []record.LiveJob{{Job: 7}}, Missing: []string{"util"}})},
 			slurm([]slurmstate.Node{snode("n1", slurmstate.Mixed, 1)}),
 			[]view{{Name: "n1", States: []State{Busy}}}},
 		{"foreign: other job's process, flagged process, any process on an unheld gpu",
-			[]record.Live{live("n1",
+			[]record.Live{fresh("n1",
 				withProcs(gpu(50, 7), record.LiveProc{PID: 1, Job: 7}, record.LiveProc{PID: 2, Job: 9}),
 				withProcs(gpu(50, 7), record.LiveProc{PID: 3, Job: 7, Foreign: true}),
 				withProcs(gpu(50), record.LiveProc{PID: 4, Job: 0}),
@@ -103,17 +103,17 @@ func TestBuildStates(t *testing.T) {
 			slurm([]slurmstate.Node{snode("n1", slurmstate.Mixed, 5)}),
 			[]view{{Name: "n1", States: []State{Foreign, Foreign, Foreign, Busy, Busy}}}},
 		{"drained and draining: unheld gpus drained, held ones keep their use",
-			[]record.Live{live("n1", gpu(0)), live("n2", gpu(90, 7), gpu(0))},
+			[]record.Live{fresh("n1", gpu(0)), fresh("n2", gpu(90, 7), gpu(0))},
 			slurm([]slurmstate.Node{snode("n1", slurmstate.Drained, 1), snode("n2", slurmstate.Draining, 2)}),
 			[]view{{Name: "n1", States: []State{Drained}}, {Name: "n2", States: []State{Busy, Drained}}}},
 		{"down, not responding, unknown to slurm, or in a state taking no jobs",
-			[]record.Live{live("n1", gpu(0)), live("n2", gpu(0)), live("n3", gpu(0)), live("n4", gpu(0))},
+			[]record.Live{fresh("n1", gpu(0)), fresh("n2", gpu(0)), fresh("n3", gpu(0)), fresh("n4", gpu(0))},
 			slurm([]slurmstate.Node{snode("n1", slurmstate.Down, 1),
 				func() slurmstate.Node { n := snode("n2", slurmstate.Idle, 1); n.NotResponding = true; return n }(),
 				snode("n4", "future", 1)}),
 			[]view{{Name: "n1", States: []State{Down}}, {Name: "n2", States: []State{Down}}, {Name: "n3", States: []State{Down}}, {Name: "n4", States: []State{Down}}}},
 		{"reserved now; a past or future reservation leaves it free",
-			[]record.Live{live("n1", gpu(0), gpu(50, 7)), live("n2", gpu(0))},
+			[]record.Live{fresh("n1", gpu(0), gpu(50, 7)), fresh("n2", gpu(0))},
 			slurm([]slurmstate.Node{snode("n1", slurmstate.Mixed, 2), snode("n2", slurmstate.Idle, 1)},
 				slurmstate.Reservation{Name: "maint", Start: now.Add(-time.Hour), End: now.Add(time.Hour), Nodes: []string{"n1"}},
 				slurmstate.Reservation{Name: "open", Nodes: []string{"n1"}},
@@ -121,19 +121,19 @@ func TestBuildStates(t *testing.T) {
 				slurmstate.Reservation{Name: "later", Start: now.Add(time.Minute), End: now.Add(time.Hour), Nodes: []string{"n2"}}),
 			[]view{{Name: "n1", Reservations: []string{"maint", "open"}, States: []State{Reserved, Busy}}, {Name: "n2", States: []State{Free}}}},
 		{"idle by the agent's word: idle_since under its threshold (util 5 < 10) is idle, busy at util 0 without it only for older agents",
-			[]record.Live{live("n1", idleSince(gpu(5, 7)), gpu(5, 8), gpu(0, 9))},
+			[]record.Live{fresh("n1", idleSince(gpu(5, 7)), gpu(5, 8), gpu(0, 9))},
 			slurm([]slurmstate.Node{snode("n1", slurmstate.Mixed, 3)}),
 			[]view{{Name: "n1", States: []State{Idle, Busy, Idle}}}},
 		{"allocated node: every cpu taken, an unheld gpu is not free (a gpu job would pend)",
-			[]record.Live{live("n1", gpu(0), gpu(80, 7))},
+			[]record.Live{fresh("n1", gpu(0), gpu(80, 7))},
 			slurm([]slurmstate.Node{snode("n1", slurmstate.Allocated, 2)}),
 			[]view{{Name: "n1", States: []State{Busy, Busy}}}},
 		{"slurm's gpus used cap the free ones: a job the agent has not heard of yet",
-			[]record.Live{live("n1", gpu(0), gpu(0), gpu(0), gpu(80, 7))},
+			[]record.Live{fresh("n1", gpu(0), gpu(0), gpu(0), gpu(80, 7))},
 			slurm([]slurmstate.Node{func() slurmstate.Node { n := snode("n1", slurmstate.Mixed, 4); n.GPUsUsed = 2; return n }()}),
 			[]view{{Name: "n1", States: []State{Free, Free, Busy, Busy}}}},
 		{"slurm's gpus used cap booked and reserved gpus too",
-			[]record.Live{live("n1", gpu(0), gpu(0))},
+			[]record.Live{fresh("n1", gpu(0), gpu(0))},
 			slurm([]slurmstate.Node{func() slurmstate.Node { n := snode("n1", slurmstate.Mixed, 2); n.GPUsUsed = 2; return n }()},
 				slurmstate.Reservation{Name: "maint", Nodes: []string{"n1"}}),
 			[]view{{Name: "n1", Reservations: []string{"maint"}, States: []State{Busy, Busy}}}},
@@ -146,7 +146,7 @@ func TestBuildStates(t *testing.T) {
 		{"a slurm gpu node without a snapshot is stale with slurm's gpus", nil,
 			slurm([]slurmstate.Node{snode("n1", slurmstate.Idle, 2), snode("cpu1", slurmstate.Idle, 0)}),
 			[]view{{Name: "n1", Stale: true, States: []State{Stale, Stale}}}},
-		{"without slurm: free and busy from the snapshot alone", []record.Live{live("n1", gpu(0), gpu(60, 3))}, nil,
+		{"without slurm: free and busy from the snapshot alone", []record.Live{fresh("n1", gpu(0), gpu(60, 3))}, nil,
 			[]view{{Name: "n1", States: []State{Free, Busy}}}},
 	}
 	for _, tt := range tests {
@@ -163,13 +163,13 @@ func TestBuildStates(t *testing.T) {
 }
 
 func TestBuildCellsAndTotals(t *testing.T) {
-	n1 := live("n1", gpu(0), gpu(0), gpu(0, 7), gpu(70, 8))
+	n1 := fresh("n1", gpu(0), gpu(0), gpu(0, 7), gpu(70, 8))
 	n1.GPUs[3].MemUsedMiB = u64(1024)
 	n1.GPUs[3].Procs = []record.LiveProc{{PID: 42, User: "bob", Job: 8, MemUsedMiB: 1024}}
 	n1.GPUs[3].Jobs[0].User = "bob"
-	n2 := live("n2", gpu(0))
+	n2 := fresh("n2", gpu(0))
 	n2.GPUs[0].Model = "NVIDIA A100"
-	n3 := live("n3", gpu(0))
+	n3 := fresh("n3", gpu(0))
 	n3.Time = now.Add(-time.Hour)
 	sn1 := snode("n1", slurmstate.Mixed, 4)
 	sn1.Partitions = []string{"gpu", "long"}
@@ -225,8 +225,8 @@ func TestBuildCellsAndTotals(t *testing.T) {
 
 func TestBuildNotes(t *testing.T) {
 	g := func(i int) *int { return &i }
-	n1 := live("gpu01", gpu(0), gpu(0))
-	n2 := live("gpu02", gpu(0))
+	n1 := fresh("gpu01", gpu(0), gpu(0))
+	n2 := fresh("gpu02", gpu(0))
 	n2.Cluster = "c2"
 	lives := []record.Live{n1, n2}
 	tests := []struct {
@@ -277,7 +277,7 @@ func TestBuildNotes(t *testing.T) {
 // cluster's notes neither attach to it nor become this board's problems.
 func TestBuildClusterSlurmOnlyNodes(t *testing.T) {
 	g := func(i int) *int { return &i }
-	lives := []record.Live{live("gpu01", gpu(0))} // of c1
+	lives := []record.Live{fresh("gpu01", gpu(0))} // of c1
 	st := slurm([]slurmstate.Node{snode("gpu01", slurmstate.Idle, 1), snode("gpu03", slurmstate.Idle, 1)})
 	notes := []Note{
 		{ID: 1, Cluster: "c2", Node: "gpu05"},            // c2's own node
@@ -326,7 +326,7 @@ func TestBuildClusterSlurmOnlyNodes(t *testing.T) {
 // TestAged: a board aged past a snapshot's life shows that node stale,
 // totals with it, and leaves the shared board as it was.
 func TestAged(t *testing.T) {
-	b := Build([]record.Live{live("n1", gpu(0)), live("n2", gpu(0))}, nil, nil, now)
+	b := Build([]record.Live{fresh("n1", gpu(0)), fresh("n2", gpu(0))}, nil, nil, now)
 	b.Nodes[1].StaleAt = now.Add(time.Hour) // n2's agent runs a slower interval
 	later := b.Aged(now.Add(time.Minute))
 	if !later.At.Equal(now.Add(time.Minute)) {

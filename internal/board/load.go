@@ -6,17 +6,15 @@
 package board
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/aicloud/gpusuite/internal/live"
 	"github.com/aicloud/gpusuite/internal/record"
 )
 
@@ -25,16 +23,12 @@ const (
 	// DefaultMaxFiles is how many snapshot files one Load reads (one per
 	// node: far above any cluster here).
 	DefaultMaxFiles = 10_000
-	// DefaultMaxFileBytes bounds one snapshot; a node of 8 GPUs writes a
-	// few KiB, so a larger file is not the agent's.
-	DefaultMaxFileBytes = 1 << 20
-	// MaxSkew is how far in the future a snapshot's time may be (clocks
-	// differ a little); later than that it is refused, so a wrong clock
-	// cannot keep a node looking fresh.
-	MaxSkew = 5 * time.Minute
-	// MaxInterval bounds a snapshot's interval, so a wrong one cannot keep
-	// a silent node fresh for long.
-	MaxInterval = time.Hour
+	// DefaultMaxFileBytes bounds one snapshot (live.MaxBytes).
+	DefaultMaxFileBytes = live.MaxBytes
+	// MaxSkew and MaxInterval bound a snapshot's time and interval
+	// (live.Read).
+	MaxSkew     = live.MaxSkew
+	MaxInterval = live.MaxInterval
 	// maxListedFactor bounds the directory entries looked at, json or not.
 	maxListedFactor = 4
 )
@@ -80,7 +74,7 @@ func Load(dir string, now time.Time, lim Limits) ([]record.Live, []Problem) {
 	names, probs := list(dir, lim.MaxFiles)
 	var lives []record.Live
 	for _, name := range names {
-		l, err := readLive(dir, name, lim.MaxFileBytes, now)
+		l, err := live.Read(dir, name, lim.MaxFileBytes, now)
 		if err != nil {
 			probs = append(probs, Problem{File: name, Err: err.Error()})
 			continue
@@ -95,11 +89,8 @@ func Load(dir string, now time.Time, lim Limits) ([]record.Live, []Problem) {
 // with Load's checks: what a question about one node needs, without
 // reading every node's file.
 func LoadNode(dir, node string, now time.Time, lim Limits) (record.Live, error) {
-	if node == "" || strings.ContainsRune(node, '/') {
-		return record.Live{}, fmt.Errorf("node %q: not a node name", node)
-	}
 	lim = lim.withDefaults()
-	return readLive(dir, record.LiveFileName(node), lim.MaxFileBytes, now)
+	return live.ReadNode(dir, node, lim.MaxFileBytes, now)
 }
 
 // list returns up to max *.json names of dir, sorted, reading the
@@ -138,61 +129,3 @@ func list(dir string, max int) ([]string, []Problem) {
 }
 
 func sorted(s []string) []string { sort.Strings(s); return s }
-
-// readLive opens dir/name without following a link or blocking, and
-// decodes it if it is a regular file within max bytes.
-func readLive(dir, name string, max int64, now time.Time) (record.Live, error) {
-	f, err := os.OpenFile(dir+"/"+name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return record.Live{}, errors.New("is a symbolic link; the agent writes plain files")
-		}
-		return record.Live{}, fmt.Errorf("open: %w", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return record.Live{}, fmt.Errorf("stat: %w", err)
-	}
-	if !st.Mode().IsRegular() {
-		return record.Live{}, fmt.Errorf("is not a regular file (%s)", st.Mode().Type())
-	}
-	if st.Size() > max {
-		return record.Live{}, fmt.Errorf("is %d bytes, more than the %d a snapshot may be", st.Size(), max)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return record.Live{}, fmt.Errorf("read: %w", err)
-	}
-	if int64(len(data)) > max {
-		return record.Live{}, fmt.Errorf("grew past the %d bytes a snapshot may be", max)
-	}
-	var l record.Live
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&l); err != nil {
-		return record.Live{}, fmt.Errorf("not a live snapshot: %w", err)
-	}
-	switch {
-	case l.Schema != record.LiveSchema:
-		return record.Live{}, fmt.Errorf("schema %q, want %q", clip(l.Schema), record.LiveSchema)
-	case l.Node == "":
-		return record.Live{}, errors.New("names no node")
-	case record.LiveFileName(l.Node) != name:
-		return record.Live{}, fmt.Errorf("speaks for node %q but a node writes only %s", clip(l.Node), record.LiveFileName(l.Node))
-	case l.Time.IsZero():
-		return record.Live{}, errors.New("has no time")
-	case l.Time.After(now.Add(MaxSkew)):
-		return record.Live{}, fmt.Errorf("is dated %s, more than %s ahead of this clock: check the node's clock", l.Time.UTC().Format(time.RFC3339), MaxSkew)
-	case !(l.Interval > 0) || l.Interval > MaxInterval.Seconds():
-		return record.Live{}, fmt.Errorf("interval %v is not a number of seconds from 0 to %v", l.Interval, MaxInterval.Seconds())
-	}
-	return l, nil
-}
-
-func clip(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "..."
-	}
-	return s
-}

@@ -43,8 +43,8 @@ func checkProblems(t *testing.T, probs []Problem, want map[string]string) {
 }
 
 func TestLoad(t *testing.T) {
-	good := live("n1", gpu(10, 7))
-	future := live("n5", gpu(0))
+	good := fresh("n1", gpu(10, 7))
+	future := fresh("n5", gpu(0))
 	future.Time = now.Add(time.Hour)
 	tests := []struct {
 		name  string
@@ -60,7 +60,7 @@ func TestLoad(t *testing.T) {
 		}, Limits{}, []string{"n1"}, map[string]string{"n2.json": `speaks for node "n1"`}},
 		{"oversized file", func(t *testing.T, dir string) {
 			writeLive(t, dir, "n1.json", good)
-			big := live("n2", gpu(0))
+			big := fresh("n2", gpu(0))
 			big.Cluster = strings.Repeat("x", 2000)
 			writeLive(t, dir, "n2.json", big)
 		}, Limits{MaxFileBytes: 1000}, []string{"n1"}, map[string]string{"n2.json": "more than the 1000 a snapshot may be"}},
@@ -86,7 +86,7 @@ func TestLoad(t *testing.T) {
 		}, Limits{}, nil, map[string]string{"n1.json": "not a live snapshot", "n2.json": "schema", "n3.json": "unknown field", "n5.json": "check the node's clock"}},
 		{"more files than the limit", func(t *testing.T, dir string) {
 			for _, n := range []string{"n1", "n2", "n3"} {
-				writeLive(t, dir, n+".json", live(n, gpu(0)))
+				writeLive(t, dir, n+".json", fresh(n, gpu(0)))
 			}
 		}, Limits{MaxFiles: 2}, []string{"n1", "n2"}, map[string]string{"": "more than 2 snapshots"}},
 	}
@@ -118,8 +118,8 @@ func TestLoadMissingDir(t *testing.T) {
 // LoadNode reads the one node's file with Load's checks, and nothing else.
 func TestLoadNode(t *testing.T) {
 	dir := t.TempDir()
-	writeLive(t, dir, record.LiveFileName("n1"), live("n1", gpu(0), gpu(0)))
-	writeLive(t, dir, record.LiveFileName("n2"), live("n3", gpu(0)))
+	writeLive(t, dir, record.LiveFileName("n1"), fresh("n1", gpu(0), gpu(0)))
+	writeLive(t, dir, record.LiveFileName("n2"), fresh("n3", gpu(0)))
 	for _, tc := range []struct {
 		node, err string
 		gpus      int

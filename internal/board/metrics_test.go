@@ -18,10 +18,10 @@ import (
 
 func TestCollector(t *testing.T) {
 	dir := t.TempDir()
-	writeLive(t, dir, record.LiveFileName("n1"), live("n1",
+	writeLive(t, dir, record.LiveFileName("n1"), fresh("n1",
 		gpu(0), gpu(90, 7), idleFor(gpu(0, 8), 2*time.Hour),
 		withProcs(gpu(50, 9), record.LiveProc{PID: 1, Job: 9}, record.LiveProc{PID: 2, User: "bob", Foreign: true}, record.LiveProc{PID: 3, Job: 4})))
-	old := live("n3", gpu(0))
+	old := fresh("n3", gpu(0))
 	old.Time = now.Add(-2 * time.Minute)
 	writeLive(t, dir, record.LiveFileName("n3"), old)
 	slurmFails := false
@@ -116,7 +116,7 @@ func registryOf(t *testing.T, c prometheus.Collector) *prometheus.Registry {
 // nodes gone silent since count stale, and the board says it is old.
 func TestCollectorOldBoard(t *testing.T) {
 	dir := t.TempDir()
-	l := live("n1", gpu(0), idleFor(gpu(0, 8), 30*time.Minute))
+	l := fresh("n1", gpu(0), idleFor(gpu(0, 8), 30*time.Minute))
 	l.Interval = 3600 // stale 3 h after it was taken
 	writeLive(t, dir, record.LiveFileName("n1"), l)
 	var clock atomic.Int64

@@ -15,7 +15,7 @@ import (
 // A note of the board's own cluster that no cell shows is a problem.
 func TestBuildClusterNoteOfOwnCluster(t *testing.T) {
 	g := func(i int) *int { return &i }
-	n := live("gpu04", gpu(0), gpu(0))
+	n := fresh("gpu04", gpu(0), gpu(0))
 	n.Cluster = "demo"
 	notes := []Note{
 		{ID: 3, Cluster: "cluster", Node: "gpu04"},

@@ -15,7 +15,7 @@ import (
 
 func TestSource(t *testing.T) {
 	dir := t.TempDir()
-	writeLive(t, dir, record.LiveFileName("n1"), live("n1", gpu(0), gpu(0), gpu(90, 7)))
+	writeLive(t, dir, record.LiveFileName("n1"), fresh("n1", gpu(0), gpu(0), gpu(90, 7)))
 	one := 1
 	clock := now
 	var slurmCalls atomic.Int32
@@ -99,7 +99,7 @@ func TestSourceRunStopsWithContext(t *testing.T) {
 // leave every viewer a board without its notes.
 func TestSourceCallerCancelKeepsNotes(t *testing.T) {
 	dir := t.TempDir()
-	writeLive(t, dir, record.LiveFileName("n1"), live("n1", gpu(0)))
+	writeLive(t, dir, record.LiveFileName("n1"), fresh("n1", gpu(0)))
 	started, release := make(chan struct{}), make(chan struct{})
 	var sawDeadline atomic.Bool
 	src := NewSource(SourceOptions{LiveDir: dir, MaxAge: time.Hour, BuildTimeout: time.Hour,
@@ -138,7 +138,7 @@ func TestSourceCallerCancelKeepsNotes(t *testing.T) {
 // the last board, marked old, and starts no second build beside it.
 func TestSourceHungBuild(t *testing.T) {
 	dir := t.TempDir()
-	writeLive(t, dir, record.LiveFileName("n1"), live("n1", gpu(0)))
+	writeLive(t, dir, record.LiveFileName("n1"), fresh("n1", gpu(0)))
 	clock := now
 	var calls atomic.Int32
 	hang, release := make(chan struct{}, 1), make(chan struct{})
@@ -196,7 +196,7 @@ func TestSourceHungBuild(t *testing.T) {
 // MaxAge, rather than each building again in turn.
 func TestSourceWaitersShareTheBuild(t *testing.T) {
 	dir := t.TempDir()
-	writeLive(t, dir, record.LiveFileName("n1"), live("n1", gpu(0)))
+	writeLive(t, dir, record.LiveFileName("n1"), fresh("n1", gpu(0)))
 	var clock atomic.Int64
 	clock.Store(now.UnixNano())
 	var nowCalls, builds atomic.Int32

@@ -17,6 +17,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/ingest"
+	"github.com/aicloud/gpusuite/internal/notes"
 	"github.com/aicloud/gpusuite/internal/store"
 	"github.com/aicloud/gpusuite/internal/web"
 )
@@ -115,7 +116,7 @@ func Serve(ctx context.Context, stdout io.Writer, o ServeOptions) error {
 	}
 	defer st.Close()
 	src := board.NewSource(board.SourceOptions{LiveDir: liveDir, Cluster: in.Cluster, Slurm: live.Slurm, SlurmInterval: LiveInterval,
-		SlurmTimeout: time.Second, Notes: board.LedgerNotes(st), Now: o.Now, Log: o.Log})
+		SlurmTimeout: time.Second, Notes: notes.InForce(st), Now: o.Now, Log: o.Log})
 	h, err := web.New(web.Options{DB: db, BusyTimeout: time.Second, Location: time.UTC, Board: src,
 		BoardRefresh: 10 * time.Second, Now: o.Now, Log: o.Log})
 	if err != nil {

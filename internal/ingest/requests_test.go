@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aicloud/gpusuite/internal/ignorereq"
+	"github.com/aicloud/gpusuite/internal/requests"
 	"github.com/aicloud/gpusuite/internal/sim/gendata"
 	"github.com/aicloud/gpusuite/internal/store/storetest"
 )
@@ -29,10 +29,10 @@ func TestPassAppliesIgnoreRequests(t *testing.T) {
 	e.pass(t, s, now)
 	job := storetest.Scalar[int64](t, s.Path, `SELECT job_id FROM jobs ORDER BY job_id LIMIT 1`)
 	// serve makes the queues at start; a command files into them.
-	if err := ignorereq.MakeQueues(e.cfg.Report.Requests, os.Getuid()); err != nil {
+	if err := requests.MakeQueues(e.cfg.Report.Requests, os.Getuid()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ignorereq.Submit(e.cfg.Report.Requests, &ignorereq.Request{Action: ignorereq.Ignore, Jobs: []string{strconv.FormatInt(job, 10)},
+	if _, err := requests.Submit(e.cfg.Report.Requests, &requests.Request{Action: requests.Ignore, Jobs: []string{strconv.FormatInt(job, 10)},
 		Reason: "benchmark run", By: "root", UID: os.Getuid(), Time: now}); err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestPassAppliesIgnoreRequests(t *testing.T) {
 	if ignored != 1 || others != 0 {
 		t.Fatalf("job %d ignored=%d, others ignored=%d; want the one job only", job, ignored, others)
 	}
-	pending, applied, err := ignorereq.List(e.cfg.Report.Requests)
+	pending, applied, err := requests.List(e.cfg.Report.Requests)
 	if err != nil || len(pending) != 0 || len(applied) != 1 || applied[0].Error != "" {
 		t.Fatalf("pending %v applied %+v err %v", pending, applied, err)
 	}
@@ -78,9 +78,9 @@ func TestPassAppliesNoteRequests(t *testing.T) {
 	}
 	in := New(Deps{Store: s, Config: e.cfg, Log: quiet(), Now: func() time.Time { return now }, UID: os.Getuid()})
 	in.applyRequests(context.Background())
-	r := &ignorereq.Request{Action: ignorereq.NoteAdd, Note: &ignorereq.Note{Node: "gpu01", Until: now.Add(time.Hour), Text: "booked"},
+	r := &requests.Request{Action: requests.NoteAdd, Note: &requests.Note{Node: "gpu01", Until: now.Add(time.Hour), Text: "booked"},
 		By: "root", UID: 0, Time: now}
-	path, err := ignorereq.Submit(e.cfg.Report.Requests, r)
+	path, err := requests.Submit(e.cfg.Report.Requests, r)
 	if err != nil {
 		t.Fatal(err)
 	}

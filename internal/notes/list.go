@@ -12,8 +12,8 @@ import (
 	"unicode"
 
 	"github.com/aicloud/gpusuite/internal/board"
-	"github.com/aicloud/gpusuite/internal/ignorereq"
 	"github.com/aicloud/gpusuite/internal/report"
+	"github.com/aicloud/gpusuite/internal/requests"
 	"github.com/aicloud/gpusuite/internal/store"
 )
 
@@ -54,7 +54,7 @@ type Row struct {
 // all: active notes and pending requests, by node, GPU (the whole node
 // first) and id (notes not yet added last). With all: every note and
 // request, newest first.
-func Rows(kept []store.Note, reqs ignorereq.NoteLists, now time.Time, all bool) []Row {
+func Rows(kept []store.Note, reqs requests.NoteLists, now time.Time, all bool) []Row {
 	out := make([]Row, 0, len(kept)+len(reqs.Pending))
 	byID := map[int64]int{}
 	for _, n := range kept {
@@ -70,7 +70,7 @@ func Rows(kept []store.Note, reqs ignorereq.NoteLists, now time.Time, all bool) 
 		byID[n.ID] = len(out)
 		out = append(out, r)
 	}
-	fromRequest := func(q ignorereq.Request, status string) Row {
+	fromRequest := func(q requests.Request, status string) Row {
 		r := Row{Cluster: q.Cluster, Author: q.By, UID: q.UID, Created: q.Time.UTC(), Status: status, Error: q.Error}
 		n := q.Note
 		if n == nil {
@@ -86,14 +86,14 @@ func Rows(kept []store.Note, reqs ignorereq.NoteLists, now time.Time, all bool) 
 			r.Until = &u
 		}
 		// A removal names only the note: show what it was about.
-		if i, ok := byID[n.ID]; ok && q.Action == ignorereq.NoteRemove {
+		if i, ok := byID[n.ID]; ok && q.Action == requests.NoteRemove {
 			k := out[i]
 			r.Cluster, r.Node, r.GPU, r.Until, r.Text = k.Cluster, k.Node, k.GPU, k.Until, k.Text
 		}
 		return r
 	}
 	for _, q := range reqs.Pending {
-		if q.Action == ignorereq.NoteRemove && q.Note != nil {
+		if q.Action == requests.NoteRemove && q.Note != nil {
 			if i, ok := byID[q.Note.ID]; ok && out[i].Status == Active {
 				out[i].Status, out[i].RemovedBy = Pending, q.By
 			}

@@ -2,7 +2,7 @@
 // users leave on a node or one GPU ("booked for the NeurIPS run until Fri
 // 18:00"). It checks what a user types, and lists the notes kept in the
 // ledger with the requests not yet applied. The notes travel to the
-// ledger's one writer through internal/ignorereq.
+// ledger's one writer through internal/requests.
 package notes
 
 import (
@@ -13,22 +13,22 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aicloud/gpusuite/internal/ignorereq"
 	"github.com/aicloud/gpusuite/internal/report/timespec"
+	"github.com/aicloud/gpusuite/internal/requests"
 )
 
 // ParseTarget reads NODE or NODE:GPU.
 func ParseTarget(s string) (node string, gpu *int, err error) {
 	node, g, hasGPU := strings.Cut(strings.TrimSpace(s), ":")
-	if err := ignorereq.CheckNode(node); err != nil {
+	if err := requests.CheckNode(node); err != nil {
 		return "", nil, fmt.Errorf("give NODE or NODE:GPU, e.g. gpu01:3: %w", err)
 	}
 	if !hasGPU {
 		return node, nil, nil
 	}
 	i, err := strconv.Atoi(g)
-	if err != nil || i < 0 || i > ignorereq.MaxGPU {
-		return "", nil, fmt.Errorf("GPU %q in %q is not an index 0..%d: give NODE:GPU, e.g. %s:3", g, s, ignorereq.MaxGPU, node)
+	if err != nil || i < 0 || i > requests.MaxGPU {
+		return "", nil, fmt.Errorf("GPU %q in %q is not an index 0..%d: give NODE:GPU, e.g. %s:3", g, s, requests.MaxGPU, node)
 	}
 	return node, &i, nil
 }
@@ -51,7 +51,7 @@ func unit(u string) time.Duration {
 
 // ParseUntil reads --until: a duration from now (4h, 3d, 1h30m) or a time
 // as the reports read it (timespec, in loc). It must be in the future and
-// at most ignorereq.MaxAhead ahead.
+// at most requests.MaxAhead ahead.
 func ParseUntil(spec string, now time.Time, loc *time.Location) (time.Time, error) {
 	s := strings.ToLower(strings.TrimSpace(spec))
 	var until time.Time
@@ -63,7 +63,7 @@ func ParseUntil(spec string, now time.Time, loc *time.Location) (time.Time, erro
 		// Compared before multiplying: 30501 weeks overflows a Duration
 		// and would wrap round to a short, accepted time.
 		if u := unit(m[2]); time.Duration(n) > math.MaxInt64/u {
-			return time.Time{}, fmt.Errorf("--until %q is more than %d days ahead: book at most %d days, and renew the note later", spec, ignorereq.MaxAhead/(24*time.Hour), ignorereq.MaxAhead/(24*time.Hour))
+			return time.Time{}, fmt.Errorf("--until %q is more than %d days ahead: book at most %d days, and renew the note later", spec, requests.MaxAhead/(24*time.Hour), requests.MaxAhead/(24*time.Hour))
 		} else {
 			until = now.Add(time.Duration(n) * u)
 		}
@@ -83,8 +83,8 @@ func ParseUntil(spec string, now time.Time, loc *time.Location) (time.Time, erro
 	switch {
 	case !until.After(now):
 		return time.Time{}, fmt.Errorf("--until %q (%s) is not in the future: give a later time, or a duration like 4h", spec, shown)
-	case until.After(now.Add(ignorereq.MaxAhead)):
-		return time.Time{}, fmt.Errorf("--until %q (%s) is more than %d days ahead: book at most %d days, and renew the note later", spec, shown, ignorereq.MaxAhead/(24*time.Hour), ignorereq.MaxAhead/(24*time.Hour))
+	case until.After(now.Add(requests.MaxAhead)):
+		return time.Time{}, fmt.Errorf("--until %q (%s) is more than %d days ahead: book at most %d days, and renew the note later", spec, shown, requests.MaxAhead/(24*time.Hour), requests.MaxAhead/(24*time.Hour))
 	}
 	return until, nil
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/aicloud/gpusuite/internal/ignorereq"
+	"github.com/aicloud/gpusuite/internal/requests"
 	"github.com/aicloud/gpusuite/internal/store"
 )
 
@@ -105,14 +105,14 @@ func TestRowsStatuses(t *testing.T) {
 		{ID: 2, Node: "gpu01", GPU: intp(1), Until: now.Add(time.Hour), Text: "removed", Created: now.Add(-2 * time.Hour), RemovedAt: &removed, RemovedBy: "bob"},
 		{ID: 1, Node: "gpu01", GPU: intp(0), Until: now.Add(time.Hour), Text: "active", Created: now.Add(-5 * time.Hour)},
 	}
-	reqs := ignorereq.NoteLists{
-		Pending: []ignorereq.Request{
-			{Action: ignorereq.NoteAdd, Note: &ignorereq.Note{Node: "gpu01", Until: now.Add(time.Hour), Text: "pending add"}, By: "carol", UID: 1002, Time: now},
-			{Action: ignorereq.NoteRemove, Note: &ignorereq.Note{ID: 4}, By: "dave", UID: 1000, Time: now},
+	reqs := requests.NoteLists{
+		Pending: []requests.Request{
+			{Action: requests.NoteAdd, Note: &requests.Note{Node: "gpu01", Until: now.Add(time.Hour), Text: "pending add"}, By: "carol", UID: 1002, Time: now},
+			{Action: requests.NoteRemove, Note: &requests.Note{ID: 4}, By: "dave", UID: 1000, Time: now},
 		},
-		Applied: []ignorereq.Request{
-			{Action: ignorereq.NoteRemove, Note: &ignorereq.Note{ID: 1}, By: "eve", UID: 1003, Time: now.Add(-time.Hour), Error: "refused: note 1 is alice's"},
-			{Action: ignorereq.NoteAdd, Note: &ignorereq.Note{ID: 1, Node: "gpu01"}, By: "alice", Time: now.Add(-5 * time.Hour)},
+		Applied: []requests.Request{
+			{Action: requests.NoteRemove, Note: &requests.Note{ID: 1}, By: "eve", UID: 1003, Time: now.Add(-time.Hour), Error: "refused: note 1 is alice's"},
+			{Action: requests.NoteAdd, Note: &requests.Note{ID: 1, Node: "gpu01"}, By: "alice", Time: now.Add(-5 * time.Hour)},
 		},
 	}
 	type st struct{ Text, Status string }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/aicloud/gpusuite/internal/board"
+	"github.com/aicloud/gpusuite/internal/notes"
 )
 
 // maxNodeParams bounds the ?node= of one /api/v1/board request.
@@ -120,7 +121,7 @@ func (h *Handler) apiNotes(w http.ResponseWriter, r *http.Request) error {
 		list := make([]board.ListedNote, 0, len(ns))
 		for _, n := range ns {
 			if sq.inScope(n.Cluster) {
-				list = append(list, board.ListedNoteOf(n))
+				list = append(list, notes.Listed(n))
 			}
 		}
 		doc = board.NewNotesDoc(now, all, list)

@@ -30,6 +30,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/gpu"
 	"github.com/aicloud/gpusuite/internal/logging/logtest"
+	"github.com/aicloud/gpusuite/internal/notes"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/sim"
 	"github.com/aicloud/gpusuite/internal/slurmstate"
@@ -431,7 +432,7 @@ func startBoard(t *testing.T, c *slurmtest.Cluster, hookCfg config.Config, node 
 		Cluster:       hookCfg.Cluster.Name,
 		Slurm:         slurmstate.Reader{Run: slurmstate.Exec{Env: c.Env()}.Run, Timeout: 10 * time.Second}.Read,
 		SlurmInterval: agentInterval,
-		Notes:         board.LedgerNotes(st),
+		Notes:         notes.InForce(st),
 	})
 	go src.Run(ctx)
 	h, err := web.New(web.Options{DB: ledger, Board: src, Location: time.Local, Log: log})

@@ -1,16 +1,17 @@
-package board
+package notes
 
 import (
 	"context"
 	"testing"
 	"time"
 
+	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/store"
 	"github.com/aicloud/gpusuite/internal/store/storetest"
 	"github.com/google/go-cmp/cmp"
 )
 
-func TestLedgerNotes(t *testing.T) {
+func TestInForce(t *testing.T) {
 	ctx := context.Background()
 	l := storetest.NewLedger(t)
 	st, err := store.Open(ctx, store.Options{Path: l.Path, URL: l.URL})
@@ -36,21 +37,21 @@ func TestLedgerNotes(t *testing.T) {
 	if err := b.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	got, err := LedgerNotes(st)(ctx, now)
+	got, err := InForce(st)(ctx, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Note{
+	want := []board.Note{
 		{ID: 1, Cluster: "a", Node: "gpu01", GPU: &g, Until: now.Add(time.Hour), Text: "booked", Author: "ann"},
 		{ID: 2, Cluster: "b", Node: "gpu02", Until: now.Add(time.Hour), Text: "node", Author: "bob"},
 	}
 	if d := cmp.Diff(want, got); d != "" {
-		t.Errorf("LedgerNotes (-want +got):\n%s", d)
+		t.Errorf("InForce (-want +got):\n%s", d)
 	}
 
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := LedgerNotes(st)(cctx, now); err == nil {
-		t.Error("LedgerNotes with a cancelled context: no error")
+	if _, err := InForce(st)(cctx, now); err == nil {
+		t.Error("InForce with a cancelled context: no error")
 	}
 }
