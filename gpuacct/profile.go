@@ -10,7 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/aicloud/gpusuite/cliwire"
-	"github.com/aicloud/gpusuite/internal/agent/profileclient"
+	"github.com/aicloud/gpusuite/internal/agentproto"
 )
 
 // profileCommand is `gpuacct profile`: ask this node's agent to sample one
@@ -47,8 +47,8 @@ Examples:
 				return cliwire.Usagef("JOBID %q is not a Slurm job id (a number from 1)", c.Args().First())
 			}
 			iv, dur := c.Duration("interval"), c.Duration("for")
-			if iv < profileclient.MinInterval || iv%profileclient.MinInterval != 0 {
-				return cliwire.Usagef("--interval %s: use at least %s, in steps of %s", iv, profileclient.MinInterval, profileclient.MinInterval)
+			if iv < agentproto.MinProfileInterval || iv%agentproto.MinProfileInterval != 0 {
+				return cliwire.Usagef("--interval %s: use at least %s, in steps of %s", iv, agentproto.MinProfileInterval, agentproto.MinProfileInterval)
 			}
 			if dur < iv {
 				return cliwire.Usagef("--for %s is shorter than --interval %s", dur, iv)
@@ -64,8 +64,8 @@ Examples:
 			if path == "" {
 				return fmt.Errorf("profiling is off on this node (agent.profile_socket is empty)")
 			}
-			resp, err := profileclient.Ask(context.Background(), path, 10*time.Second,
-				profileclient.Request{Job: job, IntervalMS: iv.Milliseconds(), ForMS: dur.Milliseconds()})
+			resp, err := agentproto.AskProfile(context.Background(), path, 10*time.Second,
+				agentproto.ProfileRequest{Job: job, IntervalMS: iv.Milliseconds(), ForMS: dur.Milliseconds()})
 			if err != nil {
 				return err
 			}

@@ -13,8 +13,8 @@ import (
 	"os"
 
 	"github.com/aicloud/gpusuite/buildinfo"
-	"github.com/aicloud/gpusuite/internal/agent/hookclient"
-	"github.com/aicloud/gpusuite/internal/hookgpu"
+	"github.com/aicloud/gpusuite/internal/agentproto"
+	"github.com/aicloud/gpusuite/internal/hookgpus"
 )
 
 func main() { os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr)) }
@@ -22,7 +22,7 @@ func main() { os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr)) }
 // run is the whole program: exit 2 for a bad command line, 1 for a request
 // it cannot read or answer (an NVML that cannot be opened is an answer).
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	name := hookclient.HelperName
+	name := agentproto.HelperName
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported in one line below
 	version := fs.Bool("version", false, "print the version and exit")
@@ -41,7 +41,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: takes no arguments, it reads its request on standard input (run '%s --help')\n", name, name)
 		return 2
 	}
-	if err := hookgpu.Serve(context.Background(), stdin, stdout, hookgpu.OpenConfigured); err != nil {
+	if err := hookgpus.Serve(context.Background(), stdin, stdout, hookgpus.OpenConfigured); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return 1
 	}
@@ -63,7 +63,7 @@ Example, the question a prolog on a node without its agent asks:
    echo '{"gpu":{"Backend":"nvml"},"node":"gpu01","nvml_timeout":"500ms","minors":[0,1]}' | %[1]s
 
 Options:
-`, hookclient.HelperName)
+`, agentproto.HelperName)
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 }

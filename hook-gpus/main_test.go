@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/aicloud/gpusuite/cliwire/cliwiretest"
-	"github.com/aicloud/gpusuite/internal/agent/hookclient"
+	"github.com/aicloud/gpusuite/internal/agentproto"
 	_ "github.com/aicloud/gpusuite/internal/sim/simulated" // requests below name gpu.backend = "simulated"
 )
 
@@ -53,7 +53,7 @@ func TestRun(t *testing.T) {
 				t.Errorf("stderr %q, want %q", errb.String(), tt.wantErr)
 			}
 			if tt.wantCode == 0 && tt.name != "help" {
-				var r hookclient.Response
+				var r agentproto.Response
 				if err := json.Unmarshal(out.Bytes(), &r); err != nil {
 					t.Errorf("answer is not a response: %v", err)
 				}
@@ -77,7 +77,7 @@ func TestHelpExampleRuns(t *testing.T) {
 	if code := run([]string{"hook-gpus"}, strings.NewReader(req), &out, &errb); code != 0 {
 		t.Fatalf("example exits %d: %s", code, errb.String())
 	}
-	var r hookclient.Response
+	var r agentproto.Response
 	if err := json.Unmarshal(out.Bytes(), &r); err != nil || len(r.GPUs) != 2 && r.Error == "" {
 		t.Errorf("example's answer %q (%v): want two GPUs or NVML's error", out.String(), err)
 	}

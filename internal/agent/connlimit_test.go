@@ -20,8 +20,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/aicloud/gpusuite/internal/agent/hookclient"
-	"github.com/aicloud/gpusuite/internal/agent/profileclient"
+	"github.com/aicloud/gpusuite/internal/agentproto"
 )
 
 // floodEnv makes the test binary the flooder (TestSocketFlood's child):
@@ -213,13 +212,13 @@ func TestSocketFlood(t *testing.T) {
 
 	ctx := context.Background()
 	hookSock := cfg.Agent.SocketPath(cfg.Spool.Dir)
-	resp, err := hookclient.Identify(ctx, hookSock, 10*time.Second, []int{0}, false, "")
+	resp, err := agentproto.Identify(ctx, hookSock, 10*time.Second, []int{0}, false, "")
 	if err != nil || resp.Error != "" || len(resp.GPUs) != 1 || resp.GPUs[0].UUID == "" {
 		t.Errorf("hook socket during the flood: %+v, %v", resp, err)
 	}
 	if flooder != uint32(os.Geteuid()) {
 		// judged: refused for the job, not for the flood
-		presp, err := profileclient.Ask(ctx, cfg.Agent.ProfileSocket, 10*time.Second, profileclient.Request{Job: 999, IntervalMS: 200, ForMS: 1000})
+		presp, err := agentproto.AskProfile(ctx, cfg.Agent.ProfileSocket, 10*time.Second, agentproto.ProfileRequest{Job: 999, IntervalMS: 200, ForMS: 1000})
 		if err == nil || !strings.Contains(err.Error(), "job 999 holds no GPU") {
 			t.Errorf("another user's profile request during the flood: %+v, %v", presp, err)
 		}

@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aicloud/gpusuite/internal/agent/hookclient"
+	"github.com/aicloud/gpusuite/internal/agentproto"
 	"github.com/aicloud/gpusuite/internal/gpu"
 	"github.com/aicloud/gpusuite/internal/hook"
-	"github.com/aicloud/gpusuite/internal/hookgpu"
+	"github.com/aicloud/gpusuite/internal/hookgpus"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/sim"
 )
@@ -23,7 +23,7 @@ func TestHookAnswerBeforeEnergy(t *testing.T) {
 	nvmlOpened := 0
 	deps := hook.Deps{
 		Getenv: hookEnv("601", "0,1"), Now: time.Now, ProcRoot: r.cfg.Agent.ProcRoot,
-		AskGPUs: hookgpu.Asker(func(ctx context.Context, req hookclient.Direct) (*gpu.Library, error) {
+		AskGPUs: hookgpus.Asker(func(ctx context.Context, req agentproto.Direct) (*gpu.Library, error) {
 			nvmlOpened++
 			s, _ := sim.New(sim.Options{Node: testNode, Count: 4, Model: "h100", Minors: []int{2, 3, 0, 1}})
 			return gpu.OpenInterface(ctx, s, time.Second)

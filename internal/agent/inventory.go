@@ -5,20 +5,20 @@ import (
 	"os"
 	"time"
 
-	"github.com/aicloud/gpusuite/internal/agent/hookclient"
+	"github.com/aicloud/gpusuite/internal/agentproto"
 	"github.com/aicloud/gpusuite/internal/record"
 )
 
 // publishInventory writes the GPUs' identities beside the hook socket once
 // the agent listens there and after every enumeration: a hook reads them there instead of waiting for an
-// identify's answer (hookclient.Expect). The file is replaced whole; one
+// identify's answer (agentproto.Expect). The file is replaced whole; one
 // that cannot be written is removed, so that no hook takes an outdated one
 // (the hooks then ask the socket).
 func (a *Agent) publishInventory() {
 	if a.inventory == "" {
 		return
 	}
-	inv := hookclient.Inventory{PID: os.Getpid(), GPUs: []record.GPU{}}
+	inv := agentproto.Inventory{PID: os.Getpid(), GPUs: []record.GPU{}}
 	for _, d := range a.devs {
 		if d.Parent == "" { // MIG devices have no minor of their own
 			idx := d.Index
@@ -36,7 +36,7 @@ func (a *Agent) publishInventory() {
 }
 
 // keepInventory marks the inventory current at every tick of the loop: a
-// hook takes it only while the loop runs (hookclient.Expect's maxAge), so
+// hook takes it only while the loop runs (agentproto.Expect's maxAge), so
 // that an agent that accepts connections but no longer handles them sends
 // the hooks to their fallback. A missing file is written again.
 func (a *Agent) keepInventory() {

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/aicloud/gpusuite/internal/agent/profileclient"
+	"github.com/aicloud/gpusuite/internal/agentproto"
 	"github.com/aicloud/gpusuite/internal/gpu"
 	"github.com/aicloud/gpusuite/internal/record"
 )
@@ -29,9 +29,9 @@ const profileOpenGlob = "profile.*.open"
 func profileOpenName(seq uint64) string { return fmt.Sprintf("profile.%020d.open", seq) }
 
 type profileReq struct {
-	req   profileclient.Request
+	req   agentproto.ProfileRequest
 	uid   uint32
-	reply chan profileclient.Response
+	reply chan agentproto.ProfileResponse
 }
 
 type profileRun struct {
@@ -64,16 +64,16 @@ func (p *profileRun) span() string {
 
 // startProfile checks a request and plans its profile from the next
 // cycle on.
-func (a *Agent) startProfile(r profileReq) profileclient.Response {
+func (a *Agent) startProfile(r profileReq) agentproto.ProfileResponse {
 	iv := time.Duration(r.req.IntervalMS) * time.Millisecond
 	dur := time.Duration(r.req.ForMS) * time.Millisecond
 	maxDur := a.cfg.ProfileMaxDuration.Duration
-	no := func(format string, args ...any) profileclient.Response {
-		return profileclient.Response{Error: fmt.Sprintf(format, args...)}
+	no := func(format string, args ...any) agentproto.ProfileResponse {
+		return agentproto.ProfileResponse{Error: fmt.Sprintf(format, args...)}
 	}
 	switch {
-	case iv < profileclient.MinInterval || iv%profileclient.MinInterval != 0:
-		return no("interval %s: use at least %s, in steps of %s", iv, profileclient.MinInterval, profileclient.MinInterval)
+	case iv < agentproto.MinProfileInterval || iv%agentproto.MinProfileInterval != 0:
+		return no("interval %s: use at least %s, in steps of %s", iv, agentproto.MinProfileInterval, agentproto.MinProfileInterval)
 	case iv >= a.interval:
 		return no("interval %s is not shorter than the agent's own (%s)", iv, a.interval)
 	case dur < iv || dur > maxDur:
@@ -126,7 +126,7 @@ func (a *Agent) startProfile(r profileReq) profileclient.Response {
 	if start.Before(now) {
 		start = now
 	}
-	resp := profileclient.Response{Job: p.job, Restart: p.restart, Start: start, End: start.Add(dur)}
+	resp := agentproto.ProfileResponse{Job: p.job, Restart: p.restart, Start: start, End: start.Add(dur)}
 	for _, d := range p.devs {
 		resp.GPUs = append(resp.GPUs, d.UUID)
 	}

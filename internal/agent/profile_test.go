@@ -9,14 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aicloud/gpusuite/internal/agent/profileclient"
+	"github.com/aicloud/gpusuite/internal/agentproto"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/sim"
 )
 
-func ask(e *testEnv, job uint64, interval, dur time.Duration, uid uint32) profileclient.Response {
-	return e.a.startProfile(profileReq{req: profileclient.Request{Job: job, IntervalMS: interval.Milliseconds(), ForMS: dur.Milliseconds()}, uid: uid})
+func ask(e *testEnv, job uint64, interval, dur time.Duration, uid uint32) agentproto.ProfileResponse {
+	return e.a.startProfile(profileReq{req: agentproto.ProfileRequest{Job: job, IntervalMS: interval.Milliseconds(), ForMS: dur.Milliseconds()}, uid: uid})
 }
 
 func TestProfileRefusals(t *testing.T) {
@@ -199,11 +199,11 @@ func TestProfileSocket(t *testing.T) {
 	if st, err := os.Stat(r.cfg.Agent.ProfileSocket); err != nil || st.Mode().Perm() != 0o666 {
 		t.Fatalf("profile socket: %v, mode %v", err, st.Mode())
 	}
-	var resp profileclient.Response
+	var resp agentproto.ProfileResponse
 	waitFor(t, "the agent to know job 601", settled, func() bool {
 		var err error
-		resp, err = profileclient.Ask(context.Background(), r.cfg.Agent.ProfileSocket, 5*time.Second,
-			profileclient.Request{Job: 601, IntervalMS: 200, ForMS: 1500})
+		resp, err = agentproto.AskProfile(context.Background(), r.cfg.Agent.ProfileSocket, 5*time.Second,
+			agentproto.ProfileRequest{Job: 601, IntervalMS: 200, ForMS: 1500})
 		return err == nil
 	})
 	if len(resp.GPUs) != 1 || resp.GPUs[0] != sim.UUID(testNode, 2) {

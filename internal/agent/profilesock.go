@@ -5,8 +5,7 @@ import (
 	"net"
 	"time"
 
-	"github.com/aicloud/gpusuite/internal/agent/profileclient"
-	"github.com/aicloud/gpusuite/internal/agent/sockline"
+	"github.com/aicloud/gpusuite/internal/agentproto"
 )
 
 // listenProfileSocket opens the profile socket: any local user may
@@ -28,32 +27,32 @@ func (a *Agent) handleProfile(ctx context.Context, c *net.UnixConn, uid uint32) 
 	_ = c.SetDeadline(start.Add(5 * time.Second))
 	// any local user may connect: an idle one is closed soon (connlimit.go)
 	_ = c.SetReadDeadline(start.Add(firstLineWithin))
-	reply := func(r profileclient.Response) { sockline.Reply(c, r) }
-	var req profileclient.Request
-	if sent, err := sockline.Read(c, profileclient.MaxMessage, &req); !sent {
+	reply := func(r agentproto.ProfileResponse) { agentproto.Reply(c, r) }
+	var req agentproto.ProfileRequest
+	if sent, err := agentproto.Read(c, agentproto.MaxProfileMessage, &req); !sent {
 		return
 	} else if err != nil {
-		reply(profileclient.Response{Error: "bad request: " + err.Error()})
+		reply(agentproto.ProfileResponse{Error: "bad request: " + err.Error()})
 		return
 	}
-	r := profileReq{req: req, uid: uid, reply: make(chan profileclient.Response, 1)}
+	r := profileReq{req: req, uid: uid, reply: make(chan agentproto.ProfileResponse, 1)}
 	wait := time.NewTimer(4 * time.Second)
 	defer wait.Stop()
 	select {
 	case a.profReq <- r:
 	case <-ctx.Done():
-		reply(profileclient.Response{Error: "agent stopping"})
+		reply(agentproto.ProfileResponse{Error: "agent stopping"})
 		return
 	case <-wait.C:
-		reply(profileclient.Response{Error: "agent busy; try again"})
+		reply(agentproto.ProfileResponse{Error: "agent busy; try again"})
 		return
 	}
 	select {
 	case resp := <-r.reply:
 		reply(resp)
 	case <-ctx.Done():
-		reply(profileclient.Response{Error: "agent stopping"})
+		reply(agentproto.ProfileResponse{Error: "agent stopping"})
 	case <-wait.C:
-		reply(profileclient.Response{Error: "agent busy; try again"})
+		reply(agentproto.ProfileResponse{Error: "agent busy; try again"})
 	}
 }

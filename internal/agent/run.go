@@ -7,11 +7,10 @@ import (
 	"os"
 	"time"
 
-	"github.com/aicloud/gpusuite/internal/agent/hookclient"
+	"github.com/aicloud/gpusuite/internal/agentproto"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/aicloud/gpusuite/internal/agent/profileclient"
 	"github.com/aicloud/gpusuite/internal/webconfig"
 )
 
@@ -38,7 +37,7 @@ func (a *Agent) Run(ctx context.Context, socketPath, metricsListen string, n Not
 	defer ln.Close()
 	// Once the socket is this agent's: a second agent started by mistake
 	// must not replace the running one's inventory.
-	a.inventory = hookclient.InventoryPath(socketPath)
+	a.inventory = agentproto.InventoryPath(socketPath)
 	a.publishInventory()
 	defer os.Remove(a.inventory)
 	sctx, cancelSock := context.WithCancel(context.Background())
@@ -101,7 +100,7 @@ loop:
 	for {
 		switch on := a.profiling(a.now()); {
 		case on && profTick == nil:
-			profTick = time.NewTicker(profileclient.MinInterval)
+			profTick = time.NewTicker(agentproto.MinProfileInterval)
 			profC = profTick.C
 		case !on && profTick != nil:
 			profTick.Stop()

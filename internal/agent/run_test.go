@@ -15,11 +15,11 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/aicloud/gpusuite/internal/agent/hookclient"
+	"github.com/aicloud/gpusuite/internal/agentproto"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/gpu"
 	"github.com/aicloud/gpusuite/internal/hook"
-	"github.com/aicloud/gpusuite/internal/hookgpu"
+	"github.com/aicloud/gpusuite/internal/hookgpus"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/sim"
 )
@@ -129,7 +129,7 @@ func TestHookSocket(t *testing.T) {
 	nvmlOpened := 0
 	deps := hook.Deps{
 		Getenv: hookEnv("501", "0,1"), Now: time.Now, ProcRoot: r.cfg.Agent.ProcRoot,
-		AskGPUs: hookgpu.Asker(func(ctx context.Context, req hookclient.Direct) (*gpu.Library, error) {
+		AskGPUs: hookgpus.Asker(func(ctx context.Context, req agentproto.Direct) (*gpu.Library, error) {
 			nvmlOpened++
 			s, _ := sim.New(sim.Options{Node: testNode, Count: 4, Model: "h100", Minors: []int{2, 3, 0, 1}})
 			return gpu.OpenInterface(ctx, s, time.Second)
@@ -416,8 +416,8 @@ func TestHookFallsBackWhenAgentHangs(t *testing.T) {
 	}()
 	// the hung agent's inventory, last marked long ago: its loop is stuck,
 	// so the hook does not take it, asks, and falls back
-	inv, _ := json.Marshal(hookclient.Inventory{PID: os.Getpid(), GPUs: []record.GPU{{Minor: 0, UUID: "GPU-stale"}}})
-	ip := hookclient.InventoryPath(cfg.Agent.SocketPath(cfg.Spool.Dir))
+	inv, _ := json.Marshal(agentproto.Inventory{PID: os.Getpid(), GPUs: []record.GPU{{Minor: 0, UUID: "GPU-stale"}}})
+	ip := agentproto.InventoryPath(cfg.Agent.SocketPath(cfg.Spool.Dir))
 	if err := os.WriteFile(ip, inv, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -428,7 +428,7 @@ func TestHookFallsBackWhenAgentHangs(t *testing.T) {
 	opened := 0
 	deps := hook.Deps{
 		Getenv: hookEnv("601", "0"), Now: time.Now,
-		AskGPUs: hookgpu.Asker(func(ctx context.Context, req hookclient.Direct) (*gpu.Library, error) {
+		AskGPUs: hookgpus.Asker(func(ctx context.Context, req agentproto.Direct) (*gpu.Library, error) {
 			opened++
 			s, _ := sim.New(sim.Options{Node: testNode, Count: 1, Model: "h100"})
 			return gpu.OpenInterface(ctx, s, time.Second)
@@ -449,16 +449,16 @@ func TestHookFallsBackWhenAgentHangs(t *testing.T) {
 }
 
 // The running agent publishes its GPUs' identities beside the socket for
-// the hooks (hookclient.Expect), with its pid, and takes them away when it
+// the hooks (agentproto.Expect), with its pid, and takes them away when it
 // stops.
 func TestInventoryPublished(t *testing.T) {
 	r := startRunning(t)
-	p := hookclient.InventoryPath(r.cfg.Agent.SocketPath(r.cfg.Spool.Dir))
+	p := agentproto.InventoryPath(r.cfg.Agent.SocketPath(r.cfg.Spool.Dir))
 	data, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var inv hookclient.Inventory
+	var inv agentproto.Inventory
 	if err := json.Unmarshal(data, &inv); err != nil {
 		t.Fatal(err)
 	}
@@ -473,7 +473,7 @@ func TestInventoryPublished(t *testing.T) {
 	if st, err := os.Stat(p); err != nil || st.Mode().Perm() != 0o600 {
 		t.Errorf("inventory mode: %v %v, want 0600", st, err)
 	}
-	gpus, e, err := hookclient.Expect(context.Background(), r.cfg.Agent.SocketPath(r.cfg.Spool.Dir), time.Second, time.Minute, []int{1}, "k")
+	gpus, e, err := agentproto.Expect(context.Background(), r.cfg.Agent.SocketPath(r.cfg.Spool.Dir), time.Second, time.Minute, []int{1}, "k")
 	if err != nil || len(gpus) != 1 || gpus[0].UUID != sim.UUID(testNode, 3) {
 		t.Fatalf("Expect from the running agent: %+v, %v", gpus, err)
 	}

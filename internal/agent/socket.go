@@ -12,10 +12,8 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/aicloud/gpusuite/internal/agent/hookclient"
-	"github.com/aicloud/gpusuite/internal/agent/sockline"
+	"github.com/aicloud/gpusuite/internal/agentproto"
 	"github.com/aicloud/gpusuite/internal/gpu"
-	"github.com/aicloud/gpusuite/internal/hookgpu"
 	"github.com/aicloud/gpusuite/internal/record"
 )
 
@@ -140,12 +138,12 @@ func (a *Agent) accept(ctx context.Context, ln *net.UnixListener, name string, l
 // the accept loop; the deadline makes sure of it.
 func refuse(c *net.UnixConn, why string) {
 	_ = c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-	sockline.Reply(c, connRefusal{Error: why})
+	agentproto.Reply(c, connRefusal{Error: why})
 	c.Close()
 }
 
 func peerUID(c *net.UnixConn) (uint32, error) {
-	cred, err := sockline.PeerCred(c)
+	cred, err := agentproto.PeerCred(c)
 	if err != nil {
 		return 0, err
 	}
@@ -159,17 +157,17 @@ func (a *Agent) handleConn(ctx context.Context, c *net.UnixConn, _ uint32) {
 	start := time.Now()
 	_ = c.SetDeadline(start.Add(5 * time.Second))
 	_ = c.SetReadDeadline(start.Add(firstLineWithin))
-	reply := func(r hookclient.Response) { sockline.Reply(c, r) }
+	reply := func(r agentproto.Response) { agentproto.Reply(c, r) }
 	// An identify that names its event's key may be followed on the same
-	// connection by that event's announce (hookclient.Expect): read in
+	// connection by that event's announce (agentproto.Expect): read in
 	// order, so the energy reading is registered before the event takes it.
-	lines := sockline.NewLines(c, hookclient.MaxMessage)
+	lines := agentproto.NewLines(c, agentproto.MaxMessage)
 	for {
-		var req hookclient.Request
+		var req agentproto.Request
 		if sent, err := lines.Next(&req); !sent {
 			return
 		} else if err != nil {
-			reply(hookclient.Response{Error: "bad request: " + err.Error()})
+			reply(agentproto.Response{Error: "bad request: " + err.Error()})
 			return
 		}
 		// the announce comes after the hook spooled its event
@@ -182,9 +180,9 @@ func (a *Agent) handleConn(ctx context.Context, c *net.UnixConn, _ uint32) {
 
 // handleRequest answers one request; more says whether the connection may
 // carry another (an announce after a keyed identify).
-func (a *Agent) handleRequest(ctx context.Context, req hookclient.Request, reply func(hookclient.Response)) (more bool) {
+func (a *Agent) handleRequest(ctx context.Context, req agentproto.Request, reply func(agentproto.Response)) (more bool) {
 	switch req.Op {
-	case hookclient.OpIdentify:
+	case agentproto.OpIdentify:
 		resp, later := a.identify(ctx, req)
 		reply(resp)
 		if later != nil {
@@ -192,19 +190,19 @@ func (a *Agent) handleRequest(ctx context.Context, req hookclient.Request, reply
 			a.readEnergy(ctx, later.read, later.devs)
 		}
 		return req.Key != ""
-	case hookclient.OpAnnounce:
+	case agentproto.OpAnnounce:
 		if req.Event == nil || req.Event.Schema != record.EventSchema || req.Event.Key == "" {
-			reply(hookclient.Response{Error: "announce needs a " + record.EventSchema + " event with a key"})
+			reply(agentproto.Response{Error: "announce needs a " + record.EventSchema + " event with a key"})
 			return false
 		}
 		select {
 		case a.announce <- req.Event:
-			reply(hookclient.Response{})
+			reply(agentproto.Response{})
 		default:
-			reply(hookclient.Response{Error: "agent busy; the spooled event will be read instead"})
+			reply(agentproto.Response{Error: "agent busy; the spooled event will be read instead"})
 		}
 	default:
-		reply(hookclient.Response{Error: fmt.Sprintf("unknown op %q", req.Op)})
+		reply(agentproto.Response{Error: fmt.Sprintf("unknown op %q", req.Op)})
 	}
 	return false
 }
@@ -219,10 +217,10 @@ type energyLater struct {
 // last enumeration, and (the health check's) process lists. A request that
 // names its event's key gets no energy counters: they are read after the
 // answer (energyLater; energyreads.go); one without gets fresh ones.
-func (a *Agent) identify(ctx context.Context, req hookclient.Request) (hookclient.Response, *energyLater) {
+func (a *Agent) identify(ctx context.Context, req agentproto.Request) (agentproto.Response, *energyLater) {
 	snap := a.snapshot()
 	if snap.devs == nil {
-		return hookclient.Response{Error: "agent has not enumerated the GPUs yet"}, nil
+		return agentproto.Response{Error: "agent has not enumerated the GPUs yet"}, nil
 	}
 	var later *energyLater
 	if req.Key != "" {
@@ -236,9 +234,9 @@ func (a *Agent) identify(ctx context.Context, req hookclient.Request) (hookclien
 			byMinor[d.Minor] = d
 		}
 	}
-	resp := hookclient.Response{GPUs: make([]gpu.Identity, len(req.Minors))}
+	resp := agentproto.Response{GPUs: make([]gpu.Identity, len(req.Minors))}
 	if req.Procs {
-		resp.Procs, resp.ProcErrors = map[string][]hookclient.Process{}, map[string]string{}
+		resp.Procs, resp.ProcErrors = map[string][]agentproto.Process{}, map[string]string{}
 	}
 	for i, m := range req.Minors {
 		id := &resp.GPUs[i]
@@ -266,7 +264,11 @@ func (a *Agent) identify(ctx context.Context, req hookclient.Request) (hookclien
 				resp.ProcErrors[d.UUID] = err.Error()
 				continue
 			}
-			resp.Procs[d.UUID] = hookgpu.Processes(ps)
+			procs := make([]agentproto.Process, 0, len(ps))
+			for _, p := range ps {
+				procs = append(procs, agentproto.NewProcess(p.Pid, p.UsedGpuMemory))
+			}
+			resp.Procs[d.UUID] = procs
 		}
 	}
 	if later != nil && len(later.devs) == 0 {

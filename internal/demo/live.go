@@ -13,12 +13,12 @@ import (
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/agent"
-	"github.com/aicloud/gpusuite/internal/agent/hookclient"
+	"github.com/aicloud/gpusuite/internal/agentproto"
 	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/gpu"
 	"github.com/aicloud/gpusuite/internal/hook"
-	"github.com/aicloud/gpusuite/internal/hookgpu"
+	"github.com/aicloud/gpusuite/internal/hookgpus"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/sim"
 	"github.com/aicloud/gpusuite/internal/sim/simcluster"
@@ -135,7 +135,7 @@ func NewLive(o LiveOptions) (*Live, error) {
 		n := &liveNode{name: name, cfg: cfg, srv: srv, holder: make([]*liveJob, in.GPUs), freeAt: make([]time.Time, in.GPUs),
 			owners: map[uint32]uint64{}}
 		n.hd = hook.Deps{Now: o.Now, ProcRoot: cfg.Agent.ProcRoot,
-			AskGPUs: hookgpu.Asker(func(ctx context.Context, req hookclient.Direct) (*gpu.Library, error) {
+			AskGPUs: hookgpus.Asker(func(ctx context.Context, req agentproto.Direct) (*gpu.Library, error) {
 				return gpu.OpenInterface(ctx, srv, req.Timeout.Duration)
 			})}
 		for g := range in.GPUs {

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aicloud/gpusuite/internal/agent/hookclient"
+	"github.com/aicloud/gpusuite/internal/agentproto"
 	"github.com/aicloud/gpusuite/internal/config"
-	"github.com/aicloud/gpusuite/internal/hookgpu"
+	"github.com/aicloud/gpusuite/internal/hookgpus"
 )
 
 // helperEnv makes this test binary, run again by askHelper, act as
@@ -23,7 +23,7 @@ func TestMain(m *testing.M) {
 	case "":
 		os.Exit(m.Run())
 	case "serve":
-		if err := hookgpu.Serve(context.Background(), os.Stdin, os.Stdout, hookgpu.OpenConfigured); err != nil {
+		if err := hookgpus.Serve(context.Background(), os.Stdin, os.Stdout, hookgpus.OpenConfigured); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -37,7 +37,7 @@ func TestMain(m *testing.M) {
 	case "garbage":
 		fmt.Println("not json")
 	case "long":
-		fmt.Println(strings.Repeat("x", hookclient.MaxMessage+10))
+		fmt.Println(strings.Repeat("x", agentproto.MaxMessage+10))
 	}
 	os.Exit(0)
 }
@@ -45,7 +45,7 @@ func TestMain(m *testing.M) {
 // The hooks link no NVML: without an agent they run hook-gpus and
 // take its answer, within the hook's bound, whatever the helper does.
 func TestAskHelper(t *testing.T) {
-	req := hookclient.Direct{GPU: config.GPU{Backend: "simulated", Simulated: config.Simulated{Count: 4, Model: "h100", Minors: []int{2, 3, 0, 1}}},
+	req := agentproto.Direct{GPU: config.GPU{Backend: "simulated", Simulated: config.Simulated{Count: 4, Model: "h100", Minors: []int{2, 3, 0, 1}}},
 		Node: "gpu01", Timeout: config.Duration{Duration: time.Second}, Minors: []int{0, 2}}
 	for _, tt := range []struct {
 		mode, path string
@@ -56,7 +56,7 @@ func TestAskHelper(t *testing.T) {
 		{mode: "fail", want: "exit status 1: hook-gpus: read request"},
 		{mode: "garbage", want: "bad answer"},
 		{mode: "long", want: "answer longer than"},
-		{mode: "serve", path: filepath.Join(t.TempDir(), hookclient.HelperName), want: "no such file or directory"},
+		{mode: "serve", path: filepath.Join(t.TempDir(), agentproto.HelperName), want: "no such file or directory"},
 	} {
 		t.Run(tt.mode+tt.path, func(t *testing.T) {
 			t.Setenv(helperEnv, tt.mode)

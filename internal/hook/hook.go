@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aicloud/gpusuite/internal/agent/hookclient"
+	"github.com/aicloud/gpusuite/internal/agentproto"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/slurm"
@@ -28,7 +28,7 @@ type Deps struct {
 	Hostname func() (string, error)
 	// AskGPUs answers for the job's GPUs when the agent does not; nil runs
 	// Helper (direct.go), which opens NVML: the hooks themselves link none.
-	AskGPUs func(ctx context.Context, req hookclient.Direct) (hookclient.Response, error)
+	AskGPUs func(ctx context.Context, req agentproto.Direct) (agentproto.Response, error)
 	// Helper is the hook-gpus program; "" means the one beside the hook's
 	// executable.
 	Helper string
@@ -113,14 +113,14 @@ func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *
 	agentDown := false
 	// expected is the connection of an identify not waited for, which
 	// carries the event's announce too
-	var expected *hookclient.Expected
+	var expected *agentproto.Expected
 	defer func() {
 		if expected != nil {
 			expected.Close()
 		}
 	}()
 	if len(job.GPUs) > 0 {
-		ans, exp, aerr := hookclient.Ask(gctx, sock, cfg.Agent.SocketTimeout.Duration, cfg.Agent.Interval.Duration, job.GPUs, health, ev.Key)
+		ans, exp, aerr := agentproto.Ask(gctx, sock, cfg.Agent.SocketTimeout.Duration, cfg.Agent.Interval.Duration, job.GPUs, health, ev.Key)
 		expected = exp
 		if aerr == nil {
 			// the agent's NVML is already open: no nvmlInit on the job's
@@ -132,7 +132,7 @@ func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *
 			}
 		} else {
 			agentDown = true
-			req := hookclient.Direct{GPU: cfg.GPU, Node: ev.Node, Timeout: cfg.Hooks.NVMLTimeout, Minors: job.GPUs, Procs: health}
+			req := agentproto.Direct{GPU: cfg.GPU, Node: ev.Node, Timeout: cfg.Hooks.NVMLTimeout, Minors: job.GPUs, Procs: health}
 			if dl, ok := gctx.Deadline(); ok {
 				req.Deadline = dl.Add(-helperMargin)
 			}
@@ -204,7 +204,7 @@ func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *
 	if expected != nil {
 		aerr = expected.Announce(ev)
 	} else {
-		aerr = hookclient.Announce(ctx, sock, cfg.Agent.SocketTimeout.Duration, ev)
+		aerr = agentproto.Announce(ctx, sock, cfg.Agent.SocketTimeout.Duration, ev)
 	}
 	if err := aerr; err != nil {
 		log.Debug("agent not told; it reads the spooled event instead", "job", job.ID, "err", err)
@@ -218,7 +218,7 @@ func lost(ev *record.Event, data []byte, err error) error {
 	return fmt.Errorf("spool event %s (record follows so it can be replayed: %s): %w", ev.Key, data, err)
 }
 
-func askGPUs(ctx context.Context, d Deps, req hookclient.Direct) (hookclient.Response, error) {
+func askGPUs(ctx context.Context, d Deps, req agentproto.Direct) (agentproto.Response, error) {
 	if d.AskGPUs != nil {
 		return d.AskGPUs(ctx, req)
 	}
@@ -226,7 +226,7 @@ func askGPUs(ctx context.Context, d Deps, req hookclient.Direct) (hookclient.Res
 	if path == "" {
 		var err error
 		if path, err = helperPath(); err != nil {
-			return hookclient.Response{}, err
+			return agentproto.Response{}, err
 		}
 	}
 	return askHelper(ctx, path, req)
@@ -265,7 +265,7 @@ func noteMissing(got []record.GPU, quality []string) []string {
 
 // healthCheck returns a reason when an allocated GPU runs a process that is
 // not this job's.
-func healthCheck(ctx context.Context, processes func(context.Context, string) ([]hookclient.Process, error), procRoot string, jobID uint64, gpus []record.GPU, log *slog.Logger) string {
+func healthCheck(ctx context.Context, processes func(context.Context, string) ([]agentproto.Process, error), procRoot string, jobID uint64, gpus []record.GPU, log *slog.Logger) string {
 	for _, g := range gpus {
 		if g.UUID == "" {
 			continue

@@ -18,10 +18,10 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/aicloud/gpusuite/internal/agent/hookclient"
+	"github.com/aicloud/gpusuite/internal/agentproto"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/gpu"
-	"github.com/aicloud/gpusuite/internal/hookgpu"
+	"github.com/aicloud/gpusuite/internal/hookgpus"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/sim"
 	_ "github.com/aicloud/gpusuite/internal/sim/simulated" // the hooks under test open gpu.backend = "simulated"
@@ -75,7 +75,7 @@ func readEvents(t *testing.T, dir string) []record.Event {
 
 func testDeps(getenv func(string) string) Deps {
 	return Deps{Getenv: getenv, Now: func() time.Time { return time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC) },
-		AskGPUs: hookgpu.Asker(hookgpu.OpenConfigured)}
+		AskGPUs: hookgpus.Asker(hookgpus.OpenConfigured)}
 }
 
 func discard() *bytes.Buffer { return &bytes.Buffer{} }
@@ -124,7 +124,7 @@ func TestRunCases(t *testing.T) {
 		kind        record.Kind
 		env         func(string) string
 		mutate      func(*config.Config)
-		open        hookgpu.Open
+		open        hookgpus.Open
 		wantErr     string
 		wantEvents  int
 		wantQuality string
@@ -163,7 +163,7 @@ func TestRunCases(t *testing.T) {
 		{name: "nvml hangs", kind: record.JobStart, env: envWith(), mutate: func(c *config.Config) { c.GPU.Simulated.Hang = true },
 			wantEvents: 1, wantQuality: "timed out"},
 		{name: "lost GPU", kind: record.JobEnd, env: envWith(),
-			open: func(ctx context.Context, req hookclient.Direct) (*gpu.Library, error) {
+			open: func(ctx context.Context, req agentproto.Direct) (*gpu.Library, error) {
 				s, err := sim.New(sim.Options{Node: req.Node, Count: 4, Model: "h100", Minors: []int{2, 3, 0, 1}})
 				if err != nil {
 					return nil, err
@@ -190,7 +190,7 @@ func TestRunCases(t *testing.T) {
 			}
 			deps := testDeps(tt.env)
 			if tt.open != nil {
-				deps.AskGPUs = hookgpu.Asker(tt.open)
+				deps.AskGPUs = hookgpus.Asker(tt.open)
 			}
 			start := time.Now()
 			res, err := Run(context.Background(), tt.kind, cfg, deps, logger(discard()))
@@ -318,7 +318,7 @@ func TestHealthCheck(t *testing.T) {
 			cfg.Hooks.HealthCheck = tt.enabled
 			deps := testDeps(envWith())
 			deps.ProcRoot = proc
-			deps.AskGPUs = hookgpu.Asker(func(ctx context.Context, req hookclient.Direct) (*gpu.Library, error) {
+			deps.AskGPUs = hookgpus.Asker(func(ctx context.Context, req agentproto.Direct) (*gpu.Library, error) {
 				s, _ := sim.New(sim.Options{Node: req.Node, Count: 4, Model: "h100", Minors: []int{2, 3, 0, 1}})
 				pid := tt.pid
 				s.Device(2).SetWorkload(func(time.Time) sim.Load { // minor 0

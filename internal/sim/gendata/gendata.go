@@ -18,11 +18,11 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/aicloud/gpusuite/internal/agent/hookclient"
+	"github.com/aicloud/gpusuite/internal/agentproto"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/gpu"
 	"github.com/aicloud/gpusuite/internal/hook"
-	"github.com/aicloud/gpusuite/internal/hookgpu"
+	"github.com/aicloud/gpusuite/internal/hookgpus"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/sim"
 	_ "github.com/aicloud/gpusuite/internal/sim/simulated" // the hooks open gpu.backend = "simulated"
@@ -218,7 +218,7 @@ func writeEvents(dir string, o Options, j Job) error {
 			now := func() time.Time { return at }
 			d := hook.Deps{
 				Getenv: env(o, j, k), Now: now,
-				AskGPUs: hookgpu.Asker(func(ctx context.Context, req hookclient.Direct) (*gpu.Library, error) {
+				AskGPUs: hookgpus.Asker(func(ctx context.Context, req agentproto.Direct) (*gpu.Library, error) {
 					s, err := sim.New(sim.Options{Node: req.Node, Count: o.GPUsPerNode, Model: o.Model, Now: now})
 					if err != nil {
 						return nil, err

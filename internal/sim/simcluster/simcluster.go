@@ -29,11 +29,11 @@ import (
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/agent"
-	"github.com/aicloud/gpusuite/internal/agent/hookclient"
+	"github.com/aicloud/gpusuite/internal/agentproto"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/gpu"
 	"github.com/aicloud/gpusuite/internal/hook"
-	"github.com/aicloud/gpusuite/internal/hookgpu"
+	"github.com/aicloud/gpusuite/internal/hookgpus"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/sim"
 	_ "github.com/aicloud/gpusuite/internal/sim/simulated" // nodes open gpu.backend = "simulated"
@@ -341,7 +341,7 @@ func runNode(ctx context.Context, o *Options, p *nodePlan, truth func(base []uin
 	// socket (none listens: the agent is driven cycle by cycle), and find
 	// this node's GPUs: same UUIDs, same energy counters.
 	hd := hook.Deps{Now: clk.Now, ProcRoot: cfg.Agent.ProcRoot,
-		AskGPUs: hookgpu.Asker(func(ctx context.Context, req hookclient.Direct) (*gpu.Library, error) {
+		AskGPUs: hookgpus.Asker(func(ctx context.Context, req agentproto.Direct) (*gpu.Library, error) {
 			return gpu.OpenInterface(ctx, srv, req.Timeout.Duration)
 		})}
 	hlog := o.Log.With("node", node)

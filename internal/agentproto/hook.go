@@ -1,10 +1,4 @@
-// Package hookclient is the prolog/epilog side of the agent's hook socket:
-// ask the running agent for GPU identities and energy counters (so a hook
-// need not initialise NVML, which can take a second), and announce a job's
-// start or end. Every call is bounded; a hook whose agent does not answer
-// asks hook-gpus the same question (Direct). It links no NVML:
-// the hooks are static binaries.
-package hookclient
+package agentproto
 
 import (
 	"context"
@@ -12,12 +6,13 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aicloud/gpusuite/internal/agent/sockline"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/record"
 )
 
-// Operations.
+// Operations on the agent socket: a hook asks the running agent for its
+// GPUs' identities and energy counters (so that it need not initialise
+// NVML, which can take a second), and announces a job's start or end.
 const (
 	OpIdentify = "identify"
 	OpAnnounce = "announce"
@@ -56,8 +51,9 @@ type Response struct {
 	Error      string            `json:"error,omitempty"`
 }
 
-// ErrAgent is an error the agent itself reported.
-var ErrAgent = errors.New("agent refused")
+// ErrRefused is a request the agent refused (on either socket); its
+// reason follows.
+var ErrRefused = errors.New("agent refused")
 
 // Identify asks the agent at path for the GPUs with the given minors, for
 // the event of key (the agent reads their energy for it after answering;
@@ -71,7 +67,7 @@ func Identify(ctx context.Context, path string, timeout time.Duration, minors []
 // that drops the announcement (busy) reads the spooled file instead, so
 // the job's start need not wait for the agent to be scheduled.
 func Announce(ctx context.Context, path string, timeout time.Duration, ev *record.Event) error {
-	if err := sockline.Send(ctx, path, timeout, Request{Op: OpAnnounce, Event: ev}); err != nil {
+	if err := Send(ctx, path, timeout, Request{Op: OpAnnounce, Event: ev}); err != nil {
 		return fmt.Errorf("agent socket %q: %s: %w", path, OpAnnounce, err)
 	}
 	return nil
@@ -80,16 +76,22 @@ func Announce(ctx context.Context, path string, timeout time.Duration, ev *recor
 // Do sends one request and reads one response, all within timeout.
 func Do(ctx context.Context, path string, timeout time.Duration, req Request) (Response, error) {
 	var resp Response
-	if err := sockline.Exchange(ctx, path, timeout, MaxMessage, req, &resp); err != nil {
+	if err := Exchange(ctx, path, timeout, MaxMessage, req, &resp); err != nil {
 		return resp, fmt.Errorf("agent socket %q: %s: %w", path, req.Op, err)
 	}
 	if resp.Error != "" {
-		return resp, fmt.Errorf("%w: %s", ErrAgent, resp.Error)
+		return resp, fmt.Errorf("%w: %s", ErrRefused, resp.Error)
 	}
 	if req.Op == OpIdentify && len(resp.GPUs) != len(req.Minors) {
 		return resp, fmt.Errorf("agent socket %q: %d GPUs answered for %d minors", path, len(resp.GPUs), len(req.Minors))
 	}
 	return resp, nil
+}
+
+// NewProcess is one compute process as NVML lists it (pid, memory used in
+// bytes) in the socket's shape, for the agent and hook-gpus alike.
+func NewProcess(pid uint32, usedBytes uint64) Process {
+	return Process{PID: pid, MemUsedMiB: usedBytes >> 20}
 }
 
 // Processes returns the processes listed for uuid, for the prolog's
@@ -106,7 +108,7 @@ func (r Response) Processes(_ context.Context, uuid string) ([]Process, error) {
 }
 
 // HelperName is the program, beside the hooks, that a hook whose agent
-// does not answer runs to reach NVML (hook-gpus/, internal/hookgpu).
+// does not answer runs to reach NVML (hook-gpus/, internal/hookgpus).
 const HelperName = "hook-gpus"
 
 // Direct is what a hook whose agent did not answer sends to hook-gpus on

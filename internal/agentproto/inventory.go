@@ -1,4 +1,4 @@
-package hookclient
+package agentproto
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/aicloud/gpusuite/internal/agent/sockline"
 	"github.com/aicloud/gpusuite/internal/record"
 )
 
@@ -51,7 +50,7 @@ var ErrInventory = errors.New("agent inventory unusable")
 // must be the listening agent's and marked within maxAge. The event's
 // announce follows on the same connection (Expected.Announce), so the
 // agent has registered the reading before the event comes to take it. An
-// error wrapping sockline.ErrConnect means no agent listens; ErrInventory,
+// error wrapping ErrConnect means no agent listens; ErrInventory,
 // that the caller should ask with Identify.
 func Expect(ctx context.Context, path string, timeout, maxAge time.Duration, minors []int, key string) ([]record.GPU, *Expected, error) {
 	// the file first: without a usable one the caller's identify is the
@@ -62,12 +61,12 @@ func Expect(ctx context.Context, path string, timeout, maxAge time.Duration, min
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	c, err := sockline.Dial(ctx, path)
+	c, err := Dial(ctx, path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("agent socket %q: %s: %w", path, OpIdentify, err)
 	}
 	e := &Expected{c: c, path: path, timeout: timeout}
-	cred, err := sockline.PeerCred(c)
+	cred, err := PeerCred(c)
 	if err == nil {
 		err = inv.trusted(InventoryPath(path), cred, maxAge)
 	}
@@ -101,7 +100,7 @@ func (e *Expected) Close() error { return e.c.Close() }
 
 func (e *Expected) send(req Request) error {
 	_ = e.c.SetDeadline(time.Now().Add(e.timeout))
-	if err := sockline.WriteLine(e.c, req); err != nil {
+	if err := WriteLine(e.c, req); err != nil {
 		return fmt.Errorf("agent socket %q: %s: %w", e.path, req.Op, err)
 	}
 	return nil
@@ -118,7 +117,7 @@ func InventoryMaxAge(interval time.Duration) time.Duration {
 // Expected, then non-nil, carries the event's announce and must be
 // closed), or, for the health check's process lists (procs) or when the
 // inventory will not do, by an identify it answers. interval is
-// agent.interval. An error wrapping sockline.ErrConnect means no agent
+// agent.interval. An error wrapping ErrConnect means no agent
 // listens.
 func Ask(ctx context.Context, path string, timeout, interval time.Duration, minors []int, procs bool, key string) (Response, *Expected, error) {
 	if !procs {

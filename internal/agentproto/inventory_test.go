@@ -1,4 +1,4 @@
-package hookclient
+package agentproto
 
 import (
 	"context"
@@ -14,7 +14,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/aicloud/gpusuite/internal/agent/sockline"
 	"github.com/aicloud/gpusuite/internal/record"
 )
 
@@ -61,7 +60,7 @@ func TestExpect(t *testing.T) {
 		{name: "not marked by the agent's loop", inventory: mine, age: 2 * time.Minute, minors: []int{0}, wantErr: ErrInventory, wantInErr: "loop is not running"},
 		{name: "writable by others", inventory: mine, mode: 0o622, minors: []int{0}, wantErr: ErrInventory, wantInErr: "not the agent's alone"},
 		{name: "a named pipe", fifo: true, minors: []int{0}, wantErr: ErrInventory, wantInErr: "not a regular file"},
-		{name: "no agent listens", inventory: mine, noListener: true, minors: []int{0}, wantErr: sockline.ErrConnect},
+		{name: "no agent listens", inventory: mine, noListener: true, minors: []int{0}, wantErr: ErrConnect},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			sock := filepath.Join(t.TempDir(), "agent.sock")
@@ -118,7 +117,7 @@ func TestExpect(t *testing.T) {
 			var reqs []Request
 			if aerr == nil {
 				defer c.Close()
-				lines := sockline.NewLines(c, MaxMessage)
+				lines := NewLines(c, MaxMessage)
 				for {
 					var req Request
 					if sent, rerr := lines.Next(&req); !sent || rerr != nil {

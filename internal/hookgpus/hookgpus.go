@@ -1,9 +1,12 @@
-// Package hookgpu answers a hook's question about its job's GPUs by opening
-// NVML itself, as the agent would answer it from the NVML it holds open. The
-// hooks are static binaries that link no NVML, so that every job start is
-// spared a dynamic loader; when no agent answers, they run hook-gpus
-// (Serve), and the simulations call Asker in process.
-package hookgpu
+// Package hookgpus is what the hook-gpus program does: answer a hook's
+// question about its job's GPUs by opening NVML itself, as the agent would
+// answer it from the NVML it holds open. The hooks are static binaries that
+// link no NVML, so that every job start is spared a dynamic loader; when no
+// agent answers, they run hook-gpus (Serve), and the simulations call Asker
+// in process. The question and the answer are internal/agentproto's
+// (Direct, Response); this package and the agent are peers that both
+// answer it.
+package hookgpus
 
 import (
 	"context"
@@ -13,41 +16,41 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/aicloud/gpusuite/internal/agent/hookclient"
+	"github.com/aicloud/gpusuite/internal/agentproto"
 	"github.com/aicloud/gpusuite/internal/gpu"
 )
 
 // Open opens the GPU backend a request names.
-type Open func(ctx context.Context, req hookclient.Direct) (*gpu.Library, error)
+type Open func(ctx context.Context, req agentproto.Direct) (*gpu.Library, error)
 
 // OpenConfigured opens the backend of req.GPU, as the agent does: the
 // driver's NVML, or one this build registered.
-func OpenConfigured(ctx context.Context, req hookclient.Direct) (*gpu.Library, error) {
+func OpenConfigured(ctx context.Context, req agentproto.Direct) (*gpu.Library, error) {
 	return gpu.Open(ctx, req.GPU, req.Node, req.Timeout.Duration)
 }
 
 // Asker is a hook's way to its GPUs without the agent, in process: open,
 // answer, close.
-func Asker(open Open) func(ctx context.Context, req hookclient.Direct) (hookclient.Response, error) {
-	return func(ctx context.Context, req hookclient.Direct) (hookclient.Response, error) {
+func Asker(open Open) func(ctx context.Context, req agentproto.Direct) (agentproto.Response, error) {
+	return func(ctx context.Context, req agentproto.Direct) (agentproto.Response, error) {
 		return answer(ctx, open, req), nil
 	}
 }
 
-// Serve reads one request from r (at most hookclient.MaxMessage bytes),
+// Serve reads one request from r (at most agentproto.MaxMessage bytes),
 // answers it through open before the request's deadline, and writes the
 // answer to w as one JSON line. An
 // NVML that cannot be opened is an answer too (Response.Error); the error
 // is for a request that cannot be read or an answer that cannot be written.
 func Serve(ctx context.Context, r io.Reader, w io.Writer, open Open) error {
-	data, err := io.ReadAll(io.LimitReader(r, hookclient.MaxMessage+1))
+	data, err := io.ReadAll(io.LimitReader(r, agentproto.MaxMessage+1))
 	if err != nil {
 		return fmt.Errorf("read request: %w", err)
 	}
-	if len(data) > hookclient.MaxMessage {
-		return fmt.Errorf("read request: longer than %d bytes", hookclient.MaxMessage)
+	if len(data) > agentproto.MaxMessage {
+		return fmt.Errorf("read request: longer than %d bytes", agentproto.MaxMessage)
 	}
-	var req hookclient.Direct
+	var req agentproto.Direct
 	if err := json.Unmarshal(data, &req); err != nil {
 		return fmt.Errorf("read request: %w", err)
 	}
@@ -70,13 +73,13 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, open Open) error {
 // counters (and, when asked, their processes). Response.Error says why
 // NVML could not be opened, or, beside the GPUs, why the device list could
 // not be read.
-func answer(ctx context.Context, open Open, req hookclient.Direct) hookclient.Response {
+func answer(ctx context.Context, open Open, req agentproto.Direct) agentproto.Response {
 	lib, err := open(ctx, req)
 	if err != nil {
-		return hookclient.Response{Error: err.Error()}
+		return agentproto.Response{Error: err.Error()}
 	}
 	defer lib.Close()
-	var resp hookclient.Response
+	var resp agentproto.Response
 	resp.GPUs, err = lib.Identify(ctx, req.Minors)
 	if err != nil {
 		resp.Error = err.Error()
@@ -84,7 +87,7 @@ func answer(ctx context.Context, open Open, req hookclient.Direct) hookclient.Re
 	if !req.Procs {
 		return resp
 	}
-	resp.Procs, resp.ProcErrors = map[string][]hookclient.Process{}, map[string]string{}
+	resp.Procs, resp.ProcErrors = map[string][]agentproto.Process{}, map[string]string{}
 	for _, g := range resp.GPUs {
 		if g.UUID == "" {
 			continue
@@ -94,16 +97,16 @@ func answer(ctx context.Context, open Open, req hookclient.Direct) hookclient.Re
 			resp.ProcErrors[g.UUID] = err.Error()
 			continue
 		}
-		resp.Procs[g.UUID] = Processes(ps)
+		resp.Procs[g.UUID] = processes(ps)
 	}
 	return resp
 }
 
-// Processes is NVML's process list in the hook socket's shape.
-func Processes(ps []nvml.ProcessInfo) []hookclient.Process {
-	out := make([]hookclient.Process, 0, len(ps))
+// processes is NVML's process list in the socket's shape.
+func processes(ps []nvml.ProcessInfo) []agentproto.Process {
+	out := make([]agentproto.Process, 0, len(ps))
 	for _, p := range ps {
-		out = append(out, hookclient.Process{PID: p.Pid, MemUsedMiB: p.UsedGpuMemory >> 20})
+		out = append(out, agentproto.NewProcess(p.Pid, p.UsedGpuMemory))
 	}
 	return out
 }

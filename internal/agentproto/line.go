@@ -1,7 +1,4 @@
-// Package sockline is the protocol of the agent's sockets (the hooks' and
-// gpuacct profile's), both sides: one JSON request line and one JSON answer
-// line on a unix socket, all within a deadline.
-package sockline
+package agentproto
 
 import (
 	"bufio"

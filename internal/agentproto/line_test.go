@@ -1,4 +1,4 @@
-package sockline
+package agentproto
 
 import (
 	"context"

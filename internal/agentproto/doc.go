@@ -1,0 +1,14 @@
+// Package agentproto is the line protocol spoken over the agent's unix
+// sockets, both sides: one JSON request line and one JSON answer line, all
+// within a deadline. The hooks (internal/hook), hook-gpus
+// (internal/hookgpus), `gpuacct profile` and the agent (internal/agent)
+// import it; it imports none of them, and links no NVML, no cgo and no CLI
+// library, so the hooks stay static (prolog/deps_test.go holds the layers).
+//
+//	line.go       the line on a unix socket: Dial, Exchange, Send, Lines, Reply, PeerCred
+//	hook.go       the agent (hook) socket: Request, Response and its Process lists,
+//	              Identify, Announce; Direct, what a hook gives hook-gpus instead
+//	inventory.go  the GPU inventory the agent publishes beside that socket, and
+//	              Expect/Ask: a job's start that waits on no other process
+//	profile.go    the profile socket: ProfileRequest, ProfileResponse, AskProfile
+package agentproto
