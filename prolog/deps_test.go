@@ -16,8 +16,9 @@ import (
 const module = "github.com/aicloud/gpusuite/"
 
 // The hooks run at every job start: they link no simulator, no NVML (the
-// hook-gpus beside them opens it when no agent answers) and no CLI library
-// (binary size, init time), in either build.
+// hook-gpus beside them opens it when no agent answers), no SQL driver and
+// no CLI library (binary size, init time), in either build; nor does the
+// agent's protocol, which every user of the agent's sockets links.
 func TestHookDeps(t *testing.T) {
 	banned := []string{
 		"github.com/aicloud/gpusuite/internal/sim",
@@ -27,8 +28,11 @@ func TestHookDeps(t *testing.T) {
 		"github.com/NVIDIA/go-nvml",
 		"github.com/urfave/cli",
 		"github.com/russross/blackfriday",
+		"github.com/mattn/go-sqlite3",
+		"modernc.org/sqlite",
+		"github.com/jackc/pgx",
 	}
-	for _, hook := range []string{"prolog", "epilog"} {
+	for _, hook := range []string{"prolog", "epilog", "internal/agentproto"} {
 		for _, tags := range []string{"", "simulated"} {
 			t.Run(hook+"/"+tags, func(t *testing.T) {
 				out, err := exec.Command("go", "list", "-tags", tags, "-deps", "github.com/aicloud/gpusuite/"+hook).CombinedOutput()
