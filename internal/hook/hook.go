@@ -1,6 +1,12 @@
 // Package hook is what prolog and epilog do: read the job from slurmd's
 // environment, identify its GPUs, and spool one event, within a hard time
-// bound, never failing the job because accounting failed.
+// bound, never failing the job because accounting failed. It asks the
+// agent through internal/agentproto and links no NVML.
+//
+//	main.go     Exec: config, logging, the hard time bound and the exit-0 rule around Run
+//	hook.go     Run: job, GPUs (agent first, else hook-gpus), health check, event
+//	direct.go   running hook-gpus beside the hook when no agent answers
+//	runnote.go  the prolog's note of the run it recorded, for a requeue's epilog
 package hook
 
 import (
