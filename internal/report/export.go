@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aicloud/gpusuite/internal/report/table"
 	"github.com/aicloud/gpusuite/internal/report/timespec"
 )
 
@@ -204,8 +205,18 @@ func (d *DB) Export(ctx context.Context, o ExportOptions) (int64, error) {
 		want := set(o.Clusters)
 		keep = func(c string) bool { return want[c] }
 	}
+	// Each column's figures are written to its unit's precision.
+	units := make([]table.Unit, len(cols))
+	for i, c := range cols {
+		units[i] = table.UnitOf(c)
+	}
 	// emit writes one row; vals are the export's column values.
 	emit := func(vals []any, nodeCol int, progress func([]any) float64) error {
+		for i, v := range vals {
+			if f, ok := v.(float64); ok {
+				vals[i] = units[i].Round(f)
+			}
+		}
 		node := ""
 		if nodeCol >= 0 {
 			node = machineValue(vals[nodeCol])

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"sort"
 	"time"
 
@@ -73,8 +72,8 @@ const (
 )
 
 // sampleRow turns a store row of the samples export into the export's:
-// power in watts, and each chosen metric in its column (rounded to 3
-// decimals, so that no float noise shows), human on request.
+// power in watts, and each chosen metric in its column (Export rounds
+// each to its unit, table.UnitOf), human on request.
 type sampleRow struct {
 	names []string // the columns
 	human bool
@@ -112,7 +111,7 @@ func (r *sampleRow) convert(vals []any) ([]any, error) {
 		}
 		for i, name := range r.names[sampleFixed:] {
 			if v, ok := r.m[name]; ok {
-				r.out[sampleFixed+i] = roundTo(v, 3)
+				r.out[sampleFixed+i] = v
 			}
 		}
 	}
@@ -153,14 +152,4 @@ func number(v any) (float64, bool) {
 		return x, true
 	}
 	return 0, false
-}
-
-// roundTo rounds v to places decimals; FormatFloat's shortest form then
-// writes it without noise (756.5999999999998 → 756.6).
-func roundTo(v float64, places int) float64 {
-	p := math.Pow10(places)
-	if math.Abs(v) >= 1e15 {
-		return v
-	}
-	return math.Round(v*p) / p
 }

@@ -57,7 +57,10 @@ func TestHumanMetric(t *testing.T) {
 		{"sm_active_pct", 78.349, "78.3 %"},
 		{"nvlink_tx_bytes_per_s", 1.234e11, "123.4 GB/s"},
 		{"graphics_clock_mhz", 1410, "1410 MHz"},
-		{"power_w", 756.5999999999998, "757 W"},
+		{"power_w", 756.5999999999998, "756.6 W"},
+		{"energy_mj", 123456789, "123.457 kJ"},
+		{"energy_mj", 512000, "512 J"},
+		{"mem_used_mib", 12595.2, "12.3 GiB"},
 		{"mem_temp_c", 71.2, "71 °C"},
 		{"ecc_sbe_volatile", 3, "3"},
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aicloud/gpusuite/internal/report/table"
 	"github.com/aicloud/gpusuite/internal/report/teams"
 )
 
@@ -46,21 +47,63 @@ func Summarize(j *JobRow, team string, now time.Time) JobSummary {
 	x := JobSummary{Cluster: j.Cluster, Job: j.ID(), JobID: j.JobID, Restart: j.Restart, ArrayJobID: j.ArrayJobID, ArrayTaskID: j.ArrayTaskID,
 		User: j.User, Account: j.Account, Team: team, Partition: j.Partition, Nodes: j.Nodes, GPUs: j.GPUs,
 		Start: time.Unix(j.Start, 0).UTC().Format(time.RFC3339), ElapsedS: j.Elapsed(now), State: j.State, EndEstimated: j.EndEstimated,
-		Ignored: j.Ignored, AllocGPUH: float64(j.AllocS) / 3600, EnergyKWh: float64(j.EnergyMJ) / 3.6e9}
+		Ignored: j.Ignored, AllocGPUH: float64(j.AllocS) / 3600, EnergyKWh: table.UnitKWh.Round(float64(j.EnergyMJ) / 3.6e9)}
 	if j.End != nil {
 		s := time.Unix(*j.End, 0).UTC().Format(time.RFC3339)
 		x.End = &s
 	}
 	x.IgnoreReason = j.IgnoreReason
+	// Allocated hours are whole seconds / 3600, as exact as a float
+	// holds them (API readers compare them with Slurm's seconds); used
+	// and idle hours are sums of products and are rounded.
 	if j.SampleS > 0 {
-		u, i := j.UsedS/3600, j.IdleS/3600
-		x.UsedGPUH, x.IdleGPUH = &u, &i
+		x.UsedGPUH, x.IdleGPUH = rounded(table.UnitGPUHours, j.UsedS/3600), rounded(table.UnitGPUHours, j.IdleS/3600)
 		if j.AllocS > 0 {
-			e := 100 * j.UsedS / float64(j.AllocS)
-			x.Efficiency = &e
+			x.Efficiency = rounded(table.UnitPercent, 100*j.UsedS/float64(j.AllocS))
 		}
 	}
 	return x
+}
+
+// rounded is a pointer to v at u's precision.
+func rounded(u table.Unit, v float64) *float64 {
+	r := u.Round(v)
+	return &r
+}
+
+// roundPtr is p's value at u's precision, nil for nil.
+func roundPtr(u table.Unit, p *float64) *float64 {
+	if p == nil {
+		return nil
+	}
+	return rounded(u, *p)
+}
+
+// roundedGPUs are copies of gs with every figure at its unit's precision,
+// for JSON; gs keep their full values for what is computed from them.
+func roundedGPUs(gs []GPUStat) []GPUStat {
+	if gs == nil {
+		return nil
+	}
+	out := make([]GPUStat, len(gs))
+	for i, g := range gs {
+		g.SampleS, g.IdleS = table.UnitSeconds.Round(g.SampleS), table.UnitSeconds.Round(g.IdleS)
+		g.UtilMean, g.UtilMax = roundPtr(table.UnitPercent, g.UtilMean), roundPtr(table.UnitPercent, g.UtilMax)
+		g.MemMaxMiB, g.MemTotalMiB = roundPtr(table.UnitMiB, g.MemMaxMiB), roundPtr(table.UnitMiB, g.MemTotalMiB)
+		g.EnergyKWh = roundPtr(table.UnitKWh, g.EnergyKWh)
+		g.PowerMeanW, g.PowerPeakW = roundPtr(table.UnitWatts, g.PowerMeanW), roundPtr(table.UnitWatts, g.PowerPeakW)
+		ms := make([]MetricStat, len(g.Metrics))
+		for k, m := range g.Metrics {
+			u := table.UnitOf(m.Name)
+			m.Mean, m.Peak, m.Seconds = roundPtr(u, m.Mean), roundPtr(u, m.Peak), table.UnitSeconds.Round(m.Seconds)
+			ms[k] = m
+		}
+		if g.Metrics != nil {
+			g.Metrics = ms
+		}
+		out[i] = g
+	}
+	return out
 }
 
 // jobJSON is `gpuacct job --json`: the summary, then the detail.
@@ -76,7 +119,7 @@ type jobJSON struct {
 // write ("": the job's own); the team is the job's user's either way.
 func WriteJobJSON(w io.Writer, det *Detail, m *teams.Mapping, shown string) error {
 	j := &det.Job
-	x := jobJSON{JobSummary: Summarize(j, m.Team(j.Account, j.User), det.Now), NodeParts: det.Nodes, GPUStats: det.GPUs, GPUEvents: det.Events,
+	x := jobJSON{JobSummary: Summarize(j, m.Team(j.Account, j.User), det.Now), NodeParts: det.Nodes, GPUStats: roundedGPUs(det.GPUs), GPUEvents: det.Events,
 		Notes: append(det.EventNotes(time.UTC), det.Notes...)}
 	if shown != "" {
 		x.User = shown

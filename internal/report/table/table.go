@@ -216,20 +216,20 @@ func value(c Column, cell any, ref float64, u Units) any {
 			if x, ok := cell.(int64); ok {
 				return x
 			}
-			return int64(math.Round(v))
+			return int64(UnitGPUSeconds.Round(v))
 		case Minutes:
-			return round(v/60, 4)
+			return UnitGPUMinutes.Round(v / 60)
 		case Pct:
 			if ref <= 0 {
 				return nil
 			}
-			return round(100*v/ref, 4)
+			return UnitShare.Round(100 * v / ref)
 		}
-		return round(v/3600, 6)
+		return UnitGPUHours.Round(v / 3600)
 	case Percent:
-		return round(toFloat(cell), 2)
+		return UnitPercent.Round(toFloat(cell))
 	case KWh:
-		return round(toFloat(cell), 6)
+		return UnitKWh.Round(toFloat(cell))
 	case Int, Time, Elapsed:
 		switch x := cell.(type) {
 		case int64:
@@ -252,11 +252,6 @@ func toFloat(v any) float64 {
 		return float64(x)
 	}
 	return math.NaN()
-}
-
-func round(v float64, places int) float64 {
-	p := math.Pow(10, float64(places))
-	return math.Round(v*p) / p
 }
 
 func machine(v any) string {
