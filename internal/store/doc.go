@@ -43,6 +43,7 @@
 //
 //	read_jobs.go  read_series.go  read_series_bins.go  read_jobmetrics.go  read_nodes.go
 //	read_nodes_overview.go  read_running.go  read_facts.go  read_cluster.go  read_export.go
+//	read_export_job.go (one job run's samples)
 //	read_passes.go  read_stats.go  read_invariants.go (hours whose used passes allocated)
 //
 // Between ledgers (gpuacct migrate): copy.go (a resumable copy between any
