@@ -90,6 +90,18 @@ func runCmd(t *testing.T, slurmErr error, args ...string) (int, string, string) 
 // runNotes is runCmd with the notes read by notes (nil: none).
 func runNotes(t *testing.T, slurmErr error, notes func(context.Context, string, time.Duration, time.Time) ([]liveboard.Note, error), args ...string) (int, string, string) {
 	t.Helper()
+	slurm := func() (slurmstate.State, error) {
+		if slurmErr != nil {
+			return slurmstate.State{}, slurmErr
+		}
+		return slurmFixture(), nil
+	}
+	return runWith(t, slurm, notes, args...)
+}
+
+// runWith is runNotes with Slurm's view read by slurm.
+func runWith(t *testing.T, slurm func() (slurmstate.State, error), notes func(context.Context, string, time.Duration, time.Time) ([]liveboard.Note, error), args ...string) (int, string, string) {
+	t.Helper()
 	if notes == nil {
 		notes = func(context.Context, string, time.Duration, time.Time) ([]liveboard.Note, error) { return nil, nil }
 	}
@@ -106,12 +118,7 @@ func runNotes(t *testing.T, slurmErr error, notes func(context.Context, string, 
 			}
 			return ""
 		},
-		Slurm: func(context.Context, time.Duration) (slurmstate.State, error) {
-			if slurmErr != nil {
-				return slurmstate.State{}, slurmErr
-			}
-			return slurmFixture(), nil
-		},
+		Slurm: func(context.Context, time.Duration) (slurmstate.State, error) { return slurm() },
 		Notes: notes}
 	app := &cli.App{Name: "gpuacct", Writer: &out, ErrWriter: &errb, Flags: []cli.Flag{cliwire.ConfigFlag()},
 		Commands: []*cli.Command{FreeCommand(d), StatusCommand(d)}}

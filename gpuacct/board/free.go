@@ -55,17 +55,19 @@ func writeFree(w io.Writer, v *view) error {
 	for _, f := range b.Totals.Free {
 		var nodes []string
 		for _, n := range f.Nodes {
-			nodes = append(nodes, fmt.Sprintf("%s(%d)", n.Node, n.Count))
+			nodes = append(nodes, n.String())
 		}
 		t.Rows = append(t.Rows, table.Row{Cells: []any{f.Model, dash(f.Partition), int64(f.Free), int64(f.Reserved), strings.Join(nodes, ",")}})
 	}
 	if len(t.Rows) == 0 {
 		t.Notes = append(t.Notes, "no free GPU")
 	}
-	t.Notes = append(t.Notes, fmt.Sprintf("%d GPU(s) allocated but idle, %d booked, %d job(s) running, %d node(s) stale",
-		b.Totals.IdleAllocated, b.Totals.Booked, b.Totals.RunningJobs, b.Totals.StaleNodes))
+	// The total counts each GPU once: the rows count a node in two
+	// partitions in both.
+	t.Notes = append(t.Notes, fmt.Sprintf("%d GPU(s) free, %d reserved, %d allocated but idle, %d booked, %d job(s) running, %d node(s) stale",
+		b.Totals.FreeGPUs, b.Totals.ReservedGPUs, b.Totals.IdleAllocated, b.Totals.Booked, b.Totals.RunningJobs, b.Totals.StaleNodes))
 	if b.Slurm {
-		t.Notes = append(t.Notes, "RESERVED of FREE are on nodes of a reservation in force: free to its users only")
+		t.Notes = append(t.Notes, "RESERVED are on nodes of a reservation in force: free to its users only, not counted in FREE")
 	}
 	if err := table.Write(w, t, table.Options{Format: table.Aligned}); err != nil {
 		return fmt.Errorf("free: %w", err)

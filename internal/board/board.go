@@ -41,6 +41,13 @@ const (
 	Free State = "free"
 )
 
+// IsFree is the one definition of a free GPU: gpuacct free and status,
+// the API and the board page all count by it. A GPU in state s is free
+// when no job holds it and Slurm would give it to any job now; a reserved
+// one (free to the reservation's users only), a booked one (a note
+// claims it), and one on a drained, down or stale node are not free.
+func IsFree(s State) bool { return s == Free }
+
 // IdleUtil is the utilization (percent) under which an allocated GPU of
 // a snapshot without IdleSince is idle, as the agent's idle_threshold
 // default.
@@ -125,6 +132,10 @@ type Note struct {
 
 // Totals sum the board.
 type Totals struct {
+	// FreeGPUs is how many GPUs are free (IsFree), each counted once;
+	// ReservedGPUs how many are reserved (free to a reservation's users
+	// only, not counted free).
+	FreeGPUs, ReservedGPUs int
 	// Free is per model × partition, sorted; a node in two partitions
 	// counts in both.
 	Free []FreeCount
@@ -142,18 +153,31 @@ type Totals struct {
 type FreeCount struct {
 	Model     string
 	Partition string
-	// Free counts Free and Reserved GPUs; Reserved those of them on
-	// reserved nodes (free only to the reservation's users).
+	// Free counts the free GPUs (IsFree); Reserved those on reserved
+	// nodes, free only to the reservation's users and not in Free.
 	Free     int
 	Reserved int
-	// Nodes names the nodes with free GPUs and how many each.
+	// Nodes names the nodes with free or reserved GPUs and how many each.
 	Nodes []NodeCount
 }
 
-// NodeCount is a node and a number of GPUs on it.
+// NodeCount is a node and its free (and reserved) GPUs.
 type NodeCount struct {
-	Node  string `json:"node"`
-	Count int    `json:"free"`
+	Node     string `json:"node"`
+	Count    int    `json:"free"`
+	Reserved int    `json:"reserved,omitempty"`
+}
+
+// String is n as a list of nodes shows it: gpu01(2), its reserved GPUs
+// named apart, gpu03(1 reserved), gpu05(2+1 reserved).
+func (n NodeCount) String() string {
+	switch {
+	case n.Reserved == 0:
+		return fmt.Sprintf("%s(%d)", n.Node, n.Count)
+	case n.Count == 0:
+		return fmt.Sprintf("%s(%d reserved)", n.Node, n.Reserved)
+	}
+	return fmt.Sprintf("%s(%d+%d reserved)", n.Node, n.Count, n.Reserved)
 }
 
 // Build joins the snapshots with Slurm's view (nil: not had) and the
@@ -440,17 +464,20 @@ func totals(nodes []Node) Totals {
 			for _, j := range g.Jobs {
 				jobs[jobKey{n.Cluster, j.Job}] = true
 			}
-			switch g.State {
-			case Idle:
-				t.IdleAllocated++
-			case Booked:
-				t.Booked++
-			case Free, Reserved:
-				c := perModel[g.Model]
+			c := perModel[g.Model]
+			switch {
+			case IsFree(g.State):
+				t.FreeGPUs++
 				c[0]++
-				if g.State == Reserved {
-					c[1]++
-				}
+			case g.State == Reserved:
+				t.ReservedGPUs++
+				c[1]++
+			case g.State == Idle:
+				t.IdleAllocated++
+			case g.State == Booked:
+				t.Booked++
+			}
+			if c != ([2]int{}) {
 				perModel[g.Model] = c
 			}
 		}
@@ -464,7 +491,7 @@ func totals(nodes []Node) Totals {
 				}
 				fc.Free += c[0]
 				fc.Reserved += c[1]
-				fc.Nodes = append(fc.Nodes, NodeCount{Node: n.Name, Count: c[0]})
+				fc.Nodes = append(fc.Nodes, NodeCount{Node: n.Name, Count: c[0], Reserved: c[1]})
 			}
 		}
 	}

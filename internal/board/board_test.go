@@ -181,11 +181,14 @@ func TestBuildCellsAndTotals(t *testing.T) {
 		slurmstate.Reservation{Name: "team", Start: now.Add(-time.Hour), End: now.Add(time.Hour), Nodes: []string{"n2"}})
 	b := Build([]record.Live{n3, n1, n2, n1}, st, nil, now)
 
+	// A reserved GPU is not free (IsFree): it is counted apart, and a
+	// node in two partitions is in both rows but counted once.
 	wantTotals := Totals{
+		FreeGPUs: 2, ReservedGPUs: 1,
 		Free: []FreeCount{
-			{Model: "NVIDIA A100", Partition: "gpu", Free: 1, Reserved: 1, Nodes: []NodeCount{{"n2", 1}}},
-			{Model: "NVIDIA H100", Partition: "gpu", Free: 2, Nodes: []NodeCount{{"n1", 2}}},
-			{Model: "NVIDIA H100", Partition: "long", Free: 2, Nodes: []NodeCount{{"n1", 2}}},
+			{Model: "NVIDIA A100", Partition: "gpu", Free: 0, Reserved: 1, Nodes: []NodeCount{{Node: "n2", Reserved: 1}}},
+			{Model: "NVIDIA H100", Partition: "gpu", Free: 2, Nodes: []NodeCount{{Node: "n1", Count: 2}}},
+			{Model: "NVIDIA H100", Partition: "long", Free: 2, Nodes: []NodeCount{{Node: "n1", Count: 2}}},
 		},
 		IdleAllocated: 1,
 		RunningJobs:   2,

@@ -56,6 +56,8 @@ type StatusDoc struct {
 
 // TotalsDoc are the board's sums.
 type TotalsDoc struct {
+	// Free is Totals.FreeGPUs (IsFree); FreeReserved the reserved GPUs,
+	// free to a reservation's users only and not counted in Free.
 	Free          int `json:"free"`
 	FreeReserved  int `json:"free_reserved"`
 	Booked        int `json:"booked"`
@@ -144,18 +146,12 @@ func NewStatusDoc(b *Board, nodes []Node, m Meta) StatusDoc {
 }
 
 func totalsDoc(b *Board) TotalsDoc {
-	t := TotalsDoc{Booked: b.Totals.Booked, IdleAllocated: b.Totals.IdleAllocated, RunningJobs: b.Totals.RunningJobs,
-		StaleNodes: b.Totals.StaleNodes, States: map[State]int{}}
+	t := TotalsDoc{Free: b.Totals.FreeGPUs, FreeReserved: b.Totals.ReservedGPUs, Booked: b.Totals.Booked,
+		IdleAllocated: b.Totals.IdleAllocated, RunningJobs: b.Totals.RunningJobs, StaleNodes: b.Totals.StaleNodes,
+		States: map[State]int{}}
 	for _, n := range b.Nodes {
 		for _, g := range n.GPUs {
 			t.States[g.State]++
-			switch g.State {
-			case Free:
-				t.Free++
-			case Reserved:
-				t.Free++
-				t.FreeReserved++
-			}
 		}
 	}
 	return t
@@ -202,15 +198,20 @@ func noteDocs(notes []Note) []NoteDoc {
 
 // FreeDoc is where GPUs are free (gpusuite.free/v1).
 type FreeDoc struct {
-	Schema        string      `json:"schema"`
-	At            string      `json:"at"`
-	Slurm         bool        `json:"slurm"`
-	SlurmError    string      `json:"slurm_error,omitempty"`
-	StaleNodes    []string    `json:"stale_nodes"`
-	Problems      []string    `json:"problems"`
-	IdleAllocated int         `json:"idle_allocated"`
-	Booked        int         `json:"booked"`
-	RunningJobs   int         `json:"running_jobs"`
+	Schema        string   `json:"schema"`
+	At            string   `json:"at"`
+	Slurm         bool     `json:"slurm"`
+	SlurmError    string   `json:"slurm_error,omitempty"`
+	StaleNodes    []string `json:"stale_nodes"`
+	Problems      []string `json:"problems"`
+	IdleAllocated int      `json:"idle_allocated"`
+	Booked        int      `json:"booked"`
+	RunningJobs   int      `json:"running_jobs"`
+	// FreeTotal and ReservedTotal count each GPU once (Totals.FreeGPUs,
+	// ReservedGPUs), where Free's entries count a node in two partitions
+	// in both.
+	FreeTotal     int         `json:"free_total"`
+	ReservedTotal int         `json:"reserved_total"`
 	Free          []FreeEntry `json:"free"`
 }
 
@@ -227,7 +228,7 @@ type FreeEntry struct {
 func NewFreeDoc(b *Board, m Meta) FreeDoc {
 	out := FreeDoc{Schema: FreeSchema, At: stamp(b.At), Slurm: b.Slurm, SlurmError: m.SlurmError, StaleNodes: []string{},
 		Problems: m.problemTexts(), IdleAllocated: b.Totals.IdleAllocated, Booked: b.Totals.Booked,
-		RunningJobs: b.Totals.RunningJobs, Free: []FreeEntry{}}
+		RunningJobs: b.Totals.RunningJobs, FreeTotal: b.Totals.FreeGPUs, ReservedTotal: b.Totals.ReservedGPUs, Free: []FreeEntry{}}
 	for _, n := range b.Nodes {
 		if n.Stale {
 			out.StaleNodes = append(out.StaleNodes, n.Name)

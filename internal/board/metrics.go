@@ -34,7 +34,7 @@ func NewCollector(src *Source, idleAlert time.Duration) prometheus.Collector {
 		src: src, idleAlert: idleAlert,
 		gpus: prometheus.NewDesc("gpuacct_board_gpus", "GPUs on the live board by state (every state, 0 included).", []string{"state"}, nil),
 		free: prometheus.NewDesc("gpuacct_board_free_gpus",
-			"Free GPUs now by model and partition, those on reserved nodes included (a node in two partitions counts in both).", []string{"model", "partition"}, nil),
+			"Free GPUs now (board.IsFree: reserved and booked ones are not) by model and partition (a node in two partitions counts in both).", []string{"model", "partition"}, nil),
 		foreign: prometheus.NewDesc("gpuacct_board_foreign_processes",
 			"Processes running outside their GPU's allocation, or on a GPU no job holds, on fresh nodes.", nil, nil),
 		idle: prometheus.NewDesc("gpuacct_board_idle_gpus_over_threshold",

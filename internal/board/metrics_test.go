@@ -46,7 +46,7 @@ gpuacct_board_age_seconds 0
 # HELP gpuacct_board_foreign_processes Processes running outside their GPU's allocation, or on a GPU no job holds, on fresh nodes.
 # TYPE gpuacct_board_foreign_processes gauge
 gpuacct_board_foreign_processes 2
-# HELP gpuacct_board_free_gpus Free GPUs now by model and partition, those on reserved nodes included (a node in two partitions counts in both).
+# HELP gpuacct_board_free_gpus Free GPUs now (board.IsFree: reserved and booked ones are not) by model and partition (a node in two partitions counts in both).
 # TYPE gpuacct_board_free_gpus gauge
 gpuacct_board_free_gpus{model="NVIDIA H100",partition="gpu"} 1
 # HELP gpuacct_board_gpus GPUs on the live board by state (every state, 0 included).

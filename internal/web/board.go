@@ -202,20 +202,13 @@ func (h *Handler) newBoardFrag(s *board.Snapshot) boardFrag {
 			if i > 0 {
 				r.Nodes += " "
 			}
-			r.Nodes += fmt.Sprintf("%s(%d)", nc.Node, nc.Count)
+			r.Nodes += nc.String()
 		}
 		f.Free = append(f.Free, r)
 	}
-	for _, n := range b.Nodes {
-		for _, g := range n.GPUs {
-			if g.State == board.Free || g.State == board.Reserved {
-				f.FreeTotal++
-			}
-			if g.State == board.Reserved {
-				f.FreeReserved++
-			}
-		}
-	}
+	// The board's own count (board.IsFree), as gpuacct free and status
+	// and the API say it.
+	f.FreeTotal, f.FreeReserved = b.Totals.FreeGPUs, b.Totals.ReservedGPUs
 	f.Groups = h.groups(s, at)
 	return f
 }
@@ -258,7 +251,7 @@ func (h *Handler) groups(s *board.Snapshot, at time.Time) []gpuGroup {
 			r := rows[m]
 			for _, c := range r.GPUs {
 				g.Total++
-				if c.Look.State == board.Free || c.Look.State == board.Reserved {
+				if board.IsFree(c.Look.State) {
 					g.Free++
 				}
 			}

@@ -64,7 +64,7 @@ func TestBoardBrowser(t *testing.T) {
 		t.Errorf("board first render took %.0f ms", ms)
 	}
 
-	for sel, want := range map[string]string{"#kpi-free": "2", "#kpi-booked": "1", "#kpi-idle": "1", "#kpi-running": "2", "#kpi-stale": "1"} {
+	for sel, want := range map[string]string{"#kpi-free": "1", "#kpi-booked": "1", "#kpi-idle": "1", "#kpi-running": "2", "#kpi-stale": "1"} {
 		if got := text(sel); got != want {
 			t.Errorf("%s shows %q, want %q", sel, got, want)
 		}
@@ -115,8 +115,8 @@ func TestBoardBrowser(t *testing.T) {
 	if !eval(`window.noReload === 1`) {
 		t.Error("the page reloaded to show the new board")
 	}
-	if got := text("#kpi-free"); got != "1" {
-		t.Errorf("free after the job started: %q, want 1", got)
+	if got := text("#kpi-free"); got != "0" {
+		t.Errorf("free after the job started: %q, want 0", got)
 	}
 	// The first render and the stream's swaps ran under the policy.
 	noCSPViolations(t, ctx, "board")

@@ -191,7 +191,7 @@ func TestBoardAPI(t *testing.T) {
 	// The API's document is the CLI's: gpuacct status --format json
 	// prints board.NewStatusDoc of the same board.
 	var doc board.StatusDoc
-	if _, b := getJSON(t, srv.URL+"/api/v1/board", &doc); doc.Schema != board.StatusSchema || doc.Totals.Free != 2 || doc.Totals.Booked != 1 {
+	if _, b := getJSON(t, srv.URL+"/api/v1/board", &doc); doc.Schema != board.StatusSchema || doc.Totals.Free != 1 || doc.Totals.Booked != 1 {
 		t.Errorf("status document: schema %q, free %d, booked %d in %s", doc.Schema, doc.Totals.Free, doc.Totals.Booked, b)
 	}
 }
@@ -249,7 +249,7 @@ func TestBoardPage(t *testing.T) {
 	page := string(b)
 	for _, want := range []string{
 		`<noscript><meta http-equiv="refresh" content="20"></noscript>`,
-		`id="kpi-free">2<`, `id="kpi-booked">1<`, `id="kpi-idle">1<`, `id="kpi-running">2<`, `id="kpi-stale">1<`,
+		`id="kpi-free">1<`, `id="kpi-booked">1<`, `id="kpi-idle">1<`, `id="kpi-running">2<`, `id="kpi-stale">1<`,
 		`agents <span data-t="1795672796000">4 s</span> ago`, `Slurm <span data-t="1795672788000">12 s</span> ago`,
 		"1 node(s) STALE, never shown free: n4",
 		// Markup in a note or a drain reason is text.

@@ -222,9 +222,11 @@ func TestBoardEndToEnd(t *testing.T) {
 		"nodes="+node, "users=root", "flags=ignore_jobs")
 	e.waitStates(t, "reservation", map[board.State]int{board.Busy: 1, board.Idle: 1, board.Reserved: 1, board.Booked: 1},
 		map[int]board.State{gpuC: board.Reserved, gpuD: board.Booked})
-	if got := e.status(t).Totals; got.Free != 1 || got.FreeReserved != 1 {
-		t.Errorf("under the reservation: %d free, %d of them reserved; want 1 and 1", got.Free, got.FreeReserved)
+	if got := e.status(t).Totals; got.Free != 0 || got.FreeReserved != 1 {
+		t.Errorf("under the reservation: %d free, %d reserved; want 0 and 1", got.Free, got.FreeReserved)
 	}
+	// A reserved GPU is not free, wherever it is counted.
+	e.freeAgree(t, "reservation", 0)
 	e.shot(t, "board-e2e-reserved.png")
 	c.Run(t, "", "scontrol", "update", "nodename="+node, "state=drain", "reason="+drainReason)
 	e.waitStates(t, "drain", map[board.State]int{board.Busy: 1, board.Idle: 1, board.Drained: 2},
@@ -237,6 +239,7 @@ func TestBoardEndToEnd(t *testing.T) {
 	c.Run(t, "", "scontrol", "update", "nodename="+node, "state=resume")
 	e.waitStates(t, "drain and reservation undone", map[board.State]int{board.Busy: 1, board.Idle: 1, board.Free: 1, board.Booked: 1},
 		map[int]board.State{gpuC: board.Free, gpuD: board.Booked})
+	e.freeAgree(t, "drain and reservation undone", 1)
 
 	// A new job while the page is open: its cell turns busy without a
 	// reload. The booking is lifted first, so that wherever Slurm puts
