@@ -4,6 +4,7 @@
 package plot
 
 import (
+	"errors"
 	"fmt"
 	"image/color"
 	"io"
@@ -234,6 +235,10 @@ func Bars(w io.Writer, f Format, title, yLabel string, periods []string, stacks 
 	if len(periods) == 0 {
 		return fmt.Errorf("plot %s: no periods", title)
 	}
+	// Blank axes would pass for a chart of an idle cluster: refuse them.
+	if total(stacks) == 0 {
+		return fmt.Errorf("no %s in any period: %w", yLabel, ErrEmpty)
+	}
 	sort.SliceStable(stacks, func(i, j int) bool { return sum(stacks[i].Values) > sum(stacks[j].Values) })
 	p := plot.New()
 	p.Title.Text = title
@@ -282,6 +287,17 @@ func Bars(w io.Writer, f Format, title, yLabel string, periods []string, stacks 
 	p.Y.Min = 0
 	p.Y.Max = math.Max(top, 1) * (1.1 + 0.06*float64(len(stacks)))
 	return render(w, f, 11*vg.Inch, 6*vg.Inch, func(dc draw.Canvas) { p.Draw(dc) })
+}
+
+// ErrEmpty is a chart with nothing to draw.
+var ErrEmpty = errors.New("nothing to draw")
+
+func total(stacks []Stack) float64 {
+	t := 0.0
+	for _, s := range stacks {
+		t += sum(s.Values)
+	}
+	return t
 }
 
 func sum(v []float64) float64 {

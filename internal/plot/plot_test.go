@@ -3,6 +3,7 @@ package plot
 import (
 	"bytes"
 	"encoding/xml"
+	"errors"
 	"image/png"
 	"math"
 	"strings"
@@ -67,5 +68,32 @@ func TestJobAndBarsRender(t *testing.T) {
 	}
 	if err := Job(&bytes.Buffer{}, PNG, "t", nil); err == nil {
 		t.Error("no metrics accepted")
+	}
+}
+
+// TestBarsEmpty: a window with no GPU-hours draws no blank axes; the
+// caller is told there is nothing to draw.
+func TestBarsEmpty(t *testing.T) {
+	tests := []struct {
+		name   string
+		stacks []Stack
+	}{
+		{"no team", nil},
+		{"only zeros", []Stack{{Name: "vision", Values: []float64{0, 0}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b bytes.Buffer
+			err := Bars(&b, PNG, "teams", "GPU-hours", []string{"2026-11-02", "2026-11-09"}, tt.stacks)
+			if !errors.Is(err, ErrEmpty) {
+				t.Fatalf("Bars = %v, want ErrEmpty", err)
+			}
+			if want := "no GPU-hours in any period: nothing to draw"; err.Error() != want {
+				t.Errorf("Bars = %q, want %q", err, want)
+			}
+			if b.Len() != 0 {
+				t.Errorf("Bars wrote %d bytes for an empty chart", b.Len())
+			}
+		})
 	}
 }
