@@ -44,13 +44,17 @@ type GPUStat struct {
 	EnergyKWh   *float64          `json:"energy_kwh,omitempty"`
 	IdleS       float64           `json:"idle_s"`
 	Quality     map[string]uint64 `json:"quality,omitempty"`
-	// PowerMeanW and PowerPeakW are from the samples' power draw inside
-	// the job's allocation; Metrics the chosen ones (agent.metrics).
+	// PowerMeanW is EnergyMJ over SampleS (oneEnergy), PowerPeakW the
+	// samples' highest power draw inside the job's allocation; Metrics
+	// the chosen ones (agent.metrics).
 	PowerMeanW *float64     `json:"power_mean_w,omitempty"`
 	PowerPeakW *float64     `json:"power_peak_w,omitempty"`
 	Metrics    []MetricStat `json:"metrics,omitempty"`
-	Series     []Point      `json:"-"`
-	gpuID      int64
+	// EnergyMJ is the GPU's part of the job's energy (oneEnergy): the
+	// GPUs' add up to the job's exactly.
+	EnergyMJ int64   `json:"energy_mj"`
+	Series   []Point `json:"-"`
+	gpuID    int64
 }
 
 // Detail is everything `gpuacct job` shows.

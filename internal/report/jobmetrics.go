@@ -3,6 +3,8 @@ package report
 import (
 	"context"
 	"fmt"
+	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -78,6 +80,9 @@ func (d *DB) loadMetrics(ctx context.Context, det *Detail) error {
 	for i := range det.GPUs {
 		byGPU[det.GPUs[i].gpuID] = &det.GPUs[i]
 	}
+	// powerJ is each GPU's Σ power × seconds inside the allocation: its
+	// energy where no counter gave one.
+	powerJ := make(map[*GPUStat]float64, len(det.GPUs))
 	for _, m := range ms {
 		g := byGPU[m.GPUID]
 		if g == nil {
@@ -90,7 +95,8 @@ func (d *DB) loadMetrics(ctx context.Context, det *Detail) error {
 			st.Peak = m.Peak
 		}
 		if m.Name == store.PowerMetric {
-			g.PowerMeanW, g.PowerPeakW = st.Mean, st.Peak
+			g.PowerPeakW = st.Peak
+			powerJ[g] = m.ValueS
 			continue
 		}
 		if st.Mean == nil && st.Unsupported == "" {
@@ -101,12 +107,107 @@ func (d *DB) loadMetrics(ctx context.Context, det *Detail) error {
 	for i := range det.GPUs {
 		sortMetrics(det.GPUs[i].Metrics)
 	}
+	oneEnergy(det, powerJ)
 	evs, err := d.st.JobGPUEvents(ctx, det.Job.Row, maxJobEvents)
 	if err != nil {
 		return d.wrap(err)
 	}
 	det.Events = jobEvents(det, byGPU, evs)
 	return nil
+}
+
+// oneEnergy gives the job and each of its GPUs one energy and one mean
+// power, consistent with each other (docs/reports.md, "Energy"): the
+// job's energy is the ledger's sum of NVML energy-counter deltas inside
+// its allocation, or, where no counter gave any, Σ power × time of its
+// GPUs; each GPU's is its part of that, in proportion to its own counter
+// difference (else its power × time), so that the GPUs add up to the
+// job's to the millijoule; a mean power is energy / sampled time.
+func oneEnergy(det *Detail, powerJ map[*GPUStat]float64) {
+	j := &det.Job
+	gs := det.GPUs
+	if len(gs) == 0 {
+		return
+	}
+	weights := make([]float64, len(gs))
+	counters := true
+	for i := range gs {
+		if k := gs[i].EnergyKWh; k != nil && *k > 0 {
+			weights[i] = *k
+		} else {
+			counters = false
+		}
+	}
+	if j.EnergyMJ <= 0 || !counters {
+		// No counter for the job, or not for each GPU: power × time
+		// splits it (and is it, without a counter).
+		var sum float64
+		for i := range gs {
+			weights[i] = max(0, powerJ[&gs[i]])
+			sum += weights[i]
+		}
+		if j.EnergyMJ <= 0 {
+			j.EnergyMJ = int64(math.Round(sum * 1000))
+		}
+		if sum == 0 {
+			for i := range gs {
+				weights[i] = gs[i].SampleS
+			}
+		}
+	}
+	if !slices.ContainsFunc(weights, func(w float64) bool { return w > 0 }) {
+		for i := range weights {
+			weights[i] = 1 // nothing tells the GPUs apart: equal parts
+		}
+	}
+	parts := apportion(j.EnergyMJ, weights)
+	for i := range gs {
+		g := &gs[i]
+		g.EnergyMJ = parts[i]
+		g.EnergyKWh = nil
+		g.PowerMeanW = nil
+		if j.EnergyMJ > 0 {
+			k := float64(parts[i]) / 3.6e9
+			g.EnergyKWh = &k
+			if g.SampleS > 0 {
+				w := float64(parts[i]) / 1000 / g.SampleS
+				g.PowerMeanW = &w
+			}
+		}
+	}
+}
+
+// apportion splits total into parts in proportion to weights, each a
+// whole number, the largest remainders taking what rounding down left,
+// so that the parts add up to total exactly; with no weight, nothing is
+// split (all 0).
+func apportion(total int64, weights []float64) []int64 {
+	out := make([]int64, len(weights))
+	var sum float64
+	for _, w := range weights {
+		sum += w
+	}
+	if total <= 0 || sum <= 0 {
+		return out
+	}
+	type rem struct {
+		i    int
+		frac float64
+	}
+	rems := make([]rem, len(weights))
+	var given int64
+	for i, w := range weights {
+		exact := float64(total) * w / sum
+		out[i] = int64(math.Floor(exact))
+		given += out[i]
+		rems[i] = rem{i, exact - float64(out[i])}
+	}
+	sort.SliceStable(rems, func(a, b int) bool { return rems[a].frac > rems[b].frac })
+	for k := 0; given < total; k = (k + 1) % len(rems) {
+		out[rems[k].i]++
+		given++
+	}
+	return out
 }
 
 // sortMetrics puts a GPU's metrics in catalogue order, unknown names last.

@@ -39,6 +39,10 @@ type JobSummary struct {
 	Efficiency   *float64 `json:"efficiency_pct"`
 	IdleGPUH     *float64 `json:"idle_gpu_hours"`
 	EnergyKWh    float64  `json:"energy_kwh"`
+	// EnergyMJ is the job's energy, the sum of its GPUs' exactly;
+	// PowerMeanW is it over the job's sampled GPU-seconds.
+	EnergyMJ   int64    `json:"energy_mj"`
+	PowerMeanW *float64 `json:"power_mean_w,omitempty"`
 }
 
 // Summarize is j's summary, with its team from the mapping's answer and
@@ -53,6 +57,10 @@ func Summarize(j *JobRow, team string, now time.Time) JobSummary {
 		x.End = &s
 	}
 	x.IgnoreReason = j.IgnoreReason
+	x.EnergyMJ = j.EnergyMJ
+	if j.EnergyMJ > 0 && j.SampleS > 0 {
+		x.PowerMeanW = rounded(table.UnitWatts, float64(j.EnergyMJ)/1000/j.SampleS)
+	}
 	// Allocated hours are whole seconds / 3600, as exact as a float
 	// holds them (API readers compare them with Slurm's seconds); used
 	// and idle hours are sums of products and are rounded.
@@ -170,8 +178,12 @@ func WriteJobText(w io.Writer, det *Detail, m *teams.Mapping, loc *time.Location
 	fmt.Fprintf(&b, "  %s on %s\n", plural(int(j.GPUs), "GPU", "GPUs"), j.Nodes)
 	fmt.Fprintf(&b, "  start %s, end %s, elapsed %s%s\n", tf(j.Start), end, time.Duration(j.Elapsed(det.Now))*time.Second, exitText(det.Nodes))
 	u := usageCells(j.Usage, 0)
-	fmt.Fprintf(&b, "  allocated %.2f GPU-h, used %s GPU-h, efficiency %s, idle %s GPU-h, energy %.3f kWh\n",
-		float64(j.AllocS)/3600, optAny(u[1], 1/3600.0, "%.2f"), optAny(u[2], 1, "%.0f%%"), optAny(u[3], 1/3600.0, "%.2f"), float64(j.EnergyMJ)/3.6e9)
+	power := ""
+	if j.EnergyMJ > 0 && j.SampleS > 0 {
+		power = ", mean power " + HumanMetric("power_w", float64(j.EnergyMJ)/1000/j.SampleS) + " a GPU"
+	}
+	fmt.Fprintf(&b, "  allocated %.2f GPU-h, used %s GPU-h, efficiency %s, idle %s GPU-h, energy %.3f kWh%s\n",
+		float64(j.AllocS)/3600, optAny(u[1], 1/3600.0, "%.2f"), optAny(u[2], 1, "%.0f%%"), optAny(u[3], 1/3600.0, "%.2f"), float64(j.EnergyMJ)/3.6e9, power)
 	if len(det.GPUs) > 0 {
 		b.WriteString("\n")
 		from := j.Start * 1000
