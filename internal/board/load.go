@@ -1,8 +1,14 @@
 // Package board is the live cluster board: it joins each node's live
 // snapshot (record.Live, written by the node's agent) with Slurm's view
 // (slurmstate.State) into one state per GPU, for gpuacct free, gpuacct
-// status and the web board. It reads files and takes plain values; it
-// runs nothing.
+// status and the web board. It reads files and takes plain values (notes
+// come as Note, never from the store); it runs nothing.
+//
+// Files: load.go the live directory (one file per node, read through
+// internal/live); board.go the states, IsFree (the one definition of a
+// free GPU) and the totals; doc.go the JSON documents (status, free,
+// notes); source.go the board served, rebuilt at most once per MaxAge;
+// alerts.go and metrics.go what gpuacct check and /metrics say of it.
 package board
 
 import (

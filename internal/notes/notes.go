@@ -2,7 +2,11 @@
 // users leave on a node or one GPU ("booked for the NeurIPS run until Fri
 // 18:00"). It checks what a user types, and lists the notes kept in the
 // ledger with the requests not yet applied. The notes travel to the
-// ledger's one writer through internal/requests.
+// ledger's one writer through internal/requests (its note kind).
+//
+// Files: notes.go what a user types (target, --until); list.go the list
+// of notes and requests (table, JSON); ledger.go the notes' tie to the
+// ledger, the one conversion of store.Note into the board's plain values.
 package notes
 
 import (
