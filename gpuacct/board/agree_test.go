@@ -91,11 +91,31 @@ var (
 // the API and the page the reserved node (7): 3 GPUs are free.
 func TestFreeAgrees(t *testing.T) {
 	dir, slurm, notes := demoLike(t)
+	got, doc := freeCounts(t, now, dir, slurm, notes)
+	want := map[string]int{}
+	for k := range got {
+		want[k] = 3
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("free GPUs by reader (-want +got):\n%s", d)
+	}
+	// The reserved, booked and drained GPUs are counted apart, once each.
+	if doc.Totals.FreeReserved != 4 || doc.Totals.Booked != 1 || doc.Totals.States[liveboard.Drained] != 2 {
+		t.Errorf("reserved %d, booked %d, drained %d; want 4, 1, 2", doc.Totals.FreeReserved, doc.Totals.Booked, doc.Totals.States[liveboard.Drained])
+	}
+}
+
+// freeCounts are the free GPUs at the time at, on the snapshots of dir,
+// Slurm's view slurm and notes, as each reader counts them: gpuacct free
+// (its total line and its json), gpuacct status, /api/v1/free,
+// /api/v1/board and the board page; and the API's board.
+func freeCounts(t *testing.T, at time.Time, dir string, slurm slurmstate.State, notes []liveboard.Note) (map[string]int, liveboard.StatusDoc) {
+	t.Helper()
 	readSlurm := func() (slurmstate.State, error) { return slurm, nil }
 	readNotes := func(context.Context, string, time.Duration, time.Time) ([]liveboard.Note, error) { return notes, nil }
 	got := map[string]int{}
 
-	code, out, errs := runWith(t, readSlurm, readNotes, "free", "--live-dir", dir)
+	code, out, errs := runAt(t, at, readSlurm, readNotes, "free", "--live-dir", dir)
 	m := freeLine.FindStringSubmatch(out)
 	if code != 0 || m == nil {
 		t.Fatalf("gpuacct free: exit %d, no total line:\n%s%s", code, out, errs)
@@ -111,7 +131,7 @@ func TestFreeAgrees(t *testing.T) {
 		{"gpuacct free --format json", []string{"free", "--format", "json", "--live-dir", dir}, &free},
 		{"gpuacct status --format json", []string{"status", "--format", "json", "--live-dir", dir}, &status},
 	} {
-		code, out, errs := runWith(t, readSlurm, readNotes, r.args...)
+		code, out, errs := runAt(t, at, readSlurm, readNotes, r.args...)
 		if code != 0 {
 			t.Fatalf("%s: exit %d:\n%s%s", r.name, code, out, errs)
 		}
@@ -121,12 +141,12 @@ func TestFreeAgrees(t *testing.T) {
 	}
 	got["gpuacct free --format json"], got["gpuacct status --format json"] = free.FreeTotal, status.Totals.Free
 
-	src := liveboard.NewSource(liveboard.SourceOptions{LiveDir: dir, Cluster: "c1", Now: func() time.Time { return now },
+	src := liveboard.NewSource(liveboard.SourceOptions{LiveDir: dir, Cluster: "c1", Now: func() time.Time { return at },
 		Slurm: func(context.Context) (slurmstate.State, error) { return readSlurm() },
 		Notes: func(context.Context, time.Time) ([]liveboard.Note, error) { return notes, nil }})
 	src.RefreshSlurm(context.Background())
 	h, err := web.New(web.Options{DB: filepath.Join(t.TempDir(), "none.db"), Board: src, Location: time.UTC,
-		Now: func() time.Time { return now }})
+		Now: func() time.Time { return at }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,16 +180,5 @@ func TestFreeAgrees(t *testing.T) {
 		t.Fatal("the board page has no free count (id=kpi-free)")
 	}
 	got["board page"], _ = strconv.Atoi(string(page[1]))
-
-	want := map[string]int{}
-	for k := range got {
-		want[k] = 3
-	}
-	if d := cmp.Diff(want, got); d != "" {
-		t.Errorf("free GPUs by reader (-want +got):\n%s", d)
-	}
-	// The reserved, booked and drained GPUs are counted apart, once each.
-	if apiBoard.Totals.FreeReserved != 4 || apiBoard.Totals.Booked != 1 || apiBoard.Totals.States[liveboard.Drained] != 2 {
-		t.Errorf("reserved %d, booked %d, drained %d; want 4, 1, 2", apiBoard.Totals.FreeReserved, apiBoard.Totals.Booked, apiBoard.Totals.States[liveboard.Drained])
-	}
+	return got, apiBoard
 }

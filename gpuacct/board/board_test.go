@@ -96,11 +96,11 @@ func runNotes(t *testing.T, slurmErr error, notes func(context.Context, string, 
 		}
 		return slurmFixture(), nil
 	}
-	return runWith(t, slurm, notes, args...)
+	return runAt(t, now, slurm, notes, args...)
 }
 
-// runWith is runNotes with Slurm's view read by slurm.
-func runWith(t *testing.T, slurm func() (slurmstate.State, error), notes func(context.Context, string, time.Duration, time.Time) ([]liveboard.Note, error), args ...string) (int, string, string) {
+// runAt is runNotes at the time at with Slurm's view read by slurm.
+func runAt(t *testing.T, at time.Time, slurm func() (slurmstate.State, error), notes func(context.Context, string, time.Duration, time.Time) ([]liveboard.Note, error), args ...string) (int, string, string) {
 	t.Helper()
 	if notes == nil {
 		notes = func(context.Context, string, time.Duration, time.Time) ([]liveboard.Note, error) { return nil, nil }
@@ -111,7 +111,7 @@ func runWith(t *testing.T, slurm func() (slurmstate.State, error), notes func(co
 		t.Fatal(err)
 	}
 	var out, errb bytes.Buffer
-	d := Deps{Stdout: &out, Stderr: &errb, Now: func() time.Time { return now }, Loc: time.UTC,
+	d := Deps{Stdout: &out, Stderr: &errb, Now: func() time.Time { return at }, Loc: time.UTC,
 		Getenv: func(k string) string {
 			if k == "GPUSUITE_CONFIG" {
 				return cfg
