@@ -110,6 +110,12 @@ func LoadConfig(c *cli.Context, getenv func(string) string) (config.Config, erro
 // "unknown option --bogus (see sbuild --help)". cmdPath is what the user
 // typed before the options ("gpuacct report teams").
 func UsageLine(cmdPath string, err error) error {
+	if name, ok := strings.CutPrefix(err.Error(), "flag needs an argument: "); ok {
+		if name = strings.TrimLeft(name, "-"); len(name) > 1 {
+			name = "-" + name
+		}
+		return Usagef("option -%s needs a value (see '%s --help')", name, cmdPath)
+	}
 	msg := strings.TrimPrefix(err.Error(), "flag provided but not defined: ")
 	if msg != err.Error() {
 		if len(msg) > 2 && msg[0] == '-' && msg[1] != '-' {

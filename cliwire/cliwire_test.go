@@ -35,6 +35,7 @@ func TestRun(t *testing.T) {
 		{"unknown global option", []string{"--bogus"}, nil, 2, "tool: unknown option --bogus (see 'tool --help')\n", ""},
 		{"unknown short option", []string{"-x"}, nil, 2, "tool: unknown option -x (see 'tool --help')\n", ""},
 		{"unknown option on a subcommand", []string{"sub", "leaf", "--bogus"}, nil, 2, "tool: unknown option --bogus (see 'tool sub leaf --help')\n", ""},
+		{"option without its value", []string{"--config"}, nil, 2, "tool: option --config needs a value (see 'tool --help')\n", ""},
 		{"usage error from an action", []string{"sub"}, Usagef("bad --start"), 2, "tool: bad --start\n", ""},
 		{"failure", []string{"sub"}, errors.New("open store: locked"), 1, "tool: open store: locked\n", ""},
 		{"exit code already printed", []string{"sub"}, &ExitError{Code: 3}, 3, "", ""},

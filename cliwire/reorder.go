@@ -28,6 +28,9 @@ func Reorder(app *cli.App, args []string) []string {
 		rest  []string       // what follows "--"
 		dash  bool
 		help  bool // --help or -h: the command's help, whatever else
+		// An option that needs a value and ends the line: put before the
+		// arguments, it would take the first one as its value.
+		dangling []string
 	)
 	// opts[0] are the app's options, opts[i+1] chain[i]'s.
 	opts := [][]string{nil}
@@ -56,6 +59,10 @@ func Reorder(app *cli.App, args []string) []string {
 		if f != nil && (f.Names()[0] == "help" || f.Names()[0] == "h") {
 			help = true
 		}
+		if f != nil && !strings.Contains(a, "=") && !isBool(f) && i+1 == len(args) {
+			dangling = append(dangling, a)
+			continue
+		}
 		opts[at] = append(opts[at], a)
 		if f != nil && !strings.Contains(a, "=") && !isBool(f) && i+1 < len(args) {
 			i++
@@ -70,7 +77,7 @@ func Reorder(app *cli.App, args []string) []string {
 		// urfave/cli reads an argument after --help as a help topic.
 		return out
 	}
-	out = append(out, pos...)
+	out = append(append(out, pos...), dangling...)
 	if dash {
 		out = append(append(out, "--"), rest...)
 	}

@@ -39,6 +39,9 @@ func TestReorder(t *testing.T) {
 		{"gpuacct demo serve --dir D --config F", "gpuacct demo serve --dir D --config F"},
 		{"gpuacct nosuch --config F", "gpuacct --config F nosuch"},
 		{"gpuacct status --live-dir", "gpuacct status --live-dir"},
+		// A value missing at the end takes no argument as its value.
+		{"gpuacct status gpu01 --live-dir", "gpuacct status gpu01 --live-dir"},
+		{"gpuacct status gpu01 --config", "gpuacct status gpu01 --config"},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			got := strings.Join(cliwire.Reorder(app, strings.Fields(tc.in)), " ")
