@@ -11,7 +11,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/store"
 )
 
-// Options say how to apply.
+// Options are what the writer's kinds need to check and apply requests.
 type Options struct {
 	Dir string
 	Now time.Time
