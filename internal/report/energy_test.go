@@ -3,14 +3,19 @@ package report
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"math"
+	"slices"
 	"strconv"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/report/reportfixture"
 	"github.com/aicloud/gpusuite/internal/report/teams"
+	"github.com/aicloud/gpusuite/internal/report/timespec"
 )
 
 // TestOneEnergy: a job has one energy and one mean power, and so has
@@ -18,7 +23,8 @@ import (
 // millijoule, and mean power × sampled time is energy, both for a job
 // whose GPUs have an energy counter (the counter is the truth, though
 // their power readings say more and the agent's aggregates a little
-// more) and for one whose GPUs have none (power × time).
+// more) and for one whose GPUs have none (power × time); the jobs and
+// gpus exports give the same energies.
 func TestOneEnergy(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -112,6 +118,33 @@ func TestOneEnergy(t *testing.T) {
 			}
 			if sum != j.EnergyMJ || j.EnergyMJ != det.Job.EnergyMJ {
 				t.Errorf("JSON: GPUs add up to %d mJ, the job's is %d (detail %d)", sum, j.EnergyMJ, det.Job.EnergyMJ)
+			}
+			// The exports say the same energies: the job's, and each GPU's.
+			for _, kind := range []string{"jobs", "gpus"} {
+				var csvOut bytes.Buffer
+				if _, err := db.Export(context.Background(), ExportOptions{Kind: kind, Out: &csvOut, Now: now,
+					Window: timespec.Window{Start: at(0), End: now}}); err != nil {
+					t.Fatal(err)
+				}
+				recs, err := csv.NewReader(&csvOut).ReadAll()
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got, want []string
+				col := slices.Index(recs[0], "energy_mj")
+				for _, r := range recs[1:] {
+					got = append(got, r[col])
+				}
+				if kind == "jobs" {
+					want = []string{strconv.FormatInt(det.Job.EnergyMJ, 10)}
+				} else {
+					for _, g := range det.GPUs {
+						want = append(want, strconv.FormatInt(g.EnergyMJ, 10))
+					}
+				}
+				if d := cmp.Diff(want, got); d != "" {
+					t.Errorf("export %s energy_mj (-gpuacct job +export):\n%s", kind, d)
+				}
 			}
 			if j.PowerMeanW == nil || math.Abs(*j.PowerMeanW*det.Job.SampleS-float64(j.EnergyMJ)/1000) > 0.05*det.Job.SampleS+1e-6 {
 				t.Errorf("JSON: the job's mean power %s W × %v GPU-s is not its %d mJ", optF(j.PowerMeanW, "%.1f"), det.Job.SampleS, j.EnergyMJ)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -250,7 +251,18 @@ func (d *DB) Export(ctx context.Context, o ExportOptions) (int64, error) {
 	from, to := o.Window.Start.Unix(), o.Window.End.Unix()
 	switch o.Kind {
 	case "jobs":
-		err := read(func(fn func([]any) error) error { return d.st.ExportJobsIn(ctx, o.Clusters, from, to, fn) }, -1, func(vals []any) float64 {
+		err := read(func(fn func([]any) error) error {
+			return d.st.ExportJobsEnergyIn(ctx, o.Clusters, from, to, func(vals []any) error {
+				// A run no counter gave energy to has its power × time
+				// (splitEnergy), as gpuacct job shows it.
+				if e, _ := vals[jobsEnergy].(int64); e <= 0 {
+					if p, ok := vals[len(cols)].(float64); ok && p > 0 {
+						vals[jobsEnergy] = int64(math.Round(p * 1000))
+					}
+				}
+				return fn(vals[:len(cols)])
+			})
+		}, -1, func(vals []any) float64 {
 			if span <= 0 {
 				return 0
 			}
@@ -261,7 +273,7 @@ func (d *DB) Export(ctx context.Context, o ExportOptions) (int64, error) {
 			return n, err
 		}
 	case "gpus":
-		err := read(func(fn func([]any) error) error { return d.st.ExportGPUsIn(ctx, o.Clusters, from, to, fn) }, 3, func([]any) float64 { return 0 })
+		err := read(func(fn func([]any) error) error { return d.exportGPUs(ctx, o.Clusters, from, to, len(cols), fn) }, 3, func([]any) float64 { return 0 })
 		if err != nil {
 			return n, err
 		}

@@ -153,3 +153,66 @@ func number(v any) (float64, bool) {
 	}
 	return 0, false
 }
+
+// Columns of the jobs and gpus exports that one energy per job and GPU
+// sets (splitEnergy).
+const (
+	jobsEnergy    = 18 // jobs: energy_mj
+	gpusSampleS   = 7  // gpus: sample_s
+	gpusEnergy    = 12 // gpus: energy_mj
+	gpusJobEnergy = 15 // gpus: the run's energy, after the export's columns
+	gpusPowerJ    = 16 // gpus: the GPU's power × seconds
+)
+
+// exportGPUs is the gpus export's rows (ncols columns), each GPU's
+// energy_mj its part of its run's energy as gpuacct job shows it: a run's
+// GPUs, which the store gives one after another, are held and split
+// together (bounded by the run's GPUs).
+func (d *DB) exportGPUs(ctx context.Context, clusters []string, from, to int64, ncols int, fn func([]any) error) error {
+	var run [][]any
+	flush := func() error {
+		if len(run) == 0 {
+			return nil
+		}
+		counter, power, sampled := make([]float64, len(run)), make([]float64, len(run)), make([]float64, len(run))
+		for i, r := range run {
+			counter[i], _ = number(r[gpusEnergy])
+			power[i], _ = number(r[gpusPowerJ])
+			sampled[i], _ = number(r[gpusSampleS])
+		}
+		jobMJ, _ := run[0][gpusJobEnergy].(int64)
+		_, parts := splitEnergy(jobMJ, counter, power, sampled)
+		for i, r := range run {
+			r[gpusEnergy] = parts[i]
+			if err := fn(r[:ncols]); err != nil {
+				return err
+			}
+		}
+		run = run[:0]
+		return nil
+	}
+	err := d.st.ExportGPUsEnergyIn(ctx, clusters, from, to, func(vals []any) error {
+		if len(run) > 0 && !sameRun(vals, run[0]) {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		run = append(run, append([]any(nil), vals...))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return flush()
+}
+
+// sameRun says whether two gpus export rows are of one job run: cluster,
+// job_id and restart.
+func sameRun(a, b []any) bool {
+	for i := range 3 {
+		if machineValue(a[i]) != machineValue(b[i]) {
+			return false
+		}
+	}
+	return true
+}

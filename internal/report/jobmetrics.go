@@ -117,55 +117,26 @@ func (d *DB) loadMetrics(ctx context.Context, det *Detail) error {
 }
 
 // oneEnergy gives the job and each of its GPUs one energy and one mean
-// power, consistent with each other (docs/reports.md, "Energy"): the
-// job's energy is the ledger's sum of NVML energy-counter deltas inside
-// its allocation, or, where no counter gave any, Σ power × time of its
-// GPUs; each GPU's is its part of that, in proportion to its own counter
-// difference (else its power × time), so that the GPUs add up to the
-// job's to the millijoule; a mean power is energy / sampled time.
+// power, consistent with each other (docs/reports.md, "Energy and mean
+// power"): splitEnergy's, and a mean power is energy / sampled time.
 func oneEnergy(det *Detail, powerJ map[*GPUStat]float64) {
 	j := &det.Job
 	gs := det.GPUs
 	if len(gs) == 0 {
 		return
 	}
-	weights := make([]float64, len(gs))
-	counters := true
+	counter, power, sampled := make([]float64, len(gs)), make([]float64, len(gs)), make([]float64, len(gs))
 	for i := range gs {
-		if k := gs[i].EnergyKWh; k != nil && *k > 0 {
-			weights[i] = *k
-		} else {
-			counters = false
+		if k := gs[i].EnergyKWh; k != nil {
+			counter[i] = *k * 3.6e9
 		}
+		power[i], sampled[i] = powerJ[&gs[i]], gs[i].SampleS
 	}
-	if j.EnergyMJ <= 0 || !counters {
-		// No counter for the job, or not for each GPU: power × time
-		// splits it (and is it, without a counter).
-		var sum float64
-		for i := range gs {
-			weights[i] = max(0, powerJ[&gs[i]])
-			sum += weights[i]
-		}
-		if j.EnergyMJ <= 0 {
-			j.EnergyMJ = int64(math.Round(sum * 1000))
-		}
-		if sum == 0 {
-			for i := range gs {
-				weights[i] = gs[i].SampleS
-			}
-		}
-	}
-	if !slices.ContainsFunc(weights, func(w float64) bool { return w > 0 }) {
-		for i := range weights {
-			weights[i] = 1 // nothing tells the GPUs apart: equal parts
-		}
-	}
-	parts := apportion(j.EnergyMJ, weights)
+	var parts []int64
+	j.EnergyMJ, parts = splitEnergy(j.EnergyMJ, counter, power, sampled)
 	for i := range gs {
 		g := &gs[i]
-		g.EnergyMJ = parts[i]
-		g.EnergyKWh = nil
-		g.PowerMeanW = nil
+		g.EnergyMJ, g.EnergyKWh, g.PowerMeanW = parts[i], nil, nil
 		if j.EnergyMJ > 0 {
 			k := float64(parts[i]) / 3.6e9
 			g.EnergyKWh = &k
@@ -175,6 +146,50 @@ func oneEnergy(det *Detail, powerJ map[*GPUStat]float64) {
 			}
 		}
 	}
+}
+
+// splitEnergy is a job's energy and each GPU's part of it. The job's is
+// jobMJ, the ledger's sum of NVML energy-counter deltas inside its
+// allocation; where that is 0, the sum of its GPUs' own counter
+// differences if each has one, else Σ power × time of its GPUs (powerJ,
+// joules). A GPU's part is in proportion to its own
+// counter difference (counterMJ; where a GPU has none, every GPU's power
+// × time decides, then its sampled seconds), in whole millijoules that
+// add up to the job's exactly. The job detail and the gpus export both
+// split so.
+func splitEnergy(jobMJ int64, counterMJ, powerJ, sampleS []float64) (int64, []int64) {
+	weights := make([]float64, len(counterMJ))
+	counters := true
+	for i, c := range counterMJ {
+		weights[i] = c
+		counters = counters && c > 0
+	}
+	if jobMJ <= 0 && counters {
+		// No sample delta reached the ledger (samples lost or not yet
+		// in), but each GPU's counter difference is known.
+		for _, c := range counterMJ {
+			jobMJ += int64(math.Round(c))
+		}
+	}
+	if jobMJ <= 0 || !counters {
+		var sum float64
+		for i := range weights {
+			weights[i] = max(0, powerJ[i])
+			sum += weights[i]
+		}
+		if jobMJ <= 0 {
+			jobMJ = int64(math.Round(sum * 1000))
+		}
+		if sum == 0 {
+			copy(weights, sampleS)
+		}
+	}
+	if !slices.ContainsFunc(weights, func(w float64) bool { return w > 0 }) {
+		for i := range weights {
+			weights[i] = 1 // nothing tells the GPUs apart: equal parts
+		}
+	}
+	return jobMJ, apportion(jobMJ, weights)
 }
 
 // apportion splits total into parts in proportion to weights, each a

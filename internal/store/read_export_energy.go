@@ -1,0 +1,36 @@
+package store
+
+import "context"
+
+// The jobs and gpus exports with what one energy per job and GPU needs
+// (report's splitEnergy): the export's columns (report.ExportColumns, as
+// ExportJobsIn and ExportGPUsIn give them), then, for jobs, the run's Σ
+// power × seconds over its GPUs (joules, nil without power readings);
+// for gpus, the run's energy (the counter deltas' sum) and the GPU's
+// power × seconds. The window's parameters follow the metric's name.
+const (
+	exportJobsEnergy = `SELECT cluster, job_id, restart, array_job_id, array_task_id, user, account, partition, nodes, gpus, start, end, state,
+ end_estimated, ignored, alloc_gpu_s, used_gpu_s, idle_gpu_s, energy_mj,
+ (SELECT sum(m.value_s) FROM job_gpu_metrics m WHERE m.job = jobs.id AND m.name = ?) FROM jobs
+ WHERE start IS NOT NULL AND start < ? AND (end IS NULL OR end > ?)`
+	exportGPUsEnergy = `SELECT j.cluster, j.job_id, j.restart, n.name, g.uuid, g.idx, g.model, jg.sample_s, jg.util_s, jg.util_max, jg.mem_max_mib,
+ coalesce(jg.mem_total_mib, g.mem_total_mib), coalesce(jg.energy_mj, CASE WHEN jg.energy_end_mj >= jg.energy_start_mj THEN jg.energy_end_mj - jg.energy_start_mj END),
+ jg.idle_s, jg.agg_final, j.energy_mj,
+ (SELECT m.value_s FROM job_gpu_metrics m WHERE m.job = j.id AND m.gpu_id = jg.gpu_id AND m.name = ?)
+ FROM jobs j JOIN job_gpus jg ON jg.job = j.id JOIN gpus g ON g.id = jg.gpu_id JOIN nodes n ON n.id = jg.node_id
+ WHERE j.start IS NOT NULL AND j.start < ? AND (j.end IS NULL OR j.end > ?)`
+)
+
+// ExportJobsEnergyIn is ExportJobsIn with each run's power × seconds
+// last (joules, nil when no sample had a power reading).
+func (s *Store) ExportJobsEnergyIn(ctx context.Context, clusters []string, from, to int64, fn func(vals []any) error) error {
+	return s.exportIn(ctx, fn, exportJobsEnergy, "cluster", clusters, exportJobsOrder, PowerMetric, to, from)
+}
+
+// ExportGPUsEnergyIn is ExportGPUsIn, each GPU's energy_mj its own
+// counter difference (the agent's aggregate, else the hooks' readings),
+// then the run's energy and the GPU's power × seconds (joules, nil when
+// none). A run's GPUs come one after another.
+func (s *Store) ExportGPUsEnergyIn(ctx context.Context, clusters []string, from, to int64, fn func(vals []any) error) error {
+	return s.exportIn(ctx, fn, exportGPUsEnergy, "j.cluster", clusters, exportGPUsOrder, PowerMetric, to, from)
+}
