@@ -53,13 +53,13 @@ Examples:
 			&cli.StringFlag{Name: "profile-socket", Usage: "socket `gpuacct profile` asks on, empty to disable (agent.profile_socket)", EnvVars: []string{"GPUSUITE_AGENT_PROFILE_SOCKET"}},
 			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error (agent.log_level)", EnvVars: []string{"GPUSUITE_AGENT_LOG_LEVEL"}},
 		},
-		Action: func(c *cli.Context) error {
+		Action: cliwire.NoArgs(func(c *cli.Context) error {
 			cfg, err := cliwire.LoadConfig(c, getenv)
 			if err != nil {
 				return err
 			}
 			applyAgentFlags(c, &cfg)
-			if err := cfg.Validate(); err != nil {
+			if err := cliwire.Validate(c, &cfg); err != nil {
 				return fmt.Errorf("agent options: %w", err)
 			}
 			if err := webconfig.Check(cfg.Agent.WebConfigFile, "agent.web_config_file, --web-config-file"); err != nil {
@@ -81,7 +81,7 @@ Examples:
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
 			return agent.Main(ctx, cfg, node, log)
-		},
+		}),
 	}
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -111,7 +112,7 @@ var examples = map[string]exampleRun{
 	"gpuacct report cluster --all-clusters --format json":                                                         {want: `"cluster": "gpu1"`},
 
 	"gpuacct job 123456": {want: "user alice, account vision"},
-	"gpuacct job 123456_3 --json | jq '.gpus[] | {uuid, util_mean_pct}'":                                  {want: `"util_mean_pct"`},
+	"gpuacct job 123456_3 --json | jq '.gpus_detail[] | {uuid, util_mean_pct}'":                           {want: `"util_mean_pct"`},
 	"gpuacct job 123456 --db /tmp/acct.db":                                                                {want: "user alice, account vision"},
 	"gpuacct job 123456 -M gpu2                 # the job of that cluster, when several share the ledger": {want: "user dave, account nlp"},
 
@@ -244,10 +245,47 @@ func TestHelpExamplesRun(t *testing.T) {
 		if !strings.Contains(got, want.want) {
 			t.Errorf("%s: example %q: output lacks %q:\n%s", ex.Command, ex.Line, want.want, clip(got))
 		}
+		if _, filter, ok := strings.Cut(ex.Line, "| jq "); ok {
+			checkJQ(t, strings.Trim(filter, "'"), got)
+		}
 	})
 	for l := range runs {
 		if !ran[l] {
 			t.Errorf("examples lists %q, which no --help shows", l)
+		}
+	}
+}
+
+// jqPick is the one jq filter help examples use: each element of an
+// array field, a few of its keys.
+var jqPick = regexp.MustCompile(`^\.([a-z_]+)\[\] \| \{([a-z_, ]+)\}$`)
+
+// checkJQ checks that jq's filter, run on the example's output, finds
+// what it names: the field is an array of objects, each with every key
+// picked (jq would fail on a number, print null for a missing key).
+func checkJQ(t *testing.T, filter, out string) {
+	t.Helper()
+	m := jqPick.FindStringSubmatch(filter)
+	if m == nil {
+		t.Fatalf("jq filter %q: checkJQ reads only .FIELD[] | {KEY, ...}: teach it this one", filter)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("jq %q: the output is not one JSON object: %v\n%s", filter, err, clip(out))
+	}
+	items, ok := doc[m[1]].([]any)
+	if !ok || len(items) == 0 {
+		t.Fatalf("jq %q: .%s is %T, not an array with elements (jq: cannot iterate)", filter, m[1], doc[m[1]])
+	}
+	for i, it := range items {
+		obj, ok := it.(map[string]any)
+		if !ok {
+			t.Fatalf("jq %q: .%s[%d] is %T, not an object", filter, m[1], i, it)
+		}
+		for _, k := range strings.Split(m[2], ",") {
+			if k = strings.TrimSpace(k); obj[k] == nil {
+				t.Errorf("jq %q: .%s[%d] has no %q (jq prints null)", filter, m[1], i, k)
+			}
 		}
 	}
 }

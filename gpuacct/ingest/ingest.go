@@ -59,7 +59,7 @@ func Config(c *cli.Context, getenv func(string) string) (config.Config, error) {
 	if c.IsSet("metrics-listen") {
 		cfg.Ingest.MetricsListen = c.String("metrics-listen")
 	}
-	return cfg, nil
+	return cfg, cliwire.Validate(c, &cfg)
 }
 
 // Command is `gpuacct ingest`: one pass, for cron or by hand.
@@ -87,7 +87,7 @@ Examples:
    gpuacct ingest --wait --store-url postgres://gpusuite@db.example.org/gpusuite`,
 		Flags: append(Flags(),
 			&cli.BoolFlag{Name: "wait", Usage: "wait for the writer that holds the ledger (gpuacct serve) to let go, instead of failing at once"}),
-		Action: func(c *cli.Context) error {
+		Action: cliwire.NoArgs(func(c *cli.Context) error {
 			cfg, err := Config(c, getenv)
 			if err != nil {
 				return err
@@ -106,6 +106,6 @@ Examples:
 				return err
 			}
 			return s.Once(ctx, stdout)
-		},
+		}),
 	}
 }

@@ -60,8 +60,9 @@ func TestCLIErrors(t *testing.T) {
 		{"missing config", []string{"--config", unreadable, "ingest"}, "read config", 1},
 		{"bad config value", []string{"--config", badCfg, "ingest"}, "store.journal_mode", 1},
 		{"bad store.url in the file", []string{"--config", badURL, "ingest"}, `line 2: key "store.url": must start with postgres:// or postgresql://`, 1},
-		{"bad --store-url", []string{"ingest", "--store-url", "mysql://db/acct"}, `key "store.url": must start with postgres://`, 1},
-		{"bad keep flag", []string{"ingest", "--keep", "shred", "--db", filepath.Join(root, "x.db")}, "ingest.keep", 1},
+		// A value an option gave is the option's usage error, named as typed.
+		{"bad --store-url", []string{"ingest", "--store-url", "mysql://db/acct"}, `--store-url: must start with postgres://`, 2},
+		{"bad keep flag", []string{"ingest", "--keep", "shred", "--db", filepath.Join(root, "x.db")}, `--keep: "shred" is not archive or delete`, 2},
 		{"unknown service user", []string{"ingest", "--service-user", "no-such-user-xyz", "--db", filepath.Join(root, "y.db")}, "service user", 1},
 		{"missing incoming", append([]string{"ingest", "--incoming", "/nonexistent/incoming"}, ledgerArgs(storetest.NewLedger(t))...), "incoming directory", 1},
 		{"unknown option", []string{"ingest", "--bogus"}, "unknown option --bogus (see 'gpuacct ingest --help')", 2},
@@ -84,15 +85,18 @@ func TestCLIErrors(t *testing.T) {
 // TestSQLiteCLIErrors: a SQLite file that cannot be made or is named
 // relatively.
 func TestSQLiteCLIErrors(t *testing.T) {
-	tests := []struct{ name, db, want string }{
-		{"missing db directory", "/nonexistent/dir/acct.db", "open store \"/nonexistent/dir/acct.db\""},
-		{"relative db path", "acct.db", "not an absolute path"},
+	tests := []struct {
+		name, db, want string
+		code           int
+	}{
+		{"missing db directory", "/nonexistent/dir/acct.db", "open store \"/nonexistent/dir/acct.db\"", 1},
+		{"relative db path", "acct.db", `--db: "acct.db" is not an absolute path`, 2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errw bytes.Buffer
-			if code := cliwire.Run(app(&out, &errw), []string{"gpuacct", "ingest", "--db", tc.db}); code != 1 {
-				t.Errorf("exit %d, want 1", code)
+			if code := cliwire.Run(app(&out, &errw), []string{"gpuacct", "ingest", "--db", tc.db}); code != tc.code {
+				t.Errorf("exit %d, want %d", code, tc.code)
 			}
 			msg := strings.TrimSuffix(errw.String(), "\n")
 			if !strings.Contains(msg, tc.want) || strings.Contains(msg, "\n") {

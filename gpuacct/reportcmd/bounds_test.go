@@ -1,12 +1,9 @@
 package reportcmd
 
 import (
-	"errors"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/urfave/cli/v2"
 
 	"github.com/aicloud/gpusuite/internal/report"
 )
@@ -54,12 +51,7 @@ func TestRefusals(t *testing.T) {
 			if strings.Contains(err.Error(), "\n") {
 				t.Errorf("error is more than one line: %q", err)
 			}
-			code := 1
-			var ec cli.ExitCoder
-			if errors.As(err, &ec) {
-				code = ec.ExitCode()
-			}
-			if code != tt.wantCode {
+			if code := exitCode(err); code != tt.wantCode {
 				t.Errorf("exit %d, want %d", code, tt.wantCode)
 			}
 		})
@@ -112,8 +104,7 @@ func TestReportCaps(t *testing.T) {
 			defer report.SetCaps(tt.groups, tt.rows)()
 			d, _, _ := testDeps(now, nil)
 			err := run(t, d, args...)
-			var ec cli.ExitCoder
-			if err == nil || !strings.Contains(err.Error(), tt.want) || !errors.As(err, &ec) || ec.ExitCode() != 2 {
+			if err == nil || !strings.Contains(err.Error(), tt.want) || exitCode(err) != 2 {
 				t.Errorf("error %v, want %q and exit 2", err, tt.want)
 			}
 		})

@@ -79,7 +79,9 @@ Examples:
 			&cli.BoolFlag{Name: "no-live", Usage: "leave out the live board's alerts (no snapshot read, Slurm not asked)"},
 		}, clusterFlagsSaying("check the nodes of these clusters of the ledger (all: every one). Default: the local one (SLURM_CLUSTER_NAME, else cluster.name), or every one when it is not in the ledger",
 			"check the nodes of every cluster of the ledger (-M all)")...),
-		Action: func(c *cli.Context) error {
+		// A stray argument is a usage error, exit 2, as an unknown option
+		// is: the command line's syntax is every command's alike.
+		Action: cliwire.NoArgs(func(c *cli.Context) error {
 			e, err := load(c, d)
 			if err != nil {
 				return cli.Exit("CRITICAL: "+err.Error(), checkCritical)
@@ -154,7 +156,7 @@ Examples:
 				fmt.Fprintf(d.Stdout, "CRITICAL: %s\n", p)
 			}
 			return cli.Exit("", checkCritical)
-		},
+		}),
 	}
 }
 

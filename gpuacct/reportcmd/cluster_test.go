@@ -2,12 +2,9 @@ package reportcmd
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/urfave/cli/v2"
 
 	"github.com/aicloud/gpusuite/internal/store"
 )
@@ -128,8 +125,7 @@ func TestReportClusterBadInput(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			d, out, _ := testDeps(now, nil)
 			err := run(t, d, append([]string{"report", "cluster", dbOpt(path)}, c.args...)...)
-			var ec cli.ExitCoder
-			if !errors.As(err, &ec) || ec.ExitCode() != 2 || !strings.Contains(err.Error(), c.want) {
+			if exitCode(err) != 2 || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("report cluster %v: %v, want exit 2 saying %q", c.args, err, c.want)
 			}
 			if out.Len() != 0 {

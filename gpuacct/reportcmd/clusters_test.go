@@ -1,7 +1,6 @@
 package reportcmd
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -11,8 +10,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/urfave/cli/v2"
 
+	"github.com/aicloud/gpusuite/cliwire"
 	"github.com/aicloud/gpusuite/internal/store"
 )
 
@@ -119,11 +118,8 @@ func exitCode(err error) int {
 	if err == nil {
 		return 0
 	}
-	var ec cli.ExitCoder
-	if errors.As(err, &ec) {
-		return ec.ExitCode()
-	}
-	return 1
+	code, _ := cliwire.Code(err)
+	return code
 }
 
 // golden compares got with the file at path, or rewrites it with -update.

@@ -153,7 +153,8 @@ func load(c *cli.Context, d Deps) (*env, error) {
 	set("units", &cfg.Report.Units)
 	loc, err := timespec.LoadLocation(cfg.Report.TZ)
 	if err != nil {
-		return nil, err
+		// config.Load has checked the file's zone: this one is --tz's.
+		return nil, &cliwire.UsageError{Err: err}
 	}
 	return &env{cfg: cfg, loc: loc, now: d.Now(), getenv: d.Getenv}, nil
 }
@@ -174,7 +175,7 @@ func (e *env) scope(c *cli.Context, db *report.DB, defaultAll bool) (report.Scop
 // it, else err.
 func usage(what string, err error) error {
 	if report.IsBadInput(err) {
-		return cli.Exit(what+": "+err.Error(), 2)
+		return &cliwire.UsageError{Err: fmt.Errorf("%s: %w", what, err)}
 	}
 	return err
 }
@@ -197,7 +198,7 @@ func (e *env) job(c *cli.Context, sp report.JobSpec) (*report.Detail, error) {
 	}
 	det, err := db.JobIn(c.Context, s, sp, e.now)
 	if report.IsBadInput(err) {
-		return nil, cli.Exit(err.Error(), 2) // "job 7 is on clusters ...": the job named first
+		return nil, &cliwire.UsageError{Err: err} // "job 7 is on clusters ...": the job named first
 	}
 	if err != nil {
 		return nil, err
@@ -295,7 +296,7 @@ func ReportCommand(d Deps) *cli.Command {
 	return &cli.Command{
 		Name:  "report",
 		Usage: "sreport-style GPU-hours by team, user, account, partition, node or model",
-		UsageText: "gpuacct report {" + strings.Join(report.Kinds, "|") + "} [options]\n\n" +
+		UsageText: "gpuacct report {" + strings.Join(reportKinds(), "|") + "} [options]\n\n" +
 			`Allocated GPU-hours (GPUs × elapsed, what Slurm charges), used GPU-hours
 (Σ utilization × time), efficiency, idle GPU-hours, energy, jobs started and
 share of the cluster, over a window (default: the last 7 whole days), as one
@@ -306,12 +307,16 @@ it. Ignored jobs are left out. See docs/reports.md.
 		Subcommands: append(subs, clusterCommand(d)),
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
-				return fmt.Errorf("report: unknown report %q: use one of %s", c.Args().First(), strings.Join(report.Kinds, ", "))
+				return cliwire.Usagef("report: unknown report %q: use one of %s", c.Args().First(), strings.Join(reportKinds(), ", "))
 			}
-			return fmt.Errorf("report: name a report: one of %s (see 'gpuacct report --help')", strings.Join(report.Kinds, ", "))
+			return cliwire.Usagef("report: name a report: one of %s (see 'gpuacct report --help')", strings.Join(reportKinds(), ", "))
 		},
 	}
 }
+
+// reportKinds are the reports `gpuacct report` takes: internal/report's
+// kinds and cluster, which has a command of its own.
+func reportKinds() []string { return append(append([]string(nil), report.Kinds...), "cluster") }
 
 var kindUsage = map[string]string{
 	"teams":      "GPU-hours per team (Slurm account, or the team mapping file)",
@@ -341,7 +346,7 @@ const reportExamples = `Examples:
 
 func runReport(c *cli.Context, d Deps, kind string) error {
 	if c.Args().Present() {
-		return fmt.Errorf("report %s: unexpected argument %q (options go with --)", kind, c.Args().First())
+		return cliwire.Usagef("report %s: unexpected argument %q (options go with --)", kind, c.Args().First())
 	}
 	e, err := load(c, d)
 	if err != nil {
@@ -349,30 +354,30 @@ func runReport(c *cli.Context, d Deps, kind string) error {
 	}
 	w, err := e.window(c)
 	if err != nil {
-		return cli.Exit(fmt.Sprintf("report %s: %v", kind, err), 2)
+		return cliwire.Usagef("report %s: %v", kind, err)
 	}
 	p, err := timespec.ParsePeriod(c.String("period"))
 	if err != nil {
-		return cli.Exit(fmt.Sprintf("report %s: %v", kind, err), 2)
+		return cliwire.Usagef("report %s: %v", kind, err)
 	}
 	o, err := e.output(c, d)
 	if err != nil {
-		return cli.Exit(fmt.Sprintf("report %s: %v", kind, err), 2)
+		return cliwire.Usagef("report %s: %v", kind, err)
 	}
 	level, err := levelOf(c, kind)
 	if err != nil {
-		return cli.Exit(fmt.Sprintf("report %s: %v", kind, err), 2)
+		return cliwire.Usagef("report %s: %v", kind, err)
 	}
 	m, err := teams.Load(e.cfg.Report.Teams)
 	if err != nil {
 		return err
 	}
 	if c.IsSet("limit") && (c.Int("limit") < 1 || c.Int("limit") > report.MaxLimit) {
-		return cli.Exit(fmt.Sprintf("report %s: --limit %d is not from 1 to %d", kind, c.Int("limit"), report.MaxLimit), 2)
+		return cliwire.Usagef("report %s: --limit %d is not from 1 to %d", kind, c.Int("limit"), report.MaxLimit)
 	}
 	if kind != "jobs" {
 		if err := timespec.CheckBuckets(report.HourWindow(w), p); err != nil {
-			return cli.Exit(fmt.Sprintf("report %s: %v", kind, err), 2)
+			return cliwire.Usagef("report %s: %v", kind, err)
 		}
 	}
 	f, teamList := filterOf(c)
@@ -387,7 +392,7 @@ func runReport(c *cli.Context, d Deps, kind string) error {
 	}
 	f.Clusters = s.Filter()
 	if err := db.CheckFilter(c.Context, f); err != nil {
-		return cli.Exit(fmt.Sprintf("report %s: %v", kind, err), 2)
+		return cliwire.Usagef("report %s: %v", kind, err)
 	}
 	var t *table.Table
 	if kind == "jobs" {
@@ -398,7 +403,7 @@ func runReport(c *cli.Context, d Deps, kind string) error {
 			TopBy: c.String("by"), Limit: c.Int("limit"), Level: level, Scope: s})
 	}
 	if report.IsBadInput(err) {
-		return cli.Exit(fmt.Sprintf("report %s: %v", kind, err), 2)
+		return cliwire.Usagef("report %s: %v", kind, err)
 	}
 	if err != nil {
 		return fmt.Errorf("report %s: %w", kind, err)

@@ -45,11 +45,18 @@ Examples:
 			"the rows of every cluster of the ledger (-M all); the cluster column says whose each row is")...),
 		Action: cliwire.Interspersed(func(c *cli.Context) error {
 			if c.NArg() != 1 {
-				return fmt.Errorf("export: name what to export: jobs, gpus or samples (see 'gpuacct export --help')")
+				return cliwire.Usagef("export: name what to export: jobs, gpus or samples (see 'gpuacct export --help')")
 			}
 			kind := c.Args().First()
 			if _, ok := report.ExportColumns[kind]; !ok {
-				return fmt.Errorf("export: unknown export %q: use jobs, gpus or samples", kind)
+				return cliwire.Usagef("export: unknown export %q: use jobs, gpus or samples", kind)
+			}
+			// Refused before the ledger is opened: a typo must not wait
+			// for a long export's first row to be told.
+			switch f := c.String("format"); f {
+			case "", "csv", "jsonl", "json":
+			default:
+				return cliwire.Usagef("export %s: --format %q is not csv or jsonl", kind, f)
 			}
 			e, err := load(c, d)
 			if err != nil {
@@ -57,7 +64,7 @@ Examples:
 			}
 			w, err := e.window(c)
 			if err != nil {
-				return fmt.Errorf("export %s: %w", kind, err)
+				return cliwire.Usagef("export %s: %v", kind, err)
 			}
 			db, err := e.open(c.Context)
 			if err != nil {
@@ -92,7 +99,7 @@ Examples:
 				defer done()
 			}
 			if _, err := db.Export(c.Context, o); err != nil {
-				return err
+				return usage("export "+kind, err)
 			}
 			if f, ok := o.Out.(*os.File); ok && f != os.Stdout {
 				if err := f.Sync(); err != nil {

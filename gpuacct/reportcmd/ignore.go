@@ -56,7 +56,7 @@ Examples:
 		Action: cliwire.Interspersed(func(c *cli.Context) error {
 			if c.Bool("list") || c.Bool("log") {
 				if c.Args().Present() {
-					return fmt.Errorf("ignore --list takes no JOBID")
+					return cliwire.Usagef("ignore --list takes no JOBID")
 				}
 				return listIgnored(c, d)
 			}
@@ -103,21 +103,21 @@ func ignoreFlags(list bool) []cli.Flag {
 
 func change(c *cli.Context, d Deps, action string) error {
 	if !c.Args().Present() {
-		return fmt.Errorf("%s: give at least one JOBID (see 'gpuacct %s --help')", action, action)
+		return cliwire.Usagef("%s: give at least one JOBID (see 'gpuacct %s --help')", action, action)
 	}
 	if action == requests.Ignore && strings.TrimSpace(c.String("reason")) == "" {
-		return fmt.Errorf("ignore: --reason is required: say why these jobs should not count")
+		return cliwire.Usagef("ignore: --reason is required: say why these jobs should not count")
 	}
 	// The writer's bounds, checked before anything is filed: a request
 	// past them would be refused after the command had said "queued".
 	if err := requests.CheckIgnoreBounds(c.String("reason"), c.Args().Len()); err != nil {
-		return cli.Exit(action+": "+err.Error(), 2)
+		return cliwire.Usagef("%s: %v", action, err)
 	}
 	var specs []string
 	for _, a := range c.Args().Slice() {
 		sp, err := report.ParseJobSpec(a)
 		if err != nil {
-			return fmt.Errorf("%s: %w", action, err)
+			return &cliwire.UsageError{Err: fmt.Errorf("%s: %w", action, err)}
 		}
 		specs = append(specs, sp.String())
 	}
@@ -196,7 +196,7 @@ func reportOutcomes(d Deps, dir, action string, filed []*requests.Request, paths
 		}
 	}
 	if len(refusals) > 0 {
-		return cli.Exit(strings.Join(refusals, "\n"), 1)
+		return &cliwire.ExitError{Code: cliwire.ExitFailure, Err: errors.New(strings.Join(refusals, "\n"))}
 	}
 	return nil
 }
@@ -251,7 +251,7 @@ func listIgnored(c *cli.Context, d Deps) error {
 	}
 	o, err := e.output(c, d)
 	if err != nil {
-		return fmt.Errorf("ignore --list: %w", err)
+		return &cliwire.UsageError{Err: fmt.Errorf("ignore --list: %w", err)}
 	}
 	if c.Bool("log") {
 		pending, applied, err := requests.List(e.cfg.Report.Requests)

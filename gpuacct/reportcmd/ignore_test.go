@@ -2,7 +2,6 @@ package reportcmd
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,8 +9,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/urfave/cli/v2"
 
 	"github.com/aicloud/gpusuite/internal/requests"
 )
@@ -42,8 +39,7 @@ func TestIgnoreBoundsBeforeFiling(t *testing.T) {
 			reqs := t.TempDir()
 			d, out, _ := testDeps(now, nil)
 			err := run(t, d, append(tc.args, dbOpt(path), "--requests", reqs)...)
-			var ec cli.ExitCoder
-			if !errors.As(err, &ec) || ec.ExitCode() != 2 || err.Error() != tc.want {
+			if exitCode(err) != 2 || err.Error() != tc.want {
 				t.Fatalf("error %v, want exit 2 with %q (printed %q)", err, tc.want, out.String())
 			}
 			if ents, _ := os.ReadDir(filepath.Join(reqs, "pending")); len(ents) != 0 {
@@ -79,8 +75,7 @@ func TestIgnoreReportsRefusal(t *testing.T) {
 	}
 	d, out, _ := testDeps(now, nil)
 	err = reportOutcomes(d, reqs, requests.Ignore, []*requests.Request{r}, []string{p})
-	var ec cli.ExitCoder
-	if !errors.As(err, &ec) || ec.ExitCode() != 1 || !strings.HasPrefix(err.Error(), "ignore 10: refused: owned by uid 0, not root or the service user") {
+	if exitCode(err) != 1 || !strings.HasPrefix(err.Error(), "ignore 10: refused: owned by uid 0, not root or the service user") {
 		t.Errorf("refused request: %v (exit 1 naming the refusal wanted)", err)
 	}
 	if strings.Contains(out.String(), "applied") {

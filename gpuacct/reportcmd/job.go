@@ -1,8 +1,6 @@
 package reportcmd
 
 import (
-	"fmt"
-
 	"github.com/urfave/cli/v2"
 
 	"github.com/aicloud/gpusuite/cliwire"
@@ -27,7 +25,7 @@ jobs show the latest samples.
 
 Examples:
    gpuacct job 123456
-   gpuacct job 123456_3 --json | jq '.gpus[] | {uuid, util_mean_pct}'
+   gpuacct job 123456_3 --json | jq '.gpus_detail[] | {uuid, util_mean_pct}'
    gpuacct job 123456 --db /tmp/acct.db
    gpuacct job 123456 -M gpu2                 # the job of that cluster, when several share the ledger`,
 		Flags: append([]cli.Flag{dbFlag(), cliwire.StoreURLFlag(),
@@ -38,11 +36,11 @@ Examples:
 			"look for the job on every cluster of the ledger (-M all); an id two clusters have is refused")...),
 		Action: cliwire.Interspersed(func(c *cli.Context) error {
 			if c.NArg() != 1 {
-				return fmt.Errorf("job: give one JOBID (see 'gpuacct job --help')")
+				return cliwire.Usagef("job: give one JOBID (see 'gpuacct job --help')")
 			}
 			sp, err := report.ParseJobSpec(c.Args().First())
 			if err != nil {
-				return err
+				return &cliwire.UsageError{Err: err}
 			}
 			e, err := load(c, d)
 			if err != nil {

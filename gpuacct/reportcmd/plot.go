@@ -39,54 +39,29 @@ Examples:
 			"these clusters of the ledger (comma-separated; all: every one). Default: the local one (SLURM_CLUSTER_NAME, else cluster.name); for a JOBID, every one when the local one is not in the ledger",
 			"every cluster of the ledger (-M all); --report then stacks per team and cluster")...)...),
 		Action: cliwire.Interspersed(func(c *cli.Context) error {
-			e, err := load(c, d)
-			if err != nil {
-				return err
-			}
+			// The command line is checked before the configuration and the
+			// ledger are read: a usage error is one line, exit 2.
 			out := c.String("output")
 			if out == "" {
-				return fmt.Errorf("plot: -o FILE.png or FILE.svg is required")
+				return cliwire.Usagef("plot: -o FILE.png or FILE.svg is required")
 			}
 			if _, err := plot.FormatOf(out); err != nil {
-				return err
+				return &cliwire.UsageError{Err: err}
 			}
 			if c.Bool("report") {
 				if c.Args().Present() {
-					return fmt.Errorf("plot --report takes no JOBID")
+					return cliwire.Usagef("plot --report takes no JOBID")
 				}
-				w, err := e.window(c)
-				if err != nil {
-					return fmt.Errorf("plot: %w", err)
-				}
-				p, err := timespec.ParsePeriod(c.String("period"))
-				if err != nil {
-					return fmt.Errorf("plot: %w", err)
-				}
-				m, err := teams.Load(e.cfg.Report.Teams)
-				if err != nil {
-					return err
-				}
-				f, tl := filterOf(c)
-				db, err := e.open(c.Context)
-				if err != nil {
-					return err
-				}
-				defer db.Close()
-				s, err := e.scope(c, db, false)
-				if err != nil {
-					return usage("plot", err)
-				}
-				f.Clusters = s.Filter()
-				if err := db.PlotReport(c.Context, report.Request{Window: report.HourWindow(w), Period: p, Filter: f, Teams: tl, Mapping: m, Scope: s}, out); err != nil {
-					return err
-				}
-				fmt.Fprintln(d.Stdout, out)
-				return nil
+				return plotReport(c, d, out)
 			}
 			if c.NArg() != 1 {
-				return fmt.Errorf("plot: give one JOBID, or --report (see 'gpuacct plot --help')")
+				return cliwire.Usagef("plot: give one JOBID, or --report (see 'gpuacct plot --help')")
 			}
 			sp, err := report.ParseJobSpec(c.Args().First())
+			if err != nil {
+				return &cliwire.UsageError{Err: err}
+			}
+			e, err := load(c, d)
 			if err != nil {
 				return err
 			}
@@ -101,4 +76,40 @@ Examples:
 			return nil
 		}),
 	}
+}
+
+// plotReport is plot --report: allocated GPU-hours per team and period.
+func plotReport(c *cli.Context, d Deps, out string) error {
+	e, err := load(c, d)
+	if err != nil {
+		return err
+	}
+	w, err := e.window(c)
+	if err != nil {
+		return cliwire.Usagef("plot: %v", err)
+	}
+	p, err := timespec.ParsePeriod(c.String("period"))
+	if err != nil {
+		return cliwire.Usagef("plot: %v", err)
+	}
+	m, err := teams.Load(e.cfg.Report.Teams)
+	if err != nil {
+		return err
+	}
+	f, tl := filterOf(c)
+	db, err := e.open(c.Context)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	s, err := e.scope(c, db, false)
+	if err != nil {
+		return usage("plot", err)
+	}
+	f.Clusters = s.Filter()
+	if err := db.PlotReport(c.Context, report.Request{Window: report.HourWindow(w), Period: p, Filter: f, Teams: tl, Mapping: m, Scope: s}, out); err != nil {
+		return usage("plot", err)
+	}
+	fmt.Fprintln(d.Stdout, out)
+	return nil
 }

@@ -18,6 +18,7 @@ import (
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 	"github.com/urfave/cli/v2"
 
+	"github.com/aicloud/gpusuite/cliwire"
 	ingestcmd "github.com/aicloud/gpusuite/gpuacct/ingest"
 	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/config"
@@ -242,7 +243,7 @@ Examples:
 			&cli.StringFlag{Name: "web-config-file", Usage: "Prometheus web config `FILE` (TLS, basic auth, headers) for every address serve listens on (web.config_file)", EnvVars: []string{"GPUSUITE_WEB_CONFIG_FILE"}},
 			&cli.BoolFlag{Name: "read-only", Usage: "serve the board, dashboard, API and /metrics from a read-only store: no ingest, no writer lock (any number may run)", EnvVars: []string{"GPUSUITE_SERVE_READ_ONLY"}},
 		),
-		Action: func(c *cli.Context) error {
+		Action: cliwire.NoArgs(func(c *cli.Context) error {
 			m := &Main{Stderr: stderr, Getenv: getenv, ReadOnly: c.Bool("read-only")}
 			if err := m.ParseFlags(c); err != nil {
 				return err
@@ -251,6 +252,6 @@ Examples:
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return m.Run(ctx)
-		},
+		}),
 	}
 }
