@@ -180,7 +180,7 @@ func WriteJobText(w io.Writer, det *Detail, m *teams.Mapping, loc *time.Location
 	u := usageCells(j.Usage, 0)
 	power := ""
 	if j.EnergyMJ > 0 && j.SampleS > 0 {
-		power = ", mean power " + HumanMetric("power_w", float64(j.EnergyMJ)/1000/j.SampleS) + " a GPU"
+		power = ", mean power " + HumanMetric("power_w", float64(j.EnergyMJ)/1000/j.SampleS) + " per GPU"
 	}
 	fmt.Fprintf(&b, "  allocated %.2f GPU-h, used %s GPU-h, efficiency %s, idle %s GPU-h, energy %.3f kWh%s\n",
 		float64(j.AllocS)/3600, optAny(u[1], 1/3600.0, "%.2f"), optAny(u[2], 1, "%.0f%%"), optAny(u[3], 1/3600.0, "%.2f"), float64(j.EnergyMJ)/3.6e9, power)
