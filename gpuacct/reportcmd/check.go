@@ -28,6 +28,12 @@ const (
 // slurmReader reads Slurm's nodes and reservations within timeout.
 type slurmReader func(ctx context.Context, timeout time.Duration) (slurmstate.State, error)
 
+// nagios is check's exit with a plugin's code: CRITICAL and UNKNOWN are
+// Nagios' words, not the usage and failure codes of other commands.
+func nagios(code int, line string) error {
+	return &cliwire.ExitError{Code: code, Err: errors.New(line)}
+}
+
 // CheckCommand is `gpuacct check`.
 func CheckCommand(d Deps) *cli.Command {
 	return checkCommand(d, func(ctx context.Context, timeout time.Duration) (slurmstate.State, error) {
@@ -84,14 +90,14 @@ Examples:
 		Action: cliwire.NoArgs(func(c *cli.Context) error {
 			e, err := load(c, d)
 			if err != nil {
-				return cli.Exit("CRITICAL: "+err.Error(), checkCritical)
+				return nagios(checkCritical, "CRITICAL: "+err.Error())
 			}
 			o := report.CheckOptionsFrom(e.cfg, e.now)
 			if c.IsSet("left-passes") {
 				o.LeftPasses = c.Int("left-passes")
 			}
 			if o.LeftPasses < 0 {
-				return cli.Exit(fmt.Sprintf("UNKNOWN: check: --left-passes %d is not a number of passes (0 to skip)", o.LeftPasses), checkUnknown)
+				return nagios(checkUnknown, fmt.Sprintf("UNKNOWN: check: --left-passes %d is not a number of passes (0 to skip)", o.LeftPasses))
 			}
 			if c.IsSet("stale") {
 				o.Stale = c.Duration("stale")
@@ -109,7 +115,7 @@ Examples:
 				e.cfg.Board.IdleAlert.Duration = c.Duration("idle-alert")
 			}
 			if ia := e.cfg.Board.IdleAlert.Duration; ia <= 0 {
-				return cli.Exit(fmt.Sprintf("UNKNOWN: check: --idle-alert %s is not a positive duration such as 1h", ia), checkUnknown)
+				return nagios(checkUnknown, fmt.Sprintf("UNKNOWN: check: --idle-alert %s is not a positive duration such as 1h", ia))
 			}
 			for _, x := range []struct {
 				name string
@@ -121,24 +127,24 @@ Examples:
 					if x.zero {
 						hint = "a positive duration such as 168h, or 0 to check every node"
 					}
-					return cli.Exit(fmt.Sprintf("UNKNOWN: check: --%s %s is not %s", x.name, x.v, hint), checkUnknown)
+					return nagios(checkUnknown, fmt.Sprintf("UNKNOWN: check: --%s %s is not %s", x.name, x.v, hint))
 				}
 			}
 			db, err := e.open(c.Context)
 			if err != nil {
-				return cli.Exit("CRITICAL: "+err.Error(), checkCritical)
+				return nagios(checkCritical, "CRITICAL: "+err.Error())
 			}
 			defer db.Close()
 			// A monitor must not turn UNKNOWN because a second cluster
 			// began to ship: with no local cluster it checks them all.
 			s, err := e.scope(c, db, true)
 			if err != nil {
-				return cli.Exit("UNKNOWN: check: "+err.Error(), checkUnknown)
+				return nagios(checkUnknown, "UNKNOWN: check: "+err.Error())
 			}
 			o.Clusters = s.Filter()
 			problems, summary, err := db.Check(c.Context, o)
 			if err != nil {
-				return cli.Exit("CRITICAL: "+err.Error(), checkCritical)
+				return nagios(checkCritical, "CRITICAL: "+err.Error())
 			}
 			if !c.Bool("no-live") {
 				lp, ls, warnings := checkLive(c.Context, e.cfg.Board, slurm, o.Forget, e.now)
@@ -155,7 +161,7 @@ Examples:
 			for _, p := range problems {
 				fmt.Fprintf(d.Stdout, "CRITICAL: %s\n", p)
 			}
-			return cli.Exit("", checkCritical)
+			return &cliwire.ExitError{Code: checkCritical} // the lines are printed
 		}),
 	}
 }

@@ -187,8 +187,7 @@ func TestCheckLive(t *testing.T) {
 			if (err != nil) != tt.fail {
 				t.Errorf("error %v, want failure %v", err, tt.fail)
 			}
-			var ec cli.ExitCoder
-			if tt.fail && (!errors.As(err, &ec) || ec.ExitCode() != checkCritical) {
+			if tt.fail && exitCode(err) != checkCritical {
 				t.Errorf("error %v, want exit %d", err, checkCritical)
 			}
 			if d := cmp.Diff(tt.out, out.String()); d != "" {
@@ -208,8 +207,7 @@ func TestCheckLiveBadIdleAlert(t *testing.T) {
 		return slurmstate.State{}, nil
 	}
 	err := runCheck(t, d, never, "--db", filepath.Join(t.TempDir(), "none.db"), "--idle-alert", "-1m")
-	var ec cli.ExitCoder
-	if !errors.As(err, &ec) || ec.ExitCode() != checkUnknown || !strings.Contains(err.Error(), "check: --idle-alert -1m0s is not a positive duration such as 1h") {
+	if exitCode(err) != checkUnknown || !strings.Contains(err.Error(), "check: --idle-alert -1m0s is not a positive duration such as 1h") {
 		t.Errorf("--idle-alert -1m: %v", err)
 	}
 }

@@ -104,7 +104,8 @@ func TestClusterScope(t *testing.T) {
 				if strings.Contains(err.Error(), "\n") {
 					t.Errorf("error is more than one line: %q", err)
 				}
-				got += "error: " + err.Error() + "\n"
+				_, msg := cliwire.Code(err) // what the user reads
+				got += "error: " + msg + "\n"
 			}
 			for _, l := range []string{loc, store.RedactURL(loc), one, store.RedactURL(one)} {
 				got = strings.ReplaceAll(got, l, "LEDGER")

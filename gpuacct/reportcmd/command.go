@@ -248,6 +248,15 @@ func levelOf(c *cli.Context, kind string) (int, error) {
 	return n, nil
 }
 
+func oneOf(v string, allowed ...string) bool {
+	for _, a := range allowed {
+		if v == a {
+			return true
+		}
+	}
+	return false
+}
+
 // listOf is a comma-separated, repeatable flag's values.
 func listOf(c *cli.Context, name string) []string {
 	var out []string
@@ -371,6 +380,14 @@ func runReport(c *cli.Context, d Deps, kind string) error {
 	m, err := teams.Load(e.cfg.Report.Teams)
 	if err != nil {
 		return err
+	}
+	// internal/report refuses these too, but after the ledger is open and
+	// as a failure: a typo is the asker's, exit 2, before any read.
+	if s := c.String("sort"); kind == "jobs" && !oneOf(s, "start", "alloc", "eff", "idle") {
+		return cliwire.Usagef("report jobs: --sort %q is not start, alloc, eff or idle", s)
+	}
+	if by := c.String("by"); kind == "top" && !oneOf(by, "users", "teams") {
+		return cliwire.Usagef("report top: --by %q is not users or teams", by)
 	}
 	if c.IsSet("limit") && (c.Int("limit") < 1 || c.Int("limit") > report.MaxLimit) {
 		return cliwire.Usagef("report %s: --limit %d is not from 1 to %d", kind, c.Int("limit"), report.MaxLimit)

@@ -58,6 +58,17 @@ Examples:
 			default:
 				return cliwire.Usagef("export %s: --format %q is not csv or jsonl", kind, f)
 			}
+			if c.String("split-dir") != "" && kind == "jobs" {
+				return cliwire.Usagef("export jobs: --split-dir: jobs span nodes; split gpus or samples")
+			}
+			var job *report.JobSpec
+			if j := c.String("job"); j != "" {
+				sp, err := report.ParseJobSpec(j)
+				if err != nil {
+					return cliwire.Usagef("export %s: --job: %v", kind, err)
+				}
+				job = &sp
+			}
 			e, err := load(c, d)
 			if err != nil {
 				return err
@@ -77,13 +88,7 @@ Examples:
 			}
 			o := report.ExportOptions{Kind: kind, Window: w, Format: c.String("format"), Out: d.Stdout, SplitDir: c.String("split-dir"), NoHeader: c.Bool("noheader"),
 				Clusters: s.Filter(), Now: e.now, Human: c.Bool("human"), Location: e.loc}
-			if j := c.String("job"); j != "" {
-				sp, err := report.ParseJobSpec(j)
-				if err != nil {
-					return usage("export "+kind, err)
-				}
-				o.Job = &sp
-			}
+			o.Job = job
 			toFile := o.SplitDir != "" || c.String("output") != ""
 			if p := c.String("output"); p != "" {
 				f, err := os.Create(p)
