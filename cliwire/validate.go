@@ -1,6 +1,7 @@
 package cliwire
 
 import (
+	"os"
 	"regexp"
 
 	"github.com/urfave/cli/v2"
@@ -38,7 +39,7 @@ func FlagError(c *cli.Context, err error) error {
 			continue
 		}
 		if name := f.Names()[0]; c.IsSet(name) {
-			return Usagef("--%s: %s (see '%s --help')", name, m[2], commandPath(c))
+			return Usagef("%s: %s (see '%s --help')", optionOrEnv(f), m[2], commandPath(c))
 		}
 	}
 	return err
@@ -54,4 +55,20 @@ func NoArgs(action cli.ActionFunc) cli.ActionFunc {
 		}
 		return action(c)
 	}
+}
+
+// optionOrEnv names flag f as the user may have given it: urfave/cli
+// tells no option typed from its environment variable, so one set in the
+// environment is named beside the option.
+func optionOrEnv(f cli.Flag) string {
+	name := "--" + f.Names()[0]
+	if ev, ok := f.(interface{ GetEnvVars() []string }); ok {
+		for _, e := range ev.GetEnvVars() {
+			// urfave/cli read the process's environment: so does this.
+			if v, set := os.LookupEnv(e); set && v != "" {
+				return name + " or $" + e
+			}
+		}
+	}
+	return name
 }
