@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
+	"github.com/aicloud/gpusuite/cliwire"
 	"github.com/aicloud/gpusuite/gpuacct/board"
 	"github.com/aicloud/gpusuite/gpuacct/ingest"
 	"github.com/aicloud/gpusuite/gpuacct/migratecmd"
@@ -14,8 +15,14 @@ import (
 // commands lists gpuacct's subcommands, one line each; their command lines
 // live in this folder, their logic in internal/.
 func commands(env Env) []*cli.Command {
+	demo := demoCommand(env.Stdout, env.Stderr, env.Getenv)
+	if !demo.SkipFlagParsing {
+		// The demo takes options only; 'demo x1' would run it, x1 unread.
+		// (The production build's stand-in reads its own line.)
+		demo.Action = cliwire.NoArgs(demo.Action)
+	}
 	return []*cli.Command{
-		demoCommand(env.Stdout, env.Stderr, env.Getenv),
+		demo,
 		agentCommand(env.Stdout, env.Stderr, env.Getenv),
 		profileCommand(env.Stdout, env.Stderr, env.Getenv),
 		ingest.Command(env.Stdout, env.Stderr, env.Getenv),
