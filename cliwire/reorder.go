@@ -28,9 +28,11 @@ func Reorder(app *cli.App, args []string) []string {
 		rest  []string       // what follows "--"
 		dash  bool
 		help  bool // --help or -h: the command's help, whatever else
-		// An option that needs a value and ends the line: put before the
-		// arguments, it would take the first one as its value.
-		dangling []string
+		// An option that needs a value and ends the line, and where it is
+		// read (an index of opts): put before the arguments, it would take
+		// the first one as its value.
+		dangling   string
+		danglingAt int
 	)
 	// opts[0] are the app's options, opts[i+1] chain[i]'s.
 	opts := [][]string{nil}
@@ -60,7 +62,7 @@ func Reorder(app *cli.App, args []string) []string {
 			help = true
 		}
 		if f != nil && !strings.Contains(a, "=") && !isBool(f) && i+1 == len(args) {
-			dangling = append(dangling, a)
+			dangling, danglingAt = a, at
 			continue
 		}
 		opts[at] = append(opts[at], a)
@@ -70,6 +72,15 @@ func Reorder(app *cli.App, args []string) []string {
 		}
 	}
 	out := append([]string{args[0]}, opts[0]...)
+	if dangling != "" && !help {
+		// The line ends where the option is read, so that urfave/cli
+		// refuses it as missing its value (a usage error) instead of
+		// reading the next word as the value.
+		for i, c := range chain[:danglingAt] {
+			out = append(append(out, c.Name), opts[i+1]...)
+		}
+		return append(out, dangling)
+	}
 	for i, c := range chain {
 		out = append(append(out, c.Name), opts[i+1]...)
 	}
@@ -77,7 +88,7 @@ func Reorder(app *cli.App, args []string) []string {
 		// urfave/cli reads an argument after --help as a help topic.
 		return out
 	}
-	out = append(append(out, pos...), dangling...)
+	out = append(out, pos...)
 	if dash {
 		out = append(append(out, "--"), rest...)
 	}

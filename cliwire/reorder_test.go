@@ -39,9 +39,13 @@ func TestReorder(t *testing.T) {
 		{"gpuacct demo serve --dir D --config F", "gpuacct demo serve --dir D --config F"},
 		{"gpuacct nosuch --config F", "gpuacct --config F nosuch"},
 		{"gpuacct status --live-dir", "gpuacct status --live-dir"},
-		// A value missing at the end takes no argument as its value.
-		{"gpuacct status gpu01 --live-dir", "gpuacct status gpu01 --live-dir"},
-		{"gpuacct status gpu01 --config", "gpuacct status gpu01 --config"},
+		// A value missing at the end takes no argument as its value: the
+		// line ends where the option is read, which refuses it.
+		{"gpuacct status gpu01 --live-dir", "gpuacct status --live-dir"},
+		{"gpuacct status gpu01 --no-slurm --live-dir", "gpuacct status --no-slurm --live-dir"},
+		{"gpuacct status gpu01 --config", "gpuacct --config"},
+		{"gpuacct report teams x --config", "gpuacct --config"},
+		{"gpuacct report teams x --start", "gpuacct report teams --start"},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			got := strings.Join(cliwire.Reorder(app, strings.Fields(tc.in)), " ")

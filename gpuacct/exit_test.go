@@ -55,6 +55,9 @@ func TestUsageExitCodes(t *testing.T) {
 		{"ingest --keep nope", "", []string{"ingest", "--keep", "nope"}, 2, `--keep: "nope" is not archive or delete`},
 		{"serve --interval 0s", "", []string{"serve", "--interval", "0s"}, 2, "--interval: 0s is under 100ms"},
 		{"agent --interval 100ms", "", []string{"agent", "--interval", "100ms"}, 2, "--interval: 100ms is below the 1s minimum"},
+		// A value missing at the end of the line is not the argument before it.
+		{"option without its value", "", []string{"status", "gpu01", "--live-dir"}, 2, "option --live-dir needs a value"},
+		{"global option without its value", "", []string{"job", "5", "--config"}, 2, "option --config needs a value"},
 		// The file's value: its key is named; the file, not the command
 		// line, is what to fix.
 		{"interval from the file", fileInterval, []string{"serve"}, 1, `key "ingest.interval"`},
