@@ -223,9 +223,11 @@ func boxes(m Metric) (*plot.Plot, error) {
 	return p, nil
 }
 
-// Stack is one team's GPU-hours per period.
+// Stack is one team's GPU-hours per period, drawn in Color ("#rrggbb",
+// TeamColors; "" takes the next of plotutil's colors).
 type Stack struct {
 	Name   string
+	Color  string
 	Values []float64
 }
 
@@ -255,6 +257,9 @@ func Bars(w io.Writer, f Format, title, yLabel string, periods []string, stacks 
 			return fmt.Errorf("plot %s: %w", title, err)
 		}
 		b.Color = colorOf(i)
+		if s.Color != "" {
+			b.Color = rgb(s.Color)
+		}
 		b.LineStyle.Width = 0
 		if below != nil {
 			b.StackOn(below)

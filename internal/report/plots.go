@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/plot"
+	"github.com/aicloud/gpusuite/internal/report/teams"
 	"github.com/aicloud/gpusuite/internal/report/timespec"
 )
 
@@ -99,26 +100,40 @@ func (d *DB) PlotReport(ctx context.Context, r Request, path string) error {
 		periods[i] = b.Label
 		index[b.Label] = i
 	}
+	// Each team in the color the dashboard gives it.
+	m := r.Mapping
+	if m == nil {
+		m = &teams.Mapping{}
+	}
+	known, err := d.KnownTeams(ctx, m)
+	if err != nil {
+		return err
+	}
+	colors := plot.TeamColors(known)
 	byTeam := map[string][]float64{}
+	colorOf := map[string]string{}
 	var order []string
 	for _, row := range t.Rows {
 		if row.Footer {
 			continue
 		}
 		label, team, alloc := row.Cells[0].(string), row.Cells[1].(string), row.Cells[2]
+		color := plot.TeamColor(colors, team)
 		if r.Scope.Several() {
 			// A team of each cluster is a stack of its own.
+			color = plot.TeamColor(colors, row.Cells[2].(string))
 			team, alloc = row.Cells[2].(string)+" ("+row.Cells[1].(string)+")", row.Cells[3]
 		}
 		if byTeam[team] == nil {
 			byTeam[team] = make([]float64, len(bs))
+			colorOf[team] = color
 			order = append(order, team)
 		}
 		byTeam[team][index[label]] += float64(alloc.(int64)) / 3600
 	}
 	var stacks []plot.Stack
 	for _, tm := range order {
-		stacks = append(stacks, plot.Stack{Name: tm, Values: byTeam[tm]})
+		stacks = append(stacks, plot.Stack{Name: tm, Color: colorOf[tm], Values: byTeam[tm]})
 	}
 	on := r.Scope.on()
 	title := fmt.Sprintf("allocated GPU-hours per team and %s%s, %s – %s", r.Period, on, r.Window.Start.Format("2006-01-02"), r.Window.End.Format("2006-01-02"))

@@ -118,7 +118,7 @@ func (h *Handler) reportTable(r *http.Request, c *conn, q *query, kind, by, sort
 		return nil, err
 	}
 	if len(q.teams) > 0 {
-		known, err := knownTeams(ctx, c.rep, h.mapping)
+		known, err := c.rep.KnownTeams(ctx, h.mapping)
 		if err != nil {
 			return nil, err
 		}
@@ -219,14 +219,15 @@ func (h *Handler) apiJobs(w http.ResponseWriter, r *http.Request) error {
 }
 
 // jobs lists up to q.limit jobs overlapping the window in q's scope,
-// which the caller has resolved; more says that there were more.
+// after the first q.skip, which the caller has resolved; more says that
+// there were more.
 func (h *Handler) jobs(r *http.Request, c *conn, q *query, state, sortBy string) (rows []report.JobRow, more bool, err error) {
 	ctx := r.Context()
 	if err := h.checkFilter(ctx, c.rep, q.filter); err != nil {
 		return nil, false, err
 	}
 	if len(q.teams) > 0 {
-		known, err := knownTeams(ctx, c.rep, h.mapping)
+		known, err := c.rep.KnownTeams(ctx, h.mapping)
 		if err != nil {
 			return nil, false, err
 		}
@@ -252,6 +253,7 @@ func (h *Handler) jobs(r *http.Request, c *conn, q *query, state, sortBy string)
 	if jq.lo, err = h.src.earliestStart(ctx, c, jq.from); err != nil {
 		return nil, false, err
 	}
+	skip := q.skip
 	err = c.jobsIn(ctx, jq, func(j *report.JobRow) bool {
 		if len(q.teams) > 0 && !contains(q.teams, h.mapping.Team(j.Account, j.User)) {
 			return true
@@ -263,6 +265,10 @@ func (h *Handler) jobs(r *http.Request, c *conn, q *query, state, sortBy string)
 				return true
 			}
 		case j.State != state:
+			return true
+		}
+		if skip > 0 {
+			skip--
 			return true
 		}
 		if len(rows) == q.limit {

@@ -172,34 +172,6 @@ func jobPath(prefix, cluster, id string) string {
 	return prefix + "/" + url.PathEscape(cluster) + "/" + url.PathEscape(id)
 }
 
-// palette is the team colors: distinct on light and dark backgrounds.
-var palette = []string{"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#3b9ab2", "#d37295", "#8cd17d"}
-
-const unassignedColor = "#9a9a9a"
-
-// teamColors gives each known team its color by its place in the sorted
-// list of all teams, so a team has one color on every page.
-func teamColors(known []string) map[string]string {
-	out := map[string]string{}
-	i := 0
-	for _, t := range known {
-		if strings.HasPrefix(t, "(") {
-			out[t] = unassignedColor
-			continue
-		}
-		out[t] = palette[i%len(palette)]
-		i++
-	}
-	return out
-}
-
-func colorOf(colors map[string]string, team string) string {
-	if c, ok := colors[team]; ok {
-		return c
-	}
-	return unassignedColor
-}
-
 func localTime(t int64, loc *time.Location) string {
 	return time.Unix(t, 0).In(loc).Format("2006-01-02 15:04")
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/aicloud/gpusuite/internal/plot"
 	"github.com/aicloud/gpusuite/internal/report"
 )
 
@@ -106,7 +107,7 @@ func (h *Handler) fillJob(v *jobView, det *report.Detail, colors map[string]stri
 	loc := h.o.Location
 	team := h.mapping.Team(j.Account, j.User)
 	user, userURL := h.userLink(j.User)
-	v.Job, v.Cluster, v.User, v.UserURL, v.Team, v.TeamURL, v.Color = j.ID(), j.Cluster, user, userURL, team, teamPath(team), colorOf(colors, team)
+	v.Job, v.Cluster, v.User, v.UserURL, v.Team, v.TeamURL, v.Color = j.ID(), j.Cluster, user, userURL, team, teamPath(team), plot.TeamColor(colors, team)
 	v.Account, v.Partition, v.Nodes, v.GPUCount, v.State = j.Account, j.Partition, j.Nodes, j.GPUs, j.State
 	v.Start, v.Elapsed, v.Running, v.Estimated, v.Ignored = localTime(j.Start, loc), dur(j.Elapsed(det.Now)), j.End == nil, j.EndEstimated, j.Ignored
 	v.IgnoreReason = j.Reason()

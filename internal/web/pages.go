@@ -8,9 +8,11 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/aicloud/gpusuite/internal/plot"
 	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/report/timespec"
 )
@@ -193,11 +195,28 @@ func (h *Handler) ingestState(ctx context.Context, c *conn, b *base) error {
 
 // teamsOf is the known teams and their colors.
 func (h *Handler) teamsOf(ctx context.Context, c *conn) ([]string, map[string]string, error) {
-	known, err := knownTeams(ctx, c.rep, h.mapping)
+	known, err := c.rep.KnownTeams(ctx, h.mapping)
 	if err != nil {
 		return nil, nil, err
 	}
-	return known, teamColors(known), nil
+	return known, plot.TeamColors(known), nil
+}
+
+// accounting runs fill on one connection for an accounting page, after
+// what every such page does first: read q's clusters, fill b's cluster
+// picker and its line on the ingest's freshness.
+func (h *Handler) accounting(r *http.Request, q *query, b *base, fill func(ctx context.Context, c *conn) error) error {
+	return h.withConn(r, func(c *conn) error {
+		ctx := r.Context()
+		if err := h.scope(c, q); err != nil {
+			return err
+		}
+		h.picker(b, r, q)
+		if err := h.ingestState(ctx, c, b); err != nil {
+			return err
+		}
+		return fill(ctx, c)
+	})
 }
 
 // ---- overview
@@ -258,15 +277,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) error {
 	v.CLI = "gpuacct report teams " + cliWindow(q)
 	per := q.autoPeriodFor()
 	v.ChartPeriod = string(per)
-	err = h.withConn(r, func(c *conn) error {
-		ctx := r.Context()
-		if err := h.scope(c, q); err != nil {
-			return err
-		}
-		h.picker(&v.base, r, q)
-		if err := h.ingestState(ctx, c, &v.base); err != nil {
-			return err
-		}
+	err = h.accounting(r, q, &v.base, func(ctx context.Context, c *conn) error {
 		known, colors, err := h.teamsOf(ctx, c)
 		if err != nil {
 			return err
@@ -299,7 +310,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) error {
 				s := 100 * float64(row.AllocS) / float64(all)
 				row.Share = &s
 			}
-			v.Teams = append(v.Teams, teamRow{usageRow: row, URL: teamPath(row.Name) + withParams(q.vals), Color: colorOf(colors, row.Name)})
+			v.Teams = append(v.Teams, teamRow{usageRow: row, URL: teamPath(row.Name) + withParams(q.vals), Color: plot.TeamColor(colors, row.Name)})
 		}
 		run, err := c.running(ctx, q.filter.Clusters, 1000)
 		if err != nil {
@@ -322,7 +333,8 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) error {
 			if n.Stale {
 				nv := nodeView{Cluster: n.Cluster, Name: n.Name, GPUs: n.GPUs, Age: "never", Last: missing}
 				if n.AgeS != nil {
-					nv.Age, nv.Last = ago(*n.AgeS), localTime(*n.LastRecord, h.o.Location)
+					// The column is "Silent for": a duration, not "… ago".
+					nv.Age, nv.Last = dur(*n.AgeS), localTime(*n.LastRecord, h.o.Location)
 				}
 				v.Stale = append(v.Stale, nv)
 			}
@@ -347,7 +359,7 @@ func (h *Handler) userRow(row usageRow, q *query, colors map[string]string) user
 		if t != "" {
 			u.Teams = append(u.Teams, link{Name: t, URL: teamPath(t) + withParams(q.vals)})
 			if u.Color == "" {
-				u.Color = colorOf(colors, t)
+				u.Color = plot.TeamColor(colors, t)
 			}
 		}
 	}
@@ -396,7 +408,7 @@ func (h *Handler) teamSeries(ctx context.Context, c *conn, q *query, per timespe
 	var series []barSeries
 	var totals []usageRow
 	for _, n := range names {
-		series = append(series, barSeries{Name: n, Color: colorOf(colors, n), URL: teamPath(n) + withParams(q.vals), Values: byTeam[n]})
+		series = append(series, barSeries{Name: n, Color: plot.TeamColor(colors, n), URL: teamPath(n) + withParams(q.vals), Values: byTeam[n]})
 	}
 	for k, rows := range rowsByTeam {
 		tot := sum(rows)
@@ -459,7 +471,7 @@ func (h *Handler) runningView(j *runningJob, colors map[string]string) runningVi
 	team := h.mapping.Team(j.Account, j.User)
 	user, userURL := h.userLink(j.User)
 	rv := runningView{Cluster: j.Cluster, Job: j.ID(), URL: jobPath("/job", j.Cluster, j.ID()), User: user, UserURL: userURL, Team: team,
-		TeamURL: teamPath(team), Color: colorOf(colors, team), Partition: j.Partition, Started: localTime(j.Start, h.o.Location),
+		TeamURL: teamPath(team), Color: plot.TeamColor(colors, team), Partition: j.Partition, Started: localTime(j.Start, h.o.Location),
 		Elapsed: dur(j.Elapsed(h.o.Now())), AllocS: j.AllocS}
 	if j.SampleS > 0 && j.AllocS > 0 {
 		e := 100 * j.UsedS / float64(j.AllocS)
@@ -507,8 +519,27 @@ type groupView struct {
 	Teams             []teamRow // user page
 	Jobs              []jobRowView
 	JobsMore          bool
-	Sorts             []link
-	JobsAPI           string
+	// JobsFrom and JobsTo number the jobs listed (from 1); JobsPrev and
+	// JobsNext are the pages before and after ("": none).
+	JobsFrom, JobsTo   int
+	JobsPrev, JobsNext string
+	Sorts              []link
+	JobsAPI            string
+}
+
+// groupHead is what a team's and a user's page show above their reads
+// (kind is "team" or "user"): the layout for q's window, the way back
+// to the accounting page, the gpuacct command (cli, the window added)
+// and the page's jobs as JSON; per is the chart's period.
+func (h *Handler) groupHead(r *http.Request, q *query, kind, name, cli string) (v groupView, per timespec.Period) {
+	title := map[string]string{"team": "Team ", "user": "User "}[kind] + name
+	v = groupView{base: h.base(r, q, title), Name: name, Kind: kind}
+	v.Crumbs = []link{{Name: "Accounting", URL: "/accounting" + withParams(q.vals)}}
+	v.CLI = cli + " " + cliWindow(q)
+	v.JobsAPI = "/api/v1/jobs" + withParams(q.vals, kind, name)
+	per = q.autoPeriodFor()
+	v.ChartPeriod = string(per)
+	return v, per
 }
 
 func (h *Handler) teamPage(w http.ResponseWriter, r *http.Request) error {
@@ -518,21 +549,8 @@ func (h *Handler) teamPage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q.teams = []string{team}
-	v := groupView{base: h.base(r, q, "Team "+team), Name: team, Kind: "team"}
-	v.Crumbs = []link{{Name: "Accounting", URL: "/accounting" + withParams(q.vals)}}
-	v.CLI = "gpuacct report users --teams " + shellQuote(team) + " " + cliWindow(q)
-	v.JobsAPI = "/api/v1/jobs" + withParams(q.vals, "team", team)
-	per := q.autoPeriodFor()
-	v.ChartPeriod = string(per)
-	err = h.withConn(r, func(c *conn) error {
-		ctx := r.Context()
-		if err := h.scope(c, q); err != nil {
-			return err
-		}
-		h.picker(&v.base, r, q)
-		if err := h.ingestState(ctx, c, &v.base); err != nil {
-			return err
-		}
+	v, per := h.groupHead(r, q, "team", team, "gpuacct report users --teams "+shellQuote(team))
+	err = h.accounting(r, q, &v.base, func(ctx context.Context, c *conn) error {
 		known, colors, err := h.teamsOf(ctx, c)
 		if err != nil {
 			return err
@@ -540,7 +558,7 @@ func (h *Handler) teamPage(w http.ResponseWriter, r *http.Request) error {
 		if !contains(known, team) {
 			return &httpError{code: http.StatusNotFound, msg: fmt.Sprintf("unknown team %q (teams: %s)", team, strings.Join(known, ", "))}
 		}
-		v.Color = colorOf(colors, team)
+		v.Color = plot.TeamColor(colors, team)
 		t, err := c.rep.Report(ctx, report.Request{Kind: "users", Window: q.hours, Filter: q.clusterFilter(), Scope: q.scope, Teams: q.teams, Mapping: h.mapping})
 		if err != nil {
 			return err
@@ -552,13 +570,7 @@ func (h *Handler) teamPage(w http.ResponseWriter, r *http.Request) error {
 				v.Users = append(v.Users, h.userRow(row, q, colors))
 			}
 		}
-		if v.Total.Share, err = h.shareOf(ctx, c, q, v.Total.AllocS); err != nil {
-			return err
-		}
-		if v.Chart, err = h.allocUsedSeries(ctx, c, q, per, report.Request{Kind: "teams", Filter: q.clusterFilter(), Teams: q.teams}, v.Color); err != nil {
-			return err
-		}
-		return h.jobsTable(r, c, q, &v, colors)
+		return h.groupBody(ctx, r, c, q, &v, per, report.Request{Kind: "teams", Filter: q.clusterFilter(), Teams: q.teams}, colors)
 	})
 	if err != nil {
 		return err
@@ -578,21 +590,8 @@ func (h *Handler) userPage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q.filter.Users = []string{user}
-	v := groupView{base: h.base(r, q, "User "+user), Name: user, Kind: "user"}
-	v.Crumbs = []link{{Name: "Accounting", URL: "/accounting" + withParams(q.vals)}}
-	v.CLI = "gpuacct report teams --users " + shellQuote(user) + " " + cliWindow(q)
-	v.JobsAPI = "/api/v1/jobs" + withParams(q.vals, "user", user)
-	per := q.autoPeriodFor()
-	v.ChartPeriod = string(per)
-	err = h.withConn(r, func(c *conn) error {
-		ctx := r.Context()
-		if err := h.scope(c, q); err != nil {
-			return err
-		}
-		h.picker(&v.base, r, q)
-		if err := h.ingestState(ctx, c, &v.base); err != nil {
-			return err
-		}
+	v, per := h.groupHead(r, q, "user", user, "gpuacct report teams --users "+shellQuote(user))
+	err = h.accounting(r, q, &v.base, func(ctx context.Context, c *conn) error {
 		users, err := c.rep.Distinct(ctx, "user")
 		if err != nil {
 			return err
@@ -612,27 +611,35 @@ func (h *Handler) userPage(w http.ResponseWriter, r *http.Request) error {
 		v.Total = sum(rows)
 		for _, row := range rows {
 			if !row.Footer {
-				v.Teams = append(v.Teams, teamRow{usageRow: row, URL: teamPath(row.Name) + withParams(q.vals), Color: colorOf(colors, row.Name)})
+				v.Teams = append(v.Teams, teamRow{usageRow: row, URL: teamPath(row.Name) + withParams(q.vals), Color: plot.TeamColor(colors, row.Name)})
 			}
 		}
-		v.Color = unassignedColor
+		v.Color = plot.Unassigned
 		if len(v.Teams) > 0 {
 			v.Color = v.Teams[0].Color
 			v.Crumbs = append(v.Crumbs, link{Name: v.Teams[0].Name, URL: v.Teams[0].URL})
 		}
-		if v.Total.Share, err = h.shareOf(ctx, c, q, v.Total.AllocS); err != nil {
-			return err
-		}
-		if v.Chart, err = h.allocUsedSeries(ctx, c, q, per, report.Request{Kind: "users", Filter: q.filter}, v.Color); err != nil {
-			return err
-		}
-		return h.jobsTable(r, c, q, &v, colors)
+		return h.groupBody(ctx, r, c, q, &v, per, report.Request{Kind: "users", Filter: q.filter}, colors)
 	})
 	if err != nil {
 		return err
 	}
 	h.render(w, http.StatusOK, "user", &v)
 	return nil
+}
+
+// groupBody fills what a team's and a user's page show below their
+// usage table: the group's share of its clusters, its chart of chartReq
+// (the group's report, its window and period set here) and its jobs.
+func (h *Handler) groupBody(ctx context.Context, r *http.Request, c *conn, q *query, v *groupView, per timespec.Period, chartReq report.Request, colors map[string]string) error {
+	var err error
+	if v.Total.Share, err = h.shareOf(ctx, c, q, v.Total.AllocS); err != nil {
+		return err
+	}
+	if v.Chart, err = h.allocUsedSeries(ctx, c, q, per, chartReq, v.Color); err != nil {
+		return err
+	}
+	return h.jobsTable(r, c, q, v, colors)
 }
 
 // shareOf is alloc as a percentage of the allocated GPU-time of the
@@ -650,17 +657,33 @@ func (h *Handler) shareOf(ctx context.Context, c *conn, q *query, alloc int64) (
 	return &s, nil
 }
 
-// jobsTable fills the page's job list: 50 jobs overlapping the window in
-// the chosen order.
+// jobsPage is how many jobs a team or user page lists at a time, and
+// maxJobsPage its last page: a page past it would read more rows than
+// any answer may (report.MaxLimit).
+const (
+	jobsPage    = 50
+	maxJobsPage = report.MaxLimit / jobsPage
+)
+
+// jobsTable fills the page's job list: the jobs overlapping the window
+// in the chosen order, jobsPage at a time (?page=N, from 1), with links
+// to the pages before and after, so every job in the window can be read
+// on the page.
 func (h *Handler) jobsTable(r *http.Request, c *conn, q *query, v *groupView, colors map[string]string) error {
 	sortBy, err := parseSort(r.URL.Query().Get("sort"))
 	if err != nil {
 		return err
 	}
+	page := 1
+	if s := r.URL.Query().Get("page"); s != "" {
+		if page, err = strconv.Atoi(s); err != nil || page < 1 || page > maxJobsPage {
+			return badRequest("page %q is not a number from 1 to %d", s, maxJobsPage)
+		}
+	}
 	for _, s := range []struct{ v, l string }{{"", "newest"}, {"alloc", "most GPU-hours"}, {"eff", "least efficient"}, {"idle", "most idle"}} {
 		v.Sorts = append(v.Sorts, link{Name: s.l, URL: r.URL.Path + withParams(q.vals, "sort", s.v) + "#jobs", Active: s.v == sortBy || (s.v == "" && sortBy == "start")})
 	}
-	q.limit = 50
+	q.limit, q.skip = jobsPage, (page-1)*jobsPage
 	rows, more, err := h.jobs(r, c, q, "", sortBy)
 	if err != nil {
 		return err
@@ -669,6 +692,24 @@ func (h *Handler) jobsTable(r *http.Request, c *conn, q *query, v *groupView, co
 	for i := range rows {
 		v.Jobs = append(v.Jobs, h.jobRowView(&rows[i], colors))
 	}
+	if len(rows) > 0 {
+		v.JobsFrom, v.JobsTo = q.skip+1, q.skip+len(rows)
+	}
+	// A page's links keep its order; withParams keeps the window.
+	keep := r.URL.Query().Get("sort")
+	pageURL := func(n int) string {
+		p := ""
+		if n > 1 {
+			p = strconv.Itoa(n)
+		}
+		return r.URL.Path + withParams(q.vals, "sort", keep, "page", p) + "#jobs"
+	}
+	if page > 1 {
+		v.JobsPrev = pageURL(page - 1)
+	}
+	if more && page < maxJobsPage {
+		v.JobsNext = pageURL(page + 1)
+	}
 	return nil
 }
 
@@ -676,7 +717,7 @@ func (h *Handler) jobRowView(j *report.JobRow, colors map[string]string) jobRowV
 	team := h.mapping.Team(j.Account, j.User)
 	user, userURL := h.userLink(j.User)
 	x := jobRowView{Cluster: j.Cluster, Job: j.ID(), URL: jobPath("/job", j.Cluster, j.ID()), User: user, UserURL: userURL, Team: team,
-		TeamURL: teamPath(team), Color: colorOf(colors, team), Partition: j.Partition, Nodes: j.Nodes, GPUs: j.GPUs,
+		TeamURL: teamPath(team), Color: plot.TeamColor(colors, team), Partition: j.Partition, Nodes: j.Nodes, GPUs: j.GPUs,
 		Start: localTime(j.Start, h.o.Location), Elapsed: dur(j.Elapsed(h.o.Now())), State: j.State, Running: j.End == nil,
 		Estimated: j.EndEstimated, AllocS: j.AllocS}
 	if j.SampleS > 0 {

@@ -1,18 +1,15 @@
 package web
 
 import (
-	"context"
 	"fmt"
 	"net/url"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/report/table"
-	"github.com/aicloud/gpusuite/internal/report/teams"
 	"github.com/aicloud/gpusuite/internal/report/timespec"
 )
 
@@ -30,6 +27,9 @@ type query struct {
 	teams      []string
 	units      table.Units
 	limit      int
+	// skip is how many matching jobs come before the first listed (a
+	// team or user page past its first).
+	skip int
 	// scope is the clusters read (Handler.scope fills it and
 	// filter.Clusters once the ledger's clusters are known).
 	scope report.Scope
@@ -110,32 +110,6 @@ func (q *query) autoPeriodFor() timespec.Period {
 	}
 	// Past 83 years of months the chart is one bar.
 	return timespec.None
-}
-
-// knownTeams is every team usage was ever recorded under: the mapping's
-// names, else the mapped accounts, plus (unassigned).
-func knownTeams(ctx context.Context, db *report.DB, m *teams.Mapping) ([]string, error) {
-	set := map[string]bool{}
-	if m.Mapped() {
-		for _, n := range m.Names() {
-			set[n] = true
-		}
-		set[teams.Unassigned] = true
-	} else {
-		accts, err := db.Distinct(ctx, "account")
-		if err != nil {
-			return nil, err
-		}
-		for a := range accts {
-			set[m.Team(a, "")] = true
-		}
-	}
-	out := make([]string, 0, len(set))
-	for t := range set {
-		out = append(out, t)
-	}
-	sort.Strings(out)
-	return out, nil
 }
 
 // checkTeams refuses a team nobody is in (400); a database error stays
