@@ -1,0 +1,165 @@
+// Package docs holds no code: its test keeps the documentation in step
+// with the tree, so that nothing is left undocumented and no link leads
+// nowhere.
+package docs
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// maxDoc bounds every page the test reads; the longest is a few tens of KiB.
+const maxDoc = 1 << 20
+
+func readDoc(t *testing.T, path string) string {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatalf("stat %q: %v", path, err)
+	}
+	if fi.Size() > maxDoc {
+		t.Fatalf("read %q: %d bytes, over the %d the test reads", path, fi.Size(), maxDoc)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read %q: %v", path, err)
+	}
+	return string(b)
+}
+
+// packages lists every folder under root that holds Go files, build-tagged
+// ones included: what `go list ./...` shows and what a tag keeps from it.
+func packages(t *testing.T, root string) []string {
+	t.Helper()
+	seen := map[string]bool{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != root && (strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || name == "testdata" || name == "vendor" || name == "bin") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasSuffix(name, ".go") {
+			rel, err := filepath.Rel(root, filepath.Dir(path))
+			if err != nil {
+				return err
+			}
+			seen[filepath.ToSlash(rel)] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("walk %q: %v", root, err)
+	}
+	var out []string
+	for p := range seen {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestArchitectureNamesEveryPackage(t *testing.T) {
+	arch := readDoc(t, "architecture.md")
+	pkgs := packages(t, "..")
+	if len(pkgs) < 10 {
+		t.Fatalf("found %d packages under the repository root: is the test run from docs/?", len(pkgs))
+	}
+	for _, p := range pkgs {
+		t.Run(p, func(t *testing.T) {
+			if !strings.Contains(arch, "`"+p+"`") {
+				t.Errorf("docs/architecture.md does not name package `%s`: add its line under its layer", p)
+			}
+		})
+	}
+}
+
+func TestPackagesFindsBuildTagged(t *testing.T) {
+	root := t.TempDir()
+	for _, f := range []string{"a/a.go", "a/b/tagged.go", "a/testdata/x.go", ".hidden/h.go", "c/README.md"} {
+		path := filepath.Join(root, f)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte("//go:build never\n\npackage x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := strings.Join(packages(t, root), " ")
+	if want := "a a/b"; got != want {
+		t.Errorf("packages = %q, want %q", got, want)
+	}
+}
+
+var (
+	// mdLink is a Markdown link or image: [text](target) or ![alt](target).
+	mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	// docRef is a page or picture named in running text, "docs/store.md".
+	docRef = regexp.MustCompile("(?:^|[\\s(`\"])(docs/[A-Za-z0-9._-]+\\.(?:md|png))")
+)
+
+// links returns the relative targets a page names, resolved against the
+// repository root, with their fragments dropped.
+func links(page, text string) []string {
+	var out []string
+	for _, m := range mdLink.FindAllStringSubmatch(text, -1) {
+		target := m[1]
+		if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") || strings.HasPrefix(target, "#") {
+			continue
+		}
+		target, _, _ = strings.Cut(target, "#")
+		out = append(out, filepath.Join(filepath.Dir(page), target))
+	}
+	for _, m := range docRef.FindAllStringSubmatch(text, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+func TestLinksResolve(t *testing.T) {
+	pages := []string{"README.md"}
+	for _, glob := range []string{"docs/*.md", "bench/results/*.md"} {
+		m, err := filepath.Glob(filepath.Join("..", glob))
+		if err != nil {
+			t.Fatalf("glob %q: %v", glob, err)
+		}
+		for _, p := range m {
+			rel, err := filepath.Rel("..", p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pages = append(pages, rel)
+		}
+	}
+	if len(pages) < 10 {
+		t.Fatalf("found %d pages: is the test run from docs/?", len(pages))
+	}
+	for _, page := range pages {
+		t.Run(page, func(t *testing.T) {
+			for _, target := range links(page, readDoc(t, filepath.Join("..", page))) {
+				if _, err := os.Stat(filepath.Join("..", target)); err != nil {
+					t.Errorf("%s links %s, which does not exist", page, target)
+				}
+			}
+		})
+	}
+}
+
+func TestLinks(t *testing.T) {
+	page := "docs/performance.md"
+	text := "See [h](../bench/results/x.md#a), ![p](board.png), [w](https://x.org/a.md), [s](#top) and docs/store.md, `docs/api.md`.\n"
+	got := strings.Join(links(page, text), " ")
+	want := "bench/results/x.md docs/board.png docs/store.md docs/api.md"
+	if got != want {
+		t.Errorf("links = %q, want %q", got, want)
+	}
+}
