@@ -11,7 +11,6 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/report/table"
-	"github.com/aicloud/gpusuite/internal/store"
 )
 
 // apiHandler runs fn and turns its error into {"error": "..."} with the
@@ -235,7 +234,7 @@ func (h *Handler) jobs(r *http.Request, c *conn, q *query, state, sortBy string)
 			return nil, false, err
 		}
 	}
-	jq := jobsQuery{from: q.window.Start.Unix(), to: q.window.End.Unix(), filter: q.filter, sort: sortBy}
+	jq := report.JobScan{From: q.window.Start.Unix(), To: q.window.End.Unix(), Filter: q.filter, Sort: sortBy}
 	if len(q.filter.Nodes) > 0 {
 		nodes, err := c.nodes(ctx, h.o.Now(), h.o)
 		if err != nil {
@@ -246,11 +245,11 @@ func (h *Handler) jobs(r *http.Request, c *conn, q *query, state, sortBy string)
 		}
 		for _, n := range nodes {
 			if contains(q.filter.Nodes, n.Name) || contains(q.filter.Nodes, n.Cluster+"/"+n.Name) {
-				jq.nodeIDs = append(jq.nodeIDs, n.ID)
+				jq.NodeIDs = append(jq.NodeIDs, n.ID)
 			}
 		}
 	}
-	if jq.lo, err = h.src.earliestStart(ctx, c, jq.from); err != nil {
+	if jq.StartFrom, err = h.src.earliestStart(ctx, c, jq.From); err != nil {
 		return nil, false, err
 	}
 	skip := q.skip
@@ -426,7 +425,7 @@ func (h *Handler) apiHealth(w http.ResponseWriter, r *http.Request) error {
 		Problems  []string `json:"problems"`
 		DB        string   `json:"db"`
 		CheckedAt string   `json:"checked_at"`
-	}{DB: store.RedactURL(h.o.DB), CheckedAt: h.o.Now().UTC().Format(time.RFC3339)}
+	}{DB: report.Redact(h.o.DB), CheckedAt: h.o.Now().UTC().Format(time.RFC3339)}
 	q := &query{vals: r.URL.Query()}
 	err := h.withLiveConn(r, func(c *conn) error {
 		if err := h.scope(c, q); err != nil {

@@ -114,7 +114,7 @@ func (h *Handler) apiNotes(w http.ResponseWriter, r *http.Request) error {
 		if err := h.scope(c, sq); err != nil {
 			return err
 		}
-		ns, err := c.st.Notes(r.Context(), now, all)
+		ns, err := c.rep.Notes(r.Context(), now, all)
 		if err != nil {
 			return fmt.Errorf("notes: %w", err)
 		}

@@ -11,7 +11,6 @@ import (
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/report/table"
-	"github.com/aicloud/gpusuite/internal/store"
 )
 
 // ledgerName is how an answer names the ledger: its path or URL names
@@ -168,7 +167,7 @@ func (h *Handler) checkFilter(ctx context.Context, rep *report.DB, f report.Filt
 func (h *Handler) publicMsg(err error) string {
 	msg := cleanMsg(err)
 	if loc := h.o.DB; loc != "" {
-		for _, s := range []string{loc, store.RedactURL(loc)} {
+		for _, s := range []string{loc, report.Redact(loc)} {
 			msg = strings.ReplaceAll(msg, s, ledgerName)
 		}
 	}

@@ -8,11 +8,10 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/report/table"
-	"github.com/aicloud/gpusuite/internal/store"
 )
 
-// The dashboard's reads that report does not make, through the store's
-// typed reads on report.DB's pool (conn.st).
+// The dashboard's reads beyond the report tables, through report.DB's
+// own reads for the dashboard (conn.rep).
 
 // nodeInfo is one node as the overview shows it.
 type nodeInfo struct {
@@ -28,7 +27,7 @@ type nodeInfo struct {
 }
 
 func (c *conn) nodes(ctx context.Context, now time.Time, o Options) ([]nodeInfo, error) {
-	rows, err := c.st.NodesOverview(ctx)
+	rows, err := c.rep.NodesSeen(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read nodes: %w", err)
 	}
@@ -56,14 +55,14 @@ type lastPass struct {
 
 func (c *conn) lastPass(ctx context.Context) (lastPass, error) {
 	var p lastPass
-	last, found, err := c.st.LastPass(ctx)
+	last, found, err := c.rep.LastPass(ctx)
 	if err != nil {
 		return p, fmt.Errorf("read passes: %w", err)
 	}
 	if found {
 		p.Finished, p.OK = last.Finished, last.OK
 	}
-	if p.LastOK, err = c.st.LastGoodPass(ctx); err != nil {
+	if p.LastOK, err = c.rep.LastGoodPass(ctx); err != nil {
 		return p, fmt.Errorf("read passes: %w", err)
 	}
 	return p, nil
@@ -89,7 +88,7 @@ type runningJob struct {
 // that have started and not ended, newest first, with their GPUs and each
 // GPU's newest utilization.
 func (c *conn) running(ctx context.Context, clusters []string, limit int) ([]runningJob, error) {
-	rows, err := c.st.RunningJobs(ctx, store.RunningQuery{Clusters: clusters, Limit: limit})
+	rows, err := c.rep.RunningJobs(ctx, clusters, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read running jobs: %w", err)
 	}
@@ -99,12 +98,12 @@ func (c *conn) running(ctx context.Context, clusters []string, limit int) ([]run
 	for i := range rows {
 		byRow[rows[i].Row] = len(out)
 		ids = append(ids, rows[i].Row)
-		out = append(out, runningJob{JobRow: report.JobRowFrom(&rows[i])})
+		out = append(out, runningJob{JobRow: rows[i]})
 	}
 	if len(out) == 0 {
 		return out, nil
 	}
-	gpus, err := c.st.NowGPUs(ctx, ids)
+	gpus, err := c.rep.RunningGPUs(ctx, ids)
 	if err != nil {
 		return nil, fmt.Errorf("read running jobs' GPUs: %w", err)
 	}
@@ -233,26 +232,10 @@ func sum(rows []usageRow) usageRow {
 	return t
 }
 
-// jobsQuery selects jobs overlapping a window, as gpuacct report jobs
-// does (report.DB.Jobs), with a lower bound on the start time so that the
-// jobs_start index is read only over the window plus the longest job.
-type jobsQuery struct {
-	from, to int64 // window, Unix seconds
-	filter   report.Filter
-	nodeIDs  []int64
-	sort     string
-	// lo is the earliest start a job overlapping the window can have.
-	lo int64
-}
-
-// jobsIn calls fn for each job of q in q.sort order until fn returns false.
-func (c *conn) jobsIn(ctx context.Context, q jobsQuery, fn func(*report.JobRow) bool) error {
-	sq := store.JobsQuery{From: q.from, To: q.to, Clusters: q.filter.Clusters, Users: q.filter.Users, Accounts: q.filter.Accounts,
-		Partitions: q.filter.Partitions, NodeIDs: q.nodeIDs, Models: q.filter.Models, Sort: q.sort, StartFrom: q.lo}
-	err := c.st.Jobs(ctx, sq, func(r *store.JobRow) bool {
-		j := report.JobRowFrom(r)
-		return fn(&j)
-	})
+// jobsIn calls fn for each job of q in q.Sort order until fn returns
+// false. q.StartFrom (earliestStart) keeps the scan on the start index.
+func (c *conn) jobsIn(ctx context.Context, q report.JobScan, fn func(*report.JobRow) bool) error {
+	err := c.rep.ScanJobs(ctx, q, fn)
 	if err != nil {
 		return fmt.Errorf("read jobs: %w", err)
 	}
@@ -268,7 +251,7 @@ func (s *source) earliestStart(ctx context.Context, c *conn, from int64) (int64,
 	longest, at := s.longest, s.longestAt
 	s.mu.Unlock()
 	if at.IsZero() || now.Sub(at) > 10*time.Minute {
-		l, err := c.st.LongestEndedJob(ctx)
+		l, err := c.rep.LongestEndedJob(ctx)
 		if err != nil {
 			return 0, fmt.Errorf("read jobs: %w", err)
 		}
@@ -279,7 +262,7 @@ func (s *source) earliestStart(ctx context.Context, c *conn, from int64) (int64,
 	}
 	// A job that ended since then is at most that much longer.
 	lo := from - longest - int64(now.Sub(at).Seconds()) - 3600
-	open, err := c.st.OldestOpenStart(ctx)
+	open, err := c.rep.OldestOpenStart(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("read jobs: %w", err)
 	}

@@ -10,15 +10,12 @@ import (
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/report"
-	"github.com/aicloud/gpusuite/internal/store"
 )
 
-// conn is one read-only opening of the database: the report package's
-// reads and this package's own store reads (running jobs, nodes, notes)
-// share report.DB's one read-only pool.
+// conn is one read-only opening of the database: every read of the
+// dashboard goes through report.DB, its one read model and pool.
 type conn struct {
 	rep    *report.DB
-	st     *store.Store // rep's: closed with it
 	opened time.Time
 	// maxNode is the newest nodes.id at open: a newer node means the
 	// report package's node names are out of date.
@@ -96,7 +93,7 @@ func (s *source) forget(c *conn) {
 func (s *source) open(ctx context.Context) (*conn, error) {
 	// A file may not be there yet; a PostgreSQL database without its
 	// ledger is report.OpenDB's to name.
-	if !store.IsPostgresURL(s.o.DB) {
+	if !report.IsURL(s.o.DB) {
 		if _, err := os.Stat(s.o.DB); errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("accounting database does not exist yet (gpuacct serve creates it at its first pass): %w", fs.ErrNotExist)
 		}
@@ -106,8 +103,8 @@ func (s *source) open(ctx context.Context) (*conn, error) {
 		return nil, err
 	}
 	rep.Label(ledgerName)
-	c := &conn{rep: rep, st: rep.Store()}
-	if c.maxNode, err = c.st.MaxNodeID(ctx); err != nil {
+	c := &conn{rep: rep}
+	if c.maxNode, err = c.rep.MaxNodeID(ctx); err != nil {
 		c.closeNow()
 		return nil, fmt.Errorf("read %s: %w", ledgerName, err)
 	}
@@ -116,7 +113,7 @@ func (s *source) open(ctx context.Context) (*conn, error) {
 
 // newNodes reports whether a node appeared since c was opened.
 func (c *conn) newNodes(ctx context.Context) bool {
-	n, err := c.st.MaxNodeID(ctx)
+	n, err := c.rep.MaxNodeID(ctx)
 	return err != nil || n != c.maxNode
 }
 
