@@ -6,6 +6,22 @@
 // One goroutine (the loop) owns the sampling state: devices, allocations,
 // aggregates and the open segment. The shipper, the hook socket and
 // /metrics talk to it through channels or read a snapshot under a mutex.
+//
+// Files:
+//   - agent.go, run.go, main.go: the Agent, its goroutines, and the daemon
+//     under systemd (notify, watchdog, stop).
+//   - sample.go, model.go: the cycle (read every GPU, attribute, fold into
+//     aggregates) and the allocation and aggregate types.
+//   - segment.go, checkpoint.go, boot.go: segment files, the checkpoint,
+//     jobs a reboot ended.
+//   - events.go, socket.go, connlimit.go, inventory.go, energyreads.go: the
+//     hooks' side: spooled events, the hook socket and its per-user limits,
+//     the inventory a hook reads, the energy read after answering a hook.
+//   - profile.go, profilesock.go: gpuacct profile's short-interval sampling
+//     and its socket.
+//   - gpuevents.go: Xid, ECC and throttling events.
+//   - shipping.go, trim.go: shipping the spool to /data, trimming it.
+//   - live.go: the live-state file; metrics.go: /metrics.
 package agent
 
 import (
