@@ -97,10 +97,19 @@ type hub struct {
 	doneOnce sync.Once
 }
 
+// boardRenderer renders a board for the event stream: the whole
+// fragment ("boardfrag" of board.html) and, in the fragment's order, its
+// parts that an event may send alone. *Handler is the one outside tests
+// (renderFrag, renderSections in board.go), for viewers with names or
+// without.
+type boardRenderer interface {
+	renderFrag(*board.Snapshot) ([]byte, error)
+	renderSections(*board.Snapshot) ([]section, error)
+}
+
 type hubOptions struct {
-	src      *board.Source
-	frag     func(*board.Snapshot) ([]byte, error)
-	sections func(*board.Snapshot) ([]section, error)
+	src    *board.Source
+	render boardRenderer
 	// key is changeKey unless a test says otherwise.
 	key  func(*board.Snapshot) []byte
 	now  func() time.Time
@@ -320,7 +329,7 @@ func (hb *hub) process(s *board.Snapshot) error {
 		hb.mu.Unlock()
 		return nil
 	}
-	secs, err := hb.sections(s)
+	secs, err := hb.render.renderSections(s)
 	if err != nil {
 		return err
 	}
@@ -396,7 +405,7 @@ func (hb *hub) take(sb *subscriber) ([]byte, error) {
 		if ev != nil {
 			return ev, nil
 		}
-		frag, err := hb.frag(snap)
+		frag, err := hb.render.renderFrag(snap)
 		if err != nil {
 			return nil, err
 		}

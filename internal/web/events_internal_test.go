@@ -25,10 +25,7 @@ func TestHubDirtyMerges(t *testing.T) {
 		return s
 	}
 	hb := newHub(hubOptions{log: t.Logf, key: func(s *board.Snapshot) []byte { return fmt.Appendf(nil, "%p", s) },
-		frag: func(s *board.Snapshot) ([]byte, error) { return []byte("whole"), nil },
-		sections: func(s *board.Snapshot) ([]section, error) {
-			return append([]section(nil), pages[s]...), nil
-		}})
+		render: pagesRenderer(pages)})
 	hb.running = true // no loop: the test processes by hand
 	sb, why := hb.subscribe("c")
 	if sb == nil {
@@ -123,10 +120,7 @@ func TestHubDropsOldAndEarlier(t *testing.T) {
 			Meta: board.Meta{Problems: []board.Problem{{Err: html}}}}
 	}
 	hb := newHub(hubOptions{log: t.Logf, key: func(s *board.Snapshot) []byte { return []byte(s.Meta.Problems[0].Err) },
-		frag: func(s *board.Snapshot) ([]byte, error) { return []byte(s.Meta.Problems[0].Err), nil },
-		sections: func(s *board.Snapshot) ([]section, error) {
-			return []section{{id: "top", html: []byte(s.Meta.Problems[0].Err)}}, nil
-		}})
+		render: problemRenderer{}})
 	hb.running = true // no loop: the test processes by hand
 	sb, why := hb.subscribe("c")
 	if sb == nil {
@@ -219,4 +213,25 @@ func TestHubsShareStreamSlots(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pagesRenderer renders a snapshot as the sections the test gave it, and
+// its whole fragment as "whole".
+type pagesRenderer map[*board.Snapshot][]section
+
+func (p pagesRenderer) renderFrag(*board.Snapshot) ([]byte, error) { return []byte("whole"), nil }
+
+func (p pagesRenderer) renderSections(s *board.Snapshot) ([]section, error) {
+	return append([]section(nil), p[s]...), nil
+}
+
+// problemRenderer renders a snapshot as its first problem's text.
+type problemRenderer struct{}
+
+func (problemRenderer) renderFrag(s *board.Snapshot) ([]byte, error) {
+	return []byte(s.Meta.Problems[0].Err), nil
+}
+
+func (problemRenderer) renderSections(s *board.Snapshot) ([]section, error) {
+	return []section{{id: "top", html: []byte(s.Meta.Problems[0].Err)}}, nil
 }

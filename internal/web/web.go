@@ -183,11 +183,11 @@ func New(o Options) (*Handler, error) {
 	h.limit.perClient, h.limit.trusted = perClientOf(o.Concurrent), o.TrustedProxies
 	// one bound for every stream, with names or without
 	slots := newStreamSlots(o.MaxStreams, o.MaxStreamsPerClient)
-	h.hub = newHub(hubOptions{src: o.Board, frag: h.renderFrag, sections: h.renderSections, now: o.Now, tick: o.BoardTick,
+	h.hub = newHub(hubOptions{src: o.Board, render: h, now: o.Now, tick: o.BoardTick,
 		slots: slots, log: o.Log.Warn})
 	if o.PrivateData {
 		anon := h.anonymous()
-		h.anonHub = newHub(hubOptions{src: o.Board, frag: anon.renderFrag, sections: anon.renderSections, now: o.Now, tick: o.BoardTick,
+		h.anonHub = newHub(hubOptions{src: o.Board, render: anon, now: o.Now, tick: o.BoardTick,
 			slots: slots, log: o.Log.Warn})
 	}
 	h.routes()
