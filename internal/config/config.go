@@ -3,6 +3,12 @@
 // Precedence is flag > environment > file > default: Load fills defaults and
 // the file; commands then apply the flags and GPUSUITE_* variables that were
 // set (urfave/cli's IsSet covers both).
+//
+// Files: config.go (Config, Load, the shared sections), read.go (the
+// bounded read, errors with their line), hookload.go (LoadHook: the hooks'
+// spool kept when the rest is broken), and one file per program's section:
+// agent.go, board.go, container.go, nfssync.go, report.go, store.go (store
+// and ingest), web.go.
 package config
 
 import (

@@ -2,6 +2,17 @@
 // names, image references, mounts, srun and sbatch command lines, the
 // preflight checks, enroot credentials, the metadata kept beside each
 // container, and listing and removing containers.
+//
+// Files:
+//   - name.go, image.go, registry.go, mount.go: names, image references,
+//     registries, mounts.
+//   - command.go, srunopts.go, shellquote.go, validate.go: srun and sbatch
+//     lines, splitting srun's options from the command's, quoting safe to
+//     paste, time and project checks.
+//   - preflight.go, credentials.go, enrootconf.go: the checks with their
+//     fixes, enroot credentials, enroot.conf's paths.
+//   - store.go: the metadata kept beside each container.
+//   - sys.go: the system a command runs against; usage.go: usage errors.
 package container
 
 import (

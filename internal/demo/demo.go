@@ -2,6 +2,13 @@
 // simulated cluster whose nodes run the real agent and prolog/epilog code
 // (internal/sim/simcluster), one real ingest pass into a fresh database,
 // then the reports an admin reads. Its command line is gpuacct/demo.
+//
+// Files: demo.go (options), pipeline.go (the simulated fortnight through
+// ingest to the reports), layout.go (nodes and their roles), ingest.go,
+// notes.go (a booking on the board), dir.go (what a demo directory
+// holds), live.go, serve.go (the live cluster behind gpuacct demo serve),
+// slurmview.go, slurmfile.go, slurmdbd.go (the synthetic Slurm view and
+// accounting).
 package demo
 
 import (

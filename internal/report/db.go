@@ -3,6 +3,22 @@
 // exports; plots; and the monitoring check. It only ever
 // opens the accounting database read-only (the ingest service is its one
 // writer, docs/store.md).
+//
+// Files:
+//   - db.go, scope.go, bounds.go: the read-only handle, the clusters a
+//     command reads, bad input.
+//   - report.go, usage.go, units.go, tree.go, knownteams.go: the
+//     aggregate reports over the rollups, their sums and units, the
+//     organisation tree, the teams known to the ledger.
+//   - jobs.go, job.go, jobtext.go, jobmetrics.go: job lists and one job's
+//     detail, its text, its metrics and GPU events.
+//   - series.go, series_long.go: a job's series, folded to bounded points.
+//   - export.go, exportsamples.go: gpuacct export.
+//   - plots.go: the data behind gpuacct plot.
+//   - check.go, checkfiles.go, filtercheck.go: gpuacct check, and filters
+//     checked against the ledger with near matches.
+//   - cluster.go, cluster_calc.go: cluster utilization (docs/utilization.md).
+//   - dashboard.go: the reads the dashboard needs beside the reports.
 package report
 
 import (
