@@ -1,5 +1,10 @@
 // Command gpuacct is gpusuite's GPU accounting: the node agent, the
 // ingest daemon, and the reports. See README.md.
+//
+// Files: main.go (the app and its exit policy), commands.go (one line per
+// subcommand), agent.go (gpuacct agent's flags), profile.go (gpuacct
+// profile), demo_simulated.go and demo_off.go (gpuacct demo in the
+// simulated build, and the pointer to make demo in the production one).
 package main
 
 import (

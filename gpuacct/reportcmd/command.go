@@ -1,5 +1,9 @@
 // Package reportcmd is the command line of gpuacct report, job, check,
 // export, plot, ignore and unignore over internal/report.
+//
+// Files: command.go (report and what the commands share), cluster.go
+// (report cluster), job.go, check.go, export.go, plot.go, ignore.go
+// (ignore and unignore).
 package reportcmd
 
 import (

@@ -3,6 +3,12 @@
 // once the server's clock has left the timestamp granule of the last
 // write, so that every client sees a new mtime and drops its cached pages.
 // docs/nfs.md explains the cause and when this is needed.
+//
+// Files: fix.go (the safe re-touch of one file), run.go (nfs-sync run and
+// touch, the watchdog), watch.go (the watch daemon), source.go,
+// fanotify.go, inotify.go (where close events come from), exclude.go
+// (paths left alone), calibrate.go (the server's timestamp granularity),
+// sys.go (the system calls, injectable), metrics.go.
 package nfssync
 
 import (

@@ -1,5 +1,12 @@
 // Package record defines the versioned, self-describing records that flow
 // from the nodes to the accounting store (docs/records.md).
+//
+// Files: event.go (job events), job.go (the job, exit and GPU types
+// events carry), sample.go (segments: header, samples, profiles),
+// sampledec.go (the fast sample decoder that agrees with encoding/json),
+// metrics.go (the metric catalogue and sets), gpuevent.go (Xid, ECC and
+// throttling events), live.go (the live-state file), names.go (spool file
+// names: build one, tell its kind).
 package record
 
 import (

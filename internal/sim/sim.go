@@ -6,6 +6,11 @@
 // Identity (UUID, minor) is a pure function of node name and index, and an
 // idle GPU's energy counter is a pure function of the clock, so separate
 // processes (a prolog, then an epilog) see one consistent node.
+//
+// Files: sim.go (servers, devices, options, loads), extend.go (workloads
+// and the programmable faults), direct.go (the device methods the agent
+// calls, answered without go-nvml's call recording), metrics.go (the
+// profile metrics derived from a load), mig.go (MIG devices).
 package sim
 
 import (
