@@ -4,6 +4,8 @@
 package docs
 
 import (
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -161,5 +163,65 @@ func TestLinks(t *testing.T) {
 	want := "bench/results/x.md docs/board.png docs/store.md docs/api.md"
 	if got != want {
 		t.Errorf("links = %q, want %q", got, want)
+	}
+}
+
+// fileName is a Go file a package comment names: "sample.go", or a
+// pattern such as "engine_*.go". One named by path ("prolog/deps_test.go")
+// is another package's and is left alone.
+var fileName = regexp.MustCompile(`(?:^|[^/A-Za-z0-9_*.])([A-Za-z0-9_*]+\.go)\b`)
+
+// packageDoc returns the doc comment of the package in dir: the first
+// file's that has one, as go doc shows it.
+func packageDoc(t *testing.T, dir string) string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatalf("glob %q: %v", dir, err)
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		fset := token.NewFileSet()
+		af, err := parser.ParseFile(fset, f, nil, parser.PackageClauseOnly|parser.ParseComments)
+		if err != nil {
+			t.Fatalf("parse %q: %v", f, err)
+		}
+		if af.Doc != nil {
+			return af.Doc.Text()
+		}
+	}
+	return ""
+}
+
+// TestFileMapsCurrent holds each package comment's file map to the
+// package's files: a file renamed or removed must leave the map too.
+func TestFileMapsCurrent(t *testing.T) {
+	for _, p := range packages(t, "..") {
+		t.Run(p, func(t *testing.T) {
+			dir := filepath.Join("..", p)
+			for _, m := range fileName.FindAllStringSubmatch(packageDoc(t, dir), -1) {
+				found, err := filepath.Glob(filepath.Join(dir, m[1]))
+				if err != nil {
+					t.Fatalf("glob %q: %v", m[1], err)
+				}
+				if len(found) == 0 {
+					t.Errorf("the package comment of %s names %s, which is not in the package", p, m[1])
+				}
+			}
+		})
+	}
+}
+
+func TestFileNames(t *testing.T) {
+	doc := "Files: sample.go (x), engine_*.go, and prolog/deps_test.go; go.mod; see docs/x.go.\n"
+	var got []string
+	for _, m := range fileName.FindAllStringSubmatch(doc, -1) {
+		got = append(got, m[1])
+	}
+	if want := "sample.go engine_*.go"; strings.Join(got, " ") != want {
+		t.Errorf("file names = %q, want %q", strings.Join(got, " "), want)
 	}
 }
