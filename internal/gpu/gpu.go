@@ -1,5 +1,10 @@
 // Package gpu reaches GPUs through nvml.Interface only, with every call
 // bounded in time, and maps Slurm's device minors to GPU identities.
+//
+// Files: gpu.go (opening NVML or a registered backend, bounded calls,
+// errors), sample.go (devices, identities by minor, one reading of every
+// fixed field), metrics.go (the chosen metrics: clocks, field values,
+// GPM), events.go (the Xid and ECC event set).
 package gpu
 
 import (

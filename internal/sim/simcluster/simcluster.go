@@ -11,6 +11,10 @@
 // Run returns the ground truth computed from the workload definitions
 // alone, so that a test can hold what ingest and the reports make of the
 // shipped records against it.
+//
+// Files: simcluster.go (options, the run, its result), plan.go (the jobs
+// each node runs), live.go (a node's config and its hooks run in
+// process), truth.go (the ground truth of the plan).
 package simcluster
 
 import (

@@ -5,6 +5,10 @@
 // ledger is named by its location: a SQLite file's path or a
 // PostgreSQL URL (NewLedger makes one of the engine under test), and
 // statements are written in SQLite's spelling (internal/store/dialect).
+//
+// Files: storetest.go (SQL on a ledger's rows), ledger.go (each test's
+// ledger on the engine under test), cutlink.go (a link to the test
+// server that can be cut, ViaCutLink).
 package storetest
 
 import (
