@@ -16,6 +16,14 @@ import (
 // apiHandler runs fn and turns its error into {"error": "..."} with the
 // error's status.
 func (h *Handler) apiHandler(fn func(w http.ResponseWriter, r *http.Request) error) http.Handler {
+	return h.answering(fn, func(w http.ResponseWriter, r *http.Request, code int, err error) {
+		writeJSON(w, code, map[string]string{"error": h.publicMsg(err)})
+	})
+}
+
+// answering runs fn; an error it returns is logged and answered by fail
+// with the error's status, in an answer no cache keeps.
+func (h *Handler) answering(fn func(w http.ResponseWriter, r *http.Request) error, fail func(w http.ResponseWriter, r *http.Request, code int, err error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		err := fn(w, r)
 		if err == nil {
@@ -24,7 +32,7 @@ func (h *Handler) apiHandler(fn func(w http.ResponseWriter, r *http.Request) err
 		code := status(err)
 		h.logFailure(r, code, err)
 		w.Header().Set("Cache-Control", "no-store")
-		writeJSON(w, code, map[string]string{"error": h.publicMsg(err)})
+		fail(w, r, code, err)
 	})
 }
 

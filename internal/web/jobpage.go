@@ -115,14 +115,7 @@ func (h *Handler) fillJob(v *jobView, det *report.Detail, colors map[string]stri
 		v.End = localTime(*j.End, loc)
 	}
 	v.AllocS, v.EnergyKWh, v.Notes, v.Events = j.AllocS, float64(j.EnergyMJ)/3.6e9, det.Notes, det.EventNotes(loc)
-	if j.SampleS > 0 {
-		u, i := j.UsedS, j.IdleS
-		v.UsedS, v.IdleS = &u, &i
-		if j.AllocS > 0 {
-			e := 100 * j.UsedS / float64(j.AllocS)
-			v.Eff = &e
-		}
-	}
+	v.UsedS, v.IdleS, v.Eff = sampled(j)
 	v.API = jobPath("/api/v1/jobs", j.Cluster, j.ID())
 	for _, p := range det.Nodes {
 		pv := nodePartView{Node: p.Node, Model: p.Model, GPUs: p.GPUs, EndSource: p.EndSource, Estimated: p.EndEstimated, Start: missing, End: missing, Exit: missing}

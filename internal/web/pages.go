@@ -79,14 +79,7 @@ type option struct {
 // pageHandler renders fn's page; an error becomes an error page with the
 // error's status.
 func (h *Handler) pageHandler(fn func(w http.ResponseWriter, r *http.Request) error) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		err := fn(w, r)
-		if err == nil {
-			return
-		}
-		code := status(err)
-		h.logFailure(r, code, err)
-		w.Header().Set("Cache-Control", "no-store")
+	return h.answering(fn, func(w http.ResponseWriter, r *http.Request, code int, err error) {
 		title := map[int]string{400: "Bad request", 404: "Not found", 503: "Accounting database unavailable"}[code]
 		v := struct {
 			base
@@ -473,10 +466,7 @@ func (h *Handler) runningView(j *runningJob, colors map[string]string) runningVi
 	rv := runningView{Cluster: j.Cluster, Job: j.ID(), URL: jobPath("/job", j.Cluster, j.ID()), User: user, UserURL: userURL, Team: team,
 		TeamURL: teamPath(team), Color: plot.TeamColor(colors, team), Partition: j.Partition, Started: localTime(j.Start, h.o.Location),
 		Elapsed: dur(j.Elapsed(h.o.Now())), AllocS: j.AllocS}
-	if j.SampleS > 0 && j.AllocS > 0 {
-		e := 100 * j.UsedS / float64(j.AllocS)
-		rv.Eff = &e
-	}
+	_, _, rv.Eff = sampled(&j.JobRow)
 	for _, g := range j.GPUList {
 		name := g.UUID
 		if g.Index != nil {
@@ -720,13 +710,21 @@ func (h *Handler) jobRowView(j *report.JobRow, colors map[string]string) jobRowV
 		TeamURL: teamPath(team), Color: plot.TeamColor(colors, team), Partition: j.Partition, Nodes: j.Nodes, GPUs: j.GPUs,
 		Start: localTime(j.Start, h.o.Location), Elapsed: dur(j.Elapsed(h.o.Now())), State: j.State, Running: j.End == nil,
 		Estimated: j.EndEstimated, AllocS: j.AllocS}
-	if j.SampleS > 0 {
-		u, i := j.UsedS, j.IdleS
-		x.UsedS, x.IdleS = &u, &i
-		if j.AllocS > 0 {
-			e := 100 * j.UsedS / float64(j.AllocS)
-			x.Eff = &e
-		}
-	}
+	x.UsedS, x.IdleS, x.Eff = sampled(j)
 	return x
+}
+
+// sampled is a job's used and idle GPU-seconds and its efficiency, nil
+// without samples (never 0: unknown is not idle); the efficiency is nil
+// too with nothing allocated.
+func sampled(j *report.JobRow) (used, idle, eff *float64) {
+	if j.SampleS <= 0 {
+		return nil, nil, nil
+	}
+	u, i := j.UsedS, j.IdleS
+	if j.AllocS > 0 {
+		e := 100 * j.UsedS / float64(j.AllocS)
+		eff = &e
+	}
+	return &u, &i, eff
 }
