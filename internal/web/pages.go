@@ -678,6 +678,9 @@ func (h *Handler) jobsTable(r *http.Request, c *conn, q *query, v *groupView, co
 	if err != nil {
 		return err
 	}
+	if page > 1 && len(rows) == 0 {
+		return &httpError{code: http.StatusNotFound, msg: fmt.Sprintf("page %d is past the last job of the window", page)}
+	}
 	v.JobsMore = more
 	for i := range rows {
 		v.Jobs = append(v.Jobs, h.jobRowView(&rows[i], colors))

@@ -79,9 +79,12 @@ func TestTeamPageListsEveryJob(t *testing.T) {
 			t.Errorf("job %s listed %d times", id, k)
 		}
 	}
-	for _, bad := range []string{"page=0", "page=x", "page=201"} {
-		if code, _ := get(t, srv+"/team/ml?"+window+"&"+bad); code != http.StatusBadRequest {
-			t.Errorf("%s: status %d, want 400", bad, code)
+	for _, tc := range []struct {
+		param string
+		code  int
+	}{{"page=0", http.StatusBadRequest}, {"page=x", http.StatusBadRequest}, {"page=201", http.StatusBadRequest}, {"page=4", http.StatusNotFound}} {
+		if code, _ := get(t, srv+"/team/ml?"+window+"&"+tc.param); code != tc.code {
+			t.Errorf("%s: status %d, want %d", tc.param, code, tc.code)
 		}
 	}
 }
