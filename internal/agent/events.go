@@ -103,8 +103,9 @@ func (a *Agent) applyEvent(ev *record.Event) bool {
 			al.GPUs = append(al.GPUs, AllocGPU{UUID: uuid, EnergyMJ: g.EnergyMJ})
 		}
 		a.allocs[jk] = al
-		// aggregates start now, with the prolog's energy as baseline, so
-		// that an idle job that never gets a sample still has a record
+		// aggregates start now, with the prolog's energy as baseline for
+		// the first sample; one that never gets a sample is not spooled
+		// (emitAggregates): the events hold its allocation
 		for _, g := range al.GPUs {
 			key := record.JobGPUKey(a.cluster, al.Job, al.Restart, a.node, g.UUID)
 			if g0 := a.aggs[key]; g0 == nil {

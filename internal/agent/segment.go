@@ -260,10 +260,18 @@ func (a *Agent) finishSegment(parts ...segPart) error {
 
 // emitAggregates spools every aggregate that changed (and every ended
 // one, as final), and drops the version it supersedes from the spool if
-// it was not shipped yet.
+// it was not shipped yet. An aggregate without a sample (a job shorter
+// than the interval) is not spooled: it would cover no time, which
+// ingest refuses, and the job's events carry its allocation.
 func (a *Agent) emitAggregates(seq uint64) error {
 	for _, k := range sortedKeys(a.aggs) {
 		g := a.aggs[k]
+		if g.Samples == 0 {
+			if g.Ended {
+				delete(a.aggs, k)
+			}
+			continue
+		}
 		if g.Samples == g.Emitted && !g.Ended {
 			continue
 		}
