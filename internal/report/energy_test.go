@@ -21,19 +21,21 @@ import (
 // TestOneEnergy: a job has one energy and one mean power, and so has
 // each of its GPUs: the GPUs' energies add up to the job's to the
 // millijoule, and mean power × sampled time is energy, both for a job
-// whose GPUs have an energy counter (the counter is the truth, though
-// their power readings say more and the agent's aggregates a little
-// more) and for one whose GPUs have none (power × time); the jobs and
-// gpus exports give the same energies.
+// whose GPUs have an energy counter (each GPU's counter difference from
+// the job's start to its end, the agent's aggregate, is the truth,
+// though their power readings say more and the ledger's sample deltas
+// a little less) and for one whose GPUs have none (power × time); the
+// jobs and gpus exports give the same energies.
 func TestOneEnergy(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		counter bool
-		// wantMJ is the job's energy: the counter's 300 W and 200 W, or
-		// the power readings' 350 W and 250 W, over 300 s each.
+		// wantMJ is the job's energy: the aggregates' counter
+		// differences of 300 W and 200 W over 304 s, or the power
+		// readings' 350 W and 250 W over the 300 s sampled.
 		wantMJ int64
 	}{
-		{"counter", true, (300 + 200) * 300 * 1000},
+		{"counter", true, (300 + 200) * 304 * 1000},
 		{"no counter", false, (350 + 250) * 300 * 1000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -77,14 +79,22 @@ func TestOneEnergy(t *testing.T) {
 			if det.Job.EnergyMJ != tc.wantMJ {
 				t.Errorf("job energy %d mJ, want %d", det.Job.EnergyMJ, tc.wantMJ)
 			}
+			// The time the energy was drawn in: a counter difference
+			// spans the job (300 s), power × time the seconds sampled.
+			span := func(sampleS float64) float64 {
+				if tc.counter {
+					return float64(det.Job.Elapsed(now))
+				}
+				return sampleS
+			}
 			var sum int64
 			for _, g := range det.GPUs {
 				sum += g.EnergyMJ
 				if g.EnergyKWh == nil || int64(math.Round(*g.EnergyKWh*3.6e9)) != g.EnergyMJ {
 					t.Errorf("GPU %s: %s kWh and %d mJ", g.UUID, optF(g.EnergyKWh, "%.9f"), g.EnergyMJ)
 				}
-				if g.PowerMeanW == nil || math.Abs(*g.PowerMeanW*g.SampleS-float64(g.EnergyMJ)/1000) > 1e-6 {
-					t.Errorf("GPU %s: mean power %s W × %v s is not its %d mJ", g.UUID, optF(g.PowerMeanW, "%.3f"), g.SampleS, g.EnergyMJ)
+				if g.PowerMeanW == nil || math.Abs(*g.PowerMeanW*span(g.SampleS)-float64(g.EnergyMJ)/1000) > 1e-6 {
+					t.Errorf("GPU %s: mean power %s W × %v s is not its %d mJ", g.UUID, optF(g.PowerMeanW, "%.3f"), span(g.SampleS), g.EnergyMJ)
 				}
 			}
 			if sum != det.Job.EnergyMJ {
@@ -110,10 +120,13 @@ func TestOneEnergy(t *testing.T) {
 				t.Fatal(err)
 			}
 			sum = 0
+			var drawnS float64
 			for _, g := range j.GPUs {
 				sum += g.EnergyMJ
-				if g.PowerMeanW == nil || math.Abs(*g.PowerMeanW*g.SampleS-float64(g.EnergyMJ)/1000) > 0.05*g.SampleS+1e-6 {
-					t.Errorf("JSON GPU: mean power %s W × %v s is not its %d mJ", optF(g.PowerMeanW, "%.1f"), g.SampleS, g.EnergyMJ)
+				s := span(g.SampleS)
+				drawnS += s
+				if g.PowerMeanW == nil || math.Abs(*g.PowerMeanW*s-float64(g.EnergyMJ)/1000) > 0.05*s+1e-6 {
+					t.Errorf("JSON GPU: mean power %s W × %v s is not its %d mJ", optF(g.PowerMeanW, "%.1f"), s, g.EnergyMJ)
 				}
 			}
 			if sum != j.EnergyMJ || j.EnergyMJ != det.Job.EnergyMJ {
@@ -146,8 +159,8 @@ func TestOneEnergy(t *testing.T) {
 					t.Errorf("export %s energy_mj (-gpuacct job +export):\n%s", kind, d)
 				}
 			}
-			if j.PowerMeanW == nil || math.Abs(*j.PowerMeanW*det.Job.SampleS-float64(j.EnergyMJ)/1000) > 0.05*det.Job.SampleS+1e-6 {
-				t.Errorf("JSON: the job's mean power %s W × %v GPU-s is not its %d mJ", optF(j.PowerMeanW, "%.1f"), det.Job.SampleS, j.EnergyMJ)
+			if j.PowerMeanW == nil || math.Abs(*j.PowerMeanW*drawnS-float64(j.EnergyMJ)/1000) > 0.05*drawnS+1e-6 {
+				t.Errorf("JSON: the job's mean power %s W × %v GPU-s is not its %d mJ", optF(j.PowerMeanW, "%.1f"), drawnS, j.EnergyMJ)
 			}
 		})
 	}

@@ -253,14 +253,20 @@ func (d *DB) Export(ctx context.Context, o ExportOptions) (int64, error) {
 	case "jobs":
 		err := read(func(fn func([]any) error) error {
 			return d.st.ExportJobsEnergyIn(ctx, o.Clusters, from, to, func(vals []any) error {
-				// A run no counter gave energy to has its power × time
-				// (splitEnergy), as gpuacct job shows it.
-				if e, _ := vals[jobsEnergy].(int64); e <= 0 {
-					if p, ok := vals[len(cols)].(float64); ok && p > 0 {
-						vals[jobsEnergy] = int64(math.Round(p * 1000))
-					}
+				// The run's one energy as gpuacct job shows it
+				// (splitEnergy): its GPUs' own counter differences when
+				// each has one, else the ledger's, else power × time.
+				n := len(cols)
+				counters, _ := vals[n+1].(int64)
+				lacking, _ := vals[n+2].(int64)
+				e, _ := vals[jobsEnergy].(int64)
+				switch p, _ := vals[n].(float64); {
+				case lacking == 0 && counters > 0:
+					vals[jobsEnergy] = counters
+				case e <= 0 && p > 0:
+					vals[jobsEnergy] = int64(math.Round(p * 1000))
 				}
-				return fn(vals[:len(cols)])
+				return fn(vals[:n])
 			})
 		}, -1, func(vals []any) float64 {
 			if span <= 0 {

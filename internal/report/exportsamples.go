@@ -181,9 +181,11 @@ func (d *DB) exportGPUs(ctx context.Context, clusters []string, from, to int64, 
 			sampled[i], _ = number(r[gpusSampleS])
 		}
 		jobMJ, _ := run[0][gpusJobEnergy].(int64)
-		_, parts := splitEnergy(jobMJ, counter, power, sampled)
+		total, parts, _ := splitEnergy(jobMJ, counter, power, sampled)
 		for i, r := range run {
-			r[gpusEnergy] = parts[i]
+			if total > 0 {
+				r[gpusEnergy] = parts[i] // else unknown stays empty
+			}
 			if err := fn(r[:ncols]); err != nil {
 				return err
 			}

@@ -52,7 +52,7 @@ type GPUStat struct {
 	Metrics    []MetricStat `json:"metrics,omitempty"`
 	// EnergyMJ is the GPU's part of the job's energy (oneEnergy): the
 	// GPUs' add up to the job's exactly.
-	EnergyMJ int64   `json:"energy_mj"`
+	EnergyMJ int64   `json:"energy_mj,omitempty"`
 	Series   []Point `json:"-"`
 	gpuID    int64
 }

@@ -118,7 +118,7 @@ func (d *DB) loadMetrics(ctx context.Context, det *Detail) error {
 
 // oneEnergy gives the job and each of its GPUs one energy and one mean
 // power, consistent with each other (docs/reports.md, "Energy and mean
-// power"): splitEnergy's, and a mean power is energy / sampled time.
+// power"): splitEnergy's energy, over the time it was drawn in.
 func oneEnergy(det *Detail, powerJ map[*GPUStat]float64) {
 	j := &det.Job
 	gs := det.GPUs
@@ -133,63 +133,103 @@ func oneEnergy(det *Detail, powerJ map[*GPUStat]float64) {
 		power[i], sampled[i] = powerJ[&gs[i]], gs[i].SampleS
 	}
 	var parts []int64
-	j.EnergyMJ, parts = splitEnergy(j.EnergyMJ, counter, power, sampled)
+	var counters bool
+	j.EnergyMJ, parts, counters = splitEnergy(j.EnergyMJ, counter, power, sampled)
 	for i := range gs {
 		g := &gs[i]
 		g.EnergyMJ, g.EnergyKWh, g.PowerMeanW = parts[i], nil, nil
-		if j.EnergyMJ > 0 {
-			k := float64(parts[i]) / 3.6e9
-			g.EnergyKWh = &k
-			if g.SampleS > 0 {
-				w := float64(parts[i]) / 1000 / g.SampleS
-				g.PowerMeanW = &w
-			}
+		if j.EnergyMJ <= 0 {
+			continue
+		}
+		k := float64(parts[i]) / 3.6e9
+		g.EnergyKWh = &k
+		// A counter difference spans the job's time on the GPU's node;
+		// power × time the seconds sampled.
+		span := g.SampleS
+		if counters {
+			span = float64(nodeElapsed(det, g.Node))
+		}
+		if span > 0 {
+			w := float64(parts[i]) / 1000 / span
+			g.PowerMeanW = &w
 		}
 	}
 }
 
-// splitEnergy is a job's energy and each GPU's part of it. The job's is
-// jobMJ, the ledger's sum of NVML energy-counter deltas inside its
-// allocation; where that is 0, the sum of its GPUs' own counter
-// differences if each has one, else Σ power × time of its GPUs (powerJ,
-// joules). A GPU's part is in proportion to its own
-// counter difference (counterMJ; where a GPU has none, every GPU's power
-// × time decides, then its sampled seconds), in whole millijoules that
-// add up to the job's exactly. The job detail and the gpus export both
-// split so.
-func splitEnergy(jobMJ int64, counterMJ, powerJ, sampleS []float64) (int64, []int64) {
+// nodeElapsed is the job's time on node in seconds (to now while it
+// runs there): its part's start and end, else the job's.
+func nodeElapsed(det *Detail, node string) int64 {
+	j := &det.Job
+	for _, p := range det.Nodes {
+		if p.Node != node || p.Start == nil {
+			continue
+		}
+		end := det.Now.Unix()
+		if p.End != nil {
+			end = *p.End
+		} else if j.End != nil {
+			end = *j.End
+		}
+		return max(0, end-*p.Start)
+	}
+	return j.Elapsed(det.Now)
+}
+
+// JobPowerMeanW is the job's mean power per GPU: its energy over the
+// time its GPUs drew it in (each GPU's energy / its mean power), so that
+// it × that time is the job's energy; nil without one.
+func JobPowerMeanW(det *Detail) *float64 {
+	var mj, s float64
+	for _, g := range det.GPUs {
+		if g.PowerMeanW != nil && *g.PowerMeanW > 0 {
+			mj += float64(g.EnergyMJ)
+			s += float64(g.EnergyMJ) / 1000 / *g.PowerMeanW
+		}
+	}
+	if s <= 0 {
+		return nil
+	}
+	w := mj / 1000 / s
+	return &w
+}
+
+// splitEnergy is a job's energy and each GPU's part of it, in whole
+// millijoules that add up to the job's exactly. Where every GPU has its
+// own counter difference from the job's start to its end (counterMJ: the
+// agent's aggregate, else the hooks' readings, else its samples'), that
+// is the GPU's energy and the job's is their sum. Else the job's is
+// jobMJ, the ledger's sum of its samples' counter deltas, or, where no
+// counter gave any, Σ power × time of its GPUs (powerJ, joules); it is
+// split in proportion to each GPU's power × time, else its sampled
+// seconds. counters says which. The job detail and the exports both take
+// it so.
+func splitEnergy(jobMJ int64, counterMJ, powerJ, sampleS []float64) (job int64, parts []int64, counters bool) {
+	parts = make([]int64, len(counterMJ))
+	if len(parts) > 0 && !slices.ContainsFunc(counterMJ, func(c float64) bool { return c <= 0 }) {
+		for i, c := range counterMJ {
+			parts[i] = int64(math.Round(c))
+			job += parts[i]
+		}
+		return job, parts, true
+	}
 	weights := make([]float64, len(counterMJ))
-	counters := true
-	for i, c := range counterMJ {
-		weights[i] = c
-		counters = counters && c > 0
+	var sum float64
+	for i := range weights {
+		weights[i] = max(0, powerJ[i])
+		sum += weights[i]
 	}
-	if jobMJ <= 0 && counters {
-		// No sample delta reached the ledger (samples lost or not yet
-		// in), but each GPU's counter difference is known.
-		for _, c := range counterMJ {
-			jobMJ += int64(math.Round(c))
-		}
+	if jobMJ <= 0 {
+		jobMJ = int64(math.Round(sum * 1000))
 	}
-	if jobMJ <= 0 || !counters {
-		var sum float64
-		for i := range weights {
-			weights[i] = max(0, powerJ[i])
-			sum += weights[i]
-		}
-		if jobMJ <= 0 {
-			jobMJ = int64(math.Round(sum * 1000))
-		}
-		if sum == 0 {
-			copy(weights, sampleS)
-		}
+	if sum == 0 {
+		copy(weights, sampleS)
 	}
 	if !slices.ContainsFunc(weights, func(w float64) bool { return w > 0 }) {
 		for i := range weights {
 			weights[i] = 1 // nothing tells the GPUs apart: equal parts
 		}
 	}
-	return jobMJ, apportion(jobMJ, weights)
+	return jobMJ, apportion(jobMJ, weights), false
 }
 
 // apportion splits total into parts in proportion to weights, each a

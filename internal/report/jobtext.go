@@ -40,8 +40,9 @@ type JobSummary struct {
 	IdleGPUH     *float64 `json:"idle_gpu_hours"`
 	EnergyKWh    float64  `json:"energy_kwh"`
 	// EnergyMJ is the job's energy, the sum of its GPUs' exactly;
-	// PowerMeanW is it over the job's sampled GPU-seconds.
-	EnergyMJ   int64    `json:"energy_mj"`
+	// PowerMeanW is it over the time its GPUs drew it in (a list's,
+	// which has no GPUs, over its sampled GPU-seconds).
+	EnergyMJ   int64    `json:"energy_mj,omitempty"`
 	PowerMeanW *float64 `json:"power_mean_w,omitempty"`
 }
 
@@ -132,6 +133,8 @@ func WriteJobJSON(w io.Writer, det *Detail, m *teams.Mapping, shown string) erro
 	if shown != "" {
 		x.User = shown
 	}
+	// The job's mean power over the time its GPUs drew its energy.
+	x.PowerMeanW = roundPtr(table.UnitWatts, JobPowerMeanW(det))
 	if x.GPUEvents == nil {
 		x.GPUEvents = []GPUEvent{}
 	}
@@ -179,8 +182,8 @@ func WriteJobText(w io.Writer, det *Detail, m *teams.Mapping, loc *time.Location
 	fmt.Fprintf(&b, "  start %s, end %s, elapsed %s%s\n", tf(j.Start), end, time.Duration(j.Elapsed(det.Now))*time.Second, exitText(det.Nodes))
 	u := usageCells(j.Usage, 0)
 	power := ""
-	if j.EnergyMJ > 0 && j.SampleS > 0 {
-		power = ", mean power " + HumanMetric("power_w", float64(j.EnergyMJ)/1000/j.SampleS) + " per GPU"
+	if w := JobPowerMeanW(det); w != nil {
+		power = ", mean power " + HumanMetric("power_w", *w) + " per GPU"
 	}
 	fmt.Fprintf(&b, "  allocated %.2f GPU-h, used %s GPU-h, efficiency %s, idle %s GPU-h, energy %.3f kWh%s\n",
 		float64(j.AllocS)/3600, optAny(u[1], 1/3600.0, "%.2f"), optAny(u[2], 1, "%.0f%%"), optAny(u[3], 1/3600.0, "%.2f"), float64(j.EnergyMJ)/3.6e9, power)

@@ -5,16 +5,24 @@ import "context"
 // The jobs and gpus exports with what one energy per job and GPU needs
 // (report's splitEnergy): the export's columns (report.ExportColumns, as
 // ExportJobsIn and ExportGPUsIn give them), then, for jobs, the run's Σ
-// power × seconds over its GPUs (joules, nil without power readings);
-// for gpus, the run's energy (the counter deltas' sum) and the GPU's
-// power × seconds. The window's parameters follow the metric's name.
+// power × seconds over its GPUs (joules, nil without power readings),
+// the sum of its GPUs' own counter differences and how many GPUs lack
+// one; for gpus, the run's energy (the ledger's counter deltas) and the
+// GPU's power × seconds. The window's parameters follow the metric's
+// name.
 const (
 	exportJobsEnergy = `SELECT cluster, job_id, restart, array_job_id, array_task_id, user, account, partition, nodes, gpus, start, end, state,
  end_estimated, ignored, alloc_gpu_s, used_gpu_s, idle_gpu_s, energy_mj,
- (SELECT sum(m.value_s) FROM job_gpu_metrics m WHERE m.job = jobs.id AND m.name = ?) FROM jobs
+ (SELECT sum(m.value_s) FROM job_gpu_metrics m WHERE m.job = jobs.id AND m.name = ?),
+ (SELECT CAST(sum(` + gpuCounterMJ + `) AS INTEGER) FROM job_gpus jg WHERE jg.job = jobs.id),
+ (SELECT count(*) FROM job_gpus jg WHERE jg.job = jobs.id AND coalesce(` + gpuCounterMJ + `, 0) <= 0) FROM jobs
  WHERE start IS NOT NULL AND start < ? AND (end IS NULL OR end > ?)`
+	// gpuCounterMJ is a job GPU's own counter difference from the job's
+	// start to its end: the agent's aggregate, else the hooks' readings.
+	// (Its sum is cast: PostgreSQL sums bigints as numeric.)
+	gpuCounterMJ     = `coalesce(jg.energy_mj, CASE WHEN jg.energy_end_mj >= jg.energy_start_mj THEN jg.energy_end_mj - jg.energy_start_mj END)`
 	exportGPUsEnergy = `SELECT j.cluster, j.job_id, j.restart, n.name, g.uuid, g.idx, g.model, jg.sample_s, jg.util_s, jg.util_max, jg.mem_max_mib,
- coalesce(jg.mem_total_mib, g.mem_total_mib), coalesce(jg.energy_mj, CASE WHEN jg.energy_end_mj >= jg.energy_start_mj THEN jg.energy_end_mj - jg.energy_start_mj END),
+ coalesce(jg.mem_total_mib, g.mem_total_mib), ` + gpuCounterMJ + `,
  jg.idle_s, jg.agg_final, j.energy_mj,
  (SELECT m.value_s FROM job_gpu_metrics m WHERE m.job = j.id AND m.gpu_id = jg.gpu_id AND m.name = ?)
  FROM jobs j JOIN job_gpus jg ON jg.job = j.id JOIN gpus g ON g.id = jg.gpu_id JOIN nodes n ON n.id = jg.node_id
@@ -22,7 +30,8 @@ const (
 )
 
 // ExportJobsEnergyIn is ExportJobsIn with each run's power × seconds
-// last (joules, nil when no sample had a power reading).
+// (joules, nil when no sample had a power reading), its GPUs' counter
+// differences' sum (nil: none) and the number of its GPUs without one.
 func (s *Store) ExportJobsEnergyIn(ctx context.Context, clusters []string, from, to int64, fn func(vals []any) error) error {
 	return s.exportIn(ctx, fn, exportJobsEnergy, "cluster", clusters, exportJobsOrder, PowerMetric, to, from)
 }

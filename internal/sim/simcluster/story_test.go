@@ -8,6 +8,7 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/sim/simcluster"
+	"github.com/aicloud/gpusuite/internal/store"
 )
 
 // A site adds tensor activity and NVLink traffic to agent.metrics (the gpm
@@ -54,7 +55,11 @@ func TestJobStoryThroughTheAgent(t *testing.T) {
 			if g.SampleS == 0 {
 				continue // ended within its first interval
 			}
-			if g.PowerMeanW == nil || g.PowerPeakW == nil || *g.PowerPeakW < *g.PowerMeanW || *g.PowerMeanW <= 0 {
+			// The mean is the energy counter's difference over the job's
+			// time (docs/reports.md), so it may pass the highest power
+			// reading, which samples a second every interval: it is held
+			// to what a GPU can draw.
+			if g.PowerMeanW == nil || g.PowerPeakW == nil || *g.PowerPeakW <= 0 || *g.PowerMeanW <= 0 || *g.PowerMeanW*1000 > store.MaxGPUPowerMW {
 				t.Errorf("job %d GPU %s: power mean %v peak %v", j.ID, g.UUID, g.PowerMeanW, g.PowerPeakW)
 			}
 			got := map[string]report.MetricStat{}
