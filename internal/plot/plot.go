@@ -1,6 +1,9 @@
 // Package plot draws gpuacct's charts with gonum.org/v1/plot: a job's
 // metrics per GPU over time beside their distribution (box plots), and
 // GPU-hours per team per period as stacked bars. PNG or SVG.
+//
+// Files: plot.go the charts; colors.go the team colors, one palette and
+// one assignment (TeamColors) for these charts and the dashboard.
 package plot
 
 import (

@@ -2,9 +2,28 @@
 // (board.Source's view, updated through server-sent events), HTML pages
 // of the accounting (the cluster overview, a team, a user, a job) and
 // /api/v1/ over the same read-only report queries as gpuacct report and
-// gpuacct job. It never writes the accounting database. Templates, style sheet and script are
-// embedded; nothing is fetched from elsewhere (docs/dashboard.md,
-// docs/api.md).
+// gpuacct job. It never writes the accounting database, and reads it only
+// through report.DB, its one read model (TestReadModel). Templates, style
+// sheet and script are embedded; nothing is fetched from elsewhere
+// (docs/dashboard.md, docs/api.md).
+//
+// Files:
+//   - web.go: Options, New, the routes; secure.go the security headers;
+//     limits.go and client.go the request slots and who a client is;
+//     private.go who may see whose names.
+//   - source.go: the one read-only opening of the ledger, reopened for
+//     new nodes; queries.go the dashboard's reads beyond the reports
+//     (over report.DB) and report tables read as rows.
+//   - params.go and scope.go: a request's window, filters and clusters.
+//   - pages.go: the accounting pages (overview, team, user) and what
+//     they share; jobpage.go and jobflight.go a job's page, its reads
+//     shared by requests at once; chart.go and capacity.go the SVG
+//     charts; format.go the template functions.
+//   - api.go: /api/v1/ over the reports and jobs; boardapi.go the
+//     board's documents (board.NewStatusDoc, NewFreeDoc, notes).
+//   - board.go: the live board's page and fragment; events.go its event
+//     stream (a hub per viewer kind, through boardRenderer).
+//   - static.go: the embedded style sheet and script.
 package web
 
 import (
