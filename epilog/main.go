@@ -5,7 +5,7 @@ package main
 import (
 	"os"
 
-	"github.com/aicloud/gpusuite/hookcli"
+	"github.com/aicloud/gpusuite/internal/cli/hookcli"
 	"github.com/aicloud/gpusuite/internal/record"
 )
 

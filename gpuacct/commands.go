@@ -3,13 +3,13 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
-	"github.com/aicloud/gpusuite/cliwire"
 	"github.com/aicloud/gpusuite/gpuacct/board"
-	"github.com/aicloud/gpusuite/gpuacct/ingest"
+	"github.com/aicloud/gpusuite/gpuacct/ingestcmd"
 	"github.com/aicloud/gpusuite/gpuacct/migratecmd"
 	"github.com/aicloud/gpusuite/gpuacct/notecmd"
 	"github.com/aicloud/gpusuite/gpuacct/reportcmd"
-	"github.com/aicloud/gpusuite/gpuacct/serve"
+	"github.com/aicloud/gpusuite/gpuacct/servecmd"
+	"github.com/aicloud/gpusuite/internal/cli/cliwire"
 )
 
 // commands lists gpuacct's subcommands, one line each; their command lines
@@ -25,8 +25,8 @@ func commands(env Env) []*cli.Command {
 		demo,
 		agentCommand(env.Stdout, env.Stderr, env.Getenv),
 		profileCommand(env.Stdout, env.Stderr, env.Getenv),
-		ingest.Command(env.Stdout, env.Stderr, env.Getenv),
-		serve.Command(env.Stdout, env.Stderr, env.Getenv),
+		ingestcmd.Command(env.Stdout, env.Stderr, env.Getenv),
+		servecmd.Command(env.Stdout, env.Stderr, env.Getenv),
 		reportcmd.ReportCommand(reportcmd.System(env.Stdout, env.Stderr, env.Getenv)),
 		reportcmd.JobCommand(reportcmd.System(env.Stdout, env.Stderr, env.Getenv)),
 		reportcmd.CheckCommand(reportcmd.System(env.Stdout, env.Stderr, env.Getenv)),

@@ -18,8 +18,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/aicloud/gpusuite/cliwire"
-	"github.com/aicloud/gpusuite/cliwire/cliwiretest"
+	"github.com/aicloud/gpusuite/internal/cli/cliwire"
+	"github.com/aicloud/gpusuite/internal/cli/cliwire/cliwiretest"
 	"github.com/aicloud/gpusuite/internal/logging/logtest"
 )
 

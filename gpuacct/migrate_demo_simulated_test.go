@@ -19,9 +19,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/urfave/cli/v2"
 
-	"github.com/aicloud/gpusuite/cliwire"
 	"github.com/aicloud/gpusuite/gpuacct/notecmd"
 	"github.com/aicloud/gpusuite/gpuacct/reportcmd"
+	"github.com/aicloud/gpusuite/internal/cli/cliwire"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/report/timespec"

@@ -9,8 +9,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/aicloud/gpusuite/cliwire"
 	"github.com/aicloud/gpusuite/internal/agentproto"
+	"github.com/aicloud/gpusuite/internal/cli/cliwire"
 )
 
 // profileCommand is `gpuacct profile`: ask this node's agent to sample one

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aicloud/gpusuite/cliwire/cliwiretest"
+	"github.com/aicloud/gpusuite/internal/cli/cliwire/cliwiretest"
 )
 
 var update = flag.Bool("update", false, "rewrite packaging/man/hook-gpus.1 from --help")

@@ -12,8 +12,8 @@ import (
 	"io"
 	"os"
 
-	"github.com/aicloud/gpusuite/buildinfo"
 	"github.com/aicloud/gpusuite/internal/agentproto"
+	"github.com/aicloud/gpusuite/internal/buildinfo"
 	"github.com/aicloud/gpusuite/internal/hookgpus"
 )
 

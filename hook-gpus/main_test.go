@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aicloud/gpusuite/cliwire/cliwiretest"
 	"github.com/aicloud/gpusuite/internal/agentproto"
+	"github.com/aicloud/gpusuite/internal/cli/cliwire/cliwiretest"
 	_ "github.com/aicloud/gpusuite/internal/sim/simulated" // requests below name gpu.backend = "simulated"
 )
 

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/aicloud/gpusuite/cliwire"
+	"github.com/aicloud/gpusuite/internal/cli/cliwire"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/logging"
 	"github.com/aicloud/gpusuite/internal/nfssync"

@@ -4,7 +4,7 @@ import (
 	"flag"
 	"testing"
 
-	"github.com/aicloud/gpusuite/cliwire/cliwiretest"
+	"github.com/aicloud/gpusuite/internal/cli/cliwire/cliwiretest"
 )
 
 var update = flag.Bool("update", false, "rewrite packaging/man and packaging/completion from the command definitions")

@@ -12,7 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/aicloud/gpusuite/cliwire/cliwiretest"
+	"github.com/aicloud/gpusuite/internal/cli/cliwire/cliwiretest"
 	"github.com/aicloud/gpusuite/internal/logging/logtest"
 )
 

@@ -8,7 +8,7 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/aicloud/gpusuite/containercmd"
+	"github.com/aicloud/gpusuite/internal/cli/containercmd"
 	"github.com/aicloud/gpusuite/internal/container"
 )
 

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/aicloud/gpusuite/cliwire/cliwiretest"
+	"github.com/aicloud/gpusuite/internal/cli/cliwire/cliwiretest"
 )
 
 func TestVersionAndBogus(t *testing.T) {

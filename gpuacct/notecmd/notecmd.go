@@ -16,7 +16,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/aicloud/gpusuite/cliwire"
+	"github.com/aicloud/gpusuite/internal/cli/cliwire"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/report/timespec"
 	"github.com/aicloud/gpusuite/internal/requests"

@@ -3,7 +3,7 @@ package reportcmd
 import (
 	"github.com/urfave/cli/v2"
 
-	"github.com/aicloud/gpusuite/cliwire"
+	"github.com/aicloud/gpusuite/internal/cli/cliwire"
 	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/report/teams"
 )

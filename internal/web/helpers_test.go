@@ -17,9 +17,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/aicloud/gpusuite/cliwire"
 	"github.com/aicloud/gpusuite/gpuacct/reportcmd"
-	"github.com/aicloud/gpusuite/gpuacct/serve"
+	"github.com/aicloud/gpusuite/gpuacct/servecmd"
+	"github.com/aicloud/gpusuite/internal/cli/cliwire"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/sim"
@@ -164,7 +164,7 @@ func (f *fixture) serve(t *testing.T) {
 	logs := &syncWriter{w: &bytes.Buffer{}}
 	getenv := func(k string) string { return map[string]string{config.EnvPath: f.config}[k] }
 	app := &cli.App{Name: "gpuacct", Flags: []cli.Flag{cliwire.ConfigFlag()}, Writer: io.Discard, ErrWriter: io.Discard,
-		Commands: []*cli.Command{serve.Command(io.Discard, logs, getenv)}}
+		Commands: []*cli.Command{servecmd.Command(io.Discard, logs, getenv)}}
 	done := make(chan error, 1)
 	go func() { done <- app.RunContext(ctx, []string{"gpuacct", "serve"}) }()
 	t.Cleanup(func() {
