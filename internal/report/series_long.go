@@ -13,10 +13,10 @@ import (
 )
 
 // longSamples is how many samples of one GPU in a job's window make its
-// series read as stretches summed by the database (store.JobSampleBins)
-// instead of sample by sample: handing each of a 20-day job's 1.38 M
-// samples to Go took seconds (issue 29). Shorter jobs keep the exact
-// fold of series.
+// series read from the sums the writer keeps per 5 minutes
+// (seriesBins) instead of sample by sample: handing each of a 20-day
+// job's 1.38 M samples to Go took seconds (issue 29). Shorter jobs keep
+// the exact fold of series.
 const longSamples = 20_000
 
 // gpuSeries is series for a GPU with fewer than longSamples samples in
@@ -89,82 +89,163 @@ type binAcc struct {
 	energyMJ            int64
 }
 
-// seriesBins is series for a long job: the same stretches (maxPts of
-// equal span) and figures, summed by the database. Each sample's window
-// is its interval cut at the job's end; where samples overlap (the fold
-// cuts each at the next), a stretch's windows are cut to the time up to
-// the next stretch's first sample, so sampled and idle time still never
-// pass the allocation.
+// add merges the sums b into a.
+func (a *binAcc) add(b store.SampleBin) {
+	if a.n == 0 || b.FirstMs < a.first {
+		a.first = b.FirstMs
+	}
+	a.n += b.N
+	a.winMs += float64(b.WindowMs)
+	a.idleMs += float64(b.IdleMs)
+	a.utilWMs += float64(b.UtilWMs)
+	a.utilMs += float64(b.UtilMs)
+	a.utilShareWMs += b.UtilShareWMs
+	a.powerWMs += float64(b.PowerWMs)
+	a.powerMs += float64(b.PowerMs)
+	if b.UtilMax != nil {
+		a.utilMax, a.haveU = max(a.utilMax, float64(*b.UtilMax)), true
+	}
+	if b.MemMax != nil {
+		a.memMax, a.haveM = max(a.memMax, float64(*b.MemMax)), true
+	}
+	if b.EnergyMJ != nil {
+		a.energyMJ += *b.EnergyMJ
+		a.haveE = true
+	}
+}
+
+// grid is where a series' stretches lie: stretch k is [origin + k·span,
+// origin + (k+1)·span).
+type grid struct{ origin, span int64 }
+
+// foldGrid is the fold's (series): maxPts stretches from the window's
+// start.
+func foldGrid(from, to int64, maxPts int) grid {
+	return grid{from, max(1, (to-from+int64(maxPts)-1)/int64(maxPts))}
+}
+
+// bucketGrid is a long series': stretches of whole series buckets
+// (store.BucketMs, 5 minutes) from the bucket that holds from, at most
+// maxPts of them, so that each bucket lies in one stretch. A point
+// therefore stands for a multiple of 5 minutes, at least 5.
+func bucketGrid(from, to int64, maxPts int) grid {
+	origin := floorTo(from, store.BucketMs)
+	per := max(1, (to-origin+int64(maxPts)-1)/int64(maxPts))
+	return grid{origin, max(store.BucketMs, -floorTo(-per, store.BucketMs))}
+}
+
+// floorTo is the multiple of m at or below t.
+func floorTo(t, m int64) int64 {
+	r := t % m
+	if r < 0 {
+		r += m
+	}
+	return t - r
+}
+
+// seriesBins is series for a long job, on bucketGrid: the same figures,
+// and a point for each stretch of whole buckets. Its window's buckets
+// come from the sums the writer keeps (store.JobBucketBins, a few
+// thousand rows for a 20-day job), its edges, the buckets before the
+// samples' pruned mark and those reaching past the job's end from the
+// samples, summed by the database (store.JobSampleBins).
 func (d *DB) seriesBins(ctx context.Context, gpuID, job int64, restart int, from, to, allocEnd int64, maxPts int) ([]Point, sampleTotals, error) {
+	return d.longSeries(ctx, gpuID, job, restart, from, to, allocEnd, bucketGrid(from, to, maxPts), true)
+}
+
+// longSeries is seriesBins on grid g; without buckets, or where g is not
+// of whole buckets, every stretch is summed from the samples. Each
+// sample's window is its interval cut at the job's end; where samples
+// overlap (the fold cuts each at the next), a stretch's windows are cut
+// to the time up to the next stretch's first sample, so sampled and idle
+// time still never pass the allocation.
+func (d *DB) longSeries(ctx context.Context, gpuID, job int64, restart int, from, to, allocEnd int64, g grid, buckets bool) ([]Point, sampleTotals, error) {
 	var tot sampleTotals
-	span := max(1, (to-from+int64(maxPts)-1)/int64(maxPts))
-	rows, err := d.st.JobSampleBins(ctx, gpuID, job, restart, from, to, allocEnd, span)
-	if err != nil {
-		return nil, tot, d.wrap(err)
+	accs := map[int64]*binAcc{}
+	put := func(b store.SampleBin) {
+		a := accs[b.Bin]
+		if a == nil {
+			a = &binAcc{}
+			accs[b.Bin] = a
+		}
+		a.add(b)
 	}
-	accs := make(map[int64]*binAcc, len(rows))
-	for _, b := range rows {
-		a := &binAcc{first: b.FirstMs, n: b.N, winMs: float64(b.WindowMs), idleMs: float64(b.IdleMs), utilWMs: float64(b.UtilWMs),
-			utilMs: float64(b.UtilMs), utilShareWMs: float64(b.UtilWMs), powerWMs: float64(b.PowerWMs), powerMs: float64(b.PowerMs)}
-		if b.UtilMax != nil {
-			a.utilMax, a.haveU = float64(*b.UtilMax), true
+	// raw sums the samples in [lo, hi): the run's own by the database,
+	// the shared ones here, each for its share.
+	raw := func(lo, hi int64) error {
+		if lo >= hi {
+			return nil
 		}
-		if b.MemMax != nil {
-			a.memMax, a.haveM = float64(*b.MemMax), true
+		bins, err := d.st.JobSampleBins(ctx, gpuID, job, restart, g.origin, lo, hi, allocEnd, g.span)
+		if err != nil {
+			return err
 		}
-		if b.EnergyMJ != nil {
-			a.energyMJ, a.haveE = *b.EnergyMJ, true
+		for _, b := range bins {
+			put(b)
 		}
-		accs[b.Bin] = a
+		return d.st.JobShared(ctx, gpuID, lo, hi, func(r *store.SampleRow) {
+			var shares []record.JobShare
+			if json.Unmarshal([]byte(*r.Jobs), &shares) != nil {
+				return
+			}
+			share, idle := 0.0, false
+			for _, s := range shares {
+				if int64(s.Job) == job && s.Restart == restart {
+					share, idle = s.Share, s.Idle
+				}
+			}
+			if share == 0 {
+				return
+			}
+			w := max(0, min(r.IntervalMs, allocEnd-r.TMs))
+			b := store.SampleBin{Bin: (r.TMs - g.origin) / g.span, FirstMs: r.TMs, N: 1, WindowMs: w}
+			if idle {
+				b.IdleMs = w
+			}
+			if r.Util != nil {
+				b.UtilWMs, b.UtilMs, b.UtilMax = *r.Util*w, w, r.Util
+				b.UtilShareWMs = float64(*r.Util) * float64(w) * share
+			}
+			b.MemMax = r.MemUsedMiB
+			if r.PowerMW != nil {
+				b.PowerWMs, b.PowerMs = *r.PowerMW*w, w
+			}
+			if r.EnergyDeltaMJ != nil {
+				e := int64(float64(*r.EnergyDeltaMJ) * share)
+				b.EnergyMJ = &e
+			}
+			put(b)
+		})
 	}
-	err = d.st.JobShared(ctx, gpuID, from, to, func(r *store.SampleRow) {
-		var shares []record.JobShare
-		if json.Unmarshal([]byte(*r.Jobs), &shares) != nil {
-			return
+	lo, hi := from, from
+	if buckets && g.origin%store.BucketMs == 0 && g.span%store.BucketMs == 0 {
+		mark, err := d.st.PrunedBefore(ctx)
+		if err != nil {
+			return nil, tot, d.wrap(err)
 		}
-		share, idle := 0.0, false
-		for _, s := range shares {
-			if int64(s.Job) == job && s.Restart == restart {
-				share, idle = s.Share, s.Idle
+		lo = -floorTo(-max(from, mark), store.BucketMs)
+		hi = floorTo(to, store.BucketMs)
+		if allocEnd != math.MaxInt64 && lo < hi {
+			if hi, err = d.st.BucketPastEnd(ctx, gpuID, job, restart, lo, hi, allocEnd); err != nil {
+				return nil, tot, d.wrap(err)
 			}
 		}
-		if share == 0 {
-			return
+	}
+	if lo < hi {
+		bins, err := d.st.JobBucketBins(ctx, gpuID, job, restart, g.origin, lo, hi, g.span)
+		if err != nil {
+			return nil, tot, d.wrap(err)
 		}
-		bin := (r.TMs - from) / span
-		a := accs[bin]
-		if a == nil {
-			a = &binAcc{first: r.TMs}
-			accs[bin] = a
+		for _, b := range bins {
+			put(b)
 		}
-		a.first = min(a.first, r.TMs)
-		a.n++
-		w := float64(max(0, min(r.IntervalMs, allocEnd-r.TMs)))
-		a.winMs += w
-		if idle {
-			a.idleMs += w
+	} else {
+		lo, hi = to, to
+	}
+	for _, r := range [][2]int64{{from, lo}, {hi, to}} {
+		if err := raw(r[0], r[1]); err != nil {
+			return nil, tot, d.wrap(err)
 		}
-		if r.Util != nil {
-			u := float64(*r.Util)
-			a.utilWMs += u * w
-			a.utilMs += w
-			a.utilShareWMs += u * w * share
-			a.utilMax, a.haveU = max(a.utilMax, u), true
-		}
-		if r.MemUsedMiB != nil {
-			a.memMax, a.haveM = max(a.memMax, float64(*r.MemUsedMiB)), true
-		}
-		if r.PowerMW != nil {
-			a.powerWMs += float64(*r.PowerMW) * w
-			a.powerMs += w
-		}
-		if r.EnergyDeltaMJ != nil {
-			a.energyMJ += int64(float64(*r.EnergyDeltaMJ) * share)
-			a.haveE = true
-		}
-	})
-	if err != nil {
-		return nil, tot, d.wrap(err)
 	}
 	keys := make([]int64, 0, len(accs))
 	for k := range accs {

@@ -15,26 +15,31 @@ type SampleBin struct {
 	WindowMs, IdleMs int64
 	// UtilWMs is Σ util × window over the samples with a utilization,
 	// UtilMs their windows; PowerWMs and PowerMs the same for power (mW).
+	// UtilShareWMs is Σ util × window × the job's share (UtilWMs for
+	// samples of the job alone).
 	UtilWMs, UtilMs   int64
+	UtilShareWMs      float64
 	PowerWMs, PowerMs int64
 	UtilMax, MemMax   *int64
 	EnergyMJ          *int64
 }
 
-// JobSampleBins sums, per stretch of spanMs from fromMs, the samples of
-// GPU gpuID in [fromMs, toMs) whose only job is Slurm job id job's run
+// JobSampleBins sums, per stretch of spanMs from originMs (stretch k is
+// [originMs + k·spanMs, originMs + (k+1)·spanMs)), the samples of GPU
+// gpuID in [fromMs, toMs) whose only job is Slurm job id job's run
 // restart (samples shared with other jobs carry a jobs list: JobShared
-// reads those). allocEndMs cuts the windows (math.MaxInt64 while the job
-// runs); toMs is at most allocEndMs+1, so no window is negative. The
-// answer has at most (toMs-fromMs)/spanMs+1 rows.
-func (s *Store) JobSampleBins(ctx context.Context, gpuID, job int64, restart int, fromMs, toMs, allocEndMs, spanMs int64) ([]SampleBin, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT (t_ms - ?1) / ?2 AS bin, min(t_ms), count(*), CAST(sum(w) AS INTEGER), CAST(sum(w * idle) AS INTEGER),
+// reads those). originMs is at most fromMs. allocEndMs cuts the windows
+// (math.MaxInt64 while the job runs); toMs is at most allocEndMs+1, so no
+// window is negative. The answer has at most (toMs-originMs)/spanMs+1
+// rows.
+func (s *Store) JobSampleBins(ctx context.Context, gpuID, job int64, restart int, originMs, fromMs, toMs, allocEndMs, spanMs int64) ([]SampleBin, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT (t_ms - ?8) / ?2 AS bin, min(t_ms), count(*), CAST(sum(w) AS INTEGER), CAST(sum(w * idle) AS INTEGER),
  CAST(coalesce(sum(util * w), 0) AS INTEGER), CAST(coalesce(sum(w + 0 * util), 0) AS INTEGER),
  CAST(coalesce(sum(power_mw * w), 0) AS INTEGER), CAST(coalesce(sum(w + 0 * power_mw), 0) AS INTEGER),
  max(util), max(mem_used_mib), CAST(sum(energy_delta_mj) AS INTEGER)
  FROM (SELECT t_ms, min(interval_ms, ?3 - t_ms) AS w, idle, util, mem_used_mib, power_mw, energy_delta_mj FROM samples
   WHERE gpu_id = ?4 AND t_ms >= ?1 AND t_ms < ?5 AND job = ?6 AND restart = ?7 AND jobs IS NULL) AS s
- GROUP BY bin ORDER BY bin`, fromMs, spanMs, allocEndMs, gpuID, toMs, job, restart)
+ GROUP BY bin ORDER BY bin`, fromMs, spanMs, allocEndMs, gpuID, toMs, job, restart, originMs)
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -47,6 +52,7 @@ func (s *Store) JobSampleBins(ctx context.Context, gpuID, job int64, restart int
 			&utilMax, &memMax, &energy); err != nil {
 			return nil, translate(err)
 		}
+		b.UtilShareWMs = float64(b.UtilWMs)
 		b.UtilMax, b.MemMax, b.EnergyMJ = ptrInt(utilMax), ptrInt(memMax), ptrInt(energy)
 		out = append(out, b)
 	}

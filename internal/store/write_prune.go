@@ -38,6 +38,9 @@ func (b *Batch) PruneSamples(before time.Time) (int64, error) {
 		}
 		k, _ := r.RowsAffected()
 		n += k
+		if err := b.pruneBuckets(id, before.UnixMilli()); err != nil {
+			return n, err
+		}
 	}
 	if n > 0 {
 		return n, b.notePruned(before.UnixMilli())

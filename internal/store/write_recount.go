@@ -104,6 +104,9 @@ func (b *Batch) redoDelta(h *record.SegmentHeader, node, gid, t int64, mj uint64
 	if _, err := b.exec(`UPDATE samples SET energy_delta_mj = ? WHERE gpu_id = ? AND t_ms = ?`, i64(nd), gid, s.t); err != nil {
 		return err
 	}
+	if err := b.moveBucketEnergy(gid, &s, od, nd); err != nil {
+		return err
+	}
 	shares, err := s.shares()
 	if err != nil {
 		return err

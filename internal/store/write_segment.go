@@ -139,6 +139,7 @@ func (b *Batch) Segment(h *record.SegmentHeader, samples []record.Sample) (int, 
 	// the header's unsupported metrics, noted once a job and GPU
 	unsup := parseUnsupported(h.Unsupported)
 	noted := map[[2]int64]bool{}
+	buckets := map[bucketKey]*bucketAcc{}
 	for i := range samples {
 		if !rows[i].isNew {
 			continue
@@ -151,6 +152,7 @@ func (b *Batch) Segment(h *record.SegmentHeader, samples []record.Sample) (int, 
 			newest = s.Time
 		}
 		delta := deltas[i]
+		addBucketSample(buckets, rows[i].vals[colGPU].(int64), tms, intervalMS, s, delta)
 		var util *int64
 		if s.GPUUtil != nil {
 			u := int64(*s.GPUUtil)
@@ -190,6 +192,9 @@ func (b *Batch) Segment(h *record.SegmentHeader, samples []record.Sample) (int, 
 				return n, err
 			}
 		}
+	}
+	if err := b.writeBuckets(buckets); err != nil {
+		return n, err
 	}
 	if n > 0 {
 		if err := b.NodeSeen(node, newest); err != nil {

@@ -1,11 +1,13 @@
 package reportfixture
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aicloud/gpusuite/internal/store"
 	"github.com/aicloud/gpusuite/internal/store/storetest"
 )
 
@@ -27,7 +29,8 @@ func (j LongJob) Samples() int64 { return int64(j.GPUs) * (j.Seconds / j.Interva
 // BuildLongJob makes a ledger (BuildLedger) holding job j on node gpu01
 // from T0 and writes its samples straight into the samples table with one
 // statement, so that a million samples take seconds rather than an
-// ingest. Utilization runs 0..100 over each 17 samples (0 is idle),
+// ingest, then has the writer sum them into the series buckets
+// (store.Store.RebuildSeriesBuckets) as it would have. Utilization runs 0..100 over each 17 samples (0 is idle),
 // memory peaks once, power varies; every 1000th sample is shared with job
 // j.ID+1 (a jobs list, every other one idle for j), so that both paths of
 // a series are read.
@@ -59,5 +62,26 @@ func BuildLongJob(t testing.TB, j LongJob, now time.Time) string {
 			// parameter next to || as text.
 			j.Seconds/j.Interval, T0, j.Interval, j.Interval, j.ID, fmt.Sprint(j.ID), fmt.Sprint(j.ID+1), j.Seconds/j.Interval/3, j.ID)
 	})
+	RebuildSeriesBuckets(t, path)
 	return path
+}
+
+// RebuildSeriesBuckets has the writer of the ledger at path (a file's
+// path or a database's URL) sum its samples into the series buckets
+// again, for samples a test wrote straight into the table: a long job's
+// series reads the buckets (store.Store.RebuildSeriesBuckets).
+func RebuildSeriesBuckets(t testing.TB, path string) {
+	t.Helper()
+	o := store.Options{Path: path}
+	if strings.HasPrefix(path, "postgres") {
+		o = store.Options{URL: path}
+	}
+	st, err := store.Open(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.RebuildSeriesBuckets(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -1,0 +1,88 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// JobBucketBins sums, per stretch of spanMs from originMs, the series
+// buckets (BucketMs of samples, kept by the writer) of Slurm job id job's
+// run restart on GPU gpuID that start in [fromMs, toMs): its own samples
+// and its shares of shared ones, windows uncut. originMs, fromMs, toMs
+// and spanMs are multiples of BucketMs, so that a bucket lies in one
+// stretch. The caller reads from the samples what the buckets cannot
+// answer: the edges of its window, buckets before the pruned mark
+// (PrunedBefore) and those reaching past the job's end (BucketPastEnd).
+// The answer has at most (toMs-originMs)/spanMs+1 rows.
+func (s *Store) JobBucketBins(ctx context.Context, gpuID, job int64, restart int, originMs, fromMs, toMs, spanMs int64) ([]SampleBin, error) {
+	if originMs%BucketMs != 0 || fromMs%BucketMs != 0 || toMs%BucketMs != 0 || spanMs%BucketMs != 0 || spanMs <= 0 {
+		return nil, fmt.Errorf("series buckets of gpu %d: %d, %d, %d, %d not whole buckets", gpuID, originMs, fromMs, toMs, spanMs)
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT (bucket_ms - ?1) / ?2 AS bin, min(first_ms), CAST(sum(n) AS INTEGER), CAST(sum(window_ms) AS INTEGER),
+ CAST(sum(idle_ms) AS INTEGER), CAST(sum(util_w_ms) AS INTEGER), CAST(sum(util_ms) AS INTEGER), CAST(sum(util_share_w_ms) AS REAL),
+ CAST(sum(power_w_ms) AS INTEGER), CAST(sum(power_ms) AS INTEGER), max(util_max), max(mem_max), CAST(sum(energy_mj) AS INTEGER),
+ CAST(sum(energy_n) AS INTEGER)
+ FROM series_buckets WHERE gpu_id = ?3 AND job = ?4 AND restart = ?5 AND bucket_ms >= ?6 AND bucket_ms < ?7
+ GROUP BY bin ORDER BY bin`, originMs, spanMs, gpuID, job, restart, fromMs, toMs)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	var out []SampleBin
+	for rows.Next() {
+		var b SampleBin
+		var utilMax, memMax sql.NullInt64
+		var energy, energyN int64
+		if err := rows.Scan(&b.Bin, &b.FirstMs, &b.N, &b.WindowMs, &b.IdleMs, &b.UtilWMs, &b.UtilMs, &b.UtilShareWMs, &b.PowerWMs, &b.PowerMs,
+			&utilMax, &memMax, &energy, &energyN); err != nil {
+			return nil, translate(err)
+		}
+		b.UtilMax, b.MemMax = ptrInt(utilMax), ptrInt(memMax)
+		if energyN > 0 {
+			b.EnergyMJ = &energy
+		}
+		out = append(out, b)
+	}
+	return out, translate(rows.Err())
+}
+
+// BucketPastEnd is the start of the first bucket in [fromMs, toMs) of
+// the job run on GPU gpuID that holds a sample reaching past endMs (its
+// windows there are cut, which a bucket's sums cannot be), or toMs when
+// none does.
+func (s *Store) BucketPastEnd(ctx context.Context, gpuID, job int64, restart int, fromMs, toMs, endMs int64) (int64, error) {
+	var first sql.NullInt64
+	err := s.db.QueryRowContext(ctx, `SELECT min(bucket_ms) FROM series_buckets
+ WHERE gpu_id = ? AND job = ? AND restart = ? AND bucket_ms >= ? AND bucket_ms < ? AND end_ms > ?`,
+		gpuID, job, restart, fromMs, toMs, endMs).Scan(&first)
+	if err != nil {
+		return 0, translate(err)
+	}
+	if !first.Valid {
+		return toMs, nil
+	}
+	return first.Int64, nil
+}
+
+// PrunedBefore is the time (Unix ms) before which samples were pruned
+// (Batch.PruneSamples), math.MinInt64 when none were: a series bucket
+// that starts before it may hold the sums of samples gone.
+func (s *Store) PrunedBefore(ctx context.Context) (int64, error) {
+	var v string
+	err := s.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, prunedKey).Scan(&v)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return math.MinInt64, nil
+	case err != nil:
+		return 0, fmt.Errorf("meta %s: %w", prunedKey, translate(err))
+	}
+	t, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("meta %s: %q: %w", prunedKey, v, err)
+	}
+	return t, nil
+}

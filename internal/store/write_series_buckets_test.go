@@ -1,0 +1,132 @@
+package store
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/aicloud/gpusuite/internal/record"
+)
+
+const bucketsQuery = `SELECT gpu_id, job, restart, bucket_ms, n, first_ms, end_ms, window_ms, idle_ms, util_w_ms, util_ms,
+ CAST(round(util_share_w_ms * 1000) AS INTEGER), power_w_ms, power_ms, util_max, mem_max, energy_mj, energy_n
+ FROM series_buckets ORDER BY gpu_id, job, restart, bucket_ms`
+
+// TestSeriesBucketsOnce: the writer's series buckets hold each sample
+// once, whatever comes twice: the same segments again in the batch and in
+// a later one leave them as they were; a deferred segment (whose samples
+// come before stored ones, so that a stored sample's energy delta is
+// taken again) moves them as the samples move; and they equal the
+// buckets summed from the stored samples afresh (the migration's
+// backfill), own and shared samples, idle, missing values and energy.
+func TestSeriesBucketsOnce(t *testing.T) {
+	u32 := func(v uint32) *uint32 { return &v }
+	u64 := func(v uint64) *uint64 { return &v }
+	t0 := time.Date(2026, 3, 2, 10, 3, 0, 0, time.UTC) // 3 minutes into a bucket
+	const uuid = "GPU-00000000-0000-0000-0000-000000000001"
+	seg := func(from, n int) []record.Sample {
+		var out []record.Sample
+		for i := from; i < from+n; i++ {
+			s := record.Sample{Time: t0.Add(time.Duration(i) * 10 * time.Second), UUID: uuid,
+				Jobs: []record.JobShare{{Job: 7, Share: 1, Idle: i%5 == 0}}, MemUsedMiB: u64(uint64(100 + i)),
+				PowerMW: u32(uint32(50000 + 1000*i)), EnergyMJ: u64(uint64(1000 * i * i))}
+			if i%4 != 0 {
+				s.GPUUtil = u32(uint32(7 * i % 101))
+			}
+			if i%7 == 3 {
+				s.Jobs = []record.JobShare{{Job: 7, Share: 0.3, Idle: true}, {Job: 8, Restart: 1, Share: 0.7}}
+			}
+			out = append(out, s)
+		}
+		return out
+	}
+	s := openTemp(t)
+	now := t0.Add(2 * time.Hour)
+	h := &record.SegmentHeader{Cluster: "c", Node: "n1", Seq: 1, Interval: 10}
+	// Samples 40..79 first, then the deferred 0..39: the stored sample 40
+	// had no energy delta (no reading before it) and gets one.
+	later, deferred := seg(40, 40), seg(0, 40)
+	batchOf(t, s, now, func(b *Batch) error {
+		for _, j := range []record.JobShare{{Job: 7}, {Job: 8, Restart: 1}} {
+			e := ev(record.JobStart, "n1", t0.Add(-time.Hour), 1)
+			e.Job.ID, e.Job.RestartCount = j.Job, j.Restart
+			e.Key = record.EventKey("c", j.Job, j.Restart, "n1", record.JobStart)
+			if err := b.Event(e); err != nil {
+				return err
+			}
+		}
+		_, err := b.Segment(h, later)
+		return err
+	})
+	batchOf(t, s, now, func(b *Batch) error {
+		for range 2 {
+			if _, err := b.Segment(h, deferred); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	once := dump(t, s.db, bucketsQuery)
+	if len(once) < 6 {
+		t.Fatalf("%d buckets, want at least 6 (two jobs, 14 minutes):\n%v", len(once), once)
+	}
+	batchOf(t, s, now, func(b *Batch) error {
+		for _, smp := range [][]record.Sample{later, deferred, seg(20, 40)} {
+			if n, err := b.Segment(h, smp); err != nil || n != 0 {
+				t.Errorf("segment again: %d new samples (%v), want 0", n, err)
+			}
+		}
+		return nil
+	})
+	if d := cmp.Diff(once, dump(t, s.db, bucketsQuery)); d != "" {
+		t.Errorf("buckets after the same samples again (-once +again):\n%s", d)
+	}
+	if err := s.RebuildSeriesBuckets(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(once, dump(t, s.db, bucketsQuery)); d != "" {
+		t.Errorf("buckets kept by the writer differ from those summed from the samples (-writer +samples):\n%s", d)
+	}
+	if n := len(dump(t, s.db, `SELECT 1 FROM samples WHERE energy_delta_mj IS NULL`)); n != 1 {
+		t.Errorf("%d samples without an energy delta, want 1 (the first): the deferred segment's delta not taken again", n)
+	}
+}
+
+// TestPruneSeriesBuckets: pruning samples deletes the buckets wholly
+// before the cut and keeps the one it falls in, which readers leave for
+// the samples after the pruned mark (Store.PrunedBefore).
+func TestPruneSeriesBuckets(t *testing.T) {
+	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	const uuid = "GPU-00000000-0000-0000-0000-000000000001"
+	s := openTemp(t)
+	var smp []record.Sample
+	for i := range 90 { // 15 minutes: three buckets
+		smp = append(smp, record.Sample{Time: t0.Add(time.Duration(i) * 10 * time.Second), UUID: uuid, Jobs: []record.JobShare{{Job: 5, Share: 1}}})
+	}
+	batchOf(t, s, t0.Add(time.Hour), func(b *Batch) error {
+		if err := b.Event(ev(record.JobStart, "n1", t0, 1)); err != nil {
+			return err
+		}
+		_, err := b.Segment(&record.SegmentHeader{Cluster: "c", Node: "n1", Seq: 1, Interval: 10}, smp)
+		return err
+	})
+	cut := t0.Add(7 * time.Minute)
+	batchOf(t, s, t0.Add(time.Hour), func(b *Batch) error {
+		_, err := b.PruneSamples(cut)
+		return err
+	})
+	got := dump(t, s.db, `SELECT bucket_ms, n FROM series_buckets ORDER BY bucket_ms`)
+	want := []string{
+		strconv.FormatInt(t0.Add(5*time.Minute).UnixMilli(), 10) + "|30",
+		strconv.FormatInt(t0.Add(10*time.Minute).UnixMilli(), 10) + "|30",
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("buckets after pruning at 10:07 (-want +got):\n%s", d)
+	}
+	if m, err := s.PrunedBefore(context.Background()); err != nil || m != cut.UnixMilli() {
+		t.Errorf("pruned mark %d (%v), want %d", m, err, cut.UnixMilli())
+	}
+}
