@@ -95,15 +95,11 @@ func applyAgentFlags(c *cli.Context, cfg *config.Config) {
 	if c.IsSet("metrics") {
 		cfg.Agent.Metrics = c.StringSlice("metrics")
 	}
-	for flag, dst := range map[string]*string{
+	cliwire.SetStrings(c, map[string]*string{
 		"spool-dir": &cfg.Spool.Dir, "incoming-dir": &cfg.Agent.IncomingDir, "ship-user": &cfg.Agent.ShipUser,
 		"live-dir":  &cfg.Agent.LiveDir,
 		"state-dir": &cfg.Agent.StateDir, "socket": &cfg.Agent.Socket, "metrics-listen": &cfg.Agent.MetricsListen,
 		"web-config-file": &cfg.Agent.WebConfigFile,
 		"node":            &cfg.Cluster.Node, "log-level": &cfg.Agent.LogLevel, "profile-socket": &cfg.Agent.ProfileSocket,
-	} {
-		if c.IsSet(flag) {
-			*dst = c.String(flag)
-		}
-	}
+	})
 }

@@ -1,4 +1,4 @@
-// Package demo is `gpuacct demo`'s command line; the demo is internal/demo.
+// Package democmd is `gpuacct demo`'s command line; the demo is internal/demo.
 package democmd
 
 import (

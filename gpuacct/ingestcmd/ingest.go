@@ -1,4 +1,4 @@
-// Package ingest is `gpuacct ingest`'s command line, and the flags it
+// Package ingestcmd is `gpuacct ingest`'s command line, and the flags it
 // shares with `gpuacct serve`. The ingester is internal/ingest.
 package ingestcmd
 
@@ -38,26 +38,15 @@ func Config(c *cli.Context, getenv func(string) string) (config.Config, error) {
 	if err != nil {
 		return cfg, err
 	}
-	str := func(name string, dst *string) {
-		if c.IsSet(name) {
-			*dst = c.String(name)
-		}
-	}
-	str("db", &cfg.Store.Path)
-	str("store-url", &cfg.Store.URL)
-	str("incoming", &cfg.Ingest.Incoming)
-	str("quarantine", &cfg.Ingest.Quarantine)
-	str("archive", &cfg.Ingest.Archive)
-	str("keep", &cfg.Ingest.Keep)
-	str("service-user", &cfg.Ingest.ServiceUser)
-	str("sacct", &cfg.Ingest.Sacct)
-	str("sacctmgr", &cfg.Ingest.Sacctmgr)
-	str("log-level", &cfg.Ingest.LogLevel)
+	cliwire.SetStrings(c, map[string]*string{
+		"db": &cfg.Store.Path, "store-url": &cfg.Store.URL,
+		"incoming": &cfg.Ingest.Incoming, "quarantine": &cfg.Ingest.Quarantine, "archive": &cfg.Ingest.Archive,
+		"keep": &cfg.Ingest.Keep, "service-user": &cfg.Ingest.ServiceUser,
+		"sacct": &cfg.Ingest.Sacct, "sacctmgr": &cfg.Ingest.Sacctmgr,
+		"log-level": &cfg.Ingest.LogLevel, "metrics-listen": &cfg.Ingest.MetricsListen,
+	})
 	if c.IsSet("interval") {
 		cfg.Ingest.Interval = config.Dur(c.Duration("interval"))
-	}
-	if c.IsSet("metrics-listen") {
-		cfg.Ingest.MetricsListen = c.String("metrics-listen")
 	}
 	return cfg, cliwire.Validate(c, &cfg)
 }

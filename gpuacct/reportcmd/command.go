@@ -144,17 +144,8 @@ func load(c *cli.Context, d Deps) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	set := func(name string, dst *string) {
-		if c.IsSet(name) {
-			*dst = c.String(name)
-		}
-	}
-	set("db", &cfg.Store.Path)
-	set("store-url", &cfg.Store.URL)
-	set("tz", &cfg.Report.TZ)
-	set("teams-file", &cfg.Report.Teams)
-	set("format", &cfg.Report.Format)
-	set("units", &cfg.Report.Units)
+	cliwire.SetStrings(c, map[string]*string{"db": &cfg.Store.Path, "store-url": &cfg.Store.URL, "tz": &cfg.Report.TZ,
+		"teams-file": &cfg.Report.Teams, "format": &cfg.Report.Format, "units": &cfg.Report.Units})
 	loc, err := timespec.LoadLocation(cfg.Report.TZ)
 	if err != nil {
 		// config.Load has checked the file's zone: this one is --tz's.

@@ -1,4 +1,4 @@
-// Package serve is `gpuacct serve`: the ingest daemon composed with the web
+// Package servecmd is `gpuacct serve`: the ingest daemon composed with the web
 // dashboard and JSON API on one HTTP mux. It is composed here, so that
 // internal/ingest does not know internal/web.
 package servecmd
