@@ -372,7 +372,7 @@ func build(c *cli.Context, sys container.Sys, extra []string) error {
 			fs = append(fs, f)
 		}
 		if report(sys.Stderr, fs) {
-			return &cliwire.ExitError{Code: 1, Err: fmt.Errorf("not building %s: fix the errors above (or pass --skip-checks)", container.EnrootName(name))}
+			return &cliwire.ExitError{Code: cliwire.ExitFailure, Err: fmt.Errorf("not building %s: fix the errors above (or pass --skip-checks)", container.EnrootName(name))}
 		}
 	}
 	exists, err := container.Exists(e.paths.Data, name)
@@ -546,7 +546,7 @@ func removeMany(c *cli.Context, e *env, names []string, why map[string]string) e
 		fmt.Fprintf(e.sys.Stdout, "removed %s\n", container.EnrootName(n))
 	}
 	if failed > 0 {
-		return &cliwire.ExitError{Code: 1}
+		return &cliwire.ExitError{Code: cliwire.ExitFailure}
 	}
 	return nil
 }
@@ -678,7 +678,7 @@ func check(c *cli.Context, sys container.Sys) error {
 		return nil
 	}
 	if report(sys.Stdout, fs) {
-		return &cliwire.ExitError{Code: 1}
+		return &cliwire.ExitError{Code: cliwire.ExitFailure}
 	}
 	return nil
 }
