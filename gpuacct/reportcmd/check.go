@@ -11,7 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	liveboard "github.com/aicloud/gpusuite/internal/board"
+	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/cli/cliwire"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/report"
@@ -181,7 +181,7 @@ func checkLive(ctx context.Context, cfg config.Board, slurm slurmReader, forget 
 		}
 		return nil, "live board not set up", []string{fmt.Sprintf("live board not set up: %s (set board.live_dir or --live-dir to the agents' agent.live_dir, or --no-live)", why)}
 	}
-	lives, probs := liveboard.Load(cfg.LiveDir, now, liveboard.Limits{})
+	lives, probs := board.Load(cfg.LiveDir, now, board.Limits{})
 	if len(lives) == 0 && len(probs) > 0 && probs[0].File == "" {
 		return nil, "live board unreadable", []string{"live board not read: " + probs[0].Err}
 	}
@@ -194,13 +194,13 @@ func checkLive(ctx context.Context, cfg config.Board, slurm slurmReader, forget 
 	} else {
 		state = &st
 	}
-	b := liveboard.Build(lives, state, nil, now)
+	b := board.Build(lives, state, nil, now)
 	gpus := 0
 	for _, n := range b.Nodes {
 		gpus += len(n.GPUs)
 	}
-	for _, a := range liveboard.Alerts(&b, cfg.IdleAlert.Duration) {
-		if a.Kind == liveboard.AlertStale {
+	for _, a := range board.Alerts(&b, cfg.IdleAlert.Duration) {
+		if a.Kind == board.AlertStale {
 			if why := silentOK(a, state, forget, now); why != "" {
 				warnings = append(warnings, "live: "+a.Text+": "+why)
 				continue
@@ -214,7 +214,7 @@ func checkLive(ctx context.Context, cfg config.Board, slurm slurmReader, forget 
 // silentOK says why a stale node is no alert ("" when it is one): Slurm
 // has it down or powered down (its agent is expected to be silent), or
 // its last snapshot is older than forget (decommissioned?).
-func silentOK(a liveboard.Alert, state *slurmstate.State, forget time.Duration, now time.Time) string {
+func silentOK(a board.Alert, state *slurmstate.State, forget time.Duration, now time.Time) string {
 	if state != nil {
 		for _, n := range state.Nodes {
 			if n.Name != a.Node {
