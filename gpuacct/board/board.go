@@ -20,6 +20,11 @@ import (
 // maxProblemLines bounds the skipped-file lines one run prints.
 const maxProblemLines = 10
 
+// slurmFileOld is the age past which a view read from --slurm-file is
+// called old: its writer (gpuacct demo serve) rewrites it at least every
+// minute while it runs.
+const slurmFileOld = 2 * time.Minute
+
 // Deps is what the commands take from the process; tests set each.
 type Deps struct {
 	Stdout io.Writer
@@ -50,6 +55,7 @@ func flags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "live-dir", Usage: "directory of the agents' live snapshots (board.live_dir)", EnvVars: []string{"GPUSUITE_LIVE_DIR"}},
 		&cli.BoolFlag{Name: "no-slurm", Usage: "do not ask Slurm: the agents' view alone"},
+		&cli.StringFlag{Name: "slurm-file", Usage: "read Slurm's view from this file instead of asking Slurm, e.g. the demo's DIR/slurm.json (board.slurm_file)", EnvVars: []string{"GPUSUITE_SLURM_FILE"}},
 		&cli.StringFlag{Name: "db", Usage: "ledger whose notes and bookings are shown (store.path)", EnvVars: []string{"GPUSUITE_DB"}},
 		cliwire.StoreURLFlag(),
 		&cli.DurationFlag{Name: "slurm-timeout", Usage: "bound on reading Slurm's state (board.slurm_timeout)"},
@@ -62,10 +68,14 @@ type view struct {
 	board    liveboard.Board
 	slurmErr string // why Slurm's view is missing ("" when had or skipped)
 	noSlurm  bool
-	notesErr string // why the notes are missing ("" when read)
-	problems []liveboard.Problem
-	json     bool
-	loc      *time.Location
+	// slurmFile is the file Slurm's view was read from ("" when asked
+	// of Slurm), slurmOld its age when past slurmFileOld.
+	slurmFile string
+	slurmOld  time.Duration
+	notesErr  string // why the notes are missing ("" when read)
+	problems  []liveboard.Problem
+	json      bool
+	loc       *time.Location
 }
 
 // load resolves the flags, reads the snapshots and Slurm, and builds.
@@ -79,6 +89,11 @@ func load(c *cli.Context, d Deps, cmd string) (*view, error) {
 		return nil, err
 	}
 	cliwire.SetStrings(c, map[string]*string{"live-dir": &cfg.Board.LiveDir, "db": &cfg.Store.Path, "store-url": &cfg.Store.URL})
+	// An empty GPUSUITE_SLURM_FILE is as good as unset: it must not undo
+	// the config file's board.slurm_file.
+	if f := c.String("slurm-file"); f != "" {
+		cfg.Board.SlurmFile = f
+	}
 	if c.IsSet("slurm-timeout") {
 		if t := c.Duration("slurm-timeout"); t <= 0 || t > 5*time.Minute {
 			return nil, cliwire.Usagef("%s: --slurm-timeout %s is outside 0s..5m", cmd, t)
@@ -93,7 +108,20 @@ func load(c *cli.Context, d Deps, cmd string) (*view, error) {
 	lives, probs := liveboard.Load(cfg.Board.LiveDir, now, liveboard.Limits{})
 	v.problems = probs
 	var state *slurmstate.State
-	if !v.noSlurm {
+	switch {
+	case v.noSlurm:
+	case cfg.Board.SlurmFile != "":
+		// A file named is the view asked for: unreadable, it is a
+		// failure, not a board silently without Slurm.
+		st, err := slurmstate.ReadFile(cfg.Board.SlurmFile)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", cmd, err)
+		}
+		state, v.slurmFile = &st, cfg.Board.SlurmFile
+		if age := now.Sub(st.At); age > slurmFileOld {
+			v.slurmOld = age
+		}
+	default:
 		st, err := d.Slurm(c.Context, cfg.Board.SlurmTimeout.Duration)
 		if err != nil {
 			v.slurmErr = err.Error()
@@ -125,6 +153,8 @@ func (v *view) warnings(nodes []liveboard.Node) []string {
 		out = append(out, "WARNING: Slurm is unreachable ("+v.slurmErr+"): drains, down nodes, partitions and reservations are unknown; free means only that no job holds the GPU as its agent sees it")
 	case v.noSlurm:
 		out = append(out, "WARNING: Slurm not asked (--no-slurm): drains, down nodes, partitions and reservations are unknown")
+	case v.slurmOld > 0:
+		out = append(out, "WARNING: "+v.slurmOldLine())
 	}
 	if v.notesErr != "" {
 		out = append(out, "WARNING: notes not read ("+v.notesErr+"): bookings are not shown and booked GPUs may show as free (set store.path or --db)")
@@ -154,10 +184,19 @@ func (v *view) warnings(nodes []liveboard.Node) []string {
 // meta is how v's board was had, for its JSON documents.
 func (v *view) meta() liveboard.Meta {
 	probs := append(v.problems[:len(v.problems):len(v.problems)], v.board.NoteProblems...)
+	if v.slurmOld > 0 {
+		probs = append(probs[:len(probs):len(probs)], liveboard.Problem{Err: v.slurmOldLine()})
+	}
 	if v.notesErr != "" {
 		probs = append(probs[:len(probs):len(probs)], liveboard.Problem{Err: "notes not read: " + v.notesErr})
 	}
 	return liveboard.Meta{SlurmError: v.slurmErr, Problems: probs}
+}
+
+// slurmOldLine says that the view read from a file is old.
+func (v *view) slurmOldLine() string {
+	return fmt.Sprintf("Slurm's view in %s is %s old (is the process that writes it, gpuacct demo serve, running?): drains and reservations may have changed since",
+		v.slurmFile, v.slurmOld.Round(time.Second))
 }
 
 func (v *view) stamp(t time.Time) string {

@@ -17,7 +17,7 @@ func FreeCommand(d Deps) *cli.Command {
 	return &cli.Command{
 		Name:      "free",
 		Usage:     "free GPUs now, per model and partition, and on which nodes",
-		UsageText: "gpuacct free [--format json] [--no-slurm] [--live-dir DIR]",
+		UsageText: "gpuacct free [--format json] [--no-slurm | --slurm-file FILE] [--live-dir DIR]",
 		Flags:     flags(),
 		Action: func(c *cli.Context) error {
 			if c.Args().Len() > 0 {

@@ -23,7 +23,7 @@ func StatusCommand(d Deps) *cli.Command {
 	return &cli.Command{
 		Name:      "status",
 		Usage:     "each GPU now: state, job, user, utilization, memory and processes",
-		UsageText: "gpuacct status [NODE...] [--format json] [--no-slurm] [--live-dir DIR]",
+		UsageText: "gpuacct status [NODE...] [--format json] [--no-slurm | --slurm-file FILE] [--live-dir DIR]",
 		Flags:     flags(),
 		Action: func(c *cli.Context) error {
 			v, err := load(c, d, "status")

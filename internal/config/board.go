@@ -19,6 +19,10 @@ type Board struct {
 	// reservations for the web board (one read at a time, each bounded by
 	// SlurmTimeout).
 	SlurmInterval Duration `toml:"slurm_interval"`
+	// SlurmFile, when set, is a file of Slurm's view (slurmstate.WriteFile,
+	// as gpuacct demo serve writes its simulated Slurm's) that gpuacct
+	// free and status read instead of asking Slurm.
+	SlurmFile string `toml:"slurm_file"`
 	// IdleAlert is how long a GPU may stay allocated but idle before
 	// gpuacct check and /metrics report it.
 	IdleAlert Duration `toml:"idle_alert"`
@@ -31,6 +35,9 @@ func defaultBoard() Board {
 func (b *Board) validate() error {
 	if !filepath.IsAbs(b.LiveDir) {
 		return fmt.Errorf("key \"board.live_dir\": %q is not an absolute path", b.LiveDir)
+	}
+	if b.SlurmFile != "" && !filepath.IsAbs(b.SlurmFile) {
+		return fmt.Errorf("key \"board.slurm_file\": %q is not an absolute path", b.SlurmFile)
 	}
 	if b.SlurmTimeout.Duration <= 0 || b.SlurmTimeout.Duration > 5*time.Minute {
 		return fmt.Errorf("key \"board.slurm_timeout\": %s is outside 0s..5m", b.SlurmTimeout.Duration)

@@ -63,6 +63,9 @@ type LiveOptions struct {
 	Now func() time.Time
 	// Log receives the agents' and hooks' complaints; nil discards them.
 	Log *slog.Logger
+	// SlurmFile, when set, receives each view Slurm makes
+	// (slurmstate.WriteFile), for gpuacct free and status --slurm-file.
+	SlurmFile string
 }
 
 // Live is the demo cluster in real time: on every node the real agent
@@ -75,6 +78,7 @@ type Live struct {
 	began time.Time
 	users []simcluster.User
 	rng   *rand.Rand // scheduler goroutine only
+	sf    *slurmFile // nil: the views are not written
 
 	mu      sync.Mutex // guards the nodes' holders and owners, nextID, nextPID
 	nodes   []*liveNode
@@ -116,6 +120,9 @@ func NewLive(o LiveOptions) (*Live, error) {
 	in := o.Info
 	l := &Live{o: o, lay: newLayout(in.Nodes, in.GPUs), began: o.Now(), users: simcluster.Users(),
 		rng: rand.New(rand.NewSource(in.Seed)), nextID: max(in.NextJob, 1), nextPID: firstRollingPID}
+	if o.SlurmFile != "" {
+		l.sf = &slurmFile{path: o.SlurmFile}
+	}
 	incoming := filepath.Join(o.WorkDir, "incoming")
 	for _, d := range []string{o.LiveDir, incoming} {
 		if err := os.MkdirAll(d, 0o755); err != nil {

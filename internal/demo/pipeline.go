@@ -15,6 +15,7 @@ import (
 	rteams "github.com/aicloud/gpusuite/internal/report/teams"
 	"github.com/aicloud/gpusuite/internal/report/timespec"
 	"github.com/aicloud/gpusuite/internal/sim/simcluster"
+	"github.com/aicloud/gpusuite/internal/slurmstate"
 	"github.com/aicloud/gpusuite/internal/store"
 )
 
@@ -261,14 +262,17 @@ func leaveLive(ctx context.Context, w io.Writer, o PipelineOptions, truth simclu
 	defer unlock()
 	// One snapshot a node is all this needs: a short interval gets it in a
 	// fraction of a second (`demo serve` runs the agents at LiveInterval).
-	live, err := NewLive(LiveOptions{Info: in, LiveDir: liveDir, WorkDir: filepath.Join(o.ClusterDir, "live"), Now: o.Now, Interval: leaveInterval})
+	live, err := NewLive(LiveOptions{Info: in, LiveDir: liveDir, WorkDir: filepath.Join(o.ClusterDir, "live"), Now: o.Now, Interval: leaveInterval,
+		SlurmFile: SlurmFile(o.Dir)})
 	if err != nil {
 		return "", err
 	}
 	lctx, cancel := context.WithTimeout(ctx, liveWait)
 	defer cancel()
 	wrote := false
-	if err := live.Run(lctx, func() { wrote = true; cancel() }); err != nil {
+	// Slurm's view of the moment the snapshots show goes to its file
+	// (live.Slurm) before Run ends their jobs.
+	if err := live.Run(lctx, func() { wrote = true; live.Slurm(lctx); cancel() }); err != nil {
 		return "", err
 	}
 	if !wrote {
@@ -276,6 +280,9 @@ func leaveLive(ctx context.Context, w io.Writer, o PipelineOptions, truth simclu
 			return "", err
 		}
 		return "", fmt.Errorf("demo: the live nodes wrote no snapshot into %s in %s", liveDir, liveWait)
+	}
+	if _, err := slurmstate.ReadFile(SlurmFile(o.Dir)); err != nil {
+		return "", fmt.Errorf("demo: the simulated Slurm's view was not written: %w", err)
 	}
 	if _, err := ingester(st, cfg, in, in.Start, o.Now, nil).Pass(ctx); err != nil {
 		return "", fmt.Errorf("demo: ingest the live nodes' records: %w", err)
@@ -289,9 +296,16 @@ func leaveLive(ctx context.Context, w io.Writer, o PipelineOptions, truth simclu
 		dir = abs // the command runs from any directory
 	}
 	fmt.Fprintf(w, "\nThe live board: the nodes' agents left their snapshots in %s, and a GPU is booked.\n"+
-		"To watch the cluster live (jobs start and end every half minute), run\n\n    %s demo serve --dir %s\n\nthen open http://%s/\n",
-		liveDir, prog, dir, DefaultListen)
+		"To watch the cluster live (jobs start and end every half minute), run\n\n    %s demo serve --dir %s\n\nthen open http://%s/\n\n"+
+		"While it runs, the same free GPUs in a terminal:\n\n    %s free %s\n    %s status %s\n",
+		liveDir, prog, dir, DefaultListen, prog, CLIFlags(dir), prog, CLIFlags(dir))
 	return liveDir, nil
+}
+
+// CLIFlags are the flags that point gpuacct free and status at the demo
+// in dir: its snapshots, its ledger's notes and its simulated Slurm.
+func CLIFlags(dir string) string {
+	return fmt.Sprintf("--live-dir %s --db %s --slurm-file %s", filepath.Join(dir, LiveDirName), filepath.Join(dir, dbFile), SlurmFile(dir))
 }
 
 // stamp is t as --start and --end take it: to the minute, or the second

@@ -10,8 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/sim/simcluster"
+	"github.com/aicloud/gpusuite/internal/slurmstate"
 )
 
 // One simulated week of 2 nodes × 4 GPUs through the real agent, hooks
@@ -100,5 +103,32 @@ func TestPipeline(t *testing.T) {
 	}
 	if _, err := ReadInfo(dir); err != nil {
 		t.Errorf("the demo directory is not one for demo serve: %v", err)
+	}
+	// The simulated Slurm's view of the snapshots' moment is beside them,
+	// for gpuacct free and status --slurm-file, and they are printed.
+	view, err := slurmstate.ReadFile(SlurmFile(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held, used []int
+	for i, l := range lives {
+		n := 0
+		for _, g := range l.GPUs {
+			if len(g.Jobs) > 0 {
+				n++
+			}
+		}
+		held = append(held, n)
+		if i < len(view.Nodes) {
+			used = append(used, view.Nodes[i].GPUsUsed)
+		}
+	}
+	if len(view.Nodes) != 2 || view.Nodes[1].Condition != slurmstate.Draining || cmp.Diff(held, used) != "" {
+		t.Errorf("slurm.json: %+v; want gpu02 draining and the GPUs held %v of the snapshots", view, held)
+	}
+	for _, cmd := range []string{"free", "status"} {
+		if w := "\n    /opt/bin/gpuacct " + cmd + " " + CLIFlags(dir) + "\n"; !strings.Contains(s, w) {
+			t.Errorf("output lacks %q:\n%s", w, s)
+		}
 	}
 }

@@ -100,7 +100,9 @@ func Serve(ctx context.Context, stdout io.Writer, o ServeOptions) error {
 	if since.IsZero() {
 		since = o.Now()
 	}
-	live, err := NewLive(LiveOptions{Info: in, LiveDir: liveDir, WorkDir: work, Now: o.Now, Log: o.Log})
+	// The board's Slurm views go to DIR/slurm.json as well, for gpuacct
+	// free and status --slurm-file.
+	live, err := NewLive(LiveOptions{Info: in, LiveDir: liveDir, WorkDir: work, Now: o.Now, Log: o.Log, SlurmFile: SlurmFile(o.Dir)})
 	if err != nil {
 		return err
 	}
@@ -141,12 +143,17 @@ func Serve(ctx context.Context, stdout io.Writer, o ServeOptions) error {
 	go func() { served <- srv.Serve(ln) }()
 	go src.Run(ctx)
 	addr := ln.Addr().String()
+	dir := o.Dir
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs // the printed command runs from any directory
+	}
 	lived := make(chan error, 1)
 	go func() {
 		lived <- live.Run(ctx, func() {
 			fmt.Fprintf(stdout, "The board of simulated cluster %q (%d nodes × %d GPUs) is served at http://%s/\n"+
-				"Jobs start and end every half minute and are ingested into %s as they do.\nCtrl-C ends it.\n",
-				in.Cluster, in.Nodes, in.GPUs, addr, db)
+				"Jobs start and end every half minute and are ingested into %s as they do.\n"+
+				"In a terminal, the same free GPUs: gpuacct free %s\nCtrl-C ends it.\n",
+				in.Cluster, in.Nodes, in.GPUs, addr, db, CLIFlags(dir))
 			if o.Ready != nil {
 				o.Ready(addr)
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/aicloud/gpusuite/internal/board"
+	"github.com/aicloud/gpusuite/internal/slurmstate"
 	"github.com/aicloud/gpusuite/internal/store"
 )
 
@@ -77,8 +78,10 @@ func jobsOf(d board.StatusDoc) map[string]string {
 
 // `demo serve` on 127.0.0.1:0: the board has every state at once, the
 // simulated Slurm says it is simulated, and the board moves: snapshots
-// are renewed and jobs end and start. Ctrl-C (the context) ends it
-// cleanly, leaving the directory as it was but the live snapshots.
+// are renewed and jobs end and start, and DIR/slurm.json (what gpuacct
+// free --slurm-file reads) follows the simulated Slurm. Ctrl-C (the
+// context) ends it cleanly, leaving the directory as it was but the live
+// snapshots and the Slurm view.
 func TestServe(t *testing.T) {
 	dir, work := demoDir(t, 4, 4), t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -106,6 +109,14 @@ func TestServe(t *testing.T) {
 	if !first.Slurm || first.SlurmError != "" || first.Totals.StaleNodes != 0 || len(first.Problems) > 0 || len(first.Nodes) != 4 {
 		t.Errorf("board: slurm %v (%q), %d stale, problems %v, %d nodes", first.Slurm, first.SlurmError, first.Totals.StaleNodes, first.Problems, len(first.Nodes))
 	}
+	firstView, err := slurmstate.ReadFile(SlurmFile(dir))
+	if err != nil {
+		t.Fatalf("serving, but the simulated Slurm's view is not in its file: %v", err)
+	}
+	if n := firstView.Nodes; len(n) != 4 || n[3].Name != "gpu04" || n[3].Reason != drainReason ||
+		len(firstView.Reservations) != 1 || firstView.Reservations[0].NodeList != "gpu03" {
+		t.Errorf("slurm.json: %+v; want 4 nodes, gpu04 drained, gpu03 reserved", firstView)
+	}
 	var said []string
 	for _, n := range first.Nodes {
 		said = append(said, n.Reason)
@@ -122,10 +133,10 @@ func TestServe(t *testing.T) {
 
 	// Within a few cycles a snapshot is newer and a cell's job changed.
 	deadline := time.Now().Add(90 * time.Second)
-	newer, moved := false, false
-	for !(newer && moved) {
+	newer, moved, rewritten := false, false, false
+	for !(newer && moved && rewritten) {
 		if time.Now().After(deadline) {
-			t.Fatalf("in 90s: snapshot renewed %v, a job changed %v", newer, moved)
+			t.Fatalf("in 90s: snapshot renewed %v, a job changed %v, slurm.json rewritten %v", newer, moved, rewritten)
 		}
 		select {
 		case err := <-done:
@@ -137,6 +148,11 @@ func TestServe(t *testing.T) {
 			newer = newer || n.SnapshotAt != first.Nodes[i].SnapshotAt
 		}
 		moved = moved || cmp.Diff(jobsOf(first), jobsOf(d)) != ""
+		if v, err := slurmstate.ReadFile(SlurmFile(dir)); err != nil {
+			t.Errorf("slurm.json while serving: %v", err)
+		} else {
+			rewritten = rewritten || (v.At.After(firstView.At) && cmp.Diff(firstView.Nodes, v.Nodes) != "")
+		}
 	}
 
 	cancel()
@@ -151,6 +167,9 @@ func TestServe(t *testing.T) {
 	if !strings.Contains(out.String(), "served at http://"+addr+"/") {
 		t.Errorf("output does not give the address: %q", out.String())
 	}
+	if !strings.Contains(out.String(), "gpuacct free "+CLIFlags(dir)+"\n") {
+		t.Errorf("output does not give the free command with --slurm-file: %q", out.String())
+	}
 	var left []string
 	for _, g := range []string{"*", LiveDirName + "/*"} {
 		m, _ := filepath.Glob(filepath.Join(dir, g))
@@ -159,7 +178,7 @@ func TestServe(t *testing.T) {
 		}
 	}
 	sort.Strings(left)
-	for _, want := range []string{infoFile, dbFile, LiveDirName, LiveDirName + "/gpu01.json", LiveDirName + "/gpu04.json"} {
+	for _, want := range []string{infoFile, dbFile, SlurmFileName, LiveDirName, LiveDirName + "/gpu01.json", LiveDirName + "/gpu04.json"} {
 		if i := sort.SearchStrings(left, want); i == len(left) || left[i] != want {
 			t.Errorf("%s gone from the demo directory after serve: %v", want, left)
 		}

@@ -24,8 +24,21 @@ const (
 // node in partition gpu, the first half in long too; each node idle,
 // mixed or allocated by its GPUs held; the drained node draining while
 // its jobs run; and, with four nodes or more, one node reserved for the
-// nlp team. It is the board Source's Slurm reader.
+// nlp team. It is the board Source's Slurm reader; with
+// LiveOptions.SlurmFile set, each view also goes to that file (a failed
+// write is logged: the board has its view all the same).
 func (l *Live) Slurm(ctx context.Context) (slurmstate.State, error) {
+	st := l.view()
+	if l.sf != nil {
+		if err := l.sf.keep(st); err != nil {
+			l.o.Log.Warn("cannot write the simulated Slurm's view for gpuacct free --slurm-file", "err", err)
+		}
+	}
+	return st, ctx.Err()
+}
+
+// view is the simulated Slurm's view now.
+func (l *Live) view() slurmstate.State {
 	now := l.o.Now()
 	st := slurmstate.State{At: now}
 	l.mu.Lock()
@@ -67,5 +80,5 @@ func (l *Live) Slurm(ctx context.Context) (slurmstate.State, error) {
 			NodeList: name, Nodes: []string{name}, Partition: gpuPartition, Accounts: []string{reservationTeam},
 			Flags: []string{"SPEC_NODES"}, State: "ACTIVE"})
 	}
-	return st, ctx.Err()
+	return st
 }

@@ -2,6 +2,8 @@
 // board: node states with drain reasons, partitions, GPUs from GRES, and
 // reservations. The parsers take scontrol's text and run nothing, so they
 // are tested on plain fixtures; Reader runs scontrol inside a deadline.
+// WriteFile and ReadFile keep a view in a file (file.go) for readers that
+// cannot ask the Slurm that made it: the demo's simulated one.
 package slurmstate
 
 import "time"

@@ -1,0 +1,95 @@
+package slurmstate
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// FileSchema names the JSON document WriteFile writes: Slurm's view kept
+// in a file by a process that has it (the demo's simulated Slurm), for
+// readers that cannot ask that Slurm.
+const FileSchema = "gpusuite.slurmview/v1"
+
+// MaxFileBytes bounds ReadFile, as Reader bounds each scontrol output.
+const MaxFileBytes = 16 << 20
+
+type fileDoc struct {
+	Schema string `json:"schema"`
+	State  State  `json:"state"`
+}
+
+// WriteFile replaces path with st, atomically (a temporary file beside it,
+// fsync'd, then renamed), so that a reader never sees half a view.
+func WriteFile(path string, st State) error {
+	data, err := json.MarshalIndent(fileDoc{Schema: FileSchema, State: st}, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode Slurm's view: %w", err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("write Slurm's view %q: %w", path, err)
+	}
+	tmp := f.Name()
+	_, err = f.Write(append(data, '\n'))
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write Slurm's view %q: %w", path, err)
+	}
+	return nil
+}
+
+// ReadFile reads a view WriteFile wrote: a regular file (not followed
+// through a link, not a FIFO) of at most MaxFileBytes, strict JSON of
+// FileSchema. Its errors are one line that names the file.
+func ReadFile(path string) (State, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return State{}, fmt.Errorf("read Slurm's view %q: %w", path, err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil {
+		return State{}, fmt.Errorf("read Slurm's view %q: %w", path, err)
+	} else if !st.Mode().IsRegular() {
+		return State{}, fmt.Errorf("read Slurm's view %q: not a regular file", path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return State{}, fmt.Errorf("read Slurm's view %q: %w", path, err)
+	}
+	if len(data) > MaxFileBytes {
+		return State{}, fmt.Errorf("read Slurm's view %q: larger than %d MiB", path, MaxFileBytes>>20)
+	}
+	var doc fileDoc
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&doc); err != nil {
+		return State{}, fmt.Errorf("read Slurm's view %q: not a Slurm view file (%s): %w", path, FileSchema, err)
+	}
+	if dec.More() {
+		return State{}, fmt.Errorf("read Slurm's view %q: not a Slurm view file (%s): data after the document", path, FileSchema)
+	}
+	if doc.Schema != FileSchema {
+		return State{}, fmt.Errorf("read Slurm's view %q: schema %q, want %q", path, clip(doc.Schema), FileSchema)
+	}
+	if doc.State.At.IsZero() {
+		return State{}, fmt.Errorf("read Slurm's view %q: it does not say when Slurm was read (no state.At)", path)
+	}
+	return doc.State, nil
+}
