@@ -63,7 +63,7 @@ func killAt(spec string) func(string) {
 
 // runCLI is `gpuacct --config FILE ingest --db ... --incoming ...
 // --quarantine ... --archive ... --sacct ...` with the standard library's
-// flags: the command line itself is gpuacct's (gpuacct/ingest).
+// flags: the command line itself is gpuacct's (gpuacct/ingestcmd).
 func runCLI(ctx context.Context, args []string, stdout, stderr *os.File, getenv func(string) string) int {
 	top := flag.NewFlagSet("gpuacct", flag.ContinueOnError)
 	cfgPath := top.String("config", "", "")
