@@ -32,8 +32,10 @@ DIR, the totals are checked against the simulation's ground truth, and
 then come the weekly team report, the least efficient job's detail and
 the paths of two plots. Then the nodes come to life for one sample
 cycle and leave their live snapshots in DIR/live (their jobs ingested
-too), a GPU is booked in the ledger, and the demo prints the one command
-that serves the live board (gpuacct demo serve). The reports' and the
+too) and the simulated Slurm's view in DIR/slurm.json, a GPU is booked in
+the ledger, and the demo prints the one command that serves the live
+board (gpuacct demo serve) and the gpuacct free and status commands that
+read the same (--slurm-file DIR/slurm.json). The reports' and the
 dashboard's default windows (the last 7 days) and gpuacct check all read
 data. Takes a few seconds of CPU (docs/performance.md).
 

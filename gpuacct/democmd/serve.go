@@ -33,7 +33,9 @@ and epilog start and end jobs of the demo's users every half minute; the
 real ingest (gpuacct serve's) takes what the nodes ship into the ledger
 within seconds, so every job on the board has its page; a simulated Slurm
 puts the nodes in partitions gpu and long, drains one with a reason and
-reserves one for a team; one GPU is booked in the ledger. Open the
+reserves one for a team, and keeps its view in DIR/slurm.json for
+gpuacct free and status (--slurm-file); one GPU is booked in the ledger.
+Open the
 address it prints in a browser. Ctrl-C ends the jobs still running and
 ingests them; nothing of DIR is removed.
 
