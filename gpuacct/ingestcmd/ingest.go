@@ -48,6 +48,7 @@ func Config(c *cli.Context, getenv func(string) string) (config.Config, error) {
 	if c.IsSet("interval") {
 		cfg.Ingest.Interval = config.Dur(c.Duration("interval"))
 	}
+	cfg.FollowLedger()
 	return cfg, cliwire.Validate(c, &cfg)
 }
 

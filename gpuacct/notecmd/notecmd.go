@@ -98,6 +98,7 @@ func load(c *cli.Context, d Deps, title string) (*env, error) {
 	}
 	cliwire.SetStrings(c, map[string]*string{"db": &cfg.Store.Path, "store-url": &cfg.Store.URL, "requests": &cfg.Report.Requests, "tz": &cfg.Report.TZ,
 		"live-dir": &cfg.Board.LiveDir})
+	cfg.FollowLedger()
 	loc, err := timespec.LoadLocation(cfg.Report.TZ)
 	if err != nil {
 		return nil, cliwire.Usagef("%s: %v", title, err)

@@ -361,3 +361,24 @@ func TestHelpExamplesRun(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestsFollowSQLiteLedger: with report.requests left at its
+// default, a note filed for a ledger given by --db waits beside that
+// ledger, where its serve reads, not under /data/gpusuite.
+func TestRequestsFollowSQLiteLedger(t *testing.T) {
+	f := newFixture(t)
+	cfg, err := os.ReadFile(f.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = bytes.Replace(cfg, []byte("requests = \""+f.reqs+"\"\n"), nil, 1)
+	cfg = bytes.Replace(cfg, []byte("path = \""+f.db.Path+"\"\n"), nil, 1)
+	if err := os.WriteFile(f.cfg, cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.mustRun(t, 0, "note", "add", "gpu01", "--until", "4h", "--text", "beside the ledger", "--db", f.db.Path)
+	want := filepath.Join(filepath.Dir(f.db.Path), "requests", "notes")
+	if fi, err := os.Stat(want); err != nil || !fi.IsDir() {
+		t.Errorf("the note queue beside the ledger: %v; want %s", err, want)
+	}
+}

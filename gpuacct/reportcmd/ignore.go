@@ -128,6 +128,7 @@ func change(c *cli.Context, d Deps, action string) error {
 	if c.IsSet("requests") {
 		e.cfg.Report.Requests = c.String("requests")
 	}
+	e.cfg.FollowLedger()
 	svc, err := requests.ServiceUID(e.cfg.Ingest.ServiceUser)
 	if err != nil {
 		return fmt.Errorf("%s: %w", action, err)
@@ -249,6 +250,7 @@ func listIgnored(c *cli.Context, d Deps) error {
 	if c.IsSet("requests") {
 		e.cfg.Report.Requests = c.String("requests")
 	}
+	e.cfg.FollowLedger()
 	o, err := e.output(c, d)
 	if err != nil {
 		return &cliwire.UsageError{Err: fmt.Errorf("ignore --list: %w", err)}

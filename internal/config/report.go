@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -38,13 +39,30 @@ type Report struct {
 	CheckLeftPasses int `toml:"check_left_passes"`
 }
 
+// DefaultRequests is report.requests' default: beside the default
+// ledger on /data.
+const DefaultRequests = "/data/gpusuite/requests"
+
+// FollowLedger points the request directory beside the ledger when the
+// ledger is a file other than the default one and report.requests was
+// left at its default: "gpuacct note add --db /tmp/demo/gpuacct.db" files
+// under /tmp/demo/requests, which the serve of that ledger reads, and
+// never makes /data/gpusuite/requests. Commands call it once their
+// options are applied.
+func (c *Config) FollowLedger() {
+	if c.Report.Requests != DefaultRequests || c.Store.URL != "" || c.Store.Path == "" || c.Store.Path == defaultStore().Path {
+		return
+	}
+	c.Report.Requests = filepath.Join(filepath.Dir(c.Store.Path), "requests")
+}
+
 func defaultReport() Report {
 	return Report{
 		TZ:          "Local",
 		Format:      "table",
 		Units:       "hours",
 		IgnoreTag:   "gpuacct:ignore",
-		Requests:    "/data/gpusuite/requests",
+		Requests:    DefaultRequests,
 		CheckStale:  Dur(15 * time.Minute),
 		CheckLag:    Dur(10 * time.Minute),
 		CheckForget: Dur(7 * 24 * time.Hour),

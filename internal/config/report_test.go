@@ -38,3 +38,24 @@ func TestReportSection(t *testing.T) {
 		t.Errorf("defaults %+v", d)
 	}
 }
+
+func TestFollowLedger(t *testing.T) {
+	for _, tc := range []struct {
+		name, path, url, requests, want string
+	}{
+		{"default ledger", "/data/gpusuite/gpuacct.db", "", DefaultRequests, DefaultRequests},
+		{"ledger elsewhere", "/tmp/demo/gpuacct.db", "", DefaultRequests, "/tmp/demo/requests"},
+		{"requests set", "/tmp/demo/gpuacct.db", "", "/srv/reqs", "/srv/reqs"},
+		{"postgres", "/tmp/demo/gpuacct.db", "postgres://db/x", DefaultRequests, DefaultRequests},
+		{"requests off", "/tmp/demo/gpuacct.db", "", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Default()
+			c.Store.Path, c.Store.URL, c.Report.Requests = tc.path, tc.url, tc.requests
+			c.FollowLedger()
+			if c.Report.Requests != tc.want {
+				t.Errorf("requests %q, want %q", c.Report.Requests, tc.want)
+			}
+		})
+	}
+}
