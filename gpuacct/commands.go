@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
-	"github.com/aicloud/gpusuite/gpuacct/board"
+	"github.com/aicloud/gpusuite/gpuacct/boardcmd"
 	"github.com/aicloud/gpusuite/gpuacct/ingestcmd"
 	"github.com/aicloud/gpusuite/gpuacct/migratecmd"
 	"github.com/aicloud/gpusuite/gpuacct/notecmd"
@@ -34,8 +34,8 @@ func commands(env Env) []*cli.Command {
 		reportcmd.UnignoreCommand(reportcmd.System(env.Stdout, env.Stderr, env.Getenv)),
 		reportcmd.ExportCommand(reportcmd.System(env.Stdout, env.Stderr, env.Getenv)),
 		reportcmd.PlotCommand(reportcmd.System(env.Stdout, env.Stderr, env.Getenv)),
-		board.FreeCommand(board.System(env.Stdout, env.Stderr, env.Getenv)),
-		board.StatusCommand(board.System(env.Stdout, env.Stderr, env.Getenv)),
+		boardcmd.FreeCommand(boardcmd.System(env.Stdout, env.Stderr, env.Getenv)),
+		boardcmd.StatusCommand(boardcmd.System(env.Stdout, env.Stderr, env.Getenv)),
 		notecmd.Command(notecmd.System(env.Stdout, env.Stderr, env.Getenv)),
 		migratecmd.Command(migratecmd.System(env.Stdout, env.Stderr, env.Getenv)),
 	}

@@ -1,4 +1,4 @@
-package board
+package boardcmd
 
 import (
 	"fmt"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	liveboard "github.com/aicloud/gpusuite/internal/board"
+	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/cli/cliwire"
 	"github.com/aicloud/gpusuite/internal/report/table"
 )
@@ -76,5 +76,5 @@ func writeFree(w io.Writer, v *view) error {
 }
 
 func writeFreeJSON(w io.Writer, v *view) error {
-	return writeJSON(w, "free", liveboard.NewFreeDoc(&v.board, v.meta()))
+	return writeJSON(w, "free", board.NewFreeDoc(&v.board, v.meta()))
 }

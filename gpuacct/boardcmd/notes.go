@@ -1,11 +1,11 @@
-package board
+package boardcmd
 
 import (
 	"context"
 	"fmt"
 	"time"
 
-	liveboard "github.com/aicloud/gpusuite/internal/board"
+	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/notes"
 	"github.com/aicloud/gpusuite/internal/store"
 )
@@ -21,7 +21,7 @@ const maxNoteRunes = 40
 // LedgerNotes reads the notes in force at now from the ledger at loc (a
 // SQLite file or a PostgreSQL URL), read-only (no lock: ingest may be
 // writing), within notesTimeout.
-func LedgerNotes(ctx context.Context, loc string, busy time.Duration, now time.Time) ([]liveboard.Note, error) {
+func LedgerNotes(ctx context.Context, loc string, busy time.Duration, now time.Time) ([]board.Note, error) {
 	ctx, cancel := context.WithTimeout(ctx, notesTimeout)
 	defer cancel()
 	o := store.At(loc)
@@ -42,7 +42,7 @@ func LedgerNotes(ctx context.Context, loc string, busy time.Duration, now time.T
 // its text as gpuacct note list prints it (no control or format
 // character: a terminal must not obey or reorder them), clipped to max
 // runes (0: whole), and its author.
-func noteText(n liveboard.Note, max int) string {
+func noteText(n board.Note, max int) string {
 	text := notes.Plain(n.Text)
 	if r := []rune(text); max > 0 && len(r) > max {
 		text = string(r[:max-1]) + "…"

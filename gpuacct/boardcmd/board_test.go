@@ -1,4 +1,4 @@
-package board
+package boardcmd
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/urfave/cli/v2"
 
-	liveboard "github.com/aicloud/gpusuite/internal/board"
+	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/cli/cliwire"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/slurmstate"
@@ -88,7 +88,7 @@ func runCmd(t *testing.T, slurmErr error, args ...string) (int, string, string) 
 }
 
 // runNotes is runCmd with the notes read by notes (nil: none).
-func runNotes(t *testing.T, slurmErr error, notes func(context.Context, string, time.Duration, time.Time) ([]liveboard.Note, error), args ...string) (int, string, string) {
+func runNotes(t *testing.T, slurmErr error, notes func(context.Context, string, time.Duration, time.Time) ([]board.Note, error), args ...string) (int, string, string) {
 	t.Helper()
 	slurm := func() (slurmstate.State, error) {
 		if slurmErr != nil {
@@ -100,10 +100,10 @@ func runNotes(t *testing.T, slurmErr error, notes func(context.Context, string, 
 }
 
 // runAt is runNotes at the time at with Slurm's view read by slurm.
-func runAt(t *testing.T, at time.Time, slurm func() (slurmstate.State, error), notes func(context.Context, string, time.Duration, time.Time) ([]liveboard.Note, error), args ...string) (int, string, string) {
+func runAt(t *testing.T, at time.Time, slurm func() (slurmstate.State, error), notes func(context.Context, string, time.Duration, time.Time) ([]board.Note, error), args ...string) (int, string, string) {
 	t.Helper()
 	if notes == nil {
-		notes = func(context.Context, string, time.Duration, time.Time) ([]liveboard.Note, error) { return nil, nil }
+		notes = func(context.Context, string, time.Duration, time.Time) ([]board.Note, error) { return nil, nil }
 	}
 	cfg := filepath.Join(t.TempDir(), "gpusuite.toml")
 	// The cluster the agents stamp on the fixture's snapshots.
@@ -133,24 +133,24 @@ func TestGolden(t *testing.T) {
 	// a booked GPU (n1 GPU 1), a node-wide note (n2, reserved: booked
 	// wins), a note with markup longer than a cell
 	one := 1
-	noted := func(context.Context, string, time.Duration, time.Time) ([]liveboard.Note, error) {
-		return []liveboard.Note{
+	noted := func(context.Context, string, time.Duration, time.Time) ([]board.Note, error) {
+		return []board.Note{
 			{ID: 4, Node: "n1", GPU: &one, Until: now.Add(30 * time.Hour), Text: "booked for the <b>NeurIPS</b> run, please ask before using it", Author: "carol"},
 			{ID: 5, Node: "n2", Until: now.Add(2 * time.Hour), Text: "fan noisy\tafter the swap", Author: "root"},
 		}, nil
 	}
 	// c2's notes in a ledger shared with c1: on c2's n4 (c1's n4 has no
 	// snapshot) and on a node only c2 has: neither is c1's board's.
-	otherCluster := func(context.Context, string, time.Duration, time.Time) ([]liveboard.Note, error) {
-		return []liveboard.Note{
+	otherCluster := func(context.Context, string, time.Duration, time.Time) ([]board.Note, error) {
+		return []board.Note{
 			{ID: 6, Cluster: "c2", Node: "n4", Until: now.Add(time.Hour), Text: "c2's n4", Author: "dave"},
 			{ID: 7, Cluster: "c2", Node: "x9", Until: now.Add(time.Hour), Text: "c2's x9", Author: "dave"},
 		}, nil
 	}
-	unreadable := func(context.Context, string, time.Duration, time.Time) ([]liveboard.Note, error) {
+	unreadable := func(context.Context, string, time.Duration, time.Time) ([]board.Note, error) {
 		return nil, errors.New(`open store "/data/gpusuite/gpuacct.db": no such file`)
 	}
-	type notesFunc = func(context.Context, string, time.Duration, time.Time) ([]liveboard.Note, error)
+	type notesFunc = func(context.Context, string, time.Duration, time.Time) ([]board.Note, error)
 	tests := []struct {
 		name     string
 		slurmErr error

@@ -1,4 +1,4 @@
-package board
+package boardcmd
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	liveboard "github.com/aicloud/gpusuite/internal/board"
+	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/demo"
 	"github.com/aicloud/gpusuite/internal/slurmstate"
 )
@@ -75,12 +75,12 @@ func TestFreeAgreesOnTheDemo(t *testing.T) {
 
 	// The demo books its first node's GPU 3 (internal/demo/notes.go).
 	three := 3
-	notes := []liveboard.Note{{ID: 1, Cluster: "c1", Node: "gpu01", GPU: &three, Until: at.Add(time.Hour), Text: "booked", Author: "heidi"}}
+	notes := []board.Note{{ID: 1, Cluster: "c1", Node: "gpu01", GPU: &three, Until: at.Add(time.Hour), Text: "booked", Author: "heidi"}}
 	got, doc := freeCounts(t, at, frozen, slurm, notes)
 	free := 0
 	for _, n := range doc.Nodes {
 		for _, g := range n.GPUs {
-			if g.State == liveboard.Free {
+			if g.State == board.Free {
 				free++
 			}
 		}
@@ -90,7 +90,7 @@ func TestFreeAgreesOnTheDemo(t *testing.T) {
 			t.Errorf("%s counts %d free, the board's cells %d: %v", reader, n, free, got)
 		}
 	}
-	if s := doc.Totals.States; s[liveboard.Drained] != 2 || s[liveboard.Reserved] == 0 || s[liveboard.Booked] != 1 || doc.Totals.StaleNodes != 0 {
+	if s := doc.Totals.States; s[board.Drained] != 2 || s[board.Reserved] == 0 || s[board.Booked] != 1 || doc.Totals.StaleNodes != 0 {
 		t.Errorf("the demo's board: states %v, %d stale nodes; want 2 drained, some reserved, 1 booked, none stale", s, doc.Totals.StaleNodes)
 	}
 
@@ -100,7 +100,7 @@ func TestFreeAgreesOnTheDemo(t *testing.T) {
 		t.Error("Slurm asked, with --slurm-file given")
 		return slurmstate.State{}, errors.New("no Slurm here")
 	}
-	readNotes := func(context.Context, string, time.Duration, time.Time) ([]liveboard.Note, error) { return notes, nil }
+	readNotes := func(context.Context, string, time.Duration, time.Time) ([]board.Note, error) { return notes, nil }
 	fromFile := map[string]int{}
 	code, out, errs := runAt(t, at, noSlurm, readNotes, "free", "--live-dir", frozen, "--slurm-file", slurmFile)
 	if m := freeLine.FindStringSubmatch(out); code != 0 || m == nil || strings.Contains(out, "WARNING") {
@@ -115,13 +115,13 @@ func TestFreeAgreesOnTheDemo(t *testing.T) {
 	}{
 		{"gpuacct free --format json --slurm-file", []string{"free", "--format", "json", "--live-dir", frozen, "--slurm-file", slurmFile},
 			func(b []byte) (int, error) {
-				var d liveboard.FreeDoc
+				var d board.FreeDoc
 				err := json.Unmarshal(b, &d)
 				return d.FreeTotal, err
 			}},
 		{"gpuacct status --format json --slurm-file", []string{"status", "--slurm-file", slurmFile, "--format", "json", "--live-dir", frozen},
 			func(b []byte) (int, error) {
-				var d liveboard.StatusDoc
+				var d board.StatusDoc
 				err := json.Unmarshal(b, &d)
 				return d.Totals.Free, err
 			}},

@@ -1,4 +1,4 @@
-package board
+package boardcmd
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	liveboard "github.com/aicloud/gpusuite/internal/board"
+	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/cli/cliwire"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/report/table"
@@ -49,7 +49,7 @@ func StatusCommand(d Deps) *cli.Command {
 	}
 }
 
-func writeStatus(w io.Writer, v *view, nodes []liveboard.Node) error {
+func writeStatus(w io.Writer, v *view, nodes []board.Node) error {
 	for _, l := range v.warnings(nodes) {
 		if _, err := fmt.Fprintln(w, l); err != nil {
 			return fmt.Errorf("status: write: %w", err)
@@ -96,7 +96,7 @@ func writeStatus(w io.Writer, v *view, nodes []liveboard.Node) error {
 				util = int64(*g.Util)
 			}
 			state := strings.ToUpper(string(g.State))
-			if g.State == liveboard.Idle && g.IdleSince != nil {
+			if g.State == board.Idle && g.IdleSince != nil {
 				state += " for " + short(v.board.At.Sub(*g.IdleSince))
 			}
 			var notes []string
@@ -137,7 +137,7 @@ func jobName(j record.LiveJob) string {
 	return strconv.FormatUint(j.Job, 10)
 }
 
-func mem(g liveboard.GPU) string {
+func mem(g board.GPU) string {
 	if g.MemUsedMiB == nil && g.MemTotalMiB == nil {
 		return "-"
 	}
@@ -166,6 +166,6 @@ func procs(ps []record.LiveProc) string {
 	return dash(strings.Join(out, " "))
 }
 
-func writeStatusJSON(w io.Writer, v *view, nodes []liveboard.Node) error {
-	return writeJSON(w, "status", liveboard.NewStatusDoc(&v.board, nodes, v.meta()))
+func writeStatusJSON(w io.Writer, v *view, nodes []board.Node) error {
+	return writeJSON(w, "status", board.NewStatusDoc(&v.board, nodes, v.meta()))
 }

@@ -1,6 +1,6 @@
-// Package board is the command line of gpuacct free and gpuacct status
+// Package boardcmd is the command line of gpuacct free and gpuacct status
 // over internal/board: the agents' live snapshots joined with Slurm's view.
-package board
+package boardcmd
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	liveboard "github.com/aicloud/gpusuite/internal/board"
+	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/cli/cliwire"
 	"github.com/aicloud/gpusuite/internal/slurmstate"
 )
@@ -37,7 +37,7 @@ type Deps struct {
 	Slurm func(ctx context.Context, timeout time.Duration) (slurmstate.State, error)
 	// Notes reads the notes in force at now from the ledger at loc (a
 	// SQLite file or a PostgreSQL URL).
-	Notes func(ctx context.Context, loc string, busy time.Duration, now time.Time) ([]liveboard.Note, error)
+	Notes func(ctx context.Context, loc string, busy time.Duration, now time.Time) ([]board.Note, error)
 }
 
 // System is Deps for the real process: scontrol through slurmstate.Reader.
@@ -65,7 +65,7 @@ func flags() []cli.Flag {
 
 // view is a board with how it was had.
 type view struct {
-	board    liveboard.Board
+	board    board.Board
 	slurmErr string // why Slurm's view is missing ("" when had or skipped)
 	noSlurm  bool
 	// slurmFile is the file Slurm's view was read from ("" when asked
@@ -73,7 +73,7 @@ type view struct {
 	slurmFile string
 	slurmOld  time.Duration
 	notesErr  string // why the notes are missing ("" when read)
-	problems  []liveboard.Problem
+	problems  []board.Problem
 	json      bool
 	loc       *time.Location
 }
@@ -105,7 +105,7 @@ func load(c *cli.Context, d Deps, cmd string) (*view, error) {
 	if v.loc == nil {
 		v.loc = time.Local
 	}
-	lives, probs := liveboard.Load(cfg.Board.LiveDir, now, liveboard.Limits{})
+	lives, probs := board.Load(cfg.Board.LiveDir, now, board.Limits{})
 	v.problems = probs
 	var state *slurmstate.State
 	switch {
@@ -140,13 +140,13 @@ func load(c *cli.Context, d Deps, cmd string) (*view, error) {
 	if err != nil {
 		v.notesErr = err.Error()
 	}
-	v.board = liveboard.BuildCluster(cfg.Cluster.Name, lives, state, notes, now)
+	v.board = board.BuildCluster(cfg.Cluster.Name, lives, state, notes, now)
 	return v, nil
 }
 
 // warnings are the lines that must not be missed: Slurm not had, stale
 // nodes (of those shown), files skipped.
-func (v *view) warnings(nodes []liveboard.Node) []string {
+func (v *view) warnings(nodes []board.Node) []string {
 	var out []string
 	switch {
 	case v.slurmErr != "":
@@ -182,15 +182,15 @@ func (v *view) warnings(nodes []liveboard.Node) []string {
 }
 
 // meta is how v's board was had, for its JSON documents.
-func (v *view) meta() liveboard.Meta {
+func (v *view) meta() board.Meta {
 	probs := append(v.problems[:len(v.problems):len(v.problems)], v.board.NoteProblems...)
 	if v.slurmOld > 0 {
-		probs = append(probs[:len(probs):len(probs)], liveboard.Problem{Err: v.slurmOldLine()})
+		probs = append(probs[:len(probs):len(probs)], board.Problem{Err: v.slurmOldLine()})
 	}
 	if v.notesErr != "" {
-		probs = append(probs[:len(probs):len(probs)], liveboard.Problem{Err: "notes not read: " + v.notesErr})
+		probs = append(probs[:len(probs):len(probs)], board.Problem{Err: "notes not read: " + v.notesErr})
 	}
-	return liveboard.Meta{SlurmError: v.slurmErr, Problems: probs}
+	return board.Meta{SlurmError: v.slurmErr, Problems: probs}
 }
 
 // slurmOldLine says that the view read from a file is old.

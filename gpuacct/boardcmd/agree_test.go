@@ -1,4 +1,4 @@
-package board
+package boardcmd
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	liveboard "github.com/aicloud/gpusuite/internal/board"
+	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/slurmstate"
 	"github.com/aicloud/gpusuite/internal/web"
@@ -26,7 +26,7 @@ import (
 // with a free, an idle, a foreign and a booked GPU, gpu02 with two busy
 // and two free, gpu03 reserved for a team, gpu04 draining with two busy.
 // Three GPUs are free: gpu01:0, gpu02:2 and gpu02:3.
-func demoLike(t *testing.T) (dir string, slurm slurmstate.State, notes []liveboard.Note) {
+func demoLike(t *testing.T) (dir string, slurm slurmstate.State, notes []board.Note) {
 	t.Helper()
 	dir = t.TempDir()
 	const model = "NVIDIA H100 80GB HBM3"
@@ -75,7 +75,7 @@ func demoLike(t *testing.T) (dir string, slurm slurmstate.State, notes []liveboa
 		node("gpu03", slurmstate.Idle, 0, "gpu"), gpu04,
 	}, Reservations: []slurmstate.Reservation{{Name: "simulated-nlp-deadline", Start: now.Add(-time.Hour), End: now.Add(time.Hour), Nodes: []string{"gpu03"}}}}
 	three := 3
-	notes = []liveboard.Note{{ID: 1, Cluster: "c1", Node: "gpu01", GPU: &three, Until: now.Add(time.Hour), Text: "booked", Author: "heidi"}}
+	notes = []board.Note{{ID: 1, Cluster: "c1", Node: "gpu01", GPU: &three, Until: now.Add(time.Hour), Text: "booked", Author: "heidi"}}
 	return dir, slurm, notes
 }
 
@@ -100,8 +100,8 @@ func TestFreeAgrees(t *testing.T) {
 		t.Errorf("free GPUs by reader (-want +got):\n%s", d)
 	}
 	// The reserved, booked and drained GPUs are counted apart, once each.
-	if doc.Totals.FreeReserved != 4 || doc.Totals.Booked != 1 || doc.Totals.States[liveboard.Drained] != 2 {
-		t.Errorf("reserved %d, booked %d, drained %d; want 4, 1, 2", doc.Totals.FreeReserved, doc.Totals.Booked, doc.Totals.States[liveboard.Drained])
+	if doc.Totals.FreeReserved != 4 || doc.Totals.Booked != 1 || doc.Totals.States[board.Drained] != 2 {
+		t.Errorf("reserved %d, booked %d, drained %d; want 4, 1, 2", doc.Totals.FreeReserved, doc.Totals.Booked, doc.Totals.States[board.Drained])
 	}
 }
 
@@ -109,10 +109,10 @@ func TestFreeAgrees(t *testing.T) {
 // Slurm's view slurm and notes, as each reader counts them: gpuacct free
 // (its total line and its json), gpuacct status, /api/v1/free,
 // /api/v1/board and the board page; and the API's board.
-func freeCounts(t *testing.T, at time.Time, dir string, slurm slurmstate.State, notes []liveboard.Note) (map[string]int, liveboard.StatusDoc) {
+func freeCounts(t *testing.T, at time.Time, dir string, slurm slurmstate.State, notes []board.Note) (map[string]int, board.StatusDoc) {
 	t.Helper()
 	readSlurm := func() (slurmstate.State, error) { return slurm, nil }
-	readNotes := func(context.Context, string, time.Duration, time.Time) ([]liveboard.Note, error) { return notes, nil }
+	readNotes := func(context.Context, string, time.Duration, time.Time) ([]board.Note, error) { return notes, nil }
 	got := map[string]int{}
 
 	code, out, errs := runAt(t, at, readSlurm, readNotes, "free", "--live-dir", dir)
@@ -121,8 +121,8 @@ func freeCounts(t *testing.T, at time.Time, dir string, slurm slurmstate.State, 
 		t.Fatalf("gpuacct free: exit %d, no total line:\n%s%s", code, out, errs)
 	}
 	got["gpuacct free"], _ = strconv.Atoi(m[1])
-	var free liveboard.FreeDoc
-	var status liveboard.StatusDoc
+	var free board.FreeDoc
+	var status board.StatusDoc
 	for _, r := range []struct {
 		name string
 		args []string
@@ -141,9 +141,9 @@ func freeCounts(t *testing.T, at time.Time, dir string, slurm slurmstate.State, 
 	}
 	got["gpuacct free --format json"], got["gpuacct status --format json"] = free.FreeTotal, status.Totals.Free
 
-	src := liveboard.NewSource(liveboard.SourceOptions{LiveDir: dir, Cluster: "c1", Now: func() time.Time { return at },
+	src := board.NewSource(board.SourceOptions{LiveDir: dir, Cluster: "c1", Now: func() time.Time { return at },
 		Slurm: func(context.Context) (slurmstate.State, error) { return readSlurm() },
-		Notes: func(context.Context, time.Time) ([]liveboard.Note, error) { return notes, nil }})
+		Notes: func(context.Context, time.Time) ([]board.Note, error) { return notes, nil }})
 	src.RefreshSlurm(context.Background())
 	h, err := web.New(web.Options{DB: filepath.Join(t.TempDir(), "none.db"), Board: src, Location: time.UTC,
 		Now: func() time.Time { return at }})
@@ -166,8 +166,8 @@ func freeCounts(t *testing.T, at time.Time, dir string, slurm slurmstate.State, 
 		}
 		return b
 	}
-	var apiFree liveboard.FreeDoc
-	var apiBoard liveboard.StatusDoc
+	var apiFree board.FreeDoc
+	var apiBoard board.StatusDoc
 	if err := json.Unmarshal(get("/api/v1/free"), &apiFree); err != nil {
 		t.Fatal(err)
 	}

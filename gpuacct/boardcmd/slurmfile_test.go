@@ -1,4 +1,4 @@
-package board
+package boardcmd
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	liveboard "github.com/aicloud/gpusuite/internal/board"
+	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/cli/cliwire"
 	"github.com/aicloud/gpusuite/internal/slurmstate"
 )
@@ -97,7 +97,7 @@ func TestSlurmFile(t *testing.T) {
 
 // runConf runs gpuacct with the free and status commands at now, with
 // the config file conf, as the process would.
-func runConf(t *testing.T, conf string, slurm func(context.Context, time.Duration) (slurmstate.State, error), notes []liveboard.Note, args ...string) (int, string, string) {
+func runConf(t *testing.T, conf string, slurm func(context.Context, time.Duration) (slurmstate.State, error), notes []board.Note, args ...string) (int, string, string) {
 	t.Helper()
 	cfg := filepath.Join(t.TempDir(), "gpusuite.toml")
 	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
@@ -112,7 +112,7 @@ func runConf(t *testing.T, conf string, slurm func(context.Context, time.Duratio
 			return os.Getenv(k)
 		},
 		Slurm: slurm,
-		Notes: func(context.Context, string, time.Duration, time.Time) ([]liveboard.Note, error) { return notes, nil }}
+		Notes: func(context.Context, string, time.Duration, time.Time) ([]board.Note, error) { return notes, nil }}
 	app := &cli.App{Name: "gpuacct", Writer: &out, ErrWriter: &errb, Flags: []cli.Flag{cliwire.ConfigFlag()},
 		Commands: []*cli.Command{FreeCommand(d), StatusCommand(d)}}
 	cliwire.Prepare(app)
