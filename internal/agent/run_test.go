@@ -291,11 +291,11 @@ func TestCommandErrors(t *testing.T) {
 		args   []string
 		want   string
 	}{
-		{name: "interval below minimum", args: []string{"--interval", "500ms"}, want: `key "agent.interval": 500ms is below the 1s minimum`},
+		{name: "interval below minimum", args: []string{"--interval", "500ms"}, want: `--interval: 500ms is below the 1s minimum`},
 		{name: "bad interval", args: []string{"--interval", "often"}, want: `invalid value "often" for flag -interval`},
 		{name: "unknown key", config: "colour = \"blue\"", want: `unknown key "agent.colour"`},
-		{name: "relative incoming", args: []string{"--incoming-dir", "data/in"}, want: `key "agent.incoming_dir": "data/in" is not an absolute path`},
-		{name: "bad log level", args: []string{"--log-level", "loud"}, want: `key "agent.log_level": "loud" is not debug`},
+		{name: "relative incoming", args: []string{"--incoming-dir", "data/in"}, want: `--incoming-dir: "data/in" is not an absolute path`},
+		{name: "bad log level", args: []string{"--log-level", "loud"}, want: `--log-level: "loud" is not debug`},
 		{name: "segment shorter than interval", config: "!interval", want: `key "agent.segment_duration"`},
 		{name: "spool others can write", args: []string{"--spool-dir", "WORLD"}, want: "is writable by group or others"},
 		{name: "unknown ship user", config: `ship_user = "no-such-user-x"`, want: `key "agent.ship_user": user: unknown user no-such-user-x`},
