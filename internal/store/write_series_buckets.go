@@ -38,12 +38,8 @@ type bucketAcc struct {
 // sample of one job whole (its row has no jobs list) with share 1, a
 // shared one with each job's share, as the series of a job counts it.
 func addBucketSample(accs map[bucketKey]*bucketAcc, gid, tms, iv int64, s *record.Sample, delta *int64) {
-	shares := s.Jobs
-	if len(shares) == 1 && shares[0].Share == 1 {
-		// Stored without a jobs list: the whole sample is the job's.
-		shares = []record.JobShare{{Job: shares[0].Job, Restart: shares[0].Restart, Share: 1, Idle: shares[0].Idle}}
-	}
-	for _, js := range shares {
+	// A sample stored without a jobs list has one share of 1.
+	for _, js := range s.Jobs {
 		if js.Job == 0 || js.Share == 0 {
 			continue
 		}
