@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -136,7 +137,14 @@ func TestDemoAlive(t *testing.T) {
 func checkDefaults(t *testing.T, path string) {
 	t.Helper()
 	if q, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "quarantine", "*", "*")); len(q) > 0 {
-		t.Errorf("the demo quarantined %v", q)
+		var why []string
+		for _, f := range q {
+			if strings.HasSuffix(f, ".reason") {
+				b, _ := os.ReadFile(f)
+				why = append(why, filepath.Base(f)+": "+strings.TrimSpace(string(b)))
+			}
+		}
+		t.Errorf("the demo quarantined %d files: %s", len(q), strings.Join(why, "; "))
 	}
 	ctx := context.Background()
 	db, err := report.OpenDB(ctx, path, time.Second)

@@ -44,6 +44,12 @@ type Info struct {
 	// the cluster registered from then on. Zero in directories made
 	// before it was recorded.
 	Start time.Time `json:"start"`
+	// LiveUntil is when the build's live nodes stopped: their last
+	// samples are in the ledger, and demo serve's agents sample the same
+	// GPUs only a build interval after it, or ingest would find the two
+	// samples overlapping. Zero in directories made before it was
+	// recorded.
+	LiveUntil time.Time `json:"live_until,omitzero"`
 }
 
 func writeInfo(dir string, in Info) error {

@@ -281,6 +281,10 @@ func leaveLive(ctx context.Context, w io.Writer, o PipelineOptions, truth simclu
 		}
 		return "", fmt.Errorf("demo: the live nodes wrote no snapshot into %s in %s", liveDir, liveWait)
 	}
+	in.LiveUntil = time.Now()
+	if err := writeInfo(o.Dir, in); err != nil {
+		return "", fmt.Errorf("demo: %w", err)
+	}
 	if _, err := slurmstate.ReadFile(SlurmFile(o.Dir)); err != nil {
 		return "", fmt.Errorf("demo: the simulated Slurm's view was not written: %w", err)
 	}

@@ -149,6 +149,15 @@ func Serve(ctx context.Context, stdout io.Writer, o ServeOptions) error {
 	}
 	lived := make(chan error, 1)
 	go func() {
+		// The agents' first samples come a build interval after the
+		// build's last ones (Info.LiveUntil), which ingest would refuse
+		// as overlapping when serve follows the build at once.
+		if wait := time.Until(in.LiveUntil.Add(leaveInterval)); wait > 0 {
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
+			}
+		}
 		lived <- live.Run(ctx, func() {
 			fmt.Fprintf(stdout, "The board of simulated cluster %q (%d nodes × %d GPUs) is served at http://%s/\n"+
 				"Jobs start and end every half minute and are ingested into %s as they do.\n"+
