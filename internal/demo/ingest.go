@@ -42,6 +42,12 @@ func ingester(st *store.Store, cfg config.Config, in Info, since time.Time, now 
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	// The demo keeps every raw sample of its weeks: weeks that began
+	// earlier than store.sample_retention (gpuacct demo --start) would
+	// lose theirs at the first pass, and their jobs' charts with them.
+	if keep := now().Sub(since) + 24*time.Hour; !since.IsZero() && keep > cfg.Store.SampleRetention.Duration {
+		cfg.Store.SampleRetention = config.Dur(keep)
+	}
 	return ingest.New(ingest.Deps{Store: st, Config: cfg, Log: log, Now: now, UID: os.Getuid(),
 		Sacctmgr: demoSacctmgr(in.Cluster, in.Nodes, in.GPUs, since), SacctLocation: time.UTC})
 }
