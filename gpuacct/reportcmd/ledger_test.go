@@ -9,6 +9,7 @@ import (
 	"image/png"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -140,7 +141,8 @@ func TestJobTextJSONAndPlot(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &j); err != nil {
 		t.Fatal(err)
 	}
-	want := float64(int64(len(busy.GPUs))*(busy.End-busy.Start)) / 3600
+	// GPU-hours to their unit's 6 decimals, without float noise.
+	want := math.Round(float64(int64(len(busy.GPUs))*(busy.End-busy.Start))/3600*1e6) / 1e6
 	if j.User != busy.User || j.GPUs != int64(len(busy.GPUs)) || j.ElapsedS != busy.End-busy.Start || j.AllocGPUH != want {
 		t.Errorf("job JSON %+v, want user %s, %d GPUs, %d s, %v GPU-h", j, busy.User, len(busy.GPUs), busy.End-busy.Start, want)
 	}

@@ -52,7 +52,7 @@ func Summarize(j *JobRow, team string, now time.Time) JobSummary {
 	x := JobSummary{Cluster: j.Cluster, Job: j.ID(), JobID: j.JobID, Restart: j.Restart, ArrayJobID: j.ArrayJobID, ArrayTaskID: j.ArrayTaskID,
 		User: j.User, Account: j.Account, Team: team, Partition: j.Partition, Nodes: j.Nodes, GPUs: j.GPUs,
 		Start: time.Unix(j.Start, 0).UTC().Format(time.RFC3339), ElapsedS: j.Elapsed(now), State: j.State, EndEstimated: j.EndEstimated,
-		Ignored: j.Ignored, AllocGPUH: float64(j.AllocS) / 3600, EnergyKWh: table.UnitKWh.Round(float64(j.EnergyMJ) / 3.6e9)}
+		Ignored: j.Ignored, AllocGPUH: table.UnitGPUHours.Round(float64(j.AllocS) / 3600), EnergyKWh: table.UnitKWh.Round(float64(j.EnergyMJ) / 3.6e9)}
 	if j.End != nil {
 		s := time.Unix(*j.End, 0).UTC().Format(time.RFC3339)
 		x.End = &s

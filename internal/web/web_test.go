@@ -195,7 +195,7 @@ func testSameAsCLI(t *testing.T, f *fixture, win url.Values) {
 	if err := json.Unmarshal(api, &det); err != nil {
 		t.Fatal(err)
 	}
-	if want := float64(int64(len(j.GPUs))*(j.End-j.Start)) / 3600; !near(det.AllocGPUH, want, 1e-9) {
+	if want := float64(int64(len(j.GPUs))*(j.End-j.Start)) / 3600; !near(det.AllocGPUH, want, 1e-6) {
 		t.Errorf("job %s: allocated %v GPU-h, truth %v", id, det.AllocGPUH, want)
 	}
 	if len(det.GPUs) != len(j.GPUs) {
@@ -283,7 +283,7 @@ func testJobs(t *testing.T, f *fixture, win url.Values) {
 	for _, j := range got.Jobs {
 		gotAlloc[j.JobID] = j.AllocGPUH
 	}
-	if d := cmp.Diff(want, gotAlloc, cmp.Comparer(func(a, b float64) bool { return near(a, b, 1e-9) })); d != "" {
+	if d := cmp.Diff(want, gotAlloc, cmp.Comparer(func(a, b float64) bool { return near(a, b, 1e-6) })); d != "" {
 		t.Errorf("bob's jobs and their GPU-hours (-truth +API):\n%s", d)
 	}
 	if got.Count != len(want) || got.Truncated {
