@@ -29,9 +29,10 @@ const (
 	maxJobsPerGPU   = 64
 	maxInterval     = 3600.0
 	maxSegmentLines = 10_000_000
-	// Slurm job ids are 32-bit, its restart (requeue) count 16-bit.
+	// Slurm job ids are 32-bit, its restart (requeue) count 16-bit: the
+	// bound the prolog flags (record.MaxRestartCount).
 	maxJobID   = math.MaxUint32
-	maxRestart = math.MaxUint16
+	maxRestart = record.MaxRestartCount
 	// A counter or size stored in the ledger is a signed 64-bit integer:
 	// above this it would read negative.
 	maxStored = math.MaxInt64
