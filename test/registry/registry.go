@@ -7,15 +7,9 @@ package registry
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -25,6 +19,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/aicloud/gpusuite/internal/webconfig/webconfigtest"
 )
 
 // requireEnv names the variable under which a missing registry or tool
@@ -206,58 +202,32 @@ func FreeAddr(t testing.TB) string {
 	return addr
 }
 
-// makeTLS makes the CA and the server's certificate for 127.0.0.1 and
-// localhost.
+// makeTLS makes the registry's certificate for 127.0.0.1 and localhost:
+// webconfigtest's throwaway one, self-signed as its own CA.
 func (r *Registry) makeTLS(t testing.TB) {
 	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	f := webconfigtest.Write(t, true, nil, "")
+	dir := filepath.Dir(f.Path) // cert.pem and key.pem, as its web config names them
+	certPEM, err := os.ReadFile(filepath.Join(dir, "cert.pem"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := time.Now()
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "gpusuite test CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	keyPEM, err := os.ReadFile(filepath.Join(dir, "key.pem"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
+	if r.cert, err = tls.X509KeyPair(certPEM, keyPEM); err != nil {
 		t.Fatal(err)
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"},
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
 	r.CAFile = filepath.Join(r.dir, "ca.pem")
-	write(t, r.CAFile, string(caPEM))
+	write(t, r.CAFile, string(certPEM))
 	if err := os.MkdirAll(r.CertDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	write(t, filepath.Join(r.CertDir, "ca.crt"), string(caPEM))
-	write(t, filepath.Join(r.dir, "server.pem"), string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
-	write(t, filepath.Join(r.dir, "server.key"), string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})))
-	r.Roots = x509.NewCertPool()
-	r.Roots.AddCert(ca)
-	r.cert = tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+	write(t, filepath.Join(r.CertDir, "ca.crt"), string(certPEM))
+	write(t, filepath.Join(r.dir, "server.pem"), string(certPEM))
+	write(t, filepath.Join(r.dir, "server.key"), string(keyPEM))
+	r.Roots = f.Pool
 }
 
 func write(t testing.TB, path, data string) {
