@@ -29,6 +29,13 @@ func (s *Store) JobSamples(ctx context.Context, gpuID, job, fromMs, toMs int64, 
 	if err != nil {
 		return translate(err)
 	}
+	return scanSamples(rows, fn)
+}
+
+// scanSamples hands fn each row of a query of SampleRow's columns (t_ms,
+// interval_ms, job, restart, jobs, idle, util, mem_used_mib, power_mw,
+// energy_delta_mj), reusing the row as JobSamples says, and closes rows.
+func scanSamples(rows *sql.Rows, fn func(*SampleRow)) error {
 	defer rows.Close()
 	var r SampleRow
 	var jobs sql.NullString

@@ -69,23 +69,7 @@ func (s *Store) JobShared(ctx context.Context, gpuID, fromMs, toMs int64, fn fun
 	if err != nil {
 		return translate(err)
 	}
-	defer rows.Close()
-	var r SampleRow
-	var jobs sql.NullString
-	var util, mem, power, energy sql.NullInt64
-	var vals [4]int64
-	for rows.Next() {
-		if err := rows.Scan(&r.TMs, &r.IntervalMs, &r.Job, &r.Restart, &jobs, &r.Idle, &util, &mem, &power, &energy); err != nil {
-			return translate(err)
-		}
-		r.Jobs = &jobs.String
-		setInt(&r.Util, util, &vals[0])
-		setInt(&r.MemUsedMiB, mem, &vals[1])
-		setInt(&r.PowerMW, power, &vals[2])
-		setInt(&r.EnergyDeltaMJ, energy, &vals[3])
-		fn(&r)
-	}
-	return translate(rows.Err())
+	return scanSamples(rows, fn)
 }
 
 // GPUSamplesAtLeast reports whether GPU gpuID has at least n samples in
