@@ -128,8 +128,7 @@ func Submit(dir string, r *Request) (string, error) {
 		if r.ID == "" {
 			// Time, then how many requests came before (orders requests
 			// of the same second), then pid and random bytes (unique).
-			pending, applied, _ := List(dir)
-			r.ID = fmt.Sprintf("%s-%06d-%d-%s", r.Time.UTC().Format("20060102T150405Z"), len(pending)+len(applied), os.Getpid(), hex.EncodeToString(b[:]))
+			r.ID = fmt.Sprintf("%s-%06d-%d-%s", r.Time.UTC().Format("20060102T150405Z"), filed(dir), os.Getpid(), hex.EncodeToString(b[:]))
 		}
 	}
 	if fi, err := os.Stat(pendingDir(q)); err != nil || !fi.IsDir() {
@@ -148,6 +147,17 @@ func Submit(dir string, r *Request) (string, error) {
 		return "", fmt.Errorf("%s request: %w", r.Action, err)
 	}
 	return final, nil
+}
+
+// filed counts the ignore requests in dir/pending and dir/applied, as
+// List would list them, by their names alone: no file is opened.
+func filed(dir string) int {
+	pending, err := pendingNames(pendingDir(dir))
+	if err != nil {
+		return 0
+	}
+	applied, _ := pendingNames(appliedDir(dir))
+	return len(pending) + len(applied)
 }
 
 func writeFile(path string, data []byte) error {
