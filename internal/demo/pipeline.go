@@ -262,8 +262,7 @@ func leaveLive(ctx context.Context, w io.Writer, o PipelineOptions, truth simclu
 	defer unlock()
 	// One snapshot a node is all this needs: a short interval gets it in a
 	// fraction of a second (`demo serve` runs the agents at LiveInterval).
-	live, err := NewLive(LiveOptions{Info: in, LiveDir: liveDir, WorkDir: filepath.Join(o.ClusterDir, "live"), Now: o.Now, Interval: leaveInterval,
-		SlurmFile: SlurmFile(o.Dir)})
+	live, err := NewLive(LiveOptions{Info: in, LiveDir: liveDir, WorkDir: filepath.Join(o.ClusterDir, "live"), Now: o.Now, Interval: leaveInterval})
 	if err != nil {
 		return "", err
 	}
@@ -271,8 +270,9 @@ func leaveLive(ctx context.Context, w io.Writer, o PipelineOptions, truth simclu
 	defer cancel()
 	wrote := false
 	// Slurm's view of the moment the snapshots show goes to its file
-	// (live.Slurm) before Run ends their jobs.
-	if err := live.Run(lctx, func() { wrote = true; live.Slurm(lctx); cancel() }); err != nil {
+	// before Run ends their jobs.
+	var viewErr error
+	if err := live.Run(lctx, func() { wrote = true; viewErr = slurmstate.WriteFile(SlurmFile(o.Dir), live.view()); cancel() }); err != nil {
 		return "", err
 	}
 	if !wrote {
@@ -285,8 +285,8 @@ func leaveLive(ctx context.Context, w io.Writer, o PipelineOptions, truth simclu
 	if err := writeInfo(o.Dir, in); err != nil {
 		return "", fmt.Errorf("demo: %w", err)
 	}
-	if _, err := slurmstate.ReadFile(SlurmFile(o.Dir)); err != nil {
-		return "", fmt.Errorf("demo: the simulated Slurm's view was not written: %w", err)
+	if viewErr != nil {
+		return "", fmt.Errorf("demo: the simulated Slurm's view was not written: %w", viewErr)
 	}
 	if _, err := ingester(st, cfg, in, in.Start, o.Now, nil).Pass(ctx); err != nil {
 		return "", fmt.Errorf("demo: ingest the live nodes' records: %w", err)
