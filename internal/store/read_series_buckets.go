@@ -3,10 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
-	"math"
-	"strconv"
 )
 
 // JobBucketBins sums, per stretch of spanMs from originMs, the series
@@ -72,17 +69,5 @@ func (s *Store) BucketPastEnd(ctx context.Context, gpuID, job int64, restart int
 // (Batch.PruneSamples), math.MinInt64 when none were: a series bucket
 // that starts before it may hold the sums of samples gone.
 func (s *Store) PrunedBefore(ctx context.Context) (int64, error) {
-	var v string
-	err := s.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, prunedKey).Scan(&v)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return math.MinInt64, nil
-	case err != nil:
-		return 0, fmt.Errorf("meta %s: %w", prunedKey, translate(err))
-	}
-	t, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("meta %s: %q: %w", prunedKey, v, err)
-	}
-	return t, nil
+	return scanPruned(scanRow{r: s.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, prunedKey)})
 }

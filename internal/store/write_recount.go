@@ -404,6 +404,12 @@ func (b *Batch) prunedBefore() (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	return scanPruned(row)
+}
+
+// scanPruned reads the pruned mark from a query of its meta value:
+// math.MinInt64 when samples were never pruned.
+func scanPruned(row interface{ Scan(...any) error }) (int64, error) {
 	var v string
 	switch err := row.Scan(&v); {
 	case errors.Is(err, sql.ErrNoRows):
