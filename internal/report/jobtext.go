@@ -62,9 +62,8 @@ func Summarize(j *JobRow, team string, now time.Time) JobSummary {
 	if j.EnergyMJ > 0 && j.SampleS > 0 {
 		x.PowerMeanW = rounded(table.UnitWatts, float64(j.EnergyMJ)/1000/j.SampleS)
 	}
-	// Allocated hours are whole seconds / 3600, as exact as a float
-	// holds them (API readers compare them with Slurm's seconds); used
-	// and idle hours are sums of products and are rounded.
+	// Every hour figure, allocated as well, is at its unit's precision
+	// (table.UnitGPUHours).
 	if j.SampleS > 0 {
 		x.UsedGPUH, x.IdleGPUH = rounded(table.UnitGPUHours, j.UsedS/3600), rounded(table.UnitGPUHours, j.IdleS/3600)
 		if j.AllocS > 0 {
