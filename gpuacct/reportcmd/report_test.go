@@ -27,8 +27,8 @@ func run(t testing.TB, d Deps, args ...string) error {
 	app := &cli.App{Name: "gpuacct", Flags: []cli.Flag{cliwire.ConfigFlag()}, ExitErrHandler: func(*cli.Context, error) {},
 		Writer: d.Stdout, ErrWriter: d.Stderr,
 		Commands: []*cli.Command{ReportCommand(d), JobCommand(d), CheckCommand(d), IgnoreCommand(d), UnignoreCommand(d), ExportCommand(d), PlotCommand(d)}}
-	cliwire.ConfigDefaults(app) // as the binary's cliwire.Prepare does
-	return app.Run(append([]string{"gpuacct"}, args...))
+	cliwire.ConfigDefaults(app)                                                // as the binary's cliwire.Prepare does
+	return app.Run(cliwire.Reorder(app, append([]string{"gpuacct"}, args...))) // as cliwire.Run does
 }
 
 func TestBadInput(t *testing.T) {

@@ -13,7 +13,9 @@ import (
 // them (gpuacct job 1234 --json, gpuacct note add gpu01 --until 4h):
 // urfave/cli stops at the first argument, so the rest is parsed again
 // with the command's flags, and action gets a context whose Args are the
-// positional arguments alone.
+// positional arguments alone. On a line that went through Run, Reorder
+// has already put every option first; what is left here is a "--" after
+// an argument, which urfave/cli keeps as an argument and this drops.
 func Interspersed(action cli.ActionFunc) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		args := c.Args().Slice()
@@ -92,35 +94,26 @@ func commandPath(c *cli.Context) string {
 	return strings.Join(names, " ")
 }
 
+// takesValue reports whether arg (no "=VALUE") names a flag of cmd that
+// reads the next word as its value, as Reorder judges it.
 func takesValue(cmd *cli.Command, arg string) bool {
-	name := strings.TrimLeft(arg, "-")
-	for _, f := range cmd.Flags {
-		for _, n := range f.Names() {
-			if n == name {
-				_, isBool := f.(*cli.BoolFlag)
-				return !isBool
-			}
-		}
-	}
-	return false
+	f := find(cmd.Flags, strings.TrimLeft(arg, "-"))
+	return f != nil && !isBool(f)
 }
 
 // primary spells -o VALUE / -o=VALUE with the flag's first name, which
 // is the one urfave/cli reads (aliases are separate flag.Values).
 func primary(cmd *cli.Command, arg string) string {
 	name, val, hasVal := strings.Cut(strings.TrimLeft(arg, "-"), "=")
-	for _, f := range cmd.Flags {
-		for _, n := range f.Names() {
-			if n == name {
-				out := "--" + f.Names()[0]
-				if hasVal {
-					out += "=" + val
-				}
-				return out
-			}
-		}
+	f := find(cmd.Flags, name)
+	if f == nil {
+		return arg
 	}
-	return arg
+	out := "--" + f.Names()[0]
+	if hasVal {
+		out += "=" + val
+	}
+	return out
 }
 
 // SetStrings overrides what the config file gave with each string flag
