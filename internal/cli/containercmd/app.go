@@ -80,6 +80,7 @@ type env struct {
 	user  container.User
 	paths container.Paths
 	cwd   string
+	creds *credsFile // read once by credentials
 }
 
 func loadEnv(c *cli.Context, sys container.Sys) (*env, error) {

@@ -102,34 +102,58 @@ func (e *env) askRegistry(ctx context.Context, img container.Image, timeout time
 	if timeout <= 0 {
 		return &container.Finding{Level: container.Warn, Check: "registry", Msg: "--registry-timeout is not positive; the image's registry was not asked"}
 	}
-	path := filepath.Join(e.paths.Config, ".credentials")
+	cf := e.credentials()
 	var creds []container.Credential
-	if data, err := readBounded(path, 1<<20); err == nil {
+	if cf.err == nil {
 		// A malformed file is the credentials check's to report; what
 		// parses is what enroot's curl would send.
-		creds, _ = container.ParseCredentials(string(data))
-	} else if !isNotExist(err) {
-		e.sys.Logger.Debug("enroot credentials unreadable", "path", path, "err", err)
+		creds, _ = container.ParseCredentials(string(cf.data))
+	} else if !isNotExist(cf.err) {
+		e.sys.Logger.Debug("enroot credentials unreadable", "path", cf.path, "err", cf.err)
 	}
 	allow := strings.ToLower(e.sys.Getenv("ENROOT_ALLOW_HTTP"))
-	q := container.RegistryQuery{Client: e.sys.HTTP, Creds: creds, CredPath: path, HTTP: allow == "y" || allow == "yes" || allow == "true" || allow == "1"}
+	q := container.RegistryQuery{Client: e.sys.HTTP, Creds: creds, CredPath: cf.path, HTTP: allow == "y" || allow == "yes" || allow == "true" || allow == "1"}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	return container.CheckRegistry(ctx, q, img)
 }
 
-// readBounded reads at most max bytes of the file at path.
-func readBounded(path string, max int64) ([]byte, error) {
+// maxCredentials bounds the read of the enroot credentials file.
+const maxCredentials = 1 << 20
+
+// credsFile is the user's enroot credentials file as read: its bytes
+// (at most maxCredentials), its mode, or why it could not be read.
+type credsFile struct {
+	path string
+	data []byte
+	mode os.FileMode
+	err  error
+}
+
+// credentials reads the enroot credentials file once, for both the
+// credentials check and the registry's question.
+func (e *env) credentials() *credsFile {
+	if e.creds == nil {
+		cf := &credsFile{path: filepath.Join(e.paths.Config, ".credentials")}
+		cf.data, cf.mode, cf.err = readBounded(cf.path, maxCredentials)
+		e.creds = cf
+	}
+	return e.creds
+}
+
+// readBounded reads at most max bytes of the file at path, and its mode.
+func readBounded(path string, max int64) ([]byte, os.FileMode, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, max))
-	if err != nil {
-		return nil, fmt.Errorf("read %q: %w", path, err)
+	var mode os.FileMode
+	if fi, err := f.Stat(); err == nil {
+		mode = fi.Mode()
 	}
-	return data, nil
+	data, err := io.ReadAll(io.LimitReader(f, max))
+	return data, mode, err
 }
 
 // notBusy refuses to replace container name while a job of the user's

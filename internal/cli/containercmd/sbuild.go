@@ -299,13 +299,8 @@ func preflight(ctx context.Context, e *env, img container.Image) []container.Fin
 	}
 	add(container.CheckScope(e.cfg.Container.Scope))
 	if img.Registry != "" {
-		cred := filepath.Join(e.paths.Config, ".credentials")
-		data, err := os.ReadFile(cred)
-		var mode os.FileMode
-		if fi, serr := os.Stat(cred); serr == nil {
-			mode = fi.Mode()
-		}
-		add(container.CheckCredentials(img.Registry, cred, data, mode, err))
+		cf := e.credentials()
+		add(container.CheckCredentials(img.Registry, cf.path, cf.data, cf.mode, cf.err))
 	}
 	minFree := uint64(e.cfg.Container.MinFreeGiB) << 30
 	for _, d := range []struct{ what, key, path string }{
