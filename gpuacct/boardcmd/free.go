@@ -19,10 +19,7 @@ func FreeCommand(d Deps) *cli.Command {
 		Usage:     "free GPUs now, per model and partition, and on which nodes",
 		UsageText: "gpuacct free [--format json] [--no-slurm | --slurm-file FILE] [--live-dir DIR]",
 		Flags:     flags(),
-		Action: func(c *cli.Context) error {
-			if c.Args().Len() > 0 {
-				return cliwire.Usagef("free: unexpected argument %q (see 'gpuacct free --help')", c.Args().First())
-			}
+		Action: cliwire.NoArgs(func(c *cli.Context) error {
 			v, err := load(c, d, "free")
 			if err != nil {
 				return err
@@ -31,7 +28,7 @@ func FreeCommand(d Deps) *cli.Command {
 				return writeFreeJSON(d.Stdout, v)
 			}
 			return writeFree(d.Stdout, v)
-		},
+		}),
 	}
 }
 
