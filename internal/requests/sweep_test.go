@@ -20,10 +20,12 @@ import (
 func (e *queueEnv) applyWith(t *testing.T, lim limits) string {
 	t.Helper()
 	var buf bytes.Buffer
-	_, err := apply(context.Background(), e.st, Options{Dir: e.dir, Now: e.now, Cluster: "c",
+	q := Writer(e.st, Options{Dir: e.dir, Now: e.now, Cluster: "c",
 		Trusted:  func(uid int) bool { return uid == 0 || uid == 999 },
 		UserName: func(uid int) (string, error) { return "user" + strconv.Itoa(uid), nil },
-		Log:      slog.New(slog.NewTextHandler(&buf, nil))}, lim)
+		Log:      slog.New(slog.NewTextHandler(&buf, nil))})
+	q.lim = lim
+	_, err := q.Apply(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

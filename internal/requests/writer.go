@@ -83,10 +83,3 @@ func Writer(st *store.Store, o Options) *Queue {
 func Apply(ctx context.Context, st *store.Store, o Options) (int, error) {
 	return Writer(st, o).Apply(ctx)
 }
-
-// apply is Apply within lim (tests make them small).
-func apply(ctx context.Context, st *store.Store, o Options, lim limits) (int, error) {
-	q := Writer(st, o)
-	q.lim = lim
-	return q.Apply(ctx)
-}
