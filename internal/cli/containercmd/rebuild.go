@@ -17,17 +17,14 @@ import (
 
 // rebuild builds the new container under a name of its own and swaps it
 // in only once it exists: a wrong tag, a refused key or a failed setup
-// leaves the user with the container they had.
-func rebuild(c *cli.Context, e *env, p *plan) error {
+// leaves the user with the container they had. busy is the user's jobs
+// by container, as sbuild found them before the build.
+func rebuild(c *cli.Context, e *env, p *plan, busy map[string][]string) error {
 	sys, name := e.sys, p.build.Name
 	fresh, old := name+container.NewSuffix, name+container.OldSuffix
 	// Leftovers of an earlier rebuild are sbuild's own: pyxis's :create
 	// would refuse the first, the swap the second. One that a job still
 	// builds belongs to a rebuild running now.
-	busy, err := e.busy(c.Context)
-	if err != nil {
-		return fmt.Errorf("cannot tell whether another rebuild of %s runs: %w", container.EnrootName(name), err)
-	}
 	if jobs := busy[fresh]; len(jobs) > 0 {
 		return fmt.Errorf("another sbuild --rebuild of %s is running (job %s); wait for it or scancel %s", container.EnrootName(name), strings.Join(jobs, ","), strings.Join(jobs, " "))
 	}
@@ -67,7 +64,7 @@ func rebuild(c *cli.Context, e *env, p *plan) error {
 	}
 	// A job may have started in the old container while the new one was
 	// built; removing it now would pull its files from under the job.
-	if err := e.notBusy(c.Context, name); err != nil {
+	if _, err := e.notBusy(c.Context, name); err != nil {
 		if rerr := e.remove(c.Context, fresh); rerr != nil {
 			sys.Logger.Warn("cannot remove the new container", "name", container.EnrootName(fresh), "err", rerr)
 		}
@@ -156,15 +153,15 @@ func readBounded(path string, max int64) ([]byte, os.FileMode, error) {
 	return data, mode, err
 }
 
-// notBusy refuses to replace container name while a job of the user's
-// runs in it.
-func (e *env) notBusy(ctx context.Context, name string) error {
+// notBusy asks squeue for the user's jobs by container, and refuses to
+// replace container name while one of them runs in it.
+func (e *env) notBusy(ctx context.Context, name string) (map[string][]string, error) {
 	busy, err := e.busy(ctx)
 	if err != nil {
-		return fmt.Errorf("cannot tell whether a job uses %s, so not replacing it: %w", container.EnrootName(name), err)
+		return nil, fmt.Errorf("cannot tell whether a job uses %s, so not replacing it: %w", container.EnrootName(name), err)
 	}
 	if jobs := busy[name]; len(jobs) > 0 {
-		return fmt.Errorf("refusing to rebuild %s: your job %s is using it; wait for it or scancel %s", container.EnrootName(name), strings.Join(jobs, ","), strings.Join(jobs, " "))
+		return busy, fmt.Errorf("refusing to rebuild %s: your job %s is using it; wait for it or scancel %s", container.EnrootName(name), strings.Join(jobs, ","), strings.Join(jobs, " "))
 	}
-	return nil
+	return busy, nil
 }

@@ -72,45 +72,18 @@ func Sbuild(args []string, sys container.Sys) int {
 		}
 	}
 	app := sbuildApp(sys, &extra)
-	flags := app.Flags
-
-	// Put options before positional words, per command.
-	valued := valuedFlags(flags)
-	var lead []string
-	i := 0
-	for ; i < len(rest); i++ {
-		a := rest[i]
-		if !strings.HasPrefix(a, "-") {
+	// Put each option where its command reads it.
+	argv := cliwire.Reorder(app, append([]string{prog}, rest...))
+	var cmd *cli.Command
+	for _, a := range argv[1:] {
+		if c := app.Command(a); c != nil {
+			cmd = c
 			break
 		}
-		lead = append(lead, a)
-		if n := strings.TrimLeft(a, "-"); !strings.Contains(n, "=") && valued[n] && i+1 < len(rest) {
-			i++
-			lead = append(lead, rest[i])
-		}
 	}
-	tail := rest[i:]
-	commands := map[string][]cli.Flag{}
-	for _, c := range app.Commands {
-		for _, n := range c.Names() {
-			commands[n] = c.Flags
-		}
-	}
-	if len(tail) > 0 {
-		if cf, ok := commands[tail[0]]; ok {
-			// sbuild's own options (--config, --log-level, ...) may come
-			// after the command too: they go before it, where they belong.
-			global, rest := splitGlobal(tail[1:], valued, valuedFlags(cf))
-			lead = append(lead, global...)
-			tail = append([]string{tail[0]}, reorder(rest, valuedFlags(cf))...)
-		} else {
-			tail = reorder(tail, valued)
-		}
-	}
-	argv := append(append([]string{prog}, lead...), tail...)
 
-	if len(extra) > 0 && len(tail) > 0 && commands[tail[0]] != nil {
-		return finish(prog, sys.Stderr, usagef("options after -- are for the build's srun, not for sbuild %s", tail[0]))
+	if len(extra) > 0 && cmd != nil {
+		return finish(prog, sys.Stderr, usagef("options after -- are for the build's srun, not for sbuild %s", cmd.Name))
 	}
 	return finish(prog, sys.Stderr, app.Run(argv))
 }
@@ -374,6 +347,7 @@ func build(c *cli.Context, sys container.Sys, extra []string) error {
 	if err != nil {
 		return err
 	}
+	var busy map[string][]string
 	if exists {
 		if !c.Bool("rebuild") {
 			what := ""
@@ -382,7 +356,7 @@ func build(c *cli.Context, sys container.Sys, extra []string) error {
 			}
 			return fmt.Errorf("container %s already exists%s and pyxis would reuse it, ignoring the new image; run in it with srun-wrap, or replace it with sbuild --rebuild", container.EnrootName(name), what)
 		}
-		if err := e.notBusy(c.Context, name); err != nil {
+		if busy, err = e.notBusy(c.Context, name); err != nil {
 			return err
 		}
 	}
@@ -400,7 +374,7 @@ func build(c *cli.Context, sys container.Sys, extra []string) error {
 		}
 	}
 	if exists {
-		return rebuild(c, e, p)
+		return rebuild(c, e, p, busy)
 	}
 	fmt.Fprintf(sys.Stderr, "sbuild: creating %s from %s\n", container.EnrootName(name), p.build.Ref)
 	code, tail, err := runBuild(c.Context, sys, p.build)
