@@ -43,15 +43,18 @@ func CheckTarget(ctx context.Context, st *store.Store, liveDir string, now time.
 	}
 	// Only the node's own file: the writer checks each note request, and
 	// reading every node's snapshot for each would repeat the whole
-	// directory per request.
-	if l, err := live.ReadNode(liveDir, node, live.MaxBytes, now); err == nil {
-		if cluster == "" || l.Cluster == "" || l.Cluster == cluster {
-			known = true
-			for _, g := range l.GPUs {
-				count = max(count, g.Index+1)
+	// directory per request. No liveDir: the ledger alone, no file
+	// looked for under /.
+	if liveDir != "" {
+		if l, err := live.ReadNode(liveDir, node, live.MaxBytes, now); err == nil {
+			if cluster == "" || l.Cluster == "" || l.Cluster == cluster {
+				known = true
+				for _, g := range l.GPUs {
+					count = max(count, g.Index+1)
+				}
+			} else if !slices.Contains(elsewhere, l.Cluster) {
+				elsewhere = append(elsewhere, l.Cluster)
 			}
-		} else if !slices.Contains(elsewhere, l.Cluster) {
-			elsewhere = append(elsewhere, l.Cluster)
 		}
 	}
 	switch {
