@@ -183,31 +183,6 @@ func (e *env) remove(ctx context.Context, name string) error {
 	return nil
 }
 
-// reorder puts options before positional words so "sbuild IMAGE --rebuild"
-// works like "sbuild --rebuild IMAGE" (urfave/cli stops at the first
-// positional word). valued lists options that take a separate value.
-func reorder(args []string, valued map[string]bool) []string {
-	var flags, pos []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			pos = append(pos, args[i:]...)
-			break
-		}
-		if strings.HasPrefix(a, "-") && a != "-" {
-			flags = append(flags, a)
-			name := strings.TrimLeft(a, "-")
-			if !strings.Contains(name, "=") && valued[name] && i+1 < len(args) {
-				i++
-				flags = append(flags, args[i])
-			}
-			continue
-		}
-		pos = append(pos, a)
-	}
-	return append(flags, pos...)
-}
-
 // valuedFlags lists the flags of fs that take a value.
 func valuedFlags(fs []cli.Flag) map[string]bool {
 	m := map[string]bool{}

@@ -72,20 +72,26 @@ func Sbuild(args []string, sys container.Sys) int {
 		}
 	}
 	app := sbuildApp(sys, &extra)
-	// Put each option where its command reads it.
-	argv := cliwire.Reorder(app, append([]string{prog}, rest...))
-	var cmd *cli.Command
-	for _, a := range argv[1:] {
-		if c := app.Command(a); c != nil {
-			cmd = c
+	// The command named, as typed: the first word after sbuild's options.
+	named := ""
+	valued := valuedFlags(app.Flags)
+	for i := 0; i < len(rest); i++ {
+		a := rest[i]
+		if !strings.HasPrefix(a, "-") {
+			if app.Command(a) != nil {
+				named = a
+			}
 			break
 		}
+		if n := strings.TrimLeft(a, "-"); !strings.Contains(n, "=") && valued[n] {
+			i++
+		}
 	}
-
-	if len(extra) > 0 && cmd != nil {
-		return finish(prog, sys.Stderr, usagef("options after -- are for the build's srun, not for sbuild %s", cmd.Name))
+	if len(extra) > 0 && named != "" {
+		return finish(prog, sys.Stderr, usagef("options after -- are for the build's srun, not for sbuild %s", named))
 	}
-	return finish(prog, sys.Stderr, app.Run(argv))
+	// Put each option where its command reads it, as gpuacct does.
+	return finish(prog, sys.Stderr, app.Run(cliwire.Reorder(app, append([]string{prog}, rest...))))
 }
 
 // sbuildApp is sbuild's command tree; Sbuild reorders the arguments it runs
@@ -128,29 +134,6 @@ func sbuildApp(sys container.Sys, extra *[]string) *cli.App {
 	}
 	cliwire.ConfigDefaults(app)
 	return app
-}
-
-// splitGlobal takes out of a command's arguments the options that belong
-// to sbuild itself (in root, not in the command's own), with their values.
-func splitGlobal(args []string, root, own map[string]bool) (global, rest []string) {
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			return global, append(rest, args[i:]...)
-		}
-		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		valued, isRoot := root[name]
-		if _, isOwn := own[name]; !strings.HasPrefix(a, "-") || a == "-" || isOwn || !isRoot {
-			rest = append(rest, a)
-			continue
-		}
-		global = append(global, a)
-		if valued && !hasValue && i+1 < len(args) {
-			i++
-			global = append(global, args[i])
-		}
-	}
-	return global, rest
 }
 
 // plan is everything a build needs, worked out before anything runs.
