@@ -228,8 +228,17 @@ func ListNotes(dir string, userName func(uid int) (string, error)) (NoteLists, e
 	var err error
 	q := NotesDir(dir)
 	l.Pending, err = listDir(pendingDir(q), true)
+	// Each owner is looked up once: a queue holds many requests of few
+	// users, and a lookup may ask the network's user directory.
+	names, o := map[int]string{}, Options{UserName: userName}
 	for i := range l.Pending {
-		l.Pending[i].By = Options{UserName: userName}.userName(l.Pending[i].UID)
+		uid := l.Pending[i].UID
+		n, ok := names[uid]
+		if !ok {
+			n = o.userName(uid)
+			names[uid] = n
+		}
+		l.Pending[i].By = n
 	}
 	switch {
 	case errors.Is(err, fs.ErrPermission):
