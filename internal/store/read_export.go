@@ -9,19 +9,27 @@ import (
 // The exports' statements; their columns are report.ExportColumns, in
 // that order (docs/reports.md; stable).
 const (
-	exportJobs = `SELECT cluster, job_id, restart, array_job_id, array_task_id, user, account, partition, nodes, gpus, start, end, state,
- end_estimated, ignored, alloc_gpu_s, used_gpu_s, idle_gpu_s, energy_mj FROM jobs
+	exportJobs     = `SELECT ` + exportJobsCols + ` FROM jobs` + exportJobsWhere
+	exportJobsCols = `cluster, job_id, restart, array_job_id, array_task_id, user, account, partition, nodes, gpus, start, end, state,
+ end_estimated, ignored, alloc_gpu_s, used_gpu_s, idle_gpu_s, energy_mj`
+	exportJobsWhere = `
  WHERE start IS NOT NULL AND start < ? AND (end IS NULL OR end > ?)`
 	exportJobsOrder = ` ORDER BY start, id`
-	exportGPUs      = `SELECT j.cluster, j.job_id, j.restart, n.name, g.uuid, g.idx, g.model, jg.sample_s, jg.util_s, jg.util_max, jg.mem_max_mib,
- coalesce(jg.mem_total_mib, g.mem_total_mib), jg.energy_mj, jg.idle_s, jg.agg_final
+	// The gpus export's columns around its energy_mj, which the energy
+	// variant (read_export_energy.go) takes otherwise.
+	exportGPUs         = `SELECT ` + exportGPUsColsHead + `, jg.energy_mj, ` + exportGPUsColsTail + exportGPUsFrom
+	exportGPUsColsHead = `j.cluster, j.job_id, j.restart, n.name, g.uuid, g.idx, g.model, jg.sample_s, jg.util_s, jg.util_max, jg.mem_max_mib,
+ coalesce(jg.mem_total_mib, g.mem_total_mib)`
+	exportGPUsColsTail = `jg.idle_s, jg.agg_final`
+	exportGPUsFrom     = `
  FROM jobs j JOIN job_gpus jg ON jg.job = j.id JOIN gpus g ON g.id = jg.gpu_id JOIN nodes n ON n.id = jg.node_id
  WHERE j.start IS NOT NULL AND j.start < ? AND (j.end IS NULL OR j.end > ?)`
 	exportGPUsOrder = ` ORDER BY j.start, j.id, n.name, g.idx NULLS FIRST`
 	// The leading values are cast: PostgreSQL types a bare parameter in
 	// a SELECT list as text.
-	exportSamples = `SELECT CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS INTEGER), t_ms, interval_ms, job, restart, idle, util, mem_util, mem_used_mib, power_mw, energy_mj, temp_c,
- sm_clock_mhz, missing, metrics FROM samples WHERE gpu_id = ? AND t_ms >= ? AND t_ms < ? ORDER BY t_ms`
+	exportSamples    = `SELECT ` + exportSampleCols + ` FROM samples WHERE gpu_id = ? AND t_ms >= ? AND t_ms < ? ORDER BY t_ms`
+	exportSampleCols = `CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS INTEGER), t_ms, interval_ms, job, restart, idle, util, mem_util, mem_used_mib, power_mw, energy_mj, temp_c,
+ sm_clock_mhz, missing, metrics`
 )
 
 // ExportJobsIn calls fn, by start, with each job run of clusters (none:
@@ -51,11 +59,15 @@ func (s *Store) exportIn(ctx context.Context, fn func([]any) error, q, col strin
 // ExportSamples is ExportJobs for GPU g's samples in [fromMs, toMs),
 // each row led by node, g's uuid and index (the samples export).
 func (s *Store) ExportSamples(ctx context.Context, node string, g GPURow, fromMs, toMs int64, fn func(vals []any) error) error {
-	var idx any
-	if g.Index != nil {
-		idx = *g.Index
+	return s.export(ctx, fn, exportSamples, node, g.UUID, g.index(), g.ID, fromMs, toMs)
+}
+
+// index is g's index as a sample row leads with it: nil when unknown.
+func (g GPURow) index() any {
+	if g.Index == nil {
+		return nil
 	}
-	return s.export(ctx, fn, exportSamples, node, g.UUID, idx, g.ID, fromMs, toMs)
+	return *g.Index
 }
 
 func (s *Store) export(ctx context.Context, fn func([]any) error, q string, args ...any) error {

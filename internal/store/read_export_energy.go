@@ -11,22 +11,16 @@ import "context"
 // GPU's power × seconds. The window's parameters follow the metric's
 // name.
 const (
-	exportJobsEnergy = `SELECT cluster, job_id, restart, array_job_id, array_task_id, user, account, partition, nodes, gpus, start, end, state,
- end_estimated, ignored, alloc_gpu_s, used_gpu_s, idle_gpu_s, energy_mj,
+	exportJobsEnergy = `SELECT ` + exportJobsCols + `,
  (SELECT sum(m.value_s) FROM job_gpu_metrics m WHERE m.job = jobs.id AND m.name = ?),
  (SELECT CAST(sum(` + gpuCounterMJ + `) AS INTEGER) FROM job_gpus jg WHERE jg.job = jobs.id),
- (SELECT count(*) FROM job_gpus jg WHERE jg.job = jobs.id AND coalesce(` + gpuCounterMJ + `, 0) <= 0) FROM jobs
- WHERE start IS NOT NULL AND start < ? AND (end IS NULL OR end > ?)`
+ (SELECT count(*) FROM job_gpus jg WHERE jg.job = jobs.id AND coalesce(` + gpuCounterMJ + `, 0) <= 0) FROM jobs` + exportJobsWhere
 	// gpuCounterMJ is a job GPU's own counter difference from the job's
 	// start to its end: the agent's aggregate, else the hooks' readings.
 	// (Its sum is cast: PostgreSQL sums bigints as numeric.)
 	gpuCounterMJ     = `coalesce(jg.energy_mj, CASE WHEN jg.energy_end_mj >= jg.energy_start_mj THEN jg.energy_end_mj - jg.energy_start_mj END)`
-	exportGPUsEnergy = `SELECT j.cluster, j.job_id, j.restart, n.name, g.uuid, g.idx, g.model, jg.sample_s, jg.util_s, jg.util_max, jg.mem_max_mib,
- coalesce(jg.mem_total_mib, g.mem_total_mib), ` + gpuCounterMJ + `,
- jg.idle_s, jg.agg_final, j.energy_mj,
- (SELECT m.value_s FROM job_gpu_metrics m WHERE m.job = j.id AND m.gpu_id = jg.gpu_id AND m.name = ?)
- FROM jobs j JOIN job_gpus jg ON jg.job = j.id JOIN gpus g ON g.id = jg.gpu_id JOIN nodes n ON n.id = jg.node_id
- WHERE j.start IS NOT NULL AND j.start < ? AND (j.end IS NULL OR j.end > ?)`
+	exportGPUsEnergy = `SELECT ` + exportGPUsColsHead + `, ` + gpuCounterMJ + `, ` + exportGPUsColsTail + `, j.energy_mj,
+ (SELECT m.value_s FROM job_gpu_metrics m WHERE m.job = j.id AND m.gpu_id = jg.gpu_id AND m.name = ?)` + exportGPUsFrom
 )
 
 // ExportJobsEnergyIn is ExportJobsIn with each run's power × seconds

@@ -9,8 +9,7 @@ import (
 // exportJobSamples is exportSamples narrowed to one job run's samples:
 // its own (job and restart) and those it shared (a jobs list, checked
 // here), with the list last so that it can be dropped.
-const exportJobSamples = `SELECT CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS INTEGER), t_ms, interval_ms, job, restart, idle, util, mem_util, mem_used_mib, power_mw, energy_mj, temp_c,
- sm_clock_mhz, missing, metrics, jobs FROM samples WHERE gpu_id = ? AND t_ms >= ? AND t_ms <= ? AND (job = ? AND restart = ? OR jobs IS NOT NULL) ORDER BY t_ms`
+const exportJobSamples = `SELECT ` + exportSampleCols + `, jobs FROM samples WHERE gpu_id = ? AND t_ms >= ? AND t_ms <= ? AND (job = ? AND restart = ? OR jobs IS NOT NULL) ORDER BY t_ms`
 
 // ExportJobSamples is ExportSamples for the samples of GPU g in
 // [fromMs, toMs] that the agent gave Slurm job jobID's run restart: a
@@ -18,10 +17,6 @@ const exportJobSamples = `SELECT CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS INT
 // even inside its allocation, and the sample taken at its end is. Rows
 // are the samples export's, as ExportSamples gives them.
 func (s *Store) ExportJobSamples(ctx context.Context, node string, g GPURow, jobID int64, restart int, fromMs, toMs int64, fn func(vals []any) error) error {
-	var idx any
-	if g.Index != nil {
-		idx = *g.Index
-	}
 	return s.export(ctx, func(vals []any) error {
 		last := len(vals) - 1
 		if list := vals[last]; list != nil {
@@ -34,7 +29,7 @@ func (s *Store) ExportJobSamples(ctx context.Context, node string, g GPURow, job
 			}
 		}
 		return fn(vals[:last])
-	}, exportJobSamples, node, g.UUID, idx, g.ID, fromMs, toMs, jobID, restart)
+	}, exportJobSamples, node, g.UUID, g.index(), g.ID, fromMs, toMs, jobID, restart)
 }
 
 // sharedWith says whether a sample's jobs list (JSON, as stored) names
