@@ -64,16 +64,6 @@ func (l *connLimits) release(uid uint32) {
 	}
 }
 
-// inUse is the number of open connections, of uid when one is given.
-func (l *connLimits) inUse(uid ...uint32) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(uid) > 0 {
-		return l.byUID[uid[0]]
-	}
-	return l.open
-}
-
 // socketCaps scales the sockets' total caps to the descriptor limit: all
 // of them together hold at most a quarter of nofile, the rest is the
 // agent's own (segments, spool, live file, NVML, shipping).

@@ -105,6 +105,16 @@ func TestConnLimits(t *testing.T) {
 	}
 }
 
+// inUse is the number of open connections, of uid when one is given.
+func (l *connLimits) inUse(uid ...uint32) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(uid) > 0 {
+		return l.byUID[uid[0]]
+	}
+	return l.open
+}
+
 // The sockets together never take more than a quarter of the descriptors.
 func TestSocketCaps(t *testing.T) {
 	for _, tc := range []struct {
