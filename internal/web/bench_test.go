@@ -57,7 +57,7 @@ func BenchmarkPages(b *testing.B) {
 	}
 	small := url.PathEscape(teams.Rows[len(teams.Rows)-1].Team)
 	year := "start=" + now.AddDate(-1, 0, 0).Format("2006-01-02") + "&end=" + now.Format("2006-01-02")
-	for _, p := range []struct{ name, path string }{
+	benchGets(b, srv, []benchPath{
 		{"overview-7d", "/accounting"},
 		{"overview-30d", "/accounting?start=now-30days"},
 		{"overview-year", "/accounting?" + year},
@@ -71,9 +71,18 @@ func BenchmarkPages(b *testing.B) {
 		{"team-7d", "/team/" + small},
 		{"api-jobs-team-7d", "/api/v1/jobs?team=" + small},
 		{"api-jobs-failed-7d", "/api/v1/jobs?state=failed"},
-	} {
+	})
+}
+
+// benchPath is one page or API answer a benchmark times.
+type benchPath struct{ name, path string }
+
+// benchGets times a GET of each path on srv, one sub-benchmark each,
+// reporting the answer's size; an answer other than 200 fails it.
+func benchGets(b *testing.B, srv *httptest.Server, paths []benchPath) {
+	for _, p := range paths {
 		b.Run(p.name, func(b *testing.B) {
-			for i := 0; i < b.N; i++ {
+			for b.Loop() {
 				resp, err := http.Get(srv.URL + p.path)
 				if err != nil {
 					b.Fatal(err)

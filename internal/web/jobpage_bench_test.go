@@ -2,8 +2,6 @@ package web_test
 
 import (
 	"fmt"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -27,23 +25,8 @@ func BenchmarkWorstJobPage(b *testing.B) {
 	defer h.Close()
 	srv := httptest.NewServer(h)
 	defer srv.Close()
-	for _, p := range []struct{ name, path string }{
+	benchGets(b, srv, []benchPath{
 		{"page", fmt.Sprintf("/job/c1/%d", j.ID)},
 		{"series", fmt.Sprintf("/api/v1/jobs/c1/%d/series", j.ID)},
-	} {
-		b.Run(p.name, func(b *testing.B) {
-			for b.Loop() {
-				resp, err := http.Get(srv.URL + p.path)
-				if err != nil {
-					b.Fatal(err)
-				}
-				n, _ := io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != http.StatusOK {
-					b.Fatalf("%s: %d", p.path, resp.StatusCode)
-				}
-				b.ReportMetric(float64(n), "bytes/op")
-			}
-		})
-	}
+	})
 }
