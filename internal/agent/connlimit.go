@@ -22,6 +22,9 @@ const (
 	// a connection that has sent no whole line by then is idle or a
 	// slowloris, and is closed (absolute, not reset by each byte).
 	firstLineWithin = 2 * time.Second
+	// connWithin: a connection's whole exchange, request to answer (a
+	// hook's identify and its event's announce; a profile request).
+	connWithin = 5 * time.Second
 	// acceptBackoffMax bounds the wait after failed accepts (EMFILE):
 	// the loop backs off from acceptBackoffMin instead of spinning.
 	acceptBackoffMin = 5 * time.Millisecond

@@ -20,13 +20,10 @@ func (a *Agent) serveProfiles(ctx context.Context, ln *net.UnixListener) {
 	a.accept(ctx, ln, "profile", a.profLim, func(uint32) string { return "" }, a.handleProfile)
 }
 
-// handleProfile answers the request of uid (SO_PEERCRED, taken at accept).
-func (a *Agent) handleProfile(ctx context.Context, c *net.UnixConn, uid uint32) {
+// handleProfile answers the request of uid (SO_PEERCRED, taken at accept),
+// within the deadlines accept set.
+func (a *Agent) handleProfile(ctx context.Context, c *net.UnixConn, uid uint32, _ time.Time) {
 	defer c.Close()
-	start := time.Now()
-	_ = c.SetDeadline(start.Add(5 * time.Second))
-	// any local user may connect: an idle one is closed soon (connlimit.go)
-	_ = c.SetReadDeadline(start.Add(firstLineWithin))
 	reply := func(r agentproto.ProfileResponse) { agentproto.Reply(c, r) }
 	var req agentproto.ProfileRequest
 	if sent, err := agentproto.Read(c, agentproto.MaxProfileMessage, &req); !sent {

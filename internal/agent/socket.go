@@ -81,8 +81,10 @@ type connRefusal struct {
 // accept hands each connection to ln to handle, on a goroutine of its
 // own, until ln is closed or ctx ends. A peer that allow refuses, or that
 // finds the socket or its uid at lim's cap, gets one error line and is
-// closed at once, so it holds no descriptor and no goroutine.
-func (a *Agent) accept(ctx context.Context, ln *net.UnixListener, name string, lim *connLimits, allow func(uid uint32) string, handle func(ctx context.Context, c *net.UnixConn, uid uint32)) {
+// closed at once, so it holds no descriptor and no goroutine. A connection
+// handed on must send its first line within firstLineWithin and is done
+// within connWithin, by until.
+func (a *Agent) accept(ctx context.Context, ln *net.UnixListener, name string, lim *connLimits, allow func(uid uint32) string, handle func(ctx context.Context, c *net.UnixConn, uid uint32, until time.Time)) {
 	what := name + " socket"
 	var backoff time.Duration
 	failures := 0
@@ -126,9 +128,14 @@ func (a *Agent) accept(ctx context.Context, ln *net.UnixListener, name string, l
 			refuse(c, fmt.Sprintf("%s busy: at its cap of %d connections (%d per user); try again", what, lim.total, lim.perUID))
 			continue
 		}
+		start := time.Now()
+		until := start.Add(connWithin)
+		_ = c.SetDeadline(until)
+		// any local user may connect: an idle one is closed soon (connlimit.go)
+		_ = c.SetReadDeadline(start.Add(firstLineWithin))
 		go func() {
 			defer lim.release(uid)
-			handle(ctx, c, uid)
+			handle(ctx, c, uid, until)
 		}()
 	}
 }
@@ -151,12 +158,9 @@ func peerUID(c *net.UnixConn) (uint32, error) {
 }
 
 // handleConn answers a hook's requests: the first within firstLineWithin
-// of the connection, all within 5 s.
-func (a *Agent) handleConn(ctx context.Context, c *net.UnixConn, _ uint32) {
+// of the connection, all by until (accept).
+func (a *Agent) handleConn(ctx context.Context, c *net.UnixConn, _ uint32, until time.Time) {
 	defer c.Close()
-	start := time.Now()
-	_ = c.SetDeadline(start.Add(5 * time.Second))
-	_ = c.SetReadDeadline(start.Add(firstLineWithin))
 	reply := func(r agentproto.Response) { agentproto.Reply(c, r) }
 	// An identify that names its event's key may be followed on the same
 	// connection by that event's announce (agentproto.Expect): read in
@@ -171,7 +175,7 @@ func (a *Agent) handleConn(ctx context.Context, c *net.UnixConn, _ uint32) {
 			return
 		}
 		// the announce comes after the hook spooled its event
-		_ = c.SetReadDeadline(start.Add(5 * time.Second))
+		_ = c.SetReadDeadline(until)
 		if !a.handleRequest(ctx, req, reply) {
 			return
 		}
