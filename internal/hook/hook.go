@@ -239,8 +239,9 @@ func askGPUs(ctx context.Context, d Deps, req agentproto.Direct) (agentproto.Res
 }
 
 // boundJob flags and drops values that parse but no job can have, as
-// ParseEnv does for those that do not parse: recorded as given, they
-// would have the whole event quarantined at ingest.
+// ParseEnv does for those that do not parse: recorded as given, a restart
+// count would have the whole event quarantined at ingest (whose bound is
+// record.MaxRestartCount too), and a uid or gid would name no one.
 func boundJob(j *slurm.Job) {
 	problem := func(key, val, why string) {
 		j.Problems = append(j.Problems, fmt.Sprintf("%s=%q: %s", key, val, why))
