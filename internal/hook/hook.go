@@ -59,7 +59,6 @@ func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *
 	if err != nil {
 		return res, fmt.Errorf("read job from environment: %w", err)
 	}
-	boundJob(&job)
 	if len(job.Missing) > 0 || len(job.Problems) > 0 {
 		log.Warn("incomplete job environment", "job", job.ID, "missing", strings.Join(job.Missing, ","), "problems", strings.Join(job.Problems, "; "))
 	}
@@ -236,29 +235,6 @@ func askGPUs(ctx context.Context, d Deps, req agentproto.Direct) (agentproto.Res
 		}
 	}
 	return askHelper(ctx, path, req)
-}
-
-// boundJob flags and drops values that parse but no job can have, as
-// ParseEnv does for those that do not parse: recorded as given, a restart
-// count would have the whole event quarantined at ingest (whose bound is
-// record.MaxRestartCount too), and a uid or gid would name no one.
-func boundJob(j *slurm.Job) {
-	problem := func(key, val, why string) {
-		j.Problems = append(j.Problems, fmt.Sprintf("%s=%q: %s", key, val, why))
-	}
-	if j.RestartCount > record.MaxRestartCount {
-		problem("SLURM_JOB_RESTART_COUNT", strconv.Itoa(j.RestartCount), fmt.Sprintf("above %d; recorded as 0", record.MaxRestartCount))
-		j.RestartCount = 0
-	}
-	for _, id := range []struct {
-		key string
-		v   **int64
-	}{{"SLURM_JOB_UID", &j.UID}, {"SLURM_JOB_GID", &j.GID}} {
-		if v := *id.v; v != nil && (*v < 0 || *v > record.MaxID) {
-			problem(id.key, strconv.FormatInt(*v, 10), fmt.Sprintf("not an id (0..%d); recorded as absent", int64(record.MaxID)))
-			*id.v = nil
-		}
-	}
 }
 
 func noteMissing(got []record.GPU, quality []string) []string {

@@ -79,15 +79,18 @@ func ParseEnv(getenv func(string) string) (Job, error) {
 	}
 	j.ArrayTaskID = p.int("SLURM_ARRAY_TASK_ID", false)
 	if rc := p.int("SLURM_JOB_RESTART_COUNT", false); rc != nil {
-		if *rc < 0 {
+		switch {
+		case *rc < 0:
 			p.problem("SLURM_JOB_RESTART_COUNT", strconv.FormatInt(*rc, 10), "negative")
-		} else {
+		case *rc > record.MaxRestartCount:
+			p.problem("SLURM_JOB_RESTART_COUNT", strconv.FormatInt(*rc, 10), fmt.Sprintf("above %d; recorded as 0", record.MaxRestartCount))
+		default:
 			j.RestartCount = int(*rc)
 		}
 	}
 	j.User = p.name("SLURM_JOB_USER", nameExtra, true)
-	j.UID = p.int("SLURM_JOB_UID", true)
-	j.GID = p.int("SLURM_JOB_GID", false)
+	j.UID = p.id("SLURM_JOB_UID", true)
+	j.GID = p.id("SLURM_JOB_GID", false)
 	j.Account = p.name("SLURM_JOB_ACCOUNT", nameExtra, false)
 	j.Partition = p.name("SLURM_JOB_PARTITION", nameExtra, false)
 	j.Node = p.name("SLURMD_NODENAME", nodeExtra, true)
@@ -187,6 +190,17 @@ func (p parser) int(key string, required bool) *int64 {
 		return nil
 	}
 	return &v
+}
+
+// id is a uid or gid: a number no job can have ((uid_t)-1, Slurm's
+// NO_VAL) is flagged and recorded as absent.
+func (p parser) id(key string, required bool) *int64 {
+	v := p.int(key, required)
+	if v != nil && (*v < 0 || *v > record.MaxID) {
+		p.problem(key, strconv.FormatInt(*v, 10), fmt.Sprintf("not an id (0..%d); recorded as absent", int64(record.MaxID)))
+		return nil
+	}
+	return v
 }
 
 func (p parser) name(key, extra string, required bool) string {
