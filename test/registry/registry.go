@@ -206,16 +206,8 @@ func FreeAddr(t testing.TB) string {
 // webconfigtest's throwaway one, self-signed as its own CA.
 func (r *Registry) makeTLS(t testing.TB) {
 	t.Helper()
-	f := webconfigtest.Write(t, true, nil, "")
-	dir := filepath.Dir(f.Path) // cert.pem and key.pem, as its web config names them
-	certPEM, err := os.ReadFile(filepath.Join(dir, "cert.pem"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyPEM, err := os.ReadFile(filepath.Join(dir, "key.pem"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	certPEM, keyPEM, pool := webconfigtest.SelfSigned(t)
+	var err error
 	if r.cert, err = tls.X509KeyPair(certPEM, keyPEM); err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +219,7 @@ func (r *Registry) makeTLS(t testing.TB) {
 	write(t, filepath.Join(r.CertDir, "ca.crt"), string(certPEM))
 	write(t, filepath.Join(r.dir, "server.pem"), string(certPEM))
 	write(t, filepath.Join(r.dir, "server.key"), string(keyPEM))
-	r.Roots = f.Pool
+	r.Roots = pool
 }
 
 func write(t testing.TB, path, data string) {

@@ -42,7 +42,7 @@ func Write(t testing.TB, withTLS bool, users map[string]string, extra string) Fi
 	var f Files
 	var b strings.Builder
 	if withTLS {
-		cert, key, pool := selfSigned(t)
+		cert, key, pool := SelfSigned(t)
 		if err := os.WriteFile(filepath.Join(dir, "cert.pem"), cert, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -78,7 +78,10 @@ func (f Files) Client() *http.Client {
 	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
 }
 
-func selfSigned(t testing.TB) (certPEM, keyPEM []byte, pool *x509.CertPool) {
+// SelfSigned is a throwaway certificate for 127.0.0.1, ::1 and
+// localhost, valid for an hour and its own CA, as PEM, with a pool that
+// trusts it.
+func SelfSigned(t testing.TB) (certPEM, keyPEM []byte, pool *x509.CertPool) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
