@@ -13,7 +13,7 @@ import (
 	"os"
 
 	"github.com/aicloud/gpusuite/internal/agentproto"
-	"github.com/aicloud/gpusuite/internal/buildinfo"
+	"github.com/aicloud/gpusuite/internal/cli/buildinfo"
 	"github.com/aicloud/gpusuite/internal/hookgpus"
 )
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/aicloud/gpusuite/internal/buildinfo"
+	"github.com/aicloud/gpusuite/internal/cli/buildinfo"
 	"github.com/aicloud/gpusuite/internal/config"
 )
 

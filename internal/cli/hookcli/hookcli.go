@@ -11,7 +11,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/aicloud/gpusuite/internal/buildinfo"
+	"github.com/aicloud/gpusuite/internal/cli/buildinfo"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/hook"
 	"github.com/aicloud/gpusuite/internal/record"
