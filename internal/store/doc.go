@@ -39,6 +39,8 @@
 //	write_keys.go       applied record keys, never pruned;  write_files.go  ingested files
 //	write_prune.go      retention;  write_passes.go  the pass log;  write_ignore.go  ignore decisions
 //	write_series_buckets.go  a job run's samples summed per GPU and 5 minutes, for long series
+//	write_notify.go     the notifier's outbox (fire-once keys, claims, outcomes) and opt-outs
+//	write_notes.go      notes and bookings on nodes and GPUs, added and removed
 //
 // Typed reads, read_*.go, over plain row structs for report and web:
 //
@@ -46,8 +48,9 @@
 //	read_nodes_overview.go  read_running.go  read_facts.go  read_cluster.go  read_export.go
 //	read_export_job.go (one job run's samples)
 //	read_passes.go  read_stats.go  read_invariants.go (hours whose used passes allocated)
+//	read_notify.go (messages kept, the queue, opt-outs, running GPUs' idle windows)
+//	read_notes.go (notes and bookings; the nodes and clusters a note may name)
 //
 // Between ledgers (gpuacct migrate): copy.go (a resumable copy between any
-// two ledgers) and copy_verify.go (its row-by-row verification). notes.go
-// holds notes and bookings on nodes and GPUs.
+// two ledgers) and copy_verify.go (its row-by-row verification).
 package store

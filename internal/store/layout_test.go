@@ -1,6 +1,7 @@
 package store
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,20 +12,19 @@ import (
 )
 
 // TestFileRooms holds the layout doc.go describes: every source file of
-// the store names its room by prefix, and none is named like an ingest
-// file, which would read as the same thing in two places.
+// the store names its room by prefix, and none is named like a file of
+// another package of the module, which would read as the same thing in
+// two places (doc.go, every package's map of itself, aside).
 func TestFileRooms(t *testing.T) {
 	store := sourceFiles(t, ".")
-	ingest := sourceFiles(t, filepath.Join("..", "ingest"))
-	// notes.go moves out with the notes; doc.go is the map itself.
-	unprefixed := []string{"doc.go", "notes.go"}
+	others := otherFiles(t)
 	var stray, twins []string
 	for _, f := range store {
-		if slices.Contains(ingest, f) {
-			twins = append(twins, f)
-		}
-		if slices.Contains(unprefixed, f) {
+		if f == "doc.go" {
 			continue
+		}
+		if where, ok := others[f]; ok {
+			twins = append(twins, f+" ~ "+where)
 		}
 		if !slices.ContainsFunc([]string{"engine_", "write_", "read_", "copy"}, func(p string) bool { return strings.HasPrefix(f, p) }) {
 			stray = append(stray, f)
@@ -35,7 +35,7 @@ func TestFileRooms(t *testing.T) {
 		got  []string
 	}{
 		{"without a room prefix", stray},
-		{"named like an ingest file", twins},
+		{"named like another package's file", twins},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if diff := cmp.Diff([]string(nil), tc.got); diff != "" {
@@ -43,6 +43,44 @@ func TestFileRooms(t *testing.T) {
 			}
 		})
 	}
+}
+
+// otherFiles maps the non-test Go file names of the module's packages
+// outside the store (its own subpackages are its rooms) to a directory
+// that holds one.
+func otherFiles(t *testing.T) map[string]string {
+	t.Helper()
+	root := filepath.Join("..", "..")
+	self, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return err
+		}
+		if n := d.Name(); path != root && (strings.HasPrefix(n, ".") || n == "testdata" || abs == self) {
+			return filepath.SkipDir
+		}
+		for _, f := range sourceFiles(t, path) {
+			if _, ok := out[f]; !ok {
+				out[f] = path
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // sourceFiles are the non-test Go files of dir.
