@@ -9,10 +9,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/aicloud/gpusuite/internal/config"
 )
 
 // maxDoc bounds every page the test reads; the longest is a few tens of KiB.
@@ -223,5 +226,226 @@ func TestFileNames(t *testing.T) {
 	}
 	if want := "sample.go engine_*.go"; strings.Join(got, " ") != want {
 		t.Errorf("file names = %q, want %q", strings.Join(got, " "), want)
+	}
+}
+
+// allDocs is every page a reader may be sent to, README.md included, as
+// one text: a thing is documented when any of them names it.
+func allDocs(t *testing.T) string {
+	t.Helper()
+	pages, err := filepath.Glob("*.md")
+	if err != nil {
+		t.Fatalf("glob docs: %v", err)
+	}
+	pages = append(pages, filepath.Join("..", "README.md"))
+	var b strings.Builder
+	for _, p := range pages {
+		b.WriteString(readDoc(t, p))
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// goSources returns the text of every non-test Go file under root, by
+// path, leaving out what no user or admin meets: the tests' harnesses,
+// their support packages and the benchmarks.
+func goSources(t *testing.T, root string) map[string]string {
+	t.Helper()
+	skip := map[string]bool{"test": true, "bench": true, "docs": true, "internal/testkit": true}
+	out := map[string]string{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			name := d.Name()
+			if path != root && (skip[rel] || strings.HasPrefix(name, ".") || name == "testdata" || name == "vendor" || name == "bin") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") {
+			return nil
+		}
+		out[rel] = readDoc(t, path)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("walk %q: %v", root, err)
+	}
+	return out
+}
+
+// configKeys returns every key of a section type, dotted below the
+// section ("simulated.count"), from its toml tags.
+func configKeys(typ reflect.Type, prefix string) []string {
+	var out []string
+	for i := 0; i < typ.NumField(); i++ {
+		f := typ.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+		if tag == "" || tag == "-" {
+			continue
+		}
+		if f.Type.Kind() == reflect.Struct && f.Type != reflect.TypeOf(config.Duration{}) {
+			out = append(out, configKeys(f.Type, prefix+tag+".")...)
+			continue
+		}
+		out = append(out, prefix+tag)
+	}
+	return out
+}
+
+// TestConfigKeysDocumented holds docs/configuration.md to the config
+// file's keys: each is named in its section's part of the page.
+func TestConfigKeysDocumented(t *testing.T) {
+	page := readDoc(t, "configuration.md")
+	typ := reflect.TypeOf(config.Config{})
+	for i := 0; i < typ.NumField(); i++ {
+		f := typ.Field(i)
+		section, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+		t.Run(section, func(t *testing.T) {
+			_, text, ok := strings.Cut(page, "\n## ["+section+"]\n")
+			if !ok {
+				t.Fatalf("docs/configuration.md has no section ## [%s]", section)
+			}
+			text, _, _ = strings.Cut(text, "\n## ")
+			keys := configKeys(f.Type, "")
+			if len(keys) == 0 {
+				t.Fatalf("section %s has no keys: is its type's toml tag read?", section)
+			}
+			for _, k := range keys {
+				if !strings.Contains(text, "`"+k+"`") {
+					t.Errorf("docs/configuration.md, [%s], does not name key `%s`", section, k)
+				}
+			}
+		})
+	}
+}
+
+// metricName is a Prometheus metric the programs serve, as its name
+// appears in a string literal.
+var metricName = regexp.MustCompile(`"((?:gpusuite|gpuacct|nfssync)_[a-z0-9_]*[a-z0-9])"`)
+
+// TestMetricsDocumented: every metric a program serves on /metrics is
+// named in the docs.
+func TestMetricsDocumented(t *testing.T) {
+	docs := allDocs(t)
+	found := map[string]string{}
+	for path, src := range goSources(t, "..") {
+		for _, m := range metricName.FindAllStringSubmatch(src, -1) {
+			found[m[1]] = path
+		}
+	}
+	if len(found) < 40 {
+		t.Fatalf("found %d metric names: is the test run from docs/?", len(found))
+	}
+	for name, path := range found {
+		if !regexp.MustCompile(`\b` + name + `\b`).MatchString(docs) {
+			t.Errorf("metric %s (%s) is named in no doc", name, path)
+		}
+	}
+}
+
+var (
+	// route is a pattern internal/web registers: "GET /api/v1/jobs".
+	route = regexp.MustCompile(`"GET (/[^" ]*)"`)
+	// constRoute is a route held in a constant: eventsPath = "/api/...".
+	constRoute = regexp.MustCompile(`(?m)^\s*\w+Path\s*=\s*"(/[^"]*)"`)
+	// wildcard is a path segment a pattern names: {cluster}, {id}.
+	wildcard = regexp.MustCompile(`\\\{[^/]*\}`)
+)
+
+// TestRoutesDocumented: every page and API route serve answers is in
+// docs/api.md or docs/dashboard.md. A wildcard may be written as the
+// pattern writes it ({id}) or in capitals (ID).
+func TestRoutesDocumented(t *testing.T) {
+	docs := readDoc(t, "api.md") + readDoc(t, "dashboard.md")
+	var routes []string
+	for path, src := range goSources(t, "..") {
+		if !strings.HasPrefix(path, "internal/web/") {
+			continue
+		}
+		for _, re := range []*regexp.Regexp{route, constRoute} {
+			for _, m := range re.FindAllStringSubmatch(src, -1) {
+				routes = append(routes, m[1])
+			}
+		}
+	}
+	if len(routes) < 10 {
+		t.Fatalf("found %d routes in internal/web: is the test run from docs/?", len(routes))
+	}
+	for _, r := range routes {
+		r = strings.TrimSuffix(r, "{$}")
+		if r == "/" {
+			continue // the board page: "/" is everywhere
+		}
+		pat := wildcard.ReplaceAllString(regexp.QuoteMeta(r), `(?:\{[a-z]+\}|[A-Z]+)`)
+		if !regexp.MustCompile("(?m)(?:`|GET )" + pat + "(?:[`?]|$)").MatchString(docs) {
+			t.Errorf("route %s is in neither docs/api.md nor docs/dashboard.md", r)
+		}
+	}
+}
+
+// envVar is a GPUSUITE_* variable a program reads.
+var envVar = regexp.MustCompile(`"(GPUSUITE_[A-Z0-9_]+)"`)
+
+// TestEnvironmentDocumented: every GPUSUITE_* variable a program reads
+// is named in the docs (the tests' own are in internal/testkit and test/).
+func TestEnvironmentDocumented(t *testing.T) {
+	docs := allDocs(t)
+	found := map[string]string{}
+	for path, src := range goSources(t, "..") {
+		for _, m := range envVar.FindAllStringSubmatch(src, -1) {
+			found[m[1]] = path
+		}
+	}
+	if len(found) < 40 {
+		t.Fatalf("found %d variables: is the test run from docs/?", len(found))
+	}
+	for name, path := range found {
+		if !regexp.MustCompile(`\b` + name + `\b`).MatchString(docs) {
+			t.Errorf("%s (%s) is named in no doc", name, path)
+		}
+	}
+}
+
+// manCommand is a command or subcommand heading of a man page.
+var manCommand = regexp.MustCompile(`(?m)^\.(SH|SS) ([a-z][a-z-]*)$`)
+
+// TestCommandsDocumented: every command of every program's man page is
+// named in the docs, as "gpuacct note" or, for a subcommand, "note add"
+// or in a synopsis's {a|b} list.
+func TestCommandsDocumented(t *testing.T) {
+	docs := allDocs(t)
+	pages, err := filepath.Glob("../packaging/man/*.1")
+	if err != nil || len(pages) < 5 {
+		t.Fatalf("man pages: %d found, %v", len(pages), err)
+	}
+	for _, p := range pages {
+		prog := strings.TrimSuffix(filepath.Base(p), ".1")
+		_, text, ok := strings.Cut(readDoc(t, p), "\n.SH COMMANDS\n")
+		if !ok {
+			continue
+		}
+		parent := ""
+		for _, m := range manCommand.FindAllStringSubmatch(text, -1) {
+			name := m[2]
+			if m[1] == "SH" {
+				parent = name
+				if !strings.Contains(docs, prog+" "+name) {
+					t.Errorf("%s %s is named in no doc", prog, name)
+				}
+				continue
+			}
+			sub := regexp.MustCompile(`\b` + parent + ` ` + name + `\b|[{|]` + name + `[|}]`)
+			if !sub.MatchString(docs) {
+				t.Errorf("%s %s %s is named in no doc", prog, parent, name)
+			}
+		}
 	}
 }
