@@ -9,13 +9,13 @@ import (
 	"flag"
 	"testing"
 
-	"github.com/aicloud/gpusuite/internal/cli/cliwire/cliwiretest"
+	"github.com/aicloud/gpusuite/internal/testkit/cmdline"
 )
 
 var update = flag.Bool("update", false, "rewrite packaging/man and packaging/completion from the command definitions")
 
 func TestManAndCompletions(t *testing.T) {
-	cliwiretest.ManAndCompletions(t, "../packaging", "gpuacct", helpApp(), *update, map[string][]string{
+	cmdline.ManAndCompletions(t, "../packaging", "gpuacct", helpApp(), *update, map[string][]string{
 		"gpuacct rep":               {"report"},
 		"gpuacct report te":         {"teams"},
 		"gpuacct report teams --st": {"--store-url", "--start"},

@@ -19,8 +19,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/aicloud/gpusuite/internal/cli/cliwire"
-	"github.com/aicloud/gpusuite/internal/cli/cliwire/cliwiretest"
-	"github.com/aicloud/gpusuite/internal/logging/logtest"
+	"github.com/aicloud/gpusuite/internal/testkit/cmdline"
+	"github.com/aicloud/gpusuite/internal/testkit/logs"
 )
 
 // helpApp is gpuacct's command tree as the binary prepares it.
@@ -30,12 +30,12 @@ func helpApp() *cli.App {
 	return app
 }
 
-func TestHelpDefaultsAreTheConfigs(t *testing.T) { cliwiretest.CheckDefaults(t, helpApp()) }
+func TestHelpDefaultsAreTheConfigs(t *testing.T) { cmdline.CheckDefaults(t, helpApp()) }
 
-func TestHelpNamesTheProgramOnce(t *testing.T) { cliwiretest.CheckNoDoubledName(t, helpApp()) }
+func TestHelpNamesTheProgramOnce(t *testing.T) { cmdline.CheckNoDoubledName(t, helpApp()) }
 
 // needsCluster are the examples no test runs, each with what it needs.
-// Each still goes through gpuacct's command line (cliwiretest.CheckExamples).
+// Each still goes through gpuacct's command line (cmdline.CheckExamples).
 var needsCluster = map[string]string{
 	"gpuacct agent                       # on every GPU server (systemd unit gpuacct-agent)":               "NVML GPUs, a GPU server",
 	"gpuacct agent                                   # as the unit runs it":                                "NVML GPUs, a GPU server",
@@ -203,7 +203,7 @@ func TestHelpExamplesRun(t *testing.T) {
 		runs[l] = r
 	}
 	ran := map[string]bool{}
-	cliwiretest.CheckExamples(t, helpApp, marks, func(t *testing.T, ex cliwiretest.Example, args []string) {
+	cmdline.CheckExamples(t, helpApp, marks, func(t *testing.T, ex cmdline.Example, args []string) {
 		ran[ex.Line] = true
 		want, ok := runs[ex.Line]
 		if !ok {
@@ -344,10 +344,10 @@ func serveExample(t *testing.T, cfg string, args []string, want string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var logs logtest.Buffer
+	var logbuf logs.Buffer
 	done := make(chan int, 1)
 	go func() {
-		code, _ := gpuacct(t, ctx, cfg, &logs, args[1:]...)
+		code, _ := gpuacct(t, ctx, cfg, &logbuf, args[1:]...)
 		done <- code
 	}()
 	var addr string
@@ -357,14 +357,14 @@ func serveExample(t *testing.T, cfg string, args []string, want string) {
 	for addr == "" {
 		select {
 		case code := <-done:
-			t.Fatalf("serve ended (exit %d) before listening: %s", code, logs.String())
+			t.Fatalf("serve ended (exit %d) before listening: %s", code, logbuf.String())
 		case <-tick.C:
 		}
-		if m := listenLine.FindStringSubmatch(logs.String()); m != nil {
+		if m := listenLine.FindStringSubmatch(logbuf.String()); m != nil {
 			addr = strings.Trim(m[1], `"`)
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("serve not listening in a minute: %s", logs.String())
+			t.Fatalf("serve not listening in a minute: %s", logbuf.String())
 		}
 	}
 	// /metrics counts a pass once one ran: ask until it has.
@@ -388,10 +388,10 @@ func serveExample(t *testing.T, cfg string, args []string, want string) {
 	select {
 	case code := <-done:
 		if code != 0 {
-			t.Errorf("serve exits %d once stopped: %s", code, logs.String())
+			t.Errorf("serve exits %d once stopped: %s", code, logbuf.String())
 		}
 	case <-time.After(time.Minute):
-		t.Fatalf("serve still running a minute after it was stopped: %s", logs.String())
+		t.Fatalf("serve still running a minute after it was stopped: %s", logbuf.String())
 	}
 }
 

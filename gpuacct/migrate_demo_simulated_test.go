@@ -26,7 +26,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/report/timespec"
 	"github.com/aicloud/gpusuite/internal/store"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 	"github.com/aicloud/gpusuite/internal/web"
 )
 
@@ -59,7 +59,7 @@ var (
 // API: the answers must be the same bytes. A site that moves its ledger
 // must not see its numbers change.
 func TestPostgresMigrateDemoReportsIdentical(t *testing.T) {
-	pg := storetest.NewPostgresDB(t) // without a server: fails, not skips
+	pg := ledgerdb.NewPostgresDB(t) // without a server: fails, not skips
 	dir := t.TempDir()
 	db, worst := demoLedger(t, dir)
 	getenv := demoConfig(t, dir)

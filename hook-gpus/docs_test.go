@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aicloud/gpusuite/internal/cli/cliwire/cliwiretest"
+	"github.com/aicloud/gpusuite/internal/testkit/cmdline"
 )
 
 var update = flag.Bool("update", false, "rewrite packaging/man/hook-gpus.1 from --help")
@@ -17,5 +17,5 @@ func TestManPage(t *testing.T) {
 	if code := run([]string{"hook-gpus", "--help"}, strings.NewReader(""), &out, &errb); code != 0 {
 		t.Fatalf("--help: exit %d", code)
 	}
-	cliwiretest.Golden(t, "../packaging/man/hook-gpus.1", cliwiretest.ManFromHelp("hook-gpus", errb.String()), *update)
+	cmdline.Golden(t, "../packaging/man/hook-gpus.1", cmdline.ManFromHelp("hook-gpus", errb.String()), *update)
 }

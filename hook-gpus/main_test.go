@@ -8,12 +8,12 @@ import (
 	"testing"
 
 	"github.com/aicloud/gpusuite/internal/agentproto"
-	"github.com/aicloud/gpusuite/internal/cli/cliwire/cliwiretest"
 	_ "github.com/aicloud/gpusuite/internal/sim/simulated" // requests below name gpu.backend = "simulated"
+	"github.com/aicloud/gpusuite/internal/testkit/cmdline"
 )
 
 func TestVersionAndBogus(t *testing.T) {
-	cliwiretest.VersionAndBogus(t, "hook-gpus", func(args []string, stdout, stderr *os.File) int {
+	cmdline.VersionAndBogus(t, "hook-gpus", func(args []string, stdout, stderr *os.File) int {
 		return run(args, strings.NewReader(""), stdout, stderr)
 	}, "hook-gpus: flag provided but not defined: -bogus (run 'hook-gpus --help')\n")
 }

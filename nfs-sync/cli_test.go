@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aicloud/gpusuite/internal/logging/logtest"
-	"github.com/aicloud/gpusuite/internal/nfssync/fusetest"
+	"github.com/aicloud/gpusuite/internal/testkit/fusefs"
+	"github.com/aicloud/gpusuite/internal/testkit/logs"
 )
 
 func envFunc(m map[string]string) func(string) string {
@@ -151,9 +151,9 @@ func TestCLITouch(t *testing.T) {
 
 // TestCLIRun: run passes CMD's exit status on and fixes what CMD wrote.
 func TestCLIRun(t *testing.T) {
-	a, b := fusetest.TwoClients(t)
+	a, b := fusefs.TwoClients(t)
 	env := map[string]string{"GPUSUITE_CONFIG": writeConfig(t, "[nfssync]\nbackend = \"inotify\"\n")}
-	fusetest.StartOfSecond()
+	fusefs.StartOfSecond()
 	writeFile(t, a.Path("r"), "AAAA")
 	if got := readFile(t, b.Path("r")); got != "AAAA" {
 		t.Fatalf("B reads %q", got)
@@ -191,7 +191,7 @@ func TestCLIWatchSystemd(t *testing.T) {
 		"GPUSUITE_CONFIG": writeConfig(t, "[nfssync]\nbackend = \"inotify\"\nwindow = \"50ms\"\nsettle = \"10ms\"\n")}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
-	var stderr logtest.Buffer
+	var stderr logs.Buffer
 	go func() {
 		done <- MainContext(ctx, []string{"nfs-sync", "watch", "--metrics-listen", addr, dir}, io.Discard, &stderr, envFunc(env))
 	}()

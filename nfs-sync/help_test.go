@@ -12,8 +12,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/aicloud/gpusuite/internal/cli/cliwire/cliwiretest"
-	"github.com/aicloud/gpusuite/internal/logging/logtest"
+	"github.com/aicloud/gpusuite/internal/testkit/cmdline"
+	"github.com/aicloud/gpusuite/internal/testkit/logs"
 )
 
 // helpApp is nfs-sync's command tree as Main runs it.
@@ -21,9 +21,9 @@ func helpApp() *cli.App {
 	return newApp(io.Discard, io.Discard, func(string) string { return "" })
 }
 
-func TestHelpDefaultsAreTheConfigs(t *testing.T) { cliwiretest.CheckDefaults(t, helpApp()) }
+func TestHelpDefaultsAreTheConfigs(t *testing.T) { cmdline.CheckDefaults(t, helpApp()) }
 
-func TestHelpNamesTheProgramOnce(t *testing.T) { cliwiretest.CheckNoDoubledName(t, helpApp()) }
+func TestHelpNamesTheProgramOnce(t *testing.T) { cmdline.CheckNoDoubledName(t, helpApp()) }
 
 // examples are what each example must do: print want (stdout and the
 // log), and, for watch, fix a file written below the directory it
@@ -59,7 +59,7 @@ func TestHelpExamplesRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	cliwiretest.CheckExamples(t, helpApp, nil, func(t *testing.T, ex cliwiretest.Example, args []string) {
+	cmdline.CheckExamples(t, helpApp, nil, func(t *testing.T, ex cmdline.Example, args []string) {
 		want, ok := examples[ex.Line]
 		if !ok {
 			t.Fatalf("%s: example %q: say in examples what it prints", ex.Command, ex.Line)
@@ -102,7 +102,7 @@ func TestHelpExamplesRun(t *testing.T) {
 			watchExample(t, expanded, env, data, want)
 			return
 		}
-		var out logtest.Buffer
+		var out logs.Buffer
 		if code := Main(expanded, &out, &out, env); code != 0 {
 			t.Fatalf("%s: example %q exits %d: %s", ex.Command, ex.Line, code, out.String())
 		}
@@ -119,7 +119,7 @@ func watchExample(t *testing.T, args []string, env func(string) string, data, wa
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var log logtest.Buffer
+	var log logs.Buffer
 	done := make(chan int, 1)
 	go func() { done <- MainContext(ctx, args, &log, &log, env) }()
 	f := filepath.Join(data, "home", "alice", "out.txt")

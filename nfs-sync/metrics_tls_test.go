@@ -9,15 +9,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aicloud/gpusuite/internal/logging/logtest"
-	"github.com/aicloud/gpusuite/internal/webconfig/webconfigtest"
+	"github.com/aicloud/gpusuite/internal/testkit/logs"
+	"github.com/aicloud/gpusuite/internal/testkit/tlscert"
 )
 
 // TestCLIWatchMetricsTLS: with --web-config-file naming TLS and a user,
 // watch serves /metrics over HTTPS to that user only.
 func TestCLIWatchMetricsTLS(t *testing.T) {
 	dir := t.TempDir()
-	f := webconfigtest.Write(t, true, map[string]string{"prometheus": "scrape"}, "")
+	f := tlscert.Write(t, true, map[string]string{"prometheus": "scrape"}, "")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -27,7 +27,7 @@ func TestCLIWatchMetricsTLS(t *testing.T) {
 	env := map[string]string{"GPUSUITE_CONFIG": writeConfig(t, "[nfssync]\nbackend = \"inotify\"\n")}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
-	var stderr logtest.Buffer
+	var stderr logs.Buffer
 	go func() {
 		done <- MainContext(ctx, []string{"nfs-sync", "watch", "--metrics-listen", addr, "--web-config-file", f.Path, dir}, io.Discard, &stderr, envFunc(env))
 	}()

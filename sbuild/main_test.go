@@ -4,11 +4,11 @@ import (
 	"os"
 	"testing"
 
-	"github.com/aicloud/gpusuite/internal/cli/cliwire/cliwiretest"
+	"github.com/aicloud/gpusuite/internal/testkit/cmdline"
 )
 
 func TestVersionAndBogus(t *testing.T) {
-	cliwiretest.VersionAndBogus(t, "sbuild", func(args []string, stdout, stderr *os.File) int {
+	cmdline.VersionAndBogus(t, "sbuild", func(args []string, stdout, stderr *os.File) int {
 		return run(args, os.Stdin, stdout, stderr, func(string) string { return "" })
 	}, "sbuild: unknown option --bogus (see sbuild --help)\n")
 }

@@ -21,7 +21,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/slurmstate"
 	"github.com/aicloud/gpusuite/internal/store"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
@@ -245,7 +245,7 @@ func TestBadInput(t *testing.T) {
 // still shown.
 func TestLedgerNotes(t *testing.T) {
 	ctx := context.Background()
-	l := storetest.NewLedger(t)
+	l := ledgerdb.NewLedger(t)
 	st, err := store.Open(ctx, store.Options{Path: l.Path, URL: l.URL})
 	if err != nil {
 		t.Fatal(err)

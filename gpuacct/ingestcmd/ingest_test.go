@@ -13,13 +13,13 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/cli/cliwire"
 	"github.com/aicloud/gpusuite/internal/config"
-	"github.com/aicloud/gpusuite/internal/logging/logtest"
 	"github.com/aicloud/gpusuite/internal/store"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
+	"github.com/aicloud/gpusuite/internal/testkit/logs"
 )
 
 // ledgerArgs are the options that point ingest at l.
-func ledgerArgs(l storetest.Ledger) []string {
+func ledgerArgs(l ledgerdb.Ledger) []string {
 	if l.URL != "" {
 		return []string{"--store-url", l.URL}
 	}
@@ -35,7 +35,7 @@ func app(stdout, stderr *bytes.Buffer) *cli.App {
 // TestCLIErrors: bad input gives one clear line and a non-zero exit.
 func TestCLIErrors(t *testing.T) {
 	root := t.TempDir()
-	held := storetest.NewLedger(t)
+	held := ledgerdb.NewLedger(t)
 	locked, err := store.Open(context.Background(), store.Options{Path: held.Path, URL: held.URL})
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +64,7 @@ func TestCLIErrors(t *testing.T) {
 		{"bad --store-url", []string{"ingest", "--store-url", "mysql://db/acct"}, `--store-url: must start with postgres://`, 2},
 		{"bad keep flag", []string{"ingest", "--keep", "shred", "--db", filepath.Join(root, "x.db")}, `--keep: "shred" is not archive or delete`, 2},
 		{"unknown service user", []string{"ingest", "--service-user", "no-such-user-xyz", "--db", filepath.Join(root, "y.db")}, "service user", 1},
-		{"missing incoming", append([]string{"ingest", "--incoming", "/nonexistent/incoming"}, ledgerArgs(storetest.NewLedger(t))...), "incoming directory", 1},
+		{"missing incoming", append([]string{"ingest", "--incoming", "/nonexistent/incoming"}, ledgerArgs(ledgerdb.NewLedger(t))...), "incoming directory", 1},
 		{"unknown option", []string{"ingest", "--bogus"}, "unknown option --bogus (see 'gpuacct ingest --help')", 2},
 	}
 	for _, tc := range tests {
@@ -185,7 +185,7 @@ func TestStoreURLPrecedence(t *testing.T) {
 // TestIngestWait: with --wait, ingest waits for the writer that holds the
 // ledger, says so, and runs its pass once that writer lets go.
 func TestIngestWait(t *testing.T) {
-	l := storetest.NewLedger(t)
+	l := ledgerdb.NewLedger(t)
 	holder, err := store.Open(context.Background(), store.Options{Path: l.Path, URL: l.URL})
 	if err != nil {
 		t.Fatal(err)
@@ -200,7 +200,7 @@ func TestIngestWait(t *testing.T) {
 		}
 	}
 	var out bytes.Buffer
-	var errw logtest.Buffer
+	var errw logs.Buffer
 	getenv := func(string) string { return "" }
 	a := &cli.App{Name: "gpuacct", Flags: []cli.Flag{cliwire.ConfigFlag()}, Writer: &out, ErrWriter: &errw,
 		Commands: []*cli.Command{Command(&out, &errw, getenv)}}

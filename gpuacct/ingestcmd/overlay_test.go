@@ -6,8 +6,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/aicloud/gpusuite/internal/cli/cliwire/cliwiretest"
 	"github.com/aicloud/gpusuite/internal/config"
+	"github.com/aicloud/gpusuite/internal/testkit/cmdline"
 )
 
 // TestFlagsOverFile: each option of ingest and serve that names a key
@@ -32,7 +32,7 @@ interval = "5m"
 `
 	flags := append(Flags(), &cli.DurationFlag{Name: "interval"}, &cli.StringFlag{Name: "metrics-listen"})
 	load := func(c *cli.Context) (config.Config, error) { return Config(c, func(string) string { return "" }) }
-	cliwiretest.FlagsOverFile(t, "ingest", body, flags, load, []cliwiretest.FlagCase{
+	cmdline.FlagsOverFile(t, "ingest", body, flags, load, []cmdline.FlagCase{
 		{Flag: "db", Value: "/flag/acct.db", Set: func(c *config.Config) { c.Store.Path = "/flag/acct.db" }},
 		{Flag: "store-url", Value: "postgres://flag/acct", Set: func(c *config.Config) { c.Store.URL = "postgres://flag/acct" }},
 		{Flag: "incoming", Value: "/flag/incoming", Set: func(c *config.Config) { c.Ingest.Incoming = "/flag/incoming" }},

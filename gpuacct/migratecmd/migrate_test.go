@@ -17,7 +17,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/cli/cliwire"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/store"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
@@ -236,7 +236,7 @@ func TestMigrateSourceWriterRuns(t *testing.T) {
 			t.Errorf("%v: stdout %q, want none", args, out)
 		}
 	}
-	if n := storetest.Scalar[int64](t, to, `SELECT count(*) FROM meta WHERE key LIKE 'migrate.%'`); n != 0 {
+	if n := ledgerdb.Scalar[int64](t, to, `SELECT count(*) FROM meta WHERE key LIKE 'migrate.%'`); n != 0 {
 		t.Errorf("a refused copy marked the destination (%d migrate keys)", n)
 	}
 }
@@ -246,7 +246,7 @@ func TestMigrateSourceWriterRuns(t *testing.T) {
 // exist: the password shows nowhere.
 func TestPostgresMigrate(t *testing.T) {
 	f := newFixture(t)
-	dst := storetest.NewPostgresDB(t)
+	dst := ledgerdb.NewPostgresDB(t)
 	u, err := url.Parse(dst)
 	if err != nil {
 		t.Fatal(err)

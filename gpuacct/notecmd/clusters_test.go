@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 // TestListClusters: with two clusters in the ledger, each with a note on
@@ -14,9 +14,9 @@ import (
 func TestListClusters(t *testing.T) {
 	f := newFixture(t)
 	loc := f.db.Loc()
-	storetest.Exec(t, loc, `INSERT INTO nodes(cluster, name) VALUES ('c2', 'gpu01')`)
+	ledgerdb.Exec(t, loc, `INSERT INTO nodes(cluster, name) VALUES ('c2', 'gpu01')`)
 	until, created := now.Unix()+86400, now.Unix()-60
-	storetest.Exec(t, loc, `INSERT INTO notes(cluster, node, until, text, author, uid, created) VALUES
+	ledgerdb.Exec(t, loc, `INSERT INTO notes(cluster, node, until, text, author, uid, created) VALUES
 	 ('c1', 'gpu01', ?, 'c1 fan broken', 'alice', 1000, ?), ('c2', 'gpu01', ?, 'c2 booked', 'bob', 1001, ?)`, until, created, until, created)
 	for _, tc := range []struct {
 		name       string
@@ -64,7 +64,7 @@ func TestListClusters(t *testing.T) {
 // filed: the note would be in force for c1, and no board cell show it.
 func TestAddOtherCluster(t *testing.T) {
 	f := newFixture(t)
-	storetest.Exec(t, f.db.Loc(), `INSERT INTO nodes(cluster, name) VALUES ('c2', 'gpu07')`)
+	ledgerdb.Exec(t, f.db.Loc(), `INSERT INTO nodes(cluster, name) VALUES ('c2', 'gpu07')`)
 	code, out, errs := f.run(t, 0, "note", "add", "gpu07", "--until", "4h", "--text", "booked")
 	want := `note add: node gpu07 is on cluster c2, not on "c1", the note's (cluster.name): no board of "c1" shows it; set cluster.name to the agents' cluster`
 	if code != 1 || !strings.Contains(errs, want) {

@@ -20,7 +20,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/requests"
 	"github.com/aicloud/gpusuite/internal/store"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
@@ -33,7 +33,7 @@ var now = time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
 type fixture struct {
 	cfg, reqs string
 	// db is the ledger, on the engine under test.
-	db storetest.Ledger
+	db ledgerdb.Ledger
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -45,7 +45,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Skip("needs root to give request files to other users (chown)")
 	}
 	root := t.TempDir()
-	f := &fixture{cfg: filepath.Join(root, "gpusuite.toml"), db: storetest.NewLedger(t), reqs: filepath.Join(root, "requests")}
+	f := &fixture{cfg: filepath.Join(root, "gpusuite.toml"), db: ledgerdb.NewLedger(t), reqs: filepath.Join(root, "requests")}
 	live := filepath.Join(root, "live")
 	key := "path = \"" + f.db.Path + "\""
 	if f.db.URL != "" {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/store"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 // TestCheckOverAllocation: a ledger whose job hours hold more idle or
@@ -34,10 +34,10 @@ func TestCheckOverAllocation(t *testing.T) {
 	if out, err := check(); err != nil || !strings.HasPrefix(out, "OK: ") {
 		t.Fatalf("a sound ledger: %v\n%s", err, out)
 	}
-	if n := storetest.Exec(t, path, `UPDATE job_hours SET idle_gpu_s = alloc_gpu_s + 60 WHERE job IN (SELECT id FROM jobs WHERE job_id = 1)`); n == 0 {
+	if n := ledgerdb.Exec(t, path, `UPDATE job_hours SET idle_gpu_s = alloc_gpu_s + 60 WHERE job IN (SELECT id FROM jobs WHERE job_id = 1)`); n == 0 {
 		t.Fatal("job 1 has no job hours to poke")
 	}
-	storetest.Exec(t, path, `UPDATE job_hours SET used_gpu_s = alloc_gpu_s * 2 WHERE job IN (SELECT id FROM jobs WHERE job_id = 2)`)
+	ledgerdb.Exec(t, path, `UPDATE job_hours SET used_gpu_s = alloc_gpu_s * 2 WHERE job IN (SELECT id FROM jobs WHERE job_id = 2)`)
 	want := "CRITICAL: ledger: 2 job hours (of the newest 50000 job runs) hold more used, idle or sampled GPU time than was allocated in them: " +
 		"a ledger bug; gpuacct serve logs each with its job and hour (\"job hour over its allocation\")\n"
 	out, err := check()

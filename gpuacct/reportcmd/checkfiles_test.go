@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/store"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 // TestCheckFiles: check fails while incoming holds a file that outlived
@@ -97,7 +97,7 @@ func TestCheckFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A job that only ended (its start event never arrived).
-	storetest.Exec(t, path, `INSERT INTO jobs(cluster, job_id, user, end, state) VALUES('c1', 99, 'a', ?, 'completed')`, now.Unix()-3000)
+	ledgerdb.Exec(t, path, `INSERT INTO jobs(cluster, job_id, user, end, state) VALUES('c1', 99, 'a', ?, 'completed')`, now.Unix()-3000)
 	out, err = check()
 	if err == nil || !strings.Contains(out, "CRITICAL: ledger: 1 jobs have no start event") {
 		t.Errorf("job without start: %v: %q", err, out)

@@ -25,7 +25,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/report/reportfixture"
 	"github.com/aicloud/gpusuite/internal/report/timespec"
 	"github.com/aicloud/gpusuite/internal/sim/gendata"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 // These tests build their ledgers with the real ingest, which (through
@@ -37,11 +37,11 @@ import (
 // under test; it returns the ledger's location (path or URL).
 func ledger(tb testing.TB, root string, o gendata.Options) (string, gendata.Truth) {
 	tb.Helper()
-	return ledgerAt(tb, root, storetest.NewLedger(tb), o)
+	return ledgerAt(tb, root, ledgerdb.NewLedger(tb), o)
 }
 
 // ledgerAt is ledger into l.
-func ledgerAt(tb testing.TB, root string, l storetest.Ledger, o gendata.Options) (string, gendata.Truth) {
+func ledgerAt(tb testing.TB, root string, l ledgerdb.Ledger, o gendata.Options) (string, gendata.Truth) {
 	tb.Helper()
 	if err := os.Chmod(root, 0o755); err != nil {
 		tb.Fatal(err)
@@ -300,14 +300,14 @@ func BenchmarkReportYear(b *testing.B) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	g0 := time.Now()
 	// The SQLite file: its size and the sqlite3 CLI are measured too.
-	path, truth := ledgerAt(b, root, storetest.Ledger{Path: filepath.Join(root, "gpuacct.db")}, gendata.Options{Cluster: "c1", Nodes: 125, GPUsPerNode: 8, Start: start,
+	path, truth := ledgerAt(b, root, ledgerdb.Ledger{Path: filepath.Join(root, "gpuacct.db")}, gendata.Options{Cluster: "c1", Nodes: 125, GPUsPerNode: 8, Start: start,
 		Duration: time.Duration(days) * 24 * time.Hour, JobsPerNode: 44 * days, Seed: 12})
 	b.Logf("generated and ingested %d days: %d jobs in %s", days, truth.Jobs, time.Since(g0).Round(time.Second))
 	r0 := time.Now()
 	reportfixture.ReplicateYear(b, path, days)
-	count := func(tbl string) int64 { return storetest.Scalar[int64](b, path, `SELECT count(*) FROM `+tbl) }
+	count := func(tbl string) int64 { return ledgerdb.Scalar[int64](b, path, `SELECT count(*) FROM `+tbl) }
 	jobs, daily, hourly := count("jobs"), count("rollup_daily"), count("rollup_hourly")
-	someJob := storetest.Scalar[int64](b, path, `SELECT job_id FROM jobs ORDER BY id DESC LIMIT 1`)
+	someJob := ledgerdb.Scalar[int64](b, path, `SELECT job_id FROM jobs ORDER BY id DESC LIMIT 1`)
 	fi, _ := os.Stat(path)
 	b.Logf("replicated to 365 days in %s: %d jobs, rollup_daily %d rows, rollup_hourly %d rows, DB %.0f MiB",
 		time.Since(r0).Round(time.Second), jobs, daily, hourly, float64(fi.Size())/(1<<20))

@@ -7,8 +7,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/aicloud/gpusuite/internal/cli/cliwire"
-	"github.com/aicloud/gpusuite/internal/cli/cliwire/cliwiretest"
 	"github.com/aicloud/gpusuite/internal/config"
+	"github.com/aicloud/gpusuite/internal/testkit/cmdline"
 )
 
 // TestFlagsOverFile: each option of the report commands that names a key
@@ -32,7 +32,7 @@ units = "hours"
 		}
 		return e.cfg, nil
 	}
-	cliwiretest.FlagsOverFile(t, "report", body, flags, fromConfig, []cliwiretest.FlagCase{
+	cmdline.FlagsOverFile(t, "report", body, flags, fromConfig, []cmdline.FlagCase{
 		{Flag: "db", Value: "/flag/acct.db", Set: func(c *config.Config) { c.Store.Path = "/flag/acct.db" }},
 		{Flag: "store-url", Value: "postgres://flag/acct", Set: func(c *config.Config) { c.Store.URL = "postgres://flag/acct" }},
 		{Flag: "tz", Value: "Local", Set: func(c *config.Config) { c.Report.TZ = "Local" }},

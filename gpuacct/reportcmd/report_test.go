@@ -18,7 +18,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/cli/cliwire"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/store"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 // run runs one gpuacct command line against the report commands.
@@ -97,7 +97,7 @@ func TestSQLiteLockedDB(t *testing.T) {
 	cfg := filepath.Join(dir, "gpusuite.toml")
 	os.WriteFile(cfg, []byte("[store]\npath = \""+path+"\"\nbusy_timeout = \"100ms\"\n"), 0o644)
 	d, _, _ := testDeps(now, nil)
-	storetest.Tx(t, path, func(exec func(string, ...any)) {
+	ledgerdb.Tx(t, path, func(exec func(string, ...any)) {
 		exec(`INSERT INTO meta(key, value) VALUES('x', 'y')`)
 		exec(`PRAGMA locking_mode`)
 		// Force the exclusive lock by spilling to the file.

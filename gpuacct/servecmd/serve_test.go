@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/config"
-	"github.com/aicloud/gpusuite/internal/logging/logtest"
 	"github.com/aicloud/gpusuite/internal/store"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
+	"github.com/aicloud/gpusuite/internal/testkit/logs"
 )
 
 // waitFor polls cond until it holds or the (generous) deadline passes.
@@ -32,7 +32,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // serveConfig is a serve on l with its own directories, /metrics on a
 // free port and the dashboard on.
-func serveConfig(t *testing.T, l storetest.Ledger) config.Config {
+func serveConfig(t *testing.T, l ledgerdb.Ledger) config.Config {
 	t.Helper()
 	root := t.TempDir()
 	cfg := config.Default()
@@ -61,7 +61,7 @@ func serveConfig(t *testing.T, l storetest.Ledger) config.Config {
 // startServe runs m until ctx ends, closing it when the test ends, and
 // returns the address /metrics listens on and the channel Run's error
 // comes on.
-func startServe(ctx context.Context, t *testing.T, m *Main, logs *logtest.Buffer) (string, chan error) {
+func startServe(ctx context.Context, t *testing.T, m *Main, logs *logs.Buffer) (string, chan error) {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx) }()
@@ -101,13 +101,13 @@ func metric(body, name string) string {
 // serveWaits runs serve on a ledger whose writer lock another holds: it
 // must say so on /metrics and in its log, answer the dashboard's paths
 // with 503, and take over (waiting 0, a pass run) once the holder lets go.
-func serveWaits(t *testing.T, l storetest.Ledger, engine string) {
+func serveWaits(t *testing.T, l ledgerdb.Ledger, engine string) {
 	holder, err := store.Open(context.Background(), store.Options{Path: l.Path, URL: l.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer holder.Close()
-	var logs logtest.Buffer
+	var logs logs.Buffer
 	m := &Main{Stderr: &logs, Getenv: func(string) string { return "" }, Config: serveConfig(t, l), Addr: make(chan string, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -161,22 +161,22 @@ func serveWaits(t *testing.T, l storetest.Ledger, engine string) {
 }
 
 func TestPostgresServeWaitsForWriter(t *testing.T) {
-	serveWaits(t, storetest.Ledger{URL: storetest.NewPostgresDB(t)}, store.EnginePostgres)
+	serveWaits(t, ledgerdb.Ledger{URL: ledgerdb.NewPostgresDB(t)}, store.EnginePostgres)
 }
 
 // TestServeWaitsForWriter is the same on the engine under test (on
 // SQLite: the lock file).
 func TestServeWaitsForWriter(t *testing.T) {
-	serveWaits(t, storetest.NewLedger(t), storetest.Engine(t))
+	serveWaits(t, ledgerdb.NewLedger(t), ledgerdb.Engine(t))
 }
 
 // TestPostgresServeExitsOnLostLock: when the session that holds the
 // writer lock ends (a server restart, a cut connection), serve stops with
 // an error (exit 1: systemd starts it again, and the new one waits).
 func TestPostgresServeExitsOnLostLock(t *testing.T) {
-	url := storetest.NewPostgresDB(t)
-	var logs logtest.Buffer
-	m := &Main{Stderr: &logs, Getenv: func(string) string { return "" }, Config: serveConfig(t, storetest.Ledger{URL: url}), Addr: make(chan string, 1)}
+	url := ledgerdb.NewPostgresDB(t)
+	var logs logs.Buffer
+	m := &Main{Stderr: &logs, Getenv: func(string) string { return "" }, Config: serveConfig(t, ledgerdb.Ledger{URL: url}), Addr: make(chan string, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	addr, done := startServe(ctx, t, m, &logs)
@@ -185,7 +185,7 @@ func TestPostgresServeExitsOnLostLock(t *testing.T) {
 		ok := metric(body, "gpuacct_ingest_last_success_timestamp_seconds")
 		return ok != "" && ok != "0"
 	})
-	storetest.Exec(t, url, `SELECT pg_terminate_backend(pid) FROM pg_locks
+	ledgerdb.Exec(t, url, `SELECT pg_terminate_backend(pid) FROM pg_locks
  WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`)
 	select {
 	case err := <-done:
@@ -204,7 +204,7 @@ func TestPostgresServeExitsOnLostLock(t *testing.T) {
 // dashboard and API while another process holds the writer lock; they
 // neither wait for it nor ingest.
 func TestServeReadOnlyBesideWriter(t *testing.T) {
-	l := storetest.NewLedger(t)
+	l := ledgerdb.NewLedger(t)
 	holder, err := store.Open(context.Background(), store.Options{Path: l.Path, URL: l.URL})
 	if err != nil {
 		t.Fatal(err)
@@ -214,13 +214,13 @@ func TestServeReadOnlyBesideWriter(t *testing.T) {
 	defer cancel()
 	type run struct {
 		m    *Main
-		logs *logtest.Buffer
+		logs *logs.Buffer
 		done chan error
 		addr string
 	}
 	var runs []*run
 	for range 2 {
-		r := &run{logs: &logtest.Buffer{}}
+		r := &run{logs: &logs.Buffer{}}
 		r.m = &Main{Stderr: r.logs, Getenv: func(string) string { return "" }, Config: serveConfig(t, l), Addr: make(chan string, 1), ReadOnly: true}
 		r.addr, r.done = startServe(ctx, t, r.m, r.logs)
 		runs = append(runs, r)

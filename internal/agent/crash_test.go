@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aicloud/gpusuite/internal/logging/logtest"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/sim"
+	"github.com/aicloud/gpusuite/internal/testkit/logs"
 )
 
 // checkConsistent checks what arrived: no sample twice (under one key or
@@ -161,7 +161,7 @@ log_level = "debug"
 
 // waitLog waits until the agent has logged a line holding every one of
 // parts.
-func waitLog(t *testing.T, out *logtest.Buffer, parts ...string) {
+func waitLog(t *testing.T, out *logs.Buffer, parts ...string) {
 	t.Helper()
 	waitFor(t, fmt.Sprintf("the agent to log %q", parts), settled, func() bool {
 		for _, l := range strings.Split(out.String(), "\n") {
@@ -177,10 +177,10 @@ func waitLog(t *testing.T, out *logtest.Buffer, parts ...string) {
 	})
 }
 
-func startAgent(t *testing.T, bin, cfg string, env ...string) (*exec.Cmd, *logtest.Buffer) {
+func startAgent(t *testing.T, bin, cfg string, env ...string) (*exec.Cmd, *logs.Buffer) {
 	t.Helper()
 	cmd := exec.Command(bin, "--config", cfg, "agent")
-	out := &logtest.Buffer{}
+	out := &logs.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.Env = append(os.Environ(), env...)
 	if err := cmd.Start(); err != nil {
@@ -284,7 +284,7 @@ func writeEventFile(t *testing.T, spoolDir string, kind record.Kind, job uint64,
 }
 
 // metricsAddr is the address the agent logged it serves /metrics on.
-func metricsAddr(t *testing.T, out *logtest.Buffer) string {
+func metricsAddr(t *testing.T, out *logs.Buffer) string {
 	t.Helper()
 	re := regexp.MustCompile(`msg="serving /metrics".* addr=(\S+)`)
 	var addr string

@@ -7,13 +7,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aicloud/gpusuite/internal/webconfig/webconfigtest"
+	"github.com/aicloud/gpusuite/internal/testkit/tlscert"
 )
 
 // TestMetricsTLSAndLogin: with agent.web_config_file naming TLS and a
 // user, /metrics answers over HTTPS only to that user's password.
 func TestMetricsTLSAndLogin(t *testing.T) {
-	f := webconfigtest.Write(t, true, map[string]string{"prometheus": "scrape"}, "")
+	f := tlscert.Write(t, true, map[string]string{"prometheus": "scrape"}, "")
 	cfg := testConfig(t.TempDir())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

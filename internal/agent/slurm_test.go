@@ -14,7 +14,7 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/record"
-	"github.com/aicloud/gpusuite/internal/slurmtest"
+	"github.com/aicloud/gpusuite/internal/testkit/slurm"
 )
 
 // On the real single-node Slurm of the harness: an agent on simulated GPUs
@@ -25,7 +25,7 @@ import (
 // recorded. The agent gets a spool of its own so that it does not ship the
 // harness's events away from the other packages' tests.
 func TestSlurmJobArrivesAttributed(t *testing.T) {
-	c := slurmtest.Get(t)
+	c := slurm.Get(t)
 	hookCfg, err := config.Load(c.Path("GPUSUITE_SLURM_HOOK_CONFIG"), true)
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +98,7 @@ log_level = "debug"
 		return err == nil
 	})
 
-	slurmtest.EnsureUser(t, "agentuser")
+	slurm.EnsureUser(t, "agentuser")
 	job := c.Sbatch(t, "agentuser", "-A", "physics", "--gres=gpu:2", "--wrap", "sleep 5")
 	c.WaitGone(t, job, 90*time.Second)
 	endEvent := filepath.Join(harnessSpool, record.EventFileName(hookCfg.Cluster.Name, job, 0, node, record.JobEnd))

@@ -15,7 +15,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/sim"
 	"github.com/aicloud/gpusuite/internal/sim/gendata"
 	"github.com/aicloud/gpusuite/internal/store"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 func writeFile(t *testing.T, path string, data []byte) {
@@ -154,7 +154,7 @@ func TestBadFiles(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(dir, tc.file)); err == nil {
 				t.Errorf("bad file left in incoming")
 			}
-			if n := storetest.Scalar[int](t, s.Path, `SELECT count(*) FROM jobs WHERE job_id = 99`); n != 1 {
+			if n := ledgerdb.Scalar[int](t, s.Path, `SELECT count(*) FROM jobs WHERE job_id = 99`); n != 1 {
 				t.Errorf("good file beside it: %d jobs, want 1", n)
 			}
 		})
@@ -240,7 +240,7 @@ func TestPlantedFiles(t *testing.T) {
 			if res.Refused != 1 || res.Files != 0 {
 				t.Fatalf("result %+v, want 1 refused, nothing ingested", res)
 			}
-			if n := storetest.Scalar[int](t, s.Path, `SELECT count(*) FROM jobs`); n != 0 {
+			if n := ledgerdb.Scalar[int](t, s.Path, `SELECT count(*) FROM jobs`); n != 0 {
 				t.Errorf("planted record stored: %d jobs", n)
 			}
 			reason, err := os.ReadFile(filepath.Join(e.cfg.Ingest.Quarantine, "gpu001", name+".reason"))
@@ -268,7 +268,7 @@ func TestSQLiteDiskFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.open(t).Close() // a new, empty ledger
-	pages := storetest.Scalar[int64](t, e.cfg.Store.Path, `PRAGMA page_count`)
+	pages := ledgerdb.Scalar[int64](t, e.cfg.Store.Path, `PRAGMA page_count`)
 	ctx := context.Background()
 	// A disk with room for 40 more pages.
 	s, err := store.Open(ctx, store.Options{Path: e.cfg.Store.Path, MaxPages: pages + 40})

@@ -15,7 +15,7 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/sim/gendata"
 	"github.com/aicloud/gpusuite/internal/store"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 // BenchmarkIngestDay is the "done when" data set: 16 nodes × 8 GPUs
@@ -66,9 +66,9 @@ func benchDay(b *testing.B) {
 	}
 	// GPUSUITE_TEST_ENGINE=postgres: the ledger is a new database on the
 	// test server, and psql's \copy is the baseline.
-	pg := storetest.Engine(b) == store.EnginePostgres
+	pg := ledgerdb.Engine(b) == store.EnginePostgres
 	if pg {
-		e.cfg.Store.URL = storetest.NewPostgresDB(b)
+		e.cfg.Store.URL = ledgerdb.NewPostgresDB(b)
 	}
 	s, err := store.Open(context.Background(), store.Options{Path: e.cfg.Store.Path, URL: e.cfg.Store.URL})
 	if err != nil {
@@ -122,7 +122,7 @@ type baseline struct {
 func baselineImport(b *testing.B, root, csvPath string, pg bool) baseline {
 	o := store.Options{Path: filepath.Join(root, "cli.db")}
 	if pg {
-		o.URL = storetest.NewPostgresDB(b)
+		o.URL = ledgerdb.NewPostgresDB(b)
 	}
 	c, err := store.Open(context.Background(), o)
 	if err != nil {
@@ -150,7 +150,7 @@ func baselineImport(b *testing.B, root, csvPath string, pg bool) baseline {
 	}
 	bl.wall = time.Since(c0)
 	bl.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
-	bl.rows = storetest.Scalar[int64](b, loc, `SELECT count(*) FROM samples`)
+	bl.rows = ledgerdb.Scalar[int64](b, loc, `SELECT count(*) FROM samples`)
 	return bl
 }
 
@@ -179,9 +179,9 @@ func benchConfig(root string) configT {
 
 func totalsB(b *testing.B, s *store.Store) totals {
 	var x totals
-	storetest.Row(b, s.Path, `SELECT count(*), coalesce(sum(CASE WHEN end IS NOT NULL THEN alloc_gpu_s END), 0), coalesce(sum(used_gpu_s), 0), coalesce(sum(energy_mj), 0) FROM jobs`, nil,
+	ledgerdb.Row(b, s.Path, `SELECT count(*), coalesce(sum(CASE WHEN end IS NOT NULL THEN alloc_gpu_s END), 0), coalesce(sum(used_gpu_s), 0), coalesce(sum(energy_mj), 0) FROM jobs`, nil,
 		&x.Jobs, &x.Alloc, &x.Used, &x.Energy)
-	x.Samples = storetest.Scalar[int64](b, s.Path, `SELECT count(*) FROM samples`)
+	x.Samples = ledgerdb.Scalar[int64](b, s.Path, `SELECT count(*) FROM samples`)
 	return x
 }
 
@@ -194,7 +194,7 @@ func exportCSV(tb testing.TB, ledger, path string) error {
 	}
 	defer f.Close()
 	w := bufio.NewWriterSize(f, 1<<20)
-	storetest.Texts(tb, ledger, `SELECT * FROM samples`, nil, func(cols []*string) {
+	ledgerdb.Texts(tb, ledger, `SELECT * FROM samples`, nil, func(cols []*string) {
 		for i, v := range cols {
 			if i > 0 {
 				w.WriteByte(',')

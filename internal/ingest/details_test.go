@@ -16,7 +16,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/sim/gendata"
 	"github.com/aicloud/gpusuite/internal/store"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 func TestParseSacctDetails(t *testing.T) {
@@ -104,7 +104,7 @@ func TestPassFillsJobDetails(t *testing.T) {
 	now := start.Add(2 * time.Hour)
 	// First pass without sacct: the jobs exist, nothing is looked up.
 	e.pass(t, s, now)
-	storetest.Query(t, s.Path, `SELECT job_id FROM jobs ORDER BY job_id`, nil, func(scan func(...any)) {
+	ledgerdb.Query(t, s.Path, `SELECT job_id FROM jobs ORDER BY job_id`, nil, func(scan func(...any)) {
 		var id string
 		scan(&id)
 		ids = append(ids, id)
@@ -130,7 +130,7 @@ func TestPassFillsJobDetails(t *testing.T) {
 	get := func(id string) row {
 		t.Helper()
 		var r row
-		storetest.Row(t, s.Path, `SELECT coalesce(comment, ''), coalesce(array_job_id, -1), coalesce(array_task_id, -1), details_checked, ignored FROM jobs WHERE job_id = ?`, []any{id},
+		ledgerdb.Row(t, s.Path, `SELECT coalesce(comment, ''), coalesce(array_job_id, -1), coalesce(array_task_id, -1), details_checked, ignored FROM jobs WHERE job_id = ?`, []any{id},
 			&r.Comment, &r.ArrJob, &r.ArrTask, &r.Checked, &r.Ignored)
 		return r
 	}
@@ -163,7 +163,7 @@ func TestPassFillsJobDetails(t *testing.T) {
 		t.Errorf("job sacct does not know yet: %+v, want unchecked", got)
 	}
 	var ignoredTotal int64
-	if ignoredTotal = storetest.Scalar[int64](t, s.Path, `SELECT count(*) FROM jobs WHERE ignored = 1`); ignoredTotal != 1 {
+	if ignoredTotal = ledgerdb.Scalar[int64](t, s.Path, `SELECT count(*) FROM jobs WHERE ignored = 1`); ignoredTotal != 1 {
 		t.Fatalf("ignored jobs %d; want 1", ignoredTotal)
 	}
 
@@ -225,7 +225,7 @@ func TestJobDetailsBounded(t *testing.T) {
 			return []byte(b.String()), nil
 		}})
 	checked := func() []string {
-		return storetest.Strings(t, s.Path, `SELECT details_checked, count(*) FROM jobs GROUP BY details_checked ORDER BY details_checked`)
+		return ledgerdb.Strings(t, s.Path, `SELECT details_checked, count(*) FROM jobs GROUP BY details_checked ORDER BY details_checked`)
 	}
 	if _, err := in.Pass(context.Background()); err != nil {
 		t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/sim/gendata"
 	"github.com/aicloud/gpusuite/internal/store"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 // env is a test's directory layout and configuration.
@@ -38,7 +38,7 @@ func newEnvAt(root string) config.Config {
 }
 
 // newEnv is a test's layout with a new ledger on the engine under test
-// (storetest.NewLedger): store.url is set on PostgreSQL, store.path on
+// (ledgerdb.NewLedger): store.url is set on PostgreSQL, store.path on
 // SQLite.
 func newEnv(t *testing.T) *env {
 	t.Helper()
@@ -48,7 +48,7 @@ func newEnv(t *testing.T) *env {
 	}
 	cfg := config.Default()
 	cfg.Store.Path = filepath.Join(root, "gpuacct.db")
-	cfg.Store.URL = storetest.NewLedger(t).URL
+	cfg.Store.URL = ledgerdb.NewLedger(t).URL
 	cfg.Ingest.Incoming = filepath.Join(root, "incoming")
 	cfg.Ingest.Quarantine = filepath.Join(root, "quarantine")
 	cfg.Ingest.Archive = filepath.Join(root, "archive")
@@ -101,7 +101,7 @@ func readTotals(t *testing.T, s *store.Store) totals {
 	var x totals
 	q := func(query string, dst ...any) {
 		t.Helper()
-		storetest.Row(t, s.Path, query, nil, dst...)
+		ledgerdb.Row(t, s.Path, query, nil, dst...)
 	}
 	q(`SELECT count(*), coalesce(sum(CASE WHEN end IS NOT NULL THEN alloc_gpu_s END), 0), coalesce(sum(used_gpu_s), 0), coalesce(sum(idle_gpu_s), 0), coalesce(sum(energy_mj), 0) FROM jobs`, &x.Jobs, &x.Alloc, &x.Used, &x.Idle, &x.Energy)
 	q(`SELECT count(*) FROM samples`, &x.Samples)
@@ -141,12 +141,12 @@ func checkTruth(t *testing.T, s *store.Store, truth gendata.Truth) {
 	}
 	checkMonths(t, s)
 	// Rollups also hold open jobs up to now; compare them with the jobs table.
-	all := storetest.Scalar[int64](t, s.Path, `SELECT sum(alloc_gpu_s) FROM jobs`)
+	all := ledgerdb.Scalar[int64](t, s.Path, `SELECT sum(alloc_gpu_s) FROM jobs`)
 	if x.RollAlloc != all || x.DailyAlloc != all || x.MonthAlloc != all {
 		t.Errorf("rollup allocated: hourly %d, daily %d, monthly %d, jobs %d", x.RollAlloc, x.DailyAlloc, x.MonthAlloc, all)
 	}
 	var perAcct = map[string]int64{}
-	storetest.Query(t, s.Path, `SELECT account, sum(alloc_gpu_s) FROM jobs WHERE end IS NOT NULL GROUP BY account`, nil, func(scan func(...any)) {
+	ledgerdb.Query(t, s.Path, `SELECT account, sum(alloc_gpu_s) FROM jobs WHERE end IS NOT NULL GROUP BY account`, nil, func(scan func(...any)) {
 		var a string
 		var v int64
 		scan(&a, &v)
@@ -193,12 +193,12 @@ func TestAggregatesStored(t *testing.T) {
 	checkTruth(t, s, truth)
 	var n int
 	var util float64
-	storetest.Row(t, s.Path, `SELECT count(*), sum(util_s) FROM job_gpus WHERE agg_final = 1`, nil, &n, &util)
+	ledgerdb.Row(t, s.Path, `SELECT count(*), sum(util_s) FROM job_gpus WHERE agg_final = 1`, nil, &n, &util)
 	if n == 0 || !near(util, truth.Used) {
 		t.Errorf("aggregates: %d rows, util_s %v, want %v", n, util, truth.Used)
 	}
 	// An older version (lower seq) of an aggregate does not replace a newer one.
-	storetest.Exec(t, s.Path, `UPDATE job_gpus SET agg_seq = 5`)
+	ledgerdb.Exec(t, s.Path, `UPDATE job_gpus SET agg_seq = 5`)
 	ents, _ := os.ReadDir(e.cfg.Ingest.Archive)
 	if len(ents) == 0 {
 		t.Fatal("nothing archived")
@@ -213,7 +213,7 @@ func TestAggregatesStored(t *testing.T) {
 		writeFile(t, filepath.Join(e.cfg.Ingest.Incoming, "gpu001", filepath.Base(f)), out)
 	}
 	e.pass(t, s, start.Add(3*time.Hour))
-	if util = storetest.Scalar[float64](t, s.Path, `SELECT sum(util_s) FROM job_gpus`); !near(util, truth.Used) {
+	if util = ledgerdb.Scalar[float64](t, s.Path, `SELECT sum(util_s) FROM job_gpus`); !near(util, truth.Used) {
 		t.Errorf("stale aggregate replaced a newer one: util_s %v", util)
 	}
 }
@@ -233,7 +233,7 @@ func checkMonths(t *testing.T, s *store.Store) {
 	// the query is the same on both engines.
 	read := func(q string, month func(int64) int64) map[string]fig {
 		out := map[string]fig{}
-		storetest.Query(t, s.Path, q, nil, func(scan func(...any)) {
+		ledgerdb.Query(t, s.Path, q, nil, func(scan func(...any)) {
 			var at int64
 			var k string
 			var f fig

@@ -14,7 +14,7 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/store"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 // TestMetricsLagError: when the store cannot say when nodes were last
@@ -47,7 +47,7 @@ func TestMetricsLagError(t *testing.T) {
 // so the reads cannot get it: without a bound they would wait forever.
 func TestPostgresMetricsReadsBounded(t *testing.T) {
 	ctx := context.Background()
-	s, err := store.Open(ctx, store.Options{URL: storetest.NewPostgresDB(t)})
+	s, err := store.Open(ctx, store.Options{URL: ledgerdb.NewPostgresDB(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestMetricsOverAllocation(t *testing.T) {
 	if got := testutil.ToFloat64(m.overAlloc); got != 0 {
 		t.Fatalf("a sound ledger counted %v job hours over allocation\n%s", got, logs.String())
 	}
-	storetest.Exec(t, s.Path, `UPDATE job_hours SET idle_gpu_s = alloc_gpu_s + 10000`)
+	ledgerdb.Exec(t, s.Path, `UPDATE job_hours SET idle_gpu_s = alloc_gpu_s + 10000`)
 	e.put(t, evFile(t, "gpu001", 5, 0, record.JobEnd, t0.Add(30*time.Minute), 0))
 	run(t0.Add(40 * time.Minute))
 	if got := testutil.ToFloat64(m.overAlloc); got != 1 {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/sim/gendata"
 	"github.com/aicloud/gpusuite/internal/store"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 // A PostgreSQL connection cut while a batch applies a good file stops
@@ -20,7 +20,7 @@ import (
 func TestPostgresCutConnectionKeepsGoodFile(t *testing.T) {
 	e := newEnv(t)
 	if e.cfg.Store.URL == "" {
-		e.cfg.Store.URL = storetest.NewPostgresDB(t)
+		e.cfg.Store.URL = ledgerdb.NewPostgresDB(t)
 	}
 	start := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
 	if _, err := gendata.Generate(e.cfg.Ingest.Incoming, gendata.Options{Cluster: "c1", Nodes: 1, GPUsPerNode: 2, Start: start,
@@ -31,7 +31,7 @@ func TestPostgresCutConnectionKeepsGoodFile(t *testing.T) {
 	if err != nil || len(before) == 0 {
 		t.Fatalf("no sample files generated: %v", err)
 	}
-	cutURL, _ := storetest.ViaCutLink(t, e.cfg.Store.URL, []byte("COPY"))
+	cutURL, _ := ledgerdb.ViaCutLink(t, e.cfg.Store.URL, []byte("COPY"))
 	s, err := store.Open(context.Background(), store.Options{URL: cutURL})
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +62,7 @@ func TestPostgresCutConnectionKeepsGoodFile(t *testing.T) {
 func TestPostgresRecordPassBounded(t *testing.T) {
 	e := newEnv(t)
 	if e.cfg.Store.URL == "" {
-		e.cfg.Store.URL = storetest.NewPostgresDB(t)
+		e.cfg.Store.URL = ledgerdb.NewPostgresDB(t)
 	}
 	e.cfg.Store.BusyTimeout.Duration = time.Second
 	ctx := context.Background()

@@ -11,7 +11,7 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/sim/gendata"
 	"github.com/aicloud/gpusuite/internal/store"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 // TestPostgresRefusedWriteIsItsFiles: on PostgreSQL a batch queues its
@@ -22,7 +22,7 @@ import (
 func TestPostgresRefusedWriteIsItsFiles(t *testing.T) {
 	e := newEnv(t)
 	if e.cfg.Store.URL == "" {
-		e.cfg.Store.URL = storetest.NewPostgresDB(t)
+		e.cfg.Store.URL = ledgerdb.NewPostgresDB(t)
 	}
 	start := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
 	truth, err := gendata.Generate(e.cfg.Ingest.Incoming, gendata.Options{Cluster: "c1", Nodes: 2, GPUsPerNode: 2, Start: start,
@@ -48,7 +48,7 @@ func TestPostgresRefusedWriteIsItsFiles(t *testing.T) {
 	// The server refuses a job's GPU 1, as a site's constraint would. A
 	// job's GPUs are the last rows an event writes, so the refusal is
 	// known only when the file's queue is sent.
-	storetest.Exec(t, e.cfg.Store.URL, `ALTER TABLE job_gpus ADD CONSTRAINT refuse_one CHECK (minor <> 1)`)
+	ledgerdb.Exec(t, e.cfg.Store.URL, `ALTER TABLE job_gpus ADD CONSTRAINT refuse_one CHECK (minor <> 1)`)
 
 	now := start.Add(4 * time.Hour)
 	in := New(Deps{Store: s, Config: e.cfg, Log: quiet(), Now: func() time.Time { return now }, UID: os.Getuid()})
@@ -76,11 +76,11 @@ func TestPostgresRefusedWriteIsItsFiles(t *testing.T) {
 			t.Errorf("%s set aside for %q, want the server's refusal", filepath.Base(r), strings.TrimSpace(string(b)))
 		}
 	}
-	if n := storetest.Scalar[int64](t, e.cfg.Store.URL, `SELECT count(*) FROM job_gpus WHERE minor = 1`); n != 0 {
+	if n := ledgerdb.Scalar[int64](t, e.cfg.Store.URL, `SELECT count(*) FROM job_gpus WHERE minor = 1`); n != 0 {
 		t.Errorf("%d job GPUs with minor 1 stored despite the refusal", n)
 	}
 	got := map[uint64]bool{}
-	storetest.Query(t, e.cfg.Store.URL, `SELECT j.job_id FROM jobs j JOIN job_gpus g ON g.job = j.id`, nil, func(scan func(dest ...any)) {
+	ledgerdb.Query(t, e.cfg.Store.URL, `SELECT j.job_id FROM jobs j JOIN job_gpus g ON g.job = j.id`, nil, func(scan func(dest ...any)) {
 		var id int64
 		scan(&id)
 		got[uint64(id)] = true

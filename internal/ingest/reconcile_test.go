@@ -16,7 +16,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/sim"
 	"github.com/aicloud/gpusuite/internal/store"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 // runsCall says whether a fake sacct's args ask about job runs: the
@@ -53,7 +53,7 @@ func hookLate(t *testing.T, e *env, job uint64, restart int, start, end time.Tim
 // start, end, allocated GPU-s, state, exit code, end source, sacct_checked.
 func jobFigures(t *testing.T, s *store.Store) []string {
 	t.Helper()
-	rows := storetest.Strings(t, s.Path, `SELECT job_id, restart, gpus, start, end, alloc_gpu_s, state, coalesce(exit_code, -1), coalesce(end_source, ''), sacct_checked FROM jobs ORDER BY job_id, restart`)
+	rows := ledgerdb.Strings(t, s.Path, `SELECT job_id, restart, gpus, start, end, alloc_gpu_s, state, coalesce(exit_code, -1), coalesce(end_source, ''), sacct_checked FROM jobs ORDER BY job_id, restart`)
 	return rows
 }
 
@@ -156,7 +156,7 @@ func TestReconcileTimes(t *testing.T) {
 					t.Errorf("sacct args %q, want %q", calls[0], want)
 				}
 			}
-			hours := storetest.Strings(t, s.Path, `SELECT hour, sum(alloc_gpu_s) FROM rollup_hourly GROUP BY hour ORDER BY hour`)
+			hours := ledgerdb.Strings(t, s.Path, `SELECT hour, sum(alloc_gpu_s) FROM rollup_hourly GROUP BY hour ORDER BY hour`)
 			calls = nil
 			now = s0.Add(tc.later)
 			if _, err := in.Pass(context.Background()); err != nil {
@@ -176,11 +176,11 @@ func TestReconcileTimes(t *testing.T) {
 				fmt.Sscan(strings.Split(r, "|")[5], &alloc)
 				sum += alloc
 			}
-			if got := storetest.Scalar[int64](t, s.Path, `SELECT sum(alloc_gpu_s) FROM rollup_hourly`); got != sum {
+			if got := ledgerdb.Scalar[int64](t, s.Path, `SELECT sum(alloc_gpu_s) FROM rollup_hourly`); got != sum {
 				t.Errorf("rollup_hourly holds %d GPU-s, the runs %d", got, sum)
 			}
 			if tc.name == "sacct answers" {
-				if diff := cmp.Diff(hours, storetest.Strings(t, s.Path, `SELECT hour, sum(alloc_gpu_s) FROM rollup_hourly GROUP BY hour ORDER BY hour`)); diff != "" {
+				if diff := cmp.Diff(hours, ledgerdb.Strings(t, s.Path, `SELECT hour, sum(alloc_gpu_s) FROM rollup_hourly GROUP BY hour ORDER BY hour`)); diff != "" {
 					t.Errorf("the second pass moved the rollups (-first +second):\n%s", diff)
 				}
 			}
@@ -234,7 +234,7 @@ func TestReconcileBounded(t *testing.T) {
 			return []byte(b.String()), nil
 		}})
 	checked := func() []string {
-		return storetest.Strings(t, s.Path, `SELECT sacct_checked, count(*), sum(alloc_gpu_s) FROM jobs GROUP BY sacct_checked ORDER BY sacct_checked`)
+		return ledgerdb.Strings(t, s.Path, `SELECT sacct_checked, count(*), sum(alloc_gpu_s) FROM jobs GROUP BY sacct_checked ORDER BY sacct_checked`)
 	}
 	if _, err := in.Pass(context.Background()); err != nil {
 		t.Fatal(err)

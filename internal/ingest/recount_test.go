@@ -10,7 +10,7 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/store"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 // The samples of a job × node are counted again when its window changes:
@@ -160,7 +160,7 @@ func checkRollups(t *testing.T, s *store.Store) {
 		`SELECT coalesce(sum(used_gpu_s), 0), coalesce(sum(idle_gpu_s), 0), coalesce(sum(energy_mj), 0) FROM rollup_daily`,
 		`SELECT coalesce(sum(used_gpu_s), 0), coalesce(sum(idle_gpu_s), 0), coalesce(sum(energy_mj), 0) FROM rollup_monthly`,
 	} {
-		storetest.Row(t, s.Path, q, nil, &sums[i][0], &sums[i][1], &sums[i][2])
+		ledgerdb.Row(t, s.Path, q, nil, &sums[i][0], &sums[i][1], &sums[i][2])
 	}
 	for i := 1; i < len(sums); i++ {
 		if diff := cmp.Diff(sums[0], sums[i]); diff != "" {
@@ -179,7 +179,7 @@ func cutUsage(t *testing.T, s *store.Store) (used, idle, sampled float64, energy
 	q := `SELECT coalesce(s.util, 0), s.idle, s.interval_ms, coalesce(s.energy_delta_mj, 0),
  max(0, min(s.t_ms + s.interval_ms, n.end * 1000) - max(s.t_ms, n.start * 1000))
  FROM samples s JOIN jobs j ON j.job_id = s.job AND j.restart = s.restart JOIN job_nodes n ON n.job = j.id`
-	storetest.Query(t, s.Path, q, nil, func(scan func(...any)) {
+	ledgerdb.Query(t, s.Path, q, nil, func(scan func(...any)) {
 		var util float64
 		var isIdle, interval, de, part int64
 		scan(&util, &isIdle, &interval, &de, &part)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/requests"
 	"github.com/aicloud/gpusuite/internal/sim/gendata"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 // While serve holds the writer lock, `gpuacct ignore` only queues a request;
@@ -27,7 +27,7 @@ func TestPassAppliesIgnoreRequests(t *testing.T) {
 	defer s.Close()
 	now := start.Add(2 * time.Hour)
 	e.pass(t, s, now)
-	job := storetest.Scalar[int64](t, s.Path, `SELECT job_id FROM jobs ORDER BY job_id LIMIT 1`)
+	job := ledgerdb.Scalar[int64](t, s.Path, `SELECT job_id FROM jobs ORDER BY job_id LIMIT 1`)
 	// serve makes the queues at start; a command files into them.
 	if err := requests.MakeQueues(e.cfg.Report.Requests, os.Getuid()); err != nil {
 		t.Fatal(err)
@@ -42,7 +42,7 @@ func TestPassAppliesIgnoreRequests(t *testing.T) {
 	}
 	in.applyRequests(context.Background())
 	var ignored, others int
-	storetest.Row(t, s.Path, `SELECT sum(CASE WHEN ignored = 1 AND job_id = ? THEN 1 ELSE 0 END), sum(CASE WHEN ignored = 1 AND job_id != ? THEN 1 ELSE 0 END) FROM jobs`, []any{job, job}, &ignored, &others)
+	ledgerdb.Row(t, s.Path, `SELECT sum(CASE WHEN ignored = 1 AND job_id = ? THEN 1 ELSE 0 END), sum(CASE WHEN ignored = 1 AND job_id != ? THEN 1 ELSE 0 END) FROM jobs`, []any{job, job}, &ignored, &others)
 	if ignored != 1 || others != 0 {
 		t.Fatalf("job %d ignored=%d, others ignored=%d; want the one job only", job, ignored, others)
 	}

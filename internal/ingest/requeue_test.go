@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/aicloud/gpusuite/internal/record"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 // slurmRun is one accounting record of a job, as slurmdbd keeps it: a
@@ -251,7 +251,7 @@ func TestRequeuedOpenRun(t *testing.T) {
 			var got jobRow
 			var end *int64
 			var src *string
-			storetest.Row(t, s.Path, `SELECT end, end_estimated, end_source, state, alloc_gpu_s FROM jobs WHERE job_id = 77 AND restart = 0`, nil,
+			ledgerdb.Row(t, s.Path, `SELECT end, end_estimated, end_source, state, alloc_gpu_s FROM jobs WHERE job_id = 77 AND restart = 0`, nil,
 				&end, &got.Estimated, &src, &got.State, &got.Alloc)
 			if end != nil {
 				got.End = *end
@@ -347,7 +347,7 @@ func TestSacctStartRetried(t *testing.T) {
 			now := t0.Add(time.Hour)
 			in := New(Deps{Store: s, Config: e.cfg, Log: quiet(), Now: func() time.Time { return now }, UID: os.Getuid(), Sacct: sacct, SacctLocation: time.UTC})
 			starts := func() (sources []string, n int) {
-				storetest.Query(t, s.Path, `SELECT start_source, start_estimated, start, quality FROM job_nodes ORDER BY job`, nil,
+				ledgerdb.Query(t, s.Path, `SELECT start_source, start_estimated, start, quality FROM job_nodes ORDER BY job`, nil,
 					func(scan func(...any)) {
 						var src, q string
 						var est, start int64

@@ -18,7 +18,7 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/sim/gendata"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 type jobRow struct {
@@ -175,7 +175,7 @@ func job(t *testing.T, ledger string, id uint64) jobRow {
 	var r jobRow
 	var end *int64
 	var src *string
-	storetest.Row(t, ledger, `SELECT end, end_estimated, end_source, state, alloc_gpu_s FROM jobs WHERE job_id = ?`, []any{int64(id)},
+	ledgerdb.Row(t, ledger, `SELECT end, end_estimated, end_source, state, alloc_gpu_s FROM jobs WHERE job_id = ?`, []any{int64(id)},
 		&end, &r.Estimated, &src, &r.State, &r.Alloc)
 	if end != nil {
 		r.End = *end
@@ -359,7 +359,7 @@ func TestSacctPerCluster(t *testing.T) {
 	if diff := cmp.Diff([]string{"-M ca -j 300", "-M cb -j 300"}, asked); diff != "" {
 		t.Errorf("sacct calls (-want +got):\n%s", diff)
 	}
-	got := storetest.Strings(t, s.Path, `SELECT cluster || ' ' || end || ' ' || end_source FROM jobs ORDER BY cluster`)
+	got := ledgerdb.Strings(t, s.Path, `SELECT cluster || ' ' || end || ' ' || end_source FROM jobs ORDER BY cluster`)
 	want := []string{fmt.Sprintf("ca %d sacct", ends["ca"].Unix()), fmt.Sprintf("cb %d sacct", ends["cb"].Unix())}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("jobs (-want +got):\n%s", diff)
@@ -394,7 +394,7 @@ func TestDetailsPerCluster(t *testing.T) {
 	if diff := cmp.Diff([]string{"-M ca -j 300", "-M cb -j 300"}, asked); diff != "" {
 		t.Errorf("sacct calls (-want +got):\n%s", diff)
 	}
-	got := storetest.Strings(t, s.Path, `SELECT cluster || ' ' || coalesce(comment, '') FROM jobs ORDER BY cluster`)
+	got := ledgerdb.Strings(t, s.Path, `SELECT cluster || ' ' || coalesce(comment, '') FROM jobs ORDER BY cluster`)
 	if diff := cmp.Diff([]string{"ca from ca", "cb from cb"}, got); diff != "" {
 		t.Errorf("comments (-want +got):\n%s", diff)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/sim"
 	"github.com/aicloud/gpusuite/internal/sim/gendata"
 	"github.com/aicloud/gpusuite/internal/store"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 var t0 = time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
@@ -132,7 +132,7 @@ func (e *env) reason(t *testing.T, f forged) string {
 
 func query[T any](t *testing.T, s *store.Store, q string, args ...any) T {
 	t.Helper()
-	return storetest.Scalar[T](t, s.Path, q, args...)
+	return ledgerdb.Scalar[T](t, s.Path, q, args...)
 }
 
 // TestNodeSpeaksOnlyForItself: a record under <incoming>/<node>/ that
@@ -275,7 +275,7 @@ func TestUsedWithinAllocation(t *testing.T) {
 				t.Fatalf("pass: %+v, want 3 files ingested", res)
 			}
 			var alloc, used, idle, sampled float64
-			storetest.Row(t, s.Path, `SELECT j.alloc_gpu_s, j.used_gpu_s, j.idle_gpu_s, (SELECT sum(sample_s) FROM job_hours WHERE job = j.id) FROM jobs j WHERE job_id = 77`, nil,
+			ledgerdb.Row(t, s.Path, `SELECT j.alloc_gpu_s, j.used_gpu_s, j.idle_gpu_s, (SELECT sum(sample_s) FROM job_hours WHERE job = j.id) FROM jobs j WHERE job_id = 77`, nil,
 				&alloc, &used, &idle, &sampled)
 			if alloc != 60 || used+idle != tc.used || sampled != tc.used {
 				t.Errorf("allocated %v, used %v, idle %v, sampled %v; want 60 allocated, %v used or idle and sampled", alloc, used, idle, sampled, tc.used)
@@ -415,7 +415,7 @@ func TestStartEventMissing(t *testing.T) {
 			var est bool
 			var state, source string
 			var code *int64
-			storetest.Row(t, s.Path, `SELECT j.start, j.end, j.start_estimated, j.state, n.start_source, j.exit_code FROM jobs j JOIN job_nodes n ON n.job = j.id WHERE j.job_id = 77`, nil,
+			ledgerdb.Row(t, s.Path, `SELECT j.start, j.end, j.start_estimated, j.state, n.start_source, j.exit_code FROM jobs j JOIN job_nodes n ON n.job = j.id WHERE j.job_id = 77`, nil,
 				&start, &jend, &est, &state, &source, &code)
 			if start != tc.start.Unix() || est != tc.estimated || source != tc.source || jend != t0.Add(30*time.Minute).Unix() || state == "running" {
 				t.Errorf("job: start %s estimated %v from %s, end %s, state %s; want start %s estimated %v from %s, ended",

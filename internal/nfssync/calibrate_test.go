@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aicloud/gpusuite/internal/nfssync/fusetest"
+	"github.com/aicloud/gpusuite/internal/testkit/fusefs"
 )
 
 func TestCalibrate(t *testing.T) {
-	a, _ := fusetest.TwoClients(t)
+	a, _ := fusefs.TwoClients(t)
 	local := filepath.Join(t.TempDir(), "probe")
 	for _, tc := range []struct {
 		name     string

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aicloud/gpusuite/internal/nfssync/fusetest"
+	"github.com/aicloud/gpusuite/internal/testkit/fusefs"
 )
 
 func readFile(t *testing.T, p string) string {
@@ -27,10 +27,10 @@ func writeFile(t *testing.T, p, s string) {
 
 // sameSecondUpdate writes old then new (same size) through A within one
 // second, with B reading in between, and asserts B is left with old.
-func sameSecondUpdate(t *testing.T, a, b *fusetest.Mount, name, old, new string) {
+func sameSecondUpdate(t *testing.T, a, b *fusefs.Mount, name, old, new string) {
 	t.Helper()
 	for attempt := 0; ; attempt++ {
-		fusetest.StartOfSecond()
+		fusefs.StartOfSecond()
 		begin := time.Now()
 		writeFile(t, a.Path(name), old)
 		if got := readFile(t, b.Path(name)); got != old {
@@ -53,7 +53,7 @@ func sameSecondUpdate(t *testing.T, a, b *fusetest.Mount, name, old, new string)
 // TestReproduceStaleRead shows the bug: without a touch, B keeps the old
 // content after the second has passed, however often it reopens.
 func TestReproduceStaleRead(t *testing.T) {
-	a, b := fusetest.TwoClients(t)
+	a, b := fusefs.TwoClients(t)
 	sameSecondUpdate(t, a, b, "f", "AAAA", "BBBB")
 	// Letting time pass is what is under test: staleness outlives the second.
 	time.Sleep(1500 * time.Millisecond)
@@ -85,7 +85,7 @@ func TestReproduceStaleRead(t *testing.T) {
 func TestWatchFixesSameSecondUpdate(t *testing.T) {
 	for _, backend := range []string{"inotify", "auto"} {
 		t.Run(backend, func(t *testing.T) {
-			a, b := fusetest.TwoClients(t)
+			a, b := fusefs.TwoClients(t)
 			d, m := newTestDaemon(t, Options{Roots: []string{a.Dir}, Backend: backend, Settle: 100 * time.Millisecond}, 1100*time.Millisecond)
 			startDaemon(t, d)
 			if backend == "auto" {

@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/aicloud/gpusuite/internal/logging/logtest"
+	"github.com/aicloud/gpusuite/internal/testkit/logs"
 )
 
 // waitFor polls cond every 10 ms for up to d; callers give d generously
@@ -122,7 +122,7 @@ func TestWatchLimit(t *testing.T) {
 			for i := 0; i < 10; i++ {
 				os.MkdirAll(filepath.Join(dir, fmt.Sprintf("d%d", i)), 0o755)
 			}
-			var logs logtest.Buffer
+			var logs logs.Buffer
 			d, m := newTestDaemon(t, Options{Roots: []string{dir}, Backend: "inotify", Settle: 10 * time.Millisecond, MaxWatches: tc.maxWatches}, 50*time.Millisecond)
 			d.log = slog.New(slog.NewTextHandler(&logs, nil))
 			if tc.enospcFrom > 0 {
@@ -277,7 +277,7 @@ func TestWatchDeniedDirectory(t *testing.T) {
 	for _, d := range []string{"a", "b", "ok"} {
 		os.Mkdir(filepath.Join(dir, d), 0o755)
 	}
-	var logs logtest.Buffer
+	var logs logs.Buffer
 	d, m := newTestDaemon(t, Options{Roots: []string{dir}, Backend: "inotify", Settle: 10 * time.Millisecond}, 50*time.Millisecond)
 	d.log = slog.New(slog.NewTextHandler(&logs, nil))
 	d.addWatch = func(fd int, p string, mask uint32) (int, error) {

@@ -7,13 +7,13 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/store"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 	"github.com/google/go-cmp/cmp"
 )
 
 func TestInForce(t *testing.T) {
 	ctx := context.Background()
-	l := storetest.NewLedger(t)
+	l := ledgerdb.NewLedger(t)
 	st, err := store.Open(ctx, store.Options{Path: l.Path, URL: l.URL})
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/report/timespec"
 	"github.com/aicloud/gpusuite/internal/store"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 // BenchmarkClusterUtilizationYear: report cluster over a year of a
@@ -16,7 +16,7 @@ import (
 // rollup_hourly: 1.1 million rows, more than the year benchmark's ledger
 // holds per node), with a drain a week and a reservation a month.
 func BenchmarkClusterUtilizationYear(b *testing.B) {
-	l := storetest.NewLedger(b)
+	l := ledgerdb.NewLedger(b)
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	end := start.AddDate(1, 0, 0)
 	st, err := store.Open(context.Background(), store.Options{Path: l.Path, URL: l.URL})
@@ -41,7 +41,7 @@ func BenchmarkClusterUtilizationYear(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	storetest.Tx(b, l.Loc(), func(exec func(string, ...any)) {
+	ledgerdb.Tx(b, l.Loc(), func(exec func(string, ...any)) {
 		for n := int64(1); n <= 125; n++ {
 			exec(`INSERT INTO nodes(id, cluster, name) VALUES (?, 'c1', ?)`, n, "n"+strconv.FormatInt(n, 10))
 		}

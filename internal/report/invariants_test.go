@@ -16,7 +16,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/report/table"
 	"github.com/aicloud/gpusuite/internal/report/timespec"
 	"github.com/aicloud/gpusuite/internal/store"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 // pjob is one random job run of the report invariant test: on one node,
@@ -169,7 +169,7 @@ func (j *pjob) usedIdle() (used, idle float64) {
 // the ends in the next.
 func buildSampledLedger(t *testing.T, jobs []*pjob, now int64) string {
 	t.Helper()
-	l := storetest.NewLedger(t)
+	l := ledgerdb.NewLedger(t)
 	st, err := store.Open(context.Background(), store.Options{Path: l.Path, URL: l.URL})
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/report/reportfixture"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 // TestSeriesBounded: a 152-hour job sampled every 5 s (109,440 samples a
@@ -30,10 +30,10 @@ func TestSeriesBounded(t *testing.T) {
 		// The writer makes the sample partitions of the months it
 		// writes; samples inserted by hand need theirs made here.
 		from := time.Unix(t0, 0).UTC()
-		storetest.Exec(t, path, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS samples_%s PARTITION OF samples FOR VALUES FROM (%d) TO (%d)`,
+		ledgerdb.Exec(t, path, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS samples_%s PARTITION OF samples FOR VALUES FROM (%d) TO (%d)`,
 			from.Format("200601"), from.UnixMilli(), from.AddDate(0, 1, 0).UnixMilli()))
 	}
-	storetest.Tx(t, path, func(exec func(string, ...any)) {
+	ledgerdb.Tx(t, path, func(exec func(string, ...any)) {
 		exec(`INSERT INTO samples(gpu_id, t_ms, interval_ms, job, restart, idle, util, mem_used_mib, power_mw)
  WITH RECURSIVE s(ts) AS (SELECT CAST(? AS INTEGER) UNION ALL SELECT ts + 5 FROM s WHERE ts + 5 < ?)
  SELECT g.gpu_id, s.ts * 1000, 5000, 41, 0, CASE WHEN (s.ts - ?) % 3600 < 360 THEN 1 ELSE 0 END,
@@ -47,7 +47,7 @@ func TestSeriesBounded(t *testing.T) {
 	})
 	// Written by hand: the writer's series buckets summed as it would.
 	reportfixture.RebuildSeriesBuckets(t, path)
-	if got := storetest.Scalar[int64](t, path, `SELECT count(*) FROM samples WHERE job = 41`); got != int64(2*n41) {
+	if got := ledgerdb.Scalar[int64](t, path, `SELECT count(*) FROM samples WHERE job = 41`); got != int64(2*n41) {
 		t.Fatalf("%d samples of job 41, want %d", got, 2*n41)
 	}
 	db := openTest(t, path)

@@ -18,7 +18,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/report/reportfixture"
 	"github.com/aicloud/gpusuite/internal/sim/gendata"
 	"github.com/aicloud/gpusuite/internal/store"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 // BenchmarkReportYearPostgres: the year of BenchmarkReportYear (gpuacct/
@@ -37,10 +37,10 @@ func BenchmarkReportYearPostgres(b *testing.B) {
 	}
 	bin := benchBin(b)
 	path := yearLedger(b, days)
-	jobs := storetest.Scalar[int64](b, path, `SELECT count(*) FROM jobs`)
-	daily := storetest.Scalar[int64](b, path, `SELECT count(*) FROM rollup_daily`)
-	monthly := storetest.Scalar[int64](b, path, `SELECT count(*) FROM rollup_monthly`)
-	hourly := storetest.Scalar[int64](b, path, `SELECT count(*) FROM rollup_hourly`)
+	jobs := ledgerdb.Scalar[int64](b, path, `SELECT count(*) FROM jobs`)
+	daily := ledgerdb.Scalar[int64](b, path, `SELECT count(*) FROM rollup_daily`)
+	monthly := ledgerdb.Scalar[int64](b, path, `SELECT count(*) FROM rollup_monthly`)
+	hourly := ledgerdb.Scalar[int64](b, path, `SELECT count(*) FROM rollup_hourly`)
 	fi, err := os.Stat(path)
 	if err != nil {
 		b.Fatal(err)
@@ -49,13 +49,13 @@ func BenchmarkReportYearPostgres(b *testing.B) {
 		path, jobs, monthly, daily, hourly, float64(fi.Size())/(1<<20))
 
 	gpuacct := filepath.Join(bin, "gpuacct")
-	pg := storetest.NewPostgresDB(b)
+	pg := ledgerdb.NewPostgresDB(b)
 	m0 := time.Now()
 	if out, err := exec.Command(gpuacct, "migrate", "--from", "sqlite:"+path, "--to", pg).CombinedOutput(); err != nil {
 		b.Fatalf("gpuacct migrate: %v: %s", err, out)
 	}
 	b.Logf("gpuacct migrate to PostgreSQL (verified): %s", time.Since(m0).Round(time.Second))
-	pgJobs := storetest.Scalar[int64](b, pg, `SELECT count(*) FROM jobs`)
+	pgJobs := ledgerdb.Scalar[int64](b, pg, `SELECT count(*) FROM jobs`)
 	if pgJobs != jobs {
 		b.Fatalf("PostgreSQL holds %d jobs, the SQLite file %d", pgJobs, jobs)
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 // job adds run 0 of job id on cluster c with comment and returns its row.
@@ -28,14 +28,14 @@ func (e *queueEnv) job(t *testing.T, id uint64, comment string) int64 {
 	if err := b.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	storetest.Exec(t, e.loc, `UPDATE jobs SET comment = ? WHERE id = ?`, comment, row)
+	ledgerdb.Exec(t, e.loc, `UPDATE jobs SET comment = ? WHERE id = ?`, comment, row)
 	return row
 }
 
 // ignored reads whether job row is ignored.
 func (e *queueEnv) ignored(t *testing.T, row int64) bool {
 	t.Helper()
-	return storetest.Scalar[int64](t, e.loc, `SELECT ignored FROM jobs WHERE id = ?`, row) != 0
+	return ledgerdb.Scalar[int64](t, e.loc, `SELECT ignored FROM jobs WHERE id = ?`, row) != 0
 }
 
 // fileIgnore files an ignore or unignore of job 7 on cluster c as root;
@@ -280,7 +280,7 @@ func TestApplyImportsLoggedDecisions(t *testing.T) {
 	if !e.ignored(t, other) {
 		t.Error("the tag did not ignore job 8, which no request decided")
 	}
-	if got := storetest.Scalar[string](t, e.loc, `SELECT ignore_request FROM jobs WHERE id = ?`, row); got != "request/ignore/20260302T090001Z-000001-1-bb.json" {
+	if got := ledgerdb.Scalar[string](t, e.loc, `SELECT ignore_request FROM jobs WHERE id = ?`, row); got != "request/ignore/20260302T090001Z-000001-1-bb.json" {
 		t.Errorf("job 7's decision %q, want the unignore's", got)
 	}
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/aicloud/gpusuite/internal/store"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 func TestCheckText(t *testing.T) {
@@ -114,7 +114,7 @@ func newQueueEnv(t *testing.T) *queueEnv {
 		t.Skip("needs root to give request files to other users (chown)")
 	}
 	root := t.TempDir()
-	l := storetest.NewLedger(t)
+	l := ledgerdb.NewLedger(t)
 	st, err := store.Open(context.Background(), store.Options{Path: l.Path, URL: l.URL})
 	if err != nil {
 		t.Fatal(err)

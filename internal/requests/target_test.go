@@ -10,7 +10,7 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/store"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 func intp(i int) *int { return &i }
@@ -19,7 +19,7 @@ func TestCheckTarget(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
 	root := t.TempDir()
-	l := storetest.NewLedger(t)
+	l := ledgerdb.NewLedger(t)
 	st, err := store.Open(ctx, store.Options{Path: l.Path, URL: l.URL})
 	if err != nil {
 		t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/aicloud/gpusuite/internal/record"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 // copyT0 is half an hour before a month ends, so that the samples fall
@@ -169,12 +169,12 @@ func copyFixture(t *testing.T) string {
 	}
 	// The source was itself copied from elsewhere: that copy's marks are
 	// not the ledger's and do not travel.
-	storetest.Exec(t, path, `INSERT INTO meta(key, value) VALUES ('migrate.source', '/old/acct.db'), ('migrate.table.jobs', '{"rows":3,"done":true}')`)
+	ledgerdb.Exec(t, path, `INSERT INTO meta(key, value) VALUES ('migrate.source', '/old/acct.db'), ('migrate.table.jobs', '{"rows":3,"done":true}')`)
 	return path
 }
 
 // openAt opens the ledger at l (a reader when ro).
-func openAt(t testing.TB, l storetest.Ledger, ro bool) *Store {
+func openAt(t testing.TB, l ledgerdb.Ledger, ro bool) *Store {
 	t.Helper()
 	s, err := Open(context.Background(), Options{Path: l.Path, URL: l.URL, ReadOnly: ro})
 	if err != nil {
@@ -194,7 +194,7 @@ func ledgerDump(t *testing.T, loc string) map[string][]string {
 		if tb.where != "" {
 			q += ` WHERE ` + tb.where
 		}
-		out[tb.name] = storetest.Strings(t, loc, q+` ORDER BY `+quoteIdents(tb.key))
+		out[tb.name] = ledgerdb.Strings(t, loc, q+` ORDER BY `+quoteIdents(tb.key))
 	}
 	return out
 }
@@ -208,7 +208,7 @@ func sourceCounts(t *testing.T, loc string) []TableCopy {
 		if tb.where != "" {
 			q += ` WHERE ` + tb.where
 		}
-		n := storetest.Scalar[int64](t, loc, q)
+		n := ledgerdb.Scalar[int64](t, loc, q)
 		if n == 0 {
 			t.Fatalf("fixture: table %s is empty; every table must hold rows for the copy to be tested", tb.name)
 		}
@@ -226,8 +226,8 @@ func TestPostgresCopyFromSQLite(t *testing.T) {
 	ctx := context.Background()
 	srcPath := copyFixture(t)
 	want := sourceCounts(t, srcPath)
-	pg := storetest.Ledger{URL: storetest.NewPostgresDB(t)}
-	src := openAt(t, storetest.Ledger{Path: srcPath}, true)
+	pg := ledgerdb.Ledger{URL: ledgerdb.NewPostgresDB(t)}
+	src := openAt(t, ledgerdb.Ledger{Path: srcPath}, true)
 	dst := openAt(t, pg, false)
 	res, err := Copy(ctx, src, dst, CopyOptions{Batch: 40})
 	if err != nil {
@@ -238,7 +238,7 @@ func TestPostgresCopyFromSQLite(t *testing.T) {
 	}
 	// Only partitions holding rows: which empty ones exist (months made
 	// ahead of time) is the writer's business, not the copy's.
-	parts := storetest.Strings(t, pg.URL, `SELECT c.relname::text || ':' || n FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+	parts := ledgerdb.Strings(t, pg.URL, `SELECT c.relname::text || ':' || n FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
  CROSS JOIN LATERAL (SELECT count(*) AS n FROM samples WHERE tableoid = c.oid) k
  WHERE i.inhparent = 'samples'::regclass AND n > 0 ORDER BY 1`)
 	if diff := cmp.Diff([]string{"samples_202601:75", "samples_202602:360"}, parts); diff != "" {
@@ -256,7 +256,7 @@ func TestPostgresCopyFromSQLite(t *testing.T) {
 		t.Errorf("second copy (-want +got):\n%s", diff)
 	}
 
-	back := storetest.Ledger{Path: filepath.Join(t.TempDir(), "back.db")}
+	back := ledgerdb.Ledger{Path: filepath.Join(t.TempDir(), "back.db")}
 	dst.Close()
 	pgSrc := openAt(t, pg, true)
 	dst2 := openAt(t, back, false)
@@ -267,7 +267,7 @@ func TestPostgresCopyFromSQLite(t *testing.T) {
 	if diff := cmp.Diff(ledgerDump(t, srcPath), ledgerDump(t, back.Path)); diff != "" {
 		t.Errorf("SQLite → PostgreSQL → SQLite changed rows (-src +back):\n%s", diff)
 	}
-	pg2 := storetest.Ledger{URL: storetest.NewPostgresDB(t)}
+	pg2 := ledgerdb.Ledger{URL: ledgerdb.NewPostgresDB(t)}
 	dst3 := openAt(t, pg2, false)
 	if _, err := Copy(ctx, pgSrc, dst3, CopyOptions{Batch: 100}); err != nil {
 		t.Fatalf("PostgreSQL → PostgreSQL: %v", err)
@@ -301,8 +301,8 @@ func TestCopyResumes(t *testing.T) {
 	ctx := context.Background()
 	srcPath := copyFixture(t)
 	want := sourceCounts(t, srcPath)
-	l := storetest.NewLedger(t)
-	src := openAt(t, storetest.Ledger{Path: srcPath}, true)
+	l := ledgerdb.NewLedger(t)
+	src := openAt(t, ledgerdb.Ledger{Path: srcPath}, true)
 	for _, stopAfter := range []int{3, 9} {
 		dst := openAt(t, l, false)
 		cctx, cancel := context.WithCancel(ctx)
@@ -318,7 +318,7 @@ func TestCopyResumes(t *testing.T) {
 		}
 		dst.Close()
 	}
-	held := storetest.Scalar[int64](t, l.Loc(), `SELECT count(*) FROM samples`)
+	held := ledgerdb.Scalar[int64](t, l.Loc(), `SELECT count(*) FROM samples`)
 	if held == 0 || held >= want[5].Rows {
 		t.Fatalf("after the interruptions the destination holds %d samples, want some of %d", held, want[5].Rows)
 	}
@@ -369,12 +369,12 @@ func TestCopyRefuses(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		// prepare makes the source and destination.
-		prepare func(t *testing.T) (src string, dst storetest.Ledger)
+		prepare func(t *testing.T) (src string, dst ledgerdb.Ledger)
 		batch   int
 		want    string
 	}{
-		{"destination holds a ledger", func(t *testing.T) (string, storetest.Ledger) {
-			l := storetest.NewLedger(t)
+		{"destination holds a ledger", func(t *testing.T) (string, ledgerdb.Ledger) {
+			l := ledgerdb.NewLedger(t)
 			w := openAt(t, l, false)
 			if err := w.RecordPass(ctx, Pass{Started: copyT0, Finished: copyT0}); err != nil {
 				t.Fatal(err)
@@ -382,15 +382,15 @@ func TestCopyRefuses(t *testing.T) {
 			w.Close()
 			return srcPath, l
 		}, 0, "already holds a ledger (table passes has rows) that is not a copy of"},
-		{"destination copies another source", func(t *testing.T) (string, storetest.Ledger) {
+		{"destination copies another source", func(t *testing.T) (string, ledgerdb.Ledger) {
 			other := filepath.Join(t.TempDir(), "other.db")
 			w, err := Open(ctx, Options{Path: other})
 			if err != nil {
 				t.Fatal(err)
 			}
 			w.Close()
-			l := storetest.NewLedger(t)
-			src := openAt(t, storetest.Ledger{Path: other}, true)
+			l := ledgerdb.NewLedger(t)
+			src := openAt(t, ledgerdb.Ledger{Path: other}, true)
 			dst := openAt(t, l, false)
 			if _, err := Copy(ctx, src, dst, CopyOptions{}); err != nil {
 				t.Fatal(err)
@@ -398,40 +398,40 @@ func TestCopyRefuses(t *testing.T) {
 			dst.Close()
 			return srcPath, l
 		}, 0, "holds a copy of"},
-		{"schema versions differ", func(t *testing.T) (string, storetest.Ledger) {
+		{"schema versions differ", func(t *testing.T) (string, ledgerdb.Ledger) {
 			old := filepath.Join(t.TempDir(), "old.db")
 			w, err := Open(ctx, Options{Path: old})
 			if err != nil {
 				t.Fatal(err)
 			}
 			w.Close()
-			storetest.Exec(t, old, fmt.Sprintf(`PRAGMA user_version = %d`, len(mustMigrations(EngineSQLite))-1))
-			return old, storetest.NewLedger(t)
+			ledgerdb.Exec(t, old, fmt.Sprintf(`PRAGMA user_version = %d`, len(mustMigrations(EngineSQLite))-1))
+			return old, ledgerdb.NewLedger(t)
 		}, 0, fmt.Sprintf("is at schema %d, destination", len(mustMigrations(EngineSQLite))-1)},
-		{"unknown table", func(t *testing.T) (string, storetest.Ledger) {
+		{"unknown table", func(t *testing.T) (string, ledgerdb.Ledger) {
 			odd := filepath.Join(t.TempDir(), "odd.db")
 			w, err := Open(ctx, Options{Path: odd})
 			if err != nil {
 				t.Fatal(err)
 			}
 			w.Close()
-			storetest.Exec(t, odd, `CREATE TABLE extra (x INTEGER)`)
-			return odd, storetest.NewLedger(t)
+			ledgerdb.Exec(t, odd, `CREATE TABLE extra (x INTEGER)`)
+			return odd, ledgerdb.NewLedger(t)
 		}, 0, `holds table "extra", which this gpuacct cannot copy`},
-		{"batch too large", func(t *testing.T) (string, storetest.Ledger) {
-			return srcPath, storetest.NewLedger(t)
+		{"batch too large", func(t *testing.T) (string, ledgerdb.Ledger) {
+			return srcPath, ledgerdb.NewLedger(t)
 		}, MaxCopyBatch + 1, "batch of 1000001 rows: want 1 to 1000000"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srcLoc, l := tc.prepare(t)
-			src := openAt(t, storetest.Ledger{Path: srcLoc}, true)
+			src := openAt(t, ledgerdb.Ledger{Path: srcLoc}, true)
 			dst := openAt(t, l, false)
-			before := storetest.Strings(t, l.Loc(), `SELECT key || '=' || value FROM meta ORDER BY key`)
+			before := ledgerdb.Strings(t, l.Loc(), `SELECT key || '=' || value FROM meta ORDER BY key`)
 			_, err := Copy(ctx, src, dst, CopyOptions{Batch: tc.batch})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err %v, want one saying %q", err, tc.want)
 			}
-			if diff := cmp.Diff(before, storetest.Strings(t, l.Loc(), `SELECT key || '=' || value FROM meta ORDER BY key`)); diff != "" {
+			if diff := cmp.Diff(before, ledgerdb.Strings(t, l.Loc(), `SELECT key || '=' || value FROM meta ORDER BY key`)); diff != "" {
 				t.Errorf("a refused copy changed the destination's meta (-before +after):\n%s", diff)
 			}
 		})
@@ -443,8 +443,8 @@ func TestCopyRefuses(t *testing.T) {
 func TestCopyVerifyNamesMismatches(t *testing.T) {
 	ctx := context.Background()
 	srcPath := copyFixture(t)
-	l := storetest.NewLedger(t)
-	src := openAt(t, storetest.Ledger{Path: srcPath}, true)
+	l := ledgerdb.NewLedger(t)
+	src := openAt(t, ledgerdb.Ledger{Path: srcPath}, true)
 	dst := openAt(t, l, false)
 	if _, err := Copy(ctx, src, dst, CopyOptions{}); err != nil {
 		t.Fatal(err)
@@ -452,11 +452,11 @@ func TestCopyVerifyNamesMismatches(t *testing.T) {
 	if _, err := Verify(ctx, src, dst); err != nil {
 		t.Fatalf("verify after a copy: %v", err)
 	}
-	storetest.Exec(t, l.Loc(), `UPDATE jobs SET used_gpu_s = used_gpu_s + 1.5, energy_mj = energy_mj + 7 WHERE id = 1`)
-	storetest.Exec(t, l.Loc(), `DELETE FROM samples WHERE t_ms = (SELECT max(t_ms) FROM samples) AND gpu_id = 1`)
-	used := storetest.Scalar[float64](t, srcPath, `SELECT sum(used_gpu_s) FROM jobs`)
-	energy := storetest.Scalar[int64](t, srcPath, `SELECT sum(energy_mj) FROM jobs`)
-	samples := storetest.Scalar[int64](t, srcPath, `SELECT count(*) FROM samples`)
+	ledgerdb.Exec(t, l.Loc(), `UPDATE jobs SET used_gpu_s = used_gpu_s + 1.5, energy_mj = energy_mj + 7 WHERE id = 1`)
+	ledgerdb.Exec(t, l.Loc(), `DELETE FROM samples WHERE t_ms = (SELECT max(t_ms) FROM samples) AND gpu_id = 1`)
+	used := ledgerdb.Scalar[float64](t, srcPath, `SELECT sum(used_gpu_s) FROM jobs`)
+	energy := ledgerdb.Scalar[int64](t, srcPath, `SELECT sum(energy_mj) FROM jobs`)
+	samples := ledgerdb.Scalar[int64](t, srcPath, `SELECT count(*) FROM samples`)
 	_, err := Verify(ctx, src, dst)
 	if err == nil {
 		t.Fatal("verify passed a changed destination")
@@ -531,11 +531,11 @@ func BenchmarkPostgresCopySamples(b *testing.B) {
 		}
 	}
 	s.Close()
-	src := openAt(b, storetest.Ledger{Path: path}, true)
+	src := openAt(b, ledgerdb.Ledger{Path: path}, true)
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
-		dst, err := Open(ctx, Options{URL: storetest.NewPostgresDB(b)})
+		dst, err := Open(ctx, Options{URL: ledgerdb.NewPostgresDB(b)})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -559,13 +559,13 @@ func BenchmarkPostgresCopySamples(b *testing.B) {
 // started during a copy is refused, naming gpuacct migrate.
 func TestCopyHoldsSourceLock(t *testing.T) {
 	ctx := context.Background()
-	srcL := storetest.NewLedger(t)
+	srcL := ledgerdb.NewLedger(t)
 	w := openAt(t, srcL, false)
 	if err := w.RecordPass(ctx, Pass{Started: copyT0, Finished: copyT0, OK: true}); err != nil {
 		t.Fatal(err)
 	}
 	src := openAt(t, srcL, true)
-	dstL := storetest.NewLedger(t)
+	dstL := ledgerdb.NewLedger(t)
 	dst := openAt(t, dstL, false)
 	for name, run := range map[string]func() error{
 		"copy":   func() error { _, err := Copy(ctx, src, dst, CopyOptions{}); return err },
@@ -576,7 +576,7 @@ func TestCopyHoldsSourceLock(t *testing.T) {
 			t.Errorf("%s while the source's writer runs: err %v, want one line with ErrLocked saying to stop serve/ingest", name, err)
 		}
 	}
-	if n := storetest.Scalar[int64](t, dstL.Loc(), `SELECT count(*) FROM meta WHERE key LIKE 'migrate.%'`); n != 0 {
+	if n := ledgerdb.Scalar[int64](t, dstL.Loc(), `SELECT count(*) FROM meta WHERE key LIKE 'migrate.%'`); n != 0 {
 		t.Errorf("a refused copy marked the destination (%d migrate keys)", n)
 	}
 	w.Close()
@@ -640,8 +640,8 @@ func TestCopyVerifySeesContent(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srcPath := copyFixture(t)
-			l := storetest.NewLedger(t)
-			src := openAt(t, storetest.Ledger{Path: srcPath}, true)
+			l := ledgerdb.NewLedger(t)
+			src := openAt(t, ledgerdb.Ledger{Path: srcPath}, true)
 			dst := openAt(t, l, false)
 			if _, err := Copy(ctx, src, dst, CopyOptions{Batch: 7}); err != nil {
 				t.Fatal(err)
@@ -651,7 +651,7 @@ func TestCopyVerifySeesContent(t *testing.T) {
 				loc = srcPath
 			}
 			for _, q := range tc.change {
-				storetest.Exec(t, loc, q)
+				ledgerdb.Exec(t, loc, q)
 			}
 			_, err := Verify(ctx, src, dst)
 			if err == nil {
@@ -677,16 +677,16 @@ func TestCopyRealsRoundTrip(t *testing.T) {
 	srcPath := copyFixture(t)
 	reals := []string{"0.1", "1.0/3", "1e-300", "1.7976931348623157e308", "-2.5e-7", "9007199254740993.0", "-0.0", "4.9e-324", "123456789.123456789"}
 	for i, r := range reals {
-		storetest.Exec(t, srcPath, fmt.Sprintf(`UPDATE job_gpus SET sample_s = %s WHERE gpu_id = %d`, r, i%2+1))
-		storetest.Exec(t, srcPath, fmt.Sprintf(`UPDATE jobs SET used_gpu_s = used_gpu_s, idle_gpu_s = %s WHERE id = %d`, r, i%3+1))
-		l := storetest.NewLedger(t)
-		src := openAt(t, storetest.Ledger{Path: srcPath}, true)
+		ledgerdb.Exec(t, srcPath, fmt.Sprintf(`UPDATE job_gpus SET sample_s = %s WHERE gpu_id = %d`, r, i%2+1))
+		ledgerdb.Exec(t, srcPath, fmt.Sprintf(`UPDATE jobs SET used_gpu_s = used_gpu_s, idle_gpu_s = %s WHERE id = %d`, r, i%3+1))
+		l := ledgerdb.NewLedger(t)
+		src := openAt(t, ledgerdb.Ledger{Path: srcPath}, true)
 		dst := openAt(t, l, false)
 		if _, err := Copy(ctx, src, dst, CopyOptions{}); err != nil {
 			t.Fatalf("real %s: %v", r, err)
 		}
-		got := storetest.Scalar[float64](t, l.Loc(), fmt.Sprintf(`SELECT sample_s FROM job_gpus WHERE gpu_id = %d`, i%2+1))
-		want := storetest.Scalar[float64](t, srcPath, fmt.Sprintf(`SELECT sample_s FROM job_gpus WHERE gpu_id = %d`, i%2+1))
+		got := ledgerdb.Scalar[float64](t, l.Loc(), fmt.Sprintf(`SELECT sample_s FROM job_gpus WHERE gpu_id = %d`, i%2+1))
+		want := ledgerdb.Scalar[float64](t, srcPath, fmt.Sprintf(`SELECT sample_s FROM job_gpus WHERE gpu_id = %d`, i%2+1))
 		a, _ := appendValue(nil, got)
 		b, _ := appendValue(nil, want)
 		if string(a) != string(b) {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/record"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 // pgSample writes one sample of GPU-1 on node n1 at at, as segment seq.
@@ -33,7 +33,7 @@ func openPG(t *testing.T, o Options) *Store {
 // writer there, which waits for the lock a held and takes it.
 func takeOver(t *testing.T, u string, a *Store) *Store {
 	t.Helper()
-	storetest.Exec(t, u, `SELECT pg_terminate_backend(?)`, int64(a.pg.pid))
+	ledgerdb.Exec(t, u, `SELECT pg_terminate_backend(?)`, int64(a.pg.pid))
 	ctx, cancel := context.WithTimeout(context.Background(), pgWait)
 	defer cancel()
 	s, err := Open(ctx, Options{URL: u, Wait: true})
@@ -64,7 +64,7 @@ func sampleBatch(t *testing.T, s *Store, seq uint64, at time.Time) *Batch {
 // no longer holds the lock, and only the second's sample is stored.
 func TestPostgresLostLockCannotCommit(t *testing.T) {
 	ctx := context.Background()
-	u := storetest.NewPostgresDB(t)
+	u := ledgerdb.NewPostgresDB(t)
 	a := openPG(t, Options{URL: u})
 	b := takeOver(t, u, a)
 
@@ -103,7 +103,7 @@ func TestPostgresLostLockCannotCommit(t *testing.T) {
 	if !b.HoldsLock(ctx) {
 		t.Error("the writer that took over does not hold the lock")
 	}
-	if n := storetest.Scalar[int64](t, u, `SELECT count(*) FROM samples`); n != 1 {
+	if n := ledgerdb.Scalar[int64](t, u, `SELECT count(*) FROM samples`); n != 1 {
 		t.Errorf("%d samples stored, want 1 (the second writer's)", n)
 	}
 }
@@ -111,14 +111,14 @@ func TestPostgresLostLockCannotCommit(t *testing.T) {
 // TestPostgresLockLostMidBatch: a session ended while its batch is open
 // takes the batch with it.
 func TestPostgresLockLostMidBatch(t *testing.T) {
-	u := storetest.NewPostgresDB(t)
+	u := ledgerdb.NewPostgresDB(t)
 	a := openPG(t, Options{URL: u})
 	bt := sampleBatch(t, a, 1, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	takeOver(t, u, a)
 	if err := bt.Commit(); err == nil {
 		t.Error("a batch whose session ended committed")
 	}
-	if n := storetest.Scalar[int64](t, u, `SELECT count(*) FROM samples`); n != 0 {
+	if n := ledgerdb.Scalar[int64](t, u, `SELECT count(*) FROM samples`); n != 0 {
 		t.Errorf("%d samples stored, want none", n)
 	}
 }
@@ -127,7 +127,7 @@ func TestPostgresLockLostMidBatch(t *testing.T) {
 // the pool never replaces on its own, and the lock is on it.
 func TestPostgresWriterOneSession(t *testing.T) {
 	ctx := context.Background()
-	u := storetest.NewPostgresDB(t)
+	u := ledgerdb.NewPostgresDB(t)
 	s := openPG(t, Options{URL: u})
 	c := s.pg.pool.Config()
 	if c.MaxConns != 1 || c.MinConns != 1 || c.MaxConnLifetime < 50*365*24*time.Hour || c.MaxConnIdleTime < 50*365*24*time.Hour {
@@ -152,7 +152,7 @@ func TestPostgresWriterOneSession(t *testing.T) {
 // for a lost lock).
 func TestPostgresHoldsLockDuringBatch(t *testing.T) {
 	ctx := context.Background()
-	s := openPG(t, Options{URL: storetest.NewPostgresDB(t)})
+	s := openPG(t, Options{URL: ledgerdb.NewPostgresDB(t)})
 	bt, err := s.Begin(ctx, time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +171,7 @@ func TestPostgresHoldsLockDuringBatch(t *testing.T) {
 // false once closed.
 func TestPostgresHoldsLockWhileClosing(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, Options{URL: storetest.NewPostgresDB(t)})
+	s, err := Open(ctx, Options{URL: ledgerdb.NewPostgresDB(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func TestPostgresHoldsLockWhileClosing(t *testing.T) {
 // had no partition for, nor does that batch stop the report.
 func TestPostgresNewMonthBesideReader(t *testing.T) {
 	ctx := context.Background()
-	u := storetest.NewPostgresDB(t)
+	u := ledgerdb.NewPostgresDB(t)
 	s := openPG(t, Options{URL: u, BusyTimeout: time.Second})
 	r := openPG(t, Options{URL: u, ReadOnly: true})
 	tx, err := r.db.BeginTx(ctx, nil)
@@ -240,7 +240,7 @@ func TestPostgresNewMonthBesideReader(t *testing.T) {
 // their rows, and the emptied months are dropped then.
 func TestPostgresDropPartitionsBesideReader(t *testing.T) {
 	ctx := context.Background()
-	u := storetest.NewPostgresDB(t)
+	u := ledgerdb.NewPostgresDB(t)
 	now := time.Now()
 	s := openPG(t, Options{URL: u, Now: func() time.Time { return now }})
 	batchOf(t, s, time.Now(), func(b *Batch) error {
@@ -250,7 +250,7 @@ func TestPostgresDropPartitionsBesideReader(t *testing.T) {
 		return pgSample(b, 2, time.Date(2026, 2, 5, 0, 0, 0, 0, time.UTC))
 	})
 	cut := time.Date(2026, 2, 10, 0, 0, 0, 0, time.UTC)
-	storetest.Tx(t, u, func(exec func(string, ...any)) {
+	ledgerdb.Tx(t, u, func(exec func(string, ...any)) {
 		exec(`SELECT count(*) FROM samples`)
 		n, err := s.DropSamplePartitions(ctx, cut)
 		if !errors.Is(err, ErrBusy) || n != 0 {
@@ -258,7 +258,7 @@ func TestPostgresDropPartitionsBesideReader(t *testing.T) {
 		}
 	})
 	parts := func() []string {
-		return storetest.Strings(t, u, `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+		return ledgerdb.Strings(t, u, `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
  WHERE i.inhparent = CAST('samples' AS regclass) AND c.relname < 'samples_202603' ORDER BY 1`)
 	}
 	// After a timeout, no try for an hour: each may stall readers.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 // untilLost runs write up to three times (the first may meet the dead
@@ -29,7 +29,7 @@ func untilLost(write func() error) error {
 // batch, fails with ErrLockLost and writes nothing.
 func TestPostgresRecordPassFenced(t *testing.T) {
 	ctx := context.Background()
-	u := storetest.NewPostgresDB(t)
+	u := ledgerdb.NewPostgresDB(t)
 	a := openPG(t, Options{URL: u})
 	if err := a.RecordPass(ctx, Pass{Started: time.Now(), Finished: time.Now(), OK: true}); err != nil {
 		t.Fatalf("record pass with the lock held: %v", err)
@@ -39,7 +39,7 @@ func TestPostgresRecordPassFenced(t *testing.T) {
 	if !errors.Is(err, ErrLockLost) {
 		t.Errorf("record pass after the lock was lost: %v, want ErrLockLost", err)
 	}
-	if n := storetest.Scalar[int64](t, u, `SELECT count(*) FROM passes`); n != 1 {
+	if n := ledgerdb.Scalar[int64](t, u, `SELECT count(*) FROM passes`); n != 1 {
 		t.Errorf("passes rows: %d, want 1 (the one recorded before the lock was lost)", n)
 	}
 }
@@ -49,7 +49,7 @@ func TestPostgresRecordPassFenced(t *testing.T) {
 // mark and its pages pass the writer's fence.
 func TestPostgresCopyDestFenced(t *testing.T) {
 	ctx := context.Background()
-	srcURL := storetest.NewPostgresDB(t)
+	srcURL := ledgerdb.NewPostgresDB(t)
 	w, err := Open(ctx, Options{URL: srcURL})
 	if err != nil {
 		t.Fatal(err)
@@ -61,17 +61,17 @@ func TestPostgresCopyDestFenced(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := openPG(t, Options{URL: srcURL, ReadOnly: true})
-	du := storetest.NewPostgresDB(t)
+	du := ledgerdb.NewPostgresDB(t)
 	dst := openPG(t, Options{URL: du})
 	takeOver(t, du, dst)
 	err = untilLost(func() error { _, err := Copy(ctx, src, dst, CopyOptions{}); return err })
 	if !errors.Is(err, ErrLockLost) {
 		t.Errorf("copy by a destination writer that lost its lock: %v, want ErrLockLost", err)
 	}
-	if n := storetest.Scalar[int64](t, du, `SELECT count(*) FROM samples`); n != 0 {
+	if n := ledgerdb.Scalar[int64](t, du, `SELECT count(*) FROM samples`); n != 0 {
 		t.Errorf("samples written by a destination writer that lost its lock: %d, want 0", n)
 	}
-	if n := storetest.Scalar[int64](t, du, `SELECT count(*) FROM meta WHERE key = ?`, copySourceKey); n != 0 {
+	if n := ledgerdb.Scalar[int64](t, du, `SELECT count(*) FROM meta WHERE key = ?`, copySourceKey); n != 0 {
 		t.Errorf("copy marks written by a destination writer that lost its lock: %d, want 0", n)
 	}
 }
@@ -81,7 +81,7 @@ func TestPostgresCopyDestFenced(t *testing.T) {
 // when their ctx ends (they do not hang past it), and write nothing.
 func TestPostgresMethodsBesideBatchEndWithCtx(t *testing.T) {
 	ctx := context.Background()
-	u := storetest.NewPostgresDB(t)
+	u := ledgerdb.NewPostgresDB(t)
 	s := openPG(t, Options{URL: u})
 	b, err := s.Begin(ctx, time.Now())
 	if err != nil {
@@ -106,7 +106,7 @@ func TestPostgresMethodsBesideBatchEndWithCtx(t *testing.T) {
 			}
 		})
 	}
-	if n := storetest.Scalar[int64](t, u, `SELECT count(*) FROM passes`); n != 0 {
+	if n := ledgerdb.Scalar[int64](t, u, `SELECT count(*) FROM passes`); n != 0 {
 		t.Errorf("passes rows: %d, want 0", n)
 	}
 }
@@ -116,7 +116,7 @@ func TestPostgresMethodsBesideBatchEndWithCtx(t *testing.T) {
 // start (a pid the server reused) is not the holder.
 func TestPostgresLockCheckSession(t *testing.T) {
 	ctx := context.Background()
-	s := openPG(t, Options{URL: storetest.NewPostgresDB(t)})
+	s := openPG(t, Options{URL: ledgerdb.NewPostgresDB(t)})
 	q, pid, started := s.pg.lockCheck()
 	for _, tc := range []struct {
 		name         string
@@ -147,7 +147,7 @@ func TestPostgresLockCheckSession(t *testing.T) {
 // together (each used to wait that long, one after the other).
 func TestPostgresCloseBatchOpenBound(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, Options{URL: storetest.NewPostgresDB(t)})
+	s, err := Open(ctx, Options{URL: ledgerdb.NewPostgresDB(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

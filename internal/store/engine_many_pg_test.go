@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 // TestManyForm: a one-row write as one statement over arrays, or an error
@@ -53,7 +53,7 @@ func TestManyForm(t *testing.T) {
 // the rows already there; a refused row fails the batch, named.
 func TestPostgresExecMany(t *testing.T) {
 	ctx := context.Background()
-	u := storetest.NewPostgresDB(t)
+	u := ledgerdb.NewPostgresDB(t)
 	s := openPG(t, Options{URL: u})
 	now := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
 	d := Dims{Cluster: "c", User: "u", Account: "a", Partition: "p"}
@@ -80,7 +80,7 @@ func TestPostgresExecMany(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got := storetest.Strings(t, u, `SELECT day, ignored, alloc_gpu_s, used_gpu_s, jobs FROM rollup_daily ORDER BY day, ignored`)
+	got := ledgerdb.Strings(t, u, `SELECT day, ignored, alloc_gpu_s, used_gpu_s, jobs FROM rollup_daily ORDER BY day, ignored`)
 	want := []string{"1|0|10|1.5|1", "2|0|21|2.75|2", "2|1|30|3.5|1", "3|0|2|0.5|1"}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("rollup_daily (-want +got):\n%s", d)
@@ -98,7 +98,7 @@ func TestPostgresExecMany(t *testing.T) {
 	if err := b.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	got = storetest.Strings(t, u, `SELECT day, model FROM rollup_daily ORDER BY day, ignored`)
+	got = ledgerdb.Strings(t, u, `SELECT day, model FROM rollup_daily ORDER BY day, ignored`)
 	want = []string{"1|A100", "2|H100", "2|H100", "3|L4"}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("models after the update (-want +got):\n%s", d)
@@ -121,7 +121,7 @@ func TestPostgresExecMany(t *testing.T) {
 	if err := b.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	if n := storetest.Scalar[int64](t, u, `SELECT count(*) FROM meta WHERE key LIKE 'm_'`); n != 4 {
+	if n := ledgerdb.Scalar[int64](t, u, `SELECT count(*) FROM meta WHERE key LIKE 'm_'`); n != 4 {
 		t.Errorf("rows of the statement sent row by row: %d, want 4", n)
 	}
 	b, err = s.Begin(ctx, now)
@@ -148,7 +148,7 @@ func TestPostgresExecMany(t *testing.T) {
 	if err := b.Commit(); err != nil {
 		t.Fatalf("commit after a batch failed by the client: %v", err)
 	}
-	if n := storetest.Scalar[int64](t, u, `SELECT count(*) FROM meta WHERE key = 'kept out'`); n != 0 {
+	if n := ledgerdb.Scalar[int64](t, u, `SELECT count(*) FROM meta WHERE key = 'kept out'`); n != 0 {
 		t.Errorf("rows of the failed batch: %d, want 0", n)
 	}
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 // TestMigrationsAlike: both engines' migrations name the same versions
@@ -44,7 +44,7 @@ func TestMigrationsAlike(t *testing.T) {
 func TestPostgresSchemaMatchesSQLite(t *testing.T) {
 	ctx := context.Background()
 	path := t.TempDir() + "/ledger.db"
-	u := storetest.NewPostgresDB(t)
+	u := ledgerdb.NewPostgresDB(t)
 	for _, o := range []Options{{Path: path}, {URL: u}} {
 		s, err := Open(ctx, o)
 		if err != nil {
@@ -69,10 +69,10 @@ func TestPostgresSchemaMatchesSQLite(t *testing.T) {
 		}
 		return out
 	}
-	sq := schema(storetest.Strings(t, path, `SELECT m.name, p.name, p."notnull", p.pk
+	sq := schema(ledgerdb.Strings(t, path, `SELECT m.name, p.name, p."notnull", p.pk
  FROM sqlite_master m, pragma_table_info(m.name) p
  WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%' ORDER BY m.name, p.cid`))
-	pg := schema(storetest.Strings(t, u, `SELECT c.table_name, c.column_name, CASE WHEN c.is_nullable = 'NO' THEN 1 ELSE 0 END,
+	pg := schema(ledgerdb.Strings(t, u, `SELECT c.table_name, c.column_name, CASE WHEN c.is_nullable = 'NO' THEN 1 ELSE 0 END,
  coalesce((SELECT k.ordinal_position FROM information_schema.table_constraints tc
   JOIN information_schema.key_column_usage k ON k.constraint_name = tc.constraint_name AND k.table_schema = tc.table_schema AND k.table_name = tc.table_name
   WHERE tc.constraint_type = 'PRIMARY KEY' AND tc.table_schema = c.table_schema AND tc.table_name = c.table_name AND k.column_name = c.column_name), 0)

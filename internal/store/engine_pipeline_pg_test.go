@@ -14,7 +14,7 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/record"
 
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 // refuseOn makes the server of u refuse a row of table where cond holds,
@@ -54,7 +54,7 @@ func heldCount(b *Batch) int {
 // stays.
 func TestPostgresPipeline(t *testing.T) {
 	ctx := context.Background()
-	u := storetest.NewPostgresDB(t)
+	u := ledgerdb.NewPostgresDB(t)
 	s := openPG(t, Options{URL: u})
 	// The server refuses one file name, as a constraint or a trigger of
 	// a site's would: the refusal comes when the queue is sent.
@@ -83,7 +83,7 @@ func TestPostgresPipeline(t *testing.T) {
 	if err := b.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	if n := storetest.Scalar[int64](t, u, `SELECT count(*) FROM ingested_files`); n != 3 {
+	if n := ledgerdb.Scalar[int64](t, u, `SELECT count(*) FROM ingested_files`); n != 3 {
 		t.Errorf("ingested_files after commit: %d rows, want 3", n)
 	}
 
@@ -109,7 +109,7 @@ func TestPostgresPipeline(t *testing.T) {
 	if err := b.Commit(); err == nil {
 		t.Error("commit after a refused write: nil error")
 	}
-	if n := storetest.Scalar[int64](t, u, `SELECT count(*) FROM ingested_files`); n != 3 {
+	if n := ledgerdb.Scalar[int64](t, u, `SELECT count(*) FROM ingested_files`); n != 3 {
 		t.Errorf("ingested_files after the refused batch: %d rows, want the first batch's 3", n)
 	}
 
@@ -124,7 +124,7 @@ func TestPostgresPipeline(t *testing.T) {
 	if err := b.Commit(); err != nil {
 		t.Fatalf("commit after a refused batch: %v", err)
 	}
-	if n := storetest.Scalar[int64](t, u, `SELECT count(*) FROM ingested_files`); n != 4 {
+	if n := ledgerdb.Scalar[int64](t, u, `SELECT count(*) FROM ingested_files`); n != 4 {
 		t.Errorf("ingested_files: %d rows, want 4", n)
 	}
 }
@@ -136,7 +136,7 @@ func TestPostgresPipeline(t *testing.T) {
 // of the batch.
 func TestPostgresReadRow(t *testing.T) {
 	ctx := context.Background()
-	u := storetest.NewPostgresDB(t)
+	u := ledgerdb.NewPostgresDB(t)
 	s := openPG(t, Options{URL: u})
 	b, err := s.Begin(ctx, time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC))
 	if err != nil {
@@ -225,7 +225,7 @@ func TestPostgresReadRow(t *testing.T) {
 // write's statement, and so does every later statement.
 func TestPostgresRefusedWriteThenRead(t *testing.T) {
 	ctx := context.Background()
-	s := openPG(t, Options{URL: storetest.NewPostgresDB(t)})
+	s := openPG(t, Options{URL: ledgerdb.NewPostgresDB(t)})
 	b, err := s.Begin(ctx, time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
@@ -253,7 +253,7 @@ func TestPostgresRefusedWriteThenRead(t *testing.T) {
 // next Flush.
 func TestPostgresSamplesOneCopy(t *testing.T) {
 	ctx := context.Background()
-	u := storetest.NewPostgresDB(t)
+	u := ledgerdb.NewPostgresDB(t)
 	s := openPG(t, Options{URL: u})
 	t0 := time.Date(2026, 3, 2, 10, 30, 0, 0, time.UTC)
 	util := uint32(60)
@@ -321,7 +321,7 @@ func TestPostgresSamplesOneCopy(t *testing.T) {
 	if err := b.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	if n := storetest.Scalar[int64](t, u, `SELECT count(*) FROM samples WHERE temp_c = 1`); n != 38 {
+	if n := ledgerdb.Scalar[int64](t, u, `SELECT count(*) FROM samples WHERE temp_c = 1`); n != 38 {
 		t.Errorf("samples after commit, updated: %d, want all 38", n)
 	}
 
@@ -341,7 +341,7 @@ func TestPostgresSamplesOneCopy(t *testing.T) {
 		t.Errorf("Flush with a refused sample = %v, want the server's refusal named as the samples' COPY", err)
 	}
 	b.Rollback()
-	if n := storetest.Scalar[int64](t, u, `SELECT count(*) FROM samples`); n != 38 {
+	if n := ledgerdb.Scalar[int64](t, u, `SELECT count(*) FROM samples`); n != 38 {
 		t.Errorf("samples after the refused batch: %d, want 38", n)
 	}
 }
@@ -375,7 +375,7 @@ func TestHasWord(t *testing.T) {
 // list (more than maxPreparedArgs values) is sent unnamed and read alike.
 func TestPostgresWritesOut(t *testing.T) {
 	ctx := context.Background()
-	u := storetest.NewPostgresDB(t)
+	u := ledgerdb.NewPostgresDB(t)
 	s := openPG(t, Options{URL: u})
 	now := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
 	n := maxPending + maxPending/2
@@ -420,7 +420,7 @@ func TestPostgresWritesOut(t *testing.T) {
 	if err := b.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	if got := storetest.Scalar[int64](t, u, `SELECT count(*) FROM meta WHERE key LIKE 'w%'`); got != int64(n) {
+	if got := ledgerdb.Scalar[int64](t, u, `SELECT count(*) FROM meta WHERE key LIKE 'w%'`); got != int64(n) {
 		t.Errorf("rows after commit: %d, want %d", got, n)
 	}
 
@@ -445,7 +445,7 @@ func TestPostgresWritesOut(t *testing.T) {
 	if err := b.Commit(); err != nil {
 		t.Fatalf("commit after a rollback with a write out: %v", err)
 	}
-	if got := storetest.Scalar[int64](t, u, `SELECT count(*) FROM meta WHERE key IN ('rolled back', 'after')`); got != 1 {
+	if got := ledgerdb.Scalar[int64](t, u, `SELECT count(*) FROM meta WHERE key IN ('rolled back', 'after')`); got != 1 {
 		t.Errorf("rolled back and later rows stored: %d, want the later one alone", got)
 	}
 }

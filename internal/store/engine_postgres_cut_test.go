@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 // TestPostgresCutMidBatch: a write after the writer's link was cut in
@@ -15,7 +15,7 @@ import (
 // writer is found to have lost its lock.
 func TestPostgresCutMidBatch(t *testing.T) {
 	ctx := context.Background()
-	u, link := storetest.ViaCutLink(t, storetest.NewPostgresDB(t), nil)
+	u, link := ledgerdb.ViaCutLink(t, ledgerdb.NewPostgresDB(t), nil)
 	s := openPG(t, Options{URL: u, BusyTimeout: 3 * time.Second})
 	b := sampleBatch(t, s, 1, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	link.Cut()

@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/aicloud/gpusuite/internal/record"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 // The tests of what only PostgreSQL does. They open a database of their
@@ -34,13 +34,13 @@ func TestPostgresWriterLock(t *testing.T) {
 	// Writers of other databases on the server hold their own locks,
 	// and are not named as this one's holder.
 	for range 3 {
-		other, err := Open(ctx, Options{URL: storetest.NewPostgresDB(t)})
+		other, err := Open(ctx, Options{URL: ledgerdb.NewPostgresDB(t)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer other.Close()
 	}
-	u := storetest.NewPostgresDB(t)
+	u := ledgerdb.NewPostgresDB(t)
 	first, err := Open(ctx, Options{URL: u})
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +121,7 @@ func TestPostgresWriterLock(t *testing.T) {
 // falls in, and counts both.
 func TestPostgresSamplePartitions(t *testing.T) {
 	ctx := context.Background()
-	u := storetest.NewPostgresDB(t)
+	u := ledgerdb.NewPostgresDB(t)
 	now := time.Date(2026, 3, 20, 0, 0, 0, 0, time.UTC)
 	s := openPG(t, Options{URL: u, Now: func() time.Time { return now }})
 	const uuid = "GPU-00000000-0000-0000-0000-000000000001"
@@ -141,7 +141,7 @@ func TestPostgresSamplePartitions(t *testing.T) {
 		})
 	}
 	partitions := func() []string {
-		return storetest.Strings(t, u, `SELECT c.relname, (SELECT count(*) FROM samples s WHERE s.tableoid = c.oid)
+		return ledgerdb.Strings(t, u, `SELECT c.relname, (SELECT count(*) FROM samples s WHERE s.tableoid = c.oid)
  FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = CAST('samples' AS regclass) ORDER BY c.relname`)
 	}
 	want := []string{"samples_202601|1", "samples_202602|2", "samples_202603|2", "samples_202604|0"}
@@ -169,7 +169,7 @@ func TestPostgresSamplePartitions(t *testing.T) {
 	if diff := cmp.Diff(want, partitions()); diff != "" {
 		t.Errorf("partitions after pruning (-want +got):\n%s", diff)
 	}
-	if got := storetest.Scalar[string](t, u, `SELECT value FROM meta WHERE key = ?`, prunedKey); got != fmt.Sprint(cut.UnixMilli()) {
+	if got := ledgerdb.Scalar[string](t, u, `SELECT value FROM meta WHERE key = ?`, prunedKey); got != fmt.Sprint(cut.UnixMilli()) {
 		t.Errorf("pruned mark %s, want %d", got, cut.UnixMilli())
 	}
 
@@ -191,20 +191,20 @@ func TestPostgresSamplePartitions(t *testing.T) {
 func TestPostgresErrorKinds(t *testing.T) {
 	ctx := context.Background()
 	t.Run("dropped table", func(t *testing.T) {
-		u := storetest.NewPostgresDB(t)
+		u := ledgerdb.NewPostgresDB(t)
 		s, err := Open(ctx, Options{URL: u})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer s.Close()
-		storetest.Exec(t, u, `DROP TABLE passes`)
+		ledgerdb.Exec(t, u, `DROP TABLE passes`)
 		_, _, err = s.LastPass(ctx)
 		if !errors.Is(err, ErrNotLedger) || !errors.Is(err, ErrResource) {
 			t.Errorf("LastPass on a ledger without passes: %v, want ErrNotLedger and ErrResource", err)
 		}
 	})
 	t.Run("lock timeout", func(t *testing.T) {
-		u := storetest.NewPostgresDB(t)
+		u := ledgerdb.NewPostgresDB(t)
 		// The busy timeout is short; connecting may take longer on a
 		// busy machine.
 		s, err := Open(ctx, Options{URL: withConnectTimeout(t, u), BusyTimeout: 200 * time.Millisecond})
@@ -212,7 +212,7 @@ func TestPostgresErrorKinds(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer s.Close()
-		storetest.Tx(t, u, func(exec func(string, ...any)) {
+		ledgerdb.Tx(t, u, func(exec func(string, ...any)) {
 			exec(`LOCK TABLE passes IN ACCESS EXCLUSIVE MODE`)
 			err = s.RecordPass(ctx, Pass{Started: time.Unix(10, 0), Finished: time.Unix(11, 0), OK: true})
 		})
@@ -240,7 +240,7 @@ func withConnectTimeout(t *testing.T, u string) string {
 // without a ledger says so and how to make one, and creates nothing.
 func TestPostgresReaderOfEmptyDatabase(t *testing.T) {
 	ctx := context.Background()
-	u := storetest.NewPostgresDB(t)
+	u := ledgerdb.NewPostgresDB(t)
 	_, err := Open(ctx, Options{URL: u, ReadOnly: true})
 	if !errors.Is(err, ErrNotLedger) {
 		t.Fatalf("reader of an empty database: %v, want ErrNotLedger", err)
@@ -248,7 +248,7 @@ func TestPostgresReaderOfEmptyDatabase(t *testing.T) {
 	if msg := err.Error(); !strings.Contains(msg, "no gpusuite ledger in this database") || !strings.Contains(msg, "gpuacct serve or ingest") {
 		t.Errorf("message %q does not say what is wrong and how to fix it", msg)
 	}
-	if got := storetest.Scalar[int64](t, u, `SELECT count(*) FROM pg_tables WHERE schemaname = 'public'`); got != 0 {
+	if got := ledgerdb.Scalar[int64](t, u, `SELECT count(*) FROM pg_tables WHERE schemaname = 'public'`); got != 0 {
 		t.Errorf("the reader made %d tables", got)
 	}
 }
@@ -284,7 +284,7 @@ func TestPostgresConnectErrorOneLine(t *testing.T) {
 // knows.
 func TestPostgresNewerSchemaRefused(t *testing.T) {
 	ctx := context.Background()
-	u := storetest.NewPostgresDB(t)
+	u := ledgerdb.NewPostgresDB(t)
 	s, err := Open(ctx, Options{URL: u})
 	if err != nil {
 		t.Fatal(err)
@@ -294,7 +294,7 @@ func TestPostgresNewerSchemaRefused(t *testing.T) {
 		t.Errorf("version %d, %v; want %d", v, err, known)
 	}
 	s.Close()
-	storetest.Exec(t, u, `INSERT INTO gpusuite_schema(version, name) VALUES(99, 'from the future')`)
+	ledgerdb.Exec(t, u, `INSERT INTO gpusuite_schema(version, name) VALUES(99, 'from the future')`)
 	for _, ro := range []bool{false, true} {
 		_, err := Open(ctx, Options{URL: u, ReadOnly: ro})
 		if !errors.Is(err, ErrNewerSchema) || !strings.Contains(err.Error(), "schema 99") {
@@ -308,7 +308,7 @@ func TestPostgresNewerSchemaRefused(t *testing.T) {
 // free a closed session's lock only some time later).
 func TestPostgresReopenAfterClose(t *testing.T) {
 	ctx := context.Background()
-	u := storetest.NewPostgresDB(t)
+	u := ledgerdb.NewPostgresDB(t)
 	for i := range 30 {
 		s, err := Open(ctx, Options{URL: u})
 		if err != nil {
@@ -325,7 +325,7 @@ func TestPostgresReopenAfterClose(t *testing.T) {
 // nothing is wrong.
 func TestPostgresCheckpoint(t *testing.T) {
 	ctx := context.Background()
-	s := openPG(t, Options{URL: storetest.NewPostgresDB(t)})
+	s := openPG(t, Options{URL: ledgerdb.NewPostgresDB(t)})
 	if err := s.RecordPass(ctx, Pass{Started: time.Unix(10, 0), Finished: time.Unix(11, 0), OK: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +370,7 @@ func TestPostgresDeadHolder(t *testing.T) {
 	}
 
 	t.Run("still held", func(t *testing.T) {
-		u := storetest.NewPostgresDB(t)
+		u := ledgerdb.NewPostgresDB(t)
 		hold(t, u)
 		_, err := Open(ctx, Options{URL: withConnectTimeout(t, u), BusyTimeout: 300 * time.Millisecond})
 		if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "whose process is gone") {
@@ -379,7 +379,7 @@ func TestPostgresDeadHolder(t *testing.T) {
 	})
 
 	t.Run("freed while waiting", func(t *testing.T) {
-		u := storetest.NewPostgresDB(t)
+		u := ledgerdb.NewPostgresDB(t)
 		holder := hold(t, u)
 		done := make(chan error, 1)
 		go func() {
@@ -395,7 +395,7 @@ func TestPostgresDeadHolder(t *testing.T) {
 		tick := time.NewTicker(10 * time.Millisecond)
 		defer tick.Stop()
 		giveUp := time.After(pgWait)
-		for storetest.Scalar[int64](t, u, `SELECT count(*) FROM pg_stat_activity
+		for ledgerdb.Scalar[int64](t, u, `SELECT count(*) FROM pg_stat_activity
  WHERE datname = current_database() AND application_name LIKE ? AND query LIKE '%pg_locks%'`, waiting) == 0 {
 			select {
 			case err := <-done:
@@ -423,7 +423,7 @@ func TestPostgresDeadHolder(t *testing.T) {
 // database is refused with one line saying what is wrong.
 func TestPostgresOpenErrors(t *testing.T) {
 	ctx := context.Background()
-	missing, err := url.Parse(storetest.NewPostgresDB(t))
+	missing, err := url.Parse(ledgerdb.NewPostgresDB(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -482,7 +482,7 @@ func TestRedactURL(t *testing.T) {
 // error to give, says 0 then.
 func TestPostgresDatabaseSize(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, Options{URL: storetest.NewPostgresDB(t)})
+	s, err := Open(ctx, Options{URL: ledgerdb.NewPostgresDB(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 // readFixture is a small ledger for the read methods: two nodes of one
@@ -71,7 +71,7 @@ func emptyStore(t *testing.T) *Store {
 func ledgerOf(t *testing.T, stmts ...string) *Store {
 	t.Helper()
 	ctx := context.Background()
-	l := storetest.NewLedger(t)
+	l := ledgerdb.NewLedger(t)
 	// The fixtures' samples are of January 1970: on PostgreSQL, the
 	// writer makes the month's partition as it opens.
 	w, err := Open(ctx, Options{Path: l.Path, URL: l.URL, Now: func() time.Time { return time.Unix(0, 0) }})

@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 // TestSlurmAccounts: the account tree is stored as sacctmgr lists it; a
@@ -15,7 +15,7 @@ import (
 // no longer lists.
 func TestSlurmAccounts(t *testing.T) {
 	ctx := context.Background()
-	s := openAt(t, storetest.NewLedger(t), false)
+	s := openAt(t, ledgerdb.NewLedger(t), false)
 	now := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
 	for _, set := range [][]SlurmAccount{
 		{{"c", "physics", "science"}, {"c", "science", "root"}, {"c", "bio", "science"}},

@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 // TestClusterFacts: a second read over an overlapping window replaces
@@ -17,7 +17,7 @@ import (
 // next read starts at the last one.
 func TestClusterFacts(t *testing.T) {
 	ctx := context.Background()
-	s := openAt(t, storetest.NewLedger(t), false)
+	s := openAt(t, ledgerdb.NewLedger(t), false)
 	now := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
 	t0 := now.Unix() - 10*3600
 	if _, ok, err := s.ClusterFactsMarks(ctx, "c"); err != nil || ok {

@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/aicloud/gpusuite/internal/record"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 // TestJobMetrics: a job's chosen metrics and power per GPU are weighted
@@ -19,7 +19,7 @@ import (
 // follow the allocation when its end moves in (peaks of samples no longer
 // inside are gone). A metric the GPU cannot give is said with its reason.
 func TestJobMetrics(t *testing.T) {
-	s := openAt(t, storetest.NewLedger(t), false)
+	s := openAt(t, ledgerdb.NewLedger(t), false)
 	defer s.Close()
 	ctx := context.Background()
 	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)

@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/aicloud/gpusuite/internal/record"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 // openTemp is a writer on a new ledger of the engine under test.
@@ -23,9 +23,9 @@ func openTemp(t *testing.T) *Store {
 
 // openLedger is openTemp with the ledger's location, for a second store
 // (a reader) on it.
-func openLedger(t *testing.T) (*Store, storetest.Ledger) {
+func openLedger(t *testing.T) (*Store, ledgerdb.Ledger) {
 	t.Helper()
-	l := storetest.NewLedger(t)
+	l := ledgerdb.NewLedger(t)
 	s, err := Open(context.Background(), Options{Path: l.Path, URL: l.URL})
 	if err != nil {
 		t.Fatal(err)

@@ -11,9 +11,9 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/aicloud/gpusuite/internal/board"
-	"github.com/aicloud/gpusuite/internal/browsertest"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/slurmstate"
+	"github.com/aicloud/gpusuite/internal/testkit/browser"
 	"github.com/aicloud/gpusuite/internal/web"
 )
 
@@ -26,7 +26,7 @@ import (
 func TestBoardBrowser(t *testing.T) {
 	lb := newLiveBoard(t, bookedNote())
 	srv := newBoardServer(t, web.Options{Board: lb.src, BoardTick: 100 * time.Millisecond})
-	ctx, shots := browsertest.NewBrowser(t, 1440, 1000), browsertest.ShotDir(t)
+	ctx, shots := browser.NewBrowser(t, 1440, 1000), browser.ShotDir(t)
 	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
 		if err := chromedp.Do(ctx, steps...); err != nil {
@@ -49,7 +49,7 @@ func TestBoardBrowser(t *testing.T) {
 		}
 		return ok
 	}
-	shot := func(name string) { t.Helper(); browsertest.Shot(t, ctx, shots, name) }
+	shot := func(name string) { t.Helper(); browser.Shot(t, ctx, shots, name) }
 
 	// First render: the browser's own clock, navigation start to the
 	// board's cells visible.
@@ -146,7 +146,7 @@ func TestBoardBrowserReconnect(t *testing.T) {
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() { h.EndStreams(); srv.Close(); h.Close() })
-	ctx := browsertest.NewBrowser(t, 1440, 1000)
+	ctx := browser.NewBrowser(t, 1440, 1000)
 	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/"),
 		chromedp.Poll[chromedp.Void](`document.getElementById("board").hasAttribute("data-updated")`, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
 		t.Fatal(err)
@@ -169,7 +169,7 @@ func TestBoardBrowser1000(t *testing.T) {
 		Slurm: func(context.Context) (slurmstate.State, error) { return st, nil }})
 	src.RefreshSlurm(context.Background())
 	srv := newBoardServer(t, web.Options{Board: src})
-	ctx := browsertest.NewBrowser(t, 1440, 1000)
+	ctx := browser.NewBrowser(t, 1440, 1000)
 	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible("#gpu-gpu124-7")); err != nil {
 		t.Fatal(err)
 	}

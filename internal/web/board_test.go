@@ -25,7 +25,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/slurmstate"
 	"github.com/aicloud/gpusuite/internal/store"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 	"github.com/aicloud/gpusuite/internal/web"
 )
 
@@ -295,7 +295,7 @@ func TestBoardOldOverviewLinks(t *testing.T) {
 }
 
 func TestBoardNotesAPI(t *testing.T) {
-	l := storetest.NewLedger(t)
+	l := ledgerdb.NewLedger(t)
 	ctx := context.Background()
 	st, err := store.Open(ctx, store.Options{Path: l.Path, URL: l.URL})
 	if err != nil {

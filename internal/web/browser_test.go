@@ -10,7 +10,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/aicloud/gpusuite/internal/browsertest"
+	"github.com/aicloud/gpusuite/internal/testkit/browser"
 	"github.com/aicloud/gpusuite/internal/web"
 )
 
@@ -19,7 +19,7 @@ import (
 // checking the numbers each page shows and taking screenshots
 // ($GPUSUITE_WEB_SCREENSHOTS names a directory to keep them in).
 func testBrowser(t *testing.T, f *fixture, win url.Values) {
-	ctx, shots := browsertest.NewBrowser(t, 1440, 1000), browsertest.ShotDir(t)
+	ctx, shots := browser.NewBrowser(t, 1440, 1000), browser.ShotDir(t)
 
 	// The busiest team and what it should show.
 	type team struct {
@@ -43,7 +43,7 @@ func testBrowser(t *testing.T, f *fixture, win url.Values) {
 		}
 		return s
 	}
-	shot := func(name string) { t.Helper(); browsertest.Shot(t, ctx, shots, name) }
+	shot := func(name string) { t.Helper(); browser.Shot(t, ctx, shots, name) }
 	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
 		if err := chromedp.Do(ctx, steps...); err != nil {

@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/aicloud/gpusuite/internal/report/reportfixture"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 var (
@@ -88,7 +88,7 @@ func TestClusterPages(t *testing.T) {
 func TestClusterNotes(t *testing.T) {
 	two := twoClusterLedger(t)
 	until, created := clusterNow.Unix()+3600, clusterNow.Unix()-60
-	storetest.Exec(t, two, `INSERT INTO notes(cluster, node, until, text, author, uid, created) VALUES
+	ledgerdb.Exec(t, two, `INSERT INTO notes(cluster, node, until, text, author, uid, created) VALUES
 	 ('gpu1', 'n1', ?, 'gpu1 fan broken', 'alice', 1000, ?), ('gpu2', 'n1', ?, 'gpu2 booked', 'bob', 1001, ?)`, until, created, until, created)
 	noLocal, local2 := clusterServer(t, two, ""), clusterServer(t, two, "gpu2")
 	tests := []struct {

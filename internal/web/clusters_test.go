@@ -11,8 +11,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/aicloud/gpusuite/internal/browsertest"
 	"github.com/aicloud/gpusuite/internal/report/reportfixture"
+	"github.com/aicloud/gpusuite/internal/testkit/browser"
 	"github.com/aicloud/gpusuite/internal/web"
 )
 
@@ -159,9 +159,9 @@ func TestClusterAPI(t *testing.T) {
 // keyboard, choosing a cluster and pressing its button shows that
 // cluster's page (the window kept), and at 390 px the header fits.
 func TestClusterPickerBrowser(t *testing.T) {
-	browsertest.Require(t)
+	browser.Require(t)
 	srv := clusterServer(t, twoClusterLedger(t), "")
-	ctx, shots := browsertest.NewBrowser(t, 1280, 900), browsertest.ShotDir(t)
+	ctx, shots := browser.NewBrowser(t, 1280, 900), browser.ShotDir(t)
 	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
 		if err := chromedp.Do(ctx, steps...); err != nil {
@@ -199,12 +199,12 @@ func TestClusterPickerBrowser(t *testing.T) {
 	if err != nil || !strings.Contains(loc, "start=2026-01-01") {
 		t.Errorf("the window was lost: %s (%v)", loc, err)
 	}
-	browsertest.Shot(t, ctx, shots, "clusters-gpu2.png")
+	browser.Shot(t, ctx, shots, "clusters-gpu2.png")
 	do("narrow", chromedp.EmulateViewport(390, 844), chromedp.Reload(), chromedp.WaitVisible("#cluster-picker"))
 	if w, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); err != nil || w > 390 {
 		t.Errorf("at 390 px the page is %d px wide (%v)", w, err)
 	}
-	browsertest.Shot(t, ctx, shots, "clusters-390.png")
+	browser.Shot(t, ctx, shots, "clusters-390.png")
 }
 
 // manyNames is n distinct cluster names, comma-separated.

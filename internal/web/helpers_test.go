@@ -24,14 +24,14 @@ import (
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/sim"
 	"github.com/aicloud/gpusuite/internal/sim/gendata"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 // fixture is a simulated cluster's records, written for the real ingest:
 // gendata's jobs (known ground truth) plus one job still running.
 type fixture struct {
 	// db is the ledger's location: the SQLite file, or on PostgreSQL
-	// (storetest.NewLedger) the database's URL, in store.url.
+	// (ledgerdb.NewLedger) the database's URL, in store.url.
 	root, db, incoming, config string
 	// live is board.live_dir, with a fresh snapshot of the running job's
 	// node.
@@ -68,7 +68,7 @@ func newFixture(t *testing.T, now time.Time) *fixture {
 	if err := os.Chmod(root, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	l := storetest.NewLedger(t)
+	l := ledgerdb.NewLedger(t)
 	f := &fixture{root: root, db: l.Loc(), incoming: filepath.Join(root, "incoming")}
 	if err := os.MkdirAll(f.incoming, 0o755); err != nil {
 		t.Fatal(err)

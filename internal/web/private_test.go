@@ -13,8 +13,8 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/config"
+	"github.com/aicloud/gpusuite/internal/testkit/tlscert"
 	"github.com/aicloud/gpusuite/internal/web"
-	"github.com/aicloud/gpusuite/internal/webconfig/webconfigtest"
 )
 
 // TestPrivateDataProxyHeader: with web.user_header, the reverse proxy's
@@ -157,7 +157,7 @@ func TestPrivateDataNeedsIdentity(t *testing.T) {
 		t.Fatalf("OptionsFrom with user_header: %v", err)
 	}
 	cfg.Web.UserHeader = ""
-	cfg.Web.ConfigFile = webconfigtest.Write(t, false, map[string]string{"alice": "pw"}, "").Path
+	cfg.Web.ConfigFile = tlscert.Write(t, false, map[string]string{"alice": "pw"}, "").Path
 	if _, err := web.OptionsFrom(cfg, nil, slog.New(slog.DiscardHandler), time.Now); err != nil {
 		t.Fatalf("OptionsFrom with basic_auth_users: %v", err)
 	}

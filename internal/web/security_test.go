@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/board"
-	"github.com/aicloud/gpusuite/internal/webconfig/webconfigtest"
+	"github.com/aicloud/gpusuite/internal/testkit/tlscert"
 )
 
 // testSecurityHeaders: every answer of serve, pages, API, static files,
@@ -87,7 +87,7 @@ func (f *fixture) do(t *testing.T, method, path string, login [2]string) *http.R
 func TestPrivateData(t *testing.T) {
 	now := time.Now()
 	f := newFixture(t, now)
-	wc := webconfigtest.Write(t, true, map[string]string{"root": "r00t", "bob": "b0b", "zoe": "z0e", "eri": "3r1"}, "")
+	wc := tlscert.Write(t, true, map[string]string{"root": "r00t", "bob": "b0b", "zoe": "z0e", "eri": "3r1"}, "")
 	cfg, err := os.ReadFile(f.config)
 	if err != nil {
 		t.Fatal(err)

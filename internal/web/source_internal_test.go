@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/store"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 // A web connection opens one pool: every read goes through report.DB
@@ -14,7 +14,7 @@ import (
 // closes it.
 func TestConnOnePool(t *testing.T) {
 	ctx := context.Background()
-	l := storetest.NewLedger(t)
+	l := ledgerdb.NewLedger(t)
 	w, err := store.Open(ctx, store.Options{Path: l.Path, URL: l.URL})
 	if err != nil {
 		t.Fatal(err)

@@ -24,7 +24,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/sim/gendata"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 	"github.com/aicloud/gpusuite/internal/web"
 )
 
@@ -471,7 +471,7 @@ func TestPostgresUnreadable(t *testing.T) {
 	for _, tc := range []struct {
 		name, url, msg string
 	}{
-		{"no ledger", storetest.NewPostgresDB(t), "not a gpusuite accounting database"},
+		{"no ledger", ledgerdb.NewPostgresDB(t), "not a gpusuite accounting database"},
 		{"server down", "postgres://gpusuite:s3cret@127.0.0.1:1/acct?connect_timeout=5", "connection refused"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -13,12 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aicloud/gpusuite/internal/testkit/tlscert"
 	"github.com/aicloud/gpusuite/internal/webconfig"
-	"github.com/aicloud/gpusuite/internal/webconfig/webconfigtest"
 )
 
 func TestCheck(t *testing.T) {
-	good := webconfigtest.Write(t, true, map[string]string{"alice": "pw"}, "")
+	good := tlscert.Write(t, true, map[string]string{"alice": "pw"}, "")
 	dir := t.TempDir()
 	write := func(name, s string) string {
 		p := filepath.Join(dir, name)
@@ -89,7 +89,7 @@ func serve(t *testing.T, path string, h http.Handler) string {
 // alice's password lets her in, and the handler learns her name from
 // Users; the configured header is set; the server's header bound holds.
 func TestServeTLSAndLogin(t *testing.T) {
-	f := webconfigtest.Write(t, true, map[string]string{"alice": "right"}, "http_server_config:\n  headers:\n    Strict-Transport-Security: max-age=63072000\n")
+	f := tlscert.Write(t, true, map[string]string{"alice": "right"}, "http_server_config:\n  headers:\n    Strict-Transport-Security: max-age=63072000\n")
 	if got := webconfig.Scheme(f.Path); got != "https" {
 		t.Errorf("Scheme: %q, want https", got)
 	}
@@ -172,7 +172,7 @@ func TestServeTLSAndLogin(t *testing.T) {
 // TestUsersWithoutLogin: a file without basic_auth_users checks no
 // password, so a name in a request's Authorization is not believed.
 func TestUsersWithoutLogin(t *testing.T) {
-	f := webconfigtest.Write(t, false, nil, "http_server_config:\n  headers:\n    X-Frame-Options: deny\n")
+	f := tlscert.Write(t, false, nil, "http_server_config:\n  headers:\n    X-Frame-Options: deny\n")
 	if got := webconfig.Scheme(f.Path); got != "http" {
 		t.Errorf("Scheme: %q, want http", got)
 	}

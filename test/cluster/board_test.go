@@ -13,7 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/aicloud/gpusuite/internal/board"
-	"github.com/aicloud/gpusuite/internal/browsertest"
+	"github.com/aicloud/gpusuite/internal/testkit/browser"
 )
 
 // TestBoardAcrossServers: the live board of serve on the head (its API,
@@ -68,7 +68,7 @@ func TestBoardAcrossServers(t *testing.T) {
 		t.Errorf("gpuacct status: %s", why)
 	}
 	// And the dashboard's board page, in a browser, cell by cell.
-	ctx := browsertest.NewBrowser(t, 1280, 1100)
+	ctx := browser.NewBrowser(t, 1280, 1100)
 	if err := chromedp.Do(ctx, chromedp.Navigate(m.serve+"/"), chromedp.WaitVisible("#board")); err != nil {
 		t.Fatalf("open the board page: %v", err)
 	}
@@ -77,7 +77,7 @@ func TestBoardAcrossServers(t *testing.T) {
 		want, got := states(doc, m.nodes), pageStates(t, ctx, doc, m.nodes)
 		return want == got && strings.HasPrefix(got, "drained drained drained drained | stale stale stale stale | "), "page " + got + "; API " + want
 	})
-	browsertest.Shot(t, ctx, browsertest.ShotDir(t), "cluster-board.png")
+	browser.Shot(t, ctx, browser.ShotDir(t), "cluster-board.png")
 
 	m.Run(t, "", "scancel", fmt.Sprint(id))
 	m.Run(t, "", "scontrol", "update", "nodename="+drained, "state=resume")

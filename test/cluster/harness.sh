@@ -23,7 +23,7 @@
 #                   nodes/NODE/ is mounted on it and data/ on node/data, so one
 #                   slurm.conf and one set of paths serve every server
 #   etc/ log/ state/ mysql/  the head's: slurm.conf, slurmdbd, MariaDB, serve
-#   env             KEY=VALUE for the Go tests (test/cluster, slurmtest.Multi)
+#   env             KEY=VALUE for the Go tests (test/cluster, internal/testkit/slurm.Multi)
 #
 # Network: a bridge gsc-br0 with $NET.1/24 (the head: slurmctld listens
 # there), one veth pair per server into its namespace gsc-NODE with

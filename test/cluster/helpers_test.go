@@ -20,13 +20,13 @@ import (
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/board"
-	"github.com/aicloud/gpusuite/internal/slurmtest"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
+	"github.com/aicloud/gpusuite/internal/testkit/slurm"
 )
 
 // cl is the multi-node cluster as a test sees it.
 type cl struct {
-	*slurmtest.Cluster
+	*slurm.Cluster
 	nodes   []string
 	data    string // the shared /data
 	db      string // the ledger serve writes, on /data
@@ -41,7 +41,7 @@ type cl struct {
 // back in its cleanup, and a killed test's leftovers are mended here.
 func get(t *testing.T) *cl {
 	t.Helper()
-	c := slurmtest.Multi(t)
+	c := slurm.Multi(t)
 	m := &cl{
 		Cluster: c,
 		nodes:   strings.Fields(c.Path("GPUSUITE_CLUSTER_NODES")),
@@ -49,11 +49,11 @@ func get(t *testing.T) *cl {
 		head:    c.Path("GPUSUITE_CLUSTER_HEAD_CONFIG"),
 		serve:   c.Path("GPUSUITE_CLUSTER_SERVE"),
 		harness: c.Path("GPUSUITE_CLUSTER_HARNESS"),
-		gpuacct: slurmtest.Binary(t, "gpuacct"),
+		gpuacct: slurm.Binary(t, "gpuacct"),
 	}
 	m.db = m.data + "/gpuacct.db"
 	for _, u := range []string{"alice", "bob", "carol"} {
-		slurmtest.EnsureUser(t, u)
+		slurm.EnsureUser(t, u)
 	}
 	for _, n := range m.nodes {
 		m.sh(t, "ensure", n)
@@ -83,10 +83,10 @@ func (m *cl) nodeState(t *testing.T, node string) string {
 	return strings.TrimSpace(m.Run(t, "", "sinfo", "-h", "-N", "-n", node, "-o", "%t"))
 }
 
-// poll calls cond every 250 ms until it holds (slurmtest.Poll).
+// poll calls cond every 250 ms until it holds (slurm.Poll).
 func poll(t *testing.T, what string, timeout time.Duration, cond func() (bool, string)) {
 	t.Helper()
-	slurmtest.Poll(t, what, timeout, 250*time.Millisecond, cond)
+	slurm.Poll(t, what, timeout, 250*time.Millisecond, cond)
 }
 
 // run is one run of a job as sacct -D has it, with the GPUs of each of
@@ -170,7 +170,7 @@ type ledgerRun struct {
 func (m *cl) ledgerRuns(t *testing.T, id uint64) []ledgerRun {
 	t.Helper()
 	var runs []ledgerRun
-	for _, row := range storetest.Strings(t, m.db, `SELECT restart, state, coalesce(end_source, ''), sacct_checked, alloc_gpu_s,
+	for _, row := range ledgerdb.Strings(t, m.db, `SELECT restart, state, coalesce(end_source, ''), sacct_checked, alloc_gpu_s,
  coalesce(start, -1), coalesce(end, -1), account, quality FROM jobs WHERE cluster = 'gsc' AND job_id = ? ORDER BY restart`, id) {
 		f := strings.Split(row, "|")
 		r := ledgerRun{state: f[1], source: f[2], account: f[7], quality: f[8], nodes: map[string]ledgerNode{}}
@@ -179,7 +179,7 @@ func (m *cl) ledgerRuns(t *testing.T, id uint64) []ledgerRun {
 				*p, _ = strconv.ParseInt(f[i], 10, 64)
 			}
 		}
-		for _, nrow := range storetest.Strings(t, m.db, `SELECT n.name, jn.gpus, coalesce(jn.start, -1), coalesce(jn.end, -1)
+		for _, nrow := range ledgerdb.Strings(t, m.db, `SELECT n.name, jn.gpus, coalesce(jn.start, -1), coalesce(jn.end, -1)
  FROM job_nodes jn JOIN nodes n ON n.id = jn.node_id JOIN jobs j ON j.id = jn.job
  WHERE j.cluster = 'gsc' AND j.job_id = ? AND j.restart = ?`, id, r.restart) {
 			g := strings.Split(nrow, "|")
@@ -324,7 +324,7 @@ func (m *cl) nodeLog(t *testing.T, node, name string) string {
 // ledgerRows is every row of q on the ledger, columns joined by "|".
 func (m *cl) ledgerRows(t *testing.T, q string, args ...any) []string {
 	t.Helper()
-	return storetest.Strings(t, m.db, q, args...)
+	return ledgerdb.Strings(t, m.db, q, args...)
 }
 
 // gpuacctRun runs gpuacct with the head's config (the ledger on /data

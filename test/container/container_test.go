@@ -19,7 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/aicloud/gpusuite/internal/slurmtest"
+	"github.com/aicloud/gpusuite/internal/testkit/slurm"
 	"github.com/aicloud/gpusuite/test/registry"
 )
 
@@ -31,9 +31,9 @@ type cluster struct {
 	stubDir string            // directory holding the stand-in enroot
 }
 
-func slurm(t *testing.T) *cluster {
+func newCluster(t *testing.T) *cluster {
 	t.Helper()
-	c := &cluster{env: slurmtest.Get(t).Vars}
+	c := &cluster{env: slurm.Get(t).Vars}
 	if c.env["GPUSUITE_SLURM_DIR"] == "" {
 		t.Fatal("the harness env lacks GPUSUITE_SLURM_DIR")
 	}
@@ -185,7 +185,7 @@ func wantRecord(t *testing.T, r record, want map[string]string) {
 
 func TestSbuildCreatesOnceAndRebuilds(t *testing.T) {
 	t.Parallel()
-	p := slurm(t).project(t, "Proj One")
+	p := newCluster(t).project(t, "Proj One")
 	if err := os.WriteFile(filepath.Join(p.dir, "setup.sh"), []byte("echo set up >setup.out\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func TestSbuildRebuildKeepsOldContainer(t *testing.T) {
 	reg := registry.Start(t)
 	reg.Push(t, "team/img", "1.0")
 	reg.Push(t, "team/img", "2.0")
-	p := slurm(t).project(t, "keepme")
+	p := newCluster(t).project(t, "keepme")
 	// enroot 4 reads host/repo:tag as written, so sbuild hands it on
 	// unchanged and prints no note.
 	p.environ = append(p.environ, "SSL_CERT_FILE="+reg.CAFile, "ENROOT_STUB_VERSION=4.1.2")
@@ -335,7 +335,7 @@ func TestSbuildRebuildKeepsOldContainer(t *testing.T) {
 
 func TestSbuildSetupFailurePropagates(t *testing.T) {
 	t.Parallel()
-	p := slurm(t).project(t, "setupfail")
+	p := newCluster(t).project(t, "setupfail")
 	os.WriteFile(filepath.Join(p.dir, "setup.sh"), []byte("#!/bin/sh\necho broken >&2\nexit 3\n"), 0o644)
 	r := p.run(t, "", "sbuild", "--setup", "setup.sh", "--save", "img.sqsh")
 	if r.code != 3 || !strings.Contains(r.stderr, "setup.sh failed with exit code 3; pyxis_setupfail is kept") {
@@ -357,7 +357,7 @@ func TestSbuildSetupFailurePropagates(t *testing.T) {
 
 func TestSrunWrapRunsInContainer(t *testing.T) {
 	t.Parallel()
-	p := slurm(t).project(t, "runner")
+	p := newCluster(t).project(t, "runner")
 	// Not built yet: say how to build it, submit nothing.
 	r := p.run(t, "", "srun-wrap", "true")
 	if r.code != 1 || !strings.Contains(r.stderr, "container pyxis_runner does not exist") || !strings.Contains(r.stderr, "sbuild [IMAGE] (in "+p.dir+")") {
@@ -392,7 +392,7 @@ func TestSrunWrapRunsInContainer(t *testing.T) {
 
 func TestSrunWrapSignalAndBusyContainer(t *testing.T) {
 	t.Parallel()
-	p := slurm(t).project(t, "sigproj")
+	p := newCluster(t).project(t, "sigproj")
 	os.MkdirAll(filepath.Join(p.data, "pyxis_sigproj"), 0o755)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -438,7 +438,7 @@ func TestSrunWrapSignalAndBusyContainer(t *testing.T) {
 
 func TestSrunWrapInteractiveShell(t *testing.T) {
 	t.Parallel()
-	p := slurm(t).project(t, "tty")
+	p := newCluster(t).project(t, "tty")
 	os.MkdirAll(filepath.Join(p.data, "pyxis_tty"), 0o755)
 	ptmx, pts, err := openPTY()
 	if err != nil {
@@ -503,7 +503,7 @@ wait:
 
 func TestSrunWrapBatch(t *testing.T) {
 	t.Parallel()
-	p := slurm(t).project(t, "batch#1")
+	p := newCluster(t).project(t, "batch#1")
 	os.MkdirAll(filepath.Join(p.data, "pyxis_batch-1"), 0o755)
 	script := "#!/bin/bash\n#SBATCH --job-name=gpusuite-batch-test\n#SBATCH --output=" + p.dir + "/slurm.out\necho \"arg=$1 job=$SLURM_JOB_NAME\" >result.txt\n"
 	os.WriteFile(filepath.Join(p.dir, "train job.sh"), []byte(script), 0o644)
@@ -541,7 +541,7 @@ func TestSrunWrapBatch(t *testing.T) {
 
 func TestSbuildPreflightAgainstRealSrun(t *testing.T) {
 	t.Parallel()
-	p := slurm(t).project(t, "checks")
+	p := newCluster(t).project(t, "checks")
 	r := p.run(t, "", "sbuild", "check", "nvcr.io/nvidia/pytorch:24.05-py3")
 	if r.code != 1 || !strings.Contains(r.stdout, "error: no enroot credentials") || !strings.Contains(r.stdout, "warning: enroot 3.4.1 would look for") || strings.Contains(r.stdout, "pyxis plugin is not loaded") {
 		t.Errorf("check: exit %d\n%s%s", r.code, r.stdout, r.stderr)

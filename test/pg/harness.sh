@@ -12,7 +12,7 @@
 # trusts local connections: it holds nothing but test ledgers. fsync is
 # off: a crash of the machine loses only tests. `env` under the directory
 # holds GPUSUITE_TEST_PG, the URL of its maintenance database; each test
-# makes and drops a database of its own there (internal/store/storetest).
+# makes and drops a database of its own there (internal/testkit/ledgerdb).
 set -euo pipefail
 
 DIR=${GPUSUITE_PG_DIR:-/run/gpusuite-pg}

@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aicloud/gpusuite/internal/slurmtest"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
+	"github.com/aicloud/gpusuite/internal/testkit/slurm"
 )
 
 // proc is one gpuacct serve process and what it has logged.
@@ -153,8 +153,8 @@ live_dir = %q
 // ledger only the first writes (passes) while the second waits and says
 // so; SIGKILL the first, and the second takes over and passes.
 func TestPostgresServeTakeover(t *testing.T) {
-	url := storetest.NewPostgresDB(t)
-	bin := slurmtest.Binary(t, "gpuacct")
+	url := ledgerdb.NewPostgresDB(t)
+	bin := slurm.Binary(t, "gpuacct")
 	root := t.TempDir()
 	incoming := filepath.Join(root, "incoming")
 	if err := os.Mkdir(incoming, 0o755); err != nil {

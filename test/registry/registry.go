@@ -20,7 +20,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/aicloud/gpusuite/internal/webconfig/webconfigtest"
+	"github.com/aicloud/gpusuite/internal/testkit/tlscert"
 )
 
 // requireEnv names the variable under which a missing registry or tool
@@ -203,10 +203,10 @@ func FreeAddr(t testing.TB) string {
 }
 
 // makeTLS makes the registry's certificate for 127.0.0.1 and localhost:
-// webconfigtest's throwaway one, self-signed as its own CA.
+// tlscert's throwaway one, self-signed as its own CA.
 func (r *Registry) makeTLS(t testing.TB) {
 	t.Helper()
-	certPEM, keyPEM, pool := webconfigtest.SelfSigned(t)
+	certPEM, keyPEM, pool := tlscert.SelfSigned(t)
 	var err error
 	if r.cert, err = tls.X509KeyPair(certPEM, keyPEM); err != nil {
 		t.Fatal(err)

@@ -10,8 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/aicloud/gpusuite/internal/record"
-	"github.com/aicloud/gpusuite/internal/slurmtest"
 	"github.com/aicloud/gpusuite/internal/store"
+	"github.com/aicloud/gpusuite/internal/testkit/slurm"
 )
 
 // accountTreeRow is one line of `gpuacct report tree -t seconds -P -n`:
@@ -31,12 +31,12 @@ type accountTreeRow struct {
 // test's own; each run adds accounts of its own, so that sreport's hours
 // hold its jobs alone, and deletes none.
 func TestAccountTree(t *testing.T) {
-	c := slurmtest.Get(t)
+	c := slurm.Get(t)
 	const user = "accounttree"
 	org := "accounttree-" + strconv.FormatInt(time.Now().UnixNano()/1e6%1e9, 36)
 	a, b := org+"-a", org+"-b"
-	slurmtest.EnsureUser(t, user)
-	gpuacct := slurmtest.Binary(t, "gpuacct")
+	slurm.EnsureUser(t, user)
+	gpuacct := slurm.Binary(t, "gpuacct")
 	c.Run(t, "", "sacctmgr", "-i", "add", "account", org, "Description=accounttree", "Organization=accounttree")
 	c.Run(t, "", "sacctmgr", "-i", "add", "account", a+","+b, "parent="+org, "Description=accounttree", "Organization=accounttree")
 	c.Run(t, "", "sacctmgr", "-i", "add", "user", user, "account="+a+","+b, "DefaultAccount="+a)

@@ -26,16 +26,16 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/agent"
 	"github.com/aicloud/gpusuite/internal/board"
-	"github.com/aicloud/gpusuite/internal/browsertest"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/gpu"
-	"github.com/aicloud/gpusuite/internal/logging/logtest"
 	"github.com/aicloud/gpusuite/internal/notes"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/sim"
 	"github.com/aicloud/gpusuite/internal/slurmstate"
-	"github.com/aicloud/gpusuite/internal/slurmtest"
 	"github.com/aicloud/gpusuite/internal/store"
+	"github.com/aicloud/gpusuite/internal/testkit/browser"
+	"github.com/aicloud/gpusuite/internal/testkit/logs"
+	"github.com/aicloud/gpusuite/internal/testkit/slurm"
 	"github.com/aicloud/gpusuite/internal/web"
 )
 
@@ -118,13 +118,13 @@ func working(util uint32, mem uint64, pid uint32) sim.Workload {
 
 // e2e is the running board: agent, source, web handler and browser.
 type e2e struct {
-	c      *slurmtest.Cluster
+	c      *slurm.Cluster
 	node   string
 	srv    *sim.Server
 	owners *owners
 	url    string
 	live   string
-	agLog  *logtest.Buffer
+	agLog  *logs.Buffer
 	// index of each simulated GPU by UUID
 	index map[string]int
 	ctx   context.Context // the browser's
@@ -146,19 +146,19 @@ type e2e struct {
 // job started while the page is open turns its free cell busy without a
 // reload (its span against issue #12's bound is logged, boardBound).
 func TestBoardEndToEnd(t *testing.T) {
-	c := slurmtest.Exclusive(t)
-	browsertest.Require(t)
+	c := slurm.Exclusive(t)
+	browser.Require(t)
 	hookCfg, err := config.Load(c.Path("GPUSUITE_SLURM_HOOK_CONFIG"), true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	node := c.Path("GPUSUITE_SLURM_NODE")
 	dropLeftovers(t, c, node)
-	slurmtest.EnsureUser(t, "alice")
-	slurmtest.EnsureUser(t, "bob")
+	slurm.EnsureUser(t, "alice")
+	slurm.EnsureUser(t, "bob")
 	// A job of an earlier test of this package would take a GPU the
 	// board is expected to show free.
-	slurmtest.Poll(t, "node "+node+" without jobs", 2*time.Minute, 200*time.Millisecond, func() (bool, string) {
+	slurm.Poll(t, "node "+node+" without jobs", 2*time.Minute, 200*time.Millisecond, func() (bool, string) {
 		out := strings.TrimSpace(c.Run(t, "", "squeue", "-h", "-w", node, "-o", "%i %T"))
 		return out == "", out
 	})
@@ -258,7 +258,7 @@ func TestBoardEndToEnd(t *testing.T) {
 	e.srv.Device(gpuN).SetWorkload(working(90, 30720, pidN))
 	var left, busy time.Time
 	cell := fmt.Sprintf("#gpu-%s-%d", node, gpuN)
-	slurmtest.Poll(t, "new job's cell busy", boardCeiling, 100*time.Millisecond, func() (bool, string) {
+	slurm.Poll(t, "new job's cell busy", boardCeiling, 100*time.Millisecond, func() (bool, string) {
 		w := e.cellWord(t, cell)
 		if w != string(board.Free) && left.IsZero() {
 			left = time.Now()
@@ -291,7 +291,7 @@ const drainReason = "board e2e"
 // dropLeftovers undoes what an earlier run of this test, killed before
 // its cleanup, left in Slurm: its reservation (10 minutes long: the GPUs
 // would read reserved, not free) and its drain.
-func dropLeftovers(t *testing.T, c *slurmtest.Cluster, node string) {
+func dropLeftovers(t *testing.T, c *slurm.Cluster, node string) {
 	t.Helper()
 	for _, name := range leftoverReservations(c.Run(t, "", "scontrol", "-o", "show", "reservation")) {
 		t.Logf("deleting reservation %s, left by an earlier run", name)
@@ -321,7 +321,7 @@ func leftoverReservations(out string) []string {
 // cancelJobs cancels the jobs and waits a bounded time until Slurm has
 // let them go, so that the next test finds the node empty; for cleanup,
 // where a failure is no test failure.
-func cancelJobs(c *slurmtest.Cluster, ids []uint64) {
+func cancelJobs(c *slurm.Cluster, ids []uint64) {
 	if len(ids) == 0 {
 		return
 	}
@@ -345,12 +345,12 @@ func cancelJobs(c *slurmtest.Cluster, ids []uint64) {
 // (the prolog announces jobs on its socket), the board source over its
 // live directory, the real scontrol and a ledger's notes, the web handler
 // and a headless Chromium on the board page.
-func startBoard(t *testing.T, c *slurmtest.Cluster, hookCfg config.Config, node string) *e2e {
+func startBoard(t *testing.T, c *slurm.Cluster, hookCfg config.Config, node string) *e2e {
 	t.Helper()
 	ctx, stop := context.WithCancel(context.Background())
 	root := t.TempDir()
 	e := &e2e{c: c, node: node, owners: &owners{jobs: map[uint32]uint64{}}, live: filepath.Join(root, "live"),
-		agLog: &logtest.Buffer{}, index: map[string]int{}}
+		agLog: &logs.Buffer{}, index: map[string]int{}}
 	for _, d := range []string{e.live, filepath.Join(root, "incoming")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -447,8 +447,8 @@ func startBoard(t *testing.T, c *slurmtest.Cluster, hookCfg config.Config, node 
 	e.url = hs.URL
 
 	// The browser.
-	e.shots = browsertest.ShotDir(t)
-	e.ctx = browsertest.NewBrowser(t, 1280, 1100)
+	e.shots = browser.ShotDir(t)
+	e.ctx = browser.NewBrowser(t, 1280, 1100)
 	if err := chromedp.Do(e.ctx, chromedp.Navigate(e.url+"/"), chromedp.WaitVisible("#board")); err != nil {
 		t.Fatalf("open the board page: %v", err)
 	}
@@ -475,7 +475,7 @@ func (e *e2e) gpuacct(t *testing.T, args ...string) (string, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, slurmtest.Binary(t, "gpuacct"), append([]string{"--config", e.cfgPath}, args...)...)
+	cmd := exec.CommandContext(ctx, slurm.Binary(t, "gpuacct"), append([]string{"--config", e.cfgPath}, args...)...)
 	cmd.Env = e.c.Env()
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
@@ -591,7 +591,7 @@ func (e *e2e) text(t *testing.T, sel string) string {
 // GPUs of cells in theirs.
 func (e *e2e) waitStates(t *testing.T, what string, counts map[board.State]int, cells map[int]board.State) {
 	t.Helper()
-	slurmtest.Poll(t, what, 30*time.Second, 200*time.Millisecond, func() (bool, string) {
+	slurm.Poll(t, what, 30*time.Second, 200*time.Millisecond, func() (bool, string) {
 		jc, jcells := e.jsonStates(t)
 		if d := cmp.Diff(counts, jc); d != "" {
 			return false, "API counts (-want +got):\n" + d
@@ -628,7 +628,7 @@ func (e *e2e) focusTip(t *testing.T, sel string) string {
 	var tip string
 	// The page swaps its board in at each event, which may take the
 	// focus away: focus again until the tooltip is seen.
-	slurmtest.Poll(t, "tooltip of "+sel+" shown on focus", 20*time.Second, 100*time.Millisecond, func() (bool, string) {
+	slurm.Poll(t, "tooltip of "+sel+" shown on focus", 20*time.Second, 100*time.Millisecond, func() (bool, string) {
 		js := fmt.Sprintf(`(() => {
   const c = document.querySelector(%q);
   if (!c) return "";
@@ -724,7 +724,7 @@ func (e *e2e) checkCommand(t *testing.T, index int, pid uint32, user string) {
 // shot saves a screenshot of the page under the screenshot directory.
 func (e *e2e) shot(t *testing.T, name string) {
 	t.Helper()
-	browsertest.Shot(t, e.ctx, e.shots, name)
+	browser.Shot(t, e.ctx, e.shots, name)
 }
 
 // TestLeftoverReservations needs no cluster: which reservations of

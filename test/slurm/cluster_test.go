@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/record"
-	"github.com/aicloud/gpusuite/internal/slurmtest"
 	"github.com/aicloud/gpusuite/internal/store"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
+	"github.com/aicloud/gpusuite/internal/testkit/slurm"
 )
 
 // TestClusterUtilizationEqualsSreport: over the whole hours since the
@@ -26,9 +26,9 @@ import (
 // of internal/report cover outages): the test holds the harness alone
 // only so that no job runs while the two are compared.
 func TestClusterUtilizationEqualsSreport(t *testing.T) {
-	c := slurmtest.Exclusive(t)
-	slurmtest.EnsureUser(t, "alice")
-	gpuacct := slurmtest.Binary(t, "gpuacct")
+	c := slurm.Exclusive(t)
+	slurm.EnsureUser(t, "alice")
+	gpuacct := slurm.Binary(t, "gpuacct")
 	node := c.Path("GPUSUITE_SLURM_NODE")
 
 	id := c.Sbatch(t, "alice", "-A", "team-a", "--gres=gpu:2", "--time=5", "--wrap", "sleep 3")
@@ -59,7 +59,7 @@ func TestClusterUtilizationEqualsSreport(t *testing.T) {
 	// minute, and every answer is logged.
 	var got, want string
 	var from, to time.Time
-	slurmtest.Poll(t, "sreport's cluster utilization equal to gpuacct's", time.Minute, 2*time.Second, func() (bool, string) {
+	slurm.Poll(t, "sreport's cluster utilization equal to gpuacct's", time.Minute, 2*time.Second, func() (bool, string) {
 		want, from, to = c.ClusterUtilization(t, "testcl")
 		out, _ := l.run(t, "report", "cluster", "-t", "seconds", "-P", "-n", "--start", from.Format(ts), "--end", to.Format(ts))
 		g := strings.Split(strings.TrimSpace(out), "|")
@@ -107,7 +107,7 @@ func TestClusterUtilizationEqualsSreport(t *testing.T) {
 // holds every job the cluster ran. A file ingest quarantines fails the
 // test by name: its job would be missing from gpuacct's allocated, and
 // the mismatch would point at the report instead.
-func clusterLedger(t *testing.T, gpuacct string, c *slurmtest.Cluster) *ledger {
+func clusterLedger(t *testing.T, gpuacct string, c *slurm.Cluster) *ledger {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(c.Path("GPUSUITE_SLURM_SPOOL"), "event.*.json"))
 	if err != nil {
@@ -123,7 +123,7 @@ func clusterLedger(t *testing.T, gpuacct string, c *slurmtest.Cluster) *ledger {
 	deadline := time.Now().Add(2 * time.Minute)
 	log := in.Log
 	for {
-		open := storetest.Strings(t, in.db, `SELECT job_id || '+' || restart FROM jobs WHERE sacct_checked = 0 AND end IS NOT NULL AND start IS NOT NULL ORDER BY job_id, restart`)
+		open := ledgerdb.Strings(t, in.db, `SELECT job_id || '+' || restart FROM jobs WHERE sacct_checked = 0 AND end IS NOT NULL AND start IS NOT NULL ORDER BY job_id, restart`)
 		if len(open) == 0 {
 			return in.ledger
 		}
@@ -137,11 +137,11 @@ func clusterLedger(t *testing.T, gpuacct string, c *slurmtest.Cluster) *ledger {
 // jobDifferences compares each job's allocated GPU-seconds in the ledger
 // with sacct's (gres/gpu × ElapsedRaw over every run) and describes the
 // jobs where they differ.
-func jobDifferences(t *testing.T, c *slurmtest.Cluster, l *ledger) []string {
+func jobDifferences(t *testing.T, c *slurm.Cluster, l *ledger) []string {
 	t.Helper()
 	ledgerSecs := map[uint64]int64{}
 	var ids []uint64
-	for _, row := range storetest.Strings(t, l.db, `SELECT job_id, sum(alloc_gpu_s), group_concat(start || '-' || coalesce(end, '') || ' ' || coalesce(end_source, '') || ' checked=' || sacct_checked, '; ') FROM jobs GROUP BY job_id ORDER BY job_id`) {
+	for _, row := range ledgerdb.Strings(t, l.db, `SELECT job_id, sum(alloc_gpu_s), group_concat(start || '-' || coalesce(end, '') || ' ' || coalesce(end_source, '') || ' checked=' || sacct_checked, '; ') FROM jobs GROUP BY job_id ORDER BY job_id`) {
 		f := strings.SplitN(row, "|", 3)
 		id, err := strconv.ParseUint(f[0], 10, 64)
 		if err != nil {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/record"
-	"github.com/aicloud/gpusuite/internal/slurmtest"
+	"github.com/aicloud/gpusuite/internal/testkit/slurm"
 )
 
 // exportedDetails is what `gpuacct export jobs` says of a job's comment
@@ -28,9 +28,9 @@ type exportedDetails struct {
 // job_comment), so a job submitted with the ignore tag in its comment is
 // ignored by the same pass: out of the team's totals, still listed.
 func TestJobDetailsFromSacct(t *testing.T) {
-	c := slurmtest.Get(t)
-	slurmtest.EnsureUser(t, "alice")
-	gpuacct := slurmtest.Binary(t, "gpuacct")
+	c := slurm.Get(t)
+	slurm.EnsureUser(t, "alice")
+	gpuacct := slurm.Binary(t, "gpuacct")
 
 	// The tagged job holds four GPUs long enough to show in GPU-hours.
 	tagged := c.Sbatch(t, "alice", "--comment", "gpuacct:ignore benchmark", "-A", "team-a", "--gres=gpu:4", "--wrap", "sleep 20")

@@ -15,7 +15,7 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/sim"
-	"github.com/aicloud/gpusuite/internal/slurmtest"
+	"github.com/aicloud/gpusuite/internal/testkit/slurm"
 )
 
 // minors in NVML index order, as the harness configures the simulated GPUs.
@@ -31,7 +31,7 @@ func uuidOfMinor(node string, minor int) string {
 }
 
 // waitEvent waits for the job's event of kind in the spool.
-func waitEvent(t *testing.T, c *slurmtest.Cluster, id uint64, kind record.Kind, timeout time.Duration) record.Event {
+func waitEvent(t *testing.T, c *slurm.Cluster, id uint64, kind record.Kind, timeout time.Duration) record.Event {
 	t.Helper()
 	pattern := filepath.Join(c.Path("GPUSUITE_SLURM_SPOOL"), fmt.Sprintf("event.testcl.%d.*.%s.json", id, kind))
 	deadline := time.Now().Add(timeout)
@@ -73,7 +73,7 @@ type want struct {
 	signal        int
 }
 
-func checkJob(t *testing.T, c *slurmtest.Cluster, id uint64, w want) (record.Event, record.Event) {
+func checkJob(t *testing.T, c *slurm.Cluster, id uint64, w want) (record.Event, record.Event) {
 	t.Helper()
 	start := waitEvent(t, c, id, record.JobStart, 60*time.Second)
 	end := waitEvent(t, c, id, record.JobEnd, 60*time.Second)
@@ -116,9 +116,9 @@ func checkJob(t *testing.T, c *slurmtest.Cluster, id uint64, w want) (record.Eve
 }
 
 func TestRealSlurmJobs(t *testing.T) {
-	c := slurmtest.Get(t)
-	slurmtest.EnsureUser(t, "alice")
-	slurmtest.EnsureUser(t, "bob")
+	c := slurm.Get(t)
+	slurm.EnsureUser(t, "alice")
+	slurm.EnsureUser(t, "bob")
 
 	t.Run("sbatch two GPUs as alice", func(t *testing.T) {
 		t.Parallel()
@@ -182,7 +182,7 @@ func TestRealSlurmJobs(t *testing.T) {
 
 // Many jobs at once on one node: every prolog and epilog event is there.
 func TestRealSlurmBurst(t *testing.T) {
-	c := slurmtest.Get(t)
+	c := slurm.Get(t)
 	const n = 12
 	ids := make([]uint64, n)
 	var wg sync.WaitGroup

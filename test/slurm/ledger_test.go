@@ -11,13 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aicloud/gpusuite/internal/slurmtest"
+	"github.com/aicloud/gpusuite/internal/testkit/slurm"
 )
 
 // ledger is a fresh accounting database, filled by one `gpuacct ingest`.
 type ledger struct {
 	gpuacct, cfg, db string
-	c                *slurmtest.Cluster
+	c                *slurm.Cluster
 }
 
 // ledgerConfig is what a test ledger's gpusuite.toml adds to the common
@@ -45,7 +45,7 @@ type ingested struct {
 // tests read the spool too) into <root>/incoming/<node>/ of a new root,
 // writes its gpusuite.toml with cfg and runs one ingest pass, with a
 // grace of 1 s so a job without its end is closed in this pass.
-func ingestLedger(t *testing.T, gpuacct string, c *slurmtest.Cluster, files []string, cfg ledgerConfig) ingested {
+func ingestLedger(t *testing.T, gpuacct string, c *slurm.Cluster, files []string, cfg ledgerConfig) ingested {
 	t.Helper()
 	root := t.TempDir()
 	in := filepath.Join(root, "incoming", c.Path("GPUSUITE_SLURM_NODE"))

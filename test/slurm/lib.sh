@@ -242,7 +242,7 @@ add_associations() {
   local pair user acct accts="" have out
   for pair in $ACCOUNTS; do
     user=${pair%%:*}
-    # Jobs run as these users, so they must exist here (as slurmtest.EnsureUser makes them).
+    # Jobs run as these users, so they must exist here (as internal/testkit/slurm.EnsureUser makes them).
     id -u "$user" >/dev/null 2>&1 || useradd -M -s /bin/sh "$user" 2>/dev/null || id -u "$user" >/dev/null
     case " $accts " in *" ${pair#*:} "*) ;; *) accts="$accts ${pair#*:}" ;; esac
   done

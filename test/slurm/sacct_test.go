@@ -14,9 +14,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/aicloud/gpusuite/internal/record"
-	"github.com/aicloud/gpusuite/internal/slurmtest"
 	"github.com/aicloud/gpusuite/internal/store"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
+	"github.com/aicloud/gpusuite/internal/testkit/slurm"
 )
 
 // sacctJob is a job submitted for the comparison with Slurm's accounting.
@@ -49,10 +49,10 @@ type exported struct {
 // with what Slurm's own accounting (slurmdbd, through sacct) says of the
 // same jobs.
 func TestSacct(t *testing.T) {
-	c := slurmtest.Get(t)
-	slurmtest.EnsureUser(t, "alice")
-	slurmtest.EnsureUser(t, "bob")
-	gpuacct := slurmtest.Binary(t, "gpuacct")
+	c := slurm.Get(t)
+	slurm.EnsureUser(t, "alice")
+	slurm.EnsureUser(t, "bob")
+	gpuacct := slurm.Binary(t, "gpuacct")
 
 	jobs := []sacctJob{
 		// First, so it starts at once and the others queue behind it.
@@ -155,7 +155,7 @@ func TestSacct(t *testing.T) {
 			}
 			var source string
 			var code *int
-			storetest.Row(t, st.Path, `SELECT coalesce(end_source, ''), exit_code FROM jobs WHERE cluster = 'testcl' AND job_id = ?`,
+			ledgerdb.Row(t, st.Path, `SELECT coalesce(end_source, ''), exit_code FROM jobs WHERE cluster = 'testcl' AND job_id = ?`,
 				[]any{int64(r.JobIDRaw)}, &source, &code)
 			if !withheld[r.JobIDRaw] {
 				if source != "sacct" {
@@ -216,7 +216,7 @@ func deref[T any](p *T) any {
 // leaving out the job_end events of withhold, after one ingest pass with
 // sacct as the sacct program ("" never asks); it fails the test when the
 // pass quarantines or leaves any file.
-func newLedger(t *testing.T, gpuacct string, c *slurmtest.Cluster, rows []slurmtest.Accounted, withhold map[uint64]bool, sacct string) *ledger {
+func newLedger(t *testing.T, gpuacct string, c *slurm.Cluster, rows []slurm.Accounted, withhold map[uint64]bool, sacct string) *ledger {
 	t.Helper()
 	node, spool := c.Path("GPUSUITE_SLURM_NODE"), c.Path("GPUSUITE_SLURM_SPOOL")
 	var files []string

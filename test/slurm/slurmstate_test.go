@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/slurmstate"
-	"github.com/aicloud/gpusuite/internal/slurmtest"
+	"github.com/aicloud/gpusuite/internal/testkit/slurm"
 )
 
 // readState reads the real cluster through the real scontrol.
-func readState(t *testing.T, c *slurmtest.Cluster) slurmstate.State {
+func readState(t *testing.T, c *slurm.Cluster) slurmstate.State {
 	t.Helper()
 	r := slurmstate.Reader{Run: slurmstate.Exec{Env: c.Env()}.Run, Timeout: 30 * time.Second}
 	st, err := r.Read(context.Background())
@@ -36,7 +36,7 @@ func findNode(t *testing.T, st slurmstate.State, name string) slurmstate.Node {
 
 // quietly runs a Slurm command for cleanup, where a failure (nothing
 // left to undo) is no test failure.
-func quietly(c *slurmtest.Cluster, args ...string) {
+func quietly(c *slurm.Cluster, args ...string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	_ = c.Cmd(ctx, "", "scontrol", args...).Run()
@@ -49,7 +49,7 @@ func quietly(c *slurmtest.Cluster, args ...string) {
 // on it); drain and reservation still last only as long as one read, and
 // cleanup undoes both whatever fails.
 func TestSlurmStateFromScontrol(t *testing.T) {
-	c := slurmtest.Exclusive(t)
+	c := slurm.Exclusive(t)
 	node := c.Path("GPUSUITE_SLURM_NODE")
 
 	n := findNode(t, readState(t, c), node)

@@ -17,8 +17,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/aicloud/gpusuite/internal/record"
-	"github.com/aicloud/gpusuite/internal/slurmtest"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
+	"github.com/aicloud/gpusuite/internal/testkit/slurm"
 )
 
 // sreportTest is the accounts and users of one run of TestSreport,
@@ -70,8 +70,8 @@ type slurmRunRow struct {
 // says so (end_source epilog in `gpuacct job --json`), and charges the
 // delayed user's jobs more than Slurm does.
 func TestSreport(t *testing.T) {
-	c := slurmtest.Get(t)
-	gpuacct := slurmtest.Binary(t, "gpuacct")
+	c := slurm.Get(t)
+	gpuacct := slurm.Binary(t, "gpuacct")
 	st := newSreportTest(strconv.FormatInt(time.Now().Unix(), 36))
 	addSreportAssociations(t, c, st)
 	a, b := st.accounts[0], st.accounts[1]
@@ -129,8 +129,8 @@ func TestSreport(t *testing.T) {
 	from := first.UTC().Truncate(time.Hour)
 	to := time.Now().UTC().Truncate(time.Hour).Add(time.Hour)
 	const ts = "2006-01-02T15:04:05"
-	slurm := sreportSeconds(t, c, st, from, to)
-	t.Logf("sreport -t seconds -T gres/gpu, %s to %s: %v", from.Format(ts), to.Format(ts), slurm)
+	sreported := sreportSeconds(t, c, st, from, to)
+	t.Logf("sreport -t seconds -T gres/gpu, %s to %s: %v", from.Format(ts), to.Format(ts), sreported)
 
 	requeued := strconv.FormatUint(ids[1], 10)
 	t.Run("reconciled", func(t *testing.T) {
@@ -170,7 +170,7 @@ func TestSreport(t *testing.T) {
 				t.Errorf("run %s (%s): sacct's gres/gpu=%d × ElapsedRaw=%d = %d GPU-s; ledger (-sacct +ledger):\n%s", k, r.jobID, r.gpus, r.elapsed, r.gpus*r.elapsed, diff)
 			}
 		}
-		if diff := cmp.Diff(slurm, gpuacctSeconds(t, l, st, from, to)); diff != "" {
+		if diff := cmp.Diff(sreported, gpuacctSeconds(t, l, st, from, to)); diff != "" {
 			t.Errorf("GPU-seconds per account and user, %s to %s (-sreport +gpuacct):\n%s", from.Format(ts), to.Format(ts), diff)
 		}
 		if src := jobEndSources(t, l, ids[2]); !slices.Equal(src, []string{"sacct"}) {
@@ -229,10 +229,10 @@ func TestSreport(t *testing.T) {
 
 // addSreportAssociations adds the test's accounts and users (existing ones
 // are kept: a second run adds nothing) and the local users the jobs run as.
-func addSreportAssociations(t *testing.T, c *slurmtest.Cluster, st sreportTest) {
+func addSreportAssociations(t *testing.T, c *slurm.Cluster, st sreportTest) {
 	t.Helper()
 	for u := range st.users {
-		slurmtest.EnsureUser(t, u)
+		slurm.EnsureUser(t, u)
 	}
 	// "Nothing new added" exits 1: what counts is the check below.
 	run := func(args ...string) {
@@ -256,7 +256,7 @@ func addSreportAssociations(t *testing.T, c *slurmtest.Cluster, st sreportTest) 
 }
 
 // waitRan waits until the job has run for at least d (squeue's TimeUsed).
-func waitRan(t *testing.T, c *slurmtest.Cluster, id uint64, d time.Duration) {
+func waitRan(t *testing.T, c *slurm.Cluster, id uint64, d time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(2*time.Minute + d)
 	for {
@@ -292,7 +292,7 @@ func squeueDuration(s string) time.Duration {
 
 // sacctRuns is every run of the jobs (-D: a requeued job's earlier runs
 // too), each job's in Start order.
-func sacctRuns(t *testing.T, c *slurmtest.Cluster, ids []uint64) []slurmRunRow {
+func sacctRuns(t *testing.T, c *slurm.Cluster, ids []uint64) []slurmRunRow {
 	t.Helper()
 	var runs []slurmRunRow
 	for _, a := range c.SacctRuns(t, ids...) {
@@ -318,7 +318,7 @@ func sacctExit(t *testing.T, s string) int64 {
 // sreportLedger is a fresh ledger of the jobs' events (every run's),
 // ingested by one pass with sacct as the sacct program, and the names of
 // the files ingest quarantined.
-func sreportLedger(t *testing.T, gpuacct string, c *slurmtest.Cluster, ids []uint64, sacct string) (*ledger, []string) {
+func sreportLedger(t *testing.T, gpuacct string, c *slurm.Cluster, ids []uint64, sacct string) (*ledger, []string) {
 	t.Helper()
 	spool := c.Path("GPUSUITE_SLURM_SPOOL")
 	// An array task's events are named by its own id: take the events of
@@ -352,7 +352,7 @@ type ledgerRun struct {
 func ledgerRuns(t *testing.T, l *ledger) map[string]ledgerRun {
 	t.Helper()
 	out := map[string]ledgerRun{}
-	for _, row := range storetest.Strings(t, l.db, `SELECT job_id, restart, user, account, gpus, start, end, alloc_gpu_s, state,
+	for _, row := range ledgerdb.Strings(t, l.db, `SELECT job_id, restart, user, account, gpus, start, end, alloc_gpu_s, state,
  coalesce(exit_code, -1), coalesce(end_source, ''), sacct_checked FROM jobs ORDER BY job_id, restart`) {
 		f := strings.Split(row, "|")
 		var r ledgerRun
@@ -373,7 +373,7 @@ func ledgerRuns(t *testing.T, l *ledger) map[string]ledgerRun {
 
 // sreportSeconds is sreport's allocated gres/gpu seconds of the test's
 // accounts ("ACCOUNT") and their users ("ACCOUNT/USER") in [from, to).
-func sreportSeconds(t *testing.T, c *slurmtest.Cluster, st sreportTest, from, to time.Time) map[string]int64 {
+func sreportSeconds(t *testing.T, c *slurm.Cluster, st sreportTest, from, to time.Time) map[string]int64 {
 	t.Helper()
 	const ts = "2006-01-02T15:04:05"
 	out := rolledUp(t, c, from, to, func(out string) bool { // some GPU-seconds
@@ -415,7 +415,7 @@ func sreportSeconds(t *testing.T, c *slurmtest.Cluster, st sreportTest, from, to
 // until done says its output holds what the test needs, within a minute:
 // under load slurmdbd can still be rolling up when sacctmgr returns, and
 // sreport then prints nothing yet.
-func rolledUp(t *testing.T, c *slurmtest.Cluster, from, to time.Time, done func(string) bool, args ...string) string {
+func rolledUp(t *testing.T, c *slurm.Cluster, from, to time.Time, done func(string) bool, args ...string) string {
 	t.Helper()
 	const ts = "2006-01-02T15:04:05"
 	deadline := time.Now().Add(time.Minute)

@@ -157,13 +157,13 @@ func speaksSQL(p listed) (sql bool, driver string) {
 	return sql, driver
 }
 
-// storeSide: rel is internal/store or its test support (storetest),
-// which may speak SQL.
+// storeSide: rel is internal/store or its test support
+// (internal/testkit/ledgerdb), which may speak SQL.
 func storeSide(rel string) bool {
-	return rel == "internal/store" || strings.HasPrefix(rel, "internal/store/")
+	return rel == "internal/store" || strings.HasPrefix(rel, "internal/store/") || rel == "internal/testkit/ledgerdb"
 }
 
-// TestOnlyStoreSpeaksSQL: internal/store (with its storetest) is the one
+// TestOnlyStoreSpeaksSQL: internal/store (with testkit/ledgerdb) is the one
 // package that imports database/sql or a driver, in its code or its tests;
 // the others read and write through its methods (docs/architecture.md).
 // No package can reach the store's own connection either: it exports no
@@ -208,7 +208,7 @@ func TestSpeaksSQL(t *testing.T) {
 		{name: "test", p: listed{ImportPath: module + "internal/ingest", TestImports: []string{"database/sql"}}, sql: true},
 		{name: "external test driver", p: listed{ImportPath: module + "gpuacct/reportcmd", XTestImports: []string{"github.com/mattn/go-sqlite3"}},
 			driver: "github.com/mattn/go-sqlite3"},
-		{name: "storetest", p: listed{ImportPath: module + "internal/store/storetest", Imports: []string{"database/sql", "github.com/mattn/go-sqlite3"}},
+		{name: "ledgerdb", p: listed{ImportPath: module + "internal/testkit/ledgerdb", Imports: []string{"database/sql", "github.com/mattn/go-sqlite3"}},
 			sql: true, driver: "github.com/mattn/go-sqlite3", storeSided: true},
 		{name: "a name like the store's", p: listed{ImportPath: module + "internal/storeish"}},
 	} {

@@ -4,7 +4,7 @@ import (
 	"flag"
 	"testing"
 
-	"github.com/aicloud/gpusuite/internal/cli/cliwire/cliwiretest"
+	"github.com/aicloud/gpusuite/internal/testkit/cmdline"
 )
 
 var update = flag.Bool("update", false, "rewrite packaging/man and packaging/completion from the command definitions")
@@ -12,7 +12,7 @@ var update = flag.Bool("update", false, "rewrite packaging/man and packaging/com
 func TestManAndCompletions(t *testing.T) {
 	for name, app := range helpApps(t) {
 		t.Run(name, func(t *testing.T) {
-			cliwiretest.ManAndCompletions(t, "../../../packaging", name, app, *update, map[string][]string{name + " --dr": {"--dry-run"}})
+			cmdline.ManAndCompletions(t, "../../../packaging", name, app, *update, map[string][]string{name + " --dr": {"--dry-run"}})
 		})
 	}
 }

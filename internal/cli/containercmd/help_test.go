@@ -8,8 +8,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/aicloud/gpusuite/internal/cli/cliwire/cliwiretest"
 	"github.com/aicloud/gpusuite/internal/container"
+	"github.com/aicloud/gpusuite/internal/testkit/cmdline"
 )
 
 // helpApps are sbuild's and srun-wrap's command lines as they run.
@@ -22,13 +22,13 @@ func helpApps(t *testing.T) map[string]*cli.App {
 
 func TestHelpDefaultsAreTheConfigs(t *testing.T) {
 	for name, app := range helpApps(t) {
-		t.Run(name, func(t *testing.T) { cliwiretest.CheckDefaults(t, app) })
+		t.Run(name, func(t *testing.T) { cmdline.CheckDefaults(t, app) })
 	}
 }
 
 func TestHelpNamesTheProgramOnce(t *testing.T) {
 	for name, app := range helpApps(t) {
-		t.Run(name, func(t *testing.T) { cliwiretest.CheckNoDoubledName(t, app) })
+		t.Run(name, func(t *testing.T) { cmdline.CheckNoDoubledName(t, app) })
 	}
 }
 
@@ -39,9 +39,9 @@ func TestHelpNamesTheProgramOnce(t *testing.T) {
 func TestHelpExamplesRun(t *testing.T) {
 	mains := map[string]func([]string, container.Sys) int{"sbuild": Sbuild, "srun-wrap": SrunWrap}
 	for name, app := range helpApps(t) {
-		for _, ex := range cliwiretest.Examples(app) {
+		for _, ex := range cmdline.Examples(app) {
 			t.Run(ex.Line, func(t *testing.T) {
-				args, ok := cliwiretest.Args(name, ex.Line)
+				args, ok := cmdline.Args(name, ex.Line)
 				if !ok {
 					t.Fatalf("%s: example %q does not run %s", ex.Command, ex.Line, name)
 				}

@@ -5,9 +5,9 @@ import (
 	"flag"
 	"testing"
 
-	"github.com/aicloud/gpusuite/internal/cli/cliwire/cliwiretest"
 	"github.com/aicloud/gpusuite/internal/hook"
 	"github.com/aicloud/gpusuite/internal/record"
+	"github.com/aicloud/gpusuite/internal/testkit/cmdline"
 )
 
 var update = flag.Bool("update", false, "rewrite packaging/man from the hooks' --help")
@@ -21,6 +21,6 @@ func TestManPages(t *testing.T) {
 		if code := Main(kind, []string{name, "--help"}, &out, &errb, func(string) string { return "" }); code != 0 {
 			t.Fatalf("%s --help: exit %d", name, code)
 		}
-		cliwiretest.Golden(t, "../../../packaging/man/"+name+".1", cliwiretest.ManFromHelp(name, errb.String()), *update)
+		cmdline.Golden(t, "../../../packaging/man/"+name+".1", cmdline.ManFromHelp(name, errb.String()), *update)
 	}
 }

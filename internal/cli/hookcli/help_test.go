@@ -12,9 +12,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/aicloud/gpusuite/internal/cli/cliwire/cliwiretest"
 	"github.com/aicloud/gpusuite/internal/hook"
 	"github.com/aicloud/gpusuite/internal/record"
+	"github.com/aicloud/gpusuite/internal/testkit/cmdline"
 )
 
 // helpExamples are the example lines of the hook's --help, a line
@@ -59,7 +59,7 @@ func TestHelpExamplesRun(t *testing.T) {
 		}
 		for _, line := range exs {
 			t.Run(name+": "+line, func(t *testing.T) {
-				env, args, ok := cliwiretest.EnvArgs(name, line)
+				env, args, ok := cmdline.EnvArgs(name, line)
 				if !ok {
 					t.Fatalf("example %q does not run %s", line, name)
 				}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/store"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 // LongJob is one job run sampled for a long time, for the bounds of a
@@ -46,11 +46,11 @@ func BuildLongJob(t testing.TB, j LongJob, now time.Time) string {
 		// The writer makes the sample partitions of the months it
 		// writes; samples inserted by hand need theirs made here.
 		for m := time.Unix(T0, 0).UTC(); m.Unix() < end; m = m.AddDate(0, 1, 0) {
-			storetest.Exec(t, path, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS samples_%s PARTITION OF samples FOR VALUES FROM (%d) TO (%d)`,
+			ledgerdb.Exec(t, path, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS samples_%s PARTITION OF samples FOR VALUES FROM (%d) TO (%d)`,
 				m.Format("200601"), m.UnixMilli(), m.AddDate(0, 1, 0).UnixMilli()))
 		}
 	}
-	storetest.Tx(t, path, func(exec func(string, ...any)) {
+	ledgerdb.Tx(t, path, func(exec func(string, ...any)) {
 		exec(`INSERT INTO samples(gpu_id, t_ms, interval_ms, job, restart, jobs, idle, util, mem_used_mib, power_mw)
  WITH RECURSIVE s(k) AS (SELECT CAST(0 AS INTEGER) UNION ALL SELECT k + 1 FROM s WHERE k + 1 < ?)
  SELECT g.gpu_id, (? + s.k * ?) * 1000, ? * 1000, ?, 0,

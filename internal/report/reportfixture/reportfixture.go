@@ -13,7 +13,7 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/store"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 // Job is one job run on one node for a hand-made ledger.
@@ -35,11 +35,11 @@ var T0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Unix()
 
 // BuildLedger writes the jobs' start and end events through store.Batch,
 // the way ingest does, on a new ledger of the engine under test
-// (storetest.NewLedger), and returns its location: the file's path, or
+// (ledgerdb.NewLedger), and returns its location: the file's path, or
 // the database's URL.
 func BuildLedger(t testing.TB, jobs []Job, now time.Time) string {
 	t.Helper()
-	l := storetest.NewLedger(t)
+	l := ledgerdb.NewLedger(t)
 	st, err := store.Open(context.Background(), store.Options{Path: l.Path, URL: l.URL})
 	if err != nil {
 		t.Fatal(err)
@@ -142,8 +142,8 @@ func RandomJobs(rng *rand.Rand, n int, horizon int64) []Job {
 func ReplicateYear(tb testing.TB, path string, days int) {
 	tb.Helper()
 	var maxID, maxJob int64
-	storetest.Row(tb, path, `SELECT max(id), max(job_id) FROM jobs`, nil, &maxID, &maxJob)
-	storetest.Tx(tb, path, func(exec func(string, ...any)) {
+	ledgerdb.Row(tb, path, `SELECT max(id), max(job_id) FROM jobs`, nil, &maxID, &maxJob)
+	ledgerdb.Tx(tb, path, func(exec func(string, ...any)) {
 		replicateIn(exec, days, maxID, maxJob)
 	})
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/report/timespec"
 	"github.com/aicloud/gpusuite/internal/sim/simcluster"
 	"github.com/aicloud/gpusuite/internal/store"
-	"github.com/aicloud/gpusuite/internal/store/storetest"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 // Tolerances. Allocation, sample seconds, idle seconds and energy are
@@ -37,7 +37,7 @@ func near(got, want float64) bool {
 
 // ledger runs a small simulated cluster through the real agent and hooks,
 // then one real ingest pass into a fresh ledger of the engine under test
-// (storetest.NewLedger); it returns the ledger's location.
+// (ledgerdb.NewLedger); it returns the ledger's location.
 func ledger(t *testing.T, o simcluster.Options) (simcluster.Result, string, ingest.Result) {
 	t.Helper()
 	dir := t.TempDir()
@@ -55,7 +55,7 @@ func ledger(t *testing.T, o simcluster.Options) (simcluster.Result, string, inge
 		o.Nodes, o.GPUsPerNode, o.Duration, len(res.Truth.Jobs), res.Truth.Samples, res.Shipped, time.Since(t0).Round(time.Millisecond))
 	cfg := config.Default()
 	cfg.Store.Path = filepath.Join(dir, "gpuacct.db")
-	cfg.Store.URL = storetest.NewLedger(t).URL
+	cfg.Store.URL = ledgerdb.NewLedger(t).URL
 	cfg.Ingest.Incoming = o.Incoming
 	cfg.Ingest.Quarantine = filepath.Join(dir, "quarantine")
 	cfg.Ingest.Archive = filepath.Join(dir, "archive")

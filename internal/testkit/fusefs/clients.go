@@ -1,4 +1,4 @@
-package fusetest
+package fusefs
 
 import (
 	"os"

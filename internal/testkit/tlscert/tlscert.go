@@ -1,7 +1,7 @@
-// Package webconfigtest writes web config files for tests: a
+// Package tlscert writes web config files for tests: a
 // throwaway self-signed certificate and bcrypt-hashed users, and the
 // client that trusts that certificate.
-package webconfigtest
+package tlscert
 
 import (
 	"crypto/ecdsa"

@@ -1,4 +1,4 @@
-package cliwiretest
+package cmdline
 
 import (
 	"os"

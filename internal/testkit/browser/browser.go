@@ -1,8 +1,8 @@
-// Package browsertest starts Debian's chromium headless for the tests
+// Package browser starts Debian's chromium headless for the tests
 // that drive the dashboard through a real browser (internal/web and the
 // end-to-end board test under test/slurm), and saves their screenshots.
 // It is imported by tests only.
-package browsertest
+package browser
 
 import (
 	"context"

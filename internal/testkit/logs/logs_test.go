@@ -1,4 +1,4 @@
-package logtest
+package logs
 
 import (
 	"fmt"

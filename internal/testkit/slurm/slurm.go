@@ -1,7 +1,7 @@
-// Package slurmtest connects Go tests to the real Slurm clusters make test
+// Package slurm connects Go tests to the real Slurm clusters make test
 // starts for every package: the single node of test/slurm/harness.sh and
 // the multi-node cluster of test/cluster/harness.sh.
-package slurmtest
+package slurm
 
 import (
 	"bufio"

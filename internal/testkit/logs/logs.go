@@ -1,6 +1,6 @@
-// Package logtest holds what tests need to read a log while it is being
+// Package logs holds what tests need to read a log while it is being
 // written: by a logger on another goroutine, or by a subprocess.
-package logtest
+package logs
 
 import (
 	"strings"

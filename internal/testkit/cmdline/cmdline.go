@@ -1,6 +1,6 @@
-// Package cliwiretest holds the command-line checks every gpusuite binary's
+// Package cmdline holds the command-line checks every gpusuite binary's
 // tests share. It is for tests only.
-package cliwiretest
+package cmdline
 
 import (
 	"os"

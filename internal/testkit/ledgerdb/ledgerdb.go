@@ -1,4 +1,4 @@
-// Package storetest lets tests inspect and poke a ledger's rows with
+// Package ledgerdb lets tests inspect and poke a ledger's rows with
 // plain SQL, on a connection of their own: the store exports no *sql.DB,
 // and SQL stays under internal/store (docs/store.md). Every helper fails
 // the test on an error, so that a fixture cannot fail silently. A
@@ -6,10 +6,10 @@
 // PostgreSQL URL (NewLedger makes one of the engine under test), and
 // statements are written in SQLite's spelling (internal/store/dialect).
 //
-// Files: storetest.go (SQL on a ledger's rows), ledger.go (each test's
+// Files: ledgerdb.go (SQL on a ledger's rows), ledger.go (each test's
 // ledger on the engine under test), cutlink.go (a link to the test
 // server that can be cut, ViaCutLink).
-package storetest
+package ledgerdb
 
 import (
 	"database/sql"

@@ -1,11 +1,11 @@
-// Package fusetest serves a directory through FUSE the way an NFS server
+// Package fusefs serves a directory through FUSE the way an NFS server
 // with 1 s timestamps looks to its clients: every timestamp is cut to a
 // whole second, attributes are fetched again on every open and stat (close-
 // to-open consistency), and the kernel keeps a file's cached pages across
 // opens, dropping them only when it sees the mtime or size change (go-fuse's
 // automatic invalidation). Two mounts of one directory behave like two
 // clients of one server.
-package fusetest
+package fusefs
 
 import (
 	"context"

@@ -1,0 +1,16 @@
+// Package testkit is the one home of the test support that more than one
+// package's tests share; each subpackage stands up one thing:
+//
+//   - browser: Debian's chromium, headless, and screenshots.
+//   - cmdline: the command-line checks every binary's tests share (help,
+//     man pages, completions, flags over the config file).
+//   - fusefs: a directory served through FUSE the way an NFS server does.
+//   - ledgerdb: a ledger per test on the engine under test, and plain SQL
+//     on its rows (with internal/store, the one other package that speaks
+//     SQL).
+//   - logs: a log read while another goroutine or process writes it.
+//   - slurm: the real Slurm clusters of make test, shared or exclusive.
+//   - tlscert: web config files with a throwaway certificate.
+//
+// Only tests link these packages: deps_test.go fails when a binary does.
+package testkit
