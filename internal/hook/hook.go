@@ -3,6 +3,18 @@
 // bound, never failing the job because accounting failed. It asks the
 // agent through internal/agentproto and links no NVML.
 //
+// The path: slurm.ParseEnv reads the job (a missing or garbage
+// SLURM_JOB_ID ends the run, nothing can be keyed; any other defect is a
+// quality flag). The config is read inside the bound (hooks.timeout starts
+// before it); GPU work gets 60 % of the time left, each NVML call
+// hooks.nvml_timeout. SLURM_JOB_GPUS holds gres.conf minors, matched
+// against nvmlDeviceGetMinorNumber, never assumed to be indices. No driver,
+// a hung one or a lost GPU leaves the minors recorded with a flag saying
+// why. The event is linked into the spool: a second epilog finds the name
+// taken and keeps the first record; a spool that cannot be written leaves
+// the whole record in the log line. A watchdog in Exec exits 0 when the
+// overall bound passes, whatever is still running.
+//
 //	main.go     Exec: config, logging, the hard time bound and the exit-0 rule around Run
 //	hook.go     Run: job, GPUs (agent first, else hook-gpus), health check, event
 //	direct.go   running hook-gpus beside the hook when no agent answers
