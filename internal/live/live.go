@@ -10,13 +10,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
+	"io/fs"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/record"
+	"github.com/aicloud/gpusuite/internal/spool"
 )
 
 const (
@@ -46,30 +46,22 @@ func ReadNode(dir, node string, max int64, now time.Time) (record.Live, error) {
 // names (its name is record.LiveFileName of that node), dated at most
 // MaxSkew ahead of now, with an interval of at most MaxInterval.
 func Read(dir, name string, max int64, now time.Time) (record.Live, error) {
-	f, err := os.OpenFile(dir+"/"+name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return record.Live{}, errors.New("is a symbolic link; the agent writes plain files")
-		}
-		return record.Live{}, fmt.Errorf("open: %w", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return record.Live{}, fmt.Errorf("stat: %w", err)
-	}
-	if !st.Mode().IsRegular() {
+	data, st, err := spool.ReadRegular(dir+"/"+name, max)
+	var op *fs.PathError
+	switch {
+	case errors.Is(err, syscall.ELOOP):
+		return record.Live{}, errors.New("is a symbolic link; the agent writes plain files")
+	case errors.Is(err, spool.ErrNotRegular):
 		return record.Live{}, fmt.Errorf("is not a regular file (%s)", st.Mode().Type())
-	}
-	if st.Size() > max {
+	case errors.Is(err, spool.ErrTooLarge):
 		return record.Live{}, fmt.Errorf("is %d bytes, more than the %d a snapshot may be", st.Size(), max)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return record.Live{}, fmt.Errorf("read: %w", err)
-	}
-	if int64(len(data)) > max {
+	case errors.Is(err, spool.ErrGrew):
 		return record.Live{}, fmt.Errorf("grew past the %d bytes a snapshot may be", max)
+	case errors.As(err, &op):
+		// os names the step that failed: open, stat or read.
+		return record.Live{}, fmt.Errorf("%s: %w", op.Op, err)
+	case err != nil:
+		return record.Live{}, fmt.Errorf("read: %w", err)
 	}
 	var l record.Live
 	dec := json.NewDecoder(bytes.NewReader(data))

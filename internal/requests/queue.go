@@ -28,7 +28,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -36,6 +35,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/aicloud/gpusuite/internal/spool"
 )
 
 // Schemas of the two kinds of request file.
@@ -278,20 +279,15 @@ func listDir(d string, owners bool) ([]Request, error) {
 // for.
 func readRequest(path string) (Request, int, fs.FileMode, error) {
 	var r Request
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return r, -1, 0, errors.New("refused: a symbolic link, not a request file")
-		}
-		return r, -1, 0, err
+	data, fi, err := spool.ReadRegular(path, MaxRequestBytes)
+	if errors.Is(err, syscall.ELOOP) {
+		return r, -1, 0, errors.New("refused: a symbolic link, not a request file")
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
+	if fi == nil {
 		return r, -1, 0, err
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !fi.Mode().IsRegular() || !ok {
+	if errors.Is(err, spool.ErrNotRegular) || !ok {
 		return r, -1, 0, errors.New("refused: not a regular file")
 	}
 	owner := int(st.Uid)
@@ -299,15 +295,13 @@ func readRequest(path string) (Request, int, fs.FileMode, error) {
 		// A hard link to someone else's file would speak with its owner.
 		return r, owner, fi.Mode().Perm(), fmt.Errorf("refused: %d links to the file; a request is a file of its own", st.Nlink)
 	}
-	if fi.Size() > MaxRequestBytes {
+	switch {
+	case errors.Is(err, spool.ErrTooLarge):
 		return r, owner, fi.Mode().Perm(), fmt.Errorf("refused: %d bytes, more than the %d a request may be", fi.Size(), MaxRequestBytes)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxRequestBytes+1))
-	if err != nil {
-		return r, owner, fi.Mode().Perm(), err
-	}
-	if len(data) > MaxRequestBytes {
+	case errors.Is(err, spool.ErrGrew):
 		return r, owner, fi.Mode().Perm(), fmt.Errorf("refused: grew past the %d bytes a request may be", MaxRequestBytes)
+	case err != nil:
+		return r, owner, fi.Mode().Perm(), err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

@@ -3,11 +3,12 @@ package slurmstate
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"syscall"
+
+	"github.com/aicloud/gpusuite/internal/spool"
 )
 
 // FileSchema names the JSON document WriteFile writes: Slurm's view kept
@@ -59,22 +60,14 @@ func WriteFile(path string, st State) error {
 // through a link, not a FIFO) of at most MaxFileBytes, strict JSON of
 // FileSchema. Its errors are one line that names the file.
 func ReadFile(path string) (State, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return State{}, fmt.Errorf("read Slurm's view %q: %w", path, err)
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil {
-		return State{}, fmt.Errorf("read Slurm's view %q: %w", path, err)
-	} else if !st.Mode().IsRegular() {
+	data, _, err := spool.ReadRegular(path, MaxFileBytes)
+	switch {
+	case errors.Is(err, spool.ErrNotRegular):
 		return State{}, fmt.Errorf("read Slurm's view %q: not a regular file", path)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
-	if err != nil {
-		return State{}, fmt.Errorf("read Slurm's view %q: %w", path, err)
-	}
-	if len(data) > MaxFileBytes {
+	case errors.Is(err, spool.ErrTooLarge), errors.Is(err, spool.ErrGrew):
 		return State{}, fmt.Errorf("read Slurm's view %q: larger than %d MiB", path, MaxFileBytes>>20)
+	case err != nil:
+		return State{}, fmt.Errorf("read Slurm's view %q: %w", path, err)
 	}
 	var doc fileDoc
 	dec := json.NewDecoder(bytes.NewReader(data))

@@ -1,6 +1,8 @@
 // Package spool writes records durably to a node-local directory: a record
 // is either wholly there or absent, never half-written, and once Write
-// returns it survives a crash.
+// returns it survives a crash. Its other side, ReadRegular (read.go), is
+// the one bounded read of a file another process put in a shared place:
+// a request, a node's live snapshot, Slurm's view.
 package spool
 
 import (
