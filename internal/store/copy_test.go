@@ -150,6 +150,14 @@ func copyFixture(t *testing.T) string {
 				return err
 			}
 		}
+		job := int64(5)
+		if _, _, err := b.EnqueueNotify(NotifyMessage{Key: "idle:c:5+0:alice", Rule: "idle", Recipient: "alice@example.org", Channel: "mail",
+			Cluster: "c", Job: &job, User: "alice", Subject: "idle", Body: "GPUs idle", Created: now}); err != nil {
+			return err
+		}
+		if err := b.SetNotifyOptOut("bob", "idle", true, now); err != nil {
+			return err
+		}
 		if _, err := b.PruneSamples(copyT0.Add(5 * time.Minute)); err != nil {
 			return err
 		}
