@@ -14,13 +14,15 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/agentproto"
 	"github.com/aicloud/gpusuite/internal/cli/buildinfo"
+	"github.com/aicloud/gpusuite/internal/cli/exitcode"
 	"github.com/aicloud/gpusuite/internal/hookgpus"
 )
 
 func main() { os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr)) }
 
-// run is the whole program: exit 2 for a bad command line, 1 for a request
-// it cannot read or answer (an NVML that cannot be opened is an answer).
+// run is the whole program: exit Usage for a bad command line, Failure for
+// a request it cannot read or answer (an NVML that cannot be opened is an
+// answer).
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	name := agentproto.HelperName
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
@@ -30,22 +32,22 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		usage(fs, stderr)
-		return 0
+		return exitcode.OK
 	case err != nil:
 		fmt.Fprintf(stderr, "%s: %v (run '%s --help')\n", name, err, name)
-		return 2
+		return exitcode.Usage
 	case *version:
 		fmt.Fprintln(stdout, buildinfo.Print(name))
-		return 0
+		return exitcode.OK
 	case fs.NArg() > 0:
 		fmt.Fprintf(stderr, "%s: takes no arguments, it reads its request on standard input (run '%s --help')\n", name, name)
-		return 2
+		return exitcode.Usage
 	}
 	if err := hookgpus.Serve(context.Background(), stdin, stdout, hookgpus.OpenConfigured); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 1
+		return exitcode.Failure
 	}
-	return 0
+	return exitcode.OK
 }
 
 func usage(fs *flag.FlagSet, w io.Writer) {

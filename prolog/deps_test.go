@@ -87,7 +87,7 @@ func TestHooksStatic(t *testing.T) {
 // linked into the programs.
 var layers = [][]string{
 	// the wire contract, and helpers over the standard library alone
-	{"internal/record", "internal/logging", "internal/boundcmd", "internal/spool", "internal/cli/buildinfo"},
+	{"internal/record", "internal/logging", "internal/boundcmd", "internal/spool", "internal/cli/buildinfo", "internal/cli/exitcode"},
 	// what a node reads and ships: its config, Slurm's hand-over, the spool's way out
 	{"internal/config", "internal/slurm", "internal/ship"},
 	// the node's ways to others: the agent's sockets (both sides), NVML, HTTP

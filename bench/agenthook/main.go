@@ -17,6 +17,8 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/aicloud/gpusuite/internal/cli/exitcode"
 )
 
 func main() { os.Exit(run()) }
@@ -34,12 +36,12 @@ func run() int {
 	states := map[string][]bool{"both": {false, true}, "down": {false}, "up": {true}}[*agentCases]
 	if states == nil {
 		fmt.Fprintf(os.Stderr, "agenthook: -agent %q: want up, down or both\n", *agentCases)
-		return 2
+		return exitcode.Usage
 	}
 	dir, err := os.MkdirTemp("", "agenthook-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "agenthook:", err)
-		return 1
+		return exitcode.Failure
 	}
 	defer os.RemoveAll(dir)
 	fmt.Printf("%-48s %8s %8s %8s %10s %10s   (n=%d, slow n=%d)\n", "case", "median", "p99", "max", "med/floor", "p99/floor", *n, *slowN)
@@ -64,7 +66,7 @@ func run() int {
 			start := time.Now()
 			if err := cmd.Run(); err != nil {
 				fmt.Fprintf(os.Stderr, "agenthook: floor: %v\n", err)
-				return 1
+				return exitcode.Failure
 			}
 			ds = append(ds, time.Since(start))
 		}
@@ -94,12 +96,12 @@ func run() int {
 				agent.Stderr = os.Stderr
 				if err := agent.Start(); err != nil {
 					fmt.Fprintln(os.Stderr, "agenthook: start agent:", err)
-					return 1
+					return exitcode.Failure
 				}
 				if !waitSocket(filepath.Join(dir, fmt.Sprintf("spool%d", d), "agent.sock"), 30*time.Second) {
 					fmt.Fprintln(os.Stderr, "agenthook: agent socket did not appear")
 					agent.Process.Kill()
-					return 1
+					return exitcode.Failure
 				}
 			}
 			// Each prolog starts a job of its own, which the epilogs end: a
@@ -115,7 +117,7 @@ func run() int {
 					start := time.Now()
 					if err := cmd.Run(); err != nil {
 						fmt.Fprintf(os.Stderr, "agenthook: %s: %v\n", prog, err)
-						return 1
+						return exitcode.Failure
 					}
 					ds = append(ds, time.Since(start))
 				}
@@ -127,7 +129,7 @@ func run() int {
 			}
 		}
 	}
-	return 0
+	return exitcode.OK
 }
 
 func waitSocket(p string, d time.Duration) bool {

@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aicloud/gpusuite/internal/cli/exitcode"
 	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/report/timespec"
 	"github.com/aicloud/gpusuite/internal/sim/simcluster"
@@ -29,7 +30,7 @@ import (
 func main() {
 	if err := run(os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "dayrun:", err)
-		os.Exit(1)
+		os.Exit(exitcode.Failure)
 	}
 }
 

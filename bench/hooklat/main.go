@@ -18,6 +18,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/aicloud/gpusuite/internal/cli/exitcode"
 )
 
 func main() { os.Exit(run()) }
@@ -30,7 +32,7 @@ func run() int {
 	dir, err := os.MkdirTemp("", "hooklat-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "hooklat:", err)
-		return 1
+		return exitcode.Failure
 	}
 	defer os.RemoveAll(dir)
 
@@ -41,7 +43,7 @@ func run() int {
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "hooklat: build the floor: %v\n%s", err, out)
-		return 1
+		return exitcode.Failure
 	}
 	cases := []struct {
 		name, prog, backend string
@@ -65,7 +67,7 @@ func run() int {
 			start := time.Now()
 			if err := cmd.Run(); err != nil {
 				fmt.Fprintf(os.Stderr, "hooklat: %s: %v\n", c.name, err)
-				return 1
+				return exitcode.Failure
 			}
 			d = append(d, time.Since(start))
 		}
@@ -101,14 +103,14 @@ func run() int {
 	close(errs)
 	for err := range errs {
 		fmt.Fprintln(os.Stderr, "hooklat: concurrent prolog:", err)
-		return 1
+		return exitcode.Failure
 	}
 	got, _ := filepath.Glob(filepath.Join(dir, "spool99", "event.*.job_start.json"))
 	fmt.Printf("%d concurrent prologs: %d events present, all done in %s\n", *conc, len(got), ms(time.Since(start)))
 	if len(got) != *conc {
-		return 1
+		return exitcode.Failure
 	}
-	return 0
+	return exitcode.OK
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d.Microseconds())/1000) }

@@ -19,6 +19,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/aicloud/gpusuite/internal/cli/exitcode"
 )
 
 func main() {
@@ -31,7 +33,7 @@ func main() {
 	flag.Parse()
 	if err := run(*bin, *backend, *dir, *rate, *files, time.Duration(*seconds*float64(time.Second))); err != nil {
 		fmt.Fprintf(os.Stderr, "bench/nfssync: %v\n", err)
-		os.Exit(1)
+		os.Exit(exitcode.Failure)
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/aicloud/gpusuite/internal/cli/exitcode"
 	"github.com/aicloud/gpusuite/internal/record"
 )
 
@@ -39,7 +40,7 @@ func run() int {
 	flag.Parse()
 	if *pid <= 0 || *live == "" {
 		fmt.Fprintln(os.Stderr, "sse: -pid and -live-dir are required (bench/sse.sh sets them)")
-		return 2
+		return exitcode.Usage
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -49,7 +50,7 @@ func run() int {
 	for n := range *nodes {
 		if err := writeLive(*live, n, 0); err != nil {
 			fmt.Fprintln(os.Stderr, "sse:", err)
-			return 1
+			return exitcode.Failure
 		}
 	}
 	go func() {
@@ -105,9 +106,9 @@ func run() int {
 	fmt.Printf("serve CPU over the run: %.2f s in %s (%.1f %% of one core); %d events, %.1f MiB received; %d errors\n",
 		end.cpuS-start.cpuS, duration.String(), 100*(end.cpuS-start.cpuS)/duration.Seconds(), events.Load(), float64(bytes.Load())/(1<<20), errs.Load())
 	if errs.Load() > 0 || open.Load() < int64(*clients) {
-		return 1
+		return exitcode.Failure
 	}
-	return 0
+	return exitcode.OK
 }
 
 // stream reads one event stream until ctx ends; an error is a stream that

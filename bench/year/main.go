@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aicloud/gpusuite/internal/cli/exitcode"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/ingest"
 	"github.com/aicloud/gpusuite/internal/sim/gendata"
@@ -24,7 +25,7 @@ import (
 func main() {
 	if err := run(os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintf(os.Stderr, "year: %v\n", err)
-		os.Exit(1)
+		os.Exit(exitcode.Failure)
 	}
 }
 

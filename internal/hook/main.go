@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aicloud/gpusuite/internal/cli/exitcode"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/logging"
 	"github.com/aicloud/gpusuite/internal/record"
@@ -77,16 +78,16 @@ func Exec(kind record.Kind, o Options, stderr io.Writer, getenv func(string) str
 	case o := <-done:
 		if o.err != nil {
 			log.Error("accounting failed; job unaffected", jobAttr, "err", o.err)
-			return 0
+			return exitcode.OK
 		}
 		if o.res.Unhealthy != "" {
 			log.Error("health check failed: node should be drained", jobAttr, "reason", o.res.Unhealthy)
-			return 1
+			return exitcode.Failure
 		}
 		log.Debug("done", jobAttr, "elapsed", time.Since(start))
-		return 0
+		return exitcode.OK
 	case <-time.After(time.Until(deadline) + 100*time.Millisecond):
 		log.Error("hook timed out; nothing recorded, job unaffected", jobAttr, "timeout", cfg.Hooks.Timeout.Duration)
-		return 0
+		return exitcode.OK
 	}
 }

@@ -14,13 +14,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aicloud/gpusuite/internal/cli/exitcode"
 	"github.com/aicloud/gpusuite/internal/spool"
 )
 
 func main() {
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "floor:", err)
-		os.Exit(1)
+		os.Exit(exitcode.Failure)
 	}
 }
 

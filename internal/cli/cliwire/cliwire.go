@@ -15,13 +15,15 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/aicloud/gpusuite/internal/cli/buildinfo"
+	"github.com/aicloud/gpusuite/internal/cli/exitcode"
 	"github.com/aicloud/gpusuite/internal/config"
 )
 
-// Exit codes every binary uses.
+// Exit codes every binary uses: the policy of package exitcode, named
+// here for the urfave/cli programs.
 const (
-	ExitFailure = 1
-	ExitUsage   = 2
+	ExitFailure = exitcode.Failure
+	ExitUsage   = exitcode.Usage
 )
 
 // UsageError marks bad input on the command line: exit 2.

@@ -57,15 +57,32 @@ func goList(t *testing.T, args ...string) []listed {
 // internal/ that may import urfave/cli, by name.
 const cliLibs = "internal/cli/"
 
-// importsCLI: p imports urfave/cli, or a package under internal/cli,
-// which is urfave/cli's wiring (those packages themselves are not
-// counted: their importers are).
+// plain are the packages under internal/cli that every program shares and
+// that are no command-line library: the version text and the exit codes.
+// Any package may import them (the hooks' Exec returns its exit status by
+// exitcode's names); TestPlainLinkNoCLI keeps them free of urfave/cli.
+var plain = map[string]bool{"internal/cli/buildinfo": true, "internal/cli/exitcode": true}
+
+// TestPlainLinkNoCLI: what plain says of its packages.
+func TestPlainLinkNoCLI(t *testing.T) {
+	for rel := range plain {
+		for _, p := range goList(t, "-deps", module+rel) {
+			if strings.HasPrefix(p.ImportPath, "github.com/urfave/cli") {
+				t.Errorf("%s links %s: it is a command-line library, not plain", rel, p.ImportPath)
+			}
+		}
+	}
+}
+
+// importsCLI: p imports urfave/cli, or a package under internal/cli but
+// the plain ones, which is urfave/cli's wiring (those packages themselves
+// are not counted: their importers are).
 func importsCLI(p listed) bool {
 	if strings.HasPrefix(p.ImportPath, module+cliLibs) {
 		return false
 	}
 	for _, imp := range p.Imports {
-		if strings.HasPrefix(imp, "github.com/urfave/cli") || strings.HasPrefix(imp, module+cliLibs) {
+		if strings.HasPrefix(imp, "github.com/urfave/cli") || strings.HasPrefix(imp, module+cliLibs) && !plain[strings.TrimPrefix(imp, module)] {
 			return true
 		}
 	}
@@ -85,6 +102,7 @@ func TestImportsCLI(t *testing.T) {
 		{name: "a binary", p: listed{ImportPath: module + "sbuild", Imports: []string{module + "internal/cli/containercmd"}}, want: true},
 		{name: "internal/cli itself", p: listed{ImportPath: module + "internal/cli/containercmd",
 			Imports: []string{"github.com/urfave/cli/v2", module + "internal/cli/cliwire"}}},
+		{name: "the exit codes", p: listed{ImportPath: module + "internal/hook", Imports: []string{module + "internal/cli/exitcode", module + "internal/cli/buildinfo"}}},
 		{name: "a name like cli's", p: listed{ImportPath: module + "internal/clinic", Imports: []string{"github.com/urfave/cli/v2"}}, want: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,6 +1,9 @@
 package cliwire
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -8,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // bareExit is an exit code written as a number where the policy has a
@@ -34,9 +39,82 @@ func TestBareExit(t *testing.T) {
 	}
 }
 
+// entryPoints are the functions that return a program's exit code.
+var entryPoints = map[string]bool{"run": true, "Main": true, "MainContext": true, "Exec": true}
+
+// bareReturns are the lines, in src, of the exit codes written as a
+// number: os.Exit(1) anywhere, and "return 2" in an entry point that
+// returns an int.
+func bareReturns(fset *token.FileSet, name string, src []byte) ([]int, error) {
+	f, err := parser.ParseFile(fset, name, src, 0)
+	if err != nil {
+		return nil, err
+	}
+	isInt := func(e ast.Expr) bool {
+		lit, ok := e.(*ast.BasicLit)
+		return ok && lit.Kind == token.INT
+	}
+	var lines []int
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.CallExpr:
+			if sel, ok := n.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Exit" && len(n.Args) == 1 && isInt(n.Args[0]) {
+				if id, ok := sel.X.(*ast.Ident); ok && id.Name == "os" {
+					lines = append(lines, fset.Position(n.Pos()).Line)
+				}
+			}
+		case *ast.FuncDecl:
+			res := n.Type.Results
+			if n.Body == nil || !entryPoints[n.Name.Name] || res == nil || len(res.List) != 1 || len(res.List[0].Names) > 1 {
+				return true
+			}
+			if id, ok := res.List[0].Type.(*ast.Ident); !ok || id.Name != "int" {
+				return true
+			}
+			ast.Inspect(n.Body, func(m ast.Node) bool {
+				if _, ok := m.(*ast.FuncLit); ok {
+					return false // a closure's returns are its own
+				}
+				if r, ok := m.(*ast.ReturnStmt); ok && len(r.Results) == 1 && isInt(r.Results[0]) {
+					lines = append(lines, fset.Position(r.Pos()).Line)
+				}
+				return true
+			})
+		}
+		return true
+	})
+	return lines, nil
+}
+
+// TestBareReturns: what bareReturns finds.
+func TestBareReturns(t *testing.T) {
+	for _, tc := range []struct {
+		name, src string
+		want      []int
+	}{
+		{"run returns 2", "package main\nfunc run() int {\n\treturn 2\n}\n", []int{3}},
+		{"run returns a name", "package main\nfunc run() int {\n\treturn exitcode.Usage\n}\n", nil},
+		{"os.Exit(1)", "package main\nfunc main() {\n\tos.Exit(1)\n}\n", []int{3}},
+		{"os.Exit(run())", "package main\nfunc main() { os.Exit(run()) }\n", nil},
+		{"not an entry point", "package p\nfunc count() int {\n\treturn 2\n}\n", nil},
+		{"a closure in run", "package main\nfunc run() int {\n\tf := func() int { return 3 }\n\treturn f()\n}\n", nil},
+		{"Main with an error", "package p\nfunc Main() error {\n\treturn nil\n}\n", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := bareReturns(token.NewFileSet(), "x.go", []byte(tc.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("bareReturns (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // TestNoBareExitCodes: every program's code names its exit codes
-// (ExitUsage, ExitFailure, UsageError), so there is one exit policy and
-// a reader finds its every use.
+// (exitcode's, ExitUsage, ExitFailure, UsageError), so there is one exit
+// policy and a reader finds its every use.
 func TestNoBareExitCodes(t *testing.T) {
 	gomod, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
@@ -45,6 +123,7 @@ func TestNoBareExitCodes(t *testing.T) {
 	root := filepath.Dir(strings.TrimSpace(string(gomod)))
 	const maxFile = 1 << 20 // the longest source file is tens of KiB
 	seen := 0
+	fset := token.NewFileSet()
 	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -71,11 +150,20 @@ func TestNoBareExitCodes(t *testing.T) {
 			return err
 		}
 		seen++
-		for i, line := range strings.Split(string(b), "\n") {
+		rel, _ := filepath.Rel(root, path)
+		lines := strings.Split(string(b), "\n")
+		for i, line := range lines {
 			if bareExit.MatchString(line) {
-				rel, _ := filepath.Rel(root, path)
 				t.Errorf("%s:%d: exit code as a number: %s", rel, i+1, strings.TrimSpace(line))
 			}
+		}
+		bare, err := bareReturns(fset, path, b)
+		if err != nil {
+			t.Errorf("%s: %v", rel, err)
+			return nil
+		}
+		for _, n := range bare {
+			t.Errorf("%s:%d: exit code as a number: %s", rel, n, strings.TrimSpace(lines[n-1]))
 		}
 		return nil
 	})

@@ -12,6 +12,7 @@ import (
 	"io"
 
 	"github.com/aicloud/gpusuite/internal/cli/buildinfo"
+	"github.com/aicloud/gpusuite/internal/cli/exitcode"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/hook"
 	"github.com/aicloud/gpusuite/internal/record"
@@ -40,14 +41,14 @@ func Main(kind record.Kind, args []string, stdout, stderr io.Writer, getenv func
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			usage(fs, kind, stderr)
-			return 0
+			return exitcode.OK
 		}
 		fmt.Fprintf(stderr, "%s: %v (run '%s --help'); nothing recorded\n", name, err, name)
-		return 0
+		return exitcode.OK
 	}
 	if *version {
 		fmt.Fprintln(stdout, buildinfo.Print(name))
-		return 0
+		return exitcode.OK
 	}
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "spool-dir" })

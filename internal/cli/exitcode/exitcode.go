@@ -1,0 +1,17 @@
+// Package exitcode is the suite's one exit policy: 0 success, 2 a bad
+// command line, 1 any other failure. It imports nothing, so that the
+// programs that parse their line with the standard library (the hooks,
+// hook-gpus, the bench tools) name their codes as cliwire does without
+// linking urfave/cli. The hooks themselves exit 0 on every accounting
+// error (a failing prolog drains the node); Failure is their health
+// check's verdict.
+package exitcode
+
+const (
+	// OK is success.
+	OK = 0
+	// Failure is any failure but a bad command line.
+	Failure = 1
+	// Usage is a bad command line.
+	Usage = 2
+)
