@@ -38,7 +38,7 @@ Examples:
 			&cli.DurationFlag{Name: "for", Value: 10 * time.Minute, Usage: "how long to profile"},
 			&cli.StringFlag{Name: "socket", Usage: "the agent's profile socket (agent.profile_socket)", EnvVars: []string{"GPUSUITE_AGENT_PROFILE_SOCKET"}},
 		},
-		Action: cliwire.Interspersed(func(c *cli.Context) error {
+		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return cliwire.Usagef("profile takes one JOBID, e.g. gpuacct profile 4242")
 			}
@@ -72,6 +72,6 @@ Examples:
 			_, err = fmt.Fprintf(stdout, "profiling job %d (run %d): %d GPU(s) every %s from %s until %s; the samples join the job's series (gpuacct job %d)\n",
 				resp.Job, resp.Restart, len(resp.GPUs), iv, resp.Start.Local().Format(time.TimeOnly), resp.End.Local().Format(time.TimeOnly), resp.Job)
 			return err
-		}),
+		},
 	}
 }

@@ -33,7 +33,7 @@ Examples:
 			&cli.StringFlag{Name: "text", Usage: "what the note says (one line, at most 280 characters)"},
 			&cli.StringFlag{Name: "live-dir", Usage: "directory of the agents' live snapshots (board.live_dir)", EnvVars: []string{"GPUSUITE_LIVE_DIR"}},
 		),
-		Action: cliwire.Interspersed(func(c *cli.Context) error {
+		Action: func(c *cli.Context) error {
 			args := c.Args().Slice()
 			const title = "note add"
 			if len(args) != 1 {
@@ -86,6 +86,6 @@ Examples:
 			}
 			_, err = fmt.Fprintf(d.Stdout, "note %d on %s until %s: %s\n", out.Note.ID, target, until.In(e.loc).Format("2006-01-02 15:04 MST"), text)
 			return err
-		}),
+		},
 	}
 }

@@ -66,7 +66,7 @@ Examples:
 			&cli.StringSliceFlag{Name: "clusters", Aliases: []string{"M"}, Usage: "the notes of these clusters of the ledger (comma-separated; all: every one). Default: the local one when the ledger holds it, else every one"},
 			&cli.BoolFlag{Name: "all-clusters", Usage: "the notes of every cluster of the ledger (-M all), with a CLUSTER column"},
 		),
-		Action: cliwire.Interspersed(func(c *cli.Context) error {
+		Action: func(c *cli.Context) error {
 			args := c.Args().Slice()
 			const title = "note list"
 			if len(args) > 0 {
@@ -113,6 +113,6 @@ Examples:
 				_, err = fmt.Fprintln(d.Stdout, "Requests not yet applied are not listed: only root and the service user may read the queue; gpuacct serve applies them on its next pass.")
 			}
 			return err
-		}),
+		},
 	}
 }

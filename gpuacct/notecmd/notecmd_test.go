@@ -111,7 +111,7 @@ func (f *fixture) run(t *testing.T, euid int, args ...string) (int, string, stri
 	}
 	app := &cli.App{Name: "gpuacct", Writer: &out, ErrWriter: &errb, Flags: []cli.Flag{cliwire.ConfigFlag()}, Commands: []*cli.Command{Command(d)}}
 	cliwire.Prepare(app)
-	err := app.Run(append([]string{"gpuacct"}, args...))
+	err := app.Run(cliwire.Reorder(app, append([]string{"gpuacct"}, args...))) // as cliwire.Run does
 	return cliwire.Finish("gpuacct", &errb, err), out.String(), errb.String()
 }
 

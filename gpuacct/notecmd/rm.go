@@ -24,7 +24,7 @@ ledger as removed, with who removed it ('gpuacct note list --all').
 Examples:
    gpuacct note rm 12`,
 		Flags: commonFlags(),
-		Action: cliwire.Interspersed(func(c *cli.Context) error {
+		Action: func(c *cli.Context) error {
 			args := c.Args().Slice()
 			const title = "note rm"
 			if len(args) != 1 {
@@ -69,6 +69,6 @@ Examples:
 			}
 			_, err = fmt.Fprintf(d.Stdout, "note %d removed\n", id)
 			return err
-		}),
+		},
 	}
 }

@@ -43,7 +43,7 @@ Examples:
 			&cli.BoolFlag{Name: "human", Usage: "samples: times in the report's zone and figures in their units (87 %, 312.5 W), for people rather than programs"},
 		), clusterFlagsSaying("the rows of these clusters of the ledger (comma-separated; all: every one). Default: the local one (SLURM_CLUSTER_NAME, else cluster.name) when several share the ledger",
 			"the rows of every cluster of the ledger (-M all); the cluster column says whose each row is")...),
-		Action: cliwire.Interspersed(func(c *cli.Context) error {
+		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return cliwire.Usagef("export: name what to export: jobs, gpus or samples (see 'gpuacct export --help')")
 			}
@@ -112,7 +112,7 @@ Examples:
 				}
 			}
 			return nil
-		}),
+		},
 	}
 }
 

@@ -53,7 +53,7 @@ Examples:
    gpuacct ignore --list --log
    sudo gpuacct unignore 123456 --reason "counted after all"`,
 		Flags: ignoreFlags(true),
-		Action: cliwire.Interspersed(func(c *cli.Context) error {
+		Action: func(c *cli.Context) error {
 			if c.Bool("list") || c.Bool("log") {
 				if c.Args().Present() {
 					return cliwire.Usagef("ignore --list takes no JOBID")
@@ -61,7 +61,7 @@ Examples:
 				return listIgnored(c, d)
 			}
 			return change(c, d, requests.Ignore)
-		}),
+		},
 	}
 }
 
@@ -76,7 +76,7 @@ Examples:
    sudo gpuacct unignore 123456
    sudo gpuacct unignore 123456_3 --reason "was a real run"`,
 		Flags:  ignoreFlags(false),
-		Action: cliwire.Interspersed(func(c *cli.Context) error { return change(c, d, requests.Unignore) }),
+		Action: func(c *cli.Context) error { return change(c, d, requests.Unignore) },
 	}
 }
 

@@ -34,7 +34,7 @@ Examples:
 			&cli.StringFlag{Name: "teams-file", Usage: "team mapping file (report.teams)", EnvVars: []string{"GPUSUITE_TEAMS"}},
 		}, clusterFlagsSaying("the job's cluster, when several share the ledger. Default: the local one (SLURM_CLUSTER_NAME, else cluster.name), or every one when the local one is not in the ledger (an id two clusters have is then refused)",
 			"look for the job on every cluster of the ledger (-M all); an id two clusters have is refused")...),
-		Action: cliwire.Interspersed(func(c *cli.Context) error {
+		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return cliwire.Usagef("job: give one JOBID (see 'gpuacct job --help')")
 			}
@@ -62,6 +62,6 @@ Examples:
 				width = 100
 			}
 			return report.WriteJobText(d.Stdout, det, m, e.loc, width)
-		}),
+		},
 	}
 }

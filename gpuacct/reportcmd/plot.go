@@ -38,7 +38,7 @@ Examples:
 		}, windowFlags()...), append(filterFlags(), clusterFlagsSaying(
 			"these clusters of the ledger (comma-separated; all: every one). Default: the local one (SLURM_CLUSTER_NAME, else cluster.name); for a JOBID, every one when the local one is not in the ledger",
 			"every cluster of the ledger (-M all); --report then stacks per team and cluster")...)...),
-		Action: cliwire.Interspersed(func(c *cli.Context) error {
+		Action: func(c *cli.Context) error {
 			// The command line is checked before the configuration and the
 			// ledger are read: a usage error is one line, exit 2.
 			out := c.String("output")
@@ -74,7 +74,7 @@ Examples:
 			}
 			fmt.Fprintln(d.Stdout, out)
 			return nil
-		}),
+		},
 	}
 }
 

@@ -9,7 +9,10 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func TestInterspersed(t *testing.T) {
+// TestOptionsAnywhere: a command's options may follow its arguments, and
+// "--" ends the options wherever it stands, on every line that goes
+// through Run (Reorder), with no help from the command's action.
+func TestOptionsAnywhere(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -21,6 +24,8 @@ func TestInterspersed(t *testing.T) {
 		{"options after", []string{"gpu01", "--until", "4h", "-a"}, "args=[gpu01] until=4h all=true tags=[]", 0, ""},
 		{"both and alias", []string{"--tag", "x", "gpu01", "-u=3d", "--tag", "y"}, "args=[gpu01] until=3d all=false tags=[x y]", 0, ""},
 		{"after --", []string{"gpu01", "--", "--until"}, "args=[gpu01 --until] until= all=false tags=[]", 0, ""},
+		{"ends in --", []string{"gpu01", "-a", "--"}, "args=[gpu01] until= all=true tags=[]", 0, ""},
+		{"-- first", []string{"--", "-a", "gpu01"}, "args=[-a gpu01] until= all=false tags=[]", 0, ""},
 		{"unknown option", []string{"gpu01", "--untill", "4h"}, "", 2, "tool: unknown option --untill (see 'tool note add --help')\n"},
 		{"missing value", []string{"gpu01", "--until"}, "", 2, "tool: option --until needs a value (see 'tool note add --help')\n"},
 	} {
@@ -35,14 +40,14 @@ func TestInterspersed(t *testing.T) {
 						&cli.BoolFlag{Name: "all", Aliases: []string{"a"}},
 						&cli.StringSliceFlag{Name: "tag"},
 					},
-					Action: Interspersed(func(c *cli.Context) error {
+					Action: func(c *cli.Context) error {
 						tags := c.StringSlice("tag")
 						if tags == nil {
 							tags = []string{}
 						}
 						_, err := fmt.Fprintf(c.App.Writer, "args=%v until=%s all=%t tags=%v", c.Args().Slice(), c.String("until"), c.Bool("all"), tags)
 						return err
-					}),
+					},
 				}},
 			}}}
 			code := Run(app, append([]string{"tool", "note", "add"}, tc.args...))

@@ -16,7 +16,8 @@ import (
 // line that defines it, else to the app when the app does (--config,
 // --version), else to the last command, whose parser then refuses it as
 // an unknown option. The command names keep their order, the arguments
-// theirs, and everything after "--" stays an argument. A command that
+// theirs, and everything after "--" stays an argument (the "--" goes
+// before the arguments, so that no command sees it). A command that
 // parses its own line (SkipFlagParsing) gets its tokens untouched.
 func Reorder(app *cli.App, args []string) []string {
 	if len(args) < 2 {
@@ -88,11 +89,12 @@ func Reorder(app *cli.App, args []string) []string {
 		// urfave/cli reads an argument after --help as a help topic.
 		return out
 	}
-	out = append(out, pos...)
 	if dash {
-		out = append(append(out, "--"), rest...)
+		// Before the arguments, where urfave/cli drops it; after one it
+		// would stay an argument itself.
+		out = append(out, "--")
 	}
-	return out
+	return append(append(out, pos...), rest...)
 }
 
 // isOption reports whether a is an option: "-" alone is an argument (the
