@@ -18,7 +18,7 @@
 //	main.go     Exec: config, logging, the hard time bound and the exit-0 rule around Run
 //	hook.go     Run: job, GPUs (agent first, else hook-gpus), health check, event
 //	direct.go   running hook-gpus beside the hook when no agent answers
-//	runnote.go  the prolog's note of the run it recorded, for a requeue's epilog
+//	runmark.go  the prolog's mark of the run it recorded, for a requeue's epilog
 package hook
 
 import (
@@ -99,11 +99,11 @@ func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *
 		// absent, never 0: a job whose end is unknown did not succeed
 		ev.Quality = append(ev.Quality, "exit_unknown: no valid SLURM_JOB_EXIT_CODE2 or SLURM_JOB_EXIT_CODE; exit recorded as absent")
 	}
-	// an epilog records the run its prolog noted (see runnote.go)
-	notes := notesOf(cfg.Spool.Dir, d.Now)
-	var noted []string
+	// an epilog records the run its prolog marked (see runmark.go)
+	marks := marksOf(cfg.Spool.Dir, d.Now)
+	var marked []string
 	if kind == record.JobEnd {
-		ev.Job.RestartCount, noted = notes.runOf(ev.Cluster, job.ID, job.RestartCount, ev.Node)
+		ev.Job.RestartCount, marked = marks.runOf(ev.Cluster, job.ID, job.RestartCount, ev.Node)
 		if ev.Job.RestartCount != job.RestartCount {
 			log.Info("requeue counted before this epilog; recording the run its prolog noted", "job", job.ID,
 				"restart_count", job.RestartCount, "run", ev.Job.RestartCount)
@@ -187,22 +187,22 @@ func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *
 	if err := dir.Ensure(); err != nil {
 		return res, lost(ev, data, err)
 	}
-	// The prolog's note is made beside the event's write, once the event
-	// is ready to be written (a note never names a run whose event the
+	// The prolog's mark is made beside the event's write, once the event
+	// is ready to be written (a mark never names a run whose event the
 	// prolog did not try to record), and neither waits for the other's
-	// disk; the epilog's note stays until its event is written.
-	var noted1 chan error
+	// disk; the epilog's mark stays until its event is written.
+	var marked1 chan error
 	if kind == record.JobStart {
-		noted1 = make(chan error, 1)
-		go func() { noted1 <- notes.mark(ev.Cluster, job.ID, ev.Job.RestartCount, ev.Node) }()
+		marked1 = make(chan error, 1)
+		go func() { marked1 <- marks.mark(ev.Cluster, job.ID, ev.Job.RestartCount, ev.Node) }()
 	}
 	werr := dir.Write(name, data)
-	if noted1 != nil {
-		if err := <-noted1; err != nil {
+	if marked1 != nil {
+		if err := <-marked1; err != nil {
 			log.Warn("run not noted; a requeue of this run may record its end under the next run", "job", job.ID, "err", err)
 		}
 	} else if werr == nil || errors.Is(werr, spool.ErrExists) {
-		if err := notes.forget(noted); err != nil {
+		if err := marks.forget(marked); err != nil {
 			log.Warn("run notes not cleared", "job", job.ID, "err", err)
 		}
 	}

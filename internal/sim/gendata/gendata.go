@@ -159,7 +159,7 @@ func Generate(incoming string, o Options) (Truth, error) {
 				t.Files++
 			}
 		}
-		if err := dropRunNotes(dir); err != nil {
+		if err := dropRunMarks(dir); err != nil {
 			return t, err
 		}
 		t.JobList = append(t.JobList, jobs...)
@@ -378,12 +378,12 @@ func writeSamples(dir string, o Options, node string, jobs []Job, t *Truth) (int
 	return files, nil
 }
 
-// dropRunNotes takes the hooks' run notes out of a node's directory once
+// dropRunMarks takes the hooks' run marks out of a node's directory once
 // its events are written: the hooks' spool here is the node's incoming
-// directory, and on a real node the notes stay in the spool (the shipper
+// directory, and on a real node the marks stay in the spool (the shipper
 // ships records only), so they are taken away as shipping would.
-func dropRunNotes(dir string) error {
-	if err := os.RemoveAll(filepath.Join(dir, hook.RunNotesDir)); err != nil {
+func dropRunMarks(dir string) error {
+	if err := os.RemoveAll(filepath.Join(dir, hook.RunMarksDir)); err != nil {
 		return fmt.Errorf("drop the hooks' run notes: %w", err)
 	}
 	return nil

@@ -172,7 +172,7 @@ func yearNode(incoming string, o YearOptions, n int) (YearTruth, error) {
 		t.Files += 2
 		t.AllocGPUS += int64(len(j.GPUs)) * (j.End - j.Start)
 	}
-	if err := dropRunNotes(dir); err != nil {
+	if err := dropRunMarks(dir); err != nil {
 		return t, err
 	}
 	// Samples for the last days, from the same jobs.

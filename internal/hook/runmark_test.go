@@ -21,14 +21,14 @@ type hookRun struct {
 	kind    record.Kind
 	job     string
 	restart string // SLURM_JOB_RESTART_COUNT as slurmd hands it
-	// age sets back the mtime of every note present before this hook
+	// age sets back the mtime of every mark present before this hook
 	// runs, as if they had been left that long ago.
 	age time.Duration
 }
 
 // On Slurm 22.05 a requeued run's epilog sees the next run's
-// SLURM_JOB_RESTART_COUNT: the epilog records the run its prolog noted on
-// this node, and today's count where no prolog noted one.
+// SLURM_JOB_RESTART_COUNT: the epilog records the run its prolog marked on
+// this node, and today's count where no prolog marked one.
 func TestEpilogRecordsItsPrologsRun(t *testing.T) {
 	pro := func(job, rc string) hookRun { return hookRun{kind: record.JobStart, job: job, restart: rc} }
 	epi := func(job, rc string) hookRun { return hookRun{kind: record.JobEnd, job: job, restart: rc} }
@@ -46,20 +46,20 @@ func TestEpilogRecordsItsPrologsRun(t *testing.T) {
 				"testcl/42/2/gpu01/job_end", "testcl/42/2/gpu01/job_start"}},
 		{name: "plain run", runs: []hookRun{pro("42", "0"), epi("42", "0")},
 			want: []string{"testcl/42/0/gpu01/job_end", "testcl/42/0/gpu01/job_start"}},
-		{name: "no prolog note keeps the epilog's count", runs: []hookRun{epi("42", "1")},
+		{name: "no prolog mark keeps the epilog's count", runs: []hookRun{epi("42", "1")},
 			want: []string{"testcl/42/1/gpu01/job_end"}},
-		{name: "another job's note is ignored", runs: []hookRun{pro("41", "0"), epi("42", "1")},
+		{name: "another job's mark is ignored", runs: []hookRun{pro("41", "0"), epi("42", "1")},
 			want: []string{"testcl/41/0/gpu01/job_start", "testcl/42/1/gpu01/job_end"}},
-		{name: "a note older than the notes' age is another job's under the same id",
-			runs: []hookRun{pro("42", "0"), {kind: record.JobEnd, job: "42", restart: "1", age: runNoteMaxAge + time.Hour}},
+		{name: "a mark older than the marks' age is another job's under the same id",
+			runs: []hookRun{pro("42", "0"), {kind: record.JobEnd, job: "42", restart: "1", age: runMarkMaxAge + time.Hour}},
 			want: []string{"testcl/42/0/gpu01/job_start", "testcl/42/1/gpu01/job_end"}},
-		{name: "a prolog run again renews its note",
-			runs: []hookRun{pro("42", "0"), {kind: record.JobStart, job: "42", restart: "0", age: runNoteMaxAge + time.Hour}, epi("42", "1")},
+		{name: "a prolog run again renews its mark",
+			runs: []hookRun{pro("42", "0"), {kind: record.JobStart, job: "42", restart: "0", age: runMarkMaxAge + time.Hour}, epi("42", "1")},
 			want: []string{"testcl/42/0/gpu01/job_end", "testcl/42/0/gpu01/job_start"}},
 		{name: "two jobs on the node",
 			runs: []hookRun{pro("42", "0"), pro("43", "0"), epi("43", "1"), epi("42", "0")},
 			want: []string{"testcl/42/0/gpu01/job_end", "testcl/42/0/gpu01/job_start", "testcl/43/0/gpu01/job_end", "testcl/43/0/gpu01/job_start"}},
-		{name: "the run's own note wins over an earlier run's left behind",
+		{name: "the run's own mark wins over an earlier run's left behind",
 			// run 0's epilog never ran (its node died); run 1 ends normally
 			runs: []hookRun{pro("42", "0"), pro("42", "1"), epi("42", "1")},
 			want: []string{"testcl/42/0/gpu01/job_start", "testcl/42/1/gpu01/job_end", "testcl/42/1/gpu01/job_start"}},
@@ -70,10 +70,10 @@ func TestEpilogRecordsItsPrologsRun(t *testing.T) {
 			var logs bytes.Buffer
 			for i, r := range tt.runs {
 				if r.age > 0 {
-					ageNotes(t, cfg.Spool.Dir, r.age)
+					ageMarks(t, cfg.Spool.Dir, r.age)
 				}
 				d := testDeps(envWith("SLURM_JOB_ID", r.job, "SLURM_JOB_RESTART_COUNT", r.restart))
-				d.Now = time.Now // the notes' ages are the files' mtimes
+				d.Now = time.Now // the marks' ages are the files' mtimes
 				res, err := Run(context.Background(), r.kind, cfg, d, logger(&logs))
 				if err != nil {
 					t.Fatalf("hook %d (%s of job %s, restart count %s): %v", i, r.kind, r.job, r.restart, err)
@@ -99,9 +99,9 @@ func TestEpilogRecordsItsPrologsRun(t *testing.T) {
 	}
 }
 
-// Each epilog removes the notes it used; the notes are not spool records,
+// Each epilog removes the marks it used; the marks are not spool records,
 // so nothing ships them.
-func TestRunNotesClearedAndNotShipped(t *testing.T) {
+func TestRunMarksClearedAndNotShipped(t *testing.T) {
 	cfg := simConfig(t)
 	run := func(kind record.Kind, job, rc string) {
 		t.Helper()
@@ -113,8 +113,8 @@ func TestRunNotesClearedAndNotShipped(t *testing.T) {
 	}
 	run(record.JobStart, "42", "0")
 	run(record.JobStart, "43", "0")
-	if got, want := noteNames(t, cfg.Spool.Dir), []string{"run.testcl.42.0.gpu01", "run.testcl.43.0.gpu01"}; !cmp.Equal(got, want) {
-		t.Fatalf("notes after two prologs: %v, want %v", got, want)
+	if got, want := markNames(t, cfg.Spool.Dir), []string{"run.testcl.42.0.gpu01", "run.testcl.43.0.gpu01"}; !cmp.Equal(got, want) {
+		t.Fatalf("marks after two prologs: %v, want %v", got, want)
 	}
 	names, err := spool.Dir{Path: cfg.Spool.Dir}.List()
 	if err != nil {
@@ -126,24 +126,24 @@ func TestRunNotesClearedAndNotShipped(t *testing.T) {
 		}
 	}
 	run(record.JobEnd, "42", "1")
-	if got, want := noteNames(t, cfg.Spool.Dir), []string{"run.testcl.43.0.gpu01"}; !cmp.Equal(got, want) {
-		t.Errorf("notes after job 42's epilog: %v, want %v", got, want)
+	if got, want := markNames(t, cfg.Spool.Dir), []string{"run.testcl.43.0.gpu01"}; !cmp.Equal(got, want) {
+		t.Errorf("marks after job 42's epilog: %v, want %v", got, want)
 	}
 }
 
-// A note whose epilog never ran is swept by a later epilog once it is
-// older than runNoteMaxAge; younger notes (running jobs') stay.
-func TestStaleRunNotesSwept(t *testing.T) {
+// A mark whose epilog never ran is swept by a later epilog once it is
+// older than runMarkMaxAge; younger marks (running jobs') stay.
+func TestStaleRunMarksSwept(t *testing.T) {
 	cfg := simConfig(t)
-	notes := notesOf(cfg.Spool.Dir, time.Now)
+	marks := marksOf(cfg.Spool.Dir, time.Now)
 	if err := os.MkdirAll(cfg.Spool.Dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := notes.mark("testcl", 7, 0, "gpu01"); err != nil {
+	if err := marks.mark("testcl", 7, 0, "gpu01"); err != nil {
 		t.Fatal(err)
 	}
-	ageNotes(t, cfg.Spool.Dir, runNoteMaxAge+time.Minute)
-	if err := notes.mark("testcl", 8, 0, "gpu01"); err != nil {
+	ageMarks(t, cfg.Spool.Dir, runMarkMaxAge+time.Minute)
+	if err := marks.mark("testcl", 8, 0, "gpu01"); err != nil {
 		t.Fatal(err)
 	}
 	d := testDeps(envWith("SLURM_JOB_ID", "9"))
@@ -151,18 +151,18 @@ func TestStaleRunNotesSwept(t *testing.T) {
 	if _, err := Run(context.Background(), record.JobEnd, cfg, d, logger(discard())); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := noteNames(t, cfg.Spool.Dir), []string{"run.testcl.8.0.gpu01"}; !cmp.Equal(got, want) {
-		t.Errorf("notes after the sweep: %v, want %v", got, want)
+	if got, want := markNames(t, cfg.Spool.Dir), []string{"run.testcl.8.0.gpu01"}; !cmp.Equal(got, want) {
+		t.Errorf("marks after the sweep: %v, want %v", got, want)
 	}
 }
 
-// A prolog that cannot leave its note still records its event.
-func TestRunNoteUnwritable(t *testing.T) {
+// A prolog that cannot leave its mark still records its event.
+func TestRunMarkUnwritable(t *testing.T) {
 	cfg := simConfig(t)
 	if err := os.MkdirAll(cfg.Spool.Dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(cfg.Spool.Dir, RunNotesDir), nil, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(cfg.Spool.Dir, RunMarksDir), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
@@ -173,82 +173,82 @@ func TestRunNoteUnwritable(t *testing.T) {
 		t.Error("no event recorded")
 	}
 	if !strings.Contains(logs.String(), "run not noted") {
-		t.Errorf("the missing note is not logged:\n%s", logs.String())
+		t.Errorf("the missing mark is not logged:\n%s", logs.String())
 	}
 }
 
-func noteNames(t *testing.T, spoolDir string) []string {
+func markNames(t *testing.T, spoolDir string) []string {
 	t.Helper()
-	ents, err := os.ReadDir(filepath.Join(spoolDir, RunNotesDir))
+	ents, err := os.ReadDir(filepath.Join(spoolDir, RunMarksDir))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var names []string
 	for _, e := range ents {
-		if e.Name() != runNoteSwept { // when the notes were last swept, not a note
+		if e.Name() != runMarkSwept { // when the marks were last swept, not a mark
 			names = append(names, e.Name())
 		}
 	}
 	return names
 }
 
-func ageNotes(t *testing.T, spoolDir string, age time.Duration) {
+func ageMarks(t *testing.T, spoolDir string, age time.Duration) {
 	t.Helper()
-	ents, err := os.ReadDir(filepath.Join(spoolDir, RunNotesDir))
+	ents, err := os.ReadDir(filepath.Join(spoolDir, RunMarksDir))
 	if err != nil {
 		t.Fatal(err)
 	}
 	old := time.Now().Add(-age)
 	for _, e := range ents {
-		if err := os.Chtimes(filepath.Join(spoolDir, RunNotesDir, e.Name()), old, old); err != nil {
+		if err := os.Chtimes(filepath.Join(spoolDir, RunMarksDir, e.Name()), old, old); err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
-// BenchmarkRunNote is what the notes add to one prolog (mark) and its
+// BenchmarkRunMark is what the marks add to one prolog (mark) and its
 // epilog (runOf, forget with its sweep of a node with 64 running jobs).
-func BenchmarkRunNote(b *testing.B) {
-	notes := notesOf(b.TempDir(), time.Now)
+func BenchmarkRunMark(b *testing.B) {
+	marks := marksOf(b.TempDir(), time.Now)
 	for j := uint64(1000); j < 1064; j++ {
-		if err := notes.mark("testcl", j, 0, "gpu01"); err != nil {
+		if err := marks.mark("testcl", j, 0, "gpu01"); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if err := notes.mark("testcl", 42, 0, "gpu01"); err != nil {
+		if err := marks.mark("testcl", 42, 0, "gpu01"); err != nil {
 			b.Fatal(err)
 		}
-		run, noted := notes.runOf("testcl", 42, 1, "gpu01")
+		run, marked := marks.runOf("testcl", 42, 1, "gpu01")
 		if run != 0 {
 			b.Fatalf("run %d", run)
 		}
-		if err := notes.forget(noted); err != nil {
+		if err := marks.forget(marked); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
-// A note's mtime is the hook's clock's: set by the open itself on the
-// system's clock (an old note of a reused job id too), by an update for a
+// A mark's mtime is the hook's clock's: set by the open itself on the
+// system's clock (an old mark of a reused job id too), by an update for a
 // clock a second or more away.
-func TestRunNoteMtime(t *testing.T) {
+func TestRunMarkMtime(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
 		offset time.Duration // of the hook's clock from the system's
-		old    bool          // a note 40 days old is there already
+		old    bool          // a mark 40 days old is there already
 	}{
 		{name: "system clock"},
-		{name: "system clock, old note of a reused id", old: true},
+		{name: "system clock, old mark of a reused id", old: true},
 		{name: "clock behind", offset: -2 * time.Hour},
-		{name: "clock ahead, old note", offset: 3 * time.Hour, old: true},
+		{name: "clock ahead, old mark", offset: 3 * time.Hour, old: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			spool := t.TempDir()
 			now := func() time.Time { return time.Now().Add(tt.offset) }
-			notes := notesOf(spool, now)
-			path := filepath.Join(spool, RunNotesDir, notes.name("testcl", 7, 0, "gpu01"))
+			marks := marksOf(spool, now)
+			path := filepath.Join(spool, RunMarksDir, marks.name("testcl", 7, 0, "gpu01"))
 			if tt.old {
 				if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 					t.Fatal(err)
@@ -262,7 +262,7 @@ func TestRunNoteMtime(t *testing.T) {
 				}
 			}
 			want := now()
-			if err := notes.mark("testcl", 7, 0, "gpu01"); err != nil {
+			if err := marks.mark("testcl", 7, 0, "gpu01"); err != nil {
 				t.Fatal(err)
 			}
 			st, err := os.Stat(path)
@@ -272,48 +272,48 @@ func TestRunNoteMtime(t *testing.T) {
 			if d := st.ModTime().Sub(want).Abs(); d > 2*time.Second {
 				t.Errorf("mtime %s, want the hook's clock %s", st.ModTime(), want)
 			}
-			if !notes.fresh(notes.name("testcl", 7, 0, "gpu01")) {
-				t.Error("the note just made is not fresh")
+			if !marks.fresh(marks.name("testcl", 7, 0, "gpu01")) {
+				t.Error("the mark just made is not fresh")
 			}
 		})
 	}
 }
 
-// An epilog sweeps at most once a day: a stale note left after a sweep
+// An epilog sweeps at most once a day: a stale mark left after a sweep
 // stays until the sweep's mark is a day old.
-func TestRunNotesSweptDaily(t *testing.T) {
+func TestRunMarksSweptDaily(t *testing.T) {
 	spool := t.TempDir()
-	notes := notesOf(spool, time.Now)
+	marks := marksOf(spool, time.Now)
 	for _, job := range []uint64{7, 8} {
-		if err := notes.mark("testcl", job, 0, "gpu01"); err != nil {
+		if err := marks.mark("testcl", job, 0, "gpu01"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	old := time.Now().Add(-runNoteMaxAge - time.Hour)
+	old := time.Now().Add(-runMarkMaxAge - time.Hour)
 	age := func(name string, at time.Time) {
-		if err := os.Chtimes(filepath.Join(spool, RunNotesDir, name), at, at); err != nil {
+		if err := os.Chtimes(filepath.Join(spool, RunMarksDir, name), at, at); err != nil {
 			t.Fatal(err)
 		}
 	}
-	age(notes.name("testcl", 7, 0, "gpu01"), old)
-	if err := notes.sweep(); err != nil { // the first: no mark yet
+	age(marks.name("testcl", 7, 0, "gpu01"), old)
+	if err := marks.sweep(); err != nil { // the first: no mark yet
 		t.Fatal(err)
 	}
-	if got, want := noteNames(t, spool), []string{"run.testcl.8.0.gpu01"}; !cmp.Equal(got, want) {
+	if got, want := markNames(t, spool), []string{"run.testcl.8.0.gpu01"}; !cmp.Equal(got, want) {
 		t.Fatalf("after the first sweep: %v, want %v", got, want)
 	}
-	age(notes.name("testcl", 8, 0, "gpu01"), old)
-	if err := notes.sweep(); err != nil {
+	age(marks.name("testcl", 8, 0, "gpu01"), old)
+	if err := marks.sweep(); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := noteNames(t, spool), []string{"run.testcl.8.0.gpu01"}; !cmp.Equal(got, want) {
+	if got, want := markNames(t, spool), []string{"run.testcl.8.0.gpu01"}; !cmp.Equal(got, want) {
 		t.Errorf("a second sweep within the day removed %v", want)
 	}
-	age(runNoteSwept, time.Now().Add(-runNoteSweepEvery-time.Minute))
-	if err := notes.sweep(); err != nil {
+	age(runMarkSwept, time.Now().Add(-runMarkSweepEvery-time.Minute))
+	if err := marks.sweep(); err != nil {
 		t.Fatal(err)
 	}
-	if got := noteNames(t, spool); len(got) != 0 {
-		t.Errorf("a day later the stale note is still there: %v", got)
+	if got := markNames(t, spool); len(got) != 0 {
+		t.Errorf("a day later the stale mark is still there: %v", got)
 	}
 }

@@ -11,54 +11,55 @@ import (
 )
 
 // Slurm counts a requeue before the requeued run's epilog runs: that epilog
-// sees the next run's SLURM_JOB_RESTART_COUNT. So the prolog leaves a note
-// of the run it recorded, and the epilog records the run whose note it
-// finds. The notes live in a subdirectory of the spool: node-local and
+// sees the next run's SLURM_JOB_RESTART_COUNT. So the prolog leaves a mark
+// of the run it recorded, and the epilog records the run whose mark it
+// finds. The marks live in a subdirectory of the spool: node-local and
 // root-only like it, and never shipped (the shipper and the agent read
-// only the spool's own files).
-const RunNotesDir = "runs"
+// only the spool's own files). The errors and logs still say "run note",
+// as they did before the name changed: what the hooks print stays.
+const RunMarksDir = "runs"
 
-// runNoteMaxAge is how long a note counts. A note outlives its job only
+// runMarkMaxAge is how long a mark counts. A mark outlives its job only
 // when the epilog did not run (the node died, the hook was killed); an
 // older one is another job's under a reused id, is ignored and is swept.
 // A job running longer than this that is then requeued has its end
-// recorded under the count its epilog sees, as without notes.
-const runNoteMaxAge = 30 * 24 * time.Hour
+// recorded under the count its epilog sees, as without marks.
+const runMarkMaxAge = 30 * 24 * time.Hour
 
-// runNoteSweepMax bounds one sweep; the rest waits for the next sweep.
-const runNoteSweepMax = 1000
+// runMarkSweepMax bounds one sweep; the rest waits for the next sweep.
+const runMarkSweepMax = 1000
 
-// An epilog sweeps at most once per runNoteSweepEvery, as the mtime of
-// the file runNoteSwept in the notes directory says: stale notes are rare
-// (an epilog that never ran), and a sweep costs the epilog a stat per note
+// An epilog sweeps at most once per runMarkSweepEvery, as the mtime of
+// the file runMarkSwept in the marks directory says: stale marks are rare
+// (an epilog that never ran), and a sweep costs the epilog a stat per mark
 // present, one per job running on the node.
 const (
-	runNoteSweepEvery = 24 * time.Hour
-	runNoteSwept      = ".swept"
+	runMarkSweepEvery = 24 * time.Hour
+	runMarkSwept      = ".swept"
 )
 
-// runNotes is the notes directory of one spool.
-type runNotes struct {
+// runMarks is the marks directory of one spool.
+type runMarks struct {
 	dir string
 	now func() time.Time
 }
 
-func notesOf(spoolDir string, now func() time.Time) runNotes {
-	return runNotes{dir: filepath.Join(spoolDir, RunNotesDir), now: now}
+func marksOf(spoolDir string, now func() time.Time) runMarks {
+	return runMarks{dir: filepath.Join(spoolDir, RunMarksDir), now: now}
 }
 
-// name is a run's note: one empty file whose existence is the note, so the
+// name is a run's mark: one empty file whose existence is the mark, so the
 // epilog reads nothing but a stat.
-func (n runNotes) name(cluster string, job uint64, restart int, node string) string {
+func (n runMarks) name(cluster string, job uint64, restart int, node string) string {
 	return fmt.Sprintf("run.%s.%d.%d.%s", cluster, job, restart, node)
 }
 
-// mark notes that the prolog recorded this run on this node.
-func (n runNotes) mark(cluster string, job uint64, restart int, node string) error {
+// mark says that the prolog recorded this run on this node.
+func (n runMarks) mark(cluster string, job uint64, restart int, node string) error {
 	// An empty file is never half-written, and needs no fsync: after a
 	// crash of the node the run's epilog does not run there anyway. Its
 	// mtime is the hook's clock's, on which its age is measured: opening
-	// it with O_TRUNC sets it to the system's clock, even on an old note
+	// it with O_TRUNC sets it to the system's clock, even on an old mark
 	// of a reused job id, and only a hook clock a second or more away
 	// (the simulations') costs one more update. The directory is made
 	// only when it is missing, not tried on every job.
@@ -77,7 +78,7 @@ func (n runNotes) mark(cluster string, job uint64, restart int, node string) err
 }
 
 // touch makes path an empty file whose mtime is the hook's clock's.
-func (n runNotes) touch(path string) error {
+func (n runMarks) touch(path string) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return err
@@ -92,11 +93,11 @@ func (n runNotes) touch(path string) error {
 }
 
 // runOf is the run an epilog that sees restart records: restart if its
-// prolog noted it, else restart-1 if that was noted (the requeue was
-// counted first), else restart (no prolog note: as without notes). It
-// returns the note it used, for forget; an earlier run's note left
+// prolog marked it, else restart-1 if that was marked (the requeue was
+// counted first), else restart (no prolog mark: as without marks). It
+// returns the mark it used, for forget; an earlier run's mark left
 // behind (its epilog never ran) is the sweep's.
-func (n runNotes) runOf(cluster string, job uint64, restart int, node string) (run int, noted []string) {
+func (n runMarks) runOf(cluster string, job uint64, restart int, node string) (run int, marked []string) {
 	for _, r := range []int{restart, restart - 1} {
 		if r < 0 {
 			continue
@@ -108,16 +109,16 @@ func (n runNotes) runOf(cluster string, job uint64, restart int, node string) (r
 	return restart, nil
 }
 
-// fresh reports whether the note exists and is young enough to be this
+// fresh reports whether the mark exists and is young enough to be this
 // job's.
-func (n runNotes) fresh(name string) bool {
+func (n runMarks) fresh(name string) bool {
 	st, err := os.Lstat(filepath.Join(n.dir, name))
-	return err == nil && st.Mode().IsRegular() && n.now().Sub(st.ModTime()) < runNoteMaxAge
+	return err == nil && st.Mode().IsRegular() && n.now().Sub(st.ModTime()) < runMarkMaxAge
 }
 
-// forget removes the notes an epilog consulted, then sweeps notes older
-// than runNoteMaxAge, runNoteSweepMax at most.
-func (n runNotes) forget(names []string) error {
+// forget removes the marks an epilog consulted, then sweeps marks older
+// than runMarkMaxAge, runMarkSweepMax at most.
+func (n runMarks) forget(names []string) error {
 	var first error
 	for _, name := range names {
 		if err := os.Remove(filepath.Join(n.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) && first == nil {
@@ -130,12 +131,12 @@ func (n runNotes) forget(names []string) error {
 	return first
 }
 
-func (n runNotes) sweep() error {
-	mark := filepath.Join(n.dir, runNoteSwept)
-	if st, err := os.Lstat(mark); err == nil && n.now().Sub(st.ModTime()) < runNoteSweepEvery {
+func (n runMarks) sweep() error {
+	swept := filepath.Join(n.dir, runMarkSwept)
+	if st, err := os.Lstat(swept); err == nil && n.now().Sub(st.ModTime()) < runMarkSweepEvery {
 		return nil
 	}
-	if err := n.touch(mark); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := n.touch(swept); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("sweep run notes: %w", err)
 	}
 	d, err := os.Open(n.dir)
@@ -146,7 +147,7 @@ func (n runNotes) sweep() error {
 		return fmt.Errorf("open run notes %q: %w", n.dir, err)
 	}
 	defer d.Close()
-	ents, err := d.ReadDir(runNoteSweepMax)
+	ents, err := d.ReadDir(runMarkSweepMax)
 	if err != nil && len(ents) == 0 {
 		if errors.Is(err, io.EOF) {
 			return nil
@@ -159,7 +160,7 @@ func (n runNotes) sweep() error {
 			continue
 		}
 		info, err := e.Info()
-		if err != nil || now.Sub(info.ModTime()) < runNoteMaxAge {
+		if err != nil || now.Sub(info.ModTime()) < runMarkMaxAge {
 			continue
 		}
 		if err := os.Remove(filepath.Join(n.dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
