@@ -54,16 +54,18 @@ deps:
 # started here, shared by all test packages, and torn down however the
 # tests end.
 export GPUSUITE_PG_DIR ?= /run/gpusuite-pg
+export GPUSUITE_SMTP_DIR ?= /run/gpusuite-smtp
 PG_PKGS := ./internal/store/... ./internal/ingest/... ./internal/report/... ./internal/web/... \
 	./internal/board/... ./internal/requests/... ./internal/notes/... ./internal/sim/simcluster/... ./gpuacct/...
 test: build build-simulated deps
 	@set -o pipefail; ./test/slurm/harness.sh start && \
-	  { ./test/cluster/harness.sh start && ./test/pg/harness.sh start && set -a && . $(GPUSUITE_PG_DIR)/env && set +a && \
+	  { ./test/cluster/harness.sh start && ./test/pg/harness.sh start && ./test/smtp/harness.sh start && \
+	    set -a && . $(GPUSUITE_PG_DIR)/env && . $(GPUSUITE_SMTP_DIR)/env && set +a && \
 	    export GPUSUITE_REQUIRE_SLURM=1 GPUSUITE_SLURM_ENV=$(GPUSUITE_SLURM_DIR)/env GPUSUITE_BIN=$(BIN_DIR) \
 	      GPUSUITE_CLUSTER_ENV=$(GPUSUITE_CLUSTER_DIR)/env && \
 	    $(GO) test -count=1 -timeout 30m ./... && $(GO) test -count=1 -tags simulated ./gpuacct/ && \
 	    GPUSUITE_TEST_ENGINE=postgres $(GO) test -count=1 -timeout 30m -skip SQLite $(PG_PKGS) ; \
-	    rc=$$?; ./test/pg/harness.sh stop; ./test/cluster/harness.sh stop; ./test/slurm/harness.sh stop; \
+	    rc=$$?; ./test/smtp/harness.sh stop; ./test/pg/harness.sh stop; ./test/cluster/harness.sh stop; ./test/slurm/harness.sh stop; \
 	    $(MAKE) --no-print-directory package-test; prc=$$?; [ $$rc -ne 0 ] && exit $$rc; exit $$prc; }
 
 # test-unit runs internal/'s tests, which need PostgreSQL too (not Slurm).

@@ -5,10 +5,11 @@
 # dashboard, postgresql for the second store engine's tests (test/pg/harness.sh
 # starts a throwaway server), prometheus for promtool (the alert rules'
 # checks and unit tests; its own server is kept from starting) and rpm for
-# inspecting the .rpm. Safe to run again: it installs only what is absent.
+# inspecting the .rpm, python3-aiosmtpd for the notifier's SMTP sink
+# (test/smtp/harness.sh). Safe to run again: it installs only what is absent.
 set -euo pipefail
 need=()
-for pkg in munge slurmctld slurmd slurm-client slurmdbd mariadb-server libslurm-dev fuse3 chromium sqlite3 gcc postgresql prometheus rpm docker-registry skopeo umoci; do
+for pkg in munge slurmctld slurmd slurm-client slurmdbd mariadb-server libslurm-dev fuse3 chromium sqlite3 gcc postgresql prometheus rpm docker-registry skopeo umoci python3-aiosmtpd; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 [ ${#need[@]} -eq 0 ] && exit 0
