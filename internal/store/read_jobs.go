@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // ErrNotFound means a read found no row for what it was asked.
@@ -32,6 +34,35 @@ type JobRow struct {
 	EnergyMJ                 int64
 	SampleS                  float64 // GPU-seconds covered by samples
 	Jobs                     int64   // 1 once its start is counted
+}
+
+// ID is the job as Slurm users write it: 1234, 1234_7 for an array task,
+// with "+N" for the Nth requeue.
+func (j *JobRow) ID() string {
+	s := strconv.FormatInt(j.JobID, 10)
+	if j.ArrayJobID != nil && j.ArrayTaskID != nil && *j.ArrayJobID != j.JobID {
+		s = fmt.Sprintf("%d_%d", *j.ArrayJobID, *j.ArrayTaskID)
+	}
+	if j.Restart > 0 {
+		s += "+" + strconv.Itoa(j.Restart)
+	}
+	return s
+}
+
+// Reason is why the run is ignored, "" when it is not or none was given.
+func (j *JobRow) Reason() string {
+	if j.IgnoreReason == nil {
+		return ""
+	}
+	return *j.IgnoreReason
+}
+
+// Elapsed is end − start, or now − start for a running job.
+func (j *JobRow) Elapsed(now time.Time) int64 {
+	if j.End != nil {
+		return *j.End - j.Start
+	}
+	return max(0, now.Unix()-j.Start)
 }
 
 const jobCols = `j.id, j.cluster, j.job_id, j.restart, j.array_job_id, j.array_task_id, j.user, j.account, j.partition, j.nodes, j.gpus,
