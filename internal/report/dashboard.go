@@ -40,15 +40,7 @@ type RunningGPU = store.NowGPURow
 // RunningJobs lists at most limit job runs of clusters (none: every
 // cluster) that started and have not ended, newest first.
 func (d *DB) RunningJobs(ctx context.Context, clusters []string, limit int) ([]JobRow, error) {
-	rows, err := d.st.RunningJobs(ctx, store.RunningQuery{Clusters: clusters, Limit: limit})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]JobRow, 0, len(rows))
-	for i := range rows {
-		out = append(out, jobRow(&rows[i]))
-	}
-	return out, nil
+	return d.st.RunningJobs(ctx, store.RunningQuery{Clusters: clusters, Limit: limit})
 }
 
 // RunningGPUs lists the GPUs of the runs rows (JobRow.Row; the caller
@@ -90,8 +82,9 @@ type JobScan struct {
 func (d *DB) ScanJobs(ctx context.Context, q JobScan, fn func(*JobRow) bool) error {
 	sq := store.JobsQuery{From: q.From, To: q.To, Clusters: q.Filter.Clusters, Users: q.Filter.Users, Accounts: q.Filter.Accounts,
 		Partitions: q.Filter.Partitions, NodeIDs: q.NodeIDs, Models: q.Filter.Models, Sort: q.Sort, StartFrom: q.StartFrom}
-	return d.st.Jobs(ctx, sq, func(r *store.JobRow) bool {
-		j := jobRow(r)
+	return d.st.Jobs(ctx, sq, func(r *JobRow) bool {
+		// The store reuses r; fn may keep what it is given.
+		j := *r
 		return fn(&j)
 	})
 }

@@ -141,7 +141,7 @@ func (d *DB) JobCluster(ctx context.Context, s Scope, sp JobSpec) (string, error
 
 // jobRunIn finds the job run's row in the scope's clusters, with JobIn's
 // errors.
-func (d *DB) jobRunIn(ctx context.Context, s Scope, sp JobSpec) (store.JobRow, error) {
+func (d *DB) jobRunIn(ctx context.Context, s Scope, sp JobSpec) (JobRow, error) {
 	if len(s.Clusters) <= 1 {
 		r, err := d.jobRun(ctx, strings.Join(s.Clusters, ""), sp)
 		if errors.Is(err, ErrNoJob) && len(s.Known) > 1 {
@@ -150,7 +150,7 @@ func (d *DB) jobRunIn(ctx context.Context, s Scope, sp JobSpec) (store.JobRow, e
 		}
 		return r, err
 	}
-	var found store.JobRow
+	var found JobRow
 	var on []string
 	for _, c := range s.Clusters {
 		r, err := d.st.JobRun(ctx, store.JobRunQuery{JobID: sp.ID, Task: sp.Task, Clusters: []string{c}, Cluster: c, Restart: sp.Restart})
@@ -182,7 +182,7 @@ func (d *DB) Job(ctx context.Context, cluster string, sp JobSpec, now time.Time)
 }
 
 // jobRun reads the job run's row on the cluster ("" for any).
-func (d *DB) jobRun(ctx context.Context, cluster string, sp JobSpec) (store.JobRow, error) {
+func (d *DB) jobRun(ctx context.Context, cluster string, sp JobSpec) (JobRow, error) {
 	// Naming every cluster lets the store use the jobs table's index.
 	clusters := d.clusters
 	if cluster != "" {
@@ -199,8 +199,8 @@ func (d *DB) jobRun(ctx context.Context, cluster string, sp JobSpec) (store.JobR
 }
 
 // detail reads the rest of a job run: its nodes, GPUs and notes.
-func (d *DB) detail(ctx context.Context, r *store.JobRow, now time.Time) (*Detail, error) {
-	det := &Detail{Now: now, Job: jobRow(r)}
+func (d *DB) detail(ctx context.Context, r *JobRow, now time.Time) (*Detail, error) {
+	det := &Detail{Now: now, Job: *r}
 	parts, err := d.st.JobNodes(ctx, r.Row)
 	if err != nil {
 		return nil, d.wrap(err)

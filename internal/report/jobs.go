@@ -3,7 +3,6 @@ package report
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/report/table"
@@ -29,61 +28,14 @@ type JobQuery struct {
 	Scope Scope
 }
 
-// JobRow is one job run as reports list it.
-type JobRow struct {
-	Row                      int64
-	Cluster                  string
-	JobID                    int64
-	Restart                  int
-	ArrayJobID, ArrayTaskID  *int64 // nil unless an array task
-	User, Account, Partition string
-	Nodes                    string
-	GPUs                     int64
-	Start                    int64
-	End                      *int64 // nil while it runs
-	State                    string
-	EndEstimated             bool
-	Ignored                  bool
-	IgnoreReason             *string
-	Usage
-}
+// JobRow is one job run as reports list it: the store's row itself, so
+// that the run is one type from the ledger to the pages; what a report
+// computes from it (its team, its cells) is computed where it is shown.
+type JobRow = store.JobRow
 
-// ID is the job as Slurm users write it: 1234, 1234_7 for an array task,
-// with "+N" for the Nth requeue.
-func (j *JobRow) ID() string {
-	s := strconv.FormatInt(j.JobID, 10)
-	if j.ArrayJobID != nil && j.ArrayTaskID != nil && *j.ArrayJobID != j.JobID {
-		s = fmt.Sprintf("%d_%d", *j.ArrayJobID, *j.ArrayTaskID)
-	}
-	if j.Restart > 0 {
-		s += "+" + strconv.Itoa(j.Restart)
-	}
-	return s
-}
-
-// Reason is why the run is ignored, "" when it is not or none was given.
-func (j *JobRow) Reason() string {
-	if j.IgnoreReason == nil {
-		return ""
-	}
-	return *j.IgnoreReason
-}
-
-// Elapsed is end − start, or now − start for a running job.
-func (j *JobRow) Elapsed(now time.Time) int64 {
-	if j.End != nil {
-		return *j.End - j.Start
-	}
-	return max(0, now.Unix()-j.Start)
-}
-
-// jobRow is the store's row as reports list it. The store reuses its
-// row but not what its pointers point at, so they are shared, not copied.
-func jobRow(r *store.JobRow) JobRow {
-	return JobRow{Row: r.Row, Cluster: r.Cluster, JobID: r.JobID, Restart: r.Restart, ArrayJobID: r.ArrayJobID, ArrayTaskID: r.ArrayTaskID,
-		User: r.User, Account: r.Account, Partition: r.Partition, Nodes: r.Nodes, GPUs: r.GPUs, Start: r.Start, End: r.End, State: r.State,
-		EndEstimated: r.EndEstimated, Ignored: r.Ignored, IgnoreReason: r.IgnoreReason,
-		Usage: Usage{AllocS: r.AllocS, UsedS: r.UsedS, IdleS: r.IdleS, SampleS: r.SampleS, EnergyMJ: r.EnergyMJ, Jobs: r.Jobs}}
+// jobUsage is j's whole-run figures as a report sums them.
+func jobUsage(j *JobRow) Usage {
+	return Usage{AllocS: j.AllocS, UsedS: j.UsedS, IdleS: j.IdleS, SampleS: j.SampleS, EnergyMJ: j.EnergyMJ, Jobs: j.Jobs}
 }
 
 // Jobs calls fn for the jobs that overlap the window, newest first (or
@@ -126,7 +78,8 @@ func (d *DB) jobs(ctx context.Context, q JobQuery, h *Hierarchy, fn func(*JobRow
 		if len(want) > 0 && !h.Under(r.Cluster, m.Team(r.Account, r.User), want) {
 			return true
 		}
-		j := jobRow(r)
+		// The store reuses r; fn may keep what it is given.
+		j := *r
 		return fn(&j)
 	})
 	return d.wrap(err)
@@ -179,7 +132,7 @@ func (d *DB) JobList(ctx context.Context, q JobQuery) (*table.Table, error) {
 		if j.EndEstimated {
 			state += "*"
 		}
-		cells := usageCells(j.Usage, 0)
+		cells := usageCells(jobUsage(j), 0)
 		row := []any{j.ID(), j.User, m.Team(j.Account, j.User), j.Partition, j.Nodes, j.GPUs, j.Start,
 			j.Elapsed(q.Now), state, j.AllocS, cells[1], cells[2], cells[3], cells[4]}
 		if q.Scope.Several() {

@@ -1,11 +1,33 @@
 package report
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/aicloud/gpusuite/internal/store"
 )
+
+// TestOneJobRow: a job run is one type from the ledger to the pages, the
+// store's row, not a copy of it field by field that the next column must
+// be added to twice.
+func TestOneJobRow(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		have, store reflect.Type
+	}{
+		{"JobRow", reflect.TypeOf(JobRow{}), reflect.TypeOf(store.JobRow{})},
+		{"Detail.Job", reflect.TypeOf(Detail{}.Job), reflect.TypeOf(store.JobRow{})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.have != tc.store {
+				t.Errorf("report's %s is %v, not the store's %v", tc.name, tc.have, tc.store)
+			}
+		})
+	}
+}
 
 func TestJobRowFields(t *testing.T) {
 	p := func(v int64) *int64 { return &v }
