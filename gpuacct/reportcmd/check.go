@@ -99,21 +99,13 @@ Examples:
 			if o.LeftPasses < 0 {
 				return nagios(checkUnknown, fmt.Sprintf("UNKNOWN: check: --left-passes %d is not a number of passes (0 to skip)", o.LeftPasses))
 			}
-			if c.IsSet("stale") {
-				o.Stale = c.Duration("stale")
+			// Flags over the config file, as cliwire.SetStrings does for strings.
+			for name, dst := range map[string]*time.Duration{"stale": &o.Stale, "lag": &o.Lag, "forget": &o.Forget, "idle-alert": &e.cfg.Board.IdleAlert.Duration} {
+				if c.IsSet(name) {
+					*dst = c.Duration(name)
+				}
 			}
-			if c.IsSet("lag") {
-				o.Lag = c.Duration("lag")
-			}
-			if c.IsSet("forget") {
-				o.Forget = c.Duration("forget")
-			}
-			if c.IsSet("live-dir") {
-				e.cfg.Board.LiveDir = c.String("live-dir")
-			}
-			if c.IsSet("idle-alert") {
-				e.cfg.Board.IdleAlert.Duration = c.Duration("idle-alert")
-			}
+			cliwire.SetStrings(c, map[string]*string{"live-dir": &e.cfg.Board.LiveDir})
 			if ia := e.cfg.Board.IdleAlert.Duration; ia <= 0 {
 				return nagios(checkUnknown, fmt.Sprintf("UNKNOWN: check: --idle-alert %s is not a positive duration such as 1h", ia))
 			}

@@ -71,15 +71,11 @@ func runCluster(c *cli.Context, d Deps) error {
 	if err := timespec.CheckBuckets(hw, p); err != nil {
 		return bad(err)
 	}
-	db, err := e.open(c.Context)
+	db, s, err := e.openScoped(c, "report cluster", false)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	s, err := e.scope(c, db, false)
-	if err != nil {
-		return usage("report cluster", err)
-	}
 	r := report.ClusterRequest{Window: hw, Period: p, Scope: s, Now: e.now}
 	rows, err := db.ClusterUtilization(c.Context, r)
 	if report.IsBadInput(err) {

@@ -179,18 +179,30 @@ func (e *env) open(ctx context.Context) (*report.DB, error) {
 	return report.OpenDB(ctx, e.cfg.Store.Location(), e.cfg.Store.BusyTimeout.Duration)
 }
 
+// openScoped opens the ledger and resolves the clusters a command reads
+// (scope); a scope the asker must fix is a usage error of what. The
+// caller closes the DB.
+func (e *env) openScoped(c *cli.Context, what string, defaultAll bool) (*report.DB, report.Scope, error) {
+	db, err := e.open(c.Context)
+	if err != nil {
+		return nil, report.Scope{}, err
+	}
+	s, err := e.scope(c, db, defaultAll)
+	if err != nil {
+		db.Close()
+		return nil, report.Scope{}, usage(what, err)
+	}
+	return db, s, nil
+}
+
 // job reads one job's detail (job and plot share it), closing the ledger
 // before the caller renders.
 func (e *env) job(c *cli.Context, sp report.JobSpec) (*report.Detail, error) {
-	db, err := e.open(c.Context)
+	db, s, err := e.openScoped(c, "job "+sp.String(), true)
 	if err != nil {
 		return nil, err
 	}
 	defer db.Close()
-	s, err := e.scope(c, db, true)
-	if err != nil {
-		return nil, usage("job "+sp.String(), err)
-	}
 	det, err := db.JobIn(c.Context, s, sp, e.now)
 	if report.IsBadInput(err) {
 		return nil, &cliwire.UsageError{Err: err} // "job 7 is on clusters ...": the job named first
@@ -393,15 +405,11 @@ func runReport(c *cli.Context, d Deps, kind string) error {
 		}
 	}
 	f, teamList := filterOf(c)
-	db, err := e.open(c.Context)
+	db, s, err := e.openScoped(c, "report "+kind, false)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	s, err := e.scope(c, db, false)
-	if err != nil {
-		return usage("report "+kind, err)
-	}
 	f.Clusters = s.Filter()
 	if err := db.CheckFilter(c.Context, f); err != nil {
 		return cliwire.Usagef("report %s: %v", kind, err)

@@ -77,15 +77,11 @@ Examples:
 			if err != nil {
 				return cliwire.Usagef("export %s: %v", kind, err)
 			}
-			db, err := e.open(c.Context)
+			db, s, err := e.openScoped(c, "export "+kind, false)
 			if err != nil {
 				return err
 			}
 			defer db.Close()
-			s, err := e.scope(c, db, false)
-			if err != nil {
-				return usage("export "+kind, err)
-			}
 			o := report.ExportOptions{Kind: kind, Window: w, Format: c.String("format"), Out: d.Stdout, SplitDir: c.String("split-dir"), NoHeader: c.Bool("noheader"),
 				Clusters: s.Filter(), Now: e.now, Human: c.Bool("human"), Location: e.loc}
 			o.Job = job

@@ -101,6 +101,20 @@ func ignoreFlags(list bool) []cli.Flag {
 	return f
 }
 
+// loadQueue is load with --requests over report.requests, the request
+// queue then following the ledger (config's FollowLedger).
+func loadQueue(c *cli.Context, d Deps) (*env, error) {
+	e, err := load(c, d)
+	if err != nil {
+		return nil, err
+	}
+	if c.IsSet("requests") {
+		e.cfg.Report.Requests = c.String("requests")
+	}
+	e.cfg.FollowLedger()
+	return e, nil
+}
+
 func change(c *cli.Context, d Deps, action string) error {
 	if !c.Args().Present() {
 		return cliwire.Usagef("%s: give at least one JOBID (see 'gpuacct %s --help')", action, action)
@@ -121,14 +135,10 @@ func change(c *cli.Context, d Deps, action string) error {
 		}
 		specs = append(specs, sp.String())
 	}
-	e, err := load(c, d)
+	e, err := loadQueue(c, d)
 	if err != nil {
 		return err
 	}
-	if c.IsSet("requests") {
-		e.cfg.Report.Requests = c.String("requests")
-	}
-	e.cfg.FollowLedger()
 	svc, err := requests.ServiceUID(e.cfg.Ingest.ServiceUser)
 	if err != nil {
 		return fmt.Errorf("%s: %w", action, err)
@@ -243,14 +253,10 @@ func applyNow(ctx context.Context, e *env, svc, euid int) (int, error) {
 }
 
 func listIgnored(c *cli.Context, d Deps) error {
-	e, err := load(c, d)
+	e, err := loadQueue(c, d)
 	if err != nil {
 		return err
 	}
-	if c.IsSet("requests") {
-		e.cfg.Report.Requests = c.String("requests")
-	}
-	e.cfg.FollowLedger()
 	o, err := e.output(c, d)
 	if err != nil {
 		return &cliwire.UsageError{Err: fmt.Errorf("ignore --list: %w", err)}
@@ -287,15 +293,11 @@ func listIgnored(c *cli.Context, d Deps) error {
 	if err != nil {
 		return err
 	}
-	db, err := e.open(c.Context)
+	db, s, err := e.openScoped(c, "ignore --list", false)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	s, err := e.scope(c, db, false)
-	if err != nil {
-		return usage("ignore --list", err)
-	}
 	title := "Ignored jobs (not counted in report totals)"
 	if on := s.Title(); on != "" {
 		title = "Ignored jobs on " + on + " (not counted in report totals)"

@@ -97,15 +97,11 @@ func plotReport(c *cli.Context, d Deps, out string) error {
 		return err
 	}
 	f, tl := filterOf(c)
-	db, err := e.open(c.Context)
+	db, s, err := e.openScoped(c, "plot", false)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	s, err := e.scope(c, db, false)
-	if err != nil {
-		return usage("plot", err)
-	}
 	f.Clusters = s.Filter()
 	if err := db.PlotReport(c.Context, report.Request{Window: report.HourWindow(w), Period: p, Filter: f, Teams: tl, Mapping: m, Scope: s}, out); err != nil {
 		return usage("plot", err)
