@@ -13,12 +13,10 @@ import (
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/agent"
-	"github.com/aicloud/gpusuite/internal/agentproto"
 	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/gpu"
 	"github.com/aicloud/gpusuite/internal/hook"
-	"github.com/aicloud/gpusuite/internal/hookgpus"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/sim"
 	"github.com/aicloud/gpusuite/internal/sim/simcluster"
@@ -141,10 +139,7 @@ func NewLive(o LiveOptions) (*Live, error) {
 		cfg.Agent.LiveDir = o.LiveDir
 		n := &liveNode{name: name, cfg: cfg, srv: srv, holder: make([]*liveJob, in.GPUs), freeAt: make([]time.Time, in.GPUs),
 			owners: map[uint32]uint64{}}
-		n.hd = hook.Deps{Now: o.Now, ProcRoot: cfg.Agent.ProcRoot,
-			AskGPUs: hookgpus.Asker(func(ctx context.Context, req agentproto.Direct) (*gpu.Library, error) {
-				return gpu.OpenInterface(ctx, srv, req.Timeout.Duration)
-			})}
+		n.hd = simcluster.HookDeps(o.Now, cfg.Agent.ProcRoot, srv)
 		for g := range in.GPUs {
 			srv.Device(g).SetWorkload(unheld)
 			// The nodes come up after the simulated weeks as after a

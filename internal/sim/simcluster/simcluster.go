@@ -33,11 +33,9 @@ import (
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/agent"
-	"github.com/aicloud/gpusuite/internal/agentproto"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/gpu"
 	"github.com/aicloud/gpusuite/internal/hook"
-	"github.com/aicloud/gpusuite/internal/hookgpus"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/sim"
 	_ "github.com/aicloud/gpusuite/internal/sim/simulated" // nodes open gpu.backend = "simulated"
@@ -341,13 +339,8 @@ func runNode(ctx context.Context, o *Options, p *nodePlan, truth func(base []uin
 	if err != nil {
 		return 0, fmt.Errorf("node %s: %w", node, err)
 	}
-	// The hooks ask hook-gpus (here: in process) when no agent answers on the hook
-	// socket (none listens: the agent is driven cycle by cycle), and find
-	// this node's GPUs: same UUIDs, same energy counters.
-	hd := hook.Deps{Now: clk.Now, ProcRoot: cfg.Agent.ProcRoot,
-		AskGPUs: hookgpus.Asker(func(ctx context.Context, req agentproto.Direct) (*gpu.Library, error) {
-			return gpu.OpenInterface(ctx, srv, req.Timeout.Duration)
-		})}
+	// No agent listens on the hook socket (it is driven cycle by cycle).
+	hd := HookDeps(clk.Now, cfg.Agent.ProcRoot, srv)
 	hlog := o.Log.With("node", node)
 	do := func(s step) error {
 		switch {
@@ -382,56 +375,59 @@ func runNode(ctx context.Context, o *Options, p *nodePlan, truth func(base []uin
 	start, end := o.Start.Unix(), o.Start.Add(o.Duration).Unix()
 	ship := int64(max(o.Ship, o.Interval) / time.Second)
 	todo := steps(p)
+	// until runs the steps due by t, each at its own second.
+	until := func(t int64) error {
+		for len(todo) > 0 && todo[0].at <= t {
+			clk.set(todo[0].at)
+			if err := do(todo[0]); err != nil {
+				return err
+			}
+			todo = todo[1:]
+		}
+		return nil
+	}
 	shipped := 0
+	shipAll := func() error {
+		n, err := a.Ship(ctx)
+		shipped += n
+		if err != nil {
+			return fmt.Errorf("node %s: ship: %w", node, err)
+		}
+		return nil
+	}
 	lastShip := start
 	for t := start; t < end; t += iv {
 		if err := ctx.Err(); err != nil {
 			return shipped, err
 		}
-		for len(todo) > 0 && todo[0].at <= t {
-			clk.set(todo[0].at)
-			if err := do(todo[0]); err != nil {
-				return shipped, err
-			}
-			todo = todo[1:]
+		if err := until(t); err != nil {
+			return shipped, err
 		}
 		clk.set(t)
 		if err := a.Cycle(ctx); err != nil {
 			return shipped, fmt.Errorf("node %s: sample cycle at %s: %w", node, clk.Now().Format(time.RFC3339), err)
 		}
 		if t-lastShip >= ship {
-			n, err := a.Ship(ctx)
-			shipped += n
-			if err != nil {
-				return shipped, fmt.Errorf("node %s: ship: %w", node, err)
+			if err := shipAll(); err != nil {
+				return shipped, err
 			}
 			lastShip = t
 		}
 	}
 	// The end: the last epilogs, then the agent stops as on SIGTERM:
 	// events applied, the open segment closed into the spool, shipped.
-	for len(todo) > 0 && todo[0].at <= end {
-		clk.set(todo[0].at)
-		if err := do(todo[0]); err != nil {
-			return shipped, err
-		}
-		todo = todo[1:]
+	if err := until(end); err != nil {
+		return shipped, err
 	}
 	clk.set(end)
-	n, err := a.Ship(ctx)
-	shipped += n
-	if err != nil {
-		return shipped, fmt.Errorf("node %s: ship: %w", node, err)
+	if err := shipAll(); err != nil {
+		return shipped, err
 	}
 	if err := a.Stop(); err != nil {
 		return shipped, fmt.Errorf("node %s: stop agent: %w", node, err)
 	}
-	n, err = a.Ship(ctx)
-	shipped += n
-	if err != nil {
-		return shipped, fmt.Errorf("node %s: ship: %w", node, err)
-	}
-	return shipped, nil
+	err = shipAll()
+	return shipped, err
 }
 
 // xidWait bounds how long the agent's event watch may take to hand over
