@@ -2,7 +2,6 @@ package notecmd
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 
 	"github.com/urfave/cli/v2"
@@ -67,21 +66,12 @@ Examples:
 			if err := requests.CheckTarget(c.Context, st, e.cfg.Board.LiveDir, e.now, e.cfg.Cluster.Name, node, gpu); err != nil {
 				return fmt.Errorf("%s: %w", title, err)
 			}
-			r := &requests.Request{Action: requests.NoteAdd, Note: &requests.Note{Node: node, GPU: gpu, Until: until.UTC(), Text: text},
-				Cluster: e.cfg.Cluster.Name, By: d.Username(), UID: e.euid, Time: e.now.UTC()}
-			r.Host, _ = os.Hostname()
-			out, path, err := e.file(c.Context, r)
-			if err != nil {
-				return err
-			}
 			target := node
 			if gpu != nil {
 				target += ":" + strconv.Itoa(*gpu)
 			}
-			if out == nil {
-				return queued(d.Stdout, title+" "+target, path)
-			}
-			if err := refused(title, out); err != nil {
+			out, err := e.submit(c.Context, d, requests.NoteAdd, &requests.Note{Node: node, GPU: gpu, Until: until.UTC(), Text: text}, title+" "+target)
+			if out == nil || err != nil {
 				return err
 			}
 			_, err = fmt.Fprintf(d.Stdout, "note %d on %s until %s: %s\n", out.Note.ID, target, until.In(e.loc).Format("2006-01-02 15:04 MST"), text)

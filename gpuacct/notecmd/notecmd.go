@@ -156,6 +156,22 @@ func (e *env) file(ctx context.Context, r *requests.Request) (*requests.Request,
 	return &out, path, nil
 }
 
+// submit files this user's note request (action on n) and says so when
+// it waits for gpuacct serve; it returns the writer's outcome, nil when
+// the request waits, and the writer's refusal as the error.
+func (e *env) submit(ctx context.Context, d Deps, action string, n *requests.Note, what string) (*requests.Request, error) {
+	r := &requests.Request{Action: action, Note: n, Cluster: e.cfg.Cluster.Name, By: d.Username(), UID: e.euid, Time: e.now.UTC()}
+	r.Host, _ = os.Hostname()
+	out, path, err := e.file(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		return nil, queued(d.Stdout, what, path)
+	}
+	return out, refused(e.title, out)
+}
+
 // queued is the line printed when a request waits for gpuacct serve.
 func queued(w io.Writer, what, path string) error {
 	_, err := fmt.Fprintf(w, "%s: request %s queued; gpuacct serve applies it on its next pass (ingest.interval)\n", what, path)

@@ -2,7 +2,6 @@ package notecmd
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 
 	"github.com/urfave/cli/v2"
@@ -53,18 +52,8 @@ Examples:
 					return fmt.Errorf("%s: %w", title, err)
 				}
 			}
-			r := &requests.Request{Action: requests.NoteRemove, Note: &requests.Note{ID: id}, Cluster: e.cfg.Cluster.Name,
-				By: d.Username(), UID: e.euid, Time: e.now.UTC()}
-			r.Host, _ = os.Hostname()
-			out, path, err := e.file(c.Context, r)
-			if err != nil {
-				return err
-			}
-			what := fmt.Sprintf("%s %d", title, id)
-			if out == nil {
-				return queued(d.Stdout, what, path)
-			}
-			if err := refused(title, out); err != nil {
+			out, err := e.submit(c.Context, d, requests.NoteRemove, &requests.Note{ID: id}, fmt.Sprintf("%s %d", title, id))
+			if out == nil || err != nil {
 				return err
 			}
 			_, err = fmt.Fprintf(d.Stdout, "note %d removed\n", id)
