@@ -288,36 +288,15 @@ func (d *SampleDecoder) jobs(s *Sample) bool {
 	d.scratch = d.scratch[:0]
 	ok := d.elems(func() bool {
 		var j JobShare
-		if !d.open('{') {
-			return false
-		}
-		var seen uint8
-		ok := d.fields(func(key []byte) bool {
-			var bit uint8
-			switch string(key) {
-			case "job":
-				bit = 1
-			case "restart":
-				bit = 2
-			case "share":
-				bit = 4
-			case "idle":
-				bit = 8
-			default:
-				return false
-			}
-			if seen&bit != 0 {
-				return false
-			}
-			seen |= bit
-			switch bit {
-			case 1:
+		ok := d.object(jobShareKeys, func(key int) bool {
+			switch key {
+			case 0:
 				return d.u64(&j.Job)
-			case 2:
+			case 1:
 				n, ok := d.int()
 				j.Restart = n
 				return ok
-			case 4:
+			case 2:
 				return d.float(&j.Share)
 			default:
 				return d.bool(&j.Idle)
@@ -330,6 +309,36 @@ func (d *SampleDecoder) jobs(s *Sample) bool {
 		s.Jobs = d.keepJobs()
 	}
 	return ok
+}
+
+// The members of a job share and of a process, in the order object
+// numbers them.
+var (
+	jobShareKeys = []string{"job", "restart", "share", "idle"}
+	procKeys     = []string{"pid", "mem_mib", "job", "foreign", "cgroup_error"}
+)
+
+// object reads an object whose members are among keys, each at most once
+// (an unknown or repeated one says no, as for the sample itself), calling
+// member with the index of each key to read its value.
+func (d *SampleDecoder) object(keys []string, member func(key int) bool) bool {
+	if !d.open('{') {
+		return false
+	}
+	var seen uint32
+	return d.fields(func(key []byte) bool {
+		for i, k := range keys {
+			if string(key) != k {
+				continue
+			}
+			if seen&(1<<i) != 0 {
+				return false
+			}
+			seen |= 1 << i
+			return member(i)
+		}
+		return false
+	})
 }
 
 // metrics reads the metrics object: names interned from the catalogue,
@@ -377,38 +386,15 @@ func (d *SampleDecoder) procs(s *Sample) bool {
 	s.Procs = []Proc{}
 	return d.elems(func() bool {
 		var p Proc
-		if !d.open('{') {
-			return false
-		}
-		var seen uint8
-		ok := d.fields(func(key []byte) bool {
-			var bit uint8
-			switch string(key) {
-			case "pid":
-				bit = 1
-			case "mem_mib":
-				bit = 2
-			case "job":
-				bit = 4
-			case "foreign":
-				bit = 8
-			case "cgroup_error":
-				bit = 16
-			default:
-				return false
-			}
-			if seen&bit != 0 {
-				return false
-			}
-			seen |= bit
-			switch bit {
-			case 1:
+		ok := d.object(procKeys, func(key int) bool {
+			switch key {
+			case 0:
 				return d.u32(&p.PID)
-			case 2:
+			case 1:
 				return d.u64(&p.MemUsedMiB)
-			case 4:
+			case 2:
 				return d.u64(&p.Job)
-			case 8:
+			case 3:
 				return d.bool(&p.Foreign)
 			default:
 				b, ok := d.str()
