@@ -449,3 +449,21 @@ func TestCommandsDocumented(t *testing.T) {
 		}
 	}
 }
+
+// alertRule is an alert the shipped Prometheus rules define.
+var alertRule = regexp.MustCompile(`(?m)^\s*-?\s*alert:\s*(\S+)`)
+
+// TestAlertsDocumented: every alert of the shipped rules has its row in
+// docs/operations.md, saying what it means and what to do.
+func TestAlertsDocumented(t *testing.T) {
+	page := readDoc(t, "operations.md")
+	alerts := alertRule.FindAllStringSubmatch(readDoc(t, "../packaging/prometheus/gpusuite-rules.yml"), -1)
+	if len(alerts) < 5 {
+		t.Fatalf("found %d alerts in the shipped rules: is the test run from docs/?", len(alerts))
+	}
+	for _, m := range alerts {
+		if !strings.Contains(page, "| "+m[1]+" (") {
+			t.Errorf("alert %s has no row in docs/operations.md", m[1])
+		}
+	}
+}
