@@ -63,19 +63,19 @@ func flags() []cli.Flag {
 	}
 }
 
-// view is a board with how it was had.
+// view is the board's view with how the command had it.
 type view struct {
-	board    board.Board
-	slurmErr string // why Slurm's view is missing ("" when had or skipped)
-	noSlurm  bool
+	*board.View
+	noSlurm bool
 	// slurmFile is the file Slurm's view was read from ("" when asked
 	// of Slurm), slurmOld its age when past slurmFileOld.
 	slurmFile string
 	slurmOld  time.Duration
-	notesErr  string // why the notes are missing ("" when read)
-	problems  []board.Problem
-	json      bool
-	loc       *time.Location
+	// problems are the live files skipped; the view's Meta adds the
+	// rest its documents list.
+	problems []board.Problem
+	json     bool
+	loc      *time.Location
 }
 
 // load resolves the flags, reads the snapshots and Slurm, and builds.
@@ -108,6 +108,7 @@ func load(c *cli.Context, d Deps, cmd string) (*view, error) {
 	lives, probs := board.Load(cfg.Board.LiveDir, now, board.Limits{})
 	v.problems = probs
 	var state *slurmstate.State
+	var slurmErr, notesErr string
 	switch {
 	case v.noSlurm:
 	case cfg.Board.SlurmFile != "":
@@ -124,7 +125,7 @@ func load(c *cli.Context, d Deps, cmd string) (*view, error) {
 	default:
 		st, err := d.Slurm(c.Context, cfg.Board.SlurmTimeout.Duration)
 		if err != nil {
-			v.slurmErr = err.Error()
+			slurmErr = err.Error()
 		} else {
 			state = &st
 		}
@@ -138,9 +139,10 @@ func load(c *cli.Context, d Deps, cmd string) (*view, error) {
 	}
 	notes, err := d.Notes(c.Context, cfg.Store.Location(), cfg.Store.BusyTimeout.Duration, now)
 	if err != nil {
-		v.notesErr = err.Error()
+		notesErr = err.Error()
 	}
-	v.board = board.BuildCluster(cfg.Cluster.Name, lives, state, notes, now)
+	b := board.BuildCluster(cfg.Cluster.Name, lives, state, notes, now)
+	v.View = board.NewView(&b, v.meta(b.NoteProblems, slurmErr, notesErr), !v.noSlurm, notesErr)
 	return v, nil
 }
 
@@ -149,15 +151,15 @@ func load(c *cli.Context, d Deps, cmd string) (*view, error) {
 func (v *view) warnings(nodes []board.Node) []string {
 	var out []string
 	switch {
-	case v.slurmErr != "":
-		out = append(out, "WARNING: Slurm is unreachable ("+v.slurmErr+"): drains, down nodes, partitions and reservations are unknown; free means only that no job holds the GPU as its agent sees it")
+	case v.Meta.SlurmError != "":
+		out = append(out, "WARNING: Slurm is unreachable ("+v.Meta.SlurmError+"): drains, down nodes, partitions and reservations are unknown; free means only that no job holds the GPU as its agent sees it")
 	case v.noSlurm:
 		out = append(out, "WARNING: Slurm not asked (--no-slurm): drains, down nodes, partitions and reservations are unknown")
 	case v.slurmOld > 0:
 		out = append(out, "WARNING: "+v.slurmOldLine())
 	}
-	if v.notesErr != "" {
-		out = append(out, "WARNING: notes not read ("+v.notesErr+"): bookings are not shown and booked GPUs may show as free (set store.path or --db)")
+	if v.NotesError != "" {
+		out = append(out, "WARNING: notes not read ("+v.NotesError+"): bookings are not shown and booked GPUs may show as free (set store.path or --db)")
 	}
 	var stale []string
 	for _, n := range nodes {
@@ -175,22 +177,23 @@ func (v *view) warnings(nodes []board.Node) []string {
 		}
 		out = append(out, "WARNING: live file skipped: "+p.String())
 	}
-	for _, p := range v.board.NoteProblems {
+	for _, p := range v.Board.NoteProblems {
 		out = append(out, "WARNING: "+p.String())
 	}
 	return out
 }
 
-// meta is how v's board was had, for its JSON documents.
-func (v *view) meta() board.Meta {
-	probs := append(v.problems[:len(v.problems):len(v.problems)], v.board.NoteProblems...)
+// meta is how v's board was had, for its JSON documents: every problem
+// its warnings say.
+func (v *view) meta(noteProblems []board.Problem, slurmErr, notesErr string) board.Meta {
+	probs := append(v.problems[:len(v.problems):len(v.problems)], noteProblems...)
 	if v.slurmOld > 0 {
-		probs = append(probs[:len(probs):len(probs)], board.Problem{Err: v.slurmOldLine()})
+		probs = append(probs, board.Problem{Err: v.slurmOldLine()})
 	}
-	if v.notesErr != "" {
-		probs = append(probs[:len(probs):len(probs)], board.Problem{Err: "notes not read: " + v.notesErr})
+	if notesErr != "" {
+		probs = append(probs, board.Problem{Err: "notes not read: " + notesErr})
 	}
-	return board.Meta{SlurmError: v.slurmErr, Problems: probs}
+	return board.Meta{SlurmError: slurmErr, Problems: probs}
 }
 
 // slurmOldLine says that the view read from a file is old.

@@ -7,7 +7,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/cli/cliwire"
 	"github.com/aicloud/gpusuite/internal/report/table"
 )
@@ -33,7 +32,7 @@ func FreeCommand(d Deps) *cli.Command {
 }
 
 func writeFree(w io.Writer, v *view) error {
-	b := &v.board
+	b := v.Board
 	for _, l := range v.warnings(b.Nodes) {
 		if _, err := fmt.Fprintln(w, l); err != nil {
 			return fmt.Errorf("free: write: %w", err)
@@ -73,5 +72,5 @@ func writeFree(w io.Writer, v *view) error {
 }
 
 func writeFreeJSON(w io.Writer, v *view) error {
-	return writeJSON(w, "free", board.NewFreeDoc(&v.board, v.meta()))
+	return writeJSON(w, "free", v.Free())
 }

@@ -30,11 +30,11 @@ func StatusCommand(d Deps) *cli.Command {
 			if err != nil {
 				return err
 			}
-			nodes := v.board.Nodes
+			nodes := v.Board.Nodes
 			if c.Args().Len() > 0 {
 				nodes = nil
 				for _, name := range c.Args().Slice() {
-					n, err := v.board.Find(name)
+					n, err := v.Board.Find(name)
 					if err != nil {
 						return cliwire.Usagef("status: %v (see 'gpuacct status' for all nodes)", err)
 					}
@@ -56,7 +56,7 @@ func writeStatus(w io.Writer, v *view, nodes []board.Node) error {
 		}
 	}
 	t := &table.Table{
-		Title: "GPUs at " + v.stamp(v.board.At),
+		Title: "GPUs at " + v.stamp(v.Board.At),
 		Columns: []table.Column{
 			{Key: "node", Title: "NODE"},
 			{Key: "slurm", Title: "SLURM"},
@@ -75,7 +75,7 @@ func writeStatus(w io.Writer, v *view, nodes []board.Node) error {
 	for _, n := range nodes {
 		slurm := string(n.Condition)
 		switch {
-		case !v.board.Slurm:
+		case !v.Board.Slurm:
 			slurm = "?"
 		case !n.InSlurm:
 			slurm = "not in slurm"
@@ -88,7 +88,7 @@ func writeStatus(w io.Writer, v *view, nodes []board.Node) error {
 				jobs = append(jobs, jobName(j))
 				users = append(users, j.User)
 				if !j.Start.IsZero() {
-					elapsed = append(elapsed, short(v.board.At.Sub(j.Start)))
+					elapsed = append(elapsed, short(v.Board.At.Sub(j.Start)))
 				}
 			}
 			var util any
@@ -97,7 +97,7 @@ func writeStatus(w io.Writer, v *view, nodes []board.Node) error {
 			}
 			state := strings.ToUpper(string(g.State))
 			if g.State == board.Idle && g.IdleSince != nil {
-				state += " for " + short(v.board.At.Sub(*g.IdleSince))
+				state += " for " + short(v.Board.At.Sub(*g.IdleSince))
 			}
 			var notes []string
 			for _, nt := range g.Notes {
@@ -120,7 +120,7 @@ func writeStatus(w io.Writer, v *view, nodes []board.Node) error {
 			if n.SnapshotAt.IsZero() {
 				t.Notes = append(t.Notes, fmt.Sprintf("%s: STALE: no live snapshot (is its agent running?)", n.Name))
 			} else {
-				t.Notes = append(t.Notes, fmt.Sprintf("%s: STALE: last snapshot %s, %s ago", n.Name, v.stamp(n.SnapshotAt), v.board.At.Sub(n.SnapshotAt).Round(time.Second)))
+				t.Notes = append(t.Notes, fmt.Sprintf("%s: STALE: last snapshot %s, %s ago", n.Name, v.stamp(n.SnapshotAt), v.Board.At.Sub(n.SnapshotAt).Round(time.Second)))
 			}
 		}
 	}
@@ -167,5 +167,5 @@ func procs(ps []record.LiveProc) string {
 }
 
 func writeStatusJSON(w io.Writer, v *view, nodes []board.Node) error {
-	return writeJSON(w, "status", board.NewStatusDoc(&v.board, nodes, v.meta()))
+	return writeJSON(w, "status", v.Status(nodes))
 }

@@ -6,9 +6,10 @@ import (
 	"github.com/aicloud/gpusuite/internal/record"
 )
 
-// The JSON documents of the board: gpuacct status and free --format json
-// print them, and the web API serves the same (docs/api.md), so a script
-// reads one shape wherever it asks. Times are RFC 3339 in UTC.
+// The JSON documents of the board, rendered from its View: gpuacct status
+// and free --format json print them, and the web API serves the same
+// (docs/api.md), so a script reads one shape wherever it asks. Times are
+// RFC 3339 in UTC.
 
 // Schemas of the documents.
 const (
@@ -135,12 +136,14 @@ type NoteDoc struct {
 	Error  string `json:"error,omitempty"`
 }
 
-// NewStatusDoc is the document of nodes (all of b's, or those chosen) of b.
-func NewStatusDoc(b *Board, nodes []Node, m Meta) StatusDoc {
+// Status is the status document of nodes (all of the board's, or those
+// chosen).
+func (v *View) Status(nodes []Node) StatusDoc {
+	b := v.Board
 	out := StatusDoc{Schema: StatusSchema, At: stamp(b.At), Slurm: b.Slurm, SlurmAt: stamp(b.SlurmAt),
-		SlurmError: m.SlurmError, Problems: m.problemTexts(), Totals: totalsDoc(b), Nodes: []NodeDoc{}}
+		SlurmError: v.Meta.SlurmError, Problems: v.Meta.problemTexts(), Totals: totalsDoc(b), Nodes: []NodeDoc{}}
 	for _, n := range nodes {
-		out.Nodes = append(out.Nodes, nodeDoc(n, b.At, m))
+		out.Nodes = append(out.Nodes, nodeDoc(n, b.At, v.Meta))
 	}
 	return out
 }
@@ -224,16 +227,13 @@ type FreeEntry struct {
 	Nodes     []NodeCount `json:"nodes"`
 }
 
-// NewFreeDoc is the free document of b.
-func NewFreeDoc(b *Board, m Meta) FreeDoc {
-	out := FreeDoc{Schema: FreeSchema, At: stamp(b.At), Slurm: b.Slurm, SlurmError: m.SlurmError, StaleNodes: []string{},
-		Problems: m.problemTexts(), IdleAllocated: b.Totals.IdleAllocated, Booked: b.Totals.Booked,
-		RunningJobs: b.Totals.RunningJobs, FreeTotal: b.Totals.FreeGPUs, ReservedTotal: b.Totals.ReservedGPUs, Free: []FreeEntry{}}
-	for _, n := range b.Nodes {
-		if n.Stale {
-			out.StaleNodes = append(out.StaleNodes, n.Name)
-		}
-	}
+// Free is the free document.
+func (v *View) Free() FreeDoc {
+	b := v.Board
+	out := FreeDoc{Schema: FreeSchema, At: stamp(b.At), Slurm: b.Slurm, SlurmError: v.Meta.SlurmError,
+		StaleNodes: append([]string{}, v.Stale...), Problems: v.Meta.problemTexts(), IdleAllocated: b.Totals.IdleAllocated,
+		Booked: b.Totals.Booked, RunningJobs: b.Totals.RunningJobs, FreeTotal: b.Totals.FreeGPUs,
+		ReservedTotal: b.Totals.ReservedGPUs, Free: []FreeEntry{}}
 	for _, f := range b.Totals.Free {
 		out.Free = append(out.Free, FreeEntry{Model: f.Model, Partition: f.Partition, Free: f.Free, Reserved: f.Reserved,
 			Nodes: append([]NodeCount(nil), f.Nodes...)})

@@ -6,9 +6,11 @@
 //
 // Files: load.go the live directory (one file per node, read through
 // internal/live); board.go the states, IsFree (the one definition of a
-// free GPU) and the totals; doc.go the JSON documents (status, free,
-// notes); source.go the board served, rebuilt at most once per MaxAge;
-// alerts.go and metrics.go what gpuacct check and /metrics say of it.
+// free GPU) and the totals; view.go the View that the web page, the JSON
+// documents and the text of free and status are all rendered from;
+// doc.go the JSON documents (status, free, notes); source.go the board
+// served, rebuilt at most once per MaxAge; alerts.go and metrics.go what
+// gpuacct check and /metrics say of it.
 package board
 
 import (

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
-	"sort"
 	"strconv"
 	"time"
 
@@ -64,32 +63,26 @@ func lookOf(s board.State) stateLook {
 	return stateLook{State: s, Symbol: "·"}
 }
 
-// boardFrag is what the fragment shows.
+// view is s's view with web's team mapping, for h's renderings.
+func (h *Handler) view(s *board.Snapshot) *board.View {
+	v := s.View()
+	v.Meta.Team = h.mapping.Team
+	return v
+}
+
+// frag is the fragment of s as h's viewer sees it.
+func (h *Handler) frag(s *board.Snapshot) boardFrag { return boardFrag{v: h.view(s), h: h} }
+
+// boardFrag is the HTML rendering of a board's view for one viewer (h):
+// the template reads the view through these methods, which only format
+// (times in h's zone, names as h's viewer may see them, en dashes for
+// what is not known).
 type boardFrag struct {
-	// AtMS is the board's time in Unix milliseconds: the script ticks
-	// ages from it.
-	AtMS int64
+	v *board.View
+	h *Handler
 	// NowMS is the server's clock when the page was rendered: the
 	// script's clock offset until the stream sends the server's time.
-	NowMS        int64
-	At           string
-	Agents       age
-	NoAgents     bool
-	Slurm        age
-	SlurmLine    string
-	SlurmBad     bool
-	Free         []freeRow
-	FreeTotal    int
-	FreeReserved int
-	Booked       int
-	Idle         int
-	Running      int
-	StaleNodes   []string
-	Problems     []string
-	MoreProblems int
-	NotesError   string
-	Groups       []gpuGroup
-	Legend       []stateLook
+	NowMS int64
 }
 
 // age is a time shown as "N s ago" and ticked by the script.
@@ -98,105 +91,80 @@ type age struct {
 	Text string
 }
 
+// maxProblems bounds the skipped-file lines the page shows.
+const maxProblems = 10
+
+// AtMS is the board's time in Unix milliseconds: the script ticks ages
+// from it.
+func (f boardFrag) AtMS() int64 { return f.v.Board.At.UnixMilli() }
+
+func (f boardFrag) At() string {
+	return f.v.Board.At.In(f.h.o.Location).Format("2006-01-02 15:04:05 MST")
+}
+
+func (f boardFrag) NoAgents() bool { return f.v.Agents.IsZero() }
+
+func (f boardFrag) Agents() age {
+	if f.NoAgents() {
+		return age{}
+	}
+	return ageOf(f.v.Agents, f.v.Board.At)
+}
+
+// SlurmLine is why Slurm's age is not shown ("" when it is).
+func (f boardFrag) SlurmLine() string {
+	switch {
+	case !f.v.SlurmAsked:
+		return "Slurm not asked: drains, partitions and reservations are unknown"
+	case f.SlurmBad():
+		return "Slurm unreachable: " + f.v.Meta.SlurmError
+	}
+	return ""
+}
+
+func (f boardFrag) SlurmBad() bool { return f.v.SlurmAsked && f.v.Meta.SlurmError != "" }
+
+func (f boardFrag) Slurm() age {
+	if f.SlurmLine() != "" {
+		return age{}
+	}
+	return ageOf(f.v.Board.SlurmAt, f.v.Board.At)
+}
+
+func (f boardFrag) StaleNodes() []string { return f.v.Stale }
+func (f boardFrag) NotesError() string   { return f.v.NotesError }
+
+// Problems are the first maxProblems problems; MoreProblems counts the
+// rest.
+func (f boardFrag) Problems() []string {
+	var out []string
+	for _, p := range f.v.Meta.Problems[:min(len(f.v.Meta.Problems), maxProblems)] {
+		out = append(out, p.String())
+	}
+	return out
+}
+
+func (f boardFrag) MoreProblems() int { return max(0, len(f.v.Meta.Problems)-maxProblems) }
+
+// FreeTotal and FreeReserved are the board's own count (board.IsFree),
+// as gpuacct free and status and the API say it.
+func (f boardFrag) FreeTotal() int    { return f.v.Board.Totals.FreeGPUs }
+func (f boardFrag) FreeReserved() int { return f.v.Board.Totals.ReservedGPUs }
+func (f boardFrag) Booked() int       { return f.v.Board.Totals.Booked }
+func (f boardFrag) Idle() int         { return f.v.Board.Totals.IdleAllocated }
+func (f boardFrag) Running() int      { return f.v.Board.Totals.RunningJobs }
+
+func (f boardFrag) Legend() []stateLook { return legend() }
+
 type freeRow struct {
 	Model, Partition string
 	Free, Reserved   int
 	Nodes            string
 }
 
-type gpuGroup struct {
-	// ID is the group's heading's element id: "grp-<index>" (a change of
-	// the groups sends the whole board, so the index is stable).
-	ID               string
-	Partition, Model string
-	Free, Total      int
-	Nodes            []boardNode
-}
-
-type boardNode struct {
-	// ID is the node row's element id: "row-<group>-<index>".
-	ID                      string
-	Name, Condition, Reason string
-	NotResponding           bool
-	Stale                   bool
-	// StaleSince is the stale node's last snapshot; nil: none ever.
-	StaleSince   *age
-	Also         []string
-	Reservations []string
-	Notes        []cellNote
-	GPUs         []cellView
-}
-
-type cellView struct {
-	ID    string
-	Index int
-	Look  stateLook
-	Model string
-	UUID  string
-	Util  string
-	Mem   string
-	// MemPct is the width of the memory bar, 0..100.
-	MemPct    int
-	Power     string
-	Temp      string
-	IdleSince *age
-	Jobs      []cellJob
-	Procs     []cellProc
-	Notes     []cellNote
-}
-
-type cellJob struct {
-	ID, URL, User, Team string
-	Elapsed             *age
-}
-
-type cellProc struct {
-	PID, User, Job, Mem string
-	Foreign             bool
-}
-
-type cellNote struct {
-	Text, Author, Until string
-	GPU                 string
-}
-
-// maxProblems bounds the skipped-file lines the page shows.
-const maxProblems = 10
-
-// newBoardFrag builds the fragment's view of one snapshot.
-func (h *Handler) newBoardFrag(s *board.Snapshot) boardFrag {
-	b := &s.Board
-	at := b.At
-	f := boardFrag{AtMS: at.UnixMilli(), At: at.In(h.o.Location).Format("2006-01-02 15:04:05 MST"), Legend: legend(),
-		Booked: b.Totals.Booked, Idle: b.Totals.IdleAllocated, Running: b.Totals.RunningJobs, NotesError: s.NotesError}
-	switch {
-	case !s.SlurmAsked:
-		f.SlurmLine = "Slurm not asked: drains, partitions and reservations are unknown"
-	case s.Meta.SlurmError != "":
-		f.SlurmLine, f.SlurmBad = "Slurm unreachable: "+s.Meta.SlurmError, true
-	default:
-		f.Slurm = ageOf(b.SlurmAt, at)
-	}
-	var oldest time.Time
-	for _, n := range b.Nodes {
-		if n.Stale {
-			f.StaleNodes = append(f.StaleNodes, n.Name)
-		} else if oldest.IsZero() || n.SnapshotAt.Before(oldest) {
-			oldest = n.SnapshotAt
-		}
-	}
-	f.NoAgents = oldest.IsZero()
-	if !f.NoAgents {
-		f.Agents = ageOf(oldest, at)
-	}
-	for i, p := range s.Meta.Problems {
-		if i == maxProblems {
-			f.MoreProblems = len(s.Meta.Problems) - i
-			break
-		}
-		f.Problems = append(f.Problems, p.String())
-	}
-	for _, fc := range b.Totals.Free {
+func (f boardFrag) Free() []freeRow {
+	var out []freeRow
+	for _, fc := range f.v.Board.Totals.Free {
 		r := freeRow{Model: orDash(fc.Model), Partition: orDash(fc.Partition), Free: fc.Free, Reserved: fc.Reserved}
 		for i, nc := range fc.Nodes {
 			if i > 0 {
@@ -204,148 +172,193 @@ func (h *Handler) newBoardFrag(s *board.Snapshot) boardFrag {
 			}
 			r.Nodes += nc.String()
 		}
-		f.Free = append(f.Free, r)
-	}
-	// The board's own count (board.IsFree), as gpuacct free and status
-	// and the API say it.
-	f.FreeTotal, f.FreeReserved = b.Totals.FreeGPUs, b.Totals.ReservedGPUs
-	f.Groups = h.groups(s, at)
-	return f
-}
-
-// groups puts each node under its first partition, its GPUs split by
-// model; the node's other partitions are named beside it.
-func (h *Handler) groups(s *board.Snapshot, at time.Time) []gpuGroup {
-	type key struct{ part, model string }
-	byKey := map[key]*gpuGroup{}
-	var keys []key
-	for _, n := range s.Board.Nodes {
-		part := ""
-		var also []string
-		if len(n.Partitions) > 0 {
-			part, also = n.Partitions[0], n.Partitions[1:]
-		}
-		rows := map[string]*boardNode{}
-		var models []string
-		for _, g := range n.GPUs {
-			r := rows[g.Model]
-			if r == nil {
-				r = h.boardNode(n, also, at)
-				rows[g.Model] = r
-				models = append(models, g.Model)
-			}
-			r.GPUs = append(r.GPUs, h.cell(n, g, s, at))
-		}
-		if len(n.GPUs) == 0 {
-			rows[""] = h.boardNode(n, also, at)
-			models = append(models, "")
-		}
-		for _, m := range models {
-			k := key{part, m}
-			g := byKey[k]
-			if g == nil {
-				g = &gpuGroup{Partition: orDash(part), Model: orDash(m)}
-				byKey[k] = g
-				keys = append(keys, k)
-			}
-			r := rows[m]
-			for _, c := range r.GPUs {
-				g.Total++
-				if board.IsFree(c.Look.State) {
-					g.Free++
-				}
-			}
-			g.Nodes = append(g.Nodes, *r)
-		}
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].part != keys[j].part {
-			return keys[i].part < keys[j].part
-		}
-		return keys[i].model < keys[j].model
-	})
-	out := make([]gpuGroup, 0, len(keys))
-	for gi, k := range keys {
-		g := *byKey[k]
-		g.ID = "grp-" + strconv.Itoa(gi)
-		for ni := range g.Nodes {
-			g.Nodes[ni].ID = "row-" + strconv.Itoa(gi) + "-" + strconv.Itoa(ni)
-		}
-		out = append(out, g)
+		out = append(out, r)
 	}
 	return out
 }
 
-func (h *Handler) boardNode(n board.Node, also []string, at time.Time) *boardNode {
-	r := &boardNode{Name: n.Name, Condition: string(n.Condition), Reason: n.Reason, NotResponding: n.NotResponding,
-		Stale: n.Stale, Also: also, Reservations: n.Reservations, Notes: h.notes(n.Notes)}
-	if n.Stale && !n.SnapshotAt.IsZero() {
-		a := ageOf(n.SnapshotAt, at)
-		r.StaleSince = &a
-	}
-	return r
+// gpuGroup is a group of the view as its heading shows it.
+type gpuGroup struct {
+	g     *board.Group
+	index int
+	f     boardFrag
 }
 
-func (h *Handler) cell(n board.Node, g board.GPU, s *board.Snapshot, at time.Time) cellView {
-	c := cellView{ID: "gpu-" + n.Name + "-" + strconv.Itoa(g.Index), Index: g.Index, Look: lookOf(g.State), Model: g.Model,
-		UUID: g.UUID, Util: "–", Mem: "–", Power: "–", Temp: "–", Notes: h.notes(g.Notes)}
-	if g.Util != nil {
-		c.Util = strconv.FormatUint(uint64(*g.Util), 10) + " %"
+func (f boardFrag) Groups() []gpuGroup {
+	out := make([]gpuGroup, 0, len(f.v.Groups))
+	for i := range f.v.Groups {
+		out = append(out, gpuGroup{g: &f.v.Groups[i], index: i, f: f})
 	}
-	if g.MemUsedMiB != nil && g.MemTotalMiB != nil {
-		c.Mem = gib(*g.MemUsedMiB) + "/" + gib(*g.MemTotalMiB) + " GiB"
-		if *g.MemTotalMiB > 0 {
-			c.MemPct = int(min(100, *g.MemUsedMiB*100 / *g.MemTotalMiB))
-		}
-	} else if g.MemUsedMiB != nil {
-		c.Mem = gib(*g.MemUsedMiB) + " GiB"
+	return out
+}
+
+// ID is the group's heading's element id: "grp-<index>" (a change of
+// the groups sends the whole board, so the index is stable).
+func (g gpuGroup) ID() string        { return "grp-" + strconv.Itoa(g.index) }
+func (g gpuGroup) Partition() string { return orDash(g.g.Partition) }
+func (g gpuGroup) Model() string     { return orDash(g.g.Model) }
+func (g gpuGroup) Free() int         { return g.g.Free }
+func (g gpuGroup) Total() int        { return g.g.Total }
+
+func (g gpuGroup) Nodes() []boardNode {
+	out := make([]boardNode, 0, len(g.g.Rows))
+	for i := range g.g.Rows {
+		out = append(out, boardNode{r: &g.g.Rows[i], id: strconv.Itoa(g.index) + "-" + strconv.Itoa(i), f: g.f})
 	}
-	if g.PowerMW != nil {
-		c.Power = strconv.FormatUint(uint64(*g.PowerMW/1000), 10) + " W"
+	return out
+}
+
+// boardNode is a node's row of a group.
+type boardNode struct {
+	r  *board.Row
+	id string
+	f  boardFrag
+}
+
+// ID is the node row's element id: "row-<group>-<index>".
+func (n boardNode) ID() string             { return "row-" + n.id }
+func (n boardNode) Name() string           { return n.r.Node.Name }
+func (n boardNode) Condition() string      { return string(n.r.Node.Condition) }
+func (n boardNode) Reason() string         { return n.r.Node.Reason }
+func (n boardNode) NotResponding() bool    { return n.r.Node.NotResponding }
+func (n boardNode) Stale() bool            { return n.r.Node.Stale }
+func (n boardNode) Also() []string         { return n.r.Also }
+func (n boardNode) Reservations() []string { return n.r.Node.Reservations }
+func (n boardNode) Notes() []cellNote      { return n.f.notes(n.r.Node.Notes) }
+
+// StaleSince is the stale node's last snapshot; nil: none ever.
+func (n boardNode) StaleSince() *age {
+	if !n.r.Node.Stale || n.r.Node.SnapshotAt.IsZero() {
+		return nil
 	}
-	if g.TempC != nil {
-		c.Temp = strconv.FormatUint(uint64(*g.TempC), 10) + " °C"
+	a := ageOf(n.r.Node.SnapshotAt, n.f.v.Board.At)
+	return &a
+}
+
+func (n boardNode) GPUs() []cellView {
+	out := make([]cellView, 0, len(n.r.GPUs))
+	for _, g := range n.r.GPUs {
+		out = append(out, cellView{n: n.r.Node, g: g, f: n.f})
 	}
-	if g.IdleSince != nil && !g.IdleSince.IsZero() {
-		a := ageOf(*g.IdleSince, at)
-		c.IdleSince = &a
+	return out
+}
+
+// cellView is one GPU's cell.
+type cellView struct {
+	n *board.Node
+	g *board.GPU
+	f boardFrag
+}
+
+func (c cellView) ID() string      { return "gpu-" + c.n.Name + "-" + strconv.Itoa(c.g.Index) }
+func (c cellView) Index() int      { return c.g.Index }
+func (c cellView) Look() stateLook { return lookOf(c.g.State) }
+func (c cellView) Model() string   { return c.g.Model }
+func (c cellView) UUID() string    { return c.g.UUID }
+func (c cellView) Notes() []cellNote {
+	return c.f.notes(c.g.Notes)
+}
+
+func (c cellView) Util() string {
+	if c.g.Util == nil {
+		return missing
 	}
-	for _, j := range g.Jobs {
+	return strconv.FormatUint(uint64(*c.g.Util), 10) + " %"
+}
+
+func (c cellView) Mem() string {
+	switch used, total := c.g.MemUsedMiB, c.g.MemTotalMiB; {
+	case used != nil && total != nil:
+		return gib(*used) + "/" + gib(*total) + " GiB"
+	case used != nil:
+		return gib(*used) + " GiB"
+	}
+	return missing
+}
+
+// MemPct is the width of the memory bar, 0..100.
+func (c cellView) MemPct() int {
+	if c.g.MemUsedMiB == nil || c.g.MemTotalMiB == nil || *c.g.MemTotalMiB == 0 {
+		return 0
+	}
+	return int(min(100, *c.g.MemUsedMiB*100 / *c.g.MemTotalMiB))
+}
+
+func (c cellView) Power() string {
+	if c.g.PowerMW == nil {
+		return missing
+	}
+	return strconv.FormatUint(uint64(*c.g.PowerMW/1000), 10) + " W"
+}
+
+func (c cellView) Temp() string {
+	if c.g.TempC == nil {
+		return missing
+	}
+	return strconv.FormatUint(uint64(*c.g.TempC), 10) + " °C"
+}
+
+func (c cellView) IdleSince() *age {
+	if c.g.IdleSince == nil || c.g.IdleSince.IsZero() {
+		return nil
+	}
+	a := ageOf(*c.g.IdleSince, c.f.v.Board.At)
+	return &a
+}
+
+type cellJob struct {
+	ID, URL, User, Team string
+	Elapsed             *age
+}
+
+func (c cellView) Jobs() []cellJob {
+	var out []cellJob
+	for _, j := range c.g.Jobs {
 		id := strconv.FormatUint(j.Job, 10)
-		jv := cellJob{ID: id, URL: jobPath("/job", n.Cluster, id), User: h.v.user(j.User), Team: h.mapping.Team(j.Account, j.User)}
-		if j.Account == "" && j.User == "" {
-			jv.Team = ""
+		jv := cellJob{ID: id, URL: jobPath("/job", c.n.Cluster, id), User: c.f.h.v.user(j.User)}
+		if j.Account != "" || j.User != "" {
+			jv.Team = c.f.h.mapping.Team(j.Account, j.User)
 		}
 		if !j.Start.IsZero() {
-			a := ageOf(j.Start, at)
+			a := ageOf(j.Start, c.f.v.Board.At)
 			jv.Elapsed = &a
 		}
-		c.Jobs = append(c.Jobs, jv)
+		out = append(out, jv)
 	}
+	return out
+}
+
+type cellProc struct {
+	PID, User, Job, Mem string
+	Foreign             bool
+}
+
+func (c cellView) Procs() []cellProc {
 	// The board's rule of what is foreign, so a cell and the alerts agree.
 	foreign := map[uint32]bool{}
-	for _, p := range board.ForeignProcs(g) {
+	for _, p := range board.ForeignProcs(*c.g) {
 		foreign[p.PID] = true
 	}
-	for _, p := range g.Procs {
-		pv := cellProc{PID: strconv.FormatUint(uint64(p.PID), 10), User: orDash(h.v.user(p.User)), Job: "–", Mem: gib(p.MemUsedMiB) + " GiB",
-			Foreign: foreign[p.PID]}
+	var out []cellProc
+	for _, p := range c.g.Procs {
+		pv := cellProc{PID: strconv.FormatUint(uint64(p.PID), 10), User: orDash(c.f.h.v.user(p.User)), Job: missing,
+			Mem: gib(p.MemUsedMiB) + " GiB", Foreign: foreign[p.PID]}
 		if p.Job != 0 {
 			pv.Job = strconv.FormatUint(p.Job, 10)
 		}
-		c.Procs = append(c.Procs, pv)
+		out = append(out, pv)
 	}
-	return c
+	return out
 }
 
-func (h *Handler) notes(ns []board.Note) []cellNote {
+type cellNote struct {
+	Text, Author, Until string
+}
+
+func (f boardFrag) notes(ns []board.Note) []cellNote {
 	var out []cellNote
 	for _, n := range ns {
-		v := cellNote{Text: n.Text, Author: orDash(h.v.user(n.Author)), Until: n.Until.In(h.o.Location).Format("2006-01-02 15:04 MST")}
-		if n.GPU != nil {
-			v.GPU = strconv.Itoa(*n.GPU)
-		}
-		out = append(out, v)
+		out = append(out, cellNote{Text: n.Text, Author: orDash(f.h.v.user(n.Author)), Until: n.Until.In(f.h.o.Location).Format("2006-01-02 15:04 MST")})
 	}
 	return out
 }
@@ -423,7 +436,7 @@ func (h *Handler) boardPage(w http.ResponseWriter, r *http.Request) error {
 	}
 	v := boardPage{base: h.base(r, nil, "Live board")}
 	v.Refresh = int(h.o.BoardRefresh.Seconds())
-	v.Board = h.newBoardFrag(h.o.Board.Current(r.Context()))
+	v.Board = h.frag(h.o.Board.Current(r.Context()))
 	v.Board.NowMS = h.o.Now().UnixMilli()
 	h.render(w, http.StatusOK, "board", &v)
 	return nil
@@ -433,7 +446,7 @@ func (h *Handler) boardPage(w http.ResponseWriter, r *http.Request) error {
 // alone, in the fragment's order: the top, then each group's heading
 // and node rows.
 func (h *Handler) renderSections(s *board.Snapshot) ([]section, error) {
-	f := h.newBoardFrag(s)
+	f := h.frag(s)
 	t := h.pages["board"]
 	one := func(id, name string, v any) (section, error) {
 		var b bytes.Buffer
@@ -447,14 +460,14 @@ func (h *Handler) renderSections(s *board.Snapshot) ([]section, error) {
 		return nil, err
 	}
 	out := []section{top}
-	for _, g := range f.Groups {
-		sec, err := one(g.ID, "boardhead", g)
+	for _, g := range f.Groups() {
+		sec, err := one(g.ID(), "boardhead", g)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, sec)
-		for _, n := range g.Nodes {
-			if sec, err = one(n.ID, "boardnode", n); err != nil {
+		for _, n := range g.Nodes() {
+			if sec, err = one(n.ID(), "boardnode", n); err != nil {
 				return nil, err
 			}
 			out = append(out, sec)
@@ -466,7 +479,7 @@ func (h *Handler) renderSections(s *board.Snapshot) ([]section, error) {
 // renderFrag renders the board fragment alone, for the event stream.
 func (h *Handler) renderFrag(s *board.Snapshot) ([]byte, error) {
 	var b bytes.Buffer
-	if err := h.pages["board"].ExecuteTemplate(&b, "boardfrag", h.newBoardFrag(s)); err != nil {
+	if err := h.pages["board"].ExecuteTemplate(&b, "boardfrag", h.frag(s)); err != nil {
 		return nil, fmt.Errorf("render board: %w", err)
 	}
 	return b.Bytes(), nil

@@ -189,7 +189,7 @@ func TestBoardAPI(t *testing.T) {
 		})
 	}
 	// The API's document is the CLI's: gpuacct status --format json
-	// prints board.NewStatusDoc of the same board.
+	// prints the same board.View's Status.
 	var doc board.StatusDoc
 	if _, b := getJSON(t, srv.URL+"/api/v1/board", &doc); doc.Schema != board.StatusSchema || doc.Totals.Free != 1 || doc.Totals.Booked != 1 {
 		t.Errorf("status document: schema %q, free %d, booked %d in %s", doc.Schema, doc.Totals.Free, doc.Totals.Booked, b)

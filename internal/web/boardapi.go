@@ -33,13 +33,6 @@ func onlyParams(v url.Values, allowed ...string) error {
 	return badRequest("unknown parameter %q: this takes %s", bad[0], strings.Join(allowed, ", "))
 }
 
-// meta is the snapshot's Meta with web's team mapping.
-func (h *Handler) meta(s *board.Snapshot) board.Meta {
-	m := s.Meta
-	m.Team = h.mapping.Team
-	return m
-}
-
 // GET /api/v1/board[?node=N...]: gpusuite.status/v1, as gpuacct status
 // --format json.
 func (h *Handler) apiBoard(w http.ResponseWriter, r *http.Request) error {
@@ -73,7 +66,7 @@ func (h *Handler) apiBoard(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 	}
-	doc := board.NewStatusDoc(&s.Board, nodes, h.meta(s))
+	doc := h.view(s).Status(nodes)
 	h.v.maskStatus(&doc)
 	writeJSON(w, http.StatusOK, doc)
 	return nil
@@ -88,7 +81,7 @@ func (h *Handler) apiFree(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s := h.o.Board.Current(r.Context())
-	writeJSON(w, http.StatusOK, board.NewFreeDoc(&s.Board, h.meta(s)))
+	writeJSON(w, http.StatusOK, h.view(s).Free())
 	return nil
 }
 

@@ -141,10 +141,10 @@ func TestBoardRenderings(t *testing.T) {
 				fmt.Fprintf(&b, "== %s\n%s\n", s.id, s.html)
 			}
 			viewGolden(t, tc.name+"-sections.html", b.Bytes())
-			doc := board.NewStatusDoc(&tc.snap.Board, tc.snap.Board.Nodes, tc.h.meta(tc.snap))
+			doc := tc.h.view(tc.snap).Status(tc.snap.Board.Nodes)
 			tc.h.v.maskStatus(&doc)
 			viewGolden(t, tc.name+"-status.json", indent(t, doc))
-			viewGolden(t, tc.name+"-free.json", indent(t, board.NewFreeDoc(&tc.snap.Board, tc.h.meta(tc.snap))))
+			viewGolden(t, tc.name+"-free.json", indent(t, tc.h.view(tc.snap).Free()))
 			viewGolden(t, tc.name+"-key.json", changeKey(tc.snap))
 		})
 	}

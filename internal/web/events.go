@@ -509,7 +509,7 @@ func withoutMoving(html []byte) []byte {
 // the times that move every second by themselves (the board's time and
 // each job's elapsed seconds, which the page ticks on its own).
 func changeKey(s *board.Snapshot) []byte {
-	d := board.NewStatusDoc(&s.Board, s.Board.Nodes, s.Meta)
+	d := s.View().Status(s.Board.Nodes)
 	d.At = ""
 	for i := range d.Nodes {
 		for j := range d.Nodes[i].GPUs {

@@ -1,0 +1,126 @@
+package board
+
+import (
+	"sort"
+	"time"
+)
+
+// View is the board as it is shown: one built board with how it was had
+// and what every rendering of it derives (the stale nodes, the agents'
+// age, the page's groups). The web page (internal/web), the JSON
+// documents (doc.go: the API and --format json) and the text of gpuacct
+// free and status (gpuacct/boardcmd) are all rendered from a View; each
+// formats it, none derives its own copy of the board.
+type View struct {
+	Board *Board
+	// Meta is how the board was had, as its JSON documents say it.
+	Meta Meta
+	// SlurmAsked is false when Slurm was not asked (no reader, --no-slurm).
+	SlurmAsked bool
+	// NotesError is why the notes could not be read ("" when read).
+	NotesError string
+	// Stale names the stale nodes, in the board's order.
+	Stale []string
+	// Agents is the oldest fresh snapshot's time: how old the agents'
+	// word is. Zero when no node is fresh.
+	Agents time.Time
+	// Groups are the nodes under their first partition, their GPUs split
+	// by model, sorted by partition and model: the page's sections.
+	Groups []Group
+}
+
+// Group is the GPUs of one model on the nodes whose first partition is
+// Partition ("" for none, as Model is for a node without GPUs).
+type Group struct {
+	Partition, Model string
+	// Free counts the group's free GPUs (IsFree), Total all of them.
+	Free, Total int
+	Rows        []Row
+}
+
+// Row is one node's GPUs of its group's model.
+type Row struct {
+	Node *Node
+	// Also are the node's other partitions.
+	Also []string
+	GPUs []*GPU
+}
+
+// View is the view of s; the board stays the snapshot's.
+func (s *Snapshot) View() *View {
+	return NewView(&s.Board, s.Meta, s.SlurmAsked, s.NotesError)
+}
+
+// NewView is the view of b had as m says; b is shared, not copied.
+func NewView(b *Board, m Meta, slurmAsked bool, notesError string) *View {
+	v := &View{Board: b, Meta: m, SlurmAsked: slurmAsked, NotesError: notesError}
+	for _, n := range b.Nodes {
+		if n.Stale {
+			v.Stale = append(v.Stale, n.Name)
+		} else if v.Agents.IsZero() || n.SnapshotAt.Before(v.Agents) {
+			v.Agents = n.SnapshotAt
+		}
+	}
+	v.Groups = groups(b.Nodes)
+	return v
+}
+
+// groups puts each node under its first partition, its GPUs split by
+// model; a node without GPUs has a row of no model.
+func groups(nodes []Node) []Group {
+	type key struct{ part, model string }
+	byKey := map[key]*Group{}
+	var keys []key
+	for i := range nodes {
+		n := &nodes[i]
+		part := ""
+		var also []string
+		if len(n.Partitions) > 0 {
+			part, also = n.Partitions[0], n.Partitions[1:]
+		}
+		rows := map[string]*Row{}
+		var models []string
+		for j := range n.GPUs {
+			g := &n.GPUs[j]
+			r := rows[g.Model]
+			if r == nil {
+				r = &Row{Node: n, Also: also}
+				rows[g.Model] = r
+				models = append(models, g.Model)
+			}
+			r.GPUs = append(r.GPUs, g)
+		}
+		if len(n.GPUs) == 0 {
+			rows[""] = &Row{Node: n, Also: also}
+			models = append(models, "")
+		}
+		for _, m := range models {
+			k := key{part, m}
+			g := byKey[k]
+			if g == nil {
+				g = &Group{Partition: part, Model: m}
+				byKey[k] = g
+				keys = append(keys, k)
+			}
+			r := rows[m]
+			for _, c := range r.GPUs {
+				g.Total++
+				if IsFree(c.State) {
+					g.Free++
+				}
+			}
+			g.Rows = append(g.Rows, *r)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].part != keys[j].part {
+			return keys[i].part < keys[j].part
+		}
+		return keys[i].model < keys[j].model
+	})
+	out := make([]Group, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, *byKey[k])
+	}
+	return out
+}
