@@ -20,9 +20,10 @@
 //     shared by requests at once; chart.go and capacity.go the SVG
 //     charts; format.go the template functions.
 //   - api.go: /api/v1/ over the reports and jobs; boardapi.go the
-//     board's documents (board.NewStatusDoc, NewFreeDoc, notes).
-//   - board.go: the live board's page and fragment; events.go its event
-//     stream (a hub per viewer kind, through boardRenderer).
+//     board's documents (board.View.Status, Free; notes).
+//   - board.go: the live board's page and fragment, rendered from a
+//     board.View; events.go its event stream (a hub per viewer kind,
+//     through boardRenderer).
 //   - static.go: the embedded style sheet and script.
 package web
 
