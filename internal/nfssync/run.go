@@ -57,38 +57,38 @@ func Watchdog(ctx context.Context, d *Daemon, log *slog.Logger) {
 	if err != nil || every <= 0 {
 		return
 	}
-	t := time.NewTicker(every / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if d.Alive(ctx, every/3) {
-				daemon.SdNotify(false, daemon.SdNotifyWatchdog)
-			} else {
-				log.Error("the daemon's loop is stuck; not pinging the watchdog")
-			}
+	ticks(ctx, every/3, func() {
+		if d.Alive(ctx, every/3) {
+			daemon.SdNotify(false, daemon.SdNotifyWatchdog)
+		} else {
+			log.Error("the daemon's loop is stuck; not pinging the watchdog")
 		}
-	}
+	})
 }
 
 // Recalibrate measures the window again every so often.
 func Recalibrate(ctx context.Context, fx *Fixer, m *Metrics, log *slog.Logger, probe string, every time.Duration) {
-	t := time.NewTicker(every)
+	ticks(ctx, every, func() {
+		cal, err := Calibrate(ctx, realSys{}, probe, time.Now, 5)
+		if err != nil {
+			log.Warn("calibration failed, keeping the window", "err", err, "window", fx.Window())
+			return
+		}
+		fx.SetWindow(cal.Window)
+		m.Window.Set(cal.Window.Seconds())
+	})
+}
+
+// ticks calls f every period until ctx ends.
+func ticks(ctx context.Context, period time.Duration, f func()) {
+	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			cal, err := Calibrate(ctx, realSys{}, probe, time.Now, 5)
-			if err != nil {
-				log.Warn("calibration failed, keeping the window", "err", err, "window", fx.Window())
-				continue
-			}
-			fx.SetWindow(cal.Window)
-			m.Window.Set(cal.Window.Seconds())
+			f()
 		}
 	}
 }
