@@ -166,10 +166,8 @@ func (a *Agent) validate() error {
 	if d := a.ProfileMaxDuration.Duration; d < time.Second || d > MaxProfileDuration {
 		return fmt.Errorf("key \"agent.profile_max_duration\": %s is outside 1s..%s", d, MaxProfileDuration)
 	}
-	switch a.LogLevel {
-	case "debug", "info", "warn", "error":
-	default:
-		return fmt.Errorf("key \"agent.log_level\": %q is not debug, info, warn or error", a.LogLevel)
+	if err := checkLogLevel("agent.log_level", a.LogLevel); err != nil {
+		return err
 	}
 	return nil
 }

@@ -289,10 +289,8 @@ func (c *Config) Validate() error {
 	if err := hookDuration("gpu.simulated.init_delay", c.GPU.Simulated.InitDelay.Duration, 0); err != nil {
 		return err
 	}
-	switch c.Hooks.LogLevel {
-	case "debug", "info", "warn", "error":
-	default:
-		return fmt.Errorf("key \"hooks.log_level\": %q is not debug, info, warn or error", c.Hooks.LogLevel)
+	if err := checkLogLevel("hooks.log_level", c.Hooks.LogLevel); err != nil {
+		return err
 	}
 	if c.Spool.Dir == "" {
 		return fmt.Errorf("key \"spool.dir\": must not be empty")
@@ -324,6 +322,15 @@ func (c *Config) Validate() error {
 		return err
 	}
 	return c.Container.validate()
+}
+
+// checkLogLevel refuses a log level that logging.ParseLevel would not read.
+func checkLogLevel(key, level string) error {
+	switch level {
+	case "debug", "info", "warn", "error":
+		return nil
+	}
+	return fmt.Errorf("key %q: %q is not debug, info, warn or error", key, level)
 }
 
 // Duration is a time.Duration written as a Go duration string ("2s"). It is

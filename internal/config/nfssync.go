@@ -122,10 +122,8 @@ func (n *NFSSync) validate() error {
 	if n.RescanLookback.Duration < 0 {
 		return fmt.Errorf("key \"nfssync.rescan_lookback\": must not be negative")
 	}
-	switch n.LogLevel {
-	case "debug", "info", "warn", "error":
-	default:
-		return fmt.Errorf("key \"nfssync.log_level\": %q is not debug, info, warn or error", n.LogLevel)
+	if err := checkLogLevel("nfssync.log_level", n.LogLevel); err != nil {
+		return err
 	}
 	return nil
 }

@@ -162,10 +162,8 @@ func (i *Ingest) validate() error {
 	if i.MaxFuture.Duration < 0 {
 		return fmt.Errorf("key \"ingest.max_future\": must not be negative")
 	}
-	switch i.LogLevel {
-	case "debug", "info", "warn", "error":
-	default:
-		return fmt.Errorf("key \"ingest.log_level\": %q is not debug, info, warn or error", i.LogLevel)
+	if err := checkLogLevel("ingest.log_level", i.LogLevel); err != nil {
+		return err
 	}
 	return nil
 }
