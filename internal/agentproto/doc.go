@@ -5,6 +5,15 @@
 // import it; it imports none of them, and links no NVML, no cgo and no CLI
 // library, so the hooks stay static (prolog/deps_test.go holds the layers).
 //
+// On the hook socket, {"op":"identify","minors":[0,1],"procs":true} asks
+// for each minor's GPU identity with a fresh energy reading and, for the
+// prolog's health check, the processes; given "key" (the event the hook is
+// about to write) the answer carries no energy and the agent reads the
+// counters right after answering, for that event. {"op":"announce",
+// "event":{...}} hands over the event just spooled; the hook does not wait
+// for that answer. With a fresh inventory file of the listening process
+// (SO_PEERCRED) a hook sends both without waiting for either (Expect).
+//
 //	line.go       the line on a unix socket: Dial, Exchange, Send, Lines, Reply, PeerCred
 //	hook.go       the agent (hook) socket: Request, Response and its Process lists,
 //	              Identify, Announce; Direct, what a hook gives hook-gpus instead
