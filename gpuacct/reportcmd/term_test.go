@@ -2,39 +2,18 @@ package reportcmd
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 
-	"golang.org/x/sys/unix"
+	"github.com/aicloud/gpusuite/internal/testkit/pty"
 )
 
 // openPTY returns a new pseudo-terminal's slave end, cols wide.
 func openPTY(t *testing.T, cols uint16) *os.File {
-	t.Helper()
-	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatalf("open pseudo-terminal: %v", err)
-	}
-	t.Cleanup(func() { master.Close() })
-	n, err := unix.IoctlGetInt(int(master.Fd()), unix.TIOCGPTN)
-	if err != nil {
-		t.Fatalf("pseudo-terminal number: %v", err)
-	}
-	if err := unix.IoctlSetPointerInt(int(master.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		t.Fatalf("unlock pseudo-terminal: %v", err)
-	}
-	slave, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatalf("open pseudo-terminal slave: %v", err)
-	}
-	t.Cleanup(func() { slave.Close() })
-	if err := unix.IoctlSetWinsize(int(slave.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Col: cols, Row: 24}); err != nil {
-		t.Fatalf("set terminal size: %v", err)
-	}
+	_, slave := pty.Open(t)
+	pty.Resize(t, slave, cols, 24)
 	return slave
 }
 

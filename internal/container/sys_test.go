@@ -2,38 +2,15 @@ package container
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
-)
 
-// openPTY returns a new pseudo-terminal's master and slave ends.
-func openPTY(t *testing.T) (master, slave *os.File) {
-	t.Helper()
-	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatalf("open pseudo-terminal: %v", err)
-	}
-	t.Cleanup(func() { master.Close() })
-	n, err := unix.IoctlGetInt(int(master.Fd()), unix.TIOCGPTN)
-	if err != nil {
-		t.Fatalf("pseudo-terminal number: %v", err)
-	}
-	if err := unix.IoctlSetPointerInt(int(master.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		t.Fatalf("unlock pseudo-terminal: %v", err)
-	}
-	slave, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatalf("open pseudo-terminal slave: %v", err)
-	}
-	t.Cleanup(func() { slave.Close() })
-	return master, slave
-}
+	"github.com/aicloud/gpusuite/internal/testkit/pty"
+)
 
 // TestReadSecretNotTerminal: a key piped or redirected in is read up to
 // the end of its line, without touching any terminal setting.
@@ -78,7 +55,7 @@ func TestReadSecretNotTerminal(t *testing.T) {
 // TestReadSecretTerminal: on a terminal the key is not echoed while it is
 // typed, and echo is back on afterwards.
 func TestReadSecretTerminal(t *testing.T) {
-	master, slave := openPTY(t)
+	master, slave := pty.Open(t)
 	var stderr bytes.Buffer
 	sys := OSSys(slave, &bytes.Buffer{}, &stderr, os.Getenv, nil)
 	if !sys.StdinIsTerminal() {

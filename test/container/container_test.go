@@ -17,8 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/aicloud/gpusuite/internal/testkit/pty"
 	"github.com/aicloud/gpusuite/internal/testkit/slurm"
 	"github.com/aicloud/gpusuite/test/registry"
 )
@@ -440,11 +439,7 @@ func TestSrunWrapInteractiveShell(t *testing.T) {
 	t.Parallel()
 	p := newCluster(t).project(t, "tty")
 	os.MkdirAll(filepath.Join(p.data, "pyxis_tty"), 0o755)
-	ptmx, pts, err := openPTY()
-	if err != nil {
-		t.Fatalf("open a pty: %v", err)
-	}
-	defer ptmx.Close()
+	ptmx, pts := pty.Open(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := p.cmd(ctx, "srun-wrap")
@@ -559,28 +554,4 @@ func TestSbuildPreflightAgainstRealSrun(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "readable by others") || len(p.c.recordsIn(t, p.dir)) != 0 {
 		t.Errorf("exposed credentials: exit %d\n%s", r.code, r.stderr)
 	}
-}
-
-// openPTY opens a pseudo-terminal pair through /dev/ptmx.
-func openPTY() (*os.File, *os.File, error) {
-	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	fd := int(ptmx.Fd())
-	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
-		ptmx.Close()
-		return nil, nil, fmt.Errorf("unlockpt: %w", err)
-	}
-	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
-	if err != nil {
-		ptmx.Close()
-		return nil, nil, fmt.Errorf("ptsname: %w", err)
-	}
-	pts, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		ptmx.Close()
-		return nil, nil, err
-	}
-	return ptmx, pts, nil
 }
