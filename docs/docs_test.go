@@ -467,3 +467,28 @@ func TestAlertsDocumented(t *testing.T) {
 		}
 	}
 }
+
+// repoPath is a file or folder of the repository a page names by path:
+// "internal/store/dialect", "test/slurm/harness.sh", "packaging/man/*.1".
+var repoPath = regexp.MustCompile(`(?:^|[^/\w.-])((?:internal|test|bench|packaging|gpuacct)/[\w./*-]*[\w*])`)
+
+// TestPathsExist: a package or file the docs name by path is in the
+// tree, so that a move leaves no page pointing at the old place.
+func TestPathsExist(t *testing.T) {
+	pages, err := filepath.Glob("*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages = append(pages, filepath.Join("..", "README.md"))
+	for _, page := range pages {
+		for _, m := range repoPath.FindAllStringSubmatch(readDoc(t, page), -1) {
+			found, err := filepath.Glob(filepath.Join("..", m[1]))
+			if err != nil {
+				t.Fatalf("glob %q: %v", m[1], err)
+			}
+			if len(found) == 0 {
+				t.Errorf("%s names %s, which is not in the tree", page, m[1])
+			}
+		}
+	}
+}
