@@ -120,14 +120,24 @@ func UsageLine(cmdPath string, err error) error {
 		}
 		return Usagef("option -%s needs a value (see '%s --help')", name, cmdPath)
 	}
-	msg := strings.TrimPrefix(err.Error(), "flag provided but not defined: ")
-	if msg != err.Error() {
-		if len(msg) > 2 && msg[0] == '-' && msg[1] != '-' {
-			msg = "-" + msg
-		}
-		return Usagef("unknown option %s (see '%s --help')", msg, cmdPath)
+	if opt, ok := UnknownOption(err); ok {
+		return Usagef("unknown option %s (see '%s --help')", opt, cmdPath)
 	}
 	return Usagef("%v (see '%s --help')", err, cmdPath)
+}
+
+// UnknownOption is the option a flag-parsing error refuses as not
+// defined, as the user typed it (the flag package reports --bogus as
+// -bogus), and whether err is that error.
+func UnknownOption(err error) (string, bool) {
+	opt, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: ")
+	if !ok {
+		return "", false
+	}
+	if len(opt) > 2 && opt[0] == '-' && opt[1] != '-' {
+		opt = "-" + opt
+	}
+	return opt, true
 }
 
 // Prepare wires app for the house policy: output through app's writers, no

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,6 +38,13 @@ func finish(prog string, stderr io.Writer, err error) int {
 	return cliwire.Finish(prog, stderr, err)
 }
 
+// OSSys is the system both commands run on, logging warnings and worse
+// to stderr.
+func OSSys(stdin *os.File, stdout, stderr io.Writer, getenv func(string) string) container.Sys {
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return container.OSSys(stdin, stdout, stderr, getenv, logger)
+}
+
 // newApp sets up the parts of a urfave/cli app both commands share: output
 // through sys, no os.Exit, usage errors as one line.
 func newApp(name string, sys container.Sys) *cli.App {
@@ -51,18 +59,19 @@ func newApp(name string, sys container.Sys) *cli.App {
 		// reason, not split into two meaningless halves.
 		DisableSliceFlagSeparator: true,
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			msg := strings.TrimPrefix(err.Error(), "flag provided but not defined: ")
-			if msg != err.Error() {
-				if len(msg) > 2 && msg[0] == '-' && msg[1] != '-' {
-					msg = "-" + msg
-				}
-				return usagef("unknown option %s (see %s --help)", msg, name)
+			if opt, ok := cliwire.UnknownOption(err); ok {
+				return usagef("unknown option %s (see %s --help)", opt, name)
 			}
 			return usagef("%v (see %s --help)", err, name)
 		},
 	}
 	cliwire.Version(app)
 	return app
+}
+
+// partitionFlag is --partition, which both commands read alike.
+func partitionFlag() cli.Flag {
+	return &cli.StringFlag{Name: "partition", EnvVars: []string{"GPUSUITE_PARTITION"}, Usage: "Slurm `PARTITION` (container.partition)"}
 }
 
 func configFlags() []cli.Flag {

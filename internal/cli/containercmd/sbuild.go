@@ -49,7 +49,7 @@ func sbuildFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "rebuild", Usage: "replace an existing container of this name, keeping the old one until the new one is built (refused while one of your jobs uses it)"},
 		&cli.StringFlag{Name: "setup", Usage: "run `FILE` inside the new container as remapped root, writable, in /workspace"},
 		&cli.IntFlag{Name: "gpus", EnvVars: []string{"GPUSUITE_BUILD_GPUS"}, Usage: "GPUs for the build job (container.build_gpus)"},
-		&cli.StringFlag{Name: "partition", EnvVars: []string{"GPUSUITE_PARTITION"}, Usage: "Slurm `PARTITION` (container.partition)"},
+		partitionFlag(),
 		&cli.StringFlag{Name: "time", EnvVars: []string{"GPUSUITE_TIME"}, Usage: "time limit for the build job, as srun --time"},
 		&cli.StringSliceFlag{Name: "mount", Usage: "extra bind mount `SRC:DST[:ro]` while building, repeatable (env GPUSUITE_MOUNTS, ';'-separated)"},
 		&cli.StringFlag{Name: "save", Usage: "also save the container as squashfs `PATH.sqsh` (pyxis --container-save)"},
@@ -146,14 +146,21 @@ type plan struct {
 	setupSHA string
 }
 
-func makePlan(c *cli.Context, e *env, extra []string, imageArg string) (*plan, error) {
+// makePlan loads the environment and works out the build of the image the
+// line names (its argument, else --image, else container.image).
+func makePlan(c *cli.Context, sys container.Sys, extra []string) (*env, *plan, error) {
+	e, err := loadEnv(c, sys)
+	if err != nil {
+		return nil, nil, err
+	}
+	imageArg := c.Args().First()
 	cc := e.cfg.Container
 	if err := container.CheckProject("sbuild", e.cwd); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	name, err := e.containerName(c)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ref := cc.Image
 	if c.IsSet("image") {
@@ -164,7 +171,7 @@ func makePlan(c *cli.Context, e *env, extra []string, imageArg string) (*plan, e
 	}
 	img, err := container.ParseImage(ref)
 	if err != nil {
-		return nil, usagef("%v", err)
+		return nil, nil, usagef("%v", err)
 	}
 	if img.Path != "" && !filepath.IsAbs(img.Path) {
 		img.Path = filepath.Join(e.cwd, img.Path)
@@ -173,7 +180,7 @@ func makePlan(c *cli.Context, e *env, extra []string, imageArg string) (*plan, e
 	var v container.Version
 	if cc.EnrootVersion != "" {
 		if v, err = container.ParseVersion(cc.EnrootVersion); err != nil {
-			return nil, fmt.Errorf("key \"container.enroot_version\": %v", err)
+			return nil, nil, fmt.Errorf("key \"container.enroot_version\": %v", err)
 		}
 	} else if _, err := e.sys.LookPath("enroot"); err == nil {
 		var out strings.Builder
@@ -185,13 +192,13 @@ func makePlan(c *cli.Context, e *env, extra []string, imageArg string) (*plan, e
 	p.build.Ref, p.note = img.ForEnroot(ref, v)
 	mounts, err := e.mounts(c.StringSlice("mount"))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	p.build.Job = container.Job{Name: name, Project: e.cwd, Workdir: cc.Workdir, GPUs: cc.BuildGPUs, Partition: cc.Partition,
 		Time: cc.Time, SiteArgs: cc.SrunArgs, UserArgs: extra, Mounts: mounts}
 	if c.IsSet("gpus") {
 		if c.Int("gpus") < 0 {
-			return nil, usagef("--gpus %d: give 0 or more", c.Int("gpus"))
+			return nil, nil, usagef("--gpus %d: give 0 or more", c.Int("gpus"))
 		}
 		p.build.GPUs = c.Int("gpus")
 	}
@@ -199,7 +206,7 @@ func makePlan(c *cli.Context, e *env, extra []string, imageArg string) (*plan, e
 		p.build.Partition = c.String("partition")
 	}
 	if p.build.Time, err = container.JobTime(c.IsSet("time"), c.String("time"), cc.Time); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if s := c.String("setup"); s != "" {
 		abs := s
@@ -209,33 +216,33 @@ func makePlan(c *cli.Context, e *env, extra []string, imageArg string) (*plan, e
 		data, err := os.ReadFile(abs)
 		if err != nil {
 			if isNotExist(err) {
-				return nil, usagef("--setup %s: no such file; give the path of your setup script, e.g. --setup ./setup.sh", s)
+				return nil, nil, usagef("--setup %s: no such file; give the path of your setup script, e.g. --setup ./setup.sh", s)
 			}
-			return nil, fmt.Errorf("read setup script %q: %w", abs, err)
+			return nil, nil, fmt.Errorf("read setup script %q: %w", abs, err)
 		}
 		sum := sha256.Sum256(data)
 		p.setup, p.setupSHA = abs, hex.EncodeToString(sum[:])
 		first, _, _ := strings.Cut(string(data), "\n")
 		cmd, m, err := container.ScriptCommand(abs, e.cwd, first)
 		if err != nil {
-			return nil, usagef("%v", err)
+			return nil, nil, usagef("%v", err)
 		}
 		p.build.SetupCmd = cmd
 		p.build.Mounts = append(p.build.Mounts, m...)
 	}
 	if s := c.String("save"); s != "" {
 		if strings.HasSuffix(s, "/") {
-			return nil, usagef("--save %s: give a file name such as %sNAME.sqsh, not a directory", s, s)
+			return nil, nil, usagef("--save %s: give a file name such as %sNAME.sqsh, not a directory", s, s)
 		}
 		if !filepath.IsAbs(s) {
 			s = filepath.Join(e.cwd, s)
 		}
 		if err := container.CheckPath("--save path", s); err != nil {
-			return nil, usagef("%v", err)
+			return nil, nil, usagef("%v", err)
 		}
 		p.build.Save = s
 	}
-	return p, nil
+	return e, p, nil
 }
 
 // preflight runs the checks that need the outside world.
@@ -293,11 +300,7 @@ func build(c *cli.Context, sys container.Sys, extra []string) error {
 	if c.NArg() > 1 {
 		return usagef("one IMAGE at most, got %q; put srun options after --", strings.Join(c.Args().Slice(), " "))
 	}
-	e, err := loadEnv(c, sys)
-	if err != nil {
-		return err
-	}
-	p, err := makePlan(c, e, extra, c.Args().First())
+	e, p, err := makePlan(c, sys, extra)
 	if err != nil {
 		return err
 	}
@@ -604,11 +607,7 @@ func login(c *cli.Context, sys container.Sys) error {
 }
 
 func check(c *cli.Context, sys container.Sys) error {
-	e, err := loadEnv(c, sys)
-	if err != nil {
-		return err
-	}
-	p, err := makePlan(c, e, nil, c.Args().First())
+	e, p, err := makePlan(c, sys, nil)
 	if err != nil {
 		return err
 	}

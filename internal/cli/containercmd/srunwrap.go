@@ -37,7 +37,7 @@ func srunWrapFlags() []cli.Flag {
 	return append(configFlags(),
 		&cli.StringFlag{Name: "name", EnvVars: []string{"GPUSUITE_CONTAINER_NAME"}, Usage: "container `NAME` (default: from the directory's name, as sbuild made it)"},
 		&cli.IntFlag{Name: "gpus", EnvVars: []string{"GPUSUITE_GPUS"}, Usage: "GPUs to ask for, 0 for none (container.gpus)"},
-		&cli.StringFlag{Name: "partition", EnvVars: []string{"GPUSUITE_PARTITION"}, Usage: "Slurm `PARTITION` (container.partition)"},
+		partitionFlag(),
 		&cli.StringFlag{Name: "time", EnvVars: []string{"GPUSUITE_TIME"}, Usage: "time limit, as srun --time (container.time)"},
 		&cli.StringSliceFlag{Name: "mount", Usage: "extra bind mount `SRC:DST[:ro]`, repeatable; no ',' or ':' in paths (env GPUSUITE_MOUNTS, ';'-separated)"},
 		&cli.StringSliceFlag{Name: "env", Usage: "pass `NAME[=VALUE]` into the container, over the image's own value; repeatable"},
