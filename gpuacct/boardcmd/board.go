@@ -63,6 +63,19 @@ func flags() []cli.Flag {
 	}
 }
 
+// command is gpuacct free or status over the board's flags: show is
+// given the board as loaded.
+func command(d Deps, name, usage, usageText string, show func(*cli.Context, *view) error) *cli.Command {
+	return &cli.Command{Name: name, Usage: usage, UsageText: usageText, Flags: flags(),
+		Action: func(c *cli.Context) error {
+			v, err := load(c, d, name)
+			if err != nil {
+				return err
+			}
+			return show(c, v)
+		}}
+}
+
 // view is the board's view with how the command had it.
 type view struct {
 	*board.View

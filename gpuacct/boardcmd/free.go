@@ -13,22 +13,16 @@ import (
 
 // FreeCommand is `gpuacct free`.
 func FreeCommand(d Deps) *cli.Command {
-	return &cli.Command{
-		Name:      "free",
-		Usage:     "free GPUs now, per model and partition, and on which nodes",
-		UsageText: "gpuacct free [--format json] [--no-slurm | --slurm-file FILE] [--live-dir DIR]",
-		Flags:     flags(),
-		Action: cliwire.NoArgs(func(c *cli.Context) error {
-			v, err := load(c, d, "free")
-			if err != nil {
-				return err
-			}
+	cmd := command(d, "free", "free GPUs now, per model and partition, and on which nodes",
+		"gpuacct free [--format json] [--no-slurm | --slurm-file FILE] [--live-dir DIR]",
+		func(_ *cli.Context, v *view) error {
 			if v.json {
-				return writeFreeJSON(d.Stdout, v)
+				return writeJSON(d.Stdout, "free", v.Free())
 			}
 			return writeFree(d.Stdout, v)
-		}),
-	}
+		})
+	cmd.Action = cliwire.NoArgs(cmd.Action)
+	return cmd
 }
 
 func writeFree(w io.Writer, v *view) error {
@@ -69,8 +63,4 @@ func writeFree(w io.Writer, v *view) error {
 		return fmt.Errorf("free: %w", err)
 	}
 	return nil
-}
-
-func writeFreeJSON(w io.Writer, v *view) error {
-	return writeJSON(w, "free", v.Free())
 }

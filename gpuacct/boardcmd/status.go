@@ -20,16 +20,9 @@ const maxProcsShown = 4
 
 // StatusCommand is `gpuacct status [NODE...]`.
 func StatusCommand(d Deps) *cli.Command {
-	return &cli.Command{
-		Name:      "status",
-		Usage:     "each GPU now: state, job, user, utilization, memory and processes",
-		UsageText: "gpuacct status [NODE...] [--format json] [--no-slurm | --slurm-file FILE] [--live-dir DIR]",
-		Flags:     flags(),
-		Action: func(c *cli.Context) error {
-			v, err := load(c, d, "status")
-			if err != nil {
-				return err
-			}
+	return command(d, "status", "each GPU now: state, job, user, utilization, memory and processes",
+		"gpuacct status [NODE...] [--format json] [--no-slurm | --slurm-file FILE] [--live-dir DIR]",
+		func(c *cli.Context, v *view) error {
 			nodes := v.Board.Nodes
 			if c.Args().Len() > 0 {
 				nodes = nil
@@ -42,11 +35,10 @@ func StatusCommand(d Deps) *cli.Command {
 				}
 			}
 			if v.json {
-				return writeStatusJSON(d.Stdout, v, nodes)
+				return writeJSON(d.Stdout, "status", v.Status(nodes))
 			}
 			return writeStatus(d.Stdout, v, nodes)
-		},
-	}
+		})
 }
 
 func writeStatus(w io.Writer, v *view, nodes []board.Node) error {
@@ -58,18 +50,10 @@ func writeStatus(w io.Writer, v *view, nodes []board.Node) error {
 	t := &table.Table{
 		Title: "GPUs at " + v.stamp(v.Board.At),
 		Columns: []table.Column{
-			{Key: "node", Title: "NODE"},
-			{Key: "slurm", Title: "SLURM"},
-			{Key: "gpu", Title: "GPU", Kind: table.Int},
-			{Key: "model", Title: "MODEL"},
-			{Key: "state", Title: "STATE"},
-			{Key: "job", Title: "JOB"},
-			{Key: "elapsed", Title: "ELAPSED"},
-			{Key: "user", Title: "USER"},
-			{Key: "util", Title: "UTIL%", Kind: table.Int},
-			{Key: "mem", Title: "MEM MiB"},
-			{Key: "procs", Title: "PROCESSES (pid:user:job:MiB)"},
-			{Key: "note", Title: "NOTE"},
+			{Key: "node", Title: "NODE"}, {Key: "slurm", Title: "SLURM"}, {Key: "gpu", Title: "GPU", Kind: table.Int},
+			{Key: "model", Title: "MODEL"}, {Key: "state", Title: "STATE"}, {Key: "job", Title: "JOB"},
+			{Key: "elapsed", Title: "ELAPSED"}, {Key: "user", Title: "USER"}, {Key: "util", Title: "UTIL%", Kind: table.Int},
+			{Key: "mem", Title: "MEM MiB"}, {Key: "procs", Title: "PROCESSES (pid:user:job:MiB)"}, {Key: "note", Title: "NOTE"},
 		},
 	}
 	for _, n := range nodes {
@@ -164,8 +148,4 @@ func procs(ps []record.LiveProc) string {
 		out = append(out, s)
 	}
 	return dash(strings.Join(out, " "))
-}
-
-func writeStatusJSON(w io.Writer, v *view, nodes []board.Node) error {
-	return writeJSON(w, "status", v.Status(nodes))
 }

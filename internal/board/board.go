@@ -1,7 +1,9 @@
 package board
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -499,12 +501,8 @@ func totals(nodes []Node) Totals {
 	for _, fc := range free {
 		t.Free = append(t.Free, *fc)
 	}
-	sort.Slice(t.Free, func(i, j int) bool {
-		a, b := t.Free[i], t.Free[j]
-		if a.Model != b.Model {
-			return a.Model < b.Model
-		}
-		return a.Partition < b.Partition
+	slices.SortFunc(t.Free, func(a, b FreeCount) int {
+		return cmp.Or(cmp.Compare(a.Model, b.Model), cmp.Compare(a.Partition, b.Partition))
 	})
 	return t
 }

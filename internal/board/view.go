@@ -1,7 +1,8 @@
 package board
 
 import (
-	"sort"
+	"cmp"
+	"slices"
 	"time"
 )
 
@@ -112,12 +113,7 @@ func groups(nodes []Node) []Group {
 			g.Rows = append(g.Rows, *r)
 		}
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].part != keys[j].part {
-			return keys[i].part < keys[j].part
-		}
-		return keys[i].model < keys[j].model
-	})
+	slices.SortFunc(keys, func(a, b key) int { return cmp.Or(cmp.Compare(a.part, b.part), cmp.Compare(a.model, b.model)) })
 	out := make([]Group, 0, len(keys))
 	for _, k := range keys {
 		out = append(out, *byKey[k])

@@ -25,40 +25,27 @@ type stateLook struct {
 // Word is the state's name, as the cells and the legend print it.
 func (l stateLook) Word() string { return string(l.State) }
 
-// legendOrder is the states in the legend's order.
-func legendOrder() [9]board.State {
-	return [...]board.State{board.Free, board.Busy, board.Idle, board.Foreign, board.Reserved, board.Booked, board.Drained, board.Down, board.Stale}
-}
-
 // legend is every state's look, in the legend's order.
-func legend() []stateLook {
-	var out []stateLook
-	for _, s := range legendOrder() {
-		out = append(out, lookOf(s))
+func legend() [9]stateLook {
+	return [...]stateLook{
+		{board.Free, "○", "no job holds it: you can get it now"},
+		{board.Busy, "●", "allocated to a job and working"},
+		{board.Idle, "◐", "allocated, but its jobs idle (the agent's idle rule)"},
+		{board.Foreign, "⚠", "a process outside the GPU's job, or on a GPU no job holds"},
+		{board.Reserved, "R", "free, in a Slurm reservation in force"},
+		{board.Booked, "B", "free, but a note claims it"},
+		{board.Drained, "⊘", "Slurm drains the node"},
+		{board.Down, "✕", "Slurm has the node down, or does not know it"},
+		{board.Stale, "?", "no fresh snapshot from the node's agent: state unknown"},
 	}
-	return out
 }
 
+// lookOf is s's look in the legend; a state the legend lacks gets a dot.
 func lookOf(s board.State) stateLook {
-	switch s {
-	case board.Free:
-		return stateLook{s, "○", "no job holds it: you can get it now"}
-	case board.Busy:
-		return stateLook{s, "●", "allocated to a job and working"}
-	case board.Idle:
-		return stateLook{s, "◐", "allocated, but its jobs idle (the agent's idle rule)"}
-	case board.Foreign:
-		return stateLook{s, "⚠", "a process outside the GPU's job, or on a GPU no job holds"}
-	case board.Reserved:
-		return stateLook{s, "R", "free, in a Slurm reservation in force"}
-	case board.Booked:
-		return stateLook{s, "B", "free, but a note claims it"}
-	case board.Drained:
-		return stateLook{s, "⊘", "Slurm drains the node"}
-	case board.Down:
-		return stateLook{s, "✕", "Slurm has the node down, or does not know it"}
-	case board.Stale:
-		return stateLook{s, "?", "no fresh snapshot from the node's agent: state unknown"}
+	for _, l := range legend() {
+		if l.State == s {
+			return l
+		}
 	}
 	return stateLook{State: s, Symbol: "·"}
 }
@@ -154,7 +141,7 @@ func (f boardFrag) Booked() int       { return f.v.Board.Totals.Booked }
 func (f boardFrag) Idle() int         { return f.v.Board.Totals.IdleAllocated }
 func (f boardFrag) Running() int      { return f.v.Board.Totals.RunningJobs }
 
-func (f boardFrag) Legend() []stateLook { return legend() }
+func (f boardFrag) Legend() [9]stateLook { return legend() }
 
 type freeRow struct {
 	Model, Partition string
@@ -238,21 +225,22 @@ func (n boardNode) StaleSince() *age {
 func (n boardNode) GPUs() []cellView {
 	out := make([]cellView, 0, len(n.r.GPUs))
 	for _, g := range n.r.GPUs {
-		out = append(out, cellView{n: n.r.Node, g: g, f: n.f})
+		out = append(out, cellView{n: n.r.Node, g: g, look: lookOf(g.State), f: n.f})
 	}
 	return out
 }
 
 // cellView is one GPU's cell.
 type cellView struct {
-	n *board.Node
-	g *board.GPU
-	f boardFrag
+	n    *board.Node
+	g    *board.GPU
+	look stateLook
+	f    boardFrag
 }
 
 func (c cellView) ID() string      { return "gpu-" + c.n.Name + "-" + strconv.Itoa(c.g.Index) }
 func (c cellView) Index() int      { return c.g.Index }
-func (c cellView) Look() stateLook { return lookOf(c.g.State) }
+func (c cellView) Look() stateLook { return c.look }
 func (c cellView) Model() string   { return c.g.Model }
 func (c cellView) UUID() string    { return c.g.UUID }
 func (c cellView) Notes() []cellNote {
