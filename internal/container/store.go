@@ -101,12 +101,9 @@ func Exists(dataPath, name string) (bool, error) {
 // List returns the user's pyxis containers in dataPath, by name, with
 // their size and metadata. A missing data path is an empty list.
 func List(dataPath string, withSize bool) ([]Entry, error) {
-	des, err := os.ReadDir(dataPath)
+	des, err := readData(dataPath)
 	if err != nil {
-		if isNotExist(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("read enroot data path %q: %w", dataPath, err)
+		return nil, err
 	}
 	var out []Entry
 	for _, de := range des {
@@ -130,14 +127,23 @@ func List(dataPath string, withSize bool) ([]Entry, error) {
 	return out, nil
 }
 
+// readData lists the data path; a missing one lists nothing.
+func readData(dataPath string) ([]os.DirEntry, error) {
+	des, err := os.ReadDir(dataPath)
+	if isNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read enroot data path %q: %w", dataPath, err)
+	}
+	return des, nil
+}
+
 // OrphanMeta lists metadata files whose container is gone.
 func OrphanMeta(dataPath string) ([]string, error) {
-	des, err := os.ReadDir(dataPath)
+	des, err := readData(dataPath)
 	if err != nil {
-		if isNotExist(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("read enroot data path %q: %w", dataPath, err)
+		return nil, err
 	}
 	var out []string
 	for _, de := range des {

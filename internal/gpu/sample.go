@@ -301,33 +301,13 @@ func (d *Device) read() Reading {
 		}
 		return ret
 	})
-	try("power", func() nvml.Return {
-		p, ret := dev.GetPowerUsage()
-		if ret == nvml.SUCCESS {
-			r.PowerMW = &p
-		}
-		return ret
-	})
-	try("energy", func() nvml.Return {
-		e, ret := dev.GetTotalEnergyConsumption()
-		if ret == nvml.SUCCESS {
-			r.EnergyMJ = &e
-		}
-		return ret
-	})
+	try("power", func() nvml.Return { return readInto(&r.PowerMW, dev.GetPowerUsage) })
+	try("energy", func() nvml.Return { return readInto(&r.EnergyMJ, dev.GetTotalEnergyConsumption) })
 	try("temp", func() nvml.Return {
-		t, ret := dev.GetTemperature(nvml.TEMPERATURE_GPU)
-		if ret == nvml.SUCCESS {
-			r.TempC = &t
-		}
-		return ret
+		return readInto(&r.TempC, func() (uint32, nvml.Return) { return dev.GetTemperature(nvml.TEMPERATURE_GPU) })
 	})
 	try("sm_clock", func() nvml.Return {
-		c, ret := dev.GetClockInfo(nvml.CLOCK_SM)
-		if ret == nvml.SUCCESS {
-			r.SMClockMHz = &c
-		}
-		return ret
+		return readInto(&r.SMClockMHz, func() (uint32, nvml.Return) { return dev.GetClockInfo(nvml.CLOCK_SM) })
 	})
 	try("throttle", func() nvml.Return {
 		t, ret := dev.GetCurrentClocksEventReasons()
@@ -341,11 +321,9 @@ func (d *Device) read() Reading {
 		return ret
 	})
 	try("ecc", func() nvml.Return {
-		e, ret := dev.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.AGGREGATE_ECC)
-		if ret == nvml.SUCCESS {
-			r.ECCErrors = &e
-		}
-		return ret
+		return readInto(&r.ECCErrors, func() (uint64, nvml.Return) {
+			return dev.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.AGGREGATE_ECC)
+		})
 	})
 	try("procs", func() nvml.Return {
 		p, ret := dev.GetComputeRunningProcesses()
@@ -394,4 +372,14 @@ func cutLast(missing []string) (string, string, bool) {
 		}
 	}
 	return last, "unknown", false
+}
+
+// readInto sets *dst to what read gives when NVML says SUCCESS, and
+// returns what NVML said.
+func readInto[T any](dst **T, read func() (T, nvml.Return)) nvml.Return {
+	v, ret := read()
+	if ret == nvml.SUCCESS {
+		*dst = &v
+	}
+	return ret
 }
