@@ -37,6 +37,7 @@ import (
 	"crypto/sha256"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/user"
@@ -152,7 +153,9 @@ var (
 	goVersion    = regexp.MustCompile(`(?m)^(  go version: +)go\S+$`)
 	scratch      = regexp.MustCompile(`/dev/shm/gpusuite-demo-cluster-[0-9]+`)
 	timestamp    = regexp.MustCompile(`\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)?`)
-	ago          = regexp.MustCompile(`\b((?:\d+h)?(?:\d+m)?\d+(?:\.\d+)?(?:s|ms|µs)) ago`)
+	ago          = regexp.MustCompile(`\b\d+(?:\.\d+)?(?:h|ms|µs|m|s)(?: ?\d+(?:\.\d+)?(?:h|ms|µs|m|s))* ago`)
+	epoch        = regexp.MustCompile(`\b\d{13}\b|\b\d{10}\b`)
+	agoWords     = regexp.MustCompile(`\b\d+ (?:s|min|h) ago`)
 	jsonDuration = regexp.MustCompile(`("[a-z_]+_s": ?)(\d+(?:\.\d+)?)`)
 	digit        = regexp.MustCompile(`\d`)
 	fraction     = regexp.MustCompile(`\.\d+`)
@@ -177,6 +180,8 @@ func (w *world) normalise(s string, clock bool) string {
 		for _, layout := range []string{time.RFC3339Nano, time.RFC3339, "2006-01-02T15:04:05", "2006-01-02 15:04:05 MST", "2006-01-02 15:04:05", "2006-01-02 15:04"} {
 			known = append(known, named{at.UTC().Format(layout), "<" + name + ">"})
 		}
+		// As the dashboard's scripts take them: Unix milliseconds.
+		known = append(known, named{strconv.FormatInt(at.UnixMilli(), 10), "<" + name + ">"})
 	}
 	sort.Slice(known, func(i, j int) bool {
 		if len(known[i].text) != len(known[j].text) {
@@ -194,11 +199,34 @@ func (w *world) normalise(s string, clock bool) string {
 		}
 		return digit.ReplaceAllString(fraction.ReplaceAllString(m, ""), "#")
 	})
-	s = ago.ReplaceAllStringFunc(s, func(m string) string {
-		d, err := time.ParseDuration(strings.TrimSuffix(m, " ago"))
+	s = epoch.ReplaceAllStringFunc(s, func(m string) string {
+		n, err := strconv.ParseInt(m, 10, 64)
 		if err != nil {
 			return m
 		}
+		at := time.Unix(n, 0)
+		if len(m) == 13 {
+			at = time.UnixMilli(n)
+		}
+		if at.Sub(w.now).Abs() > 48*time.Hour {
+			return m
+		}
+		return digit.ReplaceAllString(m, "#")
+	})
+	s = ago.ReplaceAllStringFunc(s, func(m string) string {
+		d, err := time.ParseDuration(strings.ReplaceAll(strings.TrimSuffix(m, " ago"), " ", ""))
+		if err != nil {
+			return m
+		}
+		return fmt.Sprintf("~%s ago", d.Truncate(5*time.Minute))
+	})
+	s = agoWords.ReplaceAllStringFunc(s, func(m string) string {
+		f := strings.Fields(m)
+		n, err := strconv.Atoi(f[0])
+		if err != nil {
+			return m
+		}
+		d := time.Duration(n) * map[string]time.Duration{"s": time.Second, "min": time.Minute, "h": time.Hour}[f[1]]
 		return fmt.Sprintf("~%s ago", d.Truncate(5*time.Minute))
 	})
 	s = energy.ReplaceAllString(s, "${1}#")
@@ -210,6 +238,19 @@ func (w *world) normalise(s string, clock bool) string {
 		}
 		return fmt.Sprintf("%s\"~%dm\"", sub[1], int64(v)/300*5)
 	})
+}
+
+// env is the environment every command runs in, extra (expanded) last:
+// none of the test's own, so that nothing of the machine leaks in.
+func (w *world) env(extra []string) []string {
+	env := []string{
+		"PATH=" + filepath.Join(w.dir, "stubs") + ":/usr/bin:/bin", "HOME=" + filepath.Join(w.dir, "home"), "TZ=UTC", "LANG=C.UTF-8",
+		"USER=" + w.user, "GPUSUITE_CONFIG=" + filepath.Join(w.dir, "gpusuite.toml"),
+	}
+	for _, e := range extra {
+		env = append(env, w.expand(e))
+	}
+	return env
 }
 
 // run runs one case and returns what its golden holds.
@@ -227,13 +268,7 @@ func (w *world) run(t *testing.T, c tcase) string {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Dir = filepath.Join(w.dir, c.dir)
-	cmd.Env = []string{
-		"PATH=" + filepath.Join(w.dir, "stubs") + ":/usr/bin:/bin", "HOME=" + filepath.Join(w.dir, "home"), "TZ=UTC", "LANG=C.UTF-8",
-		"USER=" + w.user, "GPUSUITE_CONFIG=" + filepath.Join(w.dir, "gpusuite.toml"),
-	}
-	for _, e := range c.env {
-		cmd.Env = append(cmd.Env, w.expand(e))
-	}
+	cmd.Env = w.env(c.env)
 	cmd.Stdin = strings.NewReader(w.expand(c.stdin))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &bounded{b: &stdout}, &bounded{b: &stderr}
@@ -378,6 +413,26 @@ func (w *world) rewind(t *testing.T) {
 	w.writeFixture(t)
 }
 
+// check compares got with testdata/name.golden, or writes it there
+// under -update.
+func (w *world) check(t *testing.T, name, got string) {
+	t.Helper()
+	golden := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run with -update to record it)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s: output differs from %s (-want +got):\n%s", name, golden, diff)
+	}
+}
+
 func TestOutputs(t *testing.T) {
 	bin := binDir(t)
 	start := time.Now()
@@ -393,23 +448,20 @@ func TestOutputs(t *testing.T) {
 		}
 		// Each case runs in order (later ones read what earlier ones
 		// wrote), so a failed one is reported and the rest go on.
-		t.Run(c.name, func(t *testing.T) {
-			got := w.run(t, c)
-			golden := filepath.Join("testdata", c.name+".golden")
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update to record it)", err)
-			}
-			if diff := cmp.Diff(string(want), got); diff != "" {
-				t.Errorf("%s: output differs from %s (-want +got):\n%s", c.name, golden, diff)
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { w.check(t, c.name, w.run(t, c)) })
+	}
+	// The dashboard and API of gpuacct serve over the same ledger and a
+	// fresh board.
+	w.rewind(t)
+	addr := w.serve(t)
+	client := &http.Client{Timeout: runTimeout}
+	for _, p := range pages() {
+		name := "serve-" + p.name
+		if seen[name] {
+			t.Fatalf("two cases named %s", name)
+		}
+		seen[name] = true
+		t.Run(name, func(t *testing.T) { w.check(t, name, w.get(t, client, addr, p)) })
 	}
 	if *update {
 		// A case dropped from the corpus leaves no stale golden behind.
