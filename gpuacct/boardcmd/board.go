@@ -1,5 +1,9 @@
 // Package boardcmd is the command line of gpuacct free and gpuacct status
 // over internal/board: the agents' live snapshots joined with Slurm's view.
+//
+// Files: board.go (Deps, the shared flags, loading the board), free.go
+// (gpuacct free), status.go (gpuacct status), notes.go (the ledger's notes
+// in force, read-only).
 package boardcmd
 
 import (

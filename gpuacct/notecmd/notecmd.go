@@ -1,6 +1,9 @@
 // Package notecmd is the command line of gpuacct note: notes and
 // bookings on a node or one GPU, kept in the ledger through the request
 // queue (internal/requests) and checked by internal/notes.
+//
+// Files: notecmd.go (Deps, gpuacct note and what its subcommands share),
+// add.go, list.go (with the clusters -M chooses), rm.go.
 package notecmd
 
 import (

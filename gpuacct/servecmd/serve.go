@@ -1,6 +1,11 @@
 // Package servecmd is `gpuacct serve`: the ingest daemon composed with the web
 // dashboard and JSON API on one HTTP mux. It is composed here, so that
 // internal/ingest does not know internal/web.
+//
+// Files: serve.go (Main: flags, the writer lock, the ingest loop and the
+// web), front.go (the one mux: /metrics beside the dashboard), standby.go
+// (systemd's READY, STATUS and watchdog while serve waits for the lock or
+// serves read-only).
 package servecmd
 
 import (

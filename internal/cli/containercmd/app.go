@@ -3,6 +3,10 @@
 // What they do is internal/container. It sits under internal/cli, where
 // alone an internal package may import urfave/cli, because two binaries
 // share it.
+//
+// Files: app.go (the shared setup and OSSys), sbuild.go (sbuild and its
+// subcommands), rebuild.go (--rebuild: the new container beside the old),
+// srunwrap.go (srun-wrap).
 package containercmd
 
 import (

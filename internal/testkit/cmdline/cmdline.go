@@ -1,5 +1,10 @@
 // Package cmdline holds the command-line checks every gpusuite binary's
 // tests share. It is for tests only.
+//
+// Files: cmdline.go (running a main, --version and bad input), help.go
+// (every command of an app, help defaults and examples), docs.go (man pages
+// and completions against their golden files), overlay.go (flags over the
+// config file).
 package cmdline
 
 import (
