@@ -293,7 +293,8 @@ func (f *fixture) cliOut(t *testing.T, now time.Time, args ...string) []byte {
 		Euid: func() int { return 0 }, Username: func() string { return "root" }}
 	app := &cli.App{Name: "gpuacct", Flags: []cli.Flag{cliwire.ConfigFlag()}, Writer: &out, ErrWriter: &errb,
 		Commands: []*cli.Command{reportcmd.ReportCommand(d), reportcmd.JobCommand(d)}}
-	if err := app.Run(append([]string{"gpuacct"}, args...)); err != nil {
+	// Flags after the JOBID, as cliwire.Run lets gpuacct take them.
+	if err := app.Run(cliwire.Reorder(app, append([]string{"gpuacct"}, args...))); err != nil {
 		t.Fatalf("gpuacct %s: %v (%s)", strings.Join(args, " "), err, errb.String())
 	}
 	return out.Bytes()
