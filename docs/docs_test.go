@@ -492,3 +492,28 @@ func TestPathsExist(t *testing.T) {
 		}
 	}
 }
+
+// TestFileMapsPresent: a package of three files or more has a file map
+// in its doc comment, as docs/architecture.md promises, so a reader finds
+// where each part lives without opening every file.
+func TestFileMapsPresent(t *testing.T) {
+	for _, p := range packages(t, "..") {
+		dir := filepath.Join("..", p)
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			t.Fatalf("glob %q: %v", dir, err)
+		}
+		n := 0
+		for _, f := range files {
+			if !strings.HasSuffix(f, "_test.go") {
+				n++
+			}
+		}
+		if n < 3 {
+			continue
+		}
+		if !fileName.MatchString(packageDoc(t, dir)) {
+			t.Errorf("the package comment of %s (%d files) names none of them: add its file map", p, n)
+		}
+	}
+}
