@@ -67,56 +67,50 @@ func NewView(b *Board, m Meta, slurmAsked bool, notesError string) *View {
 }
 
 // groups puts each node under its first partition, its GPUs split by
-// model; a node without GPUs has a row of no model.
+// model; a node without GPUs has a row of no model. Within a group the
+// rows keep the board's order.
 func groups(nodes []Node) []Group {
-	type key struct{ part, model string }
-	byKey := map[key]*Group{}
-	var keys []key
+	type keyed struct {
+		part, model string
+		row         Row
+	}
+	var rows []keyed
 	for i := range nodes {
 		n := &nodes[i]
-		part := ""
-		var also []string
+		k := keyed{row: Row{Node: n}}
 		if len(n.Partitions) > 0 {
-			part, also = n.Partitions[0], n.Partitions[1:]
-		}
-		rows := map[string]*Row{}
-		var models []string
-		for j := range n.GPUs {
-			g := &n.GPUs[j]
-			r := rows[g.Model]
-			if r == nil {
-				r = &Row{Node: n, Also: also}
-				rows[g.Model] = r
-				models = append(models, g.Model)
-			}
-			r.GPUs = append(r.GPUs, g)
+			k.part, k.row.Also = n.Partitions[0], n.Partitions[1:]
 		}
 		if len(n.GPUs) == 0 {
-			rows[""] = &Row{Node: n, Also: also}
-			models = append(models, "")
+			rows = append(rows, k)
+			continue
 		}
-		for _, m := range models {
-			k := key{part, m}
-			g := byKey[k]
-			if g == nil {
-				g = &Group{Partition: part, Model: m}
-				byKey[k] = g
-				keys = append(keys, k)
+		first := len(rows)
+		for j := range n.GPUs {
+			g := &n.GPUs[j]
+			at := slices.IndexFunc(rows[first:], func(r keyed) bool { return r.model == g.Model })
+			if at < 0 {
+				at = len(rows) - first
+				k.model = g.Model
+				rows = append(rows, k)
 			}
-			r := rows[m]
-			for _, c := range r.GPUs {
-				g.Total++
-				if IsFree(c.State) {
-					g.Free++
-				}
-			}
-			g.Rows = append(g.Rows, *r)
+			rows[first+at].row.GPUs = append(rows[first+at].row.GPUs, g)
 		}
 	}
-	slices.SortFunc(keys, func(a, b key) int { return cmp.Or(cmp.Compare(a.part, b.part), cmp.Compare(a.model, b.model)) })
-	out := make([]Group, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, *byKey[k])
+	slices.SortStableFunc(rows, func(a, b keyed) int { return cmp.Or(cmp.Compare(a.part, b.part), cmp.Compare(a.model, b.model)) })
+	var out []Group
+	for _, r := range rows {
+		if len(out) == 0 || out[len(out)-1].Partition != r.part || out[len(out)-1].Model != r.model {
+			out = append(out, Group{Partition: r.part, Model: r.model})
+		}
+		g := &out[len(out)-1]
+		g.Rows = append(g.Rows, r.row)
+		for _, c := range r.row.GPUs {
+			g.Total++
+			if IsFree(c.State) {
+				g.Free++
+			}
+		}
 	}
 	return out
 }
