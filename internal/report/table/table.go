@@ -51,14 +51,14 @@ const (
 
 // ParseUnits reads --units (-t), case-insensitive as sreport's -t is.
 func ParseUnits(s string) (Units, error) {
-	switch u := Units(strings.ToLower(s)); u {
-	case Seconds, Hours, Minutes, Pct:
+	if u, ok := unitNames[strings.ToLower(s)]; ok {
 		return u, nil
-	case "":
-		return Hours, nil
 	}
 	return "", fmt.Errorf("--units %q is not seconds, minutes, hours or percent", s)
 }
+
+// unitNames are the names --units takes; none is hours.
+var unitNames = map[string]Units{"": Hours, string(Seconds): Seconds, string(Hours): Hours, string(Minutes): Minutes, string(Pct): Pct}
 
 // Column describes one column.
 type Column struct {
@@ -126,14 +126,16 @@ const (
 
 // ParseFormat reads --format.
 func ParseFormat(s string) (Format, error) {
-	switch f := Format(strings.ToLower(s)); f {
-	case "", Aligned, "text":
-		return Aligned, nil
-	case CSV, TSV, JSON, Parsable:
+	if f, ok := formatNames[strings.ToLower(s)]; ok {
 		return f, nil
 	}
 	return "", fmt.Errorf("--format %q is not table, csv, tsv or json", s)
 }
+
+// formatNames are the names --format takes; none and "text" are the
+// aligned table.
+var formatNames = map[string]Format{"": Aligned, string(Aligned): Aligned, "text": Aligned, string(CSV): CSV, string(TSV): TSV,
+	string(JSON): JSON, string(Parsable): Parsable}
 
 // Options control writing.
 type Options struct {

@@ -273,3 +273,24 @@ func TestSlurmElapsed(t *testing.T) {
 		}
 	}
 }
+
+// TestUnitOf: a name's unit is read from its last part, the longer of
+// two parts that end alike winning (_gpu_seconds is not _s).
+func TestUnitOf(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		want Unit
+	}{
+		{"nvlink_rx_bytes_per_s", UnitBytesPerSecond}, {"alloc_gpu_seconds", UnitGPUSeconds}, {"sample_s", UnitSeconds},
+		{"idle_seconds", UnitSeconds}, {"seconds", UnitSeconds}, {"alloc_gpu_minutes", UnitGPUMinutes}, {"used_gpu_hours", UnitGPUHours},
+		{"share_gpu_pct", UnitShare}, {"util_pct", UnitPercent}, {"util_max", UnitPercent}, {"power_w", UnitWatts},
+		{"energy_mj", UnitMillijoules}, {"energy_kwh", UnitKWh}, {"mem_used_mib", UnitMiB}, {"clock_sm_mhz", UnitMHz},
+		{"temp_c", UnitCelsius}, {"jobs", NoUnit}, {"", NoUnit},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := UnitOf(tc.name); got != tc.want {
+				t.Errorf("UnitOf(%q) = %v, want %v", tc.name, got, tc.want)
+			}
+		})
+	}
+}

@@ -83,33 +83,27 @@ func Round(v float64, places int) float64 {
 // UnitOf is the unit of a column, key or metric by its name, whose unit
 // comes last (record.Catalogue's names, the exports' columns).
 func UnitOf(name string) Unit {
-	switch {
-	case strings.HasSuffix(name, "_bytes_per_s"):
-		return UnitBytesPerSecond
-	case strings.HasSuffix(name, "_gpu_seconds"):
-		return UnitGPUSeconds
-	case strings.HasSuffix(name, "_s"), strings.HasSuffix(name, "_seconds"), name == "seconds":
+	switch name {
+	case "seconds":
 		return UnitSeconds
-	case strings.HasSuffix(name, "_minutes"):
-		return UnitGPUMinutes
-	case strings.HasSuffix(name, "_hours"):
-		return UnitGPUHours
-	case strings.HasSuffix(name, "_gpu_pct"):
-		return UnitShare
-	case strings.HasSuffix(name, "_pct"), name == "util_max":
+	case "util_max":
 		return UnitPercent
-	case strings.HasSuffix(name, "_w"):
-		return UnitWatts
-	case strings.HasSuffix(name, "_mj"):
-		return UnitMillijoules
-	case strings.HasSuffix(name, "_kwh"):
-		return UnitKWh
-	case strings.HasSuffix(name, "_mib"):
-		return UnitMiB
-	case strings.HasSuffix(name, "_mhz"):
-		return UnitMHz
-	case strings.HasSuffix(name, "_c"):
-		return UnitCelsius
+	}
+	for _, s := range unitSuffixes {
+		if strings.HasSuffix(name, s.suffix) {
+			return s.unit
+		}
 	}
 	return NoUnit
+}
+
+// unitSuffixes are the names' last parts and their units, the longer of
+// two that end alike first (_gpu_seconds before _s).
+var unitSuffixes = []struct {
+	suffix string
+	unit   Unit
+}{
+	{"_bytes_per_s", UnitBytesPerSecond}, {"_gpu_seconds", UnitGPUSeconds}, {"_s", UnitSeconds}, {"_seconds", UnitSeconds},
+	{"_minutes", UnitGPUMinutes}, {"_hours", UnitGPUHours}, {"_gpu_pct", UnitShare}, {"_pct", UnitPercent}, {"_w", UnitWatts},
+	{"_mj", UnitMillijoules}, {"_kwh", UnitKWh}, {"_mib", UnitMiB}, {"_mhz", UnitMHz}, {"_c", UnitCelsius},
 }
