@@ -13,7 +13,8 @@
 //
 //	engine_open.go        Open, Options, SQLite's file lock and journal, schema migrations (migrations/<engine>/)
 //	engine_postgres.go    PostgreSQL's open through pgx's pool, the writer's advisory lock, the schema table
-//	engine_conn.go        every statement passes through the engine's dialect (package dialect)
+//	engine_conn.go        every statement passes through the engine's dialect (package dialect);
+//	                      eachRow and collect read a query's rows, for reads and writes alike
 //	engine_errors.go      the driver's errors translated once into ErrBusy, ErrNotLedger, ErrResource
 //	engine_fence.go       PostgreSQL: a write only on the session that holds the writer lock, else ErrLockLost
 //	engine_reader.go      read-only opens without a writer

@@ -188,3 +188,38 @@ func keyOf(row []any, keyAt []int) []any {
 	}
 	return k
 }
+
+// eachRow calls fn for every row of a query's result (rows, err) and
+// closes the rows; fn's error stops it. Its errors are the query's, fn's
+// and the rows' own as they are, so that each read wraps them once, in
+// its own words. Rows: database/sql's, or a batch's (Batch.query).
+func eachRow(rows batchRows, err error, fn func(r batchRows) error) error {
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// collect is eachRow's rows read into a T each through scan: nil when
+// there are none, nil with the error when one fails.
+func collect[T any](rows batchRows, err error, scan func(r batchRows, v *T) error) ([]T, error) {
+	var out []T
+	err = eachRow(rows, err, func(r batchRows) error {
+		var v T
+		if err := scan(r, &v); err != nil {
+			return err
+		}
+		out = append(out, v)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

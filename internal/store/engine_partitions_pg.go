@@ -146,25 +146,19 @@ func (s *Store) dropSamplePartitions(ctx context.Context, before time.Time) (int
 func oldSamplePartitions(ctx context.Context, tx *ledgerTx, before time.Time) ([]string, error) {
 	rows, err := translateRows(tx.Tx.QueryContext(ctx, `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
  WHERE i.inhparent = CAST('samples' AS regclass) ORDER BY c.relname`))
-	if err != nil {
-		return nil, fmt.Errorf("list sample partitions: %w", err)
-	}
-	defer rows.Close()
 	var old []string
-	for rows.Next() {
+	err = eachRow(rows, err, func(r batchRows) error {
 		var name string
-		if err := rows.Scan(&name); err != nil {
-			return nil, fmt.Errorf("list sample partitions: %w", err)
+		if err := r.Scan(&name); err != nil {
+			return err
 		}
 		from, err := time.Parse("200601", strings.TrimPrefix(name, samplePartitionPrefix))
-		if err != nil || !strings.HasPrefix(name, samplePartitionPrefix) {
-			continue
-		}
-		if !from.AddDate(0, 1, 0).After(before) {
+		if err == nil && strings.HasPrefix(name, samplePartitionPrefix) && !from.AddDate(0, 1, 0).After(before) {
 			old = append(old, name)
 		}
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("list sample partitions: %w", err)
 	}
 	return old, nil

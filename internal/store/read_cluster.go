@@ -19,25 +19,16 @@ func (s *Store) ClusterFactsIn(ctx context.Context, clusters []string, from, to 
 	b.WriteString(` ORDER BY cluster, node, start LIMIT ?`)
 	args = append(args, MaxClusterFacts+1)
 	rows, err := translateRows(s.db.QueryContext(ctx, b.String(), args...))
+	out.Events, err = collect(rows, err, func(r batchRows, e *SlurmEvent) error {
+		var end sql.NullInt64
+		var state int64
+		err := r.Scan(&e.Cluster, &e.Node, &e.Start, &end, &state, &e.Reason, &e.GPUs)
+		e.End, e.State = end.Int64, uint32(state)
+		return err
+	})
 	if err != nil {
 		return out, fmt.Errorf("read slurm events: %w", err)
 	}
-	for rows.Next() {
-		var e SlurmEvent
-		var end sql.NullInt64
-		var state int64
-		if err := rows.Scan(&e.Cluster, &e.Node, &e.Start, &end, &state, &e.Reason, &e.GPUs); err != nil {
-			rows.Close()
-			return out, fmt.Errorf("read slurm events: %w", err)
-		}
-		e.End, e.State = end.Int64, uint32(state)
-		out.Events = append(out.Events, e)
-	}
-	if err := rows.Err(); err != nil {
-		rows.Close()
-		return out, fmt.Errorf("read slurm events: %w", err)
-	}
-	rows.Close()
 	if len(out.Events) > MaxClusterFacts {
 		return out, fmt.Errorf("read slurm events: more than %d in the window", MaxClusterFacts)
 	}
@@ -49,18 +40,10 @@ func (s *Store) ClusterFactsIn(ctx context.Context, clusters []string, from, to 
 	b.WriteString(` ORDER BY cluster, start, id LIMIT ?`)
 	args = append(args, MaxClusterFacts+1)
 	rows, err = translateRows(s.db.QueryContext(ctx, b.String(), args...))
+	out.Reservations, err = collect(rows, err, func(r batchRows, v *SlurmReservation) error {
+		return r.Scan(&v.Cluster, &v.ID, &v.Start, &v.End, &v.Name, &v.Flags, &v.Nodes, &v.GPUs)
+	})
 	if err != nil {
-		return out, fmt.Errorf("read slurm reservations: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var r SlurmReservation
-		if err := rows.Scan(&r.Cluster, &r.ID, &r.Start, &r.End, &r.Name, &r.Flags, &r.Nodes, &r.GPUs); err != nil {
-			return out, fmt.Errorf("read slurm reservations: %w", err)
-		}
-		out.Reservations = append(out.Reservations, r)
-	}
-	if err := rows.Err(); err != nil {
 		return out, fmt.Errorf("read slurm reservations: %w", err)
 	}
 	if len(out.Reservations) > MaxClusterFacts {
@@ -96,22 +79,19 @@ func (s *Store) HourAllocs(ctx context.Context, clusters []string, from, to int6
 	b.WriteString(` GROUP BY hour, cluster LIMIT ?`)
 	args = append(args, MaxHourAllocs+1)
 	rows, err := translateRows(s.db.QueryContext(ctx, b.String(), args...))
-	if err != nil {
-		return fmt.Errorf("read allocations by hour: %w", err)
-	}
-	defer rows.Close()
 	n := 0
-	for rows.Next() {
+	err = eachRow(rows, err, func(r batchRows) error {
 		if n++; n > MaxHourAllocs {
-			return fmt.Errorf("read allocations by hour: more than %d cluster-hours in the window", MaxHourAllocs)
+			return fmt.Errorf("more than %d cluster-hours in the window", MaxHourAllocs)
 		}
 		var h HourAlloc
-		if err := rows.Scan(&h.Hour, &h.Cluster, &h.AllocS); err != nil {
-			return fmt.Errorf("read allocations by hour: %w", err)
+		if err := r.Scan(&h.Hour, &h.Cluster, &h.AllocS); err != nil {
+			return err
 		}
 		fn(h)
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("read allocations by hour: %w", err)
 	}
 	return nil
@@ -143,19 +123,11 @@ func (s *Store) NodeSpansIn(ctx context.Context, cluster string, nodes []string,
 	b.WriteString(` ORDER BY n.name, jn.start LIMIT ?`)
 	args = append(args, MaxNodeSpans+1)
 	rows, err := translateRows(s.db.QueryContext(ctx, b.String(), args...))
+	out, err := collect(rows, err, func(r batchRows, sp *NodeSpan) error {
+		sp.Cluster = cluster
+		return r.Scan(&sp.Node, &sp.Start, &sp.End, &sp.GPUs)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("read job parts on reserved nodes: %w", err)
-	}
-	defer rows.Close()
-	var out []NodeSpan
-	for rows.Next() {
-		sp := NodeSpan{Cluster: cluster}
-		if err := rows.Scan(&sp.Node, &sp.Start, &sp.End, &sp.GPUs); err != nil {
-			return nil, fmt.Errorf("read job parts on reserved nodes: %w", err)
-		}
-		out = append(out, sp)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read job parts on reserved nodes: %w", err)
 	}
 	if len(out) > MaxNodeSpans {

@@ -107,21 +107,13 @@ type GPURow struct {
 // cluster's size bounds it).
 func (s *Store) GPUs(ctx context.Context) ([]GPURow, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT g.id, g.node_id, g.uuid, g.idx FROM gpus g ORDER BY g.node_id, g.idx NULLS FIRST, g.uuid`)
-	if err != nil {
-		return nil, translate(err)
-	}
-	defer rows.Close()
-	var out []GPURow
-	for rows.Next() {
-		var g GPURow
+	out, err := collect(rows, err, func(r batchRows, g *GPURow) error {
 		var idx sql.NullInt64
-		if err := rows.Scan(&g.ID, &g.NodeID, &g.UUID, &idx); err != nil {
-			return nil, translate(err)
-		}
+		err := r.Scan(&g.ID, &g.NodeID, &g.UUID, &idx)
 		g.Index = ptrInt(idx)
-		out = append(out, g)
-	}
-	return out, translate(rows.Err())
+		return err
+	})
+	return out, translate(err)
 }
 
 // MetricNames lists the chosen metrics (not power_w) that a job run has

@@ -101,22 +101,18 @@ func (s *Store) Facts(ctx context.Context, q FactQuery, fn func(*FactRow)) error
 		b.WriteString(" GROUP BY hour, cluster, user, account, partition, model")
 	}
 	rows, err := s.db.QueryContext(ctx, b.String(), args...)
-	if err != nil {
-		return translate(err)
-	}
-	defer rows.Close()
 	var x FactRow
-	for rows.Next() {
-		if err := rows.Scan(&x.Start, &x.Cluster, &x.User, &x.Account, &x.Partition, &x.NodeID, &x.Model,
+	return translate(eachRow(rows, err, func(r batchRows) error {
+		if err := r.Scan(&x.Start, &x.Cluster, &x.User, &x.Account, &x.Partition, &x.NodeID, &x.Model,
 			&x.AllocS, &x.UsedS, &x.IdleS, &x.SampleS, &x.EnergyMJ, &x.Jobs); err != nil {
-			return translate(err)
+			return err
 		}
 		if sum {
 			x.Start = q.From
 		}
 		fn(&x)
-	}
-	return translate(rows.Err())
+		return nil
+	}))
 }
 
 // Distinct lists, sorted, the distinct values of a rollup column
@@ -143,19 +139,7 @@ func (s *Store) Distinct(ctx context.Context, col string, g Grain) ([]string, er
 // texts runs q and returns its one text column.
 func (s *Store) texts(ctx context.Context, q string, args ...any) ([]string, error) {
 	rows, err := translateRows(s.db.QueryContext(ctx, q, args...))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var v string
-		if err := rows.Scan(&v); err != nil {
-			return nil, translate(err)
-		}
-		out = append(out, v)
-	}
-	return out, translate(rows.Err())
+	return collect(rows, err, func(r batchRows, v *string) error { return r.Scan(v) })
 }
 
 // JobsHave reports whether any job (user, account, partition, cluster)

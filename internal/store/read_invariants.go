@@ -88,25 +88,21 @@ func (s *Store) HourViolations(ctx context.Context, hours []JobHour, limit int) 
 // job hours asked about.
 func (s *Store) violations(ctx context.Context, q string, args []any, want map[JobHour]bool) ([]HourViolation, error) {
 	rows, err := s.db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("check job hours: %w", translate(err))
-	}
-	defer rows.Close()
 	var out []HourViolation
-	for rows.Next() {
+	err = eachRow(rows, err, func(r batchRows) error {
 		var k JobHour
 		var v HourViolation
 		var jid int64
-		if err := rows.Scan(&k.Job, &k.Node, &k.Hour, &v.Alloc, &v.Used, &v.Idle, &v.Sampled, &v.Cluster, &jid, &v.Restart, &v.Node); err != nil {
-			return nil, fmt.Errorf("check job hours: %w", translate(err))
+		if err := r.Scan(&k.Job, &k.Node, &k.Hour, &v.Alloc, &v.Used, &v.Idle, &v.Sampled, &v.Cluster, &jid, &v.Restart, &v.Node); err != nil {
+			return err
 		}
-		if !want[k] {
-			continue
+		if want[k] {
+			v.JobID, v.Hour = uint64(jid), time.Unix(k.Hour*3600, 0).UTC()
+			out = append(out, v)
 		}
-		v.JobID, v.Hour = uint64(jid), time.Unix(k.Hour*3600, 0).UTC()
-		out = append(out, v)
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("check job hours: %w", translate(err))
 	}
 	return out, nil

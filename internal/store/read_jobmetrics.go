@@ -23,21 +23,13 @@ type JobMetricRow struct {
 func (s *Store) JobMetrics(ctx context.Context, row int64) ([]JobMetricRow, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT gpu_id, name, samples, seconds, value_s, peak, coalesce(unsupported, '')
  FROM job_gpu_metrics WHERE job = ? ORDER BY gpu_id, name LIMIT 100000`, row)
-	if err != nil {
-		return nil, translate(err)
-	}
-	defer rows.Close()
-	var out []JobMetricRow
-	for rows.Next() {
-		var m JobMetricRow
+	out, err := collect(rows, err, func(r batchRows, m *JobMetricRow) error {
 		var peak sql.NullFloat64
-		if err := rows.Scan(&m.GPUID, &m.Name, &m.Samples, &m.Seconds, &m.ValueS, &peak, &m.Unsupported); err != nil {
-			return nil, translate(err)
-		}
+		err := r.Scan(&m.GPUID, &m.Name, &m.Samples, &m.Seconds, &m.ValueS, &peak, &m.Unsupported)
 		m.Peak = ptrFloat(peak)
-		out = append(out, m)
-	}
-	return out, translate(rows.Err())
+		return err
+	})
+	return out, translate(err)
 }
 
 // GPUEventRow is one stored GPU event.
@@ -64,19 +56,11 @@ func (s *Store) JobGPUEvents(ctx context.Context, row int64, limit int) ([]GPUEv
    OR e.t_ns <= (n.end + ?) * 1000000000 AND NOT EXISTS (SELECT 1 FROM job_gpus o JOIN job_nodes m ON m.job = o.job AND m.node_id = o.node_id
     WHERE o.gpu_id = jg.gpu_id AND o.job <> jg.job AND m.start >= n.end AND m.start * 1000000000 < e.t_ns))
  WHERE jg.job = ? ORDER BY e.t_ns, e.gpu_id, e.kind LIMIT ?`, JobEventGrace, row, limit)
-	if err != nil {
-		return nil, translate(err)
-	}
-	defer rows.Close()
-	var out []GPUEventRow
-	for rows.Next() {
-		var e GPUEventRow
+	out, err := collect(rows, err, func(r batchRows, e *GPUEventRow) error {
 		var ns int64
-		if err := rows.Scan(&e.GPUID, &ns, &e.Kind, &e.Code, &e.Reason, &e.Suppressed); err != nil {
-			return nil, translate(err)
-		}
+		err := r.Scan(&e.GPUID, &ns, &e.Kind, &e.Code, &e.Reason, &e.Suppressed)
 		e.Time = time.Unix(0, ns).UTC()
-		out = append(out, e)
-	}
-	return out, translate(rows.Err())
+		return err
+	})
+	return out, translate(err)
 }

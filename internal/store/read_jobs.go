@@ -250,22 +250,14 @@ type JobNodeRow struct {
 func (s *Store) JobNodes(ctx context.Context, row int64) ([]JobNodeRow, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT node_id, gpus, model, start, end, end_source, end_estimated, exit_code, quality
  FROM job_nodes WHERE job = ? ORDER BY node_id`, row)
-	if err != nil {
-		return nil, translate(err)
-	}
-	defer rows.Close()
-	var out []JobNodeRow
-	for rows.Next() {
-		var p JobNodeRow
+	out, err := collect(rows, err, func(r batchRows, p *JobNodeRow) error {
 		var start, end, code sql.NullInt64
 		var src sql.NullString
-		if err := rows.Scan(&p.NodeID, &p.GPUs, &p.Model, &start, &end, &src, &p.EndEstimated, &code, &p.Quality); err != nil {
-			return nil, translate(err)
-		}
+		err := r.Scan(&p.NodeID, &p.GPUs, &p.Model, &start, &end, &src, &p.EndEstimated, &code, &p.Quality)
 		p.Start, p.End, p.EndSource, p.ExitCode = ptrInt(start), ptrInt(end), src.String, ptrInt(code)
-		out = append(out, p)
-	}
-	return out, translate(rows.Err())
+		return err
+	})
+	return out, translate(err)
 }
 
 // JobGPURow is one GPU of a job run with the agent's aggregate of it
@@ -288,23 +280,15 @@ func (s *Store) JobGPUs(ctx context.Context, row int64) ([]JobGPURow, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT g.id, jg.node_id, g.idx, jg.minor, g.uuid, g.model, jg.agg_seq, jg.agg_final, jg.sample_s, jg.util_s,
  jg.util_max, jg.mem_max_mib, coalesce(jg.mem_total_mib, g.mem_total_mib), jg.energy_mj, jg.energy_start_mj, jg.energy_end_mj, jg.idle_s, jg.quality
  FROM job_gpus jg JOIN gpus g ON g.id = jg.gpu_id WHERE jg.job = ? ORDER BY jg.node_id, g.idx NULLS FIRST, g.uuid`, row)
-	if err != nil {
-		return nil, translate(err)
-	}
-	defer rows.Close()
-	var out []JobGPURow
-	for rows.Next() {
-		var g JobGPURow
+	out, err := collect(rows, err, func(r batchRows, g *JobGPURow) error {
 		var idx, minor, seq, energy, eStart, eEnd sql.NullInt64
 		var utilMax, memMax, memTotal sql.NullFloat64
-		if err := rows.Scan(&g.GPUID, &g.NodeID, &idx, &minor, &g.UUID, &g.Model, &seq, &g.AggFinal, &g.SampleS, &g.UtilS, &utilMax, &memMax, &memTotal,
-			&energy, &eStart, &eEnd, &g.IdleS, &g.Quality); err != nil {
-			return nil, translate(err)
-		}
+		err := r.Scan(&g.GPUID, &g.NodeID, &idx, &minor, &g.UUID, &g.Model, &seq, &g.AggFinal, &g.SampleS, &g.UtilS, &utilMax, &memMax, &memTotal,
+			&energy, &eStart, &eEnd, &g.IdleS, &g.Quality)
 		g.Index, g.Minor, g.AggSeq = ptrInt(idx), ptrInt(minor), ptrInt(seq)
 		g.UtilMax, g.MemMaxMiB, g.MemTotalMiB = ptrFloat(utilMax), ptrFloat(memMax), ptrFloat(memTotal)
 		g.EnergyMJ, g.EnergyStartMJ, g.EnergyEndMJ = ptrInt(energy), ptrInt(eStart), ptrInt(eEnd)
-		out = append(out, g)
-	}
-	return out, translate(rows.Err())
+		return err
+	})
+	return out, translate(err)
 }

@@ -17,19 +17,8 @@ type NodeRow struct {
 // size bounds it).
 func (s *Store) Nodes(ctx context.Context) ([]NodeRow, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT id, cluster, name FROM nodes`)
-	if err != nil {
-		return nil, translate(err)
-	}
-	defer rows.Close()
-	var out []NodeRow
-	for rows.Next() {
-		var n NodeRow
-		if err := rows.Scan(&n.ID, &n.Cluster, &n.Name); err != nil {
-			return nil, translate(err)
-		}
-		out = append(out, n)
-	}
-	return out, translate(rows.Err())
+	out, err := collect(rows, err, func(r batchRows, n *NodeRow) error { return r.Scan(&n.ID, &n.Cluster, &n.Name) })
+	return out, translate(err)
 }
 
 // NodeSeen is when a node was last heard of: its newest record and the
@@ -42,21 +31,13 @@ type NodeSeen struct {
 // NodesSeen lists every node with when it was last heard of.
 func (s *Store) NodesSeen(ctx context.Context) ([]NodeSeen, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT id, last_record, last_ingest FROM nodes`)
-	if err != nil {
-		return nil, translate(err)
-	}
-	defer rows.Close()
-	var out []NodeSeen
-	for rows.Next() {
-		var n NodeSeen
+	out, err := collect(rows, err, func(r batchRows, n *NodeSeen) error {
 		var rec, ing sql.NullInt64
-		if err := rows.Scan(&n.ID, &rec, &ing); err != nil {
-			return nil, translate(err)
-		}
+		err := r.Scan(&n.ID, &rec, &ing)
 		n.LastRecord, n.LastIngest = ptrInt(rec), ptrInt(ing)
-		out = append(out, n)
-	}
-	return out, translate(rows.Err())
+		return err
+	})
+	return out, translate(err)
 }
 
 func ptrInt(v sql.NullInt64) *int64 {
@@ -101,19 +82,8 @@ type NodeLast struct {
 // one's time (one row a node: the ledger's size bounds it).
 func (s *Store) NodeLastRecords(ctx context.Context) ([]NodeLast, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT cluster, name, last_record FROM nodes WHERE last_record IS NOT NULL ORDER BY cluster, name`)
+	out, err := collect(rows, err, func(r batchRows, n *NodeLast) error { return r.Scan(&n.Cluster, &n.Name, &n.LastRecord) })
 	if err != nil {
-		return nil, fmt.Errorf("read node record times: %w", translate(err))
-	}
-	defer rows.Close()
-	var out []NodeLast
-	for rows.Next() {
-		var n NodeLast
-		if err := rows.Scan(&n.Cluster, &n.Name, &n.LastRecord); err != nil {
-			return nil, fmt.Errorf("read node record times: %w", translate(err))
-		}
-		out = append(out, n)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read node record times: %w", translate(err))
 	}
 	return out, nil

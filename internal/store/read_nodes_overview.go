@@ -21,21 +21,13 @@ type NodeOverview struct {
 func (s *Store) NodesOverview(ctx context.Context) ([]NodeOverview, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT n.id, n.cluster, n.name, coalesce(n.last_record, n.last_ingest),
  (SELECT count(*) FROM gpus g WHERE g.node_id = n.id) FROM nodes n ORDER BY n.cluster, n.name`)
-	if err != nil {
-		return nil, translate(err)
-	}
-	defer rows.Close()
-	var out []NodeOverview
-	for rows.Next() {
-		var n NodeOverview
+	out, err := collect(rows, err, func(r batchRows, n *NodeOverview) error {
 		var last sql.NullInt64
-		if err := rows.Scan(&n.ID, &n.Cluster, &n.Name, &last, &n.GPUs); err != nil {
-			return nil, translate(err)
-		}
+		err := r.Scan(&n.ID, &n.Cluster, &n.Name, &last, &n.GPUs)
 		n.LastSeen = ptrInt(last)
-		out = append(out, n)
-	}
-	return out, translate(rows.Err())
+		return err
+	})
+	return out, translate(err)
 }
 
 // MaxNodeID is the newest node's id, 0 when there is none: node ids only

@@ -78,19 +78,11 @@ func (s *Store) Notes(ctx context.Context, now time.Time, all bool) ([]Note, err
 		args = args[1:]
 	}
 	rows, err := s.db.QueryContext(ctx, q, args...)
+	out, err := collect(rows, err, func(r batchRows, n *Note) (err error) {
+		*n, err = scanNote(r)
+		return err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("read notes: %w", translate(err))
-	}
-	defer rows.Close()
-	var out []Note
-	for rows.Next() {
-		n, err := scanNote(rows)
-		if err != nil {
-			return nil, fmt.Errorf("read notes: %w", translate(err))
-		}
-		out = append(out, n)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read notes: %w", translate(err))
 	}
 	if len(out) > MaxNotes {
@@ -131,19 +123,8 @@ const maxNodeClusters = 100
 // note's cluster that does not have it is told which do).
 func (s *Store) NodeClusters(ctx context.Context, node string) ([]string, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT cluster FROM nodes WHERE name = ? ORDER BY cluster LIMIT ?`, node, maxNodeClusters)
+	out, err := collect(rows, err, func(r batchRows, c *string) error { return r.Scan(c) })
 	if err != nil {
-		return nil, fmt.Errorf("read clusters of node %q: %w", node, translate(err))
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var c string
-		if err := rows.Scan(&c); err != nil {
-			return nil, fmt.Errorf("read clusters of node %q: %w", node, translate(err))
-		}
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read clusters of node %q: %w", node, translate(err))
 	}
 	return out, nil

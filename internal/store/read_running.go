@@ -26,20 +26,9 @@ func (s *Store) RunningJobs(ctx context.Context, q RunningQuery) ([]JobRow, erro
 	b.WriteString(` ORDER BY j.start DESC, j.id DESC LIMIT ?`)
 	args = append(args, q.Limit)
 	rows, err := s.db.QueryContext(ctx, b.String(), args...)
-	if err != nil {
-		return nil, translate(err)
-	}
-	defer rows.Close()
-	var out []JobRow
 	var sc jobScan
-	for rows.Next() {
-		var j JobRow
-		if err := sc.scan(rows, &j); err != nil {
-			return nil, translate(err)
-		}
-		out = append(out, j)
-	}
-	return out, translate(rows.Err())
+	out, err := collect(rows, err, func(r batchRows, j *JobRow) error { return sc.scan(r, j) })
+	return out, translate(err)
 }
 
 // NowGPURow is one GPU of a job run with the GPU's newest sample, kept
@@ -68,22 +57,14 @@ func (s *Store) NowGPUs(ctx context.Context, rows []int64) ([]NowGPURow, error) 
  WHERE 1 = 1`)
 	inList(&b, &args, "jg.job", rows)
 	rs, err := s.db.QueryContext(ctx, b.String(), args...)
-	if err != nil {
-		return nil, translate(err)
-	}
-	defer rs.Close()
-	var out []NowGPURow
-	for rs.Next() {
-		var g NowGPURow
+	out, err := collect(rs, err, func(r batchRows, g *NowGPURow) error {
 		var idx, at sql.NullInt64
 		var util sql.NullFloat64
-		if err := rs.Scan(&g.Row, &g.Node, &idx, &g.UUID, &g.Model, &util, &at); err != nil {
-			return nil, translate(err)
-		}
+		err := r.Scan(&g.Row, &g.Node, &idx, &g.UUID, &g.Model, &util, &at)
 		g.Index, g.Util, g.AtMs = ptrInt(idx), ptrFloat(util), ptrInt(at)
-		out = append(out, g)
-	}
-	return out, translate(rs.Err())
+		return err
+	})
+	return out, translate(err)
 }
 
 // LongestEndedJob is the longest run that has both a start and an end,

@@ -40,23 +40,15 @@ func (s *Store) JobSampleBins(ctx context.Context, gpuID, job int64, restart int
  FROM (SELECT t_ms, min(interval_ms, ?3 - t_ms) AS w, idle, util, mem_used_mib, power_mw, energy_delta_mj FROM samples
   WHERE gpu_id = ?4 AND t_ms >= ?1 AND t_ms < ?5 AND job = ?6 AND restart = ?7 AND jobs IS NULL) AS s
  GROUP BY bin ORDER BY bin`, fromMs, spanMs, allocEndMs, gpuID, toMs, job, restart, originMs)
-	if err != nil {
-		return nil, translate(err)
-	}
-	defer rows.Close()
-	var out []SampleBin
-	for rows.Next() {
-		var b SampleBin
+	out, err := collect(rows, err, func(r batchRows, b *SampleBin) error {
 		var utilMax, memMax, energy sql.NullInt64
-		if err := rows.Scan(&b.Bin, &b.FirstMs, &b.N, &b.WindowMs, &b.IdleMs, &b.UtilWMs, &b.UtilMs, &b.PowerWMs, &b.PowerMs,
-			&utilMax, &memMax, &energy); err != nil {
-			return nil, translate(err)
-		}
+		err := r.Scan(&b.Bin, &b.FirstMs, &b.N, &b.WindowMs, &b.IdleMs, &b.UtilWMs, &b.UtilMs, &b.PowerWMs, &b.PowerMs,
+			&utilMax, &memMax, &energy)
 		b.UtilShareWMs = float64(b.UtilWMs)
 		b.UtilMax, b.MemMax, b.EnergyMJ = ptrInt(utilMax), ptrInt(memMax), ptrInt(energy)
-		out = append(out, b)
-	}
-	return out, translate(rows.Err())
+		return err
+	})
+	return out, translate(err)
 }
 
 // JobShared calls fn, in time order, for the samples of GPU gpuID in

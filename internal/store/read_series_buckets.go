@@ -25,26 +25,18 @@ func (s *Store) JobBucketBins(ctx context.Context, gpuID, job int64, restart int
  CAST(sum(energy_n) AS INTEGER)
  FROM series_buckets WHERE gpu_id = ?3 AND job = ?4 AND restart = ?5 AND bucket_ms >= ?6 AND bucket_ms < ?7
  GROUP BY bin ORDER BY bin`, originMs, spanMs, gpuID, job, restart, fromMs, toMs)
-	if err != nil {
-		return nil, translate(err)
-	}
-	defer rows.Close()
-	var out []SampleBin
-	for rows.Next() {
-		var b SampleBin
+	out, err := collect(rows, err, func(r batchRows, b *SampleBin) error {
 		var utilMax, memMax sql.NullInt64
 		var energy, energyN int64
-		if err := rows.Scan(&b.Bin, &b.FirstMs, &b.N, &b.WindowMs, &b.IdleMs, &b.UtilWMs, &b.UtilMs, &b.UtilShareWMs, &b.PowerWMs, &b.PowerMs,
-			&utilMax, &memMax, &energy, &energyN); err != nil {
-			return nil, translate(err)
-		}
+		err := r.Scan(&b.Bin, &b.FirstMs, &b.N, &b.WindowMs, &b.IdleMs, &b.UtilWMs, &b.UtilMs, &b.UtilShareWMs, &b.PowerWMs, &b.PowerMs,
+			&utilMax, &memMax, &energy, &energyN)
 		b.UtilMax, b.MemMax = ptrInt(utilMax), ptrInt(memMax)
 		if energyN > 0 {
 			b.EnergyMJ = &energy
 		}
-		out = append(out, b)
-	}
-	return out, translate(rows.Err())
+		return err
+	})
+	return out, translate(err)
 }
 
 // BucketPastEnd is the start of the first bucket in [fromMs, toMs) of

@@ -71,19 +71,10 @@ func (s *Store) UsageByMonth(ctx context.Context, col string) ([]MonthUsage, err
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT `+month+` AS month, `+col+`, sum(alloc_gpu_s)/3600.0, sum(used_gpu_s)/3600.0, sum(jobs)
  FROM rollup_daily WHERE ignored = 0 GROUP BY month, `+col+` ORDER BY month, `+col)
+	out, err := collect(rows, err, func(r batchRows, u *MonthUsage) error {
+		return r.Scan(&u.Month, &u.Group, &u.AllocH, &u.UsedH, &u.Jobs)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("usage by month and %s: %w", col, translate(err))
-	}
-	defer rows.Close()
-	var out []MonthUsage
-	for rows.Next() {
-		var u MonthUsage
-		if err := rows.Scan(&u.Month, &u.Group, &u.AllocH, &u.UsedH, &u.Jobs); err != nil {
-			return nil, fmt.Errorf("usage by month and %s: %w", col, translate(err))
-		}
-		out = append(out, u)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("usage by month and %s: %w", col, translate(err))
 	}
 	return out, nil

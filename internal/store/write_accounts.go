@@ -36,19 +36,8 @@ func (b *Batch) SetSlurmAccounts(accounts []SlurmAccount) error {
 // account.
 func (s *Store) SlurmAccounts(ctx context.Context) ([]SlurmAccount, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT cluster, account, parent FROM slurm_accounts ORDER BY cluster, account LIMIT ?`, MaxSlurmAccounts+1)
+	out, err := collect(rows, err, func(r batchRows, a *SlurmAccount) error { return r.Scan(&a.Cluster, &a.Account, &a.Parent) })
 	if err != nil {
-		return nil, fmt.Errorf("read account tree: %w", translate(err))
-	}
-	defer rows.Close()
-	var out []SlurmAccount
-	for rows.Next() {
-		var a SlurmAccount
-		if err := rows.Scan(&a.Cluster, &a.Account, &a.Parent); err != nil {
-			return nil, fmt.Errorf("read account tree: %w", translate(err))
-		}
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read account tree: %w", translate(err))
 	}
 	if len(out) > MaxSlurmAccounts {

@@ -120,25 +120,11 @@ func newBatch(ctx context.Context, conn *sql.Conn, tx *ledgerTx, now time.Time) 
 
 // Commit flushes pending rollup changes and commits.
 func (b *Batch) Commit() error {
-	if err := b.settle(); err != nil {
-		b.Rollback()
-		return err
-	}
-	if err := b.flushUse(); err != nil {
-		b.Rollback()
-		return err
-	}
-	if err := b.flushMetrics(); err != nil {
-		b.Rollback()
-		return err
-	}
-	if err := b.flushSeen(); err != nil {
-		b.Rollback()
-		return err
-	}
-	if err := b.Flush(); err != nil {
-		b.Rollback()
-		return err
+	for _, step := range []func() error{b.settle, b.flushUse, b.flushMetrics, b.flushSeen, b.Flush} {
+		if err := step(); err != nil {
+			b.Rollback()
+			return err
+		}
 	}
 	b.closeStmts()
 	err := b.tx.Commit()

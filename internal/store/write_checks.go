@@ -415,23 +415,21 @@ func (b *Batch) storedAround(uuid string, from, to int64) ([]stamp, error) {
 	var out []stamp
 	scan := func(q string, args ...any) error {
 		rows, err := b.query(q, args...)
-		if err != nil {
-			return fmt.Errorf("samples of gpu %s: %w", uuid, err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			st := stamp{sample: -1}
+		got, err := collect(rows, err, func(r batchRows, st *stamp) error {
+			st.sample = -1
 			var mj sql.NullInt64
-			if err := rows.Scan(&st.t, &st.iv, &mj); err != nil {
-				return fmt.Errorf("samples of gpu %s: %w", uuid, err)
-			}
+			err := r.Scan(&st.t, &st.iv, &mj)
 			if mj.Valid {
 				v := uint64(mj.Int64)
 				st.mj = &v
 			}
-			out = append(out, st)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("samples of gpu %s: %w", uuid, err)
 		}
-		return rows.Err()
+		out = append(out, got...)
+		return nil
 	}
 	if err := scan(`SELECT t_ms, interval_ms, energy_mj FROM samples WHERE gpu_id = ? AND t_ms < ? ORDER BY t_ms DESC LIMIT 1`, gid, from); err != nil {
 		return nil, err

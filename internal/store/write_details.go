@@ -33,24 +33,19 @@ func (b *Batch) UncheckedJobs(after int64, limit int) ([]UncheckedJob, error) {
 		return nil, err
 	}
 	rows, err := translateRows(s.QueryContext(b.ctx, after, limit))
-	if err != nil {
-		return nil, fmt.Errorf("unchecked jobs: %w", err)
-	}
-	defer rows.Close()
-	var out []UncheckedJob
-	for rows.Next() {
-		var u UncheckedJob
+	out, err := collect(rows, err, func(r batchRows, u *UncheckedJob) error {
 		var jid, seen int64
-		if err := rows.Scan(&u.Row, &u.Cluster, &jid, &seen); err != nil {
-			return nil, fmt.Errorf("unchecked jobs: %w", err)
-		}
+		err := r.Scan(&u.Row, &u.Cluster, &jid, &seen)
 		u.JobID = uint64(jid)
 		if seen > 0 {
 			u.Seen = time.Unix(seen, 0)
 		}
-		out = append(out, u)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("unchecked jobs: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // SetJobDetails records what sacct said of a job run and marks it checked.

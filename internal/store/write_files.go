@@ -45,19 +45,7 @@ func (b *Batch) FilesKnown(node string, names []string) (map[string]string, erro
 	args := []any{node}
 	q.WriteString(`SELECT name, sha256 FROM ingested_files WHERE node = ?`)
 	inList(&q, &args, "name", names)
-	rows, err := b.query(q.String(), args...)
-	if err != nil {
-		return nil, fmt.Errorf("look up %d files of %s: %w", len(names), node, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var name, hash string
-		if err := rows.Scan(&name, &hash); err != nil {
-			return nil, fmt.Errorf("look up %d files of %s: %w", len(names), node, err)
-		}
-		known[name] = hash
-	}
-	if err := rows.Err(); err != nil {
+	if err := b.hashesInto(known, q.String(), args...); err != nil {
 		return nil, fmt.Errorf("look up %d files of %s: %w", len(names), node, err)
 	}
 	return known, nil

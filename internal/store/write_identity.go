@@ -14,23 +14,9 @@ func (b *Batch) Node(cluster, node string) (int64, error) {
 	if id, ok := b.nodes[k]; ok {
 		return id, nil
 	}
-	// Look before inserting: on PostgreSQL an INSERT that meets the
-	// conflict still uses up a sequence number, and the ids would then
-	// depend on how the records were batched.
-	id, found, err := b.nodeID(cluster, node)
-	if err != nil {
-		return 0, err
-	}
-	if found {
-		b.nodes[k] = id
-		return id, nil
-	}
-	if _, err := b.exec(`INSERT INTO nodes(cluster, name) VALUES(?, ?) ON CONFLICT DO NOTHING`, cluster, node); err != nil {
-		return 0, err
-	}
-	if id, found, err = b.nodeID(cluster, node); err == nil && !found {
-		err = fmt.Errorf("node %s/%s: %w", cluster, node, sql.ErrNoRows)
-	}
+	id, err := b.findOrMake(fmt.Sprintf("node %s/%s", cluster, node),
+		`SELECT id FROM nodes WHERE cluster = ? AND name = ?`,
+		`INSERT INTO nodes(cluster, name) VALUES(?, ?) ON CONFLICT DO NOTHING`, cluster, node)
 	if err != nil {
 		return 0, err
 	}
@@ -38,9 +24,32 @@ func (b *Batch) Node(cluster, node string) (int64, error) {
 	return id, nil
 }
 
-// nodeID is the id of (cluster, node), if the ledger has it.
-func (b *Batch) nodeID(cluster, node string) (int64, bool, error) {
-	row, err := b.queryRow(`SELECT id FROM nodes WHERE cluster = ? AND name = ?`, cluster, node)
+// findOrMake is the id of the row find finds, made by insert first when
+// there is none: both take args. Looked up before inserting: on
+// PostgreSQL an INSERT that meets the conflict still uses up a sequence
+// number, and the ids would then depend on how the records were batched.
+// what names the row in an error.
+func (b *Batch) findOrMake(what, find, insert string, args ...any) (int64, error) {
+	id, found, err := b.findID(what, find, args...)
+	if err != nil || found {
+		return id, err
+	}
+	if _, err := b.exec(insert, args...); err != nil {
+		return 0, err
+	}
+	if id, found, err = b.findID(what, find, args...); err == nil && !found {
+		err = fmt.Errorf("%s: %w", what, sql.ErrNoRows)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return id, nil
+}
+
+// findID is the id q finds, if the ledger has the row; what names it in
+// an error.
+func (b *Batch) findID(what, q string, args ...any) (int64, bool, error) {
+	row, err := b.queryRow(q, args...)
 	if err != nil {
 		return 0, false, err
 	}
@@ -49,7 +58,7 @@ func (b *Batch) nodeID(cluster, node string) (int64, bool, error) {
 	case errors.Is(err, sql.ErrNoRows):
 		return 0, false, nil
 	case err != nil:
-		return 0, false, fmt.Errorf("node %s/%s: %w", cluster, node, err)
+		return 0, false, fmt.Errorf("%s: %w", what, err)
 	}
 	return id, true, nil
 }
@@ -167,21 +176,9 @@ func (b *Batch) Job(cluster string, job uint64, restart int) (int64, error) {
 		b.jobs[k] = id
 		return id, nil
 	}
-	// Looked up first, as nodes are (Node).
-	id, found, err := b.jobID(k)
-	if err != nil {
-		return 0, err
-	}
-	if found {
-		b.jobs[k] = id
-		return id, nil
-	}
-	if _, err := b.exec(`INSERT INTO jobs(cluster, job_id, restart) VALUES(?, ?, ?) ON CONFLICT DO NOTHING`, cluster, int64(job), restart); err != nil {
-		return 0, err
-	}
-	if id, found, err = b.jobID(k); err == nil && !found {
-		err = fmt.Errorf("job %s/%d/%d: %w", cluster, job, restart, sql.ErrNoRows)
-	}
+	id, err := b.findOrMake(fmt.Sprintf("job %s/%d/%d", cluster, job, restart),
+		`SELECT id FROM jobs WHERE cluster = ? AND job_id = ? AND restart = ?`,
+		`INSERT INTO jobs(cluster, job_id, restart) VALUES(?, ?, ?) ON CONFLICT DO NOTHING`, cluster, int64(job), restart)
 	if err != nil {
 		return 0, err
 	}
@@ -271,22 +268,6 @@ func (c *JobIDs) learn(ids map[jobKey]int64) {
 // add those it used to c when it commits (not when it rolls back: the
 // rows it made are then gone).
 func (b *Batch) ShareJobIDs(c *JobIDs) { b.shared = c }
-
-// jobID is the row id of the job run k, if the ledger has it.
-func (b *Batch) jobID(k jobKey) (int64, bool, error) {
-	row, err := b.queryRow(`SELECT id FROM jobs WHERE cluster = ? AND job_id = ? AND restart = ?`, k.cluster, int64(k.job), k.restart)
-	if err != nil {
-		return 0, false, err
-	}
-	var id int64
-	switch err := row.Scan(&id); {
-	case errors.Is(err, sql.ErrNoRows):
-		return 0, false, nil
-	case err != nil:
-		return 0, false, fmt.Errorf("job %s/%d/%d: %w", k.cluster, k.job, k.restart, err)
-	}
-	return id, true, nil
-}
 
 func (b *Batch) jobDims(job int64) (Dims, error) {
 	if d, ok := b.dims[job]; ok {

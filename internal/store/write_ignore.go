@@ -28,19 +28,8 @@ func (b *Batch) JobRows(cluster, spec string) ([]int64, error) {
 		args = append(args, cluster)
 	}
 	rs, err := translateRows(b.tx.QueryContext(b.ctx, q+` ORDER BY id`, args...))
+	out, err := collect(rs, err, func(r batchRows, id *int64) error { return r.Scan(id) })
 	if err != nil {
-		return nil, fmt.Errorf("find job %s: %w", spec, err)
-	}
-	defer rs.Close()
-	var out []int64
-	for rs.Next() {
-		var id int64
-		if err := rs.Scan(&id); err != nil {
-			return nil, fmt.Errorf("find job %s: %w", spec, err)
-		}
-		out = append(out, id)
-	}
-	if err := rs.Err(); err != nil {
 		return nil, fmt.Errorf("find job %s: %w", spec, err)
 	}
 	return out, nil
@@ -79,19 +68,8 @@ func (b *Batch) MarkIgnoreDecided(job int64, request string) error {
 // that no request decided (DecideIgnored).
 func (b *Batch) TaggedJobs(tag string) ([]TaggedJob, error) {
 	rs, err := translateRows(b.tx.QueryContext(b.ctx, `SELECT id, job_id FROM jobs WHERE ignored = 0 AND ignore_request IS NULL AND comment IS NOT NULL AND instr(comment, ?) > 0 ORDER BY id`, tag))
+	out, err := collect(rs, err, func(r batchRows, j *TaggedJob) error { return r.Scan(&j.Row, &j.JobID) })
 	if err != nil {
-		return nil, fmt.Errorf("find jobs tagged %q: %w", tag, err)
-	}
-	defer rs.Close()
-	var out []TaggedJob
-	for rs.Next() {
-		var j TaggedJob
-		if err := rs.Scan(&j.Row, &j.JobID); err != nil {
-			return nil, fmt.Errorf("find jobs tagged %q: %w", tag, err)
-		}
-		out = append(out, j)
-	}
-	if err := rs.Err(); err != nil {
 		return nil, fmt.Errorf("find jobs tagged %q: %w", tag, err)
 	}
 	return out, nil

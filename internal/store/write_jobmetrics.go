@@ -1,9 +1,11 @@
 package store
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -171,12 +173,7 @@ ON CONFLICT(job, gpu_id, name) DO UPDATE SET unsupported = excluded.unsupported`
 	for k := range b.remax {
 		rk = append(rk, k)
 	}
-	sort.Slice(rk, func(i, j int) bool {
-		if rk[i].job != rk[j].job {
-			return rk[i].job < rk[j].job
-		}
-		return rk[i].gpu < rk[j].gpu
-	})
+	slices.SortFunc(rk, func(a, c remaxKey) int { return cmp.Or(cmp.Compare(a.job, c.job), cmp.Compare(a.gpu, c.gpu)) })
 	for _, k := range rk {
 		if err := b.remaxJobGPU(k, b.remax[k]); err != nil {
 			return err
@@ -187,15 +184,8 @@ ON CONFLICT(job, gpu_id, name) DO UPDATE SET unsupported = excluded.unsupported`
 }
 
 func sortMetricKeys(keys []metricKey) {
-	sort.Slice(keys, func(i, j int) bool {
-		a, c := keys[i], keys[j]
-		if a.job != c.job {
-			return a.job < c.job
-		}
-		if a.gpu != c.gpu {
-			return a.gpu < c.gpu
-		}
-		return a.name < c.name
+	slices.SortFunc(keys, func(a, c metricKey) int {
+		return cmp.Or(cmp.Compare(a.job, c.job), cmp.Compare(a.gpu, c.gpu), cmp.Compare(a.name, c.name))
 	})
 }
 

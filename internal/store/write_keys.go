@@ -58,22 +58,24 @@ func (b *Batch) KeysKnown(keys []string) (map[string]string, error) {
 	var args []any
 	q.WriteString(`SELECT key, sha256 FROM applied_keys WHERE 1 = 1`)
 	inList(&q, &args, "key", keys)
-	rows, err := b.query(q.String(), args...)
-	if err != nil {
-		return nil, fmt.Errorf("look up %d keys: %w", len(keys), err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var key, hash string
-		if err := rows.Scan(&key, &hash); err != nil {
-			return nil, fmt.Errorf("look up %d keys: %w", len(keys), err)
-		}
-		known[key] = hash
-	}
-	if err := rows.Err(); err != nil {
+	if err := b.hashesInto(known, q.String(), args...); err != nil {
 		return nil, fmt.Errorf("look up %d keys: %w", len(keys), err)
 	}
 	return known, nil
+}
+
+// hashesInto adds to known each (name, sha256) row that q reads: the
+// keys, or the files, that a batch holds already.
+func (b *Batch) hashesInto(known map[string]string, q string, args ...any) error {
+	rows, err := b.query(q, args...)
+	return eachRow(rows, err, func(r batchRows) error {
+		var name, hash string
+		if err := r.Scan(&name, &hash); err != nil {
+			return err
+		}
+		known[name] = hash
+		return nil
+	})
 }
 
 // KeyApplied records that key's effect is now in the ledger (same

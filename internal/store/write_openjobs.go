@@ -16,23 +16,12 @@ func (b *Batch) ExtendOpen() error {
 	if err != nil {
 		return err
 	}
+	// The rows are read whole and closed before the first reroll. A step
+	// that fails past the first row is the rows' error, which collect
+	// returns: else a bad page would leave the rest of the open jobs
+	// unextended, silently.
 	rows, err := translateRows(s.QueryContext(b.ctx))
-	if err != nil {
-		return fmt.Errorf("open jobs: %w", err)
-	}
-	var open [][2]int64
-	for rows.Next() {
-		var k [2]int64
-		if err := rows.Scan(&k[0], &k[1]); err != nil {
-			rows.Close()
-			return fmt.Errorf("open jobs: %w", err)
-		}
-		open = append(open, k)
-	}
-	// A step that fails past the first row ends the loop: without this a
-	// bad page would leave the rest of the open jobs unextended, silently.
-	err = translate(rows.Err())
-	rows.Close()
+	open, err := collect(rows, err, func(r batchRows, k *[2]int64) error { return r.Scan(&k[0], &k[1]) })
 	if err != nil {
 		return fmt.Errorf("open jobs: %w", err)
 	}
@@ -77,17 +66,13 @@ func (b *Batch) StaleOpen(before time.Time) ([]OpenJob, error) {
 		return nil, err
 	}
 	rows, err := translateRows(s.QueryContext(b.ctx, before.Unix()))
-	if err != nil {
-		return nil, fmt.Errorf("stale open jobs: %w", err)
-	}
-	defer rows.Close()
 	var out []OpenJob
-	for rows.Next() {
+	err = eachRow(rows, err, func(r batchRows) error {
 		var o OpenJob
 		var node, seen, jid int64
 		var started, later sql.NullInt64
-		if err := rows.Scan(&o.Row, &o.Cluster, &jid, &o.Restart, &node, &seen, &started, &later); err != nil {
-			return nil, fmt.Errorf("stale open jobs: %w", err)
+		if err := r.Scan(&o.Row, &o.Cluster, &jid, &o.Restart, &node, &seen, &started, &later); err != nil {
+			return err
 		}
 		o.JobID = uint64(jid)
 		if n := len(out); n > 0 && out[n-1].Row == o.Row {
@@ -95,7 +80,7 @@ func (b *Batch) StaleOpen(before time.Time) ([]OpenJob, error) {
 			if t := time.Unix(seen, 0); t.After(out[n-1].LastSeen) {
 				out[n-1].LastSeen = t
 			}
-			continue
+			return nil
 		}
 		o.Nodes = []int64{node}
 		o.LastSeen = time.Unix(seen, 0)
@@ -106,8 +91,12 @@ func (b *Batch) StaleOpen(before time.Time) ([]OpenJob, error) {
 			o.LaterStart = time.Unix(later.Int64, 0)
 		}
 		out = append(out, o)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("stale open jobs: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // CloseJob ends a job's open nodes at end. source is sacct (Slurm's own

@@ -14,20 +14,7 @@ import (
 func (b *Batch) PruneSamples(before time.Time) (int64, error) {
 	var n int64
 	rows, err := translateRows(b.tx.QueryContext(b.ctx, `SELECT id FROM gpus`))
-	if err != nil {
-		return 0, fmt.Errorf("list gpus: %w", err)
-	}
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return 0, fmt.Errorf("list gpus: %w", err)
-		}
-		ids = append(ids, id)
-	}
-	err = rows.Err()
-	rows.Close()
+	ids, err := collect(rows, err, func(r batchRows, id *int64) error { return r.Scan(id) })
 	if err != nil {
 		return 0, fmt.Errorf("list gpus: %w", err)
 	}

@@ -40,21 +40,16 @@ func (b *Batch) Unreconciled(before int64, limit int) ([]Unreconciled, error) {
 		return nil, err
 	}
 	rows, err := translateRows(s.QueryContext(b.ctx, before, limit))
+	out, err := collect(rows, err, func(r batchRows, u *Unreconciled) error {
+		var jid, start, end int64
+		err := r.Scan(&u.Row, &u.Cluster, &jid, &u.Restart, &start, &u.StartEstimated, &end)
+		u.JobID, u.Start, u.End = uint64(jid), time.Unix(start, 0), time.Unix(end, 0)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("unreconciled jobs: %w", err)
 	}
-	defer rows.Close()
-	var out []Unreconciled
-	for rows.Next() {
-		var u Unreconciled
-		var jid, start, end int64
-		if err := rows.Scan(&u.Row, &u.Cluster, &jid, &u.Restart, &start, &u.StartEstimated, &end); err != nil {
-			return nil, fmt.Errorf("unreconciled jobs: %w", err)
-		}
-		u.JobID, u.Start, u.End = uint64(jid), time.Unix(start, 0), time.Unix(end, 0)
-		out = append(out, u)
-	}
-	return out, translate(rows.Err())
+	return out, nil
 }
 
 // SlurmTimes is a job run as Slurm's accounting has it: the allocation's

@@ -242,26 +242,22 @@ func (b *Batch) clampPruned(job, node int64, gone [][2]int64) error {
 		lo, hi := r[0]/msPerHour, (r[1]-1)/msPerHour
 		rows, err := b.query(`SELECT hour, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s FROM job_hours
  WHERE job = ? AND node_id = ? AND hour >= ? AND hour <= ?`, job, node, lo, hi)
-		if err != nil {
-			return fmt.Errorf("job hours of %d on node %d: %w", job, node, err)
-		}
 		var cuts []useKey
 		var ds []Delta
-		for rows.Next() {
+		err = eachRow(rows, err, func(r batchRows) error {
 			var h, a int64
 			var used, idle, sample float64
-			if err := rows.Scan(&h, &a, &used, &idle, &sample); err != nil {
-				rows.Close()
-				return fmt.Errorf("job hours of %d on node %d: %w", job, node, err)
+			if err := r.Scan(&h, &a, &used, &idle, &sample); err != nil {
+				return err
 			}
 			al := float64(max(a, 0))
 			d := Delta{Used: min(used, al) - used, Idle: min(idle, al) - idle, SampleS: min(sample, al) - sample}
 			if !d.zero() {
 				cuts, ds = append(cuts, useKey{job, node, h}), append(ds, d)
 			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+			return nil
+		})
+		if err != nil {
 			return fmt.Errorf("job hours of %d on node %d: %w", job, node, err)
 		}
 		for i, k := range cuts {
@@ -322,19 +318,11 @@ func (b *Batch) recountRange(job, node int64, jobID uint64, restart int, gid int
 func (b *Batch) samplesMaybeOf(gid, from, to int64, jobID uint64, restart int) ([]storedSample, error) {
 	rows, err := b.query(`SELECT `+storedSampleCols+` FROM samples s
  WHERE gpu_id = ? AND t_ms >= ? AND t_ms < ? AND (job = ? AND restart = ? OR jobs IS NOT NULL) ORDER BY t_ms`, gid, from, to, int64(jobID), restart)
+	ss, err := collect(rows, err, func(r batchRows, s *storedSample) (err error) {
+		*s, err = scanStored(r)
+		return err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("samples of gpu %d: %w", gid, err)
-	}
-	defer rows.Close()
-	var ss []storedSample
-	for rows.Next() {
-		s, err := scanStored(rows)
-		if err != nil {
-			return nil, fmt.Errorf("samples of gpu %d: %w", gid, err)
-		}
-		ss = append(ss, s)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("samples of gpu %d: %w", gid, err)
 	}
 	return ss, nil
@@ -380,19 +368,11 @@ func (b *Batch) lastCounted(job, node int64) (int64, error) {
 // nodeGPUs lists the GPU ids of a node.
 func (b *Batch) nodeGPUs(node int64) ([]int64, error) {
 	rows, err := b.query(`SELECT id FROM gpus WHERE node_id = ? ORDER BY id`, node)
+	out, err := collect(rows, err, func(r batchRows, g *int64) error { return r.Scan(g) })
 	if err != nil {
 		return nil, fmt.Errorf("gpus of node %d: %w", node, err)
 	}
-	defer rows.Close()
-	var out []int64
-	for rows.Next() {
-		var g int64
-		if err := rows.Scan(&g); err != nil {
-			return nil, fmt.Errorf("gpus of node %d: %w", node, err)
-		}
-		out = append(out, g)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // prunedKey is the meta key of the time (Unix ms) before which samples

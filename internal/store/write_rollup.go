@@ -134,24 +134,14 @@ func (b *Batch) moveJob(job int64, old, new Dims) error {
 		return nil
 	}
 	rows, err := b.query(`SELECT h.node_id, h.hour, h.alloc_gpu_s, h.used_gpu_s, h.idle_gpu_s, h.sample_s, h.energy_mj, h.jobs FROM job_hours h WHERE h.job = ?`, job)
-	if err != nil {
-		return fmt.Errorf("job hours of %d: %w", job, err)
-	}
 	type jh struct {
 		node, hour int64
 		d          Delta
 	}
-	var hs []jh
-	for rows.Next() {
-		var h jh
-		if err := rows.Scan(&h.node, &h.hour, &h.d.AllocGPUs, &h.d.Used, &h.d.Idle, &h.d.SampleS, &h.d.EnergyMJ, &h.d.Jobs); err != nil {
-			rows.Close()
-			return fmt.Errorf("job hours of %d: %w", job, err)
-		}
-		hs = append(hs, h)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	hs, err := collect(rows, err, func(r batchRows, h *jh) error {
+		return r.Scan(&h.node, &h.hour, &h.d.AllocGPUs, &h.d.Used, &h.d.Idle, &h.d.SampleS, &h.d.EnergyMJ, &h.d.Jobs)
+	})
+	if err != nil {
 		return fmt.Errorf("job hours of %d: %w", job, err)
 	}
 	for _, h := range hs {
@@ -298,20 +288,16 @@ func (b *Batch) jobSpans(jobs []int64) (map[int64][]jobNodeSpan, error) {
 		inList(&q, &args, "n.job", chunk)
 		q.WriteString(` ORDER BY n.job, n.node_id`)
 		rows, err := b.query(q.String(), args...)
-		if err != nil {
-			return nil, fmt.Errorf("nodes of %d jobs: %w", len(chunk), err)
-		}
-		for rows.Next() {
+		err = eachRow(rows, err, func(r batchRows) error {
 			var js jobNodeSpan
 			var job int64
-			if err := rows.Scan(append([]any{&job, &js.node}, js.span.dest()...)...); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("nodes of %d jobs: %w", len(chunk), err)
+			if err := r.Scan(append([]any{&job, &js.node}, js.span.dest()...)...); err != nil {
+				return err
 			}
 			out[job] = append(out[job], js)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+			return nil
+		})
+		if err != nil {
 			return nil, fmt.Errorf("nodes of %d jobs: %w", len(chunk), err)
 		}
 	}

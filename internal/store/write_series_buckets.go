@@ -1,10 +1,11 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io/fs"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/aicloud/gpusuite/internal/record"
@@ -107,18 +108,8 @@ func (b *Batch) writeBuckets(accs map[bucketKey]*bucketAcc) error {
 	for k := range accs {
 		keys = append(keys, k)
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		a, c := keys[i], keys[j]
-		if a.gpu != c.gpu {
-			return a.gpu < c.gpu
-		}
-		if a.job != c.job {
-			return a.job < c.job
-		}
-		if a.restart != c.restart {
-			return a.restart < c.restart
-		}
-		return a.bucket < c.bucket
+	slices.SortFunc(keys, func(a, c bucketKey) int {
+		return cmp.Or(cmp.Compare(a.gpu, c.gpu), cmp.Compare(a.job, c.job), cmp.Compare(a.restart, c.restart), cmp.Compare(a.bucket, c.bucket))
 	})
 	rows := make([][]any, 0, len(keys))
 	for _, k := range keys {

@@ -34,22 +34,17 @@ func (b *Batch) NoStarts(limit int, retry string, since time.Time) ([]NoStart, e
 		return nil, err
 	}
 	rows, err := translateRows(s.QueryContext(b.ctx, retry, since.Unix(), limit))
+	out, err := collect(rows, err, func(r batchRows, n *NoStart) error {
+		var jid int64
+		var end sql.NullInt64
+		err := r.Scan(&n.Row, &n.Cluster, &jid, &n.Restart, &n.Node, &end, &n.Source)
+		n.JobID, n.End = uint64(jid), time.Unix(end.Int64, 0)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("jobs without a start: %w", err)
 	}
-	defer rows.Close()
-	var out []NoStart
-	for rows.Next() {
-		var n NoStart
-		var jid int64
-		var end sql.NullInt64
-		if err := rows.Scan(&n.Row, &n.Cluster, &jid, &n.Restart, &n.Node, &end, &n.Source); err != nil {
-			return nil, fmt.Errorf("jobs without a start: %w", err)
-		}
-		n.JobID, n.End = uint64(jid), time.Unix(end.Int64, 0)
-		out = append(out, n)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // FirstSample is the time of the node's first stored sample of the job

@@ -1,7 +1,8 @@
 package store
 
 import (
-	"sort"
+	"cmp"
+	"slices"
 
 	"github.com/aicloud/gpusuite/internal/record"
 )
@@ -32,15 +33,8 @@ func (b *Batch) flushUse() error {
 			keys = append(keys, k)
 		}
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		a, c := keys[i], keys[j]
-		if a.job != c.job {
-			return a.job < c.job
-		}
-		if a.node != c.node {
-			return a.node < c.node
-		}
-		return a.hour < c.hour
+	slices.SortFunc(keys, func(a, c useKey) int {
+		return cmp.Or(cmp.Compare(a.job, c.job), cmp.Compare(a.node, c.node), cmp.Compare(a.hour, c.hour))
 	})
 	type hourKey struct {
 		dims       Dims
@@ -237,15 +231,8 @@ func (b *Batch) TouchedHours() []JobHour {
 	for k := range b.touched {
 		out = append(out, JobHour{k.job, k.node, k.hour})
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, c := out[i], out[j]
-		if a.Job != c.Job {
-			return a.Job < c.Job
-		}
-		if a.Node != c.Node {
-			return a.Node < c.Node
-		}
-		return a.Hour < c.Hour
+	slices.SortFunc(out, func(a, c JobHour) int {
+		return cmp.Or(cmp.Compare(a.Job, c.Job), cmp.Compare(a.Node, c.Node), cmp.Compare(a.Hour, c.Hour))
 	})
 	return out
 }
