@@ -517,3 +517,24 @@ func TestFileMapsPresent(t *testing.T) {
 		}
 	}
 }
+
+// table is a table a migration creates, in SQLite's spelling.
+var table = regexp.MustCompile(`(?i)CREATE TABLE (?:IF NOT EXISTS )?([a-z_0-9]+)`)
+
+// TestTablesDocumented: every table of the ledger is named in the docs
+// (docs/store.md's schema, or the page of the feature that owns it), so
+// an admin who opens the ledger finds what each table holds.
+func TestTablesDocumented(t *testing.T) {
+	docs := allDocs(t)
+	files, err := filepath.Glob("../internal/store/migrations/sqlite/*.sql")
+	if err != nil || len(files) < 5 {
+		t.Fatalf("migrations: %d found, %v", len(files), err)
+	}
+	for _, f := range files {
+		for _, m := range table.FindAllStringSubmatch(readDoc(t, f), -1) {
+			if !strings.Contains(docs, "`"+m[1]+"`") {
+				t.Errorf("table %s (%s) is named in no doc", m[1], filepath.Base(f))
+			}
+		}
+	}
+}
