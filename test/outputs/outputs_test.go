@@ -11,22 +11,28 @@
 // What a run cannot hold fixed is normalised, one substring kind at a
 // time, and nothing else:
 //   - the test's temporary directory is written $DIR, the binaries'
-//     directory $BIN and the demo's scratch cluster directory
-//     /dev/shm/gpusuite-demo-cluster-$N;
+//     directory $BIN, serve's address $ADDR and the demo's scratch
+//     cluster directory /dev/shm/gpusuite-demo-cluster-$N;
 //   - the build's git revision in --version is written REV, and the Go
 //     release that built it GO;
 //   - in cases marked clock (the live board, notes, check, the hooks'
-//     records: outputs about now), a fixture time the test wrote is
-//     written by its name (<now-10m>); any other timestamp within two
-//     days of now is the program's own clock and has its digits written
-//     # and its fraction of a second dropped (a clock's nanoseconds lose
-//     their trailing zeros); a duration before " ago" and a JSON "..._s" field are rounded
-//     down to the minute (the program runs a moment after the test
-//     wrote its fixture); a simulated GPU's energy counter, which counts
-//     on with the clock, is written #.
+//     records, serve's pages: outputs about now), a fixture time the
+//     test wrote is written by its name (<now-10m>), in every layout the
+//     programs print and in Unix milliseconds; any other timestamp, Unix
+//     second or Unix millisecond within two days of now is a program's
+//     own clock and has its digits written # (and a timestamp its
+//     fraction of a second dropped: a clock's nanoseconds lose their
+//     trailing zeros); a duration before " ago" ("12m50s ago", "1 s
+//     ago") and a JSON "..._s" field are rounded down to five minutes
+//     (a program runs a moment after the test wrote its fixture, or
+//     after the demo); a simulated GPU's energy counter, which counts on
+//     with the clock, is written #.
 //
-// Slurm's, enroot's and NVIDIA's programs are stubs that fail (see
-// stubs), so that no case depends on what this machine runs.
+// The live board's fixture is written again at a new now just before its
+// first case and before serve starts, so that a slow machine's earlier
+// cases cannot age it. Slurm's, enroot's and NVIDIA's programs are stubs
+// that fail (see stubs), so that no case depends on what this machine
+// runs or whether make test's Slurm is up.
 //
 // Run with -update to rewrite the goldens from the binaries under test.
 package outputs

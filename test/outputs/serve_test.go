@@ -82,6 +82,9 @@ func (w *world) serve(t *testing.T) string {
 				sent = true
 			}
 		}
+		// A line too long for the scanner ends it: the rest is drained, so
+		// that serve never blocks on a full pipe.
+		io.Copy(io.Discard, stderr)
 		if !sent {
 			close(addr)
 		}
