@@ -538,3 +538,26 @@ func TestTablesDocumented(t *testing.T) {
 		}
 	}
 }
+
+// schemaName is the schema of a file the programs write or read.
+var schemaName = regexp.MustCompile(`"(gpusuite\.[a-z]+/v[0-9]+)"`)
+
+// TestSchemasDocumented: every file schema a program writes or reads
+// (records, requests, the board's documents) is named in the docs.
+func TestSchemasDocumented(t *testing.T) {
+	docs := allDocs(t)
+	found := map[string]string{}
+	for path, src := range goSources(t, "..") {
+		for _, m := range schemaName.FindAllStringSubmatch(src, -1) {
+			found[m[1]] = path
+		}
+	}
+	if len(found) < 8 {
+		t.Fatalf("found %d schemas: is the test run from docs/?", len(found))
+	}
+	for name, path := range found {
+		if !strings.Contains(docs, name) {
+			t.Errorf("schema %s (%s) is named in no doc", name, path)
+		}
+	}
+}
