@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/aicloud/gpusuite/internal/testkit/poll"
 )
 
 func writeFile(t *testing.T, p, s string) {
@@ -19,13 +21,7 @@ func writeFile(t *testing.T, p, s string) {
 // (30 s and more), so a busy machine is slower but does not fail.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	end := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("after %s: %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.True(t, what, d, 10*time.Millisecond, cond)
 }
 
 // settled is how long the tests wait for a condition the daemon must reach.

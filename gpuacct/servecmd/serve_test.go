@@ -16,18 +16,13 @@ import (
 	"github.com/aicloud/gpusuite/internal/store"
 	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 	"github.com/aicloud/gpusuite/internal/testkit/logs"
+	"github.com/aicloud/gpusuite/internal/testkit/poll"
 )
 
 // waitFor polls cond until it holds or the (generous) deadline passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s in 90s", what)
-		}
-		time.Sleep(20 * time.Millisecond) // a poll interval, not a synchronisation
-	}
+	poll.True(t, what, 90*time.Second, 20*time.Millisecond, cond)
 }
 
 // serveConfig is a serve on l with its own directories, /metrics on a

@@ -22,6 +22,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/hookgpus"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/sim"
+	"github.com/aicloud/gpusuite/internal/testkit/poll"
 )
 
 type fakeNotifier struct {
@@ -50,13 +51,7 @@ const settled = 60 * time.Second
 // waitFor polls ok every 20 ms until it holds, failing after d.
 func waitFor(t *testing.T, what string, d time.Duration, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.True(t, what, d, 20*time.Millisecond, ok)
 }
 
 // runningAgent runs a real-time agent on simulated GPUs until the test ends.

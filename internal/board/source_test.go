@@ -11,6 +11,7 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/slurmstate"
+	"github.com/aicloud/gpusuite/internal/testkit/poll"
 )
 
 func TestSource(t *testing.T) {
@@ -257,13 +258,7 @@ func TestSourceWaitersShareTheBuild(t *testing.T) {
 // deadline (this is not a timing test).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.True(t, what, 30*time.Second, 5*time.Millisecond, cond)
 }
 
 // TestSourceCluster: the source builds the board of its own cluster.

@@ -14,19 +14,14 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/aicloud/gpusuite/internal/testkit/logs"
+	"github.com/aicloud/gpusuite/internal/testkit/poll"
 )
 
 // waitFor polls cond every 10 ms for up to d; callers give d generously
 // (30 s and more), so a busy machine is slower but does not fail.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	end := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("after %s: %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.True(t, what, d, 10*time.Millisecond, cond)
 }
 
 // settled is how long the tests wait for a condition the daemon must reach.

@@ -9,6 +9,7 @@
 //     on its rows (with internal/store, the one other package that speaks
 //     SQL).
 //   - logs: a log read while another goroutine or process writes it.
+//   - poll: the one way a test waits, polling until a generous deadline.
 //   - pty: a pseudo-terminal, for what a program does on a terminal.
 //   - slurm: the real Slurm clusters of make test, shared or exclusive.
 //   - tlscert: web config files with a throwaway certificate.

@@ -26,6 +26,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/slurmstate"
 	"github.com/aicloud/gpusuite/internal/store"
 	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
+	"github.com/aicloud/gpusuite/internal/testkit/poll"
 	"github.com/aicloud/gpusuite/internal/web"
 )
 
@@ -614,15 +615,7 @@ func TestBoardEventsCR(t *testing.T) {
 // deadline.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within 30 s", what)
-		}
-		<-tick.C
-	}
+	poll.True(t, what, 30*time.Second, 5*time.Millisecond, cond)
 }
 
 // A viewer leaving while the board is rebuilt changes no one's board:

@@ -72,7 +72,7 @@ func TestBoardAcrossServers(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Navigate(m.serve+"/"), chromedp.WaitVisible("#board")); err != nil {
 		t.Fatalf("open the board page: %v", err)
 	}
-	poll(t, "the board page shows the drained, stale and busy servers", time.Minute, func() (bool, string) {
+	waitUntil(t, "the board page shows the drained, stale and busy servers", time.Minute, func() (bool, string) {
 		doc := m.boardDoc(t)
 		want, got := states(doc, m.nodes), pageStates(t, ctx, doc, m.nodes)
 		return want == got && strings.HasPrefix(got, "drained drained drained drained | stale stale stale stale | "), "page " + got + "; API " + want
@@ -93,7 +93,7 @@ func TestBoardAcrossServers(t *testing.T) {
 // every board.slurm_interval, the agents write every second).
 func waitBoard(t *testing.T, m *cl, what string, cond func(board.StatusDoc) (bool, string)) {
 	t.Helper()
-	poll(t, "board: "+what, time.Minute, func() (bool, string) { return cond(m.boardDoc(t)) })
+	waitUntil(t, "board: "+what, time.Minute, func() (bool, string) { return cond(m.boardDoc(t)) })
 }
 
 // states is the board's GPU states of the nodes, in index order, each

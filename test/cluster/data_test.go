@@ -38,7 +38,7 @@ func TestDataUnreachable(t *testing.T) {
 	// Both hooks ran to their end, quickly: parse their own timing.
 	for _, hook := range []string{"prolog", "epilog"} {
 		var elapsed time.Duration
-		poll(t, hook+" of job "+fmt.Sprint(id)+" logged its end", 30*time.Second, func() (bool, string) {
+		waitUntil(t, hook+" of job "+fmt.Sprint(id)+" logged its end", 30*time.Second, func() (bool, string) {
 			for _, mt := range hookDone.FindAllStringSubmatch(m.nodeLog(t, node, hook+".log"), -1) {
 				if mt[1] == hook && mt[2] == fmt.Sprint(id) {
 					d, err := time.ParseDuration(mt[3])
@@ -56,14 +56,14 @@ func TestDataUnreachable(t *testing.T) {
 			t.Errorf("%s of job %d took %s with /data unreachable, want well under a second", hook, id, elapsed)
 		}
 	}
-	poll(t, node+" idle after the job (no hook drained it)", time.Minute, func() (bool, string) {
+	waitUntil(t, node+" idle after the job (no hook drained it)", time.Minute, func() (bool, string) {
 		st := m.nodeState(t, node)
 		return st == "idle", st
 	})
 
 	// The agent tried, failed, and holds the job's events in its spool.
 	spool := filepath.Join(m.Path("GPUSUITE_SLURM_DIR"), "nodes", node, "spool")
-	poll(t, "the agent reports shipping failed and keeps job "+fmt.Sprint(id)+"'s events", time.Minute, func() (bool, string) {
+	waitUntil(t, "the agent reports shipping failed and keeps job "+fmt.Sprint(id)+"'s events", time.Minute, func() (bool, string) {
 		log := m.nodeLog(t, node, "agent.log")[agentLogBefore:]
 		held, _ := filepath.Glob(filepath.Join(spool, fmt.Sprintf("event.gsc.%d.*", id)))
 		return strings.Contains(log, "shipping failed; retrying") && len(held) == 2,
@@ -72,7 +72,7 @@ func TestDataUnreachable(t *testing.T) {
 	if runs := m.ledgerRuns(t, id); len(runs) != 0 {
 		t.Errorf("the ledger has job %d while %s could not ship: %+v", id, node, runs)
 	}
-	poll(t, node+" stale on the board", 30*time.Second, func() (bool, string) {
+	waitUntil(t, node+" stale on the board", 30*time.Second, func() (bool, string) {
 		for _, n := range m.boardDoc(t).Nodes {
 			if n.Name == node {
 				return n.Stale, fmt.Sprintf("stale %v, condition %q", n.Stale, n.Condition)
@@ -84,7 +84,7 @@ func TestDataUnreachable(t *testing.T) {
 	m.sh(t, "data-on", node)
 	m.waitReconciled(t, 2*time.Minute, id)
 	m.compareWithSacct(t, []uint64{id})
-	poll(t, "the agent's spool shipped", time.Minute, func() (bool, string) {
+	waitUntil(t, "the agent's spool shipped", time.Minute, func() (bool, string) {
 		held, _ := filepath.Glob(filepath.Join(spool, fmt.Sprintf("event.gsc.%d.*", id)))
 		return len(held) == 0, strings.Join(held, " ")
 	})

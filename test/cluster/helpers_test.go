@@ -21,6 +21,7 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
+	"github.com/aicloud/gpusuite/internal/testkit/poll"
 	"github.com/aicloud/gpusuite/internal/testkit/slurm"
 )
 
@@ -83,10 +84,10 @@ func (m *cl) nodeState(t *testing.T, node string) string {
 	return strings.TrimSpace(m.Run(t, "", "sinfo", "-h", "-N", "-n", node, "-o", "%t"))
 }
 
-// poll calls cond every 250 ms until it holds (slurm.Poll).
-func poll(t *testing.T, what string, timeout time.Duration, cond func() (bool, string)) {
+// waitUntil calls cond every 250 ms until it holds (poll.Until).
+func waitUntil(t *testing.T, what string, timeout time.Duration, cond func() (bool, string)) {
 	t.Helper()
-	slurm.Poll(t, what, timeout, 250*time.Millisecond, cond)
+	poll.Until(t, what, timeout, 250*time.Millisecond, cond)
 }
 
 // run is one run of a job as sacct -D has it, with the GPUs of each of
@@ -126,7 +127,7 @@ func (m *cl) sacctRuns(t *testing.T, ids []uint64) []run {
 func (m *cl) settledRuns(t *testing.T, ids []uint64) []run {
 	t.Helper()
 	var runs []run
-	poll(t, "sacct lists every node of the runs", 30*time.Second, func() (bool, string) {
+	waitUntil(t, "sacct lists every node of the runs", 30*time.Second, func() (bool, string) {
 		runs = m.sacctRuns(t, ids)
 		for _, r := range runs {
 			if len(r.nodes) != r.nodeCount {
@@ -203,7 +204,7 @@ func (m *cl) waitReconciled(t *testing.T, timeout time.Duration, ids ...uint64) 
 	for _, r := range m.sacctRuns(t, ids) {
 		want[r.id]++
 	}
-	poll(t, "serve took every run's times from sacct", timeout, func() (bool, string) {
+	waitUntil(t, "serve took every run's times from sacct", timeout, func() (bool, string) {
 		for _, id := range ids {
 			runs := m.ledgerRuns(t, id)
 			if len(runs) != want[id] {

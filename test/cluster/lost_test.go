@@ -24,7 +24,7 @@ func TestServerLostMidJob(t *testing.T) {
 	m := get(t)
 	id := m.Sbatch(t, "bob", "-A", "team-b", "--requeue", "--gres=gpu:2", "--time=5", "--wrap", "sleep 20")
 	var lost string
-	poll(t, fmt.Sprintf("job %d running", id), 2*time.Minute, func() (bool, string) {
+	waitUntil(t, fmt.Sprintf("job %d running", id), 2*time.Minute, func() (bool, string) {
 		out := strings.Fields(m.Run(t, "", "squeue", "-h", "-j", fmt.Sprint(id), "-o", "%T %N"))
 		if len(out) == 2 && out[0] == "RUNNING" {
 			lost = out[1]
@@ -34,7 +34,7 @@ func TestServerLostMidJob(t *testing.T) {
 	})
 	// The run must be in the ledger (prolog shipped and ingested) and
 	// sampled before the power cut, as a job minutes old would be.
-	poll(t, fmt.Sprintf("job %d's start and samples in the ledger", id), time.Minute, func() (bool, string) {
+	waitUntil(t, fmt.Sprintf("job %d's start and samples in the ledger", id), time.Minute, func() (bool, string) {
 		runs := m.ledgerRuns(t, id)
 		if len(runs) == 0 || runs[0].start < 0 {
 			return false, "no run"
@@ -49,17 +49,17 @@ func TestServerLostMidJob(t *testing.T) {
 	// Slurm notices within SlurmdTimeout and requeues the job; a requeued
 	// job is held for its BeginTime (two minutes), which an admin may
 	// lift: the test does.
-	poll(t, fmt.Sprintf("job %d requeued after %s was lost", id, lost), 2*time.Minute, func() (bool, string) {
+	waitUntil(t, fmt.Sprintf("job %d requeued after %s was lost", id, lost), 2*time.Minute, func() (bool, string) {
 		out := strings.TrimSpace(m.Run(t, "", "squeue", "-h", "-j", fmt.Sprint(id), "-o", "%T %r"))
 		return strings.HasPrefix(out, "PENDING"), out
 	})
 	t.Logf("%s lost at %s; Slurm requeued job %d after %s", lost, killed.Format(time.TimeOnly), id, time.Since(killed).Round(time.Second))
 	m.Run(t, "", "scontrol", "update", fmt.Sprintf("jobid=%d", id), "StartTime=now")
-	poll(t, lost+" down in Slurm", time.Minute, func() (bool, string) {
+	waitUntil(t, lost+" down in Slurm", time.Minute, func() (bool, string) {
 		st := m.nodeState(t, lost)
 		return strings.HasPrefix(st, "down"), st
 	})
-	poll(t, fmt.Sprintf("job %d's second run completed", id), 3*time.Minute, func() (bool, string) {
+	waitUntil(t, fmt.Sprintf("job %d's second run completed", id), 3*time.Minute, func() (bool, string) {
 		st := strings.TrimSpace(m.Run(t, "", "sacct", "-X", "-n", "-P", "-j", fmt.Sprint(id), "-o", "State"))
 		return st == "COMPLETED", st
 	})
@@ -67,7 +67,7 @@ func TestServerLostMidJob(t *testing.T) {
 	// The server boots again with the disk it had: its agent finds its
 	// checkpoint and spool and ships what it had not.
 	m.sh(t, "revive", lost)
-	poll(t, "the revived server's shipped files ingested", time.Minute, func() (bool, string) {
+	waitUntil(t, "the revived server's shipped files ingested", time.Minute, func() (bool, string) {
 		left, _ := os.ReadDir(m.data + "/incoming/" + lost)
 		var names []string
 		for _, e := range left {

@@ -21,7 +21,7 @@ import (
 // node events from sacctmgr now (serve reads them every five minutes).
 func TestClusterReportEqualsSreport(t *testing.T) {
 	m := get(t)
-	poll(t, "serve closed and reconciled every run", 2*time.Minute, func() (bool, string) {
+	waitUntil(t, "serve closed and reconciled every run", 2*time.Minute, func() (bool, string) {
 		open := m.ledgerRows(t, `SELECT job_id || '+' || restart FROM jobs WHERE cluster = 'gsc' AND (end IS NULL OR sacct_checked = 0)`)
 		return len(open) == 0, strings.Join(open, " ")
 	})

@@ -31,7 +31,7 @@ func TestSkewedClock(t *testing.T) {
 	// The server's clock is off: its live snapshot is dated skew ahead of
 	// when the file was written (the file's mtime is the head's clock).
 	live := filepath.Join(m.data, "live", node+".json")
-	poll(t, node+"'s live snapshot dated "+skew.String()+" ahead", 30*time.Second, func() (bool, string) {
+	waitUntil(t, node+"'s live snapshot dated "+skew.String()+" ahead", 30*time.Second, func() (bool, string) {
 		fi, err := os.Stat(live)
 		if err != nil {
 			return false, err.Error()

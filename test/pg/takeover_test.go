@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
+	"github.com/aicloud/gpusuite/internal/testkit/poll"
 	"github.com/aicloud/gpusuite/internal/testkit/slurm"
 )
 
@@ -107,13 +108,7 @@ func metrics(addr string) map[string]string {
 // waitFor polls cond until it holds or the (generous) deadline passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(120 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s in 120s", what)
-		}
-		time.Sleep(50 * time.Millisecond) // a poll interval, not a synchronisation
-	}
+	poll.True(t, what, 120*time.Second, 50*time.Millisecond, cond)
 }
 
 // config writes a serve config on the ledger at url with directories of

@@ -35,6 +35,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/store"
 	"github.com/aicloud/gpusuite/internal/testkit/browser"
 	"github.com/aicloud/gpusuite/internal/testkit/logs"
+	"github.com/aicloud/gpusuite/internal/testkit/poll"
 	"github.com/aicloud/gpusuite/internal/testkit/slurm"
 	"github.com/aicloud/gpusuite/internal/web"
 )
@@ -158,7 +159,7 @@ func TestBoardEndToEnd(t *testing.T) {
 	slurm.EnsureUser(t, "bob")
 	// A job of an earlier test of this package would take a GPU the
 	// board is expected to show free.
-	slurm.Poll(t, "node "+node+" without jobs", 2*time.Minute, 200*time.Millisecond, func() (bool, string) {
+	poll.Until(t, "node "+node+" without jobs", 2*time.Minute, 200*time.Millisecond, func() (bool, string) {
 		out := strings.TrimSpace(c.Run(t, "", "squeue", "-h", "-w", node, "-o", "%i %T"))
 		return out == "", out
 	})
@@ -258,7 +259,7 @@ func TestBoardEndToEnd(t *testing.T) {
 	e.srv.Device(gpuN).SetWorkload(working(90, 30720, pidN))
 	var left, busy time.Time
 	cell := fmt.Sprintf("#gpu-%s-%d", node, gpuN)
-	slurm.Poll(t, "new job's cell busy", boardCeiling, 100*time.Millisecond, func() (bool, string) {
+	poll.Until(t, "new job's cell busy", boardCeiling, 100*time.Millisecond, func() (bool, string) {
 		w := e.cellWord(t, cell)
 		if w != string(board.Free) && left.IsZero() {
 			left = time.Now()
@@ -591,7 +592,7 @@ func (e *e2e) text(t *testing.T, sel string) string {
 // GPUs of cells in theirs.
 func (e *e2e) waitStates(t *testing.T, what string, counts map[board.State]int, cells map[int]board.State) {
 	t.Helper()
-	slurm.Poll(t, what, 30*time.Second, 200*time.Millisecond, func() (bool, string) {
+	poll.Until(t, what, 30*time.Second, 200*time.Millisecond, func() (bool, string) {
 		jc, jcells := e.jsonStates(t)
 		if d := cmp.Diff(counts, jc); d != "" {
 			return false, "API counts (-want +got):\n" + d
@@ -628,7 +629,7 @@ func (e *e2e) focusTip(t *testing.T, sel string) string {
 	var tip string
 	// The page swaps its board in at each event, which may take the
 	// focus away: focus again until the tooltip is seen.
-	slurm.Poll(t, "tooltip of "+sel+" shown on focus", 20*time.Second, 100*time.Millisecond, func() (bool, string) {
+	poll.Until(t, "tooltip of "+sel+" shown on focus", 20*time.Second, 100*time.Millisecond, func() (bool, string) {
 		js := fmt.Sprintf(`(() => {
   const c = document.querySelector(%q);
   if (!c) return "";

@@ -13,6 +13,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/store"
 	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
+	"github.com/aicloud/gpusuite/internal/testkit/poll"
 	"github.com/aicloud/gpusuite/internal/testkit/slurm"
 )
 
@@ -59,7 +60,7 @@ func TestClusterUtilizationEqualsSreport(t *testing.T) {
 	// minute, and every answer is logged.
 	var got, want string
 	var from, to time.Time
-	slurm.Poll(t, "sreport's cluster utilization equal to gpuacct's", time.Minute, 2*time.Second, func() (bool, string) {
+	poll.Until(t, "sreport's cluster utilization equal to gpuacct's", time.Minute, 2*time.Second, func() (bool, string) {
 		want, from, to = c.ClusterUtilization(t, "testcl")
 		out, _ := l.run(t, "report", "cluster", "-t", "seconds", "-P", "-n", "--start", from.Format(ts), "--end", to.Format(ts))
 		g := strings.Split(strings.TrimSpace(out), "|")

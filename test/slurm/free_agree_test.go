@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/board"
-	"github.com/aicloud/gpusuite/internal/testkit/slurm"
+	"github.com/aicloud/gpusuite/internal/testkit/poll"
 )
 
 // kpiFree is the board page's "Free now" count.
@@ -81,7 +81,7 @@ func (e *e2e) freeCounts(t *testing.T) map[string]int {
 // until they agree rather than read once.
 func (e *e2e) freeAgree(t *testing.T, what string, want int) {
 	t.Helper()
-	slurm.Poll(t, what+": free counts agree", 2*time.Minute, 500*time.Millisecond, func() (bool, string) {
+	poll.Until(t, what+": free counts agree", 2*time.Minute, 500*time.Millisecond, func() (bool, string) {
 		got := e.freeCounts(t)
 		for _, n := range got {
 			if n != want {

@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/aicloud/gpusuite/internal/testkit/poll"
 )
 
 // Cluster is the running test cluster.
@@ -356,31 +358,10 @@ func (c *Cluster) sacct(t testing.TB, ids []uint64, flags ...string) []Accounted
 // suspended on the cluster.
 func (c *Cluster) WaitIdle(t testing.TB, timeout time.Duration) {
 	t.Helper()
-	Poll(t, "no job left on the cluster", timeout, 250*time.Millisecond, func() (bool, string) {
+	poll.Until(t, "no job left on the cluster", timeout, 250*time.Millisecond, func() (bool, string) {
 		out := strings.TrimSpace(c.Run(t, "", "squeue", "-h", "-t", "PD,CF,R,CG,S", "-o", "%i %T %N"))
 		return out == "", out
 	})
-}
-
-// Poll calls cond every step until it holds, failing the test with what
-// cond said last when timeout passes first, or when the test ends.
-func Poll(t testing.TB, what string, timeout, step time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, last := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not so after %s; last: %s", what, timeout, last)
-		}
-		select {
-		case <-time.After(step):
-		case <-t.Context().Done():
-			t.Fatalf("%s: %v; last: %s", what, t.Context().Err(), last)
-		}
-	}
 }
 
 // WaitAccounted waits until sacct has rows rows for the jobs, each
