@@ -68,6 +68,17 @@ func (h *Handler) withLiveConn(r *http.Request, fn func(c *conn) error) error {
 	return withConnOf(h.liveSrc, r, fn)
 }
 
+// withScope is withConnOf with q's clusters resolved (scope) before fn
+// reads.
+func (h *Handler) withScope(src *source, r *http.Request, q *query, fn func(c *conn) error) error {
+	return withConnOf(src, r, func(c *conn) error {
+		if err := h.scope(c, q); err != nil {
+			return err
+		}
+		return fn(c)
+	})
+}
+
 func withConnOf(src *source, r *http.Request, fn func(c *conn) error) error {
 	c, release, err := src.acquire(r.Context())
 	if err != nil {
@@ -203,10 +214,7 @@ func (h *Handler) apiJobs(w http.ResponseWriter, r *http.Request) error {
 		q.limit = 100
 	}
 	out := jobsList{Start: q.window.Start.Format(time.RFC3339), End: q.window.End.Format(time.RFC3339), Jobs: []jobJSON{}}
-	err = h.withConn(r, func(c *conn) error {
-		if err := h.scope(c, q); err != nil {
-			return err
-		}
+	err = h.withScope(h.src, r, q, func(c *conn) error {
 		rows, more, err := h.jobs(r, c, q, state, sortBy)
 		if err != nil {
 			return err
@@ -302,10 +310,7 @@ func (h *Handler) apiRunning(w http.ResponseWriter, r *http.Request) error {
 		Count    int       `json:"count"`
 		Jobs     []jobJSON `json:"jobs"`
 	}{Jobs: []jobJSON{}}
-	err = h.withConn(r, func(c *conn) error {
-		if err := h.scope(c, q); err != nil {
-			return err
-		}
+	err = h.withScope(h.src, r, q, func(c *conn) error {
 		out.Clusters = q.scopeJSON()
 		rs, err := c.running(r.Context(), q.filter.Clusters, q.limit)
 		if err != nil {
@@ -403,10 +408,7 @@ func (h *Handler) apiNodes(w http.ResponseWriter, r *http.Request) error {
 		Nodes       []nodeInfo `json:"nodes"`
 	}{StaleAfterS: int64(h.o.Check.Stale.Seconds()), Nodes: []nodeInfo{}}
 	q := &query{vals: r.URL.Query()}
-	err := h.withConn(r, func(c *conn) error {
-		if err := h.scope(c, q); err != nil {
-			return err
-		}
+	err := h.withScope(h.src, r, q, func(c *conn) error {
 		out.Clusters = q.scopeJSON()
 		ns, err := c.nodes(r.Context(), h.o.Now(), h.o)
 		for _, n := range ns {
@@ -435,10 +437,7 @@ func (h *Handler) apiHealth(w http.ResponseWriter, r *http.Request) error {
 		CheckedAt string   `json:"checked_at"`
 	}{DB: report.Redact(h.o.DB), CheckedAt: h.o.Now().UTC().Format(time.RFC3339)}
 	q := &query{vals: r.URL.Query()}
-	err := h.withLiveConn(r, func(c *conn) error {
-		if err := h.scope(c, q); err != nil {
-			return err
-		}
+	err := h.withScope(h.liveSrc, r, q, func(c *conn) error {
 		out.Clusters = q.scopeJSON()
 		o := h.o.Check
 		o.Now, o.Clusters = h.o.Now(), q.filter.Clusters

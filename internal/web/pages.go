@@ -199,11 +199,8 @@ func (h *Handler) teamsOf(ctx context.Context, c *conn) ([]string, map[string]st
 // what every such page does first: read q's clusters, fill b's cluster
 // picker and its line on the ingest's freshness.
 func (h *Handler) accounting(r *http.Request, q *query, b *base, fill func(ctx context.Context, c *conn) error) error {
-	return h.withConn(r, func(c *conn) error {
+	return h.withScope(h.src, r, q, func(c *conn) error {
 		ctx := r.Context()
-		if err := h.scope(c, q); err != nil {
-			return err
-		}
 		h.picker(b, r, q)
 		if err := h.ingestState(ctx, c, b); err != nil {
 			return err
@@ -280,9 +277,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		for _, row := range rowsOf(top) {
-			if !row.Footer {
-				v.Users = append(v.Users, h.userRow(row, q, colors))
-			}
+			v.Users = append(v.Users, h.userRow(row, q, colors))
 		}
 		// One pass over the rollups gives the chart and, summed over the
 		// periods, the teams table (what gpuacct report teams prints).
@@ -379,9 +374,6 @@ func (h *Handler) teamSeries(ctx context.Context, c *conn, q *query, per timespe
 	byTeam := map[string][]float64{}
 	rowsByTeam := map[teamKey][]usageRow{}
 	for _, row := range rowsOf(t) {
-		if row.Footer {
-			continue
-		}
 		k := teamKey{row.Cluster, row.Name}
 		rowsByTeam[k] = append(rowsByTeam[k], row)
 		vals := byTeam[row.Name]
@@ -446,9 +438,6 @@ func (h *Handler) allocUsedSeries(ctx context.Context, c *conn, q *query, per ti
 	alloc := make([]float64, len(bs))
 	used := make([]float64, len(bs))
 	for _, row := range rowsOf(t) {
-		if row.Footer {
-			continue
-		}
 		if i, ok := at[row.Period]; ok {
 			alloc[i] += float64(row.AllocS) / 3600
 			if row.UsedS != nil {
@@ -549,16 +538,12 @@ func (h *Handler) teamPage(w http.ResponseWriter, r *http.Request) error {
 			return &httpError{code: http.StatusNotFound, msg: fmt.Sprintf("unknown team %q (teams: %s)", team, strings.Join(known, ", "))}
 		}
 		v.Color = plot.TeamColor(colors, team)
-		t, err := c.rep.Report(ctx, report.Request{Kind: "users", Window: q.hours, Filter: q.clusterFilter(), Scope: q.scope, Teams: q.teams, Mapping: h.mapping})
+		rows, err := c.reportRows(ctx, report.Request{Kind: "users", Window: q.hours, Filter: q.clusterFilter(), Scope: q.scope, Teams: q.teams, Mapping: h.mapping}, &v.Total)
 		if err != nil {
 			return err
 		}
-		rows := rowsOf(t)
-		v.Total = sum(rows)
 		for _, row := range rows {
-			if !row.Footer {
-				v.Users = append(v.Users, h.userRow(row, q, colors))
-			}
+			v.Users = append(v.Users, h.userRow(row, q, colors))
 		}
 		return h.groupBody(ctx, r, c, q, &v, per, report.Request{Kind: "teams", Filter: q.clusterFilter(), Teams: q.teams}, colors)
 	})
@@ -593,16 +578,12 @@ func (h *Handler) userPage(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		t, err := c.rep.Report(ctx, report.Request{Kind: "teams", Window: q.hours, Filter: q.filter, Scope: q.scope, Mapping: h.mapping})
+		rows, err := c.reportRows(ctx, report.Request{Kind: "teams", Window: q.hours, Filter: q.filter, Scope: q.scope, Mapping: h.mapping}, &v.Total)
 		if err != nil {
 			return err
 		}
-		rows := rowsOf(t)
-		v.Total = sum(rows)
 		for _, row := range rows {
-			if !row.Footer {
-				v.Teams = append(v.Teams, teamRow{usageRow: row, URL: teamPath(row.Name) + withParams(q.vals), Color: plot.TeamColor(colors, row.Name)})
-			}
+			v.Teams = append(v.Teams, teamRow{usageRow: row, URL: teamPath(row.Name) + withParams(q.vals), Color: plot.TeamColor(colors, row.Name)})
 		}
 		v.Color = plot.Unassigned
 		if len(v.Teams) > 0 {

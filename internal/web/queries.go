@@ -138,11 +138,23 @@ type usageRow struct {
 	UsedS, IdleS        *float64
 	Eff, Share, KWh     *float64
 	Jobs                int64
-	Footer              bool
+}
+
+// reportRows reads the report req asks for as rows (rowsOf) and sets
+// total to their sum.
+func (c *conn) reportRows(ctx context.Context, req report.Request, total *usageRow) ([]usageRow, error) {
+	t, err := c.rep.Report(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	rows := rowsOf(t)
+	*total = sum(rows)
+	return rows, nil
 }
 
 // rowsOf reads a report table by column key (internal/report's
-// usageColumns).
+// usageColumns), leaving out its footers (the pages sum rows
+// themselves).
 func rowsOf(t *table.Table) []usageRow {
 	col := map[string]int{}
 	for i, c := range t.Columns {
@@ -187,24 +199,24 @@ func rowsOf(t *table.Table) []usageRow {
 	}
 	out := make([]usageRow, 0, len(t.Rows))
 	for _, r := range t.Rows {
+		if r.Footer {
+			continue
+		}
 		c := r.Cells
 		out = append(out, usageRow{Period: str(c, "period"), Cluster: str(c, "cluster"), Name: str(c, name), Teams: str(c, "teams"), AllocS: in(c, "alloc_gpu"),
 			UsedS: fl(c, "used_gpu"), IdleS: fl(c, "idle_gpu"), Eff: fl(c, "efficiency_pct"), Share: fl(c, "share_pct"),
-			KWh: fl(c, "energy_kwh"), Jobs: in(c, "jobs"), Footer: r.Footer})
+			KWh: fl(c, "energy_kwh"), Jobs: in(c, "jobs")})
 	}
 	return out
 }
 
-// sum adds rows (not footers) into one total; used and idle are missing
-// when no row had samples.
+// sum adds rows into one total; used and idle are missing when no row
+// had samples.
 func sum(rows []usageRow) usageRow {
 	var t usageRow
 	var used, idle, kwh float64
 	var haveUsed, haveKWh bool
 	for _, r := range rows {
-		if r.Footer {
-			continue
-		}
 		t.AllocS += r.AllocS
 		t.Jobs += r.Jobs
 		if r.UsedS != nil {
