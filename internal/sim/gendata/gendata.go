@@ -18,13 +18,11 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/aicloud/gpusuite/internal/agentproto"
 	"github.com/aicloud/gpusuite/internal/config"
-	"github.com/aicloud/gpusuite/internal/gpu"
 	"github.com/aicloud/gpusuite/internal/hook"
-	"github.com/aicloud/gpusuite/internal/hookgpus"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/sim"
+	"github.com/aicloud/gpusuite/internal/sim/simcluster"
 	_ "github.com/aicloud/gpusuite/internal/sim/simulated" // the hooks open gpu.backend = "simulated"
 	"github.com/aicloud/gpusuite/internal/sim/truth"
 )
@@ -216,16 +214,12 @@ func writeEvents(dir string, o Options, j Job) error {
 			cfg.GPU.Simulated.Count = o.GPUsPerNode
 			cfg.GPU.Simulated.Model = o.Model
 			now := func() time.Time { return at }
-			d := hook.Deps{
-				Getenv: env(o, j, k), Now: now,
-				AskGPUs: hookgpus.Asker(func(ctx context.Context, req agentproto.Direct) (*gpu.Library, error) {
-					s, err := sim.New(sim.Options{Node: req.Node, Count: o.GPUsPerNode, Model: o.Model, Now: now})
-					if err != nil {
-						return nil, err
-					}
-					return gpu.OpenInterface(ctx, s, time.Second)
-				}),
+			srv, err := sim.New(sim.Options{Node: j.Node, Count: o.GPUsPerNode, Model: o.Model, Now: now})
+			if err != nil {
+				return fmt.Errorf("hook %s for job %d: %w", k, j.ID, err)
 			}
+			d := simcluster.HookDeps(now, "", srv)
+			d.Getenv = env(o, j, k)
 			if _, err := hook.Run(context.Background(), k, cfg, d, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
 				return fmt.Errorf("hook %s for job %d: %w", k, j.ID, err)
 			}
