@@ -8,13 +8,6 @@ import (
 	"github.com/aicloud/gpusuite/internal/agentproto"
 )
 
-// listenProfileSocket opens the profile socket: any local user may
-// connect (mode 0666); each request is judged by the peer's uid
-// (SO_PEERCRED), never by anything it says.
-func listenProfileSocket(path string) (*net.UnixListener, error) {
-	return listenUnix("profile socket", path, 0o755, 0o666)
-}
-
 // serveProfiles answers profile requests until ln is closed.
 func (a *Agent) serveProfiles(ctx context.Context, ln *net.UnixListener) {
 	a.accept(ctx, ln, "profile", a.profLim, func(uint32) string { return "" }, a.handleProfile)

@@ -23,6 +23,13 @@ func listenSocket(path string) (*net.UnixListener, error) {
 	return listenUnix("hook socket", path, 0o700, 0o600)
 }
 
+// listenProfileSocket opens the profile socket: any local user may
+// connect (mode 0666); each request is judged by the peer's uid
+// (SO_PEERCRED), never by anything it says.
+func listenProfileSocket(path string) (*net.UnixListener, error) {
+	return listenUnix("profile socket", path, 0o755, 0o666)
+}
+
 // listenUnix opens a unix socket at path with mode sock, in a directory
 // (made with mode dir) that group and others cannot write. A stale socket
 // of a dead agent is replaced; a live agent on it is an error.
