@@ -7,8 +7,8 @@
 // Files: config.go (Config, Load, the shared sections), read.go (the
 // bounded read, errors with their line), hookload.go (LoadHook: the hooks'
 // spool kept when the rest is broken), and one file per program's section:
-// agent.go, board.go, container.go, nfssync.go, report.go, store.go (store
-// and ingest), web.go.
+// agent.go, board.go, container.go, nfssync.go, notify.go, report.go,
+// store.go (store and ingest), web.go.
 package config
 
 import (
@@ -46,6 +46,7 @@ type Config struct {
 	Report    Report    `toml:"report"`
 	Web       Web       `toml:"web"`
 	Board     Board     `toml:"board"`
+	Notify    Notify    `toml:"notify"`
 }
 
 // Cluster names this cluster and node when Slurm does not.
@@ -140,6 +141,7 @@ func Default() Config {
 		Report:    defaultReport(),
 		Web:       defaultWeb(),
 		Board:     defaultBoard(),
+		Notify:    defaultNotify(),
 	}
 }
 
@@ -319,6 +321,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.Board.validate(); err != nil {
+		return err
+	}
+	if err := c.Notify.validate(); err != nil {
 		return err
 	}
 	return c.Container.validate()

@@ -183,3 +183,27 @@ func (s *Store) IdleSince(ctx context.Context, gpus []IdleGPU) error {
 	}
 	return nil
 }
+
+// NotifySentSince counts the messages sent since since, per recipient:
+// the notifier's rate limit.
+func (s *Store) NotifySentSince(ctx context.Context, since time.Time) (map[string]int, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT recipient, count(*) FROM notify_messages WHERE state = 'sent' AND sent_at >= ? GROUP BY recipient LIMIT ?`,
+		since.Unix(), MaxNotifyList)
+	if err != nil {
+		return nil, fmt.Errorf("count messages sent: %w", translate(err))
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var r string
+		var n int
+		if err := rows.Scan(&r, &n); err != nil {
+			return nil, fmt.Errorf("count messages sent: %w", translate(err))
+		}
+		out[r] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count messages sent: %w", translate(err))
+	}
+	return out, nil
+}

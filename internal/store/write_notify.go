@@ -163,3 +163,14 @@ func (b *Batch) SetNotifyOptOut(user, rule string, off bool, now time.Time) erro
 	}
 	return nil
 }
+
+// DeferNotify puts a claimed message back, due at next, without counting
+// the claim as an attempt: it was not tried (the recipient's rate limit,
+// a pass out of time); why says so.
+func (b *Batch) DeferNotify(id int64, why string, next time.Time) error {
+	if _, err := b.exec(`UPDATE notify_messages SET attempts = attempts - 1, next_attempt = ?, last_error = ? WHERE id = ? AND state = 'queued' AND attempts > 0`,
+		next.Unix(), why, id); err != nil {
+		return fmt.Errorf("defer message %d: %w", id, err)
+	}
+	return nil
+}

@@ -214,3 +214,48 @@ func TestNotifyListAndOptOut(t *testing.T) {
 		t.Errorf("opt-outs (-want +got):\n%s", diff)
 	}
 }
+
+// TestNotifyDeferAndSentSince: a deferred claim is not an attempt and
+// waits until its time; sent messages are counted per recipient since a
+// time (the rate limit).
+func TestNotifyDeferAndSentSince(t *testing.T) {
+	s := openTemp(t)
+	ctx := context.Background()
+	var ids []int64
+	notifyBatch(t, s, notifyT0, func(b *Batch) {
+		for i, u := range []string{"alice", "alice", "bob"} {
+			id, _, err := b.EnqueueNotify(notifyMsg(fmt.Sprintf("k%d", i), u, int64(i)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
+		}
+	})
+	notifyBatch(t, s, notifyT0, func(b *Batch) {
+		if _, err := b.ClaimNotify(notifyT0, time.Minute, 10); err != nil {
+			t.Fatal(err)
+		}
+		for i, at := range []time.Time{notifyT0.Add(-2 * time.Hour), notifyT0} {
+			if err := b.MarkNotifySent(ids[i], at); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.DeferNotify(ids[2], "waiting: rate", notifyT0.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	got, err := s.NotifySentSince(ctx, notifyT0.Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]int{"alice@example.org": 1}, got); diff != "" {
+		t.Errorf("sent since (-want +got):\n%s", diff)
+	}
+	ms, err := s.NotifyMessages(ctx, NotifyQuery{User: "bob"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != 1 || ms[0].Attempts != 0 || ms[0].LastError != "waiting: rate" || !ms[0].NextAttempt.Equal(notifyT0.Add(time.Hour)) {
+		t.Errorf("deferred message %+v, want no attempt counted, the reason, due in an hour", ms)
+	}
+}

@@ -128,7 +128,7 @@ type Message struct {
 	To      string
 	Header  mail.Header
 	Subject string // decoded
-	Body    string // decoded from its transfer encoding
+	Body    string // decoded from its transfer encoding, lines ending in \n
 }
 
 // Messages reads every message in the Maildir, in the order written.
@@ -171,7 +171,7 @@ func (s *Sink) Messages(t testing.TB) []Message {
 }
 
 // To is the messages to addr, waiting up to a minute until there are
-// at least n.
+// at least n (0: those there now).
 func (s *Sink) To(t testing.TB, addr string, n int) []Message {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
@@ -210,5 +210,5 @@ func parse(data []byte) (Message, error) {
 	if err != nil {
 		return Message{}, fmt.Errorf("body: %w", err)
 	}
-	return Message{To: msg.Header.Get("X-RcptTo"), Header: msg.Header, Subject: subject, Body: string(b)}, nil
+	return Message{To: msg.Header.Get("X-RcptTo"), Header: msg.Header, Subject: subject, Body: strings.ReplaceAll(string(b), "\r\n", "\n")}, nil
 }

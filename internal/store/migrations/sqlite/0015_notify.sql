@@ -28,6 +28,7 @@ CREATE TABLE notify_messages (
 CREATE INDEX notify_messages_due ON notify_messages (next_attempt) WHERE state = 'queued';
 CREATE INDEX notify_messages_job ON notify_messages (cluster, job);
 CREATE INDEX notify_messages_user ON notify_messages (user, created);
+CREATE INDEX notify_messages_sent ON notify_messages (sent_at) WHERE state = 'sent';
 
 -- notify_optout: a user's opt-out of one rule ('all': every rule).
 CREATE TABLE notify_optout (

@@ -1,0 +1,216 @@
+package config
+
+import (
+	"fmt"
+	"net/mail"
+	"net/url"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Notify configures the notifier that gpuacct serve runs beside ingest
+// and gpuacct notify --once runs from cron: rules over the ledger, each
+// message kept in the ledger before it is sent (docs/notify.md).
+type Notify struct {
+	// Enabled makes gpuacct serve evaluate the rules and deliver every
+	// Interval.
+	Enabled  bool     `toml:"enabled"`
+	Interval Duration `toml:"interval"`
+	// DryRun logs what the rules would send and keeps nothing.
+	DryRun bool `toml:"dry_run"`
+	// Language is the site's language of messages (en, ja); Languages
+	// sets it per user.
+	Language  string            `toml:"language"`
+	Languages map[string]string `toml:"languages"`
+	// MaxAttempts bounds the deliveries of one message; past it the
+	// message is given up (state failed) with the last reason.
+	MaxAttempts int `toml:"max_attempts"`
+	// RetryMin and RetryMax bound the backoff between attempts, doubled
+	// after each.
+	RetryMin Duration `toml:"retry_min"`
+	RetryMax Duration `toml:"retry_max"`
+	// RatePerHour bounds the messages sent to one recipient in an hour;
+	// the rest wait, queued.
+	RatePerHour int                      `toml:"rate_per_hour"`
+	Mail        NotifyMail               `toml:"mail"`
+	Webhooks    map[string]NotifyWebhook `toml:"webhooks"`
+	Idle        NotifyIdle               `toml:"idle"`
+}
+
+// NotifyMail is the SMTP server and the users' addresses.
+type NotifyMail struct {
+	Host string `toml:"host"`
+	Port int    `toml:"port"`
+	// StartTLS is auto (when offered), always or never.
+	StartTLS string `toml:"starttls"`
+	// User logs in (AUTH PLAIN) with the password in PasswordFile.
+	User         string `toml:"user"`
+	PasswordFile string `toml:"password_file"`
+	From         string `toml:"from"`
+	// Address makes a user's address: {user} is the Slurm user name.
+	Address string `toml:"address"`
+	// AddressesFile maps users to addresses, "user address" a line; it
+	// wins over Address.
+	AddressesFile string   `toml:"addresses_file"`
+	Timeout       Duration `toml:"timeout"`
+}
+
+// NotifyWebhook is one incoming webhook (Slack, Mattermost or any JSON).
+type NotifyWebhook struct {
+	URL string `toml:"url"`
+	// Format is slack ({"text": ...}) or json.
+	Format  string   `toml:"format"`
+	Timeout Duration `toml:"timeout"`
+}
+
+// NotifyIdle is the idle-GPU rule: a running job's GPU idle for
+// IdleAfter gets its owner one mail.
+type NotifyIdle struct {
+	Enabled   bool     `toml:"enabled"`
+	IdleAfter Duration `toml:"idle_after"`
+	// StaleAfter: a GPU whose newest sample is older says nothing (its
+	// agent or node is down), and is not called idle.
+	StaleAfter Duration `toml:"stale_after"`
+	// Webhook, when set, names a webhook that gets each warning too.
+	Webhook          string   `toml:"webhook"`
+	ExemptUsers      []string `toml:"exempt_users"`
+	ExemptAccounts   []string `toml:"exempt_accounts"`
+	ExemptPartitions []string `toml:"exempt_partitions"`
+	// ExemptComment exempts a job whose Slurm comment holds it.
+	ExemptComment string `toml:"exempt_comment"`
+}
+
+// NotifyLanguages are the languages messages are written in.
+var NotifyLanguages = []string{"en", "ja"}
+
+func defaultNotify() Notify {
+	return Notify{
+		Interval: Dur(5 * time.Minute), Language: "en", MaxAttempts: 10,
+		RetryMin: Dur(time.Minute), RetryMax: Dur(6 * time.Hour), RatePerHour: 20,
+		Mail: NotifyMail{Host: "localhost", Port: 25, StartTLS: "auto", From: "gpusuite@localhost", Timeout: Dur(30 * time.Second)},
+		Idle: NotifyIdle{Enabled: true, IdleAfter: Dur(time.Hour), StaleAfter: Dur(15 * time.Minute), ExemptComment: "gpuacct:noidlemail"},
+	}
+}
+
+func (n *Notify) validate() error {
+	if d := n.Interval.Duration; d < 10*time.Second || d > 24*time.Hour {
+		return fmt.Errorf("key \"notify.interval\": %s is outside 10s..24h", d)
+	}
+	if err := notifyLanguage("notify.language", n.Language); err != nil {
+		return err
+	}
+	users := make([]string, 0, len(n.Languages))
+	for u := range n.Languages {
+		users = append(users, u)
+	}
+	sort.Strings(users)
+	for _, u := range users {
+		if err := notifyLanguage("notify.languages."+u, n.Languages[u]); err != nil {
+			return err
+		}
+	}
+	if n.MaxAttempts < 1 || n.MaxAttempts > 100 {
+		return fmt.Errorf("key \"notify.max_attempts\": %d is outside 1..100", n.MaxAttempts)
+	}
+	if n.RetryMin.Duration <= 0 {
+		return fmt.Errorf("key \"notify.retry_min\": %s is not above 0s", n.RetryMin.Duration)
+	}
+	if n.RetryMax.Duration < n.RetryMin.Duration || n.RetryMax.Duration > 7*24*time.Hour {
+		return fmt.Errorf("key \"notify.retry_max\": %s is outside notify.retry_min..168h", n.RetryMax.Duration)
+	}
+	if n.RatePerHour < 1 {
+		return fmt.Errorf("key \"notify.rate_per_hour\": %d is not above 0", n.RatePerHour)
+	}
+	if err := n.Mail.validate(); err != nil {
+		return err
+	}
+	names := make([]string, 0, len(n.Webhooks))
+	for name := range n.Webhooks {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if err := n.Webhooks[name].validate("notify.webhooks." + name); err != nil {
+			return err
+		}
+	}
+	return n.Idle.validate(n.Webhooks)
+}
+
+func notifyLanguage(key, lang string) error {
+	for _, l := range NotifyLanguages {
+		if lang == l {
+			return nil
+		}
+	}
+	return fmt.Errorf("key %q: %q is not one of %s", key, lang, strings.Join(NotifyLanguages, ", "))
+}
+
+func (m *NotifyMail) validate() error {
+	if m.Host == "" {
+		return fmt.Errorf("key \"notify.mail.host\": must not be empty")
+	}
+	if m.Port < 1 || m.Port > 65535 {
+		return fmt.Errorf("key \"notify.mail.port\": %d is outside 1..65535", m.Port)
+	}
+	switch m.StartTLS {
+	case "auto", "always", "never":
+	default:
+		return fmt.Errorf("key \"notify.mail.starttls\": %q is not auto, always or never", m.StartTLS)
+	}
+	if _, err := mail.ParseAddress(m.From); err != nil {
+		return fmt.Errorf("key \"notify.mail.from\": %q is not a mail address", m.From)
+	}
+	if m.Address != "" {
+		if !strings.Contains(m.Address, "{user}") {
+			return fmt.Errorf("key \"notify.mail.address\": %q does not hold {user}", m.Address)
+		}
+		if _, err := mail.ParseAddress(strings.ReplaceAll(m.Address, "{user}", "user")); err != nil {
+			return fmt.Errorf("key \"notify.mail.address\": %q does not make a mail address", m.Address)
+		}
+	}
+	for key, p := range map[string]string{"notify.mail.password_file": m.PasswordFile, "notify.mail.addresses_file": m.AddressesFile} {
+		if p != "" && !filepath.IsAbs(p) {
+			return fmt.Errorf("key %q: %q is not an absolute path", key, p)
+		}
+	}
+	if (m.User == "") != (m.PasswordFile == "") {
+		return fmt.Errorf("key \"notify.mail.user\": user and password_file go together")
+	}
+	if d := m.Timeout.Duration; d <= 0 || d > 5*time.Minute {
+		return fmt.Errorf("key \"notify.mail.timeout\": %s is outside 0s..5m", d)
+	}
+	return nil
+}
+
+func (w NotifyWebhook) validate(key string) error {
+	u, err := url.Parse(w.URL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		// The URL is a secret: the error names the key, not the value.
+		return fmt.Errorf("key %q: not an http or https URL", key+".url")
+	}
+	switch w.Format {
+	case "slack", "json":
+	default:
+		return fmt.Errorf("key %q: %q is not slack or json", key+".format", w.Format)
+	}
+	if d := w.Timeout.Duration; d < 0 || d > 5*time.Minute {
+		return fmt.Errorf("key %q: %s is outside 0s..5m", key+".timeout", d)
+	}
+	return nil
+}
+
+func (i *NotifyIdle) validate(webhooks map[string]NotifyWebhook) error {
+	if d := i.IdleAfter.Duration; d < 5*time.Minute || d > 30*24*time.Hour {
+		return fmt.Errorf("key \"notify.idle.idle_after\": %s is outside 5m..720h", d)
+	}
+	if d := i.StaleAfter.Duration; d < time.Minute || d > 24*time.Hour {
+		return fmt.Errorf("key \"notify.idle.stale_after\": %s is outside 1m..24h", d)
+	}
+	if _, ok := webhooks[i.Webhook]; i.Webhook != "" && !ok {
+		return fmt.Errorf("key \"notify.idle.webhook\": no [notify.webhooks.%s]", i.Webhook)
+	}
+	return nil
+}

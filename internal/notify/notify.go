@@ -1,0 +1,203 @@
+// Package notify is the notifier of the one writer (gpuacct serve, and
+// gpuacct notify --once from cron): rules evaluated over the ledger
+// decide messages, each kept in the ledger under a fire-once key before it
+// is attempted (invariant 11), then delivered through internal/notify/deliver
+// with retries and backoff, rate-limited per recipient, every outcome
+// recorded on the message (docs/notify.md).
+//
+// Files: notify.go (Notifier, a pass), idle.go (the idle-GPU rule),
+// message.go (the messages, English and Japanese), outbox.go (delivery,
+// backoff, rate limit), recipients.go (users' mail addresses),
+// metrics.go (counters per rule, channel and outcome).
+package notify
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/config"
+	"github.com/aicloud/gpusuite/internal/notify/deliver"
+	"github.com/aicloud/gpusuite/internal/store"
+)
+
+// Rules are the rules this notifier knows, by name.
+var Rules = []string{RuleIdle}
+
+// RuleIdle is the idle-GPU rule.
+const RuleIdle = "idle"
+
+// Channels of a message.
+const (
+	ChannelMail    = "mail"
+	ChannelWebhook = "webhook"
+)
+
+// Options is what a Notifier takes besides its section of the config.
+type Options struct {
+	// Loc is the zone of times in messages (report.tz).
+	Loc *time.Location
+	// IdleThreshold is the utilization (percent) under which the agents
+	// call a sample idle (agent.idle_threshold), for the messages.
+	IdleThreshold float64
+	Log           *slog.Logger
+	// TLS is the SMTP client's TLS configuration; nil: the system's.
+	TLS *tls.Config
+	// Metrics may be nil.
+	Metrics *Metrics
+}
+
+// Notifier evaluates the rules and delivers their messages over one
+// ledger, which it writes as (or inside) the one writer.
+type Notifier struct {
+	cfg   config.Notify
+	st    *store.Store
+	loc   *time.Location
+	log   *slog.Logger
+	thr   float64
+	smtp  deliver.SMTP
+	hooks map[string]deliver.Webhook
+	addrs addresses
+	m     *Metrics
+	last  time.Time
+}
+
+// New makes a Notifier over st, reading the SMTP password file and the
+// addresses file once.
+func New(cfg config.Notify, st *store.Store, o Options) (*Notifier, error) {
+	n := &Notifier{cfg: cfg, st: st, loc: o.Loc, log: o.Log, thr: o.IdleThreshold, m: o.Metrics, hooks: map[string]deliver.Webhook{}}
+	if n.loc == nil {
+		n.loc = time.UTC
+	}
+	if n.log == nil {
+		n.log = slog.New(slog.DiscardHandler)
+	}
+	n.smtp = deliver.SMTP{Host: cfg.Mail.Host, Port: cfg.Mail.Port, StartTLS: cfg.Mail.StartTLS, User: cfg.Mail.User, From: cfg.Mail.From,
+		Timeout: cfg.Mail.Timeout.Duration, TLS: o.TLS}
+	if cfg.Mail.PasswordFile != "" {
+		pw, err := config.ReadFile(cfg.Mail.PasswordFile)
+		if err != nil {
+			return nil, fmt.Errorf("read notify.mail.password_file %q: %w", cfg.Mail.PasswordFile, err)
+		}
+		n.smtp.Password = strings.TrimRight(string(pw), "\r\n")
+	}
+	addrs, err := readAddresses(cfg.Mail.AddressesFile)
+	if err != nil {
+		return nil, err
+	}
+	n.addrs = addrs
+	for name, w := range cfg.Webhooks {
+		n.hooks[name] = deliver.Webhook{URL: w.URL, Format: w.Format, Timeout: w.Timeout.Duration}
+	}
+	return n, nil
+}
+
+// Result is what one pass did.
+type Result struct {
+	// Jobs is how many running job runs the rules looked at; Found the
+	// messages they decided, Added those new to the ledger (the rest were
+	// decided before).
+	Jobs, Found, Added int
+	// Sent, Retry and Failed count this pass's deliveries: delivered,
+	// left queued for another try, given up.
+	Sent, Retry, Failed int
+}
+
+// Pass evaluates the rules at now and delivers what is due.
+func (n *Notifier) Pass(ctx context.Context, now time.Time) (Result, error) {
+	res, err := n.Evaluate(ctx, now)
+	if err != nil {
+		return res, err
+	}
+	if n.cfg.DryRun {
+		return res, nil
+	}
+	if err := n.Deliver(ctx, now, &res); err != nil {
+		return res, err
+	}
+	if n.m != nil {
+		q, err := n.st.NotifyQueueState(ctx)
+		if err != nil {
+			return res, err
+		}
+		n.m.queued(q, now)
+	}
+	return res, nil
+}
+
+// Due says whether a pass is due at now (notify.interval after the last
+// Tick), and if so starts the next interval: serve asks after each ingest
+// pass.
+func (n *Notifier) Due(now time.Time) bool {
+	if !n.last.IsZero() && now.Sub(n.last) < n.cfg.Interval.Duration {
+		return false
+	}
+	n.last = now
+	return true
+}
+
+// Evaluate runs the rules at now and keeps the messages they decide
+// (with notify.dry_run, logs them and keeps nothing).
+func (n *Notifier) Evaluate(ctx context.Context, now time.Time) (Result, error) {
+	var res Result
+	if !n.cfg.Idle.Enabled {
+		return res, nil
+	}
+	msgs, jobs, err := n.idleMessages(ctx, now, "")
+	res.Jobs = jobs
+	if err != nil {
+		return res, err
+	}
+	res.Found = len(msgs)
+	if len(msgs) == 0 {
+		return res, nil
+	}
+	if n.cfg.DryRun {
+		for _, m := range msgs {
+			n.log.Info("notify dry run: would send", "rule", m.Rule, "key", m.Key, "to", m.Recipient, "via", m.Channel, "subject", m.Subject)
+		}
+		return res, nil
+	}
+	b, err := n.st.Begin(ctx, now)
+	if err != nil {
+		return res, fmt.Errorf("keep messages: %w", err)
+	}
+	for _, m := range msgs {
+		_, added, err := b.EnqueueNotify(m)
+		if err != nil {
+			b.Rollback()
+			return res, err
+		}
+		if added {
+			res.Added++
+			n.m.decided(m.Rule, m.Channel)
+			n.log.Info("notify: message decided", "rule", m.Rule, "key", m.Key, "to", m.Recipient, "via", m.Channel)
+		}
+	}
+	if err := b.Commit(); err != nil {
+		return res, fmt.Errorf("keep messages: %w", err)
+	}
+	return res, nil
+}
+
+// Preview is the messages rule would decide at now, for user ("" for
+// every user), kept nowhere: gpuacct notify preview.
+func (n *Notifier) Preview(ctx context.Context, rule string, now time.Time, user string) ([]store.NotifyMessage, error) {
+	switch rule {
+	case RuleIdle:
+		msgs, _, err := n.idleMessages(ctx, now, user)
+		return msgs, err
+	}
+	return nil, fmt.Errorf("no rule %q (rules: %s)", rule, strings.Join(Rules, ", "))
+}
+
+// language is the language of messages to user.
+func (n *Notifier) language(user string) string {
+	if l, ok := n.cfg.Languages[user]; ok {
+		return l
+	}
+	return n.cfg.Language
+}
