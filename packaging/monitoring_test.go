@@ -16,6 +16,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/aicloud/gpusuite/internal/testkit"
 )
 
 const (
@@ -190,10 +192,7 @@ func TestMonitoringNamesExportedMetrics(t *testing.T) {
 func TestPromtool(t *testing.T) {
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
-		if os.Getenv("GPUSUITE_REQUIRE_SLURM") == "1" {
-			t.Fatalf("promtool not found (%v): apt-get install prometheus, or run make deps", err)
-		}
-		t.Skipf("promtool not found (%v): apt-get install prometheus", err)
+		testkit.Missing(t, "promtool not found (%v): apt-get install prometheus, or run make deps", err)
 	}
 	for _, args := range [][]string{{"check", "rules", rulesFile}, {"test", "rules", rulesTestFile}} {
 		out, err := exec.Command(promtool, args...).CombinedOutput()

@@ -9,18 +9,15 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
+
+	"github.com/aicloud/gpusuite/internal/testkit"
 )
 
 // TestPostinstallQueues: the package makes the request queues, the
 // service user's with their modes, over directories a root command made
 // before (root:root 0755, which serve could not empty).
 func TestPostinstallQueues(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("GPUSUITE_REQUIRE_SLURM") == "1" {
-			t.Fatal("needs root to give the queues to another user")
-		}
-		t.Skip("needs root to give the queues to another user")
-	}
+	testkit.NeedRoot(t, "give the queues to another user")
 	u, err := user.Lookup("nobody")
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/requests"
 	"github.com/aicloud/gpusuite/internal/store"
+	"github.com/aicloud/gpusuite/internal/testkit"
 	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
@@ -38,12 +39,7 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("GPUSUITE_REQUIRE_SLURM") == "1" {
-			t.Fatal("needs root to give request files to other users (chown)")
-		}
-		t.Skip("needs root to give request files to other users (chown)")
-	}
+	testkit.NeedRoot(t, "give request files to other users (chown)")
 	root := t.TempDir()
 	f := &fixture{cfg: filepath.Join(root, "gpusuite.toml"), db: ledgerdb.NewLedger(t), reqs: filepath.Join(root, "requests")}
 	live := filepath.Join(root, "live")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/requests"
+	"github.com/aicloud/gpusuite/internal/testkit"
 )
 
 // The writer's bounds are checked before filing: a 70 KB reason, or more
@@ -97,12 +98,7 @@ func TestIgnoreReportsRefusal(t *testing.T) {
 // owner of the request directory here), as serve makes it: a root-owned
 // pending/ could not be emptied by serve.
 func TestIgnoreAsRootQueueOwner(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("GPUSUITE_REQUIRE_SLURM") == "1" {
-			t.Fatal("needs root to give the request directory to another user (chown)")
-		}
-		t.Skip("needs root to give the request directory to another user (chown)")
-	}
+	testkit.NeedRoot(t, "give the request directory to another user (chown)")
 	now := time.Unix(t0+86400, 0)
 	path := buildLedger(t, []fxJob{{ID: 10, User: "alice", Acct: "vision", Part: "gpu", Node: "gpu01", GPUs: 1, Start: t0, End: t0 + 3600}}, now)
 	reqs := filepath.Join(t.TempDir(), "requests")

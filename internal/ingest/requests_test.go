@@ -10,6 +10,7 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/requests"
 	"github.com/aicloud/gpusuite/internal/sim/gendata"
+	"github.com/aicloud/gpusuite/internal/testkit"
 	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
@@ -56,9 +57,7 @@ func TestPassAppliesIgnoreRequests(t *testing.T) {
 // queue, which serve's pass made (mode 1733, so any user may file one);
 // the next pass keeps the note with the request file's owner as author.
 func TestPassAppliesNoteRequests(t *testing.T) {
-	if os.Geteuid() != 0 && os.Getenv("GPUSUITE_REQUIRE_SLURM") != "1" {
-		t.Skip("needs root to give the request file to another user (chown)")
-	}
+	testkit.NeedRoot(t, "give the request file to another user (chown)")
 	e := newEnv(t)
 	e.cfg.Report.Requests = filepath.Join(e.root, "requests")
 	e.cfg.Cluster.Name = "c1"

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aicloud/gpusuite/internal/testkit"
 	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
@@ -221,12 +222,7 @@ func TestApplyRequestCluster(t *testing.T) {
 // root command made before (root:root 0755 pending/, which serve could
 // not empty); Submit makes no queue, so whoever files first owns none.
 func TestMakeQueuesOwner(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("GPUSUITE_REQUIRE_SLURM") == "1" {
-			t.Fatal("needs root to give the queues to another user (chown)")
-		}
-		t.Skip("needs root to give the queues to another user (chown)")
-	}
+	testkit.NeedRoot(t, "give the queues to another user (chown)")
 	dir := filepath.Join(t.TempDir(), "requests")
 	r := &Request{Action: Ignore, Jobs: []string{"7"}, Reason: "r", By: "root", Time: time.Now()}
 	if _, err := Submit(dir, r); err == nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/aicloud/gpusuite/internal/store"
+	"github.com/aicloud/gpusuite/internal/testkit"
 	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
@@ -107,12 +108,7 @@ type queueEnv struct {
 
 func newQueueEnv(t *testing.T) *queueEnv {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("GPUSUITE_REQUIRE_SLURM") == "1" {
-			t.Fatal("needs root to give request files to other users (chown)")
-		}
-		t.Skip("needs root to give request files to other users (chown)")
-	}
+	testkit.NeedRoot(t, "give request files to other users (chown)")
 	root := t.TempDir()
 	l := ledgerdb.NewLedger(t)
 	st, err := store.Open(context.Background(), store.Options{Path: l.Path, URL: l.URL})

@@ -29,7 +29,7 @@ func linking(pkgs map[string]pkg) []string {
 				continue
 			}
 			for _, imp := range p.imports {
-				if in[imp] || strings.HasPrefix(imp, module+"internal/testkit/") {
+				if in[imp] || imp == module+"internal/testkit" || strings.HasPrefix(imp, module+"internal/testkit/") {
 					in[path], changed = true, true
 					break
 				}
@@ -53,6 +53,8 @@ func TestLinking(t *testing.T) {
 	}{
 		{name: "none", pkgs: map[string]pkg{"a": {imports: []string{"fmt"}}}},
 		{name: "direct", pkgs: map[string]pkg{"a": {imports: []string{kit}}, "b": {imports: []string{"a2"}}}, want: []string{"a"}},
+		{name: "the kit's own package", pkgs: map[string]pkg{"a": {imports: []string{module + "internal/testkit"}}}, want: []string{"a"}},
+		{name: "a name like the kit's", pkgs: map[string]pkg{"a": {imports: []string{module + "internal/testkitten"}}}},
 		{name: "through a fixture", pkgs: map[string]pkg{
 			"fixture": {imports: []string{kit}},
 			"cmd":     {name: "main", imports: []string{"lib"}},

@@ -14,5 +14,8 @@
 //   - slurm: the real Slurm clusters of make test, shared or exclusive.
 //   - tlscert: web config files with a throwaway certificate.
 //
-// Only tests link these packages: deps_test.go fails when a binary does.
+// This package itself holds the one rule they all follow: a test that
+// lacks what it needs skips, but fails under make test (Missing,
+// NeedRoot). Only tests link these packages: deps_test.go fails when a
+// binary does.
 package testkit

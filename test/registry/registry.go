@@ -20,12 +20,9 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/aicloud/gpusuite/internal/testkit"
 	"github.com/aicloud/gpusuite/internal/testkit/tlscert"
 )
-
-// requireEnv names the variable under which a missing registry or tool
-// fails the test instead of skipping it (make test sets it).
-const requireEnv = "GPUSUITE_REQUIRE_SLURM"
 
 // Tools are the programs the registry tests need, from Debian's
 // docker-registry, skopeo and umoci packages (test/deps.sh installs them).
@@ -54,16 +51,13 @@ type Registry struct {
 	cert   tls.Certificate
 }
 
-// Require skips the test when a tool is missing, or fails it under
-// GPUSUITE_REQUIRE_SLURM=1.
+// Require ends the test when a tool is missing (testkit.Missing: a skip,
+// or a failure under make test).
 func Require(t testing.TB) {
 	t.Helper()
 	for _, p := range Tools {
 		if _, err := exec.LookPath(p); err != nil {
-			if os.Getenv(requireEnv) == "1" {
-				t.Fatalf("%s is missing: the registry tests need Debian's docker-registry, skopeo and umoci (test/deps.sh installs them)", p)
-			}
-			t.Skipf("%s is missing (apt-get install docker-registry skopeo umoci)", p)
+			testkit.Missing(t, "%s is missing: the registry tests need Debian's docker-registry, skopeo and umoci (test/deps.sh installs them)", p)
 		}
 	}
 }
