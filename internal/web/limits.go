@@ -111,30 +111,30 @@ func (l *limiter) wrap(next http.Handler, busy func(w http.ResponseWriter, r *ht
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t := time.NewTimer(queueWait)
 		defer t.Stop()
-		refuse := func() {
-			w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
-			busy(w, r)
+		// take waits for one of slots until the one queue wait (t) is
+		// over, which refuses the request, or the client leaves; false:
+		// the request is answered.
+		take := func(slots chan struct{}) bool {
+			select {
+			case slots <- struct{}{}:
+				return true
+			case <-t.C:
+				w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
+				busy(w, r)
+			case <-r.Context().Done():
+			}
+			return false
 		}
 		if l.perClient > 0 {
 			c := clientKey(r, l.trusted)
 			cs := l.client(c)
 			defer l.leave(c, cs)
-			select {
-			case cs.slots <- struct{}{}:
-			case <-t.C:
-				refuse()
-				return
-			case <-r.Context().Done():
+			if !take(cs.slots) {
 				return
 			}
 			defer func() { <-cs.slots }()
 		}
-		select {
-		case l.slots <- struct{}{}:
-		case <-t.C:
-			refuse()
-			return
-		case <-r.Context().Done():
+		if !take(l.slots) {
 			return
 		}
 		defer func() { <-l.slots }()
