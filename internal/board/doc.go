@@ -43,16 +43,28 @@ func (m Meta) problemTexts() []string {
 	return out
 }
 
+// DocHead opens the status and free documents: which document, the
+// board's time and how Slurm's view was had. The free document leaves
+// SlurmAt out.
+type DocHead struct {
+	Schema     string `json:"schema"`
+	At         string `json:"at"`
+	Slurm      bool   `json:"slurm"`
+	SlurmAt    string `json:"slurm_at,omitempty"`
+	SlurmError string `json:"slurm_error,omitempty"`
+}
+
+func (v *View) head(schema string) DocHead {
+	return DocHead{Schema: schema, At: stamp(v.Board.At), Slurm: v.Board.Slurm, SlurmAt: stamp(v.Board.SlurmAt),
+		SlurmError: v.Meta.SlurmError}
+}
+
 // StatusDoc is the whole board (gpusuite.status/v1).
 type StatusDoc struct {
-	Schema     string    `json:"schema"`
-	At         string    `json:"at"`
-	Slurm      bool      `json:"slurm"`
-	SlurmAt    string    `json:"slurm_at,omitempty"`
-	SlurmError string    `json:"slurm_error,omitempty"`
-	Problems   []string  `json:"problems"`
-	Totals     TotalsDoc `json:"totals"`
-	Nodes      []NodeDoc `json:"nodes"`
+	DocHead
+	Problems []string  `json:"problems"`
+	Totals   TotalsDoc `json:"totals"`
+	Nodes    []NodeDoc `json:"nodes"`
 }
 
 // TotalsDoc are the board's sums.
@@ -140,8 +152,7 @@ type NoteDoc struct {
 // chosen).
 func (v *View) Status(nodes []Node) StatusDoc {
 	b := v.Board
-	out := StatusDoc{Schema: StatusSchema, At: stamp(b.At), Slurm: b.Slurm, SlurmAt: stamp(b.SlurmAt),
-		SlurmError: v.Meta.SlurmError, Problems: v.Meta.problemTexts(), Totals: totalsDoc(b), Nodes: []NodeDoc{}}
+	out := StatusDoc{DocHead: v.head(StatusSchema), Problems: v.Meta.problemTexts(), Totals: totalsDoc(b), Nodes: []NodeDoc{}}
 	for _, n := range nodes {
 		out.Nodes = append(out.Nodes, nodeDoc(n, b.At, v.Meta))
 	}
@@ -201,10 +212,7 @@ func noteDocs(notes []Note) []NoteDoc {
 
 // FreeDoc is where GPUs are free (gpusuite.free/v1).
 type FreeDoc struct {
-	Schema        string   `json:"schema"`
-	At            string   `json:"at"`
-	Slurm         bool     `json:"slurm"`
-	SlurmError    string   `json:"slurm_error,omitempty"`
+	DocHead
 	StaleNodes    []string `json:"stale_nodes"`
 	Problems      []string `json:"problems"`
 	IdleAllocated int      `json:"idle_allocated"`
@@ -230,10 +238,10 @@ type FreeEntry struct {
 // Free is the free document.
 func (v *View) Free() FreeDoc {
 	b := v.Board
-	out := FreeDoc{Schema: FreeSchema, At: stamp(b.At), Slurm: b.Slurm, SlurmError: v.Meta.SlurmError,
-		StaleNodes: append([]string{}, v.Stale...), Problems: v.Meta.problemTexts(), IdleAllocated: b.Totals.IdleAllocated,
-		Booked: b.Totals.Booked, RunningJobs: b.Totals.RunningJobs, FreeTotal: b.Totals.FreeGPUs,
-		ReservedTotal: b.Totals.ReservedGPUs, Free: []FreeEntry{}}
+	out := FreeDoc{DocHead: v.head(FreeSchema), StaleNodes: append([]string{}, v.Stale...), Problems: v.Meta.problemTexts(),
+		IdleAllocated: b.Totals.IdleAllocated, Booked: b.Totals.Booked, RunningJobs: b.Totals.RunningJobs,
+		FreeTotal: b.Totals.FreeGPUs, ReservedTotal: b.Totals.ReservedGPUs, Free: []FreeEntry{}}
+	out.SlurmAt = ""
 	for _, f := range b.Totals.Free {
 		out.Free = append(out.Free, FreeEntry{Model: f.Model, Partition: f.Partition, Free: f.Free, Reserved: f.Reserved,
 			Nodes: append([]NodeCount(nil), f.Nodes...)})
