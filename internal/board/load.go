@@ -59,10 +59,7 @@ func (l Limits) withDefaults() Limits {
 
 // Problem is a file Load skipped, or the directory it could not read
 // (File empty), and why.
-type Problem struct {
-	File string
-	Err  string
-}
+type Problem struct{ File, Err string }
 
 func (p Problem) String() string {
 	if p.File == "" {

@@ -153,8 +153,7 @@ func (sl *streamSlots) take(client string) string {
 	if sl.perClient > 0 && sl.byClient[client] >= sl.perClient {
 		return "this address holds " + strconv.Itoa(sl.perClient) + " board streams already (web.max_streams_per_client); close a tab"
 	}
-	sl.open++
-	sl.byClient[client]++
+	sl.count(client, 1)
 	return ""
 }
 
@@ -162,8 +161,16 @@ func (sl *streamSlots) take(client string) string {
 func (sl *streamSlots) give(client string) {
 	sl.mu.Lock()
 	defer sl.mu.Unlock()
-	sl.open--
-	if sl.byClient[client]--; sl.byClient[client] <= 0 {
+	sl.count(client, -1)
+}
+
+// count moves the open streams, in all and client's, by d; a client with
+// none is forgotten. sl.mu is held.
+func (sl *streamSlots) count(client string, d int) {
+	sl.open += d
+	if n := sl.byClient[client] + d; n > 0 {
+		sl.byClient[client] = n
+	} else {
 		delete(sl.byClient, client)
 	}
 }
