@@ -188,13 +188,7 @@ func ClusterTable(r ClusterRequest, rows []ClusterRow, u table.Units) *table.Tab
 	}
 	t.Title = fmt.Sprintf("GPU utilization%s%s, %s – %s (%s)", of, per,
 		r.Window.Start.Format("2006-01-02 15:04"), r.Window.End.Format("2006-01-02 15:04"), zoneName(loc, r.Window.Start))
-	t.Meta = []table.KV{
-		{Key: "report", Value: "cluster"},
-		{Key: "start", Value: r.Window.Start.Format(time.RFC3339)},
-		{Key: "end", Value: r.Window.End.Format(time.RFC3339)},
-		{Key: "period", Value: periodName(r.Period)},
-	}
-	t.Meta = append(t.Meta, r.Scope.meta()...)
+	t.Meta = windowMeta("cluster", r.Window, r.Scope, table.KV{Key: "period", Value: periodName(r.Period)})
 	if len(t.Rows) == 0 {
 		t.Notes = append(t.Notes, "(no capacity recorded in this window: ingest reads it from sacctmgr, ingest.sacctmgr)")
 	}

@@ -147,8 +147,7 @@ func (d *DB) JobList(ctx context.Context, q JobQuery) (*table.Table, error) {
 	on := q.Scope.on()
 	t.Title = fmt.Sprintf("Jobs%s running between %s and %s (%s), %s, at most %d", on, q.Window.Start.Format("2006-01-02 15:04"),
 		q.Window.End.Format("2006-01-02 15:04"), zoneName(q.Window.Start.Location(), q.Window.Start), sortName[q.Sort], q.Limit)
-	t.Meta = []table.KV{{Key: "report", Value: "jobs"}, {Key: "start", Value: q.Window.Start.Format(time.RFC3339)}, {Key: "end", Value: q.Window.End.Format(time.RFC3339)}}
-	t.Meta = append(t.Meta, q.Scope.meta()...)
+	t.Meta = windowMeta("jobs", q.Window, q.Scope)
 	t.Notes = []string{"figures are whole runs; * = end estimated (epilog record missing); details: gpuacct job JOBID"}
 	return t, nil
 }

@@ -426,13 +426,7 @@ func buildTable(r Request, kind string, h *Hierarchy, bs []timespec.Bucket, grou
 	on := r.Scope.on()
 	t.Title = fmt.Sprintf("GPU usage by %s%s%s, %s – %s (%s)", what, on, per,
 		r.Window.Start.Format("2006-01-02 15:04"), r.Window.End.Format("2006-01-02 15:04"), zoneName(loc, r.Window.Start))
-	t.Meta = []table.KV{
-		{Key: "report", Value: r.Kind},
-		{Key: "start", Value: r.Window.Start.Format(time.RFC3339)},
-		{Key: "end", Value: r.Window.End.Format(time.RFC3339)},
-		{Key: "period", Value: periodName(r.Period)},
-	}
-	t.Meta = append(t.Meta, r.Scope.meta()...)
+	t.Meta = windowMeta(r.Kind, r.Window, r.Scope, table.KV{Key: "period", Value: periodName(r.Period)})
 	if len(t.Rows) == 0 {
 		t.Notes = append(t.Notes, "(no GPU usage recorded in this window)")
 	}

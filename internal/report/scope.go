@@ -3,8 +3,10 @@ package report
 import (
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/aicloud/gpusuite/internal/report/table"
+	"github.com/aicloud/gpusuite/internal/report/timespec"
 )
 
 // AllClusters is the -M value (and ?clusters= value) that reads every
@@ -75,6 +77,14 @@ func (s Scope) meta() []table.KV {
 		return nil
 	}
 	return []table.KV{{Key: "clusters", Value: slices.Clone(s.Clusters)}}
+}
+
+// windowMeta is a report's meta fields: its kind and window, then extra
+// (its period), then the scope's.
+func windowMeta(kind string, w timespec.Window, s Scope, extra ...table.KV) []table.KV {
+	m := append([]table.KV{{Key: "report", Value: kind}, {Key: "start", Value: w.Start.Format(time.RFC3339)},
+		{Key: "end", Value: w.End.Format(time.RFC3339)}}, extra...)
+	return append(m, s.meta()...)
 }
 
 // Clusters are the clusters that shipped records to the ledger, sorted.

@@ -172,35 +172,35 @@ func Write(w io.Writer, t *Table, o Options) error {
 	return nil
 }
 
-// Key is a column's machine name in units u.
+// KeyIn is a column's machine name in units u.
 func (c Column) KeyIn(u Units) string {
 	if c.Kind != GPUSeconds {
 		return c.Key
 	}
-	switch u {
-	case Seconds:
-		return c.Key + "_seconds"
-	case Minutes:
-		return c.Key + "_minutes"
-	case Pct:
-		return c.Key + "_pct"
-	}
-	return c.Key + "_hours"
+	k, _ := gpuSecondsSuffixes(u)
+	return c.Key + k
 }
 
 func (c Column) titleIn(u Units) string {
 	if c.Kind != GPUSeconds {
 		return c.Title
 	}
+	_, t := gpuSecondsSuffixes(u)
+	return c.Title + t
+}
+
+// gpuSecondsSuffixes are what a GPUSeconds column's key and title end
+// with in units u.
+func gpuSecondsSuffixes(u Units) (key, title string) {
 	switch u {
 	case Seconds:
-		return c.Title + " GPU-S"
+		return "_seconds", " GPU-S"
 	case Minutes:
-		return c.Title + " GPU-MIN"
+		return "_minutes", " GPU-MIN"
 	case Pct:
-		return c.Title + " %"
+		return "_pct", " %"
 	}
-	return c.Title + " GPU-H"
+	return "_hours", " GPU-H"
 }
 
 // value converts a cell to its machine value in units u: nil stays nil.
