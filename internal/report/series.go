@@ -64,20 +64,22 @@ type pointAcc struct {
 }
 
 func (a *pointAcc) point() Point {
-	p := Point{T: a.t, Interval: a.iv}
-	if a.utilIv > 0 {
-		v := a.utilS / a.utilIv
-		p.Util = &v
-	}
+	p := Point{T: a.t, Interval: a.iv, Util: weighted(a.utilS, a.utilIv), PowerW: weighted(a.powerS, a.powerIv)}
 	if a.haveMem {
 		v := a.memMax
 		p.MemMiB = &v
 	}
-	if a.powerIv > 0 {
-		v := a.powerS / a.powerIv
-		p.PowerW = &v
-	}
 	return p
+}
+
+// weighted is sum over weight, a mean weighted by the seconds each
+// sample stood for; nil with no weight (nothing sampled it).
+func weighted(sum, weight float64) *float64 {
+	if weight > 0 {
+		v := sum / weight
+		return &v
+	}
+	return nil
 }
 
 // series reads one GPU's samples of the job (raw samples are kept for

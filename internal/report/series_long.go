@@ -265,18 +265,14 @@ func (d *DB) longSeries(ctx context.Context, gpuID, job int64, restart int, from
 			f := limit / a.winMs
 			a.winMs, a.idleMs, a.utilShareWMs = limit, a.idleMs*f, a.utilShareWMs*f
 		}
-		p := Point{T: a.first, Interval: a.winMs / 1000}
-		if a.utilMs > 0 {
-			v := a.utilWMs / a.utilMs
-			p.Util = &v
-		}
+		p := Point{T: a.first, Interval: a.winMs / 1000, Util: weighted(a.utilWMs, a.utilMs)}
 		if a.haveM {
 			v := a.memMax
 			p.MemMiB = &v
 		}
-		if a.powerMs > 0 {
-			v := a.powerWMs / a.powerMs / 1000
-			p.PowerW = &v
+		if v := weighted(a.powerWMs, a.powerMs); v != nil {
+			*v /= 1000 // the mean in mW, then in W
+			p.PowerW = v
 		}
 		out = append(out, p)
 		tot.n += int(a.n)
