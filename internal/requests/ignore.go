@@ -126,14 +126,20 @@ func applyIgnore(ctx context.Context, st *store.Store, r *Request, now time.Time
 		}
 		r.Changed = append(r.Changed, spec)
 	}
-	if err := b.KeyApplied(key, keyHash(key)); err != nil {
-		b.Rollback()
-		return fmt.Errorf("apply ignore request %s: %w", r.ID, err)
-	}
-	if err := b.Commit(); err != nil {
+	if err := commitApplied(b, key); err != nil {
 		return fmt.Errorf("apply ignore request %s: %w", r.ID, err)
 	}
 	return nil
+}
+
+// commitApplied records key applied in b, then commits b: a request's
+// effect and its key are kept in one transaction, or neither is.
+func commitApplied(b *store.Batch, key string) error {
+	if err := b.KeyApplied(key, keyHash(key)); err != nil {
+		b.Rollback()
+		return err
+	}
+	return b.Commit()
 }
 
 // keyHash is what the ledger keeps with a request's key: the key names

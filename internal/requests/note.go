@@ -263,11 +263,7 @@ func applyNote(ctx context.Context, st *store.Store, r *Request, owner int, key 
 			return fmt.Errorf("apply note request %s: %w", r.ID, err)
 		}
 	}
-	if err := b.KeyApplied(key, keyHash(key)); err != nil {
-		b.Rollback()
-		return fmt.Errorf("apply note request %s: %w", r.ID, err)
-	}
-	if err := b.Commit(); err != nil {
+	if err := commitApplied(b, key); err != nil {
 		return fmt.Errorf("apply note request %s: %w", r.ID, err)
 	}
 	return nil

@@ -85,16 +85,26 @@ func isRequestName(e fs.DirEntry) bool {
 	return !e.IsDir() && !strings.HasPrefix(n, ".") && strings.HasSuffix(n, ".json")
 }
 
-// pendingNames are up to MaxListed request file names of d, sorted
-// (oldest first), among its first maxLooked entries; none when d is
-// missing. It reads the queue only.
-func pendingNames(d string) ([]string, error) {
+// openQueue opens the queue directory d for listing: nil, and no error,
+// when d is missing (no request was ever filed).
+func openQueue(d string) (*os.File, error) {
 	f, err := os.Open(d)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("requests: %w", err)
+	}
+	return f, nil
+}
+
+// pendingNames are up to MaxListed request file names of d, sorted
+// (oldest first), among its first maxLooked entries; none when d is
+// missing. It reads the queue only.
+func pendingNames(d string) ([]string, error) {
+	f, err := openQueue(d)
+	if f == nil {
+		return nil, err
 	}
 	defer f.Close()
 	var names []string
@@ -124,12 +134,9 @@ func pendingNames(d string) ([]string, error) {
 // its oldest lim.perOwner requests applied; the next wait, and those past
 // lim.queuedPerOwner are removed without an outcome.
 func (sw *sweep) scan(d string) ([]string, error) {
-	f, err := os.Open(d)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("requests: %w", err)
+	f, err := openQueue(d)
+	if f == nil {
+		return nil, err
 	}
 	defer f.Close()
 	var found, stuck []pendingEntry
