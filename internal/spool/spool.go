@@ -46,23 +46,18 @@ func (d Dir) Ensure() error {
 // Write stores data under name: temp file, fsync, link into place (which
 // never replaces an existing record), fsync the directory. It returns
 // ErrExists, and leaves the first record alone, when name is taken.
-func (d Dir) Write(name string, data []byte) error {
-	if err := checkName(name); err != nil {
-		return err
-	}
-	if err := put(d.Path, name, bytes.NewReader(data), 0o600, false); err != nil {
-		return err
-	}
-	return SyncDir(d.Path)
-}
+func (d Dir) Write(name string, data []byte) error { return d.store(name, data, false) }
 
 // Replace stores data under name like Write, but a record of the same name
 // is replaced (for state files that are rewritten, such as checkpoints).
-func (d Dir) Replace(name string, data []byte) error {
+func (d Dir) Replace(name string, data []byte) error { return d.store(name, data, true) }
+
+// store is Write, or with replace Replace.
+func (d Dir) store(name string, data []byte, replace bool) error {
 	if err := checkName(name); err != nil {
 		return err
 	}
-	if err := put(d.Path, name, bytes.NewReader(data), 0o600, true); err != nil {
+	if err := put(d.Path, name, bytes.NewReader(data), 0o600, replace); err != nil {
 		return err
 	}
 	return SyncDir(d.Path)
