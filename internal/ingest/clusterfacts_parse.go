@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"fmt"
+	"iter"
 	"strconv"
 	"strings"
 	"time"
@@ -18,20 +19,33 @@ const (
 	resvFormat  = "Cluster,ID,Start,End,Flags,NodeNames,TRES,Name"
 )
 
+// pipeFields yields the n fields of each line of out, sacctmgr's -P
+// output; a blank line is passed over, one of another number of fields
+// counted in skipped.
+func pipeFields(out string, n int, skipped *int) iter.Seq[[]string] {
+	return func(yield func([]string) bool) {
+		for line := range strings.SplitSeq(out, "\n") {
+			line = strings.TrimRight(line, "\r")
+			if strings.TrimSpace(line) == "" {
+				continue
+			}
+			f := strings.SplitN(line, "|", n)
+			if len(f) != n {
+				*skipped++
+				continue
+			}
+			if !yield(f) {
+				return
+			}
+		}
+	}
+}
+
 // parseSlurmEvents reads `sacctmgr -P -n show event format=eventFormat`
 // lines, times in loc. A line that does not parse is counted in skipped,
 // not stored: one bad line must not hide the cluster's capacity.
 func parseSlurmEvents(out string, loc *time.Location) (events []store.SlurmEvent, skipped int, err error) {
-	for line := range strings.SplitSeq(out, "\n") {
-		line = strings.TrimRight(line, "\r")
-		if strings.TrimSpace(line) == "" {
-			continue
-		}
-		f := strings.SplitN(line, "|", 7)
-		if len(f) != 7 {
-			skipped++
-			continue
-		}
+	for f := range pipeFields(out, 7, &skipped) {
 		start, err1 := sacctTime(f[2], loc)
 		end, err2 := sacctTime(f[3], loc)
 		state, err3 := strconv.ParseUint(strings.TrimSpace(f[4]), 10, 32)
@@ -56,16 +70,7 @@ func parseSlurmEvents(out string, loc *time.Location) (events []store.SlurmEvent
 // parseSlurmReservations reads `sacctmgr -P -n show reservation
 // format=resvFormat` lines, times in loc.
 func parseSlurmReservations(out string, loc *time.Location) (rs []store.SlurmReservation, skipped int, err error) {
-	for line := range strings.SplitSeq(out, "\n") {
-		line = strings.TrimRight(line, "\r")
-		if strings.TrimSpace(line) == "" {
-			continue
-		}
-		f := strings.SplitN(line, "|", 8)
-		if len(f) != 8 {
-			skipped++
-			continue
-		}
+	for f := range pipeFields(out, 8, &skipped) {
 		id, err1 := strconv.ParseInt(strings.TrimSpace(f[1]), 10, 64)
 		start, err2 := sacctTime(f[2], loc)
 		end, err3 := sacctTime(f[3], loc)
