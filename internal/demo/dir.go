@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/aicloud/gpusuite/internal/spool"
 )
 
 // The files of a demo directory besides the plots.
@@ -81,21 +82,18 @@ func ReadInfo(dir string) (Info, error) {
 	case !st.IsDir():
 		return in, notDemo("it is not a directory")
 	}
-	path := filepath.Join(dir, infoFile)
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	// Read as every shared file is: a FIFO in its place would block an
+	// open that follows it, and a demo writes no link.
+	data, _, err := spool.ReadRegular(filepath.Join(dir, infoFile), maxInfoBytes)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return in, notDemo("no " + infoFile)
-	}
-	if err != nil {
-		return in, fmt.Errorf("read demo directory %q: %w", dir, err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxInfoBytes+1))
-	if err != nil {
-		return in, fmt.Errorf("read %q: %w", path, err)
-	}
-	if len(data) > maxInfoBytes {
+	case errors.Is(err, spool.ErrNotRegular):
+		return in, notDemo(infoFile + " is not a regular file")
+	case errors.Is(err, spool.ErrTooLarge), errors.Is(err, spool.ErrGrew):
 		return in, notDemo(infoFile + " is larger than a demo writes")
+	case err != nil:
+		return in, fmt.Errorf("read demo directory %q: %w", dir, err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
