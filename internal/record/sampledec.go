@@ -590,23 +590,18 @@ func (d *SampleDecoder) number() (tok []byte, digits bool) {
 	return d.b[start:d.i], true
 }
 
-func (d *SampleDecoder) u32(dst *uint32) bool {
-	tok, digits := d.number()
-	if !digits {
-		return false
-	}
-	n, err := strconv.ParseUint(string(tok), 10, 32)
-	*dst = uint32(n)
-	return err == nil
-}
+func (d *SampleDecoder) u32(dst *uint32) bool { return unsigned(d, dst, 32) }
 
-func (d *SampleDecoder) u64(dst *uint64) bool {
+func (d *SampleDecoder) u64(dst *uint64) bool { return unsigned(d, dst, 64) }
+
+// unsigned reads a whole number of at most bits bits into dst.
+func unsigned[T uint32 | uint64](d *SampleDecoder, dst *T, bits int) bool {
 	tok, digits := d.number()
 	if !digits {
 		return false
 	}
-	n, err := strconv.ParseUint(string(tok), 10, 64)
-	*dst = n
+	n, err := strconv.ParseUint(string(tok), 10, bits)
+	*dst = T(n)
 	return err == nil
 }
 
