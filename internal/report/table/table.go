@@ -49,17 +49,6 @@ const (
 	Pct     Units = "percent"
 )
 
-// ParseUnits reads --units (-t), case-insensitive as sreport's -t is.
-func ParseUnits(s string) (Units, error) {
-	if u, ok := unitNames[strings.ToLower(s)]; ok {
-		return u, nil
-	}
-	return "", fmt.Errorf("--units %q is not seconds, minutes, hours or percent", s)
-}
-
-// unitNames are the names --units takes; none is hours.
-var unitNames = map[string]Units{"": Hours, string(Seconds): Seconds, string(Hours): Hours, string(Minutes): Minutes, string(Pct): Pct}
-
 // Column describes one column.
 type Column struct {
 	// Key is the machine name (CSV/TSV/-P header, JSON key); GPUSeconds
@@ -124,18 +113,33 @@ const (
 	JSON     Format = "json"
 )
 
-// ParseFormat reads --format.
-func ParseFormat(s string) (Format, error) {
-	if f, ok := formatNames[strings.ToLower(s)]; ok {
-		return f, nil
-	}
-	return "", fmt.Errorf("--format %q is not table, csv, tsv or json", s)
+// unitNames are the names --units takes; none is hours.
+var unitNames = map[string]Units{"": Hours, string(Seconds): Seconds, string(Hours): Hours, string(Minutes): Minutes, string(Pct): Pct}
+
+// ParseUnits reads --units (-t), case-insensitive as sreport's -t is.
+func ParseUnits(s string) (Units, error) {
+	return parseName("--units", s, unitNames, "seconds, minutes, hours or percent")
 }
 
 // formatNames are the names --format takes; none and "text" are the
 // aligned table.
 var formatNames = map[string]Format{"": Aligned, string(Aligned): Aligned, "text": Aligned, string(CSV): CSV, string(TSV): TSV,
 	string(JSON): JSON, string(Parsable): Parsable}
+
+// ParseFormat reads --format.
+func ParseFormat(s string) (Format, error) {
+	return parseName("--format", s, formatNames, "table, csv, tsv or json")
+}
+
+// parseName is s, case-insensitive, among names; the error names the
+// flag and what it takes.
+func parseName[T any](flag, s string, names map[string]T, takes string) (T, error) {
+	if v, ok := names[strings.ToLower(s)]; ok {
+		return v, nil
+	}
+	var none T
+	return none, fmt.Errorf("%s %q is not %s", flag, s, takes)
+}
 
 // Options control writing.
 type Options struct {
