@@ -302,31 +302,13 @@ func (c *Config) Validate() error {
 		// hooks and the agent would not share one spool
 		return fmt.Errorf("key \"spool.dir\": %q is not an absolute path", c.Spool.Dir)
 	}
-	if err := c.NFSSync.validate(); err != nil {
-		return err
+	for _, validate := range []func() error{c.NFSSync.validate, c.Agent.validate, c.Store.validate, c.Ingest.validate,
+		c.Report.validate, c.Web.validate, c.Board.validate, c.Notify.validate, c.Container.validate} {
+		if err := validate(); err != nil {
+			return err
+		}
 	}
-	if err := c.Agent.validate(); err != nil {
-		return err
-	}
-	if err := c.Store.validate(); err != nil {
-		return err
-	}
-	if err := c.Ingest.validate(); err != nil {
-		return err
-	}
-	if err := c.Report.validate(); err != nil {
-		return err
-	}
-	if err := c.Web.validate(); err != nil {
-		return err
-	}
-	if err := c.Board.validate(); err != nil {
-		return err
-	}
-	if err := c.Notify.validate(); err != nil {
-		return err
-	}
-	return c.Container.validate()
+	return nil
 }
 
 // checkLogLevel refuses a log level that logging.ParseLevel would not read.
