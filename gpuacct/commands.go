@@ -7,6 +7,7 @@ import (
 	"github.com/aicloud/gpusuite/gpuacct/ingestcmd"
 	"github.com/aicloud/gpusuite/gpuacct/migratecmd"
 	"github.com/aicloud/gpusuite/gpuacct/notecmd"
+	"github.com/aicloud/gpusuite/gpuacct/notifycmd"
 	"github.com/aicloud/gpusuite/gpuacct/reportcmd"
 	"github.com/aicloud/gpusuite/gpuacct/servecmd"
 	"github.com/aicloud/gpusuite/internal/cli/cliwire"
@@ -37,6 +38,7 @@ func commands(env Env) []*cli.Command {
 		boardcmd.FreeCommand(boardcmd.System(env.Stdout, env.Stderr, env.Getenv)),
 		boardcmd.StatusCommand(boardcmd.System(env.Stdout, env.Stderr, env.Getenv)),
 		notecmd.Command(notecmd.System(env.Stdout, env.Stderr, env.Getenv)),
+		notifycmd.Command(notifycmd.System(env.Stdout, env.Stderr, env.Getenv)),
 		migratecmd.Command(migratecmd.System(env.Stdout, env.Stderr, env.Getenv)),
 	}
 }

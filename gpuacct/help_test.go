@@ -46,6 +46,7 @@ var needsCluster = map[string]string{
 	"gpuacct profile 4242                              # 200 ms for 10 minutes":                            "an agent on the GPU server running job 4242 (internal/agent's profile tests drive its socket)",
 	"gpuacct profile 4242 --interval 100ms --for 1m":                                                       "an agent on the GPU server running job 4242 (internal/agent's profile tests drive its socket)",
 	"srun --jobid 4242 --overlap gpuacct profile 4242 --for 30m":                                           "Slurm, and an agent on the GPU server running job 4242",
+	"gpuacct notify test --to alice@example.org":                                                           "a mail server at notify.mail.host:port (internal/notify/deliver and gpuacct/notifycmd send to a real one)",
 	"gpuacct ingest --wait --store-url postgres://gpusuite@db.example.org/gpusuite":                        "a PostgreSQL server",
 	"gpuacct serve --store-url postgres://gpusuite@db.example.org/gpusuite?sslmode=verify-full":            "a PostgreSQL server",
 	"gpuacct migrate --from /var/lib/gpusuite/acct.db --to postgres://gpusuite@db1/gpusuite":               "a PostgreSQL server",
@@ -148,6 +149,13 @@ var examples = map[string]exampleRun{
 	"gpuacct note list --all --format json": {before: notes(1), want: `"note 1"`},
 	"gpuacct note list --all-clusters":      {before: notes(1), want: "note 1"},
 	"gpuacct note rm 12":                    {before: notes(12), want: "12"},
+
+	"gpuacct notify --once":                        {want: "running jobs looked at"},
+	"gpuacct notify list":                          {want: "DECIDED"},
+	"gpuacct notify list --job 4242":               {want: "DECIDED"},
+	"gpuacct notify list --job 4242 --format json": {want: `"rows"`},
+	"gpuacct notify preview idle":                  {want: "rule idle"},
+	"gpuacct notify preview idle --user alice":     {want: "rule idle"},
 
 	"gpuacct migrate --from sqlite:/var/lib/gpusuite/acct.db --to sqlite:/srv/acct-copy.db --batch 50000": {want: "every row reads the same"},
 }

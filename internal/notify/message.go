@@ -54,10 +54,17 @@ func renderIdle(j IdleJob, lang string, loc *time.Location) (subject, body strin
 		return renderIdleJa(j, loc)
 	}
 	var b strings.Builder
-	subject = fmt.Sprintf("[gpusuite] job %s on %s: %d of %d GPUs idle for %s", j.jobName(), j.Cluster, len(j.Idle), j.GPUs, duration(j.shortest(), "en"))
+	gpus, have := "GPUs", "have"
+	if j.GPUs == 1 {
+		gpus = "GPU"
+	}
+	if len(j.Idle) == 1 {
+		have = "has"
+	}
+	subject = fmt.Sprintf("[gpusuite] job %s on %s: %d of %d %s idle for %s", j.jobName(), j.Cluster, len(j.Idle), j.GPUs, gpus, duration(j.shortest(), "en"))
 	fmt.Fprintf(&b, "Hello %s,\n\n", j.User)
-	fmt.Fprintf(&b, "your job %s (cluster %s, partition %s, account %s) holds %d GPUs.\n", j.jobName(), j.Cluster, j.Part, j.Account, j.GPUs)
-	fmt.Fprintf(&b, "%d of them have been idle for at least %s:\n\n", len(j.Idle), duration(j.IdleAfter, "en"))
+	fmt.Fprintf(&b, "your job %s (cluster %s, partition %s, account %s) holds %d %s.\n", j.jobName(), j.Cluster, j.Part, j.Account, j.GPUs, gpus)
+	fmt.Fprintf(&b, "%d of them %s been idle for at least %s:\n\n", len(j.Idle), have, duration(j.IdleAfter, "en"))
 	for _, g := range j.Idle {
 		fmt.Fprintf(&b, "  node %s, GPU %s: idle since %s (%s)\n", g.Node, index(g.Index), g.Since.In(loc).Format("2006-01-02 15:04 MST"), duration(g.For, "en"))
 	}

@@ -168,7 +168,7 @@ func TestIdleRule(t *testing.T) {
 	}
 	want := []string{
 		"idle:c:1+0:user:alice alice-x@example.org [gpusuite] job 1 on c: 2 of 4 GPUs idle for 3 h",
-		"idle:c:3+0:user:carol carol-x@example.org [gpusuite] job 3 on c: 1 of 1 GPUs idle for 2 h",
+		"idle:c:3+0:user:carol carol-x@example.org [gpusuite] job 3 on c: 1 of 1 GPU idle for 2 h",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("messages (-want +got):\n%s", diff)

@@ -1,0 +1,352 @@
+// Package notifycmd is the command line of gpuacct notify: one notifier
+// pass for cron (--once), a test message, the messages kept, and a
+// rule's messages as they would go (internal/notify, docs/notify.md).
+package notifycmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/user"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/aicloud/gpusuite/internal/cli/cliwire"
+	"github.com/aicloud/gpusuite/internal/config"
+	"github.com/aicloud/gpusuite/internal/logging"
+	"github.com/aicloud/gpusuite/internal/notify"
+	"github.com/aicloud/gpusuite/internal/report/table"
+	"github.com/aicloud/gpusuite/internal/report/timespec"
+	"github.com/aicloud/gpusuite/internal/requests"
+	"github.com/aicloud/gpusuite/internal/store"
+)
+
+// Deps is what the commands take from the process; tests set each.
+type Deps struct {
+	Stdout io.Writer
+	Stderr io.Writer
+	Getenv func(string) string
+	Now    func() time.Time
+	// Euid and Username are who asks: only root and the service user
+	// see other users' messages.
+	Euid     func() int
+	Username func() string
+}
+
+// System is Deps for the real process.
+func System(stdout, stderr io.Writer, getenv func(string) string) Deps {
+	return Deps{
+		Stdout: stdout, Stderr: stderr, Getenv: getenv, Now: time.Now, Euid: os.Geteuid,
+		Username: func() string {
+			if u, err := user.Current(); err == nil {
+				return u.Username
+			}
+			return strconv.Itoa(os.Geteuid())
+		},
+	}
+}
+
+// Command is `gpuacct notify`.
+func Command(d Deps) *cli.Command {
+	return &cli.Command{
+		Name:  "notify",
+		Usage: "the notifier: tell job owners about idle GPUs by mail (and webhooks); --once runs one pass",
+		UsageText: `gpuacct notify --once
+gpuacct notify test --to ADDR
+gpuacct notify list [--job ID] [--user U] [--format table|json]
+gpuacct notify preview idle [--user U]
+
+The notifier's rules ([notify] in the config) decide messages over the
+ledger; each is kept in the ledger before it is sent, once per condition
+and recipient, and retried until delivered or given up with the reason.
+gpuacct serve runs it beside ingest when notify.enabled; --once runs one
+pass (rules, then delivery) for cron, as the ledger's writer: it refuses
+while gpuacct serve holds the ledger. See docs/notify.md.
+
+Examples:
+   gpuacct notify --once
+   gpuacct notify test --to alice@example.org
+   gpuacct notify list --job 4242
+   gpuacct notify preview idle --user alice`,
+		Flags: append(commonFlags(),
+			&cli.BoolFlag{Name: "once", Usage: "evaluate the rules and deliver what is due, once, as the ledger's writer"},
+			&cli.BoolFlag{Name: "dry-run", Usage: "log what the rules would send; keep and send nothing (notify.dry_run)"},
+		),
+		Action:      onceAction(d),
+		Subcommands: []*cli.Command{testCommand(d), listCommand(d), previewCommand(d)},
+	}
+}
+
+func commonFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "db", Usage: "accounting database (store.path)", EnvVars: []string{"GPUSUITE_DB"}},
+		cliwire.StoreURLFlag(),
+	}
+}
+
+// env is the resolved configuration of one run.
+type env struct {
+	cfg   config.Config
+	loc   *time.Location
+	now   time.Time
+	title string
+}
+
+// load reads the config and c's flags over it; a bad config is a usage
+// error of one line naming the key (exit 2).
+func load(c *cli.Context, d Deps, title string) (*env, error) {
+	cfg, err := cliwire.LoadConfig(c, d.Getenv)
+	if err != nil {
+		return nil, cliwire.Usagef("%s: %v", title, err)
+	}
+	cliwire.SetStrings(c, map[string]*string{"db": &cfg.Store.Path, "store-url": &cfg.Store.URL})
+	if c.IsSet("dry-run") {
+		cfg.Notify.DryRun = c.Bool("dry-run")
+	}
+	cfg.FollowLedger()
+	loc, err := timespec.LoadLocation(cfg.Report.TZ)
+	if err != nil {
+		return nil, cliwire.Usagef("%s: %v", title, err)
+	}
+	return &env{cfg: cfg, loc: loc, now: d.Now(), title: title}, nil
+}
+
+func (e *env) notifier(st *store.Store, d Deps) (*notify.Notifier, error) {
+	n, err := notify.New(e.cfg.Notify, st, notify.Options{Loc: e.loc, IdleThreshold: e.cfg.Agent.IdleThreshold,
+		Log: logging.New("gpuacct-notify", d.Stderr, slog.LevelInfo, d.Getenv)})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", e.title, err)
+	}
+	return n, nil
+}
+
+func (e *env) reader(ctx context.Context) (*store.Store, error) {
+	st, err := store.Open(ctx, store.Options{Path: e.cfg.Store.Path, URL: e.cfg.Store.URL, ReadOnly: true, BusyTimeout: e.cfg.Store.BusyTimeout.Duration})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", e.title, err)
+	}
+	return st, nil
+}
+
+func onceAction(d Deps) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		const title = "notify"
+		if c.Args().Present() {
+			return cliwire.Usagef("%s: no command %q (commands: test, list, preview; see 'gpuacct notify --help')", title, c.Args().First())
+		}
+		if !c.Bool("once") {
+			return cliwire.Usagef("%s: give --once, or a command: test, list, preview (see 'gpuacct notify --help')", title)
+		}
+		e, err := load(c, d, title)
+		if err != nil {
+			return err
+		}
+		st, err := store.Open(c.Context, store.Options{Path: e.cfg.Store.Path, URL: e.cfg.Store.URL, Journal: e.cfg.Store.JournalMode,
+			BusyTimeout: e.cfg.Store.BusyTimeout.Duration})
+		if errors.Is(err, store.ErrLocked) {
+			return fmt.Errorf("%s: another writer holds the ledger (gpuacct serve runs the notifier itself when notify.enabled): %w", title, err)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", title, err)
+		}
+		defer st.Close()
+		n, err := e.notifier(st, d)
+		if err != nil {
+			return err
+		}
+		res, err := n.Pass(c.Context, e.now)
+		if err != nil {
+			return fmt.Errorf("%s: %w", title, err)
+		}
+		_, err = fmt.Fprintf(d.Stdout, "%d running jobs looked at; %d messages decided, %d new; %d sent, %d to retry, %d given up\n",
+			res.Jobs, res.Found, res.Added, res.Sent, res.Retry, res.Failed)
+		return err
+	}
+}
+
+func testCommand(d Deps) *cli.Command {
+	return &cli.Command{
+		Name:      "test",
+		Usage:     "send one test message to ADDR through the configured mail server, at once, keeping nothing",
+		UsageText: "gpuacct notify test --to ADDR\n\nExamples:\n   gpuacct notify test --to alice@example.org",
+		Flags:     []cli.Flag{&cli.StringFlag{Name: "to", Usage: "the address to send to"}},
+		Action: cliwire.NoArgs(func(c *cli.Context) error {
+			const title = "notify test"
+			to := strings.TrimSpace(c.String("to"))
+			if to == "" {
+				return cliwire.Usagef("%s: give --to ADDR", title)
+			}
+			e, err := load(c, d, title)
+			if err != nil {
+				return err
+			}
+			n, err := e.notifier(nil, d)
+			if err != nil {
+				return err
+			}
+			if err := n.Test(c.Context, to, e.now); err != nil {
+				return fmt.Errorf("%s: %w", title, err)
+			}
+			_, err = fmt.Fprintf(d.Stdout, "sent a test message to %s through %s:%d\n", to, e.cfg.Notify.Mail.Host, e.cfg.Notify.Mail.Port)
+			return err
+		}),
+	}
+}
+
+// trusted says whether the caller may see every user's messages: root
+// and the service user.
+func (e *env) trusted(d Deps) (bool, error) {
+	euid := d.Euid()
+	if euid == 0 {
+		return true, nil
+	}
+	svc, err := requests.ServiceUID(e.cfg.Ingest.ServiceUser)
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", e.title, err)
+	}
+	return euid == svc, nil
+}
+
+// who is the user whose messages the caller may see: --user for root and
+// the service user (every user when not given), else the caller.
+func (e *env) who(c *cli.Context, d Deps) (string, error) {
+	trusted, err := e.trusted(d)
+	if err != nil {
+		return "", err
+	}
+	asked := c.String("user")
+	if trusted {
+		return asked, nil
+	}
+	self := d.Username()
+	if asked != "" && asked != self {
+		return "", fmt.Errorf("%s: only root and the service user see another user's messages", e.title)
+	}
+	return self, nil
+}
+
+func listCommand(d Deps) *cli.Command {
+	return &cli.Command{
+		Name:  "list",
+		Usage: "list the messages the notifier kept: who, what, when, via, delivered or why not",
+		UsageText: `gpuacct notify list [--job ID] [--user U] [--limit N] [--format table|json]
+
+Newest first. Root and the service user see every user's messages;
+others see their own.
+
+Examples:
+   gpuacct notify list
+   gpuacct notify list --job 4242 --format json`,
+		Flags: append(commonFlags(),
+			&cli.Int64Flag{Name: "job", Usage: "the messages about this Slurm job id"},
+			&cli.StringFlag{Name: "user", Aliases: []string{"u"}, Usage: "the messages about this user's jobs"},
+			&cli.IntFlag{Name: "limit", Usage: "at most this many messages", Value: 100},
+			&cli.StringFlag{Name: "format", Usage: "table, csv, tsv or json", Value: "table"},
+		),
+		Action: cliwire.NoArgs(func(c *cli.Context) error {
+			const title = "notify list"
+			f, err := table.ParseFormat(c.String("format"))
+			if err != nil {
+				return cliwire.Usagef("%s: %v", title, err)
+			}
+			if l := c.Int("limit"); l < 1 || l > store.MaxNotifyList {
+				return cliwire.Usagef("%s: --limit %d is outside 1..%d", title, l, store.MaxNotifyList)
+			}
+			e, err := load(c, d, title)
+			if err != nil {
+				return err
+			}
+			q := store.NotifyQuery{Limit: c.Int("limit")}
+			if q.User, err = e.who(c, d); err != nil {
+				return err
+			}
+			if c.IsSet("job") {
+				j := c.Int64("job")
+				q.Job = &j
+			}
+			st, err := e.reader(c.Context)
+			if err != nil {
+				return err
+			}
+			msgs, err := st.NotifyMessages(c.Context, q)
+			st.Close()
+			if err != nil {
+				return fmt.Errorf("%s: %w", title, err)
+			}
+			loc := e.loc
+			return table.Write(d.Stdout, notify.ListTable(msgs), table.Options{Format: f,
+				TimeFormat: func(t int64) string { return time.Unix(t, 0).In(loc).Format("2006-01-02 15:04") }})
+		}),
+	}
+}
+
+func previewCommand(d Deps) *cli.Command {
+	return &cli.Command{
+		Name:  "preview",
+		Usage: "print the messages RULE would send now, sending and keeping nothing",
+		UsageText: `gpuacct notify preview RULE [--user U]
+
+RULE is idle. Root and the service user may preview any user's messages;
+others their own.
+
+Examples:
+   gpuacct notify preview idle
+   gpuacct notify preview idle --user alice`,
+		Flags: append(commonFlags(), &cli.StringFlag{Name: "user", Aliases: []string{"u"}, Usage: "only this user's messages"}),
+		Action: func(c *cli.Context) error {
+			const title = "notify preview"
+			if c.NArg() != 1 {
+				return cliwire.Usagef("%s: give one rule (%s; see 'gpuacct notify preview --help')", title, strings.Join(notify.Rules, ", "))
+			}
+			rule := c.Args().First()
+			known := false
+			for _, r := range notify.Rules {
+				known = known || r == rule
+			}
+			if !known {
+				return cliwire.Usagef("%s: no rule %q (rules: %s)", title, rule, strings.Join(notify.Rules, ", "))
+			}
+			e, err := load(c, d, title)
+			if err != nil {
+				return err
+			}
+			u, err := e.who(c, d)
+			if err != nil {
+				return err
+			}
+			st, err := e.reader(c.Context)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			n, err := e.notifier(st, d)
+			if err != nil {
+				return err
+			}
+			msgs, err := n.Preview(c.Context, rule, e.now, u)
+			if err != nil {
+				return fmt.Errorf("%s: %w", title, err)
+			}
+			if len(msgs) == 0 {
+				_, err := fmt.Fprintf(d.Stdout, "rule %s would send nothing now\n", rule)
+				return err
+			}
+			for i, m := range msgs {
+				sep := ""
+				if i > 0 {
+					sep = "\n"
+				}
+				if _, err := fmt.Fprintf(d.Stdout, "%sTo: %s (%s, %s)\nSubject: %s\n\n%s", sep, m.Recipient, m.Channel, m.Language, m.Subject, m.Body); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+}
