@@ -139,16 +139,24 @@ func WriteCredentials(path, key string) error {
 	if err != nil && !isNotExist(err) {
 		return fmt.Errorf("read %q: %w", path, err)
 	}
-	tmp, err := os.CreateTemp(dir, ".credentials-*")
+	return replaceFile(dir, path, ".credentials-*", "write in", []byte(MergeNGCCredentials(string(old), key)))
+}
+
+// replaceFile puts data at path, mode 600, through a temporary file
+// (pattern, in dir, path's directory) that is synced and renamed over it:
+// a reader sees the old file or the new one, whole. what begins the error
+// when the temporary file cannot be made.
+func replaceFile(dir, path, pattern, what string, data []byte) error {
+	tmp, err := os.CreateTemp(dir, pattern)
 	if err != nil {
-		return fmt.Errorf("write in %q: %w", dir, err)
+		return fmt.Errorf("%s %q: %w", what, dir, err)
 	}
 	defer os.Remove(tmp.Name())
 	if err := tmp.Chmod(0o600); err != nil {
 		tmp.Close()
 		return fmt.Errorf("chmod %q: %w", tmp.Name(), err)
 	}
-	if _, err := tmp.WriteString(MergeNGCCredentials(string(old), key)); err != nil {
+	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
 		return fmt.Errorf("write %q: %w", tmp.Name(), err)
 	}

@@ -42,23 +42,7 @@ func WriteMeta(dataPath string, m Meta) error {
 	if err != nil {
 		return fmt.Errorf("encode metadata: %w", err)
 	}
-	path := MetaPath(dataPath, m.Name)
-	tmp, err := os.CreateTemp(dataPath, ".gpusuite-meta-*")
-	if err != nil {
-		return fmt.Errorf("write metadata in %q: %w", dataPath, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %q: %w", tmp.Name(), err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %q: %w", tmp.Name(), err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("rename to %q: %w", path, err)
-	}
-	return nil
+	return replaceFile(dataPath, MetaPath(dataPath, m.Name), ".gpusuite-meta-*", "write metadata in", append(data, '\n'))
 }
 
 // ReadMeta reads the metadata of name; a missing file gives ok=false.
