@@ -7,13 +7,14 @@
 //
 //	ingest.go       the pass: list, read ahead, apply in batches, finish
 //	pipeline.go     bounded read-ahead;  segread.go  streaming segment reads
-//	validate.go     what a node may say: each record's bounds, and the store's
-//	                refusals (store.Rejected) turned into quarantine or a wait
+//	validate.go     what a node may say: each record's bounds (events, segments,
+//	                aggregates, GPU events), and what the ledger alone can tell
+//	                (store.Rejected, write_checks.go) turned into quarantine or a wait
 //	keys.go         record keys applied once, asked 500 at a time
 //	careful.go      files the ledger knew, asked 500 at a time; a pass redone file by file
 //	move.go         quarantine and cross-device moves
 //	housekeeping.go unfinished jobs, open jobs' allocation, sample and archive retention
-//	gpuevent.go     GPU events;  starts.go, details.go  estimated starts, sacct's details
+//	starts.go, details.go  estimated starts, sacct's details
 //	reconcile.go    Slurm's times for finished jobs (sacctruns.go, sacctbatch.go)
 //	slurmfacts.go   Slurm's facts besides jobs behind one gate (slurmgate.go):
 //	                accounts.go (the account tree), clusterfacts*.go (capacity, events, reservations)
