@@ -6,14 +6,15 @@ import (
 )
 
 // NodeOverview is a node with its GPU count and when it was last heard
-// of, as the dashboard lists it.
+// of, as the dashboard lists it (its JSON fields are /api/v1/nodes').
 type NodeOverview struct {
-	ID            int64
-	Cluster, Name string
+	ID      int64  `json:"-"`
+	Cluster string `json:"cluster"`
+	Name    string `json:"node"`
 	// LastSeen is its newest record, else the pass that last ingested
 	// from it (Unix seconds); nil if neither.
-	LastSeen *int64
-	GPUs     int64
+	LastSeen *int64 `json:"-"`
+	GPUs     int64  `json:"gpus"`
 }
 
 // NodesOverview lists every node by cluster and name (one row a node:

@@ -33,14 +33,15 @@ func (s *Store) RunningJobs(ctx context.Context, q RunningQuery) ([]JobRow, erro
 
 // NowGPURow is one GPU of a job run with the GPU's newest sample, kept
 // only when it was taken during the run (a sample from before the start
-// is another job's).
+// is another job's). Its JSON fields are /api/v1/jobs/running's.
 type NowGPURow struct {
-	Row         int64 // the run: JobRow.Row
-	Node        string
-	Index       *int64
-	UUID, Model string
-	Util        *float64 // nil: no sample during the run, or one without utilization
-	AtMs        *int64
+	Row   int64    `json:"-"` // the run: JobRow.Row
+	Node  string   `json:"node"`
+	Index *int64   `json:"index"`
+	UUID  string   `json:"uuid"`
+	Model string   `json:"model,omitempty"`
+	Util  *float64 `json:"util_pct"` // nil: no sample during the run, or one without utilization
+	AtMs  *int64   `json:"sampled_at_ms"`
 }
 
 // NowGPUs lists the GPUs of the runs rows (JobRow.Row; the caller bounds
