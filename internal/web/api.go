@@ -170,7 +170,7 @@ type jobJSON struct {
 	report.JobSummary
 	URL string `json:"url"`
 	// GPUList is set for running jobs (/api/v1/jobs/running).
-	GPUList []runningGPU `json:"gpu_list,omitempty"`
+	GPUList []report.RunningGPU `json:"gpu_list,omitempty"`
 }
 
 func (h *Handler) jobOut(j *report.JobRow) jobJSON {

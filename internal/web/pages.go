@@ -322,7 +322,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) error {
 				nv := nodeView{Cluster: n.Cluster, Name: n.Name, GPUs: n.GPUs, Age: "never", Last: missing}
 				if n.AgeS != nil {
 					// The column is "Silent for": a duration, not "… ago".
-					nv.Age, nv.Last = dur(*n.AgeS), localTime(*n.LastRecord, h.o.Location)
+					nv.Age, nv.Last = dur(*n.AgeS), localTime(*n.LastSeen, h.o.Location)
 				}
 				v.Stale = append(v.Stale, nv)
 			}

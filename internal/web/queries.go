@@ -13,15 +13,12 @@ import (
 // The dashboard's reads beyond the report tables, through report.DB's
 // own reads for the dashboard (conn.rep).
 
-// nodeInfo is one node as the overview shows it.
+// nodeInfo is one node as the overview shows it: the read model's node
+// and what the page computes from it.
 type nodeInfo struct {
-	ID         int64  `json:"-"`
-	Cluster    string `json:"cluster"`
-	Name       string `json:"node"`
-	GPUs       int64  `json:"gpus"`
-	LastRecord *int64 `json:"-"`
-	AgeS       *int64 `json:"age_s"`
-	Stale      bool   `json:"stale"`
+	report.NodeSeen
+	AgeS  *int64 `json:"age_s"`
+	Stale bool   `json:"stale"`
 	// Forgotten nodes were silent longer than report.check_forget.
 	Forgotten bool `json:"decommissioned"`
 }
@@ -33,10 +30,10 @@ func (c *conn) nodes(ctx context.Context, now time.Time, o Options) ([]nodeInfo,
 	}
 	out := make([]nodeInfo, 0, len(rows))
 	for _, r := range rows {
-		n := nodeInfo{ID: r.ID, Cluster: r.Cluster, Name: r.Name, GPUs: r.GPUs}
+		n := nodeInfo{NodeSeen: r}
 		if r.LastSeen != nil {
 			age := now.Unix() - *r.LastSeen
-			n.LastRecord, n.AgeS = r.LastSeen, &age
+			n.AgeS = &age
 			d := time.Duration(age) * time.Second
 			n.Stale = d > o.Check.Stale
 			n.Forgotten = o.Check.Forget > 0 && d > o.Check.Forget
@@ -68,20 +65,10 @@ func (c *conn) lastPass(ctx context.Context) (lastPass, error) {
 	return p, nil
 }
 
-// runningGPU is one GPU of a running job with its newest sample.
-type runningGPU struct {
-	Node  string   `json:"node"`
-	Index *int64   `json:"index"`
-	UUID  string   `json:"uuid"`
-	Model string   `json:"model,omitempty"`
-	Util  *float64 `json:"util_pct"`
-	AtMs  *int64   `json:"sampled_at_ms"`
-}
-
 // runningJob is a job without an end.
 type runningJob struct {
 	report.JobRow
-	GPUList []runningGPU
+	GPUList []report.RunningGPU
 }
 
 // running lists at most limit jobs of clusters (none: every cluster)
@@ -109,7 +96,7 @@ func (c *conn) running(ctx context.Context, clusters []string, limit int) ([]run
 	}
 	for _, g := range gpus {
 		i := byRow[g.Row]
-		out[i].GPUList = append(out[i].GPUList, runningGPU{Node: g.Node, Index: g.Index, UUID: g.UUID, Model: g.Model, Util: g.Util, AtMs: g.AtMs})
+		out[i].GPUList = append(out[i].GPUList, g)
 	}
 	for i := range out {
 		gs := out[i].GPUList
