@@ -29,6 +29,8 @@ import (
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/ingest"
 	"github.com/aicloud/gpusuite/internal/notes"
+	"github.com/aicloud/gpusuite/internal/notify"
+	"github.com/aicloud/gpusuite/internal/report/timespec"
 	"github.com/aicloud/gpusuite/internal/requests"
 	"github.com/aicloud/gpusuite/internal/slurmstate"
 	"github.com/aicloud/gpusuite/internal/store"
@@ -123,6 +125,9 @@ func (m *Main) Run(ctx context.Context) error {
 	icfg := s.Config
 	icfg.Ingest.MetricsListen = ""
 	srv := ingest.NewServer(ingest.New(s.Deps), icfg, reg, s.Log, m.Getenv)
+	if srv.AfterPass, err = notifier(s, reg); err != nil {
+		return err
+	}
 	f.ready.Store(true)
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -259,4 +264,22 @@ Examples:
 			return m.Run(ctx)
 		}),
 	}
+}
+
+// notifier is the notifier's turn after each ingest pass when
+// notify.enabled (docs/notify.md); nil otherwise.
+func notifier(s *ingest.Setup, reg *prometheus.Registry) (func(ctx context.Context), error) {
+	if !s.Config.Notify.Enabled {
+		return nil, nil
+	}
+	loc, err := timespec.LoadLocation(s.Config.Report.TZ)
+	if err != nil {
+		return nil, fmt.Errorf("notify: report.tz: %w", err)
+	}
+	n, err := notify.New(s.Config.Notify, s.Store, notify.Options{Loc: loc, IdleThreshold: s.Config.Agent.IdleThreshold, Log: s.Log,
+		Metrics: notify.NewMetrics(reg)})
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) { n.RunDue(ctx, time.Now()) }, nil
 }

@@ -30,6 +30,10 @@ type Server struct {
 	mux    *http.ServeMux
 	// Addr is the address /metrics listens on once Run has started.
 	Addr chan string
+	// AfterPass, when set, runs after each pass on the loop's goroutine,
+	// so that the writer's other work on the ledger (the notifier) never
+	// shares the Store with a pass.
+	AfterPass func(ctx context.Context)
 }
 
 // NewServer builds the daemon around an Ingester.
@@ -106,6 +110,9 @@ func (s *Server) Run(ctx context.Context) error {
 			ready = true
 		}
 		s.notify(daemon.SdNotifyWatchdog)
+		if s.AfterPass != nil && ctx.Err() == nil {
+			s.AfterPass(ctx)
+		}
 	wait:
 		select {
 		case <-ctx.Done():

@@ -139,6 +139,22 @@ func (n *Notifier) Due(now time.Time) bool {
 	return true
 }
 
+// RunDue runs a pass when one is due at now (Due), logging its outcome:
+// what gpuacct serve calls after each ingest pass. A failed pass is
+// logged and tried again at the next interval; its messages stay kept.
+func (n *Notifier) RunDue(ctx context.Context, now time.Time) {
+	if !n.Due(now) {
+		return
+	}
+	res, err := n.Pass(ctx, now)
+	switch {
+	case err != nil:
+		n.log.Error("notify pass failed; trying again next interval", "err", err)
+	case res.Added+res.Sent+res.Retry+res.Failed > 0:
+		n.log.Info("notify pass", "jobs", res.Jobs, "decided", res.Found, "new", res.Added, "sent", res.Sent, "retry", res.Retry, "failed", res.Failed)
+	}
+}
+
 // Evaluate runs the rules at now and keeps the messages they decide
 // (with notify.dry_run, logs them and keeps nothing).
 func (n *Notifier) Evaluate(ctx context.Context, now time.Time) (Result, error) {

@@ -16,9 +16,10 @@ import (
 // next pass.
 const claimLimit = 200
 
-// passBudget bounds the time one pass spends delivering (each delivery
-// is bounded too): the writer's next ingest pass waits for it.
-const passBudget = 2 * time.Minute
+// passBudget bounds the time one pass spends delivering, each delivery
+// within it: the writer's next ingest pass and systemd's watchdog ping
+// (WatchdogSec=120) wait for it.
+const passBudget = 30 * time.Second
 
 // Deliver sends the messages due at now, and records each outcome: sent,
 // queued again after a backoff, or given up with the reason (a permanent
