@@ -274,26 +274,34 @@ func machine(v any) string {
 	return fmt.Sprint(v)
 }
 
+// machineRecords are t's lines in the machine formats: the header
+// (unless NoHeader), then every row but the footers.
+func machineRecords(t *Table, o Options) [][]string {
+	var out [][]string
+	if !o.NoHeader {
+		hdr := make([]string, len(t.Columns))
+		for i, c := range t.Columns {
+			hdr[i] = c.KeyIn(o.Units)
+		}
+		out = append(out, hdr)
+	}
+	for _, r := range t.Rows {
+		if r.Footer {
+			continue
+		}
+		rec := make([]string, len(t.Columns))
+		for i, c := range t.Columns {
+			rec[i] = machine(value(c, r.Cells[i], r.Ref, o.Units))
+		}
+		out = append(out, rec)
+	}
+	return out
+}
+
 func writeSep(w io.Writer, t *Table, o Options, sep rune) error {
 	if sep == ',' {
 		cw := csv.NewWriter(w)
-		if !o.NoHeader {
-			hdr := make([]string, len(t.Columns))
-			for i, c := range t.Columns {
-				hdr[i] = c.KeyIn(o.Units)
-			}
-			if err := cw.Write(hdr); err != nil {
-				return err
-			}
-		}
-		for _, r := range t.Rows {
-			if r.Footer {
-				continue
-			}
-			rec := make([]string, len(t.Columns))
-			for i, c := range t.Columns {
-				rec[i] = machine(value(c, r.Cells[i], r.Ref, o.Units))
-			}
+		for _, rec := range machineRecords(t, o) {
 			if err := cw.Write(rec); err != nil {
 				return err
 			}
@@ -312,7 +320,7 @@ func writeSep(w io.Writer, t *Table, o Options, sep rune) error {
 		}, s)
 	}
 	var b strings.Builder
-	line := func(cells []string) {
+	for _, cells := range machineRecords(t, o) {
 		for i, c := range cells {
 			if i > 0 {
 				b.WriteRune(sep)
@@ -320,23 +328,6 @@ func writeSep(w io.Writer, t *Table, o Options, sep rune) error {
 			b.WriteString(clean(c))
 		}
 		b.WriteByte('\n')
-	}
-	if !o.NoHeader {
-		hdr := make([]string, len(t.Columns))
-		for i, c := range t.Columns {
-			hdr[i] = c.KeyIn(o.Units)
-		}
-		line(hdr)
-	}
-	for _, r := range t.Rows {
-		if r.Footer {
-			continue
-		}
-		rec := make([]string, len(t.Columns))
-		for i, c := range t.Columns {
-			rec[i] = machine(value(c, r.Cells[i], r.Ref, o.Units))
-		}
-		line(rec)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
