@@ -56,7 +56,7 @@ deps:
 export GPUSUITE_PG_DIR ?= /run/gpusuite-pg
 export GPUSUITE_SMTP_DIR ?= /run/gpusuite-smtp
 PG_PKGS := ./internal/store/... ./internal/ingest/... ./internal/report/... ./internal/web/... \
-	./internal/board/... ./internal/requests/... ./internal/notes/... ./internal/sim/simcluster/... ./gpuacct/...
+	./internal/board/... ./internal/requests/... ./internal/notes/... ./internal/notify/... ./internal/sim/simcluster/... ./gpuacct/...
 test: build build-simulated deps
 	@set -o pipefail; ./test/slurm/harness.sh start && \
 	  { ./test/cluster/harness.sh start && ./test/pg/harness.sh start && ./test/smtp/harness.sh start && \

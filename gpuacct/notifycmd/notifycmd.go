@@ -29,27 +29,26 @@ import (
 
 // Deps is what the commands take from the process; tests set each.
 type Deps struct {
-	Stdout io.Writer
-	Stderr io.Writer
-	Getenv func(string) string
-	Now    func() time.Time
-	// Euid and Username are who asks: only root and the service user
-	// see other users' messages.
-	Euid     func() int
-	Username func() string
+	Stdout, Stderr io.Writer
+	Getenv         func(string) string
+	Now            func() time.Time
+	// Caller is who asks, by effective uid and user name: only root and
+	// the service user see other users' messages.
+	Caller func() (uid int, name string)
 }
 
 // System is Deps for the real process.
 func System(stdout, stderr io.Writer, getenv func(string) string) Deps {
-	return Deps{
-		Stdout: stdout, Stderr: stderr, Getenv: getenv, Now: time.Now, Euid: os.Geteuid,
-		Username: func() string {
-			if u, err := user.Current(); err == nil {
-				return u.Username
-			}
-			return strconv.Itoa(os.Geteuid())
-		},
+	return Deps{Stdout: stdout, Stderr: stderr, Getenv: getenv, Now: time.Now, Caller: caller}
+}
+
+// caller is the process's effective user.
+func caller() (int, string) {
+	uid := os.Geteuid()
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
+		return uid, u.Username
 	}
+	return uid, strconv.Itoa(uid)
 }
 
 // Command is `gpuacct notify`.
@@ -202,7 +201,7 @@ func testCommand(d Deps) *cli.Command {
 // trusted says whether the caller may see every user's messages: root
 // and the service user.
 func (e *env) trusted(d Deps) (bool, error) {
-	euid := d.Euid()
+	euid, _ := d.Caller()
 	if euid == 0 {
 		return true, nil
 	}
@@ -224,7 +223,7 @@ func (e *env) who(c *cli.Context, d Deps) (string, error) {
 	if trusted {
 		return asked, nil
 	}
-	self := d.Username()
+	_, self := d.Caller()
 	if asked != "" && asked != self {
 		return "", fmt.Errorf("%s: only root and the service user see another user's messages", e.title)
 	}

@@ -79,7 +79,7 @@ func (f *fixture) run(t *testing.T, euid int, user string, args ...string) (int,
 			}
 			return ""
 		},
-		Euid: func() int { return euid }, Username: func() string { return user },
+		Caller: func() (int, string) { return euid, user },
 	}
 	app := &cli.App{Name: "gpuacct", Writer: &out, ErrWriter: &errb, Flags: []cli.Flag{cliwire.ConfigFlag()}, Commands: []*cli.Command{Command(d)}}
 	cliwire.Prepare(app)

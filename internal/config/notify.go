@@ -2,10 +2,11 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"net/mail"
 	"net/url"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 )
@@ -101,12 +102,7 @@ func (n *Notify) validate() error {
 	if err := notifyLanguage("notify.language", n.Language); err != nil {
 		return err
 	}
-	users := make([]string, 0, len(n.Languages))
-	for u := range n.Languages {
-		users = append(users, u)
-	}
-	sort.Strings(users)
-	for _, u := range users {
+	for _, u := range slices.Sorted(maps.Keys(n.Languages)) {
 		if err := notifyLanguage("notify.languages."+u, n.Languages[u]); err != nil {
 			return err
 		}
@@ -126,12 +122,7 @@ func (n *Notify) validate() error {
 	if err := n.Mail.validate(); err != nil {
 		return err
 	}
-	names := make([]string, 0, len(n.Webhooks))
-	for name := range n.Webhooks {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(n.Webhooks)) {
 		if err := n.Webhooks[name].validate("notify.webhooks." + name); err != nil {
 			return err
 		}

@@ -47,13 +47,62 @@ func (j IdleJob) shortest() time.Duration {
 // its job id).
 func (j IdleJob) jobName() string { return fmt.Sprint(j.JobID) }
 
-// renderIdle is the idle rule's message to the job's owner in lang, times
-// in loc.
+// idleText is the idle message in one language: format strings over
+// the same arguments, each taking what its language needs by index.
+type idleText struct {
+	// subject: job, cluster, idle GPUs, GPUs, "GPU"/"GPUs", idle for.
+	subject string
+	// hello: user. holds: job, cluster, partition, account, GPUs, "GPU"/"GPUs".
+	hello, holds string
+	// idleFor: idle GPUs, "has"/"have", the rule's window.
+	idleFor string
+	// gpu: node, index, since, for.
+	gpu string
+	// means: threshold. check, cancel, exempt: job.
+	means, check, cancel, exempt string
+	footer                       string
+}
+
+var idleTexts = map[string]idleText{
+	"en": {
+		subject: "[gpusuite] job %[1]s on %[2]s: %[3]d of %[4]d %[5]s idle for %[6]s",
+		hello:   "Hello %s,\n\n",
+		holds:   "your job %[1]s (cluster %[2]s, partition %[3]s, account %[4]s) holds %[5]d %[6]s.\n",
+		idleFor: "%[1]d of them %[2]s been idle for at least %[3]s:\n\n",
+		gpu:     "  node %[1]s, GPU %[2]s: idle since %[3]s (%[4]s)\n",
+		means: "\nIdle means that in every sample the job had no process on the GPU or\n" +
+			"the GPU's utilization was under %g %%. An idle GPU is held from everyone\n" +
+			"else and counts in your account's GPU-hours all the same.\n\n",
+		check:  "To see the job's GPUs and how it used them:\n    gpuacct job %s\n",
+		cancel: "If the job no longer needs them, cancel it:\n    scancel %s\n",
+		exempt: "If the GPUs are idle on purpose, put gpuacct:noidlemail in the job's\n" +
+			"comment and no such mail comes for it:\n    scontrol update job=%s comment=gpuacct:noidlemail\n\n",
+		footer: "This mail comes once per job. -- gpusuite\n",
+	},
+	"ja": {
+		subject: "[gpusuite] ジョブ %[1]s (%[2]s): GPU %[4]d 基中 %[3]d 基が %[6]sアイドル",
+		hello:   "%s さん\n\n",
+		holds:   "ジョブ %[1]s (クラスタ %[2]s、パーティション %[3]s、アカウント %[4]s) は GPU を %[5]d 基確保しています。\n",
+		idleFor: "そのうち %[1]d 基が %[3]s以上アイドルです:\n\n",
+		gpu:     "  ノード %[1]s、GPU %[2]s: %[3]s からアイドル (%[4]s)\n",
+		means: "\nアイドルとは、どのサンプルでもジョブのプロセスが GPU に無かったか、\n" +
+			"GPU 使用率が %g %% 未満だったことを指します。アイドルな GPU も他の人は使えず、\n" +
+			"アカウントの GPU 時間として同じように計上されます。\n\n",
+		check:  "ジョブの GPU と使用状況を見るには:\n    gpuacct job %s\n",
+		cancel: "GPU が不要になったらジョブを取り消してください:\n    scancel %s\n",
+		exempt: "意図してアイドルにしている場合は、ジョブのコメントに gpuacct:noidlemail を\n" +
+			"入れるとこのメールは届きません:\n    scontrol update job=%s comment=gpuacct:noidlemail\n\n",
+		footer: "このメールはジョブごとに一度だけ送られます。 -- gpusuite\n",
+	},
+}
+
+// renderIdle is the idle rule's message to the job's owner in lang (en
+// when it has no text), times in loc.
 func renderIdle(j IdleJob, lang string, loc *time.Location) (subject, body string) {
-	if lang == "ja" {
-		return renderIdleJa(j, loc)
+	tx, ok := idleTexts[lang]
+	if !ok {
+		lang, tx = "en", idleTexts["en"]
 	}
-	var b strings.Builder
 	gpus, have := "GPUs", "have"
 	if j.GPUs == 1 {
 		gpus = "GPU"
@@ -61,41 +110,19 @@ func renderIdle(j IdleJob, lang string, loc *time.Location) (subject, body strin
 	if len(j.Idle) == 1 {
 		have = "has"
 	}
-	subject = fmt.Sprintf("[gpusuite] job %s on %s: %d of %d %s idle for %s", j.jobName(), j.Cluster, len(j.Idle), j.GPUs, gpus, duration(j.shortest(), "en"))
-	fmt.Fprintf(&b, "Hello %s,\n\n", j.User)
-	fmt.Fprintf(&b, "your job %s (cluster %s, partition %s, account %s) holds %d %s.\n", j.jobName(), j.Cluster, j.Part, j.Account, j.GPUs, gpus)
-	fmt.Fprintf(&b, "%d of them %s been idle for at least %s:\n\n", len(j.Idle), have, duration(j.IdleAfter, "en"))
-	for _, g := range j.Idle {
-		fmt.Fprintf(&b, "  node %s, GPU %s: idle since %s (%s)\n", g.Node, index(g.Index), g.Since.In(loc).Format("2006-01-02 15:04 MST"), duration(g.For, "en"))
-	}
-	fmt.Fprintf(&b, "\nIdle means that in every sample the job had no process on the GPU or\n"+
-		"the GPU's utilization was under %g %%. An idle GPU is held from everyone\n"+
-		"else and counts in your account's GPU-hours all the same.\n\n", j.Threshold)
-	fmt.Fprintf(&b, "To see the job's GPUs and how it used them:\n    gpuacct job %s\n", j.jobName())
-	fmt.Fprintf(&b, "If the job no longer needs them, cancel it:\n    scancel %s\n", j.jobName())
-	fmt.Fprintf(&b, "If the GPUs are idle on purpose, put gpuacct:noidlemail in the job's\n"+
-		"comment and no such mail comes for it:\n    scontrol update job=%s comment=gpuacct:noidlemail\n\n", j.jobName())
-	b.WriteString("This mail comes once per job. -- gpusuite\n")
-	return subject, b.String()
-}
-
-func renderIdleJa(j IdleJob, loc *time.Location) (subject, body string) {
 	var b strings.Builder
-	subject = fmt.Sprintf("[gpusuite] ジョブ %s (%s): GPU %d 基中 %d 基が %sアイドル", j.jobName(), j.Cluster, j.GPUs, len(j.Idle), duration(j.shortest(), "ja"))
-	fmt.Fprintf(&b, "%s さん\n\n", j.User)
-	fmt.Fprintf(&b, "ジョブ %s (クラスタ %s、パーティション %s、アカウント %s) は GPU を %d 基確保しています。\n", j.jobName(), j.Cluster, j.Part, j.Account, j.GPUs)
-	fmt.Fprintf(&b, "そのうち %d 基が %s以上アイドルです:\n\n", len(j.Idle), duration(j.IdleAfter, "ja"))
+	subject = fmt.Sprintf(tx.subject, j.jobName(), j.Cluster, len(j.Idle), j.GPUs, gpus, duration(j.shortest(), lang))
+	fmt.Fprintf(&b, tx.hello, j.User)
+	fmt.Fprintf(&b, tx.holds, j.jobName(), j.Cluster, j.Part, j.Account, j.GPUs, gpus)
+	fmt.Fprintf(&b, tx.idleFor, len(j.Idle), have, duration(j.IdleAfter, lang))
 	for _, g := range j.Idle {
-		fmt.Fprintf(&b, "  ノード %s、GPU %s: %s からアイドル (%s)\n", g.Node, index(g.Index), g.Since.In(loc).Format("2006-01-02 15:04 MST"), duration(g.For, "ja"))
+		fmt.Fprintf(&b, tx.gpu, g.Node, index(g.Index), g.Since.In(loc).Format("2006-01-02 15:04 MST"), duration(g.For, lang))
 	}
-	fmt.Fprintf(&b, "\nアイドルとは、どのサンプルでもジョブのプロセスが GPU に無かったか、\n"+
-		"GPU 使用率が %g %% 未満だったことを指します。アイドルな GPU も他の人は使えず、\n"+
-		"アカウントの GPU 時間として同じように計上されます。\n\n", j.Threshold)
-	fmt.Fprintf(&b, "ジョブの GPU と使用状況を見るには:\n    gpuacct job %s\n", j.jobName())
-	fmt.Fprintf(&b, "GPU が不要になったらジョブを取り消してください:\n    scancel %s\n", j.jobName())
-	fmt.Fprintf(&b, "意図してアイドルにしている場合は、ジョブのコメントに gpuacct:noidlemail を\n"+
-		"入れるとこのメールは届きません:\n    scontrol update job=%s comment=gpuacct:noidlemail\n\n", j.jobName())
-	b.WriteString("このメールはジョブごとに一度だけ送られます。 -- gpusuite\n")
+	fmt.Fprintf(&b, tx.means, j.Threshold)
+	fmt.Fprintf(&b, tx.check, j.jobName())
+	fmt.Fprintf(&b, tx.cancel, j.jobName())
+	fmt.Fprintf(&b, tx.exempt, j.jobName())
+	b.WriteString(tx.footer)
 	return subject, b.String()
 }
 

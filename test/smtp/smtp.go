@@ -7,6 +7,8 @@ package smtp
 
 import (
 	"bytes"
+	"crypto/x509"
+	_ "embed"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -21,6 +23,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aicloud/gpusuite/internal/testkit/tlscert"
 )
 
 // requireEnv names the variable under which a missing server fails the
@@ -36,7 +40,9 @@ type Sink struct {
 	// Addr is 127.0.0.1:PORT.
 	Addr string
 	// Dir is the Maildir it writes.
-	Dir    string
+	Dir string
+	// Roots trusts the certificate of a sink with Options.TLS.
+	Roots  *x509.CertPool
 	cmd    *exec.Cmd
 	exited <-chan struct{}
 }
@@ -55,10 +61,29 @@ func Shared(t testing.TB) *Sink {
 	return Start(t, "")
 }
 
+// sinkPy is the handler Start runs: a Maildir with each message's login
+// and TLS, and AUTH PLAIN for Options' user.
+//
+//go:embed sink.py
+var sinkPy []byte
+
+// Options are what a sink of the test's own offers.
+type Options struct {
+	// TLS makes the sink offer STARTTLS with a throwaway certificate
+	// for 127.0.0.1 (Sink.Roots trusts it) and refuse mail without it.
+	TLS bool
+	// User and Password are the one login AUTH PLAIN takes (over TLS);
+	// none: AUTH fails.
+	User, Password string
+}
+
 // Start starts a sink of the test's own on addr (a free loopback port
 // when ""), stopped when the test ends. Without aiosmtpd the test fails
 // under make test and is skipped otherwise.
-func Start(t testing.TB, addr string) *Sink {
+func Start(t testing.TB, addr string) *Sink { return StartWith(t, addr, Options{}) }
+
+// StartWith is Start with o.
+func StartWith(t testing.TB, addr string, o Options) *Sink {
 	t.Helper()
 	if err := exec.Command(python, "-c", "import aiosmtpd").Run(); err != nil {
 		if os.Getenv(requireEnv) == "1" {
@@ -69,10 +94,31 @@ func Start(t testing.TB, addr string) *Sink {
 	if addr == "" {
 		addr = FreeAddr(t)
 	}
-	s := &Sink{Addr: addr, Dir: filepath.Join(t.TempDir(), "maildir")}
+	tmp := t.TempDir()
 	// aiosmtpd makes the Maildir (new, cur, tmp) only where none is.
+	s := &Sink{Addr: addr, Dir: filepath.Join(tmp, "maildir")}
+	if err := os.WriteFile(filepath.Join(tmp, "sink.py"), sinkPy, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"-m", "aiosmtpd", "-n", "-l", addr}
+	if o.TLS {
+		cert, key, pool := tlscert.SelfSigned(t)
+		for name, pem := range map[string][]byte{"cert.pem": cert, "key.pem": key} {
+			if err := os.WriteFile(filepath.Join(tmp, name), pem, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		args = append(args, "--tlscert", filepath.Join(tmp, "cert.pem"), "--tlskey", filepath.Join(tmp, "key.pem"))
+		s.Roots = pool
+	}
+	args = append(args, "-c", "sink.Sink", s.Dir)
+	if o.User != "" {
+		args = append(args, o.User, o.Password)
+	}
 	var log bytes.Buffer
-	s.cmd = exec.Command(python, "-m", "aiosmtpd", "-n", "-l", addr, "-c", "aiosmtpd.handlers.Mailbox", s.Dir)
+	s.cmd = exec.Command(python, args...)
+	s.cmd.Dir = tmp
+	s.cmd.Env = append(os.Environ(), "PYTHONPATH="+tmp)
 	s.cmd.Stdout, s.cmd.Stderr = &log, &log
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -161,10 +161,13 @@ func (s SMTP) session(c *smtp.Client, addr string, m Mail) error {
 	return nil
 }
 
-// smtpError is err at step of the session: permanent for a 5xx reply.
+// smtpError is err at step of the session. Only a 5xx reply to the
+// recipient or the message is permanent: one to the greeting, TLS, login
+// or sender is the site's setup, which a fixed config mends, so the
+// message waits for it.
 func smtpError(addr, step string, err error) error {
 	var te *textproto.Error
-	perm := errors.As(err, &te) && te.Code >= 500
+	perm := errors.As(err, &te) && te.Code >= 500 && (strings.HasPrefix(step, "RCPT") || strings.Contains(step, "DATA"))
 	return &Error{Err: fmt.Errorf("mail server %s at %s: %w", addr, step, err), Permanent: perm}
 }
 
