@@ -375,6 +375,51 @@ func TestWebhookRetried(t *testing.T) {
 	}
 }
 
+// TestRateAndDryRun: past notify.rate_per_hour a recipient's mail waits,
+// queued, its attempt not counted, and goes once the hour has passed; a
+// dry run keeps and sends nothing.
+func TestRateAndDryRun(t *testing.T) {
+	sink := smtpsink.Shared(t)
+	st, l := ledger(t)
+	now := t0.Add(3 * time.Hour)
+	seed(t, l.Loc(), []fjob{
+		{job: 1, user: "alice", gpus: 1, start: t0, upTo: now.Add(2 * time.Hour), busy: idleAll},
+		{job: 2, user: "alice", gpus: 1, start: t0, upTo: now.Add(2 * time.Hour), busy: idleAll},
+	})
+	s := stamp()
+	cfg := testConfig(t, sink.Addr, s)
+	cfg.DryRun = true
+	if res, err := newNotifier(t, cfg, st).Pass(context.Background(), now); err != nil || res.Found != 2 || res.Added+res.Sent != 0 {
+		t.Fatalf("dry run %+v, %v; want 2 found, none kept or sent", res, err)
+	}
+	cfg.DryRun, cfg.RatePerHour = false, 1
+	n := newNotifier(t, cfg, st)
+	var got []Result
+	for _, at := range []time.Duration{0, time.Minute, 61 * time.Minute} {
+		res, err := n.Pass(context.Background(), now.Add(at))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, res)
+	}
+	want := []Result{{Jobs: 2, Found: 2, Added: 2, Sent: 1}, {Jobs: 2, Found: 2}, {Jobs: 2, Found: 2, Sent: 1}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("passes (-want +got):\n%s", diff)
+	}
+	ms, err := st.NotifyMessages(context.Background(), store.NotifyQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		if m.State != store.NotifySent || m.Attempts != 1 {
+			t.Errorf("message %s: %s after %d attempts, want sent after 1", m.Key, m.State, m.Attempts)
+		}
+	}
+	if got := sink.To(t, "alice-"+s+"@example.org", 0); len(got) != 2 {
+		t.Errorf("%d messages to alice, want 2", len(got))
+	}
+}
+
 // TestBackoff: retry_min doubled each attempt, never past retry_max.
 func TestBackoff(t *testing.T) {
 	cfg := config.Default().Notify
