@@ -17,6 +17,7 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/sim"
+	"github.com/aicloud/gpusuite/internal/testkit/clock"
 	"github.com/aicloud/gpusuite/internal/testkit/logs"
 )
 
@@ -196,7 +197,7 @@ func TestKill9DuringWrites(t *testing.T) {
 	bin := agentBinary(t)
 	root := t.TempDir()
 	cfg := writeAgentConfig(t, root, "")
-	e := &testEnv{t: t, cfg: testConfig(root), clk: &fakeClock{t: time.Now()}}
+	e := &testEnv{t: t, cfg: testConfig(root), clk: clock.New(time.Now())}
 	e.cfg.Spool.Dir = filepath.Join(root, "spool")
 	e.incoming = filepath.Join(root, "incoming")
 	// the prolog's record of the job, as it would be spooled
@@ -273,7 +274,7 @@ func checkWhole(t *testing.T, dir string) {
 
 func writeEventFile(t *testing.T, spoolDir string, kind record.Kind, job uint64, at time.Time) {
 	t.Helper()
-	e := &testEnv{t: t, cfg: testConfig(filepath.Dir(spoolDir)), clk: &fakeClock{t: at}}
+	e := &testEnv{t: t, cfg: testConfig(filepath.Dir(spoolDir)), clk: clock.New(at)}
 	e.cfg.Spool.Dir = spoolDir
 	if err := os.MkdirAll(spoolDir, 0o700); err != nil {
 		t.Fatal(err)

@@ -12,7 +12,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,31 +20,18 @@ import (
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/sim"
 	"github.com/aicloud/gpusuite/internal/spool"
+	"github.com/aicloud/gpusuite/internal/testkit/clock"
 )
 
 const testNode = "gpu01"
 const testCluster = "cl"
-
-// fakeClock is the injected clock: tests move it, the agent and the
-// simulated GPUs read it.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 type testEnv struct {
 	t        testing.TB
 	a        *Agent
 	sim      *sim.Server
 	lib      *gpu.Library
-	clk      *fakeClock
+	clk      *clock.Clock // the injected clock: tests move it, the agent and the simulated GPUs read it
 	cfg      config.Config
 	root     string
 	incoming string
@@ -91,7 +77,7 @@ func newEnvModel(t testing.TB, gpus int, model string, edit func(*config.Config)
 			t.Fatal(err)
 		}
 	}
-	clk := &fakeClock{t: time.Date(2026, 11, 20, 8, 0, 0, 0, time.UTC)}
+	clk := clock.New(time.Date(2026, 11, 20, 8, 0, 0, 0, time.UTC))
 	s, err := sim.New(sim.Options{Node: testNode, Count: gpus, Model: model, Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)

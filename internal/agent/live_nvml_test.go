@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/aicloud/gpusuite/internal/testkit/clock"
 )
 
 // The live-state file's added CPU beside today's cycle on real GPUs: two
@@ -17,7 +19,7 @@ func TestNVMLLiveCost(t *testing.T) {
 	lib := openNVML(t)
 	// Each cycle a whole interval after the last on the agents' clock: a
 	// cycle less than half an interval after the last is skipped.
-	clk := &fakeClock{t: time.Now()}
+	clk := clock.New(time.Now())
 	open := func(live bool) *Agent {
 		root := t.TempDir()
 		cfg := testConfig(root)

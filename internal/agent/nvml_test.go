@@ -14,6 +14,7 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/gpu"
+	"github.com/aicloud/gpusuite/internal/testkit/clock"
 )
 
 // The whole agent cycle on real GPUs (NVML, cgroup attribution of real
@@ -100,7 +101,7 @@ func openNVML(t *testing.T) *gpu.Library {
 // processes, sampling metrics (nil: the default set), on a clock the test
 // steps an interval a cycle: a cycle less than half an interval after the
 // last is skipped.
-func nvmlAgent(t *testing.T, lib *gpu.Library, metrics []string) (*Agent, *fakeClock, config.Config) {
+func nvmlAgent(t *testing.T, lib *gpu.Library, metrics []string) (*Agent, *clock.Clock, config.Config) {
 	t.Helper()
 	cfg := testConfig(t.TempDir())
 	cfg.Agent.ProcRoot = "/proc"
@@ -108,7 +109,7 @@ func nvmlAgent(t *testing.T, lib *gpu.Library, metrics []string) (*Agent, *fakeC
 		cfg.Agent.Metrics = metrics
 	}
 	os.MkdirAll(cfg.Agent.IncomingDir, 0o755)
-	clk := &fakeClock{t: time.Now()}
+	clk := clock.New(time.Now())
 	a, err := New(cfg, testCluster, testNode, Deps{Lib: lib, Now: clk.Now, Log: quietLog()})
 	if err != nil {
 		t.Fatal(err)

@@ -7,33 +7,17 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/agent"
-	"github.com/aicloud/gpusuite/internal/agentproto"
 	"github.com/aicloud/gpusuite/internal/gpu"
-	"github.com/aicloud/gpusuite/internal/hook"
-	"github.com/aicloud/gpusuite/internal/hookgpus"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/sim"
 	"github.com/aicloud/gpusuite/internal/sim/simcluster"
 	"github.com/aicloud/gpusuite/internal/store"
+	"github.com/aicloud/gpusuite/internal/testkit/clock"
 )
-
-// stepClock is a clock the test moves.
-type stepClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *stepClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *stepClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // TestJobShorterThanACycle: a job that the real prolog starts and the
 // real epilog ends between two of its node's agent cycles has no sample.
@@ -44,7 +28,7 @@ func (c *stepClock) Advance(d time.Duration) {
 func TestJobShorterThanACycle(t *testing.T) {
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	clk := &stepClock{t: time.Date(2026, 11, 20, 8, 0, 0, 0, time.UTC)}
+	clk := clock.New(time.Date(2026, 11, 20, 8, 0, 0, 0, time.UTC))
 	root := t.TempDir()
 	so := simcluster.Options{Cluster: "demo", GPUsPerNode: 2, Model: "h100", Interval: time.Second, Segment: time.Minute, Ship: time.Second,
 		NodeRoot: filepath.Join(root, "nodes"), Incoming: filepath.Join(root, "incoming")}
@@ -65,10 +49,7 @@ func TestJobShorterThanACycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hd := hook.Deps{Now: clk.Now, ProcRoot: cfg.Agent.ProcRoot,
-		AskGPUs: hookgpus.Asker(func(ctx context.Context, req agentproto.Direct) (*gpu.Library, error) {
-			return gpu.OpenInterface(ctx, srv, req.Timeout.Duration)
-		})}
+	hd := simcluster.HookDeps(clk.Now, cfg.Agent.ProcRoot, srv)
 	job := &simcluster.Job{ID: 9, Node: "gpu01", User: "erin", UID: 1005, Account: "nlp", Partition: "gpu", GPUs: []int{1}, Kind: simcluster.Busy, Exit: "0:0"}
 	step := func(what string, f func() error) {
 		t.Helper()

@@ -2,6 +2,7 @@
 // package's tests share; each subpackage stands up one thing:
 //
 //   - browser: Debian's chromium, headless, and screenshots.
+//   - clock: the clock a test moves, injected as the code's Now.
 //   - cmdline: the command-line checks every binary's tests share (help,
 //     man pages, completions, flags over the config file).
 //   - fusefs: a directory served through FUSE the way an NFS server does.
