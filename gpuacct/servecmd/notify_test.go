@@ -2,6 +2,7 @@ package servecmd
 
 import (
 	"context"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -70,5 +71,30 @@ func TestServeNotifies(t *testing.T) {
 	}
 	if got := sink.To(t, to, 0); len(got) != 1 || !strings.Contains(got[0].Body, "scancel 77\n") {
 		t.Errorf("%d messages to %s, want 1 about job 77", len(got), to)
+	}
+}
+
+// TestServeWithoutNotifier: a notifier that cannot start (its password
+// file unreadable) is logged, and ingest goes on without it.
+func TestServeWithoutNotifier(t *testing.T) {
+	cfg := serveConfig(t, ledgerdb.NewLedger(t))
+	cfg.Notify.Enabled = true
+	cfg.Notify.Mail.User, cfg.Notify.Mail.PasswordFile = "gpusuite", filepath.Join(t.TempDir(), "missing")
+	var logs logs.Buffer
+	m := &Main{Stderr: &logs, Getenv: func(string) string { return "" }, Config: cfg, Addr: make(chan string, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addr, done := startServe(ctx, t, m, &logs)
+	waitFor(t, "an ingest pass", func() bool {
+		body, _ := get("http://" + addr + "/metrics")
+		ok := metric(body, "gpuacct_ingest_last_success_timestamp_seconds")
+		return ok != "" && ok != "0"
+	})
+	if !strings.Contains(logs.String(), "notifier not started; ingest goes on without it") || !strings.Contains(logs.String(), "notify.mail.password_file") {
+		t.Errorf("log does not say why the notifier did not start:\n%s", logs.String())
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("serve: %v", err)
 	}
 }

@@ -125,9 +125,7 @@ func (m *Main) Run(ctx context.Context) error {
 	icfg := s.Config
 	icfg.Ingest.MetricsListen = ""
 	srv := ingest.NewServer(ingest.New(s.Deps), icfg, reg, s.Log, m.Getenv)
-	if srv.AfterPass, err = notifier(s, reg); err != nil {
-		return err
-	}
+	srv.AfterPass = notifier(s, reg)
 	f.ready.Store(true)
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -267,19 +265,22 @@ Examples:
 }
 
 // notifier is the notifier's turn after each ingest pass when
-// notify.enabled (docs/notify.md); nil otherwise.
-func notifier(s *ingest.Setup, reg *prometheus.Registry) (func(ctx context.Context), error) {
+// notify.enabled (docs/notify.md); nil otherwise, and when it cannot
+// start: accounting goes on without it (an unreadable password or
+// addresses file stops no ingest), the log says why.
+func notifier(s *ingest.Setup, reg *prometheus.Registry) func(ctx context.Context) {
 	if !s.Config.Notify.Enabled {
-		return nil, nil
+		return nil
 	}
 	loc, err := timespec.LoadLocation(s.Config.Report.TZ)
-	if err != nil {
-		return nil, fmt.Errorf("notify: report.tz: %w", err)
+	var n *notify.Notifier
+	if err == nil {
+		n, err = notify.New(s.Config.Notify, s.Store, notify.Options{Loc: loc, IdleThreshold: s.Config.Agent.IdleThreshold, Log: s.Log,
+			Metrics: notify.NewMetrics(reg)})
 	}
-	n, err := notify.New(s.Config.Notify, s.Store, notify.Options{Loc: loc, IdleThreshold: s.Config.Agent.IdleThreshold, Log: s.Log,
-		Metrics: notify.NewMetrics(reg)})
 	if err != nil {
-		return nil, err
+		s.Log.Error("notifier not started; ingest goes on without it", "err", err)
+		return nil
 	}
-	return func(ctx context.Context) { n.RunDue(ctx, time.Now()) }, nil
+	return func(ctx context.Context) { n.RunDue(ctx, time.Now()) }
 }
