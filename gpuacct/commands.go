@@ -22,21 +22,24 @@ func commands(env Env) []*cli.Command {
 		// (The production build's stand-in reads its own line.)
 		demo.Action = cliwire.NoArgs(demo.Action)
 	}
+	// What the report and board commands take from the process, once.
+	report := reportcmd.System(env.Stdout, env.Stderr, env.Getenv)
+	board := boardcmd.System(env.Stdout, env.Stderr, env.Getenv)
 	return []*cli.Command{
 		demo,
 		agentCommand(env.Stdout, env.Stderr, env.Getenv),
 		profileCommand(env.Stdout, env.Stderr, env.Getenv),
 		ingestcmd.Command(env.Stdout, env.Stderr, env.Getenv),
 		servecmd.Command(env.Stdout, env.Stderr, env.Getenv),
-		reportcmd.ReportCommand(reportcmd.System(env.Stdout, env.Stderr, env.Getenv)),
-		reportcmd.JobCommand(reportcmd.System(env.Stdout, env.Stderr, env.Getenv)),
-		reportcmd.CheckCommand(reportcmd.System(env.Stdout, env.Stderr, env.Getenv)),
-		reportcmd.IgnoreCommand(reportcmd.System(env.Stdout, env.Stderr, env.Getenv)),
-		reportcmd.UnignoreCommand(reportcmd.System(env.Stdout, env.Stderr, env.Getenv)),
-		reportcmd.ExportCommand(reportcmd.System(env.Stdout, env.Stderr, env.Getenv)),
-		reportcmd.PlotCommand(reportcmd.System(env.Stdout, env.Stderr, env.Getenv)),
-		boardcmd.FreeCommand(boardcmd.System(env.Stdout, env.Stderr, env.Getenv)),
-		boardcmd.StatusCommand(boardcmd.System(env.Stdout, env.Stderr, env.Getenv)),
+		reportcmd.ReportCommand(report),
+		reportcmd.JobCommand(report),
+		reportcmd.CheckCommand(report),
+		reportcmd.IgnoreCommand(report),
+		reportcmd.UnignoreCommand(report),
+		reportcmd.ExportCommand(report),
+		reportcmd.PlotCommand(report),
+		boardcmd.FreeCommand(board),
+		boardcmd.StatusCommand(board),
 		notecmd.Command(notecmd.System(env.Stdout, env.Stderr, env.Getenv)),
 		notifycmd.Command(notifycmd.System(env.Stdout, env.Stderr, env.Getenv)),
 		migratecmd.Command(migratecmd.System(env.Stdout, env.Stderr, env.Getenv)),
