@@ -234,15 +234,18 @@ func (s *Store) JobRun(ctx context.Context, q JobRunQuery) (JobRow, error) {
 	return j, nil
 }
 
-// JobNodeRow is a job run's part on one node.
+// JobNodeRow is a job run's part on one node; its JSON fields are
+// gpuacct job --json's node_parts (the node named by its caller).
 type JobNodeRow struct {
-	NodeID, GPUs int64
-	Model        string
-	Start, End   *int64
-	EndSource    string // "" when unknown
-	EndEstimated bool
-	ExitCode     *int64
-	Quality      string
+	NodeID       int64  `json:"-"`
+	GPUs         int64  `json:"gpus"`
+	Model        string `json:"model,omitempty"`
+	Start        *int64 `json:"start,omitempty"`
+	End          *int64 `json:"end,omitempty"`
+	EndSource    string `json:"end_source,omitempty"` // "" when unknown
+	EndEstimated bool   `json:"end_estimated"`
+	ExitCode     *int64 `json:"exit_code,omitempty"`
+	Quality      string `json:"quality,omitempty"`
 }
 
 // JobNodes lists a run's parts (row: JobRow.Row) by node id; a run has
