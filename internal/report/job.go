@@ -14,17 +14,11 @@ import (
 	"github.com/aicloud/gpusuite/internal/store"
 )
 
-// NodePart is a job's part on one node.
+// NodePart is a job's part on one node: the ledger's row, with the
+// node's name for its id.
 type NodePart struct {
-	Node         string `json:"node"`
-	GPUs         int64  `json:"gpus"`
-	Model        string `json:"model,omitempty"`
-	Start        *int64 `json:"start,omitempty"`
-	End          *int64 `json:"end,omitempty"`
-	EndSource    string `json:"end_source,omitempty"`
-	EndEstimated bool   `json:"end_estimated"`
-	ExitCode     *int64 `json:"exit_code,omitempty"`
-	Quality      string `json:"quality,omitempty"`
+	Node string `json:"node"`
+	store.JobNodeRow
 }
 
 // GPUStat is one GPU of a job: the agent's aggregate, or figures from the
@@ -206,8 +200,7 @@ func (d *DB) detail(ctx context.Context, r *JobRow, now time.Time) (*Detail, err
 		return nil, d.wrap(err)
 	}
 	for _, n := range parts {
-		det.Nodes = append(det.Nodes, NodePart{Node: d.nodeNames[n.NodeID], GPUs: n.GPUs, Model: n.Model, Start: n.Start, End: n.End,
-			EndSource: n.EndSource, EndEstimated: n.EndEstimated, ExitCode: n.ExitCode, Quality: n.Quality})
+		det.Nodes = append(det.Nodes, NodePart{Node: d.nodeNames[n.NodeID], JobNodeRow: n})
 	}
 	if err := d.loadGPUs(ctx, det); err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/aicloud/gpusuite/internal/report/teams"
+	"github.com/aicloud/gpusuite/internal/store"
 )
 
 // jobGPU is a GPU of a test job: its idle share of sampled time, its
@@ -43,7 +44,7 @@ func jobDetail(state string, exit int64, nodes []string, gpus ...GPUStat) *Detai
 		AllocS: int64(len(gpus)) * elapsed, SampleS: float64(len(gpus)) * elapsed}}
 	for _, n := range nodes {
 		code := exit
-		det.Nodes = append(det.Nodes, NodePart{Node: n, GPUs: int64(len(gpus) / len(nodes)), ExitCode: &code})
+		det.Nodes = append(det.Nodes, NodePart{Node: n, JobNodeRow: store.JobNodeRow{GPUs: int64(len(gpus) / len(nodes)), ExitCode: &code}})
 	}
 	for _, g := range gpus {
 		det.Job.UsedS += *g.UtilMean / 100 * g.SampleS
