@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/aicloud/gpusuite/internal/cli/cliwire"
+	"github.com/aicloud/gpusuite/internal/cli/exitcode"
 )
 
 func main() { os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr, os.Getenv)) }
@@ -54,7 +55,7 @@ Examples:
 			return cliwire.Usagef("unknown command %q (see 'gpuacct --help' for the commands)", c.Args().First())
 		}
 		_ = cli.ShowAppHelp(c)
-		return &cliwire.ExitError{Code: cliwire.ExitUsage}
+		return &cliwire.ExitError{Code: exitcode.Usage}
 	}
 	return app
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/cli/cliwire"
+	"github.com/aicloud/gpusuite/internal/cli/exitcode"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/logging"
 	"github.com/aicloud/gpusuite/internal/nfssync"
@@ -255,7 +256,7 @@ func (e *cliEnv) touch(c *cli.Context) error {
 		}
 	}
 	if failed > 0 {
-		return &cliwire.ExitError{Code: cliwire.ExitFailure}
+		return &cliwire.ExitError{Code: exitcode.Failure}
 	}
 	return nil
 }

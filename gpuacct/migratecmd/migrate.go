@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/aicloud/gpusuite/internal/cli/cliwire"
+	"github.com/aicloud/gpusuite/internal/cli/exitcode"
 	"github.com/aicloud/gpusuite/internal/report/table"
 	"github.com/aicloud/gpusuite/internal/store"
 )
@@ -81,7 +82,7 @@ Examples:
 			if err == nil || errors.As(err, &ue) {
 				return err
 			}
-			return &cliwire.ExitError{Code: cliwire.ExitFailure, Err: errors.New(hidePasswords(err.Error(), urls...))}
+			return &cliwire.ExitError{Code: exitcode.Failure, Err: errors.New(hidePasswords(err.Error(), urls...))}
 		},
 	}
 }

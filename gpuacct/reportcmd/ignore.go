@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/aicloud/gpusuite/internal/cli/cliwire"
+	"github.com/aicloud/gpusuite/internal/cli/exitcode"
 	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/report/table"
 	"github.com/aicloud/gpusuite/internal/report/teams"
@@ -207,7 +208,7 @@ func reportOutcomes(d Deps, dir, action string, filed []*requests.Request, paths
 		}
 	}
 	if len(refusals) > 0 {
-		return &cliwire.ExitError{Code: cliwire.ExitFailure, Err: errors.New(strings.Join(refusals, "\n"))}
+		return &cliwire.ExitError{Code: exitcode.Failure, Err: errors.New(strings.Join(refusals, "\n"))}
 	}
 	return nil
 }

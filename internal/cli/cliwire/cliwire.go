@@ -1,9 +1,9 @@
 // Package cliwire is what every gpusuite binary's command line shares: the
-// --config flag, --version, one-line usage errors and one exit-code policy
-// (0 success, 2 usage, 1 failure). Only the binaries' folders import it and
-// urfave/cli; packages under internal/ take plain values, but for those
-// under internal/cli, the command-line libraries, which are the one
-// exception by name (deps_test.go holds the rule).
+// --config flag, --version, one-line usage errors and the exit codes of
+// package exitcode (0 success, 2 usage, 1 failure). Only the binaries'
+// folders import it and urfave/cli; packages under internal/ take plain
+// values, but for those under internal/cli, the command-line libraries,
+// which are the one exception by name (deps_test.go holds the rule).
 package cliwire
 
 import (
@@ -17,13 +17,6 @@ import (
 	"github.com/aicloud/gpusuite/internal/cli/buildinfo"
 	"github.com/aicloud/gpusuite/internal/cli/exitcode"
 	"github.com/aicloud/gpusuite/internal/config"
-)
-
-// Exit codes every binary uses: the policy of package exitcode, named
-// here for the urfave/cli programs.
-const (
-	ExitFailure = exitcode.Failure
-	ExitUsage   = exitcode.Usage
 )
 
 // UsageError marks bad input on the command line: exit 2.
@@ -64,13 +57,13 @@ func Code(err error) (int, string) {
 	}
 	var ue *UsageError
 	if errors.As(err, &ue) {
-		return ExitUsage, err.Error()
+		return exitcode.Usage, err.Error()
 	}
 	var ec cli.ExitCoder
 	if errors.As(err, &ec) && ec.ExitCode() != 0 {
 		return ec.ExitCode(), err.Error()
 	}
-	return ExitFailure, err.Error()
+	return exitcode.Failure, err.Error()
 }
 
 // Finish prints err as one line "prog: message" on stderr and returns the

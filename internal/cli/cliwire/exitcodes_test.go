@@ -28,7 +28,7 @@ func TestBareExit(t *testing.T) {
 		{`return cli.Exit("bad", 2)`, true},
 		{`return cli.Exit(fmt.Sprintf("%d", n), 1)`, true},
 		{`return &cliwire.ExitError{Code: 1}`, true},
-		{`return &cliwire.ExitError{Code: cliwire.ExitFailure}`, false},
+		{`return &cliwire.ExitError{Code: exitcode.Failure}`, false},
 		{`return cliwire.Usagef("bad %d", 2)`, false},
 	} {
 		t.Run(tc.line, func(t *testing.T) {
@@ -113,7 +113,7 @@ func TestBareReturns(t *testing.T) {
 }
 
 // TestNoBareExitCodes: every program's code names its exit codes
-// (exitcode's, ExitUsage, ExitFailure, UsageError), so there is one exit
+// (exitcode's Usage and Failure, UsageError), so there is one exit
 // policy and a reader finds its every use.
 func TestNoBareExitCodes(t *testing.T) {
 	gomod, err := exec.Command("go", "env", "GOMOD").Output()

@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/aicloud/gpusuite/internal/cli/cliwire"
+	"github.com/aicloud/gpusuite/internal/cli/exitcode"
 	"github.com/aicloud/gpusuite/internal/container"
 	"github.com/aicloud/gpusuite/internal/logging"
 )
@@ -326,7 +327,7 @@ func build(c *cli.Context, sys container.Sys, extra []string) error {
 			fs = append(fs, f)
 		}
 		if report(sys.Stderr, fs) {
-			return &cliwire.ExitError{Code: cliwire.ExitFailure, Err: fmt.Errorf("not building %s: fix the errors above (or pass --skip-checks)", container.EnrootName(name))}
+			return &cliwire.ExitError{Code: exitcode.Failure, Err: fmt.Errorf("not building %s: fix the errors above (or pass --skip-checks)", container.EnrootName(name))}
 		}
 	}
 	exists, err := container.Exists(e.paths.Data, name)
@@ -501,7 +502,7 @@ func removeMany(c *cli.Context, e *env, names []string, why map[string]string) e
 		fmt.Fprintf(e.sys.Stdout, "removed %s\n", container.EnrootName(n))
 	}
 	if failed > 0 {
-		return &cliwire.ExitError{Code: cliwire.ExitFailure}
+		return &cliwire.ExitError{Code: exitcode.Failure}
 	}
 	return nil
 }
@@ -629,7 +630,7 @@ func check(c *cli.Context, sys container.Sys) error {
 		return nil
 	}
 	if report(sys.Stdout, fs) {
-		return &cliwire.ExitError{Code: cliwire.ExitFailure}
+		return &cliwire.ExitError{Code: exitcode.Failure}
 	}
 	return nil
 }

@@ -1,8 +1,8 @@
 // Package exitcode is the suite's one exit policy: 0 success, 2 a bad
 // command line, 1 any other failure. It imports nothing, so that the
 // programs that parse their line with the standard library (the hooks,
-// hook-gpus, the bench tools) name their codes as cliwire does without
-// linking urfave/cli. The hooks themselves exit 0 on every accounting
+// hook-gpus, the bench tools) use it as the urfave/cli ones do (through
+// cliwire), without linking urfave/cli. The hooks themselves exit 0 on every accounting
 // error (a failing prolog drains the node); Failure is their health
 // check's verdict.
 package exitcode

@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/aicloud/gpusuite/internal/cli/cliwire"
+	"github.com/aicloud/gpusuite/internal/cli/exitcode"
 )
 
 // Command is one command of an app, the app itself first.
@@ -308,7 +309,7 @@ func checkParses(t *testing.T, newApp func() *cli.App, ex Example, args []string
 	cliwire.Prepare(app)
 	reached := Stub(app)
 	if err := app.Run(args); err != nil {
-		if code, msg := cliwire.Code(err); code == cliwire.ExitUsage {
+		if code, msg := cliwire.Code(err); code == exitcode.Usage {
 			t.Errorf("%s: example %q is refused: %s", ex.Command, ex.Line, msg)
 		}
 		return
