@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/cli/cliwire"
 	"github.com/aicloud/gpusuite/internal/testkit/cmdline"
+	"github.com/aicloud/gpusuite/internal/testkit/fetch"
 	"github.com/aicloud/gpusuite/internal/testkit/logs"
 )
 
@@ -377,7 +377,7 @@ func serveExample(t *testing.T, cfg string, args []string, want string) {
 	}
 	// /metrics counts a pass once one ran: ask until it has.
 	for body := ""; !strings.Contains(body, want); {
-		body = httpGet(t, "http://"+addr+"/metrics")
+		body = fetchString(t, "http://"+addr+"/metrics")
 		if time.Now().After(deadline) {
 			t.Fatalf("/metrics lacks %q after a minute:\n%s", want, clip(body))
 		}
@@ -385,10 +385,10 @@ func serveExample(t *testing.T, cfg string, args []string, want string) {
 	}
 	if !strings.Contains(strings.Join(args, " "), "--read-only") {
 		// serve's curl examples, against this serve.
-		if body := httpGet(t, "http://"+addr+"/metrics"); !strings.Contains(body, "gpuacct_ingest") {
+		if body := fetchString(t, "http://"+addr+"/metrics"); !strings.Contains(body, "gpuacct_ingest") {
 			t.Errorf("curl -s localhost:9466/metrics | grep gpuacct_ingest: nothing:\n%s", clip(body))
 		}
-		if body := httpGet(t, "http://"+addr+"/api/v1/free"); !strings.Contains(body, `"free"`) {
+		if body := fetchString(t, "http://"+addr+"/api/v1/free"); !strings.Contains(body, `"free"`) {
 			t.Errorf("curl -s localhost:9466/api/v1/free answered:\n%s", clip(body))
 		}
 	}
@@ -401,24 +401,6 @@ func serveExample(t *testing.T, cfg string, args []string, want string) {
 	case <-time.After(time.Minute):
 		t.Fatalf("serve still running a minute after it was stopped: %s", logbuf.String())
 	}
-}
-
-func httpGet(t *testing.T, url string) string {
-	t.Helper()
-	c := http.Client{Timeout: 30 * time.Second}
-	resp, err := c.Get(url)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %s: %s", url, resp.Status, clip(string(body)))
-	}
-	return string(body)
 }
 
 // copyTree copies the files under from to to: each example has its own
@@ -459,3 +441,6 @@ func clip(s string) string {
 	}
 	return s
 }
+
+// fetchString is fetch.Get as text.
+func fetchString(t *testing.T, url string) string { return string(fetch.Get(t, url)) }

@@ -3,8 +3,6 @@ package boardcmd
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -18,6 +16,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/slurmstate"
+	"github.com/aicloud/gpusuite/internal/testkit/fetch"
 	"github.com/aicloud/gpusuite/internal/web"
 )
 
@@ -152,20 +151,7 @@ func freeCounts(t *testing.T, at time.Time, dir string, slurm slurmstate.State, 
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() { h.EndStreams(); srv.Close(); h.Close() })
-	get := func(path string) []byte {
-		t.Helper()
-		c := http.Client{Timeout: 30 * time.Second}
-		resp, err := c.Get(srv.URL + path)
-		if err != nil {
-			t.Fatalf("GET %s: %v", path, err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-		if err != nil || resp.StatusCode != http.StatusOK {
-			t.Fatalf("GET %s: %d %v\n%s", path, resp.StatusCode, err, b)
-		}
-		return b
-	}
+	get := func(path string) []byte { return fetch.Get(t, srv.URL+path) }
 	var apiFree board.FreeDoc
 	var apiBoard board.StatusDoc
 	if err := json.Unmarshal(get("/api/v1/free"), &apiFree); err != nil {

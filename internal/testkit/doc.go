@@ -5,6 +5,7 @@
 //   - clock: the clock a test moves, injected as the code's Now.
 //   - cmdline: the command-line checks every binary's tests share (help,
 //     man pages, completions, flags over the config file).
+//   - fetch: one bounded GET of what a test's server serves.
 //   - fusefs: a directory served through FUSE the way an NFS server does.
 //   - ledgerdb: a ledger per test on the engine under test, and plain SQL
 //     on its rows (with internal/store, the one other package that speaks

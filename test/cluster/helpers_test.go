@@ -9,8 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"slices"
@@ -20,6 +18,7 @@ import (
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/board"
+	"github.com/aicloud/gpusuite/internal/testkit/fetch"
 	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 	"github.com/aicloud/gpusuite/internal/testkit/poll"
 	"github.com/aicloud/gpusuite/internal/testkit/slurm"
@@ -274,24 +273,7 @@ func (m *cl) boardDoc(t *testing.T) board.StatusDoc {
 // getJSON GETs path from serve and decodes its JSON answer into v.
 func (m *cl) getJSON(t *testing.T, path string, v any) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.serve+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("GET %s: %v", path, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %d %v\n%s", path, resp.StatusCode, err, body)
-	}
-	if err := json.Unmarshal(body, v); err != nil {
-		t.Fatalf("GET %s: %v\n%s", path, err, body)
-	}
+	fetch.JSON(t, m.serve+path, v)
 }
 
 // quarantined lists the files ingest set aside, with their reasons.

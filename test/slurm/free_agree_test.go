@@ -1,40 +1,20 @@
 package slurm_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"regexp"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/board"
+	"github.com/aicloud/gpusuite/internal/testkit/fetch"
 	"github.com/aicloud/gpusuite/internal/testkit/poll"
 )
 
 // kpiFree is the board page's "Free now" count.
 var kpiFree = regexp.MustCompile(`id="kpi-free">(\d+)<`)
-
-// get reads url's body, at most 4 MiB, within 10 s.
-func get(t *testing.T, url string) []byte {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %d %v\n%s", url, resp.StatusCode, err, body)
-	}
-	return body
-}
 
 // freeCounts are the free GPUs as each reader says them: gpuacct free and
 // gpuacct status (the binaries, asking the real Slurm), /api/v1/free,
@@ -62,12 +42,12 @@ func (e *e2e) freeCounts(t *testing.T) map[string]int {
 	}
 	out["gpuacct free"], out["gpuacct status"] = free.FreeTotal, status.Totals.Free
 	var apiFree board.FreeDoc
-	if err := json.Unmarshal(get(t, e.url+"/api/v1/free"), &apiFree); err != nil {
+	if err := json.Unmarshal(fetch.Get(t, e.url+"/api/v1/free"), &apiFree); err != nil {
 		t.Fatalf("/api/v1/free: %v", err)
 	}
 	out["/api/v1/free"] = apiFree.FreeTotal
 	out["/api/v1/board"] = e.status(t).Totals.Free
-	m := kpiFree.FindSubmatch(get(t, e.url+"/"))
+	m := kpiFree.FindSubmatch(fetch.Get(t, e.url+"/"))
 	if m == nil {
 		t.Fatal("the board page has no free count (id=kpi-free)")
 	}
