@@ -74,6 +74,9 @@ type Snapshot struct {
 	// (the asker's context ended or the build overran): this is the last
 	// board built, with a problem line saying so.
 	Old bool
+	// view is the snapshot's View, made once by the source before the
+	// snapshot is shared (nil in one made by hand: View makes it then).
+	view *View
 }
 
 // NewSource returns a source; call Run to keep Slurm's view fresh.
@@ -227,13 +230,16 @@ func (s *Source) old(why string) *Snapshot {
 	s.curMu.Unlock()
 	if cur == nil {
 		now := s.o.Now()
-		return &Snapshot{Old: true, Board: Build(nil, nil, nil, now), SlurmAsked: s.o.Slurm != nil,
+		snap := &Snapshot{Old: true, Board: Build(nil, nil, nil, now), SlurmAsked: s.o.Slurm != nil,
 			Meta: Meta{Problems: []Problem{{Err: "no board built yet: " + why}}}}
+		snap.view = newView(snap)
+		return snap
 	}
 	c := *cur
 	c.Old = true
 	c.Meta.Problems = append(cur.Meta.Problems[:len(cur.Meta.Problems):len(cur.Meta.Problems)],
 		Problem{Err: "board of " + cur.Board.At.UTC().Format(time.RFC3339) + ": " + why})
+	c.view = newView(&c)
 	return &c
 }
 
@@ -257,5 +263,6 @@ func (s *Source) build(ctx context.Context, now time.Time) *Snapshot {
 	}
 	snap.Board = BuildCluster(s.o.Cluster, lives, st, notes, now)
 	snap.Meta.Problems = append(snap.Meta.Problems, snap.Board.NoteProblems...)
+	snap.view = newView(snap)
 	return snap
 }

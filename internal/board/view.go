@@ -47,10 +47,16 @@ type Row struct {
 	GPUs []*GPU
 }
 
-// View is the view of s; the board stays the snapshot's.
+// View is the view of s, shared as s is: a caller that changes it (web
+// sets its Meta.Team) changes a copy. The board stays the snapshot's.
 func (s *Snapshot) View() *View {
-	return NewView(&s.Board, s.Meta, s.SlurmAsked, s.NotesError)
+	if s.view != nil {
+		return s.view
+	}
+	return newView(s)
 }
+
+func newView(s *Snapshot) *View { return NewView(&s.Board, s.Meta, s.SlurmAsked, s.NotesError) }
 
 // NewView is the view of b had as m says; b is shared, not copied.
 func NewView(b *Board, m Meta, slurmAsked bool, notesError string) *View {
@@ -88,13 +94,15 @@ func groups(nodes []Node) []Group {
 		first := len(rows)
 		for j := range n.GPUs {
 			g := &n.GPUs[j]
-			at := slices.IndexFunc(rows[first:], func(r keyed) bool { return r.model == g.Model })
-			if at < 0 {
-				at = len(rows) - first
+			at := first
+			for at < len(rows) && rows[at].model != g.Model {
+				at++
+			}
+			if at == len(rows) {
 				k.model = g.Model
 				rows = append(rows, k)
 			}
-			rows[first+at].row.GPUs = append(rows[first+at].row.GPUs, g)
+			rows[at].row.GPUs = append(rows[at].row.GPUs, g)
 		}
 	}
 	slices.SortStableFunc(rows, func(a, b keyed) int { return cmp.Or(cmp.Compare(a.part, b.part), cmp.Compare(a.model, b.model)) })

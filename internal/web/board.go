@@ -52,9 +52,9 @@ func lookOf(s board.State) stateLook {
 
 // view is s's view with web's team mapping, for h's renderings.
 func (h *Handler) view(s *board.Snapshot) *board.View {
-	v := s.View()
+	v := *s.View() // shared with every request of s
 	v.Meta.Team = h.mapping.Team
-	return v
+	return &v
 }
 
 // frag is the fragment of s as h's viewer sees it.
@@ -190,108 +190,79 @@ func (g gpuGroup) Total() int        { return g.g.Total }
 func (g gpuGroup) Nodes() []boardNode {
 	out := make([]boardNode, 0, len(g.g.Rows))
 	for i := range g.g.Rows {
-		out = append(out, boardNode{r: &g.g.Rows[i], id: strconv.Itoa(g.index) + "-" + strconv.Itoa(i), f: g.f})
+		r := &g.g.Rows[i]
+		n := boardNode{Node: r.Node, ID: "row-" + strconv.Itoa(g.index) + "-" + strconv.Itoa(i), Also: r.Also,
+			Notes: g.f.notes(r.Node.Notes), GPUs: make([]cellView, 0, len(r.GPUs))}
+		if n.Stale && !n.SnapshotAt.IsZero() {
+			a := ageOf(n.SnapshotAt, g.f.v.Board.At)
+			n.StaleSince = &a
+		}
+		for _, gpu := range r.GPUs {
+			n.GPUs = append(n.GPUs, g.f.cell(r.Node, gpu))
+		}
+		out = append(out, n)
 	}
 	return out
 }
 
-// boardNode is a node's row of a group.
+// boardNode is a node's row of a group: the node as the view has it
+// (name, condition, reason, reservations), with what the row formats.
 type boardNode struct {
-	r  *board.Row
-	id string
-	f  boardFrag
+	*board.Node
+	// ID is the node row's element id: "row-<group>-<index>".
+	ID   string
+	Also []string
+	// StaleSince is the stale node's last snapshot; nil: none ever.
+	StaleSince *age
+	Notes      []cellNote
+	GPUs       []cellView
 }
 
-// ID is the node row's element id: "row-<group>-<index>".
-func (n boardNode) ID() string             { return "row-" + n.id }
-func (n boardNode) Name() string           { return n.r.Node.Name }
-func (n boardNode) Condition() string      { return string(n.r.Node.Condition) }
-func (n boardNode) Reason() string         { return n.r.Node.Reason }
-func (n boardNode) NotResponding() bool    { return n.r.Node.NotResponding }
-func (n boardNode) Stale() bool            { return n.r.Node.Stale }
-func (n boardNode) Also() []string         { return n.r.Also }
-func (n boardNode) Reservations() []string { return n.r.Node.Reservations }
-func (n boardNode) Notes() []cellNote      { return n.f.notes(n.r.Node.Notes) }
-
-// StaleSince is the stale node's last snapshot; nil: none ever.
-func (n boardNode) StaleSince() *age {
-	if !n.r.Node.Stale || n.r.Node.SnapshotAt.IsZero() {
-		return nil
-	}
-	a := ageOf(n.r.Node.SnapshotAt, n.f.v.Board.At)
-	return &a
-}
-
-func (n boardNode) GPUs() []cellView {
-	out := make([]cellView, 0, len(n.r.GPUs))
-	for _, g := range n.r.GPUs {
-		out = append(out, cellView{n: n.r.Node, g: g, look: lookOf(g.State), f: n.f})
-	}
-	return out
-}
-
-// cellView is one GPU's cell.
+// cellView is one GPU's cell, formatted once: the template reads each
+// of its texts several times (and a field costs it less than a method).
 type cellView struct {
-	n    *board.Node
-	g    *board.GPU
-	look stateLook
-	f    boardFrag
+	ID    string
+	Index int
+	Look  stateLook
+	Model string
+	UUID  string
+	Util  string
+	Mem   string
+	// MemPct is the width of the memory bar, 0..100.
+	MemPct    int
+	Power     string
+	Temp      string
+	IdleSince *age
+	Jobs      []cellJob
+	Procs     []cellProc
+	Notes     []cellNote
 }
 
-func (c cellView) ID() string      { return "gpu-" + c.n.Name + "-" + strconv.Itoa(c.g.Index) }
-func (c cellView) Index() int      { return c.g.Index }
-func (c cellView) Look() stateLook { return c.look }
-func (c cellView) Model() string   { return c.g.Model }
-func (c cellView) UUID() string    { return c.g.UUID }
-func (c cellView) Notes() []cellNote {
-	return c.f.notes(c.g.Notes)
-}
-
-func (c cellView) Util() string {
-	if c.g.Util == nil {
-		return missing
+func (f boardFrag) cell(n *board.Node, g *board.GPU) cellView {
+	c := cellView{ID: "gpu-" + n.Name + "-" + strconv.Itoa(g.Index), Index: g.Index, Look: lookOf(g.State), Model: g.Model,
+		UUID: g.UUID, Util: missing, Mem: missing, Power: missing, Temp: missing, Jobs: f.jobs(n, g), Procs: f.procs(g), Notes: f.notes(g.Notes)}
+	if g.Util != nil {
+		c.Util = strconv.FormatUint(uint64(*g.Util), 10) + " %"
 	}
-	return strconv.FormatUint(uint64(*c.g.Util), 10) + " %"
-}
-
-func (c cellView) Mem() string {
-	switch used, total := c.g.MemUsedMiB, c.g.MemTotalMiB; {
-	case used != nil && total != nil:
-		return gib(*used) + "/" + gib(*total) + " GiB"
-	case used != nil:
-		return gib(*used) + " GiB"
+	if g.MemUsedMiB != nil && g.MemTotalMiB != nil {
+		c.Mem = gib(*g.MemUsedMiB) + "/" + gib(*g.MemTotalMiB) + " GiB"
+		if *g.MemTotalMiB > 0 {
+			c.MemPct = int(min(100, *g.MemUsedMiB*100 / *g.MemTotalMiB))
+		}
+	} else if g.MemUsedMiB != nil {
+		c.Mem = gib(*g.MemUsedMiB) + " GiB"
 	}
-	return missing
-}
-
-// MemPct is the width of the memory bar, 0..100.
-func (c cellView) MemPct() int {
-	if c.g.MemUsedMiB == nil || c.g.MemTotalMiB == nil || *c.g.MemTotalMiB == 0 {
-		return 0
+	if g.PowerMW != nil {
+		c.Power = strconv.FormatUint(uint64(*g.PowerMW/1000), 10) + " W"
 	}
-	return int(min(100, *c.g.MemUsedMiB*100 / *c.g.MemTotalMiB))
-}
-
-func (c cellView) Power() string {
-	if c.g.PowerMW == nil {
-		return missing
+	if g.TempC != nil {
+		c.Temp = strconv.FormatUint(uint64(*g.TempC), 10) + " °C"
 	}
-	return strconv.FormatUint(uint64(*c.g.PowerMW/1000), 10) + " W"
-}
-
-func (c cellView) Temp() string {
-	if c.g.TempC == nil {
-		return missing
+	if g.IdleSince != nil && !g.IdleSince.IsZero() {
+		a := ageOf(*g.IdleSince, f.v.Board.At)
+		c.IdleSince = &a
 	}
-	return strconv.FormatUint(uint64(*c.g.TempC), 10) + " °C"
-}
-
-func (c cellView) IdleSince() *age {
-	if c.g.IdleSince == nil || c.g.IdleSince.IsZero() {
-		return nil
-	}
-	a := ageOf(*c.g.IdleSince, c.f.v.Board.At)
-	return &a
+	return c
 }
 
 type cellJob struct {
@@ -299,16 +270,16 @@ type cellJob struct {
 	Elapsed             *age
 }
 
-func (c cellView) Jobs() []cellJob {
+func (f boardFrag) jobs(n *board.Node, g *board.GPU) []cellJob {
 	var out []cellJob
-	for _, j := range c.g.Jobs {
+	for _, j := range g.Jobs {
 		id := strconv.FormatUint(j.Job, 10)
-		jv := cellJob{ID: id, URL: jobPath("/job", c.n.Cluster, id), User: c.f.h.v.user(j.User)}
+		jv := cellJob{ID: id, URL: jobPath("/job", n.Cluster, id), User: f.h.v.user(j.User)}
 		if j.Account != "" || j.User != "" {
-			jv.Team = c.f.h.mapping.Team(j.Account, j.User)
+			jv.Team = f.h.mapping.Team(j.Account, j.User)
 		}
 		if !j.Start.IsZero() {
-			a := ageOf(j.Start, c.f.v.Board.At)
+			a := ageOf(j.Start, f.v.Board.At)
 			jv.Elapsed = &a
 		}
 		out = append(out, jv)
@@ -321,15 +292,15 @@ type cellProc struct {
 	Foreign             bool
 }
 
-func (c cellView) Procs() []cellProc {
+func (f boardFrag) procs(g *board.GPU) []cellProc {
 	// The board's rule of what is foreign, so a cell and the alerts agree.
 	foreign := map[uint32]bool{}
-	for _, p := range board.ForeignProcs(*c.g) {
+	for _, p := range board.ForeignProcs(*g) {
 		foreign[p.PID] = true
 	}
 	var out []cellProc
-	for _, p := range c.g.Procs {
-		pv := cellProc{PID: strconv.FormatUint(uint64(p.PID), 10), User: orDash(c.f.h.v.user(p.User)), Job: missing,
+	for _, p := range g.Procs {
+		pv := cellProc{PID: strconv.FormatUint(uint64(p.PID), 10), User: orDash(f.h.v.user(p.User)), Job: missing,
 			Mem: gib(p.MemUsedMiB) + " GiB", Foreign: foreign[p.PID]}
 		if p.Job != 0 {
 			pv.Job = strconv.FormatUint(p.Job, 10)
@@ -455,7 +426,7 @@ func (h *Handler) renderSections(s *board.Snapshot) ([]section, error) {
 		}
 		out = append(out, sec)
 		for _, n := range g.Nodes() {
-			if sec, err = one(n.ID(), "boardnode", n); err != nil {
+			if sec, err = one(n.ID, "boardnode", n); err != nil {
 				return nil, err
 			}
 			out = append(out, sec)
