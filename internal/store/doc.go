@@ -47,7 +47,7 @@
 //
 //	read_jobs.go  read_series.go  read_series_bins.go  read_series_buckets.go  read_jobmetrics.go  read_nodes.go
 //	read_nodes_overview.go  read_running.go  read_facts.go  read_cluster.go  read_export.go
-//	read_export_job.go (one job run's samples)
+//	read_export_job.go (one job run's samples)  read_export_energy.go (exports with energy over a window)
 //	read_passes.go  read_stats.go  read_invariants.go (hours whose used passes allocated)
 //	read_notify.go (messages kept, the queue, opt-outs, running GPUs' idle windows)
 //	read_notes.go (notes and bookings; the nodes and clusters a note may name)

@@ -12,16 +12,24 @@ import (
 )
 
 // TestFileRooms holds the layout doc.go describes: every source file of
-// the store names its room by prefix, and none is named like a file of
-// another package of the module, which would read as the same thing in
-// two places (doc.go, every package's map of itself, aside).
+// the store is in its map and names its room by prefix, and none is
+// named like a file of another package of the module, which would read
+// as the same thing in two places (doc.go, every package's map of
+// itself, aside).
 func TestFileRooms(t *testing.T) {
 	store := sourceFiles(t, ".")
 	others := otherFiles(t)
-	var stray, twins []string
+	doc, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stray, twins, unmapped []string
 	for _, f := range store {
 		if f == "doc.go" {
 			continue
+		}
+		if !strings.Contains(string(doc), f) {
+			unmapped = append(unmapped, f)
 		}
 		if where, ok := others[f]; ok {
 			twins = append(twins, f+" ~ "+where)
@@ -36,6 +44,7 @@ func TestFileRooms(t *testing.T) {
 	}{
 		{"without a room prefix", stray},
 		{"named like another package's file", twins},
+		{"missing from doc.go's file map", unmapped},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if diff := cmp.Diff([]string(nil), tc.got); diff != "" {
