@@ -8,7 +8,8 @@
 // Files: notify.go (Notifier, a pass), idle.go (the idle-GPU rule),
 // message.go (the messages, English and Japanese), outbox.go (delivery,
 // backoff, rate limit), recipients.go (users' mail addresses),
-// metrics.go (counters per rule, channel and outcome).
+// metrics.go (counters per rule, channel and outcome), list.go (gpuacct
+// notify list's table).
 package notify
 
 import (
