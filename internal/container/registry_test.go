@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/aicloud/gpusuite/test/registry"
+	"github.com/aicloud/gpusuite/internal/testkit/registry"
 )
 
 func TestImageRegistryRef(t *testing.T) {

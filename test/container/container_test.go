@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/testkit/pty"
+	"github.com/aicloud/gpusuite/internal/testkit/registry"
 	"github.com/aicloud/gpusuite/internal/testkit/slurm"
-	"github.com/aicloud/gpusuite/test/registry"
 )
 
 // cluster is what a test needs to reach the harness's Slurm.

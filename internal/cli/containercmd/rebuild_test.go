@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/container"
-	"github.com/aicloud/gpusuite/test/registry"
+	"github.com/aicloud/gpusuite/internal/testkit/registry"
 )
 
 // TestSbuildRebuildKeepsOld: whatever fails in a rebuild, the container
