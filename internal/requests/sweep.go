@@ -16,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/aicloud/gpusuite/internal/spool"
 )
 
 // Anyone may write the note queue's pending/, so the writer bounds what
@@ -324,12 +326,7 @@ func (sw *sweep) remember(pending string, stuck []pendingEntry, whole bool) {
 // readMemory reads memoryFile path; empty when missing or unreadable.
 func readMemory(path string) stuckMemory {
 	var m stuckMemory
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return m
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxMemoryBytes))
+	data, _, err := spool.ReadRegular(path, maxMemoryBytes)
 	if err != nil || json.NewDecoder(bytes.NewReader(data)).Decode(&m) != nil {
 		return stuckMemory{}
 	}
