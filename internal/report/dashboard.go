@@ -65,24 +65,12 @@ func (d *DB) LongestEndedJob(ctx context.Context) (int64, error) { return d.st.L
 // none).
 func (d *DB) OldestOpenStart(ctx context.Context) (*int64, error) { return d.st.OldestOpenStart(ctx) }
 
-// JobScan selects the runs overlapping [From, To) as Jobs does, with
-// the nodes already resolved to ids and a lower bound on the start
-// (StartFrom) so that the start index is read only over the window plus
-// the longest run.
-type JobScan struct {
-	From, To  int64 // Unix seconds
-	Filter    Filter
-	NodeIDs   []int64
-	Sort      string
-	StartFrom int64
-}
-
-// ScanJobs calls fn for each run of q in q.Sort order until fn returns
-// false.
-func (d *DB) ScanJobs(ctx context.Context, q JobScan, fn func(*JobRow) bool) error {
-	sq := store.JobsQuery{From: q.From, To: q.To, Clusters: q.Filter.Clusters, Users: q.Filter.Users, Accounts: q.Filter.Accounts,
-		Partitions: q.Filter.Partitions, NodeIDs: q.NodeIDs, Models: q.Filter.Models, Sort: q.Sort, StartFrom: q.StartFrom}
-	return d.st.Jobs(ctx, sq, func(r *JobRow) bool {
+// ScanJobs calls fn for each run overlapping q's window in q.Sort order
+// until fn returns false: Jobs for the dashboard, which checks the
+// query and resolves the nodes (q.NodeIDs) itself, reads no teams, and
+// names a failure in its own words.
+func (d *DB) ScanJobs(ctx context.Context, q JobQuery, fn func(*JobRow) bool) error {
+	return d.st.Jobs(ctx, q.storeQuery(), func(r *JobRow) bool {
 		// The store reuses r; fn may keep what it is given.
 		j := *r
 		return fn(&j)

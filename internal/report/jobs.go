@@ -26,6 +26,12 @@ type JobQuery struct {
 	Ignored bool
 	// Scope is the clusters read, as Request's.
 	Scope Scope
+	// NodeIDs are Filter.Nodes already resolved to ids (the dashboard
+	// resolves them itself); Filter.Nodes, when set, wins.
+	NodeIDs []int64
+	// StartFrom, when not 0, is a lower bound on the start, so that the
+	// start index is read only over the window plus the longest run.
+	StartFrom int64
 }
 
 // JobRow is one job run as reports list it: the store's row itself, so
@@ -44,11 +50,17 @@ func (d *DB) Jobs(ctx context.Context, q JobQuery, fn func(*JobRow) bool) error 
 	return d.jobs(ctx, q, nil, fn)
 }
 
+// storeQuery is q as the store selects runs, its nodes as q.NodeIDs.
+func (q *JobQuery) storeQuery() store.JobsQuery {
+	return store.JobsQuery{From: q.Window.Start.Unix(), To: q.Window.End.Unix(), Ignored: q.Ignored, Clusters: q.Filter.Clusters,
+		Users: q.Filter.Users, Accounts: q.Filter.Accounts, Partitions: q.Filter.Partitions, Models: q.Filter.Models, Sort: q.Sort,
+		NodeIDs: q.NodeIDs, StartFrom: q.StartFrom}
+}
+
 // jobs is Jobs with the hierarchy already read for q.Teams (nil: read it
 // here when q.Teams needs it).
 func (d *DB) jobs(ctx context.Context, q JobQuery, h *Hierarchy, fn func(*JobRow) bool) error {
-	sq := store.JobsQuery{From: q.Window.Start.Unix(), To: q.Window.End.Unix(), Ignored: q.Ignored, Clusters: q.Filter.Clusters,
-		Users: q.Filter.Users, Accounts: q.Filter.Accounts, Partitions: q.Filter.Partitions, Models: q.Filter.Models, Sort: q.Sort}
+	sq := q.storeQuery()
 	if len(q.Filter.Nodes) > 0 {
 		ids, err := d.nodeIDs(q.Filter.Nodes, q.Filter.Clusters)
 		if err != nil {

@@ -250,7 +250,7 @@ func (h *Handler) jobs(r *http.Request, c *conn, q *query, state, sortBy string)
 			return nil, false, err
 		}
 	}
-	jq := report.JobScan{From: q.window.Start.Unix(), To: q.window.End.Unix(), Filter: q.filter, Sort: sortBy}
+	jq := report.JobQuery{Window: q.window, Filter: q.filter, Sort: sortBy}
 	if len(q.filter.Nodes) > 0 {
 		nodes, err := c.nodes(ctx, h.o.Now(), h.o)
 		if err != nil {
@@ -265,7 +265,7 @@ func (h *Handler) jobs(r *http.Request, c *conn, q *query, state, sortBy string)
 			}
 		}
 	}
-	if jq.StartFrom, err = h.src.earliestStart(ctx, c, jq.From); err != nil {
+	if jq.StartFrom, err = h.src.earliestStart(ctx, c, q.window.Start.Unix()); err != nil {
 		return nil, false, err
 	}
 	skip := q.skip
