@@ -2,6 +2,9 @@ package web_test
 
 import (
 	"bytes"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -39,5 +42,41 @@ func TestReadModel(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestNoStoreHatch: report.DB hands the store to nobody. A method or
+// function of report that returned the *store.Store (DB.Store once did)
+// would let the web read the ledger beside the read model while its
+// imports stay clean, which TestReadModel cannot see.
+func TestNoStoreHatch(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "report", "*.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("report's files: %v (%d)", err, len(files))
+	}
+	fset := token.NewFileSet()
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || !fn.Name.IsExported() || fn.Type.Results == nil {
+				continue
+			}
+			for _, r := range fn.Type.Results.List {
+				if s, ok := r.Type.(*ast.StarExpr); ok {
+					if sel, ok := s.X.(*ast.SelectorExpr); ok && sel.Sel.Name == "Store" {
+						if id, ok := sel.X.(*ast.Ident); ok && id.Name == "store" {
+							t.Errorf("%s: %s returns *store.Store: read the ledger through report.DB's own methods", fset.Position(fn.Pos()), fn.Name.Name)
+						}
+					}
+				}
+			}
+		}
 	}
 }
