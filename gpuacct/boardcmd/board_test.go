@@ -105,9 +105,20 @@ func runAt(t *testing.T, at time.Time, slurm func() (slurmstate.State, error), n
 	if notes == nil {
 		notes = func(context.Context, string, time.Duration, time.Time) ([]board.Note, error) { return nil, nil }
 	}
+	// The cluster the agents stamp on the fixture's snapshots; nothing of
+	// the environment.
+	return runApp(t, at, "[cluster]\nname = \"c1\"\n", func(string) string { return "" },
+		func(context.Context, time.Duration) (slurmstate.State, error) { return slurm() }, notes, args...)
+}
+
+// runApp runs gpuacct with the free and status commands at at, as the
+// process would, with the config file conf; env answers for the rest of
+// the environment.
+func runApp(t *testing.T, at time.Time, conf string, env func(string) string, slurm func(context.Context, time.Duration) (slurmstate.State, error),
+	notes func(context.Context, string, time.Duration, time.Time) ([]board.Note, error), args ...string) (int, string, string) {
+	t.Helper()
 	cfg := filepath.Join(t.TempDir(), "gpusuite.toml")
-	// The cluster the agents stamp on the fixture's snapshots.
-	if err := os.WriteFile(cfg, []byte("[cluster]\nname = \"c1\"\n"), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var out, errb bytes.Buffer
@@ -116,10 +127,9 @@ func runAt(t *testing.T, at time.Time, slurm func() (slurmstate.State, error), n
 			if k == "GPUSUITE_CONFIG" {
 				return cfg
 			}
-			return ""
+			return env(k)
 		},
-		Slurm: func(context.Context, time.Duration) (slurmstate.State, error) { return slurm() },
-		Notes: notes}
+		Slurm: slurm, Notes: notes}
 	app := &cli.App{Name: "gpuacct", Writer: &out, ErrWriter: &errb, Flags: []cli.Flag{cliwire.ConfigFlag()},
 		Commands: []*cli.Command{FreeCommand(d), StatusCommand(d)}}
 	cliwire.Prepare(app)

@@ -1,7 +1,6 @@
 package boardcmd
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -10,10 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/urfave/cli/v2"
-
 	"github.com/aicloud/gpusuite/internal/board"
-	"github.com/aicloud/gpusuite/internal/cli/cliwire"
 	"github.com/aicloud/gpusuite/internal/slurmstate"
 )
 
@@ -99,24 +95,6 @@ func TestSlurmFile(t *testing.T) {
 // the config file conf, as the process would.
 func runConf(t *testing.T, conf string, slurm func(context.Context, time.Duration) (slurmstate.State, error), notes []board.Note, args ...string) (int, string, string) {
 	t.Helper()
-	cfg := filepath.Join(t.TempDir(), "gpusuite.toml")
-	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var out, errb bytes.Buffer
-	d := Deps{Stdout: &out, Stderr: &errb, Now: func() time.Time { return now }, Loc: time.UTC,
-		Getenv: func(k string) string {
-			if k == "GPUSUITE_CONFIG" {
-				return cfg
-			}
-			return os.Getenv(k)
-		},
-		Slurm: slurm,
-		Notes: func(context.Context, string, time.Duration, time.Time) ([]board.Note, error) { return notes, nil }}
-	app := &cli.App{Name: "gpuacct", Writer: &out, ErrWriter: &errb, Flags: []cli.Flag{cliwire.ConfigFlag()},
-		Commands: []*cli.Command{FreeCommand(d), StatusCommand(d)}}
-	cliwire.Prepare(app)
-	err := app.Run(append([]string{"gpuacct"}, args...))
-	code := cliwire.Finish("gpuacct", &errb, err)
-	return code, out.String(), errb.String()
+	return runApp(t, now, conf, os.Getenv, slurm,
+		func(context.Context, string, time.Duration, time.Time) ([]board.Note, error) { return notes, nil }, args...)
 }
