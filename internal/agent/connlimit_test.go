@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/aicloud/gpusuite/internal/agentproto"
+	"github.com/aicloud/gpusuite/internal/testkit/reexec"
 )
 
 // floodEnv makes the test binary the flooder (TestSocketFlood's child):
@@ -267,34 +267,7 @@ func floodBinary(t *testing.T, root string) (string, uint32) {
 	if os.Geteuid() != 0 {
 		return self, uint32(os.Geteuid())
 	}
-	for _, d := range []string{filepath.Dir(root), root} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dir := filepath.Join(root, "bin")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// copied in a stream: read whole, it would stay in this process's
-	// resident memory, which the soak test measures
-	in, err := os.Open(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	bin := filepath.Join(dir, "flood.test")
-	out, err := os.OpenFile(bin, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return bin, 65534
+	return reexec.Copy(t, root, "flood.test"), 65534
 }
 
 // An idle connection is closed at firstLineWithin, well before the 5 s a

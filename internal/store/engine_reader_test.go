@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/aicloud/gpusuite/internal/testkit/reexec"
 )
 
 // readerEnv makes this test binary, run again, the reader helper.
@@ -60,33 +61,7 @@ func runReader(t *testing.T, bin, path string) (string, error) {
 // readerBinary copies this test binary where another user may run it.
 func readerBinary(t *testing.T) string {
 	t.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	for _, d := range []string{filepath.Dir(dir), dir} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	in, err := os.Open(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	bin := filepath.Join(dir, "reader.test")
-	out, err := os.OpenFile(bin, os.O_WRONLY|os.O_CREATE, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return bin
+	return reexec.Copy(t, t.TempDir(), "reader.test")
 }
 
 // TestSQLiteReaderWithoutWriter: an ordinary user reads a WAL ledger in a

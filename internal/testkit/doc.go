@@ -13,6 +13,7 @@
 //   - logs: a log read while another goroutine or process writes it.
 //   - poll: the one way a test waits, polling until a generous deadline.
 //   - pty: a pseudo-terminal, for what a program does on a terminal.
+//   - reexec: the test binary copied where another user may run it.
 //   - registry: a real container registry with TLS and logins.
 //   - slurm: the real Slurm clusters of make test, shared or exclusive.
 //   - tlscert: web config files with a throwaway certificate.
