@@ -102,7 +102,7 @@ type queueEnv struct {
 	st  *store.Store
 	dir string
 	now time.Time
-	// loc is the ledger's location, for storetest's helpers.
+	// loc is the ledger's location, for ledgerdb's helpers.
 	loc string
 }
 
