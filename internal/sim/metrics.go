@@ -22,6 +22,27 @@ type Profile struct {
 	MemClockMHz, MemTempC                          uint32
 }
 
+// gpmMetrics are the GPM metrics the simulator answers, each with its
+// field of the Profile and that field's amount per unit NVML reports
+// (bandwidths are kept in bytes/s, reported in MiB/s).
+var gpmMetrics = []struct {
+	id    nvml.GpmMetricId
+	field func(*Profile) *float64
+	unit  float64
+}{
+	{nvml.GPM_METRIC_SM_UTIL, func(p *Profile) *float64 { return &p.SMActivePct }, 1},
+	{nvml.GPM_METRIC_SM_OCCUPANCY, func(p *Profile) *float64 { return &p.SMOccupancyPct }, 1},
+	{nvml.GPM_METRIC_ANY_TENSOR_UTIL, func(p *Profile) *float64 { return &p.TensorPct }, 1},
+	{nvml.GPM_METRIC_FP64_UTIL, func(p *Profile) *float64 { return &p.FP64Pct }, 1},
+	{nvml.GPM_METRIC_FP32_UTIL, func(p *Profile) *float64 { return &p.FP32Pct }, 1},
+	{nvml.GPM_METRIC_FP16_UTIL, func(p *Profile) *float64 { return &p.FP16Pct }, 1},
+	{nvml.GPM_METRIC_DRAM_BW_UTIL, func(p *Profile) *float64 { return &p.DRAMPct }, 1},
+	{nvml.GPM_METRIC_PCIE_TX_PER_SEC, func(p *Profile) *float64 { return &p.PCIeTxBps }, 1 << 20},
+	{nvml.GPM_METRIC_PCIE_RX_PER_SEC, func(p *Profile) *float64 { return &p.PCIeRxBps }, 1 << 20},
+	{nvml.GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC, func(p *Profile) *float64 { return &p.NVLinkTxBps }, 1 << 20},
+	{nvml.GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC, func(p *Profile) *float64 { return &p.NVLinkRxBps }, 1 << 20},
+}
+
 // nvlinkPerUtil is the NVLink traffic each way, bytes/s, per percent of
 // utilization, where a load has no profile of its own.
 const nvlinkPerUtil = 3e9
@@ -210,47 +231,19 @@ func (s *Server) GpmMetricsGet(m *nvml.GpmMetricsGetType) nvml.Return {
 	d.mu.Lock()
 	for i := 0; i < steps; i++ {
 		p := d.load(a.t.Add(dt*time.Duration(i) + dt/2)).profile()
-		sum.SMActivePct += p.SMActivePct / steps
-		sum.SMOccupancyPct += p.SMOccupancyPct / steps
-		sum.TensorPct += p.TensorPct / steps
-		sum.FP64Pct += p.FP64Pct / steps
-		sum.FP32Pct += p.FP32Pct / steps
-		sum.FP16Pct += p.FP16Pct / steps
-		sum.DRAMPct += p.DRAMPct / steps
-		sum.PCIeTxBps += p.PCIeTxBps / steps
-		sum.PCIeRxBps += p.PCIeRxBps / steps
-		sum.NVLinkTxBps += p.NVLinkTxBps / steps
-		sum.NVLinkRxBps += p.NVLinkRxBps / steps
+		for _, gm := range gpmMetrics {
+			*gm.field(&sum) += *gm.field(&p) / steps
+		}
 	}
 	d.mu.Unlock()
 	for i := 0; i < int(m.NumMetrics) && i < len(m.Metrics); i++ {
 		g := &m.Metrics[i]
-		g.NvmlReturn = uint32(nvml.SUCCESS)
-		switch nvml.GpmMetricId(g.MetricId) {
-		case nvml.GPM_METRIC_SM_UTIL:
-			g.Value = sum.SMActivePct
-		case nvml.GPM_METRIC_SM_OCCUPANCY:
-			g.Value = sum.SMOccupancyPct
-		case nvml.GPM_METRIC_ANY_TENSOR_UTIL:
-			g.Value = sum.TensorPct
-		case nvml.GPM_METRIC_FP64_UTIL:
-			g.Value = sum.FP64Pct
-		case nvml.GPM_METRIC_FP32_UTIL:
-			g.Value = sum.FP32Pct
-		case nvml.GPM_METRIC_FP16_UTIL:
-			g.Value = sum.FP16Pct
-		case nvml.GPM_METRIC_DRAM_BW_UTIL:
-			g.Value = sum.DRAMPct
-		case nvml.GPM_METRIC_PCIE_TX_PER_SEC:
-			g.Value = sum.PCIeTxBps / (1 << 20)
-		case nvml.GPM_METRIC_PCIE_RX_PER_SEC:
-			g.Value = sum.PCIeRxBps / (1 << 20)
-		case nvml.GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC:
-			g.Value = sum.NVLinkTxBps / (1 << 20)
-		case nvml.GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC:
-			g.Value = sum.NVLinkRxBps / (1 << 20)
-		default:
-			g.Value, g.NvmlReturn = math.NaN(), uint32(nvml.ERROR_NOT_SUPPORTED)
+		g.Value, g.NvmlReturn = math.NaN(), uint32(nvml.ERROR_NOT_SUPPORTED)
+		for _, gm := range gpmMetrics {
+			if gm.id == nvml.GpmMetricId(g.MetricId) {
+				g.Value, g.NvmlReturn = *gm.field(&sum)/gm.unit, uint32(nvml.SUCCESS)
+				break
+			}
 		}
 	}
 	return nvml.SUCCESS
