@@ -35,6 +35,9 @@ type Deps struct {
 	// Caller is who asks, by effective uid and user name: only root and
 	// the service user see other users' messages.
 	Caller func() (uid int, name string)
+	// LookupUser names a uid (the owner of an opt-out request); nil: the
+	// system's user database.
+	LookupUser func(uid int) (string, error)
 }
 
 // System is Deps for the real process.
@@ -60,6 +63,7 @@ func Command(d Deps) *cli.Command {
 gpuacct notify test --to ADDR
 gpuacct notify list [--job ID] [--user U] [--format table|json]
 gpuacct notify preview idle [--user U]
+gpuacct notify off|on --rule RULE
 
 The notifier's rules ([notify] in the config) decide messages over the
 ledger; each is kept in the ledger before it is sent, once per condition
@@ -72,13 +76,14 @@ Examples:
    gpuacct notify --once
    gpuacct notify test --to alice@example.org
    gpuacct notify list --job 4242
-   gpuacct notify preview idle --user alice`,
+   gpuacct notify preview idle --user alice
+   gpuacct notify off --rule idle`,
 		Flags: append(commonFlags(),
 			&cli.BoolFlag{Name: "once", Usage: "evaluate the rules and deliver what is due, once, as the ledger's writer"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "log what the rules would send; keep and send nothing (notify.dry_run)"},
 		),
 		Action:      onceAction(d),
-		Subcommands: []*cli.Command{testCommand(d), listCommand(d), previewCommand(d)},
+		Subcommands: []*cli.Command{testCommand(d), listCommand(d), previewCommand(d), optOutCommand(d, true), optOutCommand(d, false)},
 	}
 }
 
@@ -137,10 +142,10 @@ func onceAction(d Deps) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		const title = "notify"
 		if c.Args().Present() {
-			return cliwire.Usagef("%s: no command %q (commands: test, list, preview; see 'gpuacct notify --help')", title, c.Args().First())
+			return cliwire.Usagef("%s: no command %q (commands: test, list, preview, off, on; see 'gpuacct notify --help')", title, c.Args().First())
 		}
 		if !c.Bool("once") {
-			return cliwire.Usagef("%s: give --once, or a command: test, list, preview (see 'gpuacct notify --help')", title)
+			return cliwire.Usagef("%s: give --once, or a command: test, list, preview, off, on (see 'gpuacct notify --help')", title)
 		}
 		e, err := load(c, d, title)
 		if err != nil {

@@ -61,7 +61,7 @@ func (n *Notifier) idleMessages(ctx context.Context, now time.Time, user string)
 			if err != nil {
 				return nil, len(jobs), fmt.Errorf("idle rule: %w", err)
 			}
-			off = slices.Contains(rules, RuleIdle) || slices.Contains(rules, "all")
+			off = slices.Contains(rules, RuleIdle) || slices.Contains(rules, RuleAll)
 			optedOut[g.User] = off
 		}
 		if off {

@@ -28,8 +28,17 @@ import (
 // Rules are the rules this notifier knows, by name.
 var Rules = []string{RuleIdle}
 
-// RuleIdle is the idle-GPU rule.
-const RuleIdle = "idle"
+// Rule names: the idle-GPU rule, the job-end mail (gpuacct mailprog),
+// the weekly digests; all stands for every rule in a user's opt-out.
+const (
+	RuleIdle   = "idle"
+	RuleJobEnd = "jobend"
+	RuleDigest = "digest"
+	RuleAll    = "all"
+)
+
+// OptOutRules are the rules a user may opt out of (gpuacct notify off).
+var OptOutRules = []string{RuleIdle, RuleDigest, RuleJobEnd, RuleAll}
 
 // Channels of a message.
 const (

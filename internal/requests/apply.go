@@ -296,6 +296,7 @@ func shrink(r *Request) {
 		r.Jobs[i] = cut(r.Jobs[i])
 	}
 	r.Reason, r.By, r.Host, r.Cluster, r.Schema, r.Action = cut(r.Reason), cut(r.By), cut(r.Host), cut(r.Cluster), cut(r.Schema), cut(r.Action)
+	r.Rule = cut(r.Rule)
 	r.Error = cut(r.Error)
 	r.Changed, r.NotFound = nil, nil
 	if r.Note != nil {
@@ -320,13 +321,14 @@ const (
 // can remove what is filed (a `sudo gpuacct ignore` made pending/
 // root's, and serve re-applied each request there forever).
 func MakeQueues(dir string, owner int) error {
-	q, strict := NotesDir(dir), owner >= 0
+	q, nq, strict := NotesDir(dir), NotifyDir(dir), owner >= 0
 	for _, d := range []struct {
 		path string
 		mode fs.FileMode
 	}{
 		{dir, queueDirMode}, {pendingDir(dir), queueDirMode}, {appliedDir(dir), queueDirMode},
 		{q, notesDirMode}, {pendingDir(q), notesPendingMode}, {appliedDir(q), notesDirMode},
+		{nq, notesDirMode}, {pendingDir(nq), notesPendingMode}, {appliedDir(nq), notesDirMode},
 	} {
 		if d.path == dir {
 			if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {

@@ -17,8 +17,9 @@
 // Files: queue.go the request file (Submit, List, reading one bounded);
 // apply.go Kind, Queue and a pass over it, the queues' directories;
 // sweep.go what a pass removes and prunes in an open queue; writer.go the
-// writer's wiring (Options, Writer); ignore.go and note.go the two kinds;
-// target.go what a note may be on.
+// writer's wiring (Options, Writer); ignore.go, note.go and notifyoff.go
+// the kinds (notifyoff.go: a user's opt-out of the notifier's rules, in
+// <dir>/notify/, open as the note queue); target.go what a note may be on.
 package requests
 
 import (
@@ -39,10 +40,11 @@ import (
 	"github.com/aicloud/gpusuite/internal/spool"
 )
 
-// Schemas of the two kinds of request file.
+// Schemas of the kinds of request file.
 const (
-	Schema     = "gpusuite.ignore/v1"
-	NoteSchema = "gpusuite.note/v1"
+	Schema       = "gpusuite.ignore/v1"
+	NoteSchema   = "gpusuite.note/v1"
+	NotifySchema = "gpusuite.notify/v1"
 )
 
 // Actions.
@@ -51,6 +53,8 @@ const (
 	Unignore   = "unignore"
 	NoteAdd    = "note-add"
 	NoteRemove = "note-rm"
+	NotifyOff  = "notify-off"
+	NotifyOn   = "notify-on"
 )
 
 // Bounds on what one List or Apply reads.
@@ -71,10 +75,12 @@ type Request struct {
 	Action string `json:"action"`
 	// Jobs are as users type them: 1234 (every run, and every task when
 	// it is an array), 1234_7, 1234+1.
-	Jobs    []string `json:"jobs,omitempty"`
-	Note    *Note    `json:"note,omitempty"`
-	Cluster string   `json:"cluster,omitempty"`
-	Reason  string   `json:"reason,omitempty"`
+	Jobs []string `json:"jobs,omitempty"`
+	Note *Note    `json:"note,omitempty"`
+	// Rule is the notifier's rule a notify-off or notify-on names.
+	Rule    string `json:"rule,omitempty"`
+	Cluster string `json:"cluster,omitempty"`
+	Reason  string `json:"reason,omitempty"`
 	// By and UID are who asked; for a note request the writer replaces
 	// them with the file's owner.
 	By   string    `json:"by"`
@@ -108,6 +114,12 @@ func appliedDir(dir string) string { return filepath.Join(dir, "applied") }
 
 func isNote(action string) bool { return action == NoteAdd || action == NoteRemove }
 
+// NotifyDir is the notifier's opt-out queue under the request directory
+// dir: open to every user, as the note queue is.
+func NotifyDir(dir string) string { return filepath.Join(dir, "notify") }
+
+func isNotify(action string) bool { return action == NotifyOff || action == NotifyOn }
+
 // Submit writes r into its queue under dir (the request directory)
 // durably and returns its file path. The queue must exist (MakeQueues,
 // done by the writer, the package, or a command run by root or the
@@ -117,9 +129,11 @@ func Submit(dir string, r *Request) (string, error) {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	q := dir
-	if isNote(r.Action) {
-		q = NotesDir(dir)
-		r.Schema = NoteSchema
+	if isNote(r.Action) || isNotify(r.Action) {
+		q, r.Schema = NotesDir(dir), NoteSchema
+		if isNotify(r.Action) {
+			q, r.Schema = NotifyDir(dir), NotifySchema
+		}
 		// The uid in the name keeps one user's names apart from another's
 		// (the writer names applied files by owner too); nanoseconds
 		// order a user's requests, as they may not list the queue.

@@ -71,10 +71,11 @@ func systemUser(uid int) (string, error) {
 }
 
 // Writer is the queue of the store's writer over st: the ignore kind,
-// then the note kind, as o says. gpuacct serve's ingest, and a command
-// that finds no writer running, apply it; a later kind is added here.
+// the note kind, then the notifier's opt-outs, as o says. gpuacct serve's
+// ingest, and a command that finds no writer running, apply it; a later
+// kind is added here.
 func Writer(st *store.Store, o Options) *Queue {
-	return New(o.Dir, o.Now, o.Log, IgnoreKind(st, o), NoteKind(st, o))
+	return New(o.Dir, o.Now, o.Log, IgnoreKind(st, o), NoteKind(st, o), NotifyKind(st, o))
 }
 
 // Apply applies every pending request of the writer's queue (Writer)

@@ -1,0 +1,105 @@
+package requests
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/aicloud/gpusuite/internal/notify"
+	"github.com/aicloud/gpusuite/internal/store"
+)
+
+// CheckNotifyRule says, in one line, why rule cannot be opted out of.
+func CheckNotifyRule(rule string) error {
+	if !slices.Contains(notify.OptOutRules, rule) {
+		return fmt.Errorf("--rule %q is not a rule (rules: %s)", rule, strings.Join(notify.OptOutRules, ", "))
+	}
+	return nil
+}
+
+// NotifyKind is the kind of `gpuacct notify off` and `on`: a user's
+// opt-out of one of the notifier's rules, in the notify queue
+// (NotifyDir), which anyone may file into as into the note queue. The
+// user opted out is the file's owner, never a name written in it: nobody
+// silences another user's mail.
+func NotifyKind(st *store.Store, o Options) Kind {
+	return Kind{
+		Name: "notify",
+		Dir:  NotifyDir(o.Dir),
+		Check: func(r *Request, owner int, perm fs.FileMode) error {
+			r.UID, r.By = owner, o.userName(owner)
+			return checkNotify(r, perm)
+		},
+		Apply: func(ctx context.Context, r *Request, owner int, key string) error {
+			return applyNotify(ctx, st, r, key, o)
+		},
+		Key:        func(name string, owner int) string { return "request/notify/u" + strconv.Itoa(owner) + "/" + name },
+		Outcome:    func(name string, owner int) string { return outcomeName(strings.TrimSuffix(name, ".json"), owner) },
+		IDFromName: true,
+		Open:       true,
+		Trusted:    o.Trusted,
+		Keep:       AppliedKeep,
+	}
+}
+
+// checkNotify refuses a notify request that is not one rule turned off
+// or on, or whose owner has no user name to keep the opt-out under.
+func checkNotify(r *Request, perm fs.FileMode) error {
+	switch {
+	case perm&0o022 != 0:
+		return fmt.Errorf("refused: writable by group or others (%v)", perm)
+	case r.Schema != NotifySchema:
+		return fmt.Errorf("refused: schema %q is not %s", r.Schema, NotifySchema)
+	case r.Action != NotifyOff && r.Action != NotifyOn:
+		return fmt.Errorf("refused: action %q", r.Action)
+	case r.Note != nil || len(r.Jobs) > 0 || r.Reason != "":
+		return errors.New("refused: a notify request carries one rule, no note, jobs or reason")
+	case len(r.Host) > maxNodeName || len(r.Cluster) > maxNodeName:
+		return fmt.Errorf("refused: host or cluster longer than %d bytes", maxNodeName)
+	case strings.HasPrefix(r.By, "uid "):
+		// Opt-outs are kept by the Slurm user name the rules see.
+		return fmt.Errorf("refused: uid %d has no user name", r.UID)
+	}
+	if err := CheckNotifyRule(r.Rule); err != nil {
+		return fmt.Errorf("refused: %w", err)
+	}
+	return nil
+}
+
+// applyNotify keeps the owner's opt-out of the request's rule (or takes
+// it back) with the request's key, in one transaction.
+func applyNotify(ctx context.Context, st *store.Store, r *Request, key string, o Options) error {
+	b, err := st.Begin(ctx, o.Now)
+	if err != nil {
+		return fmt.Errorf("apply notify request %s: %w", r.ID, err)
+	}
+	if err := once(b, key); err != nil {
+		b.Rollback()
+		return err
+	}
+	if err := b.SetNotifyOptOut(r.By, r.Rule, r.Action == NotifyOff, o.Now); err != nil {
+		b.Rollback()
+		return fmt.Errorf("apply notify request %s: %w", r.ID, err)
+	}
+	r.Changed = []string{r.Rule}
+	if err := commitApplied(b, key); err != nil {
+		return fmt.Errorf("apply notify request %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// NotifyOutcome reads the outcome of the notify request id that owner
+// filed under the request directory dir, once applied; an error
+// wrapping fs.ErrNotExist while it is pending.
+func NotifyOutcome(dir, id string, owner int) (Request, error) {
+	r, _, _, err := readRequest(filepath.Join(appliedDir(NotifyDir(dir)), outcomeName(id, owner)))
+	if err != nil {
+		return Request{}, fmt.Errorf("notify request %s: %w", id, err)
+	}
+	return r, nil
+}
