@@ -117,6 +117,7 @@ func copyTables() []copyTable {
 		{name: "series_buckets", key: []string{"gpu_id", "job", "restart", "bucket_ms"}, ints: []string{"n", "window_ms", "energy_mj"}, reals: []string{"util_share_w_ms"}},
 		{name: "notify_messages", key: []string{"id"}, id: true},
 		{name: "notify_optout", key: []string{"user", "rule"}},
+		{name: "job_usage", key: []string{"job"}, ints: []string{"total_cpu_ms", "max_rss"}},
 	}
 }
 

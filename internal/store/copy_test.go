@@ -158,6 +158,10 @@ func copyFixture(t *testing.T) string {
 		if err := b.SetNotifyOptOut("bob", "idle", true, now); err != nil {
 			return err
 		}
+		if err := b.SetUsage(1, JobUsage{AllocCPUs: 4, Nodes: 1, Elapsed: time.Hour, TimeLimit: Known(7200),
+			ReqMem: Known(8 << 30), TotalCPU: Known(3_600_000), MaxRSS: Known(2 << 30)}); err != nil {
+			return err
+		}
 		if _, err := b.PruneSamples(copyT0.Add(5 * time.Minute)); err != nil {
 			return err
 		}

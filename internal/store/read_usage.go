@@ -1,0 +1,89 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// MaxUsageRows bounds the runs one JobUsages call reads.
+const MaxUsageRows = 1000
+
+// JobUsages reads the usage of the given job runs (JobRow.Row); a run
+// sacct has not answered for is absent from the map.
+func (s *Store) JobUsages(ctx context.Context, rows []int64) (map[int64]JobUsage, error) {
+	if len(rows) > MaxUsageRows {
+		return nil, fmt.Errorf("usage of %d job runs: at most %d at once", len(rows), MaxUsageRows)
+	}
+	out := make(map[int64]JobUsage, len(rows))
+	if len(rows) == 0 {
+		return out, nil
+	}
+	args := make([]any, len(rows))
+	for i, r := range rows {
+		args[i] = r
+	}
+	q := `SELECT job, alloc_cpus, nodes, elapsed_s, time_limit_s, req_mem, total_cpu_ms, max_rss FROM job_usage
+ WHERE job IN (?` + strings.Repeat(", ?", len(rows)-1) + `)`
+	res, err := s.db.QueryContext(ctx, q, args...)
+	type usageRow struct {
+		row int64
+		u   JobUsage
+	}
+	got, err := collect(res, err, func(r batchRows, ur *usageRow) error {
+		var elapsed int64
+		var limit, mem, cpu, rss sql.NullInt64
+		err := r.Scan(&ur.row, &ur.u.AllocCPUs, &ur.u.Nodes, &elapsed, &limit, &mem, &cpu, &rss)
+		ur.u.Elapsed = time.Duration(elapsed) * time.Second
+		ur.u.TimeLimit, ur.u.ReqMem, ur.u.TotalCPU, ur.u.MaxRSS = figure(limit), figure(mem), figure(cpu), figure(rss)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("usage of job runs: %w", translate(err))
+	}
+	for _, g := range got {
+		out[g.row] = g.u
+	}
+	return out, nil
+}
+
+func figure(v sql.NullInt64) Figure { return Figure{Value: v.Int64, Known: v.Valid} }
+
+// Ratio is a share (1 is all of it) that is known only when both of its
+// figures are.
+type Ratio struct {
+	Value float64
+	Known bool
+}
+
+// Efficiency is how much of its allocation a job run used, the way
+// Slurm's seff counts it. The formulas live here, beside the read, until
+// the report package (the figures' natural home) takes them.
+type Efficiency struct {
+	// CPU is TotalCPU / (AllocCPUS × Elapsed).
+	CPU Ratio
+	// Memory is the peak RSS of one task (MaxRSS) / the memory asked for
+	// per node: seff's figure for a job of one task per node.
+	Memory Ratio
+	// Time is Elapsed / the time limit.
+	Time Ratio
+}
+
+// Efficiency computes u's shares; a share whose figures were not
+// recorded (or whose whole is 0) is not known.
+func (u JobUsage) Efficiency() Efficiency {
+	var e Efficiency
+	elapsed := u.Elapsed.Seconds()
+	if u.TotalCPU.Known && u.AllocCPUs > 0 && elapsed > 0 {
+		e.CPU = Ratio{float64(u.TotalCPU.Value) / 1000 / (float64(u.AllocCPUs) * elapsed), true}
+	}
+	if u.MaxRSS.Known && u.ReqMem.Known && u.ReqMem.Value > 0 {
+		e.Memory = Ratio{float64(u.MaxRSS.Value) / float64(u.ReqMem.Value), true}
+	}
+	if u.TimeLimit.Known && u.TimeLimit.Value > 0 {
+		e.Time = Ratio{elapsed / float64(u.TimeLimit.Value), true}
+	}
+	return e
+}
