@@ -4,14 +4,11 @@
 package main
 
 import (
-	"io"
 	"os"
 
 	"github.com/aicloud/gpusuite/internal/cli/containercmd"
 )
 
-func main() { os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr, os.Getenv)) }
-
-func run(args []string, stdin *os.File, stdout, stderr io.Writer, getenv func(string) string) int {
-	return containercmd.SrunWrap(args, containercmd.OSSys(stdin, stdout, stderr, getenv))
+func main() {
+	os.Exit(containercmd.SrunWrap(os.Args, containercmd.OSSys(os.Stdin, os.Stdout, os.Stderr, os.Getenv)))
 }
