@@ -9,7 +9,7 @@
 //	pipeline.go     bounded read-ahead;  segread.go  streaming segment reads
 //	validate.go     what a node may say: each record's bounds (events, segments,
 //	                aggregates, GPU events), and what the ledger alone can tell
-//	                (store.Rejected, write_checks.go) turned into quarantine or a wait
+//	                (store.Rejected, store/write_checks.go) turned into quarantine or a wait
 //	keys.go         record keys applied once, asked 500 at a time
 //	careful.go      files the ledger knew, asked 500 at a time; a pass redone file by file
 //	move.go         quarantine and cross-device moves
