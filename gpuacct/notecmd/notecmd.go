@@ -3,18 +3,17 @@
 // queue (internal/requests) and checked by internal/notes.
 //
 // Files: notecmd.go (Deps, gpuacct note and what its subcommands share),
-// add.go, list.go (with the clusters -M chooses), rm.go.
+// write.go (add and rm, which file a request for the ledger's writer),
+// list.go (with the clusters -M chooses).
 package notecmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/user"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -119,72 +118,4 @@ func (e *env) trusted(uid int) bool { return uid == 0 || uid == e.svc }
 // writer checks the request again).
 func (e *env) reader(ctx context.Context) (*store.Store, error) {
 	return store.Open(ctx, store.Options{Path: e.cfg.Store.Path, URL: e.cfg.Store.URL, ReadOnly: true, BusyTimeout: e.cfg.Store.BusyTimeout.Duration})
-}
-
-// file queues r and, when this user may write the ledger and no writer
-// holds it, applies it at once. It returns the outcome, or nil when the
-// request waits for gpuacct serve, and the request's path.
-func (e *env) file(ctx context.Context, r *requests.Request) (*requests.Request, string, error) {
-	dir := e.cfg.Report.Requests
-	writer := e.trusted(e.euid)
-	if writer {
-		if err := requests.MakeQueues(dir, e.svc); err != nil {
-			return nil, "", fmt.Errorf("%s: %w", e.title, err)
-		}
-	}
-	path, err := requests.Submit(dir, r)
-	if err != nil {
-		return nil, "", fmt.Errorf("%s: %w", e.title, err)
-	}
-	if !writer {
-		return nil, path, nil
-	}
-	st, err := store.Open(ctx, store.Options{Path: e.cfg.Store.Path, URL: e.cfg.Store.URL, Journal: e.cfg.Store.JournalMode, BusyTimeout: e.cfg.Store.BusyTimeout.Duration})
-	if errors.Is(err, store.ErrLocked) {
-		return nil, path, nil
-	}
-	if err != nil {
-		return nil, path, fmt.Errorf("%s: request %s is queued, but the ledger cannot be written: %w", e.title, path, err)
-	}
-	defer st.Close()
-	host, _ := os.Hostname()
-	if _, err := requests.Apply(ctx, st, requests.Options{Dir: dir, Now: e.now, Host: host, Tag: e.cfg.Report.IgnoreTag,
-		Cluster: e.cfg.Cluster.Name, Trusted: e.trusted, UserName: e.lookupUser, LiveDir: e.cfg.Board.LiveDir}); err != nil {
-		return nil, path, fmt.Errorf("%s: request %s is queued, but applying it failed: %w", e.title, path, err)
-	}
-	out, err := requests.NoteOutcome(dir, r.ID, e.euid)
-	if err != nil {
-		return nil, path, fmt.Errorf("%s: %w", e.title, err)
-	}
-	return &out, path, nil
-}
-
-// submit files this user's note request (action on n) and says so when
-// it waits for gpuacct serve; it returns the writer's outcome, nil when
-// the request waits, and the writer's refusal as the error.
-func (e *env) submit(ctx context.Context, d Deps, action string, n *requests.Note, what string) (*requests.Request, error) {
-	r := &requests.Request{Action: action, Note: n, Cluster: e.cfg.Cluster.Name, By: d.Username(), UID: e.euid, Time: e.now.UTC()}
-	r.Host, _ = os.Hostname()
-	out, path, err := e.file(ctx, r)
-	if err != nil {
-		return nil, err
-	}
-	if out == nil {
-		return nil, queued(d.Stdout, what, path)
-	}
-	return out, refused(e.title, out)
-}
-
-// queued is the line printed when a request waits for gpuacct serve.
-func queued(w io.Writer, what, path string) error {
-	_, err := fmt.Fprintf(w, "%s: request %s queued; gpuacct serve applies it on its next pass (ingest.interval)\n", what, path)
-	return err
-}
-
-// refused is a request the writer refused, as the one line to print.
-func refused(title string, out *requests.Request) error {
-	if out.Error == "" {
-		return nil
-	}
-	return fmt.Errorf("%s: %s", title, strings.TrimPrefix(out.Error, "refused: "))
 }
