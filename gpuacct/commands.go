@@ -42,6 +42,7 @@ func commands(env Env) []*cli.Command {
 		boardcmd.StatusCommand(board),
 		notecmd.Command(notecmd.System(env.Stdout, env.Stderr, env.Getenv)),
 		notifycmd.Command(notifycmd.System(env.Stdout, env.Stderr, env.Getenv)),
+		notifycmd.MailProgCommand(notifycmd.System(env.Stdout, env.Stderr, env.Getenv)),
 		migratecmd.Command(migratecmd.System(env.Stdout, env.Stderr, env.Getenv)),
 	}
 }

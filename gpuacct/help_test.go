@@ -57,6 +57,9 @@ var needsCluster = map[string]string{
 	// Asked by the serve examples while serve runs (serveExample).
 	"curl -s localhost:9466/metrics | grep gpuacct_ingest": "a running serve: asked while the serve examples run",
 	"curl -s localhost:9466/api/v1/free":                   "a running serve: asked while the serve examples run",
+
+	// Run by slurmctld as its MailProg.
+	`gpuacct mailprog -s "Slurm Job_id=42 Name=train Ended, Run time 01:00:00, COMPLETED, ExitCode 0" alice`: "slurmctld's SLURM_JOB_* and a mail server (gpuacct/notifycmd's mailprog tests send to a real one)",
 }
 
 // exampleRun is what an example must do on the examples' ledger.
@@ -156,6 +159,9 @@ var examples = map[string]exampleRun{
 	"gpuacct notify list --job 4242 --format json": {want: `"rows"`},
 	"gpuacct notify preview idle":                  {want: "rule idle"},
 	"gpuacct notify preview idle --user alice":     {want: "rule idle"},
+	"gpuacct notify off --rule idle":               {want: "gets no more of idle's messages"},
+	"gpuacct notify off --rule digest":             {want: "gets no more of digest's messages"},
+	"gpuacct notify on --rule idle":                {want: "gets idle's messages again"},
 
 	"gpuacct migrate --from sqlite:/var/lib/gpusuite/acct.db --to sqlite:/srv/acct-copy.db --batch 50000": {want: "every row reads the same"},
 }

@@ -29,6 +29,8 @@ import (
 
 // Deps is what the commands take from the process; tests set each.
 type Deps struct {
+	// Stdin is gpuacct mailprog's body (Slurm writes none).
+	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	Getenv         func(string) string
 	Now            func() time.Time
@@ -42,7 +44,7 @@ type Deps struct {
 
 // System is Deps for the real process.
 func System(stdout, stderr io.Writer, getenv func(string) string) Deps {
-	return Deps{Stdout: stdout, Stderr: stderr, Getenv: getenv, Now: time.Now, Caller: caller}
+	return Deps{Stdin: os.Stdin, Stdout: stdout, Stderr: stderr, Getenv: getenv, Now: time.Now, Caller: caller}
 }
 
 // caller is the process's effective user.

@@ -35,7 +35,7 @@ type fixture struct {
 // newFixture is a ledger holding alice's idle job 1 and a config that
 // mails {user}-STAMP@example.org through the test's SMTP sink; extra is
 // appended to the config.
-func newFixture(t *testing.T, extra string) *fixture {
+func newFixture(t testing.TB, extra string) *fixture {
 	t.Helper()
 	f := &fixture{db: ledgerdb.NewLedger(t), sink: smtpsink.Shared(t), stamp: strconv.FormatInt(time.Now().UnixNano(), 36)}
 	st, err := store.Open(context.Background(), store.Options{Path: f.db.Path, URL: f.db.URL})

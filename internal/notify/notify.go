@@ -9,7 +9,8 @@
 // message.go (the messages, English and Japanese), outbox.go (delivery,
 // backoff, rate limit), recipients.go (users' mail addresses),
 // metrics.go (counters per rule, channel and outcome), list.go (gpuacct
-// notify list's table).
+// notify list's table), jobend.go (Slurm's job mail with the job's GPU
+// summary: gpuacct mailprog).
 package notify
 
 import (

@@ -302,6 +302,11 @@ func shrink(r *Request) {
 	if r.Note != nil {
 		r.Note.Node, r.Note.Text = cut(r.Note.Node), cutAt(r.Note.Text, maxText)
 	}
+	if r.Message != nil {
+		m := *r.Message
+		m.Key, m.Recipient, m.Subject, m.Body, m.Error = cut(m.Key), cut(m.Recipient), cut(m.Subject), cut(m.Body), cut(m.Error)
+		r.Message = &m
+	}
 }
 
 // Modes of the queues: anyone may add a file to the note queue's

@@ -36,6 +36,9 @@ func NotifyKind(st *store.Store, o Options) Kind {
 			return checkNotify(r, perm)
 		},
 		Apply: func(ctx context.Context, r *Request, owner int, key string) error {
+			if r.Action == NotifyRecord {
+				return applyRecord(ctx, st, r, owner, key, o)
+			}
 			return applyNotify(ctx, st, r, key, o)
 		},
 		Key:        func(name string, owner int) string { return "request/notify/u" + strconv.Itoa(owner) + "/" + name },
@@ -55,8 +58,12 @@ func checkNotify(r *Request, perm fs.FileMode) error {
 		return fmt.Errorf("refused: writable by group or others (%v)", perm)
 	case r.Schema != NotifySchema:
 		return fmt.Errorf("refused: schema %q is not %s", r.Schema, NotifySchema)
+	case r.Action == NotifyRecord:
+		return checkRecord(r)
 	case r.Action != NotifyOff && r.Action != NotifyOn:
 		return fmt.Errorf("refused: action %q", r.Action)
+	case r.Message != nil:
+		return errors.New("refused: an opt-out carries no message")
 	case r.Note != nil || len(r.Jobs) > 0 || r.Reason != "":
 		return errors.New("refused: a notify request carries one rule, no note, jobs or reason")
 	case len(r.Host) > maxNodeName || len(r.Cluster) > maxNodeName:
@@ -102,4 +109,77 @@ func NotifyOutcome(dir, id string, owner int) (Request, error) {
 		return Request{}, fmt.Errorf("notify request %s: %w", id, err)
 	}
 	return r, nil
+}
+
+// Message is a mail gpuacct mailprog sent (Error "") or could not send
+// (Error why), for the writer to keep in the outbox: sent, or queued for
+// the notifier to retry.
+type Message struct {
+	Key       string `json:"key"`
+	Recipient string `json:"recipient"`
+	Language  string `json:"language,omitempty"`
+	Cluster   string `json:"cluster,omitempty"`
+	Job       *int64 `json:"job,omitempty"`
+	Restart   int    `json:"restart,omitempty"`
+	User      string `json:"user,omitempty"`
+	Subject   string `json:"subject"`
+	Body      string `json:"body"`
+	Error     string `json:"error,omitempty"`
+}
+
+// checkRecord refuses a record that is not one job-end mail.
+func checkRecord(r *Request) error {
+	m := r.Message
+	switch {
+	case m == nil || r.Note != nil || len(r.Jobs) > 0 || r.Reason != "" || r.Rule != "":
+		return errors.New("refused: a notify-record carries one message and nothing else")
+	case !strings.HasPrefix(m.Key, notify.RuleJobEnd+":"):
+		return fmt.Errorf("refused: key %q is no job-end mail's", m.Key)
+	case len(m.Key) > 1024 || len(m.Recipient) > 1024 || len(m.Subject) > 4096:
+		return errors.New("refused: key, recipient or subject too long")
+	}
+	return nil
+}
+
+// applyRecord keeps a job-end mail in the outbox, once by its key: sent
+// at the request's time, or queued with its error for the notifier to
+// send again. Only root and the service user (slurmctld's MailProg runs
+// as SlurmUser: the service user) may: a queued record is a mail the
+// writer sends to whom it says.
+func applyRecord(ctx context.Context, st *store.Store, r *Request, owner int, key string, o Options) error {
+	if o.Trusted != nil && !o.Trusted(owner) {
+		r.Error = fmt.Sprintf("refused: owned by uid %d, not root or the service user", owner)
+		return nil
+	}
+	b, err := st.Begin(ctx, o.Now)
+	if err != nil {
+		return fmt.Errorf("apply notify request %s: %w", r.ID, err)
+	}
+	if err := once(b, key); err != nil {
+		b.Rollback()
+		return err
+	}
+	m := r.Message
+	at := r.Time
+	if at.IsZero() || at.After(o.Now) {
+		at = o.Now
+	}
+	id, added, err := b.EnqueueNotify(store.NotifyMessage{Key: m.Key, Rule: notify.RuleJobEnd, Recipient: m.Recipient, Channel: notify.ChannelMail,
+		Language: m.Language, Cluster: m.Cluster, Job: m.Job, Restart: m.Restart, User: m.User, Subject: m.Subject, Body: m.Body, Created: at})
+	if err == nil && added {
+		if m.Error == "" {
+			err = b.MarkNotifySent(id, at)
+		} else {
+			err = b.MarkNotifyFailed(id, m.Error, o.Now, false)
+		}
+	}
+	if err != nil {
+		b.Rollback()
+		return fmt.Errorf("apply notify request %s: %w", r.ID, err)
+	}
+	r.Changed = []string{m.Key}
+	if err := commitApplied(b, key); err != nil {
+		return fmt.Errorf("apply notify request %s: %w", r.ID, err)
+	}
+	return nil
 }

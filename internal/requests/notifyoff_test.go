@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/aicloud/gpusuite/internal/store"
 )
 
 // TestNotifyOptOutThroughQueue: a notify-off filed into the open queue
@@ -79,5 +81,44 @@ func TestNotifyOptOutThroughQueue(t *testing.T) {
 	}
 	if d := cmp.Diff([]string{"all"}, optOuts("user1000")); d != "" {
 		t.Errorf("after a refused request (-want +got):\n%s", d)
+	}
+}
+
+// TestNotifyRecordTrusted: a record of a job-end mail is kept from root
+// (slurmctld's MailProg); from another user it is refused, for a queued
+// record is a mail the writer would send to whom it says; a key of
+// another rule is refused from anyone.
+func TestNotifyRecordTrusted(t *testing.T) {
+	e := newQueueEnv(t)
+	ctx := context.Background()
+	job := int64(7)
+	msg := func(key, to string) *Message {
+		return &Message{Key: key, Recipient: to, Cluster: "c", Job: &job, User: "alice", Subject: "Slurm Job_id=7 Ended", Body: "b", Error: "421 try later"}
+	}
+	for _, tc := range []struct {
+		name  string
+		m     *Message
+		owner int
+		err   string
+	}{
+		{"root", msg("jobend:c:7+0:Ended:to:alice", "alice@example.org"), 0, ""},
+		{"a user", msg("jobend:c:7+0:Ended:to:victim", "victim@example.org"), 1000, "refused: owned by uid 1000, not root or the service user"},
+		{"another rule", msg("idle:c:7+0:user:alice", "alice@example.org"), 0, `refused: key "idle:c:7+0:user:alice" is no job-end mail's`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := e.submit(t, &Request{Action: NotifyRecord, Message: tc.m}, tc.owner)
+			e.apply(t)
+			out, err := NotifyOutcome(e.dir, id, tc.owner)
+			if err != nil || out.Error != tc.err {
+				t.Errorf("outcome error %q, %v; want %q", out.Error, err, tc.err)
+			}
+		})
+	}
+	msgs, err := e.st.NotifyMessages(ctx, store.NotifyQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 1 || msgs[0].Recipient != "alice@example.org" || msgs[0].State != store.NotifyQueued || msgs[0].LastError != "421 try later" {
+		t.Errorf("outbox %+v, want root's record alone, queued with its error", msgs)
 	}
 }

@@ -55,6 +55,9 @@ const (
 	NoteRemove = "note-rm"
 	NotifyOff  = "notify-off"
 	NotifyOn   = "notify-on"
+	// NotifyRecord keeps a message gpuacct mailprog sent, or could not
+	// send, in the outbox.
+	NotifyRecord = "notify-record"
 )
 
 // Bounds on what one List or Apply reads.
@@ -78,9 +81,11 @@ type Request struct {
 	Jobs []string `json:"jobs,omitempty"`
 	Note *Note    `json:"note,omitempty"`
 	// Rule is the notifier's rule a notify-off or notify-on names.
-	Rule    string `json:"rule,omitempty"`
-	Cluster string `json:"cluster,omitempty"`
-	Reason  string `json:"reason,omitempty"`
+	Rule string `json:"rule,omitempty"`
+	// Message is what a notify-record keeps.
+	Message *Message `json:"message,omitempty"`
+	Cluster string   `json:"cluster,omitempty"`
+	Reason  string   `json:"reason,omitempty"`
 	// By and UID are who asked; for a note request the writer replaces
 	// them with the file's owner.
 	By   string    `json:"by"`
@@ -118,7 +123,9 @@ func isNote(action string) bool { return action == NoteAdd || action == NoteRemo
 // dir: open to every user, as the note queue is.
 func NotifyDir(dir string) string { return filepath.Join(dir, "notify") }
 
-func isNotify(action string) bool { return action == NotifyOff || action == NotifyOn }
+func isNotify(action string) bool {
+	return action == NotifyOff || action == NotifyOn || action == NotifyRecord
+}
 
 // Submit writes r into its queue under dir (the request directory)
 // durably and returns its file path. The queue must exist (MakeQueues,

@@ -1,0 +1,191 @@
+package notify
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/notify/deliver"
+	"github.com/aicloud/gpusuite/internal/store"
+)
+
+// SlurmMail is one mail slurmctld hands its MailProg: `MailProg -s
+// SUBJECT RECIPIENT`, with the job in SLURM_JOB_* variables (Slurm
+// 22.05's agent.c). Slurm writes no body; Body is what came on stdin.
+type SlurmMail struct {
+	Subject, To, Body string
+	// From the environment; Job 0 when SLURM_JOB_ID is missing (no
+	// summary then).
+	Cluster, User, MailType, State string
+	Job                            int64
+	Restart                        int
+}
+
+// ParseSlurmMail reads the job of a MailProg call from getenv.
+func ParseSlurmMail(subject, to, body string, getenv func(string) string) SlurmMail {
+	m := SlurmMail{Subject: subject, To: to, Body: body, Cluster: getenv("SLURM_CLUSTER_NAME"), User: getenv("SLURM_JOB_USER"),
+		MailType: getenv("SLURM_JOB_MAIL_TYPE"), State: getenv("SLURM_JOB_STATE")}
+	m.Job, _ = strconv.ParseInt(getenv("SLURM_JOB_ID"), 10, 64)
+	m.Restart, _ = strconv.Atoi(getenv("SLURM_JOB_RESTART_COUNT"))
+	return m
+}
+
+// ended says whether m tells of a job's end: only then has the ledger a
+// summary to add (Slurm's mail types "Ended" and "Failed"; a time limit
+// or requeue mail keeps Slurm's text alone).
+func (m SlurmMail) ended() bool { return m.MailType == "Ended" || m.MailType == "Failed" }
+
+// JobEndPoll is how often JobEndSummary asks the ledger again while it
+// waits for the job's end to arrive.
+const JobEndPoll = 250 * time.Millisecond
+
+// JobEndSummary is the gpusuite summary to append to m, read from st,
+// waiting until ctx ends for the job's end to reach the ledger (the
+// epilog's record is ingested after Slurm mails). "" when m is no end
+// mail or the ledger has no such run by then. A run whose end has not
+// arrived by then is summarised as far as the ledger knows, and says
+// so.
+func (n *Notifier) JobEndSummary(ctx context.Context, st *store.Store, m SlurmMail, now func() time.Time) (string, error) {
+	if !m.ended() || m.Job == 0 {
+		return "", nil
+	}
+	q := store.JobRunQuery{JobID: m.Job, Cluster: m.Cluster, Restart: m.Restart}
+	var last *store.JobRow
+	for {
+		j, err := st.JobRun(ctx, q)
+		switch {
+		case err == nil:
+			last = &j
+		case errors.Is(err, store.ErrNotFound):
+		case ctx.Err() != nil:
+		default:
+			return "", fmt.Errorf("read job %d: %w", m.Job, err)
+		}
+		if last != nil && last.End != nil {
+			break
+		}
+		t := time.NewTimer(JobEndPoll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			if last == nil {
+				return "", nil
+			}
+			return renderJobEnd(*last, n.language(m.User), n.loc, now()), nil
+		case <-t.C:
+		}
+	}
+	return renderJobEnd(*last, n.language(m.User), n.loc, now()), nil
+}
+
+// jobEndText is the summary in one language.
+type jobEndText struct {
+	title, gpus, elapsed, gpuHours, util, idle, energy, unknown, estimated, running, ignored, details string
+}
+
+var jobEndTexts = map[string]jobEndText{
+	"en": {
+		title:     "\n-- gpusuite: the GPUs of job %s (cluster %s) --\n",
+		gpus:      "GPUs:         %d\n",
+		elapsed:   "Elapsed:      %s\n",
+		gpuHours:  "GPU-hours:    %.2f GPU-h allocated\n",
+		util:      "Utilization:  %.1f %% (GPU time used / allocated)\n",
+		idle:      "Idle:         %.1f %% of the GPU time (%.2f GPU-h)\n",
+		energy:    "Energy:       %.3f kWh\n",
+		unknown:   "Utilization:  unknown (no samples of the job's GPUs)\n",
+		estimated: "Note:         the end is the hooks' clock, not Slurm's (sacct did not answer)\n",
+		running:   "Note:         the job's end has not reached the ledger yet: figures up to %s\n",
+		ignored:   "Note:         this job does not count in reports (%s)\n",
+		details:   "Details:      gpuacct job %s\n",
+	},
+	"ja": {
+		title:     "\n-- gpusuite: ジョブ %s (クラスタ %s) の GPU --\n",
+		gpus:      "GPU 数:       %d 基\n",
+		elapsed:   "経過時間:     %s\n",
+		gpuHours:  "GPU 時間:     %.2f GPU 時間 (確保)\n",
+		util:      "使用率:       %.1f %% (使用 / 確保した GPU 時間)\n",
+		idle:      "アイドル:     GPU 時間の %.1f %% (%.2f GPU 時間)\n",
+		energy:    "電力量:       %.3f kWh\n",
+		unknown:   "使用率:       不明 (ジョブの GPU のサンプルがありません)\n",
+		estimated: "注:           終了時刻はフックの時計によるもので Slurm のものではありません (sacct が応答しませんでした)\n",
+		running:   "注:           ジョブの終了はまだ台帳に届いていません: %s までの数値です\n",
+		ignored:   "注:           このジョブは集計に含まれません (%s)\n",
+		details:   "詳細:         gpuacct job %s\n",
+	},
+}
+
+// renderJobEnd is j's summary in lang, times in loc; now ends a run
+// whose end has not arrived.
+func renderJobEnd(j store.JobRow, lang string, loc *time.Location, now time.Time) string {
+	tx, ok := jobEndTexts[lang]
+	if !ok {
+		lang, tx = "en", jobEndTexts["en"]
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, tx.title, j.ID(), j.Cluster)
+	fmt.Fprintf(&b, tx.gpus, j.GPUs)
+	fmt.Fprintf(&b, tx.elapsed, duration(time.Duration(j.Elapsed(now))*time.Second, lang))
+	alloc := float64(j.AllocS)
+	if j.End == nil {
+		alloc = float64(j.GPUs * j.Elapsed(now))
+	}
+	fmt.Fprintf(&b, tx.gpuHours, alloc/3600)
+	if j.SampleS > 0 && alloc > 0 {
+		fmt.Fprintf(&b, tx.util, 100*j.UsedS/alloc)
+		fmt.Fprintf(&b, tx.idle, 100*j.IdleS/alloc, j.IdleS/3600)
+	} else {
+		b.WriteString(tx.unknown)
+	}
+	if j.EnergyMJ > 0 {
+		fmt.Fprintf(&b, tx.energy, float64(j.EnergyMJ)/3.6e9)
+	}
+	if j.End == nil {
+		fmt.Fprintf(&b, tx.running, now.In(loc).Format("2006-01-02 15:04 MST"))
+	} else if j.EndEstimated {
+		b.WriteString(tx.estimated)
+	}
+	if j.Ignored {
+		fmt.Fprintf(&b, tx.ignored, j.Reason())
+	}
+	fmt.Fprintf(&b, tx.details, j.ID())
+	return b.String()
+}
+
+// JobEndKey is the outbox's key of m sent to its recipient: Slurm mails
+// once per job, mail type and recipient.
+func JobEndKey(m SlurmMail) string {
+	return fmt.Sprintf("%s:%s:%d+%d:%s:to:%s", RuleJobEnd, m.Cluster, m.Job, m.Restart, m.MailType, m.To)
+}
+
+// SendSlurmMail sends Slurm's mail m with summary appended to m.To (a
+// user name, as Slurm gives one without --mail-user, is mapped to its
+// address as the rules' mails are), and returns the message as the
+// outbox keeps it with the delivery's error.
+func (n *Notifier) SendSlurmMail(ctx context.Context, m SlurmMail, summary string, now time.Time) (store.NotifyMessage, error) {
+	to := m.To
+	if !strings.Contains(to, "@") {
+		to = n.address(to)
+	}
+	body := m.Body
+	if body != "" && !strings.HasSuffix(body, "\n") {
+		body += "\n"
+	}
+	body += summary
+	job := m.Job
+	msg := store.NotifyMessage{Key: JobEndKey(m), Rule: RuleJobEnd, Recipient: to, Channel: ChannelMail, Language: n.language(m.User),
+		Cluster: m.Cluster, Job: &job, Restart: m.Restart, User: m.User, Subject: m.Subject, Body: body, Created: now}
+	if m.Job == 0 {
+		msg.Job = nil
+	}
+	if to == "" {
+		return msg, errNoAddress
+	}
+	sum := sha256.Sum256([]byte(msg.Key))
+	err := n.smtp.Send(ctx, deliver.Mail{To: to, Subject: m.Subject, Body: body, Date: now, MessageID: hex.EncodeToString(sum[:12]) + ".jobend@gpusuite"})
+	return msg, err
+}

@@ -1,0 +1,107 @@
+package notify
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/aicloud/gpusuite/internal/config"
+	"github.com/aicloud/gpusuite/internal/store"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
+)
+
+// TestGoldenJobEnd: the summary mailprog appends, in both languages:
+// an ended job, one whose end has not arrived, one ended by the hooks'
+// clock and ignored, one without samples.
+func TestGoldenJobEnd(t *testing.T) {
+	end := t0.Add(3 * time.Hour).Unix()
+	reason := "test run (by root)"
+	full := store.JobRow{Cluster: "c", JobID: 4242, GPUs: 4, Start: t0.Unix(), End: &end, AllocS: 4 * 10800, UsedS: 10800, IdleS: 16200,
+		EnergyMJ: 5_400_000_000, SampleS: 4 * 10800}
+	running := full
+	running.End = nil
+	estimated := full
+	estimated.EndEstimated, estimated.Ignored, estimated.IgnoreReason, estimated.Restart = true, true, &reason, 1
+	unsampled := full
+	unsampled.SampleS, unsampled.EnergyMJ = 0, 0
+	tokyo, err := time.LoadLocation("Asia/Tokyo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lang := range config.NotifyLanguages {
+		t.Run(lang, func(t *testing.T) {
+			var b strings.Builder
+			for _, j := range []store.JobRow{full, running, estimated, unsampled} {
+				b.WriteString(renderJobEnd(j, lang, tokyo, t0.Add(2*time.Hour)))
+			}
+			got := b.String()
+			path := filepath.Join("testdata", "jobend."+lang+".golden")
+			if *update {
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(string(want), got); diff != "" {
+				t.Errorf("summary (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestJobEndSummaryWaits: the summary waits for the job's end to reach
+// the ledger; a job that never ends there by the deadline is summarised
+// as far as the ledger knows, and says so; a job the ledger never had,
+// and a mail of another type, get none.
+func TestJobEndSummaryWaits(t *testing.T) {
+	st, l := ledger(t)
+	seed(t, l.Loc(), []fjob{{job: 1, user: "alice", gpus: 1, start: t0, upTo: t0.Add(time.Hour), busy: idleAll}})
+	n := newNotifier(t, testConfig(t, "", stamp()), st)
+	clock := func() time.Time { return t0.Add(time.Hour) }
+	ended := SlurmMail{Cluster: "c", Job: 1, User: "alice", MailType: "Ended"}
+	summary := func(m SlurmMail, wait time.Duration) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		s, err := n.JobEndSummary(ctx, st, m, clock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if s := summary(ended, 3*JobEndPoll); !strings.Contains(s, "has not reached the ledger yet") {
+		t.Errorf("a job not ended by the deadline:\n%s", s)
+	}
+	for name, m := range map[string]SlurmMail{
+		"unknown job": {Cluster: "c", Job: 2, User: "alice", MailType: "Ended"},
+		"began":       {Cluster: "c", Job: 1, User: "alice", MailType: "Began"},
+		"no job":      {MailType: "Ended"},
+	} {
+		if s := summary(m, 3*JobEndPoll); s != "" {
+			t.Errorf("%s: summary %q, want none", name, s)
+		}
+	}
+	// The end arrives while the summary waits: the summary is the ended
+	// job's, long before the (generous) deadline.
+	done := make(chan string, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		s, _ := n.JobEndSummary(ctx, st, ended, clock)
+		done <- s
+	}()
+	ledgerdb.Tx(t, l.Loc(), func(exec func(q string, args ...any)) {
+		exec(`UPDATE jobs SET end = ?, alloc_gpu_s = 3600 WHERE id = 1`, t0.Add(time.Hour).Unix())
+	})
+	if s := <-done; strings.Contains(s, "has not reached") || !strings.Contains(s, "GPU-hours:    1.00 GPU-h allocated") {
+		t.Errorf("the summary once the end arrived:\n%s", s)
+	}
+}
