@@ -36,6 +36,16 @@ func (h *Handler) answering(fn func(w http.ResponseWriter, r *http.Request) erro
 	})
 }
 
+// replyJSON is an API handler's last step: the error of its read, or out
+// with 200.
+func replyJSON(w http.ResponseWriter, out any, err error) error {
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
@@ -225,12 +235,8 @@ func (h *Handler) apiJobs(w http.ResponseWriter, r *http.Request) error {
 		out.Truncated, out.Clusters = more, q.scopeJSON()
 		return nil
 	})
-	if err != nil {
-		return err
-	}
 	out.Count = len(out.Jobs)
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return replyJSON(w, out, err)
 }
 
 // jobs lists up to q.limit jobs overlapping the window in q's scope,
@@ -323,12 +329,8 @@ func (h *Handler) apiRunning(w http.ResponseWriter, r *http.Request) error {
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
 	out.Count = len(out.Jobs)
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return replyJSON(w, out, err)
 }
 
 // loadJob reads the job named by the path's cluster and id; unknown: 404.
@@ -393,11 +395,7 @@ func (h *Handler) apiSeries(w http.ResponseWriter, r *http.Request) error {
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return replyJSON(w, out, err)
 }
 
 // GET /api/v1/nodes: every node with its age and whether it is stale.
@@ -418,11 +416,7 @@ func (h *Handler) apiNodes(w http.ResponseWriter, r *http.Request) error {
 		}
 		return err
 	})
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return replyJSON(w, out, err)
 }
 
 // GET /api/v1/health: gpuacct check's findings; 503 when the database
@@ -445,15 +439,11 @@ func (h *Handler) apiHealth(w http.ResponseWriter, r *http.Request) error {
 		out.Problems, out.Summary = p, s
 		return err
 	})
-	if err != nil {
-		return err
-	}
 	out.Status = "ok"
 	if len(out.Problems) > 0 {
 		out.Status = "degraded"
 	} else {
 		out.Problems = []string{}
 	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return replyJSON(w, out, err)
 }
