@@ -213,6 +213,20 @@ func (e *env) job(c *cli.Context, sp report.JobSpec) (*report.Detail, error) {
 	return det, nil
 }
 
+// loadWindow is load, then the window of --start and --end; a window that
+// does not parse is a usage error of cmd.
+func loadWindow(c *cli.Context, d Deps, cmd string) (*env, timespec.Window, error) {
+	e, err := load(c, d)
+	if err != nil {
+		return nil, timespec.Window{}, err
+	}
+	w, err := e.window(c)
+	if err != nil {
+		return nil, timespec.Window{}, cliwire.Usagef("%s: %v", cmd, err)
+	}
+	return e, w, nil
+}
+
 func (e *env) window(c *cli.Context) (timespec.Window, error) {
 	return timespec.Resolve(c.String("start"), c.String("end"), e.now, e.loc)
 }
@@ -364,13 +378,9 @@ func runReport(c *cli.Context, d Deps, kind string) error {
 	if c.Args().Present() {
 		return cliwire.Usagef("report %s: unexpected argument %q (options go with --)", kind, c.Args().First())
 	}
-	e, err := load(c, d)
+	e, w, err := loadWindow(c, d, "report "+kind)
 	if err != nil {
 		return err
-	}
-	w, err := e.window(c)
-	if err != nil {
-		return cliwire.Usagef("report %s: %v", kind, err)
 	}
 	p, err := timespec.ParsePeriod(c.String("period"))
 	if err != nil {

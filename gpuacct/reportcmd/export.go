@@ -69,13 +69,9 @@ Examples:
 				}
 				job = &sp
 			}
-			e, err := load(c, d)
+			e, w, err := loadWindow(c, d, "export "+kind)
 			if err != nil {
 				return err
-			}
-			w, err := e.window(c)
-			if err != nil {
-				return cliwire.Usagef("export %s: %v", kind, err)
 			}
 			db, s, err := e.openScoped(c, "export "+kind, false)
 			if err != nil {

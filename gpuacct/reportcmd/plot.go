@@ -80,13 +80,9 @@ Examples:
 
 // plotReport is plot --report: allocated GPU-hours per team and period.
 func plotReport(c *cli.Context, d Deps, out string) error {
-	e, err := load(c, d)
+	e, w, err := loadWindow(c, d, "plot")
 	if err != nil {
 		return err
-	}
-	w, err := e.window(c)
-	if err != nil {
-		return cliwire.Usagef("plot: %v", err)
 	}
 	p, err := timespec.ParsePeriod(c.String("period"))
 	if err != nil {
