@@ -166,13 +166,10 @@ func (d *DB) jobRunIn(ctx context.Context, s Scope, sp JobSpec) (JobRow, error) 
 	return found, badInput("job %s is on clusters %s: choose with -M NAME", sp, strings.Join(on, ", "))
 }
 
-// Job loads one job run.
+// Job loads one job run on the cluster ("" for any): JobIn with a scope
+// of that one cluster.
 func (d *DB) Job(ctx context.Context, cluster string, sp JobSpec, now time.Time) (*Detail, error) {
-	r, err := d.jobRun(ctx, cluster, sp)
-	if err != nil {
-		return nil, err
-	}
-	return d.detail(ctx, &r, now)
+	return d.JobIn(ctx, Scope{Clusters: []string{cluster}}, sp, now)
 }
 
 // jobRun reads the job run's row on the cluster ("" for any).
