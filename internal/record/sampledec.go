@@ -420,46 +420,34 @@ func (d *SampleDecoder) strings(dst *[]string) bool {
 }
 
 // elems reads array elements after '[' up to and including ']'.
-func (d *SampleDecoder) elems(elem func() bool) bool {
-	d.ws()
-	if d.peek() == ']' {
-		d.i++
-		return true
-	}
-	for {
-		d.ws()
-		if !elem() {
-			return false
-		}
-		d.ws()
-		switch d.next() {
-		case ',':
-		case ']':
-			return true
-		default:
-			return false
-		}
-	}
-}
+func (d *SampleDecoder) elems(elem func() bool) bool { return d.list(']', elem) }
 
 // fields reads object members after '{' up to and including '}'; value
 // reads the value of key (and says no to an unknown one).
 func (d *SampleDecoder) fields(value func(key []byte) bool) bool {
+	return d.list('}', func() bool {
+		key, ok := d.str()
+		return ok && d.colon() && value(key)
+	})
+}
+
+// list reads the comma-separated items of an array or object up to and
+// including end; item reads one.
+func (d *SampleDecoder) list(end byte, item func() bool) bool {
 	d.ws()
-	if d.peek() == '}' {
+	if d.peek() == end {
 		d.i++
 		return true
 	}
 	for {
 		d.ws()
-		key, ok := d.str()
-		if !ok || !d.colon() || !value(key) {
+		if !item() {
 			return false
 		}
 		d.ws()
 		switch d.next() {
 		case ',':
-		case '}':
+		case end:
 			return true
 		default:
 			return false
