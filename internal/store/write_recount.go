@@ -147,27 +147,22 @@ func (b *Batch) recount(job, node int64, old, nw alloc) ([][2]int64, error) {
 			ranges = append(ranges, [2]int64{min(old.hi, nw.hi), max(old.hi, nw.hi)})
 		}
 	}
-	// An open edge ends at the job's first or last counted sample.
-	first, last := int64(math.MinInt64), int64(math.MaxInt64)
+	// An open edge ends at the job's first or last counted sample. Only
+	// the first range can open low and only the last high, so each is
+	// read at most once.
 	for i := range ranges {
 		r := &ranges[i]
 		if r[0] == math.MinInt64 {
-			if first == math.MinInt64 {
-				f, err := b.firstCounted(job, node)
-				if err != nil {
-					return nil, err
-				}
-				first = f
+			first, err := b.firstCounted(job, node)
+			if err != nil {
+				return nil, err
 			}
 			r[0] = first
 		}
 		if r[1] == math.MaxInt64 {
-			if last == math.MaxInt64 {
-				l, err := b.lastCounted(job, node)
-				if err != nil {
-					return nil, err
-				}
-				last = l
+			last, err := b.lastCounted(job, node)
+			if err != nil {
+				return nil, err
 			}
 			// The last sample may start before the range and reach into
 			// it (recountRange reads from the one before r[0]).
@@ -334,13 +329,9 @@ func (b *Batch) firstCounted(job, node int64) (int64, error) {
 	if err := b.flushUse(); err != nil {
 		return 0, err
 	}
-	row, err := b.queryRow(`SELECT min(hour) FROM job_hours WHERE job = ? AND node_id = ? AND sample_s != 0`, job, node)
+	h, err := b.queryNullInt(fmt.Sprintf("first counted hour of job %d", job), `SELECT min(hour) FROM job_hours WHERE job = ? AND node_id = ? AND sample_s != 0`, job, node)
 	if err != nil {
 		return 0, err
-	}
-	var h sql.NullInt64
-	if err := row.Scan(&h); err != nil {
-		return 0, fmt.Errorf("first counted hour of job %d: %w", job, err)
 	}
 	if !h.Valid {
 		return math.MaxInt64, nil // nothing counted: an empty range

@@ -56,32 +56,39 @@ func (b *Batch) FirstSample(n NoStart) (time.Time, bool, error) {
 	if err := b.flushUse(); err != nil {
 		return time.Time{}, false, err
 	}
-	row, err := b.queryRow(`SELECT min(hour) FROM job_hours WHERE job = ? AND node_id = ? AND sample_s > 0`, n.Row, n.Node)
+	what := fmt.Sprintf("first sample of job %d", n.JobID)
+	hour, err := b.queryNullInt(what, `SELECT min(hour) FROM job_hours WHERE job = ? AND node_id = ? AND sample_s > 0`, n.Row, n.Node)
 	if err != nil {
 		return time.Time{}, false, err
-	}
-	var hour sql.NullInt64
-	if err := row.Scan(&hour); err != nil {
-		return time.Time{}, false, fmt.Errorf("first sample of job %d: %w", n.JobID, err)
 	}
 	if !hour.Valid {
 		return time.Time{}, false, nil
 	}
-	row, err = b.queryRow(`SELECT min(s.t_ms) FROM samples s JOIN gpus g ON g.id = s.gpu_id
+	t, err := b.queryNullInt(what, `SELECT min(s.t_ms) FROM samples s JOIN gpus g ON g.id = s.gpu_id
  WHERE g.node_id = ? AND s.t_ms >= ? AND s.t_ms < ? AND (s.job = ? AND s.restart = ? OR s.jobs LIKE ?)`,
 		n.Node, hour.Int64*3_600_000, (hour.Int64+1)*3_600_000, int64(n.JobID), n.Restart, fmt.Sprintf(`%%"job":%d,"restart":%d,%%`, n.JobID, n.Restart))
 	if err != nil {
 		return time.Time{}, false, err
-	}
-	var t sql.NullInt64
-	if err := row.Scan(&t); err != nil {
-		return time.Time{}, false, fmt.Errorf("first sample of job %d: %w", n.JobID, err)
 	}
 	if !t.Valid {
 		// Pruned already: the hour is what is left.
 		return time.Unix(hour.Int64*3600, 0), true, nil
 	}
 	return time.UnixMilli(t.Int64), true, nil
+}
+
+// queryNullInt reads the one nullable integer q answers (an aggregate's);
+// a failed read is an error of what.
+func (b *Batch) queryNullInt(what, q string, args ...any) (sql.NullInt64, error) {
+	var v sql.NullInt64
+	row, err := b.queryRow(q, args...)
+	if err != nil {
+		return v, err
+	}
+	if err := row.Scan(&v); err != nil {
+		return v, fmt.Errorf("%s: %w", what, err)
+	}
+	return v, nil
 }
 
 // SetStart gives a job part whose start never came a better one: from
