@@ -78,6 +78,20 @@ func partitionFlag() cli.Flag {
 	return &cli.StringFlag{Name: "partition", EnvVars: []string{"GPUSUITE_PARTITION"}, Usage: "Slurm `PARTITION` (container.partition)"}
 }
 
+// nameFlag, timeFlag and mountFlag are read by code both commands share
+// (env's name, env.mounts, container.JobTime); only their help differs.
+func nameFlag(usage string) cli.Flag {
+	return &cli.StringFlag{Name: "name", EnvVars: []string{"GPUSUITE_CONTAINER_NAME"}, Usage: usage}
+}
+
+func timeFlag(usage string) cli.Flag {
+	return &cli.StringFlag{Name: "time", EnvVars: []string{"GPUSUITE_TIME"}, Usage: usage}
+}
+
+func mountFlag(usage string) cli.Flag {
+	return &cli.StringSliceFlag{Name: "mount", Usage: usage}
+}
+
 func configFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "config", EnvVars: []string{config.EnvPath}, Usage: "site configuration `FILE` (default " + config.DefaultPath + ")"},

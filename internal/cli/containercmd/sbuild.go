@@ -45,14 +45,14 @@ Examples:
 
 func sbuildFlags() []cli.Flag {
 	return append(configFlags(),
-		&cli.StringFlag{Name: "name", EnvVars: []string{"GPUSUITE_CONTAINER_NAME"}, Usage: "container `NAME` (default: the directory's name, sanitised)"},
+		nameFlag("container `NAME` (default: the directory's name, sanitised)"),
 		&cli.StringFlag{Name: "image", EnvVars: []string{"GPUSUITE_CONTAINER_IMAGE"}, Usage: "image when none is given as argument (container.image)"},
 		&cli.BoolFlag{Name: "rebuild", Usage: "replace an existing container of this name, keeping the old one until the new one is built (refused while one of your jobs uses it)"},
 		&cli.StringFlag{Name: "setup", Usage: "run `FILE` inside the new container as remapped root, writable, in /workspace"},
 		&cli.IntFlag{Name: "gpus", EnvVars: []string{"GPUSUITE_BUILD_GPUS"}, Usage: "GPUs for the build job (container.build_gpus)"},
 		partitionFlag(),
-		&cli.StringFlag{Name: "time", EnvVars: []string{"GPUSUITE_TIME"}, Usage: "time limit for the build job, as srun --time"},
-		&cli.StringSliceFlag{Name: "mount", Usage: "extra bind mount `SRC:DST[:ro]` while building, repeatable (env GPUSUITE_MOUNTS, ';'-separated)"},
+		timeFlag("time limit for the build job, as srun --time"),
+		mountFlag("extra bind mount `SRC:DST[:ro]` while building, repeatable (env GPUSUITE_MOUNTS, ';'-separated)"),
 		&cli.StringFlag{Name: "save", Usage: "also save the container as squashfs `PATH.sqsh` (pyxis --container-save)"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "print the srun command line instead of running it"},
 		&cli.BoolFlag{Name: "skip-checks", Usage: "do not run the preflight checks (nor ask the image's registry)"},

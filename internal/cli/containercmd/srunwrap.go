@@ -35,11 +35,11 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func srunWrapFlags() []cli.Flag {
 	return append(configFlags(),
-		&cli.StringFlag{Name: "name", EnvVars: []string{"GPUSUITE_CONTAINER_NAME"}, Usage: "container `NAME` (default: from the directory's name, as sbuild made it)"},
+		nameFlag("container `NAME` (default: from the directory's name, as sbuild made it)"),
 		&cli.IntFlag{Name: "gpus", EnvVars: []string{"GPUSUITE_GPUS"}, Usage: "GPUs to ask for, 0 for none (container.gpus)"},
 		partitionFlag(),
-		&cli.StringFlag{Name: "time", EnvVars: []string{"GPUSUITE_TIME"}, Usage: "time limit, as srun --time (container.time)"},
-		&cli.StringSliceFlag{Name: "mount", Usage: "extra bind mount `SRC:DST[:ro]`, repeatable; no ',' or ':' in paths (env GPUSUITE_MOUNTS, ';'-separated)"},
+		timeFlag("time limit, as srun --time (container.time)"),
+		mountFlag("extra bind mount `SRC:DST[:ro]`, repeatable; no ',' or ':' in paths (env GPUSUITE_MOUNTS, ';'-separated)"),
 		&cli.StringSliceFlag{Name: "env", Usage: "pass `NAME[=VALUE]` into the container, over the image's own value; repeatable"},
 		&cli.BoolFlag{Name: "batch", Usage: "submit CMD, a job script, with sbatch instead; it runs in the container and its #SBATCH lines are kept"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "print the command line instead of running it"},
