@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -25,7 +26,9 @@ const (
 // only approach (a prolog starts after Slurm's start, an epilog ends after
 // Slurm's end): so a job's GPU-seconds are sacct's gres/gpu × ElapsedRaw
 // and reports equal sreport's. The store moves every figure after the
-// times (job hours, rollups, totals). Runs are asked about in batches,
+// times (job hours, rollups, totals). The same call brings each run's
+// usage (CPUs, TotalCPU, memory asked and peak RSS, time limit: see
+// askSacctRunsOf), kept beside its times. Runs are asked about in batches,
 // once: one sacct answers for without listing it is asked again each pass
 // until reconcileGiveUp after its end, and meanwhile keeps the hooks' times
 // (end_source epilog). A failed call answers for no run, so none is given
@@ -70,6 +73,7 @@ func (in *Ingester) reconcileBatch(ctx context.Context, now time.Time, before in
 	}
 	answered := map[string]bool{} // by cluster: a failed call answers for none of its runs
 	times := map[int64]store.SlurmTimes{}
+	usage := map[int64]store.JobUsage{}
 	calls, all, serr := askPerCluster(jobs, func(j store.Unreconciled) string { return j.Cluster }, budget,
 		func(cluster string, js []store.Unreconciled) error {
 			runs, err := in.askSacctRunsOf(ctx, cluster, js)
@@ -79,8 +83,11 @@ func (in *Ingester) reconcileBatch(ctx context.Context, now time.Time, before in
 			}
 			answered[cluster] = true
 			for _, j := range js {
-				if t, ok := slurmTimes(j, runs[j.JobID]); ok {
+				if t, r, ok := slurmTimes(j, runs[j.JobID]); ok {
 					times[j.Row] = t
+					if u, ok := r.usage.usage(); ok {
+						usage[j.Row] = u
+					}
 				}
 			}
 			return nil
@@ -99,6 +106,12 @@ func (in *Ingester) reconcileBatch(ctx context.Context, now time.Time, before in
 			if err := b.Reconcile(j.Row, t); err != nil {
 				b.Rollback()
 				return 0, calls, fmt.Errorf("job %d (restart %d): %w", j.JobID, j.Restart, err)
+			}
+			if u, ok := usage[j.Row]; ok {
+				if err := b.SetUsage(j.Row, u); err != nil {
+					b.Rollback()
+					return 0, calls, fmt.Errorf("job %d (restart %d): %w", j.JobID, j.Restart, err)
+				}
 			}
 			done++
 			continue
@@ -130,13 +143,23 @@ func (in *Ingester) reconcileBatch(ctx context.Context, now time.Time, before in
 }
 
 // askSacctRunsOf asks sacct for every run (-D: a requeued job's earlier
-// ones too) of the given jobs of cluster (-M), in one call.
+// ones too) of the given jobs of cluster (-M), with their steps and usage,
+// in one call. A call that fails in other ways than by time (an answer
+// over the output bound: jobs of very many steps; a sacct that lacks a
+// usage field) is asked once more as before usage was asked: the runs
+// only (-X), so that their times never wait on their usage, which then
+// stays not recorded. A call out of time is not asked again (one timeout
+// a pass).
 func (in *Ingester) askSacctRunsOf(ctx context.Context, cluster string, jobs []store.Unreconciled) (map[uint64][]sacctRun, error) {
 	ids := make([]uint64, len(jobs))
 	for i, j := range jobs {
 		ids[i] = j.JobID
 	}
-	out, err := in.sacctJobs(ctx, cluster, ids, "-X", "-D", "--parsable2", "--noheader", "-o", sacctRunFields)
+	out, err := in.sacctJobs(ctx, cluster, ids, "-D", "--parsable2", "--noheader", "-o", sacctUsageFields)
+	if err != nil && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
+		in.logSlurm("job usage not taken from sacct; asking for the times alone", err)
+		out, err = in.sacctJobs(ctx, cluster, ids, "-X", "-D", "--parsable2", "--noheader", "-o", sacctRunFields)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -146,19 +169,19 @@ func (in *Ingester) askSacctRunsOf(ctx context.Context, cluster string, jobs []s
 // slurmTimes is the run of j that Slurm's accounting lists, if it lists
 // one that has ended: the run of j's restart count that started near the
 // prolog's start, or, where the start is an estimate, ended near the
-// epilog's end (pickRun).
-func slurmTimes(j store.Unreconciled, runs []sacctRun) (store.SlurmTimes, bool) {
+// epilog's end (pickRun). The run is returned for its usage.
+func slurmTimes(j store.Unreconciled, runs []sacctRun) (store.SlurmTimes, sacctRun, bool) {
 	known, at := j.Start, runStart
 	if j.StartEstimated {
 		known, at = j.End, runEnd
 	}
 	info, r, err := runInfoBy(runs, j.Restart, known, at)
 	if err != nil || info.running || r.start.IsZero() || info.end.IsZero() {
-		return store.SlurmTimes{}, false
+		return store.SlurmTimes{}, sacctRun{}, false
 	}
 	t := store.SlurmTimes{Start: r.start, End: info.end, State: info.state, ExitCode: info.code}
 	if info.code != nil {
 		t.ExitSignal = r.signal
 	}
-	return t, true
+	return t, r, true
 }

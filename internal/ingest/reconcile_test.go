@@ -22,7 +22,8 @@ import (
 // runsCall says whether a fake sacct's args ask about job runs: the
 // reconciling batches, and the jobs without a start or unfinished.
 func runsCall(args []string) bool {
-	return strings.HasSuffix(strings.Join(args, " "), "-o "+sacctRunFields)
+	a := strings.Join(args, " ")
+	return strings.HasSuffix(a, "-o "+sacctRunFields) || strings.HasSuffix(a, "-o "+sacctUsageFields)
 }
 
 // reconcilePhase tells reconcileTimes' calls from those about jobs without
@@ -111,8 +112,10 @@ func TestReconcileTimes(t *testing.T) {
 	}{
 		{"sacct answers", true, nil, records, time.Hour, reconciled, reconciled, 1, 0},
 		{"sacct off", false, nil, records, time.Hour, asHooks(0), asHooks(0), 0, 0},
-		{"sacct unreachable", true, down, records, time.Hour, asHooks(0), asHooks(0), 1, 1},
-		{"unreachable for a day: still asked", true, down, records, 25 * time.Hour, asHooks(0), asHooks(0), 1, 1},
+		// A call that fails fast is asked once more for the times alone
+		// (askSacctRunsOf), which fails too.
+		{"sacct unreachable", true, down, records, time.Hour, asHooks(0), asHooks(0), 2, 2},
+		{"unreachable for a day: still asked", true, down, records, 25 * time.Hour, asHooks(0), asHooks(0), 2, 2},
 		{"sacct does not know a job", true, nil, records[1:], time.Hour, unknown101, unknown101, 1, 1},
 		{"nor a day after its end", true, nil, records[1:], 25 * time.Hour, unknown101, gaveUp101, 1, 1},
 	}
@@ -151,7 +154,7 @@ func TestReconcileTimes(t *testing.T) {
 				t.Errorf("first pass: %d reconciling calls %q, want %d", len(calls), calls, tc.calls1)
 			}
 			if tc.calls1 > 0 {
-				want := "-M c1 -j 103,102,101 -X -D --parsable2 --noheader -o JobIDRaw,Start,End,State,ExitCode"
+				want := "-M c1 -j 103,102,101 -D --parsable2 --noheader -o " + sacctUsageFields
 				if calls[0] != want {
 					t.Errorf("sacct args %q, want %q", calls[0], want)
 				}
@@ -298,7 +301,7 @@ func TestParseSacctRunsOf(t *testing.T) {
 		7: {{start: at(0, 0), end: at(0, 50), state: "requeued", code: &zero, signal: &zero}, {start: at(1, 0), end: at(2, 0), state: "completed", code: &zero, signal: &zero}},
 		8: {{start: at(0, 0), end: at(0, 10), state: "cancelled", code: &zero, signal: &fifteen}},
 	}
-	if diff := cmp.Diff(want, parseSacctRunsOf(out, time.UTC), cmp.AllowUnexported(sacctRun{})); diff != "" {
+	if diff := cmp.Diff(want, parseSacctRunsOf(out, time.UTC), cmp.AllowUnexported(sacctRun{}, runUsage{})); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }

@@ -21,6 +21,11 @@ import (
 type slurmRun struct {
 	id                             uint64
 	start, end, state, exit, jobID string
+	// usage is the run's AllocCPUS|TotalCPU|ReqMem|MaxRSS|TimelimitRaw|
+	// ElapsedRaw|NNodes ("" a run of 1 CPU, no steps' usage); steps, its
+	// steps' names and MaxRSS, listed without -X.
+	usage string
+	steps [][2]string
 }
 
 // fakeSacct answers like sacct 22.05 from records: -j ID[,ID] selects (an
@@ -32,9 +37,11 @@ func fakeSacct(records *[]slurmRun, calls *[]string) Sacct {
 		*calls = append(*calls, strings.Join(args, " "))
 		var ids []string
 		var fields []string
-		dup := false
+		dup, alloc := false, false
 		for i := 0; i < len(args); i++ {
 			switch args[i] {
+			case "-X":
+				alloc = true
 			case "-j":
 				i++
 				ids = strings.Split(args[i], ",")
@@ -59,31 +66,62 @@ func fakeSacct(records *[]slurmRun, calls *[]string) Sacct {
 		}
 		var b strings.Builder
 		for _, r := range picked {
-			var vals []string
-			for _, f := range fields {
-				switch f {
-				case "JobIDRaw":
-					vals = append(vals, strconv.FormatUint(r.id, 10))
-				case "JobID":
-					vals = append(vals, cmpOr(r.jobID, strconv.FormatUint(r.id, 10)))
-				case "Start":
-					vals = append(vals, r.start)
-				case "End":
-					vals = append(vals, r.end)
-				case "State":
-					vals = append(vals, r.state)
-				case "ExitCode":
-					vals = append(vals, r.exit)
-				case "Comment":
-					vals = append(vals, "")
-				default:
-					return nil, fmt.Errorf("sacct: invalid field %q", f)
-				}
+			steps := [][2]string{{"", ""}}
+			if !alloc {
+				steps = append(steps, r.steps...)
 			}
-			b.WriteString(strings.Join(vals, "|") + "\n")
+			for _, st := range steps {
+				line, err := fakeSacctLine(r, fields, st[0], st[1])
+				if err != nil {
+					return nil, err
+				}
+				b.WriteString(line)
+			}
 		}
 		return []byte(b.String()), nil
 	}
+}
+
+// sacctUsageNames are the usage fields fakeSacct knows, in the order of
+// slurmRun.usage.
+var sacctUsageNames = []string{"AllocCPUS", "TotalCPU", "ReqMem", "MaxRSS", "TimelimitRaw", "ElapsedRaw", "NNodes"}
+
+// fakeSacctLine is run r's line of the given fields, or its step's (step
+// the step's name, rss its MaxRSS); an unknown field is sacct's error.
+func fakeSacctLine(r slurmRun, fields []string, step, rss string) (string, error) {
+	usage := strings.Split(cmpOr(r.usage, "1|00:00:00|0||UNLIMITED|0|1"), "|")
+	var vals []string
+	for _, f := range fields {
+		switch f {
+		case "JobIDRaw":
+			id := strconv.FormatUint(r.id, 10)
+			if step != "" {
+				id += "." + step
+			}
+			vals = append(vals, id)
+		case "JobID":
+			vals = append(vals, cmpOr(r.jobID, strconv.FormatUint(r.id, 10)))
+		case "Start":
+			vals = append(vals, r.start)
+		case "End":
+			vals = append(vals, r.end)
+		case "State":
+			vals = append(vals, r.state)
+		case "ExitCode":
+			vals = append(vals, r.exit)
+		case "Comment":
+			vals = append(vals, "")
+		case "MaxRSS":
+			vals = append(vals, rss)
+		default:
+			i := slices.Index(sacctUsageNames, f)
+			if i < 0 {
+				return "", fmt.Errorf("sacct: invalid field %q", f)
+			}
+			vals = append(vals, usage[i])
+		}
+	}
+	return strings.Join(vals, "|") + "\n", nil
 }
 
 func cmpOr(a, b string) string {
@@ -266,7 +304,8 @@ func TestRequeuedOpenRun(t *testing.T) {
 				t.Errorf("restart 1 allocated %d GPU-s, want 7200", a1)
 			}
 			for _, c := range calls {
-				if !strings.HasSuffix(c, "-X -D --parsable2 --noheader -o "+sacctRunFields) && !strings.HasSuffix(c, "-o JobIDRaw,JobID,Comment") {
+				if !strings.HasSuffix(c, "-X -D --parsable2 --noheader -o "+sacctRunFields) && !strings.HasSuffix(c, " -D --parsable2 --noheader -o "+sacctUsageFields) &&
+					!strings.HasSuffix(c, "-o JobIDRaw,JobID,Comment") {
 					t.Errorf("sacct asked %q", c)
 				}
 			}

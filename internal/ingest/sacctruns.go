@@ -19,6 +19,8 @@ type sacctRun struct {
 	state      string // lower case, without "+" or " by UID"
 	code       *int
 	signal     *int
+	// usage is what the run used, where the call asked (reconciling).
+	usage runUsage
 }
 
 // passRuns asks sacct about a job's runs at most once a pass: the jobs
@@ -95,12 +97,24 @@ func parseSacctRuns(out string, job uint64, loc *time.Location) ([]sacctRun, err
 
 // parseSacctRunsOf reads the runs of many jobs (one batched call), each
 // job's in Start order. A line that does not parse is left out, not the
-// answer: it names no job this pass can trust.
+// answer: it names no job this pass can trust. A step's line (asked
+// without -X) follows its run's, so it counts for the run just read when
+// it carries that run's job id.
 func parseSacctRunsOf(out string, loc *time.Location) map[uint64][]sacctRun {
 	res := map[uint64][]sacctRun{}
+	var last *sacctRun
+	var lastID uint64
 	for line := range strings.SplitSeq(out, "\n") {
+		if id, f, ok := stepOf(line); ok {
+			if last != nil && id == lastID {
+				last.usage.addStep(f)
+			}
+			continue
+		}
+		last = nil
 		if id, r, ok, err := parseSacctRun(line, loc); err == nil && ok {
 			res[id] = append(res[id], r)
+			last, lastID = &res[id][len(res[id])-1], id
 		}
 	}
 	for _, runs := range res {
@@ -141,6 +155,7 @@ func parseSacctRun(line string, loc *time.Location) (uint64, sacctRun, bool, err
 			r.signal = &v
 		}
 	}
+	r.usage = parseRunUsage(f[5:])
 	return id, r, true, nil
 }
 
