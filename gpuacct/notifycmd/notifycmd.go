@@ -1,6 +1,10 @@
 // Package notifycmd is the command line of gpuacct notify: one notifier
 // pass for cron (--once), a test message, the messages kept, and a
 // rule's messages as they would go (internal/notify, docs/notify.md).
+//
+// Files: notifycmd.go (Deps, gpuacct notify, --once, test, list,
+// preview), optout.go (notify off and on), mailprog.go (gpuacct mailprog,
+// Slurm's MailProg).
 package notifycmd
 
 import (

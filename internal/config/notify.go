@@ -81,6 +81,11 @@ type NotifyIdle struct {
 	ExemptPartitions []string `toml:"exempt_partitions"`
 	// ExemptComment exempts a job whose Slurm comment holds it.
 	ExemptComment string `toml:"exempt_comment"`
+	// CancelAfter, when not 0, cancels a job whose GPUs all stay idle
+	// this long after the idle warning went: a final warning first, then
+	// scancel FinalWarning after it went. 0 (the default): never.
+	CancelAfter  Duration `toml:"cancel_after"`
+	FinalWarning Duration `toml:"final_warning"`
 }
 
 // NotifyLanguages are the languages messages are written in.
@@ -91,7 +96,8 @@ func defaultNotify() Notify {
 		Interval: Dur(5 * time.Minute), Language: "en", MaxAttempts: 10,
 		RetryMin: Dur(time.Minute), RetryMax: Dur(6 * time.Hour), RatePerHour: 20,
 		Mail: NotifyMail{Host: "localhost", Port: 25, StartTLS: "auto", From: "gpusuite@localhost", Timeout: Dur(30 * time.Second)},
-		Idle: NotifyIdle{Enabled: true, IdleAfter: Dur(time.Hour), StaleAfter: Dur(15 * time.Minute), ExemptComment: "gpuacct:noidlemail"},
+		Idle: NotifyIdle{Enabled: true, IdleAfter: Dur(time.Hour), StaleAfter: Dur(15 * time.Minute), ExemptComment: "gpuacct:noidlemail",
+			FinalWarning: Dur(15 * time.Minute)},
 	}
 }
 
@@ -199,6 +205,12 @@ func (i *NotifyIdle) validate(webhooks map[string]NotifyWebhook) error {
 	}
 	if d := i.StaleAfter.Duration; d < time.Minute || d > 24*time.Hour {
 		return fmt.Errorf("key \"notify.idle.stale_after\": %s is outside 1m..24h", d)
+	}
+	if d := i.CancelAfter.Duration; d != 0 && (d < 10*time.Minute || d > 30*24*time.Hour) {
+		return fmt.Errorf("key \"notify.idle.cancel_after\": %s is neither 0s (off) nor within 10m..720h", d)
+	}
+	if d := i.FinalWarning.Duration; d < 0 || d > 24*time.Hour {
+		return fmt.Errorf("key \"notify.idle.final_warning\": %s is outside 0s..24h", d)
 	}
 	if _, ok := webhooks[i.Webhook]; i.Webhook != "" && !ok {
 		return fmt.Errorf("key \"notify.idle.webhook\": no [notify.webhooks.%s]", i.Webhook)

@@ -30,8 +30,11 @@ func (n *Notifier) idleMessages(ctx context.Context, now time.Time, user string)
 	fresh := now.Add(-rule.StaleAfter.Duration).UnixMilli()
 	var idle []store.IdleGPU
 	jobs := map[int64]bool{}
+	// held counts each run's GPUs: the cancel waits for all of them.
+	held := map[int64]int{}
 	for _, g := range gpus {
 		jobs[g.Row] = true
+		held[g.Row]++
 		if user != "" && g.User != user || n.exempt(g) {
 			continue
 		}
@@ -64,7 +67,10 @@ func (n *Notifier) idleMessages(ctx context.Context, now time.Time, user string)
 			off = slices.Contains(rules, RuleIdle) || slices.Contains(rules, RuleAll)
 			optedOut[g.User] = off
 		}
-		if off {
+		// With the cancel on, a run whose GPUs are all idle is warned
+		// whatever its owner opted out of: nobody is cancelled unwarned.
+		all := n.cancelOn() && len(run) == held[g.Row]
+		if off && !all {
 			continue
 		}
 		j := IdleJob{Cluster: g.Cluster, JobID: g.JobID, Restart: g.Restart, User: g.User, Account: g.Account, Part: g.Partition,
@@ -73,7 +79,15 @@ func (n *Notifier) idleMessages(ctx context.Context, now time.Time, user string)
 			since := time.UnixMilli(x.IdleSinceMs)
 			j.Idle = append(j.Idle, IdleGPU{Node: x.Node, Index: x.Index, UUID: x.UUID, Since: since, For: now.Sub(since)})
 		}
-		out = append(out, n.idleJobMessages(j, now)...)
+		msgs := n.idleJobMessages(j, now)
+		out = append(out, msgs...)
+		if all {
+			esc, err := n.escalate(ctx, j, msgs[0].Key, now)
+			if err != nil {
+				return nil, len(jobs), fmt.Errorf("idle rule: %w", err)
+			}
+			out = append(out, esc...)
+		}
 	}
 	return out, len(jobs), nil
 }

@@ -10,7 +10,8 @@
 // backoff, rate limit), recipients.go (users' mail addresses),
 // metrics.go (counters per rule, channel and outcome), list.go (gpuacct
 // notify list's table), jobend.go (Slurm's job mail with the job's GPU
-// summary: gpuacct mailprog).
+// summary: gpuacct mailprog), cancel.go (the idle rule's final warning
+// and cancel).
 package notify
 
 import (

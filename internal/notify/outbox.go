@@ -135,6 +135,8 @@ func (n *Notifier) send(ctx context.Context, m store.NotifyMessage) error {
 		sum := sha256.Sum256([]byte(m.Key))
 		return n.smtp.Send(ctx, deliver.Mail{To: m.Recipient, Subject: m.Subject, Body: m.Body, Date: m.Created,
 			MessageID: fmt.Sprintf("%s.%d@gpusuite", hex.EncodeToString(sum[:12]), m.ID)})
+	case ChannelSlurm:
+		return n.cancelJob(ctx, m)
 	case ChannelWebhook:
 		w, ok := n.hooks[m.Recipient]
 		if !ok {

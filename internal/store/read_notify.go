@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -206,4 +207,17 @@ func (s *Store) NotifySentSince(ctx context.Context, since time.Time) (map[strin
 		return nil, fmt.Errorf("count messages sent: %w", translate(err))
 	}
 	return out, nil
+}
+
+// NotifyByKey reads the message kept under key; ok is false when there
+// is none.
+func (s *Store) NotifyByKey(ctx context.Context, key string) (m NotifyMessage, ok bool, err error) {
+	m, err = scanNotify(s.db.QueryRowContext(ctx, `SELECT `+notifyColumns+` FROM notify_messages WHERE key = ?`, key))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return NotifyMessage{}, false, nil
+	case err != nil:
+		return NotifyMessage{}, false, fmt.Errorf("read message %s: %w", key, translate(err))
+	}
+	return m, true, nil
 }

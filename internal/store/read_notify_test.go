@@ -128,3 +128,34 @@ func BenchmarkIdleGPUs(b *testing.B) {
 		}
 	}
 }
+
+// TestNotifyByKey: the message kept under a key, with its delivery, and
+// none for a key never kept.
+func TestNotifyByKey(t *testing.T) {
+	s, _ := openLedger(t)
+	sentAt := notifyT0.Add(time.Minute)
+	notifyBatch(t, s, notifyT0, func(b *Batch) {
+		id, _, err := b.EnqueueNotify(notifyMsg("idle:c:7+0:user:alice", "alice", 7))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.MarkNotifySent(id, sentAt); err != nil {
+			t.Fatal(err)
+		}
+	})
+	for _, tc := range []struct {
+		key   string
+		ok    bool
+		state string
+	}{{"idle:c:7+0:user:alice", true, NotifySent}, {"idle:c:8+0:user:alice", false, ""}} {
+		t.Run(tc.key, func(t *testing.T) {
+			m, ok, err := s.NotifyByKey(context.Background(), tc.key)
+			if err != nil || ok != tc.ok || m.State != tc.state {
+				t.Fatalf("NotifyByKey = %+v, %v, %v; want ok %v state %q", m, ok, err, tc.ok, tc.state)
+			}
+			if ok && (m.SentAt == nil || !m.SentAt.Equal(sentAt)) {
+				t.Errorf("sent at %v, want %v", m.SentAt, sentAt)
+			}
+		})
+	}
+}
