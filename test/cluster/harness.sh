@@ -104,6 +104,9 @@ status() {
     case "$st" in idle*|mix*|alloc*) ;; *) return 1 ;; esac
   done
   curl -fsS -m 5 "http://127.0.0.1:$SERVE_PORT/api/v1/health" >/dev/null 2>&1 || return 1
+  # One from before the job accounting gather (sacct's TotalCPU, MaxRSS)
+  # is replaced.
+  grep -qx 'JobAcctGatherType=jobacct_gather/linux' "$DIR/etc/slurm.conf" || return 1
   dbd_answers
 }
 

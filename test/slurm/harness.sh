@@ -59,8 +59,10 @@ status() {
   local st
   st=$(timeout 5 sinfo -h -N -n "$NODE" -o '%t' 2>/dev/null) || return 1
   case "$st" in idle*|mix*|alloc*) ;; *) return 1 ;; esac
-  # A cluster from before accounting, or one whose slurmdbd is gone, is
-  # not what the tests need: start replaces it.
+  # A cluster from before accounting, or before its job accounting gather
+  # (sacct's TotalCPU and MaxRSS), or one whose slurmdbd is gone, is not
+  # what the tests need: start replaces it.
+  grep -qx 'JobAcctGatherType=jobacct_gather/linux' "$DIR/etc/slurm.conf" || return 1
   dbd_answers
 }
 

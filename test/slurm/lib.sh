@@ -86,9 +86,11 @@ SlurmctldDebug=info
 SlurmdDebug=info
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
-# AllocTRES and ElapsedRaw come from slurmctld's own job record: no
-# per-task gathering is needed for them, and none keeps jobs light.
-JobAcctGatherType=jobacct_gather/none
+# Each step's CPU time and peak RSS (sacct's TotalCPU, MaxRSS), read
+# from /proc (linuxproc tracks the processes); sampled each second, so a
+# test job of a few seconds has its peak, and once more as each task ends.
+JobAcctGatherType=jobacct_gather/linux
+JobAcctGatherFrequency=task=1
 AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=localhost
 AccountingStoragePort=$DBD_PORT
