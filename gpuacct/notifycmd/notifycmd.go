@@ -68,7 +68,7 @@ func Command(d Deps) *cli.Command {
 		UsageText: `gpuacct notify --once
 gpuacct notify test --to ADDR
 gpuacct notify list [--job ID] [--user U] [--format table|json]
-gpuacct notify preview idle [--user U]
+gpuacct notify preview idle|digest [--user U]
 gpuacct notify off|on --rule RULE
 
 The notifier's rules ([notify] in the config) decide messages over the
@@ -302,8 +302,8 @@ func previewCommand(d Deps) *cli.Command {
 		Usage: "print the messages RULE would send now, sending and keeping nothing",
 		UsageText: `gpuacct notify preview RULE [--user U]
 
-RULE is idle. Root and the service user may preview any user's messages;
-others their own.
+RULE is idle or digest (the weekly digest of the week before). Root and
+the service user may preview any user's messages; others their own.
 
 Examples:
    gpuacct notify preview idle

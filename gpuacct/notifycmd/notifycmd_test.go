@@ -101,7 +101,7 @@ func TestBadUse(t *testing.T) {
 		{"bad language", "[notify]\nlanguage = \"de\"\n", []string{"test", "--to", "a@example.org"}, `key "notify.language": "de" is not one of en, ja`},
 		{"nothing to do", "", nil, "give --once, or a command"},
 		{"unknown command", "", []string{"sned"}, `no command "sned"`},
-		{"unknown rule to preview", "", []string{"preview", "digest"}, `no rule "digest" (rules: idle)`},
+		{"unknown rule to preview", "", []string{"preview", "weekly"}, `no rule "weekly" (rules: idle, digest)`},
 		{"test without --to", "", []string{"test"}, "give --to ADDR"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -38,6 +38,13 @@ type Notify struct {
 	Mail        NotifyMail               `toml:"mail"`
 	Webhooks    map[string]NotifyWebhook `toml:"webhooks"`
 	Idle        NotifyIdle               `toml:"idle"`
+	Digest      NotifyDigest             `toml:"digest"`
+}
+
+// NotifyDigest is the weekly digest: each user gets their jobs of the
+// week before, once, in the first pass of a week (report.tz).
+type NotifyDigest struct {
+	Enabled bool `toml:"enabled"`
 }
 
 // NotifyMail is the SMTP server and the users' addresses.

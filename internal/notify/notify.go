@@ -11,7 +11,7 @@
 // metrics.go (counters per rule, channel and outcome), list.go (gpuacct
 // notify list's table), jobend.go (Slurm's job mail with the job's GPU
 // summary: gpuacct mailprog), cancel.go (the idle rule's final warning
-// and cancel).
+// and cancel), digest.go (each user's weekly digest).
 package notify
 
 import (
@@ -28,7 +28,7 @@ import (
 )
 
 // Rules are the rules this notifier knows, by name.
-var Rules = []string{RuleIdle}
+var Rules = []string{RuleIdle, RuleDigest}
 
 // Rule names: the idle-GPU rule, the job-end mail (gpuacct mailprog),
 // the weekly digests; all stands for every rule in a user's opt-out.
@@ -75,6 +75,9 @@ type Notifier struct {
 	addrs addresses
 	m     *Metrics
 	last  time.Time
+	// digested is the week whose digests this notifier kept: the keys
+	// make a second keeping harmless, this spares the week's read.
+	digested string
 }
 
 // New makes a Notifier over st, reading the SMTP password file and the
@@ -171,16 +174,29 @@ func (n *Notifier) RunDue(ctx context.Context, now time.Time) {
 // (with notify.dry_run, logs them and keeps nothing).
 func (n *Notifier) Evaluate(ctx context.Context, now time.Time) (Result, error) {
 	var res Result
-	if !n.cfg.Idle.Enabled {
-		return res, nil
+	var msgs []store.NotifyMessage
+	if n.cfg.Idle.Enabled {
+		idle, jobs, err := n.idleMessages(ctx, now, "")
+		res.Jobs = jobs
+		if err != nil {
+			return res, err
+		}
+		msgs = idle
 	}
-	msgs, jobs, err := n.idleMessages(ctx, now, "")
-	res.Jobs = jobs
-	if err != nil {
-		return res, err
+	digestWeek := ""
+	if n.digestDue(now) {
+		digests, err := n.digestMessages(ctx, now, "")
+		if err != nil {
+			return res, err
+		}
+		msgs = append(msgs, digests...)
+		_, _, digestWeek = week(now, n.loc)
 	}
 	res.Found = len(msgs)
 	if len(msgs) == 0 {
+		if digestWeek != "" {
+			n.digested = digestWeek
+		}
 		return res, nil
 	}
 	if n.cfg.DryRun {
@@ -208,6 +224,9 @@ func (n *Notifier) Evaluate(ctx context.Context, now time.Time) (Result, error) 
 	if err := b.Commit(); err != nil {
 		return res, fmt.Errorf("keep messages: %w", err)
 	}
+	if digestWeek != "" {
+		n.digested = digestWeek
+	}
 	return res, nil
 }
 
@@ -218,6 +237,8 @@ func (n *Notifier) Preview(ctx context.Context, rule string, now time.Time, user
 	case RuleIdle:
 		msgs, _, err := n.idleMessages(ctx, now, user)
 		return msgs, err
+	case RuleDigest:
+		return n.digestMessages(ctx, now, user)
 	}
 	return nil, fmt.Errorf("no rule %q (rules: %s)", rule, strings.Join(Rules, ", "))
 }

@@ -1,0 +1,201 @@
+package notify
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/store"
+)
+
+// Bounds of a digest pass.
+const (
+	// maxDigestRuns bounds the job runs one digest pass reads: a week of
+	// a large cluster's jobs.
+	maxDigestRuns = 1_000_000
+	// digestWorst is how many of a user's jobs a digest lists.
+	digestWorst = 3
+)
+
+// DigestJob is one job of a UserDigest's list.
+type DigestJob struct {
+	ID, Cluster  string
+	GPUs         int64
+	AllocS       int64
+	UsedS, IdleS float64
+	SampleS      float64
+}
+
+// UserDigest is one user's week: the runs that ended in [From, To).
+type UserDigest struct {
+	User, Week            string
+	From, To              time.Time
+	Jobs                  int
+	AllocS                int64
+	UsedS, IdleS, SampleS float64
+	// Worst are the jobs that left their GPUs idle longest.
+	Worst []DigestJob
+}
+
+// week is the week before the one now is in (Monday 00:00 in loc) and
+// its ISO name, 2026-W09.
+func week(now time.Time, loc *time.Location) (from, to time.Time, name string) {
+	t := now.In(loc)
+	days := (int(t.Weekday()) + 6) % 7 // since Monday
+	to = time.Date(t.Year(), t.Month(), t.Day()-days, 0, 0, 0, 0, loc)
+	from = to.AddDate(0, 0, -7)
+	y, w := from.ISOWeek()
+	return from, to, fmt.Sprintf("%d-W%02d", y, w)
+}
+
+// digestDue says whether the week before now's has not been digested by
+// this notifier yet; the keys keep a restarted one from sending again.
+func (n *Notifier) digestDue(now time.Time) bool {
+	_, _, name := week(now, n.loc)
+	return n.cfg.Digest.Enabled && n.digested != name
+}
+
+// digestMessages are the digests of the week before now's (only user's
+// when user is set): one per user with a run that ended in it, unless
+// they opted out.
+func (n *Notifier) digestMessages(ctx context.Context, now time.Time, user string) ([]store.NotifyMessage, error) {
+	from, to, name := week(now, n.loc)
+	byUser := map[string]*UserDigest{}
+	read := 0
+	q := store.JobsQuery{From: from.Unix(), To: to.Unix()}
+	if user != "" {
+		q.Users = []string{user}
+	}
+	err := n.st.Jobs(ctx, q, func(j *store.JobRow) bool {
+		read++
+		if j.End == nil || *j.End < from.Unix() || *j.End >= to.Unix() {
+			return read < maxDigestRuns
+		}
+		d := byUser[j.User]
+		if d == nil {
+			d = &UserDigest{User: j.User, Week: name, From: from, To: to}
+			byUser[j.User] = d
+		}
+		d.Jobs++
+		d.AllocS += j.AllocS
+		d.UsedS += j.UsedS
+		d.IdleS += j.IdleS
+		d.SampleS += j.SampleS
+		if j.IdleS > 0 {
+			d.Worst = append(d.Worst, DigestJob{ID: j.ID(), Cluster: j.Cluster, GPUs: j.GPUs, AllocS: j.AllocS, UsedS: j.UsedS, IdleS: j.IdleS, SampleS: j.SampleS})
+			sort.SliceStable(d.Worst, func(a, b int) bool { return d.Worst[a].IdleS > d.Worst[b].IdleS })
+			d.Worst = d.Worst[:min(len(d.Worst), digestWorst)]
+		}
+		return read < maxDigestRuns
+	})
+	if err != nil {
+		return nil, fmt.Errorf("digest of %s: %w", name, err)
+	}
+	var out []store.NotifyMessage
+	for _, u := range slices.Sorted(func(yield func(string) bool) {
+		for u := range byUser {
+			if !yield(u) {
+				return
+			}
+		}
+	}) {
+		rules, err := n.st.NotifyOptOuts(ctx, u)
+		if err != nil {
+			return nil, fmt.Errorf("digest of %s: %w", name, err)
+		}
+		if slices.Contains(rules, RuleDigest) || slices.Contains(rules, RuleAll) {
+			continue
+		}
+		lang := n.language(u)
+		subject, body := renderDigest(*byUser[u], lang)
+		out = append(out, store.NotifyMessage{Key: RuleDigest + ":" + name + ":user:" + u, Rule: RuleDigest, Recipient: n.address(u), Channel: ChannelMail,
+			Language: lang, User: u, Subject: subject, Body: body, Created: now})
+	}
+	return out, nil
+}
+
+// digestText is the digest in one language.
+type digestText struct {
+	// subject: week, GPU-h, utilization. intro: user, week, from, to.
+	subject, subjectUnknown, hello, intro string
+	jobs, gpuHours, util, unknown, idle   string
+	worst, job, footer                    string
+}
+
+var digestTexts = map[string]digestText{
+	"en": {
+		subject:        "[gpusuite] your GPU week %[1]s: %.2[2]f GPU-h, %.1[3]f %% used",
+		subjectUnknown: "[gpusuite] your GPU week %[1]s: %.2[2]f GPU-h",
+		hello:          "Hello %s,\n\n",
+		intro:          "your jobs that ended in week %[1]s (%[2]s to %[3]s):\n\n",
+		jobs:           "  jobs:         %d\n",
+		gpuHours:       "  GPU-hours:    %.2f GPU-h allocated\n",
+		util:           "  utilization:  %.1f %% (GPU time used / allocated)\n",
+		unknown:        "  utilization:  unknown (no samples of the jobs' GPUs)\n",
+		idle:           "  idle:         %.2f GPU-h (%.1f %% of the GPU time)\n",
+		worst:          "\nThe jobs that left their GPUs idle longest:\n",
+		job:            "  job %s (%s): %d %s, %.2f GPU-h, %.2f GPU-h idle (%.1f %%)\n",
+		footer: "\nTo see a job and how it used its GPUs:\n    gpuacct job ID\n" +
+			"To get no more of these mails:\n    gpuacct notify off --rule digest\n\n-- gpusuite\n",
+	},
+	"ja": {
+		subject:        "[gpusuite] %[1]s の GPU 利用: %.2[2]f GPU 時間、使用率 %.1[3]f %%",
+		subjectUnknown: "[gpusuite] %[1]s の GPU 利用: %.2[2]f GPU 時間",
+		hello:          "%s さん\n\n",
+		intro:          "%[1]s (%[2]s から %[3]s) に終了したジョブ:\n\n",
+		jobs:           "  ジョブ数:     %d\n",
+		gpuHours:       "  GPU 時間:     %.2f GPU 時間 (確保)\n",
+		util:           "  使用率:       %.1f %% (使用 / 確保した GPU 時間)\n",
+		unknown:        "  使用率:       不明 (ジョブの GPU のサンプルがありません)\n",
+		idle:           "  アイドル:     %.2f GPU 時間 (GPU 時間の %.1f %%)\n",
+		worst:          "\nGPU のアイドルが長かったジョブ:\n",
+		job:            "  ジョブ %[1]s (%[2]s): GPU %[3]d 基、%.2[5]f GPU 時間、アイドル %.2[6]f GPU 時間 (%.1[7]f %%)\n",
+		footer: "\nジョブと GPU の使用状況を見るには:\n    gpuacct job ID\n" +
+			"このメールが不要なら:\n    gpuacct notify off --rule digest\n\n-- gpusuite\n",
+	},
+}
+
+// renderDigest is d in lang.
+func renderDigest(d UserDigest, lang string) (subject, body string) {
+	tx, ok := digestTexts[lang]
+	if !ok {
+		tx = digestTexts["en"]
+	}
+	hours := float64(d.AllocS) / 3600
+	known := d.SampleS > 0 && d.AllocS > 0
+	if known {
+		subject = fmt.Sprintf(tx.subject, d.Week, hours, 100*d.UsedS/float64(d.AllocS))
+	} else {
+		subject = fmt.Sprintf(tx.subjectUnknown, d.Week, hours)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, tx.hello, d.User)
+	fmt.Fprintf(&b, tx.intro, d.Week, d.From.Format("2006-01-02"), d.To.AddDate(0, 0, -1).Format("2006-01-02"))
+	fmt.Fprintf(&b, tx.jobs, d.Jobs)
+	fmt.Fprintf(&b, tx.gpuHours, hours)
+	if known {
+		fmt.Fprintf(&b, tx.util, 100*d.UsedS/float64(d.AllocS))
+		fmt.Fprintf(&b, tx.idle, d.IdleS/3600, 100*d.IdleS/float64(d.AllocS))
+	} else {
+		b.WriteString(tx.unknown)
+	}
+	if len(d.Worst) > 0 {
+		b.WriteString(tx.worst)
+		for _, j := range d.Worst {
+			share := 0.0
+			if j.AllocS > 0 {
+				share = 100 * j.IdleS / float64(j.AllocS)
+			}
+			gpus := "GPUs"
+			if j.GPUs == 1 {
+				gpus = "GPU"
+			}
+			fmt.Fprintf(&b, tx.job, j.ID, j.Cluster, j.GPUs, gpus, float64(j.AllocS)/3600, j.IdleS/3600, share)
+		}
+	}
+	b.WriteString(tx.footer)
+	return subject, b.String()
+}

@@ -1,0 +1,100 @@
+package notify
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/aicloud/gpusuite/internal/config"
+	"github.com/aicloud/gpusuite/internal/store"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
+)
+
+// TestDigest: each user with a job that ended in the week before gets
+// one digest of it, in the first pass of the week, never again (a second
+// pass, a restarted notifier); a job of another week is not in it; an
+// opted-out user gets none.
+func TestDigest(t *testing.T) {
+	st, l := ledger(t)
+	// t0 is Monday 2026-03-02: the week before 2026-03-09 is 2026-W10.
+	now := t0.AddDate(0, 0, 7).Add(10 * time.Hour)
+	seed(t, l.Loc(), []fjob{
+		{job: 1, user: "alice", gpus: 4, start: t0.Add(time.Hour), end: t0.Add(3 * time.Hour), upTo: t0, busy: idleAll},
+		{job: 2, user: "alice", gpus: 1, start: t0.Add(2 * time.Hour), end: t0.Add(4 * time.Hour), upTo: t0, busy: idleAll},
+		{job: 3, user: "alice", gpus: 1, start: t0.AddDate(0, 0, 6), end: t0.AddDate(0, 0, 7).Add(time.Hour), upTo: t0, busy: idleAll},
+		{job: 4, user: "bob", gpus: 1, start: t0.Add(-2 * time.Hour), end: t0.Add(time.Hour), upTo: t0, busy: idleAll},
+		{job: 5, user: "carol", gpus: 1, start: t0.Add(time.Hour), end: t0.Add(2 * time.Hour), upTo: t0, busy: idleAll},
+	})
+	ledgerdb.Tx(t, l.Loc(), func(exec func(q string, args ...any)) {
+		for _, j := range []struct {
+			id                int64
+			alloc, used, idle int64
+		}{{1, 28800, 7200, 14400}, {2, 7200, 7000, 0}, {3, 3600, 0, 3600}, {4, 10800, 5400, 1800}, {5, 3600, 0, 3600}} {
+			exec(`UPDATE jobs SET alloc_gpu_s = ?, used_gpu_s = ?, idle_gpu_s = ? WHERE id = ?`, j.alloc, j.used, j.idle, j.id)
+			exec(`INSERT INTO job_hours (job, node_id, hour, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, jobs) VALUES (?, ?, 0, 0, 0, 0, ?, 0)`, j.id, j.id, j.alloc)
+		}
+	})
+	notifyBatch(t, st, now, func(b *store.Batch) error { return b.SetNotifyOptOut("carol", "digest", true, now) })
+	cfg := testConfig(t, "", "x")
+	cfg.Idle.Enabled, cfg.Digest.Enabled = false, true
+	n := newNotifier(t, cfg, st)
+	ctx := context.Background()
+	res, err := n.Evaluate(ctx, now)
+	if err != nil || res.Found != 2 || res.Added != 2 {
+		t.Fatalf("first pass: %+v, %v; want alice's and bob's digests", res, err)
+	}
+	msgs, err := st.NotifyMessages(ctx, store.NotifyQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, m := range msgs {
+		keys = append(keys, m.Key+" "+m.Subject)
+	}
+	want := []string{
+		"digest:2026-W10:user:bob [gpusuite] your GPU week 2026-W10: 3.00 GPU-h, 50.0 % used",
+		"digest:2026-W10:user:alice [gpusuite] your GPU week 2026-W10: 10.00 GPU-h, 39.4 % used",
+	}
+	if d := cmp.Diff(want, keys); d != "" {
+		t.Errorf("digests (-want +got):\n%s", d)
+	}
+	if res, err := n.Evaluate(ctx, now.Add(time.Hour)); err != nil || res.Found != 0 {
+		t.Errorf("a second pass of the week: %+v, %v; want nothing looked at", res, err)
+	}
+	if res, err := newNotifier(t, cfg, st).Evaluate(ctx, now.AddDate(0, 0, 2)); err != nil || res.Found != 2 || res.Added != 0 {
+		t.Errorf("a restarted notifier: %+v, %v; want the 2 found, none added", res, err)
+	}
+}
+
+// TestGoldenDigest: the digest in each language.
+func TestGoldenDigest(t *testing.T) {
+	from := t0
+	d := UserDigest{User: "alice", Week: "2026-W10", From: from, To: from.AddDate(0, 0, 7), Jobs: 5, AllocS: 45000, UsedS: 17100, IdleS: 16200, SampleS: 45000,
+		Worst: []DigestJob{
+			{ID: "4242", Cluster: "c", GPUs: 4, AllocS: 28800, UsedS: 7200, IdleS: 14400, SampleS: 28800},
+			{ID: "4250_3+1", Cluster: "c", GPUs: 1, AllocS: 3600, IdleS: 1800, SampleS: 3600},
+		}}
+	for _, lang := range config.NotifyLanguages {
+		t.Run(lang, func(t *testing.T) {
+			subject, body := renderDigest(d, lang)
+			got := "Subject: " + subject + "\n\n" + body
+			path := filepath.Join("testdata", "digest."+lang+".golden")
+			if *update {
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(string(want), got); diff != "" {
+				t.Errorf("message (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
