@@ -76,12 +76,7 @@ func (e *env) fileOptOut(ctx context.Context, d Deps, action, rule string) error
 	}
 	trusted := func(uid int) bool { return uid == 0 || uid == svc }
 	writer := trusted(euid)
-	if writer {
-		if err := requests.MakeQueues(dir, svc); err != nil {
-			return fmt.Errorf("%s: %w", e.title, err)
-		}
-	}
-	path, err := requests.Submit(dir, r)
+	path, err := e.fileRequest(r, euid)
 	if err != nil {
 		return fmt.Errorf("%s: %w", e.title, err)
 	}

@@ -81,6 +81,15 @@ func checkNotify(r *Request, perm fs.FileMode) error {
 // applyNotify keeps the owner's opt-out of the request's rule (or takes
 // it back) with the request's key, in one transaction.
 func applyNotify(ctx context.Context, st *store.Store, r *Request, key string, o Options) error {
+	return applyInOne(ctx, st, r, key, o, func(b *store.Batch) error {
+		r.Changed = []string{r.Rule}
+		return b.SetNotifyOptOut(r.By, r.Rule, r.Action == NotifyOff, o.Now)
+	})
+}
+
+// applyInOne runs f and records key applied in one transaction of st,
+// or neither; errAppliedBefore when the ledger holds key already.
+func applyInOne(ctx context.Context, st *store.Store, r *Request, key string, o Options, f func(b *store.Batch) error) error {
 	b, err := st.Begin(ctx, o.Now)
 	if err != nil {
 		return fmt.Errorf("apply notify request %s: %w", r.ID, err)
@@ -89,11 +98,10 @@ func applyNotify(ctx context.Context, st *store.Store, r *Request, key string, o
 		b.Rollback()
 		return err
 	}
-	if err := b.SetNotifyOptOut(r.By, r.Rule, r.Action == NotifyOff, o.Now); err != nil {
+	if err := f(b); err != nil {
 		b.Rollback()
 		return fmt.Errorf("apply notify request %s: %w", r.ID, err)
 	}
-	r.Changed = []string{r.Rule}
 	if err := commitApplied(b, key); err != nil {
 		return fmt.Errorf("apply notify request %s: %w", r.ID, err)
 	}
@@ -151,35 +159,21 @@ func applyRecord(ctx context.Context, st *store.Store, r *Request, owner int, ke
 		r.Error = fmt.Sprintf("refused: owned by uid %d, not root or the service user", owner)
 		return nil
 	}
-	b, err := st.Begin(ctx, o.Now)
-	if err != nil {
-		return fmt.Errorf("apply notify request %s: %w", r.ID, err)
-	}
-	if err := once(b, key); err != nil {
-		b.Rollback()
-		return err
-	}
 	m := r.Message
 	at := r.Time
 	if at.IsZero() || at.After(o.Now) {
 		at = o.Now
 	}
-	id, added, err := b.EnqueueNotify(store.NotifyMessage{Key: m.Key, Rule: notify.RuleJobEnd, Recipient: m.Recipient, Channel: notify.ChannelMail,
-		Language: m.Language, Cluster: m.Cluster, Job: m.Job, Restart: m.Restart, User: m.User, Subject: m.Subject, Body: m.Body, Created: at})
-	if err == nil && added {
-		if m.Error == "" {
-			err = b.MarkNotifySent(id, at)
-		} else {
-			err = b.MarkNotifyFailed(id, m.Error, o.Now, false)
+	return applyInOne(ctx, st, r, key, o, func(b *store.Batch) error {
+		r.Changed = []string{m.Key}
+		id, added, err := b.EnqueueNotify(store.NotifyMessage{Key: m.Key, Rule: notify.RuleJobEnd, Recipient: m.Recipient, Channel: notify.ChannelMail,
+			Language: m.Language, Cluster: m.Cluster, Job: m.Job, Restart: m.Restart, User: m.User, Subject: m.Subject, Body: m.Body, Created: at})
+		switch {
+		case err != nil || !added:
+			return err
+		case m.Error == "":
+			return b.MarkNotifySent(id, at)
 		}
-	}
-	if err != nil {
-		b.Rollback()
-		return fmt.Errorf("apply notify request %s: %w", r.ID, err)
-	}
-	r.Changed = []string{m.Key}
-	if err := commitApplied(b, key); err != nil {
-		return fmt.Errorf("apply notify request %s: %w", r.ID, err)
-	}
-	return nil
+		return b.MarkNotifyFailed(id, m.Error, o.Now, false)
+	})
 }
