@@ -128,7 +128,7 @@ func load(c *cli.Context, d Deps, title string) (*env, error) {
 }
 
 func (e *env) notifier(st *store.Store, d Deps) (*notify.Notifier, error) {
-	n, err := notify.New(e.cfg.Notify, st, notify.Options{Loc: e.loc, IdleThreshold: e.cfg.Agent.IdleThreshold,
+	n, err := notify.New(e.cfg.Notify, st, notify.Options{Loc: e.loc, IdleThreshold: e.cfg.Agent.IdleThreshold, TeamsFile: e.cfg.Report.Teams,
 		Log: logging.New("gpuacct-notify", d.Stderr, slog.LevelInfo, d.Getenv)})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", e.title, err)

@@ -276,7 +276,7 @@ func notifier(s *ingest.Setup, reg *prometheus.Registry) func(ctx context.Contex
 	var n *notify.Notifier
 	if err == nil {
 		n, err = notify.New(s.Config.Notify, s.Store, notify.Options{Loc: loc, IdleThreshold: s.Config.Agent.IdleThreshold, Log: s.Log,
-			Metrics: notify.NewMetrics(reg)})
+			Metrics: notify.NewMetrics(reg), TeamsFile: s.Config.Report.Teams})
 	}
 	if err != nil {
 		s.Log.Error("notifier not started; ingest goes on without it", "err", err)

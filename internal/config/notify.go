@@ -45,6 +45,9 @@ type Notify struct {
 // week before, once, in the first pass of a week (report.tz).
 type NotifyDigest struct {
 	Enabled bool `toml:"enabled"`
+	// Leads names each team's leads (team as reports name it: the Slurm
+	// account, or report.teams' team): each gets the team's digest.
+	Leads map[string][]string `toml:"leads"`
 }
 
 // NotifyMail is the SMTP server and the users' addresses.

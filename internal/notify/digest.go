@@ -64,6 +64,7 @@ func (n *Notifier) digestDue(now time.Time) bool {
 func (n *Notifier) digestMessages(ctx context.Context, now time.Time, user string) ([]store.NotifyMessage, error) {
 	from, to, name := week(now, n.loc)
 	byUser := map[string]*UserDigest{}
+	byTeam := map[string]*TeamDigest{}
 	read := 0
 	q := store.JobsQuery{From: from.Unix(), To: to.Unix()}
 	if user != "" {
@@ -78,6 +79,14 @@ func (n *Notifier) digestMessages(ctx context.Context, now time.Time, user strin
 		if d == nil {
 			d = &UserDigest{User: j.User, Week: name, From: from, To: to}
 			byUser[j.User] = d
+		}
+		if team := n.teams.Team(j.Account, j.User); len(n.cfg.Digest.Leads[team]) > 0 && user == "" {
+			td := byTeam[team]
+			if td == nil {
+				td = &TeamDigest{Team: team, Week: name, From: from, To: to, users: map[string]*UserDigest{}}
+				byTeam[team] = td
+			}
+			td.add(j)
 		}
 		d.Jobs++
 		d.AllocS += j.AllocS
@@ -114,7 +123,11 @@ func (n *Notifier) digestMessages(ctx context.Context, now time.Time, user strin
 		out = append(out, store.NotifyMessage{Key: RuleDigest + ":" + name + ":user:" + u, Rule: RuleDigest, Recipient: n.address(u), Channel: ChannelMail,
 			Language: lang, User: u, Subject: subject, Body: body, Created: now})
 	}
-	return out, nil
+	leads, err := n.leadMessages(ctx, byTeam, now)
+	if err != nil {
+		return nil, fmt.Errorf("digest of %s: %w", name, err)
+	}
+	return append(out, leads...), nil
 }
 
 // digestText is the digest in one language.
@@ -158,6 +171,27 @@ var digestTexts = map[string]digestText{
 	},
 }
 
+// digestText is lang's text, English when it has none.
+func digestTextOf(lang string) digestText {
+	if tx, ok := digestTexts[lang]; ok {
+		return tx
+	}
+	return digestTexts["en"]
+}
+
+// writeSums writes a digest's figures: jobs, GPU-hours, utilization and
+// idle share.
+func writeSums(b *strings.Builder, tx digestText, jobs int, allocS int64, usedS, idleS, sampleS float64) {
+	fmt.Fprintf(b, tx.jobs, jobs)
+	fmt.Fprintf(b, tx.gpuHours, float64(allocS)/3600)
+	if sampleS > 0 && allocS > 0 {
+		fmt.Fprintf(b, tx.util, 100*usedS/float64(allocS))
+		fmt.Fprintf(b, tx.idle, idleS/3600, 100*idleS/float64(allocS))
+	} else {
+		b.WriteString(tx.unknown)
+	}
+}
+
 // renderDigest is d in lang.
 func renderDigest(d UserDigest, lang string) (subject, body string) {
 	tx, ok := digestTexts[lang]
@@ -174,14 +208,7 @@ func renderDigest(d UserDigest, lang string) (subject, body string) {
 	var b strings.Builder
 	fmt.Fprintf(&b, tx.hello, d.User)
 	fmt.Fprintf(&b, tx.intro, d.Week, d.From.Format("2006-01-02"), d.To.AddDate(0, 0, -1).Format("2006-01-02"))
-	fmt.Fprintf(&b, tx.jobs, d.Jobs)
-	fmt.Fprintf(&b, tx.gpuHours, hours)
-	if known {
-		fmt.Fprintf(&b, tx.util, 100*d.UsedS/float64(d.AllocS))
-		fmt.Fprintf(&b, tx.idle, d.IdleS/3600, 100*d.IdleS/float64(d.AllocS))
-	} else {
-		b.WriteString(tx.unknown)
-	}
+	writeSums(&b, tx, d.Jobs, d.AllocS, d.UsedS, d.IdleS, d.SampleS)
 	if len(d.Worst) > 0 {
 		b.WriteString(tx.worst)
 		for _, j := range d.Worst {

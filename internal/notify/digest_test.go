@@ -41,11 +41,16 @@ func TestDigest(t *testing.T) {
 	notifyBatch(t, st, now, func(b *store.Batch) error { return b.SetNotifyOptOut("carol", "digest", true, now) })
 	cfg := testConfig(t, "", "x")
 	cfg.Idle.Enabled, cfg.Digest.Enabled = false, true
+	// proj's leads: dave gets its digest (alice's and bob's jobs, not
+	// carol's of another team), erin opted out.
+	cfg.Digest.Leads = map[string][]string{"proj": {"dave", "erin"}, "other": {"frank"}}
+	notifyBatch(t, st, now, func(b *store.Batch) error { return b.SetNotifyOptOut("erin", "all", true, now) })
+	ledgerdb.Tx(t, l.Loc(), func(exec func(q string, args ...any)) { exec(`UPDATE jobs SET account = 'lab' WHERE id = 5`) })
 	n := newNotifier(t, cfg, st)
 	ctx := context.Background()
 	res, err := n.Evaluate(ctx, now)
-	if err != nil || res.Found != 2 || res.Added != 2 {
-		t.Fatalf("first pass: %+v, %v; want alice's and bob's digests", res, err)
+	if err != nil || res.Found != 3 || res.Added != 3 {
+		t.Fatalf("first pass: %+v, %v; want alice's, bob's and proj's digests", res, err)
 	}
 	msgs, err := st.NotifyMessages(ctx, store.NotifyQuery{})
 	if err != nil {
@@ -56,6 +61,7 @@ func TestDigest(t *testing.T) {
 		keys = append(keys, m.Key+" "+m.Subject)
 	}
 	want := []string{
+		"digest:2026-W10:team:proj:lead:dave [gpusuite] team proj, week 2026-W10: 13.00 GPU-h, 41.9 % used",
 		"digest:2026-W10:user:bob [gpusuite] your GPU week 2026-W10: 3.00 GPU-h, 50.0 % used",
 		"digest:2026-W10:user:alice [gpusuite] your GPU week 2026-W10: 10.00 GPU-h, 39.4 % used",
 	}
@@ -65,8 +71,8 @@ func TestDigest(t *testing.T) {
 	if res, err := n.Evaluate(ctx, now.Add(time.Hour)); err != nil || res.Found != 0 {
 		t.Errorf("a second pass of the week: %+v, %v; want nothing looked at", res, err)
 	}
-	if res, err := newNotifier(t, cfg, st).Evaluate(ctx, now.AddDate(0, 0, 2)); err != nil || res.Found != 2 || res.Added != 0 {
-		t.Errorf("a restarted notifier: %+v, %v; want the 2 found, none added", res, err)
+	if res, err := newNotifier(t, cfg, st).Evaluate(ctx, now.AddDate(0, 0, 2)); err != nil || res.Found != 3 || res.Added != 0 {
+		t.Errorf("a restarted notifier: %+v, %v; want the 3 found, none added", res, err)
 	}
 }
 
@@ -83,6 +89,34 @@ func TestGoldenDigest(t *testing.T) {
 			subject, body := renderDigest(d, lang)
 			got := "Subject: " + subject + "\n\n" + body
 			path := filepath.Join("testdata", "digest."+lang+".golden")
+			if *update {
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(string(want), got); diff != "" {
+				t.Errorf("message (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestGoldenTeamDigest: the team's digest to a lead in each language.
+func TestGoldenTeamDigest(t *testing.T) {
+	d := TeamDigest{Team: "vision", Week: "2026-W10", From: t0, To: t0.AddDate(0, 0, 7), Jobs: 7, AllocS: 72000, UsedS: 28800, IdleS: 21600, SampleS: 72000,
+		Users: []UserDigest{
+			{User: "alice", Jobs: 5, AllocS: 45000, UsedS: 17100, IdleS: 16200, SampleS: 45000},
+			{User: "bob", Jobs: 2, AllocS: 27000, UsedS: 11700, IdleS: 5400},
+		}}
+	for _, lang := range config.NotifyLanguages {
+		t.Run(lang, func(t *testing.T) {
+			subject, body := renderTeamDigest(d, "dave", lang)
+			got := "Subject: " + subject + "\n\n" + body
+			path := filepath.Join("testdata", "digest-team."+lang+".golden")
 			if *update {
 				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
 					t.Fatal(err)

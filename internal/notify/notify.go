@@ -11,7 +11,8 @@
 // metrics.go (counters per rule, channel and outcome), list.go (gpuacct
 // notify list's table), jobend.go (Slurm's job mail with the job's GPU
 // summary: gpuacct mailprog), cancel.go (the idle rule's final warning
-// and cancel), digest.go (each user's weekly digest).
+// and cancel), digest.go (each user's weekly digest), digestlead.go (each
+// team's, to its leads).
 package notify
 
 import (
@@ -24,6 +25,7 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/notify/deliver"
+	"github.com/aicloud/gpusuite/internal/report/teams"
 	"github.com/aicloud/gpusuite/internal/store"
 )
 
@@ -60,6 +62,9 @@ type Options struct {
 	TLS *tls.Config
 	// Metrics may be nil.
 	Metrics *Metrics
+	// TeamsFile is the team mapping (report.teams) the leads' digests
+	// group by; "": teams are Slurm accounts.
+	TeamsFile string
 }
 
 // Notifier evaluates the rules and delivers their messages over one
@@ -74,6 +79,7 @@ type Notifier struct {
 	hooks map[string]deliver.Webhook
 	addrs addresses
 	m     *Metrics
+	teams *teams.Mapping
 	last  time.Time
 	// digested is the week whose digests this notifier kept: the keys
 	// make a second keeping harmless, this spares the week's read.
@@ -98,6 +104,10 @@ func New(cfg config.Notify, st *store.Store, o Options) (*Notifier, error) {
 			return nil, fmt.Errorf("read notify.mail.password_file %q: %w", cfg.Mail.PasswordFile, err)
 		}
 		n.smtp.Password = strings.TrimRight(string(pw), "\r\n")
+	}
+	var err error
+	if n.teams, err = teams.Load(o.TeamsFile); err != nil {
+		return nil, err
 	}
 	addrs, err := readAddresses(cfg.Mail.AddressesFile)
 	if err != nil {
