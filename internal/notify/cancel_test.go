@@ -2,9 +2,11 @@ package notify
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -135,4 +137,62 @@ func TestAppendComment(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkCancelRule: the idle rule with the cancel on over 1,000
+// running jobs whose GPUs are all idle, each past its warning and its
+// final warning: the escalation's reads per job on top of the idle rule.
+// go test -run - -bench CancelRule ./internal/notify/
+func BenchmarkCancelRule(b *testing.B) {
+	st, l := ledger(b)
+	now := t0.Add(12 * time.Hour)
+	var jobs []fjob
+	for i := range 1000 {
+		jobs = append(jobs, fjob{job: int64(i + 1), user: fmt.Sprintf("u%d", i%50), gpus: 4, start: t0, upTo: now, busy: idleAll})
+	}
+	seed(b, l.Loc(), jobs)
+	cfg := testConfig(b, "", "bench")
+	cfg.Idle.CancelAfter, cfg.Idle.FinalWarning = config.Dur(time.Hour), config.Dur(15*time.Minute)
+	n := newNotifier(b, cfg, st)
+	ctx := context.Background()
+	sendAll := func(at time.Time) {
+		if _, err := n.Evaluate(ctx, at); err != nil {
+			b.Fatal(err)
+		}
+		msgs, err := st.NotifyMessages(ctx, store.NotifyQuery{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		notifyBatch(b, st, at, func(bt *store.Batch) error {
+			for _, m := range msgs {
+				if m.State == store.NotifyQueued {
+					if err := bt.MarkNotifySent(m.ID, at); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+	}
+	sendAll(now.Add(-3 * time.Hour))
+	sendAll(now.Add(-time.Hour))
+	var before, after syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &before); err != nil {
+		b.Fatal(err)
+	}
+	// Dry run: decides the 1,000 cancels each time, keeps none.
+	n.cfg.DryRun = true
+	b.ResetTimer()
+	for range b.N {
+		res, err := n.Evaluate(ctx, now)
+		if err != nil || res.Found != 2000 {
+			b.Fatalf("%+v, %v", res, err)
+		}
+	}
+	b.StopTimer()
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &after); err != nil {
+		b.Fatal(err)
+	}
+	cpu := after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano()
+	b.ReportMetric(float64(cpu)/1e6/float64(b.N), "cpu-ms/op")
 }
