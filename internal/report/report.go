@@ -227,12 +227,12 @@ func (d *DB) Report(ctx context.Context, r Request) (*table.Table, error) {
 	// it is not there, as it is not when read day by day.
 	for k, g := range groups {
 		var left bool
-		if g.usage, left = g.usage.settled(); !left {
+		if g.usage, left = settled(g.usage); !left {
 			delete(groups, k)
 			continue
 		}
 		for team, u := range g.teamUse {
-			if _, left := u.settled(); left {
+			if _, left := settled(u); left {
 				if g.extra == nil {
 					g.extra = map[string]bool{}
 				}

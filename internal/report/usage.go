@@ -9,41 +9,19 @@ import (
 	"github.com/aicloud/gpusuite/internal/store"
 )
 
-// Usage is what a report sums.
-type Usage struct {
-	AllocS   int64 // allocated GPU-seconds
-	UsedS    float64
-	IdleS    float64
-	SampleS  float64 // GPU-seconds covered by samples
-	EnergyMJ int64
-	Jobs     int64 // jobs started
-}
-
-// negated is -u: a span's hours subtracted from its months.
-func (u Usage) negated() Usage {
-	return Usage{AllocS: -u.AllocS, UsedS: -u.UsedS, IdleS: -u.IdleS, SampleS: -u.SampleS, EnergyMJ: -u.EnergyMJ, Jobs: -u.Jobs}
-}
+// Usage is what a report sums: the ledger's usage figures.
+type Usage = store.Usage
 
 // settled is u with what subtraction left of a float (under a millionth of
 // a GPU-second) taken for 0, and whether anything is left at all: a group
 // a span's subtraction emptied is no group.
-func (u Usage) settled() (Usage, bool) {
+func settled(u Usage) (Usage, bool) {
 	for _, f := range []*float64{&u.UsedS, &u.IdleS, &u.SampleS} {
 		if *f < 1e-6 && *f > -1e-6 {
 			*f = 0
 		}
 	}
 	return u, u != Usage{}
-}
-
-// Add adds o to u.
-func (u *Usage) Add(o Usage) {
-	u.AllocS += o.AllocS
-	u.UsedS += o.UsedS
-	u.IdleS += o.IdleS
-	u.SampleS += o.SampleS
-	u.EnergyMJ += o.EnergyMJ
-	u.Jobs += o.Jobs
 }
 
 // Fact is one rollup row: usage of one (cluster, user, account,
@@ -257,7 +235,7 @@ func (d *DB) Facts(ctx context.Context, bs []timespec.Bucket, f Filter, needNode
 		var x Fact
 		err := d.st.Facts(ctx, q, func(r *store.FactRow) {
 			x = Fact{Start: r.Start, Cluster: r.Cluster, User: r.User, Account: r.Account, Partition: r.Partition, Model: r.Model,
-				Usage: Usage{AllocS: r.AllocS, UsedS: r.UsedS, IdleS: r.IdleS, SampleS: r.SampleS, EnergyMJ: r.EnergyMJ, Jobs: r.Jobs}}
+				Usage: r.Usage}
 			if p.grain == hourly {
 				x.Node = d.nodeNames[r.NodeID]
 			}
@@ -265,7 +243,7 @@ func (d *DB) Facts(ctx context.Context, bs []timespec.Bucket, f Filter, needNode
 				x.Start = p.at
 			}
 			if p.minus {
-				x.Usage = x.Usage.negated()
+				x.Usage = x.Usage.Neg()
 			}
 			fn(&x)
 		})

@@ -60,7 +60,7 @@ func TestPostgresExecMany(t *testing.T) {
 	row := func(at int64, ignored bool, alloc int64, used float64) []any {
 		dd := d
 		dd.Ignored = ignored
-		return rollupPeriodRow(dd, "H100", at, Delta{AllocGPUs: alloc, Used: used, Jobs: 1})
+		return rollupPeriodRow(dd, "H100", at, Usage{AllocS: alloc, UsedS: used, Jobs: 1})
 	}
 	for _, rows := range [][][]any{
 		{row(1, false, 10, 1.5), row(2, false, 20, 2.5), row(2, true, 30, 3.5)},

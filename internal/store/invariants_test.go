@@ -134,11 +134,11 @@ func (j *invJob) segment(seq uint64) (*record.SegmentHeader, []record.Sample) {
 // newest sample, whichever is later), and each sample's window, cut
 // where the GPU's next sample starts and to the allocation, in the
 // hours it covers.
-func (j *invJob) want(now int64) map[int64]*Delta {
-	out := map[int64]*Delta{}
-	at := func(h int64) *Delta {
+func (j *invJob) want(now int64) map[int64]*Usage {
+	out := map[int64]*Usage{}
+	at := func(h int64) *Usage {
 		if out[h] == nil {
-			out[h] = &Delta{}
+			out[h] = &Usage{}
 		}
 		return out[h]
 	}
@@ -151,7 +151,7 @@ func (j *invJob) want(now int64) map[int64]*Delta {
 	}
 	for h := j.start / msPerHour; h*msPerHour < end; h++ {
 		lo, hi := max(j.start, h*msPerHour), min(end, (h+1)*msPerHour)
-		at(h).AllocGPUs += int64(len(j.gpus)) * (hi - lo) / 1000
+		at(h).AllocS += int64(len(j.gpus)) * (hi - lo) / 1000
 	}
 	at(j.start/msPerHour).Jobs++
 	hiAlloc := int64(math.MaxInt64)
@@ -167,9 +167,9 @@ func (j *invJob) want(now int64) map[int64]*Delta {
 			ms := min(w.hi, (h+1)*msPerHour) - max(w.lo, h*msPerHour)
 			d := at(h)
 			d.SampleS += float64(ms) / 1000
-			d.Used += float64(s.util) * float64(ms) / 1000 / 100
+			d.UsedS += float64(s.util) * float64(ms) / 1000 / 100
 			if s.idle {
-				d.Idle += float64(ms) / 1000
+				d.IdleS += float64(ms) / 1000
 			}
 		}
 	}
@@ -296,7 +296,7 @@ func reconcileInside(t *testing.T, s *Store, r *rand.Rand, jobs []*invJob, now t
 // checkJobHours holds the job's hours to what it did.
 func checkJobHours(t *testing.T, s *Store, j *invJob, now int64) {
 	t.Helper()
-	got := map[int64]Delta{}
+	got := map[int64]Usage{}
 	rows, err := s.db.Query(`SELECT h.hour, h.alloc_gpu_s, h.used_gpu_s, h.idle_gpu_s, h.sample_s, h.jobs FROM job_hours h JOIN jobs j ON j.id = h.job WHERE j.job_id = ?`, int64(j.id))
 	if err != nil {
 		t.Fatal(err)
@@ -304,15 +304,15 @@ func checkJobHours(t *testing.T, s *Store, j *invJob, now int64) {
 	defer rows.Close()
 	for rows.Next() {
 		var h int64
-		var d Delta
-		if err := rows.Scan(&h, &d.AllocGPUs, &d.Used, &d.Idle, &d.SampleS, &d.Jobs); err != nil {
+		var d Usage
+		if err := rows.Scan(&h, &d.AllocS, &d.UsedS, &d.IdleS, &d.SampleS, &d.Jobs); err != nil {
 			t.Fatal(err)
 		}
 		got[h] = d
 	}
 	for h, w := range j.want(now) {
 		g := got[h]
-		if g.AllocGPUs != w.AllocGPUs || g.Jobs != w.Jobs || !near(g.Used, w.Used) || !near(g.Idle, w.Idle) || !near(g.SampleS, w.SampleS) {
+		if g.AllocS != w.AllocS || g.Jobs != w.Jobs || !near(g.UsedS, w.UsedS) || !near(g.IdleS, w.IdleS) || !near(g.SampleS, w.SampleS) {
 			t.Errorf("job %d (%d GPUs, %s–%s, interval %d ms, phase %d) hour %s: got %+v, want %+v", j.id, len(j.gpus),
 				time.UnixMilli(j.start).UTC().Format(time.TimeOnly), time.UnixMilli(j.end).UTC().Format(time.TimeOnly), j.ivMS, j.phase,
 				time.Unix(h*3600, 0).UTC().Format("01-02 15h"), g, *w)
@@ -320,7 +320,7 @@ func checkJobHours(t *testing.T, s *Store, j *invJob, now int64) {
 		delete(got, h)
 	}
 	for h, g := range got {
-		if !g.zero() && !(g.AllocGPUs == 0 && near(g.Used, 0) && near(g.Idle, 0) && near(g.SampleS, 0) && g.Jobs == 0) {
+		if g != (Usage{}) && !(g.AllocS == 0 && near(g.UsedS, 0) && near(g.IdleS, 0) && near(g.SampleS, 0) && g.Jobs == 0) {
 			t.Errorf("job %d hour %s: got %+v, want nothing", j.id, time.Unix(h*3600, 0).UTC().Format("01-02 15h"), g)
 		}
 	}

@@ -47,9 +47,7 @@ type FactRow struct {
 	Partition              string
 	NodeID                 int64 // 0 unless hourly by node
 	Model                  string
-	AllocS                 int64
-	UsedS, IdleS, SampleS  float64
-	EnergyMJ, Jobs         int64
+	Usage
 }
 
 // Facts calls fn for each row q selects; the row is reused, so fn copies

@@ -11,9 +11,9 @@ func TestFacts(t *testing.T) {
 	s := readFixture(t)
 	alice := func(start, node int64, alloc int64, used, idle, sample float64, mj, jobs int64) FactRow {
 		return FactRow{Start: start, Cluster: "c1", User: "alice", Account: "physics", Partition: "gpu", NodeID: node, Model: "A100",
-			AllocS: alloc, UsedS: used, IdleS: idle, SampleS: sample, EnergyMJ: mj, Jobs: jobs}
+			Usage: Usage{AllocS: alloc, UsedS: used, IdleS: idle, SampleS: sample, EnergyMJ: mj, Jobs: jobs}}
 	}
-	bob := FactRow{Start: 7200, Cluster: "c1", User: "bob", Account: "chem", Partition: "long", Model: "H100", AllocS: 3600, Jobs: 1}
+	bob := FactRow{Start: 7200, Cluster: "c1", User: "bob", Account: "chem", Partition: "long", Model: "H100", Usage: Usage{AllocS: 3600, Jobs: 1}}
 	bobNode := bob
 	bobNode.NodeID = 2
 	for _, tc := range []struct {
@@ -34,7 +34,7 @@ func TestFacts(t *testing.T) {
 		{"hourly, no such account", FactQuery{Grain: Hourly, From: 0, To: 3 * 3600, Accounts: []string{"nobody"}}, nil},
 		{"daily", FactQuery{Grain: Daily, From: 0, To: 2 * 86400, Partitions: []string{"gpu"}, Clusters: []string{"c1"}},
 			[]FactRow{alice(0, 0, 4000, 2000, 100, 3300, 5050, 1),
-				{Start: 86400, Cluster: "c1", User: "dave", Account: "bio", Partition: "gpu", Model: "A100", AllocS: 10, UsedS: 1}}},
+				{Start: 86400, Cluster: "c1", User: "dave", Account: "bio", Partition: "gpu", Model: "A100", Usage: Usage{AllocS: 10, UsedS: 1}}}},
 		{"monthly, ignored rows left out", FactQuery{Grain: Monthly, From: 0, To: 31 * 86400},
 			[]FactRow{alice(0, 0, 4000, 2000, 100, 3300, 5050, 1)}},
 	} {

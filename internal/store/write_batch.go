@@ -35,7 +35,7 @@ type Batch struct {
 	unchecked map[int64]bool
 	// prev is the last energy reading seen per GPU, for counter deltas.
 	prev map[int64]energyReading
-	use  map[useKey]*Delta
+	use  map[useKey]*Usage
 	// touched is every job hour flushed from use (TouchedHours).
 	touched map[useKey]struct{}
 	// lastSample per (job row, node) in this batch.
@@ -113,7 +113,7 @@ func newBatch(ctx context.Context, conn *sql.Conn, tx *ledgerTx, now time.Time) 
 		models: map[int64]string{}, seen: map[int64]int64{}, rerolls: map[int64]bool{}, summaries: map[int64]bool{},
 		st: map[string]*ledgerStmt{}, nodes: map[[2]string]int64{}, gpus: map[string]gpuRow{},
 		jobs: map[jobKey]int64{}, dims: map[int64]Dims{}, noHours: map[int64]bool{}, unchecked: map[int64]bool{}, prev: map[int64]energyReading{},
-		use: map[useKey]*Delta{}, touched: map[useKey]struct{}{}, lastSample: map[[2]int64]int64{},
+		use: map[useKey]*Usage{}, touched: map[useKey]struct{}{}, lastSample: map[[2]int64]int64{},
 		give: func() {},
 	}
 }

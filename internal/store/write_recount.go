@@ -238,7 +238,7 @@ func (b *Batch) clampPruned(job, node int64, gone [][2]int64) error {
 		rows, err := b.query(`SELECT hour, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s FROM job_hours
  WHERE job = ? AND node_id = ? AND hour >= ? AND hour <= ?`, job, node, lo, hi)
 		var cuts []useKey
-		var ds []Delta
+		var ds []Usage
 		err = eachRow(rows, err, func(r batchRows) error {
 			var h, a int64
 			var used, idle, sample float64
@@ -246,8 +246,8 @@ func (b *Batch) clampPruned(job, node int64, gone [][2]int64) error {
 				return err
 			}
 			al := float64(max(a, 0))
-			d := Delta{Used: min(used, al) - used, Idle: min(idle, al) - idle, SampleS: min(sample, al) - sample}
-			if !d.zero() {
+			d := Usage{UsedS: min(used, al) - used, IdleS: min(idle, al) - idle, SampleS: min(sample, al) - sample}
+			if d != (Usage{}) {
 				cuts, ds = append(cuts, useKey{job, node, h}), append(ds, d)
 			}
 			return nil

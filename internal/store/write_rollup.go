@@ -13,41 +13,42 @@ type Dims struct {
 	Ignored                           bool
 }
 
-// Delta is a change to one job on one node in one hour.
-type Delta struct {
-	AllocGPUs int64 // GPU-seconds
-	Used      float64
-	Idle      float64
-	SampleS   float64
-	EnergyMJ  int64
-	Jobs      int64
+// Usage is the figures the ledger keeps of GPU use: a change to one job
+// on one node in one hour (job_hours), the rollups' sums of them, and
+// what a report adds up (report.Usage is this type).
+type Usage struct {
+	AllocS   int64   // allocated GPU-seconds
+	UsedS    float64 // used GPU-seconds
+	IdleS    float64 // idle GPU-seconds
+	SampleS  float64 // GPU-seconds covered by samples
+	EnergyMJ int64
+	Jobs     int64 // jobs started
 }
 
-func (d Delta) zero() bool {
-	return d.AllocGPUs == 0 && d.Used == 0 && d.Idle == 0 && d.SampleS == 0 && d.EnergyMJ == 0 && d.Jobs == 0
+// Add adds o to u.
+func (u *Usage) Add(o Usage) {
+	u.AllocS += o.AllocS
+	u.UsedS += o.UsedS
+	u.IdleS += o.IdleS
+	u.SampleS += o.SampleS
+	u.EnergyMJ += o.EnergyMJ
+	u.Jobs += o.Jobs
 }
 
-func (d *Delta) add(e Delta) {
-	d.AllocGPUs += e.AllocGPUs
-	d.Used += e.Used
-	d.Idle += e.Idle
-	d.SampleS += e.SampleS
-	d.EnergyMJ += e.EnergyMJ
-	d.Jobs += e.Jobs
+// Neg is -u: figures taken back (a job's rollups moved, a span's hours
+// subtracted from its months).
+func (u Usage) Neg() Usage {
+	return Usage{-u.AllocS, -u.UsedS, -u.IdleS, -u.SampleS, -u.EnergyMJ, -u.Jobs}
 }
 
-func (d Delta) neg() Delta {
-	return Delta{-d.AllocGPUs, -d.Used, -d.Idle, -d.SampleS, -d.EnergyMJ, -d.Jobs}
+// values are a row's key values, then u's figures: addUsageSQL's order.
+func (u Usage) values(key ...any) []any {
+	return append(key, u.AllocS, u.UsedS, u.IdleS, u.SampleS, u.EnergyMJ, u.Jobs)
 }
 
-// values are a row's key values, then d's figures: addDeltaSQL's order.
-func (d Delta) values(key ...any) []any {
-	return append(key, d.AllocGPUs, d.Used, d.Idle, d.SampleS, d.EnergyMJ, d.Jobs)
-}
-
-// addDeltaSQL adds a row's figures (Delta.values) to table, whose rows
+// addUsageSQL adds a row's figures (Usage.values) to table, whose rows
 // the columns keyCols name: job_hours and the rollups.
-func addDeltaSQL(table, keyCols string) string {
+func addUsageSQL(table, keyCols string) string {
 	n := strings.Count(keyCols, ",") + 1 + 6
 	return `INSERT INTO ` + table + `(` + keyCols + `, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs)
 VALUES(` + strings.TrimSuffix(strings.Repeat("?, ", n), ", ") + `)
@@ -56,7 +57,7 @@ ON CONFLICT(` + keyCols + `) DO UPDATE SET alloc_gpu_s = alloc_gpu_s + excluded.
  energy_mj = energy_mj + excluded.energy_mj, jobs = jobs + excluded.jobs`
 }
 
-func (b *Batch) rollup(dims Dims, node int64, model string, hour int64, d Delta) error {
+func (b *Batch) rollup(dims Dims, node int64, model string, hour int64, d Usage) error {
 	if err := b.rollupHour(dims, node, model, hour, d); err != nil {
 		return err
 	}
@@ -69,36 +70,36 @@ func (b *Batch) rollup(dims Dims, node int64, model string, hour int64, d Delta)
 	return b.rollupMonth(dims, model, MonthOfDay(hour/24), d)
 }
 
-func (b *Batch) rollupHour(dims Dims, node int64, model string, hour int64, d Delta) error {
+func (b *Batch) rollupHour(dims Dims, node int64, model string, hour int64, d Usage) error {
 	_, err := b.exec(rollupHourSQL(), rollupHourRow(dims, node, model, hour, d)...)
 	return err
 }
 
 // rollupHourSQL adds a row's figures to rollup_hourly (rollupHourRow).
 func rollupHourSQL() string {
-	return addDeltaSQL("rollup_hourly", "hour, cluster, user, account, partition, node_id, model, ignored")
+	return addUsageSQL("rollup_hourly", "hour, cluster, user, account, partition, node_id, model, ignored")
 }
 
-func rollupHourRow(dims Dims, node int64, model string, hour int64, d Delta) []any {
+func rollupHourRow(dims Dims, node int64, model string, hour int64, d Usage) []any {
 	return d.values(hour, dims.Cluster, dims.User, dims.Account, dims.Partition, node, model, dims.Ignored)
 }
 
-func (b *Batch) rollupHourSum(dims Dims, model string, hour int64, d Delta) error {
+func (b *Batch) rollupHourSum(dims Dims, model string, hour int64, d Usage) error {
 	return b.rollupPeriod("rollup_hourly_sum", "hour", dims, model, hour, d)
 }
 
-func (b *Batch) rollupDay(dims Dims, model string, day int64, d Delta) error {
+func (b *Batch) rollupDay(dims Dims, model string, day int64, d Usage) error {
 	return b.rollupPeriod("rollup_daily", "day", dims, model, day, d)
 }
 
-func (b *Batch) rollupMonth(dims Dims, model string, month int64, d Delta) error {
+func (b *Batch) rollupMonth(dims Dims, model string, month int64, d Usage) error {
 	return b.rollupPeriod("rollup_monthly", "month", dims, model, month, d)
 }
 
 // rollupPeriod adds d to the node-less rollup table keyed by key (a Unix
 // hour, or a Unix day: the day itself, or the first of its month). table
 // and key are constants of this file, never input.
-func (b *Batch) rollupPeriod(table, key string, dims Dims, model string, at int64, d Delta) error {
+func (b *Batch) rollupPeriod(table, key string, dims Dims, model string, at int64, d Usage) error {
 	_, err := b.exec(rollupPeriodSQL(table, key), rollupPeriodRow(dims, model, at, d)...)
 	return err
 }
@@ -106,10 +107,10 @@ func (b *Batch) rollupPeriod(table, key string, dims Dims, model string, at int6
 // rollupPeriodSQL adds a row's figures (rollupPeriodRow) to the node-less
 // rollup table keyed by key.
 func rollupPeriodSQL(table, key string) string {
-	return addDeltaSQL(table, key+", cluster, user, account, partition, model, ignored")
+	return addUsageSQL(table, key+", cluster, user, account, partition, model, ignored")
 }
 
-func rollupPeriodRow(dims Dims, model string, at int64, d Delta) []any {
+func rollupPeriodRow(dims Dims, model string, at int64, d Usage) []any {
 	return d.values(at, dims.Cluster, dims.User, dims.Account, dims.Partition, model, dims.Ignored)
 }
 
@@ -136,10 +137,10 @@ func (b *Batch) moveJob(job int64, old, new Dims) error {
 	rows, err := b.query(`SELECT h.node_id, h.hour, h.alloc_gpu_s, h.used_gpu_s, h.idle_gpu_s, h.sample_s, h.energy_mj, h.jobs FROM job_hours h WHERE h.job = ?`, job)
 	type jh struct {
 		node, hour int64
-		d          Delta
+		d          Usage
 	}
 	hs, err := collect(rows, err, func(r batchRows, h *jh) error {
-		return r.Scan(&h.node, &h.hour, &h.d.AllocGPUs, &h.d.Used, &h.d.Idle, &h.d.SampleS, &h.d.EnergyMJ, &h.d.Jobs)
+		return r.Scan(&h.node, &h.hour, &h.d.AllocS, &h.d.UsedS, &h.d.IdleS, &h.d.SampleS, &h.d.EnergyMJ, &h.d.Jobs)
 	})
 	if err != nil {
 		return fmt.Errorf("job hours of %d: %w", job, err)
@@ -149,7 +150,7 @@ func (b *Batch) moveJob(job int64, old, new Dims) error {
 		if err != nil {
 			return err
 		}
-		if err := b.rollup(old, h.node, model, h.hour, h.d.neg()); err != nil {
+		if err := b.rollup(old, h.node, model, h.hour, h.d.Neg()); err != nil {
 			return err
 		}
 		if err := b.rollup(new, h.node, model, h.hour, h.d); err != nil {
@@ -219,7 +220,7 @@ type span struct {
 }
 
 // hourly splits a span into per-hour deltas.
-func (s span) hourly(sign int64, out map[int64]Delta) {
+func (s span) hourly(sign int64, out map[int64]Usage) {
 	if !s.valid || s.end < s.start {
 		return
 	}
@@ -232,7 +233,7 @@ func (s span) hourly(sign int64, out map[int64]Delta) {
 		lo, hi := max(s.start, h*3600), min(s.end, (h+1)*3600)
 		if hi > lo {
 			d := out[h]
-			d.AllocGPUs += sign * s.gpus * (hi - lo)
+			d.AllocS += sign * s.gpus * (hi - lo)
 			out[h] = d
 		}
 	}
@@ -353,7 +354,7 @@ func (b *Batch) rerollSpan(job, node int64, r nodeSpan) error {
 	if old == nw {
 		return b.clampPruned(job, node, gone)
 	}
-	deltas := map[int64]Delta{}
+	deltas := map[int64]Usage{}
 	old.hourly(-1, deltas)
 	nw.hourly(1, deltas)
 	// Into the batch's pending figures: flushUse applies them with the

@@ -8,13 +8,13 @@ import (
 )
 
 // addUse adds d to the batch's pending figures of one job × node × hour.
-func (b *Batch) addUse(k useKey, d Delta) {
+func (b *Batch) addUse(k useKey, d Usage) {
 	p := b.use[k]
 	if p == nil {
-		p = &Delta{}
+		p = &Usage{}
 		b.use[k] = p
 	}
-	p.add(d)
+	p.Add(d)
 }
 
 // flushUse moves the batch's pending figures (samples, allocation) into
@@ -24,12 +24,12 @@ func (b *Batch) addUse(k useKey, d Delta) {
 // came since; b.touched keeps the keys for TouchedHours.
 func (b *Batch) flushUse() error {
 	use := b.use
-	b.use = map[useKey]*Delta{}
+	b.use = map[useKey]*Usage{}
 	keys := make([]useKey, 0, len(use))
 	for k, d := range use {
 		b.touched[k] = struct{}{}
 		delete(b.noHours, k.job)
-		if !d.zero() {
+		if *d != (Usage{}) {
 			keys = append(keys, k)
 		}
 	}
@@ -49,8 +49,8 @@ func (b *Batch) flushUse() error {
 		model string
 	}
 	// Sums in first-seen order, so that a batch always writes the same.
-	hourly, totals := map[hourKey]*Delta{}, map[int64]*Delta{}
-	sums, daily, monthly := map[periodKey]*Delta{}, map[periodKey]*Delta{}, map[periodKey]*Delta{}
+	hourly, totals := map[hourKey]*Usage{}, map[int64]*Usage{}
+	sums, daily, monthly := map[periodKey]*Usage{}, map[periodKey]*Usage{}, map[periodKey]*Usage{}
 	var hours []hourKey
 	var hourSums, days, months []periodKey
 	var jobs []int64
@@ -70,43 +70,43 @@ func (b *Batch) flushUse() error {
 		hourRows = append(hourRows, d.values(k.job, k.node, k.hour))
 		hk := hourKey{dims, k.node, k.hour, model}
 		if hourly[hk] == nil {
-			hourly[hk] = &Delta{}
+			hourly[hk] = &Usage{}
 			hours = append(hours, hk)
 		}
-		hourly[hk].add(d)
+		hourly[hk].Add(d)
 		sk := periodKey{dims, k.hour, model}
 		if sums[sk] == nil {
-			sums[sk] = &Delta{}
+			sums[sk] = &Usage{}
 			hourSums = append(hourSums, sk)
 		}
-		sums[sk].add(d)
+		sums[sk].Add(d)
 		dk := periodKey{dims, k.hour / 24, model}
 		if daily[dk] == nil {
-			daily[dk] = &Delta{}
+			daily[dk] = &Usage{}
 			days = append(days, dk)
 		}
-		daily[dk].add(d)
+		daily[dk].Add(d)
 		// A month row is keyed as a day row, by its first day.
 		mk := periodKey{dims, MonthOfDay(k.hour / 24), model}
 		if monthly[mk] == nil {
-			monthly[mk] = &Delta{}
+			monthly[mk] = &Usage{}
 			months = append(months, mk)
 		}
-		monthly[mk].add(d)
+		monthly[mk].Add(d)
 		if totals[k.job] == nil {
-			totals[k.job] = &Delta{}
+			totals[k.job] = &Usage{}
 			jobs = append(jobs, k.job)
 		}
-		totals[k.job].add(d)
+		totals[k.job].Add(d)
 	}
 	// Each kind's rows at once: on PostgreSQL one statement a kind
 	// (execMany); the keys above are each kind's rows' keys, distinct.
-	if err := b.execMany(addDeltaSQL("job_hours", "job, node_id, hour"), hourRows); err != nil {
+	if err := b.execMany(addUsageSQL("job_hours", "job, node_id, hour"), hourRows); err != nil {
 		return err
 	}
 	var rows [][]any
 	for _, k := range hours {
-		if d := *hourly[k]; !d.zero() {
+		if d := *hourly[k]; d != (Usage{}) {
 			rows = append(rows, rollupHourRow(k.dims, k.node, k.model, k.hour, d))
 		}
 	}
@@ -116,11 +116,11 @@ func (b *Batch) flushUse() error {
 	for _, p := range []struct {
 		table, key string
 		keys       []periodKey
-		sums       map[periodKey]*Delta
+		sums       map[periodKey]*Usage
 	}{{"rollup_hourly_sum", "hour", hourSums, sums}, {"rollup_daily", "day", days, daily}, {"rollup_monthly", "month", months, monthly}} {
 		rows = rows[:0]
 		for _, k := range p.keys {
-			if d := *p.sums[k]; !d.zero() {
+			if d := *p.sums[k]; d != (Usage{}) {
 				rows = append(rows, rollupPeriodRow(k.dims, k.model, k.at, d))
 			}
 		}
@@ -131,7 +131,7 @@ func (b *Batch) flushUse() error {
 	rows = rows[:0]
 	for _, j := range jobs {
 		d := totals[j]
-		rows = append(rows, []any{d.AllocGPUs, d.Used, d.Idle, d.EnergyMJ, j})
+		rows = append(rows, []any{d.AllocS, d.UsedS, d.IdleS, d.EnergyMJ, j})
 	}
 	if err := b.execMany(`UPDATE jobs SET alloc_gpu_s = alloc_gpu_s + ?, used_gpu_s = used_gpu_s + ?, idle_gpu_s = idle_gpu_s + ?, energy_mj = energy_mj + ? WHERE id = ?`, rows); err != nil {
 		return err
@@ -168,9 +168,9 @@ func (b *Batch) addSampleUse(job, node int64, w window, old *alloc, nw alloc, iv
 	for h := w.lo / msPerHour; h*msPerHour < w.hi; h++ {
 		d := add.hour(h)
 		if old != nil {
-			d.add(sub.hour(h).neg())
+			d.Add(sub.hour(h).Neg())
 		}
-		if !d.zero() {
+		if d != (Usage{}) {
 			b.addUse(useKey{job, node, h}, d)
 		}
 	}
@@ -196,18 +196,18 @@ func newSampleParts(w window, a alloc, ivMS int64, util *int64, js record.JobSha
 // hour is the part's share of hour h; hours must be asked in order. The
 // energy of the whole part is rounded once and handed out by running
 // totals, so that the hours add up to it to the millijoule.
-func (p *sampleParts) hour(h int64) Delta {
+func (p *sampleParts) hour(h int64) Usage {
 	ms := max(0, min(p.part.hi, (h+1)*msPerHour)-max(p.part.lo, h*msPerHour))
 	if ms == 0 {
-		return Delta{}
+		return Usage{}
 	}
 	iv := float64(ms) / 1000
-	d := Delta{SampleS: iv}
+	d := Usage{SampleS: iv}
 	if p.util != nil {
-		d.Used = float64(*p.util) * iv / 100 * p.js.Share
+		d.UsedS = float64(*p.util) * iv / 100 * p.js.Share
 	}
 	if p.js.Idle {
-		d.Idle = iv
+		d.IdleS = iv
 	}
 	if p.delta != nil {
 		p.doneMS += ms
