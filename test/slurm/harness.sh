@@ -63,6 +63,7 @@ status() {
   # (sacct's TotalCPU and MaxRSS), or one whose slurmdbd is gone, is not
   # what the tests need: start replaces it.
   grep -qx 'JobAcctGatherType=jobacct_gather/linux' "$DIR/etc/slurm.conf" || return 1
+  grep -q '^MailProg=' "$DIR/etc/slurm.conf" || return 1
   dbd_answers
 }
 
@@ -86,10 +87,15 @@ SlurmdSpoolDir=$DIR/slurmd
 SlurmdPidFile=$DIR/slurmd.pid
 SlurmdLogFile=$DIR/log/slurmd.log
 PlugStackConfig=$DIR/etc/plugstack.conf
+# Job mail goes to etc/mailprog, which drops it until a test puts gpuacct
+# mailprog there (test/slurm/mailprog_test.go).
+MailProg=$DIR/etc/mailprog
 NodeName=$NODE NodeAddr=127.0.0.1 CPUs=16 Boards=1 SocketsPerBoard=1 CoresPerSocket=16 ThreadsPerCore=1 RealMemory=4000 Gres=gpu:$NGPU State=UNKNOWN
 PartitionName=gpu Nodes=$NODE Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 EOF
   } >"$DIR/etc/slurm.conf"
+  printf '#!/bin/sh\nexit 0\n' >"$DIR/etc/mailprog"
+  chmod 0755 "$DIR/etc/mailprog"
   cat >"$DIR/etc/gres.conf" <<EOF
 NodeName=$NODE Name=gpu File=$DIR/dev/nvidia[0-$((NGPU - 1))]
 EOF
