@@ -143,7 +143,7 @@ func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *
 			// the agent's NVML is already open: no nvmlInit on the job's
 			// path, and the agent reads the energy counters itself (no
 			// NVML call at all while the job waits)
-			ev.GPUs, ev.Quality = ans.GPUs, noteMissing(ans.GPUs, ev.Quality)
+			ev.GPUs, ev.Quality = ans.GPUs, withMissing(ans.GPUs, ev.Quality)
 			if health {
 				res.Unhealthy = healthCheck(gctx, ans.Processes, d.ProcRoot, job.ID, ev.GPUs, log)
 			}
@@ -169,7 +169,7 @@ func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *
 					log.Warn("GPU identification failed", "job", job.ID, "err", ans.Error)
 					ev.Quality = append(ev.Quality, "gpu_identity: "+ans.Error)
 				}
-				ev.GPUs, ev.Quality = ans.GPUs, noteMissing(ans.GPUs, ev.Quality)
+				ev.GPUs, ev.Quality = ans.GPUs, withMissing(ans.GPUs, ev.Quality)
 				if health {
 					res.Unhealthy = healthCheck(gctx, ans.Processes, d.ProcRoot, job.ID, ev.GPUs, log)
 				}
@@ -249,7 +249,8 @@ func askGPUs(ctx context.Context, d Deps, req agentproto.Direct) (agentproto.Res
 	return askHelper(ctx, path, req)
 }
 
-func noteMissing(got []record.GPU, quality []string) []string {
+// withMissing is quality with what each GPU could not give (invariant 6).
+func withMissing(got []record.GPU, quality []string) []string {
 	for _, g := range got {
 		if len(g.Missing) > 0 {
 			quality = append(quality, fmt.Sprintf("gpu_minor_%d: %s", g.Minor, strings.Join(g.Missing, "; ")))

@@ -50,12 +50,12 @@ func marksOf(spoolDir string, now func() time.Time) runMarks {
 
 // name is a run's mark: one empty file whose existence is the mark, so the
 // epilog reads nothing but a stat.
-func (n runMarks) name(cluster string, job uint64, restart int, node string) string {
+func (m runMarks) name(cluster string, job uint64, restart int, node string) string {
 	return fmt.Sprintf("run.%s.%d.%d.%s", cluster, job, restart, node)
 }
 
 // mark says that the prolog recorded this run on this node.
-func (n runMarks) mark(cluster string, job uint64, restart int, node string) error {
+func (m runMarks) mark(cluster string, job uint64, restart int, node string) error {
 	// An empty file is never half-written, and needs no fsync: after a
 	// crash of the node the run's epilog does not run there anyway. Its
 	// mtime is the hook's clock's, on which its age is measured: opening
@@ -63,13 +63,13 @@ func (n runMarks) mark(cluster string, job uint64, restart int, node string) err
 	// of a reused job id, and only a hook clock a second or more away
 	// (the simulations') costs one more update. The directory is made
 	// only when it is missing, not tried on every job.
-	path := filepath.Join(n.dir, n.name(cluster, job, restart, node))
-	err := n.touch(path)
+	path := filepath.Join(m.dir, m.name(cluster, job, restart, node))
+	err := m.touch(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		if err := os.Mkdir(n.dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("create run notes %q: %w", n.dir, err)
+		if err := os.Mkdir(m.dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("create run notes %q: %w", m.dir, err)
 		}
-		err = n.touch(path)
+		err = m.touch(path)
 	}
 	if err != nil {
 		return fmt.Errorf("note run: %w", err)
@@ -78,7 +78,7 @@ func (n runMarks) mark(cluster string, job uint64, restart int, node string) err
 }
 
 // touch makes path an empty file whose mtime is the hook's clock's.
-func (n runMarks) touch(path string) error {
+func (m runMarks) touch(path string) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return err
@@ -86,7 +86,7 @@ func (n runMarks) touch(path string) error {
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("close %q: %w", path, err)
 	}
-	if now := n.now(); time.Until(now).Abs() >= time.Second {
+	if now := m.now(); time.Until(now).Abs() >= time.Second {
 		return os.Chtimes(path, now, now)
 	}
 	return nil
@@ -97,12 +97,12 @@ func (n runMarks) touch(path string) error {
 // counted first), else restart (no prolog mark: as without marks). It
 // returns the mark it used, for forget; an earlier run's mark left
 // behind (its epilog never ran) is the sweep's.
-func (n runMarks) runOf(cluster string, job uint64, restart int, node string) (run int, marked []string) {
+func (m runMarks) runOf(cluster string, job uint64, restart int, node string) (run int, marked []string) {
 	for _, r := range []int{restart, restart - 1} {
 		if r < 0 {
 			continue
 		}
-		if name := n.name(cluster, job, r, node); n.fresh(name) {
+		if name := m.name(cluster, job, r, node); m.fresh(name) {
 			return r, []string{name}
 		}
 	}
@@ -111,40 +111,40 @@ func (n runMarks) runOf(cluster string, job uint64, restart int, node string) (r
 
 // fresh reports whether the mark exists and is young enough to be this
 // job's.
-func (n runMarks) fresh(name string) bool {
-	st, err := os.Lstat(filepath.Join(n.dir, name))
-	return err == nil && st.Mode().IsRegular() && n.now().Sub(st.ModTime()) < runMarkMaxAge
+func (m runMarks) fresh(name string) bool {
+	st, err := os.Lstat(filepath.Join(m.dir, name))
+	return err == nil && st.Mode().IsRegular() && m.now().Sub(st.ModTime()) < runMarkMaxAge
 }
 
 // forget removes the marks an epilog consulted, then sweeps marks older
 // than runMarkMaxAge, runMarkSweepMax at most.
-func (n runMarks) forget(names []string) error {
+func (m runMarks) forget(names []string) error {
 	var first error
 	for _, name := range names {
-		if err := os.Remove(filepath.Join(n.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) && first == nil {
+		if err := os.Remove(filepath.Join(m.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) && first == nil {
 			first = fmt.Errorf("remove run note: %w", err)
 		}
 	}
-	if err := n.sweep(); err != nil && first == nil {
+	if err := m.sweep(); err != nil && first == nil {
 		first = err
 	}
 	return first
 }
 
-func (n runMarks) sweep() error {
-	swept := filepath.Join(n.dir, runMarkSwept)
-	if st, err := os.Lstat(swept); err == nil && n.now().Sub(st.ModTime()) < runMarkSweepEvery {
+func (m runMarks) sweep() error {
+	swept := filepath.Join(m.dir, runMarkSwept)
+	if st, err := os.Lstat(swept); err == nil && m.now().Sub(st.ModTime()) < runMarkSweepEvery {
 		return nil
 	}
-	if err := n.touch(swept); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := m.touch(swept); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("sweep run notes: %w", err)
 	}
-	d, err := os.Open(n.dir)
+	d, err := os.Open(m.dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("open run notes %q: %w", n.dir, err)
+		return fmt.Errorf("open run notes %q: %w", m.dir, err)
 	}
 	defer d.Close()
 	ents, err := d.ReadDir(runMarkSweepMax)
@@ -152,9 +152,9 @@ func (n runMarks) sweep() error {
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
-		return fmt.Errorf("list run notes %q: %w", n.dir, err)
+		return fmt.Errorf("list run notes %q: %w", m.dir, err)
 	}
-	now := n.now()
+	now := m.now()
 	for _, e := range ents {
 		if !e.Type().IsRegular() {
 			continue
@@ -163,7 +163,7 @@ func (n runMarks) sweep() error {
 		if err != nil || now.Sub(info.ModTime()) < runMarkMaxAge {
 			continue
 		}
-		if err := os.Remove(filepath.Join(n.dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := os.Remove(filepath.Join(m.dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("sweep run note: %w", err)
 		}
 	}
