@@ -195,22 +195,27 @@ func (e *env) openScoped(c *cli.Context, what string, defaultAll bool) (*report.
 	return db, s, nil
 }
 
-// job reads one job's detail (job and plot share it), closing the ledger
-// before the caller renders.
-func (e *env) job(c *cli.Context, sp report.JobSpec) (*report.Detail, error) {
+// job reads one job's detail (job and plot share it), and with messages
+// the notifier's messages about the run, closing the ledger before the
+// caller renders.
+func (e *env) job(c *cli.Context, sp report.JobSpec, messages bool) (*report.Detail, []report.JobMessage, error) {
 	db, s, err := e.openScoped(c, "job "+sp.String(), true)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer db.Close()
 	det, err := db.JobIn(c.Context, s, sp, e.now)
 	if report.IsBadInput(err) {
-		return nil, &cliwire.UsageError{Err: err} // "job 7 is on clusters ...": the job named first
+		return nil, nil, &cliwire.UsageError{Err: err} // "job 7 is on clusters ...": the job named first
 	}
+	if err != nil || !messages {
+		return det, nil, err
+	}
+	ms, err := db.JobMessages(c.Context, &det.Job)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return det, nil
+	return det, ms, nil
 }
 
 // loadWindow is load, then the window of --start and --end; a window that

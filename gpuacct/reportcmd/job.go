@@ -50,18 +50,21 @@ Examples:
 			if err != nil {
 				return err
 			}
-			det, err := e.job(c, sp)
+			det, ms, err := e.job(c, sp, true)
 			if err != nil {
 				return err
 			}
 			if c.Bool("json") {
-				return report.WriteJobJSON(d.Stdout, det, m, "")
+				return report.WriteJobJSONMessages(d.Stdout, det, m, "", ms)
 			}
 			width := d.Width()
 			if width == 0 {
 				width = 100
 			}
-			return report.WriteJobText(d.Stdout, det, m, e.loc, width)
+			if err := report.WriteJobText(d.Stdout, det, m, e.loc, width); err != nil {
+				return err
+			}
+			return report.WriteJobMessagesText(d.Stdout, ms, e.loc)
 		},
 	}
 }

@@ -65,7 +65,7 @@ Examples:
 			if err != nil {
 				return err
 			}
-			det, err := e.job(c, sp)
+			det, _, err := e.job(c, sp, false)
 			if err != nil {
 				return err
 			}

@@ -357,8 +357,12 @@ func (h *Handler) apiJob(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
+		ms, err := h.jobMessages(r, c, det)
+		if err != nil {
+			return err
+		}
 		// the team stays the user's own; only the name may be hidden
-		return report.WriteJobJSON(&b, det, h.mapping, h.v.user(det.Job.User))
+		return report.WriteJobJSONMessages(&b, det, h.mapping, h.v.user(det.Job.User), ms)
 	})
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/aicloud/gpusuite/internal/plot"
 	"github.com/aicloud/gpusuite/internal/report"
@@ -33,6 +34,12 @@ type nodePartView struct {
 	Exit                               string
 }
 
+// messageView is one message the notifier kept about the job: what,
+// to whom, when, and what became of it.
+type messageView struct {
+	Queued, Rule, Channel, Recipient, Outcome string
+}
+
 type jobView struct {
 	base
 	Job                       string
@@ -53,6 +60,7 @@ type jobView struct {
 	Metrics                   []metricView
 	GPUs                      []gpuView
 	Parts                     []nodePartView
+	Messages                  []messageView
 	UtilChart, MemChart       chart
 	API                       string
 }
@@ -67,6 +75,10 @@ func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
+		ms, err := h.jobMessages(r, c, det)
+		if err != nil {
+			return err
+		}
 		_, colors, err := h.teamsOf(r.Context(), c)
 		if err != nil {
 			return err
@@ -75,6 +87,10 @@ func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		h.fillJob(&v, det, colors)
+		for _, m := range ms {
+			v.Messages = append(v.Messages, messageView{Queued: m.Queued.In(h.o.Location).Format("2006-01-02 15:04:05"), Rule: m.Rule, Channel: m.Channel,
+				Recipient: m.Recipient, Outcome: m.Outcome(h.o.Location)})
+		}
 		several = len(c.rep.Clusters()) > 1
 		return nil
 	})
@@ -189,4 +205,21 @@ func metricViews(g report.GPUStat, name string) []metricView {
 		out = append(out, metricView{Node: g.Node, GPU: name, Name: r.Name, Mean: r.Mean, Peak: r.Peak, Unsupported: r.Unsupported})
 	}
 	return out
+}
+
+// jobMessages are the notifier's messages about det's run as the viewer
+// may read them: whoever may not see the job's user sees neither the
+// recipients (a mail address names the user) nor them in an error.
+func (h *Handler) jobMessages(r *http.Request, c *conn, det *report.Detail) ([]report.JobMessage, error) {
+	ms, err := c.rep.JobMessages(r.Context(), &det.Job)
+	if err != nil || h.v.sees(det.Job.User) {
+		return ms, err
+	}
+	for i := range ms {
+		if rc := ms[i].Recipient; rc != "" {
+			ms[i].Error = strings.ReplaceAll(ms[i].Error, rc, hiddenUser)
+		}
+		ms[i].Recipient = hiddenUser
+	}
+	return ms, nil
 }
