@@ -54,10 +54,17 @@ func TestParseSacctUsage(t *testing.T) {
 			5: {{AllocCPUs: 2, Nodes: 1, Elapsed: 4 * time.Second, ReqMem: store.Known(600 * m), TotalCPU: store.Known(307), MaxRSS: store.Known(218224 * k)}},
 			2: {{AllocCPUs: 2, Nodes: 1, Elapsed: 4 * time.Second, ReqMem: store.Known(600 * m), TotalCPU: store.Known(293), MaxRSS: store.Known(218192 * k)}},
 		}},
+		// Real, from the harness run with jobacct_gather/none: a step
+		// that burnt a core for 3 s reads TotalCPU 00:00:00.
 		{"gather none: steps report nothing",
+			"35|2026-11-28T09:24:02|2026-11-28T09:24:05|COMPLETED|0:0|2|00:00:00|512M||1|3|1\n" +
+				"35.batch|2026-11-28T09:24:02|2026-11-28T09:24:05|COMPLETED|0:0|2|00:00:00||||3|1\n" +
+				"35.0|2026-11-28T09:24:02|2026-11-28T09:24:05|COMPLETED|0:0|2|00:00:00||||3|1\n",
+			map[uint64][]store.JobUsage{35: {{AllocCPUs: 2, Nodes: 1, Elapsed: 3 * time.Second, TimeLimit: store.Known(60), ReqMem: store.Known(512 * m)}}}},
+		{"steps reporting 0, over two nodes",
 			"7|2026-03-02T00:00:00|2026-03-02T01:00:00|COMPLETED|0:0|8|00:00:00|16G||60|3600|2\n" +
 				"7.batch|2026-03-02T00:00:00|2026-03-02T01:00:00|COMPLETED|0:0|4|00:00:00||0||3600|1\n" +
-				"7.extern|2026-03-02T00:00:00|2026-03-02T01:00:00|COMPLETED|0:0|8|00:00:00||||3600|2\n",
+				"7.extern|2026-03-02T00:00:00|2026-03-02T01:00:00|COMPLETED|0:0|8|00:00:00||0||3600|2\n",
 			map[uint64][]store.JobUsage{7: {{AllocCPUs: 8, Nodes: 2, Elapsed: time.Hour, TimeLimit: store.Known(3600), ReqMem: store.Known(8 << 30)}}}},
 		{"requeued: each run its own steps; older Slurm's per CPU and per node",
 			"9|2026-03-02T01:00:00|2026-03-02T03:00:00|COMPLETED|0:0|4|1-02:03:04|4000Mc||180|7200|2\n" +
