@@ -138,6 +138,16 @@ Examples:
 			if err != nil {
 				return nagios(checkCritical, "CRITICAL: "+err.Error())
 			}
+			np, ns, err := db.CheckNotify(c.Context, e.now, report.NotifyStuckAfter)
+			if err != nil {
+				return nagios(checkCritical, "CRITICAL: "+err.Error())
+			}
+			if np != "" {
+				problems = append(problems, np)
+			}
+			if ns != "" {
+				summary += "; " + ns
+			}
 			if !c.Bool("no-live") {
 				lp, ls, warnings := checkLive(c.Context, e.cfg.Board, slurm, o.Forget, e.now)
 				for _, w := range warnings {
