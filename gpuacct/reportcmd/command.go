@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"strconv"
 	"strings"
 	"time"
@@ -39,6 +40,9 @@ type Deps struct {
 	// Euid and Username identify who asks for an ignore change.
 	Euid     func() int
 	Username func() string
+	// Caller is the real uid's user name, what "me" in a user flag
+	// means (cliwire.Caller); nil asks the system.
+	Caller func() (string, error)
 }
 
 // System is Deps for the real process.
@@ -49,8 +53,11 @@ func System(stdout, stderr io.Writer, getenv func(string) string) Deps {
 		StderrTTY: func() bool { return isTerminal(stderr) },
 		Euid:      os.Geteuid,
 		Username:  func() string { return currentUser(getenv) },
+		Caller:    systemCaller,
 	}
 }
+
+func systemCaller() (string, error) { return cliwire.Caller(os.Getuid(), user.LookupId) }
 
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
@@ -296,16 +303,24 @@ func listOf(c *cli.Context, name string) []string {
 	return out
 }
 
-// filterOf is the report filter of the flags; the clusters come from
-// the scope (env.scope).
-func filterOf(c *cli.Context) (report.Filter, []string) {
+// filterOf is the report filter of the flags, "me" among the users the
+// caller; the clusters come from the scope (env.scope).
+func filterOf(c *cli.Context, d Deps) (report.Filter, []string, error) {
 	list := func(name string) []string { return listOf(c, name) }
 	accts := list("accounts")
 	for i := range accts {
 		accts[i] = strings.ToLower(accts[i]) // as Slurm stores them
 	}
-	return report.Filter{Users: list("users"), Accounts: accts, Partitions: list("partitions"),
-		Nodes: list("nodes"), Models: list("models")}, list("teams")
+	caller := d.Caller
+	if caller == nil {
+		caller = systemCaller
+	}
+	users, err := cliwire.ResolveMe(list("users"), caller)
+	if err != nil {
+		return report.Filter{}, nil, err
+	}
+	return report.Filter{Users: users, Accounts: accts, Partitions: list("partitions"),
+		Nodes: list("nodes"), Models: list("models")}, list("teams"), nil
 }
 
 // ReportCommand is `gpuacct report`.
@@ -419,7 +434,10 @@ func runReport(c *cli.Context, d Deps, kind string) error {
 			return cliwire.Usagef("report %s: %v", kind, err)
 		}
 	}
-	f, teamList := filterOf(c)
+	f, teamList, err := filterOf(c, d)
+	if err != nil {
+		return err
+	}
 	db, s, err := e.openScoped(c, "report "+kind, false)
 	if err != nil {
 		return err

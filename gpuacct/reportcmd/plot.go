@@ -92,7 +92,10 @@ func plotReport(c *cli.Context, d Deps, out string) error {
 	if err != nil {
 		return err
 	}
-	f, tl := filterOf(c)
+	f, tl, err := filterOf(c, d)
+	if err != nil {
+		return err
+	}
 	db, s, err := e.openScoped(c, "plot", false)
 	if err != nil {
 		return err
