@@ -353,11 +353,7 @@ func (h *Handler) loadJob(r *http.Request, c *conn) (*report.Detail, error) {
 func (h *Handler) apiJob(w http.ResponseWriter, r *http.Request) error {
 	var b bytes.Buffer
 	err := h.withConn(r, func(c *conn) error {
-		det, err := h.loadJob(r, c)
-		if err != nil {
-			return err
-		}
-		ms, err := h.jobMessages(r, c, det)
+		det, ms, err := h.jobWithMessages(r, c)
 		if err != nil {
 			return err
 		}

@@ -71,11 +71,7 @@ func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request) error {
 	var v jobView
 	several := false
 	err := h.withConn(r, func(c *conn) error {
-		det, err := h.loadJob(r, c)
-		if err != nil {
-			return err
-		}
-		ms, err := h.jobMessages(r, c, det)
+		det, ms, err := h.jobWithMessages(r, c)
 		if err != nil {
 			return err
 		}
@@ -207,13 +203,21 @@ func metricViews(g report.GPUStat, name string) []metricView {
 	return out
 }
 
-// jobMessages are the notifier's messages about det's run as the viewer
-// may read them: whoever may not see the job's user sees neither the
-// recipients (a mail address names the user) nor them in an error.
-func (h *Handler) jobMessages(r *http.Request, c *conn, det *report.Detail) ([]report.JobMessage, error) {
+// jobWithMessages is loadJob, and the notifier's messages about the run
+// as the viewer may read them: whoever may not see the job's user sees
+// neither the recipients (a mail address names the user) nor them in an
+// error.
+func (h *Handler) jobWithMessages(r *http.Request, c *conn) (*report.Detail, []report.JobMessage, error) {
+	det, err := h.loadJob(r, c)
+	if err != nil {
+		return nil, nil, err
+	}
 	ms, err := c.rep.JobMessages(r.Context(), &det.Job)
-	if err != nil || h.v.sees(det.Job.User) {
-		return ms, err
+	if err != nil {
+		return nil, nil, err
+	}
+	if h.v.sees(det.Job.User) {
+		return det, ms, nil
 	}
 	for i := range ms {
 		if rc := ms[i].Recipient; rc != "" {
@@ -221,5 +225,5 @@ func (h *Handler) jobMessages(r *http.Request, c *conn, det *report.Detail) ([]r
 		}
 		ms[i].Recipient = hiddenUser
 	}
-	return ms, nil
+	return det, ms, nil
 }
