@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -53,6 +54,17 @@ const JobEndPoll = 250 * time.Millisecond
 func (n *Notifier) JobEndSummary(ctx context.Context, st *store.Store, m SlurmMail, now func() time.Time) (string, error) {
 	if !m.ended() || m.Job == 0 {
 		return "", nil
+	}
+	// A user who opted out of the job-end summary gets Slurm's mail as
+	// Slurm wrote it: they asked Slurm for that mail.
+	if m.User != "" {
+		rules, err := st.NotifyOptOuts(ctx, m.User)
+		if err != nil {
+			return "", err
+		}
+		if slices.Contains(rules, RuleJobEnd) || slices.Contains(rules, RuleAll) {
+			return "", nil
+		}
 	}
 	q := store.JobRunQuery{JobID: m.Job, Cluster: m.Cluster, Restart: m.Restart}
 	var last *store.JobRow
@@ -164,12 +176,13 @@ func JobEndKey(m SlurmMail) string {
 
 // SendSlurmMail sends Slurm's mail m with summary appended to m.To (a
 // user name, as Slurm gives one without --mail-user, is mapped to its
-// address as the rules' mails are), and returns the message as the
-// outbox keeps it with the delivery's error.
+// address as the rules' mails are, else handed to the mail server as it
+// is, as Slurm's mail(1) would), and returns the message as the outbox
+// keeps it with the delivery's error.
 func (n *Notifier) SendSlurmMail(ctx context.Context, m SlurmMail, summary string, now time.Time) (store.NotifyMessage, error) {
 	to := m.To
-	if !strings.Contains(to, "@") {
-		to = n.address(to)
+	if a := n.address(to); !strings.Contains(to, "@") && a != "" {
+		to = a
 	}
 	body := m.Body
 	if body != "" && !strings.HasSuffix(body, "\n") {
@@ -181,9 +194,6 @@ func (n *Notifier) SendSlurmMail(ctx context.Context, m SlurmMail, summary strin
 		Cluster: m.Cluster, Job: &job, Restart: m.Restart, User: m.User, Subject: m.Subject, Body: body, Created: now}
 	if m.Job == 0 {
 		msg.Job = nil
-	}
-	if to == "" {
-		return msg, errNoAddress
 	}
 	sum := sha256.Sum256([]byte(msg.Key))
 	err := n.smtp.Send(ctx, deliver.Mail{To: to, Subject: m.Subject, Body: body, Date: now, MessageID: hex.EncodeToString(sum[:12]) + ".jobend@gpusuite"})

@@ -60,7 +60,7 @@ func TestGoldenJobEnd(t *testing.T) {
 // TestJobEndSummaryWaits: the summary waits for the job's end to reach
 // the ledger; a job that never ends there by the deadline is summarised
 // as far as the ledger knows, and says so; a job the ledger never had,
-// and a mail of another type, get none.
+// a mail of another type and a user who opted out of jobend get none.
 func TestJobEndSummaryWaits(t *testing.T) {
 	st, l := ledger(t)
 	seed(t, l.Loc(), []fjob{{job: 1, user: "alice", gpus: 1, start: t0, upTo: t0.Add(time.Hour), busy: idleAll}})
@@ -89,6 +89,12 @@ func TestJobEndSummaryWaits(t *testing.T) {
 			t.Errorf("%s: summary %q, want none", name, s)
 		}
 	}
+	// alice opts out of the job-end summary: Slurm's mail goes plain.
+	notifyBatch(t, st, t0, func(b *store.Batch) error { return b.SetNotifyOptOut("alice", RuleJobEnd, true, t0) })
+	if s := summary(ended, 3*JobEndPoll); s != "" {
+		t.Errorf("opted out: summary %q, want none", s)
+	}
+	notifyBatch(t, st, t0, func(b *store.Batch) error { return b.SetNotifyOptOut("alice", RuleJobEnd, false, t0) })
 	// The end arrives while the summary waits: the summary is the ended
 	// job's, long before the (generous) deadline.
 	done := make(chan string, 1)
