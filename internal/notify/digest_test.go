@@ -74,6 +74,14 @@ func TestDigest(t *testing.T) {
 	if res, err := newNotifier(t, cfg, st).Evaluate(ctx, now.AddDate(0, 0, 2)); err != nil || res.Found != 3 || res.Added != 0 {
 		t.Errorf("a restarted notifier: %+v, %v; want the 3 found, none added", res, err)
 	}
+	// A dry run logs the week's digests once, not on each pass.
+	cfg.DryRun = true
+	dry := newNotifier(t, cfg, st)
+	for i, want := range []int{3, 0} {
+		if res, err := dry.Evaluate(ctx, now.Add(time.Duration(i)*time.Hour)); err != nil || res.Found != want {
+			t.Errorf("dry run pass %d: %+v, %v; want %d found", i+1, res, err, want)
+		}
+	}
 }
 
 // TestGoldenDigest: the digest in each language.

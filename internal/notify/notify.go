@@ -213,6 +213,9 @@ func (n *Notifier) Evaluate(ctx context.Context, now time.Time) (Result, error) 
 		for _, m := range msgs {
 			n.log.Info("notify dry run: would send", "rule", m.Rule, "key", m.Key, "to", m.Recipient, "via", m.Channel, "subject", m.Subject)
 		}
+		if digestWeek != "" {
+			n.digested = digestWeek // logged once a week, not each pass
+		}
 		return res, nil
 	}
 	b, err := n.st.Begin(ctx, now)
