@@ -247,7 +247,7 @@ func (a *Agent) identify(ctx context.Context, req agentproto.Request) (agentprot
 	}
 	resp := agentproto.Response{GPUs: make([]gpu.Identity, len(req.Minors))}
 	if req.Procs {
-		resp.Procs, resp.ProcErrors = map[string][]agentproto.Process{}, map[string]string{}
+		resp.Procs, resp.ProcErrors = map[string][]agentproto.Proc{}, map[string]string{}
 	}
 	for i, m := range req.Minors {
 		id := &resp.GPUs[i]
@@ -275,9 +275,9 @@ func (a *Agent) identify(ctx context.Context, req agentproto.Request) (agentprot
 				resp.ProcErrors[d.UUID] = err.Error()
 				continue
 			}
-			procs := make([]agentproto.Process, 0, len(ps))
+			procs := make([]agentproto.Proc, 0, len(ps))
 			for _, p := range ps {
-				procs = append(procs, agentproto.NewProcess(p.Pid, p.UsedGpuMemory))
+				procs = append(procs, agentproto.NewProc(p.Pid, p.UsedGpuMemory))
 			}
 			resp.Procs[d.UUID] = procs
 		}

@@ -15,7 +15,7 @@
 // (SO_PEERCRED) a hook sends both without waiting for either (Expect).
 //
 //	line.go       the line on a unix socket: Dial, Exchange, Send, Lines, Reply, PeerCred
-//	hook.go       the agent (hook) socket: Request, Response and its Process lists,
+//	hook.go       the agent (hook) socket: Request, Response and its Proc lists,
 //	              Identify, Announce; Direct, what a hook gives hook-gpus instead
 //	inventory.go  the GPU inventory the agent publishes beside that socket, and
 //	              Expect/Ask: a job's start that waits on no other process

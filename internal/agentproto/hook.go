@@ -36,16 +36,16 @@ type Request struct {
 	Event *record.Event `json:"event,omitempty"`
 }
 
-// Process is one compute process on a GPU.
-type Process struct {
+// Proc is one compute process on a GPU.
+type Proc struct {
 	PID        uint32 `json:"pid"`
 	MemUsedMiB uint64 `json:"mem_mib"`
 }
 
 // Response is the agent's one-line answer.
 type Response struct {
-	GPUs  []record.GPU         `json:"gpus,omitempty"`
-	Procs map[string][]Process `json:"procs,omitempty"`
+	GPUs  []record.GPU      `json:"gpus,omitempty"`
+	Procs map[string][]Proc `json:"procs,omitempty"`
 	// ProcErrors says, per UUID, why its processes could not be listed.
 	ProcErrors map[string]string `json:"proc_errors,omitempty"`
 	Error      string            `json:"error,omitempty"`
@@ -88,15 +88,15 @@ func Do(ctx context.Context, path string, timeout time.Duration, req Request) (R
 	return resp, nil
 }
 
-// NewProcess is one compute process as NVML lists it (pid, memory used in
+// NewProc is one compute process as NVML lists it (pid, memory used in
 // bytes) in the socket's shape, for the agent and hook-gpus alike.
-func NewProcess(pid uint32, usedBytes uint64) Process {
-	return Process{PID: pid, MemUsedMiB: usedBytes >> 20}
+func NewProc(pid uint32, usedBytes uint64) Proc {
+	return Proc{PID: pid, MemUsedMiB: usedBytes >> 20}
 }
 
-// Processes returns the processes listed for uuid, for the prolog's
+// ProcsOf returns the processes listed for uuid, for the prolog's
 // health check.
-func (r Response) Processes(_ context.Context, uuid string) ([]Process, error) {
+func (r Response) ProcsOf(_ context.Context, uuid string) ([]Proc, error) {
 	if e, ok := r.ProcErrors[uuid]; ok {
 		return nil, errors.New(e)
 	}

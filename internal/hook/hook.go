@@ -145,7 +145,7 @@ func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *
 			// NVML call at all while the job waits)
 			ev.GPUs, ev.Quality = ans.GPUs, withMissing(ans.GPUs, ev.Quality)
 			if health {
-				res.Unhealthy = healthCheck(gctx, ans.Processes, d.ProcRoot, job.ID, ev.GPUs, log)
+				res.Unhealthy = healthCheck(gctx, ans.ProcsOf, d.ProcRoot, job.ID, ev.GPUs, log)
 			}
 		} else {
 			agentDown = true
@@ -171,7 +171,7 @@ func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *
 				}
 				ev.GPUs, ev.Quality = ans.GPUs, withMissing(ans.GPUs, ev.Quality)
 				if health {
-					res.Unhealthy = healthCheck(gctx, ans.Processes, d.ProcRoot, job.ID, ev.GPUs, log)
+					res.Unhealthy = healthCheck(gctx, ans.ProcsOf, d.ProcRoot, job.ID, ev.GPUs, log)
 				}
 			}
 		}
@@ -261,7 +261,7 @@ func withMissing(got []record.GPU, quality []string) []string {
 
 // healthCheck returns a reason when an allocated GPU runs a process that is
 // not this job's.
-func healthCheck(ctx context.Context, processes func(context.Context, string) ([]agentproto.Process, error), procRoot string, jobID uint64, gpus []record.GPU, log *slog.Logger) string {
+func healthCheck(ctx context.Context, processes func(context.Context, string) ([]agentproto.Proc, error), procRoot string, jobID uint64, gpus []record.GPU, log *slog.Logger) string {
 	for _, g := range gpus {
 		if g.UUID == "" {
 			continue

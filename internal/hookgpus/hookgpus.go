@@ -87,7 +87,7 @@ func answer(ctx context.Context, open Open, req agentproto.Direct) agentproto.Re
 	if !req.Procs {
 		return resp
 	}
-	resp.Procs, resp.ProcErrors = map[string][]agentproto.Process{}, map[string]string{}
+	resp.Procs, resp.ProcErrors = map[string][]agentproto.Proc{}, map[string]string{}
 	for _, g := range resp.GPUs {
 		if g.UUID == "" {
 			continue
@@ -103,10 +103,10 @@ func answer(ctx context.Context, open Open, req agentproto.Direct) agentproto.Re
 }
 
 // processes is NVML's process list in the socket's shape.
-func processes(ps []nvml.ProcessInfo) []agentproto.Process {
-	out := make([]agentproto.Process, 0, len(ps))
+func processes(ps []nvml.ProcessInfo) []agentproto.Proc {
+	out := make([]agentproto.Proc, 0, len(ps))
 	for _, p := range ps {
-		out = append(out, agentproto.NewProcess(p.Pid, p.UsedGpuMemory))
+		out = append(out, agentproto.NewProc(p.Pid, p.UsedGpuMemory))
 	}
 	return out
 }

@@ -51,7 +51,7 @@ func TestServe(t *testing.T) {
 			}},
 		{name: "processes for the health check", in: `{"node":"gpu01","nvml_timeout":"1s","minors":[0,1],"procs":true}`, open: simOpen,
 			want: func(t *testing.T, r agentproto.Response) {
-				want := map[string][]agentproto.Process{sim.UUID("gpu01", 2): {{PID: 100, MemUsedMiB: 3}}, sim.UUID("gpu01", 3): {}}
+				want := map[string][]agentproto.Proc{sim.UUID("gpu01", 2): {{PID: 100, MemUsedMiB: 3}}, sim.UUID("gpu01", 3): {}}
 				if d := cmp.Diff(want, r.Procs); d != "" {
 					t.Errorf("processes (-want +got):\n%s", d)
 				}
