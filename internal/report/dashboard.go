@@ -14,11 +14,13 @@ import (
 // one read model and never the store itself. Their errors are the
 // store's, for the caller to name.
 
-// NodeSeen is a node with its GPUs and its newest record.
-type NodeSeen = store.NodeOverview
+// NodeOverview is a node with its GPUs and its newest record.
+type NodeOverview = store.NodeOverview
 
-// NodesSeen lists every node that shipped records, by cluster and name.
-func (d *DB) NodesSeen(ctx context.Context) ([]NodeSeen, error) { return d.st.NodesOverview(ctx) }
+// NodesOverview lists every node that shipped records, by cluster and name.
+func (d *DB) NodesOverview(ctx context.Context) ([]NodeOverview, error) {
+	return d.st.NodesOverview(ctx)
+}
 
 // MaxNodeID is the newest node's id: a newer one than at open means d's
 // node names are out of date.

@@ -16,7 +16,7 @@ import (
 // nodeInfo is one node as the overview shows it: the read model's node
 // and what the page computes from it.
 type nodeInfo struct {
-	report.NodeSeen
+	report.NodeOverview
 	AgeS  *int64 `json:"age_s"`
 	Stale bool   `json:"stale"`
 	// Forgotten nodes were silent longer than report.check_forget.
@@ -24,13 +24,13 @@ type nodeInfo struct {
 }
 
 func (c *conn) nodes(ctx context.Context, now time.Time, o Options) ([]nodeInfo, error) {
-	rows, err := c.rep.NodesSeen(ctx)
+	rows, err := c.rep.NodesOverview(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read nodes: %w", err)
 	}
 	out := make([]nodeInfo, 0, len(rows))
 	for _, r := range rows {
-		n := nodeInfo{NodeSeen: r}
+		n := nodeInfo{NodeOverview: r}
 		if r.LastSeen != nil {
 			age := now.Unix() - *r.LastSeen
 			n.AgeS = &age
