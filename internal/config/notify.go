@@ -48,6 +48,10 @@ type NotifyDigest struct {
 	// Leads names each team's leads (team as reports name it: the Slurm
 	// account, or report.teams' team): each gets the team's digest.
 	Leads map[string][]string `toml:"leads"`
+	// Admins are mail addresses that each get the cluster's digest: its
+	// idle GPU-hours, the top wasting users and teams, foreign processes,
+	// quarantined files, stale nodes and the message queue.
+	Admins []string `toml:"admins"`
 }
 
 // NotifyMail is the SMTP server and the users' addresses.
@@ -143,7 +147,19 @@ func (n *Notify) validate() error {
 			return err
 		}
 	}
+	if err := n.Digest.validate(); err != nil {
+		return err
+	}
 	return n.Idle.validate(n.Webhooks)
+}
+
+func (d *NotifyDigest) validate() error {
+	for _, a := range d.Admins {
+		if addr, err := mail.ParseAddress(a); err != nil || addr.Name != "" {
+			return fmt.Errorf("key \"notify.digest.admins\": %q is not a mail address", a)
+		}
+	}
+	return nil
 }
 
 func notifyLanguage(key, lang string) error {

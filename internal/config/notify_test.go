@@ -14,6 +14,7 @@ func TestNotifySection(t *testing.T) {
 	set.Mail.Host, set.Mail.Address = "mail.example.org", "{user}@example.org"
 	set.Webhooks = map[string]NotifyWebhook{"ops": {URL: "https://chat.example.org/hooks/x", Format: "slack"}}
 	set.Idle.IdleAfter, set.Idle.Webhook, set.Idle.ExemptAccounts = Dur(2*time.Hour), "ops", []string{"bench"}
+	set.Digest.Admins = []string{"ops@example.org"}
 	tests := []struct {
 		name    string
 		toml    string
@@ -35,6 +36,8 @@ format = "slack"
 idle_after = "2h"
 webhook = "ops"
 exempt_accounts = ["bench"]
+[notify.digest]
+admins = ["ops@example.org"]
 `, set, ""},
 		{"unknown rule", "[notify.idel]\nidle_after = \"1h\"\n", Notify{}, `line 1: unknown key "notify.idel"`},
 		{"threshold 0", "[notify.idle]\nidle_after = \"0s\"\n", Notify{}, `key "notify.idle.idle_after": 0s is outside 5m..720h`},
@@ -52,6 +55,8 @@ exempt_accounts = ["bench"]
 		{"attempts", "[notify]\nmax_attempts = 0\n", Notify{}, `key "notify.max_attempts"`},
 		{"retry", "[notify]\nretry_min = \"2h\"\nretry_max = \"1h\"\n", Notify{}, `key "notify.retry_max"`},
 		{"rate", "[notify]\nrate_per_hour = 0\n", Notify{}, `key "notify.rate_per_hour"`},
+		{"bad admin address", "[notify.digest]\nadmins = [\"ops@example.org\", \"root at example\"]\n", Notify{}, `key "notify.digest.admins": "root at example" is not a mail address`},
+		{"admin address with a name", "[notify.digest]\nadmins = [\"Ops <ops@example.org>\"]\n", Notify{}, `key "notify.digest.admins"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

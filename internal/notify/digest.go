@@ -66,6 +66,10 @@ func (n *Notifier) digestMessages(ctx context.Context, now time.Time, user strin
 	byUser := map[string]*UserDigest{}
 	byTeam := map[string]*TeamDigest{}
 	read := 0
+	var admins *adminSums
+	if user == "" && len(n.cfg.Digest.Admins) > 0 {
+		admins = &adminSums{d: AdminDigest{Week: name, From: from, To: to}, users: map[string]*UserDigest{}, teams: map[string]*UserDigest{}}
+	}
 	q := store.JobsQuery{From: from.Unix(), To: to.Unix()}
 	if user != "" {
 		q.Users = []string{user}
@@ -80,7 +84,11 @@ func (n *Notifier) digestMessages(ctx context.Context, now time.Time, user strin
 			d = &UserDigest{User: j.User, Week: name, From: from, To: to}
 			byUser[j.User] = d
 		}
-		if team := n.teams.Team(j.Account, j.User); len(n.cfg.Digest.Leads[team]) > 0 && user == "" {
+		team := n.teams.Team(j.Account, j.User)
+		if admins != nil {
+			admins.add(j, team)
+		}
+		if len(n.cfg.Digest.Leads[team]) > 0 && user == "" {
 			td := byTeam[team]
 			if td == nil {
 				td = &TeamDigest{Team: team, Week: name, From: from, To: to, users: map[string]*UserDigest{}}
@@ -127,7 +135,15 @@ func (n *Notifier) digestMessages(ctx context.Context, now time.Time, user strin
 	if err != nil {
 		return nil, fmt.Errorf("digest of %s: %w", name, err)
 	}
-	return append(out, leads...), nil
+	out = append(out, leads...)
+	if admins != nil {
+		adm, err := n.adminMessages(ctx, admins, now)
+		if err != nil {
+			return nil, fmt.Errorf("digest of %s: %w", name, err)
+		}
+		out = append(out, adm...)
+	}
+	return out, nil
 }
 
 // digestText is the digest in one language.

@@ -53,6 +53,7 @@
 //	read_notify.go (messages kept, the queue, opt-outs, running GPUs' idle windows)
 //	read_notes.go (notes and bookings; the nodes and clusters a note may name)
 //	read_usage.go (a run's sacct usage and its seff-style efficiencies)
+//	read_foreign.go (GPUs whose samples showed a foreign process, over a window)
 //
 // Between ledgers (gpuacct migrate): copy.go (a resumable copy between any
 // two ledgers) and copy_verify.go (its row-by-row verification).
