@@ -52,6 +52,27 @@ type NotifyDigest struct {
 	// idle GPU-hours, the top wasting users and teams, foreign processes,
 	// quarantined files, stale nodes and the message queue.
 	Admins []string `toml:"admins"`
+	// Advice adds to each user's digest what their week's runs suggest.
+	Advice NotifyAdvice `toml:"advice"`
+}
+
+// NotifyAdvice is the advice section of a user's weekly digest, from the
+// runs that ended in the week (each run advised on once: it ends in one
+// week).
+type NotifyAdvice struct {
+	Enabled bool `toml:"enabled"`
+	// SmallUtil: a one-GPU run under this utilization (percent) whose
+	// GPU memory peak fits the GPU's smallest MIG slice is told so.
+	SmallUtil float64 `toml:"small_util"`
+	// OneGPUIdle: a run of several GPUs whose GPUs but one were each
+	// idle at least this share (percent) of their sampled time is told
+	// it used one.
+	OneGPUIdle float64 `toml:"one_gpu_idle"`
+	// LimitRatio and LimitRuns: a user with at least LimitRuns runs in
+	// the week whose time limit was over LimitRatio times their elapsed
+	// time is told to ask for less.
+	LimitRatio float64 `toml:"limit_ratio"`
+	LimitRuns  int     `toml:"limit_runs"`
 }
 
 // NotifyMail is the SMTP server and the users' addresses.
@@ -109,7 +130,8 @@ func defaultNotify() Notify {
 	return Notify{
 		Interval: Dur(5 * time.Minute), Language: "en", MaxAttempts: 10,
 		RetryMin: Dur(time.Minute), RetryMax: Dur(6 * time.Hour), RatePerHour: 20,
-		Mail: NotifyMail{Host: "localhost", Port: 25, StartTLS: "auto", From: "gpusuite@localhost", Timeout: Dur(30 * time.Second)},
+		Mail:   NotifyMail{Host: "localhost", Port: 25, StartTLS: "auto", From: "gpusuite@localhost", Timeout: Dur(30 * time.Second)},
+		Digest: NotifyDigest{Advice: NotifyAdvice{Enabled: true, SmallUtil: 30, OneGPUIdle: 90, LimitRatio: 4, LimitRuns: 3}},
 		Idle: NotifyIdle{Enabled: true, IdleAfter: Dur(time.Hour), StaleAfter: Dur(15 * time.Minute), ExemptComment: "gpuacct:noidlemail",
 			FinalWarning: Dur(15 * time.Minute)},
 	}
@@ -157,6 +179,15 @@ func (d *NotifyDigest) validate() error {
 	for _, a := range d.Admins {
 		if addr, err := mail.ParseAddress(a); err != nil || addr.Name != "" {
 			return fmt.Errorf("key \"notify.digest.admins\": %q is not a mail address", a)
+		}
+	}
+	a := d.Advice
+	for _, p := range []struct {
+		key      string
+		v, lo, h float64
+	}{{"small_util", a.SmallUtil, 1, 100}, {"one_gpu_idle", a.OneGPUIdle, 50, 100}, {"limit_ratio", a.LimitRatio, 1.5, 1000}, {"limit_runs", float64(a.LimitRuns), 1, 1000}} {
+		if p.v < p.lo || p.v > p.h {
+			return fmt.Errorf("key \"notify.digest.advice.%s\": %g is outside %g..%g", p.key, p.v, p.lo, p.h)
 		}
 	}
 	return nil

@@ -56,6 +56,11 @@ admins = ["ops@example.org"]
 		{"retry", "[notify]\nretry_min = \"2h\"\nretry_max = \"1h\"\n", Notify{}, `key "notify.retry_max"`},
 		{"rate", "[notify]\nrate_per_hour = 0\n", Notify{}, `key "notify.rate_per_hour"`},
 		{"bad admin address", "[notify.digest]\nadmins = [\"ops@example.org\", \"root at example\"]\n", Notify{}, `key "notify.digest.admins": "root at example" is not a mail address`},
+		{"advice threshold 0", "[notify.digest.advice]\nsmall_util = 0\n", Notify{}, `key "notify.digest.advice.small_util": 0 is outside 1..100`},
+		{"advice ratio", "[notify.digest.advice]\nlimit_ratio = 1\n", Notify{}, `key "notify.digest.advice.limit_ratio"`},
+		{"advice runs", "[notify.digest.advice]\nlimit_runs = 0\n", Notify{}, `key "notify.digest.advice.limit_runs"`},
+		{"advice idle share", "[notify.digest.advice]\none_gpu_idle = 101\n", Notify{}, `key "notify.digest.advice.one_gpu_idle"`},
+		{"unknown advice key", "[notify.digest.advice]\nsmall = 10\n", Notify{}, `unknown key "notify.digest.advice.small"`},
 		{"admin address with a name", "[notify.digest]\nadmins = [\"Ops <ops@example.org>\"]\n", Notify{}, `key "notify.digest.admins"`},
 	}
 	for _, tt := range tests {

@@ -3,6 +3,7 @@ package notify
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -38,6 +39,8 @@ type UserDigest struct {
 	UsedS, IdleS, SampleS float64
 	// Worst are the jobs that left their GPUs idle longest.
 	Worst []DigestJob
+	// Advice is what the week's runs suggest (notify.digest.advice).
+	Advice []Advice
 }
 
 // week is the week before the one now is in (Monday 00:00 in loc) and
@@ -62,63 +65,13 @@ func (n *Notifier) digestDue(now time.Time) bool {
 // when user is set): one per user with a run that ended in it, unless
 // they opted out.
 func (n *Notifier) digestMessages(ctx context.Context, now time.Time, user string) ([]store.NotifyMessage, error) {
-	from, to, name := week(now, n.loc)
-	byUser := map[string]*UserDigest{}
-	byTeam := map[string]*TeamDigest{}
-	read := 0
-	var admins *adminSums
-	if user == "" && len(n.cfg.Digest.Admins) > 0 {
-		admins = &adminSums{d: AdminDigest{Week: name, From: from, To: to}, users: map[string]*UserDigest{}, teams: map[string]*UserDigest{}}
-	}
-	q := store.JobsQuery{From: from.Unix(), To: to.Unix()}
-	if user != "" {
-		q.Users = []string{user}
-	}
-	err := n.st.Jobs(ctx, q, func(j *store.JobRow) bool {
-		read++
-		if j.End == nil || *j.End < from.Unix() || *j.End >= to.Unix() {
-			return read < maxDigestRuns
-		}
-		d := byUser[j.User]
-		if d == nil {
-			d = &UserDigest{User: j.User, Week: name, From: from, To: to}
-			byUser[j.User] = d
-		}
-		team := n.teams.Team(j.Account, j.User)
-		if admins != nil {
-			admins.add(j, team)
-		}
-		if len(n.cfg.Digest.Leads[team]) > 0 && user == "" {
-			td := byTeam[team]
-			if td == nil {
-				td = &TeamDigest{Team: team, Week: name, From: from, To: to, users: map[string]*UserDigest{}}
-				byTeam[team] = td
-			}
-			td.add(j)
-		}
-		d.Jobs++
-		d.AllocS += j.AllocS
-		d.UsedS += j.UsedS
-		d.IdleS += j.IdleS
-		d.SampleS += j.SampleS
-		if j.IdleS > 0 {
-			d.Worst = append(d.Worst, DigestJob{ID: j.ID(), Cluster: j.Cluster, GPUs: j.GPUs, AllocS: j.AllocS, UsedS: j.UsedS, IdleS: j.IdleS, SampleS: j.SampleS})
-			sort.SliceStable(d.Worst, func(a, b int) bool { return d.Worst[a].IdleS > d.Worst[b].IdleS })
-			d.Worst = d.Worst[:min(len(d.Worst), digestWorst)]
-		}
-		return read < maxDigestRuns
-	})
+	w, err := n.gatherWeek(ctx, now, user)
 	if err != nil {
-		return nil, fmt.Errorf("digest of %s: %w", name, err)
+		return nil, err
 	}
+	name, byUser, byTeam, admins := w.name, w.byUser, w.byTeam, w.admins
 	var out []store.NotifyMessage
-	for _, u := range slices.Sorted(func(yield func(string) bool) {
-		for u := range byUser {
-			if !yield(u) {
-				return
-			}
-		}
-	}) {
+	for _, u := range slices.Sorted(maps.Keys(byUser)) {
 		rules, err := n.st.NotifyOptOuts(ctx, u)
 		if err != nil {
 			return nil, fmt.Errorf("digest of %s: %w", name, err)
@@ -239,6 +192,82 @@ func renderDigest(d UserDigest, lang string) (subject, body string) {
 			fmt.Fprintf(&b, tx.job, j.ID, j.Cluster, j.GPUs, gpus, float64(j.AllocS)/3600, j.IdleS/3600, share)
 		}
 	}
+	writeAdvice(&b, d.Advice, lang)
 	b.WriteString(tx.footer)
 	return subject, b.String()
+}
+
+// weekSums is a week's runs gathered for its digests.
+type weekSums struct {
+	name   string
+	byUser map[string]*UserDigest
+	byTeam map[string]*TeamDigest
+	admins *adminSums // nil: no admins' digest
+}
+
+// gatherWeek sums the runs that ended in the week before now's (only
+// user's when user is set) for each digest, with each user's advice.
+func (n *Notifier) gatherWeek(ctx context.Context, now time.Time, user string) (weekSums, error) {
+	from, to, name := week(now, n.loc)
+	byUser := map[string]*UserDigest{}
+	byTeam := map[string]*TeamDigest{}
+	read := 0
+	var admins *adminSums
+	if user == "" && len(n.cfg.Digest.Admins) > 0 {
+		admins = &adminSums{d: AdminDigest{Week: name, From: from, To: to}, users: map[string]*UserDigest{}, teams: map[string]*UserDigest{}}
+	}
+	var advice *adviceRuns
+	if n.cfg.Digest.Advice.Enabled {
+		advice = &adviceRuns{gpus: map[string][]store.JobRow{}, rows: map[string][]int64{}}
+	}
+	q := store.JobsQuery{From: from.Unix(), To: to.Unix()}
+	if user != "" {
+		q.Users = []string{user}
+	}
+	err := n.st.Jobs(ctx, q, func(j *store.JobRow) bool {
+		read++
+		if j.End == nil || *j.End < from.Unix() || *j.End >= to.Unix() {
+			return read < maxDigestRuns
+		}
+		d := byUser[j.User]
+		if d == nil {
+			d = &UserDigest{User: j.User, Week: name, From: from, To: to}
+			byUser[j.User] = d
+		}
+		team := n.teams.Team(j.Account, j.User)
+		if admins != nil {
+			admins.add(j, team)
+		}
+		if len(n.cfg.Digest.Leads[team]) > 0 && user == "" {
+			td := byTeam[team]
+			if td == nil {
+				td = &TeamDigest{Team: team, Week: name, From: from, To: to, users: map[string]*UserDigest{}}
+				byTeam[team] = td
+			}
+			td.add(j)
+		}
+		if advice != nil {
+			n.adviceAdd(advice, j)
+		}
+		d.Jobs++
+		d.AllocS += j.AllocS
+		d.UsedS += j.UsedS
+		d.IdleS += j.IdleS
+		d.SampleS += j.SampleS
+		if j.IdleS > 0 {
+			d.Worst = append(d.Worst, DigestJob{ID: j.ID(), Cluster: j.Cluster, GPUs: j.GPUs, AllocS: j.AllocS, UsedS: j.UsedS, IdleS: j.IdleS, SampleS: j.SampleS})
+			sort.SliceStable(d.Worst, func(a, b int) bool { return d.Worst[a].IdleS > d.Worst[b].IdleS })
+			d.Worst = d.Worst[:min(len(d.Worst), digestWorst)]
+		}
+		return read < maxDigestRuns
+	})
+	if err != nil {
+		return weekSums{}, fmt.Errorf("digest of %s: %w", name, err)
+	}
+	if advice != nil {
+		if err := n.advise(ctx, advice, byUser); err != nil {
+			return weekSums{}, fmt.Errorf("digest of %s: %w", name, err)
+		}
+	}
+	return weekSums{name: name, byUser: byUser, byTeam: byTeam, admins: admins}, nil
 }

@@ -12,7 +12,8 @@
 // notify list's table), jobend.go (Slurm's job mail with the job's GPU
 // summary: gpuacct mailprog), cancel.go (the idle rule's final warning
 // and cancel), digest.go (each user's weekly digest), digestlead.go (each
-// team's, to its leads), digestadmin.go (the cluster's, to its admins).
+// team's, to its leads), digestadmin.go (the cluster's, to its admins),
+// advice.go (the advice in each user's digest).
 package notify
 
 import (
