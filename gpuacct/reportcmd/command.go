@@ -203,26 +203,32 @@ func (e *env) openScoped(c *cli.Context, what string, defaultAll bool) (*report.
 }
 
 // job reads one job's detail (job and plot share it), and with messages
-// the notifier's messages about the run, closing the ledger before the
+// the notifier's messages about the run and its usage from sacct (nil
+// when it has none), closing the ledger before the
 // caller renders.
-func (e *env) job(c *cli.Context, sp report.JobSpec, messages bool) (*report.Detail, []report.JobMessage, error) {
+func (e *env) job(c *cli.Context, sp report.JobSpec, messages bool) (*report.Detail, []report.JobMessage, *report.RunUsage, error) {
 	db, s, err := e.openScoped(c, "job "+sp.String(), true)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer db.Close()
 	det, err := db.JobIn(c.Context, s, sp, e.now)
 	if report.IsBadInput(err) {
-		return nil, nil, &cliwire.UsageError{Err: err} // "job 7 is on clusters ...": the job named first
+		return nil, nil, nil, &cliwire.UsageError{Err: err} // "job 7 is on clusters ...": the job named first
 	}
 	if err != nil || !messages {
-		return det, nil, err
+		return det, nil, nil, err
 	}
 	ms, err := db.JobMessages(c.Context, &det.Job)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return det, ms, nil
+	u, err := db.JobUsage(c.Context, &det.Job)
+	if err != nil || u == nil {
+		return det, ms, nil, err
+	}
+	r := report.UsageOf(*u, det)
+	return det, ms, &r, nil
 }
 
 // loadWindow is load, then the window of --start and --end; a window that

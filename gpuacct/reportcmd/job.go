@@ -50,18 +50,21 @@ Examples:
 			if err != nil {
 				return err
 			}
-			det, ms, err := e.job(c, sp, true)
+			det, ms, u, err := e.job(c, sp, true)
 			if err != nil {
 				return err
 			}
 			if c.Bool("json") {
-				return report.WriteJobJSONMessages(d.Stdout, det, m, "", ms)
+				return report.WriteJobJSONUsage(d.Stdout, det, m, "", ms, u)
 			}
 			width := d.Width()
 			if width == 0 {
 				width = 100
 			}
 			if err := report.WriteJobText(d.Stdout, det, m, e.loc, width); err != nil {
+				return err
+			}
+			if err := report.WriteJobUsageText(d.Stdout, u); err != nil {
 				return err
 			}
 			return report.WriteJobMessagesText(d.Stdout, ms, e.loc)

@@ -65,7 +65,7 @@ Examples:
 			if err != nil {
 				return err
 			}
-			det, _, err := e.job(c, sp, false)
+			det, _, _, err := e.job(c, sp, false)
 			if err != nil {
 				return err
 			}

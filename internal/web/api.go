@@ -357,8 +357,12 @@ func (h *Handler) apiJob(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
+		u, err := c.runUsage(r, det)
+		if err != nil {
+			return err
+		}
 		// the team stays the user's own; only the name may be hidden
-		return report.WriteJobJSONMessages(&b, det, h.mapping, h.v.user(det.Job.User), ms)
+		return report.WriteJobJSONUsage(&b, det, h.mapping, h.v.user(det.Job.User), ms, u)
 	})
 	if err != nil {
 		return err

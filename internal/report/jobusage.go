@@ -1,0 +1,320 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/report/table"
+	"github.com/aicloud/gpusuite/internal/report/teams"
+	"github.com/aicloud/gpusuite/internal/store"
+)
+
+// usageSchema is the first schema with job_usage: an older ledger has no
+// run's usage.
+const usageSchema = 16
+
+// notRecorded is what a figure the job accounting gather did not measure
+// reads: never 0, which would say the job used nothing.
+const notRecorded = "not recorded (JobAcctGatherType is none)"
+
+// farOff is the share of an allocation under which gpuacct job suggests
+// asking for less: seff's and jobstats' "low" is about as far.
+const farOff = 0.5
+
+// headroom is what a suggestion adds to the peak, as jobstats does.
+const headroom = 1.2
+
+// RunUsage is a job run's use of its CPUs, host memory and time limit as
+// sacct has it, with seff's shares and what to ask for next time; a
+// figure null in JSON was not recorded (TimeLimitS: no limit, ReqMemBytes:
+// no --mem).
+type RunUsage struct {
+	AllocCPUs   int64    `json:"alloc_cpus"`
+	Nodes       int64    `json:"nodes"`
+	ElapsedS    int64    `json:"elapsed_s"`
+	TimeLimitS  *int64   `json:"time_limit_s"`
+	ReqMemBytes *int64   `json:"req_mem_bytes_per_node"`
+	TotalCPUS   *float64 `json:"total_cpu_s"`
+	MaxRSSBytes *int64   `json:"max_rss_bytes"`
+	CPUPct      *float64 `json:"cpu_efficiency_pct"`
+	MemPct      *float64 `json:"mem_efficiency_pct"`
+	TimePct     *float64 `json:"time_efficiency_pct"`
+	// GPUMemPct is the highest GPU memory peak of the job's GPUs, of that
+	// GPU's memory.
+	GPUMemPct *float64 `json:"gpu_mem_peak_pct"`
+	// NotRecorded says why the CPU time or peak RSS is null.
+	NotRecorded string `json:"not_recorded,omitempty"`
+	// Suggestions are the plain words gpuacct job prints.
+	Suggestions []string `json:"suggestions"`
+
+	// The lines' suggestions, by figure, for the text.
+	cpuTip, memTip, timeTip, gpuTip string
+}
+
+// JobUsage is the usage sacct gave for j's run, nil when it gave none (a
+// running job, a ledger older than job_usage).
+func (d *DB) JobUsage(ctx context.Context, j *JobRow) (*store.JobUsage, error) {
+	v, err := d.st.Version(ctx)
+	if err != nil {
+		return nil, d.wrap(err)
+	}
+	if v < usageSchema {
+		return nil, nil
+	}
+	us, err := d.st.JobUsages(ctx, []int64{j.Row})
+	if err != nil {
+		return nil, d.wrap(err)
+	}
+	u, ok := us[j.Row]
+	if !ok {
+		return nil, nil
+	}
+	return &u, nil
+}
+
+// UsageOf is u's figures as gpuacct job and the job page show them, with
+// the GPUs' memory peaks and idle shares of det.
+func UsageOf(u store.JobUsage, det *Detail) RunUsage {
+	e := u.Efficiency()
+	r := RunUsage{AllocCPUs: u.AllocCPUs, Nodes: u.Nodes, ElapsedS: int64(u.Elapsed / time.Second), Suggestions: []string{}}
+	share := func(x store.Ratio) *float64 {
+		if !x.Known {
+			return nil
+		}
+		return rounded(table.UnitPercent, 100*x.Value)
+	}
+	r.CPUPct, r.MemPct, r.TimePct = share(e.CPU), share(e.Memory), share(e.Time)
+	if u.TimeLimit.Known {
+		r.TimeLimitS = &u.TimeLimit.Value
+	}
+	if u.ReqMem.Known {
+		r.ReqMemBytes = &u.ReqMem.Value
+	}
+	if u.MaxRSS.Known {
+		r.MaxRSSBytes = &u.MaxRSS.Value
+	}
+	if u.TotalCPU.Known {
+		r.TotalCPUS = rounded(table.UnitSeconds, float64(u.TotalCPU.Value)/1000)
+	}
+	if !u.TotalCPU.Known || !u.MaxRSS.Known {
+		r.NotRecorded = "JobAcctGatherType is none"
+	}
+	elapsed := u.Elapsed.Seconds()
+	if e.CPU.Known && e.CPU.Value < farOff && u.AllocCPUs > 1 {
+		busy := float64(u.TotalCPU.Value) / 1000 / elapsed
+		if n := int64(math.Max(1, math.Ceil(busy*headroom))); n < u.AllocCPUs {
+			r.cpuTip = fmt.Sprintf("%s would do (%.1f busy + 20 %%)", plural(int(n), "core", "cores"), busy)
+		}
+	}
+	if e.Memory.Known && e.Memory.Value < farOff {
+		r.memTip = memTip(u.MaxRSS.Value)
+	}
+	if e.Time.Known && e.Time.Value < farOff && elapsed > 0 {
+		r.timeTip = "--time=" + slurmTime(roundUpTime(time.Duration(math.Ceil(elapsed*headroom))*time.Second)) + " would do"
+	}
+	r.GPUMemPct, r.gpuTip = gpuFigures(det)
+	for _, s := range []string{r.cpuTip, r.memTip, r.timeTip, r.gpuTip} {
+		if s != "" {
+			r.Suggestions = append(r.Suggestions, s)
+		}
+	}
+	return r
+}
+
+// gpuFigures are the highest GPU memory peak of its GPU's memory and, when
+// some of the job's GPUs were idle most of the time (the notes' measure)
+// and some not, how many would do.
+func gpuFigures(det *Detail) (*float64, string) {
+	var peak *float64
+	var idle []GPUStat
+	busy := 0
+	for _, g := range det.GPUs {
+		if g.MemMaxMiB != nil && g.MemTotalMiB != nil && *g.MemTotalMiB > 0 {
+			p := 100 * *g.MemMaxMiB / *g.MemTotalMiB
+			if peak == nil || p > *peak {
+				peak = &p
+			}
+		}
+		if g.SampleS <= 0 {
+			continue
+		}
+		if g.IdleS/g.SampleS >= 0.5 {
+			idle = append(idle, g)
+		} else {
+			busy++
+		}
+	}
+	if peak != nil {
+		peak = rounded(table.UnitPercent, *peak)
+	}
+	if len(idle) == 0 || busy == 0 {
+		return peak, ""
+	}
+	return peak, fmt.Sprintf("%s would do: %s %s idle", plural(busy, "GPU", "GPUs"), gpuList(det, idle),
+		map[bool]string{true: "was", false: "were"}[len(idle) == 1])
+}
+
+// gpuList names the idle GPUs: "GPUs 1–3" for a run of indexes on one
+// node, the names otherwise, with their nodes when the job has several.
+func gpuList(det *Detail, idle []GPUStat) string {
+	one := true
+	for _, g := range det.GPUs {
+		one = one && g.Node == det.GPUs[0].Node
+	}
+	names := make([]string, len(idle))
+	var idx []int64
+	for i, g := range idle {
+		names[i] = gpuName(g)
+		if !one {
+			names[i] += " on " + g.Node
+		}
+		if g.Index != nil && one {
+			idx = append(idx, *g.Index)
+		}
+	}
+	word := "GPU "
+	if len(idle) > 1 {
+		word = "GPUs "
+	}
+	if len(idx) == len(idle) && len(idx) > 2 && idx[len(idx)-1]-idx[0] == int64(len(idx)-1) {
+		return fmt.Sprintf("%s%d–%d", word, idx[0], idx[len(idx)-1])
+	}
+	return word + strings.Join(names, ", ")
+}
+
+// memTip is the --mem that holds the peak with headroom, in whole GiB
+// (whole MiB under one), as sbatch reads it.
+func memTip(peak int64) string {
+	const mib, gib = 1 << 20, 1 << 30
+	want := float64(peak) * headroom
+	ask := fmt.Sprintf("%dM", int64(math.Ceil(want/mib)))
+	if want >= gib {
+		ask = fmt.Sprintf("%dG", int64(math.Ceil(want/gib)))
+	}
+	return fmt.Sprintf("--mem=%s would do (peak %s + 20 %%)", ask, bytesText(peak))
+}
+
+// bytesText is a size in GiB, MiB under one.
+func bytesText(b int64) string {
+	if b >= 1<<30 {
+		return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
+	}
+	return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+}
+
+// roundUpTime rounds a time limit up to a unit people ask in: 5 minutes
+// under an hour, 15 under a day, whole hours beyond.
+func roundUpTime(d time.Duration) time.Duration {
+	unit := time.Hour
+	switch {
+	case d < time.Hour:
+		unit = 5 * time.Minute
+	case d < 24*time.Hour:
+		unit = 15 * time.Minute
+	}
+	return (d + unit - 1) / unit * unit
+}
+
+// slurmTime is d as --time reads it: [days-]hours:minutes:seconds.
+func slurmTime(d time.Duration) string {
+	s := int64(d / time.Second)
+	days, h, m, sec := s/86400, s/3600%24, s/60%60, s%60
+	if days > 0 {
+		return fmt.Sprintf("%d-%02d:%02d:%02d", days, h, m, sec)
+	}
+	return fmt.Sprintf("%02d:%02d:%02d", h, m, sec)
+}
+
+// UsageLine is one figure of a run's usage in words, and what to ask for
+// next time ("" when the figure is not far off).
+type UsageLine struct {
+	What, Figure, Tip string
+}
+
+// Lines are r's figures as gpuacct job and the job page say them: CPU,
+// memory, time, the GPUs' memory when samples gave it, and the GPUs
+// when some were idle.
+func (r *RunUsage) Lines() []UsageLine {
+	sec := func(s float64) string { return (time.Duration(math.Round(s)) * time.Second).String() }
+	cpu := notRecorded
+	if r.CPUPct != nil {
+		cpu = fmt.Sprintf("%s of %s (CPU time %s of %s)", pct(*r.CPUPct), plural(int(r.AllocCPUs), "core", "cores"), sec(*r.TotalCPUS),
+			sec(float64(r.AllocCPUs*r.ElapsedS)))
+	} else if r.TotalCPUS != nil {
+		cpu = fmt.Sprintf("CPU time %s on %s", sec(*r.TotalCPUS), plural(int(r.AllocCPUs), "core", "cores"))
+	}
+	mem := notRecorded
+	switch {
+	case r.MemPct != nil:
+		mem = fmt.Sprintf("peak %s of %s per node (%s)", bytesText(*r.MaxRSSBytes), bytesText(*r.ReqMemBytes), pct(*r.MemPct))
+	case r.MaxRSSBytes != nil:
+		mem = fmt.Sprintf("peak %s (no memory asked for)", bytesText(*r.MaxRSSBytes))
+	}
+	tm := fmt.Sprintf("%s, no limit", sec(float64(r.ElapsedS)))
+	if r.TimePct != nil {
+		tm = fmt.Sprintf("%s of %s limit (%s)", sec(float64(r.ElapsedS)), sec(float64(*r.TimeLimitS)), pct(*r.TimePct))
+	}
+	out := []UsageLine{{"CPU efficiency", cpu, r.cpuTip}, {"memory", mem, r.memTip}, {"time", tm, r.timeTip}}
+	if r.GPUMemPct != nil {
+		out = append(out, UsageLine{What: "GPU memory", Figure: "peak " + pct(*r.GPUMemPct) + " of the GPU's memory"})
+	}
+	if r.gpuTip != "" {
+		out = append(out, UsageLine{What: "GPUs", Tip: r.gpuTip})
+	}
+	return out
+}
+
+// WriteJobUsageText writes the section gpuacct job gains for a run sacct
+// gave usage for; nothing for nil, so such a run prints as before.
+func WriteJobUsageText(w io.Writer, r *RunUsage) error {
+	if r == nil {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString("\nCPU, memory and time (from sacct):\n")
+	for _, l := range r.Lines() {
+		fig := l.Figure
+		switch {
+		case fig == "":
+			fig = l.Tip
+		case l.Tip != "":
+			fig += "; " + l.Tip
+		}
+		fmt.Fprintf(&b, "  %-16s %s\n", l.What, fig)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteJobJSONUsage is WriteJobJSONMessages with the run's usage as the
+// object's last key, "usage"; without usage it writes exactly what
+// WriteJobJSONMessages does.
+func WriteJobJSONUsage(w io.Writer, det *Detail, m *teams.Mapping, shown string, ms []JobMessage, r *RunUsage) error {
+	if r == nil {
+		return WriteJobJSONMessages(w, det, m, shown, ms)
+	}
+	var b bytes.Buffer
+	if err := WriteJobJSONMessages(&b, det, m, shown, ms); err != nil {
+		return err
+	}
+	const end = "\n}\n"
+	if !bytes.HasSuffix(b.Bytes(), []byte(end)) {
+		return fmt.Errorf("write job json: unexpected end of the object")
+	}
+	obj, err := json.MarshalIndent(r, "  ", "  ")
+	if err != nil {
+		return fmt.Errorf("write job json: %w", err)
+	}
+	b.Truncate(b.Len() - len(end))
+	b.WriteString(",\n  \"usage\": ")
+	b.Write(obj)
+	b.WriteString(end)
+	_, err = w.Write(b.Bytes())
+	return err
+}
