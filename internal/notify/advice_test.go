@@ -2,8 +2,10 @@ package notify
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -125,4 +127,48 @@ func TestGoldenDigestAdvice(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkDigestWeek: the week's digests of 1,000 ended one-GPU runs of
+// 50 users, each a candidate for advice (its GPUs read), with the leads'
+// and the admins' digests: the weekly pass, in CPU per pass.
+func BenchmarkDigestWeek(b *testing.B) {
+	st, l := ledger(b)
+	now := t0.AddDate(0, 0, 7).Add(10 * time.Hour)
+	var jobs []fjob
+	for i := range 1000 {
+		start := t0.Add(time.Duration(i) * time.Minute)
+		jobs = append(jobs, fjob{job: int64(i + 1), user: fmt.Sprintf("u%d", i%50), gpus: 1, start: start, end: start.Add(2 * time.Hour), upTo: start, busy: idleAll})
+	}
+	seed(b, l.Loc(), jobs)
+	ledgerdb.Tx(b, l.Loc(), func(exec func(q string, args ...any)) {
+		exec(`UPDATE jobs SET alloc_gpu_s = 7200, used_gpu_s = 720, idle_gpu_s = 6480`)
+		exec(`UPDATE gpus SET model = 'NVIDIA H200', mem_total_mib = 143771`)
+		exec(`UPDATE job_gpus SET sample_s = 7200, idle_s = 6480, mem_max_mib = 8000`)
+		for i := range 1000 {
+			exec(`INSERT INTO job_hours (job, node_id, hour, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, jobs) VALUES (?, ?, 0, 0, 0, 0, 7200, 0)`, i+1, i+1)
+			exec(`INSERT INTO job_usage (job, alloc_cpus, nodes, elapsed_s, time_limit_s) VALUES (?, 8, 1, 7200, 86400)`, i+1)
+		}
+	})
+	cfg := testConfig(b, "", "bench")
+	cfg.Digest.Enabled, cfg.Digest.Admins, cfg.Digest.Leads = true, []string{"ops@example.org"}, map[string][]string{"proj": {"dave"}}
+	n := newNotifier(b, cfg, st)
+	ctx := context.Background()
+	var before, after syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &before); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		msgs, err := n.Preview(ctx, RuleDigest, now, "")
+		if err != nil || len(msgs) != 52 {
+			b.Fatalf("%d messages, %v; want 50 users', a lead's and an admin's", len(msgs), err)
+		}
+	}
+	b.StopTimer()
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &after); err != nil {
+		b.Fatal(err)
+	}
+	cpu := after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano()
+	b.ReportMetric(float64(cpu)/1e6/float64(b.N), "cpu-ms/op")
 }
