@@ -43,6 +43,15 @@ type UserDigest struct {
 	Advice []Advice
 }
 
+// add counts j in d's sums.
+func (d *UserDigest) add(j *store.JobRow) {
+	d.Jobs++
+	d.AllocS += j.AllocS
+	d.UsedS += j.UsedS
+	d.IdleS += j.IdleS
+	d.SampleS += j.SampleS
+}
+
 // week is the week before the one now is in (Monday 00:00 in loc) and
 // its ISO name, 2026-W09.
 func week(now time.Time, loc *time.Location) (from, to time.Time, name string) {
@@ -249,11 +258,7 @@ func (n *Notifier) gatherWeek(ctx context.Context, now time.Time, user string) (
 		if advice != nil {
 			n.adviceAdd(advice, j)
 		}
-		d.Jobs++
-		d.AllocS += j.AllocS
-		d.UsedS += j.UsedS
-		d.IdleS += j.IdleS
-		d.SampleS += j.SampleS
+		d.add(j)
 		if j.IdleS > 0 {
 			d.Worst = append(d.Worst, DigestJob{ID: j.ID(), Cluster: j.Cluster, GPUs: j.GPUs, AllocS: j.AllocS, UsedS: j.UsedS, IdleS: j.IdleS, SampleS: j.SampleS})
 			sort.SliceStable(d.Worst, func(a, b int) bool { return d.Worst[a].IdleS > d.Worst[b].IdleS })

@@ -74,11 +74,7 @@ func (a *adminSums) add(j *store.JobRow, team string) {
 			u = &UserDigest{User: name}
 			m[name] = u
 		}
-		u.Jobs++
-		u.AllocS += j.AllocS
-		u.UsedS += j.UsedS
-		u.IdleS += j.IdleS
-		u.SampleS += j.SampleS
+		u.add(j)
 	}
 }
 

@@ -39,11 +39,7 @@ func (d *TeamDigest) add(j *store.JobRow) {
 		u = &UserDigest{User: j.User}
 		d.users[j.User] = u
 	}
-	u.Jobs++
-	u.AllocS += j.AllocS
-	u.UsedS += j.UsedS
-	u.IdleS += j.IdleS
-	u.SampleS += j.SampleS
+	u.add(j)
 }
 
 // ranked fills Users from the users added, most GPU-hours first, at most
