@@ -455,7 +455,7 @@ func runReport(c *cli.Context, d Deps, kind string) error {
 	}
 	var t *table.Table
 	if kind == "jobs" {
-		t, err = db.JobList(c.Context, report.JobQuery{Window: w, Filter: f, Teams: teamList, Mapping: m, Limit: c.Int("limit"), Sort: c.String("sort"), Now: e.now,
+		t, err = db.JobList(c.Context, report.JobsQuery{Window: w, Filter: f, Teams: teamList, Mapping: m, Limit: c.Int("limit"), Sort: c.String("sort"), Now: e.now,
 			Scope: s})
 	} else {
 		t, err = db.Report(c.Context, report.Request{Kind: kind, Window: report.HourWindow(w), Period: p, Filter: f, Teams: teamList, Mapping: m,

@@ -311,7 +311,7 @@ func listIgnored(c *cli.Context, d Deps) error {
 	if s.Several() {
 		t.Columns = append([]table.Column{{Key: "cluster", Title: "CLUSTER", Kind: table.Text}}, t.Columns...)
 	}
-	all := report.JobQuery{Ignored: true, Mapping: m, Sort: "start", Window: report.AllTime(e.now), Filter: report.Filter{Clusters: s.Filter()}}
+	all := report.JobsQuery{Ignored: true, Mapping: m, Sort: "start", Window: report.AllTime(e.now), Filter: report.Filter{Clusters: s.Filter()}}
 	err = db.Jobs(c.Context, all, func(j *report.JobRow) bool {
 		row := []any{j.ID(), j.User, m.Team(j.Account, j.User), j.Start, j.AllocS, j.Reason()}
 		if s.Several() {

@@ -185,7 +185,7 @@ func Pipeline(ctx context.Context, w io.Writer, o PipelineOptions) (Outcome, err
 	}
 	// The least efficient finished multi-GPU job is the one worth a look.
 	var worst *report.JobRow
-	err = db.Jobs(ctx, report.JobQuery{Window: win, Sort: "eff", Now: now()}, func(j *report.JobRow) bool {
+	err = db.Jobs(ctx, report.JobsQuery{Window: win, Sort: "eff", Now: now()}, func(j *report.JobRow) bool {
 		if j.SampleS > 0 && j.End != nil && j.GPUs > 1 && *j.End-j.Start >= 3600 {
 			worst = j
 			return false

@@ -71,7 +71,7 @@ func (d *DB) OldestOpenStart(ctx context.Context) (*int64, error) { return d.st.
 // until fn returns false: Jobs for the dashboard, which checks the
 // query and resolves the nodes (q.NodeIDs) itself, reads no teams, and
 // names a failure in its own words.
-func (d *DB) ScanJobs(ctx context.Context, q JobQuery, fn func(*JobRow) bool) error {
+func (d *DB) ScanJobs(ctx context.Context, q JobsQuery, fn func(*JobRow) bool) error {
 	return d.st.Jobs(ctx, q.storeQuery(), func(r *JobRow) bool {
 		// The store reuses r; fn may keep what it is given.
 		j := *r

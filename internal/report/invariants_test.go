@@ -455,7 +455,7 @@ func checkJobs(t *testing.T, db *DB, jobs []*pjob, now int64) {
 	}
 	seen := 0
 	all := timespec.Window{Start: time.Unix(jobs[0].start-86400, 0).UTC(), End: time.Unix(now+86400, 0).UTC()}
-	err := db.Jobs(ctx, JobQuery{Window: all, Sort: "start", Now: time.Unix(now, 0)}, func(r *JobRow) bool {
+	err := db.Jobs(ctx, JobsQuery{Window: all, Sort: "start", Now: time.Unix(now, 0)}, func(r *JobRow) bool {
 		seen++
 		j := byID[r.JobID]
 		if j == nil {

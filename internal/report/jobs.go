@@ -11,8 +11,9 @@ import (
 	"github.com/aicloud/gpusuite/internal/store"
 )
 
-// JobQuery selects jobs for `report jobs`.
-type JobQuery struct {
+// JobsQuery selects jobs for `report jobs`: store.JobsQuery with what a
+// report adds.
+type JobsQuery struct {
 	Window  timespec.Window
 	Filter  Filter
 	Teams   []string
@@ -46,12 +47,12 @@ func jobUsage(j *JobRow) Usage {
 
 // Jobs calls fn for the jobs that overlap the window, newest first (or
 // in q.Sort order), until fn returns false.
-func (d *DB) Jobs(ctx context.Context, q JobQuery, fn func(*JobRow) bool) error {
+func (d *DB) Jobs(ctx context.Context, q JobsQuery, fn func(*JobRow) bool) error {
 	return d.jobs(ctx, q, nil, fn)
 }
 
 // storeQuery is q as the store selects runs, its nodes as q.NodeIDs.
-func (q *JobQuery) storeQuery() store.JobsQuery {
+func (q *JobsQuery) storeQuery() store.JobsQuery {
 	return store.JobsQuery{From: q.Window.Start.Unix(), To: q.Window.End.Unix(), Ignored: q.Ignored, Clusters: q.Filter.Clusters,
 		Users: q.Filter.Users, Accounts: q.Filter.Accounts, Partitions: q.Filter.Partitions, Models: q.Filter.Models, Sort: q.Sort,
 		NodeIDs: q.NodeIDs, StartFrom: q.StartFrom}
@@ -59,7 +60,7 @@ func (q *JobQuery) storeQuery() store.JobsQuery {
 
 // jobs is Jobs with the hierarchy already read for q.Teams (nil: read it
 // here when q.Teams needs it).
-func (d *DB) jobs(ctx context.Context, q JobQuery, h *Hierarchy, fn func(*JobRow) bool) error {
+func (d *DB) jobs(ctx context.Context, q JobsQuery, h *Hierarchy, fn func(*JobRow) bool) error {
 	sq := q.storeQuery()
 	if len(q.Filter.Nodes) > 0 {
 		ids, err := d.nodeIDs(q.Filter.Nodes, q.Filter.Clusters)
@@ -99,7 +100,7 @@ func (d *DB) jobs(ctx context.Context, q JobQuery, h *Hierarchy, fn func(*JobRow
 
 // JobList is `report jobs`: the jobs that overlap the window with their
 // whole-run figures (not clipped to the window).
-func (d *DB) JobList(ctx context.Context, q JobQuery) (*table.Table, error) {
+func (d *DB) JobList(ctx context.Context, q JobsQuery) (*table.Table, error) {
 	m := q.Mapping
 	if m == nil {
 		m = &teams.Mapping{}

@@ -433,7 +433,7 @@ func TestJobsTeamsOrganisation(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []int64
-			err := db.Jobs(context.Background(), JobQuery{Window: w, Teams: tc.teams, Mapping: tc.m, Sort: "start"}, func(j *JobRow) bool {
+			err := db.Jobs(context.Background(), JobsQuery{Window: w, Teams: tc.teams, Mapping: tc.m, Sort: "start"}, func(j *JobRow) bool {
 				got = append(got, j.JobID)
 				return true
 			})
@@ -444,7 +444,7 @@ func TestJobsTeamsOrganisation(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("jobs --teams %v (-want +got):\n%s", tc.teams, diff)
 			}
-			tb, err := db.JobList(context.Background(), JobQuery{Window: w, Teams: tc.teams, Mapping: tc.m, Sort: "start", Limit: 50})
+			tb, err := db.JobList(context.Background(), JobsQuery{Window: w, Teams: tc.teams, Mapping: tc.m, Sort: "start", Limit: 50})
 			if err != nil {
 				t.Fatalf("JobList: %v", err)
 			}

@@ -164,7 +164,7 @@ func (h *Handler) reportTable(r *http.Request, c *conn, q *query, kind, by, sort
 		}
 	}
 	if kind == "jobs" {
-		return c.rep.JobList(ctx, report.JobQuery{Window: q.window, Filter: q.filter, Teams: q.teams, Mapping: h.mapping,
+		return c.rep.JobList(ctx, report.JobsQuery{Window: q.window, Filter: q.filter, Teams: q.teams, Mapping: h.mapping,
 			Limit: q.limit, Sort: sortBy, Now: h.o.Now(), Scope: q.scope})
 	}
 	if by == "" {
@@ -256,7 +256,7 @@ func (h *Handler) jobs(r *http.Request, c *conn, q *query, state, sortBy string)
 			return nil, false, err
 		}
 	}
-	jq := report.JobQuery{Window: q.window, Filter: q.filter, Sort: sortBy}
+	jq := report.JobsQuery{Window: q.window, Filter: q.filter, Sort: sortBy}
 	if len(q.filter.Nodes) > 0 {
 		nodes, err := c.nodes(ctx, h.o.Now(), h.o)
 		if err != nil {

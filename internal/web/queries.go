@@ -233,7 +233,7 @@ func sum(rows []usageRow) usageRow {
 
 // jobsIn calls fn for each job of q in q.Sort order until fn returns
 // false. q.StartFrom (earliestStart) keeps the scan on the start index.
-func (c *conn) jobsIn(ctx context.Context, q report.JobQuery, fn func(*report.JobRow) bool) error {
+func (c *conn) jobsIn(ctx context.Context, q report.JobsQuery, fn func(*report.JobRow) bool) error {
 	err := c.rep.ScanJobs(ctx, q, fn)
 	if err != nil {
 		return fmt.Errorf("read jobs: %w", err)

@@ -134,7 +134,7 @@ func TestPipelineEqualsTruth(t *testing.T) {
 
 	t.Run("jobs", func(t *testing.T) {
 		got := map[uint64]*report.JobRow{}
-		if err := db.Jobs(ctx, report.JobQuery{Window: win, Now: now}, func(j *report.JobRow) bool {
+		if err := db.Jobs(ctx, report.JobsQuery{Window: win, Now: now}, func(j *report.JobRow) bool {
 			got[uint64(j.JobID)] = j
 			return true
 		}); err != nil {
