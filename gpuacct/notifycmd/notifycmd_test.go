@@ -99,6 +99,8 @@ func TestBadUse(t *testing.T) {
 		{"threshold 0", "[notify.idle]\nidle_after = \"0s\"\n", []string{"--once"}, `key "notify.idle.idle_after": 0s is outside 5m..720h`},
 		{"bad address", "[notify.webhooks.ops]\nurl = \"https://x/y\"\nformat = \"json\"\n[notify.idle]\nwebhook = \"opz\"\n", []string{"--once"}, `key "notify.idle.webhook"`},
 		{"bad language", "[notify]\nlanguage = \"de\"\n", []string{"test", "--to", "a@example.org"}, `key "notify.language": "de" is not one of en, ja`},
+		{"bad admin address", "[notify.digest]\nadmins = [\"ops at example\"]\n", []string{"--once"}, `key "notify.digest.admins": "ops at example" is not a mail address`},
+		{"advice threshold 0", "[notify.digest.advice]\nsmall_util = 0\n", []string{"preview", "digest"}, `key "notify.digest.advice.small_util"`},
 		{"nothing to do", "", nil, "give --once, or a command"},
 		{"unknown command", "", []string{"sned"}, `no command "sned"`},
 		{"unknown rule to preview", "", []string{"preview", "weekly"}, `no rule "weekly" (rules: idle, digest)`},
@@ -111,6 +113,20 @@ func TestBadUse(t *testing.T) {
 				t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 and one line saying %s", code, out, errs, tc.want)
 			}
 		})
+	}
+}
+
+// TestPreviewAdminDigest: notify preview digest shows the admins' digest
+// to each address of notify.digest.admins, and keeps nothing.
+func TestPreviewAdminDigest(t *testing.T) {
+	f := newFixture(t, "[notify.digest]\nenabled = true\nadmins = [\"ops@example.org\"]\n")
+	code, out, errs := f.run(t, 0, "root", "preview", "digest")
+	if code != 0 || !strings.Contains(out, "To: ops@example.org (mail, en)\nSubject: [gpusuite] cluster week 2026-W09: 0.00 GPU-h\n") ||
+		!strings.Contains(out, "Messages: 0 queued, 0 sent, 0 given up\n") {
+		t.Fatalf("preview: exit %d\n%s%s", code, out, errs)
+	}
+	if code, out, _ := f.run(t, 0, "root", "list"); code != 0 || strings.Count(out, "\n") != 1 {
+		t.Errorf("list after a preview: exit %d\n%s; want the header alone", code, out)
 	}
 }
 
