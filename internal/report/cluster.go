@@ -125,7 +125,7 @@ func (d *DB) reservedSpans(ctx context.Context, cluster string, f *clusterFacts,
 			continue
 		}
 		for chunk := range slices.Chunk(r.nodeList, 500) {
-			spans, err := d.st.NodeSpansIn(ctx, cluster, chunk, s0, e0)
+			spans, err := d.st.JobPartsIn(ctx, cluster, chunk, s0, e0)
 			if err != nil {
 				return d.wrap(err)
 			}

@@ -59,7 +59,7 @@ type resv struct {
 	nodeList          []string
 	maint, ignoreJobs bool
 	// spans are the job parts on its nodes during it.
-	spans []store.NodeSpan
+	spans []store.JobPart
 }
 
 func newResv(r store.SlurmReservation, nodes []string) resv {

@@ -19,7 +19,7 @@ func TestHourUtil(t *testing.T) {
 	node := func(n string, start, end int64, state uint32) store.SlurmEvent {
 		return store.SlurmEvent{Cluster: "c1", Node: n, Start: start, End: end, State: state, GPUs: 4}
 	}
-	res := func(nodes string, start, end int64, flags string, gpus int64, spans ...store.NodeSpan) resv {
+	res := func(nodes string, start, end int64, flags string, gpus int64, spans ...store.JobPart) resv {
 		r := newResv(store.SlurmReservation{Cluster: "c1", ID: 1, Start: start, End: end, Flags: flags, Nodes: nodes, GPUs: gpus}, []string{nodes})
 		r.spans = spans
 		return r
@@ -53,11 +53,11 @@ func TestHourUtil(t *testing.T) {
 		{"an outage flagged MAINT is the reservation's", clusterFacts{events: []store.SlurmEvent{reg, node("n2", h, 0, 0x8001)}},
 			Utilization{Idle: 28800, Reported: 28800}},
 		{"a reservation counts as allocated in full, its jobs once", clusterFacts{events: []store.SlurmEvent{reg},
-			resvs: []resv{res("n1", h+600, h+2400, "", 4, store.NodeSpan{Node: "n1", Start: h + 1200, End: h + 2400, GPUs: 2})},
+			resvs: []resv{res("n1", h+600, h+2400, "", 4, store.JobPart{Node: "n1", Start: h + 1200, End: h + 2400, GPUs: 2})},
 			alloc: alloc(map[string]int64{"n1": 2400, "n2": 14400})},
 			Utilization{Allocated: 14400 + 7200, Idle: 7200, Reported: 28800, Reserved: 7200 - 2400}},
 		{"an IGNORE_JOBS reservation counts its jobs only", clusterFacts{events: []store.SlurmEvent{reg},
-			resvs: []resv{res("n1", h, h+3600, "IGNORE_JOBS", 4, store.NodeSpan{Node: "n1", Start: h, End: h + 1800, GPUs: 4})},
+			resvs: []resv{res("n1", h, h+3600, "IGNORE_JOBS", 4, store.JobPart{Node: "n1", Start: h, End: h + 1800, GPUs: 4})},
 			alloc: alloc(map[string]int64{"n1": 7200})},
 			Utilization{Allocated: 7200, Idle: 21600, Reported: 28800}},
 		{"a maintenance reservation is planned down", clusterFacts{events: []store.SlurmEvent{reg},

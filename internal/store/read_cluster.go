@@ -97,21 +97,21 @@ func (s *Store) HourAllocs(ctx context.Context, clusters []string, from, to int6
 	return nil
 }
 
-// NodeSpan is one job's part on one node: GPUs from Start to End (0:
+// JobPart is one job's part on one node: GPUs from Start to End (0:
 // still running).
-type NodeSpan struct {
+type JobPart struct {
 	Cluster, Node string
 	Start, End    int64
 	GPUs          int64
 }
 
-// MaxNodeSpans bounds the job parts one read returns.
-const MaxNodeSpans = 1000000
+// MaxJobParts bounds the job parts one read returns.
+const MaxJobParts = 1000000
 
-// NodeSpansIn are the job parts on cluster's nodes that overlap [from,
+// JobPartsIn are the job parts on cluster's nodes that overlap [from,
 // to): report cluster counts the GPU-time jobs used inside a reservation
 // from them.
-func (s *Store) NodeSpansIn(ctx context.Context, cluster string, nodes []string, from, to int64) ([]NodeSpan, error) {
+func (s *Store) JobPartsIn(ctx context.Context, cluster string, nodes []string, from, to int64) ([]JobPart, error) {
 	if len(nodes) == 0 {
 		return nil, nil
 	}
@@ -121,17 +121,17 @@ func (s *Store) NodeSpansIn(ctx context.Context, cluster string, nodes []string,
  WHERE n.cluster = ? AND jn.start IS NOT NULL AND jn.start < ? AND (jn.end IS NULL OR jn.end > ?)`)
 	inList(&b, &args, "n.name", nodes)
 	b.WriteString(` ORDER BY n.name, jn.start LIMIT ?`)
-	args = append(args, MaxNodeSpans+1)
+	args = append(args, MaxJobParts+1)
 	rows, err := translateRows(s.db.QueryContext(ctx, b.String(), args...))
-	out, err := collect(rows, err, func(r batchRows, sp *NodeSpan) error {
+	out, err := collect(rows, err, func(r batchRows, sp *JobPart) error {
 		sp.Cluster = cluster
 		return r.Scan(&sp.Node, &sp.Start, &sp.End, &sp.GPUs)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read job parts on reserved nodes: %w", err)
 	}
-	if len(out) > MaxNodeSpans {
-		return nil, fmt.Errorf("read job parts on reserved nodes: more than %d", MaxNodeSpans)
+	if len(out) > MaxJobParts {
+		return nil, fmt.Errorf("read job parts on reserved nodes: more than %d", MaxJobParts)
 	}
 	return out, nil
 }
