@@ -33,6 +33,7 @@ func commands(env Env) []*cli.Command {
 		servecmd.Command(env.Stdout, env.Stderr, env.Getenv),
 		reportcmd.ReportCommand(report),
 		reportcmd.JobCommand(report),
+		reportcmd.JobsCommand(report),
 		reportcmd.CheckCommand(report),
 		reportcmd.IgnoreCommand(report),
 		reportcmd.UnignoreCommand(report),

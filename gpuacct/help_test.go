@@ -115,6 +115,11 @@ var examples = map[string]exampleRun{
 	"gpuacct report cluster -t seconds -P -n --start 2026-11-01 --end 2026-12-01   # as sreport -t seconds -P -n": {want: "gpu1|"},
 	"gpuacct report cluster --all-clusters --format json":                                                         {want: `"cluster": "gpu1"`},
 
+	"gpuacct jobs --user alice --since 7d             # your own runs: --user me":    {want: "123456_3"},
+	"gpuacct jobs --account vision --state completed,timeout --sort mem":             {want: "lowest memory efficiency first"},
+	"gpuacct jobs --array 123456                      # every task of the array job": {want: "123456_3"},
+	"gpuacct jobs --user alice --format csv > runs.csv":                              {want: "123456_3"},
+	"gpuacct jobs --format json | jq '.rows[] | {job, state, elapsed_s}'":            {want: `"elapsed_s"`},
 	"gpuacct job 123456": {want: "user alice, account vision"},
 	"gpuacct job 123456_3 --json | jq '.gpus_detail[] | {uuid, util_mean_pct}'":                           {want: `"util_mean_pct"`},
 	"gpuacct job 123456 --db /tmp/acct.db":                                                                {want: "user alice, account vision"},

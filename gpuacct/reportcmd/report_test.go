@@ -26,7 +26,7 @@ func run(t testing.TB, d Deps, args ...string) error {
 	t.Helper()
 	app := &cli.App{Name: "gpuacct", Flags: []cli.Flag{cliwire.ConfigFlag()}, ExitErrHandler: func(*cli.Context, error) {},
 		Writer: d.Stdout, ErrWriter: d.Stderr,
-		Commands: []*cli.Command{ReportCommand(d), JobCommand(d), CheckCommand(d), IgnoreCommand(d), UnignoreCommand(d), ExportCommand(d), PlotCommand(d)}}
+		Commands: []*cli.Command{ReportCommand(d), JobCommand(d), JobsCommand(d), CheckCommand(d), IgnoreCommand(d), UnignoreCommand(d), ExportCommand(d), PlotCommand(d)}}
 	cliwire.ConfigDefaults(app)                                                // as the binary's cliwire.Prepare does
 	return app.Run(cliwire.Reorder(app, append([]string{"gpuacct"}, args...))) // as cliwire.Run does
 }

@@ -87,3 +87,41 @@ func (u JobUsage) Efficiency() Efficiency {
 	}
 	return e
 }
+
+// JobGPUMemPeaks is, per given job run, the highest memory peak of one of
+// its GPUs as a share of that GPU's memory (1 is all of it); a run whose
+// GPUs gave no peak or total is absent. Like JobUsages, at most
+// MaxUsageRows runs at once.
+func (s *Store) JobGPUMemPeaks(ctx context.Context, rows []int64) (map[int64]float64, error) {
+	if len(rows) > MaxUsageRows {
+		return nil, fmt.Errorf("GPU memory of %d job runs: at most %d at once", len(rows), MaxUsageRows)
+	}
+	out := make(map[int64]float64, len(rows))
+	if len(rows) == 0 {
+		return out, nil
+	}
+	args := make([]any, len(rows))
+	for i, r := range rows {
+		args[i] = r
+	}
+	// The share is computed here, not in SQL: the MiB columns are integers
+	// on PostgreSQL, where their quotient would be one too.
+	q := `SELECT jg.job, jg.mem_max_mib, coalesce(jg.mem_total_mib, g.mem_total_mib) FROM job_gpus jg JOIN gpus g ON g.id = jg.gpu_id
+ WHERE jg.job IN (?` + strings.Repeat(", ?", len(rows)-1) + `) AND jg.mem_max_mib IS NOT NULL AND coalesce(jg.mem_total_mib, g.mem_total_mib) > 0`
+	res, err := s.db.QueryContext(ctx, q, args...)
+	type peak struct {
+		row        int64
+		max, total float64
+	}
+	got, err := collect(res, err, func(r batchRows, p *peak) error { return r.Scan(&p.row, &p.max, &p.total) })
+	if err != nil {
+		return nil, fmt.Errorf("GPU memory of job runs: %w", translate(err))
+	}
+	for _, p := range got {
+		v := p.max / p.total
+		if cur, ok := out[p.row]; !ok || v > cur {
+			out[p.row] = v
+		}
+	}
+	return out, nil
+}

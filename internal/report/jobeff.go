@@ -1,0 +1,304 @@
+package report
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/report/table"
+	"github.com/aicloud/gpusuite/internal/report/timespec"
+	"github.com/aicloud/gpusuite/internal/store"
+)
+
+// maxEffRuns bounds the runs `gpuacct jobs` reads to sort (invariant 9):
+// a wider selection is refused, not cut at an arbitrary run.
+const maxEffRuns = MaxLimit
+
+// JobStates are the states a run ends in (or runs in) as the ledger keeps
+// Slurm's, lower case; --state takes these.
+var JobStates = []string{"running", "completed", "failed", "cancelled", "timeout", "out_of_memory", "node_fail", "preempted", "boot_fail",
+	"deadline", "requeued", "suspended"}
+
+// EffSorts are the orders --sort takes, and what each says in the title.
+var EffSorts = map[string]string{"start": "newest first", "elapsed": "longest first", "time": "lowest time efficiency first",
+	"cpu": "lowest CPU efficiency first", "mem": "lowest memory efficiency first", "gpu": "lowest GPU efficiency first", "idle": "most idle first"}
+
+// EffQuery selects the runs of `gpuacct jobs`, reportseff's question:
+// how well did each of these runs use what it asked for.
+type EffQuery struct {
+	Window timespec.Window
+	Filter Filter
+	Scope  Scope
+	// States are lower-case JobStates; none: every state.
+	States []string
+	// Array, when not 0, selects the tasks of that array job only.
+	Array int64
+	Sort  string
+	Limit int
+	Now   time.Time
+}
+
+// effRun is one run with its figures.
+type effRun struct {
+	j      JobRow
+	u      *store.JobUsage
+	gpuMem *float64
+	e      store.Efficiency
+}
+
+// JobEfficiencies is `gpuacct jobs`: one row per run with its time, CPU,
+// memory and GPU efficiency, GPU memory peak and idle share, a TOTAL and
+// how many more runs matched than --limit shows.
+func (d *DB) JobEfficiencies(ctx context.Context, q EffQuery) (*table.Table, error) {
+	order, ok := EffSorts[q.Sort]
+	if !ok {
+		return nil, badInput("--sort %q is not start, elapsed, time, cpu, mem, gpu or idle", q.Sort)
+	}
+	if q.Limit < 0 || q.Limit > MaxLimit {
+		return nil, badInput("--limit %d is not from 1 to %d", q.Limit, MaxLimit)
+	}
+	if q.Limit == 0 {
+		q.Limit = 50
+	}
+	states := map[string]bool{}
+	for _, s := range q.States {
+		states[s] = true
+	}
+	var runs []effRun
+	// arrayJob: a task of the array was seen; plain: the id is a job's
+	// that is no array's.
+	arrayJob, plain := false, false
+	jq := JobsQuery{Window: q.Window, Filter: q.Filter, Scope: q.Scope, Now: q.Now, Sort: "start"}
+	var tooMany bool
+	err := d.Jobs(ctx, jq, func(j *JobRow) bool {
+		if q.Array != 0 {
+			if j.ArrayJobID == nil || *j.ArrayJobID != q.Array {
+				plain = plain || j.JobID == q.Array
+				return true
+			}
+			arrayJob = true
+		}
+		if len(states) > 0 && !states[j.State] {
+			return true
+		}
+		if len(runs) == maxEffRuns {
+			tooMany = true
+			return false
+		}
+		runs = append(runs, effRun{j: *j})
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	if tooMany {
+		return nil, badInput("more than %d runs match: narrow the window or the filters", maxEffRuns)
+	}
+	switch {
+	case q.Array != 0 && !arrayJob && plain:
+		return nil, badInput("--array %d: job %d is not an array job", q.Array, q.Array)
+	case q.Array != 0 && !arrayJob:
+		return nil, badInput("--array %d: no array job %d in the window", q.Array, q.Array)
+	}
+	if err := d.effFigures(ctx, runs); err != nil {
+		return nil, err
+	}
+	sortRuns(runs, q.Sort, q.Now)
+	t := effTable(q.Scope.Several())
+	var tot effTotals
+	for i := range runs {
+		tot.add(&runs[i], q.Now)
+		if i < q.Limit {
+			t.Rows = append(t.Rows, effRow(&runs[i], q.Now, q.Scope.Several()))
+		}
+	}
+	more := len(runs) - len(t.Rows)
+	if len(runs) > 0 {
+		t.Rows = append(t.Rows, tot.row(len(runs), q.Scope.Several()))
+	}
+	t.Title = fmt.Sprintf("Runs%s between %s and %s (%s), %s, at most %d", q.Scope.on(), q.Window.Start.Format("2006-01-02 15:04"),
+		q.Window.End.Format("2006-01-02 15:04"), zoneName(q.Window.Start.Location(), q.Window.Start), order, q.Limit)
+	t.Meta = windowMeta("jobs", q.Window, q.Scope, table.KV{Key: "runs", Value: int64(len(runs))}, table.KV{Key: "more", Value: int64(more)})
+	t.Notes = []string{"- = not recorded (JobAcctGatherType is none), no limit, no --mem or no GPU samples; TIME%, CPU% and MEM% as seff counts them",
+		"details and suggestions: gpuacct job JOBID"}
+	if more > 0 {
+		t.Notes = append([]string{fmt.Sprintf("%d more runs match: raise --limit or narrow the filters", more)}, t.Notes...)
+	}
+	return t, nil
+}
+
+// effFigures reads the runs' usage and GPU memory peaks, a bounded batch
+// at a time.
+func (d *DB) effFigures(ctx context.Context, runs []effRun) error {
+	v, err := d.st.Version(ctx)
+	if err != nil {
+		return d.wrap(err)
+	}
+	for from := 0; from < len(runs); from += store.MaxUsageRows {
+		part := runs[from:min(len(runs), from+store.MaxUsageRows)]
+		ids := make([]int64, len(part))
+		for i := range part {
+			ids[i] = part[i].j.Row
+		}
+		mem, err := d.st.JobGPUMemPeaks(ctx, ids)
+		if err != nil {
+			return d.wrap(err)
+		}
+		us := map[int64]store.JobUsage{}
+		if v >= usageSchema {
+			if us, err = d.st.JobUsages(ctx, ids); err != nil {
+				return d.wrap(err)
+			}
+		}
+		for i := range part {
+			r := &part[i]
+			if u, ok := us[r.j.Row]; ok {
+				r.u, r.e = &u, u.Efficiency()
+			}
+			if m, ok := mem[r.j.Row]; ok {
+				m *= 100
+				r.gpuMem = &m
+			}
+		}
+	}
+	return nil
+}
+
+// sortRuns orders runs by --sort; a run without the figure goes last,
+// ties newest first.
+func sortRuns(runs []effRun, by string, now time.Time) {
+	key := func(r *effRun) (float64, bool) {
+		switch by {
+		case "elapsed":
+			return -float64(r.j.Elapsed(now)), true
+		case "time":
+			return r.e.Time.Value, r.e.Time.Known
+		case "cpu":
+			return r.e.CPU.Value, r.e.CPU.Known
+		case "mem":
+			return r.e.Memory.Value, r.e.Memory.Known
+		case "gpu":
+			return r.j.UsedS / float64(r.j.AllocS), r.j.SampleS > 0 && r.j.AllocS > 0
+		case "idle":
+			return -r.j.IdleS / r.j.SampleS, r.j.SampleS > 0
+		}
+		return 0, true
+	}
+	sort.SliceStable(runs, func(a, b int) bool {
+		ka, oka := key(&runs[a])
+		kb, okb := key(&runs[b])
+		if oka != okb {
+			return oka
+		}
+		return oka && ka < kb
+	})
+}
+
+func effTable(several bool) *table.Table {
+	t := &table.Table{Columns: []table.Column{
+		{Key: "job", Title: "JOBID", Kind: table.Text},
+		{Key: "user", Title: "USER", Kind: table.Text},
+		{Key: "state", Title: "STATE", Kind: table.Text, Drop: 3},
+		{Key: "elapsed_s", Title: "ELAPSED", Kind: table.Elapsed},
+		{Key: "time_eff_pct", Title: "TIME%", Kind: table.Percent},
+		{Key: "cpu_eff_pct", Title: "CPU%", Kind: table.Percent},
+		{Key: "mem_eff_pct", Title: "MEM%", Kind: table.Percent},
+		{Key: "gpu_eff_pct", Title: "GPU%", Kind: table.Percent},
+		{Key: "gpu_mem_pct", Title: "GPUMEM%", Kind: table.Percent, Drop: 2},
+		{Key: "idle_pct", Title: "IDLE%", Kind: table.Percent, Drop: 1},
+	}}
+	if several {
+		t.Columns = append([]table.Column{{Key: "cluster", Title: "CLUSTER", Kind: table.Text}}, t.Columns...)
+	}
+	return t
+}
+
+// share is a known ratio as a percent cell, nil otherwise.
+func share(r store.Ratio) any {
+	if !r.Known {
+		return nil
+	}
+	return 100 * r.Value
+}
+
+func effRow(r *effRun, now time.Time, several bool) table.Row {
+	j := &r.j
+	state := j.State
+	if j.EndEstimated {
+		state += "*"
+	}
+	var gpu, idle, mem any
+	if j.SampleS > 0 && j.AllocS > 0 {
+		gpu = 100 * j.UsedS / float64(j.AllocS)
+	}
+	if j.SampleS > 0 {
+		idle = 100 * j.IdleS / j.SampleS
+	}
+	if r.gpuMem != nil {
+		mem = *r.gpuMem
+	}
+	cells := []any{j.ID(), j.User, strings.ToUpper(state), j.Elapsed(now), share(r.e.Time), share(r.e.CPU), share(r.e.Memory), gpu, mem, idle}
+	if several {
+		cells = append([]any{j.Cluster}, cells...)
+	}
+	return table.Row{Cells: cells}
+}
+
+// effTotals are the selection's figures summed the way each share is
+// counted, so that the TOTAL is the share of the sums, not a mean of
+// shares.
+type effTotals struct {
+	elapsed                     int64
+	elapsedLimited, limit       float64
+	cpu, coreS                  float64
+	rss, reqMem                 float64
+	used, alloc, idle, sampled  float64
+	gpuMemPeak                  *float64
+	timeKnown, cpuKnown, memKnw bool
+}
+
+func (t *effTotals) add(r *effRun, now time.Time) {
+	j := &r.j
+	t.elapsed += j.Elapsed(now)
+	if u := r.u; u != nil {
+		el := u.Elapsed.Seconds()
+		if r.e.Time.Known {
+			t.elapsedLimited, t.limit, t.timeKnown = t.elapsedLimited+el, t.limit+float64(u.TimeLimit.Value), true
+		}
+		if r.e.CPU.Known {
+			t.cpu, t.coreS, t.cpuKnown = t.cpu+float64(u.TotalCPU.Value)/1000, t.coreS+float64(u.AllocCPUs)*el, true
+		}
+		if r.e.Memory.Known {
+			t.rss, t.reqMem, t.memKnw = t.rss+float64(u.MaxRSS.Value), t.reqMem+float64(u.ReqMem.Value), true
+		}
+	}
+	if j.SampleS > 0 {
+		t.used, t.alloc, t.idle, t.sampled = t.used+j.UsedS, t.alloc+float64(j.AllocS), t.idle+j.IdleS, t.sampled+j.SampleS
+	}
+	if r.gpuMem != nil && (t.gpuMemPeak == nil || *r.gpuMem > *t.gpuMemPeak) {
+		m := *r.gpuMem
+		t.gpuMemPeak = &m
+	}
+}
+
+// row is the TOTAL line: the terminal table's only (a footer).
+func (t *effTotals) row(n int, several bool) table.Row {
+	ratio := func(ok bool, a, b float64) any {
+		if !ok || b <= 0 {
+			return nil
+		}
+		return 100 * a / b
+	}
+	var mem any
+	if t.gpuMemPeak != nil {
+		mem = *t.gpuMemPeak
+	}
+	cells := []any{"TOTAL", fmt.Sprintf("%d runs", n), "", t.elapsed, ratio(t.timeKnown, t.elapsedLimited, t.limit), ratio(t.cpuKnown, t.cpu, t.coreS),
+		ratio(t.memKnw, t.rss, t.reqMem), ratio(t.alloc > 0, t.used, t.alloc), mem, ratio(t.sampled > 0, t.idle, t.sampled)}
+	if several {
+		cells = append([]any{""}, cells...)
+	}
+	return table.Row{Cells: cells, Footer: true}
+}
