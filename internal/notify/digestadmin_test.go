@@ -2,6 +2,7 @@ package notify
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,6 +28,13 @@ func TestAdminDigest(t *testing.T) {
 		{job: 1, user: "alice", gpus: 2, start: t0.Add(time.Hour), end: t0.Add(3 * time.Hour), upTo: t0, busy: idleAll},
 		{job: 2, user: "bob", account: "lab", gpus: 1, start: t0.Add(time.Hour), end: t0.Add(2 * time.Hour), upTo: t0, busy: idleAll},
 	})
+	if l.URL != "" {
+		// The writer makes the sample partitions of the months it
+		// writes; samples inserted by hand need theirs made here.
+		march := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+		ledgerdb.Exec(t, l.Loc(), fmt.Sprintf(`CREATE TABLE IF NOT EXISTS samples_202603 PARTITION OF samples FOR VALUES FROM (%d) TO (%d)`,
+			march.UnixMilli(), march.AddDate(0, 1, 0).UnixMilli()))
+	}
 	ledgerdb.Tx(t, l.Loc(), func(exec func(q string, args ...any)) {
 		exec(`UPDATE jobs SET alloc_gpu_s = 14400, used_gpu_s = 3600, idle_gpu_s = 7200 WHERE id = 1`)
 		exec(`UPDATE jobs SET alloc_gpu_s = 3600, used_gpu_s = 3600, idle_gpu_s = 0 WHERE id = 2`)
