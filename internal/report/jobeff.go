@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/report/table"
+	"github.com/aicloud/gpusuite/internal/report/teams"
 	"github.com/aicloud/gpusuite/internal/report/timespec"
 	"github.com/aicloud/gpusuite/internal/store"
 )
@@ -30,7 +31,10 @@ var EffSorts = map[string]string{"start": "newest first", "elapsed": "longest fi
 type EffQuery struct {
 	Window timespec.Window
 	Filter Filter
-	Scope  Scope
+	// Teams, with their Mapping, are --teams, as JobsQuery's.
+	Teams   []string
+	Mapping *teams.Mapping
+	Scope   Scope
 	// States are lower-case JobStates; none: every state.
 	States []string
 	// Array, when not 0, selects the tasks of that array job only.
@@ -62,6 +66,38 @@ func (d *DB) JobEfficiencies(ctx context.Context, q EffQuery) (*table.Table, err
 	if q.Limit == 0 {
 		q.Limit = 50
 	}
+	runs, err := d.effRuns(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	sortRuns(runs, q.Sort, q.Now)
+	t := effTable(q.Scope.Several())
+	var tot effTotals
+	for i := range runs {
+		tot.add(&runs[i], q.Now)
+		if i < q.Limit {
+			t.Rows = append(t.Rows, effRow(&runs[i], q.Now, q.Scope.Several()))
+		}
+	}
+	more := len(runs) - len(t.Rows)
+	if len(runs) > 0 {
+		t.Rows = append(t.Rows, tot.row(len(runs), q.Scope.Several()))
+	}
+	t.Title = fmt.Sprintf("Runs%s between %s and %s (%s), %s, at most %d", q.Scope.on(), q.Window.Start.Format("2006-01-02 15:04"),
+		q.Window.End.Format("2006-01-02 15:04"), zoneName(q.Window.Start.Location(), q.Window.Start), order, q.Limit)
+	t.Meta = windowMeta("jobs", q.Window, q.Scope, table.KV{Key: "runs", Value: int64(len(runs))}, table.KV{Key: "more", Value: int64(more)})
+	t.Notes = []string{"- = not recorded (JobAcctGatherType is none), no limit, no --mem or no GPU samples; TIME%, CPU% and MEM% as seff counts them",
+		"details and suggestions: gpuacct job JOBID"}
+	if more > 0 {
+		t.Notes = append([]string{fmt.Sprintf("%d more runs match: raise --limit or narrow the filters", more)}, t.Notes...)
+	}
+	return t, nil
+}
+
+// effRuns are the runs q selects (its window, filter, states and array
+// job) with their usage and GPU memory peaks, in the store's order; more
+// than maxEffRuns is refused.
+func (d *DB) effRuns(ctx context.Context, q EffQuery) ([]effRun, error) {
 	states := map[string]bool{}
 	for _, s := range q.States {
 		states[s] = true
@@ -70,7 +106,7 @@ func (d *DB) JobEfficiencies(ctx context.Context, q EffQuery) (*table.Table, err
 	// arrayJob: a task of the array was seen; plain: the id is a job's
 	// that is no array's.
 	arrayJob, plain := false, false
-	jq := JobsQuery{Window: q.Window, Filter: q.Filter, Scope: q.Scope, Now: q.Now, Sort: "start"}
+	jq := JobsQuery{Window: q.Window, Filter: q.Filter, Teams: q.Teams, Mapping: q.Mapping, Scope: q.Scope, Now: q.Now, Sort: "start"}
 	var tooMany bool
 	err := d.Jobs(ctx, jq, func(j *JobRow) bool {
 		if q.Array != 0 {
@@ -105,28 +141,7 @@ func (d *DB) JobEfficiencies(ctx context.Context, q EffQuery) (*table.Table, err
 	if err := d.effFigures(ctx, runs); err != nil {
 		return nil, err
 	}
-	sortRuns(runs, q.Sort, q.Now)
-	t := effTable(q.Scope.Several())
-	var tot effTotals
-	for i := range runs {
-		tot.add(&runs[i], q.Now)
-		if i < q.Limit {
-			t.Rows = append(t.Rows, effRow(&runs[i], q.Now, q.Scope.Several()))
-		}
-	}
-	more := len(runs) - len(t.Rows)
-	if len(runs) > 0 {
-		t.Rows = append(t.Rows, tot.row(len(runs), q.Scope.Several()))
-	}
-	t.Title = fmt.Sprintf("Runs%s between %s and %s (%s), %s, at most %d", q.Scope.on(), q.Window.Start.Format("2006-01-02 15:04"),
-		q.Window.End.Format("2006-01-02 15:04"), zoneName(q.Window.Start.Location(), q.Window.Start), order, q.Limit)
-	t.Meta = windowMeta("jobs", q.Window, q.Scope, table.KV{Key: "runs", Value: int64(len(runs))}, table.KV{Key: "more", Value: int64(more)})
-	t.Notes = []string{"- = not recorded (JobAcctGatherType is none), no limit, no --mem or no GPU samples; TIME%, CPU% and MEM% as seff counts them",
-		"details and suggestions: gpuacct job JOBID"}
-	if more > 0 {
-		t.Notes = append([]string{fmt.Sprintf("%d more runs match: raise --limit or narrow the filters", more)}, t.Notes...)
-	}
-	return t, nil
+	return runs, nil
 }
 
 // effFigures reads the runs' usage and GPU memory peaks, a bounded batch

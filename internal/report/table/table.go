@@ -34,6 +34,9 @@ const (
 	Time
 	// Elapsed is a duration in seconds, shown as Slurm does: [D-]HH:MM:SS.
 	Elapsed
+	// ResourceHours is an amount of a resource held over time
+	// (CPU-hours, GiB-hours), in hours, not converted by Units.
+	ResourceHours
 )
 
 // Units say how GPUSeconds columns are shown.
@@ -236,6 +239,8 @@ func value(c Column, cell any, ref float64, u Units) any {
 		return UnitPercent.Round(toFloat(cell))
 	case KWh:
 		return UnitKWh.Round(toFloat(cell))
+	case ResourceHours:
+		return UnitGPUHours.Round(toFloat(cell))
 	case Int, Time, Elapsed:
 		switch x := cell.(type) {
 		case int64:
@@ -407,7 +412,7 @@ func human(c Column, cell any, ref float64, o Options) string {
 		return thousands(f, 1)
 	case Percent:
 		return strconv.FormatFloat(v.(float64), 'f', 1, 64)
-	case KWh:
+	case KWh, ResourceHours:
 		return thousands(v.(float64), 1)
 	case Int:
 		return thousands(float64(v.(int64)), 0)
