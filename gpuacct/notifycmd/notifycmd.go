@@ -231,6 +231,18 @@ func (e *env) who(c *cli.Context, d Deps) (string, error) {
 		return "", err
 	}
 	asked := c.String("user")
+	if asked == cliwire.Me {
+		// "me" is the real uid's user, as wherever a command names users.
+		lookup := d.LookupUser
+		if lookup == nil {
+			lookup = func(uid int) (string, error) { return cliwire.Caller(uid, user.LookupId) }
+		}
+		names, err := cliwire.ResolveMe([]string{asked}, func() (string, error) { return lookup(os.Getuid()) })
+		if err != nil {
+			return "", err
+		}
+		asked = names[0]
+	}
 	if trusted {
 		return asked, nil
 	}
