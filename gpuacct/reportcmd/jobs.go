@@ -2,6 +2,7 @@ package reportcmd
 
 import (
 	"fmt"
+	"io"
 	"regexp"
 	"strconv"
 	"strings"
@@ -28,6 +29,8 @@ now): state, elapsed, time used of the limit (TIME%), CPU efficiency
 peak of a GPU's memory and the GPUs' idle share; then a TOTAL of the shown
 and hidden runs. "-" is a figure not recorded: a site whose Slurm runs
 JobAcctGatherType=jobacct_gather/none records no CPU time or memory peak.
+On a terminal a run that used under half of what it asked for is yellow,
+under a quarter red (NO_COLOR: no colour).
 
 Examples:
    gpuacct jobs --user alice --since 7d             # your own runs: --user me
@@ -135,5 +138,59 @@ func runJobs(c *cli.Context, d Deps) error {
 	if err != nil {
 		return fmt.Errorf("jobs: %w", err)
 	}
-	return table.Write(d.Stdout, t, o)
+	// Colour only on a terminal (a pipe or file gets plain text) and not
+	// under NO_COLOR.
+	if o.Format != table.Aligned || d.Width() == 0 || d.Getenv("NO_COLOR") != "" {
+		return table.Write(d.Stdout, t, o)
+	}
+	var b strings.Builder
+	if err := table.Write(&b, t, o); err != nil {
+		return err
+	}
+	_, err = io.WriteString(d.Stdout, colourRuns(b.String(), t))
+	return err
+}
+
+// The terminal's colours for a run that used far less than it asked for.
+const (
+	red    = "\x1b[31m"
+	yellow = "\x1b[33m"
+	plain  = "\x1b[0m"
+)
+
+// colourRuns colours each run's line of the aligned table text of t:
+// red when a share of what it asked for (time, CPU, memory, GPU) is under
+// 25 %, yellow under 50 %. A run's line is the next one that starts with
+// its first cell: the table writes its rows in order, one line each.
+func colourRuns(text string, t *table.Table) string {
+	shares := map[string]bool{"time_eff_pct": true, "cpu_eff_pct": true, "mem_eff_pct": true, "gpu_eff_pct": true}
+	lines := strings.SplitAfter(text, "\n")
+	r := 0
+	for i := range lines {
+		if r == len(t.Rows) || t.Rows[r].Footer {
+			break
+		}
+		row := t.Rows[r]
+		if !strings.HasPrefix(lines[i], fmt.Sprint(row.Cells[0])+" ") {
+			continue
+		}
+		r++
+		worst := 100.0
+		for k, c := range t.Columns {
+			if v, ok := row.Cells[k].(float64); ok && shares[c.Key] {
+				worst = min(worst, v)
+			}
+		}
+		colour := ""
+		switch {
+		case worst < 25:
+			colour = red
+		case worst < 50:
+			colour = yellow
+		}
+		if colour != "" {
+			lines[i] = colour + strings.TrimSuffix(lines[i], "\n") + plain + "\n"
+		}
+	}
+	return strings.Join(lines, "")
 }

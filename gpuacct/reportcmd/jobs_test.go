@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/aicloud/gpusuite/internal/store"
 	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
@@ -34,7 +36,7 @@ func jobsLedger(t *testing.T, now time.Time) string {
 		// jobacct_gather/none: no CPU time, no RSS.
 		8:  {AllocCPUs: 2, Nodes: 1, Elapsed: 1200 * time.Second, TimeLimit: store.Known(3600), ReqMem: store.Known(4 * gib)},
 		20: u(1, 1200, 3600, 2*gib, 1100, gib),
-		21: u(1, 2400, 3600, 2*gib, 600, gib/2),
+		21: u(1, 2400, 3600, 2*gib, 300, gib/2),
 		22: u(1, 3600, 3600, 2*gib, 3500, 19*gib/10),
 	})
 	// Job 7's GPUs' memory peaks as an agent's aggregate gives them.
@@ -107,5 +109,65 @@ func TestJobsBadInput(t *testing.T) {
 				t.Errorf("exit %d, want 2", code)
 			}
 		})
+	}
+}
+
+// TestJobsColour: on a terminal a run that used under half of something
+// it asked for is yellow, under a quarter red, the others and the TOTAL
+// plain; a pipe, NO_COLOR and the machine formats get no colour.
+func TestJobsColour(t *testing.T) {
+	now := time.Unix(t0+86400, 0)
+	path := jobsLedger(t, now)
+	jobs := func(width int, env map[string]string, args ...string) string {
+		t.Helper()
+		d, out, _ := testDeps(now, env)
+		d.Width = func() int { return width }
+		if err := run(t, d, append([]string{"jobs", dbOpt(path), "--tz", "UTC", "--since", "7d"}, args...)...); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	t.Run("terminal", func(t *testing.T) {
+		want := map[string]string{"9": "", "20_2": "", "20_1": "\x1b[31m", "20": "\x1b[33m", "8": "\x1b[33m", "7": "\x1b[33m", "TOTAL": ""}
+		got := map[string]string{}
+		for _, l := range strings.Split(jobs(200, nil), "\n") {
+			colour, rest := "", l
+			if strings.HasPrefix(l, "\x1b[") {
+				colour, rest, _ = strings.Cut(l, "m")
+				colour += "m"
+				if !strings.HasSuffix(rest, "\x1b[0m") {
+					t.Errorf("line %q: colour not reset at its end", l)
+				}
+			}
+			if f := strings.Fields(rest); len(f) > 0 {
+				if _, ok := want[f[0]]; ok {
+					got[f[0]] = colour
+				}
+			}
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("colours by run (-want +got):\n%s", diff)
+		}
+	})
+	plainText := jobs(0, nil)
+	for _, tt := range []struct {
+		name  string
+		width int
+		env   map[string]string
+		args  []string
+	}{
+		{"pipe", 0, nil, nil},
+		{"NO_COLOR", 200, map[string]string{"NO_COLOR": "1"}, nil},
+		{"csv", 200, nil, []string{"--format", "csv"}},
+		{"json", 200, nil, []string{"--format", "json"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if out := jobs(tt.width, tt.env, tt.args...); strings.Contains(out, "\x1b[") {
+				t.Errorf("colour in %s output:\n%q", tt.name, out)
+			}
+		})
+	}
+	if !strings.Contains(plainText, "20_1 ") {
+		t.Errorf("plain output lacks run 20_1:\n%s", plainText)
 	}
 }
