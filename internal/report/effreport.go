@@ -56,12 +56,7 @@ func (s *effSums) cells() []any {
 		}
 		return v / 3600
 	}
-	ratio := func(ok bool, a, b float64) any {
-		if !ok || b <= 0 {
-			return nil
-		}
-		return 100 * a / b
-	}
+	ratio := pctCell
 	return []any{s.runs, hours(s.cpuKnown, s.coreS), hours(s.cpuKnown, s.cpuS), ratio(s.cpuKnown, s.cpuS, s.coreS),
 		hours(s.memKnown, s.reqMemGiBS), hours(s.memKnown, s.rssGiBS), ratio(s.memKnown, s.rssGiBS, s.reqMemGiBS),
 		ratio(s.timeKnown, s.elapsedLimited, s.limS)}

@@ -230,6 +230,15 @@ func effTable(several bool) *table.Table {
 	return t
 }
 
+// pctCell is a / b as a percent cell when known, nil (not recorded)
+// otherwise.
+func pctCell(ok bool, a, b float64) any {
+	if !ok || b <= 0 {
+		return nil
+	}
+	return 100 * a / b
+}
+
 // share is a known ratio as a percent cell, nil otherwise.
 func share(r store.Ratio) any {
 	if !r.Known {
@@ -300,12 +309,7 @@ func (t *effTotals) add(r *effRun, now time.Time) {
 
 // row is the TOTAL line: the terminal table's only (a footer).
 func (t *effTotals) row(n int, several bool) table.Row {
-	ratio := func(ok bool, a, b float64) any {
-		if !ok || b <= 0 {
-			return nil
-		}
-		return 100 * a / b
-	}
+	ratio := pctCell
 	var mem any
 	if t.gpuMemPeak != nil {
 		mem = *t.gpuMemPeak

@@ -303,18 +303,29 @@ func WriteJobJSONUsage(w io.Writer, det *Detail, m *teams.Mapping, shown string,
 	if err := WriteJobJSONMessages(&b, det, m, shown, ms); err != nil {
 		return err
 	}
+	if err := appendJSONKey(&b, "usage", r); err != nil {
+		return err
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// appendJSONKey adds key: v as the last key of the indented object the
+// job's JSON encoder wrote to b, at the object's indent.
+func appendJSONKey(b *bytes.Buffer, key string, v any) error {
+	// The encoder ends the indented object with "\n}\n": the key goes
+	// before its closing brace.
 	const end = "\n}\n"
 	if !bytes.HasSuffix(b.Bytes(), []byte(end)) {
 		return fmt.Errorf("write job json: unexpected end of the object")
 	}
-	obj, err := json.MarshalIndent(r, "  ", "  ")
+	val, err := json.MarshalIndent(v, "  ", "  ")
 	if err != nil {
 		return fmt.Errorf("write job json: %w", err)
 	}
 	b.Truncate(b.Len() - len(end))
-	b.WriteString(",\n  \"usage\": ")
-	b.Write(obj)
+	fmt.Fprintf(b, ",\n  %q: ", key)
+	b.Write(val)
 	b.WriteString(end)
-	_, err = w.Write(b.Bytes())
-	return err
+	return nil
 }

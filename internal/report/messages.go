@@ -3,7 +3,6 @@ package report
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -123,20 +122,9 @@ func WriteJobJSONMessages(w io.Writer, det *Detail, m *teams.Mapping, shown stri
 	if err := WriteJobJSON(&b, det, m, shown); err != nil {
 		return err
 	}
-	// The encoder ends the indented object with "\n}\n": the key goes
-	// before its closing brace, at the object's indent.
-	const end = "\n}\n"
-	if !bytes.HasSuffix(b.Bytes(), []byte(end)) {
-		return fmt.Errorf("write job json: unexpected end of the object")
+	if err := appendJSONKey(&b, "messages", ms); err != nil {
+		return err
 	}
-	list, err := json.MarshalIndent(ms, "  ", "  ")
-	if err != nil {
-		return fmt.Errorf("write job json: %w", err)
-	}
-	b.Truncate(b.Len() - len(end))
-	b.WriteString(",\n  \"messages\": ")
-	b.Write(list)
-	b.WriteString(end)
-	_, err = w.Write(b.Bytes())
+	_, err := w.Write(b.Bytes())
 	return err
 }

@@ -21,12 +21,8 @@ func (s *Store) JobUsages(ctx context.Context, rows []int64) (map[int64]JobUsage
 	if len(rows) == 0 {
 		return out, nil
 	}
-	args := make([]any, len(rows))
-	for i, r := range rows {
-		args[i] = r
-	}
-	q := `SELECT job, alloc_cpus, nodes, elapsed_s, time_limit_s, req_mem, total_cpu_ms, max_rss FROM job_usage
- WHERE job IN (?` + strings.Repeat(", ?", len(rows)-1) + `)`
+	in, args := inRows(rows)
+	q := `SELECT job, alloc_cpus, nodes, elapsed_s, time_limit_s, req_mem, total_cpu_ms, max_rss FROM job_usage WHERE job IN ` + in
 	res, err := s.db.QueryContext(ctx, q, args...)
 	type usageRow struct {
 		row int64
@@ -47,6 +43,15 @@ func (s *Store) JobUsages(ctx context.Context, rows []int64) (map[int64]JobUsage
 		out[g.row] = g.u
 	}
 	return out, nil
+}
+
+// inRows is "(?, ?, ...)" for rows, and rows as its arguments.
+func inRows(rows []int64) (string, []any) {
+	args := make([]any, len(rows))
+	for i, r := range rows {
+		args[i] = r
+	}
+	return "(?" + strings.Repeat(", ?", len(rows)-1) + ")", args
 }
 
 func figure(v sql.NullInt64) Figure { return Figure{Value: v.Int64, Known: v.Valid} }
@@ -100,14 +105,11 @@ func (s *Store) JobGPUMemPeaks(ctx context.Context, rows []int64) (map[int64]flo
 	if len(rows) == 0 {
 		return out, nil
 	}
-	args := make([]any, len(rows))
-	for i, r := range rows {
-		args[i] = r
-	}
+	in, args := inRows(rows)
 	// The share is computed here, not in SQL: the MiB columns are integers
 	// on PostgreSQL, where their quotient would be one too.
 	q := `SELECT jg.job, jg.mem_max_mib, coalesce(jg.mem_total_mib, g.mem_total_mib) FROM job_gpus jg JOIN gpus g ON g.id = jg.gpu_id
- WHERE jg.job IN (?` + strings.Repeat(", ?", len(rows)-1) + `) AND jg.mem_max_mib IS NOT NULL AND coalesce(jg.mem_total_mib, g.mem_total_mib) > 0`
+ WHERE jg.job IN ` + in + ` AND jg.mem_max_mib IS NOT NULL AND coalesce(jg.mem_total_mib, g.mem_total_mib) > 0`
 	res, err := s.db.QueryContext(ctx, q, args...)
 	type peak struct {
 		row        int64
