@@ -469,8 +469,12 @@ func TestAlertsDocumented(t *testing.T) {
 }
 
 // repoPath is a file or folder of the repository a page names by path:
-// "internal/store/dialect", "test/slurm/harness.sh", "packaging/man/*.1".
-var repoPath = regexp.MustCompile(`(?:^|[^/\w.-])((?:internal|test|bench|packaging|gpuacct)/[\w./*-]*[\w*])`)
+// "internal/store/dialect", "test/slurm/harness.sh", "packaging/man/*.1",
+// "internal/notify/testdata/digest.{en,ja}.golden".
+var repoPath = regexp.MustCompile(`(?:^|[^/\w.-])((?:internal|test|bench|packaging|gpuacct)/[\w./*{},-]*[\w*}])`)
+
+// braces is a shell brace list in a path, "{en,ja}", globbed as "*".
+var braces = regexp.MustCompile(`\{[^{}/]*\}`)
 
 // TestPathsExist: a package or file the docs name by path is in the
 // tree, so that a move leaves no page pointing at the old place.
@@ -482,7 +486,7 @@ func TestPathsExist(t *testing.T) {
 	pages = append(pages, filepath.Join("..", "README.md"))
 	for _, page := range pages {
 		for _, m := range repoPath.FindAllStringSubmatch(readDoc(t, page), -1) {
-			found, err := filepath.Glob(filepath.Join("..", m[1]))
+			found, err := filepath.Glob(filepath.Join("..", braces.ReplaceAllString(m[1], "*")))
 			if err != nil {
 				t.Fatalf("glob %q: %v", m[1], err)
 			}
