@@ -3,7 +3,6 @@ package notifycmd
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,28 +111,7 @@ func TestMailProgSummary(t *testing.T) {
 func TestMailProgLockedLedger(t *testing.T) {
 	f := newFixture(t, "")
 	f.end(t)
-	// SQLite: an exclusive lock on the file; PostgreSQL: on the jobs
-	// table, which no reader passes.
-	driver, dsn, lock := "sqlite3", f.db.Path, []string{"PRAGMA locking_mode = EXCLUSIVE", "BEGIN EXCLUSIVE", "UPDATE jobs SET comment = 'locked' WHERE id = 1"}
-	if f.db.URL != "" {
-		driver, dsn, lock = "pgx", f.db.URL, []string{"BEGIN", "LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE"}
-	}
-	db, err := sql.Open(driver, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	conn, err := db.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	for _, q := range lock {
-		if _, err := conn.ExecContext(context.Background(), q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	defer conn.ExecContext(context.Background(), "ROLLBACK")
+	ledgerdb.Lock(t, f.db.Loc())
 	to := "alice-" + f.stamp + "@example.org"
 	const wait = 2 * time.Second
 	start := time.Now()
