@@ -101,7 +101,7 @@ func TestStrayArguments(t *testing.T) {
 		t.Fatal(err)
 	}
 	takesArgs := map[string]bool{"job": true, "plot": true, "export": true, "ignore": true, "unignore": true, "profile": true,
-		"status": true, "note add": true, "note rm": true, "note list": true}
+		"status": true, "note add": true, "note rm": true, "note list": true, "mailprog": true}
 	seen := 0
 	// The leaves, and the commands with subcommands that run something of
 	// their own (report, the simulated build's demo).
