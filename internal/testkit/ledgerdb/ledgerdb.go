@@ -8,7 +8,8 @@
 //
 // Files: ledgerdb.go (SQL on a ledger's rows), ledger.go (each test's
 // ledger on the engine under test), cutlink.go (a link to the test
-// server that can be cut, ViaCutLink).
+// server that can be cut, ViaCutLink), lock.go (the ledger held locked,
+// Lock).
 package ledgerdb
 
 import (
