@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -88,16 +89,75 @@ func (n *Notifier) JobEndSummary(ctx context.Context, st *store.Store, m SlurmMa
 			if last == nil {
 				return "", nil
 			}
-			return renderJobEnd(*last, n.language(m.User), n.loc, now()), nil
+			return renderJobEnd(*last, nil, n.language(m.User), n.loc, now()), nil
 		case <-t.C:
 		}
 	}
-	return renderJobEnd(*last, n.language(m.User), n.loc, now()), nil
+	u, err := runUsage(ctx, st, last.Row)
+	if err != nil && ctx.Err() == nil {
+		return "", fmt.Errorf("read usage of job %d: %w", m.Job, err)
+	}
+	return renderJobEnd(*last, u, n.language(m.User), n.loc, now()), nil
+}
+
+// usageSchema is the first ledger schema with job_usage: mailprog reads
+// without migrating, so an older ledger has no run's usage.
+const usageSchema = 16
+
+// endUsage is what sacct's reconcile gave for an ended run, with the
+// highest memory peak of its GPUs (1 is all of that GPU's memory).
+type endUsage struct {
+	store.JobUsage
+	gpuMem *float64
+}
+
+// runUsage is row's usage, nil while the reconcile that brings it (after
+// the epilog's end) has not come: the mail then goes without it rather
+// than wait for sacct.
+func runUsage(ctx context.Context, st *store.Store, row int64) (*endUsage, error) {
+	if v, err := st.Version(ctx); err != nil || v < usageSchema {
+		return nil, err
+	}
+	us, err := st.JobUsages(ctx, []int64{row})
+	if err != nil {
+		return nil, err
+	}
+	u, ok := us[row]
+	if !ok {
+		return nil, nil
+	}
+	peaks, err := st.JobGPUMemPeaks(ctx, []int64{row})
+	if err != nil {
+		return nil, err
+	}
+	e := &endUsage{JobUsage: u}
+	if p, ok := peaks[row]; ok {
+		e.gpuMem = &p
+	}
+	return e, nil
 }
 
 // jobEndText is the summary in one language.
 type jobEndText struct {
 	title, gpus, elapsed, gpuHours, util, idle, energy, unknown, estimated, running, ignored, details string
+
+	usage usageText
+}
+
+// usageText is the run's CPU, memory and time section in one language:
+// labels padded like the summary's, figures with every unit. The
+// formats take their figures as strings, in the order the code gives
+// them; a language picks its own order with %[n]s.
+type usageText struct {
+	cpu, mem, time, gpuMem  string
+	notRecorded             string
+	cpuEff, cpuTime         string // percent ("" for cpuTime), cores, CPU time, cores × elapsed
+	memEff, memPeak         string // peak, asked per node, percent
+	timeEff, noLimit        string // elapsed, limit, percent
+	gpuPeak                 string // percent
+	cpuTip, memTip, timeTip string
+	core, cores             string // a count of cores: one, more
+	seconds                 string // a time under a minute
 }
 
 var jobEndTexts = map[string]jobEndText{
@@ -114,6 +174,26 @@ var jobEndTexts = map[string]jobEndText{
 		running:   "Note:         the job's end has not reached the ledger yet: figures up to %s\n",
 		ignored:   "Note:         this job does not count in reports (%s)\n",
 		details:   "Details:      gpuacct job %s\n",
+		usage: usageText{
+			cpu:         "CPU:          ",
+			mem:         "Memory:       ",
+			time:        "Time:         ",
+			gpuMem:      "GPU memory:   ",
+			notRecorded: "not recorded (JobAcctGatherType is none)",
+			cpuEff:      "%s of %s (CPU time %s of %s)",
+			cpuTime:     "CPU time %[3]s on %[2]s",
+			memEff:      "peak %s of %s per node (%s)",
+			memPeak:     "peak %s (no memory asked for)",
+			timeEff:     "%s of the %s limit (%s)",
+			noLimit:     "%s, no limit",
+			gpuPeak:     "peak %s of the GPU's memory",
+			cpuTip:      "%s would do (%s busy + 20 %%)",
+			memTip:      "--mem=%s would do (peak %s + 20 %%)",
+			timeTip:     "--time=%s would do",
+			core:        "%d core",
+			cores:       "%d cores",
+			seconds:     "%d s",
+		},
 	},
 	"ja": {
 		title:     "\n-- gpusuite: ジョブ %s (クラスタ %s) の GPU --\n",
@@ -128,12 +208,33 @@ var jobEndTexts = map[string]jobEndText{
 		running:   "注:           ジョブの終了はまだ台帳に届いていません: %s までの数値です\n",
 		ignored:   "注:           このジョブは集計に含まれません (%s)\n",
 		details:   "詳細:         gpuacct job %s\n",
+		usage: usageText{
+			cpu:         "CPU:          ",
+			mem:         "メモリ:       ",
+			time:        "時間制限:     ",
+			gpuMem:      "GPU メモリ:   ",
+			notRecorded: "記録なし (JobAcctGatherType が none)",
+			cpuEff:      "%[2]s で %[1]s (CPU 時間 %[3]s / %[4]s)",
+			cpuTime:     "CPU 時間 %[3]s (%[2]s)",
+			memEff:      "ノードあたり %[2]s のうちピーク %[1]s (%[3]s)",
+			memPeak:     "ピーク %s (メモリの指定なし)",
+			timeEff:     "制限 %[2]s のうち %[1]s (%[3]s)",
+			noLimit:     "%s (制限なし)",
+			gpuPeak:     "GPU のメモリのピーク %s",
+			cpuTip:      "%s で足ります (稼働 %s コア + 20 %%)",
+			memTip:      "--mem=%s で足ります (ピーク %s + 20 %%)",
+			timeTip:     "--time=%s で足ります",
+			core:        "%d コア",
+			cores:       "%d コア",
+			seconds:     "%d秒",
+		},
 	},
 }
 
 // renderJobEnd is j's summary in lang, times in loc; now ends a run
-// whose end has not arrived.
-func renderJobEnd(j store.JobRow, lang string, loc *time.Location, now time.Time) string {
+// whose end has not arrived. u, when sacct's usage has arrived, adds the
+// run's CPU, memory and time.
+func renderJobEnd(j store.JobRow, u *endUsage, lang string, loc *time.Location, now time.Time) string {
 	tx, ok := jobEndTexts[lang]
 	if !ok {
 		lang, tx = "en", jobEndTexts["en"]
@@ -156,6 +257,9 @@ func renderJobEnd(j store.JobRow, lang string, loc *time.Location, now time.Time
 	if j.EnergyMJ > 0 {
 		fmt.Fprintf(&b, tx.energy, float64(j.EnergyMJ)/3.6e9)
 	}
+	if u != nil {
+		tx.usage.write(&b, *u, lang)
+	}
 	if j.End == nil {
 		fmt.Fprintf(&b, tx.running, now.In(loc).Format("2006-01-02 15:04 MST"))
 	} else if j.EndEstimated {
@@ -166,6 +270,113 @@ func renderJobEnd(j store.JobRow, lang string, loc *time.Location, now time.Time
 	}
 	fmt.Fprintf(&b, tx.details, j.ID())
 	return b.String()
+}
+
+// Past these shares of what it asked for a run is far off, and what a
+// suggestion asks for holds the peak with this headroom: gpuacct job's
+// and jobstats' measures.
+const (
+	usageFarOff   = 0.5
+	usageHeadroom = 1.2
+)
+
+// write adds u's section to b: each figure, or "not recorded" where the
+// job accounting gather measured none (never 0), and what to ask for
+// next time where the run is far off.
+func (tx usageText) write(b *strings.Builder, u endUsage, lang string) {
+	e := u.Efficiency()
+	elapsed := u.Elapsed.Seconds()
+	pct := func(r float64) string { return fmt.Sprintf("%.1f %%", 100*r) }
+	dur := func(s float64) string {
+		d := time.Duration(math.Round(s)) * time.Second
+		if d < time.Minute {
+			return fmt.Sprintf(tx.seconds, int64(d/time.Second))
+		}
+		return duration(d, lang)
+	}
+	cores := func(n int64) string {
+		if n == 1 {
+			return fmt.Sprintf(tx.core, n)
+		}
+		return fmt.Sprintf(tx.cores, n)
+	}
+	line := func(label, figure, tip string) {
+		if tip != "" {
+			figure += "; " + tip
+		}
+		b.WriteString(label + figure + "\n")
+	}
+	cpu, tip := tx.notRecorded, ""
+	if u.TotalCPU.Known {
+		busy := float64(u.TotalCPU.Value) / 1000
+		cpu = fmt.Sprintf(tx.cpuTime, "", cores(u.AllocCPUs), dur(busy))
+		if e.CPU.Known {
+			cpu = fmt.Sprintf(tx.cpuEff, pct(e.CPU.Value), cores(u.AllocCPUs), dur(busy), dur(float64(u.AllocCPUs)*elapsed))
+			// Known, the share has a whole: elapsed is over 0.
+			if n := int64(max(1, math.Ceil(busy/elapsed*usageHeadroom))); e.CPU.Value < usageFarOff && n < u.AllocCPUs {
+				tip = fmt.Sprintf(tx.cpuTip, cores(n), fmt.Sprintf("%.1f", busy/elapsed))
+			}
+		}
+	}
+	line(tx.cpu, cpu, tip)
+	mem, tip := tx.notRecorded, ""
+	switch {
+	case e.Memory.Known:
+		mem = fmt.Sprintf(tx.memEff, sizeText(u.MaxRSS.Value), sizeText(u.ReqMem.Value), pct(e.Memory.Value))
+		if e.Memory.Value < usageFarOff {
+			tip = fmt.Sprintf(tx.memTip, memAsk(u.MaxRSS.Value), sizeText(u.MaxRSS.Value))
+		}
+	case u.MaxRSS.Known:
+		mem = fmt.Sprintf(tx.memPeak, sizeText(u.MaxRSS.Value))
+	}
+	line(tx.mem, mem, tip)
+	tm, tip := fmt.Sprintf(tx.noLimit, dur(elapsed)), ""
+	if e.Time.Known {
+		tm = fmt.Sprintf(tx.timeEff, dur(elapsed), dur(float64(u.TimeLimit.Value)), pct(e.Time.Value))
+		if e.Time.Value < usageFarOff && elapsed > 0 {
+			tip = fmt.Sprintf(tx.timeTip, timeAsk(time.Duration(math.Ceil(elapsed*usageHeadroom))*time.Second))
+		}
+	}
+	line(tx.time, tm, tip)
+	if u.gpuMem != nil {
+		line(tx.gpuMem, fmt.Sprintf(tx.gpuPeak, pct(*u.gpuMem)), "")
+	}
+}
+
+// sizeText is a size in GiB, in MiB under one.
+func sizeText(n int64) string {
+	if n < 1<<30 {
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+}
+
+// memAsk is the --mem, as sbatch reads it, that holds peak with headroom:
+// whole GiB, whole MiB under one.
+func memAsk(peak int64) string {
+	want := float64(peak) * usageHeadroom
+	if want < 1<<30 {
+		return fmt.Sprintf("%dM", int64(math.Ceil(want/(1<<20))))
+	}
+	return fmt.Sprintf("%dG", int64(math.Ceil(want/(1<<30))))
+}
+
+// timeAsk is d rounded up to a limit people ask for (5 minutes under an
+// hour, 15 under a day, whole hours beyond) as --time reads it:
+// [days-]hours:minutes:seconds.
+func timeAsk(d time.Duration) string {
+	unit := time.Hour
+	if d < time.Hour {
+		unit = 5 * time.Minute
+	} else if d < 24*time.Hour {
+		unit = 15 * time.Minute
+	}
+	s := int64((d + unit - 1) / unit * unit / time.Second)
+	hms := fmt.Sprintf("%02d:%02d:%02d", s/3600%24, s/60%60, s%60)
+	if s >= 86400 {
+		return fmt.Sprintf("%d-%s", s/86400, hms)
+	}
+	return hms
 }
 
 // JobEndKey is the outbox's key of m sent to its recipient: Slurm mails

@@ -37,7 +37,7 @@ func TestGoldenJobEnd(t *testing.T) {
 		t.Run(lang, func(t *testing.T) {
 			var b strings.Builder
 			for _, j := range []store.JobRow{full, running, estimated, unsampled} {
-				b.WriteString(renderJobEnd(j, lang, tokyo, t0.Add(2*time.Hour)))
+				b.WriteString(renderJobEnd(j, nil, lang, tokyo, t0.Add(2*time.Hour)))
 			}
 			got := b.String()
 			path := filepath.Join("testdata", "jobend."+lang+".golden")
@@ -109,5 +109,88 @@ func TestJobEndSummaryWaits(t *testing.T) {
 	})
 	if s := <-done; strings.Contains(s, "has not reached") || !strings.Contains(s, "GPU-hours:    1.00 GPU-h allocated") {
 		t.Errorf("the summary once the end arrived:\n%s", s)
+	}
+}
+
+// TestGoldenJobEndUsage: an ended run with sacct's usage adds its CPU,
+// memory and time, in both languages: one far off on every figure (with
+// what to ask for), one on a site without job accounting gather ("not
+// recorded", never 0) and no time limit, one close to what it asked for
+// with a peak under a GiB and no --mem.
+func TestGoldenJobEndUsage(t *testing.T) {
+	end := t0.Add(3 * time.Hour).Unix()
+	j := store.JobRow{Cluster: "c", JobID: 4242, GPUs: 4, Start: t0.Unix(), End: &end, AllocS: 4 * 10800, UsedS: 10800, IdleS: 16200,
+		EnergyMJ: 5_400_000_000, SampleS: 4 * 10800}
+	gpuMem := 0.62
+	farOff := endUsage{JobUsage: store.JobUsage{AllocCPUs: 4, Nodes: 1, Elapsed: 3 * time.Hour, TimeLimit: store.Known(12 * 3600),
+		ReqMem: store.Known(32 << 30), TotalCPU: store.Known(10800_000), MaxRSS: store.Known(8_482_560_000)}, gpuMem: &gpuMem}
+	none := endUsage{JobUsage: store.JobUsage{AllocCPUs: 8, Nodes: 2, Elapsed: 3 * time.Hour, ReqMem: store.Known(16 << 30)}}
+	close := endUsage{JobUsage: store.JobUsage{AllocCPUs: 1, Nodes: 1, Elapsed: 40 * time.Second, TimeLimit: store.Known(60),
+		TotalCPU: store.Known(36_500), MaxRSS: store.Known(300 << 20)}}
+	tokyo, err := time.LoadLocation("Asia/Tokyo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lang := range config.NotifyLanguages {
+		t.Run(lang, func(t *testing.T) {
+			var b strings.Builder
+			for _, u := range []endUsage{farOff, none, close} {
+				b.WriteString(renderJobEnd(j, &u, lang, tokyo, t0.Add(2*time.Hour)))
+			}
+			got := b.String()
+			path := filepath.Join("testdata", "jobend-usage."+lang+".golden")
+			if *update {
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(string(want), got); diff != "" {
+				t.Errorf("summary (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestJobEndSummaryUsage: the ledger's usage of the ended run reaches the
+// mail; before sacct's reconcile brought it the mail goes without the
+// section, saying nothing of CPU, memory or time.
+func TestJobEndSummaryUsage(t *testing.T) {
+	st, l := ledger(t)
+	seed(t, l.Loc(), []fjob{{job: 1, user: "alice", gpus: 1, start: t0, end: t0.Add(time.Hour), upTo: t0.Add(time.Hour), busy: idleAll}})
+	n := newNotifier(t, testConfig(t, "", stamp()), st)
+	ended := SlurmMail{Cluster: "c", Job: 1, User: "alice", MailType: "Ended"}
+	summary := func() string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		s, err := n.JobEndSummary(ctx, st, ended, func() time.Time { return t0.Add(time.Hour) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	before := summary()
+	for _, word := range []string{"CPU:", "Memory:", "Time:", "not recorded"} {
+		if strings.Contains(before, word) {
+			t.Errorf("no usage yet: the summary has %q:\n%s", word, before)
+		}
+	}
+	notifyBatch(t, st, t0, func(b *store.Batch) error {
+		return b.SetUsage(1, store.JobUsage{AllocCPUs: 2, Nodes: 1, Elapsed: time.Hour, TimeLimit: store.Known(4 * 3600),
+			ReqMem: store.Known(4 << 30)})
+	})
+	s := summary()
+	for _, want := range []string{
+		"CPU:          not recorded (JobAcctGatherType is none)\n",
+		"Memory:       not recorded (JobAcctGatherType is none)\n",
+		"Time:         1 h of the 4 h limit (25.0 %); --time=01:15:00 would do\n",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the summary lacks %q:\n%s", want, s)
+		}
 	}
 }
