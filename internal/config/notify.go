@@ -114,6 +114,8 @@ type NotifyIdle struct {
 	ExemptUsers      []string `toml:"exempt_users"`
 	ExemptAccounts   []string `toml:"exempt_accounts"`
 	ExemptPartitions []string `toml:"exempt_partitions"`
+	// ExemptQOS exempts jobs of a Slurm QOS (as sacct names it).
+	ExemptQOS []string `toml:"exempt_qos"`
 	// ExemptComment exempts a job whose Slurm comment holds it.
 	ExemptComment string `toml:"exempt_comment"`
 	// CancelAfter, when not 0, cancels a job whose GPUs all stay idle

@@ -14,6 +14,7 @@ func TestNotifySection(t *testing.T) {
 	set.Mail.Host, set.Mail.Address = "mail.example.org", "{user}@example.org"
 	set.Webhooks = map[string]NotifyWebhook{"ops": {URL: "https://chat.example.org/hooks/x", Format: "slack"}}
 	set.Idle.IdleAfter, set.Idle.Webhook, set.Idle.ExemptAccounts = Dur(2*time.Hour), "ops", []string{"bench"}
+	set.Idle.ExemptQOS = []string{"long"}
 	set.Digest.Admins = []string{"ops@example.org"}
 	tests := []struct {
 		name    string
@@ -36,6 +37,7 @@ format = "slack"
 idle_after = "2h"
 webhook = "ops"
 exempt_accounts = ["bench"]
+exempt_qos = ["long"]
 [notify.digest]
 admins = ["ops@example.org"]
 `, set, ""},

@@ -34,7 +34,7 @@ func (in *Ingester) fillDetails(ctx context.Context) {
 	}
 }
 
-// fillJobDetails asks sacct for the comment and array ids of the jobs not
+// fillJobDetails asks sacct for the comment, QOS and array ids of the jobs not
 // yet looked up: slurmd hands the Prolog/Epilog neither, and the comment
 // is what report.ignore_tag looks for, so this runs before the ignore
 // requests and tag are applied. sacct failing is logged and retried next
@@ -82,7 +82,7 @@ func (in *Ingester) fillDetailsBatch(ctx context.Context, now time.Time, after i
 			for i, j := range js {
 				ids[i] = j.JobID
 			}
-			out, err := in.sacctJobs(ctx, cluster, ids, "-X", "--parsable2", "--noheader", "-o", "JobIDRaw,JobID,Comment")
+			out, err := in.sacctJobs(ctx, cluster, ids, "-X", "--parsable2", "--noheader", "-o", "JobIDRaw,JobID,QOS,Comment")
 			if err != nil {
 				return err // not answered: no job is given up for it
 			}
@@ -140,9 +140,9 @@ func (in *Ingester) fillDetailsBatch(ctx context.Context, now time.Time, after i
 // ledger does not take the local job N's comment.
 func uncheckedCluster(j store.UncheckedJob) string { return j.Cluster }
 
-// parseSacctDetails reads `sacct -X -P -n -o JobIDRaw,JobID,Comment`
+// parseSacctDetails reads `sacct -X -P -n -o JobIDRaw,JobID,QOS,Comment`
 // lines. sacct -P does not escape '|' inside a comment, so the comment is
-// the rest of the line after the second '|'. An array task's JobID reads
+// last: the rest of the line after the third '|'. An array task's JobID reads
 // ARRAYID_TASK ("40_2"); a pending array's "40_[3-9]" and a heterogeneous
 // job's "40+1" carry no task. Lines that do not parse are skipped; a job
 // listed twice keeps its last line.
@@ -154,7 +154,11 @@ func parseSacctDetails(out string) map[uint64]store.JobDetails {
 		if !ok {
 			continue
 		}
-		jobID, comment, ok := strings.Cut(rest, "|")
+		jobID, rest, ok := strings.Cut(rest, "|")
+		if !ok {
+			continue
+		}
+		qos, comment, ok := strings.Cut(rest, "|")
 		if !ok {
 			continue
 		}
@@ -162,7 +166,7 @@ func parseSacctDetails(out string) map[uint64]store.JobDetails {
 		if err != nil || id == 0 {
 			continue
 		}
-		d := store.JobDetails{Comment: strings.TrimSpace(comment)}
+		d := store.JobDetails{Comment: strings.TrimSpace(comment), QOS: strings.TrimSpace(qos)}
 		if a, t, ok := strings.Cut(strings.TrimSpace(jobID), "_"); ok {
 			aj, err1 := strconv.ParseUint(a, 10, 64)
 			tk, err2 := strconv.ParseInt(t, 10, 64)

@@ -21,30 +21,31 @@ import (
 
 func TestParseSacctDetails(t *testing.T) {
 	out := strings.Join([]string{
-		"101|101|gpuacct:ignore benchmark",
-		"102|40_2|",
-		"103|40_[3-9]|pending array",
-		"104|104|a|b||c",                // sacct -P does not escape '|'
-		"105|105+1|het",                 // heterogeneous: no array task
-		"garbage",                       // no fields
-		"x|106|not a job id",            // JobIDRaw not a number
-		"107|107",                       // Comment missing
-		"",                              // blank
-		"108|108|first",                 // listed twice: the last wins
-		"108|108|second\r",              // CRLF
-		"0|0|zero is no job",            //
-		"109|abc_def|odd JobID",         //
-		" 110 | 41_0 | spaced comment ", //
+		"101|101|normal|gpuacct:ignore benchmark",
+		"102|40_2|long|",
+		"103|40_[3-9]||pending array",
+		"104|104|normal|a|b||c",                // sacct -P does not escape '|'
+		"105|105+1|normal|het",                 // heterogeneous: no array task
+		"garbage",                              // no fields
+		"x|106|normal|not a job id",            // JobIDRaw not a number
+		"107|107",                              // QOS and Comment missing
+		"111|111|normal",                       // Comment missing
+		"",                                     // blank
+		"108|108|normal|first",                 // listed twice: the last wins
+		"108|108|debug|second\r",               // CRLF
+		"0|0|normal|zero is no job",            //
+		"109|abc_def|normal|odd JobID",         //
+		" 110 | 41_0 | high | spaced comment ", //
 	}, "\n")
 	want := map[uint64]store.JobDetails{
-		101: {Comment: "gpuacct:ignore benchmark"},
-		102: {ArrayJobID: 40, ArrayTaskID: 2},
+		101: {Comment: "gpuacct:ignore benchmark", QOS: "normal"},
+		102: {QOS: "long", ArrayJobID: 40, ArrayTaskID: 2},
 		103: {Comment: "pending array"},
-		104: {Comment: "a|b||c"},
-		105: {Comment: "het"},
-		108: {Comment: "second"},
-		109: {Comment: "odd JobID"},
-		110: {Comment: "spaced comment", ArrayJobID: 41, ArrayTaskID: 0},
+		104: {Comment: "a|b||c", QOS: "normal"},
+		105: {Comment: "het", QOS: "normal"},
+		108: {Comment: "second", QOS: "debug"},
+		109: {Comment: "odd JobID", QOS: "normal"},
+		110: {Comment: "spaced comment", QOS: "high", ArrayJobID: 41, ArrayTaskID: 0},
 	}
 	if d := cmp.Diff(want, parseSacctDetails(out)); d != "" {
 		t.Fatalf("parse (-want +got):\n%s", d)
@@ -84,7 +85,7 @@ func TestPassFillsJobDetails(t *testing.T) {
 				list = args[i+1]
 			}
 		}
-		if !strings.Contains(strings.Join(args, " "), "-o JobIDRaw,JobID,Comment") {
+		if !strings.Contains(strings.Join(args, " "), "-o JobIDRaw,JobID,QOS,Comment") {
 			t.Errorf("sacct args %q", args)
 		}
 		var b strings.Builder
@@ -92,11 +93,11 @@ func TestPassFillsJobDetails(t *testing.T) {
 			switch id {
 			case unknown:
 			case tagged:
-				b.WriteString(id + "|" + id + "|gpuacct:ignore benchmark\n")
+				b.WriteString(id + "|" + id + "|long|gpuacct:ignore benchmark\n")
 			case arrayed:
-				b.WriteString(id + "|40_2|\n")
+				b.WriteString(id + "|40_2||\n")
 			default:
-				b.WriteString(id + "|" + id + "|plain\n")
+				b.WriteString(id + "|" + id + "|normal|plain\n")
 			}
 		}
 		return []byte(b.String()), nil
@@ -123,15 +124,15 @@ func TestPassFillsJobDetails(t *testing.T) {
 		in.applyRequests(context.Background())
 	}
 	type row struct {
-		Comment          string
+		Comment, QOS     string
 		ArrJob, ArrTask  int64
 		Checked, Ignored int
 	}
 	get := func(id string) row {
 		t.Helper()
 		var r row
-		ledgerdb.Row(t, s.Path, `SELECT coalesce(comment, ''), coalesce(array_job_id, -1), coalesce(array_task_id, -1), details_checked, ignored FROM jobs WHERE job_id = ?`, []any{id},
-			&r.Comment, &r.ArrJob, &r.ArrTask, &r.Checked, &r.Ignored)
+		ledgerdb.Row(t, s.Path, `SELECT coalesce(comment, ''), coalesce(qos, ''), coalesce(array_job_id, -1), coalesce(array_task_id, -1), details_checked, ignored FROM jobs WHERE job_id = ?`, []any{id},
+			&r.Comment, &r.QOS, &r.ArrJob, &r.ArrTask, &r.Checked, &r.Ignored)
 		return r
 	}
 
@@ -150,13 +151,13 @@ func TestPassFillsJobDetails(t *testing.T) {
 	if c := calls.Load(); c != 2 {
 		t.Fatalf("sacct calls %d, want 2 (one per batch)", c)
 	}
-	if got, want := get(tagged), (row{"gpuacct:ignore benchmark", -1, -1, 1, 1}); got != want {
+	if got, want := get(tagged), (row{"gpuacct:ignore benchmark", "long", -1, -1, 1, 1}); got != want {
 		t.Errorf("tagged job %+v, want %+v", got, want)
 	}
-	if got, want := get(arrayed), (row{"", 40, 2, 1, 0}); got != want {
+	if got, want := get(arrayed), (row{"", "", 40, 2, 1, 0}); got != want {
 		t.Errorf("array job %+v, want %+v", got, want)
 	}
-	if got, want := get(ids[3]), (row{"plain", -1, -1, 1, 0}); got != want {
+	if got, want := get(ids[3]), (row{"plain", "normal", -1, -1, 1, 0}); got != want {
 		t.Errorf("plain job %+v, want %+v", got, want)
 	}
 	if got := get(unknown); got.Checked != 0 {
@@ -214,13 +215,13 @@ func TestJobDetailsBounded(t *testing.T) {
 	now := s0.Add(time.Hour)
 	in := New(Deps{Store: s, Config: e.cfg, Log: quiet(), Now: func() time.Time { return now }, UID: os.Getuid(), SacctLocation: time.UTC,
 		Sacct: func(ctx context.Context, args ...string) ([]byte, error) {
-			if !strings.HasSuffix(strings.Join(args, " "), "-o JobIDRaw,JobID,Comment") {
+			if !strings.HasSuffix(strings.Join(args, " "), "-o JobIDRaw,JobID,QOS,Comment") {
 				return nil, nil
 			}
 			calls++
 			var b strings.Builder
 			for id := range strings.SplitSeq(args[3], ",") {
-				fmt.Fprintf(&b, "%s|%s|plain\n", id, id)
+				fmt.Fprintf(&b, "%s|%s|normal|plain\n", id, id)
 			}
 			return []byte(b.String()), nil
 		}})

@@ -34,7 +34,7 @@ type reconcilePhase struct{ on bool }
 
 // reconciling says whether args are a reconciling call.
 func (p *reconcilePhase) reconciling(args []string) bool {
-	if strings.HasSuffix(strings.Join(args, " "), "-o JobIDRaw,JobID,Comment") {
+	if strings.HasSuffix(strings.Join(args, " "), "-o JobIDRaw,JobID,QOS,Comment") {
 		p.on = true
 	}
 	return p.on && runsCall(args)

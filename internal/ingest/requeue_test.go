@@ -111,6 +111,8 @@ func fakeSacctLine(r slurmRun, fields []string, step, rss string) (string, error
 			vals = append(vals, r.exit)
 		case "Comment":
 			vals = append(vals, "")
+		case "QOS":
+			vals = append(vals, "normal")
 		case "MaxRSS":
 			vals = append(vals, rss)
 		default:
@@ -305,7 +307,7 @@ func TestRequeuedOpenRun(t *testing.T) {
 			}
 			for _, c := range calls {
 				if !strings.HasSuffix(c, "-X -D --parsable2 --noheader -o "+sacctRunFields) && !strings.HasSuffix(c, " -D --parsable2 --noheader -o "+sacctUsageFields) &&
-					!strings.HasSuffix(c, "-o JobIDRaw,JobID,Comment") {
+					!strings.HasSuffix(c, "-o JobIDRaw,JobID,QOS,Comment") {
 					t.Errorf("sacct asked %q", c)
 				}
 			}

@@ -79,7 +79,7 @@ func TestUnfinishedJobs(t *testing.T) {
 				var phase reconcilePhase
 				deps.Sacct = func(ctx context.Context, args ...string) ([]byte, error) {
 					a := strings.Join(args, " ")
-					if phase.reconciling(args) || strings.HasSuffix(a, "-o JobIDRaw,JobID,Comment") {
+					if phase.reconciling(args) || strings.HasSuffix(a, "-o JobIDRaw,JobID,QOS,Comment") {
 						return nil, nil // job details and times: TestPassFillsJobDetails, TestReconcile*
 					}
 					asked = append(asked, a)
@@ -309,7 +309,7 @@ func TestSacctOncePerJob(t *testing.T) {
 	deps := Deps{Store: s, Config: e.cfg, Log: quiet(), Now: func() time.Time { return now }, UID: os.Getuid(), SacctLocation: time.UTC,
 		Sacct: func(ctx context.Context, args ...string) ([]byte, error) {
 			a := strings.Join(args, " ")
-			if phase.reconciling(args) || strings.HasSuffix(a, "-o JobIDRaw,JobID,Comment") {
+			if phase.reconciling(args) || strings.HasSuffix(a, "-o JobIDRaw,JobID,QOS,Comment") {
 				return nil, nil // job details and times: TestPassFillsJobDetails, TestReconcile*
 			}
 			asked = append(asked, a)
@@ -379,14 +379,14 @@ func TestDetailsPerCluster(t *testing.T) {
 	var asked []string
 	deps := Deps{Store: s, Config: e.cfg, Log: quiet(), Now: func() time.Time { return now }, UID: os.Getuid(), SacctLocation: time.UTC,
 		Sacct: func(ctx context.Context, args ...string) ([]byte, error) {
-			if !strings.Contains(strings.Join(args, " "), "-o JobIDRaw,JobID,Comment") {
+			if !strings.Contains(strings.Join(args, " "), "-o JobIDRaw,JobID,QOS,Comment") {
 				return nil, nil // times and runs: TestSacctPerCluster, TestReconcile*
 			}
 			asked = append(asked, strings.Join(args[:4], " "))
 			if args[0] != "-M" {
-				return []byte("300|300|from the local cluster\n"), nil
+				return []byte("300|300|normal|from the local cluster\n"), nil
 			}
-			return []byte("300|300|" + comments[args[1]] + "\n"), nil
+			return []byte("300|300|normal|" + comments[args[1]] + "\n"), nil
 		}}
 	if _, err := New(deps).Pass(context.Background()); err != nil {
 		t.Fatal(err)

@@ -113,5 +113,6 @@ func (n *Notifier) idleJobMessages(j IdleJob, now time.Time) []store.NotifyMessa
 func (n *Notifier) exempt(g store.IdleGPU) bool {
 	r := n.cfg.Idle
 	return slices.Contains(r.ExemptUsers, g.User) || slices.Contains(r.ExemptAccounts, g.Account) ||
-		slices.Contains(r.ExemptPartitions, g.Partition) || r.ExemptComment != "" && strings.Contains(g.Comment, r.ExemptComment)
+		slices.Contains(r.ExemptPartitions, g.Partition) || g.QOS != "" && slices.Contains(r.ExemptQOS, g.QOS) ||
+		r.ExemptComment != "" && strings.Contains(g.Comment, r.ExemptComment)
 }

@@ -33,7 +33,7 @@ var t0 = time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
 type fjob struct {
 	job                      int64
 	user, account, partition string
-	comment                  string
+	comment, qos             string // qos "": not looked up (NULL)
 	gpus                     int
 	start, end, upTo         time.Time
 	busy                     func(gpu int, at time.Time) bool
@@ -58,8 +58,12 @@ func seed(t testing.TB, loc string, jobs []fjob) {
 			if partition == "" {
 				partition = "gpu"
 			}
-			exec(`INSERT INTO jobs (id, cluster, job_id, user, account, partition, gpus, start, end, comment) VALUES (?, 'c', ?, ?, ?, ?, ?, ?, ?, ?)`,
-				j.job, j.job, j.user, account, partition, j.gpus, j.start.Unix(), end, j.comment)
+			var qos any
+			if j.qos != "" {
+				qos = j.qos
+			}
+			exec(`INSERT INTO jobs (id, cluster, job_id, user, account, partition, gpus, start, end, comment, qos) VALUES (?, 'c', ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				j.job, j.job, j.user, account, partition, j.gpus, j.start.Unix(), end, j.comment, qos)
 			for g := range j.gpus {
 				id := j.job*100 + int64(g)
 				exec(`INSERT INTO gpus (id, uuid, node_id, idx) VALUES (?, ?, ?, ?)`, id, fmt.Sprintf("GPU-%d-%d", j.job, g), j.job, g)
@@ -143,10 +147,12 @@ func TestIdleRule(t *testing.T) {
 		{job: 9, user: "hank", partition: "debug", gpus: 1, start: t0, upTo: now, busy: idleAll},
 		{job: 10, user: "ivan", comment: "prep gpuacct:noidlemail", gpus: 1, start: t0, upTo: now, busy: idleAll},
 		{job: 11, user: "judy", gpus: 1, start: t0, upTo: now, busy: idleAll},
+		{job: 12, user: "kim", qos: "long", gpus: 1, start: t0, upTo: now, busy: idleAll},
 	})
 	notifyBatch(t, st, now, func(b *store.Batch) error { return b.SetNotifyOptOut("judy", "idle", true, now) })
 	cfg := testConfig(t, "", "x")
 	cfg.Idle.ExemptUsers, cfg.Idle.ExemptAccounts, cfg.Idle.ExemptPartitions = []string{"exempt"}, []string{"bench"}, []string{"debug"}
+	cfg.Idle.ExemptQOS = []string{"long"}
 	n := newNotifier(t, cfg, st)
 	res, err := n.Evaluate(context.Background(), now)
 	if err != nil {
@@ -154,9 +160,9 @@ func TestIdleRule(t *testing.T) {
 	}
 	// alice: 2 of 4 idle since the start; carol: idle since 01:00. bob
 	// was busy 30 min ago, erin's samples are stale; the rest are exempt
-	// or opted out. dave's job is younger than the window and frank's
-	// ended: neither is looked at.
-	if diff := cmp.Diff(Result{Jobs: 9, Found: 2, Added: 2}, res); diff != "" {
+	// (kim by her job's QOS) or opted out. dave's job is younger than the
+	// window and frank's ended: neither is looked at.
+	if diff := cmp.Diff(Result{Jobs: 10, Found: 2, Added: 2}, res); diff != "" {
 		t.Errorf("first evaluation (-want +got):\n%s", diff)
 	}
 	msgs, err := st.NotifyMessages(context.Background(), store.NotifyQuery{})

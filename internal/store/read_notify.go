@@ -118,8 +118,9 @@ type IdleGPU struct {
 	Restart                  int
 	User, Account, Partition string
 	Comment                  string
-	Start                    int64 // Unix seconds
-	JobGPUs                  int64 // the run's GPUs on all nodes
+	QOS                      string // "" when sacct was not asked yet
+	Start                    int64  // Unix seconds
+	JobGPUs                  int64  // the run's GPUs on all nodes
 	Node                     string
 	Index                    *int64
 	UUID                     string
@@ -141,12 +142,12 @@ type IdleGPU struct {
 // needs no sample older than its window, so that a year's ledger costs
 // it no more than a day's.
 func (s *Store) IdleGPUs(ctx context.Context, fromMs int64, limit int) ([]IdleGPU, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT j.id, j.cluster, j.job_id, j.restart, j.user, j.account, j.partition, coalesce(j.comment, ''), j.start, j.gpus,
+	rows, err := s.db.QueryContext(ctx, `SELECT j.id, j.cluster, j.job_id, j.restart, j.user, j.account, j.partition, coalesce(j.comment, ''), coalesce(j.qos, ''), j.start, j.gpus,
  n.name, g.idx, g.uuid, g.id, coalesce(sum(b.window_ms), 0), coalesce(sum(b.window_ms - b.idle_ms), 0), coalesce(max(b.end_ms), 0)
  FROM (SELECT * FROM jobs WHERE end IS NULL AND start IS NOT NULL AND start * 1000 <= ?1 ORDER BY start DESC, id DESC LIMIT ?3) j
  JOIN job_gpus jg ON jg.job = j.id JOIN gpus g ON g.id = jg.gpu_id JOIN nodes n ON n.id = jg.node_id
  LEFT JOIN series_buckets b ON b.gpu_id = jg.gpu_id AND b.job = j.job_id AND b.restart = j.restart AND b.bucket_ms >= ?2
- GROUP BY j.id, j.cluster, j.job_id, j.restart, j.user, j.account, j.partition, j.comment, j.start, j.gpus, n.id, n.name, g.id, g.idx, g.uuid
+ GROUP BY j.id, j.cluster, j.job_id, j.restart, j.user, j.account, j.partition, j.comment, j.qos, j.start, j.gpus, n.id, n.name, g.id, g.idx, g.uuid
  ORDER BY j.start DESC, j.id DESC, n.name, g.idx`, fromMs, fromMs-fromMs%300_000, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read running GPUs: %w", translate(err))
@@ -156,7 +157,7 @@ func (s *Store) IdleGPUs(ctx context.Context, fromMs int64, limit int) ([]IdleGP
 	for rows.Next() {
 		var g IdleGPU
 		var idx sql.NullInt64
-		if err := rows.Scan(&g.Row, &g.Cluster, &g.JobID, &g.Restart, &g.User, &g.Account, &g.Partition, &g.Comment, &g.Start, &g.JobGPUs,
+		if err := rows.Scan(&g.Row, &g.Cluster, &g.JobID, &g.Restart, &g.User, &g.Account, &g.Partition, &g.Comment, &g.QOS, &g.Start, &g.JobGPUs,
 			&g.Node, &idx, &g.UUID, &g.GPUID, &g.WindowMs, &g.BusyMs, &g.NewestMs); err != nil {
 			return nil, fmt.Errorf("read running GPUs: %w", translate(err))
 		}

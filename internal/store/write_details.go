@@ -19,7 +19,9 @@ type UncheckedJob struct {
 // JobDetails is what sacct knows of a job and slurmd does not tell the
 // hooks. ArrayJobID is 0 for a job outside an array.
 type JobDetails struct {
-	Comment     string
+	Comment string
+	// QOS is the job's Slurm QOS: what the idle rule's exempt_qos reads.
+	QOS         string
 	ArrayJobID  uint64
 	ArrayTaskID int64
 }
@@ -52,15 +54,18 @@ func (b *Batch) UncheckedJobs(after int64, limit int) ([]UncheckedJob, error) {
 // Comment and array ids are no rollup dimension, so rollups stay as they
 // are; array ids the hooks already recorded are kept.
 func (b *Batch) SetJobDetails(row int64, d JobDetails) error {
-	var comment, arrJob, arrTask any
+	var comment, qos, arrJob, arrTask any
 	if d.Comment != "" {
 		comment = d.Comment
+	}
+	if d.QOS != "" {
+		qos = d.QOS
 	}
 	if d.ArrayJobID != 0 {
 		arrJob, arrTask = int64(d.ArrayJobID), d.ArrayTaskID
 	}
-	_, err := b.exec(`UPDATE jobs SET comment = ?, array_job_id = coalesce(array_job_id, ?), array_task_id = coalesce(array_task_id, ?), details_checked = 1 WHERE id = ?`,
-		comment, arrJob, arrTask, row)
+	_, err := b.exec(`UPDATE jobs SET comment = ?, qos = ?, array_job_id = coalesce(array_job_id, ?), array_task_id = coalesce(array_task_id, ?), details_checked = 1 WHERE id = ?`,
+		comment, qos, arrJob, arrTask, row)
 	if err != nil {
 		return fmt.Errorf("job details of row %d: %w", row, err)
 	}
