@@ -3,8 +3,6 @@ package notify
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"syscall"
 	"testing"
@@ -107,19 +105,7 @@ func TestGoldenFinalWarning(t *testing.T) {
 		t.Run(lang, func(t *testing.T) {
 			subject, body := renderFinal(j, lang, 15*time.Minute)
 			got := "Subject: " + subject + "\n\n" + body
-			path := filepath.Join("testdata", "final."+lang+".golden")
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(string(want), got); diff != "" {
-				t.Errorf("message (-want +got):\n%s", diff)
-			}
+			checkGolden(t, "final."+lang+".golden", got)
 		})
 	}
 }

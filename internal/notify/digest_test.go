@@ -2,8 +2,6 @@ package notify
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -96,19 +94,7 @@ func TestGoldenDigest(t *testing.T) {
 		t.Run(lang, func(t *testing.T) {
 			subject, body := renderDigest(d, lang)
 			got := "Subject: " + subject + "\n\n" + body
-			path := filepath.Join("testdata", "digest."+lang+".golden")
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(string(want), got); diff != "" {
-				t.Errorf("message (-want +got):\n%s", diff)
-			}
+			checkGolden(t, "digest."+lang+".golden", got)
 		})
 	}
 }
@@ -124,19 +110,7 @@ func TestGoldenTeamDigest(t *testing.T) {
 		t.Run(lang, func(t *testing.T) {
 			subject, body := renderTeamDigest(d, "dave", lang)
 			got := "Subject: " + subject + "\n\n" + body
-			path := filepath.Join("testdata", "digest-team."+lang+".golden")
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(string(want), got); diff != "" {
-				t.Errorf("message (-want +got):\n%s", diff)
-			}
+			checkGolden(t, "digest-team."+lang+".golden", got)
 		})
 	}
 }

@@ -3,8 +3,6 @@ package notify
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -117,19 +115,7 @@ func TestGoldenAdminDigest(t *testing.T) {
 		t.Run(lang, func(t *testing.T) {
 			subject, body := renderAdminDigest(d, lang, time.UTC)
 			got := "Subject: " + subject + "\n\n" + body
-			path := filepath.Join("testdata", "digest-admins."+lang+".golden")
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(string(want), got); diff != "" {
-				t.Errorf("message (-want +got):\n%s", diff)
-			}
+			checkGolden(t, "digest-admins."+lang+".golden", got)
 		})
 	}
 }

@@ -2,13 +2,9 @@ package notify
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/store"
@@ -40,19 +36,7 @@ func TestGoldenJobEnd(t *testing.T) {
 				b.WriteString(renderJobEnd(j, nil, lang, tokyo, t0.Add(2*time.Hour)))
 			}
 			got := b.String()
-			path := filepath.Join("testdata", "jobend."+lang+".golden")
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(string(want), got); diff != "" {
-				t.Errorf("summary (-want +got):\n%s", diff)
-			}
+			checkGolden(t, "jobend."+lang+".golden", got)
 		})
 	}
 }
@@ -138,19 +122,7 @@ func TestGoldenJobEndUsage(t *testing.T) {
 				b.WriteString(renderJobEnd(j, &u, lang, tokyo, t0.Add(2*time.Hour)))
 			}
 			got := b.String()
-			path := filepath.Join("testdata", "jobend-usage."+lang+".golden")
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(string(want), got); diff != "" {
-				t.Errorf("summary (-want +got):\n%s", diff)
-			}
+			checkGolden(t, "jobend-usage."+lang+".golden", got)
 		})
 	}
 }

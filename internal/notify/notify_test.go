@@ -225,19 +225,7 @@ func TestGoldenMessages(t *testing.T) {
 		t.Run(lang, func(t *testing.T) {
 			subject, body := renderIdle(j, lang, tokyo)
 			got := "Subject: " + subject + "\n\n" + body
-			path := filepath.Join("testdata", "idle."+lang+".golden")
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(string(want), got); diff != "" {
-				t.Errorf("message (-want +got):\n%s", diff)
-			}
+			checkGolden(t, "idle."+lang+".golden", got)
 		})
 	}
 }
@@ -515,5 +503,23 @@ func TestAddresses(t *testing.T) {
 				t.Errorf("addresses (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// checkGolden compares got with testdata/name, which -update rewrites.
+func checkGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s (-want +got):\n%s", path, diff)
 	}
 }
