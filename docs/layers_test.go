@@ -1,14 +1,11 @@
 package docs
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"io"
-	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/aicloud/gpusuite/internal/testkit"
 )
 
 const module = "github.com/aicloud/gpusuite/"
@@ -41,24 +38,7 @@ func TestLayers(t *testing.T) {
 		pos[p] = i
 	}
 	for _, tags := range []string{"", "simulated"} {
-		cmd := exec.Command("go", "list", "-tags", tags, "-json=ImportPath,Imports", module+"...")
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("go list: %v\n%s", err, stderr.String())
-		}
-		dec := json.NewDecoder(bytes.NewReader(out))
-		for {
-			var p struct {
-				ImportPath string
-				Imports    []string
-			}
-			if err := dec.Decode(&p); errors.Is(err, io.EOF) {
-				break
-			} else if err != nil {
-				t.Fatalf("go list: %v", err)
-			}
+		for _, p := range testkit.GoList(t, "-tags", tags, module+"...") {
 			from := strings.TrimPrefix(p.ImportPath, module)
 			at, ok := pos[from]
 			if !ok {

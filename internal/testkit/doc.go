@@ -20,6 +20,6 @@
 //
 // This package itself holds the one rule they all follow: a test that
 // lacks what it needs skips, but fails under make test (Missing,
-// NeedRoot). Only tests link these packages: deps_test.go fails when a
+// NeedRoot); and GoList, the layering tests' reading of go list. Only tests link these packages: deps_test.go fails when a
 // binary does.
 package testkit
