@@ -21,9 +21,11 @@ func (s *Store) JobUsages(ctx context.Context, rows []int64) (map[int64]JobUsage
 	if len(rows) == 0 {
 		return out, nil
 	}
-	in, args := inRows(rows)
-	q := `SELECT job, alloc_cpus, nodes, elapsed_s, time_limit_s, req_mem, total_cpu_ms, max_rss FROM job_usage WHERE job IN ` + in
-	res, err := s.db.QueryContext(ctx, q, args...)
+	var q strings.Builder
+	var args []any
+	q.WriteString(`SELECT job, alloc_cpus, nodes, elapsed_s, time_limit_s, req_mem, total_cpu_ms, max_rss FROM job_usage WHERE 1 = 1`)
+	inList(&q, &args, "job", rows)
+	res, err := s.db.QueryContext(ctx, q.String(), args...)
 	type usageRow struct {
 		row int64
 		u   JobUsage
@@ -43,15 +45,6 @@ func (s *Store) JobUsages(ctx context.Context, rows []int64) (map[int64]JobUsage
 		out[g.row] = g.u
 	}
 	return out, nil
-}
-
-// inRows is "(?, ?, ...)" for rows, and rows as its arguments.
-func inRows(rows []int64) (string, []any) {
-	args := make([]any, len(rows))
-	for i, r := range rows {
-		args[i] = r
-	}
-	return "(?" + strings.Repeat(", ?", len(rows)-1) + ")", args
 }
 
 func figure(v sql.NullInt64) Figure { return Figure{Value: v.Int64, Known: v.Valid} }
@@ -105,12 +98,14 @@ func (s *Store) JobGPUMemPeaks(ctx context.Context, rows []int64) (map[int64]flo
 	if len(rows) == 0 {
 		return out, nil
 	}
-	in, args := inRows(rows)
+	var q strings.Builder
+	var args []any
 	// The share is computed here, not in SQL: the MiB columns are integers
 	// on PostgreSQL, where their quotient would be one too.
-	q := `SELECT jg.job, jg.mem_max_mib, coalesce(jg.mem_total_mib, g.mem_total_mib) FROM job_gpus jg JOIN gpus g ON g.id = jg.gpu_id
- WHERE jg.job IN ` + in + ` AND jg.mem_max_mib IS NOT NULL AND coalesce(jg.mem_total_mib, g.mem_total_mib) > 0`
-	res, err := s.db.QueryContext(ctx, q, args...)
+	q.WriteString(`SELECT jg.job, jg.mem_max_mib, coalesce(jg.mem_total_mib, g.mem_total_mib) FROM job_gpus jg JOIN gpus g ON g.id = jg.gpu_id
+ WHERE jg.mem_max_mib IS NOT NULL AND coalesce(jg.mem_total_mib, g.mem_total_mib) > 0`)
+	inList(&q, &args, "jg.job", rows)
+	res, err := s.db.QueryContext(ctx, q.String(), args...)
 	type peak struct {
 		row        int64
 		max, total float64
