@@ -46,13 +46,9 @@ func runCluster(c *cli.Context, d Deps) error {
 	if c.Args().Present() {
 		return bad(fmt.Errorf("unexpected argument %q (options go with --)", c.Args().First()))
 	}
-	e, err := load(c, d)
+	e, w, err := loadWindow(c, d, "report cluster")
 	if err != nil {
 		return err
-	}
-	w, err := e.window(c)
-	if err != nil {
-		return bad(err)
 	}
 	p, err := timespec.ParsePeriod(c.String("period"))
 	if err != nil {
