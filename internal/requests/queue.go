@@ -136,22 +136,22 @@ func Submit(dir string, r *Request) (string, error) {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	q := dir
-	if isNote(r.Action) || isNotify(r.Action) {
+	r.Schema = Schema
+	switch {
+	case isNote(r.Action):
 		q, r.Schema = NotesDir(dir), NoteSchema
-		if isNotify(r.Action) {
-			q, r.Schema = NotifyDir(dir), NotifySchema
-		}
+	case isNotify(r.Action):
+		q, r.Schema = NotifyDir(dir), NotifySchema
+	}
+	if q != dir {
 		// The uid in the name keeps one user's names apart from another's
 		// (the writer names applied files by owner too); nanoseconds
 		// order a user's requests, as they may not list the queue.
 		r.ID = fmt.Sprintf("%s-u%d-%d-%s", r.Time.UTC().Format("20060102T150405.000000000Z"), r.UID, os.Getpid(), hex.EncodeToString(b[:]))
-	} else {
-		r.Schema = Schema
-		if r.ID == "" {
-			// Time, then how many requests came before (orders requests
-			// of the same second), then pid and random bytes (unique).
-			r.ID = fmt.Sprintf("%s-%06d-%d-%s", r.Time.UTC().Format("20060102T150405Z"), filed(dir), os.Getpid(), hex.EncodeToString(b[:]))
-		}
+	} else if r.ID == "" {
+		// Time, then how many requests came before (orders requests of
+		// the same second), then pid and random bytes (unique).
+		r.ID = fmt.Sprintf("%s-%06d-%d-%s", r.Time.UTC().Format("20060102T150405Z"), filed(dir), os.Getpid(), hex.EncodeToString(b[:]))
 	}
 	if fi, err := os.Stat(pendingDir(q)); err != nil || !fi.IsDir() {
 		return "", fmt.Errorf("%s request: queue %s is not there yet: gpuacct serve makes it at start (or run the command once as root or the service user)", r.Action, pendingDir(q))
