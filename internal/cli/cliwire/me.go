@@ -25,14 +25,16 @@ func Caller(uid int, lookup func(uid string) (*user.User, error)) (string, error
 // is asked once, and only when a name is "me".
 func ResolveMe(names []string, caller func() (string, error)) ([]string, error) {
 	var name string
+	asked := false
 	var out []string
 	for _, n := range names {
 		if n == Me {
-			if name == "" {
+			if !asked {
 				var err error
 				if name, err = caller(); err != nil {
 					return nil, err
 				}
+				asked = true
 			}
 			n = name
 		}
