@@ -87,7 +87,11 @@ Examples:
 			euid, name := d.Caller()
 			r := &requests.Request{Action: requests.NotifyRecord, Message: rec, Cluster: e.cfg.Cluster.Name, By: name, UID: euid, Time: e.now.UTC()}
 			r.Host, _ = os.Hostname()
-			if _, err := e.fileRequest(r, euid); err != nil {
+			svc, err := requests.ServiceUID(e.cfg.Ingest.ServiceUser)
+			if err == nil {
+				_, err = e.fileRequest(r, euid, svc)
+			}
+			if err != nil {
 				if sendErr != nil {
 					return fmt.Errorf("%s: mail to %q not sent (%v), and not queued: %w", title, m.To, sendErr, err)
 				}
@@ -159,22 +163,14 @@ func pipeOrFile(f *os.File) bool {
 	return err == nil && (fi.Mode().IsRegular() || fi.Mode()&os.ModeNamedPipe != 0)
 }
 
-// fileRequest files r in the writer's queue (made first when euid is
-// root or the service user) and returns its path.
-func (e *env) fileRequest(r *requests.Request, euid int) (string, error) {
+// fileRequest files r in the writer's queue (made first, owned by svc,
+// when euid is root or the service user svc) and returns its path.
+func (e *env) fileRequest(r *requests.Request, euid, svc int) (string, error) {
 	dir := e.cfg.Report.Requests
-	svc, err := requests.ServiceUID(e.cfg.Ingest.ServiceUser)
-	if err != nil {
-		return "", err
-	}
 	if euid == 0 || euid == svc {
 		if err := requests.MakeQueues(dir, svc); err != nil {
 			return "", err
 		}
 	}
-	path, err := requests.Submit(dir, r)
-	if err != nil {
-		return "", err
-	}
-	return path, nil
+	return requests.Submit(dir, r)
 }

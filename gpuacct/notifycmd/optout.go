@@ -76,7 +76,7 @@ func (e *env) fileOptOut(ctx context.Context, d Deps, action, rule string) error
 	}
 	trusted := func(uid int) bool { return uid == 0 || uid == svc }
 	writer := trusted(euid)
-	path, err := e.fileRequest(r, euid)
+	path, err := e.fileRequest(r, euid, svc)
 	if err != nil {
 		return fmt.Errorf("%s: %w", e.title, err)
 	}
