@@ -104,16 +104,37 @@ status() {
     case "$st" in idle*|mix*|alloc*) ;; *) return 1 ;; esac
   done
   curl -fsS -m 5 "http://127.0.0.1:$SERVE_PORT/api/v1/health" >/dev/null 2>&1 || return 1
-  # One from before the job accounting gather (sacct's TotalCPU, MaxRSS)
-  # is replaced.
-  grep -qx 'JobAcctGatherType=jobacct_gather/linux' "$DIR/etc/slurm.conf" || return 1
+  # One whose slurm.conf is not the one start writes now (from before the
+  # job accounting gather, or any later line) is replaced.
+  slurm_conf | cmp -s - "$DIR/etc/slurm.conf" || return 1
   dbd_answers
+}
+
+# slurm_conf prints the cluster's slurm.conf, one for every server.
+slurm_conf() {
+  slurm_conf_common "$DIR/hooks"
+  cat <<EOF
+SlurmctldHost=localhost($NET.1)
+SlurmdSpoolDir=$DIR/node/slurmd
+SlurmdPidFile=$DIR/node/slurmd.pid
+SlurmdLogFile=$DIR/node/log/slurmd.log
+# A lost server is noticed within seconds, not the default 5 minutes.
+SlurmdTimeout=10
+# Jobs of a lost server are requeued (the default for batch jobs).
+JobRequeue=1
+EOF
+  local n i=1
+  for n in $NODES; do
+    echo "NodeName=$n NodeAddr=$NET.$((10 + i)) CPUs=8 Boards=1 SocketsPerBoard=1 CoresPerSocket=8 ThreadsPerCore=1 RealMemory=2000 Gres=gpu:$NGPU State=UNKNOWN"
+    i=$((i + 1))
+  done
+  echo "PartitionName=gpu Nodes=${NODES// /,} Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO"
 }
 
 write_config() {
   mkdir -p "$DIR"/{etc,state,log,hooks,mysql-tmp,node} "$DIR"/data/{incoming,live,quarantine,archive}
   chmod 0755 "$DIR" "$DIR/data" "$DIR"/data/*
-  local n i skew
+  local n skew
   for n in $NODES; do
     mkdir -p "$DIR/nodes/$n"/{spool,agent,slurmd,log,data}
     chmod 0700 "$DIR/nodes/$n/spool"
@@ -149,25 +170,7 @@ EOF
     chmod 0755 "$DIR/nodes/$n/run-agent"
   done
   write_hook_wrappers "$DIR/hooks" "$DIR/node/gpusuite.toml" "$DIR/node/log"
-  {
-    slurm_conf_common "$DIR/hooks"
-    cat <<EOF
-SlurmctldHost=localhost($NET.1)
-SlurmdSpoolDir=$DIR/node/slurmd
-SlurmdPidFile=$DIR/node/slurmd.pid
-SlurmdLogFile=$DIR/node/log/slurmd.log
-# A lost server is noticed within seconds, not the default 5 minutes.
-SlurmdTimeout=10
-# Jobs of a lost server are requeued (the default for batch jobs).
-JobRequeue=1
-EOF
-    i=1
-    for n in $NODES; do
-      echo "NodeName=$n NodeAddr=$NET.$((10 + i)) CPUs=8 Boards=1 SocketsPerBoard=1 CoresPerSocket=8 ThreadsPerCore=1 RealMemory=2000 Gres=gpu:$NGPU State=UNKNOWN"
-      i=$((i + 1))
-    done
-    echo "PartitionName=gpu Nodes=${NODES// /,} Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO"
-  } >"$DIR/etc/slurm.conf"
+  slurm_conf >"$DIR/etc/slurm.conf"
   # Each server's own device nodes, through its mount of node/.
   echo "Name=gpu File=$DIR/node/dev/nvidia[0-$((NGPU - 1))]" >"$DIR/etc/gres.conf"
   cat >"$DIR/etc/head.toml" <<EOF

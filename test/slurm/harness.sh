@@ -59,12 +59,29 @@ status() {
   local st
   st=$(timeout 5 sinfo -h -N -n "$NODE" -o '%t' 2>/dev/null) || return 1
   case "$st" in idle*|mix*|alloc*) ;; *) return 1 ;; esac
-  # A cluster from before accounting, or before its job accounting gather
-  # (sacct's TotalCPU and MaxRSS), or one whose slurmdbd is gone, is not
-  # what the tests need: start replaces it.
-  grep -qx 'JobAcctGatherType=jobacct_gather/linux' "$DIR/etc/slurm.conf" || return 1
-  grep -q '^MailProg=' "$DIR/etc/slurm.conf" || return 1
+  # A cluster whose slurm.conf is not the one start writes now (one from
+  # before accounting, the job accounting gather, MailProg, or any later
+  # line), or whose slurmdbd is gone, is not what the tests need: start
+  # replaces it.
+  slurm_conf | cmp -s - "$DIR/etc/slurm.conf" || return 1
   dbd_answers
+}
+
+# slurm_conf prints the cluster's slurm.conf.
+slurm_conf() {
+  slurm_conf_common "$DIR/hooks"
+  cat <<EOF
+SlurmctldHost=localhost(127.0.0.1)
+SlurmdSpoolDir=$DIR/slurmd
+SlurmdPidFile=$DIR/slurmd.pid
+SlurmdLogFile=$DIR/log/slurmd.log
+PlugStackConfig=$DIR/etc/plugstack.conf
+# Job mail goes to etc/mailprog, which drops it until a test puts gpuacct
+# mailprog there (test/slurm/mailprog_test.go).
+MailProg=$DIR/etc/mailprog
+NodeName=$NODE NodeAddr=127.0.0.1 CPUs=16 Boards=1 SocketsPerBoard=1 CoresPerSocket=16 ThreadsPerCore=1 RealMemory=4000 Gres=gpu:$NGPU State=UNKNOWN
+PartitionName=gpu Nodes=$NODE Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
+EOF
 }
 
 write_config() {
@@ -79,21 +96,7 @@ write_config() {
     echo "minors = [$MINORS]"
   } >"$DIR/etc/gpusuite.toml"
   write_hook_wrappers "$DIR/hooks" "$DIR/etc/gpusuite.toml" "$DIR/log"
-  {
-    slurm_conf_common "$DIR/hooks"
-    cat <<EOF
-SlurmctldHost=localhost(127.0.0.1)
-SlurmdSpoolDir=$DIR/slurmd
-SlurmdPidFile=$DIR/slurmd.pid
-SlurmdLogFile=$DIR/log/slurmd.log
-PlugStackConfig=$DIR/etc/plugstack.conf
-# Job mail goes to etc/mailprog, which drops it until a test puts gpuacct
-# mailprog there (test/slurm/mailprog_test.go).
-MailProg=$DIR/etc/mailprog
-NodeName=$NODE NodeAddr=127.0.0.1 CPUs=16 Boards=1 SocketsPerBoard=1 CoresPerSocket=16 ThreadsPerCore=1 RealMemory=4000 Gres=gpu:$NGPU State=UNKNOWN
-PartitionName=gpu Nodes=$NODE Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
-EOF
-  } >"$DIR/etc/slurm.conf"
+  slurm_conf >"$DIR/etc/slurm.conf"
   printf '#!/bin/sh\nexit 0\n' >"$DIR/etc/mailprog"
   chmod 0755 "$DIR/etc/mailprog"
   cat >"$DIR/etc/gres.conf" <<EOF
