@@ -144,6 +144,13 @@ func (e *env) reader(ctx context.Context) (*store.Store, error) {
 	return st, nil
 }
 
+// writer opens the ledger to write it; the error is store.Open's, so
+// that a caller can tell store.ErrLocked.
+func (e *env) writer(ctx context.Context) (*store.Store, error) {
+	return store.Open(ctx, store.Options{Path: e.cfg.Store.Path, URL: e.cfg.Store.URL, Journal: e.cfg.Store.JournalMode,
+		BusyTimeout: e.cfg.Store.BusyTimeout.Duration})
+}
+
 func onceAction(d Deps) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		const title = "notify"
@@ -157,8 +164,7 @@ func onceAction(d Deps) cli.ActionFunc {
 		if err != nil {
 			return err
 		}
-		st, err := store.Open(c.Context, store.Options{Path: e.cfg.Store.Path, URL: e.cfg.Store.URL, Journal: e.cfg.Store.JournalMode,
-			BusyTimeout: e.cfg.Store.BusyTimeout.Duration})
+		st, err := e.writer(c.Context)
 		if errors.Is(err, store.ErrLocked) {
 			return fmt.Errorf("%s: another writer holds the ledger (gpuacct serve runs the notifier itself when notify.enabled): %w", title, err)
 		}

@@ -87,7 +87,7 @@ func (e *env) fileOptOut(ctx context.Context, d Deps, action, rule string) error
 	if !writer {
 		return queued()
 	}
-	st, err := store.Open(ctx, store.Options{Path: e.cfg.Store.Path, URL: e.cfg.Store.URL, Journal: e.cfg.Store.JournalMode, BusyTimeout: e.cfg.Store.BusyTimeout.Duration})
+	st, err := e.writer(ctx)
 	if errors.Is(err, store.ErrLocked) {
 		return queued()
 	}
