@@ -82,17 +82,7 @@ func (d *SampleDecoder) Decode(line []byte, s *Sample) bool {
 		return false
 	}
 	var seen uint32
-	first := true
-	for {
-		d.ws()
-		if d.peek() == '}' && first {
-			d.i++
-			break
-		}
-		key, ok := d.str()
-		if !ok || !d.colon() {
-			return false
-		}
+	ok := d.fields(func(key []byte) bool {
 		bit, ok := sampleField(key)
 		if !ok || seen&bit != 0 {
 			return false // unknown, differently cased or repeated
@@ -202,16 +192,10 @@ func (d *SampleDecoder) Decode(line []byte, s *Sample) bool {
 			}
 			s.XIDErrors = &x.xid
 		}
-		first = false
-		d.ws()
-		switch d.next() {
-		case ',':
-			continue
-		case '}':
-		default:
-			return false
-		}
-		break
+		return true
+	})
+	if !ok {
+		return false
 	}
 	d.ws()
 	return d.i == len(d.b)
