@@ -239,20 +239,15 @@ func (s *Store) knownTables(ctx context.Context) error {
 // marks an empty dst as src's copy; any other ledger is refused.
 func (s *Store) claimCopy(ctx context.Context, src *Store) (map[string]copyMark, bool, error) {
 	rows, err := translateRows(s.db.QueryContext(ctx, `SELECT key, value FROM meta WHERE key LIKE ? ORDER BY key LIMIT 1000`, copyKeyPrefix+"%"))
-	if err != nil {
-		return nil, false, fmt.Errorf("copy ledger: read the copy marks of %q: %w", s.Path, err)
-	}
 	kv := map[string]string{}
-	for rows.Next() {
+	err = eachRow(rows, err, func(r batchRows) error {
 		var k, v string
-		if err := rows.Scan(&k, &v); err != nil {
-			rows.Close()
-			return nil, false, fmt.Errorf("copy ledger: read the copy marks of %q: %w", s.Path, translate(err))
+		if err := r.Scan(&k, &v); err != nil {
+			return err
 		}
 		kv[k] = v
-	}
-	err = translate(rows.Err())
-	rows.Close()
+		return nil
+	})
 	if err != nil {
 		return nil, false, fmt.Errorf("copy ledger: read the copy marks of %q: %w", s.Path, err)
 	}
