@@ -103,10 +103,7 @@ func (h *Handler) apiNotes(w http.ResponseWriter, r *http.Request) error {
 	now := h.o.Now()
 	var doc board.NotesDoc
 	sq := &query{vals: q}
-	err := h.withConn(r, func(c *conn) error {
-		if err := h.scope(c, sq); err != nil {
-			return err
-		}
+	err := h.withScope(h.src, r, sq, func(c *conn) error {
 		ns, err := c.rep.Notes(r.Context(), now, all)
 		if err != nil {
 			return fmt.Errorf("notes: %w", err)
