@@ -253,10 +253,7 @@ func writeAdvice(b *strings.Builder, as []Advice, lang string) {
 	if len(as) == 0 {
 		return
 	}
-	tx, ok := adviceTexts[lang]
-	if !ok {
-		lang, tx = "en", adviceTexts["en"]
-	}
+	tx, lang := textIn(adviceTexts, lang)
 	b.WriteString(tx.head)
 	for _, a := range as {
 		switch a.Kind {

@@ -102,10 +102,7 @@ var finalTexts = map[string]finalText{
 
 // renderFinal is j's final warning in lang: cancelled in.
 func renderFinal(j IdleJob, lang string, in time.Duration) (subject, body string) {
-	tx, ok := finalTexts[lang]
-	if !ok {
-		lang, tx = "en", finalTexts["en"]
-	}
+	tx, lang := textIn(finalTexts, lang)
 	idle := duration(j.shortest(), lang)
 	subject = fmt.Sprintf(tx.subject, j.jobName(), j.Cluster, idle, duration(in, lang))
 	body = fmt.Sprintf(tx.body, j.User, j.jobName(), j.Cluster, j.GPUs, idle, duration(in, lang), "gpuacct:noidlemail")

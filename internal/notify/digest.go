@@ -151,10 +151,8 @@ var digestTexts = map[string]digestText{
 
 // digestText is lang's text, English when it has none.
 func digestTextOf(lang string) digestText {
-	if tx, ok := digestTexts[lang]; ok {
-		return tx
-	}
-	return digestTexts["en"]
+	tx, _ := textIn(digestTexts, lang)
+	return tx
 }
 
 // writeSums writes a digest's figures: jobs, GPU-hours, utilization and
@@ -172,10 +170,7 @@ func writeSums(b *strings.Builder, tx digestText, jobs int, allocS int64, usedS,
 
 // renderDigest is d in lang.
 func renderDigest(d UserDigest, lang string) (subject, body string) {
-	tx, ok := digestTexts[lang]
-	if !ok {
-		tx = digestTexts["en"]
-	}
+	tx := digestTextOf(lang)
 	hours := float64(d.AllocS) / 3600
 	known := d.SampleS > 0 && d.AllocS > 0
 	if known {

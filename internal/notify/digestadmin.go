@@ -186,10 +186,7 @@ var adminTexts = map[string]adminText{
 
 // renderAdminDigest is d in lang, times in loc.
 func renderAdminDigest(d AdminDigest, lang string, loc *time.Location) (subject, body string) {
-	tx, ok := adminTexts[lang]
-	if !ok {
-		lang, tx = "en", adminTexts["en"]
-	}
+	tx, lang := textIn(adminTexts, lang)
 	hours := float64(d.AllocS) / 3600
 	if d.SampleS > 0 && d.AllocS > 0 {
 		subject = fmt.Sprintf(tx.subject, d.Week, hours, d.IdleS/3600, 100*d.IdleS/float64(d.AllocS))

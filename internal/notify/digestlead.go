@@ -107,10 +107,7 @@ var teamTexts = map[string]teamText{
 
 // renderTeamDigest is d for lead in lang.
 func renderTeamDigest(d TeamDigest, lead, lang string) (subject, body string) {
-	tx, ok := teamTexts[lang]
-	if !ok {
-		lang, tx = "en", teamTexts["en"]
-	}
+	tx, lang := textIn(teamTexts, lang)
 	sums := digestTextOf(lang)
 	hours := float64(d.AllocS) / 3600
 	known := d.SampleS > 0 && d.AllocS > 0

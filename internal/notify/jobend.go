@@ -235,10 +235,7 @@ var jobEndTexts = map[string]jobEndText{
 // whose end has not arrived. u, when sacct's usage has arrived, adds the
 // run's CPU, memory and time.
 func renderJobEnd(j store.JobRow, u *endUsage, lang string, loc *time.Location, now time.Time) string {
-	tx, ok := jobEndTexts[lang]
-	if !ok {
-		lang, tx = "en", jobEndTexts["en"]
-	}
+	tx, lang := textIn(jobEndTexts, lang)
 	var b strings.Builder
 	fmt.Fprintf(&b, tx.title, j.ID(), j.Cluster)
 	fmt.Fprintf(&b, tx.gpus, j.GPUs)

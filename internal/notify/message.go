@@ -99,10 +99,7 @@ var idleTexts = map[string]idleText{
 // renderIdle is the idle rule's message to the job's owner in lang (en
 // when it has no text), times in loc.
 func renderIdle(j IdleJob, lang string, loc *time.Location) (subject, body string) {
-	tx, ok := idleTexts[lang]
-	if !ok {
-		lang, tx = "en", idleTexts["en"]
-	}
+	tx, lang := textIn(idleTexts, lang)
 	gpus, have := "GPUs", "have"
 	if j.GPUs == 1 {
 		gpus = "GPU"
@@ -124,6 +121,15 @@ func renderIdle(j IdleJob, lang string, loc *time.Location) (subject, body strin
 	fmt.Fprintf(&b, tx.exempt, j.jobName())
 	b.WriteString(tx.footer)
 	return subject, b.String()
+}
+
+// textIn is a message's text in lang and lang itself, or its English
+// text and "en" when texts has no lang.
+func textIn[T any](texts map[string]T, lang string) (T, string) {
+	if tx, ok := texts[lang]; ok {
+		return tx, lang
+	}
+	return texts["en"], "en"
 }
 
 func index(i *int64) string {
