@@ -16,26 +16,21 @@ var EffGroups = []string{"users", "teams", "accounts"}
 // over the runs whose both figures are known, so that a site without a
 // gather plugin adds nothing rather than zeros.
 type effSums struct {
-	runs                 int64
-	coreS, cpuS          float64
-	cpuKnown             bool
-	reqMemGiBS, rssGiBS  float64
-	memKnown             bool
-	elapsedLimited, limS float64
-	timeKnown            bool
+	seffSums
+	runs                int64
+	reqMemGiBS, rssGiBS float64
+	memKnown            bool
 }
 
 func (s *effSums) add(r *effRun) {
 	s.runs++
+	s.addRun(r)
 	u := r.u
 	if u == nil {
 		return
 	}
-	el := u.Elapsed.Seconds()
-	if r.e.CPU.Known {
-		s.coreS, s.cpuS, s.cpuKnown = s.coreS+float64(u.AllocCPUs)*el, s.cpuS+float64(u.TotalCPU.Value)/1000, true
-	}
 	if r.e.Memory.Known {
+		el := u.Elapsed.Seconds()
 		// Per node, as asked for and as seff counts the peak: the nodes
 		// multiply both.
 		const gib = 1 << 30
@@ -43,9 +38,6 @@ func (s *effSums) add(r *effRun) {
 		s.reqMemGiBS += float64(u.ReqMem.Value) / gib * nodes * el
 		s.rssGiBS += float64(u.MaxRSS.Value) / gib * nodes * el
 		s.memKnown = true
-	}
-	if r.e.Time.Known {
-		s.elapsedLimited, s.limS, s.timeKnown = s.elapsedLimited+el, s.limS+float64(u.TimeLimit.Value), true
 	}
 }
 

@@ -274,29 +274,44 @@ func effRow(r *effRun, now time.Time, several bool) table.Row {
 // counted, so that the TOTAL is the share of the sums, not a mean of
 // shares.
 type effTotals struct {
-	elapsed                     int64
-	elapsedLimited, limit       float64
-	cpu, coreS                  float64
-	rss, reqMem                 float64
-	used, alloc, idle, sampled  float64
-	gpuMemPeak                  *float64
-	timeKnown, cpuKnown, memKnw bool
+	seffSums
+	elapsed                    int64
+	rss, reqMem                float64
+	used, alloc, idle, sampled float64
+	gpuMemPeak                 *float64
+	memKnw                     bool
+}
+
+// seffSums are the CPU and time-limit figures of runs summed the way
+// seff counts each share, over the runs whose share is known: the jobs
+// table's TOTAL and the efficiency report's groups both sum them.
+type seffSums struct {
+	coreS, cpuS          float64 // AllocCPUS × Elapsed, TotalCPU
+	elapsedLimited, limS float64 // Elapsed, time limit
+	cpuKnown, timeKnown  bool
+}
+
+// addRun adds r's CPU and time figures where its shares are known.
+func (s *seffSums) addRun(r *effRun) {
+	u := r.u
+	if u == nil {
+		return
+	}
+	el := u.Elapsed.Seconds()
+	if r.e.CPU.Known {
+		s.coreS, s.cpuS, s.cpuKnown = s.coreS+float64(u.AllocCPUs)*el, s.cpuS+float64(u.TotalCPU.Value)/1000, true
+	}
+	if r.e.Time.Known {
+		s.elapsedLimited, s.limS, s.timeKnown = s.elapsedLimited+el, s.limS+float64(u.TimeLimit.Value), true
+	}
 }
 
 func (t *effTotals) add(r *effRun, now time.Time) {
 	j := &r.j
 	t.elapsed += j.Elapsed(now)
-	if u := r.u; u != nil {
-		el := u.Elapsed.Seconds()
-		if r.e.Time.Known {
-			t.elapsedLimited, t.limit, t.timeKnown = t.elapsedLimited+el, t.limit+float64(u.TimeLimit.Value), true
-		}
-		if r.e.CPU.Known {
-			t.cpu, t.coreS, t.cpuKnown = t.cpu+float64(u.TotalCPU.Value)/1000, t.coreS+float64(u.AllocCPUs)*el, true
-		}
-		if r.e.Memory.Known {
-			t.rss, t.reqMem, t.memKnw = t.rss+float64(u.MaxRSS.Value), t.reqMem+float64(u.ReqMem.Value), true
-		}
+	t.addRun(r)
+	if u := r.u; u != nil && r.e.Memory.Known {
+		t.rss, t.reqMem, t.memKnw = t.rss+float64(u.MaxRSS.Value), t.reqMem+float64(u.ReqMem.Value), true
 	}
 	if j.SampleS > 0 {
 		t.used, t.alloc, t.idle, t.sampled = t.used+j.UsedS, t.alloc+float64(j.AllocS), t.idle+j.IdleS, t.sampled+j.SampleS
@@ -314,7 +329,7 @@ func (t *effTotals) row(n int, several bool) table.Row {
 	if t.gpuMemPeak != nil {
 		mem = *t.gpuMemPeak
 	}
-	cells := []any{"TOTAL", fmt.Sprintf("%d runs", n), "", t.elapsed, ratio(t.timeKnown, t.elapsedLimited, t.limit), ratio(t.cpuKnown, t.cpu, t.coreS),
+	cells := []any{"TOTAL", fmt.Sprintf("%d runs", n), "", t.elapsed, ratio(t.timeKnown, t.elapsedLimited, t.limS), ratio(t.cpuKnown, t.cpuS, t.coreS),
 		ratio(t.memKnw, t.rss, t.reqMem), ratio(t.alloc > 0, t.used, t.alloc), mem, ratio(t.sampled > 0, t.idle, t.sampled)}
 	if several {
 		cells = append([]any{""}, cells...)
