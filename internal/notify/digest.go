@@ -81,11 +81,11 @@ func (n *Notifier) digestMessages(ctx context.Context, now time.Time, user strin
 	name, byUser, byTeam, admins := w.name, w.byUser, w.byTeam, w.admins
 	var out []store.NotifyMessage
 	for _, u := range slices.Sorted(maps.Keys(byUser)) {
-		rules, err := n.st.NotifyOptOuts(ctx, u)
+		off, err := optedOut(ctx, n.st, u, RuleDigest)
 		if err != nil {
 			return nil, fmt.Errorf("digest of %s: %w", name, err)
 		}
-		if slices.Contains(rules, RuleDigest) || slices.Contains(rules, RuleAll) {
+		if off {
 			continue
 		}
 		lang := n.language(u)

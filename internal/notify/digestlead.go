@@ -61,11 +61,11 @@ func (n *Notifier) leadMessages(ctx context.Context, byTeam map[string]*TeamDige
 		d := byTeam[team]
 		d.ranked()
 		for _, lead := range n.cfg.Digest.Leads[team] {
-			rules, err := n.st.NotifyOptOuts(ctx, lead)
+			off, err := optedOut(ctx, n.st, lead, RuleDigest)
 			if err != nil {
 				return nil, err
 			}
-			if slices.Contains(rules, RuleDigest) || slices.Contains(rules, RuleAll) {
+			if off {
 				continue
 			}
 			lang := n.language(lead)

@@ -48,7 +48,7 @@ func (n *Notifier) idleMessages(ctx context.Context, now time.Time, user string)
 	if err := n.st.IdleSince(ctx, idle); err != nil {
 		return nil, len(jobs), fmt.Errorf("idle rule: %w", err)
 	}
-	optedOut := map[string]bool{}
+	offs := map[string]bool{}
 	var out []store.NotifyMessage
 	for start := 0; start < len(idle); {
 		end := start + 1
@@ -58,14 +58,13 @@ func (n *Notifier) idleMessages(ctx context.Context, now time.Time, user string)
 		run := idle[start:end]
 		start = end
 		g := run[0]
-		off, ok := optedOut[g.User]
+		off, ok := offs[g.User]
 		if !ok {
-			rules, err := n.st.NotifyOptOuts(ctx, g.User)
-			if err != nil {
+			var err error
+			if off, err = optedOut(ctx, n.st, g.User, RuleIdle); err != nil {
 				return nil, len(jobs), fmt.Errorf("idle rule: %w", err)
 			}
-			off = slices.Contains(rules, RuleIdle) || slices.Contains(rules, RuleAll)
-			optedOut[g.User] = off
+			offs[g.User] = off
 		}
 		// With the cancel on, a run whose GPUs are all idle is warned
 		// whatever its owner opted out of: nobody is cancelled unwarned.

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -59,11 +58,11 @@ func (n *Notifier) JobEndSummary(ctx context.Context, st *store.Store, m SlurmMa
 	// A user who opted out of the job-end summary gets Slurm's mail as
 	// Slurm wrote it: they asked Slurm for that mail.
 	if m.User != "" {
-		rules, err := st.NotifyOptOuts(ctx, m.User)
+		off, err := optedOut(ctx, st, m.User, RuleJobEnd)
 		if err != nil {
 			return "", err
 		}
-		if slices.Contains(rules, RuleJobEnd) || slices.Contains(rules, RuleAll) {
+		if off {
 			return "", nil
 		}
 	}

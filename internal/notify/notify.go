@@ -21,6 +21,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,6 +45,15 @@ const (
 
 // OptOutRules are the rules a user may opt out of (gpuacct notify off).
 var OptOutRules = []string{RuleIdle, RuleDigest, RuleJobEnd, RuleAll}
+
+// optedOut says whether user opted out of rule, by name or by all.
+func optedOut(ctx context.Context, st *store.Store, user, rule string) (bool, error) {
+	rules, err := st.NotifyOptOuts(ctx, user)
+	if err != nil {
+		return false, err
+	}
+	return slices.Contains(rules, rule) || slices.Contains(rules, RuleAll), nil
+}
 
 // Channels of a message.
 const (
