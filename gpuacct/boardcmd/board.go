@@ -83,7 +83,6 @@ func command(d Deps, name, usage, usageText string, show func(*cli.Context, *vie
 // view is the board's view with how the command had it.
 type view struct {
 	*board.View
-	noSlurm bool
 	// slurmFile is the file Slurm's view was read from ("" when asked
 	// of Slurm), slurmOld its age when past slurmFileOld.
 	slurmFile string
@@ -118,7 +117,8 @@ func load(c *cli.Context, d Deps, cmd string) (*view, error) {
 		cfg.Board.SlurmTimeout.Duration = c.Duration("slurm-timeout")
 	}
 	now := d.Now()
-	v := &view{noSlurm: c.Bool("no-slurm"), json: format == "json", loc: d.Loc}
+	noSlurm := c.Bool("no-slurm")
+	v := &view{json: format == "json", loc: d.Loc}
 	if v.loc == nil {
 		v.loc = time.Local
 	}
@@ -127,7 +127,7 @@ func load(c *cli.Context, d Deps, cmd string) (*view, error) {
 	var state *slurmstate.State
 	var slurmErr, notesErr string
 	switch {
-	case v.noSlurm:
+	case noSlurm:
 	case cfg.Board.SlurmFile != "":
 		// A file named is the view asked for: unreadable, it is a
 		// failure, not a board silently without Slurm.
@@ -159,7 +159,7 @@ func load(c *cli.Context, d Deps, cmd string) (*view, error) {
 		notesErr = err.Error()
 	}
 	b := board.BuildCluster(cfg.Cluster.Name, lives, state, notes, now)
-	v.View = board.NewView(&b, v.meta(b.NoteProblems, slurmErr, notesErr), !v.noSlurm, notesErr)
+	v.View = board.NewView(&b, v.meta(b.NoteProblems, slurmErr, notesErr), !noSlurm, notesErr)
 	return v, nil
 }
 
@@ -170,7 +170,7 @@ func (v *view) warnings(nodes []board.Node) []string {
 	switch {
 	case v.Meta.SlurmError != "":
 		out = append(out, "WARNING: Slurm is unreachable ("+v.Meta.SlurmError+"): drains, down nodes, partitions and reservations are unknown; free means only that no job holds the GPU as its agent sees it")
-	case v.noSlurm:
+	case !v.SlurmAsked:
 		out = append(out, "WARNING: Slurm not asked (--no-slurm): drains, down nodes, partitions and reservations are unknown")
 	case v.slurmOld > 0:
 		out = append(out, "WARNING: "+v.slurmOldLine())
