@@ -282,5 +282,5 @@ func notifier(s *ingest.Setup, reg *prometheus.Registry) func(ctx context.Contex
 		s.Log.Error("notifier not started; ingest goes on without it", "err", err)
 		return nil
 	}
-	return func(ctx context.Context) { n.RunDue(ctx, time.Now()) }
+	return func(ctx context.Context) { n.RunDue(ctx, s.Deps.Now()) }
 }
