@@ -11,12 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/urfave/cli/v2"
 
 	"github.com/aicloud/gpusuite/internal/cli/cliwire"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/store"
+	"github.com/aicloud/gpusuite/internal/testkit/cmdline"
 	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
@@ -88,21 +88,7 @@ func (f *fixture) run(t *testing.T, args ...string) (int, string, string) {
 // testdata/name.golden.
 func (f *fixture) golden(t *testing.T, name, got string) {
 	t.Helper()
-	got = strings.ReplaceAll(got, f.dir, "TMP")
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s (-want +got):\n%s", path, diff)
-	}
+	cmdline.Golden(t, filepath.Join("testdata", name+".golden"), strings.ReplaceAll(got, f.dir, "TMP"), *update)
 }
 
 // TestMigrateGolden runs the help's second example on the fixture: a

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/urfave/cli/v2"
 
 	"github.com/aicloud/gpusuite/internal/board"
@@ -21,6 +20,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/requests"
 	"github.com/aicloud/gpusuite/internal/store"
 	"github.com/aicloud/gpusuite/internal/testkit"
+	"github.com/aicloud/gpusuite/internal/testkit/cmdline"
 	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
@@ -200,19 +200,7 @@ func TestListGolden(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := f.mustRun(t, 0, tc.args...)
-			golden := filepath.Join("testdata", tc.name+".golden")
-			if *update {
-				if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to write it)", err)
-			}
-			if diff := cmp.Diff(string(want), out); diff != "" {
-				t.Errorf("output (-want +got):\n%s", diff)
-			}
+			cmdline.Golden(t, filepath.Join("testdata", tc.name+".golden"), out, *update)
 		})
 	}
 	// The markup is kept as typed, in the JSON too.
