@@ -78,6 +78,17 @@ func (d *DB) JobUsage(ctx context.Context, j *JobRow) (*store.JobUsage, error) {
 	return &u, nil
 }
 
+// RunUsageOf is the usage sacct gave for det's run (JobUsage) as gpuacct
+// job and the job page show it (UsageOf); nil when sacct gave none.
+func (d *DB) RunUsageOf(ctx context.Context, det *Detail) (*RunUsage, error) {
+	u, err := d.JobUsage(ctx, &det.Job)
+	if err != nil || u == nil {
+		return nil, err
+	}
+	r := UsageOf(*u, det)
+	return &r, nil
+}
+
 // UsageOf is u's figures as gpuacct job and the job page show them, with
 // the GPUs' memory peaks and idle shares of det.
 func UsageOf(u store.JobUsage, det *Detail) RunUsage {

@@ -357,7 +357,7 @@ func (h *Handler) apiJob(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		u, err := c.runUsage(r, det)
+		u, err := c.rep.RunUsageOf(r.Context(), det)
 		if err != nil {
 			return err
 		}

@@ -84,7 +84,7 @@ func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		h.fillJob(&v, det, colors)
-		u, err := c.runUsage(r, det)
+		u, err := c.rep.RunUsageOf(r.Context(), det)
 		if err != nil {
 			return err
 		}
