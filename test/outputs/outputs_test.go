@@ -55,7 +55,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/aicloud/gpusuite/internal/testkit/cmdline"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the binaries under test")
@@ -423,20 +423,7 @@ func (w *world) rewind(t *testing.T) {
 // under -update.
 func (w *world) check(t *testing.T, name, got string) {
 	t.Helper()
-	golden := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run with -update to record it)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s: output differs from %s (-want +got):\n%s", name, golden, diff)
-	}
+	cmdline.Golden(t, filepath.Join("testdata", name+".golden"), got, *update)
 }
 
 func TestOutputs(t *testing.T) {
