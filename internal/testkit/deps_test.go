@@ -1,8 +1,6 @@
 package testkit
 
 import (
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -73,25 +71,11 @@ func TestLinking(t *testing.T) {
 // package, not even through the non-test code that may import one (the
 // fixtures and the harnesses under test/, which only tests import).
 func TestOnlyTestsLinkTestkit(t *testing.T) {
-	gomod, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		t.Fatalf("go env GOMOD: %v", err)
-	}
 	for _, tags := range []string{"", "simulated"} {
 		t.Run("tags="+tags, func(t *testing.T) {
-			cmd := exec.Command("go", "list", "-tags", tags, "-f", `{{.ImportPath}} {{.Name}} {{join .Imports " "}}`, "./...")
-			cmd.Dir = filepath.Dir(strings.TrimSpace(string(gomod)))
-			out, err := cmd.Output()
-			if err != nil {
-				t.Fatalf("go list: %v", err)
-			}
 			pkgs := map[string]pkg{}
-			for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-				f := strings.Fields(line)
-				if len(f) < 2 {
-					t.Fatalf("go list printed %q", line)
-				}
-				pkgs[f[0]] = pkg{name: f[1], imports: f[2:]}
+			for _, p := range GoList(t, "-tags", tags, module+"...") {
+				pkgs[p.ImportPath] = pkg{name: p.Name, imports: p.Imports}
 			}
 			if _, ok := pkgs[module+"gpuacct"]; !ok {
 				t.Fatalf("go list ./... lists no gpuacct: %d packages", len(pkgs))

@@ -9,20 +9,22 @@ import (
 	"testing"
 )
 
-// Listed is one package as go list -json reports its imports (its own
-// code's, tests aside).
+// Listed is one package as go list -json reports it: its path, its
+// package clause ("main" for a binary) and its own code's imports, tests
+// aside.
 type Listed struct {
 	ImportPath string
+	Name       string
 	Imports    []string
 }
 
-// GoList runs go list -json=ImportPath,Imports with args (tags, -deps,
+// GoList runs go list -json=ImportPath,Name,Imports with args (tags, -deps,
 // patterns) and returns its packages, failing the test when go list fails:
 // the one decoder of go list's stream of JSON values for the layering
 // tests.
 func GoList(t testing.TB, args ...string) []Listed {
 	t.Helper()
-	cmd := exec.Command("go", append([]string{"list", "-json=ImportPath,Imports"}, args...)...)
+	cmd := exec.Command("go", append([]string{"list", "-json=ImportPath,Name,Imports"}, args...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
