@@ -50,15 +50,18 @@ func lookOf(s board.State) stateLook {
 	return stateLook{State: s, Symbol: "·"}
 }
 
-// view is s's view with web's team mapping, for h's renderings.
+// view is s's view with web's team mapping, for the status document,
+// which names each job's team: the snapshot's view is shared with every
+// request, so the mapping goes on a copy.
 func (h *Handler) view(s *board.Snapshot) *board.View {
-	v := *s.View() // shared with every request of s
+	v := *s.View()
 	v.Meta.Team = h.mapping.Team
 	return &v
 }
 
-// frag is the fragment of s as h's viewer sees it.
-func (h *Handler) frag(s *board.Snapshot) boardFrag { return boardFrag{v: h.view(s), h: h} }
+// frag is the fragment of s as h's viewer sees it: the snapshot's own
+// view (the cells name a job's team through h.mapping themselves).
+func (h *Handler) frag(s *board.Snapshot) boardFrag { return boardFrag{v: s.View(), h: h} }
 
 // boardFrag is the HTML rendering of a board's view for one viewer (h):
 // the template reads the view through these methods, which only format

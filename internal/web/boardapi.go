@@ -81,7 +81,7 @@ func (h *Handler) apiFree(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s := h.o.Board.Current(r.Context())
-	writeJSON(w, http.StatusOK, h.view(s).Free())
+	writeJSON(w, http.StatusOK, s.View().Free())
 	return nil
 }
 
