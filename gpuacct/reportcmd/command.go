@@ -223,12 +223,8 @@ func (e *env) job(c *cli.Context, sp report.JobSpec, messages bool) (*report.Det
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	u, err := db.JobUsage(c.Context, &det.Job)
-	if err != nil || u == nil {
-		return det, ms, nil, err
-	}
-	r := report.UsageOf(*u, det)
-	return det, ms, &r, nil
+	u, err := db.RunUsageOf(c.Context, det)
+	return det, ms, u, err
 }
 
 // loadWindow is load, then the window of --start and --end; a window that
