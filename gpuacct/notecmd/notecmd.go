@@ -116,6 +116,6 @@ func (e *env) trusted(uid int) bool { return uid == 0 || uid == e.svc }
 
 // reader opens the ledger read-only; nil when it cannot be read (the
 // writer checks the request again).
-func (e *env) reader(ctx context.Context) (*store.Store, error) {
+func (e *env) reader(ctx context.Context) (*store.Ledger, error) {
 	return store.Open(ctx, store.Options{Path: e.cfg.Store.Path, URL: e.cfg.Store.URL, ReadOnly: true, BusyTimeout: e.cfg.Store.BusyTimeout.Duration})
 }

@@ -123,7 +123,7 @@ func (f *fixture) mustRun(t *testing.T, euid int, args ...string) string {
 // serve holds the writer lock, as gpuacct serve does, until released;
 // pass applies the queue as serve's pass does, naming uids 1000 and 1001.
 type serve struct {
-	st   *store.Store
+	st   *store.Ledger
 	reqs string
 }
 

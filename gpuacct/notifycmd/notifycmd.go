@@ -127,7 +127,7 @@ func load(c *cli.Context, d Deps, title string) (*env, error) {
 	return &env{cfg: cfg, loc: loc, now: d.Now(), title: title}, nil
 }
 
-func (e *env) notifier(st *store.Store, d Deps) (*notify.Notifier, error) {
+func (e *env) notifier(st *store.Ledger, d Deps) (*notify.Notifier, error) {
 	n, err := notify.New(e.cfg.Notify, st, notify.Options{Loc: e.loc, IdleThreshold: e.cfg.Agent.IdleThreshold, TeamsFile: e.cfg.Report.Teams,
 		Log: logging.New("gpuacct-notify", d.Stderr, slog.LevelInfo, d.Getenv)})
 	if err != nil {
@@ -136,7 +136,7 @@ func (e *env) notifier(st *store.Store, d Deps) (*notify.Notifier, error) {
 	return n, nil
 }
 
-func (e *env) reader(ctx context.Context) (*store.Store, error) {
+func (e *env) reader(ctx context.Context) (*store.Ledger, error) {
 	st, err := store.Open(ctx, store.Options{Path: e.cfg.Store.Path, URL: e.cfg.Store.URL, ReadOnly: true, BusyTimeout: e.cfg.Store.BusyTimeout.Duration})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", e.title, err)
@@ -146,7 +146,7 @@ func (e *env) reader(ctx context.Context) (*store.Store, error) {
 
 // writer opens the ledger to write it; the error is store.Open's, so
 // that a caller can tell store.ErrLocked.
-func (e *env) writer(ctx context.Context) (*store.Store, error) {
+func (e *env) writer(ctx context.Context) (*store.Ledger, error) {
 	return store.Open(ctx, store.Options{Path: e.cfg.Store.Path, URL: e.cfg.Store.URL, Journal: e.cfg.Store.JournalMode,
 		BusyTimeout: e.cfg.Store.BusyTimeout.Duration})
 }

@@ -164,7 +164,7 @@ func load(c *cli.Context, d Deps) (*env, error) {
 // scope resolves -M and --all-clusters against the ledger's clusters;
 // defaultAll reads every cluster when several share the ledger and the
 // local one is not among them (a job id is then looked for on each).
-func (e *env) scope(c *cli.Context, db *report.DB, defaultAll bool) (report.Scope, error) {
+func (e *env) scope(c *cli.Context, db *report.Ledger, defaultAll bool) (report.Scope, error) {
 	local := e.getenv("SLURM_CLUSTER_NAME")
 	if local == "" {
 		local = e.cfg.Cluster.Name
@@ -182,14 +182,14 @@ func usage(what string, err error) error {
 	return err
 }
 
-func (e *env) open(ctx context.Context) (*report.DB, error) {
+func (e *env) open(ctx context.Context) (*report.Ledger, error) {
 	return report.OpenDB(ctx, e.cfg.Store.Location(), e.cfg.Store.BusyTimeout.Duration)
 }
 
 // openScoped opens the ledger and resolves the clusters a command reads
 // (scope); a scope the asker must fix is a usage error of what. The
 // caller closes the DB.
-func (e *env) openScoped(c *cli.Context, what string, defaultAll bool) (*report.DB, report.Scope, error) {
+func (e *env) openScoped(c *cli.Context, what string, defaultAll bool) (*report.Ledger, report.Scope, error) {
 	db, err := e.open(c.Context)
 	if err != nil {
 		return nil, report.Scope{}, err

@@ -27,7 +27,7 @@ func dbOpt(loc string) string {
 }
 
 // openWriter opens the ledger at loc (a file or a URL) as its writer.
-func openWriter(loc string) (*store.Store, error) {
+func openWriter(loc string) (*store.Ledger, error) {
 	o := store.Options{Path: loc}
 	if store.IsPostgresURL(loc) {
 		o = store.Options{URL: loc}

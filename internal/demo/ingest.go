@@ -38,7 +38,7 @@ func ingestConfig(dir, incoming, cluster string, agentInterval time.Duration) co
 
 // ingester is the real ingest over a demo ledger, asking the demo's
 // slurmdbd (demoSacctmgr) for the cluster's capacity from since.
-func ingester(st *store.Store, cfg config.Config, in Info, since time.Time, now func() time.Time, log *slog.Logger) *ingest.Ingester {
+func ingester(st *store.Ledger, cfg config.Config, in Info, since time.Time, now func() time.Time, log *slog.Logger) *ingest.Ingester {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -59,7 +59,7 @@ const newestJobs = 1000
 // nextJobID is the first job id after every job of cluster in the ledger
 // and after from: a second `demo serve` on a directory goes on counting
 // as Slurm does, so that no job id names two jobs.
-func nextJobID(ctx context.Context, st *store.Store, cluster string, from uint64) (uint64, error) {
+func nextJobID(ctx context.Context, st *store.Ledger, cluster string, from uint64) (uint64, error) {
 	next := max(from, 1)
 	for _, ignored := range []bool{false, true} {
 		n := 0

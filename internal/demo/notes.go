@@ -23,7 +23,7 @@ const (
 
 // addBooking books the layout's booked GPU in the ledger st (a writer),
 // as of now.
-func addBooking(ctx context.Context, st *store.Store, in Info, now time.Time) error {
+func addBooking(ctx context.Context, st *store.Ledger, in Info, now time.Time) error {
 	node, g, ok := newLayout(in.Nodes, in.GPUs).find(booked)
 	if !ok {
 		return nil // a cluster too small for one

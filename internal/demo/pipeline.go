@@ -322,7 +322,7 @@ func stamp(t time.Time) string {
 }
 
 // total is the cluster's usage in the window as the reports read it.
-func total(ctx context.Context, db *report.DB, win timespec.Window) (report.Usage, error) {
+func total(ctx context.Context, db *report.Ledger, win timespec.Window) (report.Usage, error) {
 	var u report.Usage
 	err := db.Facts(ctx, timespec.Buckets(report.HourWindow(win), timespec.None), report.Filter{}, false, func(f *report.Fact) { u.Add(f.Usage) })
 	return u, err

@@ -177,7 +177,7 @@ func benchConfig(root string) configT {
 	return e
 }
 
-func totalsB(b *testing.B, s *store.Store) totals {
+func totalsB(b *testing.B, s *store.Ledger) totals {
 	var x totals
 	ledgerdb.Row(b, s.Path, `SELECT count(*), coalesce(sum(CASE WHEN end IS NOT NULL THEN alloc_gpu_s END), 0), coalesce(sum(used_gpu_s), 0), coalesce(sum(energy_mj), 0) FROM jobs`, nil,
 		&x.Jobs, &x.Alloc, &x.Used, &x.Energy)

@@ -134,7 +134,7 @@ func (f *factsSacctmgr) run(ctx context.Context, args ...string) ([]byte, error)
 
 // knownCluster puts a node of testcl in the ledger, as its first job
 // does: the cluster whose facts ingest then reads.
-func knownCluster(t *testing.T, s *store.Store, now time.Time) {
+func knownCluster(t *testing.T, s *store.Ledger, now time.Time) {
 	t.Helper()
 	b, err := s.Begin(context.Background(), now)
 	if err != nil {

@@ -47,7 +47,7 @@ type Sacct func(ctx context.Context, args ...string) ([]byte, error)
 
 // Deps is what an Ingester takes from its surroundings.
 type Deps struct {
-	Store  *store.Store
+	Store  *store.Ledger
 	Config config.Config
 	Log    *slog.Logger
 	Now    func() time.Time

@@ -59,7 +59,7 @@ func newEnv(t *testing.T) *env {
 	return &env{root: root, cfg: cfg}
 }
 
-func (e *env) open(t *testing.T) *store.Store {
+func (e *env) open(t *testing.T) *store.Ledger {
 	t.Helper()
 	s, err := store.Open(context.Background(), e.storeOptions())
 	if err != nil {
@@ -76,7 +76,7 @@ func (e *env) storeOptions() store.Options {
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func (e *env) pass(t *testing.T, s *store.Store, now time.Time) Result {
+func (e *env) pass(t *testing.T, s *store.Ledger, now time.Time) Result {
 	t.Helper()
 	res, err := New(Deps{Store: s, Config: e.cfg, Log: quiet(), Now: func() time.Time { return now }, UID: os.Getuid()}).Pass(context.Background())
 	if err != nil {
@@ -96,7 +96,7 @@ type totals struct {
 	Energy                int64
 }
 
-func readTotals(t *testing.T, s *store.Store) totals {
+func readTotals(t *testing.T, s *store.Ledger) totals {
 	t.Helper()
 	var x totals
 	q := func(query string, dst ...any) {
@@ -115,7 +115,7 @@ func readTotals(t *testing.T, s *store.Store) totals {
 func near(a, b float64) bool { return math.Abs(a-b) <= 1e-6*math.Max(1, math.Abs(b)) }
 
 // checkTruth compares the store with the generated ground truth.
-func checkTruth(t *testing.T, s *store.Store, truth gendata.Truth) {
+func checkTruth(t *testing.T, s *store.Ledger, truth gendata.Truth) {
 	t.Helper()
 	x := readTotals(t, s)
 	if x.Jobs != int64(truth.Jobs) {
@@ -222,7 +222,7 @@ func TestAggregatesStored(t *testing.T) {
 // per UTC month: the two are kept by separate writes, so a move or an
 // ignore that reached one and not the other shows here, not only in the
 // totals.
-func checkMonths(t *testing.T, s *store.Store) {
+func checkMonths(t *testing.T, s *store.Ledger) {
 	t.Helper()
 	type fig struct {
 		alloc, energy, jobs int64

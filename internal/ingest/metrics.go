@@ -90,7 +90,7 @@ const maxOverAllocLogged = 100
 // Only the batch that changed an hour checks it, so a violation is
 // logged once, not every pass. The read is bounded like the metrics'
 // (metricsReadWait); its failure is logged and the pass goes on.
-func checkTouched(ctx context.Context, s *store.Store, hours []store.JobHour, log *slog.Logger, m *Metrics) {
+func checkTouched(ctx context.Context, s *store.Ledger, hours []store.JobHour, log *slog.Logger, m *Metrics) {
 	if len(hours) == 0 {
 		return
 	}
@@ -119,7 +119,7 @@ const metricsReadWait = 5 * time.Second
 
 // pass records a finished pass; the per-node lag comes from the store, and
 // an error reading it is returned (the pass's own series are set anyway).
-func (m *Metrics) pass(ctx context.Context, s *store.Store, start, end time.Time, err error) error {
+func (m *Metrics) pass(ctx context.Context, s *store.Ledger, start, end time.Time, err error) error {
 	if m == nil {
 		return nil
 	}

@@ -52,7 +52,7 @@ func hookLate(t *testing.T, e *env, job uint64, restart int, start, end time.Tim
 
 // jobFigures is what the test reads of each run: id, restart, GPUs,
 // start, end, allocated GPU-s, state, exit code, end source, sacct_checked.
-func jobFigures(t *testing.T, s *store.Store) []string {
+func jobFigures(t *testing.T, s *store.Ledger) []string {
 	t.Helper()
 	rows := ledgerdb.Strings(t, s.Path, `SELECT job_id, restart, gpus, start, end, alloc_gpu_s, state, coalesce(exit_code, -1), coalesce(end_source, ''), sacct_checked FROM jobs ORDER BY job_id, restart`)
 	return rows

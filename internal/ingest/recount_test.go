@@ -143,14 +143,14 @@ func busySeg(t *testing.T, seq uint64, from time.Time, n int) forged {
 }
 
 // allocUsed is job 77's allocated and used GPU seconds.
-func allocUsed(t *testing.T, s *store.Store) (alloc, used float64) {
+func allocUsed(t *testing.T, s *store.Ledger) (alloc, used float64) {
 	t.Helper()
 	return query[float64](t, s, `SELECT alloc_gpu_s FROM jobs WHERE job_id = 77`), query[float64](t, s, `SELECT used_gpu_s FROM jobs WHERE job_id = 77`)
 }
 
 // checkRollups: the job totals, the job hours and every rollup hold the
 // same used and sampled seconds and energy.
-func checkRollups(t *testing.T, s *store.Store) {
+func checkRollups(t *testing.T, s *store.Ledger) {
 	t.Helper()
 	var sums [5][3]float64
 	for i, q := range []string{
@@ -172,7 +172,7 @@ func checkRollups(t *testing.T, s *store.Store) {
 // cutUsage is what the samples of a generated cluster (a sample every
 // interval on every GPU, one job each) add up to when cut to their jobs'
 // stored allocations: used, idle and sampled seconds, energy.
-func cutUsage(t *testing.T, s *store.Store) (used, idle, sampled float64, energy int64) {
+func cutUsage(t *testing.T, s *store.Ledger) (used, idle, sampled float64, energy int64) {
 	t.Helper()
 	// Each sample's energy share is rounded here, not in SQL: a CAST to
 	// an integer truncates on SQLite and rounds on PostgreSQL.

@@ -188,7 +188,7 @@ func TestReqMemPerNode(t *testing.T) {
 
 // usageFigures is what the test reads of each run's usage: id, restart,
 // CPUs, nodes, elapsed, limit, memory asked, CPU ms, RSS (-1: NULL).
-func usageFigures(t *testing.T, s *store.Store) []string {
+func usageFigures(t *testing.T, s *store.Ledger) []string {
 	t.Helper()
 	return ledgerdb.Strings(t, s.Path, `SELECT j.job_id, j.restart, u.alloc_cpus, u.nodes, u.elapsed_s, coalesce(u.time_limit_s, -1), coalesce(u.req_mem, -1),
  coalesce(u.total_cpu_ms, -1), coalesce(u.max_rss, -1) FROM job_usage u JOIN jobs j ON j.id = u.job ORDER BY j.job_id, j.restart`)

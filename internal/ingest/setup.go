@@ -21,7 +21,7 @@ import (
 type Setup struct {
 	Config config.Config
 	Log    *slog.Logger
-	Store  *store.Store
+	Store  *store.Ledger
 	Deps   Deps
 }
 

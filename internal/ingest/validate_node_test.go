@@ -103,7 +103,7 @@ func (e *env) put(t *testing.T, files ...forged) {
 // on gpu002 at t0, then bad an hour later: bad must be quarantined, with
 // a reason that says reason, and nothing of it ingested. It returns the
 // ledger for the caller's own checks.
-func quarantinedAfterStarts(t *testing.T, bad forged, reason string) *store.Store {
+func quarantinedAfterStarts(t *testing.T, bad forged, reason string) *store.Ledger {
 	t.Helper()
 	e := newEnv(t)
 	e.put(t, evFile(t, "gpu001", 77, 0, record.JobStart, t0, 0), evFile(t, "gpu002", 88, 0, record.JobStart, t0, 0))
@@ -130,7 +130,7 @@ func (e *env) reason(t *testing.T, f forged) string {
 	return string(b)
 }
 
-func query[T any](t *testing.T, s *store.Store, q string, args ...any) T {
+func query[T any](t *testing.T, s *store.Ledger, q string, args ...any) T {
 	t.Helper()
 	return ledgerdb.Scalar[T](t, s.Path, q, args...)
 }

@@ -20,7 +20,7 @@ func OnBoard(n store.Note) board.Note {
 // InForce is a board Source's Notes reader over st: the notes in force
 // at now. Every board (serve, the demo, gpuacct status and free) reads
 // them through it, so all match notes the same way.
-func InForce(st *store.Store) func(ctx context.Context, now time.Time) ([]board.Note, error) {
+func InForce(st *store.Ledger) func(ctx context.Context, now time.Time) ([]board.Note, error) {
 	return func(ctx context.Context, now time.Time) ([]board.Note, error) {
 		ns, err := st.Notes(ctx, now, false)
 		if err != nil {

@@ -51,7 +51,7 @@ const JobEndPoll = 250 * time.Millisecond
 // mail or the ledger has no such run by then. A run whose end has not
 // arrived by then is summarised as far as the ledger knows, and says
 // so.
-func (n *Notifier) JobEndSummary(ctx context.Context, st *store.Store, m SlurmMail, now func() time.Time) (string, error) {
+func (n *Notifier) JobEndSummary(ctx context.Context, st *store.Ledger, m SlurmMail, now func() time.Time) (string, error) {
 	if !m.ended() || m.Job == 0 {
 		return "", nil
 	}
@@ -66,10 +66,10 @@ func (n *Notifier) JobEndSummary(ctx context.Context, st *store.Store, m SlurmMa
 			return "", nil
 		}
 	}
-	q := store.JobRunQuery{JobID: m.Job, Cluster: m.Cluster, Restart: m.Restart}
+	q := store.RunQuery{JobID: m.Job, Cluster: m.Cluster, Restart: m.Restart}
 	var last *store.JobRow
 	for {
-		j, err := st.JobRun(ctx, q)
+		j, err := st.Run(ctx, q)
 		switch {
 		case err == nil:
 			last = &j
@@ -113,7 +113,7 @@ type endUsage struct {
 // runUsage is row's usage, nil while the reconcile that brings it (after
 // the epilog's end) has not come: the mail then goes without it rather
 // than wait for sacct.
-func runUsage(ctx context.Context, st *store.Store, row int64) (*endUsage, error) {
+func runUsage(ctx context.Context, st *store.Ledger, row int64) (*endUsage, error) {
 	if v, err := st.Version(ctx); err != nil || v < usageSchema {
 		return nil, err
 	}

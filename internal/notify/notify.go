@@ -47,7 +47,7 @@ const (
 var OptOutRules = []string{RuleIdle, RuleDigest, RuleJobEnd, RuleAll}
 
 // optedOut says whether user opted out of rule, by name or by all.
-func optedOut(ctx context.Context, st *store.Store, user, rule string) (bool, error) {
+func optedOut(ctx context.Context, st *store.Ledger, user, rule string) (bool, error) {
 	rules, err := st.NotifyOptOuts(ctx, user)
 	if err != nil {
 		return false, err
@@ -82,7 +82,7 @@ type Options struct {
 // ledger, which it writes as (or inside) the one writer.
 type Notifier struct {
 	cfg   config.Notify
-	st    *store.Store
+	st    *store.Ledger
 	loc   *time.Location
 	log   *slog.Logger
 	thr   float64
@@ -99,7 +99,7 @@ type Notifier struct {
 
 // New makes a Notifier over st, reading the SMTP password file and the
 // addresses file once.
-func New(cfg config.Notify, st *store.Store, o Options) (*Notifier, error) {
+func New(cfg config.Notify, st *store.Ledger, o Options) (*Notifier, error) {
 	n := &Notifier{cfg: cfg, st: st, loc: o.Loc, log: o.Log, thr: o.IdleThreshold, m: o.Metrics, hooks: map[string]deliver.Webhook{}}
 	if n.loc == nil {
 		n.loc = time.UTC

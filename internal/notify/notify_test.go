@@ -84,7 +84,7 @@ func seed(t testing.TB, loc string, jobs []fjob) {
 
 // ledger is a new writer's store on the engine under test and its
 // location for seed.
-func ledger(t testing.TB) (*store.Store, ledgerdb.Ledger) {
+func ledger(t testing.TB) (*store.Ledger, ledgerdb.Ledger) {
 	t.Helper()
 	l := ledgerdb.NewLedger(t)
 	st, err := store.Open(context.Background(), store.Options{Path: l.Path, URL: l.URL})
@@ -115,7 +115,7 @@ func testConfig(t testing.TB, addr, stamp string) config.Notify {
 	return cfg
 }
 
-func newNotifier(t testing.TB, cfg config.Notify, st *store.Store) *Notifier {
+func newNotifier(t testing.TB, cfg config.Notify, st *store.Ledger) *Notifier {
 	t.Helper()
 	n, err := New(cfg, st, Options{IdleThreshold: 1})
 	if err != nil {
@@ -193,7 +193,7 @@ func TestIdleRule(t *testing.T) {
 	}
 }
 
-func notifyBatch(t testing.TB, st *store.Store, now time.Time, f func(b *store.Batch) error) {
+func notifyBatch(t testing.TB, st *store.Ledger, now time.Time, f func(b *store.Batch) error) {
 	t.Helper()
 	b, err := st.Begin(context.Background(), now)
 	if err != nil {

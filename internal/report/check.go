@@ -42,7 +42,7 @@ func CheckOptionsFrom(cfg config.Config, now time.Time) CheckOptions {
 
 // Check returns one line per problem (none: healthy) and a one-line
 // summary of what was checked.
-func (d *DB) Check(ctx context.Context, o CheckOptions) (problems []string, summary string, err error) {
+func (d *Ledger) Check(ctx context.Context, o CheckOptions) (problems []string, summary string, err error) {
 	now := o.Now.Unix()
 	seen, err := d.st.NodesSeen(ctx)
 	if err != nil {
@@ -130,7 +130,7 @@ const (
 // more used, idle or sampled GPU time than was allocated in them, which
 // the ledger never should (issue #14's invariant; ingest logs each one
 // it makes, with its job and hour).
-func (d *DB) checkOverAllocation(ctx context.Context) ([]string, error) {
+func (d *Ledger) checkOverAllocation(ctx context.Context) ([]string, error) {
 	n, over, err := d.st.CountHourViolations(ctx, overAllocJobs, maxOverAllocation)
 	if err != nil {
 		return nil, d.wrap(err)

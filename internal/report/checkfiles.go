@@ -92,7 +92,7 @@ func readDirBounded(dir string, budget *int) ([]os.DirEntry, error) {
 // that outlived o.LeftPasses passes are a problem (ingest cannot retire
 // them); the quarantine's and the recent passes' counts go into the
 // summary.
-func (d *DB) checkFiles(ctx context.Context, o CheckOptions) (problems []string, summary string, err error) {
+func (d *Ledger) checkFiles(ctx context.Context, o CheckOptions) (problems []string, summary string, err error) {
 	var parts []string
 	// The start of the Nth most recent pass: a file older than that was
 	// there for N passes and is still there.

@@ -15,7 +15,7 @@ const NotifyStuckAfter = time.Hour
 // queued message has waited past its time longer than stuck, and a
 // summary of the messages due ("" for both while nothing is queued, so
 // that a site without the notifier reads as before).
-func (d *DB) CheckNotify(ctx context.Context, now time.Time, stuck time.Duration) (problem, summary string, err error) {
+func (d *Ledger) CheckNotify(ctx context.Context, now time.Time, stuck time.Duration) (problem, summary string, err error) {
 	v, err := d.st.Version(ctx)
 	if err != nil {
 		return "", "", d.wrap(err)

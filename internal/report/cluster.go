@@ -42,7 +42,7 @@ type ClusterRow struct {
 // ingest from sacctmgr) and the ledger's allocations (docs/utilization.md).
 // Periods without any capacity recorded are left out, and so are hours
 // after r.Now.
-func (d *DB) ClusterUtilization(ctx context.Context, r ClusterRequest) ([]ClusterRow, error) {
+func (d *Ledger) ClusterUtilization(ctx context.Context, r ClusterRequest) ([]ClusterRow, error) {
 	from, to := r.Window.Start.Unix(), r.Window.End.Unix()
 	if hours := (to - from) / 3600; hours > MaxClusterHours {
 		return nil, badInput("the window is %d hours long; report cluster computes at most %d (about five years): shorten it", hours, MaxClusterHours)
@@ -117,7 +117,7 @@ func (d *DB) ClusterUtilization(ctx context.Context, r ClusterRequest) ([]Cluste
 
 // reservedSpans reads the job parts on each reservation's nodes during
 // it (within [from, to)): a short reservation reads only its own hours.
-func (d *DB) reservedSpans(ctx context.Context, cluster string, f *clusterFacts, from, to int64) error {
+func (d *Ledger) reservedSpans(ctx context.Context, cluster string, f *clusterFacts, from, to int64) error {
 	for i := range f.resvs {
 		r := &f.resvs[i]
 		s0, e0 := max(r.Start, from), min(r.End, to)

@@ -35,9 +35,9 @@ import (
 	"github.com/aicloud/gpusuite/internal/store"
 )
 
-// DB is the accounting database opened for reading.
-type DB struct {
-	st *store.Store
+// Ledger is the ledger opened for reading.
+type Ledger struct {
+	st *store.Ledger
 	// path names the ledger in messages: the file, or the URL without
 	// its password.
 	path string
@@ -65,7 +65,7 @@ type DB struct {
 // OpenDB opens the ledger at loc read-only: a SQLite file's path, or a
 // PostgreSQL URL (postgres://…). A missing file and a file or database
 // that is not a gpusuite store are errors here, not at the first query.
-func OpenDB(ctx context.Context, loc string, busy time.Duration) (*DB, error) {
+func OpenDB(ctx context.Context, loc string, busy time.Duration) (*Ledger, error) {
 	o := store.At(loc)
 	o.ReadOnly, o.BusyTimeout = true, busy
 	path := loc
@@ -90,7 +90,7 @@ func OpenDB(ctx context.Context, loc string, busy time.Duration) (*DB, error) {
 	}
 	// A ledger the ingest has not migrated yet (schema 1, the daemon not
 	// restarted on the new gpuacct) has no rollup_monthly: read its days.
-	d := &DB{st: st, path: path, busy: busy, months: v >= 2, tree: v >= slurmTreeSchema, hourSums: v >= hourSumsSchema}
+	d := &Ledger{st: st, path: path, busy: busy, months: v >= 2, tree: v >= slurmTreeSchema, hourSums: v >= hourSumsSchema}
 	if err := d.loadNodes(ctx); err != nil {
 		st.Close()
 		return nil, err
@@ -99,12 +99,12 @@ func OpenDB(ctx context.Context, loc string, busy time.Duration) (*DB, error) {
 }
 
 // Close closes the database.
-func (d *DB) Close() error { return d.st.Close() }
+func (d *Ledger) Close() error { return d.st.Close() }
 
 // Label sets how d's messages name the ledger: its path or URL by
 // default, which a web client must not see (it names the server's
 // files), so the dashboard says "the ledger".
-func (d *DB) Label(name string) { d.path = name }
+func (d *Ledger) Label(name string) { d.path = name }
 
 // describe turns the store's busy and not-a-ledger errors into one line
 // that says what to do.
@@ -118,14 +118,14 @@ func describe(path string, busy time.Duration, err error) error {
 	return fmt.Errorf("read %s: %w", path, err)
 }
 
-func (d *DB) wrap(err error) error {
+func (d *Ledger) wrap(err error) error {
 	if err == nil {
 		return nil
 	}
 	return describe(d.path, d.busy, err)
 }
 
-func (d *DB) loadNodes(ctx context.Context) error {
+func (d *Ledger) loadNodes(ctx context.Context) error {
 	rows, err := d.st.Nodes(ctx)
 	if err != nil {
 		return d.wrap(err)
@@ -151,7 +151,7 @@ func (d *DB) loadNodes(ctx context.Context) error {
 // nodeLabel is node id's name, as cluster/name when lines of several
 // clusters are shown without a cluster column: clusters are the ones
 // read (none: all of them).
-func (d *DB) nodeLabel(id int64, clusters []string) string {
+func (d *Ledger) nodeLabel(id int64, clusters []string) string {
 	if len(clusters) == 1 || (len(clusters) == 0 && len(d.clusters) <= 1) {
 		return d.nodeNames[id]
 	}
@@ -161,7 +161,7 @@ func (d *DB) nodeLabel(id int64, clusters []string) string {
 // nodeIDs resolves node names (or cluster/name) to ids; an unknown name
 // is an error, and so is a cluster/name outside clusters, the clusters
 // read (none: all).
-func (d *DB) nodeIDs(names, clusters []string) ([]int64, error) {
+func (d *Ledger) nodeIDs(names, clusters []string) ([]int64, error) {
 	var out []int64
 	for _, want := range names {
 		found := false

@@ -59,7 +59,7 @@ func (s *effSums) cells() []any {
 // and how much of their time limits the runs needed, over the runs in
 // q's window, most allocated CPU-hours first, then a TOTAL; so a team
 // lead sees over-asking, not only idle GPUs.
-func (d *DB) EfficiencyReport(ctx context.Context, q EffQuery, by string, m *teams.Mapping) (*table.Table, error) {
+func (d *Ledger) EfficiencyReport(ctx context.Context, q EffQuery, by string, m *teams.Mapping) (*table.Table, error) {
 	key := map[string]func(j *JobRow) string{
 		"users":    func(j *JobRow) string { return j.User },
 		"accounts": func(j *JobRow) string { return j.Account },

@@ -139,7 +139,7 @@ func newRows(w io.Writer, format string, cols []string, noHeader bool) (rowWrite
 }
 
 // Export writes the rows of o.Kind in the window and returns how many.
-func (d *DB) Export(ctx context.Context, o ExportOptions) (int64, error) {
+func (d *Ledger) Export(ctx context.Context, o ExportOptions) (int64, error) {
 	cols, ok := ExportColumns[o.Kind]
 	if !ok {
 		return 0, fmt.Errorf("unknown export %q: use jobs, gpus or samples", o.Kind)

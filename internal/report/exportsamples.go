@@ -24,7 +24,7 @@ type samplesScope struct {
 
 // samplesScope is every GPU in the window, or with o.Job the job's GPUs
 // over its allocation (to now while it runs).
-func (d *DB) samplesScope(ctx context.Context, o ExportOptions) (samplesScope, error) {
+func (d *Ledger) samplesScope(ctx context.Context, o ExportOptions) (samplesScope, error) {
 	sc := samplesScope{from: o.Window.Start.UnixMilli(), to: o.Window.End.UnixMilli()}
 	var row int64
 	if o.Job != nil {
@@ -168,7 +168,7 @@ const (
 // energy_mj its part of its run's energy as gpuacct job shows it: a run's
 // GPUs, which the store gives one after another, are held and split
 // together (bounded by the run's GPUs).
-func (d *DB) exportGPUs(ctx context.Context, clusters []string, from, to int64, ncols int, fn func([]any) error) error {
+func (d *Ledger) exportGPUs(ctx context.Context, clusters []string, from, to int64, ncols int, fn func([]any) error) error {
 	var run [][]any
 	flush := func() error {
 		if len(run) == 0 {

@@ -10,7 +10,7 @@ import (
 // would otherwise read as "no usage"), naming the value and the nearest
 // known ones. Nodes are checked where they are resolved (nodeIDs), and
 // clusters where the scope is (Scope).
-func (d *DB) CheckFilter(ctx context.Context, f Filter) error {
+func (d *Ledger) CheckFilter(ctx context.Context, f Filter) error {
 	for _, x := range []struct {
 		flag, col string
 		vals      []string
@@ -44,7 +44,7 @@ func (d *DB) CheckFilter(ctx context.Context, f Filter) error {
 }
 
 // inJobs reports whether any job has col = v.
-func (d *DB) inJobs(ctx context.Context, col, v string) (bool, error) {
+func (d *Ledger) inJobs(ctx context.Context, col, v string) (bool, error) {
 	ok, err := d.st.JobsHave(ctx, col, v)
 	return ok, d.wrap(err)
 }

@@ -446,7 +446,7 @@ func checkWholeUsage(t *testing.T, name string, rows []usageRow, used, idle floa
 // checkJobs holds the job list and each job's detail to the jobs made:
 // allocated is GPUs × elapsed, used and idle are the samples' and within
 // it, and per GPU idle and sampled time are within the job's elapsed.
-func checkJobs(t *testing.T, db *DB, jobs []*pjob, now int64) {
+func checkJobs(t *testing.T, db *Ledger, jobs []*pjob, now int64) {
 	t.Helper()
 	ctx := context.Background()
 	byID := map[int64]*pjob{}

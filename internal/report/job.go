@@ -115,7 +115,7 @@ func (sp JobSpec) String() string {
 // JobIn loads one job run from the scope's clusters: the one cluster
 // that has it, or BadInput naming the clusters when several have the id
 // (Slurm's job ids are per cluster).
-func (d *DB) JobIn(ctx context.Context, s Scope, sp JobSpec, now time.Time) (*Detail, error) {
+func (d *Ledger) JobIn(ctx context.Context, s Scope, sp JobSpec, now time.Time) (*Detail, error) {
 	r, err := d.jobRunIn(ctx, s, sp)
 	if err != nil {
 		return nil, err
@@ -125,7 +125,7 @@ func (d *DB) JobIn(ctx context.Context, s Scope, sp JobSpec, now time.Time) (*De
 
 // JobCluster is the cluster in the scope that has the job run, found as
 // JobIn finds it but without reading its nodes, GPUs and samples.
-func (d *DB) JobCluster(ctx context.Context, s Scope, sp JobSpec) (string, error) {
+func (d *Ledger) JobCluster(ctx context.Context, s Scope, sp JobSpec) (string, error) {
 	r, err := d.jobRunIn(ctx, s, sp)
 	if err != nil {
 		return "", err
@@ -135,7 +135,7 @@ func (d *DB) JobCluster(ctx context.Context, s Scope, sp JobSpec) (string, error
 
 // jobRunIn finds the job run's row in the scope's clusters, with JobIn's
 // errors.
-func (d *DB) jobRunIn(ctx context.Context, s Scope, sp JobSpec) (JobRow, error) {
+func (d *Ledger) jobRunIn(ctx context.Context, s Scope, sp JobSpec) (JobRow, error) {
 	if len(s.Clusters) <= 1 {
 		r, err := d.jobRun(ctx, strings.Join(s.Clusters, ""), sp)
 		if errors.Is(err, ErrNoJob) && len(s.Known) > 1 {
@@ -147,7 +147,7 @@ func (d *DB) jobRunIn(ctx context.Context, s Scope, sp JobSpec) (JobRow, error) 
 	var found JobRow
 	var on []string
 	for _, c := range s.Clusters {
-		r, err := d.st.JobRun(ctx, store.JobRunQuery{JobID: sp.ID, Task: sp.Task, Clusters: []string{c}, Cluster: c, Restart: sp.Restart})
+		r, err := d.st.Run(ctx, store.RunQuery{JobID: sp.ID, Task: sp.Task, Clusters: []string{c}, Cluster: c, Restart: sp.Restart})
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 		case err != nil:
@@ -168,18 +168,18 @@ func (d *DB) jobRunIn(ctx context.Context, s Scope, sp JobSpec) (JobRow, error) 
 
 // Job loads one job run on the cluster ("" for any): JobIn with a scope
 // of that one cluster.
-func (d *DB) Job(ctx context.Context, cluster string, sp JobSpec, now time.Time) (*Detail, error) {
+func (d *Ledger) Job(ctx context.Context, cluster string, sp JobSpec, now time.Time) (*Detail, error) {
 	return d.JobIn(ctx, Scope{Clusters: []string{cluster}}, sp, now)
 }
 
 // jobRun reads the job run's row on the cluster ("" for any).
-func (d *DB) jobRun(ctx context.Context, cluster string, sp JobSpec) (JobRow, error) {
+func (d *Ledger) jobRun(ctx context.Context, cluster string, sp JobSpec) (JobRow, error) {
 	// Naming every cluster lets the store use the jobs table's index.
 	clusters := d.clusters
 	if cluster != "" {
 		clusters = []string{cluster}
 	}
-	r, err := d.st.JobRun(ctx, store.JobRunQuery{JobID: sp.ID, Task: sp.Task, Clusters: clusters, Cluster: cluster, Restart: sp.Restart})
+	r, err := d.st.Run(ctx, store.RunQuery{JobID: sp.ID, Task: sp.Task, Clusters: clusters, Cluster: cluster, Restart: sp.Restart})
 	if errors.Is(err, store.ErrNotFound) {
 		return r, fmt.Errorf("job %s: %w in %s", sp, ErrNoJob, d.path)
 	}
@@ -190,7 +190,7 @@ func (d *DB) jobRun(ctx context.Context, cluster string, sp JobSpec) (JobRow, er
 }
 
 // detail reads the rest of a job run: its nodes, GPUs and notes.
-func (d *DB) detail(ctx context.Context, r *JobRow, now time.Time) (*Detail, error) {
+func (d *Ledger) detail(ctx context.Context, r *JobRow, now time.Time) (*Detail, error) {
 	det := &Detail{Now: now, Job: *r}
 	parts, err := d.st.JobNodes(ctx, r.Row)
 	if err != nil {
@@ -209,7 +209,7 @@ func (d *DB) detail(ctx context.Context, r *JobRow, now time.Time) (*Detail, err
 	return det, nil
 }
 
-func (d *DB) loadGPUs(ctx context.Context, det *Detail) error {
+func (d *Ledger) loadGPUs(ctx context.Context, det *Detail) error {
 	j := &det.Job
 	gpus, err := d.st.JobGPUs(ctx, j.Row)
 	if err != nil {

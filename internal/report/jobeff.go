@@ -55,7 +55,7 @@ type effRun struct {
 // JobEfficiencies is `gpuacct jobs`: one row per run with its time, CPU,
 // memory and GPU efficiency, GPU memory peak and idle share, a TOTAL and
 // how many more runs matched than --limit shows.
-func (d *DB) JobEfficiencies(ctx context.Context, q EffQuery) (*table.Table, error) {
+func (d *Ledger) JobEfficiencies(ctx context.Context, q EffQuery) (*table.Table, error) {
 	order, ok := EffSorts[q.Sort]
 	if !ok {
 		return nil, badInput("--sort %q is not start, elapsed, time, cpu, mem, gpu or idle", q.Sort)
@@ -97,7 +97,7 @@ func (d *DB) JobEfficiencies(ctx context.Context, q EffQuery) (*table.Table, err
 // effRuns are the runs q selects (its window, filter, states and array
 // job) with their usage and GPU memory peaks, in the store's order; more
 // than maxEffRuns is refused.
-func (d *DB) effRuns(ctx context.Context, q EffQuery) ([]effRun, error) {
+func (d *Ledger) effRuns(ctx context.Context, q EffQuery) ([]effRun, error) {
 	states := map[string]bool{}
 	for _, s := range q.States {
 		states[s] = true
@@ -146,7 +146,7 @@ func (d *DB) effRuns(ctx context.Context, q EffQuery) ([]effRun, error) {
 
 // effFigures reads the runs' usage and GPU memory peaks, a bounded batch
 // at a time.
-func (d *DB) effFigures(ctx context.Context, runs []effRun) error {
+func (d *Ledger) effFigures(ctx context.Context, runs []effRun) error {
 	v, err := d.st.Version(ctx)
 	if err != nil {
 		return d.wrap(err)

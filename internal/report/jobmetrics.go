@@ -71,7 +71,7 @@ var xidMeaning = map[int64]string{
 func XidMeaning(n int64) string { return xidMeaning[n] }
 
 // loadMetrics fills each GPU's metrics and the job's GPU events.
-func (d *DB) loadMetrics(ctx context.Context, det *Detail) error {
+func (d *Ledger) loadMetrics(ctx context.Context, det *Detail) error {
 	ms, err := d.st.JobMetrics(ctx, det.Job.Row)
 	if err != nil {
 		return d.wrap(err)

@@ -47,7 +47,7 @@ func jobUsage(j *JobRow) Usage {
 
 // Jobs calls fn for the jobs that overlap the window, newest first (or
 // in q.Sort order), until fn returns false.
-func (d *DB) Jobs(ctx context.Context, q JobsQuery, fn func(*JobRow) bool) error {
+func (d *Ledger) Jobs(ctx context.Context, q JobsQuery, fn func(*JobRow) bool) error {
 	return d.jobs(ctx, q, nil, fn)
 }
 
@@ -60,7 +60,7 @@ func (q *JobsQuery) storeQuery() store.JobsQuery {
 
 // jobs is Jobs with the hierarchy already read for q.Teams (nil: read it
 // here when q.Teams needs it).
-func (d *DB) jobs(ctx context.Context, q JobsQuery, h *Hierarchy, fn func(*JobRow) bool) error {
+func (d *Ledger) jobs(ctx context.Context, q JobsQuery, h *Hierarchy, fn func(*JobRow) bool) error {
 	sq := q.storeQuery()
 	if len(q.Filter.Nodes) > 0 {
 		ids, err := d.nodeIDs(q.Filter.Nodes, q.Filter.Clusters)
@@ -100,7 +100,7 @@ func (d *DB) jobs(ctx context.Context, q JobsQuery, h *Hierarchy, fn func(*JobRo
 
 // JobList is `report jobs`: the jobs that overlap the window with their
 // whole-run figures (not clipped to the window).
-func (d *DB) JobList(ctx context.Context, q JobsQuery) (*table.Table, error) {
+func (d *Ledger) JobList(ctx context.Context, q JobsQuery) (*table.Table, error) {
 	m := q.Mapping
 	if m == nil {
 		m = &teams.Mapping{}

@@ -59,7 +59,7 @@ type RunUsage struct {
 
 // JobUsage is the usage sacct gave for j's run, nil when it gave none (a
 // running job, a ledger older than job_usage).
-func (d *DB) JobUsage(ctx context.Context, j *JobRow) (*store.JobUsage, error) {
+func (d *Ledger) JobUsage(ctx context.Context, j *JobRow) (*store.JobUsage, error) {
 	v, err := d.st.Version(ctx)
 	if err != nil {
 		return nil, d.wrap(err)
@@ -80,7 +80,7 @@ func (d *DB) JobUsage(ctx context.Context, j *JobRow) (*store.JobUsage, error) {
 
 // RunUsageOf is the usage sacct gave for det's run (JobUsage) as gpuacct
 // job and the job page show it (UsageOf); nil when sacct gave none.
-func (d *DB) RunUsageOf(ctx context.Context, det *Detail) (*RunUsage, error) {
+func (d *Ledger) RunUsageOf(ctx context.Context, det *Detail) (*RunUsage, error) {
 	u, err := d.JobUsage(ctx, &det.Job)
 	if err != nil || u == nil {
 		return nil, err

@@ -11,7 +11,7 @@ import (
 // mapping's names, else the mapped accounts, plus (unassigned). A team's
 // color is its place in this list (plot.TeamColors), for the dashboard
 // and the plots alike.
-func (d *DB) KnownTeams(ctx context.Context, m *teams.Mapping) ([]string, error) {
+func (d *Ledger) KnownTeams(ctx context.Context, m *teams.Mapping) ([]string, error) {
 	set := map[string]bool{}
 	if m.Mapped() {
 		for _, n := range m.Names() {

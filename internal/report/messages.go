@@ -39,7 +39,7 @@ type JobMessage struct {
 
 // JobMessages are the messages kept about j's run, oldest first; none on
 // a ledger older than the notifier.
-func (d *DB) JobMessages(ctx context.Context, j *JobRow) ([]JobMessage, error) {
+func (d *Ledger) JobMessages(ctx context.Context, j *JobRow) ([]JobMessage, error) {
 	v, err := d.st.Version(ctx)
 	if err != nil {
 		return nil, d.wrap(err)

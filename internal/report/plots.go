@@ -80,7 +80,7 @@ func writeFile(path string, fn func(*os.File) error) error {
 }
 
 // PlotReport writes allocated GPU-hours per team per period as stacked bars.
-func (d *DB) PlotReport(ctx context.Context, r Request, path string) error {
+func (d *Ledger) PlotReport(ctx context.Context, r Request, path string) error {
 	f, err := plot.FormatOf(path)
 	if err != nil {
 		return err

@@ -51,7 +51,7 @@ type group struct {
 
 // checkTeams refuses a --teams filter naming a team nobody is in, or an
 // organisation of h (nil: none) that is not there.
-func (d *DB) checkTeams(ctx context.Context, m *teams.Mapping, h *Hierarchy, want []string) error {
+func (d *Ledger) checkTeams(ctx context.Context, m *teams.Mapping, h *Hierarchy, want []string) error {
 	if len(want) == 0 {
 		return nil
 	}
@@ -92,7 +92,7 @@ func (f Filter) narrows(teamsFilter []string) bool {
 }
 
 // Report builds an aggregate report's table.
-func (d *DB) Report(ctx context.Context, r Request) (*table.Table, error) {
+func (d *Ledger) Report(ctx context.Context, r Request) (*table.Table, error) {
 	kind := r.Kind
 	if kind == "top" {
 		switch r.TopBy {

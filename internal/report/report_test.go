@@ -22,7 +22,7 @@ var (
 	randomJobs  = reportfixture.RandomJobs
 )
 
-func openTest(t *testing.T, path string) *DB {
+func openTest(t *testing.T, path string) *Ledger {
 	t.Helper()
 	db, err := OpenDB(context.Background(), path, time.Second)
 	if err != nil {

@@ -88,7 +88,7 @@ func windowMeta(kind string, w timespec.Window, s Scope, extra ...table.KV) []ta
 }
 
 // Clusters are the clusters that shipped records to the ledger, sorted.
-func (d *DB) Clusters() []string { return slices.Clone(d.clusters) }
+func (d *Ledger) Clusters() []string { return slices.Clone(d.clusters) }
 
 // MaxClusterNames bounds how many names one -M or ?clusters= may give:
 // far more than any ledger holds, and a request cannot make the check
@@ -121,12 +121,12 @@ type ScopeRequest struct {
 // Scope resolves r against the ledger's clusters. A name the ledger does
 // not hold, and several clusters with no choice, are BadInput: one line
 // that names the known clusters and says how to choose.
-func (d *DB) Scope(r ScopeRequest) (Scope, error) {
+func (d *Ledger) Scope(r ScopeRequest) (Scope, error) {
 	return ResolveScope(d.path, d.clusters, r)
 }
 
 // ResolveScope is Scope over known, the clusters of the ledger at path,
-// for a reader that holds no DB (gpuacct note list). It is linear in the
+// for a reader that holds no Ledger (gpuacct note list). It is linear in the
 // names asked, and refuses more than MaxClusterNames before looking at
 // any.
 func ResolveScope(path string, known []string, r ScopeRequest) (Scope, error) {

@@ -90,7 +90,7 @@ func weighted(sum, weight float64) *float64 {
 //
 // allocEnd (ms; math.MaxInt64 while the job runs) cuts the last sample's
 // window as the store cuts it.
-func (d *DB) series(ctx context.Context, gpuID, job int64, restart int, from, to, allocEnd int64, maxPts int) ([]Point, sampleTotals, error) {
+func (d *Ledger) series(ctx context.Context, gpuID, job int64, restart int, from, to, allocEnd int64, maxPts int) ([]Point, sampleTotals, error) {
 	var tot sampleTotals
 	span := max(1, (to-from+int64(maxPts)-1)/int64(maxPts))
 	var out []Point

@@ -21,7 +21,7 @@ const longSamples = 20_000
 
 // gpuSeries is series for a GPU with fewer than longSamples samples in
 // the window, seriesBins for one with more.
-func (d *DB) gpuSeries(ctx context.Context, gpuID, job int64, restart int, from, to, allocEnd int64, maxPts int) ([]Point, sampleTotals, error) {
+func (d *Ledger) gpuSeries(ctx context.Context, gpuID, job int64, restart int, from, to, allocEnd int64, maxPts int) ([]Point, sampleTotals, error) {
 	long, err := d.st.GPUSamplesAtLeast(ctx, gpuID, from, to, longSamples)
 	if err != nil {
 		return nil, sampleTotals{}, d.wrap(err)
@@ -41,7 +41,7 @@ const seriesWorkers = 2
 // loadSeries reads each of the job's GPUs' series and, where the figures
 // come from the samples (no aggregate, or the job still runs), its
 // figures.
-func (d *DB) loadSeries(ctx context.Context, det *Detail, from, to, allocEnd int64) error {
+func (d *Ledger) loadSeries(ctx context.Context, det *Detail, from, to, allocEnd int64) error {
 	j := &det.Job
 	n := seriesPoints(len(det.GPUs))
 	ctx, cancel := context.WithCancel(ctx)
@@ -149,7 +149,7 @@ func floorTo(t, m int64) int64 {
 // thousand rows for a 20-day job), its edges, the buckets before the
 // samples' pruned mark and those reaching past the job's end from the
 // samples, summed by the database (store.JobSampleBins).
-func (d *DB) seriesBins(ctx context.Context, gpuID, job int64, restart int, from, to, allocEnd int64, maxPts int) ([]Point, sampleTotals, error) {
+func (d *Ledger) seriesBins(ctx context.Context, gpuID, job int64, restart int, from, to, allocEnd int64, maxPts int) ([]Point, sampleTotals, error) {
 	return d.longSeries(ctx, gpuID, job, restart, from, to, allocEnd, bucketGrid(from, to, maxPts), true)
 }
 
@@ -159,7 +159,7 @@ func (d *DB) seriesBins(ctx context.Context, gpuID, job int64, restart int, from
 // overlap (the fold cuts each at the next), a stretch's windows are cut
 // to the time up to the next stretch's first sample, so sampled and idle
 // time still never pass the allocation.
-func (d *DB) longSeries(ctx context.Context, gpuID, job int64, restart int, from, to, allocEnd int64, g grid, buckets bool) ([]Point, sampleTotals, error) {
+func (d *Ledger) longSeries(ctx context.Context, gpuID, job int64, restart int, from, to, allocEnd int64, g grid, buckets bool) ([]Point, sampleTotals, error) {
 	var tot sampleTotals
 	accs := map[int64]*binAcc{}
 	put := func(b store.SampleBin) {

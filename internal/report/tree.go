@@ -37,7 +37,7 @@ func (h *Hierarchy) in(c string) *Hierarchy {
 type treeKey struct{ cluster, team string }
 
 // Hierarchy reads the organisations above the teams of mapping m.
-func (d *DB) Hierarchy(ctx context.Context, m *teams.Mapping) (*Hierarchy, error) {
+func (d *Ledger) Hierarchy(ctx context.Context, m *teams.Mapping) (*Hierarchy, error) {
 	h := FlatHierarchy(m)
 	if h.mapping.Mapped() {
 		return h, nil

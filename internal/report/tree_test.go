@@ -48,7 +48,7 @@ func setAccounts(t *testing.T, loc string, accts []store.SlurmAccount) {
 // treeLedger: acme over vision and nlp (nlp also has a sub-account,
 // nlp-x), physics at the top; alice charges vision and nlp-x, root's job
 // has no account tree entry (lab), so it is at the top.
-func treeLedger(t *testing.T) (*DB, timespec.Window) {
+func treeLedger(t *testing.T) (*Ledger, timespec.Window) {
 	now := time.Unix(t0+86400, 0)
 	loc := buildLedger(t, []fxJob{
 		{ID: 1, User: "alice", Acct: "vision", Part: "gpu", Node: "n1", GPUs: 4, Start: t0, End: t0 + 3600},

@@ -218,7 +218,7 @@ func nearestHour(t time.Time) time.Time {
 
 // Facts calls fn for every non-ignored rollup row in the buckets'
 // range. Buckets must start and end on whole hours (HourWindow).
-func (d *DB) Facts(ctx context.Context, bs []timespec.Bucket, f Filter, needNode bool, fn func(*Fact)) error {
+func (d *Ledger) Facts(ctx context.Context, bs []timespec.Bucket, f Filter, needNode bool, fn func(*Fact)) error {
 	var nodeIDs []int64
 	if len(f.Nodes) > 0 {
 		var err error
@@ -258,7 +258,7 @@ var storeGrain = map[grain]store.Grain{hourly: store.Hourly, daily: store.Daily,
 
 // Distinct lists the distinct values of a rollup column (account, user,
 // partition, model, cluster) ever recorded.
-func (d *DB) Distinct(ctx context.Context, col string) (map[string]bool, error) {
+func (d *Ledger) Distinct(ctx context.Context, col string) (map[string]bool, error) {
 	switch col {
 	case "account", "user", "partition", "model", "cluster":
 	default:

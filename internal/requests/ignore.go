@@ -40,7 +40,7 @@ func CheckIgnoreBounds(reason string, jobs int) error {
 // in the request directory itself, filed by root or the service user
 // (o.Trusted), each deciding whether some jobs count; after them, the
 // jobs whose comment carries o.Tag are ignored.
-func IgnoreKind(st *store.Store, o Options) Kind {
+func IgnoreKind(st *store.Ledger, o Options) Kind {
 	k := Kind{
 		Name: "ignore",
 		Dir:  o.Dir,
@@ -86,7 +86,7 @@ func checkIgnore(r *Request, owner int, perm fs.FileMode, trusted func(int) bool
 	return nil
 }
 
-func applyIgnore(ctx context.Context, st *store.Store, r *Request, now time.Time, key string) error {
+func applyIgnore(ctx context.Context, st *store.Ledger, r *Request, now time.Time, key string) error {
 	// Job ids are per cluster: a request naming a cluster the ledger does
 	// not know is refused, never applied to another's jobs or to none.
 	if r.Cluster != "" {
@@ -167,7 +167,7 @@ func once(b *store.Batch, key string) error {
 // decided them: the ledger keeps each job run's last explicit decision
 // (store.Batch.DecideIgnored), so no listing of applied requests, however
 // long, decides it.
-func applyTag(ctx context.Context, st *store.Store, o Options) error {
+func applyTag(ctx context.Context, st *store.Ledger, o Options) error {
 	b, err := st.Begin(ctx, o.Now)
 	if err != nil {
 		return fmt.Errorf("ignore tagged jobs: %w", err)

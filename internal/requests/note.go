@@ -115,7 +115,7 @@ func refusal(err error) bool {
 // NoteKind is the kind of `gpuacct note add` and `rm`: requests in the
 // note queue (NotesDir), which anyone may file (its Open pending/); the
 // author is the file's owner, never a uid written in it.
-func NoteKind(st *store.Store, o Options) Kind {
+func NoteKind(st *store.Ledger, o Options) Kind {
 	return Kind{
 		Name: "note",
 		Dir:  NotesDir(o.Dir),
@@ -195,7 +195,7 @@ func checkNote(r *Request, perm fs.FileMode, now time.Time) error {
 
 // applyNote adds or removes the note of a checked request in its own
 // transaction; a removal that may not be is kept as the outcome.
-func applyNote(ctx context.Context, st *store.Store, r *Request, owner int, key string, o Options) error {
+func applyNote(ctx context.Context, st *store.Ledger, r *Request, owner int, key string, o Options) error {
 	// The note is kept for the cluster it names (a head of another
 	// cluster files into a shared ledger); one naming none, as filed
 	// before requests named theirs, for the writer's.

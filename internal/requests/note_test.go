@@ -99,7 +99,7 @@ func TestCheckNote(t *testing.T) {
 
 // queueEnv is a ledger and a request directory, as the writer sees them.
 type queueEnv struct {
-	st  *store.Store
+	st  *store.Ledger
 	dir string
 	now time.Time
 	// loc is the ledger's location, for ledgerdb's helpers.

@@ -27,7 +27,7 @@ func CheckNotifyRule(rule string) error {
 // (NotifyDir), which anyone may file into as into the note queue. The
 // user opted out is the file's owner, never a name written in it: nobody
 // silences another user's mail.
-func NotifyKind(st *store.Store, o Options) Kind {
+func NotifyKind(st *store.Ledger, o Options) Kind {
 	return Kind{
 		Name: "notify",
 		Dir:  NotifyDir(o.Dir),
@@ -80,7 +80,7 @@ func checkNotify(r *Request, perm fs.FileMode) error {
 
 // applyNotify keeps the owner's opt-out of the request's rule (or takes
 // it back) with the request's key, in one transaction.
-func applyNotify(ctx context.Context, st *store.Store, r *Request, key string, o Options) error {
+func applyNotify(ctx context.Context, st *store.Ledger, r *Request, key string, o Options) error {
 	return applyInOne(ctx, st, r, key, o, func(b *store.Batch) error {
 		r.Changed = []string{r.Rule}
 		return b.SetNotifyOptOut(r.By, r.Rule, r.Action == NotifyOff, o.Now)
@@ -89,7 +89,7 @@ func applyNotify(ctx context.Context, st *store.Store, r *Request, key string, o
 
 // applyInOne runs f and records key applied in one transaction of st,
 // or neither; errAppliedBefore when the ledger holds key already.
-func applyInOne(ctx context.Context, st *store.Store, r *Request, key string, o Options, f func(b *store.Batch) error) error {
+func applyInOne(ctx context.Context, st *store.Ledger, r *Request, key string, o Options, f func(b *store.Batch) error) error {
 	b, err := st.Begin(ctx, o.Now)
 	if err != nil {
 		return fmt.Errorf("apply notify request %s: %w", r.ID, err)
@@ -154,7 +154,7 @@ func checkRecord(r *Request) error {
 // send again. Only root and the service user (slurmctld's MailProg runs
 // as SlurmUser: the service user) may: a queued record is a mail the
 // writer sends to whom it says.
-func applyRecord(ctx context.Context, st *store.Store, r *Request, owner int, key string, o Options) error {
+func applyRecord(ctx context.Context, st *store.Ledger, r *Request, owner int, key string, o Options) error {
 	if o.Trusted != nil && !o.Trusted(owner) {
 		r.Error = fmt.Sprintf("refused: owned by uid %d, not root or the service user", owner)
 		return nil

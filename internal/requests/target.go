@@ -26,7 +26,7 @@ func (e *NoTarget) Error() string { return e.msg }
 // cell would show it (a head whose cluster.name is not its agents'
 // cluster booked GPUs that the board showed free). Its refusals are
 // *NoTarget; other errors are failures to read the ledger.
-func CheckTarget(ctx context.Context, st *store.Store, liveDir string, now time.Time, cluster, node string, gpu *int) error {
+func CheckTarget(ctx context.Context, st *store.Ledger, liveDir string, now time.Time, cluster, node string, gpu *int) error {
 	count, known := 0, false
 	var elsewhere []string
 	if st != nil {

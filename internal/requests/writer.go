@@ -74,13 +74,13 @@ func systemUser(uid int) (string, error) {
 // the note kind, then the notifier's opt-outs, as o says. gpuacct serve's
 // ingest, and a command that finds no writer running, apply it; a later
 // kind is added here.
-func Writer(st *store.Store, o Options) *Queue {
+func Writer(st *store.Ledger, o Options) *Queue {
 	return New(o.Dir, o.Now, o.Log, IgnoreKind(st, o), NoteKind(st, o), NotifyKind(st, o))
 }
 
 // Apply applies every pending request of the writer's queue (Writer)
 // and ignores jobs whose comment carries o.Tag. Run only by the store's
 // writer.
-func Apply(ctx context.Context, st *store.Store, o Options) (int, error) {
+func Apply(ctx context.Context, st *store.Ledger, o Options) (int, error) {
 	return Writer(st, o).Apply(ctx)
 }

@@ -137,7 +137,7 @@ type copyMark struct {
 // are compared (Verify). src's writer lock is held throughout, so that no
 // gpuacct serve or ingest changes rows already copied; Copy refuses a
 // source whose writer runs.
-func Copy(ctx context.Context, src, dst *Store, o CopyOptions) (CopyResult, error) {
+func Copy(ctx context.Context, src, dst *Ledger, o CopyOptions) (CopyResult, error) {
 	var res CopyResult
 	if o.Batch == 0 {
 		o.Batch = DefaultCopyBatch
@@ -183,7 +183,7 @@ func Copy(ctx context.Context, src, dst *Store, o CopyOptions) (CopyResult, erro
 
 // sameSchema refuses two ledgers at different schema versions, or one
 // holding a table Copy does not know or lacking one it does.
-func sameSchema(ctx context.Context, src, dst *Store) error {
+func sameSchema(ctx context.Context, src, dst *Ledger) error {
 	sv, err := src.Version(ctx)
 	if err != nil {
 		return fmt.Errorf("copy ledger: source %q: %w", src.Path, err)
@@ -195,7 +195,7 @@ func sameSchema(ctx context.Context, src, dst *Store) error {
 	if sv != dv {
 		return fmt.Errorf("copy ledger: source %q is at schema %d, destination %q at %d: open the older one once with this gpuacct's writer (gpuacct ingest) so that both are at schema %d", src.Path, sv, dst.Path, dv, max(sv, dv))
 	}
-	for _, s := range []*Store{src, dst} {
+	for _, s := range []*Ledger{src, dst} {
 		if err := s.knownTables(ctx); err != nil {
 			return fmt.Errorf("copy ledger: %w", err)
 		}
@@ -204,7 +204,7 @@ func sameSchema(ctx context.Context, src, dst *Store) error {
 }
 
 // knownTables checks that s holds exactly the tables of copyTables.
-func (s *Store) knownTables(ctx context.Context) error {
+func (s *Ledger) knownTables(ctx context.Context) error {
 	q := `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name LIMIT 1000`
 	if s.pg != nil {
 		// Month partitions of samples are samples; gpusuite_schema is the
@@ -237,7 +237,7 @@ func (s *Store) knownTables(ctx context.Context) error {
 
 // claimCopy reads dst's copy marks when it is a partial copy of src, or
 // marks an empty dst as src's copy; any other ledger is refused.
-func (s *Store) claimCopy(ctx context.Context, src *Store) (map[string]copyMark, bool, error) {
+func (s *Ledger) claimCopy(ctx context.Context, src *Ledger) (map[string]copyMark, bool, error) {
 	rows, err := translateRows(s.db.QueryContext(ctx, `SELECT key, value FROM meta WHERE key LIKE ? ORDER BY key LIMIT 1000`, copyKeyPrefix+"%"))
 	kv := map[string]string{}
 	err = eachRow(rows, err, func(r batchRows) error {
@@ -305,7 +305,7 @@ func decodeMark(v string) (copyMark, error) {
 }
 
 // firstFilled is the first table of s holding a row ("" for none).
-func (s *Store) firstFilled(ctx context.Context) (string, error) {
+func (s *Ledger) firstFilled(ctx context.Context) (string, error) {
 	for _, t := range copyTables() {
 		q := `SELECT 1 FROM ` + quoteIdent(t.name)
 		if t.where != "" {
@@ -335,7 +335,7 @@ func quoteIdents(names []string) string {
 }
 
 // columns lists t's columns in s.
-func (s *Store) columns(ctx context.Context, t string) ([]string, error) {
+func (s *Ledger) columns(ctx context.Context, t string) ([]string, error) {
 	q := `SELECT name FROM pragma_table_info(?) ORDER BY cid LIMIT 1000`
 	if s.pg != nil {
 		q = `SELECT column_name::text FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? ORDER BY ordinal_position LIMIT 1000`
@@ -349,7 +349,7 @@ func (s *Store) columns(ctx context.Context, t string) ([]string, error) {
 
 // copyOne copies what is left of table t and returns how many rows it
 // copied.
-func copyOne(ctx context.Context, src, dst *Store, t copyTable, m copyMark, o CopyOptions) (int64, error) {
+func copyOne(ctx context.Context, src, dst *Ledger, t copyTable, m copyMark, o CopyOptions) (int64, error) {
 	if m.Done {
 		if o.Progress != nil {
 			o.Progress(CopyProgress{Table: t.name, Rows: m.Rows, Done: true})
@@ -398,7 +398,7 @@ func (e *columnMismatch) Error() string {
 // tableShape is t's columns as src has them and where its key columns
 // are among them; the columns must be dst's too, in any order (else a
 // *columnMismatch).
-func tableShape(ctx context.Context, src, dst *Store, t copyTable) (cols []string, keyAt []int, err error) {
+func tableShape(ctx context.Context, src, dst *Ledger, t copyTable) (cols []string, keyAt []int, err error) {
 	cols, err = src.columns(ctx, t.name)
 	if err != nil {
 		return nil, nil, err
@@ -421,7 +421,7 @@ func tableShape(ctx context.Context, src, dst *Store, t copyTable) (cols []strin
 
 // page reads up to n rows of t after the key last (from the start when
 // nil), in key order: one bounded read, never the whole table.
-func (s *Store) page(ctx context.Context, t copyTable, cols []string, last []any, n int) ([][]any, error) {
+func (s *Ledger) page(ctx context.Context, t copyTable, cols []string, last []any, n int) ([][]any, error) {
 	q := `SELECT ` + quoteIdents(cols) + ` FROM ` + quoteIdent(t.name)
 	var conds []string
 	var args []any
@@ -470,7 +470,7 @@ const copyParams = 30000
 // putPage writes one page of t and its mark m in one transaction; on
 // PostgreSQL a finished table's identity sequence moves past its ids.
 // parts holds the months whose sample partitions are made already.
-func (s *Store) putPage(ctx context.Context, t copyTable, cols []string, page [][]any, m copyMark, parts map[int64]bool) error {
+func (s *Ledger) putPage(ctx context.Context, t copyTable, cols []string, page [][]any, m copyMark, parts map[int64]bool) error {
 	return s.writeTx(ctx, func(conn *sql.Conn, tx *ledgerTx) error {
 		if t.name == "samples" && s.pg != nil {
 			if err := samplePartitions(ctx, conn, page, slices.Index(cols, "t_ms"), parts); err != nil {
@@ -572,7 +572,7 @@ type sourceLock struct {
 // holdSource takes s's writer lock, unless s is the writer and holds it
 // already. A lock held by another process is refused at once, in one
 // line that says what to do.
-func (s *Store) holdSource(ctx context.Context) (*sourceLock, error) {
+func (s *Ledger) holdSource(ctx context.Context) (*sourceLock, error) {
 	if s.HoldsLock(ctx) {
 		return &sourceLock{}, nil
 	}

@@ -186,7 +186,7 @@ func copyFixture(t *testing.T) string {
 }
 
 // openAt opens the ledger at l (a reader when ro).
-func openAt(t testing.TB, l ledgerdb.Ledger, ro bool) *Store {
+func openAt(t testing.TB, l ledgerdb.Ledger, ro bool) *Ledger {
 	t.Helper()
 	s, err := Open(context.Background(), Options{Path: l.Path, URL: l.URL, ReadOnly: ro})
 	if err != nil {

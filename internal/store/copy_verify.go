@@ -30,7 +30,7 @@ const verifyPage = 5000
 // It returns the tables with their row counts, or an error naming each
 // table that differs: both figures, or the first key whose rows differ
 // and how.
-func Verify(ctx context.Context, src, dst *Store) ([]TableCopy, error) {
+func Verify(ctx context.Context, src, dst *Ledger) ([]TableCopy, error) {
 	lock, err := src.holdSource(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("verify copy: %w", err)
@@ -47,7 +47,7 @@ func Verify(ctx context.Context, src, dst *Store) ([]TableCopy, error) {
 }
 
 // verify is Verify with src's lock already held.
-func verify(ctx context.Context, src, dst *Store) ([]TableCopy, error) {
+func verify(ctx context.Context, src, dst *Ledger) ([]TableCopy, error) {
 	var out []TableCopy
 	var bad []string
 	for _, t := range copyTables() {
@@ -100,7 +100,7 @@ type tableFigures struct {
 }
 
 // figures is t's row count and totals in s, in one read.
-func (s *Store) figures(ctx context.Context, t copyTable) (tableFigures, error) {
+func (s *Ledger) figures(ctx context.Context, t copyTable) (tableFigures, error) {
 	f := tableFigures{ints: make([]int64, len(t.ints)), reals: make([]float64, len(t.reals))}
 	sel := []string{`count(*)`}
 	dest := []any{&f.rows}
@@ -124,7 +124,7 @@ func (s *Store) figures(ctx context.Context, t copyTable) (tableFigures, error) 
 
 // sameRows reads t from both sides in key order and returns "" when
 // every row reads the same, else the first difference.
-func sameRows(ctx context.Context, src, dst *Store, t copyTable) (string, error) {
+func sameRows(ctx context.Context, src, dst *Ledger, t copyTable) (string, error) {
 	cols, keyAt, err := tableShape(ctx, src, dst, t)
 	if mm, ok := errors.AsType[*columnMismatch](err); ok {
 		return t.name + ": " + mm.Error(), nil
@@ -202,7 +202,7 @@ type streamPage struct {
 
 // readRows starts reading t of s in key order, one page ahead of next:
 // at most three pages a side are held.
-func readRows(ctx context.Context, wg *sync.WaitGroup, s *Store, t copyTable, cols []string, keyAt []int) *rowStream {
+func readRows(ctx context.Context, wg *sync.WaitGroup, s *Ledger, t copyTable, cols []string, keyAt []int) *rowStream {
 	ch := make(chan streamPage, 1)
 	r := &rowStream{path: s.Path, keyAt: keyAt, pages: ch}
 	wg.Add(1)

@@ -13,7 +13,7 @@ import (
 // has it back (the pool's new session does not take it), so it is
 // refused at once. A reader, or SQLite (whose lock is a file lock held
 // by the process), has nothing to check.
-func (s *Store) fenceOpen(ctx context.Context) (give func(), err error) {
+func (s *Ledger) fenceOpen(ctx context.Context) (give func(), err error) {
 	if s.pg == nil || s.pg.turn == nil {
 		return func() {}, nil
 	}
@@ -24,7 +24,7 @@ func (s *Store) fenceOpen(ctx context.Context) (give func(), err error) {
 }
 
 // fenceCheck is the lock check in tx, the writer's transaction.
-func (s *Store) fenceCheck(ctx context.Context, tx *ledgerTx) error {
+func (s *Ledger) fenceCheck(ctx context.Context, tx *ledgerTx) error {
 	if s.pg == nil || s.pg.turn == nil {
 		return nil
 	}
@@ -33,12 +33,12 @@ func (s *Store) fenceCheck(ctx context.Context, tx *ledgerTx) error {
 
 // writeTx runs body in a transaction of its own on the writer's
 // connection, behind the same fence as a Batch: on PostgreSQL it waits
-// for the writer's turn (ctx bounds the wait: a batch of this Store
+// for the writer's turn (ctx bounds the wait: a batch of this Ledger
 // holds the one connection until it ends), checks the lock in the
 // transaction, and commits only what body wrote there; a writer that
 // lost the lock writes nothing (ErrLockLost). Every write outside a
 // Batch goes through it.
-func (s *Store) writeTx(ctx context.Context, body func(conn *sql.Conn, tx *ledgerTx) error) error {
+func (s *Ledger) writeTx(ctx context.Context, body func(conn *sql.Conn, tx *ledgerTx) error) error {
 	conn, tx, give, err := s.openWrite(ctx)
 	if err != nil {
 		return err
@@ -59,7 +59,7 @@ func (s *Store) writeTx(ctx context.Context, body func(conn *sql.Conn, tx *ledge
 // a connection of its own, the transaction, fenceCheck), for a Batch and
 // for writeTx. On an error it has undone what it opened; else the caller
 // ends tx, closes conn and then calls give.
-func (s *Store) openWrite(ctx context.Context) (conn *sql.Conn, tx *ledgerTx, give func(), err error) {
+func (s *Ledger) openWrite(ctx context.Context) (conn *sql.Conn, tx *ledgerTx, give func(), err error) {
 	give, err = s.fenceOpen(ctx)
 	if err != nil {
 		return nil, nil, nil, err

@@ -19,7 +19,7 @@ func pgSample(b *Batch, seq uint64, at time.Time) error {
 }
 
 // openPG opens a store with o, closed when the test ends.
-func openPG(t *testing.T, o Options) *Store {
+func openPG(t *testing.T, o Options) *Ledger {
 	t.Helper()
 	s, err := Open(context.Background(), o)
 	if err != nil {
@@ -31,7 +31,7 @@ func openPG(t *testing.T, o Options) *Store {
 
 // takeOver ends a's session on the server of u and opens a second
 // writer there, which waits for the lock a held and takes it.
-func takeOver(t *testing.T, u string, a *Store) *Store {
+func takeOver(t *testing.T, u string, a *Ledger) *Ledger {
 	t.Helper()
 	ledgerdb.Exec(t, u, `SELECT pg_terminate_backend(?)`, int64(a.pg.pid))
 	ctx, cancel := context.WithTimeout(context.Background(), pgWait)
@@ -45,7 +45,7 @@ func takeOver(t *testing.T, u string, a *Store) *Store {
 }
 
 // sampleBatch begins a batch on s that holds one pgSample, left open.
-func sampleBatch(t *testing.T, s *Store, seq uint64, at time.Time) *Batch {
+func sampleBatch(t *testing.T, s *Ledger, seq uint64, at time.Time) *Batch {
 	t.Helper()
 	b, err := s.Begin(context.Background(), time.Now())
 	if err != nil {

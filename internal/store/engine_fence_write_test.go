@@ -76,7 +76,7 @@ func TestPostgresCopyDestFenced(t *testing.T) {
 	}
 }
 
-// TestPostgresMethodsBesideBatchEndWithCtx: the contract Store states:
+// TestPostgresMethodsBesideBatchEndWithCtx: the contract Ledger states:
 // a writer's methods called while a batch holds its one connection fail
 // when their ctx ends (they do not hang past it), and write nothing.
 func TestPostgresMethodsBesideBatchEndWithCtx(t *testing.T) {

@@ -62,16 +62,16 @@ type Options struct {
 	MaxPages int64
 }
 
-// Store is an open ledger.
+// Ledger is an open ledger.
 //
 // A PostgreSQL writer has one connection, and a Batch holds it from
-// Begin to Commit or Rollback: any other method of the same Store called
+// Begin to Commit or Rollback: any other method of the same Ledger called
 // meanwhile (a read, RecordPass, DropSamplePartitions, Begin) waits for
 // it until its ctx ends, and, called from the goroutine that holds the
 // batch, never gets it. So callers end a batch before calling anything
-// else on its Store, and pass a ctx with a deadline to every method of a
+// else on its Ledger, and pass a ctx with a deadline to every method of a
 // writer that may run beside a batch.
-type Store struct {
+type Ledger struct {
 	// db is the store's own: no other package speaks SQL (tests use
 	// storetest on Path).
 	db *ledgerDB
@@ -104,7 +104,7 @@ func LockPath(db string) string { return db + ".lock" }
 // Open opens (creating if needed) the store. A writer takes the exclusive
 // lock first and applies pending migrations; a second writer gets ErrLocked
 // with the holder named.
-func Open(ctx context.Context, o Options) (*Store, error) {
+func Open(ctx context.Context, o Options) (*Ledger, error) {
 	if o.URL != "" {
 		return openPostgres(ctx, o)
 	}
@@ -117,7 +117,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Store{Path: o.Path, Engine: EngineSQLite, now: o.Now}
+	s := &Ledger{Path: o.Path, Engine: EngineSQLite, now: o.Now}
 	dir := filepath.Dir(o.Path)
 	if o.ReadOnly {
 		if _, err := os.Stat(o.Path); err != nil {
@@ -303,7 +303,7 @@ func flockWriter(path, stamp string, readOnlyOK bool) (*os.File, string, error) 
 	return f, "", nil
 }
 
-func (s *Store) unlock() {
+func (s *Ledger) unlock() {
 	s.locked.Store(false)
 	if s.lock != nil {
 		_ = s.lock.Truncate(0)
@@ -313,7 +313,7 @@ func (s *Store) unlock() {
 }
 
 // Close closes the database and releases the writer lock.
-func (s *Store) Close() error {
+func (s *Ledger) Close() error {
 	var err error
 	deadline := time.Now().Add(pgCloseWait)
 	if s.pg != nil && s.db != nil {
@@ -336,7 +336,7 @@ func (s *Store) Close() error {
 
 // Version is the schema version (SQLite's PRAGMA user_version,
 // PostgreSQL's gpusuite_schema table).
-func (s *Store) Version(ctx context.Context) (int, error) {
+func (s *Ledger) Version(ctx context.Context) (int, error) {
 	if s.pg != nil {
 		return s.pg.version(ctx, s.db)
 	}
@@ -392,7 +392,7 @@ func migrations(engine string) ([]migration, error) {
 	return out, nil
 }
 
-func (s *Store) migrate(ctx context.Context) error {
+func (s *Ledger) migrate(ctx context.Context) error {
 	ms, err := migrations(s.Engine)
 	if err != nil {
 		return err
@@ -425,7 +425,7 @@ func (s *Store) migrate(ctx context.Context) error {
 }
 
 // setVersionSQL records that m is applied, in its transaction.
-func (s *Store) setVersionSQL(m migration) string {
+func (s *Ledger) setVersionSQL(m migration) string {
 	if s.pg != nil {
 		return fmt.Sprintf("INSERT INTO gpusuite_schema(version, name) VALUES (%d, '%s')", m.version, m.name)
 	}
@@ -438,7 +438,7 @@ const sizeWait = 5 * time.Second
 // Size is DatabaseSize within sizeWait, and 0 when that fails (a server
 // that does not answer): callers that must tell a failure from an empty
 // ledger use DatabaseSize.
-func (s *Store) Size() int64 {
+func (s *Ledger) Size() int64 {
 	ctx, cancel := context.WithTimeout(context.Background(), sizeWait)
 	defer cancel()
 	n, _ := s.DatabaseSize(ctx)
@@ -447,7 +447,7 @@ func (s *Store) Size() int64 {
 
 // DatabaseSize is the database file's size plus its journal/WAL, in
 // bytes (on PostgreSQL, the database's, asked within ctx).
-func (s *Store) DatabaseSize(ctx context.Context) (int64, error) {
+func (s *Ledger) DatabaseSize(ctx context.Context) (int64, error) {
 	if s.pg != nil {
 		var n int64
 		if err := s.db.QueryRowContext(ctx, `SELECT pg_database_size(current_database())`).Scan(&n); err != nil {

@@ -44,7 +44,7 @@ END $$`, id, id, id, from.UnixMilli(), to.UnixMilli())
 // makeSamplePartitions makes the partitions of the months of now and the
 // next, each in a statement of its own, so that the batches of these
 // months find them made (a writer opening).
-func (s *Store) makeSamplePartitions(ctx context.Context, now time.Time) error {
+func (s *Ledger) makeSamplePartitions(ctx context.Context, now time.Time) error {
 	now = now.UTC()
 	for _, m := range []time.Time{now, time.Date(now.Year(), now.Month()+1, 1, 0, 0, 0, 0, time.UTC)} {
 		name, q := samplePartitionSQL(m)
@@ -75,7 +75,7 @@ const partitionDropRetry = time.Hour
 // partitionDropWait fails with ErrBusy, and the calls of the next
 // partitionDropRetry do nothing (0, nil); Batch.PruneSamples deletes the
 // rows of months not dropped. On SQLite there are no partitions: 0.
-func (s *Store) DropSamplePartitions(ctx context.Context, before time.Time) (int64, error) {
+func (s *Ledger) DropSamplePartitions(ctx context.Context, before time.Time) (int64, error) {
 	if s.pg == nil {
 		return 0, nil
 	}
@@ -99,7 +99,7 @@ func (s *Store) DropSamplePartitions(ctx context.Context, before time.Time) (int
 }
 
 // dropSamplePartitions is DropSamplePartitions with the writer's turn.
-func (s *Store) dropSamplePartitions(ctx context.Context, before time.Time) (int64, error) {
+func (s *Ledger) dropSamplePartitions(ctx context.Context, before time.Time) (int64, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("drop sample partitions: %w", translate(err))

@@ -295,7 +295,7 @@ func IsPostgresURL(u string) bool {
 // (application_name), so that a waiting one can say who holds the lock.
 func holderName(now time.Time) string { return processStamp("gpuacct", now) }
 
-func openPostgres(ctx context.Context, o Options) (*Store, error) {
+func openPostgres(ctx context.Context, o Options) (*Ledger, error) {
 	name := RedactURL(o.URL)
 	if !IsPostgresURL(o.URL) {
 		return nil, fmt.Errorf("open store %q: store.url must start with postgres:// or postgresql://", name)
@@ -329,7 +329,7 @@ func openPostgres(ctx context.Context, o Options) (*Store, error) {
 		cfg.MaxConns, cfg.MinConns = 1, 1
 		cfg.MaxConnLifetime, cfg.MaxConnLifetimeJitter, cfg.MaxConnIdleTime = pgForever, 0, pgForever
 	}
-	s := &Store{Path: name, Engine: EnginePostgres, now: o.Now}
+	s := &Ledger{Path: name, Engine: EnginePostgres, now: o.Now}
 	e := &pgEngine{now: o.Now}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -490,7 +490,7 @@ func (e *pgEngine) version(ctx context.Context, db *ledgerDB) (int, error) {
 // another writer may have taken over and this one must stop. While a
 // batch has the writer's connection, it is what that batch's own check
 // found (the batch cannot commit without the lock anyway).
-func (s *Store) HoldsLock(ctx context.Context) bool {
+func (s *Ledger) HoldsLock(ctx context.Context) bool {
 	if s.pg == nil {
 		return s.locked.Load()
 	}

@@ -69,7 +69,7 @@ func TestPostgresWriterLock(t *testing.T) {
 
 	waited := make(chan string, 16)
 	type opened struct {
-		s   *Store
+		s   *Ledger
 		err error
 	}
 	done := make(chan opened, 1)
@@ -95,7 +95,7 @@ func TestPostgresWriterLock(t *testing.T) {
 	if err := first.Close(); err != nil {
 		t.Fatal(err)
 	}
-	var second *Store
+	var second *Ledger
 	select {
 	case o := <-done:
 		if o.err != nil {

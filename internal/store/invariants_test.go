@@ -266,7 +266,7 @@ func TestInvariantsProperty(t *testing.T) {
 // reconcileInside reconciles every finished job with Slurm's times, its
 // start and end each up to 5 s inside the hooks' (never past each other),
 // and moves the jobs' own times there.
-func reconcileInside(t *testing.T, s *Store, r *rand.Rand, jobs []*invJob, now time.Time) {
+func reconcileInside(t *testing.T, s *Ledger, r *rand.Rand, jobs []*invJob, now time.Time) {
 	t.Helper()
 	byID := map[uint64]*invJob{}
 	for _, j := range jobs {
@@ -294,7 +294,7 @@ func reconcileInside(t *testing.T, s *Store, r *rand.Rand, jobs []*invJob, now t
 }
 
 // checkJobHours holds the job's hours to what it did.
-func checkJobHours(t *testing.T, s *Store, j *invJob, now int64) {
+func checkJobHours(t *testing.T, s *Ledger, j *invJob, now int64) {
 	t.Helper()
 	got := map[int64]Usage{}
 	rows, err := s.db.Query(`SELECT h.hour, h.alloc_gpu_s, h.used_gpu_s, h.idle_gpu_s, h.sample_s, h.jobs FROM job_hours h JOIN jobs j ON j.id = h.job WHERE j.job_id = ?`, int64(j.id))
@@ -330,7 +330,7 @@ func near(a, b float64) bool { return math.Abs(a-b) <= 1e-6*max(1, math.Abs(b)) 
 
 // checkInvariants holds every job hour to its allocation and the rollups
 // and job totals to the job hours.
-func checkInvariants(t *testing.T, s *Store, when string) {
+func checkInvariants(t *testing.T, s *Ledger, when string) {
 	t.Helper()
 	const eps = 1e-6
 	for _, q := range []struct{ what, sql string }{

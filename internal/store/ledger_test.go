@@ -21,7 +21,7 @@ func ev(kind record.Kind, node string, at time.Time, gpus int) *record.Event {
 }
 
 // batchOf runs f in one batch at now on s and commits it.
-func batchOf(t *testing.T, s *Store, now time.Time, f func(b *Batch) error) {
+func batchOf(t *testing.T, s *Ledger, now time.Time, f func(b *Batch) error) {
 	t.Helper()
 	b, err := s.Begin(context.Background(), now)
 	if err != nil {
@@ -44,7 +44,7 @@ type roll struct {
 	Jobs    int64
 }
 
-func rollups(t *testing.T, s *Store, table string) []roll {
+func rollups(t *testing.T, s *Ledger, table string) []roll {
 	t.Helper()
 	rows, err := s.db.Query(`SELECT user, ignored, sum(alloc_gpu_s), sum(used_gpu_s), sum(jobs) FROM ` + table + ` GROUP BY user, ignored HAVING sum(alloc_gpu_s) != 0 OR sum(used_gpu_s) != 0 OR sum(jobs) != 0 ORDER BY user, ignored`)
 	if err != nil {

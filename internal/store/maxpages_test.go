@@ -23,7 +23,7 @@ func TestSQLiteMaxPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	fill := func(s *Store) error {
+	fill := func(s *Ledger) error {
 		for i := range 2000 {
 			p := Pass{Started: time.Unix(int64(i), 0), Finished: time.Unix(int64(i), 0), Error: strings.Repeat("x", 2000)}
 			if err := s.RecordPass(ctx, p); err != nil {

@@ -13,7 +13,7 @@ import (
 func gpuPtr(i int) *int { return &i }
 
 // addNotes keeps ns in one batch at now and returns their ids.
-func addNotes(t *testing.T, s *Store, now time.Time, ns ...Note) []int64 {
+func addNotes(t *testing.T, s *Ledger, now time.Time, ns ...Note) []int64 {
 	t.Helper()
 	b, err := s.Begin(context.Background(), now)
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 // ClusterFactsIn are the events and reservations of clusters (all when
 // empty) that overlap [from, to), for report cluster. More than
 // MaxClusterFacts of either is an error: the window is too wide to read.
-func (s *Store) ClusterFactsIn(ctx context.Context, clusters []string, from, to int64) (ClusterFacts, error) {
+func (s *Ledger) ClusterFactsIn(ctx context.Context, clusters []string, from, to int64) (ClusterFacts, error) {
 	out := ClusterFacts{From: from, To: to}
 	var b strings.Builder
 	args := []any{to, from}
@@ -67,7 +67,7 @@ const MaxHourAllocs = 5000000
 // [from, to) (hour boundaries) of clusters (all when empty). sums reads
 // rollup_hourly_sum, the same hours summed over the nodes (schema 11 on):
 // a year of a 125-node cluster is 40× fewer rows.
-func (s *Store) HourAllocs(ctx context.Context, clusters []string, from, to int64, sums bool, fn func(HourAlloc)) error {
+func (s *Ledger) HourAllocs(ctx context.Context, clusters []string, from, to int64, sums bool, fn func(HourAlloc)) error {
 	var b strings.Builder
 	args := []any{from / 3600, to / 3600}
 	table := "rollup_hourly"
@@ -111,7 +111,7 @@ const MaxJobParts = 1000000
 // JobPartsIn are the job parts on cluster's nodes that overlap [from,
 // to): report cluster counts the GPU-time jobs used inside a reservation
 // from them.
-func (s *Store) JobPartsIn(ctx context.Context, cluster string, nodes []string, from, to int64) ([]JobPart, error) {
+func (s *Ledger) JobPartsIn(ctx context.Context, cluster string, nodes []string, from, to int64) ([]JobPart, error) {
 	if len(nodes) == 0 {
 		return nil, nil
 	}

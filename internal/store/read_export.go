@@ -37,18 +37,18 @@ const (
 // column values: nil, int64, float64, string or bool. The query picks the
 // clusters, so the other clusters' rows are never read. vals is reused;
 // an error from fn stops the read and is returned as it is.
-func (s *Store) ExportJobsIn(ctx context.Context, clusters []string, from, to int64, fn func(vals []any) error) error {
+func (s *Ledger) ExportJobsIn(ctx context.Context, clusters []string, from, to int64, fn func(vals []any) error) error {
 	return s.exportIn(ctx, fn, exportJobs, "cluster", clusters, exportJobsOrder, to, from)
 }
 
 // ExportGPUsIn is ExportJobsIn for the runs' GPUs (the gpus export).
-func (s *Store) ExportGPUsIn(ctx context.Context, clusters []string, from, to int64, fn func(vals []any) error) error {
+func (s *Ledger) ExportGPUsIn(ctx context.Context, clusters []string, from, to int64, fn func(vals []any) error) error {
 	return s.exportIn(ctx, fn, exportGPUs, "j.cluster", clusters, exportGPUsOrder, to, from)
 }
 
 // exportIn is export of q (its window's args first) narrowed to clusters
 // in col, then ordered by order.
-func (s *Store) exportIn(ctx context.Context, fn func([]any) error, q, col string, clusters []string, order string, args ...any) error {
+func (s *Ledger) exportIn(ctx context.Context, fn func([]any) error, q, col string, clusters []string, order string, args ...any) error {
 	var b strings.Builder
 	b.WriteString(q)
 	inList(&b, &args, col, clusters)
@@ -58,7 +58,7 @@ func (s *Store) exportIn(ctx context.Context, fn func([]any) error, q, col strin
 
 // ExportSamples is ExportJobs for GPU g's samples in [fromMs, toMs),
 // each row led by node, g's uuid and index (the samples export).
-func (s *Store) ExportSamples(ctx context.Context, node string, g GPURow, fromMs, toMs int64, fn func(vals []any) error) error {
+func (s *Ledger) ExportSamples(ctx context.Context, node string, g GPURow, fromMs, toMs int64, fn func(vals []any) error) error {
 	return s.export(ctx, fn, exportSamples, node, g.UUID, g.index(), g.ID, fromMs, toMs)
 }
 
@@ -70,7 +70,7 @@ func (g GPURow) index() any {
 	return *g.Index
 }
 
-func (s *Store) export(ctx context.Context, fn func([]any) error, q string, args ...any) error {
+func (s *Ledger) export(ctx context.Context, fn func([]any) error, q string, args ...any) error {
 	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return translate(err)
@@ -105,7 +105,7 @@ type GPURow struct {
 
 // GPUs lists every GPU by node, index and uuid (one row a GPU: the
 // cluster's size bounds it).
-func (s *Store) GPUs(ctx context.Context) ([]GPURow, error) {
+func (s *Ledger) GPUs(ctx context.Context) ([]GPURow, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT g.id, g.node_id, g.uuid, g.idx FROM gpus g ORDER BY g.node_id, g.idx NULLS FIRST, g.uuid`)
 	out, err := collect(rows, err, func(r batchRows, g *GPURow) error {
 		var idx sql.NullInt64
@@ -118,7 +118,7 @@ func (s *Store) GPUs(ctx context.Context) ([]GPURow, error) {
 
 // MetricNames lists the chosen metrics (not power_w) that a job run has
 // figures of (row: JobRow.Row), or, with row 0, any job; sorted by name.
-func (s *Store) MetricNames(ctx context.Context, row int64) ([]string, error) {
+func (s *Ledger) MetricNames(ctx context.Context, row int64) ([]string, error) {
 	q := `SELECT DISTINCT name FROM job_gpu_metrics WHERE unsupported IS NULL AND name <> ? ORDER BY name LIMIT 1000`
 	args := []any{PowerMetric}
 	if row != 0 {

@@ -26,7 +26,7 @@ const (
 // ExportJobsEnergyIn is ExportJobsIn with each run's power × seconds
 // (joules, nil when no sample had a power reading), its GPUs' counter
 // differences' sum (nil: none) and the number of its GPUs without one.
-func (s *Store) ExportJobsEnergyIn(ctx context.Context, clusters []string, from, to int64, fn func(vals []any) error) error {
+func (s *Ledger) ExportJobsEnergyIn(ctx context.Context, clusters []string, from, to int64, fn func(vals []any) error) error {
 	return s.exportIn(ctx, fn, exportJobsEnergy, "cluster", clusters, exportJobsOrder, PowerMetric, to, from)
 }
 
@@ -34,6 +34,6 @@ func (s *Store) ExportJobsEnergyIn(ctx context.Context, clusters []string, from,
 // counter difference (the agent's aggregate, else the hooks' readings),
 // then the run's energy and the GPU's power × seconds (joules, nil when
 // none). A run's GPUs come one after another.
-func (s *Store) ExportGPUsEnergyIn(ctx context.Context, clusters []string, from, to int64, fn func(vals []any) error) error {
+func (s *Ledger) ExportGPUsEnergyIn(ctx context.Context, clusters []string, from, to int64, fn func(vals []any) error) error {
 	return s.exportIn(ctx, fn, exportGPUsEnergy, "j.cluster", clusters, exportGPUsOrder, PowerMetric, to, from)
 }

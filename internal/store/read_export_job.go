@@ -16,7 +16,7 @@ const exportJobSamples = `SELECT ` + exportSampleCols + `, jobs FROM samples WHE
 // sample of the GPU that names no job, or only others, is not the job's
 // even inside its allocation, and the sample taken at its end is. Rows
 // are the samples export's, as ExportSamples gives them.
-func (s *Store) ExportJobSamples(ctx context.Context, node string, g GPURow, jobID int64, restart int, fromMs, toMs int64, fn func(vals []any) error) error {
+func (s *Ledger) ExportJobSamples(ctx context.Context, node string, g GPURow, jobID int64, restart int, fromMs, toMs int64, fn func(vals []any) error) error {
 	return s.export(ctx, func(vals []any) error {
 		last := len(vals) - 1
 		if list := vals[last]; list != nil {

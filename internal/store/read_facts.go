@@ -52,7 +52,7 @@ type FactRow struct {
 
 // Facts calls fn for each row q selects; the row is reused, so fn copies
 // what it keeps.
-func (s *Store) Facts(ctx context.Context, q FactQuery, fn func(*FactRow)) error {
+func (s *Ledger) Facts(ctx context.Context, q FactQuery, fn func(*FactRow)) error {
 	var b strings.Builder
 	var args []any
 	table, col, unit := "rollup_hourly", "hour", int64(3600)
@@ -116,7 +116,7 @@ func (s *Store) Facts(ctx context.Context, q FactQuery, fn func(*FactRow)) error
 // Distinct lists, sorted, the distinct values of a rollup column
 // (account, user, partition, model, cluster) the grain's rollup (Daily or
 // Monthly) ever recorded.
-func (s *Store) Distinct(ctx context.Context, col string, g Grain) ([]string, error) {
+func (s *Ledger) Distinct(ctx context.Context, col string, g Grain) ([]string, error) {
 	switch col {
 	case "account", "user", "partition", "model", "cluster":
 	default:
@@ -135,7 +135,7 @@ func (s *Store) Distinct(ctx context.Context, col string, g Grain) ([]string, er
 }
 
 // texts runs q and returns its one text column.
-func (s *Store) texts(ctx context.Context, q string, args ...any) ([]string, error) {
+func (s *Ledger) texts(ctx context.Context, q string, args ...any) ([]string, error) {
 	rows, err := translateRows(s.db.QueryContext(ctx, q, args...))
 	return collect(rows, err, func(r batchRows, v *string) error { return r.Scan(v) })
 }
@@ -143,7 +143,7 @@ func (s *Store) texts(ctx context.Context, q string, args ...any) ([]string, err
 // JobsHave reports whether any job (user, account, partition, cluster)
 // or job part (model) has col = v: a job that started this hour is in no
 // rollup yet.
-func (s *Store) JobsHave(ctx context.Context, col, v string) (bool, error) {
+func (s *Ledger) JobsHave(ctx context.Context, col, v string) (bool, error) {
 	var q string
 	switch col {
 	case "user", "account", "partition", "cluster":

@@ -14,7 +14,7 @@ import (
 // with plain SQL so that the readers are tested against known rows, not
 // against what the writer happens to produce; it is opened read-only, as
 // report opens it.
-func readFixture(t *testing.T) *Store {
+func readFixture(t *testing.T) *Ledger {
 	t.Helper()
 	return ledgerOf(t,
 		`INSERT INTO nodes(id, cluster, name, last_record, last_ingest) VALUES (1, 'c1', 'n1', 1000, 1100), (2, 'c1', 'n2', NULL, 900)`,
@@ -62,13 +62,13 @@ func readFixture(t *testing.T) *Store {
 }
 
 // emptyStore is a fresh ledger with no rows, opened read-only.
-func emptyStore(t *testing.T) *Store {
+func emptyStore(t *testing.T) *Ledger {
 	t.Helper()
 	return ledgerOf(t)
 }
 
 // ledgerOf is a ledger written by stmts (plain SQL), opened read-only.
-func ledgerOf(t *testing.T, stmts ...string) *Store {
+func ledgerOf(t *testing.T, stmts ...string) *Ledger {
 	t.Helper()
 	ctx := context.Background()
 	l := ledgerdb.NewLedger(t)

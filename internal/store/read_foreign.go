@@ -24,7 +24,7 @@ type ForeignGPU struct {
 // foreign process, most samples first, at most limit (MaxForeignGPUs
 // when 0 or more). Each GPU's samples are read by the key's range, so
 // the read is bounded by the window, not by the table.
-func (s *Store) ForeignGPUs(ctx context.Context, fromMs, toMs int64, limit int) ([]ForeignGPU, error) {
+func (s *Ledger) ForeignGPUs(ctx context.Context, fromMs, toMs int64, limit int) ([]ForeignGPU, error) {
 	if limit <= 0 || limit > MaxForeignGPUs {
 		limit = MaxForeignGPUs
 	}

@@ -46,7 +46,7 @@ const violationChunk = 500
 // the invariant, in key order. Each query asks about at most
 // violationChunk job runs and the span of hours touched among them (the
 // primary key's range), and returns at most limit rows.
-func (s *Store) HourViolations(ctx context.Context, hours []JobHour, limit int) ([]HourViolation, error) {
+func (s *Ledger) HourViolations(ctx context.Context, hours []JobHour, limit int) ([]HourViolation, error) {
 	want := make(map[JobHour]bool, len(hours))
 	// Each job run's first and last hour asked about.
 	lo, hi := map[int64]int64{}, map[int64]int64{}
@@ -86,7 +86,7 @@ func (s *Store) HourViolations(ctx context.Context, hours []JobHour, limit int) 
 
 // violations runs one query of HourViolations and keeps the rows of the
 // job hours asked about.
-func (s *Store) violations(ctx context.Context, q string, args []any, want map[JobHour]bool) ([]HourViolation, error) {
+func (s *Ledger) violations(ctx context.Context, q string, args []any, want map[JobHour]bool) ([]HourViolation, error) {
 	rows, err := s.db.QueryContext(ctx, q, args...)
 	var out []HourViolation
 	err = eachRow(rows, err, func(r batchRows) error {
@@ -112,7 +112,7 @@ func (s *Store) violations(ctx context.Context, q string, args []any, want map[J
 // among those of the newest jobs job runs (by row: a range of the
 // primary key, so that the read stays bounded on a ledger of years),
 // reading at most limit of them: more reads as limit, and over is true.
-func (s *Store) CountHourViolations(ctx context.Context, jobs, limit int) (n int64, over bool, err error) {
+func (s *Ledger) CountHourViolations(ctx context.Context, jobs, limit int) (n int64, over bool, err error) {
 	q := `SELECT count(*) FROM (SELECT 1 FROM job_hours h
  WHERE h.job > (SELECT coalesce(max(id), 0) FROM jobs) - ? AND ` + overAllocated + ` LIMIT ?) AS bad`
 	if err := s.db.QueryRowContext(ctx, q, jobs, limit+1).Scan(&n); err != nil {

@@ -20,7 +20,7 @@ type JobMetricRow struct {
 }
 
 // JobMetrics lists a run's metrics (row: JobRow.Row) by GPU and name.
-func (s *Store) JobMetrics(ctx context.Context, row int64) ([]JobMetricRow, error) {
+func (s *Ledger) JobMetrics(ctx context.Context, row int64) ([]JobMetricRow, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT gpu_id, name, samples, seconds, value_s, peak, coalesce(unsupported, '')
  FROM job_gpu_metrics WHERE job = ? ORDER BY gpu_id, name LIMIT 100000`, row)
 	out, err := collect(rows, err, func(r batchRows, m *JobMetricRow) error {
@@ -48,7 +48,7 @@ type GPUEventRow struct {
 // up to JobEventGrace seconds after its end while no other run has taken
 // the GPU. An Xid in the second a run ends and the next one on the GPU
 // starts is the ending run's: it is what ended it.
-func (s *Store) JobGPUEvents(ctx context.Context, row int64, limit int) ([]GPUEventRow, error) {
+func (s *Ledger) JobGPUEvents(ctx context.Context, row int64, limit int) ([]GPUEventRow, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT e.gpu_id, e.t_ns, e.kind, e.code, e.reason, e.suppressed
  FROM job_gpus jg JOIN job_nodes n ON n.job = jg.job AND n.node_id = jg.node_id
  JOIN gpu_events e ON e.gpu_id = jg.gpu_id AND e.t_ns > coalesce(n.start, n.end, 0) * 1000000000

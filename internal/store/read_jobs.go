@@ -125,7 +125,7 @@ type JobsQuery struct {
 
 // Jobs calls fn for the runs q selects, in q.Sort order, until fn
 // returns false: the caller bounds how many it reads. The row is reused.
-func (s *Store) Jobs(ctx context.Context, q JobsQuery, fn func(*JobRow) bool) error {
+func (s *Ledger) Jobs(ctx context.Context, q JobsQuery, fn func(*JobRow) bool) error {
 	var b strings.Builder
 	var args []any
 	b.WriteString(`SELECT ` + jobCols + ` FROM jobs j WHERE j.start IS NOT NULL AND j.start < ? AND (j.end IS NULL OR j.end > ?)`)
@@ -183,8 +183,8 @@ func (s *Store) Jobs(ctx context.Context, q JobsQuery, fn func(*JobRow) bool) er
 	return translate(rows.Err())
 }
 
-// JobRunQuery names one job run.
-type JobRunQuery struct {
+// RunQuery names one job run.
+type RunQuery struct {
 	JobID int64
 	// Task, when set, makes JobID an array job id and picks its task.
 	Task *int64
@@ -198,9 +198,9 @@ type JobRunQuery struct {
 	Restart int
 }
 
-// JobRun reads one job run (its start never nil: its end, else 0, stands
+// Run reads one job run (its start never nil: its end, else 0, stands
 // in); ErrNotFound when the ledger has no such run.
-func (s *Store) JobRun(ctx context.Context, q JobRunQuery) (JobRow, error) {
+func (s *Ledger) Run(ctx context.Context, q RunQuery) (JobRow, error) {
 	qs := `SELECT ` + jobDetailCols + ` FROM jobs j WHERE j.job_id = ?`
 	args := []any{q.JobID}
 	if q.Task != nil {
@@ -250,7 +250,7 @@ type JobNodeRow struct {
 
 // JobNodes lists a run's parts (row: JobRow.Row) by node id; a run has
 // one a node it ran on.
-func (s *Store) JobNodes(ctx context.Context, row int64) ([]JobNodeRow, error) {
+func (s *Ledger) JobNodes(ctx context.Context, row int64) ([]JobNodeRow, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT node_id, gpus, model, start, end, end_source, end_estimated, exit_code, quality
  FROM job_nodes WHERE job = ? ORDER BY node_id`, row)
 	out, err := collect(rows, err, func(r batchRows, p *JobNodeRow) error {
@@ -279,7 +279,7 @@ type JobGPURow struct {
 }
 
 // JobGPUs lists a run's GPUs by node, index and uuid.
-func (s *Store) JobGPUs(ctx context.Context, row int64) ([]JobGPURow, error) {
+func (s *Ledger) JobGPUs(ctx context.Context, row int64) ([]JobGPURow, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT g.id, jg.node_id, g.idx, jg.minor, g.uuid, g.model, jg.agg_seq, jg.agg_final, jg.sample_s, jg.util_s,
  jg.util_max, jg.mem_max_mib, coalesce(jg.mem_total_mib, g.mem_total_mib), jg.energy_mj, jg.energy_start_mj, jg.energy_end_mj, jg.idle_s, jg.quality
  FROM job_gpus jg JOIN gpus g ON g.id = jg.gpu_id WHERE jg.job = ? ORDER BY jg.node_id, g.idx NULLS FIRST, g.uuid`, row)

@@ -70,26 +70,26 @@ func TestJobs(t *testing.T) {
 	}
 }
 
-func TestJobRun(t *testing.T) {
+func TestRun(t *testing.T) {
 	s := readFixture(t)
 	noStart := JobRow{Row: 4, Cluster: "c1", JobID: 102, User: "carol", Start: 5000, End: pi(5000), State: "completed"}
 	for _, tc := range []struct {
 		name string
-		q    JobRunQuery
+		q    RunQuery
 		want JobRow
 		err  error
 	}{
-		{"latest run", JobRunQuery{JobID: 100, Restart: -1, Clusters: []string{"c1"}}, fixtureJobs[3], nil},
-		{"first run", JobRunQuery{JobID: 100, Restart: 0, Clusters: []string{"c1"}}, fixtureJobs[1], nil},
-		{"no cluster named", JobRunQuery{JobID: 100, Restart: 0}, fixtureJobs[1], nil},
-		{"array task", JobRunQuery{JobID: 101, Task: pi(3), Restart: -1, Cluster: "c1"}, fixtureJobs[2], nil},
-		{"array task, other cluster", JobRunQuery{JobID: 101, Task: pi(3), Restart: -1, Cluster: "c2"}, JobRow{}, ErrNotFound},
-		{"no start: its end stands in", JobRunQuery{JobID: 102, Restart: -1}, noStart, nil},
-		{"other cluster", JobRunQuery{JobID: 100, Restart: -1, Clusters: []string{"c2"}}, JobRow{}, ErrNotFound},
-		{"no such run", JobRunQuery{JobID: 100, Restart: 5}, JobRow{}, ErrNotFound},
+		{"latest run", RunQuery{JobID: 100, Restart: -1, Clusters: []string{"c1"}}, fixtureJobs[3], nil},
+		{"first run", RunQuery{JobID: 100, Restart: 0, Clusters: []string{"c1"}}, fixtureJobs[1], nil},
+		{"no cluster named", RunQuery{JobID: 100, Restart: 0}, fixtureJobs[1], nil},
+		{"array task", RunQuery{JobID: 101, Task: pi(3), Restart: -1, Cluster: "c1"}, fixtureJobs[2], nil},
+		{"array task, other cluster", RunQuery{JobID: 101, Task: pi(3), Restart: -1, Cluster: "c2"}, JobRow{}, ErrNotFound},
+		{"no start: its end stands in", RunQuery{JobID: 102, Restart: -1}, noStart, nil},
+		{"other cluster", RunQuery{JobID: 100, Restart: -1, Clusters: []string{"c2"}}, JobRow{}, ErrNotFound},
+		{"no such run", RunQuery{JobID: 100, Restart: 5}, JobRow{}, ErrNotFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := s.JobRun(context.Background(), tc.q)
+			got, err := s.Run(context.Background(), tc.q)
 			if !errors.Is(err, tc.err) {
 				t.Fatalf("error %v, want %v", err, tc.err)
 			}
@@ -99,7 +99,7 @@ func TestJobRun(t *testing.T) {
 				want.SampleS, want.Jobs = 3500, 1
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("JobRun (-want +got):\n%s", diff)
+				t.Errorf("Run (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -143,10 +143,10 @@ func TestJobParts(t *testing.T) {
 	}
 }
 
-// TestJobRunTieBreak: among runs of one job id in several clusters, JobRun
+// TestRunTieBreak: among runs of one job id in several clusters, Run
 // picks a run with a start over one without, and the newest row among
 // equals, the same on both engines.
-func TestJobRunTieBreak(t *testing.T) {
+func TestRunTieBreak(t *testing.T) {
 	s := ledgerOf(t,
 		`INSERT INTO jobs(id, cluster, job_id, restart, start, end, state) VALUES
 		 (1, 'c1', 50, 0, NULL, 900, 'completed'), (2, 'c2', 50, 0, 100, NULL, 'running'), (3, 'c3', 50, 0, 100, NULL, 'running')`,
@@ -159,12 +159,12 @@ func TestJobRunTieBreak(t *testing.T) {
 		{[]string{"c1", "c2", "c3"}, 3},
 		{[]string{"c1"}, 1},
 	} {
-		got, err := s.JobRun(context.Background(), JobRunQuery{JobID: 50, Restart: -1, Clusters: tc.clusters})
+		got, err := s.Run(context.Background(), RunQuery{JobID: 50, Restart: -1, Clusters: tc.clusters})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got.Row != tc.want {
-			t.Errorf("JobRun of job 50 in %v: row %d, want %d", tc.clusters, got.Row, tc.want)
+			t.Errorf("Run of job 50 in %v: row %d, want %d", tc.clusters, got.Row, tc.want)
 		}
 	}
 }

@@ -15,7 +15,7 @@ type NodeRow struct {
 
 // Nodes lists every node of the ledger (one row a node: the ledger's
 // size bounds it).
-func (s *Store) Nodes(ctx context.Context) ([]NodeRow, error) {
+func (s *Ledger) Nodes(ctx context.Context) ([]NodeRow, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT id, cluster, name FROM nodes`)
 	out, err := collect(rows, err, func(r batchRows, n *NodeRow) error { return r.Scan(&n.ID, &n.Cluster, &n.Name) })
 	return out, translate(err)
@@ -29,7 +29,7 @@ type NodeSeen struct {
 }
 
 // NodesSeen lists every node with when it was last heard of.
-func (s *Store) NodesSeen(ctx context.Context) ([]NodeSeen, error) {
+func (s *Ledger) NodesSeen(ctx context.Context) ([]NodeSeen, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT id, last_record, last_ingest FROM nodes`)
 	out, err := collect(rows, err, func(r batchRows, n *NodeSeen) error {
 		var rec, ing sql.NullInt64
@@ -80,7 +80,7 @@ type NodeLast struct {
 
 // NodeLastRecords lists the nodes that shipped a record, with the newest
 // one's time (one row a node: the ledger's size bounds it).
-func (s *Store) NodeLastRecords(ctx context.Context) ([]NodeLast, error) {
+func (s *Ledger) NodeLastRecords(ctx context.Context) ([]NodeLast, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT cluster, name, last_record FROM nodes WHERE last_record IS NOT NULL ORDER BY cluster, name`)
 	out, err := collect(rows, err, func(r batchRows, n *NodeLast) error { return r.Scan(&n.Cluster, &n.Name, &n.LastRecord) })
 	if err != nil {

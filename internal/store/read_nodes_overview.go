@@ -19,7 +19,7 @@ type NodeOverview struct {
 
 // NodesOverview lists every node by cluster and name (one row a node:
 // the ledger's size bounds it).
-func (s *Store) NodesOverview(ctx context.Context) ([]NodeOverview, error) {
+func (s *Ledger) NodesOverview(ctx context.Context) ([]NodeOverview, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT n.id, n.cluster, n.name, coalesce(n.last_record, n.last_ingest),
  (SELECT count(*) FROM gpus g WHERE g.node_id = n.id) FROM nodes n ORDER BY n.cluster, n.name`)
 	out, err := collect(rows, err, func(r batchRows, n *NodeOverview) error {
@@ -34,7 +34,7 @@ func (s *Store) NodesOverview(ctx context.Context) ([]NodeOverview, error) {
 // MaxNodeID is the newest node's id, 0 when there is none: node ids only
 // grow, so a reader that named the nodes at open knows by a change of it
 // that a node appeared since.
-func (s *Store) MaxNodeID(ctx context.Context) (int64, error) {
+func (s *Ledger) MaxNodeID(ctx context.Context) (int64, error) {
 	var n int64
 	if err := s.db.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM nodes`).Scan(&n); err != nil {
 		return 0, translate(err)

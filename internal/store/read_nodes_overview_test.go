@@ -10,7 +10,7 @@ import (
 func TestNodesOverview(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		s    *Store
+		s    *Ledger
 		want []NodeOverview
 		max  int64
 	}{

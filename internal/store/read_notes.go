@@ -69,7 +69,7 @@ func scanNote(r scanner) (Note, error) {
 // that no caller takes a cut list for the whole (a board would show
 // booked GPUs free). It reads only, so a store opened read-only serves
 // it.
-func (s *Store) Notes(ctx context.Context, now time.Time, all bool) ([]Note, error) {
+func (s *Ledger) Notes(ctx context.Context, now time.Time, all bool) ([]Note, error) {
 	q := `SELECT ` + noteColumns + ` FROM notes WHERE removed_at IS NULL AND created <= ?1 AND until > ?1
  ORDER BY node, gpu IS NOT NULL, gpu, id LIMIT ?2`
 	args := []any{now.Unix(), MaxNotes + 1}
@@ -92,7 +92,7 @@ func (s *Store) Notes(ctx context.Context, now time.Time, all bool) ([]Note, err
 }
 
 // Note returns the note with id, removed or not; ErrNoNote when none.
-func (s *Store) Note(ctx context.Context, id int64) (Note, error) {
+func (s *Ledger) Note(ctx context.Context, id int64) (Note, error) {
 	n, err := scanNote(s.db.QueryRowContext(ctx, `SELECT `+noteColumns+` FROM notes WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Note{}, fmt.Errorf("note %d: %w", id, ErrNoNote)
@@ -106,7 +106,7 @@ func (s *Store) Note(ctx context.Context, id int64) (Note, error) {
 // NodeGPUs says whether the ledger knows node (in cluster; any cluster
 // when cluster is "") and how many GPU indexes it has seen on it (0 when
 // none is known).
-func (s *Store) NodeGPUs(ctx context.Context, cluster, node string) (gpus int, known bool, err error) {
+func (s *Ledger) NodeGPUs(ctx context.Context, cluster, node string) (gpus int, known bool, err error) {
 	var nodes int
 	err = s.db.QueryRowContext(ctx, `SELECT count(DISTINCT n.id), coalesce(max(g.idx) + 1, 0) FROM nodes n LEFT JOIN gpus g ON g.node_id = n.id
  WHERE n.name = ?1 AND (?2 = '' OR n.cluster = ?2)`, node, cluster).Scan(&nodes, &gpus)
@@ -121,7 +121,7 @@ const maxNodeClusters = 100
 
 // NodeClusters are the clusters whose node is named node, sorted (a
 // note's cluster that does not have it is told which do).
-func (s *Store) NodeClusters(ctx context.Context, node string) ([]string, error) {
+func (s *Ledger) NodeClusters(ctx context.Context, node string) ([]string, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT cluster FROM nodes WHERE name = ? ORDER BY cluster LIMIT ?`, node, maxNodeClusters)
 	out, err := collect(rows, err, func(r batchRows, c *string) error { return r.Scan(c) })
 	if err != nil {
@@ -133,7 +133,7 @@ func (s *Store) NodeClusters(ctx context.Context, node string) ([]string, error)
 // KnownCluster says whether the ledger knows cluster: a node or a job
 // of it (a request naming another cluster is refused, not applied to
 // the writer's).
-func (s *Store) KnownCluster(ctx context.Context, cluster string) (bool, error) {
+func (s *Ledger) KnownCluster(ctx context.Context, cluster string) (bool, error) {
 	var n int
 	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM nodes WHERE cluster = ?1 UNION ALL SELECT 1 FROM jobs WHERE cluster = ?1 LIMIT 1) k`, cluster).Scan(&n)
 	if err != nil {

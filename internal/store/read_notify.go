@@ -23,7 +23,7 @@ type NotifyQuery struct {
 }
 
 // NotifyMessages lists the messages q selects, newest first.
-func (s *Store) NotifyMessages(ctx context.Context, q NotifyQuery) ([]NotifyMessage, error) {
+func (s *Ledger) NotifyMessages(ctx context.Context, q NotifyQuery) ([]NotifyMessage, error) {
 	var b strings.Builder
 	var args []any
 	b.WriteString(`SELECT ` + notifyColumns + ` FROM notify_messages WHERE 1 = 1`)
@@ -72,7 +72,7 @@ type NotifyQueue struct {
 }
 
 // NotifyQueueState reads the counts of NotifyQueue.
-func (s *Store) NotifyQueueState(ctx context.Context) (NotifyQueue, error) {
+func (s *Ledger) NotifyQueueState(ctx context.Context) (NotifyQueue, error) {
 	var q NotifyQueue
 	var oldest sql.NullInt64
 	err := s.db.QueryRowContext(ctx, `SELECT coalesce(sum(CASE WHEN state = 'queued' THEN 1 ELSE 0 END), 0),
@@ -89,7 +89,7 @@ func (s *Store) NotifyQueueState(ctx context.Context) (NotifyQueue, error) {
 }
 
 // NotifyOptOuts are the rules user opted out of, sorted.
-func (s *Store) NotifyOptOuts(ctx context.Context, user string) ([]string, error) {
+func (s *Ledger) NotifyOptOuts(ctx context.Context, user string) ([]string, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT rule FROM notify_optout WHERE user = ? ORDER BY rule LIMIT 1000`, user)
 	if err != nil {
 		return nil, fmt.Errorf("read opt-outs of %s: %w", user, translate(err))
@@ -141,7 +141,7 @@ type IdleGPU struct {
 // from the 5-minute bucket that holds from (Unix ms) on: the idle rule
 // needs no sample older than its window, so that a year's ledger costs
 // it no more than a day's.
-func (s *Store) IdleGPUs(ctx context.Context, fromMs int64, limit int) ([]IdleGPU, error) {
+func (s *Ledger) IdleGPUs(ctx context.Context, fromMs int64, limit int) ([]IdleGPU, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT j.id, j.cluster, j.job_id, j.restart, j.user, j.account, j.partition, coalesce(j.comment, ''), coalesce(j.qos, ''), j.start, j.gpus,
  n.name, g.idx, g.uuid, g.id, coalesce(sum(b.window_ms), 0), coalesce(sum(b.window_ms - b.idle_ms), 0), coalesce(max(b.end_ms), 0)
  FROM (SELECT * FROM jobs WHERE end IS NULL AND start IS NOT NULL AND start * 1000 <= ?1 ORDER BY start DESC, id DESC LIMIT ?3) j
@@ -172,7 +172,7 @@ func (s *Store) IdleGPUs(ctx context.Context, fromMs int64, limit int) ([]IdleGP
 
 // IdleSince fills each GPU's IdleSinceMs from its run's buckets: for the
 // few GPUs found idle through a whole window, not for every running one.
-func (s *Store) IdleSince(ctx context.Context, gpus []IdleGPU) error {
+func (s *Ledger) IdleSince(ctx context.Context, gpus []IdleGPU) error {
 	for i := range gpus {
 		g := &gpus[i]
 		var busy sql.NullInt64
@@ -188,7 +188,7 @@ func (s *Store) IdleSince(ctx context.Context, gpus []IdleGPU) error {
 
 // NotifySentSince counts the messages sent since since, per recipient:
 // the notifier's rate limit.
-func (s *Store) NotifySentSince(ctx context.Context, since time.Time) (map[string]int, error) {
+func (s *Ledger) NotifySentSince(ctx context.Context, since time.Time) (map[string]int, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT recipient, count(*) FROM notify_messages WHERE state = 'sent' AND sent_at >= ? GROUP BY recipient LIMIT ?`,
 		since.Unix(), MaxNotifyList)
 	if err != nil {
@@ -212,7 +212,7 @@ func (s *Store) NotifySentSince(ctx context.Context, since time.Time) (map[strin
 
 // NotifyByKey reads the message kept under key; ok is false when there
 // is none.
-func (s *Store) NotifyByKey(ctx context.Context, key string) (m NotifyMessage, ok bool, err error) {
+func (s *Ledger) NotifyByKey(ctx context.Context, key string) (m NotifyMessage, ok bool, err error) {
 	m, err = scanNotify(s.db.QueryRowContext(ctx, `SELECT `+notifyColumns+` FROM notify_messages WHERE key = ?`, key))
 	switch {
 	case errors.Is(err, sql.ErrNoRows):

@@ -21,7 +21,7 @@ type idleFixtureJob struct {
 }
 
 // seedIdle writes jobs, nodes, GPUs and buckets as the writer would have.
-func seedIdle(t testing.TB, s *Store, now time.Time, jobs []idleFixtureJob) {
+func seedIdle(t testing.TB, s *Ledger, now time.Time, jobs []idleFixtureJob) {
 	t.Helper()
 	ctx := context.Background()
 	b, err := s.Begin(ctx, now)

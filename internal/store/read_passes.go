@@ -9,7 +9,7 @@ import (
 
 // LastGoodPass is when the last successful ingest pass finished (Unix
 // seconds), nil if none did.
-func (s *Store) LastGoodPass(ctx context.Context) (*int64, error) {
+func (s *Ledger) LastGoodPass(ctx context.Context) (*int64, error) {
 	var t sql.NullInt64
 	if err := s.db.QueryRowContext(ctx, `SELECT max(finished) FROM passes WHERE ok = 1`).Scan(&t); err != nil {
 		return nil, translate(err)
@@ -26,7 +26,7 @@ type PassRow struct {
 }
 
 // LastPass is the most recent ingest pass; found is false when none ran.
-func (s *Store) LastPass(ctx context.Context) (p PassRow, found bool, err error) {
+func (s *Ledger) LastPass(ctx context.Context) (p PassRow, found bool, err error) {
 	var finished sql.NullInt64
 	var perr sql.NullString
 	err = s.db.QueryRowContext(ctx, `SELECT started, finished, ok, error FROM passes ORDER BY id DESC LIMIT 1`).Scan(&p.Started, &finished, &p.OK, &perr)
@@ -42,7 +42,7 @@ func (s *Store) LastPass(ctx context.Context) (p PassRow, found bool, err error)
 
 // PassStarted is when the back-th most recent pass started (1: the last
 // one), nil when fewer passes ran.
-func (s *Store) PassStarted(ctx context.Context, back int) (*int64, error) {
+func (s *Ledger) PassStarted(ctx context.Context, back int) (*int64, error) {
 	var started sql.NullInt64
 	err := s.db.QueryRowContext(ctx, `SELECT started FROM passes ORDER BY id DESC LIMIT 1 OFFSET ?`, back-1).Scan(&started)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -54,7 +54,7 @@ func (s *Store) PassStarted(ctx context.Context, back int) (*int64, error) {
 // LastPassLeft is what the last pass recorded it left in incoming: how
 // many files and the oldest one's time (nil if none). found is false
 // when no pass ran or the ledger predates the count.
-func (s *Store) LastPassLeft(ctx context.Context) (left int64, oldest *int64, found bool, err error) {
+func (s *Ledger) LastPassLeft(ctx context.Context) (left int64, oldest *int64, found bool, err error) {
 	var o sql.NullInt64
 	err = s.db.QueryRowContext(ctx, `SELECT files_left, oldest_left FROM passes ORDER BY id DESC LIMIT 1`).Scan(&left, &o)
 	switch {
@@ -68,7 +68,7 @@ func (s *Store) LastPassLeft(ctx context.Context) (left int64, oldest *int64, fo
 
 // PassCounts sums the files the passes that started at or after since
 // (Unix seconds) quarantined and refused.
-func (s *Store) PassCounts(ctx context.Context, since int64) (quarantined, refused int64, err error) {
+func (s *Ledger) PassCounts(ctx context.Context, since int64) (quarantined, refused int64, err error) {
 	var q, r sql.NullInt64
 	if err := s.db.QueryRowContext(ctx, `SELECT sum(quarantined), sum(refused) FROM passes WHERE started >= ?`, since).Scan(&q, &r); err != nil {
 		return 0, 0, translate(err)
@@ -79,7 +79,7 @@ func (s *Store) PassCounts(ctx context.Context, since int64) (quarantined, refus
 // JobsWithoutStart counts the jobs that ended before before (Unix
 // seconds) with no start event: no start at all or, from schema 5 on,
 // one estimated from their end or first sample.
-func (s *Store) JobsWithoutStart(ctx context.Context, before int64) (int64, error) {
+func (s *Ledger) JobsWithoutStart(ctx context.Context, before int64) (int64, error) {
 	cond := "start IS NULL"
 	// Every PostgreSQL ledger has the column: no gpuacct before schema 5
 	// wrote one.

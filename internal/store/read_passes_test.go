@@ -39,7 +39,7 @@ type passFigures struct {
 	NoStart, NoStartBefore int64
 }
 
-func readPasses(t *testing.T, s *Store, since, before int64) passFigures {
+func readPasses(t *testing.T, s *Ledger, since, before int64) passFigures {
 	t.Helper()
 	ctx := context.Background()
 	var f passFigures
@@ -72,7 +72,7 @@ func readPasses(t *testing.T, s *Store, since, before int64) passFigures {
 func TestPasses(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
-		s             *Store
+		s             *Ledger
 		since, before int64
 		want          passFigures
 	}{

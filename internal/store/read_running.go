@@ -18,7 +18,7 @@ type RunningQuery struct {
 // RunningJobs lists at most q.Limit job runs that started and have not
 // ended, newest first, ignored ones included: the dashboard shows what
 // holds GPUs now, counted or not.
-func (s *Store) RunningJobs(ctx context.Context, q RunningQuery) ([]JobRow, error) {
+func (s *Ledger) RunningJobs(ctx context.Context, q RunningQuery) ([]JobRow, error) {
 	var b strings.Builder
 	args := make([]any, 0, len(q.Clusters)+1)
 	b.WriteString(`SELECT ` + jobCols + ` FROM jobs j WHERE j.end IS NULL AND j.start IS NOT NULL`)
@@ -46,7 +46,7 @@ type NowGPURow struct {
 
 // NowGPUs lists the GPUs of the runs rows (JobRow.Row; the caller bounds
 // how many) with each GPU's newest sample, in no particular order.
-func (s *Store) NowGPUs(ctx context.Context, rows []int64) ([]NowGPURow, error) {
+func (s *Ledger) NowGPUs(ctx context.Context, rows []int64) ([]NowGPURow, error) {
 	if len(rows) == 0 {
 		return nil, nil
 	}
@@ -72,7 +72,7 @@ func (s *Store) NowGPUs(ctx context.Context, rows []int64) ([]NowGPURow, error) 
 // in seconds (0 when none has): a run overlapping a window that begins
 // at from started at from minus this at the earliest, unless it is
 // still running.
-func (s *Store) LongestEndedJob(ctx context.Context) (int64, error) {
+func (s *Ledger) LongestEndedJob(ctx context.Context) (int64, error) {
 	var l sql.NullInt64
 	if err := s.db.QueryRowContext(ctx, `SELECT max(end - start) FROM jobs WHERE end IS NOT NULL AND start IS NOT NULL`).Scan(&l); err != nil {
 		return 0, translate(err)
@@ -82,7 +82,7 @@ func (s *Store) LongestEndedJob(ctx context.Context) (int64, error) {
 
 // OldestOpenStart is the earliest start of a run without an end (Unix
 // seconds), nil when every run has ended.
-func (s *Store) OldestOpenStart(ctx context.Context) (*int64, error) {
+func (s *Ledger) OldestOpenStart(ctx context.Context) (*int64, error) {
 	var open sql.NullInt64
 	if err := s.db.QueryRowContext(ctx, `SELECT min(start) FROM jobs WHERE end IS NULL`).Scan(&open); err != nil {
 		return nil, translate(err)

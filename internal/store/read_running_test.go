@@ -10,7 +10,7 @@ import (
 // runningLedger: two running runs of c1 (the newer one ignored), one
 // ended, one seen by neither start nor end, and c2's run, newer than all; GPU 1's newest sample is from the run,
 // GPU 2's from before it, GPU 3 has none.
-func runningLedger(t *testing.T) *Store {
+func runningLedger(t *testing.T) *Ledger {
 	return ledgerOf(t,
 		`INSERT INTO nodes(id, cluster, name) VALUES (1, 'c1', 'n1'), (2, 'c1', 'n2')`,
 		`INSERT INTO gpus(id, uuid, node_id, idx, model) VALUES (1, 'GPU-a', 1, 0, 'A100'), (2, 'GPU-b', 2, 1, 'H100'), (3, 'GPU-c', 2, NULL, 'H100')`,
@@ -35,7 +35,7 @@ func TestRunningJobs(t *testing.T) {
 	other := JobRow{Row: 5, Cluster: "c2", JobID: 10, User: "erin", Account: "bio", Partition: "gpu", Nodes: "n1", Start: 9000, State: "running"}
 	for _, tc := range []struct {
 		name string
-		s    *Store
+		s    *Ledger
 		q    RunningQuery
 		want []JobRow
 	}{
@@ -96,7 +96,7 @@ func TestNowGPUs(t *testing.T) {
 func TestJobSpan(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		s       *Store
+		s       *Ledger
 		longest int64
 		open    *int64
 	}{

@@ -23,7 +23,7 @@ type SampleRow struct {
 // caller picks its share). The row and what it points to are reused: fn
 // copies what it keeps. Rows are handed over as they are read, so memory
 // does not grow with the job's length.
-func (s *Store) JobSamples(ctx context.Context, gpuID, job, fromMs, toMs int64, fn func(*SampleRow)) error {
+func (s *Ledger) JobSamples(ctx context.Context, gpuID, job, fromMs, toMs int64, fn func(*SampleRow)) error {
 	rows, err := s.db.QueryContext(ctx, `SELECT t_ms, interval_ms, job, restart, jobs, idle, util, mem_used_mib, power_mw, energy_delta_mj
  FROM samples WHERE gpu_id = ? AND t_ms >= ? AND t_ms < ? AND (job = ? OR jobs IS NOT NULL) ORDER BY t_ms`, gpuID, fromMs, toMs, job)
 	if err != nil {

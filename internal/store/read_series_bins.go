@@ -32,7 +32,7 @@ type SampleBin struct {
 // (math.MaxInt64 while the job runs); toMs is at most allocEndMs+1, so no
 // window is negative. The answer has at most (toMs-originMs)/spanMs+1
 // rows.
-func (s *Store) JobSampleBins(ctx context.Context, gpuID, job int64, restart int, originMs, fromMs, toMs, allocEndMs, spanMs int64) ([]SampleBin, error) {
+func (s *Ledger) JobSampleBins(ctx context.Context, gpuID, job int64, restart int, originMs, fromMs, toMs, allocEndMs, spanMs int64) ([]SampleBin, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT (t_ms - ?8) / ?2 AS bin, min(t_ms), count(*), CAST(sum(w) AS INTEGER), CAST(sum(w * idle) AS INTEGER),
  CAST(coalesce(sum(util * w), 0) AS INTEGER), CAST(coalesce(sum(w + 0 * util), 0) AS INTEGER),
  CAST(coalesce(sum(power_mw * w), 0) AS INTEGER), CAST(coalesce(sum(w + 0 * power_mw), 0) AS INTEGER),
@@ -55,7 +55,7 @@ func (s *Store) JobSampleBins(ctx context.Context, gpuID, job int64, restart int
 // [fromMs, toMs) that carry a jobs list (shared with other jobs, or
 // partly outside one): JobSampleBins leaves them to the caller, who picks
 // its job's share. The row is reused as in JobSamples.
-func (s *Store) JobShared(ctx context.Context, gpuID, fromMs, toMs int64, fn func(*SampleRow)) error {
+func (s *Ledger) JobShared(ctx context.Context, gpuID, fromMs, toMs int64, fn func(*SampleRow)) error {
 	rows, err := s.db.QueryContext(ctx, `SELECT t_ms, interval_ms, job, restart, jobs, idle, util, mem_used_mib, power_mw, energy_delta_mj
  FROM samples WHERE gpu_id = ? AND t_ms >= ? AND t_ms < ? AND jobs IS NOT NULL ORDER BY t_ms`, gpuID, fromMs, toMs)
 	if err != nil {
@@ -66,7 +66,7 @@ func (s *Store) JobShared(ctx context.Context, gpuID, fromMs, toMs int64, fn fun
 
 // GPUSamplesAtLeast reports whether GPU gpuID has at least n samples in
 // [fromMs, toMs), reading no more than n of them.
-func (s *Store) GPUSamplesAtLeast(ctx context.Context, gpuID, fromMs, toMs int64, n int) (bool, error) {
+func (s *Ledger) GPUSamplesAtLeast(ctx context.Context, gpuID, fromMs, toMs int64, n int) (bool, error) {
 	var got int
 	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM samples WHERE gpu_id = ? AND t_ms >= ? AND t_ms < ? LIMIT ?) AS s`,
 		gpuID, fromMs, toMs, n).Scan(&got)

@@ -15,7 +15,7 @@ import (
 // answer: the edges of its window, buckets before the pruned mark
 // (PrunedBefore) and those reaching past the job's end (BucketPastEnd).
 // The answer has at most (toMs-originMs)/spanMs+1 rows.
-func (s *Store) JobBucketBins(ctx context.Context, gpuID, job int64, restart int, originMs, fromMs, toMs, spanMs int64) ([]SampleBin, error) {
+func (s *Ledger) JobBucketBins(ctx context.Context, gpuID, job int64, restart int, originMs, fromMs, toMs, spanMs int64) ([]SampleBin, error) {
 	if originMs%BucketMs != 0 || fromMs%BucketMs != 0 || toMs%BucketMs != 0 || spanMs%BucketMs != 0 || spanMs <= 0 {
 		return nil, fmt.Errorf("series buckets of gpu %d: %d, %d, %d, %d not whole buckets", gpuID, originMs, fromMs, toMs, spanMs)
 	}
@@ -43,7 +43,7 @@ func (s *Store) JobBucketBins(ctx context.Context, gpuID, job int64, restart int
 // the job run on GPU gpuID that holds a sample reaching past endMs (its
 // windows there are cut, which a bucket's sums cannot be), or toMs when
 // none does.
-func (s *Store) BucketPastEnd(ctx context.Context, gpuID, job int64, restart int, fromMs, toMs, endMs int64) (int64, error) {
+func (s *Ledger) BucketPastEnd(ctx context.Context, gpuID, job int64, restart int, fromMs, toMs, endMs int64) (int64, error) {
 	var first sql.NullInt64
 	err := s.db.QueryRowContext(ctx, `SELECT min(bucket_ms) FROM series_buckets
  WHERE gpu_id = ? AND job = ? AND restart = ? AND bucket_ms >= ? AND bucket_ms < ? AND end_ms > ?`,
@@ -60,6 +60,6 @@ func (s *Store) BucketPastEnd(ctx context.Context, gpuID, job int64, restart int
 // PrunedBefore is the time (Unix ms) before which samples were pruned
 // (Batch.PruneSamples), math.MinInt64 when none were: a series bucket
 // that starts before it may hold the sums of samples gone.
-func (s *Store) PrunedBefore(ctx context.Context) (int64, error) {
+func (s *Ledger) PrunedBefore(ctx context.Context) (int64, error) {
 	return scanPruned(scanRow{r: s.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, prunedKey)})
 }

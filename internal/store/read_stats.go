@@ -6,7 +6,7 @@ import (
 )
 
 // JobTotals counts the ledger's jobs and sums their allocated GPU-seconds.
-func (s *Store) JobTotals(ctx context.Context) (jobs, allocGPUS int64, err error) {
+func (s *Ledger) JobTotals(ctx context.Context) (jobs, allocGPUS int64, err error) {
 	if err := s.db.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(alloc_gpu_s), 0) FROM jobs`).Scan(&jobs, &allocGPUS); err != nil {
 		return 0, 0, fmt.Errorf("count jobs: %w", translate(err))
 	}
@@ -21,7 +21,7 @@ type TableRows struct {
 
 // RowCounts counts the rows of the tables that grow with the cluster (a
 // full scan each: for benchmarks and sizing, not for a request path).
-func (s *Store) RowCounts(ctx context.Context) ([]TableRows, error) {
+func (s *Ledger) RowCounts(ctx context.Context) ([]TableRows, error) {
 	tables := []string{"jobs", "job_nodes", "job_gpus", "job_hours", "rollup_hourly", "rollup_daily", "samples", "ingested_files"}
 	out := make([]TableRows, 0, len(tables))
 	for _, tbl := range tables {
@@ -37,7 +37,7 @@ func (s *Store) RowCounts(ctx context.Context) ([]TableRows, error) {
 // Checkpoint copies the write-ahead log into the database file and
 // empties it, so that the file's size is the ledger's (a no-op in DELETE
 // journal mode; and on PostgreSQL, whose server keeps its own log).
-func (s *Store) Checkpoint(ctx context.Context) error {
+func (s *Ledger) Checkpoint(ctx context.Context) error {
 	if s.pg != nil {
 		return nil
 	}
@@ -59,7 +59,7 @@ type MonthUsage struct {
 // UsageByMonth sums the daily rollup by UTC month and a rollup column
 // (account, user, partition, model or cluster), in month then group
 // order: the year report's shape, summed by the database.
-func (s *Store) UsageByMonth(ctx context.Context, col string) ([]MonthUsage, error) {
+func (s *Ledger) UsageByMonth(ctx context.Context, col string) ([]MonthUsage, error) {
 	switch col {
 	case "account", "user", "partition", "model", "cluster":
 	default:

@@ -13,7 +13,7 @@ const MaxUsageRows = 1000
 
 // JobUsages reads the usage of the given job runs (JobRow.Row); a run
 // sacct has not answered for is absent from the map.
-func (s *Store) JobUsages(ctx context.Context, rows []int64) (map[int64]JobUsage, error) {
+func (s *Ledger) JobUsages(ctx context.Context, rows []int64) (map[int64]JobUsage, error) {
 	if len(rows) > MaxUsageRows {
 		return nil, fmt.Errorf("usage of %d job runs: at most %d at once", len(rows), MaxUsageRows)
 	}
@@ -90,7 +90,7 @@ func (u JobUsage) Efficiency() Efficiency {
 // its GPUs as a share of that GPU's memory (1 is all of it); a run whose
 // GPUs gave no peak or total is absent. Like JobUsages, at most
 // MaxUsageRows runs at once.
-func (s *Store) JobGPUMemPeaks(ctx context.Context, rows []int64) (map[int64]float64, error) {
+func (s *Ledger) JobGPUMemPeaks(ctx context.Context, rows []int64) (map[int64]float64, error) {
 	if len(rows) > MaxUsageRows {
 		return nil, fmt.Errorf("GPU memory of %d job runs: at most %d at once", len(rows), MaxUsageRows)
 	}

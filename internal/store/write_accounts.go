@@ -34,7 +34,7 @@ func (b *Batch) SetSlurmAccounts(accounts []SlurmAccount) error {
 
 // SlurmAccounts is the account tree as last recorded, by cluster then
 // account.
-func (s *Store) SlurmAccounts(ctx context.Context) ([]SlurmAccount, error) {
+func (s *Ledger) SlurmAccounts(ctx context.Context) ([]SlurmAccount, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT cluster, account, parent FROM slurm_accounts ORDER BY cluster, account LIMIT ?`, MaxSlurmAccounts+1)
 	out, err := collect(rows, err, func(r batchRows, a *SlurmAccount) error { return r.Scan(&a.Cluster, &a.Account, &a.Parent) })
 	if err != nil {

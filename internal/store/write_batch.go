@@ -86,9 +86,9 @@ type energyReading struct {
 }
 
 // Begin starts a write transaction at time now. On a PostgreSQL writer
-// the batch holds the Store's one connection until it ends: call no other
-// method of s before then (see Store).
-func (s *Store) Begin(ctx context.Context, now time.Time) (*Batch, error) {
+// the batch holds the Ledger's one connection until it ends: call no other
+// method of s before then (see Ledger).
+func (s *Ledger) Begin(ctx context.Context, now time.Time) (*Batch, error) {
 	// The batch holds its connection so that the sample inserts can use
 	// the driver directly (sampleInserter), inside the same transaction.
 	conn, tx, give, err := s.openWrite(ctx)

@@ -140,7 +140,7 @@ func factClusters(f ClusterFacts) []string {
 // of the last SetClusterFacts that asked for it). They are the reads' own
 // marks, not the facts' seen times, so they move on when Slurm lists no
 // fact at all. ok is false when nothing was read yet.
-func (s *Store) ClusterFactsMarks(ctx context.Context, cluster string) (m FactsMarks, ok bool, err error) {
+func (s *Ledger) ClusterFactsMarks(ctx context.Context, cluster string) (m FactsMarks, ok bool, err error) {
 	var v string
 	switch err := s.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, clusterFactsKey(cluster)).Scan(&v); {
 	case errors.Is(err, sql.ErrNoRows):

@@ -59,7 +59,7 @@ func TestJobMetrics(t *testing.T) {
 	}
 	read := func() []JobMetricRow {
 		t.Helper()
-		j, err := s.JobRun(ctx, JobRunQuery{Cluster: "c", JobID: 5})
+		j, err := s.Run(ctx, RunQuery{Cluster: "c", JobID: 5})
 		if err != nil {
 			t.Fatal(err)
 		}

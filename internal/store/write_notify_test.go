@@ -12,7 +12,7 @@ import (
 var notifyT0 = time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
 
 // notifyBatch runs f in one committed batch of s at now.
-func notifyBatch(t *testing.T, s *Store, now time.Time, f func(b *Batch)) {
+func notifyBatch(t *testing.T, s *Ledger, now time.Time, f func(b *Batch)) {
 	t.Helper()
 	b, err := s.Begin(context.Background(), now)
 	if err != nil {

@@ -23,7 +23,7 @@ type Pass struct {
 // RecordPass adds p to the pass log. It runs outside any batch (a pass
 // that failed half way is still recorded), behind the writer's fence: a
 // writer that lost its lock records nothing (ErrLockLost).
-func (s *Store) RecordPass(ctx context.Context, p Pass) error {
+func (s *Ledger) RecordPass(ctx context.Context, p Pass) error {
 	var perr, oldest any
 	if p.Error != "" {
 		perr = p.Error

@@ -7,7 +7,7 @@ import (
 
 // PruneSamples deletes raw samples older than before, GPU by GPU (the
 // primary key makes each a range delete), and returns how many went. On
-// PostgreSQL, Store.DropSamplePartitions, run before this batch, drops
+// PostgreSQL, Ledger.DropSamplePartitions, run before this batch, drops
 // the months wholly before before; this deletes the rest: the older rows
 // of the month before falls in, and those of any month whose drop was
 // left for the next pass.

@@ -13,7 +13,7 @@ import (
 
 // reconcileDump is every figure a reconciliation may move: the job, its
 // nodes, its hours, and the rollups' sums by hour, day and month.
-func reconcileDump(t *testing.T, s *Store) map[string][]string {
+func reconcileDump(t *testing.T, s *Ledger) map[string][]string {
 	t.Helper()
 	return map[string][]string{
 		"jobs": dump(t, s.db, `SELECT job_id, start, end, state, exit_code, end_source, end_estimated, start_estimated, sacct_checked, alloc_gpu_s, used_gpu_s FROM jobs ORDER BY id`),

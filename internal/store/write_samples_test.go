@@ -15,7 +15,7 @@ import (
 )
 
 // openTemp is a writer on a new ledger of the engine under test.
-func openTemp(t *testing.T) *Store {
+func openTemp(t *testing.T) *Ledger {
 	t.Helper()
 	s, _ := openLedger(t)
 	return s
@@ -23,7 +23,7 @@ func openTemp(t *testing.T) *Store {
 
 // openLedger is openTemp with the ledger's location, for a second store
 // (a reader) on it.
-func openLedger(t *testing.T) (*Store, ledgerdb.Ledger) {
+func openLedger(t *testing.T) (*Ledger, ledgerdb.Ledger) {
 	t.Helper()
 	l := ledgerdb.NewLedger(t)
 	s, err := Open(context.Background(), Options{Path: l.Path, URL: l.URL})

@@ -158,7 +158,7 @@ func (b *Batch) moveBucketEnergy(gid int64, s *storedSample, od, nd *int64) erro
 
 // pruneBuckets deletes GPU gid's buckets wholly before before (Unix ms).
 // One that straddles it stays until the next prune: readers use no
-// bucket that starts before the pruned mark (Store.PrunedBefore).
+// bucket that starts before the pruned mark (Ledger.PrunedBefore).
 func (b *Batch) pruneBuckets(gid, before int64) error {
 	if _, err := b.exec(`DELETE FROM series_buckets WHERE gpu_id = ? AND bucket_ms <= ?`, gid, before-BucketMs); err != nil {
 		return fmt.Errorf("prune series buckets: %w", err)
@@ -174,7 +174,7 @@ const backfillMarker = "-- backfill:"
 // samples (the statement their migration ran once on a ledger that
 // predates them), in one transaction: for samples written into the table
 // by something other than the writer, such as a test fixture. Writer only.
-func (s *Store) RebuildSeriesBuckets(ctx context.Context) error {
+func (s *Ledger) RebuildSeriesBuckets(ctx context.Context) error {
 	q, err := backfillSQL(s.Engine)
 	if err != nil {
 		return err

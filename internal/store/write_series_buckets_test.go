@@ -97,7 +97,7 @@ func TestSeriesBucketsOnce(t *testing.T) {
 
 // TestPruneSeriesBuckets: pruning samples deletes the buckets wholly
 // before the cut and keeps the one it falls in, which readers leave for
-// the samples after the pruned mark (Store.PrunedBefore).
+// the samples after the pruned mark (Ledger.PrunedBefore).
 func TestPruneSeriesBuckets(t *testing.T) {
 	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
 	const uuid = "GPU-00000000-0000-0000-0000-000000000001"

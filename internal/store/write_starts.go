@@ -115,7 +115,7 @@ func (b *Batch) SetStart(n NoStart, start time.Time, source string) error {
 
 // EstimatedStarts counts the job runs whose start is an estimate (no
 // start event, and Slurm did not say): for gpuacct check.
-func (s *Store) EstimatedStarts(ctx context.Context) (int64, error) {
+func (s *Ledger) EstimatedStarts(ctx context.Context) (int64, error) {
 	var n int64
 	if err := s.db.QueryRowContext(ctx, `SELECT count(DISTINCT job) FROM job_nodes WHERE start_estimated = 1`).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count estimated starts: %w", translate(err))

@@ -12,7 +12,7 @@ import (
 )
 
 // TestReadModel: the dashboard reads the ledger through one read model,
-// report.DB, and never the store's own reads (internal/board's
+// report.Ledger, and never the store's own reads (internal/board's
 // TestLayers holds the other arrows of the house). It links the store
 // only through report (go list -deps would list it), so this test reads
 // the packages web imports itself.
@@ -38,15 +38,15 @@ func TestReadModel(t *testing.T) {
 			}
 			for _, p := range imports {
 				if p == module+"internal/store" || strings.HasPrefix(p, module+"internal/store/") {
-					t.Errorf("%s imports %s: read the ledger through report.DB", pkg, p)
+					t.Errorf("%s imports %s: read the ledger through report.Ledger", pkg, p)
 				}
 			}
 		})
 	}
 }
 
-// TestNoStoreHatch: report.DB hands the store to nobody. A method or
-// function of report that returned the *store.Store (DB.Store once did)
+// TestNoStoreHatch: report.Ledger hands the store to nobody. A method or
+// function of report that returned the *store.Ledger (DB.Store once did)
 // would let the web read the ledger beside the read model while its
 // imports stay clean, which TestReadModel cannot see.
 func TestNoStoreHatch(t *testing.T) {
@@ -72,7 +72,7 @@ func TestNoStoreHatch(t *testing.T) {
 				if s, ok := r.Type.(*ast.StarExpr); ok {
 					if sel, ok := s.X.(*ast.SelectorExpr); ok && sel.Sel.Name == "Store" {
 						if id, ok := sel.X.(*ast.Ident); ok && id.Name == "store" {
-							t.Errorf("%s: %s returns *store.Store: read the ledger through report.DB's own methods", fset.Position(fn.Pos()), fn.Name.Name)
+							t.Errorf("%s: %s returns *store.Ledger: read the ledger through report.Ledger's own methods", fset.Position(fn.Pos()), fn.Name.Name)
 						}
 					}
 				}

@@ -154,7 +154,7 @@ func (h *Handler) headerName() string {
 // let through only the viewer's own name, so an unknown one is a user
 // with no jobs yet, whose answer is empty, and a "did you mean" would
 // list the names nearest theirs.
-func (h *Handler) checkFilter(ctx context.Context, rep *report.DB, f report.Filter) error {
+func (h *Handler) checkFilter(ctx context.Context, rep *report.Ledger, f report.Filter) error {
 	if h.v.private {
 		f.Users = nil
 	}

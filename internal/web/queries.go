@@ -10,7 +10,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/report/table"
 )
 
-// The dashboard's reads beyond the report tables, through report.DB's
+// The dashboard's reads beyond the report tables, through report.Ledger's
 // own reads for the dashboard (conn.rep).
 
 // nodeInfo is one node as the overview shows it: the read model's node

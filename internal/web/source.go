@@ -13,9 +13,9 @@ import (
 )
 
 // conn is one read-only opening of the database: every read of the
-// dashboard goes through report.DB, its one read model and pool.
+// dashboard goes through report.Ledger, its one read model and pool.
 type conn struct {
-	rep    *report.DB
+	rep    *report.Ledger
 	opened time.Time
 	// maxNode is the newest nodes.id at open: a newer node means the
 	// report package's node names are out of date.
@@ -29,7 +29,7 @@ func (c *conn) closeNow() {
 }
 
 // source hands out the current conn and replaces it after Reopen, so
-// nodes that appear later (report.DB names nodes at open) are shown.
+// nodes that appear later (report.Ledger names nodes at open) are shown.
 type source struct {
 	o   Options
 	mu  sync.Mutex

@@ -9,7 +9,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
-// A web connection opens one pool: every read goes through report.DB
+// A web connection opens one pool: every read goes through report.Ledger
 // (conn holds nothing else, TestReadModel), and closing the source
 // closes it.
 func TestConnOnePool(t *testing.T) {

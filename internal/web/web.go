@@ -3,7 +3,7 @@
 // of the accounting (the cluster overview, a team, a user, a job) and
 // /api/v1/ over the same read-only report queries as gpuacct report and
 // gpuacct job. It never writes the accounting database, and reads it only
-// through report.DB, its one read model (TestReadModel). Templates, style
+// through report.Ledger, its one read model (TestReadModel). Templates, style
 // sheet and script are embedded; nothing is fetched from elsewhere
 // (docs/dashboard.md, docs/api.md).
 //
@@ -13,7 +13,7 @@
 //     private.go who may see whose names.
 //   - source.go: the one read-only opening of the ledger, reopened for
 //     new nodes; queries.go the dashboard's reads beyond the reports
-//     (over report.DB) and report tables read as rows.
+//     (over report.Ledger) and report tables read as rows.
 //   - params.go and scope.go: a request's window, filters and clusters.
 //   - pages.go: the accounting pages (overview, team, user) and what
 //     they share; jobpage.go and jobflight.go a job's page, its reads

@@ -30,7 +30,7 @@ func (j LongJob) Samples() int64 { return int64(j.GPUs) * (j.Seconds / j.Interva
 // from T0 and writes its samples straight into the samples table with one
 // statement, so that a million samples take seconds rather than an
 // ingest, then has the writer sum them into the series buckets
-// (store.Store.RebuildSeriesBuckets) as it would have. Utilization runs 0..100 over each 17 samples (0 is idle),
+// (store.Ledger.RebuildSeriesBuckets) as it would have. Utilization runs 0..100 over each 17 samples (0 is idle),
 // memory peaks once, power varies; every 1000th sample is shared with job
 // j.ID+1 (a jobs list, every other one idle for j), so that both paths of
 // a series are read.
@@ -69,7 +69,7 @@ func BuildLongJob(t testing.TB, j LongJob, now time.Time) string {
 // RebuildSeriesBuckets has the writer of the ledger at path (a file's
 // path or a database's URL) sum its samples into the series buckets
 // again, for samples a test wrote straight into the table: a long job's
-// series reads the buckets (store.Store.RebuildSeriesBuckets).
+// series reads the buckets (store.Ledger.RebuildSeriesBuckets).
 func RebuildSeriesBuckets(t testing.TB, path string) {
 	t.Helper()
 	o := store.Options{Path: path}
