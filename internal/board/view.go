@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"slices"
 	"time"
+
+	"github.com/aicloud/gpusuite/internal/slurmstate"
 )
 
 // View is the board as it is shown: one built board with how it was had
@@ -28,6 +30,17 @@ type View struct {
 	// Groups are the nodes under their first partition, their GPUs split
 	// by model, sorted by partition and model: the page's sections.
 	Groups []Group
+	// Troubled are the nodes a large board's summary lists first, in the
+	// board's order: a person cannot find them among thousands of cells.
+	Troubled []Trouble
+}
+
+// Trouble is a node in trouble and why: "stale", "down", "drained" (or
+// draining) and "foreign" (a process outside its GPUs' jobs), in that
+// order.
+type Trouble struct {
+	Node *Node
+	Why  []string
 }
 
 // Group is the GPUs of one model on the nodes whose first partition is
@@ -36,7 +49,9 @@ type Group struct {
 	Partition, Model string
 	// Free counts the group's free GPUs (IsFree), Total all of them.
 	Free, Total int
-	Rows        []Row
+	// States counts the group's GPUs by state: the summary's row.
+	States map[State]int
+	Rows   []Row
 }
 
 // Row is one node's GPUs of its group's model.
@@ -69,7 +84,34 @@ func NewView(b *Board, m Meta, slurmAsked bool, notesError string) *View {
 		}
 	}
 	v.Groups = groups(b.Nodes)
+	for i := range b.Nodes {
+		if why := troubles(&b.Nodes[i]); why != nil {
+			v.Troubled = append(v.Troubled, Trouble{Node: &b.Nodes[i], Why: why})
+		}
+	}
 	return v
+}
+
+// troubles are why n is in trouble; nil when it is not.
+func troubles(n *Node) []string {
+	has := map[State]bool{}
+	for _, g := range n.GPUs {
+		has[g.State] = true
+	}
+	var why []string
+	if n.Stale || has[Stale] {
+		why = append(why, "stale")
+	}
+	if has[Down] || n.InSlurm && (n.Condition == slurmstate.Down || n.NotResponding) {
+		why = append(why, "down")
+	}
+	if has[Drained] || n.Condition == slurmstate.Drained || n.Condition == slurmstate.Draining {
+		why = append(why, "drained")
+	}
+	if has[Foreign] {
+		why = append(why, "foreign")
+	}
+	return why
 }
 
 // groups puts each node under its first partition, its GPUs split by
@@ -109,11 +151,12 @@ func groups(nodes []Node) []Group {
 	var out []Group
 	for _, r := range rows {
 		if len(out) == 0 || out[len(out)-1].Partition != r.part || out[len(out)-1].Model != r.model {
-			out = append(out, Group{Partition: r.part, Model: r.model})
+			out = append(out, Group{Partition: r.part, Model: r.model, States: map[State]int{}})
 		}
 		g := &out[len(out)-1]
 		g.Rows = append(g.Rows, r.row)
 		for _, c := range r.row.GPUs {
+			g.States[c.State]++
 			g.Total++
 			if IsFree(c.State) {
 				g.Free++

@@ -2,6 +2,7 @@ package board
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -116,5 +117,39 @@ func TestSnapshotViewMadeOnce(t *testing.T) {
 	hand := &Snapshot{Board: s.Board}
 	if hand.View() == s.View() {
 		t.Error("a snapshot made by hand shares another's view")
+	}
+}
+
+// The summary of a large board: each group's GPUs counted by state, and
+// the nodes in trouble named with why, in the board's order.
+func TestViewSummary(t *testing.T) {
+	down := snode("n4", slurmstate.Down, 1)
+	down.NotResponding = true
+	foreign := withProcs(gpu(40, 7), record.LiveProc{PID: 9, User: "mallory", Job: 99})
+	lives := []record.Live{
+		fresh("n1", gpu(90, 7), gpu(0), idleSince(gpu(0, 8))),
+		fresh("n2", gpu(0), gpu(0)),
+		fresh("n3", foreign),
+		fresh("n4", gpu(0)),
+		{Schema: record.LiveSchema, Node: "n5", Time: now.Add(-time.Hour), Interval: 10, GPUs: []record.LiveGPU{{Index: 0, Model: "NVIDIA H100"}}},
+	}
+	st := slurm([]slurmstate.Node{snode("n1", slurmstate.Mixed, 3), snode("n2", slurmstate.Drained, 2), snode("n3", slurmstate.Mixed, 1), down,
+		snode("n5", slurmstate.Idle, 1)})
+	b := Build(lives, st, nil, now)
+	v := NewView(&b, Meta{}, true, "")
+	var states []map[State]int
+	for _, g := range v.Groups {
+		states = append(states, g.States)
+	}
+	want := []map[State]int{{Busy: 1, Free: 1, Idle: 1, Drained: 2, Foreign: 1, Down: 1, Stale: 1}}
+	if diff := cmp.Diff(want, states); diff != "" {
+		t.Errorf("group states (-want +got):\n%s", diff)
+	}
+	var troubled []string
+	for _, tr := range v.Troubled {
+		troubled = append(troubled, tr.Node.Name+":"+strings.Join(tr.Why, ","))
+	}
+	if diff := cmp.Diff([]string{"n2:drained", "n3:foreign", "n4:down", "n5:stale"}, troubled); diff != "" {
+		t.Errorf("troubled nodes (-want +got):\n%s", diff)
 	}
 }
