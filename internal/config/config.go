@@ -47,6 +47,7 @@ type Config struct {
 	Web       Web       `toml:"web"`
 	Board     Board     `toml:"board"`
 	Notify    Notify    `toml:"notify"`
+	Budget    Budget    `toml:"budget"`
 }
 
 // Cluster names this cluster and node when Slurm does not.
@@ -142,6 +143,7 @@ func Default() Config {
 		Web:       defaultWeb(),
 		Board:     defaultBoard(),
 		Notify:    defaultNotify(),
+		Budget:    defaultBudget(),
 	}
 }
 
@@ -303,7 +305,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("key \"spool.dir\": %q is not an absolute path", c.Spool.Dir)
 	}
 	for _, validate := range []func() error{c.NFSSync.validate, c.Agent.validate, c.Store.validate, c.Ingest.validate,
-		c.Report.validate, c.Web.validate, c.Board.validate, c.Notify.validate, c.Container.validate} {
+		c.Report.validate, c.Web.validate, c.Board.validate, c.Notify.validate, c.Container.validate, c.Budget.validate} {
 		if err := validate(); err != nil {
 			return err
 		}

@@ -1,0 +1,48 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/aicloud/gpusuite/internal/budget"
+)
+
+// Budget is the [budget] section: GPU budgets per account (optionally
+// per user) per period, their burn-down and their warnings
+// (docs/budgets.md).
+type Budget struct {
+	// FiscalStart is the month (1..12) the fiscal year, and its
+	// quarters, begin in.
+	FiscalStart int `toml:"fiscal_start"`
+	// Warn are the shares of a budget used (percent) at which its team
+	// is warned, once per period each.
+	Warn []int `toml:"warn"`
+	// WarnRunOut warns once per period when the last 7 days' pace runs
+	// the budget out before the period ends.
+	WarnRunOut bool `toml:"warn_runout"`
+	// Entry are the budgets; whether their accounts exist is checked
+	// where the ledger is open (budget.Parse).
+	Entry []budget.Entry `toml:"entry"`
+}
+
+func defaultBudget() Budget {
+	return Budget{FiscalStart: 1, Warn: slices.Clone(budget.DefaultPercents), WarnRunOut: true}
+}
+
+func (b *Budget) validate() error {
+	if b.FiscalStart < 1 || b.FiscalStart > 12 {
+		return fmt.Errorf("key \"budget.fiscal_start\": %d is not a month 1..12", b.FiscalStart)
+	}
+	if len(b.Warn) > 10 {
+		return fmt.Errorf("key \"budget.warn\": %d thresholds, at most 10", len(b.Warn))
+	}
+	for i, w := range b.Warn {
+		if w < 1 || w > 1000 || (i > 0 && w <= b.Warn[i-1]) {
+			return fmt.Errorf("key \"budget.warn\": %v is not rising percents within 1..1000", b.Warn)
+		}
+	}
+	if _, err := budget.Parse(b.Entry, nil); err != nil {
+		return fmt.Errorf("key \"budget.entry\": %w", err)
+	}
+	return nil
+}

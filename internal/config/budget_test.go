@@ -1,0 +1,62 @@
+package config
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/aicloud/gpusuite/internal/budget"
+)
+
+func TestBudgetSection(t *testing.T) {
+	for _, tc := range []struct {
+		name, toml string
+		want       string // error; "" fine
+	}{
+		{"none", "", ""},
+		{"entries", `
+[budget]
+fiscal_start = 4
+warn = [75, 100]
+
+[[budget.entry]]
+account = "vision"
+period = "fiscal-year"
+amount = 5000
+unit = "billing"
+
+[[budget.entry]]
+account = "nlp"
+period = "range"
+from = "2026-04-01"
+to = "2026-06-30"
+amount = 300
+`, ""},
+		{"fiscal start", "[budget]\nfiscal_start = 13\n", `line 2: key "budget.fiscal_start": 13 is not a month 1..12`},
+		{"warn falls", "[budget]\nwarn = [80, 50]\n", `line 2: key "budget.warn": [80 50] is not rising percents within 1..1000`},
+		{"bad entry", "[[budget.entry]]\naccount = \"nlp\"\nperiod = \"month\"\namount = -1\n",
+			`key "budget.entry": budget.entry[0] (nlp): amount -1 is not positive`},
+		{"unknown key", "[[budget.entry]]\naccount = \"nlp\"\nhours = 3\n",
+			`line 3: unknown key "budget.entry.hours" (see docs/configuration.md for the keys)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Default()
+			err := Parse([]byte(tc.toml), &cfg)
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Fatalf("error (-want +got):\n%s", diff)
+			}
+			if strings.Contains(got, "\n") {
+				t.Errorf("error is more than one line: %q", got)
+			}
+		})
+	}
+	cfg := Default()
+	if diff := cmp.Diff(Budget{FiscalStart: 1, Warn: budget.DefaultPercents, WarnRunOut: true}, cfg.Budget); diff != "" {
+		t.Errorf("defaults (-want +got):\n%s", diff)
+	}
+}
