@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/board"
@@ -167,6 +169,55 @@ func (f boardFrag) Free() []freeRow {
 	return out
 }
 
+// bigBoard is how many nodes a board may have and still show every
+// GPU's cell in full: past it the page leads with a summary, and its
+// groups are collapsed, one line of small cells per node (their state and
+// jobs in the title), so the page and its first event stay bounded at
+// ten thousand GPUs (docs/performance.md).
+const bigBoard = 64
+
+// maxTroubled bounds the nodes in trouble the summary names.
+const maxTroubled = 100
+
+// Big is whether the board is past bigBoard nodes.
+func (f boardFrag) Big() bool { return len(f.v.Board.Nodes) > bigBoard }
+
+// troubledNode is a node in trouble as the summary lists it.
+type troubledNode struct {
+	Name, Why, Reason string
+}
+
+// Troubled are the first maxTroubled nodes in trouble; MoreTroubled
+// counts the rest.
+func (f boardFrag) Troubled() []troubledNode {
+	var out []troubledNode
+	for _, t := range f.v.Troubled[:min(len(f.v.Troubled), maxTroubled)] {
+		out = append(out, troubledNode{Name: t.Node.Name, Why: strings.Join(t.Why, ", "), Reason: t.Node.Reason})
+	}
+	return out
+}
+
+func (f boardFrag) MoreTroubled() int { return max(0, len(f.v.Troubled)-maxTroubled) }
+
+// groupCounts is a group's row of the summary: its GPUs by state, those
+// reserved, booked or with a foreign process under Other.
+type groupCounts struct {
+	Key, Partition, Model                                string
+	Free, Busy, Idle, Drained, Down, Stale, Other, Total int
+}
+
+func (g gpuGroup) Counts() groupCounts {
+	st := g.g.States
+	c := groupCounts{Key: g.Key(), Partition: g.Partition(), Model: g.Model(), Free: st[board.Free], Busy: st[board.Busy],
+		Idle: st[board.Idle], Drained: st[board.Drained], Down: st[board.Down], Stale: st[board.Stale], Total: g.g.Total}
+	c.Other = c.Total - c.Free - c.Busy - c.Idle - c.Drained - c.Down - c.Stale
+	return c
+}
+
+// Key names the group across boards (its index may change): the page
+// keeps which groups a viewer opened by it.
+func (g gpuGroup) Key() string { return g.g.Partition + "/" + g.g.Model }
+
 // gpuGroup is a group of the view as its heading shows it.
 type gpuGroup struct {
 	g     *board.Group
@@ -194,7 +245,12 @@ func (g gpuGroup) Nodes() []boardNode {
 	out := make([]boardNode, 0, len(g.g.Rows))
 	for i := range g.g.Rows {
 		r := &g.g.Rows[i]
-		n := boardNode{Node: r.Node, ID: "row-" + strconv.Itoa(g.index) + "-" + strconv.Itoa(i), Also: r.Also,
+		id := "row-" + strconv.Itoa(g.index) + "-" + strconv.Itoa(i)
+		if g.f.Big() {
+			out = append(out, g.f.compactNode(id, g.g.Model, r))
+			continue
+		}
+		n := boardNode{Node: r.Node, ID: id, Also: r.Also,
 			Notes: g.f.notes(r.Node.Notes), GPUs: make([]cellView, 0, len(r.GPUs))}
 		if n.Stale && !n.SnapshotAt.IsZero() {
 			a := ageOf(n.SnapshotAt, g.f.v.Board.At)
@@ -208,13 +264,43 @@ func (g gpuGroup) Nodes() []boardNode {
 	return out
 }
 
+// compactNode is a node's row of a big board: small cells whose title
+// says the state and jobs, not what moves every snapshot (utilization,
+// memory), so a row changes, and is sent again, only when they do. The
+// data attributes are what the page's search looks in.
+func (f boardFrag) compactNode(id, model string, r *board.Row) boardNode {
+	n := boardNode{Node: r.Node, ID: id, Compact: true, Model: model, GPUs: make([]cellView, 0, len(r.GPUs))}
+	var users, jobs []string
+	for _, g := range r.GPUs {
+		c := cellView{ID: "gpu-" + r.Node.Name + "-" + strconv.Itoa(g.Index), Look: lookOf(g.State)}
+		c.Title = "GPU " + strconv.Itoa(g.Index) + " " + c.Look.Word()
+		for _, j := range g.Jobs {
+			jid, u := strconv.FormatUint(j.Job, 10), f.h.v.user(j.User)
+			c.Title += " · job " + jid + " " + u
+			if !slices.Contains(jobs, jid) {
+				jobs = append(jobs, jid)
+			}
+			if u != "" && !slices.Contains(users, u) {
+				users = append(users, u)
+			}
+		}
+		n.GPUs = append(n.GPUs, c)
+	}
+	n.Users, n.Jobs = strings.Join(users, " "), strings.Join(jobs, " ")
+	return n
+}
+
 // boardNode is a node's row of a group: the node as the view has it
 // (name, condition, reason, reservations), with what the row formats.
 type boardNode struct {
 	*board.Node
 	// ID is the node row's element id: "row-<group>-<index>".
-	ID   string
-	Also []string
+	ID string
+	// Compact is a big board's row (compactNode): Model, Users and Jobs
+	// are set for it only.
+	Compact            bool
+	Model, Users, Jobs string
+	Also               []string
 	// StaleSince is the stale node's last snapshot; nil: none ever.
 	StaleSince *age
 	Notes      []cellNote
@@ -224,7 +310,9 @@ type boardNode struct {
 // cellView is one GPU's cell, formatted once: the template reads each
 // of its texts several times (and a field costs it less than a method).
 type cellView struct {
-	ID    string
+	ID string
+	// Title is a compact cell's whole text (compactNode).
+	Title string
 	Index int
 	Look  stateLook
 	Model string
@@ -392,11 +480,13 @@ func (h *Handler) boardPage(w http.ResponseWriter, r *http.Request) error {
 		h.render(w, http.StatusServiceUnavailable, "error", &v)
 		return nil
 	}
+	budgetLine := h.viewerBudget(r)
 	if h.v.private {
 		// As the event stream shows it to them: every name hidden.
 		h = h.anonymous()
 	}
 	v := boardPage{base: h.base(r, nil, "Live board")}
+	v.Budget, v.BudgetURL = budgetLine.Name, budgetLine.URL
 	v.Refresh = int(h.o.BoardRefresh.Seconds())
 	v.Board = h.frag(h.o.Board.Current(r.Context()))
 	v.Board.NowMS = h.o.Now().UnixMilli()
