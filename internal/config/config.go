@@ -48,6 +48,7 @@ type Config struct {
 	Board     Board     `toml:"board"`
 	Notify    Notify    `toml:"notify"`
 	Budget    Budget    `toml:"budget"`
+	Billing   Billing   `toml:"billing"`
 }
 
 // Cluster names this cluster and node when Slurm does not.
@@ -305,7 +306,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("key \"spool.dir\": %q is not an absolute path", c.Spool.Dir)
 	}
 	for _, validate := range []func() error{c.NFSSync.validate, c.Agent.validate, c.Store.validate, c.Ingest.validate,
-		c.Report.validate, c.Web.validate, c.Board.validate, c.Notify.validate, c.Container.validate, c.Budget.validate} {
+		c.Report.validate, c.Web.validate, c.Board.validate, c.Notify.validate, c.Container.validate, c.Budget.validate,
+		c.Billing.validate} {
 		if err := validate(); err != nil {
 			return err
 		}

@@ -1,4 +1,5 @@
-// Package slurm parses what slurmd hands to Prolog and Epilog programs.
+// Package slurm parses what slurmd hands to Prolog and Epilog programs
+// (env.go, cgroup.go) and how Slurm bills a job's TRES (billing.go).
 package slurm
 
 import (

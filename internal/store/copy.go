@@ -88,7 +88,7 @@ type copyTable struct {
 func copyTables() []copyTable {
 	money := func(t copyTable) copyTable {
 		t.ints = []string{"alloc_gpu_s", "energy_mj"}
-		t.reals = []string{"used_gpu_s", "idle_gpu_s"}
+		t.reals = []string{"used_gpu_s", "idle_gpu_s", "billing"}
 		return t
 	}
 	dims := []string{"cluster", "user", "account", "partition"}
@@ -117,6 +117,7 @@ func copyTables() []copyTable {
 		{name: "series_buckets", key: []string{"gpu_id", "job", "restart", "bucket_ms"}, ints: []string{"n", "window_ms", "energy_mj"}, reals: []string{"util_share_w_ms"}},
 		{name: "notify_messages", key: []string{"id"}, id: true},
 		{name: "notify_optout", key: []string{"user", "rule"}},
+		{name: "billing_weights", key: []string{"cluster", "partition", "source", "since"}},
 		{name: "job_usage", key: []string{"job"}, ints: []string{"total_cpu_ms", "max_rss"}},
 	}
 }

@@ -53,6 +53,9 @@ func copyFixture(t *testing.T) string {
 			{Cluster: "c", Account: "science", Parent: "root"}}); err != nil {
 			return err
 		}
+		if err := b.SetBillingWeights("c", BillingSlurm, copyT0.Unix()-86400, []BillingWeights{{Partition: "gpu", Weights: "GRES/gpu=2.0"}}); err != nil {
+			return err
+		}
 		t0 := copyT0.Unix()
 		if err := b.SetClusterFacts(ClusterFacts{From: t0, To: t0 + 6*3600,
 			Events: []SlurmEvent{{Cluster: "c", Start: t0 - 86400, GPUs: 3},

@@ -33,6 +33,7 @@
 //	write_event.go      job starts and ends;  write_gpuevent.go  GPU events (Xid)
 //	write_segment.go    a segment's samples;  write_samples.go, write_samples_pg.go  their inserts
 //	write_use.go        job × node × hour figures;  write_rollup.go  Usage and the rollups;  write_jobgpu.go  aggregates
+//	write_billing.go    billing weights' history; a job's billing rate (Slurm's, or estimated)
 //	write_jobmetrics.go per job × GPU metrics;  write_recount.go  samples counted again when a window moves
 //	write_openjobs.go   open and stale jobs;  write_starts.go  estimated starts
 //	write_details.go    sacct's comment and array ids;  write_reconcile.go  a finished run's times from sacct

@@ -69,18 +69,18 @@ func (s *Ledger) Facts(ctx context.Context, q FactQuery, fn func(*FactRow)) erro
 	switch {
 	case sum:
 		// One row a key over the whole range (Start is set to From below).
-		b.WriteString(`SELECT 0, cluster, user, account, partition, 0, model, sum(alloc_gpu_s), sum(used_gpu_s), sum(idle_gpu_s), sum(sample_s), sum(energy_mj), sum(jobs)
+		b.WriteString(`SELECT 0, cluster, user, account, partition, 0, model, sum(alloc_gpu_s), sum(used_gpu_s), sum(idle_gpu_s), sum(sample_s), sum(energy_mj), sum(jobs), sum(billing)
  FROM ` + table + ` WHERE ignored = 0 AND ` + col + ` >= ? AND ` + col + ` < ?`)
 	case q.Grain != Hourly || table == "rollup_hourly_sum":
-		b.WriteString(`SELECT ` + col + `*` + strconv.FormatInt(unit, 10) + `, cluster, user, account, partition, 0, model, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs
+		b.WriteString(`SELECT ` + col + `*` + strconv.FormatInt(unit, 10) + `, cluster, user, account, partition, 0, model, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs, billing
  FROM ` + table + ` WHERE ignored = 0 AND ` + col + ` >= ? AND ` + col + ` < ?`)
 	case q.ByNode:
-		b.WriteString(`SELECT hour*3600, cluster, user, account, partition, node_id, model, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs
+		b.WriteString(`SELECT hour*3600, cluster, user, account, partition, node_id, model, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs, billing
  FROM rollup_hourly WHERE ignored = 0 AND hour >= ? AND hour < ?`)
 	default:
 		// Without the node, SQLite sums the nodes away (about 30× fewer
 		// rows to hand over on a 1,000-GPU cluster).
-		b.WriteString(`SELECT hour*3600, cluster, user, account, partition, 0, model, sum(alloc_gpu_s), sum(used_gpu_s), sum(idle_gpu_s), sum(sample_s), sum(energy_mj), sum(jobs)
+		b.WriteString(`SELECT hour*3600, cluster, user, account, partition, 0, model, sum(alloc_gpu_s), sum(used_gpu_s), sum(idle_gpu_s), sum(sample_s), sum(energy_mj), sum(jobs), sum(billing)
  FROM rollup_hourly WHERE ignored = 0 AND hour >= ? AND hour < ?`)
 	}
 	args = append(args, q.From/unit, q.To/unit)
@@ -102,7 +102,7 @@ func (s *Ledger) Facts(ctx context.Context, q FactQuery, fn func(*FactRow)) erro
 	var x FactRow
 	return translate(eachRow(rows, err, func(r batchRows) error {
 		if err := r.Scan(&x.Start, &x.Cluster, &x.User, &x.Account, &x.Partition, &x.NodeID, &x.Model,
-			&x.AllocS, &x.UsedS, &x.IdleS, &x.SampleS, &x.EnergyMJ, &x.Jobs); err != nil {
+			&x.AllocS, &x.UsedS, &x.IdleS, &x.SampleS, &x.EnergyMJ, &x.Jobs, &x.Billing); err != nil {
 			return err
 		}
 		if sum {

@@ -44,6 +44,8 @@ type Batch struct {
 	seen map[int64]int64
 	// models caches the GPU model of a node (nodeModel).
 	models map[int64]string
+	// billing caches the billing weights' history (billingWeights).
+	billing billingHistory
 	// allocs caches job allocations for the trust checks (jobAlloc),
 	// newest each GPU's newest stored sample (newestSample).
 	allocs map[allocKey]alloc

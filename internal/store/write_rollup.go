@@ -23,6 +23,10 @@ type Usage struct {
 	SampleS  float64 // GPU-seconds covered by samples
 	EnergyMJ int64
 	Jobs     int64 // jobs started
+	// Billing is billing-unit-seconds (float64, the scale of AllocS):
+	// Slurm's billing TRES of the job × seconds, shared among its nodes
+	// by GPUs; 0 where the site has no weights. docs/budgets.md.
+	Billing float64
 }
 
 // Add adds o to u.
@@ -33,28 +37,29 @@ func (u *Usage) Add(o Usage) {
 	u.SampleS += o.SampleS
 	u.EnergyMJ += o.EnergyMJ
 	u.Jobs += o.Jobs
+	u.Billing += o.Billing
 }
 
 // Neg is -u: figures taken back (a job's rollups moved, a span's hours
 // subtracted from its months).
 func (u Usage) Neg() Usage {
-	return Usage{-u.AllocS, -u.UsedS, -u.IdleS, -u.SampleS, -u.EnergyMJ, -u.Jobs}
+	return Usage{-u.AllocS, -u.UsedS, -u.IdleS, -u.SampleS, -u.EnergyMJ, -u.Jobs, -u.Billing}
 }
 
 // values are a row's key values, then u's figures: addUsageSQL's order.
 func (u Usage) values(key ...any) []any {
-	return append(key, u.AllocS, u.UsedS, u.IdleS, u.SampleS, u.EnergyMJ, u.Jobs)
+	return append(key, u.AllocS, u.UsedS, u.IdleS, u.SampleS, u.EnergyMJ, u.Jobs, u.Billing)
 }
 
 // addUsageSQL adds a row's figures (Usage.values) to table, whose rows
 // the columns keyCols name: job_hours and the rollups.
 func addUsageSQL(table, keyCols string) string {
-	n := strings.Count(keyCols, ",") + 1 + 6
-	return `INSERT INTO ` + table + `(` + keyCols + `, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs)
+	n := strings.Count(keyCols, ",") + 1 + 7
+	return `INSERT INTO ` + table + `(` + keyCols + `, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs, billing)
 VALUES(` + strings.TrimSuffix(strings.Repeat("?, ", n), ", ") + `)
 ON CONFLICT(` + keyCols + `) DO UPDATE SET alloc_gpu_s = alloc_gpu_s + excluded.alloc_gpu_s, used_gpu_s = used_gpu_s + excluded.used_gpu_s,
  idle_gpu_s = idle_gpu_s + excluded.idle_gpu_s, sample_s = sample_s + excluded.sample_s,
- energy_mj = energy_mj + excluded.energy_mj, jobs = jobs + excluded.jobs`
+ energy_mj = energy_mj + excluded.energy_mj, jobs = jobs + excluded.jobs, billing = billing + excluded.billing`
 }
 
 func (b *Batch) rollup(dims Dims, node int64, model string, hour int64, d Usage) error {
@@ -134,13 +139,13 @@ func (b *Batch) moveJob(job int64, old, new Dims) error {
 		b.dims[job] = new
 		return nil
 	}
-	rows, err := b.query(`SELECT h.node_id, h.hour, h.alloc_gpu_s, h.used_gpu_s, h.idle_gpu_s, h.sample_s, h.energy_mj, h.jobs FROM job_hours h WHERE h.job = ?`, job)
+	rows, err := b.query(`SELECT h.node_id, h.hour, h.alloc_gpu_s, h.used_gpu_s, h.idle_gpu_s, h.sample_s, h.energy_mj, h.jobs, h.billing FROM job_hours h WHERE h.job = ?`, job)
 	type jh struct {
 		node, hour int64
 		d          Usage
 	}
 	hs, err := collect(rows, err, func(r batchRows, h *jh) error {
-		return r.Scan(&h.node, &h.hour, &h.d.AllocS, &h.d.UsedS, &h.d.IdleS, &h.d.SampleS, &h.d.EnergyMJ, &h.d.Jobs)
+		return r.Scan(&h.node, &h.hour, &h.d.AllocS, &h.d.UsedS, &h.d.IdleS, &h.d.SampleS, &h.d.EnergyMJ, &h.d.Jobs, &h.d.Billing)
 	})
 	if err != nil {
 		return fmt.Errorf("job hours of %d: %w", job, err)
@@ -217,6 +222,7 @@ type span struct {
 	start, end, gpus int64
 	valid            bool
 	countsJob        bool
+	rate             float64 // billing units a second (Usage.Billing)
 }
 
 // hourly splits a span into per-hour deltas.
@@ -234,6 +240,7 @@ func (s span) hourly(sign int64, out map[int64]Usage) {
 		if hi > lo {
 			d := out[h]
 			d.AllocS += sign * s.gpus * (hi - lo)
+			d.Billing += float64(sign) * s.rate * float64(hi-lo)
 			out[h] = d
 		}
 	}
@@ -262,15 +269,16 @@ type nodeSpan struct {
 	gpus                                   int64
 	head                                   sql.NullBool
 	est                                    bool
+	rate, rBill                            sql.NullFloat64 // bill_rate, r_bill
 }
 
 // nodeSpanCols are nodeSpan's columns of job_nodes n, in dest's order.
 const nodeSpanCols = `start, end, gpus, r_start, r_end, r_gpus,
  (SELECT min(node_id) FROM job_nodes o WHERE o.job = n.job AND o.start IS NOT NULL) = n.node_id,
- start_estimated, s_lo, s_hi, last_sample`
+ start_estimated, s_lo, s_hi, last_sample, bill_rate, r_bill`
 
 func (r *nodeSpan) dest() []any {
-	return []any{&r.start, &r.end, &r.gpus, &r.rs, &r.re, &r.rg, &r.head, &r.est, &r.slo, &r.shi, &r.last}
+	return []any{&r.start, &r.end, &r.gpus, &r.rs, &r.re, &r.rg, &r.head, &r.est, &r.slo, &r.shi, &r.last, &r.rate, &r.rBill}
 }
 
 // jobSpans reads the nodeSpans of every node of jobs, in node order, in
@@ -329,8 +337,13 @@ func (b *Batch) rerollSpan(job, node int64, r nodeSpan) error {
 		}
 		clear(b.allocs)
 	}
-	old := span{start: r.rs.Int64, end: r.re.Int64, gpus: r.rg.Int64, valid: r.rs.Valid && r.re.Valid}
-	nw := span{start: r.start.Int64, gpus: r.gpus, valid: r.start.Valid}
+	old := span{start: r.rs.Int64, end: r.re.Int64, gpus: r.rg.Int64, valid: r.rs.Valid && r.re.Valid, rate: r.rBill.Float64}
+	nw := span{start: r.start.Int64, gpus: r.gpus, valid: r.start.Valid, rate: r.rate.Float64}
+	if !r.rate.Valid && nw.valid {
+		if nw.rate, err = b.estimateRate(job, node, r.start.Int64, r.gpus); err != nil {
+			return err
+		}
+	}
 	if r.end.Valid {
 		nw.end = r.end.Int64
 	} else {
@@ -362,15 +375,15 @@ func (b *Batch) rerollSpan(job, node int64, r nodeSpan) error {
 	for h, d := range deltas {
 		b.addUse(useKey{job, node, h}, d)
 	}
-	var nrs, nre, nrg any
+	var nrs, nre, nrg, nrb any
 	if nw.valid {
 		g := nw.gpus
 		if nw.countsJob {
 			g = -g - 1
 		}
-		nrs, nre, nrg = nw.start, nw.end, g
+		nrs, nre, nrg, nrb = nw.start, nw.end, g, nw.rate
 	}
-	if _, err := b.exec(`UPDATE job_nodes SET r_start = ?, r_end = ?, r_gpus = ? WHERE job = ? AND node_id = ?`, nrs, nre, nrg, job, node); err != nil {
+	if _, err := b.exec(`UPDATE job_nodes SET r_start = ?, r_end = ?, r_gpus = ?, r_bill = ? WHERE job = ? AND node_id = ?`, nrs, nre, nrg, nrb, job, node); err != nil {
 		return err
 	}
 	return b.clampPruned(job, node, gone)

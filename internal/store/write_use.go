@@ -131,9 +131,9 @@ func (b *Batch) flushUse() error {
 	rows = rows[:0]
 	for _, j := range jobs {
 		d := totals[j]
-		rows = append(rows, []any{d.AllocS, d.UsedS, d.IdleS, d.EnergyMJ, j})
+		rows = append(rows, []any{d.AllocS, d.UsedS, d.IdleS, d.EnergyMJ, d.Billing, j})
 	}
-	if err := b.execMany(`UPDATE jobs SET alloc_gpu_s = alloc_gpu_s + ?, used_gpu_s = used_gpu_s + ?, idle_gpu_s = idle_gpu_s + ?, energy_mj = energy_mj + ? WHERE id = ?`, rows); err != nil {
+	if err := b.execMany(`UPDATE jobs SET alloc_gpu_s = alloc_gpu_s + ?, used_gpu_s = used_gpu_s + ?, idle_gpu_s = idle_gpu_s + ?, energy_mj = energy_mj + ?, billing = billing + ? WHERE id = ?`, rows); err != nil {
 		return err
 	}
 	rows = rows[:0]
