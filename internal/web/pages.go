@@ -17,7 +17,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/report/timespec"
 )
 
-var pageNames = []string{"board", "overview", "team", "user", "job", "error"}
+var pageNames = []string{"board", "overview", "team", "user", "job", "error", "budget"}
 
 // parsePages parses each page with the shared layout.
 func parsePages() (map[string]*template.Template, error) {
@@ -64,6 +64,12 @@ type base struct {
 	// carry a cluster column and each share is of its own cluster, as
 	// gpuacct report --all-clusters prints them.
 	Several bool
+	// Budget is the header's line on the budgets of the logged-in
+	// user's team, linking to BudgetURL (the board only).
+	Budget, BudgetURL string
+	// BudgetCol: the teams' table has a budget column (budgets are
+	// configured).
+	BudgetCol bool
 }
 
 type link struct {
@@ -214,6 +220,8 @@ func (h *Handler) accounting(r *http.Request, q *query, b *base, fill func(ctx c
 type teamRow struct {
 	usageRow
 	URL, Color string
+	// Budget is the team's budgets used, linking to BudgetURL.
+	Budget, BudgetURL string
 }
 
 type userRow struct {
@@ -299,6 +307,9 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) error {
 				row.Share = &s
 			}
 			v.Teams = append(v.Teams, teamRow{usageRow: row, URL: teamPath(row.Name) + withParams(q.vals), Color: plot.TeamColor(colors, row.Name)})
+		}
+		if err := h.budgetColumn(ctx, c, &v.base, v.Teams); err != nil {
+			return err
 		}
 		run, err := c.running(ctx, q.filter.Clusters, 1000)
 		if err != nil {

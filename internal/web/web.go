@@ -41,6 +41,7 @@ import (
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/board"
+	"github.com/aicloud/gpusuite/internal/budget"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/report/teams"
@@ -102,6 +103,12 @@ type Options struct {
 	Admins      []string
 	UserHeader  string
 	Users       Identity
+	// Budgets are the configured budgets (docs/budgets.md), FiscalStart
+	// the fiscal year's first month; Leads names each team's leads
+	// (notify.digest.leads), who see its budget under PrivateData.
+	Budgets     []budget.Budget
+	FiscalStart time.Month
+	Leads       map[string][]string
 	Now         func() time.Time
 	Log         *slog.Logger
 }
@@ -121,6 +128,10 @@ func OptionsFrom(cfg config.Config, src *board.Source, log *slog.Logger, now fun
 	if perClient == 0 {
 		perClient = -1 // the key's 0 is no bound
 	}
+	budgets, err := budget.Parse(cfg.Budget.Entry, nil)
+	if err != nil {
+		return Options{}, fmt.Errorf("web: %w", err)
+	}
 	users := webconfig.NewUsers(cfg.Web.ConfigFile)
 	if cfg.Web.PrivateData && cfg.Web.UserHeader == "" && !users.Any() {
 		return Options{}, fmt.Errorf("web: web.private_data needs to know who asks: list basic_auth_users in web.config_file, or set web.user_header behind a reverse proxy that logs users in")
@@ -135,6 +146,7 @@ func OptionsFrom(cfg config.Config, src *board.Source, log *slog.Logger, now fun
 		Concurrent: cfg.Web.Concurrent, Timeout: cfg.Web.Timeout.Duration, Now: now, Log: log,
 		Board: src, BoardRefresh: boardRefresh(cfg.Agent.Interval.Duration), MaxStreams: cfg.Web.MaxStreams,
 		MaxStreamsPerClient: perClient, TrustedProxies: proxies, Cluster: cfg.Cluster.Name,
+		Budgets: budgets, FiscalStart: time.Month(cfg.Budget.FiscalStart), Leads: cfg.Notify.Digest.Leads,
 	}, nil
 }
 
@@ -255,6 +267,7 @@ func (h *Handler) routes() {
 	livePage("GET /{$}", (*Handler).boardPage)
 	page("GET /accounting", (*Handler).overview)
 	page("GET /team/{team}", (*Handler).teamPage)
+	page("GET /team/{team}/budget", (*Handler).budgetPage)
 	page("GET /user/{user}", (*Handler).userPage)
 	page("GET /job/{cluster}/{id}", (*Handler).jobPage)
 	h.mux.Handle("GET /static/", h.static)
@@ -269,6 +282,7 @@ func (h *Handler) routes() {
 	liveAPI("GET /api/v1/board", (*Handler).apiBoard)
 	liveAPI("GET /api/v1/free", (*Handler).apiFree)
 	api("GET /api/v1/notes", (*Handler).apiNotes)
+	api("GET /api/v1/budget/{team}", (*Handler).apiBudget)
 	// The stream is outside the limiter: it would hold a query slot for
 	// its whole life. The hub bounds the streams instead.
 	h.mux.HandleFunc("GET "+eventsPath, h.boardEvents)

@@ -1,0 +1,397 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aicloud/gpusuite/internal/budget"
+	"github.com/aicloud/gpusuite/internal/plot"
+	"github.com/aicloud/gpusuite/internal/report"
+	"github.com/aicloud/gpusuite/internal/report/teams"
+	"github.com/aicloud/gpusuite/internal/report/timespec"
+)
+
+// A team's budgets (docs/budgets.md): the page /team/NAME/budget, its
+// JSON /api/v1/budget/NAME and the board's header line for a logged-in
+// member. Under web.private_data a budget is its team's business: only
+// admins, the team's leads (notify.digest.leads) and its members see it.
+
+// maxBudgetDays bounds the days one budget's chart draws: a range of
+// years is a mistake, and the chart has a pixel a day at most.
+const maxBudgetDays = 800
+
+// budgetCard is one budget on the page, formatted.
+type budgetCard struct {
+	ID, Name, Period, From, To, Unit string
+	Amount, Used, Left, UsedPct      string
+	ElapsedPct, Pace, RunOut, Slurm  string
+	Over, RunsOut                    bool
+	Chart                            chart
+}
+
+type budgetPage struct {
+	base
+	Team, API string
+	Budgets   []budgetCard
+}
+
+// budgetDoc is /api/v1/budget/NAME.
+type budgetDoc struct {
+	Team    string       `json:"team"`
+	Budgets []budgetJSON `json:"budgets"`
+}
+
+type budgetJSON struct {
+	Account string  `json:"account"`
+	User    string  `json:"user,omitempty"`
+	Period  string  `json:"period"`
+	Start   string  `json:"start"`
+	End     string  `json:"end"`
+	Unit    string  `json:"unit"`
+	Amount  float64 `json:"amount"`
+	Used    float64 `json:"used"`
+	Left    float64 `json:"left"`
+	// UsedRatio is Used/Amount; ElapsedRatio the share of the period gone.
+	UsedRatio    float64 `json:"used_ratio"`
+	ElapsedRatio float64 `json:"elapsed_ratio"`
+	PacePerDay   float64 `json:"pace_per_day"`
+	// RunOut is the day the budget runs out at the last 7 days' pace;
+	// absent: not before the period ends.
+	RunOut *string     `json:"run_out,omitempty"`
+	Days   []budgetDay `json:"days"`
+	Slurm  *slurmLimit `json:"slurm,omitempty"`
+}
+
+type budgetDay struct {
+	Day   string   `json:"day"`
+	Used  *float64 `json:"used,omitempty"` // summed to the day's end; absent: to come
+	Ideal float64  `json:"ideal"`
+}
+
+// slurmLimit is Slurm's GrpTRESMins on the account's association and
+// its own usage of it, in the budget's unit: Slurm's limit stops jobs,
+// ours only warns.
+type slurmLimit struct {
+	Limit float64 `json:"limit"`
+	Used  float64 `json:"used"`
+	TRES  string  `json:"tres"`
+}
+
+// mayBudget reports whether h's viewer may see team's budget: everyone
+// without web.private_data; with it admins, the team's leads and its
+// members (viewerTeams).
+func (h *Handler) mayBudget(ctx context.Context, c *conn, team string) (bool, error) {
+	mine, err := h.viewerTeams(ctx, c)
+	return mine == nil || slices.Contains(mine, team), err
+}
+
+// viewerTeams are the teams whose budgets h's viewer may see under
+// web.private_data: those the viewer leads (notify.digest.leads) or is
+// a member of (teamsOfUser); nil for every team (no private data, or
+// an admin).
+func (h *Handler) viewerTeams(ctx context.Context, c *conn) ([]string, error) {
+	if !h.v.private {
+		return nil, nil
+	}
+	return h.userTeams(ctx, c, h.v.name)
+}
+
+// userTeams are the teams user leads or is a member of, sorted; never
+// nil.
+func (h *Handler) userTeams(ctx context.Context, c *conn, user string) ([]string, error) {
+	out, err := h.teamsOfUser(ctx, c, user)
+	if err != nil {
+		return nil, err
+	}
+	out = append([]string{}, out...)
+	for team, leads := range h.o.Leads {
+		if slices.Contains(leads, user) && !slices.Contains(out, team) {
+			out = append(out, team)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// teamsOfUser is the teams user charges: the mapping file's when it
+// places the user, else those of the accounts the user charged in the
+// last year.
+func (h *Handler) teamsOfUser(ctx context.Context, c *conn, user string) ([]string, error) {
+	if h.mapping.Mapped() {
+		if t := h.mapping.Team("", user); t != teams.Unassigned {
+			return []string{t}, nil
+		}
+	}
+	now := h.o.Now()
+	w := report.HourWindow(timespec.Window{Start: now.AddDate(-1, 0, 0), End: now})
+	t, err := c.rep.Report(ctx, report.Request{Kind: "teams", Window: w,
+		Filter: report.Filter{Users: []string{user}}, Mapping: h.mapping})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, row := range rowsOf(t) {
+		if !slices.Contains(out, row.Name) {
+			out = append(out, row.Name)
+		}
+	}
+	return out, nil
+}
+
+// budgetsOf reads team's budgets, refusing a viewer who may not see
+// them before reading any.
+func (h *Handler) budgetsOf(ctx context.Context, c *conn, team string) ([]budgetJSON, error) {
+	ok, err := h.mayBudget(ctx, c, team)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, &httpError{code: http.StatusForbidden, msg: "web.private_data: only the team's members, its leads and admins see its budget"}
+	}
+	return h.burnsOf(ctx, c, team)
+}
+
+func (h *Handler) budgetPage(w http.ResponseWriter, r *http.Request) error {
+	team := r.PathValue("team")
+	v := budgetPage{base: h.base(r, nil, "Budget of "+team), Team: team, API: "/api/v1/budget/" + url.PathEscape(team)}
+	v.Crumbs = []link{{Name: "Accounting", URL: "/accounting"}, {Name: team, URL: teamPath(team)}}
+	v.CLI = "gpuacct report budget --account " + shellQuote(team)
+	err := h.withConn(r, func(c *conn) error {
+		ctx := r.Context()
+		if err := h.ingestState(ctx, c, &v.base); err != nil {
+			return err
+		}
+		_, colors, err := h.teamsOf(ctx, c)
+		if err != nil {
+			return err
+		}
+		bs, err := h.budgetsOf(ctx, c, team)
+		if err != nil {
+			return err
+		}
+		for i, b := range bs {
+			v.Budgets = append(v.Budgets, h.budgetCard(i, b, plot.TeamColor(colors, team)))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	h.render(w, http.StatusOK, "budget", &v)
+	return nil
+}
+
+func (h *Handler) apiBudget(w http.ResponseWriter, r *http.Request) error {
+	team := r.PathValue("team")
+	d := budgetDoc{Team: team, Budgets: []budgetJSON{}}
+	err := h.withConn(r, func(c *conn) error {
+		bs, err := h.budgetsOf(r.Context(), c, team)
+		if err != nil {
+			return err
+		}
+		if bs != nil {
+			d.Budgets = bs
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, &d)
+	return nil
+}
+
+// amountOf is a budget's amount as configured: 1,000, not 1,000.0.
+func amountOf(v float64) string {
+	if v == math.Trunc(v) {
+		return thousands(v, 0)
+	}
+	return hoursOf(v)
+}
+
+// unitName is how the page writes a budget's unit.
+func unitName(u string) string {
+	if u == "billing" {
+		return "billing-h"
+	}
+	return "GPU-h"
+}
+
+func (h *Handler) budgetCard(i int, b budgetJSON, color string) budgetCard {
+	unit := unitName(b.Unit)
+	name := b.Account
+	if b.User != "" {
+		name += "/" + h.v.user(b.User)
+	}
+	c := budgetCard{ID: fmt.Sprint(i + 1), Name: name, Period: b.Period, From: b.Start, To: b.End, Unit: unit,
+		Amount: amountOf(b.Amount), Used: hoursOf(b.Used), Left: hoursOf(b.Left), UsedPct: thousands(100*b.UsedRatio, 1),
+		ElapsedPct: thousands(100*b.ElapsedRatio, 1), Pace: hoursOf(b.PacePerDay), RunOut: "not this period",
+		Over: b.Used >= b.Amount}
+	if b.RunOut != nil {
+		c.RunOut, c.RunsOut = *b.RunOut, true
+	}
+	if s := b.Slurm; s != nil {
+		c.Slurm = fmt.Sprintf("%s of %s %s used by Slurm's count (%s); Slurm's limit stops jobs, this budget only warns",
+			hoursOf(s.Used), hoursOf(s.Limit), unit, s.TRES)
+	}
+	days := make([]string, 0, len(b.Days))
+	var used []float64
+	for _, d := range b.Days {
+		days = append(days, d.Day)
+		if d.Used != nil {
+			used = append(used, *d.Used)
+		}
+	}
+	c.Chart = burnChart(fmt.Sprintf("Budget of %s, %s: used against the ideal line", name, b.Period), unit, days, used, b.Amount, b.ElapsedRatio, color)
+	return c
+}
+
+// viewerBudget is the board's header line for the logged-in user's
+// teams: "vision: 62 % of 1,000 GPU-h used, runs out 2026-12-20", linking
+// to the first team's budget page; none when no one logged in, the
+// user's teams have no budget, or the ledger cannot tell (the board
+// never fails for it).
+func (h *Handler) viewerBudget(r *http.Request) link {
+	name, ok := h.who(r)
+	if !ok || len(h.o.Budgets) == 0 {
+		return link{}
+	}
+	// The board's page waits for this line no longer than this.
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	var line link
+	err := h.withLiveConn(r.WithContext(ctx), func(c *conn) error {
+		mine, err := h.userTeams(ctx, c, name)
+		if err != nil {
+			return err
+		}
+		var parts []string
+		for _, team := range mine {
+			bs, err := h.burnsOf(ctx, c, team)
+			if err != nil {
+				return err
+			}
+			for _, b := range bs {
+				if b.User != "" && b.User != name {
+					continue
+				}
+				s := fmt.Sprintf("%s: %s %% of %s %s used", b.Account, thousands(100*b.UsedRatio, 0), amountOf(b.Amount), unitName(b.Unit))
+				if b.User != "" {
+					s = fmt.Sprintf("%s/%s: %s %% of %s %s used", b.Account, b.User, thousands(100*b.UsedRatio, 0), amountOf(b.Amount), unitName(b.Unit))
+				}
+				switch {
+				case b.RunOut != nil && b.Left <= 0:
+					s += ", ran out " + *b.RunOut
+				case b.RunOut != nil:
+					s += ", runs out " + *b.RunOut
+				}
+				parts = append(parts, s)
+				if line.URL == "" {
+					line.URL = teamPath(team) + "/budget"
+				}
+			}
+		}
+		line.Name = strings.Join(parts, " · ")
+		return nil
+	})
+	if err != nil {
+		h.o.Log.Warn("board: budget line", "user", name, "err", err)
+		return link{}
+	}
+	return line
+}
+
+// dayOf is t's day in loc.
+func dayOf(t time.Time, loc *time.Location) string { return t.In(loc).Format("2006-01-02") }
+
+// burnsOf is team's budgets at now: those of the accounts the mapping
+// places in team, each period's burn-down read off the ledger's days.
+func (h *Handler) burnsOf(ctx context.Context, c *conn, team string) ([]budgetJSON, error) {
+	var mine []budget.Budget
+	for _, b := range h.o.Budgets {
+		if h.mapping.Team(b.Account, "") == team {
+			mine = append(mine, b)
+		}
+	}
+	if len(mine) == 0 {
+		return nil, nil
+	}
+	bds, err := c.rep.Burns(ctx, mine, h.o.Now(), h.o.Location, h.o.FiscalStart)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]budgetJSON, 0, len(bds))
+	for _, bd := range bds {
+		out = append(out, h.budgetJSON(bd))
+	}
+	return out, nil
+}
+
+// budgetJSON is bd as the API writes it; the chart's days run to the
+// period's end, used only up to now.
+func (h *Handler) budgetJSON(bd budget.Burndown) budgetJSON {
+	loc, b, p := h.o.Location, bd.Budget, bd.Period
+	j := budgetJSON{Account: b.Account, User: h.v.user(b.User), Period: p.Label, Start: dayOf(p.Start, loc),
+		End: dayOf(p.End.Add(-time.Second), loc), Unit: string(b.Unit), Amount: b.Amount, Used: bd.Used, Left: bd.Left,
+		UsedRatio: bd.Ratio, ElapsedRatio: bd.Elapsed, PacePerDay: bd.Pace, Days: []budgetDay{}}
+	if bd.RunsOut() {
+		s := dayOf(bd.RunOut, loc)
+		j.RunOut = &s
+	}
+	total := p.End.Sub(p.Start).Seconds()
+	i := 0
+	for d := p.Start; d.Before(p.End) && len(j.Days) < maxBudgetDays; d = d.AddDate(0, 0, 1) {
+		end := d.AddDate(0, 0, 1)
+		if end.After(p.End) {
+			end = p.End
+		}
+		day := budgetDay{Day: dayOf(d, loc), Ideal: b.Amount * end.Sub(p.Start).Seconds() / total}
+		if i < len(bd.Line) {
+			u := bd.Line[i].Used
+			day.Used = &u
+			i++
+		}
+		j.Days = append(j.Days, day)
+	}
+	return j
+}
+
+// budgetColumn fills the overview's budget column: each team's budgets
+// in force, "80 % of 100 GPU-h", to those who may see them. Without
+// budgets the column is not there.
+func (h *Handler) budgetColumn(ctx context.Context, c *conn, b *base, rows []teamRow) error {
+	if len(h.o.Budgets) == 0 {
+		return nil
+	}
+	b.BudgetCol = true
+	mine, err := h.viewerTeams(ctx, c)
+	if err != nil {
+		return err
+	}
+	for i := range rows {
+		r := &rows[i]
+		if mine != nil && !slices.Contains(mine, r.Name) {
+			continue
+		}
+		bs, err := h.burnsOf(ctx, c, r.Name)
+		if err != nil {
+			return err
+		}
+		var parts []string
+		for _, bj := range bs {
+			if bj.User == "" {
+				parts = append(parts, fmt.Sprintf("%s %% of %s %s", thousands(100*bj.UsedRatio, 0), amountOf(bj.Amount), unitName(bj.Unit)))
+			}
+		}
+		if len(parts) > 0 {
+			r.Budget, r.BudgetURL = strings.Join(parts, ", "), teamPath(r.Name)+"/budget"
+		}
+	}
+	return nil
+}
