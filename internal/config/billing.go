@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"math"
+	"strings"
 )
 
 // Billing is the [billing] section: GPU billing weights for a site whose
@@ -16,7 +17,7 @@ type Billing struct {
 
 func (b *Billing) validate() error {
 	for model, w := range b.Weights {
-		if model == "" || w < 0 || math.IsNaN(w) || math.IsInf(w, 0) {
+		if model == "" || strings.ContainsAny(model, ",=") || w < 0 || math.IsNaN(w) || math.IsInf(w, 0) {
 			return fmt.Errorf("key \"billing.weights\": model %q: weight %v is not a model's weight (0 or more)", model, w)
 		}
 	}

@@ -59,6 +59,9 @@ type Deps struct {
 	// Sacctmgr asks Slurm's accounting for its account tree, node events
 	// and reservations (slurmfacts.go); nil never asks.
 	Sacctmgr Sacct
+	// Scontrol asks slurmctld for the partitions' billing weights
+	// (billing.go); nil never asks.
+	Scontrol Sacct
 	// Metrics may be nil.
 	Metrics *Metrics
 	// SacctLocation is the time zone of sacct's times; nil means Local.

@@ -69,9 +69,10 @@ func Prepare(cfg config.Config, stderr io.Writer, getenv func(string) string, pr
 		}
 		uid, _ = strconv.Atoi(u.Uid)
 	}
-	var sacct, sacctmgr Sacct
+	var sacct, sacctmgr, scontrol Sacct
 	if cfg.Ingest.Sacct != "" {
-		sacct = slurmCommand(cfg.Ingest.Sacct)
+		// A site whose accounting is asked has a slurmctld to ask too.
+		sacct, scontrol = slurmCommand(cfg.Ingest.Sacct), slurmCommand("scontrol")
 	}
 	if cfg.Ingest.Sacctmgr != "" {
 		sacctmgr = slurmCommand(cfg.Ingest.Sacctmgr)
@@ -80,7 +81,7 @@ func Prepare(cfg config.Config, stderr io.Writer, getenv func(string) string, pr
 	gate := newSlurmGate(time.Now)
 	sacct, sacctmgr = gate.guard("sacct", sacct), gate.guard("sacctmgr", sacctmgr)
 	return &Setup{Config: cfg, Log: log, Deps: Deps{
-		Config: cfg, Log: log, Now: time.Now, UID: uid, Sacct: sacct, Sacctmgr: sacctmgr,
+		Config: cfg, Log: log, Now: time.Now, UID: uid, Sacct: sacct, Sacctmgr: sacctmgr, Scontrol: scontrol,
 	}}, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/aicloud/gpusuite/internal/slurm"
 )
@@ -157,7 +158,7 @@ func (b *Batch) estimateRate(job, node, start, gpus int64) (float64, error) {
 		return slurm.Billing(r.w, r.maxTRES, tres), nil
 	}
 	if r, ok := at(h[[3]string{d.Cluster, "", BillingConfig}], start); ok {
-		return g * r.w["gres/gpu:"+model], nil
+		return g * r.w["gres/gpu:"+strings.ToLower(model)], nil
 	}
 	return 0, nil
 }
