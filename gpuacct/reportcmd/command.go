@@ -356,7 +356,7 @@ total or per day, week or month. Jobs crossing a period boundary are split at
 it. Ignored jobs are left out. See docs/reports.md.
 
 ` + reportExamples,
-		Subcommands: append(subs, clusterCommand(d), efficiencyCommand(d)),
+		Subcommands: append(subs, clusterCommand(d), efficiencyCommand(d), budgetCommand(d)),
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
 				return cliwire.Usagef("report: unknown report %q: use one of %s", c.Args().First(), strings.Join(reportKinds(), ", "))

@@ -44,6 +44,10 @@ type Burndown struct {
 	DaysLeft float64
 	// Line is the burn line, one point per day from the period's start.
 	Line []Point
+	// Users are who used the budget in the period so far, sorted: its
+	// team's members whom its warnings go to (report.Ledger.Burns fills
+	// it).
+	Users []string
 }
 
 // RunsOut reports whether the budget runs out (or ran out) before its

@@ -20,8 +20,9 @@ type Budget struct {
 	// WarnRunOut warns once per period when the last 7 days' pace runs
 	// the budget out before the period ends.
 	WarnRunOut bool `toml:"warn_runout"`
-	// Entry are the budgets; whether their accounts exist is checked
-	// where the ledger is open (budget.Parse).
+	// Entry are the budgets. The commands that read them check them
+	// (budget.Parse, exit 2; serve refuses to start), not Load: a typo in
+	// a budget must not stop the hooks' accounting.
 	Entry []budget.Entry `toml:"entry"`
 }
 
@@ -40,9 +41,6 @@ func (b *Budget) validate() error {
 		if w < 1 || w > 1000 || (i > 0 && w <= b.Warn[i-1]) {
 			return fmt.Errorf("key \"budget.warn\": %v is not rising percents within 1..1000", b.Warn)
 		}
-	}
-	if _, err := budget.Parse(b.Entry, nil); err != nil {
-		return fmt.Errorf("key \"budget.entry\": %w", err)
 	}
 	return nil
 }
