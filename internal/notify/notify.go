@@ -76,6 +76,10 @@ type Options struct {
 	// TeamsFile is the team mapping (report.teams) the leads' digests
 	// group by; "": teams are Slurm accounts.
 	TeamsFile string
+	// Budgets, when set, runs the budget rule (budget.go) with Budget's
+	// thresholds.
+	Budgets BudgetSource
+	Budget  config.Budget
 }
 
 // Notifier evaluates the rules and delivers their messages over one
@@ -94,13 +98,16 @@ type Notifier struct {
 	last  time.Time
 	// digested is the week whose digests this notifier kept: the keys
 	// make a second keeping harmless, this spares the week's read.
-	digested string
+	digested  string
+	budgets   BudgetSource
+	budgetCfg config.Budget
 }
 
 // New makes a Notifier over st, reading the SMTP password file and the
 // addresses file once.
 func New(cfg config.Notify, st *store.Ledger, o Options) (*Notifier, error) {
-	n := &Notifier{cfg: cfg, st: st, loc: o.Loc, log: o.Log, thr: o.IdleThreshold, m: o.Metrics, hooks: map[string]deliver.Webhook{}}
+	n := &Notifier{cfg: cfg, st: st, loc: o.Loc, log: o.Log, thr: o.IdleThreshold, m: o.Metrics, hooks: map[string]deliver.Webhook{},
+		budgets: o.Budgets, budgetCfg: o.Budget}
 	if n.loc == nil {
 		n.loc = time.UTC
 	}
@@ -212,6 +219,13 @@ func (n *Notifier) Evaluate(ctx context.Context, now time.Time) (Result, error) 
 		}
 		msgs = append(msgs, digests...)
 		_, _, digestWeek = week(now, n.loc)
+	}
+	if n.budgets != nil {
+		warnings, err := n.budgetMessages(ctx, now)
+		if err != nil {
+			return res, err
+		}
+		msgs = append(msgs, warnings...)
 	}
 	res.Found = len(msgs)
 	if len(msgs) == 0 {
