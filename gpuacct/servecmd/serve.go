@@ -5,7 +5,8 @@
 // Files: serve.go (Main: flags, the writer lock, the ingest loop and the
 // web), front.go (the one mux: /metrics beside the dashboard), standby.go
 // (systemd's READY, STATUS and watchdog while serve waits for the lock or
-// serves read-only).
+// serves read-only), replica.go (a read-only serve's replica lag, on a
+// PostgreSQL standby).
 package servecmd
 
 import (
@@ -159,6 +160,11 @@ func (m *Main) runReadOnly(ctx context.Context, s *ingest.Setup, reg *prometheus
 		return err
 	}
 	defer stop()
+	closeLag, err := registerReplicaLag(ctx, s.Config, reg, s.Log)
+	if err != nil {
+		return err
+	}
+	defer closeLag()
 	f.ready.Store(true)
 	s.Log.Info("serving read-only: no ingest", "store", store.RedactURL(s.Config.Store.Location()))
 	sb.ready("read-only: the dashboard, API and board; no ingest")

@@ -510,3 +510,27 @@ func (s *Ledger) HoldsLock(ctx context.Context) bool {
 	defer cancel()
 	return s.pg.check(ctx, s.db) == nil
 }
+
+// pgReplicaLag is how far a standby's replay is behind: 0 once it has
+// replayed all the WAL it received, else the age of the last transaction
+// it replayed. Measured on the standby alone, so a reader needs no
+// right on the primary (pg_stat_replication); the price is that a
+// standby cut off from its primary may read 0 (the writer's
+// gpuacct_ingest_last_success_timestamp_seconds tells that).
+const pgReplicaLag = `SELECT pg_is_in_recovery(), CASE
+ WHEN NOT pg_is_in_recovery() OR pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0
+ ELSE CAST(GREATEST(0, COALESCE(extract(epoch FROM clock_timestamp() - pg_last_xact_replay_timestamp()), 0)) AS DOUBLE PRECISION) END`
+
+// ReplicaLag tells whether the ledger is a PostgreSQL standby (streaming
+// replication, read-only) and, if so, how far its replay is behind the
+// WAL it received. SQLite and a PostgreSQL primary are no standby.
+func (s *Ledger) ReplicaLag(ctx context.Context) (lag time.Duration, standby bool, err error) {
+	if s.pg == nil {
+		return 0, false, nil
+	}
+	var secs float64
+	if err := s.db.QueryRowContext(ctx, pgReplicaLag).Scan(&standby, &secs); err != nil {
+		return 0, false, fmt.Errorf("replica lag: %w", translate(err))
+	}
+	return time.Duration(secs * float64(time.Second)), standby, nil
+}

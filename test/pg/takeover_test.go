@@ -1,6 +1,7 @@
 // Package pg_test runs gpuacct serve as real processes on a PostgreSQL
 // ledger: two of them, one writer, the writer killed, the other taking
-// over (docs/postgresql.md, "one writer with takeover").
+// over (docs/postgresql.md, "one writer with takeover"); and a read-only
+// serve on the harness's streaming standby answering throughout.
 package pg_test
 
 import (
@@ -39,12 +40,12 @@ func (p *proc) logged() string {
 
 var addrRE = regexp.MustCompile(`listening for /metrics.*addr=(\S+)`)
 
-// start runs bin serve on cfg; its stderr is kept and the address it
-// listens on is sent on addr.
-func start(t *testing.T, bin, cfg string) *proc {
+// start runs bin serve on cfg with args (--read-only); its stderr is
+// kept and the address it listens on is sent on addr.
+func start(t *testing.T, bin, cfg string, args ...string) *proc {
 	t.Helper()
 	p := &proc{addr: make(chan string, 1)}
-	p.cmd = exec.Command(bin, "--config", cfg, "serve")
+	p.cmd = exec.Command(bin, append([]string{"--config", cfg, "serve"}, args...)...)
 	p.cmd.Env = append(os.Environ(), "NOTIFY_SOCKET=", "WATCHDOG_USEC=")
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
