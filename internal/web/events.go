@@ -33,6 +33,9 @@ const (
 	// writeWait is how long one write to a stream may take; a client that
 	// reads slower is dropped, not buffered for.
 	writeWait = 10 * time.Second
+	// bigDelta is the size past which a delta of more than half the
+	// board is sent as the whole board instead (hub.takeEvent).
+	bigDelta = 64 << 10
 	// buildTimeout bounds one board build of the broadcaster.
 	buildTimeout = 10 * time.Second
 )
@@ -84,14 +87,18 @@ type hub struct {
 	lastKey []byte
 	layout  []string
 	secs    map[string]section
-	// fullEv is the whole fragment's event of fullOf, rendered once for
-	// all new streams of that snapshot.
-	fullEv []byte
+	// size is the sections' data in all: about the whole board's event.
+	size int
+	// fullEv is the whole fragment's event of fullOf, rendered (and
+	// compressed) once for all new streams of that snapshot.
+	fullEv *sseEvent
 	fullOf *board.Snapshot
 	// kick asks the loop for a refresh now (a new stream); pub is closed
 	// and replaced when snap is, for the streams that await a board.
 	kick chan struct{}
 	pub  chan struct{}
+	// deflaters compress the events of gzip streams (eventzip.go).
+	deflaters *sync.Pool
 	// done ends the loop and every stream (Handler.Close, serve's end).
 	done     chan struct{}
 	doneOnce sync.Once
@@ -186,7 +193,8 @@ func newHub(o hubOptions) *hub {
 		o.key = changeKey
 	}
 	return &hub{hubOptions: o,
-		subs: map[*subscriber]struct{}{}, secs: map[string]section{}, kick: make(chan struct{}, 1), pub: make(chan struct{}), done: make(chan struct{})}
+		subs: map[*subscriber]struct{}{}, secs: map[string]section{}, kick: make(chan struct{}, 1), pub: make(chan struct{}), done: make(chan struct{}),
+		deflaters: newDeflaters()}
 }
 
 // subscribe adds a stream of client; "" when the hub is open, else why
@@ -340,17 +348,18 @@ func (hb *hub) process(s *board.Snapshot) error {
 	if err != nil {
 		return err
 	}
-	layout := make([]string, 0, len(secs))
+	layout, size := make([]string, 0, len(secs)), 0
 	for i := range secs {
 		secs[i].key = withoutMoving(secs[i].html)
 		secs[i].data = dataLines(secs[i].html)
 		layout = append(layout, secs[i].id)
+		size += len(secs[i].data)
 	}
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
 	first := hb.snap == nil
 	hb.publish(s)
-	hb.lastKey = key
+	hb.lastKey, hb.size = key, size
 	if !slices.Equal(layout, hb.layout) {
 		hb.layout = layout
 		hb.secs = make(map[string]section, len(secs))
@@ -399,7 +408,27 @@ func wake(sb *subscriber) {
 // take is what sb's writer sends now: the whole fragment when it asks
 // for it, else its dirty sections in the board's order; nil: nothing.
 func (hb *hub) take(sb *subscriber) ([]byte, error) {
+	ev, err := hb.takeEvent(sb)
+	if ev == nil {
+		return nil, err
+	}
+	return ev.raw, err
+}
+
+// takeEvent is take's event, with its compressed form shared when it is
+// the whole fragment's.
+func (hb *hub) takeEvent(sb *subscriber) (*sseEvent, error) {
 	hb.mu.Lock()
+	n := 0
+	for id := range sb.dirty {
+		n += len(hb.secs[id].data)
+	}
+	if n > bigDelta && 2*n > hb.size {
+		// A large delta of more than half the board costs the stream
+		// more than the whole board, rendered and compressed once for
+		// all: so a delta is at most bigDelta or half the board's event.
+		sb.full = true
+	}
 	if sb.full {
 		snap, ev := hb.snap, hb.fullEv
 		if snap == nil {
@@ -416,7 +445,7 @@ func (hb *hub) take(sb *subscriber) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		ev = event("board", frag)
+		ev = &sseEvent{raw: event("board", frag)}
 		hb.mu.Lock()
 		if hb.snap == snap {
 			hb.fullEv, hb.fullOf = ev, snap
@@ -428,10 +457,6 @@ func (hb *hub) take(sb *subscriber) ([]byte, error) {
 	if len(sb.dirty) == 0 {
 		return nil, nil
 	}
-	n := 0
-	for id := range sb.dirty {
-		n += len(hb.secs[id].data)
-	}
 	b := bytes.NewBuffer(make([]byte, 0, n+16))
 	b.WriteString("event: nodes\n")
 	for _, id := range hb.layout {
@@ -441,7 +466,7 @@ func (hb *hub) take(sb *subscriber) ([]byte, error) {
 	}
 	b.WriteByte('\n')
 	clear(sb.dirty)
-	return b.Bytes(), nil
+	return &sseEvent{raw: b.Bytes()}, nil
 }
 
 // event is one SSE event: one data line per line of data.
@@ -568,19 +593,36 @@ func (h *Handler) boardEvents(w http.ResponseWriter, r *http.Request) {
 	hd.Set("X-Content-Type-Options", "nosniff")
 	// A proxy must not hold the stream back to buffer it.
 	hd.Set("X-Accel-Buffering", "no")
+	hd.Add("Vary", "Accept-Encoding")
+	var gz *gzipStream
+	if acceptsGzip(r.Header.Get("Accept-Encoding")) {
+		gz = &gzipStream{pool: hb.deflaters}
+		hd.Set("Content-Encoding", "gzip")
+	}
 	w.WriteHeader(http.StatusOK)
-	write := func(bs ...[]byte) bool {
+	write := func(evs ...*sseEvent) bool {
 		// The server's WriteTimeout is for answers, not a stream: each
 		// write gets writeWait of its own instead.
 		_ = rc.SetWriteDeadline(time.Now().Add(writeWait))
-		for _, b := range bs {
+		for _, ev := range evs {
+			b := ev.raw
+			if gz != nil {
+				b = gz.next(ev)
+			}
 			if _, err := w.Write(b); err != nil {
 				return false
 			}
 		}
 		return rc.Flush() == nil
 	}
-	if !write([]byte("retry: 5000\n\n")) {
+	if gz != nil {
+		// A stream that ends with the server ends its gzip member whole.
+		defer func() {
+			_ = rc.SetWriteDeadline(time.Now().Add(writeWait))
+			_, _ = w.Write(gz.end())
+		}()
+	}
+	if !write(&sseEvent{raw: []byte("retry: 5000\n\n")}) {
 		return
 	}
 	// A new stream gets the board as it is now, not as it was at the
@@ -601,16 +643,16 @@ func (h *Handler) boardEvents(w http.ResponseWriter, r *http.Request) {
 		case <-hb.done:
 			return
 		case <-sb.sig:
-			ev, err := hb.take(sb)
+			ev, err := hb.takeEvent(sb)
 			if err != nil {
 				h.o.Log.Warn("board event", "err", err)
 				continue
 			}
-			if ev != nil && !write(hb.nowEvent(), ev) {
+			if ev != nil && !write(&sseEvent{raw: hb.nowEvent()}, ev) {
 				return
 			}
 		case <-beat.C:
-			if !write(hb.nowEvent()) {
+			if !write(&sseEvent{raw: hb.nowEvent()}) {
 				return
 			}
 		}

@@ -1,7 +1,10 @@
 package web
 
 import (
+	"bytes"
+	"compress/gzip"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -234,4 +237,91 @@ func (problemRenderer) renderFrag(s *board.Snapshot) ([]byte, error) {
 
 func (problemRenderer) renderSections(s *board.Snapshot) ([]section, error) {
 	return []section{{id: "top", html: []byte(s.Meta.Problems[0].Err)}}, nil
+}
+
+// A gzip stream of events, small (stored) and large (compressed), the
+// large one's blocks made once and sent on two streams, decodes to the
+// events in order, checksum and length right.
+func TestGzipStreamDecodes(t *testing.T) {
+	pool := newDeflaters()
+	big := &sseEvent{raw: []byte("event: board\n" + strings.Repeat("data: <div class=\"gpu s-busy\">#3 busy</div>\n", 5000) + "\n")}
+	for _, tc := range []struct {
+		name   string
+		events []*sseEvent
+	}{
+		{"none", nil},
+		{"small only", []*sseEvent{{raw: []byte("retry: 5000\n\n")}, {raw: []byte("event: now\ndata: 1795672800000\n\n")}}},
+		{"small and large", []*sseEvent{{raw: []byte("retry: 5000\n\n")}, big, {raw: []byte("event: nodes\ndata: x\n\n")}}},
+		{"the large one again", []*sseEvent{big, big}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			z := &gzipStream{pool: pool}
+			var sent, want bytes.Buffer
+			for _, ev := range tc.events {
+				sent.Write(z.next(ev))
+				want.Write(ev.raw)
+			}
+			sent.Write(z.end())
+			r, err := gzip.NewReader(&sent)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := io.ReadAll(r)
+			if err != nil {
+				t.Fatalf("decode: %v", err)
+			}
+			if diff := cmp.Diff(want.String(), string(got)); diff != "" {
+				t.Errorf("decoded (-want +got):\n%.2000s", diff)
+			}
+		})
+	}
+	if len(big.z) == 0 || len(big.z) > len(big.raw)/10 {
+		t.Errorf("the large event compressed to %d bytes of %d", len(big.z), len(big.raw))
+	}
+}
+
+// A delta of more than half a large board (past bigDelta) is sent as the
+// whole board; one past bigDelta but under half, as a delta.
+func TestHubBigDeltaSendsBoard(t *testing.T) {
+	pages := map[*board.Snapshot][]section{}
+	row := strings.Repeat("x", 20<<10)
+	snap := func(v string, rows int) *board.Snapshot {
+		s := &board.Snapshot{}
+		pages[s] = append(pages[s], section{id: "top", html: []byte("top " + v)})
+		for i := range 10 {
+			r := "r" + row
+			if i < rows {
+				r = v + row
+			}
+			pages[s] = append(pages[s], section{id: fmt.Sprint("row", i), html: []byte(r)})
+		}
+		return s
+	}
+	hb := newHub(hubOptions{log: t.Logf, key: func(s *board.Snapshot) []byte { return fmt.Appendf(nil, "%p", s) },
+		render: pagesRenderer(pages)})
+	hb.running = true
+	sb, why := hb.subscribe("c")
+	if sb == nil {
+		t.Fatal(why)
+	}
+	kind := func(s *board.Snapshot) string {
+		t.Helper()
+		if err := hb.process(s); err != nil {
+			t.Fatal(err)
+		}
+		ev, err := hb.take(sb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, _, _ := strings.Cut(string(ev), "\n")
+		return k
+	}
+	for _, tc := range []struct {
+		rows int
+		want string
+	}{{0, "event: board"}, {4, "event: nodes"}, {6, "event: board"}} {
+		if got := kind(snap(fmt.Sprint("v", tc.rows), tc.rows)); got != tc.want {
+			t.Errorf("%d rows of 10 changed: %q, want %q", tc.rows, got, tc.want)
+		}
+	}
 }
