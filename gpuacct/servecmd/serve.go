@@ -126,7 +126,12 @@ func (m *Main) Run(ctx context.Context) error {
 	icfg := s.Config
 	icfg.Ingest.MetricsListen = ""
 	srv := ingest.NewServer(ingest.New(s.Deps), icfg, reg, s.Log, m.Getenv)
-	srv.AfterPass = notifier(s, reg)
+	bud, closeBudgets, err := openBudgets(ctx, s, reg)
+	if err != nil {
+		return err
+	}
+	defer closeBudgets()
+	srv.AfterPass = bud.afterPass(s, notifier(s, reg, bud.source()))
 	f.ready.Store(true)
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -274,7 +279,7 @@ Examples:
 // notify.enabled (docs/notify.md); nil otherwise, and when it cannot
 // start: accounting goes on without it (an unreadable password or
 // addresses file stops no ingest), the log says why.
-func notifier(s *ingest.Setup, reg *prometheus.Registry) func(ctx context.Context) {
+func notifier(s *ingest.Setup, reg *prometheus.Registry, budgets notify.BudgetSource) func(ctx context.Context) {
 	if !s.Config.Notify.Enabled {
 		return nil
 	}
@@ -282,7 +287,7 @@ func notifier(s *ingest.Setup, reg *prometheus.Registry) func(ctx context.Contex
 	var n *notify.Notifier
 	if err == nil {
 		n, err = notify.New(s.Config.Notify, s.Store, notify.Options{Loc: loc, IdleThreshold: s.Config.Agent.IdleThreshold, Log: s.Log,
-			Metrics: notify.NewMetrics(reg), TeamsFile: s.Config.Report.Teams})
+			Metrics: notify.NewMetrics(reg), TeamsFile: s.Config.Report.Teams, Budgets: budgets, Budget: s.Config.Budget})
 	}
 	if err != nil {
 		s.Log.Error("notifier not started; ingest goes on without it", "err", err)
