@@ -206,7 +206,7 @@ func (e *env) openScoped(c *cli.Context, what string, defaultAll bool) (*report.
 // the notifier's messages about the run and its usage from sacct (nil
 // when it has none), closing the ledger before the
 // caller renders.
-func (e *env) job(c *cli.Context, sp report.JobSpec, messages bool) (*report.Detail, []report.JobMessage, *report.RunUsage, error) {
+func (e *env) job(c *cli.Context, sp report.JobSpec, messages bool) (*report.Detail, []report.JobMessage, *report.RunResources, error) {
 	db, s, err := e.openScoped(c, "job "+sp.String(), true)
 	if err != nil {
 		return nil, nil, nil, err
@@ -223,7 +223,7 @@ func (e *env) job(c *cli.Context, sp report.JobSpec, messages bool) (*report.Det
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	u, err := db.RunUsageOf(c.Context, det)
+	u, err := db.RunResourcesOf(c.Context, det)
 	return det, ms, u, err
 }
 

@@ -55,7 +55,7 @@ Examples:
 				return err
 			}
 			if c.Bool("json") {
-				return report.WriteJobJSONUsage(d.Stdout, det, m, "", ms, u)
+				return report.WriteJobJSONResources(d.Stdout, det, m, "", ms, u)
 			}
 			width := d.Width()
 			if width == 0 {
@@ -64,7 +64,7 @@ Examples:
 			if err := report.WriteJobText(d.Stdout, det, m, e.loc, width); err != nil {
 				return err
 			}
-			if err := report.WriteJobUsageText(d.Stdout, u); err != nil {
+			if err := report.WriteJobResourcesText(d.Stdout, u); err != nil {
 				return err
 			}
 			return report.WriteJobMessagesText(d.Stdout, ms, e.loc)

@@ -27,11 +27,11 @@ func jobsLedger(t *testing.T, now time.Time) string {
 		{ID: 22, ArrayJob: 20, Task: task(2), User: "alice", Acct: "vision", Part: "gpu", Node: "gpu02", GPUs: 1, Start: t0 + 600, End: t0 + 4200},
 	}, now)
 	const gib = 1 << 30
-	u := func(cpus, elapsed, limit, reqMem, cpuS, rss int64) store.JobUsage {
-		return store.JobUsage{AllocCPUs: cpus, Nodes: 1, Elapsed: time.Duration(elapsed) * time.Second, TimeLimit: store.Known(limit),
+	u := func(cpus, elapsed, limit, reqMem, cpuS, rss int64) store.Resources {
+		return store.Resources{AllocCPUs: cpus, Nodes: 1, Elapsed: time.Duration(elapsed) * time.Second, TimeLimit: store.Known(limit),
 			ReqMem: store.Known(reqMem), TotalCPU: store.Known(cpuS * 1000), MaxRSS: store.Known(rss)}
 	}
-	seedUsage(t, path, now, map[int64]store.JobUsage{
+	seedResources(t, path, now, map[int64]store.Resources{
 		7: u(4, 5400, 4*3600, 16*gib, 5400, 79*gib/10),
 		// jobacct_gather/none: no CPU time, no RSS.
 		8:  {AllocCPUs: 2, Nodes: 1, Elapsed: 1200 * time.Second, TimeLimit: store.Known(3600), ReqMem: store.Known(4 * gib)},

@@ -73,7 +73,7 @@ func (in *Ingester) reconcileBatch(ctx context.Context, now time.Time, before in
 	}
 	answered := map[string]bool{} // by cluster: a failed call answers for none of its runs
 	times := map[int64]store.SlurmTimes{}
-	usage := map[int64]store.JobUsage{}
+	usage := map[int64]store.Resources{}
 	calls, all, serr := askPerCluster(jobs, func(j store.Unreconciled) string { return j.Cluster }, budget,
 		func(cluster string, js []store.Unreconciled) error {
 			runs, err := in.askSacctRunsOf(ctx, cluster, js)
@@ -108,7 +108,7 @@ func (in *Ingester) reconcileBatch(ctx context.Context, now time.Time, before in
 				return 0, calls, fmt.Errorf("job %d (restart %d): %w", j.JobID, j.Restart, err)
 			}
 			if u, ok := usage[j.Row]; ok {
-				if err := b.SetUsage(j.Row, u); err != nil {
+				if err := b.SetResources(j.Row, u); err != nil {
 					b.Rollback()
 					return 0, calls, fmt.Errorf("job %d (restart %d): %w", j.JobID, j.Restart, err)
 				}

@@ -75,11 +75,11 @@ func (u *runUsage) addStep(f []string) {
 
 // usage is the run's usage as the ledger keeps it; false when the run's
 // line gave none.
-func (u runUsage) usage() (store.JobUsage, bool) {
+func (u runUsage) usage() (store.Resources, bool) {
 	if !u.job {
-		return store.JobUsage{}, false
+		return store.Resources{}, false
 	}
-	s := store.JobUsage{AllocCPUs: u.cpus, Nodes: u.nodes, Elapsed: time.Duration(u.elapsed) * time.Second, TimeLimit: u.limit, ReqMem: u.reqMem}
+	s := store.Resources{AllocCPUs: u.cpus, Nodes: u.nodes, Elapsed: time.Duration(u.elapsed) * time.Second, TimeLimit: u.limit, ReqMem: u.reqMem}
 	if u.gathered {
 		s.TotalCPU, s.MaxRSS = store.Known(u.totalCPU), store.Known(u.rss)
 	}

@@ -45,9 +45,9 @@ func TestParseSacctUsage(t *testing.T) {
 	tests := []struct {
 		name string
 		out  string
-		want map[uint64][]store.JobUsage
+		want map[uint64][]store.Resources
 	}{
-		{"gather linux, real", sacctUsageOut, map[uint64][]store.JobUsage{
+		{"gather linux, real", sacctUsageOut, map[uint64][]store.Resources{
 			1: {{AllocCPUs: 4, Nodes: 1, Elapsed: 11 * time.Second, TimeLimit: store.Known(120), ReqMem: store.Known(1000 * m), TotalCPU: store.Known(3766), MaxRSS: store.Known(219796 * k)}},
 			3: {{AllocCPUs: 1, Nodes: 1, Elapsed: time.Second, TimeLimit: store.Known(86400), ReqMem: store.Known(2 << 30), TotalCPU: store.Known(3), MaxRSS: store.Known(3124 * k)}},
 			4: {{AllocCPUs: 1, Nodes: 1, ReqMem: store.Known(4000 * m)}},
@@ -60,19 +60,19 @@ func TestParseSacctUsage(t *testing.T) {
 			"35|2026-11-28T09:24:02|2026-11-28T09:24:05|COMPLETED|0:0|2|00:00:00|512M||1|3|1\n" +
 				"35.batch|2026-11-28T09:24:02|2026-11-28T09:24:05|COMPLETED|0:0|2|00:00:00||||3|1\n" +
 				"35.0|2026-11-28T09:24:02|2026-11-28T09:24:05|COMPLETED|0:0|2|00:00:00||||3|1\n",
-			map[uint64][]store.JobUsage{35: {{AllocCPUs: 2, Nodes: 1, Elapsed: 3 * time.Second, TimeLimit: store.Known(60), ReqMem: store.Known(512 * m)}}}},
+			map[uint64][]store.Resources{35: {{AllocCPUs: 2, Nodes: 1, Elapsed: 3 * time.Second, TimeLimit: store.Known(60), ReqMem: store.Known(512 * m)}}}},
 		{"steps reporting 0, over two nodes",
 			"7|2026-03-02T00:00:00|2026-03-02T01:00:00|COMPLETED|0:0|8|00:00:00|16G||60|3600|2\n" +
 				"7.batch|2026-03-02T00:00:00|2026-03-02T01:00:00|COMPLETED|0:0|4|00:00:00||0||3600|1\n" +
 				"7.extern|2026-03-02T00:00:00|2026-03-02T01:00:00|COMPLETED|0:0|8|00:00:00||0||3600|2\n",
-			map[uint64][]store.JobUsage{7: {{AllocCPUs: 8, Nodes: 2, Elapsed: time.Hour, TimeLimit: store.Known(3600), ReqMem: store.Known(8 << 30)}}}},
+			map[uint64][]store.Resources{7: {{AllocCPUs: 8, Nodes: 2, Elapsed: time.Hour, TimeLimit: store.Known(3600), ReqMem: store.Known(8 << 30)}}}},
 		{"requeued: each run its own steps; older Slurm's per CPU and per node",
 			"9|2026-03-02T01:00:00|2026-03-02T03:00:00|COMPLETED|0:0|4|1-02:03:04|4000Mc||180|7200|2\n" +
 				"9.batch|2026-03-02T01:00:00|2026-03-02T03:00:00|COMPLETED|0:0|2|1-02:03:04||1.50G||7200|1\n" +
 				"9|2026-03-02T00:00:00|2026-03-02T00:30:00|REQUEUED|0:0|4|10:00.5|4000Mn||UNLIMITED|1800|2\n" +
 				"9.batch|2026-03-02T00:00:00|2026-03-02T00:30:00|CANCELLED|0:15|2|10:00.5||2T||1800|1\n" +
 				"9.0|2026-03-02T00:00:00|2026-03-02T00:30:00|CANCELLED|0:15|2|00:00:00||512M||1800|1\n",
-			map[uint64][]store.JobUsage{9: {
+			map[uint64][]store.Resources{9: {
 				{AllocCPUs: 4, Nodes: 2, Elapsed: 30 * time.Minute, ReqMem: store.Known(4000 * m), TotalCPU: store.Known(600_500), MaxRSS: store.Known(2 << 40)},
 				{AllocCPUs: 4, Nodes: 2, Elapsed: 2 * time.Hour, TimeLimit: store.Known(3 * 3600), ReqMem: store.Known(2 * 4000 * m), TotalCPU: store.Known((26*3600 + 3*60 + 4) * 1000), MaxRSS: store.Known(3 << 29)},
 			}}},
@@ -81,16 +81,16 @@ func TestParseSacctUsage(t *testing.T) {
 				"11.batch|2026-03-02T00:00:00|Unknown|RUNNING|0:0|1|00:01.000||5M||1|1\n" +
 				"12|2026-03-02T00:00:00|2026-03-02T00:01:00|COMPLETED|0:0|1|00:01.000|1G||1|60|1\n" +
 				"13.batch|2026-03-02T00:00:00|2026-03-02T00:01:00|COMPLETED|0:0|1|00:01.000||5M||60|1\n",
-			map[uint64][]store.JobUsage{12: {{AllocCPUs: 1, Nodes: 1, Elapsed: time.Minute, TimeLimit: store.Known(60), ReqMem: store.Known(1 << 30)}}}},
+			map[uint64][]store.Resources{12: {{AllocCPUs: 1, Nodes: 1, Elapsed: time.Minute, TimeLimit: store.Known(60), ReqMem: store.Known(1 << 30)}}}},
 		{"no usage fields, or ones that do not parse: times only",
 			"14|2026-03-02T00:00:00|2026-03-02T00:01:00|COMPLETED|0:0\n" +
 				"15|2026-03-02T00:00:00|2026-03-02T00:01:00|COMPLETED|0:0|x|00:00:00|1G||1|60|1\n" +
 				"15.batch|2026-03-02T00:00:00|2026-03-02T00:01:00|COMPLETED|0:0|1|00:01.000||5M||60|1\n",
-			map[uint64][]store.JobUsage{14: {{}}, 15: {{}}}},
+			map[uint64][]store.Resources{14: {{}}, 15: {{}}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := map[uint64][]store.JobUsage{}
+			got := map[uint64][]store.Resources{}
 			for id, runs := range parseSacctRunsOf(tc.out, time.UTC) {
 				for _, r := range runs {
 					u, _ := r.usage.usage()
@@ -191,7 +191,7 @@ func TestReqMemPerNode(t *testing.T) {
 func usageFigures(t *testing.T, s *store.Ledger) []string {
 	t.Helper()
 	return ledgerdb.Strings(t, s.Path, `SELECT j.job_id, j.restart, u.alloc_cpus, u.nodes, u.elapsed_s, coalesce(u.time_limit_s, -1), coalesce(u.req_mem, -1),
- coalesce(u.total_cpu_ms, -1), coalesce(u.max_rss, -1) FROM job_usage u JOIN jobs j ON j.id = u.job ORDER BY j.job_id, j.restart`)
+ coalesce(u.total_cpu_ms, -1), coalesce(u.max_rss, -1) FROM job_resources u JOIN jobs j ON j.id = u.job ORDER BY j.job_id, j.restart`)
 }
 
 // TestReconcileUsage: the reconciling call asks for the runs' usage with

@@ -191,8 +191,8 @@ func (n *Notifier) limitAdvice(ctx context.Context, rows []int64) (Advice, bool,
 	cfg := n.cfg.Digest.Advice
 	var elapsed, limits []time.Duration
 	of := 0
-	for chunk := range slices.Chunk(rows, store.MaxUsageRows) {
-		us, err := n.st.JobUsages(ctx, chunk)
+	for chunk := range slices.Chunk(rows, store.MaxResourceRows) {
+		us, err := n.st.Resources(ctx, chunk)
 		if err != nil {
 			return Advice{}, false, err
 		}

@@ -62,7 +62,7 @@ func TestAdvice(t *testing.T) {
 				}
 				exec(`UPDATE job_gpus SET sample_s = 7200, idle_s = ?, mem_max_mib = ? WHERE job = ? AND gpu_id = ?`, idle, j.memMax, j.id, j.id*100+g)
 			}
-			exec(`INSERT INTO job_usage (job, alloc_cpus, nodes, elapsed_s, time_limit_s) VALUES (?, 8, 1, 7200, ?)`, j.id, j.limit)
+			exec(`INSERT INTO job_resources (job, alloc_cpus, nodes, elapsed_s, time_limit_s) VALUES (?, 8, 1, 7200, ?)`, j.id, j.limit)
 		}
 	})
 	cfg := testConfig(t, "", "x")
@@ -133,7 +133,7 @@ func BenchmarkDigestWeek(b *testing.B) {
 		exec(`UPDATE job_gpus SET sample_s = 7200, idle_s = 6480, mem_max_mib = 8000`)
 		for i := range 1000 {
 			exec(`INSERT INTO job_hours (job, node_id, hour, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, jobs) VALUES (?, ?, 0, 0, 0, 0, 7200, 0)`, i+1, i+1)
-			exec(`INSERT INTO job_usage (job, alloc_cpus, nodes, elapsed_s, time_limit_s) VALUES (?, 8, 1, 7200, 86400)`, i+1)
+			exec(`INSERT INTO job_resources (job, alloc_cpus, nodes, elapsed_s, time_limit_s) VALUES (?, 8, 1, 7200, 86400)`, i+1)
 		}
 	})
 	cfg := testConfig(b, "", "bench")

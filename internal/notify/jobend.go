@@ -92,32 +92,33 @@ func (n *Notifier) JobEndSummary(ctx context.Context, st *store.Ledger, m SlurmM
 		case <-t.C:
 		}
 	}
-	u, err := runUsage(ctx, st, last.Row)
+	u, err := runResources(ctx, st, last.Row)
 	if err != nil && ctx.Err() == nil {
-		return "", fmt.Errorf("read usage of job %d: %w", m.Job, err)
+		return "", fmt.Errorf("read resources of job %d: %w", m.Job, err)
 	}
 	return renderJobEnd(*last, u, n.language(m.User), n.loc, now()), nil
 }
 
-// usageSchema is the first ledger schema with job_usage: mailprog reads
-// without migrating, so an older ledger has no run's usage.
-const usageSchema = 16
+// resourcesSchema is the first ledger schema with job_resources (job_usage
+// before 0018): mailprog reads without migrating, so an older ledger has
+// no run's resources.
+const resourcesSchema = 18
 
-// endUsage is what sacct's reconcile gave for an ended run, with the
+// endResources is what sacct's reconcile gave for an ended run, with the
 // highest memory peak of its GPUs (1 is all of that GPU's memory).
-type endUsage struct {
-	store.JobUsage
+type endResources struct {
+	store.Resources
 	gpuMem *float64
 }
 
-// runUsage is row's usage, nil while the reconcile that brings it (after
+// runResources is row's resources, nil while the reconcile that brings it (after
 // the epilog's end) has not come: the mail then goes without it rather
 // than wait for sacct.
-func runUsage(ctx context.Context, st *store.Ledger, row int64) (*endUsage, error) {
-	if v, err := st.Version(ctx); err != nil || v < usageSchema {
+func runResources(ctx context.Context, st *store.Ledger, row int64) (*endResources, error) {
+	if v, err := st.Version(ctx); err != nil || v < resourcesSchema {
 		return nil, err
 	}
-	us, err := st.JobUsages(ctx, []int64{row})
+	us, err := st.Resources(ctx, []int64{row})
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +130,7 @@ func runUsage(ctx context.Context, st *store.Ledger, row int64) (*endUsage, erro
 	if err != nil {
 		return nil, err
 	}
-	e := &endUsage{JobUsage: u}
+	e := &endResources{Resources: u}
 	if p, ok := peaks[row]; ok {
 		e.gpuMem = &p
 	}
@@ -140,14 +141,14 @@ func runUsage(ctx context.Context, st *store.Ledger, row int64) (*endUsage, erro
 type jobEndText struct {
 	title, gpus, elapsed, gpuHours, util, idle, energy, unknown, estimated, running, ignored, details string
 
-	usage usageText
+	resources resourcesText
 }
 
-// usageText is the run's CPU, memory and time section in one language:
+// resourcesText is the run's CPU, memory and time section in one language:
 // labels padded like the summary's, figures with every unit. The
 // formats take their figures as strings, in the order the code gives
 // them; a language picks its own order with %[n]s.
-type usageText struct {
+type resourcesText struct {
 	cpu, mem, time, gpuMem  string
 	notRecorded             string
 	cpuEff, cpuTime         string // percent ("" for cpuTime), cores, CPU time, cores × elapsed
@@ -173,7 +174,7 @@ var jobEndTexts = map[string]jobEndText{
 		running:   "Note:         the job's end has not reached the ledger yet: figures up to %s\n",
 		ignored:   "Note:         this job does not count in reports (%s)\n",
 		details:   "Details:      gpuacct job %s\n",
-		usage: usageText{
+		resources: resourcesText{
 			cpu:         "CPU:          ",
 			mem:         "Memory:       ",
 			time:        "Time:         ",
@@ -207,7 +208,7 @@ var jobEndTexts = map[string]jobEndText{
 		running:   "注:           ジョブの終了はまだ台帳に届いていません: %s までの数値です\n",
 		ignored:   "注:           このジョブは集計に含まれません (%s)\n",
 		details:   "詳細:         gpuacct job %s\n",
-		usage: usageText{
+		resources: resourcesText{
 			cpu:         "CPU:          ",
 			mem:         "メモリ:       ",
 			time:        "時間制限:     ",
@@ -231,9 +232,9 @@ var jobEndTexts = map[string]jobEndText{
 }
 
 // renderJobEnd is j's summary in lang, times in loc; now ends a run
-// whose end has not arrived. u, when sacct's usage has arrived, adds the
+// whose end has not arrived. u, when sacct's resources have arrived, adds the
 // run's CPU, memory and time.
-func renderJobEnd(j store.JobRow, u *endUsage, lang string, loc *time.Location, now time.Time) string {
+func renderJobEnd(j store.JobRow, u *endResources, lang string, loc *time.Location, now time.Time) string {
 	tx, lang := textIn(jobEndTexts, lang)
 	var b strings.Builder
 	fmt.Fprintf(&b, tx.title, j.ID(), j.Cluster)
@@ -254,7 +255,7 @@ func renderJobEnd(j store.JobRow, u *endUsage, lang string, loc *time.Location, 
 		fmt.Fprintf(&b, tx.energy, float64(j.EnergyMJ)/3.6e9)
 	}
 	if u != nil {
-		tx.usage.write(&b, *u, lang)
+		tx.resources.write(&b, *u, lang)
 	}
 	if j.End == nil {
 		fmt.Fprintf(&b, tx.running, now.In(loc).Format("2006-01-02 15:04 MST"))
@@ -279,7 +280,7 @@ const (
 // write adds u's section to b: each figure, or "not recorded" where the
 // job accounting gather measured none (never 0), and what to ask for
 // next time where the run is far off.
-func (tx usageText) write(b *strings.Builder, u endUsage, lang string) {
+func (tx resourcesText) write(b *strings.Builder, u endResources, lang string) {
 	e := u.Efficiency()
 	elapsed := u.Elapsed.Seconds()
 	pct := func(r float64) string { return fmt.Sprintf("%.1f %%", 100*r) }

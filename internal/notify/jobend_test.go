@@ -96,20 +96,20 @@ func TestJobEndSummaryWaits(t *testing.T) {
 	}
 }
 
-// TestGoldenJobEndUsage: an ended run with sacct's usage adds its CPU,
+// TestGoldenJobEndResources: an ended run with sacct's resources adds its CPU,
 // memory and time, in both languages: one far off on every figure (with
 // what to ask for), one on a site without job accounting gather ("not
 // recorded", never 0) and no time limit, one close to what it asked for
 // with a peak under a GiB and no --mem.
-func TestGoldenJobEndUsage(t *testing.T) {
+func TestGoldenJobEndResources(t *testing.T) {
 	end := t0.Add(3 * time.Hour).Unix()
 	j := store.JobRow{Cluster: "c", JobID: 4242, GPUs: 4, Start: t0.Unix(), End: &end, AllocS: 4 * 10800, UsedS: 10800, IdleS: 16200,
 		EnergyMJ: 5_400_000_000, SampleS: 4 * 10800}
 	gpuMem := 0.62
-	farOff := endUsage{JobUsage: store.JobUsage{AllocCPUs: 4, Nodes: 1, Elapsed: 3 * time.Hour, TimeLimit: store.Known(12 * 3600),
+	farOff := endResources{Resources: store.Resources{AllocCPUs: 4, Nodes: 1, Elapsed: 3 * time.Hour, TimeLimit: store.Known(12 * 3600),
 		ReqMem: store.Known(32 << 30), TotalCPU: store.Known(10800_000), MaxRSS: store.Known(8_482_560_000)}, gpuMem: &gpuMem}
-	none := endUsage{JobUsage: store.JobUsage{AllocCPUs: 8, Nodes: 2, Elapsed: 3 * time.Hour, ReqMem: store.Known(16 << 30)}}
-	close := endUsage{JobUsage: store.JobUsage{AllocCPUs: 1, Nodes: 1, Elapsed: 40 * time.Second, TimeLimit: store.Known(60),
+	none := endResources{Resources: store.Resources{AllocCPUs: 8, Nodes: 2, Elapsed: 3 * time.Hour, ReqMem: store.Known(16 << 30)}}
+	close := endResources{Resources: store.Resources{AllocCPUs: 1, Nodes: 1, Elapsed: 40 * time.Second, TimeLimit: store.Known(60),
 		TotalCPU: store.Known(36_500), MaxRSS: store.Known(300 << 20)}}
 	tokyo, err := time.LoadLocation("Asia/Tokyo")
 	if err != nil {
@@ -118,19 +118,19 @@ func TestGoldenJobEndUsage(t *testing.T) {
 	for _, lang := range config.NotifyLanguages {
 		t.Run(lang, func(t *testing.T) {
 			var b strings.Builder
-			for _, u := range []endUsage{farOff, none, close} {
+			for _, u := range []endResources{farOff, none, close} {
 				b.WriteString(renderJobEnd(j, &u, lang, tokyo, t0.Add(2*time.Hour)))
 			}
 			got := b.String()
-			checkGolden(t, "jobend-usage."+lang+".golden", got)
+			checkGolden(t, "jobend-resources."+lang+".golden", got)
 		})
 	}
 }
 
-// TestJobEndSummaryUsage: the ledger's usage of the ended run reaches the
+// TestJobEndSummaryResources: the ledger's resources of the ended run reaches the
 // mail; before sacct's reconcile brought it the mail goes without the
 // section, saying nothing of CPU, memory or time.
-func TestJobEndSummaryUsage(t *testing.T) {
+func TestJobEndSummaryResources(t *testing.T) {
 	st, l := ledger(t)
 	seed(t, l.Loc(), []fjob{{job: 1, user: "alice", gpus: 1, start: t0, end: t0.Add(time.Hour), upTo: t0.Add(time.Hour), busy: idleAll}})
 	n := newNotifier(t, testConfig(t, "", stamp()), st)
@@ -148,11 +148,11 @@ func TestJobEndSummaryUsage(t *testing.T) {
 	before := summary()
 	for _, word := range []string{"CPU:", "Memory:", "Time:", "not recorded"} {
 		if strings.Contains(before, word) {
-			t.Errorf("no usage yet: the summary has %q:\n%s", word, before)
+			t.Errorf("no resources yet: the summary has %q:\n%s", word, before)
 		}
 	}
 	notifyBatch(t, st, t0, func(b *store.Batch) error {
-		return b.SetUsage(1, store.JobUsage{AllocCPUs: 2, Nodes: 1, Elapsed: time.Hour, TimeLimit: store.Known(4 * 3600),
+		return b.SetResources(1, store.Resources{AllocCPUs: 2, Nodes: 1, Elapsed: time.Hour, TimeLimit: store.Known(4 * 3600),
 			ReqMem: store.Known(4 << 30)})
 	})
 	s := summary()

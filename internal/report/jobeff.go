@@ -47,7 +47,7 @@ type EffQuery struct {
 // effRun is one run with its figures.
 type effRun struct {
 	j      JobRow
-	u      *store.JobUsage
+	u      *store.Resources
 	gpuMem *float64
 	e      store.Efficiency
 }
@@ -151,8 +151,8 @@ func (d *Ledger) effFigures(ctx context.Context, runs []effRun) error {
 	if err != nil {
 		return d.wrap(err)
 	}
-	for from := 0; from < len(runs); from += store.MaxUsageRows {
-		part := runs[from:min(len(runs), from+store.MaxUsageRows)]
+	for from := 0; from < len(runs); from += store.MaxResourceRows {
+		part := runs[from:min(len(runs), from+store.MaxResourceRows)]
 		ids := make([]int64, len(part))
 		for i := range part {
 			ids[i] = part[i].j.Row
@@ -161,9 +161,9 @@ func (d *Ledger) effFigures(ctx context.Context, runs []effRun) error {
 		if err != nil {
 			return d.wrap(err)
 		}
-		us := map[int64]store.JobUsage{}
-		if v >= usageSchema {
-			if us, err = d.st.JobUsages(ctx, ids); err != nil {
+		us := map[int64]store.Resources{}
+		if v >= resourcesSchema {
+			if us, err = d.st.Resources(ctx, ids); err != nil {
 				return d.wrap(err)
 			}
 		}

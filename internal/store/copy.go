@@ -118,7 +118,7 @@ func copyTables() []copyTable {
 		{name: "notify_messages", key: []string{"id"}, id: true},
 		{name: "notify_optout", key: []string{"user", "rule"}},
 		{name: "billing_weights", key: []string{"cluster", "partition", "source", "since"}},
-		{name: "job_usage", key: []string{"job"}, ints: []string{"total_cpu_ms", "max_rss"}},
+		{name: "job_resources", key: []string{"job"}, ints: []string{"total_cpu_ms", "max_rss"}},
 	}
 }
 

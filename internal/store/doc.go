@@ -37,7 +37,7 @@
 //	write_jobmetrics.go per job × GPU metrics;  write_recount.go  samples counted again when a window moves
 //	write_openjobs.go   open and stale jobs;  write_starts.go  estimated starts
 //	write_details.go    sacct's comment and array ids;  write_reconcile.go  a finished run's times from sacct
-//	write_usage.go      a finished run's CPUs, memory and time limit from sacct (job_usage, NULL: not recorded)
+//	write_resources.go  a finished run's CPUs, memory and time limit from sacct (job_resources, NULL: not recorded)
 //	write_accounts.go   Slurm's account tree;  write_cluster.go  capacity, node events, reservations
 //	write_keys.go       applied record keys, never pruned;  write_files.go  ingested files
 //	write_prune.go      retention;  write_passes.go  the pass log;  write_ignore.go  ignore decisions
@@ -53,7 +53,7 @@
 //	read_passes.go  read_stats.go  read_invariants.go (hours whose used passes allocated)
 //	read_notify.go (messages kept, the queue, opt-outs, running GPUs' idle windows)
 //	read_notes.go (notes and bookings; the nodes and clusters a note may name)
-//	read_usage.go (a run's sacct usage and its seff-style efficiencies)
+//	read_resources.go (a run's resources from sacct and its seff-style efficiencies)
 //	read_foreign.go (GPUs whose samples showed a foreign process, over a window)
 //
 // Between ledgers (gpuacct migrate): copy.go (a resumable copy between any

@@ -357,12 +357,12 @@ func (h *Handler) apiJob(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		u, err := c.rep.RunUsageOf(r.Context(), det)
+		u, err := c.rep.RunResourcesOf(r.Context(), det)
 		if err != nil {
 			return err
 		}
 		// the team stays the user's own; only the name may be hidden
-		return report.WriteJobJSONUsage(&b, det, h.mapping, h.v.user(det.Job.User), ms, u)
+		return report.WriteJobJSONResources(&b, det, h.mapping, h.v.user(det.Job.User), ms, u)
 	})
 	if err != nil {
 		return err

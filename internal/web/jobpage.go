@@ -61,7 +61,7 @@ type jobView struct {
 	GPUs                      []gpuView
 	Parts                     []nodePartView
 	Messages                  []messageView
-	Usage                     []report.UsageLine
+	Resources                 []report.ResourceLine
 	UtilChart, MemChart       chart
 	API                       string
 }
@@ -84,12 +84,12 @@ func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		h.fillJob(&v, det, colors)
-		u, err := c.rep.RunUsageOf(r.Context(), det)
+		u, err := c.rep.RunResourcesOf(r.Context(), det)
 		if err != nil {
 			return err
 		}
 		if u != nil {
-			v.Usage = u.Lines()
+			v.Resources = u.Lines()
 		}
 		for _, m := range ms {
 			v.Messages = append(v.Messages, messageView{Queued: m.Queued.In(h.o.Location).Format("2006-01-02 15:04:05"), Rule: m.Rule, Channel: m.Channel,

@@ -152,7 +152,7 @@ func TestUsageEqualsSeff(t *testing.T) {
 	for _, id := range runIDs {
 		keys = append(keys, rowOf[id])
 	}
-	usage, err := st.JobUsages(context.Background(), keys)
+	usage, err := st.Resources(context.Background(), keys)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,10 +23,10 @@ func (f Figure) arg() any {
 	return f.Value
 }
 
-// JobUsage is a finished job run's use of its allocation as sacct has it
-// (job_usage): what the controller knows always, what the job accounting
+// Resources is a finished job run's use of its allocation as sacct has it
+// (job_resources): what the controller knows always, what the job accounting
 // gather plugin measured when the site runs one.
-type JobUsage struct {
+type Resources struct {
 	AllocCPUs int64         // AllocCPUS, over all nodes
 	Nodes     int64         // NNodes
 	Elapsed   time.Duration // ElapsedRaw, whole seconds
@@ -42,15 +42,15 @@ type JobUsage struct {
 	MaxRSS Figure
 }
 
-// SetUsage stores the usage sacct gave for job run row, replacing what an
+// SetResources stores the resources sacct gave for job run row, replacing what an
 // earlier answer gave: like the times, Slurm's latest word counts.
-func (b *Batch) SetUsage(row int64, u JobUsage) error {
-	if _, err := b.exec(`INSERT INTO job_usage (job, alloc_cpus, nodes, elapsed_s, time_limit_s, req_mem, total_cpu_ms, max_rss)
+func (b *Batch) SetResources(row int64, u Resources) error {
+	if _, err := b.exec(`INSERT INTO job_resources (job, alloc_cpus, nodes, elapsed_s, time_limit_s, req_mem, total_cpu_ms, max_rss)
  VALUES (?, ?, ?, ?, ?, ?, ?, ?)
  ON CONFLICT(job) DO UPDATE SET alloc_cpus = excluded.alloc_cpus, nodes = excluded.nodes, elapsed_s = excluded.elapsed_s,
  time_limit_s = excluded.time_limit_s, req_mem = excluded.req_mem, total_cpu_ms = excluded.total_cpu_ms, max_rss = excluded.max_rss`,
 		row, u.AllocCPUs, u.Nodes, int64(u.Elapsed/time.Second), u.TimeLimit.arg(), u.ReqMem.arg(), u.TotalCPU.arg(), u.MaxRSS.arg()); err != nil {
-		return fmt.Errorf("usage of job row %d: %w", row, err)
+		return fmt.Errorf("resources of job row %d: %w", row, err)
 	}
 	return nil
 }

@@ -15,9 +15,9 @@ import (
 	"github.com/aicloud/gpusuite/internal/store"
 )
 
-// usageSchema is the first schema with job_usage: an older ledger has no
-// run's usage.
-const usageSchema = 16
+// resourcesSchema is the first schema with job_resources (job_usage before
+// 0018): an older ledger shows no run's resources.
+const resourcesSchema = 18
 
 // notRecorded is what a figure the job accounting gather did not measure
 // reads: never 0, which would say the job used nothing.
@@ -30,11 +30,11 @@ const farOff = 0.5
 // headroom is what a suggestion adds to the peak, as jobstats does.
 const headroom = 1.2
 
-// RunUsage is a job run's use of its CPUs, host memory and time limit as
+// RunResources is a job run's use of its CPUs, host memory and time limit as
 // sacct has it, with seff's shares and what to ask for next time; a
 // figure null in JSON was not recorded (TimeLimitS: no limit, ReqMemBytes:
 // no --mem).
-type RunUsage struct {
+type RunResources struct {
 	AllocCPUs   int64    `json:"alloc_cpus"`
 	Nodes       int64    `json:"nodes"`
 	ElapsedS    int64    `json:"elapsed_s"`
@@ -57,17 +57,17 @@ type RunUsage struct {
 	cpuTip, memTip, timeTip, gpuTip string
 }
 
-// JobUsage is the usage sacct gave for j's run, nil when it gave none (a
-// running job, a ledger older than job_usage).
-func (d *Ledger) JobUsage(ctx context.Context, j *JobRow) (*store.JobUsage, error) {
+// Resources is what sacct gave for j's run, nil when it gave none (a
+// running job, a ledger older than job_resources).
+func (d *Ledger) Resources(ctx context.Context, j *JobRow) (*store.Resources, error) {
 	v, err := d.st.Version(ctx)
 	if err != nil {
 		return nil, d.wrap(err)
 	}
-	if v < usageSchema {
+	if v < resourcesSchema {
 		return nil, nil
 	}
-	us, err := d.st.JobUsages(ctx, []int64{j.Row})
+	us, err := d.st.Resources(ctx, []int64{j.Row})
 	if err != nil {
 		return nil, d.wrap(err)
 	}
@@ -78,22 +78,22 @@ func (d *Ledger) JobUsage(ctx context.Context, j *JobRow) (*store.JobUsage, erro
 	return &u, nil
 }
 
-// RunUsageOf is the usage sacct gave for det's run (JobUsage) as gpuacct
-// job and the job page show it (UsageOf); nil when sacct gave none.
-func (d *Ledger) RunUsageOf(ctx context.Context, det *Detail) (*RunUsage, error) {
-	u, err := d.JobUsage(ctx, &det.Job)
+// RunResourcesOf is what sacct gave for det's run (Resources) as gpuacct
+// job and the job page show it (ResourcesOf); nil when sacct gave none.
+func (d *Ledger) RunResourcesOf(ctx context.Context, det *Detail) (*RunResources, error) {
+	u, err := d.Resources(ctx, &det.Job)
 	if err != nil || u == nil {
 		return nil, err
 	}
-	r := UsageOf(*u, det)
+	r := ResourcesOf(*u, det)
 	return &r, nil
 }
 
-// UsageOf is u's figures as gpuacct job and the job page show them, with
+// ResourcesOf is u's figures as gpuacct job and the job page show them, with
 // the GPUs' memory peaks and idle shares of det.
-func UsageOf(u store.JobUsage, det *Detail) RunUsage {
+func ResourcesOf(u store.Resources, det *Detail) RunResources {
 	e := u.Efficiency()
-	r := RunUsage{AllocCPUs: u.AllocCPUs, Nodes: u.Nodes, ElapsedS: int64(u.Elapsed / time.Second), Suggestions: []string{}}
+	r := RunResources{AllocCPUs: u.AllocCPUs, Nodes: u.Nodes, ElapsedS: int64(u.Elapsed / time.Second), Suggestions: []string{}}
 	share := func(x store.Ratio) *float64 {
 		if !x.Known {
 			return nil
@@ -242,16 +242,16 @@ func slurmTime(d time.Duration) string {
 	return fmt.Sprintf("%02d:%02d:%02d", h, m, sec)
 }
 
-// UsageLine is one figure of a run's usage in words, and what to ask for
+// ResourceLine is one figure of a run's resources in words, and what to ask for
 // next time ("" when the figure is not far off).
-type UsageLine struct {
+type ResourceLine struct {
 	What, Figure, Tip string
 }
 
 // Lines are r's figures as gpuacct job and the job page say them: CPU,
 // memory, time, the GPUs' memory when samples gave it, and the GPUs
 // when some were idle.
-func (r *RunUsage) Lines() []UsageLine {
+func (r *RunResources) Lines() []ResourceLine {
 	sec := func(s float64) string { return (time.Duration(math.Round(s)) * time.Second).String() }
 	cpu := notRecorded
 	if r.CPUPct != nil {
@@ -271,19 +271,19 @@ func (r *RunUsage) Lines() []UsageLine {
 	if r.TimePct != nil {
 		tm = fmt.Sprintf("%s of %s limit (%s)", sec(float64(r.ElapsedS)), sec(float64(*r.TimeLimitS)), pct(*r.TimePct))
 	}
-	out := []UsageLine{{"CPU efficiency", cpu, r.cpuTip}, {"memory", mem, r.memTip}, {"time", tm, r.timeTip}}
+	out := []ResourceLine{{"CPU efficiency", cpu, r.cpuTip}, {"memory", mem, r.memTip}, {"time", tm, r.timeTip}}
 	if r.GPUMemPct != nil {
-		out = append(out, UsageLine{What: "GPU memory", Figure: "peak " + pct(*r.GPUMemPct) + " of the GPU's memory"})
+		out = append(out, ResourceLine{What: "GPU memory", Figure: "peak " + pct(*r.GPUMemPct) + " of the GPU's memory"})
 	}
 	if r.gpuTip != "" {
-		out = append(out, UsageLine{What: "GPUs", Tip: r.gpuTip})
+		out = append(out, ResourceLine{What: "GPUs", Tip: r.gpuTip})
 	}
 	return out
 }
 
-// WriteJobUsageText writes the section gpuacct job gains for a run sacct
-// gave usage for; nothing for nil, so such a run prints as before.
-func WriteJobUsageText(w io.Writer, r *RunUsage) error {
+// WriteJobResourcesText writes the section gpuacct job gains for a run sacct
+// gave resources for; nothing for nil, so such a run prints as before.
+func WriteJobResourcesText(w io.Writer, r *RunResources) error {
 	if r == nil {
 		return nil
 	}
@@ -303,10 +303,10 @@ func WriteJobUsageText(w io.Writer, r *RunUsage) error {
 	return err
 }
 
-// WriteJobJSONUsage is WriteJobJSONMessages with the run's usage as the
-// object's last key, "usage"; without usage it writes exactly what
+// WriteJobJSONResources is WriteJobJSONMessages with the run's resources as
+// the object's last key, "resources"; without them it writes exactly what
 // WriteJobJSONMessages does.
-func WriteJobJSONUsage(w io.Writer, det *Detail, m *teams.Mapping, shown string, ms []JobMessage, r *RunUsage) error {
+func WriteJobJSONResources(w io.Writer, det *Detail, m *teams.Mapping, shown string, ms []JobMessage, r *RunResources) error {
 	if r == nil {
 		return WriteJobJSONMessages(w, det, m, shown, ms)
 	}
@@ -314,7 +314,7 @@ func WriteJobJSONUsage(w io.Writer, det *Detail, m *teams.Mapping, shown string,
 	if err := WriteJobJSONMessages(&b, det, m, shown, ms); err != nil {
 		return err
 	}
-	if err := appendJSONKey(&b, "usage", r); err != nil {
+	if err := appendJSONKey(&b, "resources", r); err != nil {
 		return err
 	}
 	_, err := w.Write(b.Bytes())

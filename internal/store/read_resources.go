@@ -8,29 +8,29 @@ import (
 	"time"
 )
 
-// MaxUsageRows bounds the runs one JobUsages call reads.
-const MaxUsageRows = 1000
+// MaxResourceRows bounds the runs one Resources call reads.
+const MaxResourceRows = 1000
 
-// JobUsages reads the usage of the given job runs (JobRow.Row); a run
+// Resources reads the resources of the given job runs (JobRow.Row); a run
 // sacct has not answered for is absent from the map.
-func (s *Ledger) JobUsages(ctx context.Context, rows []int64) (map[int64]JobUsage, error) {
-	if len(rows) > MaxUsageRows {
-		return nil, fmt.Errorf("usage of %d job runs: at most %d at once", len(rows), MaxUsageRows)
+func (s *Ledger) Resources(ctx context.Context, rows []int64) (map[int64]Resources, error) {
+	if len(rows) > MaxResourceRows {
+		return nil, fmt.Errorf("resources of %d job runs: at most %d at once", len(rows), MaxResourceRows)
 	}
-	out := make(map[int64]JobUsage, len(rows))
+	out := make(map[int64]Resources, len(rows))
 	if len(rows) == 0 {
 		return out, nil
 	}
 	var q strings.Builder
 	var args []any
-	q.WriteString(`SELECT job, alloc_cpus, nodes, elapsed_s, time_limit_s, req_mem, total_cpu_ms, max_rss FROM job_usage WHERE 1 = 1`)
+	q.WriteString(`SELECT job, alloc_cpus, nodes, elapsed_s, time_limit_s, req_mem, total_cpu_ms, max_rss FROM job_resources WHERE 1 = 1`)
 	inList(&q, &args, "job", rows)
 	res, err := s.db.QueryContext(ctx, q.String(), args...)
-	type usageRow struct {
+	type resourcesRow struct {
 		row int64
-		u   JobUsage
+		u   Resources
 	}
-	got, err := collect(res, err, func(r batchRows, ur *usageRow) error {
+	got, err := collect(res, err, func(r batchRows, ur *resourcesRow) error {
 		var elapsed int64
 		var limit, mem, cpu, rss sql.NullInt64
 		err := r.Scan(&ur.row, &ur.u.AllocCPUs, &ur.u.Nodes, &elapsed, &limit, &mem, &cpu, &rss)
@@ -39,7 +39,7 @@ func (s *Ledger) JobUsages(ctx context.Context, rows []int64) (map[int64]JobUsag
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("usage of job runs: %w", translate(err))
+		return nil, fmt.Errorf("resources of job runs: %w", translate(err))
 	}
 	for _, g := range got {
 		out[g.row] = g.u
@@ -71,7 +71,7 @@ type Efficiency struct {
 
 // Efficiency computes u's shares; a share whose figures were not
 // recorded (or whose whole is 0) is not known.
-func (u JobUsage) Efficiency() Efficiency {
+func (u Resources) Efficiency() Efficiency {
 	var e Efficiency
 	elapsed := u.Elapsed.Seconds()
 	if u.TotalCPU.Known && u.AllocCPUs > 0 && elapsed > 0 {
@@ -88,11 +88,11 @@ func (u JobUsage) Efficiency() Efficiency {
 
 // JobGPUMemPeaks is, per given job run, the highest memory peak of one of
 // its GPUs as a share of that GPU's memory (1 is all of it); a run whose
-// GPUs gave no peak or total is absent. Like JobUsages, at most
-// MaxUsageRows runs at once.
+// GPUs gave no peak or total is absent. Like Resources, at most
+// MaxResourceRows runs at once.
 func (s *Ledger) JobGPUMemPeaks(ctx context.Context, rows []int64) (map[int64]float64, error) {
-	if len(rows) > MaxUsageRows {
-		return nil, fmt.Errorf("GPU memory of %d job runs: at most %d at once", len(rows), MaxUsageRows)
+	if len(rows) > MaxResourceRows {
+		return nil, fmt.Errorf("GPU memory of %d job runs: at most %d at once", len(rows), MaxResourceRows)
 	}
 	out := make(map[int64]float64, len(rows))
 	if len(rows) == 0 {

@@ -18,11 +18,11 @@ import (
 	"github.com/aicloud/gpusuite/internal/web"
 )
 
-// TestJobUsage: the job's page and its JSON show the run's CPU, memory
+// TestJobResources: the job's page and its JSON show the run's CPU, memory
 // and time figures from sacct with what to ask for next time, "not
 // recorded" where the site gathers none, and nothing for a run sacct
-// gave no usage for.
-func TestJobUsage(t *testing.T) {
+// gave no resources for.
+func TestJobResources(t *testing.T) {
 	t0 := reportfixture.T0
 	now := time.Unix(t0+86400, 0)
 	db := reportfixture.BuildLedger(t, []reportfixture.Job{
@@ -39,10 +39,10 @@ func TestJobUsage(t *testing.T) {
 		t.Fatal(err)
 	}
 	row := func(id int64) int64 { return ledgerdb.Scalar[int64](t, db, `SELECT id FROM jobs WHERE job_id = ?`, id) }
-	err = b.SetUsage(row(7), store.JobUsage{AllocCPUs: 4, Nodes: 1, Elapsed: 90 * time.Minute, TimeLimit: store.Known(4 * 3600),
+	err = b.SetResources(row(7), store.Resources{AllocCPUs: 4, Nodes: 1, Elapsed: 90 * time.Minute, TimeLimit: store.Known(4 * 3600),
 		ReqMem: store.Known(16 << 30), TotalCPU: store.Known(90 * 60 * 1000), MaxRSS: store.Known(79 << 30 / 10)})
 	if err == nil {
-		err = b.SetUsage(row(8), store.JobUsage{AllocCPUs: 2, Nodes: 1, Elapsed: time.Hour, TimeLimit: store.Known(3600), ReqMem: store.Known(1 << 30)})
+		err = b.SetResources(row(8), store.Resources{AllocCPUs: 2, Nodes: 1, Elapsed: time.Hour, TimeLimit: store.Known(3600), ReqMem: store.Known(1 << 30)})
 	}
 	if err == nil {
 		err = b.Commit()
@@ -70,7 +70,7 @@ func TestJobUsage(t *testing.T) {
 		}
 		return string(body)
 	}
-	type usage struct {
+	type resources struct {
 		CPU         *float64 `json:"cpu_efficiency_pct"`
 		NotRecorded string   `json:"not_recorded"`
 		Suggestions []string `json:"suggestions"`
@@ -78,24 +78,24 @@ func TestJobUsage(t *testing.T) {
 	pct := func(v float64) *float64 { return &v }
 	for _, tt := range []struct {
 		job  string
-		want usage
+		want resources
 		page []string
 	}{
-		{"7", usage{CPU: pct(25), Suggestions: []string{"2 cores would do (1.0 busy + 20 %)", "--mem=10G would do (peak 7.9 GiB + 20 %)",
+		{"7", resources{CPU: pct(25), Suggestions: []string{"2 cores would do (1.0 busy + 20 %)", "--mem=10G would do (peak 7.9 GiB + 20 %)",
 			"--time=02:00:00 would do"}},
 			[]string{`id="usage"`, "<th>memory</th><td>peak 7.9 GiB of 16.0 GiB per node (49%)</td><td>--mem=10G would do (peak 7.9 GiB &#43; 20 %)</td>"}},
-		{"8", usage{NotRecorded: "JobAcctGatherType is none", Suggestions: []string{}},
+		{"8", resources{NotRecorded: "JobAcctGatherType is none", Suggestions: []string{}},
 			[]string{"<th>CPU efficiency</th><td>not recorded (JobAcctGatherType is none)</td>"}},
 	} {
 		t.Run(tt.job, func(t *testing.T) {
 			var doc struct {
-				Usage usage `json:"usage"`
+				Resources resources `json:"resources"`
 			}
 			if err := json.Unmarshal([]byte(get(t, "/api/v1/jobs/c1/"+tt.job)), &doc); err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tt.want, doc.Usage); diff != "" {
-				t.Errorf("job %s's usage (-want +got):\n%s", tt.job, diff)
+			if diff := cmp.Diff(tt.want, doc.Resources); diff != "" {
+				t.Errorf("job %s's resources (-want +got):\n%s", tt.job, diff)
 			}
 			page := get(t, "/job/c1/"+tt.job)
 			for _, w := range tt.page {
@@ -107,10 +107,10 @@ func TestJobUsage(t *testing.T) {
 	}
 	t.Run("none", func(t *testing.T) {
 		if page := get(t, "/job/c1/9"); strings.Contains(page, `id="usage"`) {
-			t.Errorf("job 9 has no usage, its page shows a section")
+			t.Errorf("job 9 has no resources, its page shows a section")
 		}
-		if body := get(t, "/api/v1/jobs/c1/9"); strings.Contains(body, `"usage"`) {
-			t.Errorf("job 9 has no usage, its JSON has the key:\n%s", body)
+		if body := get(t, "/api/v1/jobs/c1/9"); strings.Contains(body, `"resources"`) {
+			t.Errorf("job 9 has no resources, its JSON has the key:\n%s", body)
 		}
 	})
 }

@@ -10,11 +10,11 @@ import (
 	"github.com/aicloud/gpusuite/internal/record"
 )
 
-// TestJobUsageNotRecordedIsNotZero: a run of a site without a gather
+// TestResourcesNotRecordedIsNotZero: a run of a site without a gather
 // plugin reads back with CPU time and RSS not known, a measured 0 reads
 // back as a known 0, a later answer replaces the earlier one, and a run
 // sacct never answered for is absent.
-func TestJobUsageNotRecordedIsNotZero(t *testing.T) {
+func TestResourcesNotRecordedIsNotZero(t *testing.T) {
 	s := openTemp(t)
 	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
 	batchOf(t, s, t0.Add(time.Hour), func(b *Batch) error {
@@ -28,31 +28,31 @@ func TestJobUsageNotRecordedIsNotZero(t *testing.T) {
 		}
 		return nil
 	})
-	none := JobUsage{AllocCPUs: 4, Nodes: 1, Elapsed: 90 * time.Second, ReqMem: Known(1 << 30)}
-	zero := JobUsage{AllocCPUs: 4, Nodes: 1, Elapsed: 90 * time.Second, TimeLimit: Known(0), ReqMem: Known(0), TotalCPU: Known(0), MaxRSS: Known(0)}
-	first := JobUsage{AllocCPUs: 1, Nodes: 1, Elapsed: time.Second, TotalCPU: Known(1)}
-	later := JobUsage{AllocCPUs: 8, Nodes: 2, Elapsed: time.Hour, TimeLimit: Known(7200), ReqMem: Known(4 << 30), TotalCPU: Known(1_800_000), MaxRSS: Known(3 << 30)}
+	none := Resources{AllocCPUs: 4, Nodes: 1, Elapsed: 90 * time.Second, ReqMem: Known(1 << 30)}
+	zero := Resources{AllocCPUs: 4, Nodes: 1, Elapsed: 90 * time.Second, TimeLimit: Known(0), ReqMem: Known(0), TotalCPU: Known(0), MaxRSS: Known(0)}
+	first := Resources{AllocCPUs: 1, Nodes: 1, Elapsed: time.Second, TotalCPU: Known(1)}
+	later := Resources{AllocCPUs: 8, Nodes: 2, Elapsed: time.Hour, TimeLimit: Known(7200), ReqMem: Known(4 << 30), TotalCPU: Known(1_800_000), MaxRSS: Known(3 << 30)}
 	batchOf(t, s, t0.Add(time.Hour), func(b *Batch) error {
 		for _, w := range []struct {
 			row int64
-			u   JobUsage
+			u   Resources
 		}{{1, none}, {2, zero}, {3, first}, {3, later}} {
-			if err := b.SetUsage(w.row, w.u); err != nil {
+			if err := b.SetResources(w.row, w.u); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	got, err := s.JobUsages(context.Background(), []int64{1, 2, 3, 99})
+	got, err := s.Resources(context.Background(), []int64{1, 2, 3, 99})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[int64]JobUsage{1: none, 2: zero, 3: later}
+	want := map[int64]Resources{1: none, 2: zero, 3: later}
 	if d := cmp.Diff(want, got); d != "" {
-		t.Errorf("usage read back (-want +got):\n%s", d)
+		t.Errorf("resources read back (-want +got):\n%s", d)
 	}
-	if _, err := s.JobUsages(context.Background(), make([]int64, MaxUsageRows+1)); err == nil {
-		t.Errorf("JobUsages of %d runs: no error, want the bound refused", MaxUsageRows+1)
+	if _, err := s.Resources(context.Background(), make([]int64, MaxResourceRows+1)); err == nil {
+		t.Errorf("Resources of %d runs: no error, want the bound refused", MaxResourceRows+1)
 	}
 }
 
@@ -62,20 +62,20 @@ func TestJobUsageNotRecordedIsNotZero(t *testing.T) {
 func TestEfficiency(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		u    JobUsage
+		u    Resources
 		want Efficiency
 	}{
 		{"one of four cores, half the memory, a quarter of the time",
-			JobUsage{AllocCPUs: 4, Nodes: 1, Elapsed: 100 * time.Second, TimeLimit: Known(400), ReqMem: Known(2 << 30), TotalCPU: Known(100_000), MaxRSS: Known(1 << 30)},
+			Resources{AllocCPUs: 4, Nodes: 1, Elapsed: 100 * time.Second, TimeLimit: Known(400), ReqMem: Known(2 << 30), TotalCPU: Known(100_000), MaxRSS: Known(1 << 30)},
 			Efficiency{CPU: Ratio{0.25, true}, Memory: Ratio{0.5, true}, Time: Ratio{0.25, true}}},
 		{"not recorded (jobacct_gather/none), unlimited",
-			JobUsage{AllocCPUs: 4, Nodes: 1, Elapsed: 100 * time.Second, ReqMem: Known(2 << 30)},
+			Resources{AllocCPUs: 4, Nodes: 1, Elapsed: 100 * time.Second, ReqMem: Known(2 << 30)},
 			Efficiency{}},
 		{"measured zero is a known zero",
-			JobUsage{AllocCPUs: 4, Nodes: 1, Elapsed: 100 * time.Second, TimeLimit: Known(100), ReqMem: Known(2 << 30), TotalCPU: Known(0), MaxRSS: Known(0)},
+			Resources{AllocCPUs: 4, Nodes: 1, Elapsed: 100 * time.Second, TimeLimit: Known(100), ReqMem: Known(2 << 30), TotalCPU: Known(0), MaxRSS: Known(0)},
 			Efficiency{CPU: Ratio{0, true}, Memory: Ratio{0, true}, Time: Ratio{1, true}}},
 		{"no memory asked, no time elapsed",
-			JobUsage{AllocCPUs: 4, Nodes: 1, TimeLimit: Known(60), ReqMem: Known(0), TotalCPU: Known(5), MaxRSS: Known(7)},
+			Resources{AllocCPUs: 4, Nodes: 1, TimeLimit: Known(60), ReqMem: Known(0), TotalCPU: Known(5), MaxRSS: Known(7)},
 			Efficiency{Time: Ratio{0, true}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

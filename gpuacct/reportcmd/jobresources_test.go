@@ -12,9 +12,9 @@ import (
 	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
-// seedUsage stores each job's usage as ingest does from sacct, on the
+// seedResources stores each job's resources as ingest does from sacct, on the
 // job's latest run.
-func seedUsage(t *testing.T, path string, now time.Time, us map[int64]store.JobUsage) {
+func seedResources(t *testing.T, path string, now time.Time, us map[int64]store.Resources) {
 	t.Helper()
 	st, err := openWriter(path)
 	if err != nil {
@@ -27,7 +27,7 @@ func seedUsage(t *testing.T, path string, now time.Time, us map[int64]store.JobU
 	}
 	for id, u := range us {
 		row := ledgerdb.Scalar[int64](t, path, `SELECT MAX(id) FROM jobs WHERE job_id = ?`, id)
-		if err := b.SetUsage(row, u); err != nil {
+		if err := b.SetResources(row, u); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -36,12 +36,12 @@ func seedUsage(t *testing.T, path string, now time.Time, us map[int64]store.JobU
 	}
 }
 
-// TestJobUsage: gpuacct job adds the run's CPU, memory and time figures
+// TestJobResources: gpuacct job adds the run's CPU, memory and time figures
 // from sacct, with what to ask for next time, in text and JSON (golden
-// files, testdata/usage, -update); a site without a gather plugin reads
+// files, testdata/resources, -update); a site without a gather plugin reads
 // "not recorded"; a run sacct gave nothing for prints exactly what it
 // printed before any usage was kept.
-func TestJobUsage(t *testing.T) {
+func TestJobResources(t *testing.T) {
 	now := time.Unix(t0+86400, 0)
 	path := buildLedger(t, []fxJob{
 		{ID: 7, User: "alice", Acct: "vision", Part: "gpu", Node: "gpu01", GPUs: 2, Start: t0, End: t0 + 5400},
@@ -58,7 +58,7 @@ func TestJobUsage(t *testing.T) {
 	}
 	beforeText, beforeJSON := job("9"), job("9", "--json")
 	const gib = 1 << 30
-	seedUsage(t, path, now, map[int64]store.JobUsage{
+	seedResources(t, path, now, map[int64]store.Resources{
 		7: {AllocCPUs: 4, Nodes: 1, Elapsed: 90 * time.Minute, TimeLimit: store.Known(4 * 3600), ReqMem: store.Known(16 * gib),
 			TotalCPU: store.Known(90 * 60 * 1000), MaxRSS: store.Known(79 * gib / 10)},
 		// jobacct_gather/none: no CPU time, no RSS.
@@ -73,7 +73,7 @@ func TestJobUsage(t *testing.T) {
 		{"job8.txt", []string{"8"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			golden(t, filepath.Join("testdata", "usage", tt.name), job(tt.args...))
+			golden(t, filepath.Join("testdata", "resources", tt.name), job(tt.args...))
 		})
 	}
 	t.Run("none", func(t *testing.T) {
