@@ -252,20 +252,32 @@ func (h *Handler) budgetCard(i int, b budgetJSON, color string) budgetCard {
 	return c
 }
 
+// budgetHead is the board header's line on budgets; Bad: one runs out
+// this period.
+type budgetHead struct {
+	Text string
+	Bad  bool
+}
+
+// budgetLink is the line and the budget page it links to.
+type budgetLink struct {
+	Name budgetHead
+	URL  string
+}
+
 // viewerBudget is the board's header line for the logged-in user's
 // teams: "vision: 62 % of 1,000 GPU-h used, runs out 2026-12-20", linking
 // to the first team's budget page; none when no one logged in, the
 // user's teams have no budget, or the ledger cannot tell (the board
 // never fails for it).
-func (h *Handler) viewerBudget(r *http.Request) link {
+func (h *Handler) viewerBudget(r *http.Request) (line budgetLink) {
 	name, ok := h.who(r)
 	if !ok || len(h.o.Budgets) == 0 {
-		return link{}
+		return line
 	}
 	// The board's page waits for this line no longer than this.
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	var line link
 	err := h.withLiveConn(r.WithContext(ctx), func(c *conn) error {
 		mine, err := h.userTeams(ctx, c, name)
 		if err != nil {
@@ -291,18 +303,19 @@ func (h *Handler) viewerBudget(r *http.Request) link {
 				case b.RunOut != nil:
 					s += ", runs out " + *b.RunOut
 				}
+				line.Name.Bad = line.Name.Bad || b.RunOut != nil
 				parts = append(parts, s)
 				if line.URL == "" {
 					line.URL = teamPath(team) + "/budget"
 				}
 			}
 		}
-		line.Name = strings.Join(parts, " · ")
+		line.Name.Text = strings.Join(parts, " · ")
 		return nil
 	})
 	if err != nil {
 		h.o.Log.Warn("board: budget line", "user", name, "err", err)
-		return link{}
+		line.Name, line.URL = budgetHead{}, ""
 	}
 	return line
 }

@@ -106,7 +106,7 @@ func TestBudgetBytes(t *testing.T) {
 
 var budgetCellRE = regexp.MustCompile(`<td class="budget"><a href="([^"]*)">`)
 
-var budgetLineRE = regexp.MustCompile(`<a class="fresh" id="budget-line" href="([^"]*)">([^<]*)</a>`)
+var budgetLineRE = regexp.MustCompile(`<a class="fresh(?: bad)?" id="budget-line" href="([^"]*)">([^<]*)</a>`)
 
 // TestBudgetPrivate: under web.private_data a team's budget is shown to
 // its members (alice charged vision), its lead (lena, who ran nothing)

@@ -66,7 +66,8 @@ type base struct {
 	Several bool
 	// Budget is the header's line on the budgets of the logged-in
 	// user's team, linking to BudgetURL (the board only).
-	Budget, BudgetURL string
+	Budget    budgetHead
+	BudgetURL string
 	// BudgetCol: the teams' table has a budget column (budgets are
 	// configured).
 	BudgetCol bool
