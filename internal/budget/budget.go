@@ -5,6 +5,10 @@
 // entries come from the config ([[budget.entry]], internal/config), the
 // daily usage from the ledger through report.Ledger.BudgetDays.
 //
+// Files: budget.go (entries, their checks, periods), burn.go (the
+// burn-down and the warnings due), metrics.go (the gauges on serve's
+// /metrics).
+//
 // API (the dashboard, the team report, the board's header, gpuacct
 // report budget and the notifier use these):
 //   - Entry: one configured budget, as the config file writes it;
@@ -27,6 +31,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/aicloud/gpusuite/internal/config"
 )
 
 // Unit is what a budget's amount counts.
@@ -51,32 +57,15 @@ const (
 	Range      Kind = "range" // one period, From to To
 )
 
-// Entry is one budget as the config writes it:
-//
-//	[[budget.entry]]
-//	account = "vision"
-//	user    = ""          # optional: a user's budget within the account
-//	period  = "quarter"   # month, quarter, fiscal-year or range
-//	from    = "2026-04-01" # range only, inclusive
-//	to      = "2026-06-30" # range only, inclusive
-//	amount  = 2000
-//	unit    = "gpu-hours" # or billing
-type Entry struct {
-	Account string  `toml:"account"`
-	User    string  `toml:"user"`
-	Period  string  `toml:"period"`
-	From    string  `toml:"from"`
-	To      string  `toml:"to"`
-	Amount  float64 `toml:"amount"`
-	Unit    string  `toml:"unit"`
-}
+// Entry is one budget as the config writes it ([[budget.entry]]).
+type Entry = config.BudgetEntry
 
-// Name is how messages name the entry: "vision", "vision/alice".
-func (e Entry) Name() string {
-	if e.User != "" {
-		return e.Account + "/" + e.User
+// name is how messages name an entry: "vision", "vision/alice".
+func name(account, user string) string {
+	if user != "" {
+		return account + "/" + user
 	}
-	return e.Account
+	return account
 }
 
 // Budget is a checked entry.
@@ -91,7 +80,7 @@ type Budget struct {
 }
 
 // Name is "account" or "account/user".
-func (b Budget) Name() string { return Entry{Account: b.Account, User: b.User}.Name() }
+func (b Budget) Name() string { return name(b.Account, b.User) }
 
 // civil is a calendar date without a zone.
 type civil struct {
@@ -130,11 +119,11 @@ func Parse(entries []Entry, known func(account string) bool) ([]Budget, error) {
 	for i, e := range entries {
 		b, err := parseEntry(e, known)
 		if err != nil {
-			return nil, fmt.Errorf("budget.entry[%d] (%s): %w", i, e.Name(), err)
+			return nil, fmt.Errorf("budget.entry[%d] (%s): %w", i, name(e.Account, e.User), err)
 		}
 		for j, o := range out {
 			if o.Account == b.Account && o.User == b.User && overlap(o, b) {
-				return nil, fmt.Errorf("budget.entry[%d] (%s): its period overlaps budget.entry[%d]'s: one budget per account and user at a time", i, e.Name(), j)
+				return nil, fmt.Errorf("budget.entry[%d] (%s): its period overlaps budget.entry[%d]'s: one budget per account and user at a time", i, name(e.Account, e.User), j)
 			}
 		}
 		out = append(out, b)

@@ -118,7 +118,7 @@ func Burn(b Budget, p Period, now time.Time, days []Day) Burndown {
 }
 
 // DefaultPercents are the warning thresholds unless the config sets
-// others.
+// others (budget.warn's default).
 var DefaultPercents = []int{50, 80, 100}
 
 // Warning is a threshold the burn-down has crossed. Key is the same for

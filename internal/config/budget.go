@@ -2,9 +2,6 @@ package config
 
 import (
 	"fmt"
-	"slices"
-
-	"github.com/aicloud/gpusuite/internal/budget"
 )
 
 // Budget is the [budget] section: GPU budgets per account (optionally
@@ -23,11 +20,32 @@ type Budget struct {
 	// Entry are the budgets. The commands that read them check them
 	// (budget.Parse, exit 2; serve refuses to start), not Load: a typo in
 	// a budget must not stop the hooks' accounting.
-	Entry []budget.Entry `toml:"entry"`
+	Entry []BudgetEntry `toml:"entry"`
+}
+
+// BudgetEntry is one budget as the file writes it (budget.Entry):
+//
+//	[[budget.entry]]
+//	account = "vision"
+//	user    = ""           # optional: a user's budget within the account
+//	period  = "quarter"    # month, quarter, fiscal-year or range
+//	from    = "2026-04-01" # range only, inclusive
+//	to      = "2026-06-30" # range only, inclusive
+//	amount  = 2000
+//	unit    = "gpu-hours"  # or billing
+type BudgetEntry struct {
+	Account string  `toml:"account"`
+	User    string  `toml:"user"`
+	Period  string  `toml:"period"`
+	From    string  `toml:"from"`
+	To      string  `toml:"to"`
+	Amount  float64 `toml:"amount"`
+	Unit    string  `toml:"unit"`
 }
 
 func defaultBudget() Budget {
-	return Budget{FiscalStart: 1, Warn: slices.Clone(budget.DefaultPercents), WarnRunOut: true}
+	// budget.DefaultPercents; not imported: the hooks load this package
+	return Budget{FiscalStart: 1, Warn: []int{50, 80, 100}, WarnRunOut: true}
 }
 
 func (b *Budget) validate() error {

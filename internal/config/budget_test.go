@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/aicloud/gpusuite/internal/budget"
 )
 
 func TestBudgetSection(t *testing.T) {
@@ -57,7 +55,7 @@ amount = 300
 		})
 	}
 	cfg := Default()
-	if diff := cmp.Diff(Budget{FiscalStart: 1, Warn: budget.DefaultPercents, WarnRunOut: true}, cfg.Budget); diff != "" {
+	if diff := cmp.Diff(Budget{FiscalStart: 1, Warn: []int{50, 80, 100}, WarnRunOut: true}, cfg.Budget); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
 	}
 }
