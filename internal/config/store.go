@@ -21,6 +21,18 @@ type Store struct {
 	// SampleRetention is how long raw samples are kept; rollups and job
 	// figures are kept for good.
 	SampleRetention Duration `toml:"sample_retention"`
+	// SeriesRetention is how long the per-5-minute series folded from
+	// the samples (mean, peak and idle share of a job on a GPU) are kept;
+	// 0 prunes them with the samples. Kept longer, a job's page still
+	// draws its series once its samples are gone, for about a twentieth of
+	// their bytes at 10 s.
+	SeriesRetention Duration `toml:"series_retention"`
+}
+
+// SeriesKept is how long the folded series are kept: SeriesRetention,
+// or SampleRetention when that is 0.
+func (s *Store) SeriesKept() time.Duration {
+	return max(s.SeriesRetention.Duration, s.SampleRetention.Duration)
 }
 
 // Ingest configures gpuacct ingest and gpuacct serve.
@@ -124,6 +136,9 @@ func (s *Store) validate() error {
 	}
 	if s.SampleRetention.Duration < time.Hour {
 		return fmt.Errorf("key \"store.sample_retention\": %s is under 1h", s.SampleRetention.Duration)
+	}
+	if r := s.SeriesRetention.Duration; r != 0 && r < s.SampleRetention.Duration {
+		return fmt.Errorf("key \"store.series_retention\": %s is under store.sample_retention (%s); use 0 to prune the series with the samples", r, s.SampleRetention.Duration)
 	}
 	return nil
 }

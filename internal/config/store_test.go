@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestStoreURL(t *testing.T) {
@@ -51,5 +52,41 @@ func TestStoreURLErrorHidesPassword(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "\n") {
 		t.Errorf("error %q: want one line without the password", err)
+	}
+}
+
+// TestSeriesRetention: the folded series are kept at least as long as the
+// samples they are folded from; 0 keeps them exactly as long.
+func TestSeriesRetention(t *testing.T) {
+	tests := []struct {
+		name    string
+		toml    string
+		want    time.Duration // SeriesKept()
+		wantErr string
+	}{
+		{name: "default: with the samples", toml: "", want: 720 * time.Hour},
+		{name: "0 follows sample_retention", toml: "[store]\nsample_retention = \"48h\"\nseries_retention = \"0s\"\n", want: 48 * time.Hour},
+		{name: "a year", toml: "[store]\nseries_retention = \"8760h\"\n", want: 8760 * time.Hour},
+		{name: "equal", toml: "[store]\nsample_retention = \"48h\"\nseries_retention = \"48h\"\n", want: 48 * time.Hour},
+		{name: "under the samples'", toml: "[store]\nseries_retention = \"24h\"\n", wantErr: `key "store.series_retention": 24h0m0s is under store.sample_retention (720h0m0s)`},
+		{name: "negative", toml: "[store]\nseries_retention = \"-1h\"\n", wantErr: `key "store.series_retention"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := Default()
+			err := Parse([]byte(tt.toml), &cfg)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := cfg.Store.SeriesKept(); got != tt.want {
+				t.Errorf("SeriesKept() = %s, want %s", got, tt.want)
+			}
+		})
 	}
 }

@@ -91,7 +91,7 @@ func (in *Ingester) housekeeping(ctx context.Context, res *Result) error {
 		b.Rollback()
 		return err
 	}
-	n, err := b.PruneSamples(cut)
+	n, err := b.PruneSamplesKeepSeries(cut, now.Add(-cfg.Store.SeriesKept()))
 	if err != nil {
 		b.Rollback()
 		return err

@@ -65,7 +65,9 @@ func (s *Ledger) JobShared(ctx context.Context, gpuID, fromMs, toMs int64, fn fu
 }
 
 // GPUSamplesAtLeast reports whether GPU gpuID has at least n samples in
-// [fromMs, toMs), reading no more than n of them.
+// [fromMs, toMs), reading no more than n of them; also when the window
+// reaches into samples pruned while their series buckets are kept
+// (store.series_retention), which then stand for them.
 func (s *Ledger) GPUSamplesAtLeast(ctx context.Context, gpuID, fromMs, toMs int64, n int) (bool, error) {
 	var got int
 	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM samples WHERE gpu_id = ? AND t_ms >= ? AND t_ms < ? LIMIT ?) AS s`,
@@ -73,5 +75,12 @@ func (s *Ledger) GPUSamplesAtLeast(ctx context.Context, gpuID, fromMs, toMs int6
 	if err != nil {
 		return false, translate(err)
 	}
-	return got >= n, nil
+	if got >= n {
+		return true, nil
+	}
+	m, err := s.pruneMarks(ctx)
+	if err != nil {
+		return false, err
+	}
+	return m.folded(fromMs, toMs), nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
+	"strconv"
 )
 
 // JobBucketBins sums, per stretch of spanMs from originMs, the series
@@ -42,12 +44,17 @@ func (s *Ledger) JobBucketBins(ctx context.Context, gpuID, job int64, restart in
 // BucketPastEnd is the start of the first bucket in [fromMs, toMs) of
 // the job run on GPU gpuID that holds a sample reaching past endMs (its
 // windows there are cut, which a bucket's sums cannot be), or toMs when
-// none does.
+// none does. A bucket whose samples were pruned (series kept longer,
+// store.series_retention) is not one: the samples cannot answer for it.
 func (s *Ledger) BucketPastEnd(ctx context.Context, gpuID, job int64, restart int, fromMs, toMs, endMs int64) (int64, error) {
+	m, err := s.pruneMarks(ctx)
+	if err != nil {
+		return 0, err
+	}
 	var first sql.NullInt64
-	err := s.db.QueryRowContext(ctx, `SELECT min(bucket_ms) FROM series_buckets
+	err = s.db.QueryRowContext(ctx, `SELECT min(bucket_ms) FROM series_buckets
  WHERE gpu_id = ? AND job = ? AND restart = ? AND bucket_ms >= ? AND bucket_ms < ? AND end_ms > ?`,
-		gpuID, job, restart, fromMs, toMs, endMs).Scan(&first)
+		gpuID, job, restart, max(fromMs, m.samples), toMs, endMs).Scan(&first)
 	if err != nil {
 		return 0, translate(err)
 	}
@@ -57,9 +64,55 @@ func (s *Ledger) BucketPastEnd(ctx context.Context, gpuID, job int64, restart in
 	return first.Int64, nil
 }
 
-// PrunedBefore is the time (Unix ms) before which samples were pruned
-// (Batch.PruneSamples), math.MinInt64 when none were: a series bucket
-// that starts before it may hold the sums of samples gone.
+// PrunedBefore is the time (Unix ms) before which series buckets were
+// pruned (Batch.PruneSamples, with the samples unless the series are kept
+// longer), math.MinInt64 when none were: a bucket that starts before it
+// may lack the sums of samples gone.
 func (s *Ledger) PrunedBefore(ctx context.Context) (int64, error) {
-	return scanPruned(scanRow{r: s.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, prunedKey)})
+	m, err := s.pruneMarks(ctx)
+	return m.series, err
+}
+
+// pruneMarks are the times (Unix ms) before which samples and series
+// buckets were pruned, math.MinInt64 where nothing was.
+type pruneMarks struct{ samples, series int64 }
+
+// folded tells whether the buckets of [fromMs, toMs) hold sums of
+// samples already pruned: the series kept longer than the samples.
+func (m pruneMarks) folded(fromMs, toMs int64) bool {
+	return m.series < m.samples && fromMs < m.samples && toMs > m.series
+}
+
+func (s *Ledger) pruneMarks(ctx context.Context) (pruneMarks, error) {
+	m := pruneMarks{samples: math.MinInt64, series: math.MinInt64}
+	rows, err := s.db.QueryContext(ctx, `SELECT key, value FROM meta WHERE key IN (?, ?)`, prunedKey, seriesPrunedKey)
+	if err != nil {
+		return m, translate(err)
+	}
+	defer rows.Close()
+	seen := false
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return m, translate(err)
+		}
+		t, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return m, fmt.Errorf("meta %s: %q: %w", k, v, err)
+		}
+		if k == prunedKey {
+			m.samples = t
+		} else {
+			m.series, seen = t, true
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return m, translate(err)
+	}
+	// A ledger pruned before the series had a mark of their own pruned
+	// them with the samples.
+	if !seen {
+		m.series = m.samples
+	}
+	return m, nil
 }

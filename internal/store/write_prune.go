@@ -6,13 +6,26 @@ import (
 )
 
 // PruneSamples deletes raw samples older than before, GPU by GPU (the
-// primary key makes each a range delete), and returns how many went. On
-// PostgreSQL, Ledger.DropSamplePartitions, run before this batch, drops
-// the months wholly before before; this deletes the rest: the older rows
-// of the month before falls in, and those of any month whose drop was
-// left for the next pass.
+// primary key makes each a range delete), and the series buckets folded
+// from them (PruneSamplesKeepSeries), and returns how many samples went.
+// On PostgreSQL, Ledger.DropSamplePartitions, run before this batch,
+// drops the months wholly before before; this deletes the rest: the older
+// rows of the month before falls in, and those of any month whose drop
+// was left for the next pass.
 func (b *Batch) PruneSamples(before time.Time) (int64, error) {
-	var n int64
+	return b.PruneSamplesKeepSeries(before, before)
+}
+
+// PruneSamplesKeepSeries is PruneSamples that keeps the series buckets
+// (a job's mean, peak and idle share per 5 minutes) until seriesBefore,
+// at most before: the job pages of the time between read their series
+// from the buckets alone (Ledger.PrunedBefore), for about a twentieth of
+// the samples' bytes.
+func (b *Batch) PruneSamplesKeepSeries(before, seriesBefore time.Time) (int64, error) {
+	if seriesBefore.After(before) {
+		return 0, fmt.Errorf("prune samples before %s: series kept only until %s, after them", before.UTC().Format(time.RFC3339), seriesBefore.UTC().Format(time.RFC3339))
+	}
+	var n, nb int64
 	rows, err := translateRows(b.tx.QueryContext(b.ctx, `SELECT id FROM gpus`))
 	ids, err := collect(rows, err, func(r batchRows, id *int64) error { return r.Scan(id) })
 	if err != nil {
@@ -25,12 +38,21 @@ func (b *Batch) PruneSamples(before time.Time) (int64, error) {
 		}
 		k, _ := r.RowsAffected()
 		n += k
-		if err := b.pruneBuckets(id, before.UnixMilli()); err != nil {
+		k, err = b.pruneBuckets(id, seriesBefore.UnixMilli())
+		if err != nil {
+			return n, err
+		}
+		nb += k
+	}
+	if n > 0 {
+		if err := b.notePruned(before.UnixMilli()); err != nil {
 			return n, err
 		}
 	}
-	if n > 0 {
-		return n, b.notePruned(before.UnixMilli())
+	// The buckets' own mark moves with the samples' when they go
+	// together, so that a ledger without kept series reads as before.
+	if n > 0 || nb > 0 {
+		return n, b.noteSeriesPruned(seriesBefore.UnixMilli())
 	}
 	return n, nil
 }

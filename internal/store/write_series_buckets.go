@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/aicloud/gpusuite/internal/record"
@@ -156,14 +157,29 @@ func (b *Batch) moveBucketEnergy(gid int64, s *storedSample, od, nd *int64) erro
 	return nil
 }
 
-// pruneBuckets deletes GPU gid's buckets wholly before before (Unix ms).
-// One that straddles it stays until the next prune: readers use no
-// bucket that starts before the pruned mark (Ledger.PrunedBefore).
-func (b *Batch) pruneBuckets(gid, before int64) error {
-	if _, err := b.exec(`DELETE FROM series_buckets WHERE gpu_id = ? AND bucket_ms <= ?`, gid, before-BucketMs); err != nil {
-		return fmt.Errorf("prune series buckets: %w", err)
+// pruneBuckets deletes GPU gid's buckets wholly before before (Unix ms)
+// and returns how many went. One that straddles it stays until the next
+// prune: readers use no bucket that starts before the pruned mark
+// (Ledger.PrunedBefore).
+func (b *Batch) pruneBuckets(gid, before int64) (int64, error) {
+	r, err := b.exec(`DELETE FROM series_buckets WHERE gpu_id = ? AND bucket_ms <= ?`, gid, before-BucketMs)
+	if err != nil {
+		return 0, fmt.Errorf("prune series buckets: %w", err)
 	}
-	return nil
+	n, _ := r.RowsAffected()
+	return n, nil
+}
+
+// seriesPrunedKey is the meta key of the time (Unix ms) before which
+// series buckets were pruned; absent, they went with the samples
+// (prunedKey).
+const seriesPrunedKey = "series_pruned_before"
+
+// noteSeriesPruned records that series buckets before t (Unix ms) are
+// gone.
+func (b *Batch) noteSeriesPruned(t int64) error {
+	_, err := b.exec(notePrunedSQL, seriesPrunedKey, strconv.FormatInt(t, 10))
+	return err
 }
 
 // backfillMarker opens the part of the buckets' migration that fills

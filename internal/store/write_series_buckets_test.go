@@ -130,3 +130,99 @@ func TestPruneSeriesBuckets(t *testing.T) {
 		t.Errorf("pruned mark %d (%v), want %d", m, err, cut.UnixMilli())
 	}
 }
+
+// TestPruneKeepsSeries: pruning the samples while keeping the series
+// (store.series_retention) leaves every bucket of the job as it was, and
+// the readers take them for the samples gone: the pruned mark is the
+// buckets', a window of pruned samples counts as long (read from the
+// buckets), and a bucket reaching past the job's end is not sent back to
+// samples that are gone. Pruned together, as before: the buckets go and
+// the readers see the samples' mark.
+func TestPruneKeepsSeries(t *testing.T) {
+	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	const uuid = "GPU-00000000-0000-0000-0000-000000000001"
+	u32 := func(v uint32) *uint32 { return &v }
+	cut := t0.Add(27 * time.Minute)
+	tests := []struct {
+		name       string
+		seriesCut  time.Time
+		wantMark   time.Time
+		wantLong   bool
+		wantPast   time.Duration // BucketPastEnd from t0, the job ending at 10:12
+		wantBucket int           // buckets left
+	}{
+		{name: "series kept", seriesCut: t0.Add(-time.Hour), wantMark: t0.Add(-time.Hour), wantLong: true, wantPast: 30 * time.Minute, wantBucket: 6},
+		{name: "pruned together", seriesCut: cut, wantMark: cut, wantLong: false, wantPast: 30 * time.Minute, wantBucket: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := openTemp(t)
+			var smp []record.Sample
+			for i := range 180 { // 30 minutes: six buckets
+				smp = append(smp, record.Sample{Time: t0.Add(time.Duration(i) * 10 * time.Second), UUID: uuid,
+					GPUUtil: u32(uint32(i % 101)), Jobs: []record.JobShare{{Job: 5, Share: 1, Idle: i%3 == 0}}})
+			}
+			batchOf(t, s, t0.Add(time.Hour), func(b *Batch) error {
+				if err := b.Event(ev(record.JobStart, "n1", t0, 1)); err != nil {
+					return err
+				}
+				_, err := b.Segment(&record.SegmentHeader{Cluster: "c", Node: "n1", Seq: 1, Interval: 10}, smp)
+				return err
+			})
+			var gid int64
+			if err := s.db.QueryRow(`SELECT id FROM gpus`).Scan(&gid); err != nil {
+				t.Fatal(err)
+			}
+			from, to := t0.UnixMilli(), t0.Add(30*time.Minute).UnixMilli()
+			bins := func() []SampleBin {
+				t.Helper()
+				got, err := s.JobBucketBins(ctx, gid, 5, 0, from, from, to, BucketMs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return got
+			}
+			before := bins()
+			batchOf(t, s, t0.Add(time.Hour), func(b *Batch) error {
+				n, err := b.PruneSamplesKeepSeries(cut, tt.seriesCut)
+				if err == nil && n != 162 {
+					t.Errorf("%d samples pruned, want 162", n)
+				}
+				return err
+			})
+			if n := len(dump(t, s.db, `SELECT 1 FROM series_buckets`)); n != tt.wantBucket {
+				t.Errorf("%d buckets left, want %d", n, tt.wantBucket)
+			}
+			if tt.wantBucket == len(before) {
+				if d := cmp.Diff(before, bins()); d != "" {
+					t.Errorf("buckets after pruning the samples (-before +after):\n%s", d)
+				}
+			}
+			if m, err := s.PrunedBefore(ctx); err != nil || m != tt.wantMark.UnixMilli() {
+				t.Errorf("pruned mark %d (%v), want %d", m, err, tt.wantMark.UnixMilli())
+			}
+			if long, err := s.GPUSamplesAtLeast(ctx, gid, from, to, 20_000); err != nil || long != tt.wantLong {
+				t.Errorf("GPUSamplesAtLeast = %v (%v), want %v", long, err, tt.wantLong)
+			}
+			// Over the samples kept, the count alone answers.
+			if long, err := s.GPUSamplesAtLeast(ctx, gid, cut.UnixMilli(), to, 20_000); err != nil || long {
+				t.Errorf("GPUSamplesAtLeast after the cut = %v (%v), want false", long, err)
+			}
+			lo := -floorMs(-max(from, tt.wantMark.UnixMilli()))
+			past, err := s.BucketPastEnd(ctx, gid, 5, 0, lo, to, t0.Add(12*time.Minute).UnixMilli())
+			if err != nil || past != t0.Add(tt.wantPast).UnixMilli() {
+				t.Errorf("BucketPastEnd = %d (%v), want %d", past, err, t0.Add(tt.wantPast).UnixMilli())
+			}
+		})
+	}
+}
+
+// floorMs is t floored to a whole bucket.
+func floorMs(t int64) int64 {
+	r := t % BucketMs
+	if r < 0 {
+		r += BucketMs
+	}
+	return t - r
+}
