@@ -30,8 +30,8 @@ const maxBudgetDays = 800
 type budgetCard struct {
 	ID, Name, Period, From, To, Unit string
 	Amount, Used, Left, UsedPct      string
-	ElapsedPct, Pace, RunOut, Slurm  string
-	Over, RunsOut                    bool
+	ElapsedPct, Pace, RunOut         string
+	Over, RunsOut, RanOut            bool
 	Chart                            chart
 }
 
@@ -65,22 +65,12 @@ type budgetJSON struct {
 	// absent: not before the period ends.
 	RunOut *string     `json:"run_out,omitempty"`
 	Days   []budgetDay `json:"days"`
-	Slurm  *slurmLimit `json:"slurm,omitempty"`
 }
 
 type budgetDay struct {
 	Day   string   `json:"day"`
 	Used  *float64 `json:"used,omitempty"` // summed to the day's end; absent: to come
 	Ideal float64  `json:"ideal"`
-}
-
-// slurmLimit is Slurm's GrpTRESMins on the account's association and
-// its own usage of it, in the budget's unit: Slurm's limit stops jobs,
-// ours only warns.
-type slurmLimit struct {
-	Limit float64 `json:"limit"`
-	Used  float64 `json:"used"`
-	TRES  string  `json:"tres"`
 }
 
 // mayBudget reports whether h's viewer may see team's budget: everyone
@@ -234,11 +224,7 @@ func (h *Handler) budgetCard(i int, b budgetJSON, color string) budgetCard {
 		ElapsedPct: thousands(100*b.ElapsedRatio, 1), Pace: hoursOf(b.PacePerDay), RunOut: "not this period",
 		Over: b.Used >= b.Amount}
 	if b.RunOut != nil {
-		c.RunOut, c.RunsOut = *b.RunOut, true
-	}
-	if s := b.Slurm; s != nil {
-		c.Slurm = fmt.Sprintf("%s of %s %s used by Slurm's count (%s); Slurm's limit stops jobs, this budget only warns",
-			hoursOf(s.Used), hoursOf(s.Limit), unit, s.TRES)
+		c.RunOut, c.RunsOut, c.RanOut = *b.RunOut, true, b.Left <= 0
 	}
 	days := make([]string, 0, len(b.Days))
 	var used []float64

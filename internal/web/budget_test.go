@@ -92,6 +92,7 @@ func TestBudgetBytes(t *testing.T) {
 		{"budget-vision.html", "/team/vision/budget"},
 		{"budget-vision.json", "/api/v1/budget/vision"},
 		{"budget-nlp.json", "/api/v1/budget/nlp"},
+		{"budget-nlp.html", "/team/nlp/budget"},
 		{"budget-none.html", "/team/ops/budget"},
 		// the teams table's budget column
 		{"budget-overview.html", "/accounting?start=2026-11-01&end=2026-11-26"},
