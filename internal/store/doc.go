@@ -32,6 +32,7 @@
 //	write_identity.go   nodes, GPUs, jobs
 //	write_event.go      job starts and ends;  write_gpuevent.go  GPU events (Xid)
 //	write_segment.go    a segment's samples;  write_samples.go, write_samples_pg.go  their inserts
+//	write_samples_pack.go  a GPU's run of samples packed into one value (not yet the layout)
 //	write_use.go        job × node × hour figures;  write_rollup.go  Usage and the rollups;  write_jobgpu.go  aggregates
 //	write_billing.go    billing weights' history; a job's billing rate (Slurm's, or estimated)
 //	write_jobmetrics.go per job × GPU metrics;  write_recount.go  samples counted again when a window moves
