@@ -7,7 +7,8 @@
 //
 // Files: budget.go (entries, their checks, periods), burn.go (the
 // burn-down and the warnings due), metrics.go (the gauges on serve's
-// /metrics).
+// /metrics), slurm.go (Slurm's GrpTRESMins and its usage, which is what
+// stops jobs).
 //
 // API (the dashboard, the team report, the board's header, gpuacct
 // report budget and the notifier use these):
