@@ -279,18 +279,8 @@ func (h *Handler) viewerBudget(r *http.Request) (line budgetLink) {
 				if b.User != "" && b.User != name {
 					continue
 				}
-				s := fmt.Sprintf("%s: %s %% of %s %s used", b.Account, thousands(100*b.UsedRatio, 0), amountOf(b.Amount), unitName(b.Unit))
-				if b.User != "" {
-					s = fmt.Sprintf("%s/%s: %s %% of %s %s used", b.Account, b.User, thousands(100*b.UsedRatio, 0), amountOf(b.Amount), unitName(b.Unit))
-				}
-				switch {
-				case b.RunOut != nil && b.Left <= 0:
-					s += ", ran out " + *b.RunOut
-				case b.RunOut != nil:
-					s += ", runs out " + *b.RunOut
-				}
 				line.Name.Bad = line.Name.Bad || b.RunOut != nil
-				parts = append(parts, s)
+				parts = append(parts, b.summary())
 				if line.URL == "" {
 					line.URL = teamPath(team) + "/budget"
 				}
@@ -385,7 +375,7 @@ func (h *Handler) budgetColumn(ctx context.Context, c *conn, b *base, rows []tea
 		var parts []string
 		for _, bj := range bs {
 			if bj.User == "" {
-				parts = append(parts, fmt.Sprintf("%s %% of %s %s", thousands(100*bj.UsedRatio, 0), amountOf(bj.Amount), unitName(bj.Unit)))
+				parts = append(parts, bj.share())
 			}
 		}
 		if len(parts) > 0 {
@@ -393,4 +383,53 @@ func (h *Handler) budgetColumn(ctx context.Context, c *conn, b *base, rows []tea
 		}
 	}
 	return nil
+}
+
+// teamBudgetLink puts a team's budgets in its page's header, linking
+// to the budget page, when it has budgets its viewer may see.
+func (h *Handler) teamBudgetLink(ctx context.Context, c *conn, team string, b *base) error {
+	if len(h.o.Budgets) == 0 {
+		return nil
+	}
+	ok, err := h.mayBudget(ctx, c, team)
+	if err != nil || !ok {
+		return err
+	}
+	bs, err := h.burnsOf(ctx, c, team)
+	if err != nil {
+		return err
+	}
+	var parts []string
+	for _, bj := range bs {
+		if bj.User == "" {
+			parts = append(parts, bj.summary())
+			b.Budget.Bad = b.Budget.Bad || bj.RunOut != nil
+		}
+	}
+	if len(parts) > 0 {
+		b.Budget.Text, b.BudgetURL = strings.Join(parts, " · "), teamPath(team)+"/budget"
+	}
+	return nil
+}
+
+// share is "80 % of 100 GPU-h".
+func (b budgetJSON) share() string {
+	return fmt.Sprintf("%s %% of %s %s", thousands(100*b.UsedRatio, 0), amountOf(b.Amount), unitName(b.Unit))
+}
+
+// summary is "vision: 80 % of 100 GPU-h used, runs out 2026-11-28"
+// (account/user for a user's budget; "ran out" once it has).
+func (b budgetJSON) summary() string {
+	name := b.Account
+	if b.User != "" {
+		name += "/" + b.User
+	}
+	s := name + ": " + b.share() + " used"
+	switch {
+	case b.RunOut != nil && b.Left <= 0:
+		s += ", ran out " + *b.RunOut
+	case b.RunOut != nil:
+		s += ", runs out " + *b.RunOut
+	}
+	return s
 }

@@ -94,6 +94,8 @@ func TestBudgetBytes(t *testing.T) {
 		{"budget-nlp.json", "/api/v1/budget/nlp"},
 		{"budget-nlp.html", "/team/nlp/budget"},
 		{"budget-none.html", "/team/ops/budget"},
+		// the team's page links to its budget page
+		{"budget-team.html", "/team/vision?start=2026-11-01&end=2026-11-26"},
 		// the teams table's budget column
 		{"budget-overview.html", "/accounting?start=2026-11-01&end=2026-11-26"},
 	} {
@@ -143,6 +145,29 @@ func TestBudgetPrivate(t *testing.T) {
 				}
 			})
 		}
+	}
+	// A team's page, open to all, names its budget to those who may
+	// see it only.
+	for _, tt := range []struct {
+		user, team, line string
+	}{
+		{"alice", "vision", "vision: 80 % of 100 GPU-h used, runs out 2026-11-28"},
+		{"alice", "nlp", ""},
+		{"boss", "nlp", "nlp: 6 % of 1,000 GPU-h used"},
+	} {
+		t.Run("team page "+tt.team+" as "+tt.user, func(t *testing.T) {
+			code, b := getAs(t, srv.URL+"/team/"+tt.team+"?start=2026-11-01&end=2026-11-26", tt.user)
+			if code != http.StatusOK {
+				t.Fatalf("team page as %s: %d", tt.user, code)
+			}
+			var line string
+			if m := budgetLineRE.FindSubmatch(b); m != nil {
+				line = string(m[2])
+			}
+			if line != tt.line {
+				t.Errorf("%s's page as %s: budget %q, want %q", tt.team, tt.user, line, tt.line)
+			}
+		})
 	}
 	// The overview's budget column: one's own teams' only.
 	for _, tt := range []struct {

@@ -65,7 +65,8 @@ type base struct {
 	// gpuacct report --all-clusters prints them.
 	Several bool
 	// Budget is the header's line on the budgets of the logged-in
-	// user's team, linking to BudgetURL (the board only).
+	// user's team (the board) or of the team (its page), linking to
+	// BudgetURL.
 	Budget    budgetHead
 	BudgetURL string
 	// BudgetCol: the teams' table has a budget column (budgets are
@@ -550,6 +551,9 @@ func (h *Handler) teamPage(w http.ResponseWriter, r *http.Request) error {
 			return &httpError{code: http.StatusNotFound, msg: fmt.Sprintf("unknown team %q (teams: %s)", team, strings.Join(known, ", "))}
 		}
 		v.Color = plot.TeamColor(colors, team)
+		if err := h.teamBudgetLink(ctx, c, team, &v.base); err != nil {
+			return err
+		}
 		rows, err := c.reportRows(ctx, report.Request{Kind: "users", Window: q.hours, Filter: q.clusterFilter(), Scope: q.scope, Teams: q.teams, Mapping: h.mapping}, &v.Total)
 		if err != nil {
 			return err
