@@ -2,6 +2,7 @@ package report
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,7 +41,11 @@ func TestSeriesFolded(t *testing.T) {
 			if len(before) != 2 || len(before[0]) < 100 {
 				t.Fatalf("series before pruning: %d GPUs, want 2 with 100 points or more", len(before))
 			}
-			st, err := store.Open(context.Background(), store.Options{Path: path})
+			o := store.Options{Path: path}
+			if strings.HasPrefix(path, "postgres") {
+				o = store.Options{URL: path}
+			}
+			st, err := store.Open(context.Background(), o)
 			if err != nil {
 				t.Fatal(err)
 			}
