@@ -11,6 +11,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/report/table"
+	"github.com/aicloud/gpusuite/internal/slurm"
 )
 
 // ledgerName is how an answer names the ledger: its path or URL names
@@ -32,9 +33,12 @@ type Identity interface {
 // viewer is whose eyes an answer is rendered for. Its zero value sees
 // every name: web.private_data off, or an admin.
 type viewer struct {
-	// private: names other than name are hidden.
+	// private: names other than name are hidden, but for the users of
+	// the accounts name coordinates in Slurm (roles, as read when the
+	// request came).
 	private bool
 	name    string
+	roles   *slurm.Coordination
 }
 
 // user is u as the viewer may see it.
@@ -46,7 +50,9 @@ func (v viewer) user(u string) string {
 }
 
 // sees reports whether the viewer may see user u's name and pages.
-func (v viewer) sees(u string) bool { return !v.private || u == v.name }
+func (v viewer) sees(u string) bool {
+	return !v.private || u == v.name || v.roles.Sees(v.name, u)
+}
 
 type viewerKey struct{}
 
@@ -111,7 +117,8 @@ func fromProxy(r *http.Request, proxies []netip.Prefix) bool {
 
 // private is the gate of web.private_data: a request without an
 // identity gets 401; one that names another user in a filter
-// (user=, users=) gets 403 unless an admin sent it; the rest go on
+// (user=, users=) gets 403 unless an admin, or a coordinator of that
+// user's account, sent it; the rest go on
 // with their viewer in the context.
 func (h *Handler) private(next http.Handler) http.Handler {
 	if !h.o.PrivateData {
@@ -126,7 +133,7 @@ func (h *Handler) private(next http.Handler) http.Handler {
 			h.refuse(w, r, &httpError{code: http.StatusUnauthorized, msg: "log in: web.private_data is on and this request carries no user (basic auth, or the reverse proxy's " + h.headerName() + ")"})
 			return
 		}
-		v := viewer{private: !slices.Contains(h.o.Admins, name), name: name}
+		v := viewer{private: !slices.Contains(h.o.Admins, name), name: name, roles: h.o.Roles.Current()}
 		q := r.URL.Query()
 		for _, key := range []string{"user", "users"} {
 			for _, val := range q[key] {

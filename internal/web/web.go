@@ -103,6 +103,9 @@ type Options struct {
 	Admins      []string
 	UserHeader  string
 	Users       Identity
+	// Roles are Slurm's account coordinators, who see their accounts'
+	// users under PrivateData; nil: none.
+	Roles *Roles
 	// Budgets are the configured budgets (docs/budgets.md), FiscalStart
 	// the fiscal year's first month; Leads names each team's leads
 	// (notify.digest.leads), who see its budget under PrivateData.
@@ -378,6 +381,10 @@ func Mount(ctx context.Context, cfg config.Config, src *board.Source, handle fun
 	o, err := OptionsFrom(cfg, src, log, time.Now)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Web.PrivateData && cfg.Ingest.Sacctmgr != "" {
+		o.Roles = NewRoles(cfg.Ingest.Sacctmgr, cfg.Board.SlurmTimeout.Duration, log)
+		go o.Roles.Run(ctx)
 	}
 	h, err := New(o)
 	if err != nil {
