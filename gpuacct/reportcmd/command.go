@@ -333,6 +333,7 @@ func ReportCommand(d Deps) *cli.Command {
 		&cli.StringFlag{Name: "by", Usage: "top: users or teams", Value: "users"},
 		&cli.StringFlag{Name: "sort", Usage: "jobs: start, alloc, eff (lowest first) or idle", Value: "start"},
 		&cli.StringFlag{Name: "level", Usage: "teams, tree, top --by teams: roll teams up to their organisation at level `N` (1: the top ones; Slurm's parent accounts or the mapping file's parents)"},
+		&cli.StringFlag{Name: "tres", Aliases: []string{"T"}, Usage: "what is counted, as sreport -T: gres/gpu (GPU-time) or billing (billing units × time, docs/budgets.md)", Value: report.TRESGPU},
 	), filterFlags()...), append(clusterFlags(), outputFlags()...)...)
 	var subs []*cli.Command
 	for _, k := range report.Kinds {
@@ -428,6 +429,9 @@ func runReport(c *cli.Context, d Deps, kind string) error {
 	if by := c.String("by"); kind == "top" && !oneOf(by, "users", "teams") {
 		return cliwire.Usagef("report top: --by %q is not users or teams", by)
 	}
+	if err := report.CheckTRES(c.String("tres")); err != nil {
+		return cliwire.Usagef("report %s: %v", kind, err)
+	}
 	if c.IsSet("limit") && (c.Int("limit") < 1 || c.Int("limit") > report.MaxLimit) {
 		return cliwire.Usagef("report %s: --limit %d is not from 1 to %d", kind, c.Int("limit"), report.MaxLimit)
 	}
@@ -455,7 +459,7 @@ func runReport(c *cli.Context, d Deps, kind string) error {
 			Scope: s})
 	} else {
 		t, err = db.Report(c.Context, report.Request{Kind: kind, Window: report.HourWindow(w), Period: p, Filter: f, Teams: teamList, Mapping: m,
-			TopBy: c.String("by"), Limit: c.Int("limit"), Level: level, Scope: s})
+			TopBy: c.String("by"), Limit: c.Int("limit"), Level: level, Scope: s, TRES: c.String("tres")})
 	}
 	if report.IsBadInput(err) {
 		return cliwire.Usagef("report %s: %v", kind, err)

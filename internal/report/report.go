@@ -34,6 +34,12 @@ type Request struct {
 	// the title and the JSON name them when the ledger holds several.
 	// The zero Scope is one cluster.
 	Scope Scope
+	// TRES is what the report counts, as sreport's -T: TRESGPU ("" too)
+	// or TRESBilling (billing.go).
+	TRES string
+	// billingColumn: a GPU report of a site with billing weights shows
+	// a BILLING column (set by Report).
+	billingColumn bool
 }
 
 type groupKey struct {
@@ -116,6 +122,10 @@ func (d *Ledger) Report(ctx context.Context, r Request) (*table.Table, error) {
 	if err := checkLevel(kind, r.Level); err != nil {
 		return nil, err
 	}
+	var err error
+	if r.TRES, r.billingColumn, err = d.billingOf(ctx, r); err != nil {
+		return nil, err
+	}
 	bs := timespec.Buckets(r.Window, r.Period)
 	m := r.Mapping
 	if m == nil {
@@ -158,7 +168,10 @@ func (d *Ledger) Report(ctx context.Context, r Request) (*table.Table, error) {
 	narrow := r.Filter.narrows(r.Teams)
 	needNode := kind == "nodes"
 	overflow := false
-	err := d.Facts(ctx, bs, r.Filter, needNode, func(x *Fact) {
+	err = d.Facts(ctx, bs, r.Filter, needNode, func(x *Fact) {
+		if r.TRES == TRESBilling {
+			x.Usage = billingView(x.Usage)
+		}
 		i := timespec.Find(bs, x.Start)
 		if i < 0 || x.Usage == (Usage{}) {
 			return
@@ -243,6 +256,9 @@ func (d *Ledger) Report(ctx context.Context, r Request) (*table.Table, error) {
 	if narrow {
 		// Shares are of the whole cluster, not of the filtered part.
 		err := d.Facts(ctx, bs, Filter{Clusters: r.Filter.Clusters}, false, func(x *Fact) {
+			if r.TRES == TRESBilling {
+				x.Usage = billingView(x.Usage)
+			}
 			if i := timespec.Find(bs, x.Start); i >= 0 {
 				addTotal(i, x)
 			}
@@ -313,7 +329,8 @@ func buildTable(r Request, kind string, h *Hierarchy, bs []timespec.Bucket, grou
 	default:
 		t.Columns = append(t.Columns, table.Column{Key: name, Title: strings.ToUpper(name), Kind: table.Text})
 	}
-	t.Columns = append(t.Columns, usageColumns()...)
+	t.Columns = append(t.Columns, columnsOf(r.TRES, r.billingColumn)...)
+	cells := cellsOf(r.TRES, r.billingColumn)
 	if kind == "tree" {
 		t.Columns = append(t.Columns, treeColumns()...)
 	}
@@ -387,26 +404,26 @@ func buildTable(r Request, kind string, h *Hierarchy, bs []timespec.Bucket, grou
 			return p
 		}
 		if kind == "tree" {
-			t.Rows = append(t.Rows, treeRows(h, r.Level, gs, label, prefix, clusterAlloc)...)
+			t.Rows = append(t.Rows, treeRows(h, r.Level, gs, label, prefix, clusterAlloc, cells)...)
 			continue
 		}
 		var sum Usage
 		for _, g := range gs {
 			all := clusterAlloc(g.key.cluster, false)
-			cells := append(prefix(g.key.cluster, false), label(g.key.a))
+			row := append(prefix(g.key.cluster, false), label(g.key.a))
 			if kind == "users" {
-				cells = append(cells, strings.Join(sortedKeys(g.extra), ","))
+				row = append(row, strings.Join(sortedKeys(g.extra), ","))
 			}
-			t.Rows = append(t.Rows, table.Row{Cells: append(cells, usageCells(g.usage, all)...), Ref: float64(all)})
+			t.Rows = append(t.Rows, table.Row{Cells: append(row, cells(g.usage, all)...), Ref: float64(all)})
 			sum.Add(g.usage)
 		}
 		if len(gs) > 1 || r.Period != timespec.None {
 			all := clusterAlloc("", true)
-			cells := append(prefix("", true), "TOTAL")
+			row := append(prefix("", true), "TOTAL")
 			if kind == "users" {
-				cells = append(cells, nil)
+				row = append(row, nil)
 			}
-			t.Rows = append(t.Rows, table.Row{Cells: append(cells, usageCells(sum, all)...), Ref: float64(all), Footer: true})
+			t.Rows = append(t.Rows, table.Row{Cells: append(row, cells(sum, all)...), Ref: float64(all), Footer: true})
 		}
 	}
 	what := kindTitle[kind]

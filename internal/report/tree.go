@@ -248,8 +248,9 @@ func treeColumns() []table.Column {
 // organisation and team with the sum of everything under it, its own
 // users below it, then the nodes under it; a TOTAL line (terminal only)
 // sums the top nodes. label names a team or user, prefix gives the
-// period and cluster cells, clusterAlloc the share's denominator.
-func treeRows(h *Hierarchy, level int, gs []*group, label func(string) string, prefix func(string, bool) []any, clusterAlloc func(string, bool) int64) []table.Row {
+// period and cluster cells, clusterAlloc the share's denominator,
+// usageCells the usage cells (columnsOf's).
+func treeRows(h *Hierarchy, level int, gs []*group, label func(string) string, prefix func(string, bool) []any, clusterAlloc func(string, bool) int64, usageCells func(Usage, int64) []any) []table.Row {
 	byCluster := map[string][]*group{}
 	for _, g := range gs {
 		byCluster[g.key.cluster] = append(byCluster[g.key.cluster], g)

@@ -16,7 +16,7 @@ type Usage = store.Usage
 // a GPU-second) taken for 0, and whether anything is left at all: a group
 // a span's subtraction emptied is no group.
 func settled(u Usage) (Usage, bool) {
-	for _, f := range []*float64{&u.UsedS, &u.IdleS, &u.SampleS} {
+	for _, f := range []*float64{&u.UsedS, &u.IdleS, &u.SampleS, &u.Billing} {
 		if *f < 1e-6 && *f > -1e-6 {
 			*f = 0
 		}
