@@ -63,10 +63,17 @@ func BenchmarkBoardAPI1000(b *testing.B) {
 
 // cluster1000 writes the snapshots of 125 nodes × 8 GPUs, the even GPUs
 // busy, and returns their directory with Slurm's view of them.
-func cluster1000(tb testing.TB) (string, slurmstate.State) {
+func cluster1000(tb testing.TB) (string, slurmstate.State) { return clusterN(tb, 125) }
+
+// clusterN writes the snapshots of nodes × 8 GPUs, the even GPUs busy
+// (each with a job of its own, of user u<job>), the first half of the
+// nodes in partition gpu and the rest in long; every 97th node is
+// drained and every 101st down (in trouble, for the summary). It returns
+// their directory with Slurm's view of them.
+func clusterN(tb testing.TB, nodes int) (string, slurmstate.State) {
 	dir := tb.TempDir()
 	var st slurmstate.State
-	for n := range 125 {
+	for n := range nodes {
 		name := fmt.Sprintf("gpu%03d", n)
 		l := record.Live{Node: name}
 		for i := range 8 {
@@ -77,8 +84,52 @@ func cluster1000(tb testing.TB) (string, slurmstate.State) {
 			}
 		}
 		writeSnapshot(tb, dir, l)
-		st.Nodes = append(st.Nodes, slurmNode(name, slurmstate.Mixed, 8, "gpu"))
+		part, cond := "gpu", slurmstate.Mixed
+		if n >= nodes/2 {
+			part = "long"
+		}
+		switch {
+		case n%97 == 96:
+			cond = slurmstate.Drained
+		case n%101 == 100:
+			cond = slurmstate.Down
+		}
+		st.Nodes = append(st.Nodes, slurmNode(name, cond, 8, part))
 	}
 	st.At = boardNow
 	return dir, st
+}
+
+// BenchmarkBoardScale is the board of 1,000 and 10,000 GPUs (clusterN)
+// served from the board the source built once: the status document
+// (GET /api/v1/board) and the page (GET /), gzipped as a browser takes
+// them. docs/performance.md, "web".
+func BenchmarkBoardScale(b *testing.B) {
+	for _, nodes := range []int{125, 1250} {
+		dir, st := clusterN(b, nodes)
+		src := board.NewSource(board.SourceOptions{LiveDir: dir, Now: func() time.Time { return boardNow }, MaxAge: time.Hour,
+			Slurm: func(context.Context) (slurmstate.State, error) { return st, nil }})
+		src.RefreshSlurm(context.Background())
+		h, err := web.New(web.Options{DB: filepath.Join(b.TempDir(), "none.db"), Location: time.UTC, Board: src})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, path := range []string{"/api/v1/board", "/"} {
+			b.Run(fmt.Sprintf("gpus=%d/%s", nodes*8, map[string]string{"/": "page", "/api/v1/board": "document"}[path]), func(b *testing.B) {
+				req := httptest.NewRequest(http.MethodGet, path, nil)
+				req.Header.Set("Accept-Encoding", "gzip")
+				var size int
+				for b.Loop() {
+					rec := httptest.NewRecorder()
+					h.ServeHTTP(rec, req)
+					if rec.Code != http.StatusOK {
+						b.Fatalf("%d %s", rec.Code, rec.Body)
+					}
+					size = rec.Body.Len()
+				}
+				b.ReportMetric(float64(size), "gzbytes/doc")
+			})
+		}
+		h.Close()
+	}
 }

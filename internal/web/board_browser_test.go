@@ -10,9 +10,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/record"
-	"github.com/aicloud/gpusuite/internal/slurmstate"
 	"github.com/aicloud/gpusuite/internal/testkit/browser"
 	"github.com/aicloud/gpusuite/internal/web"
 )
@@ -160,29 +158,40 @@ func TestBoardBrowserReconnect(t *testing.T) {
 }
 
 // TestBoardBrowser1000 logs the first render of a 1,000-GPU board (125
-// nodes × 8) in headless chromium: navigation start to the last cell
-// visible (docs/performance.md). The bound asserted is generous: the
-// figure is for the docs, not a race against the machine.
+// nodes × 8) in headless chromium: navigation start to the stream's
+// board swapped in (docs/performance.md). Past 64 nodes the groups come
+// collapsed: opened, every cell shows. The bound asserted is generous:
+// the figure is for the docs, not a race against the machine.
 func TestBoardBrowser1000(t *testing.T) {
-	dir, st := cluster1000(t)
-	src := board.NewSource(board.SourceOptions{LiveDir: dir, Now: func() time.Time { return boardNow },
-		Slurm: func(context.Context) (slurmstate.State, error) { return st, nil }})
-	src.RefreshSlurm(context.Background())
-	srv := newBoardServer(t, web.Options{Board: src})
+	srv := boardOfN(t, 125)
 	ctx := browser.NewBrowser(t, 1440, 1000)
-	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible("#gpu-gpu124-7")); err != nil {
-		t.Fatal(err)
+	ms := firstRender(t, ctx, srv.URL)
+	t.Logf("board of 1000 GPUs, first render: %.0f ms from navigation start to the stream's board shown", ms)
+	if ms > 10_000 {
+		t.Errorf("first render took %.0f ms", ms)
 	}
-	ms, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`performance.now()`))
-	if err != nil {
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.querySelectorAll("details.group").forEach(function (d) { d.open = true; })`),
+		chromedp.WaitVisible("#gpu-gpu124-7")); err != nil {
 		t.Fatal(err)
 	}
 	cells, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll(".cells .gpu").length`))
 	if err != nil || cells != 1000 {
 		t.Errorf("%d cells (%v), want 1000", cells, err)
 	}
-	t.Logf("board of 1000 GPUs, first render: %.0f ms from navigation start to the last cell visible", ms)
-	if ms > 10_000 {
-		t.Errorf("first render took %.0f ms", ms)
+}
+
+// firstRender loads the board at url and returns the browser's time from
+// navigation start to the summary shown and the stream's first board
+// swapped in.
+func firstRender(t *testing.T, ctx context.Context, url string) float64 {
+	t.Helper()
+	if err := chromedp.Do(ctx, chromedp.Navigate(url+"/"), chromedp.WaitVisible("#summary"),
+		chromedp.Poll[chromedp.Void](`document.getElementById("board").hasAttribute("data-updated")`, chromedp.WithPollingTimeout(60*time.Second))); err != nil {
+		t.Fatal(err)
 	}
+	ms, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`performance.now()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ms
 }

@@ -28,6 +28,88 @@
   }
   tick();
   setInterval(tick, 1000);
+
+  // A large board (board.go's bigBoard) has its groups as <details>: the
+  // ones a viewer opened stay open across boards and visits (localStorage,
+  // by the group's key), and the search box filters the rows, opening the
+  // groups that match. Without the script the groups open by themselves.
+  var openKey = "gpuacct.board.open";
+  var query = "";
+  function saved() {
+    try { return JSON.parse(localStorage.getItem(openKey) || "[]"); } catch (e) { return []; }
+  }
+  // remember keeps the groups open now; a search's opening is not the
+  // viewer's choice.
+  function remember() {
+    if (query) { return; }
+    var keys = [];
+    root.querySelectorAll("details.group").forEach(function (d) {
+      if (d.open) { keys.push(d.getAttribute("data-key")); }
+    });
+    try { localStorage.setItem(openKey, JSON.stringify(keys)); } catch (e) { /* private mode: not kept */ }
+  }
+  // terms reads "user alice job 12 gpu0" (or user:alice): each term a
+  // field and a value; a bare value looks in every field.
+  function terms(q) {
+    var w = q.toLowerCase().split(/\s+/).filter(Boolean);
+    var out = [];
+    for (var i = 0; i < w.length; i++) {
+      var m = w[i].match(/^(node|user|job|model):(.+)$/);
+      if (m) {
+        out.push({ f: m[1], v: m[2] });
+      } else if (/^(node|user|job|model)$/.test(w[i]) && i + 1 < w.length) {
+        out.push({ f: w[i], v: w[i + 1] });
+        i++;
+      } else {
+        out.push({ f: "", v: w[i] });
+      }
+    }
+    return out;
+  }
+  var attrOf = { node: "data-node", user: "data-users", job: "data-jobs", model: "data-model" };
+  // matches: users and jobs match whole, nodes and models in part; a row
+  // in full (a small board) is searched in its text.
+  function matches(row, ts) {
+    return ts.every(function (t) {
+      return (t.f ? [t.f] : ["node", "user", "job", "model"]).some(function (f) {
+        var a = row.getAttribute(attrOf[f]);
+        if (a === null) { return row.textContent.toLowerCase().indexOf(t.v) >= 0; }
+        a = a.toLowerCase();
+        if (f === "user" || f === "job") { return (" " + a + " ").indexOf(" " + t.v + " ") >= 0; }
+        return a.indexOf(t.v) >= 0;
+      });
+    });
+  }
+  function apply() {
+    var ts = terms(query);
+    var keep = saved();
+    var found = 0;
+    root.querySelectorAll(".group").forEach(function (g) {
+      var any = false;
+      g.querySelectorAll(".node").forEach(function (row) {
+        var ok = ts.length === 0 || matches(row, ts);
+        row.hidden = !ok;
+        if (ok) { any = true; found++; }
+      });
+      g.hidden = !any;
+      if (g.tagName === "DETAILS") {
+        g.open = ts.length ? any : keep.indexOf(g.getAttribute("data-key")) >= 0;
+      }
+    });
+    var n = document.getElementById("board-q-n");
+    if (n) { n.textContent = ts.length ? found + " node(s) match" : ""; }
+  }
+  root.addEventListener("toggle", remember, true);
+  var bar = document.createElement("div");
+  bar.className = "board-search";
+  bar.innerHTML = '<label for="board-q">Search</label> <input id="board-q" type="search" autocomplete="off" ' +
+    'placeholder="node, user, job or model (user alice)"> <span id="board-q-n" role="status"></span>';
+  root.parentNode.insertBefore(bar, root);
+  document.getElementById("board-q").addEventListener("input", function (e) {
+    query = e.target.value.trim();
+    apply();
+  });
+  apply();
   if (!window.EventSource) { return; }
   function conn(text) {
     var el = document.getElementById("board-conn");
@@ -40,6 +122,7 @@
   function swap(fn) {
     var focused = document.activeElement && root.contains(document.activeElement) ? document.activeElement.id : "";
     fn();
+    apply();
     tick();
     root.setAttribute("data-updated", String(Date.now()));
     if (focused) {
