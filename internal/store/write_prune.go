@@ -49,8 +49,14 @@ func (b *Batch) PruneSamplesKeepSeries(before, seriesBefore time.Time) (int64, e
 			return n, err
 		}
 	}
-	// The buckets' own mark moves with the samples' when they go
-	// together, so that a ledger without kept series reads as before.
+	// Pruned together, the samples' mark (moved here or by a dropped
+	// month) stands for the buckets too, as before series were kept.
+	if seriesBefore.Equal(before) {
+		if _, err := b.exec(`DELETE FROM meta WHERE key = ?`, seriesPrunedKey); err != nil {
+			return n, fmt.Errorf("series pruned mark: %w", err)
+		}
+		return n, nil
+	}
 	if n > 0 || nb > 0 {
 		return n, b.noteSeriesPruned(seriesBefore.UnixMilli())
 	}

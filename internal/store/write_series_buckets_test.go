@@ -226,3 +226,56 @@ func floorMs(t int64) int64 {
 	}
 	return t - r
 }
+
+// TestPrunedMarkFollowsSamples: once the series are pruned with the
+// samples again, the readers' mark is the samples', also when a dropped
+// month (PostgreSQL) moved it and the batch itself found nothing left to
+// delete.
+func TestPrunedMarkFollowsSamples(t *testing.T) {
+	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	s := openTemp(t)
+	var smp []record.Sample
+	for i := range 30 {
+		smp = append(smp, record.Sample{Time: t0.Add(time.Duration(i) * 10 * time.Second), UUID: "GPU-00000000-0000-0000-0000-000000000001",
+			Jobs: []record.JobShare{{Job: 5, Share: 1}}})
+	}
+	batchOf(t, s, t0.Add(time.Hour), func(b *Batch) error {
+		if err := b.Event(ev(record.JobStart, "n1", t0, 1)); err != nil {
+			return err
+		}
+		_, err := b.Segment(&record.SegmentHeader{Cluster: "c", Node: "n1", Seq: 1, Interval: 10}, smp)
+		return err
+	})
+	mark := func() int64 {
+		t.Helper()
+		m, err := s.PrunedBefore(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	kept, cut := t0.Add(-time.Hour), t0.Add(2*time.Minute)
+	batchOf(t, s, t0.Add(time.Hour), func(b *Batch) error {
+		_, err := b.PruneSamplesKeepSeries(cut, kept)
+		return err
+	})
+	if m := mark(); m != kept.UnixMilli() {
+		t.Fatalf("mark with the series kept: %d, want %d", m, kept.UnixMilli())
+	}
+	dropped := t0.Add(10 * time.Minute) // every sample is before it
+	batchOf(t, s, t0.Add(time.Hour), func(b *Batch) error {
+		if _, err := b.exec(notePrunedSQL, prunedKey, strconv.FormatInt(dropped.UnixMilli(), 10)); err != nil {
+			return err
+		}
+		for _, q := range []string{`DELETE FROM samples`, `DELETE FROM series_buckets`} {
+			if _, err := b.exec(q); err != nil {
+				return err
+			}
+		}
+		_, err := b.PruneSamples(dropped)
+		return err
+	})
+	if m := mark(); m != dropped.UnixMilli() {
+		t.Errorf("mark pruned together after a dropped month: %d, want the samples' %d", m, dropped.UnixMilli())
+	}
+}
