@@ -114,3 +114,19 @@ func TestBudgetDaysInZone(t *testing.T) {
 		}
 	})
 }
+
+// TestBudgetAmount: a budget counts allocated GPU-hours, or billing
+// units × hours from the rollups' billing-unit-seconds.
+func TestBudgetAmount(t *testing.T) {
+	u := Usage{AllocS: 7200, UsedS: 3600, Billing: 36000}
+	for _, tc := range []struct {
+		unit budget.Unit
+		want float64
+	}{{budget.GPUHours, 2}, {budget.Billing, 10}} {
+		t.Run(string(tc.unit), func(t *testing.T) {
+			if got := BudgetAmount(u, tc.unit); got != tc.want {
+				t.Errorf("%v, want %v", got, tc.want)
+			}
+		})
+	}
+}
