@@ -364,23 +364,18 @@ func (h *Handler) budgetColumn(ctx context.Context, c *conn, b *base, rows []tea
 		return err
 	}
 	for i := range rows {
-		r := &rows[i]
-		if mine != nil && !slices.Contains(mine, r.Name) {
-			continue
-		}
-		bs, err := h.burnsOf(ctx, c, r.Name)
+		bs, err := h.accountBudgets(ctx, c, rows[i].Name, mine)
 		if err != nil {
 			return err
 		}
+		if len(bs) == 0 {
+			continue
+		}
 		var parts []string
 		for _, bj := range bs {
-			if bj.User == "" {
-				parts = append(parts, bj.share())
-			}
+			parts = append(parts, bj.share())
 		}
-		if len(parts) > 0 {
-			r.Budget, r.BudgetURL = strings.Join(parts, ", "), teamPath(r.Name)+"/budget"
-		}
+		rows[i].Budget, rows[i].BudgetURL = strings.Join(parts, ", "), teamPath(rows[i].Name)+"/budget"
 	}
 	return nil
 }
@@ -391,25 +386,34 @@ func (h *Handler) teamBudgetLink(ctx context.Context, c *conn, team string, b *b
 	if len(h.o.Budgets) == 0 {
 		return nil
 	}
-	ok, err := h.mayBudget(ctx, c, team)
-	if err != nil || !ok {
+	mine, err := h.viewerTeams(ctx, c)
+	if err != nil {
 		return err
 	}
-	bs, err := h.burnsOf(ctx, c, team)
-	if err != nil {
+	bs, err := h.accountBudgets(ctx, c, team, mine)
+	if err != nil || len(bs) == 0 {
 		return err
 	}
 	var parts []string
 	for _, bj := range bs {
-		if bj.User == "" {
-			parts = append(parts, bj.summary())
-			b.Budget.Bad = b.Budget.Bad || bj.RunOut != nil
-		}
+		parts = append(parts, bj.summary())
+		b.Budget.Bad = b.Budget.Bad || bj.RunOut != nil
 	}
-	if len(parts) > 0 {
-		b.Budget.Text, b.BudgetURL = strings.Join(parts, " · "), teamPath(team)+"/budget"
-	}
+	b.Budget.Text, b.BudgetURL = strings.Join(parts, " · "), teamPath(team)+"/budget"
 	return nil
+}
+
+// accountBudgets are team's budgets of its accounts (not of its users)
+// when mine, the teams the viewer may see (viewerTeams), holds it.
+func (h *Handler) accountBudgets(ctx context.Context, c *conn, team string, mine []string) ([]budgetJSON, error) {
+	if mine != nil && !slices.Contains(mine, team) {
+		return nil, nil
+	}
+	bs, err := h.burnsOf(ctx, c, team)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(bs, func(b budgetJSON) bool { return b.User != "" }), nil
 }
 
 // share is "80 % of 100 GPU-h".

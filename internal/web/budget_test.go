@@ -23,7 +23,8 @@ import (
 var budgetNow = boardNow
 
 // budgetLedger holds vision's (alice's) 8 GPU-hours a day from November
-// 16 to 25 and nlp's (bob's) 10 a day from the 20th: at budgetNow,
+// 16 to 25, nlp's (bob's) 10 a day from the 20th and ops' 160 on the
+// 18th: at budgetNow,
 // vision has used 80 of its month's 100 GPU-hours and, at the last 7
 // days' 56 GPU-hours, runs out on November 28.
 func budgetLedger(t *testing.T) string {
@@ -36,6 +37,9 @@ func budgetLedger(t *testing.T) string {
 			jobs = append(jobs, reportfixture.Job{ID: uint64(200 + d), User: "bob", Acct: "nlp", Part: "gpu", Node: "n2", GPUs: 1, Start: day, End: day + 10*3600})
 		}
 	}
+	// ops, without a budget, is the busiest: first in the teams table
+	day := time.Date(2026, 11, 18, 0, 0, 0, 0, time.UTC).Unix()
+	jobs = append(jobs, reportfixture.Job{ID: 300, User: "carol", Acct: "ops", Part: "gpu", Node: "n3", GPUs: 8, Start: day, End: day + 20*3600})
 	return reportfixture.BuildLedger(t, jobs, budgetNow)
 }
 
