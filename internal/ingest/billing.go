@@ -12,21 +12,21 @@ import (
 	"github.com/aicloud/gpusuite/internal/store"
 )
 
-// fillBilling records the billing weights in force (docs/budgets.md):
-// the config's [billing] weights per GPU model, and, when slurm is set
-// (the account tree was just read: the slurmFacts cadence), each
-// partition's TRESBillingWeights and PriorityFlags=MAX_TRES from
-// scontrol, each call bounded by ingest.sacct_timeout. The ledger keeps a
-// row where they changed. A failure is logged and retried next time.
-func (in *Ingester) fillBilling(ctx context.Context, slurm bool) {
-	if err := in.billing(ctx, slurm); err != nil {
-		in.logSlurm("billing weights not read; retrying later", err)
+// fillBilling records the billing weights in force (docs/budgets.md),
+// each pass before the runs sacct answers for: the config's [billing]
+// weights per GPU model, and each partition's TRESBillingWeights and
+// PriorityFlags=MAX_TRES from scontrol (slurmctld, not slurmdbd: two
+// light calls), each bounded by ingest.sacct_timeout. The ledger keeps a
+// row where they changed. A failure is logged and retried next pass.
+func (in *Ingester) fillBilling(ctx context.Context) {
+	if err := in.billing(ctx); err != nil {
+		in.logSlurm("billing weights not read; retrying next pass", err)
 	}
 }
 
-func (in *Ingester) billing(ctx context.Context, asked bool) error {
+func (in *Ingester) billing(ctx context.Context) error {
 	var parts []store.BillingWeights
-	if asked && in.d.Scontrol != nil {
+	if in.d.Scontrol != nil {
 		var err error
 		if parts, err = in.partitionWeights(ctx); err != nil {
 			return err

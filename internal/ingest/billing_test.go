@@ -9,9 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/sim"
 	"github.com/aicloud/gpusuite/internal/store"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 // billedEvFile is an event of job on node's GPUs 0 and 1 in partition gpu.
@@ -83,6 +86,53 @@ func TestPassBillsByPartitionWeights(t *testing.T) {
 			}
 			if got != tc.want {
 				t.Errorf("billing %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestReconcileSlurmBilling: sacct's AllocTRES billing=N becomes the
+// run's rate where its partition had Slurm weights at its start (N × the
+// seconds sacct gives), whatever the estimate from its GPUs was; without
+// weights Slurm's N (its CPUs) bills nothing.
+func TestReconcileSlurmBilling(t *testing.T) {
+	s0 := t0.Add(time.Minute)
+	ts := func(d time.Duration) string { return s0.Add(d).Format(sacctTS) }
+	for _, tc := range []struct {
+		name    string
+		weights string
+		tres    string
+		want    []string
+	}{
+		{"Slurm's billing", "CPU=1.0,GRES/gpu=2.0", "billing=30,cpu=4,gres/gpu=1,mem=8G,node=1", []string{"101|18000"}},
+		{"no billing in AllocTRES: the estimate", "CPU=1.0,GRES/gpu=2.0", "cpu=4,gres/gpu=1,mem=8G,node=1", []string{"101|1200"}},
+		{"no weights", "", "billing=4,cpu=4,gres/gpu=1,mem=8G,node=1", []string{"101|0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			s := e.open(t)
+			b, err := s.Begin(context.Background(), s0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := b.SetBillingWeights("c1", store.BillingSlurm, s0.Add(-time.Hour).Unix(), []store.BillingWeights{{Partition: "", Weights: tc.weights}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			hookLate(t, e, 101, 0, s0, s0.Add(10*time.Minute), 0)
+			recs := []slurmRun{{id: 101, start: ts(0), end: ts(10 * time.Minute), state: "COMPLETED", exit: "0:0",
+				usage: "4|02:30.000|8G||20|600|1|" + tc.tres, steps: [][2]string{{"batch", "1024K"}}}}
+			var all []string
+			now := s0.Add(time.Hour)
+			deps := Deps{Store: s, Config: e.cfg, Log: quiet(), Now: func() time.Time { return now }, UID: os.Getuid(), SacctLocation: time.UTC,
+				Sacct: fakeSacct(&recs, &all)}
+			if _, err := New(deps).Pass(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tc.want, ledgerdb.Strings(t, s.Path, `SELECT job_id, CAST(billing AS INTEGER) FROM jobs ORDER BY job_id`)); d != "" {
+				t.Errorf("billing (-want +got):\n%s", d)
 			}
 		})
 	}

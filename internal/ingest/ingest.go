@@ -200,6 +200,9 @@ func (in *Ingester) pass(ctx context.Context, careful bool, res Result) (Result,
 	if err := in.housekeeping(ctx, &res); err != nil {
 		return res, in.finish(ctx, start, res, err)
 	}
+	// The weights before the runs sacct answers for: Slurm's billing of
+	// a run counts where its partition had weights.
+	in.fillBilling(ctx)
 	in.fillDetails(ctx)
 	in.slurmFacts(ctx)
 	return res, in.finish(ctx, start, res, in.leftBehind(files, refused, &res))

@@ -74,6 +74,7 @@ func (in *Ingester) reconcileBatch(ctx context.Context, now time.Time, before in
 	answered := map[string]bool{} // by cluster: a failed call answers for none of its runs
 	times := map[int64]store.SlurmTimes{}
 	usage := map[int64]store.Resources{}
+	billing := map[int64]float64{} // Slurm's billing=N, by run (SetSlurmBilling)
 	calls, all, serr := askPerCluster(jobs, func(j store.Unreconciled) string { return j.Cluster }, budget,
 		func(cluster string, js []store.Unreconciled) error {
 			runs, err := in.askSacctRunsOf(ctx, cluster, js)
@@ -87,6 +88,9 @@ func (in *Ingester) reconcileBatch(ctx context.Context, now time.Time, before in
 					times[j.Row] = t
 					if u, ok := r.usage.usage(); ok {
 						usage[j.Row] = u
+					}
+					if r.usage.billed {
+						billing[j.Row] = r.usage.billing
 					}
 				}
 			}
@@ -111,6 +115,12 @@ func (in *Ingester) reconcileBatch(ctx context.Context, now time.Time, before in
 				if err := b.SetResources(j.Row, u); err != nil {
 					b.Rollback()
 					return 0, calls, fmt.Errorf("job %d (restart %d): %w", j.JobID, j.Restart, err)
+				}
+			}
+			if v, ok := billing[j.Row]; ok {
+				if err := b.SetSlurmBilling(j.Row, v); err != nil {
+					b.Rollback()
+					return 0, calls, fmt.Errorf("billing of job %d (restart %d): %w", j.JobID, j.Restart, err)
 				}
 			}
 			done++

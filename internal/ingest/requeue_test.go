@@ -115,6 +115,13 @@ func fakeSacctLine(r slurmRun, fields []string, step, rss string) (string, error
 			vals = append(vals, "normal")
 		case "MaxRSS":
 			vals = append(vals, rss)
+		case "AllocTRES":
+			// An eighth usage field, where the run has one.
+			tres := ""
+			if len(usage) > 7 && step == "" {
+				tres = usage[7]
+			}
+			vals = append(vals, tres)
 		default:
 			i := slices.Index(sacctUsageNames, f)
 			if i < 0 {

@@ -13,12 +13,15 @@ import (
 // run used of its allocation. Asked without -X, sacct lists each run's
 // steps after it; the run's own line then sums the steps' TotalCPU, and
 // the steps carry MaxRSS.
-const sacctUsageFields = sacctRunFields + ",AllocCPUS,TotalCPU,ReqMem,MaxRSS,TimelimitRaw,ElapsedRaw,NNodes"
+// AllocTRES carries Slurm's billing of the run (billing=N, billing.go).
+const sacctUsageFields = sacctRunFields + ",AllocCPUS,TotalCPU,ReqMem,MaxRSS,TimelimitRaw,ElapsedRaw,NNodes,AllocTRES"
 
 // runUsage is what sacct's lines say of a run's usage: its own line
 // (job) and its steps' (rss, gathered).
 type runUsage struct {
-	job      bool // the run's line gave AllocCPUS, ElapsedRaw and NNodes
+	job      bool    // the run's line gave AllocCPUS, ElapsedRaw and NNodes
+	billing  float64 // AllocTRES' billing=N, where billed
+	billed   bool
 	cpus     int64
 	nodes    int64
 	elapsed  int64 // seconds
@@ -56,6 +59,9 @@ func parseRunUsage(f []string) runUsage {
 	u.reqMem = reqMemPerNode(f[2], u.cpus, u.nodes)
 	if m, err := strconv.ParseInt(strings.TrimSpace(f[4]), 10, 64); err == nil && m >= 0 {
 		u.limit = store.Known(m * 60)
+	}
+	if len(f) > 7 {
+		u.billing, u.billed = slurmBilling(f[7])
 	}
 	u.job = true
 	return u

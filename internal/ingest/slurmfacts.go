@@ -19,17 +19,14 @@ import (
 // only while they are behind: a backfill goes on a month a pass.
 func (in *Ingester) slurmFacts(ctx context.Context) {
 	if in.d.Sacctmgr == nil {
-		in.fillBilling(ctx, false)
 		return
 	}
 	fresh := false
 	switch err := in.fillAccounts(ctx); {
 	case err == nil:
-		in.fillBilling(ctx, true)
 	case errors.Is(err, errSlurmFresh):
 		fresh = true
 	default:
-		in.fillBilling(ctx, false)
 		return
 	}
 	in.fillClusterFacts(ctx, fresh)
