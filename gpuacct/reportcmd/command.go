@@ -467,5 +467,10 @@ func runReport(c *cli.Context, d Deps, kind string) error {
 	if err != nil {
 		return fmt.Errorf("report %s: %w", kind, err)
 	}
+	if kind == "teams" {
+		if err := teamBudgets(c.Context, e, db, m, t); err != nil {
+			return err
+		}
+	}
 	return table.Write(d.Stdout, t, o)
 }
