@@ -104,7 +104,7 @@ func checkTouched(ctx context.Context, s *store.Ledger, hours []store.JobHour, l
 	for _, v := range vs {
 		log.Error("job hour over its allocation: used, idle or sampled GPU-seconds pass the allocated ones (a ledger bug; gpuacct check counts them)",
 			"cluster", v.Cluster, "job", v.JobID, "restart", v.Restart, "node", v.Node, "hour", v.Hour.Format(time.RFC3339),
-			"allocated_gpu_s", v.Alloc, "used_gpu_s", v.Used, "idle_gpu_s", v.Idle, "sampled_s", v.Sampled)
+			"allocated_gpu_s", v.AllocS, "used_gpu_s", v.UsedS, "idle_gpu_s", v.IdleS, "sampled_s", v.SampleS)
 	}
 	if m != nil {
 		m.overAlloc.Add(float64(len(vs)))

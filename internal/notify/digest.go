@@ -23,11 +23,10 @@ const (
 
 // DigestJob is one job of a UserDigest's list.
 type DigestJob struct {
-	ID, Cluster  string
-	GPUs         int64
-	AllocS       int64
-	UsedS, IdleS float64
-	SampleS      float64
+	ID, Cluster string
+	GPUs        int64
+	// Usage is the run's GPU-seconds, as the ledger has them.
+	store.Usage
 }
 
 // UserDigest is one user's week: the runs that ended in [From, To).
@@ -255,7 +254,7 @@ func (n *Notifier) gatherWeek(ctx context.Context, now time.Time, user string) (
 		}
 		d.add(j)
 		if j.IdleS > 0 {
-			d.Worst = append(d.Worst, DigestJob{ID: j.ID(), Cluster: j.Cluster, GPUs: j.GPUs, AllocS: j.AllocS, UsedS: j.UsedS, IdleS: j.IdleS, SampleS: j.SampleS})
+			d.Worst = append(d.Worst, DigestJob{ID: j.ID(), Cluster: j.Cluster, GPUs: j.GPUs, Usage: j.Usage})
 			sort.SliceStable(d.Worst, func(a, b int) bool { return d.Worst[a].IdleS > d.Worst[b].IdleS })
 			d.Worst = d.Worst[:min(len(d.Worst), digestWorst)]
 		}

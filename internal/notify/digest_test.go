@@ -87,8 +87,8 @@ func TestGoldenDigest(t *testing.T) {
 	from := t0
 	d := UserDigest{User: "alice", Week: "2026-W10", From: from, To: from.AddDate(0, 0, 7), Jobs: 5, AllocS: 45000, UsedS: 17100, IdleS: 16200, SampleS: 45000,
 		Worst: []DigestJob{
-			{ID: "4242", Cluster: "c", GPUs: 4, AllocS: 28800, UsedS: 7200, IdleS: 14400, SampleS: 28800},
-			{ID: "4250_3+1", Cluster: "c", GPUs: 1, AllocS: 3600, IdleS: 1800, SampleS: 3600},
+			{ID: "4242", Cluster: "c", GPUs: 4, Usage: store.Usage{AllocS: 28800, UsedS: 7200, IdleS: 14400, SampleS: 28800}},
+			{ID: "4250_3+1", Cluster: "c", GPUs: 1, Usage: store.Usage{AllocS: 3600, IdleS: 1800, SampleS: 3600}},
 		}}
 	for _, lang := range config.NotifyLanguages {
 		t.Run(lang, func(t *testing.T) {

@@ -269,19 +269,11 @@ func renderJobEnd(j store.JobRow, u *endResources, lang string, loc *time.Locati
 	return b.String()
 }
 
-// Past these shares of what it asked for a run is far off, and what a
-// suggestion asks for holds the peak with this headroom: gpuacct job's
-// and jobstats' measures.
-const (
-	usageFarOff   = 0.5
-	usageHeadroom = 1.2
-)
-
 // write adds u's section to b: each figure, or "not recorded" where the
 // job accounting gather measured none (never 0), and what to ask for
 // next time where the run is far off.
 func (tx resourcesText) write(b *strings.Builder, u endResources, lang string) {
-	e := u.Efficiency()
+	e, ask := u.Efficiency(), u.Ask()
 	elapsed := u.Elapsed.Seconds()
 	pct := func(r float64) string { return fmt.Sprintf("%.1f %%", 100*r) }
 	dur := func(s float64) string {
@@ -309,9 +301,8 @@ func (tx resourcesText) write(b *strings.Builder, u endResources, lang string) {
 		cpu = fmt.Sprintf(tx.cpuTime, "", cores(u.AllocCPUs), dur(busy))
 		if e.CPU.Known {
 			cpu = fmt.Sprintf(tx.cpuEff, pct(e.CPU.Value), cores(u.AllocCPUs), dur(busy), dur(float64(u.AllocCPUs)*elapsed))
-			// Known, the share has a whole: elapsed is over 0.
-			if n := int64(max(1, math.Ceil(busy/elapsed*usageHeadroom))); e.CPU.Value < usageFarOff && n < u.AllocCPUs {
-				tip = fmt.Sprintf(tx.cpuTip, cores(n), fmt.Sprintf("%.1f", busy/elapsed))
+			if ask.Cores > 0 {
+				tip = fmt.Sprintf(tx.cpuTip, cores(ask.Cores), fmt.Sprintf("%.1f", ask.Busy))
 			}
 		}
 	}
@@ -320,8 +311,8 @@ func (tx resourcesText) write(b *strings.Builder, u endResources, lang string) {
 	switch {
 	case e.Memory.Known:
 		mem = fmt.Sprintf(tx.memEff, sizeText(u.MaxRSS.Value), sizeText(u.ReqMem.Value), pct(e.Memory.Value))
-		if e.Memory.Value < usageFarOff {
-			tip = fmt.Sprintf(tx.memTip, memAsk(u.MaxRSS.Value), sizeText(u.MaxRSS.Value))
+		if ask.Mem != "" {
+			tip = fmt.Sprintf(tx.memTip, ask.Mem, sizeText(u.MaxRSS.Value))
 		}
 	case u.MaxRSS.Known:
 		mem = fmt.Sprintf(tx.memPeak, sizeText(u.MaxRSS.Value))
@@ -330,8 +321,8 @@ func (tx resourcesText) write(b *strings.Builder, u endResources, lang string) {
 	tm, tip := fmt.Sprintf(tx.noLimit, dur(elapsed)), ""
 	if e.Time.Known {
 		tm = fmt.Sprintf(tx.timeEff, dur(elapsed), dur(float64(u.TimeLimit.Value)), pct(e.Time.Value))
-		if e.Time.Value < usageFarOff && elapsed > 0 {
-			tip = fmt.Sprintf(tx.timeTip, timeAsk(time.Duration(math.Ceil(elapsed*usageHeadroom))*time.Second))
+		if ask.Time != "" {
+			tip = fmt.Sprintf(tx.timeTip, ask.Time)
 		}
 	}
 	line(tx.time, tm, tip)
@@ -346,34 +337,6 @@ func sizeText(n int64) string {
 		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 	}
 	return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-}
-
-// memAsk is the --mem, as sbatch reads it, that holds peak with headroom:
-// whole GiB, whole MiB under one.
-func memAsk(peak int64) string {
-	want := float64(peak) * usageHeadroom
-	if want < 1<<30 {
-		return fmt.Sprintf("%dM", int64(math.Ceil(want/(1<<20))))
-	}
-	return fmt.Sprintf("%dG", int64(math.Ceil(want/(1<<30))))
-}
-
-// timeAsk is d rounded up to a limit people ask for (5 minutes under an
-// hour, 15 under a day, whole hours beyond) as --time reads it:
-// [days-]hours:minutes:seconds.
-func timeAsk(d time.Duration) string {
-	unit := time.Hour
-	if d < time.Hour {
-		unit = 5 * time.Minute
-	} else if d < 24*time.Hour {
-		unit = 15 * time.Minute
-	}
-	s := int64((d + unit - 1) / unit * unit / time.Second)
-	hms := fmt.Sprintf("%02d:%02d:%02d", s/3600%24, s/60%60, s%60)
-	if s >= 86400 {
-		return fmt.Sprintf("%d-%s", s/86400, hms)
-	}
-	return hms
 }
 
 // JobEndKey is the outbox's key of m sent to its recipient: Slurm mails

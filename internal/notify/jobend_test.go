@@ -17,8 +17,8 @@ import (
 func TestGoldenJobEnd(t *testing.T) {
 	end := t0.Add(3 * time.Hour).Unix()
 	reason := "test run (by root)"
-	full := store.JobRow{Cluster: "c", JobID: 4242, GPUs: 4, Start: t0.Unix(), End: &end, AllocS: 4 * 10800, UsedS: 10800, IdleS: 16200,
-		EnergyMJ: 5_400_000_000, SampleS: 4 * 10800}
+	full := store.JobRow{Cluster: "c", JobID: 4242, GPUs: 4, Start: t0.Unix(), End: &end, Usage: store.Usage{AllocS: 4 * 10800, UsedS: 10800,
+		IdleS: 16200, EnergyMJ: 5_400_000_000, SampleS: 4 * 10800}}
 	running := full
 	running.End = nil
 	estimated := full
@@ -103,8 +103,8 @@ func TestJobEndSummaryWaits(t *testing.T) {
 // with a peak under a GiB and no --mem.
 func TestGoldenJobEndResources(t *testing.T) {
 	end := t0.Add(3 * time.Hour).Unix()
-	j := store.JobRow{Cluster: "c", JobID: 4242, GPUs: 4, Start: t0.Unix(), End: &end, AllocS: 4 * 10800, UsedS: 10800, IdleS: 16200,
-		EnergyMJ: 5_400_000_000, SampleS: 4 * 10800}
+	j := store.JobRow{Cluster: "c", JobID: 4242, GPUs: 4, Start: t0.Unix(), End: &end, Usage: store.Usage{AllocS: 4 * 10800, UsedS: 10800,
+		IdleS: 16200, EnergyMJ: 5_400_000_000, SampleS: 4 * 10800}}
 	gpuMem := 0.62
 	farOff := endResources{Resources: store.Resources{AllocCPUs: 4, Nodes: 1, Elapsed: 3 * time.Hour, TimeLimit: store.Known(12 * 3600),
 		ReqMem: store.Known(32 << 30), TotalCPU: store.Known(10800_000), MaxRSS: store.Known(8_482_560_000)}, gpuMem: &gpuMem}

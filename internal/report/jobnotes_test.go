@@ -41,7 +41,7 @@ func jobDetail(state string, exit int64, nodes []string, gpus ...GPUStat) *Detai
 	end := int64(jobStart + elapsed)
 	det := &Detail{Now: time.Unix(end+600, 0), Job: JobRow{Cluster: "c1", JobID: 42, User: "alice", Account: "physics", Partition: "gpu",
 		Nodes: strings.Join(nodes, ","), GPUs: int64(len(gpus)), Start: jobStart, End: &end, State: state,
-		AllocS: int64(len(gpus)) * elapsed, SampleS: float64(len(gpus)) * elapsed}}
+		Usage: Usage{AllocS: int64(len(gpus)) * elapsed, SampleS: float64(len(gpus)) * elapsed}}}
 	for _, n := range nodes {
 		code := exit
 		det.Nodes = append(det.Nodes, NodePart{Node: n, JobNodeRow: store.JobNodeRow{GPUs: int64(len(gpus) / len(nodes)), ExitCode: &code}})

@@ -23,13 +23,6 @@ const resourcesSchema = 18
 // reads: never 0, which would say the job used nothing.
 const notRecorded = "not recorded (JobAcctGatherType is none)"
 
-// farOff is the share of an allocation under which gpuacct job suggests
-// asking for less: seff's and jobstats' "low" is about as far.
-const farOff = 0.5
-
-// headroom is what a suggestion adds to the peak, as jobstats does.
-const headroom = 1.2
-
 // RunResources is a job run's use of its CPUs, host memory and time limit as
 // sacct has it, with seff's shares and what to ask for next time; a
 // figure null in JSON was not recorded (TimeLimitS: no limit, ReqMemBytes:
@@ -116,18 +109,15 @@ func ResourcesOf(u store.Resources, det *Detail) RunResources {
 	if !u.TotalCPU.Known || !u.MaxRSS.Known {
 		r.NotRecorded = "JobAcctGatherType is none"
 	}
-	elapsed := u.Elapsed.Seconds()
-	if e.CPU.Known && e.CPU.Value < farOff && u.AllocCPUs > 1 {
-		busy := float64(u.TotalCPU.Value) / 1000 / elapsed
-		if n := int64(math.Max(1, math.Ceil(busy*headroom))); n < u.AllocCPUs {
-			r.cpuTip = fmt.Sprintf("%s would do (%.1f busy + 20 %%)", plural(int(n), "core", "cores"), busy)
-		}
+	ask := u.Ask()
+	if ask.Cores > 0 {
+		r.cpuTip = fmt.Sprintf("%s would do (%.1f busy + 20 %%)", plural(int(ask.Cores), "core", "cores"), ask.Busy)
 	}
-	if e.Memory.Known && e.Memory.Value < farOff {
-		r.memTip = memTip(u.MaxRSS.Value)
+	if ask.Mem != "" {
+		r.memTip = fmt.Sprintf("--mem=%s would do (peak %s + 20 %%)", ask.Mem, bytesText(u.MaxRSS.Value))
 	}
-	if e.Time.Known && e.Time.Value < farOff && elapsed > 0 {
-		r.timeTip = "--time=" + slurmTime(roundUpTime(time.Duration(math.Ceil(elapsed*headroom))*time.Second)) + " would do"
+	if ask.Time != "" {
+		r.timeTip = "--time=" + ask.Time + " would do"
 	}
 	r.GPUMemPct, r.gpuTip = gpuFigures(det)
 	for _, s := range []string{r.cpuTip, r.memTip, r.timeTip, r.gpuTip} {
@@ -199,47 +189,12 @@ func gpuList(det *Detail, idle []GPUStat) string {
 	return word + strings.Join(names, ", ")
 }
 
-// memTip is the --mem that holds the peak with headroom, in whole GiB
-// (whole MiB under one), as sbatch reads it.
-func memTip(peak int64) string {
-	const mib, gib = 1 << 20, 1 << 30
-	want := float64(peak) * headroom
-	ask := fmt.Sprintf("%dM", int64(math.Ceil(want/mib)))
-	if want >= gib {
-		ask = fmt.Sprintf("%dG", int64(math.Ceil(want/gib)))
-	}
-	return fmt.Sprintf("--mem=%s would do (peak %s + 20 %%)", ask, bytesText(peak))
-}
-
 // bytesText is a size in GiB, MiB under one.
 func bytesText(b int64) string {
 	if b >= 1<<30 {
 		return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
 	}
 	return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
-}
-
-// roundUpTime rounds a time limit up to a unit people ask in: 5 minutes
-// under an hour, 15 under a day, whole hours beyond.
-func roundUpTime(d time.Duration) time.Duration {
-	unit := time.Hour
-	switch {
-	case d < time.Hour:
-		unit = 5 * time.Minute
-	case d < 24*time.Hour:
-		unit = 15 * time.Minute
-	}
-	return (d + unit - 1) / unit * unit
-}
-
-// slurmTime is d as --time reads it: [days-]hours:minutes:seconds.
-func slurmTime(d time.Duration) string {
-	s := int64(d / time.Second)
-	days, h, m, sec := s/86400, s/3600%24, s/60%60, s%60
-	if days > 0 {
-		return fmt.Sprintf("%d-%02d:%02d:%02d", days, h, m, sec)
-	}
-	return fmt.Sprintf("%02d:%02d:%02d", h, m, sec)
 }
 
 // ResourceLine is one figure of a run's resources in words, and what to ask for

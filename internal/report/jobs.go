@@ -40,11 +40,6 @@ type JobsQuery struct {
 // computes from it (its team, its cells) is computed where it is shown.
 type JobRow = store.JobRow
 
-// jobUsage is j's whole-run figures as a report sums them.
-func jobUsage(j *JobRow) Usage {
-	return Usage{AllocS: j.AllocS, UsedS: j.UsedS, IdleS: j.IdleS, SampleS: j.SampleS, EnergyMJ: j.EnergyMJ, Jobs: j.Jobs}
-}
-
 // Jobs calls fn for the jobs that overlap the window, newest first (or
 // in q.Sort order), until fn returns false.
 func (d *Ledger) Jobs(ctx context.Context, q JobsQuery, fn func(*JobRow) bool) error {
@@ -145,7 +140,7 @@ func (d *Ledger) JobList(ctx context.Context, q JobsQuery) (*table.Table, error)
 		if j.EndEstimated {
 			state += "*"
 		}
-		cells := usageCells(jobUsage(j), 0)
+		cells := usageCells(j.Usage, 0)
 		row := []any{j.ID(), j.User, m.Team(j.Account, j.User), j.Partition, j.Nodes, j.GPUs, j.Start,
 			j.Elapsed(q.Now), state, j.AllocS, cells[1], cells[2], cells[3], cells[4]}
 		if q.Scope.Several() {

@@ -179,7 +179,7 @@ func WriteJobText(w io.Writer, det *Detail, m *teams.Mapping, loc *time.Location
 	fmt.Fprintf(&b, "  user %s, account %s, team %s, partition %s\n", j.User, j.Account, m.Team(j.Account, j.User), j.Partition)
 	fmt.Fprintf(&b, "  %s on %s\n", plural(int(j.GPUs), "GPU", "GPUs"), j.Nodes)
 	fmt.Fprintf(&b, "  start %s, end %s, elapsed %s%s\n", tf(j.Start), end, time.Duration(j.Elapsed(det.Now))*time.Second, exitText(det.Nodes))
-	u := usageCells(jobUsage(j), 0)
+	u := usageCells(j.Usage, 0)
 	power := ""
 	if w := JobPowerMeanW(det); w != nil {
 		power = ", mean power " + HumanMetric("power_w", *w) + " per GPU"

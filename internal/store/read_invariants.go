@@ -16,15 +16,13 @@ type HourViolation struct {
 	Restart int
 	Node    string
 	Hour    time.Time
-	Alloc   int64
-	Used    float64
-	Idle    float64
-	Sampled float64
+	// Usage is the hour's allocated, used, idle and sampled GPU-seconds.
+	Usage
 }
 
 func (v HourViolation) String() string {
 	return fmt.Sprintf("job %d (restart %d) of %s on %s, hour %s: allocated %d GPU-s, used %.3f, idle %.3f, sampled %.3f",
-		v.JobID, v.Restart, v.Cluster, v.Node, v.Hour.UTC().Format("2006-01-02 15h UTC"), v.Alloc, v.Used, v.Idle, v.Sampled)
+		v.JobID, v.Restart, v.Cluster, v.Node, v.Hour.UTC().Format("2006-01-02 15h UTC"), v.AllocS, v.UsedS, v.IdleS, v.SampleS)
 }
 
 // overAllocated is the condition on job_hours h of a violation. The
@@ -93,7 +91,7 @@ func (s *Ledger) violations(ctx context.Context, q string, args []any, want map[
 		var k JobHour
 		var v HourViolation
 		var jid int64
-		if err := r.Scan(&k.Job, &k.Node, &k.Hour, &v.Alloc, &v.Used, &v.Idle, &v.Sampled, &v.Cluster, &jid, &v.Restart, &v.Node); err != nil {
+		if err := r.Scan(&k.Job, &k.Node, &k.Hour, &v.AllocS, &v.UsedS, &v.IdleS, &v.SampleS, &v.Cluster, &jid, &v.Restart, &v.Node); err != nil {
 			return err
 		}
 		if want[k] {

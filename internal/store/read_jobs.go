@@ -29,11 +29,9 @@ type JobRow struct {
 	EndEstimated             bool
 	Ignored                  bool
 	IgnoreReason             *string
-	AllocS                   int64
-	UsedS, IdleS             float64
-	EnergyMJ                 int64
-	SampleS                  float64 // GPU-seconds covered by samples
-	Jobs                     int64   // 1 once its start is counted
+	// Usage is the run's GPU figures; Jobs is 1 once its start is
+	// counted, Billing is not read (0).
+	Usage
 }
 
 // ID is the job as Slurm users write it: 1234, 1234_7 for an array task,

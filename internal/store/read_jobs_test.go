@@ -13,11 +13,11 @@ func ps(v string) *string { return &v }
 // fixtureJobs are readFixture's job runs as Jobs reads them.
 var fixtureJobs = map[int64]JobRow{
 	1: {Row: 1, Cluster: "c1", JobID: 100, User: "alice", Account: "physics", Partition: "gpu", Nodes: "n1", GPUs: 1, Start: 3600, End: pi(7200),
-		State: "completed", AllocS: 3600, UsedS: 1800.5, IdleS: 100, EnergyMJ: 5000, SampleS: 3500, Jobs: 1},
+		State: "completed", Usage: Usage{AllocS: 3600, UsedS: 1800.5, IdleS: 100, EnergyMJ: 5000, SampleS: 3500, Jobs: 1}},
 	2: {Row: 2, Cluster: "c1", JobID: 105, ArrayJobID: pi(101), ArrayTaskID: pi(3), User: "bob", Account: "chem", Partition: "long", Nodes: "n1,n2",
-		GPUs: 2, Start: 7200, State: "running", AllocS: 7200},
+		GPUs: 2, Start: 7200, State: "running", Usage: Usage{AllocS: 7200}},
 	3: {Row: 3, Cluster: "c1", JobID: 100, Restart: 1, User: "alice", Account: "physics", Partition: "gpu", Nodes: "n1", GPUs: 1, Start: 7300, End: pi(9000),
-		State: "failed", EndEstimated: true, Ignored: true, IgnoreReason: ps("test run"), AllocS: 1700, UsedS: 10, IdleS: 1600, EnergyMJ: 7},
+		State: "failed", EndEstimated: true, Ignored: true, IgnoreReason: ps("test run"), Usage: Usage{AllocS: 1700, UsedS: 10, IdleS: 1600, EnergyMJ: 7}},
 }
 
 func TestJobs(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 )
@@ -84,6 +85,71 @@ func (u Resources) Efficiency() Efficiency {
 		e.Time = Ratio{elapsed / float64(u.TimeLimit.Value), true}
 	}
 	return e
+}
+
+// Under FarOff of what it asked for a run is far off, and what it would
+// do with holds its peak with Headroom: jobstats' measures, which gpuacct
+// job and the job's end mail both suggest by.
+const (
+	FarOff   = 0.5
+	Headroom = 1.2
+)
+
+// Ask is what a run far off its allocation would do with next time, as
+// sbatch reads it; a zero field: that figure is not far off, or not known.
+type Ask struct {
+	// Cores hold the cores the run kept busy (Busy, on average) with
+	// headroom.
+	Cores int64
+	Busy  float64
+	// Mem holds the peak RSS with headroom, in whole GiB, whole MiB under
+	// one ("12G", "640M").
+	Mem string
+	// Time holds the elapsed time with headroom, rounded up to a limit
+	// people ask for (5 minutes under an hour, 15 under a day, whole hours
+	// beyond), as [days-]hours:minutes:seconds.
+	Time string
+}
+
+// Ask is what u's run would do with, by the shares of Efficiency.
+func (u Resources) Ask() Ask {
+	var a Ask
+	e := u.Efficiency()
+	elapsed := u.Elapsed.Seconds()
+	if e.CPU.Known && e.CPU.Value < FarOff {
+		// Known, the share has a whole: elapsed is over 0.
+		busy := float64(u.TotalCPU.Value) / 1000 / elapsed
+		if n := int64(math.Max(1, math.Ceil(busy*Headroom))); n < u.AllocCPUs {
+			a.Cores, a.Busy = n, busy
+		}
+	}
+	if e.Memory.Known && e.Memory.Value < FarOff {
+		want := float64(u.MaxRSS.Value) * Headroom
+		a.Mem = fmt.Sprintf("%dM", int64(math.Ceil(want/(1<<20))))
+		if want >= 1<<30 {
+			a.Mem = fmt.Sprintf("%dG", int64(math.Ceil(want/(1<<30))))
+		}
+	}
+	if e.Time.Known && e.Time.Value < FarOff && elapsed > 0 {
+		a.Time = timeAsk(time.Duration(math.Ceil(elapsed*Headroom)) * time.Second)
+	}
+	return a
+}
+
+// timeAsk is d rounded up to a limit people ask for, as --time reads it.
+func timeAsk(d time.Duration) string {
+	unit := time.Hour
+	if d < time.Hour {
+		unit = 5 * time.Minute
+	} else if d < 24*time.Hour {
+		unit = 15 * time.Minute
+	}
+	s := int64((d + unit - 1) / unit * unit / time.Second)
+	hms := fmt.Sprintf("%02d:%02d:%02d", s/3600%24, s/60%60, s%60)
+	if s >= 86400 {
+		return fmt.Sprintf("%d-%s", s/86400, hms)
+	}
+	return hms
 }
 
 // JobGPUMemPeaks is, per given job run, the highest memory peak of one of

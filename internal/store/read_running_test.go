@@ -31,7 +31,7 @@ func TestRunningJobs(t *testing.T) {
 	newest := JobRow{Row: 2, Cluster: "c1", JobID: 11, User: "bob", Account: "chem", Partition: "gpu", Nodes: "n2", Start: 8000, State: "running",
 		Ignored: true, IgnoreReason: ps("test")}
 	older := JobRow{Row: 1, Cluster: "c1", JobID: 10, User: "alice", Account: "physics", Partition: "gpu", Nodes: "n1,n2", GPUs: 3, Start: 7200,
-		State: "running", AllocS: 100, SampleS: 60, Jobs: 1}
+		State: "running", Usage: Usage{AllocS: 100, SampleS: 60, Jobs: 1}}
 	other := JobRow{Row: 5, Cluster: "c2", JobID: 10, User: "erin", Account: "bio", Partition: "gpu", Nodes: "n1", Start: 9000, State: "running"}
 	for _, tc := range []struct {
 		name string

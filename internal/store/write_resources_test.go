@@ -85,3 +85,29 @@ func TestEfficiency(t *testing.T) {
 		})
 	}
 }
+
+// TestAsk: what a run far off its allocation would do with, the one
+// arithmetic gpuacct job and the job's end mail both word.
+func TestAsk(t *testing.T) {
+	const gib = 1 << 30
+	for _, tt := range []struct {
+		name string
+		u    Resources
+		want Ask
+	}{
+		{"far off in all", Resources{AllocCPUs: 8, Elapsed: time.Hour, TimeLimit: Known(24 * 3600), ReqMem: Known(64 * gib),
+			TotalCPU: Known(2 * 3600 * 1000), MaxRSS: Known(10 * gib)}, Ask{Cores: 3, Busy: 2, Mem: "12G", Time: "01:15:00"}},
+		{"under a GiB, under an hour", Resources{AllocCPUs: 1, Elapsed: 10 * time.Minute, TimeLimit: Known(3600), ReqMem: Known(4 * gib),
+			TotalCPU: Known(60 * 1000), MaxRSS: Known(500 << 20)}, Ask{Mem: "600M", Time: "00:15:00"}},
+		{"days", Resources{AllocCPUs: 2, Elapsed: 30 * time.Hour, TimeLimit: Known(7 * 24 * 3600)}, Ask{Time: "1-12:00:00"}},
+		{"near its allocation", Resources{AllocCPUs: 4, Elapsed: time.Hour, TimeLimit: Known(5400), ReqMem: Known(8 * gib),
+			TotalCPU: Known(3 * 3600 * 1000), MaxRSS: Known(6 * gib)}, Ask{}},
+		{"not recorded", Resources{AllocCPUs: 4, Elapsed: time.Hour}, Ask{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if d := cmp.Diff(tt.want, tt.u.Ask()); d != "" {
+				t.Errorf("Ask (-want +got):\n%s", d)
+			}
+		})
+	}
+}
