@@ -119,8 +119,20 @@ func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *
 		budget = time.Until(dl)
 	}
 	gctx, cancel := context.WithTimeout(ctx, budget*6/10)
-	ev.GPUs = make([]record.GPU, len(job.GPUs))
-	for i, m := range job.GPUs {
+	// on a MIG node the gres ids lead to slices of parent GPUs (mig.go)
+	minors := job.GPUs
+	slices, merr := migSlices(d.Getenv, d.ProcRoot, ev.Node, job.GPUs)
+	if merr != nil {
+		log.Debug("no MIG mapping", "job", job.ID, "err", merr)
+	}
+	if slices != nil {
+		minors = make([]int, len(slices))
+		for i, s := range slices {
+			minors[i] = s.Minor
+		}
+	}
+	ev.GPUs = make([]record.GPU, len(minors))
+	for i, m := range minors {
 		ev.GPUs[i].Minor = m
 	}
 	health := kind == record.JobStart && cfg.Hooks.HealthCheck
@@ -137,7 +149,7 @@ func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *
 		}
 	}()
 	if len(job.GPUs) > 0 {
-		ans, exp, aerr := agentproto.Ask(gctx, sock, cfg.Agent.SocketTimeout.Duration, cfg.Agent.Interval.Duration, job.GPUs, health, ev.Key)
+		ans, exp, aerr := agentproto.Ask(gctx, sock, cfg.Agent.SocketTimeout.Duration, cfg.Agent.Interval.Duration, minors, health, ev.Key)
 		expected = exp
 		if aerr == nil {
 			// the agent's NVML is already open: no nvmlInit on the job's
@@ -149,12 +161,12 @@ func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *
 			}
 		} else {
 			agentDown = true
-			req := agentproto.Direct{GPU: cfg.GPU, Node: ev.Node, Timeout: cfg.Hooks.NVMLTimeout, Minors: job.GPUs, Procs: health}
+			req := agentproto.Direct{GPU: cfg.GPU, Node: ev.Node, Timeout: cfg.Hooks.NVMLTimeout, Minors: minors, Procs: health}
 			if dl, ok := gctx.Deadline(); ok {
 				req.Deadline = dl.Add(-helperMargin)
 			}
 			ans, err := askGPUs(gctx, d, req)
-			if err == nil && len(ans.GPUs) != len(job.GPUs) {
+			if err == nil && len(ans.GPUs) != len(minors) {
 				err = errors.New(ans.Error) // NVML could not be opened
 				if ans.Error == "" {
 					err = fmt.Errorf("%d GPUs answered for %d minors", len(ans.GPUs), len(job.GPUs))
@@ -177,6 +189,9 @@ func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *
 		}
 	}
 	cancel()
+	if slices != nil {
+		ev.Quality = asSlices(ev.GPUs, slices, ev.Quality)
+	}
 
 	data, err := json.Marshal(ev)
 	if err != nil {

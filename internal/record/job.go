@@ -58,4 +58,13 @@ type GPU struct {
 	EnergyMJ *uint64 `json:"energy_mj,omitempty"`
 	// Missing lists what could not be read, each with its reason.
 	Missing []string `json:"missing,omitempty"`
+	// A MIG slice (docs/agent.md): Minor and Index are the parent's,
+	// Parent its UUID, Profile Slurm's gres type (1g.10gb), GI and CI the
+	// instance's ids; UUID is the instance's MIG UUID once read. Unmapped
+	// says why the slice could not be followed to its instance.
+	Parent   string `json:"parent,omitempty"`
+	Profile  string `json:"profile,omitempty"`
+	GI       *int   `json:"gpu_instance,omitempty"`
+	CI       *int   `json:"compute_instance,omitempty"`
+	Unmapped string `json:"unmapped,omitempty"`
 }

@@ -1,0 +1,350 @@
+package hook
+
+// MIG slices: Slurm schedules a MIG instance as a typed gpu gres whose
+// gres.conf record names the parent's /dev/nvidiaN and the instance's
+// nvidia-caps devices (MultipleFiles=, or File= for one cap). The caps'
+// minors lead, through the driver's /proc/driver/nvidia-caps/mig-minors,
+// to the GPU minor, GPU instance and compute instance. This is files only:
+// the hooks link no NVML, and the MIG UUID is read later from the parent
+// (internal/gpu, Library.MIGUUID).
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/aicloud/gpusuite/internal/record"
+)
+
+// maxMIGFile bounds each file the mapping reads: a gres.conf or a
+// mig-minors table larger than this is not one the hook trusts.
+const maxMIGFile = 1 << 20
+
+// capsDir is where the driver's nvidia-caps device files live.
+const capsDir = "/dev/nvidia-caps/"
+
+// gresDevice is one gpu device of a node's gres.conf, in Slurm's order.
+type gresDevice struct {
+	Type  string
+	Files []string
+}
+
+// migPath is one line of mig-minors: a cap's minor names a GPU instance
+// (CI < 0) or a compute instance inside it.
+type migPath struct {
+	GPU, GI, CI int
+}
+
+// migSlice is what the files say about one allocated gres id.
+type migSlice struct {
+	MIG     bool // the id is a MIG slice (else a whole GPU: nothing changes)
+	Minor   int  // the parent GPU's minor
+	GI, CI  int
+	Profile string
+	// Unmapped says why a MIG slice could not be followed to its instance.
+	Unmapped string
+}
+
+// readBounded reads at most maxMIGFile bytes of path.
+func readBounded(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxMIGFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(data) > maxMIGFile {
+		return nil, fmt.Errorf("read %s: longer than %d bytes", path, maxMIGFile)
+	}
+	return data, nil
+}
+
+// parseMIGMinors reads mig-minors lines such as "gpu0/gi1/ci0/access 12"
+// and "gpu0/gi1/access 11"; the config and monitor caps are not slices.
+func parseMIGMinors(data []byte) map[int]migPath {
+	out := map[int]migPath{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 2 {
+			continue
+		}
+		minor, err := strconv.Atoi(f[1])
+		if err != nil {
+			continue
+		}
+		parts := strings.Split(f[0], "/")
+		if len(parts) < 3 || parts[len(parts)-1] != "access" {
+			continue
+		}
+		p := migPath{GI: -1, CI: -1}
+		var ok bool
+		if p.GPU, ok = numAfter(parts[0], "gpu"); !ok {
+			continue
+		}
+		if p.GI, ok = numAfter(parts[1], "gi"); !ok {
+			continue
+		}
+		if len(parts) == 4 {
+			if p.CI, ok = numAfter(parts[2], "ci"); !ok {
+				continue
+			}
+		} else if len(parts) != 3 {
+			continue
+		}
+		out[minor] = p
+	}
+	return out
+}
+
+func numAfter(s, prefix string) (int, bool) {
+	rest, ok := strings.CutPrefix(s, prefix)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	return n, err == nil && n >= 0
+}
+
+// parseGres lists node's gpu devices in gres.conf order, the order of
+// Slurm's gres bitmap: File= expands a bracket range into one device per
+// file, MultipleFiles= is one device. Lines for other nodes or other gres
+// are skipped; continuation lines are not used by Slurm for gres.conf.
+func parseGres(data []byte, node string) []gresDevice {
+	var out []gresDevice
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		line, _, _ := strings.Cut(sc.Text(), "#")
+		kv := map[string]string{}
+		for _, f := range strings.Fields(line) {
+			k, v, ok := strings.Cut(f, "=")
+			if ok {
+				kv[strings.ToLower(k)] = v
+			}
+		}
+		if kv["name"] != "gpu" {
+			continue
+		}
+		if n, ok := kv["nodename"]; ok && !hostMatch(n, node) {
+			continue
+		}
+		switch {
+		case kv["multiplefiles"] != "":
+			out = append(out, gresDevice{Type: kv["type"], Files: strings.Split(kv["multiplefiles"], ",")})
+		case kv["file"] != "":
+			for _, f := range expand(kv["file"]) {
+				out = append(out, gresDevice{Type: kv["type"], Files: []string{f}})
+			}
+		}
+	}
+	return out
+}
+
+// expand expands one bracket range, "/dev/nvidia[0-3,5]"; anything it
+// cannot read stays as written.
+func expand(s string) []string {
+	open, close := strings.IndexByte(s, '['), strings.IndexByte(s, ']')
+	if open < 0 || close < open {
+		return []string{s}
+	}
+	var out []string
+	for _, r := range strings.Split(s[open+1:close], ",") {
+		lo, hi, isRange := strings.Cut(r, "-")
+		a, err1 := strconv.Atoi(lo)
+		b, err2 := strconv.Atoi(hi)
+		if !isRange {
+			b, err2 = a, err1
+		}
+		if err1 != nil || err2 != nil || b < a || b-a > 4096 {
+			return []string{s}
+		}
+		for i := a; i <= b; i++ {
+			out = append(out, fmt.Sprintf("%s%0*d%s", s[:open], len(lo), i, s[close+1:]))
+		}
+	}
+	return out
+}
+
+// hostMatch reports whether node is in a NodeName list such as
+// "gpu[01-04],cpu1".
+func hostMatch(list, node string) bool {
+	for _, part := range splitTop(list) {
+		for _, h := range expand(part) {
+			if h == node {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// splitTop splits at commas outside brackets.
+func splitTop(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i, c := range s {
+		switch c {
+		case '[':
+			depth++
+		case ']':
+			depth--
+		case ',':
+			if depth == 0 {
+				out = append(out, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(out, s[start:])
+}
+
+// mapMIG follows each gres id (a position in devs) to its MIG instance.
+// It returns nil when devs hold no MIG device: a whole-GPU node is left
+// exactly as before.
+func mapMIG(ids []int, devs []gresDevice, minors map[int]migPath, minorsErr error) []migSlice {
+	anyMIG := false
+	for _, d := range devs {
+		anyMIG = anyMIG || isMIG(d)
+	}
+	if !anyMIG {
+		return nil
+	}
+	out := make([]migSlice, len(ids))
+	for i, id := range ids {
+		s := &out[i]
+		s.Minor, s.GI, s.CI = id, -1, -1
+		if id < 0 || id >= len(devs) {
+			s.Unmapped = fmt.Sprintf("gres id %d: gres.conf lists %d gpu devices for this node", id, len(devs))
+			s.MIG = true
+			continue
+		}
+		d := devs[id]
+		parent := -1
+		var caps []int
+		for _, f := range d.Files {
+			if rest, ok := strings.CutPrefix(f, capsDir+"nvidia-cap"); ok {
+				if n, err := strconv.Atoi(rest); err == nil {
+					caps = append(caps, n)
+				}
+			} else if rest, ok := strings.CutPrefix(f, "/dev/nvidia"); ok {
+				if n, err := strconv.Atoi(rest); err == nil {
+					parent = n
+				}
+			}
+		}
+		if len(caps) == 0 {
+			// a whole GPU beside slices: its minor is its device file's
+			if parent >= 0 {
+				s.Minor = parent
+			}
+			continue
+		}
+		s.MIG, s.Profile = true, d.Type
+		if parent >= 0 {
+			s.Minor = parent
+		}
+		if minorsErr != nil {
+			s.Unmapped = "mig-minors: " + minorsErr.Error()
+			continue
+		}
+		s.Unmapped = followCaps(s, caps, parent, minors)
+	}
+	return out
+}
+
+func isMIG(d gresDevice) bool {
+	for _, f := range d.Files {
+		if strings.HasPrefix(f, capsDir) {
+			return true
+		}
+	}
+	return false
+}
+
+// followCaps fills s's GPU, GI and CI from the record's caps and returns
+// why it could not.
+func followCaps(s *migSlice, caps []int, parent int, minors map[int]migPath) string {
+	gpu := -1
+	for _, c := range caps {
+		p, ok := minors[c]
+		if !ok {
+			return fmt.Sprintf("nvidia-cap%d: not in mig-minors", c)
+		}
+		if gpu >= 0 && p.GPU != gpu || parent >= 0 && p.GPU != parent {
+			return fmt.Sprintf("nvidia-cap%d: a slice of gpu%d, not of gpu%d", c, p.GPU, max(gpu, parent))
+		}
+		gpu = p.GPU
+		if s.GI >= 0 && p.GI != s.GI {
+			return fmt.Sprintf("nvidia-cap%d: GPU instance %d, not %d", c, p.GI, s.GI)
+		}
+		s.GI = p.GI
+		if p.CI >= 0 {
+			s.CI = p.CI
+		}
+	}
+	s.Minor = gpu
+	if s.CI < 0 {
+		return fmt.Sprintf("gpu%d/gi%d: no compute instance cap in the record", gpu, s.GI)
+	}
+	return ""
+}
+
+// migSlices reads the node's gres.conf (beside SLURM_CONF) and the
+// driver's mig-minors and maps ids. It returns nil, with no file read
+// beyond gres.conf, for a node without MIG gres; why gres.conf could not
+// be read is returned for the log only (a node may well have none).
+func migSlices(getenv func(string) string, procRoot, node string, ids []int) ([]migSlice, error) {
+	conf := getenv("SLURM_CONF")
+	if conf == "" || len(ids) == 0 {
+		return nil, nil
+	}
+	data, err := readBounded(filepath.Join(filepath.Dir(conf), "gres.conf"))
+	if err != nil {
+		return nil, fmt.Errorf("read gres.conf beside %s: %w", conf, err)
+	}
+	devs := parseGres(data, node)
+	anyMIG := false
+	for _, d := range devs {
+		anyMIG = anyMIG || isMIG(d)
+	}
+	if !anyMIG {
+		return nil, nil
+	}
+	var minors map[int]migPath
+	mm, merr := readBounded(filepath.Join(procRoot, "driver/nvidia-caps/mig-minors"))
+	if merr == nil {
+		minors = parseMIGMinors(mm)
+	}
+	return mapMIG(ids, devs, minors, merr), nil
+}
+
+// asSlices turns the identified parents of MIG slices into the slices:
+// the parent's UUID moves to Parent (the whole GPU is not the job's), its
+// energy counter is the parent's and is not the slice's to record, and an
+// unmapped slice is named in quality with its reason.
+func asSlices(gpus []record.GPU, slices []migSlice, quality []string) []string {
+	for i := range gpus {
+		if i >= len(slices) || !slices[i].MIG {
+			continue
+		}
+		s, g := slices[i], &gpus[i]
+		g.Parent, g.UUID, g.EnergyMJ, g.Profile = g.UUID, "", nil, s.Profile
+		g.Missing = append(g.Missing, "energy: a MIG slice has no counter of its own (the parent's is shared)")
+		if s.Unmapped != "" {
+			g.Unmapped = s.Unmapped
+			quality = append(quality, fmt.Sprintf("mig_unmapped: gpu_minor_%d %s: %s", g.Minor, s.Profile, s.Unmapped))
+			continue
+		}
+		gi, ci := s.GI, s.CI
+		g.GI, g.CI = &gi, &ci
+	}
+	return quality
+}
