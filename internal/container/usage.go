@@ -1,11 +1,12 @@
 package container
 
-import "fmt"
+import (
+	"fmt"
 
-// UsageError marks bad input on the command line: the binaries exit 2.
-type UsageError struct{ Err error }
+	"github.com/aicloud/gpusuite/internal/cli/exitcode"
+)
 
-func (e *UsageError) Error() string { return e.Err.Error() }
-func (e *UsageError) Unwrap() error { return e.Err }
-
-func usagef(format string, a ...any) error { return &UsageError{fmt.Errorf(format, a...)} }
+// usagef marks bad input on the command line: the binaries exit 2.
+func usagef(format string, a ...any) error {
+	return &exitcode.UsageError{Err: fmt.Errorf(format, a...)}
+}

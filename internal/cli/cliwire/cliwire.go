@@ -20,13 +20,10 @@ import (
 )
 
 // UsageError marks bad input on the command line: exit 2.
-type UsageError struct{ Err error }
-
-func (e *UsageError) Error() string { return e.Err.Error() }
-func (e *UsageError) Unwrap() error { return e.Err }
+type UsageError = exitcode.UsageError
 
 // Usagef is a usage error (exit 2) with a formatted message.
-func Usagef(format string, a ...any) error { return &UsageError{fmt.Errorf(format, a...)} }
+func Usagef(format string, a ...any) error { return &UsageError{Err: fmt.Errorf(format, a...)} }
 
 // ExitError carries an exit code out of an action. A nil Err means the
 // message was already printed (or there is none).

@@ -27,21 +27,6 @@ import (
 	"github.com/aicloud/gpusuite/internal/container"
 )
 
-// usageError marks bad input on the command line (exit 2).
-type usageError = container.UsageError
-
-func usagef(format string, a ...any) error { return &usageError{Err: fmt.Errorf(format, a...)} }
-
-// finish turns an action's error into an exit code, printing the one line
-// the user reads; container's usage errors exit 2 like cliwire's.
-func finish(prog string, stderr io.Writer, err error) int {
-	var ue *usageError
-	if errors.As(err, &ue) {
-		err = &cliwire.UsageError{Err: err}
-	}
-	return cliwire.Finish(prog, stderr, err)
-}
-
 // OSSys is the system both commands run on, logging warnings and worse
 // to stderr.
 func OSSys(stdin *os.File, stdout, stderr io.Writer, getenv func(string) string) container.Sys {
@@ -64,9 +49,9 @@ func newApp(name string, sys container.Sys) *cli.App {
 		DisableSliceFlagSeparator: true,
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
 			if opt, ok := cliwire.UnknownOption(err); ok {
-				return usagef("unknown option %s (see %s --help)", opt, name)
+				return cliwire.Usagef("unknown option %s (see %s --help)", opt, name)
 			}
-			return usagef("%v (see %s --help)", err, name)
+			return cliwire.Usagef("%v (see %s --help)", err, name)
 		},
 	}
 	cliwire.Version(app)
@@ -144,7 +129,7 @@ func (e *env) containerName(c *cli.Context) (string, error) {
 	if c.IsSet("name") {
 		n, err := container.CheckName(c.String("name"))
 		if err != nil {
-			return "", usagef("%v", err)
+			return "", cliwire.Usagef("%v", err)
 		}
 		return n, nil
 	}
@@ -165,7 +150,7 @@ func (e *env) mounts(user []string) ([]container.Mount, error) {
 	for _, s := range append(append([]string(nil), e.cfg.Container.Mounts...), user...) {
 		m, err := container.ParseMount(s, e.cwd)
 		if err != nil {
-			return nil, usagef("%v", err)
+			return nil, cliwire.Usagef("%v", err)
 		}
 		out = append(out, m)
 	}

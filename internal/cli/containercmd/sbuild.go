@@ -89,10 +89,10 @@ func Sbuild(args []string, sys container.Sys) int {
 		}
 	}
 	if len(extra) > 0 && named != "" {
-		return finish(prog, sys.Stderr, usagef("options after -- are for the build's srun, not for sbuild %s", named))
+		return cliwire.Finish(prog, sys.Stderr, cliwire.Usagef("options after -- are for the build's srun, not for sbuild %s", named))
 	}
 	// Put each option where its command reads it, as gpuacct does.
-	return finish(prog, sys.Stderr, app.Run(cliwire.Reorder(app, append([]string{prog}, rest...))))
+	return cliwire.Finish(prog, sys.Stderr, app.Run(cliwire.Reorder(app, append([]string{prog}, rest...))))
 }
 
 // sbuildApp is sbuild's command tree; Sbuild reorders the arguments it runs
@@ -111,7 +111,7 @@ func sbuildApp(sys container.Sys, extra *[]string) *cli.App {
 	app.Before = func(c *cli.Context) error {
 		level, err := logging.ParseLevel(c.String("log-level"))
 		if err != nil {
-			return usagef("%v", err)
+			return cliwire.Usagef("%v", err)
 		}
 		sys.Logger = logging.New(prog, sys.Stderr, level, sys.Getenv)
 		return nil
@@ -172,7 +172,7 @@ func makePlan(c *cli.Context, sys container.Sys, extra []string) (*env, *plan, e
 	}
 	img, err := container.ParseImage(ref)
 	if err != nil {
-		return nil, nil, usagef("%v", err)
+		return nil, nil, cliwire.Usagef("%v", err)
 	}
 	if img.Path != "" && !filepath.IsAbs(img.Path) {
 		img.Path = filepath.Join(e.cwd, img.Path)
@@ -199,7 +199,7 @@ func makePlan(c *cli.Context, sys container.Sys, extra []string) (*env, *plan, e
 		Time: cc.Time, SiteArgs: cc.SrunArgs, UserArgs: extra, Mounts: mounts}
 	if c.IsSet("gpus") {
 		if c.Int("gpus") < 0 {
-			return nil, nil, usagef("--gpus %d: give 0 or more", c.Int("gpus"))
+			return nil, nil, cliwire.Usagef("--gpus %d: give 0 or more", c.Int("gpus"))
 		}
 		p.build.GPUs = c.Int("gpus")
 	}
@@ -217,7 +217,7 @@ func makePlan(c *cli.Context, sys container.Sys, extra []string) (*env, *plan, e
 		data, err := os.ReadFile(abs)
 		if err != nil {
 			if isNotExist(err) {
-				return nil, nil, usagef("--setup %s: no such file; give the path of your setup script, e.g. --setup ./setup.sh", s)
+				return nil, nil, cliwire.Usagef("--setup %s: no such file; give the path of your setup script, e.g. --setup ./setup.sh", s)
 			}
 			return nil, nil, fmt.Errorf("read setup script %q: %w", abs, err)
 		}
@@ -226,20 +226,20 @@ func makePlan(c *cli.Context, sys container.Sys, extra []string) (*env, *plan, e
 		first, _, _ := strings.Cut(string(data), "\n")
 		cmd, m, err := container.ScriptCommand(abs, e.cwd, first)
 		if err != nil {
-			return nil, nil, usagef("%v", err)
+			return nil, nil, cliwire.Usagef("%v", err)
 		}
 		p.build.SetupCmd = cmd
 		p.build.Mounts = append(p.build.Mounts, m...)
 	}
 	if s := c.String("save"); s != "" {
 		if strings.HasSuffix(s, "/") {
-			return nil, nil, usagef("--save %s: give a file name such as %sNAME.sqsh, not a directory", s, s)
+			return nil, nil, cliwire.Usagef("--save %s: give a file name such as %sNAME.sqsh, not a directory", s, s)
 		}
 		if !filepath.IsAbs(s) {
 			s = filepath.Join(e.cwd, s)
 		}
 		if err := container.CheckPath("--save path", s); err != nil {
-			return nil, nil, usagef("%v", err)
+			return nil, nil, cliwire.Usagef("%v", err)
 		}
 		p.build.Save = s
 	}
@@ -299,7 +299,7 @@ func report(w io.Writer, fs []container.Finding) (failed bool) {
 
 func build(c *cli.Context, sys container.Sys, extra []string) error {
 	if c.NArg() > 1 {
-		return usagef("one IMAGE at most, got %q; put srun options after --", strings.Join(c.Args().Slice(), " "))
+		return cliwire.Usagef("one IMAGE at most, got %q; put srun options after --", strings.Join(c.Args().Slice(), " "))
 	}
 	e, p, err := makePlan(c, sys, extra)
 	if err != nil {
@@ -461,7 +461,7 @@ func list(c *cli.Context, sys container.Sys) error {
 // confirm asks a yes/no question on stderr.
 func confirm(sys container.Sys, in *bufio.Reader, question string) (bool, error) {
 	if !sys.StdinIsTerminal() {
-		return false, usagef("%s: standard input is not a terminal, so nobody can answer; add --yes", question)
+		return false, cliwire.Usagef("%s: standard input is not a terminal, so nobody can answer; add --yes", question)
 	}
 	fmt.Fprintf(sys.Stderr, "%s [y/N] ", question)
 	line, err := in.ReadString('\n')
@@ -509,7 +509,7 @@ func removeMany(c *cli.Context, e *env, names []string, why map[string]string) e
 
 func remove(c *cli.Context, sys container.Sys) error {
 	if c.NArg() == 0 {
-		return usagef("give the container name(s) to remove, e.g. sbuild rm myproj (see sbuild list)")
+		return cliwire.Usagef("give the container name(s) to remove, e.g. sbuild rm myproj (see sbuild list)")
 	}
 	e, err := loadEnv(c, sys)
 	if err != nil {
@@ -519,7 +519,7 @@ func remove(c *cli.Context, sys container.Sys) error {
 	for _, a := range c.Args().Slice() {
 		n, err := container.CheckName(a)
 		if err != nil {
-			return usagef("%v", err)
+			return cliwire.Usagef("%v", err)
 		}
 		ok, err := container.Exists(e.paths.Data, n)
 		if err != nil {
@@ -582,7 +582,7 @@ func login(c *cli.Context, sys container.Sys) error {
 	if f := c.String("key-file"); f != "" {
 		data, err := os.ReadFile(f)
 		if err != nil {
-			return usagef("--key-file: %v", err)
+			return cliwire.Usagef("--key-file: %v", err)
 		}
 		key = strings.TrimSpace(string(data))
 	} else if sys.StdinIsTerminal() {
@@ -597,7 +597,7 @@ func login(c *cli.Context, sys container.Sys) error {
 		key = strings.TrimSpace(string(data))
 	}
 	if key == "" || strings.ContainsAny(key, " \t\n") {
-		return usagef("the NGC API key is empty or holds spaces; paste the key exactly as ngc.nvidia.com shows it")
+		return cliwire.Usagef("the NGC API key is empty or holds spaces; paste the key exactly as ngc.nvidia.com shows it")
 	}
 	path := filepath.Join(e.paths.Config, ".credentials")
 	if err := container.WriteCredentials(path, key); err != nil {

@@ -59,9 +59,9 @@ func SrunWrap(args []string, sys container.Sys) int {
 	}
 	var err error
 	if split, err = container.SplitArgs(args[1:], own); err != nil {
-		return finish(prog, sys.Stderr, usagef("%v", err))
+		return cliwire.Finish(prog, sys.Stderr, cliwire.Usagef("%v", err))
 	}
-	return finish(prog, sys.Stderr, app.Run(append([]string{prog}, split.Own...)))
+	return cliwire.Finish(prog, sys.Stderr, app.Run(append([]string{prog}, split.Own...)))
 }
 
 // srunWrapApp is srun-wrap's command line; SrunWrap splits the arguments
@@ -74,7 +74,7 @@ func srunWrapApp(sys container.Sys, split *container.Split) *cli.App {
 	app.Flags = srunWrapFlags()
 	app.Action = func(c *cli.Context) error {
 		if c.NArg() > 0 {
-			return usagef("unexpected %q before the command", c.Args().First())
+			return cliwire.Usagef("unexpected %q before the command", c.Args().First())
 		}
 		return srunWrap(c, sys, *split)
 	}
@@ -85,7 +85,7 @@ func srunWrapApp(sys container.Sys, split *container.Split) *cli.App {
 func srunWrap(c *cli.Context, sys container.Sys, split container.Split) error {
 	level, err := logging.ParseLevel(c.String("log-level"))
 	if err != nil {
-		return usagef("%v", err)
+		return cliwire.Usagef("%v", err)
 	}
 	sys.Logger = logging.New("srun-wrap", sys.Stderr, level, sys.Getenv)
 	e, err := loadEnv(c, sys)
@@ -108,7 +108,7 @@ func srunWrap(c *cli.Context, sys container.Sys, split container.Split) error {
 		SiteArgs: cc.SrunArgs, UserArgs: split.Srun, Mounts: mounts}
 	if c.IsSet("gpus") {
 		if c.Int("gpus") < 0 {
-			return usagef("--gpus %d: give 0 or more", c.Int("gpus"))
+			return cliwire.Usagef("--gpus %d: give 0 or more", c.Int("gpus"))
 		}
 		job.GPUs = c.Int("gpus")
 	}
@@ -122,12 +122,12 @@ func srunWrap(c *cli.Context, sys container.Sys, split container.Split) error {
 	for _, kv := range c.StringSlice("env") {
 		k, v, hasVal := strings.Cut(kv, "=")
 		if !envName.MatchString(k) {
-			return usagef("--env %q: %q is not a variable name (letters, digits, '_')", kv, k)
+			return cliwire.Usagef("--env %q: %q is not a variable name (letters, digits, '_')", kv, k)
 		}
 		if hasVal {
 			extraEnv = append(extraEnv, k+"="+v)
 		} else if _, ok := lookupEnv(sys.Environ(), k); !ok {
-			return usagef("--env %s: %s is not set here; give a value with --env %s=VALUE", k, k, k)
+			return cliwire.Usagef("--env %s: %s is not set here; give a value with --env %s=VALUE", k, k, k)
 		}
 		job.Env = append(job.Env, k)
 	}
@@ -150,7 +150,7 @@ func srunWrap(c *cli.Context, sys container.Sys, split container.Split) error {
 	}
 	if c.Bool("batch") {
 		if len(split.Cmd) == 0 {
-			return usagef("--batch needs the job script as the command, e.g. srun-wrap --batch train.sh")
+			return cliwire.Usagef("--batch needs the job script as the command, e.g. srun-wrap --batch train.sh")
 		}
 		return submitBatch(c.Context, e, job, split.Cmd[0], split.Cmd[1:], dry)
 	}
@@ -158,7 +158,7 @@ func srunWrap(c *cli.Context, sys container.Sys, split container.Split) error {
 	pty := false
 	if len(cmd) == 0 {
 		if !sys.StdinIsTerminal() {
-			return usagef("no command given and standard input is not a terminal, so there is no one to talk to an interactive shell; give a command, e.g. srun-wrap python train.py")
+			return cliwire.Usagef("no command given and standard input is not a terminal, so there is no one to talk to an interactive shell; give a command, e.g. srun-wrap python train.py")
 		}
 		cmd, pty = []string{"bash", "-i"}, true
 	}
@@ -209,14 +209,14 @@ func submitBatch(ctx context.Context, e *env, job container.Job, script string, 
 	data, err := os.ReadFile(abs)
 	if err != nil {
 		if isNotExist(err) {
-			return usagef("--batch %s: no such file; give the path of your job script", script)
+			return cliwire.Usagef("--batch %s: no such file; give the path of your job script", script)
 		}
 		return fmt.Errorf("read %q: %w", abs, err)
 	}
 	first, _, _ := strings.Cut(string(data), "\n")
 	cmd, extra, err := container.ScriptCommand(abs, e.cwd, first)
 	if err != nil {
-		return usagef("%v", err)
+		return cliwire.Usagef("%v", err)
 	}
 	job.Mounts = append(job.Mounts, extra...)
 	body := container.BatchScript(job, abs, container.Directives(string(data)), append(cmd, args...))

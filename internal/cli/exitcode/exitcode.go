@@ -15,3 +15,11 @@ const (
 	// Usage is a bad command line.
 	Usage = 2
 )
+
+// UsageError marks bad input on the command line: exit Usage. It lives
+// here, the lowest package of the policy, so that a library without a
+// CLI (internal/container) and cliwire mark it with one type.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
