@@ -19,6 +19,8 @@ type MIGDevice struct {
 	uuid   string
 	name   string
 	total  uint64
+	// gi, ci are the instance's GPU and compute instance ids (miglayout.go)
+	gi, ci int
 
 	mu    sync.Mutex
 	procs []nvml.ProcessInfo
@@ -28,36 +30,18 @@ type MIGDevice struct {
 // them. The parent's utilization then answers ERROR_NOT_SUPPORTED, as
 // NVML's does in MIG mode.
 func (d *Device) EnableMIG(n int) []*MIGDevice {
-	d.Lock()
-	d.MigMode = nvml.DEVICE_MIG_ENABLE
-	d.Unlock()
 	total := d.MemoryInfo.Total / uint64(n)
 	var out []*MIGDevice
 	for i := 0; i < n; i++ {
 		h := sha256.Sum256([]byte(fmt.Sprintf("%s/mig/%d", d.UUID, i)))
 		m := &MIGDevice{
-			parent: d, total: total,
+			parent: d, total: total, gi: i + 1,
 			uuid: fmt.Sprintf("MIG-%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16]),
 			name: fmt.Sprintf("%s MIG %dg.%dgb", d.Config.Name, 7/n, total>>30),
 		}
 		out = append(out, m)
 	}
-	d.GetMaxMigDeviceCountFunc = func() (int, nvml.Return) { return 7, nvml.SUCCESS }
-	d.GetMigDeviceHandleByIndexFunc = func(i int) (nvml.Device, nvml.Return) {
-		if r := d.guard(); r != nvml.SUCCESS {
-			return nil, r
-		}
-		if i < 0 || i >= len(out) {
-			return nil, nvml.ERROR_NOT_FOUND
-		}
-		return out[i], nvml.SUCCESS
-	}
-	d.GetUtilizationRatesFunc = func() (nvml.Utilization, nvml.Return) {
-		if r := d.guard(); r != nvml.SUCCESS {
-			return nvml.Utilization{}, r
-		}
-		return nvml.Utilization{}, nvml.ERROR_NOT_SUPPORTED
-	}
+	d.installMIG(out)
 	return out
 }
 
