@@ -37,9 +37,9 @@ type liveWriter struct {
 	write func(l *record.Live) error
 	// users caches owners' names by uid, pids the owner of each process
 	// of the last snapshot (writer goroutine only): a listed process keeps
-	// its owner, so it is looked up once.
+	// its owner and command name, so they are looked up once.
 	users map[uint32]string
-	pids  map[uint32]string
+	pids  map[uint32]procID
 	// idle is, per GPU UUID, since when it has been allocated and idle
 	// and to which jobs (the loop's alone: buildLive runs in Cycle).
 	idle map[string]idleMark
@@ -282,19 +282,22 @@ func (a *Agent) liveLoop(ctx context.Context) {
 	}
 }
 
+// procID is a listed process's owner and command name.
+type procID struct{ user, name string }
+
 // fillUsers names each process's owner from the uid of /proc/PID (what
-// the kernel says, so a foreign process shows who runs it). A process
-// gone by now keeps no user.
+// the kernel says, so a foreign process shows who runs it) and its
+// command (procName). A process gone by now keeps neither.
 func (w *liveWriter) fillUsers(l *record.Live) {
-	seen := make(map[uint32]string, len(w.pids))
+	seen := make(map[uint32]procID, len(w.pids))
 	for gi := range l.GPUs {
 		for pi := range l.GPUs[gi].Procs {
 			p := &l.GPUs[gi].Procs[pi]
-			name, ok := w.pids[p.PID]
+			id, ok := w.pids[p.PID]
 			if !ok {
-				name = w.procUser(p.PID)
+				id = procID{user: w.procUser(p.PID), name: procName(w.procRoot, p.PID)}
 			}
-			p.User, seen[p.PID] = name, name
+			p.User, p.Name, seen[p.PID] = id.user, id.name, id
 		}
 	}
 	w.pids = seen

@@ -57,6 +57,9 @@ type LiveProc struct {
 	PID uint32 `json:"pid"`
 	// User is the process owner's name (its uid when the name is unknown).
 	User string `json:"user,omitempty"`
+	// Name is its command: argv[0]'s base name, at most 32 bytes of
+	// printable UTF-8; empty from agents that predate it.
+	Name string `json:"name,omitempty"`
 	// Job is the Slurm job its cgroup names, 0 if none or unreadable.
 	Job        uint64 `json:"job,omitempty"`
 	MemUsedMiB uint64 `json:"mem_mib"`

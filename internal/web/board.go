@@ -395,8 +395,8 @@ func (f boardFrag) jobs(n *board.Node, g *board.GPU) []cellJob {
 }
 
 type cellProc struct {
-	PID, User, Job, Mem string
-	Foreign             bool
+	PID, User, Name, Job, Mem string
+	Foreign                   bool
 }
 
 func (f boardFrag) procs(g *board.GPU) []cellProc {
@@ -411,6 +411,9 @@ func (f boardFrag) procs(g *board.GPU) []cellProc {
 			Mem: gib(p.MemUsedMiB) + " GiB", Foreign: foreign[p.PID]}
 		if p.Job != 0 {
 			pv.Job = strconv.FormatUint(p.Job, 10)
+		}
+		if f.h.v.sees(p.User) {
+			pv.Name = p.Name // what another user runs is theirs, as their name is
 		}
 		out = append(out, pv)
 	}

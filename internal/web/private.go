@@ -227,6 +227,9 @@ func (v viewer) maskStatus(d *board.StatusDoc) {
 			}
 			procs := make([]record.LiveProc, len(gd.Procs))
 			for p, pr := range gd.Procs {
+				if !v.sees(pr.User) {
+					pr.Name = "" // the command tells what its owner runs
+				}
 				pr.User = v.user(pr.User)
 				procs[p] = pr
 			}
