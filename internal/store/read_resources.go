@@ -15,37 +15,49 @@ const MaxResourceRows = 1000
 // Resources reads the resources of the given job runs (JobRow.Row); a run
 // sacct has not answered for is absent from the map.
 func (s *Ledger) Resources(ctx context.Context, rows []int64) (map[int64]Resources, error) {
-	if len(rows) > MaxResourceRows {
-		return nil, fmt.Errorf("resources of %d job runs: at most %d at once", len(rows), MaxResourceRows)
-	}
-	out := make(map[int64]Resources, len(rows))
-	if len(rows) == 0 {
-		return out, nil
-	}
-	var q strings.Builder
-	var args []any
-	q.WriteString(`SELECT job, alloc_cpus, nodes, elapsed_s, time_limit_s, req_mem, total_cpu_ms, max_rss FROM job_resources WHERE 1 = 1`)
-	inList(&q, &args, "job", rows)
-	res, err := s.db.QueryContext(ctx, q.String(), args...)
 	type resourcesRow struct {
 		row int64
 		u   Resources
 	}
-	got, err := collect(res, err, func(r batchRows, ur *resourcesRow) error {
-		var elapsed int64
-		var limit, mem, cpu, rss sql.NullInt64
-		err := r.Scan(&ur.row, &ur.u.AllocCPUs, &ur.u.Nodes, &elapsed, &limit, &mem, &cpu, &rss)
-		ur.u.Elapsed = time.Duration(elapsed) * time.Second
-		ur.u.TimeLimit, ur.u.ReqMem, ur.u.TotalCPU, ur.u.MaxRSS = figure(limit), figure(mem), figure(cpu), figure(rss)
-		return err
-	})
+	got, err := readRuns(ctx, s, "resources", `SELECT job, alloc_cpus, nodes, elapsed_s, time_limit_s, req_mem, total_cpu_ms, max_rss FROM job_resources WHERE 1 = 1`,
+		"job", rows, func(r batchRows, ur *resourcesRow) error {
+			var elapsed int64
+			var limit, mem, cpu, rss sql.NullInt64
+			err := r.Scan(&ur.row, &ur.u.AllocCPUs, &ur.u.Nodes, &elapsed, &limit, &mem, &cpu, &rss)
+			ur.u.Elapsed = time.Duration(elapsed) * time.Second
+			ur.u.TimeLimit, ur.u.ReqMem, ur.u.TotalCPU, ur.u.MaxRSS = figure(limit), figure(mem), figure(cpu), figure(rss)
+			return err
+		})
 	if err != nil {
-		return nil, fmt.Errorf("resources of job runs: %w", translate(err))
+		return nil, err
 	}
+	out := make(map[int64]Resources, len(got))
 	for _, g := range got {
 		out[g.row] = g.u
 	}
 	return out, nil
+}
+
+// readRuns reads sel (a query ending in a WHERE clause) for the given job
+// runs, col naming their column: at most MaxResourceRows runs at once,
+// none asks nothing. what names the figures in errors.
+func readRuns[T any](ctx context.Context, s *Ledger, what, sel, col string, rows []int64, scan func(r batchRows, v *T) error) ([]T, error) {
+	if len(rows) > MaxResourceRows {
+		return nil, fmt.Errorf("%s of %d job runs: at most %d at once", what, len(rows), MaxResourceRows)
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	var q strings.Builder
+	var args []any
+	q.WriteString(sel)
+	inList(&q, &args, col, rows)
+	res, err := s.db.QueryContext(ctx, q.String(), args...)
+	got, err := collect(res, err, scan)
+	if err != nil {
+		return nil, fmt.Errorf("%s of job runs: %w", what, translate(err))
+	}
+	return got, nil
 }
 
 func figure(v sql.NullInt64) Figure { return Figure{Value: v.Int64, Known: v.Valid} }
@@ -157,29 +169,19 @@ func timeAsk(d time.Duration) string {
 // GPUs gave no peak or total is absent. Like Resources, at most
 // MaxResourceRows runs at once.
 func (s *Ledger) JobGPUMemPeaks(ctx context.Context, rows []int64) (map[int64]float64, error) {
-	if len(rows) > MaxResourceRows {
-		return nil, fmt.Errorf("GPU memory of %d job runs: at most %d at once", len(rows), MaxResourceRows)
-	}
-	out := make(map[int64]float64, len(rows))
-	if len(rows) == 0 {
-		return out, nil
-	}
-	var q strings.Builder
-	var args []any
-	// The share is computed here, not in SQL: the MiB columns are integers
-	// on PostgreSQL, where their quotient would be one too.
-	q.WriteString(`SELECT jg.job, jg.mem_max_mib, coalesce(jg.mem_total_mib, g.mem_total_mib) FROM job_gpus jg JOIN gpus g ON g.id = jg.gpu_id
- WHERE jg.mem_max_mib IS NOT NULL AND coalesce(jg.mem_total_mib, g.mem_total_mib) > 0`)
-	inList(&q, &args, "jg.job", rows)
-	res, err := s.db.QueryContext(ctx, q.String(), args...)
 	type peak struct {
 		row        int64
 		max, total float64
 	}
-	got, err := collect(res, err, func(r batchRows, p *peak) error { return r.Scan(&p.row, &p.max, &p.total) })
+	// The share is computed here, not in SQL: the MiB columns are integers
+	// on PostgreSQL, where their quotient would be one too.
+	got, err := readRuns(ctx, s, "GPU memory", `SELECT jg.job, jg.mem_max_mib, coalesce(jg.mem_total_mib, g.mem_total_mib) FROM job_gpus jg JOIN gpus g ON g.id = jg.gpu_id
+ WHERE jg.mem_max_mib IS NOT NULL AND coalesce(jg.mem_total_mib, g.mem_total_mib) > 0`,
+		"jg.job", rows, func(r batchRows, p *peak) error { return r.Scan(&p.row, &p.max, &p.total) })
 	if err != nil {
-		return nil, fmt.Errorf("GPU memory of job runs: %w", translate(err))
+		return nil, err
 	}
+	out := make(map[int64]float64, len(got))
 	for _, p := range got {
 		v := p.max / p.total
 		if cur, ok := out[p.row]; !ok || v > cur {
