@@ -122,7 +122,17 @@ type Direct struct {
 	Timeout config.Duration `json:"nvml_timeout"`
 	Minors  []int           `json:"minors"`
 	Procs   bool            `json:"procs,omitempty"`
+	// MIG names, per minor, the MIG slice held on that GPU (nil: the whole
+	// GPU); its answer is the slice (record.GPU's Parent, GI, CI, UUID).
+	MIG []*MIGRef `json:"mig,omitempty"`
 	// Deadline is when the hook stops waiting: the helper answers before
 	// it with what it has read, rather than be killed with nothing said.
 	Deadline time.Time `json:"deadline,omitzero"`
+}
+
+// MIGRef is a MIG slice as the hooks map it from files: GPU and compute
+// instance ids on the GPU of its minor.
+type MIGRef struct {
+	GI int `json:"gi"`
+	CI int `json:"ci"`
 }

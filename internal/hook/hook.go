@@ -143,6 +143,7 @@ func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *
 	// expected is the connection of an identify not waited for, which
 	// carries the event's announce too
 	var expected *agentproto.Expected
+	sliced := false // asSlices applied to ev.GPUs
 	defer func() {
 		if expected != nil {
 			expected.Close()
@@ -156,12 +157,14 @@ func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *
 			// path, and the agent reads the energy counters itself (no
 			// NVML call at all while the job waits)
 			ev.GPUs, ev.Quality = ans.GPUs, withMissing(ans.GPUs, ev.Quality)
+			// a slice's parent runs other jobs' slices: checked as slices
+			ev.Quality, sliced = asSlices(ev.GPUs, slices, ev.Quality), true
 			if health {
 				res.Unhealthy = healthCheck(gctx, ans.ProcsOf, d.ProcRoot, job.ID, ev.GPUs, log)
 			}
 		} else {
 			agentDown = true
-			req := agentproto.Direct{GPU: cfg.GPU, Node: ev.Node, Timeout: cfg.Hooks.NVMLTimeout, Minors: minors, Procs: health}
+			req := agentproto.Direct{GPU: cfg.GPU, Node: ev.Node, Timeout: cfg.Hooks.NVMLTimeout, Minors: minors, Procs: health, MIG: migRefs(slices)}
 			if dl, ok := gctx.Deadline(); ok {
 				req.Deadline = dl.Add(-helperMargin)
 			}
@@ -182,6 +185,7 @@ func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *
 					ev.Quality = append(ev.Quality, "gpu_identity: "+ans.Error)
 				}
 				ev.GPUs, ev.Quality = ans.GPUs, withMissing(ans.GPUs, ev.Quality)
+				ev.Quality, sliced = asSlices(ev.GPUs, slices, ev.Quality), true
 				if health {
 					res.Unhealthy = healthCheck(gctx, ans.ProcsOf, d.ProcRoot, job.ID, ev.GPUs, log)
 				}
@@ -189,7 +193,7 @@ func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *
 		}
 	}
 	cancel()
-	if slices != nil {
+	if !sliced { // NVML unavailable: the slices as the files gave them
 		ev.Quality = asSlices(ev.GPUs, slices, ev.Quality)
 	}
 

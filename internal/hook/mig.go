@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/aicloud/gpusuite/internal/agentproto"
 	"github.com/aicloud/gpusuite/internal/record"
 )
 
@@ -336,7 +337,10 @@ func asSlices(gpus []record.GPU, slices []migSlice, quality []string) []string {
 			continue
 		}
 		s, g := slices[i], &gpus[i]
-		g.Parent, g.UUID, g.EnergyMJ, g.Profile = g.UUID, "", nil, s.Profile
+		if g.Parent == "" { // hook-gpus did not already read the slice
+			g.Parent, g.UUID = g.UUID, ""
+		}
+		g.EnergyMJ, g.Profile = nil, s.Profile
 		g.Missing = append(g.Missing, "energy: a MIG slice has no counter of its own (the parent's is shared)")
 		if s.Unmapped != "" {
 			g.Unmapped = s.Unmapped
@@ -347,4 +351,21 @@ func asSlices(gpus []record.GPU, slices []migSlice, quality []string) []string {
 		g.GI, g.CI = &gi, &ci
 	}
 	return quality
+}
+
+// migRefs is what hook-gpus needs to read the slices' MIG UUIDs: nil
+// without slices, else one entry per GPU, nil for a whole GPU or an
+// unmapped slice.
+func migRefs(slices []migSlice) []*agentproto.MIGRef {
+	var out []*agentproto.MIGRef
+	for i, s := range slices {
+		if !s.MIG || s.Unmapped != "" {
+			continue
+		}
+		if out == nil {
+			out = make([]*agentproto.MIGRef, len(slices))
+		}
+		out[i] = &agentproto.MIGRef{GI: s.GI, CI: s.CI}
+	}
+	return out
 }

@@ -7,9 +7,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/aicloud/gpusuite/internal/agentproto"
+	"github.com/aicloud/gpusuite/internal/gpu"
+	"github.com/aicloud/gpusuite/internal/hookgpus"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/sim"
 )
@@ -126,6 +130,17 @@ func TestRunRecordsMIGSlices(t *testing.T) {
 	deps := testDeps(envWith("SLURMD_NODENAME", "gpu05", "SLURM_JOB_GPUS", "0,1,3",
 		"SLURM_CONF", filepath.Join(etc, "slurm.conf")))
 	deps.ProcRoot = proc
+	// minors [2,3,0,1] by index: minor 0 is index 2, cut as the fixture's
+	// gi1 (1g.10gb) and gi2 (3g.40gb)
+	var migs []*sim.MIGDevice
+	deps.AskGPUs = hookgpus.Asker(func(ctx context.Context, req agentproto.Direct) (*gpu.Library, error) {
+		s, err := sim.New(sim.Options{Node: req.Node, Count: 4, Model: "a100", Minors: []int{2, 3, 0, 1}})
+		if err != nil {
+			return nil, err
+		}
+		migs = s.Device(2).EnableMIGLayout([]string{"1g.10gb", "3g.40gb"})
+		return gpu.OpenInterface(ctx, s, time.Second)
+	})
 	if _, err := Run(context.Background(), record.JobStart, cfg, deps, logger(discard())); err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +148,6 @@ func TestRunRecordsMIGSlices(t *testing.T) {
 	if len(evs) != 1 {
 		t.Fatalf("%d events, want 1", len(evs))
 	}
-	// minors [2,3,0,1] by index: minor 0 is index 2, minor 1 is index 3
 	type slice struct {
 		Minor           int
 		Parent, Profile string
@@ -150,8 +164,8 @@ func TestRunRecordsMIGSlices(t *testing.T) {
 		got = append(got, s)
 	}
 	want := []slice{
-		{Minor: 0, Parent: sim.UUID("gpu05", 2), Profile: "1g.10gb", GI: 1, CI: 0},
-		{Minor: 0, Parent: sim.UUID("gpu05", 2), Profile: "3g.40gb", GI: 2, CI: 0},
+		{Minor: 0, Parent: sim.UUID("gpu05", 2), Profile: "1g.10gb", GI: 1, CI: 0, UUID: migs[0].UUID()},
+		{Minor: 0, Parent: sim.UUID("gpu05", 2), Profile: "3g.40gb", GI: 2, CI: 0, UUID: migs[1].UUID()},
 		{Minor: 1, Parent: sim.UUID("gpu05", 3), Profile: "1g.10gb", GI: -1, CI: -1, Unmapped: "nvidia-cap99: not in mig-minors"},
 	}
 	if d := cmp.Diff(want, got); d != "" {

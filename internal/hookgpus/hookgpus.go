@@ -18,6 +18,7 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/agentproto"
 	"github.com/aicloud/gpusuite/internal/gpu"
+	"github.com/aicloud/gpusuite/internal/record"
 )
 
 // Open opens the GPU backend a request names.
@@ -84,6 +85,7 @@ func answer(ctx context.Context, open Open, req agentproto.Direct) agentproto.Re
 	if err != nil {
 		resp.Error = err.Error()
 	}
+	asSlices(ctx, lib, resp.GPUs, req.MIG)
 	if !req.Procs {
 		return resp
 	}
@@ -109,4 +111,22 @@ func processes(ps []nvml.ProcessInfo) []agentproto.Proc {
 		out = append(out, agentproto.NewProc(p.Pid, p.UsedGpuMemory))
 	}
 	return out
+}
+
+// asSlices turns the identified parents of the MIG slices named in refs
+// into the slices: the parent's UUID becomes Parent, and UUID the
+// instance's, read from the parent by its GPU and compute instance ids.
+func asSlices(ctx context.Context, lib *gpu.Library, gpus []record.GPU, refs []*agentproto.MIGRef) {
+	any := false
+	for i, r := range refs {
+		if r == nil || i >= len(gpus) || gpus[i].UUID == "" {
+			continue
+		}
+		gi, ci := r.GI, r.CI
+		gpus[i].Parent, gpus[i].UUID, gpus[i].GI, gpus[i].CI = gpus[i].UUID, "", &gi, &ci
+		any = true
+	}
+	if any {
+		lib.MIGUUIDs(ctx, gpus)
+	}
 }
