@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/aicloud/gpusuite/internal/spool"
 )
 
 // NGC needs two machines in enroot's credentials file: nvcr.io serves the
@@ -139,36 +141,6 @@ func WriteCredentials(path, key string) error {
 	if err != nil && !isNotExist(err) {
 		return fmt.Errorf("read %q: %w", path, err)
 	}
-	return replaceFile(dir, path, ".credentials-*", "write in", []byte(MergeNGCCredentials(string(old), key)))
-}
-
-// replaceFile puts data at path, mode 600, through a temporary file
-// (pattern, in dir, path's directory) that is synced and renamed over it:
-// a reader sees the old file or the new one, whole. what begins the error
-// when the temporary file cannot be made.
-func replaceFile(dir, path, pattern, what string, data []byte) error {
-	tmp, err := os.CreateTemp(dir, pattern)
-	if err != nil {
-		return fmt.Errorf("%s %q: %w", what, dir, err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return fmt.Errorf("chmod %q: %w", tmp.Name(), err)
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %q: %w", tmp.Name(), err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("sync %q: %w", tmp.Name(), err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %q: %w", tmp.Name(), err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("rename to %q: %w", path, err)
-	}
-	return nil
+	// Mode 600 from the temporary file on: the key is never readable by others.
+	return spool.ReplaceFile(path, strings.NewReader(MergeNGCCredentials(string(old), key)), 0o600)
 }

@@ -1,6 +1,7 @@
 package container
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/aicloud/gpusuite/internal/spool"
 )
 
 // Meta is what sbuild records beside a container, in a hidden file in the
@@ -42,7 +45,7 @@ func WriteMeta(dataPath string, m Meta) error {
 	if err != nil {
 		return fmt.Errorf("encode metadata: %w", err)
 	}
-	return replaceFile(dataPath, MetaPath(dataPath, m.Name), ".gpusuite-meta-*", "write metadata in", append(data, '\n'))
+	return spool.ReplaceFile(MetaPath(dataPath, m.Name), bytes.NewReader(append(data, '\n')), 0o600)
 }
 
 // ReadMeta reads the metadata of name; a missing file gives ok=false.

@@ -73,6 +73,13 @@ func CopyInto(dir, name string, r io.Reader, mode fs.FileMode) error {
 	return put(dir, name, r, mode, true)
 }
 
+// ReplaceFile is CopyInto for a file that is no record (a hidden name
+// checkName refuses, such as sbuild's metadata): put at path, whole or not
+// at all. The caller fsyncs the directory if it must.
+func ReplaceFile(path string, r io.Reader, mode fs.FileMode) error {
+	return put(filepath.Dir(path), filepath.Base(path), r, mode, true)
+}
+
 func checkName(name string) error {
 	if name == "" || strings.ContainsAny(name, "/\x00") || strings.HasPrefix(name, ".") {
 		return fmt.Errorf("spool record name %q is not a plain file name", name)
@@ -85,7 +92,7 @@ func checkName(name string) error {
 func put(dir, name string, r io.Reader, mode fs.FileMode, replace bool) error {
 	tmp, err := os.CreateTemp(dir, ".tmp-"+name+"-*")
 	if err != nil {
-		return fmt.Errorf("spool %q: %w", dir, err)
+		return fmt.Errorf("temporary file in %q: %w", dir, err)
 	}
 	defer os.Remove(tmp.Name()) // after a link or rename this is a no-op or drops the extra name
 	if _, err := io.Copy(tmp, r); err != nil {

@@ -112,3 +112,31 @@ func TestReplaceAndCopyInto(t *testing.T) {
 		t.Errorf("temp files left: %v", left)
 	}
 }
+
+// TestReplaceFile: a hidden file that is no record (CopyInto refuses its
+// name) is replaced whole, with its mode, and no temporary file stays.
+func TestReplaceFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, ".pyxis_a.gpusuite.json")
+	for _, body := range []string{"first\n", "second, longer\n"} {
+		if err := ReplaceFile(path, strings.NewReader(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != body {
+			t.Errorf("content %q, want %q", got, body)
+		}
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, %v; want 0600", fi.Mode().Perm(), err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("%d files in the directory, want the one", len(ents))
+	}
+	if err := CopyInto(dir, ".hidden", strings.NewReader("x"), 0o600); err == nil {
+		t.Errorf("CopyInto of a hidden name: no error, want it refused")
+	}
+}
