@@ -202,6 +202,29 @@ func (e *env) openScoped(c *cli.Context, what string, defaultAll bool) (*report.
 	return db, s, nil
 }
 
+// openFiltered is openScoped for a command that reads the report filters
+// (filterOf): the filter is narrowed to the scope's clusters and, with
+// check, one naming what the ledger lacks is a usage error of what. The
+// caller closes the DB.
+func (e *env) openFiltered(c *cli.Context, d Deps, what string, check bool) (*report.Ledger, report.Scope, report.Filter, []string, error) {
+	f, teamList, err := filterOf(c, d)
+	if err != nil {
+		return nil, report.Scope{}, f, nil, err
+	}
+	db, s, err := e.openScoped(c, what, false)
+	if err != nil {
+		return nil, report.Scope{}, f, nil, err
+	}
+	f.Clusters = s.Filter()
+	if check {
+		if err := db.CheckFilter(c.Context, f); err != nil {
+			db.Close()
+			return nil, report.Scope{}, f, nil, cliwire.Usagef("%s: %v", what, err)
+		}
+	}
+	return db, s, f, teamList, nil
+}
+
 // job reads one job's detail (job and plot share it), and with messages
 // the notifier's messages about the run and its usage from sacct (nil
 // when it has none), closing the ledger before the
@@ -440,19 +463,11 @@ func runReport(c *cli.Context, d Deps, kind string) error {
 			return cliwire.Usagef("report %s: %v", kind, err)
 		}
 	}
-	f, teamList, err := filterOf(c, d)
-	if err != nil {
-		return err
-	}
-	db, s, err := e.openScoped(c, "report "+kind, false)
+	db, s, f, teamList, err := e.openFiltered(c, d, "report "+kind, true)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	f.Clusters = s.Filter()
-	if err := db.CheckFilter(c.Context, f); err != nil {
-		return cliwire.Usagef("report %s: %v", kind, err)
-	}
 	var t *table.Table
 	if kind == "jobs" {
 		t, err = db.JobList(c.Context, report.JobsQuery{Window: w, Filter: f, Teams: teamList, Mapping: m, Limit: c.Int("limit"), Sort: c.String("sort"), Now: e.now,

@@ -64,19 +64,11 @@ func runEfficiency(c *cli.Context, d Deps) error {
 	if err != nil {
 		return err
 	}
-	f, teamList, err := filterOf(c, d)
-	if err != nil {
-		return err
-	}
-	db, s, err := e.openScoped(c, cmd, false)
+	db, s, f, teamList, err := e.openFiltered(c, d, cmd, true)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	f.Clusters = s.Filter()
-	if err := db.CheckFilter(c.Context, f); err != nil {
-		return cliwire.Usagef("%s: %v", cmd, err)
-	}
 	q := report.EffQuery{Window: w, Filter: f, Teams: teamList, Scope: s, Sort: "start", Now: e.now}
 	t, err := db.EfficiencyReport(c.Context, q, c.String("by"), m)
 	if report.IsBadInput(err) {

@@ -92,16 +92,11 @@ func plotReport(c *cli.Context, d Deps, out string) error {
 	if err != nil {
 		return err
 	}
-	f, tl, err := filterOf(c, d)
-	if err != nil {
-		return err
-	}
-	db, s, err := e.openScoped(c, "plot", false)
+	db, s, f, tl, err := e.openFiltered(c, d, "plot", false)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	f.Clusters = s.Filter()
 	if err := db.PlotReport(c.Context, report.Request{Window: report.HourWindow(w), Period: p, Filter: f, Teams: tl, Mapping: m, Scope: s}, out); err != nil {
 		return usage("plot", err)
 	}
