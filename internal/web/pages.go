@@ -17,7 +17,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/report/timespec"
 )
 
-var pageNames = []string{"board", "overview", "team", "user", "job", "error", "budget"}
+var pageNames = []string{"board", "overview", "team", "user", "job", "error", "budget", "me"}
 
 // parsePages parses each page with the shared layout.
 func parsePages() (map[string]*template.Template, error) {
@@ -72,6 +72,9 @@ type base struct {
 	// BudgetCol: the teams' table has a budget column (budgets are
 	// configured).
 	BudgetCol bool
+	// Me is the user the request logged in as: the header links to
+	// their jobs (/me).
+	Me string
 }
 
 type link struct {
@@ -115,6 +118,7 @@ func (h *Handler) base(r *http.Request, q *query, title string) base {
 	v := r.URL.Query()
 	b := base{Title: title, Static: h.static.Version, Start: v.Get("start"), End: v.Get("end"), Period: v.Get("period"), Path: r.URL.Path,
 		Generated: h.o.Now().In(h.o.Location).Format("2006-01-02 15:04:05 MST"), Scope: clustersParam(v)}
+	b.Me, _ = h.who(r)
 	for _, p := range []struct{ v, l string }{{"", "auto"}, {"day", "day"}, {"week", "week"}, {"month", "month"}} {
 		b.Periods = append(b.Periods, option{Value: p.v, Label: p.l, Selected: p.v == b.Period})
 	}

@@ -127,10 +127,7 @@ func (h *Handler) private(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name, ok := h.who(r)
 		if !ok {
-			if h.o.Users != nil && h.o.Users.Any() {
-				w.Header().Set("WWW-Authenticate", `Basic realm="gpusuite", charset="UTF-8"`)
-			}
-			h.refuse(w, r, &httpError{code: http.StatusUnauthorized, msg: "log in: web.private_data is on and this request carries no user (basic auth, or the reverse proxy's " + h.headerName() + ")"})
+			h.refuse(w, r, h.needLogin(w, "web.private_data is on"))
 			return
 		}
 		v := viewer{private: !slices.Contains(h.o.Admins, name), name: name, roles: h.o.Roles.Current()}
@@ -147,6 +144,15 @@ func (h *Handler) private(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), viewerKey{}, v)))
 	})
+}
+
+// needLogin is the 401 of a request that carries no user, why it needs
+// one first; with a challenge when the web config file lists users.
+func (h *Handler) needLogin(w http.ResponseWriter, why string) error {
+	if h.o.Users != nil && h.o.Users.Any() {
+		w.Header().Set("WWW-Authenticate", `Basic realm="gpusuite", charset="UTF-8"`)
+	}
+	return &httpError{code: http.StatusUnauthorized, msg: "log in: " + why + " and this request carries no user (basic auth, or the reverse proxy's " + h.headerName() + ")"}
 }
 
 func (h *Handler) headerName() string {

@@ -112,6 +112,9 @@ type Options struct {
 	Budgets     []budget.Budget
 	FiscalStart time.Month
 	Leads       map[string][]string
+	// SlurmLimits reads the associations' GrpTRESMins, shown beside the
+	// budgets (at most once a minute); nil: not shown.
+	SlurmLimits func(ctx context.Context) ([]budget.SlurmLimit, error)
 	Now         func() time.Time
 	Log         *slog.Logger
 }
@@ -150,6 +153,7 @@ func OptionsFrom(cfg config.Config, src *board.Source, log *slog.Logger, now fun
 		Board: src, BoardRefresh: boardRefresh(cfg.Agent.Interval.Duration), MaxStreams: cfg.Web.MaxStreams,
 		MaxStreamsPerClient: perClient, TrustedProxies: proxies, Cluster: cfg.Cluster.Name,
 		Budgets: budgets, FiscalStart: time.Month(cfg.Budget.FiscalStart), Leads: cfg.Notify.Digest.Leads,
+		SlurmLimits: slurmLimitsOf(cfg, budgets),
 	}, nil
 }
 
@@ -174,7 +178,9 @@ type Handler struct {
 	liveSrc     *source
 	// jobRead shares one job's detail among the requests reading it at once.
 	jobRead *jobFlight
-	hub     *hub
+	// slurm keeps the associations' limits a minute (SlurmLimits).
+	slurm *slurmLimits
+	hub   *hub
 	// anonHub streams the board with every user's name hidden, to
 	// those web.private_data hides names from.
 	anonHub *hub
@@ -214,7 +220,7 @@ func New(o Options) (*Handler, error) {
 		return nil, err
 	}
 	h := &Handler{o: o, src: newSource(o), liveSrc: newSource(o), mapping: m, pages: pages, static: st, mux: http.NewServeMux(),
-		limit: newLimiter(o.Concurrent, o.Timeout), live: newLimiter(LiveConcurrent, o.Timeout), jobRead: newJobFlight()}
+		limit: newLimiter(o.Concurrent, o.Timeout), live: newLimiter(LiveConcurrent, o.Timeout), jobRead: newJobFlight(), slurm: &slurmLimits{}}
 	h.limit.perClient, h.limit.trusted = perClientOf(o.Concurrent), o.TrustedProxies
 	// one bound for every stream, with names or without
 	slots := newStreamSlots(o.MaxStreams, o.MaxStreamsPerClient)
@@ -273,6 +279,7 @@ func (h *Handler) routes() {
 	page("GET /team/{team}/budget", (*Handler).budgetPage)
 	page("GET /user/{user}", (*Handler).userPage)
 	page("GET /job/{cluster}/{id}", (*Handler).jobPage)
+	page("GET /me", (*Handler).mePage)
 	h.mux.Handle("GET /static/", h.static)
 	// Health is what monitoring probes: live slots, cached as before.
 	h.mux.Handle("GET /api/v1/health", h.live.wrap(h.cached(h.apiHandler(bind((*Handler).apiHealth))), busyAPI.ServeHTTP))
@@ -286,6 +293,7 @@ func (h *Handler) routes() {
 	liveAPI("GET /api/v1/free", (*Handler).apiFree)
 	api("GET /api/v1/notes", (*Handler).apiNotes)
 	api("GET /api/v1/budget/{team}", (*Handler).apiBudget)
+	api("GET /api/v1/me/jobs", (*Handler).apiMyJobs)
 	// The stream is outside the limiter: it would hold a query slot for
 	// its whole life. The hub bounds the streams instead.
 	h.mux.HandleFunc("GET "+eventsPath, h.boardEvents)
