@@ -21,7 +21,8 @@
 //     and its socket.
 //   - gpuevents.go: Xid, ECC and throttling events.
 //   - shipping.go, trim.go: shipping the spool to /data, trimming it.
-//   - live.go: the live-state file; metrics.go: /metrics.
+//   - live.go, procname.go: the live-state file, processes' command names;
+//     metrics.go: /metrics.
 package agent
 
 import (

@@ -3,7 +3,8 @@
 // reservations. The parsers take scontrol's text and run nothing, so they
 // are tested on plain fixtures; Reader runs scontrol inside a deadline.
 // WriteFile and ReadFile keep a view in a file (file.go) for readers that
-// cannot ask the Slurm that made it: the demo's simulated one.
+// cannot ask the Slurm that made it: the demo's simulated one. Queue
+// (queue.go) sums squeue's pending jobs that ask for GPUs.
 package slurmstate
 
 import "time"
