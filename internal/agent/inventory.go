@@ -23,6 +23,9 @@ func (a *Agent) publishInventory() {
 		if d.Parent == "" { // MIG devices have no minor of their own
 			idx := d.Index
 			inv.GPUs = append(inv.GPUs, record.GPU{Minor: d.Minor, Index: &idx, UUID: d.UUID, Model: d.Model})
+		} else if d.GI >= 0 && d.CI >= 0 {
+			gi, ci := d.GI, d.CI
+			inv.MIG = append(inv.MIG, record.GPU{Minor: d.Minor, UUID: d.UUID, Model: d.Model, Parent: d.Parent, GI: &gi, CI: &ci})
 		}
 	}
 	data, err := json.Marshal(inv)

@@ -25,6 +25,9 @@ type Inventory struct {
 	// GPUs are the GPUs with a device minor (no MIG devices), with their
 	// index, UUID and model; no energy.
 	GPUs []record.GPU `json:"gpus"`
+	// MIG are the MIG instances: Parent, UUID, Model, GI and CI, by which
+	// a hook finds the UUID of the slice it mapped from files.
+	MIG []record.GPU `json:"mig,omitempty"`
 
 	stat os.FileInfo // of the file it was read from
 }

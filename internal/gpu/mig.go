@@ -57,23 +57,32 @@ func (l *Library) migUUID(ctx context.Context, parent string, gi, ci int) (strin
 			}
 			continue // an empty slot answers ERROR_NOT_FOUND
 		}
-		g, err := Call(ctx, l.Timeout, "nvmlDeviceGetGpuInstanceId", func() (int, nvml.Return) {
-			var v int
-			ret := safe(func() nvml.Return { var r nvml.Return; v, r = h.GetGpuInstanceId(); return r })
-			return v, ret
-		})
-		if err != nil || g != gi {
-			continue
-		}
-		c, err := Call(ctx, l.Timeout, "nvmlDeviceGetComputeInstanceId", func() (int, nvml.Return) {
-			var v int
-			ret := safe(func() nvml.Return { var r nvml.Return; v, r = h.GetComputeInstanceId(); return r })
-			return v, ret
-		})
-		if err != nil || c != ci {
+		if g, c := l.migIDs(ctx, h); g != gi || c != ci {
 			continue
 		}
 		return Call(ctx, l.Timeout, "nvmlDeviceGetUUID", h.GetUUID)
 	}
 	return "", fmt.Errorf("no MIG instance gi%d/ci%d on %s", gi, ci, parent)
+}
+
+// migIDs is a MIG device's GPU and compute instance ids, -1 for one NVML
+// did not give.
+func (l *Library) migIDs(ctx context.Context, h nvml.Device) (gi, ci int) {
+	gi, err := Call(ctx, l.Timeout, "nvmlDeviceGetGpuInstanceId", func() (int, nvml.Return) {
+		var v int
+		ret := safe(func() nvml.Return { var r nvml.Return; v, r = h.GetGpuInstanceId(); return r })
+		return v, ret
+	})
+	if err != nil {
+		gi = -1
+	}
+	ci, err = Call(ctx, l.Timeout, "nvmlDeviceGetComputeInstanceId", func() (int, nvml.Return) {
+		var v int
+		ret := safe(func() nvml.Return { var r nvml.Return; v, r = h.GetComputeInstanceId(); return r })
+		return v, ret
+	})
+	if err != nil {
+		ci = -1
+	}
+	return gi, ci
 }

@@ -20,6 +20,9 @@ type Device struct {
 	// Parent is the UUID of the GPU a MIG device lives on; "" for a
 	// whole GPU. A MIG device has the parent's Index and Minor -1.
 	Parent string
+	// GI and CI are a MIG device's GPU and compute instance ids (-1 when
+	// NVML did not give them), by which the hooks find its UUID.
+	GI, CI int
 
 	dev nvml.Device
 	// busy is set while a reading is in flight, so a GPU whose driver
@@ -156,6 +159,7 @@ func (l *Library) migDevices(ctx context.Context, parent *Device) ([]*Device, er
 		if mem, err := Call(ctx, l.Timeout, "nvmlDeviceGetMemoryInfo", h.GetMemoryInfo); err == nil {
 			md.MemTotalMiB = mem.Total >> 20
 		}
+		md.GI, md.CI = l.migIDs(ctx, h)
 		out = append(out, md)
 	}
 	return out, nil

@@ -159,6 +159,9 @@ func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *
 			ev.GPUs, ev.Quality = ans.GPUs, withMissing(ans.GPUs, ev.Quality)
 			// a slice's parent runs other jobs' slices: checked as slices
 			ev.Quality, sliced = asSlices(ev.GPUs, slices, ev.Quality), true
+			if err := agentproto.MIGUUIDs(sock, agentproto.InventoryMaxAge(cfg.Agent.Interval.Duration), ev.GPUs); err != nil {
+				log.Warn("MIG UUIDs not read from the agent's inventory", "job", job.ID, "err", err)
+			}
 			if health {
 				res.Unhealthy = healthCheck(gctx, ans.ProcsOf, d.ProcRoot, job.ID, ev.GPUs, log)
 			}
@@ -282,7 +285,9 @@ func withMissing(got []record.GPU, quality []string) []string {
 // not this job's.
 func healthCheck(ctx context.Context, processes func(context.Context, string) ([]agentproto.Proc, error), procRoot string, jobID uint64, gpus []record.GPU, log *slog.Logger) string {
 	for _, g := range gpus {
-		if g.UUID == "" {
+		// a slice's parent lists the processes of every slice on it:
+		// other jobs' own
+		if g.UUID == "" || g.Parent != "" {
 			continue
 		}
 		procs, err := processes(ctx, g.UUID)
