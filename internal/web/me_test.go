@@ -3,8 +3,9 @@ package web_test
 import (
 	"encoding/json"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/report/reportfixture"
 	"github.com/aicloud/gpusuite/internal/web"
+	"github.com/aicloud/gpusuite/internal/webconfig"
 )
 
 // TestMyJobs: /me and /api/v1/me/jobs are `gpuacct jobs --user me` for
@@ -32,30 +34,8 @@ func TestMyJobs(t *testing.T) {
 		{ID: 5, User: "alice", Acct: "vision", Part: "gpu", Node: "n1", GPUs: 1, Start: t0 - 30*86400, End: t0 - 29*86400},
 	}, now)
 	for _, private := range []bool{false, true} {
-		h, err := web.New(web.Options{DB: db, Location: time.UTC, Now: func() time.Time { return now }, PrivateData: private,
-			Admins: []string{"boss"}, UserHeader: "X-Remote-User"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := httptest.NewServer(h)
-		t.Cleanup(func() { srv.Close(); h.Close() })
-		get := func(t *testing.T, path, user string) (int, string) {
-			t.Helper()
-			req, err := http.NewRequest(http.MethodGet, srv.URL+path, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if user != "" {
-				req.Header.Set("X-Remote-User", user)
-			}
-			resp, err := (&http.Client{Timeout: 60 * time.Second}).Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			body, _ := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
-			return resp.StatusCode, string(body)
-		}
+		get := serveWeb(t, web.Options{DB: db, Location: time.UTC, Now: func() time.Time { return now }, PrivateData: private,
+			Admins: []string{"boss"}, UserHeader: "X-Remote-User"}, "", nil)
 		name := map[bool]string{false: "open", true: "private"}[private]
 		t.Run(name, func(t *testing.T) {
 			code, page := get(t, "/me", "alice")
@@ -130,19 +110,49 @@ func TestMyJobs(t *testing.T) {
 		})
 	}
 	// A site where no one logs in sees no link.
-	h, err := web.New(web.Options{DB: db, Location: time.UTC, Now: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(func() { srv.Close(); h.Close() })
-	resp, err := (&http.Client{Timeout: 60 * time.Second}).Get(srv.URL + "/accounting")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
-	resp.Body.Close()
-	if strings.Contains(string(b), "/me") {
+	get := serveWeb(t, web.Options{DB: db, Location: time.UTC, Now: func() time.Time { return now }}, "", nil)
+	if _, page := get(t, "/accounting", ""); strings.Contains(page, "/me") {
 		t.Error("a page of a site without logins links to /me")
+	}
+}
+
+// serveWeb serves o on loopback as serve does, behind the web config
+// file webConfig when set (which checks the passwords). get asks path as
+// user: with basic auth, user's password in logins, when logins is set,
+// else in the X-Remote-User header; "" asks with no user.
+func serveWeb(t *testing.T, o web.Options, webConfig string, logins map[string]string) (get func(t *testing.T, path, user string) (int, string)) {
+	t.Helper()
+	h, err := web.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := web.NewServer(web.Secure(web.ReadOnly(h)), time.Minute)
+	webconfig.Start(ln, srv, webConfig, slog.New(slog.DiscardHandler), "web")
+	t.Cleanup(func() { srv.Close(); h.Close() })
+	base := "http://" + ln.Addr().String()
+	return func(t *testing.T, path, user string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, base+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case user == "":
+		case logins != nil:
+			req.SetBasicAuth(user, logins[user])
+		default:
+			req.Header.Set("X-Remote-User", user)
+		}
+		resp, err := (&http.Client{Timeout: 60 * time.Second}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+		return resp.StatusCode, string(body)
 	}
 }

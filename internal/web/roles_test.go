@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -72,31 +70,14 @@ func TestRolesFromSlurm(t *testing.T) {
 		{ID: 8, User: "bob", Acct: "team-b", Part: "gpu", Node: "n2", GPUs: 1, Start: t0, End: t0 + 3600},
 		{ID: 9, User: "agentuser", Acct: "physics", Part: "gpu", Node: "n2", GPUs: 1, Start: t0, End: t0 + 3600},
 	}, now)
+	win := "start=2025-12-31&end=2026-01-02"
 	logins := map[string]string{"alice": "pa", "bob": "pb", "agentuser": "pc", "boss": "pd"}
 	cfg := tlscert.Write(t, false, logins, "")
-	h, err := web.New(web.Options{DB: db, Location: time.UTC, Now: func() time.Time { return now }, PrivateData: true,
-		Admins: []string{"boss"}, Users: webconfig.NewUsers(cfg.Path), Roles: roles})
-	if err != nil {
-		t.Fatal(err)
+	get := serveWeb(t, web.Options{DB: db, Location: time.UTC, Now: func() time.Time { return now }, PrivateData: true,
+		Admins: []string{"boss"}, Users: webconfig.NewUsers(cfg.Path), Roles: roles}, cfg.Path, logins)
+	if code, _ := get(t, "/api/v1/jobs?"+win, "mallory"); code != http.StatusUnauthorized {
+		t.Errorf("a login the file does not list: %d, want 401", code)
 	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(func() { srv.Close(); h.Close() })
-	get := func(t *testing.T, path, user string) (int, string) {
-		t.Helper()
-		req, err := http.NewRequest(http.MethodGet, srv.URL+path, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.SetBasicAuth(user, logins[user])
-		resp, err := (&http.Client{Timeout: 60 * time.Second}).Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
-		return resp.StatusCode, string(body)
-	}
-	win := "start=2025-12-31&end=2026-01-02"
 	for _, tc := range []struct {
 		viewer string
 		sees   []string // the users whose names and pages the viewer sees
