@@ -79,8 +79,10 @@ PlugStackConfig=$DIR/etc/plugstack.conf
 # Job mail goes to etc/mailprog, which drops it until a test puts gpuacct
 # mailprog there (test/slurm/mailprog_test.go).
 MailProg=$DIR/etc/mailprog
-NodeName=$NODE NodeAddr=127.0.0.1 CPUs=16 Boards=1 SocketsPerBoard=1 CoresPerSocket=16 ThreadsPerCore=1 RealMemory=4000 Gres=gpu:$NGPU State=UNKNOWN
+NodeName=$NODE NodeAddr=127.0.0.1 CPUs=16 Boards=1 SocketsPerBoard=1 CoresPerSocket=16 ThreadsPerCore=1 RealMemory=4000 Gres=gpu:a100:$((NGPU / 2)),gpu:t4:$((NGPU / 2)) State=UNKNOWN
 PartitionName=gpu Nodes=$NODE Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
+# The same node billed as docs/budgets.md's example (test/slurm/billing_test.go).
+PartitionName=billed Nodes=$NODE Default=NO MaxTime=INFINITE State=UP OverSubscribe=NO TRESBillingWeights=CPU=1.0,Mem=0.25G,GRES/gpu:a100=4.0,GRES/gpu:t4=0.5
 EOF
 }
 
@@ -100,7 +102,8 @@ write_config() {
   printf '#!/bin/sh\nexit 0\n' >"$DIR/etc/mailprog"
   chmod 0755 "$DIR/etc/mailprog"
   cat >"$DIR/etc/gres.conf" <<EOF
-NodeName=$NODE Name=gpu File=$DIR/dev/nvidia[0-$((NGPU - 1))]
+NodeName=$NODE Name=gpu Type=a100 File=$DIR/dev/nvidia[0-$((NGPU / 2 - 1))]
+NodeName=$NODE Name=gpu Type=t4 File=$DIR/dev/nvidia[$((NGPU / 2))-$((NGPU - 1))]
 EOF
   : >"$DIR/etc/plugstack.conf"
   shopt -s nullglob

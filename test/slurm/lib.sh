@@ -94,8 +94,9 @@ JobAcctGatherFrequency=task=1
 AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=localhost
 AccountingStoragePort=$DBD_PORT
-# So that sacct's AllocTRES lists gres/gpu=N.
-AccountingStorageTRES=gres/gpu
+# So that sacct's AllocTRES lists gres/gpu=N, and the typed GPUs that
+# TRESBillingWeights weigh (test/slurm/harness.sh's a100 and t4).
+AccountingStorageTRES=gres/gpu,gres/gpu:a100,gres/gpu:t4
 # So that sacct's Comment holds what sbatch --comment said (the ignore tag).
 AccountingStoreFlags=job_comment
 JobCompType=jobcomp/none
