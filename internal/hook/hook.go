@@ -285,12 +285,16 @@ func withMissing(got []record.GPU, quality []string) []string {
 // not this job's.
 func healthCheck(ctx context.Context, processes func(context.Context, string) ([]agentproto.Proc, error), procRoot string, jobID uint64, gpus []record.GPU, log *slog.Logger) string {
 	for _, g := range gpus {
-		// a slice's parent lists the processes of every slice on it:
-		// other jobs' own
-		if g.UUID == "" || g.Parent != "" {
+		if g.UUID == "" {
 			continue
 		}
 		procs, err := processes(ctx, g.UUID)
+		if err != nil && g.Parent != "" {
+			// the agent lists whole GPUs' processes: a slice's are its
+			// parent's, other jobs' slices' too, and are not checked
+			log.Debug("health check: slice's processes not listed", "job", jobID, "gpu", g.UUID, "err", err)
+			continue
+		}
 		if err != nil {
 			log.Warn("health check: cannot list processes", "job", jobID, "gpu", g.UUID, "err", err)
 			continue

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/aicloud/gpusuite/internal/agentproto"
@@ -117,19 +118,7 @@ func TestMapMIG(t *testing.T) {
 // its reason, and the hook still succeeds.
 func TestRunRecordsMIGSlices(t *testing.T) {
 	cfg := simConfig(t)
-	etc, proc := t.TempDir(), t.TempDir()
-	if err := os.WriteFile(filepath.Join(etc, "gres.conf"), []byte(gresFixture), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Join(proc, "driver/nvidia-caps"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(proc, "driver/nvidia-caps/mig-minors"), []byte(migMinorsFixture), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	deps := testDeps(envWith("SLURMD_NODENAME", "gpu05", "SLURM_JOB_GPUS", "0,1,3",
-		"SLURM_CONF", filepath.Join(etc, "slurm.conf")))
-	deps.ProcRoot = proc
+	deps := migNode(t, "0,1,3")
 	// minors [2,3,0,1] by index: minor 0 is index 2, cut as the fixture's
 	// gi1 (1g.10gb) and gi2 (3g.40gb)
 	var migs []*sim.MIGDevice
@@ -173,5 +162,72 @@ func TestRunRecordsMIGSlices(t *testing.T) {
 	}
 	if q := strings.Join(evs[0].Quality, "\n"); !strings.Contains(q, "mig_unmapped: gpu_minor_1 1g.10gb: nvidia-cap99: not in mig-minors") {
 		t.Errorf("quality does not name the unmapped slice: %s", q)
+	}
+}
+
+// migNode is gpu05's gres.conf and mig-minors (the fixtures) and the job's
+// environment asking for the gres ids.
+func migNode(t *testing.T, ids string) Deps {
+	t.Helper()
+	etc, proc := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(etc, "gres.conf"), []byte(gresFixture), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(proc, "driver/nvidia-caps"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(proc, "driver/nvidia-caps/mig-minors"), []byte(migMinorsFixture), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	deps := testDeps(envWith("SLURMD_NODENAME", "gpu05", "SLURM_JOB_GPUS", ids,
+		"SLURM_CONF", filepath.Join(etc, "slurm.conf")))
+	deps.ProcRoot = proc
+	return deps
+}
+
+// The health check looks at the job's slice, not at its parent, which runs
+// other jobs' slices: a stray on the slice drains the node, another job's
+// process on the next slice does not.
+func TestHealthCheckSlices(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		own, other uint32 // pids on the job's slice and on the next one
+		unhealthy  string
+	}{
+		{"other job on the next slice", 0, 200, ""},
+		{"stray on the job's slice", 300, 0, "outside any job"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := simConfig(t)
+			cfg.Hooks.HealthCheck = true
+			deps := migNode(t, "0")
+			dir := filepath.Join(deps.ProcRoot, "200")
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "cgroup"), []byte("0::/system.slice/slurmstepd.scope/job_7/step_0/user/task_0\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			deps.AskGPUs = hookgpus.Asker(func(ctx context.Context, req agentproto.Direct) (*gpu.Library, error) {
+				s, err := sim.New(sim.Options{Node: req.Node, Count: 4, Model: "a100", Minors: []int{2, 3, 0, 1}})
+				if err != nil {
+					return nil, err
+				}
+				migs := s.Device(2).EnableMIGLayout([]string{"1g.10gb", "3g.40gb"}) // minor 0
+				for i, pid := range []uint32{tt.own, tt.other} {
+					if pid != 0 {
+						migs[i].SetProcs([]nvml.ProcessInfo{{Pid: pid, UsedGpuMemory: 1 << 30}})
+					}
+				}
+				return gpu.OpenInterface(ctx, s, time.Second)
+			})
+			res, err := Run(context.Background(), record.JobStart, cfg, deps, logger(discard()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.unhealthy == "" && res.Unhealthy != "" || tt.unhealthy != "" && !strings.Contains(res.Unhealthy, tt.unhealthy) {
+				t.Errorf("unhealthy = %q, want %q", res.Unhealthy, tt.unhealthy)
+			}
+		})
 	}
 }

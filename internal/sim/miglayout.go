@@ -41,6 +41,17 @@ func (d *Device) EnableMIGLayout(profiles []string) []*MIGDevice {
 		panic(fmt.Sprintf("sim: MIG layout %v uses %d slices of 7", profiles, slices))
 	}
 	d.installMIG(out)
+	// NVML finds a MIG instance by its UUID too; set before the server is
+	// in use, as a layout is
+	byUUID := d.srv.DeviceGetHandleByUUIDFunc
+	d.srv.DeviceGetHandleByUUIDFunc = func(uuid string) (nvml.Device, nvml.Return) {
+		for _, m := range out {
+			if m.uuid == uuid {
+				return m, m.parent.guard()
+			}
+		}
+		return byUUID(uuid)
+	}
 	return out
 }
 
