@@ -2,6 +2,7 @@ package report
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,8 +16,9 @@ import (
 )
 
 // billedLedger holds two jobs of an hour in partition gpu: alice's 2
-// GPUs in physics, bob's 1 in chem; weights, when given, are in force
-// from before them.
+// GPUs in physics, bob's 1 in chem; weights ("PARTITION:" before them
+// names another partition than gpu), when given, are in force from
+// before them.
 func billedLedger(t *testing.T, weights string) string {
 	t.Helper()
 	ctx := context.Background()
@@ -32,7 +34,11 @@ func billedLedger(t *testing.T, weights string) string {
 		t.Fatal(err)
 	}
 	if weights != "" {
-		if err := b.SetBillingWeights("c1", store.BillingSlurm, t0-3600, []store.BillingWeights{{Partition: "gpu", Weights: weights}}); err != nil {
+		part := "gpu"
+		if p, w, ok := strings.Cut(weights, ":"); ok {
+			part, weights = p, w
+		}
+		if err := b.SetBillingWeights("c1", store.BillingSlurm, t0-3600, []store.BillingWeights{{Partition: part, Weights: weights}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -91,6 +97,9 @@ func TestReportBilling(t *testing.T) {
 		want     [][]any
 	}{
 		{"no weights", "", "", []string{"account", "alloc_gpu", "used_gpu", "efficiency_pct", "idle_gpu", "energy_kwh", "jobs", "share_pct"},
+			[][]any{{"physics", int64(7200), nil, nil, nil, nil, int64(1), 100 * 7200.0 / 10800}, {"chem", int64(3600), nil, nil, nil, nil, int64(1), 100 * 3600.0 / 10800},
+				{"TOTAL", int64(10800), nil, nil, nil, nil, int64(2), 100.0}}},
+		{"weights of a partition that ran nothing", "cpu:GRES/gpu=0.5", "", []string{"account", "alloc_gpu", "used_gpu", "efficiency_pct", "idle_gpu", "energy_kwh", "jobs", "share_pct"},
 			[][]any{{"physics", int64(7200), nil, nil, nil, nil, int64(1), 100 * 7200.0 / 10800}, {"chem", int64(3600), nil, nil, nil, nil, int64(1), 100 * 3600.0 / 10800},
 				{"TOTAL", int64(10800), nil, nil, nil, nil, int64(2), 100.0}}},
 		{"weights", "GRES/gpu=0.5", "", []string{"account", "alloc_gpu", "billing", "used_gpu", "efficiency_pct", "idle_gpu", "energy_kwh", "jobs", "share_pct"},

@@ -5,12 +5,14 @@ import (
 	"fmt"
 )
 
-// HasBilling says whether the ledger ever recorded billing weights
-// (Slurm's or the config's): reports show billing only then, so that a
-// site without weights sees what it saw before.
+// HasBilling says whether the ledger ever billed anything (weights,
+// Slurm's or the config's, in force for some job): reports show billing
+// only then, so that a site without weights, or whose weighted
+// partitions ran nothing, sees what it saw before. The monthly rollup is
+// the smallest that holds every figure.
 func (s *Ledger) HasBilling(ctx context.Context) (bool, error) {
 	var n int64
-	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM billing_weights WHERE weights != '' LIMIT 1) AS w`).Scan(&n); err != nil {
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM rollup_monthly WHERE billing <> 0 LIMIT 1) AS b`).Scan(&n); err != nil {
 		return false, fmt.Errorf("billing weights: %w", translate(err))
 	}
 	return n > 0, nil
