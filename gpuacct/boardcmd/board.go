@@ -39,6 +39,8 @@ type Deps struct {
 	Loc *time.Location
 	// Slurm reads Slurm's nodes and reservations within timeout.
 	Slurm func(ctx context.Context, timeout time.Duration) (slurmstate.State, error)
+	// Queue reads Slurm's pending jobs that ask for GPUs (status --queue).
+	Queue func(ctx context.Context, timeout time.Duration) (slurmstate.Queue, error)
 	// Notes reads the notes in force at now from the ledger at loc (a
 	// SQLite file or a PostgreSQL URL).
 	Notes func(ctx context.Context, loc string, busy time.Duration, now time.Time) ([]board.Note, error)
@@ -50,6 +52,9 @@ func System(stdout, stderr io.Writer, getenv func(string) string) Deps {
 		Stdout: stdout, Stderr: stderr, Getenv: getenv, Now: time.Now, Loc: time.Local,
 		Slurm: func(ctx context.Context, timeout time.Duration) (slurmstate.State, error) {
 			return slurmstate.Reader{Timeout: timeout}.Read(ctx)
+		},
+		Queue: func(ctx context.Context, timeout time.Duration) (slurmstate.Queue, error) {
+			return slurmstate.Reader{Timeout: timeout}.Queue(ctx)
 		},
 		Notes: LedgerNotes,
 	}
@@ -87,6 +92,8 @@ type view struct {
 	// of Slurm), slurmOld its age when past slurmFileOld.
 	slurmFile string
 	slurmOld  time.Duration
+	// slurmTimeout bounds each read of Slurm (board.slurm_timeout).
+	slurmTimeout time.Duration
 	// problems are the live files skipped; the view's Meta adds the
 	// rest its documents list.
 	problems []board.Problem
@@ -118,7 +125,7 @@ func load(c *cli.Context, d Deps, cmd string) (*view, error) {
 	}
 	now := d.Now()
 	noSlurm := c.Bool("no-slurm")
-	v := &view{json: format == "json", loc: d.Loc}
+	v := &view{json: format == "json", loc: d.Loc, slurmTimeout: cfg.Board.SlurmTimeout.Duration}
 	if v.loc == nil {
 		v.loc = time.Local
 	}

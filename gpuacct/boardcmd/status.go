@@ -20,9 +20,12 @@ const maxProcsShown = 4
 
 // StatusCommand is `gpuacct status [NODE...]`.
 func StatusCommand(d Deps) *cli.Command {
-	return command(d, "status", "each GPU now: state, job, user, utilization, memory and processes",
+	cmd := command(d, "status", "each GPU now: state, job, user, utilization, memory and processes",
 		"gpuacct status [NODE...] [--format json] [--no-slurm | --slurm-file FILE] [--live-dir DIR]",
 		func(c *cli.Context, v *view) error {
+			if c.Bool("queue") {
+				return showQueue(c, d, v)
+			}
 			nodes := v.Board.Nodes
 			if c.Args().Len() > 0 {
 				nodes = nil
@@ -39,6 +42,8 @@ func StatusCommand(d Deps) *cli.Command {
 			}
 			return writeStatus(d.Stdout, v, nodes)
 		})
+	cmd.Flags = append(cmd.Flags, queueFlag())
+	return cmd
 }
 
 func writeStatus(w io.Writer, v *view, nodes []board.Node) error {
