@@ -30,7 +30,7 @@ const maxBudgetDays = 800
 type budgetCard struct {
 	ID, Name, Period, From, To, Unit string
 	Amount, Used, Left, UsedPct      string
-	ElapsedPct, Pace, RunOut         string
+	ElapsedPct, Pace, RunOut, Slurm  string
 	Over, RunsOut, RanOut            bool
 	Chart                            chart
 }
@@ -65,12 +65,20 @@ type budgetJSON struct {
 	// absent: not before the period ends.
 	RunOut *string     `json:"run_out,omitempty"`
 	Days   []budgetDay `json:"days"`
+	// Slurm is the association's GrpTRESMins and Slurm's usage of it, in
+	// the budget's unit; absent where Slurm has none.
+	Slurm *slurmJSON `json:"slurm,omitempty"`
 }
 
 type budgetDay struct {
 	Day   string   `json:"day"`
 	Used  *float64 `json:"used,omitempty"` // summed to the day's end; absent: to come
 	Ideal float64  `json:"ideal"`
+}
+
+type slurmJSON struct {
+	Limit float64 `json:"limit"`
+	Used  float64 `json:"used"`
 }
 
 // mayBudget reports whether h's viewer may see team's budget: everyone
@@ -226,6 +234,13 @@ func (h *Handler) budgetCard(i int, b budgetJSON, color string) budgetCard {
 	if b.RunOut != nil {
 		c.RunOut, c.RunsOut, c.RanOut = *b.RunOut, true, b.Left <= 0
 	}
+	if sl := b.Slurm; sl != nil {
+		stops := "jobs stop at Slurm's limit, before this budget runs out"
+		if sl.Limit >= b.Amount {
+			stops = "this budget runs out first, but only warns: jobs stop at Slurm's limit"
+		}
+		c.Slurm = fmt.Sprintf("Slurm's GrpTRESMins on %s: %s of %s %s used by Slurm's count; %s.", name, hoursOf(sl.Used), amountOf(sl.Limit), unit, stops)
+	}
 	days := make([]string, 0, len(b.Days))
 	var used []float64
 	for _, d := range b.Days {
@@ -315,9 +330,14 @@ func (h *Handler) burnsOf(ctx context.Context, c *conn, team string) ([]budgetJS
 	if err != nil {
 		return nil, err
 	}
+	ls := h.limits(ctx)
 	out := make([]budgetJSON, 0, len(bds))
 	for _, bd := range bds {
-		out = append(out, h.budgetJSON(bd))
+		j := h.budgetJSON(bd)
+		if limit, used, ok := budget.SlurmFor(ls, bd.Budget); ok {
+			j.Slurm = &slurmJSON{Limit: limit, Used: used}
+		}
+		out = append(out, j)
 	}
 	return out, nil
 }

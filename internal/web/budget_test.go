@@ -2,12 +2,17 @@ package web_test
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -216,5 +221,56 @@ func TestBudgetPrivate(t *testing.T) {
 				t.Errorf("board's header as %s: %q linking to %q, want %q linking to %q", tt.user, line, url, tt.line, tt.url)
 			}
 		})
+	}
+}
+
+// TestBudgetSlurm: where Slurm has a GrpTRESMins on the association
+// (scontrol show assoc_mgr as Slurm 22.05 writes it,
+// testdata/budget-assoc_mgr.txt), the budget page and its JSON show the
+// limit and Slurm's usage beside the budget, in its unit, and say which
+// one stops jobs; scontrol is asked once a minute, not once a page.
+func TestBudgetSlurm(t *testing.T) {
+	out, err := os.ReadFile(filepath.Join("testdata", "budget-assoc_mgr.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked atomic.Int32
+	o := budgetOptions(t, false)
+	o.SlurmLimits = func(context.Context) ([]budget.SlurmLimit, error) {
+		asked.Add(1)
+		return budget.ParseAssocMgr(out), nil
+	}
+	srv := newBoardServer(t, o)
+	for _, tt := range []struct{ team, line string }{
+		{"vision", "Slurm's GrpTRESMins on vision: 80.0 of 200 GPU-h used by Slurm's count; this budget runs out first, but only warns: jobs stop at Slurm's limit."},
+		{"nlp", "Slurm's GrpTRESMins on nlp: 60.0 of 500 GPU-h used by Slurm's count; jobs stop at Slurm's limit, before this budget runs out."},
+	} {
+		_, page := getAs(t, srv.URL+"/team/"+tt.team+"/budget", "")
+		var got string
+		if m := regexp.MustCompile(`<p id="budget-slurm-1">([^<]*)</p>`).FindSubmatch(page); m != nil {
+			got = html.UnescapeString(string(m[1]))
+		}
+		if got != tt.line {
+			t.Errorf("%s's budget page: Slurm's line %q, want %q", tt.team, got, tt.line)
+		}
+	}
+	var doc struct {
+		Budgets []struct {
+			User  string
+			Slurm *struct{ Limit, Used float64 }
+		}
+	}
+	code, b := getAs(t, srv.URL+"/api/v1/budget/nlp", "")
+	if err := json.Unmarshal(b, &doc); code != http.StatusOK || err != nil || len(doc.Budgets) != 2 {
+		t.Fatalf("GET /api/v1/budget/nlp: %d, %v: %s", code, err, b)
+	}
+	if s := doc.Budgets[0].Slurm; s == nil || s.Limit != 500 || s.Used != 60 {
+		t.Errorf("nlp's Slurm limit in the JSON: %+v, want 500 GPU-h, 60 used", s)
+	}
+	if doc.Budgets[1].Slurm != nil {
+		t.Errorf("bob's budget has no association limit, but the JSON shows %+v", doc.Budgets[1].Slurm)
+	}
+	if n := asked.Load(); n != 1 {
+		t.Errorf("scontrol asked %d times for three requests within a minute, want once", n)
 	}
 }
