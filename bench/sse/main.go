@@ -9,10 +9,12 @@ package main
 
 import (
 	"bufio"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -69,7 +71,7 @@ func run() int {
 		}
 	}()
 
-	var events, bytes, errs, open atomic.Int64
+	var events, bytes, wire, firstWire, firstRaw, errs, open atomic.Int64
 	var firstErr sync.Once
 	var wg sync.WaitGroup
 	cctx, ccancel := context.WithTimeout(ctx, *duration)
@@ -78,7 +80,8 @@ func run() int {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := stream(cctx, clientOf(i), *url+"/api/v1/board/events", &events, &bytes, &open)
+			err := stream(cctx, clientOf(i), *url+"/api/v1/board/events", counts{events: &events, bytes: &bytes, wire: &wire,
+				firstWire: &firstWire, firstRaw: &firstRaw, open: &open})
 			if err != nil && cctx.Err() == nil {
 				errs.Add(1)
 				firstErr.Do(func() { fmt.Fprintln(os.Stderr, "sse: first error:", err) })
@@ -103,21 +106,43 @@ func run() int {
 	end := sample(*pid)
 	wg.Wait()
 	fmt.Printf("end     rss %6.1f MiB  cpu %6.2f s\n", end.rssMiB, end.cpuS)
-	fmt.Printf("serve CPU over the run: %.2f s in %s (%.1f %% of one core); %d events, %.1f MiB received; %d errors\n",
-		end.cpuS-start.cpuS, duration.String(), 100*(end.cpuS-start.cpuS)/duration.Seconds(), events.Load(), float64(bytes.Load())/(1<<20), errs.Load())
+	fmt.Printf("serve CPU over the run: %.2f s in %s (%.1f %% of one core); %d events, %.1f MiB received (%.1f MiB on the wire); %d errors\n",
+		end.cpuS-start.cpuS, duration.String(), 100*(end.cpuS-start.cpuS)/duration.Seconds(), events.Load(), float64(bytes.Load())/(1<<20),
+		float64(wire.Load())/(1<<20), errs.Load())
+	fmt.Printf("first event: %.1f KiB, %.1f KiB on the wire (largest of the streams)\n", float64(firstRaw.Load())/1024, float64(firstWire.Load())/1024)
 	if errs.Load() > 0 || open.Load() < int64(*clients) {
 		return exitcode.Failure
 	}
 	return exitcode.OK
 }
 
-// stream reads one event stream until ctx ends; an error is a stream that
-// could not open or ended early.
-func stream(ctx context.Context, c *http.Client, url string, events, bytes, open *atomic.Int64) error {
+// counts are what the streams received: events, their bytes, the bytes
+// on the wire (gzip, as a browser takes them), the largest first event
+// of a stream raw and on the wire, and the streams open.
+type counts struct {
+	events, bytes, wire, firstWire, firstRaw, open *atomic.Int64
+}
+
+// wireReader counts the bytes read through it.
+type wireReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (w wireReader) Read(p []byte) (int, error) {
+	n, err := w.r.Read(p)
+	w.n.Add(int64(n))
+	return n, err
+}
+
+// stream reads one event stream until ctx ends, taking gzip as a browser
+// does; an error is a stream that could not open or ended early.
+func stream(ctx context.Context, c *http.Client, url string, n counts) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
+	req.Header.Set("Accept-Encoding", "gzip")
 	resp, err := c.Do(req)
 	if err != nil {
 		return err
@@ -126,24 +151,52 @@ func stream(ctx context.Context, c *http.Client, url string, events, bytes, open
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("status %s", resp.Status)
 	}
-	r := bufio.NewReaderSize(resp.Body, 1<<20)
-	first := true
+	var mine atomic.Int64 // this stream's wire bytes
+	var body io.Reader = wireReader{r: resp.Body, n: &mine}
+	if resp.Header.Get("Content-Encoding") == "gzip" {
+		zr, err := gzip.NewReader(body)
+		if err != nil {
+			return fmt.Errorf("stream's gzip: %w", err)
+		}
+		body = zr
+	}
+	defer func() { n.wire.Add(mine.Load()) }()
+	r := bufio.NewReaderSize(body, 1<<20)
+	first, inFirst, raw := true, false, int64(0)
 	for {
 		line, err := r.ReadSlice('\n')
-		bytes.Add(int64(len(line)))
+		n.bytes.Add(int64(len(line)))
+		raw += int64(len(line))
 		if err == bufio.ErrBufferFull {
 			continue
 		}
 		if err != nil {
 			return fmt.Errorf("stream ended: %w", err)
 		}
+		if inFirst && len(line) == 1 {
+			// The first board's end: what it took, raw and on the wire
+			// (read ahead by at most a buffer).
+			inFirst = false
+			maxOf(n.firstRaw, raw)
+			maxOf(n.firstWire, mine.Load())
+		}
 		// The whole board first, then the changed sections.
 		if strings.HasPrefix(string(line), "event: board") || strings.HasPrefix(string(line), "event: nodes") {
-			events.Add(1)
+			n.events.Add(1)
 			if first {
-				first = false
-				open.Add(1)
+				first, inFirst = false, true
+				n.open.Add(1)
 			}
+		}
+	}
+}
+
+// maxOf raises m to v.
+func maxOf(m *atomic.Int64, v int64) {
+	for {
+		cur := m.Load()
+		if v <= cur || m.CompareAndSwap(cur, v) {
+			return
 		}
 	}
 }
@@ -154,7 +207,9 @@ func stream(ctx context.Context, c *http.Client, url string, events, bytes, open
 func clientOf(i int) *http.Client {
 	local := &net.TCPAddr{IP: net.IPv4(127, 1, byte(i/250), byte(i%250+1))}
 	d := &net.Dialer{LocalAddr: local, Timeout: 10 * time.Second}
-	return &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}
+	// Compression is the stream's own to undo: stream counts its bytes
+	// on the wire.
+	return &http.Client{Transport: &http.Transport{DialContext: d.DialContext, DisableCompression: true}}
 }
 
 type usage struct{ rssMiB, cpuS float64 }
