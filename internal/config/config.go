@@ -95,6 +95,10 @@ type Simulated struct {
 	// empty means minor = index. A permutation shows that hooks map minors
 	// rather than assume them.
 	Minors []int `toml:"minors"`
+	// MIG cuts GPUs into MIG slices, one entry per GPU in NVML index
+	// order: "" a whole GPU, else its profiles ("1g.10gb,3g.40gb"): the
+	// MIG node of the real-Slurm tests.
+	MIG []string `toml:"mig"`
 	// InitDelay makes nvmlInit slow, as it is without persistence mode.
 	InitDelay Duration `toml:"init_delay"`
 	// Hang makes every device call block, to test the time bounds.
@@ -284,6 +288,9 @@ func (c *Config) Validate() error {
 	}
 	if n := len(c.GPU.Simulated.Minors); n != 0 && n != c.GPU.Simulated.Count {
 		return fmt.Errorf("key \"gpu.simulated.minors\": %d minors for %d GPUs", n, c.GPU.Simulated.Count)
+	}
+	if n := len(c.GPU.Simulated.MIG); n > c.GPU.Simulated.Count {
+		return fmt.Errorf("key \"gpu.simulated.mig\": %d layouts for %d GPUs", n, c.GPU.Simulated.Count)
 	}
 	if err := hookDuration("hooks.timeout", c.Hooks.Timeout.Duration, MinHookTimeout); err != nil {
 		return err

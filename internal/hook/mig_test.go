@@ -231,3 +231,31 @@ func TestHealthCheckSlices(t *testing.T) {
 		})
 	}
 }
+
+// The simulated backend cut by gpu.simulated.mig, as the hooks built with
+// -tags simulated open it: the slices are read end to end from config.
+func TestRunMIGFromConfig(t *testing.T) {
+	cfg := simConfig(t)
+	cfg.GPU.Simulated.Model = "a100"
+	cfg.GPU.Simulated.MIG = []string{"", "", "1g.10gb,3g.40gb"} // index 2 is minor 0
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), record.JobEnd, cfg, migNode(t, "0,1"), logger(discard())); err != nil {
+		t.Fatal(err)
+	}
+	evs := readEvents(t, cfg.Spool.Dir)
+	if len(evs) != 1 || len(evs[0].GPUs) != 2 {
+		t.Fatalf("events %+v", evs)
+	}
+	parent := sim.UUID("gpu05", 2)
+	for i, want := range []string{sim.MIGUUID(parent, 0), sim.MIGUUID(parent, 1)} {
+		if g := evs[0].GPUs[i]; g.UUID != want || g.Parent != parent {
+			t.Errorf("GPU %d: %+v, want uuid %s on %s", i, g, want, parent)
+		}
+	}
+	cfg.GPU.Simulated.MIG = []string{"", "", "", "", "1g.10gb"}
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "gpu.simulated.mig") {
+		t.Errorf("five layouts for four GPUs: %v", err)
+	}
+}

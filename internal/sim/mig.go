@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"crypto/sha256"
 	"fmt"
 	"sync"
 
@@ -33,10 +32,8 @@ func (d *Device) EnableMIG(n int) []*MIGDevice {
 	total := d.MemoryInfo.Total / uint64(n)
 	var out []*MIGDevice
 	for i := 0; i < n; i++ {
-		h := sha256.Sum256([]byte(fmt.Sprintf("%s/mig/%d", d.UUID, i)))
 		m := &MIGDevice{
-			parent: d, total: total, gi: i + 1,
-			uuid: fmt.Sprintf("MIG-%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16]),
+			parent: d, total: total, gi: i + 1, uuid: MIGUUID(d.UUID, i),
 			name: fmt.Sprintf("%s MIG %dg.%dgb", d.Config.Name, 7/n, total>>30),
 		}
 		out = append(out, m)

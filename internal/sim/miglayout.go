@@ -30,10 +30,8 @@ func (d *Device) EnableMIGLayout(profiles []string) []*MIGDevice {
 			panic(fmt.Sprintf("sim: MIG profile %q", p))
 		}
 		slices += n
-		h := sha256.Sum256([]byte(fmt.Sprintf("%s/mig/%d", d.UUID, i)))
 		out = append(out, &MIGDevice{
-			parent: d, total: gib << 30, gi: i + 1, ci: 0,
-			uuid: fmt.Sprintf("MIG-%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16]),
+			parent: d, total: gib << 30, gi: i + 1, ci: 0, uuid: MIGUUID(d.UUID, i),
 			name: fmt.Sprintf("%s MIG %s", d.Config.Name, p),
 		})
 	}
@@ -53,6 +51,30 @@ func (d *Device) EnableMIGLayout(profiles []string) []*MIGDevice {
 		return byUUID(uuid)
 	}
 	return out
+}
+
+// MIGUUID is the UUID of the parent's i-th MIG instance, stable like
+// UUID's.
+func MIGUUID(parent string, i int) string {
+	h := sha256.Sum256([]byte(fmt.Sprintf("%s/mig/%d", parent, i)))
+	return fmt.Sprintf("MIG-%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16])
+}
+
+// CheckLayout says why profiles are not a MIG layout EnableMIGLayout
+// takes.
+func CheckLayout(profiles []string) error {
+	slices := 0
+	for _, p := range profiles {
+		n, _, ok := parseProfile(p)
+		if !ok {
+			return fmt.Errorf("MIG profile %q is not <slices>g.<GiB>gb", p)
+		}
+		slices += n
+	}
+	if slices > 7 {
+		return fmt.Errorf("MIG layout %v uses %d slices of 7", profiles, slices)
+	}
+	return nil
 }
 
 func parseProfile(p string) (slices int, gib uint64, ok bool) {

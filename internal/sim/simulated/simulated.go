@@ -6,6 +6,9 @@
 package simulated
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/aicloud/gpusuite/internal/config"
@@ -23,6 +26,16 @@ func open(cfg config.GPU, node string) (nvml.Interface, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	for i, l := range cfg.Simulated.MIG {
+		if l == "" {
+			continue
+		}
+		profiles := strings.Split(l, ",")
+		if err := sim.CheckLayout(profiles); err != nil {
+			return nil, fmt.Errorf("gpu.simulated.mig[%d]: %w", i, err)
+		}
+		s.Device(i).EnableMIGLayout(profiles)
 	}
 	return s, nil
 }
