@@ -476,6 +476,8 @@ func errBoardOff() *httpError {
 type boardPage struct {
 	base
 	Board boardFrag
+	// Queue is what waits for GPUs; nil: no table.
+	Queue *queueView
 	// Refresh is the no-script reload period, seconds.
 	Refresh int
 }
@@ -509,6 +511,7 @@ func (h *Handler) boardPage(w http.ResponseWriter, r *http.Request) error {
 	v.Refresh = int(h.o.BoardRefresh.Seconds())
 	v.Board = h.frag(h.o.Board.Current(r.Context()))
 	v.Board.NowMS = h.o.Now().UnixMilli()
+	v.Queue = h.queue()
 	h.render(w, http.StatusOK, "board", &v)
 	return nil
 }

@@ -46,6 +46,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/report/teams"
 	"github.com/aicloud/gpusuite/internal/report/timespec"
+	"github.com/aicloud/gpusuite/internal/slurmstate"
 	"github.com/aicloud/gpusuite/internal/webconfig"
 )
 
@@ -106,6 +107,9 @@ type Options struct {
 	// Roles are Slurm's account coordinators, who see their accounts'
 	// users under PrivateData; nil: none.
 	Roles *Roles
+	// Queue is what waits for GPUs in Slurm, the board's queue table;
+	// nil: no table.
+	Queue *Queue
 	// Budgets are the configured budgets (docs/budgets.md), FiscalStart
 	// the fiscal year's first month; Leads names each team's leads
 	// (notify.digest.leads), who see its budget under PrivateData.
@@ -393,6 +397,11 @@ func Mount(ctx context.Context, cfg config.Config, src *board.Source, handle fun
 	if cfg.Web.PrivateData && cfg.Ingest.Sacctmgr != "" {
 		o.Roles = NewRoles(cfg.Ingest.Sacctmgr, cfg.Board.SlurmTimeout.Duration, log)
 		go o.Roles.Run(ctx)
+	}
+	if src != nil && cfg.Board.SlurmFile == "" {
+		r := slurmstate.Reader{Timeout: cfg.Board.SlurmTimeout.Duration}
+		o.Queue = NewQueue(r.Queue, log)
+		go o.Queue.Run(ctx)
 	}
 	h, err := New(o)
 	if err != nil {
