@@ -15,11 +15,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/aicloud/gpusuite/internal/agentproto"
 	"github.com/aicloud/gpusuite/internal/record"
+	"github.com/aicloud/gpusuite/internal/slurmstate"
 )
 
 // maxMIGFile bounds each file the mapping reads: a gres.conf or a
@@ -139,9 +141,17 @@ func parseGres(data []byte, node string) []gresDevice {
 		}
 		switch {
 		case kv["multiplefiles"] != "":
-			out = append(out, gresDevice{Type: kv["type"], Files: strings.Split(kv["multiplefiles"], ",")})
+			files, err := slurmstate.ExpandHostlist(kv["multiplefiles"], maxGresFiles)
+			if err != nil {
+				files = strings.Split(kv["multiplefiles"], ",")
+			}
+			out = append(out, gresDevice{Type: kv["type"], Files: files})
 		case kv["file"] != "":
-			for _, f := range expand(kv["file"]) {
+			files, err := slurmstate.ExpandHostlist(kv["file"], maxGresFiles)
+			if err != nil {
+				files = []string{kv["file"]} // Slurm would refuse it: as written
+			}
+			for _, f := range files {
 				out = append(out, gresDevice{Type: kv["type"], Files: []string{f}})
 			}
 		}
@@ -149,62 +159,17 @@ func parseGres(data []byte, node string) []gresDevice {
 	return out
 }
 
-// expand expands one bracket range, "/dev/nvidia[0-3,5]"; anything it
-// cannot read stays as written.
-func expand(s string) []string {
-	open, close := strings.IndexByte(s, '['), strings.IndexByte(s, ']')
-	if open < 0 || close < open {
-		return []string{s}
-	}
-	var out []string
-	for _, r := range strings.Split(s[open+1:close], ",") {
-		lo, hi, isRange := strings.Cut(r, "-")
-		a, err1 := strconv.Atoi(lo)
-		b, err2 := strconv.Atoi(hi)
-		if !isRange {
-			b, err2 = a, err1
-		}
-		if err1 != nil || err2 != nil || b < a || b-a > 4096 {
-			return []string{s}
-		}
-		for i := a; i <= b; i++ {
-			out = append(out, fmt.Sprintf("%s%0*d%s", s[:open], len(lo), i, s[close+1:]))
-		}
-	}
-	return out
-}
+// maxGresFiles bounds one File= or NodeName= expansion: a node has a few
+// dozen devices.
+const maxGresFiles = 4096
 
-// hostMatch reports whether node is in a NodeName list such as
-// "gpu[01-04],cpu1".
+// hostMatch reports whether node is in a NodeName hostlist.
 func hostMatch(list, node string) bool {
-	for _, part := range splitTop(list) {
-		for _, h := range expand(part) {
-			if h == node {
-				return true
-			}
-		}
+	names, err := slurmstate.ExpandHostlist(list, maxGresFiles)
+	if err != nil {
+		return false
 	}
-	return false
-}
-
-// splitTop splits at commas outside brackets.
-func splitTop(s string) []string {
-	var out []string
-	depth, start := 0, 0
-	for i, c := range s {
-		switch c {
-		case '[':
-			depth++
-		case ']':
-			depth--
-		case ',':
-			if depth == 0 {
-				out = append(out, s[start:i])
-				start = i + 1
-			}
-		}
-	}
-	return append(out, s[start:])
+	return slices.Contains(names, node)
 }
 
 // mapMIG follows each gres id (a position in devs) to its MIG instance.

@@ -38,7 +38,7 @@ gpu2/gix/access 300
 const gresFixture = `# typed MIG gres
 AutoDetect=off
 NodeName=gpu05 Name=gpu Type=1g.10gb MultipleFiles=/dev/nvidia0,/dev/nvidia-caps/nvidia-cap12,/dev/nvidia-caps/nvidia-cap13
-NodeName=gpu[04-05] Name=gpu Type=3g.40gb MultipleFiles=/dev/nvidia0,/dev/nvidia-caps/nvidia-cap21,/dev/nvidia-caps/nvidia-cap22
+NodeName=gpu[04-05] Name=gpu Type=3g.40gb MultipleFiles=/dev/nvidia0,/dev/nvidia-caps/nvidia-cap[21-22]
 NodeName=gpu05 Name=gpu Type=1g.10gb MultipleFiles=/dev/nvidia0,/dev/nvidia-caps/nvidia-cap147,/dev/nvidia-caps/nvidia-cap148
 NodeName=gpu05 Name=gpu Type=1g.10gb MultipleFiles=/dev/nvidia1,/dev/nvidia-caps/nvidia-cap99
 NodeName=gpu05 Name=gpu Type=a100 File=/dev/nvidia[2-3]
