@@ -25,14 +25,7 @@ import (
 // Without a user it is 401; a name no user can have, or a filter that
 // would name another user, is 400 in one line.
 func TestMyJobs(t *testing.T) {
-	t0 := reportfixture.T0
-	now := time.Unix(t0+3*86400, 0)
-	db := reportfixture.BuildLedger(t, []reportfixture.Job{
-		{ID: 7, User: "alice", Acct: "vision", Part: "gpu", Node: "n1", GPUs: 1, Start: t0, End: t0 + 3600},
-		{ID: 8, User: "bob", Acct: "nlp", Part: "gpu", Node: "n2", GPUs: 1, Start: t0, End: t0 + 3600},
-		{ID: 9, User: "alice", Acct: "vision", Part: "gpu", Node: "n2", GPUs: 2, Start: now.Unix() - 600},
-		{ID: 5, User: "alice", Acct: "vision", Part: "gpu", Node: "n1", GPUs: 1, Start: t0 - 30*86400, End: t0 - 29*86400},
-	}, now)
+	db, now := myJobsLedger(t)
 	for _, private := range []bool{false, true} {
 		get := serveWeb(t, web.Options{DB: db, Location: time.UTC, Now: func() time.Time { return now }, PrivateData: private,
 			Admins: []string{"boss"}, UserHeader: "X-Remote-User"}, "", nil)
@@ -114,6 +107,19 @@ func TestMyJobs(t *testing.T) {
 	if _, page := get(t, "/accounting", ""); strings.Contains(page, "/me") {
 		t.Error("a page of a site without logins links to /me")
 	}
+}
+
+// myJobsLedger is a ledger of alice's runs (7 and 9, running; 5, over
+// 30 days ago) and bob's 8, and the time it is read at.
+func myJobsLedger(t *testing.T) (string, time.Time) {
+	t0 := reportfixture.T0
+	now := time.Unix(t0+3*86400, 0)
+	return reportfixture.BuildLedger(t, []reportfixture.Job{
+		{ID: 7, User: "alice", Acct: "vision", Part: "gpu", Node: "n1", GPUs: 1, Start: t0, End: t0 + 3600},
+		{ID: 8, User: "bob", Acct: "nlp", Part: "gpu", Node: "n2", GPUs: 1, Start: t0, End: t0 + 3600},
+		{ID: 9, User: "alice", Acct: "vision", Part: "gpu", Node: "n2", GPUs: 2, Start: now.Unix() - 600},
+		{ID: 5, User: "alice", Acct: "vision", Part: "gpu", Node: "n1", GPUs: 1, Start: t0 - 30*86400, End: t0 - 29*86400},
+	}, now), now
 }
 
 // serveWeb serves o on loopback as serve does, behind the web config
