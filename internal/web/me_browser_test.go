@@ -19,7 +19,7 @@ import (
 // TestMyJobsBrowser drives headless chromium as alice, logged in
 // through the proxy's header under web.private_data: the header's "My
 // jobs" opens /me, which lists her runs, newest first, and not bob's,
-// and the newest run links to its page; the page keeps the
+// and the newest run's link opens its page; no page breaks the
 // Content-Security-Policy.
 func TestMyJobsBrowser(t *testing.T) {
 	db, now := myJobsLedger(t)
@@ -70,5 +70,10 @@ func TestMyJobsBrowser(t *testing.T) {
 	href, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("#my-jobs a").getAttribute("href")`))
 	if err != nil || href != "/job/c1/9" {
 		t.Fatalf("/me's first run links to %q (%v), want /job/c1/9", href, err)
+	}
+	do("a run's page", chromedp.Click(`#my-jobs a[href="/job/c1/9"]`), chromedp.WaitVisible("main section"))
+	noCSPViolations(t, ctx, "job page")
+	if title, err := chromedp.Run(ctx, chromedp.Evaluate[string]("document.title")); err != nil || !strings.HasPrefix(title, "Job 9 ") {
+		t.Errorf("the run's link opened %q (%v), want job 9's page", title, err)
 	}
 }
