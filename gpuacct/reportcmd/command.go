@@ -226,7 +226,7 @@ func (e *env) openFiltered(c *cli.Context, d Deps, what string, check bool) (*re
 }
 
 // job reads one job's detail (job and plot share it), and with messages
-// the notifier's messages about the run and its usage from sacct (nil
+// the notifier's messages about the run and its resources from sacct (nil
 // when it has none), closing the ledger before the
 // caller renders.
 func (e *env) job(c *cli.Context, sp report.JobSpec, messages bool) (*report.Detail, []report.JobMessage, *report.RunResources, error) {

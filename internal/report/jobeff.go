@@ -95,7 +95,7 @@ func (d *Ledger) JobEfficiencies(ctx context.Context, q EffQuery) (*table.Table,
 }
 
 // effRuns are the runs q selects (its window, filter, states and array
-// job) with their usage and GPU memory peaks, in the store's order; more
+// job) with their resources and GPU memory peaks, in the store's order; more
 // than maxEffRuns is refused.
 func (d *Ledger) effRuns(ctx context.Context, q EffQuery) ([]effRun, error) {
 	states := map[string]bool{}
@@ -144,7 +144,7 @@ func (d *Ledger) effRuns(ctx context.Context, q EffQuery) ([]effRun, error) {
 	return runs, nil
 }
 
-// effFigures reads the runs' usage and GPU memory peaks, a bounded batch
+// effFigures reads the runs' resources and GPU memory peaks, a bounded batch
 // at a time.
 func (d *Ledger) effFigures(ctx context.Context, runs []effRun) error {
 	v, err := d.st.Version(ctx)
