@@ -16,8 +16,9 @@ import (
 
 // TestBoardBrowser10k drives a 10,000-GPU board (1,250 nodes × 8) in
 // headless chromium: its first render against a 1,000-GPU board's in
-// the same browser (a ratio, logged for docs/performance.md), the summary's counts against the status document, the
-// nodes in trouble listed, a search for a user opening the one group
+// the same browser (a ratio, logged for docs/performance.md), the
+// summary's counts against the status document, the nodes in trouble
+// listed, a search for a user opening the one group
 // that holds their cell, and a group opened from the keyboard staying
 // open across a reload.
 func TestBoardBrowser10k(t *testing.T) {
