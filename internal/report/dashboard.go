@@ -30,7 +30,9 @@ func (d *Ledger) MaxNodeID(ctx context.Context) (int64, error) { return d.st.Max
 type Pass = store.PassRow
 
 // LastPass is the newest ingest pass; found is false when none ran.
-func (d *Ledger) LastPass(ctx context.Context) (p Pass, found bool, err error) { return d.st.LastPass(ctx) }
+func (d *Ledger) LastPass(ctx context.Context) (p Pass, found bool, err error) {
+	return d.st.LastPass(ctx)
+}
 
 // LastGoodPass is when the newest successful pass finished (nil: none).
 func (d *Ledger) LastGoodPass(ctx context.Context) (*int64, error) { return d.st.LastGoodPass(ctx) }
@@ -61,11 +63,15 @@ func (d *Ledger) Notes(ctx context.Context, now time.Time, all bool) ([]Note, er
 }
 
 // LongestEndedJob is the longest ended run's seconds.
-func (d *Ledger) LongestEndedJob(ctx context.Context) (int64, error) { return d.st.LongestEndedJob(ctx) }
+func (d *Ledger) LongestEndedJob(ctx context.Context) (int64, error) {
+	return d.st.LongestEndedJob(ctx)
+}
 
 // OldestOpenStart is the earliest start of a run without an end (nil:
 // none).
-func (d *Ledger) OldestOpenStart(ctx context.Context) (*int64, error) { return d.st.OldestOpenStart(ctx) }
+func (d *Ledger) OldestOpenStart(ctx context.Context) (*int64, error) {
+	return d.st.OldestOpenStart(ctx)
+}
 
 // ScanJobs calls fn for each run overlapping q's window in q.Sort order
 // until fn returns false: Jobs for the dashboard, which checks the

@@ -56,6 +56,7 @@
 //	read_notes.go (notes and bookings; the nodes and clusters a note may name)
 //	read_resources.go (a run's resources from sacct and its seff-style efficiencies)
 //	read_foreign.go (GPUs whose samples showed a foreign process, over a window)
+//	read_billing.go (whether the ledger ever billed anything)
 //
 // Between ledgers (gpuacct migrate): copy.go (a resumable copy between any
 // two ledgers) and copy_verify.go (its row-by-row verification).
