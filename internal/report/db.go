@@ -58,6 +58,9 @@ type Ledger struct {
 	tree bool
 	// hourSums: the ledger has rollup_hourly_sum (hourSumsSchema on).
 	hourSums bool
+	// nodeRollups: the ledger has the node rollups (store.NodeRollupsSchema
+	// on); off, reports by node read rollup_hourly (their tests' reference).
+	nodeRollups bool
 	// clusters are the clusters that shipped records, sorted.
 	clusters []string
 }
@@ -90,7 +93,8 @@ func OpenDB(ctx context.Context, loc string, busy time.Duration) (*Ledger, error
 	}
 	// A ledger the ingest has not migrated yet (schema 1, the daemon not
 	// restarted on the new gpuacct) has no rollup_monthly: read its days.
-	d := &Ledger{st: st, path: path, busy: busy, months: v >= 2, tree: v >= slurmTreeSchema, hourSums: v >= hourSumsSchema}
+	d := &Ledger{st: st, path: path, busy: busy, months: v >= 2, tree: v >= slurmTreeSchema, hourSums: v >= hourSumsSchema,
+		nodeRollups: v >= store.NodeRollupsSchema}
 	if err := d.loadNodes(ctx); err != nil {
 		st.Close()
 		return nil, err

@@ -167,6 +167,7 @@ func (d *Ledger) Report(ctx context.Context, r Request) (*table.Table, error) {
 	sole := ""
 	narrow := r.Filter.narrows(r.Teams)
 	needNode := kind == "nodes"
+	r.Filter.noWho = needNode && len(r.Teams) == 0
 	overflow := false
 	err = d.Facts(ctx, bs, r.Filter, needNode, func(x *Fact) {
 		if r.TRES == TRESBilling {

@@ -43,6 +43,9 @@ type Fact struct {
 // by the caller (it needs the mapping).
 type Filter struct {
 	Clusters, Users, Accounts, Partitions, Nodes, Models []string
+	// noWho: the caller reads no fact's user or account (a report by node
+	// without --teams), so the node rollups, which keep neither, serve.
+	noWho bool
 }
 
 // grain is the rollup a piece is read from.
@@ -227,16 +230,22 @@ func (d *Ledger) Facts(ctx context.Context, bs []timespec.Bucket, f Filter, need
 		}
 		needNode = true
 	}
-	for _, p := range plan(bs, needNode, d.months, !d.noSpans) {
+	// By node without users or accounts: the node rollups, planned as the
+	// node-less rollups are (months, days, spans).
+	read, nodeRollups := d.st.Facts, needNode && f.noWho && d.nodeRollups && len(f.Users)+len(f.Accounts) == 0
+	if nodeRollups {
+		read = d.st.NodeFacts
+	}
+	for _, p := range plan(bs, needNode && !nodeRollups, d.months, !d.noSpans) {
 		q := store.FactQuery{Grain: storeGrain[p.grain], From: p.from, To: p.to, ByNode: needNode, NodeIDs: nodeIDs,
 			Clusters: f.Clusters, Users: f.Users, Accounts: f.Accounts, Partitions: f.Partitions, Models: f.Models,
 			// A span's rows all count in one bucket: SQLite sums its hours.
 			Sum: p.at != 0, HourSums: d.hourSums}
 		var x Fact
-		err := d.st.Facts(ctx, q, func(r *store.FactRow) {
+		err := read(ctx, q, func(r *store.FactRow) {
 			x = Fact{Start: r.Start, Cluster: r.Cluster, User: r.User, Account: r.Account, Partition: r.Partition, Model: r.Model,
 				Usage: r.Usage}
-			if p.grain == hourly {
+			if needNode {
 				x.Node = d.nodeNames[r.NodeID]
 			}
 			if p.at != 0 {

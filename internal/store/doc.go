@@ -34,6 +34,8 @@
 //	write_segment.go    a segment's samples;  write_samples.go, write_samples_pg.go  their inserts
 //	write_samples_pack.go  a GPU's run of samples packed into one value (not yet the layout)
 //	write_use.go        job × node × hour figures;  write_rollup.go  Usage and the rollups;  write_jobgpu.go  aggregates
+//	write_noderollup.go the node rollups: rollup_hourly without user and account, per hour, day and month
+//	write_generated.go  rollups added without jobs, for generated ledgers (bench/scale)
 //	write_billing.go    billing weights' history; a job's billing rate (Slurm's, or estimated)
 //	write_jobmetrics.go per job × GPU metrics;  write_recount.go  samples counted again when a window moves
 //	write_openjobs.go   open and stale jobs;  write_starts.go  estimated starts
@@ -55,6 +57,7 @@
 //	read_notify.go (messages kept, the queue, opt-outs, running GPUs' idle windows)
 //	read_notes.go (notes and bookings; the nodes and clusters a note may name)
 //	read_resources.go (a run's resources from sacct and its seff-style efficiencies)
+//	read_noderollup.go (reports by node from the node rollups)
 //	read_foreign.go (GPUs whose samples showed a foreign process, over a window)
 //	read_billing.go (whether the ledger ever billed anything)
 //

@@ -352,6 +352,18 @@ func checkInvariants(t *testing.T, s *Ledger, when string) {
  FULL JOIN (SELECT hour, cluster, user, account, partition, model, ignored, sum(alloc_gpu_s) AS a, sum(used_gpu_s) AS u, sum(jobs) AS j FROM rollup_hourly
  GROUP BY hour, cluster, user, account, partition, model, ignored) h USING (hour, cluster, user, account, partition, model, ignored)
  WHERE h.a IS NULL OR s.alloc_gpu_s IS NULL OR s.alloc_gpu_s != h.a OR abs(s.used_gpu_s - h.u) > 1e-6 OR s.jobs != h.j`},
+		{"node hours that are not the hourly rollup's", `SELECT hour, node_id, n.alloc_gpu_s, h.a, n.used_gpu_s, h.u, n.jobs, h.j FROM rollup_node_hour n
+ FULL JOIN (SELECT hour, cluster, partition, node_id, model, ignored, sum(alloc_gpu_s) AS a, sum(used_gpu_s) AS u, sum(jobs) AS j FROM rollup_hourly
+ GROUP BY hour, cluster, partition, node_id, model, ignored) h USING (hour, cluster, partition, node_id, model, ignored)
+ WHERE coalesce(n.alloc_gpu_s, 0) != coalesce(h.a, 0) OR abs(coalesce(n.used_gpu_s, 0) - coalesce(h.u, 0)) > 1e-6 OR coalesce(n.jobs, 0) != coalesce(h.j, 0)`},
+		{"node days that are not the hourly rollup's", `SELECT day, node_id, n.alloc_gpu_s, h.a, n.used_gpu_s, h.u, n.jobs, h.j FROM rollup_node_day n
+ FULL JOIN (SELECT hour / 24 AS day, cluster, partition, node_id, model, ignored, sum(alloc_gpu_s) AS a, sum(used_gpu_s) AS u, sum(jobs) AS j FROM rollup_hourly
+ GROUP BY hour / 24, cluster, partition, node_id, model, ignored) h USING (day, cluster, partition, node_id, model, ignored)
+ WHERE coalesce(n.alloc_gpu_s, 0) != coalesce(h.a, 0) OR abs(coalesce(n.used_gpu_s, 0) - coalesce(h.u, 0)) > 1e-6 OR coalesce(n.jobs, 0) != coalesce(h.j, 0)`},
+		{"node months that are not the hourly rollup's nodes", `SELECT node_id, ignored, n.a, h.a, n.u, h.u FROM
+ (SELECT node_id, ignored, sum(alloc_gpu_s) AS a, sum(used_gpu_s) AS u FROM rollup_node_month GROUP BY node_id, ignored) n
+ FULL JOIN (SELECT node_id, ignored, sum(alloc_gpu_s) AS a, sum(used_gpu_s) AS u FROM rollup_hourly GROUP BY node_id, ignored) h USING (node_id, ignored)
+ WHERE coalesce(n.a, 0) != coalesce(h.a, 0) OR abs(coalesce(n.u, 0) - coalesce(h.u, 0)) > 1e-6`},
 		{"the monthly rollup is not the daily one", `SELECT m.a, d.a FROM (SELECT sum(alloc_gpu_s) AS a, sum(used_gpu_s) AS u FROM rollup_monthly) m,
  (SELECT sum(alloc_gpu_s) AS a, sum(used_gpu_s) AS u FROM rollup_daily) d WHERE m.a != d.a OR abs(m.u - d.u) > 1e-6`},
 	} {

@@ -66,6 +66,9 @@ func (b *Batch) rollup(dims Dims, node int64, model string, hour int64, d Usage)
 	if err := b.rollupHour(dims, node, model, hour, d); err != nil {
 		return err
 	}
+	if err := b.rollupNode(dims, node, model, hour, d); err != nil {
+		return err
+	}
 	if err := b.rollupHourSum(dims, model, hour, d); err != nil {
 		return err
 	}

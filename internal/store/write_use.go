@@ -105,12 +105,17 @@ func (b *Batch) flushUse() error {
 		return err
 	}
 	var rows [][]any
+	nodes := newNodeRollups()
 	for _, k := range hours {
 		if d := *hourly[k]; d != (Usage{}) {
 			rows = append(rows, rollupHourRow(k.dims, k.node, k.model, k.hour, d))
+			nodes.add(k.dims, k.node, k.model, k.hour, d)
 		}
 	}
 	if err := b.execMany(rollupHourSQL(), rows); err != nil {
+		return err
+	}
+	if err := nodes.write(b); err != nil {
 		return err
 	}
 	for _, p := range []struct {

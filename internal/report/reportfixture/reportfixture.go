@@ -177,6 +177,13 @@ func replicateIn(exec func(string, ...any), days int, maxID, maxJob int64) {
 	exec(`INSERT INTO rollup_hourly_sum SELECT hour, cluster, user, account, partition, model, ignored,
  sum(alloc_gpu_s), sum(used_gpu_s), sum(idle_gpu_s), sum(sample_s), sum(energy_mj), sum(jobs)
  FROM rollup_hourly GROUP BY hour, cluster, user, account, partition, model, ignored`)
+	for _, t := range []struct{ table, at string }{{"rollup_node_hour", "hour"}, {"rollup_node_day", "hour/24"},
+		{"rollup_node_month", "CAST(strftime('%s', hour*3600, 'unixepoch', 'start of month') AS INTEGER)/86400"}} {
+		exec(`DELETE FROM ` + t.table)
+		exec(`INSERT INTO ` + t.table + ` SELECT ` + t.at + ` AS k, cluster, partition, node_id, model, ignored,
+ sum(alloc_gpu_s), sum(used_gpu_s), sum(idle_gpu_s), sum(sample_s), sum(energy_mj), sum(jobs), sum(billing)
+ FROM rollup_hourly GROUP BY k, cluster, partition, node_id, model, ignored`)
+	}
 	exec(`DELETE FROM rollup_monthly`)
 	exec(`INSERT INTO rollup_monthly SELECT CAST(strftime('%s', day*86400, 'unixepoch', 'start of month') AS INTEGER)/86400 AS m,
  cluster, user, account, partition, model, ignored, sum(alloc_gpu_s), sum(used_gpu_s), sum(idle_gpu_s), sum(sample_s), sum(energy_mj), sum(jobs)

@@ -104,65 +104,13 @@ func yearUser(rng *rand.Rand, o YearOptions) (user, account string) {
 
 func yearNode(incoming string, o YearOptions, n int) (YearTruth, error) {
 	var t YearTruth
-	rng := rand.New(rand.NewSource(o.Seed*1_000_003 + int64(n)))
 	node := NodeName(n)
 	dir := filepath.Join(incoming, node)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return t, err
 	}
-	parts := []string{"gpu", "long", "short", "interactive"}[:min(o.Partitions, 4)]
-	start, end := o.End.Add(-time.Duration(o.Days)*24*time.Hour).Unix(), o.End.Unix()
-	// GPUs in blocks of 1, 2, 4 or 8, each running jobs back to back.
-	var blocks [][]int
-	for i := 0; i < o.GPUsPerNode; {
-		size := min([]int{1, 2, 4, 8}[rng.Intn(4)], o.GPUsPerNode-i)
-		b := make([]int, size)
-		for k := range b {
-			b[k] = i + k
-		}
-		blocks = append(blocks, b)
-		i += size
-	}
-	// Mean time a job holds its block, gap included.
-	mean := 86400 * float64(len(blocks)) / float64(max(o.JobsPerNodeDay, 1))
 	gen := Options{Cluster: o.Cluster, GPUsPerNode: o.GPUsPerNode, Model: "h100"}
-	var jobs []Job
-	seq := uint64(0)
-	for _, b := range blocks {
-		cur := start + int64(rng.Intn(600))
-		for {
-			// A quarter are short (tests, failures), the rest spread
-			// around the mean; a gap of up to 10 minutes between jobs.
-			var d int64
-			if rng.Intn(4) == 0 {
-				d = 60 + int64(rng.Intn(840))
-			} else {
-				d = int64((0.2 + rng.Float64()*1.6) * (mean*4/3 - 1000))
-			}
-			d = max(d, 60)
-			if cur+d >= end {
-				break
-			}
-			seq++
-			u, a := yearUser(rng, o)
-			p := parts[0]
-			switch r := rng.Intn(10); {
-			case r >= 9 && len(parts) > 3:
-				p = parts[3]
-			case r >= 7 && len(parts) > 2:
-				p = parts[2]
-			case r >= 5 && len(parts) > 1:
-				p = parts[1]
-			}
-			j := Job{ID: seq*1000 + uint64(n), Node: node, User: u, Account: a, Partition: p, GPUs: b,
-				Start: cur, End: cur + d, HasEnd: true, Util: uint32(rng.Intn(101))}
-			if rng.Intn(10) == 0 {
-				j.Util = 0
-			}
-			jobs = append(jobs, j)
-			cur += d + int64(5+rng.Intn(600))
-		}
-	}
+	jobs := YearNodeJobs(o, n)
 	for _, j := range jobs {
 		if err := writeEvents(dir, gen, j); err != nil {
 			return t, err
@@ -236,4 +184,65 @@ func yearNode(incoming string, o YearOptions, n int) (YearTruth, error) {
 		t.Files++
 	}
 	return t, nil
+}
+
+// YearNodeJobs plans node n's jobs of the year as Year writes them: GPUs
+// in blocks, each running jobs back to back (bench/scale sums them into
+// rollups without files).
+func YearNodeJobs(o YearOptions, n int) []Job {
+	rng := rand.New(rand.NewSource(o.Seed*1_000_003 + int64(n)))
+	node := NodeName(n)
+	parts := []string{"gpu", "long", "short", "interactive"}[:min(o.Partitions, 4)]
+	start, end := o.End.Add(-time.Duration(o.Days)*24*time.Hour).Unix(), o.End.Unix()
+	// GPUs in blocks of 1, 2, 4 or 8, each running jobs back to back.
+	var blocks [][]int
+	for i := 0; i < o.GPUsPerNode; {
+		size := min([]int{1, 2, 4, 8}[rng.Intn(4)], o.GPUsPerNode-i)
+		b := make([]int, size)
+		for k := range b {
+			b[k] = i + k
+		}
+		blocks = append(blocks, b)
+		i += size
+	}
+	// Mean time a job holds its block, gap included.
+	mean := 86400 * float64(len(blocks)) / float64(max(o.JobsPerNodeDay, 1))
+	var jobs []Job
+	seq := uint64(0)
+	for _, b := range blocks {
+		cur := start + int64(rng.Intn(600))
+		for {
+			// A quarter are short (tests, failures), the rest spread
+			// around the mean; a gap of up to 10 minutes between jobs.
+			var d int64
+			if rng.Intn(4) == 0 {
+				d = 60 + int64(rng.Intn(840))
+			} else {
+				d = int64((0.2 + rng.Float64()*1.6) * (mean*4/3 - 1000))
+			}
+			d = max(d, 60)
+			if cur+d >= end {
+				break
+			}
+			seq++
+			u, a := yearUser(rng, o)
+			p := parts[0]
+			switch r := rng.Intn(10); {
+			case r >= 9 && len(parts) > 3:
+				p = parts[3]
+			case r >= 7 && len(parts) > 2:
+				p = parts[2]
+			case r >= 5 && len(parts) > 1:
+				p = parts[1]
+			}
+			j := Job{ID: seq*1000 + uint64(n), Node: node, User: u, Account: a, Partition: p, GPUs: b,
+				Start: cur, End: cur + d, HasEnd: true, Util: uint32(rng.Intn(101))}
+			if rng.Intn(10) == 0 {
+				j.Util = 0
+			}
+			jobs = append(jobs, j)
+			cur += d + int64(5+rng.Intn(600))
+		}
+	}
+	return jobs
 }
