@@ -158,6 +158,19 @@ func (d *Ledger) Export(ctx context.Context, o ExportOptions) (int64, error) {
 		}
 		cols = append(append([]string{}, cols...), sc.metrics...)
 	}
+	// billing is the jobs export's last column where the ledger billed
+	// something (as the reports' BILLING column): a site without weights
+	// gets the columns it got before.
+	billing := false
+	if o.Kind == "jobs" {
+		var err error
+		if billing, err = d.HasBilling(ctx); err != nil {
+			return 0, fmt.Errorf("export jobs: %w", err)
+		}
+		if billing {
+			cols = append(append([]string{}, cols...), "billing")
+		}
+	}
 	files := map[string]rowWriter{}
 	var closers []*os.File
 	defer func() {
@@ -256,7 +269,7 @@ func (d *Ledger) Export(ctx context.Context, o ExportOptions) (int64, error) {
 				// The run's one energy as gpuacct job shows it
 				// (splitEnergy): its GPUs' own counter differences when
 				// each has one, else the ledger's, else power × time.
-				n := len(cols)
+				n := len(ExportColumns["jobs"])
 				counters, _ := vals[n+1].(int64)
 				lacking, _ := vals[n+2].(int64)
 				e, _ := vals[jobsEnergy].(int64)
@@ -265,6 +278,15 @@ func (d *Ledger) Export(ctx context.Context, o ExportOptions) (int64, error) {
 					vals[jobsEnergy] = counters
 				case e <= 0 && p > 0:
 					vals[jobsEnergy] = int64(math.Round(p * 1000))
+				}
+				if billing {
+					// billing-unit-seconds, at the GPU-seconds' precision
+					b, _ := vals[n+3].(float64)
+					if i, ok := vals[n+3].(int64); ok {
+						b = float64(i)
+					}
+					vals[n] = table.UnitGPUSeconds.Round(b)
+					return fn(vals[:n+1])
 				}
 				return fn(vals[:n])
 			})

@@ -121,6 +121,9 @@ type jobJSON struct {
 	GPUStats  []GPUStat  `json:"gpus_detail"`
 	GPUEvents []GPUEvent `json:"gpu_events"`
 	Notes     []string   `json:"notes"`
+	// Billing is the run's billing-unit-hours, only where it was billed:
+	// a site without weights sees the keys it saw before.
+	Billing *float64 `json:"billing,omitempty"`
 }
 
 // WriteJobJSON writes det as one JSON object. shown is the user name to
@@ -134,6 +137,9 @@ func WriteJobJSON(w io.Writer, det *Detail, m *teams.Mapping, shown string) erro
 	}
 	// The job's mean power over the time its GPUs drew its energy.
 	x.PowerMeanW = roundPtr(table.UnitWatts, JobPowerMeanW(det))
+	if j.Billing != 0 {
+		x.Billing = rounded(table.UnitGPUHours, j.Billing/3600)
+	}
 	if x.GPUEvents == nil {
 		x.GPUEvents = []GPUEvent{}
 	}
@@ -186,6 +192,10 @@ func WriteJobText(w io.Writer, det *Detail, m *teams.Mapping, loc *time.Location
 	}
 	fmt.Fprintf(&b, "  allocated %.2f GPU-h, used %s GPU-h, efficiency %s, idle %s GPU-h, energy %.3f kWh%s\n",
 		float64(j.AllocS)/3600, optAny(u[1], 1/3600.0, "%.2f"), optAny(u[2], 1, "%.0f%%"), optAny(u[3], 1/3600.0, "%.2f"), float64(j.EnergyMJ)/3.6e9, power)
+	if j.Billing != 0 {
+		// Only a billed run: a site without weights prints what it did.
+		fmt.Fprintf(&b, "  billing %.2f unit-hours\n", j.Billing/3600)
+	}
 	if len(det.GPUs) > 0 {
 		b.WriteString("\n")
 		from := j.Start * 1000

@@ -7,14 +7,14 @@ import "context"
 // ExportJobsIn and ExportGPUsIn give them), then, for jobs, the run's Σ
 // power × seconds over its GPUs (joules, nil without power readings),
 // the sum of its GPUs' own counter differences and how many GPUs lack
-// one; for gpus, the run's energy (the ledger's counter deltas) and the
+// one, and its billing-unit-seconds; for gpus, the run's energy (the ledger's counter deltas) and the
 // GPU's power × seconds. The window's parameters follow the metric's
 // name.
 const (
 	exportJobsEnergy = `SELECT ` + exportJobsCols + `,
  (SELECT sum(m.value_s) FROM job_gpu_metrics m WHERE m.job = jobs.id AND m.name = ?),
  (SELECT CAST(sum(` + gpuCounterMJ + `) AS INTEGER) FROM job_gpus jg WHERE jg.job = jobs.id),
- (SELECT count(*) FROM job_gpus jg WHERE jg.job = jobs.id AND coalesce(` + gpuCounterMJ + `, 0) <= 0) FROM jobs` + exportJobsWhere
+ (SELECT count(*) FROM job_gpus jg WHERE jg.job = jobs.id AND coalesce(` + gpuCounterMJ + `, 0) <= 0), billing FROM jobs` + exportJobsWhere
 	// gpuCounterMJ is a job GPU's own counter difference from the job's
 	// start to its end: the agent's aggregate, else the hooks' readings.
 	// (Its sum is cast: PostgreSQL sums bigints as numeric.)

@@ -29,8 +29,8 @@ type JobRow struct {
 	EndEstimated             bool
 	Ignored                  bool
 	IgnoreReason             *string
-	// Usage is the run's GPU figures; Jobs is 1 once its start is
-	// counted, Billing is not read (0).
+	// Usage is the run's GPU figures and billing; Jobs is 1 once its
+	// start is counted.
 	Usage
 }
 
@@ -64,7 +64,7 @@ func (j *JobRow) Elapsed(now time.Time) int64 {
 }
 
 const jobCols = `j.id, j.cluster, j.job_id, j.restart, j.array_job_id, j.array_task_id, j.user, j.account, j.partition, j.nodes, j.gpus,
- j.start, j.end, j.state, j.end_estimated, j.ignored, j.ignore_reason, j.alloc_gpu_s, j.used_gpu_s, j.idle_gpu_s, j.energy_mj,
+ j.start, j.end, j.state, j.end_estimated, j.ignored, j.ignore_reason, j.alloc_gpu_s, j.used_gpu_s, j.idle_gpu_s, j.energy_mj, j.billing,
  coalesce((SELECT sum(sample_s) FROM job_hours h WHERE h.job = j.id), 0), coalesce((SELECT sum(jobs) FROM job_hours h WHERE h.job = j.id), 0)`
 
 // jobDetailCols are jobCols with a start that is never NULL: a ledger
@@ -80,7 +80,7 @@ type jobScan struct {
 
 func (s *jobScan) scan(sc interface{ Scan(...any) error }, j *JobRow) error {
 	err := sc.Scan(&j.Row, &j.Cluster, &j.JobID, &j.Restart, &s.arrayJob, &s.arrayTask, &j.User, &j.Account, &j.Partition, &j.Nodes, &j.GPUs,
-		&j.Start, &s.end, &j.State, &j.EndEstimated, &j.Ignored, &s.reason, &j.AllocS, &j.UsedS, &j.IdleS, &j.EnergyMJ, &j.SampleS, &j.Jobs)
+		&j.Start, &s.end, &j.State, &j.EndEstimated, &j.Ignored, &s.reason, &j.AllocS, &j.UsedS, &j.IdleS, &j.EnergyMJ, &j.Billing, &j.SampleS, &j.Jobs)
 	if err != nil {
 		return err
 	}
