@@ -9,7 +9,7 @@ import (
 
 // NodeRollupsSchema is the first schema with the node rollups
 // (rollup_node_hour, rollup_node_day, rollup_node_month).
-const NodeRollupsSchema = 21
+const NodeRollupsSchema = 20
 
 // NodeFacts calls fn for each row q selects from the node rollups: the
 // rows Facts gives ByNode, without the user and account (empty), so q may

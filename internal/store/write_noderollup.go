@@ -1,6 +1,6 @@
 package store
 
-// nodeRollupKey keys the node rollups (schema 21): rollup_hourly's row
+// nodeRollupKey keys the node rollups (schema 20): rollup_hourly's row
 // without its user and account. at is the Unix hour, the Unix day, or a
 // month's first Unix day, as the table.
 type nodeRollupKey struct {
