@@ -125,6 +125,9 @@ type usageRow struct {
 	UsedS, IdleS        *float64
 	Eff, Share, KWh     *float64
 	Jobs                int64
+	// Billing is billing-unit-seconds; nil where the ledger billed
+	// nothing (the report has no billing column), and no column shows.
+	Billing *float64
 }
 
 // reportRows reads the report req asks for as rows (rowsOf) and sets
@@ -192,7 +195,7 @@ func rowsOf(t *table.Table) []usageRow {
 		c := r.Cells
 		out = append(out, usageRow{Period: str(c, "period"), Cluster: str(c, "cluster"), Name: str(c, name), Teams: str(c, "teams"), AllocS: in(c, "alloc_gpu"),
 			UsedS: fl(c, "used_gpu"), IdleS: fl(c, "idle_gpu"), Eff: fl(c, "efficiency_pct"), Share: fl(c, "share_pct"),
-			KWh: fl(c, "energy_kwh"), Jobs: in(c, "jobs")})
+			KWh: fl(c, "energy_kwh"), Jobs: in(c, "jobs"), Billing: fl(c, "billing")})
 	}
 	return out
 }
@@ -201,9 +204,13 @@ func rowsOf(t *table.Table) []usageRow {
 // had samples.
 func sum(rows []usageRow) usageRow {
 	var t usageRow
-	var used, idle, kwh float64
-	var haveUsed, haveKWh bool
+	var used, idle, kwh, bill float64
+	var haveUsed, haveKWh, haveBill bool
 	for _, r := range rows {
+		if r.Billing != nil {
+			bill += *r.Billing
+			haveBill = true
+		}
 		t.AllocS += r.AllocS
 		t.Jobs += r.Jobs
 		if r.UsedS != nil {
@@ -227,6 +234,9 @@ func sum(rows []usageRow) usageRow {
 	}
 	if haveKWh {
 		t.KWh = &kwh
+	}
+	if haveBill {
+		t.Billing = &bill
 	}
 	return t
 }
