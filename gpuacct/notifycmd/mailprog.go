@@ -71,7 +71,7 @@ Examples:
 			if c.IsSet("requests") {
 				e.cfg.Report.Requests = c.String("requests")
 			}
-			n, err := e.notifier(nil, d)
+			n, err := e.notifier(nil, d, nil)
 			if err != nil {
 				return err
 			}

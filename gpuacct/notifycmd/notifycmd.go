@@ -3,8 +3,8 @@
 // rule's messages as they would go (internal/notify, docs/notify.md).
 //
 // Files: notifycmd.go (Deps, gpuacct notify, --once, test, list,
-// preview), optout.go (notify off and on), mailprog.go (gpuacct mailprog,
-// Slurm's MailProg).
+// preview), budget.go (--once's budget rule), optout.go (notify off and
+// on), mailprog.go (gpuacct mailprog, Slurm's MailProg).
 package notifycmd
 
 import (
@@ -127,9 +127,11 @@ func load(c *cli.Context, d Deps, title string) (*env, error) {
 	return &env{cfg: cfg, loc: loc, now: d.Now(), title: title}, nil
 }
 
-func (e *env) notifier(st *store.Ledger, d Deps) (*notify.Notifier, error) {
+// notifier is the notifier over st; budgets, when set, runs the budget
+// rule (env.budgets).
+func (e *env) notifier(st *store.Ledger, d Deps, budgets notify.BudgetSource) (*notify.Notifier, error) {
 	n, err := notify.New(e.cfg.Notify, st, notify.Options{Loc: e.loc, IdleThreshold: e.cfg.Agent.IdleThreshold, TeamsFile: e.cfg.Report.Teams,
-		Log: logging.New("gpuacct-notify", d.Stderr, slog.LevelInfo, d.Getenv)})
+		Log: logging.New("gpuacct-notify", d.Stderr, slog.LevelInfo, d.Getenv), Budgets: budgets, Budget: e.cfg.Budget})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", e.title, err)
 	}
@@ -172,7 +174,13 @@ func onceAction(d Deps) cli.ActionFunc {
 			return fmt.Errorf("%s: %w", title, err)
 		}
 		defer st.Close()
-		n, err := e.notifier(st, d)
+		// the budget rule as gpuacct serve runs it (docs/budgets.md)
+		budgets, closeBudgets, err := e.budgets(c.Context)
+		if err != nil {
+			return err
+		}
+		defer closeBudgets()
+		n, err := e.notifier(st, d, budgets)
 		if err != nil {
 			return err
 		}
@@ -202,7 +210,7 @@ func testCommand(d Deps) *cli.Command {
 			if err != nil {
 				return err
 			}
-			n, err := e.notifier(nil, d)
+			n, err := e.notifier(nil, d, nil)
 			if err != nil {
 				return err
 			}
@@ -353,7 +361,7 @@ Examples:
 				return err
 			}
 			defer st.Close()
-			n, err := e.notifier(st, d)
+			n, err := e.notifier(st, d, nil)
 			if err != nil {
 				return err
 			}
