@@ -2,6 +2,8 @@ package slurm
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -23,11 +25,23 @@ const maxAccountDepth = 64
 // sacctmgr shows them to a coordinator. The zero value and nil know none.
 type Coordination struct {
 	users map[string]map[string]bool
+	// accounts are, for each coordinator, the accounts they coordinate
+	// and those below them: whose budgets they see.
+	accounts map[string]map[string]bool
 }
 
 // Sees reports whether coordinator coord sees user u.
 func (c *Coordination) Sees(coord, u string) bool {
 	return c != nil && c.users[coord][u]
+}
+
+// Accounts are the accounts coord coordinates and those below them,
+// sorted; none for a user who coordinates none.
+func (c *Coordination) Accounts(coord string) []string {
+	if c == nil {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(c.accounts[coord]))
 }
 
 // Coordinators is how many users coordinate an account.
@@ -57,7 +71,7 @@ func ParseCoordination(coords, assocs []byte) (c *Coordination, skipped int, err
 			children[parent] = append(children[parent], account)
 		}
 	}
-	c = &Coordination{users: map[string]map[string]bool{}}
+	c = &Coordination{users: map[string]map[string]bool{}, accounts: map[string]map[string]bool{}}
 	for f := range lines(coords, 2, &skipped) {
 		coord, accounts := f[0], f[1]
 		if coord == "" {
@@ -68,29 +82,31 @@ func ParseCoordination(coords, assocs []byte) (c *Coordination, skipped int, err
 			if a = strings.TrimSpace(a); a == "" {
 				continue
 			}
-			seen := c.users[coord]
+			seen, accts := c.users[coord], c.accounts[coord]
 			if seen == nil {
-				seen = map[string]bool{}
+				seen, accts = map[string]bool{}, map[string]bool{}
 			}
-			if err := under(a, children, members, seen, 0); err != nil {
+			if err := under(a, children, members, seen, accts, 0); err != nil {
 				return nil, skipped, err
 			}
-			c.users[coord] = seen
+			c.users[coord], c.accounts[coord] = seen, accts
 		}
 	}
 	return c, skipped, nil
 }
 
-// under adds the users of account a and of the accounts below it to seen.
-func under(a string, children, members map[string][]string, seen map[string]bool, depth int) error {
+// under adds the users of account a and of the accounts below it to
+// seen, and the accounts to accts.
+func under(a string, children, members map[string][]string, seen, accts map[string]bool, depth int) error {
 	if depth > maxAccountDepth {
 		return fmt.Errorf("sacctmgr account tree: deeper than %d accounts below %q", maxAccountDepth, a)
 	}
+	accts[a] = true
 	for _, u := range members[a] {
 		seen[u] = true
 	}
 	for _, ch := range children[a] {
-		if err := under(ch, children, members, seen, depth+1); err != nil {
+		if err := under(ch, children, members, seen, accts, depth+1); err != nil {
 			return err
 		}
 	}

@@ -20,7 +20,8 @@ import (
 // A team's budgets (docs/budgets.md): the page /team/NAME/budget, its
 // JSON /api/v1/budget/NAME and the board's header line for a logged-in
 // member. Under web.private_data a budget is its team's business: only
-// admins, the team's leads (notify.digest.leads) and its members see it.
+// admins, the team's leads (notify.digest.leads, or Slurm's coordinators
+// of its accounts) and its members see it.
 
 // maxBudgetDays bounds the days one budget's chart draws: a range of
 // years is a mistake, and the chart has a pixel a day at most.
@@ -90,14 +91,25 @@ func (h *Handler) mayBudget(ctx context.Context, c *conn, team string) (bool, er
 }
 
 // viewerTeams are the teams whose budgets h's viewer may see under
-// web.private_data: those the viewer leads (notify.digest.leads) or is
-// a member of (teamsOfUser); nil for every team (no private data, or
-// an admin).
+// web.private_data: those the viewer leads (notify.digest.leads), is
+// a member of (teamsOfUser) or whose accounts they coordinate in Slurm
+// (as they see those accounts' users); nil for every team (no private
+// data, or an admin).
 func (h *Handler) viewerTeams(ctx context.Context, c *conn) ([]string, error) {
 	if !h.v.private {
 		return nil, nil
 	}
-	return h.userTeams(ctx, c, h.v.name)
+	out, err := h.userTeams(ctx, c, h.v.name)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range h.v.roles.Accounts(h.v.name) {
+		if t := h.mapping.Team(a, ""); t != teams.Unassigned && !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // userTeams are the teams user leads or is a member of, sorted; never
