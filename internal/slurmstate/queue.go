@@ -61,16 +61,8 @@ type Queue struct {
 // Queue reads the pending jobs that ask for GPUs through squeue, bounded
 // as Read is (time, output), and sums them per partition × model.
 func (r Reader) Queue(ctx context.Context) (Queue, error) {
-	timeout := r.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel, loc := r.bounded(ctx)
 	defer cancel()
-	loc := r.Location
-	if loc == nil {
-		loc = time.Local
-	}
 	out, err := r.run(ctx, "squeue", "--noheader", "--array", "--states=PENDING", "--Format="+squeueFormat)
 	if err != nil {
 		return Queue{}, fmt.Errorf("read slurm queue: %w", err)

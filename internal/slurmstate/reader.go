@@ -35,20 +35,27 @@ type Reader struct {
 	Now func() time.Time
 }
 
-// Read runs scontrol show node and show reservation and parses both.
-// An unreachable slurmctld is an error that says so, with scontrol's
-// own words.
-func (r Reader) Read(ctx context.Context) (State, error) {
+// bounded is ctx under the reader's timeout (DefaultTimeout unless set)
+// and the zone Slurm's times are read in (Local unless set).
+func (r Reader) bounded(ctx context.Context) (context.Context, context.CancelFunc, *time.Location) {
 	timeout := r.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	loc := r.Location
 	if loc == nil {
 		loc = time.Local
 	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	return ctx, cancel, loc
+}
+
+// Read runs scontrol show node and show reservation and parses both.
+// An unreachable slurmctld is an error that says so, with scontrol's
+// own words.
+func (r Reader) Read(ctx context.Context) (State, error) {
+	ctx, cancel, loc := r.bounded(ctx)
+	defer cancel()
 	out, err := r.run(ctx, "scontrol", "show", "node", "--oneliner")
 	if err != nil {
 		return State{}, fmt.Errorf("read slurm nodes: %w", err)
