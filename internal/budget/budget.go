@@ -228,18 +228,6 @@ func (b Budget) Period(now time.Time, loc *time.Location, fiscal time.Month) Per
 	return Period{Label: b.From.String() + ".." + b.To.String(), Start: s, End: e}
 }
 
-// Find returns the budgets of account (and of its users when users),
-// in the order configured.
-func Find(bs []Budget, account string, users bool) []Budget {
-	var out []Budget
-	for _, b := range bs {
-		if b.Account == account && (users || b.User == "") {
-			out = append(out, b)
-		}
-	}
-	return out
-}
-
 // Accounts lists the accounts that have a budget, sorted, once each.
 func Accounts(bs []Budget) []string {
 	var out []string

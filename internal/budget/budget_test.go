@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/aicloud/gpusuite/internal/config"
 )
 
 func zone(t *testing.T, name string) *time.Location {
@@ -168,7 +170,7 @@ func TestCrossedOncePerPeriod(t *testing.T) {
 		used float64
 	}{{"2026-03-05T00:00:00Z", 55}, {"2026-03-10T00:00:00Z", 45}, {"2026-03-20T00:00:00Z", 60}} {
 		bd := Burn(b, p, utc(c.now), []Day{{Start: p.Start, Used: c.used}})
-		for _, w := range Crossed(bd, DefaultPercents, true) {
+		for _, w := range Crossed(bd, config.Default().Budget.Warn, true) {
 			keys[w.Key]++
 		}
 	}
@@ -179,7 +181,7 @@ func TestCrossedOncePerPeriod(t *testing.T) {
 	}
 	// the next month's 50 % is another key
 	next := b.Period(utc("2026-04-02T00:00:00Z"), time.UTC, 1)
-	ws := Crossed(Burn(b, next, utc("2026-04-02T00:00:00Z"), []Day{{Start: next.Start, Used: 90}}), DefaultPercents, true)
+	ws := Crossed(Burn(b, next, utc("2026-04-02T00:00:00Z"), []Day{{Start: next.Start, Used: 90}}), config.Default().Budget.Warn, true)
 	got := []string{}
 	for _, w := range ws {
 		got = append(got, w.Key)

@@ -117,10 +117,6 @@ func Burn(b Budget, p Period, now time.Time, days []Day) Burndown {
 	return bd
 }
 
-// DefaultPercents are the warning thresholds unless the config sets
-// others (budget.warn's default).
-var DefaultPercents = []int{50, 80, 100}
-
 // Warning is a threshold the burn-down has crossed. Key is the same for
 // the same budget, period and threshold, whenever it is computed: the
 // notifier sends each key once.

@@ -44,7 +44,6 @@ type BudgetEntry struct {
 }
 
 func defaultBudget() Budget {
-	// budget.DefaultPercents; not imported: the hooks load this package
 	return Budget{FiscalStart: 1, Warn: []int{50, 80, 100}, WarnRunOut: true}
 }
 

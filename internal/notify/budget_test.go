@@ -111,7 +111,7 @@ func TestBudgetGoldenMessages(t *testing.T) {
 		days = append(days, budget.Day{Start: d, Used: 24})
 	}
 	bd := budget.Burn(bs[0], p, now, days)
-	ws := budget.Crossed(bd, budget.DefaultPercents, true)
+	ws := budget.Crossed(bd, config.Default().Budget.Warn, true)
 	if len(ws) != 3 || !ws[2].RunOut {
 		t.Fatalf("warnings %+v, want 50 %%, 80 %% and the run-out", ws)
 	}
