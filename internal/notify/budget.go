@@ -35,6 +35,8 @@ func (n *Notifier) budgetMessages(ctx context.Context, now time.Time) ([]store.N
 		return nil, fmt.Errorf("budget rule: %w", err)
 	}
 	var out []store.NotifyMessage
+	// a lead or member of several budgets: their opt-outs read once
+	offs := map[string]bool{}
 	for _, bd := range bds {
 		ws := budget.Crossed(bd, n.budgetCfg.Warn, n.budgetCfg.WarnRunOut)
 		// the highest percent only: a budget first seen at 85 % warns of
@@ -49,9 +51,12 @@ func (n *Notifier) budgetMessages(ctx context.Context, now time.Time) ([]store.N
 			continue
 		}
 		for _, to := range n.budgetRecipients(bd) {
-			off, err := optedOut(ctx, n.st, to, RuleBudget)
-			if err != nil {
-				return nil, err
+			off, read := offs[to]
+			if !read {
+				if off, err = optedOut(ctx, n.st, to, RuleBudget); err != nil {
+					return nil, err
+				}
+				offs[to] = off
 			}
 			if off {
 				continue
