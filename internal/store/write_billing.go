@@ -3,6 +3,7 @@ package store
 import (
 	"database/sql"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 
@@ -52,7 +53,7 @@ func (b *Batch) SetBillingWeights(cluster, source string, at int64, parts []Bill
 		k := [3]string{cluster, p.Partition, source}
 		if rows := h[k]; len(rows) > 0 {
 			last := rows[len(rows)-1]
-			if last.maxTRES == p.MaxTRES && sameWeights(last.w, w) {
+			if last.maxTRES == p.MaxTRES && maps.Equal(last.w, w) {
 				continue
 			}
 			if at <= last.since {
@@ -66,18 +67,6 @@ func (b *Batch) SetBillingWeights(cluster, source string, at int64, parts []Bill
 		h[k] = append(h[k], weightsRow{since: at, w: w, maxTRES: p.MaxTRES})
 	}
 	return nil
-}
-
-func sameWeights(a, c slurm.Weights) bool {
-	if len(a) != len(c) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := c[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // billingWeights reads the weights' history once a batch (a few rows a
