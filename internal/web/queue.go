@@ -92,14 +92,14 @@ func (h *Handler) queue() *queueView {
 	if q == nil {
 		return nil
 	}
-	v := &queueView{At: q.At.In(h.o.Location).Format("2006-01-02 15:04"), Unread: q.Unread}
+	v := &queueView{At: localTime(q.At.Unix(), h.o.Location), Unread: q.Unread}
 	for _, r := range q.Rows {
 		row := queueRow{Partition: r.Partition, Model: r.Model, Jobs: r.Jobs, GPUs: r.GPUs, Wait: missing, Start: missing}
 		if !r.Oldest.IsZero() {
 			row.Wait = dur(int64(q.At.Sub(r.Oldest) / time.Second))
 		}
 		if !r.NextStart.IsZero() {
-			row.Start = r.NextStart.In(h.o.Location).Format("2006-01-02 15:04")
+			row.Start = localTime(r.NextStart.Unix(), h.o.Location)
 		}
 		v.Rows = append(v.Rows, row)
 	}
