@@ -94,21 +94,20 @@ func NewView(b *Board, m Meta, slurmAsked bool, notesError string) *View {
 
 // troubles are why n is in trouble; nil when it is not.
 func troubles(n *Node) []string {
-	has := map[State]bool{}
-	for _, g := range n.GPUs {
-		has[g.State] = true
+	has := func(s State) bool {
+		return slices.ContainsFunc(n.GPUs, func(g GPU) bool { return g.State == s })
 	}
 	var why []string
-	if n.Stale || has[Stale] {
+	if n.Stale || has(Stale) {
 		why = append(why, "stale")
 	}
-	if has[Down] || n.InSlurm && (n.Condition == slurmstate.Down || n.NotResponding) {
+	if has(Down) || n.InSlurm && (n.Condition == slurmstate.Down || n.NotResponding) {
 		why = append(why, "down")
 	}
-	if has[Drained] || n.Condition == slurmstate.Drained || n.Condition == slurmstate.Draining {
+	if has(Drained) || n.Condition == slurmstate.Drained || n.Condition == slurmstate.Draining {
 		why = append(why, "drained")
 	}
-	if has[Foreign] {
+	if has(Foreign) {
 		why = append(why, "foreign")
 	}
 	return why
