@@ -113,11 +113,12 @@ func at(rows []weightsRow, t int64) (weightsRow, bool) {
 	return rows[max(i-1, 0)], true
 }
 
-// slurmWeighted says whether the job's partition had Slurm weights at
-// start: Slurm's own billing of the job then counts.
-func (h billingHistory) slurmWeighted(d Dims, start int64) bool {
+// slurmAt is the Slurm weights of the job's partition in force at
+// start; false where it had none (Slurm's own billing of a job counts
+// only where it had some).
+func (h billingHistory) slurmAt(d Dims, start int64) (weightsRow, bool) {
 	r, ok := at(h[[3]string{d.Cluster, d.Partition, BillingSlurm}], start)
-	return ok && len(r.w) > 0
+	return r, ok && len(r.w) > 0
 }
 
 // estimateRate is the billing units a second of a job's part on a node
@@ -139,7 +140,7 @@ func (b *Batch) estimateRate(job, node, start, gpus int64) (float64, error) {
 		return 0, err
 	}
 	g := float64(gpus)
-	if r, ok := at(h[[3]string{d.Cluster, d.Partition, BillingSlurm}], start); ok && len(r.w) > 0 {
+	if r, ok := h.slurmAt(d, start); ok {
 		tres := map[string]float64{"gres/gpu": g}
 		if t := r.w.GPUType(model); t != "" {
 			tres["gres/gpu:"+t] = g
@@ -188,7 +189,10 @@ func (b *Batch) SetSlurmBilling(row int64, billing float64) error {
 			start = p.start
 		}
 	}
-	if start < 0 || gpus <= 0 || !h.slurmWeighted(d, start) {
+	if start < 0 || gpus <= 0 {
+		return nil
+	}
+	if _, ok := h.slurmAt(d, start); !ok {
 		return nil
 	}
 	for _, p := range parts {
