@@ -34,7 +34,7 @@ const (
 	// reads slower is dropped, not buffered for.
 	writeWait = 10 * time.Second
 	// bigDelta is the size past which a delta of more than half the
-	// board is sent as the whole board instead (hub.takeEvent).
+	// board is sent as the whole board instead (hub.take).
 	bigDelta = 64 << 10
 	// buildTimeout bounds one board build of the broadcaster.
 	buildTimeout = 10 * time.Second
@@ -406,18 +406,9 @@ func wake(sb *subscriber) {
 }
 
 // take is what sb's writer sends now: the whole fragment when it asks
-// for it, else its dirty sections in the board's order; nil: nothing.
-func (hb *hub) take(sb *subscriber) ([]byte, error) {
-	ev, err := hb.takeEvent(sb)
-	if ev == nil {
-		return nil, err
-	}
-	return ev.raw, err
-}
-
-// takeEvent is take's event, with its compressed form shared when it is
-// the whole fragment's.
-func (hb *hub) takeEvent(sb *subscriber) (*sseEvent, error) {
+// for it (its compressed form shared), else its dirty sections in the
+// board's order; nil: nothing.
+func (hb *hub) take(sb *subscriber) (*sseEvent, error) {
 	hb.mu.Lock()
 	n := 0
 	for id := range sb.dirty {
@@ -643,7 +634,7 @@ func (h *Handler) boardEvents(w http.ResponseWriter, r *http.Request) {
 		case <-hb.done:
 			return
 		case <-sb.sig:
-			ev, err := hb.takeEvent(sb)
+			ev, err := hb.take(sb)
 			if err != nil {
 				h.o.Log.Warn("board event", "err", err)
 				continue

@@ -36,7 +36,7 @@ func TestHubDirtyMerges(t *testing.T) {
 	}
 	take := func() string {
 		t.Helper()
-		ev, err := hb.take(sb)
+		ev, err := takeRaw(hb, sb)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,7 +137,7 @@ func TestHubDropsOldAndEarlier(t *testing.T) {
 	}
 	take := func() string {
 		t.Helper()
-		ev, err := hb.take(sb)
+		ev, err := takeRaw(hb, sb)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -309,7 +309,7 @@ func TestHubBigDeltaSendsBoard(t *testing.T) {
 		if err := hb.process(s); err != nil {
 			t.Fatal(err)
 		}
-		ev, err := hb.take(sb)
+		ev, err := takeRaw(hb, sb)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -324,4 +324,13 @@ func TestHubBigDeltaSendsBoard(t *testing.T) {
 			t.Errorf("%d rows of 10 changed: %q, want %q", tc.rows, got, tc.want)
 		}
 	}
+}
+
+// takeRaw is hb.take's event as sent uncompressed; nil: nothing.
+func takeRaw(hb *hub, sb *subscriber) ([]byte, error) {
+	ev, err := hb.take(sb)
+	if ev == nil {
+		return nil, err
+	}
+	return ev.raw, err
 }
