@@ -26,41 +26,25 @@ func (b *Batch) AddRollupHours(hs []RollupHour) error {
 		periodKey
 		node int64
 	}
-	hourly := map[hourKey]*Usage{}
-	var hours []hourKey
-	periods := [3]map[periodKey]*Usage{{}, {}, {}}
-	var order [3][]periodKey
-	nodes := newNodeRollups()
+	var hourly usageSums[hourKey]
+	var periods [3]usageSums[periodKey]
+	var nodes nodeRollups
 	for _, h := range hs {
-		k := hourKey{periodKey{h.Dims, h.Hour, h.Model}, h.Node}
-		if hourly[k] == nil {
-			hourly[k] = &Usage{}
-			hours = append(hours, k)
-		}
-		hourly[k].Add(h.Usage)
-		for i, at := range []int64{h.Hour, h.Hour / 24, MonthOfDay(h.Hour / 24)} {
-			pk := periodKey{h.Dims, at, h.Model}
-			if periods[i][pk] == nil {
-				periods[i][pk] = &Usage{}
-				order[i] = append(order[i], pk)
-			}
-			periods[i][pk].Add(h.Usage)
+		hourly.add(hourKey{periodKey{h.Dims, h.Hour, h.Model}, h.Node}, h.Usage)
+		for i, at := range periodsOf(h.Hour) {
+			periods[i].add(periodKey{h.Dims, at, h.Model}, h.Usage)
 		}
 		nodes.add(h.Dims, h.Node, h.Model, h.Hour, h.Usage)
 	}
-	var rows [][]any
-	for _, k := range hours {
-		rows = append(rows, rollupHourRow(k.dims, k.node, k.model, k.at, *hourly[k]))
-	}
-	if err := b.execMany(rollupHourSQL(), rows); err != nil {
+	if err := b.execMany(rollupHourSQL(), hourly.rows(false, func(k hourKey, d Usage) []any {
+		return rollupHourRow(k.dims, k.node, k.model, k.at, d)
+	})); err != nil {
 		return err
 	}
 	for i, t := range []struct{ table, key string }{{"rollup_hourly_sum", "hour"}, {"rollup_daily", "day"}, {"rollup_monthly", "month"}} {
-		rows = rows[:0]
-		for _, k := range order[i] {
-			rows = append(rows, rollupPeriodRow(k.dims, k.model, k.at, *periods[i][k]))
-		}
-		if err := b.execMany(rollupPeriodSQL(t.table, t.key), rows); err != nil {
+		if err := b.execMany(rollupPeriodSQL(t.table, t.key), periods[i].rows(false, func(k periodKey, d Usage) []any {
+			return rollupPeriodRow(k.dims, k.model, k.at, d)
+		})); err != nil {
 			return err
 		}
 	}

@@ -11,50 +11,6 @@ type nodeRollupKey struct {
 	at                 int64
 }
 
-// nodeRollups sums a batch's rollup_hourly deltas into the node rollups'
-// rows, so that each row is written once (PostgreSQL's statement over
-// arrays takes each key once) and in first-seen order.
-type nodeRollups struct {
-	hours, days, months map[nodeRollupKey]*Usage
-	order               [3][]nodeRollupKey
-}
-
-func newNodeRollups() *nodeRollups {
-	return &nodeRollups{hours: map[nodeRollupKey]*Usage{}, days: map[nodeRollupKey]*Usage{}, months: map[nodeRollupKey]*Usage{}}
-}
-
-// add takes one rollup_hourly delta.
-func (n *nodeRollups) add(dims Dims, node int64, model string, hour int64, d Usage) {
-	k := nodeRollupKey{cluster: dims.Cluster, partition: dims.Partition, node: node, model: model, ignored: dims.Ignored}
-	at := periodsOf(hour)
-	for i, sums := range [3]map[nodeRollupKey]*Usage{n.hours, n.days, n.months} {
-		k.at = at[i]
-		u := sums[k]
-		if u == nil {
-			u = &Usage{}
-			sums[k] = u
-			n.order[i] = append(n.order[i], k)
-		}
-		u.Add(d)
-	}
-}
-
-// write adds the sums to the node rollups in b.
-func (n *nodeRollups) write(b *Batch) error {
-	for i, sums := range [3]map[nodeRollupKey]*Usage{n.hours, n.days, n.months} {
-		var rows [][]any
-		for _, k := range n.order[i] {
-			if d := *sums[k]; d != (Usage{}) {
-				rows = append(rows, nodeRollupRow(k, d))
-			}
-		}
-		if err := b.execMany(nodeRollupSQL(i), rows); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // nodeRollupTables are the node rollups and their time keys, in the
 // order of periodsOf.
 var nodeRollupTables = [3]struct{ table, key string }{{"rollup_node_hour", "hour"}, {"rollup_node_day", "day"}, {"rollup_node_month", "month"}}
@@ -73,6 +29,64 @@ func nodeRollupRow(k nodeRollupKey, d Usage) []any {
 // rollups: the hour, its Unix day, and its month's first Unix day.
 func periodsOf(hour int64) [3]int64 {
 	return [3]int64{hour, hour / 24, MonthOfDay(hour / 24)}
+}
+
+// usageSums sums usage by key and keeps the keys in first-seen order, so
+// that each row of a table is written once (PostgreSQL's statement over
+// arrays takes each key once). The zero value is ready.
+type usageSums[K comparable] struct {
+	sums  map[K]*Usage
+	order []K
+}
+
+func (s *usageSums[K]) add(k K, d Usage) {
+	u := s.sums[k]
+	if u == nil {
+		if s.sums == nil {
+			s.sums = map[K]*Usage{}
+		}
+		u = &Usage{}
+		s.sums[k] = u
+		s.order = append(s.order, k)
+	}
+	u.Add(d)
+}
+
+// rows are row of each key and its sum, in order; zero sums too unless
+// skipZero.
+func (s *usageSums[K]) rows(skipZero bool, row func(K, Usage) []any) [][]any {
+	var rows [][]any
+	for _, k := range s.order {
+		if d := *s.sums[k]; !skipZero || d != (Usage{}) {
+			rows = append(rows, row(k, d))
+		}
+	}
+	return rows
+}
+
+// nodeRollups sums a batch's rollup_hourly deltas into the node rollups'
+// rows (periodsOf's order).
+type nodeRollups [3]usageSums[nodeRollupKey]
+
+func newNodeRollups() *nodeRollups { return &nodeRollups{} }
+
+// add takes one rollup_hourly delta.
+func (n *nodeRollups) add(dims Dims, node int64, model string, hour int64, d Usage) {
+	k := nodeRollupKey{cluster: dims.Cluster, partition: dims.Partition, node: node, model: model, ignored: dims.Ignored}
+	for i, at := range periodsOf(hour) {
+		k.at = at
+		n[i].add(k, d)
+	}
+}
+
+// write adds the non-zero sums to the node rollups in b.
+func (n *nodeRollups) write(b *Batch) error {
+	for i := range n {
+		if err := b.execMany(nodeRollupSQL(i), n[i].rows(true, nodeRollupRow)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // rollupNode adds one rollup_hourly delta to the node rollups: a row
