@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -26,9 +27,16 @@ import (
 func main() {
 	if err := run(os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintf(os.Stderr, "scale: %v\n", err)
+		var u usageError
+		if errors.As(err, &u) || errors.Is(err, flag.ErrHelp) {
+			os.Exit(exitcode.Usage)
+		}
 		os.Exit(exitcode.Failure)
 	}
 }
+
+// usageError is a flag's value refused: exit 2.
+type usageError struct{ error }
 
 // job is a planned job, kept small: a 10,000-GPU year plans 20 M.
 type job struct {
@@ -47,17 +55,20 @@ func run(args []string, out io.Writer) error {
 	jobs := fs.Int("jobs-per-node-day", 44, "about how many jobs a server runs a day (bench/year's default)")
 	seed := fs.Int64("seed", 2026, "random seed")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return usageError{err}
 	}
 	if *db == "" {
-		return fmt.Errorf("-db: a path is needed")
+		return usageError{errors.New("-db: none given: name the SQLite ledger to make, e.g. -db /var/tmp/scale.db")}
 	}
 	if _, err := os.Stat(*db); err == nil {
-		return fmt.Errorf("%s exists: remove it to make a new one", *db)
+		return usageError{fmt.Errorf("-db %s exists: remove it to make a new one", *db)}
+	}
+	if *gpus < 8 || *days < 1 || *jobs < 1 {
+		return usageError{fmt.Errorf("-gpus %d, -days %d, -jobs-per-node-day %d: give at least 8 GPUs, 1 day and 1 job", *gpus, *days, *jobs)}
 	}
 	end, err := time.Parse("2006-01-02", *endFlag)
 	if err != nil {
-		return fmt.Errorf("-end: %w", err)
+		return usageError{fmt.Errorf("-end %q: give a date as YYYY-MM-DD: %w", *endFlag, err)}
 	}
 	nodes := max(*gpus/8, 1)
 	// Users and accounts grow with the cluster, as a site's do.
