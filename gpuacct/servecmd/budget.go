@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/aicloud/gpusuite/internal/budget"
+	"github.com/aicloud/gpusuite/internal/cli/cliwire"
 	"github.com/aicloud/gpusuite/internal/ingest"
 	"github.com/aicloud/gpusuite/internal/notify"
 	"github.com/aicloud/gpusuite/internal/report"
@@ -58,15 +59,18 @@ func openBudgets(ctx context.Context, s *ingest.Setup, reg prometheus.Registerer
 		return nil, nil, fmt.Errorf("budgets: %w", err)
 	}
 	known, err := rep.BudgetAccounts(ctx, m)
-	if err == nil {
-		var bs []budget.Budget
-		if bs, err = budget.Parse(cfg.Budget.Entry, known); err == nil {
-			b := &budgets{rep: rep, bs: bs, loc: loc, fiscal: time.Month(cfg.Budget.FiscalStart), m: budget.NewMetrics(reg), now: s.Deps.Now}
-			return b, func() { rep.Close() }, nil
-		}
+	if err != nil {
+		rep.Close()
+		return nil, nil, fmt.Errorf("budgets: %w", err)
 	}
-	rep.Close()
-	return nil, nil, fmt.Errorf("budgets: %w", err)
+	bs, err := budget.Parse(cfg.Budget.Entry, known)
+	if err != nil {
+		rep.Close()
+		// the config's mistake, as gpuacct report budget says it: exit 2
+		return nil, nil, cliwire.Usagef("budgets: %v", err)
+	}
+	b := &budgets{rep: rep, bs: bs, loc: loc, fiscal: time.Month(cfg.Budget.FiscalStart), m: budget.NewMetrics(reg), now: s.Deps.Now}
+	return b, func() { rep.Close() }, nil
 }
 
 // Burns is the budgets' burn-down at now, read again when the last read

@@ -2,11 +2,13 @@ package servecmd
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/budget"
+	"github.com/aicloud/gpusuite/internal/cli/cliwire"
 	"github.com/aicloud/gpusuite/internal/report/reportfixture"
 	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 	"github.com/aicloud/gpusuite/internal/testkit/logs"
@@ -74,6 +76,9 @@ func TestServeRefusesBadBudget(t *testing.T) {
 		want := `budgets: budget.entry[0] (ghost): account "ghost" is unknown (neither in the ledger nor in the teams file)`
 		if err == nil || err.Error() != want {
 			t.Errorf("serve: %v, want %q", err, want)
+		}
+		if ue := (*cliwire.UsageError)(nil); !errors.As(err, &ue) {
+			t.Errorf("serve: %v is not a usage error (exit 2)", err)
 		}
 	case <-time.After(90 * time.Second):
 		t.Fatal("serve still running after 90 s")
