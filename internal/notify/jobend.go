@@ -99,11 +99,6 @@ func (n *Notifier) JobEndSummary(ctx context.Context, st *store.Ledger, m SlurmM
 	return renderJobEnd(*last, u, n.language(m.User), n.loc, now()), nil
 }
 
-// resourcesSchema is the first ledger schema with job_resources (job_usage
-// before 0018): mailprog reads without migrating, so an older ledger has
-// no run's resources.
-const resourcesSchema = 18
-
 // endResources is what sacct's reconcile gave for an ended run, with the
 // highest memory peak of its GPUs (1 is all of that GPU's memory).
 type endResources struct {
@@ -111,11 +106,12 @@ type endResources struct {
 	gpuMem *float64
 }
 
-// runResources is row's resources, nil while the reconcile that brings it (after
-// the epilog's end) has not come: the mail then goes without it rather
-// than wait for sacct.
+// runResources is row's resources, nil while the reconcile that brings
+// it (after the epilog's end) has not come, the mail then going without
+// it rather than wait for sacct, or on a ledger older than
+// store.ResourcesSchema (mailprog reads without migrating).
 func runResources(ctx context.Context, st *store.Ledger, row int64) (*endResources, error) {
-	if v, err := st.Version(ctx); err != nil || v < resourcesSchema {
+	if v, err := st.Version(ctx); err != nil || v < store.ResourcesSchema {
 		return nil, err
 	}
 	us, err := st.Resources(ctx, []int64{row})

@@ -162,7 +162,7 @@ func (d *Ledger) effFigures(ctx context.Context, runs []effRun) error {
 			return d.wrap(err)
 		}
 		us := map[int64]store.Resources{}
-		if v >= resourcesSchema {
+		if v >= store.ResourcesSchema {
 			if us, err = d.st.Resources(ctx, ids); err != nil {
 				return d.wrap(err)
 			}

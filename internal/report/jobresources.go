@@ -15,10 +15,6 @@ import (
 	"github.com/aicloud/gpusuite/internal/store"
 )
 
-// resourcesSchema is the first schema with job_resources (job_usage before
-// 0018): an older ledger shows no run's resources.
-const resourcesSchema = 18
-
 // notRecorded is what a figure the job accounting gather did not measure
 // reads: never 0, which would say the job used nothing.
 const notRecorded = "not recorded (JobAcctGatherType is none)"
@@ -57,7 +53,7 @@ func (d *Ledger) Resources(ctx context.Context, j *JobRow) (*store.Resources, er
 	if err != nil {
 		return nil, d.wrap(err)
 	}
-	if v < resourcesSchema {
+	if v < store.ResourcesSchema {
 		return nil, nil
 	}
 	us, err := d.st.Resources(ctx, []int64{j.Row})

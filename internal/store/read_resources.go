@@ -12,6 +12,11 @@ import (
 // MaxResourceRows bounds the runs one Resources call reads.
 const MaxResourceRows = 1000
 
+// ResourcesSchema is the first schema with job_resources (job_usage
+// before 0018): a reader that does not migrate reads no run's resources
+// from an older ledger.
+const ResourcesSchema = 18
+
 // Resources reads the resources of the given job runs (JobRow.Row); a run
 // sacct has not answered for is absent from the map.
 func (s *Ledger) Resources(ctx context.Context, rows []int64) (map[int64]Resources, error) {
