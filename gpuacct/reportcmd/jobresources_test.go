@@ -40,7 +40,7 @@ func seedResources(t *testing.T, path string, now time.Time, us map[int64]store.
 // from sacct, with what to ask for next time, in text and JSON (golden
 // files, testdata/resources, -update); a site without a gather plugin reads
 // "not recorded"; a run sacct gave nothing for prints exactly what it
-// printed before any usage was kept.
+// printed before any resources were kept.
 func TestJobResources(t *testing.T) {
 	now := time.Unix(t0+86400, 0)
 	path := buildLedger(t, []fxJob{
