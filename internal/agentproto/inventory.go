@@ -56,17 +56,23 @@ var ErrInventory = errors.New("agent inventory unusable")
 // error wrapping ErrConnect means no agent listens; ErrInventory,
 // that the caller should ask with Identify.
 func Expect(ctx context.Context, path string, timeout, maxAge time.Duration, minors []int, key string) ([]record.GPU, *Expected, error) {
+	_, gpus, e, err := expect(ctx, path, timeout, maxAge, minors, key)
+	return gpus, e, err
+}
+
+// expect is Expect, with the inventory it read and trusted.
+func expect(ctx context.Context, path string, timeout, maxAge time.Duration, minors []int, key string) (*Inventory, []record.GPU, *Expected, error) {
 	// the file first: without a usable one the caller's identify is the
 	// only connection
 	inv, gpus, err := readInventory(InventoryPath(path), minors)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	c, err := Dial(ctx, path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("agent socket %q: %s: %w", path, OpIdentify, err)
+		return nil, nil, nil, fmt.Errorf("agent socket %q: %s: %w", path, OpIdentify, err)
 	}
 	e := &Expected{c: c, path: path, timeout: timeout}
 	cred, err := PeerCred(c)
@@ -78,9 +84,9 @@ func Expect(ctx context.Context, path string, timeout, maxAge time.Duration, min
 	}
 	if err != nil {
 		e.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return gpus, e, nil
+	return &inv, gpus, e, nil
 }
 
 // Expected is an identify sent without waiting for the answer, on a
@@ -124,9 +130,9 @@ func InventoryMaxAge(interval time.Duration) time.Duration {
 // listens.
 func Ask(ctx context.Context, path string, timeout, interval time.Duration, minors []int, procs bool, key string) (Response, *Expected, error) {
 	if !procs {
-		gpus, e, err := Expect(ctx, path, timeout, InventoryMaxAge(interval), minors, key)
+		inv, gpus, e, err := expect(ctx, path, timeout, InventoryMaxAge(interval), minors, key)
 		if !errors.Is(err, ErrInventory) {
-			return Response{GPUs: gpus}, e, err
+			return Response{GPUs: gpus, inv: inv}, e, err
 		}
 	}
 	resp, err := Identify(ctx, path, timeout, minors, procs, key)

@@ -2,6 +2,7 @@ package agentproto
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/record"
@@ -13,11 +14,7 @@ import (
 // agent has just answered the hook, so the inventory is taken when its
 // loop marked it within maxAge and no one else can write it.
 func MIGUUIDs(sock string, maxAge time.Duration, gpus []record.GPU) error {
-	want := false
-	for _, g := range gpus {
-		want = want || isUnreadSlice(g)
-	}
-	if !want {
+	if !slices.ContainsFunc(gpus, isUnreadSlice) {
 		return nil
 	}
 	p := InventoryPath(sock)
@@ -30,6 +27,24 @@ func MIGUUIDs(sock string, maxAge time.Duration, gpus []record.GPU) error {
 			err = fmt.Errorf("%w: %q was last marked %s ago, over %s", ErrInventory, p, age.Round(time.Millisecond), maxAge)
 		}
 	}
+	fillMIG(inv, err, gpus)
+	return err
+}
+
+// MIGUUIDs is the package's MIGUUIDs for gpus identified by r: from the
+// inventory r was taken from, already read and trusted, or, when the
+// agent answered r itself, from its inventory read now.
+func (r Response) MIGUUIDs(sock string, maxAge time.Duration, gpus []record.GPU) error {
+	if r.inv == nil {
+		return MIGUUIDs(sock, maxAge, gpus)
+	}
+	fillMIG(*r.inv, nil, gpus)
+	return nil
+}
+
+// fillMIG fills the unread slices of gpus from inv, or notes err, why
+// inv could not be read, in their Missing.
+func fillMIG(inv Inventory, err error, gpus []record.GPU) {
 	for i := range gpus {
 		g := &gpus[i]
 		if !isUnreadSlice(*g) {
@@ -50,7 +65,6 @@ func MIGUUIDs(sock string, maxAge time.Duration, gpus []record.GPU) error {
 			g.Missing = append(g.Missing, fmt.Sprintf("uuid: the agent lists no MIG instance gi%d/ci%d on %s", *g.GI, *g.CI, g.Parent))
 		}
 	}
-	return err
 }
 
 func isUnreadSlice(g record.GPU) bool {
