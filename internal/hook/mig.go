@@ -172,17 +172,15 @@ func hostMatch(list, node string) bool {
 	return slices.Contains(names, node)
 }
 
-// mapMIG follows each gres id (a position in devs) to its MIG instance.
-// It returns nil when devs hold no MIG device: a whole-GPU node is left
-// exactly as before.
-func mapMIG(ids []int, devs []gresDevice, minors map[int]migPath, minorsErr error) []migSlice {
-	anyMIG := false
-	for _, d := range devs {
-		anyMIG = anyMIG || isMIG(d)
-	}
-	if !anyMIG {
+// mapMIG follows each gres id (a position in devs) to its MIG instance,
+// through the mig-minors table readMinors gives. It returns nil, without
+// calling readMinors, when devs hold no MIG device: a whole-GPU node is
+// left exactly as before.
+func mapMIG(ids []int, devs []gresDevice, readMinors func() (map[int]migPath, error)) []migSlice {
+	if !slices.ContainsFunc(devs, isMIG) {
 		return nil
 	}
+	minors, minorsErr := readMinors()
 	out := make([]migSlice, len(ids))
 	for i, id := range ids {
 		s := &out[i]
@@ -276,20 +274,13 @@ func migSlices(getenv func(string) string, procRoot, node string, ids []int) ([]
 	if err != nil {
 		return nil, fmt.Errorf("read gres.conf beside %s: %w", conf, err)
 	}
-	devs := parseGres(data, node)
-	anyMIG := false
-	for _, d := range devs {
-		anyMIG = anyMIG || isMIG(d)
-	}
-	if !anyMIG {
-		return nil, nil
-	}
-	var minors map[int]migPath
-	mm, merr := readBounded(filepath.Join(procRoot, "driver/nvidia-caps/mig-minors"))
-	if merr == nil {
-		minors = parseMIGMinors(mm)
-	}
-	return mapMIG(ids, devs, minors, merr), nil
+	return mapMIG(ids, parseGres(data, node), func() (map[int]migPath, error) {
+		mm, err := readBounded(filepath.Join(procRoot, "driver/nvidia-caps/mig-minors"))
+		if err != nil {
+			return nil, err
+		}
+		return parseMIGMinors(mm), nil
+	}), nil
 }
 
 // asSlices turns the identified parents of MIG slices into the slices:

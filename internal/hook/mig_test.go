@@ -105,7 +105,7 @@ func TestMapMIG(t *testing.T) {
 		{"whole-GPU node unchanged", []int{0, 2}, parseGres([]byte(gresFixture), "gpu06"), nil, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got := mapMIG(tt.ids, tt.devs, minors, tt.err)
+			got := mapMIG(tt.ids, tt.devs, func() (map[int]migPath, error) { return minors, tt.err })
 			if d := cmp.Diff(tt.want, got); d != "" {
 				t.Error(d)
 			}
