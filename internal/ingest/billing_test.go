@@ -123,7 +123,7 @@ func TestReconcileSlurmBilling(t *testing.T) {
 			}
 			hookLate(t, e, 101, 0, s0, s0.Add(10*time.Minute), 0)
 			recs := []slurmRun{{id: 101, start: ts(0), end: ts(10 * time.Minute), state: "COMPLETED", exit: "0:0",
-				usage: "4|02:30.000|8G||20|600|1|" + tc.tres, steps: [][2]string{{"batch", "1024K"}}}}
+				resources: "4|02:30.000|8G||20|600|1|" + tc.tres, steps: [][2]string{{"batch", "1024K"}}}}
 			var all []string
 			now := s0.Add(time.Hour)
 			deps := Deps{Store: s, Config: e.cfg, Log: quiet(), Now: func() time.Time { return now }, UID: os.Getuid(), SacctLocation: time.UTC,

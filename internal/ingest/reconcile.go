@@ -27,7 +27,7 @@ const (
 // Slurm's end): so a job's GPU-seconds are sacct's gres/gpu × ElapsedRaw
 // and reports equal sreport's. The store moves every figure after the
 // times (job hours, rollups, totals). The same call brings each run's
-// usage (CPUs, TotalCPU, memory asked and peak RSS, time limit: see
+// resources (CPUs, TotalCPU, memory asked and peak RSS, time limit: see
 // askSacctRunsOf), kept beside its times. Runs are asked about in batches,
 // once: one sacct answers for without listing it is asked again each pass
 // until reconcileGiveUp after its end, and meanwhile keeps the hooks' times
@@ -73,7 +73,7 @@ func (in *Ingester) reconcileBatch(ctx context.Context, now time.Time, before in
 	}
 	answered := map[string]bool{} // by cluster: a failed call answers for none of its runs
 	times := map[int64]store.SlurmTimes{}
-	usage := map[int64]store.Resources{}
+	resources := map[int64]store.Resources{}
 	billing := map[int64]float64{} // Slurm's billing=N, by run (SetSlurmBilling)
 	calls, all, serr := askPerCluster(jobs, func(j store.Unreconciled) string { return j.Cluster }, budget,
 		func(cluster string, js []store.Unreconciled) error {
@@ -86,11 +86,11 @@ func (in *Ingester) reconcileBatch(ctx context.Context, now time.Time, before in
 			for _, j := range js {
 				if t, r, ok := slurmTimes(j, runs[j.JobID]); ok {
 					times[j.Row] = t
-					if u, ok := r.usage.usage(); ok {
-						usage[j.Row] = u
+					if u, ok := r.resources.resources(); ok {
+						resources[j.Row] = u
 					}
-					if r.usage.billed {
-						billing[j.Row] = r.usage.billing
+					if r.resources.billed {
+						billing[j.Row] = r.resources.billing
 					}
 				}
 			}
@@ -111,7 +111,7 @@ func (in *Ingester) reconcileBatch(ctx context.Context, now time.Time, before in
 				b.Rollback()
 				return 0, calls, fmt.Errorf("job %d (restart %d): %w", j.JobID, j.Restart, err)
 			}
-			if u, ok := usage[j.Row]; ok {
+			if u, ok := resources[j.Row]; ok {
 				if err := b.SetResources(j.Row, u); err != nil {
 					b.Rollback()
 					return 0, calls, fmt.Errorf("job %d (restart %d): %w", j.JobID, j.Restart, err)
@@ -153,19 +153,19 @@ func (in *Ingester) reconcileBatch(ctx context.Context, now time.Time, before in
 }
 
 // askSacctRunsOf asks sacct for every run (-D: a requeued job's earlier
-// ones too) of the given jobs of cluster (-M), with their steps and usage,
-// in one call. A call that fails in other ways than by time (an answer
-// over the output bound: jobs of very many steps; a sacct that lacks a
-// usage field) is asked once more as before usage was asked: the runs
-// only (-X), so that their times never wait on their usage, which then
-// stays not recorded. A call out of time is not asked again (one timeout
-// a pass).
+// ones too) of the given jobs of cluster (-M), with their steps and
+// resources, in one call. A call that fails in other ways than by time
+// (an answer over the output bound: jobs of very many steps; a sacct that
+// lacks a resource field) is asked once more as before the resources
+// were asked: the runs only (-X), so that their times never wait on their
+// resources, which then stay not recorded. A call out of time is not
+// asked again (one timeout a pass).
 func (in *Ingester) askSacctRunsOf(ctx context.Context, cluster string, jobs []store.Unreconciled) (map[uint64][]sacctRun, error) {
 	ids := make([]uint64, len(jobs))
 	for i, j := range jobs {
 		ids[i] = j.JobID
 	}
-	out, err := in.sacctJobs(ctx, cluster, ids, "-D", "--parsable2", "--noheader", "-o", sacctUsageFields)
+	out, err := in.sacctJobs(ctx, cluster, ids, "-D", "--parsable2", "--noheader", "-o", sacctResourceFields)
 	if err != nil && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
 		in.logSlurm("job usage not taken from sacct; asking for the times alone", err)
 		out, err = in.sacctJobs(ctx, cluster, ids, "-X", "-D", "--parsable2", "--noheader", "-o", sacctRunFields)
@@ -179,7 +179,7 @@ func (in *Ingester) askSacctRunsOf(ctx context.Context, cluster string, jobs []s
 // slurmTimes is the run of j that Slurm's accounting lists, if it lists
 // one that has ended: the run of j's restart count that started near the
 // prolog's start, or, where the start is an estimate, ended near the
-// epilog's end (pickRun). The run is returned for its usage.
+// epilog's end (pickRun). The run is returned for its resources.
 func slurmTimes(j store.Unreconciled, runs []sacctRun) (store.SlurmTimes, sacctRun, bool) {
 	known, at := j.Start, runStart
 	if j.StartEstimated {

@@ -23,7 +23,7 @@ import (
 // reconciling batches, and the jobs without a start or unfinished.
 func runsCall(args []string) bool {
 	a := strings.Join(args, " ")
-	return strings.HasSuffix(a, "-o "+sacctRunFields) || strings.HasSuffix(a, "-o "+sacctUsageFields)
+	return strings.HasSuffix(a, "-o "+sacctRunFields) || strings.HasSuffix(a, "-o "+sacctResourceFields)
 }
 
 // reconcilePhase tells reconcileTimes' calls from those about jobs without
@@ -154,7 +154,7 @@ func TestReconcileTimes(t *testing.T) {
 				t.Errorf("first pass: %d reconciling calls %q, want %d", len(calls), calls, tc.calls1)
 			}
 			if tc.calls1 > 0 {
-				want := "-M c1 -j 103,102,101 -D --parsable2 --noheader -o " + sacctUsageFields
+				want := "-M c1 -j 103,102,101 -D --parsable2 --noheader -o " + sacctResourceFields
 				if calls[0] != want {
 					t.Errorf("sacct args %q, want %q", calls[0], want)
 				}
@@ -301,7 +301,7 @@ func TestParseSacctRunsOf(t *testing.T) {
 		7: {{start: at(0, 0), end: at(0, 50), state: "requeued", code: &zero, signal: &zero}, {start: at(1, 0), end: at(2, 0), state: "completed", code: &zero, signal: &zero}},
 		8: {{start: at(0, 0), end: at(0, 10), state: "cancelled", code: &zero, signal: &fifteen}},
 	}
-	if diff := cmp.Diff(want, parseSacctRunsOf(out, time.UTC), cmp.AllowUnexported(sacctRun{}, runUsage{})); diff != "" {
+	if diff := cmp.Diff(want, parseSacctRunsOf(out, time.UTC), cmp.AllowUnexported(sacctRun{}, runResources{})); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }

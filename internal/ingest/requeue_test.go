@@ -21,11 +21,11 @@ import (
 type slurmRun struct {
 	id                             uint64
 	start, end, state, exit, jobID string
-	// usage is the run's AllocCPUS|TotalCPU|ReqMem|MaxRSS|TimelimitRaw|
-	// ElapsedRaw|NNodes ("" a run of 1 CPU, no steps' usage); steps, its
+	// resources is the run's AllocCPUS|TotalCPU|ReqMem|MaxRSS|TimelimitRaw|
+	// ElapsedRaw|NNodes ("" a run of 1 CPU, no steps' resources); steps, its
 	// steps' names and MaxRSS, listed without -X.
-	usage string
-	steps [][2]string
+	resources string
+	steps     [][2]string
 }
 
 // fakeSacct answers like sacct 22.05 from records: -j ID[,ID] selects (an
@@ -82,14 +82,14 @@ func fakeSacct(records *[]slurmRun, calls *[]string) Sacct {
 	}
 }
 
-// sacctUsageNames are the usage fields fakeSacct knows, in the order of
-// slurmRun.usage.
-var sacctUsageNames = []string{"AllocCPUS", "TotalCPU", "ReqMem", "MaxRSS", "TimelimitRaw", "ElapsedRaw", "NNodes"}
+// sacctResourceNames are the resource fields fakeSacct knows, in the order of
+// slurmRun.resources.
+var sacctResourceNames = []string{"AllocCPUS", "TotalCPU", "ReqMem", "MaxRSS", "TimelimitRaw", "ElapsedRaw", "NNodes"}
 
 // fakeSacctLine is run r's line of the given fields, or its step's (step
 // the step's name, rss its MaxRSS); an unknown field is sacct's error.
 func fakeSacctLine(r slurmRun, fields []string, step, rss string) (string, error) {
-	usage := strings.Split(cmpOr(r.usage, "1|00:00:00|0||UNLIMITED|0|1"), "|")
+	resources := strings.Split(cmpOr(r.resources, "1|00:00:00|0||UNLIMITED|0|1"), "|")
 	var vals []string
 	for _, f := range fields {
 		switch f {
@@ -116,18 +116,18 @@ func fakeSacctLine(r slurmRun, fields []string, step, rss string) (string, error
 		case "MaxRSS":
 			vals = append(vals, rss)
 		case "AllocTRES":
-			// An eighth usage field, where the run has one.
+			// An eighth resource field, where the run has one.
 			tres := ""
-			if len(usage) > 7 && step == "" {
-				tres = usage[7]
+			if len(resources) > 7 && step == "" {
+				tres = resources[7]
 			}
 			vals = append(vals, tres)
 		default:
-			i := slices.Index(sacctUsageNames, f)
+			i := slices.Index(sacctResourceNames, f)
 			if i < 0 {
 				return "", fmt.Errorf("sacct: invalid field %q", f)
 			}
-			vals = append(vals, usage[i])
+			vals = append(vals, resources[i])
 		}
 	}
 	return strings.Join(vals, "|") + "\n", nil
@@ -313,7 +313,7 @@ func TestRequeuedOpenRun(t *testing.T) {
 				t.Errorf("restart 1 allocated %d GPU-s, want 7200", a1)
 			}
 			for _, c := range calls {
-				if !strings.HasSuffix(c, "-X -D --parsable2 --noheader -o "+sacctRunFields) && !strings.HasSuffix(c, " -D --parsable2 --noheader -o "+sacctUsageFields) &&
+				if !strings.HasSuffix(c, "-X -D --parsable2 --noheader -o "+sacctRunFields) && !strings.HasSuffix(c, " -D --parsable2 --noheader -o "+sacctResourceFields) &&
 					!strings.HasSuffix(c, "-o JobIDRaw,JobID,QOS,Comment") {
 					t.Errorf("sacct asked %q", c)
 				}

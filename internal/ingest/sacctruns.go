@@ -19,8 +19,8 @@ type sacctRun struct {
 	state      string // lower case, without "+" or " by UID"
 	code       *int
 	signal     *int
-	// usage is what the run used, where the call asked (reconciling).
-	usage runUsage
+	// resources is what the run used, where the call asked (reconciling).
+	resources runResources
 }
 
 // passRuns asks sacct about a job's runs at most once a pass: the jobs
@@ -107,7 +107,7 @@ func parseSacctRunsOf(out string, loc *time.Location) map[uint64][]sacctRun {
 	for line := range strings.SplitSeq(out, "\n") {
 		if id, f, ok := stepOf(line); ok {
 			if last != nil && id == lastID {
-				last.usage.addStep(f)
+				last.resources.addStep(f)
 			}
 			continue
 		}
@@ -155,7 +155,7 @@ func parseSacctRun(line string, loc *time.Location) (uint64, sacctRun, bool, err
 			r.signal = &v
 		}
 	}
-	r.usage = parseRunUsage(f[5:])
+	r.resources = parseRunResources(f[5:])
 	return id, r, true, nil
 }
 

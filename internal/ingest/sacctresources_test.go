@@ -14,13 +14,13 @@ import (
 	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
-// sacctUsageOut is a real answer of Slurm 22.05 with
+// sacctResourcesOut is a real answer of Slurm 22.05 with
 // jobacct_gather/linux (test/slurm's harness) to `sacct -D --parsable2
-// --noheader -o` sacctUsageFields: a job burning a core of 4 with a
+// --noheader -o` sacctResourceFields: a job burning a core of 4 with a
 // batch step and a step 0, one of a time limit of a day, one that failed
 // at once (no step was sampled), an array's two tasks (raw ids 5 and 2,
 // --mem-per-cpu=300M × 2 CPUs: ReqMem is the total).
-const sacctUsageOut = `1|2026-11-28T09:02:47|2026-11-28T09:02:58|COMPLETED|0:0|4|00:03.766|1000M||2|11|1
+const sacctResourcesOut = `1|2026-11-28T09:02:47|2026-11-28T09:02:58|COMPLETED|0:0|4|00:03.766|1000M||2|11|1
 1.batch|2026-11-28T09:02:47|2026-11-28T09:02:58|COMPLETED|0:0|4|00:03.497||219796K||11|1
 1.0|2026-11-28T09:02:55|2026-11-28T09:02:58|COMPLETED|0:0|4|00:00.268||218200K||3|1
 3|2026-11-28T09:09:24|2026-11-28T09:09:25|COMPLETED|0:0|1|00:00.003|2G||1440|1|1
@@ -35,19 +35,19 @@ const sacctUsageOut = `1|2026-11-28T09:02:47|2026-11-28T09:02:58|COMPLETED|0:0|4
 2.0|2026-11-28T09:09:24|2026-11-28T09:09:28|COMPLETED|0:0|2|00:00.280||218192K||4|1
 `
 
-// TestParseSacctUsage: each run takes its own line's CPUs, elapsed, time
+// TestParseSacctResources: each run takes its own line's CPUs, elapsed, time
 // limit, requested memory (bytes per node) and TotalCPU, and the highest
 // MaxRSS of the steps listed after it; a run whose steps report no RSS
 // (jobacct_gather/none, or a job over before its first sample) has its
 // CPU time and RSS not recorded, never 0.
-func TestParseSacctUsage(t *testing.T) {
+func TestParseSacctResources(t *testing.T) {
 	const m, k = 1 << 20, 1 << 10
 	tests := []struct {
 		name string
 		out  string
 		want map[uint64][]store.Resources
 	}{
-		{"gather linux, real", sacctUsageOut, map[uint64][]store.Resources{
+		{"gather linux, real", sacctResourcesOut, map[uint64][]store.Resources{
 			1: {{AllocCPUs: 4, Nodes: 1, Elapsed: 11 * time.Second, TimeLimit: store.Known(120), ReqMem: store.Known(1000 * m), TotalCPU: store.Known(3766), MaxRSS: store.Known(219796 * k)}},
 			3: {{AllocCPUs: 1, Nodes: 1, Elapsed: time.Second, TimeLimit: store.Known(86400), ReqMem: store.Known(2 << 30), TotalCPU: store.Known(3), MaxRSS: store.Known(3124 * k)}},
 			4: {{AllocCPUs: 1, Nodes: 1, ReqMem: store.Known(4000 * m)}},
@@ -82,7 +82,7 @@ func TestParseSacctUsage(t *testing.T) {
 				"12|2026-03-02T00:00:00|2026-03-02T00:01:00|COMPLETED|0:0|1|00:01.000|1G||1|60|1\n" +
 				"13.batch|2026-03-02T00:00:00|2026-03-02T00:01:00|COMPLETED|0:0|1|00:01.000||5M||60|1\n",
 			map[uint64][]store.Resources{12: {{AllocCPUs: 1, Nodes: 1, Elapsed: time.Minute, TimeLimit: store.Known(60), ReqMem: store.Known(1 << 30)}}}},
-		{"no usage fields, or ones that do not parse: times only",
+		{"no resource fields, or ones that do not parse: times only",
 			"14|2026-03-02T00:00:00|2026-03-02T00:01:00|COMPLETED|0:0\n" +
 				"15|2026-03-02T00:00:00|2026-03-02T00:01:00|COMPLETED|0:0|x|00:00:00|1G||1|60|1\n" +
 				"15.batch|2026-03-02T00:00:00|2026-03-02T00:01:00|COMPLETED|0:0|1|00:01.000||5M||60|1\n",
@@ -93,12 +93,12 @@ func TestParseSacctUsage(t *testing.T) {
 			got := map[uint64][]store.Resources{}
 			for id, runs := range parseSacctRunsOf(tc.out, time.UTC) {
 				for _, r := range runs {
-					u, _ := r.usage.usage()
+					u, _ := r.resources.resources()
 					got[id] = append(got[id], u)
 				}
 			}
 			if d := cmp.Diff(tc.want, got); d != "" {
-				t.Errorf("usage (-want +got):\n%s", d)
+				t.Errorf("resources (-want +got):\n%s", d)
 			}
 		})
 	}
@@ -186,52 +186,52 @@ func TestReqMemPerNode(t *testing.T) {
 	}
 }
 
-// usageFigures is what the test reads of each run's usage: id, restart,
+// resourceFigures is what the test reads of each run's resources: id, restart,
 // CPUs, nodes, elapsed, limit, memory asked, CPU ms, RSS (-1: NULL).
-func usageFigures(t *testing.T, s *store.Ledger) []string {
+func resourceFigures(t *testing.T, s *store.Ledger) []string {
 	t.Helper()
 	return ledgerdb.Strings(t, s.Path, `SELECT j.job_id, j.restart, u.alloc_cpus, u.nodes, u.elapsed_s, coalesce(u.time_limit_s, -1), coalesce(u.req_mem, -1),
  coalesce(u.total_cpu_ms, -1), coalesce(u.max_rss, -1) FROM job_resources u JOIN jobs j ON j.id = u.job ORDER BY j.job_id, j.restart`)
 }
 
-// TestReconcileUsage: the reconciling call asks for the runs' usage with
+// TestReconcileResources: the reconciling call asks for the runs' resources with
 // their steps (no -X) and each run keeps its own, a run whose steps
 // report no RSS with CPU time and RSS NULL. A call that fails fast (an
-// answer over the output bound, a sacct without a usage field) is asked
-// again for the times alone: the times are taken, the usage not; a call
+// answer over the output bound, a sacct without a resource field) is asked
+// again for the times alone: the times are taken, the resources not; a call
 // out of time is not asked again.
-func TestReconcileUsage(t *testing.T) {
+func TestReconcileResources(t *testing.T) {
 	s0 := t0.Add(time.Minute)
 	ts := func(d time.Duration) string { return s0.Add(d).Format(sacctTS) }
 	records := []slurmRun{
 		{id: 101, start: ts(0), end: ts(10 * time.Minute), state: "COMPLETED", exit: "0:0",
-			usage: "4|02:30.000|8G||20|600|1", steps: [][2]string{{"batch", "1024K"}, {"0", "3G"}, {"extern", ""}}},
+			resources: "4|02:30.000|8G||20|600|1", steps: [][2]string{{"batch", "1024K"}, {"0", "3G"}, {"extern", ""}}},
 		{id: 102, start: ts(0), end: ts(20 * time.Minute), state: "FAILED", exit: "3:0",
-			usage: "2|00:00:00|0||UNLIMITED|1200|1", steps: [][2]string{{"batch", ""}}},
+			resources: "2|00:00:00|0||UNLIMITED|1200|1", steps: [][2]string{{"batch", ""}}},
 		{id: 103, start: ts(0), end: ts(5 * time.Minute), state: "REQUEUED", exit: "0:0",
-			usage: "1|04:00.000|1G||10|300|1", steps: [][2]string{{"batch", "100M"}}},
+			resources: "1|04:00.000|1G||10|300|1", steps: [][2]string{{"batch", "100M"}}},
 		{id: 103, start: ts(6 * time.Minute), end: ts(15 * time.Minute), state: "COMPLETED", exit: "0:0",
-			usage: "1|01:00.000|1G||10|540|1", steps: [][2]string{{"batch", "200M"}}},
+			resources: "1|01:00.000|1G||10|540|1", steps: [][2]string{{"batch", "200M"}}},
 	}
 	timed := []string{"101|0|1", "102|0|1", "103|0|1", "103|1|1"}
 	untimed := []string{"101|0|0", "102|0|0", "103|0|0", "103|1|0"}
 	tests := []struct {
-		name  string
-		fail  error // the usage call fails so
-		calls []string
-		times []string // job_id|restart|sacct_checked
-		usage []string
+		name      string
+		fail      error // the resources call fails so
+		calls     []string
+		times     []string // job_id|restart|sacct_checked
+		resources []string
 	}{
-		{"answered", nil, []string{sacctUsageFields}, timed, []string{
+		{"answered", nil, []string{sacctResourceFields}, timed, []string{
 			"101|0|4|1|600|1200|8589934592|150000|3221225472",
 			"102|0|2|1|1200|-1|-1|-1|-1",
 			"103|0|1|1|300|600|1073741824|240000|104857600",
 			"103|1|1|1|540|600|1073741824|60000|209715200",
 		}},
 		{"too large: times alone", errors.New("sacct -M c1 -j 103,102,101 -D: printed more than 67108864 bytes"),
-			[]string{sacctUsageFields, sacctRunFields}, timed, nil},
+			[]string{sacctResourceFields, sacctRunFields}, timed, nil},
 		{"out of time: not asked again", fmt.Errorf("sacct: no answer in time: %w", context.DeadlineExceeded),
-			[]string{sacctUsageFields}, untimed, nil},
+			[]string{sacctResourceFields}, untimed, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -251,7 +251,7 @@ func TestReconcileUsage(t *testing.T) {
 				if phase.reconciling(args) {
 					fields := args[len(args)-1]
 					calls = append(calls, fields)
-					if tc.fail != nil && fields == sacctUsageFields {
+					if tc.fail != nil && fields == sacctResourceFields {
 						return nil, tc.fail
 					}
 				}
@@ -266,8 +266,8 @@ func TestReconcileUsage(t *testing.T) {
 			if d := cmp.Diff(tc.times, ledgerdb.Strings(t, s.Path, `SELECT job_id, restart, sacct_checked FROM jobs ORDER BY job_id, restart`)); d != "" {
 				t.Errorf("runs (-want +got):\n%s", d)
 			}
-			if d := cmp.Diff(tc.usage, usageFigures(t, s)); d != "" {
-				t.Errorf("usage (-want +got):\n%s", d)
+			if d := cmp.Diff(tc.resources, resourceFigures(t, s)); d != "" {
+				t.Errorf("resources (-want +got):\n%s", d)
 			}
 		})
 	}

@@ -9,16 +9,16 @@ import (
 	"github.com/aicloud/gpusuite/internal/store"
 )
 
-// sacctUsageFields follow sacctRunFields in the reconciling call: what a
+// sacctResourceFields follow sacctRunFields in the reconciling call: what a
 // run used of its allocation. Asked without -X, sacct lists each run's
 // steps after it; the run's own line then sums the steps' TotalCPU, and
 // the steps carry MaxRSS.
 // AllocTRES carries Slurm's billing of the run (billing=N, billing.go).
-const sacctUsageFields = sacctRunFields + ",AllocCPUS,TotalCPU,ReqMem,MaxRSS,TimelimitRaw,ElapsedRaw,NNodes,AllocTRES"
+const sacctResourceFields = sacctRunFields + ",AllocCPUS,TotalCPU,ReqMem,MaxRSS,TimelimitRaw,ElapsedRaw,NNodes,AllocTRES"
 
-// runUsage is what sacct's lines say of a run's usage: its own line
+// runResources is what sacct's lines say of a run's resources: its own line
 // (job) and its steps' (rss, gathered).
-type runUsage struct {
+type runResources struct {
 	job      bool    // the run's line gave AllocCPUS, ElapsedRaw and NNodes
 	billing  float64 // AllocTRES' billing=N, where billed
 	billed   bool
@@ -35,23 +35,23 @@ type runUsage struct {
 	gathered bool
 }
 
-// parseRunUsage reads the fields after sacctRunFields of a run's line:
+// parseRunResources reads the fields after sacctRunFields of a run's line:
 // AllocCPUS|TotalCPU|ReqMem|MaxRSS|TimelimitRaw|ElapsedRaw|NNodes. A line
-// without them, or with ones that do not parse, gives no usage.
-func parseRunUsage(f []string) runUsage {
+// without them, or with ones that do not parse, gives no resources.
+func parseRunResources(f []string) runResources {
 	if len(f) < 7 {
-		return runUsage{}
+		return runResources{}
 	}
-	var u runUsage
+	var u runResources
 	var err error
 	if u.cpus, err = strconv.ParseInt(strings.TrimSpace(f[0]), 10, 64); err != nil {
-		return runUsage{}
+		return runResources{}
 	}
 	if u.elapsed, err = strconv.ParseInt(strings.TrimSpace(f[5]), 10, 64); err != nil {
-		return runUsage{}
+		return runResources{}
 	}
 	if u.nodes, err = strconv.ParseInt(strings.TrimSpace(f[6]), 10, 64); err != nil {
-		return runUsage{}
+		return runResources{}
 	}
 	if ms, ok := sacctCPUTime(f[1]); ok {
 		u.totalCPU = ms
@@ -68,8 +68,8 @@ func parseRunUsage(f []string) runUsage {
 }
 
 // addStep takes a step's line (its fields after sacctRunFields) into the
-// run's usage: the highest MaxRSS.
-func (u *runUsage) addStep(f []string) {
+// run's resources: the highest MaxRSS.
+func (u *runResources) addStep(f []string) {
 	if len(f) < 4 {
 		return
 	}
@@ -79,9 +79,9 @@ func (u *runUsage) addStep(f []string) {
 	}
 }
 
-// usage is the run's usage as the ledger keeps it; false when the run's
+// resources is the run's resources as the ledger keeps it; false when the run's
 // line gave none.
-func (u runUsage) usage() (store.Resources, bool) {
+func (u runResources) resources() (store.Resources, bool) {
 	if !u.job {
 		return store.Resources{}, false
 	}
