@@ -49,10 +49,6 @@ type Response struct {
 	// ProcErrors says, per UUID, why its processes could not be listed.
 	ProcErrors map[string]string `json:"proc_errors,omitempty"`
 	Error      string            `json:"error,omitempty"`
-
-	// inv is the inventory an answer was taken from (Ask without the
-	// agent's identify), kept for its MIG instances; nil otherwise.
-	inv *Inventory
 }
 
 // ErrRefused is a request the agent refused (on either socket); its

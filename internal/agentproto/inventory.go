@@ -56,23 +56,17 @@ var ErrInventory = errors.New("agent inventory unusable")
 // error wrapping ErrConnect means no agent listens; ErrInventory,
 // that the caller should ask with Identify.
 func Expect(ctx context.Context, path string, timeout, maxAge time.Duration, minors []int, key string) ([]record.GPU, *Expected, error) {
-	_, gpus, e, err := expect(ctx, path, timeout, maxAge, minors, key)
-	return gpus, e, err
-}
-
-// expect is Expect, with the inventory it read and trusted.
-func expect(ctx context.Context, path string, timeout, maxAge time.Duration, minors []int, key string) (*Inventory, []record.GPU, *Expected, error) {
 	// the file first: without a usable one the caller's identify is the
 	// only connection
 	inv, gpus, err := readInventory(InventoryPath(path), minors)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	c, err := Dial(ctx, path)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("agent socket %q: %s: %w", path, OpIdentify, err)
+		return nil, nil, fmt.Errorf("agent socket %q: %s: %w", path, OpIdentify, err)
 	}
 	e := &Expected{c: c, path: path, timeout: timeout}
 	cred, err := PeerCred(c)
@@ -84,9 +78,10 @@ func expect(ctx context.Context, path string, timeout, maxAge time.Duration, min
 	}
 	if err != nil {
 		e.Close()
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	return &inv, gpus, e, nil
+	e.inv = &inv
+	return gpus, e, nil
 }
 
 // Expected is an identify sent without waiting for the answer, on a
@@ -95,6 +90,7 @@ type Expected struct {
 	c       net.Conn
 	path    string
 	timeout time.Duration
+	inv     *Inventory // read and trusted: its MIG instances (MIGUUIDs)
 }
 
 // Announce tells the agent about the event just spooled, after the
@@ -130,9 +126,9 @@ func InventoryMaxAge(interval time.Duration) time.Duration {
 // listens.
 func Ask(ctx context.Context, path string, timeout, interval time.Duration, minors []int, procs bool, key string) (Response, *Expected, error) {
 	if !procs {
-		inv, gpus, e, err := expect(ctx, path, timeout, InventoryMaxAge(interval), minors, key)
+		gpus, e, err := Expect(ctx, path, timeout, InventoryMaxAge(interval), minors, key)
 		if !errors.Is(err, ErrInventory) {
-			return Response{GPUs: gpus, inv: inv}, e, err
+			return Response{GPUs: gpus}, e, err
 		}
 	}
 	resp, err := Identify(ctx, path, timeout, minors, procs, key)

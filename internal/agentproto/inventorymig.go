@@ -31,14 +31,15 @@ func MIGUUIDs(sock string, maxAge time.Duration, gpus []record.GPU) error {
 	return err
 }
 
-// MIGUUIDs is the package's MIGUUIDs for gpus identified by r: from the
-// inventory r was taken from, already read and trusted, or, when the
-// agent answered r itself, from its inventory read now.
-func (r Response) MIGUUIDs(sock string, maxAge time.Duration, gpus []record.GPU) error {
-	if r.inv == nil {
+// MIGUUIDs is the package's MIGUUIDs for gpus that Ask identified with
+// e: from the inventory Expect read and trusted, or, when Ask returned
+// no Expected (the agent answered an identify), from the agent's
+// inventory at sock, read now.
+func (e *Expected) MIGUUIDs(sock string, maxAge time.Duration, gpus []record.GPU) error {
+	if e == nil || e.inv == nil {
 		return MIGUUIDs(sock, maxAge, gpus)
 	}
-	fillMIG(*r.inv, nil, gpus)
+	fillMIG(*e.inv, nil, gpus)
 	return nil
 }
 

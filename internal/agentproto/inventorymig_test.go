@@ -12,7 +12,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/record"
 )
 
-// An answer Ask took from the inventory fills the slices' MIG UUIDs from
+// GPUs Ask took from the inventory have the slices' MIG UUIDs from
 // that same read: the file is not read again (here it is gone by then).
 func TestAskInventoryFillsMIGUUIDs(t *testing.T) {
 	ip := func(v int) *int { return &v }
@@ -33,7 +33,7 @@ func TestAskInventoryFillsMIGUUIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	ans, e, err := Ask(context.Background(), sock, 2*time.Second, time.Minute, []int{0}, false, "cl/42/0/n1/job_start")
+	_, e, err := Ask(context.Background(), sock, 2*time.Second, time.Minute, []int{0}, false, "cl/42/0/n1/job_start")
 	if err != nil || e == nil {
 		t.Fatalf("Ask: %v (from the inventory: %v)", err, e != nil)
 	}
@@ -42,7 +42,7 @@ func TestAskInventoryFillsMIGUUIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	gpus := []record.GPU{{Minor: 0, Parent: "GPU-a", GI: ip(1), CI: ip(0)}}
-	if err := ans.MIGUUIDs(sock, time.Minute, gpus); err != nil {
+	if err := e.MIGUUIDs(sock, time.Minute, gpus); err != nil {
 		t.Fatal(err)
 	}
 	if gpus[0].UUID != "MIG-x" || len(gpus[0].Missing) != 0 {

@@ -159,7 +159,7 @@ func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *
 			ev.GPUs, ev.Quality = ans.GPUs, withMissing(ans.GPUs, ev.Quality)
 			// a slice's parent runs other jobs' slices: checked as slices
 			ev.Quality, sliced = asSlices(ev.GPUs, slices, ev.Quality), true
-			if err := ans.MIGUUIDs(sock, agentproto.InventoryMaxAge(cfg.Agent.Interval.Duration), ev.GPUs); err != nil {
+			if err := exp.MIGUUIDs(sock, agentproto.InventoryMaxAge(cfg.Agent.Interval.Duration), ev.GPUs); err != nil {
 				log.Warn("MIG UUIDs not read from the agent's inventory", "job", job.ID, "err", err)
 			}
 			if health {
