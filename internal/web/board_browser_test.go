@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -33,7 +34,9 @@ func TestBoardBrowser(t *testing.T) {
 	}
 	text := func(sel string) string {
 		t.Helper()
-		s, err := chromedp.Run(ctx, chromedp.TextContent(sel))
+		// One evaluation in the page: the stream may replace the element
+		// between a query and a separate read of its text.
+		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(function (el) { return el ? el.textContent : ""; })(document.querySelector(`+strconv.Quote(sel)+`))`))
 		if err != nil {
 			t.Fatalf("text of %s: %v", sel, err)
 		}
