@@ -88,8 +88,8 @@ func TestHooksStatic(t *testing.T) {
 var layers = [][]string{
 	// the wire contract, and helpers over the standard library alone
 	{"internal/record", "internal/logging", "internal/boundcmd", "internal/spool", "internal/cli/buildinfo", "internal/cli/exitcode"},
-	// what a node reads and ships: its config, Slurm's hand-over, the spool's way out
-	{"internal/config", "internal/slurm", "internal/ship"},
+	// what a node reads and ships: its config, Slurm's hand-over and host lists, the spool's way out
+	{"internal/config", "internal/slurm", "internal/slurmstate", "internal/ship"},
 	// the node's ways to others: the agent's sockets (both sides), NVML, HTTP
 	{"internal/agentproto", "internal/gpu", "internal/webconfig"},
 	// the programs' logic: peers that ask or answer through agentproto
