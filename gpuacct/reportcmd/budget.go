@@ -82,13 +82,9 @@ func runBudget(c *cli.Context, d Deps) error {
 		return err
 	}
 	defer db.Close()
-	known, err := db.BudgetAccounts(c.Context, m)
+	all, err := checkBudgets(c.Context, cmd, e, db, m)
 	if err != nil {
-		return fmt.Errorf("%s: %w", cmd, err)
-	}
-	all, err := budget.Parse(e.cfg.Budget.Entry, known)
-	if err != nil {
-		return cliwire.Usagef("%s: %v", cmd, err)
+		return err
 	}
 	accounts := listOf(c, "account")
 	for i := range accounts {

@@ -21,13 +21,9 @@ func teamBudgets(ctx context.Context, e *env, db *report.Ledger, m *teams.Mappin
 	if len(e.cfg.Budget.Entry) == 0 {
 		return nil
 	}
-	known, err := db.BudgetAccounts(ctx, m)
+	bs, err := checkBudgets(ctx, cmd, e, db, m)
 	if err != nil {
-		return fmt.Errorf("%s: %w", cmd, err)
-	}
-	bs, err := budget.Parse(e.cfg.Budget.Entry, known)
-	if err != nil {
-		return cliwire.Usagef("%s: %v", cmd, err)
+		return err
 	}
 	burns, err := db.Burns(ctx, bs, e.now, e.loc, time.Month(e.cfg.Budget.FiscalStart))
 	if err != nil {
@@ -35,4 +31,19 @@ func teamBudgets(ctx context.Context, e *env, db *report.Ledger, m *teams.Mappin
 	}
 	report.BudgetColumn(t, burns, m)
 	return nil
+}
+
+// checkBudgets is the config's budgets checked against the accounts the
+// ledger and the teams file know: a bad entry is one line naming it,
+// exit 2.
+func checkBudgets(ctx context.Context, cmd string, e *env, db *report.Ledger, m *teams.Mapping) ([]budget.Budget, error) {
+	known, err := db.BudgetAccounts(ctx, m)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cmd, err)
+	}
+	bs, err := budget.Parse(e.cfg.Budget.Entry, known)
+	if err != nil {
+		return nil, cliwire.Usagef("%s: %v", cmd, err)
+	}
+	return bs, nil
 }
