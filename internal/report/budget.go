@@ -89,8 +89,10 @@ func (d *Ledger) Burns(ctx context.Context, bs []budget.Budget, now time.Time, l
 	}
 	periods := map[budget.Period]*read{}
 	var order []budget.Period
-	for _, b := range bs {
+	ps := make([]budget.Period, len(bs)) // each budget's
+	for i, b := range bs {
 		p := b.Period(now, loc, fiscal)
+		ps[i] = p
 		r := periods[p]
 		if r == nil {
 			r = &read{}
@@ -115,8 +117,8 @@ func (d *Ledger) Burns(ctx context.Context, bs []budget.Budget, now time.Time, l
 		r.days = days
 	}
 	out := make([]budget.Burndown, 0, len(bs))
-	for _, b := range bs {
-		p := b.Period(now, loc, fiscal)
+	for i, b := range bs {
+		p := ps[i]
 		var days []budget.Day
 		var users []string
 		for _, u := range periods[p].days {
