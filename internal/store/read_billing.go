@@ -13,7 +13,7 @@ import (
 func (s *Ledger) HasBilling(ctx context.Context) (bool, error) {
 	var n int64
 	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM rollup_monthly WHERE billing <> 0 LIMIT 1) AS b`).Scan(&n); err != nil {
-		return false, fmt.Errorf("billing weights: %w", translate(err))
+		return false, fmt.Errorf("billed usage: %w", translate(err))
 	}
 	return n > 0, nil
 }
