@@ -662,7 +662,8 @@ func (e *e2e) checkBusyCell(t *testing.T, index int, job uint64, user string, me
 	if !strings.Contains(tip, "job "+strconv.FormatUint(job, 10)) || !strings.Contains(tip, "user "+user) {
 		t.Errorf("busy GPU %d's tooltip lacks job %d of user %s:\n%s", index, job, user, tip)
 	}
-	// the process's row: pid, user, job, memory as the page writes GiB
+	// the process's row: pid and its command (the agent read "sleep" from
+	// /proc), user, job, memory as the page writes GiB
 	row := ""
 	for _, l := range strings.Split(tip, "\n") {
 		if strings.HasPrefix(strings.TrimSpace(l), strconv.FormatUint(uint64(pid), 10)) {
@@ -670,8 +671,8 @@ func (e *e2e) checkBusyCell(t *testing.T, index int, job uint64, user string, me
 		}
 	}
 	mem := strconv.FormatFloat(float64(memMiB)/1024, 'f', 1, 64) + " GiB"
-	if f := strings.Fields(row); len(f) < 4 || f[1] != user || f[2] != strconv.FormatUint(job, 10) || !strings.Contains(row, mem) {
-		t.Errorf("busy GPU %d's tooltip: process row %q; want process %d of %s in job %d with %s:\n%s", index, row, pid, user, job, mem, tip)
+	if f := strings.Fields(row); len(f) < 5 || f[1] != "sleep" || f[2] != user || f[3] != strconv.FormatUint(job, 10) || !strings.Contains(row, mem) {
+		t.Errorf("busy GPU %d's tooltip: process row %q; want process %d (sleep) of %s in job %d with %s:\n%s", index, row, pid, user, job, mem, tip)
 	}
 	doc := e.status(t)
 	for _, n := range doc.Nodes {
@@ -697,8 +698,8 @@ func (e *e2e) checkForeignCell(t *testing.T, index int, pid uint32, user string)
 			row = l
 		}
 	}
-	if f := strings.Fields(row); len(f) < 2 || f[1] != user || !strings.Contains(row, "foreign") {
-		t.Errorf("foreign GPU %d's tooltip: process row %q; want %s's process %d flagged foreign:\n%s", index, row, user, pid, tip)
+	if f := strings.Fields(row); len(f) < 3 || f[1] != "sleep" || f[2] != user || !strings.Contains(row, "foreign") {
+		t.Errorf("foreign GPU %d's tooltip: process row %q; want %s's process %d (sleep) flagged foreign:\n%s", index, row, user, pid, tip)
 	}
 }
 
