@@ -71,11 +71,7 @@ func (r Reader) Queue(ctx context.Context) (Queue, error) {
 	if err != nil {
 		return Queue{}, err
 	}
-	now := time.Now
-	if r.Now != nil {
-		now = r.Now
-	}
-	return Queue{At: now(), Rows: SumQueue(jobs), Unread: unread}, nil
+	return Queue{At: r.now(), Rows: SumQueue(jobs), Unread: unread}, nil
 }
 
 // ParsePending reads squeueFormat's lines, keeping the jobs that ask for

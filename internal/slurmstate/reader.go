@@ -72,11 +72,15 @@ func (r Reader) Read(ctx context.Context) (State, error) {
 	if err != nil {
 		return State{}, err
 	}
-	now := time.Now
+	return State{Nodes: nodes, Reservations: res, At: r.now()}, nil
+}
+
+// now is the reader's clock: Now, else time.Now.
+func (r Reader) now() time.Time {
 	if r.Now != nil {
-		now = r.Now
+		return r.Now()
 	}
-	return State{Nodes: nodes, Reservations: res, At: now()}, nil
+	return time.Now()
 }
 
 // run calls Run, but returns at ctx's end whatever Run does, and
