@@ -84,9 +84,7 @@ func (in *Ingester) partitionWeights(ctx context.Context) ([]store.BillingWeight
 
 // scontrol runs one scontrol call within ingest.sacct_timeout.
 func (in *Ingester) scontrol(ctx context.Context, args ...string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, in.d.Config.Ingest.SacctTimeout.Duration)
-	defer cancel()
-	return in.d.Scontrol(ctx, args...)
+	return in.bounded(ctx, in.d.Scontrol, args...)
 }
 
 // configWeights is [billing] weights as the ledger keeps them: weights

@@ -155,7 +155,13 @@ func (in *Ingester) readClusterFacts(ctx context.Context, cluster string, from, 
 // sacctmgr runs one sacctmgr call within ingest.sacct_timeout: the
 // account tree and the cluster's facts alike.
 func (in *Ingester) sacctmgr(ctx context.Context, args ...string) ([]byte, error) {
+	return in.bounded(ctx, in.d.Sacctmgr, args...)
+}
+
+// bounded runs one call of a Slurm command (sacctmgr, scontrol) within
+// ingest.sacct_timeout and returns what it printed.
+func (in *Ingester) bounded(ctx context.Context, run Sacct, args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, in.d.Config.Ingest.SacctTimeout.Duration)
 	defer cancel()
-	return in.d.Sacctmgr(ctx, args...)
+	return run(ctx, args...)
 }
