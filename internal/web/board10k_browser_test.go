@@ -1,7 +1,6 @@
 package web_test
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -24,24 +23,6 @@ import (
 func TestBoardBrowser10k(t *testing.T) {
 	small, big := boardOfN(t, 125), boardOfN(t, 1250)
 	ctx := browser.NewBrowser(t, 1440, 1000)
-	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	eval := func(js string) bool {
-		t.Helper()
-		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
-		if err != nil {
-			t.Fatalf("%s: %v", js, err)
-		}
-		return ok
-	}
-	wait := func(what, js string) {
-		t.Helper()
-		do(what, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(60*time.Second)))
-	}
 
 	firstRender(t, ctx, small.URL) // warms the browser and the static files
 	ms1k := firstRender(t, ctx, small.URL)
@@ -100,36 +81,27 @@ func TestBoardBrowser10k(t *testing.T) {
 
 	// Search: user u5002 holds gpu1000's GPU 4 (partition long); only
 	// that node shows, its group opened, the other hidden.
-	do("search", chromedp.SendKeys("#board-q", "user u5002"))
-	wait("user's cell shown", `(function () { var c = document.getElementById("gpu-gpu1000-4");
+	browser.Do(t, ctx, "search", chromedp.SendKeys("#board-q", "user u5002"))
+	browser.Wait(t, ctx, "user's cell shown", 60*time.Second, `(function () { var c = document.getElementById("gpu-gpu1000-4");
 		return c !== null && c.offsetParent !== null && c.closest("details").open; })()`)
-	if !eval(`Array.from(document.querySelectorAll(".node")).filter(function (r) { return !r.hidden; }).length === 1`) {
+	if !browser.Eval(t, ctx, `Array.from(document.querySelectorAll(".node")).filter(function (r) { return !r.hidden; }).length === 1`) {
 		t.Error("rows other than the user's show")
 	}
-	if !eval(`document.querySelector('details.group[data-key="gpu/NVIDIA H100"]').hidden`) {
+	if !browser.Eval(t, ctx, `document.querySelector('details.group[data-key="gpu/NVIDIA H100"]').hidden`) {
 		t.Error("the group without a match shows")
 	}
-	if !strings.Contains(eval2(t, ctx, `document.getElementById("gpu-gpu1000-4").title`), "job 5002 u5002") {
+	if !strings.Contains(browser.Value[string](t, ctx, `document.getElementById("gpu-gpu1000-4").title`), "job 5002 u5002") {
 		t.Error("the user's cell does not name the job and user")
 	}
 
 	// Cleared, the groups close again; one opened from the keyboard stays
 	// open across a reload.
-	do("clear", chromedp.Evaluate[chromedp.Void](`(function () { var q = document.getElementById("board-q"); q.value = ""; q.dispatchEvent(new Event("input")); })()`))
-	wait("groups closed", `Array.from(document.querySelectorAll("details.group")).every(function (d) { return !d.open && !d.hidden; })`)
-	do("open from keyboard", chromedp.Focus(`details.group[data-key="gpu/NVIDIA H100"] > summary`), chromedp.KeyEvent("\r"))
-	wait("group open", `document.querySelector('details.group[data-key="gpu/NVIDIA H100"]').open`)
-	do("reload", chromedp.Reload(), chromedp.WaitVisible("#summary"))
-	wait("group open after reload", `document.querySelector('details.group[data-key="gpu/NVIDIA H100"]').open &&
+	browser.Do(t, ctx, "clear", chromedp.Evaluate[chromedp.Void](`(function () { var q = document.getElementById("board-q"); q.value = ""; q.dispatchEvent(new Event("input")); })()`))
+	browser.Wait(t, ctx, "groups closed", 60*time.Second, `Array.from(document.querySelectorAll("details.group")).every(function (d) { return !d.open && !d.hidden; })`)
+	browser.Do(t, ctx, "open from keyboard", chromedp.Focus(`details.group[data-key="gpu/NVIDIA H100"] > summary`), chromedp.KeyEvent("\r"))
+	browser.Wait(t, ctx, "group open", 60*time.Second, `document.querySelector('details.group[data-key="gpu/NVIDIA H100"]').open`)
+	browser.Do(t, ctx, "reload", chromedp.Reload(), chromedp.WaitVisible("#summary"))
+	browser.Wait(t, ctx, "group open after reload", 60*time.Second, `document.querySelector('details.group[data-key="gpu/NVIDIA H100"]').open &&
 		!document.querySelector('details.group[data-key="long/NVIDIA H100"]').open`)
-	do("first cell shown", chromedp.WaitVisible("#gpu-gpu000-0"))
-}
-
-func eval2(t *testing.T, ctx context.Context, js string) string {
-	t.Helper()
-	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
-	if err != nil {
-		t.Fatalf("%s: %v", js, err)
-	}
-	return s
+	browser.Do(t, ctx, "first cell shown", chromedp.WaitVisible("#gpu-gpu000-0"))
 }

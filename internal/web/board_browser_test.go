@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http/httptest"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,36 +25,12 @@ func TestBoardBrowser(t *testing.T) {
 	lb := newLiveBoard(t, bookedNote())
 	srv := newBoardServer(t, web.Options{Board: lb.src, BoardTick: 100 * time.Millisecond})
 	ctx, shots := browser.NewBrowser(t, 1440, 1000), browser.ShotDir(t)
-	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	text := func(sel string) string {
-		t.Helper()
-		// One evaluation in the page: the stream may replace the element
-		// between a query and a separate read of its text.
-		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(function (el) { return el ? el.textContent : ""; })(document.querySelector(`+strconv.Quote(sel)+`))`))
-		if err != nil {
-			t.Fatalf("text of %s: %v", sel, err)
-		}
-		return strings.TrimSpace(s)
-	}
-	eval := func(js string) bool {
-		t.Helper()
-		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
-		if err != nil {
-			t.Fatalf("%s: %v", js, err)
-		}
-		return ok
-	}
 	shot := func(name string) { t.Helper(); browser.Shot(t, ctx, shots, name) }
 
 	// First render: the browser's own clock, navigation start to the
 	// board's cells visible.
 	watchCSP(t, ctx)
-	do("board", chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible("#gpu-n1-0"))
+	browser.Do(t, ctx, "board", chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible("#gpu-n1-0"))
 	ms, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`performance.now()`))
 	if err != nil {
 		t.Fatal(err)
@@ -66,31 +41,31 @@ func TestBoardBrowser(t *testing.T) {
 	}
 
 	for sel, want := range map[string]string{"#kpi-free": "1", "#kpi-booked": "1", "#kpi-idle": "1", "#kpi-running": "2", "#kpi-stale": "1"} {
-		if got := text(sel); got != want {
+		if got := browser.Text(t, ctx, sel); got != want {
 			t.Errorf("%s shows %q, want %q", sel, got, want)
 		}
 	}
 	// Grayscale: every cell's state word is in its text, and no two states
 	// share a symbol.
-	if !eval(`Array.from(document.querySelectorAll(".cells .gpu")).every(function (el) {
+	if !browser.Eval(t, ctx, `Array.from(document.querySelectorAll(".cells .gpu")).every(function (el) {
 		var s = el.className.match(/s-(\w+)/)[1]; return el.querySelector(".st").textContent.indexOf(s) >= 0; })`) {
 		t.Error("a cell's state word is missing from its text")
 	}
-	if !eval(`(function () { var s = Array.from(document.querySelectorAll("#legend .sym")).map(function (e) { return e.textContent; });
+	if !browser.Eval(t, ctx, `(function () { var s = Array.from(document.querySelectorAll("#legend .sym")).map(function (e) { return e.textContent; });
 		return s.length === 9 && new Set(s).size === 9; })()`) {
 		t.Error("the legend does not list 9 states with 9 distinct symbols")
 	}
 	// A note's markup is text, not markup.
-	if got := text("#gpu-n2-1 .tip .note"); !strings.Contains(got, "<b>demo</b> & friends") {
+	if got := browser.Text(t, ctx, "#gpu-n2-1 .tip .note"); !strings.Contains(got, "<b>demo</b> & friends") {
 		t.Errorf("note shows %q", got)
 	}
-	if !eval(`document.querySelector("#gpu-n2-1 .note b") === null`) {
+	if !browser.Eval(t, ctx, `document.querySelector("#gpu-n2-1 .note b") === null`) {
 		t.Error("the note's <b> became an element")
 	}
 
 	// Keyboard: focus the busy cell; its tip shows the job's user and the
 	// process memory.
-	do("focus busy cell", chromedp.Focus("#gpu-n1-0"), chromedp.WaitVisible("#gpu-n1-0 .tip"))
+	browser.Do(t, ctx, "focus busy cell", chromedp.Focus("#gpu-n1-0"), chromedp.WaitVisible("#gpu-n1-0 .tip"))
 	tip, err := chromedp.Run(ctx, chromedp.Text("#gpu-n1-0 .tip"))
 	if err != nil {
 		t.Fatal(err)
@@ -104,19 +79,19 @@ func TestBoardBrowser(t *testing.T) {
 
 	// A job starts on n1's free GPU 3: the cell turns busy without a
 	// reload (the marker set on this page's window survives).
-	if cls := text("#gpu-n1-3 .st"); !strings.Contains(cls, "free") {
+	if cls := browser.Text(t, ctx, "#gpu-n1-3 .st"); !strings.Contains(cls, "free") {
 		t.Fatalf("n1 GPU 3 is %q before the job", cls)
 	}
-	do("mark page", chromedp.Evaluate[chromedp.Void](`window.noReload = 1`))
+	browser.Do(t, ctx, "mark page", chromedp.Evaluate[chromedp.Void](`window.noReload = 1`))
 	// The stream is open once an event arrived; wait for it, then change.
-	do("stream open", chromedp.Poll[chromedp.Void](`document.getElementById("board").hasAttribute("data-updated")`, chromedp.WithPollingTimeout(30*time.Second)))
+	browser.Wait(t, ctx, "stream open", 30*time.Second, `document.getElementById("board").hasAttribute("data-updated")`)
 	writeSnapshot(t, lb.dir, record.Live{Node: "n1", GPUs: []record.LiveGPU{liveGPU(0, 87, 40960, 7), liveGPU(1, 0, 512, 7), liveGPU(2, 30, 2048, 8), liveGPU(3, 50, 1024, 12)}})
 	lb.clock.set(boardNow.Add(time.Second))
-	do("cell turns busy", chromedp.Poll[chromedp.Void](`document.querySelector("#gpu-n1-3.s-busy") !== null`, chromedp.WithPollingTimeout(30*time.Second)))
-	if !eval(`window.noReload === 1`) {
+	browser.Wait(t, ctx, "cell turns busy", 30*time.Second, `document.querySelector("#gpu-n1-3.s-busy") !== null`)
+	if !browser.Eval(t, ctx, `window.noReload === 1`) {
 		t.Error("the page reloaded to show the new board")
 	}
-	if got := text("#kpi-free"); got != "0" {
+	if got := browser.Text(t, ctx, "#kpi-free"); got != "0" {
 		t.Errorf("free after the job started: %q, want 0", got)
 	}
 	// The first render and the stream's swaps ran under the policy.
@@ -124,11 +99,10 @@ func TestBoardBrowser(t *testing.T) {
 
 	// Every age ticks on the page, a stale node's too, from the server's
 	// time: it was 60 s when the page came.
-	do("stale age ticks", chromedp.Poll[chromedp.Void](`(function () { var el = document.querySelector(".node.stale strong [data-t]"); return el !== null && el.textContent !== "60 s"; })()`,
-		chromedp.WithPollingTimeout(30*time.Second)))
+	browser.Wait(t, ctx, "stale age ticks", 30*time.Second, `(function () { var el = document.querySelector(".node.stale strong [data-t]"); return el !== null && el.textContent !== "60 s"; })()`)
 
 	// 390 px wide: no horizontal scroll.
-	do("narrow", chromedp.EmulateViewport(390, 844), chromedp.Reload(), chromedp.WaitVisible("#gpu-n1-0"))
+	browser.Do(t, ctx, "narrow", chromedp.EmulateViewport(390, 844), chromedp.Reload(), chromedp.WaitVisible("#gpu-n1-0"))
 	if w, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); err != nil || w > 390 {
 		t.Errorf("at 390 px the page is %d px wide (%v)", w, err)
 	}

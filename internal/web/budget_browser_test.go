@@ -24,29 +24,7 @@ func TestBudgetBrowser(t *testing.T) {
 	o.Board, o.BoardTick = lb.src, 100*time.Millisecond
 	srv := newBoardServer(t, o)
 	ctx, shots := browser.NewBrowser(t, 1440, 1000), browser.ShotDir(t)
-	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	text := func(sel string) string {
-		t.Helper()
-		s, err := chromedp.Run(ctx, chromedp.TextContent(sel))
-		if err != nil {
-			t.Fatalf("text of %s: %v", sel, err)
-		}
-		return strings.TrimSpace(s)
-	}
-	count := func(js string) int {
-		t.Helper()
-		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](js))
-		if err != nil {
-			t.Fatalf("%s: %v", js, err)
-		}
-		return n
-	}
-	do("log in as lena", func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+	browser.Do(t, ctx, "log in as lena", func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
 		if _, err := cdp.Call(ctx, tg, network.Enable, network.EnableParams{}); err != nil {
 			return chromedp.Void{}, err
 		}
@@ -55,36 +33,36 @@ func TestBudgetBrowser(t *testing.T) {
 	})
 	watchCSP(t, ctx)
 
-	do("board", chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible("#budget-line"))
+	browser.Do(t, ctx, "board", chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible("#budget-line"))
 	noCSPViolations(t, ctx, "board")
-	if got, want := text("#budget-line"), "vision: 80 % of 100 GPU-h used, runs out 2026-11-28"; got != want {
+	if got, want := browser.Text(t, ctx, "#budget-line"), "vision: 80 % of 100 GPU-h used, runs out 2026-11-28"; got != want {
 		t.Errorf("board's header: %q, want %q", got, want)
 	}
 	browser.Shot(t, ctx, shots, "budget-board.png")
 
-	do("budget page", chromedp.Click("#budget-line"), chromedp.WaitVisible("#budget-1 svg"))
+	browser.Do(t, ctx, "budget page", chromedp.Click("#budget-line"), chromedp.WaitVisible("#budget-1 svg"))
 	noCSPViolations(t, ctx, "budget page")
 	browser.Shot(t, ctx, shots, "budget.png")
-	if h1 := text("h1"); h1 != "Budget of vision" {
+	if h1 := browser.Text(t, ctx, "h1"); h1 != "Budget of vision" {
 		t.Errorf("budget page's heading %q", h1)
 	}
-	if got := text("#budget-runout-1"); got != "2026-11-28" {
+	if got := browser.Text(t, ctx, "#budget-runout-1"); got != "2026-11-28" {
 		t.Errorf("run-out date %q, want 2026-11-28", got)
 	}
 	// The budget, the ideal and the burn line, drawn with a length.
-	if n := count(`[...document.querySelectorAll("#budget-1 svg polyline")].filter(p => p.getTotalLength() > 100).length`); n != 3 {
+	if n := browser.Value[int](t, ctx, `[...document.querySelectorAll("#budget-1 svg polyline")].filter(p => p.getTotalLength() > 100).length`); n != 3 {
 		t.Errorf("the chart draws %d lines longer than 100 px, want 3 (budget, ideal, used)", n)
 	}
 	burn := `document.querySelectorAll("#budget-1 svg polyline")[2]`
-	if n := count(burn + `.points.numberOfItems`); n != 27 {
+	if n := browser.Value[int](t, ctx, burn+`.points.numberOfItems`); n != 27 {
 		t.Errorf("the burn line has %d points, want 27: the start and November's 26 days to now", n)
 	}
-	if !strings.Contains(text("#budget-1 svg polyline:nth-of-type(3) title"), "80.0 GPU-h") {
-		t.Errorf("the burn line's title lacks the 80.0 GPU-h used: %q", text("#budget-1 svg polyline:nth-of-type(3) title"))
+	if !strings.Contains(browser.Text(t, ctx, "#budget-1 svg polyline:nth-of-type(3) title"), "80.0 GPU-h") {
+		t.Errorf("the burn line's title lacks the 80.0 GPU-h used: %q", browser.Text(t, ctx, "#budget-1 svg polyline:nth-of-type(3) title"))
 	}
 
-	do("another team's budget", chromedp.Navigate(srv.URL+"/team/nlp/budget"), chromedp.WaitVisible("main"))
-	if got := text("main"); !strings.Contains(got, "only the team's members, its leads and admins") || strings.Contains(got, "GPU-h") {
+	browser.Do(t, ctx, "another team's budget", chromedp.Navigate(srv.URL+"/team/nlp/budget"), chromedp.WaitVisible("main"))
+	if got := browser.Text(t, ctx, "main"); !strings.Contains(got, "only the team's members, its leads and admins") || strings.Contains(got, "GPU-h") {
 		t.Errorf("nlp's budget page as lena: %q", got)
 	}
 }

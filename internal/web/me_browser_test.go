@@ -31,21 +31,7 @@ func TestMyJobsBrowser(t *testing.T) {
 	srv := httptest.NewServer(web.Secure(http.Handler(h)))
 	t.Cleanup(func() { srv.Close(); h.Close() })
 	ctx, shots := browser.NewBrowser(t, 1280, 800), browser.ShotDir(t)
-	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	text := func(sel string) string {
-		t.Helper()
-		s, err := chromedp.Run(ctx, chromedp.TextContent(sel))
-		if err != nil {
-			t.Fatalf("text of %s: %v", sel, err)
-		}
-		return s
-	}
-	do("log in as alice", func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+	browser.Do(t, ctx, "log in as alice", func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
 		if _, err := cdp.Call(ctx, tg, network.Enable, network.EnableParams{}); err != nil {
 			return chromedp.Void{}, err
 		}
@@ -54,11 +40,11 @@ func TestMyJobsBrowser(t *testing.T) {
 	})
 	watchCSP(t, ctx)
 
-	do("accounting", chromedp.Navigate(srv.URL+"/accounting"), chromedp.WaitVisible(`nav.main a[href="/me"]`))
-	do("my jobs", chromedp.Click(`nav.main a[href="/me"]`), chromedp.WaitVisible("#my-jobs"))
+	browser.Do(t, ctx, "accounting", chromedp.Navigate(srv.URL+"/accounting"), chromedp.WaitVisible(`nav.main a[href="/me"]`))
+	browser.Do(t, ctx, "my jobs", chromedp.Click(`nav.main a[href="/me"]`), chromedp.WaitVisible("#my-jobs"))
 	noCSPViolations(t, ctx, "my jobs")
 	browser.Shot(t, ctx, shots, "me.png")
-	got := text("#my-jobs")
+	got := browser.Text(t, ctx, "#my-jobs")
 	for _, want := range []string{"JOBID", "RUNNING", "COMPLETED", "TOTAL  2 runs"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("/me lacks %q: %q", want, got)
@@ -71,7 +57,7 @@ func TestMyJobsBrowser(t *testing.T) {
 	if err != nil || href != "/job/c1/9" {
 		t.Fatalf("/me's first run links to %q (%v), want /job/c1/9", href, err)
 	}
-	do("a run's page", chromedp.Click(`#my-jobs a[href="/job/c1/9"]`), chromedp.WaitVisible("main section"))
+	browser.Do(t, ctx, "a run's page", chromedp.Click(`#my-jobs a[href="/job/c1/9"]`), chromedp.WaitVisible("main section"))
 	noCSPViolations(t, ctx, "job page")
 	if title, err := chromedp.Run(ctx, chromedp.Evaluate[string]("document.title")); err != nil || !strings.HasPrefix(title, "Job 9 ") {
 		t.Errorf("the run's link opened %q (%v), want job 9's page", title, err)
