@@ -68,8 +68,6 @@ func (s *usageSums[K]) rows(skipZero bool, row func(K, Usage) []any) [][]any {
 // rows (periodsOf's order).
 type nodeRollups [3]usageSums[nodeRollupKey]
 
-func newNodeRollups() *nodeRollups { return &nodeRollups{} }
-
 // add takes one rollup_hourly delta.
 func (n *nodeRollups) add(dims Dims, node int64, model string, hour int64, d Usage) {
 	k := nodeRollupKey{cluster: dims.Cluster, partition: dims.Partition, node: node, model: model, ignored: dims.Ignored}

@@ -49,11 +49,9 @@ func (b *Batch) flushUse() error {
 		model string
 	}
 	// Sums in first-seen order, so that a batch always writes the same.
-	hourly, totals := map[hourKey]*Usage{}, map[int64]*Usage{}
-	sums, daily, monthly := map[periodKey]*Usage{}, map[periodKey]*Usage{}, map[periodKey]*Usage{}
-	var hours []hourKey
-	var hourSums, days, months []periodKey
-	var jobs []int64
+	var hourly usageSums[hourKey]
+	var periods [3]usageSums[periodKey]
+	var totals usageSums[int64]
 	var hourRows [][]any
 	for _, k := range keys {
 		d := *use[k]
@@ -68,80 +66,42 @@ func (b *Batch) flushUse() error {
 			return err
 		}
 		hourRows = append(hourRows, d.values(k.job, k.node, k.hour))
-		hk := hourKey{dims, k.node, k.hour, model}
-		if hourly[hk] == nil {
-			hourly[hk] = &Usage{}
-			hours = append(hours, hk)
-		}
-		hourly[hk].Add(d)
-		sk := periodKey{dims, k.hour, model}
-		if sums[sk] == nil {
-			sums[sk] = &Usage{}
-			hourSums = append(hourSums, sk)
-		}
-		sums[sk].Add(d)
-		dk := periodKey{dims, k.hour / 24, model}
-		if daily[dk] == nil {
-			daily[dk] = &Usage{}
-			days = append(days, dk)
-		}
-		daily[dk].Add(d)
+		hourly.add(hourKey{dims, k.node, k.hour, model}, d)
 		// A month row is keyed as a day row, by its first day.
-		mk := periodKey{dims, MonthOfDay(k.hour / 24), model}
-		if monthly[mk] == nil {
-			monthly[mk] = &Usage{}
-			months = append(months, mk)
+		for i, at := range periodsOf(k.hour) {
+			periods[i].add(periodKey{dims, at, model}, d)
 		}
-		monthly[mk].Add(d)
-		if totals[k.job] == nil {
-			totals[k.job] = &Usage{}
-			jobs = append(jobs, k.job)
-		}
-		totals[k.job].Add(d)
+		totals.add(k.job, d)
 	}
 	// Each kind's rows at once: on PostgreSQL one statement a kind
 	// (execMany); the keys above are each kind's rows' keys, distinct.
 	if err := b.execMany(addUsageSQL("job_hours", "job, node_id, hour"), hourRows); err != nil {
 		return err
 	}
-	var rows [][]any
-	nodes := newNodeRollups()
-	for _, k := range hours {
-		if d := *hourly[k]; d != (Usage{}) {
-			rows = append(rows, rollupHourRow(k.dims, k.node, k.model, k.hour, d))
-			nodes.add(k.dims, k.node, k.model, k.hour, d)
-		}
-	}
-	if err := b.execMany(rollupHourSQL(), rows); err != nil {
+	// The node rollups take the hour rows written, in their order.
+	var nodes nodeRollups
+	if err := b.execMany(rollupHourSQL(), hourly.rows(true, func(k hourKey, d Usage) []any {
+		nodes.add(k.dims, k.node, k.model, k.hour, d)
+		return rollupHourRow(k.dims, k.node, k.model, k.hour, d)
+	})); err != nil {
 		return err
 	}
 	if err := nodes.write(b); err != nil {
 		return err
 	}
-	for _, p := range []struct {
-		table, key string
-		keys       []periodKey
-		sums       map[periodKey]*Usage
-	}{{"rollup_hourly_sum", "hour", hourSums, sums}, {"rollup_daily", "day", days, daily}, {"rollup_monthly", "month", months, monthly}} {
-		rows = rows[:0]
-		for _, k := range p.keys {
-			if d := *p.sums[k]; d != (Usage{}) {
-				rows = append(rows, rollupPeriodRow(k.dims, k.model, k.at, d))
-			}
-		}
-		if err := b.execMany(rollupPeriodSQL(p.table, p.key), rows); err != nil {
+	for i, t := range []struct{ table, key string }{{"rollup_hourly_sum", "hour"}, {"rollup_daily", "day"}, {"rollup_monthly", "month"}} {
+		if err := b.execMany(rollupPeriodSQL(t.table, t.key), periods[i].rows(true, func(k periodKey, d Usage) []any {
+			return rollupPeriodRow(k.dims, k.model, k.at, d)
+		})); err != nil {
 			return err
 		}
 	}
-	rows = rows[:0]
-	for _, j := range jobs {
-		d := totals[j]
-		rows = append(rows, []any{d.AllocS, d.UsedS, d.IdleS, d.EnergyMJ, d.Billing, j})
-	}
-	if err := b.execMany(`UPDATE jobs SET alloc_gpu_s = alloc_gpu_s + ?, used_gpu_s = used_gpu_s + ?, idle_gpu_s = idle_gpu_s + ?, energy_mj = energy_mj + ?, billing = billing + ? WHERE id = ?`, rows); err != nil {
+	if err := b.execMany(`UPDATE jobs SET alloc_gpu_s = alloc_gpu_s + ?, used_gpu_s = used_gpu_s + ?, idle_gpu_s = idle_gpu_s + ?, energy_mj = energy_mj + ?, billing = billing + ? WHERE id = ?`, totals.rows(false, func(j int64, d Usage) []any {
+		return []any{d.AllocS, d.UsedS, d.IdleS, d.EnergyMJ, d.Billing, j}
+	})); err != nil {
 		return err
 	}
-	rows = rows[:0]
+	var rows [][]any
 	for k, t := range b.lastSample {
 		rows = append(rows, []any{t, k[0], k[1]})
 		delete(b.lastSample, k)
