@@ -124,48 +124,36 @@ func Scalar[T any](t testing.TB, path, q string, args ...any) T {
 // dest.
 func Query(t testing.TB, path, q string, args []any, fn func(scan func(dest ...any))) {
 	t.Helper()
-	db := open(t, path)
-	defer db.Close()
-	rows, err := db.Query(db.sql(q), args...)
-	if err != nil {
-		t.Fatalf("query on %q: %v\n%s", path, err, q)
-	}
-	defer rows.Close()
-	for rows.Next() {
+	each(t, path, q, args, func(rows *sql.Rows) {
 		fn(func(dest ...any) {
 			t.Helper()
 			if err := rows.Scan(dest...); err != nil {
 				t.Fatalf("scan on %q: %v\n%s", path, err, q)
 			}
 		})
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatalf("query on %q: %v\n%s", path, err, q)
-	}
+	})
 }
 
 // Texts calls fn for each row q selects with its columns as text, nil
 // for NULL; fn must copy what it keeps.
 func Texts(t testing.TB, path, q string, args []any, fn func(cols []*string)) {
 	t.Helper()
-	db := open(t, path)
-	defer db.Close()
-	rows, err := db.Query(db.sql(q), args...)
-	if err != nil {
-		t.Fatalf("query on %q: %v\n%s", path, err, q)
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		t.Fatalf("query on %q: %v\n%s", path, err, q)
-	}
-	vals := make([]sql.NullString, len(cols))
-	ptrs := make([]any, len(cols))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	texts := make([]*string, len(cols))
-	for rows.Next() {
+	var vals []sql.NullString
+	var ptrs []any
+	var texts []*string
+	each(t, path, q, args, func(rows *sql.Rows) {
+		if vals == nil {
+			cols, err := rows.Columns()
+			if err != nil {
+				t.Fatalf("query on %q: %v\n%s", path, err, q)
+			}
+			vals = make([]sql.NullString, len(cols))
+			ptrs = make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			texts = make([]*string, len(cols))
+		}
 		if err := rows.Scan(ptrs...); err != nil {
 			t.Fatalf("scan on %q: %v\n%s", path, err, q)
 		}
@@ -176,6 +164,22 @@ func Texts(t testing.TB, path, q string, args []any, fn func(cols []*string)) {
 			}
 		}
 		fn(texts)
+	})
+}
+
+// each calls fn for each row q selects on its own connection to the
+// ledger at path, failing the test when the query does.
+func each(t testing.TB, path, q string, args []any, fn func(rows *sql.Rows)) {
+	t.Helper()
+	db := open(t, path)
+	defer db.Close()
+	rows, err := db.Query(db.sql(q), args...)
+	if err != nil {
+		t.Fatalf("query on %q: %v\n%s", path, err, q)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		fn(rows)
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatalf("query on %q: %v\n%s", path, err, q)
