@@ -296,6 +296,7 @@ func shrink(r *Request) {
 		r.Jobs[i] = cut(r.Jobs[i])
 	}
 	r.Reason, r.By, r.Host, r.Cluster, r.Schema, r.Action = cut(r.Reason), cut(r.By), cut(r.Host), cut(r.Cluster), cut(r.Schema), cut(r.Action)
+	r.Web = cut(r.Web)
 	r.Rule = cut(r.Rule)
 	r.Error = cut(r.Error)
 	r.Changed, r.NotFound = nil, nil

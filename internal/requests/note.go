@@ -76,11 +76,27 @@ func CheckNode(node string) error {
 	return nil
 }
 
-// NotAllowed is the refusal to remove someone else's note.
-type NotAllowed struct{ Note store.Note }
+// NotAllowed is the refusal to remove someone else's note; Web: asked
+// from the dashboard, whose users know admins, not uids.
+type NotAllowed struct {
+	Note store.Note
+	Web  bool
+}
 
 func (e *NotAllowed) Error() string {
+	if e.Web {
+		return fmt.Sprintf("booked by %s; only %s or an admin can remove it", e.Note.Author, e.Note.Author)
+	}
 	return fmt.Sprintf("note %d is %s's (uid %d): only its author, root or the service user may remove it", e.Note.ID, e.Note.Author, e.Note.UID)
+}
+
+// CheckWebRemove says why the dashboard's user web (admin: in
+// web.admins) may not remove n: only its author, by name, or an admin.
+func CheckWebRemove(n store.Note, web string, admin bool) error {
+	if admin || n.Author == web {
+		return nil
+	}
+	return &NotAllowed{Note: n, Web: true}
 }
 
 // CheckRemove says why uid may not remove n: only its author, root or
@@ -121,6 +137,17 @@ func NoteKind(st *store.Ledger, o Options) Kind {
 		Dir:  NotesDir(o.Dir),
 		Check: func(r *Request, owner int, perm fs.FileMode) error {
 			r.UID, r.By = owner, o.userName(owner)
+			if r.Web != "" {
+				// Only serve files for a web user: anyone else's file
+				// naming one would speak for them.
+				if o.Trusted == nil || !o.Trusted(owner) {
+					return fmt.Errorf("refused: names web user %q, but only root or the service user (gpuacct serve) files for one", r.Web)
+				}
+				if len(r.Web) > maxNodeName {
+					return fmt.Errorf("refused: web user is %d bytes, more than %d", len(r.Web), maxNodeName)
+				}
+				r.By = r.Web
+			}
 			return checkNote(r, perm, o.Now)
 		},
 		Apply: func(ctx context.Context, r *Request, owner int, key string) error {
@@ -223,10 +250,35 @@ func applyNote(ctx context.Context, st *store.Ledger, r *Request, owner int, key
 		b.Rollback()
 		return err
 	}
+	// A web user's note is theirs: their uid when the system knows the
+	// name (so the command's rm and per-user bound treat it as filed by
+	// them), else -1, which no file owner is.
+	author := owner
+	if r.Web != "" {
+		author = o.webUID(r.Web)
+	}
+	allowed := func(n store.Note) error { return CheckRemove(n, owner, o.Trusted) }
+	if r.Web != "" {
+		allowed = func(n store.Note) error { return CheckWebRemove(n, r.Web, r.WebAdmin) }
+	}
+	if r.Action == NoteAdd && r.Note.Replaces > 0 {
+		// An edit: the old note goes in the same transaction, on the same
+		// terms as a removal, before the bound counts it.
+		was, err := b.RemoveNote(r.Note.Replaces, r.By, o.Now, allowed)
+		if refusal(err) {
+			b.Rollback()
+			r.Error = "refused: " + RemoveError(r.Note.Replaces, was, err).Error()
+			return nil
+		}
+		if err != nil {
+			b.Rollback()
+			return fmt.Errorf("apply note request %s: %w", r.ID, err)
+		}
+	}
 	switch r.Action {
 	case NoteAdd:
-		if o.Trusted == nil || !o.Trusted(owner) {
-			active, err := b.ActiveNotes(owner, o.Now)
+		if author >= 0 && (o.Trusted == nil || !o.Trusted(author)) {
+			active, err := b.ActiveNotes(author, o.Now)
 			if err != nil {
 				b.Rollback()
 				return fmt.Errorf("apply note request %s: %w", r.ID, err)
@@ -242,7 +294,7 @@ func applyNote(ctx context.Context, st *store.Ledger, r *Request, owner int, key
 			created = o.Now // a wrong clock cannot date a note ahead
 		}
 		n := store.Note{Cluster: cluster, Node: r.Note.Node, GPU: r.Note.GPU, Until: r.Note.Until, Text: r.Note.Text,
-			Author: r.By, UID: owner, Created: created}
+			Author: r.By, UID: author, Created: created}
 		// The owner in the key: one user's file name cannot stand for
 		// another's request.
 		id, err := b.AddNote(n, "u"+strconv.Itoa(owner)+"/"+r.ID)
@@ -252,7 +304,7 @@ func applyNote(ctx context.Context, st *store.Ledger, r *Request, owner int, key
 		}
 		r.Note.ID = id
 	case NoteRemove:
-		was, err := b.RemoveNote(r.Note.ID, r.By, o.Now, func(n store.Note) error { return CheckRemove(n, owner, o.Trusted) })
+		was, err := b.RemoveNote(r.Note.ID, r.By, o.Now, allowed)
 		if refusal(err) {
 			b.Rollback()
 			r.Error = "refused: " + RemoveError(r.Note.ID, was, err).Error()

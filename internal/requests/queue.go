@@ -88,10 +88,16 @@ type Request struct {
 	Reason  string   `json:"reason,omitempty"`
 	// By and UID are who asked; for a note request the writer replaces
 	// them with the file's owner.
-	By   string    `json:"by"`
-	UID  int       `json:"uid"`
-	Host string    `json:"host,omitempty"`
-	Time time.Time `json:"time"`
+	By  string `json:"by"`
+	UID int    `json:"uid"`
+	// Web is the user the dashboard logged in and filed a note request
+	// for: believed only in a file root or the service user (gpuacct
+	// serve) owns, where it is the author. WebAdmin: that user is in
+	// web.admins, and may remove anyone's note.
+	Web      string    `json:"web,omitempty"`
+	WebAdmin bool      `json:"web_admin,omitempty"`
+	Host     string    `json:"host,omitempty"`
+	Time     time.Time `json:"time"`
 	// Outcome fields, set when applied.
 	AppliedAt *time.Time `json:"applied_at,omitempty"`
 	Changed   []string   `json:"changed,omitempty"`
@@ -108,6 +114,9 @@ type Note struct {
 	GPU   *int      `json:"gpu,omitempty"`
 	Until time.Time `json:"until,omitzero"`
 	Text  string    `json:"text,omitempty"`
+	// Replaces is the note a note-add takes the place of (an edit): both
+	// in one transaction, the old removed only when the new is kept.
+	Replaces int64 `json:"replaces,omitempty"`
 }
 
 // NotesDir is the note queue under the request directory dir.

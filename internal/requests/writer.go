@@ -26,6 +26,9 @@ type Options struct {
 	// UserName names a uid (a note's author); nil: the system's user
 	// database. A failed lookup gives "uid N".
 	UserName func(uid int) (string, error)
+	// UserID is the uid of a user name (a web user's notes are theirs);
+	// nil: the system's user database.
+	UserID func(name string) (int, error)
 	// LiveDir is the agents' live snapshots (board.live_dir): a note's
 	// node must be in the ledger or have a snapshot there; "" the
 	// ledger alone.
@@ -43,6 +46,27 @@ func (o Options) userName(uid int) string {
 		return n
 	}
 	return "uid " + strconv.Itoa(uid)
+}
+
+// webUID is the uid of web user name, -1 when the system has none.
+func (o Options) webUID(name string) int {
+	lookup := o.UserID
+	if lookup == nil {
+		lookup = systemUID
+	}
+	uid, err := lookup(name)
+	if err != nil || uid < 0 {
+		return -1
+	}
+	return uid
+}
+
+func systemUID(name string) (int, error) {
+	u, err := user.Lookup(name)
+	if err != nil {
+		return -1, err
+	}
+	return strconv.Atoi(u.Uid)
 }
 
 // ServiceUID is the uid of the service user name (ingest.service_user),
