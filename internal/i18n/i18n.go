@@ -148,15 +148,20 @@ func (p *Printer) IsEnglish() bool { return p.lang == English }
 // the catalogue is shown in English.
 func (p *Printer) T(key string, args ...any) string {
 	if len(args) == 0 {
-		if s, ok := p.msgs[key]; ok {
-			return s
-		}
-		return key
+		return p.Text(key)
 	}
 	if p.lang == English {
 		return fmt.Sprintf(key, args...)
 	}
 	return p.p.Sprintf(key, args...)
+}
+
+// Text is message key in p's language as literal text (no format).
+func (p *Printer) Text(key string) string {
+	if s, ok := p.msgs[key]; ok {
+		return s
+	}
+	return key
 }
 
 // Time is t in layout, one of the English layouts below, as p's reader
