@@ -99,6 +99,9 @@ type view struct {
 	problems []board.Problem
 	json     bool
 	loc      *time.Location
+	// slurm is Slurm's view the board was built with (nil: not had);
+	// its typed gres count the MIG slices (slices.go).
+	slurm *slurmstate.State
 }
 
 // load resolves the flags, reads the snapshots and Slurm, and builds.
@@ -166,6 +169,7 @@ func load(c *cli.Context, d Deps, cmd string) (*view, error) {
 		notesErr = err.Error()
 	}
 	b := board.BuildCluster(cfg.Cluster.Name, lives, state, notes, now)
+	v.slurm = state
 	v.View = board.NewView(&b, v.meta(b.NoteProblems, slurmErr, notesErr), !noSlurm, notesErr)
 	return v, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/cli/cliwire"
 	"github.com/aicloud/gpusuite/internal/report/table"
 )
@@ -17,7 +18,12 @@ func FreeCommand(d Deps) *cli.Command {
 		"gpuacct free [--format json] [--no-slurm | --slurm-file FILE] [--live-dir DIR]",
 		func(_ *cli.Context, v *view) error {
 			if v.json {
-				return writeJSON(d.Stdout, "free", v.Free())
+				// MIG slices only where there are: the document of a
+				// site without MIG is unchanged
+				return writeJSON(d.Stdout, "free", struct {
+					board.FreeDoc
+					MIGSlices []SliceCount `json:"mig_slices,omitempty"`
+				}{v.Free(), v.migSlices(nil)})
 			}
 			return writeFree(d.Stdout, v)
 		})
@@ -59,8 +65,32 @@ func writeFree(w io.Writer, v *view) error {
 	if b.Slurm {
 		t.Notes = append(t.Notes, "RESERVED are on nodes of a reservation in force: free to its users only, not counted in FREE")
 	}
+	t.Notes = append(t.Notes, freeSlices(v.migSlices(nil))...)
 	if err := table.Write(w, t, table.Options{Format: table.Aligned}); err != nil {
 		return fmt.Errorf("free: %w", err)
 	}
 	return nil
+}
+
+// freeSlices are free's lines of MIG slices, one per node and profile
+// with slices free or reserved: "3 × 1g.10gb free on gpu05". A MIG
+// slice is not in the GPU counts above: Slurm counts it as a gres of
+// its own.
+func freeSlices(sc []SliceCount) []string {
+	if len(sc) == 0 {
+		return nil
+	}
+	var out, reserved []string
+	for _, s := range sc {
+		if s.Free > 0 {
+			out = append(out, fmt.Sprintf("%d × %s free on %s", s.Free, s.Profile, s.Node))
+		}
+		if s.Reserved > 0 {
+			reserved = append(reserved, fmt.Sprintf("%d × %s reserved on %s", s.Reserved, s.Profile, s.Node))
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, "no MIG slice free")
+	}
+	return append(out, reserved...)
 }

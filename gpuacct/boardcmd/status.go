@@ -38,7 +38,11 @@ func StatusCommand(d Deps) *cli.Command {
 				}
 			}
 			if v.json {
-				return writeJSON(d.Stdout, "status", v.Status(nodes))
+				// MIG slices only where there are, as in free
+				return writeJSON(d.Stdout, "status", struct {
+					board.StatusDoc
+					MIGSlices []SliceCount `json:"mig_slices,omitempty"`
+				}{v.Status(nodes), v.migSlices(nodes)})
 			}
 			return writeStatus(d.Stdout, v, nodes)
 		})
@@ -60,6 +64,14 @@ func writeStatus(w io.Writer, v *view, nodes []board.Node) error {
 			{Key: "elapsed", Title: "ELAPSED"}, {Key: "user", Title: "USER"}, {Key: "util", Title: "UTIL%", Kind: table.Int},
 			{Key: "mem", Title: "MEM MiB"}, {Key: "procs", Title: "PROCESSES (pid:user:job:MiB)"}, {Key: "note", Title: "NOTE"},
 		},
+	}
+	sliced := map[string][]string{}
+	for _, s := range v.migSlices(nodes) {
+		used := "? used"
+		if s.Used >= 0 {
+			used = fmt.Sprintf("%d used", s.Used)
+		}
+		sliced[s.Node] = append(sliced[s.Node], fmt.Sprintf("%s %s of %d, %d free", s.Profile, used, s.Total, s.Free))
 	}
 	for _, n := range nodes {
 		slurm := string(n.Condition)
@@ -95,6 +107,9 @@ func writeStatus(w io.Writer, v *view, nodes []board.Node) error {
 			t.Rows = append(t.Rows, table.Row{Cells: []any{n.Name, slurm, int64(g.Index), dash(g.Model), state,
 				dash(strings.Join(jobs, ",")), dash(strings.Join(elapsed, ",")), dash(strings.Join(users, ",")), util, mem(g), procs(g.Procs),
 				dash(strings.Join(notes, "; "))}})
+		}
+		if sl := sliced[n.Name]; len(sl) > 0 {
+			t.Notes = append(t.Notes, fmt.Sprintf("%s: MIG slices %s", n.Name, strings.Join(sl, "; ")))
 		}
 		for _, nt := range n.Notes {
 			t.Notes = append(t.Notes, fmt.Sprintf("%s: note %s, until %s", n.Name, noteText(nt, maxNoteRunes), v.stamp(nt.Until)))
