@@ -107,6 +107,9 @@ type Agent struct {
 	// eventFiles are spooled event files already read, so a cycle reads
 	// only new ones
 	eventFiles map[string]bool
+	// parentEnergy is each whole GPU's latest energy reading, whose share
+	// its MIG instances' aggregates take (migshare.go)
+	parentEnergy map[string]parentReading
 
 	announce chan *record.Event
 	// energy: the hooks' energy readings the agent took after answering

@@ -90,11 +90,7 @@ func (a *Agent) applyEvent(ev *record.Event) bool {
 		for _, g := range ev.GPUs {
 			uuid := g.UUID
 			if uuid == "" {
-				for _, d := range a.devs {
-					if d.Minor == g.Minor {
-						uuid = d.UUID
-					}
-				}
+				uuid = a.uuidOf(g)
 			}
 			if uuid == "" {
 				a.log.Warn("allocated GPU unknown to NVML; its samples cannot be attributed", "job", ev.Job.ID, "minor", g.Minor)

@@ -186,7 +186,12 @@ func fold(aggs map[string]*aggState, s *record.Sample, interval float64, cluster
 			a.IdleSeconds += interval
 		}
 		if s.EnergyMJ != nil {
-			a.addEnergy(*s.EnergyMJ, js.Share)
+			share := js.Share
+			if s.ParentShare != nil {
+				// a MIG instance: EnergyMJ is its parent's counter
+				share *= *s.ParentShare
+			}
+			a.addEnergy(*s.EnergyMJ, share)
 		}
 		for _, m := range s.Missing {
 			if a.Quality == nil {

@@ -243,6 +243,7 @@ func (a *Agent) profileSample(ctx context.Context, p *profileRun, t time.Time) e
 		a.extraSeq++
 		p.seg = s
 	}
+	a.shareParents(samples)
 	if err := p.seg.append(samples); err != nil {
 		return err
 	}

@@ -68,6 +68,7 @@ func (a *Agent) cycleAt(ctx context.Context, now time.Time) error {
 		samples = append(samples, s)
 		a.throttleChanges(r, now)
 	}
+	a.shareParents(samples)
 	if err := a.seg.append(samples); err != nil {
 		return err
 	}

@@ -173,6 +173,7 @@ func (a *Agent) unsupported() map[string][]string {
 }
 
 func (a *Agent) foldSample(s *record.Sample, interval float64) {
+	s = a.withParentEnergy(s)
 	model := ""
 	for _, d := range a.devs {
 		if d.UUID == s.UUID {

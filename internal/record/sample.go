@@ -56,6 +56,10 @@ type Sample struct {
 	Index int       `json:"index"`
 	// Parent is, for a MIG device (UUID "MIG-..."), the UUID of its GPU.
 	Parent string `json:"parent,omitempty"`
+	// ParentShare is, for a MIG device, the part of its parent's power
+	// and energy that is the instance's (by profile slice count,
+	// docs/agent.md); the parent's own sample holds the readings.
+	ParentShare *float64 `json:"parent_share,omitempty"`
 	// Jobs are the jobs the GPU was allocated to at Time, each with its
 	// share of the GPU (1 unless the GPU is shared); empty when none.
 	Jobs        []JobShare `json:"jobs,omitempty"`
