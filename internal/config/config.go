@@ -75,6 +75,9 @@ type Hooks struct {
 	HealthCheck bool `toml:"health_check"`
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `toml:"log_level"`
+	// Root is where the hooks find the node's /dev and /proc: "/" on a
+	// node; the real-Slurm tests' MIG node points it at fake nvidia-caps.
+	Root string `toml:"root"`
 }
 
 // GPU selects how GPUs are reached.
@@ -134,6 +137,7 @@ func Default() Config {
 			Timeout:     Dur(2 * time.Second),
 			NVMLTimeout: Dur(500 * time.Millisecond),
 			LogLevel:    "info",
+			Root:        "/",
 		},
 		GPU: GPU{
 			Backend:   "nvml",

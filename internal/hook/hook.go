@@ -50,8 +50,11 @@ type Deps struct {
 	// Helper is the hook-gpus program; "" means the one beside the hook's
 	// executable.
 	Helper string
-	// ProcRoot is /proc, for the health check's cgroup lookups.
+	// ProcRoot is /proc, for the health check's cgroup lookups and
+	// the MIG caps' mig-minors.
 	ProcRoot string
+	// DevRoot is /dev, as gres.conf names the MIG caps; "" is /dev.
+	DevRoot string
 }
 
 // Result is what one hook run did.
@@ -121,7 +124,7 @@ func Run(ctx context.Context, kind record.Kind, cfg config.Config, d Deps, log *
 	gctx, cancel := context.WithTimeout(ctx, budget*6/10)
 	// on a MIG node the gres ids lead to slices of parent GPUs (mig.go)
 	minors := job.GPUs
-	slices, merr := migSlices(d.Getenv, d.ProcRoot, ev.Node, job.GPUs)
+	slices, merr := migSlices(d.Getenv, d.ProcRoot, d.DevRoot, ev.Node, job.GPUs)
 	if merr != nil {
 		log.Debug("no MIG mapping", "job", job.ID, "err", merr)
 	}

@@ -1,6 +1,7 @@
 package hook
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"log/slog"
@@ -71,7 +72,7 @@ func Exec(kind record.Kind, o Options, stderr io.Writer, getenv func(string) str
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		res, err := Run(ctx, kind, cfg, Deps{Getenv: getenv, Now: cfg.GPU.Clock(), Hostname: os.Hostname, ProcRoot: "/proc", Helper: o.Helper}, log)
+		res, err := Run(ctx, kind, cfg, Deps{Getenv: getenv, Now: cfg.GPU.Clock(), Hostname: os.Hostname, ProcRoot: filepath.Join(cmp.Or(cfg.Hooks.Root, "/"), "proc"), DevRoot: filepath.Join(cmp.Or(cfg.Hooks.Root, "/"), "dev"), Helper: o.Helper}, log)
 		done <- outcome{res, err}
 	}()
 	select {

@@ -265,7 +265,10 @@ func followCaps(s *migSlice, caps []int, parent int, minors map[int]migPath) str
 // driver's mig-minors and maps ids. It returns nil, with no file read
 // beyond gres.conf, for a node without MIG gres; why gres.conf could not
 // be read is returned for the log only (a node may well have none).
-func migSlices(getenv func(string) string, procRoot, node string, ids []int) ([]migSlice, error) {
+//
+// devRoot is where gres.conf's device files are (/dev on a node): its
+// files are read as the /dev they stand for.
+func migSlices(getenv func(string) string, procRoot, devRoot, node string, ids []int) ([]migSlice, error) {
 	conf := getenv("SLURM_CONF")
 	if conf == "" || len(ids) == 0 {
 		return nil, nil
@@ -274,7 +277,17 @@ func migSlices(getenv func(string) string, procRoot, node string, ids []int) ([]
 	if err != nil {
 		return nil, fmt.Errorf("read gres.conf beside %s: %w", conf, err)
 	}
-	return mapMIG(ids, parseGres(data, node), func() (map[int]migPath, error) {
+	devs := parseGres(data, node)
+	if devRoot != "" && devRoot != "/dev" {
+		for _, d := range devs {
+			for i, f := range d.Files {
+				if rest, ok := strings.CutPrefix(f, devRoot+"/"); ok {
+					d.Files[i] = "/dev/" + rest
+				}
+			}
+		}
+	}
+	return mapMIG(ids, devs, func() (map[int]migPath, error) {
 		mm, err := readBounded(filepath.Join(procRoot, "driver/nvidia-caps/mig-minors"))
 		if err != nil {
 			return nil, err
