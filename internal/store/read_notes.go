@@ -55,11 +55,17 @@ func scanNote(r scanner) (Note, error) {
 	}
 	n.Until = time.Unix(until, 0).UTC()
 	n.Created = time.Unix(created, 0).UTC()
-	if removed.Valid {
-		t := time.Unix(removed.Int64, 0).UTC()
-		n.RemovedAt = &t
-	}
+	n.RemovedAt = ptrTime(removed)
 	return n, nil
+}
+
+// ptrTime is the UTC time of Unix seconds v, nil for NULL.
+func ptrTime(v sql.NullInt64) *time.Time {
+	if !v.Valid {
+		return nil
+	}
+	t := time.Unix(v.Int64, 0).UTC()
+	return &t
 }
 
 // Notes returns the notes active at now (created <= now < until, not

@@ -17,11 +17,6 @@ type RollupHour struct {
 // first and written once a call, so a call should cover all nodes of a
 // stretch of time (a day).
 func (b *Batch) AddRollupHours(hs []RollupHour) error {
-	type periodKey struct {
-		dims  Dims
-		at    int64
-		model string
-	}
 	type hourKey struct {
 		periodKey
 		node int64
@@ -41,12 +36,8 @@ func (b *Batch) AddRollupHours(hs []RollupHour) error {
 	})); err != nil {
 		return err
 	}
-	for i, t := range []struct{ table, key string }{{"rollup_hourly_sum", "hour"}, {"rollup_daily", "day"}, {"rollup_monthly", "month"}} {
-		if err := b.execMany(rollupPeriodSQL(t.table, t.key), periods[i].rows(false, func(k periodKey, d Usage) []any {
-			return rollupPeriodRow(k.dims, k.model, k.at, d)
-		})); err != nil {
-			return err
-		}
+	if err := b.writePeriods(&periods, false); err != nil {
+		return err
 	}
 	return nodes.write(b)
 }

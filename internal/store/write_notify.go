@@ -52,10 +52,7 @@ func scanNotify(r scanner) (NotifyMessage, error) {
 	m.Job = ptrInt(job)
 	m.Created = time.Unix(created, 0).UTC()
 	m.NextAttempt = time.Unix(next, 0).UTC()
-	if sent.Valid {
-		t := time.Unix(sent.Int64, 0).UTC()
-		m.SentAt = &t
-	}
+	m.SentAt = ptrTime(sent)
 	return m, nil
 }
 

@@ -41,13 +41,6 @@ func (b *Batch) flushUse() error {
 		node, hour int64
 		model      string
 	}
-	// periodKey keys the node-less rollups: at is the Unix hour (hour
-	// sums), the Unix day, or a month's first Unix day.
-	type periodKey struct {
-		dims  Dims
-		at    int64
-		model string
-	}
 	// Sums in first-seen order, so that a batch always writes the same.
 	var hourly usageSums[hourKey]
 	var periods [3]usageSums[periodKey]
@@ -89,12 +82,8 @@ func (b *Batch) flushUse() error {
 	if err := nodes.write(b); err != nil {
 		return err
 	}
-	for i, t := range []struct{ table, key string }{{"rollup_hourly_sum", "hour"}, {"rollup_daily", "day"}, {"rollup_monthly", "month"}} {
-		if err := b.execMany(rollupPeriodSQL(t.table, t.key), periods[i].rows(true, func(k periodKey, d Usage) []any {
-			return rollupPeriodRow(k.dims, k.model, k.at, d)
-		})); err != nil {
-			return err
-		}
+	if err := b.writePeriods(&periods, true); err != nil {
+		return err
 	}
 	if err := b.execMany(`UPDATE jobs SET alloc_gpu_s = alloc_gpu_s + ?, used_gpu_s = used_gpu_s + ?, idle_gpu_s = idle_gpu_s + ?, energy_mj = energy_mj + ?, billing = billing + ? WHERE id = ?`, totals.rows(false, func(j int64, d Usage) []any {
 		return []any{d.AllocS, d.UsedS, d.IdleS, d.EnergyMJ, d.Billing, j}
@@ -200,4 +189,25 @@ func (b *Batch) TouchedHours() []JobHour {
 		return cmp.Or(cmp.Compare(a.Job, c.Job), cmp.Compare(a.Node, c.Node), cmp.Compare(a.Hour, c.Hour))
 	})
 	return out
+}
+
+// periodKey keys the node-less rollups: at is the Unix hour (hour sums),
+// the Unix day, or a month's first Unix day.
+type periodKey struct {
+	dims  Dims
+	at    int64
+	model string
+}
+
+// writePeriods adds the sums of each period (periodsOf's order: hour
+// sums, days, months) to its rollup table; skipZero as usageSums.rows.
+func (b *Batch) writePeriods(periods *[3]usageSums[periodKey], skipZero bool) error {
+	for i, t := range []struct{ table, key string }{{"rollup_hourly_sum", "hour"}, {"rollup_daily", "day"}, {"rollup_monthly", "month"}} {
+		if err := b.execMany(rollupPeriodSQL(t.table, t.key), periods[i].rows(skipZero, func(k periodKey, d Usage) []any {
+			return rollupPeriodRow(k.dims, k.model, k.at, d)
+		})); err != nil {
+			return err
+		}
+	}
+	return nil
 }
