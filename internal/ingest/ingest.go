@@ -473,6 +473,9 @@ func (in *Ingester) apply(b *store.Batch, p *Parsed) (int, error) {
 	case p.GPUEvent != nil:
 		return 0, b.GPUEvent(p.GPUEvent)
 	case p.Header != nil:
+		if err := b.CheckMIGParents(p.Header, p.Samples); err != nil {
+			return 0, err
+		}
 		return b.Segment(p.Header, p.Samples)
 	default:
 		// All checked before any is written: a refused file leaves nothing.

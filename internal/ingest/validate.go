@@ -423,6 +423,9 @@ func (v Validator) sample(s *record.Sample, names fileNames) error {
 	if !names.uuids.ok(uuidRE, s.UUID, maxGPUsPerNode) {
 		return bad("GPU UUID %q is malformed", shorten(s.UUID))
 	}
+	if err := migSample(s); err != nil {
+		return err
+	}
 	if s.Index < 0 || s.Index >= maxGPUsPerNode {
 		return bad("GPU index %d out of range", s.Index)
 	}
@@ -711,6 +714,27 @@ func asRejected(err error) *store.Rejected {
 	var rj *store.Rejected
 	if errors.As(err, &rj) {
 		return rj
+	}
+	return nil
+}
+
+// migSample holds a MIG instance's sample to its shape: a MIG UUID names
+// its parent GPU, only a MIG UUID has one, and its share of the parent's
+// energy is a fraction. Whose GPU the parent is, the ledger judges
+// (store.CheckMIGParents).
+func migSample(s *record.Sample) error {
+	mig := strings.HasPrefix(s.UUID, "MIG-")
+	switch {
+	case mig && s.Parent == "":
+		return bad("MIG instance %s names no parent GPU", s.UUID)
+	case !mig && s.Parent != "":
+		return bad("GPU %s is not a MIG instance but names parent %q", s.UUID, shorten(s.Parent))
+	case mig && (!strings.HasPrefix(s.Parent, "GPU-") || !uuidRE.MatchString(s.Parent)):
+		return bad("MIG instance %s: parent %q is not a GPU UUID", s.UUID, shorten(s.Parent))
+	case s.ParentShare != nil && !mig:
+		return bad("GPU %s is not a MIG instance but has a share of a parent", s.UUID)
+	case s.ParentShare != nil && !(*s.ParentShare >= 0 && *s.ParentShare <= 1):
+		return bad("MIG instance %s: parent share %v is outside [0, 1]", s.UUID, *s.ParentShare)
 	}
 	return nil
 }

@@ -1,0 +1,59 @@
+package store
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/aicloud/gpusuite/internal/record"
+)
+
+// CheckMIGParents refuses a segment naming a MIG instance that is not on
+// one of its node's GPUs (invariant 8): each instance's parent must be a
+// GPU the segment samples itself (checkSegment then holds that GPU to its
+// node) or one the ledger already knows as this node's. An instance's own
+// UUID is held to its node by checkSegment. It writes nothing but the
+// node's row.
+func (b *Batch) CheckMIGParents(h *record.SegmentHeader, samples []record.Sample) error {
+	sampled := map[string]bool{}
+	parents := map[string]string{} // parent -> an instance naming it
+	var order []string
+	for i := range samples {
+		s := &samples[i]
+		if s.Parent == "" {
+			sampled[s.UUID] = true
+			continue
+		}
+		if _, ok := parents[s.Parent]; !ok {
+			parents[s.Parent] = s.UUID
+			order = append(order, s.Parent)
+		}
+	}
+	if len(order) == 0 {
+		return nil
+	}
+	node, err := b.Node(h.Cluster, h.Node)
+	if err != nil {
+		return err
+	}
+	for _, p := range order {
+		if sampled[p] {
+			continue
+		}
+		row, err := b.queryRow(`SELECT n.name FROM gpus g JOIN nodes n ON n.id = g.node_id WHERE g.uuid = ?`, p)
+		if err != nil {
+			return err
+		}
+		var name string
+		switch err := row.Scan(&name); {
+		case errors.Is(err, sql.ErrNoRows):
+			return reject("MIG instance %s is on GPU %s, which node %s has not reported: a node may speak only of its own GPUs", parents[p], p, h.Node)
+		case err != nil:
+			return fmt.Errorf("parent of MIG instance %s: %w", parents[p], err)
+		}
+		if err := b.gpuOwner(p, node, h.Node); err != nil {
+			return err
+		}
+	}
+	return nil
+}
