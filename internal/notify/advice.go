@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,6 +28,7 @@ const (
 // Kinds of advice.
 const (
 	AdviceMIG       = "mig"
+	AdviceSlice     = "slice"
 	AdviceOneGPU    = "onegpu"
 	AdviceTimeLimit = "timelimit"
 )
@@ -37,7 +39,8 @@ type Advice struct {
 	Job     string
 	Cluster string
 	GPUs    int64
-	// MIG: the run's GPU memory peak, utilization, and the slice.
+	// MIG: the run's GPU memory peak, utilization, and the slice; Slice
+	// too: Model is then the slice the run held, Slice the smaller one.
 	PeakMiB, UtilPct float64
 	Model, Slice     string
 	// OneGPU: how many GPUs were idle at least IdlePct of their time.
@@ -50,36 +53,102 @@ type Advice struct {
 	Elapsed, Limit time.Duration
 }
 
-// migSlice is a GPU's smallest MIG profile.
+// migSlice is a MIG profile of a GPU.
 type migSlice struct {
-	model  string // a substring of the GPU's model name
-	minMiB float64
 	name   string
+	slices int
 	gb     float64
 }
 
-// migSlices are the smallest MIG profiles of the GPUs that have MIG,
-// by model and memory (NVIDIA's MIG user guide); the first match wins.
-var migSlices = []migSlice{
-	{"H200", 0, "1g.18gb", 18},
-	{"H100", 90_000, "1g.12gb", 12},
-	{"H100", 0, "1g.10gb", 10},
-	{"H800", 0, "1g.10gb", 10},
-	{"A100", 70_000, "1g.10gb", 10},
-	{"A100", 0, "1g.5gb", 5},
-	{"A800", 70_000, "1g.10gb", 10},
-	{"A30", 0, "1g.6gb", 6},
+// migModel is the MIG profiles of a GPU model: each slice count's
+// standard GPU-instance profile, smallest first; slices is the whole
+// GPU's.
+type migModel struct {
+	model    string // a substring of the GPU's model name
+	minMiB   float64
+	slices   int
+	profiles []string
+}
+
+// migModels are the MIG profiles of the GPUs that have MIG, by model and
+// memory, from NVIDIA's MIG User Guide ("Supported MIG Profiles": A100
+// 40/80GB, H100 80/94GB, H200 141GB, A30); the first match wins. The
+// variants with double memory (1g.20gb) or media engines (+me) are left
+// out: advice names the plain profile of each size.
+var migModels = []migModel{
+	{"H200", 0, 7, []string{"1g.18gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb"}},
+	{"H100", 90_000, 7, []string{"1g.12gb", "2g.24gb", "3g.47gb", "4g.47gb", "7g.94gb"}},
+	{"H100", 0, 7, []string{"1g.10gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"}},
+	{"H800", 0, 7, []string{"1g.10gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"}},
+	{"A100", 70_000, 7, []string{"1g.10gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"}},
+	{"A100", 0, 7, []string{"1g.5gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb"}},
+	{"A800", 70_000, 7, []string{"1g.10gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"}},
+	{"A30", 0, 4, []string{"1g.6gb", "2g.12gb", "4g.24gb"}},
+}
+
+// parseSlice reads a profile name "<slices>g.<GB>gb".
+func parseSlice(name string) (migSlice, bool) {
+	g, mem, ok := strings.Cut(name, "g.")
+	n, err1 := strconv.Atoi(g)
+	gb, err2 := strconv.ParseFloat(strings.TrimSuffix(mem, "gb"), 64)
+	if !ok || err1 != nil || err2 != nil || n <= 0 || gb <= 0 {
+		return migSlice{}, false
+	}
+	return migSlice{name: name, slices: n, gb: gb}, true
 }
 
 // smallestSlice is the smallest MIG slice of a GPU of model with
 // totalMiB of memory; ok false: the GPU has no MIG.
 func smallestSlice(model string, totalMiB float64) (migSlice, bool) {
-	for _, s := range migSlices {
-		if strings.Contains(model, s.model) && totalMiB >= s.minMiB {
-			return s, true
+	for _, m := range migModels {
+		if strings.Contains(model, m.model) && totalMiB >= m.minMiB {
+			return parseSlice(m.profiles[0])
 		}
 	}
 	return migSlice{}, false
+}
+
+// fitsSlice says whether peakMiB of GPU memory stays within the slice
+// with migMargin to spare.
+func fitsSlice(s migSlice, peakMiB float64) bool {
+	return peakMiB < s.gb*1000*1000*1000/(1<<20)*migMargin
+}
+
+// SliceFit is the smallest MIG profile, smaller than the GPU or slice a
+// run held, that its GPU memory peak and utilization fit: memory by
+// fitsSlice, and compute when the profile's slices are at least the
+// run's utilization of what it held (20 % of a whole 7-slice GPU needs
+// 2 slices). model is NVML's name: a whole GPU's ("NVIDIA A100-SXM4-80GB",
+// with totalMiB its memory) or a MIG instance's ("... MIG 3g.40gb").
+// ok false: no smaller profile fits, or the GPU has no MIG.
+func SliceFit(model string, totalMiB, peakMiB, utilPct float64) (string, bool) {
+	base, prof, isMIG := strings.Cut(model, " MIG ")
+	for _, m := range migModels {
+		if !strings.Contains(base, m.model) {
+			continue
+		}
+		held := m.slices
+		if isMIG {
+			if !slices.Contains(m.profiles, strings.TrimSpace(prof)) {
+				continue
+			}
+			p, _ := parseSlice(strings.TrimSpace(prof))
+			held = p.slices
+		} else if totalMiB < m.minMiB {
+			continue
+		}
+		for _, name := range m.profiles {
+			p, ok := parseSlice(name)
+			if !ok || p.slices >= held {
+				break
+			}
+			if fitsSlice(p, peakMiB) && float64(p.slices) >= utilPct/100*float64(held) {
+				return p.name, true
+			}
+		}
+		return "", false
+	}
+	return "", false
 }
 
 // adviceRuns gathers a digest pass's runs for advice.
@@ -155,11 +224,14 @@ func (n *Notifier) gpuAdvice(j store.JobRow, gpus []store.JobGPURow) (Advice, bo
 	ad := Advice{Job: j.ID(), Cluster: j.Cluster, GPUs: j.GPUs, UtilPct: 100 * j.UsedS / float64(j.AllocS)}
 	if len(gpus) == 1 && j.GPUs == 1 {
 		g := gpus[0]
+		if _, prof, ok := strings.Cut(g.Model, " MIG "); ok {
+			return sliceAdvice(ad, g, prof)
+		}
 		if g.MemMaxMiB == nil || g.MemTotalMiB == nil || ad.UtilPct >= cfg.SmallUtil {
 			return Advice{}, false
 		}
 		s, ok := smallestSlice(g.Model, *g.MemTotalMiB)
-		if !ok || *g.MemMaxMiB >= s.gb*1000*1000*1000/(1<<20)*migMargin {
+		if !ok || !fitsSlice(s, *g.MemMaxMiB) {
 			return Advice{}, false
 		}
 		ad.Kind, ad.PeakMiB, ad.Model, ad.Slice = AdviceMIG, *g.MemMaxMiB, g.Model, s.name
@@ -182,6 +254,23 @@ func (n *Notifier) gpuAdvice(j store.JobRow, gpus []store.JobGPURow) (Advice, bo
 		return Advice{}, false
 	}
 	ad.Kind, ad.IdleGPUs, ad.IdlePct = AdviceOneGPU, idle, least
+	return ad, true
+}
+
+// sliceAdvice is the advice on a run that held one MIG slice: a smaller
+// one its memory peak and utilization fit. A slice's utilization is known
+// only where NVML gives its activity (GPM): with none (or none above 0)
+// there is no advice.
+func sliceAdvice(ad Advice, g store.JobGPURow, prof string) (Advice, bool) {
+	if g.MemMaxMiB == nil || g.UtilMax == nil || *g.UtilMax <= 0 || g.SampleS <= 0 {
+		return Advice{}, false
+	}
+	util := 100 * g.UtilS / g.SampleS
+	s, ok := SliceFit(g.Model, 0, *g.MemMaxMiB, util)
+	if !ok {
+		return Advice{}, false
+	}
+	ad.Kind, ad.PeakMiB, ad.UtilPct, ad.Model, ad.Slice = AdviceSlice, *g.MemMaxMiB, util, strings.TrimSpace(prof), s
 	return ad, true
 }
 
@@ -221,7 +310,7 @@ func median(ds []time.Duration) time.Duration {
 
 // adviceText is the advice section in one language.
 type adviceText struct {
-	head, mig, oneGPU, limit, footer string
+	head, mig, slice, oneGPU, limit, footer string
 }
 
 var adviceTexts = map[string]adviceText{
@@ -230,6 +319,9 @@ var adviceTexts = map[string]adviceText{
 		// job, cluster, peak GiB, util %, model, slice.
 		mig: "  job %[1]s (%[2]s): used %.1[3]f GiB of GPU memory at most and %.1[4]f %% of the GPU's time;\n" +
 			"    it would fit a MIG slice %[6]s of the %[5]s: ask for the slice, not the whole GPU.\n",
+		// job, cluster, peak GiB, util %, slice held, smaller slice.
+		slice: "  job %[1]s (%[2]s): used %.1[3]f GiB of GPU memory at most and %.1[4]f %% of its MIG slice %[5]s;\n" +
+			"    it would fit the smaller slice %[6]s: ask for that one (--gres=gpu:%[6]s:1).\n",
 		// job, cluster, GPUs, idle GPUs, idle %.
 		oneGPU: "  job %[1]s (%[2]s): held %[3]d GPUs, but %[4]d of them were idle at least %.1[5]f %% of the time;\n" +
 			"    it used one: ask for 1 GPU, or check that the job spreads over all of them.\n",
@@ -241,6 +333,8 @@ var adviceTexts = map[string]adviceText{
 		head: "\nこの週のジョブからの助言:\n",
 		mig: "  ジョブ %[1]s (%[2]s): GPU メモリは最大 %.1[3]f GiB、GPU 使用率は %.1[4]f %% でした。\n" +
 			"    %[5]s の MIG スライス %[6]s に収まります: GPU 全体ではなくスライスを要求してください。\n",
+		slice: "  ジョブ %[1]s (%[2]s): GPU メモリは最大 %.1[3]f GiB、MIG スライス %[5]s の使用率は %.1[4]f %% でした。\n" +
+			"    より小さいスライス %[6]s に収まります: そちらを要求してください (--gres=gpu:%[6]s:1)。\n",
 		oneGPU: "  ジョブ %[1]s (%[2]s): GPU を %[3]d 基確保しましたが、そのうち %[4]d 基は時間の %.1[5]f %% 以上アイドルでした。\n" +
 			"    使ったのは 1 基です: GPU 1 基を要求するか、ジョブが全 GPU を使っているか確かめてください。\n",
 		limit: "  %[2]d 件中 %[1]d 件のジョブが制限時間の 1/%[3]g 未満で終わりました (中央値: 要求 %[5]s に対し %[4]s)。\n" +
@@ -259,6 +353,8 @@ func writeAdvice(b *strings.Builder, as []Advice, lang string) {
 		switch a.Kind {
 		case AdviceMIG:
 			fmt.Fprintf(b, tx.mig, a.Job, a.Cluster, a.PeakMiB/1024, a.UtilPct, a.Model, a.Slice)
+		case AdviceSlice:
+			fmt.Fprintf(b, tx.slice, a.Job, a.Cluster, a.PeakMiB/1024, a.UtilPct, a.Model, a.Slice)
 		case AdviceOneGPU:
 			fmt.Fprintf(b, tx.oneGPU, a.Job, a.Cluster, a.GPUs, a.IdleGPUs, a.IdlePct)
 		case AdviceTimeLimit:
