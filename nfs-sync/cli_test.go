@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"net"
 	"net/http"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aicloud/gpusuite/internal/testkit/files"
 	"github.com/aicloud/gpusuite/internal/testkit/fusefs"
 	"github.com/aicloud/gpusuite/internal/testkit/logs"
 )
@@ -120,7 +120,7 @@ func TestCLIHelpHasExamples(t *testing.T) {
 func TestCLITouch(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "f")
-	writeFile(t, p, "x")
+	files.Write(t, p, "x")
 	old := time.Now().Add(-time.Hour)
 	os.Chtimes(p, old, old)
 	env := map[string]string{"GPUSUITE_CONFIG": writeConfig(t, "")}
@@ -129,7 +129,7 @@ func TestCLITouch(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(stdout, "would touch "+p) || stderr != "" {
 		t.Errorf("dry run: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
-	if !mtime(t, p).Equal(old.Truncate(time.Microsecond)) && !mtime(t, p).Equal(old) {
+	if !files.Mtime(t, p).Equal(old.Truncate(time.Microsecond)) && !files.Mtime(t, p).Equal(old) {
 		t.Errorf("dry run touched the file")
 	}
 	os.Symlink("f", filepath.Join(dir, "l"))
@@ -137,11 +137,11 @@ func TestCLITouch(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "touched "+p) || !strings.Contains(stdout, "left alone "+filepath.Join(dir, "l")) {
 		t.Errorf("touch: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
-	if !mtime(t, p).After(old) {
+	if !files.Mtime(t, p).After(old) {
 		t.Errorf("mtime did not move")
 	}
 	// A file just written is touched after the window: the command waits.
-	writeFile(t, p, "y")
+	files.Write(t, p, "y")
 	start := time.Now()
 	code, _, stderr = runCLI(t, env, "touch", "--window", "300ms", p)
 	if took := time.Since(start); code != 0 || took < 250*time.Millisecond {
@@ -154,15 +154,15 @@ func TestCLIRun(t *testing.T) {
 	a, b := fusefs.TwoClients(t)
 	env := map[string]string{"GPUSUITE_CONFIG": writeConfig(t, "[nfssync]\nbackend = \"inotify\"\n")}
 	fusefs.StartOfSecond()
-	writeFile(t, a.Path("r"), "AAAA")
-	if got := readFile(t, b.Path("r")); got != "AAAA" {
+	files.Write(t, a.Path("r"), "AAAA")
+	if got := files.Read(t, b.Path("r")); got != "AAAA" {
 		t.Fatalf("B reads %q", got)
 	}
 	code, _, stderr := runCLI(t, env, "run", "--dir", a.Dir, "--", "sh", "-c", "printf BBBB > "+a.Path("r")+"; exit 3")
 	if code != 3 {
 		t.Errorf("exit %d, want CMD's 3 (stderr %q)", code, stderr)
 	}
-	if got := readFile(t, b.Path("r")); got != "BBBB" {
+	if got := files.Read(t, b.Path("r")); got != "BBBB" {
 		t.Errorf("B reads %q when run returns, want BBBB", got)
 	}
 }
@@ -177,24 +177,15 @@ func TestCLIWatchSystemd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	// go-systemd reads these from the process environment.
 	t.Setenv("NOTIFY_SOCKET", sock)
 	t.Setenv("WATCHDOG_USEC", "300000")
 	t.Setenv("WATCHDOG_PID", "")
 	env := map[string]string{"NOTIFY_SOCKET": sock,
 		"GPUSUITE_CONFIG": writeConfig(t, "[nfssync]\nbackend = \"inotify\"\nwindow = \"50ms\"\nsettle = \"10ms\"\n")}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
 	var stderr logs.Buffer
-	go func() {
-		done <- MainContext(ctx, []string{"nfs-sync", "watch", "--metrics-listen", addr, dir}, io.Discard, &stderr, envFunc(env))
-	}()
+	stop := watch(t, []string{"nfs-sync", "watch", "--metrics-listen", addr, dir}, env, &stderr)
 	msgs := make(chan string, 10)
 	go func() {
 		buf := make([]byte, 4096)
@@ -222,7 +213,7 @@ func TestCLIWatchSystemd(t *testing.T) {
 	}
 	expect("READY=1")
 	expect("WATCHDOG=1")
-	writeFile(t, filepath.Join(dir, "f"), "x")
+	files.Write(t, filepath.Join(dir, "f"), "x")
 	var body string
 	waitFor(t, settled, "no fix on /metrics", func() bool {
 		resp, err := http.Get("http://" + addr + "/metrics")
@@ -239,14 +230,6 @@ func TestCLIWatchSystemd(t *testing.T) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
-	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Errorf("exit %d; stderr:\n%s", code, stderr.String())
-		}
-	case <-time.After(settled):
-		t.Fatal("watch did not stop")
-	}
+	stop()
 	expect("STOPPING=1")
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/aicloud/gpusuite/internal/testkit/cmdline"
+	"github.com/aicloud/gpusuite/internal/testkit/files"
 	"github.com/aicloud/gpusuite/internal/testkit/logs"
 )
 
@@ -54,7 +55,7 @@ var examples = map[string]string{
 // stopped: it must exit 0.
 func TestHelpExamplesRun(t *testing.T) {
 	bin := t.TempDir()
-	writeFile(t, filepath.Join(bin, "python"), "#!/bin/sh\necho trained > model.out\n")
+	files.Write(t, filepath.Join(bin, "python"), "#!/bin/sh\necho trained > model.out\n")
 	if err := os.Chmod(filepath.Join(bin, "python"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -73,15 +74,15 @@ func TestHelpExamplesRun(t *testing.T) {
 			}
 		}
 		cfg := filepath.Join(dir, "gpusuite.toml")
-		writeFile(t, cfg, "[nfssync]\nbackend = \"inotify\"\nwindow = \"50ms\"\nsettle = \"10ms\"\nmetrics_listen = \"\"\nlog_level = \"debug\"\ndirs = [\""+data+"\"]\n")
+		files.Write(t, cfg, "[nfssync]\nbackend = \"inotify\"\nwindow = \"50ms\"\nsettle = \"10ms\"\nmetrics_listen = \"\"\nlog_level = \"debug\"\ndirs = [\""+data+"\"]\n")
 		old := time.Now().Add(-time.Hour)
 		for _, f := range []string{"results.csv", "model.ckpt", "a.log", "b.log", filepath.Join(data, ".nfs-sync-probe")} {
-			writeFile(t, f, "x")
+			files.Write(t, f, "x")
 			if err := os.Chtimes(f, old, old); err != nil {
 				t.Fatal(err)
 			}
 		}
-		writeFile(t, "postprocess.sh", "#!/bin/sh\necho done > "+filepath.Join(data, "shared/results/summary.txt")+"\n")
+		files.Write(t, "postprocess.sh", "#!/bin/sh\necho done > "+filepath.Join(data, "shared/results/summary.txt")+"\n")
 		if err := os.Chmod("postprocess.sh", 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -133,7 +134,7 @@ func watchExample(t *testing.T, args []string, env func(string) string, data, wa
 	})
 	// The watch says it watches once its watches are set: the write
 	// after is seen.
-	writeFile(t, f, "x")
+	files.Write(t, f, "x")
 	waitFor(t, settled, "no "+want+" of "+f+" logged", func() bool {
 		return strings.Contains(log.String(), want) && strings.Contains(log.String(), f)
 	})

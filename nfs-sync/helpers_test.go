@@ -1,21 +1,15 @@
 package main
 
 import (
-	"os"
+	"context"
+	"io"
+	"net"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/aicloud/gpusuite/internal/testkit/logs"
 	"github.com/aicloud/gpusuite/internal/testkit/poll"
 )
-
-func writeFile(t *testing.T, p, s string) {
-	t.Helper()
-	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // waitFor polls cond every 10 ms for up to d; callers give d generously
 // (30 s and more), so a busy machine is slower but does not fail.
@@ -27,20 +21,36 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 // settled is how long the tests wait for a condition the daemon must reach.
 const settled = 60 * time.Second
 
-func mtime(t *testing.T, p string) time.Time {
+// freeAddr is a loopback address no one listens on, for a daemon's
+// --metrics-listen.
+func freeAddr(t *testing.T) string {
 	t.Helper()
-	var st unix.Stat_t
-	if err := unix.Lstat(p, &st); err != nil {
-		t.Fatal(err)
-	}
-	return time.Unix(st.Mtim.Unix())
-}
-
-func readFile(t *testing.T, p string) string {
-	t.Helper()
-	b, err := os.ReadFile(p)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(b)
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// watch runs nfs-sync with args (stdout discarded, stderr into stderr)
+// until stop is called; stop fails the test unless it then exits 0
+// within settled.
+func watch(t *testing.T, args []string, env map[string]string, stderr *logs.Buffer) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() { done <- MainContext(ctx, args, io.Discard, stderr, envFunc(env)) }()
+	return func() {
+		t.Helper()
+		cancel()
+		select {
+		case code := <-done:
+			if code != 0 {
+				t.Errorf("exit %d; stderr:\n%s", code, stderr.String())
+			}
+		case <-time.After(settled):
+			t.Fatal("watch did not stop")
+		}
+	}
 }

@@ -6,24 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aicloud/gpusuite/internal/testkit/files"
 	"github.com/aicloud/gpusuite/internal/testkit/fusefs"
 )
-
-func readFile(t *testing.T, p string) string {
-	t.Helper()
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
-func writeFile(t *testing.T, p, s string) {
-	t.Helper()
-	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // sameSecondUpdate writes old then new (same size) through A within one
 // second, with B reading in between, and asserts B is left with old.
@@ -32,20 +17,20 @@ func sameSecondUpdate(t *testing.T, a, b *fusefs.Mount, name, old, new string) {
 	for attempt := 0; ; attempt++ {
 		fusefs.StartOfSecond()
 		begin := time.Now()
-		writeFile(t, a.Path(name), old)
-		if got := readFile(t, b.Path(name)); got != old {
+		files.Write(t, a.Path(name), old)
+		if got := files.Read(t, b.Path(name)); got != old {
 			t.Fatalf("B reads %q after the first write, want %q", got, old)
 		}
-		writeFile(t, a.Path(name), new)
+		files.Write(t, a.Path(name), new)
 		if time.Since(begin) > 900*time.Millisecond && attempt < 10 {
 			continue // a slow machine crossed the second; try again
 		}
 		break
 	}
-	if got := readFile(t, a.Path(name)); got != new {
+	if got := files.Read(t, a.Path(name)); got != new {
 		t.Fatalf("A reads %q after its own write, want %q", got, new)
 	}
-	if got := readFile(t, b.Path(name)); got != old {
+	if got := files.Read(t, b.Path(name)); got != old {
 		t.Fatalf("B reads %q right after the same-second write, want the stale %q: the test file system does not reproduce the bug", got, old)
 	}
 }
@@ -57,7 +42,7 @@ func TestReproduceStaleRead(t *testing.T) {
 	sameSecondUpdate(t, a, b, "f", "AAAA", "BBBB")
 	// Letting time pass is what is under test: staleness outlives the second.
 	time.Sleep(1500 * time.Millisecond)
-	if got := readFile(t, b.Path("f")); got != "AAAA" {
+	if got := files.Read(t, b.Path("f")); got != "AAAA" {
 		t.Fatalf("B reads %q 1.5 s later, want the stale AAAA", got)
 	}
 	// A touch on B, which is not the last writer, does not help on a
@@ -73,7 +58,7 @@ func TestReproduceStaleRead(t *testing.T) {
 	if r := fx.Fix(int(dir.Fd()), "f", nil); r.Outcome != Fixed {
 		t.Fatalf("Fix = %s (%s), want fixed", r.Outcome, r.Why)
 	}
-	if got := readFile(t, b.Path("f")); got != "BBBB" {
+	if got := files.Read(t, b.Path("f")); got != "BBBB" {
 		t.Fatalf("B reads %q after the fix, want BBBB", got)
 	}
 }
@@ -98,7 +83,7 @@ func TestWatchFixesSameSecondUpdate(t *testing.T) {
 			}
 			sameSecondUpdate(t, a, b, "f", "AAAA", "BBBB")
 			last := time.Now()
-			waitFor(t, settled, "B still reads the stale content", func() bool { return readFile(t, b.Path("f")) == "BBBB" })
+			waitFor(t, settled, "B still reads the stale content", func() bool { return files.Read(t, b.Path("f")) == "BBBB" })
 			t.Logf("B saw the update %s after the last write", time.Since(last).Round(time.Millisecond))
 			// B sees the touch before the daemon counts it.
 			waitFor(t, settled, "the fix not counted", func() bool { return counter(m.Fixes) >= 1 })

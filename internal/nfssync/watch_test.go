@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/aicloud/gpusuite/internal/testkit/files"
 	"github.com/aicloud/gpusuite/internal/testkit/logs"
 	"github.com/aicloud/gpusuite/internal/testkit/poll"
 )
@@ -27,44 +28,35 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 // settled is how long the tests wait for a condition the daemon must reach.
 const settled = 60 * time.Second
 
-func mtime(t *testing.T, p string) time.Time {
-	t.Helper()
-	var st unix.Stat_t
-	if err := unix.Lstat(p, &st); err != nil {
-		t.Fatal(err)
-	}
-	return time.Unix(st.Mtim.Unix())
-}
-
 // TestWatchBurst: 10,000 writes to 100 files give 10,000 events and one
 // fix per file.
 func TestWatchBurst(t *testing.T) {
 	dir := t.TempDir()
-	const files, writes = 100, 10000
+	const nfiles, writes = 100, 10000
 	// A settle time long enough that a busy machine rarely splits the burst.
 	const settle = 500 * time.Millisecond
 	d, m := newTestDaemon(t, Options{Roots: []string{dir}, Backend: "inotify", Settle: settle, Workers: 4}, 100*time.Millisecond)
 	startDaemon(t, d)
 	// On a loaded machine one file's writes may lie further apart than the
 	// settle time; each such pause may legitimately start a new burst.
-	last := make([]time.Time, files)
+	last := make([]time.Time, nfiles)
 	pauses := 0
 	for i := 0; i < writes; i++ {
-		writeFile(t, filepath.Join(dir, fmt.Sprintf("f%03d", i%files)), fmt.Sprintf("%05d", i))
+		files.Write(t, filepath.Join(dir, fmt.Sprintf("f%03d", i%nfiles)), fmt.Sprintf("%05d", i))
 		now := time.Now()
-		if !last[i%files].IsZero() && now.Sub(last[i%files]) > settle/2 {
+		if !last[i%nfiles].IsZero() && now.Sub(last[i%nfiles]) > settle/2 {
 			pauses++
 		}
-		last[i%files] = now
+		last[i%nfiles] = now
 	}
-	waitFor(t, settled, "not every file fixed", func() bool { return counter(m.Fixes) >= files })
+	waitFor(t, settled, "not every file fixed", func() bool { return counter(m.Fixes) >= nfiles })
 	waitFor(t, settled, "not every write seen", func() bool { return counter(m.Events) >= writes })
 	d.WaitIdle(context.Background())
 	if got := counter(m.Events); got != writes {
 		t.Errorf("events = %v, want %d", got, writes)
 	}
-	if got := counter(m.Fixes); got < files || got > float64(files+pauses) {
-		t.Errorf("fixes = %v, want %d to %d (once per file per burst; %d pauses over %s)", got, files, files+pauses, pauses, settle/2)
+	if got := counter(m.Fixes); got < nfiles || got > float64(nfiles+pauses) {
+		t.Errorf("fixes = %v, want %d to %d (once per file per burst; %d pauses over %s)", got, nfiles, nfiles+pauses, pauses, settle/2)
 	}
 }
 
@@ -78,9 +70,9 @@ func TestWatchExcludesAndNewDirectories(t *testing.T) {
 	// The root, p, p/.git, p/.git/objects, p/.git/objects/ab, new and
 	// new/deeper: each file below is then seen once, by its event.
 	waitFor(t, settled, "new directories not watched", func() bool { return gauge(m.Watches) == 7 })
-	writeFile(t, filepath.Join(dir, "p/.git/objects/ab/cd"), "obj")
-	writeFile(t, filepath.Join(dir, ".a.swp"), "swap")
-	writeFile(t, filepath.Join(dir, "new/deeper/data"), "data")
+	files.Write(t, filepath.Join(dir, "p/.git/objects/ab/cd"), "obj")
+	files.Write(t, filepath.Join(dir, ".a.swp"), "swap")
+	files.Write(t, filepath.Join(dir, "new/deeper/data"), "data")
 	waitFor(t, settled, "file in a new directory not fixed", func() bool { return counter(m.Fixes) == 1 })
 	if got := skips(m, "excluded"); got != 2 {
 		t.Errorf("excluded = %v, want 2", got)
@@ -91,9 +83,9 @@ func TestWatchExcludesAndNewDirectories(t *testing.T) {
 	}
 	// Events come in order: once an excluded marker written after the
 	// rename is seen, the rename has been handled.
-	writeFile(t, filepath.Join(dir, ".marker.swp"), "m")
+	files.Write(t, filepath.Join(dir, ".marker.swp"), "m")
 	waitFor(t, settled, "marker after the rename not seen", func() bool { return skips(m, "excluded") == 3 })
-	writeFile(t, filepath.Join(dir, "moved/deeper/data"), "more")
+	files.Write(t, filepath.Join(dir, "moved/deeper/data"), "more")
 	waitFor(t, settled, "file in a moved directory not fixed", func() bool { return counter(m.Fixes) == 2 })
 	if got := skips(m, "gone"); got != 0 {
 		t.Errorf("gone = %v: events carried stale paths", got)
@@ -142,7 +134,7 @@ func TestWatchLimit(t *testing.T) {
 			if got := strings.Count(logs.String(), "left unwatched"); got != 1 || !strings.Contains(logs.String(), tc.wantLog) {
 				t.Errorf("want one error naming %q, got:\n%s", tc.wantLog, logs.String())
 			}
-			writeFile(t, filepath.Join(dir, "top"), "x")
+			files.Write(t, filepath.Join(dir, "top"), "x")
 			waitFor(t, settled, "file in a watched directory not fixed", func() bool { return counter(m.Fixes) == 1 })
 		})
 	}
@@ -174,7 +166,7 @@ func (f *fakeSource) Run(ctx context.Context, emit func(string), overflow func()
 func TestWatchOverflowRescans(t *testing.T) {
 	dir := t.TempDir()
 	os.MkdirAll(filepath.Join(dir, "sub"), 0o755)
-	writeFile(t, filepath.Join(dir, "old"), "o")
+	files.Write(t, filepath.Join(dir, "old"), "o")
 	oldC := ctime(t, filepath.Join(dir, "old"))
 	// ctime cannot be set: rewrite "recent" until its ctime is 20 ms past
 	// old's (the kernel's clock is coarse; this is the age under test).
@@ -183,7 +175,7 @@ func TestWatchOverflowRescans(t *testing.T) {
 		if time.Now().After(end) {
 			t.Fatal("ctime did not advance")
 		}
-		writeFile(t, filepath.Join(dir, "sub/recent"), "R")
+		files.Write(t, filepath.Join(dir, "sub/recent"), "R")
 		recentC = ctime(t, filepath.Join(dir, "sub/recent"))
 	}
 	src := &fakeSource{emit: make(chan string), overflow: make(chan struct{})}
@@ -201,7 +193,7 @@ func TestWatchOverflowRescans(t *testing.T) {
 		return time.Now()
 	}
 	startDaemon(t, d)
-	oldM := mtime(t, filepath.Join(dir, "old"))
+	oldM := files.Mtime(t, filepath.Join(dir, "old"))
 	src.overflow <- struct{}{}
 	waitFor(t, settled, "no rescan after the overflow", func() bool { return counter(m.Rescans) == 1 })
 	frozen.Store(false)
@@ -210,7 +202,7 @@ func TestWatchOverflowRescans(t *testing.T) {
 		t.Errorf("overflows = %v", got)
 	}
 	d.WaitIdle(context.Background())
-	if !mtime(t, filepath.Join(dir, "old")).Equal(oldM) || counter(m.Fixes) != 1 {
+	if !files.Mtime(t, filepath.Join(dir, "old")).Equal(oldM) || counter(m.Fixes) != 1 {
 		t.Errorf("an old file was touched by the rescan")
 	}
 }
@@ -248,7 +240,7 @@ func TestWatchQueueFullAndOutside(t *testing.T) {
 func TestWatchRateLimit(t *testing.T) {
 	dir := t.TempDir()
 	for i := 0; i < 30; i++ {
-		writeFile(t, filepath.Join(dir, fmt.Sprint(i)), "x")
+		files.Write(t, filepath.Join(dir, fmt.Sprint(i)), "x")
 	}
 	src := &fakeSource{emit: make(chan string), overflow: make(chan struct{})}
 	d, m := newTestDaemon(t, Options{Roots: []string{dir}, Settle: 0, MaxFixesPerSecond: 20, Workers: 4}, 10*time.Millisecond)
@@ -288,7 +280,7 @@ func TestWatchDeniedDirectory(t *testing.T) {
 	if got := strings.Count(logs.String(), "cannot be watched"); got != 1 {
 		t.Errorf("logged %d times, want once:\n%s", got, logs.String())
 	}
-	writeFile(t, filepath.Join(dir, "ok", "f"), "x")
+	files.Write(t, filepath.Join(dir, "ok", "f"), "x")
 	waitFor(t, settled, "file in a watched directory not fixed", func() bool { return counter(m.Fixes) == 1 })
 }
 

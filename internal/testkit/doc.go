@@ -6,6 +6,8 @@
 //   - cmdline: the command-line checks every binary's tests share (help,
 //     man pages, completions, flags over the config file).
 //   - fetch: one bounded GET of what a test's server serves.
+//   - files: a test's files written, read and their mtimes to the
+//     nanosecond.
 //   - fusefs: a directory served through FUSE the way an NFS server does.
 //   - ledgerdb: a ledger per test on the engine under test, and plain SQL
 //     on its rows (with internal/store, the one other package that speaks

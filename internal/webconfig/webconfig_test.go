@@ -108,20 +108,11 @@ func TestServeTLSAndLogin(t *testing.T) {
 	c := f.Client()
 	get := func(user, pass string) (int, string, http.Header) {
 		t.Helper()
-		req, err := http.NewRequest(http.MethodGet, "https://"+addr+"/", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if user != "" {
-			req.SetBasicAuth(user, pass)
-		}
-		resp, err := c.Do(req)
+		code, body, hd, err := tlscert.Get(c, "https://"+addr+"/", user, pass)
 		if err != nil {
 			t.Fatalf("GET as %q: %v", user, err)
 		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-		return resp.StatusCode, string(b), resp.Header
+		return code, body, hd
 	}
 	for _, tc := range []struct{ name, user, pass string }{
 		{name: "no login"}, {name: "wrong password", user: "alice", pass: "wrong"}, {name: "unknown user", user: "mallory", pass: "right"},
@@ -181,19 +172,15 @@ func TestUsersWithoutLogin(t *testing.T) {
 		name, ok := users.Authenticated(r)
 		io.WriteString(w, name+" "+map[bool]string{true: "believed", false: "not believed"}[ok])
 	}))
-	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/", nil)
-	req.SetBasicAuth("alice", "anything")
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	code, body, hd, err := tlscert.Get(f.Client(), "http://"+addr+"/", "alice", "anything")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK || string(b) != " not believed" {
-		t.Errorf("%d %q, want 200 \" not believed\"", resp.StatusCode, b)
+	if code != http.StatusOK || body != " not believed" {
+		t.Errorf("%d %q, want 200 \" not believed\"", code, body)
 	}
-	if resp.Header.Get("X-Frame-Options") != "deny" {
-		t.Errorf("X-Frame-Options %q, want the file's deny", resp.Header.Get("X-Frame-Options"))
+	if hd.Get("X-Frame-Options") != "deny" {
+		t.Errorf("X-Frame-Options %q, want the file's deny", hd.Get("X-Frame-Options"))
 	}
 	if webconfig.NewUsers("").Any() {
 		t.Error("no file: Any is true")

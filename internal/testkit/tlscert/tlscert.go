@@ -1,6 +1,6 @@
 // Package tlscert writes web config files for tests: a
 // throwaway self-signed certificate and bcrypt-hashed users, and the
-// client that trusts that certificate.
+// client that trusts that certificate (Client; Get, with a login).
 package tlscert
 
 import (
@@ -12,6 +12,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -76,6 +77,32 @@ func (f Files) Client() *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = &tls.Config{RootCAs: f.Pool, MinVersion: tls.VersionTLS12}
 	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
+}
+
+// maxBody bounds the body Get reads: more than any page or /metrics the
+// suite serves.
+const maxBody = 4 << 20
+
+// Get GETs url with c (a Files' Client), logged in as user with pass
+// unless user is empty, and returns the status, the body (at most
+// maxBody bytes) and the headers. It returns the request's error rather
+// than failing the test, so that a test may poll a server that is not up
+// yet; c keeps its connection, as a browser's would, for the next.
+func Get(c *http.Client, url, user, pass string) (int, string, http.Header, error) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return 0, "", nil, err
+	}
+	if user != "" {
+		req.SetBasicAuth(user, pass)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, "", nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	return resp.StatusCode, string(b), resp.Header, err
 }
 
 // SelfSigned is a throwaway certificate for 127.0.0.1, ::1 and
