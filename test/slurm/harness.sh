@@ -24,12 +24,25 @@
 # listening on 127.0.0.1 only, never the system's /run/mysqld), slurmdbd in
 # front of it, and the cluster, accounts and users the tests submit as
 # (ACCOUNTS below) added with sacctmgr.
+#
+# GPUSUITE_SLURM_MIG=1 starts, stops or checks a MIG-shaped cluster of its
+# own instead (test/slurm/mig_test.go starts it): $GPUSUITE_SLURM_MIG_DIR
+# (default /run/gpusuite-slurm-mig), ports from 16840, node mig1 with a
+# whole A100 and an A100 cut into 3g.40gb + 4 x 1g.10gb, typed gres whose
+# MultipleFiles= name fake nvidia-caps devices under root/dev, and the
+# driver's mig-minors faked in root/proc (the hooks' hooks.root).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+MIG=${GPUSUITE_SLURM_MIG:-}
 DIR=${GPUSUITE_SLURM_DIR:-/run/gpusuite-slurm}
 # A second cluster (e.g. a CI check beside a developer's) needs other ports.
 PORT=${GPUSUITE_SLURM_PORT:-16817}
+if [ -n "$MIG" ]; then
+  # make test exports GPUSUITE_SLURM_DIR for the main cluster: not ours
+  DIR=${GPUSUITE_SLURM_MIG_DIR:-/run/gpusuite-slurm-mig}
+  PORT=${GPUSUITE_SLURM_MIG_PORT:-16840}
+fi
 # After slurmctld's (PORT) and slurmd's (PORT+1): slurmdbd, then MariaDB.
 DBD_PORT=$((PORT + 2))
 DB_PORT=$((PORT + 3))
@@ -49,6 +62,16 @@ MINORS="2, 3, 0, 1"
 # root's is "root", as sacctmgr makes it), where it had none before.
 ACCOUNTS="alice:team-a bob:team-b agentuser:physics root:team-a root:team-b root:physics"
 CLUSTER=testcl
+if [ -n "$MIG" ]; then
+  NODE=mig1
+  NGPU=2
+  MINORS="0, 1"
+  SIM_MODEL=a100
+  GPU_TYPES="a100 3g.40gb 1g.10gb"
+  # GPU 1's layout, as gpu.simulated.mig numbers it: GPU instance 1 is
+  # the 3g.40gb, 2 to 5 the 1g.10gb, each with compute instance 0.
+  MIG_LAYOUT="3g.40gb 1g.10gb 1g.10gb 1g.10gb 1g.10gb"
+fi
 
 # shellcheck source=test/slurm/lib.sh
 . "$ROOT/test/slurm/lib.sh"
@@ -79,11 +102,58 @@ PlugStackConfig=$DIR/etc/plugstack.conf
 # Job mail goes to etc/mailprog, which drops it until a test puts gpuacct
 # mailprog there (test/slurm/mailprog_test.go).
 MailProg=$DIR/etc/mailprog
+EOF
+  if [ -n "$MIG" ]; then
+    cat <<EOF
+NodeName=$NODE NodeAddr=127.0.0.1 CPUs=16 Boards=1 SocketsPerBoard=1 CoresPerSocket=16 ThreadsPerCore=1 RealMemory=4000 Gres=gpu:a100:1,gpu:3g.40gb:1,gpu:1g.10gb:4 State=UNKNOWN
+PartitionName=gpu Nodes=$NODE Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
+# Slices billed by their share of an A100 (seven slices).
+PartitionName=billed Nodes=$NODE Default=NO MaxTime=INFINITE State=UP OverSubscribe=NO TRESBillingWeights=CPU=1.0,GRES/gpu:a100=7.0,GRES/gpu:3g.40gb=3.0,GRES/gpu:1g.10gb=1.0
+EOF
+    return
+  fi
+  cat <<EOF
 NodeName=$NODE NodeAddr=127.0.0.1 CPUs=16 Boards=1 SocketsPerBoard=1 CoresPerSocket=16 ThreadsPerCore=1 RealMemory=4000 Gres=gpu:a100:$((NGPU / 2)),gpu:t4:$((NGPU / 2)) State=UNKNOWN
 PartitionName=gpu Nodes=$NODE Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 # The same node billed as docs/budgets.md's example (test/slurm/billing_test.go).
 PartitionName=billed Nodes=$NODE Default=NO MaxTime=INFINITE State=UP OverSubscribe=NO TRESBillingWeights=CPU=1.0,Mem=0.25G,GRES/gpu:a100=4.0,GRES/gpu:t4=0.5
 EOF
+}
+
+# cap_minor GPU GI [CI] prints the nvidia-caps minor of a GPU instance's
+# (or, with CI, a compute instance's) access cap as the driver numbers
+# them in mig-minors: 3, then 135 a GPU, 9 a GPU instance, 1 + CI.
+cap_minor() {
+  if [ $# -eq 3 ]; then echo $((3 + $1 * 135 + $2 * 9 + 1 + $3)); else echo $((3 + $1 * 135 + $2 * 9)); fi
+}
+
+# write_mig_node makes the MIG node's fake devices under root/dev and its
+# mig-minors under root/proc, and prints its gres.conf: the whole GPU 0,
+# then GPU 1's instances in MIG_LAYOUT's order.
+write_mig_node() {
+  local r=$DIR/root g gi c p
+  mkdir -p "$r/dev/nvidia-caps" "$r/proc/driver/nvidia-caps"
+  make_gpu_devices "$r/dev" "$NGPU"
+  {
+    echo "config 1"
+    echo "monitor 2"
+    for g in 0 1; do
+      for gi in $(seq 0 14); do
+        echo "gpu$g/gi$gi/access $(cap_minor "$g" "$gi")"
+        for c in $(seq 0 7); do echo "gpu$g/gi$gi/ci$c/access $(cap_minor "$g" "$gi" "$c")"; done
+      done
+    done
+  } >"$r/proc/driver/nvidia-caps/mig-minors"
+  echo "NodeName=$NODE Name=gpu Type=a100 File=$r/dev/nvidia0"
+  gi=1
+  for p in $MIG_LAYOUT; do
+    for c in "$(cap_minor 1 "$gi")" "$(cap_minor 1 "$gi" 0)"; do
+      # nvidia-caps' major is the driver's choice: any character device will do
+      [ -c "$r/dev/nvidia-caps/nvidia-cap$c" ] || mknod "$r/dev/nvidia-caps/nvidia-cap$c" c 240 "$c"
+    done
+    echo "NodeName=$NODE Name=gpu Type=$p MultipleFiles=$r/dev/nvidia1,$r/dev/nvidia-caps/nvidia-cap$(cap_minor 1 "$gi"),$r/dev/nvidia-caps/nvidia-cap$(cap_minor 1 "$gi" 0)"
+    gi=$((gi + 1))
+  done
 }
 
 write_config() {
@@ -94,17 +164,26 @@ write_config() {
   make_gpu_devices "$DIR/dev" "$NGPU"
   {
     echo "# gpusuite config used by the hooks of the test cluster."
-    hook_config "$DIR/spool"
+    if [ -n "$MIG" ]; then
+      hook_config "$DIR/spool" "$DIR/root"
+      echo "mig = [\"\", \"$(echo "$MIG_LAYOUT" | tr ' ' ',')\"]"
+    else
+      hook_config "$DIR/spool"
+    fi
     echo "minors = [$MINORS]"
   } >"$DIR/etc/gpusuite.toml"
   write_hook_wrappers "$DIR/hooks" "$DIR/etc/gpusuite.toml" "$DIR/log"
   slurm_conf >"$DIR/etc/slurm.conf"
   printf '#!/bin/sh\nexit 0\n' >"$DIR/etc/mailprog"
   chmod 0755 "$DIR/etc/mailprog"
-  cat >"$DIR/etc/gres.conf" <<EOF
+  if [ -n "$MIG" ]; then
+    write_mig_node >"$DIR/etc/gres.conf"
+  else
+    cat >"$DIR/etc/gres.conf" <<EOF
 NodeName=$NODE Name=gpu Type=a100 File=$DIR/dev/nvidia[0-$((NGPU / 2 - 1))]
 NodeName=$NODE Name=gpu Type=t4 File=$DIR/dev/nvidia[$((NGPU / 2))-$((NGPU - 1))]
 EOF
+  fi
   : >"$DIR/etc/plugstack.conf"
   shopt -s nullglob
   for src in "$ROOT"/test/slurm/spank/*.c; do

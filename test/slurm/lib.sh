@@ -45,8 +45,10 @@ EOS
   done
 }
 
-# hook_config SPOOL prints the gpusuite.toml both harnesses' hooks share,
-# ending inside [gpu.simulated] (NGPU H100s): the caller adds its keys.
+# hook_config SPOOL [ROOT] prints the gpusuite.toml both harnesses' hooks
+# share, ending inside [gpu.simulated] (NGPU GPUs of SIM_MODEL, H100s
+# unless set): the caller adds its keys. ROOT is hooks.root (the MIG
+# node's fake /dev and /proc).
 hook_config() {
   cat <<EOS
 [cluster]
@@ -58,13 +60,16 @@ dir = "$1"
 [hooks]
 timeout = "5s"
 log_level = "debug"
+EOS
+  [ -z "${2:-}" ] || echo "root = \"$2\""
+  cat <<EOS
 
 [gpu]
 backend = "simulated"
 
 [gpu.simulated]
 count = $NGPU
-model = "h100"
+model = "${SIM_MODEL:-h100}"
 EOS
 }
 
@@ -96,7 +101,7 @@ AccountingStorageHost=localhost
 AccountingStoragePort=$DBD_PORT
 # So that sacct's AllocTRES lists gres/gpu=N, and the typed GPUs that
 # TRESBillingWeights weigh (test/slurm/harness.sh's a100 and t4).
-AccountingStorageTRES=gres/gpu,gres/gpu:a100,gres/gpu:t4
+AccountingStorageTRES=gres/gpu$(for t in ${GPU_TYPES:-a100 t4}; do printf ',gres/gpu:%s' "$t"; done)
 # So that sacct's Comment holds what sbatch --comment said (the ignore tag).
 AccountingStoreFlags=job_comment
 JobCompType=jobcomp/none
