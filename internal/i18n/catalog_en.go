@@ -108,5 +108,22 @@ func english() []string {
 		"Runs out",
 		"No budget is configured for this team.",
 		"Budgets warn; only Slurm's own limits (GrpTRESMins) stop jobs. As JSON:",
+		// sbuild and srun-wrap
+		"sbuild: creating %s from %s",
+		"warning: srun succeeded but %s is not in %s: the GPU servers keep containers elsewhere (set container.data_path) or pyxis uses container_scope=job",
+		"no containers in %s; make one with: sbuild [IMAGE]",
+		"sbuild: skipping %s: your job %s is using it (scancel it first)",
+		"removed %s",
+		"nothing to prune",
+		"wrote %s (nvcr.io and authn.nvidia.com, mode 600)",
+		"ok: srun, pyxis, credentials, the registry and enroot storage look fine for %s",
+		"remove %s%s?",
+		" (project %s is gone)",
+		" (made %s)",
+		"sbuild: done; run in it with: srun-wrap [CMD]   (or srun --container-name=%s ...)",
+		"sbuild: creating the new %s from %s as %s; the old one stays until it is ready",
+		"warning: the old container is left as %s (%v); remove it with sbuild rm %s",
+		"container %s does not exist in %s; build it first: %s",
+		"warning: %s",
 	}
 }

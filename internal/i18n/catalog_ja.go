@@ -109,5 +109,22 @@ func japanese() map[string]string {
 		"Runs out":                               "使い切る見込み",
 		"No budget is configured for this team.": "このチームには予算が設定されていません。",
 		"Budgets warn; only Slurm's own limits (GrpTRESMins) stop jobs. As JSON:": "予算は警告のみです。ジョブを止めるのはSlurm自身の制限(GrpTRESMins)だけです。JSON:",
+		// sbuild and srun-wrap
+		"sbuild: creating %s from %s": "sbuild: %[2]s から %[1]s を作成しています",
+		"warning: srun succeeded but %s is not in %s: the GPU servers keep containers elsewhere (set container.data_path) or pyxis uses container_scope=job": "警告: srunは成功しましたが %s が %s にありません。GPUサーバーがコンテナを別の場所に置いている(container.data_pathを設定)か、pyxisがcontainer_scope=jobです",
+		"no containers in %s; make one with: sbuild [IMAGE]":              "%s にコンテナはありません。作成するには: sbuild [IMAGE]",
+		"sbuild: skipping %s: your job %s is using it (scancel it first)": "sbuild: %s をスキップします。ジョブ %s が使用中です(先にscancelしてください)",
+		"removed %s":       "%s を削除しました",
+		"nothing to prune": "整理するものはありません",
+		"wrote %s (nvcr.io and authn.nvidia.com, mode 600)":                              "%s に書き込みました(nvcr.ioとauthn.nvidia.com、モード600)",
+		"ok: srun, pyxis, credentials, the registry and enroot storage look fine for %s": "ok: %s について、srun・pyxis・認証情報・レジストリ・enrootの保存先に問題はありません",
+		"remove %s%s?":          "%s%sを削除しますか?",
+		" (project %s is gone)": "(プロジェクト %s はもうありません)",
+		" (made %s)":            "(%s 作成)",
+		"sbuild: done; run in it with: srun-wrap [CMD]   (or srun --container-name=%s ...)": "sbuild: 完了。実行するには: srun-wrap [CMD]   (または srun --container-name=%s ...)",
+		"sbuild: creating the new %s from %s as %s; the old one stays until it is ready":    "sbuild: %[2]s から新しい %[1]s を %[3]s として作成しています。完成するまで古いものは残ります",
+		"warning: the old container is left as %s (%v); remove it with sbuild rm %s":        "警告: 古いコンテナが %s として残っています(%v)。削除するには sbuild rm %s",
+		"container %s does not exist in %s; build it first: %s":                             "コンテナ %s が %s にありません。先に作成してください: %s",
+		"warning: %s": "警告: %s",
 	}
 }

@@ -118,6 +118,17 @@ func (c *Catalog) match(prefs ...language.Tag) language.Tag {
 	return c.tags[i]
 }
 
+// ForEnv is the printer of a terminal's language (Catalog.Env), for a
+// command that prints once and exits. Should the catalogue not build
+// (TestPrinter builds it), it speaks English, which needs none.
+func ForEnv(getenv func(string) string) *Printer {
+	c, err := New()
+	if err != nil {
+		return &Printer{lang: English}
+	}
+	return c.Printer(c.Env(getenv))
+}
+
 // Printer speaks one language; it is safe for concurrent use.
 type Printer struct {
 	lang language.Tag

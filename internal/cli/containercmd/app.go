@@ -25,6 +25,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/cli/cliwire"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/container"
+	"github.com/aicloud/gpusuite/internal/i18n"
 )
 
 // OSSys is the system both commands run on, logging warnings and worse
@@ -93,6 +94,8 @@ type env struct {
 	paths container.Paths
 	cwd   string
 	creds *credsFile // read once by credentials
+	// tr speaks the researcher's language (LC_ALL, LC_MESSAGES, LANG).
+	tr *i18n.Printer
 }
 
 func loadEnv(c *cli.Context, sys container.Sys) (*env, error) {
@@ -121,7 +124,7 @@ func loadEnv(c *cli.Context, sys container.Sys) (*env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("current directory: %w", err)
 	}
-	return &env{sys: sys, cfg: cfg, user: u, paths: container.ResolvePaths(conf, cfg.Container.DataPath, u, sys.Getenv), cwd: cwd}, nil
+	return &env{sys: sys, tr: i18n.ForEnv(sys.Getenv), cfg: cfg, user: u, paths: container.ResolvePaths(conf, cfg.Container.DataPath, u, sys.Getenv), cwd: cwd}, nil
 }
 
 // containerName is --name (or its variable) checked, else the directory's.

@@ -37,7 +37,7 @@ func rebuild(c *cli.Context, e *env, p *plan, busy map[string][]string) error {
 	}
 	b := p.build
 	b.Name = fresh
-	fmt.Fprintf(sys.Stderr, "sbuild: creating the new %s from %s as %s; the old one stays until it is ready\n", container.EnrootName(name), b.Ref, container.EnrootName(fresh))
+	fmt.Fprintln(sys.Stderr, e.tr.T("sbuild: creating the new %s from %s as %s; the old one stays until it is ready", container.EnrootName(name), b.Ref, container.EnrootName(fresh)))
 	code, tail, err := runBuild(c.Context, sys, b)
 	if err != nil {
 		return fmt.Errorf("%w; %s is kept as it was", err, container.EnrootName(name))
@@ -77,9 +77,9 @@ func rebuild(c *cli.Context, e *env, p *plan, busy map[string][]string) error {
 		fmt.Fprintf(sys.Stderr, "warning: %v\n", err)
 	}
 	if err := e.remove(c.Context, old); err != nil {
-		fmt.Fprintf(sys.Stderr, "warning: the old container is left as %s (%v); remove it with sbuild rm %s\n", container.EnrootName(old), err, old)
+		fmt.Fprintln(sys.Stderr, e.tr.T("warning: the old container is left as %s (%v); remove it with sbuild rm %s", container.EnrootName(old), err, old))
 	}
-	return done(sys, name)
+	return done(e, name)
 }
 
 // runBuild runs the build's srun, showing its output and keeping the end

@@ -363,7 +363,7 @@ func build(c *cli.Context, sys container.Sys, extra []string) error {
 	if exists {
 		return rebuild(c, e, p, busy)
 	}
-	fmt.Fprintf(sys.Stderr, "sbuild: creating %s from %s\n", container.EnrootName(name), p.build.Ref)
+	fmt.Fprintln(sys.Stderr, e.tr.T("sbuild: creating %s from %s", container.EnrootName(name), p.build.Ref))
 	code, tail, err := runBuild(c.Context, sys, p.build)
 	if err != nil {
 		return err
@@ -381,14 +381,14 @@ func build(c *cli.Context, sys container.Sys, extra []string) error {
 		return &cliwire.ExitError{Code: code, Err: fmt.Errorf("creating %s failed (srun exit %d): %s", container.EnrootName(name), code, diagnose(tail, e))}
 	}
 	if !created && e.cfg.Container.CheckExists {
-		fmt.Fprintf(sys.Stderr, "warning: srun succeeded but %s is not in %s: the GPU servers keep containers elsewhere (set container.data_path) or pyxis uses container_scope=job\n", container.EnrootName(name), e.paths.Data)
+		fmt.Fprintln(sys.Stderr, e.tr.T("warning: srun succeeded but %s is not in %s: the GPU servers keep containers elsewhere (set container.data_path) or pyxis uses container_scope=job", container.EnrootName(name), e.paths.Data))
 	}
 	if created {
 		if err := container.WriteMeta(e.paths.Data, meta); err != nil {
 			fmt.Fprintf(sys.Stderr, "warning: %v\n", err)
 		}
 	}
-	return done(sys, name)
+	return done(e, name)
 }
 
 func (p *plan) meta(e *env, now time.Time) container.Meta {
@@ -396,9 +396,9 @@ func (p *plan) meta(e *env, now time.Time) container.Meta {
 		Created: now.UTC().Truncate(time.Second), Project: e.cwd, Setup: p.setup, SetupSHA256: p.setupSHA, Saved: p.build.Save}
 }
 
-func done(sys container.Sys, name string) error {
-	fmt.Fprintf(sys.Stdout, "%s\n", container.EnrootName(name))
-	fmt.Fprintf(sys.Stderr, "sbuild: done; run in it with: srun-wrap [CMD]   (or srun --container-name=%s ...)\n", name)
+func done(e *env, name string) error {
+	fmt.Fprintf(e.sys.Stdout, "%s\n", container.EnrootName(name))
+	fmt.Fprintln(e.sys.Stderr, e.tr.T("sbuild: done; run in it with: srun-wrap [CMD]   (or srun --container-name=%s ...)", name))
 	return nil
 }
 
@@ -448,7 +448,7 @@ func list(c *cli.Context, sys container.Sys) error {
 		return err
 	}
 	if len(es) == 0 {
-		fmt.Fprintf(sys.Stdout, "no containers in %s; make one with: sbuild [IMAGE]\n", e.paths.Data)
+		fmt.Fprintln(sys.Stdout, e.tr.T("no containers in %s; make one with: sbuild [IMAGE]", e.paths.Data))
 		return nil
 	}
 	busy, err := e.busy(c.Context)
@@ -481,12 +481,12 @@ func removeMany(c *cli.Context, e *env, names []string, why map[string]string) e
 	failed := 0
 	for _, n := range names {
 		if jobs := busy[n]; len(jobs) > 0 {
-			fmt.Fprintf(e.sys.Stderr, "sbuild: skipping %s: your job %s is using it (scancel it first)\n", container.EnrootName(n), strings.Join(jobs, ","))
+			fmt.Fprintln(e.sys.Stderr, e.tr.T("sbuild: skipping %s: your job %s is using it (scancel it first)", container.EnrootName(n), strings.Join(jobs, ",")))
 			failed++
 			continue
 		}
 		if !c.Bool("yes") {
-			ok, err := confirm(e.sys, in, fmt.Sprintf("remove %s%s?", container.EnrootName(n), why[n]))
+			ok, err := confirm(e.sys, in, e.tr.T("remove %s%s?", container.EnrootName(n), why[n]))
 			if err != nil {
 				return err
 			}
@@ -499,7 +499,7 @@ func removeMany(c *cli.Context, e *env, names []string, why map[string]string) e
 			failed++
 			continue
 		}
-		fmt.Fprintf(e.sys.Stdout, "removed %s\n", container.EnrootName(n))
+		fmt.Fprintln(e.sys.Stdout, e.tr.T("removed %s", container.EnrootName(n)))
 	}
 	if failed > 0 {
 		return &cliwire.ExitError{Code: exitcode.Failure}
@@ -549,9 +549,9 @@ func prune(c *cli.Context, sys container.Sys) error {
 			continue // not made by sbuild: leave it alone
 		}
 		if _, err := os.Stat(en.Meta.Project); isNotExist(err) {
-			why[en.Name] = " (project " + en.Meta.Project + " is gone)"
+			why[en.Name] = e.tr.T(" (project %s is gone)", en.Meta.Project)
 		} else if d := c.Duration("older-than"); d > 0 && sys.Now().Sub(en.Meta.Created) > d {
-			why[en.Name] = " (made " + en.Meta.Created.Local().Format("2006-01-02") + ")"
+			why[en.Name] = e.tr.T(" (made %s)", e.tr.Time(en.Meta.Created.Local(), "2006-01-02"))
 		} else {
 			continue
 		}
@@ -567,7 +567,7 @@ func prune(c *cli.Context, sys container.Sys) error {
 		}
 	}
 	if len(names) == 0 {
-		fmt.Fprintln(sys.Stdout, "nothing to prune")
+		fmt.Fprintln(sys.Stdout, e.tr.T("nothing to prune"))
 		return nil
 	}
 	return removeMany(c, e, names, why)
@@ -603,7 +603,7 @@ func login(c *cli.Context, sys container.Sys) error {
 	if err := container.WriteCredentials(path, key); err != nil {
 		return err
 	}
-	fmt.Fprintf(sys.Stdout, "wrote %s (nvcr.io and authn.nvidia.com, mode 600)\n", path)
+	fmt.Fprintln(sys.Stdout, e.tr.T("wrote %s (nvcr.io and authn.nvidia.com, mode 600)", path))
 	return nil
 }
 
@@ -626,7 +626,7 @@ func check(c *cli.Context, sys container.Sys) error {
 		fs = append(fs, container.Finding{Level: container.Warn, Check: "image", Msg: strings.TrimPrefix(p.note, "note: ")})
 	}
 	if len(fs) == 0 {
-		fmt.Fprintf(sys.Stdout, "ok: srun, pyxis, credentials, the registry and enroot storage look fine for %s\n", p.build.Ref)
+		fmt.Fprintln(sys.Stdout, e.tr.T("ok: srun, pyxis, credentials, the registry and enroot storage look fine for %s", p.build.Ref))
 		return nil
 	}
 	if report(sys.Stdout, fs) {

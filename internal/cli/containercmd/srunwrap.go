@@ -141,11 +141,11 @@ func srunWrap(c *cli.Context, sys container.Sys, split container.Split) error {
 		if err != nil {
 			sys.Logger.Warn("cannot check the container", "err", err)
 		} else if !ok {
-			msg := fmt.Sprintf("container %s does not exist in %s; build it first: %s", container.EnrootName(name), e.paths.Data, buildHint(c, name, e.cwd))
+			msg := e.tr.T("container %s does not exist in %s; build it first: %s", container.EnrootName(name), e.paths.Data, buildHint(c, name, e.cwd))
 			if !dry {
 				return fmt.Errorf("%s", msg)
 			}
-			fmt.Fprintln(sys.Stderr, "warning: "+msg)
+			fmt.Fprintln(sys.Stderr, e.tr.T("warning: %s", msg))
 		}
 	}
 	if c.Bool("batch") {
