@@ -9,17 +9,13 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/aicloud/gpusuite/internal/testkit/files"
 )
 
 func TestLoad(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, body string) string { return files.Write(t, filepath.Join(dir, name), body) }
 	good := write("good.toml", "[spool]\ndir = \"/x\"\n[hooks]\ntimeout = \"3s\"\n[gpu]\nbackend = \"simulated\"\n[gpu.simulated]\ncount = 2\nminors = [1, 0]\n")
 	unreadable := write("unreadable.toml", "")
 	if err := os.Chmod(unreadable, 0); err != nil {

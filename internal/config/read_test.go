@@ -2,25 +2,20 @@ package config
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/aicloud/gpusuite/internal/testkit/files"
 )
 
 // TestReadFile checks that the buffer sized from stat holds the whole file,
 // also when stat's size is wrong (a /proc file stats as 0 bytes).
 func TestReadFile(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, body string) string { return files.Write(t, filepath.Join(dir, name), body) }
 	exact := strings.Repeat("#", MaxFileBytes)
 	tests := []struct {
 		name, path, want string

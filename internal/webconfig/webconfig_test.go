@@ -6,13 +6,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/aicloud/gpusuite/internal/testkit/files"
 	"github.com/aicloud/gpusuite/internal/testkit/tlscert"
 	"github.com/aicloud/gpusuite/internal/webconfig"
 )
@@ -20,13 +20,7 @@ import (
 func TestCheck(t *testing.T) {
 	good := tlscert.Write(t, true, map[string]string{"alice": "pw"}, "")
 	dir := t.TempDir()
-	write := func(name, s string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, s string) string { return files.Write(t, filepath.Join(dir, name), s) }
 	fifo := filepath.Join(dir, "fifo.yml")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)

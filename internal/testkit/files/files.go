@@ -11,12 +11,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Write writes s to the file at p (mode 0644), replacing what it held.
-func Write(t testing.TB, p, s string) {
+// Write writes s to the file at p (mode 0644), replacing what it held,
+// and returns p, for a test table that names the files it writes.
+func Write(t testing.TB, p, s string) string {
 	t.Helper()
 	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return p
 }
 
 // Read is what the file at p holds.

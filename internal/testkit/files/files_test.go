@@ -13,8 +13,7 @@ func TestWriteReadMtime(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "f")
 	for _, s := range []string{"first", "2nd"} {
-		Write(t, p, s)
-		if got := Read(t, p); got != s {
+		if got := Read(t, Write(t, p, s)); got != s {
 			t.Errorf("Read after Write(%q) = %q", s, got)
 		}
 	}
