@@ -15,6 +15,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/testkit/files"
 	"github.com/aicloud/gpusuite/internal/testkit/fusefs"
 	"github.com/aicloud/gpusuite/internal/testkit/logs"
+	"github.com/aicloud/gpusuite/internal/testkit/loopback"
 )
 
 func envFunc(m map[string]string) func(string) string {
@@ -177,7 +178,7 @@ func TestCLIWatchSystemd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	addr := freeAddr(t)
+	addr := loopback.Addr(t)
 	// go-systemd reads these from the process environment.
 	t.Setenv("NOTIFY_SOCKET", sock)
 	t.Setenv("WATCHDOG_USEC", "300000")

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"io"
-	"net"
 	"testing"
 	"time"
 
@@ -20,18 +19,6 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 
 // settled is how long the tests wait for a condition the daemon must reach.
 const settled = 60 * time.Second
-
-// freeAddr is a loopback address no one listens on, for a daemon's
-// --metrics-listen.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
 
 // watch runs nfs-sync with args (stdout discarded, stderr into stderr)
 // until stop is called; stop fails the test unless it then exits 0

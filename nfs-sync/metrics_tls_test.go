@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/aicloud/gpusuite/internal/testkit/logs"
+	"github.com/aicloud/gpusuite/internal/testkit/loopback"
 	"github.com/aicloud/gpusuite/internal/testkit/tlscert"
 )
 
@@ -14,7 +15,7 @@ import (
 func TestCLIWatchMetricsTLS(t *testing.T) {
 	dir := t.TempDir()
 	f := tlscert.Write(t, true, map[string]string{"prometheus": "scrape"}, "")
-	addr := freeAddr(t)
+	addr := loopback.Addr(t)
 	env := map[string]string{"GPUSUITE_CONFIG": writeConfig(t, "[nfssync]\nbackend = \"inotify\"\n")}
 	var stderr logs.Buffer
 	stop := watch(t, []string{"nfs-sync", "watch", "--metrics-listen", addr, "--web-config-file", f.Path, dir}, env, &stderr)

@@ -13,6 +13,7 @@
 //     on its rows (with internal/store, the one other package that speaks
 //     SQL).
 //   - logs: a log read while another goroutine or process writes it.
+//   - loopback: a free loopback address for a test's server to listen on.
 //   - poll: the one way a test waits, polling until a generous deadline.
 //   - pty: a pseudo-terminal, for what a program does on a terminal.
 //   - reexec: the test binary copied where another user may run it.
