@@ -63,10 +63,7 @@ func TestScriptCommand(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, m, err := ScriptCommand(tc.script, "/p", tc.first)
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("err = %v", err)
-				}
+			if wantErr(t, err, tc.err) {
 				return
 			}
 			if d := cmp.Diff(tc.want, got); d != "" || !cmp.Equal(tc.mounts, m) || err != nil {

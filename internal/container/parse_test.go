@@ -53,10 +53,7 @@ func TestCheckName(t *testing.T) {
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := CheckName(tc.in)
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("err = %v, want %q", err, tc.err)
-				}
+			if wantErr(t, err, tc.err) {
 				return
 			}
 			if err != nil || got != tc.want {
@@ -98,10 +95,7 @@ func TestParseImage(t *testing.T) {
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := ParseImage(tc.in)
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("err = %v, want %q", err, tc.err)
-				}
+			if wantErr(t, err, tc.err) {
 				return
 			}
 			if err != nil {
@@ -177,10 +171,7 @@ func TestParseMount(t *testing.T) {
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := ParseMount(tc.in, "/proj")
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("err = %v, want %q", err, tc.err)
-				}
+			if wantErr(t, err, tc.err) {
 				return
 			}
 			if err != nil || got != tc.want {
@@ -218,10 +209,7 @@ func TestSplitArgs(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := SplitArgs(tc.in, own)
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("err = %v, want %q", err, tc.err)
-				}
+			if wantErr(t, err, tc.err) {
 				return
 			}
 			if err != nil {
@@ -426,4 +414,17 @@ func TestCheckTime(t *testing.T) {
 			}
 		})
 	}
+}
+
+// wantErr fails the test unless err contains want, where want is set,
+// and says whether it was: such a case has no value left to check.
+func wantErr(t *testing.T, err error, want string) bool {
+	t.Helper()
+	if want == "" {
+		return false
+	}
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err = %v, want %q", err, want)
+	}
+	return true
 }
