@@ -206,6 +206,9 @@ func (d *Ledger) detail(ctx context.Context, r *JobRow, now time.Time) (*Detail,
 		return nil, err
 	}
 	det.Notes = notes(det)
+	if err := d.addSliceNotes(ctx, det); err != nil {
+		return nil, err
+	}
 	return det, nil
 }
 

@@ -135,7 +135,9 @@ func (d *Ledger) JobList(ctx context.Context, q JobsQuery) (*table.Table, error)
 	if q.Scope.Several() {
 		t.Columns = append([]table.Column{{Key: "cluster", Title: "CLUSTER", Kind: table.Text}}, t.Columns...)
 	}
+	var runs []int64 // for the MIG column (migadvice.go)
 	err := d.jobs(ctx, q, h, func(j *JobRow) bool {
+		runs = append(runs, j.Row)
 		state := j.State
 		if j.EndEstimated {
 			state += "*"
@@ -150,6 +152,9 @@ func (d *Ledger) JobList(ctx context.Context, q JobsQuery) (*table.Table, error)
 		return len(t.Rows) < q.Limit
 	})
 	if err != nil {
+		return nil, err
+	}
+	if err := d.addSliceColumn(ctx, t, runs); err != nil {
 		return nil, err
 	}
 	on := q.Scope.on()

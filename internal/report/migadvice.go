@@ -1,0 +1,107 @@
+package report
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/aicloud/gpusuite/internal/notify"
+	"github.com/aicloud/gpusuite/internal/report/table"
+)
+
+// The MIG advice of `gpuacct job` and `gpuacct jobs`: a GPU or MIG slice
+// whose memory peak and utilization fit a smaller slice, by the digests'
+// rule (notify.SliceFit). Shown only where the ledger holds MIG
+// instances, so that a site without MIG sees what it saw before.
+
+// sliceFit is the smaller MIG slice g's run would fit, "" if none or if
+// its utilization is not known (a slice's is known only from GPM).
+func sliceFit(g GPUStat) string {
+	if g.SampleS <= 0 || g.MemMaxMiB == nil || g.UtilMean == nil || g.UtilMax == nil || *g.UtilMax <= 0 {
+		return ""
+	}
+	total := 0.0
+	if g.MemTotalMiB != nil {
+		total = *g.MemTotalMiB
+	}
+	s, _ := notify.SliceFit(g.Model, total, *g.MemMaxMiB, *g.UtilMean)
+	return s
+}
+
+// sliceNotes is the note naming the smaller MIG slice a run of one GPU
+// or slice would fit, as the digest names it.
+func sliceNotes(det *Detail) []string {
+	if len(det.GPUs) != 1 || det.Job.GPUs != 1 {
+		return nil
+	}
+	var out []string
+	for _, g := range det.GPUs {
+		s := sliceFit(g)
+		if s == "" {
+			continue
+		}
+		what := "GPU " + gpuName(g)
+		if _, prof, ok := strings.Cut(g.Model, " MIG "); ok {
+			what = "MIG slice " + strings.TrimSpace(prof)
+		}
+		out = append(out, fmt.Sprintf("%s on %s peaked at %.1f GiB of memory and %s utilization: a MIG slice %s would do (--gres=gpu:%s:1).",
+			what, g.Node, *g.MemMaxMiB/1024, pct(*g.UtilMean), s, s))
+	}
+	return out
+}
+
+// addSliceNotes puts the run's MIG advice first among its notes, on a
+// site with MIG; the note that found nothing to improve then goes.
+func (d *Ledger) addSliceNotes(ctx context.Context, det *Detail) error {
+	notes := sliceNotes(det)
+	if len(notes) == 0 {
+		return nil
+	}
+	mig, err := d.st.HasMIG(ctx)
+	if err != nil {
+		return d.wrap(err)
+	}
+	if !mig {
+		return nil
+	}
+	rest := det.Notes
+	if len(rest) == 1 && strings.HasPrefix(rest[0], "Nothing to improve found") {
+		rest = nil
+	}
+	det.Notes = append(notes, rest...)
+	return nil
+}
+
+// addSliceColumn adds to a job list the MIG slice each one-GPU run
+// would fit ("-" for none), on a site with MIG. rows are the list's runs
+// (jobs.id), in its order: one read each, at most the list's limit.
+func (d *Ledger) addSliceColumn(ctx context.Context, t *table.Table, rows []int64) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	mig, err := d.st.HasMIG(ctx)
+	if err != nil {
+		return d.wrap(err)
+	}
+	if !mig {
+		return nil
+	}
+	t.Columns = append(t.Columns, table.Column{Key: "mig_fit", Title: "FITS", Kind: table.Text, Drop: 10})
+	for i, row := range rows {
+		gpus, err := d.st.JobGPUs(ctx, row)
+		if err != nil {
+			return d.wrap(err)
+		}
+		fit := ""
+		if len(gpus) == 1 && gpus[0].AggSeq != nil && gpus[0].SampleS > 0 {
+			r := gpus[0]
+			m := 100 * r.UtilS / r.SampleS
+			fit = sliceFit(GPUStat{Model: r.Model, SampleS: r.SampleS, UtilMean: &m, UtilMax: r.UtilMax, MemMaxMiB: r.MemMaxMiB, MemTotalMiB: r.MemTotalMiB})
+		}
+		if fit == "" {
+			fit = "-"
+		}
+		t.Rows[i].Cells = append(t.Rows[i].Cells, fit)
+	}
+	return nil
+}
