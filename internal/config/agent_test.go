@@ -1,9 +1,6 @@
 package config
 
-import (
-	"strings"
-	"testing"
-)
+import "testing"
 
 func TestAgentSection(t *testing.T) {
 	tests := []struct {
@@ -51,14 +48,7 @@ profile_max_duration = "2h"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := Default()
-			err := Parse([]byte(tt.toml), &cfg)
-			switch {
-			case tt.want == "" && err != nil:
-				t.Fatalf("unexpected error: %v", err)
-			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
-				t.Fatalf("error %v, want one containing %q", err, tt.want)
-			}
+			parsed(t, tt.toml, tt.want)
 		})
 	}
 }

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -27,16 +26,9 @@ func TestBoardSection(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := Default()
-			err := Parse([]byte(tt.toml), &cfg)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("error %v, want one saying %s", err, tt.wantErr)
-				}
+			cfg, ok := parsed(t, tt.toml, tt.wantErr)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tt.want, cfg.Board); diff != "" {
 				t.Errorf("board (-want +got):\n%s", diff)

@@ -173,3 +173,22 @@ func TestClock(t *testing.T) {
 		})
 	}
 }
+
+// parsed is the default configuration with toml over it. Where wantErr
+// is set, it fails the test unless parsing fails with one line that
+// holds wantErr, and returns false: the case has nothing left to check.
+func parsed(t *testing.T, toml, wantErr string) (Config, bool) {
+	t.Helper()
+	cfg := Default()
+	err := Parse([]byte(toml), &cfg)
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) || strings.Contains(err.Error(), "\n") {
+			t.Fatalf("error %v, want one line containing %q", err, wantErr)
+		}
+		return Config{}, false
+	}
+	if err != nil {
+		t.Fatalf("unexpected error: %v", err)
+	}
+	return cfg, true
+}

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -67,16 +66,9 @@ admins = ["ops@example.org"]
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := Default()
-			err := Parse([]byte(tt.toml), &cfg)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || strings.Contains(err.Error(), "\n") {
-					t.Fatalf("error %v, want one line saying %s", err, tt.wantErr)
-				}
+			cfg, ok := parsed(t, tt.toml, tt.wantErr)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tt.want, cfg.Notify); diff != "" {
 				t.Errorf("notify (-want +got):\n%s", diff)
