@@ -2,32 +2,16 @@ package container
 
 import (
 	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/aicloud/gpusuite/internal/testkit/cmdline"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if d := cmp.Diff(string(want), got); d != "" {
-		t.Errorf("%s (-want +got)\n%s", path, d)
-	}
-}
 
 func TestCommandLines(t *testing.T) {
 	job := Job{Name: "proj", Project: "/data/home/u/proj", Workdir: "/workspace", GPUs: 1, Partition: "gpu", Time: "4:00:00",
@@ -46,7 +30,7 @@ func TestCommandLines(t *testing.T) {
 	b.WriteString("# sbuild\n" + QuoteArgs(BuildArgv(bl)) + "\n")
 	b.WriteString("# srun-wrap --batch\n" + QuoteArgs(BatchArgv(job)) + "\n")
 	b.WriteString(BatchScript(job, "/data/home/u/proj/run #1.sh", []string{"#SBATCH --time=10"}, []string{"bash", "./run #1.sh", "$HOME", "it's"}))
-	golden(t, "commandlines", b.String())
+	cmdline.Golden(t, filepath.Join("testdata", "commandlines.golden"), b.String(), *update)
 }
 
 func TestScriptCommand(t *testing.T) {
