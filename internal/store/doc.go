@@ -33,6 +33,7 @@
 //	write_event.go      job starts and ends;  write_gpuevent.go  GPU events (Xid)
 //	write_segment.go    a segment's samples;  write_samples.go, write_samples_pg.go  their inserts
 //	write_samples_pack.go  a GPU's run of samples packed into one value (not yet the layout)
+//	write_samples_packrow.go  packed rows: a GPU's 5 minutes a row, merged once, converted from rows
 //	write_use.go        job × node × hour figures;  write_rollup.go  Usage and the rollups;  write_jobgpu.go  aggregates
 //	write_noderollup.go the node rollups: rollup_hourly without user and account, per hour, day and month
 //	write_generated.go  rollups added without jobs, for generated ledgers (bench/scale)
