@@ -227,3 +227,23 @@ func TestPackStoredSamples(t *testing.T) {
 		t.Error("a sample without a time: no error")
 	}
 }
+
+// BenchmarkMergePack is the writer's cost a sample when a GPU's pack
+// takes each segment's few samples as they come (3 a segment, as the
+// simulated day ships them): the pack is read, merged and written again
+// each time.
+func BenchmarkMergePack(b *testing.B) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	run := steadyRun(rng, 1, 30)
+	b.ReportAllocs()
+	for b.Loop() {
+		var data []byte
+		for i := 0; i < len(run); i += 3 {
+			var err error
+			if data, _, err = mergePack(data, 1, run[i:i+3]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(run)), "ns/sample")
+}
