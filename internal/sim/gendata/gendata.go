@@ -108,19 +108,7 @@ func Generate(incoming string, o Options) (Truth, error) {
 			return t, err
 		}
 		// GPUs in blocks, each running jobs back to back.
-		blocks := [][]int{}
-		for i := 0; i < o.GPUsPerNode; {
-			size := []int{1, 2, 4}[rng.Intn(3)]
-			if i+size > o.GPUsPerNode {
-				size = o.GPUsPerNode - i
-			}
-			b := make([]int, size)
-			for k := range b {
-				b[k] = i + k
-			}
-			blocks = append(blocks, b)
-			i += size
-		}
+		blocks := gpuBlocks(rng, o.GPUsPerNode, []int{1, 2, 4})
 		var jobs []Job
 		mean := o.Duration.Seconds() * float64(len(blocks)) / float64(max(o.JobsPerNode, 1))
 		for _, b := range blocks {
@@ -171,6 +159,23 @@ func Generate(incoming string, o Options) (Truth, error) {
 	}
 	t.Used, t.Idle, t.SampleS, t.EnergyMJ = t.Usage.UsedS, t.Usage.IdleS, t.Usage.SampleS, t.Usage.EnergyMJ
 	return t, nil
+}
+
+// gpuBlocks cuts a node's gpus GPUs into blocks of consecutive indices,
+// each of a size drawn from sizes, the last cut to the GPUs left: the
+// GPUs that one job after another holds together.
+func gpuBlocks(rng *rand.Rand, gpus int, sizes []int) [][]int {
+	var blocks [][]int
+	for i := 0; i < gpus; {
+		size := min(sizes[rng.Intn(len(sizes))], gpus-i)
+		b := make([]int, size)
+		for k := range b {
+			b[k] = i + k
+		}
+		blocks = append(blocks, b)
+		i += size
+	}
+	return blocks
 }
 
 // env is the environment slurmd gives the prolog/epilog of j.

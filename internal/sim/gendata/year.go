@@ -195,16 +195,7 @@ func YearNodeJobs(o YearOptions, n int) []Job {
 	parts := []string{"gpu", "long", "short", "interactive"}[:min(o.Partitions, 4)]
 	start, end := o.End.Add(-time.Duration(o.Days)*24*time.Hour).Unix(), o.End.Unix()
 	// GPUs in blocks of 1, 2, 4 or 8, each running jobs back to back.
-	var blocks [][]int
-	for i := 0; i < o.GPUsPerNode; {
-		size := min([]int{1, 2, 4, 8}[rng.Intn(4)], o.GPUsPerNode-i)
-		b := make([]int, size)
-		for k := range b {
-			b[k] = i + k
-		}
-		blocks = append(blocks, b)
-		i += size
-	}
+	blocks := gpuBlocks(rng, o.GPUsPerNode, []int{1, 2, 4, 8})
 	// Mean time a job holds its block, gap included.
 	mean := 86400 * float64(len(blocks)) / float64(max(o.JobsPerNodeDay, 1))
 	var jobs []Job
