@@ -11,7 +11,8 @@
 //     aggregate reports over the rollups, their sums and units, the
 //     organisation tree, the teams known to the ledger.
 //   - jobs.go, job.go, jobtext.go, jobmetrics.go: job lists and one job's
-//     detail, its text, its metrics and GPU events.
+//     detail, its text, its metrics and GPU events; migadvice.go: the MIG
+//     slice a run would fit, in both.
 //   - series.go, series_long.go: a job's series, folded to bounded points.
 //   - export.go, exportsamples.go: gpuacct export.
 //   - plots.go: the data behind gpuacct plot.

@@ -29,6 +29,7 @@
 //	write_checks.go     what only the ledger can tell of a record (invariant 8): a GPU's owner,
 //	                    the job's event from the node, samples overlapping stored ones, energy
 //	                    against the stored counter; refused as Rejected (ingest judges the rest)
+//	write_checks_mig.go a MIG instance's parent is one of its node's GPUs
 //	write_identity.go   nodes, GPUs, jobs
 //	write_event.go      job starts and ends;  write_gpuevent.go  GPU events (Xid)
 //	write_segment.go    a segment's samples;  write_samples.go, write_samples_pg.go  their inserts
@@ -55,6 +56,7 @@
 //	read_nodes_overview.go  read_running.go  read_facts.go  read_cluster.go  read_export.go
 //	read_export_job.go (one job run's samples)  read_export_energy.go (exports with energy over a window)
 //	read_passes.go  read_stats.go  read_invariants.go (hours whose used passes allocated)
+//	read_mig.go (whether the ledger holds a MIG instance)
 //	read_notify.go (messages kept, the queue, opt-outs, running GPUs' idle windows)
 //	read_notes.go (notes and bookings; the nodes and clusters a note may name)
 //	read_resources.go (a run's resources from sacct and its seff-style efficiencies)
