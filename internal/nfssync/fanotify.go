@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -16,9 +15,8 @@ import (
 // mount) of each watched directory and reads FAN_CLOSE_WRITE events: no
 // per-directory watches, no limit, but it needs CAP_SYS_ADMIN.
 type fanotifySource struct {
-	f     *os.File
+	eventFile
 	env   sourceEnv
-	once  sync.Once
 	noFds int
 }
 
@@ -43,16 +41,10 @@ func newFanotify(roots []string, env sourceEnv) (*fanotifySource, error) {
 			return nil, fmt.Errorf("%w: fanotify mark on %q: %w", errUnavailable, r, err)
 		}
 	}
-	return &fanotifySource{f: os.NewFile(uintptr(fd), "fanotify"), env: env}, nil
+	return &fanotifySource{eventFile: eventFile{f: os.NewFile(uintptr(fd), "fanotify")}, env: env}, nil
 }
 
 func (s *fanotifySource) Name() string { return "fanotify" }
-
-func (s *fanotifySource) Close() error {
-	var err error
-	s.once.Do(func() { err = s.f.Close() })
-	return err
-}
 
 func (s *fanotifySource) Run(ctx context.Context, emit func(string), overflow func()) error {
 	stop := context.AfterFunc(ctx, func() { s.Close() })

@@ -23,10 +23,9 @@ const (
 // adding watches for directories that appear. It stays on each root's
 // file system and never follows symlinks.
 type inotifySource struct {
-	fd    int
-	f     *os.File
+	fd int
+	eventFile
 	env   sourceEnv
-	once  sync.Once
 	roots []string
 	devs  map[string]uint64 // root → its device
 
@@ -43,7 +42,7 @@ func newInotify(roots []string, env sourceEnv) (*inotifySource, error) {
 	if err != nil {
 		return nil, fmt.Errorf("inotify_init: %w", err)
 	}
-	s := &inotifySource{fd: fd, f: os.NewFile(uintptr(fd), "inotify"), env: env, roots: roots,
+	s := &inotifySource{fd: fd, eventFile: eventFile{f: os.NewFile(uintptr(fd), "inotify")}, env: env, roots: roots,
 		devs: map[string]uint64{}, addWatch: env.addWatch, wds: map[int]string{}}
 	if s.addWatch == nil {
 		s.addWatch = unix.InotifyAddWatch
@@ -61,12 +60,6 @@ func newInotify(roots []string, env sourceEnv) (*inotifySource, error) {
 }
 
 func (s *inotifySource) Name() string { return "inotify" }
-
-func (s *inotifySource) Close() error {
-	var err error
-	s.once.Do(func() { err = s.f.Close() })
-	return err
-}
 
 // watchAll adds the watches for every root.
 func (s *inotifySource) watchAll() {

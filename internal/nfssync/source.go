@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"sync"
 )
 
 // Source reports files closed after writing below the watched
@@ -48,4 +50,18 @@ func openSource(kind string, roots []string, env sourceEnv) (Source, error) {
 		return newInotify(roots, env)
 	}
 	return nil, fmt.Errorf("backend %q is not auto, fanotify or inotify", kind)
+}
+
+// eventFile is a kernel notification descriptor as a file: a source's
+// Run reads its events, and Close, from any goroutine and any number of
+// times, closes it once, which ends a Read in progress.
+type eventFile struct {
+	f    *os.File
+	once sync.Once
+}
+
+func (e *eventFile) Close() error {
+	var err error
+	e.once.Do(func() { err = e.f.Close() })
+	return err
 }
