@@ -54,6 +54,11 @@ type Web struct {
 	// logged-in user in (e.g. X-Remote-User); empty: none is believed.
 	// With TrustedProxies set it is believed only from them.
 	UserHeader string `toml:"user_header"`
+	// Forms lets logged-in users book and free GPUs from the board, and
+	// admins and account coordinators ignore jobs from their pages, as
+	// requests to the ledger's writer (report.requests); off: the
+	// dashboard only reads.
+	Forms bool `toml:"forms"`
 }
 
 func defaultWeb() Web {

@@ -64,6 +64,9 @@ type jobView struct {
 	Resources                 []report.ResourceLine
 	UtilChart, MemChart       chart
 	API                       string
+	// Ignore is the ignore form (web.forms), for coordinators of the
+	// job's account and admins; nil: none.
+	Ignore *ignoreForm
 }
 
 var gpuPalette = []string{"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#76b7b2", "#edc948", "#ff9da7"}
@@ -84,6 +87,7 @@ func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		h.fillJob(&v, det, colors)
+		v.Ignore = h.jobIgnoreForm(r, det)
 		u, err := c.rep.RunResourcesOf(r.Context(), det)
 		if err != nil {
 			return err

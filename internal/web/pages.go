@@ -17,7 +17,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/report/timespec"
 )
 
-var pageNames = []string{"board", "overview", "team", "user", "job", "error", "budget", "me"}
+var pageNames = []string{"board", "overview", "team", "user", "job", "error", "budget", "me", "book"}
 
 // parsePages parses each page with the shared layout.
 func parsePages() (map[string]*template.Template, error) {

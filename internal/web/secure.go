@@ -28,9 +28,15 @@ func Secure(next http.Handler) http.Handler {
 }
 
 // ReadOnly answers 405 to every method but GET and HEAD: nothing served
-// writes (invariant: the dashboard, the API and /metrics only read).
+// writes (invariant: the dashboard, the API and /metrics only read). The
+// one exception is a form's POST (isFormPath), which files a request for
+// the ledger's writer and never writes itself (forms.go).
 func ReadOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && isFormPath(r.URL.Path) {
+			next.ServeHTTP(w, r)
+			return
+		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
 			http.Error(w, r.Method+" is not allowed: this server only reads (GET)", http.StatusMethodNotAllowed)

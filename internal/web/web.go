@@ -25,6 +25,9 @@
 //     board.View; events.go its event stream (a hub per viewer kind,
 //     through boardRenderer).
 //   - static.go: the embedded style sheet and script.
+//   - forms.go: the forms' checks (token, origin, size, rate), the only
+//     POSTs; book.go the booking page and actions, jobignore.go a job
+//     page's ignore form: each files a request for the ledger's writer.
 package web
 
 import (
@@ -121,6 +124,10 @@ type Options struct {
 	SlurmLimits func(ctx context.Context) ([]budget.SlurmLimit, error)
 	Now         func() time.Time
 	Log         *slog.Logger
+
+	// Requests is the writer's request directory the forms file into
+	// (report.requests, when web.forms is on); "": the forms are off.
+	Requests string
 }
 
 // OptionsFrom fills Options from the configuration file's sections; the
@@ -157,7 +164,7 @@ func OptionsFrom(cfg config.Config, src *board.Source, log *slog.Logger, now fun
 		Board: src, BoardRefresh: boardRefresh(cfg.Agent.Interval.Duration), MaxStreams: cfg.Web.MaxStreams,
 		MaxStreamsPerClient: perClient, TrustedProxies: proxies, Cluster: cfg.Cluster.Name,
 		Budgets: budgets, FiscalStart: time.Month(cfg.Budget.FiscalStart), Leads: cfg.Notify.Digest.Leads,
-		SlurmLimits: slurmLimitsOf(cfg, budgets),
+		SlurmLimits: slurmLimitsOf(cfg, budgets), Requests: formsDir(cfg),
 	}, nil
 }
 
@@ -190,6 +197,8 @@ type Handler struct {
 	anonHub *hub
 	// v is whose eyes h renders for (as).
 	v viewer
+	// forms are the dashboard's forms (web.forms); nil: off.
+	forms *forms
 }
 
 // New builds the handler: templates are parsed and the team mapping is
@@ -226,6 +235,9 @@ func New(o Options) (*Handler, error) {
 	h := &Handler{o: o, src: newSource(o), liveSrc: newSource(o), mapping: m, pages: pages, static: st, mux: http.NewServeMux(),
 		limit: newLimiter(o.Concurrent, o.Timeout), live: newLimiter(LiveConcurrent, o.Timeout), jobRead: newJobFlight(), slurm: &slurmLimits{}}
 	h.limit.perClient, h.limit.trusted = perClientOf(o.Concurrent), o.TrustedProxies
+	if h.forms, err = newForms(o.Requests); err != nil {
+		return nil, err
+	}
 	// one bound for every stream, with names or without
 	slots := newStreamSlots(o.MaxStreams, o.MaxStreamsPerClient)
 	h.hub = newHub(hubOptions{src: o.Board, render: h, now: o.Now, tick: o.BoardTick,
@@ -284,6 +296,10 @@ func (h *Handler) routes() {
 	page("GET /user/{user}", (*Handler).userPage)
 	page("GET /job/{cluster}/{id}", (*Handler).jobPage)
 	page("GET /me", (*Handler).mePage)
+	page("GET "+bookPath, (*Handler).bookPage)
+	h.mux.Handle(bookAddPath, h.formHandler((*Handler).bookAdd))
+	h.mux.Handle(bookRemovePath, h.formHandler((*Handler).bookRemove))
+	h.mux.Handle("/job/{cluster}/{id}"+ignoreSuffix, h.formHandler((*Handler).jobIgnore))
 	h.mux.Handle("GET /static/", h.static)
 	// Health is what monitoring probes: live slots, cached as before.
 	h.mux.Handle("GET /api/v1/health", h.live.wrap(h.cached(h.apiHandler(bind((*Handler).apiHealth))), busyAPI.ServeHTTP))
@@ -394,7 +410,7 @@ func Mount(ctx context.Context, cfg config.Config, src *board.Source, handle fun
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Web.PrivateData && cfg.Ingest.Sacctmgr != "" {
+	if (cfg.Web.PrivateData || cfg.Web.Forms) && cfg.Ingest.Sacctmgr != "" {
 		o.Roles = NewRoles(cfg.Ingest.Sacctmgr, cfg.Board.SlurmTimeout.Duration, log)
 		go o.Roles.Run(ctx)
 	}

@@ -1,0 +1,125 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/aicloud/gpusuite/internal/report"
+	"github.com/aicloud/gpusuite/internal/requests"
+)
+
+// ignoreSuffix ends a job page's ignore action:
+// POST /job/{cluster}/{id}/ignore.
+const ignoreSuffix = "/ignore"
+
+// ignoreForm is the job page's "Ignore this job" (or "Undo") form, for
+// the coordinators of the job's account and web.admins alone.
+type ignoreForm struct {
+	Action, Token string
+	Ignored       bool
+	// Status is what became of the request the user just sent (Failed:
+	// refused).
+	Status string
+	Failed bool
+}
+
+// mayIgnore reports whether user may ignore the jobs of account from
+// the web: an admin, or a coordinator of the account in Slurm (roles,
+// read on their timer).
+func (h *Handler) mayIgnore(user, account string) bool {
+	return slices.Contains(h.o.Admins, user) || slices.Contains(h.o.Roles.Current().Accounts(user), account)
+}
+
+// jobIgnoreForm is the form r's user sees on the page of det's run; nil
+// (no form, the page as before) when the forms are off, nobody is
+// logged in, or the user may not ignore the run.
+func (h *Handler) jobIgnoreForm(r *http.Request, det *report.Detail) *ignoreForm {
+	if h.forms == nil {
+		return nil
+	}
+	user, ok := h.who(r)
+	if !ok || !h.mayIgnore(user, det.Job.Account) {
+		return nil
+	}
+	f := &ignoreForm{Action: jobPath("/job", det.Job.Cluster, det.Job.ID()) + ignoreSuffix, Token: h.forms.token(user), Ignored: det.Job.Ignored}
+	if id := r.URL.Query().Get("filed"); id != "" {
+		f.Status, f.Failed = h.ignoreStatus(id, user)
+	}
+	return f
+}
+
+// ignoreStatus is what became of ignore request id, filed by user.
+func (h *Handler) ignoreStatus(id, user string) (string, bool) {
+	if len(id) > maxRequestID || strings.Trim(id, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-") != "" {
+		return "", false
+	}
+	out, err := requests.IgnoreOutcome(h.forms.dir, id)
+	switch {
+	case err != nil:
+		return "Sent: the ledger's writer applies it within a pass (reload to see).", false
+	case out.By != user:
+		return "", false
+	case out.Error != "":
+		return strings.TrimPrefix(out.Error, "refused: "), true
+	case len(out.NotFound) > 0:
+		return "Not found in the ledger: " + strings.Join(out.NotFound, ", "), true
+	}
+	return "Done.", false
+}
+
+// runSpec names exactly det's run, as gpuacct ignore reads it: an array
+// task by its array, and the run after requeues by its number.
+func runSpec(j *report.JobRow) string {
+	s := strconv.FormatInt(j.JobID, 10)
+	if j.ArrayJobID != nil && j.ArrayTaskID != nil {
+		s = fmt.Sprintf("%d_%d", *j.ArrayJobID, *j.ArrayTaskID)
+	}
+	return s + "+" + strconv.Itoa(j.Restart)
+}
+
+// POST /job/{cluster}/{id}/ignore: ignore the run (action=ignore, a
+// reason required) or count it again (action=unignore), through the
+// same request as gpuacct ignore and unignore, in the user's name.
+func (h *Handler) jobIgnore(w http.ResponseWriter, r *http.Request, p poster) error {
+	action := p.form.Get("action")
+	if action != requests.Ignore && action != requests.Unignore {
+		return badRequest("action %q is neither %s nor %s", action, requests.Ignore, requests.Unignore)
+	}
+	reason := strings.TrimSpace(p.form.Get("reason"))
+	if action == requests.Ignore && reason == "" {
+		return badRequest("a reason is required: say why the job should not count, e.g. \"benchmark of the new nodes\"")
+	}
+	if strings.ContainsFunc(reason, func(c rune) bool { return c < ' ' || c == 0x7f }) {
+		return badRequest("the reason holds a control character: write it on one line")
+	}
+	if err := requests.CheckIgnoreBounds(reason, 1); err != nil {
+		return badRequest("%v", err)
+	}
+	var job report.JobRow
+	if err := h.withConn(r, func(c *conn) error {
+		det, err := h.loadJob(r, c)
+		if err == nil {
+			job = det.Job
+		}
+		return err
+	}); err != nil {
+		return err
+	}
+	if !h.mayIgnore(p.user, job.Account) {
+		return &httpError{code: http.StatusForbidden, msg: fmt.Sprintf("%s may not ignore job %s: only web.admins and the coordinators of account %s in Slurm may", p.user, job.ID(), job.Account)}
+	}
+	host, _ := os.Hostname()
+	req := &requests.Request{Action: action, Jobs: []string{runSpec(&job)}, Cluster: job.Cluster, Reason: reason,
+		By: p.user, UID: h.forms.uid, Host: host, Time: h.o.Now()}
+	if _, err := requests.Submit(h.forms.dir, req); err != nil {
+		h.o.Log.Warn("web form not filed", "user", p.user, "err", err)
+		return &httpError{code: http.StatusServiceUnavailable, msg: "the request could not be filed for the ledger's writer; try again later"}
+	}
+	http.Redirect(w, r, jobPath("/job", job.Cluster, job.ID())+"?"+url.Values{"filed": {req.ID}}.Encode(), http.StatusSeeOther)
+	return nil
+}
