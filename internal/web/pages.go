@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aicloud/gpusuite/internal/i18n"
 	"github.com/aicloud/gpusuite/internal/plot"
 	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/report/timespec"
@@ -19,11 +20,16 @@ import (
 
 var pageNames = []string{"board", "overview", "team", "user", "job", "error", "budget", "me", "book"}
 
-// parsePages parses each page with the shared layout.
-func parsePages() (map[string]*template.Template, error) {
+// parsePages parses each page with the shared layout, speaking tr's
+// language (T, lang).
+func parsePages(tr *i18n.Printer) (map[string]*template.Template, error) {
+	// TH is a catalogue text as the page's HTML: the catalogue is ours,
+	// and an apostrophe stays one (T's would be &#39;).
+	th := func(key string) template.HTML { return template.HTML(tr.Text(key)) }
 	funcs := template.FuncMap{
 		"gpuh": gpuh, "pct": pct, "kwh": kwh, "int": integer, "dur": dur, "ago": ago,
 		"bar": barStyle, "dot": dotStyle, "eff": effClass, "team": teamPath, "user": userPath,
+		"T": tr.T, "TH": th, "lang": tr.Lang,
 	}
 	out := map[string]*template.Template{}
 	for _, p := range pageNames {
@@ -91,7 +97,8 @@ type option struct {
 // error's status.
 func (h *Handler) pageHandler(fn func(w http.ResponseWriter, r *http.Request) error) http.Handler {
 	return h.answering(fn, func(w http.ResponseWriter, r *http.Request, code int, err error) {
-		title := map[int]string{400: "Bad request", 404: "Not found", 503: "Accounting database unavailable"}[code]
+		h := h.speaking(r)
+		title := map[int]string{400: h.tr.T("Bad request"), 404: h.tr.T("Not found"), 503: h.tr.T("Accounting database unavailable")}[code]
 		v := struct {
 			base
 			Code    int

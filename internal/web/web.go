@@ -46,6 +46,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/budget"
 	"github.com/aicloud/gpusuite/internal/config"
+	"github.com/aicloud/gpusuite/internal/i18n"
 	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/report/teams"
 	"github.com/aicloud/gpusuite/internal/report/timespec"
@@ -199,6 +200,17 @@ type Handler struct {
 	v viewer
 	// forms are the dashboard's forms (web.forms); nil: off.
 	forms *forms
+	// tr is the language h renders in, pages its templates; spoken
+	// holds each language's (speaking picks one per request).
+	tr     *i18n.Printer
+	cat    *i18n.Catalog
+	spoken map[string]spokenPages
+}
+
+// spokenPages are the templates of one language, its printer bound in.
+type spokenPages struct {
+	tr    *i18n.Printer
+	pages map[string]*template.Template
 }
 
 // New builds the handler: templates are parsed and the team mapping is
@@ -224,16 +236,27 @@ func New(o Options) (*Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("web: %w", err)
 	}
-	pages, err := parsePages()
+	cat, err := i18n.New()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("web: %w", err)
 	}
+	spoken := map[string]spokenPages{}
+	for _, lang := range cat.Languages() {
+		tr := cat.Printer(lang)
+		p, err := parsePages(tr)
+		if err != nil {
+			return nil, err
+		}
+		spoken[tr.Lang()] = spokenPages{tr: tr, pages: p}
+	}
+	pages := spoken["en"].pages
 	st, err := newStatic()
 	if err != nil {
 		return nil, err
 	}
 	h := &Handler{o: o, src: newSource(o), liveSrc: newSource(o), mapping: m, pages: pages, static: st, mux: http.NewServeMux(),
-		limit: newLimiter(o.Concurrent, o.Timeout), live: newLimiter(LiveConcurrent, o.Timeout), jobRead: newJobFlight(), slurm: &slurmLimits{}}
+		limit: newLimiter(o.Concurrent, o.Timeout), live: newLimiter(LiveConcurrent, o.Timeout), jobRead: newJobFlight(), slurm: &slurmLimits{},
+		tr: spoken["en"].tr, cat: cat, spoken: spoken}
 	h.limit.perClient, h.limit.trusted = perClientOf(o.Concurrent), o.TrustedProxies
 	if h.forms, err = newForms(o.Requests); err != nil {
 		return nil, err
@@ -273,7 +296,7 @@ func (h *Handler) routes() {
 	// Each handler runs on h as the request's viewer sees it (as).
 	type method = func(*Handler, http.ResponseWriter, *http.Request) error
 	bind := func(fn method) func(w http.ResponseWriter, r *http.Request) error {
-		return func(w http.ResponseWriter, r *http.Request) error { return fn(h.as(r), w, r) }
+		return func(w http.ResponseWriter, r *http.Request) error { return fn(h.as(r).speaking(r), w, r) }
 	}
 	page := func(pattern string, fn method) {
 		h.mux.Handle(pattern, h.limit.wrap(h.cached(h.pageHandler(bind(fn))), busyPage.ServeHTTP))
@@ -323,6 +346,18 @@ func (h *Handler) routes() {
 	page("/", func(_ *Handler, w http.ResponseWriter, r *http.Request) error {
 		return &httpError{code: http.StatusNotFound, msg: "no page " + r.URL.Path}
 	})
+}
+
+// speaking is h rendering in the language r's browser asks for
+// (Accept-Language), English when it asks for none spoken.
+func (h *Handler) speaking(r *http.Request) *Handler {
+	tr := h.cat.Printer(h.cat.Accept(r.Header.Get("Accept-Language")))
+	if tr.Lang() == h.tr.Lang() {
+		return h
+	}
+	c := *h
+	c.tr, c.pages = h.spoken[tr.Lang()].tr, h.spoken[tr.Lang()].pages
+	return &c
 }
 
 // ServeHTTP serves a request, gzip-compressed when the client takes it.
