@@ -19,6 +19,8 @@
 //     the inventory a hook reads, the energy read after answering a hook.
 //   - profile.go, profilesock.go: gpuacct profile's short-interval sampling
 //     and its socket.
+//   - migshare.go: MIG instances: their share of the parent's energy,
+//     their GPM activity, a slice found by its instance ids.
 //   - gpuevents.go: Xid, ECC and throttling events.
 //   - shipping.go, trim.go: shipping the spool to /data, trimming it.
 //   - live.go, procname.go: the live-state file, processes' command names;

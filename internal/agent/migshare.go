@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -159,4 +160,30 @@ func (a *Agent) uuidOf(g record.GPU) string {
 		}
 	}
 	return uuid
+}
+
+// migActivity gives a MIG instance's sample the utilization NVML has no
+// call for: its SM activity from GPM (sm_active_pct, read through the
+// parent per GPU instance on Hopper and later), so that its job's used
+// time and idle are the instance's own. Without GPM it stays missing.
+func migActivity(s *record.Sample) {
+	if s.Parent == "" || s.GPUUtil != nil {
+		return
+	}
+	v, ok := s.Metrics["sm_active_pct"]
+	if !ok || v < 0 || v > 100 {
+		return
+	}
+	u := uint32(math.Round(v))
+	s.GPUUtil = &u
+	kept := s.Missing[:0]
+	for _, m := range s.Missing {
+		if !strings.HasPrefix(m, "gpu_util:") {
+			kept = append(kept, m)
+		}
+	}
+	s.Missing = kept
+	if len(s.Missing) == 0 {
+		s.Missing = nil
+	}
 }

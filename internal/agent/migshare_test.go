@@ -3,11 +3,13 @@ package agent
 import (
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/sim"
 	"github.com/aicloud/gpusuite/internal/spool"
@@ -197,5 +199,62 @@ func TestMIGSliceWithoutUUIDIsNotTheParent(t *testing.T) {
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("allocated UUIDs (-want +got):\n%s", d)
+	}
+}
+
+// On a GPU with GPM, a MIG instance's SM activity is read through its
+// GPU per GPU instance and is the instance's utilization: its job's used
+// time and idle are its own.
+func TestMIGActivityFromGPM(t *testing.T) {
+	e := newEnvModel(t, 1, "h100", func(c *config.Config) { c.Agent.Metrics = []string{"gpm"} })
+	migs := e.sim.Device(0).EnableMIGLayout(sim.LayoutH100Mix)
+	migs[0].SetActivity(sim.Profile{SMActivePct: 40, TensorPct: 25})
+	migs[1].SetActivity(sim.Profile{SMActivePct: 0})
+	for i, m := range migs[:2] {
+		pid := uint32(200 + i)
+		e.cgroup(pid, uint64(41+i))
+		m.SetProcs([]nvml.ProcessInfo{{Pid: pid, UsedGpuMemory: 1 << 30}})
+		e.migEvent(uint64(41+i), migs, i, i+1, true)
+	}
+	e.cycles(4)
+	e.stopAndShip()
+	got := e.arrived()
+	type seen struct {
+		util        *uint32
+		tensor      float64
+		idle        bool
+		utilMissing bool
+	}
+	last := map[string]seen{}
+	for _, s := range got.samples {
+		if s.Parent == "" || len(s.Jobs) == 0 {
+			continue
+		}
+		miss := false
+		for _, m := range s.Missing {
+			miss = miss || strings.HasPrefix(m, "gpu_util:")
+		}
+		last[s.UUID] = seen{s.GPUUtil, s.Metrics["tensor_active_pct"], s.Jobs[0].Idle, miss}
+	}
+	u := func(v uint32) *uint32 { return &v }
+	want := map[string]seen{
+		migs[0].UUID(): {u(40), 25, false, false},
+		migs[1].UUID(): {u(0), 0, true, false},
+	}
+	if d := cmp.Diff(want, last, cmp.AllowUnexported(seen{})); d != "" {
+		t.Errorf("the instances' last samples (-want +got):\n%s", d)
+	}
+	a := got.aggs[record.JobGPUKey(testCluster, 41, 0, testNode, migs[0].UUID())]
+	if a.UtilMax != 40 || a.UtilSeconds <= 0 {
+		t.Errorf("job 41's aggregate: util max %d, util %v s; want its instance's 40 %%", a.UtilMax, a.UtilSeconds)
+	}
+	for _, h := range got.segments {
+		for uuid, u := range h.Unsupported {
+			for _, n := range u {
+				if strings.HasPrefix(n, "sm_active_pct") {
+					t.Errorf("segment header: %s cannot give %s", uuid, n)
+				}
+			}
+		}
 	}
 }

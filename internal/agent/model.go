@@ -78,6 +78,7 @@ func attribute(r gpu.Reading, t time.Time, allocs []*Alloc, own owner, idleThres
 	if len(r.Missing) > 0 {
 		s.Missing = append([]string(nil), r.Missing...)
 	}
+	migActivity(&s)
 	allocated := map[uint64]bool{}
 	for _, a := range allocs {
 		allocated[a.Job] = true

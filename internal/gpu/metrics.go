@@ -71,7 +71,7 @@ var gpmSources = map[string]gpmSource{
 // Reasons a metric is unsupported besides an NVML return code.
 const (
 	reasonNoGPM = "GPM not supported by this GPU"
-	reasonMIG   = "GPM is not read on MIG devices"
+	reasonMIG   = "GPM is not read on a MIG device whose GPU instance is unknown"
 )
 
 // chosen is what one device reads beyond the fixed fields. Only read (one
@@ -166,11 +166,16 @@ func (d *Device) choose(lib nvml.Interface, names []string) {
 
 // gpmSupport asks whether GPM can be read on the device.
 func (d *Device) gpmSupport() (bool, string) {
+	dev := d.dev
 	if d.Parent != "" {
-		return false, reasonMIG
+		// a MIG instance's GPM is its GPU's, read per GPU instance
+		if d.parentDev == nil || d.GI < 0 {
+			return false, reasonMIG
+		}
+		dev = d.parentDev
 	}
 	var s nvml.GpmSupport
-	ret := safe(func() nvml.Return { var r nvml.Return; s, r = d.dev.GpmQueryDeviceSupport(); return r })
+	ret := safe(func() nvml.Return { var r nvml.Return; s, r = dev.GpmQueryDeviceSupport(); return r })
 	if ret != nvml.SUCCESS {
 		return false, RetName(ret)
 	}
@@ -409,7 +414,11 @@ func (d *Device) readGPM(c *chosen, r *Reading, miss func(string, nvml.Return), 
 		}
 	}
 	cur := g.samples[1]
-	if ret := safe(func() nvml.Return { return d.dev.GpmSampleGet(cur) }); ret != nvml.SUCCESS {
+	sampleGet := func() nvml.Return { return d.dev.GpmSampleGet(cur) }
+	if d.Parent != "" {
+		sampleGet = func() nvml.Return { return d.parentDev.GpmMigSampleGet(d.GI, cur) }
+	}
+	if ret := safe(sampleGet); ret != nvml.SUCCESS {
 		fail(ret)
 		return
 	}

@@ -25,6 +25,9 @@ type Device struct {
 	GI, CI int
 
 	dev nvml.Device
+	// parentDev is a MIG device's GPU: NVML reads an instance's GPM
+	// through it (nvmlGpmMigSampleGet)
+	parentDev nvml.Device
 	// busy is set while a reading is in flight, so a GPU whose driver
 	// hangs holds one goroutine, not one per cycle.
 	busy atomic.Bool
@@ -152,7 +155,7 @@ func (l *Library) migDevices(ctx context.Context, parent *Device) ([]*Device, er
 		if err != nil {
 			return out, err
 		}
-		md := &Device{Index: parent.Index, Minor: -1, UUID: uuid, Parent: parent.UUID, dev: h, unsupported: map[string]bool{}}
+		md := &Device{Index: parent.Index, Minor: -1, UUID: uuid, Parent: parent.UUID, dev: h, parentDev: parent.dev, unsupported: map[string]bool{}}
 		if name, err := Call(ctx, l.Timeout, "nvmlDeviceGetName", h.GetName); err == nil {
 			md.Model = name
 		}

@@ -176,13 +176,14 @@ func (d *Device) GetFieldValues(vals []nvml.FieldValue) nvml.Return {
 // gpmSample is a simulated GPM sample: the moment it was taken.
 type gpmSample struct {
 	dev *Device
+	mig *MIGDevice // a GPU instance's sample (nvmlGpmMigSampleGet)
 	t   time.Time
 }
 
 func (g *gpmSample) Free() nvml.Return             { return nvml.SUCCESS }
 func (g *gpmSample) Get(d nvml.Device) nvml.Return { return d.GpmSampleGet(g) }
-func (g *gpmSample) MigGet(nvml.Device, int) nvml.Return {
-	return nvml.ERROR_NOT_SUPPORTED
+func (g *gpmSample) MigGet(d nvml.Device, gi int) nvml.Return {
+	return d.GpmMigSampleGet(gi, g)
 }
 
 // GpmQueryDeviceSupport implements nvml.Device.
@@ -209,7 +210,7 @@ func (d *Device) GpmSampleGet(s nvml.GpmSample) nvml.Return {
 	if !ok {
 		return nvml.ERROR_INVALID_ARGUMENT
 	}
-	g.dev, g.t = d, d.srv.now()
+	g.dev, g.mig, g.t = d, nil, d.srv.now()
 	return nvml.SUCCESS
 }
 
@@ -221,21 +222,25 @@ func (s *Server) GpmSampleAlloc() (nvml.GpmSample, nvml.Return) { return &gpmSam
 func (s *Server) GpmMetricsGet(m *nvml.GpmMetricsGetType) nvml.Return {
 	a, ok1 := m.Sample1.(*gpmSample)
 	b, ok2 := m.Sample2.(*gpmSample)
-	if !ok1 || !ok2 || a.dev == nil || a.dev != b.dev || !b.t.After(a.t) {
+	if !ok1 || !ok2 || a.dev == nil || a.dev != b.dev || a.mig != b.mig || !b.t.After(a.t) {
 		return nvml.ERROR_INVALID_ARGUMENT
 	}
 	d := a.dev
 	const steps = 16
 	var sum Profile
-	dt := b.t.Sub(a.t) / steps
-	d.mu.Lock()
-	for i := 0; i < steps; i++ {
-		p := d.load(a.t.Add(dt*time.Duration(i) + dt/2)).profile()
-		for _, gm := range gpmMetrics {
-			*gm.field(&sum) += *gm.field(&p) / steps
+	if a.mig != nil {
+		sum = a.mig.profile() // an instance's activity is held, not a workload
+	} else {
+		dt := b.t.Sub(a.t) / steps
+		d.mu.Lock()
+		for i := 0; i < steps; i++ {
+			p := d.load(a.t.Add(dt*time.Duration(i) + dt/2)).profile()
+			for _, gm := range gpmMetrics {
+				*gm.field(&sum) += *gm.field(&p) / steps
+			}
 		}
+		d.mu.Unlock()
 	}
-	d.mu.Unlock()
 	for i := 0; i < int(m.NumMetrics) && i < len(m.Metrics); i++ {
 		g := &m.Metrics[i]
 		g.Value, g.NvmlReturn = math.NaN(), uint32(nvml.ERROR_NOT_SUPPORTED)

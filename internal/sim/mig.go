@@ -23,6 +23,23 @@ type MIGDevice struct {
 
 	mu    sync.Mutex
 	procs []nvml.ProcessInfo
+	// activity is what GPM sees of the instance (SetActivity)
+	activity Profile
+}
+
+// SetActivity sets what GPM reads of the instance through its GPU
+// (nvmlGpmMigSampleGet), on GPUs with GPM (Hopper on): SM and tensor
+// activity and the rest of a Profile, held until set again.
+func (m *MIGDevice) SetActivity(p Profile) {
+	m.mu.Lock()
+	m.activity = p
+	m.mu.Unlock()
+}
+
+func (m *MIGDevice) profile() Profile {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.activity
 }
 
 // EnableMIG puts the GPU in MIG mode with n equal instances and returns
