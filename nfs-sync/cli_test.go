@@ -29,13 +29,10 @@ func runCLI(t *testing.T, env map[string]string, args ...string) (code int, stdo
 	return code, o.String(), e.String()
 }
 
+// writeConfig is a site configuration file of the test's holding body.
 func writeConfig(t *testing.T, body string) string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "gpusuite.toml")
-	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return files.Write(t, filepath.Join(t.TempDir(), "gpusuite.toml"), body)
 }
 
 // TestCLIBadInput: each mistake gives one line on stderr that says what
