@@ -4,6 +4,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/aicloud/gpusuite/internal/cli/cliwire"
+	"github.com/aicloud/gpusuite/internal/i18n"
 	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/report/teams"
 )
@@ -61,7 +62,7 @@ Examples:
 			if width == 0 {
 				width = 100
 			}
-			if err := report.WriteJobText(d.Stdout, det, m, e.loc, width); err != nil {
+			if err := report.WriteJobTextIn(d.Stdout, det, m, e.loc, width, i18n.ForEnv(d.Getenv)); err != nil {
 				return err
 			}
 			if err := report.WriteJobResourcesText(d.Stdout, u); err != nil {

@@ -8,8 +8,8 @@
 // golang.org/x/text/message, which finds the translation in the
 // catalogue and writes numbers as the reader's locale does.
 //
-// Call sites mark a message as p.T("...") in Go and {{T "..."}} in
-// templates; TestCatalogueComplete walks both for keys missing from a
+// Call sites mark a message as p.T("...") (p.N("...", "...") when it
+// counts) in Go and {{T "..."}} in templates; TestCatalogueComplete walks both for keys missing from a
 // catalogue.
 package i18n
 
@@ -122,12 +122,19 @@ func (c *Catalog) match(prefs ...language.Tag) language.Tag {
 // command that prints once and exits. Should the catalogue not build
 // (TestPrinter builds it), it speaks English, which needs none.
 func ForEnv(getenv func(string) string) *Printer {
+	if getenv == nil {
+		return Plain()
+	}
 	c, err := New()
 	if err != nil {
-		return &Printer{lang: English}
+		return Plain()
 	}
 	return c.Printer(c.Env(getenv))
 }
+
+// Plain is an English printer, which needs no catalogue: for callers
+// that have no reader's language.
+func Plain() *Printer { return &Printer{lang: English} }
 
 // Printer speaks one language; it is safe for concurrent use.
 type Printer struct {
@@ -165,6 +172,19 @@ func (p *Printer) T(key string, args ...any) string {
 		return fmt.Sprintf(key, args...)
 	}
 	return p.p.Sprintf(key, args...)
+}
+
+// N is a message that counts n: English says one when n is 1, else
+// many; Japanese has one form, the catalogue's translation of many.
+// Both are formats taking args.
+func (p *Printer) N(n int, one, many string, args ...any) string {
+	if p.lang == English {
+		if n == 1 {
+			return fmt.Sprintf(one, args...)
+		}
+		return fmt.Sprintf(many, args...)
+	}
+	return p.p.Sprintf(many, args...)
 }
 
 // Text is message key in p's language as literal text (no format).

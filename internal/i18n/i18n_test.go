@@ -1,6 +1,7 @@
 package i18n
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -110,6 +111,17 @@ func TestPrinter(t *testing.T) {
 			}
 		})
 	}
+	for _, tc := range []struct {
+		p    *Printer
+		n    int
+		want string
+	}{
+		{en, 1, "  1 GPU on n1"}, {en, 2, "  2 GPUs on n1"}, {ja, 1, "  n1 で GPU 1基"}, {ja, 1000, "  n1 で GPU 1,000基"},
+	} {
+		if got := tc.p.N(tc.n, "  %d GPU on %s", "  %d GPUs on %s", tc.n, "n1"); got != tc.want {
+			t.Errorf("%s N(%d) = %q, want %q", tc.p.Lang(), tc.n, got, tc.want)
+		}
+	}
 	if got := c.Printer(language.French).Lang(); got != "en" {
 		t.Errorf("an unspoken language's printer speaks %q, want en", got)
 	}
@@ -208,11 +220,21 @@ func usedKeys(t *testing.T, root string) map[string][]string {
 				if !ok || len(call.Args) == 0 {
 					return true
 				}
-				if sel, ok := call.Fun.(*ast.SelectorExpr); !ok || sel.Sel.Name != "T" {
+				sel, ok := call.Fun.(*ast.SelectorExpr)
+				if !ok {
 					return true
 				}
-				if lit, ok := call.Args[0].(*ast.BasicLit); ok && lit.Kind == token.STRING {
-					add(lit.Value, path)
+				var keys []ast.Expr
+				switch {
+				case sel.Sel.Name == "T":
+					keys = call.Args[:1]
+				case sel.Sel.Name == "N" && len(call.Args) >= 3:
+					keys = call.Args[1:3]
+				}
+				for _, k := range keys {
+					if lit, ok := k.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+						add(lit.Value, path)
+					}
 				}
 				return true
 			})
@@ -260,5 +282,32 @@ func TestCatalogueComplete(t *testing.T) {
 		if len(missing) > 0 {
 			t.Errorf("%d messages missing from the %s catalogue:\n%s", len(missing), lang, strings.Join(missing, "\n"))
 		}
+	}
+}
+
+// Padding counts terminal columns: ASCII as fmt pads it, Japanese two
+// columns a character.
+func TestPad(t *testing.T) {
+	for _, tc := range []struct {
+		s         string
+		w         int
+		left, rgt string
+	}{
+		{"NODE", 8, "NODE    ", "    NODE"},
+		{"ノード", 8, "ノード  ", "  ノード"},
+		{"平均", 5, "平均 ", " 平均"},
+		{"長すぎる見出し", 4, "長すぎる見出し", "長すぎる見出し"},
+	} {
+		t.Run(tc.s, func(t *testing.T) {
+			if got := Left(tc.s, tc.w); got != tc.left {
+				t.Errorf("Left(%q, %d) = %q, want %q", tc.s, tc.w, got, tc.left)
+			}
+			if got := Right(tc.s, tc.w); got != tc.rgt {
+				t.Errorf("Right(%q, %d) = %q, want %q", tc.s, tc.w, got, tc.rgt)
+			}
+			if tc.s == "NODE" && (Left(tc.s, tc.w) != fmt.Sprintf("%-8s", tc.s) || Right(tc.s, tc.w) != fmt.Sprintf("%8s", tc.s)) {
+				t.Errorf("ASCII is not padded as fmt pads it")
+			}
+		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aicloud/gpusuite/internal/i18n"
 	"github.com/aicloud/gpusuite/internal/report/table"
 	"github.com/aicloud/gpusuite/internal/report/teams"
 )
@@ -164,37 +165,43 @@ func optF(p *float64, format string) string {
 	return fmt.Sprintf(format, *p)
 }
 
-// WriteJobText writes det for a terminal of the given width.
+// WriteJobText writes det for a terminal of the given width, in English.
 func WriteJobText(w io.Writer, det *Detail, m *teams.Mapping, loc *time.Location, width int) error {
+	return WriteJobTextIn(w, det, m, loc, width, i18n.Plain())
+}
+
+// WriteJobTextIn is WriteJobText in tr's language: the lines and
+// headings; the figures and the findings (Notes) are as in English.
+func WriteJobTextIn(w io.Writer, det *Detail, m *teams.Mapping, loc *time.Location, width int, tr *i18n.Printer) error {
 	j := &det.Job
 	var b strings.Builder
-	tf := func(t int64) string { return time.Unix(t, 0).In(loc).Format("2006-01-02 15:04:05") }
-	end := "running"
+	tf := func(t int64) string { return tr.Time(time.Unix(t, 0).In(loc), "2006-01-02 15:04:05") }
+	end := tr.T("running")
 	if j.End != nil {
 		end = tf(*j.End)
 		if j.EndEstimated {
-			end += " (estimated)"
+			end += tr.T(" (estimated)")
 		}
 	}
-	fmt.Fprintf(&b, "Job %s on %s: %s\n", j.ID(), j.Cluster, j.State)
+	b.WriteString(tr.T("Job %s on %s: %s", j.ID(), j.Cluster, j.State) + "\n")
 	if j.Ignored {
 		// Said under the title, not only among the notes: every figure
 		// below is left out of the reports.
-		fmt.Fprintf(&b, "  IGNORED: left out of every report; %s\n", ignoredWhy(j))
+		b.WriteString(tr.T("  IGNORED: left out of every report; %s", ignoredWhy(j, tr)) + "\n")
 	}
-	fmt.Fprintf(&b, "  user %s, account %s, team %s, partition %s\n", j.User, j.Account, m.Team(j.Account, j.User), j.Partition)
-	fmt.Fprintf(&b, "  %s on %s\n", plural(int(j.GPUs), "GPU", "GPUs"), j.Nodes)
-	fmt.Fprintf(&b, "  start %s, end %s, elapsed %s%s\n", tf(j.Start), end, time.Duration(j.Elapsed(det.Now))*time.Second, exitText(det.Nodes))
+	b.WriteString(tr.T("  user %s, account %s, team %s, partition %s", j.User, j.Account, m.Team(j.Account, j.User), j.Partition) + "\n")
+	b.WriteString(tr.N(int(j.GPUs), "  %d GPU on %s", "  %d GPUs on %s", j.GPUs, j.Nodes) + "\n")
+	b.WriteString(tr.T("  start %s, end %s, elapsed %s%s", tf(j.Start), end, (time.Duration(j.Elapsed(det.Now))*time.Second).String(), exitText(det.Nodes, tr)) + "\n")
 	u := usageCells(j.Usage, 0)
 	power := ""
 	if w := JobPowerMeanW(det); w != nil {
-		power = ", mean power " + HumanMetric("power_w", *w) + " per GPU"
+		power = tr.T(", mean power %s per GPU", HumanMetric("power_w", *w))
 	}
-	fmt.Fprintf(&b, "  allocated %.2f GPU-h, used %s GPU-h, efficiency %s, idle %s GPU-h, energy %.3f kWh%s\n",
-		float64(j.AllocS)/3600, optAny(u[1], 1/3600.0, "%.2f"), optAny(u[2], 1, "%.0f%%"), optAny(u[3], 1/3600.0, "%.2f"), float64(j.EnergyMJ)/3.6e9, power)
+	b.WriteString(tr.T("  allocated %.2f GPU-h, used %s GPU-h, efficiency %s, idle %s GPU-h, energy %.3f kWh%s",
+		float64(j.AllocS)/3600, optAny(u[1], 1/3600.0, "%.2f"), optAny(u[2], 1, "%.0f%%"), optAny(u[3], 1/3600.0, "%.2f"), float64(j.EnergyMJ)/3.6e9, power) + "\n")
 	if j.Billing != 0 {
 		// Only a billed run: a site without weights prints what it did.
-		fmt.Fprintf(&b, "  billing %.2f unit-hours\n", j.Billing/3600)
+		b.WriteString(tr.T("  billing %.2f unit-hours", j.Billing/3600) + "\n")
 	}
 	if len(det.GPUs) > 0 {
 		b.WriteString("\n")
@@ -205,7 +212,9 @@ func WriteJobText(w io.Writer, det *Detail, m *teams.Mapping, loc *time.Location
 		}
 		const fixed = 62
 		spark := max(10, width-fixed)
-		fmt.Fprintf(&b, "  %-8s %-4s %5s %5s %14s %8s %6s  %s\n", "NODE", "GPU", "MEAN", "PEAK", "PEAK MEM", "kWh", "IDLE", "UTILIZATION OVER THE JOB")
+		// by display width: a translated heading is wider than its length
+		b.WriteString("  " + i18n.Left(tr.T("NODE"), 8) + " " + i18n.Left(tr.T("GPU"), 4) + " " + i18n.Right(tr.T("MEAN"), 5) + " " + i18n.Right(tr.T("PEAK"), 5) + " " +
+			i18n.Right(tr.T("PEAK MEM"), 14) + " " + i18n.Right("kWh", 8) + " " + i18n.Right(tr.T("IDLE"), 6) + "  " + tr.T("UTILIZATION OVER THE JOB") + "\n")
 		for _, g := range det.GPUs {
 			mem := "-"
 			if g.MemMaxMiB != nil {
@@ -224,8 +233,8 @@ func WriteJobText(w io.Writer, det *Detail, m *teams.Mapping, loc *time.Location
 				mem, optF(g.EnergyKWh, "%.3f"), idle, Sparkline(g.Series, from, to, spark))
 		}
 	}
-	writeMetrics(&b, det)
-	b.WriteString("\nNotes:\n")
+	writeMetrics(&b, det, tr)
+	b.WriteString("\n" + tr.T("Notes:") + "\n")
 	for _, n := range append(det.EventNotes(loc), det.Notes...) {
 		fmt.Fprintf(&b, "  - %s\n", n)
 	}
@@ -235,11 +244,11 @@ func WriteJobText(w io.Writer, det *Detail, m *teams.Mapping, loc *time.Location
 
 // ignoredWhy is the reason a run is ignored, with who decided and when
 // as the ledger keeps them ("reason (by alice, 2026-03-02 12:00Z)").
-func ignoredWhy(j *JobRow) string {
+func ignoredWhy(j *JobRow, tr *i18n.Printer) string {
 	if r := j.Reason(); r != "" {
-		return "reason: " + r
+		return tr.T("reason: %s", r)
 	}
-	return "no reason recorded"
+	return tr.T("no reason recorded")
 }
 
 func optAny(v any, scale float64, format string) string {
@@ -260,7 +269,7 @@ func fit(s string, n int) string {
 
 // exitText is ", exit code N" of a finished job: the code its nodes gave,
 // or each node's where they differ; "" while none is known.
-func exitText(parts []NodePart) string {
+func exitText(parts []NodePart, tr *i18n.Printer) string {
 	var first *int64
 	differ := false
 	for _, p := range parts {
@@ -276,7 +285,7 @@ func exitText(parts []NodePart) string {
 	case first == nil:
 		return ""
 	case !differ:
-		return ", exit code " + strconv.FormatInt(*first, 10)
+		return tr.T(", exit code %s", strconv.FormatInt(*first, 10))
 	}
 	var codes []string
 	for _, p := range parts {
@@ -284,7 +293,7 @@ func exitText(parts []NodePart) string {
 			codes = append(codes, strconv.FormatInt(*p.ExitCode, 10)+" ("+p.Node+")")
 		}
 	}
-	return ", exit codes " + strings.Join(codes, ", ")
+	return tr.T(", exit codes %s", strings.Join(codes, ", "))
 }
 
 // MetricRow is one line of a GPU's metrics table, in people's units.
@@ -320,7 +329,7 @@ func MetricRows(g GPUStat, none string) []MetricRow {
 
 // writeMetrics writes each GPU's power and chosen metrics, mean and peak
 // over the job, and the metrics it cannot give with the reason, once.
-func writeMetrics(b *strings.Builder, det *Detail) {
+func writeMetrics(b *strings.Builder, det *Detail, tr *i18n.Printer) {
 	some := false
 	for _, g := range det.GPUs {
 		some = some || g.PowerMeanW != nil || len(g.Metrics) > 0
@@ -328,16 +337,16 @@ func writeMetrics(b *strings.Builder, det *Detail) {
 	if !some {
 		return
 	}
-	fmt.Fprintf(b, "\n  %-30s %14s %14s\n", "METRIC (OVER THE JOB)", "MEAN", "PEAK")
+	b.WriteString("\n  " + i18n.Left(tr.T("METRIC (OVER THE JOB)"), 30) + " " + i18n.Right(tr.T("MEAN"), 14) + " " + i18n.Right(tr.T("PEAK"), 14) + "\n")
 	for _, g := range det.GPUs {
 		rows := MetricRows(g, "-")
 		if len(rows) == 0 {
 			continue
 		}
-		fmt.Fprintf(b, "  GPU %s on %s\n", gpuName(g), g.Node)
+		b.WriteString(tr.T("  GPU %s on %s", gpuName(g), g.Node) + "\n")
 		for _, r := range rows {
 			if r.Unsupported != "" {
-				fmt.Fprintf(b, "    %-28s not supported: %s\n", r.Name, r.Unsupported)
+				fmt.Fprintf(b, "    %-28s %s\n", r.Name, tr.T("not supported: %s", r.Unsupported))
 				continue
 			}
 			fmt.Fprintf(b, "    %-28s %14s %14s\n", r.Name, r.Mean, r.Peak)
