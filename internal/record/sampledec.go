@@ -109,6 +109,20 @@ func (d *SampleDecoder) Decode(line []byte, s *Sample) bool {
 				return false
 			}
 			s.Index = n
+		case fParent:
+			b, ok := d.str()
+			if !ok {
+				return false
+			}
+			s.Parent = d.intern(b)
+		case fParentShare:
+			// MIG instances only: its own allocation keeps the values
+			// slab of every other sample as small as it was
+			v := new(float64)
+			if !d.float(v) {
+				return false
+			}
+			s.ParentShare = v
 		case fJobs:
 			if !d.jobs(s) {
 				return false
@@ -221,6 +235,8 @@ const (
 	fProcs
 	fMissing
 	fMetrics
+	fParent
+	fParentShare
 )
 
 func sampleField(key []byte) (uint32, bool) {
@@ -261,6 +277,10 @@ func sampleField(key []byte) (uint32, bool) {
 		return fMissing, true
 	case "metrics":
 		return fMetrics, true
+	case "parent":
+		return fParent, true
+	case "parent_share":
+		return fParentShare, true
 	}
 	return 0, false
 }

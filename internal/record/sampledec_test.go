@@ -74,6 +74,7 @@ func TestSampleDecoderAgreesWithEncodingJSON(t *testing.T) {
 		{"metrics", `{"metrics":{"sm_active_pct":87.5,"nvlink_tx_bytes_per_s":150000000000,"site_metric_w":-1e-3}}`, true},
 		{"empty metrics", `{"metrics":{}}`, true},
 		{"metrics spaces", `{"metrics" : { "sm_active_pct" : 1 , "x" : 2 } }`, true},
+		{"MIG instance", `{"t":"2026-03-02T10:00:00Z","uuid":"MIG-12345678","index":1,"parent":"GPU-12345678","parent_share":0.42857142857142855}`, true},
 		// Everything below goes to encoding/json, which accepts or refuses.
 		{"other case key", `{"T":"2026-03-02T10:00:00Z"}`, false},
 		{"unknown key", `{"t":"2026-03-02T10:00:00Z","extra":1}`, false},
@@ -112,6 +113,9 @@ func TestSampleDecoderAgreesWithEncodingJSON(t *testing.T) {
 		{"string metric", `{"metrics":{"x":"1"}}`, false},
 		{"metrics array", `{"metrics":[1]}`, false},
 		{"metric overflow", `{"metrics":{"x":1e400}}`, false},
+		{"parent share overflow", `{"parent_share":1e400}`, false},
+		{"null parent share", `{"parent_share":null}`, false},
+		{"duplicate parent", `{"parent":"GPU-12345678","parent":"GPU-87654321"}`, false},
 		{"control char", "{\"uuid\":\"GPU-\x01\"}", false},
 	}
 	for _, tt := range tests {
