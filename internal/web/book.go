@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -143,20 +143,13 @@ func (h *Handler) onTarget(n report.Note, node string, gpu *int) bool {
 	return gpu == nil || n.GPU == nil || *n.GPU == *gpu
 }
 
-func (h *Handler) isAdmin(user string) bool {
-	for _, a := range h.o.Admins {
-		if a == user {
-			return true
-		}
-	}
-	return false
-}
+func (h *Handler) isAdmin(user string) bool { return slices.Contains(h.o.Admins, user) }
 
 // filedStatus is what became of request id, filed by user: applied,
 // refused (failed) or waiting for the writer's pass. Another user's
 // request, or an id that is no request's, says nothing of it.
 func (h *Handler) filedStatus(id, user string) (string, bool) {
-	if len(id) > maxRequestID || strings.Trim(id, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-") != "" {
+	if !requestID(id) {
 		return "", false
 	}
 	out, err := requests.NoteOutcome(h.forms.dir, id, h.forms.uid)
@@ -246,11 +239,9 @@ func (h *Handler) ownBooking(r *http.Request, s string, p poster) (int64, error)
 // fileNote files req in p's user's name and sends the browser back to
 // the booking page, which says what became of it.
 func (h *Handler) fileNote(w http.ResponseWriter, r *http.Request, p poster, req *requests.Request, node string, gpu *int) error {
-	host, _ := os.Hostname()
-	req.Web, req.WebAdmin, req.By, req.UID, req.Host, req.Cluster, req.Time = p.user, p.admin, p.user, h.forms.uid, host, h.o.Cluster, h.o.Now()
-	if _, err := requests.Submit(h.forms.dir, req); err != nil {
-		h.o.Log.Warn("web form not filed", "user", p.user, "err", err)
-		return &httpError{code: http.StatusServiceUnavailable, msg: "the request could not be filed for the ledger's writer; try again later"}
+	req.Web, req.WebAdmin, req.Cluster = p.user, p.admin, h.o.Cluster
+	if err := h.file(req, p); err != nil {
+		return err
 	}
 	q := url.Values{"node": {node}, "filed": {req.ID}}
 	if gpu != nil {

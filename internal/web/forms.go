@@ -19,6 +19,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/aicloud/gpusuite/internal/config"
+	"github.com/aicloud/gpusuite/internal/requests"
 )
 
 // The dashboard's forms (web.forms) are its only writes: a booking from
@@ -183,7 +184,7 @@ func (h *Handler) acceptPost(w http.ResponseWriter, r *http.Request) (poster, er
 		w.Header().Set("Retry-After", "10")
 		return poster{}, &httpError{code: http.StatusTooManyRequests, msg: fmt.Sprintf("%s sent too many forms: at most %d at once, then one each %s", user, formBurst, time.Duration(float64(time.Second)/float64(formRate)))}
 	}
-	return poster{user: user, admin: slices.Contains(h.o.Admins, user), form: r.PostForm}, nil
+	return poster{user: user, admin: h.isAdmin(user), form: r.PostForm}, nil
 }
 
 // sameOrigin refuses a post whose Origin (or, without one, Referer) is
@@ -229,6 +230,24 @@ func (h *Handler) formHandler(fn func(h *Handler, w http.ResponseWriter, r *http
 		}
 		return fn(hr, w, r, p)
 	})), busy.ServeHTTP)
+}
+
+// requestID reports whether id may name a filed request: as
+// requests.Submit makes them, bounded, never a path.
+func requestID(id string) bool {
+	return id != "" && len(id) <= maxRequestID && strings.Trim(id, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-") == ""
+}
+
+// file files req for the ledger's writer in p's user's name; a failure
+// is logged here and answered 503 without the server's paths.
+func (h *Handler) file(req *requests.Request, p poster) error {
+	host, _ := os.Hostname()
+	req.By, req.UID, req.Host, req.Time = p.user, h.forms.uid, host, h.o.Now()
+	if _, err := requests.Submit(h.forms.dir, req); err != nil {
+		h.o.Log.Warn("web form not filed", "user", p.user, "err", err)
+		return &httpError{code: http.StatusServiceUnavailable, msg: "the request could not be filed for the ledger's writer; try again later"}
+	}
+	return nil
 }
 
 // formsDir is where the forms file (report.requests), "" when web.forms

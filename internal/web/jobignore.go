@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,7 +31,7 @@ type ignoreForm struct {
 // the web: an admin, or a coordinator of the account in Slurm (roles,
 // read on their timer).
 func (h *Handler) mayIgnore(user, account string) bool {
-	return slices.Contains(h.o.Admins, user) || slices.Contains(h.o.Roles.Current().Accounts(user), account)
+	return h.isAdmin(user) || slices.Contains(h.o.Roles.Current().Accounts(user), account)
 }
 
 // jobIgnoreForm is the form r's user sees on the page of det's run; nil
@@ -55,7 +54,7 @@ func (h *Handler) jobIgnoreForm(r *http.Request, det *report.Detail) *ignoreForm
 
 // ignoreStatus is what became of ignore request id, filed by user.
 func (h *Handler) ignoreStatus(id, user string) (string, bool) {
-	if len(id) > maxRequestID || strings.Trim(id, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-") != "" {
+	if !requestID(id) {
 		return "", false
 	}
 	out, err := requests.IgnoreOutcome(h.forms.dir, id)
@@ -113,12 +112,9 @@ func (h *Handler) jobIgnore(w http.ResponseWriter, r *http.Request, p poster) er
 	if !h.mayIgnore(p.user, job.Account) {
 		return &httpError{code: http.StatusForbidden, msg: fmt.Sprintf("%s may not ignore job %s: only web.admins and the coordinators of account %s in Slurm may", p.user, job.ID(), job.Account)}
 	}
-	host, _ := os.Hostname()
-	req := &requests.Request{Action: action, Jobs: []string{runSpec(&job)}, Cluster: job.Cluster, Reason: reason,
-		By: p.user, UID: h.forms.uid, Host: host, Time: h.o.Now()}
-	if _, err := requests.Submit(h.forms.dir, req); err != nil {
-		h.o.Log.Warn("web form not filed", "user", p.user, "err", err)
-		return &httpError{code: http.StatusServiceUnavailable, msg: "the request could not be filed for the ledger's writer; try again later"}
+	req := &requests.Request{Action: action, Jobs: []string{runSpec(&job)}, Cluster: job.Cluster, Reason: reason}
+	if err := h.file(req, p); err != nil {
+		return err
 	}
 	http.Redirect(w, r, jobPath("/job", job.Cluster, job.ID())+"?"+url.Values{"filed": {req.ID}}.Encode(), http.StatusSeeOther)
 	return nil
