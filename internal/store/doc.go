@@ -36,6 +36,7 @@
 //	write_samples_pack.go  a GPU's run of samples packed into one value (not yet the layout)
 //	write_samples_packrow.go  packed rows: a GPU's 5 minutes a row, merged once, converted from rows
 //	write_use.go        job × node × hour figures;  write_rollup.go  Usage and the rollups;  write_jobgpu.go  aggregates
+//	write_mig.go        a MIG slice's model ("<parent> MIG <profile>") in job_nodes and its rollup rows
 //	write_noderollup.go the node rollups: rollup_hourly without user and account, per hour, day and month
 //	write_generated.go  rollups added without jobs, for generated ledgers (bench/scale)
 //	write_billing.go    billing weights' history; a job's billing rate (Slurm's, or estimated)

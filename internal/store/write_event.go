@@ -56,7 +56,7 @@ func (b *Batch) Event(ev *record.Event) error {
 	model := ""
 	for _, g := range ev.GPUs {
 		if g.Model != "" {
-			model = g.Model
+			model = ledgerModel(g)
 			break
 		}
 	}

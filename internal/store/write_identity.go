@@ -110,6 +110,7 @@ ON CONFLICT(uuid) DO UPDATE SET idx = coalesce(excluded.idx, idx), minor = coale
 			return 0, err
 		}
 		clear(b.models) // a node's model may have changed
+		clear(b.migNodes)
 		if g, found, err = b.gpuRow(uuid); err == nil && !found {
 			err = fmt.Errorf("gpu %s: %w", uuid, sql.ErrNoRows)
 		}

@@ -154,7 +154,7 @@ func (b *Batch) moveJob(job int64, old, new Dims) error {
 		return fmt.Errorf("job hours of %d: %w", job, err)
 	}
 	for _, h := range hs {
-		model, err := b.nodeModel(h.node)
+		model, err := b.useModel(job, h.node)
 		if err != nil {
 			return err
 		}

@@ -54,7 +54,7 @@ func (b *Batch) flushUse() error {
 		}
 		// The row's model is fixed when the row is made, so that a later
 		// subtraction hits the same rollup row.
-		model, err := b.nodeModel(k.node)
+		model, err := b.useModel(k.job, k.node)
 		if err != nil {
 			return err
 		}

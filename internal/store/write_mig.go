@@ -1,0 +1,60 @@
+package store
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/aicloud/gpusuite/internal/record"
+)
+
+// ledgerModel is the model job_nodes keeps for a job's GPUs on a node. A
+// MIG slice's is NVML's name for the instance, "<parent's model> MIG
+// <profile>": the rollups then keep slices apart from whole GPUs by
+// model (useModel), and reports weigh them by their share of the GPU
+// (report.GPUEquivalent).
+func ledgerModel(g record.GPU) string {
+	if g.Profile == "" || g.Model == "" || strings.Contains(g.Model, " MIG ") {
+		return g.Model
+	}
+	return g.Model + " MIG " + g.Profile
+}
+
+// useModel is the model of the rollup rows of job's use of node: the
+// node's (nodeModel), or, on a node with MIG instances, the job's slice
+// model there. job_nodes.model is set once, by the job's first event on
+// the node, so a later subtraction finds the rows the addition made.
+// A node without MIG instances costs one look at its GPUs per batch.
+func (b *Batch) useModel(job, node int64) (string, error) {
+	m, err := b.nodeModel(node)
+	if err != nil {
+		return "", err
+	}
+	sliced, ok := b.migNodes[node]
+	if !ok {
+		var n int64
+		row, err := b.queryRow(`SELECT count(*) FROM gpus WHERE node_id = ? AND uuid LIKE 'MIG-%'`, node)
+		if err == nil {
+			err = row.Scan(&n)
+		}
+		if err != nil {
+			return "", fmt.Errorf("MIG instances of node %d: %w", node, err)
+		}
+		sliced = n > 0
+		b.migNodes[node] = sliced
+	}
+	if !sliced {
+		return m, nil
+	}
+	var jm string
+	row, err := b.queryRow(`SELECT coalesce((SELECT model FROM job_nodes WHERE job = ? AND node_id = ?), '')`, job, node)
+	if err == nil {
+		err = row.Scan(&jm)
+	}
+	if err != nil {
+		return "", fmt.Errorf("model of job %d on node %d: %w", job, node, err)
+	}
+	if strings.Contains(jm, " MIG ") {
+		return jm, nil
+	}
+	return m, nil
+}
