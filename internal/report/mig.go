@@ -7,13 +7,14 @@ import (
 
 // MIGProfile reads a MIG profile from a Slurm gres type: "1g.10gb" as a
 // gres.conf names it, "nvidia_a100-sxm4-40gb_1g.10gb" as AutoDetect=nvml
-// does, "+me" media extensions included. Slices is the number before
+// does, "+me" media extensions included; or from a ledger model, NVML's
+// name of the instance ("NVIDIA A100-SXM4-80GB MIG 1g.10gb"). Slices is the number before
 // "g" (compute slices); Of the slices of the whole GPU: 4 on an A30
 // (6 GB a slice), 7 on the A100, H100 and H200. ok is false for a type
 // that names no MIG profile (a100, t4): a whole GPU.
 func MIGProfile(gresType string) (slices, of int, ok bool) {
 	p := gresType
-	if i := strings.LastIndexByte(p, '_'); i >= 0 {
+	if i := strings.LastIndexAny(p, "_ "); i >= 0 {
 		p = p[i+1:]
 	}
 	p = strings.TrimSuffix(p, "+me")

@@ -53,6 +53,9 @@ type group struct {
 	usage   Usage
 	extra   map[string]bool  // the teams of a user
 	teamUse map[string]Usage // a user's usage by team, whence extra
+	// gpuEq is AllocS with each MIG slice weighed by its share of its
+	// GPU (migcolumn.go)
+	gpuEq float64
 }
 
 // checkTeams refuses a --teams filter naming a team nobody is in, or an
@@ -169,6 +172,7 @@ func (d *Ledger) Report(ctx context.Context, r Request) (*table.Table, error) {
 	needNode := kind == "nodes"
 	r.Filter.noWho = needNode && len(r.Teams) == 0
 	overflow := false
+	sliced := false // a fact of a MIG slice: the GPU-EQ column is shown
 	err = d.Facts(ctx, bs, r.Filter, needNode, func(x *Fact) {
 		if r.TRES == TRESBilling {
 			x.Usage = billingView(x.Usage)
@@ -222,6 +226,7 @@ func (d *Ledger) Report(ctx context.Context, r Request) (*table.Table, error) {
 			groups[k] = g
 		}
 		g.usage.Add(x.Usage)
+		g.gpuEq += gpuEqSeconds(x, &sliced)
 		if kind == "users" {
 			if g.teamUse == nil {
 				g.teamUse = map[string]Usage{}
@@ -268,7 +273,8 @@ func (d *Ledger) Report(ctx context.Context, r Request) (*table.Table, error) {
 			return nil, err
 		}
 	}
-	t := buildTable(r, kind, h.in(sole), bs, groups, totals, perCluster)
+	eq := sliced && r.TRES != TRESBilling && kind != "tree"
+	t := buildTable(r, kind, h.in(sole), bs, groups, totals, perCluster, eq)
 	if len(t.Rows) > rowCap {
 		return nil, tooBig("rows", rowCap)
 	}
@@ -312,7 +318,7 @@ var kindTitle = map[string]string{
 	"nodes": "node", "models": "GPU model", "tree": "team and user",
 }
 
-func buildTable(r Request, kind string, h *Hierarchy, bs []timespec.Bucket, groups map[groupKey]*group, totals []Usage, perCluster map[groupKey]int64) *table.Table {
+func buildTable(r Request, kind string, h *Hierarchy, bs []timespec.Bucket, groups map[groupKey]*group, totals []Usage, perCluster map[groupKey]int64, eq bool) *table.Table {
 	t := &table.Table{}
 	loc := r.Window.Start.Location()
 	if r.Period != timespec.None {
@@ -334,6 +340,9 @@ func buildTable(r Request, kind string, h *Hierarchy, bs []timespec.Bucket, grou
 	cells := cellsOf(r.TRES, r.billingColumn)
 	if kind == "tree" {
 		t.Columns = append(t.Columns, treeColumns()...)
+	}
+	if eq {
+		t.Columns = append(t.Columns, gpuEqColumn)
 	}
 
 	byBucket := make([][]*group, len(bs))
@@ -409,14 +418,20 @@ func buildTable(r Request, kind string, h *Hierarchy, bs []timespec.Bucket, grou
 			continue
 		}
 		var sum Usage
+		var sumEq float64
 		for _, g := range gs {
 			all := clusterAlloc(g.key.cluster, false)
 			row := append(prefix(g.key.cluster, false), label(g.key.a))
 			if kind == "users" {
 				row = append(row, strings.Join(sortedKeys(g.extra), ","))
 			}
-			t.Rows = append(t.Rows, table.Row{Cells: append(row, cells(g.usage, all)...), Ref: float64(all)})
+			row = append(row, cells(g.usage, all)...)
+			if eq {
+				row = append(row, g.gpuEq)
+			}
+			t.Rows = append(t.Rows, table.Row{Cells: row, Ref: float64(all)})
 			sum.Add(g.usage)
+			sumEq += g.gpuEq
 		}
 		if len(gs) > 1 || r.Period != timespec.None {
 			all := clusterAlloc("", true)
@@ -424,7 +439,11 @@ func buildTable(r Request, kind string, h *Hierarchy, bs []timespec.Bucket, grou
 			if kind == "users" {
 				row = append(row, nil)
 			}
-			t.Rows = append(t.Rows, table.Row{Cells: append(row, cells(sum, all)...), Ref: float64(all), Footer: true})
+			row = append(row, cells(sum, all)...)
+			if eq {
+				row = append(row, sumEq)
+			}
+			t.Rows = append(t.Rows, table.Row{Cells: row, Ref: float64(all), Footer: true})
 		}
 	}
 	what := kindTitle[kind]
@@ -447,6 +466,9 @@ func buildTable(r Request, kind string, h *Hierarchy, bs []timespec.Bucket, grou
 	t.Meta = windowMeta(r.Kind, r.Window, r.Scope, table.KV{Key: "period", Value: periodName(r.Period)})
 	if len(t.Rows) == 0 {
 		t.Notes = append(t.Notes, "(no GPU usage recorded in this window)")
+	}
+	if eq {
+		t.Notes = append(t.Notes, gpuEqNote)
 	}
 	if r.Scope.Several() {
 		t.Notes = append(t.Notes, "efficiency = used / allocated GPU-time; share = of all allocated GPU-time in the row's cluster (TOTAL: in these clusters); - = no samples")
