@@ -80,3 +80,21 @@ func TestMIGInstanceOfOwnGPUIngested(t *testing.T) {
 		t.Errorf("%d MIG instances in the ledger, want 2", n)
 	}
 }
+
+// An instance whose GPU the node has not reported yet (a profile segment
+// before the node's first) waits, and is taken once the GPU is.
+func TestMIGInstanceWaitsForItsGPU(t *testing.T) {
+	e := newEnv(t)
+	e.put(t, evFile(t, "gpu001", 77, 0, record.JobStart, t0, 0))
+	s := e.open(t)
+	t.Cleanup(func() { s.Close() })
+	e.pass(t, s, t0.Add(time.Minute))
+	e.put(t, segFile(t, "gpu001", 2, 10, []record.Sample{migBusy("gpu001", 1, 0, t0.Add(10*time.Second), 77)}))
+	if res := e.pass(t, s, t0.Add(2*time.Minute)); res.Deferred != 1 || res.Quarantined != 0 {
+		t.Errorf("pass: %+v, want the segment deferred", res)
+	}
+	e.put(t, segFile(t, "gpu001", 1, 10, []record.Sample{{Time: t0, UUID: sim.UUID("gpu001", 1), Index: 1}}))
+	if res := e.pass(t, s, t0.Add(3*time.Minute)); res.Quarantined != 0 || res.Files != 2 {
+		t.Errorf("pass: %+v, want both segments ingested", res)
+	}
+}

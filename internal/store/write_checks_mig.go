@@ -12,8 +12,8 @@ import (
 // one of its node's GPUs (invariant 8): each instance's parent must be a
 // GPU the segment samples itself (checkSegment then holds that GPU to its
 // node) or one the ledger already knows as this node's. An instance's own
-// UUID is held to its node by checkSegment. It writes nothing but the
-// node's row.
+// UUID is held to its node by checkSegment. A parent no node reported
+// yet is a Rejected with Wait. It writes nothing but the node's row.
 func (b *Batch) CheckMIGParents(h *record.SegmentHeader, samples []record.Sample) error {
 	sampled := map[string]bool{}
 	parents := map[string]string{} // parent -> an instance naming it
@@ -47,7 +47,10 @@ func (b *Batch) CheckMIGParents(h *record.SegmentHeader, samples []record.Sample
 		var name string
 		switch err := row.Scan(&name); {
 		case errors.Is(err, sql.ErrNoRows):
-			return reject("MIG instance %s is on GPU %s, which node %s has not reported: a node may speak only of its own GPUs", parents[p], p, h.Node)
+			// a profile segment holds the instance alone, and may come
+			// before the node's first segment with the parent: wait
+			return &Rejected{Wait: true, Reason: fmt.Sprintf("MIG instance %s is on GPU %s, which node %s has not reported: a node may speak only of its own GPUs",
+				parents[p], p, h.Node)}
 		case err != nil:
 			return fmt.Errorf("parent of MIG instance %s: %w", parents[p], err)
 		}
