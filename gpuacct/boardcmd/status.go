@@ -11,6 +11,7 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/cli/cliwire"
+	"github.com/aicloud/gpusuite/internal/i18n"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/report/table"
 )
@@ -44,25 +45,27 @@ func StatusCommand(d Deps) *cli.Command {
 					MIGSlices []SliceCount `json:"mig_slices,omitempty"`
 				}{v.Status(nodes), v.migSlices(nodes)})
 			}
-			return writeStatus(d.Stdout, v, nodes)
+			return writeStatus(d.Stdout, v, nodes, i18n.ForEnv(d.Getenv))
 		})
 	cmd.Flags = append(cmd.Flags, queueFlag())
 	return cmd
 }
 
-func writeStatus(w io.Writer, v *view, nodes []board.Node) error {
+// writeStatus writes the status table in tr's language; states, Slurm's
+// conditions and the findings of board stay as they are.
+func writeStatus(w io.Writer, v *view, nodes []board.Node, tr *i18n.Printer) error {
 	for _, l := range v.warnings(nodes) {
 		if _, err := fmt.Fprintln(w, l); err != nil {
 			return fmt.Errorf("status: write: %w", err)
 		}
 	}
 	t := &table.Table{
-		Title: "GPUs at " + v.stamp(v.Board.At),
+		Title: tr.T("GPUs at %s", v.stampIn(tr, v.Board.At)),
 		Columns: []table.Column{
-			{Key: "node", Title: "NODE"}, {Key: "slurm", Title: "SLURM"}, {Key: "gpu", Title: "GPU", Kind: table.Int},
-			{Key: "model", Title: "MODEL"}, {Key: "state", Title: "STATE"}, {Key: "job", Title: "JOB"},
-			{Key: "elapsed", Title: "ELAPSED"}, {Key: "user", Title: "USER"}, {Key: "util", Title: "UTIL%", Kind: table.Int},
-			{Key: "mem", Title: "MEM MiB"}, {Key: "procs", Title: "PROCESSES (pid:user:job:MiB)"}, {Key: "note", Title: "NOTE"},
+			{Key: "node", Title: tr.T("NODE")}, {Key: "slurm", Title: "SLURM"}, {Key: "gpu", Title: tr.T("GPU"), Kind: table.Int},
+			{Key: "model", Title: tr.T("MODEL")}, {Key: "state", Title: tr.T("STATE")}, {Key: "job", Title: tr.T("JOB")},
+			{Key: "elapsed", Title: tr.T("ELAPSED")}, {Key: "user", Title: tr.T("USER")}, {Key: "util", Title: tr.Text("UTIL%"), Kind: table.Int},
+			{Key: "mem", Title: tr.T("MEM MiB")}, {Key: "procs", Title: tr.T("PROCESSES (pid:user:job:MiB)")}, {Key: "note", Title: tr.T("NOTE")},
 		},
 	}
 	sliced := map[string][]string{}
@@ -79,7 +82,7 @@ func writeStatus(w io.Writer, v *view, nodes []board.Node) error {
 		case !v.Board.Slurm:
 			slurm = "?"
 		case !n.InSlurm:
-			slurm = "not in slurm"
+			slurm = tr.T("not in slurm")
 		case n.NotResponding:
 			slurm += "*"
 		}
@@ -98,7 +101,7 @@ func writeStatus(w io.Writer, v *view, nodes []board.Node) error {
 			}
 			state := strings.ToUpper(string(g.State))
 			if g.State == board.Idle && g.IdleSince != nil {
-				state += " for " + short(v.Board.At.Sub(*g.IdleSince))
+				state += tr.T(" for %s", short(v.Board.At.Sub(*g.IdleSince)))
 			}
 			var notes []string
 			for _, nt := range g.Notes {
@@ -112,19 +115,19 @@ func writeStatus(w io.Writer, v *view, nodes []board.Node) error {
 			t.Notes = append(t.Notes, fmt.Sprintf("%s: MIG slices %s", n.Name, strings.Join(sl, "; ")))
 		}
 		for _, nt := range n.Notes {
-			t.Notes = append(t.Notes, fmt.Sprintf("%s: note %s, until %s", n.Name, noteText(nt, maxNoteRunes), v.stamp(nt.Until)))
+			t.Notes = append(t.Notes, tr.T("%s: note %s, until %s", n.Name, noteText(nt, maxNoteRunes), v.stampIn(tr, nt.Until)))
 		}
 		if n.Reason != "" {
 			t.Notes = append(t.Notes, fmt.Sprintf("%s: %s: %s", n.Name, n.Condition, n.Reason))
 		}
 		if len(n.Reservations) > 0 {
-			t.Notes = append(t.Notes, fmt.Sprintf("%s: in reservation %s", n.Name, strings.Join(n.Reservations, ", ")))
+			t.Notes = append(t.Notes, tr.T("%s: in reservation %s", n.Name, strings.Join(n.Reservations, ", ")))
 		}
 		if n.Stale {
 			if n.SnapshotAt.IsZero() {
-				t.Notes = append(t.Notes, fmt.Sprintf("%s: STALE: no live snapshot (is its agent running?)", n.Name))
+				t.Notes = append(t.Notes, tr.T("%s: STALE: no live snapshot (is its agent running?)", n.Name))
 			} else {
-				t.Notes = append(t.Notes, fmt.Sprintf("%s: STALE: last snapshot %s, %s ago", n.Name, v.stamp(n.SnapshotAt), v.Board.At.Sub(n.SnapshotAt).Round(time.Second)))
+				t.Notes = append(t.Notes, tr.T("%s: STALE: last snapshot %s, %s ago", n.Name, v.stampIn(tr, n.SnapshotAt), v.Board.At.Sub(n.SnapshotAt).Round(time.Second).String()))
 			}
 		}
 	}

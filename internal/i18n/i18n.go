@@ -8,8 +8,8 @@
 // golang.org/x/text/message, which finds the translation in the
 // catalogue and writes numbers as the reader's locale does.
 //
-// Call sites mark a message as p.T("...") (p.N("...", "...") when it
-// counts) in Go and {{T "..."}} in templates; TestCatalogueComplete walks both for keys missing from a
+// Call sites mark a message as p.T("...") (p.Text("...") for a text
+// with a percent sign, p.N("...", "...") when it counts) in Go and {{T "..."}} in templates; TestCatalogueComplete walks both for keys missing from a
 // catalogue.
 package i18n
 

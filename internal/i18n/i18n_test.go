@@ -185,7 +185,7 @@ func TestCataloguesAgree(t *testing.T) {
 }
 
 // usedKeys walks the project's sources for the keys its call sites use:
-// p.T("...") in Go, {{T "..."}} in templates, t("...") in scripts.
+// p.T("...") and p.Text("...") in Go, {{T "..."}} in templates, t("...") in scripts.
 func usedKeys(t *testing.T, root string) map[string][]string {
 	t.Helper()
 	tmpl := regexp.MustCompile(`\bT\s+("(?:[^"\\]|\\.)*"|` + "`[^`]*`" + `)`)
@@ -215,6 +215,11 @@ func usedKeys(t *testing.T, root string) map[string][]string {
 			if err != nil {
 				return err
 			}
+			// Text is a common method name: only where i18n is imported
+			speaks := false
+			for _, im := range f.Imports {
+				speaks = speaks || im.Path.Value == `"github.com/aicloud/gpusuite/internal/i18n"`
+			}
 			ast.Inspect(f, func(n ast.Node) bool {
 				call, ok := n.(*ast.CallExpr)
 				if !ok || len(call.Args) == 0 {
@@ -226,7 +231,7 @@ func usedKeys(t *testing.T, root string) map[string][]string {
 				}
 				var keys []ast.Expr
 				switch {
-				case sel.Sel.Name == "T":
+				case sel.Sel.Name == "T", sel.Sel.Name == "Text" && speaks:
 					keys = call.Args[:1]
 				case sel.Sel.Name == "N" && len(call.Args) >= 3:
 					keys = call.Args[1:3]

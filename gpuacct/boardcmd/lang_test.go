@@ -1,0 +1,135 @@
+package boardcmd
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/aicloud/gpusuite/internal/board"
+	"github.com/aicloud/gpusuite/internal/i18n"
+	"github.com/aicloud/gpusuite/internal/slurmstate"
+)
+
+// gpuacct free and status in Japanese (LANG=ja_JP.UTF-8): the golden
+// output, and every table's columns aligned by display width.
+func TestFreeJapanese(t *testing.T) {
+	one := 1
+	noted := func(context.Context, string, time.Duration, time.Time) ([]board.Note, error) {
+		return []board.Note{
+			{ID: 4, Node: "n1", GPU: &one, Until: now.Add(30 * time.Hour), Text: "NeurIPSの実験用に予約", Author: "carol"},
+			{ID: 5, Node: "n2", Until: now.Add(2 * time.Hour), Text: "ファンがうるさい", Author: "root"},
+		}, nil
+	}
+	slurm := func(context.Context, time.Duration) (slurmstate.State, error) { return slurmFixture(), nil }
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		args []string
+	}{
+		{"free_ja", map[string]string{"LANG": "ja_JP.UTF-8"}, []string{"free"}},
+		{"status_ja", map[string]string{"LC_MESSAGES": "ja_JP.UTF-8", "LANG": "C"}, []string{"status", "n1", "n2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := fixture(t)
+			args := append([]string{tc.args[0], "--live-dir", dir}, tc.args[1:]...)
+			code, out, errs := runApp(t, now, "[cluster]\nname = \"c1\"\n", func(k string) string { return tc.env[k] }, slurm, noted, args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			golden := filepath.Join("testdata", tc.name+".golden")
+			if *update {
+				if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to write it)", err)
+			}
+			if d := cmp.Diff(string(want), out); d != "" {
+				t.Errorf("output (-want +got):\n%s", d)
+			}
+			checkAligned(t, out)
+		})
+	}
+}
+
+// checkAligned checks that a table's rows, from its heading to the first
+// blank line, are one display width, and that each column the heading
+// starts starts there, or ends there, in every row (left- or
+// right-aligned).
+func checkAligned(t *testing.T, out string) {
+	t.Helper()
+	lines := strings.Split(out, "\n")
+	head := -1
+	for i, l := range lines {
+		if strings.Contains(l, "モデル") || strings.Contains(l, "ノード") && strings.Contains(l, "状態") {
+			head = i
+			break
+		}
+	}
+	if head < 0 {
+		t.Fatalf("no Japanese heading in\n%s", out)
+	}
+	starts := cellStarts(lines[head])
+	rows := 0
+	for _, l := range lines[head+1:] {
+		if strings.TrimSpace(l) == "" || len(cellStarts(l)) < len(starts)-1 {
+			break
+		}
+		rows++
+		for _, s := range starts {
+			if !startsOrEndsAt(l, s.at, s.end) {
+				t.Errorf("column %q (columns %d-%d) is not aligned in\n%s\n%s", s.text, s.at, s.end, lines[head], l)
+			}
+		}
+	}
+	if rows == 0 {
+		t.Errorf("no row under the heading in\n%s", out)
+	}
+}
+
+type cell struct {
+	text    string
+	at, end int // display columns
+}
+
+// cellStarts are the words of a heading line separated by two spaces or
+// more, with the display columns they take.
+func cellStarts(l string) []cell {
+	var out []cell
+	col := 0
+	for _, f := range strings.SplitAfter(l, "  ") {
+		w := strings.TrimSpace(f)
+		lead := i18n.Width(f) - i18n.Width(strings.TrimLeft(f, " "))
+		if w != "" {
+			out = append(out, cell{text: w, at: col + lead, end: col + lead + i18n.Width(w)})
+		}
+		col += i18n.Width(f)
+	}
+	return out
+}
+
+// startsOrEndsAt reports whether l has a cell starting at display
+// column at or ending at end.
+func startsOrEndsAt(l string, at, end int) bool {
+	col := 0
+	prev := ' '
+	for _, r := range l {
+		w := i18n.Width(string(r))
+		if r != ' ' && prev == ' ' && col == at {
+			return true
+		}
+		if r == ' ' && prev != ' ' && col == end {
+			return true
+		}
+		col += w
+		prev = r
+	}
+	return col == end && prev != ' '
+}
