@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -90,6 +92,12 @@ func TestMIGSlices(t *testing.T) {
 	for _, r := range rows {
 		waitEvent(t, c, r.JobIDRaw, record.JobEnd, time.Minute)
 	}
+	first := time.Now()
+	for _, r := range rows {
+		if r.Start.Before(first) {
+			first = r.Start
+		}
+	}
 	got := newLedger(t, gpuacct, c, rows, nil, "").export(t)
 	for _, r := range rows {
 		g := got[r.JobIDRaw]
@@ -103,6 +111,45 @@ func TestMIGSlices(t *testing.T) {
 		if r.GPUs != 1 || g.GPUs != 1 || abs(g.AllocGPUS-r.GPUSeconds()) > 2 {
 			t.Errorf("job %d: ledger %d slices, %d slice-s; sacct gres/gpu=%d, %d", r.JobIDRaw, g.GPUs, g.AllocGPUS, r.GPUs, r.GPUSeconds())
 		}
+	}
+
+	// With Slurm's times (ingest reconciles with sacct), gpuacct report
+	// per account and user equals sreport's gres/gpu to the second, and
+	// its GPU-EQ weighs each slice by its share of the A100.
+	from := first.UTC().Truncate(time.Hour)
+	to := time.Now().UTC().Truncate(time.Hour).Add(time.Hour)
+	st := sreportTest{accounts: []string{"team-a", "team-b"}}
+	l := newLedger(t, gpuacct, c, rows, nil, "sacct")
+	sreported := sreportSeconds(t, c, st, from, to)
+	t.Logf("sreport -t seconds -T gres/gpu: %v", sreported)
+	if d := cmp.Diff(sreported, gpuacctSeconds(t, l, st, from, to)); d != "" {
+		t.Errorf("slice-seconds per account and user (-sreport +gpuacct):\n%s", d)
+	}
+	const ts = "2006-01-02T15:04:05"
+	out, _ := l.run(t, "report", "accounts", "--format", "json", "--tz", "UTC", "--start", from.Format(ts), "--end", to.Format(ts))
+	var rep struct {
+		Rows []map[string]any `json:"rows"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("gpuacct report accounts: %v\n%s", err, out)
+	}
+	share := map[string]float64{"team-a": 1.0 / 7, "team-b": 3.0 / 7}
+	checked := 0
+	for _, r := range rep.Rows {
+		acct, _ := r["account"].(string)
+		alloc, _ := r["alloc_gpu_hours"].(float64)
+		eq, ok := r["gpu_equivalent_hours"].(float64)
+		w, mine := share[acct]
+		if !mine {
+			continue
+		}
+		checked++
+		if !ok || alloc <= 0 || math.Abs(eq-alloc*w) > 1e-3 {
+			t.Errorf("account %s: GPU-EQ %v (present %v) for %v slice-hours; want × %.3f\n%s", acct, eq, ok, alloc, w, out)
+		}
+	}
+	if checked != len(share) {
+		t.Errorf("gpuacct report accounts: %d of the accounts %v:\n%s", checked, share, out)
 	}
 }
 
