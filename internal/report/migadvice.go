@@ -14,6 +14,16 @@ import (
 // rule (notify.SliceFit). Shown only where the ledger holds MIG
 // instances, so that a site without MIG sees what it saw before.
 
+// migSite says whether the ledger holds a MIG instance: only then is
+// MIG advice shown.
+func (d *Ledger) migSite(ctx context.Context) (bool, error) {
+	mig, err := d.st.HasMIG(ctx)
+	if err != nil {
+		return false, d.wrap(err)
+	}
+	return mig, nil
+}
+
 // sliceFit is the smaller MIG slice g's run would fit, "" if none or if
 // its utilization is not known (a slice's is known only from GPM).
 func sliceFit(g GPUStat) string {
@@ -57,12 +67,8 @@ func (d *Ledger) addSliceNotes(ctx context.Context, det *Detail) error {
 	if len(notes) == 0 {
 		return nil
 	}
-	mig, err := d.st.HasMIG(ctx)
-	if err != nil {
-		return d.wrap(err)
-	}
-	if !mig {
-		return nil
+	if mig, err := d.migSite(ctx); !mig || err != nil {
+		return err
 	}
 	rest := det.Notes
 	if len(rest) == 1 && strings.HasPrefix(rest[0], "Nothing to improve found") {
@@ -79,12 +85,8 @@ func (d *Ledger) addSliceColumn(ctx context.Context, t *table.Table, rows []int6
 	if len(rows) == 0 {
 		return nil
 	}
-	mig, err := d.st.HasMIG(ctx)
-	if err != nil {
-		return d.wrap(err)
-	}
-	if !mig {
-		return nil
+	if mig, err := d.migSite(ctx); !mig || err != nil {
+		return err
 	}
 	t.Columns = append(t.Columns, table.Column{Key: "mig_fit", Title: "FITS", Kind: table.Text, Drop: 10})
 	for i, row := range rows {

@@ -199,7 +199,11 @@ func (d *Device) GpmQueryDeviceSupport() (nvml.GpmSupport, nvml.Return) {
 }
 
 // GpmSampleGet implements nvml.Device.
-func (d *Device) GpmSampleGet(s nvml.GpmSample) nvml.Return {
+func (d *Device) GpmSampleGet(s nvml.GpmSample) nvml.Return { return d.gpmTake(s, nil) }
+
+// gpmTake stamps s as a GPM sample of the GPU, or of its GPU instance
+// mig (nvmlGpmMigSampleGet, miglayout.go).
+func (d *Device) gpmTake(s nvml.GpmSample, mig *MIGDevice) nvml.Return {
 	if r := d.guard(); r != nvml.SUCCESS {
 		return r
 	}
@@ -210,7 +214,7 @@ func (d *Device) GpmSampleGet(s nvml.GpmSample) nvml.Return {
 	if !ok {
 		return nvml.ERROR_INVALID_ARGUMENT
 	}
-	g.dev, g.mig, g.t = d, nil, d.srv.now()
+	g.dev, g.mig, g.t = d, mig, d.srv.now()
 	return nvml.SUCCESS
 }
 

@@ -104,21 +104,13 @@ func (d *Device) installMIG(out []*MIGDevice) {
 	}
 	// GPM of a GPU instance, read through its GPU as NVML does
 	d.GpmMigSampleGetFunc = func(gi int, s nvml.GpmSample) nvml.Return {
-		if r := d.guard(); r != nvml.SUCCESS {
-			return r
-		}
-		if !d.hasGPM() {
-			return nvml.ERROR_NOT_SUPPORTED
-		}
-		g, ok := s.(*gpmSample)
-		if !ok {
-			return nvml.ERROR_INVALID_ARGUMENT
-		}
 		for _, m := range out {
 			if m.gi == gi {
-				g.dev, g.mig, g.t = d, m, d.srv.now()
-				return nvml.SUCCESS
+				return d.gpmTake(s, m)
 			}
+		}
+		if r := d.guard(); r != nvml.SUCCESS {
+			return r
 		}
 		return nvml.ERROR_NOT_FOUND
 	}
