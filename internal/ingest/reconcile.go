@@ -189,7 +189,7 @@ func slurmTimes(j store.Unreconciled, runs []sacctRun) (store.SlurmTimes, sacctR
 	if err != nil || info.running || r.start.IsZero() || info.end.IsZero() {
 		return store.SlurmTimes{}, sacctRun{}, false
 	}
-	t := store.SlurmTimes{Start: r.start, End: info.end, State: info.state, ExitCode: info.code}
+	t := store.SlurmTimes{Start: r.start, End: info.end, State: info.state, ExitCode: info.code, Submit: r.submit}
 	if info.code != nil {
 		t.ExitSignal = r.signal
 	}

@@ -26,6 +26,8 @@ type slurmRun struct {
 	// steps' names and MaxRSS, listed without -X.
 	resources string
 	steps     [][2]string
+	// submit is sacct's Submit ("" answers Unknown).
+	submit string
 }
 
 // fakeSacct answers like sacct 22.05 from records: -j ID[,ID] selects (an
@@ -115,6 +117,8 @@ func fakeSacctLine(r slurmRun, fields []string, step, rss string) (string, error
 			vals = append(vals, "normal")
 		case "MaxRSS":
 			vals = append(vals, rss)
+		case "Submit":
+			vals = append(vals, cmpOr(r.submit, "Unknown"))
 		case "AllocTRES":
 			// An eighth resource field, where the run has one.
 			tres := ""

@@ -14,7 +14,12 @@ import (
 // steps after it; the run's own line then sums the steps' TotalCPU, and
 // the steps carry MaxRSS.
 // AllocTRES carries Slurm's billing of the run (billing=N, billing.go).
-const sacctResourceFields = sacctRunFields + ",AllocCPUS,TotalCPU,ReqMem,MaxRSS,TimelimitRaw,ElapsedRaw,NNodes,AllocTRES"
+// Submit comes last, so that an answer without it still parses: it is
+// when the run was queued, the start of its wait (store.Waits).
+const sacctResourceFields = sacctRunFields + ",AllocCPUS,TotalCPU,ReqMem,MaxRSS,TimelimitRaw,ElapsedRaw,NNodes,AllocTRES,Submit"
+
+// sacctSubmitAt is Submit's place in a line of sacctResourceFields.
+const sacctSubmitAt = 13
 
 // runResources is what sacct's lines say of a run's resources: its own line
 // (job) and its steps' (rss, gathered).

@@ -19,6 +19,9 @@ type sacctRun struct {
 	state      string // lower case, without "+" or " by UID"
 	code       *int
 	signal     *int
+	// submit is when the run was queued (zero: not asked, or Unknown);
+	// asked in the reconciling call only.
+	submit time.Time
 	// resources is what the run used, where the call asked (reconciling).
 	resources runResources
 }
@@ -156,6 +159,11 @@ func parseSacctRun(line string, loc *time.Location) (uint64, sacctRun, bool, err
 		}
 	}
 	r.resources = parseRunResources(f[5:])
+	if len(f) > sacctSubmitAt {
+		// A Submit that does not parse is no submit, not a bad line: the
+		// run's times stand without it.
+		r.submit, _ = sacctTime(f[sacctSubmitAt], loc)
+	}
 	return id, r, true, nil
 }
 

@@ -60,6 +60,9 @@ type SlurmTimes struct {
 	State      string
 	ExitCode   *int
 	ExitSignal *int
+	// Submit is when the run was queued; zero: sacct gave none, and the
+	// job's submit stays as it was.
+	Submit time.Time
 }
 
 // timesNote is the quality note of a job part whose times are Slurm's.
@@ -106,7 +109,11 @@ func (b *Batch) Reconcile(row int64, t SlurmTimes) error {
 	if s := strings.ToLower(strings.TrimSpace(t.State)); s != "" {
 		state = s
 	}
-	if _, err := b.exec(`UPDATE jobs SET state = coalesce(?, state), sacct_checked = 1 WHERE id = ?`, state, row); err != nil {
+	var submit any
+	if !t.Submit.IsZero() {
+		submit = t.Submit.Unix()
+	}
+	if _, err := b.exec(`UPDATE jobs SET state = coalesce(?, state), submit = coalesce(?, submit), sacct_checked = 1 WHERE id = ?`, state, submit, row); err != nil {
 		return fmt.Errorf("reconcile job row %d: %w", row, err)
 	}
 	delete(b.unchecked, row)
