@@ -44,6 +44,10 @@ type Deps struct {
 	// Notes reads the notes in force at now from the ledger at loc (a
 	// SQLite file or a PostgreSQL URL).
 	Notes func(ctx context.Context, loc string, busy time.Duration, now time.Time) ([]board.Note, error)
+	// Waits reads the median waits of the runs started over
+	// slurmstate.StartedWindow before now from the ledger at loc (status
+	// --queue); nil reads none.
+	Waits func(ctx context.Context, loc string, busy time.Duration, now time.Time) ([]slurmstate.Started, error)
 }
 
 // System is Deps for the real process: scontrol through slurmstate.Reader.
@@ -57,6 +61,7 @@ func System(stdout, stderr io.Writer, getenv func(string) string) Deps {
 			return slurmstate.Reader{Timeout: timeout}.Queue(ctx)
 		},
 		Notes: LedgerNotes,
+		Waits: LedgerWaits,
 	}
 }
 
@@ -99,6 +104,9 @@ type view struct {
 	problems []board.Problem
 	json     bool
 	loc      *time.Location
+	// store and storeBusy are the ledger's location and busy timeout.
+	store     string
+	storeBusy time.Duration
 	// slurm is Slurm's view the board was built with (nil: not had);
 	// its typed gres count the MIG slices (slices.go).
 	slurm *slurmstate.State
@@ -128,7 +136,7 @@ func load(c *cli.Context, d Deps, cmd string) (*view, error) {
 	}
 	now := d.Now()
 	noSlurm := c.Bool("no-slurm")
-	v := &view{json: format == "json", loc: d.Loc, slurmTimeout: cfg.Board.SlurmTimeout.Duration}
+	v := &view{json: format == "json", loc: d.Loc, slurmTimeout: cfg.Board.SlurmTimeout.Duration, store: cfg.Store.Location(), storeBusy: cfg.Store.BusyTimeout.Duration}
 	if v.loc == nil {
 		v.loc = time.Local
 	}

@@ -1,14 +1,17 @@
 package boardcmd
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/aicloud/gpusuite/internal/cli/cliwire"
 	"github.com/aicloud/gpusuite/internal/report/table"
 	"github.com/aicloud/gpusuite/internal/slurmstate"
+	"github.com/aicloud/gpusuite/internal/store"
 )
 
 func queueFlag() cli.Flag {
@@ -25,13 +28,42 @@ func showQueue(c *cli.Context, d Deps, v *view) error {
 	if err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
+	// Without a ledger (store.path, --db) the queue is Slurm's alone.
+	var waitsErr error
+	if d.Waits != nil && v.store != "" {
+		q.Started, waitsErr = d.Waits(c.Context, v.store, v.storeBusy, q.At)
+	}
 	if v.json {
 		return writeJSON(d.Stdout, "status", q)
 	}
-	return writeQueue(d.Stdout, v, q)
+	return writeQueue(d.Stdout, v, q, waitsErr)
 }
 
-func writeQueue(w io.Writer, v *view, q slurmstate.Queue) error {
+// LedgerWaits reads the median waits from submit to start, per GPU model
+// and count, of the runs that started over slurmstate.StartedWindow
+// before now, from the ledger at loc, read-only, within notesTimeout.
+func LedgerWaits(ctx context.Context, loc string, busy time.Duration, now time.Time) ([]slurmstate.Started, error) {
+	ctx, cancel := context.WithTimeout(ctx, notesTimeout)
+	defer cancel()
+	o := store.At(loc)
+	o.ReadOnly, o.BusyTimeout = true, busy
+	st, err := store.Open(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	ws, _, err := st.Waits(ctx, now.Add(-slurmstate.StartedWindow), now)
+	if err != nil {
+		return nil, fmt.Errorf("ledger %q: %w", st.Path, err)
+	}
+	out := make([]slurmstate.Started, 0, len(ws))
+	for _, w := range ws {
+		out = append(out, slurmstate.Started{Model: w.Model, GPUs: w.GPUs, Jobs: w.Jobs, MedianS: int64(w.Median / time.Second)})
+	}
+	return out, nil
+}
+
+func writeQueue(w io.Writer, v *view, q slurmstate.Queue, waitsErr error) error {
 	t := &table.Table{
 		Title: "Pending jobs asking for GPUs at " + v.stamp(q.At),
 		Columns: []table.Column{
@@ -52,7 +84,29 @@ func writeQueue(w io.Writer, v *view, q slurmstate.Queue) error {
 	if q.Unread > 0 {
 		t.Notes = append(t.Notes, fmt.Sprintf("%d more pending jobs not read", q.Unread))
 	}
+	if waitsErr != nil {
+		t.Notes = append(t.Notes, "median waits not read: "+waitsErr.Error())
+	}
 	if err := table.Write(w, t, table.Options{Format: table.Aligned}); err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	if len(q.Started) == 0 {
+		return nil
+	}
+	s := &table.Table{
+		Title: "Started within (median wait from submit, last 7 days)",
+		Columns: []table.Column{
+			{Key: "model", Title: "MODEL"}, {Key: "gpus", Title: "GPUS ASKED", Kind: table.Int}, {Key: "jobs", Title: "JOBS", Kind: table.Int},
+			{Key: "wait", Title: "STARTED WITHIN"},
+		},
+	}
+	for _, r := range q.Started {
+		s.Rows = append(s.Rows, table.Row{Cells: []any{r.Model, r.GPUs, int64(r.Jobs), short(time.Duration(r.MedianS) * time.Second)}})
+	}
+	if _, err := io.WriteString(w, "\n"); err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	if err := table.Write(w, s, table.Options{Format: table.Aligned}); err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
 	return nil

@@ -23,7 +23,22 @@ type Queue struct {
 	mu      sync.Mutex
 	last    *slurmstate.Queue
 	failing bool
+
+	// started is the ledger's median waits as last read (startedAt),
+	// reread in the background once older than startedEvery; reading
+	// says a reread is under way.
+	started   []slurmstate.Started
+	startedAt time.Time
+	reading   bool
 }
+
+const (
+	// startedEvery is how often the board rereads the median waits: a
+	// week's median moves slowly, and each read scans a week of jobs.
+	startedEvery = 5 * time.Minute
+	// startedTimeout bounds one read of them.
+	startedTimeout = 10 * time.Second
+)
 
 // NewQueue reads the queue with read (slurmstate.Reader.Queue, bounded).
 func NewQueue(read func(ctx context.Context) (slurmstate.Queue, error), log *slog.Logger) *Queue {
@@ -73,11 +88,67 @@ func (q *Queue) Refresh(ctx context.Context) error {
 	return nil
 }
 
+// Started is the median waits as last read, and starts a reread through
+// read when they are older than startedEvery and none is under way: the
+// board's page never waits on the ledger (its first render has none).
+func (q *Queue) Started(now time.Time, read func(ctx context.Context, now time.Time) ([]slurmstate.Started, error)) []slurmstate.Started {
+	if q == nil {
+		return nil
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !q.reading && now.Sub(q.startedAt) >= startedEvery {
+		q.reading = true
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), startedTimeout)
+			defer cancel()
+			got, err := read(ctx, now)
+			q.mu.Lock()
+			defer q.mu.Unlock()
+			q.reading, q.startedAt = false, now
+			if err != nil {
+				q.log.Debug("median waits not read from the ledger; keeping the last", "err", err)
+				return
+			}
+			q.started = got
+		}()
+	}
+	return q.started
+}
+
+// readStarted reads the median waits of the runs that started over
+// slurmstate.StartedWindow before now.
+func (h *Handler) readStarted(ctx context.Context, now time.Time) ([]slurmstate.Started, error) {
+	c, release, err := h.src.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	ws, _, err := c.rep.Waits(ctx, now.Add(-slurmstate.StartedWindow), now)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]slurmstate.Started, 0, len(ws))
+	for _, w := range ws {
+		out = append(out, slurmstate.Started{Model: w.Model, GPUs: w.GPUs, Jobs: w.Jobs, MedianS: int64(w.Median / time.Second)})
+	}
+	return out, nil
+}
+
 // queueView is the board's queue table.
 type queueView struct {
-	At     string
-	Rows   []queueRow
-	Unread int
+	At      string
+	Rows    []queueRow
+	Unread  int
+	Started []startedRow
+}
+
+// startedRow is one line of the median waits: "jobs asking for GPUs
+// GPUs of Model started within Wait (median of Jobs, last 7 days)".
+type startedRow struct {
+	Model      string
+	GPUs, Jobs int64
+	Wait       string
 }
 
 type queueRow struct {
@@ -102,6 +173,9 @@ func (h *Handler) queue() *queueView {
 			row.Start = localTime(r.NextStart.Unix(), h.o.Location)
 		}
 		v.Rows = append(v.Rows, row)
+	}
+	for _, st := range h.o.Queue.Started(h.o.Now(), h.readStarted) {
+		v.Started = append(v.Started, startedRow{Model: st.Model, GPUs: st.GPUs, Jobs: int64(st.Jobs), Wait: dur(st.MedianS)})
 	}
 	return v
 }

@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/slurmstate"
+	"github.com/aicloud/gpusuite/internal/store"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 	"github.com/aicloud/gpusuite/internal/web"
 )
 
@@ -62,5 +65,98 @@ func TestBoardQueue(t *testing.T) {
 	}
 	if got := page(without.URL); strings.Contains(got, `id="board-queue"`) {
 		t.Errorf("a board without a queue shows one")
+	}
+}
+
+// TestBoardQueueStarted: beside Slurm's queue the board shows, per GPU
+// model and count, the median wait from submit to start of the runs that
+// started over the last 7 days, read from the ledger in the background
+// (the page never waits on it); a run sacct gave no submit does not count.
+func TestBoardQueueStarted(t *testing.T) {
+	l := ledgerdb.NewLedger(t)
+	ctx := context.Background()
+	st, err := store.Open(ctx, store.Options{Path: l.Path, URL: l.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// job id → start before boardNow, wait (0: no submit).
+	runs := []struct {
+		id          uint64
+		gpus        int
+		ago, waited time.Duration
+	}{{1, 2, 30 * time.Hour, 4 * time.Minute}, {2, 2, 20 * time.Hour, 10 * time.Minute}, {3, 2, 10 * time.Hour, time.Hour}, {4, 2, 5 * time.Hour, 0}, {5, 8, 3 * time.Hour, 90 * time.Second}}
+	b, err := st.Begin(ctx, boardNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range runs {
+		for _, k := range []record.Kind{record.JobStart, record.JobEnd} {
+			e := &record.Event{Schema: record.EventSchema, Kind: k, Time: boardNow.Add(-r.ago), Cluster: "c1", Node: "n1"}
+			if k == record.JobEnd {
+				e.Time = e.Time.Add(time.Hour)
+			}
+			e.Job.ID, e.Job.User, e.Job.Account, e.Job.Partition = r.id, "ann", "physics", "gpu"
+			for i := range r.gpus {
+				e.Job.GPUs = append(e.Job.GPUs, i)
+				e.GPUs = append(e.GPUs, record.GPU{Minor: i, Model: "H100"})
+			}
+			e.Key = record.EventKey("c1", r.id, 0, "n1", k)
+			if err := b.Event(e); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	todo, err := b.Unreconciled(0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range todo {
+		for _, r := range runs {
+			if r.id != j.JobID {
+				continue
+			}
+			tm := store.SlurmTimes{Start: boardNow.Add(-r.ago), End: boardNow.Add(-r.ago + time.Hour), State: "completed"}
+			if r.waited > 0 {
+				tm.Submit = tm.Start.Add(-r.waited)
+			}
+			if err := b.Reconcile(j.Row, tm); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	q := web.NewQueue(func(context.Context) (slurmstate.Queue, error) { return slurmstate.Queue{At: boardNow}, nil }, slog.New(slog.DiscardHandler))
+	if err := q.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv := newBoardServer(t, web.Options{Board: newLiveBoard(t, nil).src, DB: l.Loc(), Queue: q})
+	want := []string{
+		`<tr><td>H100</td><td class="num">2</td><td class="num">3</td><td>10m 00s</td></tr>`,
+		`<tr><td>H100</td><td class="num">8</td><td class="num">1</td><td>1m 30s</td></tr>`,
+	}
+	// The first page starts the read; poll until a page shows it.
+	var got string
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); <-tick.C {
+		resp, err := (&http.Client{Timeout: 30 * time.Second}).Get(srv.URL + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+		resp.Body.Close()
+		if got = string(body); strings.Contains(got, `id="queue-started"`) {
+			break
+		}
+	}
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			t.Errorf("the board's page lacks %s", w)
+		}
 	}
 }
