@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/record"
@@ -97,6 +98,9 @@ type Node struct {
 	// interval); zero without a snapshot. Aged uses it.
 	StaleAt time.Time
 	GPUs    []GPU
+	// Changes are its state changes in the last hour (a long-lived
+	// Source's History), oldest first; shared, not to be changed.
+	Changes []StateChange
 }
 
 // GPU is one cell of the board.
@@ -117,6 +121,28 @@ type GPU struct {
 	Procs     []record.LiveProc
 	// Notes are the notes in force on this GPU alone.
 	Notes []Note
+	// Strip is its last hour (a long-lived Source's History); nil when
+	// not kept.
+	Strip *Strip
+	// Slices are its MIG instances, in the snapshot's order; a GPU with
+	// slices is allocated by slice, never whole (see buildNode).
+	Slices []Slice
+}
+
+// Slice is one MIG instance of a GPU: the agent's snapshot lists it as a
+// device of its own, with a "MIG-" UUID and its GPU's index.
+type Slice struct {
+	UUID string
+	// Profile is the instance's profile (1g.10gb), from its name.
+	Profile     string
+	State       State
+	Util        *uint32
+	MemUsedMiB  *uint64
+	MemTotalMiB *uint64
+	IdleSince   *time.Time
+	Jobs        []record.LiveJob
+	Procs       []record.LiveProc
+	Strip       *Strip
 }
 
 // Note is a note or booking in force on a node (GPU nil) or one GPU.
@@ -149,6 +175,18 @@ type Totals struct {
 	RunningJobs int
 	// StaleNodes is how many nodes have no fresh snapshot.
 	StaleNodes int
+	// FreeSlices counts the free MIG slices per model × profile ×
+	// partition, sorted; nil on a board without slices. A GPU cut into
+	// slices counts in none of the whole-GPU sums above.
+	FreeSlices []SliceCount
+}
+
+// SliceCount is the free MIG slices of one profile of a model in one
+// partition, and the nodes that have them.
+type SliceCount struct {
+	Model, Profile, Partition string
+	Free                      int
+	Nodes                     []NodeCount
 }
 
 // FreeCount is the free GPUs of one model in one partition.
@@ -326,26 +364,103 @@ func buildNode(l *record.Live, sn *slurmstate.Node, slurm *slurmstate.State, not
 		}
 		return n
 	}
+	var insts []record.LiveGPU
 	for _, lg := range l.GPUs {
+		if isSlice(lg) {
+			insts = append(insts, lg)
+			continue
+		}
 		g := GPU{Index: lg.Index, UUID: lg.UUID, Model: lg.Model, Util: lg.Util, MemUsedMiB: lg.MemUsedMiB,
 			MemTotalMiB: lg.MemTotalMiB, PowerMW: lg.PowerMW, TempC: lg.TempC, IdleSince: lg.IdleSince,
 			Jobs: lg.Jobs, Procs: lg.Procs, Notes: gpuNotes(notes, lg.Index)}
 		g.State = gpuState(n, slurm != nil, lg, len(n.Notes)+len(g.Notes) > 0)
 		n.GPUs = append(n.GPUs, g)
 	}
+	for _, lg := range insts {
+		nest(&n, slurm != nil, lg)
+	}
 	if sn != nil && sn.GPUCount > 0 {
-		capUnheld(n.GPUs, sn.GPUCount-sn.GPUsUsed)
+		capUnheld(units(n.GPUs), sn.GPUCount-sn.GPUsUsed)
+	}
+	for i := range n.GPUs {
+		if len(n.GPUs[i].Slices) > 0 {
+			n.GPUs[i].State = parentState(n.GPUs[i])
+		}
 	}
 	return n
 }
 
-// capUnheld leaves at most room GPUs free, reserved or booked: Slurm
-// counts GPUsUsed of GPUCount held, and a job it has just started may not
-// be in the snapshot yet. Which GPUs it took is not known; the highest
-// indexes are called busy, so the free count is right.
-func capUnheld(gpus []GPU, room int) {
+// isSlice says whether a snapshot's device is a MIG instance: NVML's
+// MIG UUIDs begin "MIG-", and the agent gives an instance its GPU's index.
+func isSlice(g record.LiveGPU) bool { return strings.HasPrefix(g.UUID, "MIG-") }
+
+// profileOf is a MIG instance's profile from its NVML name, "<model> MIG
+// <profile>" ("" when the name says none).
+func profileOf(name string) string {
+	if i := strings.LastIndex(name, " MIG "); i >= 0 {
+		return strings.TrimSpace(name[i+len(" MIG "):])
+	}
+	return ""
+}
+
+// nest puts a MIG instance under the GPU of its index; one whose GPU is
+// not in the snapshot is shown as a GPU of its own, as before slices.
+func nest(n *Node, haveSlurm bool, lg record.LiveGPU) {
+	for i := range n.GPUs {
+		g := &n.GPUs[i]
+		if g.Index != lg.Index || isSlice(record.LiveGPU{UUID: g.UUID}) {
+			continue
+		}
+		s := Slice{UUID: lg.UUID, Profile: profileOf(lg.Model), Util: lg.Util, MemUsedMiB: lg.MemUsedMiB,
+			MemTotalMiB: lg.MemTotalMiB, IdleSince: lg.IdleSince, Jobs: lg.Jobs, Procs: lg.Procs}
+		s.State = gpuState(*n, haveSlurm, lg, len(n.Notes)+len(g.Notes) > 0)
+		g.Slices = append(g.Slices, s)
+		return
+	}
+	g := GPU{Index: lg.Index, UUID: lg.UUID, Model: lg.Model, Util: lg.Util, MemUsedMiB: lg.MemUsedMiB,
+		MemTotalMiB: lg.MemTotalMiB, PowerMW: lg.PowerMW, TempC: lg.TempC, IdleSince: lg.IdleSince,
+		Jobs: lg.Jobs, Procs: lg.Procs}
+	g.State = gpuState(*n, haveSlurm, lg, len(n.Notes) > 0)
+	n.GPUs = append(n.GPUs, g)
+}
+
+// parentState is a GPU cut into slices as its cell shows it: what its
+// slices do (a foreign process, then work, then idleness, first), else
+// its own state (the node's condition, a booking, free).
+func parentState(g GPU) State {
+	for _, s := range []State{Foreign, Busy, Idle} {
+		for _, sl := range g.Slices {
+			if sl.State == s && (g.State == Free || g.State == Booked || g.State == Reserved || g.State == Busy || g.State == Idle) {
+				return s
+			}
+		}
+	}
+	return g.State
+}
+
+// units are the states of what Slurm allocates on a node, one gres
+// each: a whole GPU, or each slice of a GPU cut into slices.
+func units(gpus []GPU) []*State {
+	var out []*State
 	for i := range gpus {
-		switch gpus[i].State {
+		if len(gpus[i].Slices) == 0 {
+			out = append(out, &gpus[i].State)
+			continue
+		}
+		for j := range gpus[i].Slices {
+			out = append(out, &gpus[i].Slices[j].State)
+		}
+	}
+	return out
+}
+
+// capUnheld leaves at most room GPUs (or slices) free, reserved or
+// booked: Slurm counts GPUsUsed of GPUCount held, and a job it has just
+// started may not be in the snapshot yet. Which it took is not known;
+// the highest indexes are called busy, so the free count is right.
+func capUnheld(states []*State, room int) {
+	for _, st := range states {
+		switch *st {
 		case Free, Reserved, Booked:
 			if room > 0 {
 				room--
@@ -354,7 +469,7 @@ func capUnheld(gpus []GPU, room int) {
 		default:
 			continue
 		}
-		gpus[i].State = Busy
+		*st = Busy
 	}
 }
 
@@ -452,6 +567,7 @@ func totals(nodes []Node) Totals {
 		job     uint64
 	}
 	jobs := map[jobKey]bool{}
+	var migFree map[sliceKey]*SliceCount
 	for _, n := range nodes {
 		if n.Stale {
 			t.StaleNodes++
@@ -465,6 +581,15 @@ func totals(nodes []Node) Totals {
 		for _, g := range n.GPUs {
 			for _, j := range g.Jobs {
 				jobs[jobKey{n.Cluster, j.Job}] = true
+			}
+			if len(g.Slices) > 0 {
+				for _, sl := range g.Slices {
+					for _, j := range sl.Jobs {
+						jobs[jobKey{n.Cluster, j.Job}] = true
+					}
+				}
+				migFree = countSlices(migFree, n, parts, g)
+				continue
 			}
 			c := perModel[g.Model]
 			switch {
@@ -498,6 +623,7 @@ func totals(nodes []Node) Totals {
 		}
 	}
 	t.RunningJobs = len(jobs)
+	t.FreeSlices = sortSlices(migFree)
 	for _, fc := range free {
 		t.Free = append(t.Free, *fc)
 	}
@@ -505,6 +631,55 @@ func totals(nodes []Node) Totals {
 		return cmp.Or(cmp.Compare(a.Model, b.Model), cmp.Compare(a.Partition, b.Partition))
 	})
 	return t
+}
+
+type sliceKey struct{ model, profile, part string }
+
+// countSlices adds the free slices of g, on n in parts, to m (made when
+// nil).
+func countSlices(m map[sliceKey]*SliceCount, n Node, parts []string, g GPU) map[sliceKey]*SliceCount {
+	free := map[string]int{}
+	var order []string
+	for _, sl := range g.Slices {
+		if !IsFree(sl.State) {
+			continue
+		}
+		if free[sl.Profile] == 0 {
+			order = append(order, sl.Profile)
+		}
+		free[sl.Profile]++
+	}
+	if m == nil {
+		m = map[sliceKey]*SliceCount{}
+	}
+	for _, prof := range order {
+		for _, p := range parts {
+			k := sliceKey{g.Model, prof, p}
+			sc := m[k]
+			if sc == nil {
+				sc = &SliceCount{Model: g.Model, Profile: prof, Partition: p}
+				m[k] = sc
+			}
+			sc.Free += free[prof]
+			if l := len(sc.Nodes); l > 0 && sc.Nodes[l-1].Node == n.Name {
+				sc.Nodes[l-1].Count += free[prof]
+			} else {
+				sc.Nodes = append(sc.Nodes, NodeCount{Node: n.Name, Count: free[prof]})
+			}
+		}
+	}
+	return m
+}
+
+func sortSlices(m map[sliceKey]*SliceCount) []SliceCount {
+	var out []SliceCount
+	for _, sc := range m {
+		out = append(out, *sc)
+	}
+	slices.SortFunc(out, func(a, b SliceCount) int {
+		return cmp.Or(cmp.Compare(a.Model, b.Model), cmp.Compare(a.Profile, b.Profile), cmp.Compare(a.Partition, b.Partition))
+	})
+	return out
 }
 
 // Aged is b as known at now, later than b.At, when no newer board could
@@ -529,6 +704,14 @@ func (b Board) Aged(now time.Time) Board {
 		copy(gpus, n.GPUs)
 		for j := range gpus {
 			gpus[j].State = Stale
+			if len(gpus[j].Slices) > 0 {
+				sl := make([]Slice, len(gpus[j].Slices))
+				copy(sl, gpus[j].Slices)
+				for k := range sl {
+					sl[k].State = Stale
+				}
+				gpus[j].Slices = sl
+			}
 		}
 		n.GPUs = gpus
 	}

@@ -79,6 +79,18 @@ type TotalsDoc struct {
 	StaleNodes    int `json:"stale_nodes"`
 	// States counts every GPU by its state.
 	States map[State]int `json:"states"`
+	// FreeSlices are the free MIG slices per model × profile × partition
+	// (Totals.FreeSlices); left out on a board without slices.
+	FreeSlices []SliceCountDoc `json:"free_slices,omitempty"`
+}
+
+// SliceCountDoc is the free slices of one profile in one partition.
+type SliceCountDoc struct {
+	Model     string      `json:"model"`
+	Profile   string      `json:"profile"`
+	Partition string      `json:"partition"`
+	Free      int         `json:"free"`
+	Nodes     []NodeCount `json:"nodes"`
 }
 
 // NodeDoc is one node.
@@ -95,6 +107,8 @@ type NodeDoc struct {
 	SnapshotAt    string    `json:"snapshot_at,omitempty"`
 	Notes         []NoteDoc `json:"notes"`
 	GPUs          []GPUDoc  `json:"gpus"`
+	// Changes are its state changes in the last hour (the web's board).
+	Changes []StateChangeDoc `json:"state_changes,omitempty"`
 }
 
 // GPUDoc is one GPU.
@@ -112,6 +126,101 @@ type GPUDoc struct {
 	Jobs        []JobDoc          `json:"jobs"`
 	Procs       []record.LiveProc `json:"procs"`
 	Notes       []NoteDoc         `json:"notes"`
+	// Slices are a MIG GPU's instances; LastHour its strip (the web's
+	// board only: a long-lived board keeps it).
+	Slices   []SliceDoc `json:"slices,omitempty"`
+	LastHour *StripDoc  `json:"last_hour,omitempty"`
+}
+
+// SliceDoc is one MIG instance of a GPU.
+type SliceDoc struct {
+	UUID        string            `json:"uuid"`
+	Profile     string            `json:"profile,omitempty"`
+	State       State             `json:"state"`
+	Util        *uint32           `json:"util"`
+	MemUsedMiB  *uint64           `json:"mem_used_mib"`
+	MemTotalMiB *uint64           `json:"mem_total_mib"`
+	IdleSince   string            `json:"idle_since,omitempty"`
+	Jobs        []JobDoc          `json:"jobs"`
+	Procs       []record.LiveProc `json:"procs"`
+	LastHour    *StripDoc         `json:"last_hour,omitempty"`
+}
+
+// StripDoc is a strip: Util has one entry per minute, oldest first, the
+// last ending at End (null: no snapshot, or none gave utilization); Jobs
+// are the runs of minutes one job held the GPU.
+type StripDoc struct {
+	End  string   `json:"end"`
+	Util []*uint8 `json:"util"`
+	Jobs []JobRun `json:"jobs"`
+}
+
+// JobRun is a job holding a GPU for the minutes [From, To); More: another
+// job held it too in one of them. Its user is the job's, not said here:
+// the board's jobs name theirs, as private data allows.
+type JobRun struct {
+	Job  uint64 `json:"job"`
+	From string `json:"from"`
+	To   string `json:"to"`
+	More bool   `json:"more,omitempty"`
+}
+
+// Runs are a strip's minutes cut where the job holding the GPU changes:
+// Job 0 is a run no job held, Gap one without snapshots.
+type Run struct {
+	From, N int // minutes [From, From+N) of Minutes
+	Job     uint64
+	User    string
+	More    bool
+	Gap     bool
+}
+
+// Runs cuts s into runs; nil s has none.
+func (s *Strip) Runs() []Run {
+	if s == nil {
+		return nil
+	}
+	var out []Run
+	for i, m := range s.Minutes {
+		gap := !m.Seen
+		if l := len(out); l > 0 && out[l-1].Gap == gap && out[l-1].Job == m.Job && (gap || out[l-1].User == m.User) {
+			out[l-1].N++
+			out[l-1].More = out[l-1].More || m.MoreJobs
+			continue
+		}
+		out = append(out, Run{From: i, N: 1, Job: m.Job, User: m.User, More: m.MoreJobs, Gap: gap})
+	}
+	return out
+}
+
+// MinuteAt is when minute i of s began.
+func (s *Strip) MinuteAt(i int) time.Time {
+	return s.End.Add(time.Duration(i-StripMinutes) * time.Minute)
+}
+
+func stripDoc(s *Strip) *StripDoc {
+	if s == nil {
+		return nil
+	}
+	d := &StripDoc{End: stamp(s.End), Util: make([]*uint8, StripMinutes), Jobs: []JobRun{}}
+	for i := range s.Minutes {
+		if m := &s.Minutes[i]; m.Seen && m.UtilKnown {
+			d.Util[i] = &m.Util
+		}
+	}
+	for _, r := range s.Runs() {
+		if r.Job != 0 {
+			d.Jobs = append(d.Jobs, JobRun{Job: r.Job, From: stamp(s.MinuteAt(r.From)), To: stamp(s.MinuteAt(r.From + r.N)), More: r.More})
+		}
+	}
+	return d
+}
+
+// StateChangeDoc is a node's state change.
+type StateChangeDoc struct {
+	At   string `json:"at"`
+	From string `json:"from"`
+	To   string `json:"to"`
 }
 
 // JobDoc is a job holding a GPU.
@@ -168,6 +277,10 @@ func totalsDoc(b *Board) TotalsDoc {
 			t.States[g.State]++
 		}
 	}
+	for _, sc := range b.Totals.FreeSlices {
+		t.FreeSlices = append(t.FreeSlices, SliceCountDoc{Model: sc.Model, Profile: sc.Profile, Partition: sc.Partition,
+			Free: sc.Free, Nodes: append([]NodeCount(nil), sc.Nodes...)})
+	}
 	return t
 }
 
@@ -177,7 +290,7 @@ func nodeDoc(n Node, at time.Time, m Meta) NodeDoc {
 		Stale: n.Stale, SnapshotAt: stamp(n.SnapshotAt), Notes: noteDocs(n.Notes), GPUs: []GPUDoc{}}
 	for _, g := range n.GPUs {
 		gd := GPUDoc{Index: g.Index, UUID: g.UUID, Model: g.Model, State: g.State, Util: g.Util,
-			MemUsedMiB: g.MemUsedMiB, MemTotalMiB: g.MemTotalMiB, TempC: g.TempC, Jobs: []JobDoc{},
+			MemUsedMiB: g.MemUsedMiB, MemTotalMiB: g.MemTotalMiB, TempC: g.TempC,
 			Procs: g.Procs, Notes: noteDocs(g.Notes)}
 		if g.PowerMW != nil {
 			w := float64(*g.PowerMW) / 1000
@@ -189,17 +302,38 @@ func nodeDoc(n Node, at time.Time, m Meta) NodeDoc {
 		if gd.Procs == nil {
 			gd.Procs = []record.LiveProc{}
 		}
-		for _, j := range g.Jobs {
-			jd := JobDoc{Job: j.Job, Restart: j.Restart, User: j.User, Account: j.Account, Team: m.team(j.Account, j.User), Start: stamp(j.Start)}
-			if !j.Start.IsZero() && !at.Before(j.Start) {
-				e := int64(at.Sub(j.Start) / time.Second)
-				jd.ElapsedS = &e
+		gd.Jobs = jobDocs(g.Jobs, at, m)
+		gd.LastHour = stripDoc(g.Strip)
+		for _, sl := range g.Slices {
+			sd := SliceDoc{UUID: sl.UUID, Profile: sl.Profile, State: sl.State, Util: sl.Util, MemUsedMiB: sl.MemUsedMiB,
+				MemTotalMiB: sl.MemTotalMiB, Jobs: jobDocs(sl.Jobs, at, m), Procs: sl.Procs, LastHour: stripDoc(sl.Strip)}
+			if sl.IdleSince != nil {
+				sd.IdleSince = stamp(*sl.IdleSince)
 			}
-			gd.Jobs = append(gd.Jobs, jd)
+			if sd.Procs == nil {
+				sd.Procs = []record.LiveProc{}
+			}
+			gd.Slices = append(gd.Slices, sd)
 		}
 		d.GPUs = append(d.GPUs, gd)
 	}
+	for _, c := range n.Changes {
+		d.Changes = append(d.Changes, StateChangeDoc{At: stamp(c.At), From: c.From, To: c.To})
+	}
 	return d
+}
+
+func jobDocs(jobs []record.LiveJob, at time.Time, m Meta) []JobDoc {
+	out := make([]JobDoc, 0, len(jobs))
+	for _, j := range jobs {
+		jd := JobDoc{Job: j.Job, Restart: j.Restart, User: j.User, Account: j.Account, Team: m.team(j.Account, j.User), Start: stamp(j.Start)}
+		if !j.Start.IsZero() && !at.Before(j.Start) {
+			e := int64(at.Sub(j.Start) / time.Second)
+			jd.ElapsedS = &e
+		}
+		out = append(out, jd)
+	}
+	return out
 }
 
 func noteDocs(notes []Note) []NoteDoc {

@@ -25,6 +25,9 @@ type Source struct {
 	// build deadline) instead of queueing on a lock behind a hung /data.
 	building chan struct{}
 
+	// hist is the last hour of the GPUs and nodes the builds have seen.
+	hist *History
+
 	curMu sync.Mutex
 	cur   *Snapshot
 	// gen counts the builds stored in cur: an asker that waited behind a
@@ -99,8 +102,12 @@ func NewSource(o SourceOptions) *Source {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Source{o: o, building: make(chan struct{}, 1)}
+	return &Source{o: o, building: make(chan struct{}, 1), hist: NewHistory()}
 }
+
+// Fill adds past readings to the strips (a restart's last hour from the
+// ledger): the board shows them from its next build.
+func (s *Source) Fill(points []Point) { s.hist.Fill(points) }
 
 // Run reads Slurm's view at once and then every SlurmInterval until ctx
 // ends. Without a Slurm reader it returns at once.
@@ -262,6 +269,7 @@ func (s *Source) build(ctx context.Context, now time.Time) *Snapshot {
 		}
 	}
 	snap.Board = BuildCluster(s.o.Cluster, lives, st, notes, now)
+	s.hist.observe(lives, &snap.Board, now)
 	snap.Meta.Problems = append(snap.Meta.Problems, snap.Board.NoteProblems...)
 	snap.view = newView(snap)
 	return snap

@@ -157,7 +157,7 @@ func groups(nodes []Node) []Group {
 		for _, c := range r.row.GPUs {
 			g.States[c.State]++
 			g.Total++
-			if IsFree(c.State) {
+			if IsFree(c.State) && len(c.Slices) == 0 { // a GPU in slices is not had whole
 				g.Free++
 			}
 		}

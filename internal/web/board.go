@@ -251,7 +251,7 @@ func (g gpuGroup) Nodes() []boardNode {
 			out = append(out, g.f.compactNode(id, g.g.Model, r))
 			continue
 		}
-		n := boardNode{Node: r.Node, ID: id, Also: r.Also,
+		n := boardNode{Node: r.Node, ID: id, Also: r.Also, Book: bookURL(r.Node.Name, -1), Changes: g.f.changes(r.Node),
 			Notes: g.f.notes(r.Node.Notes), GPUs: make([]cellView, 0, len(r.GPUs))}
 		if n.Stale && !n.SnapshotAt.IsZero() {
 			a := ageOf(n.SnapshotAt, g.f.v.Board.At)
@@ -274,7 +274,7 @@ func (g gpuGroup) Nodes() []boardNode {
 // through html/template take several times as long (a board's page
 // within 100 ms at 10,000 GPUs). Every text in them is escaped.
 func (f boardFrag) compactNode(id, model string, r *board.Row) boardNode {
-	n := boardNode{Node: r.Node, ID: id, Compact: true, Model: model}
+	n := boardNode{Node: r.Node, ID: id, Compact: true, Model: model, Book: bookURL(r.Node.Name, -1), Changes: f.changes(r.Node)}
 	var users, jobs []string
 	var b strings.Builder
 	for _, g := range r.GPUs {
@@ -289,6 +289,20 @@ func (f boardFrag) compactNode(id, model string, r *board.Row) boardNode {
 			if u != "" && !slices.Contains(users, u) {
 				users = append(users, u)
 			}
+		}
+		for _, sl := range f.slices(r.Node, g) {
+			title += " · " + sl.Title
+			for _, j := range sl.Jobs {
+				if !slices.Contains(jobs, j.ID) {
+					jobs = append(jobs, j.ID)
+				}
+				if j.User != "" && !slices.Contains(users, j.User) {
+					users = append(users, j.User)
+				}
+			}
+		}
+		if g.Strip != nil {
+			title += " · last hour " + stripText(g.Strip)
 		}
 		b.WriteString(`<span class="gpu mini s-`)
 		b.WriteString(template.HTMLEscapeString(string(look.State)))
@@ -323,6 +337,10 @@ type boardNode struct {
 	StaleSince *age
 	Notes      []cellNote
 	GPUs       []cellView
+	// Book is the node's booking page; Changes its state changes in the
+	// last hour.
+	Book    string
+	Changes []cellChange
 }
 
 // cellView is one GPU's cell, formatted once: the template reads each
@@ -343,11 +361,21 @@ type cellView struct {
 	Jobs      []cellJob
 	Procs     []cellProc
 	Notes     []cellNote
+	// Strip is the last hour, Runs its jobs for the detail; Slices the
+	// MIG slices; Book the GPU's booking page.
+	Strip  template.HTML
+	Runs   []cellRun
+	Slices []cellSlice
+	Book   string
 }
 
 func (f boardFrag) cell(n *board.Node, g *board.GPU) cellView {
 	c := cellView{ID: "gpu-" + n.Name + "-" + strconv.Itoa(g.Index), Index: g.Index, Look: lookOf(g.State), Model: g.Model,
-		UUID: g.UUID, Util: missing, Mem: missing, Power: missing, Temp: missing, Jobs: f.jobs(n, g), Procs: f.procs(g), Notes: f.notes(g.Notes)}
+		UUID: g.UUID, Util: missing, Mem: missing, Power: missing, Temp: missing, Jobs: f.jobs(n, g), Procs: f.procs(g), Notes: f.notes(g.Notes),
+		Runs: f.runs(g.Strip), Slices: f.slices(n, g), Book: bookURL(n.Name, g.Index)}
+	if len(c.Slices) == 0 {
+		c.Strip = f.stripHTML(g.Strip) // a GPU in slices says no utilization: its slices' strips tell
+	}
 	if g.Util != nil {
 		c.Util = strconv.FormatUint(uint64(*g.Util), 10) + " %"
 	}

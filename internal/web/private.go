@@ -228,23 +228,38 @@ func (v viewer) maskStatus(d *board.StatusDoc) {
 		v.maskNotes(node.Notes)
 		for g := range node.GPUs {
 			gd := &node.GPUs[g]
-			for j := range gd.Jobs {
-				gd.Jobs[j].User = v.user(gd.Jobs[j].User)
-			}
-			procs := make([]record.LiveProc, len(gd.Procs))
-			for p, pr := range gd.Procs {
-				if !v.sees(pr.User) {
-					pr.Name = "" // the command tells what its owner runs
-				}
-				pr.User = v.user(pr.User)
-				procs[p] = pr
-			}
-			if gd.Procs != nil {
-				gd.Procs = procs
-			}
+			v.maskJobs(gd.Jobs)
+			gd.Procs = v.maskProcs(gd.Procs)
 			v.maskNotes(gd.Notes)
+			for s := range gd.Slices {
+				v.maskJobs(gd.Slices[s].Jobs)
+				gd.Slices[s].Procs = v.maskProcs(gd.Slices[s].Procs)
+			}
 		}
 	}
+}
+
+func (v viewer) maskJobs(jobs []board.JobDoc) {
+	for j := range jobs {
+		jobs[j].User = v.user(jobs[j].User)
+	}
+}
+
+// maskProcs is procs as v may see them, copied: they are the shared
+// snapshot's.
+func (v viewer) maskProcs(procs []record.LiveProc) []record.LiveProc {
+	if procs == nil {
+		return nil
+	}
+	out := make([]record.LiveProc, len(procs))
+	for p, pr := range procs {
+		if !v.sees(pr.User) {
+			pr.Name = "" // the command tells what its owner runs
+		}
+		pr.User = v.user(pr.User)
+		out[p] = pr
+	}
+	return out
 }
 
 func (v viewer) maskNotes(ns []board.NoteDoc) {
