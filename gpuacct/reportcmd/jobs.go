@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/aicloud/gpusuite/internal/cli/cliwire"
+	"github.com/aicloud/gpusuite/internal/i18n"
 	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/report/table"
 	"github.com/aicloud/gpusuite/internal/report/timespec"
@@ -130,6 +131,9 @@ func runJobs(c *cli.Context, d Deps) error {
 	q.Scope, q.Filter.Clusters = s, s.Filter()
 	if err := db.CheckFilter(c.Context, q.Filter); err != nil {
 		return cliwire.Usagef("jobs: %v", err)
+	}
+	if o.Format == table.Aligned {
+		q.Lang = i18n.ForEnv(d.Getenv) // the machine formats stay as they are
 	}
 	t, err := db.JobEfficiencies(c.Context, q)
 	if report.IsBadInput(err) {

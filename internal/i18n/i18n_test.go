@@ -151,7 +151,7 @@ func TestTime(t *testing.T) {
 // verbs are a format's verbs, in order, without argument indexes: a
 // translation must take the same arguments as its key.
 func verbs(s string) []string {
-	re := regexp.MustCompile(`%(?:\[\d+\])?[-+# 0]*\d*(?:\.\d+)?[a-zA-Z%]`)
+	re := regexp.MustCompile(`%(?:\[\d+\])?[-+#0]*\d*(?:\.\d+)?[a-zA-Z%]`)
 	var out []string
 	for _, v := range re.FindAllString(s, -1) {
 		if v == "%%" {

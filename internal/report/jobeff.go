@@ -2,11 +2,11 @@ package report
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/aicloud/gpusuite/internal/i18n"
 	"github.com/aicloud/gpusuite/internal/report/table"
 	"github.com/aicloud/gpusuite/internal/report/teams"
 	"github.com/aicloud/gpusuite/internal/report/timespec"
@@ -42,6 +42,10 @@ type EffQuery struct {
 	Sort  string
 	Limit int
 	Now   time.Time
+	// Lang is the language of the terminal table's title, headings,
+	// notes and total (nil: English); the machine formats' keys and
+	// values are never translated.
+	Lang *i18n.Printer
 }
 
 // effRun is one run with its figures.
@@ -71,7 +75,11 @@ func (d *Ledger) JobEfficiencies(ctx context.Context, q EffQuery) (*table.Table,
 		return nil, err
 	}
 	sortRuns(runs, q.Sort, q.Now)
-	t := effTable(q.Scope.Several())
+	tr := q.Lang
+	if tr == nil {
+		tr = i18n.Plain()
+	}
+	t := effTable(q.Scope.Several(), tr)
 	var tot effTotals
 	for i := range runs {
 		tot.add(&runs[i], q.Now)
@@ -81,15 +89,16 @@ func (d *Ledger) JobEfficiencies(ctx context.Context, q EffQuery) (*table.Table,
 	}
 	more := len(runs) - len(t.Rows)
 	if len(runs) > 0 {
-		t.Rows = append(t.Rows, tot.row(len(runs), q.Scope.Several()))
+		t.Rows = append(t.Rows, tot.row(len(runs), q.Scope.Several(), tr))
 	}
-	t.Title = fmt.Sprintf("Runs%s between %s and %s (%s), %s, at most %d", q.Scope.on(), q.Window.Start.Format("2006-01-02 15:04"),
-		q.Window.End.Format("2006-01-02 15:04"), zoneName(q.Window.Start.Location(), q.Window.Start), order, q.Limit)
+	// order is one of EffSorts' values, each in the catalogue
+	t.Title = tr.T("Runs%s between %s and %s (%s), %s, at most %d", q.Scope.on(), tr.Time(q.Window.Start, "2006-01-02 15:04"),
+		tr.Time(q.Window.End, "2006-01-02 15:04"), zoneName(q.Window.Start.Location(), q.Window.Start), tr.Text(order), q.Limit)
 	t.Meta = windowMeta("jobs", q.Window, q.Scope, table.KV{Key: "runs", Value: int64(len(runs))}, table.KV{Key: "more", Value: int64(more)})
-	t.Notes = []string{"- = not recorded (JobAcctGatherType is none), no limit, no --mem or no GPU samples; TIME%, CPU% and MEM% as seff counts them",
-		"details and suggestions: gpuacct job JOBID"}
+	t.Notes = []string{tr.Text("- = not recorded (JobAcctGatherType is none), no limit, no --mem or no GPU samples; TIME%, CPU% and MEM% as seff counts them"),
+		tr.T("details and suggestions: gpuacct job JOBID")}
 	if more > 0 {
-		t.Notes = append([]string{fmt.Sprintf("%d more runs match: raise --limit or narrow the filters", more)}, t.Notes...)
+		t.Notes = append([]string{tr.T("%d more runs match: raise --limit or narrow the filters", more)}, t.Notes...)
 	}
 	return t, nil
 }
@@ -211,21 +220,21 @@ func sortRuns(runs []effRun, by string, now time.Time) {
 	})
 }
 
-func effTable(several bool) *table.Table {
+func effTable(several bool, tr *i18n.Printer) *table.Table {
 	t := &table.Table{Columns: []table.Column{
-		{Key: "job", Title: "JOBID", Kind: table.Text},
-		{Key: "user", Title: "USER", Kind: table.Text},
-		{Key: "state", Title: "STATE", Kind: table.Text, Drop: 3},
-		{Key: "elapsed_s", Title: "ELAPSED", Kind: table.Elapsed},
-		{Key: "time_eff_pct", Title: "TIME%", Kind: table.Percent},
-		{Key: "cpu_eff_pct", Title: "CPU%", Kind: table.Percent},
-		{Key: "mem_eff_pct", Title: "MEM%", Kind: table.Percent},
-		{Key: "gpu_eff_pct", Title: "GPU%", Kind: table.Percent},
-		{Key: "gpu_mem_pct", Title: "GPUMEM%", Kind: table.Percent, Drop: 2},
-		{Key: "idle_pct", Title: "IDLE%", Kind: table.Percent, Drop: 1},
+		{Key: "job", Title: tr.T("JOBID"), Kind: table.Text},
+		{Key: "user", Title: tr.T("USER"), Kind: table.Text},
+		{Key: "state", Title: tr.T("STATE"), Kind: table.Text, Drop: 3},
+		{Key: "elapsed_s", Title: tr.T("ELAPSED"), Kind: table.Elapsed},
+		{Key: "time_eff_pct", Title: tr.Text("TIME%"), Kind: table.Percent},
+		{Key: "cpu_eff_pct", Title: tr.Text("CPU%"), Kind: table.Percent},
+		{Key: "mem_eff_pct", Title: tr.Text("MEM%"), Kind: table.Percent},
+		{Key: "gpu_eff_pct", Title: tr.Text("GPU%"), Kind: table.Percent},
+		{Key: "gpu_mem_pct", Title: tr.Text("GPUMEM%"), Kind: table.Percent, Drop: 2},
+		{Key: "idle_pct", Title: tr.Text("IDLE%"), Kind: table.Percent, Drop: 1},
 	}}
 	if several {
-		t.Columns = append([]table.Column{{Key: "cluster", Title: "CLUSTER", Kind: table.Text}}, t.Columns...)
+		t.Columns = append([]table.Column{{Key: "cluster", Title: tr.T("CLUSTER"), Kind: table.Text}}, t.Columns...)
 	}
 	return t
 }
@@ -323,13 +332,13 @@ func (t *effTotals) add(r *effRun, now time.Time) {
 }
 
 // row is the TOTAL line: the terminal table's only (a footer).
-func (t *effTotals) row(n int, several bool) table.Row {
+func (t *effTotals) row(n int, several bool, tr *i18n.Printer) table.Row {
 	ratio := pctCell
 	var mem any
 	if t.gpuMemPeak != nil {
 		mem = *t.gpuMemPeak
 	}
-	cells := []any{"TOTAL", fmt.Sprintf("%d runs", n), "", t.elapsed, ratio(t.timeKnown, t.elapsedLimited, t.limS), ratio(t.cpuKnown, t.cpuS, t.coreS),
+	cells := []any{tr.T("TOTAL"), tr.T("%d runs", n), "", t.elapsed, ratio(t.timeKnown, t.elapsedLimited, t.limS), ratio(t.cpuKnown, t.cpuS, t.coreS),
 		ratio(t.memKnw, t.rss, t.reqMem), ratio(t.alloc > 0, t.used, t.alloc), mem, ratio(t.sampled > 0, t.idle, t.sampled)}
 	if several {
 		cells = append([]any{""}, cells...)
