@@ -8,6 +8,10 @@
 // golang.org/x/text/message, which finds the translation in the
 // catalogue and writes numbers as the reader's locale does.
 //
+// Files: i18n.go the catalogue, negotiation and Printer; catalog_en.go
+// and catalog_ja.go each language's messages; width.go padding by
+// terminal columns.
+//
 // Call sites mark a message as p.T("...") (p.Text("...") for a text
 // with a percent sign, p.N("...", "...") when it counts) in Go and {{T "..."}} in templates; TestCatalogueComplete walks both for keys missing from a
 // catalogue.
