@@ -149,21 +149,14 @@ func (h *Handler) isAdmin(user string) bool { return slices.Contains(h.o.Admins,
 // refused (failed) or waiting for the writer's pass. Another user's
 // request, or an id that is no request's, says nothing of it.
 func (h *Handler) filedStatus(id, user string) (string, bool) {
-	if !requestID(id) {
-		return "", false
-	}
-	out, err := requests.NoteOutcome(h.forms.dir, id, h.forms.uid)
-	switch {
-	case err != nil:
-		return "Sent: the board shows it once the ledger's writer applies it, within a pass (reload to see).", false
-	case out.Web != user:
-		return "", false
-	case out.Error != "":
-		return strings.TrimPrefix(out.Error, "refused: "), true
-	case out.Action == requests.NoteRemove:
-		return fmt.Sprintf("Done: booking %d is removed.", out.Note.ID), false
-	}
-	return fmt.Sprintf("Done: booking %d is kept; every board shows it.", out.Note.ID), false
+	read := func(id string) (requests.Request, error) { return requests.NoteOutcome(h.forms.dir, id, h.forms.uid) }
+	return outcome(id, user, read, "Sent: the board shows it once the ledger's writer applies it, within a pass (reload to see).",
+		func(out requests.Request) (string, bool) {
+			if out.Action == requests.NoteRemove {
+				return fmt.Sprintf("Done: booking %d is removed.", out.Note.ID), false
+			}
+			return fmt.Sprintf("Done: booking %d is kept; every board shows it.", out.Note.ID), false
+		})
 }
 
 // POST /book/add: book the target (node, gpu) until a time, with a

@@ -381,3 +381,23 @@ func TestFormsOff(t *testing.T) {
 		}
 	}
 }
+
+// TestBookRefusedByWriter: what only the writer can check (the GPU is
+// not one of the node's) comes back on the booking page as its refusal,
+// and nobody else's page says anything of alice's request.
+func TestBookRefusedByWriter(t *testing.T) {
+	e := newFormsEnv(t, web.Options{})
+	alice := e.token(t, "/book?node=n1&gpu=7", "alice")
+	code, loc, body := e.post(t, "/book/add", "alice", url.Values{"token": {alice}, "node": {"n1"}, "gpu": {"7"}, "until": {"1h"}, "text": {"x"}})
+	if code != http.StatusSeeOther {
+		t.Fatalf("alice books n1 GPU 7: %d %q", code, refusal(body))
+	}
+	e.apply(t)
+	_, _, body = e.do(t, http.MethodGet, loc, "alice", nil, "")
+	if want := "node n1 has 4 GPU(s), 0..3: GPU 7 is not one of them"; !strings.Contains(html.UnescapeString(body), want) || !strings.Contains(body, `class="card error" id="book"`) {
+		t.Errorf("alice's page after the writer refused does not say %q as a refusal: %.2000s", want, body)
+	}
+	if _, _, body := e.do(t, http.MethodGet, loc, "bob", nil, ""); strings.Contains(body, `id="book-status"`) {
+		t.Errorf("bob's page at alice's request's address says what became of it: %.2000s", body)
+	}
+}

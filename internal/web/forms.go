@@ -238,6 +238,26 @@ func requestID(id string) bool {
 	return id != "" && len(id) <= maxRequestID && strings.Trim(id, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-") == ""
 }
 
+// outcome is what became of request id, filed by user, whose outcome
+// read reads (an error while pending): pending until the writer applied
+// it, the refusal (failed), else what done says of it; "" for an id that
+// names no request of user's.
+func outcome(id, user string, read func(string) (requests.Request, error), pending string, done func(requests.Request) (string, bool)) (string, bool) {
+	if !requestID(id) {
+		return "", false
+	}
+	out, err := read(id)
+	switch {
+	case err != nil:
+		return pending, false
+	case out.By != user:
+		return "", false
+	case out.Error != "":
+		return strings.TrimPrefix(out.Error, "refused: "), true
+	}
+	return done(out)
+}
+
 // file files req for the ledger's writer in p's user's name; a failure
 // is logged here and answered 503 without the server's paths.
 func (h *Handler) file(req *requests.Request, p poster) error {

@@ -54,21 +54,14 @@ func (h *Handler) jobIgnoreForm(r *http.Request, det *report.Detail) *ignoreForm
 
 // ignoreStatus is what became of ignore request id, filed by user.
 func (h *Handler) ignoreStatus(id, user string) (string, bool) {
-	if !requestID(id) {
-		return "", false
-	}
-	out, err := requests.IgnoreOutcome(h.forms.dir, id)
-	switch {
-	case err != nil:
-		return "Sent: the ledger's writer applies it within a pass (reload to see).", false
-	case out.By != user:
-		return "", false
-	case out.Error != "":
-		return strings.TrimPrefix(out.Error, "refused: "), true
-	case len(out.NotFound) > 0:
-		return "Not found in the ledger: " + strings.Join(out.NotFound, ", "), true
-	}
-	return "Done.", false
+	read := func(id string) (requests.Request, error) { return requests.IgnoreOutcome(h.forms.dir, id) }
+	return outcome(id, user, read, "Sent: the ledger's writer applies it within a pass (reload to see).",
+		func(out requests.Request) (string, bool) {
+			if len(out.NotFound) > 0 {
+				return "Not found in the ledger: " + strings.Join(out.NotFound, ", "), true
+			}
+			return "Done.", false
+		})
 }
 
 // runSpec names exactly det's run, as gpuacct ignore reads it: an array
