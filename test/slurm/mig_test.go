@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/sim"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 	"github.com/aicloud/gpusuite/internal/testkit/poll"
 	"github.com/aicloud/gpusuite/internal/testkit/slurm"
 )
@@ -28,8 +30,10 @@ import (
 // typed gres over fake nvidia-caps), a job asking gpu:1g.10gb:1 and one
 // asking gpu:3g.40gb:1 run side by side on that one GPU; the real prolog
 // records each with its MIG instance (UUID, profile, parent, GPU and
-// compute instance); gpuacct free counts the 1g.10gb left free; and the
-// ledger's slice-seconds, through the real ingest, are sacct's gres/gpu.
+// compute instance); gpuacct free counts the 1g.10gb left free; the
+// ledger's slice-seconds, through the real ingest, are sacct's gres/gpu
+// and sreport's, GPU-EQ weighs them 1/7 and 3/7, and Slurm's billing of
+// the typed profiles is the ledger's.
 func TestMIGSlices(t *testing.T) {
 	slurm.Get(t) // the suite's Slurm: skipped, or failed, as every test here
 	c := startMIG(t)
@@ -38,8 +42,9 @@ func TestMIGSlices(t *testing.T) {
 	gpuacct := slurm.Binary(t, "gpuacct")
 	node := c.Path("GPUSUITE_SLURM_NODE")
 
-	small := c.Sbatch(t, "alice", "-A", "team-a", "--gres=gpu:1g.10gb:1", "--wrap", "sleep 8")
-	large := c.Sbatch(t, "bob", "-A", "team-b", "--gres=gpu:3g.40gb:1", "--wrap", "sleep 8")
+	// in partition billed, which weighs each profile (harness.sh)
+	small := c.Sbatch(t, "alice", "-p", "billed", "-A", "team-a", "-c", "1", "--gres=gpu:1g.10gb:1", "--wrap", "sleep 8")
+	large := c.Sbatch(t, "bob", "-p", "billed", "-A", "team-b", "-c", "1", "--gres=gpu:3g.40gb:1", "--wrap", "sleep 8")
 	c.WaitState(t, small, "RUNNING", time.Minute)
 	c.WaitState(t, large, "RUNNING", time.Minute)
 	if out := c.Run(t, "", "squeue", "-h", "-t", "R", "-w", node, "-o", "%i"); !strings.Contains(out, strconv.FormatUint(small, 10)) ||
@@ -150,6 +155,22 @@ func TestMIGSlices(t *testing.T) {
 	}
 	if checked != len(share) {
 		t.Errorf("gpuacct report accounts: %d of the accounts %v:\n%s", checked, share, out)
+	}
+
+	// Billing by type goes through the billing code as it is: Slurm
+	// weighs the typed gres of each profile (CPU=1.0, 1g.10gb=1.0,
+	// 3g.40gb=3.0), and the ledger bills each run Slurm's billing=N × its
+	// seconds.
+	billing := sacctBilling(t, c, []uint64{small, large})
+	if d := cmp.Diff(map[uint64]int64{small: 2, large: 4}, billing); d != "" {
+		t.Errorf("sacct's billing=N by profile (-want +got):\n%s", d)
+	}
+	for _, r := range rows {
+		want := strconv.FormatInt(billing[r.JobIDRaw]*r.ElapsedRaw, 10)
+		got := strings.Join(ledgerdb.Strings(t, l.db, fmt.Sprintf(`SELECT CAST(round(billing) AS INTEGER) FROM jobs WHERE job_id = %d`, r.JobIDRaw)), "")
+		if got != want {
+			t.Errorf("job %d: ledger billing %s, want Slurm's billing=%d × ElapsedRaw=%d = %s", r.JobIDRaw, got, billing[r.JobIDRaw], r.ElapsedRaw, want)
+		}
 	}
 }
 
