@@ -261,13 +261,18 @@ func applyNote(ctx context.Context, st *store.Ledger, r *Request, owner int, key
 	if r.Web != "" {
 		allowed = func(n store.Note) error { return CheckWebRemove(n, r.Web, r.WebAdmin) }
 	}
-	if r.Action == NoteAdd && r.Note.Replaces > 0 {
-		// An edit: the old note goes in the same transaction, on the same
-		// terms as a removal, before the bound counts it.
-		was, err := b.RemoveNote(r.Note.Replaces, r.By, o.Now, allowed)
+	// The note a removal names, or the one an edit replaces: removed in
+	// this transaction (an edit's only if the new note is kept), before
+	// the bound counts.
+	gone := r.Note.Replaces
+	if r.Action == NoteRemove {
+		gone = r.Note.ID
+	}
+	if gone > 0 {
+		was, err := b.RemoveNote(gone, r.By, o.Now, allowed)
 		if refusal(err) {
 			b.Rollback()
-			r.Error = "refused: " + RemoveError(r.Note.Replaces, was, err).Error()
+			r.Error = "refused: " + RemoveError(gone, was, err).Error()
 			return nil
 		}
 		if err != nil {
@@ -275,8 +280,7 @@ func applyNote(ctx context.Context, st *store.Ledger, r *Request, owner int, key
 			return fmt.Errorf("apply note request %s: %w", r.ID, err)
 		}
 	}
-	switch r.Action {
-	case NoteAdd:
+	if r.Action == NoteAdd {
 		if author >= 0 && (o.Trusted == nil || !o.Trusted(author)) {
 			active, err := b.ActiveNotes(author, o.Now)
 			if err != nil {
@@ -303,17 +307,6 @@ func applyNote(ctx context.Context, st *store.Ledger, r *Request, owner int, key
 			return fmt.Errorf("apply note request %s: %w", r.ID, err)
 		}
 		r.Note.ID = id
-	case NoteRemove:
-		was, err := b.RemoveNote(r.Note.ID, r.By, o.Now, allowed)
-		if refusal(err) {
-			b.Rollback()
-			r.Error = "refused: " + RemoveError(r.Note.ID, was, err).Error()
-			return nil
-		}
-		if err != nil {
-			b.Rollback()
-			return fmt.Errorf("apply note request %s: %w", r.ID, err)
-		}
 	}
 	if err := commitApplied(b, key); err != nil {
 		return fmt.Errorf("apply note request %s: %w", r.ID, err)
