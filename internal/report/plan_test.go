@@ -11,7 +11,8 @@ import (
 
 // TestPlan: months inside days inside hours, each piece merged with its
 // neighbour of the same rollup, and no month where a bucket does not hold
-// a whole UTC month.
+// a whole UTC month; a bucket off UTC midnights reads the days between the
+// nearest ones, and two such buckets their common edge hours once.
 func TestPlan(t *testing.T) {
 	utc := func(s string) int64 {
 		x, err := time.Parse("2006-01-02T15", s)
@@ -44,6 +45,12 @@ func TestPlan(t *testing.T) {
 	span := func(g grain, from, to, at string, minus bool) piece {
 		return piece{grain: g, from: utc(from), to: utc(to), at: utc(at), minus: minus}
 	}
+	// shared is an edge piece that counts, with the other sign, in the
+	// next bucket at too.
+	shared := func(pc piece, at string) piece {
+		pc.also = utc(at)
+		return pc
+	}
 	// St John's midnight is 03:30 UTC: the bucket starts there.
 	atStJohns := func(ps []piece) []piece {
 		for i := range ps {
@@ -60,8 +67,15 @@ func TestPlan(t *testing.T) {
 	}{
 		{"hours only", []timespec.Bucket{b("2026-03-04T05", "2026-03-04T09")}, false, true,
 			[]piece{p(hourly, "2026-03-04T05", "2026-03-04T09")}},
-		{"days, no whole month", []timespec.Bucket{b("2026-03-04T05", "2026-03-20T09")}, false, true,
-			[]piece{p(hourly, "2026-03-04T05", "2026-03-05T00"), p(daily, "2026-03-05T00", "2026-03-20T00"), p(hourly, "2026-03-20T00", "2026-03-20T09")}},
+		{"days, no whole month: the days between the nearest midnights, the edge hours taken away or added", []timespec.Bucket{b("2026-03-04T05", "2026-03-20T09")}, false, true,
+			[]piece{span(daily, "2026-03-04T00", "2026-03-20T00", "2026-03-04T05", false), span(hourly, "2026-03-04T00", "2026-03-04T05", "2026-03-04T05", true),
+				span(hourly, "2026-03-20T00", "2026-03-20T09", "2026-03-04T05", false)}},
+		{"Tokyo days: each a UTC day, their common edge read once for both", []timespec.Bucket{
+			{Start: time.Date(2026, 3, 4, 0, 0, 0, 0, tokyo), End: time.Date(2026, 3, 5, 0, 0, 0, 0, tokyo)},
+			{Start: time.Date(2026, 3, 5, 0, 0, 0, 0, tokyo), End: time.Date(2026, 3, 6, 0, 0, 0, 0, tokyo)}}, false, true,
+			[]piece{span(daily, "2026-03-04T00", "2026-03-05T00", "2026-03-03T15", false), span(hourly, "2026-03-03T15", "2026-03-04T00", "2026-03-03T15", false),
+				shared(span(hourly, "2026-03-04T15", "2026-03-05T00", "2026-03-03T15", true), "2026-03-04T15"),
+				span(daily, "2026-03-05T00", "2026-03-06T00", "2026-03-04T15", false), span(hourly, "2026-03-05T15", "2026-03-06T00", "2026-03-04T15", true)}},
 		{"one whole month", []timespec.Bucket{b("2026-03-01T00", "2026-04-01T00")}, false, true,
 			[]piece{p(monthly, "2026-03-01T00", "2026-04-01T00")}},
 		{"months inside days inside hours", []timespec.Bucket{b("2026-01-15T13", "2026-04-03T02")}, false, true,
@@ -77,8 +91,8 @@ func TestPlan(t *testing.T) {
 				p(daily, "2027-02-01T00", "2027-02-02T00"), p(hourly, "2027-02-02T00", "2027-02-02T01")}},
 		{"Tokyo months: the UTC month, the hours before it added, the last hours taken away", tokyoMonths(2026, 2, 4), false, true,
 			[]piece{span(monthly, "2026-02-01T00", "2026-03-01T00", "2026-01-31T15", false), span(hourly, "2026-01-31T15", "2026-02-01T00", "2026-01-31T15", false),
-				span(hourly, "2026-02-28T15", "2026-03-01T00", "2026-01-31T15", true),
-				span(monthly, "2026-03-01T00", "2026-04-01T00", "2026-02-28T15", false), span(hourly, "2026-02-28T15", "2026-03-01T00", "2026-02-28T15", false),
+				shared(span(hourly, "2026-02-28T15", "2026-03-01T00", "2026-01-31T15", true), "2026-02-28T15"),
+				span(monthly, "2026-03-01T00", "2026-04-01T00", "2026-02-28T15", false),
 				span(hourly, "2026-03-31T15", "2026-04-01T00", "2026-02-28T15", true)}},
 		{"Tokyo quarter in one bucket", []timespec.Bucket{{Start: time.Date(2026, 1, 1, 0, 0, 0, 0, tokyo), End: time.Date(2026, 4, 1, 0, 0, 0, 0, tokyo)}}, false, true,
 			[]piece{span(monthly, "2026-01-01T00", "2026-04-01T00", "2025-12-31T15", false), span(hourly, "2025-12-31T15", "2026-01-01T00", "2025-12-31T15", false),

@@ -65,6 +65,9 @@ type piece struct {
 	// span's rows may start before it or after it); minus subtracts them.
 	at    int64
 	minus bool
+	// also, when set, is a second bucket the rows count in, with the
+	// other sign: the edge hours two spans share (shareEdge).
+	also int64
 }
 
 // hourSumsSchema is the first schema with rollup_hourly_sum.
@@ -103,6 +106,45 @@ func spanPlan(a, e int64) (ps []piece, ok bool) {
 	return ps, true
 }
 
+// daySpan covers the whole hours [a, e) of one bucket with the UTC days
+// between the midnights nearest its edges, from rollup_daily, and adds or
+// subtracts the hours between each edge and its midnight, as spanPlan does
+// with months: a day or a week in a zone off UTC then reads at most twelve
+// hours an edge, once (shareEdge), not every hour of its days. ok is false
+// when no whole day lies between the midnights, or when the plan by days
+// and hours reads no more hours (edges on UTC midnights).
+func daySpan(a, e int64) (ps []piece, ok bool) {
+	da, de := (a+day/2)/day*day, (e+day/2)/day*day
+	if de <= da {
+		return nil, false
+	}
+	d0, d1 := (a+day-1)/day*day, e/day*day
+	if d1 > d0 && abs(a-da)+abs(e-de) >= (d0-a)+(e-d1) {
+		return nil, false
+	}
+	ps = append(ps, piece{grain: daily, from: da, to: de})
+	switch {
+	case a < da:
+		ps = append(ps, piece{grain: hourly, from: a, to: da})
+	case a > da:
+		ps = append(ps, piece{grain: hourly, from: da, to: a, minus: true})
+	}
+	switch {
+	case e > de:
+		ps = append(ps, piece{grain: hourly, from: de, to: e})
+	case e < de:
+		ps = append(ps, piece{grain: hourly, from: e, to: de, minus: true})
+	}
+	return ps, true
+}
+
+func abs(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
 // nearMonth is the UTC month boundary within a day of t.
 func nearMonth(t int64) (int64, bool) {
 	if f := monthFloor(t); t-f <= day {
@@ -131,8 +173,11 @@ func spanHours(a, e int64, last bool) (int64, int64) {
 // and the rest from rollup_hourly, so that a long range groups the fewest
 // rows; with spans, a bucket whose edges lie within a day of UTC month
 // boundaries (a month or a year in any zone) reads those months and its
-// edge hours instead (spanPlan). needNode forces hourly, !months leaves
-// the months to the days.
+// edge hours instead (spanPlan), and another whose edges lie off UTC
+// midnight (a day or a week in a zone off UTC) the days between the
+// nearest midnights and its edge hours (daySpan); neighbouring buckets
+// read the hours of their common edge once (shareEdge). needNode forces
+// hourly, !months leaves the months to the days.
 func plan(bs []timespec.Bucket, needNode, months, spans bool) []piece {
 	var out []piece
 	add := func(p piece) {
@@ -145,6 +190,7 @@ func plan(bs []timespec.Bucket, needNode, months, spans bool) []piece {
 		}
 		out = append(out, p)
 	}
+	prevEnd := -1 // the previous bucket's end edge in out, when it was spanned
 	for i, b := range bs {
 		// Each bucket reads the hours that count in it, no more: a span's
 		// rows are placed by their bucket, the others by their hour.
@@ -153,15 +199,20 @@ func plan(bs []timespec.Bucket, needNode, months, spans bool) []piece {
 			add(piece{grain: hourly, from: a, to: e})
 			continue
 		}
-		if months && spans {
-			if ps, ok := spanPlan(a, e); ok && len(ps) > 1 {
-				for _, p := range ps {
-					p.at = b.Start.Unix()
-					out = append(out, p) // never merged: its rows count in this bucket
-				}
+		if spans {
+			ps, ok := []piece(nil), false
+			if months {
+				ps, ok = spanPlan(a, e)
+			}
+			if !ok {
+				ps, ok = daySpan(a, e)
+			}
+			if ok && len(ps) > 1 {
+				prevEnd = shareEdge(&out, ps, b.Start.Unix(), a, e, prevEnd)
 				continue
 			}
 		}
+		prevEnd = -1
 		d0 := (a + 86399) / 86400 * 86400
 		d1 := e / 86400 * 86400
 		if d1 <= d0 {
@@ -180,6 +231,29 @@ func plan(bs []timespec.Bucket, needNode, months, spans bool) []piece {
 		add(piece{grain: hourly, from: d1, to: e})
 	}
 	return out
+}
+
+// shareEdge appends the span ps of the bucket at [a, e) to out, never
+// merged (its rows count in this bucket), and returns where its end edge
+// lies in out (-1: none). The hours of its start edge are the previous
+// bucket's end edge (prevEnd) with the other sign when both edges lie at
+// the same boundary: that piece is read once and counts in both (also).
+func shareEdge(out *[]piece, ps []piece, at, a, e int64, prevEnd int) int {
+	end := -1
+	for _, p := range ps {
+		p.at = at
+		if p.grain == hourly && (p.from == a || p.to == a) && prevEnd >= 0 {
+			if q := &(*out)[prevEnd]; q.from == p.from && q.to == p.to && q.minus != p.minus && q.also == 0 {
+				q.also = at
+				continue
+			}
+		}
+		*out = append(*out, p)
+		if p.grain == hourly && (p.from == e || p.to == e) {
+			end = len(*out) - 1
+		}
+	}
+	return end
 }
 
 // monthFloor is the start of the UTC month holding t (Unix seconds).
@@ -255,6 +329,10 @@ func (d *Ledger) Facts(ctx context.Context, bs []timespec.Bucket, f Filter, need
 				x.Usage = x.Usage.Neg()
 			}
 			fn(&x)
+			if p.also != 0 {
+				x.Start, x.Usage = p.also, x.Usage.Neg()
+				fn(&x)
+			}
 		})
 		if err != nil {
 			return d.wrap(err)
