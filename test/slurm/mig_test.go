@@ -52,18 +52,37 @@ func TestMIGSlices(t *testing.T) {
 		t.Errorf("jobs %d and %d not running side by side:\n%s", small, large, out)
 	}
 
-	t.Run("free counts the slices", func(t *testing.T) {
+	t.Run("free and status count the slices", func(t *testing.T) {
 		cfg := filepath.Join(t.TempDir(), "gpusuite.toml")
 		if err := os.WriteFile(cfg, nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		var stderr bytes.Buffer
-		cmd := exec.Command(gpuacct, "--config", cfg, "free", "--live-dir", t.TempDir())
-		cmd.Env, cmd.Stderr = c.Env(), &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("gpuacct free: %v\n%s%s", err, out, stderr.String())
+		run := func(args ...string) []byte {
+			t.Helper()
+			var stderr bytes.Buffer
+			cmd := exec.Command(gpuacct, append([]string{"--config", cfg}, args...)...)
+			cmd.Env, cmd.Stderr = c.Env(), &stderr
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("gpuacct %v: %v\n%s%s", args, err, out, stderr.String())
+			}
+			return out
 		}
+		live := t.TempDir()
+		type slice struct {
+			Node, Profile     string
+			Total, Used, Free int
+		}
+		var doc struct {
+			MIGSlices []slice `json:"mig_slices"`
+		}
+		if err := json.Unmarshal(run("status", "--format", "json", "--live-dir", live), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff([]slice{{node, "1g.10gb", 4, 1, 3}, {node, "3g.40gb", 1, 1, 0}}, doc.MIGSlices); d != "" {
+			t.Errorf("gpuacct status --format json: mig_slices (-want +got):\n%s", d)
+		}
+		out := run("free", "--live-dir", live)
 		t.Logf("gpuacct free:\n%s", out)
 		if !strings.Contains(string(out), "3 × 1g.10gb free on "+node+"\n") || strings.Contains(string(out), "3g.40gb free") {
 			t.Errorf("gpuacct free: want 3 × 1g.10gb free on %s and no 3g.40gb:\n%s", node, out)
