@@ -1,6 +1,9 @@
 package web
 
 import (
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
 	"strconv"
 	"testing"
 	"time"
@@ -76,5 +79,38 @@ func TestIsFormPath(t *testing.T) {
 		if got := isFormPath(path); got != want {
 			t.Errorf("isFormPath(%q) = %v, want %v", path, got, want)
 		}
+	}
+}
+
+// TestSameOrigin: a post's Origin (else Referer) must name the host the
+// browser reached: the request's, or a trusted proxy's X-Forwarded-Host.
+func TestSameOrigin(t *testing.T) {
+	proxies := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	for _, tc := range []struct {
+		name, peer, origin, referer, forwarded string
+		proxies                                []netip.Prefix
+		ok                                     bool
+	}{
+		{"same host", "192.0.2.1:5000", "http://head1:9466", "", "", nil, true},
+		{"other host", "192.0.2.1:5000", "http://evil.example", "", "", nil, false},
+		{"other port", "192.0.2.1:5000", "http://head1:9467", "", "", nil, false},
+		{"referer without origin", "192.0.2.1:5000", "", "http://head1:9466/book?node=n1", "", nil, true},
+		{"null origin, referer elsewhere", "192.0.2.1:5000", "null", "http://evil.example/x", "", nil, false},
+		{"neither", "192.0.2.1:5000", "", "", "", nil, false},
+		{"behind a trusted proxy", "10.0.0.5:5000", "https://dash.example", "", "dash.example", proxies, true},
+		{"forwarded host from an untrusted peer", "192.0.2.1:5000", "https://dash.example", "", "dash.example", proxies, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodPost, "http://head1:9466/book/add", nil)
+			r.RemoteAddr = tc.peer
+			for k, v := range map[string]string{"Origin": tc.origin, "Referer": tc.referer, "X-Forwarded-Host": tc.forwarded} {
+				if v != "" {
+					r.Header.Set(k, v)
+				}
+			}
+			if err := sameOrigin(r, tc.proxies); (err == nil) != tc.ok {
+				t.Errorf("sameOrigin: %v, want ok %v", err, tc.ok)
+			}
+		})
 	}
 }
