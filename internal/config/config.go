@@ -308,6 +308,10 @@ func (c *Config) Validate() error {
 	if err := checkLogLevel("hooks.log_level", c.Hooks.LogLevel); err != nil {
 		return err
 	}
+	if c.Hooks.Root != "" && !filepath.IsAbs(c.Hooks.Root) {
+		// relative to slurmd's directory: the MIG caps would not be found
+		return fmt.Errorf("key \"hooks.root\": %q is not an absolute path", c.Hooks.Root)
+	}
 	if c.Spool.Dir == "" {
 		return fmt.Errorf("key \"spool.dir\": must not be empty")
 	}

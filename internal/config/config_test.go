@@ -45,6 +45,8 @@ func TestLoad(t *testing.T) {
 		{name: "bad log level", path: write("level.toml", "[hooks]\nlog_level = \"loud\"\n"), explicit: true, wantErr: []string{"hooks.log_level"}},
 		{name: "directory", path: dir, explicit: true, wantErr: []string{"read config", "a directory, not a regular file"}},
 		{name: "bad backend has a line", path: write("backend2.toml", "[spool]\ndir = \"/x\"\n[gpu]\nbackend = \"cuda\"\n"), explicit: true, wantErr: []string{"backend2.toml", "line 4", `"gpu.backend"`}},
+		{name: "relative hooks root", path: write("root.toml", "[hooks]\nroot = \"node\"\n"), explicit: true, wantErr: []string{"root.toml", "line 2", `"hooks.root"`, "not an absolute path"}},
+		{name: "hooks root", path: write("root2.toml", "[hooks]\nroot = \"/srv/node\"\n"), explicit: true, check: func(c Config) bool { return c.Hooks.Root == "/srv/node" }},
 		{name: "relative spool", path: write("rel.toml", "[spool]\ndir = \"spool\"\n"), explicit: true, wantErr: []string{"rel.toml", "line 2", `"spool.dir"`, "not an absolute path"}},
 		{name: "dotted relative spool", path: write("rel2.toml", "# x\nspool.dir = \"./s\"\n"), explicit: true, wantErr: []string{"line 2", `"spool.dir"`, "not an absolute path"}},
 		{name: "inline relative spool", path: write("rel3.toml", "\nspool = { dir = \"s\" }\n"), explicit: true, wantErr: []string{"line 2", `"spool.dir"`}},
