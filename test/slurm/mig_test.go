@@ -1,7 +1,6 @@
 package slurm_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -221,16 +220,5 @@ func startMIG(t *testing.T) *slurm.Cluster {
 	if dir == "" {
 		dir = "/run/gpusuite-slurm-mig"
 	}
-	data, err := os.ReadFile(filepath.Join(dir, "env"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &slurm.Cluster{Vars: map[string]string{}}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), "="); ok {
-			c.Vars[k] = v
-		}
-	}
-	return c
+	return slurm.Open(t, filepath.Join(dir, "env"), "GPUSUITE_SLURM_MIG=1 test/slurm/harness.sh")
 }

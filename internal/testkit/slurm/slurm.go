@@ -85,6 +85,13 @@ func readEnv(t testing.TB, key, harness, example string) *Cluster {
 		}
 		t.Skipf("no test Slurm cluster: run 'make test', or %s start and %s=%s", harness, key, example)
 	}
+	return Open(t, path, harness)
+}
+
+// Open reads the env file at path that harness (the command that starts
+// the cluster) wrote.
+func Open(t testing.TB, path, harness string) *Cluster {
+	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatalf("open cluster env: %v (is the harness running?)", err)
