@@ -214,8 +214,9 @@ func startMIG(t *testing.T) *slurm.Cluster {
 			t.Fatalf("GPUSUITE_SLURM_MIG=1 harness.sh %s: %v\n%s", verb, err, out)
 		}
 	}
-	harness("start")
+	// stop also what a start that failed half-way left running
 	t.Cleanup(func() { harness("stop") })
+	harness("start")
 	dir := os.Getenv("GPUSUITE_SLURM_MIG_DIR")
 	if dir == "" {
 		dir = "/run/gpusuite-slurm-mig"
