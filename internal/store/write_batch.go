@@ -42,10 +42,8 @@ type Batch struct {
 	lastSample map[[2]int64]int64
 	// seen is the newest record time per node in this batch (NodeSeen).
 	seen map[int64]int64
-	// models caches the GPU model of a node (nodeModel).
-	models map[int64]string
-	// migNodes caches whether a node has MIG instances (useModel).
-	migNodes map[int64]bool
+	// models caches a node's GPU model and MIG instances (nodeKind).
+	models map[int64]nodeKind
 	// billing caches the billing weights' history (billingWeights).
 	billing billingHistory
 	// allocs caches job allocations for the trust checks (jobAlloc),
@@ -114,7 +112,7 @@ func (b *Batch) postgres() bool { return b.tx.pg != nil }
 func newBatch(ctx context.Context, conn *sql.Conn, tx *ledgerTx, now time.Time) *Batch {
 	return &Batch{
 		ctx: ctx, conn: conn, tx: tx, now: now, IdleUtil: 1,
-		models: map[int64]string{}, migNodes: map[int64]bool{}, seen: map[int64]int64{}, rerolls: map[int64]bool{}, summaries: map[int64]bool{},
+		models: map[int64]nodeKind{}, seen: map[int64]int64{}, rerolls: map[int64]bool{}, summaries: map[int64]bool{},
 		st: map[string]*ledgerStmt{}, nodes: map[[2]string]int64{}, gpus: map[string]gpuRow{},
 		jobs: map[jobKey]int64{}, dims: map[int64]Dims{}, noHours: map[int64]bool{}, unchecked: map[int64]bool{}, prev: map[int64]energyReading{},
 		use: map[useKey]*Usage{}, touched: map[useKey]struct{}{}, lastSample: map[[2]int64]int64{},

@@ -109,8 +109,7 @@ ON CONFLICT(uuid) DO UPDATE SET idx = coalesce(excluded.idx, idx), minor = coale
 			uuid, node, intPtr(index), intPtr(minor), model); err != nil {
 			return 0, err
 		}
-		clear(b.models) // a node's model may have changed
-		clear(b.migNodes)
+		clear(b.models) // a node's model or MIG instances may have changed
 		if g, found, err = b.gpuRow(uuid); err == nil && !found {
 			err = fmt.Errorf("gpu %s: %w", uuid, sql.ErrNoRows)
 		}
@@ -288,17 +287,25 @@ func (b *Batch) jobDims(job int64) (Dims, error) {
 
 // nodeModel is the GPU model of a node's GPUs (” until one is known).
 func (b *Batch) nodeModel(node int64) (string, error) {
-	if m, ok := b.models[node]; ok {
-		return m, nil
+	g, err := b.nodeKind(node)
+	return g.model, err
+}
+
+// nodeKind is a node's GPU model and whether MIG instances are among its
+// GPUs, read in one query and kept for the batch.
+func (b *Batch) nodeKind(node int64) (nodeKind, error) {
+	if g, ok := b.models[node]; ok {
+		return g, nil
 	}
-	row, err := b.queryRow(`SELECT coalesce((SELECT model FROM gpus WHERE node_id = ? AND model != '' ORDER BY id LIMIT 1), '')`, node)
+	row, err := b.queryRow(`SELECT coalesce((SELECT model FROM gpus WHERE node_id = ? AND model != '' ORDER BY id LIMIT 1), ''),
+ EXISTS (SELECT 1 FROM gpus WHERE node_id = ? AND uuid LIKE 'MIG-%')`, node, node)
 	if err != nil {
-		return "", err
+		return nodeKind{}, err
 	}
-	var m string
-	if err := row.Scan(&m); err != nil {
-		return "", fmt.Errorf("model of node %d: %w", node, err)
+	var g nodeKind
+	if err := row.Scan(&g.model, &g.mig); err != nil {
+		return nodeKind{}, fmt.Errorf("model of node %d: %w", node, err)
 	}
-	b.models[node] = m
-	return m, nil
+	b.models[node] = g
+	return g, nil
 }

@@ -19,32 +19,23 @@ func ledgerModel(g record.GPU) string {
 	return g.Model + " MIG " + g.Profile
 }
 
+// nodeKind is what the rollups need of a node's GPUs (Batch.nodeKind).
+type nodeKind struct {
+	model string // the node's GPU model (nodeModel)
+	mig   bool   // MIG instances are among them
+}
+
 // useModel is the model of the rollup rows of job's use of node: the
 // node's (nodeModel), or, on a node with MIG instances, the job's slice
 // model there. job_nodes.model is set once, by the job's first event on
 // the node, so a later subtraction finds the rows the addition made.
-// A node without MIG instances costs one look at its GPUs per batch.
+// A node without MIG instances costs no query beyond nodeModel's.
 func (b *Batch) useModel(job, node int64) (string, error) {
-	m, err := b.nodeModel(node)
-	if err != nil {
-		return "", err
+	g, err := b.nodeKind(node)
+	if err != nil || !g.mig {
+		return g.model, err
 	}
-	sliced, ok := b.migNodes[node]
-	if !ok {
-		var n int64
-		row, err := b.queryRow(`SELECT count(*) FROM gpus WHERE node_id = ? AND uuid LIKE 'MIG-%'`, node)
-		if err == nil {
-			err = row.Scan(&n)
-		}
-		if err != nil {
-			return "", fmt.Errorf("MIG instances of node %d: %w", node, err)
-		}
-		sliced = n > 0
-		b.migNodes[node] = sliced
-	}
-	if !sliced {
-		return m, nil
-	}
+	m := g.model
 	var jm string
 	row, err := b.queryRow(`SELECT coalesce((SELECT model FROM job_nodes WHERE job = ? AND node_id = ?), '')`, job, node)
 	if err == nil {
