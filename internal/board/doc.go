@@ -107,7 +107,7 @@ type NodeDoc struct {
 	SnapshotAt    string    `json:"snapshot_at,omitempty"`
 	Notes         []NoteDoc `json:"notes"`
 	GPUs          []GPUDoc  `json:"gpus"`
-	// Changes are its state changes in the last hour (the web's board).
+	// Changes are its state changes in the last hour (StatusLastHour).
 	Changes []StateChangeDoc `json:"state_changes,omitempty"`
 }
 
@@ -126,8 +126,8 @@ type GPUDoc struct {
 	Jobs        []JobDoc          `json:"jobs"`
 	Procs       []record.LiveProc `json:"procs"`
 	Notes       []NoteDoc         `json:"notes"`
-	// Slices are a MIG GPU's instances; LastHour its strip (the web's
-	// board only: a long-lived board keeps it).
+	// Slices are a MIG GPU's instances; LastHour its strip (StatusLastHour
+	// of a long-lived board only).
 	Slices   []SliceDoc `json:"slices,omitempty"`
 	LastHour *StripDoc  `json:"last_hour,omitempty"`
 }
@@ -259,11 +259,18 @@ type NoteDoc struct {
 
 // Status is the status document of nodes (all of the board's, or those
 // chosen).
-func (v *View) Status(nodes []Node) StatusDoc {
+func (v *View) Status(nodes []Node) StatusDoc { return v.status(nodes, false) }
+
+// StatusLastHour is Status with each GPU's strip and each node's state
+// changes of the last hour (the web's ?last_hour=1): sixty numbers a GPU
+// are asked for, not sent to every reader of the board.
+func (v *View) StatusLastHour(nodes []Node) StatusDoc { return v.status(nodes, true) }
+
+func (v *View) status(nodes []Node, lastHour bool) StatusDoc {
 	b := v.Board
-	out := StatusDoc{DocHead: v.head(StatusSchema), Problems: v.Meta.problemTexts(), Totals: totalsDoc(b), Nodes: []NodeDoc{}}
+	out := StatusDoc{DocHead: v.head(StatusSchema), Problems: v.Meta.problemTexts(), Totals: totalsDoc(b), Nodes: make([]NodeDoc, 0, len(nodes))}
 	for _, n := range nodes {
-		out.Nodes = append(out.Nodes, nodeDoc(n, b.At, v.Meta))
+		out.Nodes = append(out.Nodes, nodeDoc(n, b.At, v.Meta, lastHour))
 	}
 	return out
 }
@@ -284,7 +291,7 @@ func totalsDoc(b *Board) TotalsDoc {
 	return t
 }
 
-func nodeDoc(n Node, at time.Time, m Meta) NodeDoc {
+func nodeDoc(n Node, at time.Time, m Meta, lastHour bool) NodeDoc {
 	d := NodeDoc{Name: n.Name, Cluster: n.Cluster, Condition: string(n.Condition), NotResponding: n.NotResponding,
 		Reason: n.Reason, Partitions: orEmpty(n.Partitions), Reservations: orEmpty(n.Reservations), InSlurm: n.InSlurm,
 		Stale: n.Stale, SnapshotAt: stamp(n.SnapshotAt), Notes: noteDocs(n.Notes), GPUs: []GPUDoc{}}
@@ -303,10 +310,15 @@ func nodeDoc(n Node, at time.Time, m Meta) NodeDoc {
 			gd.Procs = []record.LiveProc{}
 		}
 		gd.Jobs = jobDocs(g.Jobs, at, m)
-		gd.LastHour = stripDoc(g.Strip)
+		if lastHour {
+			gd.LastHour = stripDoc(g.Strip)
+		}
 		for _, sl := range g.Slices {
 			sd := SliceDoc{UUID: sl.UUID, Profile: sl.Profile, State: sl.State, Util: sl.Util, MemUsedMiB: sl.MemUsedMiB,
-				MemTotalMiB: sl.MemTotalMiB, Jobs: jobDocs(sl.Jobs, at, m), Procs: sl.Procs, LastHour: stripDoc(sl.Strip)}
+				MemTotalMiB: sl.MemTotalMiB, Jobs: jobDocs(sl.Jobs, at, m), Procs: sl.Procs}
+			if lastHour {
+				sd.LastHour = stripDoc(sl.Strip)
+			}
 			if sl.IdleSince != nil {
 				sd.IdleSince = stamp(*sl.IdleSince)
 			}
@@ -318,7 +330,9 @@ func nodeDoc(n Node, at time.Time, m Meta) NodeDoc {
 		d.GPUs = append(d.GPUs, gd)
 	}
 	for _, c := range n.Changes {
-		d.Changes = append(d.Changes, StateChangeDoc{At: stamp(c.At), From: c.From, To: c.To})
+		if lastHour {
+			d.Changes = append(d.Changes, StateChangeDoc{At: stamp(c.At), From: c.From, To: c.To})
+		}
 	}
 	return d
 }

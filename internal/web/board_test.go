@@ -179,6 +179,7 @@ func TestBoardAPI(t *testing.T) {
 	}{
 		{"whole board", "/api/v1/board", "board.json"},
 		{"two nodes", "/api/v1/board?node=n3&node=n1&node=n3", "board-n3-n1.json"},
+		{"last hour", "/api/v1/board?node=n1&last_hour=1", "board-n1-last-hour.json"},
 		{"free", "/api/v1/free", "free.json"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -33,15 +34,24 @@ func onlyParams(v url.Values, allowed ...string) error {
 	return badRequest("unknown parameter %q: this takes %s", bad[0], strings.Join(allowed, ", "))
 }
 
-// GET /api/v1/board[?node=N...]: gpusuite.status/v1, as gpuacct status
-// --format json.
+// GET /api/v1/board[?node=N...][&last_hour=1]: gpusuite.status/v1, as
+// gpuacct status --format json; last_hour adds each GPU's strip and each
+// node's state changes.
 func (h *Handler) apiBoard(w http.ResponseWriter, r *http.Request) error {
 	if h.o.Board == nil {
 		return errBoardOff()
 	}
 	q := r.URL.Query()
-	if err := onlyParams(q, "node"); err != nil {
+	if err := onlyParams(q, "node", "last_hour"); err != nil {
 		return err
+	}
+	lastHour := false
+	switch a := q.Get("last_hour"); a {
+	case "", "0", "false":
+	case "1", "true":
+		lastHour = true
+	default:
+		return badRequest("last_hour %q is not 1 or 0", a)
 	}
 	names := q["node"]
 	if len(names) > maxNodeParams {
@@ -66,10 +76,73 @@ func (h *Handler) apiBoard(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 	}
-	doc := h.view(s).Status(nodes)
+	status := h.view(s).Status
+	if lastHour {
+		status = h.view(s).StatusLastHour
+	}
+	doc := status(nodes)
 	h.v.maskStatus(&doc)
-	writeJSON(w, http.StatusOK, doc)
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return fmt.Errorf("encode the status document: %w", err)
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(indentJSON(make([]byte, 0, len(b)*2), b))
 	return nil
+}
+
+// indentJSON appends src, compact JSON as json.Marshal writes it, to dst
+// indented as writeJSON's encoder indents (two spaces, empty arrays and
+// objects kept as [] and {}, a newline at the end): byte for byte, in one
+// pass. The status document of a large board is megabytes, and
+// encoding/json's own indenting scans it again a byte at a time through
+// its validator, several times as long as this.
+func indentJSON(dst, src []byte) []byte {
+	depth := 0
+	newline := func() {
+		dst = append(dst, '\n')
+		for range depth {
+			dst = append(dst, ' ', ' ')
+		}
+	}
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		switch c {
+		case '"':
+			// A string, to its closing quote: json.Marshal escapes every
+			// quote and control character inside it.
+			j := i + 1
+			for ; j < len(src) && src[j] != '"'; j++ {
+				if src[j] == '\\' {
+					j++
+				}
+			}
+			dst = append(dst, src[i:j+1]...)
+			i = j
+		case '{', '[':
+			if i+1 < len(src) && (src[i+1] == '}' || src[i+1] == ']') {
+				dst = append(dst, c, src[i+1])
+				i++
+				continue
+			}
+			dst = append(dst, c)
+			depth++
+			newline()
+		case '}', ']':
+			depth--
+			newline()
+			dst = append(dst, c)
+		case ',':
+			dst = append(dst, c)
+			newline()
+		case ':':
+			dst = append(dst, ':', ' ')
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return append(dst, '\n')
 }
 
 // GET /api/v1/free: gpusuite.free/v1, as gpuacct free --format json.

@@ -70,7 +70,7 @@ func TestBoardStripRenderings(t *testing.T) {
 				t.Fatal(err)
 			}
 			viewGolden(t, tc.name+"-frag.html", frag)
-			doc := tc.h.view(snap).Status(snap.Board.Nodes)
+			doc := tc.h.view(snap).StatusLastHour(snap.Board.Nodes)
 			tc.h.v.maskStatus(&doc)
 			js := indent(t, doc)
 			viewGolden(t, tc.name+"-status.json", js)
