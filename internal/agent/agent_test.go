@@ -509,7 +509,7 @@ func TestMIGInstancesSampled(t *testing.T) {
 		t.Errorf("parent in MIG mode: %+v", p)
 	}
 	m := byUUID[migs[1].UUID()]
-	if m.Parent != parent || m.MemUsedMiB == nil || *m.MemUsedMiB != 5000 || len(m.Procs) != 1 || m.Procs[0].PID != 77 {
+	if m.Parent() != parent || m.MemUsedMiB == nil || *m.MemUsedMiB != 5000 || len(m.Procs) != 1 || m.Procs[0].PID != 77 {
 		t.Errorf("MIG instance sample: %+v", m)
 	}
 	if m.PowerMW != nil || !strings.Contains(strings.Join(m.Missing, ","), "power: ERROR_NOT_SUPPORTED") {

@@ -98,8 +98,8 @@ func (a *Agent) shareParents(samples []record.Sample) {
 	}
 	shares := parentShares(ins)
 	for i := range samples {
-		if v, ok := shares[samples[i].UUID]; ok && samples[i].Parent != "" {
-			samples[i].ParentShare = &v
+		if v, ok := shares[samples[i].UUID]; ok && samples[i].SampleMIG != nil {
+			samples[i].SampleMIG.ParentShare = v
 		}
 	}
 }
@@ -117,7 +117,7 @@ type parentReading struct {
 // Whole-GPU samples are remembered as they pass, in segment order (a
 // parent precedes its instances), so a replayed segment folds the same.
 func (a *Agent) withParentEnergy(s *record.Sample) *record.Sample {
-	if s.Parent == "" {
+	if s.Parent() == "" {
 		if s.EnergyMJ != nil {
 			if a.parentEnergy == nil {
 				a.parentEnergy = map[string]parentReading{}
@@ -126,8 +126,8 @@ func (a *Agent) withParentEnergy(s *record.Sample) *record.Sample {
 		}
 		return s
 	}
-	p, ok := a.parentEnergy[s.Parent]
-	if s.ParentShare == nil || !ok || !p.t.Equal(s.Time) || s.EnergyMJ != nil {
+	p, ok := a.parentEnergy[s.Parent()]
+	if s.ParentShare() == 0 || !ok || !p.t.Equal(s.Time) || s.EnergyMJ != nil {
 		return s
 	}
 	c := *s
@@ -167,7 +167,7 @@ func (a *Agent) uuidOf(g record.GPU) string {
 // parent per GPU instance on Hopper and later), so that its job's used
 // time and idle are the instance's own. Without GPM it stays missing.
 func migActivity(s *record.Sample) {
-	if s.Parent == "" || s.GPUUtil != nil {
+	if s.Parent() == "" || s.GPUUtil != nil {
 		return
 	}
 	v, ok := s.Metrics["sm_active_pct"]

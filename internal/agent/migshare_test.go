@@ -137,8 +137,8 @@ func TestMIGJobsGetTheirInstanceAndShareEnergy(t *testing.T) {
 			last = s.EnergyMJ
 			continue
 		}
-		if s.Parent != parent || s.ParentShare == nil {
-			t.Errorf("instance sample %s: parent %q share %v", s.UUID, s.Parent, s.ParentShare)
+		if s.Parent() != parent || s.ParentShare() == 0 {
+			t.Errorf("instance sample %s: parent %q share %v", s.UUID, s.Parent(), s.ParentShare())
 		}
 		for _, j := range s.Jobs {
 			jobs[s.UUID] = append(jobs[s.UUID], j.Job)
@@ -227,7 +227,7 @@ func TestMIGActivityFromGPM(t *testing.T) {
 	}
 	last := map[string]seen{}
 	for _, s := range got.samples {
-		if s.Parent == "" || len(s.Jobs) == 0 {
+		if s.Parent() == "" || len(s.Jobs) == 0 {
 			continue
 		}
 		miss := false

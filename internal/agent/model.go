@@ -70,10 +70,13 @@ func cgroupOwner(procRoot string) owner {
 // foreign. allocs are the allocations holding this GPU.
 func attribute(r gpu.Reading, t time.Time, allocs []*Alloc, own owner, idleThreshold float64) record.Sample {
 	s := record.Sample{
-		Time: t, UUID: r.UUID, Index: r.Index, Parent: r.Parent,
+		Time: t, UUID: r.UUID, Index: r.Index,
 		GPUUtil: r.GPUUtil, MemUtil: r.MemUtil, MemUsedMiB: r.MemUsedMiB, MemTotalMiB: r.MemTotalMiB,
 		PowerMW: r.PowerMW, EnergyMJ: r.EnergyMJ, TempC: r.TempC, SMClockMHz: r.SMClockMHz,
 		Throttle: r.Throttle, ECCErrors: r.ECCErrors, XIDErrors: r.XIDErrors, Metrics: r.Metrics,
+	}
+	if r.Parent != "" {
+		s.SampleMIG = &record.SampleMIG{Parent: r.Parent}
 	}
 	if len(r.Missing) > 0 {
 		s.Missing = append([]string(nil), r.Missing...)
@@ -188,9 +191,9 @@ func fold(aggs map[string]*aggState, s *record.Sample, interval float64, cluster
 		}
 		if s.EnergyMJ != nil {
 			share := js.Share
-			if s.ParentShare != nil {
+			if s.Parent() != "" {
 				// a MIG instance: EnergyMJ is its parent's counter
-				share *= *s.ParentShare
+				share *= s.ParentShare()
 			}
 			a.addEnergy(*s.EnergyMJ, share)
 		}

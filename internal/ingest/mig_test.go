@@ -13,7 +13,7 @@ import (
 func migBusy(parentNode string, idx, i int, at time.Time, job uint64) record.Sample {
 	mem, share := uint64(4096), 3.0/7
 	parent := sim.UUID(parentNode, idx)
-	return record.Sample{Time: at, UUID: sim.MIGUUID(parent, i), Index: idx, Parent: parent, ParentShare: &share,
+	return record.Sample{Time: at, UUID: sim.MIGUUID(parent, i), Index: idx, SampleMIG: &record.SampleMIG{Parent: parent, ParentShare: share},
 		MemUsedMiB: &mem, Jobs: []record.JobShare{{Job: job, Share: 1}}}
 }
 
@@ -37,17 +37,17 @@ func TestMIGInstanceOnlyOnItsNodesGPUs(t *testing.T) {
 		}, "which node gpu001 has not reported"},
 		{"MIG UUID with no parent", func(t *testing.T) forged {
 			s := migBusy("gpu001", 0, 0, t0, 77)
-			s.Parent, s.ParentShare = "", nil
+			s.SampleMIG = nil
 			return segFile(t, "gpu001", 1, 10, []record.Sample{s})
 		}, "names no parent GPU"},
 		{"whole GPU with a parent", func(t *testing.T) forged {
 			s := busy("gpu001", 0, t0, 77)
-			s.Parent = sim.UUID("gpu001", 1)
+			s.SampleMIG = &record.SampleMIG{Parent: sim.UUID("gpu001", 1)}
 			return segFile(t, "gpu001", 1, 10, []record.Sample{s})
 		}, "is not a MIG instance but names parent"},
 		{"share of the parent over 1", func(t *testing.T) forged {
 			s := migBusy("gpu001", 0, 0, t0, 77)
-			s.ParentShare = &share
+			s.SampleMIG.ParentShare = share
 			return segFile(t, "gpu001", 1, 10, []record.Sample{s})
 		}, "parent share 1.5 is outside [0, 1]"},
 	}

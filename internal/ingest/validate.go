@@ -724,17 +724,16 @@ func asRejected(err error) *store.Rejected {
 // (store.CheckMIGParents).
 func migSample(s *record.Sample) error {
 	mig := strings.HasPrefix(s.UUID, "MIG-")
+	parent, share := s.Parent(), s.ParentShare()
 	switch {
-	case mig && s.Parent == "":
+	case mig && parent == "":
 		return bad("MIG instance %s names no parent GPU", s.UUID)
-	case !mig && s.Parent != "":
-		return bad("GPU %s is not a MIG instance but names parent %q", s.UUID, shorten(s.Parent))
-	case mig && (!strings.HasPrefix(s.Parent, "GPU-") || !uuidRE.MatchString(s.Parent)):
-		return bad("MIG instance %s: parent %q is not a GPU UUID", s.UUID, shorten(s.Parent))
-	case s.ParentShare != nil && !mig:
-		return bad("GPU %s is not a MIG instance but has a share of a parent", s.UUID)
-	case s.ParentShare != nil && !(*s.ParentShare >= 0 && *s.ParentShare <= 1):
-		return bad("MIG instance %s: parent share %v is outside [0, 1]", s.UUID, *s.ParentShare)
+	case !mig && s.SampleMIG != nil:
+		return bad("GPU %s is not a MIG instance but names parent %q", s.UUID, shorten(parent))
+	case mig && (!strings.HasPrefix(parent, "GPU-") || !uuidRE.MatchString(parent)):
+		return bad("MIG instance %s: parent %q is not a GPU UUID", s.UUID, shorten(parent))
+	case !(share >= 0 && share <= 1):
+		return bad("MIG instance %s: parent share %v is outside [0, 1]", s.UUID, share)
 	}
 	return nil
 }

@@ -42,7 +42,7 @@ func TestGolden(t *testing.T) {
 	profileHeader := SegmentHeader{Schema: SegmentSchema, Key: SegmentKey("c1", "gpu01", 8), Cluster: "c1", Node: "gpu01", Seq: 8, Interval: 0.2, Start: t0,
 		Profile: &Profile{Job: 42, Restart: 1, UID: 1000, Start: t0, End: t0.Add(10 * time.Minute)}}
 	sample := Sample{
-		Time: t0, UUID: "MIG-b", Index: 1, Parent: "GPU-a",
+		Time: t0, UUID: "MIG-b", Index: 1, SampleMIG: &SampleMIG{Parent: "GPU-a"},
 		Jobs:    []JobShare{{Job: 42, Restart: 1, Share: 0.5, Idle: true}, {Job: 43, Share: 0.5}},
 		GPUUtil: ptr(uint32(55)), MemUtil: ptr(uint32(12)), MemUsedMiB: ptr(uint64(1024)), MemTotalMiB: ptr(uint64(81559)),
 		PowerMW: ptr(uint32(250000)), EnergyMJ: ptr(uint64(99)), TempC: ptr(uint32(61)), SMClockMHz: ptr(uint32(1980)),

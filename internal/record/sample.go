@@ -54,12 +54,11 @@ type Sample struct {
 	Time  time.Time `json:"t"`
 	UUID  string    `json:"uuid"`
 	Index int       `json:"index"`
-	// Parent is, for a MIG device (UUID "MIG-..."), the UUID of its GPU.
-	Parent string `json:"parent,omitempty"`
-	// ParentShare is, for a MIG device, the part of its parent's power
-	// and energy that is the instance's (by profile slice count,
-	// docs/agent.md); the parent's own sample holds the readings.
-	ParentShare *float64 `json:"parent_share,omitempty"`
+	// SampleMIG is set on a MIG device's sample (UUID "MIG-..."); its
+	// fields are the sample's in JSON. A pointer: a whole GPU's sample
+	// is no bigger for it (ingest holds a segment's samples in memory).
+	// Read it through Parent and ParentShare, which are nil-safe.
+	*SampleMIG
 	// Jobs are the jobs the GPU was allocated to at Time, each with its
 	// share of the GPU (1 unless the GPU is shared); empty when none.
 	Jobs        []JobShare `json:"jobs,omitempty"`
@@ -81,6 +80,33 @@ type Sample struct {
 	Metrics map[string]float64 `json:"metrics,omitempty"`
 	Procs   []Proc             `json:"procs,omitempty"`
 	Missing []string           `json:"missing,omitempty"`
+}
+
+// SampleMIG is what a MIG device's sample says of its GPU.
+type SampleMIG struct {
+	// Parent is the UUID of the GPU the instance is part of.
+	Parent string `json:"parent,omitempty"`
+	// ParentShare is the part of the parent's power and energy that is
+	// the instance's (by profile slice count, docs/agent.md); the
+	// parent's own sample holds the readings. 0: not given.
+	ParentShare float64 `json:"parent_share,omitempty"`
+}
+
+// Parent is the UUID of a MIG device's GPU, "" for a whole GPU.
+func (s *Sample) Parent() string {
+	if s.SampleMIG == nil {
+		return ""
+	}
+	return s.SampleMIG.Parent
+}
+
+// ParentShare is a MIG device's share of its GPU's energy, 0 when not
+// given.
+func (s *Sample) ParentShare() float64 {
+	if s.SampleMIG == nil {
+		return 0
+	}
+	return s.SampleMIG.ParentShare
 }
 
 // JobShare attributes a sample to one job.

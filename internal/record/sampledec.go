@@ -114,15 +114,11 @@ func (d *SampleDecoder) Decode(line []byte, s *Sample) bool {
 			if !ok {
 				return false
 			}
-			s.Parent = d.intern(b)
+			mig(s).Parent = d.intern(b)
 		case fParentShare:
-			// MIG instances only: its own allocation keeps the values
-			// slab of every other sample as small as it was
-			v := new(float64)
-			if !d.float(v) {
+			if !d.float(&mig(s).ParentShare) {
 				return false
 			}
-			s.ParentShare = v
 		case fJobs:
 			if !d.jobs(s) {
 				return false
@@ -213,6 +209,15 @@ func (d *SampleDecoder) Decode(line []byte, s *Sample) bool {
 	}
 	d.ws()
 	return d.i == len(d.b)
+}
+
+// mig is s's MIG part, made on its first field as encoding/json makes
+// it: MIG instances only, so every other sample stays as small as it was.
+func mig(s *Sample) *SampleMIG {
+	if s.SampleMIG == nil {
+		s.SampleMIG = &SampleMIG{}
+	}
+	return s.SampleMIG
 }
 
 // Sample fields, one bit each.

@@ -20,13 +20,14 @@ func (b *Batch) CheckMIGParents(h *record.SegmentHeader, samples []record.Sample
 	var order []string
 	for i := range samples {
 		s := &samples[i]
-		if s.Parent == "" {
+		p := s.Parent()
+		if p == "" {
 			sampled[s.UUID] = true
 			continue
 		}
-		if _, ok := parents[s.Parent]; !ok {
-			parents[s.Parent] = s.UUID
-			order = append(order, s.Parent)
+		if _, ok := parents[p]; !ok {
+			parents[p] = s.UUID
+			order = append(order, p)
 		}
 	}
 	if len(order) == 0 {
