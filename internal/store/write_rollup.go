@@ -153,10 +153,14 @@ func (b *Batch) moveJob(job int64, old, new Dims) error {
 	if err != nil {
 		return fmt.Errorf("job hours of %d: %w", job, err)
 	}
+	models := map[int64]string{} // useModel's, once a node, not once an hour
 	for _, h := range hs {
-		model, err := b.useModel(job, h.node)
-		if err != nil {
-			return err
+		model, ok := models[h.node]
+		if !ok {
+			if model, err = b.useModel(job, h.node); err != nil {
+				return err
+			}
+			models[h.node] = model
 		}
 		if err := b.rollup(old, h.node, model, h.hour, h.d.Neg()); err != nil {
 			return err

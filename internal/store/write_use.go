@@ -46,17 +46,20 @@ func (b *Batch) flushUse() error {
 	var periods [3]usageSums[periodKey]
 	var totals usageSums[int64]
 	var hourRows [][]any
-	for _, k := range keys {
+	var model string
+	for i, k := range keys {
 		d := *use[k]
 		dims, err := b.jobDims(k.job)
 		if err != nil {
 			return err
 		}
 		// The row's model is fixed when the row is made, so that a later
-		// subtraction hits the same rollup row.
-		model, err := b.useModel(k.job, k.node)
-		if err != nil {
-			return err
+		// subtraction hits the same rollup row; read once a job and node
+		// (the keys are in that order), not once an hour.
+		if i == 0 || k.job != keys[i-1].job || k.node != keys[i-1].node {
+			if model, err = b.useModel(k.job, k.node); err != nil {
+				return err
+			}
 		}
 		hourRows = append(hourRows, d.values(k.job, k.node, k.hour))
 		hourly.add(hourKey{dims, k.node, k.hour, model}, d)
