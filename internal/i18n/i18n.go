@@ -19,6 +19,7 @@ package i18n
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -140,7 +141,8 @@ func ForEnv(getenv func(string) string) *Printer {
 // that have no reader's language.
 func Plain() *Printer { return &Printer{lang: English} }
 
-// Printer speaks one language; it is safe for concurrent use.
+// Printer speaks one language; it is safe for concurrent use. A nil
+// Printer speaks English, as Plain.
 type Printer struct {
 	lang language.Tag
 	msgs map[string]string
@@ -159,10 +161,15 @@ func (c *Catalog) Printer(lang language.Tag) *Printer {
 func (c *Catalog) English() *Printer { return c.Printer(English) }
 
 // Lang is the printer's language as HTML's lang attribute spells it.
-func (p *Printer) Lang() string { return p.lang.String() }
+func (p *Printer) Lang() string {
+	if p == nil {
+		return English.String()
+	}
+	return p.lang.String()
+}
 
 // IsEnglish reports whether p speaks English.
-func (p *Printer) IsEnglish() bool { return p.lang == English }
+func (p *Printer) IsEnglish() bool { return p == nil || p.lang == English }
 
 // T is message key in p's language. Without args the message is
 // literal text; with args it is a format, as fmt's (%% is a percent
@@ -172,7 +179,7 @@ func (p *Printer) T(key string, args ...any) string {
 	if len(args) == 0 {
 		return p.Text(key)
 	}
-	if p.lang == English {
+	if p == nil || p.lang == English {
 		return fmt.Sprintf(key, args...)
 	}
 	return p.p.Sprintf(key, args...)
@@ -182,7 +189,7 @@ func (p *Printer) T(key string, args ...any) string {
 // many; Japanese has one form, the catalogue's translation of many.
 // Both are formats taking args.
 func (p *Printer) N(n int, one, many string, args ...any) string {
-	if p.lang == English {
+	if p == nil || p.lang == English {
 		if n == 1 {
 			return fmt.Sprintf(one, args...)
 		}
@@ -191,8 +198,20 @@ func (p *Printer) N(n int, one, many string, args ...any) string {
 	return p.p.Sprintf(many, args...)
 }
 
+// Messages are p's catalogue, key to translation, for a script that
+// speaks p's language (board.js); nil for English, which needs none.
+func (p *Printer) Messages() map[string]string {
+	if p == nil || p.lang == English {
+		return nil
+	}
+	return maps.Clone(p.msgs)
+}
+
 // Text is message key in p's language as literal text (no format).
 func (p *Printer) Text(key string) string {
+	if p == nil {
+		return key
+	}
 	if s, ok := p.msgs[key]; ok {
 		return s
 	}
@@ -202,7 +221,7 @@ func (p *Printer) Text(key string) string {
 // Time is t in layout, one of the English layouts below, as p's reader
 // writes dates: Japanese says 2026年11月28日.
 func (p *Printer) Time(t time.Time, layout string) string {
-	if p.lang == Japanese {
+	if p != nil && p.lang == Japanese {
 		layout, _ = japaneseLayout(layout)
 	}
 	return t.Format(layout)

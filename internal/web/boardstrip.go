@@ -52,18 +52,18 @@ func stripText(s *board.Strip) string {
 func (f boardFrag) runTitle(s *board.Strip, r board.Run) string {
 	span := f.clock(s.MinuteAt(r.From)) + "–" + f.clock(s.MinuteAt(r.From+r.N))
 	if r.Gap {
-		return span + " no snapshot"
+		return span + " " + f.h.tr.T("no snapshot")
 	}
 	t := span + " "
 	if r.Job == 0 {
-		t += "no job"
+		t += f.h.tr.T("no job")
 	} else {
-		t += "job " + strconv.FormatUint(r.Job, 10)
+		t += f.h.tr.T("job %s", strconv.FormatUint(r.Job, 10))
 		if u := f.h.v.user(r.User); u != "" {
 			t += " " + u
 		}
 		if r.More {
-			t += " and others"
+			t += f.h.tr.T(" and others")
 		}
 	}
 	sum, n := 0, 0
@@ -74,7 +74,7 @@ func (f boardFrag) runTitle(s *board.Strip, r board.Run) string {
 		}
 	}
 	if n > 0 {
-		t += " · mean " + strconv.Itoa((sum+n/2)/n) + " %"
+		t += f.h.tr.T(" · mean %d %%", (sum+n/2)/n)
 	}
 	return t
 }

@@ -23,13 +23,24 @@ var pageNames = []string{"board", "overview", "team", "user", "job", "error", "b
 // parsePages parses each page with the shared layout, speaking tr's
 // language (T, lang).
 func parsePages(tr *i18n.Printer) (map[string]*template.Template, error) {
-	// TH is a catalogue text as the page's HTML: the catalogue is ours,
-	// and an apostrophe stays one (T's would be &#39;).
-	th := func(key string) template.HTML { return template.HTML(tr.Text(key)) }
+	// TH is a catalogue message as the page's HTML, so that an
+	// apostrophe stays one (T's would be &#39;): the catalogue is ours,
+	// and each string argument is escaped as the template escapes text.
+	th := func(key string, args ...any) template.HTML {
+		if len(args) == 0 {
+			return template.HTML(tr.Text(key))
+		}
+		for i, a := range args {
+			if s, ok := a.(string); ok {
+				args[i] = template.HTMLEscapeString(s)
+			}
+		}
+		return template.HTML(tr.T(key, args...))
+	}
 	funcs := template.FuncMap{
 		"gpuh": gpuh, "pct": pct, "kwh": kwh, "int": integer, "dur": dur, "ago": ago,
 		"bar": barStyle, "dot": dotStyle, "eff": effClass, "team": teamPath, "user": userPath,
-		"T": tr.T, "TH": th, "lang": tr.Lang,
+		"T": tr.T, "TH": th, "lang": tr.Lang, "messages": tr.Messages,
 	}
 	out := map[string]*template.Template{}
 	for _, p := range pageNames {

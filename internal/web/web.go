@@ -207,10 +207,12 @@ type Handler struct {
 	spoken map[string]spokenPages
 }
 
-// spokenPages are the templates of one language, its printer bound in.
+// spokenPages are the templates of one language, its printer bound in,
+// and the board's event streams in it (with names and without).
 type spokenPages struct {
-	tr    *i18n.Printer
-	pages map[string]*template.Template
+	tr           *i18n.Printer
+	pages        map[string]*template.Template
+	hub, anonHub *hub
 }
 
 // New builds the handler: templates are parsed and the team mapping is
@@ -270,6 +272,20 @@ func New(o Options) (*Handler, error) {
 		h.anonHub = newHub(hubOptions{src: o.Board, render: anon, now: o.Now, tick: o.BoardTick,
 			slots: slots, log: o.Log.Warn})
 	}
+	// Each other language streams its own board: a hub renders only
+	// while someone watches it.
+	for lang, sp := range spoken {
+		if sp.tr == h.tr {
+			sp.hub, sp.anonHub = h.hub, h.anonHub
+		} else {
+			c := h.in(sp)
+			sp.hub = newHub(hubOptions{src: o.Board, render: c, now: o.Now, tick: o.BoardTick, slots: slots, log: o.Log.Warn})
+			if o.PrivateData {
+				sp.anonHub = newHub(hubOptions{src: o.Board, render: c.anonymous(), now: o.Now, tick: o.BoardTick, slots: slots, log: o.Log.Warn})
+			}
+		}
+		spoken[lang] = sp
+	}
 	h.routes()
 	return h, nil
 }
@@ -284,9 +300,11 @@ func (h *Handler) Close() error {
 // http.Server's Shutdown waits for handlers, and a stream never ends by
 // itself.
 func (h *Handler) EndStreams() {
-	h.hub.close()
-	if h.anonHub != nil {
-		h.anonHub.close()
+	for _, sp := range h.spoken {
+		sp.hub.close()
+		if sp.anonHub != nil {
+			sp.anonHub.close()
+		}
 	}
 }
 
@@ -339,7 +357,7 @@ func (h *Handler) routes() {
 	api("GET /api/v1/me/jobs", (*Handler).apiMyJobs)
 	// The stream is outside the limiter: it would hold a query slot for
 	// its whole life. The hub bounds the streams instead.
-	h.mux.HandleFunc("GET "+eventsPath, h.boardEvents)
+	h.mux.HandleFunc("GET "+eventsPath, func(w http.ResponseWriter, r *http.Request) { h.speaking(r).boardEvents(w, r) })
 	h.mux.Handle("/api/", h.apiHandler(func(w http.ResponseWriter, r *http.Request) error {
 		return &httpError{code: http.StatusNotFound, msg: fmt.Sprintf("no API route %s %s (see docs/api.md)", r.Method, r.URL.Path)}
 	}))
@@ -355,8 +373,13 @@ func (h *Handler) speaking(r *http.Request) *Handler {
 	if tr.Lang() == h.tr.Lang() {
 		return h
 	}
+	return h.in(h.spoken[tr.Lang()])
+}
+
+// in is h rendering in sp's language, streaming sp's board.
+func (h *Handler) in(sp spokenPages) *Handler {
 	c := *h
-	c.tr, c.pages = h.spoken[tr.Lang()].tr, h.spoken[tr.Lang()].pages
+	c.tr, c.pages, c.hub, c.anonHub = sp.tr, sp.pages, sp.hub, sp.anonHub
 	return &c
 }
 

@@ -49,6 +49,19 @@ func require(t testing.TB, path string, getenv func(string) string) {
 // fails it under GPUSUITE_REQUIRE_SLURM=1.
 func NewBrowser(t testing.TB, w, h int) context.Context {
 	t.Helper()
+	return newBrowser(t, w, h)
+}
+
+// NewBrowserLang is NewBrowser set to the language lang ("ja"), as a
+// reader's browser is: its interface (--lang) and the Accept-Language
+// its requests send (--accept-lang).
+func NewBrowserLang(t testing.TB, w, h int, lang string) context.Context {
+	t.Helper()
+	return newBrowser(t, w, h, chromedp.Flag("lang", lang), chromedp.Flag("accept-lang", lang))
+}
+
+func newBrowser(t testing.TB, w, h int, extra ...chromedp.ExecAllocatorOption) context.Context {
+	t.Helper()
 	Require(t)
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(Chromium), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
@@ -56,6 +69,7 @@ func NewBrowser(t testing.TB, w, h int) context.Context {
 		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true), chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(w, h),
 	}
+	opts = append(opts, extra...)
 	// Cleanups run last first: the browser ends before its profile
 	// directory (a TempDir made above) is removed.
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)

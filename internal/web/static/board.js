@@ -10,15 +10,25 @@
   // page was rendered, then from the server's time sent on the stream
   // (never from the board's build time, which may be old).
   var skew = 0;
+  // t is a message in the page's language: the catalogue the page
+  // carries (board.html, not in English), else the English key; %d and
+  // %s take args in order.
+  var msgs = {};
+  var msgsEl = document.getElementById("board-i18n");
+  if (msgsEl) { try { msgs = JSON.parse(msgsEl.textContent) || {}; } catch (e) { msgs = {}; } }
+  function t(key) {
+    var args = Array.prototype.slice.call(arguments, 1);
+    return (msgs[key] || key).replace(/%[ds]/g, function () { return String(args.shift()); });
+  }
   var live = root.querySelector("[data-now]");
   if (live) { skew = Date.now() - Number(live.getAttribute("data-now")); }
   // fmt is the server's fmtAge (internal/web/board.go).
   function fmt(s) {
     s = Math.max(0, Math.round(s));
-    if (s < 90) { return s + " s"; }
-    if (s < 5400) { return Math.floor((s + 30) / 60) + " min"; }
-    if (s < 172800) { return Math.floor(s / 3600) + " h " + Math.floor((s % 3600) / 60) + " min"; }
-    return Math.floor(s / 86400) + " d " + Math.floor((s % 86400) / 3600) + " h";
+    if (s < 90) { return t("%d s", s); }
+    if (s < 5400) { return t("%d min", Math.floor((s + 30) / 60)); }
+    if (s < 172800) { return t("%d h %d min", Math.floor(s / 3600), Math.floor((s % 3600) / 60)); }
+    return t("%d d %d h", Math.floor(s / 86400), Math.floor((s % 86400) / 3600));
   }
   function tick() {
     var now = Date.now() - skew;
@@ -97,13 +107,14 @@
       }
     });
     var n = document.getElementById("board-q-n");
-    if (n) { n.textContent = ts.length ? found + " node(s) match" : ""; }
+    if (n) { n.textContent = ts.length ? t("%d node(s) match", found) : ""; }
   }
   root.addEventListener("toggle", remember, true);
   var bar = document.createElement("div");
   bar.className = "board-search";
-  bar.innerHTML = '<label for="board-q">Search</label> <input id="board-q" type="search" autocomplete="off" ' +
-    'placeholder="node, user, job or model (user alice)"> <span id="board-q-n" role="status"></span>';
+  bar.innerHTML = '<label for="board-q"></label> <input id="board-q" type="search" autocomplete="off"> <span id="board-q-n" role="status"></span>';
+  bar.querySelector("label").textContent = t("Search");
+  bar.querySelector("input").placeholder = t("node, user, job or model (user alice)");
   root.parentNode.insertBefore(bar, root);
   document.getElementById("board-q").addEventListener("input", function (e) {
     query = e.target.value.trim();
@@ -161,7 +172,7 @@
     });
     es.addEventListener("error", function () {
       if (es.readyState !== EventSource.CLOSED) {
-        conn("live updates lost; reconnecting…");
+        conn(t("live updates lost; reconnecting…"));
         return;
       }
       // The server refused the stream (503: too many, or stopping): the
@@ -169,7 +180,7 @@
       es.close();
       var wait = backoff;
       backoff = Math.min(30, backoff * 2);
-      conn("live updates stopped, the board below is not updated; retrying in " + wait + " s");
+      conn(t("live updates stopped, the board below is not updated; retrying in %d s", wait));
       clearTimeout(retryTimer);
       retryTimer = setTimeout(open, wait * 1000);
     });
