@@ -133,3 +133,72 @@ func BenchmarkBoardScale(b *testing.B) {
 		h.Close()
 	}
 }
+
+// fillHour gives each GPU of clusterN(nodes) an hour of readings before
+// boardNow: a utilization that moves every minute, a job for its first
+// half hour and none after, as a strip of a busy cluster reads.
+func fillHour(src *board.Source, nodes int) {
+	var pts []board.Point
+	for n := range nodes {
+		for i := range 8 {
+			for m := range board.StripMinutes {
+				at := boardNow.Add(time.Duration(m-board.StripMinutes) * time.Minute)
+				util := uint32((n*7 + i*13 + m*29) % 101)
+				p := board.Point{Cluster: "c1", Node: fmt.Sprintf("gpu%03d", n), UUID: fmt.Sprintf("GPU-%04d", i), At: at, Util: &util}
+				if m < 30 {
+					p.Job, p.User = uint64(5000+n*8+i), fmt.Sprintf("u%d", n)
+				}
+				pts = append(pts, p)
+			}
+		}
+	}
+	src.Fill(pts)
+}
+
+// BenchmarkBoardStrip is the board of 1,000 GPUs (clusterN) with and
+// without an hour of strips, in the same run: the page (GET /) and the
+// status document with the strips (last_hour=1), served gzipped as a
+// browser takes them, each reporting its bytes plain and gzipped. The
+// board without strips is had a few seconds before boardNow, when the
+// snapshots' minute is not yet a whole one. docs/performance.md, "web".
+func BenchmarkBoardStrip(b *testing.B) {
+	dir, st := clusterN(b, 125)
+	for _, strips := range []bool{false, true} {
+		now := boardNow.Add(-time.Second)
+		if strips {
+			now = boardNow
+		}
+		src := board.NewSource(board.SourceOptions{LiveDir: dir, Now: func() time.Time { return now }, MaxAge: time.Hour,
+			Slurm: func(context.Context) (slurmstate.State, error) { return st, nil }})
+		src.RefreshSlurm(context.Background())
+		if strips {
+			fillHour(src, 125)
+		}
+		h, err := web.New(web.Options{DB: filepath.Join(b.TempDir(), "none.db"), Location: time.UTC, Board: src,
+			Now: func() time.Time { return now }})
+		if err != nil {
+			b.Fatal(err)
+		}
+		get := func(path, enc string) int {
+			req := httptest.NewRequest(http.MethodGet, path, nil)
+			req.Header.Set("Accept-Encoding", enc)
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != http.StatusOK {
+				b.Fatalf("%d %s", rec.Code, rec.Body)
+			}
+			return rec.Body.Len()
+		}
+		for _, path := range []string{"/", "/api/v1/board?last_hour=1"} {
+			b.Run(fmt.Sprintf("strips=%t/%s", strips, map[string]string{"/": "page", "/api/v1/board?last_hour=1": "document"}[path]), func(b *testing.B) {
+				size, gz := get(path, ""), 0
+				for b.Loop() {
+					gz = get(path, "gzip")
+				}
+				b.ReportMetric(float64(size), "bytes/doc")
+				b.ReportMetric(float64(gz), "gzbytes/doc")
+			})
+		}
+		h.Close()
+	}
+}

@@ -94,3 +94,37 @@ func TestBoardStripBrowser(t *testing.T) {
 		t.Errorf("the free slices table reads %q", got)
 	}
 }
+
+// TestBoardStripFirstRender is the first render of a 1,000-GPU board in
+// Chromium with an hour of strips beside the same board without them,
+// in one browser: logged for docs/performance.md (a ratio, not asserted
+// on a shared machine), with a generous ceiling that only a page that
+// never renders fails.
+func TestBoardStripFirstRender(t *testing.T) {
+	dir, st := clusterN(t, 125)
+	serve := func(strips bool) string {
+		now := boardNow.Add(-time.Second) // the snapshots' minute not yet whole: no strip
+		if strips {
+			now = boardNow
+		}
+		src := board.NewSource(board.SourceOptions{LiveDir: dir, Now: func() time.Time { return now }, MaxAge: time.Hour,
+			Slurm: func(context.Context) (slurmstate.State, error) { return st, nil }})
+		src.RefreshSlurm(context.Background())
+		if strips {
+			fillHour(src, 125)
+		}
+		return newBoardServer(t, web.Options{Board: src, Now: func() time.Time { return now }}).URL
+	}
+	plain, strips := serve(false), serve(true)
+	ctx := browser.NewBrowser(t, 1440, 1000)
+	firstRender(t, ctx, plain) // warms the browser and the static files
+	msPlain := firstRender(t, ctx, plain)
+	msStrips := firstRender(t, ctx, strips)
+	t.Logf("first render of 1000 GPUs: without strips %.0f ms, with an hour of strips %.0f ms, ratio %.2f", msPlain, msStrips, msStrips/msPlain)
+	if msStrips > 30_000 {
+		t.Errorf("the board with strips took %.0f ms to render", msStrips)
+	}
+	if !browser.Eval(t, ctx, `document.querySelector("#gpu-gpu000-0").title.indexOf("last hour ") >= 0`) {
+		t.Error("a compact cell's title lacks its last hour")
+	}
+}
