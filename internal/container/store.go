@@ -10,9 +10,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
+	"github.com/aicloud/gpusuite/internal/i18n"
 	"github.com/aicloud/gpusuite/internal/spool"
 )
 
@@ -165,17 +165,16 @@ func dirSize(root string) (size int64, partial bool) {
 }
 
 // WriteList prints a listing as a table.
-func WriteList(w io.Writer, es []Entry, busy map[string][]string) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tENROOT NAME\tSIZE\tCREATED\tIMAGE\tSETUP\tIN USE")
+func WriteList(w io.Writer, es []Entry, busy map[string][]string, tr *i18n.Printer) error {
+	rows := [][]string{{tr.T("NAME"), tr.T("ENROOT NAME"), tr.T("SIZE"), tr.T("CREATED"), tr.T("IMAGE"), tr.T("SETUP"), tr.T("IN USE")}}
 	for _, e := range es {
 		size := human(uint64(e.Size))
 		if e.SizeErr {
 			size = ">" + size
 		}
-		created, image, setup := e.ModTime.Format("2006-01-02 15:04"), "?", "-"
+		created, image, setup := tr.Time(e.ModTime, "2006-01-02 15:04"), "?", "-"
 		if e.HasMeta {
-			created = e.Meta.Created.Local().Format("2006-01-02 15:04")
+			created = tr.Time(e.Meta.Created.Local(), "2006-01-02 15:04")
 			image = e.Meta.Image
 			if e.Meta.Setup != "" {
 				setup = filepath.Base(e.Meta.Setup) + " " + shortHash(e.Meta.SetupSHA256)
@@ -186,11 +185,40 @@ func WriteList(w io.Writer, es []Entry, busy map[string][]string) error {
 		}
 		use := "-"
 		if j := busy[e.Name]; len(j) > 0 {
-			use = "job " + strings.Join(j, ",")
+			use = tr.T("job %s", strings.Join(j, ","))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Name, Prefix+e.Name, size, created, image, setup, use)
+		rows = append(rows, []string{e.Name, Prefix + e.Name, size, created, image, setup, use})
 	}
-	return tw.Flush()
+	return writeColumns(w, rows)
+}
+
+// writeColumns writes rows as columns two spaces apart, each as wide as
+// its widest cell in terminal columns (a Japanese heading takes two a
+// character), the last one unpadded: text/tabwriter's layout, which
+// counts a character as one column.
+func writeColumns(w io.Writer, rows [][]string) error {
+	var widths []int
+	for _, r := range rows {
+		for i, c := range r {
+			if i == len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], i18n.Width(c))
+		}
+	}
+	var b strings.Builder
+	for _, r := range rows {
+		for i, c := range r {
+			if i == len(r)-1 {
+				b.WriteString(c)
+				break
+			}
+			b.WriteString(i18n.Left(c, widths[i]+2))
+		}
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 func shortHash(h string) string {

@@ -344,5 +344,13 @@ func english() []string {
 		"job %s",
 		" and others",
 		" · mean %d %%",
+		// sbuild list
+		"NAME",
+		"ENROOT NAME",
+		"SIZE",
+		"CREATED",
+		"IMAGE",
+		"SETUP",
+		"IN USE",
 	}
 }

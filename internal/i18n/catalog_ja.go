@@ -345,5 +345,13 @@ func japanese() map[string]string {
 		"job %s":        "ジョブ %s",
 		" and others":   " ほか",
 		" · mean %d %%": " · 平均 %d %%",
+		// sbuild list
+		"NAME":        "名前",
+		"ENROOT NAME": "enroot名",
+		"SIZE":        "サイズ",
+		"CREATED":     "作成",
+		"IMAGE":       "イメージ",
+		"SETUP":       "セットアップ",
+		"IN USE":      "使用中",
 	}
 }

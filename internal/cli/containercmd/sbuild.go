@@ -455,7 +455,7 @@ func list(c *cli.Context, sys container.Sys) error {
 	if err != nil {
 		sys.Logger.Info("cannot ask squeue which containers are in use", "err", err)
 	}
-	return container.WriteList(sys.Stdout, es, busy)
+	return container.WriteList(sys.Stdout, es, busy, e.tr)
 }
 
 // confirm asks a yes/no question on stderr.
