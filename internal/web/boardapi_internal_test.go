@@ -3,9 +3,14 @@ package web
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/aicloud/gpusuite/internal/board"
+	"github.com/aicloud/gpusuite/internal/record"
 )
 
 // TestIndentJSON: indentJSON writes what writeJSON's encoder writes, byte
@@ -46,4 +51,50 @@ func TestIndentJSON(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkStatusEncode is the status document of 10,000 GPUs (1,250
+// nodes × 8, half busy with a process) encoded as writeJSON's encoder
+// indents it and as apiBoard does (compact, then indentJSON), in one
+// run: the ratio is what the one-pass indenting saves.
+func BenchmarkStatusEncode(b *testing.B) {
+	u32 := func(v uint32) *uint32 { return &v }
+	u64 := func(v uint64) *uint64 { return &v }
+	var lives []record.Live
+	for n := range 1250 {
+		l := record.Live{Schema: record.LiveSchema, Cluster: "c1", Node: fmt.Sprintf("gpu%04d", n), Time: viewNow.Add(-4 * time.Second), Interval: 10}
+		for i := range 8 {
+			g := record.LiveGPU{Index: i, UUID: fmt.Sprintf("GPU-%04d-%d", n, i), Model: "NVIDIA H100", Util: u32(0),
+				MemUsedMiB: u64(0), MemTotalMiB: u64(81920), PowerMW: u32(70_000), TempC: u32(40)}
+			if i%2 == 0 {
+				job := uint64(1000 + n*8 + i)
+				g.Util = u32(80)
+				g.Jobs = []record.LiveJob{{Job: job, User: fmt.Sprintf("u%d", job), Account: "physics", Start: viewNow.Add(-time.Hour)}}
+				g.Procs = []record.LiveProc{{PID: uint32(job), User: fmt.Sprintf("u%d", job), Job: job, MemUsedMiB: 40960}}
+			}
+			l.GPUs = append(l.GPUs, g)
+		}
+		lives = append(lives, l)
+	}
+	bd := board.Build(lives, nil, nil, viewNow)
+	doc := board.NewView(&bd, board.Meta{}, false, "").Status(bd.Nodes)
+	b.Run("encoder", func(b *testing.B) {
+		for b.Loop() {
+			var buf bytes.Buffer
+			enc := json.NewEncoder(&buf)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(doc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("indentJSON", func(b *testing.B) {
+		for b.Loop() {
+			c, err := json.Marshal(doc)
+			if err != nil {
+				b.Fatal(err)
+			}
+			indentJSON(make([]byte, 0, len(c)*2), c)
+		}
+	})
 }
