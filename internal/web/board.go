@@ -92,7 +92,7 @@ const maxProblems = 10
 func (f boardFrag) AtMS() int64 { return f.v.Board.At.UnixMilli() }
 
 func (f boardFrag) At() string {
-	return f.v.Board.At.In(f.h.o.Location).Format("2006-01-02 15:04:05 MST")
+	return f.h.tr.Time(f.v.Board.At.In(f.h.o.Location), "2006-01-02 15:04:05 MST")
 }
 
 func (f boardFrag) NoAgents() bool { return f.v.Agents.IsZero() }
@@ -455,7 +455,7 @@ type cellNote struct {
 func (f boardFrag) notes(ns []board.Note) []cellNote {
 	var out []cellNote
 	for _, n := range ns {
-		out = append(out, cellNote{Text: n.Text, Author: orDash(f.h.v.user(n.Author)), Until: n.Until.In(f.h.o.Location).Format("2006-01-02 15:04 MST")})
+		out = append(out, cellNote{Text: n.Text, Author: orDash(f.h.v.user(n.Author)), Until: f.h.tr.Time(n.Until.In(f.h.o.Location), "2006-01-02 15:04 MST")})
 	}
 	return out
 }

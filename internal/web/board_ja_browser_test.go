@@ -75,7 +75,7 @@ func TestBoardBrowserJapanese(t *testing.T) {
 		c.querySelectorAll("noscript").forEach(function (e) { e.remove(); });
 		return c.textContent + " " + document.title + " " + document.getElementById("board-q").placeholder;
 	})()`)
-	for _, s := range []string{"凡例", "いま空いているGPU", "実行中のジョブ", "空き", "稼働", "ジョブ", "検索"} {
+	for _, s := range []string{"凡例", "いま空いているGPU", "実行中のジョブ", "空き", "稼働", "ジョブ", "検索", "2026年11月26日"} {
 		if !strings.Contains(text, s) {
 			t.Errorf("no %q on the Japanese board", s)
 		}
