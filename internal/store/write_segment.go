@@ -37,6 +37,8 @@ func (b *Batch) Segment(h *record.SegmentHeader, samples []record.Sample) (int, 
 	// Rows go in in order, in runs: a run ends where an energy delta must
 	// look at the stored samples, so that it sees the ones before it.
 	flushed := 0
+	// each whole GPU's energy delta by time, for its MIG instances' jobs
+	parentDelta := map[parentAt]int64{}
 	flush := func(upTo int) error {
 		if upTo > flushed {
 			var err error
@@ -78,6 +80,9 @@ func (b *Batch) Segment(h *record.SegmentHeader, samples []record.Sample) (int, 
 			deltas[i], err = b.energyDelta(gid, tms, *s.EnergyMJ, intervalMS)
 			if err != nil {
 				return 0, err
+			}
+			if deltas[i] != nil {
+				parentDelta[parentAt{s.UUID, tms}] = *deltas[i]
 			}
 		}
 		foreign := int64(0)
@@ -153,6 +158,10 @@ func (b *Batch) Segment(h *record.SegmentHeader, samples []record.Sample) (int, 
 		}
 		delta := deltas[i]
 		addBucketSample(buckets, rows[i].vals[colGPU].(int64), tms, intervalMS, s, delta)
+		jobDelta := delta
+		if jobDelta == nil {
+			jobDelta = sliceDelta(s, parentDelta)
+		}
 		var util *int64
 		if s.GPUUtil != nil {
 			u := int64(*s.GPUUtil)
@@ -170,7 +179,7 @@ func (b *Batch) Segment(h *record.SegmentHeader, samples []record.Sample) (int, 
 			// allocation on this node counts, each hour its own part:
 			// used and idle never pass allocated, per job, GPU and hour.
 			a := chk.alloc[jobKey{h.Cluster, js.Job, js.Restart}]
-			b.addSampleUse(job, node, chk.win[i], nil, a, intervalMS, util, js, nil, delta)
+			b.addSampleUse(job, node, chk.win[i], nil, a, intervalMS, util, js, nil, jobDelta)
 			gid := rows[i].vals[colGPU].(int64)
 			b.addSampleMetrics(job, gid, chk.win[i], nil, a, s.PowerMW, s.Metrics)
 			if un := unsup[s.UUID]; len(un) > 0 && !noted[[2]int64{job, gid}] {
@@ -202,6 +211,30 @@ func (b *Batch) Segment(h *record.SegmentHeader, samples []record.Sample) (int, 
 		}
 	}
 	return n, nil
+}
+
+// parentAt is a whole GPU's sample: its UUID and time (Unix ms).
+type parentAt struct {
+	uuid string
+	tms  int64
+}
+
+// sliceDelta is a MIG instance's part of its parent's energy delta over
+// the same cycle (the agent samples them together, the parent first, in
+// one segment): its jobs' energy, nil when not a MIG sample with a share
+// or the parent has no delta then. It is not stored as the instance's
+// energy_delta_mj, so the parent's energy is in the samples once.
+func sliceDelta(s *record.Sample, parentDelta map[parentAt]int64) *int64 {
+	share := s.ParentShare()
+	if s.EnergyMJ != nil || share <= 0 {
+		return nil
+	}
+	d, ok := parentDelta[parentAt{s.Parent(), s.Time.UnixMilli()}]
+	if !ok {
+		return nil
+	}
+	v := int64(math.Round(float64(d) * share))
+	return &v
 }
 
 func putU32(r *sampleRow, col int, p *uint32) {
