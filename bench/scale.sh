@@ -65,7 +65,7 @@ for n in "${sizes[@]}"; do
     awk '/^Benchmark/ {printf "%s %.1f ms\n", $1, $3/1e6}'
 done
 if [ -n "${GPUSUITE_SCALE_JOBDB:-}" ]; then
-  id=$(sqlite3 -readonly "$GPUSUITE_SCALE_JOBDB" 'SELECT cluster || "/" || job_id FROM jobs ORDER BY id DESC LIMIT 1')
+  id=$(sqlite3 -readonly "$GPUSUITE_SCALE_JOBDB" "SELECT cluster || '/' || job_id FROM jobs ORDER BY id DESC LIMIT 1")
   times=()
   for _ in 1 2 3; do
     t0=$(date +%s%N)
