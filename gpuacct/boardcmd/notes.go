@@ -21,21 +21,31 @@ const maxNoteRunes = 40
 // LedgerNotes reads the notes in force at now from the ledger at loc (a
 // SQLite file or a PostgreSQL URL), read-only (no lock: ingest may be
 // writing), within notesTimeout.
-func LedgerNotes(ctx context.Context, loc string, busy time.Duration, now time.Time) ([]board.Note, error) {
+func LedgerNotes(ctx context.Context, loc string, busy time.Duration, now time.Time) (ns []board.Note, err error) {
+	err = readLedger(ctx, loc, busy, func(ctx context.Context, st *store.Ledger) error {
+		ns, err = notes.InForce(st)(ctx, now)
+		return err
+	})
+	return ns, err
+}
+
+// readLedger runs read on the ledger at loc (a SQLite file or a
+// PostgreSQL URL) opened read-only (no lock: ingest may be writing),
+// within notesTimeout.
+func readLedger(ctx context.Context, loc string, busy time.Duration, read func(context.Context, *store.Ledger) error) error {
 	ctx, cancel := context.WithTimeout(ctx, notesTimeout)
 	defer cancel()
 	o := store.At(loc)
 	o.ReadOnly, o.BusyTimeout = true, busy
 	st, err := store.Open(ctx, o)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer st.Close()
-	ns, err := notes.InForce(st)(ctx, now)
-	if err != nil {
-		return nil, fmt.Errorf("ledger %q: %w", st.Path, err)
+	if err := read(ctx, st); err != nil {
+		return fmt.Errorf("ledger %q: %w", st.Path, err)
 	}
-	return ns, nil
+	return nil
 }
 
 // noteText is a note as a table shows it: its id (for gpuacct note rm),

@@ -41,20 +41,15 @@ func showQueue(c *cli.Context, d Deps, v *view) error {
 
 // LedgerWaits reads the median waits from submit to start, per GPU model
 // and count, of the runs that started over slurmstate.StartedWindow
-// before now, from the ledger at loc, read-only, within notesTimeout.
+// before now, from the ledger at loc (readLedger).
 func LedgerWaits(ctx context.Context, loc string, busy time.Duration, now time.Time) ([]slurmstate.Started, error) {
-	ctx, cancel := context.WithTimeout(ctx, notesTimeout)
-	defer cancel()
-	o := store.At(loc)
-	o.ReadOnly, o.BusyTimeout = true, busy
-	st, err := store.Open(ctx, o)
+	var ws []store.Wait
+	err := readLedger(ctx, loc, busy, func(ctx context.Context, st *store.Ledger) (err error) {
+		ws, _, err = st.Waits(ctx, now.Add(-slurmstate.StartedWindow), now)
+		return err
+	})
 	if err != nil {
 		return nil, err
-	}
-	defer st.Close()
-	ws, _, err := st.Waits(ctx, now.Add(-slurmstate.StartedWindow), now)
-	if err != nil {
-		return nil, fmt.Errorf("ledger %q: %w", st.Path, err)
 	}
 	out := make([]slurmstate.Started, 0, len(ws))
 	for _, w := range ws {

@@ -84,13 +84,20 @@ const day = 86400
 // within a day of UTC's) then reads one month of rows and two short hour
 // ranges, not its thirty days. ok is false when an edge lies further from
 // a month boundary or no whole month lies between them.
-func spanPlan(a, e int64) (ps []piece, ok bool) {
+func spanPlan(a, e int64) ([]piece, bool) {
 	ma, oka := nearMonth(a)
 	me, oke := nearMonth(e)
 	if !oka || !oke || me <= ma {
 		return nil, false
 	}
-	ps = append(ps, piece{grain: monthly, from: ma, to: me})
+	return spanPieces(monthly, a, e, ma, me), true
+}
+
+// spanPieces are the span [ma, me) of grain g and the hours between each
+// edge of [a, e) and its boundary: added where the edge lies outside the
+// span, subtracted where inside.
+func spanPieces(g grain, a, e, ma, me int64) []piece {
+	ps := []piece{{grain: g, from: ma, to: me}}
 	switch {
 	case a < ma:
 		ps = append(ps, piece{grain: hourly, from: a, to: ma})
@@ -103,7 +110,7 @@ func spanPlan(a, e int64) (ps []piece, ok bool) {
 	case e < me:
 		ps = append(ps, piece{grain: hourly, from: e, to: me, minus: true})
 	}
-	return ps, true
+	return ps
 }
 
 // daySpan covers the whole hours [a, e) of one bucket with the UTC days
@@ -113,7 +120,7 @@ func spanPlan(a, e int64) (ps []piece, ok bool) {
 // hours an edge, once (shareEdge), not every hour of its days. ok is false
 // when no whole day lies between the midnights, or when the plan by days
 // and hours reads no more hours (edges on UTC midnights).
-func daySpan(a, e int64) (ps []piece, ok bool) {
+func daySpan(a, e int64) ([]piece, bool) {
 	da, de := (a+day/2)/day*day, (e+day/2)/day*day
 	if de <= da {
 		return nil, false
@@ -122,20 +129,7 @@ func daySpan(a, e int64) (ps []piece, ok bool) {
 	if d1 > d0 && abs(a-da)+abs(e-de) >= (d0-a)+(e-d1) {
 		return nil, false
 	}
-	ps = append(ps, piece{grain: daily, from: da, to: de})
-	switch {
-	case a < da:
-		ps = append(ps, piece{grain: hourly, from: a, to: da})
-	case a > da:
-		ps = append(ps, piece{grain: hourly, from: da, to: a, minus: true})
-	}
-	switch {
-	case e > de:
-		ps = append(ps, piece{grain: hourly, from: de, to: e})
-	case e < de:
-		ps = append(ps, piece{grain: hourly, from: e, to: de, minus: true})
-	}
-	return ps, true
+	return spanPieces(daily, a, e, da, de), true
 }
 
 func abs(x int64) int64 {
