@@ -217,6 +217,11 @@ func liveBoard(ctx context.Context, cfg config.Config, log *slog.Logger) (*board
 		MaxAge: web.DefaultBoardTick / 2,
 		Log:    log,
 	})
+	// A board without its last hour only shows gaps until the agents fill
+	// it again; serve starts anyway.
+	if err := fillLastHour(ctx, st, src, time.Now()); err != nil {
+		log.Warn("the board's last hour is not read back from the ledger", "err", err)
+	}
 	return src, func() { _ = st.Close() }, nil
 }
 
