@@ -100,6 +100,8 @@ func TestPlan(t *testing.T) {
 		{"St John's month (-3:30), the window's last: hours from the first whole hour in it to the last the window ends after", []timespec.Bucket{{Start: time.Date(2026, 2, 1, 0, 0, 0, 0, stJohns), End: time.Date(2026, 3, 1, 0, 0, 0, 0, stJohns)}}, false, true,
 			atStJohns([]piece{span(monthly, "2026-02-01T00", "2026-03-01T00", "2026-02-01T03", false), span(hourly, "2026-02-01T00", "2026-02-01T04", "2026-02-01T03", true),
 				span(hourly, "2026-03-01T00", "2026-03-01T03", "2026-02-01T03", false)})},
+		{"UTC weeks: their days, summed a week at a time", []timespec.Bucket{b("2026-03-02T00", "2026-03-09T00"), b("2026-03-09T00", "2026-03-16T00")}, false, true,
+			[]piece{span(daily, "2026-03-02T00", "2026-03-09T00", "2026-03-02T00", false), span(daily, "2026-03-09T00", "2026-03-16T00", "2026-03-09T00", false)}},
 		{"node forces hours", []timespec.Bucket{b("2026-01-01T00", "2026-03-01T00")}, true, true,
 			[]piece{p(hourly, "2026-01-01T00", "2026-03-01T00")}},
 		{"ledger without rollup_monthly", []timespec.Bucket{b("2026-01-01T00", "2026-03-01T05")}, false, false,
