@@ -20,7 +20,7 @@ import (
 // not read as they are made, in pipeline mode, without waiting for them:
 // the server works through them while the writer goes on, and their
 // results are read at the next statement that reads (query), or before
-// the next COPY and the commit (flush). Sent one at a time and waited
+// the commit (flush). Sent one at a time and waited
 // for, a pass's three hundred thousand small statements spent most of
 // their time waiting on the loopback; sent together at the next read,
 // the writer still waited while the server ran them
@@ -31,12 +31,9 @@ import (
 // ingest asks for that, so that the error is the file's (ingest sets
 // that file aside).
 //
-// New sample rows wait, for one COPY of many segments' rows (2,570 COPYs
-// of a few hundred rows each cost the server half as much again as one
-// of the same rows), and so do the rows of a few tables written a row a
-// file, for one statement over arrays (hold): they go before any
-// statement that names their table, at a flush, and (samples) when
-// maxCopying of them wait. So a statement that does not name the table
+// The rows of a few tables written a row a file wait for one statement
+// over arrays (hold): they go before any statement that names their
+// table, and at a flush. So a statement that does not name the table
 // may reach the server before rows that were waiting when it was made:
 // nothing of the ledger reads those tables but through a statement that
 // names them (they have no foreign keys to them and no triggers), and a
