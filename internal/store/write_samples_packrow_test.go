@@ -167,7 +167,8 @@ func TestPackStoredSamples(t *testing.T) {
 	if d := cmp.Diff(stored, storedRows(t, old), cmp.AllowUnexported(sampleRow{})); d != "" {
 		t.Errorf("samples after migration 0021 (-written +migrated):\n%s", d)
 	}
-	if d := cmp.Diff(dump(t, s.db, `SELECT * FROM sample_packs`), dump(t, old.db, `SELECT * FROM sample_packs`)); d != "" {
+	packs := `SELECT * FROM sample_packs ORDER BY gpu_id, t0_ms`
+	if d := cmp.Diff(dump(t, s.db, packs), dump(t, old.db, packs)); d != "" {
 		t.Errorf("packs (-written +migrated):\n%s", d)
 	}
 	if n := len(dump(t, old.db, `SELECT name FROM sqlite_master WHERE name = 'samples'`)); n != 0 {

@@ -213,7 +213,8 @@ func packSamplesStep(ctx context.Context, tx *ledgerTx) error {
 			m := int64(t.Year())*12 + int64(t.Month())
 			if !parts[m] {
 				name, q := samplePartitionSQL(t)
-				if _, err := tx.ExecContext(ctx, q); err != nil {
+				// Raw: the statement is PostgreSQL's own spelling.
+				if _, err := tx.Tx.ExecContext(ctx, q); err != nil {
 					return fmt.Errorf("make sample partition %s: %w", name, translate(err))
 				}
 				parts[m] = true

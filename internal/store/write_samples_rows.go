@@ -22,7 +22,9 @@ func RowSamplesSQL(engine string) string {
     foreign_procs INTEGER, missing TEXT, metrics TEXT,
     PRIMARY KEY (gpu_id, t_ms))`
 	if engine == EnginePostgres {
-		return strings.ReplaceAll(q, "INTEGER", "BIGINT")
+		// The types of the table migration 0021 packed: a statement the
+		// writer cached reads this one alike.
+		return strings.NewReplacer("INTEGER", "BIGINT", "TEXT", `TEXT COLLATE "C"`).Replace(q)
 	}
 	return q
 }
