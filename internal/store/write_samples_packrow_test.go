@@ -317,3 +317,64 @@ func ledgerAt20(t *testing.T, rows []sampleRow) *Ledger {
 	}
 	return s
 }
+
+// TestPruneRepacksStraddlingPack: a cut inside a pack deletes the packs
+// before it, keeps the samples at and after the cut in that pack, packed
+// again as the writer would have packed them alone, and counts what went.
+func TestPruneRepacksStraddlingPack(t *testing.T) {
+	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	util := uint32(40)
+	samples := func(from, to int) []record.Sample {
+		var out []record.Sample
+		for i := from; i < to; i++ {
+			u := util + uint32(i%3)
+			out = append(out, record.Sample{Time: t0.Add(time.Duration(i) * 10 * time.Second), UUID: "GPU-00000000-0000-0000-0000-000000000001",
+				GPUUtil: &u, Jobs: []record.JobShare{{Job: 7, Share: 1}}})
+		}
+		return out
+	}
+	write := func(s *Ledger, smp []record.Sample) {
+		batchOf(t, s, t0.Add(time.Hour), func(b *Batch) error {
+			e := ev(record.JobStart, "n1", t0.Add(-time.Hour), 1)
+			e.Job.ID = 7
+			e.Key = record.EventKey("c", 7, 0, "n1", record.JobStart)
+			if err := b.Event(e); err != nil {
+				return err
+			}
+			_, err := b.Segment(&record.SegmentHeader{Cluster: "c", Node: "n1", Seq: 1, Interval: 10}, smp)
+			return err
+		})
+	}
+	tests := []struct {
+		name      string
+		cut       time.Duration // after t0
+		kept, off int           // samples left; the first one left
+	}{
+		{"inside the second pack", 7*time.Minute + 5*time.Second, 17, 43},
+		{"on a pack's start", 5 * time.Minute, 30, 30},
+		{"after every sample", time.Hour, 0, 60},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := openTemp(t)
+			write(s, samples(0, 60)) // 10 minutes: two packs
+			var n int64
+			batchOf(t, s, t0.Add(time.Hour), func(b *Batch) error {
+				var err error
+				n, err = b.PruneSamples(t0.Add(tt.cut))
+				return err
+			})
+			if n != int64(60-tt.kept) {
+				t.Errorf("pruned %d samples, want %d", n, 60-tt.kept)
+			}
+			fresh := openTemp(t)
+			if tt.kept > 0 {
+				write(fresh, samples(tt.off, 60))
+			}
+			packs := `SELECT gpu_id, t0_ms, n, t1_ms, data FROM sample_packs ORDER BY gpu_id, t0_ms`
+			if d := cmp.Diff(dump(t, fresh.db, packs), dump(t, s.db, packs)); d != "" {
+				t.Errorf("packs after the prune (-written alone +pruned):\n%s", d)
+			}
+		})
+	}
+}
