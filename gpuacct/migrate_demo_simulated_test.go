@@ -169,7 +169,7 @@ func checkAllVerified(t *testing.T, out string) {
 			rows[f[0]] = f[3]
 		}
 	}
-	for _, want := range []string{"nodes", "gpus", "jobs", "job_gpus", "samples", "job_hours", "rollup_hourly", "rollup_hourly_sum", "rollup_daily", "rollup_monthly", "passes", "notes"} {
+	for _, want := range []string{"nodes", "gpus", "jobs", "job_gpus", "sample_packs", "job_hours", "rollup_hourly", "rollup_hourly_sum", "rollup_daily", "rollup_monthly", "passes", "notes"} {
 		if _, ok := rows[want]; !ok {
 			t.Errorf("gpuacct migrate lists no table %s", want)
 		}

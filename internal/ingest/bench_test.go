@@ -88,7 +88,7 @@ func benchDay(b *testing.B) {
 		b.Fatalf("ledger differs from ground truth: %+v vs jobs %d samples %d alloc %d used %v energy %d", x, truth.Jobs, truth.Samples, truth.AllocGPUS, truth.Used, truth.EnergyMJ)
 	}
 	csvPath := filepath.Join(root, "samples.csv")
-	if err := exportCSV(b, e.cfg.Store.Location(), csvPath); err != nil {
+	if err := exportCSV(s, csvPath); err != nil {
 		b.Fatal(err)
 	}
 	base := baselineImport(b, root, csvPath, pg)
@@ -134,13 +134,12 @@ func baselineImport(b *testing.B, root, csvPath string, pg bool) baseline {
 	bl := baseline{name: "sqlite3 CLI .import", metric: "cli"}
 	if pg {
 		loc, bl.name, bl.metric = o.URL, "psql \\copy", "psql"
-		from := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-		script := fmt.Sprintf("\\set ON_ERROR_STOP on\nCREATE TABLE samples_%s PARTITION OF samples FOR VALUES FROM (%d) TO (%d);\nBEGIN;\n\\copy samples FROM '%s' WITH (FORMAT csv)\nCOMMIT;\n",
-			from.Format("200601"), from.UnixMilli(), from.AddDate(0, 1, 0).UnixMilli(), csvPath)
+		script := fmt.Sprintf("\\set ON_ERROR_STOP on\n%s;\nBEGIN;\n\\copy samples FROM '%s' WITH (FORMAT csv)\nCOMMIT;\n",
+			store.RowSamplesSQL(store.EnginePostgres), csvPath)
 		cmd = exec.Command("psql", "-X", "-q", "-d", o.URL)
 		cmd.Stdin = strings.NewReader(script)
 	} else {
-		script := ".bail on\nPRAGMA journal_mode=WAL;\nPRAGMA synchronous=FULL;\n.mode csv\nBEGIN;\n.import " + csvPath + " samples\nCOMMIT;\n"
+		script := ".bail on\nPRAGMA journal_mode=WAL;\nPRAGMA synchronous=FULL;\n.mode csv\n" + store.RowSamplesSQL(store.EngineSQLite) + ";\nBEGIN;\n.import " + csvPath + " samples\nCOMMIT;\n"
 		cmd = exec.Command("sqlite3", o.Path)
 		cmd.Stdin = strings.NewReader(script)
 	}
@@ -181,34 +180,42 @@ func totalsB(b *testing.B, s *store.Ledger) totals {
 	var x totals
 	ledgerdb.Row(b, s.Path, `SELECT count(*), coalesce(sum(CASE WHEN end IS NOT NULL THEN alloc_gpu_s END), 0), coalesce(sum(used_gpu_s), 0), coalesce(sum(energy_mj), 0) FROM jobs`, nil,
 		&x.Jobs, &x.Alloc, &x.Used, &x.Energy)
-	x.Samples = ledgerdb.Scalar[int64](b, s.Path, `SELECT count(*) FROM samples`)
+	x.Samples = ledgerdb.Scalar[int64](b, s.Path, `SELECT coalesce(sum(n), 0) FROM sample_packs`)
 	return x
 }
 
-// exportCSV writes the samples table as CSV (RFC 4180 quoting, NULL as
-// empty) in column order.
-func exportCSV(tb testing.TB, ledger, path string) error {
+// exportCSV writes the ledger's samples as rows of the samples table of
+// before packed samples (store.RowSamplesSQL) as CSV (RFC 4180 quoting,
+// NULL as empty), in column order.
+func exportCSV(s *store.Ledger, path string) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	w := bufio.NewWriterSize(f, 1<<20)
-	ledgerdb.Texts(tb, ledger, `SELECT * FROM samples`, nil, func(cols []*string) {
-		for i, v := range cols {
+	err = s.StoredSamples(context.Background(), func(vals []any) error {
+		for i, v := range vals {
 			if i > 0 {
 				w.WriteByte(',')
 			}
-			if v != nil {
-				if strings.ContainsAny(*v, ",\"\n") {
-					w.WriteString(`"` + strings.ReplaceAll(*v, `"`, `""`) + `"`)
+			switch x := v.(type) {
+			case nil:
+			case string:
+				if strings.ContainsAny(x, ",\"\n") {
+					w.WriteString(`"` + strings.ReplaceAll(x, `"`, `""`) + `"`)
 				} else {
-					w.WriteString(*v)
+					w.WriteString(x)
 				}
+			default:
+				fmt.Fprint(w, x)
 			}
 		}
-		w.WriteByte('\n')
+		return w.WriteByte('\n')
 	})
+	if err != nil {
+		return err
+	}
 	return w.Flush()
 }
 

@@ -104,7 +104,7 @@ func readTotals(t *testing.T, s *store.Ledger) totals {
 		ledgerdb.Row(t, s.Path, query, nil, dst...)
 	}
 	q(`SELECT count(*), coalesce(sum(CASE WHEN end IS NOT NULL THEN alloc_gpu_s END), 0), coalesce(sum(used_gpu_s), 0), coalesce(sum(idle_gpu_s), 0), coalesce(sum(energy_mj), 0) FROM jobs`, &x.Jobs, &x.Alloc, &x.Used, &x.Idle, &x.Energy)
-	q(`SELECT count(*) FROM samples`, &x.Samples)
+	q(`SELECT coalesce(sum(n), 0) FROM sample_packs`, &x.Samples)
 	q(`SELECT coalesce(sum(sample_s), 0) FROM job_hours`, &x.SampleS)
 	q(`SELECT coalesce(sum(alloc_gpu_s), 0), coalesce(sum(jobs), 0), coalesce(sum(used_gpu_s), 0) FROM rollup_hourly`, &x.RollAlloc, &x.RollJobs, &x.RollUsed)
 	q(`SELECT coalesce(sum(alloc_gpu_s), 0), coalesce(sum(jobs), 0), coalesce(sum(used_gpu_s), 0) FROM rollup_daily`, &x.DailyAlloc, &x.DailyJobs, &x.DailyUsed)

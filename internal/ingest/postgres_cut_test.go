@@ -31,7 +31,8 @@ func TestPostgresCutConnectionKeepsGoodFile(t *testing.T) {
 	if err != nil || len(before) == 0 {
 		t.Fatalf("no sample files generated: %v", err)
 	}
-	cutURL, _ := ledgerdb.ViaCutLink(t, e.cfg.Store.URL, []byte("COPY"))
+	// Cut at the first write of samples (the packs' insert).
+	cutURL, _ := ledgerdb.ViaCutLink(t, e.cfg.Store.URL, []byte("INTO sample_packs("))
 	s, err := store.Open(context.Background(), store.Options{URL: cutURL})
 	if err != nil {
 		t.Fatal(err)

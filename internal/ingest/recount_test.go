@@ -75,7 +75,13 @@ func TestRecountDeferredEnergy(t *testing.T) {
 	if en := query[int64](t, s, `SELECT energy_mj FROM jobs WHERE job_id = 77`); en != 200_000 {
 		t.Errorf("job energy %d mJ, want 200000 (the counter rose 200000 over its samples)", en)
 	}
-	if d := query[int64](t, s, `SELECT energy_delta_mj FROM samples WHERE t_ms = ? AND energy_mj = 1200000`, c.Time.UnixMilli()); d != 100_000 {
+	var d any
+	for _, smp := range storedSamples(t, s) {
+		if smp["t_ms"] == c.Time.UnixMilli() && smp["energy_mj"] == int64(1200000) {
+			d = smp["energy_delta_mj"]
+		}
+	}
+	if d != int64(100_000) {
 		t.Errorf("stored sample's delta %d mJ, want 100000 (against the deferred reading)", d)
 	}
 	checkRollups(t, s)
@@ -176,19 +182,47 @@ func cutUsage(t *testing.T, s *store.Ledger) (used, idle, sampled float64, energ
 	t.Helper()
 	// Each sample's energy share is rounded here, not in SQL: a CAST to
 	// an integer truncates on SQLite and rounds on PostgreSQL.
-	q := `SELECT coalesce(s.util, 0), s.idle, s.interval_ms, coalesce(s.energy_delta_mj, 0),
- max(0, min(s.t_ms + s.interval_ms, n.end * 1000) - max(s.t_ms, n.start * 1000))
- FROM samples s JOIN jobs j ON j.job_id = s.job AND j.restart = s.restart JOIN job_nodes n ON n.job = j.id`
-	ledgerdb.Query(t, s.Path, q, nil, func(scan func(...any)) {
-		var util float64
-		var isIdle, interval, de, part int64
-		scan(&util, &isIdle, &interval, &de, &part)
-		used += util * float64(part) / 100000
-		if isIdle == 1 {
-			idle += float64(part) / 1000
-		}
-		sampled += float64(part) / 1000
-		energy += int64(float64(de*part)/float64(interval) + 0.5)
+	type span struct{ start, end int64 }
+	nodes := map[[2]int64][]span{} // a job run's nodes, by job id and restart
+	ledgerdb.Query(t, s.Path, `SELECT j.job_id, j.restart, n.start, n.end FROM jobs j JOIN job_nodes n ON n.job = j.id`, nil, func(scan func(...any)) {
+		var k [2]int64
+		var sp span
+		scan(&k[0], &k[1], &sp.start, &sp.end)
+		nodes[k] = append(nodes[k], sp)
 	})
+	for _, smp := range storedSamples(t, s) {
+		tms, interval := smp["t_ms"].(int64), smp["interval_ms"].(int64)
+		u, _ := smp["util"].(int64)
+		de, _ := smp["energy_delta_mj"].(int64)
+		for _, n := range nodes[[2]int64{smp["job"].(int64), smp["restart"].(int64)}] {
+			part := max(0, min(tms+interval, n.end*1000)-max(tms, n.start*1000))
+			used += float64(u) * float64(part) / 100000
+			if smp["idle"] == int64(1) {
+				idle += float64(part) / 1000
+			}
+			sampled += float64(part) / 1000
+			energy += int64(float64(de*part)/float64(interval) + 0.5)
+		}
+	}
 	return used, idle, sampled, energy
+}
+
+// storedSamples are every sample the ledger holds, by GPU and time, as
+// column name to value (nil for NULL).
+func storedSamples(t *testing.T, s *store.Ledger) []map[string]any {
+	t.Helper()
+	cols := store.SampleColumns()
+	var out []map[string]any
+	err := s.StoredSamples(context.Background(), func(vals []any) error {
+		m := make(map[string]any, len(cols))
+		for i, c := range cols {
+			m[c] = vals[i]
+		}
+		out = append(out, m)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

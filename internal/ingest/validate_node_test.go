@@ -223,7 +223,7 @@ func TestNodeSpeaksOnlyForItself(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := quarantinedAfterStarts(t, tc.file(t), tc.reason)
-			if n := query[int](t, s, `SELECT count(*) FROM samples`); n != 0 {
+			if n := query[int](t, s, `SELECT coalesce(sum(n), 0) FROM sample_packs`); n != 0 {
 				t.Errorf("%d samples stored from a quarantined file", n)
 			}
 			if u := query[float64](t, s, `SELECT coalesce(sum(used_gpu_s), 0) + coalesce(sum(idle_gpu_s), 0) FROM jobs`); u != 0 {
@@ -337,7 +337,7 @@ func TestCountedOnceAfterPrune(t *testing.T) {
 	before := readTotals(t, s)
 	later := t0.Add(e.cfg.Store.SampleRetention.Duration + e.cfg.Ingest.ArchiveRetention.Duration + 30*24*time.Hour)
 	e.pass(t, s, later)
-	if n := query[int](t, s, `SELECT count(*) FROM samples`) + query[int](t, s, `SELECT count(*) FROM ingested_files`); n != 0 {
+	if n := query[int](t, s, `SELECT coalesce(sum(n), 0) FROM sample_packs`) + query[int](t, s, `SELECT count(*) FROM ingested_files`); n != 0 {
 		t.Fatalf("%d samples and listed files left after retention", n)
 	}
 	e.reship(t, copies)

@@ -2,7 +2,6 @@ package notify
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -26,13 +25,11 @@ func TestAdminDigest(t *testing.T) {
 		{job: 1, user: "alice", gpus: 2, start: t0.Add(time.Hour), end: t0.Add(3 * time.Hour), upTo: t0, busy: idleAll},
 		{job: 2, user: "bob", account: "lab", gpus: 1, start: t0.Add(time.Hour), end: t0.Add(2 * time.Hour), upTo: t0, busy: idleAll},
 	})
+	engine := store.EngineSQLite
 	if l.URL != "" {
-		// The writer makes the sample partitions of the months it
-		// writes; samples inserted by hand need theirs made here.
-		march := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-		ledgerdb.Exec(t, l.Loc(), fmt.Sprintf(`CREATE TABLE IF NOT EXISTS samples_202603 PARTITION OF samples FOR VALUES FROM (%d) TO (%d)`,
-			march.UnixMilli(), march.AddDate(0, 1, 0).UnixMilli()))
+		engine = store.EnginePostgres
 	}
+	ledgerdb.Exec(t, l.Loc(), store.RowSamplesSQL(engine))
 	ledgerdb.Tx(t, l.Loc(), func(exec func(q string, args ...any)) {
 		exec(`UPDATE jobs SET alloc_gpu_s = 14400, used_gpu_s = 3600, idle_gpu_s = 7200 WHERE id = 1`)
 		exec(`UPDATE jobs SET alloc_gpu_s = 3600, used_gpu_s = 3600, idle_gpu_s = 0 WHERE id = 2`)
@@ -47,6 +44,10 @@ func TestAdminDigest(t *testing.T) {
 		}
 		exec(`INSERT INTO passes (started, finished, ok, quarantined, refused) VALUES (?, ?, 1, 2, 1)`, t0.Add(time.Hour).Unix(), t0.Add(time.Hour).Unix())
 	})
+	// The samples, written as rows, packed as the ledger keeps them.
+	if err := st.PackRowSamples(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	cfg := testConfig(t, "", "x")
 	cfg.Idle.Enabled, cfg.Digest.Enabled = false, true
 	cfg.Digest.Admins = []string{"ops@example.org", "root@example.org"}

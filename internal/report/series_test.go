@@ -2,8 +2,6 @@ package report
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -26,13 +24,7 @@ func TestSeriesBounded(t *testing.T) {
 	// first 10 % of each hour (idle), 100 after; memory peaks at 1000 MiB
 	// once. Job 42: 120 samples, kept one point each.
 	n41 := int((end - t0) / 5)
-	if strings.HasPrefix(path, "postgres") {
-		// The writer makes the sample partitions of the months it
-		// writes; samples inserted by hand need theirs made here.
-		from := time.Unix(t0, 0).UTC()
-		ledgerdb.Exec(t, path, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS samples_%s PARTITION OF samples FOR VALUES FROM (%d) TO (%d)`,
-			from.Format("200601"), from.UnixMilli(), from.AddDate(0, 1, 0).UnixMilli()))
-	}
+	reportfixture.RowSamples(t, path)
 	ledgerdb.Tx(t, path, func(exec func(string, ...any)) {
 		exec(`INSERT INTO samples(gpu_id, t_ms, interval_ms, job, restart, idle, util, mem_used_mib, power_mw)
  WITH RECURSIVE s(ts) AS (SELECT CAST(? AS INTEGER) UNION ALL SELECT ts + 5 FROM s WHERE ts + 5 < ?)
@@ -45,10 +37,11 @@ func TestSeriesBounded(t *testing.T) {
  FROM s, job_gpus g WHERE g.job = (SELECT id FROM jobs WHERE job_id = 42)`, t0, t0+600)
 		exec(`UPDATE job_gpus SET agg_seq = NULL`)
 	})
-	// Written by hand: the writer's series buckets summed as it would.
-	reportfixture.RebuildSeriesBuckets(t, path)
-	if got := ledgerdb.Scalar[int64](t, path, `SELECT count(*) FROM samples WHERE job = 41`); got != int64(2*n41) {
-		t.Fatalf("%d samples of job 41, want %d", got, 2*n41)
+	// Written by hand: packed and the writer's series buckets summed as
+	// it would.
+	reportfixture.PackRowSamples(t, path)
+	if got := ledgerdb.Scalar[int64](t, path, `SELECT coalesce(sum(n), 0) FROM sample_packs`); got != int64(2*n41+120) {
+		t.Fatalf("%d samples, want %d", got, 2*n41+120)
 	}
 	db := openTest(t, path)
 	det, err := db.Job(context.Background(), "c1", JobSpec{ID: 41, Restart: -1}, now)

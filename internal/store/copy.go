@@ -79,6 +79,8 @@ type copyTable struct {
 	ints, reals []string
 	// where leaves rows out of the copy and its counts.
 	where string
+	// blob is the column that holds bytes, not text (sample_packs' data).
+	blob string
 }
 
 // copyTables is every table of the ledger, in an order that satisfies the
@@ -98,7 +100,7 @@ func copyTables() []copyTable {
 		money(copyTable{name: "jobs", key: []string{"id"}, id: true}),
 		{name: "job_nodes", key: []string{"job", "node_id"}},
 		{name: "job_gpus", key: []string{"job", "gpu_id"}},
-		{name: "samples", key: []string{"gpu_id", "t_ms"}, ints: []string{"energy_delta_mj"}},
+		{name: "sample_packs", key: []string{"gpu_id", "t0_ms"}, ints: []string{"n"}, blob: "data"},
 		money(copyTable{name: "job_hours", key: []string{"job", "node_id", "hour"}}),
 		money(copyTable{name: "rollup_hourly", key: append(append([]string{"hour"}, dims...), "node_id", "model", "ignored")}),
 		money(copyTable{name: "rollup_hourly_sum", key: append(append([]string{"hour"}, dims...), "model", "ignored")}),
@@ -457,9 +459,9 @@ func (s *Ledger) page(ctx context.Context, t copyTable, cols []string, last []an
 		if err := rows.Scan(ptrs...); err != nil {
 			return nil, translate(err)
 		}
-		// The ledger holds no blobs: text may come as bytes.
+		// Text may come as bytes; only the blob column holds bytes.
 		for i, v := range vals {
-			if b, ok := v.([]byte); ok {
+			if b, ok := v.([]byte); ok && cols[i] != t.blob {
 				vals[i] = string(b)
 			}
 		}
@@ -476,8 +478,8 @@ const copyParams = 30000
 // parts holds the months whose sample partitions are made already.
 func (s *Ledger) putPage(ctx context.Context, t copyTable, cols []string, page [][]any, m copyMark, parts map[int64]bool) error {
 	return s.writeTx(ctx, func(conn *sql.Conn, tx *ledgerTx) error {
-		if t.name == "samples" && s.pg != nil {
-			if err := samplePartitions(ctx, conn, page, slices.Index(cols, "t_ms"), parts); err != nil {
+		if t.name == "sample_packs" && s.pg != nil {
+			if err := samplePartitions(ctx, conn, page, slices.Index(cols, "t0_ms"), parts); err != nil {
 				return err
 			}
 		}
@@ -548,14 +550,14 @@ func copyIn(ctx context.Context, conn *sql.Conn, name string, cols []string, pag
 // parts; a month in parts already is skipped.
 func samplePartitions(ctx context.Context, conn *sql.Conn, page [][]any, at int, parts map[int64]bool) error {
 	if at < 0 {
-		return errors.New("samples: no t_ms column")
+		return errors.New("sample_packs: no t0_ms column")
 	}
 	si := sampleInserter{parts: parts}
 	return withPgx(conn, func(c *pgx.Conn) error {
 		for _, r := range page {
 			tms, ok := r[at].(int64)
 			if !ok {
-				return fmt.Errorf("samples: t_ms %v (%T) is not an integer", r[at], r[at])
+				return fmt.Errorf("sample_packs: t0_ms %v (%T) is not an integer", r[at], r[at])
 			}
 			if err := si.ensurePartition(ctx, c, nil, tms); err != nil {
 				return err

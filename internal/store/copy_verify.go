@@ -21,7 +21,7 @@ const verifyPage = 5000
 // (as Copy does; it refuses a source whose writer runs):
 //   - the row counts and totals: the jobs', job hours' and rollups'
 //     alloc_gpu_s, used_gpu_s, idle_gpu_s and energy_mj, and the samples'
-//     energy_delta_mj;
+//     count (sample_packs' n);
 //   - the content: every row of every table, read from both sides in key
 //     order a page at a time, each value in a canonical text (NULL apart
 //     from the empty text, integers in decimal, reals in Go's shortest form that
@@ -280,6 +280,10 @@ func appendValue(b []byte, v any) ([]byte, error) {
 		return append(b, 'N'), nil
 	case string:
 		b = append(b, 'S')
+		b = strconv.AppendInt(b, int64(len(x)), 10)
+		return append(append(b, ':'), x...), nil
+	case []byte:
+		b = append(b, 'B')
 		b = strconv.AppendInt(b, int64(len(x)), 10)
 		return append(append(b, ':'), x...), nil
 	case bool:

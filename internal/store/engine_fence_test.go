@@ -103,7 +103,7 @@ func TestPostgresLostLockCannotCommit(t *testing.T) {
 	if !b.HoldsLock(ctx) {
 		t.Error("the writer that took over does not hold the lock")
 	}
-	if n := ledgerdb.Scalar[int64](t, u, `SELECT count(*) FROM samples`); n != 1 {
+	if n := ledgerdb.Scalar[int64](t, u, `SELECT coalesce(sum(n), 0) FROM sample_packs`); n != 1 {
 		t.Errorf("%d samples stored, want 1 (the second writer's)", n)
 	}
 }
@@ -118,7 +118,7 @@ func TestPostgresLockLostMidBatch(t *testing.T) {
 	if err := bt.Commit(); err == nil {
 		t.Error("a batch whose session ended committed")
 	}
-	if n := ledgerdb.Scalar[int64](t, u, `SELECT count(*) FROM samples`); n != 0 {
+	if n := ledgerdb.Scalar[int64](t, u, `SELECT coalesce(sum(n), 0) FROM sample_packs`); n != 0 {
 		t.Errorf("%d samples stored, want none", n)
 	}
 }
@@ -220,13 +220,13 @@ func TestPostgresNewMonthBesideReader(t *testing.T) {
 	}
 	defer tx.Rollback()
 	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM samples`).Scan(&n); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(sum(n), 0) FROM sample_packs`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	// The new month's batch is not held up by the report.
 	b := sampleBatch(t, s, 1, time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC))
 	// The report reads on while the batch is open.
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM samples`).Scan(&n); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(sum(n), 0) FROM sample_packs`).Scan(&n); err != nil {
 		t.Errorf("the report beside the new month's batch: %v", err)
 	}
 	if err := b.Commit(); err != nil {
@@ -251,7 +251,7 @@ func TestPostgresDropPartitionsBesideReader(t *testing.T) {
 	})
 	cut := time.Date(2026, 2, 10, 0, 0, 0, 0, time.UTC)
 	ledgerdb.Tx(t, u, func(exec func(string, ...any)) {
-		exec(`SELECT count(*) FROM samples`)
+		exec(`SELECT coalesce(sum(n), 0) FROM sample_packs`)
 		n, err := s.DropSamplePartitions(ctx, cut)
 		if !errors.Is(err, ErrBusy) || n != 0 {
 			t.Errorf("drop beside a report: %d, %v; want 0 and ErrBusy", n, err)
@@ -259,7 +259,7 @@ func TestPostgresDropPartitionsBesideReader(t *testing.T) {
 	})
 	parts := func() []string {
 		return ledgerdb.Strings(t, u, `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
- WHERE i.inhparent = CAST('samples' AS regclass) AND c.relname < 'samples_202603' ORDER BY 1`)
+ WHERE i.inhparent = CAST('sample_packs' AS regclass) AND c.relname < 'sample_packs_202603' ORDER BY 1`)
 	}
 	// After a timeout, no try for an hour: each may stall readers.
 	if n, err := s.DropSamplePartitions(ctx, cut); err != nil || n != 0 {
@@ -281,7 +281,7 @@ func TestPostgresDropPartitionsBesideReader(t *testing.T) {
 	if n, err := s.DropSamplePartitions(ctx, cut); err != nil || n != 0 {
 		t.Errorf("drop after the rows went: %d, %v; want 0 (empty months dropped)", n, err)
 	}
-	if got := parts(); len(got) != 1 || got[0] != "samples_202602" {
-		t.Errorf("partitions before March an hour later, after pruning: %v, want [samples_202602]", got)
+	if got := parts(); len(got) != 1 || got[0] != "sample_packs_202602" {
+		t.Errorf("partitions before March an hour later, after pruning: %v, want [sample_packs_202602]", got)
 	}
 }

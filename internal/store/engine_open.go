@@ -351,6 +351,18 @@ type migration struct {
 	version int
 	name    string
 	sql     string
+	// step, when set, runs after sql in the same transaction: a change
+	// SQL cannot make on both engines (migrationSteps).
+	step migrationStep
+}
+
+// migrationStep is Go run inside a migration's transaction.
+type migrationStep func(ctx context.Context, tx *ledgerTx) error
+
+// migrationSteps are the Go steps by migration number, the same on both
+// engines: converting samples to packed rows needs the codec.
+func migrationSteps() map[int]migrationStep {
+	return map[int]migrationStep{21: packSamplesStep}
 }
 
 func mustMigrations(engine string) []migration {
@@ -381,7 +393,7 @@ func migrations(engine string) ([]migration, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, migration{version: v, name: e.Name(), sql: string(b)})
+		out = append(out, migration{version: v, name: e.Name(), sql: string(b), step: migrationSteps()[v]})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
 	for i, m := range out {
@@ -412,6 +424,12 @@ func (s *Ledger) migrate(ctx context.Context) error {
 		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 			tx.Rollback()
 			return fmt.Errorf("migration %s: %w", m.name, translate(err))
+		}
+		if m.step != nil {
+			if err := m.step(ctx, tx); err != nil {
+				tx.Rollback()
+				return fmt.Errorf("migration %s: %w", m.name, err)
+			}
 		}
 		if _, err := tx.ExecContext(ctx, s.setVersionSQL(m)); err != nil {
 			tx.Rollback()

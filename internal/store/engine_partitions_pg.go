@@ -16,8 +16,8 @@ import (
 // at once rather than poisoning that month's partition later.
 
 // samplePartitionPrefix names samples' month partitions on PostgreSQL:
-// samples_YYYYMM.
-const samplePartitionPrefix = "samples_"
+// sample_packs_YYYYMM.
+const samplePartitionPrefix = "sample_packs_"
 
 // samplePartitionSQL is one statement that makes the month partition of
 // samples that holds from, when it is not there yet. The partition is
@@ -31,11 +31,11 @@ func samplePartitionSQL(from time.Time) (name, q string) {
 	to := from.AddDate(0, 1, 0)
 	name = samplePartitionPrefix + from.Format("200601")
 	id := pgx.Identifier{name}.Sanitize()
-	// The name is samples_ and digits: safe inside a string literal.
+	// The name is sample_packs_ and digits: safe inside a string literal.
 	q = fmt.Sprintf(`DO $$ BEGIN
  IF to_regclass('%s') IS NULL THEN
-  CREATE TABLE %s (LIKE samples INCLUDING DEFAULTS);
-  ALTER TABLE samples ATTACH PARTITION %s FOR VALUES FROM (%d) TO (%d);
+  CREATE TABLE %s (LIKE sample_packs INCLUDING DEFAULTS);
+  ALTER TABLE sample_packs ATTACH PARTITION %s FOR VALUES FROM (%d) TO (%d);
  END IF;
 END $$`, id, id, id, from.UnixMilli(), to.UnixMilli())
 	return name, q
@@ -121,7 +121,7 @@ func (s *Ledger) dropSamplePartitions(ctx context.Context, before time.Time) (in
 		// An emptied month (pruned by the batch) is not counted: the
 		// count reads the whole month's partition.
 		var k int64
-		if err := tx.Tx.QueryRowContext(ctx, `SELECT CASE WHEN EXISTS (SELECT 1 FROM `+table+`) THEN (SELECT count(*) FROM `+table+`) ELSE 0 END`).Scan(&k); err != nil {
+		if err := tx.Tx.QueryRowContext(ctx, `SELECT CASE WHEN EXISTS (SELECT 1 FROM `+table+`) THEN (SELECT sum(n) FROM `+table+`) ELSE 0 END`).Scan(&k); err != nil {
 			return 0, fmt.Errorf("count samples in %s: %w", name, translate(err))
 		}
 		if _, err := tx.Tx.ExecContext(ctx, `DROP TABLE `+table); err != nil {
@@ -145,7 +145,7 @@ func (s *Ledger) dropSamplePartitions(ctx context.Context, before time.Time) (in
 // per-GPU delete.
 func oldSamplePartitions(ctx context.Context, tx *ledgerTx, before time.Time) ([]string, error) {
 	rows, err := translateRows(tx.Tx.QueryContext(ctx, `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
- WHERE i.inhparent = CAST('samples' AS regclass) ORDER BY c.relname`))
+ WHERE i.inhparent = CAST('sample_packs' AS regclass) ORDER BY c.relname`))
 	var old []string
 	err = eachRow(rows, err, func(r batchRows) error {
 		var name string

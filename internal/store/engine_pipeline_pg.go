@@ -20,7 +20,7 @@ import (
 // not read as they are made, in pipeline mode, without waiting for them:
 // the server works through them while the writer goes on, and their
 // results are read at the next statement that reads (query), or before
-// the next COPY and the commit (flush). Sent one at a time and waited
+// the commit (flush). Sent one at a time and waited
 // for, a pass's three hundred thousand small statements spent most of
 // their time waiting on the loopback; sent together at the next read,
 // the writer still waited while the server ran them
@@ -31,12 +31,9 @@ import (
 // ingest asks for that, so that the error is the file's (ingest sets
 // that file aside).
 //
-// New sample rows wait, for one COPY of many segments' rows (2,570 COPYs
-// of a few hundred rows each cost the server half as much again as one
-// of the same rows), and so do the rows of a few tables written a row a
-// file, for one statement over arrays (hold): they go before any
-// statement that names their table, at a flush, and (samples) when
-// maxCopying of them wait. So a statement that does not name the table
+// The rows of a few tables written a row a file wait for one statement
+// over arrays (hold): they go before any statement that names their
+// table, and at a flush. So a statement that does not name the table
 // may reach the server before rows that were waiting when it was made:
 // nothing of the ledger reads those tables but through a statement that
 // names them (they have no foreign keys to them and no triggers), and a
@@ -54,9 +51,6 @@ type pipeline struct {
 	sent      []string
 	unflushed int
 	eqb       pgx.ExtendedQueryBuilder
-	// copying are sample rows for COPY (write_samples_pg.go), in the order of
-	// sampleColumns.
-	copying [][]any
 	// held are rows waiting for one statement over arrays each (hold).
 	held []*heldRows
 	// names caches whether a statement names a table (names).
@@ -65,10 +59,6 @@ type pipeline struct {
 	// and every later statement says why.
 	err error
 }
-
-// maxCopying bounds the sample rows waiting for COPY (a few hundred bytes
-// each).
-const maxCopying = 1 << 16
 
 // maxPending bounds the writes out whose results are not read: past it,
 // they are read at once (a batch of a few thousand records makes a few
@@ -154,9 +144,6 @@ func (p *pipeline) sendWaiting(ctx context.Context, q string) error {
 		if err := p.addMany(ctx, h.q, h.distinct()); err != nil {
 			return err
 		}
-	}
-	if len(p.copying) > 0 && p.namesTable(q, "samples") {
-		return p.sendCopy(ctx)
 	}
 	return nil
 }
@@ -319,7 +306,7 @@ func (p *pipeline) flush(ctx context.Context) error {
 	if p == nil {
 		return nil
 	}
-	// Every table's held rows, then the samples'.
+	// Every table's held rows.
 	for len(p.held) > 0 && p.err == nil {
 		h := p.held[0]
 		p.held = p.held[1:]
@@ -327,9 +314,6 @@ func (p *pipeline) flush(ctx context.Context) error {
 	}
 	if p.err != nil {
 		return p.err
-	}
-	if len(p.copying) > 0 {
-		return p.sendCopy(ctx)
 	}
 	p.err = withPgx(p.conn, func(*pgx.Conn) error { return p.end() })
 	return p.err
@@ -355,39 +339,6 @@ func (p *pipeline) query(ctx context.Context, q string, args []any) (*pgRows, er
 		*rows = pgRows{err: err}
 	}
 	return rows, err
-}
-
-// copyRows adds sample rows to the next COPY.
-func (p *pipeline) copyRows(ctx context.Context, rows [][]any) error {
-	if p.err != nil {
-		return p.err
-	}
-	p.copying = append(p.copying, rows...)
-	if len(p.copying) >= maxCopying {
-		return p.sendCopy(ctx)
-	}
-	return nil
-}
-
-// sendCopy reads the results of the writes out, then sends the waiting
-// sample rows by one COPY.
-func (p *pipeline) sendCopy(ctx context.Context) error {
-	if p.err != nil || len(p.copying) == 0 {
-		return p.err
-	}
-	p.err = withPgx(p.conn, func(c *pgx.Conn) error {
-		if err := p.end(); err != nil {
-			return err
-		}
-		cols := sampleColumns()
-		if _, err := c.CopyFrom(ctx, pgx.Identifier{"samples"}, cols[:], pgx.CopyFromRows(p.copying)); err != nil {
-			return fmt.Errorf("insert samples: copy: %w", translate(err))
-		}
-		return nil
-	})
-	clear(p.copying)
-	p.copying = p.copying[:0]
-	return p.err
 }
 
 // namesTable says whether statement q names table (or a column of that
@@ -553,8 +504,6 @@ func (p *pipeline) discard() {
 	}
 	p.leaveOnError()
 	p.held = nil
-	clear(p.copying)
-	p.copying = p.copying[:0]
 }
 
 // deferredResult is the sql.Result of a queued statement: nothing is

@@ -246,12 +246,11 @@ func TestPostgresRefusedWriteThenRead(t *testing.T) {
 	}
 }
 
-// TestPostgresSamplesOneCopy: on PostgreSQL, the new samples of several
-// segments wait in the batch for one COPY. A read or a write that names
-// samples sees them (they go first); a segment that repeats stored
-// samples finds them stored; a row the server refuses is named at the
-// next Flush.
-func TestPostgresSamplesOneCopy(t *testing.T) {
+// TestPostgresSamplesPacked: on PostgreSQL, the packs a segment writes
+// go out in the pipeline; a read in the batch sees them, a segment that
+// repeats stored samples finds them stored, and a pack the server refuses
+// is named at the next Flush and leaves nothing of the batch.
+func TestPostgresSamplesPacked(t *testing.T) {
 	ctx := context.Background()
 	u := ledgerdb.NewPostgresDB(t)
 	s := openPG(t, Options{URL: u})
@@ -279,24 +278,15 @@ func TestPostgresSamplesOneCopy(t *testing.T) {
 			t.Fatalf("segment %d: %d new, %v; want 10", i, n, err)
 		}
 	}
-	// The first goes out when the second's trust check asks for the GPU's
-	// newest stored sample (the batch knew nothing of the GPU); from then
-	// on the batch knows it, and the rows wait.
-	if n := len(b.tx.pipe.copying); n != 20 {
-		t.Errorf("sample rows waiting for COPY after three segments: %d, want 20", n)
-	}
-	row, err := b.queryRow(`SELECT count(*) FROM samples`)
+	row, err := b.queryRow(`SELECT coalesce(sum(n), 0) FROM sample_packs`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var stored int64
 	if err := row.Scan(&stored); err != nil || stored != 30 {
-		t.Errorf("samples seen by a read in the batch: %d, %v; want the 30 waiting", stored, err)
+		t.Errorf("samples seen by a read in the batch: %d, %v; want 30", stored, err)
 	}
-	if n := len(b.tx.pipe.copying); n != 0 {
-		t.Errorf("sample rows waiting after a read of samples: %d, want 0", n)
-	}
-	// Repeats of stored and waiting samples, and five new ones.
+	// Repeats of stored samples, and then new ones among repeats.
 	if n, err := b.Segment(h, segment(5, 10)); err != nil || n != 0 {
 		t.Errorf("segment of stored samples: %d new, %v; want 0", n, err)
 	}
@@ -304,44 +294,31 @@ func TestPostgresSamplesOneCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	if n, err := b.Segment(h, segment(28, 10)); err != nil || n != 3 {
-		t.Errorf("segment of 5 waiting and 3 new samples: %d new, %v; want 3", n, err)
-	}
-	// A write that names samples sends the waiting rows before it (the
-	// last segment's 3: its repeats had the 5 before it sent, to be
-	// asked about).
-	if n := len(b.tx.pipe.copying); n != 3 {
-		t.Errorf("sample rows waiting before an update of samples: %d, want 3", n)
-	}
-	if _, err := b.exec(`UPDATE samples SET temp_c = 1`); err != nil {
-		t.Fatal(err)
-	}
-	if n := len(b.tx.pipe.copying); n != 0 {
-		t.Errorf("sample rows waiting after an update of samples was queued: %d, want 0", n)
+		t.Errorf("segment of 7 stored and 3 new samples: %d new, %v; want 3", n, err)
 	}
 	if err := b.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	if n := ledgerdb.Scalar[int64](t, u, `SELECT count(*) FROM samples WHERE temp_c = 1`); n != 38 {
-		t.Errorf("samples after commit, updated: %d, want all 38", n)
+	if n := ledgerdb.Scalar[int64](t, u, `SELECT coalesce(sum(n), 0) FROM sample_packs`); n != 38 {
+		t.Errorf("samples after commit: %d, want 38", n)
 	}
 
-	// The server refuses a sample, as a site's trigger would: the COPY's
-	// refusal is named at the next Flush, and nothing of the batch stays.
-	refuseOn(t, u, "samples", "NEW.util = 99", "utilization 99 is refused")
-	util = 99
+	// The server refuses a pack, as a site's trigger would: the refusal is
+	// named at the next Flush, and nothing of the batch stays.
+	refuseOn(t, u, "sample_packs", fmt.Sprintf("NEW.t0_ms >= %d", t0.Add(40*time.Minute).UnixMilli()), "a pack after 11:10 is refused")
 	b, err = s.Begin(ctx, t0.Add(5*time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Rollback()
-	if _, err := b.Segment(h, segment(40, 2)); err != nil {
-		t.Fatalf("segment whose rows wait: %v", err)
+	if _, err := b.Segment(h, segment(40, 2)); err != nil && !strings.Contains(err.Error(), "is refused") {
+		t.Fatalf("segment of a refused pack: %v", err)
 	}
-	if err := b.Flush(); err == nil || !strings.Contains(err.Error(), "utilization 99 is refused") || !strings.Contains(err.Error(), "insert samples: copy") {
-		t.Errorf("Flush with a refused sample = %v, want the server's refusal named as the samples' COPY", err)
+	if err := b.Flush(); err == nil || !strings.Contains(err.Error(), "is refused") {
+		t.Errorf("Flush with a refused pack = %v, want the server's refusal", err)
 	}
 	b.Rollback()
-	if n := ledgerdb.Scalar[int64](t, u, `SELECT count(*) FROM samples`); n != 38 {
+	if n := ledgerdb.Scalar[int64](t, u, `SELECT coalesce(sum(n), 0) FROM sample_packs`); n != 38 {
 		t.Errorf("samples after the refused batch: %d, want 38", n)
 	}
 }

@@ -141,10 +141,10 @@ func TestPostgresSamplePartitions(t *testing.T) {
 		})
 	}
 	partitions := func() []string {
-		return ledgerdb.Strings(t, u, `SELECT c.relname, (SELECT count(*) FROM samples s WHERE s.tableoid = c.oid)
- FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = CAST('samples' AS regclass) ORDER BY c.relname`)
+		return ledgerdb.Strings(t, u, `SELECT c.relname, (SELECT coalesce(sum(s.n), 0) FROM sample_packs s WHERE s.tableoid = c.oid)
+ FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = CAST('sample_packs' AS regclass) ORDER BY c.relname`)
 	}
-	want := []string{"samples_202601|1", "samples_202602|2", "samples_202603|2", "samples_202604|0"}
+	want := []string{"sample_packs_202601|1", "sample_packs_202602|2", "sample_packs_202603|2", "sample_packs_202604|0"}
 	if diff := cmp.Diff(want, partitions()); diff != "" {
 		t.Fatalf("partitions and their samples (-want +got):\n%s", diff)
 	}
@@ -165,7 +165,7 @@ func TestPostgresSamplePartitions(t *testing.T) {
 	if n != 1 {
 		t.Errorf("pruned %d samples, want 1 (the older one of March)", n)
 	}
-	want = []string{"samples_202603|1", "samples_202604|0"}
+	want = []string{"sample_packs_202603|1", "sample_packs_202604|0"}
 	if diff := cmp.Diff(want, partitions()); diff != "" {
 		t.Errorf("partitions after pruning (-want +got):\n%s", diff)
 	}
@@ -179,7 +179,7 @@ func TestPostgresSamplePartitions(t *testing.T) {
 			[]record.Sample{{Time: at[1], UUID: uuid, GPUUtil: &util}})
 		return err
 	})
-	want = []string{"samples_202602|1", "samples_202603|1", "samples_202604|0"}
+	want = []string{"sample_packs_202602|1", "sample_packs_202603|1", "sample_packs_202604|0"}
 	if diff := cmp.Diff(want, partitions()); diff != "" {
 		t.Errorf("partitions after a late sample (-want +got):\n%s", diff)
 	}

@@ -25,12 +25,30 @@ const (
  FROM jobs j JOIN job_gpus jg ON jg.job = j.id JOIN gpus g ON g.id = jg.gpu_id JOIN nodes n ON n.id = jg.node_id
  WHERE j.start IS NOT NULL AND j.start < ? AND (j.end IS NULL OR j.end > ?)`
 	exportGPUsOrder = ` ORDER BY j.start, j.id, n.name, g.idx NULLS FIRST`
-	// The leading values are cast: PostgreSQL types a bare parameter in
-	// a SELECT list as text.
-	exportSamples    = `SELECT ` + exportSampleCols + ` FROM samples WHERE gpu_id = ? AND t_ms >= ? AND t_ms < ? ORDER BY t_ms`
-	exportSampleCols = `CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS INTEGER), t_ms, interval_ms, job, restart, idle, util, mem_util, mem_used_mib, power_mw, energy_mj, temp_c,
- sm_clock_mhz, missing, metrics`
 )
+
+// exportSampleCols are the samples export's stored columns, after node,
+// uuid and index; job, restart and idle are 0 when absent, as the table
+// of samples stored them.
+func exportSampleCols() []int {
+	return []int{colT, colInterval, colJob, colRestart, colIdle, colUtil, colMemUtil, colMemUsed, colPower, colEnergy, colTemp,
+		colSMClock, colMissing, colMetrics}
+}
+
+// exportSampleVals fills vals with sample r's export row.
+func exportSampleVals(vals []any, node string, g GPURow, r *sampleRow) []any {
+	vals = append(vals[:0], node, g.UUID, g.index())
+	for _, col := range exportSampleCols() {
+		v := any(nil)
+		if r.set&(1<<col) != 0 {
+			v = r.vals[col]
+		} else if col == colJob || col == colRestart || col == colIdle {
+			v = int64(0)
+		}
+		vals = append(vals, v)
+	}
+	return vals
+}
 
 // ExportJobsIn calls fn, by start, with each job run of clusters (none:
 // all) that overlaps [from, to) (Unix seconds) as the jobs export's
@@ -59,7 +77,11 @@ func (s *Ledger) exportIn(ctx context.Context, fn func([]any) error, q, col stri
 // ExportSamples is ExportJobs for GPU g's samples in [fromMs, toMs),
 // each row led by node, g's uuid and index (the samples export).
 func (s *Ledger) ExportSamples(ctx context.Context, node string, g GPURow, fromMs, toMs int64, fn func(vals []any) error) error {
-	return s.export(ctx, fn, exportSamples, node, g.UUID, g.index(), g.ID, fromMs, toMs)
+	var vals []any
+	return s.eachSample(ctx, g.ID, fromMs, toMs, func(r *sampleRow) error {
+		vals = exportSampleVals(vals, node, g, r)
+		return fn(vals)
+	})
 }
 
 // index is g's index as a sample row leads with it: nil when unknown.

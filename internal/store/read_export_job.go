@@ -4,12 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 )
-
-// exportJobSamples is exportSamples narrowed to one job run's samples:
-// its own (job and restart) and those it shared (a jobs list, checked
-// here), with the list last so that it can be dropped.
-const exportJobSamples = `SELECT ` + exportSampleCols + `, jobs FROM samples WHERE gpu_id = ? AND t_ms >= ? AND t_ms <= ? AND (job = ? AND restart = ? OR jobs IS NOT NULL) ORDER BY t_ms`
 
 // ExportJobSamples is ExportSamples for the samples of GPU g in
 // [fromMs, toMs] that the agent gave Slurm job jobID's run restart: a
@@ -17,9 +13,13 @@ const exportJobSamples = `SELECT ` + exportSampleCols + `, jobs FROM samples WHE
 // even inside its allocation, and the sample taken at its end is. Rows
 // are the samples export's, as ExportSamples gives them.
 func (s *Ledger) ExportJobSamples(ctx context.Context, node string, g GPURow, jobID int64, restart int, fromMs, toMs int64, fn func(vals []any) error) error {
-	return s.export(ctx, func(vals []any) error {
-		last := len(vals) - 1
-		if list := vals[last]; list != nil {
+	var vals []any
+	to := toMs
+	if to < math.MaxInt64 {
+		to++ // the window is closed: [fromMs, toMs]
+	}
+	return s.eachSample(ctx, g.ID, fromMs, to, func(r *sampleRow) error {
+		if list, ok := r.vals[colJobs].(string); ok {
 			own, err := sharedWith(list, jobID, restart)
 			if err != nil {
 				return err
@@ -27,9 +27,14 @@ func (s *Ledger) ExportJobSamples(ctx context.Context, node string, g GPURow, jo
 			if !own {
 				return nil
 			}
+		} else if j, _ := r.vals[colJob].(int64); j != jobID {
+			return nil
+		} else if rs, _ := r.vals[colRestart].(int64); rs != int64(restart) {
+			return nil
 		}
-		return fn(vals[:last])
-	}, exportJobSamples, node, g.UUID, g.index(), g.ID, fromMs, toMs, jobID, restart)
+		vals = exportSampleVals(vals, node, g, r)
+		return fn(vals)
+	})
 }
 
 // sharedWith says whether a sample's jobs list (JSON, as stored) names

@@ -78,10 +78,14 @@ func ledgerOf(t *testing.T, stmts ...string) *Ledger {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range stmts {
+	// Samples are written as rows and packed as the ledger keeps them.
+	for _, q := range append([]string{RowSamplesSQL(w.Engine)}, stmts...) {
 		if _, err := w.db.ExecContext(ctx, q); err != nil {
 			t.Fatalf("fixture: %v\n%s", err, q)
 		}
+	}
+	if err := w.PackRowSamples(ctx); err != nil {
+		t.Fatal(err)
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)

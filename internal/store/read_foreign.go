@@ -1,9 +1,11 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 )
 
 // MaxForeignGPUs bounds the GPUs one ForeignGPUs read lists.
@@ -28,17 +30,66 @@ func (s *Ledger) ForeignGPUs(ctx context.Context, fromMs, toMs int64, limit int)
 	if limit <= 0 || limit > MaxForeignGPUs {
 		limit = MaxForeignGPUs
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT n.cluster, n.name, g.idx, count(*), min(s.t_ms), max(s.t_ms)
- FROM gpus g JOIN nodes n ON n.id = g.node_id JOIN samples s ON s.gpu_id = g.id AND s.t_ms >= ? AND s.t_ms < ?
- WHERE s.foreign_procs > 0 GROUP BY g.id, n.cluster, n.name, g.idx ORDER BY count(*) DESC, n.cluster, n.name, g.idx LIMIT ?`, fromMs, toMs, limit)
-	out, err := collect(rows, err, func(r batchRows, f *ForeignGPU) error {
+	rows, err := s.db.QueryContext(ctx, `SELECT g.id, n.cluster, n.name, g.idx FROM gpus g JOIN nodes n ON n.id = g.node_id`)
+	type gpu struct {
+		id int64
+		f  ForeignGPU
+	}
+	gpus, err := collect(rows, err, func(r batchRows, g *gpu) error {
 		var idx sql.NullInt64
-		err := r.Scan(&f.Cluster, &f.Node, &idx, &f.Samples, &f.First, &f.Last)
-		f.Index = ptrInt(idx)
+		err := r.Scan(&g.id, &g.f.Cluster, &g.f.Node, &idx)
+		g.f.Index = ptrInt(idx)
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read foreign processes: %w", translate(err))
 	}
+	var out []ForeignGPU
+	for _, g := range gpus {
+		f := g.f
+		err := s.eachSample(ctx, g.id, fromMs, toMs, func(r *sampleRow) error {
+			if n, _ := r.vals[colForeign].(int64); n > 0 {
+				t := r.vals[colT].(int64)
+				if f.Samples == 0 {
+					f.First = t
+				}
+				f.Samples++
+				f.Last = t
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("read foreign processes: %w", err)
+		}
+		if f.Samples > 0 {
+			out = append(out, f)
+		}
+	}
+	slices.SortFunc(out, func(a, b ForeignGPU) int {
+		if c := cmp.Compare(b.Samples, a.Samples); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.Cluster, b.Cluster); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.Node, b.Node); c != 0 {
+			return c
+		}
+		switch {
+		case a.Index == nil || b.Index == nil:
+			return cmp.Compare(boolInt(a.Index != nil), boolInt(b.Index != nil))
+		}
+		return cmp.Compare(*a.Index, *b.Index)
+	})
+	if len(out) > limit {
+		out = out[:limit]
+	}
 	return out, nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

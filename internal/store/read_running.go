@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"math"
 	"strings"
 )
 
@@ -52,20 +54,64 @@ func (s *Ledger) NowGPUs(ctx context.Context, rows []int64) ([]NowGPURow, error)
 	}
 	var b strings.Builder
 	args := make([]any, 0, len(rows))
-	b.WriteString(`SELECT jg.job, n.name, g.idx, g.uuid, g.model, s.util, s.t_ms
+	b.WriteString(`SELECT jg.job, n.name, g.idx, g.uuid, g.model, g.id, j.start
  FROM job_gpus jg JOIN jobs j ON j.id = jg.job JOIN gpus g ON g.id = jg.gpu_id JOIN nodes n ON n.id = jg.node_id
- LEFT JOIN samples s ON s.gpu_id = g.id AND s.t_ms = (SELECT max(t_ms) FROM samples x WHERE x.gpu_id = g.id) AND s.t_ms >= j.start * 1000
  WHERE 1 = 1`)
 	inList(&b, &args, "jg.job", rows)
+	type nowRow struct {
+		NowGPURow
+		gid   int64
+		start sql.NullInt64
+	}
 	rs, err := s.db.QueryContext(ctx, b.String(), args...)
-	out, err := collect(rs, err, func(r batchRows, g *NowGPURow) error {
-		var idx, at sql.NullInt64
-		var util sql.NullFloat64
-		err := r.Scan(&g.Row, &g.Node, &idx, &g.UUID, &g.Model, &util, &at)
-		g.Index, g.Util, g.AtMs = ptrInt(idx), ptrFloat(util), ptrInt(at)
+	got, err := collect(rs, err, func(r batchRows, g *nowRow) error {
+		var idx sql.NullInt64
+		err := r.Scan(&g.Row, &g.Node, &idx, &g.UUID, &g.Model, &g.gid, &g.start)
+		g.Index = ptrInt(idx)
 		return err
 	})
-	return out, translate(err)
+	if err != nil {
+		return nil, translate(err)
+	}
+	newest := map[int64]*sampleRow{}
+	out := make([]NowGPURow, 0, len(got))
+	for _, g := range got {
+		r, ok := newest[g.gid]
+		if !ok {
+			if r, err = s.newestSample(ctx, g.gid); err != nil {
+				return nil, err
+			}
+			newest[g.gid] = r
+		}
+		if r != nil && g.start.Valid && r.vals[colT].(int64) >= g.start.Int64*1000 {
+			t := r.vals[colT].(int64)
+			g.AtMs = &t
+			if u, ok := r.vals[colUtil].(int64); ok {
+				f := float64(u)
+				g.Util = &f
+			}
+		}
+		out = append(out, g.NowGPURow)
+	}
+	return out, nil
+}
+
+// newestSample is GPU gid's newest stored sample, nil when none.
+func (s *Ledger) newestSample(ctx context.Context, gid int64) (*sampleRow, error) {
+	var t0 sql.NullInt64
+	if err := s.db.QueryRowContext(ctx, `SELECT max(t0_ms) FROM sample_packs WHERE gpu_id = ?`, gid).Scan(&t0); err != nil {
+		return nil, fmt.Errorf("newest sample of gpu %d: %w", gid, translate(err))
+	}
+	if !t0.Valid {
+		return nil, nil
+	}
+	var last *sampleRow
+	err := s.eachSample(ctx, gid, t0.Int64, math.MaxInt64, func(r *sampleRow) error {
+		c := *r
+		last = &c
+		return nil
+	})
+	return last, err
 }
 
 // LongestEndedJob is the longest run that has both a start and an end,

@@ -24,38 +24,36 @@ type SampleRow struct {
 // copies what it keeps. Rows are handed over as they are read, so memory
 // does not grow with the job's length.
 func (s *Ledger) JobSamples(ctx context.Context, gpuID, job, fromMs, toMs int64, fn func(*SampleRow)) error {
-	rows, err := s.db.QueryContext(ctx, `SELECT t_ms, interval_ms, job, restart, jobs, idle, util, mem_used_mib, power_mw, energy_delta_mj
- FROM samples WHERE gpu_id = ? AND t_ms >= ? AND t_ms < ? AND (job = ? OR jobs IS NOT NULL) ORDER BY t_ms`, gpuID, fromMs, toMs, job)
-	if err != nil {
-		return translate(err)
-	}
-	return scanSamples(rows, fn)
+	var out SampleRow
+	var vals [4]int64
+	return s.eachSample(ctx, gpuID, fromMs, toMs, func(r *sampleRow) error {
+		if j, _ := r.vals[colJob].(int64); j != job && r.set&(1<<colJobs) == 0 {
+			return nil
+		}
+		seriesRow(&out, r, &vals)
+		fn(&out)
+		return nil
+	})
 }
 
-// scanSamples hands fn each row of a query of SampleRow's columns (t_ms,
-// interval_ms, job, restart, jobs, idle, util, mem_used_mib, power_mw,
-// energy_delta_mj), reusing the row as JobSamples says, and closes rows.
-func scanSamples(rows *sql.Rows, fn func(*SampleRow)) error {
-	defer rows.Close()
-	var r SampleRow
-	var jobs sql.NullString
-	var util, mem, power, energy sql.NullInt64
-	var vals [4]int64
-	for rows.Next() {
-		if err := rows.Scan(&r.TMs, &r.IntervalMs, &r.Job, &r.Restart, &jobs, &r.Idle, &util, &mem, &power, &energy); err != nil {
-			return translate(err)
-		}
-		r.Jobs = nil
-		if jobs.Valid {
-			r.Jobs = &jobs.String
-		}
-		setInt(&r.Util, util, &vals[0])
-		setInt(&r.MemUsedMiB, mem, &vals[1])
-		setInt(&r.PowerMW, power, &vals[2])
-		setInt(&r.EnergyDeltaMJ, energy, &vals[3])
-		fn(&r)
+// seriesRow fills out from a stored sample, its values in the slots of
+// vals, reused as JobSamples says.
+func seriesRow(out *SampleRow, r *sampleRow, vals *[4]int64) {
+	out.TMs = r.vals[colT].(int64)
+	out.IntervalMs, _ = r.vals[colInterval].(int64)
+	out.Job, _ = r.vals[colJob].(int64)
+	rs, _ := r.vals[colRestart].(int64)
+	out.Restart = int(rs)
+	idle, _ := r.vals[colIdle].(int64)
+	out.Idle = idle != 0
+	out.Jobs = nil
+	if js, ok := r.vals[colJobs].(string); ok {
+		out.Jobs = &js
 	}
-	return translate(rows.Err())
+	for i, col := range [4]int{colUtil, colMemUsed, colPower, colEnergyDelta} {
+		v, ok := r.vals[col].(int64)
+		setInt([]**int64{&out.Util, &out.MemUsedMiB, &out.PowerMW, &out.EnergyDeltaMJ}[i], sql.NullInt64{Int64: v, Valid: ok}, &vals[i])
+	}
 }
 
 // setInt points *dst at slot holding v, or sets it nil: a row's values

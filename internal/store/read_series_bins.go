@@ -2,7 +2,7 @@ package store
 
 import (
 	"context"
-	"database/sql"
+	"errors"
 )
 
 // SampleBin is a job run's own samples on one GPU within one stretch of
@@ -33,22 +33,62 @@ type SampleBin struct {
 // window is negative. The answer has at most (toMs-originMs)/spanMs+1
 // rows.
 func (s *Ledger) JobSampleBins(ctx context.Context, gpuID, job int64, restart int, originMs, fromMs, toMs, allocEndMs, spanMs int64) ([]SampleBin, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT (t_ms - ?8) / ?2 AS bin, min(t_ms), count(*), CAST(sum(w) AS INTEGER), CAST(sum(w * idle) AS INTEGER),
- CAST(coalesce(sum(util * w), 0) AS INTEGER), CAST(coalesce(sum(w + 0 * util), 0) AS INTEGER),
- CAST(coalesce(sum(power_mw * w), 0) AS INTEGER), CAST(coalesce(sum(w + 0 * power_mw), 0) AS INTEGER),
- max(util), max(mem_used_mib), CAST(sum(energy_delta_mj) AS INTEGER)
- FROM (SELECT t_ms, min(interval_ms, ?3 - t_ms) AS w, idle, util, mem_used_mib, power_mw, energy_delta_mj FROM samples
-  WHERE gpu_id = ?4 AND t_ms >= ?1 AND t_ms < ?5 AND job = ?6 AND restart = ?7 AND jobs IS NULL) AS s
- GROUP BY bin ORDER BY bin`, fromMs, spanMs, allocEndMs, gpuID, toMs, job, restart, originMs)
-	out, err := collect(rows, err, func(r batchRows, b *SampleBin) error {
-		var utilMax, memMax, energy sql.NullInt64
-		err := r.Scan(&b.Bin, &b.FirstMs, &b.N, &b.WindowMs, &b.IdleMs, &b.UtilWMs, &b.UtilMs, &b.PowerWMs, &b.PowerMs,
-			&utilMax, &memMax, &energy)
-		b.UtilShareWMs = float64(b.UtilWMs)
-		b.UtilMax, b.MemMax, b.EnergyMJ = ptrInt(utilMax), ptrInt(memMax), ptrInt(energy)
-		return err
+	var out []SampleBin
+	err := s.eachSample(ctx, gpuID, fromMs, toMs, func(r *sampleRow) error {
+		j, _ := r.vals[colJob].(int64)
+		rs, _ := r.vals[colRestart].(int64)
+		if j != job || rs != int64(restart) || r.set&(1<<colJobs) != 0 {
+			return nil
+		}
+		t := r.vals[colT].(int64)
+		iv, _ := r.vals[colInterval].(int64)
+		w := min(iv, allocEndMs-t)
+		bin := (t - originMs) / spanMs
+		if len(out) == 0 || out[len(out)-1].Bin != bin {
+			out = append(out, SampleBin{Bin: bin, FirstMs: t})
+		}
+		b := &out[len(out)-1]
+		b.N++
+		b.WindowMs += w
+		if idle, _ := r.vals[colIdle].(int64); idle != 0 {
+			b.IdleMs += w * idle
+		}
+		if u, ok := r.vals[colUtil].(int64); ok {
+			b.UtilWMs += u * w
+			b.UtilMs += w
+			b.UtilMax = maxOf(b.UtilMax, u)
+		}
+		if p, ok := r.vals[colPower].(int64); ok {
+			b.PowerWMs += p * w
+			b.PowerMs += w
+		}
+		if m, ok := r.vals[colMemUsed].(int64); ok {
+			b.MemMax = maxOf(b.MemMax, m)
+		}
+		if e, ok := r.vals[colEnergyDelta].(int64); ok {
+			if b.EnergyMJ == nil {
+				b.EnergyMJ = new(int64)
+			}
+			*b.EnergyMJ += e
+		}
+		return nil
 	})
-	return out, translate(err)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i].UtilShareWMs = float64(out[i].UtilWMs)
+	}
+	return out, nil
+}
+
+// maxOf is the larger of *p and v, in a new value when p is nil.
+func maxOf(p *int64, v int64) *int64 {
+	if p == nil {
+		return &v
+	}
+	*p = max(*p, v)
+	return p
 }
 
 // JobShared calls fn, in time order, for the samples of GPU gpuID in
@@ -56,12 +96,15 @@ func (s *Ledger) JobSampleBins(ctx context.Context, gpuID, job int64, restart in
 // partly outside one): JobSampleBins leaves them to the caller, who picks
 // its job's share. The row is reused as in JobSamples.
 func (s *Ledger) JobShared(ctx context.Context, gpuID, fromMs, toMs int64, fn func(*SampleRow)) error {
-	rows, err := s.db.QueryContext(ctx, `SELECT t_ms, interval_ms, job, restart, jobs, idle, util, mem_used_mib, power_mw, energy_delta_mj
- FROM samples WHERE gpu_id = ? AND t_ms >= ? AND t_ms < ? AND jobs IS NOT NULL ORDER BY t_ms`, gpuID, fromMs, toMs)
-	if err != nil {
-		return translate(err)
-	}
-	return scanSamples(rows, fn)
+	var out SampleRow
+	var vals [4]int64
+	return s.eachSample(ctx, gpuID, fromMs, toMs, func(r *sampleRow) error {
+		if r.set&(1<<colJobs) != 0 {
+			seriesRow(&out, r, &vals)
+			fn(&out)
+		}
+		return nil
+	})
 }
 
 // GPUSamplesAtLeast reports whether GPU gpuID has at least n samples in
@@ -69,11 +112,15 @@ func (s *Ledger) JobShared(ctx context.Context, gpuID, fromMs, toMs int64, fn fu
 // reaches into samples pruned while their series buckets are kept
 // (store.series_retention), which then stand for them.
 func (s *Ledger) GPUSamplesAtLeast(ctx context.Context, gpuID, fromMs, toMs int64, n int) (bool, error) {
-	var got int
-	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM samples WHERE gpu_id = ? AND t_ms >= ? AND t_ms < ? LIMIT ?) AS s`,
-		gpuID, fromMs, toMs, n).Scan(&got)
-	if err != nil {
-		return false, translate(err)
+	got := 0
+	err := s.eachSample(ctx, gpuID, fromMs, toMs, func(*sampleRow) error {
+		if got++; got >= n {
+			return errStopSamples
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStopSamples) {
+		return false, err
 	}
 	if got >= n {
 		return true, nil

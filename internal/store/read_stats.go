@@ -26,7 +26,11 @@ func (s *Ledger) RowCounts(ctx context.Context) ([]TableRows, error) {
 	out := make([]TableRows, 0, len(tables))
 	for _, tbl := range tables {
 		var n int64
-		if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM `+tbl).Scan(&n); err != nil {
+		q := `SELECT count(*) FROM ` + tbl
+		if tbl == "samples" {
+			q = `SELECT coalesce(sum(n), 0) FROM sample_packs` // packed: n a row
+		}
+		if err := s.db.QueryRowContext(ctx, q).Scan(&n); err != nil {
 			return nil, fmt.Errorf("count %s: %w", tbl, translate(err))
 		}
 		out = append(out, TableRows{Table: tbl, Rows: n})

@@ -161,7 +161,6 @@ func (b *Batch) closeStmts() {
 	for _, s := range b.st {
 		s.Close()
 	}
-	b.samples.close(b.conn)
 }
 
 // settle runs the rerolls and summaries that events left for the end of

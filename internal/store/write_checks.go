@@ -413,33 +413,27 @@ func (b *Batch) storedAround(uuid string, from, to int64) ([]stamp, error) {
 		return []stamp{last.s}, nil
 	}
 	var out []stamp
-	scan := func(q string, args ...any) error {
-		rows, err := b.query(q, args...)
-		got, err := collect(rows, err, func(r batchRows, st *stamp) error {
-			st.sample = -1
-			var mj sql.NullInt64
-			err := r.Scan(&st.t, &st.iv, &mj)
-			if mj.Valid {
-				v := uint64(mj.Int64)
-				st.mj = &v
-			}
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("samples of gpu %s: %w", uuid, err)
+	if r, ok, err := b.sampleBefore(gid, from); err != nil {
+		return nil, fmt.Errorf("samples of gpu %s: %w", uuid, err)
+	} else if ok {
+		out = append(out, stampOf(&r))
+	}
+	errFull := errors.New("full")
+	err = b.eachSample(gid, from, to, func(r *sampleRow) error {
+		if len(out) > 100000 {
+			return errFull
 		}
-		out = append(out, got...)
+		out = append(out, stampOf(r))
 		return nil
-	}
-	if err := scan(`SELECT t_ms, interval_ms, energy_mj FROM samples WHERE gpu_id = ? AND t_ms < ? ORDER BY t_ms DESC LIMIT 1`, gid, from); err != nil {
-		return nil, err
-	}
-	if err := scan(`SELECT t_ms, interval_ms, energy_mj FROM samples WHERE gpu_id = ? AND t_ms >= ? AND t_ms < ? ORDER BY t_ms LIMIT 100000`, gid, from, to); err != nil {
-		return nil, err
+	})
+	if err != nil && !errors.Is(err, errFull) {
+		return nil, fmt.Errorf("samples of gpu %s: %w", uuid, err)
 	}
 	// And the one after: its energy delta may have to be taken again.
-	if err := scan(`SELECT t_ms, interval_ms, energy_mj FROM samples WHERE gpu_id = ? AND t_ms >= ? ORDER BY t_ms LIMIT 1`, gid, to); err != nil {
-		return nil, err
+	if r, ok, err := b.sampleFrom(gid, to); err != nil {
+		return nil, fmt.Errorf("samples of gpu %s: %w", uuid, err)
+	} else if ok {
+		out = append(out, stampOf(&r))
 	}
 	return out, nil
 }
@@ -455,21 +449,13 @@ func (b *Batch) newestSample(gid int64) (newest, error) {
 	if n, ok := b.newest[gid]; ok {
 		return n, nil
 	}
-	row, err := b.queryRow(`SELECT t_ms, interval_ms, energy_mj FROM samples WHERE gpu_id = ? ORDER BY t_ms DESC LIMIT 1`, gid)
+	r, ok, err := b.sampleBefore(gid, math.MaxInt64)
 	if err != nil {
-		return newest{}, err
-	}
-	n := newest{s: stamp{sample: -1}, ok: true}
-	var mj sql.NullInt64
-	switch err := row.Scan(&n.s.t, &n.s.iv, &mj); {
-	case errors.Is(err, sql.ErrNoRows):
-		n = newest{}
-	case err != nil:
 		return newest{}, fmt.Errorf("newest sample of gpu %d: %w", gid, err)
 	}
-	if mj.Valid {
-		v := uint64(mj.Int64)
-		n.s.mj = &v
+	n := newest{}
+	if ok {
+		n = newest{s: stampOf(&r), ok: true}
 	}
 	if b.newest == nil {
 		b.newest = map[int64]newest{}
@@ -478,17 +464,15 @@ func (b *Batch) newestSample(gid int64) (newest, error) {
 	return n, nil
 }
 
-// newestKnown is the time of a GPU's newest stored sample (MinInt64 for
-// none), if the batch knows it without asking.
-func (b *Batch) newestKnown(gid int64) (int64, bool) {
-	n, ok := b.newest[gid]
-	if !ok {
-		return 0, false
+// stampOf is a stored sample's stamp.
+func stampOf(r *sampleRow) stamp {
+	st := stamp{sample: -1, t: r.vals[colT].(int64)}
+	st.iv, _ = r.vals[colInterval].(int64)
+	if mj, ok := r.vals[colEnergy].(int64); ok {
+		v := uint64(mj)
+		st.mj = &v
 	}
-	if !n.ok {
-		return math.MinInt64, true
-	}
-	return n.s.t, true
+	return st
 }
 
 // stored keeps the batch's newest sample of a GPU up to date after an

@@ -32,11 +32,10 @@ func (b *Batch) PruneSamplesKeepSeries(before, seriesBefore time.Time) (int64, e
 		return 0, fmt.Errorf("list gpus: %w", err)
 	}
 	for _, id := range ids {
-		r, err := b.execNow(`DELETE FROM samples WHERE gpu_id = ? AND t_ms < ?`, id, before.UnixMilli())
+		k, err := b.pruneSamples(id, before.UnixMilli())
 		if err != nil {
 			return n, err
 		}
-		k, _ := r.RowsAffected()
 		n += k
 		k, err = b.pruneBuckets(id, seriesBefore.UnixMilli())
 		if err != nil {

@@ -67,13 +67,22 @@ func (s *storedSample) energy() *int64 {
 	return &v
 }
 
-const storedSampleCols = `t_ms, interval_ms, job, restart, jobs, idle, util, energy_delta_mj, power_mw, metrics,
- coalesce((SELECT min(x.t_ms) FROM samples x WHERE x.gpu_id = s.gpu_id AND x.t_ms > s.t_ms), 0)`
-
-func scanStored(sc interface{ Scan(...any) error }) (storedSample, error) {
-	var s storedSample
-	err := sc.Scan(&s.t, &s.iv, &s.job, &s.restart, &s.jobs, &s.idle, &s.util, &s.delta, &s.power, &s.metrics, &s.next)
-	return s, err
+// storedOf is a stored sample as the recount reads it; next is the
+// GPU's next sample's time, 0 if none.
+func storedOf(r *sampleRow, next int64) storedSample {
+	s := storedSample{t: r.vals[colT].(int64), next: next}
+	s.iv, _ = r.vals[colInterval].(int64)
+	s.job, _ = r.vals[colJob].(int64)
+	rs, _ := r.vals[colRestart].(int64)
+	s.restart = int(rs)
+	idle, _ := r.vals[colIdle].(int64)
+	s.idle = idle != 0
+	s.jobs.String, s.jobs.Valid = r.vals[colJobs].(string)
+	s.metrics.String, s.metrics.Valid = r.vals[colMetrics].(string)
+	s.util.Int64, s.util.Valid = r.vals[colUtil].(int64)
+	s.delta.Int64, s.delta.Valid = r.vals[colEnergyDelta].(int64)
+	s.power.Int64, s.power.Valid = r.vals[colPower].(int64)
+	return s
 }
 
 // redoDelta takes the energy delta of the stored sample nx again against
@@ -81,14 +90,14 @@ func scanStored(sc interface{ Scan(...any) error }) (storedSample, error) {
 // the difference into its jobs' hours: the old delta ran from an older
 // reading and so already covered the new one's part.
 func (b *Batch) redoDelta(h *record.SegmentHeader, node, gid, t int64, mj uint64, nx stamp) error {
-	row, err := b.queryRow(`SELECT `+storedSampleCols+` FROM samples s WHERE gpu_id = ? AND t_ms = ?`, gid, nx.t)
+	ss, err := b.samplesMaybeOf(gid, nx.t, nx.t+1, 0, -1)
 	if err != nil {
 		return err
 	}
-	s, err := scanStored(row)
-	if err != nil {
-		return fmt.Errorf("sample of gpu %d at %d: %w", gid, nx.t, err)
+	if len(ss) == 0 {
+		return fmt.Errorf("sample of gpu %d at %d: %w", gid, nx.t, sql.ErrNoRows)
 	}
+	s := ss[0]
 	var nd *int64
 	if s.t-t <= 3*max(s.iv, 1000) {
 		d := int64(*nx.mj)
@@ -101,7 +110,14 @@ func (b *Batch) redoDelta(h *record.SegmentHeader, node, gid, t int64, mj uint64
 	if (od == nil) == (nd == nil) && (od == nil || *od == *nd) {
 		return nil
 	}
-	if _, err := b.exec(`UPDATE samples SET energy_delta_mj = ? WHERE gpu_id = ? AND t_ms = ?`, i64(nd), gid, s.t); err != nil {
+	if err := b.updateSample(gid, s.t, func(r *sampleRow) {
+		if nd == nil {
+			r.set &^= 1 << colEnergyDelta
+			r.vals[colEnergyDelta] = nil
+		} else {
+			r.put(colEnergyDelta, *nd)
+		}
+	}); err != nil {
 		return err
 	}
 	if err := b.moveBucketEnergy(gid, &s, od, nd); err != nil {
@@ -267,17 +283,13 @@ func (b *Batch) clampPruned(job, node int64, gone [][2]int64) error {
 // later one starts) to r1. reached says a stored sample before r0 was
 // found.
 func (b *Batch) recountRange(job, node int64, jobID uint64, restart int, gid int64, r [2]int64, old, nw alloc, seen map[[2]int64]bool) (reached bool, err error) {
-	row, err := b.queryRow(`SELECT max(t_ms) FROM samples WHERE gpu_id = ? AND t_ms < ?`, gid, r[0])
+	prev, found, err := b.sampleBefore(gid, r[0])
 	if err != nil {
 		return false, err
 	}
-	var before sql.NullInt64
-	if err := row.Scan(&before); err != nil {
-		return false, fmt.Errorf("samples of gpu %d: %w", gid, err)
-	}
 	from := r[0]
-	if before.Valid {
-		from = before.Int64
+	if found {
+		from = prev.vals[colT].(int64)
 	}
 	ss, err := b.samplesMaybeOf(gid, from, r[1], jobID, restart)
 	if err != nil {
@@ -304,19 +316,38 @@ func (b *Batch) recountRange(job, node int64, jobID uint64, restart int, gid int
 			}
 		}
 	}
-	return before.Valid, nil
+	return found, nil
 }
 
 // samplesMaybeOf reads, in time order, a GPU's stored samples from
 // t_ms from to to that may be the job run's: its own, and those several
-// jobs shared (their shares say whose).
+// jobs shared (their shares say whose); every one for restart -1.
 func (b *Batch) samplesMaybeOf(gid, from, to int64, jobID uint64, restart int) ([]storedSample, error) {
-	rows, err := b.query(`SELECT `+storedSampleCols+` FROM samples s
- WHERE gpu_id = ? AND t_ms >= ? AND t_ms < ? AND (job = ? AND restart = ? OR jobs IS NOT NULL) ORDER BY t_ms`, gid, from, to, int64(jobID), restart)
-	ss, err := collect(rows, err, func(r batchRows, s *storedSample) (err error) {
-		*s, err = scanStored(r)
-		return err
+	var ss []storedSample
+	var last *storedSample // the last one read, whoever's: its next is the sample after it
+	err := b.eachSample(gid, from, to, func(r *sampleRow) error {
+		t := r.vals[colT].(int64)
+		if last != nil {
+			last.next = t
+			last = nil
+		}
+		job, _ := r.vals[colJob].(int64)
+		rs, _ := r.vals[colRestart].(int64)
+		_, shared := r.vals[colJobs].(string)
+		if restart >= 0 && !shared && (job != int64(jobID) || rs != int64(restart)) {
+			return nil
+		}
+		ss = append(ss, storedOf(r, 0))
+		last = &ss[len(ss)-1]
+		return nil
 	})
+	if err == nil && last != nil {
+		var nx sampleRow
+		var ok bool
+		if nx, ok, err = b.sampleFrom(gid, to); ok {
+			last.next = nx.vals[colT].(int64)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("samples of gpu %d: %w", gid, err)
 	}

@@ -437,15 +437,35 @@ func (b *Batch) sampledTo(job, node, last int64) (int64, error) {
 	if last <= 0 {
 		return 0, nil
 	}
-	row, err := b.queryRow(`SELECT max(s.t_ms + s.interval_ms) FROM samples s, jobs r
- WHERE r.id = ? AND s.gpu_id IN (SELECT g.id FROM gpus g WHERE g.node_id = ?) AND s.t_ms >= ? AND s.t_ms < ?
- AND (s.job = r.job_id AND s.restart = r.restart OR s.jobs IS NOT NULL)`, job, node, last*1000, (last+1)*1000)
+	var jobID, restart int64
+	row, err := b.queryRow(`SELECT job_id, restart FROM jobs WHERE id = ?`, job)
 	if err != nil {
 		return 0, err
 	}
-	var end sql.NullInt64
-	if err := row.Scan(&end); err != nil {
+	if err := row.Scan(&jobID, &restart); err != nil {
 		return 0, fmt.Errorf("newest sample of job %d on node %d: %w", job, node, err)
+	}
+	gids, err := b.nodeGPUs(node)
+	if err != nil {
+		return 0, fmt.Errorf("newest sample of job %d on node %d: %w", job, node, err)
+	}
+	var end sql.NullInt64
+	for _, gid := range gids {
+		err := b.eachSample(gid, last*1000, (last+1)*1000, func(r *sampleRow) error {
+			j, _ := r.vals[colJob].(int64)
+			rs, _ := r.vals[colRestart].(int64)
+			_, shared := r.vals[colJobs].(string)
+			if shared || j == jobID && rs == restart {
+				e := r.vals[colT].(int64) + r.vals[colInterval].(int64)
+				if !end.Valid || e > end.Int64 {
+					end = sql.NullInt64{Int64: e, Valid: true}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, fmt.Errorf("newest sample of job %d on node %d: %w", job, node, err)
+		}
 	}
 	return (end.Int64 + 999) / 1000, nil
 }

@@ -10,8 +10,8 @@ import (
 // one byte string, for a ledger that stores a GPU's few minutes in one
 // row instead of a row a sample (issue 35: a row costs 60 bytes in
 // SQLite, 23 of them the record header; packed, 5 minutes of the
-// simulated day cost 7 bytes a sample). Not yet the ledger's layout: the
-// readers of samples still read rows.
+// simulated day cost 7 bytes a sample). The ledger's layout since
+// migration 0021 (sample_packs, write_samples_packs.go).
 //
 // Each sample is written against the one before it in the run:
 //

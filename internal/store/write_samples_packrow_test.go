@@ -2,7 +2,10 @@ package store
 
 import (
 	"bytes"
+	"context"
+	"database/sql"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,10 +127,11 @@ func TestEachPackedIn(t *testing.T) {
 	}
 }
 
-// TestPackStoredSamples: samples stored through the writer, read back
-// from the samples table of a real ledger in key order and packed one row
-// per GPU and span (as a conversion does), decode to the rows read, and a
-// stream out of order is refused.
+// TestPackStoredSamples: samples stored through the writer, put as rows
+// into the samples table of a ledger of schema 20 and migrated (0021's
+// Go step packs them), read back the same, in packs of the same bytes as
+// the writer's; packed one row per GPU and span by hand, they decode to
+// the rows, and a stream out of order is refused.
 func TestPackStoredSamples(t *testing.T) {
 	s := openTemp(t)
 	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
@@ -158,21 +162,17 @@ func TestPackStoredSamples(t *testing.T) {
 		_, err := b.Segment(&record.SegmentHeader{Cluster: "c", Node: "n1", Seq: 1, Interval: 10}, samples)
 		return err
 	})
-	rows, err := s.db.Query(`SELECT ` + rowSampleCols() + ` FROM samples ORDER BY gpu_id, t_ms`)
-	if err != nil {
-		t.Fatal(err)
+	stored := storedRows(t, s)
+	old := ledgerAt20(t, stored)
+	if d := cmp.Diff(stored, storedRows(t, old), cmp.AllowUnexported(sampleRow{})); d != "" {
+		t.Errorf("samples after migration 0021 (-written +migrated):\n%s", d)
 	}
-	defer rows.Close()
-	var stored []sampleRow
-	for rows.Next() {
-		var r sampleRow
-		if err := scanSampleRow(rows, &r); err != nil {
-			t.Fatal(err)
-		}
-		stored = append(stored, r)
+	packs := `SELECT * FROM sample_packs ORDER BY gpu_id, t0_ms`
+	if d := cmp.Diff(dump(t, s.db, packs), dump(t, old.db, packs)); d != "" {
+		t.Errorf("packs (-written +migrated):\n%s", d)
 	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
+	if n := len(dump(t, old.db, `SELECT name FROM sqlite_master WHERE name = 'samples'`)); n != 0 {
+		t.Error("table samples left after migration 0021")
 	}
 	if len(stored) != len(samples) {
 		t.Fatalf("%d rows stored, want %d", len(stored), len(samples))
@@ -246,4 +246,135 @@ func BenchmarkMergePack(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(run)), "ns/sample")
+}
+
+// storedRows are s's samples as the writer fills rows (absent job,
+// restart and idle left out), by GPU and time.
+func storedRows(t *testing.T, s *Ledger) []sampleRow {
+	t.Helper()
+	var out []sampleRow
+	err := s.StoredSamples(context.Background(), func(vals []any) error {
+		var r sampleRow
+		for col, v := range vals {
+			if x, ok := v.(int64); ok && x == 0 && (col == colJob || col == colRestart || col == colIdle) {
+				continue
+			}
+			if v != nil {
+				r.put(col, v)
+			}
+		}
+		out = append(out, r)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// ledgerAt20 is a ledger made by migrations 1 to 20 holding rows in its
+// samples table, then opened: migration 0021 runs on it.
+func ledgerAt20(t *testing.T, rows []sampleRow) *Ledger {
+	t.Helper()
+	ctx := context.Background()
+	path := t.TempDir() + "/old.db"
+	db, err := sql.Open("sqlite3", DSN(path, "wal", time.Second, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range mustMigrations(EngineSQLite)[:20] {
+		if _, err := db.ExecContext(ctx, m.sql); err != nil {
+			t.Fatalf("migration %s: %v", m.name, err)
+		}
+	}
+	if _, err := db.ExecContext(ctx, `PRAGMA user_version = 20`); err != nil {
+		t.Fatal(err)
+	}
+	cols := sampleColumns()
+	for _, r := range rows {
+		vals := make([]any, nSampleCols)
+		for col := range nSampleCols {
+			vals[col] = r.vals[col]
+			if r.set&(1<<col) == 0 && (col == colJob || col == colRestart || col == colIdle) {
+				vals[col] = int64(0)
+			}
+		}
+		q := `INSERT INTO samples(` + strings.Join(cols[:], ", ") + `) VALUES(?` + strings.Repeat(", ?", nSampleCols-1) + `)`
+		if _, err := db.ExecContext(ctx, q, vals...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(ctx, Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if v, err := s.Version(ctx); err != nil || v != len(mustMigrations(EngineSQLite)) {
+		t.Fatalf("version after open: %d, %v", v, err)
+	}
+	return s
+}
+
+// TestPruneRepacksStraddlingPack: a cut inside a pack deletes the packs
+// before it, keeps the samples at and after the cut in that pack, packed
+// again as the writer would have packed them alone, and counts what went.
+func TestPruneRepacksStraddlingPack(t *testing.T) {
+	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	util := uint32(40)
+	samples := func(from, to int) []record.Sample {
+		var out []record.Sample
+		for i := from; i < to; i++ {
+			u := util + uint32(i%3)
+			out = append(out, record.Sample{Time: t0.Add(time.Duration(i) * 10 * time.Second), UUID: "GPU-00000000-0000-0000-0000-000000000001",
+				GPUUtil: &u, Jobs: []record.JobShare{{Job: 7, Share: 1}}})
+		}
+		return out
+	}
+	write := func(s *Ledger, smp []record.Sample) {
+		batchOf(t, s, t0.Add(time.Hour), func(b *Batch) error {
+			e := ev(record.JobStart, "n1", t0.Add(-time.Hour), 1)
+			e.Job.ID = 7
+			e.Key = record.EventKey("c", 7, 0, "n1", record.JobStart)
+			if err := b.Event(e); err != nil {
+				return err
+			}
+			_, err := b.Segment(&record.SegmentHeader{Cluster: "c", Node: "n1", Seq: 1, Interval: 10}, smp)
+			return err
+		})
+	}
+	tests := []struct {
+		name      string
+		cut       time.Duration // after t0
+		kept, off int           // samples left; the first one left
+	}{
+		{"inside the second pack", 7*time.Minute + 5*time.Second, 17, 43},
+		{"on a pack's start", 5 * time.Minute, 30, 30},
+		{"after every sample", time.Hour, 0, 60},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := openTemp(t)
+			write(s, samples(0, 60)) // 10 minutes: two packs
+			var n int64
+			batchOf(t, s, t0.Add(time.Hour), func(b *Batch) error {
+				var err error
+				n, err = b.PruneSamples(t0.Add(tt.cut))
+				return err
+			})
+			if n != int64(60-tt.kept) {
+				t.Errorf("pruned %d samples, want %d", n, 60-tt.kept)
+			}
+			fresh := openTemp(t)
+			if tt.kept > 0 {
+				write(fresh, samples(tt.off, 60))
+			}
+			packs := `SELECT gpu_id, t0_ms, n, t1_ms, data FROM sample_packs ORDER BY gpu_id, t0_ms`
+			if d := cmp.Diff(dump(t, fresh.db, packs), dump(t, s.db, packs)); d != "" {
+				t.Errorf("packs after the prune (-written alone +pruned):\n%s", d)
+			}
+		})
+	}
 }

@@ -1,9 +1,7 @@
 package store
 
 import (
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -41,13 +39,7 @@ func (b *Batch) Segment(h *record.SegmentHeader, samples []record.Sample) (int, 
 	parentDelta := map[parentAt]int64{}
 	flush := func(upTo int) error {
 		if upTo > flushed {
-			var err error
-			if b.postgres() {
-				err = b.samples.insertPG(b.ctx, b.conn, b.tx.pipe, rows[flushed:upTo], b.newestKnown)
-			} else {
-				err = b.samples.insert(b.ctx, b.conn, rows[flushed:upTo])
-			}
-			if err != nil {
+			if err := b.samples.insertPacks(b, rows[flushed:upTo]); err != nil {
 				return err
 			}
 			flushed = upTo
@@ -262,17 +254,22 @@ func (b *Batch) prevCached(gid, tms int64) bool {
 func (b *Batch) energyDelta(gid, tms int64, mj uint64, intervalMS int64) (*int64, error) {
 	p, ok := b.prev[gid]
 	if !ok || p.tms >= tms {
-		row, err := b.queryRow(`SELECT t_ms, energy_mj FROM samples WHERE gpu_id = ? AND t_ms < ? AND energy_mj IS NOT NULL ORDER BY t_ms DESC LIMIT 1`, gid, tms)
-		if err != nil {
-			return nil, err
-		}
+		// A reading further back than the window below gives no delta
+		// (as none at all): only the window is read.
+		found := false
 		var t, e int64
-		switch err := row.Scan(&t, &e); {
-		case errors.Is(err, sql.ErrNoRows):
+		err := b.eachSample(gid, tms-3*max(intervalMS, 1000), tms, func(r *sampleRow) error {
+			if v, ok := r.vals[colEnergy].(int64); ok {
+				t, e, found = r.vals[colT].(int64), v, true
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("previous energy of gpu %d: %w", gid, err)
+		}
+		if !found {
 			b.prev[gid] = energyReading{tms, mj}
 			return nil, nil
-		case err != nil:
-			return nil, fmt.Errorf("previous energy of gpu %d: %w", gid, err)
 		}
 		p = energyReading{t, uint64(e)}
 	}

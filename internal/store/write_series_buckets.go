@@ -4,10 +4,10 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"io/fs"
+	"maps"
+	"math"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/aicloud/gpusuite/internal/record"
 )
@@ -112,6 +112,14 @@ func (b *Batch) writeBuckets(accs map[bucketKey]*bucketAcc) error {
 	slices.SortFunc(keys, func(a, c bucketKey) int {
 		return cmp.Or(cmp.Compare(a.gpu, c.gpu), cmp.Compare(a.job, c.job), cmp.Compare(a.restart, c.restart), cmp.Compare(a.bucket, c.bucket))
 	})
+	if err := b.execMany(upsertBucketSQL, bucketRows(keys, accs)); err != nil {
+		return fmt.Errorf("series buckets: %w", err)
+	}
+	return nil
+}
+
+// bucketRows are upsertBucketSQL's rows of accs, in the order of keys.
+func bucketRows(keys []bucketKey, accs map[bucketKey]*bucketAcc) [][]any {
 	rows := make([][]any, 0, len(keys))
 	for _, k := range keys {
 		a := accs[k]
@@ -125,10 +133,7 @@ func (b *Batch) writeBuckets(accs map[bucketKey]*bucketAcc) error {
 		rows = append(rows, []any{k.gpu, k.job, k.restart, k.bucket, a.n, a.first, a.end, a.window, a.idle,
 			a.utilW, a.utilMs, a.utilShareW, a.powerW, a.powerMs, umax, mmax, a.energy, a.energyN})
 	}
-	if err := b.execMany(upsertBucketSQL, rows); err != nil {
-		return fmt.Errorf("series buckets: %w", err)
-	}
-	return nil
+	return rows
 }
 
 // moveBucketEnergy moves the stored sample s's energy delta in its jobs'
@@ -182,26 +187,58 @@ func (b *Batch) noteSeriesPruned(t int64) error {
 	return err
 }
 
-// backfillMarker opens the part of the buckets' migration that fills
-// them from the stored samples.
-const backfillMarker = "-- backfill:"
-
 // RebuildSeriesBuckets computes every series bucket again from the stored
-// samples (the statement their migration ran once on a ledger that
-// predates them), in one transaction: for samples written into the table
-// by something other than the writer, such as a test fixture. Writer only.
+// samples, as the writer adds them, in one transaction: for samples
+// written by something other than the writer, such as a test fixture.
+// Writer only; it holds every bucket in memory (fixtures' sizes).
 func (s *Ledger) RebuildSeriesBuckets(ctx context.Context) error {
-	q, err := backfillSQL(s.Engine)
+	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT gpu_id FROM sample_packs ORDER BY gpu_id`)
+	gids, err := collect(rows, err, func(r batchRows, id *int64) error { return r.Scan(id) })
 	if err != nil {
-		return err
+		return fmt.Errorf("rebuild series buckets: %w", translate(err))
 	}
+	accs := map[bucketKey]*bucketAcc{}
+	for _, gid := range gids {
+		err := s.eachSample(ctx, gid, math.MinInt64, math.MaxInt64, func(r *sampleRow) error {
+			st := storedOf(r, 0)
+			shares, err := st.shares()
+			if err != nil {
+				return err
+			}
+			var smp record.Sample
+			smp.Jobs = shares
+			if st.util.Valid {
+				u := uint32(st.util.Int64)
+				smp.GPUUtil = &u
+			}
+			if m, ok := r.vals[colMemUsed].(int64); ok {
+				v := uint64(m)
+				smp.MemUsedMiB = &v
+			}
+			if st.power.Valid {
+				p := uint32(st.power.Int64)
+				smp.PowerMW = &p
+			}
+			addBucketSample(accs, gid, st.t, st.iv, &smp, st.energy())
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("rebuild series buckets: %w", err)
+		}
+	}
+	keys := slices.SortedFunc(maps.Keys(accs), func(a, c bucketKey) int {
+		return cmp.Or(cmp.Compare(a.gpu, c.gpu), cmp.Compare(a.job, c.job), cmp.Compare(a.restart, c.restart), cmp.Compare(a.bucket, c.bucket))
+	})
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("rebuild series buckets: %w", translate(err))
 	}
 	defer tx.Rollback()
-	for _, q := range []string{`DELETE FROM series_buckets`, q} {
-		if _, err := tx.ExecContext(ctx, q); err != nil {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM series_buckets`); err != nil {
+		return fmt.Errorf("rebuild series buckets: %w", translate(err))
+	}
+	for _, row := range bucketRows(keys, accs) {
+		if _, err := tx.ExecContext(ctx, upsertBucketSQL, row...); err != nil {
 			return fmt.Errorf("rebuild series buckets: %w", translate(err))
 		}
 	}
@@ -209,23 +246,4 @@ func (s *Ledger) RebuildSeriesBuckets(ctx context.Context) error {
 		return fmt.Errorf("rebuild series buckets: %w", translate(err))
 	}
 	return nil
-}
-
-// backfillSQL is the backfill statement of the engine's buckets migration.
-func backfillSQL(engine string) (string, error) {
-	names, err := fs.Glob(migrationFS, "migrations/"+engine+"/*_series_buckets.sql")
-	if err != nil || len(names) != 1 {
-		return "", fmt.Errorf("series buckets migration of %s: %d found (%v)", engine, len(names), err)
-	}
-	b, err := fs.ReadFile(migrationFS, names[0])
-	if err != nil {
-		return "", fmt.Errorf("series buckets migration: %w", err)
-	}
-	_, q, ok := strings.Cut(string(b), backfillMarker)
-	if !ok {
-		return "", fmt.Errorf("series buckets migration of %s: no %q", engine, backfillMarker)
-	}
-	// Past the marker's own comment line.
-	_, q, _ = strings.Cut(q, "\n")
-	return q, nil
 }

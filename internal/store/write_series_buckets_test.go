@@ -90,7 +90,7 @@ func TestSeriesBucketsOnce(t *testing.T) {
 	if d := cmp.Diff(once, dump(t, s.db, bucketsQuery)); d != "" {
 		t.Errorf("buckets kept by the writer differ from those summed from the samples (-writer +samples):\n%s", d)
 	}
-	if n := len(dump(t, s.db, `SELECT 1 FROM samples WHERE energy_delta_mj IS NULL`)); n != 1 {
+	if n := len(dumpSamples(t, s, func(vals []any) bool { return vals[colEnergyDelta] == nil })); n != 1 {
 		t.Errorf("%d samples without an energy delta, want 1 (the first): the deferred segment's delta not taken again", n)
 	}
 }
@@ -267,7 +267,7 @@ func TestPrunedMarkFollowsSamples(t *testing.T) {
 		if _, err := b.exec(notePrunedSQL, prunedKey, strconv.FormatInt(dropped.UnixMilli(), 10)); err != nil {
 			return err
 		}
-		for _, q := range []string{`DELETE FROM samples`, `DELETE FROM series_buckets`} {
+		for _, q := range []string{`DELETE FROM sample_packs`, `DELETE FROM series_buckets`} {
 			if _, err := b.exec(q); err != nil {
 				return err
 			}

@@ -3,7 +3,9 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -64,11 +66,28 @@ func (b *Batch) FirstSample(n NoStart) (time.Time, bool, error) {
 	if !hour.Valid {
 		return time.Time{}, false, nil
 	}
-	t, err := b.queryNullInt(what, `SELECT min(s.t_ms) FROM samples s JOIN gpus g ON g.id = s.gpu_id
- WHERE g.node_id = ? AND s.t_ms >= ? AND s.t_ms < ? AND (s.job = ? AND s.restart = ? OR s.jobs LIKE ?)`,
-		n.Node, hour.Int64*3_600_000, (hour.Int64+1)*3_600_000, int64(n.JobID), n.Restart, fmt.Sprintf(`%%"job":%d,"restart":%d,%%`, n.JobID, n.Restart))
+	gids, err := b.nodeGPUs(n.Node)
 	if err != nil {
-		return time.Time{}, false, err
+		return time.Time{}, false, fmt.Errorf("%s: %w", what, err)
+	}
+	var t sql.NullInt64
+	mark := fmt.Sprintf(`"job":%d,"restart":%d,`, n.JobID, n.Restart)
+	for _, gid := range gids {
+		err := b.eachSample(gid, hour.Int64*3_600_000, (hour.Int64+1)*3_600_000, func(r *sampleRow) error {
+			j, _ := r.vals[colJob].(int64)
+			rs, _ := r.vals[colRestart].(int64)
+			js, _ := r.vals[colJobs].(string)
+			if j == int64(n.JobID) && rs == int64(n.Restart) || strings.Contains(js, mark) {
+				if tm := r.vals[colT].(int64); !t.Valid || tm < t.Int64 {
+					t = sql.NullInt64{Int64: tm, Valid: true}
+				}
+				return errStopSamples
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, errStopSamples) {
+			return time.Time{}, false, fmt.Errorf("%s: %w", what, err)
+		}
 	}
 	if !t.Valid {
 		// Pruned already: the hour is what is left.

@@ -27,10 +27,10 @@ type LongJob struct {
 func (j LongJob) Samples() int64 { return int64(j.GPUs) * (j.Seconds / j.Interval) }
 
 // BuildLongJob makes a ledger (BuildLedger) holding job j on node gpu01
-// from T0 and writes its samples straight into the samples table with one
-// statement, so that a million samples take seconds rather than an
-// ingest, then has the writer sum them into the series buckets
-// (store.Ledger.RebuildSeriesBuckets) as it would have. Utilization runs 0..100 over each 17 samples (0 is idle),
+// from T0 and writes its samples as rows with one statement (RowSamples),
+// so that a million samples take seconds rather than an ingest, then has
+// the writer pack them and sum them into the series buckets
+// (PackRowSamples) as it would have. Utilization runs 0..100 over each 17 samples (0 is idle),
 // memory peaks once, power varies; every 1000th sample is shared with job
 // j.ID+1 (a jobs list, every other one idle for j), so that both paths of
 // a series are read.
@@ -42,14 +42,7 @@ func BuildLongJob(t testing.TB, j LongJob, now time.Time) string {
 		job.End = 0
 	}
 	path := BuildLedger(t, []Job{job}, now)
-	if strings.HasPrefix(path, "postgres") {
-		// The writer makes the sample partitions of the months it
-		// writes; samples inserted by hand need theirs made here.
-		for m := time.Unix(T0, 0).UTC(); m.Unix() < end; m = m.AddDate(0, 1, 0) {
-			ledgerdb.Exec(t, path, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS samples_%s PARTITION OF samples FOR VALUES FROM (%d) TO (%d)`,
-				m.Format("200601"), m.UnixMilli(), m.AddDate(0, 1, 0).UnixMilli()))
-		}
-	}
+	RowSamples(t, path)
 	ledgerdb.Tx(t, path, func(exec func(string, ...any)) {
 		exec(`INSERT INTO samples(gpu_id, t_ms, interval_ms, job, restart, jobs, idle, util, mem_used_mib, power_mw)
  WITH RECURSIVE s(k) AS (SELECT CAST(0 AS INTEGER) UNION ALL SELECT k + 1 FROM s WHERE k + 1 < ?)
@@ -62,15 +55,38 @@ func BuildLongJob(t testing.TB, j LongJob, now time.Time) string {
 			// parameter next to || as text.
 			j.Seconds/j.Interval, T0, j.Interval, j.Interval, j.ID, fmt.Sprint(j.ID), fmt.Sprint(j.ID+1), j.Seconds/j.Interval/3, j.ID)
 	})
-	RebuildSeriesBuckets(t, path)
+	PackRowSamples(t, path)
 	return path
 }
 
-// RebuildSeriesBuckets has the writer of the ledger at path (a file's
-// path or a database's URL) sum its samples into the series buckets
-// again, for samples a test wrote straight into the table: a long job's
-// series reads the buckets (store.Ledger.RebuildSeriesBuckets).
-func RebuildSeriesBuckets(t testing.TB, path string) {
+// RowSamples makes a table samples of rows in the ledger at path, the
+// layout before packed samples, for samples a test writes by SQL;
+// PackRowSamples then packs them.
+func RowSamples(t testing.TB, path string) {
+	t.Helper()
+	engine := store.EngineSQLite
+	if strings.HasPrefix(path, "postgres") {
+		engine = store.EnginePostgres
+	}
+	ledgerdb.Exec(t, path, store.RowSamplesSQL(engine))
+}
+
+// PackRowSamples packs the rows of RowSamples' table into the ledger's
+// packs as the writer keeps them, and has it sum them into the series
+// buckets (RebuildSeriesBuckets).
+func PackRowSamples(t testing.TB, path string) {
+	t.Helper()
+	st := openWriter(t, path)
+	defer st.Close()
+	if err := st.PackRowSamples(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.RebuildSeriesBuckets(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func openWriter(t testing.TB, path string) *store.Ledger {
 	t.Helper()
 	o := store.Options{Path: path}
 	if strings.HasPrefix(path, "postgres") {
@@ -80,6 +96,16 @@ func RebuildSeriesBuckets(t testing.TB, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return st
+}
+
+// RebuildSeriesBuckets has the writer of the ledger at path (a file's
+// path or a database's URL) sum its samples into the series buckets
+// again, for samples a test wrote straight into the table: a long job's
+// series reads the buckets (store.Ledger.RebuildSeriesBuckets).
+func RebuildSeriesBuckets(t testing.TB, path string) {
+	t.Helper()
+	st := openWriter(t, path)
 	defer st.Close()
 	if err := st.RebuildSeriesBuckets(context.Background()); err != nil {
 		t.Fatal(err)
