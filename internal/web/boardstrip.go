@@ -37,11 +37,32 @@ func level(m board.Minute) string {
 	return levels[i]
 }
 
-// stripText is the strip's characters alone: a compact cell's title.
+// compactMarkMinutes is the minutes one mark of a compact cell's title
+// stands for. A big board's page carries a title per GPU: sixty marks
+// each nearly doubled a 1,000-GPU page; six keep it within a third. The
+// minute by minute strip is in the status document's last_hour and in
+// a small board's cells.
+const compactMarkMinutes = 10
+
+// stripText is the strip in marks of compactMarkMinutes minutes: a
+// compact cell's title. A mark is a gap when no minute of it was seen,
+// else the mean utilization of its minutes that gave one.
 func stripText(s *board.Strip) string {
 	var b strings.Builder
-	b.Grow(board.StripMinutes * 3)
-	for _, m := range s.Minutes {
+	b.Grow(board.StripMinutes / compactMarkMinutes * 3)
+	for i := 0; i < board.StripMinutes; i += compactMarkMinutes {
+		var m board.Minute
+		sum, n := 0, 0
+		for _, x := range s.Minutes[i:min(i+compactMarkMinutes, board.StripMinutes)] {
+			m.Seen = m.Seen || x.Seen
+			if x.Seen && x.UtilKnown {
+				sum += int(x.Util)
+				n++
+			}
+		}
+		if n > 0 {
+			m.Util, m.UtilKnown = uint8((sum+n/2)/n), true
+		}
 		b.WriteString(level(m))
 	}
 	return b.String()

@@ -91,8 +91,8 @@ func TestBoardStripRenderings(t *testing.T) {
 	}
 }
 
-// TestBoardStripCompact: a big board's cell says its strip and slices in
-// its title.
+// TestBoardStripCompact: a big board's cell says its strip, a mark per
+// ten minutes, and its slices in its title.
 func TestBoardStripCompact(t *testing.T) {
 	h, err := New(Options{DB: filepath.Join(t.TempDir(), "none.db"), Location: time.UTC, Now: func() time.Time { return viewNow }})
 	if err != nil {
@@ -104,7 +104,9 @@ func TestBoardStripCompact(t *testing.T) {
 	n := f.compactNode("row-0-0", "NVIDIA A100-SXM4-80GB", &board.Row{Node: &snap.Board.Nodes[0],
 		GPUs: []*board.GPU{&snap.Board.Nodes[0].GPUs[0], &snap.Board.Nodes[0].GPUs[1]}})
 	got := string(n.Cells)
-	want := "last hour " + strings.Repeat("·", 40) + "▁▂▂▃▄▅▅▆▇▇" + strings.Repeat("·", 5) + strings.Repeat("▁", 5)
+	// One mark per ten minutes: four gaps, the rising ten minutes' mean,
+	// then five minutes unseen and five near zero.
+	want := "last hour " + strings.Repeat("·", 4) + "▄▁\""
 	for _, w := range []string{want, "3g.40gb busy · job 5 bob", "1g.10gb free"} {
 		if !strings.Contains(got, w) {
 			t.Errorf("the cells lack %q:\n%s", w, got)
