@@ -1,7 +1,10 @@
 package store
 
 import (
+	"context"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -104,10 +107,56 @@ func TestSliceJobEnergy(t *testing.T) {
 		parent + "|" + itoa(steps*parentMW*10),
 		"MIG-1|NULL", "MIG-2|NULL",
 	}
-	if d := cmp.Diff(wantDeltas, dump(t, s.db, `SELECT g.uuid, sum(s.energy_delta_mj) FROM samples s JOIN gpus g ON g.id = s.gpu_id GROUP BY g.uuid ORDER BY g.uuid`)); d != "" {
+	if d := cmp.Diff(wantDeltas, storedDeltas(t, s)); d != "" {
 		t.Errorf("stored energy deltas by GPU (-want +got):\n%s", d)
 	}
 	checkInvariants(t, s, "after slice jobs")
+}
+
+// storedDeltas sums each GPU's stored energy_delta_mj by UUID ("NULL"
+// where no sample stored one), in UUID order.
+func storedDeltas(t *testing.T, s *Ledger) []string {
+	t.Helper()
+	col := map[string]int{}
+	for i, c := range SampleColumns() {
+		col[c] = i
+	}
+	uuids := map[int64]string{}
+	for _, row := range dump(t, s.db, `SELECT id || '|' || uuid FROM gpus`) {
+		id, uuid, _ := strings.Cut(row, "|")
+		n, err := strconv.ParseInt(id, 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		uuids[n] = uuid
+	}
+	sums := map[string]*int64{}
+	err := s.StoredSamples(context.Background(), func(vals []any) error {
+		uuid := uuids[vals[col["gpu_id"]].(int64)]
+		if _, ok := sums[uuid]; !ok {
+			sums[uuid] = nil
+		}
+		if d, ok := vals[col["energy_delta_mj"]].(int64); ok {
+			if sums[uuid] == nil {
+				sums[uuid] = new(int64)
+			}
+			*sums[uuid] += d
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for uuid, sum := range sums {
+		v := "NULL"
+		if sum != nil {
+			v = itoa(*sum)
+		}
+		out = append(out, uuid+"|"+v)
+	}
+	slices.Sort(out)
+	return out
 }
 
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }
