@@ -13,7 +13,9 @@
 // terminal columns.
 //
 // Call sites mark a message as p.T("...") (p.Text("...") for a text
-// with a percent sign, p.N("...", "...") when it counts) in Go and {{T "..."}} in templates; TestCatalogueComplete walks both for keys missing from a
+// with a percent sign, p.N("...", "...") when it counts) in Go and
+// {{T "..."}} ({{TH "..."}} for HTML) in templates; TestCatalogueComplete
+// walks both for keys missing from a
 // catalogue.
 package i18n
 

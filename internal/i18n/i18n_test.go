@@ -185,10 +185,11 @@ func TestCataloguesAgree(t *testing.T) {
 }
 
 // usedKeys walks the project's sources for the keys its call sites use:
-// p.T("...") and p.Text("...") in Go, {{T "..."}} in templates, t("...") in scripts.
+// p.T("...") and p.Text("...") in Go, {{T "..."}} and {{TH "..."}} in
+// templates, t("...") in scripts.
 func usedKeys(t *testing.T, root string) map[string][]string {
 	t.Helper()
-	tmpl := regexp.MustCompile(`\bT\s+("(?:[^"\\]|\\.)*"|` + "`[^`]*`" + `)`)
+	tmpl := regexp.MustCompile(`\bTH?\s+("(?:[^"\\]|\\.)*"|` + "`[^`]*`" + `)`)
 	js := regexp.MustCompile(`\bt\(("(?:[^"\\]|\\.)*")`)
 	used := map[string][]string{}
 	add := func(lit, where string) {
