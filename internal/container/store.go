@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/i18n"
+	"github.com/aicloud/gpusuite/internal/report/table"
 	"github.com/aicloud/gpusuite/internal/spool"
 )
 
@@ -164,9 +165,12 @@ func dirSize(root string) (size int64, partial bool) {
 	return size, partial
 }
 
-// WriteList prints a listing as a table.
+// WriteList prints a listing as a table, aligned by display width (a
+// Japanese heading takes two columns a character): text/tabwriter's
+// layout for English, byte for byte.
 func WriteList(w io.Writer, es []Entry, busy map[string][]string, tr *i18n.Printer) error {
-	rows := [][]string{{tr.T("NAME"), tr.T("ENROOT NAME"), tr.T("SIZE"), tr.T("CREATED"), tr.T("IMAGE"), tr.T("SETUP"), tr.T("IN USE")}}
+	t := &table.Table{Columns: []table.Column{{Title: tr.T("NAME")}, {Title: tr.T("ENROOT NAME")}, {Title: tr.T("SIZE")},
+		{Title: tr.T("CREATED")}, {Title: tr.T("IMAGE")}, {Title: tr.T("SETUP")}, {Title: tr.T("IN USE")}}}
 	for _, e := range es {
 		size := human(uint64(e.Size))
 		if e.SizeErr {
@@ -187,38 +191,9 @@ func WriteList(w io.Writer, es []Entry, busy map[string][]string, tr *i18n.Print
 		if j := busy[e.Name]; len(j) > 0 {
 			use = tr.T("job %s", strings.Join(j, ","))
 		}
-		rows = append(rows, []string{e.Name, Prefix + e.Name, size, created, image, setup, use})
+		t.Rows = append(t.Rows, table.Row{Cells: []any{e.Name, Prefix + e.Name, size, created, image, setup, use}})
 	}
-	return writeColumns(w, rows)
-}
-
-// writeColumns writes rows as columns two spaces apart, each as wide as
-// its widest cell in terminal columns (a Japanese heading takes two a
-// character), the last one unpadded: text/tabwriter's layout, which
-// counts a character as one column.
-func writeColumns(w io.Writer, rows [][]string) error {
-	var widths []int
-	for _, r := range rows {
-		for i, c := range r {
-			if i == len(widths) {
-				widths = append(widths, 0)
-			}
-			widths[i] = max(widths[i], i18n.Width(c))
-		}
-	}
-	var b strings.Builder
-	for _, r := range rows {
-		for i, c := range r {
-			if i == len(r)-1 {
-				b.WriteString(c)
-				break
-			}
-			b.WriteString(i18n.Left(c, widths[i]+2))
-		}
-		b.WriteString("\n")
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return table.Write(w, t, table.Options{Format: table.Aligned})
 }
 
 func shortHash(h string) string {
