@@ -200,11 +200,18 @@ func (si *sampleInserter) ensurePartitionPG(b *Batch, t int64) error {
 	})
 }
 
+// packStepBatch is how many rows of samples packSamplesStep reads at a
+// time (a variable for its test).
+var packStepBatch = 50000
+
 // packSamplesStep is migration 0021's Go step: it packs the samples table
 // into sample_packs, in key order and bounded batches (memory: one batch
-// and one pack), and drops samples.
+// and one pack), and drops samples. Each batch starts after the last
+// key read by a row comparison, which both engines answer from the
+// primary key: an OR of gpu_id > ? and gpu_id = ? AND t_ms > ? was
+// filtered from the table's start each batch on PostgreSQL.
 func packSamplesStep(ctx context.Context, tx *ledgerTx) error {
-	const batch = 50000
+	batch := packStepBatch
 	parts := map[int64]bool{}
 	var k *packer
 	k = &packer{emit: func(gid, start int64, data []byte, n int) error {
@@ -230,7 +237,7 @@ func packSamplesStep(ctx context.Context, tx *ledgerTx) error {
 	lastGID, lastT := int64(math.MinInt64), int64(math.MinInt64)
 	for {
 		rows, err := tx.QueryContext(ctx, `SELECT `+rowSampleCols()+` FROM samples
- WHERE gpu_id > ? OR gpu_id = ? AND t_ms > ? ORDER BY gpu_id, t_ms LIMIT `+fmt.Sprint(batch), lastGID, lastGID, lastT)
+ WHERE (gpu_id, t_ms) > (?, ?) ORDER BY gpu_id, t_ms LIMIT `+fmt.Sprint(batch), lastGID, lastT)
 		if err != nil {
 			return fmt.Errorf("read samples: %w", translate(err))
 		}
