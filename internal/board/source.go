@@ -80,6 +80,8 @@ type Snapshot struct {
 	// view is the snapshot's View, made once by the source before the
 	// snapshot is shared (nil in one made by hand: View makes it then).
 	view *View
+	// docs are its encoded documents (Encoded); nil in one made by hand.
+	docs *docCache
 }
 
 // NewSource returns a source; call Run to keep Slurm's view fresh.
@@ -247,6 +249,7 @@ func (s *Source) old(why string) *Snapshot {
 	c.Meta.Problems = append(cur.Meta.Problems[:len(cur.Meta.Problems):len(cur.Meta.Problems)],
 		Problem{Err: "board of " + cur.Board.At.UTC().Format(time.RFC3339) + ": " + why})
 	c.view = newView(&c)
+	c.docs = newDocCache() // its problems differ from cur's
 	return &c
 }
 
@@ -272,5 +275,6 @@ func (s *Source) build(ctx context.Context, now time.Time) *Snapshot {
 	s.hist.observe(lives, &snap.Board, now)
 	snap.Meta.Problems = append(snap.Meta.Problems, snap.Board.NoteProblems...)
 	snap.view = newView(snap)
+	snap.docs = newDocCache()
 	return snap
 }

@@ -80,15 +80,30 @@ func (h *Handler) apiBoard(w http.ResponseWriter, r *http.Request) error {
 	if lastHour {
 		status = h.view(s).StatusLastHour
 	}
-	doc := status(nodes)
-	h.v.maskStatus(&doc)
-	b, err := json.Marshal(doc)
+	encode := func() ([]byte, error) {
+		doc := status(nodes)
+		h.v.maskStatus(&doc)
+		b, err := json.Marshal(doc)
+		if err != nil {
+			return nil, fmt.Errorf("encode the status document: %w", err)
+		}
+		return indentJSON(make([]byte, 0, len(b)*2), b), nil
+	}
+	var out []byte
+	var err error
+	if len(names) == 0 && !h.v.private {
+		// The whole board, the same for every viewer: encoded once a
+		// build. Masked or chosen nodes are encoded for their asker.
+		out, err = s.Encoded(fmt.Sprintf("status %p %t", h.mapping, lastHour), encode)
+	} else {
+		out, err = encode()
+	}
 	if err != nil {
-		return fmt.Errorf("encode the status document: %w", err)
+		return err
 	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(indentJSON(make([]byte, 0, len(b)*2), b))
+	_, _ = w.Write(out)
 	return nil
 }
 
