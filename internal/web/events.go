@@ -585,6 +585,7 @@ func (h *Handler) boardEvents(w http.ResponseWriter, r *http.Request) {
 	// A proxy must not hold the stream back to buffer it.
 	hd.Set("X-Accel-Buffering", "no")
 	hd.Add("Vary", "Accept-Encoding")
+	hd.Add("Vary", "Accept-Language") // the board's events are in the browser's language
 	var gz *gzipStream
 	if acceptsGzip(r.Header.Get("Accept-Encoding")) {
 		gz = &gzipStream{pool: hb.deflaters}

@@ -127,6 +127,7 @@ func (h *Handler) render(w http.ResponseWriter, code int, page string, v any) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Add("Vary", "Accept-Language") // the page speaks the browser's language
 	w.WriteHeader(code)
 	_, _ = w.Write(b.Bytes())
 }
