@@ -210,11 +210,26 @@ func WriteJobTextIn(w io.Writer, det *Detail, m *teams.Mapping, loc *time.Locati
 		if j.End != nil {
 			to = *j.End * 1000
 		}
-		const fixed = 62
-		spark := max(10, width-fixed)
-		// by display width: a translated heading is wider than its length
-		b.WriteString("  " + i18n.Left(tr.T("NODE"), 8) + " " + i18n.Left(tr.T("GPU"), 4) + " " + i18n.Right(tr.T("MEAN"), 5) + " " + i18n.Right(tr.T("PEAK"), 5) + " " +
-			i18n.Right(tr.T("PEAK MEM"), 14) + " " + i18n.Right("kWh", 8) + " " + i18n.Right(tr.T("IDLE"), 6) + "  " + tr.T("UTILIZATION OVER THE JOB") + "\n")
+		// Each column is as wide as English lays it out, or as its
+		// heading in display width where a translation is wider; the
+		// sparkline takes what is left of the terminal.
+		heads := []string{tr.T("NODE"), tr.T("GPU"), tr.T("MEAN"), tr.T("PEAK"), tr.T("PEAK MEM"), "kWh", tr.T("IDLE")}
+		const fixed = 62 // the columns' English widths and gaps
+		ws := []int{8, 4, 5, 5, 14, 8, 6}
+		wider := 0
+		var h strings.Builder
+		h.WriteString(" ")
+		for i, hd := range heads {
+			wider += max(0, i18n.Width(hd)-ws[i])
+			ws[i] = max(ws[i], i18n.Width(hd))
+			if i < 2 {
+				h.WriteString(" " + i18n.Left(hd, ws[i]))
+			} else {
+				h.WriteString(" " + i18n.Right(hd, ws[i]))
+			}
+		}
+		spark := max(10, width-fixed-wider)
+		b.WriteString(h.String() + "  " + tr.T("UTILIZATION OVER THE JOB") + "\n")
 		for _, g := range det.GPUs {
 			mem := "-"
 			if g.MemMaxMiB != nil {
@@ -229,8 +244,8 @@ func WriteJobTextIn(w io.Writer, det *Detail, m *teams.Mapping, loc *time.Locati
 			if g.SampleS > 0 {
 				idle = pct(100 * g.IdleS / g.SampleS)
 			}
-			fmt.Fprintf(&b, "  %-8s %-4s %5s %5s %14s %8s %6s  %s\n", fit(g.Node, 8), gpuName(g), optF(g.UtilMean, "%.0f%%"), optF(g.UtilMax, "%.0f%%"),
-				mem, optF(g.EnergyKWh, "%.3f"), idle, Sparkline(g.Series, from, to, spark))
+			fmt.Fprintf(&b, "  %-*s %-*s %*s %*s %*s %*s %*s  %s\n", ws[0], fit(g.Node, 8), ws[1], gpuName(g), ws[2], optF(g.UtilMean, "%.0f%%"), ws[3], optF(g.UtilMax, "%.0f%%"),
+				ws[4], mem, ws[5], optF(g.EnergyKWh, "%.3f"), ws[6], idle, Sparkline(g.Series, from, to, spark))
 		}
 	}
 	writeMetrics(&b, det, tr)
