@@ -231,6 +231,7 @@ func english() []string {
 		"CLUSTER",
 		"TOTAL",
 		"%d runs",
+		" on %s",
 		"Runs%s between %s and %s (%s), %s, at most %d",
 		"- = not recorded (JobAcctGatherType is none), no limit, no --mem or no GPU samples; TIME%, CPU% and MEM% as seff counts them",
 		"details and suggestions: gpuacct job JOBID",

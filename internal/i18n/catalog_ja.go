@@ -232,6 +232,7 @@ func japanese() map[string]string {
 		"CLUSTER": "クラスタ",
 		"TOTAL":   "合計",
 		"%d runs": "%d件",
+		" on %s":  "(%s)",
 		"Runs%s between %s and %s (%s), %s, at most %d": "%[2]s から %[3]s までの実行%[1]s (%[4]s)、%[5]s、最大 %[6]d 件",
 		"- = not recorded (JobAcctGatherType is none), no limit, no --mem or no GPU samples; TIME%, CPU% and MEM% as seff counts them": "- = 記録なし (JobAcctGatherTypeがnone)、制限なし、--memなし、またはGPUサンプルなし。時間%・CPU%・メモリ%はseffと同じ数え方",
 		"details and suggestions: gpuacct job JOBID":              "詳細と提案: gpuacct job JOBID",

@@ -92,7 +92,11 @@ func (d *Ledger) JobEfficiencies(ctx context.Context, q EffQuery) (*table.Table,
 		t.Rows = append(t.Rows, tot.row(len(runs), q.Scope.Several(), tr))
 	}
 	// order is one of EffSorts' values, each in the catalogue
-	t.Title = tr.T("Runs%s between %s and %s (%s), %s, at most %d", q.Scope.on(), tr.Time(q.Window.Start, "2006-01-02 15:04"),
+	on := "" // the clusters, where the ledger holds several
+	if st := q.Scope.Title(); st != "" {
+		on = tr.T(" on %s", st)
+	}
+	t.Title = tr.T("Runs%s between %s and %s (%s), %s, at most %d", on, tr.Time(q.Window.Start, "2006-01-02 15:04"),
 		tr.Time(q.Window.End, "2006-01-02 15:04"), zoneName(q.Window.Start.Location(), q.Window.Start), tr.Text(order), q.Limit)
 	t.Meta = windowMeta("jobs", q.Window, q.Scope, table.KV{Key: "runs", Value: int64(len(runs))}, table.KV{Key: "more", Value: int64(more)})
 	t.Notes = []string{tr.Text("- = not recorded (JobAcctGatherType is none), no limit, no --mem or no GPU samples; TIME%, CPU% and MEM% as seff counts them"),
