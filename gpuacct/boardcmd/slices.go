@@ -6,7 +6,6 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/report"
-	"github.com/aicloud/gpusuite/internal/slurmstate"
 )
 
 // SliceCount is one MIG profile on one node as Slurm schedules it: a
@@ -55,7 +54,7 @@ func (v *view) migSlices(nodes []board.Node) []SliceCount {
 				continue
 			}
 			s := SliceCount{Node: sn.Name, Profile: g.Type, GPUEquivalent: report.GPUEquivalent(g.Type), Total: g.Count, Used: g.Used}
-			if g.Used >= 0 && schedulable(sn.Condition) && !sn.NotResponding {
+			if g.Used >= 0 && board.Schedulable(sn.Condition) && !sn.NotResponding {
 				if reserved {
 					s.Reserved = max(g.Count-g.Used, 0)
 				} else {
@@ -69,10 +68,4 @@ func (v *view) migSlices(nodes []board.Node) []SliceCount {
 		return cmp.Or(cmp.Compare(a.Node, b.Node), cmp.Compare(a.GPUEquivalent, b.GPUEquivalent), cmp.Compare(a.Profile, b.Profile))
 	})
 	return out
-}
-
-// schedulable: Slurm gives a node's unheld gres to jobs (as the board
-// counts free GPUs).
-func schedulable(c slurmstate.Condition) bool {
-	return c == slurmstate.Idle || c == slurmstate.Mixed
 }

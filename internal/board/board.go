@@ -498,10 +498,10 @@ func covers(r slurmstate.Reservation, node string, now time.Time) bool {
 	return false
 }
 
-// schedulable says whether Slurm gives a node's unheld GPUs to jobs in
+// Schedulable says whether Slurm gives a node's unheld GPUs to jobs in
 // condition c. ALLOCATED is not: every CPU is taken (by CPU-only jobs,
 // perhaps), so a GPU job would pend.
-func schedulable(c slurmstate.Condition) bool {
+func Schedulable(c slurmstate.Condition) bool {
 	return c == slurmstate.Idle || c == slurmstate.Mixed
 }
 
@@ -524,7 +524,7 @@ func gpuState(n Node, haveSlurm bool, g record.LiveGPU, noted bool) State {
 		return Drained
 	case haveSlurm && n.Condition == slurmstate.Allocated:
 		return Busy
-	case haveSlurm && !schedulable(n.Condition):
+	case haveSlurm && !Schedulable(n.Condition):
 		return Down
 	case noted:
 		return Booked
