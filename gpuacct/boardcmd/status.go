@@ -70,11 +70,11 @@ func writeStatus(w io.Writer, v *view, nodes []board.Node, tr *i18n.Printer) err
 	}
 	sliced := map[string][]string{}
 	for _, s := range v.migSlices(nodes) {
-		used := "? used"
+		used := tr.T("? used")
 		if s.Used >= 0 {
-			used = fmt.Sprintf("%d used", s.Used)
+			used = tr.T("%d used", s.Used)
 		}
-		sliced[s.Node] = append(sliced[s.Node], fmt.Sprintf("%s %s of %d, %d free", s.Profile, used, s.Total, s.Free))
+		sliced[s.Node] = append(sliced[s.Node], tr.T("%s %s of %d, %d free", s.Profile, used, s.Total, s.Free))
 	}
 	for _, n := range nodes {
 		slurm := string(n.Condition)
@@ -112,7 +112,7 @@ func writeStatus(w io.Writer, v *view, nodes []board.Node, tr *i18n.Printer) err
 				dash(strings.Join(notes, "; "))}})
 		}
 		if sl := sliced[n.Name]; len(sl) > 0 {
-			t.Notes = append(t.Notes, fmt.Sprintf("%s: MIG slices %s", n.Name, strings.Join(sl, "; ")))
+			t.Notes = append(t.Notes, tr.T("%s: MIG slices %s", n.Name, strings.Join(sl, "; ")))
 		}
 		for _, nt := range n.Notes {
 			t.Notes = append(t.Notes, tr.T("%s: note %s, until %s", n.Name, noteText(nt, maxNoteRunes), v.stampIn(tr, nt.Until)))

@@ -180,6 +180,10 @@ func english() []string {
 		"%s: in reservation %s",
 		"%s: STALE: no live snapshot (is its agent running?)",
 		"%s: STALE: last snapshot %s, %s ago",
+		"%s: MIG slices %s",
+		"? used",
+		"%d used",
+		"%s %s of %d, %d free",
 		// a job's page
 		"(end estimated)",
 		"(account %s)",

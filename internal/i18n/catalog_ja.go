@@ -181,6 +181,10 @@ func japanese() map[string]string {
 		"%s: in reservation %s":        "%s: 予約 %s に入っています",
 		"%s: STALE: no live snapshot (is its agent running?)": "%s: 古い: ライブのスナップショットなし (エージェントは動いていますか?)",
 		"%s: STALE: last snapshot %s, %s ago":                 "%s: 古い: 最後のスナップショット %s (%s 前)",
+		"%s: MIG slices %s":                                   "%s: MIGスライス %s",
+		"? used":                                              "使用 ?",
+		"%d used":                                             "使用 %d",
+		"%s %s of %d, %d free":                                "%[1]s %[3]d個中%[2]s、空き %[4]d",
 		// a job's page
 		"(end estimated)":            "(終了は推定)",
 		"(account %s)":               "(アカウント %s)",
