@@ -45,12 +45,17 @@ type Catalog struct {
 	cat     catalog.Catalog
 }
 
+// spoken is a catalogue that only negotiates: the languages and their
+// matcher, without the messages, which cost a millisecond to build.
+func spoken() *Catalog {
+	tags := []language.Tag{English, Japanese}
+	return &Catalog{tags: tags, matcher: language.NewMatcher(tags)}
+}
+
 // New builds the catalogue from each language's messages.
 func New() (*Catalog, error) {
-	c := &Catalog{
-		tags: []language.Tag{English, Japanese},
-		msgs: map[language.Tag]map[string]string{English: {}, Japanese: japanese()},
-	}
+	c := spoken()
+	c.msgs = map[language.Tag]map[string]string{English: {}, Japanese: japanese()}
 	for _, k := range english() {
 		c.msgs[English][k] = k
 	}
@@ -62,7 +67,7 @@ func New() (*Catalog, error) {
 			}
 		}
 	}
-	c.cat, c.matcher = b, language.NewMatcher(c.tags)
+	c.cat = b
 	return c, nil
 }
 
@@ -126,17 +131,22 @@ func (c *Catalog) match(prefs ...language.Tag) language.Tag {
 }
 
 // ForEnv is the printer of a terminal's language (Catalog.Env), for a
-// command that prints once and exits. Should the catalogue not build
-// (TestPrinter builds it), it speaks English, which needs none.
+// command that prints once and exits. The messages are built only for a
+// language other than English, which needs none; should they not build
+// (TestPrinter builds them), it speaks English.
 func ForEnv(getenv func(string) string) *Printer {
 	if getenv == nil {
+		return Plain()
+	}
+	lang := spoken().Env(getenv)
+	if lang == English {
 		return Plain()
 	}
 	c, err := New()
 	if err != nil {
 		return Plain()
 	}
-	return c.Printer(c.Env(getenv))
+	return c.Printer(lang)
 }
 
 // Plain is an English printer, which needs no catalogue: for callers
