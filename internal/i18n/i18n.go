@@ -180,9 +180,6 @@ func (p *Printer) Lang() string {
 	return p.lang.String()
 }
 
-// IsEnglish reports whether p speaks English.
-func (p *Printer) IsEnglish() bool { return p == nil || p.lang == English }
-
 // T is message key in p's language. Without args the message is
 // literal text; with args it is a format, as fmt's (%% is a percent
 // sign). English is fmt's own output, byte for byte; a key missing from
