@@ -2,7 +2,6 @@ package agent
 
 import (
 	"math"
-	"strconv"
 	"strings"
 	"time"
 
@@ -21,23 +20,18 @@ import (
 // ("NVIDIA A100-SXM4-80GB MIG 3g.40gb": 3; a compute instance
 // "MIG 1c.3g.40gb": 1); 0 when the name has no profile.
 func sliceCount(model string) int {
-	_, prof, ok := strings.Cut(model, " MIG ")
+	name, ok := record.MIGProfileName(model)
 	if !ok {
 		return 0
 	}
-	prof = strings.TrimSpace(prof)
-	if c, rest, ok := strings.Cut(prof, "c."); ok && strings.Contains(rest, "g.") {
-		prof = c + "g." // a compute instance has c of the GPU instance's slices
-	}
-	g, _, ok := strings.Cut(prof, "g.")
+	p, ok := record.ParseMIGProfile(name)
 	if !ok {
 		return 0
 	}
-	n, err := strconv.Atoi(g)
-	if err != nil || n <= 0 || n > 8 {
-		return 0
+	if p.Compute != 0 {
+		return p.Compute // a compute instance has c of the GPU instance's slices
 	}
-	return n
+	return p.Slices
 }
 
 // migInstance is one MIG device as the share rule sees it.

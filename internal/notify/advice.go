@@ -6,10 +6,10 @@ import (
 	"maps"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/store"
 )
 
@@ -53,11 +53,16 @@ type Advice struct {
 	Elapsed, Limit time.Duration
 }
 
-// migSlice is a MIG profile of a GPU.
+// migSlice is a MIG profile of a GPU: its name and what it says.
 type migSlice struct {
-	name   string
-	slices int
-	gb     float64
+	name string
+	record.MIGProfile
+}
+
+// sliceOf is the profile named name (one of migModels').
+func sliceOf(name string) migSlice {
+	p, _ := record.ParseMIGProfile(name)
+	return migSlice{name, p}
 }
 
 // migModel is the MIG profiles of a GPU model: each slice count's
@@ -86,23 +91,12 @@ var migModels = []migModel{
 	{"A30", 0, 4, []string{"1g.6gb", "2g.12gb", "4g.24gb"}},
 }
 
-// parseSlice reads a profile name "<slices>g.<GB>gb".
-func parseSlice(name string) (migSlice, bool) {
-	g, mem, ok := strings.Cut(name, "g.")
-	n, err1 := strconv.Atoi(g)
-	gb, err2 := strconv.ParseFloat(strings.TrimSuffix(mem, "gb"), 64)
-	if !ok || err1 != nil || err2 != nil || n <= 0 || gb <= 0 {
-		return migSlice{}, false
-	}
-	return migSlice{name: name, slices: n, gb: gb}, true
-}
-
 // smallestSlice is the smallest MIG slice of a GPU of model with
 // totalMiB of memory; ok false: the GPU has no MIG.
 func smallestSlice(model string, totalMiB float64) (migSlice, bool) {
 	for _, m := range migModels {
 		if strings.Contains(model, m.model) && totalMiB >= m.minMiB {
-			return parseSlice(m.profiles[0])
+			return sliceOf(m.profiles[0]), true
 		}
 	}
 	return migSlice{}, false
@@ -111,7 +105,7 @@ func smallestSlice(model string, totalMiB float64) (migSlice, bool) {
 // fitsSlice says whether peakMiB of GPU memory stays within the slice
 // with migMargin to spare.
 func fitsSlice(s migSlice, peakMiB float64) bool {
-	return peakMiB < s.gb*1000*1000*1000/(1<<20)*migMargin
+	return peakMiB < float64(s.GB)*1000*1000*1000/(1<<20)*migMargin
 }
 
 // SliceFit is the smallest MIG profile, smaller than the GPU or slice a
@@ -129,20 +123,20 @@ func SliceFit(model string, totalMiB, peakMiB, utilPct float64) (string, bool) {
 		}
 		held := m.slices
 		if isMIG {
-			if !slices.Contains(m.profiles, strings.TrimSpace(prof)) {
+			prof = strings.TrimSpace(prof)
+			if !slices.Contains(m.profiles, prof) {
 				continue
 			}
-			p, _ := parseSlice(strings.TrimSpace(prof))
-			held = p.slices
+			held = sliceOf(prof).Slices
 		} else if totalMiB < m.minMiB {
 			continue
 		}
 		for _, name := range m.profiles {
-			p, ok := parseSlice(name)
-			if !ok || p.slices >= held {
+			p := sliceOf(name)
+			if p.Slices >= held {
 				break
 			}
-			if fitsSlice(p, peakMiB) && float64(p.slices) >= utilPct/100*float64(held) {
+			if fitsSlice(p, peakMiB) && float64(p.Slices) >= utilPct/100*float64(held) {
 				return p.name, true
 			}
 		}
@@ -224,7 +218,7 @@ func (n *Notifier) gpuAdvice(j store.JobRow, gpus []store.JobGPURow) (Advice, bo
 	ad := Advice{Job: j.ID(), Cluster: j.Cluster, GPUs: j.GPUs, UtilPct: 100 * j.UsedS / float64(j.AllocS)}
 	if len(gpus) == 1 && j.GPUs == 1 {
 		g := gpus[0]
-		if _, prof, ok := strings.Cut(g.Model, " MIG "); ok {
+		if prof, ok := record.MIGProfileName(g.Model); ok {
 			return sliceAdvice(ad, g, prof)
 		}
 		if g.MemMaxMiB == nil || g.MemTotalMiB == nil || ad.UtilPct >= cfg.SmallUtil {
@@ -260,7 +254,7 @@ func (n *Notifier) gpuAdvice(j store.JobRow, gpus []store.JobGPURow) (Advice, bo
 // sliceAdvice is the advice on a run that held one MIG slice: a smaller
 // one its memory peak and utilization fit. A slice's utilization is known
 // only where NVML gives its activity (GPM): with none (or none above 0)
-// there is no advice.
+// there is no advice. prof is the slice's profile (3g.40gb).
 func sliceAdvice(ad Advice, g store.JobGPURow, prof string) (Advice, bool) {
 	if g.MemMaxMiB == nil || g.UtilMax == nil || *g.UtilMax <= 0 || g.SampleS <= 0 {
 		return Advice{}, false
@@ -270,7 +264,7 @@ func sliceAdvice(ad Advice, g store.JobGPURow, prof string) (Advice, bool) {
 	if !ok {
 		return Advice{}, false
 	}
-	ad.Kind, ad.PeakMiB, ad.UtilPct, ad.Model, ad.Slice = AdviceSlice, *g.MemMaxMiB, util, strings.TrimSpace(prof), s
+	ad.Kind, ad.PeakMiB, ad.UtilPct, ad.Model, ad.Slice = AdviceSlice, *g.MemMaxMiB, util, prof, s
 	return ad, true
 }
 

@@ -68,7 +68,7 @@ func TestSliceAdvice(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := sliceAdvice(base, tt.g, " 3g.40gb")
+			got, ok := sliceAdvice(base, tt.g, "3g.40gb")
 			if d := cmp.Diff(tt.want, got); d != "" || ok != tt.wantOK {
 				t.Errorf("ok %v (want %v), advice (-want +got):\n%s", ok, tt.wantOK, d)
 			}

@@ -1,36 +1,30 @@
 package report
 
 import (
-	"strconv"
 	"strings"
+
+	"github.com/aicloud/gpusuite/internal/record"
 )
 
 // MIGProfile reads a MIG profile from a Slurm gres type: "1g.10gb" as a
 // gres.conf names it, "nvidia_a100-sxm4-40gb_1g.10gb" as AutoDetect=nvml
 // does, "+me" media extensions included; or from a ledger model, NVML's
-// name of the instance ("NVIDIA A100-SXM4-80GB MIG 1g.10gb"). Slices is the number before
-// "g" (compute slices); Of the slices of the whole GPU: 4 on an A30
-// (6 GB a slice), 7 on the A100, H100 and H200. ok is false for a type
-// that names no MIG profile (a100, t4): a whole GPU.
+// name of the instance ("NVIDIA A100-SXM4-80GB MIG 1g.10gb"), read by
+// record.ParseMIGProfile. Slices is the number before "g" (compute
+// slices); Of the slices of the whole GPU: 4 on an A30 (6 GB a slice), 7
+// on the A100, H100 and H200. ok is false for a type that names no GPU
+// instance's profile (a100, t4; a compute instance's 1c.3g.40gb).
 func MIGProfile(gresType string) (slices, of int, ok bool) {
 	p := gresType
 	if i := strings.LastIndexAny(p, "_ "); i >= 0 {
 		p = p[i+1:]
 	}
-	p = strings.TrimSuffix(p, "+me")
-	g, mem, found := strings.Cut(p, "g.")
-	if !found || !strings.HasSuffix(mem, "gb") {
+	prof, ok := record.ParseMIGProfile(p)
+	if !ok || prof.Compute != 0 {
 		return 0, 0, false
 	}
-	n, err := strconv.Atoi(g)
-	if err != nil || n < 1 || n > 7 || len(g) != 1 {
-		return 0, 0, false
-	}
-	gb, err := strconv.Atoi(strings.TrimSuffix(mem, "gb"))
-	if err != nil || gb < 1 {
-		return 0, 0, false
-	}
-	if gb == 6*n && n <= 4 && n != 3 { // A30: 1g.6gb, 2g.12gb, 4g.24gb
+	n := prof.Slices
+	if prof.GB == 6*n && n <= 4 && n != 3 { // A30: 1g.6gb, 2g.12gb, 4g.24gb
 		return n, 4, true
 	}
 	return n, 7, true

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/aicloud/gpusuite/internal/notify"
+	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/report/table"
 )
 
@@ -51,8 +52,8 @@ func sliceNotes(det *Detail) []string {
 			continue
 		}
 		what := "GPU " + gpuName(g)
-		if _, prof, ok := strings.Cut(g.Model, " MIG "); ok {
-			what = "MIG slice " + strings.TrimSpace(prof)
+		if prof, ok := record.MIGProfileName(g.Model); ok {
+			what = "MIG slice " + prof
 		}
 		out = append(out, fmt.Sprintf("%s on %s peaked at %.1f GiB of memory and %s utilization: a MIG slice %s would do (--gres=gpu:%s:1).",
 			what, g.Node, *g.MemMaxMiB/1024, pct(*g.UtilMean), s, s))

@@ -3,10 +3,10 @@ package sim
 import (
 	"crypto/sha256"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/aicloud/gpusuite/internal/record"
 )
 
 // MIG layouts as sites cut their GPUs: an A100 80GB into seven 1g.10gb,
@@ -25,13 +25,13 @@ func (d *Device) EnableMIGLayout(profiles []string) []*MIGDevice {
 	out := make([]*MIGDevice, 0, len(profiles))
 	slices := 0
 	for i, p := range profiles {
-		n, gib, ok := parseProfile(p)
+		prof, ok := layoutProfile(p)
 		if !ok {
 			panic(fmt.Sprintf("sim: MIG profile %q", p))
 		}
-		slices += n
+		slices += prof.Slices
 		out = append(out, &MIGDevice{
-			parent: d, total: gib << 30, gi: i + 1, ci: 0, uuid: MIGUUID(d.UUID, i),
+			parent: d, total: uint64(prof.GB) << 30, gi: i + 1, ci: 0, uuid: MIGUUID(d.UUID, i),
 			name: fmt.Sprintf("%s MIG %s", d.Config.Name, p),
 		})
 	}
@@ -65,11 +65,11 @@ func MIGUUID(parent string, i int) string {
 func CheckLayout(profiles []string) error {
 	slices := 0
 	for _, p := range profiles {
-		n, _, ok := parseProfile(p)
+		prof, ok := layoutProfile(p)
 		if !ok {
 			return fmt.Errorf("MIG profile %q is not <slices>g.<GiB>gb", p)
 		}
-		slices += n
+		slices += prof.Slices
 	}
 	if slices > 7 {
 		return fmt.Errorf("MIG layout %v uses %d slices of 7", profiles, slices)
@@ -77,14 +77,11 @@ func CheckLayout(profiles []string) error {
 	return nil
 }
 
-func parseProfile(p string) (slices int, gib uint64, ok bool) {
-	g, mem, ok := strings.Cut(p, "g.")
-	if !ok {
-		return 0, 0, false
-	}
-	n, err1 := strconv.Atoi(g)
-	m, err2 := strconv.ParseUint(strings.TrimSuffix(mem, "gb"), 10, 64)
-	return n, m, err1 == nil && err2 == nil && n > 0 && m > 0
+// layoutProfile reads a layout's profile: a GPU instance's, as
+// record.ParseMIGProfile reads it.
+func layoutProfile(p string) (record.MIGProfile, bool) {
+	prof, ok := record.ParseMIGProfile(p)
+	return prof, ok && prof.Compute == 0
 }
 
 // installMIG makes out the GPU's MIG instances, as EnableMIG does.
