@@ -66,12 +66,11 @@ func sliceOf(name string) migSlice {
 }
 
 // migModel is the MIG profiles of a GPU model: each slice count's
-// standard GPU-instance profile, smallest first; slices is the whole
+// standard GPU-instance profile, smallest first; the last is the whole
 // GPU's.
 type migModel struct {
 	model    string // a substring of the GPU's model name
 	minMiB   float64
-	slices   int
 	profiles []string
 }
 
@@ -81,14 +80,14 @@ type migModel struct {
 // variants with double memory (1g.20gb) or media engines (+me) are left
 // out: advice names the plain profile of each size.
 var migModels = []migModel{
-	{"H200", 0, 7, []string{"1g.18gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb"}},
-	{"H100", 90_000, 7, []string{"1g.12gb", "2g.24gb", "3g.47gb", "4g.47gb", "7g.94gb"}},
-	{"H100", 0, 7, []string{"1g.10gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"}},
-	{"H800", 0, 7, []string{"1g.10gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"}},
-	{"A100", 70_000, 7, []string{"1g.10gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"}},
-	{"A100", 0, 7, []string{"1g.5gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb"}},
-	{"A800", 70_000, 7, []string{"1g.10gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"}},
-	{"A30", 0, 4, []string{"1g.6gb", "2g.12gb", "4g.24gb"}},
+	{"H200", 0, []string{"1g.18gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb"}},
+	{"H100", 90_000, []string{"1g.12gb", "2g.24gb", "3g.47gb", "4g.47gb", "7g.94gb"}},
+	{"H100", 0, []string{"1g.10gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"}},
+	{"H800", 0, []string{"1g.10gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"}},
+	{"A100", 70_000, []string{"1g.10gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"}},
+	{"A100", 0, []string{"1g.5gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb"}},
+	{"A800", 70_000, []string{"1g.10gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"}},
+	{"A30", 0, []string{"1g.6gb", "2g.12gb", "4g.24gb"}},
 }
 
 // smallestSlice is the smallest MIG slice of a GPU of model with
@@ -121,7 +120,7 @@ func SliceFit(model string, totalMiB, peakMiB, utilPct float64) (string, bool) {
 		if !strings.Contains(base, m.model) {
 			continue
 		}
-		held := m.slices
+		held := sliceOf(m.profiles[len(m.profiles)-1]).Slices
 		if isMIG {
 			prof = strings.TrimSpace(prof)
 			if !slices.Contains(m.profiles, prof) {
