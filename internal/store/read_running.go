@@ -96,22 +96,23 @@ func (s *Ledger) NowGPUs(ctx context.Context, rows []int64) ([]NowGPURow, error)
 	return out, nil
 }
 
-// newestSample is GPU gid's newest stored sample, nil when none.
+// newestSample is GPU gid's newest stored sample, nil when none: the
+// last of its newest pack, read by one query.
 func (s *Ledger) newestSample(ctx context.Context, gid int64) (*sampleRow, error) {
-	var t0 sql.NullInt64
-	if err := s.db.QueryRowContext(ctx, `SELECT max(t0_ms) FROM sample_packs WHERE gpu_id = ?`, gid).Scan(&t0); err != nil {
+	rows, err := s.db.QueryContext(ctx, `SELECT data FROM sample_packs WHERE gpu_id = ? ORDER BY t0_ms DESC LIMIT 1`, gid)
+	if err != nil {
 		return nil, fmt.Errorf("newest sample of gpu %d: %w", gid, translate(err))
 	}
-	if !t0.Valid {
-		return nil, nil
-	}
 	var last *sampleRow
-	err := s.eachSample(ctx, gid, t0.Int64, math.MaxInt64, func(r *sampleRow) error {
+	err = eachPackRow(rows, gid, math.MinInt64, math.MaxInt64, func(r *sampleRow) error {
 		c := *r
 		last = &c
 		return nil
 	})
-	return last, err
+	if err != nil {
+		return nil, fmt.Errorf("newest sample of gpu %d: %w", gid, translate(err))
+	}
+	return last, nil
 }
 
 // LongestEndedJob is the longest run that has both a start and an end,
