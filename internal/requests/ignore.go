@@ -108,6 +108,12 @@ func applyIgnore(ctx context.Context, st *store.Ledger, r *Request, now time.Tim
 		return err
 	}
 	reason := fmt.Sprintf("%s (by %s, %s)", r.Reason, r.By, r.Time.UTC().Format("2006-01-02 15:04Z"))
+	// When the request was made, as its reason says; a request without
+	// a time is dated by the writer.
+	at := r.Time
+	if at.IsZero() {
+		at = now
+	}
 	for _, spec := range r.Jobs {
 		ids, err := b.JobRows(r.Cluster, spec)
 		if err != nil {
@@ -119,7 +125,7 @@ func applyIgnore(ctx context.Context, st *store.Ledger, r *Request, now time.Tim
 			continue
 		}
 		for _, id := range ids {
-			if err := b.DecideIgnored(id, r.Action == Ignore, reason, key); err != nil {
+			if err := b.DecideIgnored(id, store.Decision{Ignored: r.Action == Ignore, Reason: reason, Request: key, By: r.By, At: at}); err != nil {
 				b.Rollback()
 				return fmt.Errorf("apply ignore request %s: job %s: %w", r.ID, spec, err)
 			}

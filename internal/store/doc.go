@@ -66,6 +66,7 @@
 //	read_noderollup.go (reports by node from the node rollups)
 //	read_foreign.go (GPUs whose samples showed a foreign process, over a window)
 //	read_billing.go (whether the ledger ever billed anything)
+//	read_waits.go (how long GPU jobs waited from submit to start, per model and count)
 //
 // Between ledgers (gpuacct migrate): copy.go (a resumable copy between any
 // two ledgers) and copy_verify.go (its row-by-row verification).

@@ -1,8 +1,11 @@
 package store
 
 import (
+	"context"
+	"database/sql"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // JobRows are the ids of the job rows a job spec names, as users type
@@ -41,17 +44,47 @@ type TaggedJob struct {
 	JobID int64
 }
 
-// DecideIgnored is SetIgnored on behalf of request (a gpuacct ignore or
-// unignore), which the job run keeps as its last explicit decision: the
-// tag in its comment no longer decides it (TaggedJobs).
-func (b *Batch) DecideIgnored(job int64, ignored bool, reason, request string) error {
-	if err := b.SetIgnored(job, ignored, reason); err != nil {
+// Decision is an explicit decision on whether a job run counts: the
+// request that carried it (a gpuacct ignore or unignore, or the
+// dashboard's form), who asked and when.
+type Decision struct {
+	Ignored bool
+	Reason  string
+	Request string
+	By      string
+	At      time.Time
+}
+
+// DecideIgnored is SetIgnored on behalf of d's request, which the job
+// run keeps as its last explicit decision, with who made it and when:
+// the tag in its comment no longer decides it (TaggedJobs).
+func (b *Batch) DecideIgnored(job int64, d Decision) error {
+	if err := b.SetIgnored(job, d.Ignored, d.Reason); err != nil {
 		return err
 	}
-	if _, err := b.exec(`UPDATE jobs SET ignore_request = ? WHERE id = ?`, request, job); err != nil {
-		return fmt.Errorf("record the decision of %s on job row %d: %w", request, job, err)
+	if _, err := b.exec(`UPDATE jobs SET ignore_request = ?, ignore_by = ?, ignore_at = ? WHERE id = ?`, d.Request, d.By, d.At.Unix(), job); err != nil {
+		return fmt.Errorf("record the decision of %s on job row %d: %w", d.Request, job, err)
 	}
 	return nil
+}
+
+// LastDecision is the last explicit decision on job run row of cluster
+// (Request "" when none was made); its Reason is the run's, set while
+// it is ignored.
+func (s *Ledger) LastDecision(ctx context.Context, cluster string, jobID int64, restart int) (Decision, error) {
+	var d Decision
+	var reason, request, by sql.NullString
+	var at sql.NullInt64
+	err := s.db.QueryRowContext(ctx, `SELECT ignored, ignore_reason, ignore_request, ignore_by, ignore_at FROM jobs WHERE cluster = ? AND job_id = ? AND restart = ?`,
+		cluster, jobID, restart).Scan(&d.Ignored, &reason, &request, &by, &at)
+	if err != nil {
+		return Decision{}, fmt.Errorf("last decision on job %d+%d: %w", jobID, restart, translate(err))
+	}
+	d.Reason, d.Request, d.By = reason.String, request.String, by.String
+	if at.Valid {
+		d.At = time.Unix(at.Int64, 0).UTC()
+	}
+	return d, nil
 }
 
 // MarkIgnoreDecided records request as the last explicit decision of job

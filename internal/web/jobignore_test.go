@@ -112,4 +112,8 @@ func TestIgnoreFromJobPage(t *testing.T) {
 	if d := job7(); d.Ignored {
 		t.Errorf("job 7 still ignored after the undo: %+v", d)
 	}
+	// The ledger keeps who undid it and when, though the reason is gone.
+	if d, err := e.st.LastDecision(context.Background(), "c1", 7, 0); err != nil || d.Ignored || d.By != "agentuser" || !d.At.Equal(e.now) {
+		t.Errorf("job 7's last decision in the ledger: %+v, %v; want counted again by agentuser at %s", d, err, e.now)
+	}
 }
