@@ -20,23 +20,28 @@ import (
 
 var pageNames = []string{"board", "overview", "team", "user", "job", "error", "budget", "me", "book"}
 
+// htmlMessage is the template's TH: a catalogue message as the page's
+// HTML, so that an apostrophe stays one (T's would be &#39;): the
+// catalogue is ours, and each argument but a number is escaped as the
+// template escapes text (a Stringer or error may carry what a user typed).
+func htmlMessage(tr *i18n.Printer, key string, args ...any) template.HTML {
+	if len(args) == 0 {
+		return template.HTML(tr.Text(key))
+	}
+	for i, a := range args {
+		switch a.(type) {
+		case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
+		default:
+			args[i] = template.HTMLEscapeString(fmt.Sprint(a))
+		}
+	}
+	return template.HTML(tr.T(key, args...))
+}
+
 // parsePages parses each page with the shared layout, speaking tr's
 // language (T, lang).
 func parsePages(tr *i18n.Printer) (map[string]*template.Template, error) {
-	// TH is a catalogue message as the page's HTML, so that an
-	// apostrophe stays one (T's would be &#39;): the catalogue is ours,
-	// and each string argument is escaped as the template escapes text.
-	th := func(key string, args ...any) template.HTML {
-		if len(args) == 0 {
-			return template.HTML(tr.Text(key))
-		}
-		for i, a := range args {
-			if s, ok := a.(string); ok {
-				args[i] = template.HTMLEscapeString(s)
-			}
-		}
-		return template.HTML(tr.T(key, args...))
-	}
+	th := func(key string, args ...any) template.HTML { return htmlMessage(tr, key, args...) }
 	funcs := template.FuncMap{
 		"gpuh": gpuh, "pct": pct, "kwh": kwh, "int": integer, "dur": dur, "ago": ago,
 		"bar": barStyle, "dot": dotStyle, "eff": effClass, "team": teamPath, "user": userPath,
