@@ -394,13 +394,11 @@ func buildNode(l *record.Live, sn *slurmstate.Node, slurm *slurmstate.State, not
 // MIG UUIDs begin "MIG-", and the agent gives an instance its GPU's index.
 func isSlice(g record.LiveGPU) bool { return strings.HasPrefix(g.UUID, "MIG-") }
 
-// profileOf is a MIG instance's profile from its NVML name, "<model> MIG
-// <profile>" ("" when the name says none).
-func profileOf(name string) string {
-	if i := strings.LastIndex(name, " MIG "); i >= 0 {
-		return strings.TrimSpace(name[i+len(" MIG "):])
-	}
-	return ""
+// migProfile is a MIG instance's profile from its NVML name ("" when
+// the name says none).
+func migProfile(name string) string {
+	p, _ := record.MIGProfileName(name)
+	return p
 }
 
 // nest puts a MIG instance under the GPU of its index; one whose GPU is
@@ -411,7 +409,7 @@ func nest(n *Node, haveSlurm bool, lg record.LiveGPU) {
 		if g.Index != lg.Index || isSlice(record.LiveGPU{UUID: g.UUID}) {
 			continue
 		}
-		s := Slice{UUID: lg.UUID, Profile: profileOf(lg.Model), Util: lg.Util, MemUsedMiB: lg.MemUsedMiB,
+		s := Slice{UUID: lg.UUID, Profile: migProfile(lg.Model), Util: lg.Util, MemUsedMiB: lg.MemUsedMiB,
 			MemTotalMiB: lg.MemTotalMiB, IdleSince: lg.IdleSince, Jobs: lg.Jobs, Procs: lg.Procs}
 		s.State = gpuState(*n, haveSlurm, lg, len(n.Notes)+len(g.Notes) > 0)
 		g.Slices = append(g.Slices, s)

@@ -19,6 +19,8 @@ func TestMIGProfile(t *testing.T) {
 		{"7g.80gb", 7, 7, true, 1},
 		{"nvidia_a100-sxm4-40gb_2g.10gb", 2, 7, true, 2.0 / 7},
 		{"1g.10gb+me", 1, 7, true, 1.0 / 7},
+		{"NVIDIA A100-SXM4-80GB MIG 1c.3g.40gb", 1, 7, true, 1.0 / 7},
+		{"2c.4g.24gb", 2, 4, true, 2.0 / 4},
 		{"NVIDIA A100-SXM4-80GB MIG 3g.40gb", 3, 7, true, 3.0 / 7},
 		{"NVIDIA A30 MIG 2g.12gb", 2, 4, true, 2.0 / 4},
 		{"NVIDIA A100-SXM4-80GB", 0, 0, false, 1},
