@@ -68,8 +68,8 @@ func TestBoardBrowserJapanese(t *testing.T) {
 		t.Fatalf("the page is not in Japanese: lang %q", browser.Text(t, ctx, "html"))
 	}
 	// the stream's board replaces the page's: it must be Japanese too
-	browser.Wait(t, ctx, "stream open", 30*time.Second, `document.getElementById("board").hasAttribute("data-updated")`)
-	browser.Wait(t, ctx, "ages ticked", 30*time.Second, `document.querySelector("#agents-age [data-t]").textContent.indexOf("秒") > 0`)
+	browser.Wait(t, ctx, "stream open", 2*time.Minute, `document.getElementById("board").hasAttribute("data-updated")`)
+	browser.Wait(t, ctx, "ages ticked", 2*time.Minute, `document.querySelector("#agents-age [data-t]").textContent.indexOf("秒") > 0`)
 	text := browser.Value[string](t, ctx, `(function () {
 		var c = document.body.cloneNode(true);
 		c.querySelectorAll("noscript").forEach(function (e) { e.remove(); });

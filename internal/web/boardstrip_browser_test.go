@@ -61,6 +61,10 @@ func TestBoardStripBrowser(t *testing.T) {
 	ctx, shots := browser.NewBrowser(t, 1440, 1000), browser.ShotDir(t)
 	watchCSP(t, ctx)
 	browser.Do(t, ctx, "board", chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible("#gpu-s1-0"))
+	// The stream's first board replaces every cell: a query of a cell
+	// before it may act on a node gone from the page. Once it is in, the
+	// fixed clock sends no other.
+	browser.Wait(t, ctx, "stream's board", 2*time.Minute, `document.getElementById("board").hasAttribute("data-updated")`)
 
 	runs := browser.Value[[]string](t, ctx, `Array.from(document.querySelectorAll("#gpu-s1-0 > .strip > span")).map(function (s) {
 		return s.title + "=" + s.textContent.length; })`)
@@ -76,7 +80,11 @@ func TestBoardStripBrowser(t *testing.T) {
 	if !browser.Eval(t, ctx, `document.querySelector("#gpu-s1-0 > .strip").getBoundingClientRect().height > 4`) {
 		t.Error("the cell's strip has no height")
 	}
-	browser.Do(t, ctx, "focus GPU 0", chromedp.Focus("#gpu-s1-0"))
+	// Focused in the page, by id, in one evaluation: no node id to go
+	// stale between a query and DevTools' focus.
+	if !browser.Eval(t, ctx, `(function (el) { el.focus(); return document.activeElement === el; })(document.getElementById("gpu-s1-0"))`) {
+		t.Fatal("GPU 0's cell takes no focus")
+	}
 	browser.Shot(t, ctx, shots, "board-strip.png")
 	if got := browser.Text(t, ctx, "#gpu-s1-0 .tip .run"); !strings.Contains(got, "job 42 alice") {
 		t.Errorf("the focused cell's detail says %q, want job 42 alice", got)
@@ -98,8 +106,8 @@ func TestBoardStripBrowser(t *testing.T) {
 // TestBoardStripFirstRender is the first render of a 1,000-GPU board in
 // Chromium with an hour of strips beside the same board without them,
 // in one browser: logged for docs/performance.md (a ratio, not asserted
-// on a shared machine), with a generous ceiling that only a page that
-// never renders fails.
+// on a shared machine). A page that never renders fails in firstRender;
+// no time is asserted, as a loaded machine's render takes any time.
 func TestBoardStripFirstRender(t *testing.T) {
 	dir, st := clusterN(t, 125)
 	serve := func(strips bool) string {
@@ -121,9 +129,6 @@ func TestBoardStripFirstRender(t *testing.T) {
 	msPlain := firstRender(t, ctx, plain)
 	msStrips := firstRender(t, ctx, strips)
 	t.Logf("first render of 1000 GPUs: without strips %.0f ms, with an hour of strips %.0f ms, ratio %.2f", msPlain, msStrips, msStrips/msPlain)
-	if msStrips > 30_000 {
-		t.Errorf("the board with strips took %.0f ms to render", msStrips)
-	}
 	if !browser.Eval(t, ctx, `document.querySelector("#gpu-gpu000-0").title.indexOf("last hour ") >= 0`) {
 		t.Error("a compact cell's title lacks its last hour")
 	}
