@@ -28,7 +28,8 @@
 //     after the demo); a simulated GPU's energy counter, which counts on
 //     with the clock, is written #; the board's last-hour strips,
 //     whose marks depend on the minute the page is read in, are written
-//     <strip> (their content is tested on a fixed clock in internal/web).
+//     <strip>, and their runs' minutes HH:MM (their content is tested on
+//     a fixed clock in internal/web).
 //
 // The live board's fixture is written again at a new now just before its
 // first case and before serve starts, so that a slow machine's earlier
@@ -169,6 +170,7 @@ var (
 	fraction     = regexp.MustCompile(`\.\d+`)
 	energy       = regexp.MustCompile(`("energy_mj": ?)\d+`)
 	strip        = regexp.MustCompile(`<span class="strip"[^>]*>(?:<span[^>]*>[^<]*</span>)*</span>`)
+	stripRun     = regexp.MustCompile(`(<p class="run">)\d\d:\d\d–\d\d:\d\d`)
 )
 
 // normalise writes what a run cannot hold fixed as the package comment
@@ -240,6 +242,7 @@ func (w *world) normalise(s string, clock bool) string {
 	})
 	s = energy.ReplaceAllString(s, "${1}#")
 	s = strip.ReplaceAllString(s, "<strip>")
+	s = stripRun.ReplaceAllString(s, "${1}HH:MM–HH:MM")
 	return jsonDuration.ReplaceAllStringFunc(s, func(m string) string {
 		sub := jsonDuration.FindStringSubmatch(m)
 		v, err := strconv.ParseFloat(sub[2], 64)
