@@ -394,5 +394,19 @@ func english() []string {
 		"a reason is required: say why the job should not count, e.g. \"benchmark of the new nodes\"",
 		"the reason holds a control character: write it on one line",
 		"%s may not ignore job %s: only web.admins and the coordinators of account %s in Slurm may",
+		// the queue (gpuacct status --queue, the board's queue)
+		"Pending jobs asking for GPUs at %s",
+		"JOBS",
+		"GPUS",
+		"OLDEST WAIT",
+		"SLURM'S NEXT START",
+		"no pending job asks for GPUs",
+		"%d more pending jobs not read",
+		"median waits not read: %s",
+		"Started within (median wait from submit, last 7 days)",
+		"GPUS ASKED",
+		"STARTED WITHIN",
+		"GPUs asked",
+		"Started within",
 	}
 }

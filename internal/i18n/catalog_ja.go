@@ -395,5 +395,19 @@ func japanese() map[string]string {
 		"a reason is required: say why the job should not count, e.g. \"benchmark of the new nodes\"":    "理由が必要です。このジョブを集計に含めない理由を書いてください(例: 「新しいノードのベンチマーク」)",
 		"the reason holds a control character: write it on one line":                                     "理由に制御文字が含まれています。1 行で書いてください",
 		"%s may not ignore job %s: only web.admins and the coordinators of account %s in Slurm may":      "%s はジョブ %s を除外できません。除外できるのは web.admins と、Slurm でアカウント %s のコーディネーターだけです",
+		// the queue (gpuacct status --queue, the board's queue)
+		"Pending jobs asking for GPUs at %s": "%s 時点で GPU を待っているジョブ",
+		"JOBS":                               "ジョブ数",
+		"GPUS":                               "GPU数",
+		"OLDEST WAIT":                        "最長の待ち",
+		"SLURM'S NEXT START":                 "Slurmの次の開始予定",
+		"no pending job asks for GPUs":       "GPU を待っているジョブはありません",
+		"%d more pending jobs not read":      "ほか %d 件の待ちジョブは未読",
+		"median waits not read: %s":          "待ち時間の中央値を読めません: %s",
+		"Started within (median wait from submit, last 7 days)": "開始までの時間(投入から開始までの待ちの中央値、直近7日間)",
+		"GPUS ASKED":     "要求GPU数",
+		"STARTED WITHIN": "開始までの時間",
+		"GPUs asked":     "要求GPU数",
+		"Started within": "開始までの時間",
 	}
 }
