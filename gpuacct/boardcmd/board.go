@@ -18,6 +18,7 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/cli/cliwire"
+	"github.com/aicloud/gpusuite/internal/i18n"
 	"github.com/aicloud/gpusuite/internal/slurmstate"
 )
 
@@ -183,19 +184,20 @@ func load(c *cli.Context, d Deps, cmd string) (*view, error) {
 }
 
 // warnings are the lines that must not be missed: Slurm not had, stale
-// nodes (of those shown), files skipped.
-func (v *view) warnings(nodes []board.Node) []string {
+// nodes (of those shown), files skipped; in tr's language.
+func (v *view) warnings(nodes []board.Node, tr *i18n.Printer) []string {
 	var out []string
 	switch {
 	case v.Meta.SlurmError != "":
-		out = append(out, "WARNING: Slurm is unreachable ("+v.Meta.SlurmError+"): drains, down nodes, partitions and reservations are unknown; free means only that no job holds the GPU as its agent sees it")
+		out = append(out, tr.T("WARNING: Slurm is unreachable (%s): drains, down nodes, partitions and reservations are unknown; free means only that no job holds the GPU as its agent sees it", v.Meta.SlurmError))
 	case !v.SlurmAsked:
-		out = append(out, "WARNING: Slurm not asked (--no-slurm): drains, down nodes, partitions and reservations are unknown")
+		out = append(out, tr.T("WARNING: Slurm not asked (--no-slurm): drains, down nodes, partitions and reservations are unknown"))
 	case v.slurmOld > 0:
-		out = append(out, "WARNING: "+v.slurmOldLine())
+		out = append(out, tr.T("WARNING: Slurm's view in %s is %s old (is the process that writes it, gpuacct demo serve, running?): drains and reservations may have changed since",
+			v.slurmFile, v.slurmOld.Round(time.Second).String()))
 	}
 	if v.NotesError != "" {
-		out = append(out, "WARNING: notes not read ("+v.NotesError+"): bookings are not shown and booked GPUs may show as free (set store.path or --db)")
+		out = append(out, tr.T("WARNING: notes not read (%s): bookings are not shown and booked GPUs may show as free (set store.path or --db)", v.NotesError))
 	}
 	var stale []string
 	for _, n := range nodes {
@@ -204,17 +206,17 @@ func (v *view) warnings(nodes []board.Node) []string {
 		}
 	}
 	if len(stale) > 0 {
-		out = append(out, fmt.Sprintf("WARNING: %d node(s) STALE (no snapshot newer than 3 agent intervals; their GPUs are never counted free): %s", len(stale), strings.Join(stale, ", ")))
+		out = append(out, tr.T("WARNING: %d node(s) STALE (no snapshot newer than 3 agent intervals; their GPUs are never counted free): %s", len(stale), strings.Join(stale, ", ")))
 	}
 	for i, p := range v.problems {
 		if i == maxProblemLines {
-			out = append(out, fmt.Sprintf("WARNING: %d more live files skipped", len(v.problems)-i))
+			out = append(out, tr.T("WARNING: %d more live files skipped", len(v.problems)-i))
 			break
 		}
-		out = append(out, "WARNING: live file skipped: "+p.String())
+		out = append(out, tr.T("WARNING: live file skipped: %s", p.String()))
 	}
 	for _, p := range v.Board.NoteProblems {
-		out = append(out, "WARNING: "+p.String())
+		out = append(out, tr.T("WARNING: %s", p.String()))
 	}
 	return out
 }
@@ -232,7 +234,8 @@ func (v *view) meta(noteProblems []board.Problem, slurmErr, notesErr string) boa
 	return board.Meta{SlurmError: slurmErr, Problems: probs}
 }
 
-// slurmOldLine says that the view read from a file is old.
+// slurmOldLine says that the view read from a file is old (warnings
+// says it in the reader's language).
 func (v *view) slurmOldLine() string {
 	return fmt.Sprintf("Slurm's view in %s is %s old (is the process that writes it, gpuacct demo serve, running?): drains and reservations may have changed since",
 		v.slurmFile, v.slurmOld.Round(time.Second))

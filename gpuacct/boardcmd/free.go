@@ -45,7 +45,7 @@ func (v *view) stampIn(tr *i18n.Printer, t time.Time) string {
 // its columns by display width, so Japanese headings line up.
 func writeFree(w io.Writer, v *view, tr *i18n.Printer) error {
 	b := v.Board
-	for _, l := range v.warnings(b.Nodes) {
+	for _, l := range v.warnings(b.Nodes, tr) {
 		if _, err := fmt.Fprintln(w, l); err != nil {
 			return fmt.Errorf("free: write: %w", err)
 		}

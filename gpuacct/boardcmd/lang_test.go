@@ -32,6 +32,7 @@ func TestFreeJapanese(t *testing.T) {
 		args []string
 	}{
 		{"free_ja", map[string]string{"LANG": "ja_JP.UTF-8"}, []string{"free"}},
+		{"free_ja_no_slurm", map[string]string{"LANG": "ja_JP.UTF-8"}, []string{"free", "--no-slurm"}},
 		{"status_ja", map[string]string{"LC_MESSAGES": "ja_JP.UTF-8", "LANG": "C"}, []string{"status", "n1", "n2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/aicloud/gpusuite/internal/cli/cliwire"
+	"github.com/aicloud/gpusuite/internal/i18n"
 	"github.com/aicloud/gpusuite/internal/report/table"
 	"github.com/aicloud/gpusuite/internal/slurmstate"
 	"github.com/aicloud/gpusuite/internal/store"
@@ -36,7 +37,7 @@ func showQueue(c *cli.Context, d Deps, v *view) error {
 	if v.json {
 		return writeJSON(d.Stdout, "status", q)
 	}
-	return writeQueue(d.Stdout, v, q, waitsErr)
+	return writeQueue(d.Stdout, v, q, waitsErr, i18n.ForEnv(d.Getenv))
 }
 
 // LedgerWaits reads the median waits from submit to start, per GPU model
@@ -58,12 +59,13 @@ func LedgerWaits(ctx context.Context, loc string, busy time.Duration, now time.T
 	return out, nil
 }
 
-func writeQueue(w io.Writer, v *view, q slurmstate.Queue, waitsErr error) error {
+// writeQueue writes the queue's tables in tr's language.
+func writeQueue(w io.Writer, v *view, q slurmstate.Queue, waitsErr error, tr *i18n.Printer) error {
 	t := &table.Table{
-		Title: "Pending jobs asking for GPUs at " + v.stamp(q.At),
+		Title: tr.T("Pending jobs asking for GPUs at %s", v.stampIn(tr, q.At)),
 		Columns: []table.Column{
-			{Key: "partition", Title: "PARTITION"}, {Key: "model", Title: "MODEL"}, {Key: "jobs", Title: "JOBS", Kind: table.Int},
-			{Key: "gpus", Title: "GPUS", Kind: table.Int}, {Key: "wait", Title: "OLDEST WAIT"}, {Key: "start", Title: "SLURM'S NEXT START"},
+			{Key: "partition", Title: tr.T("PARTITION")}, {Key: "model", Title: tr.T("MODEL")}, {Key: "jobs", Title: tr.T("JOBS"), Kind: table.Int},
+			{Key: "gpus", Title: tr.T("GPUS"), Kind: table.Int}, {Key: "wait", Title: tr.T("OLDEST WAIT")}, {Key: "start", Title: tr.T("SLURM'S NEXT START")},
 		},
 	}
 	for _, r := range q.Rows {
@@ -71,16 +73,16 @@ func writeQueue(w io.Writer, v *view, q slurmstate.Queue, waitsErr error) error 
 		if !r.Oldest.IsZero() {
 			wait = short(q.At.Sub(r.Oldest))
 		}
-		t.Rows = append(t.Rows, table.Row{Cells: []any{r.Partition, r.Model, int64(r.Jobs), int64(r.GPUs), wait, dash(v.stamp(r.NextStart))}})
+		t.Rows = append(t.Rows, table.Row{Cells: []any{r.Partition, r.Model, int64(r.Jobs), int64(r.GPUs), wait, dash(v.stampIn(tr, r.NextStart))}})
 	}
 	if len(q.Rows) == 0 {
-		t.Notes = append(t.Notes, "no pending job asks for GPUs")
+		t.Notes = append(t.Notes, tr.T("no pending job asks for GPUs"))
 	}
 	if q.Unread > 0 {
-		t.Notes = append(t.Notes, fmt.Sprintf("%d more pending jobs not read", q.Unread))
+		t.Notes = append(t.Notes, tr.T("%d more pending jobs not read", q.Unread))
 	}
 	if waitsErr != nil {
-		t.Notes = append(t.Notes, "median waits not read: "+waitsErr.Error())
+		t.Notes = append(t.Notes, tr.T("median waits not read: %s", waitsErr.Error()))
 	}
 	if err := table.Write(w, t, table.Options{Format: table.Aligned}); err != nil {
 		return fmt.Errorf("status: %w", err)
@@ -89,10 +91,10 @@ func writeQueue(w io.Writer, v *view, q slurmstate.Queue, waitsErr error) error 
 		return nil
 	}
 	s := &table.Table{
-		Title: "Started within (median wait from submit, last 7 days)",
+		Title: tr.T("Started within (median wait from submit, last 7 days)"),
 		Columns: []table.Column{
-			{Key: "model", Title: "MODEL"}, {Key: "gpus", Title: "GPUS ASKED", Kind: table.Int}, {Key: "jobs", Title: "JOBS", Kind: table.Int},
-			{Key: "wait", Title: "STARTED WITHIN"},
+			{Key: "model", Title: tr.T("MODEL")}, {Key: "gpus", Title: tr.T("GPUS ASKED"), Kind: table.Int}, {Key: "jobs", Title: tr.T("JOBS"), Kind: table.Int},
+			{Key: "wait", Title: tr.T("STARTED WITHIN")},
 		},
 	}
 	for _, r := range q.Started {

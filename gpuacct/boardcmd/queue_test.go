@@ -24,6 +24,12 @@ import (
 // exit code, stdout, stderr and the timeout Queue had.
 func runQueue(t *testing.T, q slurmstate.Queue, waits func(context.Context, string, time.Duration, time.Time) ([]slurmstate.Started, error), args ...string) (int, string, string, time.Duration) {
 	t.Helper()
+	return runQueueEnv(t, nil, q, waits, args...)
+}
+
+// runQueueEnv is runQueue in the environment env (LANG...).
+func runQueueEnv(t *testing.T, env map[string]string, q slurmstate.Queue, waits func(context.Context, string, time.Duration, time.Time) ([]slurmstate.Started, error), args ...string) (int, string, string, time.Duration) {
+	t.Helper()
 	cfg := filepath.Join(t.TempDir(), "gpusuite.toml")
 	if err := os.WriteFile(cfg, []byte("[cluster]\nname = \"c1\"\n[board]\nslurm_timeout = \"7s\"\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -35,7 +41,7 @@ func runQueue(t *testing.T, q slurmstate.Queue, waits func(context.Context, stri
 			if k == "GPUSUITE_CONFIG" {
 				return cfg
 			}
-			return ""
+			return env[k]
 		},
 		Slurm: func(context.Context, time.Duration) (slurmstate.State, error) { return slurmFixture(), nil },
 		Queue: func(_ context.Context, timeout time.Duration) (slurmstate.Queue, error) {
@@ -178,5 +184,48 @@ H100            4     2  5m
 	code, out, errs, _ = runQueue(t, q, LedgerWaits, "status", "--live-dir", live, "--db", db, "--queue", "--format", "json")
 	if !strings.Contains(out, `"started_within": [`) || !strings.Contains(out, `"median_wait_s": 300`) || code != 0 {
 		t.Errorf("status --queue --format json: exit %d, stderr %s, printed %s", code, errs, out)
+	}
+}
+
+// status --queue in Japanese (LANG=ja_JP.UTF-8): the golden output,
+// both tables' columns aligned by display width.
+func TestStatusQueueJapanese(t *testing.T) {
+	live := fixture(t)
+	q := slurmstate.Queue{At: now, Rows: []slurmstate.QueueRow{
+		{Partition: "gpu", Model: "h100", Jobs: 3, GPUs: 12, Oldest: now.Add(-(2*time.Hour + 5*time.Minute)), NextStart: now.Add(40 * time.Minute)},
+		{Partition: "long", Model: slurmstate.AnyModel, Jobs: 1, GPUs: 2, Oldest: now.Add(-30 * time.Second)},
+	}, Unread: 4}
+	waits := func(context.Context, string, time.Duration, time.Time) ([]slurmstate.Started, error) {
+		return []slurmstate.Started{{Model: "H100", GPUs: 4, Jobs: 2, MedianS: 300}}, nil
+	}
+	env := map[string]string{"LANG": "ja_JP.UTF-8"}
+	db := filepath.Join(t.TempDir(), "gpuacct.db")
+	code, out, errs, _ := runQueueEnv(t, env, q, waits, "status", "--live-dir", live, "--db", db, "--queue")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	golden := filepath.Join("testdata", "status_queue_ja.golden")
+	if *update {
+		if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to write it)", err)
+	}
+	if d := cmp.Diff(string(want), out); d != "" {
+		t.Errorf("output (-want +got):\n%s", d)
+	}
+	started := strings.Index(out, "開始までの時間(")
+	if started < 0 {
+		t.Fatalf("no started-within table in\n%s", out)
+	}
+	checkAligned(t, out[:started])
+	checkAligned(t, out[started:])
+	for _, en := range []string{"Pending", "JOBS", "OLDEST", "Started within", "more pending"} {
+		if strings.Contains(out, en) {
+			t.Errorf("still %q in\n%s", en, out)
+		}
 	}
 }

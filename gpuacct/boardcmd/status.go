@@ -54,7 +54,7 @@ func StatusCommand(d Deps) *cli.Command {
 // writeStatus writes the status table in tr's language; states, Slurm's
 // conditions and the findings of board stay as they are.
 func writeStatus(w io.Writer, v *view, nodes []board.Node, tr *i18n.Printer) error {
-	for _, l := range v.warnings(nodes) {
+	for _, l := range v.warnings(nodes, tr) {
 		if _, err := fmt.Fprintln(w, l); err != nil {
 			return fmt.Errorf("status: write: %w", err)
 		}

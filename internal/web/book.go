@@ -1,13 +1,13 @@
 package web
 
 import (
-	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/aicloud/gpusuite/internal/i18n"
 	"github.com/aicloud/gpusuite/internal/notes"
 	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/requests"
@@ -70,11 +70,11 @@ func bookTarget(v url.Values) (node string, gpu *int, err error) {
 	return node, &i, nil
 }
 
-func targetName(node string, gpu *int) string {
+func targetName(tr *i18n.Printer, node string, gpu *int) string {
 	if gpu == nil {
-		return "node " + node
+		return tr.T("node %s", node)
 	}
-	return fmt.Sprintf("%s GPU %d", node, *gpu)
+	return tr.T("%s GPU %s", node, strconv.Itoa(*gpu))
 }
 
 // GET /book?node=NODE[&gpu=INDEX][&filed=ID]: the bookings in force on
@@ -87,7 +87,7 @@ func (h *Handler) bookPage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	now := h.o.Now()
-	v := bookView{Node: node, Target: targetName(node, gpu)}
+	v := bookView{Node: node, Target: targetName(h.tr, node, gpu)}
 	if gpu != nil {
 		v.GPU = strconv.Itoa(*gpu)
 	}
@@ -114,8 +114,8 @@ func (h *Handler) bookPage(w http.ResponseWriter, r *http.Request) error {
 		if !h.onTarget(n, node, gpu) {
 			continue
 		}
-		b := bookingView{ID: n.ID, Target: targetName(n.Node, n.GPU), Author: h.v.user(n.Author), Text: n.Text, Node: n.Node,
-			Until: n.Until.In(h.o.Location).Format("2006-01-02 15:04 MST"), UntilInput: n.Until.In(h.o.Location).Format("2006-01-02 15:04"),
+		b := bookingView{ID: n.ID, Target: targetName(h.tr, n.Node, n.GPU), Author: h.v.user(n.Author), Text: n.Text, Node: n.Node,
+			Until: h.tr.Time(n.Until.In(h.o.Location), "2006-01-02 15:04 MST"), UntilInput: n.Until.In(h.o.Location).Format("2006-01-02 15:04"),
 			Mine: v.Forms && (n.Author == user || admin)}
 		if n.GPU != nil {
 			b.GPU = strconv.Itoa(*n.GPU)
@@ -126,7 +126,7 @@ func (h *Handler) bookPage(w http.ResponseWriter, r *http.Request) error {
 		v.Filed = id
 		v.Status, v.Failed = h.filedStatus(id, user)
 	}
-	v.base = h.base(r, nil, "Book "+v.Target)
+	v.base = h.base(r, nil, h.tr.T("Book %s", v.Target))
 	v.Crumbs = []link{{Name: "Board", URL: "/"}}
 	v.CLI = v.Cmd
 	w.Header().Set("Cache-Control", "no-store")
@@ -150,12 +150,12 @@ func (h *Handler) isAdmin(user string) bool { return slices.Contains(h.o.Admins,
 // request, or an id that is no request's, says nothing of it.
 func (h *Handler) filedStatus(id, user string) (string, bool) {
 	read := func(id string) (requests.Request, error) { return requests.NoteOutcome(h.forms.dir, id, h.forms.uid) }
-	return outcome(id, user, read, "Sent: the board shows it once the ledger's writer applies it, within a pass (reload to see).",
+	return outcome(id, user, read, h.tr.T("Sent: the board shows it once the ledger's writer applies it, within a pass (reload to see)."),
 		func(out requests.Request) (string, bool) {
 			if out.Action == requests.NoteRemove {
-				return fmt.Sprintf("Done: booking %d is removed.", out.Note.ID), false
+				return h.tr.T("Done: booking %s is removed.", strconv.FormatInt(out.Note.ID, 10)), false
 			}
-			return fmt.Sprintf("Done: booking %d is kept; every board shows it.", out.Note.ID), false
+			return h.tr.T("Done: booking %s is kept; every board shows it.", strconv.FormatInt(out.Note.ID, 10)), false
 		})
 }
 
@@ -219,12 +219,13 @@ func (h *Handler) ownBooking(r *http.Request, s string, p poster) (int64, error)
 		return 0, err
 	}
 	if found == nil {
-		return 0, &httpError{code: http.StatusNotFound, msg: fmt.Sprintf("no booking %d in force: it ended or was removed", id)}
+		return 0, &httpError{code: http.StatusNotFound, msg: h.tr.T("no booking %s in force: it ended or was removed", strconv.FormatInt(id, 10))}
 	}
 	if err := requests.CheckWebRemove(*found, p.user, p.admin); err != nil {
-		n := *found
-		n.Author = h.v.user(n.Author)
-		return 0, &httpError{code: http.StatusForbidden, msg: requests.CheckWebRemove(n, p.user, false).Error()}
+		// the writer's own words (requests.NotAllowed), in the reader's
+		// language
+		author := h.v.user(found.Author)
+		return 0, &httpError{code: http.StatusForbidden, msg: h.tr.T("booked by %s; only %s or an admin can remove it", author, author)}
 	}
 	return id, nil
 }

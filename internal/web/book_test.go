@@ -43,6 +43,8 @@ type formsEnv struct {
 	board  *clock
 	logins tlscert.Files
 	pass   map[string]string
+	// lang is the browser's Accept-Language; "" sends none.
+	lang string
 }
 
 func newFormsEnv(t *testing.T, o web.Options) *formsEnv {
@@ -120,6 +122,9 @@ func (e *formsEnv) do(t *testing.T, method, path, user string, form url.Values, 
 	}
 	if origin != "" {
 		req.Header.Set("Origin", origin)
+	}
+	if e.lang != "" {
+		req.Header.Set("Accept-Language", e.lang)
 	}
 	if user != "" {
 		req.SetBasicAuth(user, e.pass[user])

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/aicloud/gpusuite/internal/config"
+	"github.com/aicloud/gpusuite/internal/i18n"
 	"github.com/aicloud/gpusuite/internal/requests"
 )
 
@@ -157,32 +158,32 @@ type poster struct {
 func (h *Handler) acceptPost(w http.ResponseWriter, r *http.Request) (poster, error) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		return poster{}, &httpError{code: http.StatusMethodNotAllowed, msg: r.Method + " is not allowed: this form is sent by POST from its page"}
+		return poster{}, &httpError{code: http.StatusMethodNotAllowed, msg: h.tr.T("%s is not allowed: this form is sent by POST from its page", r.Method)}
 	}
 	if h.forms == nil {
-		return poster{}, &httpError{code: http.StatusForbidden, msg: "the dashboard's forms are off (web.forms): use gpuacct note or gpuacct ignore on a head server"}
+		return poster{}, &httpError{code: http.StatusForbidden, msg: h.tr.T("the dashboard's forms are off (web.forms): use gpuacct note or gpuacct ignore on a head server")}
 	}
 	user, ok := h.who(r)
 	if !ok {
 		return poster{}, h.needLogin(w, "a form is sent in someone's name")
 	}
-	if err := sameOrigin(r, h.o.TrustedProxies); err != nil {
+	if err := sameOrigin(h.tr, r, h.o.TrustedProxies); err != nil {
 		return poster{}, err
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 	if err := r.ParseForm(); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return poster{}, &httpError{code: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("the form is more than %d bytes", maxFormBytes)}
+			return poster{}, &httpError{code: http.StatusRequestEntityTooLarge, msg: h.tr.T("the form is more than %d bytes", maxFormBytes)}
 		}
 		return poster{}, badRequest("the form cannot be read: %v", err)
 	}
 	if !h.forms.validToken(user, r.PostForm.Get("token")) {
-		return poster{}, &httpError{code: http.StatusForbidden, msg: "the form's token is missing or not yours: reload the page and send it again"}
+		return poster{}, &httpError{code: http.StatusForbidden, msg: h.tr.T("the form's token is missing or not yours: reload the page and send it again")}
 	}
 	if !h.forms.allow(user, h.o.Now()) {
 		w.Header().Set("Retry-After", "10")
-		return poster{}, &httpError{code: http.StatusTooManyRequests, msg: fmt.Sprintf("%s sent too many forms: at most %d at once, then one each %s", user, formBurst, time.Duration(float64(time.Second)/float64(formRate)))}
+		return poster{}, &httpError{code: http.StatusTooManyRequests, msg: h.tr.T("%s sent too many forms: at most %d at once, then one each %s", user, formBurst, time.Duration(float64(time.Second)/float64(formRate)).String())}
 	}
 	return poster{user: user, admin: h.isAdmin(user), form: r.PostForm}, nil
 }
@@ -190,7 +191,7 @@ func (h *Handler) acceptPost(w http.ResponseWriter, r *http.Request) (poster, er
 // sameOrigin refuses a post whose Origin (or, without one, Referer) is
 // not this server: a page elsewhere that posts here in the user's name.
 // The host is the request's, or X-Forwarded-Host from a trusted proxy.
-func sameOrigin(r *http.Request, proxies []netip.Prefix) error {
+func sameOrigin(tr *i18n.Printer, r *http.Request, proxies []netip.Prefix) error {
 	host := r.Host
 	if fh := r.Header.Get("X-Forwarded-Host"); fh != "" && len(proxies) > 0 && fromProxy(r, proxies) {
 		host = strings.TrimSpace(strings.Split(fh, ",")[0])
@@ -200,11 +201,11 @@ func sameOrigin(r *http.Request, proxies []netip.Prefix) error {
 		from = r.Header.Get("Referer")
 	}
 	if from == "" {
-		return &httpError{code: http.StatusForbidden, msg: "the form carries neither Origin nor Referer: send it from the dashboard's page"}
+		return &httpError{code: http.StatusForbidden, msg: tr.T("the form carries neither Origin nor Referer: send it from the dashboard's page")}
 	}
 	u, err := url.Parse(from)
 	if err != nil || !strings.EqualFold(u.Host, host) {
-		return &httpError{code: http.StatusForbidden, msg: fmt.Sprintf("the form comes from %s, not from this server (%s)", originOf(from), host)}
+		return &httpError{code: http.StatusForbidden, msg: tr.T("the form comes from %s, not from this server (%s)", originOf(from), host)}
 	}
 	return nil
 }
@@ -223,7 +224,7 @@ func originOf(from string) string {
 func (h *Handler) formHandler(fn func(h *Handler, w http.ResponseWriter, r *http.Request, p poster) error) http.Handler {
 	busy := h.pageHandler(func(http.ResponseWriter, *http.Request) error { return errBusy })
 	return h.limit.wrap(uncached(h.pageHandler(func(w http.ResponseWriter, r *http.Request) error {
-		hr := h.as(r)
+		hr := h.as(r).speaking(r)
 		p, err := hr.acceptPost(w, r)
 		if err != nil {
 			return err
@@ -265,7 +266,7 @@ func (h *Handler) file(req *requests.Request, p poster) error {
 	req.By, req.UID, req.Host, req.Time = p.user, h.forms.uid, host, h.o.Now()
 	if _, err := requests.Submit(h.forms.dir, req); err != nil {
 		h.o.Log.Warn("web form not filed", "user", p.user, "err", err)
-		return &httpError{code: http.StatusServiceUnavailable, msg: "the request could not be filed for the ledger's writer; try again later"}
+		return &httpError{code: http.StatusServiceUnavailable, msg: h.tr.T("the request could not be filed for the ledger's writer; try again later")}
 	}
 	return nil
 }

@@ -108,7 +108,7 @@ func TestSameOrigin(t *testing.T) {
 					r.Header.Set(k, v)
 				}
 			}
-			if err := sameOrigin(r, tc.proxies); (err == nil) != tc.ok {
+			if err := sameOrigin(nil, r, tc.proxies); (err == nil) != tc.ok {
 				t.Errorf("sameOrigin: %v, want ok %v", err, tc.ok)
 			}
 		})

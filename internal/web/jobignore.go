@@ -55,12 +55,12 @@ func (h *Handler) jobIgnoreForm(r *http.Request, det *report.Detail) *ignoreForm
 // ignoreStatus is what became of ignore request id, filed by user.
 func (h *Handler) ignoreStatus(id, user string) (string, bool) {
 	read := func(id string) (requests.Request, error) { return requests.IgnoreOutcome(h.forms.dir, id) }
-	return outcome(id, user, read, "Sent: the ledger's writer applies it within a pass (reload to see).",
+	return outcome(id, user, read, h.tr.T("Sent: the ledger's writer applies it within a pass (reload to see)."),
 		func(out requests.Request) (string, bool) {
 			if len(out.NotFound) > 0 {
-				return "Not found in the ledger: " + strings.Join(out.NotFound, ", "), true
+				return h.tr.T("Not found in the ledger: %s", strings.Join(out.NotFound, ", ")), true
 			}
-			return "Done.", false
+			return h.tr.T("Done."), false
 		})
 }
 
@@ -84,10 +84,10 @@ func (h *Handler) jobIgnore(w http.ResponseWriter, r *http.Request, p poster) er
 	}
 	reason := strings.TrimSpace(p.form.Get("reason"))
 	if action == requests.Ignore && reason == "" {
-		return badRequest("a reason is required: say why the job should not count, e.g. \"benchmark of the new nodes\"")
+		return badRequest("%s", h.tr.T("a reason is required: say why the job should not count, e.g. \"benchmark of the new nodes\""))
 	}
 	if strings.ContainsFunc(reason, func(c rune) bool { return c < ' ' || c == 0x7f }) {
-		return badRequest("the reason holds a control character: write it on one line")
+		return badRequest("%s", h.tr.T("the reason holds a control character: write it on one line"))
 	}
 	if err := requests.CheckIgnoreBounds(reason, 1); err != nil {
 		return badRequest("%v", err)
@@ -103,7 +103,7 @@ func (h *Handler) jobIgnore(w http.ResponseWriter, r *http.Request, p poster) er
 		return err
 	}
 	if !h.mayIgnore(p.user, job.Account) {
-		return &httpError{code: http.StatusForbidden, msg: fmt.Sprintf("%s may not ignore job %s: only web.admins and the coordinators of account %s in Slurm may", p.user, job.ID(), job.Account)}
+		return &httpError{code: http.StatusForbidden, msg: h.tr.T("%s may not ignore job %s: only web.admins and the coordinators of account %s in Slurm may", p.user, job.ID(), job.Account)}
 	}
 	req := &requests.Request{Action: action, Jobs: []string{runSpec(&job)}, Cluster: job.Cluster, Reason: reason}
 	if err := h.file(req, p); err != nil {

@@ -116,4 +116,34 @@ func TestIgnoreFromJobPage(t *testing.T) {
 	if d, err := e.st.LastDecision(context.Background(), "c1", 7, 0); err != nil || d.Ignored || d.By != "agentuser" || !d.At.Equal(e.now) {
 		t.Errorf("job 7's last decision in the ledger: %+v, %v; want counted again by agentuser at %s", d, err, e.now)
 	}
+
+	// A Japanese browser reads the refusals and the statuses in Japanese.
+	e.lang = "ja"
+	for _, tc := range []struct {
+		name, job string
+		reason    string
+		code      int
+		why       string
+	}{
+		{"ja: coordinator of another account", "8", "x", 403, "agentuser はジョブ 8 を除外できません。除外できるのは web.admins と、Slurm でアカウント team-b のコーディネーターだけです"},
+		{"ja: no reason", "7", " ", 400, "理由が必要です"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, body := e.post(t, "/job/c1/"+tc.job+"/ignore", "agentuser", url.Values{"token": {agent}, "action": {"ignore"}, "reason": {tc.reason}})
+			if why := refusal(body); code != tc.code || !strings.Contains(why, tc.why) {
+				t.Errorf("%d %q, want %d saying %q", code, why, tc.code, tc.why)
+			}
+		})
+	}
+	code, loc, body = e.post(t, "/job/c1/7/ignore", "agentuser", url.Values{"token": {agent}, "action": {"ignore"}, "reason": {"新しいノードのベンチマーク"}})
+	if code != http.StatusSeeOther {
+		t.Fatalf("agentuser ignores job 7 in Japanese: %d %q", code, refusal(body))
+	}
+	if _, _, body := e.do(t, http.MethodGet, loc, "agentuser", nil, ""); !strings.Contains(body, `id="ignore-status" role="status">送信しました。`) {
+		t.Errorf("the job's page before the pass does not say sent in Japanese: %.3000s", body)
+	}
+	e.apply(t)
+	if _, _, body := e.do(t, http.MethodGet, loc, "agentuser", nil, ""); !strings.Contains(body, `id="ignore-status" role="status">完了しました。`) {
+		t.Errorf("the job's page after the pass does not say done in Japanese: %.3000s", body)
+	}
 }

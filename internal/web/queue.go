@@ -163,14 +163,14 @@ func (h *Handler) queue() *queueView {
 	if q == nil {
 		return nil
 	}
-	v := &queueView{At: localTime(q.At.Unix(), h.o.Location), Unread: q.Unread}
+	v := &queueView{At: h.tr.Time(q.At.In(h.o.Location), "2006-01-02 15:04"), Unread: q.Unread}
 	for _, r := range q.Rows {
 		row := queueRow{Partition: r.Partition, Model: r.Model, Jobs: r.Jobs, GPUs: r.GPUs, Wait: missing, Start: missing}
 		if !r.Oldest.IsZero() {
 			row.Wait = dur(int64(q.At.Sub(r.Oldest) / time.Second))
 		}
 		if !r.NextStart.IsZero() {
-			row.Start = localTime(r.NextStart.Unix(), h.o.Location)
+			row.Start = h.tr.Time(r.NextStart.In(h.o.Location), "2006-01-02 15:04")
 		}
 		v.Rows = append(v.Rows, row)
 	}

@@ -159,4 +159,33 @@ func TestBoardQueueStarted(t *testing.T) {
 			t.Errorf("the board's page lacks %s", w)
 		}
 	}
+	// in Japanese, the same table speaks it
+	req, err := http.NewRequest(http.MethodGet, srv.URL+"/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept-Language", "ja")
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	resp.Body.Close()
+	// the queue's section alone: the page also carries the catalogue,
+	// English keys and all, for board.js
+	_, body, ok := strings.Cut(string(page), `id="board-queue"`)
+	if !ok {
+		t.Fatalf("no queue on the Japanese page:\n%.3000s", page)
+	}
+	body, _, _ = strings.Cut(body, `</section>`)
+	for _, w := range []string{"開始までの時間(投入から開始までの待ちの中央値、直近7日間)", "<th class=\"num\">要求GPU数</th>", want[0]} {
+		if !strings.Contains(body, w) {
+			t.Errorf("the board's page in Japanese lacks %s", w)
+		}
+	}
+	for _, en := range []string{"Started within", "GPUs asked"} {
+		if strings.Contains(body, en) {
+			t.Errorf("the board's page in Japanese still says %q", en)
+		}
+	}
 }
