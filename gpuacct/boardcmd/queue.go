@@ -10,6 +10,7 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/cli/cliwire"
 	"github.com/aicloud/gpusuite/internal/i18n"
+	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/report/table"
 	"github.com/aicloud/gpusuite/internal/slurmstate"
 	"github.com/aicloud/gpusuite/internal/store"
@@ -52,11 +53,7 @@ func LedgerWaits(ctx context.Context, loc string, busy time.Duration, now time.T
 	if err != nil {
 		return nil, err
 	}
-	out := make([]slurmstate.Started, 0, len(ws))
-	for _, w := range ws {
-		out = append(out, slurmstate.Started{Model: w.Model, GPUs: w.GPUs, Jobs: w.Jobs, MedianS: int64(w.Median / time.Second)})
-	}
-	return out, nil
+	return report.Started(ws), nil
 }
 
 // writeQueue writes the queue's tables in tr's language.

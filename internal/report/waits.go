@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/aicloud/gpusuite/internal/slurmstate"
 	"github.com/aicloud/gpusuite/internal/store"
 )
 
@@ -17,4 +18,14 @@ type Wait = store.Wait
 func (d *Ledger) Waits(ctx context.Context, from, to time.Time) ([]Wait, bool, error) {
 	w, cut, err := d.st.Waits(ctx, from, to)
 	return w, cut, d.wrap(err)
+}
+
+// Started is the queue's "started within" rows from the ledger's waits,
+// as the board and `gpuacct status --queue` show them.
+func Started(ws []Wait) []slurmstate.Started {
+	out := make([]slurmstate.Started, 0, len(ws))
+	for _, w := range ws {
+		out = append(out, slurmstate.Started{Model: w.Model, GPUs: w.GPUs, Jobs: w.Jobs, MedianS: int64(w.Median / time.Second)})
+	}
+	return out
 }

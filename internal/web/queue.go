@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/slurmstate"
 )
 
@@ -128,11 +129,7 @@ func (h *Handler) readStarted(ctx context.Context, now time.Time) ([]slurmstate.
 	if err != nil {
 		return nil, err
 	}
-	out := make([]slurmstate.Started, 0, len(ws))
-	for _, w := range ws {
-		out = append(out, slurmstate.Started{Model: w.Model, GPUs: w.GPUs, Jobs: w.Jobs, MedianS: int64(w.Median / time.Second)})
-	}
-	return out, nil
+	return report.Started(ws), nil
 }
 
 // queueView is the board's queue table.
