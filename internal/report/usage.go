@@ -130,7 +130,16 @@ func daySpan(a, e int64) ([]piece, bool) {
 	if (a != da || e != de) && d1 > d0 && abs(a-da)+abs(e-de) >= (d0-a)+(e-d1) {
 		return nil, false
 	}
-	return spanPieces(daily, a, e, da, de), true
+	ps := spanPieces(daily, a, e, da, de)
+	for _, p := range ps {
+		// Hours taken away are read in a statement of their own: a
+		// running job's rows written between the two reads would leave a
+		// negative row, so a day plan only ever adds.
+		if p.minus {
+			return nil, false
+		}
+	}
+	return ps, true
 }
 
 func abs(x int64) int64 {
