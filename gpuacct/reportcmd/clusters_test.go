@@ -13,6 +13,7 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/cli/cliwire"
 	"github.com/aicloud/gpusuite/internal/store"
+	"github.com/aicloud/gpusuite/internal/testkit/cmdline"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -126,22 +127,7 @@ func exitCode(err error) int {
 // golden compares got with the file at path, or rewrites it with -update.
 func golden(t *testing.T, path, got string) {
 	t.Helper()
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to write it)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s differs (-want +got):\n%s", path, diff)
-	}
+	cmdline.Golden(t, path, got, *update)
 }
 
 // TestClusterIgnore: ignore files its request under the cluster that has
