@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"math"
 	"strings"
 )
 
@@ -54,31 +53,36 @@ func (s *Ledger) NowGPUs(ctx context.Context, rows []int64) ([]NowGPURow, error)
 	}
 	var b strings.Builder
 	args := make([]any, 0, len(rows))
-	b.WriteString(`SELECT jg.job, n.name, g.idx, g.uuid, g.model, g.id, j.start
+	// Each GPU's newest pack comes with its row (the primary key's last
+	// for the GPU), so that one query reads them all.
+	b.WriteString(`SELECT jg.job, n.name, g.idx, g.uuid, g.model, g.id, j.start, p.data
  FROM job_gpus jg JOIN jobs j ON j.id = jg.job JOIN gpus g ON g.id = jg.gpu_id JOIN nodes n ON n.id = jg.node_id
+ LEFT JOIN sample_packs p ON p.gpu_id = g.id AND p.t0_ms = (SELECT max(t0_ms) FROM sample_packs x WHERE x.gpu_id = g.id)
  WHERE 1 = 1`)
 	inList(&b, &args, "jg.job", rows)
 	type nowRow struct {
 		NowGPURow
 		gid   int64
 		start sql.NullInt64
+		pack  []byte
 	}
 	rs, err := s.db.QueryContext(ctx, b.String(), args...)
 	got, err := collect(rs, err, func(r batchRows, g *nowRow) error {
 		var idx sql.NullInt64
-		err := r.Scan(&g.Row, &g.Node, &idx, &g.UUID, &g.Model, &g.gid, &g.start)
+		err := r.Scan(&g.Row, &g.Node, &idx, &g.UUID, &g.Model, &g.gid, &g.start, &g.pack)
 		g.Index = ptrInt(idx)
 		return err
 	})
 	if err != nil {
 		return nil, translate(err)
 	}
+	// A GPU of several runs has its pack decoded once.
 	newest := map[int64]*sampleRow{}
 	out := make([]NowGPURow, 0, len(got))
 	for _, g := range got {
 		r, ok := newest[g.gid]
 		if !ok {
-			if r, err = s.newestSample(ctx, g.gid); err != nil {
+			if r, err = lastPacked(g.pack, g.gid); err != nil {
 				return nil, err
 			}
 			newest[g.gid] = r
@@ -96,21 +100,16 @@ func (s *Ledger) NowGPUs(ctx context.Context, rows []int64) ([]NowGPURow, error)
 	return out, nil
 }
 
-// newestSample is GPU gid's newest stored sample, nil when none: the
-// last of its newest pack, read by one query.
-func (s *Ledger) newestSample(ctx context.Context, gid int64) (*sampleRow, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT data FROM sample_packs WHERE gpu_id = ? ORDER BY t0_ms DESC LIMIT 1`, gid)
-	if err != nil {
-		return nil, fmt.Errorf("newest sample of gpu %d: %w", gid, translate(err))
-	}
+// lastPacked is the last sample of GPU gid's pack data, nil when none.
+func lastPacked(data []byte, gid int64) (*sampleRow, error) {
 	var last *sampleRow
-	err = eachPackRow(rows, gid, math.MinInt64, math.MaxInt64, func(r *sampleRow) error {
+	err := eachPacked(data, gid, func(r *sampleRow) error {
 		c := *r
 		last = &c
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("newest sample of gpu %d: %w", gid, translate(err))
+		return nil, fmt.Errorf("newest sample of gpu %d: %w", gid, err)
 	}
 	return last, nil
 }
