@@ -109,9 +109,10 @@ func applyIgnore(ctx context.Context, st *store.Ledger, r *Request, now time.Tim
 	}
 	reason := fmt.Sprintf("%s (by %s, %s)", r.Reason, r.By, r.Time.UTC().Format("2006-01-02 15:04Z"))
 	// When the request was made, as its reason says; a request without
-	// a time is dated by the writer.
+	// a time, or dated ahead by a wrong clock, is dated by the writer, as
+	// a note and a notify request are.
 	at := r.Time
-	if at.IsZero() {
+	if at.IsZero() || at.After(now) {
 		at = now
 	}
 	for _, spec := range r.Jobs {
