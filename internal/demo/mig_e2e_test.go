@@ -1,30 +1,17 @@
 package demo
 
 import (
-	"context"
-	"encoding/json"
-	"io"
-	"log/slog"
 	"math"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/aicloud/gpusuite/internal/agent"
-	"github.com/aicloud/gpusuite/internal/gpu"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/report/teams"
 	"github.com/aicloud/gpusuite/internal/sim"
-	"github.com/aicloud/gpusuite/internal/sim/simcluster"
-	"github.com/aicloud/gpusuite/internal/spool"
-	"github.com/aicloud/gpusuite/internal/store"
-	"github.com/aicloud/gpusuite/internal/testkit/clock"
 )
 
 // TestMIGSlicesEndToEnd: on an A100 node whose second GPU is cut into
@@ -35,66 +22,21 @@ import (
 // parent's); the whole-GPU job, small in memory and utilization, is
 // told in `gpuacct job` the slice it would fit.
 func TestMIGSlicesEndToEnd(t *testing.T) {
-	ctx := context.Background()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	clk := clock.New(time.Date(2026, 11, 20, 8, 0, 0, 0, time.UTC))
-	root := t.TempDir()
-	so := simcluster.Options{Cluster: "demo", GPUsPerNode: 2, Model: "a100", Interval: time.Second, Segment: time.Minute, Ship: time.Second,
-		NodeRoot: filepath.Join(root, "nodes"), Incoming: filepath.Join(root, "incoming")}
-	if err := os.MkdirAll(so.Incoming, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cfg := simcluster.NodeConfig(so, "gpu01")
-	srv, err := sim.New(sim.Options{Node: "gpu01", Count: 2, Model: "a100", Now: clk.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	migs := srv.Device(1).EnableMIGLayout(sim.LayoutA100x7)
-	srv.Device(1).SetLoad(sim.Load{PowerMW: 210_000, TempC: 45, SMClockMHz: 1400})
-	lib, err := gpu.OpenInterface(ctx, srv, 2*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lib.Close()
-	a, err := agent.New(cfg, so.Cluster, "gpu01", agent.Deps{Lib: lib, Now: clk.Now, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cgroup := func(pid uint32, job uint64) {
-		dir := filepath.Join(cfg.Agent.ProcRoot, strconv.FormatUint(uint64(pid), 10))
-		line := "0::/system.slice/slurmstepd.scope/job_" + strconv.FormatUint(job, 10) + "/step_0/user/task_0\n"
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "cgroup"), []byte(line), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	var migs []*sim.MIGDevice
+	n := newSimNode(t, "a100", func(srv *sim.Server) {
+		migs = srv.Device(1).EnableMIGLayout(sim.LayoutA100x7)
+		srv.Device(1).SetLoad(sim.Load{PowerMW: 210_000, TempC: 45, SMClockMHz: 1400})
+	})
+	ctx, clk, srv, so := n.ctx, n.clk, n.srv, n.so
 	// job 31: the whole GPU 0 at 10 %, 6 000 MiB; jobs 32 and 33: slices
 	// 0 and 1 of GPU 1, 2 and 5 GiB
-	cgroup(131, 31)
+	n.cgroup(131, 31)
 	srv.Device(0).SetLoad(sim.Load{GPUUtil: 10, MemUtil: 5, MemUsedMiB: 6000, PowerMW: 120_000, TempC: 40, SMClockMHz: 1400,
 		Procs: []nvml.ProcessInfo{{Pid: 131, UsedGpuMemory: 6000 << 20}}})
 	for i, job := range []uint64{32, 33} {
 		pid := uint32(100 + job)
-		cgroup(pid, job)
+		n.cgroup(pid, job)
 		migs[i].SetProcs([]nvml.ProcessInfo{{Pid: pid, UsedGpuMemory: uint64(2+3*i) << 30}})
-	}
-	event := func(kind record.Kind, job uint64, g record.GPU) {
-		t.Helper()
-		ev := record.Event{Schema: record.EventSchema, Kind: kind, Time: clk.Now(), Source: "prolog", Cluster: so.Cluster, Node: "gpu01",
-			Job: record.Job{ID: job, User: "erin", Account: "nlp", Partition: "gpu", GPUs: []int{g.Minor}}, GPUs: []record.GPU{g}}
-		if kind == record.JobEnd {
-			ev.Source = "epilog"
-		}
-		ev.Key = record.EventKey(so.Cluster, job, 0, "gpu01", kind)
-		data, err := json.Marshal(&ev)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := (spool.Dir{Path: cfg.Spool.Dir}).Write(record.EventFileName(so.Cluster, job, 0, "gpu01", kind), data); err != nil {
-			t.Fatal(err)
-		}
 	}
 	idx0, idx1, ci := 0, 1, 0
 	whole := func() record.GPU {
@@ -112,50 +54,28 @@ func TestMIGSlicesEndToEnd(t *testing.T) {
 		}
 		return e
 	}
-	step := func(what string, f func() error) {
-		t.Helper()
-		if err := f(); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	cycle := func() { clk.Advance(time.Second); step("cycle", func() error { return a.Cycle(ctx) }) }
-	cycle()
+	n.cycle()
 	start := clk.Now()
-	event(record.JobStart, 31, whole())
-	event(record.JobStart, 32, slice(0))
-	event(record.JobStart, 33, slice(1))
-	cycle()
+	n.event(record.JobStart, 31, whole())
+	n.event(record.JobStart, 32, slice(0))
+	n.event(record.JobStart, 33, slice(1))
+	n.cycle()
 	first := parentEnergy() // the slices' aggregates start from this cycle's reading
 	for range 20 {
-		cycle()
+		n.cycle()
 	}
 	last := parentEnergy()
 	clk.Advance(500 * time.Millisecond)
-	event(record.JobEnd, 31, whole())
-	event(record.JobEnd, 32, slice(0))
-	event(record.JobEnd, 33, slice(1))
-	cycle()
-	step("stop", a.Stop)
-	step("ship", func() error { _, err := a.Ship(ctx); return err })
+	n.event(record.JobEnd, 31, whole())
+	n.event(record.JobEnd, 32, slice(0))
+	n.event(record.JobEnd, 33, slice(1))
+	n.cycle()
+	n.stopAndShip()
 
-	dir := t.TempDir()
-	icfg := ingestConfig(dir, so.Incoming, so.Cluster, so.Interval)
-	st, err := store.Open(ctx, store.Options{Path: icfg.Store.Path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := Info{Cluster: so.Cluster, Nodes: 1, GPUs: 2, Model: "a100"}
-	res, err := ingester(st, icfg, in, start.Add(-time.Hour), func() time.Time { return clk.Now().Add(time.Second) }, log).Pass(ctx)
+	st, ledger := n.ingest(start.Add(-time.Hour))
 	st.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Quarantined != 0 || res.Refused != 0 || res.Deferred != 0 || res.Files == 0 {
-		q, _ := filepath.Glob(filepath.Join(icfg.Ingest.Quarantine, "*", "*"))
-		t.Fatalf("ingest: %+v, quarantined %v; want every file taken", res, q)
-	}
 
-	led, err := report.OpenDB(ctx, icfg.Store.Path, 5*time.Second)
+	led, err := report.OpenDB(ctx, ledger, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
