@@ -241,11 +241,12 @@ func (v *view) slurmOldLine() string {
 		v.slurmFile, v.slurmOld.Round(time.Second))
 }
 
-func (v *view) stamp(t time.Time) string {
+// stamp is t in v's zone as tr's reader writes a date; "" for none.
+func (v *view) stamp(tr *i18n.Printer, t time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
-	return t.In(v.loc).Format("2006-01-02 15:04:05 MST")
+	return tr.Time(t.In(v.loc), "2006-01-02 15:04:05 MST")
 }
 
 func dash(s string) string {

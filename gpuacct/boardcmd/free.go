@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -33,14 +32,6 @@ func FreeCommand(d Deps) *cli.Command {
 	return cmd
 }
 
-// stampIn is v.stamp as tr's reader writes a date.
-func (v *view) stampIn(tr *i18n.Printer, t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return tr.Time(t.In(v.loc), "2006-01-02 15:04:05 MST")
-}
-
 // writeFree writes the free table in tr's language; the table aligns
 // its columns by display width, so Japanese headings line up.
 func writeFree(w io.Writer, v *view, tr *i18n.Printer) error {
@@ -51,7 +42,7 @@ func writeFree(w io.Writer, v *view, tr *i18n.Printer) error {
 		}
 	}
 	t := &table.Table{
-		Title: tr.T("Free GPUs at %s", v.stampIn(tr, b.At)),
+		Title: tr.T("Free GPUs at %s", v.stamp(tr, b.At)),
 		Columns: []table.Column{
 			{Key: "model", Title: tr.T("MODEL")},
 			{Key: "partition", Title: tr.T("PARTITION")},

@@ -59,7 +59,7 @@ func LedgerWaits(ctx context.Context, loc string, busy time.Duration, now time.T
 // writeQueue writes the queue's tables in tr's language.
 func writeQueue(w io.Writer, v *view, q slurmstate.Queue, waitsErr error, tr *i18n.Printer) error {
 	t := &table.Table{
-		Title: tr.T("Pending jobs asking for GPUs at %s", v.stampIn(tr, q.At)),
+		Title: tr.T("Pending jobs asking for GPUs at %s", v.stamp(tr, q.At)),
 		Columns: []table.Column{
 			{Key: "partition", Title: tr.T("PARTITION")}, {Key: "model", Title: tr.T("MODEL")}, {Key: "jobs", Title: tr.T("JOBS"), Kind: table.Int},
 			{Key: "gpus", Title: tr.T("GPUS"), Kind: table.Int}, {Key: "wait", Title: tr.T("OLDEST WAIT")}, {Key: "start", Title: tr.T("SLURM'S NEXT START")},
@@ -70,7 +70,7 @@ func writeQueue(w io.Writer, v *view, q slurmstate.Queue, waitsErr error, tr *i1
 		if !r.Oldest.IsZero() {
 			wait = short(q.At.Sub(r.Oldest))
 		}
-		t.Rows = append(t.Rows, table.Row{Cells: []any{r.Partition, r.Model, int64(r.Jobs), int64(r.GPUs), wait, dash(v.stampIn(tr, r.NextStart))}})
+		t.Rows = append(t.Rows, table.Row{Cells: []any{r.Partition, r.Model, int64(r.Jobs), int64(r.GPUs), wait, dash(v.stamp(tr, r.NextStart))}})
 	}
 	if len(q.Rows) == 0 {
 		t.Notes = append(t.Notes, tr.T("no pending job asks for GPUs"))

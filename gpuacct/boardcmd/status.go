@@ -60,7 +60,7 @@ func writeStatus(w io.Writer, v *view, nodes []board.Node, tr *i18n.Printer) err
 		}
 	}
 	t := &table.Table{
-		Title: tr.T("GPUs at %s", v.stampIn(tr, v.Board.At)),
+		Title: tr.T("GPUs at %s", v.stamp(tr, v.Board.At)),
 		Columns: []table.Column{
 			{Key: "node", Title: tr.T("NODE")}, {Key: "slurm", Title: "SLURM"}, {Key: "gpu", Title: tr.T("GPU"), Kind: table.Int},
 			{Key: "model", Title: tr.T("MODEL")}, {Key: "state", Title: tr.T("STATE")}, {Key: "job", Title: tr.T("JOB")},
@@ -115,7 +115,7 @@ func writeStatus(w io.Writer, v *view, nodes []board.Node, tr *i18n.Printer) err
 			t.Notes = append(t.Notes, tr.T("%s: MIG slices %s", n.Name, strings.Join(sl, "; ")))
 		}
 		for _, nt := range n.Notes {
-			t.Notes = append(t.Notes, tr.T("%s: note %s, until %s", n.Name, noteText(nt, maxNoteRunes), v.stampIn(tr, nt.Until)))
+			t.Notes = append(t.Notes, tr.T("%s: note %s, until %s", n.Name, noteText(nt, maxNoteRunes), v.stamp(tr, nt.Until)))
 		}
 		if n.Reason != "" {
 			t.Notes = append(t.Notes, fmt.Sprintf("%s: %s: %s", n.Name, n.Condition, n.Reason))
@@ -127,7 +127,7 @@ func writeStatus(w io.Writer, v *view, nodes []board.Node, tr *i18n.Printer) err
 			if n.SnapshotAt.IsZero() {
 				t.Notes = append(t.Notes, tr.T("%s: STALE: no live snapshot (is its agent running?)", n.Name))
 			} else {
-				t.Notes = append(t.Notes, tr.T("%s: STALE: last snapshot %s, %s ago", n.Name, v.stampIn(tr, n.SnapshotAt), v.Board.At.Sub(n.SnapshotAt).Round(time.Second).String()))
+				t.Notes = append(t.Notes, tr.T("%s: STALE: last snapshot %s, %s ago", n.Name, v.stamp(tr, n.SnapshotAt), v.Board.At.Sub(n.SnapshotAt).Round(time.Second).String()))
 			}
 		}
 	}
