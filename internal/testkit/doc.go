@@ -19,6 +19,7 @@
 //   - reexec: the test binary copied where another user may run it.
 //   - registry: a real container registry with TLS and logins.
 //   - slurm: the real Slurm clusters of make test, shared or exclusive.
+//   - snapshot: a node's live snapshot written as its agent writes it.
 //   - tlscert: web config files with a throwaway certificate.
 //
 // This package itself holds the one rule they all follow: a test that

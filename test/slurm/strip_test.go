@@ -2,10 +2,8 @@ package slurm_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,6 +17,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/slurmstate"
 	"github.com/aicloud/gpusuite/internal/testkit/browser"
 	"github.com/aicloud/gpusuite/internal/testkit/slurm"
+	"github.com/aicloud/gpusuite/internal/testkit/snapshot"
 	"github.com/aicloud/gpusuite/internal/web"
 )
 
@@ -59,7 +58,7 @@ func TestBoardStripSlurm(t *testing.T) {
 		if !at.Before(from) && at.Before(to) {
 			g.Jobs = []record.LiveJob{{Job: job, User: "alice", Account: "team-a"}}
 		}
-		writeLive(t, dir, record.Live{Schema: record.LiveSchema, Cluster: "test", Node: node, Time: at, Interval: 10,
+		snapshot.Write(t, dir, record.Live{Schema: record.LiveSchema, Cluster: "test", Node: node, Time: at, Interval: 10,
 			GPUs: []record.LiveGPU{g}})
 		clk.set(at.Add(time.Second))
 		src.Current(context.Background())
@@ -91,22 +90,5 @@ func TestBoardStripSlurm(t *testing.T) {
 	}
 	if got := browser.Text(t, ctx, cell+" .st"); strings.Contains(got, "stale") {
 		t.Errorf("the cell reads %q: the board did not take the snapshots", got)
-	}
-}
-
-// writeLive writes l as the node's agent does: a temporary file renamed
-// to the node's live file.
-func writeLive(t *testing.T, dir string, l record.Live) {
-	t.Helper()
-	b, err := json.Marshal(l)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmp := filepath.Join(dir, "."+l.Node+".tmp")
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, record.LiveFileName(l.Node))); err != nil {
-		t.Fatal(err)
 	}
 }
