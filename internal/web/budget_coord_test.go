@@ -1,17 +1,13 @@
 package web_test
 
 import (
-	"context"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/aicloud/gpusuite/internal/budget"
 	"github.com/aicloud/gpusuite/internal/report/reportfixture"
-	"github.com/aicloud/gpusuite/internal/testkit/slurm"
 	"github.com/aicloud/gpusuite/internal/web"
 )
 
@@ -19,16 +15,7 @@ import (
 // of team-a (removed at the end); under web.private_data they then see
 // team-a's budget, page and JSON, as its members do, and not team-b's.
 func TestBudgetCoordinator(t *testing.T) {
-	c := slurm.Get(t)
-	for k, v := range c.Vars {
-		t.Setenv(k, v)
-	}
-	c.Run(t, "", "sacctmgr", "-i", "add", "coordinator", "account=team-a", "names=agentuser")
-	t.Cleanup(func() { c.Run(t, "", "sacctmgr", "-i", "remove", "coordinator", "account=team-a", "names=agentuser") })
-	roles := web.NewRoles("sacctmgr", time.Minute, slog.New(slog.NewTextHandler(os.Stderr, nil)))
-	if err := roles.Refresh(context.Background()); err != nil {
-		t.Fatalf("read the coordinators: %v", err)
-	}
+	roles := coordinatorRoles(t)
 
 	t0 := reportfixture.T0
 	now := time.Unix(t0+86400, 0)

@@ -3,15 +3,11 @@ package web_test
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/aicloud/gpusuite/internal/testkit/slurm"
 	"github.com/aicloud/gpusuite/internal/web"
 )
 
@@ -23,16 +19,7 @@ import (
 // is bob's on job 7; an admin gets the form on both; a reason is
 // required.
 func TestIgnoreFromJobPage(t *testing.T) {
-	c := slurm.Get(t)
-	for k, v := range c.Vars {
-		t.Setenv(k, v)
-	}
-	c.Run(t, "", "sacctmgr", "-i", "add", "coordinator", "account=team-a", "names=agentuser")
-	t.Cleanup(func() { c.Run(t, "", "sacctmgr", "-i", "remove", "coordinator", "account=team-a", "names=agentuser") })
-	roles := web.NewRoles("sacctmgr", time.Minute, slog.New(slog.NewTextHandler(os.Stderr, nil)))
-	if err := roles.Refresh(context.Background()); err != nil {
-		t.Fatalf("read the coordinators: %v", err)
-	}
+	roles := coordinatorRoles(t)
 	e := newFormsEnv(t, web.Options{Roles: roles})
 
 	for _, tc := range []struct {

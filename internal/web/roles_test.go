@@ -16,7 +16,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/aicloud/gpusuite/internal/report/reportfixture"
-	"github.com/aicloud/gpusuite/internal/testkit/slurm"
 	"github.com/aicloud/gpusuite/internal/testkit/tlscert"
 	"github.com/aicloud/gpusuite/internal/web"
 	"github.com/aicloud/gpusuite/internal/webconfig"
@@ -29,12 +28,7 @@ import (
 // bob, alice sees only herself, the admin everyone. A failed read of
 // Slurm keeps the last answer and is logged once.
 func TestRolesFromSlurm(t *testing.T) {
-	c := slurm.Get(t)
-	for k, v := range c.Vars {
-		t.Setenv(k, v)
-	}
-	c.Run(t, "", "sacctmgr", "-i", "add", "coordinator", "account=team-a", "names=agentuser")
-	t.Cleanup(func() { c.Run(t, "", "sacctmgr", "-i", "remove", "coordinator", "account=team-a", "names=agentuser") })
+	coordinatorOfTeamA(t)
 
 	// sacctmgr through a script that fails while a file exists: Slurm's
 	// accounting down.
