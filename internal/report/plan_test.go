@@ -11,8 +11,9 @@ import (
 
 // TestPlan: months inside days inside hours, each piece merged with its
 // neighbour of the same rollup, and no month where a bucket does not hold
-// a whole UTC month; a bucket off UTC midnights reads the days between the
-// nearest ones, and two such buckets their common edge hours once.
+// a whole UTC month; a month off UTC reads the UTC month and its edge
+// hours, two such months their common edge hours once; a bucket of whole
+// UTC days sums them.
 func TestPlan(t *testing.T) {
 	utc := func(s string) int64 {
 		x, err := time.Parse("2006-01-02T15", s)
