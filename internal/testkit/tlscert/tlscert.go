@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/aicloud/gpusuite/internal/testkit/fetch"
 )
 
 // Files is a web config file written into a test's temporary directory.
@@ -79,15 +81,12 @@ func (f Files) Client() *http.Client {
 	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
 }
 
-// maxBody bounds the body Get reads: more than any page or /metrics the
-// suite serves.
-const maxBody = 4 << 20
-
 // Get GETs url with c (a Files' Client), logged in as user with pass
 // unless user is empty, and returns the status, the body (at most
-// maxBody bytes) and the headers. It returns the request's error rather
-// than failing the test, so that a test may poll a server that is not up
-// yet; c keeps its connection, as a browser's would, for the next.
+// fetch.MaxBytes, fetch.Get's bound) and the headers. It returns the
+// request's error rather than failing the test, so that a test may poll
+// a server that is not up yet; c keeps its connection, as a browser's
+// would, for the next.
 func Get(c *http.Client, url, user, pass string) (int, string, http.Header, error) {
 	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
@@ -101,7 +100,7 @@ func Get(c *http.Client, url, user, pass string) (int, string, http.Header, erro
 		return 0, "", nil, err
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, fetch.MaxBytes))
 	return resp.StatusCode, string(b), resp.Header, err
 }
 

@@ -7,11 +7,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aicloud/gpusuite/internal/testkit/fetch"
 )
 
 // TestGet: Get trusts the certificate Write wrote, sends the login only
 // when a user is given, returns status, body and headers, and reads no
-// more than maxBody of a larger body.
+// more than fetch.MaxBytes of a larger body.
 func TestGet(t *testing.T) {
 	f := Write(t, true, nil, "")
 	pair, err := tls.LoadX509KeyPair(filepath.Join(filepath.Dir(f.Path), "cert.pem"), filepath.Join(filepath.Dir(f.Path), "key.pem"))
@@ -24,7 +26,7 @@ func TestGet(t *testing.T) {
 	}
 	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/big" {
-			w.Write([]byte(strings.Repeat("x", maxBody+10)))
+			w.Write([]byte(strings.Repeat("x", fetch.MaxBytes+10)))
 			return
 		}
 		user, pass, ok := r.BasicAuth()
@@ -49,7 +51,7 @@ func TestGet(t *testing.T) {
 	}{
 		{name: "no login", path: "/", code: http.StatusUnauthorized, challenge: `Basic realm="test"`},
 		{name: "login", path: "/", user: "alice", pass: "pw", code: http.StatusOK, body: "alice:pw", bodyLen: 8},
-		{name: "bounded body", path: "/big", code: http.StatusOK, body: strings.Repeat("x", 8), bodyLen: maxBody},
+		{name: "bounded body", path: "/big", code: http.StatusOK, body: strings.Repeat("x", 8), bodyLen: fetch.MaxBytes},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, body, h, err := Get(c, base+tc.path, tc.user, tc.pass)
