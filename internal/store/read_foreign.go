@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -24,48 +25,53 @@ type ForeignGPU struct {
 
 // ForeignGPUs lists the GPUs whose samples in [fromMs, toMs) showed a
 // foreign process, most samples first, at most limit (MaxForeignGPUs
-// when 0 or more). Each GPU's samples are read by the key's range, so
-// the read is bounded by the window, not by the table.
+// when 0 or more). Each GPU's packs are read by the key's range, so the
+// read is bounded by the window, not by the table.
 func (s *Ledger) ForeignGPUs(ctx context.Context, fromMs, toMs int64, limit int) ([]ForeignGPU, error) {
 	if limit <= 0 || limit > MaxForeignGPUs {
 		limit = MaxForeignGPUs
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT g.id, n.cluster, n.name, g.idx FROM gpus g JOIN nodes n ON n.id = g.node_id`)
-	type gpu struct {
-		id int64
-		f  ForeignGPU
-	}
-	gpus, err := collect(rows, err, func(r batchRows, g *gpu) error {
+	// One query: the GPUs lead (CROSS JOIN keeps SQLite from scanning
+	// every pack of the table), each read by its packs' key range from
+	// packFloor(fromMs).
+	rows, err := s.db.QueryContext(ctx, `SELECT g.id, n.cluster, n.name, g.idx, p.data
+ FROM gpus g CROSS JOIN sample_packs p JOIN nodes n ON n.id = g.node_id
+ WHERE p.gpu_id = g.id AND p.t0_ms >= ? AND p.t0_ms < ?`, packFloor(fromMs), toMs)
+	byGPU := map[int64]*ForeignGPU{}
+	err = eachRow(rows, err, func(r batchRows) error {
+		var gid int64
+		var f ForeignGPU
 		var idx sql.NullInt64
-		err := r.Scan(&g.id, &g.f.Cluster, &g.f.Node, &idx)
-		g.f.Index = ptrInt(idx)
-		return err
+		var data []byte
+		if err := r.Scan(&gid, &f.Cluster, &f.Node, &idx, &data); err != nil {
+			return err
+		}
+		return eachPackedIn(data, gid, fromMs, toMs, func(r *sampleRow) error {
+			if n, _ := r.vals[colForeign].(int64); n <= 0 {
+				return nil
+			}
+			t := r.vals[colT].(int64)
+			g := byGPU[gid]
+			if g == nil {
+				f.Index, f.First, f.Last = ptrInt(idx), t, t
+				g = &f
+				byGPU[gid] = g
+			}
+			g.Samples++
+			g.First, g.Last = min(g.First, t), max(g.Last, t)
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read foreign processes: %w", translate(err))
 	}
-	var out []ForeignGPU
-	for _, g := range gpus {
-		f := g.f
-		err := s.eachSample(ctx, g.id, fromMs, toMs, func(r *sampleRow) error {
-			if n, _ := r.vals[colForeign].(int64); n > 0 {
-				t := r.vals[colT].(int64)
-				if f.Samples == 0 {
-					f.First = t
-				}
-				f.Samples++
-				f.Last = t
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("read foreign processes: %w", err)
-		}
-		if f.Samples > 0 {
-			out = append(out, f)
-		}
+	// By GPU first, so that a tie the order below leaves is the ledger's.
+	gids := slices.Sorted(maps.Keys(byGPU))
+	out := make([]ForeignGPU, 0, len(gids))
+	for _, gid := range gids {
+		out = append(out, *byGPU[gid])
 	}
-	slices.SortFunc(out, func(a, b ForeignGPU) int {
+	slices.SortStableFunc(out, func(a, b ForeignGPU) int {
 		if c := cmp.Compare(b.Samples, a.Samples); c != 0 {
 			return c
 		}
