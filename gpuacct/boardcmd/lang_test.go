@@ -2,17 +2,15 @@ package boardcmd
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/i18n"
 	"github.com/aicloud/gpusuite/internal/slurmstate"
+	"github.com/aicloud/gpusuite/internal/testkit/cmdline"
 )
 
 // gpuacct free and status in Japanese (LANG=ja_JP.UTF-8): the golden
@@ -42,19 +40,7 @@ func TestFreeJapanese(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errs)
 			}
-			golden := filepath.Join("testdata", tc.name+".golden")
-			if *update {
-				if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to write it)", err)
-			}
-			if d := cmp.Diff(string(want), out); d != "" {
-				t.Errorf("output (-want +got):\n%s", d)
-			}
+			cmdline.Golden(t, filepath.Join("testdata", tc.name+".golden"), out, *update)
 			checkAligned(t, out)
 		})
 	}

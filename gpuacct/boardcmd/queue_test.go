@@ -17,6 +17,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/slurmstate"
 	"github.com/aicloud/gpusuite/internal/store"
+	"github.com/aicloud/gpusuite/internal/testkit/cmdline"
 )
 
 // runQueue runs gpuacct status over the fixture with Slurm's queue q and
@@ -204,19 +205,7 @@ func TestStatusQueueJapanese(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	golden := filepath.Join("testdata", "status_queue_ja.golden")
-	if *update {
-		if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to write it)", err)
-	}
-	if d := cmp.Diff(string(want), out); d != "" {
-		t.Errorf("output (-want +got):\n%s", d)
-	}
+	cmdline.Golden(t, filepath.Join("testdata", "status_queue_ja.golden"), out, *update)
 	started := strings.Index(out, "開始までの時間(")
 	if started < 0 {
 		t.Fatalf("no started-within table in\n%s", out)
