@@ -193,8 +193,7 @@ func (v *view) warnings(nodes []board.Node, tr *i18n.Printer) []string {
 	case !v.SlurmAsked:
 		out = append(out, tr.T("WARNING: Slurm not asked (--no-slurm): drains, down nodes, partitions and reservations are unknown"))
 	case v.slurmOld > 0:
-		out = append(out, tr.T("WARNING: Slurm's view in %s is %s old (is the process that writes it, gpuacct demo serve, running?): drains and reservations may have changed since",
-			v.slurmFile, v.slurmOld.Round(time.Second).String()))
+		out = append(out, tr.T("WARNING: %s", v.slurmOldLine(tr)))
 	}
 	if v.NotesError != "" {
 		out = append(out, tr.T("WARNING: notes not read (%s): bookings are not shown and booked GPUs may show as free (set store.path or --db)", v.NotesError))
@@ -226,7 +225,7 @@ func (v *view) warnings(nodes []board.Node, tr *i18n.Printer) []string {
 func (v *view) meta(noteProblems []board.Problem, slurmErr, notesErr string) board.Meta {
 	probs := append(v.problems[:len(v.problems):len(v.problems)], noteProblems...)
 	if v.slurmOld > 0 {
-		probs = append(probs, board.Problem{Err: v.slurmOldLine()})
+		probs = append(probs, board.Problem{Err: v.slurmOldLine(i18n.Plain())})
 	}
 	if notesErr != "" {
 		probs = append(probs, board.Problem{Err: "notes not read: " + notesErr})
@@ -234,11 +233,11 @@ func (v *view) meta(noteProblems []board.Problem, slurmErr, notesErr string) boa
 	return board.Meta{SlurmError: slurmErr, Problems: probs}
 }
 
-// slurmOldLine says that the view read from a file is old (warnings
-// says it in the reader's language).
-func (v *view) slurmOldLine() string {
-	return fmt.Sprintf("Slurm's view in %s is %s old (is the process that writes it, gpuacct demo serve, running?): drains and reservations may have changed since",
-		v.slurmFile, v.slurmOld.Round(time.Second))
+// slurmOldLine says, in tr's language, that the view read from a file
+// is old.
+func (v *view) slurmOldLine(tr *i18n.Printer) string {
+	return tr.T("Slurm's view in %s is %s old (is the process that writes it, gpuacct demo serve, running?): drains and reservations may have changed since",
+		v.slurmFile, v.slurmOld.Round(time.Second).String())
 }
 
 // stamp is t in v's zone as tr's reader writes a date; "" for none.

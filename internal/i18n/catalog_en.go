@@ -411,7 +411,7 @@ func english() []string {
 		// the warnings above gpuacct free and status (boardcmd/board.go)
 		"WARNING: Slurm is unreachable (%s): drains, down nodes, partitions and reservations are unknown; free means only that no job holds the GPU as its agent sees it",
 		"WARNING: Slurm not asked (--no-slurm): drains, down nodes, partitions and reservations are unknown",
-		"WARNING: Slurm's view in %s is %s old (is the process that writes it, gpuacct demo serve, running?): drains and reservations may have changed since",
+		"Slurm's view in %s is %s old (is the process that writes it, gpuacct demo serve, running?): drains and reservations may have changed since",
 		"WARNING: notes not read (%s): bookings are not shown and booked GPUs may show as free (set store.path or --db)",
 		"WARNING: %d node(s) STALE (no snapshot newer than 3 agent intervals; their GPUs are never counted free): %s",
 		"WARNING: %d more live files skipped",

@@ -412,7 +412,7 @@ func japanese() map[string]string {
 		// the warnings above gpuacct free and status (boardcmd/board.go)
 		"WARNING: Slurm is unreachable (%s): drains, down nodes, partitions and reservations are unknown; free means only that no job holds the GPU as its agent sees it": "警告: Slurm に接続できません(%s)。ドレイン・ダウンしたノード・パーティション・予約は不明です。ここでの空きは、エージェントから見てその GPU を使うジョブがないという意味だけです",
 		"WARNING: Slurm not asked (--no-slurm): drains, down nodes, partitions and reservations are unknown":                                                              "警告: Slurm に問い合わせていません(--no-slurm)。ドレイン・ダウンしたノード・パーティション・予約は不明です",
-		"WARNING: Slurm's view in %s is %s old (is the process that writes it, gpuacct demo serve, running?): drains and reservations may have changed since":             "警告: %s の Slurm の状態は %s 前のものです(書き込むプロセス gpuacct demo serve は動いていますか?)。その後ドレインや予約が変わっているかもしれません",
+		"Slurm's view in %s is %s old (is the process that writes it, gpuacct demo serve, running?): drains and reservations may have changed since":                      "%s の Slurm の状態は %s 前のものです(書き込むプロセス gpuacct demo serve は動いていますか?)。その後ドレインや予約が変わっているかもしれません",
 		"WARNING: notes not read (%s): bookings are not shown and booked GPUs may show as free (set store.path or --db)":                                                  "警告: メモを読めません(%s)。ブックは表示されず、ブック済みの GPU が空きと表示されることがあります(store.path か --db を設定してください)",
 		"WARNING: %d node(s) STALE (no snapshot newer than 3 agent intervals; their GPUs are never counted free): %s":                                                     "警告: %d台のノードが古い状態です(エージェント3周期より新しいスナップショットなし。その GPU は空きに数えません): %s",
 		"WARNING: %d more live files skipped": "警告: ほかに %d 個のライブファイルを読み飛ばしました",
