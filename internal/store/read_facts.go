@@ -19,6 +19,17 @@ const (
 	Monthly              // rollup_monthly: whole UTC months (schema 2 on)
 )
 
+// rollupOf is each grain's rollup, its node rollup, their time column
+// and the seconds a unit of it stands for (a month is counted in days).
+var rollupOf = [...]struct {
+	table, nodeTable, col string
+	unit                  int64
+}{
+	Hourly:  {"rollup_hourly", "rollup_node_hour", "hour", 3600},
+	Daily:   {"rollup_daily", "rollup_node_day", "day", 86400},
+	Monthly: {"rollup_monthly", "rollup_node_month", "month", 86400},
+}
+
 // FactQuery selects non-ignored rollup rows of one grain. Empty lists
 // select everything.
 type FactQuery struct {
@@ -55,13 +66,8 @@ type FactRow struct {
 func (s *Ledger) Facts(ctx context.Context, q FactQuery, fn func(*FactRow)) error {
 	var b strings.Builder
 	var args []any
-	table, col, unit := "rollup_hourly", "hour", int64(3600)
-	switch q.Grain {
-	case Monthly:
-		table, col, unit = "rollup_monthly", "month", 86400
-	case Daily:
-		table, col, unit = "rollup_daily", "day", 86400
-	}
+	r := rollupOf[q.Grain]
+	table, col, unit := r.table, r.col, r.unit
 	if q.Grain == Hourly && q.HourSums && !q.ByNode {
 		table = "rollup_hourly_sum"
 	}
@@ -122,11 +128,7 @@ func (s *Ledger) Distinct(ctx context.Context, col string, g Grain) ([]string, e
 	default:
 		return nil, fmt.Errorf("distinct %q: not a rollup column", col)
 	}
-	from := "rollup_daily"
-	if g == Monthly {
-		from = "rollup_monthly"
-	}
-	out, err := s.texts(ctx, `SELECT DISTINCT `+col+` FROM `+from)
+	out, err := s.texts(ctx, `SELECT DISTINCT `+col+` FROM `+rollupOf[g].table)
 	if err != nil {
 		return nil, err
 	}

@@ -19,13 +19,8 @@ func (s *Ledger) NodeFacts(ctx context.Context, q FactQuery, fn func(*FactRow)) 
 	if len(q.Users) > 0 || len(q.Accounts) > 0 {
 		return errors.New("node rollups: they keep no user or account to filter on")
 	}
-	table, col, unit := "rollup_node_hour", "hour", int64(3600)
-	switch q.Grain {
-	case Monthly:
-		table, col, unit = "rollup_node_month", "month", 86400
-	case Daily:
-		table, col, unit = "rollup_node_day", "day", 86400
-	}
+	r := rollupOf[q.Grain]
+	table, col, unit := r.nodeTable, r.col, r.unit
 	var b strings.Builder
 	var args []any
 	if q.Sum {
