@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/aicloud/gpusuite/internal/spool"
 )
@@ -31,26 +29,7 @@ func WriteFile(path string, st State) error {
 	if err != nil {
 		return fmt.Errorf("encode Slurm's view: %w", err)
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("write Slurm's view %q: %w", path, err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(append(data, '\n'))
-	if err == nil {
-		err = f.Chmod(0o644)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
+	if err := spool.ReplaceFile(path, bytes.NewReader(append(data, '\n')), 0o644); err != nil {
 		return fmt.Errorf("write Slurm's view %q: %w", path, err)
 	}
 	return nil
