@@ -40,29 +40,16 @@ func TestWaitsMedianPerModelAndCount(t *testing.T) {
 	for _, r := range runs {
 		start := base.Add(r.start)
 		end := start.Add(20 * time.Minute)
-		batchOf(t, s, now, func(b *Batch) error {
-			for _, k := range []record.Kind{record.JobStart, record.JobEnd} {
-				at := start
-				if k == record.JobEnd {
-					at = end
-				}
-				e := evJob(k, "n1", at, r.gpus, r.id)
-				for i := range e.Job.GPUs {
-					e.GPUs = append(e.GPUs, record.GPU{Minor: i, Model: r.model})
-				}
-				if err := b.Event(e); err != nil {
-					return err
-				}
+		event := func(k record.Kind, at time.Time) *record.Event {
+			e := evJob(k, "n1", at, r.gpus, r.id)
+			for i := range e.Job.GPUs {
+				e.GPUs = append(e.GPUs, record.GPU{Minor: i, Model: r.model})
 			}
-			return nil
-		})
+			return e
+		}
+		eventsOf(t, s, now, event(record.JobStart, start), event(record.JobEnd, end))
 	}
-	var todo []Unreconciled
-	batchOf(t, s, now, func(b *Batch) error {
-		var err error
-		todo, err = b.Unreconciled(0, 100)
-		return err
-	})
+	todo := unreconciled(t, s, now)
 	byID := map[uint64]run{}
 	for _, r := range runs {
 		byID[r.id] = r

@@ -37,14 +37,7 @@ func TestReconcileMovesEveryFigure(t *testing.T) {
 	slurmEnd := time.Date(2026, 3, 2, 11, 59, 30, 0, time.UTC)
 	now := slurmEnd.Add(time.Hour)
 	util := uint32(50)
-	batchOf(t, s, now, func(b *Batch) error {
-		for _, e := range []*record.Event{ev(record.JobStart, "n1", slurmStart.Add(3*time.Second), 2), ev(record.JobStart, "n2", slurmStart.Add(3*time.Second), 4)} {
-			if err := b.Event(e); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	eventsOf(t, s, now, ev(record.JobStart, "n1", slurmStart.Add(3*time.Second), 2), ev(record.JobStart, "n2", slurmStart.Add(3*time.Second), 4))
 	// A minute's sample from 10:31 to 11:59 on one GPU of n1: the last
 	// one reaches past Slurm's end by 30 s.
 	batchOf(t, s, now, func(b *Batch) error {
@@ -56,20 +49,8 @@ func TestReconcileMovesEveryFigure(t *testing.T) {
 		_, err := b.Segment(&record.SegmentHeader{Cluster: "c", Node: "n1", Seq: 1, Interval: 60}, ss)
 		return err
 	})
-	batchOf(t, s, now, func(b *Batch) error {
-		for _, e := range []*record.Event{ev(record.JobEnd, "n1", slurmEnd.Add(34*time.Second), 2), ev(record.JobEnd, "n2", slurmEnd.Add(34*time.Second), 4)} {
-			if err := b.Event(e); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	var todo []Unreconciled
-	batchOf(t, s, now, func(b *Batch) error {
-		var err error
-		todo, err = b.Unreconciled(0, 10)
-		return err
-	})
+	eventsOf(t, s, now, ev(record.JobEnd, "n1", slurmEnd.Add(34*time.Second), 2), ev(record.JobEnd, "n2", slurmEnd.Add(34*time.Second), 4))
+	todo := unreconciled(t, s, now)
 	if len(todo) != 1 || todo[0].JobID != 5 || !todo[0].Start.Equal(slurmStart.Add(3*time.Second)) || !todo[0].End.Equal(slurmEnd.Add(34*time.Second)) || todo[0].StartEstimated {
 		t.Fatalf("Unreconciled = %+v, want job 5 with its hooks' times", todo)
 	}
@@ -99,16 +80,12 @@ func TestReconcileMovesEveryFigure(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("after Slurm's times (-want +got):\n%s", diff)
 	}
-	batchOf(t, s, now, func(b *Batch) error {
-		left, err := b.Unreconciled(0, 10)
-		if err == nil && len(left) != 0 {
-			t.Errorf("Unreconciled after the reconciliation = %+v, want none", left)
-		}
-		return err
-	})
+	if left := unreconciled(t, s, now); len(left) != 0 {
+		t.Errorf("Unreconciled after the reconciliation = %+v, want none", left)
+	}
 	// Again, and a late copy of the epilog's end: nothing moves.
 	batchOf(t, s, now, func(b *Batch) error { return b.Reconcile(todo[0].Row, times) })
-	batchOf(t, s, now, func(b *Batch) error { return b.Event(ev(record.JobEnd, "n1", slurmEnd.Add(34*time.Second), 2)) })
+	eventsOf(t, s, now, ev(record.JobEnd, "n1", slurmEnd.Add(34*time.Second), 2))
 	if diff := cmp.Diff(got, reconcileDump(t, s)); diff != "" {
 		t.Errorf("a second reconciliation moved figures (-first +second):\n%s", diff)
 	}
@@ -120,23 +97,10 @@ func TestReconcileGiveUp(t *testing.T) {
 	s := openTemp(t)
 	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
 	now := t0.Add(48 * time.Hour)
-	batchOf(t, s, now, func(b *Batch) error {
-		for _, e := range []*record.Event{
-			evJob(record.JobStart, "n1", t0, 1, 7), evJob(record.JobEnd, "n1", t0.Add(time.Hour), 1, 7),
-			evJob(record.JobStart, "n1", t0, 1, 8), // still running: not listed
-		} {
-			if err := b.Event(e); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	var todo []Unreconciled
-	batchOf(t, s, now, func(b *Batch) error {
-		var err error
-		todo, err = b.Unreconciled(0, 10)
-		return err
-	})
+	eventsOf(t, s, now,
+		evJob(record.JobStart, "n1", t0, 1, 7), evJob(record.JobEnd, "n1", t0.Add(time.Hour), 1, 7),
+		evJob(record.JobStart, "n1", t0, 1, 8)) // still running: not listed
+	todo := unreconciled(t, s, now)
 	if len(todo) != 1 || todo[0].JobID != 7 {
 		t.Fatalf("Unreconciled = %+v, want the finished job 7 only", todo)
 	}
@@ -160,6 +124,31 @@ func TestReconcileGiveUp(t *testing.T) {
 
 func i2s(v int64) string { return strconv.FormatInt(v, 10) }
 
+// eventsOf writes es in one batch at now.
+func eventsOf(t *testing.T, s *Ledger, now time.Time, es ...*record.Event) {
+	t.Helper()
+	batchOf(t, s, now, func(b *Batch) error {
+		for _, e := range es {
+			if err := b.Event(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// unreconciled is what Unreconciled lists at now (100 runs at most).
+func unreconciled(t *testing.T, s *Ledger, now time.Time) []Unreconciled {
+	t.Helper()
+	var todo []Unreconciled
+	batchOf(t, s, now, func(b *Batch) error {
+		var err error
+		todo, err = b.Unreconciled(0, 100)
+		return err
+	})
+	return todo
+}
+
 // TestReconcileLateNode: a node of a reconciled run whose events come
 // late has the run asked again, and takes Slurm's times; a late copy of
 // a reconciled node's own event does not.
@@ -168,38 +157,19 @@ func TestReconcileLateNode(t *testing.T) {
 	slurmStart := time.Date(2026, 3, 2, 10, 30, 0, 0, time.UTC)
 	slurmEnd := slurmStart.Add(time.Hour)
 	now := slurmEnd.Add(time.Hour)
-	events := func(node string, es ...*record.Event) {
-		batchOf(t, s, now, func(b *Batch) error {
-			for _, e := range es {
-				if err := b.Event(e); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-	}
-	unreconciled := func() []Unreconciled {
-		var todo []Unreconciled
-		batchOf(t, s, now, func(b *Batch) error {
-			var err error
-			todo, err = b.Unreconciled(0, 10)
-			return err
-		})
-		return todo
-	}
-	events("n1", ev(record.JobStart, "n1", slurmStart.Add(2*time.Second), 2), ev(record.JobEnd, "n1", slurmEnd.Add(5*time.Second), 2))
-	todo := unreconciled()
+	eventsOf(t, s, now, ev(record.JobStart, "n1", slurmStart.Add(2*time.Second), 2), ev(record.JobEnd, "n1", slurmEnd.Add(5*time.Second), 2))
+	todo := unreconciled(t, s, now)
 	if len(todo) != 1 {
 		t.Fatalf("Unreconciled = %+v, want the job", todo)
 	}
 	times := SlurmTimes{Start: slurmStart, End: slurmEnd, State: "COMPLETED"}
 	batchOf(t, s, now, func(b *Batch) error { return b.Reconcile(todo[0].Row, times) })
-	events("n1", ev(record.JobEnd, "n1", slurmEnd.Add(5*time.Second), 2))
-	if left := unreconciled(); len(left) != 0 {
+	eventsOf(t, s, now, ev(record.JobEnd, "n1", slurmEnd.Add(5*time.Second), 2))
+	if left := unreconciled(t, s, now); len(left) != 0 {
 		t.Errorf("a late copy of a reconciled node's end: Unreconciled = %+v, want none", left)
 	}
-	events("n2", ev(record.JobStart, "n2", slurmStart.Add(3*time.Second), 1), ev(record.JobEnd, "n2", slurmEnd.Add(4*time.Second), 1))
-	todo = unreconciled()
+	eventsOf(t, s, now, ev(record.JobStart, "n2", slurmStart.Add(3*time.Second), 1), ev(record.JobEnd, "n2", slurmEnd.Add(4*time.Second), 1))
+	todo = unreconciled(t, s, now)
 	if len(todo) != 1 {
 		t.Fatalf("after a late node: Unreconciled = %+v, want the job again", todo)
 	}
