@@ -39,13 +39,7 @@ func exportSampleCols() []int {
 func exportSampleVals(vals []any, node string, g GPURow, r *sampleRow) []any {
 	vals = append(vals[:0], node, g.UUID, g.index())
 	for _, col := range exportSampleCols() {
-		v := any(nil)
-		if r.set&(1<<col) != 0 {
-			v = r.vals[col]
-		} else if col == colJob || col == colRestart || col == colIdle {
-			v = int64(0)
-		}
-		vals = append(vals, v)
+		vals = append(vals, r.value(col))
 	}
 	return vals
 }

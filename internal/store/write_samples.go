@@ -50,6 +50,18 @@ func (r *sampleRow) put(col int, v driver.Value) {
 	r.set |= 1 << col
 }
 
+// value is column col as the samples table held it: nil for NULL, and
+// the default 0 for job, restart and idle when absent.
+func (r *sampleRow) value(col int) any {
+	switch {
+	case r.set&(1<<col) != 0:
+		return r.vals[col]
+	case col == colJob || col == colRestart || col == colIdle:
+		return int64(0)
+	}
+	return nil
+}
+
 // sampleInserter stores samples in their packs (insertPacks).
 type sampleInserter struct {
 	// PostgreSQL's: the month partitions made in this batch.

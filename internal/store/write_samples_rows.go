@@ -68,12 +68,7 @@ func (s *Ledger) StoredSamples(ctx context.Context, fn func(vals []any) error) e
 	for _, gid := range gids {
 		err := s.eachSample(ctx, gid, math.MinInt64, math.MaxInt64, func(r *sampleRow) error {
 			for col := range nSampleCols {
-				vals[col] = nil
-				if r.set&(1<<col) != 0 {
-					vals[col] = r.vals[col]
-				} else if col == colJob || col == colRestart || col == colIdle {
-					vals[col] = int64(0)
-				}
+				vals[col] = r.value(col)
 			}
 			return fn(vals)
 		})
