@@ -237,10 +237,7 @@ func TestReconcileResources(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			s := e.open(t)
-			hookLate(t, e, 101, 0, s0, s0.Add(10*time.Minute), 0)
-			hookLate(t, e, 102, 0, s0, s0.Add(20*time.Minute), 1)
-			hookLate(t, e, 103, 0, s0, s0.Add(5*time.Minute), 2)
-			hookLate(t, e, 103, 1, s0.Add(6*time.Minute), s0.Add(15*time.Minute), 2)
+			hookLateRuns(t, e, s0)
 			recs := records
 			var all, calls []string
 			answer := fakeSacct(&recs, &all)
@@ -271,4 +268,16 @@ func TestReconcileResources(t *testing.T) {
 			}
 		})
 	}
+}
+
+// hookLateRuns puts the hooks' events, each come late, of the runs the
+// reconciling tests ask sacct about: job 101 (10 minutes from s0), 102
+// (20 minutes) and 103's two runs (5 minutes, then 6 to 15), on GPUs 0, 1
+// and 2.
+func hookLateRuns(t *testing.T, e *env, s0 time.Time) {
+	t.Helper()
+	hookLate(t, e, 101, 0, s0, s0.Add(10*time.Minute), 0)
+	hookLate(t, e, 102, 0, s0, s0.Add(20*time.Minute), 1)
+	hookLate(t, e, 103, 0, s0, s0.Add(5*time.Minute), 2)
+	hookLate(t, e, 103, 1, s0.Add(6*time.Minute), s0.Add(15*time.Minute), 2)
 }

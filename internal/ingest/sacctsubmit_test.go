@@ -55,10 +55,7 @@ func TestReconcileTakesSubmit(t *testing.T) {
 	}
 	e := newEnv(t)
 	s := e.open(t)
-	hookLate(t, e, 101, 0, s0, s0.Add(10*time.Minute), 0)
-	hookLate(t, e, 102, 0, s0, s0.Add(20*time.Minute), 1)
-	hookLate(t, e, 103, 0, s0, s0.Add(5*time.Minute), 2)
-	hookLate(t, e, 103, 1, s0.Add(6*time.Minute), s0.Add(15*time.Minute), 2)
+	hookLateRuns(t, e, s0)
 	var all []string
 	now := s0.Add(time.Hour)
 	deps := Deps{Store: s, Config: e.cfg, Log: quiet(), Now: func() time.Time { return now }, UID: os.Getuid(), SacctLocation: time.UTC,
