@@ -52,21 +52,13 @@ func (o Options) userName(uid int) string {
 func (o Options) webUID(name string) int {
 	lookup := o.UserID
 	if lookup == nil {
-		lookup = systemUID
+		lookup = ServiceUID // the system's user database, by name
 	}
 	uid, err := lookup(name)
 	if err != nil || uid < 0 {
 		return -1
 	}
 	return uid
-}
-
-func systemUID(name string) (int, error) {
-	u, err := user.Lookup(name)
-	if err != nil {
-		return -1, err
-	}
-	return strconv.Atoi(u.Uid)
 }
 
 // ServiceUID is the uid of the service user name (ingest.service_user),
