@@ -39,6 +39,7 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/record"
+	"github.com/aicloud/gpusuite/internal/spool"
 	"github.com/aicloud/gpusuite/internal/store"
 )
 
@@ -516,7 +517,7 @@ func (in *Ingester) quarantine(node, path, reason string) error {
 	if err := os.WriteFile(dst+".reason", []byte(note), 0o640); err != nil {
 		return fmt.Errorf("write %s.reason: %w", dst, err)
 	}
-	return syncDir(dir)
+	return spool.SyncDir(dir)
 }
 
 // retire archives or deletes an ingested (committed) file.
@@ -535,15 +536,6 @@ func (in *Ingester) retire(f file, now time.Time) error {
 		return in.leave(fmt.Errorf("archive %q: %w", f.path, err))
 	}
 	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // recordPassWait is how long recording a pass may take beyond the

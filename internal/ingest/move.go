@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/aicloud/gpusuite/internal/spool"
 )
 
 // moveFile moves src into dir under base, or base.1, base.2, ... when
@@ -36,7 +38,7 @@ func moveFile(src, dir, base string) (string, error) {
 			}
 			err := os.Rename(src, dst)
 			if err == nil {
-				return dst, syncDir(dir)
+				return dst, spool.SyncDir(dir)
 			}
 			if !errors.Is(err, syscall.EXDEV) {
 				return "", err
@@ -56,13 +58,13 @@ func moveFile(src, dir, base string) (string, error) {
 			return "", err
 		}
 		copied = ""
-		if err := syncDir(dir); err != nil {
+		if err := spool.SyncDir(dir); err != nil {
 			return "", err
 		}
 		if err := os.Remove(src); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return dst, fmt.Errorf("remove %s after copying it to %s: %w", src, dst, err)
 		}
-		return dst, syncDir(filepath.Dir(src))
+		return dst, spool.SyncDir(filepath.Dir(src))
 	}
 	return "", fmt.Errorf("no free name for %s in %s", base, dir)
 }
