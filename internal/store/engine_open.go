@@ -360,10 +360,9 @@ type migration struct {
 type migrationStep func(ctx context.Context, tx *ledgerTx) error
 
 // migrationSteps are the Go steps by migration number, the same on both
-// engines: converting samples to packed rows needs the codec.
-func migrationSteps() map[int]migrationStep {
-	return map[int]migrationStep{21: packSamplesStep}
-}
+// engines: converting samples to packed rows needs the codec. (A
+// variable for the test of a step that fails.)
+var migrationSteps = map[int]migrationStep{21: packSamplesStep}
 
 func mustMigrations(engine string) []migration {
 	m, err := migrations(engine)
@@ -393,12 +392,17 @@ func migrations(engine string) ([]migration, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, migration{version: v, name: e.Name(), sql: string(b), step: migrationSteps()[v]})
+		out = append(out, migration{version: v, name: e.Name(), sql: string(b), step: migrationSteps[v]})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
 	for i, m := range out {
 		if m.version != i+1 {
 			return nil, fmt.Errorf("migration %q: expected number %d", m.name, i+1)
+		}
+	}
+	for v := range migrationSteps {
+		if v < 1 || v > len(out) {
+			return nil, fmt.Errorf("migration step %d: no migration of that number", v)
 		}
 	}
 	return out, nil

@@ -135,3 +135,49 @@ func TestSQLiteChooseJournal(t *testing.T) {
 		t.Errorf("tmpfs: %q", m)
 	}
 }
+
+// TestSQLiteMigrationStepInItsTransaction: a migration's Go step runs in
+// the migration's transaction, so a step that fails leaves neither its
+// own writes nor the migration applied, and the next open runs both
+// again; a step of a migration number that has none is refused.
+func TestSQLiteMigrationStepInItsTransaction(t *testing.T) {
+	ctx := context.Background()
+	last := len(mustMigrations(EngineSQLite))
+	old := migrationSteps
+	t.Cleanup(func() { migrationSteps = old })
+	runs := 0
+	step := func(fail bool) migrationStep {
+		return func(ctx context.Context, tx *ledgerTx) error {
+			runs++
+			// Fails if a failed run's table was kept.
+			if _, err := tx.ExecContext(ctx, `CREATE TABLE step_probe (x INTEGER)`); err != nil {
+				return err
+			}
+			if fail {
+				return errors.New("step failed")
+			}
+			return nil
+		}
+	}
+	path := filepath.Join(t.TempDir(), "acct.db")
+	migrationSteps = map[int]migrationStep{last: step(true)}
+	if _, err := Open(ctx, Options{Path: path}); err == nil || !strings.Contains(err.Error(), "step failed") {
+		t.Fatalf("open with a failing step: %v, want its error", err)
+	}
+	migrationSteps = map[int]migrationStep{last: step(false)}
+	s, err := Open(ctx, Options{Path: path})
+	if err != nil {
+		t.Fatalf("open after the step was mended: %v", err)
+	}
+	defer s.Close()
+	if v, err := s.Version(ctx); err != nil || v != last {
+		t.Errorf("version %d, %v; want %d", v, err, last)
+	}
+	if runs != 2 {
+		t.Errorf("the step ran %d times, want 2: once failing, once again", runs)
+	}
+	migrationSteps = map[int]migrationStep{last + 1: step(false)}
+	if _, err := migrations(EngineSQLite); err == nil || !strings.Contains(err.Error(), "no migration of that number") {
+		t.Errorf("a step without its migration: %v, want refused", err)
+	}
+}
