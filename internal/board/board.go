@@ -370,14 +370,10 @@ func buildNode(l *record.Live, sn *slurmstate.Node, slurm *slurmstate.State, not
 			insts = append(insts, lg)
 			continue
 		}
-		g := GPU{Index: lg.Index, UUID: lg.UUID, Model: lg.Model, Util: lg.Util, MemUsedMiB: lg.MemUsedMiB,
-			MemTotalMiB: lg.MemTotalMiB, PowerMW: lg.PowerMW, TempC: lg.TempC, IdleSince: lg.IdleSince,
-			Jobs: lg.Jobs, Procs: lg.Procs, Notes: gpuNotes(notes, lg.Index)}
-		g.State = gpuState(n, slurm != nil, lg, len(n.Notes)+len(g.Notes) > 0)
-		n.GPUs = append(n.GPUs, g)
+		n.GPUs = append(n.GPUs, wholeGPU(&n, slurm != nil, lg, notes))
 	}
 	for _, lg := range insts {
-		nest(&n, slurm != nil, lg)
+		nest(&n, slurm != nil, lg, notes)
 	}
 	if sn != nil && sn.GPUCount > 0 {
 		capUnheld(units(n.GPUs), sn.GPUCount-sn.GPUsUsed)
@@ -401,9 +397,19 @@ func migProfile(name string) string {
 	return p
 }
 
+// wholeGPU is the snapshot's device lg as a cell of its own on n, with
+// the notes on its index.
+func wholeGPU(n *Node, haveSlurm bool, lg record.LiveGPU, notes []Note) GPU {
+	g := GPU{Index: lg.Index, UUID: lg.UUID, Model: lg.Model, Util: lg.Util, MemUsedMiB: lg.MemUsedMiB,
+		MemTotalMiB: lg.MemTotalMiB, PowerMW: lg.PowerMW, TempC: lg.TempC, IdleSince: lg.IdleSince,
+		Jobs: lg.Jobs, Procs: lg.Procs, Notes: gpuNotes(notes, lg.Index)}
+	g.State = gpuState(*n, haveSlurm, lg, len(n.Notes)+len(g.Notes) > 0)
+	return g
+}
+
 // nest puts a MIG instance under the GPU of its index; one whose GPU is
 // not in the snapshot is shown as a GPU of its own, as before slices.
-func nest(n *Node, haveSlurm bool, lg record.LiveGPU) {
+func nest(n *Node, haveSlurm bool, lg record.LiveGPU, notes []Note) {
 	for i := range n.GPUs {
 		g := &n.GPUs[i]
 		if g.Index != lg.Index || isSlice(record.LiveGPU{UUID: g.UUID}) {
@@ -415,11 +421,7 @@ func nest(n *Node, haveSlurm bool, lg record.LiveGPU) {
 		g.Slices = append(g.Slices, s)
 		return
 	}
-	g := GPU{Index: lg.Index, UUID: lg.UUID, Model: lg.Model, Util: lg.Util, MemUsedMiB: lg.MemUsedMiB,
-		MemTotalMiB: lg.MemTotalMiB, PowerMW: lg.PowerMW, TempC: lg.TempC, IdleSince: lg.IdleSince,
-		Jobs: lg.Jobs, Procs: lg.Procs}
-	g.State = gpuState(*n, haveSlurm, lg, len(n.Notes) > 0)
-	n.GPUs = append(n.GPUs, g)
+	n.GPUs = append(n.GPUs, wholeGPU(n, haveSlurm, lg, notes))
 }
 
 // parentState is a GPU cut into slices as its cell shows it: what its

@@ -102,3 +102,19 @@ func TestStatusDocMIG(t *testing.T) {
 		t.Errorf("a board without slices has %+v, %+v", pd.Totals.FreeSlices, pd.Nodes[0].GPUs[0].Slices)
 	}
 }
+
+// TestBuildMIGAlone: a MIG instance whose GPU the snapshot does not list
+// is a cell of its own, as before slices: a note on its index books it.
+func TestBuildMIGAlone(t *testing.T) {
+	l := fresh("n1", record.LiveGPU{UUID: "GPU-0", Util: u32(0)})
+	l.GPUs = append(l.GPUs, slice(1, "MIG-a", "1g.10gb", 0))
+	one := 1
+	b := Build([]record.Live{l}, nil, []Note{{ID: 1, Node: "n1", GPU: &one, Text: "bench"}}, now)
+	gs := b.Nodes[0].GPUs
+	if len(gs) != 2 || gs[1].UUID != "MIG-a" || gs[1].Slices != nil {
+		t.Fatalf("GPUs %+v, want GPU-0 and MIG-a as a cell of its own", gs)
+	}
+	if gs[1].State != Booked || len(gs[1].Notes) != 1 || gs[1].Notes[0].ID != 1 {
+		t.Errorf("MIG-a: %s with notes %+v, want booked by note 1", gs[1].State, gs[1].Notes)
+	}
+}
