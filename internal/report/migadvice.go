@@ -3,11 +3,13 @@ package report
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/aicloud/gpusuite/internal/notify"
 	"github.com/aicloud/gpusuite/internal/record"
 	"github.com/aicloud/gpusuite/internal/report/table"
+	"github.com/aicloud/gpusuite/internal/store"
 )
 
 // The MIG advice of `gpuacct job` and `gpuacct jobs`: a GPU or MIG slice
@@ -81,7 +83,7 @@ func (d *Ledger) addSliceNotes(ctx context.Context, det *Detail) error {
 
 // addSliceColumn adds to a job list the MIG slice each one-GPU run
 // would fit ("-" for none), on a site with MIG. rows are the list's runs
-// (jobs.id), in its order: one read each, at most the list's limit.
+// (jobs.id), in its order, read MaxResourceRows at a time.
 func (d *Ledger) addSliceColumn(ctx context.Context, t *table.Table, rows []int64) error {
 	if len(rows) == 0 {
 		return nil
@@ -90,21 +92,24 @@ func (d *Ledger) addSliceColumn(ctx context.Context, t *table.Table, rows []int6
 		return err
 	}
 	t.Columns = append(t.Columns, table.Column{Key: "mig_fit", Title: "FITS", Kind: table.Text, Drop: 10})
-	for i, row := range rows {
-		gpus, err := d.st.JobGPUs(ctx, row)
+	i := 0
+	for part := range slices.Chunk(rows, store.MaxResourceRows) {
+		one, err := d.st.OneGPURuns(ctx, part)
 		if err != nil {
 			return d.wrap(err)
 		}
-		fit := ""
-		if len(gpus) == 1 && gpus[0].AggSeq != nil && gpus[0].SampleS > 0 {
-			r := gpus[0]
-			m := 100 * r.UtilS / r.SampleS
-			fit = sliceFit(GPUStat{Model: r.Model, SampleS: r.SampleS, UtilMean: &m, UtilMax: r.UtilMax, MemMaxMiB: r.MemMaxMiB, MemTotalMiB: r.MemTotalMiB})
+		for _, row := range part {
+			fit := ""
+			if r, ok := one[row]; ok && r.AggSeq != nil && r.SampleS > 0 {
+				m := 100 * r.UtilS / r.SampleS
+				fit = sliceFit(GPUStat{Model: r.Model, SampleS: r.SampleS, UtilMean: &m, UtilMax: r.UtilMax, MemMaxMiB: r.MemMaxMiB, MemTotalMiB: r.MemTotalMiB})
+			}
+			if fit == "" {
+				fit = "-"
+			}
+			t.Rows[i].Cells = append(t.Rows[i].Cells, fit)
+			i++
 		}
-		if fit == "" {
-			fit = "-"
-		}
-		t.Rows[i].Cells = append(t.Rows[i].Cells, fit)
 	}
 	return nil
 }

@@ -1,9 +1,14 @@
 package report
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/aicloud/gpusuite/internal/record"
+	"github.com/aicloud/gpusuite/internal/store"
 )
 
 // A one-GPU or one-slice run is told the smaller slice it fits; a run
@@ -36,5 +41,45 @@ func TestSliceNotes(t *testing.T) {
 				t.Errorf("notes (-want +got):\n%s", d)
 			}
 		})
+	}
+}
+
+// TestJobListFits: on a site with MIG, `gpuacct jobs` gives each run of
+// one GPU or slice the smaller slice it would fit (FITS), read for the
+// whole list at once: alice's whole A100 at 20 % and 6 GiB fits a
+// 2g.20gb, carol's 3g.40gb at 8 % and 4 GiB a 1g.10gb; bob's 1g.10gb has
+// none smaller, and a run without an aggregate gets "-".
+func TestJobListFits(t *testing.T) {
+	loc := slicedLedgerWith(t, func(b *store.Batch, start time.Time) {
+		for _, a := range []struct {
+			job        uint64
+			uuid       string
+			util, peak float64 // mean %, MiB
+		}{{10, "GPU-n1-0", 20, 6144}, {12, "MIG-n1-1-3g.40gb", 8, 4096}} {
+			err := b.JobGPU(&record.JobGPU{Schema: record.JobGPUSchema, Key: record.JobGPUKey("c1", a.job, 0, "n1", a.uuid), Seq: 1, Final: true,
+				Cluster: "c1", Node: "n1", Job: a.job, UUID: a.uuid, First: start, Last: start.Add(time.Hour - time.Second),
+				Samples: 3600, SampleSeconds: 3600, UtilSeconds: 36 * a.util, UtilMax: uint32(2 * a.util), MemMaxMiB: uint64(a.peak), MemTotalMiB: 81920})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	ctx := context.Background()
+	start := time.Unix(t0, 0).UTC()
+	db := openTest(t, loc)
+	tb, err := db.JobList(ctx, JobsQuery{Window: AllTime(start.Add(4 * time.Hour)), Now: start.Add(4 * time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := tb.Columns[len(tb.Columns)-1].Key; last != "mig_fit" {
+		t.Fatalf("last column %q, want mig_fit", last)
+	}
+	got := map[string]any{}
+	for _, r := range tb.Rows {
+		got[r.Cells[0].(string)] = r.Cells[len(r.Cells)-1]
+	}
+	want := map[string]any{"10": "2g.20gb", "11": "-", "12": "1g.10gb"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("FITS by job (-want +got):\n%s", d)
 	}
 }

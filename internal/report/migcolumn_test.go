@@ -18,6 +18,13 @@ import (
 // slice of it, as the prolog records slices (parent's model, profile).
 func slicedLedger(t *testing.T) string {
 	t.Helper()
+	return slicedLedgerWith(t, nil)
+}
+
+// slicedLedgerWith is slicedLedger with more written in its batch by
+// more, when set, after the jobs' events.
+func slicedLedgerWith(t *testing.T, more func(b *store.Batch, start time.Time)) string {
+	t.Helper()
 	ctx := context.Background()
 	start := time.Unix(t0, 0).UTC()
 	l := ledgerdb.NewLedger(t)
@@ -53,6 +60,9 @@ func slicedLedger(t *testing.T) string {
 				t.Fatal(err)
 			}
 		}
+	}
+	if more != nil {
+		more(b, start)
 	}
 	if err := b.Commit(); err != nil {
 		t.Fatal(err)
