@@ -2,7 +2,6 @@ package report
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -37,19 +36,7 @@ func TestJobTextJapanese(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := b.String()
-			path := filepath.Join("testdata", "job", "ja-"+tc.name+".txt")
-			if *update {
-				if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run with -update)", err)
-			}
-			if d := cmp.Diff(string(want), got); d != "" {
-				t.Errorf("gpuacct job in Japanese (-want +got):\n%s", d)
-			}
+			goldenFile(t, filepath.Join("testdata", "job", "ja-"+tc.name+".txt"), got)
 			for _, s := range []string{"ジョブ 42 (c1)", "開始 2026年3月2日 10:00:00", "ノード", "所見:"} {
 				if !strings.Contains(got, s) {
 					t.Errorf("no %q in\n%s", s, got)
