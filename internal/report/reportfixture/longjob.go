@@ -73,20 +73,9 @@ func RowSamples(t testing.TB, path string) {
 
 // PackRowSamples packs the rows of RowSamples' table into the ledger's
 // packs as the writer keeps them, and has it sum them into the series
-// buckets (RebuildSeriesBuckets).
+// buckets (store.Ledger.RebuildSeriesBuckets): a long job's series reads
+// the buckets.
 func PackRowSamples(t testing.TB, path string) {
-	t.Helper()
-	st := openWriter(t, path)
-	defer st.Close()
-	if err := st.PackRowSamples(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.RebuildSeriesBuckets(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func openWriter(t testing.TB, path string) *store.Ledger {
 	t.Helper()
 	o := store.Options{Path: path}
 	if strings.HasPrefix(path, "postgres") {
@@ -96,17 +85,10 @@ func openWriter(t testing.TB, path string) *store.Ledger {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return st
-}
-
-// RebuildSeriesBuckets has the writer of the ledger at path (a file's
-// path or a database's URL) sum its samples into the series buckets
-// again, for samples a test wrote straight into the table: a long job's
-// series reads the buckets (store.Ledger.RebuildSeriesBuckets).
-func RebuildSeriesBuckets(t testing.TB, path string) {
-	t.Helper()
-	st := openWriter(t, path)
 	defer st.Close()
+	if err := st.PackRowSamples(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	if err := st.RebuildSeriesBuckets(context.Background()); err != nil {
 		t.Fatal(err)
 	}
