@@ -369,11 +369,11 @@ func (h *Handler) routes() {
 // speaking is h rendering in the language r's browser asks for
 // (Accept-Language), English when it asks for none spoken.
 func (h *Handler) speaking(r *http.Request) *Handler {
-	tr := h.cat.Printer(h.cat.Accept(r.Header.Get("Accept-Language")))
-	if tr.Lang() == h.tr.Lang() {
+	lang := h.cat.Accept(r.Header.Get("Accept-Language")).String()
+	if lang == h.tr.Lang() {
 		return h
 	}
-	return h.in(h.spoken[tr.Lang()])
+	return h.in(h.spoken[lang])
 }
 
 // in is h rendering in sp's language, streaming sp's board.
