@@ -290,7 +290,9 @@ func (f boardFrag) compactNode(id, model string, r *board.Row) boardNode {
 				users = append(users, u)
 			}
 		}
-		for _, sl := range f.slices(r.Node, g) {
+		for i := range g.Slices {
+			as := sliceGPU(g, &g.Slices[i])
+			sl := f.sliceHead(r.Node, &as, g.Slices[i].Profile)
 			title += " · " + sl.Title
 			for _, j := range sl.Jobs {
 				if !slices.Contains(jobs, j.ID) {

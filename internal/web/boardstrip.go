@@ -165,24 +165,36 @@ func (f boardFrag) slices(n *board.Node, g *board.GPU) []cellSlice {
 	var out []cellSlice
 	for i := range g.Slices {
 		sl := &g.Slices[i]
-		// The slice as a GPU of its own, so its jobs and processes are
-		// formatted (and hidden) as a whole GPU's are.
-		as := board.GPU{Index: g.Index, UUID: sl.UUID, State: sl.State, Jobs: sl.Jobs, Procs: sl.Procs}
-		c := cellSlice{Profile: orDash(sl.Profile), Look: lookOf(sl.State), Util: missing, Mem: missing,
-			Jobs: f.jobs(n, &as), Procs: f.procs(&as), Strip: f.stripHTML(sl.Strip)}
+		as := sliceGPU(g, sl)
+		c := f.sliceHead(n, &as, sl.Profile)
+		c.Util, c.Mem, c.Procs, c.Strip = missing, missing, f.procs(&as), f.stripHTML(sl.Strip)
 		if sl.Util != nil {
 			c.Util = strconv.FormatUint(uint64(*sl.Util), 10) + " %"
 		}
 		if sl.MemUsedMiB != nil && sl.MemTotalMiB != nil {
 			c.Mem = gib(*sl.MemUsedMiB) + "/" + gib(*sl.MemTotalMiB) + " GiB"
 		}
-		c.Title = c.Profile + " " + c.Look.Word()
-		for _, j := range c.Jobs {
-			c.Title += " · job " + j.ID + " " + j.User
-		}
 		out = append(out, c)
 	}
 	return out
+}
+
+// sliceGPU is slice sl of g as a GPU of its own, so its jobs and
+// processes are formatted (and hidden) as a whole GPU's are.
+func sliceGPU(g *board.GPU, sl *board.Slice) board.GPU {
+	return board.GPU{Index: g.Index, UUID: sl.UUID, State: sl.State, Jobs: sl.Jobs, Procs: sl.Procs}
+}
+
+// sliceHead is what a compact cell's title says of a slice (as, its
+// sliceGPU): its profile, state and jobs, and Title, the line of them;
+// not its figures, processes or strip.
+func (f boardFrag) sliceHead(n *board.Node, as *board.GPU, profile string) cellSlice {
+	c := cellSlice{Profile: orDash(profile), Look: lookOf(as.State), Jobs: f.jobs(n, as)}
+	c.Title = c.Profile + " " + c.Look.Word()
+	for _, j := range c.Jobs {
+		c.Title += " · job " + j.ID + " " + j.User
+	}
+	return c
 }
 
 // bookURL is the booking page of a node, or of one GPU of it (gpu ≥ 0).
