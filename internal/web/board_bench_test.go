@@ -137,6 +137,25 @@ func BenchmarkBoardScale(b *testing.B) {
 // fillHour gives each GPU of clusterN(nodes) an hour of readings before
 // boardNow: a utilization that moves every minute, a job for its first
 // half hour and none after, as a strip of a busy cluster reads.
+// stripSource is a source of the board of nodes in dir, Slurm saying st,
+// and its clock: with strips, at boardNow with an hour of them
+// (fillHour); without, a second before, when the snapshots' minute is
+// not yet a whole one, so no GPU has a strip.
+func stripSource(dir string, st slurmstate.State, nodes int, strips bool) (*board.Source, func() time.Time) {
+	at := boardNow.Add(-time.Second)
+	if strips {
+		at = boardNow
+	}
+	now := func() time.Time { return at }
+	src := board.NewSource(board.SourceOptions{LiveDir: dir, Now: now, MaxAge: time.Hour,
+		Slurm: func(context.Context) (slurmstate.State, error) { return st, nil }})
+	src.RefreshSlurm(context.Background())
+	if strips {
+		fillHour(src, nodes)
+	}
+	return src, now
+}
+
 func fillHour(src *board.Source, nodes int) {
 	var pts []board.Point
 	for n := range nodes {
@@ -164,18 +183,8 @@ func fillHour(src *board.Source, nodes int) {
 func BenchmarkBoardStrip(b *testing.B) {
 	dir, st := clusterN(b, 125)
 	for _, strips := range []bool{false, true} {
-		now := boardNow.Add(-time.Second)
-		if strips {
-			now = boardNow
-		}
-		src := board.NewSource(board.SourceOptions{LiveDir: dir, Now: func() time.Time { return now }, MaxAge: time.Hour,
-			Slurm: func(context.Context) (slurmstate.State, error) { return st, nil }})
-		src.RefreshSlurm(context.Background())
-		if strips {
-			fillHour(src, 125)
-		}
-		h, err := web.New(web.Options{DB: filepath.Join(b.TempDir(), "none.db"), Location: time.UTC, Board: src,
-			Now: func() time.Time { return now }})
+		src, now := stripSource(dir, st, 125, strips)
+		h, err := web.New(web.Options{DB: filepath.Join(b.TempDir(), "none.db"), Location: time.UTC, Board: src, Now: now})
 		if err != nil {
 			b.Fatal(err)
 		}

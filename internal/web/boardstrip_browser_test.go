@@ -111,17 +111,8 @@ func TestBoardStripBrowser(t *testing.T) {
 func TestBoardStripFirstRender(t *testing.T) {
 	dir, st := clusterN(t, 125)
 	serve := func(strips bool) string {
-		now := boardNow.Add(-time.Second) // the snapshots' minute not yet whole: no strip
-		if strips {
-			now = boardNow
-		}
-		src := board.NewSource(board.SourceOptions{LiveDir: dir, Now: func() time.Time { return now }, MaxAge: time.Hour,
-			Slurm: func(context.Context) (slurmstate.State, error) { return st, nil }})
-		src.RefreshSlurm(context.Background())
-		if strips {
-			fillHour(src, 125)
-		}
-		return newBoardServer(t, web.Options{Board: src, Now: func() time.Time { return now }}).URL
+		src, now := stripSource(dir, st, 125, strips)
+		return newBoardServer(t, web.Options{Board: src, Now: now}).URL
 	}
 	plain, strips := serve(false), serve(true)
 	ctx := browser.NewBrowser(t, 1440, 1000)
