@@ -41,21 +41,29 @@ func (v *view) migSlices(nodes []board.Node) []SliceCount {
 		}
 	}
 	var out []SliceCount
+	// reserved: whether each board node is under a reservation in force,
+	// made at the first slice (a site without MIG reads no node twice)
+	var reserved map[string]bool
 	for _, sn := range v.slurm.Nodes {
 		if want != nil && !want[sn.Name] {
 			continue
-		}
-		reserved := false
-		if bn, err := v.Board.Find(sn.Name); err == nil {
-			reserved = len(bn.Reservations) > 0
 		}
 		for _, g := range sn.GPUs {
 			if _, _, ok := report.MIGProfile(g.Type); !ok {
 				continue
 			}
+			if reserved == nil {
+				reserved = make(map[string]bool, len(v.Board.Nodes))
+				for i := range v.Board.Nodes {
+					n := &v.Board.Nodes[i]
+					if _, seen := reserved[n.Name]; !seen { // the first, as Board.Find
+						reserved[n.Name] = len(n.Reservations) > 0
+					}
+				}
+			}
 			s := SliceCount{Node: sn.Name, Profile: g.Type, GPUEquivalent: report.GPUEquivalent(g.Type), Total: g.Count, Used: g.Used}
 			if g.Used >= 0 && board.Schedulable(sn.Condition) && !sn.NotResponding {
-				if reserved {
+				if reserved[sn.Name] {
 					s.Reserved = max(g.Count-g.Used, 0)
 				} else {
 					s.Free = max(g.Count-g.Used, 0)
