@@ -214,21 +214,20 @@ func WriteJobTextIn(w io.Writer, det *Detail, m *teams.Mapping, loc *time.Locati
 		// heading in display width where a translation is wider; the
 		// sparkline takes what is left of the terminal.
 		heads := []string{tr.T("NODE"), tr.T("GPU"), tr.T("MEAN"), tr.T("PEAK"), tr.T("PEAK MEM"), "kWh", tr.T("IDLE")}
-		const fixed = 62 // the columns' English widths and gaps
-		ws := []int{8, 4, 5, 5, 14, 8, 6}
-		wider := 0
+		ws := []int{8, 4, 5, 5, 14, 8, 6} // the columns' English widths
+		used := 12                        // and the gaps around them and the sparkline
 		var h strings.Builder
 		h.WriteString(" ")
 		for i, hd := range heads {
-			wider += max(0, i18n.Width(hd)-ws[i])
 			ws[i] = max(ws[i], i18n.Width(hd))
+			used += ws[i]
 			if i < 2 {
 				h.WriteString(" " + i18n.Left(hd, ws[i]))
 			} else {
 				h.WriteString(" " + i18n.Right(hd, ws[i]))
 			}
 		}
-		spark := max(10, width-fixed-wider)
+		spark := max(10, width-used)
 		b.WriteString(h.String() + "  " + tr.T("UTILIZATION OVER THE JOB") + "\n")
 		for _, g := range det.GPUs {
 			mem := "-"
