@@ -66,4 +66,14 @@ func (r *sampleRow) value(col int) any {
 type sampleInserter struct {
 	// PostgreSQL's: the month partitions made in this batch.
 	parts map[int64]bool
+	// last is each GPU's pack this batch wrote last, as stored: a GPU's
+	// next segment mostly goes into the same pack, which then need not
+	// be read back. One pack a GPU bounds it.
+	last map[int64]storedPack
+}
+
+// storedPack is a sample_packs row of a GPU as the batch wrote it.
+type storedPack struct {
+	t0, n, t1 int64
+	data      []byte
 }

@@ -129,7 +129,8 @@ func (b *Batch) sampleFrom(gid, t int64) (r sampleRow, ok bool, err error) {
 
 // insertPacks stores rows in their packs and marks the ones that were
 // new: a sample whose GPU and time are stored already (or came earlier in
-// rows) is left out, as an insert-or-ignore would.
+// rows) is left out, as an insert-or-ignore would. A pack is read from
+// the ledger unless it is the GPU's one the batch wrote last (si.last).
 func (si *sampleInserter) insertPacks(b *Batch, rows []sampleRow) error {
 	type key struct{ gid, t0 int64 }
 	groups := map[key][]int{}
@@ -152,12 +153,16 @@ func (si *sampleInserter) insertPacks(b *Batch, rows []sampleRow) error {
 		}
 		var n, t1 int64
 		var old []byte
-		row, err := b.queryRow(`SELECT n, t1_ms, data FROM sample_packs WHERE gpu_id = ? AND t0_ms = ?`, k.gid, k.t0)
-		if err == nil {
-			err = row.Scan(&n, &t1, &old)
-		}
-		if err != nil && !errors.Is(err, sql.ErrNoRows) && !errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("insert samples: pack of gpu %d at %d: %w", k.gid, k.t0, err)
+		if p, ok := si.last[k.gid]; ok && p.t0 == k.t0 {
+			n, t1, old = p.n, p.t1, p.data
+		} else {
+			row, err := b.queryRow(`SELECT n, t1_ms, data FROM sample_packs WHERE gpu_id = ? AND t0_ms = ?`, k.gid, k.t0)
+			if err == nil {
+				err = row.Scan(&n, &t1, &old)
+			}
+			if err != nil && !errors.Is(err, sql.ErrNoRows) && !errors.Is(err, pgx.ErrNoRows) {
+				return fmt.Errorf("insert samples: pack of gpu %d at %d: %w", k.gid, k.t0, err)
+			}
 		}
 		part = part[:0]
 		for _, i := range groups[k] {
@@ -185,6 +190,10 @@ func (si *sampleInserter) insertPacks(b *Batch, rows []sampleRow) error {
  ON CONFLICT(gpu_id, t0_ms) DO UPDATE SET n = excluded.n, t1_ms = excluded.t1_ms, data = excluded.data`, k.gid, k.t0, n, t1, data); err != nil {
 			return fmt.Errorf("insert samples: %w", err)
 		}
+		if si.last == nil {
+			si.last = map[int64]storedPack{}
+		}
+		si.last[k.gid] = storedPack{t0: k.t0, n: n, t1: t1, data: data}
 	}
 	return nil
 }
@@ -301,6 +310,7 @@ func (b *Batch) updateSample(gid, t int64, fn func(r *sampleRow)) error {
 	if err != nil {
 		return fmt.Errorf("update sample of gpu %d at %d: %w", gid, t, err)
 	}
+	delete(b.samples.last, gid)
 	if _, err := b.exec(`UPDATE sample_packs SET data = ? WHERE gpu_id = ? AND t0_ms = ?`, data, gid, t0); err != nil {
 		return fmt.Errorf("update sample of gpu %d at %d: %w", gid, t, err)
 	}
@@ -312,6 +322,7 @@ func (b *Batch) updateSample(gid, t int64, fn func(r *sampleRow)) error {
 // before packed again with its later samples.
 func (b *Batch) pruneSamples(gid, before int64) (int64, error) {
 	cut := packFloor(before)
+	delete(b.samples.last, gid)
 	row, err := b.queryRow(`SELECT coalesce(sum(n), 0) FROM sample_packs WHERE gpu_id = ? AND t0_ms < ?`, gid, cut)
 	if err != nil {
 		return 0, err

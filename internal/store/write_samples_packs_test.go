@@ -3,8 +3,14 @@ package store
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/aicloud/gpusuite/internal/record"
 )
 
 // TestPackSamplesStepResumes packs rows in batches smaller than a GPU's
@@ -48,5 +54,57 @@ func TestPackSamplesStepResumes(t *testing.T) {
 	}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("packed samples:\n got %v\nwant %v", got, want)
+	}
+}
+
+// TestInsertPacksSegments: a GPU's segments merge into its packs across
+// the segments of one batch (the pack the batch wrote last is not read
+// back) and of the next (it is), out of order and repeated: each sample
+// is stored once, the first time it comes, and each pack counts its
+// samples and ends at its last one's end.
+func TestInsertPacksSegments(t *testing.T) {
+	s := openTemp(t)
+	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	const uuid = "GPU-00000000-0000-0000-0000-000000000001"
+	at := func(sec int, util uint32) record.Sample {
+		return record.Sample{Time: t0.Add(time.Duration(sec) * time.Second), UUID: uuid, GPUUtil: &util}
+	}
+	h := &record.SegmentHeader{Cluster: "c", Node: "n1", Seq: 1, Interval: 10}
+	segment := func(b *Batch, wantNew int, samples ...record.Sample) {
+		t.Helper()
+		n, err := b.Segment(h, samples)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != wantNew {
+			t.Errorf("segment at %v: %d new samples, want %d", samples[0].Time, n, wantNew)
+		}
+	}
+	batchOf(t, s, t0.Add(time.Hour), func(b *Batch) error {
+		segment(b, 2, at(0, 1), at(10, 2))
+		segment(b, 1, at(10, 99), at(20, 3))            // 10 s stored already
+		segment(b, 2, at(300, 4), at(5, 5))             // the next pack, then back
+		segment(b, 1, at(5, 99), at(30, 6), at(20, 99)) // back in the first pack
+		return nil
+	})
+	batchOf(t, s, t0.Add(time.Hour), func(b *Batch) error {
+		segment(b, 1, at(300, 99), at(310, 7))
+		segment(b, 0, at(0, 99))
+		return nil
+	})
+	want := []string{"0=1", "5000=5", "10000=2", "20000=3", "30000=6", "300000=4", "310000=7"}
+	var got []string
+	for _, row := range dumpSamples(t, s, nil) {
+		f := strings.Split(row, "|")
+		tms, _ := strconv.ParseInt(f[1], 10, 64)
+		got = append(got, fmt.Sprintf("%d=%s", tms-t0.UnixMilli(), f[7]))
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("stored samples, ms from t0=util (-want +got):\n%s", d)
+	}
+	base := t0.UnixMilli()
+	wantPacks := []string{fmt.Sprintf("%d|5|%d", base, base+40000), fmt.Sprintf("%d|2|%d", base+300000, base+320000)}
+	if d := cmp.Diff(wantPacks, dump(t, s.db, `SELECT t0_ms, n, t1_ms FROM sample_packs ORDER BY t0_ms`)); d != "" {
+		t.Errorf("packs: t0|n|t1 (-want +got):\n%s", d)
 	}
 }
