@@ -13,8 +13,9 @@ import (
 )
 
 // The ledger stores samples packed (migration 0021): a sample_packs row
-// per GPU and samplePackMs. Every read and write of samples goes through
-// here, so that no other file knows the layout.
+// per GPU and samplePackMs. Every write of samples goes through here, and
+// every read of a GPU's window (eachSample); a read of many GPUs' packs
+// by one query (NowGPUs, ForeignGPUs) decodes them with the codec too.
 
 // packFloor is packStart of a window's lower bound, which may be
 // math.MinInt64 (no bound).
