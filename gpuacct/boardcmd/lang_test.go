@@ -2,6 +2,7 @@ package boardcmd
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -119,4 +120,32 @@ func startsOrEndsAt(l string, at, end int) bool {
 		prev = r
 	}
 	return col == end && prev != ' '
+}
+
+// An old --slurm-file is warned of in Japanese above free, while the
+// JSON document's problems keep the line in English.
+func TestSlurmOldJapanese(t *testing.T) {
+	dir, slurm, notes := demoLike(t)
+	old := filepath.Join(t.TempDir(), "old.json")
+	slurm.At = now.Add(-10 * time.Minute)
+	if err := slurmstate.WriteFile(old, slurm); err != nil {
+		t.Fatal(err)
+	}
+	asked := func(context.Context, time.Duration) (slurmstate.State, error) {
+		return slurmstate.State{}, errors.New("Slurm asked")
+	}
+	noted := func(context.Context, string, time.Duration, time.Time) ([]board.Note, error) { return notes, nil }
+	ja := func(k string) string { return map[string]string{"LANG": "ja_JP.UTF-8"}[k] }
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"free", "--live-dir", dir, "--slurm-file", old}, "警告: " + old + " の Slurm の状態は 10m0s 前のものです"},
+		{[]string{"free", "--live-dir", dir, "--slurm-file", old, "--format", "json"}, "Slurm's view in " + old + " is 10m0s old"},
+	} {
+		code, out, errs := runApp(t, now, "[cluster]\nname = \"c1\"\n", ja, asked, noted, tc.args...)
+		if code != 0 || !strings.Contains(out, tc.want) {
+			t.Errorf("%v: exit %d, want 0 and %q in\n%s%s", tc.args, code, tc.want, out, errs)
+		}
+	}
 }
