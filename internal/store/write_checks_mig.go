@@ -41,19 +41,26 @@ func (b *Batch) CheckMIGParents(h *record.SegmentHeader, samples []record.Sample
 		if sampled[p] {
 			continue
 		}
-		row, err := b.queryRow(`SELECT n.name FROM gpus g JOIN nodes n ON n.id = g.node_id WHERE g.uuid = ?`, p)
-		if err != nil {
-			return err
-		}
-		var name string
-		switch err := row.Scan(&name); {
-		case errors.Is(err, sql.ErrNoRows):
-			// a profile segment holds the instance alone, and may come
-			// before the node's first segment with the parent: wait
-			return &Rejected{Wait: true, Reason: fmt.Sprintf("MIG instance %s is on GPU %s, which node %s has not reported: a node may speak only of its own GPUs",
-				parents[p], p, h.Node)}
-		case err != nil:
-			return fmt.Errorf("parent of MIG instance %s: %w", parents[p], err)
+		// gpuOwner answers for a GPU the batch or the ledger knows; one it
+		// does not know, it lets pass: that is read here first, once
+		if _, known := b.gpus[p]; !known {
+			row, err := b.queryRow(`SELECT node_id FROM gpus WHERE uuid = ?`, p)
+			if err != nil {
+				return err
+			}
+			var owner int64
+			switch err := row.Scan(&owner); {
+			case errors.Is(err, sql.ErrNoRows):
+				// a profile segment holds the instance alone, and may come
+				// before the node's first segment with the parent: wait
+				return &Rejected{Wait: true, Reason: fmt.Sprintf("MIG instance %s is on GPU %s, which node %s has not reported: a node may speak only of its own GPUs",
+					parents[p], p, h.Node)}
+			case err != nil:
+				return fmt.Errorf("parent of MIG instance %s: %w", parents[p], err)
+			}
+			if owner == node {
+				continue
+			}
 		}
 		if err := b.gpuOwner(p, node, h.Node); err != nil {
 			return err
