@@ -35,7 +35,7 @@
 //	write_segment.go    a segment's samples;  write_samples.go, write_samples_pg.go  their rows, PostgreSQL's partitions
 //	write_samples_pack.go  a GPU's run of samples packed into one value
 //	write_samples_packrow.go  packed rows: a GPU's 5 minutes a row, merged once, converted from rows
-//	write_samples_packs.go  the ledger's sample_packs: every read and write of samples, prune, migration 0021's step
+//	write_samples_packs.go  the ledger's sample_packs: merging a batch in, decoding a GPU's range, prune, migration 0021's step (read_foreign, read_running and read_stats query the packs directly)
 //	write_samples_rows.go  fixtures written as rows of the old samples table, packed
 //	write_use.go        job × node × hour figures;  write_rollup.go  Usage and the rollups;  write_jobgpu.go  aggregates
 //	write_mig.go        a MIG slice's model ("<parent> MIG <profile>") in job_nodes and its rollup rows
