@@ -141,7 +141,7 @@ func (n *simNode) ingest(since time.Time) (st *store.Ledger, path string) {
 		st.Close()
 		n.t.Fatal(err)
 	}
-	if res.Quarantined != 0 || res.Refused != 0 || res.Deferred != 0 || res.Files == 0 {
+	if res.Quarantined != 0 || res.Refused != 0 || res.Deferred != 0 || res.Left != 0 || res.Files == 0 {
 		q, _ := filepath.Glob(filepath.Join(icfg.Ingest.Quarantine, "*", "*"))
 		st.Close()
 		n.t.Fatalf("ingest: %+v, quarantined %v; want every file taken", res, q)
