@@ -46,9 +46,9 @@ type Deps struct {
 	// SQLite file or a PostgreSQL URL).
 	Notes func(ctx context.Context, loc string, busy time.Duration, now time.Time) ([]board.Note, error)
 	// Waits reads the median waits of the runs started over
-	// slurmstate.StartedWindow before now from the ledger at loc (status
+	// slurmstate.WaitWindow before now from the ledger at loc (status
 	// --queue); nil reads none.
-	Waits func(ctx context.Context, loc string, busy time.Duration, now time.Time) ([]slurmstate.Started, error)
+	Waits func(ctx context.Context, loc string, busy time.Duration, now time.Time) ([]slurmstate.Wait, error)
 }
 
 // System is Deps for the real process: scontrol through slurmstate.Reader.

@@ -33,7 +33,7 @@ func showQueue(c *cli.Context, d Deps, v *view) error {
 	// Without a ledger (store.path, --db) the queue is Slurm's alone.
 	var waitsErr error
 	if d.Waits != nil && v.store != "" {
-		q.Started, waitsErr = d.Waits(c.Context, v.store, v.storeBusy, q.At)
+		q.Waits, waitsErr = d.Waits(c.Context, v.store, v.storeBusy, q.At)
 	}
 	if v.json {
 		return writeJSON(d.Stdout, "status", q)
@@ -42,18 +42,18 @@ func showQueue(c *cli.Context, d Deps, v *view) error {
 }
 
 // LedgerWaits reads the median waits from submit to start, per GPU model
-// and count, of the runs that started over slurmstate.StartedWindow
+// and count, of the runs that started over slurmstate.WaitWindow
 // before now, from the ledger at loc (readLedger).
-func LedgerWaits(ctx context.Context, loc string, busy time.Duration, now time.Time) ([]slurmstate.Started, error) {
+func LedgerWaits(ctx context.Context, loc string, busy time.Duration, now time.Time) ([]slurmstate.Wait, error) {
 	var ws []store.Wait
 	err := readLedger(ctx, loc, busy, func(ctx context.Context, st *store.Ledger) (err error) {
-		ws, _, err = st.Waits(ctx, now.Add(-slurmstate.StartedWindow), now)
+		ws, _, err = st.Waits(ctx, now.Add(-slurmstate.WaitWindow), now)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	return report.Started(ws), nil
+	return report.QueueWaits(ws), nil
 }
 
 // writeQueue writes the queue's tables in tr's language.
@@ -84,7 +84,7 @@ func writeQueue(w io.Writer, v *view, q slurmstate.Queue, waitsErr error, tr *i1
 	if err := table.Write(w, t, table.Options{Format: table.Aligned}); err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
-	if len(q.Started) == 0 {
+	if len(q.Waits) == 0 {
 		return nil
 	}
 	s := &table.Table{
@@ -94,7 +94,7 @@ func writeQueue(w io.Writer, v *view, q slurmstate.Queue, waitsErr error, tr *i1
 			{Key: "wait", Title: tr.T("STARTED WITHIN")},
 		},
 	}
-	for _, r := range q.Started {
+	for _, r := range q.Waits {
 		s.Rows = append(s.Rows, table.Row{Cells: []any{r.Model, r.GPUs, int64(r.Jobs), short(time.Duration(r.MedianS) * time.Second)}})
 	}
 	if _, err := io.WriteString(w, "\n"); err != nil {

@@ -23,13 +23,13 @@ import (
 // runQueue runs gpuacct status over the fixture with Slurm's queue q and
 // the ledger's median waits read by waits (nil: none), and returns the
 // exit code, stdout, stderr and the timeout Queue had.
-func runQueue(t *testing.T, q slurmstate.Queue, waits func(context.Context, string, time.Duration, time.Time) ([]slurmstate.Started, error), args ...string) (int, string, string, time.Duration) {
+func runQueue(t *testing.T, q slurmstate.Queue, waits func(context.Context, string, time.Duration, time.Time) ([]slurmstate.Wait, error), args ...string) (int, string, string, time.Duration) {
 	t.Helper()
 	return runQueueEnv(t, nil, q, waits, args...)
 }
 
 // runQueueEnv is runQueue in the environment env (LANG...).
-func runQueueEnv(t *testing.T, env map[string]string, q slurmstate.Queue, waits func(context.Context, string, time.Duration, time.Time) ([]slurmstate.Started, error), args ...string) (int, string, string, time.Duration) {
+func runQueueEnv(t *testing.T, env map[string]string, q slurmstate.Queue, waits func(context.Context, string, time.Duration, time.Time) ([]slurmstate.Wait, error), args ...string) (int, string, string, time.Duration) {
 	t.Helper()
 	cfg := filepath.Join(t.TempDir(), "gpusuite.toml")
 	if err := os.WriteFile(cfg, []byte("[cluster]\nname = \"c1\"\n[board]\nslurm_timeout = \"7s\"\n"), 0o644); err != nil {
@@ -196,8 +196,8 @@ func TestStatusQueueJapanese(t *testing.T) {
 		{Partition: "gpu", Model: "h100", Jobs: 3, GPUs: 12, Oldest: now.Add(-(2*time.Hour + 5*time.Minute)), NextStart: now.Add(40 * time.Minute)},
 		{Partition: "long", Model: slurmstate.AnyModel, Jobs: 1, GPUs: 2, Oldest: now.Add(-30 * time.Second)},
 	}, Unread: 4}
-	waits := func(context.Context, string, time.Duration, time.Time) ([]slurmstate.Started, error) {
-		return []slurmstate.Started{{Model: "H100", GPUs: 4, Jobs: 2, MedianS: 300}}, nil
+	waits := func(context.Context, string, time.Duration, time.Time) ([]slurmstate.Wait, error) {
+		return []slurmstate.Wait{{Model: "H100", GPUs: 4, Jobs: 2, MedianS: 300}}, nil
 	}
 	env := map[string]string{"LANG": "ja_JP.UTF-8"}
 	db := filepath.Join(t.TempDir(), "gpuacct.db")

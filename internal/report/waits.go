@@ -20,12 +20,12 @@ func (d *Ledger) Waits(ctx context.Context, from, to time.Time) ([]Wait, bool, e
 	return w, cut, d.wrap(err)
 }
 
-// Started is the queue's "started within" rows from the ledger's waits,
+// QueueWaits is the queue's "started within" rows from the ledger's waits,
 // as the board and `gpuacct status --queue` show them.
-func Started(ws []Wait) []slurmstate.Started {
-	out := make([]slurmstate.Started, 0, len(ws))
+func QueueWaits(ws []Wait) []slurmstate.Wait {
+	out := make([]slurmstate.Wait, 0, len(ws))
 	for _, w := range ws {
-		out = append(out, slurmstate.Started{Model: w.Model, GPUs: w.GPUs, Jobs: w.Jobs, MedianS: int64(w.Median / time.Second)})
+		out = append(out, slurmstate.Wait{Model: w.Model, GPUs: w.GPUs, Jobs: w.Jobs, MedianS: int64(w.Median / time.Second)})
 	}
 	return out
 }

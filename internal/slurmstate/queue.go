@@ -56,19 +56,19 @@ type Queue struct {
 	Rows []QueueRow `json:"rows"`
 	// Unread is how many pending lines past maxPending were not read.
 	Unread int `json:"unread,omitempty"`
-	// Started is how long jobs that asked for GPUs waited to start over
-	// StartedWindow, from the ledger (its readers fill it: Slurm's queue
+	// Waits is how long jobs that asked for GPUs waited to start over
+	// WaitWindow, from the ledger (its readers fill it: Slurm's queue
 	// says nothing of the jobs that left it); none without a ledger.
-	Started []Started `json:"started_within,omitempty"`
+	Waits []Wait `json:"started_within,omitempty"`
 }
 
-// StartedWindow is how far back Started looks: a week holds a weekday's
+// WaitWindow is how far back Waits looks: a week holds a weekday's
 // and a weekend's queue.
-const StartedWindow = 7 * 24 * time.Hour
+const WaitWindow = 7 * 24 * time.Hour
 
-// Started is the median wait, from submit to start, of the Jobs runs
-// that asked for GPUs GPUs of Model and started over StartedWindow.
-type Started struct {
+// Wait is the median wait, from submit to start, of the Jobs runs
+// that asked for GPUs GPUs of Model and started over WaitWindow.
+type Wait struct {
 	Model string `json:"model"`
 	GPUs  int64  `json:"gpus"`
 	Jobs  int    `json:"jobs"`

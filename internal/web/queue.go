@@ -25,20 +25,20 @@ type Queue struct {
 	last    *slurmstate.Queue
 	failing bool
 
-	// started is the ledger's median waits as last read (startedAt),
-	// reread in the background once older than startedEvery; reading
+	// waits is the ledger's median waits as last read (waitsAt),
+	// reread in the background once older than waitsEvery; reading
 	// says a reread is under way.
-	started   []slurmstate.Started
-	startedAt time.Time
-	reading   bool
+	waits   []slurmstate.Wait
+	waitsAt time.Time
+	reading bool
 }
 
 const (
-	// startedEvery is how often the board rereads the median waits: a
+	// waitsEvery is how often the board rereads the median waits: a
 	// week's median moves slowly, and each read scans a week of jobs.
-	startedEvery = 5 * time.Minute
-	// startedTimeout bounds one read of them.
-	startedTimeout = 10 * time.Second
+	waitsEvery = 5 * time.Minute
+	// waitsTimeout bounds one read of them.
+	waitsTimeout = 10 * time.Second
 )
 
 // NewQueue reads the queue with read (slurmstate.Reader.Queue, bounded).
@@ -89,60 +89,60 @@ func (q *Queue) Refresh(ctx context.Context) error {
 	return nil
 }
 
-// Started is the median waits as last read, and starts a reread through
-// read when they are older than startedEvery and none is under way: the
+// Waits is the median waits as last read, and starts a reread through
+// read when they are older than waitsEvery and none is under way: the
 // board's page never waits on the ledger (its first render has none).
-func (q *Queue) Started(now time.Time, read func(ctx context.Context, now time.Time) ([]slurmstate.Started, error)) []slurmstate.Started {
+func (q *Queue) Waits(now time.Time, read func(ctx context.Context, now time.Time) ([]slurmstate.Wait, error)) []slurmstate.Wait {
 	if q == nil {
 		return nil
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if !q.reading && now.Sub(q.startedAt) >= startedEvery {
+	if !q.reading && now.Sub(q.waitsAt) >= waitsEvery {
 		q.reading = true
 		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), startedTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), waitsTimeout)
 			defer cancel()
 			got, err := read(ctx, now)
 			q.mu.Lock()
 			defer q.mu.Unlock()
-			q.reading, q.startedAt = false, now
+			q.reading, q.waitsAt = false, now
 			if err != nil {
 				q.log.Debug("median waits not read from the ledger; keeping the last", "err", err)
 				return
 			}
-			q.started = got
+			q.waits = got
 		}()
 	}
-	return q.started
+	return q.waits
 }
 
-// readStarted reads the median waits of the runs that started over
-// slurmstate.StartedWindow before now.
-func (h *Handler) readStarted(ctx context.Context, now time.Time) ([]slurmstate.Started, error) {
+// readWaits reads the median waits of the runs that started over
+// slurmstate.WaitWindow before now.
+func (h *Handler) readWaits(ctx context.Context, now time.Time) ([]slurmstate.Wait, error) {
 	c, release, err := h.src.acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	ws, _, err := c.rep.Waits(ctx, now.Add(-slurmstate.StartedWindow), now)
+	ws, _, err := c.rep.Waits(ctx, now.Add(-slurmstate.WaitWindow), now)
 	if err != nil {
 		return nil, err
 	}
-	return report.Started(ws), nil
+	return report.QueueWaits(ws), nil
 }
 
 // queueView is the board's queue table.
 type queueView struct {
-	At      string
-	Rows    []queueRow
-	Unread  int
-	Started []startedRow
+	At     string
+	Rows   []queueRow
+	Unread int
+	Waits  []waitRow
 }
 
-// startedRow is one line of the median waits: "jobs asking for GPUs
+// waitRow is one line of the median waits: "jobs asking for GPUs
 // GPUs of Model started within Wait (median of Jobs, last 7 days)".
-type startedRow struct {
+type waitRow struct {
 	Model      string
 	GPUs, Jobs int64
 	Wait       string
@@ -171,8 +171,8 @@ func (h *Handler) queue() *queueView {
 		}
 		v.Rows = append(v.Rows, row)
 	}
-	for _, st := range h.o.Queue.Started(h.o.Now(), h.readStarted) {
-		v.Started = append(v.Started, startedRow{Model: st.Model, GPUs: st.GPUs, Jobs: int64(st.Jobs), Wait: dur(st.MedianS)})
+	for _, st := range h.o.Queue.Waits(h.o.Now(), h.readWaits) {
+		v.Waits = append(v.Waits, waitRow{Model: st.Model, GPUs: st.GPUs, Jobs: int64(st.Jobs), Wait: dur(st.MedianS)})
 	}
 	return v
 }

@@ -50,7 +50,7 @@ func TestStartedWithin(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &q); err != nil {
 		t.Fatalf("status --queue --format json: %v\n%s", err, out)
 	}
-	if len(q.Started) != 1 || q.Started[0].GPUs != 2 || q.Started[0].Jobs != 1 || q.Started[0].MedianS != int64(start.Sub(submit)/time.Second) {
-		t.Errorf("status --queue: started within %+v, want job %d's 2 GPUs started within %s", q.Started, id, start.Sub(submit))
+	if len(q.Waits) != 1 || q.Waits[0].GPUs != 2 || q.Waits[0].Jobs != 1 || q.Waits[0].MedianS != int64(start.Sub(submit)/time.Second) {
+		t.Errorf("status --queue: started within %+v, want job %d's 2 GPUs started within %s", q.Waits, id, start.Sub(submit))
 	}
 }
