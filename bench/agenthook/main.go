@@ -14,10 +14,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
-	"strconv"
 	"time"
 
+	"github.com/aicloud/gpusuite/bench/internal/hooktime"
 	"github.com/aicloud/gpusuite/internal/cli/exitcode"
 )
 
@@ -44,34 +43,19 @@ func run() int {
 		return exitcode.Failure
 	}
 	defer os.RemoveAll(dir)
-	fmt.Printf("%-48s %8s %8s %8s %10s %10s   (n=%d, slow n=%d)\n", "case", "median", "p99", "max", "med/floor", "p99/floor", *n, *slowN)
+	fmt.Printf("%s   (n=%d, slow n=%d)\n", hooktime.Header(48), *n, *slowN)
 	job := uint64(1)
 	var floorMed time.Duration
-	row := func(name string, ds []time.Duration) {
-		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-		med, p99 := ds[len(ds)/2], ds[len(ds)*99/100]
-		ratios := ""
-		if floorMed > 0 {
-			ratios = fmt.Sprintf(" %9.2fx %9.2fx", float64(med)/float64(floorMed), float64(p99)/float64(floorMed))
-		}
-		fmt.Printf("%-48s %8s %8s %8s%s\n", name, ms(med), ms(p99), ms(ds[len(ds)-1]), ratios)
-	}
 	if *floor != "" {
 		cfg := writeConfig(dir, -1, *backend)
-		var ds []time.Duration
-		for i := 0; i < *n; i++ {
-			cmd := exec.Command(*floor, "--config", cfg)
-			cmd.Env = jobEnv(job, *gpus, "prolog")
-			job++
-			start := time.Now()
-			if err := cmd.Run(); err != nil {
-				fmt.Fprintf(os.Stderr, "agenthook: floor: %v\n", err)
-				return exitcode.Failure
-			}
-			ds = append(ds, time.Since(start))
+		first := job
+		job += uint64(*n)
+		ds, err := hooktime.Run(*n, *floor, cfg, func(i int) []string { return hooktime.JobEnv(first+uint64(i), *gpus, "prolog") })
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "agenthook: floor: %v\n", err)
+			return exitcode.Failure
 		}
-		row("durable write (Go floor)", ds) // sorts ds
-		floorMed = ds[len(ds)/2]
+		floorMed = hooktime.Row(os.Stdout, 48, "durable write (Go floor)", ds, 0)
 	}
 	delays := []time.Duration{0, *delay}
 	if *backend == "nvml" {
@@ -110,18 +94,12 @@ func run() int {
 			first := job
 			job += uint64(count)
 			for _, prog := range []string{"prolog", "epilog"} {
-				var ds []time.Duration
-				for i := 0; i < count; i++ {
-					cmd := exec.Command(filepath.Join(*bin, prog), "--config", cfg)
-					cmd.Env = jobEnv(first+uint64(i), *gpus, prog)
-					start := time.Now()
-					if err := cmd.Run(); err != nil {
-						fmt.Fprintf(os.Stderr, "agenthook: %s: %v\n", prog, err)
-						return exitcode.Failure
-					}
-					ds = append(ds, time.Since(start))
+				ds, err := hooktime.Run(count, filepath.Join(*bin, prog), cfg, func(i int) []string { return hooktime.JobEnv(first+uint64(i), *gpus, prog) })
+				if err != nil {
+					fmt.Fprintf(os.Stderr, "agenthook: %s: %v\n", prog, err)
+					return exitcode.Failure
 				}
-				row(fmt.Sprintf("%s, %s NVML, agent %s%s", prog, *backend, state, suffix), ds)
+				hooktime.Row(os.Stdout, 48, fmt.Sprintf("%s, %s NVML, agent %s%s", prog, *backend, state, suffix), ds, floorMed)
 			}
 			if agent != nil {
 				agent.Process.Signal(os.Interrupt)
@@ -143,8 +121,6 @@ func waitSocket(p string, d time.Duration) bool {
 	}
 	return false
 }
-
-func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d.Microseconds())/1000) }
 
 func writeConfig(dir string, delay time.Duration, backend string) string {
 	root := filepath.Join(dir, fmt.Sprintf("r%d", delay))
@@ -175,20 +151,4 @@ live_dir = %q
 		panic(err)
 	}
 	return p
-}
-
-func jobEnv(id uint64, gpus, prog string) []string {
-	ctx := "prolog_slurmd"
-	if prog == "epilog" {
-		ctx = "epilog_slurmd"
-	}
-	env := []string{
-		"SLURM_JOB_ID=" + strconv.FormatUint(id, 10), "SLURM_JOB_USER=alice", "SLURM_JOB_UID=1000", "SLURM_JOB_GID=1000",
-		"SLURM_JOB_ACCOUNT=team-a", "SLURM_JOB_PARTITION=gpu", "SLURMD_NODENAME=node1", "SLURM_CLUSTER_NAME=bench",
-		"SLURM_SCRIPT_CONTEXT=" + ctx, "SLURM_JOB_RESTART_COUNT=0", "SLURM_JOB_GPUS=" + gpus, "CUDA_VISIBLE_DEVICES=" + gpus,
-	}
-	if ctx == "epilog_slurmd" {
-		env = append(env, "SLURM_JOB_EXIT_CODE=0", "SLURM_JOB_EXIT_CODE2=0:0", "SLURM_JOB_DERIVED_EC=0")
-	}
-	return env
 }

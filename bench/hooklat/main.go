@@ -14,11 +14,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/aicloud/gpusuite/bench/internal/hooktime"
 	"github.com/aicloud/gpusuite/internal/cli/exitcode"
 )
 
@@ -56,31 +56,20 @@ func run() int {
 		{"epilog, 2 GPUs, simulated NVML", filepath.Join(*bin, "epilog"), "simulated", "0,1"},
 		{"prolog, 2 GPUs, no driver", filepath.Join(*bin, "prolog"), "nvml", "0,1"},
 	}
-	fmt.Printf("%-34s %8s %8s %8s %10s %10s   (n=%d)\n", "case", "median", "p99", "max", "med/floor", "p99/floor", *n)
+	fmt.Printf("%s   (n=%d)\n", hooktime.Header(34), *n)
 	var floorMed time.Duration
 	for ci, c := range cases {
 		cfg := writeConfig(dir, ci, c.backend)
-		var d []time.Duration
-		for i := 0; i < *n; i++ {
-			cmd := exec.Command(c.prog, "--config", cfg)
-			cmd.Env = jobEnv(uint64(ci*100000+i+1), c.gpus, c.prog)
-			start := time.Now()
-			if err := cmd.Run(); err != nil {
-				fmt.Fprintf(os.Stderr, "hooklat: %s: %v\n", c.name, err)
-				return exitcode.Failure
-			}
-			d = append(d, time.Since(start))
+		d, err := hooktime.Run(*n, c.prog, cfg, func(i int) []string { return hooktime.JobEnv(uint64(ci*100000+i+1), c.gpus, c.prog) })
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "hooklat: %s: %v\n", c.name, err)
+			return exitcode.Failure
 		}
-		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-		med, p99 := d[len(d)/2], d[len(d)*99/100]
 		if c.prog == floor {
-			floorMed = med
+			floorMed = hooktime.Row(os.Stdout, 34, c.name, d, 0)
+			continue
 		}
-		ratios := ""
-		if floorMed > 0 && c.prog != floor {
-			ratios = fmt.Sprintf(" %9.2fx %9.2fx", float64(med)/float64(floorMed), float64(p99)/float64(floorMed))
-		}
-		fmt.Printf("%-34s %8s %8s %8s%s\n", c.name, ms(med), ms(p99), ms(d[len(d)-1]), ratios)
+		hooktime.Row(os.Stdout, 34, c.name, d, floorMed)
 	}
 
 	// Concurrent prologs, as when many jobs start at once on one node.
@@ -93,7 +82,7 @@ func run() int {
 		go func(i int) {
 			defer wg.Done()
 			cmd := exec.Command(filepath.Join(*bin, "prolog"), "--config", cfg)
-			cmd.Env = jobEnv(uint64(900000+i), strconv.Itoa(i%4), "prolog")
+			cmd.Env = hooktime.JobEnv(uint64(900000+i), strconv.Itoa(i%4), "prolog")
 			if err := cmd.Run(); err != nil {
 				errs <- err
 			}
@@ -106,14 +95,12 @@ func run() int {
 		return exitcode.Failure
 	}
 	got, _ := filepath.Glob(filepath.Join(dir, "spool99", "event.*.job_start.json"))
-	fmt.Printf("%d concurrent prologs: %d events present, all done in %s\n", *conc, len(got), ms(time.Since(start)))
+	fmt.Printf("%d concurrent prologs: %d events present, all done in %s\n", *conc, len(got), hooktime.MS(time.Since(start)))
 	if len(got) != *conc {
 		return exitcode.Failure
 	}
 	return exitcode.OK
 }
-
-func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d.Microseconds())/1000) }
 
 func writeConfig(dir string, i int, backend string) string {
 	p := filepath.Join(dir, fmt.Sprintf("c%d.toml", i))
@@ -125,23 +112,4 @@ func writeConfig(dir string, i int, backend string) string {
 		panic(err)
 	}
 	return p
-}
-
-func jobEnv(id uint64, gpus, prog string) []string {
-	ctx := "prolog_slurmd"
-	if filepath.Base(prog) == "epilog" {
-		ctx = "epilog_slurmd"
-	}
-	env := []string{
-		"SLURM_JOB_ID=" + strconv.FormatUint(id, 10), "SLURM_JOB_USER=alice", "SLURM_JOB_UID=1000", "SLURM_JOB_GID=1000",
-		"SLURM_JOB_ACCOUNT=team-a", "SLURM_JOB_PARTITION=gpu", "SLURMD_NODENAME=node1", "SLURM_CLUSTER_NAME=bench",
-		"SLURM_SCRIPT_CONTEXT=" + ctx, "SLURM_JOB_RESTART_COUNT=0",
-	}
-	if gpus != "" {
-		env = append(env, "SLURM_JOB_GPUS="+gpus, "CUDA_VISIBLE_DEVICES="+gpus)
-	}
-	if ctx == "epilog_slurmd" {
-		env = append(env, "SLURM_JOB_EXIT_CODE=0", "SLURM_JOB_EXIT_CODE2=0:0", "SLURM_JOB_DERIVED_EC=0")
-	}
-	return env
 }
