@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aicloud/gpusuite/bench/internal/footprint"
 	"github.com/aicloud/gpusuite/internal/cli/exitcode"
 	"github.com/aicloud/gpusuite/internal/report"
 	"github.com/aicloud/gpusuite/internal/report/timespec"
@@ -79,7 +80,7 @@ func run(args []string, w io.Writer) error {
 	}
 	simWall, simCPU := time.Since(t0), cpuTime()-cpu0
 	truth := res.Truth
-	files, bytes, err := du(o.Incoming)
+	files, bytes, err := footprint.Dir(o.Incoming)
 	if err != nil {
 		return err
 	}
@@ -169,20 +170,4 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-func du(dir string) (files int, bytes int64, err error) {
-	err = filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		files++
-		bytes += info.Size()
-		return nil
-	})
-	return files, bytes, err
 }

@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aicloud/gpusuite/bench/internal/footprint"
 	"github.com/aicloud/gpusuite/internal/cli/exitcode"
 )
 
@@ -91,7 +92,7 @@ func run(bin, backend, dir string, rate, files int, d time.Duration) error {
 func measure(addr string, pid int, data, name string, rate, files int, d time.Duration) error {
 	ev0, _ := metric(addr, "nfssync_events_total")
 	fx0, _ := metric(addr, "nfssync_fixes_total")
-	cpu0, err := cpuTime(pid)
+	cpu0, err := footprint.ProcCPU(pid)
 	if err != nil {
 		return err
 	}
@@ -124,7 +125,7 @@ func measure(addr string, pid int, data, name string, rate, files int, d time.Du
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	cpu1, _ := cpuTime(pid)
+	cpu1, _ := footprint.ProcCPU(pid)
 	time.Sleep(2 * time.Second) // the fixes of the last burst
 	fx, _ := metric(addr, "nfssync_fixes_total")
 	cpu := cpu1 - cpu0
@@ -132,18 +133,6 @@ func measure(addr string, pid int, data, name string, rate, files int, d time.Du
 		ev-ev0, cpu.Round(time.Millisecond), float64(cpu.Microseconds())/1000/(float64(n)/1000),
 		cpu.Seconds()/took.Seconds(), fx-fx0)
 	return nil
-}
-
-// cpuTime is the user+system time of pid from /proc/PID/stat.
-func cpuTime(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * time.Second / 100, nil // USER_HZ is 100 on Linux
 }
 
 func metric(addr, name string) (float64, error) {

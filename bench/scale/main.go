@@ -16,9 +16,9 @@ import (
 	"os"
 	"runtime"
 	"sort"
-	"strings"
 	"time"
 
+	"github.com/aicloud/gpusuite/bench/internal/footprint"
 	"github.com/aicloud/gpusuite/internal/cli/exitcode"
 	"github.com/aicloud/gpusuite/internal/sim/gendata"
 	"github.com/aicloud/gpusuite/internal/store"
@@ -127,19 +127,12 @@ func run(args []string, out io.Writer) error {
 		}
 	}
 	took := time.Since(w0)
-	if err := st.Checkpoint(ctx); err != nil {
-		return err
-	}
-	counts, err := st.RowCounts(ctx)
+	rows, err := footprint.Rows(ctx, st)
 	if err != nil {
 		return err
 	}
-	var cs []string
-	for _, c := range counts {
-		cs = append(cs, fmt.Sprintf("%s %d", c.Table, c.Rows))
-	}
 	fmt.Fprintf(out, "rollups written in %s: %.0f GPU-hours allocated; DB %.2f GiB; rows: %s\n",
-		took.Round(time.Second), float64(alloc)/3600, float64(st.Size())/(1<<30), strings.Join(cs, ", "))
+		took.Round(time.Second), float64(alloc)/3600, float64(st.Size())/(1<<30), rows)
 	return nil
 }
 

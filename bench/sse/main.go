@@ -25,6 +25,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/aicloud/gpusuite/bench/internal/footprint"
 	"github.com/aicloud/gpusuite/internal/cli/exitcode"
 	"github.com/aicloud/gpusuite/internal/record"
 )
@@ -225,16 +226,8 @@ func sample(pid int) usage {
 			}
 		}
 	}
-	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
-		// Fields after the command's closing parenthesis: utime and stime
-		// are the 12th and 13th, in clock ticks (USER_HZ, 100 on Linux).
-		s := string(b)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(f) > 12 {
-			ut, _ := strconv.ParseFloat(f[11], 64)
-			st, _ := strconv.ParseFloat(f[12], 64)
-			u.cpuS = (ut + st) / 100
-		}
+	if cpu, err := footprint.ProcCPU(pid); err == nil {
+		u.cpuS = cpu.Seconds()
 	}
 	return u
 }

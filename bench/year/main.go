@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aicloud/gpusuite/bench/internal/footprint"
 	"github.com/aicloud/gpusuite/internal/cli/exitcode"
 	"github.com/aicloud/gpusuite/internal/config"
 	"github.com/aicloud/gpusuite/internal/ingest"
@@ -82,15 +83,7 @@ func run(args []string, out io.Writer) error {
 		return fmt.Errorf("generate: %w", err)
 	}
 	gen := time.Since(g0)
-	var inBytes int64
-	filepath.WalkDir(incoming, func(_ string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			if st, err := d.Info(); err == nil {
-				inBytes += st.Size()
-			}
-		}
-		return nil
-	})
+	_, inBytes, _ := footprint.Dir(incoming) // the bytes are a figure shown, not a check: a file gone is not an error here
 	fmt.Fprintf(out, "generated in %s: %d jobs, %d events, %d job × GPU aggregates, %d raw samples; %d files, %.1f GiB\n",
 		gen.Round(time.Second), truth.Jobs, truth.Events, truth.AggregateRecords, truth.Samples, truth.Files, float64(inBytes)/(1<<30))
 
@@ -125,18 +118,11 @@ func run(args []string, out io.Writer) error {
 		return fmt.Errorf("ledger differs from the generated truth: jobs %d/%d, allocated GPU-s %d/%d", nJobs, truth.Jobs, alloc, truth.AllocGPUS)
 	}
 	fmt.Fprintf(out, "ground truth matched: %d jobs, %d allocated GPU-seconds (%.0f GPU-hours)\n", nJobs, alloc, float64(alloc)/3600)
-	if err := s.Checkpoint(ctx); err != nil {
-		return err
-	}
-	tables, err := s.RowCounts(ctx)
+	rows, err := footprint.Rows(ctx, s)
 	if err != nil {
 		return err
 	}
-	var counts []string
-	for _, c := range tables {
-		counts = append(counts, fmt.Sprintf("%s %d", c.Table, c.Rows))
-	}
-	fmt.Fprintf(out, "DB %s: %.2f GiB; rows: %s\n", s.Path, float64(s.Size())/(1<<30), strings.Join(counts, ", "))
+	fmt.Fprintf(out, "DB %s: %.2f GiB; rows: %s\n", s.Path, float64(s.Size())/(1<<30), rows)
 	q0 := time.Now()
 	months, err := s.UsageByMonth(ctx, "account")
 	if err != nil {
