@@ -100,7 +100,7 @@ func TestAdvice(t *testing.T) {
 // TestGoldenDigestAdvice: a digest with each kind of advice, in each
 // language.
 func TestGoldenDigestAdvice(t *testing.T) {
-	d := UserDigest{User: "alice", Week: "2026-W10", From: t0, To: t0.AddDate(0, 0, 7), Jobs: 5, AllocS: 45000, UsedS: 17100, IdleS: 16200, SampleS: 45000,
+	d := UserDigest{User: "alice", Week: "2026-W10", From: t0, To: t0.AddDate(0, 0, 7), WeekSums: WeekSums{Jobs: 5, AllocS: 45000, UsedS: 17100, IdleS: 16200, SampleS: 45000},
 		Advice: []Advice{
 			{Kind: AdviceMIG, Job: "4242", Cluster: "c", GPUs: 1, PeakMiB: 8000, UtilPct: 12.5, Model: "NVIDIA H200", Slice: "1g.18gb"},
 			{Kind: AdviceOneGPU, Job: "4250_3", Cluster: "c", GPUs: 4, UtilPct: 24, IdleGPUs: 3, IdlePct: 96.5},

@@ -29,26 +29,36 @@ type DigestJob struct {
 	store.Usage
 }
 
-// UserDigest is one user's week: the runs that ended in [From, To).
-type UserDigest struct {
-	User, Week            string
-	From, To              time.Time
+// WeekSums are a digest's runs summed: the user's, the team's or the
+// cluster's.
+type WeekSums struct {
 	Jobs                  int
 	AllocS                int64
 	UsedS, IdleS, SampleS float64
+}
+
+// add counts j in s.
+func (s *WeekSums) add(j *store.JobRow) {
+	s.Jobs++
+	s.AllocS += j.AllocS
+	s.UsedS += j.UsedS
+	s.IdleS += j.IdleS
+	s.SampleS += j.SampleS
+}
+
+// sampled says whether the runs' GPUs were sampled, so that their
+// utilization and idle time are known.
+func (s WeekSums) sampled() bool { return s.SampleS > 0 && s.AllocS > 0 }
+
+// UserDigest is one user's week: the runs that ended in [From, To).
+type UserDigest struct {
+	User, Week string
+	From, To   time.Time
+	WeekSums
 	// Worst are the jobs that left their GPUs idle longest.
 	Worst []DigestJob
 	// Advice is what the week's runs suggest (notify.digest.advice).
 	Advice []Advice
-}
-
-// add counts j in d's sums.
-func (d *UserDigest) add(j *store.JobRow) {
-	d.Jobs++
-	d.AllocS += j.AllocS
-	d.UsedS += j.UsedS
-	d.IdleS += j.IdleS
-	d.SampleS += j.SampleS
 }
 
 // week is the week before the one now is in (Monday 00:00 in loc) and
@@ -156,12 +166,12 @@ func digestTextOf(lang string) digestText {
 
 // writeSums writes a digest's figures: jobs, GPU-hours, utilization and
 // idle share.
-func writeSums(b *strings.Builder, tx digestText, jobs int, allocS int64, usedS, idleS, sampleS float64) {
-	fmt.Fprintf(b, tx.jobs, jobs)
-	fmt.Fprintf(b, tx.gpuHours, float64(allocS)/3600)
-	if sampleS > 0 && allocS > 0 {
-		fmt.Fprintf(b, tx.util, 100*usedS/float64(allocS))
-		fmt.Fprintf(b, tx.idle, idleS/3600, 100*idleS/float64(allocS))
+func writeSums(b *strings.Builder, tx digestText, s WeekSums) {
+	fmt.Fprintf(b, tx.jobs, s.Jobs)
+	fmt.Fprintf(b, tx.gpuHours, float64(s.AllocS)/3600)
+	if s.sampled() {
+		fmt.Fprintf(b, tx.util, 100*s.UsedS/float64(s.AllocS))
+		fmt.Fprintf(b, tx.idle, s.IdleS/3600, 100*s.IdleS/float64(s.AllocS))
 	} else {
 		b.WriteString(tx.unknown)
 	}
@@ -171,8 +181,7 @@ func writeSums(b *strings.Builder, tx digestText, jobs int, allocS int64, usedS,
 func renderDigest(d UserDigest, lang string) (subject, body string) {
 	tx := digestTextOf(lang)
 	hours := float64(d.AllocS) / 3600
-	known := d.SampleS > 0 && d.AllocS > 0
-	if known {
+	if d.sampled() {
 		subject = fmt.Sprintf(tx.subject, d.Week, hours, 100*d.UsedS/float64(d.AllocS))
 	} else {
 		subject = fmt.Sprintf(tx.subjectUnknown, d.Week, hours)
@@ -180,7 +189,7 @@ func renderDigest(d UserDigest, lang string) (subject, body string) {
 	var b strings.Builder
 	fmt.Fprintf(&b, tx.hello, d.User)
 	fmt.Fprintf(&b, tx.intro, d.Week, d.From.Format("2006-01-02"), d.To.AddDate(0, 0, -1).Format("2006-01-02"))
-	writeSums(&b, tx, d.Jobs, d.AllocS, d.UsedS, d.IdleS, d.SampleS)
+	writeSums(&b, tx, d.WeekSums)
 	if len(d.Worst) > 0 {
 		b.WriteString(tx.worst)
 		for _, j := range d.Worst {

@@ -85,7 +85,7 @@ func TestDigest(t *testing.T) {
 // TestGoldenDigest: the digest in each language.
 func TestGoldenDigest(t *testing.T) {
 	from := t0
-	d := UserDigest{User: "alice", Week: "2026-W10", From: from, To: from.AddDate(0, 0, 7), Jobs: 5, AllocS: 45000, UsedS: 17100, IdleS: 16200, SampleS: 45000,
+	d := UserDigest{User: "alice", Week: "2026-W10", From: from, To: from.AddDate(0, 0, 7), WeekSums: WeekSums{Jobs: 5, AllocS: 45000, UsedS: 17100, IdleS: 16200, SampleS: 45000},
 		Worst: []DigestJob{
 			{ID: "4242", Cluster: "c", GPUs: 4, Usage: store.Usage{AllocS: 28800, UsedS: 7200, IdleS: 14400, SampleS: 28800}},
 			{ID: "4250_3+1", Cluster: "c", GPUs: 1, Usage: store.Usage{AllocS: 3600, IdleS: 1800, SampleS: 3600}},
@@ -101,10 +101,10 @@ func TestGoldenDigest(t *testing.T) {
 
 // TestGoldenTeamDigest: the team's digest to a lead in each language.
 func TestGoldenTeamDigest(t *testing.T) {
-	d := TeamDigest{Team: "vision", Week: "2026-W10", From: t0, To: t0.AddDate(0, 0, 7), Jobs: 7, AllocS: 72000, UsedS: 28800, IdleS: 21600, SampleS: 72000,
+	d := TeamDigest{Team: "vision", Week: "2026-W10", From: t0, To: t0.AddDate(0, 0, 7), WeekSums: WeekSums{Jobs: 7, AllocS: 72000, UsedS: 28800, IdleS: 21600, SampleS: 72000},
 		Users: []UserDigest{
-			{User: "alice", Jobs: 5, AllocS: 45000, UsedS: 17100, IdleS: 16200, SampleS: 45000},
-			{User: "bob", Jobs: 2, AllocS: 27000, UsedS: 11700, IdleS: 5400},
+			{User: "alice", WeekSums: WeekSums{Jobs: 5, AllocS: 45000, UsedS: 17100, IdleS: 16200, SampleS: 45000}},
+			{User: "bob", WeekSums: WeekSums{Jobs: 2, AllocS: 27000, UsedS: 11700, IdleS: 5400}},
 		}}
 	for _, lang := range config.NotifyLanguages {
 		t.Run(lang, func(t *testing.T) {

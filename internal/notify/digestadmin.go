@@ -26,11 +26,9 @@ const (
 // AdminDigest is the cluster's week for its admins: the runs that ended
 // in [From, To), and the state at the digest's time.
 type AdminDigest struct {
-	Week                  string
-	From, To              time.Time
-	Jobs                  int
-	AllocS                int64
-	UsedS, IdleS, SampleS float64
+	Week     string
+	From, To time.Time
+	WeekSums
 	// Users and Teams are the top wasters, most idle GPU-hours first
 	// (UserDigest.User names the team in Teams).
 	Users, Teams []UserDigest
@@ -59,11 +57,7 @@ type adminSums struct {
 }
 
 func (a *adminSums) add(j *store.JobRow, team string) {
-	a.d.Jobs++
-	a.d.AllocS += j.AllocS
-	a.d.UsedS += j.UsedS
-	a.d.IdleS += j.IdleS
-	a.d.SampleS += j.SampleS
+	a.d.WeekSums.add(j)
 	for _, p := range []struct {
 		m    map[string]*UserDigest
 		name string
@@ -188,7 +182,7 @@ var adminTexts = map[string]adminText{
 func renderAdminDigest(d AdminDigest, lang string, loc *time.Location) (subject, body string) {
 	tx, lang := textIn(adminTexts, lang)
 	hours := float64(d.AllocS) / 3600
-	if d.SampleS > 0 && d.AllocS > 0 {
+	if d.sampled() {
 		subject = fmt.Sprintf(tx.subject, d.Week, hours, d.IdleS/3600, 100*d.IdleS/float64(d.AllocS))
 	} else {
 		subject = fmt.Sprintf(tx.subjectUnknown, d.Week, hours)
@@ -197,7 +191,7 @@ func renderAdminDigest(d AdminDigest, lang string, loc *time.Location) (subject,
 	var b strings.Builder
 	b.WriteString(tx.hello)
 	fmt.Fprintf(&b, tx.intro, d.Week, d.From.Format("2006-01-02"), d.To.AddDate(0, 0, -1).Format("2006-01-02"))
-	writeSums(&b, digestTextOf(lang), d.Jobs, d.AllocS, d.UsedS, d.IdleS, d.SampleS)
+	writeSums(&b, digestTextOf(lang), d.WeekSums)
 	for _, list := range []struct {
 		head string
 		rows []UserDigest

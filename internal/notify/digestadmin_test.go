@@ -99,12 +99,12 @@ func TestAdminDigest(t *testing.T) {
 func TestGoldenAdminDigest(t *testing.T) {
 	idx := int64(3)
 	due := t0.AddDate(0, 0, 7).Add(9 * time.Hour)
-	d := AdminDigest{Week: "2026-W10", From: t0, To: t0.AddDate(0, 0, 7), Jobs: 40, AllocS: 720000, UsedS: 360000, IdleS: 216000, SampleS: 700000,
+	d := AdminDigest{Week: "2026-W10", From: t0, To: t0.AddDate(0, 0, 7), WeekSums: WeekSums{Jobs: 40, AllocS: 720000, UsedS: 360000, IdleS: 216000, SampleS: 700000},
 		Users: []UserDigest{
-			{User: "alice", Jobs: 5, AllocS: 144000, UsedS: 28800, IdleS: 108000, SampleS: 144000},
-			{User: "bob", Jobs: 12, AllocS: 180000, UsedS: 90000, IdleS: 54000, SampleS: 180000},
+			{User: "alice", WeekSums: WeekSums{Jobs: 5, AllocS: 144000, UsedS: 28800, IdleS: 108000, SampleS: 144000}},
+			{User: "bob", WeekSums: WeekSums{Jobs: 12, AllocS: 180000, UsedS: 90000, IdleS: 54000, SampleS: 180000}},
 		},
-		Teams: []UserDigest{{User: "vision", Jobs: 17, AllocS: 324000, UsedS: 118800, IdleS: 162000, SampleS: 324000}},
+		Teams: []UserDigest{{User: "vision", WeekSums: WeekSums{Jobs: 17, AllocS: 324000, UsedS: 118800, IdleS: 162000, SampleS: 324000}}},
 		Foreign: []store.ForeignGPU{{Cluster: "c", Node: "gpu07", Index: &idx, Samples: 360,
 			First: t0.Add(26 * time.Hour).UnixMilli(), Last: t0.Add(27 * time.Hour).UnixMilli()}},
 		Quarantined: 2, Refused: 1,

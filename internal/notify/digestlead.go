@@ -18,22 +18,16 @@ const digestUsers = 10
 // TeamDigest is one team's week for its leads: the runs of the team that
 // ended in [From, To), by user.
 type TeamDigest struct {
-	Team, Week            string
-	From, To              time.Time
-	Jobs                  int
-	AllocS                int64
-	UsedS, IdleS, SampleS float64
+	Team, Week string
+	From, To   time.Time
+	WeekSums
 	// Users are the team's users, most GPU-hours first.
 	Users []UserDigest
 	users map[string]*UserDigest
 }
 
 func (d *TeamDigest) add(j *store.JobRow) {
-	d.Jobs++
-	d.AllocS += j.AllocS
-	d.UsedS += j.UsedS
-	d.IdleS += j.IdleS
-	d.SampleS += j.SampleS
+	d.WeekSums.add(j)
 	u := d.users[j.User]
 	if u == nil {
 		u = &UserDigest{User: j.User}
@@ -110,8 +104,7 @@ func renderTeamDigest(d TeamDigest, lead, lang string) (subject, body string) {
 	tx, lang := textIn(teamTexts, lang)
 	sums := digestTextOf(lang)
 	hours := float64(d.AllocS) / 3600
-	known := d.SampleS > 0 && d.AllocS > 0
-	if known {
+	if d.sampled() {
 		subject = fmt.Sprintf(tx.subject, d.Team, d.Week, hours, 100*d.UsedS/float64(d.AllocS))
 	} else {
 		subject = fmt.Sprintf(tx.subjectUnknown, d.Team, d.Week, hours)
@@ -120,12 +113,12 @@ func renderTeamDigest(d TeamDigest, lead, lang string) (subject, body string) {
 	fmt.Fprintf(&b, tx.hello, lead)
 	last := d.To.AddDate(0, 0, -1).Format("2006-01-02")
 	fmt.Fprintf(&b, tx.intro, d.Team, d.Week, d.From.Format("2006-01-02"), last)
-	writeSums(&b, sums, d.Jobs, d.AllocS, d.UsedS, d.IdleS, d.SampleS)
+	writeSums(&b, sums, d.WeekSums)
 	if len(d.Users) > 0 {
 		b.WriteString(tx.users)
 		for _, u := range d.Users {
 			used := "?"
-			if u.SampleS > 0 && u.AllocS > 0 {
+			if u.sampled() {
 				used = fmt.Sprintf("%.1f %%", 100*u.UsedS/float64(u.AllocS))
 			}
 			fmt.Fprintf(&b, tx.user, u.User, u.Jobs, float64(u.AllocS)/3600, used, u.IdleS/3600)
