@@ -101,11 +101,17 @@ func outputFlags() []cli.Flag {
 // outputFlagsSaying are outputFlags with a command's own --units usage
 // line (what its percent is of).
 func outputFlagsSaying(units string) []cli.Flag {
+	return append(tableFlags(),
+		&cli.StringFlag{Name: "units", Aliases: []string{"t"}, Usage: units, EnvVars: []string{"GPUSUITE_REPORT_UNITS"}})
+}
+
+// tableFlags say how a table is written, for a command whose table has
+// no GPU-time units to choose.
+func tableFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "format", Usage: "table, csv, tsv or json (report.format)", EnvVars: []string{"GPUSUITE_REPORT_FORMAT"}},
 		&cli.BoolFlag{Name: "parsable", Aliases: []string{"P"}, Usage: "'|'-separated machine values, like sreport -P"},
 		&cli.BoolFlag{Name: "noheader", Aliases: []string{"n"}, Usage: "no header line (nor title and notes)"},
-		&cli.StringFlag{Name: "units", Aliases: []string{"t"}, Usage: units, EnvVars: []string{"GPUSUITE_REPORT_UNITS"}},
 	}
 }
 

@@ -18,10 +18,7 @@ func efficiencyCommand(d Deps) *cli.Command {
 	flags := append(append(append([]cli.Flag{dbFlag(), cliwire.StoreURLFlag()}, windowFlags()...),
 		&cli.StringFlag{Name: "by", Usage: "users, teams or accounts", Value: "users"},
 	), filterFlags()...)
-	flags = append(append(flags, clusterFlags()...),
-		&cli.StringFlag{Name: "format", Usage: "table, csv, tsv or json (report.format)", EnvVars: []string{"GPUSUITE_REPORT_FORMAT"}},
-		&cli.BoolFlag{Name: "parsable", Aliases: []string{"P"}, Usage: "'|'-separated machine values, like sreport -P"},
-		&cli.BoolFlag{Name: "noheader", Aliases: []string{"n"}, Usage: "no header line (nor title and notes)"})
+	flags = append(append(flags, clusterFlags()...), tableFlags()...)
 	return &cli.Command{
 		Name:  "efficiency",
 		Usage: "CPU-hours allocated and used, memory asked for and used (GiB-hours) and time limits used, per user, team or account",
