@@ -54,6 +54,25 @@ type Kind struct {
 	Then func(ctx context.Context) error
 }
 
+// openKind is a kind whose queue anyone may file into (Open), its ID the
+// file name. The owner is in each request's ledger key, so one user's
+// file name cannot stand for another's request, and in its outcome's
+// name, so it cannot overwrite another's outcome.
+func openKind(name, dir string, o Options, check func(r *Request, owner int, perm fs.FileMode) error,
+	apply func(ctx context.Context, r *Request, owner int, key string) error) Kind {
+	return Kind{
+		Name: name, Dir: dir, Check: check, Apply: apply,
+		Key: func(file string, owner int) string {
+			return "request/" + name + "/u" + strconv.Itoa(owner) + "/" + file
+		},
+		Outcome:    func(file string, owner int) string { return outcomeName(strings.TrimSuffix(file, ".json"), owner) },
+		IDFromName: true,
+		Open:       true,
+		Trusted:    o.Trusted,
+		Keep:       AppliedKeep,
+	}
+}
+
 // Queue is the writer's request queue: its kinds, applied in order on
 // each pass. Run only by the store's writer.
 type Queue struct {

@@ -83,3 +83,31 @@ func TestQueueAppliesItsKinds(t *testing.T) {
 		t.Errorf("note request with the writer's kinds: %+v", got)
 	}
 }
+
+// TestOpenKindsNameByOwner: the note and notify queues are open to
+// anyone, so their ledger keys and outcome names carry the file's owner
+// (one user's file name never stands for another's request or outcome),
+// and those keys are what ledgers already hold: they must not change.
+func TestOpenKindsNameByOwner(t *testing.T) {
+	trusted := func(uid int) bool { return uid == 0 }
+	o := Options{Dir: "/req", Trusted: trusted}
+	for _, tc := range []struct {
+		kind                    Kind
+		name, dir, key, outcome string
+	}{
+		{NoteKind(nil, o), "note", NotesDir("/req"), "request/note/u1000/n1.json", "n1.u1000.json"},
+		{NotifyKind(nil, o), "notify", NotifyDir("/req"), "request/notify/u1000/n1.json", "n1.u1000.json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := tc.kind
+			got := []string{k.Name, k.Dir, k.Key("n1.json", 1000), k.Outcome("n1.json", 1000)}
+			if diff := cmp.Diff([]string{tc.name, tc.dir, tc.key, tc.outcome}, got); diff != "" {
+				t.Errorf("name, dir, key, outcome (-want +got):\n%s", diff)
+			}
+			if !k.Open || !k.IDFromName || k.Keep != AppliedKeep || k.Trusted == nil || !k.Trusted(0) || k.Trusted(1000) {
+				t.Errorf("open %v, ID from name %v, keep %v, trusted set %v: want an open queue of IDs from names, AppliedKeep, the options' trust",
+					k.Open, k.IDFromName, k.Keep, k.Trusted != nil)
+			}
+		})
+	}
+}

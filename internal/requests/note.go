@@ -132,10 +132,8 @@ func refusal(err error) bool {
 // note queue (NotesDir), which anyone may file (its Open pending/); the
 // author is the file's owner, never a uid written in it.
 func NoteKind(st *store.Ledger, o Options) Kind {
-	return Kind{
-		Name: "note",
-		Dir:  NotesDir(o.Dir),
-		Check: func(r *Request, owner int, perm fs.FileMode) error {
+	return openKind("note", NotesDir(o.Dir), o,
+		func(r *Request, owner int, perm fs.FileMode) error {
 			r.UID, r.By = owner, o.userName(owner)
 			if r.Web != "" {
 				// Only serve files for a web user: anyone else's file
@@ -150,20 +148,9 @@ func NoteKind(st *store.Ledger, o Options) Kind {
 			}
 			return checkNote(r, perm, o.Now)
 		},
-		Apply: func(ctx context.Context, r *Request, owner int, key string) error {
+		func(ctx context.Context, r *Request, owner int, key string) error {
 			return applyNote(ctx, st, r, owner, key, o)
-		},
-		// The owner in the key: one user's file name cannot stand for
-		// another's request.
-		Key: func(name string, owner int) string { return "request/note/u" + strconv.Itoa(owner) + "/" + name },
-		// Owners name their outcomes: one user's file name cannot
-		// overwrite another's outcome.
-		Outcome:    func(name string, owner int) string { return outcomeName(strings.TrimSuffix(name, ".json"), owner) },
-		IDFromName: true,
-		Open:       true,
-		Trusted:    o.Trusted,
-		Keep:       AppliedKeep,
-	}
+		})
 }
 
 // checkNote refuses a note request that is not whole and well formed.

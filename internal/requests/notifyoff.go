@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/aicloud/gpusuite/internal/notify"
@@ -28,26 +27,17 @@ func CheckNotifyRule(rule string) error {
 // user opted out is the file's owner, never a name written in it: nobody
 // silences another user's mail.
 func NotifyKind(st *store.Ledger, o Options) Kind {
-	return Kind{
-		Name: "notify",
-		Dir:  NotifyDir(o.Dir),
-		Check: func(r *Request, owner int, perm fs.FileMode) error {
+	return openKind("notify", NotifyDir(o.Dir), o,
+		func(r *Request, owner int, perm fs.FileMode) error {
 			r.UID, r.By = owner, o.userName(owner)
 			return checkNotify(r, perm)
 		},
-		Apply: func(ctx context.Context, r *Request, owner int, key string) error {
+		func(ctx context.Context, r *Request, owner int, key string) error {
 			if r.Action == NotifyRecord {
 				return applyRecord(ctx, st, r, owner, key, o)
 			}
 			return applyNotify(ctx, st, r, key, o)
-		},
-		Key:        func(name string, owner int) string { return "request/notify/u" + strconv.Itoa(owner) + "/" + name },
-		Outcome:    func(name string, owner int) string { return outcomeName(strings.TrimSuffix(name, ".json"), owner) },
-		IDFromName: true,
-		Open:       true,
-		Trusted:    o.Trusted,
-		Keep:       AppliedKeep,
-	}
+		})
 }
 
 // checkNotify refuses a notify request that is not one rule turned off
