@@ -11,30 +11,32 @@ const maxCachedDocs = 4
 // one build gets the bytes of the first.
 type docCache struct {
 	mu sync.Mutex
-	m  map[string][]byte
+	m  map[string]any
 }
 
-func newDocCache() *docCache { return &docCache{m: map[string][]byte{}} }
+func newDocCache() *docCache { return &docCache{m: map[string]any{}} }
 
 // Encoded returns what enc makes of s for key, made once per snapshot:
 // askers at once wait for the one encoding. key must name everything enc
-// depends on beyond s. A snapshot made by hand has no cache: enc runs
-// each time. The bytes returned are shared and must not be changed.
-func (s *Snapshot) Encoded(key string, enc func() ([]byte, error)) ([]byte, error) {
+// depends on beyond s, and one key is always asked with one T (a T other
+// than the one kept is made again, not kept). A snapshot made by hand has
+// no cache: enc runs each time. What is returned is shared and must not
+// be changed.
+func Encoded[T any](s *Snapshot, key string, enc func() (T, error)) (T, error) {
 	if s.docs == nil {
 		return enc()
 	}
 	s.docs.mu.Lock()
 	defer s.docs.mu.Unlock()
-	if b, ok := s.docs.m[key]; ok {
-		return b, nil
+	if v, ok := s.docs.m[key].(T); ok {
+		return v, nil
 	}
-	b, err := enc()
+	v, err := enc()
 	if err != nil {
-		return nil, err
+		return v, err
 	}
-	if len(s.docs.m) < maxCachedDocs {
-		s.docs.m[key] = b
+	if _, kept := s.docs.m[key]; !kept && len(s.docs.m) < maxCachedDocs {
+		s.docs.m[key] = v
 	}
-	return b, nil
+	return v, nil
 }

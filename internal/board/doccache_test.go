@@ -22,7 +22,7 @@ func TestSnapshotEncoded(t *testing.T) {
 				return func() ([]byte, error) { calls++; return []byte(s), nil }
 			}
 			for _, key := range []string{"a", "a", "b", "b"} {
-				b, err := tc.snap.Encoded(key, enc(key))
+				b, err := Encoded(tc.snap, key, enc(key))
 				if err != nil || string(b) != key {
 					t.Fatalf("Encoded(%q) = %q, %v", key, b, err)
 				}
@@ -31,12 +31,33 @@ func TestSnapshotEncoded(t *testing.T) {
 				t.Errorf("%d encodings, want %d", calls, tc.wantCalls)
 			}
 			fail := errors.New("cannot")
-			if _, err := tc.snap.Encoded("c", func() ([]byte, error) { return nil, fail }); !errors.Is(err, fail) {
+			if _, err := Encoded(tc.snap, "c", func() ([]byte, error) { return nil, fail }); !errors.Is(err, fail) {
 				t.Errorf("a failed encoding: %v", err)
 			}
-			if b, err := tc.snap.Encoded("c", enc("c")); err != nil || string(b) != "c" {
+			if b, err := Encoded(tc.snap, "c", enc("c")); err != nil || string(b) != "c" {
 				t.Errorf("after a failed encoding: %q, %v", b, err)
 			}
 		})
+	}
+}
+
+// TestSnapshotEncodedTypes: a key holds a value of any type, made once;
+// asked with another type it is made again for that asker, the first
+// kept.
+func TestSnapshotEncodedTypes(t *testing.T) {
+	type doc struct{ raw, gz []byte }
+	s := &Snapshot{docs: newDocCache()}
+	calls := 0
+	mk := func() (*doc, error) { calls++; return &doc{raw: []byte("x")}, nil }
+	first, _ := Encoded(s, "k", mk)
+	again, _ := Encoded(s, "k", mk)
+	if first != again || calls != 1 {
+		t.Errorf("%d makings, same value %t: want 1 and true", calls, first == again)
+	}
+	if b, err := Encoded(s, "k", func() ([]byte, error) { return []byte("other"), nil }); err != nil || string(b) != "other" {
+		t.Errorf("another type for the key: %q, %v", b, err)
+	}
+	if d, _ := Encoded(s, "k", mk); d != first || calls != 1 {
+		t.Errorf("after another type: %d makings, first kept %t", calls, d == first)
 	}
 }

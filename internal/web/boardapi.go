@@ -1,11 +1,15 @@
 package web
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/aicloud/gpusuite/internal/board"
@@ -89,22 +93,92 @@ func (h *Handler) apiBoard(w http.ResponseWriter, r *http.Request) error {
 		}
 		return indentJSON(make([]byte, 0, len(b)*2), b), nil
 	}
-	var out []byte
-	var err error
-	if len(names) == 0 && !h.v.private {
-		// The whole board, the same for every viewer: encoded once a
-		// build. Masked or chosen nodes are encoded for their asker.
-		out, err = s.Encoded(fmt.Sprintf("status %p %t", h.mapping, lastHour), encode)
-	} else {
-		out, err = encode()
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	if len(names) > 0 || h.v.private {
+		// Masked or chosen nodes are encoded for their asker (and
+		// gzipped by ServeHTTP, fast).
+		out, err := encode()
+		if err != nil {
+			return err
+		}
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(out)
+		return nil
 	}
+	// The whole board, the same for every viewer: encoded and gzipped
+	// once a build.
+	d, err := board.Encoded(s, fmt.Sprintf("status %p %t", h.mapping, lastHour), func() (*servedDoc, error) {
+		b, err := encode()
+		if err != nil {
+			return nil, err
+		}
+		return newServedDoc(b)
+	})
 	if err != nil {
 		return err
 	}
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(out)
+	d.serve(w, r)
 	return nil
+}
+
+// servedDoc is a document as served to every asker of one board build:
+// its bytes, the same gzipped at the default level (the status document
+// of 10,000 GPUs takes longer to gzip than to send, and at the fastest
+// level is some 80 % larger), and their ETag.
+type servedDoc struct {
+	raw, gz []byte
+	etag    string
+}
+
+func newServedDoc(raw []byte) (*servedDoc, error) {
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	_, _ = zw.Write(raw) // to a bytes.Buffer: cannot fail
+	if err := zw.Close(); err != nil {
+		return nil, fmt.Errorf("gzip the document: %w", err)
+	}
+	// Weak: the plain and the gzipped bytes are one document. A checksum
+	// and the length, not a hash: the document is megabytes.
+	etag := fmt.Sprintf(`W/"%08x-%x"`, crc32.ChecksumIEEE(raw), len(raw))
+	return &servedDoc{raw: raw, gz: z.Bytes(), etag: etag}, nil
+}
+
+// serve answers r with d: 304 when r holds its ETag already, gzipped
+// when r takes gzip (ServeHTTP's writer then passes the bytes on as they
+// are), else plain. The headers but these are the caller's.
+func (d *servedDoc) serve(w http.ResponseWriter, r *http.Request) {
+	hd := w.Header()
+	hd.Set("ETag", d.etag)
+	if etagListed(r.Header.Get("If-None-Match"), d.etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	body := d.raw
+	if gw, ok := w.(*gzipWriter); ok {
+		// Already compressed: written past gw, which must not end it.
+		gw.plain, w = true, gw.ResponseWriter
+		hd.Set("Content-Encoding", "gzip")
+		body = d.gz
+	}
+	hd.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(body)
+	}
+}
+
+// etagListed is whether the If-None-Match value list names etag, weakly
+// compared (RFC 9110, 13.1.2), or is "*".
+func etagListed(list, etag string) bool {
+	if strings.TrimSpace(list) == "*" {
+		return true
+	}
+	for _, t := range strings.Split(list, ",") {
+		if strings.TrimPrefix(strings.TrimSpace(t), "W/") == strings.TrimPrefix(etag, "W/") {
+			return true
+		}
+	}
+	return false
 }
 
 // indentJSON appends src, compact JSON as json.Marshal writes it, to dst

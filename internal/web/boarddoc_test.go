@@ -1,0 +1,136 @@
+package web_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/aicloud/gpusuite/internal/record"
+	"github.com/aicloud/gpusuite/internal/web"
+)
+
+// served is an answer as it came on the wire, not uncompressed.
+type served struct {
+	code       int
+	enc, etag  string
+	body, text []byte // text: body uncompressed
+}
+
+// getRaw asks for url with the headers hdr (name, value, ...) and a
+// client that leaves the body as sent.
+func getRaw(t *testing.T, url string, hdr ...string) served {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	c := &http.Client{Timeout: time.Minute, Transport: &http.Transport{DisableCompression: true}}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	s := served{code: resp.StatusCode, enc: resp.Header.Get("Content-Encoding"), etag: resp.Header.Get("ETag")}
+	if s.body, err = io.ReadAll(io.LimitReader(resp.Body, 64<<20)); err != nil {
+		t.Fatal(err)
+	}
+	s.text = s.body
+	if s.enc == "gzip" {
+		zr, err := gzip.NewReader(bytes.NewReader(s.body))
+		if err != nil {
+			t.Fatalf("GET %s: %v", url, err)
+		}
+		if s.text, err = io.ReadAll(io.LimitReader(zr, 256<<20)); err != nil {
+			t.Fatalf("GET %s: %v", url, err)
+		}
+	}
+	return s
+}
+
+// gzipDefault is b gzipped at the default level, as the board's status
+// document is served.
+func gzipDefault(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	if _, err := zw.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return z.Bytes()
+}
+
+// TestBoardDocServed: the whole board's status document is served as
+// made once a build: gzipped at the default level to a client that takes
+// gzip, plain to one that does not, the same document with one ETag, 304
+// to a client that names it; after a rebuild the new document, whatever
+// ETag the client holds.
+func TestBoardDocServed(t *testing.T) {
+	lb := newLiveBoard(t, nil)
+	srv := newBoardServer(t, web.Options{Board: lb.src})
+	for i, path := range []string{"/api/v1/board", "/api/v1/board?last_hour=1"} {
+		t.Run(path, func(t *testing.T) {
+			at := boardNow.Add(time.Duration(2*i) * time.Second) // each path's boards after the last's
+			lb.clock.set(at)
+			writeSnapshot(t, lb.dir, record.Live{Node: "n2", GPUs: []record.LiveGPU{liveGPU(0, 0, 0), liveGPU(1, 0, 0)}})
+			plain := getRaw(t, srv.URL+path, "Accept-Encoding", "identity")
+			if plain.code != http.StatusOK || plain.enc != "" || plain.etag == "" || !bytes.Contains(plain.body, []byte(`"schema": "gpusuite.status/v1"`)) {
+				t.Fatalf("plain: %d, encoding %q, ETag %q, %.200s", plain.code, plain.enc, plain.etag, plain.body)
+			}
+			zipped := getRaw(t, srv.URL+path, "Accept-Encoding", "gzip, deflate, br")
+			if zipped.code != http.StatusOK || zipped.enc != "gzip" || zipped.etag != plain.etag {
+				t.Fatalf("gzipped: %d, encoding %q, ETag %q (plain %q)", zipped.code, zipped.enc, zipped.etag, plain.etag)
+			}
+			if diff := cmp.Diff(string(plain.body), string(zipped.text)); diff != "" {
+				t.Errorf("gzipped, uncompressed (-plain +gzipped):\n%s", diff)
+			}
+			if !bytes.Equal(zipped.body, gzipDefault(t, plain.body)) {
+				t.Errorf("gzipped body of %d bytes is not the plain one gzipped at the default level (%d)", len(zipped.body), len(gzipDefault(t, plain.body)))
+			}
+			bare := strings.TrimPrefix(plain.etag, "W/")
+			for _, tc := range []struct {
+				name, ifNoneMatch string
+				want              int
+			}{
+				{"its etag", plain.etag, http.StatusNotModified},
+				{"in a list, strong", `"other", ` + bare, http.StatusNotModified},
+				{"any", "*", http.StatusNotModified},
+				{"another", `W/"other"`, http.StatusOK},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					for _, enc := range []string{"identity", "gzip"} {
+						got := getRaw(t, srv.URL+path, "Accept-Encoding", enc, "If-None-Match", tc.ifNoneMatch)
+						if got.code != tc.want || got.etag != plain.etag {
+							t.Errorf("%s: %d, ETag %q, want %d and %q", enc, got.code, got.etag, tc.want, plain.etag)
+						}
+						if tc.want == http.StatusNotModified && len(got.body) > 0 {
+							t.Errorf("%s: 304 with a body of %d bytes", enc, len(got.body))
+						}
+					}
+				})
+			}
+
+			// A job starts on n2: the next build's document, to a client
+			// holding the last one's ETag too.
+			writeSnapshot(t, lb.dir, record.Live{Node: "n2", GPUs: []record.LiveGPU{liveGPU(0, 60, 4096, 31337), liveGPU(1, 0, 0)}})
+			lb.clock.set(at.Add(time.Second)) // older than MaxAge: built anew
+			for _, enc := range []string{"gzip", "identity"} {
+				got := getRaw(t, srv.URL+path, "Accept-Encoding", enc, "If-None-Match", plain.etag)
+				if got.code != http.StatusOK || got.etag == plain.etag || !bytes.Contains(got.text, []byte("31337")) {
+					t.Errorf("%s after a rebuild: %d, ETag %q (before %q), job 31337 shown: %t", enc, got.code, got.etag, plain.etag, bytes.Contains(got.text, []byte("31337")))
+				}
+			}
+		})
+	}
+}
