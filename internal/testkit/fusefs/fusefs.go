@@ -105,6 +105,12 @@ func (c *coarse) cut(a *fuse.Attr) {
 	cut(&a.Ctime, &a.Ctimensec)
 }
 
+// cutAttr is cut(a) after the call that filled a returned st.
+func (c *coarse) cutAttr(st fuse.Status, a *fuse.Attr) fuse.Status {
+	c.cut(a)
+	return st
+}
+
 func (c *coarse) cutx(a *fuse.SxTime) {
 	t := a.Sec*1e9 + uint64(a.Nsec)
 	t -= t % c.g
@@ -112,21 +118,15 @@ func (c *coarse) cutx(a *fuse.SxTime) {
 }
 
 func (c *coarse) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
-	st := c.RawFileSystem.Lookup(cancel, h, name, out)
-	c.cut(&out.Attr)
-	return st
+	return c.cutAttr(c.RawFileSystem.Lookup(cancel, h, name, out), &out.Attr)
 }
 
 func (c *coarse) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {
-	st := c.RawFileSystem.GetAttr(cancel, in, out)
-	c.cut(&out.Attr)
-	return st
+	return c.cutAttr(c.RawFileSystem.GetAttr(cancel, in, out), &out.Attr)
 }
 
 func (c *coarse) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOut) fuse.Status {
-	st := c.RawFileSystem.SetAttr(cancel, in, out)
-	c.cut(&out.Attr)
-	return st
+	return c.cutAttr(c.RawFileSystem.SetAttr(cancel, in, out), &out.Attr)
 }
 
 func (c *coarse) Statx(cancel <-chan struct{}, in *fuse.StatxIn, out *fuse.StatxOut) fuse.Status {
@@ -139,27 +139,19 @@ func (c *coarse) Statx(cancel <-chan struct{}, in *fuse.StatxIn, out *fuse.Statx
 }
 
 func (c *coarse) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, out *fuse.EntryOut) fuse.Status {
-	st := c.RawFileSystem.Mknod(cancel, in, name, out)
-	c.cut(&out.Attr)
-	return st
+	return c.cutAttr(c.RawFileSystem.Mknod(cancel, in, name, out), &out.Attr)
 }
 
 func (c *coarse) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, out *fuse.EntryOut) fuse.Status {
-	st := c.RawFileSystem.Mkdir(cancel, in, name, out)
-	c.cut(&out.Attr)
-	return st
+	return c.cutAttr(c.RawFileSystem.Mkdir(cancel, in, name, out), &out.Attr)
 }
 
 func (c *coarse) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *fuse.EntryOut) fuse.Status {
-	st := c.RawFileSystem.Link(cancel, in, name, out)
-	c.cut(&out.Attr)
-	return st
+	return c.cutAttr(c.RawFileSystem.Link(cancel, in, name, out), &out.Attr)
 }
 
 func (c *coarse) Symlink(cancel <-chan struct{}, h *fuse.InHeader, target, name string, out *fuse.EntryOut) fuse.Status {
-	st := c.RawFileSystem.Symlink(cancel, h, target, name, out)
-	c.cut(&out.Attr)
-	return st
+	return c.cutAttr(c.RawFileSystem.Symlink(cancel, h, target, name, out), &out.Attr)
 }
 
 func (c *coarse) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
