@@ -49,8 +49,8 @@ Examples:
 
 func runBudget(c *cli.Context, d Deps) error {
 	const cmd = "report budget"
-	if c.Args().Present() {
-		return cliwire.Usagef("%s: unexpected argument %q (options go with --)", cmd, c.Args().First())
+	if err := noArgs(c, cmd); err != nil {
+		return err
 	}
 	e, err := load(c, d)
 	if err != nil {

@@ -43,8 +43,8 @@ hours, like sreport. See docs/utilization.md.
 func runCluster(c *cli.Context, d Deps) error {
 	// bad is bad input to report cluster: one line, exit 2.
 	bad := func(err error) error { return usage("report cluster", &report.BadInput{Err: err}) }
-	if c.Args().Present() {
-		return bad(fmt.Errorf("unexpected argument %q (options go with --)", c.Args().First()))
+	if err := noArgs(c, "report cluster"); err != nil {
+		return err
 	}
 	e, w, err := loadWindow(c, d, "report cluster")
 	if err != nil {

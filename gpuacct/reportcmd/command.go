@@ -179,6 +179,15 @@ func (e *env) scope(c *cli.Context, db *report.Ledger, defaultAll bool) (report.
 		All: c.Bool("all-clusters"), Local: local, DefaultAll: defaultAll})
 }
 
+// noArgs refuses an argument given to what, a report that takes none:
+// its options were likely meant to go with --.
+func noArgs(c *cli.Context, what string) error {
+	if c.Args().Present() {
+		return cliwire.Usagef("%s: unexpected argument %q (options go with --)", what, c.Args().First())
+	}
+	return nil
+}
+
 // usage is err as the usage error (exit 2) it is when the asker must fix
 // it, else err.
 func usage(what string, err error) error {
@@ -427,8 +436,8 @@ const reportExamples = `Examples:
    gpuacct report teams --all-clusters                   # every cluster, a CLUSTER column`
 
 func runReport(c *cli.Context, d Deps, kind string) error {
-	if c.Args().Present() {
-		return cliwire.Usagef("report %s: unexpected argument %q (options go with --)", kind, c.Args().First())
+	if err := noArgs(c, "report "+kind); err != nil {
+		return err
 	}
 	e, w, err := loadWindow(c, d, "report "+kind)
 	if err != nil {

@@ -43,8 +43,8 @@ Examples:
 
 func runEfficiency(c *cli.Context, d Deps) error {
 	const cmd = "report efficiency"
-	if c.Args().Present() {
-		return cliwire.Usagef("%s: unexpected argument %q (options go with --)", cmd, c.Args().First())
+	if err := noArgs(c, cmd); err != nil {
+		return err
 	}
 	e, w, err := loadWindow(c, d, cmd)
 	if err != nil {

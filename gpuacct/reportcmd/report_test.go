@@ -48,6 +48,10 @@ func TestBadInput(t *testing.T) {
 	}{
 		{"unknown sub-report", []string{"report", "bogus"}, `report: unknown report "bogus": use one of teams, users`},
 		{"no sub-report", []string{"report"}, "report: name a report"},
+		{"report with an argument", []string{"report", "teams", dbOpt(path), "x"}, `report teams: unexpected argument "x" (options go with --)`},
+		{"cluster with an argument", []string{"report", "cluster", dbOpt(path), "x"}, `report cluster: unexpected argument "x" (options go with --)`},
+		{"efficiency with an argument", []string{"report", "efficiency", dbOpt(path), "x"}, `report efficiency: unexpected argument "x" (options go with --)`},
+		{"budget with an argument", []string{"report", "budget", dbOpt(path), "x"}, `report budget: unexpected argument "x" (options go with --)`},
 		{"bad date", []string{"report", "teams", dbOpt(path), "--start", "2026-02-30"}, `report teams: --start: time "2026-02-30" is not a real date and time`},
 		{"bad date format", []string{"report", "teams", dbOpt(path), "--start", "next week"}, `report teams: --start: time "next week" is not one of YYYY-MM-DD`},
 		{"end before start", []string{"report", "users", dbOpt(path), "--start", "2026-01-05", "--end", "2026-01-01"}, "report users: --end 2026-01-01T00:00:00 is not after --start 2026-01-05T00:00:00"},
