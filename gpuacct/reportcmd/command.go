@@ -8,6 +8,7 @@ package reportcmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -238,6 +239,19 @@ func (e *env) openFiltered(c *cli.Context, d Deps, what string, check bool) (*re
 		}
 	}
 	return db, s, f, teamList, nil
+}
+
+// jobArg is the one JOBID job and plot take; without exactly one, the
+// usage error says missing.
+func jobArg(c *cli.Context, missing string) (report.JobSpec, error) {
+	if c.NArg() != 1 {
+		return report.JobSpec{}, &cliwire.UsageError{Err: errors.New(missing)}
+	}
+	sp, err := report.ParseJobSpec(c.Args().First())
+	if err != nil {
+		return report.JobSpec{}, &cliwire.UsageError{Err: err}
+	}
+	return sp, nil
 }
 
 // job reads one job's detail (job and plot share it), and with messages

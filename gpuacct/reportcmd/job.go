@@ -36,12 +36,9 @@ Examples:
 		}, clusterFlagsSaying("the job's cluster, when several share the ledger. Default: the local one (SLURM_CLUSTER_NAME, else cluster.name), or every one when the local one is not in the ledger (an id two clusters have is then refused)",
 			"look for the job on every cluster of the ledger (-M all); an id two clusters have is refused")...),
 		Action: func(c *cli.Context) error {
-			if c.NArg() != 1 {
-				return cliwire.Usagef("job: give one JOBID (see 'gpuacct job --help')")
-			}
-			sp, err := report.ParseJobSpec(c.Args().First())
+			sp, err := jobArg(c, "job: give one JOBID (see 'gpuacct job --help')")
 			if err != nil {
-				return &cliwire.UsageError{Err: err}
+				return err
 			}
 			e, err := load(c, d)
 			if err != nil {

@@ -54,12 +54,9 @@ Examples:
 				}
 				return plotReport(c, d, out)
 			}
-			if c.NArg() != 1 {
-				return cliwire.Usagef("plot: give one JOBID, or --report (see 'gpuacct plot --help')")
-			}
-			sp, err := report.ParseJobSpec(c.Args().First())
+			sp, err := jobArg(c, "plot: give one JOBID, or --report (see 'gpuacct plot --help')")
 			if err != nil {
-				return &cliwire.UsageError{Err: err}
+				return err
 			}
 			e, err := load(c, d)
 			if err != nil {
