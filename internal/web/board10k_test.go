@@ -69,7 +69,7 @@ func getGzip(t *testing.T, ctx context.Context, url string) (*http.Response, *co
 // TestBoard10kBounds: the page and the event stream's first event of a
 // 10,000-GPU board (1,250 nodes × 8) are each under 300 KiB as served
 // (gzip) and hold every GPU's cell; it logs their sizes and the time to
-// serve the page and the status document.
+// serve the page and the status document (first and next request).
 func TestBoard10kBounds(t *testing.T) {
 	srv := boardOfN(t, 1250)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -95,11 +95,16 @@ func TestBoard10kBounds(t *testing.T) {
 	}
 	t.Logf("page of 10000 GPUs: %d bytes, %d gzipped, served in %s", len(page), wire.n, pageTook.Round(time.Millisecond))
 
-	start = time.Now()
-	if code, _ := getJSON(t, srv.URL+"/api/v1/board", nil); code != http.StatusOK {
-		t.Fatalf("status document: %d", code)
+	// The status document: the first request encodes and gzips it for
+	// the build, the next is served those bytes.
+	for _, which := range []string{"first", "next"} {
+		start = time.Now()
+		_, wire := getGzip(t, ctx, srv.URL+"/api/v1/board")
+		if _, err := io.Copy(io.Discard, wire); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("status document of 10000 GPUs, %s request: %d bytes gzipped, served in %s", which, wire.n, time.Since(start).Round(time.Millisecond))
 	}
-	t.Logf("status document of 10000 GPUs served in %s", time.Since(start).Round(time.Millisecond))
 
 	_, wire = getGzip(t, ctx, srv.URL+"/api/v1/board/events")
 	zr, err = gzip.NewReader(wire)
