@@ -8,9 +8,7 @@
 #   dir (default /var/tmp/gpusuite-dayrun) holds incoming/ and the
 #   database; the nodes' local spools go to /dev/shm when it exists (16
 #   machines' local disks, not the share), else under dir.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-export CGO_CFLAGS="${CGO_CFLAGS:--O2 -g -Wno-deprecated-declarations}"
+. "$(dirname "$0")/env.sh"
 dir="${1:-/var/tmp/gpusuite-dayrun}"
 shift || true
 mkdir -p "$dir"

@@ -7,9 +7,7 @@
 #      (default 14), extrapolated to a year, with the teams-by-month query.
 # The full year, generated and ingested once, is bench/year.sh (long).
 # Usage: bench/ingest.sh [days]
-set -euo pipefail
-cd "$(dirname "$0")/.."
-export CGO_CFLAGS="${CGO_CFLAGS:--O2 -g -Wno-deprecated-declarations}"
+. "$(dirname "$0")/env.sh"
 export GPUSUITE_BENCH_DAYS="${1:-${GPUSUITE_BENCH_DAYS:-14}}"
 command -v sqlite3 >/dev/null || { echo "bench/ingest.sh: sqlite3 CLI not found (apt-get install sqlite3)" >&2; exit 1; }
 echo "# $(date -u +%FT%TZ) $(nproc) CPUs, $(sqlite3 --version | cut -d' ' -f1-2)"

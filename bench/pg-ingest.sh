@@ -19,9 +19,7 @@
 # GPUSUITE_PG_BENCH_SOCKET=1 connects both the pass and psql through the
 # server's Unix socket instead of TCP on the loopback.
 # Usage: bench/pg-ingest.sh [extra go test flags, e.g. -count 3 -cpuprofile /tmp/cpu.out]
-set -euo pipefail
-cd "$(dirname "$0")/.."
-export CGO_CFLAGS="${CGO_CFLAGS:--O2 -g -Wno-deprecated-declarations}"
+. "$(dirname "$0")/env.sh"
 export GPUSUITE_PG_DIR="${GPUSUITE_PG_DIR:-/var/tmp/gpusuite-pg-bench}"
 export GPUSUITE_PG_PORT="${GPUSUITE_PG_PORT:-16850}"
 [ "$GPUSUITE_PG_DIR" != /run/gpusuite-pg ] || { echo "bench/pg-ingest.sh: GPUSUITE_PG_DIR is the shared test server's; name another" >&2; exit 2; }

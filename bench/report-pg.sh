@@ -10,9 +10,7 @@
 # /var/tmp/gpusuite-report-year) and reused; remove it to build it again.
 # The server: GPUSUITE_TEST_PG, else the one test/pg/harness.sh started.
 # Usage: bench/report-pg.sh [days]
-set -euo pipefail
-cd "$(dirname "$0")/.."
-export CGO_CFLAGS="${CGO_CFLAGS:--O2 -g -Wno-deprecated-declarations}"
+. "$(dirname "$0")/env.sh"
 export GPUSUITE_BENCH_DAYS="${1:-${GPUSUITE_BENCH_DAYS:-30}}"
 export GPUSUITE_BENCH_YEAR_DIR="${GPUSUITE_BENCH_YEAR_DIR:-/var/tmp/gpusuite-report-year}"
 if [ -z "${GPUSUITE_TEST_PG:-}" ]; then

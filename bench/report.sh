@@ -7,9 +7,7 @@
 # doing the same aggregation over the jobs table.
 # Usage: bench/report.sh [days]; GPUSUITE_BENCH_KEEP=DIR keeps the ledger in DIR
 # (for bench/report-zones.sh).
-set -euo pipefail
-cd "$(dirname "$0")/.."
-export CGO_CFLAGS="${CGO_CFLAGS:--O2 -g -Wno-deprecated-declarations}"
+. "$(dirname "$0")/env.sh"
 export GPUSUITE_BENCH_DAYS="${1:-${GPUSUITE_BENCH_DAYS:-30}}"
 command -v sqlite3 >/dev/null || { echo "bench/report.sh: sqlite3 CLI not found (apt-get install sqlite3)" >&2; exit 1; }
 mkdir -p bin && go build -o bin/ ./gpuacct

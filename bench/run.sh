@@ -1,9 +1,7 @@
 #!/usr/bin/env bash
 # make bench: every benchmark of the suite, each beside its baseline.
 # Figures and how to read them: docs/performance.md.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-export CGO_CFLAGS=${CGO_CFLAGS:--O2 -g -Wno-deprecated-declarations}
+. "$(dirname "$0")/env.sh"
 
 echo "== prolog/epilog latency (floor: /bin/true)"
 go run ./bench/hooklat -bin ./bin/simulated -n "${HOOKLAT_N:-300}"

@@ -20,9 +20,7 @@
 #   GPUSUITE_SCALE_JOBDB a ledger with jobs (bench/year.sh makes one) whose
 #     newest job gpuacct job is timed on; the generated ledgers hold none
 # Not part of make test: the 10,000-GPU year takes most of an hour to make.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-export CGO_CFLAGS="${CGO_CFLAGS:--O2 -g -Wno-deprecated-declarations}"
+. "$(dirname "$0")/env.sh"
 dir=${GPUSUITE_SCALE_DIR:-/var/tmp/gpusuite-scale}
 days=${GPUSUITE_SCALE_DAYS:-365}
 sizes=("$@")

@@ -6,9 +6,7 @@
 # errors, events received, serve's RSS at start/middle/end and its CPU
 # seconds. No Slurm: the board says "Slurm unreachable" and goes on.
 # Usage: bench/sse.sh [clients] [seconds]
-set -euo pipefail
-cd "$(dirname "$0")/.."
-export CGO_CFLAGS="${CGO_CFLAGS:--O2 -g -Wno-deprecated-declarations}"
+. "$(dirname "$0")/env.sh"
 clients="${1:-200}"
 seconds="${2:-60}"
 dir="$(mktemp -d)"

@@ -5,9 +5,7 @@
 # prints the ingest time, DB size and table sizes. Takes tens of minutes;
 # not part of `make test`.
 # Usage: bench/year.sh [dir] [flags of bench/year]   (dir default /var/tmp/gpusuite-year)
-set -euo pipefail
-cd "$(dirname "$0")/.."
-export CGO_CFLAGS="${CGO_CFLAGS:--O2 -g -Wno-deprecated-declarations}"
+. "$(dirname "$0")/env.sh"
 dir="${1:-/var/tmp/gpusuite-year}"
 shift || true
 mkdir -p "$dir"
