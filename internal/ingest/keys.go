@@ -17,13 +17,13 @@ import (
 // carefully, asks afresh).
 type appliedKeys struct {
 	files *seenFiles
-	next  int               // files.files[:next] were asked about
-	asked map[string]bool   // keys whose state below is the ledger's
-	known map[string]string // applied keys: content hash
+	next  int                      // files.files[:next] were asked about
+	asked map[string]bool          // keys whose state below is the ledger's
+	known map[string]store.Content // applied keys: their content
 }
 
 func newAppliedKeys(files *seenFiles) *appliedKeys {
-	return &appliedKeys{files: files, asked: map[string]bool{}, known: map[string]string{}}
+	return &appliedKeys{files: files, asked: map[string]bool{}, known: map[string]store.Content{}}
 }
 
 // state says whether f's record (p) was applied before: with the same
@@ -45,7 +45,7 @@ func (k *appliedKeys) state(b *store.Batch, f file, p *Parsed) (store.KeyState, 
 	switch h, ok := k.known[key]; {
 	case !ok:
 		return store.KeyNew, key, nil
-	case h == p.ContentHash:
+	case h == store.ContentOf(p.ContentHash):
 		return store.KeyApplied, key, nil
 	default:
 		return store.KeyConflict, key, nil
@@ -63,7 +63,7 @@ func (k *appliedKeys) applied(b *store.Batch, p *Parsed) error {
 		return err
 	}
 	k.asked[key] = true
-	k.known[key] = p.ContentHash
+	k.known[key] = store.ContentOf(p.ContentHash)
 	return nil
 }
 

@@ -112,7 +112,7 @@ func copyTables() []copyTable {
 		{name: "ingested_files", key: []string{"node", "name"}},
 		{name: "passes", key: []string{"id"}, id: true},
 		{name: "meta", key: []string{"key"}, where: `"key" NOT LIKE '` + copyKeyPrefix + `%'`},
-		{name: "applied_keys", key: []string{"key"}},
+		{name: "applied_keys", key: []string{"key_hi", "key_lo"}, blob: "content"},
 		{name: "notes", key: []string{"id"}, id: true},
 		{name: "slurm_accounts", key: []string{"cluster", "account"}},
 		{name: "slurm_events", key: []string{"cluster", "node", "start"}},

@@ -391,7 +391,7 @@ func TestPostgresWritesOut(t *testing.T) {
 		keys[i] = fmt.Sprintf("k%d", i)
 	}
 	keys[len(keys)-1] = "k"
-	if got, err := b.KeysKnown(keys); err != nil || len(got) != 1 || got["k"] != "h" {
+	if got, err := b.KeysKnown(keys); err != nil || len(got) != 1 || got["k"] != ContentOf("h") {
 		t.Errorf("KeysKnown of %d keys, one applied in the batch = %v, %v; want k alone", len(keys), got, err)
 	}
 	if err := b.Commit(); err != nil {

@@ -156,7 +156,7 @@ func TestKeysAndFiles(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if d := cmp.Diff(map[string]string{"k1": "aa", "k3": "cc"}, known); d != "" {
+		if d := cmp.Diff(map[string]Content{"k1": ContentOf("aa"), "k3": ContentOf("cc")}, known); d != "" {
 			t.Errorf("KeysKnown (-want +got):\n%s", d)
 		}
 		// Recorded twice in a batch: a file keeps its last content, a key
