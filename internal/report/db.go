@@ -64,6 +64,11 @@ type Ledger struct {
 	nodeRollups bool
 	// clusters are the clusters that shipped records, sorted.
 	clusters []string
+	// snap: st is a read snapshot (snapshot), whose reads see one commit.
+	snap bool
+	// between, when set, runs between two statements of a plan: tests
+	// commit a pass there.
+	between func()
 }
 
 // OpenDB opens the ledger at loc read-only: a SQLite file's path, or a
@@ -101,6 +106,26 @@ func OpenDB(ctx context.Context, loc string, busy time.Duration) (*Ledger, error
 		return nil, err
 	}
 	return d, nil
+}
+
+// snapshot runs fn with d reading one snapshot of the ledger
+// (store.ReadSnapshot), or with d itself when it reads one already: the
+// statements of one report see the same commits.
+func (d *Ledger) snapshot(ctx context.Context, fn func(d *Ledger) error) error {
+	if d.snap {
+		return fn(d)
+	}
+	var ferr error
+	err := d.st.ReadSnapshot(ctx, func(r *store.Ledger) error {
+		c := *d
+		c.st, c.snap = r, true
+		ferr = fn(&c)
+		return ferr
+	})
+	if ferr != nil {
+		return ferr // fn's own, worded by fn
+	}
+	return d.wrap(err)
 }
 
 // Close closes the database.

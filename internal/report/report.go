@@ -100,8 +100,17 @@ func (f Filter) narrows(teamsFilter []string) bool {
 	return len(f.Users)+len(f.Accounts)+len(f.Partitions)+len(f.Nodes)+len(f.Models)+len(teamsFilter) > 0
 }
 
-// Report builds an aggregate report's table.
+// Report builds an aggregate report's table, every read in one snapshot.
 func (d *Ledger) Report(ctx context.Context, r Request) (*table.Table, error) {
+	var t *table.Table
+	err := d.snapshot(ctx, func(d *Ledger) (err error) {
+		t, err = d.report(ctx, r)
+		return err
+	})
+	return t, err
+}
+
+func (d *Ledger) report(ctx context.Context, r Request) (*table.Table, error) {
 	kind := r.Kind
 	if kind == "top" {
 		switch r.TopBy {

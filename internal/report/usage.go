@@ -271,39 +271,52 @@ func (d *Ledger) Facts(ctx context.Context, bs []timespec.Bucket, f Filter, need
 	}
 	// By node without users or accounts: the node rollups, planned as the
 	// node-less rollups are (months, days, spans).
-	read, nodeRollups := d.st.Facts, needNode && f.noWho && d.nodeRollups && len(f.Users)+len(f.Accounts) == 0
-	if nodeRollups {
-		read = d.st.NodeFacts
-	}
-	for _, p := range plan(bs, needNode && !nodeRollups, d.months, !d.noSpans) {
-		q := store.FactQuery{Grain: storeGrain[p.grain], From: p.from, To: p.to, ByNode: needNode, NodeIDs: nodeIDs,
-			Clusters: f.Clusters, Users: f.Users, Accounts: f.Accounts, Partitions: f.Partitions, Models: f.Models,
-			// A span's rows all count in one bucket: SQLite sums its hours.
-			Sum: p.at != 0, HourSums: d.hourSums}
-		var x Fact
-		err := read(ctx, q, func(r *store.FactRow) {
-			x = Fact{Start: r.Start, Cluster: r.Cluster, User: r.User, Account: r.Account, Partition: r.Partition, Model: r.Model,
-				Usage: r.Usage}
-			if needNode {
-				x.Node = d.nodeNames[r.NodeID]
-			}
-			if p.at != 0 {
-				x.Start = p.at
-			}
-			if p.minus {
-				x.Usage = x.Usage.Neg()
-			}
-			fn(&x)
-			if p.also != 0 {
-				x.Start, x.Usage = p.also, x.Usage.Neg()
-				fn(&x)
-			}
-		})
-		if err != nil {
-			return d.wrap(err)
+	nodeRollups := needNode && f.noWho && d.nodeRollups && len(f.Users)+len(f.Accounts) == 0
+	ps := plan(bs, needNode && !nodeRollups, d.months, !d.noSpans)
+	pieces := func(d *Ledger) error {
+		read := d.st.Facts
+		if nodeRollups {
+			read = d.st.NodeFacts
 		}
+		for i, p := range ps {
+			if i > 0 && d.between != nil {
+				d.between()
+			}
+			q := store.FactQuery{Grain: storeGrain[p.grain], From: p.from, To: p.to, ByNode: needNode, NodeIDs: nodeIDs,
+				Clusters: f.Clusters, Users: f.Users, Accounts: f.Accounts, Partitions: f.Partitions, Models: f.Models,
+				// A span's rows all count in one bucket: SQLite sums its hours.
+				Sum: p.at != 0, HourSums: d.hourSums}
+			var x Fact
+			err := read(ctx, q, func(r *store.FactRow) {
+				x = Fact{Start: r.Start, Cluster: r.Cluster, User: r.User, Account: r.Account, Partition: r.Partition, Model: r.Model,
+					Usage: r.Usage}
+				if needNode {
+					x.Node = d.nodeNames[r.NodeID]
+				}
+				if p.at != 0 {
+					x.Start = p.at
+				}
+				if p.minus {
+					x.Usage = x.Usage.Neg()
+				}
+				fn(&x)
+				if p.also != 0 {
+					x.Start, x.Usage = p.also, x.Usage.Neg()
+					fn(&x)
+				}
+			})
+			if err != nil {
+				return d.wrap(err)
+			}
+		}
+		return nil
 	}
-	return nil
+	if len(ps) < 2 {
+		return pieces(d)
+	}
+	// A span and its edge hours are read in statements of their own: one
+	// snapshot keeps a pass committed between them out of both.
+	return d.snapshot(ctx, pieces)
 }
 
 var storeGrain = map[grain]store.Grain{hourly: store.Hourly, daily: store.Daily, monthly: store.Monthly}

@@ -67,6 +67,7 @@
 //	read_foreign.go (GPUs whose samples showed a foreign process, over a window)
 //	read_billing.go (whether the ledger ever billed anything)
 //	read_waits.go (how long GPU jobs waited from submit to start, per model and count)
+//	read_snapshot.go (ReadSnapshot: a report's statements in one read transaction)
 //
 // Between ledgers (gpuacct migrate): copy.go (a resumable copy between any
 // two ledgers) and copy_verify.go (its row-by-row verification).

@@ -14,6 +14,24 @@ import (
 type ledgerDB struct {
 	*sql.DB
 	pg *dialect.Postgres // nil on SQLite
+	// snap, when set, is the read transaction its statements run in
+	// (ReadSnapshot).
+	snap *sql.Tx
+}
+
+// querier is where a statement runs: the pool, or a transaction.
+type querier interface {
+	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
+	ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error)
+}
+
+// on is d's snapshot, or else its pool.
+func (d *ledgerDB) on() querier {
+	if d.snap != nil {
+		return d.snap
+	}
+	return d.DB
 }
 
 func (d *ledgerDB) sql(q string) string { return respell(d.pg, q) }
@@ -27,15 +45,15 @@ func respell(pg *dialect.Postgres, q string) string {
 }
 
 func (d *ledgerDB) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	return d.DB.QueryContext(ctx, d.sql(q), pgArgs(d.pg != nil, args)...)
+	return d.on().QueryContext(ctx, d.sql(q), pgArgs(d.pg != nil, args)...)
 }
 
 func (d *ledgerDB) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
-	return d.DB.QueryRowContext(ctx, d.sql(q), pgArgs(d.pg != nil, args)...)
+	return d.on().QueryRowContext(ctx, d.sql(q), pgArgs(d.pg != nil, args)...)
 }
 
 func (d *ledgerDB) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	return d.DB.ExecContext(ctx, d.sql(q), pgArgs(d.pg != nil, args)...)
+	return d.on().ExecContext(ctx, d.sql(q), pgArgs(d.pg != nil, args)...)
 }
 
 func (d *ledgerDB) Query(q string, args ...any) (*sql.Rows, error) {
