@@ -3,8 +3,10 @@ package board
 import "sync"
 
 // maxCachedDocs bounds the documents a snapshot keeps: one per way of
-// encoding it (with or without the last hour, per team mapping).
-const maxCachedDocs = 4
+// encoding it (the web's status document with or without the last hour,
+// per team mapping; its board fragment per language, with names or
+// without).
+const maxCachedDocs = 8
 
 // docCache is a snapshot's encoded documents. A board of 10,000 GPUs
 // takes longer to encode than its readers ask for it: every reader of

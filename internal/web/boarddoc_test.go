@@ -1,8 +1,10 @@
 package web_test
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -130,6 +132,46 @@ func TestBoardDocServed(t *testing.T) {
 				if got.code != http.StatusOK || got.etag == plain.etag || !bytes.Contains(got.text, []byte("31337")) {
 					t.Errorf("%s after a rebuild: %d, ETag %q (before %q), job 31337 shown: %t", enc, got.code, got.etag, plain.etag, bytes.Contains(got.text, []byte("31337")))
 				}
+			}
+		})
+	}
+}
+
+// TestBoardPageFrag: the page holds the fragment the event stream's
+// first event sends, in the viewer's language, with the page's clock;
+// after a rebuild the page shows the new board.
+func TestBoardPageFrag(t *testing.T) {
+	lb := newLiveBoard(t, nil)
+	srv := newBoardServer(t, web.Options{Board: lb.src})
+	for i, lang := range []string{"en", "ja"} {
+		t.Run(lang, func(t *testing.T) {
+			at := boardNow.Add(time.Duration(2*i) * time.Second) // each language's boards after the last's
+			lb.clock.set(at)
+			writeSnapshot(t, lb.dir, record.Live{Node: "n2", GPUs: []record.LiveGPU{liveGPU(0, 0, 0), liveGPU(1, 0, 0)}})
+			req, err := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/board/events", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Accept-Language", lang)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			kind, frag, err := within3(t, 30*time.Second, (&sseReader{resp: resp, r: bufio.NewReader(resp.Body)}).nextEvent)
+			if err != nil || kind != "board" {
+				t.Fatalf("first event: %q, %v", kind, err)
+			}
+			page := getRaw(t, srv.URL+"/", "Accept-Language", lang)
+			want := strings.Replace(frag, `data-now="0"`, fmt.Sprintf(`data-now="%d"`, boardNow.UnixMilli()), 1)
+			if page.code != http.StatusOK || !strings.Contains(string(page.text), `<div id="board" aria-live="off">`+want) {
+				t.Errorf("the page (%d) does not hold the first event's fragment with its clock: %.300s", page.code, page.text)
+			}
+
+			writeSnapshot(t, lb.dir, record.Live{Node: "n2", GPUs: []record.LiveGPU{liveGPU(0, 60, 4096, 31337), liveGPU(1, 0, 0)}})
+			lb.clock.set(at.Add(time.Second)) // older than MaxAge: built anew
+			if page := getRaw(t, srv.URL+"/", "Accept-Language", lang); !bytes.Contains(page.text, []byte("31337")) {
+				t.Errorf("the page after a rebuild does not show job 31337: %.300s", page.text)
 			}
 		})
 	}
