@@ -12,8 +12,9 @@ import (
 // TestPlan: months inside days inside hours, each piece merged with its
 // neighbour of the same rollup, and no month where a bucket does not hold
 // a whole UTC month; a month off UTC reads the UTC month and its edge
-// hours, two such months their common edge hours once; a bucket of whole
-// UTC days sums them.
+// hours, a bucket off UTC midnights the days between the nearest ones and
+// its edge hours, two such buckets their common edge hours once; a bucket
+// of whole UTC days sums them.
 func TestPlan(t *testing.T) {
 	utc := func(s string) int64 {
 		x, err := time.Parse("2006-01-02T15", s)
@@ -22,14 +23,7 @@ func TestPlan(t *testing.T) {
 		}
 		return x.Unix()
 	}
-	tokyo, err := time.LoadLocation("Asia/Tokyo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	stJohns, err := time.LoadLocation("America/St_Johns")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tokyo, stJohns := loadZone(t, "Asia/Tokyo"), loadZone(t, "America/St_Johns")
 	b := func(from, to string) timespec.Bucket {
 		return timespec.Bucket{Start: time.Unix(utc(from), 0).UTC(), End: time.Unix(utc(to), 0).UTC()}
 	}
@@ -68,12 +62,15 @@ func TestPlan(t *testing.T) {
 	}{
 		{"hours only", []timespec.Bucket{b("2026-03-04T05", "2026-03-04T09")}, false, true,
 			[]piece{p(hourly, "2026-03-04T05", "2026-03-04T09")}},
-		{"days, no whole month: no hours taken away, so the whole days and the edge hours", []timespec.Bucket{b("2026-03-04T05", "2026-03-20T09")}, false, true,
-			[]piece{p(hourly, "2026-03-04T05", "2026-03-05T00"), p(daily, "2026-03-05T00", "2026-03-20T00"), p(hourly, "2026-03-20T00", "2026-03-20T09")}},
-		{"Tokyo days: no whole UTC day without hours taken away, so their hours", []timespec.Bucket{
+		{"days, no whole month: the days between the nearest midnights, the edge hours taken away or added", []timespec.Bucket{b("2026-03-04T05", "2026-03-20T09")}, false, true,
+			[]piece{span(daily, "2026-03-04T00", "2026-03-20T00", "2026-03-04T05", false), span(hourly, "2026-03-04T00", "2026-03-04T05", "2026-03-04T05", true),
+				span(hourly, "2026-03-20T00", "2026-03-20T09", "2026-03-04T05", false)}},
+		{"Tokyo days: each a UTC day, their common edge read once for both", []timespec.Bucket{
 			{Start: time.Date(2026, 3, 4, 0, 0, 0, 0, tokyo), End: time.Date(2026, 3, 5, 0, 0, 0, 0, tokyo)},
 			{Start: time.Date(2026, 3, 5, 0, 0, 0, 0, tokyo), End: time.Date(2026, 3, 6, 0, 0, 0, 0, tokyo)}}, false, true,
-			[]piece{p(hourly, "2026-03-03T15", "2026-03-05T15")}},
+			[]piece{span(daily, "2026-03-04T00", "2026-03-05T00", "2026-03-03T15", false), span(hourly, "2026-03-03T15", "2026-03-04T00", "2026-03-03T15", false),
+				shared(span(hourly, "2026-03-04T15", "2026-03-05T00", "2026-03-03T15", true), "2026-03-04T15"),
+				span(daily, "2026-03-05T00", "2026-03-06T00", "2026-03-04T15", false), span(hourly, "2026-03-05T15", "2026-03-06T00", "2026-03-04T15", true)}},
 		{"one whole month", []timespec.Bucket{b("2026-03-01T00", "2026-04-01T00")}, false, true,
 			[]piece{p(monthly, "2026-03-01T00", "2026-04-01T00")}},
 		{"months inside days inside hours", []timespec.Bucket{b("2026-01-15T13", "2026-04-03T02")}, false, true,

@@ -21,24 +21,9 @@ import (
 // hours.
 func TestReportOneSnapshot(t *testing.T) {
 	ctx := context.Background()
-	utc := func(s string) int64 {
-		x, err := time.Parse("2006-01-02T15:04", s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return x.Unix()
-	}
-	tokyo, err := time.LoadLocation("Asia/Tokyo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	stJohns, err := time.LoadLocation("America/St_Johns")
-	if err != nil {
-		t.Fatal(err)
-	}
-	inZone := func(loc *time.Location, y int, m time.Month, d int) time.Time {
-		return time.Date(y, m, d, 0, 0, 0, 0, loc)
-	}
+	utc := func(m time.Month, d, h, mi int) int64 { return time.Date(2026, m, d, h, mi, 0, 0, time.UTC).Unix() }
+	tokyo, stJohns := loadZone(t, "Asia/Tokyo"), loadZone(t, "America/St_Johns")
+	inZone := func(loc *time.Location, m time.Month, d int) time.Time { return time.Date(2026, m, d, 0, 0, 0, 0, loc) }
 	for _, tc := range []struct {
 		name       string
 		start, now int64 // the running job's start and the last pass before the report
@@ -49,16 +34,19 @@ func TestReportOneSnapshot(t *testing.T) {
 	}{
 		// Tokyo's March ends at 15:00 UTC on the 31st: its plan reads
 		// March UTC and takes away the hours after 15:00, where the job runs.
-		{"Tokyo months", utc("2026-03-31T10:00"), utc("2026-03-31T20:10"),
-			timespec.Window{Start: inZone(tokyo, 2026, 2, 1), End: inZone(tokyo, 2026, 5, 1)}, timespec.Month, true},
-		{"Tokyo, one month", utc("2026-03-31T10:00"), utc("2026-03-31T20:10"),
-			timespec.Window{Start: inZone(tokyo, 2026, 3, 1), End: inZone(tokyo, 2026, 4, 1)}, timespec.None, false},
+		{"Tokyo months", utc(3, 31, 10, 0), utc(3, 31, 20, 10),
+			timespec.Window{Start: inZone(tokyo, 2, 1), End: inZone(tokyo, 5, 1)}, timespec.Month, true},
+		{"Tokyo, one month", utc(3, 31, 10, 0), utc(3, 31, 20, 10),
+			timespec.Window{Start: inZone(tokyo, 3, 1), End: inZone(tokyo, 4, 1)}, timespec.None, false},
 		// St John's April starts at 02:30 UTC on the 1st: its plan takes
 		// away the hours before 03:00, where the job runs.
-		{"St John's months", utc("2026-03-31T22:00"), utc("2026-04-01T01:10"),
-			timespec.Window{Start: inZone(stJohns, 2026, 3, 1), End: inZone(stJohns, 2026, 6, 1)}, timespec.Month, true},
-		{"Tokyo weeks", utc("2026-04-01T10:00"), utc("2026-04-01T16:10"),
-			timespec.Window{Start: inZone(tokyo, 2026, 3, 23), End: inZone(tokyo, 2026, 4, 13)}, timespec.Week, true},
+		{"St John's months", utc(3, 31, 22, 0), utc(4, 1, 1, 10),
+			timespec.Window{Start: inZone(stJohns, 3, 1), End: inZone(stJohns, 6, 1)}, timespec.Month, true},
+		// Tokyo's days: UTC days less the hours after 15:00 UTC.
+		{"Tokyo days", utc(4, 1, 10, 0), utc(4, 1, 16, 10),
+			timespec.Window{Start: inZone(tokyo, 3, 30), End: inZone(tokyo, 4, 4)}, timespec.Day, true},
+		{"Tokyo weeks", utc(4, 1, 10, 0), utc(4, 1, 16, 10),
+			timespec.Window{Start: inZone(tokyo, 3, 23), End: inZone(tokyo, 4, 13)}, timespec.Week, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			j := &pjob{id: 7, node: 0, gpus: []int{0, 1}, user: "alice", acct: "vision", part: "gpu",
@@ -117,4 +105,14 @@ func TestReportOneSnapshot(t *testing.T) {
 			}
 		})
 	}
+}
+
+// loadZone is the zone name, or the test's end.
+func loadZone(t testing.TB, name string) *time.Location {
+	t.Helper()
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loc
 }

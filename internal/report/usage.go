@@ -84,13 +84,21 @@ const day = 86400
 // within a day of UTC's) then reads one month of rows and two short hour
 // ranges, not its thirty days. ok is false when an edge lies further from
 // a month boundary or no whole month lies between them.
-func spanPlan(a, e int64) (ps []piece, ok bool) {
+func spanPlan(a, e int64) ([]piece, bool) {
 	ma, oka := nearMonth(a)
 	me, oke := nearMonth(e)
 	if !oka || !oke || me <= ma {
 		return nil, false
 	}
-	ps = append(ps, piece{grain: monthly, from: ma, to: me})
+	return spanPieces(monthly, a, e, ma, me), true
+}
+
+// spanPieces are the span [ma, me) of grain g and the hours between each
+// edge of [a, e) and its boundary: added where the edge lies outside the
+// span, subtracted where inside. The pieces are read in one snapshot
+// (Facts), so that a pass committed between them is in all or none.
+func spanPieces(g grain, a, e, ma, me int64) []piece {
+	ps := []piece{{grain: g, from: ma, to: me}}
 	switch {
 	case a < ma:
 		ps = append(ps, piece{grain: hourly, from: a, to: ma})
@@ -103,7 +111,34 @@ func spanPlan(a, e int64) (ps []piece, ok bool) {
 	case e < me:
 		ps = append(ps, piece{grain: hourly, from: e, to: me, minus: true})
 	}
-	return ps, true
+	return ps
+}
+
+// daySpan covers the whole hours [a, e) of one bucket with the UTC days
+// between the midnights nearest its edges, from rollup_daily, and adds or
+// subtracts the hours between each edge and its midnight, as spanPlan does
+// with months: a day or a week in a zone off UTC then reads at most twelve
+// hours an edge, once (shareEdge), not every hour of its days. ok is false
+// when no whole day lies between the midnights, or when the plan by days
+// and hours reads no more hours; edges on UTC midnights give the days
+// alone.
+func daySpan(a, e int64) ([]piece, bool) {
+	da, de := (a+day/2)/day*day, (e+day/2)/day*day
+	if de <= da {
+		return nil, false
+	}
+	d0, d1 := (a+day-1)/day*day, e/day*day
+	if (a != da || e != de) && d1 > d0 && abs(a-da)+abs(e-de) >= (d0-a)+(e-d1) {
+		return nil, false
+	}
+	return spanPieces(daily, a, e, da, de), true
+}
+
+func abs(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
 
 // nearMonth is the UTC month boundary within a day of t.
@@ -134,10 +169,12 @@ func spanHours(a, e int64, last bool) (int64, int64) {
 // and the rest from rollup_hourly, so that a long range groups the fewest
 // rows; with spans, a bucket whose edges lie within a day of UTC month
 // boundaries (a month or a year in any zone) reads those months and its
-// edge hours instead (spanPlan), neighbouring buckets reading the hours
-// of their common edge once (shareEdge), and a bucket of whole UTC days
-// (a UTC week) sums them in the query. needNode forces hourly, !months
-// leaves the months to the days.
+// edge hours instead (spanPlan), and another whose edges lie off UTC
+// midnight (a day or a week in a zone off UTC) the days between the
+// nearest midnights and its edge hours (daySpan); neighbouring buckets
+// read the hours of their common edge once (shareEdge), and a bucket of
+// whole UTC days (a UTC week) sums them in the query. needNode forces
+// hourly, !months leaves the months to the days.
 func plan(bs []timespec.Bucket, needNode, months, spans bool) []piece {
 	var out []piece
 	add := func(p piece) {
@@ -164,16 +201,14 @@ func plan(bs []timespec.Bucket, needNode, months, spans bool) []piece {
 			if months {
 				ps, ok = spanPlan(a, e)
 			}
-			if ok && len(ps) > 1 {
-				prevEnd = shareEdge(&out, ps, b.Start.Unix(), a, e, prevEnd)
-				continue
+			if !ok {
+				ps, ok = daySpan(a, e)
 			}
-			// Whole UTC days, more than one and no month span: SQLite
-			// sums a week's days (a fifth of the rows to hand over) in
-			// less time than the rows take to scan here.
-			if !ok && a%day == 0 && e%day == 0 && e-a > day {
-				out = append(out, piece{grain: daily, from: a, to: e, at: b.Start.Unix()})
-				prevEnd = -1
+			// Whole UTC days too, when more than one: SQLite sums a
+			// week's days (a fifth of the rows to hand over) in less
+			// time than the rows take to scan here.
+			if ok && (len(ps) > 1 || ps[0].grain == daily && ps[0].to-ps[0].from > day) {
+				prevEnd = shareEdge(&out, ps, b.Start.Unix(), a, e, prevEnd)
 				continue
 			}
 		}
@@ -208,7 +243,7 @@ func shareEdge(out *[]piece, ps []piece, at, a, e int64, prevEnd int) int {
 	for _, p := range ps {
 		p.at = at
 		if p.grain == hourly && (p.from == a || p.to == a) && prevEnd >= 0 {
-			if q := &(*out)[prevEnd]; q.from == p.from && q.to == p.to && q.minus != p.minus {
+			if q := &(*out)[prevEnd]; q.from == p.from && q.to == p.to && q.minus != p.minus && q.also == 0 {
 				q.also = at
 				continue
 			}
