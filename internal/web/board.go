@@ -73,8 +73,8 @@ func (h *Handler) frag(s *board.Snapshot) boardFrag { return boardFrag{v: s.View
 type boardFrag struct {
 	v *board.View
 	h *Handler
-	// NowMS is the server's clock, 0 as renderFrag renders it for all:
-	// the page puts its own in (withNow), the stream sends its own.
+	// NowMS is the server's clock, 0 as fragOf renders it for all: the
+	// page puts its own in (renderedFrag.head), the stream sends its own.
 	NowMS int64
 }
 
@@ -505,8 +505,8 @@ func errBoardOff() *httpError {
 
 type boardPage struct {
 	base
-	// Board is the fragment, as the event stream's first event has it
-	// but for the page's clock.
+	// Board stands for the fragment (boardMark): writeBoardPage puts
+	// it in.
 	Board template.HTML
 	// Queue is what waits for GPUs; nil: no table.
 	Queue *queueView
@@ -541,14 +541,12 @@ func (h *Handler) boardPage(w http.ResponseWriter, r *http.Request) error {
 	v := boardPage{base: h.base(r, nil, "Live board")}
 	v.Budget, v.BudgetURL = budgetLine.Name, budgetLine.URL
 	v.Refresh = int(h.o.BoardRefresh.Seconds())
-	frag, err := h.renderFrag(h.o.Board.Current(r.Context()))
+	f, err := h.fragOf(h.o.Board.Current(r.Context()))
 	if err != nil {
 		return err
 	}
-	v.Board = withNow(frag, h.o.Now().UnixMilli())
 	v.Queue = h.queue()
-	h.render(w, http.StatusOK, "board", &v)
-	return nil
+	return h.writeBoardPage(w, &v, f, h.o.Now().UnixMilli())
 }
 
 // renderSections renders the fragment's parts that an event may send
@@ -583,40 +581,4 @@ func (h *Handler) renderSections(s *board.Snapshot) ([]section, error) {
 		}
 	}
 	return out, nil
-}
-
-// renderFrag renders the board fragment alone, for the event stream and
-// the page: once a build for all who see it in h's language with h's
-// names (everyone's, or none), since at 10,000 GPUs it costs most of a
-// page. Its clock (data-now) is 0: the page sets its own (withNow).
-func (h *Handler) renderFrag(s *board.Snapshot) ([]byte, error) {
-	render := func() ([]byte, error) {
-		var b bytes.Buffer
-		if err := h.pages["board"].ExecuteTemplate(&b, "boardfrag", h.frag(s)); err != nil {
-			return nil, fmt.Errorf("render board: %w", err)
-		}
-		return b.Bytes(), nil
-	}
-	if h.v.private && h.v.name != "" {
-		return render() // names as one viewer may see them
-	}
-	return board.Encoded(s, fmt.Sprintf("frag %s %p %t", h.tr.Lang(), h.mapping, h.v.private), render)
-}
-
-// withNow is the fragment renderFrag made with the page's clock, nowMS,
-// in its first tag's data-now.
-func withNow(frag []byte, nowMS int64) template.HTML {
-	const zero = `data-now="0"`
-	i := bytes.Index(frag, []byte(zero))
-	if i < 0 {
-		return template.HTML(frag) // rendered by renderFrag: escaped
-	}
-	var b strings.Builder
-	b.Grow(len(frag) + 16)
-	b.Write(frag[:i])
-	b.WriteString(`data-now="`)
-	b.WriteString(strconv.FormatInt(nowMS, 10))
-	b.WriteByte('"')
-	b.Write(frag[i+len(zero):])
-	return template.HTML(b.String()) // rendered by renderFrag: escaped
 }

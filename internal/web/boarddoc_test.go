@@ -138,8 +138,8 @@ func TestBoardDocServed(t *testing.T) {
 }
 
 // TestBoardPageFrag: the page holds the fragment the event stream's
-// first event sends, in the viewer's language, with the page's clock;
-// after a rebuild the page shows the new board.
+// first event sends, in the viewer's language, with the page's clock,
+// gzipped or plain the same; after a rebuild it shows the new board.
 func TestBoardPageFrag(t *testing.T) {
 	lb := newLiveBoard(t, nil)
 	srv := newBoardServer(t, web.Options{Board: lb.src})
@@ -162,10 +162,18 @@ func TestBoardPageFrag(t *testing.T) {
 			if err != nil || kind != "board" {
 				t.Fatalf("first event: %q, %v", kind, err)
 			}
-			page := getRaw(t, srv.URL+"/", "Accept-Language", lang)
+			page := getRaw(t, srv.URL+"/", "Accept-Language", lang, "Accept-Encoding", "identity")
 			want := strings.Replace(frag, `data-now="0"`, fmt.Sprintf(`data-now="%d"`, boardNow.UnixMilli()), 1)
-			if page.code != http.StatusOK || !strings.Contains(string(page.text), `<div id="board" aria-live="off">`+want) {
-				t.Errorf("the page (%d) does not hold the first event's fragment with its clock: %.300s", page.code, page.text)
+			if page.code != http.StatusOK || page.enc != "" || !strings.Contains(string(page.text), `<div id="board" aria-live="off">`+want) {
+				t.Errorf("the page (%d, %q) does not hold the first event's fragment with its clock: %.300s", page.code, page.enc, page.text)
+			}
+			// Gzipped: its shell around the fragment's blocks made once.
+			zipped := getRaw(t, srv.URL+"/", "Accept-Language", lang, "Accept-Encoding", "gzip")
+			if zipped.code != http.StatusOK || zipped.enc != "gzip" {
+				t.Errorf("the page gzipped: %d, %q", zipped.code, zipped.enc)
+			}
+			if diff := cmp.Diff(string(page.text), string(zipped.text)); diff != "" {
+				t.Errorf("the page (-plain +gzipped):\n%s", diff)
 			}
 
 			writeSnapshot(t, lb.dir, record.Live{Node: "n2", GPUs: []record.LiveGPU{liveGPU(0, 60, 4096, 31337), liveGPU(1, 0, 0)}})

@@ -3,6 +3,8 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +17,8 @@ import (
 
 // TestRenderFragOnce: the board fragment is rendered once a build for
 // every viewer who sees the same names (all, or none), kept apart for
-// each; one private viewer's, with the names they may see, each time.
+// each; one private viewer's, with the names they may see, each time. A
+// gzipped page leaves the fragment's deflated tail for the next.
 func TestRenderFragOnce(t *testing.T) {
 	dir := t.TempDir()
 	u := func(v uint32) *uint32 { return &v }
@@ -64,5 +67,19 @@ func TestRenderFragOnce(t *testing.T) {
 				t.Errorf("the fragment names carol: %t, want %t", got, tc.showsUser)
 			}
 		})
+	}
+
+	// A page gzipped deflates the fragment after its clock, kept with
+	// the build's fragment for the next page.
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	req.Header.Set("Accept-Encoding", "gzip")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	f, err := h.fragOf(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Code != http.StatusOK || rec.Header().Get("Content-Encoding") != "gzip" || f.tail.z == nil {
+		t.Errorf("a gzipped page: %d, %q, the fragment's tail deflated: %t", rec.Code, rec.Header().Get("Content-Encoding"), f.tail.z != nil)
 	}
 }
