@@ -2,7 +2,6 @@ package servecmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -19,69 +18,36 @@ const (
 	fillMaxGPUs    = 100_000
 )
 
-// Columns of store.ExportSamples' rows that a strip reads.
-const (
-	fillColT    = 3
-	fillColJob  = 5
-	fillColUtil = 8
-)
-
 // fillLastHour gives src's strips the hour before now from the ledger,
-// so a restarted serve does not show an hour of gaps. It reads each GPU's
-// samples through the samples export's read and hands them over one GPU
-// at a time. It must run before the board's first build: a strip skips
-// readings older than those it holds.
+// so a restarted serve does not show an hour of gaps. One read walks
+// every GPU's samples of the hour and hands them over one GPU at a time:
+// a read per GPU made ten thousand queries at ten thousand GPUs, more
+// than fillTimeout allows. It must run before the board's first build: a
+// strip skips readings older than those it holds.
 func fillLastHour(ctx context.Context, st *store.Ledger, src *board.Source, now time.Time) error {
 	ctx, cancel := context.WithTimeout(ctx, fillTimeout)
 	defer cancel()
-	nodes, err := st.Nodes(ctx)
-	if err != nil {
-		return fmt.Errorf("read the ledger's nodes: %w", err)
-	}
-	type node struct{ cluster, name string }
-	byID := make(map[int64]node, len(nodes))
-	for _, n := range nodes {
-		byID[n.ID] = node{n.Cluster, n.Name}
-	}
-	gpus, err := st.GPUs(ctx)
-	if err != nil {
-		return fmt.Errorf("read the ledger's GPUs: %w", err)
-	}
-	if len(gpus) > fillMaxGPUs {
-		gpus = gpus[:fillMaxGPUs]
-	}
 	from, to := now.Add(-board.StripMinutes*time.Minute).UnixMilli(), now.UnixMilli()
-	// full stops one GPU's read at fillRowsPerGPU rows.
-	full := errors.New("enough samples of one GPU")
 	var points []board.Point
-	for _, g := range gpus {
-		n, ok := byID[g.NodeID]
-		if !ok {
-			continue
-		}
+	err := st.EachGPUWindow(ctx, from, to, fillRowsPerGPU, fillMaxGPUs, func(w *store.GPUWindow) error {
 		idx := 0
-		if g.Index != nil {
-			idx = int(*g.Index)
+		if w.GPU.Index != nil {
+			idx = int(*w.GPU.Index)
 		}
 		points = points[:0]
-		err := st.ExportSamples(ctx, n.name, g, from, to, func(vals []any) error {
-			if len(points) >= fillRowsPerGPU {
-				return full
-			}
-			t, _ := vals[fillColT].(int64)
-			job, _ := vals[fillColJob].(int64)
-			p := board.Point{Cluster: n.cluster, Node: n.name, UUID: g.UUID, Index: idx, At: time.UnixMilli(t), Job: uint64(max(job, 0))}
-			if u, ok := vals[fillColUtil].(int64); ok && u >= 0 {
-				v := uint32(u)
+		for _, s := range w.Samples {
+			p := board.Point{Cluster: w.Cluster, Node: w.Node, UUID: w.GPU.UUID, Index: idx, At: time.UnixMilli(s.T), Job: uint64(max(s.Job, 0))}
+			if s.HasUtil && s.Util >= 0 {
+				v := uint32(s.Util)
 				p.Util = &v
 			}
 			points = append(points, p)
-			return nil
-		})
-		if err != nil && !errors.Is(err, full) {
-			return fmt.Errorf("read the last hour of GPU %s on %s: %w", g.UUID, n.name, err)
 		}
 		src.Fill(points)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read the ledger's last hour: %w", err)
 	}
 	return nil
 }
