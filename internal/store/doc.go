@@ -65,6 +65,7 @@
 //	read_resources.go (a run's resources from sacct and its seff-style efficiencies)
 //	read_noderollup.go (reports by node from the node rollups)
 //	read_foreign.go (GPUs whose samples showed a foreign process, over a window)
+//	read_lasthour.go (every GPU's samples of a window in one read: the board's last hour at start)
 //	read_billing.go (whether the ledger ever billed anything)
 //	read_waits.go (how long GPU jobs waited from submit to start, per model and count)
 //	read_snapshot.go (ReadSnapshot: a report's statements in one read transaction)
