@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -214,14 +215,17 @@ func TestEachGPUWindowBounds(t *testing.T) {
 // BenchmarkLastHour compares the board's fill at start read GPU by GPU
 // (as it was) and in one read, over an hour of samples every 10 s of
 // 1,000 and 10,000 GPUs (8 a node) ending now, written as packs once per
-// size:
+// size. The two alternate for three rounds (names #01, #02), so that a
+// busy machine slows both alike and their ratio holds:
 //
 //	go test -run '^$' -bench LastHour -benchtime 3x ./internal/store/
 func BenchmarkLastHour(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
 		s, want := lastHourLedger(b, n)
 		ctx := context.Background()
-		b.Run(fmt.Sprintf("gpus=%d/per-gpu", n), func(b *testing.B) {
+		perGPU := func(b *testing.B) {
+			b.ReportAllocs()
+			defer reportCPU(b)()
 			for b.Loop() {
 				got := 0
 				gpus, err := s.GPUs(ctx)
@@ -245,8 +249,10 @@ func BenchmarkLastHour(b *testing.B) {
 					b.Fatalf("%d samples, want %d", got, want)
 				}
 			}
-		})
-		b.Run(fmt.Sprintf("gpus=%d/one-read", n), func(b *testing.B) {
+		}
+		oneRead := func(b *testing.B) {
+			b.ReportAllocs()
+			defer reportCPU(b)()
 			for b.Loop() {
 				got := 0
 				err := s.EachGPUWindow(ctx, lastHourNow-3_600_000, lastHourNow, 3600, 100_000, func(w *GPUWindow) error {
@@ -260,7 +266,28 @@ func BenchmarkLastHour(b *testing.B) {
 					b.Fatalf("%d samples, want %d", got, want)
 				}
 			}
-		})
+		}
+		for range 3 {
+			b.Run(fmt.Sprintf("gpus=%d/per-gpu", n), perGPU)
+			b.Run(fmt.Sprintf("gpus=%d/one-read", n), oneRead)
+		}
+	}
+}
+
+// reportCPU reports the process's CPU time per op (cpu-ms/op) when the
+// func it returns runs: on a machine others share it varies less than
+// the wall time.
+func reportCPU(b *testing.B) func() {
+	cpu := func() time.Duration {
+		var u syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+			b.Fatal(err)
+		}
+		return time.Duration(u.Utime.Nano() + u.Stime.Nano())
+	}
+	start := cpu()
+	return func() {
+		b.ReportMetric(float64(cpu()-start)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
 	}
 }
 
