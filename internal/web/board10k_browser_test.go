@@ -99,7 +99,10 @@ func TestBoardBrowser10k(t *testing.T) {
 	browser.Do(t, ctx, "clear", chromedp.Evaluate[chromedp.Void](`(function () { var q = document.getElementById("board-q"); q.value = ""; q.dispatchEvent(new Event("input")); })()`))
 	browser.Wait(t, ctx, "groups closed", 60*time.Second, `Array.from(document.querySelectorAll("details.group")).every(function (d) { return !d.open && !d.hidden; })`)
 	browser.Do(t, ctx, "open from keyboard", chromedp.Focus(`details.group[data-key="gpu/NVIDIA H100"] > summary`), chromedp.KeyEvent("\r"))
-	browser.Wait(t, ctx, "group open", 60*time.Second, `document.querySelector('details.group[data-key="gpu/NVIDIA H100"]').open`)
+	// The page remembers an opened group on its toggle event, which comes
+	// after the group opens: a reload before it would forget the group.
+	browser.Wait(t, ctx, "group open and remembered", 60*time.Second, `document.querySelector('details.group[data-key="gpu/NVIDIA H100"]').open &&
+		(localStorage.getItem("gpuacct.board.open") || "").indexOf("gpu/NVIDIA H100") >= 0`)
 	browser.Do(t, ctx, "reload", chromedp.Reload(), chromedp.WaitVisible("#summary"))
 	browser.Wait(t, ctx, "group open after reload", 60*time.Second, `document.querySelector('details.group[data-key="gpu/NVIDIA H100"]').open &&
 		!document.querySelector('details.group[data-key="long/NVIDIA H100"]').open`)
