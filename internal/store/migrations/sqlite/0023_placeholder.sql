@@ -1,0 +1,1 @@
+-- 0023: a placeholder for the migration of that number on main; dropped at merge.
