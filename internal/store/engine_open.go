@@ -362,7 +362,7 @@ type migrationStep func(ctx context.Context, tx *ledgerTx) error
 // migrationSteps are the Go steps by migration number, the same on both
 // engines: converting samples to packed rows needs the codec. (A
 // variable for the test of a step that fails.)
-var migrationSteps = map[int]migrationStep{21: packSamplesStep}
+var migrationSteps = map[int]migrationStep{21: packSamplesStep, 24: foldSeriesStep}
 
 func mustMigrations(engine string) []migration {
 	m, err := migrations(engine)
