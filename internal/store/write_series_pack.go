@@ -267,14 +267,14 @@ func (r *packReader) uvarint() uint64 {
 	return v
 }
 
+// varint is binary.AppendVarint's value: zig-zag over a uvarint.
 func (r *packReader) varint() int64 {
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.bad, r.b = true, nil
-		return 0
+	u := r.uvarint()
+	x := int64(u >> 1)
+	if u&1 != 0 {
+		x = ^x
 	}
-	r.b = r.b[n:]
-	return v
+	return x
 }
 
 func (r *packReader) byte() byte {
