@@ -211,15 +211,15 @@ var foldStepBatch = 20000
 var foldMaxBuckets = 200_000
 
 // foldSeries moves the series buckets before mark (a day's start, after
-// the mark before) from series_buckets into series_packs and sets the
-// mark. It reads the rows in key order and bounded batches, each from
+// the mark before) from series_buckets into series_packs, sets the mark
+// when it moved any, and returns how many. It reads the rows in key order and bounded batches, each from
 // the last key read, holding their packs until the GPU changes or
 // foldMaxBuckets are held (memory: that many buckets): the packs are
 // then written, merged with those this fold wrote for the GPU before (its
 // later runs add to the packs of its earlier ones), and the GPU's rows
 // before mark deleted once it is done. No other pack exists at or after
 // the old mark: the writer adds to packs only before it.
-func foldSeries(ctx context.Context, tx *ledgerTx, mark int64) error {
+func foldSeries(ctx context.Context, tx *ledgerTx, mark int64) (int, error) {
 	io := txPackIO(ctx, tx)
 	held := map[packKey][]seriesRun{}
 	// written: the current GPU's packs written by this fold, the only
@@ -271,6 +271,7 @@ func foldSeries(ctx context.Context, tx *ledgerTx, mark int64) error {
 		return io.exec(`DELETE FROM series_buckets WHERE gpu_id = ? AND bucket_ms < ?`, gid, mark)
 	}
 	last := [4]int64{math.MinInt64, math.MinInt64, math.MinInt64, math.MinInt64}
+	folded := 0
 	for {
 		rows, err := io.query(`SELECT gpu_id, job, restart, `+bucketCols+` FROM series_buckets
  WHERE (gpu_id, job, restart, bucket_ms) > (?, ?, ?, ?) AND bucket_ms < ? ORDER BY gpu_id, job, restart, bucket_ms LIMIT `+strconv.Itoa(foldStepBatch),
@@ -285,17 +286,18 @@ func foldSeries(ctx context.Context, tx *ledgerTx, mark int64) error {
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("fold series: %w", err)
+			return 0, fmt.Errorf("fold series: %w", err)
 		}
+		folded += len(got)
 		for _, s := range got {
 			if s.gpu != gpu {
 				if err := done(gpu); err != nil {
-					return err
+					return 0, err
 				}
 				gpu = s.gpu
 			} else if nheld >= foldMaxBuckets {
 				if err := flush(); err != nil {
-					return err
+					return 0, err
 				}
 			}
 			// Rows come in time order within a run, so each run's
@@ -316,12 +318,16 @@ func foldSeries(ctx context.Context, tx *ledgerTx, mark int64) error {
 		last = [4]int64{l.gpu, l.job, l.restart, l.bucket}
 	}
 	if err := done(gpu); err != nil {
-		return err
+		return 0, err
+	}
+	// With nothing folded the mark stays: no bucket lies between the two.
+	if folded == 0 {
+		return 0, nil
 	}
 	if err := io.exec(notePrunedSQL, seriesFoldedKey, strconv.FormatInt(mark, 10)); err != nil {
-		return fmt.Errorf("series fold mark: %w", err)
+		return 0, fmt.Errorf("series fold mark: %w", err)
 	}
-	return nil
+	return folded, nil
 }
 
 // foldSeriesStep is migration 0024's Go step: it folds an old ledger's
@@ -335,7 +341,8 @@ func foldSeriesStep(ctx context.Context, tx *ledgerTx) error {
 	if !newest.Valid || newest.Int64 < seriesFoldMs {
 		return nil
 	}
-	return foldSeries(ctx, tx, foldDay(newest.Int64)-seriesFoldMs)
+	_, err := foldSeries(ctx, tx, foldDay(newest.Int64)-seriesFoldMs)
+	return err
 }
 
 // foldSeriesDays folds the series buckets of the days before yesterday
@@ -350,7 +357,8 @@ func (b *Batch) foldSeriesDays() error {
 	if mark <= old || mark <= 0 {
 		return nil
 	}
-	if err := foldSeries(b.ctx, b.tx, mark); err != nil {
+	n, err := foldSeries(b.ctx, b.tx, mark)
+	if err != nil || n == 0 {
 		return err
 	}
 	b.series = seriesFold{mark: mark, known: true}

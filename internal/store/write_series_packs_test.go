@@ -392,7 +392,7 @@ func TestSeriesPackSizeSQLite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := foldSeries(ctx, tx, time.Date(2026, 3, 5, 0, 0, 0, 0, time.UTC).UnixMilli()); err != nil {
+	if _, err := foldSeries(ctx, tx, time.Date(2026, 3, 5, 0, 0, 0, 0, time.UTC).UnixMilli()); err != nil {
 		tx.Rollback()
 		t.Fatal(err)
 	}
@@ -449,7 +449,7 @@ func BenchmarkFoldSeries(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		if err := foldSeries(ctx, tx, day+seriesFoldMs); err != nil {
+		if _, err := foldSeries(ctx, tx, day+seriesFoldMs); err != nil {
 			b.Fatal(err)
 		}
 		if err := tx.Commit(); err != nil {
