@@ -37,13 +37,23 @@ type seriesBucket struct {
 	bucketAcc
 }
 
-// The flags byte of a bucket: which values are present or predicted.
+// A bucket's flags (a uvarint): which values are present, and which
+// differ from what the pack predicts for them, so that a full bucket of
+// a steady job writes none but its sums and peaks.
 const (
 	bfUtilMax   = 1 << iota // util_max not NULL
 	bfMemMax                // mem_max not NULL
-	bfShareW                // util_share_w_ms differs from util_w_ms: 8 bytes follow
+	bfN                     // n differs from the bucket before's: a varint follows
+	bfFirst                 // first_ms is off the GPU's sampling phase: a varint follows
+	bfEnd                   // end_ms is off the phase after the bucket: a varint follows
 	bfIdleAll               // idle_ms = window_ms
 	bfIdleOther             // idle_ms neither 0 nor window_ms: a varint follows
+	bfWindow                // window_ms differs from end − first: a varint follows
+	bfUtilMs                // util_ms differs from window_ms: a varint follows
+	bfPowerMs               // power_ms differs from window_ms: a varint follows
+	bfEnergyN               // energy_n differs from n: a varint follows
+	bfShareW                // util_share_w_ms differs from util_w_ms: 8 bytes follow
+	bfGap                   // the bucket does not follow the one before: a uvarint follows
 )
 
 // seriesRun is one job run's buckets in a pack, in time order.
@@ -52,130 +62,118 @@ type seriesRun struct {
 	buckets      []seriesBucket
 }
 
+// seriesPredict is what a pack's buckets are predicted from: the bucket
+// before's values, carried from run to run (one GPU, one agent's
+// sampling phase and power).
+type seriesPredict struct {
+	phase, n, powerW, powerMs, mem, job int64
+}
+
+func newSeriesPredict() seriesPredict { return seriesPredict{n: BucketMs / 10_000} }
+
 // encodeSeriesPack appends the pack of t0 holding runs (sorted by job
-// and restart, each with buckets) to dst in seriesPackV1: per run its
-// job, restart and byte length (a reader skips other runs' bytes), then
-// its buckets (encodeRunBuckets).
+// and restart, none empty) to dst in seriesPackV1: per run its job (from
+// the run before's), restart and bucket count, then its buckets, each
+// value written as a varint of its difference from what the bucket's
+// other values or the bucket before predict. A steady job's bucket takes
+// about 20 bytes where a row took 90: the first sample comes at the
+// GPU's sampling phase and the last ends one bucket later, windows,
+// utilization and power cover the span, utilization stays near its
+// peak, power near the mean before, energy is power × time, memory peaks
+// repeat.
 func encodeSeriesPack(dst []byte, t0 int64, runs []seriesRun) []byte {
 	dst = append(dst, seriesPackV1)
-	var body []byte
+	st := newSeriesPredict()
 	for _, r := range runs {
-		body = encodeRunBuckets(body[:0], t0, r.buckets)
-		dst = binary.AppendVarint(dst, r.job)
+		dst = binary.AppendVarint(dst, r.job-st.job)
+		st.job = r.job
 		dst = binary.AppendVarint(dst, r.restart)
-		dst = binary.AppendUvarint(dst, uint64(len(body)))
-		dst = append(dst, body...)
+		dst = binary.AppendUvarint(dst, uint64(len(r.buckets)))
+		next := t0
+		for i := range r.buckets {
+			dst = st.encode(dst, &r.buckets[i], next, i > 0)
+			next = r.buckets[i].bucket + BucketMs
+		}
 	}
 	return dst
 }
 
-// eachPackRun calls fn with each run's encoded buckets in the pack data.
-func eachPackRun(data []byte, fn func(job, restart int64, body []byte) error) error {
-	if len(data) == 0 || data[0] != seriesPackV1 {
-		return errSeriesPack
-	}
-	d := packReader{b: data[1:]}
-	for len(d.b) > 0 {
-		job, restart, n := d.varint(), d.varint(), d.uvarint()
-		if d.bad || n > uint64(len(d.b)) {
-			return errSeriesPack
-		}
-		body := d.b[:n]
-		d.b = d.b[n:]
-		if err := fn(job, restart, body); err != nil {
-			return err
+// encode appends bucket b (expected at next; inRun: not its run's
+// first, so that its first sample shows the sampling phase).
+func (st *seriesPredict) encode(dst []byte, b *seriesBucket, next int64, inRun bool) []byte {
+	var f uint64
+	set := func(bit uint64, on bool) {
+		if on {
+			f |= bit
 		}
 	}
-	return nil
-}
-
-// decodeSeriesPackAll is every run of the pack of t0 in data.
-func decodeSeriesPackAll(t0 int64, data []byte) ([]seriesRun, error) {
-	var out []seriesRun
-	err := eachPackRun(data, func(job, restart int64, body []byte) error {
-		r := seriesRun{job: job, restart: restart}
-		err := decodeRunBuckets(t0, body, func(b *seriesBucket) error {
-			r.buckets = append(r.buckets, *b)
-			return nil
-		})
-		out = append(out, r)
-		return err
-	})
-	return out, err
-}
-
-// decodePackRun calls fn for the buckets of run (job, restart) in the
-// pack of t0 in data, in time order.
-func decodePackRun(t0 int64, data []byte, job, restart int64, fn func(b *seriesBucket) error) error {
-	return eachPackRun(data, func(j, r int64, body []byte) error {
-		if j != job || r != restart {
-			return nil
-		}
-		return decodeRunBuckets(t0, body, fn)
-	})
-}
-
-// encodeRunBuckets appends one run's buckets (in time order, all in the
-// pack of t0) to dst. Each value is a varint of its difference from what
-// the bucket's other values or the bucket before predict, so that a
-// steady job's bucket takes 20 to 30 bytes where a row took 80: the
-// first sample comes at the same offset as the bucket before's, end −
-// first is a bucket's span, window, utilization and power cover the
-// span, power stays near the mean before, energy is power × time,
-// memory peaks repeat.
-func encodeRunBuckets(dst []byte, t0 int64, buckets []seriesBucket) []byte {
-	next := t0
-	var prevPowerW, prevPowerMs, prevMem, prevPhase int64
-	for i := range buckets {
-		b := &buckets[i]
+	shareBits := math.Float64bits(b.utilShareW)
+	set(bfUtilMax, b.haveU)
+	set(bfMemMax, b.haveM)
+	set(bfN, b.n != st.n)
+	set(bfFirst, b.first != b.bucket+st.phase)
+	set(bfEnd, b.end != b.bucket+BucketMs+st.phase)
+	set(bfIdleAll, b.idle != 0 && b.idle == b.window)
+	set(bfIdleOther, b.idle != 0 && b.idle != b.window)
+	set(bfWindow, b.window != b.end-b.first)
+	set(bfUtilMs, b.utilMs != b.window)
+	set(bfPowerMs, b.powerMs != b.window)
+	set(bfEnergyN, b.energyN != b.n)
+	set(bfShareW, shareBits != math.Float64bits(float64(b.utilW)))
+	set(bfGap, b.bucket != next)
+	dst = binary.AppendUvarint(dst, f)
+	if f&bfGap != 0 {
 		dst = binary.AppendUvarint(dst, uint64((b.bucket-next)/BucketMs))
-		next = b.bucket + BucketMs
-		var f byte
-		if b.haveU {
-			f |= bfUtilMax
-		}
-		if b.haveM {
-			f |= bfMemMax
-		}
-		shareBits := math.Float64bits(b.utilShareW)
-		if shareBits != math.Float64bits(float64(b.utilW)) {
-			f |= bfShareW
-		}
-		switch b.idle {
-		case 0:
-		case b.window:
-			f |= bfIdleAll
-		default:
-			f |= bfIdleOther
-		}
-		dst = append(dst, f)
-		dst = binary.AppendVarint(dst, b.n)
-		dst = binary.AppendVarint(dst, b.first-b.bucket-prevPhase)
-		prevPhase = b.first - b.bucket
-		dst = binary.AppendVarint(dst, b.end-b.first-BucketMs)
-		dst = binary.AppendVarint(dst, b.window-(b.end-b.first))
-		if f&bfIdleOther != 0 {
-			dst = binary.AppendVarint(dst, b.idle)
-		}
-		dst = binary.AppendVarint(dst, b.window-b.utilMs)
-		dst = binary.AppendVarint(dst, b.utilW)
-		if f&bfShareW != 0 {
-			dst = binary.LittleEndian.AppendUint64(dst, shareBits)
-		}
-		dst = binary.AppendVarint(dst, b.window-b.powerMs)
-		dst = binary.AppendVarint(dst, b.powerW-predictPower(prevPowerW, prevPowerMs, b.powerMs))
-		prevPowerW, prevPowerMs = b.powerW, b.powerMs
-		if b.haveU {
-			dst = binary.AppendVarint(dst, b.utilMax)
-		}
-		if b.haveM {
-			dst = binary.AppendVarint(dst, b.memMax-prevMem)
-			prevMem = b.memMax
-		}
-		dst = binary.AppendVarint(dst, b.n-b.energyN)
-		dst = binary.AppendVarint(dst, b.energy-predictEnergy(b.energyN, b.powerW))
 	}
+	if f&bfN != 0 {
+		dst = binary.AppendVarint(dst, b.n-st.n)
+	}
+	if f&bfFirst != 0 {
+		dst = binary.AppendVarint(dst, b.first-b.bucket-st.phase)
+	}
+	if f&bfEnd != 0 {
+		dst = binary.AppendVarint(dst, b.end-b.bucket-BucketMs-st.phase)
+	}
+	if f&bfWindow != 0 {
+		dst = binary.AppendVarint(dst, b.window-(b.end-b.first))
+	}
+	if f&bfIdleOther != 0 {
+		dst = binary.AppendVarint(dst, b.idle)
+	}
+	if f&bfUtilMs != 0 {
+		dst = binary.AppendVarint(dst, b.window-b.utilMs)
+	}
+	if b.haveU {
+		dst = binary.AppendVarint(dst, b.utilMax-50)
+		dst = binary.AppendVarint(dst, b.utilMax*b.utilMs-b.utilW)
+	} else {
+		dst = binary.AppendVarint(dst, b.utilW)
+	}
+	if f&bfShareW != 0 {
+		dst = binary.LittleEndian.AppendUint64(dst, shareBits)
+	}
+	if f&bfPowerMs != 0 {
+		dst = binary.AppendVarint(dst, b.window-b.powerMs)
+	}
+	dst = binary.AppendVarint(dst, b.powerW-predictPower(st.powerW, st.powerMs, b.powerMs))
+	if b.haveM {
+		dst = binary.AppendVarint(dst, b.memMax-st.mem)
+		st.mem = b.memMax
+	}
+	if f&bfEnergyN != 0 {
+		dst = binary.AppendVarint(dst, b.n-b.energyN)
+	}
+	dst = binary.AppendVarint(dst, b.energy-predictEnergy(b.energyN, b.powerW))
+	st.after(b, inRun)
 	return dst
+}
+
+// after moves the predictions on past bucket b.
+func (st *seriesPredict) after(b *seriesBucket, inRun bool) {
+	st.n, st.powerW, st.powerMs = b.n, b.powerW, b.powerMs
+	if inRun {
+		st.phase = b.first - b.bucket
+	}
 }
 
 // predictPower is a bucket's Σ power × interval at the mean power of
@@ -198,56 +196,121 @@ func predictEnergy(energyN, powerW int64) int64 {
 
 var errSeriesPack = errors.New("series pack: truncated or unknown encoding")
 
-// decodeRunBuckets calls fn for each bucket of one run's bytes in the
-// pack of t0, in time order; fn's error stops it.
-func decodeRunBuckets(t0 int64, data []byte, fn func(b *seriesBucket) error) error {
-	d := packReader{b: data}
-	next := t0
-	var prevPowerW, prevPowerMs, prevMem, prevPhase int64
+// decodeSeriesPack calls fn for each bucket of the pack of t0 in data
+// with its run, in order; fn's error stops it.
+func decodeSeriesPack(t0 int64, data []byte, fn func(job, restart int64, b *seriesBucket) error) error {
+	if len(data) == 0 || data[0] != seriesPackV1 {
+		return errSeriesPack
+	}
+	d := packReader{b: data[1:]}
+	st := newSeriesPredict()
 	var b seriesBucket
 	for len(d.b) > 0 {
-		b = seriesBucket{}
-		b.bucket = next + int64(d.uvarint())*BucketMs
-		next = b.bucket + BucketMs
-		f := d.byte()
-		b.haveU, b.haveM = f&bfUtilMax != 0, f&bfMemMax != 0
-		b.n = d.varint()
-		b.first = b.bucket + prevPhase + d.varint()
-		prevPhase = b.first - b.bucket
-		b.end = b.first + BucketMs + d.varint()
-		b.window = b.end - b.first + d.varint()
-		switch {
-		case f&bfIdleAll != 0:
-			b.idle = b.window
-		case f&bfIdleOther != 0:
-			b.idle = d.varint()
-		}
-		b.utilMs = b.window - d.varint()
-		b.utilW = d.varint()
-		b.utilShareW = float64(b.utilW)
-		if f&bfShareW != 0 {
-			b.utilShareW = math.Float64frombits(d.uint64())
-		}
-		b.powerMs = b.window - d.varint()
-		b.powerW = predictPower(prevPowerW, prevPowerMs, b.powerMs) + d.varint()
-		prevPowerW, prevPowerMs = b.powerW, b.powerMs
-		if b.haveU {
-			b.utilMax = d.varint()
-		}
-		if b.haveM {
-			b.memMax = prevMem + d.varint()
-			prevMem = b.memMax
-		}
-		b.energyN = b.n - d.varint()
-		b.energy = predictEnergy(b.energyN, b.powerW) + d.varint()
-		if d.bad {
+		st.job += d.varint()
+		job, restart, count := st.job, d.varint(), d.uvarint()
+		if d.bad || count > uint64(len(d.b)) {
 			return errSeriesPack
 		}
-		if err := fn(&b); err != nil {
-			return err
+		next := t0
+		for i := range count {
+			b = seriesBucket{}
+			st.decode(&d, &b, next, i > 0)
+			if d.bad {
+				return errSeriesPack
+			}
+			next = b.bucket + BucketMs
+			if err := fn(job, restart, &b); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// decode reads bucket b as encode wrote it.
+func (st *seriesPredict) decode(d *packReader, b *seriesBucket, next int64, inRun bool) {
+	f := d.uvarint()
+	b.haveU, b.haveM = f&bfUtilMax != 0, f&bfMemMax != 0
+	b.bucket = next
+	if f&bfGap != 0 {
+		b.bucket += int64(d.uvarint()) * BucketMs
+	}
+	b.n = st.n
+	if f&bfN != 0 {
+		b.n += d.varint()
+	}
+	b.first = b.bucket + st.phase
+	if f&bfFirst != 0 {
+		b.first += d.varint()
+	}
+	b.end = b.bucket + BucketMs + st.phase
+	if f&bfEnd != 0 {
+		b.end += d.varint()
+	}
+	b.window = b.end - b.first
+	if f&bfWindow != 0 {
+		b.window += d.varint()
+	}
+	switch {
+	case f&bfIdleAll != 0:
+		b.idle = b.window
+	case f&bfIdleOther != 0:
+		b.idle = d.varint()
+	}
+	b.utilMs = b.window
+	if f&bfUtilMs != 0 {
+		b.utilMs -= d.varint()
+	}
+	if b.haveU {
+		b.utilMax = d.varint() + 50
+		b.utilW = b.utilMax*b.utilMs - d.varint()
+	} else {
+		b.utilW = d.varint()
+	}
+	b.utilShareW = float64(b.utilW)
+	if f&bfShareW != 0 {
+		b.utilShareW = math.Float64frombits(d.uint64())
+	}
+	b.powerMs = b.window
+	if f&bfPowerMs != 0 {
+		b.powerMs -= d.varint()
+	}
+	b.powerW = predictPower(st.powerW, st.powerMs, b.powerMs) + d.varint()
+	if b.haveM {
+		b.memMax = st.mem + d.varint()
+		st.mem = b.memMax
+	}
+	b.energyN = b.n
+	if f&bfEnergyN != 0 {
+		b.energyN -= d.varint()
+	}
+	b.energy = predictEnergy(b.energyN, b.powerW) + d.varint()
+	st.after(b, inRun)
+}
+
+// decodeSeriesPackAll is every run of the pack of t0 in data.
+func decodeSeriesPackAll(t0 int64, data []byte) ([]seriesRun, error) {
+	var out []seriesRun
+	err := decodeSeriesPack(t0, data, func(job, restart int64, b *seriesBucket) error {
+		if n := len(out); n == 0 || out[n-1].job != job || out[n-1].restart != restart {
+			out = append(out, seriesRun{job: job, restart: restart})
+		}
+		out[len(out)-1].buckets = append(out[len(out)-1].buckets, *b)
+		return nil
+	})
+	return out, err
+}
+
+// decodePackRun calls fn for the buckets of run (job, restart) in the
+// pack of t0 in data, in time order (the runs before it decoded too:
+// their values predict its).
+func decodePackRun(t0 int64, data []byte, job, restart int64, fn func(b *seriesBucket) error) error {
+	return decodeSeriesPack(t0, data, func(j, r int64, b *seriesBucket) error {
+		if j != job || r != restart {
+			return nil
+		}
+		return fn(b)
+	})
 }
 
 // packReader reads a pack's values; bad is set at the first that runs
@@ -275,16 +338,6 @@ func (r *packReader) varint() int64 {
 		x = ^x
 	}
 	return x
-}
-
-func (r *packReader) byte() byte {
-	if len(r.b) < 1 {
-		r.bad = true
-		return 0
-	}
-	c := r.b[0]
-	r.b = r.b[1:]
-	return c
 }
 
 func (r *packReader) uint64() uint64 {
