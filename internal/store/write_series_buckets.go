@@ -113,7 +113,7 @@ func (b *Batch) writeBuckets(accs map[bucketKey]*bucketAcc) error {
 		return cmp.Or(cmp.Compare(a.gpu, c.gpu), cmp.Compare(a.job, c.job), cmp.Compare(a.restart, c.restart), cmp.Compare(a.bucket, c.bucket))
 	})
 	// Buckets before the fold mark (samples that came late) go to their
-	// packs; the keys are sorted, so the mark splits them per GPU only.
+	// packs, the rest to rows.
 	mark, err := b.foldMark()
 	if err != nil {
 		return err
@@ -165,6 +165,10 @@ func (b *Batch) moveBucketEnergy(gid int64, s *storedSample, od, nd *int64) erro
 	if err != nil {
 		return err
 	}
+	mark, err := b.foldMark()
+	if err != nil {
+		return err
+	}
 	for _, js := range shares {
 		if js.Job == 0 || js.Share == 0 {
 			continue
@@ -176,9 +180,7 @@ func (b *Batch) moveBucketEnergy(gid int64, s *storedSample, od, nd *int64) erro
 		if nd != nil {
 			dmj, dn = dmj+shareOf(*nd, js.Share), dn+1
 		}
-		if mark, err := b.foldMark(); err != nil {
-			return err
-		} else if bucketStart(s.t) < mark {
+		if bucketStart(s.t) < mark {
 			if err := b.movePackEnergy(gid, int64(js.Job), int64(js.Restart), bucketStart(s.t), dmj, dn); err != nil {
 				return fmt.Errorf("series buckets: %w", err)
 			}
@@ -193,9 +195,9 @@ func (b *Batch) moveBucketEnergy(gid int64, s *storedSample, od, nd *int64) erro
 }
 
 // pruneBuckets deletes GPU gid's buckets wholly before before (Unix ms),
-// rows and folded, and returns how many rows and packs went or changed. One that straddles it stays until the next
-// prune: readers use no bucket that starts before the pruned mark
-// (Ledger.PrunedBefore).
+// rows and folded, and returns how many rows and packs went or changed.
+// One that straddles it stays until the next prune: readers use no
+// bucket that starts before the pruned mark (Ledger.PrunedBefore).
 func (b *Batch) pruneBuckets(gid, before int64) (int64, error) {
 	r, err := b.exec(`DELETE FROM series_buckets WHERE gpu_id = ? AND bucket_ms <= ?`, gid, before-BucketMs)
 	if err != nil {
