@@ -106,8 +106,8 @@ func seriesSamples(g, from, to int) []record.Sample {
 		if i%97 != 5 {
 			s.GPUUtil = u32(util)
 		}
-		if g == 0 && i%720 >= 600 {
-			s.Jobs = []record.JobShare{{Job: 7, Share: 0.3, Idle: util < 20}, {Job: 8, Restart: 1, Share: 0.7}}
+		if g == 0 && i%720 >= 240 {
+			s.Jobs = []record.JobShare{{Job: 7, Share: 1.0 / 3, Idle: util < 20}, {Job: 8, Restart: 1, Share: 2.0 / 3}}
 		}
 		out = append(out, s)
 	}
