@@ -120,6 +120,7 @@ func copyTables() []copyTable {
 		{name: "gpu_events", key: []string{"gpu_id", "t_ns", "kind", "code", "reason"}, ints: []string{"suppressed"}},
 		{name: "job_gpu_metrics", key: []string{"job", "gpu_id", "name"}, reals: []string{"seconds", "value_s"}},
 		{name: "series_buckets", key: []string{"gpu_id", "job", "restart", "bucket_ms"}, ints: []string{"n", "window_ms", "energy_mj"}, reals: []string{"util_share_w_ms"}},
+		{name: "series_packs", key: []string{"gpu_id", "t0_ms"}, blob: "data"},
 		{name: "notify_messages", key: []string{"id"}, id: true},
 		{name: "notify_optout", key: []string{"user", "rule"}},
 		{name: "billing_weights", key: []string{"cluster", "partition", "source", "since"}},

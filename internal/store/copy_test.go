@@ -170,6 +170,12 @@ func copyFixture(t *testing.T) string {
 		}
 		return b.ExtendOpen()
 	})
+	// Housekeeping a day later folds January's series buckets into
+	// series_packs; February's stay rows.
+	batchOf(t, s, copyT0.Add(25*time.Hour), func(b *Batch) error {
+		_, err := b.PruneSamples(copyT0.Add(5 * time.Minute))
+		return err
+	})
 	for i := range 2 {
 		p := Pass{Started: now.Add(time.Duration(i) * time.Minute), Finished: now.Add(time.Duration(i)*time.Minute + time.Second), OK: i == 0, Files: 3, Records: 30}
 		if i == 1 {

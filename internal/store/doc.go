@@ -50,12 +50,13 @@
 //	write_keys.go       applied record keys, never pruned;  write_files.go  ingested files
 //	write_prune.go      retention;  write_passes.go  the pass log;  write_ignore.go  ignore decisions
 //	write_series_buckets.go  a job run's samples summed per GPU and 5 minutes, for long series
+//	write_series_packs.go    those before yesterday folded a day a row (write_series_pack.go: the codec)
 //	write_notify.go     the notifier's outbox (fire-once keys, claims, outcomes) and opt-outs
 //	write_notes.go      notes and bookings on nodes and GPUs, added and removed
 //
 // Typed reads, read_*.go, over plain row structs for report and web:
 //
-//	read_jobs.go  read_series.go  read_series_bins.go  read_series_buckets.go  read_jobmetrics.go  read_nodes.go
+//	read_jobs.go  read_series.go  read_series_bins.go  read_series_buckets.go  read_series_packs.go  read_jobmetrics.go  read_nodes.go
 //	read_nodes_overview.go  read_running.go  read_facts.go  read_cluster.go  read_export.go
 //	read_export_job.go (one job run's samples)  read_export_energy.go (exports with energy over a window)
 //	read_passes.go  read_stats.go  read_invariants.go (hours whose used passes allocated)

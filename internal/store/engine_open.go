@@ -360,10 +360,11 @@ type migration struct {
 type migrationStep func(ctx context.Context, tx *ledgerTx) error
 
 // migrationSteps are the Go steps by migration number, the same on both
-// engines: converting samples to packed rows needs the codec, and keys
-// to digests sha256, which SQLite lacks. (A
+// engines: converting samples to packed rows and folding the series
+// into packs need the codecs, and keys to digests sha256, which SQLite
+// lacks. (A
 // variable for the test of a step that fails.)
-var migrationSteps = map[int]migrationStep{21: packSamplesStep, 23: migrateKeysStep}
+var migrationSteps = map[int]migrationStep{21: packSamplesStep, 23: migrateKeysStep, 24: foldSeriesStep}
 
 func mustMigrations(engine string) []migration {
 	m, err := migrations(engine)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 )
@@ -167,12 +168,28 @@ func (s *Ledger) IdleGPUs(ctx context.Context, fromMs int64, limit int) ([]IdleG
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read running GPUs: %w", translate(err))
 	}
+	// A window reaching before the fold mark counts the packed buckets too.
+	mark, err := s.foldedMark(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read running GPUs: %w", err)
+	}
+	if from := fromMs - fromMs%300_000; from < mark {
+		for i := range out {
+			if err := s.addPackedIdle(ctx, &out[i], from, mark); err != nil {
+				return nil, fmt.Errorf("read running GPUs: %w", err)
+			}
+		}
+	}
 	return out, nil
 }
 
 // IdleSince fills each GPU's IdleSinceMs from its run's buckets: for the
 // few GPUs found idle through a whole window, not for every running one.
 func (s *Ledger) IdleSince(ctx context.Context, gpus []IdleGPU) error {
+	mark, err := s.foldedMark(ctx)
+	if err != nil {
+		return fmt.Errorf("read when GPUs were last busy: %w", err)
+	}
 	for i := range gpus {
 		g := &gpus[i]
 		var busy sql.NullInt64
@@ -180,6 +197,11 @@ func (s *Ledger) IdleSince(ctx context.Context, gpus []IdleGPU) error {
  WHERE gpu_id = ? AND job = ? AND restart = ? AND idle_ms < window_ms`, g.GPUID, g.JobID, g.Restart).Scan(&busy)
 		if err != nil {
 			return fmt.Errorf("read when GPU %s was last busy: %w", g.UUID, translate(err))
+		}
+		if mark != math.MinInt64 {
+			if busy, err = s.packedBusyEnd(ctx, g, busy); err != nil {
+				return fmt.Errorf("read when GPU %s was last busy: %w", g.UUID, err)
+			}
 		}
 		g.IdleSinceMs = max(busy.Int64, g.Start*1000)
 	}

@@ -21,6 +21,23 @@ func (s *Ledger) JobBucketBins(ctx context.Context, gpuID, job int64, restart in
 	if originMs%BucketMs != 0 || fromMs%BucketMs != 0 || toMs%BucketMs != 0 || spanMs%BucketMs != 0 || spanMs <= 0 {
 		return nil, fmt.Errorf("series buckets of gpu %d: %d, %d, %d, %d not whole buckets", gpuID, originMs, fromMs, toMs, spanMs)
 	}
+	// Before the fold mark the buckets are packed: those bins, and the
+	// one the mark falls in, are summed here from the packs and rows in
+	// time order; the bins after it by the query, as before.
+	mark, err := s.foldedMark(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var head []SampleBin
+	if fromMs < mark {
+		split := min(toMs, originMs+(mark-originMs+spanMs-1)/spanMs*spanMs)
+		if head, err = s.foldedBins(ctx, gpuID, job, restart, originMs, fromMs, split, spanMs, mark); err != nil {
+			return nil, err
+		}
+		if fromMs = split; fromMs >= toMs {
+			return head, nil
+		}
+	}
 	rows, err := s.db.QueryContext(ctx, `SELECT (bucket_ms - ?1) / ?2 AS bin, min(first_ms), CAST(sum(n) AS INTEGER), CAST(sum(window_ms) AS INTEGER),
  CAST(sum(idle_ms) AS INTEGER), CAST(sum(util_w_ms) AS INTEGER), CAST(sum(util_ms) AS INTEGER), CAST(sum(util_share_w_ms) AS REAL),
  CAST(sum(power_w_ms) AS INTEGER), CAST(sum(power_ms) AS INTEGER), max(util_max), max(mem_max), CAST(sum(energy_mj) AS INTEGER),
@@ -38,6 +55,9 @@ func (s *Ledger) JobBucketBins(ctx context.Context, gpuID, job int64, restart in
 		}
 		return err
 	})
+	if head != nil {
+		out = append(head, out...)
+	}
 	return out, translate(err)
 }
 
@@ -51,10 +71,24 @@ func (s *Ledger) BucketPastEnd(ctx context.Context, gpuID, job int64, restart in
 	if err != nil {
 		return 0, err
 	}
+	// The folded buckets come before the rows: a past end among them is
+	// the first.
+	fold, err := s.foldedMark(ctx)
+	if err != nil {
+		return 0, err
+	}
+	lo := max(fromMs, m.samples)
+	if lo < fold {
+		p, err := s.packedPastEnd(ctx, gpuID, job, restart, lo, min(toMs, fold), endMs)
+		if err != nil || p < min(toMs, fold) {
+			return p, err
+		}
+		lo = fold
+	}
 	var first sql.NullInt64
 	err = s.db.QueryRowContext(ctx, `SELECT min(bucket_ms) FROM series_buckets
  WHERE gpu_id = ? AND job = ? AND restart = ? AND bucket_ms >= ? AND bucket_ms < ? AND end_ms > ?`,
-		gpuID, job, restart, max(fromMs, m.samples), toMs, endMs).Scan(&first)
+		gpuID, job, restart, lo, toMs, endMs).Scan(&first)
 	if err != nil {
 		return 0, translate(err)
 	}

@@ -56,6 +56,7 @@ type Batch struct {
 	rerolls   map[int64]bool
 	summaries map[int64]bool
 	samples   sampleInserter
+	series    seriesFold // the fold mark, read once (write_series_packs.go)
 	// Pending job × GPU metric figures (write_jobmetrics.go): added by samples
 	// and recounts, the metrics a GPU cannot give, and the job GPUs
 	// whose peaks must be read again.

@@ -25,6 +25,10 @@ func (b *Batch) PruneSamplesKeepSeries(before, seriesBefore time.Time) (int64, e
 	if seriesBefore.After(before) {
 		return 0, fmt.Errorf("prune samples before %s: series kept only until %s, after them", before.UTC().Format(time.RFC3339), seriesBefore.UTC().Format(time.RFC3339))
 	}
+	// Fold first: the prune below then finds each bucket in one place.
+	if err := b.foldSeriesDays(); err != nil {
+		return 0, err
+	}
 	var n, nb int64
 	rows, err := translateRows(b.tx.QueryContext(b.ctx, `SELECT id FROM gpus`))
 	ids, err := collect(rows, err, func(r batchRows, id *int64) error { return r.Scan(id) })

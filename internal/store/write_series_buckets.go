@@ -112,6 +112,28 @@ func (b *Batch) writeBuckets(accs map[bucketKey]*bucketAcc) error {
 	slices.SortFunc(keys, func(a, c bucketKey) int {
 		return cmp.Or(cmp.Compare(a.gpu, c.gpu), cmp.Compare(a.job, c.job), cmp.Compare(a.restart, c.restart), cmp.Compare(a.bucket, c.bucket))
 	})
+	// Buckets before the fold mark (samples that came late) go to their
+	// packs, the rest to rows.
+	mark, err := b.foldMark()
+	if err != nil {
+		return err
+	}
+	var late []bucketKey
+	if mark != math.MinInt64 {
+		keys = slices.DeleteFunc(keys, func(k bucketKey) bool {
+			if k.bucket < mark {
+				late = append(late, k)
+				return true
+			}
+			return false
+		})
+	}
+	if err := b.addToPacks(late, accs); err != nil {
+		return fmt.Errorf("series buckets: %w", err)
+	}
+	if len(keys) == 0 {
+		return nil
+	}
 	if err := b.execMany(upsertBucketSQL, bucketRows(keys, accs)); err != nil {
 		return fmt.Errorf("series buckets: %w", err)
 	}
@@ -143,6 +165,10 @@ func (b *Batch) moveBucketEnergy(gid int64, s *storedSample, od, nd *int64) erro
 	if err != nil {
 		return err
 	}
+	mark, err := b.foldMark()
+	if err != nil {
+		return err
+	}
 	for _, js := range shares {
 		if js.Job == 0 || js.Share == 0 {
 			continue
@@ -154,6 +180,12 @@ func (b *Batch) moveBucketEnergy(gid int64, s *storedSample, od, nd *int64) erro
 		if nd != nil {
 			dmj, dn = dmj+shareOf(*nd, js.Share), dn+1
 		}
+		if bucketStart(s.t) < mark {
+			if err := b.movePackEnergy(gid, int64(js.Job), int64(js.Restart), bucketStart(s.t), dmj, dn); err != nil {
+				return fmt.Errorf("series buckets: %w", err)
+			}
+			continue
+		}
 		if _, err := b.exec(`UPDATE series_buckets SET energy_mj = energy_mj + ?, energy_n = energy_n + ?
  WHERE gpu_id = ? AND job = ? AND restart = ? AND bucket_ms = ?`, dmj, dn, gid, int64(js.Job), int64(js.Restart), bucketStart(s.t)); err != nil {
 			return fmt.Errorf("series buckets: %w", err)
@@ -162,17 +194,24 @@ func (b *Batch) moveBucketEnergy(gid int64, s *storedSample, od, nd *int64) erro
 	return nil
 }
 
-// pruneBuckets deletes GPU gid's buckets wholly before before (Unix ms)
-// and returns how many went. One that straddles it stays until the next
-// prune: readers use no bucket that starts before the pruned mark
-// (Ledger.PrunedBefore).
+// pruneBuckets deletes GPU gid's buckets wholly before before (Unix ms),
+// rows and folded, and returns how many rows and packs went or changed.
+// One that straddles it stays until the next prune: readers use no
+// bucket that starts before the pruned mark (Ledger.PrunedBefore).
 func (b *Batch) pruneBuckets(gid, before int64) (int64, error) {
 	r, err := b.exec(`DELETE FROM series_buckets WHERE gpu_id = ? AND bucket_ms <= ?`, gid, before-BucketMs)
 	if err != nil {
 		return 0, fmt.Errorf("prune series buckets: %w", err)
 	}
 	n, _ := r.RowsAffected()
-	return n, nil
+	if mark, err := b.foldMark(); err != nil || mark == math.MinInt64 {
+		return n, err
+	}
+	k, err := b.prunePacks(gid, before-BucketMs)
+	if err != nil {
+		return n, fmt.Errorf("prune series packs: %w", err)
+	}
+	return n + k, nil
 }
 
 // seriesPrunedKey is the meta key of the time (Unix ms) before which
@@ -234,8 +273,11 @@ func (s *Ledger) RebuildSeriesBuckets(ctx context.Context) error {
 		return fmt.Errorf("rebuild series buckets: %w", translate(err))
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `DELETE FROM series_buckets`); err != nil {
-		return fmt.Errorf("rebuild series buckets: %w", translate(err))
+	// Every bucket a row again, from the samples: no packs, no mark.
+	for _, q := range []string{`DELETE FROM series_buckets`, `DELETE FROM series_packs`, `DELETE FROM meta WHERE key = '` + seriesFoldedKey + `'`} {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("rebuild series buckets: %w", translate(err))
+		}
 	}
 	for _, row := range bucketRows(keys, accs) {
 		if _, err := tx.ExecContext(ctx, upsertBucketSQL, row...); err != nil {

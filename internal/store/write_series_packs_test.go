@@ -1,0 +1,463 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/aicloud/gpusuite/internal/record"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
+)
+
+// TestSeriesPackRoundTrip: a pack gives back every bucket as it was,
+// whatever its values: steady and partial buckets, gaps, shared
+// utilization, idle none, some or all, missing peaks and energy, values
+// against every prediction (negative energy moved by a recount, power
+// falling to nothing, huge sums).
+func TestSeriesPackRoundTrip(t *testing.T) {
+	day := int64(20_515) * seriesFoldMs
+	steady := func(at int64, util, power, mem int64) seriesBucket {
+		first := day + at*BucketMs + 4_321
+		return seriesBucket{bucket: day + at*BucketMs, bucketAcc: bucketAcc{n: 30, first: first, end: first + BucketMs, window: BucketMs,
+			utilW: util * BucketMs, utilMs: BucketMs, utilShareW: float64(util * BucketMs), powerW: power * BucketMs, powerMs: BucketMs,
+			utilMax: util + 3, haveU: true, memMax: mem, haveM: true, energy: power * BucketMs / 1000, energyN: 30}}
+	}
+	odd := steady(7, 40, 250_000, 9_000)
+	odd.idle, odd.utilShareW, odd.energy, odd.energyN = 12_345, 0.3*float64(odd.utilW)+0.1, -77, 29
+	idle := steady(8, 0, 60_000, 9_000)
+	idle.idle = idle.window
+	none := seriesBucket{bucket: day + 23*BucketMs, bucketAcc: bucketAcc{n: 1, first: day + 23*BucketMs + 299_999, end: day + 23*BucketMs + 310_000, window: 10_001}}
+	huge := steady(10, 100, 2_000_000, math.MaxInt32)
+	huge.powerW, huge.energy, huge.utilW = math.MaxInt64/4, math.MinInt64/4, math.MaxInt64/8
+	run := func(job, restart int64, b ...seriesBucket) seriesRun {
+		return seriesRun{job: job, restart: restart, buckets: b}
+	}
+	tests := []struct {
+		name string
+		runs []seriesRun
+	}{
+		{name: "steady, in a row", runs: []seriesRun{run(7, 0, steady(0, 90, 300_000, 40_000), steady(1, 91, 310_000, 40_000), steady(2, 89, 290_000, 41_000))}},
+		{name: "gaps, shares, idle", runs: []seriesRun{run(7, 0, steady(3, 10, 100_000, 100), odd, idle, steady(20, 0, 0, 0)), run(8, 1, steady(3, 5, 1, 2))}},
+		{name: "nothing measured", runs: []seriesRun{run(1, 0, none)}},
+		{name: "extremes", runs: []seriesRun{run(1, 0, steady(0, 0, 0, 0)), run(1, 65535, huge, steady(23, 50, 300_000, 10)), run(math.MaxUint32, 2, steady(23, 1, 1, 1))}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := checkPackRuns(day, tt.runs); err != nil {
+				t.Fatal(err)
+			}
+			data := encodeSeriesPack(nil, day, tt.runs)
+			got, err := decodeSeriesPackAll(day, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tt.runs, got, cmp.AllowUnexported(seriesRun{}, seriesBucket{}, bucketAcc{})); d != "" {
+				t.Errorf("runs back from %d bytes (-want +got):\n%s", len(data), d)
+			}
+			last := tt.runs[len(tt.runs)-1]
+			var one []seriesBucket
+			if err := decodePackRun(day, data, last.job, last.restart, func(b *seriesBucket) error { one = append(one, *b); return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(last.buckets, one, cmp.AllowUnexported(seriesBucket{}, bucketAcc{})); d != "" {
+				t.Errorf("the last run alone (-want +got):\n%s", d)
+			}
+			if _, err := decodeSeriesPackAll(day, data[:len(data)-1]); err == nil {
+				t.Errorf("a pack cut short decoded without an error")
+			}
+		})
+	}
+	if _, err := decodeSeriesPackAll(day, []byte{9, 0}); err == nil {
+		t.Errorf("a pack of an unknown encoding decoded without an error")
+	}
+}
+
+// seriesT0 is the first sample of buildSeries: 50 hours over three UTC
+// days, the first two of which a fold packs.
+var seriesT0 = time.Date(2026, 3, 2, 2, 0, 3, 0, time.UTC)
+
+// seriesFoldAt is housekeeping's clock that folds the buckets before
+// March 3 (the day before yesterday's end).
+var seriesFoldAt = time.Date(2026, 3, 4, 0, 30, 0, 0, time.UTC)
+
+// seriesSamples are GPU g's samples i in [from, to) of buildSeries: job 7
+// on every GPU, and on GPU 0 shared with job 8 (restart 1) for a while;
+// utilization, memory and power that move, gaps in utilization, idle
+// stretches, an energy counter that follows the power.
+func seriesSamples(g, from, to int) []record.Sample {
+	u32 := func(v uint32) *uint32 { return &v }
+	u64 := func(v uint64) *uint64 { return &v }
+	var out []record.Sample
+	for i := from; i < to; i++ {
+		util := uint32((i/30*7 + g*13) % 101)
+		if (i/360)%5 == 4 {
+			util = 0
+		}
+		power := 60_000 + 2_400*util + uint32(i%7)*100
+		s := record.Sample{Time: seriesT0.Add(time.Duration(i) * 10 * time.Second), UUID: fmt.Sprintf("GPU-00000000-0000-0000-0000-%012d", g+1),
+			Jobs: []record.JobShare{{Job: 7, Share: 1, Idle: util == 0}}, MemUsedMiB: u64(uint64(20_000 + (i/720)*512 + g)),
+			PowerMW: u32(power), EnergyMJ: u64(uint64(i)*uint64(60_000+2_400*50)*10/1000 + uint64(i%3))}
+		if i%97 != 5 {
+			s.GPUUtil = u32(util)
+		}
+		if g == 0 && i%720 >= 240 {
+			s.Jobs = []record.JobShare{{Job: 7, Share: 1.0 / 3, Idle: util < 20}, {Job: 8, Restart: 1, Share: 2.0 / 3}}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// buildSeries ingests buildSeries' samples of gpus GPUs over hours into
+// s: all but each GPU's first 40 samples, then (after fold, when set)
+// those 40 late, so that a sample already stored takes its energy delta
+// again (moveBucketEnergy).
+func buildSeries(t *testing.T, s *Ledger, gpus, hours int, fold func()) {
+	t.Helper()
+	h := &record.SegmentHeader{Cluster: "c", Node: "n1", Seq: 1, Interval: 10}
+	n := hours * 360
+	batchOf(t, s, seriesT0, func(b *Batch) error {
+		for _, j := range []record.JobShare{{Job: 7}, {Job: 8, Restart: 1}} {
+			e := ev(record.JobStart, "n1", seriesT0.Add(-time.Hour), gpus)
+			e.Job.ID, e.Job.RestartCount = j.Job, j.Restart
+			e.Key = record.EventKey("c", j.Job, j.Restart, "n1", record.JobStart)
+			if err := b.Event(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for from := 40; from < n; from += 3600 {
+		batchOf(t, s, seriesT0.Add(time.Duration(from+3600)*10*time.Second), func(b *Batch) error {
+			for g := range gpus {
+				if _, err := b.Segment(h, seriesSamples(g, from, min(from+3600, n))); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	if fold != nil {
+		fold()
+	}
+	batchOf(t, s, seriesFoldAt, func(b *Batch) error {
+		for g := range gpus {
+			if _, err := b.Segment(h, seriesSamples(g, 0, 40)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// housekeep runs the prune at seriesFoldAt, keeping every sample: it
+// folds the buckets before March 3.
+func housekeep(t *testing.T, s *Ledger) {
+	t.Helper()
+	batchOf(t, s, seriesFoldAt, func(b *Batch) error {
+		_, err := b.PruneSamples(seriesT0.Add(-48 * time.Hour))
+		return err
+	})
+}
+
+// allBuckets is every series bucket of s, rows and packed, as text in
+// key order: two ledgers with equal lists hold the same series.
+func allBuckets(t *testing.T, s *Ledger) (rows, packed []string) {
+	t.Helper()
+	ctx := context.Background()
+	line := func(r *bucketRow) string {
+		return fmt.Sprintf("%d|%d|%d|%d|%+v|%x", r.gpu, r.job, r.restart, r.bucket, r.bucketAcc, math.Float64bits(r.utilShareW))
+	}
+	q, err := translateRows(s.db.QueryContext(ctx, `SELECT gpu_id, job, restart, `+bucketCols+` FROM series_buckets
+ ORDER BY gpu_id, job, restart, bucket_ms`))
+	err = eachRow(q, err, func(r batchRows) error {
+		var b bucketRow
+		if err := scanBucketRow(r, &b); err != nil {
+			return err
+		}
+		rows = append(rows, line(&b))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err = translateRows(s.db.QueryContext(ctx, `SELECT gpu_id, t0_ms, t1_ms, data FROM series_packs ORDER BY gpu_id, t0_ms`))
+	err = eachRow(q, err, func(r batchRows) error {
+		var b bucketRow
+		var t0, t1 int64
+		var data []byte
+		if err := r.Scan(&b.gpu, &t0, &t1, &data); err != nil {
+			return err
+		}
+		runs, err := decodeSeriesPackAll(t0, data)
+		if err == nil {
+			err = checkPackRuns(t0, runs)
+		}
+		if err == nil && packEnd(runs) != t1 {
+			err = fmt.Errorf("pack %d of gpu %d: t1_ms %d, its buckets end at %d", t0, b.gpu, t1, packEnd(runs))
+		}
+		for _, run := range runs {
+			b.job, b.restart = run.job, run.restart
+			for _, x := range run.buckets {
+				b.seriesBucket = x
+				packed = append(packed, line(&b))
+			}
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows, packed
+}
+
+// seriesReads is what the readers of the series answer on s: bins over
+// fixed and random windows, past ends, idle windows and last busy times.
+func seriesReads(t *testing.T, s *Ledger, hours int) []string {
+	t.Helper()
+	ctx := context.Background()
+	var out []string
+	var gids []int64
+	for _, r := range dump(t, s.db, `SELECT id FROM gpus ORDER BY id`) {
+		var g int64
+		fmt.Sscan(r, &g)
+		gids = append(gids, g)
+	}
+	start := floorMs(seriesT0.UnixMilli())
+	end := start + int64(hours+1)*3_600_000
+	rng := rand.New(rand.NewPCG(35, 3))
+	runs := []struct {
+		job     int64
+		restart int
+	}{{7, 0}, {8, 1}}
+	for _, gid := range gids {
+		for _, r := range runs {
+			windows := [][4]int64{{start, start, end, BucketMs}, {start, start, end, 3_600_000}, {start - 86_400_000, start, end, 86_400_000}}
+			for range 40 {
+				from := start + rng.Int64N((end-start)/BucketMs)*BucketMs
+				to := from + (1+rng.Int64N((end-from)/BucketMs))*BucketMs
+				span := []int64{1, 2, 3, 12, 288}[rng.IntN(5)] * BucketMs
+				windows = append(windows, [4]int64{from - rng.Int64N(4)*BucketMs, from, to, span})
+			}
+			for _, w := range windows {
+				bins, err := s.JobBucketBins(ctx, gid, r.job, r.restart, w[0], w[1], w[2], w[3])
+				if err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, fmt.Sprintf("bins %d %d %v:", gid, r.job, w))
+				for _, b := range bins {
+					out = append(out, fmt.Sprintf("  %d %d %d %d %d %d %d %x %d %d %v %v %v", b.Bin, b.FirstMs, b.N, b.WindowMs, b.IdleMs, b.UtilWMs, b.UtilMs,
+						math.Float64bits(b.UtilShareWMs), b.PowerWMs, b.PowerMs, deref(b.UtilMax), deref(b.MemMax), deref(b.EnergyMJ)))
+				}
+			}
+			for range 20 {
+				from := start + rng.Int64N((end-start)/BucketMs)*BucketMs
+				endMs := from + rng.Int64N(end-from)
+				p, err := s.BucketPastEnd(ctx, gid, r.job, r.restart, from, end, endMs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, fmt.Sprintf("past %d %d %d %d: %d", gid, r.job, from, endMs, p))
+			}
+		}
+	}
+	for _, from := range []time.Time{seriesT0.Add(time.Hour), time.Date(2026, 3, 2, 23, 57, 0, 0, time.UTC), time.Date(2026, 3, 3, 12, 1, 0, 0, time.UTC)} {
+		gpus, err := s.IdleGPUs(ctx, from.UnixMilli(), 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.IdleSince(ctx, gpus); err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range gpus {
+			out = append(out, fmt.Sprintf("idle %s %d %d: %d %d %d %d", from.Format(time.TimeOnly), g.JobID, g.GPUID, g.WindowMs, g.BusyMs, g.NewestMs, g.IdleSinceMs))
+		}
+	}
+	return out
+}
+
+func deref(p *int64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// TestSeriesFoldReadsAlike: the series folded into packs read as their
+// rows did. Three ledgers get the same samples: one keeps every bucket a
+// row; one is folded by migration 0024's step (in batches of 7 rows);
+// one by housekeeping before a GPU's first samples come late, which the
+// writer then adds to the packs, taking a stored sample's energy delta
+// again. All three hold the same buckets, and every reader (bins over
+// random windows, past ends, idle windows, last busy) answers alike.
+// The step holds at most 50 buckets, so that a GPU's later runs merge
+// into the packs written for its earlier ones.
+func TestSeriesFoldReadsAlike(t *testing.T) {
+	ctx := context.Background()
+	const gpus, hours = 2, 50
+	rowsOnly := openTemp(t)
+	buildSeries(t, rowsOnly, gpus, hours, nil)
+	wantRows, packed := allBuckets(t, rowsOnly)
+	if len(packed) != 0 || len(wantRows) < 1000 {
+		t.Fatalf("unfolded ledger: %d rows, %d packed buckets; want over 1,000 rows, none packed", len(wantRows), len(packed))
+	}
+	want := seriesReads(t, rowsOnly, hours)
+
+	stepped := openTemp(t)
+	buildSeries(t, stepped, gpus, hours, nil)
+	oldBatch, oldMax := foldStepBatch, foldMaxBuckets
+	foldStepBatch, foldMaxBuckets = 7, 50
+	t.Cleanup(func() { foldStepBatch, foldMaxBuckets = oldBatch, oldMax })
+	tx, err := stepped.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := foldSeriesStep(ctx, tx); err != nil {
+		tx.Rollback()
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+
+	kept := openTemp(t)
+	buildSeries(t, kept, gpus, hours, func() { housekeep(t, kept) })
+
+	mark := time.Date(2026, 3, 3, 0, 0, 0, 0, time.UTC).UnixMilli()
+	for _, tc := range []struct {
+		name string
+		s    *Ledger
+	}{{"migration step", stepped}, {"housekeeping, then late samples", kept}} {
+		t.Run(tc.name, func(t *testing.T) {
+			rows, packed := allBuckets(t, tc.s)
+			if len(packed) == 0 || len(rows) == 0 {
+				t.Fatalf("%d rows, %d packed buckets: want both", len(rows), len(packed))
+			}
+			for _, r := range rows {
+				var g, j, rs, b int64
+				fmt.Sscanf(r, "%d|%d|%d|%d|", &g, &j, &rs, &b)
+				if b < mark {
+					t.Fatalf("a row before the fold mark: %s", r)
+				}
+			}
+			all := append(slices.Clone(packed), rows...)
+			slices.Sort(all)
+			slices.Sort(wantRows)
+			if d := cmp.Diff(wantRows, all); d != "" {
+				t.Errorf("buckets (-rows only +folded):\n%s", d)
+			}
+			if d := cmp.Diff(want, seriesReads(t, tc.s, hours)); d != "" {
+				t.Errorf("reads (-rows only +folded):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestSeriesPackSizeSQLite: folded, a job's 5-minute buckets take at
+// most 25 bytes each in the SQLite file (pages after VACUUM), where a
+// row took about 80: a 10,000-GPU year of series under 25 GiB.
+func TestSeriesPackSizeSQLite(t *testing.T) {
+	ctx := context.Background()
+	s, l := openLedger(t)
+	if l.Path == "" {
+		t.Fatalf("the ledger under test is not a SQLite file")
+	}
+	buildSeries(t, s, 8, 48, nil)
+	var buckets int64
+	if err := s.db.QueryRow(`SELECT count(*) FROM series_buckets`).Scan(&buckets); err != nil {
+		t.Fatal(err)
+	}
+	size := func() int64 {
+		t.Helper()
+		if _, err := s.db.Exec(`VACUUM`); err != nil {
+			t.Fatal(err)
+		}
+		var pages, pageSize int64
+		if err := s.db.QueryRow(`PRAGMA page_count`).Scan(&pages); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.db.QueryRow(`PRAGMA page_size`).Scan(&pageSize); err != nil {
+			t.Fatal(err)
+		}
+		return pages * pageSize
+	}
+	withRows := size()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := foldSeries(ctx, tx, time.Date(2026, 3, 5, 0, 0, 0, 0, time.UTC).UnixMilli()); err != nil {
+		tx.Rollback()
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	withPacks := size()
+	if _, err := s.db.Exec(`DELETE FROM series_packs`); err != nil {
+		t.Fatal(err)
+	}
+	without := size()
+	rowB, packB := float64(withRows-without)/float64(buckets), float64(withPacks-without)/float64(buckets)
+	t.Logf("%d buckets: %.1f bytes a bucket as rows, %.1f packed", buckets, rowB, packB)
+	if packB > 25 || packB*3 > rowB {
+		t.Errorf("%.1f bytes a packed bucket (rows %.1f): want at most 25, and under a third of a row's", packB, rowB)
+	}
+}
+
+// BenchmarkFoldSeries: housekeeping's daily fold of 128 GPUs' day (288
+// buckets each, a job every 2 hours) from rows into packs, on the engine
+// under test; ns/op over buckets is the time a bucket.
+func BenchmarkFoldSeries(b *testing.B) {
+	ctx := context.Background()
+	day := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC).UnixMilli()
+	const gpus = 128
+	for range b.N {
+		b.StopTimer()
+		l := ledgerdb.NewLedger(b)
+		s, err := Open(ctx, Options{Path: l.Path, URL: l.URL})
+		if err != nil {
+			b.Fatal(err)
+		}
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for g := range int64(gpus) {
+			for k := range int64(288) {
+				u, p := (g*7+k*13)%101, 60_000+((g+k)%101)*2_400
+				if _, err := tx.ExecContext(ctx, `INSERT INTO series_buckets(gpu_id, job, restart, bucket_ms, n, first_ms, end_ms, window_ms, idle_ms,
+ util_w_ms, util_ms, util_share_w_ms, power_w_ms, power_ms, util_max, mem_max, energy_mj, energy_n)
+ VALUES(?, ?, 0, ?, 30, ?, ?, 300000, 0, ?, 300000, ?, ?, 300000, ?, ?, ?, 30)`,
+					g, 1000+g*12+k/24, day+k*BucketMs, day+k*BucketMs+1234, day+k*BucketMs+301234, u*BucketMs, float64(u*BucketMs),
+					p*BucketMs, u+2, 40_000+k%3, p*BucketMs/1000+k%17); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			b.Fatal(err)
+		}
+		tx, err = s.db.BeginTx(ctx, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if _, err := foldSeries(ctx, tx, day+seriesFoldMs); err != nil {
+			b.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		s.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*gpus*288), "ns/bucket")
+}
