@@ -11,7 +11,7 @@ import (
 	"strconv"
 )
 
-// seriesFoldedKey is the meta key of the fold mark (Unix ms, a day's
+// seriesFoldedKey is the meta key of the fold mark (Unix ms, a pack's
 // start): the series buckets before it are in series_packs, those from it
 // on in series_buckets. Absent, every bucket is a row.
 const seriesFoldedKey = "series_folded_before"
@@ -210,17 +210,16 @@ var foldStepBatch = 20000
 // them out (a variable for its test).
 var foldMaxBuckets = 200_000
 
-// foldSeries moves the series buckets before mark (a day's start, after
-// the mark before) from series_buckets into series_packs, sets the mark
-// when it moved any, and returns how many. It reads the rows in key order and bounded batches, each from
+// foldSeries moves the series buckets before mark (a pack's start, after
+// the mark before) from series_buckets into series_packs and returns how
+// many; the caller moves the mark. It reads the rows in key order and bounded batches, each from
 // the last key read, holding their packs until the GPU changes or
 // foldMaxBuckets are held (memory: that many buckets): the packs are
 // then written, merged with those this fold wrote for the GPU before (its
 // later runs add to the packs of its earlier ones), and the GPU's rows
 // before mark deleted once it is done. No other pack exists at or after
 // the old mark: the writer adds to packs only before it.
-func foldSeries(ctx context.Context, tx *ledgerTx, mark int64) (int, error) {
-	io := txPackIO(ctx, tx)
+func foldSeries(io packIO, mark int64) (int, error) {
 	held := map[packKey][]seriesRun{}
 	// written: the current GPU's packs written by this fold, the only
 	// ones that may exist already (a flush before its later runs).
@@ -260,15 +259,22 @@ func foldSeries(ctx context.Context, tx *ledgerTx, mark int64) (int, error) {
 		nheld = 0
 		return nil
 	}
+	// gpuRuns: the current GPU's runs read (in key order), whose rows
+	// before mark go when it is done, a run at a time: a seek each,
+	// where a delete by GPU would scan its rows of the days after.
+	var gpuRuns [][2]int64
 	done := func(gid int64) error {
 		if err := flush(); err != nil {
 			return err
 		}
 		clear(written)
-		if gid == math.MinInt64 {
-			return nil
+		for _, r := range gpuRuns {
+			if err := io.exec(`DELETE FROM series_buckets WHERE gpu_id = ? AND job = ? AND restart = ? AND bucket_ms < ?`, gid, r[0], r[1], mark); err != nil {
+				return err
+			}
 		}
-		return io.exec(`DELETE FROM series_buckets WHERE gpu_id = ? AND bucket_ms < ?`, gid, mark)
+		gpuRuns = gpuRuns[:0]
+		return nil
 	}
 	last := [4]int64{math.MinInt64, math.MinInt64, math.MinInt64, math.MinInt64}
 	folded := 0
@@ -309,6 +315,9 @@ func foldSeries(ctx context.Context, tx *ledgerTx, mark int64) (int, error) {
 			}
 			runs[len(runs)-1].buckets = append(runs[len(runs)-1].buckets, s.seriesBucket)
 			held[k] = runs
+			if n := len(gpuRuns); n == 0 || gpuRuns[n-1] != [2]int64{s.job, s.restart} {
+				gpuRuns = append(gpuRuns, [2]int64{s.job, s.restart})
+			}
 			nheld++
 		}
 		if len(got) < foldStepBatch {
@@ -320,14 +329,27 @@ func foldSeries(ctx context.Context, tx *ledgerTx, mark int64) (int, error) {
 	if err := done(gpu); err != nil {
 		return 0, err
 	}
-	// With nothing folded the mark stays: no bucket lies between the two.
-	if folded == 0 {
-		return 0, nil
-	}
-	if err := io.exec(notePrunedSQL, seriesFoldedKey, strconv.FormatInt(mark, 10)); err != nil {
-		return 0, fmt.Errorf("series fold mark: %w", err)
-	}
 	return folded, nil
+}
+
+// setFoldMark stores the fold mark.
+func (io packIO) setFoldMark(mark int64) error {
+	if err := io.exec(notePrunedSQL, seriesFoldedKey, strconv.FormatInt(mark, 10)); err != nil {
+		return fmt.Errorf("series fold mark: %w", err)
+	}
+	return nil
+}
+
+// firstBucketFrom is the start of the first bucket row in [from, to), if
+// any: a scan of the table, as a fold's.
+func (io packIO) firstBucketFrom(from, to int64) (sql.NullInt64, error) {
+	var first sql.NullInt64
+	rows, err := io.query(`SELECT min(bucket_ms) FROM series_buckets WHERE bucket_ms >= ? AND bucket_ms < ?`, from, to)
+	err = eachRow(rows, err, func(r batchRows) error { return r.Scan(&first) })
+	if err != nil {
+		return first, fmt.Errorf("fold series: %w", err)
+	}
+	return first, nil
 }
 
 // foldSeriesStep is migration 0024's Go step: it folds an old ledger's
@@ -341,24 +363,74 @@ func foldSeriesStep(ctx context.Context, tx *ledgerTx) error {
 	if !newest.Valid || newest.Int64 < seriesFoldMs {
 		return nil
 	}
-	_, err := foldSeries(ctx, tx, foldDay(newest.Int64)-seriesFoldMs)
-	return err
+	mark := foldDay(newest.Int64) - seriesFoldMs
+	io := txPackIO(ctx, tx)
+	n, err := foldSeries(io, mark)
+	// With nothing folded the mark stays: no bucket lies between the two.
+	if err != nil || n == 0 {
+		return err
+	}
+	return io.setFoldMark(mark)
 }
 
+// foldPassBuckets is about how many buckets one housekeeping pass folds
+// (a variable for its test): whole packs' spans, at least one, so that
+// the writer is held a bounded time (one span of every GPU at most past
+// it) and a day's fold is caught up over the passes that follow.
+var foldPassBuckets = 100_000
+
 // foldSeriesDays folds the series buckets of the days before yesterday
-// (the batch's clock) into packs, once a day: the rows of today and
-// yesterday take the writer's many small additions.
+// (the batch's clock) into packs, a pack's span (2 hours of every GPU) at
+// a time, moving the mark past each: the buckets before it are packed,
+// those after it rows, at every step, so readers stay exact. It stops
+// once foldPassBuckets are folded; the next pass goes on. The rows of
+// today and yesterday take the writer's many small additions.
 func (b *Batch) foldSeriesDays() error {
 	old, err := b.foldMark()
 	if err != nil {
 		return err
 	}
-	mark := foldDay(b.now.UnixMilli()) - seriesFoldMs
-	if mark <= old || mark <= 0 {
+	target := foldDay(b.now.UnixMilli()) - seriesFoldMs
+	if target <= old || target <= 0 {
 		return nil
 	}
-	n, err := foldSeries(b.ctx, b.tx, mark)
-	if err != nil || n == 0 {
+	io := b.packIO()
+	mark, folded := old, 0
+	if mark == math.MinInt64 {
+		// No mark yet: the fold starts at the first bucket's span, and
+		// with none before target no mark is set.
+		first, err := io.firstBucketFrom(mark, target)
+		if err != nil || !first.Valid {
+			return err
+		}
+		mark = seriesPackStart(first.Int64)
+	}
+	for mark < target && folded < foldPassBuckets {
+		to := min(seriesPackStart(mark)+seriesPackMs, target)
+		n, err := foldSeries(io, to)
+		if err != nil {
+			return err
+		}
+		folded, mark = folded+n, to
+		if n > 0 {
+			continue
+		}
+		// A span without buckets (no jobs, rows pruned): the mark moves
+		// to the next bucket's span in one scan, not a scan a span.
+		first, err := io.firstBucketFrom(to, target)
+		if err != nil {
+			return err
+		}
+		if !first.Valid {
+			mark = target
+			break
+		}
+		mark = seriesPackStart(first.Int64)
+	}
+	if mark == old {
+		return nil
+	}
+	if err := io.setFoldMark(mark); err != nil {
 		return err
 	}
 	b.series = seriesFold{mark: mark, known: true}
