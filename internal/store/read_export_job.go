@@ -19,7 +19,7 @@ func (s *Ledger) ExportJobSamples(ctx context.Context, node string, g GPURow, jo
 		to++ // the window is closed: [fromMs, toMs]
 	}
 	return s.eachSample(ctx, g.ID, fromMs, to, func(r *sampleRow) error {
-		if list, ok := r.vals[colJobs].(string); ok {
+		if list, ok := r.text(colJobs); ok {
 			own, err := sharedWith(list, jobID, restart)
 			if err != nil {
 				return err
@@ -27,9 +27,9 @@ func (s *Ledger) ExportJobSamples(ctx context.Context, node string, g GPURow, jo
 			if !own {
 				return nil
 			}
-		} else if j, _ := r.vals[colJob].(int64); j != jobID {
+		} else if j, _ := r.num(colJob); j != jobID {
 			return nil
-		} else if rs, _ := r.vals[colRestart].(int64); rs != int64(restart) {
+		} else if rs, _ := r.num(colRestart); rs != int64(restart) {
 			return nil
 		}
 		vals = exportSampleVals(vals, node, g, r)

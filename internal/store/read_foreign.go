@@ -47,10 +47,10 @@ func (s *Ledger) ForeignGPUs(ctx context.Context, fromMs, toMs int64, limit int)
 			return err
 		}
 		return eachPackedIn(data, gid, fromMs, toMs, func(r *sampleRow) error {
-			if n, _ := r.vals[colForeign].(int64); n <= 0 {
+			if n, _ := r.num(colForeign); n <= 0 {
 				return nil
 			}
-			t := r.vals[colT].(int64)
+			t := r.ints[colT]
 			g := byGPU[gid]
 			if g == nil {
 				f.Index, f.First, f.Last = ptrInt(idx), t, t

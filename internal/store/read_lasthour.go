@@ -103,7 +103,7 @@ func (s *Ledger) EachGPUWindow(ctx context.Context, fromMs, toMs int64, maxPerGP
 			}
 			job, _ := r.value(colJob).(int64)
 			u, ok := r.value(colUtil).(int64)
-			w.Samples = append(w.Samples, WindowSample{T: r.vals[colT].(int64), Job: job, Util: u, HasUtil: ok})
+			w.Samples = append(w.Samples, WindowSample{T: r.ints[colT], Job: job, Util: u, HasUtil: ok})
 			return nil
 		})
 		if err != nil && !errors.Is(err, errStopSamples) {

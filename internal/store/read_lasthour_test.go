@@ -221,7 +221,7 @@ func TestEachGPUWindowBounds(t *testing.T) {
 //	go test -run '^$' -bench LastHour -benchtime 3x ./internal/store/
 func BenchmarkLastHour(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
-		s, want := lastHourLedger(b, n)
+		s, want := lastHourLedger(b, n, 0)
 		ctx := context.Background()
 		perGPU := func(b *testing.B) {
 			b.ReportAllocs()
@@ -297,8 +297,9 @@ var lastHourNow = time.Date(2026, 11, 28, 12, 0, 5, 0, time.UTC).UnixMilli()
 
 // lastHourLedger writes a ledger of n GPUs' hour before lastHourNow (and
 // the pack that straddles its start) and returns it with the count of
-// samples in that hour.
-func lastHourLedger(b *testing.B, n int) (*Ledger, int) {
+// samples in that hour. days adds that many days of empty packs before
+// the hour, as a month's partition holds them, for the planner to see.
+func lastHourLedger(b *testing.B, n, days int) (*Ledger, int) {
 	b.Helper()
 	ctx := context.Background()
 	l := ledgerdb.NewLedger(b)
@@ -350,12 +351,25 @@ func lastHourLedger(b *testing.B, n int) (*Ledger, int) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			last := rows[len(rows)-1].vals[colT].(int64)
+			last := rows[len(rows)-1].ints[colT]
 			exec(`INSERT INTO sample_packs(gpu_id, t0_ms, n, t1_ms, data) VALUES (?, ?, ?, ?, ?)`, gid, t0, int64(len(rows)), last+10_000, data)
 		}
 	}
+	if days > 0 {
+		// One statement, in the ledger, where a row each from Go would
+		// take minutes at ten thousand GPUs.
+		exec(`INSERT INTO sample_packs(gpu_id, t0_ms, n, t1_ms, data)
+ WITH RECURSIVE ts(t) AS (SELECT CAST(? AS BIGINT) UNION ALL SELECT t + ? FROM ts WHERE t + ? < ?)
+ SELECT g.id, ts.t, 0, ts.t + ?, ? FROM gpus g CROSS JOIN ts`,
+			from-int64(days)*86_400_000, int64(samplePackMs), int64(samplePackMs), from, int64(samplePackMs), []byte{})
+	}
 	if err := tx.Commit(); err != nil {
 		b.Fatal(err)
+	}
+	if w.pg != nil {
+		if _, err := w.db.ExecContext(ctx, `ANALYZE`); err != nil {
+			b.Fatal(err)
+		}
 	}
 	if err := w.Close(); err != nil {
 		b.Fatal(err)

@@ -87,10 +87,10 @@ func (s *Ledger) NowGPUs(ctx context.Context, rows []int64) ([]NowGPURow, error)
 			}
 			newest[g.gid] = r
 		}
-		if r != nil && g.start.Valid && r.vals[colT].(int64) >= g.start.Int64*1000 {
-			t := r.vals[colT].(int64)
+		if r != nil && g.start.Valid && r.ints[colT] >= g.start.Int64*1000 {
+			t := r.ints[colT]
 			g.AtMs = &t
-			if u, ok := r.vals[colUtil].(int64); ok {
+			if u, ok := r.num(colUtil); ok {
 				f := float64(u)
 				g.Util = &f
 			}

@@ -27,7 +27,7 @@ func (s *Ledger) JobSamples(ctx context.Context, gpuID, job, fromMs, toMs int64,
 	var out SampleRow
 	var vals [4]int64
 	return s.eachSample(ctx, gpuID, fromMs, toMs, func(r *sampleRow) error {
-		if j, _ := r.vals[colJob].(int64); j != job && r.set&(1<<colJobs) == 0 {
+		if j, _ := r.num(colJob); j != job && r.set&(1<<colJobs) == 0 {
 			return nil
 		}
 		seriesRow(&out, r, &vals)
@@ -39,19 +39,19 @@ func (s *Ledger) JobSamples(ctx context.Context, gpuID, job, fromMs, toMs int64,
 // seriesRow fills out from a stored sample, its values in the slots of
 // vals, reused as JobSamples says.
 func seriesRow(out *SampleRow, r *sampleRow, vals *[4]int64) {
-	out.TMs = r.vals[colT].(int64)
-	out.IntervalMs, _ = r.vals[colInterval].(int64)
-	out.Job, _ = r.vals[colJob].(int64)
-	rs, _ := r.vals[colRestart].(int64)
+	out.TMs = r.ints[colT]
+	out.IntervalMs, _ = r.num(colInterval)
+	out.Job, _ = r.num(colJob)
+	rs, _ := r.num(colRestart)
 	out.Restart = int(rs)
-	idle, _ := r.vals[colIdle].(int64)
+	idle, _ := r.num(colIdle)
 	out.Idle = idle != 0
 	out.Jobs = nil
-	if js, ok := r.vals[colJobs].(string); ok {
+	if js, ok := r.text(colJobs); ok {
 		out.Jobs = &js
 	}
 	for i, col := range [4]int{colUtil, colMemUsed, colPower, colEnergyDelta} {
-		v, ok := r.vals[col].(int64)
+		v, ok := r.num(col)
 		setInt([]**int64{&out.Util, &out.MemUsedMiB, &out.PowerMW, &out.EnergyDeltaMJ}[i], sql.NullInt64{Int64: v, Valid: ok}, &vals[i])
 	}
 }

@@ -35,13 +35,13 @@ type SampleBin struct {
 func (s *Ledger) JobSampleBins(ctx context.Context, gpuID, job int64, restart int, originMs, fromMs, toMs, allocEndMs, spanMs int64) ([]SampleBin, error) {
 	var out []SampleBin
 	err := s.eachSample(ctx, gpuID, fromMs, toMs, func(r *sampleRow) error {
-		j, _ := r.vals[colJob].(int64)
-		rs, _ := r.vals[colRestart].(int64)
+		j, _ := r.num(colJob)
+		rs, _ := r.num(colRestart)
 		if j != job || rs != int64(restart) || r.set&(1<<colJobs) != 0 {
 			return nil
 		}
-		t := r.vals[colT].(int64)
-		iv, _ := r.vals[colInterval].(int64)
+		t := r.ints[colT]
+		iv, _ := r.num(colInterval)
 		w := min(iv, allocEndMs-t)
 		bin := (t - originMs) / spanMs
 		if len(out) == 0 || out[len(out)-1].Bin != bin {
@@ -50,22 +50,22 @@ func (s *Ledger) JobSampleBins(ctx context.Context, gpuID, job int64, restart in
 		b := &out[len(out)-1]
 		b.N++
 		b.WindowMs += w
-		if idle, _ := r.vals[colIdle].(int64); idle != 0 {
+		if idle, _ := r.num(colIdle); idle != 0 {
 			b.IdleMs += w * idle
 		}
-		if u, ok := r.vals[colUtil].(int64); ok {
+		if u, ok := r.num(colUtil); ok {
 			b.UtilWMs += u * w
 			b.UtilMs += w
 			b.UtilMax = maxOf(b.UtilMax, u)
 		}
-		if p, ok := r.vals[colPower].(int64); ok {
+		if p, ok := r.num(colPower); ok {
 			b.PowerWMs += p * w
 			b.PowerMs += w
 		}
-		if m, ok := r.vals[colMemUsed].(int64); ok {
+		if m, ok := r.num(colMemUsed); ok {
 			b.MemMax = maxOf(b.MemMax, m)
 		}
-		if e, ok := r.vals[colEnergyDelta].(int64); ok {
+		if e, ok := r.num(colEnergyDelta); ok {
 			if b.EnergyMJ == nil {
 				b.EnergyMJ = new(int64)
 			}

@@ -466,9 +466,9 @@ func (b *Batch) newestSample(gid int64) (newest, error) {
 
 // stampOf is a stored sample's stamp.
 func stampOf(r *sampleRow) stamp {
-	st := stamp{sample: -1, t: r.vals[colT].(int64)}
-	st.iv, _ = r.vals[colInterval].(int64)
-	if mj, ok := r.vals[colEnergy].(int64); ok {
+	st := stamp{sample: -1, t: r.ints[colT]}
+	st.iv, _ = r.num(colInterval)
+	if mj, ok := r.num(colEnergy); ok {
 		v := uint64(mj)
 		st.mj = &v
 	}

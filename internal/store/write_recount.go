@@ -70,18 +70,18 @@ func (s *storedSample) energy() *int64 {
 // storedOf is a stored sample as the recount reads it; next is the
 // GPU's next sample's time, 0 if none.
 func storedOf(r *sampleRow, next int64) storedSample {
-	s := storedSample{t: r.vals[colT].(int64), next: next}
-	s.iv, _ = r.vals[colInterval].(int64)
-	s.job, _ = r.vals[colJob].(int64)
-	rs, _ := r.vals[colRestart].(int64)
+	s := storedSample{t: r.ints[colT], next: next}
+	s.iv, _ = r.num(colInterval)
+	s.job, _ = r.num(colJob)
+	rs, _ := r.num(colRestart)
 	s.restart = int(rs)
-	idle, _ := r.vals[colIdle].(int64)
+	idle, _ := r.num(colIdle)
 	s.idle = idle != 0
-	s.jobs.String, s.jobs.Valid = r.vals[colJobs].(string)
-	s.metrics.String, s.metrics.Valid = r.vals[colMetrics].(string)
-	s.util.Int64, s.util.Valid = r.vals[colUtil].(int64)
-	s.delta.Int64, s.delta.Valid = r.vals[colEnergyDelta].(int64)
-	s.power.Int64, s.power.Valid = r.vals[colPower].(int64)
+	s.jobs.String, s.jobs.Valid = r.text(colJobs)
+	s.metrics.String, s.metrics.Valid = r.text(colMetrics)
+	s.util.Int64, s.util.Valid = r.num(colUtil)
+	s.delta.Int64, s.delta.Valid = r.num(colEnergyDelta)
+	s.power.Int64, s.power.Valid = r.num(colPower)
 	return s
 }
 
@@ -112,8 +112,7 @@ func (b *Batch) redoDelta(h *record.SegmentHeader, node, gid, t int64, mj uint64
 	}
 	if err := b.updateSample(gid, s.t, func(r *sampleRow) {
 		if nd == nil {
-			r.set &^= 1 << colEnergyDelta
-			r.vals[colEnergyDelta] = nil
+			r.drop(colEnergyDelta)
 		} else {
 			r.put(colEnergyDelta, *nd)
 		}
@@ -289,7 +288,7 @@ func (b *Batch) recountRange(job, node int64, jobID uint64, restart int, gid int
 	}
 	from := r[0]
 	if found {
-		from = prev.vals[colT].(int64)
+		from = prev.ints[colT]
 	}
 	ss, err := b.samplesMaybeOf(gid, from, r[1], jobID, restart)
 	if err != nil {
@@ -326,14 +325,14 @@ func (b *Batch) samplesMaybeOf(gid, from, to int64, jobID uint64, restart int) (
 	var ss []storedSample
 	var last *storedSample // the last one read, whoever's: its next is the sample after it
 	err := b.eachSample(gid, from, to, func(r *sampleRow) error {
-		t := r.vals[colT].(int64)
+		t := r.ints[colT]
 		if last != nil {
 			last.next = t
 			last = nil
 		}
-		job, _ := r.vals[colJob].(int64)
-		rs, _ := r.vals[colRestart].(int64)
-		_, shared := r.vals[colJobs].(string)
+		job, _ := r.num(colJob)
+		rs, _ := r.num(colRestart)
+		_, shared := r.text(colJobs)
 		if restart >= 0 && !shared && (job != int64(jobID) || rs != int64(restart)) {
 			return nil
 		}
@@ -345,7 +344,7 @@ func (b *Batch) samplesMaybeOf(gid, from, to int64, jobID uint64, restart int) (
 		var nx sampleRow
 		var ok bool
 		if nx, ok, err = b.sampleFrom(gid, to); ok {
-			last.next = nx.vals[colT].(int64)
+			last.next = nx.ints[colT]
 		}
 	}
 	if err != nil {

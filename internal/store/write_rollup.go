@@ -452,11 +452,11 @@ func (b *Batch) sampledTo(job, node, last int64) (int64, error) {
 	var end sql.NullInt64
 	for _, gid := range gids {
 		err := b.eachSample(gid, last*1000, (last+1)*1000, func(r *sampleRow) error {
-			j, _ := r.vals[colJob].(int64)
-			rs, _ := r.vals[colRestart].(int64)
-			_, shared := r.vals[colJobs].(string)
+			j, _ := r.num(colJob)
+			rs, _ := r.num(colRestart)
+			_, shared := r.text(colJobs)
 			if shared || j == jobID && rs == restart {
-				e := r.vals[colT].(int64) + r.vals[colInterval].(int64)
+				e := r.ints[colT] + r.ints[colInterval]
 				if !end.Valid || e > end.Int64 {
 					end = sql.NullInt64{Int64: e, Valid: true}
 				}

@@ -53,8 +53,7 @@ type packState struct {
 // predict is column col's predicted value for r (see the encoding).
 func (p *packState) predict(col int, r *sampleRow) int64 {
 	if col == colEnergy && p.n > 0 && p.present&(1<<colEnergy) != 0 && r.set&(1<<colEnergyDelta) != 0 {
-		d, _ := r.vals[colEnergyDelta].(int64)
-		return p.ints[colEnergy] + d
+		return p.ints[colEnergy] + r.ints[colEnergyDelta]
 	}
 	return p.ints[col]
 }
@@ -64,11 +63,10 @@ func (p *packState) predict(col int, r *sampleRow) int64 {
 const packColumns = uint32(1<<nSampleCols-1) &^ (1 << colGPU)
 
 // appendPacked appends sample r, the next of the run p was written
-// with, to dst. r must hold t_ms; integer columns hold int64, text
-// columns string, as the segment writer fills them.
+// with, to dst. r must hold t_ms.
 func appendPacked(dst []byte, p *packState, r *sampleRow) ([]byte, error) {
-	t, ok := r.vals[colT].(int64)
-	if !ok || r.set&(1<<colT) == 0 {
+	t, ok := r.num(colT)
+	if !ok {
 		return dst, errors.New("pack sample: no time")
 	}
 	present := r.set & packColumns
@@ -78,10 +76,7 @@ func appendPacked(dst []byte, p *packState, r *sampleRow) ([]byte, error) {
 		if present&(1<<col) == 0 {
 			continue
 		}
-		v, ok := r.vals[col].(int64)
-		if !ok {
-			return dst, fmt.Errorf("pack sample at %d: column %s is %T, not an integer", t, sampleColumns()[col], r.vals[col])
-		}
+		v := r.ints[col]
 		ints[i] = v
 		if v != p.predict(col, r) {
 			changed |= 1 << i
@@ -105,10 +100,7 @@ func appendPacked(dst []byte, p *packState, r *sampleRow) ([]byte, error) {
 		if present&(1<<col) == 0 {
 			continue
 		}
-		s, ok := r.vals[col].(string)
-		if !ok {
-			return dst, fmt.Errorf("pack sample at %d: column %s is %T, not text", t, sampleColumns()[col], r.vals[col])
-		}
+		s := r.texts[textSlot(col)]
 		dst = binary.AppendUvarint(dst, uint64(len(s)))
 		dst = append(dst, s...)
 	}
@@ -157,9 +149,9 @@ func eachPacked(data []byte, gid int64, fn func(r *sampleRow) error) error {
 			return bad("no column set")
 		}
 		r = sampleRow{set: present | 1<<colGPU}
-		r.vals[colGPU] = gid
+		r.ints[colGPU] = gid
 		t := p.t + p.ints[colInterval] + dt
-		r.vals[colT] = t
+		r.ints[colT] = t
 		changed := head >> 1
 		// energy_delta_mj comes before energy_mj in packInts, so the
 		// counter's prediction can read this sample's delta.
@@ -178,7 +170,7 @@ func eachPacked(data []byte, gid int64, fn func(r *sampleRow) error) error {
 				}
 				v, data = v+d, data[k:]
 			}
-			r.vals[col] = v
+			r.ints[col] = v
 		}
 		for _, col := range packTexts() {
 			if present&(1<<col) == 0 {
@@ -188,12 +180,12 @@ func eachPacked(data []byte, gid int64, fn func(r *sampleRow) error) error {
 			if k <= 0 || n > uint64(len(data)-k) {
 				return bad("bad text")
 			}
-			r.vals[col] = string(data[k : k+int(n)])
+			r.texts[textSlot(col)] = string(data[k : k+int(n)])
 			data = data[k+int(n):]
 		}
 		for _, col := range packInts() {
 			if present&(1<<col) != 0 {
-				p.ints[col] = r.vals[col].(int64)
+				p.ints[col] = r.ints[col]
 			}
 		}
 		p.t, p.present = t, present

@@ -70,17 +70,17 @@ func steadyRun(rng *rand.Rand, gid int64, n int) []sampleRow {
 func TestPackedSamplesRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	odd := steadyRun(rng, 3, 6)
-	odd[1].set &^= 1<<colUtil | 1<<colEnergy
-	odd[1].vals[colUtil], odd[1].vals[colEnergy] = nil, nil
-	odd[2].put(colJobs, `[{"job":7,"restart":0,"share":0.5},{"job":8,"restart":1,"share":0.5,"idle":true}]`)
-	odd[2].put(colMissing, "power: ERROR_NOT_SUPPORTED")
+	odd[1].drop(colUtil)
+	odd[1].drop(colEnergy)
+	odd[2].putText(colJobs, `[{"job":7,"restart":0,"share":0.5},{"job":8,"restart":1,"share":0.5,"idle":true}]`)
+	odd[2].putText(colMissing, "power: ERROR_NOT_SUPPORTED")
 	odd[3].put(colEnergy, int64(math.MaxInt64))
 	odd[3].put(colTemp, int64(math.MinInt64))
-	odd[4].put(colMetrics, `{}`)
-	odd[4].put(colT, odd[4].vals[colT].(int64)-25_000) // closer than the interval
-	last := sampleRow{}                                // nothing NVML could give
-	last.put(colGPU, odd[5].vals[colGPU])
-	last.put(colT, odd[5].vals[colT])
+	odd[4].putText(colMetrics, `{}`)
+	odd[4].put(colT, odd[4].ints[colT]-25_000) // closer than the interval
+	last := sampleRow{}                        // nothing NVML could give
+	last.put(colGPU, odd[5].ints[colGPU])
+	last.put(colT, odd[5].ints[colT])
 	odd[5] = last
 	random := make([]sampleRow, 200)
 	tm := int64(0)
@@ -95,7 +95,7 @@ func TestPackedSamplesRoundTrip(t *testing.T) {
 			}
 			switch col {
 			case colJobs, colMissing, colMetrics:
-				r.put(col, string(rune('a'+rng.IntN(26))))
+				r.putText(col, string(rune('a'+rng.IntN(26))))
 			default:
 				r.put(col, int64(rng.Uint64()))
 			}
@@ -114,7 +114,7 @@ func TestPackedSamplesRoundTrip(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			gid := tt.rows[0].vals[colGPU].(int64)
+			gid := tt.rows[0].ints[colGPU]
 			data := packRun(t, tt.rows)
 			got, err := unpackRun(data, gid)
 			if err != nil {
@@ -137,7 +137,7 @@ func TestPackedSamplesRoundTrip(t *testing.T) {
 func TestPackedSamplesRefused(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	rows := steadyRun(rng, 1, 5)
-	rows[2].put(colJobs, `[{"job":7,"share":1}]`)
+	rows[2].putText(colJobs, `[{"job":7,"share":1}]`)
 	data := packRun(t, rows)
 	for cut := 1; cut < len(data); cut++ {
 		got, err := unpackRun(data[:cut], 1)
@@ -158,4 +158,32 @@ func TestPackedSamplesRefused(t *testing.T) {
 	if err := eachPacked(data, 1, func(*sampleRow) error { return stop }); !errors.Is(err, stop) {
 		t.Errorf("the callback's error: got %v", err)
 	}
+}
+
+// BenchmarkEachPacked is the reader's cost: a busy GPU's 5 minutes (30
+// samples) packed, then decoded whole (docs/performance.md, the last
+// hour's fill); allocs/op over 30 is the allocations a sample:
+//
+//	go test -run '^$' -bench EachPacked ./internal/store/
+func BenchmarkEachPacked(b *testing.B) {
+	rows := steadyRun(rand.New(rand.NewPCG(35, 4)), 1, 30)
+	var p packState
+	var data []byte
+	for i := range rows {
+		var err error
+		if data, err = appendPacked(data, &p, &rows[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		n := 0
+		if err := eachPacked(data, 1, func(*sampleRow) error { n++; return nil }); err != nil {
+			b.Fatal(err)
+		}
+		if n != len(rows) {
+			b.Fatalf("%d samples, want %d", n, len(rows))
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(rows)), "ns/sample")
 }

@@ -46,15 +46,15 @@ func mergePack(old []byte, gid int64, rows []sampleRow) (data []byte, added []bo
 	}
 	have := make(map[int64]bool, len(all)+len(rows))
 	for i := range all {
-		have[all[i].vals[colT].(int64)] = true
+		have[all[i].ints[colT]] = true
 	}
 	added = make([]bool, len(rows))
 	for i := range rows {
 		r := &rows[i]
-		if g, ok := r.vals[colGPU].(int64); !ok || g != gid {
-			return nil, nil, fmt.Errorf("pack samples of gpu %d: a sample of gpu %v", gid, r.vals[colGPU])
+		if g, ok := r.num(colGPU); !ok || g != gid {
+			return nil, nil, fmt.Errorf("pack samples of gpu %d: a sample of gpu %v", gid, r.value(colGPU))
 		}
-		t, ok := r.vals[colT].(int64)
+		t, ok := r.num(colT)
 		if !ok || r.set&(1<<colT) == 0 {
 			return nil, nil, fmt.Errorf("pack samples of gpu %d: a sample without a time", gid)
 		}
@@ -69,7 +69,7 @@ func mergePack(old []byte, gid int64, rows []sampleRow) (data []byte, added []bo
 		return nil, nil, fmt.Errorf("pack samples of gpu %d: %d samples, at most %d a pack", gid, len(all), maxPackSamples)
 	}
 	slices.SortStableFunc(all, func(a, b sampleRow) int {
-		ta, tb := a.vals[colT].(int64), b.vals[colT].(int64)
+		ta, tb := a.ints[colT], b.ints[colT]
 		switch {
 		case ta < tb:
 			return -1
@@ -92,7 +92,7 @@ func mergePack(old []byte, gid int64, rows []sampleRow) (data []byte, added []bo
 // cover it.
 func eachPackedIn(data []byte, gid, from, to int64, fn func(r *sampleRow) error) error {
 	return eachPacked(data, gid, func(r *sampleRow) error {
-		t := r.vals[colT].(int64)
+		t := r.ints[colT]
 		if t < from || t >= to {
 			return nil
 		}
@@ -115,8 +115,8 @@ type packer struct {
 // add appends r, which must not come before the previous sample of its
 // GPU.
 func (k *packer) add(r *sampleRow) error {
-	gid, _ := r.vals[colGPU].(int64)
-	t, ok := r.vals[colT].(int64)
+	gid, _ := r.num(colGPU)
+	t, ok := r.num(colT)
 	if !ok {
 		return fmt.Errorf("pack samples of gpu %d: a sample without a time", gid)
 	}
@@ -182,7 +182,7 @@ func scanSampleRow(sc interface{ Scan(...any) error }, r *sampleRow) error {
 		switch col {
 		case colJobs, colMissing, colMetrics:
 			if texts[col].Valid {
-				r.put(col, texts[col].String)
+				r.putText(col, texts[col].String)
 			}
 		default:
 			if ints[col].Valid {

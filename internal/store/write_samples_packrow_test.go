@@ -87,7 +87,7 @@ func TestMergePack(t *testing.T) {
 
 func mustMerge(t *testing.T, rows []sampleRow) []byte {
 	t.Helper()
-	data, _, err := mergePack(nil, rows[0].vals[colGPU].(int64), rows)
+	data, _, err := mergePack(nil, rows[0].ints[colGPU], rows)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestEachPackedIn(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	run := steadyRun(rng, 1, 30)
 	data := mustMerge(t, run)
-	t0 := run[0].vals[colT].(int64)
+	t0 := run[0].ints[colT]
 	tests := []struct {
 		name     string
 		from, to int64
@@ -259,8 +259,14 @@ func storedRows(t *testing.T, s *Ledger) []sampleRow {
 			if x, ok := v.(int64); ok && x == 0 && (col == colJob || col == colRestart || col == colIdle) {
 				continue
 			}
-			if v != nil {
+			switch v := v.(type) {
+			case int64:
 				r.put(col, v)
+			case string:
+				r.putText(col, v)
+			case nil:
+			default:
+				t.Fatalf("column %s: %T", sampleColumns()[col], v)
 			}
 		}
 		out = append(out, r)
@@ -294,10 +300,7 @@ func ledgerAt20(t *testing.T, rows []sampleRow) *Ledger {
 	for _, r := range rows {
 		vals := make([]any, nSampleCols)
 		for col := range nSampleCols {
-			vals[col] = r.vals[col]
-			if r.set&(1<<col) == 0 && (col == colJob || col == colRestart || col == colIdle) {
-				vals[col] = int64(0)
-			}
+			vals[col] = r.value(col)
 		}
 		q := `INSERT INTO samples(` + strings.Join(cols[:], ", ") + `) VALUES(?` + strings.Repeat(", ?", nSampleCols-1) + `)`
 		if _, err := db.ExecContext(ctx, q, vals...); err != nil {

@@ -139,7 +139,7 @@ func (si *sampleInserter) insertPacks(b *Batch, rows []sampleRow) error {
 	for i := range rows {
 		r := &rows[i]
 		r.isNew = false
-		k := key{r.vals[colGPU].(int64), packStart(r.vals[colT].(int64))}
+		k := key{r.ints[colGPU], packStart(r.ints[colT])}
 		if _, ok := groups[k]; !ok {
 			order = append(order, k)
 		}
@@ -182,7 +182,7 @@ func (si *sampleInserter) insertPacks(b *Batch, rows []sampleRow) error {
 			rows[i].isNew = true
 			r := &rows[i]
 			n++
-			t1 = max(t1, r.vals[colT].(int64)+r.vals[colInterval].(int64))
+			t1 = max(t1, r.ints[colT]+r.ints[colInterval])
 		}
 		if !more {
 			continue
@@ -261,9 +261,8 @@ func packSamplesStep(ctx context.Context, tx *ledgerTx) error {
 			// The writer leaves these out when 0 (the table's default):
 			// so do the packs, whose bytes then match a fresh ledger's.
 			for _, col := range []int{colJob, colRestart, colIdle} {
-				if v, _ := r.vals[col].(int64); v == 0 {
-					r.set &^= 1 << col
-					r.vals[col] = nil
+				if v, _ := r.num(col); v == 0 {
+					r.drop(col)
 				}
 			}
 			got = append(got, r)
@@ -281,7 +280,7 @@ func packSamplesStep(ctx context.Context, tx *ledgerTx) error {
 			break
 		}
 		last := got[len(got)-1]
-		lastGID, lastT = last.vals[colGPU].(int64), last.vals[colT].(int64)
+		lastGID, lastT = last.ints[colGPU], last.ints[colT]
 	}
 	if err := k.flush(); err != nil {
 		return err
@@ -299,7 +298,7 @@ func (b *Batch) updateSample(gid, t int64, fn func(r *sampleRow)) error {
 	var all []sampleRow
 	err := b.eachSample(gid, t0, t0+samplePackMs, func(r *sampleRow) error {
 		all = append(all, *r)
-		if r.vals[colT].(int64) == t {
+		if r.ints[colT] == t {
 			fn(&all[len(all)-1])
 		}
 		return nil
@@ -343,7 +342,7 @@ func (b *Batch) pruneSamples(gid, before int64) (int64, error) {
 	var keep []sampleRow
 	gone := int64(0)
 	err = b.eachSample(gid, cut, cut+samplePackMs, func(r *sampleRow) error {
-		if r.vals[colT].(int64) < before {
+		if r.ints[colT] < before {
 			gone++
 			return nil
 		}

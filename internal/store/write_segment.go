@@ -99,7 +99,7 @@ func (b *Batch) Segment(h *record.SegmentHeader, samples []record.Sample) (int, 
 				if err != nil {
 					return 0, fmt.Errorf("encode sample jobs: %w", err)
 				}
-				r.put(colJobs, string(data))
+				r.putText(colJobs, string(data))
 			}
 		}
 		putU32(r, colUtil, s.GPUUtil)
@@ -118,14 +118,14 @@ func (b *Batch) Segment(h *record.SegmentHeader, samples []record.Sample) (int, 
 		r.put(colProcs, int64(len(s.Procs)))
 		r.put(colForeign, foreign)
 		if len(s.Missing) > 0 {
-			r.put(colMissing, strings.Join(s.Missing, "; "))
+			r.putText(colMissing, strings.Join(s.Missing, "; "))
 		}
 		if len(s.Metrics) > 0 {
 			m, err := sampleMetricsJSON(s.Metrics)
 			if err != nil {
 				return 0, err
 			}
-			r.put(colMetrics, m)
+			r.putText(colMetrics, m)
 		}
 	}
 	if err := flush(len(rows)); err != nil {
@@ -143,13 +143,13 @@ func (b *Batch) Segment(h *record.SegmentHeader, samples []record.Sample) (int, 
 		}
 		s := &samples[i]
 		tms := s.Time.UnixMilli()
-		b.stored(rows[i].vals[colGPU].(int64), tms, intervalMS, s.EnergyMJ)
+		b.stored(rows[i].ints[colGPU], tms, intervalMS, s.EnergyMJ)
 		n++
 		if s.Time.After(newest) {
 			newest = s.Time
 		}
 		delta := deltas[i]
-		addBucketSample(buckets, rows[i].vals[colGPU].(int64), tms, intervalMS, s, delta)
+		addBucketSample(buckets, rows[i].ints[colGPU], tms, intervalMS, s, delta)
 		jobDelta := delta
 		if jobDelta == nil {
 			jobDelta = sliceDelta(s, parentDelta)
@@ -172,7 +172,7 @@ func (b *Batch) Segment(h *record.SegmentHeader, samples []record.Sample) (int, 
 			// used and idle never pass allocated, per job, GPU and hour.
 			a := chk.alloc[jobKey{h.Cluster, js.Job, js.Restart}]
 			b.addSampleUse(job, node, chk.win[i], nil, a, intervalMS, util, js, nil, jobDelta)
-			gid := rows[i].vals[colGPU].(int64)
+			gid := rows[i].ints[colGPU]
 			b.addSampleMetrics(job, gid, chk.win[i], nil, a, s.PowerMW, s.Metrics)
 			if un := unsup[s.UUID]; len(un) > 0 && !noted[[2]int64{job, gid}] {
 				noted[[2]int64{job, gid}] = true
@@ -189,7 +189,7 @@ func (b *Batch) Segment(h *record.SegmentHeader, samples []record.Sample) (int, 
 			}
 		}
 		if nx := chk.next[i]; s.EnergyMJ != nil && nx.sample == -1 && nx.mj != nil {
-			if err := b.redoDelta(h, node, rows[i].vals[colGPU].(int64), tms, *s.EnergyMJ, nx); err != nil {
+			if err := b.redoDelta(h, node, rows[i].ints[colGPU], tms, *s.EnergyMJ, nx); err != nil {
 				return n, err
 			}
 		}
@@ -259,8 +259,8 @@ func (b *Batch) energyDelta(gid, tms int64, mj uint64, intervalMS int64) (*int64
 		found := false
 		var t, e int64
 		err := b.eachSample(gid, tms-3*max(intervalMS, 1000), tms, func(r *sampleRow) error {
-			if v, ok := r.vals[colEnergy].(int64); ok {
-				t, e, found = r.vals[colT].(int64), v, true
+			if v, ok := r.num(colEnergy); ok {
+				t, e, found = r.ints[colT], v, true
 			}
 			return nil
 		})

@@ -250,7 +250,7 @@ func (s *Ledger) RebuildSeriesBuckets(ctx context.Context) error {
 				u := uint32(st.util.Int64)
 				smp.GPUUtil = &u
 			}
-			if m, ok := r.vals[colMemUsed].(int64); ok {
+			if m, ok := r.num(colMemUsed); ok {
 				v := uint64(m)
 				smp.MemUsedMiB = &v
 			}

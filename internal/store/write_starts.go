@@ -74,11 +74,11 @@ func (b *Batch) FirstSample(n NoStart) (time.Time, bool, error) {
 	mark := fmt.Sprintf(`"job":%d,"restart":%d,`, n.JobID, n.Restart)
 	for _, gid := range gids {
 		err := b.eachSample(gid, hour.Int64*3_600_000, (hour.Int64+1)*3_600_000, func(r *sampleRow) error {
-			j, _ := r.vals[colJob].(int64)
-			rs, _ := r.vals[colRestart].(int64)
-			js, _ := r.vals[colJobs].(string)
+			j, _ := r.num(colJob)
+			rs, _ := r.num(colRestart)
+			js, _ := r.text(colJobs)
 			if j == int64(n.JobID) && rs == int64(n.Restart) || strings.Contains(js, mark) {
-				if tm := r.vals[colT].(int64); !t.Valid || tm < t.Int64 {
+				if tm := r.ints[colT]; !t.Valid || tm < t.Int64 {
 					t = sql.NullInt64{Int64: tm, Valid: true}
 				}
 				return errStopSamples
