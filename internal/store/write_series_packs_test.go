@@ -559,7 +559,9 @@ func processCPU(b *testing.B) time.Duration {
 // TestSeriesFoldSpanBySpan: housekeeping folds a pack's span (2 hours of
 // every GPU) a pass when a span holds its budget, moving the mark past
 // each, and every reader answers as over rows alone at every mark; a
-// stretch without buckets is crossed in one pass.
+// stretch without buckets is crossed in one pass. The GPUs' first
+// samples come late, after three passes: the writer adds them to the
+// packs of a mark within the day.
 func TestSeriesFoldSpanBySpan(t *testing.T) {
 	ctx := context.Background()
 	const gpus, hours = 2, 50
@@ -570,11 +572,10 @@ func TestSeriesFoldSpanBySpan(t *testing.T) {
 	want := seriesReads(t, rowsOnly, hours)
 
 	s := openTemp(t)
-	buildSeries(t, s, gpus, hours, nil)
 	old := foldPassBuckets
 	foldPassBuckets = 1
 	t.Cleanup(func() { foldPassBuckets = old })
-	pass := func(now time.Time) int64 {
+	pass := func(t *testing.T, now time.Time) int64 {
 		t.Helper()
 		batchOf(t, s, now, func(b *Batch) error {
 			_, err := b.PruneSamples(seriesT0.Add(-48 * time.Hour))
@@ -586,48 +587,64 @@ func TestSeriesFoldSpanBySpan(t *testing.T) {
 		}
 		return m
 	}
+	check := func(t *testing.T, at string, mark int64) {
+		t.Helper()
+		rows, packed := allBuckets(t, s)
+		for _, r := range rows {
+			var g, j, rs, b int64
+			fmt.Sscanf(r, "%d|%d|%d|%d|", &g, &j, &rs, &b)
+			if b < mark {
+				t.Fatalf("%s: a row before the fold mark: %s", at, r)
+			}
+		}
+		for _, r := range packed {
+			var g, j, rs, b int64
+			fmt.Sscanf(r, "%d|%d|%d|%d|", &g, &j, &rs, &b)
+			if b >= mark {
+				t.Fatalf("%s: a packed bucket after the fold mark: %s", at, r)
+			}
+		}
+		all := append(packed, rows...)
+		slices.Sort(all)
+		if d := cmp.Diff(wantRows, all); d != "" {
+			t.Fatalf("%s: buckets (-rows only +folded):\n%s", at, d)
+		}
+		if d := cmp.Diff(want, seriesReads(t, s, hours)); d != "" {
+			t.Fatalf("%s, mark %s: reads (-rows only +folded):\n%s", at, time.UnixMilli(mark).UTC(), d)
+		}
+	}
 	day := func(d, h int) int64 { return time.Date(2026, 3, d, h, 0, 0, 0, time.UTC).UnixMilli() }
+	buildSeries(t, s, gpus, hours, func() {
+		// The first buckets are in the span from 02:00 on March 2.
+		for _, want := range []int64{day(2, 4), day(2, 6), day(2, 8)} {
+			if m := pass(t, seriesFoldAt); m != want {
+				t.Fatalf("before the late samples: mark %s, want %s", time.UnixMilli(m).UTC(), time.UnixMilli(want).UTC())
+			}
+		}
+	})
+	m, err := s.foldedMark(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, "after the late samples", m)
 	for _, tc := range []struct {
 		name  string
 		now   time.Time
 		marks []int64 // after each pass
 	}{
-		// The first bucket is at 02:00 on March 2: eleven spans to March 3.
-		{"to March 3", seriesFoldAt, []int64{day(2, 4), day(2, 6), day(2, 8), day(2, 10), day(2, 12), day(2, 14), day(2, 16), day(2, 18),
-			day(2, 20), day(2, 22), day(3, 0), day(3, 0)}},
+		{"to March 3", seriesFoldAt, []int64{day(2, 10), day(2, 12), day(2, 14), day(2, 16), day(2, 18), day(2, 20), day(2, 22),
+			day(3, 0), day(3, 0)}},
 		// The buckets end on March 4 at 04:00; then nothing until March 5.
 		{"to March 5, past the last bucket", time.Date(2026, 3, 6, 0, 30, 0, 0, time.UTC), []int64{day(3, 2), day(3, 4), day(3, 6), day(3, 8),
 			day(3, 10), day(3, 12), day(3, 14), day(3, 16), day(3, 18), day(3, 20), day(3, 22), day(4, 0), day(4, 2), day(4, 4), day(5, 0), day(5, 0)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for i, wantMark := range tc.marks {
-				mark := pass(tc.now)
+				mark := pass(t, tc.now)
 				if mark != wantMark {
 					t.Fatalf("pass %d: mark %s, want %s", i+1, time.UnixMilli(mark).UTC(), time.UnixMilli(wantMark).UTC())
 				}
-				rows, packed := allBuckets(t, s)
-				for _, r := range rows {
-					var g, j, rs, b int64
-					fmt.Sscanf(r, "%d|%d|%d|%d|", &g, &j, &rs, &b)
-					if b < mark {
-						t.Fatalf("pass %d: a row before the fold mark: %s", i+1, r)
-					}
-				}
-				for _, r := range packed {
-					var g, j, rs, b int64
-					fmt.Sscanf(r, "%d|%d|%d|%d|", &g, &j, &rs, &b)
-					if b >= mark {
-						t.Fatalf("pass %d: a packed bucket after the fold mark: %s", i+1, r)
-					}
-				}
-				all := append(packed, rows...)
-				slices.Sort(all)
-				if d := cmp.Diff(wantRows, all); d != "" {
-					t.Fatalf("pass %d: buckets (-rows only +folded):\n%s", i+1, d)
-				}
-				if d := cmp.Diff(want, seriesReads(t, s, hours)); d != "" {
-					t.Fatalf("pass %d, mark %s: reads (-rows only +folded):\n%s", i+1, time.UnixMilli(mark).UTC(), d)
-				}
+				check(t, fmt.Sprintf("pass %d", i+1), mark)
 			}
 		})
 	}
