@@ -160,6 +160,27 @@ func TestPackedSamplesRefused(t *testing.T) {
 	}
 }
 
+// TestEachPackedDoesNotBox: decoding a pack allocates nothing a sample
+// (the row, once a pack, at most), where boxing each integer into a
+// driver.Value cost 8 a sample: the board decodes millions of them.
+func TestEachPackedDoesNotBox(t *testing.T) {
+	rows := steadyRun(rand.New(rand.NewPCG(35, 5)), 1, 30)
+	rows[7].putText(colJobs, `[{"job":7,"share":1}]`) // a text is one
+	data := packRun(t, rows)
+	n := 0
+	got := testing.AllocsPerRun(20, func() {
+		if err := eachPacked(data, 1, func(*sampleRow) error { n++; return nil }); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if n == 0 {
+		t.Fatal("no sample decoded")
+	}
+	if got > 2 {
+		t.Errorf("%.0f allocations for %d samples, want at most 2 (the row, the text)", got, len(rows))
+	}
+}
+
 // BenchmarkEachPacked is the reader's cost: a busy GPU's 5 minutes (30
 // samples) packed, then decoded whole (docs/performance.md, the last
 // hour's fill); allocs/op over 30 is the allocations a sample:
