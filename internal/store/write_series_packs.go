@@ -282,15 +282,7 @@ func foldSeries(io packIO, mark int64) (int, error) {
 		rows, err := io.query(`SELECT gpu_id, job, restart, `+bucketCols+` FROM series_buckets
  WHERE (gpu_id, job, restart, bucket_ms) > (?, ?, ?, ?) AND bucket_ms < ? ORDER BY gpu_id, job, restart, bucket_ms LIMIT `+strconv.Itoa(foldStepBatch),
 			last[0], last[1], last[2], last[3], mark)
-		var got []bucketRow
-		err = eachRow(rows, err, func(r batchRows) error {
-			var s bucketRow
-			if err := scanBucketRow(r, &s); err != nil {
-				return err
-			}
-			got = append(got, s)
-			return nil
-		})
+		got, err := collect(rows, err, scanBucketRow)
 		if err != nil {
 			return 0, fmt.Errorf("fold series: %w", err)
 		}
