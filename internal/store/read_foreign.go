@@ -23,20 +23,40 @@ type ForeignGPU struct {
 	First, Last int64
 }
 
+// foreignSQL reads every GPU's packs that may hold samples of a window in
+// one query: the GPUs lead (CROSS JOIN keeps SQLite from scanning every
+// pack of the table), each read by its packs' key range from
+// packFloor(fromMs).
+const foreignSQL = `SELECT g.id, n.cluster, n.name, g.idx, p.data
+ FROM gpus g CROSS JOIN sample_packs p JOIN nodes n ON n.id = g.node_id
+ WHERE p.gpu_id = g.id AND p.t0_ms >= ? AND p.t0_ms < ?`
+
+// foreignPG is foreignSQL for PostgreSQL, whose planner hashed a
+// sequential scan of the month's partition for the plain join, as for
+// gpuWindowsPG: LATERAL makes it probe each GPU's key range.
+const foreignPG = `SELECT g.id, n.cluster, n.name, g.idx, p.data
+ FROM gpus g JOIN nodes n ON n.id = g.node_id
+ CROSS JOIN LATERAL (SELECT x.t0_ms, x.data FROM sample_packs x WHERE x.gpu_id = g.id AND x.t0_ms >= ? AND x.t0_ms < ? ORDER BY x.t0_ms) p`
+
 // ForeignGPUs lists the GPUs whose samples in [fromMs, toMs) showed a
 // foreign process, most samples first, at most limit (MaxForeignGPUs
 // when 0 or more). Each GPU's packs are read by the key's range, so the
 // read is bounded by the window, not by the table.
 func (s *Ledger) ForeignGPUs(ctx context.Context, fromMs, toMs int64, limit int) ([]ForeignGPU, error) {
+	q := foreignSQL
+	if s.pg != nil {
+		q = foreignPG
+	}
+	return s.foreignGPUs(ctx, q, fromMs, toMs, limit)
+}
+
+// foreignGPUs is ForeignGPUs by query q, foreignSQL's columns and
+// placeholders.
+func (s *Ledger) foreignGPUs(ctx context.Context, q string, fromMs, toMs int64, limit int) ([]ForeignGPU, error) {
 	if limit <= 0 || limit > MaxForeignGPUs {
 		limit = MaxForeignGPUs
 	}
-	// One query: the GPUs lead (CROSS JOIN keeps SQLite from scanning
-	// every pack of the table), each read by its packs' key range from
-	// packFloor(fromMs).
-	rows, err := s.db.QueryContext(ctx, `SELECT g.id, n.cluster, n.name, g.idx, p.data
- FROM gpus g CROSS JOIN sample_packs p JOIN nodes n ON n.id = g.node_id
- WHERE p.gpu_id = g.id AND p.t0_ms >= ? AND p.t0_ms < ?`, packFloor(fromMs), toMs)
+	rows, err := s.db.QueryContext(ctx, q, packFloor(fromMs), toMs)
 	byGPU := map[int64]*ForeignGPU{}
 	err = eachRow(rows, err, func(r batchRows) error {
 		var gid int64
