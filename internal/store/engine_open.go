@@ -90,6 +90,9 @@ type Ledger struct {
 	pg     *pgEngine // PostgreSQL's pool and writer lock; nil on SQLite
 	// now stamps the locks this store takes (Options.Now).
 	now func() time.Time
+	// markRead, when set (tests), runs after each read of the series
+	// fold mark: where a fold can commit between that read and the next.
+	markRead func()
 }
 
 // The engines.

@@ -142,7 +142,15 @@ type IdleGPU struct {
 // from the 5-minute bucket that holds from (Unix ms) on: the idle rule
 // needs no sample older than its window, so that a year's ledger costs
 // it no more than a day's.
-func (s *Ledger) IdleGPUs(ctx context.Context, fromMs int64, limit int) ([]IdleGPU, error) {
+func (s *Ledger) IdleGPUs(ctx context.Context, fromMs int64, limit int) (out []IdleGPU, err error) {
+	err = s.inSnapshot(ctx, func(r *Ledger) error {
+		out, err = r.idleGPUs(ctx, fromMs, limit)
+		return err
+	})
+	return out, err
+}
+
+func (s *Ledger) idleGPUs(ctx context.Context, fromMs int64, limit int) ([]IdleGPU, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT j.id, j.cluster, j.job_id, j.restart, j.user, j.account, j.partition, coalesce(j.comment, ''), coalesce(j.qos, ''), j.start, j.gpus,
  n.name, g.idx, g.uuid, g.id, coalesce(sum(b.window_ms), 0), coalesce(sum(b.window_ms - b.idle_ms), 0), coalesce(max(b.end_ms), 0)
  FROM (SELECT * FROM jobs WHERE end IS NULL AND start IS NOT NULL AND start * 1000 <= ?1 ORDER BY start DESC, id DESC LIMIT ?3) j
@@ -186,6 +194,10 @@ func (s *Ledger) IdleGPUs(ctx context.Context, fromMs int64, limit int) ([]IdleG
 // IdleSince fills each GPU's IdleSinceMs from its run's buckets: for the
 // few GPUs found idle through a whole window, not for every running one.
 func (s *Ledger) IdleSince(ctx context.Context, gpus []IdleGPU) error {
+	return s.inSnapshot(ctx, func(r *Ledger) error { return r.idleSince(ctx, gpus) })
+}
+
+func (s *Ledger) idleSince(ctx context.Context, gpus []IdleGPU) error {
 	mark, err := s.foldedMark(ctx)
 	if err != nil {
 		return fmt.Errorf("read when GPUs were last busy: %w", err)

@@ -17,7 +17,15 @@ import (
 // answer: the edges of its window, buckets before the pruned mark
 // (PrunedBefore) and those reaching past the job's end (BucketPastEnd).
 // The answer has at most (toMs-originMs)/spanMs+1 rows.
-func (s *Ledger) JobBucketBins(ctx context.Context, gpuID, job int64, restart int, originMs, fromMs, toMs, spanMs int64) ([]SampleBin, error) {
+func (s *Ledger) JobBucketBins(ctx context.Context, gpuID, job int64, restart int, originMs, fromMs, toMs, spanMs int64) (out []SampleBin, err error) {
+	err = s.inSnapshot(ctx, func(r *Ledger) error {
+		out, err = r.jobBucketBins(ctx, gpuID, job, restart, originMs, fromMs, toMs, spanMs)
+		return err
+	})
+	return out, err
+}
+
+func (s *Ledger) jobBucketBins(ctx context.Context, gpuID, job int64, restart int, originMs, fromMs, toMs, spanMs int64) ([]SampleBin, error) {
 	if originMs%BucketMs != 0 || fromMs%BucketMs != 0 || toMs%BucketMs != 0 || spanMs%BucketMs != 0 || spanMs <= 0 {
 		return nil, fmt.Errorf("series buckets of gpu %d: %d, %d, %d, %d not whole buckets", gpuID, originMs, fromMs, toMs, spanMs)
 	}
@@ -66,7 +74,15 @@ func (s *Ledger) JobBucketBins(ctx context.Context, gpuID, job int64, restart in
 // windows there are cut, which a bucket's sums cannot be), or toMs when
 // none does. A bucket whose samples were pruned (series kept longer,
 // store.series_retention) is not one: the samples cannot answer for it.
-func (s *Ledger) BucketPastEnd(ctx context.Context, gpuID, job int64, restart int, fromMs, toMs, endMs int64) (int64, error) {
+func (s *Ledger) BucketPastEnd(ctx context.Context, gpuID, job int64, restart int, fromMs, toMs, endMs int64) (first int64, err error) {
+	err = s.inSnapshot(ctx, func(r *Ledger) error {
+		first, err = r.bucketPastEnd(ctx, gpuID, job, restart, fromMs, toMs, endMs)
+		return err
+	})
+	return first, err
+}
+
+func (s *Ledger) bucketPastEnd(ctx context.Context, gpuID, job int64, restart int, fromMs, toMs, endMs int64) (int64, error) {
 	m, err := s.pruneMarks(ctx)
 	if err != nil {
 		return 0, err

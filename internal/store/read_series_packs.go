@@ -15,6 +15,9 @@ func (s *Ledger) foldedMark(ctx context.Context) (int64, error) {
 	if err := s.db.QueryRowContext(ctx, foldedMarkSQL).Scan(&v); err != nil {
 		return 0, fmt.Errorf("series fold mark: %w", translate(err))
 	}
+	if s.markRead != nil {
+		s.markRead()
+	}
 	return foldedMarkOf(v)
 }
 

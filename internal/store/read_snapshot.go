@@ -38,6 +38,17 @@ func (s *Ledger) ReadSnapshot(ctx context.Context, fn func(r *Ledger) error) (er
 			err = fmt.Errorf("end read snapshot: %w", translate(rerr))
 		}
 	}()
-	r := &Ledger{db: &ledgerDB{DB: s.db.DB, pg: s.db.pg, snap: tx}, Path: s.Path, Engine: s.Engine, Journal: s.Journal, pg: s.pg, now: s.now}
+	r := &Ledger{db: &ledgerDB{DB: s.db.DB, pg: s.db.pg, snap: tx}, Path: s.Path, Engine: s.Engine, Journal: s.Journal, pg: s.pg, now: s.now, markRead: s.markRead}
 	return fn(r)
+}
+
+// inSnapshot is fn on s when s already reads a snapshot, else on a new
+// one: for a read that takes the fold mark in one statement and the
+// packs and rows on either side of it in others, which a fold committed
+// between them would otherwise split (its buckets in neither).
+func (s *Ledger) inSnapshot(ctx context.Context, fn func(r *Ledger) error) error {
+	if s.db.snap != nil {
+		return fn(s)
+	}
+	return s.ReadSnapshot(ctx, fn)
 }
