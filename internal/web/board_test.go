@@ -3,7 +3,6 @@ package web_test
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -27,6 +26,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/store"
 	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 	"github.com/aicloud/gpusuite/internal/testkit/poll"
+	"github.com/aicloud/gpusuite/internal/testkit/snapshot"
 	"github.com/aicloud/gpusuite/internal/web"
 )
 
@@ -59,17 +59,7 @@ func writeSnapshot(t testing.TB, dir string, l record.Live) {
 	if l.Time.IsZero() {
 		l.Time = boardNow.Add(-4 * time.Second)
 	}
-	b, err := json.Marshal(l)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmp := filepath.Join(dir, "."+l.Node+".tmp")
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, record.LiveFileName(l.Node))); err != nil {
-		t.Fatal(err)
-	}
+	snapshot.Write(t, dir, l)
 }
 
 // liveBoard is a cluster of four nodes: n1 with a busy, an idle, a
