@@ -23,20 +23,12 @@ type ForeignGPU struct {
 	First, Last int64
 }
 
-// foreignSQL reads every GPU's packs that may hold samples of a window in
-// one query: the GPUs lead (CROSS JOIN keeps SQLite from scanning every
-// pack of the table), each read by its packs' key range from
-// packFloor(fromMs).
-const foreignSQL = `SELECT g.id, n.cluster, n.name, g.idx, p.data
- FROM gpus g CROSS JOIN sample_packs p JOIN nodes n ON n.id = g.node_id
- WHERE p.gpu_id = g.id AND p.t0_ms >= ? AND p.t0_ms < ?`
-
-// foreignPG is foreignSQL for PostgreSQL, whose planner hashed a
-// sequential scan of the month's partition for the plain join, as for
-// gpuWindowsPG: LATERAL makes it probe each GPU's key range.
-const foreignPG = `SELECT g.id, n.cluster, n.name, g.idx, p.data
- FROM gpus g JOIN nodes n ON n.id = g.node_id
- CROSS JOIN LATERAL (SELECT x.t0_ms, x.data FROM sample_packs x WHERE x.gpu_id = g.id AND x.t0_ms >= ? AND x.t0_ms < ? ORDER BY x.t0_ms) p`
+// foreignSQL and foreignPG read every GPU's packs that may hold samples
+// of a window, in no order, for SQLite and PostgreSQL (gpuPacksSQL).
+var (
+	foreignSQL = gpuPacksSQL(false, "g.id, n.cluster, n.name, g.idx", "")
+	foreignPG  = gpuPacksSQL(true, "g.id, n.cluster, n.name, g.idx", "")
+)
 
 // ForeignGPUs lists the GPUs whose samples in [fromMs, toMs) showed a
 // foreign process, most samples first, at most limit (MaxForeignGPUs

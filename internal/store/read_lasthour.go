@@ -24,22 +24,32 @@ type GPUWindow struct {
 	Samples       []WindowSample
 }
 
-// gpuWindowsSQL reads every GPU's packs that may hold samples of a window
-// in one query, by GPU and then time, each GPU's packs by the key's range
-// so that the read is bounded by the window, not by the table. CROSS JOIN
-// makes SQLite lead with gpus (by id), which then needs no sort.
-const gpuWindowsSQL = `SELECT g.id, g.node_id, g.uuid, g.idx, n.cluster, n.name, p.data
- FROM gpus g CROSS JOIN sample_packs p JOIN nodes n ON n.id = g.node_id
- WHERE p.gpu_id = g.id AND p.t0_ms >= ? AND p.t0_ms < ?
- ORDER BY g.id, p.t0_ms`
-
-// gpuWindowsPG is gpuWindowsSQL for PostgreSQL, whose planner joined the
-// plain form by hashing a sequential scan of the month's partition (2.4 s
-// for 11.5 M packs): LATERAL makes it probe each GPU's key range.
-const gpuWindowsPG = `SELECT g.id, g.node_id, g.uuid, g.idx, n.cluster, n.name, p.data
+// gpuPacksSQL builds the query that reads every GPU's packs that may
+// hold samples of a window, [packFloor(from), to) as its two
+// placeholders, in one query: cols from gpus g and nodes n, then p.data,
+// each GPU's packs read by the key's range so that the read is bounded by
+// the window, not by the table; order ends the query. CROSS JOIN makes
+// SQLite lead with gpus (by id), which then needs no sort. PostgreSQL's
+// planner joined that plain form by hashing a sequential scan of the
+// month's partition (2.4 s for 11.5 M packs): LATERAL makes it probe
+// each GPU's key range.
+func gpuPacksSQL(pg bool, cols, order string) string {
+	if pg {
+		return "SELECT " + cols + ", p.data" + `
  FROM gpus g JOIN nodes n ON n.id = g.node_id
- CROSS JOIN LATERAL (SELECT x.t0_ms, x.data FROM sample_packs x WHERE x.gpu_id = g.id AND x.t0_ms >= ? AND x.t0_ms < ? ORDER BY x.t0_ms) p
- ORDER BY g.id, p.t0_ms`
+ CROSS JOIN LATERAL (SELECT x.t0_ms, x.data FROM sample_packs x WHERE x.gpu_id = g.id AND x.t0_ms >= ? AND x.t0_ms < ? ORDER BY x.t0_ms) p` + order
+	}
+	return "SELECT " + cols + ", p.data" + `
+ FROM gpus g CROSS JOIN sample_packs p JOIN nodes n ON n.id = g.node_id
+ WHERE p.gpu_id = g.id AND p.t0_ms >= ? AND p.t0_ms < ?` + order
+}
+
+// gpuWindowsSQL and gpuWindowsPG read every GPU's packs of a window by
+// GPU and then time, for SQLite and PostgreSQL.
+var (
+	gpuWindowsSQL = gpuPacksSQL(false, "g.id, g.node_id, g.uuid, g.idx, n.cluster, n.name", "\n ORDER BY g.id, p.t0_ms")
+	gpuWindowsPG  = gpuPacksSQL(true, "g.id, g.node_id, g.uuid, g.idx, n.cluster, n.name", "\n ORDER BY g.id, p.t0_ms")
+)
 
 // EachGPUWindow calls fn with each GPU's samples whose time is in
 // [fromMs, toMs), in time order, one GPU at a time by its ledger id: a
