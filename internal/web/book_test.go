@@ -153,6 +153,34 @@ func refusal(body string) string {
 	return html.UnescapeString(m[1])
 }
 
+// refused is a request a form's action turns down: its method, user,
+// Origin ("self": the server's own) and form, and the status and the
+// refusal's words it answers with.
+type refused struct {
+	name, method, user, origin string
+	form                       url.Values
+	code                       int
+	why                        string
+}
+
+// refuses sends each of cases to the action at path, each as a subtest,
+// and checks its status and that its refusal says why.
+func (e *formsEnv) refuses(t *testing.T, path string, cases []refused) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			origin := tc.origin
+			if origin == "self" {
+				origin = e.url
+			}
+			code, _, body := e.do(t, tc.method, path, tc.user, tc.form, origin)
+			if why := refusal(body); code != tc.code || !strings.Contains(why, tc.why) {
+				t.Errorf("%d %q, want %d saying %q", code, why, tc.code, tc.why)
+			}
+		})
+	}
+}
+
 // token is user's form token, read from the page at path as a browser
 // would.
 func (e *formsEnv) token(t *testing.T, path, user string) string {
@@ -293,12 +321,7 @@ func TestBookForged(t *testing.T) {
 		return url.Values{"token": {alice}, "node": {"n1"}, "gpu": {"0"}, "until": {"4h"}, "text": {"mine"}}
 	}
 	with := func(k, v string) url.Values { f := ok(); f.Set(k, v); return f }
-	for _, tc := range []struct {
-		name, method, user, origin string
-		form                       url.Values
-		code                       int
-		why                        string
-	}{
+	e.refuses(t, "/book/add", []refused{
 		{"no token", http.MethodPost, "alice", "self", with("token", ""), 403, "the form's token is missing or not yours"},
 		{"bob with alice's token", http.MethodPost, "bob", "self", ok(), 403, "the form's token is missing or not yours"},
 		{"another origin", http.MethodPost, "alice", "http://evil.example", ok(), 403, "the form comes from http://evil.example, not from this server"},
@@ -314,18 +337,7 @@ func TestBookForged(t *testing.T) {
 		{"bad node", http.MethodPost, "alice", "self", with("node", "../etc"), 400, "holds '/'"},
 		{"bad gpu", http.MethodPost, "alice", "self", with("gpu", "1024"), 400, "is not an index 0..1023"},
 		{"too large", http.MethodPost, "alice", "self", with("text", strings.Repeat("x", 20<<10)), 413, "more than 16384 bytes"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			origin := tc.origin
-			if origin == "self" {
-				origin = e.url
-			}
-			code, _, body := e.do(t, tc.method, "/book/add", tc.user, tc.form, origin)
-			if why := refusal(body); code != tc.code || !strings.Contains(why, tc.why) {
-				t.Errorf("%d %q, want %d saying %q", code, why, tc.code, tc.why)
-			}
-		})
-	}
+	})
 	e.apply(t)
 	if ns := e.notesInForce(t); len(ns) != 0 {
 		t.Errorf("refused posts booked %+v", ns)
