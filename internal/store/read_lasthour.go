@@ -111,8 +111,8 @@ func (s *Ledger) EachGPUWindow(ctx context.Context, fromMs, toMs int64, maxPerGP
 			if len(w.Samples) >= maxPerGPU {
 				return errStopSamples
 			}
-			job, _ := r.value(colJob).(int64)
-			u, ok := r.value(colUtil).(int64)
+			job, _ := r.num(colJob)
+			u, ok := r.num(colUtil)
 			w.Samples = append(w.Samples, WindowSample{T: r.ints[colT], Job: job, Util: u, HasUtil: ok})
 			return nil
 		})
