@@ -2,8 +2,7 @@
 # The demo's wall time (issue 16: under 5 s on the 2-CPU machine, after the
 # build), N runs of bin/simulated/gpuacct demo into a fresh directory each,
 # and their median beside the target. Usage: bench/demo.sh [N]
-set -euo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/env.sh"
 n="${1:-3}"
 bin=./bin/simulated/gpuacct
 [ -x "$bin" ] || { echo "bench/demo.sh: $bin not built (make build-simulated)" >&2; exit 1; }
