@@ -154,11 +154,8 @@ func (d *servedDoc) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body := d.raw
-	if gw, ok := w.(*gzipWriter); ok {
-		// Already compressed: written past gw, which must not end it.
-		gw.plain, w = true, gw.ResponseWriter
-		hd.Set("Content-Encoding", "gzip")
-		body = d.gz
+	if zw, ok := precompressed(w); ok {
+		w, body = zw, d.gz
 	}
 	hd.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusOK)

@@ -96,9 +96,8 @@ func (h *Handler) writeBoardPage(w http.ResponseWriter, v *boardPage, f *rendere
 	hd.Set("Content-Type", "text/html; charset=utf-8")
 	hd.Add("Vary", "Accept-Language") // the page speaks the browser's language
 	var out [][]byte
-	if gw, ok := w.(*gzipWriter); ok {
-		gw.plain, w = true, gw.ResponseWriter // already compressed
-		hd.Set("Content-Encoding", "gzip")
+	if zw, ok := precompressed(w); ok {
+		w = zw
 		z := gzipStream{pool: h.hub.deflaters}
 		for _, p := range parts {
 			out = append(out, z.next(p))

@@ -155,6 +155,19 @@ func (g *gzipWriter) Write(b []byte) (int, error) {
 	return g.gz.Write(b)
 }
 
+// precompressed is the writer for an answer its handler gzipped itself:
+// when w is gzipped's writer, that writer passes the bytes on as they
+// are, the answer says gzip, and ok is true; else w itself, false.
+func precompressed(w http.ResponseWriter) (_ http.ResponseWriter, ok bool) {
+	gw, ok := w.(*gzipWriter)
+	if !ok {
+		return w, false
+	}
+	gw.plain = true
+	gw.Header().Set("Content-Encoding", "gzip")
+	return gw.ResponseWriter, true
+}
+
 func (g *gzipWriter) finish() {
 	switch {
 	case g.started:
