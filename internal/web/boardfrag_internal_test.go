@@ -2,10 +2,8 @@ package web
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/board"
 	"github.com/aicloud/gpusuite/internal/record"
+	"github.com/aicloud/gpusuite/internal/testkit/snapshot"
 )
 
 // TestRenderFragOnce: the board fragment is rendered once a build for
@@ -25,13 +24,7 @@ func TestRenderFragOnce(t *testing.T) {
 	l := record.Live{Schema: record.LiveSchema, Cluster: "c1", Node: "n1", Time: viewNow.Add(-4 * time.Second), Interval: 10,
 		GPUs: []record.LiveGPU{{Index: 0, UUID: "GPU-0", Model: "NVIDIA H100", Util: u(80),
 			Jobs: []record.LiveJob{{Job: 7, User: "carol", Account: "physics", Start: viewNow.Add(-time.Hour)}}}}}
-	b, err := json.Marshal(l)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, record.LiveFileName("n1")), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	snapshot.Write(t, dir, l)
 	src := board.NewSource(board.SourceOptions{LiveDir: dir, Now: func() time.Time { return viewNow }, MaxAge: time.Hour})
 	h, err := New(Options{DB: filepath.Join(t.TempDir(), "none.db"), Location: time.UTC, Now: func() time.Time { return viewNow }, Board: src})
 	if err != nil {
