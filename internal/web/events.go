@@ -107,8 +107,8 @@ type hub struct {
 // boardRenderer renders a board for the event stream: the whole
 // fragment ("boardfrag" of board.html) and, in the fragment's order, its
 // parts that an event may send alone. *Handler is the one outside tests
-// (renderFrag, renderSections in board.go), for viewers with names or
-// without.
+// (renderFrag in boardpage.go, renderSections in board.go), for viewers
+// with names or without.
 type boardRenderer interface {
 	renderFrag(*board.Snapshot) ([]byte, error)
 	renderSections(*board.Snapshot) ([]section, error)
