@@ -64,8 +64,6 @@ type Ledger struct {
 	nodeRollups bool
 	// clusters are the clusters that shipped records, sorted.
 	clusters []string
-	// snap: st is a read snapshot (snapshot), whose reads see one commit.
-	snap bool
 	// between, when set, runs between two statements of a plan: tests
 	// commit a pass there.
 	between func()
@@ -109,16 +107,13 @@ func OpenDB(ctx context.Context, loc string, busy time.Duration) (*Ledger, error
 }
 
 // snapshot runs fn with d reading one snapshot of the ledger
-// (store.ReadSnapshot), or with d itself when it reads one already: the
-// statements of one report see the same commits.
+// (store.ReadSnapshot, which keeps one already open): the statements of
+// one report see the same commits.
 func (d *Ledger) snapshot(ctx context.Context, fn func(d *Ledger) error) error {
-	if d.snap {
-		return fn(d)
-	}
 	var ferr error
 	err := d.st.ReadSnapshot(ctx, func(r *store.Ledger) error {
 		c := *d
-		c.st, c.snap = r, true
+		c.st = r
 		ferr = fn(&c)
 		return ferr
 	})

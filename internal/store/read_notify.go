@@ -143,7 +143,7 @@ type IdleGPU struct {
 // needs no sample older than its window, so that a year's ledger costs
 // it no more than a day's.
 func (s *Ledger) IdleGPUs(ctx context.Context, fromMs int64, limit int) (out []IdleGPU, err error) {
-	err = s.inSnapshot(ctx, func(r *Ledger) error {
+	err = s.ReadSnapshot(ctx, func(r *Ledger) error {
 		out, err = r.idleGPUs(ctx, fromMs, limit)
 		return err
 	})
@@ -194,7 +194,7 @@ func (s *Ledger) idleGPUs(ctx context.Context, fromMs int64, limit int) ([]IdleG
 // IdleSince fills each GPU's IdleSinceMs from its run's buckets: for the
 // few GPUs found idle through a whole window, not for every running one.
 func (s *Ledger) IdleSince(ctx context.Context, gpus []IdleGPU) error {
-	return s.inSnapshot(ctx, func(r *Ledger) error { return r.idleSince(ctx, gpus) })
+	return s.ReadSnapshot(ctx, func(r *Ledger) error { return r.idleSince(ctx, gpus) })
 }
 
 func (s *Ledger) idleSince(ctx context.Context, gpus []IdleGPU) error {

@@ -18,7 +18,7 @@ import (
 // (PrunedBefore) and those reaching past the job's end (BucketPastEnd).
 // The answer has at most (toMs-originMs)/spanMs+1 rows.
 func (s *Ledger) JobBucketBins(ctx context.Context, gpuID, job int64, restart int, originMs, fromMs, toMs, spanMs int64) (out []SampleBin, err error) {
-	err = s.inSnapshot(ctx, func(r *Ledger) error {
+	err = s.ReadSnapshot(ctx, func(r *Ledger) error {
 		out, err = r.jobBucketBins(ctx, gpuID, job, restart, originMs, fromMs, toMs, spanMs)
 		return err
 	})
@@ -75,7 +75,7 @@ func (s *Ledger) jobBucketBins(ctx context.Context, gpuID, job int64, restart in
 // none does. A bucket whose samples were pruned (series kept longer,
 // store.series_retention) is not one: the samples cannot answer for it.
 func (s *Ledger) BucketPastEnd(ctx context.Context, gpuID, job int64, restart int, fromMs, toMs, endMs int64) (first int64, err error) {
-	err = s.inSnapshot(ctx, func(r *Ledger) error {
+	err = s.ReadSnapshot(ctx, func(r *Ledger) error {
 		first, err = r.bucketPastEnd(ctx, gpuID, job, restart, fromMs, toMs, endMs)
 		return err
 	})

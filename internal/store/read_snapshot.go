@@ -21,7 +21,12 @@ import (
 // bounds how long that is. On a writer's pool (one connection, BEGIN
 // IMMEDIATE) it would hold the write lock: reports open read-only.
 // PostgreSQL: REPEATABLE READ, READ ONLY, which a hot standby allows.
+// Called on a view that reads a snapshot already, fn runs on that view:
+// a report's reads and the series reads inside it see the same commits.
 func (s *Ledger) ReadSnapshot(ctx context.Context, fn func(r *Ledger) error) (err error) {
+	if s.db.snap != nil {
+		return fn(s)
+	}
 	o := &sql.TxOptions{ReadOnly: true}
 	if s.pg != nil {
 		o.Isolation = sql.LevelRepeatableRead
@@ -40,15 +45,4 @@ func (s *Ledger) ReadSnapshot(ctx context.Context, fn func(r *Ledger) error) (er
 	}()
 	r := &Ledger{db: &ledgerDB{DB: s.db.DB, pg: s.db.pg, snap: tx}, Path: s.Path, Engine: s.Engine, Journal: s.Journal, pg: s.pg, now: s.now, markRead: s.markRead}
 	return fn(r)
-}
-
-// inSnapshot is fn on s when s already reads a snapshot, else on a new
-// one: for a read that takes the fold mark in one statement and the
-// packs and rows on either side of it in others, which a fold committed
-// between them would otherwise split (its buckets in neither).
-func (s *Ledger) inSnapshot(ctx context.Context, fn func(r *Ledger) error) error {
-	if s.db.snap != nil {
-		return fn(s)
-	}
-	return s.ReadSnapshot(ctx, fn)
 }
