@@ -9,18 +9,6 @@ import (
 	"github.com/aicloud/gpusuite/internal/store"
 )
 
-const (
-	// detailsBatch is how many job ids one sacct call asks about.
-	detailsBatch = 500
-	// detailsPerPass bounds the sacct calls of one pass, so that a large
-	// backlog (a ledger from before job details) drains over a few passes.
-	detailsPerPass = 10
-	// detailsGiveUp is how long after its end (else start) a job sacct
-	// does not know is asked about again: slurmdbd may lag behind, but a
-	// dead sacct must not cost calls forever.
-	detailsGiveUp = 24 * time.Hour
-)
-
 // fillDetails asks sacct what the hooks cannot know of finished jobs: the
 // comment and array ids (fillJobDetails), then Slurm's own times, state
 // and exit code (reconcileTimes). A failed details call skips the times
@@ -40,24 +28,7 @@ func (in *Ingester) fillDetails(ctx context.Context) {
 // requests and tag are applied. sacct failing is logged and retried next
 // pass (false); it never fails the pass.
 func (in *Ingester) fillJobDetails(ctx context.Context) bool {
-	now := in.d.Now()
-	var after int64
-	for calls := 0; calls < detailsPerPass; {
-		if ctx.Err() != nil {
-			return false
-		}
-		last, n, err := in.fillDetailsBatch(ctx, now, after, detailsPerPass-calls)
-		calls += n
-		if err != nil {
-			in.logSlurm("job comments and array ids not looked up; retrying next pass", err)
-			return false
-		}
-		if last == 0 {
-			return true
-		}
-		after = last
-	}
-	return true
+	return in.askInBatches(ctx, "job comments and array ids not looked up; retrying next pass", in.fillDetailsBatch)
 }
 
 // fillDetailsBatch looks up the batch of unchecked jobs after row after,
@@ -69,7 +40,7 @@ func (in *Ingester) fillDetailsBatch(ctx context.Context, now time.Time, after i
 	if err != nil {
 		return 0, 0, err
 	}
-	jobs, err := b.UncheckedJobs(after, detailsBatch)
+	jobs, err := b.UncheckedJobs(after, sacctBatch)
 	b.Rollback()
 	if err != nil || len(jobs) == 0 {
 		return 0, 0, err
@@ -112,7 +83,7 @@ func (in *Ingester) fillDetailsBatch(ctx context.Context, now time.Time, after i
 			filled++
 			continue
 		}
-		if now.Sub(j.Seen) > detailsGiveUp {
+		if now.Sub(j.Seen) > sacctGiveUp {
 			if err := b.GiveUpJobDetails(j.Row); err != nil {
 				b.Rollback()
 				return 0, calls, err
@@ -129,7 +100,7 @@ func (in *Ingester) fillDetailsBatch(ctx context.Context, now time.Time, after i
 	if serr != nil {
 		return 0, calls, serr
 	}
-	if !all || len(jobs) < detailsBatch {
+	if !all || len(jobs) < sacctBatch {
 		return 0, calls, nil
 	}
 	return jobs[len(jobs)-1].Row, calls, nil

@@ -195,15 +195,15 @@ func TestPassFillsJobDetails(t *testing.T) {
 }
 
 // TestJobDetailsBounded: the details calls of one pass are at most
-// detailsPerPass, however many clusters and batches wait: jobs of
-// detailsPerPass clusters over two batches take two passes, the second
+// sacctPerPass, however many clusters and batches wait: jobs of
+// sacctPerPass clusters over two batches take two passes, the second
 // asking only about what the first left.
 func TestJobDetailsBounded(t *testing.T) {
 	e := newEnv(t)
 	s := e.open(t)
 	s0 := t0.Add(time.Minute)
-	const clusters = detailsPerPass
-	jobs := detailsBatch + clusters
+	const clusters = sacctPerPass
+	jobs := sacctBatch + clusters
 	var files []forged
 	for j := range jobs {
 		cl, node := fmt.Sprintf("c%02d", j%clusters), fmt.Sprintf("g%02d", j%clusters)
@@ -231,8 +231,8 @@ func TestJobDetailsBounded(t *testing.T) {
 	if _, err := in.Pass(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if calls > detailsPerPass {
-		t.Errorf("first pass made %d details calls, want at most %d", calls, detailsPerPass)
+	if calls > sacctPerPass {
+		t.Errorf("first pass made %d details calls, want at most %d", calls, sacctPerPass)
 	}
 	if got := checked(); len(got) != 2 || !strings.HasPrefix(got[0], "0|") {
 		t.Errorf("jobs after the first pass %q, want some left for the next", got)
@@ -241,8 +241,8 @@ func TestJobDetailsBounded(t *testing.T) {
 	if _, err := in.Pass(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if calls == 0 || calls > detailsPerPass {
-		t.Errorf("second pass made %d details calls, want 1 to %d", calls, detailsPerPass)
+	if calls == 0 || calls > sacctPerPass {
+		t.Errorf("second pass made %d details calls, want 1 to %d", calls, sacctPerPass)
 	}
 	if diff := cmp.Diff([]string{fmt.Sprintf("1|%d", jobs)}, checked()); diff != "" {
 		t.Errorf("jobs after the second pass (-want +got):\n%s", diff)

@@ -9,18 +9,6 @@ import (
 	"github.com/aicloud/gpusuite/internal/store"
 )
 
-const (
-	// reconcileBatch is how many job runs one sacct call asks about.
-	reconcileBatch = 500
-	// reconcilePerPass bounds the sacct calls of one pass, so that a
-	// backlog (a ledger from before reconciliation) drains over passes.
-	reconcilePerPass = 10
-	// reconcileGiveUp is how long after its end a run sacct does not
-	// know (or cannot be asked about) is asked again: slurmdbd may lag
-	// behind, but a dead sacct must not cost calls forever.
-	reconcileGiveUp = 24 * time.Hour
-)
-
 // reconcileTimes takes the allocation start and end, state and exit code
 // of finished job runs from Slurm's accounting, which the hooks' own times
 // only approach (a prolog starts after Slurm's start, an epilog ends after
@@ -30,7 +18,7 @@ const (
 // resources (CPUs, TotalCPU, memory asked and peak RSS, time limit: see
 // askSacctRunsOf), kept beside its times. Runs are asked about in batches,
 // once: one sacct answers for without listing it is asked again each pass
-// until reconcileGiveUp after its end, and meanwhile keeps the hooks' times
+// until sacctGiveUp after its end, and meanwhile keeps the hooks' times
 // (end_source epilog). A failed call answers for no run, so none is given
 // up for it; it ends the pass's asking (one timeout a pass) and never fails
 // the pass.
@@ -38,23 +26,7 @@ func (in *Ingester) reconcileTimes(ctx context.Context) {
 	if in.d.Sacct == nil {
 		return
 	}
-	now := in.d.Now()
-	var before int64
-	for calls := 0; calls < reconcilePerPass; {
-		if ctx.Err() != nil {
-			return
-		}
-		last, n, err := in.reconcileBatch(ctx, now, before, reconcilePerPass-calls)
-		calls += n
-		if err != nil {
-			in.logSlurm("job times not taken from sacct; retrying next pass", err)
-			return
-		}
-		if last == 0 {
-			return
-		}
-		before = last
-	}
+	in.askInBatches(ctx, "job times not taken from sacct; retrying next pass", in.reconcileBatch)
 }
 
 // reconcileBatch reconciles the batch of unreconciled runs before row
@@ -66,7 +38,7 @@ func (in *Ingester) reconcileBatch(ctx context.Context, now time.Time, before in
 	if err != nil {
 		return 0, 0, err
 	}
-	jobs, err := b.Unreconciled(before, reconcileBatch)
+	jobs, err := b.Unreconciled(before, sacctBatch)
 	b.Rollback()
 	if err != nil || len(jobs) == 0 {
 		return 0, 0, err
@@ -96,7 +68,7 @@ func (in *Ingester) reconcileBatch(ctx context.Context, now time.Time, before in
 			}
 			return nil
 		})
-	full := all && len(jobs) == reconcileBatch
+	full := all && len(jobs) == sacctBatch
 	b, err = in.d.Store.Begin(ctx, now)
 	if err != nil {
 		return 0, calls, err
@@ -126,7 +98,7 @@ func (in *Ingester) reconcileBatch(ctx context.Context, now time.Time, before in
 			done++
 			continue
 		}
-		if now.Sub(j.End) > reconcileGiveUp {
+		if now.Sub(j.End) > sacctGiveUp {
 			if err := b.GiveUpReconcile(j.Row); err != nil {
 				b.Rollback()
 				return 0, calls, err

@@ -208,15 +208,15 @@ func evFileIn(t *testing.T, cluster, node string, job uint64, kind record.Kind, 
 }
 
 // TestReconcileBounded: one sacct call a cluster and a batch, at most
-// reconcilePerPass a pass, newest runs first: runs of twelve clusters take
+// sacctPerPass a pass, newest runs first: runs of twelve clusters take
 // two passes, the ones left for the next pass keep their hooks' times
-// meanwhile; a batch of more than reconcileBatch runs takes more calls in
+// meanwhile; a batch of more than sacctBatch runs takes more calls in
 // the same pass.
 func TestReconcileBounded(t *testing.T) {
 	e := newEnv(t)
 	s := e.open(t)
 	s0 := t0.Add(time.Minute)
-	const clusters = reconcilePerPass + 2
+	const clusters = sacctPerPass + 2
 	for c := range clusters {
 		cl, node := fmt.Sprintf("c%02d", c), fmt.Sprintf("g%02d", c)
 		e.put(t, evFileIn(t, cl, node, uint64(200+c), record.JobStart, s0.Add(time.Second)),
@@ -243,10 +243,10 @@ func TestReconcileBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Newest first: the last cluster's run is the newest row.
-	if len(asked) != reconcilePerPass || asked[0] != fmt.Sprintf("c%02d", clusters-1) {
-		t.Errorf("first pass asked about clusters %q, want %d calls from c%02d", asked, reconcilePerPass, clusters-1)
+	if len(asked) != sacctPerPass || asked[0] != fmt.Sprintf("c%02d", clusters-1) {
+		t.Errorf("first pass asked about clusters %q, want %d calls from c%02d", asked, sacctPerPass, clusters-1)
 	}
-	want := []string{fmt.Sprintf("0|2|%d", 2*601), fmt.Sprintf("1|%d|%d", reconcilePerPass, reconcilePerPass*600)}
+	want := []string{fmt.Sprintf("0|2|%d", 2*601), fmt.Sprintf("1|%d|%d", sacctPerPass, sacctPerPass*600)}
 	if diff := cmp.Diff(want, checked()); diff != "" {
 		t.Errorf("runs after the first pass (-want +got):\n%s", diff)
 	}
@@ -263,7 +263,7 @@ func TestReconcileBounded(t *testing.T) {
 
 	// A batch of more runs than one call asks about: more calls, one pass.
 	var files []forged
-	for j := range reconcileBatch + 5 {
+	for j := range sacctBatch + 5 {
 		id := uint64(1000 + j)
 		files = append(files, evFileIn(t, "c00", "g00", id, record.JobStart, s0.Add(time.Second)),
 			evFileIn(t, "c00", "g00", id, record.JobEnd, s0.Add(10*time.Minute+2*time.Second)))
@@ -274,9 +274,9 @@ func TestReconcileBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"c00", "c00"}, asked); diff != "" {
-		t.Errorf("a pass over %d runs asked (-want +got):\n%s", reconcileBatch+5, diff)
+		t.Errorf("a pass over %d runs asked (-want +got):\n%s", sacctBatch+5, diff)
 	}
-	n := clusters + reconcileBatch + 5
+	n := clusters + sacctBatch + 5
 	if diff := cmp.Diff([]string{fmt.Sprintf("1|%d|%d", n, n*600)}, checked()); diff != "" {
 		t.Errorf("runs after the big pass (-want +got):\n%s", diff)
 	}

@@ -5,7 +5,55 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
+
+// Bounds of asking sacct about finished jobs (their details, their times):
+// each kind of question is asked in batches of rows, a few calls a pass.
+const (
+	// sacctBatch is how many jobs one sacct call asks about.
+	sacctBatch = 500
+	// sacctPerPass bounds one kind's sacct calls in one pass, so that a
+	// large backlog (a ledger from before the kind was asked) drains over
+	// a few passes.
+	sacctPerPass = 10
+	// sacctGiveUp is how long after its end (details: else its start) a
+	// job sacct does not know (or cannot be asked about) is asked about
+	// again: slurmdbd may lag behind, but a dead sacct must not cost calls
+	// forever.
+	sacctGiveUp = 24 * time.Hour
+)
+
+// batchFunc asks sacct about the batch of rows past cursor (0: the first
+// batch) with at most budget calls. It returns the cursor of the next batch
+// when this one was full and done (more may wait), else 0, and the calls
+// it made.
+type batchFunc func(ctx context.Context, now time.Time, cursor int64, budget int) (int64, int, error)
+
+// askInBatches runs batch from the first batch on until one returns 0,
+// sacctPerPass calls are spent or ctx ends. A failed batch is logged with
+// failed and ends the pass's asking (one timeout a pass); it never fails
+// the pass. It reports whether every batch was asked.
+func (in *Ingester) askInBatches(ctx context.Context, failed string, batch batchFunc) bool {
+	now := in.d.Now()
+	var cursor int64
+	for calls := 0; calls < sacctPerPass; {
+		if ctx.Err() != nil {
+			return false
+		}
+		next, n, err := batch(ctx, now, cursor, sacctPerPass-calls)
+		calls += n
+		if err != nil {
+			in.logSlurm(failed, err)
+			return false
+		}
+		if next == 0 {
+			return true
+		}
+		cursor = next
+	}
+	return true
+}
 
 // perCluster groups items by their cluster, the clusters in the order they
 // first appear: sacct answers for one cluster a call (-M), and a job id
