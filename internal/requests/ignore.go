@@ -99,22 +99,12 @@ func applyIgnore(ctx context.Context, st *store.Ledger, r *Request, now time.Tim
 			return nil
 		}
 	}
-	b, err := st.Begin(ctx, now)
+	b, err := beginOnce(ctx, st, now, r, "ignore", key)
 	if err != nil {
-		return fmt.Errorf("apply ignore request %s: %w", r.ID, err)
-	}
-	if err := once(b, key); err != nil {
-		b.Rollback()
 		return err
 	}
 	reason := fmt.Sprintf("%s (by %s, %s)", r.Reason, r.By, r.Time.UTC().Format("2006-01-02 15:04Z"))
-	// When the request was made, as its reason says; a request without
-	// a time, or dated ahead by a wrong clock, is dated by the writer, as
-	// a note and a notify request are.
-	at := r.Time
-	if at.IsZero() || at.After(now) {
-		at = now
-	}
+	at := r.made(now) // as its reason says, unless the writer dates it
 	for _, spec := range r.Jobs {
 		ids, err := b.JobRows(r.Cluster, spec)
 		if err != nil {
@@ -154,6 +144,21 @@ func commitApplied(b *store.Batch, key string) error {
 func keyHash(key string) string {
 	sum := sha256.Sum256([]byte(key))
 	return hex.EncodeToString(sum[:])
+}
+
+// beginOnce begins the transaction that applies r, a request of kind
+// (named in errors), and claims key in it; errAppliedBefore when the
+// ledger holds key already.
+func beginOnce(ctx context.Context, st *store.Ledger, now time.Time, r *Request, kind, key string) (*store.Batch, error) {
+	b, err := st.Begin(ctx, now)
+	if err != nil {
+		return nil, fmt.Errorf("apply %s request %s: %w", kind, r.ID, err)
+	}
+	if err := once(b, key); err != nil {
+		b.Rollback()
+		return nil, err
+	}
+	return b, nil
 }
 
 // once returns errAppliedBefore when the ledger holds key: a request

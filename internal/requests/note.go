@@ -229,12 +229,8 @@ func applyNote(ctx context.Context, st *store.Ledger, r *Request, owner int, key
 			return fmt.Errorf("apply note request %s: %w", r.ID, err)
 		}
 	}
-	b, err := st.Begin(ctx, o.Now)
+	b, err := beginOnce(ctx, st, o.Now, r, "note", key)
 	if err != nil {
-		return fmt.Errorf("apply note request %s: %w", r.ID, err)
-	}
-	if err := once(b, key); err != nil {
-		b.Rollback()
 		return err
 	}
 	// A web user's note is theirs: their uid when the system knows the
@@ -280,12 +276,8 @@ func applyNote(ctx context.Context, st *store.Ledger, r *Request, owner int, key
 				return nil
 			}
 		}
-		created := r.Time
-		if created.IsZero() || created.After(o.Now) {
-			created = o.Now // a wrong clock cannot date a note ahead
-		}
 		n := store.Note{Cluster: cluster, Node: r.Note.Node, GPU: r.Note.GPU, Until: r.Note.Until, Text: r.Note.Text,
-			Author: r.By, UID: author, Created: created}
+			Author: r.By, UID: author, Created: r.made(o.Now)}
 		// The owner in the key: one user's file name cannot stand for
 		// another's request.
 		id, err := b.AddNote(n, "u"+strconv.Itoa(owner)+"/"+r.ID)

@@ -80,12 +80,8 @@ func applyNotify(ctx context.Context, st *store.Ledger, r *Request, key string, 
 // applyInOne runs f and records key applied in one transaction of st,
 // or neither; errAppliedBefore when the ledger holds key already.
 func applyInOne(ctx context.Context, st *store.Ledger, r *Request, key string, o Options, f func(b *store.Batch) error) error {
-	b, err := st.Begin(ctx, o.Now)
+	b, err := beginOnce(ctx, st, o.Now, r, "notify", key)
 	if err != nil {
-		return fmt.Errorf("apply notify request %s: %w", r.ID, err)
-	}
-	if err := once(b, key); err != nil {
-		b.Rollback()
 		return err
 	}
 	if err := f(b); err != nil {
@@ -150,10 +146,7 @@ func applyRecord(ctx context.Context, st *store.Ledger, r *Request, owner int, k
 		return nil
 	}
 	m := r.Message
-	at := r.Time
-	if at.IsZero() || at.After(o.Now) {
-		at = o.Now
-	}
+	at := r.made(o.Now)
 	return applyInOne(ctx, st, r, key, o, func(b *store.Batch) error {
 		r.Changed = []string{m.Key}
 		id, added, err := b.EnqueueNotify(store.NotifyMessage{Key: m.Key, Rule: notify.RuleJobEnd, Recipient: m.Recipient, Channel: notify.ChannelMail,

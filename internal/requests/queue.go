@@ -105,6 +105,15 @@ type Request struct {
 	Error     string     `json:"error,omitempty"`
 }
 
+// made is when r was made, as the writer dates what it applies: a request
+// without a time, or dated past now by a wrong clock, is dated now.
+func (r *Request) made(now time.Time) time.Time {
+	if r.Time.IsZero() || r.Time.After(now) {
+		return now
+	}
+	return r.Time
+}
+
 // Note is what a note request carries.
 type Note struct {
 	// ID is the note to remove (note-rm), or the note kept once a
