@@ -123,7 +123,8 @@ func load(c *cli.Context, d Deps, cmd string) (*view, error) {
 	if err != nil {
 		return nil, err
 	}
-	cliwire.SetStrings(c, map[string]*string{"live-dir": &cfg.Board.LiveDir, "db": &cfg.Store.Path, "store-url": &cfg.Store.URL})
+	cliwire.SetLedger(c, &cfg.Store)
+	cliwire.SetStrings(c, map[string]*string{"live-dir": &cfg.Board.LiveDir})
 	// An empty GPUSUITE_SLURM_FILE is as good as unset: it must not undo
 	// the config file's board.slurm_file.
 	if f := c.String("slurm-file"); f != "" {

@@ -17,9 +17,7 @@ import (
 
 // Flags are the options ingest and serve share.
 func Flags() []cli.Flag {
-	return []cli.Flag{
-		&cli.StringFlag{Name: "db", Usage: "accounting database (store.path)", EnvVars: []string{"GPUSUITE_DB"}},
-		cliwire.StoreURLFlag(),
+	return append(cliwire.LedgerFlags(),
 		&cli.StringFlag{Name: "incoming", Usage: "directory of per-node incoming directories (ingest.incoming)", EnvVars: []string{"GPUSUITE_INCOMING"}},
 		&cli.StringFlag{Name: "quarantine", Usage: "where bad and refused files go (ingest.quarantine)", EnvVars: []string{"GPUSUITE_QUARANTINE"}},
 		&cli.StringFlag{Name: "archive", Usage: "where ingested files go when keep=archive (ingest.archive)", EnvVars: []string{"GPUSUITE_ARCHIVE"}},
@@ -28,7 +26,7 @@ func Flags() []cli.Flag {
 		&cli.StringFlag{Name: "sacct", Usage: "sacct program for Slurm's times of finished jobs, unfinished jobs and job comments, \"\" to never ask (ingest.sacct)", EnvVars: []string{"GPUSUITE_SACCT"}},
 		&cli.StringFlag{Name: "sacctmgr", Usage: "sacctmgr program for Slurm's account tree, node events and reservations, \"\" to never ask (ingest.sacctmgr)", EnvVars: []string{"GPUSUITE_SACCTMGR"}},
 		&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error (ingest.log_level)", EnvVars: []string{"GPUSUITE_LOG_LEVEL"}},
-	}
+	)
 }
 
 // Config loads the config file and applies the flags that were set:
@@ -38,8 +36,8 @@ func Config(c *cli.Context, getenv func(string) string) (config.Config, error) {
 	if err != nil {
 		return cfg, err
 	}
+	cliwire.SetLedger(c, &cfg.Store)
 	cliwire.SetStrings(c, map[string]*string{
-		"db": &cfg.Store.Path, "store-url": &cfg.Store.URL,
 		"incoming": &cfg.Ingest.Incoming, "quarantine": &cfg.Ingest.Quarantine, "archive": &cfg.Ingest.Archive,
 		"keep": &cfg.Ingest.Keep, "service-user": &cfg.Ingest.ServiceUser,
 		"sacct": &cfg.Ingest.Sacct, "sacctmgr": &cfg.Ingest.Sacctmgr,

@@ -72,12 +72,10 @@ serve's next pass.`,
 }
 
 func commonFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.StringFlag{Name: "db", Usage: "accounting database (store.path)", EnvVars: []string{"GPUSUITE_DB"}},
-		cliwire.StoreURLFlag(),
+	return append(cliwire.LedgerFlags(),
 		&cli.StringFlag{Name: "requests", Usage: "request directory (report.requests); notes wait in its notes/", EnvVars: []string{"GPUSUITE_REQUESTS"}},
 		&cli.StringFlag{Name: "tz", Usage: "time zone --until is read and times are shown in (report.tz)", EnvVars: []string{"GPUSUITE_TZ"}},
-	}
+	)
 }
 
 // env is the resolved configuration of one run.
@@ -98,8 +96,8 @@ func load(c *cli.Context, d Deps, title string) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	cliwire.SetStrings(c, map[string]*string{"db": &cfg.Store.Path, "store-url": &cfg.Store.URL, "requests": &cfg.Report.Requests, "tz": &cfg.Report.TZ,
-		"live-dir": &cfg.Board.LiveDir})
+	cliwire.SetLedger(c, &cfg.Store)
+	cliwire.SetStrings(c, map[string]*string{"requests": &cfg.Report.Requests, "tz": &cfg.Report.TZ, "live-dir": &cfg.Board.LiveDir})
 	cfg.FollowLedger()
 	loc, err := timespec.LoadLocation(cfg.Report.TZ)
 	if err != nil {

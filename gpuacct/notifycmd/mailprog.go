@@ -48,7 +48,7 @@ again by gpuacct serve.
 
 Examples:
    gpuacct mailprog -s "Slurm Job_id=42 Name=train Ended, Run time 01:00:00, COMPLETED, ExitCode 0" alice`,
-		Flags: append(commonFlags(),
+		Flags: append(cliwire.LedgerFlags(),
 			&cli.StringFlag{Name: "s", Usage: "the subject (Slurm's)"},
 			&cli.DurationFlag{Name: "wait", Usage: "the longest wait for the job's record in the ledger", Value: 10 * time.Second},
 			&cli.StringFlag{Name: "requests", Usage: "request directory (report.requests); records wait in its notify/", EnvVars: []string{"GPUSUITE_REQUESTS"}},

@@ -84,7 +84,7 @@ Examples:
    gpuacct notify list --job 4242
    gpuacct notify preview idle --user alice
    gpuacct notify off --rule idle`,
-		Flags: append(commonFlags(),
+		Flags: append(cliwire.LedgerFlags(),
 			&cli.BoolFlag{Name: "once", Usage: "evaluate the rules and deliver what is due, once, as the ledger's writer"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "log what the rules would send; keep and send nothing (notify.dry_run)"},
 		),
@@ -93,12 +93,6 @@ Examples:
 	}
 }
 
-func commonFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.StringFlag{Name: "db", Usage: "accounting database (store.path)", EnvVars: []string{"GPUSUITE_DB"}},
-		cliwire.StoreURLFlag(),
-	}
-}
 
 // env is the resolved configuration of one run.
 type env struct {
@@ -115,7 +109,7 @@ func load(c *cli.Context, d Deps, title string) (*env, error) {
 	if err != nil {
 		return nil, cliwire.Usagef("%s: %v", title, err)
 	}
-	cliwire.SetStrings(c, map[string]*string{"db": &cfg.Store.Path, "store-url": &cfg.Store.URL})
+	cliwire.SetLedger(c, &cfg.Store)
 	if c.IsSet("dry-run") {
 		cfg.Notify.DryRun = c.Bool("dry-run")
 	}
@@ -279,7 +273,7 @@ others see their own.
 Examples:
    gpuacct notify list
    gpuacct notify list --job 4242 --format json`,
-		Flags: append(commonFlags(),
+		Flags: append(cliwire.LedgerFlags(),
 			&cli.Int64Flag{Name: "job", Usage: "the messages about this Slurm job id"},
 			&cli.StringFlag{Name: "user", Aliases: []string{"u"}, Usage: "the messages about this user's jobs"},
 			&cli.IntFlag{Name: "limit", Usage: "at most this many messages", Value: 100},
@@ -334,7 +328,7 @@ the service user may preview any user's messages; others their own.
 Examples:
    gpuacct notify preview idle
    gpuacct notify preview idle --user alice`,
-		Flags: append(commonFlags(), &cli.StringFlag{Name: "user", Aliases: []string{"u"}, Usage: "only this user's messages"}),
+		Flags: append(cliwire.LedgerFlags(), &cli.StringFlag{Name: "user", Aliases: []string{"u"}, Usage: "only this user's messages"}),
 		Action: func(c *cli.Context) error {
 			const title = "notify preview"
 			if c.NArg() != 1 {

@@ -34,7 +34,7 @@ are root or the service user, else on serve's next pass.
 
 Examples:
    %s`, name, rules, example),
-		Flags: append(commonFlags(),
+		Flags: append(cliwire.LedgerFlags(),
 			&cli.StringFlag{Name: "rule", Usage: "the rule: " + rules},
 			&cli.StringFlag{Name: "requests", Usage: "request directory (report.requests); opt-outs wait in its notify/", EnvVars: []string{"GPUSUITE_REQUESTS"}},
 		),

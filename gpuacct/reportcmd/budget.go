@@ -35,14 +35,14 @@ Examples:
    gpuacct report budget --account vision --period quarter
    gpuacct report budget --at 2026-03-31 --tz Asia/Tokyo --format json
    gpuacct report budget --slurm          # beside Slurm's GrpTRESMins`,
-		Flags: append([]cli.Flag{dbFlag(), cliwire.StoreURLFlag(),
+		Flags: append(append(cliwire.LedgerFlags(),
 			&cli.StringSliceFlag{Name: "account", Aliases: []string{"A"}, Usage: "only these Slurm accounts' budgets (comma-separated)"},
 			&cli.StringFlag{Name: "period", Usage: "only budgets of this period: month, quarter, fiscal-year or range"},
 			&cli.StringFlag{Name: "at", Usage: "the moment to show: " + timespec.Formats + " (default: now)"},
 			&cli.StringFlag{Name: "tz", Usage: "time zone periods begin in (report.tz)", EnvVars: []string{"GPUSUITE_TZ"}},
 			&cli.BoolFlag{Name: "slurm", Usage: "add each association's GrpTRESMins and Slurm's usage of it (scontrol show assoc_mgr, within board.slurm_timeout): Slurm's limit is what stops jobs"},
 			&cli.StringFlag{Name: "teams-file", Usage: "team mapping file (report.teams): its accounts may hold budgets", EnvVars: []string{"GPUSUITE_TEAMS"}},
-		}, tableFlags()...),
+		), tableFlags()...),
 		Action: func(c *cli.Context) error { return runBudget(c, d) },
 	}
 }

@@ -75,7 +75,7 @@ Examples:
    command[gpuacct]=/usr/bin/gpuacct check                           # nrpe.cfg`,
 		// The defaults shown are the config's (cliwire.ConfigDefaults reads
 		// each flag's key from its usage), not the flags' zeros.
-		Flags: append([]cli.Flag{dbFlag(), cliwire.StoreURLFlag(),
+		Flags: append(append(cliwire.LedgerFlags(),
 			&cli.DurationFlag{Name: "stale", Usage: "a node may ship nothing this long (report.check_stale)", EnvVars: []string{"GPUSUITE_CHECK_STALE"}},
 			&cli.DurationFlag{Name: "lag", Usage: "the last good ingest pass may be this old (report.check_lag)", EnvVars: []string{"GPUSUITE_CHECK_LAG"}},
 			&cli.DurationFlag{Name: "forget", Usage: "leave out nodes silent this long, 0 for none (report.check_forget)", EnvVars: []string{"GPUSUITE_CHECK_FORGET"}},
@@ -83,7 +83,7 @@ Examples:
 			&cli.StringFlag{Name: "live-dir", Usage: "directory of the agents' live snapshots (board.live_dir)", EnvVars: []string{"GPUSUITE_LIVE_DIR"}},
 			&cli.DurationFlag{Name: "idle-alert", Usage: "a GPU may stay allocated but idle this long (board.idle_alert)", EnvVars: []string{"GPUSUITE_IDLE_ALERT"}},
 			&cli.BoolFlag{Name: "no-live", Usage: "leave out the live board's alerts (no snapshot read, Slurm not asked)"},
-		}, clusterFlagsSaying("check the nodes of these clusters of the ledger (all: every one). Default: the local one (SLURM_CLUSTER_NAME, else cluster.name), or every one when it is not in the ledger",
+		), clusterFlagsSaying("check the nodes of these clusters of the ledger (all: every one). Default: the local one (SLURM_CLUSTER_NAME, else cluster.name), or every one when it is not in the ledger",
 			"check the nodes of every cluster of the ledger (-M all)")...),
 		// A stray argument is a usage error, exit 2, as an unknown option
 		// is: the command line's syntax is every command's alike.

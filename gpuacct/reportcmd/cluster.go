@@ -20,7 +20,7 @@ const clusterExamples = `Examples:
 // clusterCommand is `gpuacct report cluster`: sreport's cluster
 // utilization for GPUs.
 func clusterCommand(d Deps) *cli.Command {
-	flags := append(append([]cli.Flag{dbFlag(), cliwire.StoreURLFlag()}, windowFlags()...),
+	flags := append(append(cliwire.LedgerFlags(), windowFlags()...),
 		&cli.StringFlag{Name: "period", Usage: "a time series: day, week or month (default: one total)"})
 	flags = append(flags, clusterFlags()...)
 	flags = append(flags, outputFlagsSaying("GPU-time columns in seconds, minutes, hours or percent of the capacity (report.units)")...)

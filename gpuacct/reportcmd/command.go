@@ -83,10 +83,6 @@ func termWidth(w io.Writer, getenv func(string) string) int {
 
 // ---- flags shared by the commands
 
-func dbFlag() cli.Flag {
-	return &cli.StringFlag{Name: "db", Usage: "accounting database (store.path)", EnvVars: []string{"GPUSUITE_DB"}}
-}
-
 func windowFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "start", Aliases: []string{"S"}, Usage: "start of the window: " + timespec.Formats + " (default: 7 days before today 00:00)"},
@@ -158,7 +154,8 @@ func load(c *cli.Context, d Deps) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	cliwire.SetStrings(c, map[string]*string{"db": &cfg.Store.Path, "store-url": &cfg.Store.URL, "tz": &cfg.Report.TZ,
+	cliwire.SetLedger(c, &cfg.Store)
+	cliwire.SetStrings(c, map[string]*string{"tz": &cfg.Report.TZ,
 		"teams-file": &cfg.Report.Teams, "format": &cfg.Report.Format, "units": &cfg.Report.Units})
 	loc, err := timespec.LoadLocation(cfg.Report.TZ)
 	if err != nil {
@@ -379,7 +376,7 @@ func filterOf(c *cli.Context, d Deps) (report.Filter, []string, error) {
 
 // ReportCommand is `gpuacct report`.
 func ReportCommand(d Deps) *cli.Command {
-	flags := append(append(append(append([]cli.Flag{dbFlag(), cliwire.StoreURLFlag()}, windowFlags()...),
+	flags := append(append(append(append(cliwire.LedgerFlags(), windowFlags()...),
 		&cli.StringFlag{Name: "period", Usage: "a time series: day, week or month (default: one total)"},
 		&cli.IntFlag{Name: "limit", Usage: "at most this many rows per period", DefaultText: "10 for top, 50 for jobs"},
 		&cli.StringFlag{Name: "by", Usage: "top: users or teams", Value: "users"},

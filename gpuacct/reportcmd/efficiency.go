@@ -15,7 +15,7 @@ import (
 // efficiencyCommand is `gpuacct report efficiency`: over-asking per user,
 // team or account, from sacct's resources of each run.
 func efficiencyCommand(d Deps) *cli.Command {
-	flags := append(append(append([]cli.Flag{dbFlag(), cliwire.StoreURLFlag()}, windowFlags()...),
+	flags := append(append(append(cliwire.LedgerFlags(), windowFlags()...),
 		&cli.StringFlag{Name: "by", Usage: "users, teams or accounts", Value: "users"},
 	), filterFlags()...)
 	flags = append(append(flags, clusterFlags()...), tableFlags()...)

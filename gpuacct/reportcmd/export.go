@@ -34,7 +34,7 @@ Examples:
    gpuacct export jobs --all-clusters --start 2026-01-01 > all.csv   # every cluster of the ledger
    gpuacct export samples --job 123456 > job123456.csv   # one job's GPUs over its run, with its chosen metrics
    gpuacct export samples --job 123456 --human   # times in report.tz, figures in their units`,
-		Flags: append(append(append([]cli.Flag{dbFlag(), cliwire.StoreURLFlag()}, windowFlags()...),
+		Flags: append(append(append(cliwire.LedgerFlags(), windowFlags()...),
 			&cli.StringFlag{Name: "format", Usage: "csv or jsonl", Value: "csv"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write to this file instead of stdout"},
 			&cli.StringFlag{Name: "split-dir", Usage: "one file per node in this directory (gpus, samples)"},

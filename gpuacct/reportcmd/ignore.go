@@ -82,10 +82,10 @@ Examples:
 }
 
 func ignoreFlags(list bool) []cli.Flag {
-	f := []cli.Flag{dbFlag(), cliwire.StoreURLFlag(),
+	f := append(cliwire.LedgerFlags(),
 		&cli.StringFlag{Name: "reason", Usage: "why (kept with the change)"},
 		&cli.StringFlag{Name: "requests", Usage: "request directory (report.requests)", EnvVars: []string{"GPUSUITE_REQUESTS"}},
-	}
+	)
 	f = append(f, clusterFlagsSaying("the jobs' cluster, when several share the ledger (default: the local one, SLURM_CLUSTER_NAME else cluster.name; else the one that has the job)",
 		"look for the jobs on every cluster of the ledger (-M all); a job id two have is refused")...)
 	if list {

@@ -29,11 +29,11 @@ Examples:
    gpuacct job 123456_3 --json | jq '.gpus_detail[] | {uuid, util_mean_pct}'
    gpuacct job 123456 --db /tmp/acct.db
    gpuacct job 123456 -M gpu2                 # the job of that cluster, when several share the ledger`,
-		Flags: append([]cli.Flag{dbFlag(), cliwire.StoreURLFlag(),
+		Flags: append(append(cliwire.LedgerFlags(),
 			&cli.BoolFlag{Name: "json", Usage: "JSON instead of text"},
 			&cli.StringFlag{Name: "tz", Usage: "time zone of the times shown (report.tz)", EnvVars: []string{"GPUSUITE_TZ"}},
 			&cli.StringFlag{Name: "teams-file", Usage: "team mapping file (report.teams)", EnvVars: []string{"GPUSUITE_TEAMS"}},
-		}, clusterFlagsSaying("the job's cluster, when several share the ledger. Default: the local one (SLURM_CLUSTER_NAME, else cluster.name), or every one when the local one is not in the ledger (an id two clusters have is then refused)",
+		), clusterFlagsSaying("the job's cluster, when several share the ledger. Default: the local one (SLURM_CLUSTER_NAME, else cluster.name), or every one when the local one is not in the ledger (an id two clusters have is then refused)",
 			"look for the job on every cluster of the ledger (-M all); an id two clusters have is refused")...),
 		Action: func(c *cli.Context) error {
 			sp, err := jobArg(c, "job: give one JOBID (see 'gpuacct job --help')")

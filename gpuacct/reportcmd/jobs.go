@@ -39,7 +39,7 @@ Examples:
    gpuacct jobs --array 123456                      # every task of the array job
    gpuacct jobs --user alice --format csv > runs.csv
    gpuacct jobs --format json | jq '.rows[] | {job, state, elapsed_s}'`,
-		Flags: append([]cli.Flag{dbFlag(), cliwire.StoreURLFlag(),
+		Flags: append(append(cliwire.LedgerFlags(),
 			&cli.StringFlag{Name: "since", Aliases: []string{"S", "start"}, Usage: "runs that ran after this: Nd, Nh, Nw (ago) or " + timespec.Formats + " (default: 7 days ago)"},
 			&cli.StringFlag{Name: "until", Aliases: []string{"E", "end"}, Usage: "runs that ran before this (default: now)"},
 			&cli.StringFlag{Name: "tz", Usage: "time zone of the dates (report.tz)", EnvVars: []string{"GPUSUITE_TZ"}},
@@ -53,7 +53,7 @@ Examples:
 			&cli.StringFlag{Name: "format", Usage: "text, csv, tsv or json (report.format)", EnvVars: []string{"GPUSUITE_REPORT_FORMAT"}},
 			&cli.BoolFlag{Name: "parsable", Aliases: []string{"P"}, Usage: "'|'-separated machine values, like sacct -P"},
 			&cli.BoolFlag{Name: "noheader", Aliases: []string{"n"}, Usage: "no header line (nor title and notes)"},
-		}, clusterFlags()...),
+		), clusterFlags()...),
 		Action: func(c *cli.Context) error { return runJobs(c, d) },
 	}
 }

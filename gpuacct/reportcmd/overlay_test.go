@@ -23,7 +23,7 @@ teams = "/file/teams.toml"
 format = "table"
 units = "hours"
 `
-	flags := append(append(append([]cli.Flag{dbFlag(), cliwire.StoreURLFlag()}, windowFlags()...), filterFlags()...), outputFlags()...)
+	flags := append(append(append(cliwire.LedgerFlags(), windowFlags()...), filterFlags()...), outputFlags()...)
 	d := Deps{Getenv: func(string) string { return "" }, Now: time.Now}
 	fromConfig := func(c *cli.Context) (config.Config, error) {
 		e, err := load(c, d)

@@ -31,11 +31,11 @@ Examples:
    gpuacct plot 123456_3 -o job.svg
    gpuacct plot --report --start 2026-01-01 --end 2027-01-01 --period month -o teams-2026.png
    gpuacct plot --report --start now-4weeks --period week --teams vision,nlp -o recent.svg`,
-		Flags: append(append([]cli.Flag{dbFlag(), cliwire.StoreURLFlag(),
+		Flags: append(append(append(cliwire.LedgerFlags(),
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "the file to write (.png or .svg)"},
 			&cli.BoolFlag{Name: "report", Usage: "GPU-hours per team and period instead of a job"},
 			&cli.StringFlag{Name: "period", Usage: "--report: day, week or month (default month)"},
-		}, windowFlags()...), append(filterFlags(), clusterFlagsSaying(
+		), windowFlags()...), append(filterFlags(), clusterFlagsSaying(
 			"these clusters of the ledger (comma-separated; all: every one). Default: the local one (SLURM_CLUSTER_NAME, else cluster.name); for a JOBID, every one when the local one is not in the ledger",
 			"every cluster of the ledger (-M all); --report then stacks per team and cluster")...)...),
 		Action: func(c *cli.Context) error {

@@ -82,6 +82,20 @@ func ConfigFlag() *cli.StringFlag {
 	}
 }
 
+// LedgerFlags are --db and --store-url: the ledger a command reads or
+// writes (store.path, store.url); SetLedger applies them.
+func LedgerFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "db", Usage: "accounting database (store.path)", EnvVars: []string{"GPUSUITE_DB"}},
+		StoreURLFlag(),
+	}
+}
+
+// SetLedger puts the ledger flags that were set over st: flag > env > file.
+func SetLedger(c *cli.Context, st *config.Store) {
+	SetStrings(c, map[string]*string{"db": &st.Path, "store-url": &st.URL})
+}
+
 // StoreURLFlag is --store-url, the PostgreSQL ledger every command that
 // reads or writes the ledger takes beside its own --db.
 func StoreURLFlag() *cli.StringFlag {
