@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -59,6 +60,30 @@ type UserDigest struct {
 	Worst []DigestJob
 	// Advice is what the week's runs suggest (notify.digest.advice).
 	Advice []Advice
+}
+
+// digests are a week's UserDigests by name: users', or teams' in the
+// admins' digest.
+type digests map[string]*UserDigest
+
+// add counts j in the digest of name, made on first use.
+func (m digests) add(name string, j *store.JobRow) {
+	u := m[name]
+	if u == nil {
+		u = &UserDigest{User: name}
+		m[name] = u
+	}
+	u.add(j)
+}
+
+// ranked is m's digests, the largest figure first (by name on a tie).
+func ranked[F cmp.Ordered](m digests, figure func(UserDigest) F) []UserDigest {
+	out := make([]UserDigest, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, *m[k])
+	}
+	sort.SliceStable(out, func(a, b int) bool { return figure(out[a]) > figure(out[b]) })
+	return out
 }
 
 // week is the week before the one now is in (Monday 00:00 in loc) and
@@ -226,7 +251,7 @@ func (n *Notifier) gatherWeek(ctx context.Context, now time.Time, user string) (
 	read := 0
 	var admins *adminSums
 	if user == "" && len(n.cfg.Digest.Admins) > 0 {
-		admins = &adminSums{d: AdminDigest{Week: name, From: from, To: to}, users: map[string]*UserDigest{}, teams: map[string]*UserDigest{}}
+		admins = &adminSums{d: AdminDigest{Week: name, From: from, To: to}, users: digests{}, teams: digests{}}
 	}
 	var advice *adviceRuns
 	if n.cfg.Digest.Advice.Enabled {
@@ -253,7 +278,7 @@ func (n *Notifier) gatherWeek(ctx context.Context, now time.Time, user string) (
 		if len(n.cfg.Digest.Leads[team]) > 0 && user == "" {
 			td := byTeam[team]
 			if td == nil {
-				td = &TeamDigest{Team: team, Week: name, From: from, To: to, users: map[string]*UserDigest{}}
+				td = &TeamDigest{Team: team, Week: name, From: from, To: to, users: digests{}}
 				byTeam[team] = td
 			}
 			td.add(j)

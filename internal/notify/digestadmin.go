@@ -3,9 +3,7 @@ package notify
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -53,35 +51,20 @@ type AdminDigest struct {
 // adminSums gathers the week's runs for the admins' digest.
 type adminSums struct {
 	d            AdminDigest
-	users, teams map[string]*UserDigest
+	users, teams digests
 }
 
 func (a *adminSums) add(j *store.JobRow, team string) {
 	a.d.WeekSums.add(j)
-	for _, p := range []struct {
-		m    map[string]*UserDigest
-		name string
-	}{{a.users, j.User}, {a.teams, team}} {
-		m, name := p.m, p.name
-		u := m[name]
-		if u == nil {
-			u = &UserDigest{User: name}
-			m[name] = u
-		}
-		u.add(j)
-	}
+	a.users.add(j.User, j)
+	a.teams.add(team, j)
 }
 
 // topIdle is m's entries with idle time, most idle first (by name on a
 // tie), at most adminTop.
-func topIdle(m map[string]*UserDigest) []UserDigest {
-	var out []UserDigest
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		if m[k].IdleS > 0 {
-			out = append(out, *m[k])
-		}
-	}
-	sort.SliceStable(out, func(a, b int) bool { return out[a].IdleS > out[b].IdleS })
+func topIdle(m digests) []UserDigest {
+	idle := func(u UserDigest) float64 { return u.IdleS }
+	out := slices.DeleteFunc(ranked(m, idle), func(u UserDigest) bool { return !(u.IdleS > 0) })
 	return out[:min(len(out), adminTop)]
 }
 

@@ -2,6 +2,7 @@ package notify
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -117,6 +118,45 @@ func TestGoldenAdminDigest(t *testing.T) {
 			subject, body := renderAdminDigest(d, lang, time.UTC)
 			got := "Subject: " + subject + "\n\n" + body
 			checkGolden(t, "digest-admins."+lang+".golden", got)
+		})
+	}
+}
+
+// TestDigestRanking: the admins' lists rank by idle time and leave out
+// whoever left none idle; a team's lead sees its users by GPU-time. Ties
+// go by name, and each list is cut at its bound.
+func TestDigestRanking(t *testing.T) {
+	m := map[string]*UserDigest{}
+	for i := range adminTop + 4 {
+		name := fmt.Sprintf("u%d", i)
+		m[name] = &UserDigest{User: name, WeekSums: WeekSums{AllocS: int64(100 - i/2), IdleS: float64(i % 3)}}
+	}
+	names := func(ds []UserDigest) []string {
+		var out []string
+		for _, d := range ds {
+			out = append(out, d.User)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		got  func() []UserDigest
+		want []string
+	}{
+		{"admins: most idle first", func() []UserDigest { return topIdle(m) }, []string{"u2", "u5", "u8", "u1", "u4"}},
+		{"admins: none idle", func() []UserDigest {
+			return topIdle(map[string]*UserDigest{"a": {User: "a", WeekSums: WeekSums{AllocS: 5}}})
+		}, nil},
+		{"lead: most GPU-time first", func() []UserDigest {
+			d := TeamDigest{users: m}
+			d.ranked()
+			return d.Users
+		}, []string{"u0", "u1", "u2", "u3", "u4", "u5", "u6", "u7", "u8"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if d := cmp.Diff(tc.want, names(tc.got())); d != "" {
+				t.Errorf("ranked (-want +got):\n%s", d)
+			}
 		})
 	}
 }

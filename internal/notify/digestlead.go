@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -23,27 +22,18 @@ type TeamDigest struct {
 	WeekSums
 	// Users are the team's users, most GPU-hours first.
 	Users []UserDigest
-	users map[string]*UserDigest
+	users digests
 }
 
 func (d *TeamDigest) add(j *store.JobRow) {
 	d.WeekSums.add(j)
-	u := d.users[j.User]
-	if u == nil {
-		u = &UserDigest{User: j.User}
-		d.users[j.User] = u
-	}
-	u.add(j)
+	d.users.add(j.User, j)
 }
 
 // ranked fills Users from the users added, most GPU-hours first, at most
 // digestUsers.
 func (d *TeamDigest) ranked() {
-	d.Users = d.Users[:0]
-	for _, u := range slices.Sorted(maps.Keys(d.users)) {
-		d.Users = append(d.Users, *d.users[u])
-	}
-	sort.SliceStable(d.Users, func(a, b int) bool { return d.Users[a].AllocS > d.Users[b].AllocS })
+	d.Users = ranked(d.users, func(u UserDigest) int64 { return u.AllocS })
 	d.Users = d.Users[:min(len(d.Users), digestUsers)]
 }
 
