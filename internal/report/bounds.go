@@ -48,3 +48,62 @@ func SetCaps(groups, rows int) (restore func()) {
 	groupCap, rowCap = groups, rows
 	return func() { groupCap, rowCap = MaxGroups, MaxRows }
 }
+
+// errRefused stops a report's read once its refusal is certain.
+var errRefused = errors.New("report refused while reading")
+
+// rowFloor counts, while a report reads, the rows buildTable will print
+// at least: a group whose usage only grows (factPlan.adds) and holds an
+// allocation, energy or a job survives settled, so it is a row, or one
+// of its bucket's --limit. Once the count passes rowCap the report is
+// refused whatever follows. Not for a tree, whose rows are its teams'.
+type rowFloor struct {
+	sure   []int // a bucket's groups known to be rows
+	limit  int
+	period bool
+	n      int // the rows known so far
+}
+
+func newRowFloor(buckets, limit int, period bool) *rowFloor {
+	f := &rowFloor{sure: make([]int, buckets), limit: limit, period: period}
+	f.n = buckets * f.rows(0)
+	return f
+}
+
+// rows are the rows of a bucket with c groups, as buildTable prints
+// them: the first --limit, and a TOTAL under more than one, or under any
+// (none too) by period.
+func (f *rowFloor) rows(c int) int {
+	if f.limit > 0 && c > f.limit {
+		c = f.limit
+	}
+	if c > 1 || f.period {
+		return c + 1
+	}
+	return c
+}
+
+// grew counts bucket i's group that usage u has just made a sure row
+// (it was not before), and says whether the rows now pass rowCap.
+func (f *rowFloor) grew(i int, before, u Usage) bool {
+	if sureRow(before) || !sureRow(u) {
+		return false
+	}
+	c := f.sure[i]
+	f.sure[i]++
+	f.n += f.rows(c+1) - f.rows(c)
+	return f.n > rowCap
+}
+
+// sureRow: settled keeps u whatever non-negative usage is added to it:
+// it rounds only the floats, which a rollup row may hold as a residue
+// (idle 3e-14 GPU-seconds) with nothing else.
+func sureRow(u Usage) bool {
+	return u.AllocS > 0 || u.EnergyMJ > 0 || u.Jobs > 0
+}
+
+// negative: a row that takes usage away (none does in a plan that adds;
+// a rollup row is a sum of usage).
+func negative(u Usage) bool {
+	return u.AllocS < 0 || u.EnergyMJ < 0 || u.Jobs < 0
+}

@@ -67,6 +67,9 @@ type Ledger struct {
 	// between, when set, runs between two statements of a plan: tests
 	// commit a pass there.
 	between func()
+	// handed, when set, runs for every rollup row the store hands over:
+	// tests count what a refused report read.
+	handed func()
 }
 
 // OpenDB opens the ledger at loc read-only: a SQLite file's path, or a

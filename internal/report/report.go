@@ -180,15 +180,30 @@ func (d *Ledger) report(ctx context.Context, r Request) (*table.Table, error) {
 	narrow := r.Filter.narrows(r.Teams)
 	needNode := kind == "nodes"
 	r.Filter.noWho = needNode && len(r.Teams) == 0
-	overflow := false
+	overflow, overRows := false, false
 	sliced := false // a fact of a MIG slice: the GPU-EQ column is shown
-	err = d.Facts(ctx, bs, r.Filter, needNode, func(x *Fact) {
+	fp, err := d.planFacts(bs, r.Filter, needNode)
+	if err != nil {
+		return nil, err
+	}
+	floor, err := d.rowFloorFor(ctx, r, kind, bs, fp, m)
+	if err != nil {
+		return nil, err
+	}
+	// A refusal certain before the last row stops the read there: it
+	// is the answer, and as fast as the rows it took to know it.
+	readCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	err = d.readFacts(readCtx, fp, func(x *Fact) {
 		if r.TRES == TRESBilling {
 			x.Usage = billingView(x.Usage)
 		}
 		i := timespec.Find(bs, x.Start)
 		if i < 0 || x.Usage == (Usage{}) {
 			return
+		}
+		if floor != nil && negative(x.Usage) {
+			floor = nil
 		}
 		team := m.Team(x.Account, x.User)
 		if !narrow {
@@ -229,12 +244,19 @@ func (d *Ledger) report(ctx context.Context, r Request) (*table.Table, error) {
 		if g == nil {
 			if len(groups) >= groupCap {
 				overflow = true
+				stop(errRefused)
 				return
 			}
 			g = &group{key: k}
 			groups[k] = g
 		}
+		before := g.usage
 		g.usage.Add(x.Usage)
+		if floor != nil && floor.grew(i, before, g.usage) {
+			overRows = true
+			stop(errRefused)
+			return
+		}
 		g.gpuEq += gpuEqSeconds(x, &sliced)
 		if kind == "users" {
 			if g.teamUse == nil {
@@ -245,11 +267,13 @@ func (d *Ledger) report(ctx context.Context, r Request) (*table.Table, error) {
 			g.teamUse[team] = u
 		}
 	})
-	if err != nil {
-		return nil, err
-	}
-	if overflow {
+	switch {
+	case overflow:
 		return nil, tooBig("sums (periods × rows)", groupCap)
+	case overRows:
+		return nil, tooBig("rows", rowCap)
+	case err != nil:
+		return nil, err
 	}
 	// What a span subtracted may leave a group, or a user's team, empty:
 	// it is not there, as it is not when read day by day.
@@ -288,6 +312,59 @@ func (d *Ledger) report(ctx context.Context, r Request) (*table.Table, error) {
 		return nil, tooBig("rows", rowCap)
 	}
 	return t, nil
+}
+
+// rowFloorFor is r's rowFloor, or nil where a refusal for rows cannot be
+// known before the end: a plan that subtracts, a tree, a roll-up or
+// several clusters (not bounded here), rows that cannot pass rowCap, or
+// sums that might still pass groupCap, a refusal for sums which comes
+// first as it always did. The buckets × the values a report groups by
+// (nodes known, teams mapped, or the rollups' distinct values) bound
+// the sums.
+func (d *Ledger) rowFloorFor(ctx context.Context, r Request, kind string, bs []timespec.Bucket, fp factPlan, m *teams.Mapping) (*rowFloor, error) {
+	if kind == "tree" || r.Level > 0 || r.Scope.Several() || len(bs) < 2 || !fp.adds() {
+		return nil, nil
+	}
+	f := newRowFloor(len(bs), r.Limit, r.Period != timespec.None)
+	if len(bs)*f.rows(groupCap) <= rowCap {
+		return nil, nil
+	}
+	k, col := 0, ""
+	switch kind {
+	case "nodes":
+		names := map[string]bool{"": true} // a node newer than d's names
+		for _, n := range d.nodeNames {
+			names[n] = true
+		}
+		k = len(names)
+	case "teams":
+		if m.Mapped() {
+			k = len(m.Names())
+			break
+		}
+		col, k = "account", 1 // and Unassigned
+	case "users":
+		col = "user"
+	case "accounts":
+		col = "account"
+	case "partitions":
+		col = "partition"
+	case "models":
+		col = "model"
+	default:
+		return nil, nil
+	}
+	if col != "" {
+		vals, err := d.Distinct(ctx, col)
+		if err != nil {
+			return nil, err
+		}
+		k += len(vals)
+	}
+	if len(bs)*k > groupCap || len(bs)*f.rows(k) <= rowCap {
+		return nil, nil
+	}
+	return f, nil
 }
 
 func usageColumns() []table.Column {

@@ -296,33 +296,72 @@ func nearestHour(t time.Time) time.Time {
 // Facts calls fn for every non-ignored rollup row in the buckets'
 // range. Buckets must start and end on whole hours (HourWindow).
 func (d *Ledger) Facts(ctx context.Context, bs []timespec.Bucket, f Filter, needNode bool, fn func(*Fact)) error {
-	var nodeIDs []int64
+	fp, err := d.planFacts(bs, f, needNode)
+	if err != nil {
+		return err
+	}
+	return d.readFacts(ctx, fp, fn)
+}
+
+// factPlan is what Facts reads: the pieces and from which rollups.
+type factPlan struct {
+	ps       []piece
+	f        Filter
+	nodeIDs  []int64
+	needNode bool
+	// nodeRollups: by node without users or accounts, from the node
+	// rollups, planned as the node-less rollups are (months, days, spans).
+	nodeRollups bool
+}
+
+// adds says whether every row of the plan is added as it is: no piece
+// subtracts (minus) or counts again with the other sign (also). Then a
+// group's usage only grows while the rows are read.
+func (fp factPlan) adds() bool {
+	for _, p := range fp.ps {
+		if p.minus || p.also != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (d *Ledger) planFacts(bs []timespec.Bucket, f Filter, needNode bool) (factPlan, error) {
+	fp := factPlan{f: f, needNode: needNode}
 	if len(f.Nodes) > 0 {
 		var err error
-		if nodeIDs, err = d.nodeIDs(f.Nodes, f.Clusters); err != nil {
-			return err
+		if fp.nodeIDs, err = d.nodeIDs(f.Nodes, f.Clusters); err != nil {
+			return factPlan{}, err
 		}
-		needNode = true
+		fp.needNode = true
 	}
-	// By node without users or accounts: the node rollups, planned as the
-	// node-less rollups are (months, days, spans).
-	nodeRollups := needNode && f.noWho && d.nodeRollups && len(f.Users)+len(f.Accounts) == 0
-	ps := plan(bs, needNode && !nodeRollups, d.months, !d.noSpans)
+	fp.nodeRollups = fp.needNode && f.noWho && d.nodeRollups && len(f.Users)+len(f.Accounts) == 0
+	fp.ps = plan(bs, fp.needNode && !fp.nodeRollups, d.months, !d.noSpans)
+	return fp, nil
+}
+
+// readFacts reads fp, calling fn for every row. fn may cancel ctx (a
+// report known to be refused): the store hands over no further row.
+func (d *Ledger) readFacts(ctx context.Context, fp factPlan, fn func(*Fact)) error {
+	f, needNode := fp.f, fp.needNode
 	pieces := func(d *Ledger) error {
 		read := d.st.Facts
-		if nodeRollups {
+		if fp.nodeRollups {
 			read = d.st.NodeFacts
 		}
-		for i, p := range ps {
+		for i, p := range fp.ps {
 			if i > 0 && d.between != nil {
 				d.between()
 			}
-			q := store.FactQuery{Grain: storeGrain[p.grain], From: p.from, To: p.to, ByNode: needNode, NodeIDs: nodeIDs,
+			q := store.FactQuery{Grain: storeGrain[p.grain], From: p.from, To: p.to, ByNode: needNode, NodeIDs: fp.nodeIDs,
 				Clusters: f.Clusters, Users: f.Users, Accounts: f.Accounts, Partitions: f.Partitions, Models: f.Models,
 				// A span's rows all count in one bucket: SQLite sums its hours.
 				Sum: p.at != 0, HourSums: d.hourSums}
 			var x Fact
 			err := read(ctx, q, func(r *store.FactRow) {
+				if d.handed != nil {
+					d.handed()
+				}
 				x = Fact{Start: r.Start, Cluster: r.Cluster, User: r.User, Account: r.Account, Partition: r.Partition, Model: r.Model,
 					Usage: r.Usage}
 				if needNode {
@@ -335,7 +374,7 @@ func (d *Ledger) Facts(ctx context.Context, bs []timespec.Bucket, f Filter, need
 					x.Usage = x.Usage.Neg()
 				}
 				fn(&x)
-				if p.also != 0 {
+				if p.also != 0 && ctx.Err() == nil {
 					x.Start, x.Usage = p.also, x.Usage.Neg()
 					fn(&x)
 				}
@@ -346,7 +385,7 @@ func (d *Ledger) Facts(ctx context.Context, bs []timespec.Bucket, f Filter, need
 		}
 		return nil
 	}
-	if len(ps) < 2 {
+	if len(fp.ps) < 2 {
 		return pieces(d)
 	}
 	// A span and its edge hours are read in statements of their own: one

@@ -62,7 +62,8 @@ type FactRow struct {
 }
 
 // Facts calls fn for each row q selects; the row is reused, so fn copies
-// what it keeps.
+// what it keeps. Once ctx is done no further row is handed over: Facts
+// returns ctx's cause.
 func (s *Ledger) Facts(ctx context.Context, q FactQuery, fn func(*FactRow)) error {
 	var b strings.Builder
 	var args []any
@@ -115,8 +116,19 @@ func (s *Ledger) Facts(ctx context.Context, q FactQuery, fn func(*FactRow)) erro
 			x.Start = q.From
 		}
 		fn(&x)
-		return nil
+		return stopped(ctx)
 	}))
+}
+
+// stopped is ctx's cause once ctx is done: a reader asks it after each
+// row it hands over, so that a caller which cancels ctx from its callback
+// (a report known to be refused) gets no further row, whatever the driver
+// still holds.
+func stopped(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return nil
 }
 
 // Distinct lists, sorted, the distinct values of a rollup column

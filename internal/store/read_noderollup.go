@@ -14,7 +14,8 @@ const NodeRollupsSchema = 20
 // NodeFacts calls fn for each row q selects from the node rollups: the
 // rows Facts gives ByNode, without the user and account (empty), so q may
 // not filter on them; Sum sums the range into one row a node. The row is
-// reused, so fn copies what it keeps.
+// reused, so fn copies what it keeps; once ctx is done, no further row
+// (Facts).
 func (s *Ledger) NodeFacts(ctx context.Context, q FactQuery, fn func(*FactRow)) error {
 	if len(q.Users) > 0 || len(q.Accounts) > 0 {
 		return errors.New("node rollups: they keep no user or account to filter on")
@@ -48,6 +49,6 @@ func (s *Ledger) NodeFacts(ctx context.Context, q FactQuery, fn func(*FactRow)) 
 			x.Start = q.From
 		}
 		fn(&x)
-		return nil
+		return stopped(ctx)
 	}))
 }
