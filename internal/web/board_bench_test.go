@@ -211,3 +211,56 @@ func BenchmarkBoardStrip(b *testing.B) {
 		h.Close()
 	}
 }
+
+// BenchmarkBoardFirstAsker is the status document's first request of a
+// build, the build itself outside the timer: each loop moves the clock
+// a board's age on or back (the same snapshots, so the same document)
+// and has the board rebuilt (a request for /api/v1/free), then times GET
+// /api/v1/board gzipped as a browser asks.
+func BenchmarkBoardFirstAsker(b *testing.B) {
+	for _, nodes := range []int{125, 1250} {
+		dir, st := clusterN(b, nodes)
+		var mu sync.Mutex
+		now := boardNow
+		clock := func() time.Time {
+			mu.Lock()
+			defer mu.Unlock()
+			return now
+		}
+		src := board.NewSource(board.SourceOptions{LiveDir: dir, Now: clock, MaxAge: time.Second,
+			Slurm: func(context.Context) (slurmstate.State, error) { return st, nil }})
+		src.RefreshSlurm(context.Background())
+		h, err := web.New(web.Options{DB: filepath.Join(b.TempDir(), "none.db"), Location: time.UTC, Board: src})
+		if err != nil {
+			b.Fatal(err)
+		}
+		get := func(path string) int {
+			req := httptest.NewRequest(http.MethodGet, path, nil)
+			req.Header.Set("Accept-Encoding", "gzip")
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != http.StatusOK {
+				b.Fatalf("%d %s", rec.Code, rec.Body)
+			}
+			return rec.Body.Len()
+		}
+		b.Run(fmt.Sprintf("gpus=%d", nodes*8), func(b *testing.B) {
+			var size int
+			for b.Loop() {
+				b.StopTimer()
+				mu.Lock()
+				if now.Equal(boardNow) {
+					now = boardNow.Add(time.Second)
+				} else {
+					now = boardNow
+				}
+				mu.Unlock()
+				get("/api/v1/free")
+				b.StartTimer()
+				size = get("/api/v1/board")
+			}
+			b.ReportMetric(float64(size), "gzbytes/doc")
+		})
+		h.Close()
+	}
+}

@@ -1,0 +1,145 @@
+package web
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/aicloud/gpusuite/internal/board"
+	"github.com/aicloud/gpusuite/internal/record"
+)
+
+// statusDoc10k is the whole board's status document of 10,000 GPUs
+// (1,250 nodes × 8, half busy with a job and a process) as apiBoard
+// encodes it.
+func statusDoc10k(tb testing.TB) []byte {
+	tb.Helper()
+	u32 := func(v uint32) *uint32 { return &v }
+	u64 := func(v uint64) *uint64 { return &v }
+	var lives []record.Live
+	for n := range 1250 {
+		l := record.Live{Schema: record.LiveSchema, Cluster: "c1", Node: fmt.Sprintf("gpu%04d", n), Time: viewNow.Add(-4 * time.Second), Interval: 10}
+		for i := range 8 {
+			g := record.LiveGPU{Index: i, UUID: fmt.Sprintf("GPU-%04d-%d", n, i), Model: "NVIDIA H100", Util: u32(uint32(n*7+i) % 101),
+				MemUsedMiB: u64(0), MemTotalMiB: u64(81920), PowerMW: u32(70_000 + uint32(n%50)*1000), TempC: u32(40 + uint32(i))}
+			if i%2 == 0 {
+				job := uint64(1000 + n*8 + i)
+				g.Jobs = []record.LiveJob{{Job: job, User: fmt.Sprintf("u%d", job%97), Account: "physics", Start: viewNow.Add(-time.Duration(n) * time.Minute)}}
+				g.Procs = []record.LiveProc{{PID: uint32(job), User: fmt.Sprintf("u%d", job%97), Job: job, MemUsedMiB: 40960}}
+			}
+			l.GPUs = append(l.GPUs, g)
+		}
+		lives = append(lives, l)
+	}
+	bd := board.Build(lives, nil, nil, viewNow)
+	c, err := json.Marshal(board.NewView(&bd, board.Meta{}, false, "").Status(bd.Nodes))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return indentJSON(nil, c)
+}
+
+// TestServedDocGzip: the status document of 10,000 GPUs is gzipped for
+// its build's first asker in at most 0.6 of the time compress/gzip takes
+// at its default level (what that asker paid before; 0.35-0.45 here),
+// smaller than compress/gzip's fastest level makes it, and uncompresses
+// to the document. Times are the least of five turns each, taken in
+// alternation, so load on the machine falls on both.
+func TestServedDocGzip(t *testing.T) {
+	raw := statusDoc10k(t)
+	stdGzip := func(level int) []byte {
+		var z bytes.Buffer
+		zw, err := gzip.NewWriterLevel(&z, level)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = zw.Write(raw)
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return z.Bytes()
+	}
+	var served *servedDoc
+	var std []byte
+	var tServed, tStd time.Duration
+	least := func(d *time.Duration, f func()) {
+		start := time.Now()
+		f()
+		if took := time.Since(start); *d == 0 || took < *d {
+			*d = took
+		}
+	}
+	for range 5 {
+		least(&tServed, func() {
+			var err error
+			if served, err = newServedDoc(raw); err != nil {
+				t.Fatal(err)
+			}
+		})
+		least(&tStd, func() { std = stdGzip(gzip.DefaultCompression) })
+	}
+	ratio := float64(tServed) / float64(tStd)
+	t.Logf("%d bytes: served %d gzipped in %s, compress/gzip's default %d in %s (ratio %.2f)",
+		len(raw), len(served.gz), tServed, len(std), tStd, ratio)
+	if ratio > 0.6 {
+		t.Errorf("gzipping the served document took %.2f of compress/gzip's default level's time, want at most 0.6", ratio)
+	}
+	if fast := stdGzip(gzip.BestSpeed); len(served.gz) >= len(fast) {
+		t.Errorf("served gzipped %d bytes, not fewer than compress/gzip's fastest level's %d", len(served.gz), len(fast))
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(served.gz))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, raw) {
+		t.Errorf("the served gzip uncompresses to %d bytes that are not the document's %d", len(got), len(raw))
+	}
+}
+
+// TestIndentJSONRuns: indentJSON copies scalars a run at a time and
+// newlines from a buffer grown with the depth: numbers, literals and
+// strings at every place in arrays and objects, and nesting deeper than
+// the buffer first holds, byte for byte as writeJSON's encoder.
+func TestIndentJSONRuns(t *testing.T) {
+	deep := any(map[string]any{"x": []any{1, -2.5e-7, "s"}})
+	for range 20 {
+		deep = []any{deep, true, map[string]any{"n": nil, "k": []any{false, 12345678901234}}}
+	}
+	for _, tc := range []struct {
+		name string
+		v    any
+	}{
+		{"deep", deep},
+		{"scalars", []any{0, -1, 1.5, 1e21, true, false, nil, "", "x,y:z]"}},
+		{"last of each", map[string]any{"a": []any{[]any{1}, map[string]any{"b": 2}}, "c": 3}},
+		{"top scalar", 1234.5},
+		{"top string", `a"b`},
+		{"document", json.RawMessage(statusDoc10k(t))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var want bytes.Buffer
+			enc := json.NewEncoder(&want)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(tc.v); err != nil {
+				t.Fatal(err)
+			}
+			compact, err := json.Marshal(tc.v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want.String(), string(indentJSON(nil, compact))); diff != "" {
+				t.Errorf("(-encoder +indentJSON):\n%s", diff)
+			}
+		})
+	}
+}
