@@ -43,21 +43,41 @@
   // ones a viewer opened stay open across boards and visits (localStorage,
   // by the group's key), and the search box filters the rows, opening the
   // groups that match. Without the script the groups open by themselves.
+  // The viewer's choices are kept here, apart from the markup, and given
+  // to each new board: an update may come between a click, which opens
+  // or closes a group at once, and its toggle event, which comes later
+  // (on a group the update may have replaced), so each board is read for
+  // choices before an update changes it.
   var openKey = "gpuacct.board.open";
   var query = "";
-  function saved() {
-    try { return JSON.parse(localStorage.getItem(openKey) || "[]"); } catch (e) { return []; }
+  // chosen: a group's key → open, the viewer's (the open ones kept across
+  // visits); during: those chosen while a search shows, not kept.
+  var chosen = {};
+  var during = {};
+  try {
+    JSON.parse(localStorage.getItem(openKey) || "[]").forEach(function (k) { chosen[k] = true; });
+  } catch (e) { chosen = {}; }
+  // want is whether group g is open: the viewer's choice, else a
+  // search's opening of the groups that match (apply hides the others).
+  function want(g) {
+    var k = g.getAttribute("data-key");
+    if (query) { return Object.prototype.hasOwnProperty.call(during, k) ? during[k] : !g.hidden; }
+    return chosen[k] === true;
   }
-  // remember keeps the groups open now; a search's opening is not the
-  // viewer's choice.
-  function remember() {
-    if (query) { return; }
-    var keys = [];
-    root.querySelectorAll("details.group").forEach(function (d) {
-      if (d.open) { keys.push(d.getAttribute("data-key")); }
+  // note takes as the viewer's choice each group of gs whose open state
+  // is not the one it was given.
+  function note(gs) {
+    var kept = false;
+    gs.forEach(function (g) {
+      if (g.open === want(g)) { return; }
+      (query ? during : chosen)[g.getAttribute("data-key")] = g.open;
+      kept = kept || !query;
     });
+    if (!kept) { return; }
+    var keys = Object.keys(chosen).filter(function (k) { return chosen[k]; });
     try { localStorage.setItem(openKey, JSON.stringify(keys)); } catch (e) { /* private mode: not kept */ }
   }
+  function groups() { return Array.prototype.slice.call(root.querySelectorAll("details.group")); }
   // terms reads "user alice job 12 gpu0" (or user:alice): each term a
   // field and a value; a bare value looks in every field.
   function terms(q) {
@@ -92,7 +112,6 @@
   }
   function apply() {
     var ts = terms(query);
-    var keep = saved();
     var found = 0;
     root.querySelectorAll(".group").forEach(function (g) {
       var any = false;
@@ -103,13 +122,15 @@
       });
       g.hidden = !any;
       if (g.tagName === "DETAILS") {
-        g.open = ts.length ? any : keep.indexOf(g.getAttribute("data-key")) >= 0;
+        g.open = want(g);
       }
     });
     var n = document.getElementById("board-q-n");
     if (n) { n.textContent = ts.length ? t("%d node(s) match", found) : ""; }
   }
-  root.addEventListener("toggle", remember, true);
+  root.addEventListener("toggle", function (e) {
+    if (e.target.matches && e.target.matches("details.group")) { note([e.target]); }
+  }, true);
   var bar = document.createElement("div");
   bar.className = "board-search";
   bar.innerHTML = '<label for="board-q"></label> <input id="board-q" type="search" autocomplete="off"> <span id="board-q-n" role="status"></span>';
@@ -117,7 +138,9 @@
   bar.querySelector("input").placeholder = t("node, user, job or model (user alice)");
   root.parentNode.insertBefore(bar, root);
   document.getElementById("board-q").addEventListener("input", function (e) {
+    note(groups());
     query = e.target.value.trim();
+    during = {};
     apply();
   });
   apply();
@@ -132,6 +155,7 @@
   // ids across a board.
   function swap(fn) {
     var focused = document.activeElement && root.contains(document.activeElement) ? document.activeElement.id : "";
+    note(groups());
     fn();
     apply();
     tick();
