@@ -59,6 +59,9 @@ type Ledger struct {
 	tree bool
 	// hourSums: the ledger has rollup_hourly_sum (hourSumsSchema on).
 	hourSums bool
+	// keepAll reads every column of every fact, as reports did before
+	// Filter.keep: the reference keepOf is tested against.
+	keepAll bool
 	// nodeRollups: the ledger has the node rollups (store.NodeRollupsSchema
 	// on); off, reports by node read rollup_hourly (their tests' reference).
 	nodeRollups bool

@@ -10,6 +10,7 @@ import (
 	"github.com/aicloud/gpusuite/internal/report/table"
 	"github.com/aicloud/gpusuite/internal/report/teams"
 	"github.com/aicloud/gpusuite/internal/report/timespec"
+	"github.com/aicloud/gpusuite/internal/store"
 )
 
 // Kinds are the sub-reports of gpuacct report, in --help order.
@@ -179,7 +180,9 @@ func (d *Ledger) report(ctx context.Context, r Request) (*table.Table, error) {
 	sole := ""
 	narrow := r.Filter.narrows(r.Teams)
 	needNode := kind == "nodes"
-	r.Filter.noWho = needNode && len(r.Teams) == 0
+	if !d.keepAll {
+		r.Filter.keep = keepOf(r, kind, m)
+	}
 	overflow, overRows := false, false
 	sliced := false // a fact of a MIG slice: the GPU-EQ column is shown
 	fp, err := d.planFacts(bs, r.Filter, needNode)
@@ -294,7 +297,11 @@ func (d *Ledger) report(ctx context.Context, r Request) (*table.Table, error) {
 	}
 	if narrow {
 		// Shares are of the whole cluster, not of the filtered part.
-		err := d.Facts(ctx, bs, Filter{Clusters: r.Filter.Clusters}, false, func(x *Fact) {
+		all := Filter{Clusters: r.Filter.Clusters}
+		if !d.keepAll {
+			all.keep = store.ColCluster
+		}
+		err := d.Facts(ctx, bs, all, false, func(x *Fact) {
 			if r.TRES == TRESBilling {
 				x.Usage = billingView(x.Usage)
 			}
@@ -312,6 +319,47 @@ func (d *Ledger) report(ctx context.Context, r Request) (*table.Table, error) {
 		return nil, tooBig("rows", rowCap)
 	}
 	return t, nil
+}
+
+// keepOf is the columns of a fact report r reads (Filter.keep): its
+// rows' names, the team (the account, the user too under a mapping) for
+// teams, a tree, the users' TEAMS column or --teams, and the model for
+// GPU-EQ (gpuEqSeconds), which a tree and a billing report do not show.
+// The filters select in the query and need no column.
+func keepOf(r Request, kind string, m *teams.Mapping) store.Cols {
+	k := store.ColCluster
+	team := func() {
+		k |= store.ColAccount
+		if m.Mapped() {
+			k |= store.ColUser
+		}
+	}
+	switch kind {
+	case "users":
+		k |= store.ColUser
+		team()
+	case "teams":
+		team()
+	case "accounts":
+		k |= store.ColAccount
+	case "partitions":
+		k |= store.ColPartition
+	case "models":
+		k |= store.ColModel
+	case "tree":
+		k |= store.ColUser
+		team()
+	case "nodes":
+	default:
+		return store.AllCols
+	}
+	if len(r.Teams) > 0 {
+		team()
+	}
+	if r.TRES != TRESBilling && kind != "tree" {
+		k |= store.ColModel
+	}
+	return k
 }
 
 // rowFloorFor is r's rowFloor, or nil where a refusal for rows cannot be

@@ -43,9 +43,10 @@ type Fact struct {
 // by the caller (it needs the mapping).
 type Filter struct {
 	Clusters, Users, Accounts, Partitions, Nodes, Models []string
-	// noWho: the caller reads no fact's user or account (a report by node
-	// without --teams), so the node rollups, which keep neither, serve.
-	noWho bool
+	// keep is the columns the caller reads of a fact (the cluster
+	// always); the others come empty, summed away by the database. 0 keeps
+	// them all. Without the user and account the node rollups serve.
+	keep store.Cols
 }
 
 // grain is the rollup a piece is read from.
@@ -309,8 +310,10 @@ type factPlan struct {
 	f        Filter
 	nodeIDs  []int64
 	needNode bool
-	// nodeRollups: by node without users or accounts, from the node
-	// rollups, planned as the node-less rollups are (months, days, spans).
+	// nodeRollups: without users or accounts, from the node rollups (by
+	// node or summed over them), planned as the others are (months, days,
+	// spans): a day of them is a row a node and partition, where
+	// rollup_daily holds a row a user.
 	nodeRollups bool
 }
 
@@ -335,7 +338,8 @@ func (d *Ledger) planFacts(bs []timespec.Bucket, f Filter, needNode bool) (factP
 		}
 		fp.needNode = true
 	}
-	fp.nodeRollups = fp.needNode && f.noWho && d.nodeRollups && len(f.Users)+len(f.Accounts) == 0
+	who := f.keep == 0 || f.keep&(store.ColUser|store.ColAccount) != 0 || len(f.Users)+len(f.Accounts) > 0
+	fp.nodeRollups = d.nodeRollups && !who
 	fp.ps = plan(bs, fp.needNode && !fp.nodeRollups, d.months, !d.noSpans)
 	return fp, nil
 }
@@ -356,7 +360,7 @@ func (d *Ledger) readFacts(ctx context.Context, fp factPlan, fn func(*Fact)) err
 			q := store.FactQuery{Grain: storeGrain[p.grain], From: p.from, To: p.to, ByNode: needNode, NodeIDs: fp.nodeIDs,
 				Clusters: f.Clusters, Users: f.Users, Accounts: f.Accounts, Partitions: f.Partitions, Models: f.Models,
 				// A span's rows all count in one bucket: SQLite sums its hours.
-				Sum: p.at != 0, HourSums: d.hourSums}
+				Sum: p.at != 0, HourSums: d.hourSums, Keep: f.keep}
 			var x Fact
 			err := read(ctx, q, func(r *store.FactRow) {
 				if d.handed != nil {

@@ -48,6 +48,56 @@ type FactQuery struct {
 	// HourSums reads hours without the node from rollup_hourly_sum
 	// (schema 11 on) rather than summing rollup_hourly's nodes.
 	HourSums bool
+	// Keep is the columns kept apart; the database sums the others away
+	// and the rows hold them empty, so that a report by partition hands
+	// over a row a partition, not one a user. 0 keeps them all.
+	Keep Cols
+}
+
+// Cols is a set of a rollup's key columns besides the time and the node.
+type Cols uint8
+
+// The columns of Cols. The cluster is kept whatever Keep says: a report
+// always needs it, and a query that kept nothing would sum no row into
+// one of nulls.
+const (
+	ColCluster Cols = 1 << iota
+	ColUser
+	ColAccount
+	ColPartition
+	ColModel
+	AllCols = ColCluster | ColUser | ColAccount | ColPartition | ColModel
+)
+
+// keyCols are q's key columns in FactRow's order: the kept ones by name
+// (in group, what GROUP BY adds after the time and node) and the others
+// as empty text. All kept, the rows need no grouping (kept).
+func keyCols(q FactQuery, cols ...Cols) (sel, group string, all bool) {
+	keep := q.Keep | ColCluster
+	if q.Keep == 0 {
+		keep = AllCols
+	}
+	names := map[Cols]string{ColCluster: "cluster", ColUser: "user", ColAccount: "account", ColPartition: "partition", ColModel: "model"}
+	var s, g []string
+	all = true
+	for _, c := range cols {
+		if keep&c == 0 {
+			s = append(s, "''")
+			all = false
+			continue
+		}
+		s = append(s, names[c])
+		g = append(g, names[c])
+	}
+	return strings.Join(s, ", "), strings.Join(g, ", "), all
+}
+
+// usageCols are the usage columns, summed or as they are.
+func usageCols(sum bool) string {
+	if sum {
+		return "sum(alloc_gpu_s), sum(used_gpu_s), sum(idle_gpu_s), sum(sample_s), sum(energy_mj), sum(jobs), sum(billing)"
+	}
+	return "alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs, billing"
 }
 
 // FactRow is one rollup row: usage of one (cluster, user, account,
@@ -73,23 +123,26 @@ func (s *Ledger) Facts(ctx context.Context, q FactQuery, fn func(*FactRow)) erro
 		table = "rollup_hourly_sum"
 	}
 	sum := q.Sum && !q.ByNode
-	switch {
-	case sum:
-		// One row a key over the whole range (Start is set to From below).
-		b.WriteString(`SELECT 0, cluster, user, account, partition, 0, model, sum(alloc_gpu_s), sum(used_gpu_s), sum(idle_gpu_s), sum(sample_s), sum(energy_mj), sum(jobs), sum(billing)
- FROM ` + table + ` WHERE ignored = 0 AND ` + col + ` >= ? AND ` + col + ` < ?`)
-	case q.Grain != Hourly || table == "rollup_hourly_sum":
-		b.WriteString(`SELECT ` + col + `*` + strconv.FormatInt(unit, 10) + `, cluster, user, account, partition, 0, model, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs, billing
- FROM ` + table + ` WHERE ignored = 0 AND ` + col + ` >= ? AND ` + col + ` < ?`)
-	case q.ByNode:
-		b.WriteString(`SELECT hour*3600, cluster, user, account, partition, node_id, model, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs, billing
- FROM rollup_hourly WHERE ignored = 0 AND hour >= ? AND hour < ?`)
-	default:
-		// Without the node, SQLite sums the nodes away (about 30× fewer
-		// rows to hand over on a 1,000-GPU cluster).
-		b.WriteString(`SELECT hour*3600, cluster, user, account, partition, 0, model, sum(alloc_gpu_s), sum(used_gpu_s), sum(idle_gpu_s), sum(sample_s), sum(energy_mj), sum(jobs), sum(billing)
- FROM rollup_hourly WHERE ignored = 0 AND hour >= ? AND hour < ?`)
+	// Hours by node are rollup_hourly's rows; without the node, SQLite
+	// sums the nodes away (about 30× fewer rows to hand over on a
+	// 1,000-GPU cluster), unless rollup_hourly_sum holds them summed.
+	node, byNode := "0", q.Grain == Hourly && q.ByNode && !sum
+	if byNode {
+		node = "node_id"
 	}
+	keys, group, all := keyCols(q, ColCluster, ColUser, ColAccount, ColPartition)
+	model, mgroup, mall := keyCols(q, ColModel)
+	if mgroup != "" {
+		group += ", " + mgroup
+	}
+	grouped := sum || !all || !mall || (q.Grain == Hourly && !byNode && table == "rollup_hourly")
+	start := col + `*` + strconv.FormatInt(unit, 10)
+	if sum {
+		// One row a key over the whole range (Start is set to From below).
+		start = "0"
+	}
+	b.WriteString(`SELECT ` + start + `, ` + keys + `, ` + node + `, ` + model + `, ` + usageCols(grouped) + `
+ FROM ` + table + ` WHERE ignored = 0 AND ` + col + ` >= ? AND ` + col + ` < ?`)
 	args = append(args, q.From/unit, q.To/unit)
 	if q.ByNode {
 		inList(&b, &args, "node_id", q.NodeIDs)
@@ -101,9 +154,11 @@ func (s *Ledger) Facts(ctx context.Context, q FactQuery, fn func(*FactRow)) erro
 	inList(&b, &args, "model", q.Models)
 	switch {
 	case sum:
-		b.WriteString(" GROUP BY cluster, user, account, partition, model")
-	case q.Grain == Hourly && !q.ByNode && table == "rollup_hourly":
-		b.WriteString(" GROUP BY hour, cluster, user, account, partition, model")
+		b.WriteString(" GROUP BY " + group)
+	case grouped && byNode:
+		b.WriteString(" GROUP BY " + col + ", node_id, " + group)
+	case grouped:
+		b.WriteString(" GROUP BY " + col + ", " + group)
 	}
 	rows, err := s.db.QueryContext(ctx, b.String(), args...)
 	var x FactRow

@@ -22,8 +22,8 @@ func TestFactsStopOnCancel(t *testing.T) {
 		{"hourly by node", s.Facts, FactQuery{Grain: Hourly, From: 0, To: 3 * 3600, ByNode: true}},
 		{"hourly, nodes summed away", s.Facts, FactQuery{Grain: Hourly, From: 0, To: 3 * 3600}},
 		{"hourly, summed", s.Facts, FactQuery{Grain: Hourly, From: 0, To: 3 * 3600, Sum: true}},
-		{"node rollups", nodes.NodeFacts, FactQuery{Grain: Hourly, From: 0, To: 3 * 3600}},
-		{"node rollups, summed", nodes.NodeFacts, FactQuery{Grain: Hourly, From: 0, To: 3 * 3600, Sum: true}},
+		{"node rollups", nodes.NodeFacts, FactQuery{Grain: Hourly, From: 0, To: 3 * 3600, ByNode: true}},
+		{"node rollups, summed", nodes.NodeFacts, FactQuery{Grain: Hourly, From: 0, To: 3 * 3600, ByNode: true, Sum: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			all := 0

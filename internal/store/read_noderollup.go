@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -13,7 +14,9 @@ const NodeRollupsSchema = 20
 
 // NodeFacts calls fn for each row q selects from the node rollups: the
 // rows Facts gives ByNode, without the user and account (empty), so q may
-// not filter on them; Sum sums the range into one row a node. The row is
+// not filter on them; without ByNode the nodes are summed away, and
+// q.Keep may sum the partition or model away too; Sum sums the range into
+// one row a key. The row is
 // reused, so fn copies what it keeps; once ctx is done, no further row
 // (Facts).
 func (s *Ledger) NodeFacts(ctx context.Context, q FactQuery, fn func(*FactRow)) error {
@@ -24,19 +27,32 @@ func (s *Ledger) NodeFacts(ctx context.Context, q FactQuery, fn func(*FactRow)) 
 	table, col, unit := r.nodeTable, r.col, r.unit
 	var b strings.Builder
 	var args []any
-	if q.Sum {
-		b.WriteString(`SELECT 0, cluster, partition, node_id, model, sum(alloc_gpu_s), sum(used_gpu_s), sum(idle_gpu_s), sum(sample_s), sum(energy_mj), sum(jobs), sum(billing)`)
-	} else {
-		b.WriteString(`SELECT ` + col + `*` + strconv.FormatInt(unit, 10) + `, cluster, partition, node_id, model, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs, billing`)
+	// By node, or summed over the nodes: the partitions' or models' rows
+	// of a report by partition or model, a node's rows fewer than a user's.
+	node := "0"
+	if q.ByNode {
+		node = "node_id"
 	}
-	b.WriteString(` FROM ` + table + ` WHERE ignored = 0 AND ` + col + ` >= ? AND ` + col + ` < ?`)
+	part, pgroup, pall := keyCols(q, ColPartition)
+	model, mgroup, mall := keyCols(q, ColModel)
+	group := strings.Join(slices.DeleteFunc([]string{"cluster", pgroup, node, mgroup}, func(c string) bool { return c == "" || c == "0" }), ", ")
+	grouped := q.Sum || !q.ByNode || !pall || !mall
+	start := col + `*` + strconv.FormatInt(unit, 10)
+	if q.Sum {
+		start = "0"
+	}
+	b.WriteString(`SELECT ` + start + `, cluster, ` + part + `, ` + node + `, ` + model + `, ` + usageCols(grouped) +
+		` FROM ` + table + ` WHERE ignored = 0 AND ` + col + ` >= ? AND ` + col + ` < ?`)
 	args = append(args, q.From/unit, q.To/unit)
 	inList(&b, &args, "node_id", q.NodeIDs)
 	inList(&b, &args, "cluster", q.Clusters)
 	inList(&b, &args, "partition", q.Partitions)
 	inList(&b, &args, "model", q.Models)
-	if q.Sum {
-		b.WriteString(" GROUP BY cluster, partition, node_id, model")
+	switch {
+	case q.Sum:
+		b.WriteString(" GROUP BY " + group)
+	case grouped:
+		b.WriteString(" GROUP BY " + col + ", " + group)
 	}
 	rows, err := s.db.QueryContext(ctx, b.String(), args...)
 	var x FactRow
