@@ -39,6 +39,19 @@ func onlyParams(v url.Values, allowed ...string) error {
 	return badRequest("unknown parameter %q: this takes %s", bad[0], strings.Join(allowed, ", "))
 }
 
+// flagParam is the query parameter name as a flag: absent, 0 or false;
+// 1 or true.
+func flagParam(q url.Values, name string) (bool, error) {
+	switch a := q.Get(name); a {
+	case "", "0", "false":
+		return false, nil
+	case "1", "true":
+		return true, nil
+	default:
+		return false, badRequest("%s %q is not 1 or 0", name, a)
+	}
+}
+
 // GET /api/v1/board[?node=N...][&last_hour=1]: gpusuite.status/v1, as
 // gpuacct status --format json; last_hour adds each GPU's strip and each
 // node's state changes.
@@ -50,13 +63,9 @@ func (h *Handler) apiBoard(w http.ResponseWriter, r *http.Request) error {
 	if err := onlyParams(q, "node", "last_hour"); err != nil {
 		return err
 	}
-	lastHour := false
-	switch a := q.Get("last_hour"); a {
-	case "", "0", "false":
-	case "1", "true":
-		lastHour = true
-	default:
-		return badRequest("last_hour %q is not 1 or 0", a)
+	lastHour, err := flagParam(q, "last_hour")
+	if err != nil {
+		return err
 	}
 	names := q["node"]
 	if len(names) > maxNodeParams {
@@ -278,18 +287,14 @@ func (h *Handler) apiNotes(w http.ResponseWriter, r *http.Request) error {
 	if err := onlyParams(q, "all", "clusters", "cluster"); err != nil {
 		return err
 	}
-	all := false
-	switch a := q.Get("all"); a {
-	case "", "0", "false":
-	case "1", "true":
-		all = true
-	default:
-		return badRequest("all %q is not 1 or 0", a)
+	all, err := flagParam(q, "all")
+	if err != nil {
+		return err
 	}
 	now := h.o.Now()
 	var doc board.NotesDoc
 	sq := &query{vals: q}
-	err := h.withScope(h.src, r, sq, func(c *conn) error {
+	err = h.withScope(h.src, r, sq, func(c *conn) error {
 		ns, err := c.rep.Notes(r.Context(), now, all)
 		if err != nil {
 			return fmt.Errorf("notes: %w", err)
