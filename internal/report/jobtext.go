@@ -35,6 +35,8 @@ type JobSummary struct {
 	EndEstimated bool     `json:"end_estimated"`
 	Ignored      bool     `json:"ignored"`
 	IgnoreReason *string  `json:"ignore_reason,omitempty"`
+	IgnoreBy     *string  `json:"ignore_by,omitempty"`
+	IgnoreAt     *string  `json:"ignore_at,omitempty"`
 	AllocGPUH    float64  `json:"alloc_gpu_hours"`
 	UsedGPUH     *float64 `json:"used_gpu_hours"`
 	Efficiency   *float64 `json:"efficiency_pct"`
@@ -59,6 +61,11 @@ func Summarize(j *JobRow, team string, now time.Time) JobSummary {
 		x.End = &s
 	}
 	x.IgnoreReason = j.IgnoreReason
+	// Who made the last explicit decision and when; absent: none.
+	if d, ok := LastDecision(j); ok {
+		at := d.At.UTC().Format(time.RFC3339)
+		x.IgnoreBy, x.IgnoreAt = &d.By, &at
+	}
 	x.EnergyMJ = j.EnergyMJ
 	if j.EnergyMJ > 0 && j.SampleS > 0 {
 		x.PowerMeanW = rounded(table.UnitWatts, float64(j.EnergyMJ)/1000/j.SampleS)
@@ -187,7 +194,11 @@ func WriteJobTextIn(w io.Writer, det *Detail, m *teams.Mapping, loc *time.Locati
 	if j.Ignored {
 		// Said under the title, not only among the notes: every figure
 		// below is left out of the reports.
-		b.WriteString(tr.T("  IGNORED: left out of every report; %s", ignoredWhy(j, tr)) + "\n")
+		b.WriteString(tr.T("  IGNORED: left out of every report; %s", ignoredWhy(j, tf, tr)) + "\n")
+	} else if d, ok := LastDecision(j); ok {
+		// An unignore clears the reason: only this says someone chose to
+		// count the run.
+		b.WriteString("  " + tr.T("counted again by %s at %s", d.By, tf(d.At.Unix())) + "\n")
 	}
 	b.WriteString(tr.T("  user %s, account %s, team %s, partition %s", j.User, j.Account, m.Team(j.Account, j.User), j.Partition) + "\n")
 	b.WriteString(tr.N(int(j.GPUs), "  %d GPU on %s", "  %d GPUs on %s", j.GPUs, j.Nodes) + "\n")
@@ -256,13 +267,50 @@ func WriteJobTextIn(w io.Writer, det *Detail, m *teams.Mapping, loc *time.Locati
 	return err
 }
 
-// ignoredWhy is the reason a run is ignored, with who decided and when
-// as the ledger keeps them ("reason (by alice, 2026-03-02 12:00Z)").
-func ignoredWhy(j *JobRow, tr *i18n.Printer) string {
-	if r := j.Reason(); r != "" {
-		return tr.T("reason: %s", r)
+// ignoredWhy is the reason a run is ignored, after who decided it and
+// when where the ledger keeps them (LastDecision).
+func ignoredWhy(j *JobRow, tf func(int64) string, tr *i18n.Printer) string {
+	d, decided := LastDecision(j)
+	why := tr.T("no reason recorded")
+	if d.Reason != "" {
+		why = tr.T("reason: %s", d.Reason)
 	}
-	return tr.T("no reason recorded")
+	if !decided {
+		return why
+	}
+	return tr.T("ignored by %s at %s, %s", d.By, tf(d.At.Unix()), why)
+}
+
+// Decision is the last explicit decision on whether a run counts
+// (gpuacct ignore or unignore, the dashboard's form), as the job's text
+// and page show it.
+type Decision struct {
+	Ignored bool
+	By      string
+	At      time.Time
+	// Reason is the run's, without the " (by who, when)" the ledger's
+	// writer ends an ignore's with: said apart, by By and At.
+	Reason string
+}
+
+// LastDecision is j's last explicit decision; ok false when the ledger
+// keeps none (the run is as it came, ignored by a tag in its comment,
+// or decided before the ledger kept who and when), Reason then being
+// the run's as it is.
+func LastDecision(j *JobRow) (d Decision, ok bool) {
+	d = Decision{Ignored: j.Ignored, Reason: j.Reason()}
+	if j.IgnoreBy == nil || j.IgnoreAt == nil {
+		return d, false
+	}
+	d.By, d.At = *j.IgnoreBy, time.Unix(*j.IgnoreAt, 0)
+	by := " (by " + d.By + ", "
+	if i := strings.LastIndex(d.Reason, by); i >= 0 {
+		stamp, closed := strings.CutSuffix(d.Reason[i+len(by):], ")")
+		if _, err := time.Parse("2006-01-02 15:04Z", stamp); closed && err == nil {
+			d.Reason = d.Reason[:i]
+		}
+	}
+	return d, true
 }
 
 func optAny(v any, scale float64, format string) string {

@@ -29,6 +29,12 @@ type JobRow struct {
 	EndEstimated             bool
 	Ignored                  bool
 	IgnoreReason             *string
+	// IgnoreBy and IgnoreAt (Unix seconds) are who made the last explicit
+	// decision on whether the run counts (gpuacct ignore or unignore, the
+	// dashboard's form) and when: nil when none was made, and in every
+	// read but Run, which feeds a job's page.
+	IgnoreBy *string
+	IgnoreAt *int64
 	// Usage is the run's GPU figures and billing; Jobs is 1 once its
 	// start is counted.
 	Usage
@@ -70,7 +76,8 @@ const jobCols = `j.id, j.cluster, j.job_id, j.restart, j.array_job_id, j.array_t
 // jobDetailCols are jobCols with a start that is never NULL: a ledger
 // from before estimated starts may hold a job seen only through its end or
 // its samples; its end (else 0) stands in rather than failing the scan.
-var jobDetailCols = strings.Replace(jobCols, "j.start,", "coalesce(j.start, j.end, 0),", 1)
+// It adds the last decision's who and when (JobRow.IgnoreBy).
+var jobDetailCols = strings.Replace(jobCols, "j.start,", "coalesce(j.start, j.end, 0),", 1) + `, j.ignore_by, j.ignore_at`
 
 // jobScan scans jobCols into a JobRow.
 type jobScan struct {
@@ -78,10 +85,11 @@ type jobScan struct {
 	reason                   sql.NullString
 }
 
-func (s *jobScan) scan(sc interface{ Scan(...any) error }, j *JobRow) error {
-	err := sc.Scan(&j.Row, &j.Cluster, &j.JobID, &j.Restart, &s.arrayJob, &s.arrayTask, &j.User, &j.Account, &j.Partition, &j.Nodes, &j.GPUs,
-		&j.Start, &s.end, &j.State, &j.EndEstimated, &j.Ignored, &s.reason, &j.AllocS, &j.UsedS, &j.IdleS, &j.EnergyMJ, &j.Billing, &j.SampleS, &j.Jobs)
-	if err != nil {
+// scan reads a row of jobCols into j, and the columns after them into more.
+func (s *jobScan) scan(sc interface{ Scan(...any) error }, j *JobRow, more ...any) error {
+	dest := []any{&j.Row, &j.Cluster, &j.JobID, &j.Restart, &s.arrayJob, &s.arrayTask, &j.User, &j.Account, &j.Partition, &j.Nodes, &j.GPUs,
+		&j.Start, &s.end, &j.State, &j.EndEstimated, &j.Ignored, &s.reason, &j.AllocS, &j.UsedS, &j.IdleS, &j.EnergyMJ, &j.Billing, &j.SampleS, &j.Jobs}
+	if err := sc.Scan(append(dest, more...)...); err != nil {
 		return err
 	}
 	j.ArrayJobID, j.ArrayTaskID, j.End = ptrInt(s.arrayJob), ptrInt(s.arrayTask), ptrInt(s.end)
@@ -223,12 +231,18 @@ func (s *Ledger) Run(ctx context.Context, q RunQuery) (JobRow, error) {
 	qs += " ORDER BY j.restart DESC, j.start DESC NULLS LAST, j.id DESC LIMIT 1"
 	var j JobRow
 	var sc jobScan
-	if err := sc.scan(s.db.QueryRowContext(ctx, qs, args...), &j); err != nil {
+	var by sql.NullString
+	var at sql.NullInt64
+	if err := sc.scan(s.db.QueryRowContext(ctx, qs, args...), &j, &by, &at); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return JobRow{}, ErrNotFound
 		}
 		return JobRow{}, translate(err)
 	}
+	if by.Valid {
+		j.IgnoreBy = &by.String
+	}
+	j.IgnoreAt = ptrInt(at)
 	return j, nil
 }
 

@@ -52,6 +52,7 @@ type jobView struct {
 	Running, Estimated        bool
 	Ignored                   bool
 	IgnoreReason              string
+	Decided                   string // who last decided whether the run counts, when; "": none did
 	AllocS                    int64
 	UsedS, IdleS, Eff         *float64
 	EnergyKWh                 float64
@@ -135,6 +136,13 @@ func (h *Handler) fillJob(v *jobView, det *report.Detail, colors map[string]stri
 	v.Account, v.Partition, v.Nodes, v.GPUCount, v.State = j.Account, j.Partition, j.Nodes, j.GPUs, j.State
 	v.Start, v.Elapsed, v.Running, v.Estimated, v.Ignored = localTime(j.Start, loc), dur(j.Elapsed(det.Now)), j.End == nil, j.EndEstimated, j.Ignored
 	v.IgnoreReason = j.Reason()
+	if d, ok := report.LastDecision(j); ok {
+		by, at := h.v.user(d.By), localTime(d.At.Unix(), loc)
+		v.IgnoreReason, v.Decided = d.Reason, h.tr.T("counted again by %s at %s", by, at)
+		if d.Ignored {
+			v.Decided = h.tr.T("ignored by %s at %s", by, at)
+		}
+	}
 	if j.End != nil {
 		v.End = localTime(*j.End, loc)
 	}
