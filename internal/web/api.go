@@ -362,7 +362,7 @@ func (h *Handler) apiJob(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		// the team stays the user's own; only the name may be hidden
-		return report.WriteJobJSONResources(&b, det, h.mapping, h.v.user(det.Job.User), ms, u)
+		return report.WriteJobJSONResources(&b, h.v.decision(det), h.mapping, h.v.user(det.Job.User), ms, u)
 	})
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"os"
@@ -78,5 +79,46 @@ func TestJobPageDecision(t *testing.T) {
 	e.lang = "ja"
 	if decision, _ := page(t); !cmp.Equal(decision, []string{"最後の判断", "carol が 2026-11-26 07:30 に再び集計に含めました"}) {
 		t.Errorf("decision shown in Japanese: %q", decision)
+	}
+}
+
+// TestJobAPIDecisionPrivate: under web.private_data the job's JSON names
+// who ignored the run only to those who may see that user: alice, whose
+// run boss (an admin) ignored, reads ignore_by hidden and the reason
+// without the "(by boss, …)" the ledger's writer ends it with; boss reads
+// both as the ledger keeps them.
+func TestJobAPIDecisionPrivate(t *testing.T) {
+	e := newFormsEnv(t, web.Options{PrivateData: true})
+	token := e.token(t, "/book?node=n1", "boss")
+	if code, _, body := e.post(t, "/job/c1/7/ignore", "boss", url.Values{"token": {token}, "action": {"ignore"}, "reason": {"benchmark"}}); code != http.StatusSeeOther {
+		t.Fatalf("boss ignores job 7: %d %q", code, refusal(body))
+	}
+	e.apply(t)
+	for _, tc := range []struct {
+		viewer, by string
+		reason     *regexp.Regexp
+	}{
+		{"alice", "(hidden)", regexp.MustCompile(`^benchmark$`)},
+		{"boss", "boss", regexp.MustCompile(`^benchmark \(by boss, 2026-11-26 06:00Z\)$`)},
+	} {
+		t.Run(tc.viewer, func(t *testing.T) {
+			code, _, body := e.do(t, http.MethodGet, "/api/v1/jobs/c1/7", tc.viewer, nil, "")
+			if code != http.StatusOK {
+				t.Fatalf("GET /api/v1/jobs/c1/7: %d %.300s", code, body)
+			}
+			var got struct {
+				IgnoreBy     string `json:"ignore_by"`
+				IgnoreReason string `json:"ignore_reason"`
+			}
+			if err := json.Unmarshal([]byte(body), &got); err != nil {
+				t.Fatalf("decode %.300s: %v", body, err)
+			}
+			if got.IgnoreBy != tc.by {
+				t.Errorf("ignore_by %q, want %q", got.IgnoreBy, tc.by)
+			}
+			if !tc.reason.MatchString(got.IgnoreReason) {
+				t.Errorf("ignore_reason %q, want %v", got.IgnoreReason, tc.reason)
+			}
+		})
 	}
 }

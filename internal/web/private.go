@@ -239,6 +239,23 @@ func (v viewer) maskStatus(d *board.StatusDoc) {
 	}
 }
 
+// decision is det as v may see it: who last decided whether the run
+// counts (ignore_by) hidden when v may not see them, and with it the
+// "(by who, when)" the ledger's writer ends an ignore's reason with.
+func (v viewer) decision(det *report.Detail) *report.Detail {
+	d, ok := report.LastDecision(&det.Job)
+	if !ok || v.sees(d.By) {
+		return det
+	}
+	shown := *det
+	by := v.user(d.By)
+	shown.Job.IgnoreBy = &by
+	if shown.Job.IgnoreReason != nil {
+		shown.Job.IgnoreReason = &d.Reason
+	}
+	return &shown
+}
+
 func (v viewer) maskJobs(jobs []board.JobDoc) {
 	for j := range jobs {
 		jobs[j].User = v.user(jobs[j].User)
