@@ -372,4 +372,5 @@ func checkInvariants(t *testing.T, s *Ledger, when string) {
 			t.Errorf("%s: %s:\n%v", when, q.what, bad)
 		}
 	}
+	checkModelRollup(t, s, when)
 }

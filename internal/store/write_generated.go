@@ -24,12 +24,14 @@ func (b *Batch) AddRollupHours(hs []RollupHour) error {
 	var hourly usageSums[hourKey]
 	var periods [3]usageSums[periodKey]
 	var nodes nodeRollups
+	var models modelRollups
 	for _, h := range hs {
 		hourly.add(hourKey{periodKey{h.Dims, h.Hour, h.Model}, h.Node}, h.Usage)
 		for i, at := range periodsOf(h.Hour) {
 			periods[i].add(periodKey{h.Dims, at, h.Model}, h.Usage)
 		}
 		nodes.add(h.Dims, h.Node, h.Model, h.Hour, h.Usage)
+		models.add(h.Dims, h.Model, h.Hour, h.Usage)
 	}
 	if err := b.execMany(rollupHourSQL(), hourly.rows(false, func(k hourKey, d Usage) []any {
 		return rollupHourRow(k.dims, k.node, k.model, k.at, d)
@@ -39,5 +41,8 @@ func (b *Batch) AddRollupHours(hs []RollupHour) error {
 	if err := b.writePeriods(&periods, false); err != nil {
 		return err
 	}
-	return nodes.write(b)
+	if err := nodes.write(b); err != nil {
+		return err
+	}
+	return models.write(b)
 }

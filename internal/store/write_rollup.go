@@ -69,6 +69,9 @@ func (b *Batch) rollup(dims Dims, node int64, model string, hour int64, d Usage)
 	if err := b.rollupNode(dims, node, model, hour, d); err != nil {
 		return err
 	}
+	if err := b.rollupModel(dims, model, hour, d); err != nil {
+		return err
+	}
 	if err := b.rollupHourSum(dims, model, hour, d); err != nil {
 		return err
 	}

@@ -76,13 +76,18 @@ func (b *Batch) flushUse() error {
 	}
 	// The node rollups take the hour rows written, in their order.
 	var nodes nodeRollups
+	var models modelRollups
 	if err := b.execMany(rollupHourSQL(), hourly.rows(true, func(k hourKey, d Usage) []any {
 		nodes.add(k.dims, k.node, k.model, k.hour, d)
+		models.add(k.dims, k.model, k.hour, d)
 		return rollupHourRow(k.dims, k.node, k.model, k.hour, d)
 	})); err != nil {
 		return err
 	}
 	if err := nodes.write(b); err != nil {
+		return err
+	}
+	if err := models.write(b); err != nil {
 		return err
 	}
 	if err := b.writePeriods(&periods, true); err != nil {

@@ -184,6 +184,9 @@ func replicateIn(exec func(string, ...any), days int, maxID, maxJob int64) {
  sum(alloc_gpu_s), sum(used_gpu_s), sum(idle_gpu_s), sum(sample_s), sum(energy_mj), sum(jobs), sum(billing)
  FROM rollup_hourly GROUP BY k, cluster, partition, node_id, model, ignored`)
 	}
+	exec(`DELETE FROM rollup_model_hour`)
+	exec(`INSERT INTO rollup_model_hour SELECT hour, cluster, partition, model, ignored, sum(alloc_gpu_s), sum(used_gpu_s), sum(idle_gpu_s),
+ sum(sample_s), sum(energy_mj), sum(jobs), sum(billing) FROM rollup_node_hour GROUP BY hour, cluster, partition, model, ignored`)
 	exec(`DELETE FROM rollup_monthly`)
 	exec(`INSERT INTO rollup_monthly SELECT CAST(strftime('%s', day*86400, 'unixepoch', 'start of month') AS INTEGER)/86400 AS m,
  cluster, user, account, partition, model, ignored, sum(alloc_gpu_s), sum(used_gpu_s), sum(idle_gpu_s), sum(sample_s), sum(energy_mj), sum(jobs)

@@ -1,0 +1,16 @@
+-- rollup_model_hour: rollup_node_hour without the node, per UTC hour. A
+-- report that reads no user, account or node (by partition, by model, a
+-- cluster's total) reads a handful of rows an hour here, at any cluster
+-- size, where rollup_hourly_sum keeps one a user (issue 35).
+CREATE TABLE rollup_model_hour (
+    hour INTEGER NOT NULL, cluster TEXT NOT NULL, partition TEXT NOT NULL, model TEXT NOT NULL, ignored INTEGER NOT NULL,
+    alloc_gpu_s INTEGER NOT NULL DEFAULT 0, used_gpu_s REAL NOT NULL DEFAULT 0, idle_gpu_s REAL NOT NULL DEFAULT 0,
+    sample_s REAL NOT NULL DEFAULT 0, energy_mj INTEGER NOT NULL DEFAULT 0, jobs INTEGER NOT NULL DEFAULT 0, billing REAL NOT NULL DEFAULT 0,
+    PRIMARY KEY (hour, cluster, partition, model, ignored)
+) WITHOUT ROWID;
+
+-- The node hours summed are its facts; the store keeps it from here on,
+-- in the same transaction as the node rollups.
+INSERT INTO rollup_model_hour(hour, cluster, partition, model, ignored, alloc_gpu_s, used_gpu_s, idle_gpu_s, sample_s, energy_mj, jobs, billing)
+SELECT hour, cluster, partition, model, ignored, sum(alloc_gpu_s), sum(used_gpu_s), sum(idle_gpu_s), sum(sample_s), sum(energy_mj), sum(jobs), sum(billing)
+FROM rollup_node_hour GROUP BY hour, cluster, partition, model, ignored;
