@@ -62,6 +62,9 @@ type Ledger struct {
 	// keepAll reads every column of every fact, as reports did before
 	// Filter.keep: the reference keepOf is tested against.
 	keepAll bool
+	// modelRollups: the ledger has rollup_model_hour
+	// (store.ModelRollupsSchema on).
+	modelRollups bool
 	// nodeRollups: the ledger has the node rollups (store.NodeRollupsSchema
 	// on); off, reports by node read rollup_hourly (their tests' reference).
 	nodeRollups bool
@@ -104,7 +107,7 @@ func OpenDB(ctx context.Context, loc string, busy time.Duration) (*Ledger, error
 	// A ledger the ingest has not migrated yet (schema 1, the daemon not
 	// restarted on the new gpuacct) has no rollup_monthly: read its days.
 	d := &Ledger{st: st, path: path, busy: busy, months: v >= 2, tree: v >= slurmTreeSchema, hourSums: v >= hourSumsSchema,
-		nodeRollups: v >= store.NodeRollupsSchema}
+		nodeRollups: v >= store.NodeRollupsSchema, modelRollups: v >= store.ModelRollupsSchema}
 	if err := d.loadNodes(ctx); err != nil {
 		st.Close()
 		return nil, err

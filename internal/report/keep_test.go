@@ -12,10 +12,12 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/report/teams"
 	"github.com/aicloud/gpusuite/internal/report/timespec"
+	"github.com/aicloud/gpusuite/internal/store"
 )
 
 // TestKeepEqualsAllColumns: every report kind, reading only the columns
-// it needs (keepOf: partitions and models from the node rollups), prints
+// it needs (keepOf: partitions and models from rollup_model_hour, or the
+// node rollups before it), prints
 // what it printed reading every column of every fact, over random windows,
 // periods, zones off UTC by whole, half and three-quarter hours, filters,
 // a team mapping and the billing TRES.
@@ -24,8 +26,12 @@ func TestKeepEqualsAllColumns(t *testing.T) {
 	r := rand.New(rand.NewPCG(35, 2))
 	jobs, base, now := pScenario(r)
 	path := buildSampledLedger(t, jobs, now)
-	fast, slow := openTest(t, path), openTest(t, path)
+	fast, slow, nodes := openTest(t, path), openTest(t, path), openTest(t, path)
 	slow.keepAll = true
+	if !fast.modelRollups {
+		t.Fatal("a new ledger has no rollup_model_hour")
+	}
+	nodes.modelRollups = false // the node rollups in its place, as before schema 25
 	mapped, err := teams.Parse([]byte("[teams.cv]\naccounts=[\"vision\"]\n[teams.lang]\nusers=[\"carol\"]\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +51,7 @@ func TestKeepEqualsAllColumns(t *testing.T) {
 		{name: "team", teams: []string{"nlp"}},
 	}
 	kinds := []string{"teams", "users", "accounts", "partitions", "nodes", "models", "tree", "top"}
-	nodeRollups := 0
+	wholess := map[bool]int{} // reports by partition or model read without users: by model rollups or not
 	for i := range 24 {
 		zone := zones[i%len(zones)]
 		loc, err := time.LoadLocation(zone)
@@ -81,28 +87,36 @@ func TestKeepEqualsAllColumns(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s, every column: %v", name, err)
 			}
-			got, err := fast.Report(ctx, req)
-			if err != nil {
-				t.Fatalf("%s, kept columns: %v", name, err)
-			}
-			if d := cmp.Diff(want, got, cmpopts.EquateApprox(0, 1e-6)); d != "" {
-				t.Errorf("%s: kept columns (-every column +kept):\n%s", name, d)
+			for _, db := range []*Ledger{fast, nodes} {
+				got, err := db.Report(ctx, req)
+				if err != nil {
+					t.Fatalf("%s, kept columns (model rollups %v): %v", name, db.modelRollups, err)
+				}
+				if d := cmp.Diff(want, got, cmpopts.EquateApprox(0, 1e-6)); d != "" {
+					t.Errorf("%s: kept columns, model rollups %v (-every column +kept):\n%s", name, db.modelRollups, d)
+				}
 			}
 			if kind == "partitions" || kind == "models" {
-				bs := timespec.Buckets(w, p)
 				f := fl.f
 				f.keep = keepOf(req, kind, teamsOr(m))
 				if len(fl.teams) > 0 {
-					f.keep = keepOf(Request{Teams: fl.teams}, kind, teamsOr(m))
+					f.keep |= store.ColAccount
 				}
-				if fp, err := fast.planFacts(bs, f, false); err == nil && fp.nodeRollups {
-					nodeRollups++
+				for _, db := range []*Ledger{fast, nodes} {
+					if fp, err := db.planFacts(timespec.Buckets(w, p), f, false); err == nil && (fp.modelRollups || fp.nodeRollups) {
+						wholess[db.modelRollups]++
+					}
 				}
 			}
 		}
 	}
-	if nodeRollups < 10 {
-		t.Errorf("only %d reports by partition or model read the node rollups: the test does not exercise them", nodeRollups)
+	for model, n := range wholess {
+		if n < 8 {
+			t.Errorf("only %d reports by partition or model read the %s: the test does not exercise them", n, map[bool]string{true: "model rollups", false: "node rollups"}[model])
+		}
+	}
+	if len(wholess) < 2 {
+		t.Errorf("the model or the node rollups never read: %v", wholess)
 	}
 }
 

@@ -315,6 +315,10 @@ type factPlan struct {
 	// spans): a day of them is a row a node and partition, where
 	// rollup_daily holds a row a user.
 	nodeRollups bool
+	// modelRollups: without users, accounts or nodes, buckets of a week
+	// or less from rollup_model_hour, a handful of rows an hour at any
+	// cluster size (bucketHours).
+	modelRollups bool
 }
 
 // adds says whether every row of the plan is added as it is: no piece
@@ -339,9 +343,50 @@ func (d *Ledger) planFacts(bs []timespec.Bucket, f Filter, needNode bool) (factP
 		fp.needNode = true
 	}
 	who := f.keep == 0 || f.keep&(store.ColUser|store.ColAccount) != 0 || len(f.Users)+len(f.Accounts) > 0
+	if d.modelRollups && !who && !fp.needNode && weekLong(bs) {
+		fp.modelRollups = true
+		fp.ps = bucketHours(bs)
+		return fp, nil
+	}
 	fp.nodeRollups = d.nodeRollups && !who
 	fp.ps = plan(bs, fp.needNode && !fp.nodeRollups, d.months, !d.noSpans)
 	return fp, nil
+}
+
+// weekLong: no bucket is longer than a week (and a clock change). Longer
+// ones read the node rollups' months and days in fewer rows than their
+// hours in rollup_model_hour.
+func weekLong(bs []timespec.Bucket) bool {
+	for _, b := range bs {
+		if b.End.Sub(b.Start) > 7*24*time.Hour+time.Hour {
+			return false
+		}
+	}
+	return true
+}
+
+// bucketHours reads each bucket's hours (spanHours) from
+// rollup_model_hour, which keeps hours only, and so few rows an hour that
+// a year of them sums in less time than the months, days and edge hours
+// of the other rollups take to read: a bucket longer than a day in one
+// piece summed into the bucket, shorter ones as their hours, one piece
+// for a run of them (a statement costs about as much as a few hundred
+// rows).
+func bucketHours(bs []timespec.Bucket) []piece {
+	var out []piece
+	for i, b := range bs {
+		a, e := spanHours(b.Start.Unix(), b.End.Unix(), i == len(bs)-1)
+		switch n := len(out); {
+		case e <= a:
+		case e-a > 25*3600: // a day of a clock change has 25 hours
+			out = append(out, piece{grain: hourly, from: a, to: e, at: b.Start.Unix()})
+		case n > 0 && out[n-1].at == 0 && out[n-1].to == a:
+			out[n-1].to = e
+		default:
+			out = append(out, piece{grain: hourly, from: a, to: e})
+		}
+	}
+	return out
 }
 
 // readFacts reads fp, calling fn for every row. fn may cancel ctx (a
@@ -350,7 +395,10 @@ func (d *Ledger) readFacts(ctx context.Context, fp factPlan, fn func(*Fact)) err
 	f, needNode := fp.f, fp.needNode
 	pieces := func(d *Ledger) error {
 		read := d.st.Facts
-		if fp.nodeRollups {
+		switch {
+		case fp.modelRollups:
+			read = d.st.ModelFacts
+		case fp.nodeRollups:
 			read = d.st.NodeFacts
 		}
 		for i, p := range fp.ps {
