@@ -15,8 +15,15 @@ import (
 
 // TestIndentJSON: indentJSON writes what writeJSON's encoder writes, byte
 // for byte: strings holding brackets, quotes, backslashes, colons and
-// commas, empty and nested arrays and objects, and whole status documents.
+// commas, empty and nested arrays and objects, whole status documents,
+// and (as it copies scalars a run at a time and newlines from a buffer
+// grown with the depth) numbers, literals and strings at every place,
+// nested deeper than that buffer first holds.
 func TestIndentJSON(t *testing.T) {
+	deep := any(map[string]any{"x": []any{1, -2.5e-7, "s"}})
+	for range 20 {
+		deep = []any{deep, true, map[string]any{"n": nil, "k": []any{false, 12345678901234}}}
+	}
 	tricky := map[string]any{
 		"s":      `a "quoted" [x], {y}: \ z \\" <b>&`,
 		"empty":  []int{},
@@ -34,6 +41,12 @@ func TestIndentJSON(t *testing.T) {
 		{"empty object", struct{}{}},
 		{"status", func() any { s := viewSnapshot(); return s.View().Status(s.Board.Nodes) }()},
 		{"strip status", func() any { s := stripSnapshot(); return s.View().StatusLastHour(s.Board.Nodes) }()},
+		{"deep", deep},
+		{"scalars", []any{0, -1, 1.5, 1e21, true, false, nil, "", "x,y:z]"}},
+		{"last of each", map[string]any{"a": []any{[]any{1}, map[string]any{"b": 2}}, "c": 3}},
+		{"top scalar", 1234.5},
+		{"top string", `a"b`},
+		{"document", json.RawMessage(statusDoc10k(t))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var want bytes.Buffer

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 
 	"github.com/aicloud/gpusuite/internal/board"
@@ -120,44 +119,6 @@ func threadCPU(t *testing.T) time.Duration {
 		t.Fatal(err)
 	}
 	return time.Duration(ts.Nano())
-}
-
-// TestIndentJSONRuns: indentJSON copies scalars a run at a time and
-// newlines from a buffer grown with the depth: numbers, literals and
-// strings at every place in arrays and objects, and nesting deeper than
-// the buffer first holds, byte for byte as writeJSON's encoder.
-func TestIndentJSONRuns(t *testing.T) {
-	deep := any(map[string]any{"x": []any{1, -2.5e-7, "s"}})
-	for range 20 {
-		deep = []any{deep, true, map[string]any{"n": nil, "k": []any{false, 12345678901234}}}
-	}
-	for _, tc := range []struct {
-		name string
-		v    any
-	}{
-		{"deep", deep},
-		{"scalars", []any{0, -1, 1.5, 1e21, true, false, nil, "", "x,y:z]"}},
-		{"last of each", map[string]any{"a": []any{[]any{1}, map[string]any{"b": 2}}, "c": 3}},
-		{"top scalar", 1234.5},
-		{"top string", `a"b`},
-		{"document", json.RawMessage(statusDoc10k(t))},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var want bytes.Buffer
-			enc := json.NewEncoder(&want)
-			enc.SetIndent("", "  ")
-			if err := enc.Encode(tc.v); err != nil {
-				t.Fatal(err)
-			}
-			compact, err := json.Marshal(tc.v)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(want.String(), string(indentJSON(nil, compact))); diff != "" {
-				t.Errorf("(-encoder +indentJSON):\n%s", diff)
-			}
-		})
-	}
 }
 
 // TestGzippedJSON: ServeHTTP's gzip writer compresses JSON (a status
