@@ -73,9 +73,9 @@ type Ledger struct {
 	// between, when set, runs between two statements of a plan: tests
 	// commit a pass there.
 	between func()
-	// handed, when set, runs for every rollup row the store hands over:
-	// tests count what a refused report read.
-	handed func()
+	// handed, when set, runs for every rollup row the store hands over,
+	// with the grain of its piece: tests count what a report read.
+	handed func(grain)
 }
 
 // OpenDB opens the ledger at loc read-only: a SQLite file's path, or a

@@ -21,7 +21,7 @@ func TestRefusedEarly(t *testing.T) {
 	jobs, base, now := pScenario(rand.New(rand.NewPCG(35, 11)))
 	db := openTest(t, buildSampledLedger(t, jobs, now))
 	read := 0
-	db.handed = func() { read++ }
+	db.handed = func(grain) { read++ }
 	window := func(zone string) timespec.Window {
 		loc, err := time.LoadLocation(zone)
 		if err != nil {
@@ -90,5 +90,42 @@ func TestRefusedEarly(t *testing.T) {
 				t.Errorf("read %d rows of %d, want all", n, all)
 			}
 		})
+	}
+}
+
+// TestRefusedBeforeEdgeHours: a report by day off UTC over the sums it
+// may hold is refused from its spans of UTC days alone, read before any
+// edge hour (coarseFirst): the groups come all from the spans, in a
+// tenth of the rows the hours hold. Read bucket by bucket, each day's
+// edge hours came between its span and the next day's.
+func TestRefusedBeforeEdgeHours(t *testing.T) {
+	ctx := context.Background()
+	jobs, base, now := pScenario(rand.New(rand.NewPCG(35, 12)))
+	db := openTest(t, buildSampledLedger(t, jobs, now))
+	loc, err := time.LoadLocation("Asia/Tokyo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := func(u int64) time.Time {
+		y, m, d := time.Unix(u, 0).In(loc).Date()
+		return time.Date(y, m, d, 0, 0, 0, 0, loc)
+	}
+	r := Request{Kind: "users", Window: timespec.Window{Start: day(base - 86400), End: day(now + 2*86400)}, Period: timespec.Day}
+	read := map[grain]int{}
+	db.handed = func(g grain) { read[g]++ }
+	if _, err := db.Report(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if read[daily] == 0 || read[hourly] == 0 {
+		t.Fatalf("the whole report read %v rows by grain: want spans of days and edge hours", read)
+	}
+	defer SetCaps(20, 1<<30)()
+	clear(read)
+	_, err = db.Report(ctx, r)
+	if err == nil || !strings.Contains(err.Error(), "more than 20 sums") {
+		t.Fatalf("error %v, want the refusal for sums", err)
+	}
+	if read[hourly] != 0 {
+		t.Errorf("read %d edge hours' rows (and %d of days) before the refusal, want none", read[hourly], read[daily])
 	}
 }
