@@ -41,6 +41,7 @@
 //	write_mig.go        a MIG slice's model ("<parent> MIG <profile>") in job_nodes and its rollup rows
 //	write_noderollup.go the node rollups: rollup_hourly without user and account, per hour, day and month
 //	write_modelrollup.go rollup_model_hour: the node hours without the node
+//	write_zonerollup.go rollup_zone_day, rollup_zone_week: the hours by the site zone's days and weeks
 //	write_generated.go  rollups added without jobs, for generated ledgers (bench/scale)
 //	write_billing.go    billing weights' history; a job's billing rate (Slurm's, or estimated)
 //	write_jobmetrics.go per job × GPU metrics;  write_recount.go  samples counted again when a window moves
