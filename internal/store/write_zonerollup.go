@@ -40,14 +40,15 @@ type zoneState struct {
 	before int64
 }
 
-// zoneStarts are the Unix seconds of the local midnight and the Monday
-// 00:00 (ISO week) before the start of Unix hour hour in loc: the keys of
-// its rows. They are computed as timespec.Buckets cuts a window, so that
-// a zone whose midnight is off the hour, or skipped by DST, agrees with
-// the report's buckets (an hour counts in the bucket its start lies in).
-func zoneStarts(loc *time.Location, hour int64) (day, week int64) {
-	t := time.Unix(hour*3600, 0).In(loc)
-	d := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, loc)
+// ZoneStarts are the Unix seconds of the local midnight and the Monday
+// 00:00 (ISO week) at or before the Unix second t in loc: the keys of the
+// zone rollups' rows for an hour starting at t. They are computed as
+// timespec.Buckets cuts a window, so that a zone whose midnight is off the
+// hour, or moved by DST, agrees with the report's buckets (an hour counts
+// in the bucket its start lies in).
+func ZoneStarts(loc *time.Location, t int64) (day, week int64) {
+	lt := time.Unix(t, 0).In(loc)
+	d := time.Date(lt.Year(), lt.Month(), lt.Day(), 0, 0, 0, 0, loc)
 	w := d.AddDate(0, 0, -((int(d.Weekday()) + 6) % 7))
 	return d.Unix(), w.Unix()
 }
@@ -57,30 +58,14 @@ func (b *Batch) zoneMark() (zoneState, error) {
 	if b.zone.known {
 		return b.zone, nil
 	}
-	rows, err := b.query(`SELECT key, value FROM meta WHERE key IN (?, ?)`, zoneTZKey, zoneBeforeKey)
-	var tz, before sql.NullString
-	err = eachRow(rows, err, func(r batchRows) error {
-		var k, v string
-		if err := r.Scan(&k, &v); err != nil {
-			return err
-		}
-		if k == zoneTZKey {
-			tz = sql.NullString{String: v, Valid: true}
-		} else {
-			before = sql.NullString{String: v, Valid: true}
-		}
-		return nil
-	})
+	m, err := readZoneMark(b.query(zoneMarkSQL, zoneTZKey, zoneBeforeKey))
 	if err != nil {
-		return zoneState{}, fmt.Errorf("zone rollups mark: %w", err)
+		return zoneState{}, err
 	}
-	st := zoneState{known: true}
-	if tz.Valid && before.Valid {
-		if st.loc, err = time.LoadLocation(tz.String); err != nil {
-			return zoneState{}, fmt.Errorf("zone rollups zone %q: %w", tz.String, err)
-		}
-		if st.before, err = strconv.ParseInt(before.String, 10, 64); err != nil {
-			return zoneState{}, fmt.Errorf("meta %s: %q: %w", zoneBeforeKey, before.String, err)
+	st := zoneState{known: true, before: m.Before}
+	if m.TZ != "" {
+		if st.loc, err = time.LoadLocation(m.TZ); err != nil {
+			return zoneState{}, fmt.Errorf("zone rollups zone %q: %w", m.TZ, err)
 		}
 	}
 	b.zone = st
@@ -92,7 +77,7 @@ func (b *Batch) zoneMark() (zoneState, error) {
 type zoneRollups [2]usageSums[periodKey]
 
 func (z *zoneRollups) add(loc *time.Location, dims Dims, model string, hour int64, d Usage) {
-	day, week := zoneStarts(loc, hour)
+	day, week := ZoneStarts(loc, hour*3600)
 	z[0].add(periodKey{dims, day, model}, d)
 	z[1].add(periodKey{dims, week, model}, d)
 }
