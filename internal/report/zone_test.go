@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/aicloud/gpusuite/internal/report/timespec"
 	"github.com/aicloud/gpusuite/internal/store"
+	"github.com/aicloud/gpusuite/internal/testkit/ledgerdb"
 )
 
 // keepZoneRollups runs the ledger's housekeeping step of the zone
@@ -120,6 +122,50 @@ func TestZoneRollupsEqualPlan(t *testing.T) {
 			if read[zoneDay] == 0 || read[zoneWeek] == 0 {
 				t.Errorf("rows read by grain %v: the test misses the zone rollups by day or by week", read)
 			}
+			if site == "Asia/Tokyo" {
+				zoneMarkHonoured(t, ref, fast, path, base, now)
+			}
 		})
+	}
+}
+
+// zoneMarkHonoured: with the mark moved back to a Monday midnight in
+// Asia/Tokyo (whole hours: every row lies wholly before or after it) and
+// every row after it spoiled, reports by day and week still print what
+// the plan without zone rollups prints: no bucket past the mark is read
+// from them, and those before it still are.
+func zoneMarkHonoured(t *testing.T, ref, fast *Ledger, path string, base, now int64) {
+	t.Helper()
+	loc, err := time.LoadLocation("Asia/Tokyo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := time.Unix((base+now)/2, 0).In(loc)
+	mid := time.Date(d.Year(), d.Month(), d.Day()-(int(d.Weekday())+6)%7, 0, 0, 0, 0, loc)
+	ledgerdb.Exec(t, path, `UPDATE meta SET value = ? WHERE key = 'zone_rollups_before'`, strconv.FormatInt(mid.Unix()/3600, 10))
+	for _, table := range []string{"rollup_zone_day", "rollup_zone_week"} {
+		if n := ledgerdb.Exec(t, path, `UPDATE `+table+` SET alloc_gpu_s = alloc_gpu_s + 3600000 WHERE start >= ?`, mid.Unix()); n == 0 {
+			t.Fatalf("%s: no row after %s to spoil", table, mid)
+		}
+	}
+	read := map[grain]int{}
+	fast.handed = func(g grain) { read[g]++ }
+	w := timespec.Window{Start: mid.AddDate(0, 0, -14), End: mid.AddDate(0, 0, 14)}
+	for _, p := range []timespec.Period{timespec.Day, timespec.Week} {
+		req := Request{Kind: "teams", Window: w, Period: p}
+		want, err := ref.Report(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := fast.Report(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(want, got, cmpopts.EquateApprox(0, 1e-6)); d != "" {
+			t.Errorf("mark at %s, by %s (-without zone rollups +with):\n%s", mid, periodName(p), d)
+		}
+	}
+	if read[zoneDay] == 0 || read[zoneWeek] == 0 {
+		t.Errorf("mark at %s: rows read by grain %v: the days and weeks before it are not read from the zone rollups", mid, read)
 	}
 }
