@@ -334,6 +334,8 @@ type factPlan struct {
 	// or less from rollup_model_hour, a handful of rows an hour at any
 	// cluster size (bucketHours).
 	modelRollups bool
+	// zoneTZ: some pieces read the zone rollups, kept in this zone.
+	zoneTZ string
 }
 
 // adds says whether every row of the plan is added as it is: no piece
@@ -373,6 +375,11 @@ func (d *Ledger) planFacts(ctx context.Context, bs []timespec.Bucket, f Filter, 
 		zone = zoneCover(bs, m)
 	}
 	fp.ps = planZoned(bs, fp.needNode && !fp.nodeRollups, d.months, !d.noSpans, zone)
+	for _, p := range fp.ps {
+		if p.grain == zoneDay || p.grain == zoneWeek {
+			fp.zoneTZ = bs[0].Start.Location().String()
+		}
+	}
 	return fp, nil
 }
 
@@ -433,7 +440,7 @@ func (d *Ledger) readFacts(ctx context.Context, fp factPlan, fn func(*Fact)) err
 			q := store.FactQuery{Grain: storeGrain[p.grain], From: p.from, To: p.to, ByNode: needNode, NodeIDs: fp.nodeIDs,
 				Clusters: f.Clusters, Users: f.Users, Accounts: f.Accounts, Partitions: f.Partitions, Models: f.Models,
 				// A span's rows all count in one bucket: SQLite sums its hours.
-				Sum: p.at != 0, HourSums: d.hourSums, Keep: f.keep}
+				Sum: p.at != 0, HourSums: d.hourSums, Keep: f.keep, ZoneTZ: fp.zoneTZ}
 			var x Fact
 			err := read(ctx, q, func(r *store.FactRow) {
 				if d.handed != nil {
@@ -462,11 +469,12 @@ func (d *Ledger) readFacts(ctx context.Context, fp factPlan, fn func(*Fact)) err
 		}
 		return nil
 	}
-	if len(fp.ps) < 2 {
+	if len(fp.ps) < 2 && fp.zoneTZ == "" {
 		return pieces(d)
 	}
 	// A span and its edge hours are read in statements of their own: one
-	// snapshot keeps a pass committed between them out of both.
+	// snapshot keeps a pass committed between them out of both (and the
+	// zone rollups' mark, read again by ZoneFacts, with their rows).
 	return d.snapshot(ctx, pieces)
 }
 

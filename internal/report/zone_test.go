@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -167,5 +168,36 @@ func zoneMarkHonoured(t *testing.T, ref, fast *Ledger, path string, base, now in
 	}
 	if read[zoneDay] == 0 || read[zoneWeek] == 0 {
 		t.Errorf("mark at %s: rows read by grain %v: the days and weeks before it are not read from the zone rollups", mid, read)
+	}
+}
+
+// TestZoneRollupsRestartedAfterPlan: a plan made from the zone rollups
+// that are then started again in another zone (report.tz changed) errs
+// when it reads them, rather than reading their emptied rows.
+func TestZoneRollupsRestartedAfterPlan(t *testing.T) {
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(35, 27))
+	jobs, base, now := pScenario(r)
+	path := buildSampledLedger(t, jobs, now)
+	keepZoneRollups(t, path, now, "Asia/Tokyo")
+	db := openTest(t, path)
+	loc, err := time.LoadLocation("Asia/Tokyo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := time.Unix(base, 0).In(loc)
+	start := time.Date(d.Year(), d.Month(), d.Day()+1, 0, 0, 0, 0, loc)
+	bs := timespec.Buckets(timespec.Window{Start: start, End: start.AddDate(0, 0, 14)}, timespec.Week)
+	fp, err := db.planFacts(ctx, bs, Filter{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fp.zoneTZ != "Asia/Tokyo" {
+		t.Fatalf("plan %+v reads no zone rollups", fp)
+	}
+	keepZoneRollups(t, path, now, "Asia/Kolkata")
+	err = db.readFacts(ctx, fp, func(*Fact) {})
+	if err == nil || !strings.Contains(err.Error(), "started again") {
+		t.Errorf("read after the zone rollups started again: %v, want an error saying so", err)
 	}
 }

@@ -67,6 +67,7 @@
 //	read_notes.go (notes and bookings; the nodes and clusters a note may name)
 //	read_resources.go (a run's resources from sacct and its seff-style efficiencies)
 //	read_noderollup.go (reports by node from the node rollups)  read_modelrollup.go (hours without user, account or node)
+//	read_zonerollup.go (local days and weeks of the site's zone, and their mark)
 //	read_foreign.go (GPUs whose samples showed a foreign process, over a window)
 //	read_lasthour.go (every GPU's samples of a window in one read: the board's last hour at start)
 //	read_billing.go (whether the ledger ever billed anything)

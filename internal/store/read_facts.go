@@ -57,6 +57,9 @@ type FactQuery struct {
 	// and the rows hold them empty, so that a report by partition hands
 	// over a row a partition, not one a user. 0 keeps them all.
 	Keep Cols
+	// ZoneTZ is the zone ZoneFacts' caller planned its days and weeks in:
+	// the rollups must still be in it (ZoneMark.Covers).
+	ZoneTZ string
 }
 
 // Cols is a set of a rollup's key columns besides the time and the node.

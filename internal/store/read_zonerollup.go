@@ -63,15 +63,24 @@ func readZoneMark(rows batchRows, err error) (ZoneMark, error) {
 
 // ZoneFacts calls fn for each row q selects from the zone rollups
 // (q.Grain ZoneDaily or ZoneWeekly; From and To the first seconds of
-// local days or weeks): Facts' rows, a row a key and day or week, Start
-// its first second. The caller checks the mark (ZoneRollups) covers the
-// range in its zone; Keep is honoured as Facts does.
+// local days or weeks in q.ZoneTZ): Facts' rows, a row a key and day or
+// week, Start its first second; Keep is honoured as Facts does. The
+// caller planned by the mark (ZoneRollups); read again here, in the
+// caller's snapshot, it must still cover the range: the rollups started
+// again in another zone meanwhile are an error, not rows missing.
 func (s *Ledger) ZoneFacts(ctx context.Context, q FactQuery, fn func(*FactRow)) error {
 	switch {
 	case q.Grain != ZoneDaily && q.Grain != ZoneWeekly:
 		return errors.New("zone rollups: they keep local days and weeks only")
 	case q.ByNode || len(q.NodeIDs) > 0:
 		return errors.New("zone rollups: they keep no node")
+	}
+	m, err := s.ZoneRollups(ctx)
+	if err != nil {
+		return err
+	}
+	if !m.Covers(q.ZoneTZ, q.To) {
+		return fmt.Errorf("zone rollups: now in %q before hour %d, not holding %s up to %d: they were started again; run the report again", m.TZ, m.Before, q.ZoneTZ, q.To)
 	}
 	return s.Facts(ctx, q, fn)
 }
