@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aicloud/gpusuite/internal/report/timespec"
 	"github.com/aicloud/gpusuite/internal/store"
 )
 
@@ -97,6 +98,17 @@ func (in *Ingester) housekeeping(ctx context.Context, res *Result) error {
 		return err
 	}
 	res.Pruned = dropped + n
+	// The rollups by the site's local day and week: a bounded step a pass
+	// until every hour is in (report.tz "Local" keeps none).
+	loc, err := timespec.LoadLocation(cfg.Report.TZ)
+	if err != nil {
+		b.Rollback()
+		return fmt.Errorf("zone rollups: %w", err)
+	}
+	if err := b.KeepZoneRollups(loc); err != nil {
+		b.Rollback()
+		return err
+	}
 	keep := max(cfg.Ingest.ArchiveRetention.Duration, 7*24*time.Hour)
 	if _, err := b.PruneIngestedFiles(now.Add(-keep)); err != nil {
 		b.Rollback()

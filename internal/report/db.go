@@ -68,6 +68,9 @@ type Ledger struct {
 	// nodeRollups: the ledger has the node rollups (store.NodeRollupsSchema
 	// on); off, reports by node read rollup_hourly (their tests' reference).
 	nodeRollups bool
+	// zoneRollups: the ledger has the zone rollups (store.ZoneRollupsSchema
+	// on); off, days and weeks are read as before (their tests' reference).
+	zoneRollups bool
 	// clusters are the clusters that shipped records, sorted.
 	clusters []string
 	// between, when set, runs between two statements of a plan: tests
@@ -107,7 +110,8 @@ func OpenDB(ctx context.Context, loc string, busy time.Duration) (*Ledger, error
 	// A ledger the ingest has not migrated yet (schema 1, the daemon not
 	// restarted on the new gpuacct) has no rollup_monthly: read its days.
 	d := &Ledger{st: st, path: path, busy: busy, months: v >= 2, tree: v >= slurmTreeSchema, hourSums: v >= hourSumsSchema,
-		nodeRollups: v >= store.NodeRollupsSchema, modelRollups: v >= store.ModelRollupsSchema}
+		nodeRollups: v >= store.NodeRollupsSchema, modelRollups: v >= store.ModelRollupsSchema,
+		zoneRollups: v >= store.ZoneRollupsSchema}
 	if err := d.loadNodes(ctx); err != nil {
 		st.Close()
 		return nil, err

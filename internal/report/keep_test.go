@@ -103,7 +103,7 @@ func TestKeepEqualsAllColumns(t *testing.T) {
 					f.keep |= store.ColAccount
 				}
 				for _, db := range []*Ledger{fast, nodes} {
-					if fp, err := db.planFacts(timespec.Buckets(w, p), f, false); err == nil && (fp.modelRollups || fp.nodeRollups) {
+					if fp, err := db.planFacts(context.Background(), timespec.Buckets(w, p), f, false); err == nil && (fp.modelRollups || fp.nodeRollups) {
 						wholess[db.modelRollups]++
 					}
 				}

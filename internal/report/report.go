@@ -185,7 +185,7 @@ func (d *Ledger) report(ctx context.Context, r Request) (*table.Table, error) {
 	}
 	overflow, overRows := false, false
 	sliced := false // a fact of a MIG slice: the GPU-EQ column is shown
-	fp, err := d.planFacts(bs, r.Filter, needNode)
+	fp, err := d.planFacts(ctx, bs, r.Filter, needNode)
 	if err != nil {
 		return nil, err
 	}

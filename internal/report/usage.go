@@ -53,9 +53,11 @@ type Filter struct {
 type grain int
 
 const (
-	hourly  grain = iota // rollup_hourly
-	daily                // rollup_daily: whole UTC days
-	monthly              // rollup_monthly: whole UTC months
+	hourly   grain = iota // rollup_hourly
+	daily                 // rollup_daily: whole UTC days
+	monthly               // rollup_monthly: whole UTC months
+	zoneDay               // rollup_zone_day: whole local days of the ledger's zone
+	zoneWeek              // rollup_zone_week: whole ISO weeks of the ledger's zone
 )
 
 // piece is one time range read from one rollup.
@@ -177,6 +179,12 @@ func spanHours(a, e int64, last bool) (int64, int64) {
 // whole UTC days (a UTC week) sums them in the query. needNode forces
 // hourly, !months leaves the months to the days.
 func plan(bs []timespec.Bucket, needNode, months, spans bool) []piece {
+	return planZoned(bs, needNode, months, spans, nil)
+}
+
+// planZoned is plan with the buckets that zone covers (ok) read as its
+// piece: a whole local day or week from the zone rollups.
+func planZoned(bs []timespec.Bucket, needNode, months, spans bool, zone func(i int) (piece, bool)) []piece {
 	var out []piece
 	add := func(p piece) {
 		if p.to <= p.from {
@@ -193,6 +201,13 @@ func plan(bs []timespec.Bucket, needNode, months, spans bool) []piece {
 		// Each bucket reads the hours that count in it, no more: a span's
 		// rows are placed by their bucket, the others by their hour.
 		a, e := spanHours(b.Start.Unix(), b.End.Unix(), i == len(bs)-1)
+		if zone != nil {
+			if p, ok := zone(i); ok {
+				add(p)
+				prevEnd = -1
+				continue
+			}
+		}
 		if needNode {
 			add(piece{grain: hourly, from: a, to: e})
 			continue
@@ -297,7 +312,7 @@ func nearestHour(t time.Time) time.Time {
 // Facts calls fn for every non-ignored rollup row in the buckets'
 // range. Buckets must start and end on whole hours (HourWindow).
 func (d *Ledger) Facts(ctx context.Context, bs []timespec.Bucket, f Filter, needNode bool, fn func(*Fact)) error {
-	fp, err := d.planFacts(bs, f, needNode)
+	fp, err := d.planFacts(ctx, bs, f, needNode)
 	if err != nil {
 		return err
 	}
@@ -319,6 +334,8 @@ type factPlan struct {
 	// or less from rollup_model_hour, a handful of rows an hour at any
 	// cluster size (bucketHours).
 	modelRollups bool
+	// zoneTZ: some pieces read the zone rollups, kept in this zone.
+	zoneTZ string
 }
 
 // adds says whether every row of the plan is added as it is: no piece
@@ -333,7 +350,7 @@ func (fp factPlan) adds() bool {
 	return true
 }
 
-func (d *Ledger) planFacts(bs []timespec.Bucket, f Filter, needNode bool) (factPlan, error) {
+func (d *Ledger) planFacts(ctx context.Context, bs []timespec.Bucket, f Filter, needNode bool) (factPlan, error) {
 	fp := factPlan{f: f, needNode: needNode}
 	if len(f.Nodes) > 0 {
 		var err error
@@ -349,7 +366,20 @@ func (d *Ledger) planFacts(bs []timespec.Bucket, f Filter, needNode bool) (factP
 		return fp, nil
 	}
 	fp.nodeRollups = d.nodeRollups && !who
-	fp.ps = plan(bs, fp.needNode && !fp.nodeRollups, d.months, !d.noSpans)
+	var zone func(int) (piece, bool)
+	if d.zoneRollups && !fp.nodeRollups && !fp.needNode {
+		m, err := d.st.ZoneRollups(ctx)
+		if err != nil {
+			return factPlan{}, d.wrap(err)
+		}
+		zone = zoneCover(bs, m)
+	}
+	fp.ps = planZoned(bs, fp.needNode && !fp.nodeRollups, d.months, !d.noSpans, zone)
+	for _, p := range fp.ps {
+		if p.grain == zoneDay || p.grain == zoneWeek {
+			fp.zoneTZ = bs[0].Start.Location().String()
+		}
+	}
 	return fp, nil
 }
 
@@ -394,21 +424,23 @@ func bucketHours(bs []timespec.Bucket) []piece {
 func (d *Ledger) readFacts(ctx context.Context, fp factPlan, fn func(*Fact)) error {
 	f, needNode := fp.f, fp.needNode
 	pieces := func(d *Ledger) error {
-		read := d.st.Facts
-		switch {
-		case fp.modelRollups:
-			read = d.st.ModelFacts
-		case fp.nodeRollups:
-			read = d.st.NodeFacts
-		}
 		for i, p := range coarseFirst(fp.ps) {
+			read := d.st.Facts
+			switch {
+			case p.grain == zoneDay || p.grain == zoneWeek:
+				read = d.st.ZoneFacts
+			case fp.modelRollups:
+				read = d.st.ModelFacts
+			case fp.nodeRollups:
+				read = d.st.NodeFacts
+			}
 			if i > 0 && d.between != nil {
 				d.between()
 			}
 			q := store.FactQuery{Grain: storeGrain[p.grain], From: p.from, To: p.to, ByNode: needNode, NodeIDs: fp.nodeIDs,
 				Clusters: f.Clusters, Users: f.Users, Accounts: f.Accounts, Partitions: f.Partitions, Models: f.Models,
 				// A span's rows all count in one bucket: SQLite sums its hours.
-				Sum: p.at != 0, HourSums: d.hourSums, Keep: f.keep}
+				Sum: p.at != 0, HourSums: d.hourSums, Keep: f.keep, ZoneTZ: fp.zoneTZ}
 			var x Fact
 			err := read(ctx, q, func(r *store.FactRow) {
 				if d.handed != nil {
@@ -437,11 +469,12 @@ func (d *Ledger) readFacts(ctx context.Context, fp factPlan, fn func(*Fact)) err
 		}
 		return nil
 	}
-	if len(fp.ps) < 2 {
+	if len(fp.ps) < 2 && fp.zoneTZ == "" {
 		return pieces(d)
 	}
 	// A span and its edge hours are read in statements of their own: one
-	// snapshot keeps a pass committed between them out of both.
+	// snapshot keeps a pass committed between them out of both (and the
+	// zone rollups' mark, read again by ZoneFacts, with their rows).
 	return d.snapshot(ctx, pieces)
 }
 
@@ -465,7 +498,8 @@ func coarseFirst(ps []piece) []piece {
 	return out
 }
 
-var storeGrain = map[grain]store.Grain{hourly: store.Hourly, daily: store.Daily, monthly: store.Monthly}
+var storeGrain = map[grain]store.Grain{hourly: store.Hourly, daily: store.Daily, monthly: store.Monthly,
+	zoneDay: store.ZoneDaily, zoneWeek: store.ZoneWeekly}
 
 // Distinct lists the distinct values of a rollup column (account, user,
 // partition, model, cluster) ever recorded.

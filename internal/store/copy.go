@@ -110,6 +110,8 @@ func copyTables() []copyTable {
 		money(copyTable{name: "rollup_node_day", key: []string{"day", "cluster", "partition", "node_id", "model", "ignored"}}),
 		money(copyTable{name: "rollup_node_month", key: []string{"month", "cluster", "partition", "node_id", "model", "ignored"}}),
 		money(copyTable{name: "rollup_model_hour", key: []string{"hour", "cluster", "partition", "model", "ignored"}}),
+		money(copyTable{name: "rollup_zone_day", key: append(append([]string{"start"}, dims...), "model", "ignored")}),
+		money(copyTable{name: "rollup_zone_week", key: append(append([]string{"start"}, dims...), "model", "ignored")}),
 		{name: "ingested_files", key: []string{"node", "name"}},
 		{name: "passes", key: []string{"id"}, id: true},
 		{name: "meta", key: []string{"key"}, where: `"key" NOT LIKE '` + copyKeyPrefix + `%'`},

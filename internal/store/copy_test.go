@@ -48,7 +48,15 @@ func copyFixture(t *testing.T) string {
 	}
 	defer s.Close()
 	now := copyT0.Add(6 * time.Hour)
+	tokyo, err := time.LoadLocation("Asia/Tokyo")
+	if err != nil {
+		t.Fatal(err)
+	}
 	batchOf(t, s, now, func(b *Batch) error {
+		// Zone rollups from the first hour: the writer fills them.
+		if err := b.KeepZoneRollups(tokyo); err != nil {
+			return err
+		}
 		if err := b.SetSlurmAccounts([]SlurmAccount{{Cluster: "c", Account: "physics", Parent: "science"},
 			{Cluster: "c", Account: "science", Parent: "root"}}); err != nil {
 			return err

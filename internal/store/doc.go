@@ -41,6 +41,7 @@
 //	write_mig.go        a MIG slice's model ("<parent> MIG <profile>") in job_nodes and its rollup rows
 //	write_noderollup.go the node rollups: rollup_hourly without user and account, per hour, day and month
 //	write_modelrollup.go rollup_model_hour: the node hours without the node
+//	write_zonerollup.go rollup_zone_day, rollup_zone_week: the hours by the site zone's days and weeks
 //	write_generated.go  rollups added without jobs, for generated ledgers (bench/scale)
 //	write_billing.go    billing weights' history; a job's billing rate (Slurm's, or estimated)
 //	write_jobmetrics.go per job × GPU metrics;  write_recount.go  samples counted again when a window moves
@@ -66,6 +67,7 @@
 //	read_notes.go (notes and bookings; the nodes and clusters a note may name)
 //	read_resources.go (a run's resources from sacct and its seff-style efficiencies)
 //	read_noderollup.go (reports by node from the node rollups)  read_modelrollup.go (hours without user, account or node)
+//	read_zonerollup.go (local days and weeks of the site's zone, and their mark)
 //	read_foreign.go (GPUs whose samples showed a foreign process, over a window)
 //	read_lasthour.go (every GPU's samples of a window in one read: the board's last hour at start)
 //	read_billing.go (whether the ledger ever billed anything)

@@ -14,9 +14,11 @@ import (
 type Grain int
 
 const (
-	Hourly  Grain = iota // rollup_hourly
-	Daily                // rollup_daily: whole UTC days
-	Monthly              // rollup_monthly: whole UTC months (schema 2 on)
+	Hourly     Grain = iota // rollup_hourly
+	Daily                   // rollup_daily: whole UTC days
+	Monthly                 // rollup_monthly: whole UTC months (schema 2 on)
+	ZoneDaily               // rollup_zone_day: whole local days of one zone (ZoneFacts)
+	ZoneWeekly              // rollup_zone_week: whole ISO weeks of one zone (ZoneFacts)
 )
 
 // rollupOf is each grain's rollup, its node rollup, their time column
@@ -28,6 +30,9 @@ var rollupOf = [...]struct {
 	Hourly:  {"rollup_hourly", "rollup_node_hour", "hour", 3600},
 	Daily:   {"rollup_daily", "rollup_node_day", "day", 86400},
 	Monthly: {"rollup_monthly", "rollup_node_month", "month", 86400},
+	// Keyed by the day's or week's first second: no unit to scale.
+	ZoneDaily:  {"rollup_zone_day", "", "start", 1},
+	ZoneWeekly: {"rollup_zone_week", "", "start", 1},
 }
 
 // FactQuery selects non-ignored rollup rows of one grain. Empty lists
@@ -52,6 +57,9 @@ type FactQuery struct {
 	// and the rows hold them empty, so that a report by partition hands
 	// over a row a partition, not one a user. 0 keeps them all.
 	Keep Cols
+	// ZoneTZ is the zone ZoneFacts' caller planned its days and weeks in:
+	// the rollups must still be in it (ZoneMark.Covers).
+	ZoneTZ string
 }
 
 // Cols is a set of a rollup's key columns besides the time and the node.

@@ -57,6 +57,7 @@ type Batch struct {
 	summaries map[int64]bool
 	samples   sampleInserter
 	series    seriesFold // the fold mark, read once (write_series_packs.go)
+	zone      zoneState  // the zone rollups' mark, read once (write_zonerollup.go)
 	// Pending job × GPU metric figures (write_jobmetrics.go): added by samples
 	// and recounts, the metrics a GPU cannot give, and the job GPUs
 	// whose peaks must be read again.

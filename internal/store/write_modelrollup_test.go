@@ -75,10 +75,17 @@ func checkModelRollup(t *testing.T, s *Ledger, when string) {
 // again an hour later; the open jobs extended.
 func modelHistory(t *testing.T, seed uint64) (*Ledger, time.Time) {
 	t.Helper()
+	s := openTemp(t)
+	return s, writeModelHistory(t, s, seed, func(when string) { checkModelRollup(t, s, when) })
+}
+
+// writeModelHistory writes modelHistory's history into s, calling check
+// after each step, and returns the history's clock.
+func writeModelHistory(t *testing.T, s *Ledger, seed uint64, check func(when string)) time.Time {
+	t.Helper()
 	r := rand.New(rand.NewPCG(seed, 25))
 	jobs, nowMS := invScenario(r)
 	now := time.UnixMilli(nowMS).UTC()
-	s := openTemp(t)
 	event := func(j *invJob, kind record.Kind, at int64) *record.Event {
 		e := j.event(kind, at)
 		e.Job.Partition = fmt.Sprint("p", j.id%2)
@@ -113,7 +120,7 @@ func modelHistory(t *testing.T, seed uint64) (*Ledger, time.Time) {
 		}
 		return nil
 	})
-	checkModelRollup(t, s, "after the samples")
+	check("after the samples")
 	batchOf(t, s, now, func(b *Batch) error {
 		for _, j := range jobs {
 			if j.end > 0 {
@@ -124,21 +131,21 @@ func modelHistory(t *testing.T, seed uint64) (*Ledger, time.Time) {
 		}
 		return b.ExtendOpen()
 	})
-	checkModelRollup(t, s, "after the ends")
+	check("after the ends")
 	var job int64
 	if err := s.db.QueryRow(`SELECT min(id) FROM jobs WHERE alloc_gpu_s > 0`).Scan(&job); err != nil {
 		t.Fatal(err)
 	}
 	batchOf(t, s, now, func(b *Batch) error { return b.SetIgnored(job, true, "test") })
-	checkModelRollup(t, s, "after ignoring a job")
+	check("after ignoring a job")
 	batchOf(t, s, now.Add(time.Hour), func(b *Batch) error {
 		if err := b.SetIgnored(job, false, ""); err != nil {
 			return err
 		}
 		return b.ExtendOpen()
 	})
-	checkModelRollup(t, s, "after counting it again an hour later")
-	return s, now
+	check("after counting it again an hour later")
+	return now
 }
 
 // TestModelRollupFollowsWriter: the writer keeps rollup_model_hour as

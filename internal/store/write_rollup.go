@@ -75,6 +75,9 @@ func (b *Batch) rollup(dims Dims, node int64, model string, hour int64, d Usage)
 	if err := b.rollupHourSum(dims, model, hour, d); err != nil {
 		return err
 	}
+	if err := b.rollupZone(dims, model, hour, d); err != nil {
+		return err
+	}
 	if err := b.rollupDay(dims, model, hour/24, d); err != nil {
 		return err
 	}

@@ -217,5 +217,6 @@ func (b *Batch) writePeriods(periods *[3]usageSums[periodKey], skipZero bool) er
 			return err
 		}
 	}
-	return nil
+	// The zone rollups are rollup_hourly_sum's hours summed.
+	return b.rollupZones(&periods[0])
 }
