@@ -93,7 +93,6 @@ Examples:
 	}
 }
 
-
 // env is the resolved configuration of one run.
 type env struct {
 	cfg   config.Config
